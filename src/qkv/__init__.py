@@ -1,0 +1,22 @@
+"""qkv: transformer attention, exact and explained.
+
+    >>> import numpy as np, qkv
+    >>> x = np.random.default_rng(0).standard_normal((4, 8))
+    >>> mha = qkv.MultiHeadAttention.random(8, n_heads=2)
+    >>> y = mha(x)                      # self-attention, (4, 8)
+    >>> out = qkv.residual(x, y)        # R + Y
+"""
+
+from .attention import attention, attention_columns, attention_reference, causal_mask, padding_mask, residual, softmax
+from .errors import InputError
+from .heads import merge_heads, split_heads
+from .mha import HeadWeights, KVCache, MultiHeadAttention
+from .trace import Step, Trace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "attention", "attention_reference", "attention_columns", "softmax", "causal_mask", "padding_mask",
+    "residual", "split_heads", "merge_heads", "MultiHeadAttention", "HeadWeights", "KVCache", "Trace", "Step",
+    "InputError", "__version__",
+]

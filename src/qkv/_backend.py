@@ -1,0 +1,76 @@
+"""Array-namespace plumbing shared by the core: one place that knows NumPy from torch.
+
+The core is written against the Python array API (via array-api-compat), so the same
+functions take NumPy arrays and torch tensors. This module resolves the namespace,
+refuses mixed inputs with a readable message, and handles the low-precision policy
+(bfloat16/float16 are computed in float32 and cast back).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import array_api_compat
+import numpy as np
+
+__all__ = ["namespace", "is_numpy", "is_torch", "compute_dtype", "to_numpy", "shape_str"]
+
+
+def _kind(x: Any) -> str:
+    if array_api_compat.is_numpy_array(x):
+        return "NumPy"
+    if array_api_compat.is_torch_array(x):
+        return "torch"
+    return type(x).__name__
+
+
+def namespace(**arrays: Any):
+    """Return the array namespace shared by the given named arrays (None values are ignored).
+
+    Raises TypeError naming the arguments when NumPy arrays and torch tensors are mixed,
+    or when an argument is not an array at all.
+    """
+    present = {name: a for name, a in arrays.items() if a is not None}
+    for name, a in present.items():
+        if not (array_api_compat.is_numpy_array(a) or array_api_compat.is_torch_array(a)):
+            raise TypeError(f"{name} must be a NumPy array or a torch tensor, got {type(a).__name__}")
+    kinds = {name: _kind(a) for name, a in present.items()}
+    if len(set(kinds.values())) > 1:
+        described = ", ".join(f"{name} is {kind}" for name, kind in kinds.items())
+        raise TypeError(f"mixed array types: {described}; convert them to one library first")
+    return array_api_compat.array_namespace(*present.values())
+
+
+def is_numpy(x: Any) -> bool:
+    return array_api_compat.is_numpy_array(x)
+
+
+def is_torch(x: Any) -> bool:
+    return array_api_compat.is_torch_array(x)
+
+
+def compute_dtype(xp, dtype):
+    """The dtype arithmetic runs in: float16/bfloat16 are accumulated in float32."""
+    if xp.isdtype(dtype, "real floating") and dtype in (xp.float32, xp.float64):
+        return dtype
+    if xp.isdtype(dtype, "real floating"):  # float16, bfloat16
+        return xp.float32
+    raise TypeError(f"expected a floating-point array, got dtype {dtype}")
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A NumPy copy/view of x (torch tensors are detached and moved to the CPU)."""
+    if array_api_compat.is_torch_array(x):
+        import torch
+
+        t = x.detach().cpu()
+        if t.dtype in (torch.bfloat16, torch.float16):
+            t = t.float()
+        return t.numpy()
+    return np.asarray(x)
+
+
+def shape_str(shape) -> str:
+    """(2, 5, 3) written the way the error messages print shapes."""
+    dims = tuple(int(d) if d is not None else "?" for d in shape)
+    return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"

@@ -1,0 +1,312 @@
+"""Multi-head attention: W_Q, W_K, W_V projections, heads, core attention, W_O — and a KV cache.
+
+Seed 000: X (T×D) → Q = X·W_Q, K = X·W_K, V = X·W_V → each seen as T×H×Dh (a reshape) →
+attention per head → heads concatenated, H (T×H·Dv) → Y = H·W_O. The residual R + Y is
+`qkv.residual`. Projections act on each token alone; only the core attention mixes tokens.
+
+Weights follow the row-vector convention: ``x @ W`` with W shaped (d_in, d_out). torch's
+nn.Linear stores (d_out, d_in); `MultiHeadAttention.from_torch` transposes explicitly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ._backend import namespace, shape_str
+from .attention import Recorder, _emit, attention
+from .heads import merge_heads, split_heads
+
+__all__ = ["MultiHeadAttention", "HeadWeights", "KVCache"]
+
+
+class HeadWeights(NamedTuple):
+    """One head's own slices: w_q (D, Dk), w_k (Dkv_in, Dk), w_v (Dkv_in, Dv), w_o (Dv, D_out)."""
+
+    w_q: Any
+    w_k: Any
+    w_v: Any
+    w_o: Any
+    b_q: Any = None
+    b_k: Any = None
+    b_v: Any = None
+
+
+@dataclass(frozen=True, eq=False)
+class MultiHeadAttention:
+    """Weights of one multi-head attention layer; call it to run it.
+
+    w_q (D, H·Dk), w_k (Dkv_in, G·Dk), w_v (Dkv_in, G·Dv), w_o (H·Dv, D_out); biases, when
+    given, b_q (H·Dk,), b_k (G·Dk,), b_v (G·Dv,), b_o (D_out,). Columns are grouped by head:
+    columns h·Dk … (h+1)·Dk − 1 of w_q belong to head h. n_kv_heads = G (default H); H % G == 0
+    (G < H is grouped-query attention, G = 1 multi-query attention).
+    """
+
+    w_q: Any
+    w_k: Any
+    w_v: Any
+    w_o: Any
+    n_heads: int
+    n_kv_heads: int | None = None
+    b_q: Any = None
+    b_k: Any = None
+    b_v: Any = None
+    b_o: Any = None
+    _xp: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        xp = namespace(w_q=self.w_q, w_k=self.w_k, w_v=self.w_v, w_o=self.w_o,
+                       b_q=self.b_q, b_k=self.b_k, b_v=self.b_v, b_o=self.b_o)
+        object.__setattr__(self, "_xp", xp)
+        h = self.n_heads
+        if isinstance(h, bool) or not isinstance(h, int) or h < 1:
+            raise ValueError(f"n_heads must be a positive integer, got {h!r}")
+        g = h if self.n_kv_heads is None else self.n_kv_heads
+        if isinstance(g, bool) or not isinstance(g, int) or g < 1 or h % g:
+            raise ValueError(f"n_kv_heads must be a positive divisor of n_heads={h}, got {self.n_kv_heads!r}")
+        object.__setattr__(self, "n_kv_heads", g)
+        for name in ("w_q", "w_k", "w_v", "w_o"):
+            w = getattr(self, name)
+            if w.ndim != 2:
+                raise ValueError(f"{name} must be a matrix (d_in, d_out), got shape {shape_str(w.shape)}")
+        for name, heads in (("w_q", h), ("w_k", g), ("w_v", g)):
+            width = getattr(self, name).shape[1]
+            if width % heads:
+                raise ValueError(f"{name} has shape {shape_str(getattr(self, name).shape)}: its {width} columns "
+                                 f"do not split into {heads} heads")
+        if self.w_q.shape[1] // h != self.w_k.shape[1] // g:
+            raise ValueError(f"w_q has shape {shape_str(self.w_q.shape)} and w_k has shape "
+                             f"{shape_str(self.w_k.shape)}: query and key heads must have the same width "
+                             f"(got {self.w_q.shape[1] // h} and {self.w_k.shape[1] // g})")
+        if self.w_v.shape[0] != self.w_k.shape[0]:
+            raise ValueError(f"w_v has shape {shape_str(self.w_v.shape)} but w_k has shape "
+                             f"{shape_str(self.w_k.shape)}: keys and values read the same input width")
+        if self.w_o.shape[0] != h * self.d_v:
+            raise ValueError(f"w_o has shape {shape_str(self.w_o.shape)} but the {h} concatenated heads have "
+                             f"width {h * self.d_v} (expected ({h * self.d_v}, D_out))")
+        for name, width in (("b_q", self.w_q.shape[1]), ("b_k", self.w_k.shape[1]),
+                            ("b_v", self.w_v.shape[1]), ("b_o", self.w_o.shape[1])):
+            b = getattr(self, name)
+            if b is not None and tuple(b.shape) != (width,):
+                raise ValueError(f"{name} has shape {shape_str(b.shape)}, expected ({width},)")
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def d_model(self) -> int:
+        """D: width of the query-side input x."""
+        return int(self.w_q.shape[0])
+
+    @property
+    def d_kv_in(self) -> int:
+        """Width of the key/value-side input (memory in cross-attention; D in self-attention)."""
+        return int(self.w_k.shape[0])
+
+    @property
+    def d_k(self) -> int:
+        return int(self.w_q.shape[1]) // self.n_heads
+
+    @property
+    def d_v(self) -> int:
+        return int(self.w_v.shape[1]) // self.n_kv_heads
+
+    @property
+    def d_out(self) -> int:
+        return int(self.w_o.shape[1])
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def random(cls, d_model: int, n_heads: int, *, n_kv_heads: int | None = None, d_k: int | None = None,
+               d_v: int | None = None, d_kv_in: int | None = None, d_out: int | None = None,
+               bias: bool = True, seed: int = 0, dtype: Any = np.float64) -> "MultiHeadAttention":
+        """Random NumPy weights, N(0, 1/fan_in), reproducible from ``seed``.
+
+        d_k, d_v default to d_model // n_heads; d_kv_in and d_out default to d_model.
+        """
+        if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
+            raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+        if d_k is None or d_v is None:
+            if d_model % n_heads:
+                raise ValueError(f"d_model={d_model} does not split into n_heads={n_heads} heads; "
+                                 "pass d_k and d_v explicitly")
+        g = n_heads if n_kv_heads is None else n_kv_heads
+        d_k = d_model // n_heads if d_k is None else d_k
+        d_v = d_model // n_heads if d_v is None else d_v
+        d_kv_in = d_model if d_kv_in is None else d_kv_in
+        d_out = d_model if d_out is None else d_out
+        rng = np.random.default_rng(seed)
+
+        def matrix(rows: int, cols: int) -> np.ndarray:
+            return (rng.standard_normal((rows, cols)) / np.sqrt(rows)).astype(dtype)
+
+        def vector(n: int) -> np.ndarray | None:
+            return (0.1 * rng.standard_normal(n)).astype(dtype) if bias else None
+
+        return cls(matrix(d_model, n_heads * d_k), matrix(d_kv_in, g * d_k), matrix(d_kv_in, g * d_v),
+                   matrix(n_heads * d_v, d_out), n_heads, g if n_kv_heads is not None else None,
+                   vector(n_heads * d_k), vector(g * d_k), vector(g * d_v), vector(d_out))
+
+    @classmethod
+    def from_torch(cls, module: Any) -> "MultiHeadAttention":
+        """Weights of a ``torch.nn.MultiheadAttention``, transposed to the row-vector convention.
+
+        The result holds detached torch tensors; call it with torch inputs.
+        """
+        import torch
+
+        if not isinstance(module, torch.nn.MultiheadAttention):
+            raise TypeError(f"expected torch.nn.MultiheadAttention, got {type(module).__name__}")
+        d = module.embed_dim
+        if module._qkv_same_embed_dim:
+            w_q, w_k, w_v = module.in_proj_weight.detach().split(d, dim=0)   # each (out, in)
+        else:
+            w_q, w_k, w_v = (module.q_proj_weight.detach(), module.k_proj_weight.detach(),
+                             module.v_proj_weight.detach())
+        if module.kdim != module.vdim:
+            raise ValueError(f"kdim={module.kdim} and vdim={module.vdim} differ; qkv reads keys and values "
+                             "from one memory, so they must be equal")
+        b_q = b_k = b_v = b_o = None
+        if module.in_proj_bias is not None:
+            b_q, b_k, b_v = module.in_proj_bias.detach().split(d)
+        if module.out_proj.bias is not None:
+            b_o = module.out_proj.bias.detach()
+        if module.bias_k is not None or module.add_zero_attn:
+            raise ValueError("add_bias_kv and add_zero_attn are not supported")
+        return cls(w_q.T, w_k.T, w_v.T, module.out_proj.weight.detach().T, module.num_heads,
+                   b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o)
+
+    # ------------------------------------------------------------------ heads
+    def head(self, i: int) -> HeadWeights:
+        """Head i's own projections: the columns of w_q/w_k/w_v and the rows of w_o it owns.
+
+        Running every head with its own slices and concatenating the results equals the fused
+        computation: one matrix with columns grouped by head is H matrices side by side.
+        """
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.n_heads:
+            raise ValueError(f"head index must be in [0, {self.n_heads}), got {i!r}")
+        j = i // (self.n_heads // self.n_kv_heads)  # its key/value head
+        qs, ks, vs, os = (slice(i * self.d_k, (i + 1) * self.d_k), slice(j * self.d_k, (j + 1) * self.d_k),
+                          slice(j * self.d_v, (j + 1) * self.d_v), slice(i * self.d_v, (i + 1) * self.d_v))
+
+        def part(b, s):
+            return None if b is None else b[s]
+
+        return HeadWeights(self.w_q[:, qs], self.w_k[:, ks], self.w_v[:, vs], self.w_o[os, :],
+                           part(self.b_q, qs), part(self.b_k, ks), part(self.b_v, vs))
+
+    # ------------------------------------------------------------------ forward
+    def project(self, x, memory=None, *, record: Recorder | None = None):
+        """Q, K, V split into heads: q (…, H, Tq, Dk), k (…, G, Tk, Dk), v (…, G, Tk, Dv).
+
+        Queries come from x (…, Tq, D); keys and values from memory (…, Tk, Dkv_in), or from x
+        itself when memory is None (self-attention).
+        """
+        source = x if memory is None else memory
+        self._check_input("x", x, self.d_model, "w_q")
+        if memory is not None:
+            self._check_input("memory", memory, self.d_kv_in, "w_k")
+        elif self.d_kv_in != self.d_model:
+            raise ValueError(f"self-attention needs w_k to read width {self.d_model}, but w_k has shape "
+                             f"{shape_str(self.w_k.shape)}; pass memory= for cross-attention")
+        _emit(record, "x", x, formula="X: one row per token")
+        if memory is not None:
+            _emit(record, "memory", memory, formula="encoder outputs: keys and values come from here")
+        heads = {"q": self.n_heads, "k": self.n_kv_heads, "v": self.n_kv_heads}
+        out = []
+        for name, inputs, w, b in (("q", x, self.w_q, self.b_q), ("k", source, self.w_k, self.b_k),
+                                   ("v", source, self.w_v, self.b_v)):
+            _emit(record, f"w_{name}", w, formula=f"W_{name.upper()}")
+            projected = inputs @ w if b is None else inputs @ w + b      # (…, T, heads·Dh)
+            _emit(record, name, projected, formula=f"{name.upper()} = X·W_{name.upper()}" + (" + b" if b is not None else ""))
+            split = split_heads(projected, heads[name])                   # (…, heads, T, Dh)
+            _emit(record, f"{name}_heads", split, formula=f"{name.upper()} (T×d) seen as T×h×d_h")
+            out.append(split)
+        return tuple(out)
+
+    def __call__(self, x, memory=None, *, mask=None, causal: bool = False, cache: "KVCache | None" = None,
+                 return_weights: bool = False, record: Recorder | None = None):
+        """Multi-head attention of x over itself (self-attention) or over memory (cross-attention).
+
+        Args:
+          x: (…, Tq, D) queries' input, one row per token.
+          memory: (…, Tk, Dkv_in) keys' and values' input; None for self-attention.
+          mask: boolean, broadcastable to (…, H, Tq, Tk); True = may attend.
+          causal: block future keys, aligned bottom-right (with a cache: the new tokens come last).
+          cache: a `KVCache`; this call's keys and values are appended to it and the queries
+            attend over everything it holds (incremental decoding).
+          return_weights: also return the weights (…, H, Tq, Tk).
+          record: a recorder (e.g. `qkv.Trace`) handed every intermediate.
+
+        Returns:
+          y (…, Tq, D_out) = concat(heads)·W_O (+ b_O), or (y, weights).
+        """
+        q, k, v = self.project(x, memory, record=record)
+        if cache is not None:
+            k, v = cache.append(k, v)
+        result = attention(q, k, v, mask, causal=causal, return_weights=return_weights, record=record)
+        heads_out = result[0] if return_weights else result           # (…, H, Tq, Dv)
+        concat = merge_heads(heads_out)                                # (…, Tq, H·Dv)
+        _emit(record, "concat", concat, formula="Concat(head₁, …, head_h)")
+        _emit(record, "w_o", self.w_o, formula="W_O")
+        y = concat @ self.w_o if self.b_o is None else concat @ self.w_o + self.b_o
+        _emit(record, "y", y, formula="Y = Concat(heads)·W_O" + (" + b_O" if self.b_o is not None else ""))
+        return (y, result[1]) if return_weights else y
+
+    def _check_input(self, name: str, a, width: int, weight: str) -> None:
+        namespace(**{name: a, weight: getattr(self, weight)})
+        if a.ndim < 2 or a.shape[-1] != width:
+            raise ValueError(f"{name} has shape {shape_str(a.shape)} but {weight} has shape "
+                             f"{shape_str(getattr(self, weight).shape)} (expected (…, T, {width}))")
+
+
+class KVCache:
+    """Keys (…, G, T, Dk) and values (…, G, T, Dv) of the tokens seen so far, for decoding.
+
+    `append` adds a step's keys and values and returns everything held. Storage grows by
+    doubling, so a decode step costs O(T) (attention over T keys), not O(T²). The cache is an
+    explicit object the caller owns and passes to `MultiHeadAttention.__call__`.
+    """
+
+    def __init__(self) -> None:
+        self._k = None
+        self._v = None
+        self.length = 0
+
+    @property
+    def k(self):
+        return None if self._k is None else self._k[..., : self.length, :]
+
+    @property
+    def v(self):
+        return None if self._v is None else self._v[..., : self.length, :]
+
+    def append(self, k, v):
+        """Add k (…, G, t, Dk), v (…, G, t, Dv); return all keys and values (…, G, T, ·)."""
+        xp = namespace(k=k, v=v)
+        if self._k is not None:
+            namespace(k=k, cached=self._k)
+            for name, new, held in (("k", k, self._k), ("v", v, self._v)):
+                if tuple(new.shape[:-2]) != tuple(held.shape[:-2]) or new.shape[-1] != held.shape[-1]:
+                    raise ValueError(f"{name} has shape {shape_str(new.shape)} but the cache holds "
+                                     f"{shape_str(held.shape[:-2] + (self.length,) + held.shape[-1:])}")
+        t = k.shape[-2]
+        needed = self.length + t
+        if self._k is None or needed > self._k.shape[-2]:
+            capacity = max(needed, 2 * (0 if self._k is None else self._k.shape[-2]), 16)
+            self._k = self._grow(xp, self._k, k, capacity)
+            self._v = self._grow(xp, self._v, v, capacity)
+        self._k[..., self.length:needed, :] = k
+        self._v[..., self.length:needed, :] = v
+        self.length = needed
+        return self.k, self.v
+
+    def _grow(self, xp, held, new, capacity: int):
+        import array_api_compat
+
+        buffer = xp.zeros(tuple(new.shape[:-2]) + (capacity, new.shape[-1]), dtype=new.dtype,
+                          device=array_api_compat.device(new))
+        if held is not None:
+            buffer[..., : self.length, :] = held[..., : self.length, :]
+        return buffer
+

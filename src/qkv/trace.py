@@ -1,0 +1,154 @@
+"""Trace: an ordered record of the named steps of one computation (formula, shape, values).
+
+A Trace is itself a recorder: pass it as ``record=`` to `qkv.attention`, `MultiHeadAttention`,
+`qkv.residual`, … and each of them hands it the intermediates it computes, in order. The
+renderers (text, Markdown, HTML, JSON, figures) only read a finished Trace; they never
+compute attention themselves.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from ._backend import to_numpy
+
+__all__ = ["Step", "Trace"]
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """One named intermediate: ``value`` is a NumPy copy (float64 for float inputs)."""
+
+    name: str
+    value: np.ndarray
+    formula: str = ""
+    note: str = ""
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.value.shape)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "formula": self.formula, "note": self.note, "shape": list(self.shape),
+                "dtype": str(self.value.dtype), "values": _encode(self.value), "meta": self.meta}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Step":
+        value = np.array(_decode(data["values"]), dtype=data.get("dtype", "float64")).reshape(data["shape"])
+        return cls(data["name"], value, data.get("formula", ""), data.get("note", ""), dict(data.get("meta", {})))
+
+
+class Trace:
+    """An ordered record of steps. Call it like a function to record: ``trace(name, value, formula=…)``.
+
+    ``meta`` holds what the renderers need besides numbers (tokens, the followed query, the
+    example's title). Names may repeat (a later step of the same name shadows an earlier one
+    for ``trace[name]``); `scoped` prefixes names, e.g. ``"layer 0/head 3/weights"``.
+    """
+
+    def __init__(self, title: str = "", meta: dict | None = None, steps: list[Step] | None = None):
+        self.title = title
+        self.meta: dict = dict(meta or {})
+        self.steps: list[Step] = list(steps or [])
+
+    # recording ---------------------------------------------------------------------------
+    def __call__(self, name: str, value: Any, *, formula: str = "", note: str = "", **meta: Any) -> None:
+        array = to_numpy(value)
+        array = np.array(array, dtype=np.float64 if array.dtype.kind == "f" else array.dtype, copy=True)
+        self.steps.append(Step(name, array, formula, note, meta))
+
+    def scoped(self, prefix: str) -> Callable[..., None]:
+        """A recorder that files every step under ``prefix/``."""
+
+        def record(name: str, value: Any, **meta: Any) -> None:
+            self(f"{prefix}/{name}", value, **meta)
+
+        return record
+
+    # reading -----------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> Step:
+        for step in reversed(self.steps):
+            if step.name == name:
+                return step
+        raise KeyError(f"no step named {name!r}; steps: {', '.join(self.names())}")
+
+    def get(self, name: str, default: Any = None) -> Step | Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        return any(step.name == name for step in self.steps)
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self.steps)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def names(self) -> list[str]:
+        return [step.name for step in self.steps]
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{s.name}{list(s.shape)}" for s in self.steps)
+        return f"Trace({self.title!r}: {body})"
+
+    # serialisation -----------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {"format": "qkv-trace", "version": FORMAT_VERSION, "title": self.title,
+                "meta": _jsonable(self.meta), "steps": [s.to_dict() for s in self.steps]}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Trace":
+        if data.get("format") != "qkv-trace":
+            raise ValueError("not a qkv trace: the JSON has no \"format\": \"qkv-trace\" field")
+        return cls(data.get("title", ""), data.get("meta", {}), [Step.from_dict(s) for s in data.get("steps", [])])
+
+    @classmethod
+    def from_json(cls, text: str) -> "Trace":
+        return cls.from_dict(json.loads(text))
+
+    def _repr_html_(self) -> str:  # Jupyter shows the interactive view when qkv.viz provides it
+        try:
+            from .viz.html import trace_html
+        except ImportError:
+            return f"<pre>{self!r}</pre>"
+        return trace_html(self, inline=True)
+
+
+def _encode(value: np.ndarray) -> Any:
+    """Nested lists; non-finite floats as the strings "inf", "-inf", "nan" (JSON has no such numbers)."""
+    if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+        return np.vectorize(lambda x: float(x) if np.isfinite(x) else str(x), otypes=[object])(value).tolist()
+    return value.tolist()
+
+
+def _decode(values: Any) -> Any:
+    if isinstance(values, list):
+        return [_decode(v) for v in values]
+    if isinstance(values, str):
+        return float(values)
+    return values
+
+
+def _jsonable(meta: Any) -> Any:
+    if isinstance(meta, dict):
+        return {str(k): _jsonable(v) for k, v in meta.items()}
+    if isinstance(meta, (list, tuple)):
+        return [_jsonable(v) for v in meta]
+    if isinstance(meta, np.ndarray):
+        return meta.tolist()
+    if isinstance(meta, np.generic):
+        return meta.item()
+    return meta
