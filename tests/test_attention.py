@@ -1,0 +1,319 @@
+"""qkv.attention, softmax and masks against torch's scaled_dot_product_attention and a float64 oracle."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import qkv
+from qkv.attention import attention_reference
+
+rng = np.random.default_rng(1234)
+
+
+def randn(*shape, dtype=np.float64):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def oracle(q, k, v, allowed=None, scale=None, bias=None):
+    """Float64 attention written independently: explicit loops over rows, math.exp."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    *lead, tq, dk = q.shape
+    tk, dv = k.shape[-2], v.shape[-1]
+    scale = 1 / math.sqrt(dk) if scale is None else scale
+    lead = np.broadcast_shapes(tuple(lead), k.shape[:-2])
+    q, k, v = (np.broadcast_to(a, lead + a.shape[-2:]) for a in (q, k, v))
+    allowed = np.ones(lead + (tq, tk), bool) if allowed is None else np.broadcast_to(allowed, lead + (tq, tk))
+    bias = np.zeros(lead + (tq, tk)) if bias is None else np.broadcast_to(bias, lead + (tq, tk))
+    out = np.zeros(lead + (tq, dv))
+    weights = np.zeros(lead + (tq, tk))
+    for idx in np.ndindex(*lead):
+        for i in range(tq):
+            keys = [j for j in range(tk) if allowed[idx][i, j] and bias[idx][i, j] != -np.inf]
+            if not keys:
+                continue
+            s = {j: float(q[idx][i] @ k[idx][j]) * scale + bias[idx][i, j] for j in keys}
+            top = max(s.values())
+            e = {j: math.exp(s[j] - top) for j in keys}
+            total = sum(e.values())
+            for j in keys:
+                weights[idx][i, j] = e[j] / total
+                out[idx][i] += weights[idx][i, j] * v[idx][j]
+    return out, weights
+
+
+def bottom_right(tq, tk):
+    return np.tril(np.ones((tq, tk), bool), k=tk - tq)
+
+
+def sdpa(q, k, v, mask=None, **kw):
+    t = [torch.from_numpy(np.ascontiguousarray(a)) for a in (q, k, v)]
+    m = None if mask is None else torch.from_numpy(np.ascontiguousarray(mask))
+    return F.scaled_dot_product_attention(*t, attn_mask=m, **kw).numpy()
+
+
+# ---------------------------------------------------------------- parity with torch
+@pytest.mark.parametrize("tq,tk", [(1, 1), (7, 7), (129, 129), (7, 129), (129, 7), (1, 129)])
+@pytest.mark.parametrize("dk,dv", [(5, 5), (5, 3), (8, 16)])
+def test_matches_torch_sdpa_float64(tq, tk, dk, dv):
+    q, k, v = randn(2, 3, tq, dk), randn(2, 3, tk, dk), randn(2, 3, tk, dv)
+    np.testing.assert_allclose(qkv.attention(q, k, v), sdpa(q, k, v), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(attention_reference(q, k, v), sdpa(q, k, v), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("tq,tk", [(7, 7), (129, 129), (7, 129), (5, 12)])
+def test_causal_matches_torch_with_bottom_right_mask(tq, tk):
+    q, k, v = randn(1, 2, tq, 5), randn(1, 2, tk, 5), randn(1, 2, tk, 5)
+    expected = sdpa(q, k, v, bottom_right(tq, tk))
+    np.testing.assert_allclose(qkv.attention(q, k, v, causal=True), expected, rtol=1e-12, atol=1e-12)
+    if tq == tk:  # torch's is_causal is the same thing when the matrix is square
+        np.testing.assert_allclose(qkv.attention(q, k, v, causal=True), sdpa(q, k, v, is_causal=True),
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_causal_mask_bottom_right_drawing():
+    expected = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], bool)  # 2 new queries after 2 cached keys
+    np.testing.assert_array_equal(qkv.causal_mask(2, 4), expected)
+    np.testing.assert_array_equal(qkv.causal_mask(3), np.tril(np.ones((3, 3), bool)))
+    # more queries than keys: the first queries see nothing
+    np.testing.assert_array_equal(qkv.causal_mask(3, 2), [[0, 0], [1, 0], [1, 1]])
+
+
+def test_scale_and_boolean_mask_match_torch():
+    q, k, v = randn(2, 4, 7, 5), randn(2, 4, 9, 5), randn(2, 4, 9, 6)
+    mask = rng.random((2, 1, 7, 9)) > 0.3
+    mask[..., 0] = True  # every row keeps a key (torch gives NaN otherwise)
+    np.testing.assert_allclose(qkv.attention(q, k, v, mask, scale=0.37), sdpa(q, k, v, mask, scale=0.37),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_bias_matches_torch_float_mask():
+    q, k, v = randn(3, 7, 5), randn(3, 9, 5), randn(3, 9, 5)
+    bias = randn(3, 7, 9)
+    np.testing.assert_allclose(qkv.attention(q, k, v, bias=bias), sdpa(q, k, v, bias), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("h,g", [(6, 2), (6, 1), (4, 4), (8, 2)])
+def test_gqa_matches_torch_enable_gqa(h, g):
+    q, k, v = randn(2, h, 7, 5), randn(2, g, 11, 5), randn(2, g, 11, 3)
+    expected = sdpa(q, k, v, bottom_right(7, 11), enable_gqa=True)
+    np.testing.assert_allclose(qkv.attention(q, k, v, causal=True), expected, rtol=1e-12, atol=1e-12)
+    out, weights = qkv.attention(q, k, v, causal=True, return_weights=True)
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+    assert weights.shape == (2, h, 7, 11)
+    # head i reads kv head i // (h // g)
+    for i in range(h):
+        np.testing.assert_allclose(out[:, i], oracle(q[:, i], k[:, i // (h // g)], v[:, i // (h // g)],
+                                                     bottom_right(7, 11))[0], rtol=1e-12, atol=1e-12)
+
+
+def test_matches_oracle_with_weights_mask_bias_and_broadcasting():
+    q, k, v = randn(2, 3, 6, 4), randn(1, 3, 8, 4), randn(1, 3, 8, 2)
+    mask = rng.random((6, 8)) > 0.5
+    bias = randn(3, 1, 8)
+    bias[0, 0, 2] = -np.inf
+    out, weights = qkv.attention(q, k, v, mask, bias=bias, return_weights=True)
+    ref_out, ref_w = oracle(q, k, v, mask, bias=bias)
+    np.testing.assert_allclose(out, ref_out, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(weights, ref_w, rtol=1e-12, atol=1e-12)
+
+
+def test_float32_close_to_float64_reference():
+    q, k, v = randn(2, 4, 129, 5), randn(2, 4, 129, 5), randn(2, 4, 129, 5)
+    exact, _ = oracle(q, k, v, bottom_right(129, 129))
+    got = qkv.attention(*(a.astype(np.float32) for a in (q, k, v)), causal=True)
+    assert got.dtype == np.float32
+    # float32 inputs are themselves rounded (relative 6e-8); a few ulps of accumulation on top.
+    np.testing.assert_allclose(got, exact, rtol=0, atol=2e-6)
+
+
+# ---------------------------------------------------------------- masks and no-NaN guarantees
+def test_fully_masked_rows_are_zero_not_nan():
+    q, k, v = randn(2, 5, 4), randn(2, 6, 4), randn(2, 6, 3)
+    mask = np.ones((2, 5, 6), bool)
+    mask[0, 2] = False
+    mask[1, :] = False
+    for path in (qkv.attention, attention_reference):
+        out = path(q, k, v, mask)
+        assert np.all(np.isfinite(out))
+        np.testing.assert_array_equal(out[0, 2], 0)
+        np.testing.assert_array_equal(out[1], 0)
+    out, weights = qkv.attention(q, k, v, mask, return_weights=True)
+    np.testing.assert_array_equal(weights[1], 0)
+    np.testing.assert_allclose(weights[0].sum(-1), [1, 1, 0, 1, 1])
+
+
+def test_padding_mask_shapes_and_values():
+    m = qkv.padding_mask(np.array([3, 0, 5]), 5)
+    assert m.shape == (3, 1, 1, 5) and m.dtype == bool
+    np.testing.assert_array_equal(m[:, 0, 0], [[1, 1, 1, 0, 0], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]])
+    with pytest.raises(ValueError, match="lengths must lie in"):
+        qkv.padding_mask(np.array([6]), 5)
+    with pytest.raises(ValueError, match="1-D array of integers"):
+        qkv.padding_mask(np.array([[1.5]]), 5)
+
+
+def test_huge_scores_stay_finite_and_exact():
+    q = np.array([[1e4, 0.0], [-1e4, 0.0]])
+    k = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    v = np.eye(3)
+    out, weights = qkv.attention(q, k, v, scale=1.0, return_weights=True)
+    np.testing.assert_array_equal(weights, [[1, 0, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(out, [[1, 0, 0], [0, 0, 1]])
+
+
+def test_softmax_by_hand():
+    s = np.array([1.0, 2.0, 3.0])
+    e = np.exp([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(qkv.softmax(s), e / e.sum(), rtol=1e-15)
+    np.testing.assert_allclose(qkv.softmax(s, np.array([True, False, True])),
+                               [e[0] / (e[0] + e[2]), 0, e[2] / (e[0] + e[2])], rtol=1e-15)
+    np.testing.assert_array_equal(qkv.softmax(s, np.zeros(3, bool)), [0, 0, 0])
+
+
+def test_empty_sequences():
+    out = qkv.attention(randn(2, 0, 4), randn(2, 5, 4), randn(2, 5, 3))
+    assert out.shape == (2, 0, 3)
+    out, weights = qkv.attention(randn(2, 3, 4), randn(2, 0, 4), randn(2, 0, 3), return_weights=True)
+    assert out.shape == (2, 3, 3) and weights.shape == (2, 3, 0)
+    np.testing.assert_array_equal(out, 0)
+    t_out = qkv.attention(*(torch.zeros(1, 3, 0, 4),) * 2, torch.zeros(1, 3, 0, 2))
+    assert tuple(t_out.shape) == (1, 3, 0, 2)
+
+
+# ---------------------------------------------------------------- torch tensors through qkv
+def test_torch_inputs_dispatch_and_keep_semantics():
+    q, k, v = (torch.randn(2, 6, 7, 5, dtype=torch.float64) for _ in range(3))
+    mask = torch.ones(7, 7, dtype=torch.bool)
+    mask[3] = False  # one fully masked row
+    out = qkv.attention(q, k, v, mask, causal=True)
+    ref, _ = oracle(q.numpy(), k.numpy(), v.numpy(), mask.numpy() & bottom_right(7, 7))
+    assert isinstance(out, torch.Tensor)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(out[..., 3, :].numpy(), 0)
+
+
+def test_torch_gradients_flow_without_nan():
+    q, k, v = (torch.randn(1, 4, 6, 5, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    mask = torch.ones(6, 6, dtype=torch.bool)
+    mask[2] = False
+    for kwargs in ({}, {"return_weights": True}):
+        result = qkv.attention(q, k, v, mask, causal=True, **kwargs)
+        out = result[0] if kwargs else result
+        out.sum().backward()
+        for t in (q, k, v):
+            assert torch.isfinite(t.grad).all()
+            t.grad = None
+    # gradient of the plain path equals torch's own autograd through sdpa
+    allowed = mask & torch.from_numpy(bottom_right(6, 6))
+    allowed[2] = True
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+    ref = ref * mask.any(-1, keepdim=True)
+    (ref ** 2).sum().backward()
+    expected = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    out, _ = qkv.attention(q, k, v, mask, causal=True, return_weights=True)
+    (out ** 2).sum().backward()
+    for t, e in zip((q, k, v), expected):
+        torch.testing.assert_close(t.grad, e, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_torch_low_precision_against_float64(dtype):
+    q, k, v = (torch.randn(2, 4, 33, 8, dtype=torch.float64) for _ in range(3))
+    ref, _ = oracle(q.numpy(), k.numpy(), v.numpy())
+    eps = torch.finfo(dtype).eps
+    for kwargs in ({}, {"return_weights": True}):
+        result = qkv.attention(q.to(dtype), k.to(dtype), v.to(dtype), **kwargs)
+        out = result[0] if kwargs else result
+        assert out.dtype == dtype
+        # inputs are rounded to `dtype` (relative eps/2 each); outputs are averages of |v| ≲ 4
+        np.testing.assert_allclose(out.double().numpy(), ref, rtol=0, atol=16 * eps)
+
+
+def test_attention_columns_equals_row_form_transposed():
+    q, k, v = randn(3, 7, 2), randn(3, 9, 2), randn(3, 9, 3)
+    row_out, row_w = qkv.attention(q, k, v, return_weights=True)
+    col_out, col_w = qkv.attention_columns(np.swapaxes(q, -1, -2), np.swapaxes(k, -1, -2), np.swapaxes(v, -1, -2),
+                                           return_weights=True)
+    np.testing.assert_allclose(col_out, np.swapaxes(row_out, -1, -2), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(col_w, np.swapaxes(row_w, -1, -2), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(col_w.sum(-2), 1, rtol=1e-13)  # softmax runs down each column
+
+
+def test_residual():
+    r, y = randn(3, 4), randn(3, 4)
+    np.testing.assert_array_equal(qkv.residual(r, y), r + y)
+    with pytest.raises(ValueError, match=r"y has shape \(3, 5\) but the residual r has shape \(3, 4\)"):
+        qkv.residual(r, randn(3, 5))
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("args,kwargs,error,message", [
+    ((randn(2, 5, 4), randn(2, 5, 3), randn(2, 5, 3)), {}, ValueError,
+     r"k has shape \(2, 5, 3\) but q has width 4 \(expected \(…, Tk, 4\)\)"),
+    ((randn(2, 5, 4), randn(2, 5, 4), randn(2, 6, 3)), {}, ValueError, r"v has shape \(2, 6, 3\) but k has length 5"),
+    ((randn(4,), randn(5, 4), randn(5, 3)), {}, ValueError, r"q must have at least 2 dimensions"),
+    ((randn(1, 6, 3, 4), randn(1, 4, 5, 4), randn(1, 4, 5, 4)), {}, ValueError, r"H % G == 0"),
+    ((randn(2, 3, 3, 4), randn(3, 3, 5, 4), randn(3, 3, 5, 4)), {}, ValueError, r"do not broadcast"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"mask": np.ones((3, 5))}, TypeError, r"mask must be boolean"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"mask": np.ones((3, 4), bool)}, ValueError,
+     r"mask has shape \(3, 4\) but must broadcast to the scores' shape \(3, 5\)"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"bias": np.ones((2, 3, 5))}, ValueError, r"bias has shape"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": float("nan")}, ValueError, r"scale must be a finite"),
+    ((randn(3, 4), randn(5, 4, dtype=np.float32), randn(5, 4)), {}, TypeError, r"share one dtype"),
+    ((np.ones((3, 4), int), np.ones((5, 4), int), np.ones((5, 4), int)), {}, TypeError, r"q must be floating"),
+    ((randn(3, 4), torch.zeros(5, 4, dtype=torch.float64), randn(5, 4)), {}, TypeError,
+     r"mixed array types: q is NumPy, k is torch, v is NumPy"),
+    (([[1.0]], randn(1, 1), randn(1, 1)), {}, TypeError, r"q must be a NumPy array or a torch tensor, got list"),
+])
+def test_bad_input_messages(args, kwargs, error, message):
+    for path in (qkv.attention, attention_reference):
+        with pytest.raises(error, match=message):
+            path(*args, **kwargs)
+
+
+# ---------------------------------------------------------------- properties
+sizes = st.integers(min_value=1, max_value=9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(tq=sizes, tk=sizes, d=sizes, seed=st.integers(0, 2**32 - 1))
+def test_weights_rows_sum_to_one_and_match_oracle(tq, tk, d, seed):
+    g = np.random.default_rng(seed)
+    q, k, v = g.standard_normal((tq, d)), g.standard_normal((tk, d)), g.standard_normal((tk, 3))
+    mask = g.random((tq, tk)) > 0.4
+    out, weights = qkv.attention(q, k, v, mask, return_weights=True)
+    ref_out, ref_w = oracle(q, k, v, mask)
+    np.testing.assert_allclose(weights, ref_w, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out, ref_out, rtol=1e-12, atol=1e-13)
+    rows = mask.any(-1)
+    np.testing.assert_allclose(weights.sum(-1)[rows], 1, rtol=1e-13)
+    np.testing.assert_array_equal(weights[~rows], 0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(t=sizes, d=sizes, seed=st.integers(0, 2**32 - 1))
+def test_self_attention_is_permutation_equivariant(t, d, seed):
+    g = np.random.default_rng(seed)
+    x = g.standard_normal((t, d))
+    perm = g.permutation(t)
+    out = qkv.attention(x, x, x)
+    np.testing.assert_allclose(qkv.attention(x[perm], x[perm], x[perm]), out[perm], rtol=1e-12, atol=1e-13)
+
+
+@settings(max_examples=30, deadline=None)
+@given(factor=st.floats(1e2, 1e6), seed=st.integers(0, 2**32 - 1))
+def test_huge_scale_stays_finite(factor, seed):
+    g = np.random.default_rng(seed)
+    q, k, v = g.standard_normal((5, 4)), g.standard_normal((6, 4)), g.standard_normal((6, 2))
+    out, weights = qkv.attention(q, k, v, scale=factor, return_weights=True)
+    assert np.all(np.isfinite(out)) and np.all(np.isfinite(weights))
+    np.testing.assert_allclose(weights.sum(-1), 1, rtol=1e-12)

@@ -1,0 +1,191 @@
+"""MultiHeadAttention against torch.nn.MultiheadAttention, heads one by one, split/merge, KV cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import qkv
+
+rng = np.random.default_rng(7)
+
+
+def torch_mha(embed_dim, heads, *, bias=True, kdim=None, vdim=None, seed=0):
+    torch.manual_seed(seed)
+    module = torch.nn.MultiheadAttention(embed_dim, heads, bias=bias, kdim=kdim, vdim=vdim, batch_first=True,
+                                         dtype=torch.float64)
+    with torch.no_grad():  # torch initialises biases to zero; make them count
+        for p in module.parameters():
+            if p.ndim == 1:
+                p.normal_()
+    return module.eval()
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("t", [1, 7, 129])
+def test_self_attention_matches_torch(bias, t):
+    module = torch_mha(20, 4, bias=bias)
+    mha = qkv.MultiHeadAttention.from_torch(module)
+    x = torch.randn(2, t, 20, dtype=torch.float64)
+    expected, expected_w = module(x, x, x, need_weights=True, average_attn_weights=False)
+    y, weights = mha(x, return_weights=True)
+    torch.testing.assert_close(y, expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(weights, expected_w, rtol=1e-12, atol=1e-12)
+    # the same weights as NumPy arrays give the same numbers
+    np_mha = qkv.MultiHeadAttention(*(np.asarray(w) for w in (mha.w_q, mha.w_k, mha.w_v, mha.w_o)), mha.n_heads,
+                                    b_q=None if mha.b_q is None else mha.b_q.numpy(),
+                                    b_k=None if mha.b_k is None else mha.b_k.numpy(),
+                                    b_v=None if mha.b_v is None else mha.b_v.numpy(),
+                                    b_o=None if mha.b_o is None else mha.b_o.numpy())
+    np.testing.assert_allclose(np_mha(x.numpy()), expected.detach().numpy(), rtol=1e-11, atol=1e-12)
+
+
+def test_cross_attention_with_kdim_vdim_and_key_padding_matches_torch():
+    module = torch_mha(15, 3, kdim=11, vdim=11)
+    mha = qkv.MultiHeadAttention.from_torch(module)
+    x = torch.randn(3, 7, 15, dtype=torch.float64)
+    memory = torch.randn(3, 9, 11, dtype=torch.float64)
+    lengths = torch.tensor([9, 4, 1])
+    ignore = torch.arange(9)[None, :] >= lengths[:, None]  # torch: True = ignore this key
+    expected, expected_w = module(x, memory, memory, key_padding_mask=ignore, average_attn_weights=False)
+    y, weights = mha(x, memory, mask=qkv.padding_mask(lengths, 9), return_weights=True)
+    torch.testing.assert_close(y, expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(weights, expected_w, rtol=1e-12, atol=1e-12)
+    # the same call through the fused path (no weights asked) agrees too
+    torch.testing.assert_close(mha(x, memory, mask=qkv.padding_mask(lengths, 9)), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_causal_self_attention_matches_torch_attn_mask():
+    module = torch_mha(12, 3)
+    mha = qkv.MultiHeadAttention.from_torch(module)
+    x = torch.randn(2, 7, 12, dtype=torch.float64)
+    blocked = ~torch.from_numpy(qkv.causal_mask(7))  # torch: True = not allowed
+    expected, _ = module(x, x, x, attn_mask=blocked)
+    torch.testing.assert_close(mha(x, causal=True), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("h,g", [(6, 6), (6, 2), (6, 1)])
+def test_heads_one_by_one_equal_fused(h, g):
+    mha = qkv.MultiHeadAttention.random(30, h, n_kv_heads=g, d_k=5, d_v=3, seed=3)
+    x = rng.standard_normal((2, 7, 30))
+    fused = mha(x, causal=True)
+    outputs = []
+    for i in range(h):
+        w = mha.head(i)
+        z = qkv.attention(x @ w.w_q + w.b_q, x @ w.w_k + w.b_k, x @ w.w_v + w.b_v, causal=True)
+        outputs.append(z)
+    concat = np.concatenate(outputs, axis=-1)            # (B, T, H·Dv): heads side by side
+    np.testing.assert_allclose(concat @ mha.w_o + mha.b_o, fused, rtol=1e-12, atol=1e-12)
+    # equivalently: each head contributes z_i · W_O[rows of head i]
+    summed = sum(z @ mha.head(i).w_o for i, z in enumerate(outputs)) + mha.b_o
+    np.testing.assert_allclose(summed, fused, rtol=1e-12, atol=1e-12)
+
+
+def test_gqa_layer_matches_torch_sdpa_enable_gqa():
+    mha = qkv.MultiHeadAttention.random(24, 6, n_kv_heads=2, bias=False, seed=1)
+    x = rng.standard_normal((1, 9, 24))
+    q = torch.from_numpy((x @ mha.w_q).reshape(1, 9, 6, 4).transpose(0, 2, 1, 3).copy())
+    k = torch.from_numpy((x @ mha.w_k).reshape(1, 9, 2, 4).transpose(0, 2, 1, 3).copy())
+    v = torch.from_numpy((x @ mha.w_v).reshape(1, 9, 2, 4).transpose(0, 2, 1, 3).copy())
+    heads = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    expected = heads.numpy().transpose(0, 2, 1, 3).reshape(1, 9, 24) @ mha.w_o
+    np.testing.assert_allclose(mha(x, causal=True), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_kv_cache_decoding_equals_full_causal_recompute():
+    mha = qkv.MultiHeadAttention.random(16, 4, n_kv_heads=2, seed=5)
+    x = rng.standard_normal((2, 11, 16))
+    full = mha(x, causal=True)
+    cache = qkv.KVCache()
+    prefill = mha(x[:, :4], causal=True, cache=cache)   # 4 tokens at once, then one at a time
+    steps = [prefill] + [mha(x[:, t:t + 1], causal=True, cache=cache) for t in range(4, 11)]
+    np.testing.assert_allclose(np.concatenate(steps, axis=1), full, rtol=1e-12, atol=1e-12)
+    assert cache.length == 11 and cache.k.shape == (2, 2, 11, 4)
+
+
+def test_kv_cache_refuses_mismatched_shapes():
+    cache = qkv.KVCache()
+    cache.append(np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 3, 5)))
+    with pytest.raises(ValueError, match=r"k has shape \(1, 3, 1, 4\) but the cache holds \(1, 2, 3, 4\)"):
+        cache.append(np.zeros((1, 3, 1, 4)), np.zeros((1, 3, 1, 5)))
+
+
+def test_trace_records_every_step_in_order():
+    mha = qkv.MultiHeadAttention.random(8, 2, seed=0)
+    x = rng.standard_normal((3, 8))
+    trace = qkv.Trace("demo")
+    y = mha(x, record=trace)
+    total = qkv.residual(x, y, record=trace)
+    assert trace.names() == ["x", "w_q", "q", "q_heads", "w_k", "k", "k_heads", "w_v", "v", "v_heads",
+                             "scores", "scaled_scores", "weights", "out", "concat", "w_o", "y", "residual"]
+    assert trace["q_heads"].shape == (2, 3, 4) and trace["weights"].shape == (2, 3, 3)
+    np.testing.assert_allclose(trace["scaled_scores"].value, trace["scores"].value / 2.0, rtol=1e-15)
+    np.testing.assert_array_equal(trace["residual"].value, total)
+    np.testing.assert_array_equal(trace["y"].value, y)
+    again = qkv.Trace.from_json(trace.to_json())
+    assert again.names() == trace.names()
+    for a, b in zip(again, trace):
+        np.testing.assert_array_equal(a.value, b.value)
+        assert a.formula == b.formula
+
+
+def test_trace_json_keeps_minus_infinity():
+    trace = qkv.Trace()
+    qkv.attention(rng.standard_normal((3, 2)), rng.standard_normal((3, 2)), rng.standard_normal((3, 2)),
+                  causal=True, record=trace)
+    mask = qkv.Trace.from_json(trace.to_json())["mask"].value
+    np.testing.assert_array_equal(mask, [[0, -np.inf, -np.inf], [0, 0, -np.inf], [0, 0, 0]])
+
+
+def test_split_heads_is_a_reshape_of_columns():
+    x = np.arange(3 * 8, dtype=float).reshape(3, 8)
+    heads = qkv.split_heads(x, 2)
+    assert heads.shape == (2, 3, 4)
+    np.testing.assert_array_equal(heads[0], x[:, :4])
+    np.testing.assert_array_equal(heads[1], x[:, 4:])
+    assert np.shares_memory(heads, x)  # no arithmetic, no copy
+    with pytest.raises(ValueError, match=r"D=8 .* does not split into n_heads=3"):
+        qkv.split_heads(x, 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(lead=st.lists(st.integers(1, 3), max_size=2), t=st.integers(0, 6), h=st.integers(1, 4), dh=st.integers(1, 5))
+def test_split_merge_roundtrip(lead, t, h, dh):
+    x = np.random.default_rng(0).standard_normal((*lead, t, h * dh))
+    np.testing.assert_array_equal(qkv.merge_heads(qkv.split_heads(x, h)), x)
+    xt = torch.from_numpy(x)
+    assert torch.equal(qkv.merge_heads(qkv.split_heads(xt, h)), xt)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(w_q=np.zeros((8, 8)), w_k=np.zeros((8, 8)), w_v=np.zeros((8, 8)), w_o=np.zeros((8, 8)), n_heads=3),
+     r"w_q has shape \(8, 8\): its 8 columns do not split into 3 heads"),
+    (dict(w_q=np.zeros((8, 8)), w_k=np.zeros((8, 8)), w_v=np.zeros((8, 8)), w_o=np.zeros((6, 8)), n_heads=2),
+     r"w_o has shape \(6, 8\) but the 2 concatenated heads have width 8"),
+    (dict(w_q=np.zeros((8, 8)), w_k=np.zeros((8, 4)), w_v=np.zeros((8, 4)), w_o=np.zeros((8, 8)), n_heads=2,
+          n_kv_heads=3), r"n_kv_heads must be a positive divisor of n_heads=2"),
+    (dict(w_q=np.zeros((8, 8)), w_k=np.zeros((8, 8)), w_v=np.zeros((8, 8)), w_o=np.zeros((8, 8)), n_heads=2,
+          b_q=np.zeros(7)), r"b_q has shape \(7,\), expected \(8,\)"),
+])
+def test_bad_weights_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        qkv.MultiHeadAttention(**kwargs)
+
+
+def test_bad_inputs_to_a_layer():
+    mha = qkv.MultiHeadAttention.random(8, 2)
+    with pytest.raises(ValueError, match=r"x has shape \(3, 5\) but w_q has shape \(8, 8\) \(expected \(…, T, 8\)\)"):
+        mha(np.zeros((3, 5)))
+    cross = qkv.MultiHeadAttention.random(8, 2, d_kv_in=6)
+    with pytest.raises(ValueError, match=r"pass memory= for cross-attention"):
+        cross(np.zeros((3, 8)))
+    with pytest.raises(ValueError, match=r"memory has shape \(4, 5\) but w_k has shape \(6, 8\)"):
+        cross(np.zeros((3, 8)), np.zeros((4, 5)))
+    with pytest.raises(TypeError, match="mixed array types"):
+        mha(torch.zeros(3, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"head index must be in \[0, 2\)"):
+        mha.head(2)
+
