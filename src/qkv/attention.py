@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+import array_api_compat
 import numpy as np
 
 from ._backend import compute_dtype, is_numpy, is_torch, namespace, shape_str
@@ -236,7 +237,7 @@ class _Spec:
     """Validated shapes of one attention call."""
 
     __slots__ = ("xp", "tq", "tk", "dk", "dv", "heads", "kv_heads", "groups", "scores_shape",
-                 "out_shape", "scale", "default_scale", "empty")
+                 "out_shape", "scale", "default_scale", "empty", "device")
 
 
 def _validate(q, k, v, mask, bias, scale) -> _Spec:
@@ -259,6 +260,7 @@ def _validate(q, k, v, mask, bias, scale) -> _Spec:
                          "their leading (batch, head) dimensions must match")
     spec = _Spec()
     spec.xp, spec.tq, spec.tk, spec.dk, spec.dv = xp, tq, tk, dk, v.shape[-1]
+    spec.device = _device(q)
     heads = q.shape[-3] if q.ndim >= 3 else 1
     kv_heads = k.shape[-3] if k.ndim >= 3 else 1
     grouped = q.ndim >= 3 and k.ndim >= 3 and kv_heads not in (1, heads)
@@ -333,13 +335,11 @@ def _combined_mask(spec: _Spec, mask, causal: bool):
         return mask
     xp = spec.xp
     tri = np.arange(spec.tk)[None, :] <= np.arange(spec.tq)[:, None] + (spec.tk - spec.tq)
-    tri = xp.asarray(tri, device=_device(mask)) if mask is not None else xp.asarray(tri)
+    tri = xp.asarray(tri, device=spec.device)
     return tri if mask is None else (mask & tri)
 
 
 def _device(x):
-    import array_api_compat
-
     return array_api_compat.device(x)
 
 
@@ -350,10 +350,9 @@ def _emit(record: Recorder | None, name: str, value, **meta) -> None:
 
 def _empty_result(spec: _Spec, q, v, *, return_weights: bool):
     xp = spec.xp
-    dev = _device(q)
-    out = xp.zeros(spec.out_shape, dtype=q.dtype, device=dev)
+    out = xp.zeros(spec.out_shape, dtype=q.dtype, device=spec.device)
     if return_weights:
-        return out, xp.zeros(spec.scores_shape, dtype=q.dtype, device=dev)
+        return out, xp.zeros(spec.scores_shape, dtype=q.dtype, device=spec.device)
     return out
 
 
