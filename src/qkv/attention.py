@@ -12,7 +12,8 @@ Conventions (see design.md):
 
 Recording: `attention_reference` (the plain path) takes `record=`, a callable
 ``record(name, value, *, formula="", note="")`` (a `qkv.Trace` is one). It is handed each
-intermediate as it is computed; nothing is recomputed for the explanation.
+intermediate as it is computed; nothing is recomputed for the explanation. A recorder that returns
+an array (same shape and type) replaces the intermediate: the rest is computed from it.
 """
 
 from __future__ import annotations
@@ -177,20 +178,20 @@ def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,
 
     qg, kg = _group(spec, qc), _group_kv(spec, kc)        # (…, G, H/G, Tq, Dk), (…, G, 1, Tk, Dk)
     scores = _ungroup(spec, qg @ xp.matrix_transpose(kg))  # (…, H, Tq, Tk)
-    _emit(record, "scores", scores, formula="Q·Kᵀ")
+    scores = _emit(record, "scores", scores, formula="Q·Kᵀ")
     scaled = scores * spec.scale
-    _emit(record, "scaled_scores", scaled, formula=f"Q·Kᵀ · {spec.scale:.6g}" + (" (= 1/√d_k)" if spec.default_scale else ""))
+    scaled = _emit(record, "scaled_scores", scaled, formula=f"Q·Kᵀ · {spec.scale:.6g}" + (" (= 1/√d_k)" if spec.default_scale else ""))
     if bias is not None:
         scaled = scaled + xp.astype(bias, work)
-        _emit(record, "biased_scores", scaled, formula="Q·Kᵀ/√d_k + bias")
+        scaled = _emit(record, "biased_scores", scaled, formula="Q·Kᵀ/√d_k + bias")
     allowed = _combined_mask(spec, mask, causal)
     if allowed is not None:
         _emit(record, "mask", xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
               formula="0 where the query may attend, −∞ where it may not")
     weights = softmax(scaled, allowed)
-    _emit(record, "weights", weights, formula="softmax(Q·Kᵀ/√d_k) per row")
+    weights = _emit(record, "weights", weights, formula="softmax(Q·Kᵀ/√d_k) per row")
     out = _ungroup(spec, _group(spec, weights) @ _group_kv(spec, vc))  # (…, H, Tq, Dv)
-    _emit(record, "out", out, formula="weights · V")
+    out = _emit(record, "out", out, formula="weights · V")
     out = xp.astype(out, q.dtype)
     if return_weights:
         return out, xp.astype(weights, q.dtype)
@@ -228,8 +229,7 @@ def residual(r, y, *, record: Recorder | None = None):
         raise ValueError(f"y has shape {shape_str(y.shape)} but the residual r has shape {shape_str(r.shape)}; "
                          "they must match")
     total = r + y
-    _emit(record, "residual", total, formula="R + Y")
-    return total
+    return _emit(record, "residual", total, formula="R + Y")
 
 
 # --------------------------------------------------------------------------- internals
@@ -343,9 +343,18 @@ def _device(x):
     return array_api_compat.device(x)
 
 
-def _emit(record: Recorder | None, name: str, value, **meta) -> None:
-    if record is not None:
-        record(name, value, **meta)
+def _emit(record: Recorder | None, name: str, value, **meta):
+    """Hand ``value`` to the recorder; return the value the computation continues with.
+
+    A recorder normally returns None and the value is kept. It may instead return a replacement of
+    the same shape and array type (the "by hand" mode of the worked examples rounds every
+    intermediate to the digits shown, as a person with a calculator would, and the next step is
+    computed from the rounded numbers by this same code).
+    """
+    if record is None:
+        return value
+    replacement = record(name, value, **meta)
+    return value if replacement is None else replacement
 
 
 def _empty_result(spec: _Spec, q, v, *, return_weights: bool):

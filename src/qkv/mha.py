@@ -202,25 +202,25 @@ class MultiHeadAttention:
         Queries come from x (…, Tq, D); keys and values from memory (…, Tk, Dkv_in), or from x
         itself when memory is None (self-attention).
         """
-        source = x if memory is None else memory
         self._check_input("x", x, self.d_model, "w_q")
         if memory is not None:
             self._check_input("memory", memory, self.d_kv_in, "w_k")
         elif self.d_kv_in != self.d_model:
             raise ValueError(f"self-attention needs w_k to read width {self.d_model}, but w_k has shape "
                              f"{shape_str(self.w_k.shape)}; pass memory= for cross-attention")
-        _emit(record, "x", x, formula="X: one row per token")
+        x = _emit(record, "x", x, formula="X: one row per token")
         if memory is not None:
-            _emit(record, "memory", memory, formula="encoder outputs: keys and values come from here")
+            memory = _emit(record, "memory", memory, formula="encoder outputs: keys and values come from here")
+        source = x if memory is None else memory
         heads = {"q": self.n_heads, "k": self.n_kv_heads, "v": self.n_kv_heads}
         out = []
         for name, inputs, w, b in (("q", x, self.w_q, self.b_q), ("k", source, self.w_k, self.b_k),
                                    ("v", source, self.w_v, self.b_v)):
-            _emit(record, f"w_{name}", w, formula=f"W_{name.upper()}")
+            w = _emit(record, f"w_{name}", w, formula=f"W_{name.upper()}")
             projected = inputs @ w if b is None else inputs @ w + b      # (…, T, heads·Dh)
-            _emit(record, name, projected, formula=f"{name.upper()} = X·W_{name.upper()}" + (" + b" if b is not None else ""))
+            projected = _emit(record, name, projected, formula=f"{name.upper()} = X·W_{name.upper()}" + (" + b" if b is not None else ""))
             split = split_heads(projected, heads[name])                   # (…, heads, T, Dh)
-            _emit(record, f"{name}_heads", split, formula=f"{name.upper()} (T×d) seen as T×h×d_h")
+            split = _emit(record, f"{name}_heads", split, formula=f"{name.upper()} (T×d) seen as T×h×d_h")
             out.append(split)
         return tuple(out)
 
@@ -247,10 +247,10 @@ class MultiHeadAttention:
         result = attention(q, k, v, mask, causal=causal, return_weights=return_weights, record=record)
         heads_out = result[0] if return_weights else result           # (…, H, Tq, Dv)
         concat = merge_heads(heads_out)                                # (…, Tq, H·Dv)
-        _emit(record, "concat", concat, formula="Concat(head₁, …, head_h)")
-        _emit(record, "w_o", self.w_o, formula="W_O")
-        y = concat @ self.w_o if self.b_o is None else concat @ self.w_o + self.b_o
-        _emit(record, "y", y, formula="Y = Concat(heads)·W_O" + (" + b_O" if self.b_o is not None else ""))
+        concat = _emit(record, "concat", concat, formula="Concat(head₁, …, head_h)")
+        w_o = _emit(record, "w_o", self.w_o, formula="W_O")
+        y = concat @ w_o if self.b_o is None else concat @ w_o + self.b_o
+        y = _emit(record, "y", y, formula="Y = Concat(heads)·W_O" + (" + b_O" if self.b_o is not None else ""))
         return (y, result[1]) if return_weights else y
 
     def _check_input(self, name: str, a, width: int, weight: str) -> None:
