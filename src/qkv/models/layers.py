@@ -1,0 +1,105 @@
+"""The token-wise pieces of a BERT layer, in NumPy: LayerNorm, GELU (exact erf and tanh forms), erf.
+
+They work in the dtype they are given (float32 for speed, float64 for references) and can write
+into ``out=`` so the encoder can run them on cache-sized blocks of rows without allocating.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["LayerNorm", "erf", "gelu", "gelu_tanh", "ACTIVATIONS"]
+
+# Abramowitz & Stegun 7.1.26: erf(a) = 1 − (a1·t + … + a5·t⁵)·exp(−a²), t = 1/(1 + p·a), a ≥ 0,
+# absolute error ≤ 1.5e-7 — about one float32 ulp of values near 1, so float32 runs use it.
+_AS_P = 0.3275911
+_AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+_SQRT_HALF = math.sqrt(0.5)
+_erf_exact = np.frompyfunc(math.erf, 1, 1)
+
+
+@dataclass(frozen=True, eq=False)
+class LayerNorm:
+    """y = (x − mean) / √(var + eps) · weight + bias over the last axis. weight, bias (D,)."""
+
+    weight: np.ndarray
+    bias: np.ndarray
+    eps: float
+
+    def __call__(self, x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+        """x (…, D) → (…, D); ``out`` may be x itself."""
+        mean = x.mean(axis=-1, keepdims=True)
+        centered = np.subtract(x, mean, out=out)
+        variance = np.einsum("...d,...d->...", centered, centered)[..., None]  # Σ (x − mean)², no temporary
+        variance *= 1.0 / x.shape[-1]
+        variance += self.eps
+        np.sqrt(variance, out=variance)
+        centered /= variance
+        centered *= self.weight
+        centered += self.bias
+        return centered
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function, elementwise. float32: A&S 7.1.26 (|error| ≤ 1.5e-7); float64: math.erf."""
+    x = np.asarray(x)
+    if x.dtype == np.float64:
+        return _erf_exact(x).astype(np.float64)
+    return np.copysign(1.0 - 2.0 * _erfc_half(np.abs(x)), x)
+
+
+def _erfc_half(a: np.ndarray) -> np.ndarray:
+    """½·erfc(a) for a ≥ 0 (A&S 7.1.26), in a's dtype."""
+    t = a * _AS_P
+    t += 1.0
+    np.reciprocal(t, out=t)
+    poly = t * (0.5 * _AS_A[4])
+    for coefficient in reversed(_AS_A[:4]):
+        poly += 0.5 * coefficient
+        poly *= t
+    square = np.square(a)
+    np.negative(square, out=square)
+    np.exp(square, out=square)
+    poly *= square
+    return poly
+
+
+def gelu(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+    """Exact GELU (BERT's "gelu"): x·Φ(x) = x/2·(1 + erf(x/√2)), elementwise; ``out`` may be x.
+
+    Written as max(x, 0) − |x|·½·erfc(|x|/√2), which equals x·Φ(x) for either sign of x.
+    float32: erf by A&S 7.1.26, so |error| ≤ |x|·0.75e-7 (≤ 1 ulp of the result for |x| ≥ 0.5,
+    and below 4e-8 absolute for smaller |x|); float64: math.erf, exact to double precision.
+    """
+    if x.dtype == np.float64:
+        result = 0.5 * x * (1.0 + erf(x * _SQRT_HALF))
+        if out is None:
+            return result
+        out[...] = result
+        return out
+    magnitude = np.abs(x)
+    tail = _erfc_half(magnitude * _SQRT_HALF)      # ½·erfc(|x|/√2) = Φ(−|x|)
+    tail *= magnitude
+    result = np.maximum(x, 0.0, out=out)
+    result -= tail
+    return result
+
+
+def gelu_tanh(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+    """The tanh form ("gelu_new", "gelu_pytorch_tanh"): x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³)))."""
+    inner = x * x
+    inner *= 0.044715
+    inner += 1.0
+    inner *= x
+    inner *= math.sqrt(2.0 / math.pi)
+    np.tanh(inner, out=inner)
+    inner += 1.0
+    inner *= 0.5
+    return np.multiply(x, inner, out=out)
+
+
+# config.json "hidden_act" → the function computing it.
+ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh}
