@@ -1,0 +1,63 @@
+"""Pictures of attention: matplotlib figures (PNG, SVG, PDF) and one offline interactive page.
+
+    >>> import qkv, qkv.viz
+    >>> fig = qkv.viz.heatmap(weights, ["I", "love", "machine", "learning"])   # (Tq, Tk) → Figure
+    >>> qkv.viz.save_figure(trace, "attention.svg")                            # the figure that suits it
+    >>> html = qkv.viz.html.trace_html(trace)                                 # one self-contained page
+
+Renderers only read a Trace (or arrays); they never compute attention.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .._io import write_atomic_with
+from ..errors import InputError
+from ..trace import Trace
+from ._style import quiet_glyphs
+from .figures import (attention_figure, attention_grid, figure_for, heatmap, mask_figure, projection_figure,
+                      query_path)
+
+__all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask_figure", "attention_figure",
+           "figure_for", "save_figure", "write_figure", "FORMATS"]
+
+FORMATS = (".png", ".svg", ".pdf")
+_DPI = 150
+
+
+def _format_of(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise InputError(f"unknown figure format {path.suffix or '(no extension)'!r}; "
+                         f"use one of {', '.join(FORMATS)}", source=str(path))
+    return suffix[1:]
+
+
+def write_figure(figure, path: str | os.PathLike) -> Path:
+    """Write a Figure to ``path`` atomically, as PNG, SVG or PDF by the extension. Returns the Path.
+
+    Raises InputError naming the path for another extension or a missing directory.
+    """
+    target = Path(path)
+    fmt = _format_of(target)
+    # SVG text stays text (searchable, small); PDF embeds TrueType subsets.
+    metadata = {"Date": None} if fmt in ("svg", "pdf") else {}
+    with quiet_glyphs():
+        return write_atomic_with(target, lambda handle: figure.savefig(handle, format=fmt, dpi=_DPI,
+                                                                       metadata=metadata or None))
+
+
+def save_figure(trace: Trace, path: str | os.PathLike, *, lang: str = "en") -> Path:
+    """Draw the figure that suits ``trace`` (see `figure_for`) and write it to ``path``.
+
+    The format follows the extension: .png, .svg or .pdf; anything else raises InputError naming
+    the path and the allowed extensions (checked before drawing). lang: "en" or "ko" (Korean labels
+    only when a CJK font is installed; English otherwise). Returns the written Path.
+    """
+    target = Path(path)
+    _format_of(target)
+    with quiet_glyphs():
+        figure = figure_for(trace, lang=lang)
+    return write_figure(figure, target)
