@@ -1,0 +1,192 @@
+"""Run an example through the core with a recorder, producing the Trace the explainer reads.
+
+Every number comes from the core's own functions (`MultiHeadAttention`, `qkv.attention`,
+`qkv.residual`, `merge_heads`, `attention_columns`) called with ``record=``. The by-hand mode runs
+the same calls again with a `ByHand` recorder, which rounds each intermediate and hands it back.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..attention import attention, attention_columns, residual
+from ..errors import InputError
+from ..heads import merge_heads
+from ..mha import MultiHeadAttention
+from ..spec import Spec, resolve_query
+from ..trace import Trace
+from .byhand import BY_HAND, ByHand, digits_for, record_drift
+
+__all__ = ["trace_spec", "traced", "step", "scoped", "check_digits"]
+
+Recorder = Callable[..., Any]
+
+
+def step(record: Recorder, name: str, value, **meta):
+    """Record ``value``; return the value to continue with (a by-hand recorder rounds it)."""
+    replacement = record(name, value, **meta)
+    return value if replacement is None else replacement
+
+
+def scoped(record: Recorder, prefix: str) -> Recorder:
+    """A recorder filing names under ``prefix/`` that passes replacements back (unlike Trace.scoped)."""
+    return lambda name, value, **meta: record(f"{prefix}/{name}", value, **meta)
+
+
+def check_digits(digits: Any) -> int | None:
+    if digits is None:
+        return None
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 12:
+        raise InputError(f"{digits!r}: expected a whole number of decimals from 0 to 12", field="--digits")
+    return digits
+
+
+def traced(compute: Callable[[Recorder, Callable], None], trace: Trace, *, by_hand: bool,
+           digits: int | None) -> Trace:
+    """Run ``compute(record, inputs)`` exactly into ``trace``; with by_hand, again with rounding.
+
+    ``inputs(name, array)`` is how compute receives its given numbers: unchanged in the exact run,
+    rounded to the shown digits in the by-hand run (a person starts from the numbers printed).
+    """
+    digits = check_digits(digits)
+    compute(trace, lambda name, array: array)
+    if by_hand:
+        table = digits if digits is not None else trace.meta.get("digits", {})
+        recorder = ByHand(trace, lambda name: digits_for(name, table))
+        compute(recorder, recorder.round)
+        record_drift(trace)
+        trace.meta["by_hand"] = {"digits": digits}
+    return trace
+
+
+# --------------------------------------------------------------------------- attention examples
+def trace_spec(spec: Spec, *, query: Any = None, by_hand: bool = False, digits: int | None = None,
+               meta: dict | None = None) -> Trace:
+    """The Trace of one attention example (self-, cross- or multi-head attention, W_O, R + Y)."""
+    followed = spec.query if query is None else resolve_query(query, spec.tokens, source=None, field="--query")
+    info = {"kind": spec.kind, "tokens": spec.tokens, "key_tokens": spec.key_tokens, "query": followed,
+            "n_heads": spec.heads, "digits": spec.digits, "notes": spec.notes, "source": spec.source,
+            "causal": spec.causal}
+    if spec.example:
+        info["example"] = spec.example
+    if spec.seed:
+        info["seed"] = spec.seed
+    info.update(meta or {})
+    trace = Trace(spec.title or spec.example or spec.source, info)
+    traced(lambda record, inputs: _run_attention(spec, record, inputs), trace, by_hand=by_hand, digits=digits)
+    if spec.heads > 1:
+        _run_heads_separately(spec, trace)
+    return trace
+
+
+def _layer(spec: Spec, inputs: Callable, w_o=None) -> MultiHeadAttention:
+    b = spec.biases
+    return MultiHeadAttention(inputs("w_q", spec.w_q), inputs("w_k", spec.w_k), inputs("w_v", spec.w_v),
+                              w_o if w_o is not None else inputs("w_o", spec.w_o), spec.heads,
+                              b_q=b.get("b_q"), b_k=b.get("b_k"), b_v=b.get("b_v"), b_o=b.get("b_o"))
+
+
+def _run_attention(spec: Spec, record: Recorder, inputs: Callable) -> None:
+    x = inputs("x", spec.x)
+    memory = None if spec.memory is None else inputs("memory", spec.memory)
+    if spec.w_o is None:
+        # No output projection: the head outputs are the result (seed 001's single-head examples).
+        # W_O is unused here; project() only needs the layer's W_Q, W_K, W_V.
+        layer = _layer(spec, inputs, w_o=np.eye(spec.w_v.shape[1]))
+        q, k, v = layer.project(x, memory, record=record)
+        out = attention(q, k, v, spec.mask, causal=spec.causal, record=record)   # (H, Tq, Dv)
+        if spec.heads > 1:
+            step(record, "concat", merge_heads(out), formula="Concat(head₁, …, head_h)")
+        return
+    layer = _layer(spec, inputs)
+    y = layer(x, memory, mask=spec.mask, causal=spec.causal, record=record)
+    if spec.residual:
+        residual(x, y, record=record)
+
+
+def _run_heads_separately(spec: Spec, trace: Trace) -> None:
+    """Each head alone, with its own column slices (`MultiHeadAttention.head`), under "head i/…".
+
+    Records heads_check/concat and heads_check/y: separate minus fused (zero up to rounding).
+    """
+    fused = MultiHeadAttention(spec.w_q, spec.w_k, spec.w_v,
+                               spec.w_o if spec.w_o is not None else np.eye(spec.w_v.shape[1]), spec.heads,
+                               **spec.biases)
+    outs, shares = [], []
+    for i in range(spec.heads):
+        own = fused.head(i)
+        single = MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v)
+        record = scoped(trace, f"head {i + 1}")
+        share = single(spec.x, spec.memory, mask=spec.mask, causal=spec.causal, record=record)
+        outs.append(trace[f"head {i + 1}/out"].value[0])
+        shares.append(share)
+    concat = np.concatenate(outs, axis=-1)                                         # (Tq, H·Dv)
+    diff = concat - trace["concat"].value
+    trace("heads_check/concat", diff, formula="Concat(head₁ alone, …) − fused Concat",
+          max_abs=float(np.max(np.abs(diff))))
+    if spec.w_o is not None:
+        y = sum(shares) + (spec.biases["b_o"] if "b_o" in spec.biases else 0.0)
+        diff = y - trace["y"].value
+        trace("heads_check/y", diff, formula="Σ_h head_h·W_O[rows of h] − fused Y", max_abs=float(np.max(np.abs(diff))))
+
+
+# --------------------------------------------------------------------------- multi-head (seed 001)
+def trace_multi_head(data: dict, first_head: Trace, *, query: int, by_hand: bool, digits: int | None,
+                     meta: dict) -> Trace:
+    """Seed 001's multi-head step: three head outputs for one token, concatenated, times W_O.
+
+    Head 1's output is taken from ``first_head`` (the self-attention example's trace, computed);
+    heads 2 and 3 are given numbers. In by-hand mode each is rounded to the digits shown first,
+    as the seed does when it multiplies the printed vectors.
+    """
+    z1 = first_head["out"].value[0, query]                                         # (Dv,)
+    given = data["given_heads"]
+    w_o = data["w_o"]
+    trace = Trace(meta.get("example", "multi-head"), meta)
+
+    def compute(record: Recorder, inputs: Callable) -> None:
+        heads = np.stack([z1] + [inputs("heads", z) for z in given])[:, None, :]   # (H, 1, Dv)
+        heads = step(record, "out", heads, formula="z⁽ʰ⁾: each head's output for the token")
+        concat = step(record, "concat", merge_heads(heads), formula="Concat(z⁽¹⁾, …, z⁽ʰ⁾)")   # (1, H·Dv)
+        weights_o = step(record, "w_o", inputs("w_o", w_o), formula="W_O")
+        step(record, "y", concat @ weights_o, formula="z_final = Concat(heads)·W_O")
+
+    return traced(compute, trace, by_hand=by_hand, digits=digits)
+
+
+# --------------------------------------------------------------------------- group meeting (seed 002)
+def trace_group_meeting(data: dict, notation: Trace, *, by_hand: bool, digits: int | None, meta: dict) -> Trace:
+    """Seed 002: compatibility scores → softmax weights → a blend of answers, in two meetings;
+    then the paper's row form next to the column form, on seed 001's Q, K, V.
+
+    Each meeting's scores are fed to `qkv.attention` as keys of width 1 with the query [1] and
+    scale 1 (seed 002 does not scale its scores), so Q·Kᵀ is exactly the given scores.
+    """
+    trace = Trace(meta.get("example", "group-meeting"), meta)
+    q = notation["q"].value
+    k = notation["k"].value
+    v = notation["v"].value
+
+    def compute(record: Recorder, inputs: Callable) -> None:
+        for scene in data["scenes"]:
+            rec = scoped(record, scene["name"])
+            scores = inputs("scores", scene["scores"])[:, None]                     # (Tk, 1): keys of width 1
+            values = step(rec, "v", inputs("v", scene["values"]), formula="V: each token's answer")
+            attention(np.ones((1, 1)), scores, values, scale=1.0, record=rec)
+        rows = scoped(record, "rows")
+        qr, kr, vr = (step(rows, n, inputs(n, a)) for n, a in (("q", q), ("k", k), ("v", v)))
+        out_rows = attention(qr, kr, vr, record=rows)                                    # (T, Dv)
+        out_cols, weights_cols = attention_columns(qr.T, kr.T, vr.T, return_weights=True)  # (Dv, T), (Tk, Tq)
+        step(record, "columns/weights", weights_cols, formula="softmax(KᵀQ/√d_k) per column")
+        out_cols = step(record, "columns/out", out_cols, formula="V·softmax(KᵀQ/√d_k)")
+        diff = out_cols.T - out_rows
+        record("columns/difference", diff, formula="(V·softmax(KᵀQ/√d_k))ᵀ − softmax(QKᵀ/√d_k)·V",
+               max_abs=float(np.max(np.abs(diff))))
+
+    return traced(compute, trace, by_hand=by_hand, digits=digits)
+
+
+def by_hand_name(name: str) -> str:
+    return f"{BY_HAND}/{name}"
