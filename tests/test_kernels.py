@@ -1,0 +1,345 @@
+"""The blocked online-softmax kernel and the partial-result merge, against a float64 reference
+written here and against torch's scaled_dot_product_attention.
+
+Tolerances come from the float64 reference:
+- float64 inputs: |out − ref| ≤ 1e-12 (observed ≤ 1.2e-15 at these sizes).
+- float32 inputs: the reference runs in float64 on the same (float32) numbers; the kernel's
+  float32 rounding must stay within F32_TOL = 4e-6 absolute for outputs of size ~1 (observed
+  ≤ 8e-7 at T ≤ 1100, Dk ≤ 64, about 7 float32 ulps at 1.0, from the Dk- and Tk-long sums;
+  the tolerance leaves a factor 5).
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qkv.kernels import Partial, blocked_attention, finalize, merge_partials, partial_attention
+
+F64_TOL = 1e-12
+F32_TOL = 4e-6
+SMALL_BLOCKS = dict(block_q=16, block_k=32)
+
+
+# --------------------------------------------------------------------------- the reference
+def reference(q, k, v, mask=None, *, bias=None, causal=False, scale=None):
+    """Plain float64 softmax(q·kᵀ·scale + bias)·v over allowed keys; rows with none → 0."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    if q.ndim >= 3 and k.ndim >= 3 and 1 < k.shape[-3] < q.shape[-3]:  # GQA: repeat kv heads
+        k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)
+        v = np.repeat(v, q.shape[-3] // v.shape[-3], axis=-3)
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale                  # (…, Tq, Tk)
+    if bias is not None:
+        scores = scores + bias
+    tq, tk = scores.shape[-2:]
+    allowed = np.ones(scores.shape, bool)
+    if mask is not None:
+        allowed &= mask
+    if causal:
+        allowed &= np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)
+    allowed &= ~np.isneginf(scores)
+    scores = np.where(allowed, scores, 0.0)
+    row_max = np.max(np.where(allowed, scores, -np.inf), axis=-1, keepdims=True, initial=-np.inf)
+    exps = np.where(allowed, np.exp(scores - np.where(np.isfinite(row_max), row_max, 0.0)), 0.0)
+    total = exps.sum(-1, keepdims=True)
+    weights = exps / np.where(total > 0, total, 1.0)
+    return weights @ v
+
+
+def torch_sdpa(q, k, v, allowed=None, *, causal=False):
+    """torch's SDPA in float64 with qkv's conventions (bottom-right causal as an explicit mask)."""
+    tq, tk = q.shape[-2], k.shape[-2]
+    if causal:
+        tri = np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)
+        allowed = tri if allowed is None else (allowed & tri)
+    t = [torch.from_numpy(np.asarray(x, dtype=np.float64)) for x in (q, k, v)]
+    grouped = q.ndim >= 3 and k.ndim >= 3 and k.shape[-3] < q.shape[-3]
+    attn_mask = None if allowed is None else torch.from_numpy(np.ascontiguousarray(allowed))
+    return F.scaled_dot_product_attention(*t, attn_mask=attn_mask, enable_gqa=grouped).numpy()
+
+
+def inputs(rng, lead, tq, tk, dk, dv, dtype=np.float64, kv_lead=None):
+    kv_lead = lead if kv_lead is None else kv_lead
+    q = rng.standard_normal(lead + (tq, dk)).astype(dtype)
+    k = rng.standard_normal(kv_lead + (tk, dk)).astype(dtype)
+    v = rng.standard_normal(kv_lead + (tk, dv)).astype(dtype)
+    return q, k, v
+
+
+def assert_close(out, ref, dtype):
+    assert out.dtype == dtype
+    assert out.shape == ref.shape
+    assert np.all(np.isfinite(out))
+    tol = F64_TOL if dtype == np.float64 else F32_TOL
+    np.testing.assert_allclose(out, ref, rtol=0, atol=tol)
+
+
+# --------------------------------------------------------------------------- agreement
+SIZES = [(1, 1), (7, 7), (129, 129), (300, 300), (7, 129), (129, 7), (1, 300), (300, 1), (129, 300), (300, 129)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("tq,tk", SIZES)
+def test_matches_reference_at_odd_sizes(tq, tk, causal, dtype):
+    rng = np.random.default_rng(tq * 1000 + tk)
+    q, k, v = inputs(rng, (2, 3), tq, tk, 5, 7, dtype)   # head width 5, Dv = 7 ≠ Dk
+    out = blocked_attention(q, k, v, causal=causal, **SMALL_BLOCKS)
+    assert_close(out, reference(q, k, v, causal=causal), dtype)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("tq,tk", [(7, 7), (129, 300), (300, 129), (1, 129)])
+def test_matches_torch_sdpa(tq, tk, causal):
+    rng = np.random.default_rng(7)
+    q, k, v = inputs(rng, (2, 3), tq, tk, 5, 6)
+    out = blocked_attention(q, k, v, causal=causal, **SMALL_BLOCKS)
+    expected = torch_sdpa(q, k, v, causal=causal)
+    live = np.arange(tq) + (tk - tq) >= 0 if causal else np.ones(tq, bool)  # torch gives NaN on empty rows
+    np.testing.assert_allclose(out[..., live, :], expected[..., live, :], rtol=0, atol=F64_TOL)
+    assert np.all(out[..., ~live, :] == 0)
+
+
+@pytest.mark.parametrize("kv_heads", [2, 1])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_grouped_query_attention(kv_heads, dtype):
+    rng = np.random.default_rng(kv_heads)
+    q, k, v = inputs(rng, (2, 6), 129, 300, 5, 7, dtype, kv_lead=(2, kv_heads))
+    out = blocked_attention(q, k, v, causal=True, **SMALL_BLOCKS)
+    assert out.shape == (2, 6, 129, 7)
+    assert_close(out, reference(q, k, v, causal=True), dtype)
+    # query head h reads kv head h // (H / G)
+    for h in range(6):
+        g = h // (6 // kv_heads)
+        one = blocked_attention(q[:, h], k[:, g], v[:, g], causal=True, **SMALL_BLOCKS)
+        np.testing.assert_allclose(out[:, h], one, rtol=0, atol=F64_TOL if dtype == np.float64 else F32_TOL)
+    torch_out = torch_sdpa(q, k, v, causal=True)
+    np.testing.assert_allclose(out, torch_out, rtol=0, atol=F64_TOL if dtype == np.float64 else F32_TOL)
+
+
+def test_gqa_does_not_copy_keys_per_query_head():
+    rng = np.random.default_rng(3)
+    q, k, v = inputs(rng, (1, 8), 512, 2048, 16, 16, np.float32, kv_lead=(1, 1))
+    tracemalloc.start()
+    try:
+        blocked_attention(q, k, v, num_threads=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * k.nbytes  # H = 8 copies of k and v would need 16× k.nbytes
+
+
+@pytest.mark.parametrize("tq,tk", [(7, 129), (129, 7), (300, 300)])
+def test_causal_alignment_bottom_right(tq, tk):
+    rng = np.random.default_rng(11)
+    q, k, v = inputs(rng, (), tq, tk, 5, 5)   # 2-D inputs, no leading dims
+    out = blocked_attention(q, k, v, causal=True, **SMALL_BLOCKS)
+    assert out.shape == (tq, 5)
+    np.testing.assert_allclose(out, reference(q, k, v, causal=True), rtol=0, atol=F64_TOL)
+    # the last query sees every key
+    np.testing.assert_allclose(out[-1], reference(q[-1:], k, v)[0], rtol=0, atol=F64_TOL)
+    if tq > tk:  # the first Tq − Tk queries see nothing
+        assert np.all(out[: tq - tk] == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_padding_mask_and_fully_masked_rows(dtype):
+    rng = np.random.default_rng(5)
+    b, h, tq, tk = 3, 2, 129, 300
+    q, k, v = inputs(rng, (b, h), tq, tk, 5, 3, dtype)
+    lengths = np.array([300, 17, 0])                       # the last sequence has no real key
+    key_mask = (np.arange(tk)[None, :] < lengths[:, None])[:, None, None, :]  # (B, 1, 1, Tk)
+    query_mask = np.ones((b, 1, tq, 1), bool)
+    query_mask[0, 0, 5:9] = False                          # some rows of sequence 0 see nothing
+    mask = key_mask & query_mask
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # no RuntimeWarning either
+        out = blocked_attention(q, k, v, mask, **SMALL_BLOCKS)
+    assert_close(out, reference(q, k, v, mask), dtype)
+    assert np.all(out[2] == 0) and np.all(out[0, :, 5:9] == 0)
+    live = np.broadcast_to(mask, (b, h, tq, tk)).any(-1)
+    expected = torch_sdpa(q, k, v, np.broadcast_to(mask, (b, h, tq, tk)))
+    tol = F64_TOL if dtype == np.float64 else F32_TOL
+    np.testing.assert_allclose(out[live], expected[live], rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_bias_with_minus_infinity(dtype):
+    rng = np.random.default_rng(9)
+    q, k, v = inputs(rng, (2, 2), 129, 129, 5, 5, dtype)
+    bias = rng.standard_normal((2, 1, 129, 129))           # float64 bias, broadcast over heads
+    bias[rng.random(bias.shape) < 0.3] = -np.inf
+    bias[0, 0, 3, :] = -np.inf                             # a row the bias blocks entirely
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = blocked_attention(q, k, v, bias=bias, causal=True, **SMALL_BLOCKS)
+    assert_close(out, reference(q, k, v, bias=bias, causal=True), dtype)
+    assert np.all(out[0, :, 3] == 0)
+
+
+def test_mask_bias_and_scale_together_broadcast():
+    rng = np.random.default_rng(13)
+    q, k, v = inputs(rng, (2, 3), 40, 70, 8, 4)
+    k1, v1 = k[:1], v[:1]                                  # batch of keys broadcast
+    mask = rng.random((70,)) < 0.8                         # (Tk,) padding mask
+    bias = rng.standard_normal((3, 1, 70))                 # per head and key
+    out = blocked_attention(q, k1, v1, mask, bias=bias, scale=0.3, **SMALL_BLOCKS)
+    np.testing.assert_allclose(out, reference(q, k1, v1, mask, bias=bias, scale=0.3), rtol=0, atol=F64_TOL)
+
+
+def test_non_contiguous_inputs():
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((2, 129, 3, 5))                # (B, T, H, D) as a model would have it
+    q = x.transpose(0, 2, 1, 3)                            # (B, H, T, D) view
+    out = blocked_attention(q, q, q[..., ::-1], causal=True, **SMALL_BLOCKS)
+    np.testing.assert_allclose(out, reference(q, q, q[..., ::-1], causal=True), rtol=0, atol=F64_TOL)
+
+
+def test_threads_give_identical_results():
+    rng = np.random.default_rng(19)
+    q, k, v = inputs(rng, (1, 4), 300, 300, 64, 64, np.float32)
+    one = blocked_attention(q, k, v, causal=True, block_q=32, block_k=64, num_threads=1)
+    two = blocked_attention(q, k, v, causal=True, block_q=32, block_k=64, num_threads=2)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_default_blocks_and_float32_at_head_width_64():
+    rng = np.random.default_rng(23)
+    q, k, v = inputs(rng, (1, 2), 1000, 1100, 64, 64, np.float32)
+    out = blocked_attention(q, k, v, causal=True)
+    assert_close(out, reference(q, k, v, causal=True), np.float32)
+
+
+@pytest.mark.parametrize("tq,tk", [(0, 5), (5, 0), (0, 0)])
+def test_empty_lengths(tq, tk):
+    q, k, v = np.ones((2, tq, 4)), np.ones((2, tk, 4)), np.ones((2, tk, 3))
+    out = blocked_attention(q, k, v, causal=True)
+    assert out.shape == (2, tq, 3) and np.all(out == 0)
+
+
+def test_memory_stays_blocked_with_a_broadcast_mask():
+    """A (Tk,) mask is sliced per block from its broadcast view, never expanded to (Tq, Tk)."""
+    rng = np.random.default_rng(29)
+    t = 2048
+    q, k, v = inputs(rng, (), t, t, 16, 16, np.float32)
+    mask = rng.random(t) < 0.9
+    tracemalloc.start()
+    try:
+        blocked_attention(q, k, v, mask, causal=True, block_q=128, block_k=256)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < t * t // 4      # a (Tq, Tk) bool or float32 matrix would be t·t or 4·t·t bytes
+
+
+# --------------------------------------------------------------------------- hypothesis
+@settings(max_examples=60, deadline=None)
+@given(
+    tq=st.integers(1, 70), tk=st.integers(1, 70), dk=st.integers(1, 9), dv=st.integers(1, 9),
+    heads=st.sampled_from([(1, 1), (2, 2), (4, 2), (6, 3), (3, 1)]), causal=st.booleans(),
+    use_mask=st.booleans(), use_bias=st.booleans(), bq=st.integers(1, 33), bk=st.integers(1, 33),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_property_matches_reference(tq, tk, dk, dv, heads, causal, use_mask, use_bias, bq, bk, seed):
+    rng = np.random.default_rng(seed)
+    h, g = heads
+    q, k, v = inputs(rng, (2, h), tq, tk, dk, dv, kv_lead=(2, g))
+    mask = rng.random((2, h, tq, tk)) < 0.7 if use_mask else None
+    bias = np.where(rng.random((h, tq, tk)) < 0.1, -np.inf, rng.standard_normal((h, tq, tk))) if use_bias else None
+    out = blocked_attention(q, k, v, mask, bias=bias, causal=causal, block_q=bq, block_k=bk)
+    np.testing.assert_allclose(out, reference(q, k, v, mask, bias=bias, causal=causal), rtol=0, atol=F64_TOL)
+
+
+# --------------------------------------------------------------------------- merging partials
+@settings(max_examples=40, deadline=None)
+@given(tk=st.integers(2, 200), split=st.floats(0, 1), seed=st.integers(0, 2**32 - 1),
+       dtype=st.sampled_from([np.float64, np.float32]))
+def test_merging_two_key_ranges_equals_the_whole(tk, split, seed, dtype):
+    rng = np.random.default_rng(seed)
+    q, k, v = inputs(rng, (2, 3), 17, tk, 5, 4, dtype)
+    mask = rng.random((2, 1, 17, tk)) < 0.8
+    at = int(split * tk)
+    left = partial_attention(q, k[..., :at, :], v[..., :at, :], mask[..., :at])
+    right = partial_attention(q, k[..., at:, :], v[..., at:, :], mask[..., at:])
+    merged = finalize(merge_partials(left, right))
+    assert_close(merged, reference(q, k, v, mask), dtype)
+    whole = blocked_attention(q, k, v, mask)
+    np.testing.assert_allclose(merged, whole, rtol=0, atol=F64_TOL if dtype == np.float64 else F32_TOL)
+
+
+def test_partial_fields():
+    rng = np.random.default_rng(31)
+    q, k, v = inputs(rng, (3,), 6, 9, 4, 2)
+    mask = np.ones((6, 9), bool)
+    mask[2] = False
+    part = partial_attention(q, k, v, mask)
+    assert isinstance(part, Partial)
+    scores = q @ np.swapaxes(k, -1, -2) / 2.0
+    scores = np.where(mask, scores, -np.inf)
+    np.testing.assert_allclose(part.row_max, scores.max(-1), rtol=0, atol=F64_TOL)
+    exps = np.exp(scores - np.where(np.isfinite(part.row_max), part.row_max, 0)[..., None])
+    np.testing.assert_allclose(part.row_sum, exps.sum(-1), rtol=0, atol=F64_TOL)
+    np.testing.assert_allclose(part.out, exps @ v, rtol=0, atol=F64_TOL)   # un-normalised
+    assert np.all(np.isneginf(part.row_max[:, 2])) and np.all(part.row_sum[:, 2] == 0)
+    assert np.all(part.out[:, 2] == 0)
+    with pytest.raises(AttributeError):
+        part.out = None   # immutable
+
+
+def test_merging_with_an_empty_partial_is_the_identity():
+    rng = np.random.default_rng(37)
+    q, k, v = inputs(rng, (2,), 5, 8, 3, 4)
+    part = partial_attention(q, k, v)
+    empty = partial_attention(q, k[:, :0], v[:, :0])
+    assert np.all(np.isneginf(empty.row_max)) and np.all(empty.row_sum == 0) and np.all(empty.out == 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for merged in (merge_partials(part, empty), merge_partials(empty, part)):
+            np.testing.assert_array_equal(merged.out, part.out)
+            np.testing.assert_array_equal(merged.row_max, part.row_max)
+            np.testing.assert_array_equal(merged.row_sum, part.row_sum)
+        both_empty = merge_partials(empty, empty)
+        assert np.all(np.isneginf(both_empty.row_max)) and not np.any(np.isnan(both_empty.out))
+        assert np.all(finalize(both_empty) == 0)
+
+
+def test_merge_refuses_mismatched_partials():
+    a = Partial(np.zeros((3, 4)), np.zeros(3), np.ones(3))
+    b = Partial(np.zeros((2, 4)), np.zeros(2), np.ones(2))
+    with pytest.raises(ValueError, match=r"b has out shape \(2, 4\)"):
+        merge_partials(a, b)
+    with pytest.raises(ValueError, match="not a consistent Partial"):
+        merge_partials(a, Partial(np.zeros((3, 4)), np.zeros(2), np.ones(3)))
+
+
+# --------------------------------------------------------------------------- bad input
+def test_errors_name_the_argument_and_its_shape():
+    q, k, v = np.ones((2, 5, 4)), np.ones((2, 6, 4)), np.ones((2, 6, 3))
+    with pytest.raises(ValueError, match=r"k has shape \(2, 6, 3\) but q has width 4"):
+        blocked_attention(q, np.ones((2, 6, 3)), v)
+    with pytest.raises(ValueError, match=r"v has shape \(2, 7, 3\) but k has 6 keys"):
+        blocked_attention(q, k, np.ones((2, 7, 3)))
+    with pytest.raises(ValueError, match=r"mask has shape \(5, 7\) which does not broadcast"):
+        blocked_attention(q, k, v, np.ones((5, 7), bool))
+    with pytest.raises(ValueError, match=r"bias has shape \(3, 5, 6\) which does not broadcast"):
+        blocked_attention(q, k, v, bias=np.zeros((3, 5, 6)))
+    with pytest.raises(ValueError, match=r"k has shape \(1, 4, 6, 4\): its 4 key/value heads do not divide"):
+        blocked_attention(np.ones((1, 6, 5, 4)), np.ones((1, 4, 6, 4)), np.ones((1, 4, 6, 3)))
+    with pytest.raises(ValueError, match=r"q, k and v have leading .* \(2,\), \(3,\) and \(2,\)"):
+        blocked_attention(q, np.ones((3, 6, 4)), v)
+    with pytest.raises(ValueError, match=r"q has shape \(4,\) but needs at least 2 dimensions"):
+        blocked_attention(np.ones(4), k, v)
+    with pytest.raises(TypeError, match="mask has dtype float64"):
+        blocked_attention(q, k, v, np.ones((5, 6)))
+    with pytest.raises(TypeError, match="q has dtype int64"):
+        blocked_attention(np.ones((5, 4), np.int64), k[0], v[0])
+    with pytest.raises(ValueError, match="block_q must be a positive integer"):
+        blocked_attention(q, k, v, block_q=0)
