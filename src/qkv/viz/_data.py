@@ -14,7 +14,7 @@ import numpy as np
 
 from ..trace import Trace
 
-__all__ = ["as_heads", "layer_prefixes", "layer_weights", "step_heads", "token_labels"]
+__all__ = ["Part", "as_heads", "attention_parts", "layer_prefixes", "layer_weights", "step_heads", "token_labels"]
 
 _LAYER = re.compile(r"^layer (\d+)/weights$")
 
@@ -76,3 +76,55 @@ def token_labels(trace_meta: dict, n_queries: int, n_keys: int) -> tuple[list[st
     if keys is None and n_keys == n_queries:
         keys = trace_meta.get("tokens")
     return queries, pick(keys, n_keys)
+
+
+# Prefixes that hold weights which are not "queries × keys of one attention": rounded re-runs and
+# their drift (by-hand mode), and the column-vector form, whose weights are stored transposed (Tk, Tq).
+_SKIP = ("by hand/", "drift/", "columns/")
+
+
+class Part:
+    """One attention computation inside a trace: its step-name prefix, label, tokens and followed query."""
+
+    def __init__(self, prefix: str, label: str, q_tokens: list[str], k_tokens: list[str], query: int):
+        self.prefix, self.label, self.q_tokens, self.k_tokens, self.query = prefix, label, q_tokens, k_tokens, query
+
+    def __repr__(self) -> str:
+        return f"Part({self.prefix!r}, {len(self.q_tokens)}×{len(self.k_tokens)})"
+
+
+def attention_parts(trace: Trace) -> list[Part]:
+    """The attention computations a trace holds, in order: the layers of a model (``layer {l}/``), the
+    plain single layer (no prefix), or scoped scenes such as ``question/`` (seed 002's group meeting,
+    whose tokens come from trace.meta["scenes"]). Empty when the trace records no weights."""
+    found = sorted({int(m.group(1)) for name in trace.names() if (m := _LAYER.match(name))})
+    if found:
+        prefixes = [f"layer {l}/" for l in found]
+    elif "weights" in trace:
+        prefixes = [""]
+    else:
+        prefixes = []
+        for name in trace.names():
+            if name.endswith("/weights") and not name.startswith(_SKIP) and not name.startswith("head "):
+                prefix = name[: -len("weights")]
+                if prefix not in prefixes:
+                    prefixes.append(prefix)
+    scenes = {str(s.get("name")): s for s in trace.meta.get("scenes", []) if isinstance(s, dict)}
+    parts = []
+    for prefix in prefixes:
+        weights = as_heads(trace[prefix + "weights"].value, prefix + "weights")
+        scene = scenes.get(prefix.rstrip("/"), {})
+        meta = dict(trace.meta)
+        if scene.get("tokens") is not None:
+            meta = {"tokens": scene.get("tokens") if weights.shape[1] == len(scene["tokens"]) else None,
+                    "key_tokens": scene["tokens"], "query": scene.get("query")}
+        q_tokens, k_tokens = token_labels(meta, weights.shape[1], weights.shape[2])
+        if scene and weights.shape[1] == 1 and isinstance(scene.get("query"), str):
+            q_tokens = [scene["query"]]           # one followed query: its row is that token
+        query = meta.get("query", 0)
+        if isinstance(query, str):
+            query = q_tokens.index(query) if query in q_tokens else 0
+        query = int(query) if isinstance(query, (int, np.integer)) and 0 <= int(query) < weights.shape[1] else 0
+        label = prefix.rstrip("/") or (trace.title or "attention")
+        parts.append(Part(prefix, label, q_tokens, k_tokens, query))
+    return parts

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from ..trace import Trace
 from . import _style
-from ._data import as_heads, layer_prefixes, layer_weights, step_heads, token_labels
+from ._data import Part, as_heads, attention_parts, layer_prefixes, layer_weights, step_heads, token_labels
 
 __all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask_figure", "attention_figure",
            "figure_for"]
@@ -90,7 +90,9 @@ def _draw_weights(ax, weights: np.ndarray, q_tokens, k_tokens, *, blocked=None, 
     tq, tk = weights.shape
     shown = np.ma.masked_where(blocked, weights) if blocked is not None else weights
     top = float(np.nanmax(weights)) if weights.size else 1.0
-    image = ax.imshow(shown, cmap=_cmap(), vmin=0.0, vmax=vmax or (top if top > 0 else 1.0),
+    if vmax is None:  # few tokens: the absolute 0…1 scale reads best; many: spread to the largest weight
+        vmax = 1.0 if max(tq, tk) <= _SMALL or top <= 0 else top
+    image = ax.imshow(shown, cmap=_cmap(), vmin=0.0, vmax=vmax,
                       aspect="auto", interpolation="nearest" if max(tq, tk) <= 128 else "antialiased")
     _set_token_ticks(ax, "x", k_tokens, inches[0])
     _set_token_ticks(ax, "y", q_tokens, inches[1])
@@ -264,82 +266,86 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int = 2, max_ro
     """The seed-000 picture from a trace of `MultiHeadAttention`: X → Q, K, V (columns coloured by head),
     the reshape T×d → T×h×dₕ, and the head outputs concatenated and multiplied by W_O into Y.
 
-    Needs steps x, q, k, v and q_heads/k_heads/v_heads; draws out, concat, w_o, y when recorded.
+    Draws the projections when steps x, q, k, v, q_heads, k_heads, v_heads are recorded and the
+    output side when out, concat, w_o, y are (seed 001's multi-head example has only the latter).
     Long sequences show their first ``max_rows`` tokens (the layout is the point, not every row).
     """
-    needed = [name for name in ("x", "q", "k", "v", "q_heads", "k_heads", "v_heads") if name not in trace]
-    if needed:
-        raise ValueError(f"projection_figure needs the steps of MultiHeadAttention; missing {', '.join(needed)}")
+    top = all(name in trace for name in ("x", "q", "k", "v", "q_heads", "k_heads", "v_heads"))
+    bottom = all(name in trace for name in ("out", "concat", "w_o", "y"))
+    if not (top or bottom):
+        raise ValueError("projection_figure needs the steps of MultiHeadAttention (x, q, k, v, q_heads, k_heads, "
+                         f"v_heads and/or out, concat, w_o, y); steps: {', '.join(trace.names()) or 'none'}")
     words = _style.words(lang)
-    rows_total = trace["x"].value.shape[-2]
+    rows_total = _rows(trace["x" if top else "concat"].value).shape[0]
     rows = min(rows_total, max_rows)
 
     def first_rows(name: str) -> np.ndarray:
-        value = trace[name].value
-        while value.ndim > 2 and name in ("x", "q", "k", "v", "concat", "y") and value.shape[0] == 1:
-            value = value[0]
-        return value[..., :rows, :]
+        return _rows(trace[name].value)[:rows]
 
-    x, q, k, v = (first_rows(n) for n in ("x", "q", "k", "v"))
-    heads = {n: as_heads(trace[f"{n}_heads"].value, f"{n}_heads")[:, :rows] for n in ("q", "k", "v")}
-    widest = max(m.shape[1] for m in (x, q, k, v))
-    cell = 1.0 if widest <= 16 else 16.0 / widest          # matrices at most 16 units wide
+    widths = [trace[n].value.shape[-1] for n in (("x", "q", "k", "v") if top else ("concat", "y"))]
+    cell = 1.0 if max(widths) <= 16 else 16.0 / max(widths)     # matrices at most 16 units wide
     gap = 3.0
     tokens, _ = token_labels(trace.meta, rows_total, rows_total)
-
     fig = Figure(layout="constrained")
     ax = fig.add_subplot()
     row_h = float(max(rows, 1))      # token rows are one unit high whatever the column width
+    right_edge, bottom_y, n_heads, width_d = 0.0, -2.0, 1, widths[-1]
 
-    def col_heads(n_cols: int, n_heads: int) -> np.ndarray:
-        return np.arange(n_cols) // max(1, n_cols // n_heads)
+    def col_heads(n_cols: int, heads: int) -> np.ndarray:
+        return np.arange(n_cols) // max(1, n_cols // heads)
 
-    # Row A: X and its three projections.
-    y0 = 0.0
-    x_w, _ = _draw_block(ax, 0.0, y0, x, cell=cell, row_cell=1.0, label=f"X  ({rows_total}×{x.shape[1]})", digits=digits)
-    for i in range(rows):
-        ax.text(-0.3, y0 + i + 0.5, _style.short(tokens[i], 10),
-                ha="right", va="center", fontsize=8, fontfamily=_style.label_font())
-    cursor = x_w + gap
-    centres = {}
-    for name, matrix in (("q", q), ("k", k), ("v", v)):
-        n_heads = heads[name].shape[0]
-        w, _ = _draw_block(ax, cursor, y0, matrix, cell=cell, row_cell=1.0, col_heads=col_heads(matrix.shape[1], n_heads),
-                           label=f"{name.upper()} = X·W_{name.upper()}  ({rows_total}×{matrix.shape[1]})",
-                           digits=digits)
-        centres[name] = (cursor, w)
-        cursor += w + gap
-    _arrow(ax, (x_w + 0.2, y0 + row_h / 2), (x_w + gap - 0.2, y0 + row_h / 2))
-    ax.text(x_w + gap / 2, y0 + row_h / 2 - 0.3, "·W", ha="center", va="bottom", fontsize=9)
-    right_edge = cursor - gap
+    def token_names(y: float) -> None:
+        for i in range(rows):
+            ax.text(-0.3, y + i + 0.5, _style.short(tokens[i], 10), ha="right", va="center", fontsize=8,
+                    fontfamily=_style.label_font())
 
-    # Row B: each projection seen as T×h×dₕ — the same numbers, one block per head.
-    y1 = y0 + row_h + 3.2
-    for name in ("q", "k", "v"):
-        start, w = centres[name]
-        split = heads[name]                                   # (h, T, dₕ)
-        n_heads, _, dh = split.shape
-        inner = 0.5
-        block_x = start
-        for h in range(n_heads):
-            bw, _ = _draw_block(ax, block_x, y1, split[h], cell=cell, row_cell=1.0, col_heads=np.full(dh, h),
-                                label=f"{name.upper()}{_sub(h + 1)}" if n_heads <= 4 else "", digits=digits)
-            block_x += bw + inner
-        _arrow(ax, (start + w / 2, y0 + row_h + 0.3), (start + w / 2, y1 - 0.9))
-        ax.text(start + w / 2 + 0.3, y0 + row_h + 1.2, f"{rows_total}×{n_heads}×{dh}", fontsize=8,
-                ha="left", va="center", color="#333333")
-    ax.text(centres["q"][0] - 0.6, y0 + row_h + 1.2, words["reshape"], fontsize=8.5, ha="right", va="center",
-            color="#333333")
-
-    bottom = y1 + row_h
-    # Row C: per-head outputs → concatenated → · W_O → Y.
-    if all(name in trace for name in ("out", "concat", "w_o", "y")):
-        y2 = bottom + 2.6
+    if top:
+        # Row A: X and its three projections.
+        x = first_rows("x")
+        heads = {n: as_heads(trace[f"{n}_heads"].value, f"{n}_heads")[:, :rows] for n in ("q", "k", "v")}
+        x_w, _ = _draw_block(ax, 0.0, 0.0, x, cell=cell, row_cell=1.0, digits=digits,
+                             label=f"X  ({rows_total}×{x.shape[1]})")
+        token_names(0.0)
+        cursor, centres = x_w + gap, {}
+        for name in ("q", "k", "v"):
+            matrix = first_rows(name)
+            w, _ = _draw_block(ax, cursor, 0.0, matrix, cell=cell, row_cell=1.0, digits=digits,
+                               col_heads=col_heads(matrix.shape[1], heads[name].shape[0]),
+                               label=f"{name.upper()} = X·W_{name.upper()}  ({rows_total}×{matrix.shape[1]})")
+            centres[name] = (cursor, w)
+            cursor += w + gap
+        _arrow(ax, (x_w + 0.2, row_h / 2), (x_w + gap - 0.2, row_h / 2))
+        ax.text(x_w + gap / 2, row_h / 2 - 0.3, "·W", ha="center", va="bottom", fontsize=9)
+        right_edge = cursor - gap
+        # Row B: each projection seen as T×h×dₕ — the same numbers, one block per head.
+        y1 = row_h + 3.2
+        for name in ("q", "k", "v"):
+            start, w = centres[name]
+            split = heads[name]                                   # (h, T, dₕ)
+            block_x = start
+            for h in range(split.shape[0]):
+                bw, _ = _draw_block(ax, block_x, y1, split[h], cell=cell, row_cell=1.0,
+                                    col_heads=np.full(split.shape[2], h), digits=digits,
+                                    label=f"{name.upper()}{_sub(h + 1)}" if split.shape[0] <= 4 else "")
+                block_x += bw + 0.5
+            right_edge = max(right_edge, block_x - 0.5)
+            _arrow(ax, (start + w / 2, row_h + 0.3), (start + w / 2, y1 - 0.9))
+            ax.text(start + w / 2 + 0.3, row_h + 1.2, f"{rows_total}×{split.shape[0]}×{split.shape[2]}",
+                    fontsize=8, ha="left", va="center", color="#333333")
+        ax.text(centres["q"][0] - 0.6, row_h + 1.2, words["reshape"], fontsize=8.5, ha="right", va="center",
+                color="#333333")
+        bottom_y = y1 + row_h
+        n_heads, width_d = heads["q"].shape[0], first_rows("q").shape[1]
+    if bottom:
+        # Row C: per-head outputs → concatenated → × W_O → Y.
+        y2 = bottom_y + 2.6
         out = as_heads(trace["out"].value, "out")[:, :rows]    # (h, T, Dv)
-        n_heads, _, dv = out.shape
+        n_heads = out.shape[0]
         block_x = 0.0
+        if not top:
+            token_names(y2)
         for h in range(n_heads):
-            bw, _ = _draw_block(ax, block_x, y2, out[h], cell=cell, row_cell=1.0, col_heads=np.full(dv, h),
+            bw, _ = _draw_block(ax, block_x, y2, out[h], cell=cell, row_cell=1.0, col_heads=np.full(out.shape[2], h),
                                 label=f"head{_sub(h + 1)}" if n_heads <= 4 else "", digits=digits)
             block_x += bw + 0.5
         ax.text(block_x / 2, y2 + row_h + 0.5, words["per_head"], ha="center", va="top", fontsize=8.5)
@@ -348,34 +354,41 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int = 2, max_ro
         _arrow(ax, (block_x, y2 + row_h / 2), (cx - 0.2, y2 + row_h / 2))
         ax.text((block_x + cx) / 2, y2 + row_h / 2 - 0.5, words["concat"].replace(" ", "\n", 1),
                 ha="center", va="bottom", fontsize=8.5)
-        cw, _ = _draw_block(ax, cx, y2, concat, cell=cell, row_cell=1.0, col_heads=col_heads(concat.shape[1], n_heads),
-                            label=f"H  ({rows_total}×{concat.shape[1]})", digits=digits)
+        cw, _ = _draw_block(ax, cx, y2, concat, cell=cell, row_cell=1.0, digits=digits,
+                            col_heads=col_heads(concat.shape[1], n_heads),
+                            label=f"H  ({rows_total}×{concat.shape[1]})")
         ox = cx + cw + 1.6
         ax.text(cx + cw + 0.8, y2 + row_h / 2, "×", ha="center", va="center", fontsize=14)
-        ow, oh = _draw_block(ax, ox, y2, w_o, cell=cell, row_heads=col_heads(w_o.shape[0], n_heads),
-                             label=f"W_O  ({w_o.shape[0]}×{w_o.shape[1]})", digits=digits)
+        ow, oh = _draw_block(ax, ox, y2, w_o, cell=cell, row_heads=col_heads(w_o.shape[0], n_heads), digits=digits,
+                             label=f"W_O  ({w_o.shape[0]}×{w_o.shape[1]})")
         yx = ox + ow + 1.6
         ax.text(ox + ow + 0.8, y2 + row_h / 2, "=", ha="center", va="center", fontsize=14)
-        yw, _ = _draw_block(ax, yx, y2, y, cell=cell, row_cell=1.0, label=f"Y = H·W_O  ({rows_total}×{y.shape[1]})",
-                            digits=digits)
+        yw, _ = _draw_block(ax, yx, y2, y, cell=cell, row_cell=1.0, digits=digits,
+                            label=f"Y = H·W_O  ({rows_total}×{y.shape[1]})")
         right_edge = max(right_edge, yx + yw)
-        bottom = y2 + max(row_h, oh)
+        bottom_y = y2 + max(row_h, oh)
     if rows < rows_total:
-        ax.text(0, bottom + 0.8, f"rows 0–{rows - 1} of {rows_total} shown", fontsize=8, va="top")
-        bottom += 1.2
-
+        ax.text(0, bottom_y + 0.8, f"rows 0–{rows - 1} of {rows_total} shown", fontsize=8, va="top")
+        bottom_y += 1.2
+    top_y = -1.6 if top else 0.6 - 1.6       # without row A, row C starts at y = 0.6
     left = -3.0
     ax.set_xlim(left, right_edge + 0.5)
-    ax.set_ylim(bottom + 1.0, -1.6)
+    ax.set_ylim(bottom_y + 1.0, top_y)
     ax.set_aspect("equal")
     ax.axis("off")
-    units_w, units_h = right_edge + 0.5 - left, bottom + 2.6
+    units_w, units_h = right_edge + 0.5 - left, bottom_y + 1.0 - top_y
     scale = min(0.36, 20.0 / units_w)
     fig.set_size_inches(max(6.0, units_w * scale), max(3.0, units_h * scale + 0.6))
-    heads_n = heads["q"].shape[0]
-    fig.suptitle(f"{trace.title or words['projection']}  (T={rows_total}, d={q.shape[1]}, h={heads_n}, "
-                 f"dₕ={q.shape[1] // heads_n})", fontsize=11, fontfamily=_style.label_font())
+    fig.suptitle(f"{trace.title or words['projection']}  (T={rows_total}, d={width_d}, h={n_heads}"
+                 + (f", dₕ={width_d // n_heads})" if top else ")"), fontsize=11, fontfamily=_style.label_font())
     return fig
+
+
+def _rows(value: np.ndarray) -> np.ndarray:
+    """A (T, D) matrix from a recorded step, dropping leading batch dims of size 1."""
+    while value.ndim > 2 and value.shape[0] == 1:
+        value = value[0]
+    return value
 
 
 def _sub(n: int) -> str:
@@ -402,7 +415,7 @@ def _draw_path(fig_or_sub, trace: Trace, query: int, head: int, words: dict, dig
     panels.append(("weights", words["weights"].replace("  ", "\n")))
     mask = step_heads(trace, prefix + "mask")
     blocked = np.isneginf(mask[head if mask.shape[0] > 1 else 0, query]) if mask is not None else np.zeros(n_keys, bool)
-    _, k_tokens = token_labels(trace.meta, weights.shape[-2], n_keys)
+    k_tokens = _part(trace, prefix).k_tokens
     axes = fig_or_sub.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     positions = np.arange(n_keys)
     for ax, (name, label) in zip(axes, panels):
@@ -447,30 +460,55 @@ def _label_bars(ax, positions, values, blocked, name, digits, n_keys) -> None:
 
 
 def query_path(trace: Trace, query: int | None = None, *, head: int | None = None, layer: int | None = None,
-               lang: str = "en", digits: int = 3) -> Figure:
+               part: str | None = None, lang: str = "en", digits: int = 3) -> Figure:
     """One query's path as bars over the keys: raw scores q·k, scaled scores (÷√dₖ, + bias), weights.
 
-    query defaults to trace.meta["query"] (else 0), head to trace.meta["head"] (else 0); for a model
-    trace, layer picks ``layer {l}/…`` (default trace.meta["layer"], else 0). Masked keys are hatched
-    and labelled −∞ before softmax, 0 after.
+    query defaults to the trace's followed query (trace.meta["query"], else 0), head to
+    trace.meta["head"] (else 0). For a model trace, layer picks ``layer {l}/…`` (default
+    trace.meta["layer"], else 0); part picks a scoped computation by prefix, e.g. "question".
+    Masked keys are hatched and labelled −∞ before softmax, 0 after.
     """
-    prefix = _layer_prefix(trace, layer)
-    weights = step_heads(trace, prefix + "weights")
-    query, head = _followed(trace, query, head, weights.shape[1], weights.shape[0])
+    chosen = _part(trace, _layer_prefix(trace, layer) if part is None else part)
+    weights = step_heads(trace, chosen.prefix + "weights")
+    query, head = _followed(trace, chosen.query if query is None else query, head, weights.shape[1],
+                            weights.shape[0])
     words = _style.words(lang)
     n_keys = weights.shape[-1]
     fig = Figure(figsize=(max(5.0, min(12.0, 1.2 + 0.55 * n_keys)), 6.2), layout="constrained")
-    _draw_path(fig, trace, query, head, words, digits, prefix)
-    q_tokens, _ = token_labels(trace.meta, weights.shape[1], n_keys)
-    fig.suptitle(f"{words['query']} {query} “{_style.short(q_tokens[query], 20)}” — {words['head']} {head}",
-                 fontsize=10.5, fontfamily=_style.label_font())
+    _draw_path(fig, trace, query, head, words, digits, chosen.prefix)
+    fig.suptitle(_path_title(chosen, query, head, weights.shape[0], words), fontsize=10.5,
+                 fontfamily=_style.label_font())
     return fig
 
 
-def _layer_prefix(trace: Trace, layer: int | None) -> str:
-    prefixes = layer_prefixes(trace)
-    if prefixes == [""]:
-        return ""
+def _path_title(part: Part, query: int, head: int, n_heads: int, words: dict) -> str:
+    where = f"{part.prefix.rstrip('/')}: " if part.prefix else ""
+    text = f"{where}{words['query']} {query} “{_style.short(part.q_tokens[query], 20)}”"
+    return text + (f" — {words['head']} {head}" if n_heads > 1 else "")
+
+
+def _part(trace: Trace, prefix: str | None) -> Part:
+    """The attention part named by prefix ("layer 2/", "question" or "question/"); None: the first."""
+    parts = attention_parts(trace)
+    if not parts:
+        raise ValueError("the trace records no attention weights (no step 'weights', 'layer 0/weights' or "
+                         f"'<part>/weights'); steps: {', '.join(trace.names()) or 'none'}")
+    if prefix is None:
+        return parts[0]
+    wanted = prefix if prefix == "" or prefix.endswith("/") else prefix + "/"
+    for candidate in parts:
+        if candidate.prefix == wanted:
+            return candidate
+    raise ValueError(f"no attention part {prefix!r} in the trace; parts: "
+                     f"{', '.join(repr(c.prefix.rstrip('/')) for c in parts)}")
+
+
+def _layer_prefix(trace: Trace, layer: int | None) -> str | None:
+    prefixes = [p.prefix for p in attention_parts(trace)]
+    if not prefixes or not prefixes[0].startswith("layer "):
+        if layer is not None:
+            raise ValueError(f"layer={layer} given but the trace is not a model trace (no 'layer 0/weights')")
+        return None
     chosen = int(trace.meta.get("layer", 0)) if layer is None else int(layer)
     name = f"layer {chosen}/"
     if name not in prefixes:
@@ -521,23 +559,26 @@ def _draw_mask(ax, blocked: np.ndarray, q_labels, k_labels, inches) -> None:
 
 
 # ------------------------------------------------------------------ the figure that suits a trace
-def attention_figure(trace: Trace, *, head: int | None = None, query: int | None = None, lang: str = "en",
-                     digits: int = 2) -> Figure:
-    """A single-layer trace in one picture: [the mask as numbers] | the weights heatmap | one query's path.
+def attention_figure(trace: Trace, *, head: int | None = None, query: int | None = None, part: str | None = None,
+                     lang: str = "en", digits: int = 2) -> Figure:
+    """One attention computation in one picture: [the mask as numbers] | the weights heatmap | one query's path.
 
-    The mask panel appears when a mask was recorded, the path when scores were.
+    The mask panel appears when a mask was recorded, the path when scores were. part: the step
+    prefix of a scoped computation (e.g. "layer 3" or "question"); default the first.
     """
-    weights = step_heads(trace, "weights")
+    chosen = _part(trace, part)
+    prefix = chosen.prefix
+    weights = step_heads(trace, prefix + "weights")
     n_heads, tq, tk = weights.shape
-    query, head = _followed(trace, query, head, tq, n_heads)
+    query, head = _followed(trace, chosen.query if query is None else query, head, tq, n_heads)
     words = _style.words(lang)
-    q_tokens, k_tokens = token_labels(trace.meta, tq, tk)
+    q_tokens, k_tokens = chosen.q_tokens, chosen.k_tokens
     cross = trace.meta.get("kind") == "cross-attention" or "memory" in trace
-    mask = step_heads(trace, "mask")
-    with_path = "scores" in trace
+    mask = step_heads(trace, prefix + "mask")
+    with_path = prefix + "scores" in trace
     width, height = _axis_side(tk), _axis_side(tq)
     columns = [width + 1.6] * (2 if mask is not None else 1) + ([max(4.5, min(9.0, 1.0 + 0.45 * tk))] if with_path else [])
-    fig = Figure(figsize=(sum(columns) + 0.8, height + 2.0), layout="constrained")
+    fig = Figure(figsize=(sum(columns) + 0.8, max(height + 2.0, 5.5 if with_path else 0.0)), layout="constrained")
     subs = fig.subfigures(1, len(columns), width_ratios=columns, squeeze=False)[0]
     at = 0
     if mask is not None:
@@ -562,8 +603,8 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
     subs[at].colorbar(image, ax=ax, shrink=0.7)
     at += 1
     if with_path:
-        _draw_path(subs[at], trace, query, head, words, digits + 1)
-        subs[at].suptitle(f"{words['query']} {query} “{_style.short(q_tokens[query], 16)}”", fontsize=9.5,
+        _draw_path(subs[at], trace, query, head, words, digits + 1, prefix)
+        subs[at].suptitle(_path_title(chosen, query, head, n_heads, words), fontsize=9.5,
                           fontfamily=_style.label_font())
     if trace.title:
         fig.suptitle(trace.title, fontsize=11, fontfamily=_style.label_font())
@@ -574,15 +615,35 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
     """The figure that suits the trace.
 
     - a whole model (steps ``layer {l}/weights``): `attention_grid` of layers × heads;
-    - kind "projection" or "multi-head" with the projection steps recorded: `projection_figure`;
-    - otherwise (self-, cross-attention, group meeting, …): `attention_figure`.
+    - kind "projection" or "multi-head" with projection or head-output steps: `projection_figure`;
+    - one attention (self-, cross-attention): `attention_figure` (mask | weights | the followed query);
+    - scoped single-query scenes (seed 002's group meeting): their query paths side by side.
     """
-    prefixes = layer_prefixes(trace)
-    if prefixes != [""]:
-        weights = layer_weights(trace)
-        q_tokens, k_tokens = token_labels(trace.meta, weights.shape[2], weights.shape[3])
-        return attention_grid(weights, q_tokens, k_tokens, title=trace.title or None, lang=lang)
+    parts = attention_parts(trace)
     kind = trace.meta.get("kind")
-    if kind in ("projection", "multi-head") and all(n in trace for n in ("x", "q", "k", "v", "q_heads")):
+    drawable_heads = all(n in trace for n in ("x", "q", "k", "v", "q_heads")) or \
+        all(n in trace for n in ("out", "concat", "w_o", "y"))
+    if parts and parts[0].prefix.startswith("layer "):
+        weights = layer_weights(trace)
+        first = parts[0]
+        return attention_grid(weights, first.q_tokens, first.k_tokens, title=trace.title or None, lang=lang)
+    if (kind in ("projection", "multi-head") or not parts) and drawable_heads:
         return projection_figure(trace, lang=lang)
-    return attention_figure(trace, lang=lang)
+    if not parts:
+        raise ValueError("nothing to draw: the trace records neither attention weights nor the steps of "
+                         f"multi-head attention; steps: {', '.join(trace.names()) or 'none'}")
+    if parts[0].prefix == "":
+        return attention_figure(trace, lang=lang)
+    single = [p for p in parts if step_heads(trace, p.prefix + "weights").shape[1] == 1]
+    if not single:
+        return attention_figure(trace, part=parts[0].prefix, lang=lang)
+    words = _style.words(lang)
+    widths = [max(4.5, min(10.0, 1.2 + 0.5 * len(p.k_tokens))) for p in single]
+    fig = Figure(figsize=(sum(widths) + 0.5, 6.2), layout="constrained")
+    subs = fig.subfigures(1, len(single), width_ratios=widths, squeeze=False)[0]
+    for sub, chosen in zip(subs, single):
+        _draw_path(sub, trace, chosen.query, 0, words, 3, chosen.prefix)
+        sub.suptitle(_path_title(chosen, chosen.query, 0, 1, words), fontsize=10, fontfamily=_style.label_font())
+    if trace.title:
+        fig.suptitle(trace.title, fontsize=11, fontfamily=_style.label_font())
+    return fig
