@@ -1,0 +1,99 @@
+"""`qkv bench`: the side-by-side attention benchmark (qkv.bench), printed as a table."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..errors import InputError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "bench", help="time qkv's blocked kernel against the plain path, naive NumPy and torch",
+        description="Side-by-side attention benchmark on float32 inputs (B=1, H=8, D=64): qkv's blocked "
+        "kernel, the plain reference, naive NumPy and torch's scaled_dot_product_attention, plus the "
+        "machine's GEMM rate, a long-sequence memory run and a KV-cache decode step.")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a few seconds), for smoke tests")
+    parser.add_argument("--sizes", help="comma-separated sequence lengths T, e.g. 512,1024,4096")
+    parser.add_argument("--repeats", type=int, help="timed runs per implementation (the median is reported)")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    parser.set_defaults(func=handler)
+
+
+def _sizes(text):
+    if text is None:
+        return None
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise InputError(f"expected positive integers separated by commas, got {text!r}", field="--sizes")
+    return sizes
+
+
+def handler(args) -> int:
+    from rich.console import Console
+
+    from ..bench import FULL, QUICK, run_benchmark
+
+    sizes = _sizes(args.sizes)
+    if args.repeats is not None and args.repeats < 1:
+        raise InputError(f"must be at least 1, got {args.repeats}", field="--repeats")
+    console = Console()
+    with console.status("benchmarking") as status:
+        result = run_benchmark(QUICK if args.quick else FULL, sizes=sizes, repeats=args.repeats,
+                               progress=lambda message: status.update(f"benchmarking: {message}"))
+    print_result(result, console)
+    if args.json:
+        try:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(result, f, indent=2)
+        except OSError as exc:
+            raise InputError(str(exc.strerror or exc), source=args.json) from None
+        console.print(f"wrote {args.json}")
+    return 0
+
+
+def _num(x, fmt):
+    return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+
+
+def print_result(result: dict, console) -> None:
+    from rich.table import Table
+
+    machine = result["machine"]
+    console.print(f"float32 GEMM ({machine['gemm_n']}²): [bold]{machine['gemm_gflops']:.1f} GFLOP/s[/]   "
+                  f"BLAS: {machine['blas']}   numpy {machine['numpy']}   torch {machine['torch'] or 'not installed'}")
+    short = {"qkv blocked": "qkv blocked", "plain reference": "plain", "naive numpy": "naive", "torch sdpa": "torch"}
+    skipped = []
+    for title, rows in ((f"attention, B=1, H={result['rows'][0]['heads'] if result['rows'] else '?'}, D=64, float32",
+                         result["rows"]), ("long sequence (memory), B=1, non-causal", result["memory"])):
+        table = Table(title=title)
+        for column in ("H", "T", "causal", "implementation", "ms", "GFLOP/s", "×torch", "×GEMM", "peak MiB"):
+            table.add_column(column, justify="left" if column == "implementation" else "right")
+        for row in rows:
+            name = short.get(row["impl"], row["impl"])
+            if row["skipped"]:
+                skipped.append(f"T={row['t']} {row['impl']}: {row['skipped']}")
+                name += " *"
+            peak = _num(row["peak_mib"], ".1f") + (" †" if row["memory_method"] == "rss-hwm" else "")
+            table.add_row(str(row["heads"]), str(row["t"]), "yes" if row["causal"] else "no", name,
+                          _num(row["seconds"] and row["seconds"] * 1e3, ".1f"), _num(row["gflops"], ".1f"),
+                          _num(row["vs_torch"], ".2f"), _num(row["vs_gemm"], ".2f"), peak)
+        console.print(table)
+    for line in skipped:
+        console.print(f"* {line}")
+    console.print("† resident-set high-water growth (torch allocations are not visible to tracemalloc)")
+    console.print(f"memory run inputs (q, k, v): {result['memory_inputs_mib']:.1f} MiB")
+    decode = result["decode"]
+    if "skipped" in decode:
+        console.print(f"decode: {decode['skipped']}")
+    else:
+        console.print(f"decode at T={decode['t']} (D={decode['d_model']}, H={decode['heads']}): "
+                      f"{decode['ms_per_token_with_cache']:.2f} ms/token with the KV cache, "
+                      f"{decode['ms_per_token_without_cache']:.1f} ms/token recomputing — "
+                      f"{decode['speedup']:.0f}× faster")
+    for note in result["notes"]:
+        console.print(f"[dim]{note}[/]")
