@@ -1,0 +1,579 @@
+"""The explanation as a list of blocks (headings, paragraphs, matrices, calculations, tables).
+
+The builders here read a finished Trace and arrange its steps with the texts of one language;
+each output format (text, Markdown, HTML, JSON) then only writes the blocks out. Nothing here
+computes attention: every number is a value of a recorded step (sliced, never recomputed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+from ..examples.byhand import BY_HAND, DRIFT, digits_for
+from ..trace import Step, Trace
+from . import texts
+
+__all__ = ["Num", "Vec", "Sym", "Heading", "Para", "Note", "Matrix", "Calc", "Table", "Context", "build"]
+
+
+# --------------------------------------------------------------------------- blocks
+@dataclass(frozen=True)
+class Num:
+    value: float
+    digits: int
+    group: int | None = None          # head colour (0-based) or None
+    paren: bool = False               # written in parentheses when negative (a factor: 0.9 × (-0.2))
+
+
+@dataclass(frozen=True)
+class Vec:
+    values: tuple
+    digits: int
+    groups: int = 0                   # values per head colour group (0: no colours)
+
+
+@dataclass(frozen=True)
+class Sym:
+    plain: str
+    latex: str
+
+
+Part = Union[str, Num, Vec, Sym]
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str
+
+
+@dataclass(frozen=True)
+class Matrix:
+    label: Sym
+    values: np.ndarray                # 2-D
+    digits: int
+    step: str
+    rows: list | None = None
+    cols: list | None = None
+    col_groups: int = 0               # columns per head (colours), 0: none
+    row_groups: int = 0               # rows per head (W_O), 0: none
+    highlight: int | None = None      # the followed query's row
+
+
+@dataclass(frozen=True)
+class Calc:
+    lines: list                       # each a list of Parts
+
+
+@dataclass(frozen=True)
+class Table:
+    header: list                      # strings
+    rows: list                        # each a list of cells (a Part)
+
+
+Block = Union[Heading, Para, Note, Matrix, Calc, Table]
+
+
+# --------------------------------------------------------------------------- context
+@dataclass
+class Context:
+    trace: Trace
+    lang: str = "en"
+    digits: int | None = None
+    by_hand: bool = False
+    blocks: list = field(default_factory=list)
+
+    def t(self, key: str, **values: Any) -> str:
+        return texts.text(self.lang, key, **values)
+
+    def has(self, name: str) -> bool:
+        return self.name(name) in self.trace
+
+    def name(self, name: str) -> str:
+        return f"{BY_HAND}/{name}" if self.by_hand else name
+
+    def step(self, name: str) -> Step:
+        return self.trace[self.name(name)]
+
+    def value(self, name: str) -> np.ndarray:
+        return self.step(name).value
+
+    def d(self, name: str) -> int:
+        return digits_for(name, self.digits if self.digits is not None else self.trace.meta.get("digits", {}))
+
+    def add(self, *blocks: Block) -> None:
+        self.blocks.extend(blocks)
+
+    def vec(self, name: str, values, groups: int = 0) -> Vec:
+        return Vec(tuple(float(v) for v in np.ravel(values)), self.d(name), groups)
+
+    def num(self, name: str, value, group: int | None = None) -> Num:
+        return Num(float(value), self.d(name), group)
+
+    def matrix(self, name: str, label: Sym, values=None, **kw: Any) -> Matrix:
+        values = self.value(name) if values is None else values
+        return Matrix(label, np.atleast_2d(np.asarray(values, dtype=float)), self.d(name), name, **kw)
+
+
+def sym(plain: str, latex: str | None = None) -> Sym:
+    return Sym(plain, plain if latex is None else latex)
+
+
+def sub(base: str, token: str) -> Sym:
+    """x_love, written x_{\\text{love}} in LaTeX."""
+    return Sym(f"{base}_{token}", f"{base}_{{\\text{{{_latex_text(token)}}}}}")
+
+
+def _latex_text(token: str) -> str:
+    out = token
+    for ch, rep in (("\\", r"\textbackslash{}"), ("{", r"\{"), ("}", r"\}"), ("_", r"\_"), ("&", r"\&"),
+                    ("%", r"\%"), ("$", r"\$"), ("#", r"\#"), ("^", r"\^{}"), ("~", r"\~{}")):
+        out = out.replace(ch, rep)
+    return out
+
+
+EQ, PLUS, TIMES, DOT = sym("="), sym("+"), sym("×", r"\times"), sym("·", r"\cdot")
+
+
+# --------------------------------------------------------------------------- entry
+def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand: bool = False) -> Context:
+    """The blocks explaining ``trace`` in ``lang``; digits None = the trace's own precision per step."""
+    texts.check_lang(lang)
+    if by_hand and not any(s.name.startswith(BY_HAND + "/") for s in trace.steps):
+        raise ValueError("this trace has no by-hand steps; make it with by_hand=True "
+                         "(qkv.examples.run(..., by_hand=True) or `--by-hand`)")
+    ctx = Context(trace, lang, digits, by_hand)
+    kind = trace.meta.get("kind")
+    if kind == "multi-head":
+        _multi_head(ctx)
+    elif kind == "group-meeting":
+        _group_meeting(ctx)
+    elif "q" in trace and "weights" in trace:
+        _attention(ctx)
+    else:
+        _generic(ctx)
+    if by_hand:
+        _drift(ctx)
+    return ctx
+
+
+def _title(ctx: Context) -> None:
+    meta = ctx.trace.meta
+    example = meta.get("example")
+    if example and texts.has(ctx.lang, f"title.{example}"):
+        title = ctx.t(f"title.{example}")
+    else:
+        title = ctx.trace.title or ctx.t("title.user")
+    ctx.add(Heading(title, 1))
+    if meta.get("seed"):
+        ctx.add(Para(ctx.t("seed", seed=meta["seed"])))
+    if ctx.by_hand:
+        shown = ctx.digits if ctx.digits is not None else None
+        ctx.add(Note(ctx.t("byhand.intro") + " " + (ctx.t("byhand.digits", digits=shown) if shown is not None
+                                                      else ctx.t("byhand.seed_digits"))))
+
+
+def _notes(ctx: Context, step: str, query: int | None = None, keys: list | None = None) -> None:
+    """The notes the trace carries for ``step`` (and for this query, when a note names one)."""
+    meta = ctx.trace.meta
+    tokens = meta.get("tokens", [])
+    keys = keys if keys is not None else meta.get("key_tokens", meta.get("tokens", []))
+    for note in meta.get("notes", []):
+        if note.get("step") != step:
+            continue
+        if "query" in note and query is not None and note["query"] != (tokens[query] if query < len(tokens) else None):
+            continue
+        exact = ctx.trace.get(step)
+        if exact is None:
+            continue
+        values = exact.value
+        if values.ndim == 3:
+            values = values[0]
+        if values.ndim == 2:
+            values = values[query if query is not None and query < values.shape[0] else 0]
+        index = note.get("index")
+        more = ctx.d(step) + 2
+        if index is not None:
+            shown = "0" if values[index] == 0 else _fmt_plain(Num(float(values[index]), more))
+        else:
+            shown = _fmt_plain(Vec(tuple(float(v) for v in values), more))
+        token = keys[index] if index is not None and index < len(keys) else ""
+        if "key" in note and texts.has(ctx.lang, note["key"]):
+            ctx.add(Note(ctx.t(note["key"], value=shown, token=token)))
+        elif "text" in note:
+            ctx.add(Note(str(note["text"]).replace("{value}", shown).replace("{token}", token)))
+
+
+def _fmt_plain(part: Part) -> str:
+    from .numbers import fmt
+
+    if isinstance(part, Num):
+        return fmt(part.value, part.digits)
+    if isinstance(part, Vec):
+        return "[" + ", ".join(fmt(v, part.digits) for v in part.values) + "]"
+    return part.plain if isinstance(part, Sym) else str(part)
+
+
+def _tokens(ctx: Context) -> tuple[list, list, int]:
+    meta = ctx.trace.meta
+    tokens = list(meta.get("tokens") or [])
+    keys = list(meta.get("key_tokens") or tokens)
+    return tokens, keys, int(meta.get("query", 0) or 0)
+
+
+def _labels(n: int, tokens: list) -> list:
+    return tokens if len(tokens) == n else [str(i + 1) for i in range(n)]
+
+
+# --------------------------------------------------------------------------- attention
+def _attention(ctx: Context) -> None:
+    """Self-, cross- or multi-head attention: X → Q, K, V → scores → weights → outputs → W_O → R + Y."""
+    tr, meta = ctx.trace, ctx.trace.meta
+    example, kind = meta.get("example"), meta.get("kind", "self-attention")
+    cross = ctx.has("memory")
+    _title(ctx)
+    intro = f"intro.{example}" if example and texts.has(ctx.lang, f"intro.{example}") else f"intro.user.{kind}"
+    if texts.has(ctx.lang, intro):
+        ctx.add(Para(ctx.t(intro)))
+    x = ctx.value("x")
+    n_heads = ctx.value("q_heads").shape[-3]
+    tokens, keys, query = _tokens(ctx)
+    tokens, keys = _labels(x.shape[0], tokens), _labels(ctx.value("k").shape[0], keys)
+    qtok = tokens[query]
+    dk, dv = ctx.value("q_heads").shape[-1], ctx.value("v_heads").shape[-1]
+    groups_k, groups_v = (dk, dv) if n_heads > 1 else (0, 0)
+
+    # inputs
+    ctx.add(Heading(ctx.t("h.inputs")))
+    if cross:
+        ctx.add(Para(ctx.t("cross.decoder", n=x.shape[0], d=x.shape[1])),
+                ctx.matrix("x", sym("X_dec", r"X_{\text{dec}}"), rows=tokens, highlight=query),
+                Para(ctx.t("cross.encoder", n=len(keys), d=ctx.value("memory").shape[1])),
+                ctx.matrix("memory", sym("M_enc", r"M_{\text{enc}}"), rows=keys))
+    else:
+        ctx.add(Para(ctx.t("inputs.x", t=x.shape[0], d=x.shape[1])),
+                ctx.matrix("x", sym("X"), rows=tokens, highlight=query))
+    ctx.add(Para(ctx.t("inputs.weights" if n_heads == 1 else "inputs.weights.heads", h=n_heads, dk=dk, dv=dv)))
+    for name, label, groups in (("w_q", "W_Q", groups_k), ("w_k", "W_K", groups_k), ("w_v", "W_V", groups_v)):
+        ctx.add(ctx.matrix(name, sym(label, label.replace("_", "_{") + "}"), col_groups=groups))
+
+    # projections
+    ctx.add(Heading(ctx.t("h.projection")))
+    ctx.add(Para(ctx.t("projection.rule.cross" if cross else "projection.rule")))
+    q_row = ctx.value("q")[query]
+    ctx.add(Para(ctx.t("projection.example", token=qtok)))
+    ctx.add(Calc([[sub("q", qtok), EQ, sub("x", qtok), DOT, sym("W_Q", "W_Q"), EQ,
+                   ctx.vec("x", x[query]), DOT, sym("W_Q", "W_Q"), EQ, ctx.vec("q", q_row, groups_k)]]))
+    q_all, k_all, v_all = ctx.value("q"), ctx.value("k"), ctx.value("v")
+    if n_heads == 1 and q_all.shape[1] <= 4 and v_all.shape[1] <= 4:
+        if cross:
+            ctx.add(Table([ctx.t("col.token"), "Q"], [[tok, ctx.vec("q", q_all[i])] for i, tok in enumerate(tokens)]),
+                    Para(ctx.t("cross.kv_from_encoder")),
+                    Table([ctx.t("col.encoder_token"), "K", "V"],
+                          [[tok, ctx.vec("k", k_all[j]), ctx.vec("v", v_all[j])] for j, tok in enumerate(keys)]))
+        else:
+            ctx.add(Para(ctx.t("projection.table")),
+                    Table([ctx.t("col.token"), "Q", "K", "V"],
+                          [[tok, ctx.vec("q", q_all[i]), ctx.vec("k", k_all[i]), ctx.vec("v", v_all[i])]
+                           for i, tok in enumerate(tokens)]))
+    else:
+        if cross:
+            ctx.add(Para(ctx.t("cross.kv_from_encoder")))
+        for name, label, rows, groups in (("q", "Q", tokens, groups_k), ("k", "K", keys, groups_k),
+                                          ("v", "V", keys, groups_v)):
+            ctx.add(ctx.matrix(name, sym(label), rows=rows, col_groups=groups,
+                               highlight=query if name == "q" else None))
+    if n_heads > 1:
+        t, hd = ctx.value("q").shape
+        ctx.add(Para(ctx.t("split", t=t, d=hd, h=n_heads, dh=dk,
+                           shape=" × ".join(str(s) for s in ctx.value("q_heads").shape))))
+
+    # core attention, head by head
+    for h in range(n_heads):
+        _attention_head(ctx, h, n_heads, tokens, keys, query, cross)
+
+    # heads together, W_O, R + Y
+    if ctx.has("concat"):
+        concat = ctx.value("concat")
+        ctx.add(Heading(ctx.t("h.concat")),
+                Para(ctx.t("concat.explain", h=n_heads, t=concat.shape[0], width=concat.shape[1])),
+                ctx.matrix("concat", sym("H", "H"), rows=tokens, col_groups=dv if n_heads > 1 else 0,
+                           highlight=query))
+    if ctx.has("y"):
+        w_o, y = ctx.value("w_o"), ctx.value("y")
+        ctx.add(Heading(ctx.t("h.output")),
+                Para(ctx.t("wo.explain", rows=w_o.shape[0], cols=w_o.shape[1])),
+                ctx.matrix("w_o", sym("W_O", "W_O"), row_groups=dv if n_heads > 1 else 0),
+                Para(ctx.t("y.explain", t=y.shape[0], d=y.shape[1])),
+                ctx.matrix("y", sym("Y", "Y"), rows=tokens, highlight=query))
+        _notes(ctx, "y", query)
+    if ctx.has("residual"):
+        ctx.add(Para(ctx.t("residual.explain")),
+                ctx.matrix("residual", sym("R + Y", "R + Y"), rows=tokens, highlight=query))
+        _notes(ctx, "residual", query)
+
+    # each head alone = fused
+    if "heads_check/concat" in tr and not ctx.by_hand:
+        from .numbers import fmt_small
+
+        check = tr["heads_check/concat"].meta.get("max_abs", 0.0)
+        ctx.add(Heading(ctx.t("h.heads_check")), Para(ctx.t("heads_check.explain", h=n_heads, dk=dk)))
+        rows = []
+        for h in range(n_heads):
+            own = tr.get(f"head {h + 1}/w_q")
+            if own is not None:
+                rows.append([ctx.t("head", h=h + 1), f"W_Q[:, {h * dk + 1}…{(h + 1) * dk}]",
+                             " × ".join(str(s) for s in own.shape)])
+        ctx.add(Table([ctx.t("col.head"), ctx.t("col.columns"), ctx.t("col.shape")], rows))
+        text = ctx.t("heads_check.concat", diff=fmt_small(check))
+        if "heads_check/y" in tr:
+            text += " " + ctx.t("heads_check.y", diff=fmt_small(tr["heads_check/y"].meta.get("max_abs", 0.0)))
+        ctx.add(Para(text))
+
+    if n_heads > 1 or kind == "projection":
+        _shapes(ctx)
+
+
+def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list, query: int, cross: bool) -> None:
+    qtok = tokens[query]
+    q_heads, k_heads, v_heads = ctx.value("q_heads"), ctx.value("k_heads"), ctx.value("v_heads")
+    g = h // (n_heads // k_heads.shape[-3])                     # its key/value head
+    q_vec, k_mat, v_mat = q_heads[h, query], k_heads[g], v_heads[g]
+    dk = q_vec.shape[-1]
+    scores = ctx.value("scores")[h]
+    colour = h if n_heads > 1 else None
+    ctx.add(Heading(ctx.t("h.head", h=h + 1) if n_heads > 1 else ctx.t("h.scores")))
+    if n_heads > 1:
+        ctx.add(Para(ctx.t("head.explain", h=h + 1, first=h * dk + 1, last=(h + 1) * dk)))
+    ctx.add(Para(ctx.t("scores.explain.cross" if cross else "scores.explain", token=qtok)))
+    if dk <= 4 and len(keys) <= 12:
+        lines = []
+        for j, key in enumerate(keys):
+            terms: list = []
+            for i in range(dk):
+                if i:
+                    terms.append(PLUS)
+                terms += [ctx.num("q", q_vec[i], colour), TIMES, _factor(ctx.num("k", k_mat[j, i], colour))]
+            lines.append([sub("q", qtok), DOT, sub("k", key), EQ, *terms, EQ, ctx.num("scores", scores[query, j])])
+        ctx.add(Calc(lines))
+    ctx.add(Calc([[sym("scores"), EQ, ctx.vec("scores", scores[query])]]))
+    if scores.shape[0] > 1:
+        ctx.add(Para(ctx.t("scores.matrix", t=scores.shape[0], tk=scores.shape[1])),
+                ctx.matrix("scores", sym("QKᵀ", "QK^\\top"), scores, rows=tokens, cols=keys, highlight=query))
+    scaled = ctx.value("scaled_scores")[h]
+    formula = ctx.step("scaled_scores").formula
+    ctx.add(Para(ctx.t("scale.explain", dk=dk) if "1/√d_k" in formula else ctx.t("scale.given", formula=formula)),
+            Calc([[sym("scores/√d_k", r"\frac{\text{scores}}{\sqrt{d_k}}"), EQ, ctx.vec("scaled_scores", scaled[query])]]))
+    _notes(ctx, "scaled_scores", query)
+    if ctx.has("biased_scores"):
+        ctx.add(Para(ctx.t("bias.explain")),
+                Calc([[sym("+ bias"), EQ, ctx.vec("biased_scores", ctx.value("biased_scores")[h][query])]]))
+    if ctx.has("mask"):
+        mask = ctx.value("mask")
+        mask = mask[h] if mask.ndim == 3 else mask
+        blocked = [keys[j] for j in range(len(keys)) if np.isinf(mask[query, j])]
+        ctx.add(Para(ctx.t("mask.explain", token=qtok, blocked=", ".join(blocked) if blocked else ctx.t("none"))),
+                ctx.matrix("mask", sym("mask"), mask, rows=tokens, cols=keys, highlight=query))
+    weights = ctx.value("weights")[h]
+    row = weights[query]
+    ctx.add(Para(ctx.t("softmax.explain")),
+            Table([ctx.t("col.key"), ctx.t("col.score"), ctx.t("col.weight")],
+                  [[key, ctx.num("scaled_scores", scaled[query, j]), ctx.num("weights", row[j])]
+                   for j, key in enumerate(keys)]))
+    _notes(ctx, "weights", query)
+    if row.size and np.any(row > 0):
+        top = int(np.argmax(row))
+        ctx.add(Para(ctx.t("weights.top", token=qtok, top=keys[top])))
+    out = ctx.value("out")[h]
+    ctx.add(Para(ctx.t("out.explain.cross" if cross else "out.explain", token=qtok)))
+    if len(keys) <= 12 and v_mat.shape[1] <= 6:
+        lines = []
+        for j, key in enumerate(keys):
+            lines.append(([PLUS] if j else [sym(" ", r"\phantom{+}")]) +
+                         [ctx.num("weights", row[j]), DOT, ctx.vec("v", v_mat[j]), f"  ({key})"])
+        lines.append([EQ, ctx.vec("out", out[query])])
+        ctx.add(Calc(lines))
+    ctx.add(Calc([[sub("z", qtok), EQ, ctx.vec("out", out[query])]]))
+    _notes(ctx, "out", query)
+    if weights.shape[0] > 1:
+        ctx.add(Para(ctx.t("weights.matrix")),
+                ctx.matrix("weights", sym("softmax", r"\operatorname{softmax}"), weights, rows=tokens, cols=keys,
+                           highlight=query),
+                ctx.matrix("out", sym(f"head {h + 1}" if n_heads > 1 else "Z", f"\\text{{head}}_{h + 1}"
+                                      if n_heads > 1 else "Z"), out, rows=tokens, highlight=query))
+
+
+def _shapes(ctx: Context) -> None:
+    ctx.add(Heading(ctx.t("h.shapes")), Para(ctx.t("shapes.explain")))
+    rows = []
+    for s in ctx.trace.steps:
+        if "/" in s.name:
+            continue
+        rows.append([s.name, s.formula, " × ".join(str(d) for d in s.shape)])
+    ctx.add(Table([ctx.t("col.step"), ctx.t("col.formula"), ctx.t("col.shape")], rows))
+
+
+# --------------------------------------------------------------------------- multi-head (seed 001)
+def _multi_head(ctx: Context) -> None:
+    meta = ctx.trace.meta
+    _title(ctx)
+    ctx.add(Para(ctx.t("intro.multi-head")))
+    tokens, _, query = _tokens(ctx)
+    token = tokens[query] if query < len(tokens) else ""
+    heads = ctx.value("out")                                  # (H, 1, Dv)
+    n_heads, dv = heads.shape[0], heads.shape[-1]
+    ctx.add(Heading(ctx.t("h.mh.heads")),
+            Para(ctx.t("mh.z1", token=token, example=meta.get("first_head", "self-attention"))),
+            Para(ctx.t("mh.given", n=n_heads - 1)),
+            Calc([[sym(f"z{_sup(h + 1)}_{token}", f"z^{{({h + 1})}}_{{\\text{{{_latex_text(token)}}}}}"), EQ,
+                   Vec(tuple(float(v) for v in heads[h, 0]), ctx.d("out"), 0)] for h in range(n_heads)]))
+    concat = ctx.value("concat")
+    ctx.add(Heading(ctx.t("h.concat")),
+            Para(ctx.t("mh.concat", h=n_heads, width=concat.shape[-1])),
+            Calc([[sym("z_concat", r"z_{\text{concat}}"), EQ, ctx.vec("concat", concat[0], dv)]]))
+    w_o, y = ctx.value("w_o"), ctx.value("y")
+    ctx.add(Heading(ctx.t("h.output")),
+            Para(ctx.t("wo.explain", rows=w_o.shape[0], cols=w_o.shape[1])),
+            ctx.matrix("w_o", sym("W_O", "W_O"), row_groups=dv),
+            Para(ctx.t("mh.final.explain")))
+    lines = []
+    for c in range(w_o.shape[1]):
+        terms: list = []
+        for i in range(w_o.shape[0]):
+            if w_o[i, c] != 0:
+                if terms:
+                    terms.append(PLUS)
+                terms += [ctx.num("concat", concat[0, i], i // dv), TIMES, _factor(ctx.num("w_o", w_o[i, c]))]
+        lines.append([sym(f"z_final[{c + 1}]", f"z_{{\\text{{final}},{c + 1}}}"), EQ, *terms, EQ, ctx.num("y", y[0, c])])
+    ctx.add(Calc(lines), Calc([[sym("z_final", r"z_{\text{final}}"), EQ, ctx.vec("y", y[0])]]))
+    _notes(ctx, "y", 0)
+    ctx.add(Para(ctx.t("mh.final", token=token)))
+
+
+def _factor(num: Num) -> Num:
+    return Num(num.value, num.digits, num.group, paren=True)
+
+
+def _sup(n: int) -> str:
+    return "⁽" + "".join("⁰¹²³⁴⁵⁶⁷⁸⁹"[int(c)] for c in str(n)) + "⁾"
+
+
+# --------------------------------------------------------------------------- group meeting (seed 002)
+def _group_meeting(ctx: Context) -> None:
+    meta = ctx.trace.meta
+    _title(ctx)
+    ctx.add(Para(ctx.t("intro.group-meeting")))
+    answers = list(meta.get("answers", []))
+    lot_weights = []
+    for scene in meta.get("scenes", []):
+        name, tokens = scene["name"], list(scene["tokens"])
+        target = tokens.index(scene["query"]) if scene["query"] in tokens else len(tokens) - 1
+        scores = ctx.value(f"{name}/scores")[0]
+        weights = ctx.value(f"{name}/weights")[0]
+        values = ctx.value(f"{name}/v")
+        out = ctx.value(f"{name}/out")[0]
+        ctx.add(Heading(ctx.t(f"gm.{name}.title", sentence=" ".join(tokens))),
+                Para(ctx.t(f"gm.{name}.explain", query=scene["query"])),
+                Table([ctx.t("col.token"), ctx.t("gm.col.score", query=scene["query"]), ctx.t("col.weight"),
+                       ctx.t("gm.col.answer", answers=", ".join(f"“{a}”" for a in answers))],
+                      [[tok, ctx.num(f"{name}/scores", scores[j]), ctx.num(f"{name}/weights", weights[j]),
+                        ctx.vec(f"{name}/v", values[j])] for j, tok in enumerate(tokens)]))
+        _notes(ctx, f"{name}/weights", 0, keys=tokens)
+        ctx.add(Para(ctx.t("gm.blend")),
+                Calc([[sym("softmax(scores)·V", r"\operatorname{softmax}(\text{scores})\,V"), EQ,
+                       ctx.vec(f"{name}/out", out)]]))
+        if out.size and answers:
+            ctx.add(Para(ctx.t(f"gm.{name}.conclusion", answer=answers[int(np.argmax(out))])))
+        lot_weights.append((name, weights[target]))
+    if len(lot_weights) == 2:
+        (first, before), (second, after) = lot_weights
+        ctx.add(Para(ctx.t("gm.weaker", before=_fmt_plain(ctx.num(f"{first}/weights", before)),
+                           after=_fmt_plain(ctx.num(f"{second}/weights", after)))))
+    if "rows/weights" in ctx.trace:
+        tokens = list(meta.get("tokens") or [])
+        w_rows, w_cols = ctx.value("rows/weights"), ctx.value("columns/weights")
+        ctx.add(Heading(ctx.t("gm.notation.title")),
+                Para(ctx.t("gm.notation.intro", example=meta.get("notation", "self-attention"))),
+                Para(ctx.t("gm.notation.rows")),
+                ctx.matrix("rows/weights", sym("softmax(QKᵀ/√d_k)", r"\operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)"),
+                           w_rows, rows=_labels(w_rows.shape[0], tokens), cols=_labels(w_rows.shape[1], tokens)),
+                ctx.matrix("rows/out", sym("softmax(QKᵀ/√d_k)·V", r"\operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V"),
+                           rows=_labels(w_rows.shape[0], tokens)),
+                Para(ctx.t("gm.notation.columns")),
+                ctx.matrix("columns/weights", sym("softmax(KᵀQ/√d_k)", r"\operatorname{softmax}\!\left(\frac{K^\top Q}{\sqrt{d_k}}\right)"),
+                           w_cols, rows=_labels(w_cols.shape[0], tokens), cols=_labels(w_cols.shape[1], tokens)),
+                ctx.matrix("columns/out", sym("V·softmax(KᵀQ/√d_k)", r"V\operatorname{softmax}\!\left(\frac{K^\top Q}{\sqrt{d_k}}\right)"),
+                           cols=_labels(w_cols.shape[1], tokens)))
+        if "columns/difference" in ctx.trace:
+            from .numbers import fmt_small
+
+            diff = ctx.trace["columns/difference"].meta.get("max_abs", 0.0)
+            ctx.add(Para(ctx.t("gm.notation.same", diff=fmt_small(diff))))
+
+
+# --------------------------------------------------------------------------- anything else
+def _generic(ctx: Context) -> None:
+    """A trace of no known kind (a model, a custom recording): every step with its formula and values."""
+    _title(ctx)
+    ctx.add(Para(ctx.t("generic.intro", n=len(ctx.trace))))
+    for s in ctx.trace.steps:
+        if s.name.startswith((BY_HAND + "/", DRIFT + "/")):
+            continue
+        ctx.add(Heading(f"{s.name}  ({' × '.join(str(d) for d in s.shape) or 'scalar'})", 3))
+        if s.formula:
+            ctx.add(Para(s.formula))
+        if s.value.dtype.kind not in "fiub":
+            continue
+        values = np.asarray(s.value, dtype=float)
+        if values.ndim == 0:
+            ctx.add(Calc([[sym(s.name), EQ, Num(float(values), ctx.d(s.name))]]))
+            continue
+        shown = values.reshape(-1, values.shape[-1]) if values.ndim > 2 else np.atleast_2d(values)
+        if shown.shape[0] > 16 or shown.shape[1] > 16:
+            ctx.add(Para(ctx.t("generic.large", rows=min(shown.shape[0], 16), cols=min(shown.shape[1], 16))))
+            shown = shown[:16, :16]
+        ctx.add(Matrix(sym(s.name), shown, ctx.d(s.name), s.name))
+
+
+# --------------------------------------------------------------------------- by hand vs exact
+def _drift(ctx: Context) -> None:
+    from .numbers import fmt_small
+
+    tr = ctx.trace
+    _, _, query = _tokens(ctx)
+    ctx.add(Heading(ctx.t("h.drift")), Para(ctx.t("drift.explain")))
+    rows = []
+    important = ("scores", "scaled_scores", "weights", "out", "concat", "y", "residual")
+    for s in tr.steps:
+        if not s.name.startswith(DRIFT + "/"):
+            continue
+        name = s.name[len(DRIFT) + 1:]
+        if name.rsplit("/", 1)[-1] not in important:
+            continue
+        exact, by_hand = tr[name].value, tr[f"{BY_HAND}/{name}"].value
+
+        def row_of(values):
+            if values.ndim == 3:
+                values = values[0]
+            if values.ndim == 2:
+                values = values[query if query < values.shape[0] else 0]
+            return values
+
+        d = ctx.d(name)
+        rows.append([name, Vec(tuple(float(v) for v in row_of(by_hand)), d),
+                     Vec(tuple(float(v) for v in row_of(exact)), max(d, 4) + 2),
+                     fmt_small(s.meta.get("max_abs", 0.0))])
+    ctx.add(Table([ctx.t("col.step"), ctx.t("col.by_hand"), ctx.t("col.exact"), ctx.t("col.drift")], rows))

@@ -1,0 +1,361 @@
+"""Every sentence of the explanations, in English (EN) and Korean (KO): same keys, same placeholders.
+
+Placeholders are ``{name}`` (str.format). The Korean is written for qkv in the register of the
+seed posts (plain written style, technical terms kept in English where Korean writers keep them).
+"""
+
+from __future__ import annotations
+
+import string
+
+__all__ = ["EN", "KO", "LANGS", "text", "has", "check_lang", "placeholders"]
+
+EN: dict[str, str] = {
+    # titles
+    "title.self-attention": "Self-attention: how “love” builds its context",
+    "title.cross-attention": "Cross-attention: the decoder token 私は asks the encoder",
+    "title.multi-head": "Multi-head attention: three heads for “love”, concatenated and projected by W_O",
+    "title.projection": "Q·K·V projection and multi-head: T = 3, d = 8, h = 2, shapes at every step",
+    "title.group-meeting": "Attention as a group meeting: compatibility scores, softmax, and two notations",
+    "title.user": "Attention, step by step",
+    "seed": "Worked example of seed {seed}; every number below is computed by qkv from the inputs.",
+    "byhand.intro": "By hand: every intermediate is rounded to the digits shown and the next step is "
+                    "computed from the rounded numbers, as with a calculator.",
+    "byhand.digits": "Each number is rounded to {digits} decimals.",
+    "byhand.seed_digits": "Each number is rounded to the precision the seed prints for that step.",
+    # intros
+    "intro.self-attention": "In self-attention every token looks at every token of the same sentence, itself "
+                            "included, and decides which of them are most useful for updating its own "
+                            "representation. We follow the token “love” in “I love machine learning”.",
+    "intro.cross-attention": "In an encoder–decoder translation model the decoder has produced 私は and needs "
+                             "information from the English sentence to choose the next token. Cross-attention "
+                             "does this: the query comes from the decoder, the keys and values from the encoder.",
+    "intro.multi-head": "Multi-head attention runs several attention computations side by side, each with its "
+                        "own projection matrices, and combines their results. Each head produces its own "
+                        "contextual representation of “love”; they are concatenated and projected by W_O.",
+    "intro.projection": "Attention has three stages: the Q·K·V projection, core attention, and the output "
+                        "projection. The projections act on each token alone; only core attention mixes "
+                        "tokens. Here T = 3 tokens, model width d = 8 and h = 2 heads of width d/h = 4.",
+    "intro.group-meeting": "Picture the tokens of the context window as a group meeting that must agree on the "
+                           "next word. The query Q is the question under discussion, the key K is the kind of "
+                           "answer each token can give, and the value V is the answer itself. The dot product "
+                           "Q·K is the compatibility score of a question and an answer; softmax turns these "
+                           "absolute scores into relative weights.",
+    "intro.user.self-attention": "Self-attention: every token looks at every token of the same sequence.",
+    "intro.user.cross-attention": "Cross-attention: the queries come from x, the keys and values from memory.",
+    "intro.user.projection": "Multi-head attention: Q·K·V projection, core attention per head, output projection.",
+    # inputs
+    "h.inputs": "Inputs",
+    "inputs.x": "X has one row per token: {t} tokens × {d} numbers.",
+    "cross.decoder": "The decoder's current representation: {n} token(s) × {d} numbers. The query comes from here.",
+    "cross.encoder": "The encoder's outputs for the source sentence: {n} tokens × {d} numbers. The keys and "
+                     "values come from here.",
+    "inputs.weights": "The projection matrices (in a real model they are learned; here they are given):",
+    "inputs.weights.heads": "The projection matrices. Their columns are grouped by head: {h} heads, each with "
+                            "{dk} query/key columns and {dv} value columns (colours mark the heads).",
+    # projection
+    "h.projection": "Step 1 — Q, K, V: the same input, different weights",
+    "projection.rule": "Q = X·W_Q, K = X·W_K, V = X·W_V: each token's row is multiplied by the same matrices. "
+                       "Q is what the token is looking for, K describes what it contains, V is the information "
+                       "it gives when attended to.",
+    "projection.rule.cross": "Q = X_dec·W_Q comes from the decoder; K = M_enc·W_K and V = M_enc·W_V come from "
+                             "the encoder's outputs.",
+    "projection.example": "For {token}, its row times W_Q:",
+    "projection.table": "Q, K and V of every token:",
+    "cross.kv_from_encoder": "Keys and values are computed from the encoder's outputs, one row per source token:",
+    "col.token": "token",
+    "col.encoder_token": "encoder token",
+    "split": "Splitting into heads is a reshape, not a multiplication: Q ({t} × {d}) is read as {t} × {h} × {dh} "
+             "(stored as {shape}, heads first). Columns 1–{dh} are head 1, the next {dh} head 2, and so on.",
+    # core attention
+    "h.head": "Head {h}",
+    "h.scores": "Step 2 — scores: the query against every key",
+    "head.explain": "Head {h} uses columns {first}–{last} of Q and K (and its own columns of V).",
+    "scores.explain": "The query of {token} is compared with every key by a dot product (raw attention scores):",
+    "scores.explain.cross": "The decoder's query for {token} is compared with every encoder key by a dot product "
+                            "(raw attention scores):",
+    "scores.matrix": "All queries against all keys at once, Q·Kᵀ ({t} × {tk}); the followed query's row is marked:",
+    "scale.explain": "Q and K have d_k = {dk} numbers each, so the scores are divided by √d_k = √{dk}:",
+    "scale.given": "The scores are scaled: {formula}.",
+    "bias.explain": "An additive bias is added to the scaled scores:",
+    "mask.explain": "The mask blocks keys the query may not see (−∞ before softmax, so their weight is 0). "
+                    "Blocked for {token}: {blocked}.",
+    "none": "none",
+    "softmax.explain": "Softmax turns the scaled scores into weights between 0 and 1 that add up to 1 "
+                       "(exp of each score divided by the sum of the exps):",
+    "col.key": "key",
+    "col.score": "scaled score",
+    "col.weight": "weight",
+    "weights.top": "{token} attends most strongly to {top}, which therefore contributes most to its new "
+                   "representation.",
+    "out.explain": "The output for {token} is the weighted sum of the value vectors:",
+    "out.explain.cross": "The output for {token} is the weighted sum of the encoder's value vectors: information "
+                         "from the source sentence, mixed by the weights. It is not the next word itself but an "
+                         "intermediate vector the decoder uses to predict it.",
+    "weights.matrix": "The weights of every query (each row adds up to 1) and every token's output:",
+    # heads together
+    "h.concat": "Concatenating the heads",
+    "concat.explain": "The {h} heads' outputs are put side by side: H is {t} × {width}.",
+    "h.output": "Output projection W_O",
+    "wo.explain": "W_O ({rows} × {cols}) mixes the heads' results of the same token into one vector; it is "
+                  "the same for every token.",
+    "y.explain": "Y = H·W_O ({t} × {d}):",
+    "residual.explain": "The residual connection adds Y to the layer's input R (here R = X): R + Y goes on to "
+                        "the next stage.",
+    "h.heads_check": "Each head on its own gives the same numbers",
+    "heads_check.explain": "Running each of the {h} heads alone, with only its own columns of W_Q, W_K, W_V "
+                           "({dk} each for Q and K) and its own rows of W_O, is the same computation as the "
+                           "fused one:",
+    "head": "head {h}",
+    "col.head": "head",
+    "col.columns": "its columns",
+    "col.shape": "shape",
+    "heads_check.concat": "Concatenating the separate heads' outputs differs from the fused H by at most {diff}.",
+    "heads_check.y": "Adding up each head's share head_h·W_O[rows of h] differs from the fused Y by at most {diff}.",
+    "h.shapes": "Shapes at every step",
+    "shapes.explain": "Every recorded step with its formula and shape (heads first where there are heads):",
+    "col.step": "step",
+    "col.formula": "formula",
+    # multi-head
+    "h.mh.heads": "The heads' outputs for one token",
+    "mh.z1": "z⁽¹⁾ is the output for {token} computed in the {example} example above (not typed in).",
+    "mh.given": "The other {n} heads would run the same procedure with their own projection matrices; their "
+                "outputs are given here.",
+    "mh.concat": "The {h} outputs are concatenated into one vector of {width} numbers; the width grows because "
+                 "the heads are put side by side:",
+    "mh.final.explain": "z_final = z_concat·W_O, one component at a time (only the nonzero entries of W_O shown):",
+    "mh.final": "This is the multi-head attention output for {token}: it combines what the heads found, each "
+                "tending to focus on a different relation in the sentence.",
+    # group meeting
+    "gm.lot.title": "Meeting 1: “{sentence}”",
+    "gm.lot.explain": "The question under discussion is Q_{query}: “what usually follows {query}?”. Suppose "
+                      "{query} itself has an overwhelming compatibility score and every other word a small one:",
+    "gm.question.title": "Meeting 2: “{sentence}”",
+    "gm.question.explain": "Now a question comes first. Its words have something to say too: “we were asked cash "
+                           "or credit card, so the sentence should end with of cash or of credit card”. They "
+                           "insist on “of” with a much larger score:",
+    "gm.col.score": "score Q_{query}·K",
+    "gm.col.answer": "answer V (votes for {answers})",
+    "gm.blend": "The meeting's conclusion is the weighted sum of the answers:",
+    "gm.lot.conclusion": "The group follows lot's answer: the next word is “{answer}”.",
+    "gm.question.conclusion": "lot's voice is now relatively weak: the conclusion is “{answer}”.",
+    "gm.weaker": "lot's weight was {before} in the first meeting and is {after} in the second: softmax only "
+                 "cares about scores relative to each other.",
+    "gm.notation.title": "Two notations, one computation",
+    "gm.notation.intro": "Attention Is All You Need writes tokens as rows; 3Blue1Brown's video writes them as "
+                         "columns. Both are shown here on the Q, K, V of the {example} example.",
+    "gm.notation.rows": "Row vectors (the paper): Attention(Q, K, V) = softmax(QKᵀ/√d_k)·V, softmax applied to "
+                        "each row (one row per query).",
+    "gm.notation.columns": "Column vectors (3Blue1Brown): Attention = V·softmax(KᵀQ/√d_k), softmax applied to "
+                           "each column (one column per query). The weights are the transpose of the ones "
+                           "above, and so is the output.",
+    "gm.notation.same": "The two outputs agree: the column form, transposed, differs from the row form by at most "
+                        "{diff}. Because softmax runs in one direction and V multiplies from one side, Q and K "
+                        "cannot swap roles.",
+    # generic
+    "generic.intro": "The trace records {n} steps; each is shown with its formula and values.",
+    "generic.large": "Showing the first {rows} × {cols} entries.",
+    # by hand
+    "h.drift": "By hand versus exact",
+    "drift.explain": "How far the rounded, step-by-step calculation drifts from the exact one (the followed "
+                     "query's row; the last column is the largest difference over the whole step):",
+    "col.by_hand": "by hand",
+    "col.exact": "exact",
+    "col.drift": "largest |difference|",
+    # notes
+    "note.seed001.weight_sum": "Note: seed 001 prints the weight of {token} one unit higher in the last decimal "
+                               "(its four printed weights then add up to exactly 1). The exact value is {value}, "
+                               "printed here rounded.",
+    "note.seed001.rounded_heads": "Note: seed 001 multiplies the head outputs as it prints them, z⁽¹⁾ rounded to "
+                                  "three decimals, so its final vector differs from the exact one in the fourth "
+                                  "decimal. The exact result is {value}; the by-hand mode (--by-hand) rounds the "
+                                  "same way and reproduces the seed's numbers.",
+    "note.seed002.underflow": "Note: the weight of {token} here is e^(100 − 1000) divided by the sum: a number with "
+                              "hundreds of zeros after the decimal point, below the smallest float64, so the "
+                              "computation gives exactly {value}. The voice is not just weak, it is inaudible.",
+    # command line
+    "list.header": "Worked examples (qkv example NAME):",
+}
+
+KO: dict[str, str] = {
+    # titles
+    "title.self-attention": "Self-attention: love는 어떻게 문맥 표현을 만드는가",
+    "title.cross-attention": "Cross-attention: 디코더 토큰 私は가 인코더에 질의하다",
+    "title.multi-head": "Multi-head attention: love에 대한 세 헤드의 출력을 결합하고 W_O로 투영하기",
+    "title.projection": "Q·K·V projection과 멀티 헤드: T = 3, d = 8, h = 2, 단계마다의 형태",
+    "title.group-meeting": "어텐션이 조모임이라면: 찰떡궁합점수, 소프트맥스, 그리고 두 가지 표기법",
+    "title.user": "단계별로 따라가는 어텐션",
+    "seed": "시드 {seed}의 예제이다. 아래의 모든 숫자는 입력으로부터 qkv가 직접 계산한 값이다.",
+    "byhand.intro": "손 계산 모드: 계산기를 든 사람처럼, 모든 중간 결과를 화면에 보이는 자릿수로 반올림하고 "
+                    "다음 단계는 반올림된 숫자로 계산한다.",
+    "byhand.digits": "모든 숫자를 소수점 아래 {digits}자리로 반올림한다.",
+    "byhand.seed_digits": "각 단계의 숫자를 시드가 적은 자릿수로 반올림한다.",
+    # intros
+    "intro.self-attention": "Self-attention에서는 각 토큰이 같은 문장 안의 모든 토큰(자기 자신 포함)을 참조하고, "
+                            "자신의 표현을 갱신하는 데 어떤 토큰이 가장 유용한지를 판단한다. 여기서는 "
+                            "“I love machine learning”의 토큰 love를 따라간다.",
+    "intro.cross-attention": "인코더-디코더형 번역 모델에서 디코더가 이미 私は를 생성했고, 다음 토큰을 고르려면 "
+                             "영어 문장의 정보가 필요하다. 이것을 해 주는 것이 cross-attention이다. Query는 "
+                             "디코더에서, Key와 Value는 인코더에서 온다.",
+    "intro.multi-head": "Multi-head attention은 여러 attention 계산을 병렬로 실행하고 그 결과를 결합한다. 각 헤드는 "
+                        "서로 다른 투영 행렬을 사용하므로 love에 대해 각자 고유한 문맥 표현을 만든다. 이 출력들을 "
+                        "이어 붙인 뒤 W_O로 투영한다.",
+    "intro.projection": "Attention은 Q·K·V projection → Core Attention → 출력 projection의 세 단계로 나누어 볼 수 "
+                        "있다. 두 projection은 각 토큰의 벡터에 독립적으로 적용되고, 토큰 사이의 정보를 결합하는 "
+                        "것은 Core Attention뿐이다. 여기서는 토큰 수 T = 3, 모델 차원 d = 8, head 수 h = 2이므로 "
+                        "head 하나의 차원은 d/h = 4이다.",
+    "intro.group-meeting": "컨텍스트 윈도우의 토큰들이 다음 단어를 정하기 위해 조모임을 한다고 생각해 보자. "
+                           "쿼리 Q는 토론의 질문, 키 K는 각 토큰이 줄 수 있는 대답의 결, 밸류 V는 실제 대답이다. "
+                           "질문과 대답의 내적 Q·K가 찰떡궁합점수이고, 소프트맥스는 이 절대적인 점수를 상대적인 "
+                           "가중치로 바꾼다.",
+    "intro.user.self-attention": "Self-attention: 각 토큰이 같은 시퀀스의 모든 토큰을 참조한다.",
+    "intro.user.cross-attention": "Cross-attention: Query는 x에서, Key와 Value는 memory에서 온다.",
+    "intro.user.projection": "Multi-head attention: Q·K·V projection, head별 Core Attention, 출력 projection.",
+    # inputs
+    "h.inputs": "입력",
+    "inputs.x": "X의 한 행은 토큰 하나의 벡터이다: 토큰 {t}개 × 성분 {d}개.",
+    "cross.decoder": "디코더의 현재 표현: 토큰 {n}개 × 성분 {d}개. Query는 여기서 만들어진다.",
+    "cross.encoder": "소스 문장에 대한 인코더의 출력: 토큰 {n}개 × 성분 {d}개. Key와 Value는 여기서 만들어진다.",
+    "inputs.weights": "투영 행렬 (실제로는 학습으로 얻어지지만, 여기서는 주어진 값을 쓴다):",
+    "inputs.weights.heads": "투영 행렬. 열은 head별로 묶여 있다: head {h}개, 각각 Query/Key 열 {dk}개와 Value 열 "
+                            "{dv}개 (색으로 head를 구분한다).",
+    # projection
+    "h.projection": "1단계 — Q, K, V: 같은 입력, 서로 다른 가중치",
+    "projection.rule": "Q = X·W_Q, K = X·W_K, V = X·W_V: 모든 토큰의 행에 같은 행렬을 곱한다. Q는 현재 토큰이 "
+                       "찾고 있는 것, K는 그 토큰이 가진 내용을 나타내는 기술자, V는 주의를 받았을 때 제공하는 "
+                       "정보이다.",
+    "projection.rule.cross": "Q = X_dec·W_Q는 디코더에서 오고, K = M_enc·W_K와 V = M_enc·W_V는 인코더의 출력에서 "
+                             "온다.",
+    "projection.example": "{token}의 경우, 그 행에 W_Q를 곱하면:",
+    "projection.table": "모든 토큰의 Q, K, V:",
+    "cross.kv_from_encoder": "Key와 Value는 인코더의 출력으로 계산한다. 소스 토큰 하나에 한 행씩:",
+    "col.token": "토큰",
+    "col.encoder_token": "인코더 토큰",
+    "split": "head로 나누는 것은 곱셈이 아니라 reshape이다: Q ({t} × {d})를 {t} × {h} × {dh}로 본다 "
+             "(head를 앞에 두어 {shape}로 저장). 1–{dh}번째 열이 head 1, 다음 {dh}개 열이 head 2, 이런 식이다.",
+    # core attention
+    "h.head": "Head {h}",
+    "h.scores": "2단계 — 점수: Query와 모든 Key의 비교",
+    "head.explain": "Head {h}에서는 Q와 K의 {first}–{last}번째 열(그리고 V의 자기 열)만 사용한다.",
+    "scores.explain": "{token}의 Query를 각 Key와 내적한다 (가공되지 않은 attention score):",
+    "scores.explain.cross": "디코더 토큰 {token}의 Query를 인코더의 각 Key와 내적한다 (가공되지 않은 attention score):",
+    "scores.matrix": "모든 Query와 모든 Key를 한꺼번에 비교한 Q·Kᵀ ({t} × {tk}). 따라가는 Query의 행을 표시했다:",
+    "scale.explain": "Q와 K는 성분이 d_k = {dk}개인 벡터이므로, 점수를 √d_k = √{dk}로 나누어 스케일링한다:",
+    "scale.given": "점수를 스케일링한다: {formula}.",
+    "bias.explain": "스케일링한 점수에 더하는 bias:",
+    "mask.explain": "마스크는 Query가 보면 안 되는 Key를 막는다 (소프트맥스 전에 −∞를 더하므로 가중치가 0이 된다). "
+                    "{token}에서 막힌 Key: {blocked}.",
+    "none": "없음",
+    "softmax.explain": "소프트맥스는 스케일링한 점수를 합이 1인 0과 1 사이의 가중치로 정규화한다 (각 점수의 exp를 "
+                       "exp들의 합으로 나눈다):",
+    "col.key": "Key",
+    "col.score": "스케일링한 점수",
+    "col.weight": "가중치",
+    "weights.top": "{token}의 Query에서 가장 큰 가중치를 받는 토큰은 {top}. 따라서 {top}의 Value가 {token}의 "
+                   "업데이트된 표현에 가장 크게 기여한다.",
+    "out.explain": "{token}의 출력은 Value 벡터들의 가중합이다:",
+    "out.explain.cross": "{token}의 출력은 인코더 Value 벡터들의 가중합으로, 소스 문장의 정보를 가중치에 따라 섞은 "
+                         "것이다. 이것은 다음 단어 그 자체가 아니라, 디코더가 다음 토큰을 예측하는 데 쓰는 "
+                         "중간 벡터이다.",
+    "weights.matrix": "모든 Query의 가중치(각 행의 합은 1)와 모든 토큰의 출력:",
+    # heads together
+    "h.concat": "헤드 결합 (concatenate)",
+    "concat.explain": "head {h}개의 출력을 나란히 이어 붙인다: H는 {t} × {width} 형태이다.",
+    "h.output": "출력 projection W_O",
+    "wo.explain": "W_O ({rows} × {cols})는 같은 토큰 위치의 여러 head 결과를 하나의 벡터로 조합한다. W_O는 모든 "
+                  "토큰에 동일하게 적용된다.",
+    "y.explain": "Y = H·W_O ({t} × {d}):",
+    "residual.explain": "Residual 연결은 Y를 이 층의 입력 R(여기서는 R = X)에 더한다. R + Y가 다음 단계로 "
+                        "이어진다.",
+    "h.heads_check": "head를 하나씩 따로 계산해도 숫자는 같다",
+    "heads_check.explain": "head {h}개를 각각 따로, 자기 몫의 W_Q, W_K, W_V 열(Q와 K는 {dk}개씩)과 W_O의 자기 행만으로 "
+                           "계산해도 한꺼번에 계산한 것과 같은 계산이다:",
+    "head": "head {h}",
+    "col.head": "head",
+    "col.columns": "사용하는 열",
+    "col.shape": "형태",
+    "heads_check.concat": "따로 계산한 head 출력을 이어 붙인 것과 한꺼번에 계산한 H의 차이는 최대 {diff}이다.",
+    "heads_check.y": "각 head의 몫 head_h·W_O[h의 행]을 더한 것과 Y의 차이는 최대 {diff}이다.",
+    "h.shapes": "단계마다의 형태",
+    "shapes.explain": "기록된 모든 단계의 식과 형태 (head가 있으면 head 축이 앞에 온다):",
+    "col.step": "단계",
+    "col.formula": "식",
+    # multi-head
+    "h.mh.heads": "한 토큰에 대한 각 헤드의 출력",
+    "mh.z1": "z⁽¹⁾은 {example} 예제에서 계산한 {token}의 출력이다 (직접 입력한 값이 아니다).",
+    "mh.given": "나머지 헤드 {n}개도 각자의 투영 행렬로 같은 절차를 수행한다. 여기서는 그 출력이 주어져 있다고 하자.",
+    "mh.concat": "출력 {h}개를 이어 붙여 성분 {width}개의 벡터 하나를 만든다. 헤드를 나란히 붙였기 때문에 차원이 "
+                 "증가한다:",
+    "mh.final.explain": "z_final = z_concat·W_O를 성분별로 계산하면 (W_O에서 0이 아닌 항만 적었다):",
+    "mh.final": "이것이 {token}에 대한 multi-head attention의 출력이다. 서로 다른 관계에 초점을 맞추기 쉬운 여러 "
+                "헤드가 얻은 정보를 결합한 것이다.",
+    # group meeting
+    "gm.lot.title": "조모임 1: “{sentence}”",
+    "gm.lot.explain": "토론의 질문은 Q_{query}, 즉 “일반적으로 {query} 뒤에 어떤 단어가 따라오는가?”이다. "
+                      "{query} 자신의 찰떡궁합점수가 압도적으로 크고, 나머지 단어들의 점수는 작다고 하자:",
+    "gm.question.title": "조모임 2: “{sentence}”",
+    "gm.question.explain": "이번에는 앞에 질문이 있다. 질문의 단어들도 할 말이 있다. “현금이냐 신용카드냐고 "
+                           "물었으니 of cash나 of credit card로 끝나야지”라며, 훨씬 큰 점수로 of를 강하게 "
+                           "주장한다:",
+    "gm.col.score": "찰떡궁합점수 Q_{query}·K",
+    "gm.col.answer": "대답 V ({answers}에 대한 표)",
+    "gm.blend": "조모임의 결론은 대답들을 가중치만큼 걸러 들은 가중합이다:",
+    "gm.lot.conclusion": "모두 lot의 대답을 따른다: 다음 단어는 “{answer}”이다.",
+    "gm.question.conclusion": "lot의 목소리는 상대적으로 약해졌다: 결론은 “{answer}”이다.",
+    "gm.weaker": "lot의 가중치는 첫 번째 조모임에서 {before}, 두 번째 조모임에서 {after}이다. 소프트맥스에게 "
+                 "중요한 것은 점수의 절대값이 아니라 서로 간의 상대적인 크기이다.",
+    "gm.notation.title": "두 가지 표기법, 하나의 계산",
+    "gm.notation.intro": "Attention Is All You Need 논문은 토큰을 행벡터로, 3Blue1Brown 영상은 열벡터로 쓴다. "
+                         "{example} 예제의 Q, K, V로 두 표기법을 나란히 계산해 보자.",
+    "gm.notation.rows": "행벡터 (논문): Attention(Q, K, V) = softmax(QKᵀ/√d_k)·V. 소프트맥스는 행마다(row-wise), "
+                        "즉 Query마다 한 행씩 적용한다.",
+    "gm.notation.columns": "열벡터 (3Blue1Brown): Attention = V·softmax(KᵀQ/√d_k). 소프트맥스는 열마다(column-wise), "
+                           "즉 Query마다 한 열씩 적용한다. 가중치는 위의 것을 전치한 것이고, 출력도 마찬가지이다.",
+    "gm.notation.same": "두 출력은 같다: 열벡터 형태의 결과를 전치하면 행벡터 형태와의 차이가 최대 {diff}이다. "
+                        "소프트맥스가 적용되는 방향과 V가 곱해지는 위치 때문에 Q와 K는 서로 역할을 바꿀 수 없다.",
+    # generic
+    "generic.intro": "트레이스에 기록된 단계는 {n}개이다. 각 단계의 식과 값을 보인다.",
+    "generic.large": "앞의 {rows} × {cols}개 성분만 보인다.",
+    # by hand
+    "h.drift": "손 계산과 정확한 값의 비교",
+    "drift.explain": "단계마다 반올림하며 계산한 결과가 정확한 계산에서 얼마나 벗어나는지 보인다 (따라가는 Query의 "
+                     "행. 마지막 열은 그 단계 전체에서 가장 큰 차이):",
+    "col.by_hand": "손 계산",
+    "col.exact": "정확한 값",
+    "col.drift": "가장 큰 |차이|",
+    # notes
+    "note.seed001.weight_sum": "참고: 시드 001은 {token}의 가중치를 마지막 자리에서 1만큼 크게 적었다 (그러면 적힌 "
+                               "네 가중치의 합이 정확히 1이 된다). 정확한 값은 {value}이고, 여기서는 이를 "
+                               "반올림해 적었다.",
+    "note.seed001.rounded_heads": "참고: 시드 001은 헤드 출력을 적힌 그대로, 즉 z⁽¹⁾을 소수점 아래 세 자리로 반올림한 "
+                                  "값으로 곱했기 때문에 최종 벡터가 정확한 값과 소수점 아래 넷째 자리에서 다르다. "
+                                  "정확한 결과는 {value}이다. 손 계산 모드(--by-hand)는 같은 방식으로 반올림하여 "
+                                  "시드의 숫자를 그대로 재현한다.",
+    "note.seed002.underflow": "참고: 여기서 {token}의 가중치는 e^(100 − 1000)을 합으로 나눈 값으로, 소수점 아래에 "
+                              "0이 수백 개 이어지는 수이다. float64가 나타낼 수 있는 가장 작은 수보다 작기 때문에 "
+                              "계산 결과는 정확히 {value}이다. 목소리가 약해진 정도가 아니라 아예 들리지 않는다.",
+    # command line
+    "list.header": "예제 목록 (qkv example NAME):",
+}
+
+LANGS = {"en": EN, "ko": KO}
+
+
+def check_lang(lang: str) -> None:
+    if lang not in LANGS:
+        raise ValueError(f"lang must be one of {', '.join(LANGS)}, got {lang!r}")
+
+
+def has(lang: str, key: str) -> bool:
+    check_lang(lang)
+    return key in LANGS[lang]
+
+
+def text(lang: str, key: str, **values) -> str:
+    """The sentence ``key`` in ``lang`` with its placeholders filled."""
+    check_lang(lang)
+    return LANGS[lang][key].format(**values)
+
+
+def placeholders(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
