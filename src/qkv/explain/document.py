@@ -112,6 +112,8 @@ class Context:
         return self.step(name).value
 
     def d(self, name: str) -> int:
+        if name.rsplit("/", 1)[-1] == "mask":
+            return 0                  # 0 or −∞: no decimals to show
         return digits_for(name, self.digits if self.digits is not None else self.trace.meta.get("digits", {}))
 
     def add(self, *blocks: Block) -> None:
