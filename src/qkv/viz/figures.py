@@ -74,7 +74,7 @@ def _set_token_ticks(ax, axis: str, tokens: Sequence[str], inches: float) -> Non
         widest_pt = max((len(t) for t in texts), default=0) * 0.62 * size
         if widest_pt <= 0.9 * room_pt:
             ax.set_xticklabels(texts, **fonts)
-        elif len(picked) <= 24:
+        elif len(picked) <= 8:
             ax.set_xticklabels(texts, rotation=45, ha="right", rotation_mode="anchor", **fonts)
         else:
             ax.set_xticklabels(texts, rotation=90, **fonts)
