@@ -1,0 +1,175 @@
+"""Renderers: every format, both languages, digits, by-hand; they only read the Trace."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import qkv
+import sys
+import qkv.examples as ex
+from qkv.explain import FORMATS, derivation_html, render
+from qkv.explain import texts
+from qkv.explain.numbers import fmt
+
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def traces():
+    return {name: ex.run(name, by_hand=True) for name in ex.names()}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("name", ex.names())
+def test_every_format_renders(traces, name, lang):
+    t = traces[name]
+    text = render(t, "text", lang=lang)
+    markdown = render(t, "markdown", lang=lang)
+    doc = json.loads(render(t, "json", lang=lang))
+    fragment = derivation_html(t, lang=lang)
+    assert r"\begin{bmatrix}" in markdown and markdown.count("$$") % 2 == 0
+    assert doc["format"] == "qkv-explanation" and doc["lang"] == lang
+    back = qkv.Trace.from_dict(doc["trace"])
+    assert back.names() == t.names()
+    for a, b in zip(t, back):
+        np.testing.assert_array_equal(a.value, b.value)
+    assert fragment.startswith('<section class="qkv-derivation"') and "<html" not in fragment
+    assert "<table" in fragment
+    for rendered in (text, markdown, fragment):
+        assert bool(HANGUL.search(rendered)) == (lang == "ko")      # (私は is Japanese, not Hangul)
+
+
+@pytest.mark.parametrize("name", ex.names())
+def test_korean_and_english_show_the_same_numbers(traces, name):
+    def numbers(rendered: str) -> list[str]:
+        return re.findall(r"-?\d+\.\d+(?:e-?\d+)?", rendered)
+
+    en = json.loads(render(traces[name], "json", lang="en"))
+    ko = json.loads(render(traces[name], "json", lang="ko"))
+    assert [b["type"] for b in en["blocks"]] == [b["type"] for b in ko["blocks"]]
+    shown_en = [json.dumps(b.get("text"), ensure_ascii=False) for b in en["blocks"] if b["type"] == "matrix"]
+    shown_ko = [json.dumps(b.get("text"), ensure_ascii=False) for b in ko["blocks"] if b["type"] == "matrix"]
+    assert shown_en == shown_ko
+    assert numbers(json.dumps([b for b in en["blocks"] if b["type"] == "calc"])) == \
+        numbers(json.dumps([b for b in ko["blocks"] if b["type"] == "calc"]))
+
+
+def test_korean_self_attention_reads_like_the_seed(traces):
+    text = flat(render(traces["self-attention"], "text", lang="ko"))
+    assert "Self-attention에서는 각 토큰이 같은 문장 안의 모든 토큰" in text
+    assert "√d_k = √2로 나누어 스케일링한다" in text
+    assert "z_love = [0.893, 0.930, 0.818]" in text
+    assert "참고: 시드 001은 learning의 가중치를" in text
+
+
+def test_html_format_is_the_interactive_page(traces):
+    page = render(traces["self-attention"], "html", lang="ko")
+    assert page.lstrip().lower().startswith("<!doctype html")
+    assert 'class="qkv-derivation"' in page          # the page embeds derivation_html
+
+
+def test_json_numbers_are_the_trace_values(traces):
+    t = traces["cross-attention"]
+    doc = json.loads(render(t, "json"))
+    weights = next(b for b in doc["blocks"] if b["type"] == "table" and "weight" in b["header"])
+    shown = [r[2]["number"] for r in weights["rows"]]
+    assert shown == list(t["weights"].value[0, 0])
+    assert [r[2]["text"] for r in weights["rows"]] == ["0.2453", "0.2474", "0.2515", "0.2558"]
+
+
+def test_digits_changes_the_precision(traces):
+    t = traces["self-attention"]
+    assert "0.338238" in render(t, "text", digits=6).replace("0.3382382", "0.338238")
+    assert "[1.158000, 1.697600, 1.688800, 2.140800]" in render(t, "text", digits=6)
+    assert "[0.89, 0.93, 0.82]" in render(t, "text", digits=2)
+    with pytest.raises(ValueError, match="digits"):
+        render(t, "text", digits=-1)
+    with pytest.raises(ValueError, match="fmt must be one of"):
+        render(t, "pdf")
+    with pytest.raises(ValueError, match="lang must be one of"):
+        render(t, "text", lang="fr")
+
+
+def test_by_hand_rendering_shows_the_drift(traces):
+    t = traces["self-attention"]
+    text = flat(render(t, "text", by_hand=True))
+    assert "By hand versus exact" in text
+    assert "z_love = [0.893, 0.929, 0.818]" in text        # rounded weights → 0.929, exact 0.930
+    doc = json.loads(render(t, "json", by_hand=True))
+    drift = next(b for b in doc["blocks"] if b["type"] == "table" and "by hand" in b["header"])
+    out = next(r for r in drift["rows"] if r[0] == "out")
+    assert out[1]["text"] == ["0.893", "0.929", "0.818"] and out[2]["text"] == ["0.893348", "0.929535", "0.817631"]
+    assert out[3] == "5.6e-04"
+    markdown = render(t, "markdown", by_hand=True, lang="ko")
+    assert "손 계산과 정확한 값의 비교" in markdown
+    with pytest.raises(ValueError, match="no by-hand steps"):
+        render(ex.run("self-attention"), "text", by_hand=True)
+
+
+def test_renderers_never_compute_attention(traces, monkeypatch):
+    saved = qkv.Trace.from_json(traces["projection"].to_json())
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a renderer called the attention code")
+
+    core = sys.modules["qkv.attention"]
+    for name in ("attention", "attention_reference", "softmax", "attention_columns"):
+        monkeypatch.setattr(core, name, refuse)
+        monkeypatch.setattr(qkv, name, refuse)
+    monkeypatch.setattr(qkv.MultiHeadAttention, "__call__", refuse)
+    for fmt_name in ("text", "markdown", "json"):
+        assert render(saved, fmt_name, by_hand=True)
+    assert derivation_html(saved)
+
+
+def test_a_trace_of_no_known_kind_renders_generically():
+    t = qkv.Trace("layers", {"kind": "model"})
+    t("layer 0/weights", np.full((2, 3, 3), 1 / 3), formula="softmax")
+    t("count", np.array(7.0))
+    text = render(t, "text")
+    assert "layer 0/weights" in text and "0.3333" in text and "7.0000" in text
+    assert r"\begin{bmatrix}" in render(t, "markdown")
+
+
+def test_heads_are_coloured_as_in_the_seed_figures(traces):
+    markdown = render(traces["projection"], "markdown")
+    assert r"{\color{blue}" in markdown and r"{\color{green}" in markdown
+    fragment = derivation_html(traces["projection"])
+    assert 'class="qkv-head-1"' in fragment and 'class="qkv-head-2"' in fragment
+    coloured = render(traces["projection"], "text", color=True)
+    assert "\x1b[" in coloured and "\x1b[" not in render(traces["projection"], "text")
+
+
+def test_texts_are_complete_in_both_languages():
+    assert set(texts.EN) == set(texts.KO)
+    for key in texts.EN:
+        assert texts.placeholders(texts.EN[key]) == texts.placeholders(texts.KO[key]), key
+        assert texts.EN[key].strip() and texts.KO[key].strip()
+    korean = [k for k, v in texts.KO.items() if HANGUL.search(v)]
+    assert len(korean) > 0.8 * len(texts.KO)
+
+
+def test_every_text_key_used_exists():
+    import pathlib
+
+    import qkv.explain.document as document
+
+    source = pathlib.Path(document.__file__).read_text(encoding="utf-8")
+    used = set(re.findall(r'ctx\.t\("([^"{]+)"', source))
+    assert used and used <= set(texts.EN), used - set(texts.EN)
+
+
+def test_number_formatting():
+    assert fmt(0.125, 2) == "0.13" and fmt(-0.125, 2) == "-0.13"
+    assert fmt(1e-43, 4) == "1.0e-43" and fmt(0.0, 4) == "0.0000" and fmt(-0.0, 2) == "0.00"
+    assert fmt(-0.00001, 4) == "-1.0e-05" and fmt(-0.00004, 4) == "-4.0e-05" and fmt(0.00005, 4) == "0.0001"
+    assert fmt(float("-inf"), 2) == "-∞" and fmt(2.5, 0) == "3"
+    assert FORMATS == ("text", "markdown", "html", "json")
