@@ -160,18 +160,18 @@ def _derivation(trace: Trace, lang: str, digits: int) -> str:
     if size > _DERIVATION_LIMIT:
         note = (f"The trace holds {size:,} numbers; the step-by-step text is left out of this page. "
                 "Run <code>qkv explain</code> on a shorter input to read it.")
-        return f'<section class="qkv-derivation">{heading}<p class="qkv-note">{note}</p></section>'
+        return f'<div class="qkv-steps"><section class="qkv-derivation">{heading}<p class="qkv-note">{note}</p></section></div>'
     try:
         from ..explain import derivation_html
     except ImportError:
         derivation_html = None
-    if derivation_html is not None:
-        fragment = derivation_html(trace, lang=lang, digits=digits)
+    if derivation_html is not None:   # a <section> with its own heading
+        return f'<div class="qkv-steps">{derivation_html(trace, lang=lang, digits=digits)}</div>'
     else:
         rows = "".join(f"<tr><td><code>{_html.escape(s.name)}</code></td><td>{_html.escape(s.formula)}</td>"
                        f"<td>{' × '.join(map(str, s.shape)) or 'scalar'}</td></tr>" for s in trace)
         fragment = f'<table class="qkv-steps"><tr><th>step</th><th>formula</th><th>shape</th></tr>{rows}</table>'
-    return f'<section class="qkv-derivation">{heading}{fragment}</section>'
+    return f'<div class="qkv-steps"><section class="qkv-derivation">{heading}{fragment}</section></div>'
 
 
 def trace_html(trace: Trace, *, lang: str = "en", digits: int = 4, inline: bool = False) -> str:
