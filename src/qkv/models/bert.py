@@ -367,17 +367,20 @@ class BertEncoder:
 
     @staticmethod
     def query_index(tokens: Sequence[str], query: int | str) -> int:
-        """The index of ``query`` in ``tokens``: an int in range, or a token string (first match, case-insensitive)."""
-        if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
-            if not -len(tokens) <= query < len(tokens):
-                raise InputError(f"query index {query} is out of range: the text has {len(tokens)} tokens",
-                                 field="query")
-            return int(query) % len(tokens)
-        wanted = str(query)
-        for candidate in (wanted, wanted.lower()):
-            if candidate in tokens:
-                return list(tokens).index(candidate)
-        raise InputError(f"token {wanted!r} is not among the tokens: {' '.join(tokens)}", field="query")
+        """The row of ``query`` in ``tokens``: a token string (its first occurrence; the model's tokens are
+        lower-case, so "Cat" finds "cat"), or a row index (an int, or a string of digits that is no token)."""
+        tokens = list(tokens)
+        if isinstance(query, str):
+            for candidate in (query, query.lower()):
+                if candidate in tokens:
+                    return tokens.index(candidate)
+            if not query.lstrip("-").isdigit():
+                raise InputError(f"{query!r} is not one of the tokens: {' '.join(tokens)}", field="query")
+            query = int(query)
+        if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 0 <= query < len(tokens):
+            raise InputError(f"row {query!r} is out of range: the text has {len(tokens)} tokens (0 … {len(tokens) - 1})",
+                             field="query")
+        return int(query)
 
 
 def _check_texts(texts) -> list[str]:

@@ -1,0 +1,98 @@
+"""`qkv embed "TEXT" ...`: sentence embeddings from a real model, and how similar the texts are.
+
+    qkv embed "A cat sits on the mat." "A dog lies on the rug." "Stock markets fell today."
+    qkv embed "안녕하세요" "Hello" --json > embeddings.json
+    printf 'one\\ntwo\\n' | qkv embed -            # one text per line from standard input
+
+Prints each embedding's shape and first values and, for two or more texts, the cosine
+similarity matrix. --json writes everything (full vectors, the matrix) as one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import InputError
+from .inspect import _render_rich, _write, add_model_option, load_model
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "embed", help="sentence embeddings of your texts and their cosine similarities (MiniLM by default)",
+        description="Embed each TEXT with a real sentence encoder (all-MiniLM-L6-v2 by default): mean of the "
+        "token states, L2-normalised. With two or more texts, also their cosine similarities.")
+    parser.add_argument("texts", nargs="+", metavar="TEXT", help="texts to embed; - reads one text per line from stdin")
+    add_model_option(parser)
+    parser.add_argument("--values", type=int, default=6, metavar="N", help="leading values shown per vector (default 6)")
+    parser.add_argument("--batch-size", type=int, default=32, metavar="N", help="texts per batch (default 32)")
+    parser.add_argument("--json", action="store_true", help="print JSON: shape, full embeddings, similarities")
+    parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
+    parser.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    if args.values < 0:
+        raise InputError(f"{args.values}: expected a number ≥ 0", field="--values")
+    if args.batch_size < 1:
+        raise InputError(f"{args.batch_size}: expected a positive number", field="--batch-size")
+    texts = _read_texts(args.texts)
+    model = load_model(args.model)
+    embeddings = model.encode(texts, batch_size=args.batch_size)           # (N, D)
+    similarity = _cosine(embeddings)                                       # (N, N)
+    lengths = [len(model.tokens(t)) for t in texts]
+    if args.json:
+        text = json.dumps({"format": "qkv-embeddings", "model": model.name, "shape": list(embeddings.shape),
+                           "normalized": model.pooling.normalize, "pooling": list(model.pooling.modes),
+                           "texts": texts, "tokens": lengths, "embeddings": embeddings.astype(float).tolist(),
+                           "similarity": similarity.astype(float).tolist()}, ensure_ascii=False) + "\n"
+    else:
+        text = _report(model, texts, lengths, embeddings, similarity, args.values)
+    _write(text, args.out)
+    return 0
+
+
+def _read_texts(arguments: list[str]) -> list[str]:
+    texts: list[str] = []
+    for argument in arguments:
+        if argument == "-":
+            texts += [line.rstrip("\n") for line in sys.stdin if line.strip()]
+        else:
+            texts.append(argument)
+    if not texts:
+        raise InputError("no texts to embed (standard input was empty)", field="TEXT")
+    return texts
+
+
+def _cosine(embeddings):
+    import numpy as np
+
+    norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
+    unit = embeddings / np.maximum(norms, 1e-12)
+    return np.clip(unit @ unit.T, -1.0, 1.0)
+
+
+def _report(model, texts, lengths, embeddings, similarity, n_values: int) -> str:
+    from rich.table import Table
+
+    pooling = " + ".join(model.pooling.modes) + (" pooling, L2-normalised" if model.pooling.normalize else " pooling")
+    lines = [f"{model.name}: {len(texts)} text(s) → embeddings of shape {tuple(embeddings.shape)} "
+             f"({pooling}; max {model.pooling.max_seq_length} tokens)", ""]
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+    for column, justify in (("#", "right"), ("text", "left"), ("tokens", "right"), (f"first {n_values} values", "left")):
+        table.add_column(column, justify=justify, overflow="ellipsis", no_wrap=True,
+                         max_width=48 if column == "text" else None)
+    for i, (text, count, vector) in enumerate(zip(texts, lengths, embeddings)):
+        shown = ", ".join(f"{v:+.4f}" for v in vector[:n_values]) + (", …" if n_values < vector.size else "")
+        table.add_row(str(i), text, str(count), f"[{shown}]")
+    lines.append(_render_rich(table).rstrip())
+    if len(texts) > 1:
+        matrix = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+        matrix.add_column("", justify="right")
+        for j in range(len(texts)):
+            matrix.add_column(str(j), justify="right")
+        for i in range(len(texts)):
+            matrix.add_row(str(i), *(f"{similarity[i, j]:.3f}" for j in range(len(texts))))
+        lines += ["", "cosine similarity (1 = same direction):", _render_rich(matrix).rstrip()]
+    return "\n".join(lines) + "\n"
