@@ -189,13 +189,13 @@ def _inputs(batch, heads, t, width, seed=0):
     return tuple(rng.standard_normal((batch, heads, t, width), dtype=np.float32) for _ in range(3))
 
 
-def _measure_shape(case, impls, batch, heads, t, width, causal, repeats, skip) -> list[Row]:
+def _measure_shape(case, impls, batch, heads, t, width, causal, repeats, skip, warm_up=True) -> list[Row]:
     q, k, v = _inputs(batch, heads, t, width)
     rows = {name: Row(case, name, batch, heads, t, width, causal) for name in impls}
     live = [name for name in impls if not skip.get(name)]
     for name in impls:
         rows[name].skipped = skip.get(name)
-    for name in live:                        # warm-up (thread pools, BLAS buffers, page faults)
+    for name in live if warm_up else ():     # warm-up (thread pools, BLAS buffers, page faults)
         IMPLEMENTATIONS[name](q, k, v, causal)
     for _ in range(repeats):                 # round-robin
         for name in live:
@@ -264,12 +264,15 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
         "vs_torch = torch seconds / this seconds (above 1: faster than torch); vs_gemm = GFLOP/s / GEMM GFLOP/s.",
         "peak MiB: tracemalloc (NumPy allocations during the call, inputs excluded) for NumPy rows; "
         "resident-set high-water growth for torch.",
-        f"times are medians of {repeats} round-robin repeats after one warm-up.",
+        f"times are medians of {repeats} round-robin repeats after one warm-up "
+        "(the long-sequence memory run: one run, no warm-up).",
     ]
     if not has_torch:
         notes.append("torch is not installed: the torch rows are skipped and no ratio to torch is given.")
+    load_before = _load_average()
     say("measuring the float32 GEMM rate")
     machine = {
+        "load_average_before": load_before,
         "gemm_gflops": gemm_gflops(plan.gemm_n), "gemm_n": plan.gemm_n, "cpus": os.cpu_count(),
         "numpy": np.__version__, "torch": _torch()[0].__version__ if has_torch else None,
         "blas": _blas_name(), "python": platform.python_version(), "machine": platform.machine(),
@@ -287,7 +290,7 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
     memory_rows = _measure_shape("memory", list(IMPLEMENTATIONS), 1, plan.memory_heads, plan.memory_t,
                                  plan.width, False, 1,
                                  {"plain reference": too_big, "naive numpy": too_big, "torch sdpa": torch_skip}
-                                 if plan.memory_t >= 16384 else {"torch sdpa": torch_skip})
+                                 if plan.memory_t >= 16384 else {"torch sdpa": torch_skip}, warm_up=False)
     for group in _groups(rows + memory_rows):
         _ratios(group, machine["gemm_gflops"])
     say(f"decode at T={plan.decode_t}")
@@ -321,6 +324,14 @@ def _clean(row: Row) -> dict:
     data = asdict(row)
     data["times"] = [float(x) for x in data["times"]]
     return data
+
+
+def _load_average():
+    """The 1-minute load average (taken before starting: other processes on the cores), or None."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
 
 
 def _blas_name() -> str | None:

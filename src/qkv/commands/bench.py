@@ -65,7 +65,8 @@ def print_result(result: dict, console) -> None:
 
     machine = result["machine"]
     console.print(f"float32 GEMM ({machine['gemm_n']}²): [bold]{machine['gemm_gflops']:.1f} GFLOP/s[/]   "
-                  f"BLAS: {machine['blas']}   numpy {machine['numpy']}   torch {machine['torch'] or 'not installed'}")
+                  f"BLAS: {machine['blas']}   numpy {machine['numpy']}   torch {machine['torch'] or 'not installed'}   "
+                  f"load average before {_num(machine.get('load_average_before'), '.2f')} on {machine['cpus']} CPUs")
     short = {"qkv blocked": "qkv blocked", "plain reference": "plain", "naive numpy": "naive", "torch sdpa": "torch"}
     skipped = []
     for title, rows in ((f"attention, B=1, H={result['rows'][0]['heads'] if result['rows'] else '?'}, D=64, float32",

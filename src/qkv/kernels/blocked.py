@@ -192,15 +192,19 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, block
         if prob.causal:  # later query blocks see more keys: hand the heaviest out first
             tasks.sort(key=lambda task: -min(tk, task[2] + shift))
         ctx = _Context(prob, out, row_max, row_sum, bq, bk, shift, partial)
-        threads = num_threads or _available_cpus()
-        threads = min(threads, len(tasks))
-        if threads > 1 and len(heads) * tq * tk >= _PARALLEL_MIN_SCORES:
-            with _blas_single_thread(), ThreadPoolExecutor(threads, thread_name_prefix="qkv-attn") as pool:
-                for _ in pool.map(lambda task: ctx.run(*task), tasks):
-                    pass  # re-raises a worker's exception here
-        else:
-            for task in tasks:
-                ctx.run(*task)
+        threads = min(num_threads or _available_cpus(), len(tasks))
+        big = len(heads) * tq * tk >= _PARALLEL_MIN_SCORES
+        # BLAS is held to one thread even without a pool: its own threads on these block-sized
+        # products cost more in synchronisation than they gain (and spin badly on a busy
+        # machine). Small problems skip the pool and the limit (~70 µs to set and restore).
+        with _blas_single_thread() if big else contextlib.nullcontext():
+            if threads > 1 and big:
+                with ThreadPoolExecutor(threads, thread_name_prefix="qkv-attn") as pool:
+                    for _ in pool.map(lambda task: ctx.run(*task), tasks):
+                        pass  # re-raises a worker's exception here
+            else:
+                for task in tasks:
+                    ctx.run(*task)
     out_shape = prob.out_lead + (tq, dv)
     if partial:
         return Partial(out.reshape(out_shape), row_max.reshape(out_shape[:-1]), row_sum.reshape(out_shape[:-1]))
@@ -253,7 +257,7 @@ class _Context:
         key_end = min(tk, i1 + shift) if prob.causal else tk         # keys past this are all future
 
         for j0 in range(0, key_end, bk):
-            j1 = min(j0 + bk, tk)
+            j1 = min(j0 + bk, key_end)
             scores = buf.scores[:rows, : j1 - j0]                   # (rows, cols) scratch
             # Step 1. S = (Q_i·scale)·K_jᵀ, BLAS.
             np.matmul(q_scaled, keys[j0:j1].T, out=scores)
@@ -313,22 +317,38 @@ def _available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-_controller = None
-_controller_lock = threading.Lock()
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limiter = None   # threadpoolctl's limiter while any kernel call runs
+_blas_controller = None
 
 
+@contextlib.contextmanager
 def _blas_single_thread():
-    """Context manager holding NumPy's BLAS to one thread while our own pool runs.
+    """Hold NumPy's BLAS to one thread while the kernel runs.
 
     Without it each of our threads would start BLAS's own threads: 2 workers × 2 BLAS threads
-    on 2 cores. Uses threadpoolctl when installed; otherwise BLAS is left as it is.
+    on 2 cores. Uses threadpoolctl when installed; otherwise BLAS is left as it is. BLAS has one
+    process-wide setting, so concurrent kernel calls share the limit (counted): the first sets
+    it and the last one out restores what was there before.
     """
-    global _controller
+    global _blas_users, _blas_limiter, _blas_controller
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError:
-        return contextlib.nullcontext()
-    with _controller_lock:
-        if _controller is None:
-            _controller = ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
+        yield
+        return
+    with _blas_lock:
+        if _blas_users == 0:
+            if _blas_controller is None:   # finding the libraries takes ~0.3 ms: once
+                _blas_controller = ThreadpoolController()
+            _blas_limiter = _blas_controller.limit(limits=1, user_api="blas")
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
