@@ -17,7 +17,7 @@ from ..heads import merge_heads
 from ..mha import MultiHeadAttention
 from ..spec import Spec, resolve_query
 from ..trace import Trace
-from .byhand import BY_HAND, ByHand, digits_for, record_drift
+from .byhand import ByHand, digits_for, record_drift
 
 __all__ = ["trace_spec", "traced", "step", "scoped", "check_digits"]
 
@@ -186,7 +186,3 @@ def trace_group_meeting(data: dict, notation: Trace, *, by_hand: bool, digits: i
                max_abs=float(np.max(np.abs(diff))))
 
     return traced(compute, trace, by_hand=by_hand, digits=digits)
-
-
-def by_hand_name(name: str) -> str:
-    return f"{BY_HAND}/{name}"

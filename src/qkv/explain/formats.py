@@ -166,9 +166,9 @@ def to_markdown(ctx: Context) -> str:
             if block.rows is not None or block.cols is not None:
                 parts = []
                 if block.rows is not None:
-                    parts.append("rows: " + ", ".join(str(r) for r in block.rows))
+                    parts.append(ctx.t("md.rows", labels=", ".join(str(r) for r in block.rows)))
                 if block.cols is not None:
-                    parts.append("columns: " + ", ".join(str(c) for c in block.cols))
+                    parts.append(ctx.t("md.columns", labels=", ".join(str(c) for c in block.cols)))
                 lines.append("*" + _md_escape("; ".join(parts)) + "*")
             lines.append("$$\n" + f"{block.label.latex} = " + r"\begin{bmatrix} " + r" \\ ".join(rows)
                          + r" \end{bmatrix}" + rf"\quad ({shape})" + "\n$$")

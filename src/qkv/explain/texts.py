@@ -173,6 +173,9 @@ EN: dict[str, str] = {
     "note.seed002.underflow": "Note: the weight of {token} here is e^(100 − 1000) divided by the sum: a number with "
                               "hundreds of zeros after the decimal point, below the smallest float64, so the "
                               "computation gives exactly {value}. The voice is not just weak, it is inaudible.",
+    # Markdown matrix labels
+    "md.rows": "rows: {labels}",
+    "md.columns": "columns: {labels}",
     # command line
     "list.header": "Worked examples (qkv example NAME):",
 }
@@ -298,7 +301,7 @@ KO: dict[str, str] = {
                            "물었으니 of cash나 of credit card로 끝나야지”라며, 훨씬 큰 점수로 of를 강하게 "
                            "주장한다:",
     "gm.col.score": "찰떡궁합점수 Q_{query}·K",
-    "gm.col.answer": "대답 V ({answers}에 대한 표)",
+    "gm.col.answer": "대답 V ({answers}에 대한 투표)",
     "gm.blend": "조모임의 결론은 대답들을 가중치만큼 걸러 들은 가중합이다:",
     "gm.lot.conclusion": "모두 lot의 대답을 따른다: 다음 단어는 “{answer}”이다.",
     "gm.question.conclusion": "lot의 목소리는 상대적으로 약해졌다: 결론은 “{answer}”이다.",
@@ -334,6 +337,9 @@ KO: dict[str, str] = {
     "note.seed002.underflow": "참고: 여기서 {token}의 가중치는 e^(100 − 1000)을 합으로 나눈 값으로, 소수점 아래에 "
                               "0이 수백 개 이어지는 수이다. float64가 나타낼 수 있는 가장 작은 수보다 작기 때문에 "
                               "계산 결과는 정확히 {value}이다. 목소리가 약해진 정도가 아니라 아예 들리지 않는다.",
+    # Markdown matrix labels
+    "md.rows": "행: {labels}",
+    "md.columns": "열: {labels}",
     # command line
     "list.header": "예제 목록 (qkv example NAME):",
 }
