@@ -32,9 +32,17 @@ def write_atomic_with(path: str | os.PathLike, writer: Callable) -> Path:
     try:
         with os.fdopen(fd, "wb") as handle:
             writer(handle)
+        # mkstemp creates 0600; give the file the mode an ordinary open() would (or keep the old one's)
+        os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return target
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
