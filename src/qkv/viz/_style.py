@@ -7,7 +7,7 @@ import functools
 import warnings
 from typing import Iterator, Sequence
 
-__all__ = ["HEAD_COLOURS", "cjk_font", "label_font", "quiet_glyphs", "thin_ticks", "words", "short"]
+__all__ = ["HEAD_COLOURS", "cjk_font", "label_font", "quiet_glyphs", "thin_ticks", "ticks_room", "words", "short"]
 
 # Seed 000 colours heads blue and green; further heads continue around a colour-blind-safe palette.
 HEAD_COLOURS = ["#3b7dd8", "#2ca25f", "#e6862a", "#8e5bc2", "#d1495b", "#1aa3a3", "#a67c00", "#6b7a8f"]
@@ -98,11 +98,3 @@ def words(lang: str) -> dict[str, str]:
 def ticks_room(inches: float, font_pt: float = 8.0, spacing: float = 1.5) -> int:
     """How many labels of size ``font_pt`` fit along ``inches`` without touching."""
     return max(2, int(inches * 72 / (font_pt * spacing)))
-
-
-def head_colour(h: int) -> str:
-    return HEAD_COLOURS[h % len(HEAD_COLOURS)]
-
-
-def labels(tokens: Sequence[str], width: int = 14) -> list[str]:
-    return [short(t, width) for t in tokens]

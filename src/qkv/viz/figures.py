@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from ..trace import Trace
 from . import _style
-from ._data import Part, as_heads, attention_parts, layer_prefixes, layer_weights, step_heads, token_labels
+from ._data import Part, as_heads, attention_parts, layer_weights, step_heads, token_labels
 
 __all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask_figure", "attention_figure",
            "figure_for"]
