@@ -1,0 +1,156 @@
+"""`qkv inspect` and `qkv embed` on the installed MiniLM: outputs, files written, one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from qkv.cli import main  # noqa: E402
+
+TEXT = "The cat sat on the mat."
+TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
+
+
+@pytest.fixture(scope="module")
+def model():
+    from qkv import models
+
+    return models.load("minilm")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_line_error(capsys, *argv: str) -> str:
+    code, out, err = run(capsys, *argv)
+    assert code == 2, (out, err)
+    assert err.startswith("qkv: error: ") and err.count("\n") == 1, err
+    return err
+
+
+# ------------------------------------------------------------------ inspect: one head
+def test_inspect_one_head_text(capsys, model):
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "5", "--query", "cat")
+    assert code == 0
+    assert "layer 2, head 5" in out
+    assert "0:[CLS]  1:the  2:cat" in out
+    weights = model.attention_weights(TEXT)[2, 5]
+    assert f"{weights[2, 0]:.3f}" in out                     # the head's weights, row "cat"
+    assert "top 5 keys for query 2 “cat”" in out
+    assert "Inputs" in out                                   # the derivation follows (qkv.explain)
+
+
+def test_inspect_one_head_json_matches_the_model(capsys, model):
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "4", "--head", "0", "--query", "mat", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["tokens"] == TOKENS and doc["query"] == 6 and doc["layer"] == 4 and doc["head"] == 0
+    np.testing.assert_allclose(doc["weights"], model.attention_weights(TEXT)[4, 0], atol=1e-6)
+    top = doc["top_keys"]
+    assert top[0]["weight"] == max(doc["weights"][6]) and len(top) == 5
+    assert doc["explanation"]["trace"]["meta"]["kind"] == "model"
+
+
+def test_inspect_one_head_markdown_html_and_figure(capsys, tmp_path):
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "0", "--head", "1", "--format", "markdown")
+    assert code == 0 and out.startswith("# minilm: layer 0, head 1") and "| key | token | weight |" in out
+    page, figure = tmp_path / "head.html", tmp_path / "head.png"
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "0", "--head", "1", "--format", "html",
+                       "--out", str(page), "--figure", str(figure))
+    assert code == 0 and out == ""
+    assert page.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------------ inspect: the grid
+def test_inspect_grid_text_and_json(capsys, model):
+    code, out, _ = run(capsys, "inspect", TEXT, "--query", "cat")
+    assert code == 0
+    assert "6 layer(s) × 12 head(s)" in out and "layer 5" in out
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "all", "--head", "all", "--format", "json")
+    doc = json.loads(out)
+    assert np.array(doc["weights"]).shape == (6, 12, 9, 9)
+    np.testing.assert_allclose(doc["weights"], model.attention_weights(TEXT), atol=1e-6)
+    assert len(doc["top_keys"]) == 72 and doc["query"] == 1          # default query: the first word
+
+
+def test_inspect_grid_figure_and_page(capsys, tmp_path):
+    figure, page = tmp_path / "grid.svg", tmp_path / "grid.html"
+    code, _, _ = run(capsys, "inspect", TEXT, "--figure", str(figure), "--format", "html", "--out", str(page))
+    assert code == 0
+    assert "<svg" in figure.read_text(encoding="utf-8")
+    assert "layer 5" in page.read_text(encoding="utf-8")
+
+
+def test_inspect_one_layer_all_heads(capsys):
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "3", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["layers"] == [3] and doc["heads"] == list(range(12))
+    assert np.array(doc["weights"]).shape == (1, 12, 9, 9)
+
+
+# ------------------------------------------------------------------ inspect: errors
+@pytest.mark.parametrize("argv, words", [
+    (["--layer", "6", "--head", "0"], ["--layer", "6", "0 … 5"]),
+    (["--layer", "0", "--head", "12"], ["--head", "12", "0 … 11"]),
+    (["--layer", "x"], ["--layer"]),
+    (["--layer", "0", "--head", "0", "--query", "zebra"], ["--query", "zebra"]),
+    (["--layer", "0", "--head", "0", "--query", "40"], ["--query", "40"]),
+    (["--model", "no-such-model"], ["no-such-model", "unknown model"]),
+    (["--format", "pdf"], ["--format"]),
+    (["--figure", "grid.gif"], ["--figure", ".gif"]),
+    (["--out", "/no/such/dir/x.txt"], ["--out", "does not exist"]),
+])
+def test_inspect_errors_are_one_line(capsys, argv, words):
+    err = one_line_error(capsys, "inspect", TEXT, *argv)
+    for word in words:
+        assert word in err
+
+
+def test_inspect_bad_model_directory(capsys, tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}', encoding="utf-8")
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
+    err = one_line_error(capsys, "inspect", TEXT, "--model", str(tmp_path))
+    assert "config.json" in err and "model_type" in err
+
+
+# ------------------------------------------------------------------ embed
+def test_embed_prints_shapes_values_and_similarities(capsys, model):
+    texts = ["A cat sits on the mat.", "A kitten rests on the rug.", "Stock markets fell sharply today."]
+    code, out, _ = run(capsys, "embed", *texts)
+    assert code == 0
+    assert "(3, 384)" in out and "cosine similarity" in out
+    embeddings = model.encode(texts)
+    assert f"{embeddings[0, 0]:+.4f}" in out
+    similarity = embeddings @ embeddings.T
+    assert f"{similarity[0, 1]:.3f}" in out and f"{similarity[0, 2]:.3f}" in out
+    assert similarity[0, 1] > similarity[0, 2]                 # the cat is nearer the kitten than the markets
+
+
+def test_embed_json(capsys, model):
+    code, out, _ = run(capsys, "embed", "안녕하세요", "Hello", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["shape"] == [2, 384] and doc["texts"] == ["안녕하세요", "Hello"]
+    np.testing.assert_allclose(doc["embeddings"], model.encode(["안녕하세요", "Hello"]), atol=1e-6)
+    np.testing.assert_allclose(np.diag(doc["similarity"]), 1.0, atol=1e-6)
+
+
+def test_embed_single_text_has_no_matrix(capsys):
+    code, out, _ = run(capsys, "embed", "just one")
+    assert code == 0 and "(1, 384)" in out and "cosine" not in out
+
+
+def test_embed_errors(capsys):
+    assert "unknown model" in one_line_error(capsys, "embed", "x", "--model", "nope")
+    assert "--batch-size" in one_line_error(capsys, "embed", "x", "--batch-size", "0")
