@@ -13,8 +13,12 @@ Merging A and B (m = max(m_A, m_B); the two factors rescale each side to the com
     out = exp(m_A − m)·out_A + exp(m_B − m)·out_B
     sum = exp(m_A − m)·sum_A + exp(m_B − m)·sum_B
 
-and `finalize` divides: attention = out / sum. This module holds the one copy of that math;
-the blocked kernel (`blocked.py`) calls `merge_into` for every key block it walks.
+and `finalize` divides: attention = out / sum. This module holds the one general copy of that
+math (`merge_into`). The blocked kernel (`blocked.py`, step 7) applies the same step to every
+key block it walks, written out in place: it exponentiates the block against the merged max
+already, so the block's factor exp(m − m) is 1 and only the running state is rescaled.
+Calling `merge_into` there instead measured ~46 µs per 256×512 block (its extra exps and
+temporaries), about 6% of the kernel's time, so the kernel keeps the specialised form.
 
 An empty partial (no key allowed for that row) has row_max = −inf, row_sum = 0, out = 0; the
 −inf is replaced by 0 before subtracting so no −inf − (−inf) = NaN ever appears, and merging
