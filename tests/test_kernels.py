@@ -218,6 +218,15 @@ def test_default_blocks_and_float32_at_head_width_64():
     assert_close(out, reference(q, k, v, causal=True), np.float32)
 
 
+@pytest.mark.parametrize("tq", [1, 3, 100])
+def test_decoding_shapes_with_default_blocks(tq):
+    # few query rows get longer default key blocks; the answer must not change
+    rng = np.random.default_rng(41)
+    q, k, v = inputs(rng, (2, 4), tq, 3000, 16, 8, kv_lead=(2, 2))
+    out = blocked_attention(q, k, v, causal=True)
+    np.testing.assert_allclose(out, reference(q, k, v, causal=True), rtol=0, atol=F64_TOL)
+
+
 @pytest.mark.parametrize("tq,tk", [(0, 5), (5, 0), (0, 0)])
 def test_empty_lengths(tq, tk):
     q, k, v = np.ones((2, tq, 4)), np.ones((2, tk, 4)), np.ones((2, tk, 3))

@@ -55,7 +55,8 @@ def blocked_attention(q, k, v, mask=None, *, bias=None, causal: bool = False, sc
         With Tq > Tk the first Tq − Tk queries see no key. Key blocks wholly above the
         diagonal are skipped, not computed and masked.
       scale: multiplies q·kᵀ; default 1/√Dk.
-      block_q, block_k: rows of q and of k per block (defaults 256 and 512, clipped to Tq, Tk).
+      block_q, block_k: rows of q and of k per block (defaults 256 and 512, clipped to Tq, Tk;
+        when Tq < 256 the default block_k grows so the score block stays 256·512 elements).
       num_threads: worker threads (default: the CPUs this process may use).
 
     Leading (batch/head) dimensions broadcast like NumPy's; there may be none (2-D inputs).
@@ -186,7 +187,9 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, block
     heads = list(np.ndindex(*prob.lead))
     if heads and tq and tk:
         bq = min(block_q or DEFAULT_BLOCK_Q, tq)
-        bk = min(block_k or DEFAULT_BLOCK_K, tk)
+        # With few query rows (decoding) take longer key blocks, keeping the score block at
+        # the default's size: fewer, larger BLAS calls for the same memory.
+        bk = min(block_k or max(DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q * DEFAULT_BLOCK_K // bq), tk)
         shift = tk - tq  # causal: query i sees key j iff j <= i + shift
         tasks = [(h, i0, min(i0 + bq, tq)) for h in heads for i0 in range(0, tq, bq)]
         if prob.causal:  # later query blocks see more keys: hand the heaviest out first
