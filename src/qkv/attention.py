@@ -107,12 +107,11 @@ def softmax(scores, mask=None, *, axis: int = -1):
     Scores of ±1e4 are exact: the maximum is subtracted before exponentiating.
     """
     xp = namespace(scores=scores, mask=mask)
-    blocked = xp.isinf(scores) & (scores < 0)
-    allowed = ~blocked if mask is None else (xp.astype(mask, xp.bool) & ~blocked)
-    masked = xp.where(allowed, scores, -xp.inf)
+    # A -inf score needs no special case: exp(-inf - max) = 0. Masked entries become -inf too.
+    masked = scores if mask is None else xp.where(xp.astype(mask, xp.bool), scores, -xp.inf)
     row_max = xp.max(masked, axis=axis, keepdims=True)
     # A slice with nothing allowed has max -inf; subtracting 0 instead keeps exp(-inf) = 0 clean.
-    row_max = xp.where(xp.isinf(row_max), xp.zeros_like(row_max), row_max)
+    row_max = xp.where(row_max == -xp.inf, xp.zeros_like(row_max), row_max)
     exps = xp.exp(masked - row_max)
     total = xp.sum(exps, axis=axis, keepdims=True)
     return exps / xp.where(total > 0, total, xp.ones_like(total))
