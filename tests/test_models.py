@@ -257,6 +257,27 @@ def test_trace_argument_errors(model):
     assert model.trace("The Cat", layer=0, head=0, query="Cat").meta["query"] == 2
 
 
+def test_runs_of_equal_length_equal_attention_under_a_padding_mask():
+    """encode's attention (each sequence over its real tokens) = qkv.attention with qkv.padding_mask, real rows."""
+    from qkv.models.bert import _attend
+
+    rng = np.random.default_rng(3)
+    b, h, t, dh = 9, 3, 13, 5
+    q, k, v = (rng.standard_normal((b, h, t, dh)) for _ in range(3))
+    lengths = np.array([13, 13, 11, 11, 11, 7, 2, 13, 1])          # runs, and an unsorted tail
+    expected, expected_weights = qkv.attention_reference(q, k, v, qkv.padding_mask(lengths, t), return_weights=True)
+    out, weights = _attend(q, k, v, lengths, weights=True)
+    real = (np.arange(t)[None, :] < lengths[:, None])[:, None, :, None]   # (B, 1, T, 1): real query rows
+    np.testing.assert_allclose(np.where(real, out, 0.0), np.where(real, expected, 0.0), atol=1e-12)
+    np.testing.assert_allclose(np.where(real, weights, 0.0), np.where(real, expected_weights, 0.0), atol=1e-12)
+    assert not np.any(np.where(real, 0.0, out))                          # padded rows stay zero
+
+
+def test_threads_do_not_change_embeddings(model):
+    np.testing.assert_allclose(model.encode(TEXTS[:6], batch_size=2, threads=1),
+                               model.encode(TEXTS[:6], batch_size=2, threads=2), atol=1e-6)
+
+
 # ------------------------------------------------------------------ the token-wise pieces
 def test_erf_and_gelu_accuracy():
     import math

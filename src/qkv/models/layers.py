@@ -56,10 +56,7 @@ def _erfc_half(a: np.ndarray) -> np.ndarray:
     t = a * _AS_P
     t += 1.0
     np.reciprocal(t, out=t)
-    poly = t * (0.5 * _AS_A[4])
-    for coefficient in reversed(_AS_A[:4]):
-        poly += 0.5 * coefficient
-        poly *= t
+    poly = _horner(t, 1.0)
     square = np.square(a)
     np.negative(square, out=square)
     np.exp(square, out=square)
@@ -67,12 +64,22 @@ def _erfc_half(a: np.ndarray) -> np.ndarray:
     return poly
 
 
+def _horner(t: np.ndarray, factor: float) -> np.ndarray:
+    """factor·½·(a1·t + a2·t² + … + a5·t⁵), evaluated in place in one new array."""
+    poly = t * (0.5 * factor * _AS_A[4])
+    for coefficient in reversed(_AS_A[:4]):
+        poly += 0.5 * factor * coefficient
+        poly *= t
+    return poly
+
+
 def gelu(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     """Exact GELU (BERT's "gelu"): x·Φ(x) = x/2·(1 + erf(x/√2)), elementwise; ``out`` may be x.
 
-    Written as max(x, 0) − |x|·½·erfc(|x|/√2), which equals x·Φ(x) for either sign of x.
-    float32: erf by A&S 7.1.26, so |error| ≤ |x|·0.75e-7 (≤ 1 ulp of the result for |x| ≥ 0.5,
-    and below 4e-8 absolute for smaller |x|); float64: math.erf, exact to double precision.
+    Written as max(x, 0) − |x|·Φ(−|x|), which equals x·Φ(x) for either sign of x, with
+    Φ(−a) = ½·erfc(a/√2) from A&S 7.1.26 (|error| ≤ 0.75e-7) in float32: |error of gelu| ≤ |x|·0.75e-7
+    plus float32 rounding (measured ≤ 5.3e-7 on [−12, 12], as torch's own float32 gelu).
+    float64: math.erf, exact to double precision (a reference, not fast).
     """
     if x.dtype == np.float64:
         result = 0.5 * x * (1.0 + erf(x * _SQRT_HALF))
@@ -81,7 +88,14 @@ def gelu(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
         out[...] = result
         return out
     magnitude = np.abs(x)
-    tail = _erfc_half(magnitude * _SQRT_HALF)      # ½·erfc(|x|/√2) = Φ(−|x|)
+    t = magnitude * (_AS_P * _SQRT_HALF)           # t = 1/(1 + p·|x|/√2)
+    t += 1.0
+    np.reciprocal(t, out=t)
+    tail = _horner(t, 1.0)
+    np.multiply(x, x, out=t)                       # exp(−x²/2), reusing t
+    t *= -0.5
+    np.exp(t, out=t)
+    tail *= t                                      # Φ(−|x|)
     tail *= magnitude
     result = np.maximum(x, 0.0, out=out)
     result -= tail
