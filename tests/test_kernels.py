@@ -249,6 +249,45 @@ def test_memory_stays_blocked_with_a_broadcast_mask():
     assert peak < t * t // 4      # a (Tq, Tk) bool or float32 matrix would be t·t or 4·t·t bytes
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_large_and_very_negative_scores_move_the_reference(dtype):
+    """Scores far above 16 (the kernel's headroom) and rows whose scores all lie far below 0
+    make the kernel move its exponentials' reference; the answer must not change."""
+    rng = np.random.default_rng(43)
+    q, k, v = inputs(rng, (2, 3), 90, 200, 8, 5, dtype)
+    q = q * np.asarray(12, dtype)                                   # scores up to ~±100
+    bias = np.zeros((3, 90, 200))
+    bias[1, :40] = -300.0                                           # whole rows far below 0
+    bias[2, :, 100:] = 60.0                                         # a later key block jumps up
+    mask = rng.random((90, 200)) < 0.8
+    mask[5, :150] = False                                           # first allowed key in a late block
+    for causal in (False, True):
+        out = blocked_attention(q, k, v, mask, bias=bias, causal=causal, block_q=32, block_k=48)
+        expected = reference(q, k, v, mask, bias=bias, causal=causal)
+        # float32 scores of size ~100 carry ~100× the rounding of scores of size ~1 (the old
+        # kernel, with the reference always at the row max, measured the same 1.7e-5 here).
+        np.testing.assert_allclose(out, expected, rtol=0, atol=F64_TOL if dtype == np.float64 else 12 * F32_TOL)
+    part = partial_attention(q, k, v, mask, bias=bias)
+    scores = np.where(mask, q.astype(np.float64) @ np.swapaxes(k, -1, -2) / np.sqrt(8) + bias, -np.inf)
+    np.testing.assert_allclose(part.row_max, scores.max(-1), rtol=1e-6 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("tq,causal", [(4, False), (64, True), (300, False)])
+def test_few_query_blocks_split_the_keys_across_threads(tq, causal):
+    """One head with one query block: the keys are split into ranges, one per thread, and the
+    partial results merged; the answer equals the unsplit one to rounding."""
+    rng = np.random.default_rng(47)
+    q, k, v = inputs(rng, (1,), tq, 70_000, 16, 8, np.float32)
+    expected = reference(q, k, v, causal=causal)
+    one = blocked_attention(q, k, v, causal=causal, num_threads=1)
+    for threads in (2, 3, 8):
+        out = blocked_attention(q, k, v, causal=causal, num_threads=threads)
+        assert_close(out, expected, np.float32)
+        np.testing.assert_allclose(out, one, rtol=0, atol=F32_TOL)
+    part = partial_attention(q, k, v)
+    np.testing.assert_allclose(finalize(part), reference(q, k, v), rtol=0, atol=F32_TOL)
+
+
 # --------------------------------------------------------------------------- hypothesis
 @settings(max_examples=60, deadline=None)
 @given(

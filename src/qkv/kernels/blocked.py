@@ -10,7 +10,14 @@ Speed comes from BLAS for the two products (q·kᵀ and P·v), from in-place ufu
 scratch score block per worker (no temporaries of block size), from folding the scale into q
 once, and from a thread pool over (batch·head, query block) with BLAS itself held to one
 thread so the pool and BLAS do not oversubscribe the cores. NumPy releases the GIL inside
-BLAS and inside ufunc loops, so the threads really run in parallel.
+BLAS and inside ufunc loops, so the threads really run in parallel. The pool's threads are
+kept between calls; the calling thread works too. When there are fewer (head, query block)
+tasks than threads (one long head, decoding), each task's keys are split into ranges whose
+`Partial` results are merged with `merge_partials`.
+
+The exponentials are taken against a lazily moved reference (see _HEADROOM) rather than the
+exact running max: for moderate scores no block pays the S − m pass or the rescaling of the
+running state. The causal diagonal is one in-place add of a precomputed 0/−inf band slice.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .merge import Partial, finalize_into
+from .merge import Partial, finalize, finalize_into, merge_partials
 
 __all__ = ["blocked_attention"]
 
@@ -172,6 +179,17 @@ def _split_axis(x: np.ndarray, axis: int, outer: int, inner: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the kernel
+# Lazy reference: the exponentials of a row are taken against a reference r (not necessarily the
+# running max) that moves only when it must. exp(s − r) is exact for any r; r only has to keep
+# the numbers in range: a block whose row max exceeds r by more than _HEADROOM moves r up to that
+# max (so no P entry exceeds e^_HEADROOM), and a row with nothing summed yet whose block max lies
+# more than _HEADROOM below r moves r down (so its largest entries do not underflow). r starts at
+# 0; while every reference is still 0 the block skips the S − r pass and the rescaling of acc
+# and l entirely — the common case for moderate scores (|s| ≤ 16). Cost: P entries, l and acc
+# may be up to e^16 ≈ 2^23 larger than with r = max, so |v|·Tk must stay below ~4e31 (float32).
+_HEADROOM = 16.0
+
+
 def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, block_q=None, block_k=None,
                num_threads=None, partial=False):
     """blocked_attention, or with partial=True the un-normalised `Partial` (keys not causal)."""
@@ -180,51 +198,78 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, block
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     prob = _prepare(q, k, v, mask, bias, scale, causal)
     tq, tk, dv = prob.q.shape[-2], prob.k.shape[-2], prob.v.shape[-1]
-    dtype = prob.q.dtype
-    out = np.zeros(prob.lead + (tq, dv), dtype)
-    row_max = np.full(prob.lead + (tq,), -np.inf, dtype)
-    row_sum = np.zeros(prob.lead + (tq,), dtype)
-    heads = list(np.ndindex(*prob.lead))
-    if heads and tq and tk:
-        bq = min(block_q or DEFAULT_BLOCK_Q, tq)
-        # With few query rows (decoding) take longer key blocks, keeping the score block at
-        # the default's size: fewer, larger BLAS calls for the same memory.
-        bk = min(block_k or max(DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q * DEFAULT_BLOCK_K // bq), tk)
-        shift = tk - tq  # causal: query i sees key j iff j <= i + shift
-        tasks = [(h, i0, min(i0 + bq, tq)) for h in heads for i0 in range(0, tq, bq)]
-        if prob.causal:  # later query blocks see more keys: hand the heaviest out first
-            tasks.sort(key=lambda task: -min(tk, task[2] + shift))
-        ctx = _Context(prob, out, row_max, row_sum, bq, bk, shift, partial)
-        threads = min(num_threads or _available_cpus(), len(tasks))
-        big = len(heads) * tq * tk >= _PARALLEL_MIN_SCORES
-        # BLAS is held to one thread even without a pool: its own threads on these block-sized
-        # products cost more in synchronisation than they gain (and spin badly on a busy
-        # machine). Small problems skip the pool and the limit (~70 µs to set and restore).
-        with _blas_single_thread() if big else contextlib.nullcontext():
-            if threads > 1 and big:
-                with ThreadPoolExecutor(threads, thread_name_prefix="qkv-attn") as pool:
-                    for _ in pool.map(lambda task: ctx.run(*task), tasks):
-                        pass  # re-raises a worker's exception here
-            else:
-                for task in tasks:
-                    ctx.run(*task)
     out_shape = prob.out_lead + (tq, dv)
+    heads = list(np.ndindex(*prob.lead))
+    if not (heads and tq and tk):
+        out = np.zeros(out_shape, prob.q.dtype)
+        if partial:
+            return Partial(out, np.full(out_shape[:-1], -np.inf, out.dtype), np.zeros(out_shape[:-1], out.dtype))
+        return out
+    bq = min(block_q or DEFAULT_BLOCK_Q, tq)
+    # With few query rows (decoding) take longer key blocks, keeping the score block at
+    # the default's size: fewer, larger BLAS calls for the same memory.
+    bk = min(block_k or max(DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q * DEFAULT_BLOCK_K // bq), tk)
+    shift = tk - tq  # causal: query i sees key j iff j <= i + shift
+    tasks = [(h, i0, min(i0 + bq, tq)) for h in heads for i0 in range(0, tq, bq)]
+    big = len(heads) * tq * tk >= _PARALLEL_MIN_SCORES
+    threads = min(num_threads or _available_cpus(), max(len(tasks), tk // bk)) if big else 1
+    # Too few (head, query block) tasks for the threads — one long head, or decoding with few
+    # heads: split each task's keys into ranges (whole key blocks), one Partial per range, and
+    # merge them with merge_partials. Otherwise one range, written straight into the result.
+    ranges = 1 if len(tasks) >= threads else min(-(-threads // len(tasks)), -(-tk // bk))
+    parts = [_State.empty(prob.lead + (tq, dv), prob.q.dtype) for _ in range(ranges)]
+    ctx = _Context(prob, parts, bq, bk, shift, partial or ranges > 1)
+    jobs = []
+    for h, i0, i1 in tasks:
+        key_end = min(tk, i1 + shift) if prob.causal else tk   # keys past this are all future
+        blocks = -(-max(key_end, 0) // bk)
+        for r in range(ranges):   # range r: key blocks [r·n/ranges, (r+1)·n/ranges)
+            j0, j1 = (blocks * r // ranges) * bk, min(key_end, (blocks * (r + 1) // ranges) * bk)
+            if j1 > j0 or r == 0:
+                jobs.append((h, i0, i1, j0, max(j1, j0), r))
+    jobs.sort(key=lambda job: -(job[2] - job[1]) * (job[4] - job[3]))   # heaviest first (stable)
+    # BLAS is held to one thread even without a pool: its own threads on these block-sized
+    # products cost more in synchronisation than they gain (and spin badly on a busy
+    # machine). Small problems skip the pool and the limit (~70 µs to set and restore).
+    with _blas_single_thread() if big else contextlib.nullcontext():
+        _run_all(ctx.run, jobs, threads)
+    if ranges > 1:
+        whole = parts[0].as_partial()
+        for part in parts[1:]:
+            whole = merge_partials(whole, part.as_partial())
+        result = Partial(*whole) if partial else finalize(whole)
+    else:
+        result = parts[0].as_partial() if partial else parts[0].out
     if partial:
-        return Partial(out.reshape(out_shape), row_max.reshape(out_shape[:-1]), row_sum.reshape(out_shape[:-1]))
-    return out.reshape(out_shape)
+        return Partial(*(x.reshape(out_shape[: x.ndim]) for x in result))
+    return result.reshape(out_shape)
+
+
+@dataclass(frozen=True)
+class _State:
+    """One key range's result over all (batch, head) pairs: acc (*L, Tq, Dv), row_max, row_sum (*L, Tq)."""
+
+    out: np.ndarray
+    row_max: np.ndarray
+    row_sum: np.ndarray
+
+    @classmethod
+    def empty(cls, shape, dtype):
+        return cls(np.zeros(shape, dtype), np.full(shape[:-1], -np.inf, dtype), np.zeros(shape[:-1], dtype))
+
+    def as_partial(self) -> Partial:
+        return Partial(self.out, self.row_max, self.row_sum)
 
 
 class _Context:
-    """One call's inputs, outputs and per-thread scratch; `run` computes one query block."""
+    """One call's inputs, outputs and per-thread scratch; `run` computes one query block over one key range."""
 
-    def __init__(self, prob, out, row_max, row_sum, bq, bk, shift, partial):
-        self.prob, self.out, self.row_max, self.row_sum = prob, out, row_max, row_sum
+    def __init__(self, prob, parts, bq, bk, shift, partial):
+        self.prob, self.parts = prob, parts
         self.bq, self.bk, self.shift, self.partial = bq, bk, shift, partial
         self.scale = prob.q.dtype.type(prob.scale)
         self.local = threading.local()
-        # diagonal[r, c] = c − r: in a block at (i0, j0) key j0+c is in query i0+r's future
-        # iff c − r > i0 + shift − j0. Shared, read-only, (block_q, block_k).
-        self.diagonal = (np.arange(bk)[None, :] - np.arange(bq)[:, None]) if prob.causal else None
+        self.causal_bias = _causal_band(bq, bk, prob.q.dtype) if prob.causal else None
 
     def scratch(self):
         """This thread's buffers, allocated once per call: O(block_q·block_k)."""
@@ -234,32 +279,33 @@ class _Context:
             buffers = self.local.buffers = _Scratch(
                 scores=np.empty((bq, bk), dtype), blocked=np.empty((bq, bk), np.bool_),
                 block_out=np.empty((bq, dv), dtype), ones=np.ones(bk, dtype),
-                vectors=np.empty((5, bq), dtype),
+                vectors=np.empty((6, bq), dtype), flags=np.empty((2, bq), np.bool_),
             )
         return buffers
 
-    def run(self, head, i0, i1):
-        """Rows i0:i1 of one (batch, head): the online softmax over its key blocks."""
+    def run(self, head, i0, i1, key_start, key_end, part):
+        """Rows i0:i1 of one (batch, head) over keys key_start:key_end: the online softmax."""
         prob, bk, shift = self.prob, self.bk, self.shift
         rows = i1 - i0
-        tk = prob.k.shape[-2]
         keys, values = prob.k[head], prob.v[head]                   # (Tk, Dk), (Tk, Dv)
         mask = prob.mask[head] if prob.mask is not None else None   # (Tq, Tk) view, no copy
         bias = prob.bias[head] if prob.bias is not None else None   # (Tq, Tk) view, no copy
+        state = self.parts[part]
         buf = self.scratch()
         block_out = buf.block_out[:rows]                            # (rows, Dv)
-        m, m_new, alpha, l, block_sum = (row[:rows] for row in buf.vectors)
+        ref, block_max, alpha, l, block_sum, row_max = (row[:rows] for row in buf.vectors)
+        moved, fresh = (row[:rows] for row in buf.flags)
 
-        # Step 0. Running state: acc = 0 (written straight into the output rows), l = 0 and
-        # m = the lowest finite float instead of −inf, so that every later m − m_new and
-        # S − m_new is −inf or finite, never −inf − (−inf) = NaN. Fold the scale into q once.
-        acc = self.out[head][i0:i1]                                 # (rows, Dv), zeros
-        m.fill(np.finfo(m.dtype).min)
+        # Step 0. Running state: acc = 0 (written straight into the output rows), l = 0, the
+        # reference r = 0 (see _HEADROOM) and whether any row's r has moved. Fold the scale into q.
+        acc = state.out[head][i0:i1]                                # (rows, Dv), zeros
+        ref.fill(0)
         l.fill(0)
+        row_max.fill(-np.inf)   # the true running max, kept only for a Partial
+        shifted = False
         q_scaled = prob.q[head][i0:i1] * self.scale                 # (rows, Dk)
-        key_end = min(tk, i1 + shift) if prob.causal else tk         # keys past this are all future
 
-        for j0 in range(0, key_end, bk):
+        for j0 in range(key_start, key_end, bk):
             j1 = min(j0 + bk, key_end)
             scores = buf.scores[:rows, : j1 - j0]                   # (rows, cols) scratch
             # Step 1. S = (Q_i·scale)·K_jᵀ, BLAS.
@@ -271,37 +317,67 @@ class _Context:
                 blocked = buf.blocked[:rows, : j1 - j0]
                 np.logical_not(mask[i0:i1, j0:j1], out=blocked)
                 np.copyto(scores, -np.inf, where=blocked)
-            if prob.causal and j1 - 1 > i0 + shift:  # this block crosses the diagonal
-                blocked = buf.blocked[:rows, : j1 - j0]
-                np.greater(self.diagonal[:rows, : j1 - j0], i0 + shift - j0, out=blocked)
-                np.copyto(scores, -np.inf, where=blocked)
-            # Step 3. New running max m_new = max(m, rowmax(S)).
-            np.maximum.reduce(scores, axis=1, out=m_new)
-            np.maximum(m_new, m, out=m_new)
-            # Step 4. P = exp(S − m_new), in place; α = exp(m − m_new) rescales the old state.
-            np.subtract(scores, m_new[:, None], out=scores)
+            if prob.causal and j1 - 1 > i0 + shift:  # this block crosses the diagonal: add 0/−inf
+                offset = self.bk - (i0 + shift - j0)
+                np.add(scores, self.causal_bias[:rows, offset : offset + j1 - j0], out=scores)
+            # Step 3. Block row max; move a row's reference only where the headroom requires it
+            # (rarely: then α = exp(r − r_new) rescales that row's acc and l, as in merge.py).
+            np.maximum.reduce(scores, axis=1, out=block_max)
+            if self.partial:
+                np.maximum(row_max, block_max, out=row_max)
+            np.subtract(block_max, ref, out=alpha)                  # block max − r
+            top, bottom = alpha.max(), alpha.min()
+            if not (top <= _HEADROOM and bottom >= -_HEADROOM):     # NaN lands here too
+                np.greater(alpha, _HEADROOM, out=moved)             # up: rescale acc, l
+                np.equal(l, 0, out=fresh)                           # down: only rows with
+                fresh &= alpha < -_HEADROOM                         # nothing summed yet, so
+                fresh &= np.isfinite(alpha)                         # no rescaling needed
+                if moved.any() or fresh.any():
+                    np.copyto(alpha, 0, where=~moved)               # alpha held block max − r
+                    np.negative(alpha, out=alpha)
+                    np.exp(alpha, out=alpha)                        # α = exp(r − r_new) ≤ 1; 1 elsewhere
+                    acc *= alpha[:, None]
+                    l *= alpha
+                    moved |= fresh
+                    np.copyto(ref, block_max, where=moved)          # r_new = block max
+                    shifted = True
+            # Step 4. P = exp(S − r), in place (no subtraction while every r is 0).
+            if shifted:
+                np.subtract(scores, ref[:, None], out=scores)
             np.exp(scores, out=scores)
-            np.subtract(m, m_new, out=alpha)
-            np.exp(alpha, out=alpha)
             # Step 5. l̃ = rowsum(P) as a BLAS matrix-vector product (faster than a reduction);
             # Step 6. Õ = P·V_j, BLAS.
             np.matmul(scores, buf.ones[: j1 - j0], out=block_sum)
             np.matmul(scores, values[j0:j1], out=block_out)
-            # Step 7. Merge: acc = α·acc + Õ, l = α·l + l̃, m = m_new. This is merge.merge_into
-            # with the block's own factor exp(m_new − m_new) = 1, written out to save the calls.
-            acc *= alpha[:, None]
+            # Step 7. Merge: acc = acc + Õ, l = l + l̃ (both already against the common r).
             acc += block_out
-            l *= alpha
             l += block_sum
-            m, m_new = m_new, m
 
         # Step 8. out = acc / l, rows with l = 0 (nothing allowed) stay zero. A Partial keeps
-        # acc un-normalised and reports m = −inf for those empty rows.
+        # acc un-normalised, against the row's largest score m (not r): acc, l ×= exp(r − m),
+        # and reports m = −inf for those empty rows.
         if self.partial:
-            self.row_max[head][i0:i1] = np.where(l > 0, m, -np.inf)
-            self.row_sum[head][i0:i1] = l
+            empty = l <= 0
+            np.copyto(row_max, -np.inf, where=empty)
+            np.subtract(ref, row_max, out=alpha)
+            np.copyto(alpha, 0, where=empty)
+            np.exp(alpha, out=alpha)                                # exp(r − m), 1 for empty rows
+            acc *= alpha[:, None]
+            l *= alpha
+            state.row_max[head][i0:i1] = row_max
+            state.row_sum[head][i0:i1] = l
         else:
             finalize_into(acc, l)
+
+
+def _causal_band(bq, bk, dtype):
+    """(bq, 2·bk + bq) additive causal block source: band[r, x] = 0 if x − bk ≤ r else −inf.
+
+    The block at (i0, j0) with offset o = i0 + shift − j0 (key j0+c is in query i0+r's future
+    iff c − r > o) is band[:rows, bk − o : bk − o + cols]; a crossing block has −bq < o < bk."""
+    band = np.zeros((bq, 2 * bk + bq), dtype)
+    band[np.arange(2 * bk + bq)[None, :] - bk > np.arange(bq)[:, None]] = -np.inf
+    return band
 
 
 @dataclass(frozen=True)
@@ -310,7 +386,69 @@ class _Scratch:
     blocked: np.ndarray     # (block_q, block_k) bool: entries not allowed
     block_out: np.ndarray   # (block_q, Dv) Õ = P·V_j
     ones: np.ndarray        # (block_k,) for the row sums P·1
-    vectors: np.ndarray     # (5, block_q): m, m_new, α, l, l̃
+    vectors: np.ndarray     # (6, block_q): r, block max, α, l, l̃, running max (Partial)
+    flags: np.ndarray       # (2, block_q) bool: reference moved, fresh row
+
+
+# --------------------------------------------------------------------------- threads
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+
+
+def _run_all(run, jobs, threads) -> None:
+    """run(*job) for every job, on `threads` threads: the caller and threads − 1 workers of a
+    pool kept between calls (starting threads per call cost ~0.1–1 ms). Each thread takes the
+    next job from the shared list (heaviest first), so a slow thread never holds up the rest."""
+    threads = min(threads, len(jobs))
+    if threads <= 1:
+        for job in jobs:
+            run(*job)
+        return
+    pending = iter(jobs)
+    lock = threading.Lock()
+    failed = []
+
+    def drain():
+        while not failed:
+            with lock:
+                job = next(pending, None)
+            if job is None:
+                return
+            try:
+                run(*job)
+            except BaseException:
+                failed.append(True)
+                raise
+
+    futures = [_worker_pool(threads - 1).submit(drain) for _ in range(threads - 1)]
+    try:
+        drain()
+    finally:
+        for future in futures:
+            future.cancel()   # not started (pool busy with another call): nothing left to do
+        for future in futures:
+            if not future.cancelled():
+                future.result()   # waits; re-raises a worker's exception
+
+
+def _worker_pool(size: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < size:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool, _pool_size = ThreadPoolExecutor(size, thread_name_prefix="qkv-attn"), size
+        return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    global _pool, _pool_size, _pool_lock
+    _pool, _pool_size, _pool_lock = None, 0, threading.Lock()   # the child has none of the threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def _available_cpus() -> int:

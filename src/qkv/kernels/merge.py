@@ -14,9 +14,11 @@ Merging A and B (m = max(m_A, m_B); the two factors rescale each side to the com
     sum = exp(m_A − m)·sum_A + exp(m_B − m)·sum_B
 
 and `finalize` divides: attention = out / sum. This module holds the one general copy of that
-math (`merge_into`). The blocked kernel (`blocked.py`, step 7) applies the same step to every
-key block it walks, written out in place: it exponentiates the block against the merged max
-already, so the block's factor exp(m − m) is 1 and only the running state is rescaled.
+math (`merge_into`). The blocked kernel (`blocked.py`, steps 3–7) applies the same step to every
+key block it walks, written out in place: it exponentiates the block against the common
+reference already, so the block's factor is 1 and only the running state is rescaled — and
+only when the reference moves (any reference r works in place of m: the factors exp(m − r)
+cancel in out / sum; the kernel moves r only to keep the numbers in range).
 Calling `merge_into` there instead measured ~46 µs per 256×512 block (its extra exps and
 temporaries), about 6% of the kernel's time, so the kernel keeps the specialised form.
 
