@@ -38,6 +38,11 @@ __all__ = [
 
 Recorder = Callable[..., None]
 
+# Below this many scores per head (Tq·Tk) the plain path is as fast as the blocked kernel or faster
+# (measured: MiniLM's T=64 layers, 32 sequences × 12 heads: plain 18 ms, kernel 73 ms with a mask),
+# and its memory (the full score matrix) is small.
+_PLAIN_MAX_SCORES = 128 * 128
+
 
 # --------------------------------------------------------------------------- masks
 def causal_mask(tq: int, tk: int | None = None, *, like: Any = None):
@@ -138,8 +143,9 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
       gives a zero row in both.
 
     The plain path (`attention_reference`) forms the full Tq×Tk score matrix; it is used when
-    the weights or a trace are asked for. Otherwise NumPy inputs go to the blocked
-    online-softmax kernel (O(T) memory) and torch tensors to torch's fused
+    the weights or a trace are asked for, and for short NumPy inputs (Tq·Tk ≤ 128², where it is
+    as fast). Otherwise NumPy inputs go to the blocked online-softmax kernel (O(T) memory;
+    `qkv.kernels.blocked_attention`) and torch tensors to torch's fused
     scaled_dot_product_attention.
     """
     if return_weights or record is not None:
@@ -151,7 +157,7 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
     if is_torch(q):
         return _torch_sdpa(spec, q, k, v, mask, bias, causal)
     fast = _blocked_kernel()
-    if fast is None:
+    if fast is None or spec.tq * spec.tk <= _PLAIN_MAX_SCORES:
         return attention_reference(q, k, v, mask, bias=bias, causal=causal, scale=scale)
     return fast(q, k, v, mask, bias=bias, causal=causal, scale=spec.scale)
 
@@ -184,7 +190,7 @@ def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,
         scaled = scaled + xp.astype(bias, work)
         scaled = _emit(record, "biased_scores", scaled, formula="Q·Kᵀ/√d_k + bias")
     allowed = _combined_mask(spec, mask, causal)
-    if allowed is not None:
+    if allowed is not None and record is not None:
         _emit(record, "mask", xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
               formula="0 where the query may attend, −∞ where it may not")
     weights = softmax(scaled, allowed)
