@@ -15,6 +15,17 @@ from .trace import Step, Trace
 
 __version__ = "0.1.0"
 
+_SUBMODULES = {"kernels", "examples", "explain", "viz", "models", "bench", "spec"}
+
+
+def __getattr__(name: str):
+    """``qkv.models``, ``qkv.viz``, … import on first use, so ``import qkv`` stays light."""
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'qkv' has no attribute {name!r}")
+
 __all__ = [
     "attention", "attention_reference", "attention_columns", "softmax", "causal_mask", "padding_mask",
     "residual", "split_heads", "merge_heads", "MultiHeadAttention", "HeadWeights", "KVCache", "Trace", "Step",
