@@ -23,13 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"qkv {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"qkv.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"qkv.commands.{name}":
-                raise
-            continue  # that command is not built yet
-        module.register(subparsers)
+        importlib.import_module(f"qkv.commands.{name}").register(subparsers)
     return parser
 
 
@@ -37,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     if not argv:
-        argv = DEFAULT_ARGS if "example" in parser._subparsers._group_actions[0].choices else ["--help"]
+        argv = DEFAULT_ARGS
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()
