@@ -70,6 +70,27 @@ def test_inspect_one_head_markdown_html_and_figure(capsys, tmp_path):
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_inspect_one_head_is_short_and_names_the_real_head(capsys, tmp_path):
+    """A 384-wide model head prints like NumPy: W matrices and X elided, full shapes stated; the figure
+    and the explanation use the trace as recorded (meta head 3 is a label, not an index)."""
+    figure = tmp_path / "head3.png"
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--figure", str(figure))
+    assert code == 0 and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(out.splitlines()) < 300                       # was ~1,400 lines, mostly "…"
+    assert "X  (9 × 384; 8 of 9 rows shown" not in out      # 9 tokens: every row shown
+    assert "X  (9 × 384; 8 of 384 columns shown)" in out
+    assert "W_Q  (384 × 32; 8 of 384 rows shown, 8 of 32 columns shown)" in out
+    assert "layer 2, head 3 of 12" in out
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--format", "markdown")
+    assert code == 0 and r"\cdots" in out and r"\ddots" in out and "8 of 384 columns shown" in out
+    assert len(out) < 40_000                                  # was ~520 kB of LaTeX
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--format", "json")
+    doc = json.loads(out)
+    assert doc["explanation"]["trace"]["meta"]["head"] == 3 and doc["head"] == 3
+    w_q = next(b for b in doc["explanation"]["blocks"] if b["type"] == "matrix" and b["step"] == "w_q")
+    assert w_q["shape"] == [384, 32] and len(w_q["values"]) == 384      # JSON keeps every number
+
+
 # ------------------------------------------------------------------ inspect: the grid
 def test_inspect_grid_text_and_json(capsys, model):
     code, out, _ = run(capsys, "inspect", TEXT, "--query", "cat")

@@ -173,3 +173,79 @@ def test_number_formatting():
     assert fmt(-0.00001, 4) == "-1.0e-05" and fmt(-0.00004, 4) == "-4.0e-05" and fmt(0.00005, 4) == "0.0001"
     assert fmt(float("-inf"), 2) == "-∞" and fmt(2.5, 0) == "3"
     assert FORMATS == ("text", "markdown", "html", "json")
+
+
+# ------------------------------------------------------------------ long matrices (a real model's head)
+def one_head_trace(n_tokens: int, d_model: int, *, query: int, head: int = 3, layer: int = 2) -> qkv.Trace:
+    """One head of a model-sized layer, recorded as `qkv.models` records it (meta head is a label)."""
+    tokens = [f"w{i}" for i in range(n_tokens)]
+    trace = qkv.Trace(f"model: layer {layer}, head {head}",
+                      {"kind": "model", "model": "toy", "tokens": tokens, "n_layers": 6, "n_heads": 12,
+                       "layer": layer, "head": head, "query": query})
+    mha = qkv.MultiHeadAttention.random(d_model, n_heads=1, seed=4)
+    mha(np.random.default_rng(4).standard_normal((n_tokens, d_model)), record=trace)
+    return trace
+
+
+def test_shown_indices_are_numpy_like():
+    from qkv.explain.document import shown
+
+    assert shown(9, 9) == list(range(9)) and shown(384, None) == list(range(384))
+    assert shown(10, 9) == [0, 1, 2, 3, None, 6, 7, 8, 9]
+    assert shown(20, 9, keep=[10]) == [0, 1, 2, 3, None, 10, None, 16, 17, 18, 19]
+    assert shown(20, 9, keep=[4, 15]) == list(range(5)) + [None] + list(range(15, 20))
+
+
+def test_long_matrices_are_elided_with_the_full_shape_stated():
+    t = one_head_trace(20, 48, query=10)
+    text = render(t, "text", digits=3)
+    assert "X  (20 × 48; 9 of 20 rows shown, 8 of 48 columns shown)" in text
+    assert "W_Q  (48 × 48; 8 of 48 rows shown, 8 of 48 columns shown)" in text
+    assert "⋮" in text and "⋱" in text and "…" in text
+    assert "10 w10 ◀" in text                       # the followed query's row is kept (with its position)
+    x = t["x"].value
+    assert fmt(x[0, 0], 3) in text and fmt(x[-1, -1], 3) in text
+    first_row = next(line for line in text.splitlines() if line.strip().startswith("0 w0 "))   # X's first row
+    assert first_row.split()[2:] == [fmt(v, 3) for v in x[0, :4]] + ["…"] + [fmt(v, 3) for v in x[0, -4:]]
+    assert len(text.splitlines()) < 300
+    # the followed query's row of Q (48 values > 32) is elided; its weights row (20 keys) is complete
+    q_line = next(line for line in text.splitlines() if "q_w10 = x_w10" in line)
+    assert q_line.count("…") == 2
+    softmax_rows = [line for line in text.splitlines() if re.match(r"^\s*w\d+\s+-?\d+\.\d+\s+\d\.\d+\s*$", line)]
+    assert len(softmax_rows) == 20
+    assert "layer 2, head 3 of 12" in text          # the intro names the model's head (meta head is a label)
+
+
+def test_long_matrices_in_markdown_and_html():
+    t = one_head_trace(20, 48, query=10)
+    markdown = render(t, "markdown", digits=3)
+    assert r"\cdots" in markdown and r"\vdots" in markdown and r"\ddots" in markdown
+    assert "9 of 20 rows shown, 8 of 48 columns shown" in markdown
+    assert "rows: 0 w0, 1 w1, 2 w2, 3 w3, …, 10 w10, …, 16 w16" in markdown
+    assert markdown.count("$$") % 2 == 0
+    fragment = derivation_html(t, digits=3)
+    assert "<caption>X (20 × 48; 9 of 20 rows shown, 8 of 48 columns shown)</caption>" in fragment
+    assert 'class="qkv-gap"' in fragment and "⋱" in fragment
+    assert len(fragment) < 60_000
+
+
+def test_full_shows_every_number_and_json_stays_complete():
+    t = one_head_trace(12, 40, query=1)
+    full = render(t, "text", digits=3, full=True)
+    assert "⋮" not in full and " shown" not in full
+    x = t["x"].value
+    assert all(fmt(v, 3) in full for v in x[5, ::7])
+    assert "⋮" not in derivation_html(t, digits=3, full=True) and r"\ddots" not in render(t, "markdown", full=True)
+    doc = json.loads(render(t, "json", digits=3))
+    block = next(b for b in doc["blocks"] if b["type"] == "matrix" and b["step"] == "w_q")
+    assert block["shape"] == [40, 40] and np.array_equal(np.array(block["values"]), t["w_q"].value)
+
+
+def test_many_keys_keep_the_strongest_in_the_softmax_table():
+    t = one_head_trace(40, 8, query=3)
+    row = t["weights"].value[0, 3]
+    text = render(t, "text", digits=4)
+    table = [line.split()[0] for line in text.splitlines() if re.match(r"^\s*w\d+\s+-?\d+\.\d+\s+\d\.\d+\s*$", line)]
+    strongest = {f"w{j}" for j in np.argsort(-row)[:4]}
+    assert strongest <= set(table) and len(table) < 40
+    assert {"w0", "w1", "w2", "w3", "w36", "w37", "w38", "w39"} <= set(table)

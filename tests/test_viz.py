@@ -281,3 +281,48 @@ def test_attention_page_checks_shapes():
         viz_html.attention_page(np.ones((4, 4)), ["a"] * 4)
     with pytest.raises(ValueError, match="layer_names"):
         viz_html.attention_page(np.full((2, 1, 2, 2), 0.5), layer_names=["only one"])
+
+
+# ------------------------------------------------------------------ one head of a model: meta head is a label
+def one_head_of_a_model(head: int = 3, layer: int = 2) -> qkv.Trace:
+    """As `qkv.models` records one head: the steps hold a single head; meta head/layer name it."""
+    trace = qkv.Trace(f"toy: layer {layer}, head {head}",
+                      meta={"kind": "model", "tokens": [f"w{i}" for i in range(6)], "query": 1,
+                            "layer": layer, "head": head, "n_heads": 12})
+    mha = qkv.MultiHeadAttention.random(8, n_heads=1, seed=2)
+    mha(np.random.default_rng(2).standard_normal((6, 8)), record=trace)
+    return trace
+
+
+def _texts(fig: Figure) -> list[str]:
+    found = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+    return [t for t in found if t]
+
+
+def test_a_one_head_trace_names_its_head_and_draws(tmp_path):
+    trace = one_head_of_a_model(head=3)
+    path = viz.save_figure(trace, tmp_path / "head.png")           # used to fail: head 3 of a 1-head axis
+    assert png_variance(path) > 0.01
+    fig = viz.figure_for(trace)
+    titles = _texts(fig)
+    assert any(t.endswith("layer 2, head 3") and t.startswith("attention") for t in titles), titles
+    assert any("query 1 “w1” — layer 2, head 3" in t for t in titles), titles
+    path_fig = viz.query_path(trace)
+    assert any("layer 2, head 3" in t for t in _texts(path_fig))
+    with pytest.raises(ValueError, match=r"head must be in \[0, 1\)"):
+        viz.query_path(trace, head=3)                               # an explicit index is still checked
+
+
+def test_several_recorded_heads_are_still_indexed_by_meta_head(small):
+    trace = qkv.Trace(small.title, {**small.meta, "head": 1}, small.steps)
+    titles = _texts(viz.attention_figure(trace))
+    assert any(t.endswith("head 1") for t in titles) and not any("layer" in t for t in titles)
+    assert viz_html._payload(trace, 4)["head"] == 1
+
+
+def test_the_page_of_a_one_head_trace_labels_the_head():
+    payload = viz_html._payload(one_head_of_a_model(head=3), 4)
+    assert payload["head"] == 0 and payload["parts"][0]["heads"] == 1
+    assert payload["headName"] == {"layer": 2, "head": 3}
+    page = viz_html.trace_html(one_head_of_a_model(head=3))
+    assert '"headName":{"layer":2,"head":3}' in page

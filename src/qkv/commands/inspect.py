@@ -88,14 +88,11 @@ def _one_head(model, args, layer: int, head: int, query: int) -> str:
     tokens = trace.meta["tokens"]
     weights = trace["weights"].value[0]                                 # (T, T): this head's only head
     top = _top_keys(weights[query], tokens, args.top)
-    # The trace holds one head (index 0 of its steps); meta["head"] names the model's head. Renderers
-    # index a trace's heads by meta["head"], so they get a copy whose shown head is its only one.
-    shown = _single_head_view(trace)
     if args.figure:
         from ..viz import save_figure
 
-        save_figure(shown, args.figure, lang=args.lang)
-    derivation = render(shown, args.format, lang=args.lang, digits=args.digits)
+        save_figure(trace, args.figure, lang=args.lang)
+    derivation = render(trace, args.format, lang=args.lang, digits=args.digits)
     if args.format == "html":
         return derivation
     if args.format == "json":
@@ -111,12 +108,6 @@ def _one_head(model, args, layer: int, head: int, query: int) -> str:
                (f"top {len(top)} keys for query {query} “{tokens[query]}”",
                 _top_table(top, tokens, args.digits, args.format))]
     return _sections(title, summary, args.format) + "\n" + derivation
-
-
-def _single_head_view(trace):
-    from ..trace import Trace
-
-    return Trace(trace.title, {**trace.meta, "head": 0}, trace.steps)
 
 
 def _top_keys(row, tokens, k: int) -> list[tuple[int, float]]:

@@ -9,6 +9,11 @@ of one). ``digits`` is the number of decimals shown; None uses the precision the
 per step (the seed examples carry the precision their seed prints), falling back to 4.
 ``by_hand=True`` shows the by-hand steps (recorded by ``qkv.examples.run(..., by_hand=True)``)
 and a table of their drift from the exact values.
+
+Long matrices are shortened as NumPy prints them: an axis longer than 9 shows its first and last 4
+entries with an ellipsis between (the followed query's row is kept), the caption giving the full
+shape; a vector or a per-key table longer than 32 likewise. ``full=True`` prints every number. The
+JSON format always holds every number (it is the machine-readable record).
 """
 
 from __future__ import annotations
@@ -30,22 +35,23 @@ def _check(fmt: str | None, digits: int | None) -> None:
 
 
 def render(trace: Trace, fmt: str, *, lang: str = "en", digits: int | None = None, by_hand: bool = False,
-           color: bool = False) -> str:
+           color: bool = False, full: bool = False) -> str:
     """The explanation of ``trace`` as text | markdown | html | json.
 
     text: plain text laid out by rich (``color=True`` adds terminal colours: heads as in the seeds);
     markdown: Markdown with LaTeX matrices (``\\begin{bmatrix}``); html: the interactive page
     `qkv.viz.html.trace_html` (which embeds `derivation_html`); json: the blocks of the explanation
     with their formatted numbers plus the full Trace (``Trace.from_dict(doc["trace"])`` reads it back).
+    full: every row and column of every matrix, no ellipses (text, markdown, html; json is always full).
     """
     _check(fmt, digits)
     if fmt == "html":
         from ..viz.html import trace_html   # the interactive page (qkv.viz); it embeds derivation_html
 
-        return trace_html(trace, lang=lang, digits=4 if digits is None else digits)
+        return trace_html(trace, lang=lang, digits=4 if digits is None else digits, full=full)
     from . import formats
 
-    ctx = build(trace, lang=lang, digits=digits, by_hand=by_hand)
+    ctx = build(trace, lang=lang, digits=digits, by_hand=by_hand, full=full)
     if fmt == "text":
         return formats.to_text(ctx, color=color)
     if fmt == "markdown":
@@ -53,9 +59,11 @@ def render(trace: Trace, fmt: str, *, lang: str = "en", digits: int | None = Non
     return formats.to_json(ctx)
 
 
-def derivation_html(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand: bool = False) -> str:
-    """An HTML fragment (no <html>/<head>) of the step-by-step derivation, for the interactive page."""
+def derivation_html(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand: bool = False,
+                    full: bool = False) -> str:
+    """An HTML fragment (no <html>/<head>) of the step-by-step derivation, for the interactive page.
+    Long matrices are elided as in `render` unless ``full``."""
     _check(None, digits)
     from . import formats
 
-    return formats.to_html(build(trace, lang=lang, digits=digits, by_hand=by_hand))
+    return formats.to_html(build(trace, lang=lang, digits=digits, by_hand=by_hand, full=full))

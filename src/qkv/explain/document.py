@@ -16,7 +16,34 @@ from ..examples.byhand import BY_HAND, DRIFT, digits_for
 from ..trace import Step, Trace
 from . import texts
 
-__all__ = ["Num", "Vec", "Sym", "Heading", "Para", "Note", "Matrix", "Calc", "Table", "Context", "build"]
+__all__ = ["Num", "Vec", "Sym", "Heading", "Para", "Note", "Matrix", "Calc", "Table", "Context", "build", "shown",
+           "EDGE", "MATRIX_LIMIT", "VECTOR_LIMIT"]
+
+# Long matrices are shortened the way NumPy and torch print them: an axis longer than its limit
+# shows its first and last EDGE entries with an ellipsis between (and the full shape in the caption).
+# Every seed example fits within the limits, so it is shown whole. JSON always keeps every number.
+EDGE = 4
+MATRIX_LIMIT = 2 * EDGE + 1      # matrix axes up to 9 long are shown whole
+VECTOR_LIMIT = 32                # a vector (a query's row, a weights row) up to 32 long is shown whole
+
+
+def shown(n: int, limit: int | None, keep=()) -> list:
+    """The indices of an axis of length ``n`` to show, with None where an ellipsis stands.
+
+    ``limit`` None or n ≤ limit: every index. Otherwise the first and last EDGE indices plus those
+    in ``keep`` (e.g. the followed query's row), in order: shown(20, 9, keep=[10]) →
+    [0, 1, 2, 3, None, 10, None, 16, 17, 18, 19].
+    """
+    if limit is None or n <= limit:
+        return list(range(n))
+    kept = (int(k) for k in keep if k is not None and 0 <= k < n)
+    picked = sorted({*range(min(EDGE, n)), *range(max(0, n - EDGE), n), *kept})
+    out: list = []
+    for index in picked:
+        if out and index != out[-1] + 1:
+            out.append(None)
+        out.append(index)
+    return out
 
 
 # --------------------------------------------------------------------------- blocks
@@ -33,6 +60,7 @@ class Vec:
     values: tuple
     digits: int
     groups: int = 0                   # values per head colour group (0: no colours)
+    limit: int | None = VECTOR_LIMIT  # longer: first and last EDGE values, "…" between (None: all)
 
 
 @dataclass(frozen=True)
@@ -70,7 +98,8 @@ class Matrix:
     cols: list | None = None
     col_groups: int = 0               # columns per head (colours), 0: none
     row_groups: int = 0               # rows per head (W_O), 0: none
-    highlight: int | None = None      # the followed query's row
+    highlight: int | None = None      # the followed query's row (kept when rows are elided)
+    limit: int | None = MATRIX_LIMIT  # an axis longer than this is elided to its first and last EDGE
 
 
 @dataclass(frozen=True)
@@ -82,6 +111,8 @@ class Calc:
 class Table:
     header: list                      # strings
     rows: list                        # each a list of cells (a Part)
+    limit: int | None = None          # more rows: the first and last EDGE and those in keep (None: all)
+    keep: tuple = ()
 
 
 Block = Union[Heading, Para, Note, Matrix, Calc, Table]
@@ -94,6 +125,7 @@ class Context:
     lang: str = "en"
     digits: int | None = None
     by_hand: bool = False
+    full: bool = False                # True: print every number of every matrix and vector (no ellipses)
     blocks: list = field(default_factory=list)
 
     def t(self, key: str, **values: Any) -> str:
@@ -151,13 +183,15 @@ EQ, PLUS, TIMES, DOT = sym("="), sym("+"), sym("×", r"\times"), sym("·", r"\cd
 
 
 # --------------------------------------------------------------------------- entry
-def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand: bool = False) -> Context:
-    """The blocks explaining ``trace`` in ``lang``; digits None = the trace's own precision per step."""
+def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand: bool = False,
+          full: bool = False) -> Context:
+    """The blocks explaining ``trace`` in ``lang``; digits None = the trace's own precision per step.
+    full: the formats print every number instead of eliding long axes (see `shown`)."""
     texts.check_lang(lang)
     if by_hand and not any(s.name.startswith(BY_HAND + "/") for s in trace.steps):
         raise ValueError("this trace has no by-hand steps; make it with by_hand=True "
                          "(qkv.examples.run(..., by_hand=True) or `--by-hand`)")
-    ctx = Context(trace, lang, digits, by_hand)
+    ctx = Context(trace, lang, digits, by_hand, full)
     kind = trace.meta.get("kind")
     if kind == "multi-head":
         _multi_head(ctx)
@@ -248,10 +282,14 @@ def _attention(ctx: Context) -> None:
     cross = ctx.has("memory")
     _title(ctx)
     intro = f"intro.{example}" if example and texts.has(ctx.lang, f"intro.{example}") else f"intro.user.{kind}"
-    if texts.has(ctx.lang, intro):
-        ctx.add(Para(ctx.t(intro)))
     x = ctx.value("x")
     n_heads = ctx.value("q_heads").shape[-3]
+    model_head = kind == "model" and n_heads == 1 and meta.get("head") is not None   # one head of a real model
+    if model_head:
+        ctx.add(Para(ctx.t("intro.model.head", model=meta.get("model", "?"), layer=meta.get("layer", "?"),
+                           head=meta["head"], n_heads=meta.get("n_heads", "?"))))
+    elif texts.has(ctx.lang, intro):
+        ctx.add(Para(ctx.t(intro)))
     tokens, keys, query = _tokens(ctx)
     tokens, keys = _labels(x.shape[0], tokens), _labels(ctx.value("k").shape[0], keys)
     qtok = tokens[query]
@@ -268,7 +306,10 @@ def _attention(ctx: Context) -> None:
     else:
         ctx.add(Para(ctx.t("inputs.x", t=x.shape[0], d=x.shape[1])),
                 ctx.matrix("x", sym("X"), rows=tokens, highlight=query))
-    ctx.add(Para(ctx.t("inputs.weights" if n_heads == 1 else "inputs.weights.heads", h=n_heads, dk=dk, dv=dv)))
+    if model_head:
+        ctx.add(Para(ctx.t("inputs.weights.model", d=x.shape[1], dk=dk)))
+    else:
+        ctx.add(Para(ctx.t("inputs.weights" if n_heads == 1 else "inputs.weights.heads", h=n_heads, dk=dk, dv=dv)))
     for name, label, groups in (("w_q", "W_Q", groups_k), ("w_k", "W_K", groups_k), ("w_v", "W_V", groups_v)):
         ctx.add(ctx.matrix(name, sym(label, label.replace("_", "_{") + "}"), col_groups=groups))
 
@@ -308,7 +349,7 @@ def _attention(ctx: Context) -> None:
         _attention_head(ctx, h, n_heads, tokens, keys, query, cross)
 
     # heads together, W_O, R + Y
-    if ctx.has("concat"):
+    if ctx.has("concat") and not model_head:     # one head of a model: H is its output Z, shown above
         concat = ctx.value("concat")
         ctx.add(Heading(ctx.t("h.concat")),
                 Para(ctx.t("concat.explain", h=n_heads, t=concat.shape[0], width=concat.shape[1])),
@@ -317,9 +358,9 @@ def _attention(ctx: Context) -> None:
     if ctx.has("y"):
         w_o, y = ctx.value("w_o"), ctx.value("y")
         ctx.add(Heading(ctx.t("h.output")),
-                Para(ctx.t("wo.explain", rows=w_o.shape[0], cols=w_o.shape[1])),
+                Para(ctx.t("wo.explain.model" if model_head else "wo.explain", rows=w_o.shape[0], cols=w_o.shape[1])),
                 ctx.matrix("w_o", sym("W_O", "W_O"), row_groups=dv if n_heads > 1 else 0),
-                Para(ctx.t("y.explain", t=y.shape[0], d=y.shape[1])),
+                Para(ctx.t("y.explain.model" if model_head else "y.explain", t=y.shape[0], d=y.shape[1])),
                 ctx.matrix("y", sym("Y", "Y"), rows=tokens, highlight=query))
         _notes(ctx, "y", query)
     if ctx.has("residual"):
@@ -391,10 +432,11 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
                 ctx.matrix("mask", sym("mask"), mask, rows=tokens, cols=keys, highlight=query))
     weights = ctx.value("weights")[h]
     row = weights[query]
+    strongest = tuple(int(j) for j in np.argsort(-row, kind="stable")[:EDGE])   # kept when keys are elided
     ctx.add(Para(ctx.t("softmax.explain")),
             Table([ctx.t("col.key"), ctx.t("col.score"), ctx.t("col.weight")],
                   [[key, ctx.num("scaled_scores", scaled[query, j]), ctx.num("weights", row[j])]
-                   for j, key in enumerate(keys)]))
+                   for j, key in enumerate(keys)], limit=VECTOR_LIMIT, keep=strongest))
     _notes(ctx, "weights", query)
     if row.size and np.any(row > 0):
         top = int(np.argmax(row))
@@ -543,11 +585,11 @@ def _generic(ctx: Context) -> None:
         if values.ndim == 0:
             ctx.add(Calc([[sym(s.name), EQ, Num(float(values), ctx.d(s.name))]]))
             continue
-        shown = values.reshape(-1, values.shape[-1]) if values.ndim > 2 else np.atleast_2d(values)
-        if shown.shape[0] > 16 or shown.shape[1] > 16:
-            ctx.add(Para(ctx.t("generic.large", rows=min(shown.shape[0], 16), cols=min(shown.shape[1], 16))))
-            shown = shown[:16, :16]
-        ctx.add(Matrix(sym(s.name), shown, ctx.d(s.name), s.name))
+        matrix = values.reshape(-1, values.shape[-1]) if values.ndim > 2 else np.atleast_2d(values)
+        if matrix.shape[0] > 16 or matrix.shape[1] > 16:
+            ctx.add(Para(ctx.t("generic.large", rows=min(matrix.shape[0], 16), cols=min(matrix.shape[1], 16))))
+            matrix = matrix[:16, :16]
+        ctx.add(Matrix(sym(s.name), matrix, ctx.d(s.name), s.name, limit=None))   # already cut to 16 × 16
 
 
 # --------------------------------------------------------------------------- by hand vs exact

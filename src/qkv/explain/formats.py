@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .document import Calc, Context, Heading, Matrix, Note, Num, Para, Sym, Table, Vec
+from .document import Calc, Context, Heading, Matrix, Note, Num, Para, Sym, Table, Vec, shown
 from .numbers import fmt
 
 __all__ = ["to_text", "to_markdown", "to_html", "to_json", "HEAD_COLOURS"]
@@ -29,10 +29,48 @@ def _group(index: int, size: int) -> int | None:
     return index // size if size else None
 
 
+# --------------------------------------------------------------------------- what is shown of a long block
+# Which rows, columns and values each format prints (None = an ellipsis). ctx.full shows everything.
+def _vec_at(part: Vec, full: bool) -> list:
+    return shown(len(part.values), None if full else part.limit)
+
+
+def _matrix_at(ctx: Context, block: Matrix) -> tuple[list, list]:
+    limit = None if ctx.full else block.limit
+    rows, cols = block.values.shape
+    return shown(rows, limit, keep=(block.highlight,)), shown(cols, limit)
+
+
+def _table_at(ctx: Context, block: Table) -> list:
+    return shown(len(block.rows), None if ctx.full else block.limit, keep=block.keep)
+
+
+def _shown_note(ctx: Context, block: Matrix, rows_at: list, cols_at: list) -> str:
+    """"9 of 11 rows shown, 8 of 384 columns shown" for an elided matrix; "" when every number is shown."""
+    rows, cols = block.values.shape
+    parts = []
+    for key, at, total in (("shown.rows", rows_at, rows), ("shown.columns", cols_at, cols)):
+        count = sum(i is not None for i in at)
+        if count < total:
+            parts.append(ctx.t(key, shown=count, total=total))
+    return ", ".join(parts)
+
+
+def _labels_at(labels: list, at: list) -> list:
+    return ["…" if i is None else labels[i] for i in at]
+
+
+def _row_label(block: Matrix, i: int, rows_at: list) -> str:
+    """A row's label; with its position ("7 the") when rows are elided, so repeated tokens stay apart."""
+    label = str(block.rows[i])
+    return f"{i} {label}" if None in rows_at else label
+
+
 # --------------------------------------------------------------------------- text (rich)
 def to_text(ctx: Context, *, color: bool = False, width: int = 100) -> str:
     from rich import box
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table as RichTable
     from rich.text import Text
 
@@ -45,10 +83,13 @@ def to_text(ctx: Context, *, color: bool = False, width: int = 100) -> str:
             return Text(_num_text(part), style=_colour(part.group, 0) or "")
         if isinstance(part, Vec):
             out = Text("[")
-            for i, v in enumerate(part.values):
-                if i:
+            for n, i in enumerate(_vec_at(part, ctx.full)):
+                if n:
                     out.append(", ")
-                out.append(fmt(v, part.digits), style=_colour(_group(i, part.groups), 0) or "")
+                if i is None:
+                    out.append("…")
+                else:
+                    out.append(fmt(part.values[i], part.digits), style=_colour(_group(i, part.groups), 0) or "")
             out.append("]")
             return out
         if isinstance(part, Sym):
@@ -77,26 +118,46 @@ def to_text(ctx: Context, *, color: bool = False, width: int = 100) -> str:
                     text.append_text(part_text(part))
                 console.print(text, soft_wrap=True)
         elif isinstance(block, Matrix):
+            rows_at, cols_at = _matrix_at(ctx, block)
             shape = " × ".join(str(s) for s in block.values.shape)
-            console.print(Text(f"{block.label.plain}  ({shape})", style="italic"))
+            note = _shown_note(ctx, block, rows_at, cols_at)
+            console.print(Text(f"{block.label.plain}  ({shape}{'; ' + note if note else ''})", style="italic"))
             table = RichTable(box=box.SIMPLE, show_header=block.cols is not None, pad_edge=False)
             if block.rows is not None:
                 table.add_column("")
-            for j in range(block.values.shape[1]):
+            for j in cols_at:
+                if j is None:
+                    table.add_column("…", justify="center")
+                    continue
                 head = str(block.cols[j]) if block.cols is not None else ""
                 table.add_column(head, justify="right", style=_colour(_group(j, block.col_groups), 0))
-            for i, row in enumerate(block.values):
-                cells = [fmt(v, block.digits) for v in row]
+            for i in rows_at:
+                if i is None:   # the elided rows: ⋮ under each column, ⋱ where elided columns cross
+                    label = ["⋮"] if block.rows is not None else []
+                    table.add_row(*label, *("⋱" if j is None else "⋮" for j in cols_at))
+                    continue
+                row = block.values[i]
+                cells = ["…" if j is None else fmt(row[j], block.digits) for j in cols_at]
                 style = _colour(_group(i, block.row_groups), 0)
-                label = [str(block.rows[i]) + (" ◀" if block.highlight == i else "")] if block.rows is not None else []
+                mark = " ◀" if block.highlight == i else ""
+                label = [_row_label(block, i, rows_at) + mark] if block.rows is not None else []
                 table.add_row(*label, *cells, style=("bold" if block.highlight == i else style))
-            console.print(table)
+            if ctx.full:   # every column, however wide: the table gets its natural width, never squeezed
+                natural = Measurement.get(console, console.options.update_width(1 << 20), table).maximum
+                console.width = max(width, natural)
+                console.print(table)
+                console.width = width
+            else:
+                console.print(table)
         elif isinstance(block, Table):
             table = RichTable(box=box.SIMPLE, pad_edge=False)
             for head in block.header:
                 table.add_column(head)
-            for row in block.rows:
-                table.add_row(*(part_text(cell) for cell in row))
+            for i in _table_at(ctx, block):
+                if i is None:
+                    table.add_row(*("⋮" for _ in block.header))
+                else:
+                    table.add_row(*(part_text(cell) for cell in block.rows[i]))
             console.print(table)
     return buffer.getvalue()
 
@@ -116,23 +177,25 @@ def _num_text(part: Num) -> str:
     return f"({text})" if part.paren and text.startswith("-") else text
 
 
-def _latex_part(part: Any) -> str:
+def _latex_part(part: Any, full: bool = False) -> str:
     if isinstance(part, Num):
         text = _latex_num(part.value, part.digits, part.group)
         return rf"\left({text}\right)" if part.paren and part.value < 0 else text
     if isinstance(part, Vec):
-        cells = " & ".join(_latex_num(v, part.digits, _group(i, part.groups)) for i, v in enumerate(part.values))
+        cells = " & ".join(r"\cdots" if i is None else _latex_num(part.values[i], part.digits, _group(i, part.groups))
+                           for i in _vec_at(part, full))
         return rf"\begin{{bmatrix}} {cells} \end{{bmatrix}}"
     if isinstance(part, Sym):
         return part.latex
     return r"\text{" + str(part).replace("\\", "").replace("{", "").replace("}", "") + "}"
 
 
-def _md_part(part: Any) -> str:
+def _md_part(part: Any, full: bool = False) -> str:
     if isinstance(part, (Num, Vec)):
         if isinstance(part, Num):
             return _num_text(part)
-        return "[" + ", ".join(fmt(v, part.digits) for v in part.values) + "]"
+        return "[" + ", ".join("…" if i is None else fmt(part.values[i], part.digits)
+                               for i in _vec_at(part, full)) + "]"
     if isinstance(part, Sym):
         return part.plain
     return str(part)
@@ -152,23 +215,32 @@ def to_markdown(ctx: Context) -> str:
         elif isinstance(block, Note):
             out.append("> " + block.text)
         elif isinstance(block, Calc):
-            body = r" \\ ".join(" ".join(_latex_part(p) for p in line) for line in block.lines)
+            body = r" \\ ".join(" ".join(_latex_part(p, ctx.full) for p in line) for line in block.lines)
             out.append("$$\n" + (r"\begin{gathered} " + body + r" \end{gathered}" if len(block.lines) > 1 else body)
                        + "\n$$")
         elif isinstance(block, Matrix):
+            rows_at, cols_at = _matrix_at(ctx, block)
             rows = []
-            for i, row in enumerate(block.values):
-                group = _group(i, block.row_groups)
-                rows.append(" & ".join(_latex_num(v, block.digits, group if group is not None
-                                                  else _group(j, block.col_groups)) for j, v in enumerate(row)))
+            for i in rows_at:
+                if i is None:   # the elided rows: ⋮ under each column, ⋱ where elided columns cross
+                    rows.append(" & ".join(r"\ddots" if j is None else r"\vdots" for j in cols_at))
+                    continue
+                row, group = block.values[i], _group(i, block.row_groups)
+                rows.append(" & ".join(r"\cdots" if j is None else
+                                       _latex_num(row[j], block.digits, group if group is not None
+                                                  else _group(j, block.col_groups)) for j in cols_at))
             shape = r" \times ".join(str(s) for s in block.values.shape)
+            note = _shown_note(ctx, block, rows_at, cols_at)
             lines = []
-            if block.rows is not None or block.cols is not None:
+            if block.rows is not None or block.cols is not None or note:
                 parts = []
                 if block.rows is not None:
-                    parts.append(ctx.t("md.rows", labels=", ".join(str(r) for r in block.rows)))
+                    parts.append(ctx.t("md.rows", labels=", ".join("…" if i is None else _row_label(block, i, rows_at)
+                                                                   for i in rows_at)))
                 if block.cols is not None:
-                    parts.append(ctx.t("md.columns", labels=", ".join(str(c) for c in block.cols)))
+                    parts.append(ctx.t("md.columns", labels=", ".join(str(c) for c in _labels_at(block.cols, cols_at))))
+                if note:
+                    parts.append(note)
                 lines.append("*" + _md_escape("; ".join(parts)) + "*")
             lines.append("$$\n" + f"{block.label.latex} = " + r"\begin{bmatrix} " + r" \\ ".join(rows)
                          + r" \end{bmatrix}" + rf"\quad ({shape})" + "\n$$")
@@ -176,7 +248,9 @@ def to_markdown(ctx: Context) -> str:
         elif isinstance(block, Table):
             lines = ["| " + " | ".join(_md_escape(h) for h in block.header) + " |",
                      "|" + "---|" * len(block.header)]
-            lines += ["| " + " | ".join(_md_escape(_md_part(c)) for c in row) + " |" for row in block.rows]
+            lines += ["| " + " | ".join("⋮" for _ in block.header) + " |" if i is None else
+                      "| " + " | ".join(_md_escape(_md_part(c, ctx.full)) for c in block.rows[i]) + " |"
+                      for i in _table_at(ctx, block)]
             out.append("\n".join(lines))
     return "\n\n".join(out) + "\n"
 
@@ -188,13 +262,13 @@ def _html_num(value: float, digits: int, group: int | None) -> str:
     return f'<span class="qkv-head-{group + 1}" style="color:{colour}">{text}</span>' if colour else text
 
 
-def _html_part(part: Any) -> str:
+def _html_part(part: Any, full: bool = False) -> str:
     if isinstance(part, Num):
         text = _html_num(part.value, part.digits, part.group)
         return f"({text})" if part.paren and part.value < 0 else text
     if isinstance(part, Vec):
-        return "[" + ", ".join(_html_num(v, part.digits, _group(i, part.groups))
-                               for i, v in enumerate(part.values)) + "]"
+        return "[" + ", ".join("…" if i is None else _html_num(part.values[i], part.digits, _group(i, part.groups))
+                               for i in _vec_at(part, full)) + "]"
     if isinstance(part, Sym):
         return html.escape(part.plain)
     return html.escape(str(part))
@@ -212,28 +286,42 @@ def to_html(ctx: Context) -> str:
         elif isinstance(block, Note):
             out.append(f'<p class="qkv-note">{html.escape(block.text)}</p>')
         elif isinstance(block, Calc):
-            lines = "<br>".join(" ".join(_html_part(p) for p in line) for line in block.lines)
+            lines = "<br>".join(" ".join(_html_part(p, ctx.full) for p in line) for line in block.lines)
             out.append(f'<p class="qkv-calc"><code>{lines}</code></p>')
         elif isinstance(block, Matrix):
+            rows_at, cols_at = _matrix_at(ctx, block)
             shape = " × ".join(str(s) for s in block.values.shape)
+            note = _shown_note(ctx, block, rows_at, cols_at)
             rows = [f'<table class="qkv-matrix" data-step="{html.escape(block.step)}">'
-                    f"<caption>{html.escape(block.label.plain)} ({shape})</caption>"]
+                    f"<caption>{html.escape(block.label.plain)} ({shape}{html.escape('; ' + note) if note else ''})"
+                    "</caption>"]
+            gap = '<td class="qkv-gap">{}</td>'
             if block.cols is not None:
                 rows.append("<thead><tr>" + ("<th></th>" if block.rows is not None else "")
-                            + "".join(f"<th>{html.escape(str(c))}</th>" for c in block.cols) + "</tr></thead>")
+                            + "".join(f"<th>{html.escape(str(c))}</th>" for c in _labels_at(block.cols, cols_at))
+                            + "</tr></thead>")
             rows.append("<tbody>")
-            for i, row in enumerate(block.values):
+            for i in rows_at:
+                if i is None:   # the elided rows: ⋮ under each column, ⋱ where elided columns cross
+                    head = "<th>⋮</th>" if block.rows is not None else ""
+                    rows.append('<tr class="qkv-gap">' + head
+                                + "".join(gap.format("⋱" if j is None else "⋮") for j in cols_at) + "</tr>")
+                    continue
+                row = block.values[i]
                 mark = ' class="qkv-query"' if block.highlight == i else ""
-                head = f"<th>{html.escape(str(block.rows[i]))}</th>" if block.rows is not None else ""
+                head = f"<th>{html.escape(_row_label(block, i, rows_at))}</th>" if block.rows is not None else ""
                 group = _group(i, block.row_groups)
-                cells = "".join(f"<td>{_html_num(v, block.digits, group if group is not None else _group(j, block.col_groups))}</td>"
-                                for j, v in enumerate(row))
+                cells = "".join(gap.format("…") if j is None else
+                                f"<td>{_html_num(row[j], block.digits, _group(j, block.col_groups) if group is None else group)}</td>"
+                                for j in cols_at)
                 rows.append(f"<tr{mark}>{head}{cells}</tr>")
             rows.append("</tbody></table>")
             out.append("".join(rows))
         elif isinstance(block, Table):
             head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
-            body = "".join("<tr>" + "".join(f"<td>{_html_part(c)}</td>" for c in row) + "</tr>" for row in block.rows)
+            body = "".join('<tr class="qkv-gap">' + "<td>⋮</td>" * len(block.header) + "</tr>" if i is None else
+                           "<tr>" + "".join(f"<td>{_html_part(c, ctx.full)}</td>" for c in block.rows[i]) + "</tr>"
+                           for i in _table_at(ctx, block))
             out.append(f'<table class="qkv-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
     out.append("</section>")
     return "\n".join(out) + "\n"

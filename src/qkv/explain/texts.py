@@ -44,6 +44,14 @@ EN: dict[str, str] = {
     "intro.user.self-attention": "Self-attention: every token looks at every token of the same sequence.",
     "intro.user.cross-attention": "Cross-attention: the queries come from x, the keys and values from memory.",
     "intro.user.projection": "Multi-head attention: Q·K·V projection, core attention per head, output projection.",
+    "intro.model.head": "One head of a real model ({model}) on your text: layer {layer}, head {head} of "
+                        "{n_heads}. X is the layer's input; W_Q, W_K, W_V are this head's learned columns of "
+                        "the layer's projections (each with a bias b), and Y is this head's share of the "
+                        "layer's attention output.",
+    "inputs.weights.model": "The projection matrices of this head, as the model learned them ({d} × {dk}):",
+    "shown.rows": "{shown} of {total} rows shown",
+    "shown.columns": "{shown} of {total} columns shown",
+    "shown.values": "{shown} of {total} values shown",
     # inputs
     "h.inputs": "Inputs",
     "inputs.x": "X has one row per token: {t} tokens × {d} numbers.",
@@ -99,6 +107,9 @@ EN: dict[str, str] = {
     "h.output": "Output projection W_O",
     "wo.explain": "W_O ({rows} × {cols}) mixes the heads' results of the same token into one vector; it is "
                   "the same for every token.",
+    "wo.explain.model": "This head's {rows} rows of the layer's W_O ({rows} × {cols}) turn its output Z back "
+                        "into model width; the layer adds the shares of all its heads (and a bias).",
+    "y.explain.model": "Y = Z·W_O ({t} × {d}):",
     "y.explain": "Y = H·W_O ({t} × {d}):",
     "residual.explain": "The residual connection adds Y to the layer's input R (here R = X): R + Y goes on to "
                         "the next stage.",
@@ -214,6 +225,14 @@ KO: dict[str, str] = {
     "intro.user.self-attention": "Self-attention: 각 토큰이 같은 시퀀스의 모든 토큰을 참조한다.",
     "intro.user.cross-attention": "Cross-attention: Query는 x에서, Key와 Value는 memory에서 온다.",
     "intro.user.projection": "Multi-head attention: Q·K·V projection, head별 Core Attention, 출력 projection.",
+    "intro.model.head": "실제 모델({model})의 head 하나를 입력 텍스트에 적용한다: 층 {layer}, head {head} "
+                        "(전체 {n_heads}개 중). X는 그 층의 입력이고, W_Q, W_K, W_V는 층의 투영 행렬 가운데 이 "
+                        "head가 학습한 열들이다 (각각 bias b가 더해진다). Y는 층의 attention 출력 가운데 이 "
+                        "head의 몫이다.",
+    "inputs.weights.model": "이 head의 투영 행렬 (모델이 학습한 값, {d} × {dk}):",
+    "shown.rows": "행 {total}개 중 {shown}개 표시",
+    "shown.columns": "열 {total}개 중 {shown}개 표시",
+    "shown.values": "성분 {total}개 중 {shown}개 표시",
     # inputs
     "h.inputs": "입력",
     "inputs.x": "X의 한 행은 토큰 하나의 벡터이다: 토큰 {t}개 × 성분 {d}개.",
@@ -267,6 +286,9 @@ KO: dict[str, str] = {
     "h.output": "출력 projection W_O",
     "wo.explain": "W_O ({rows} × {cols})는 같은 토큰 위치의 여러 head 결과를 하나의 벡터로 조합한다. W_O는 모든 "
                   "토큰에 동일하게 적용된다.",
+    "wo.explain.model": "층의 W_O 가운데 이 head의 {rows}개 행({rows} × {cols})이 출력 Z를 다시 모델 폭으로 "
+                        "되돌린다. 층은 모든 head의 몫을 더한다 (bias도 더한다).",
+    "y.explain.model": "Y = Z·W_O ({t} × {d}):",
     "y.explain": "Y = H·W_O ({t} × {d}):",
     "residual.explain": "Residual 연결은 Y를 이 층의 입력 R(여기서는 R = X)에 더한다. R + Y가 다음 단계로 "
                         "이어진다.",

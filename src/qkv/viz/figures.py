@@ -397,8 +397,15 @@ def _sub(n: int) -> str:
 
 # ------------------------------------------------------------------ one query's path
 def _followed(trace: Trace, query: int | None, head: int | None, n_queries: int, n_heads: int) -> tuple[int, int]:
+    """The followed query and the index of the shown head in the recorded (H, Tq, Tk) weights.
+
+    trace.meta["head"] indexes the head axis only when the weights hold several heads; a one-head
+    trace's meta head names which head of the model it is (a label, see `_head_label`), so it is 0.
+    """
     query = int(trace.meta.get("query", 0)) if query is None else int(query)
-    head = int(trace.meta.get("head", 0)) if head is None else int(head)
+    if head is None:
+        head = int(trace.meta.get("head", 0) or 0) if n_heads > 1 else 0
+    head = int(head)
     if not 0 <= query < n_queries:
         raise ValueError(f"query must be in [0, {n_queries}), got {query}")
     if not 0 <= head < n_heads:
@@ -464,7 +471,8 @@ def query_path(trace: Trace, query: int | None = None, *, head: int | None = Non
     """One query's path as bars over the keys: raw scores q·k, scaled scores (÷√dₖ, + bias), weights.
 
     query defaults to the trace's followed query (trace.meta["query"], else 0), head to
-    trace.meta["head"] (else 0). For a model trace, layer picks ``layer {l}/…`` (default
+    trace.meta["head"] when the weights hold several heads (else 0: a one-head trace's meta head is
+    a label, shown in the title). For a model trace, layer picks ``layer {l}/…`` (default
     trace.meta["layer"], else 0); part picks a scoped computation by prefix, e.g. "question".
     Masked keys are hatched and labelled −∞ before softmax, 0 after.
     """
@@ -476,15 +484,31 @@ def query_path(trace: Trace, query: int | None = None, *, head: int | None = Non
     n_keys = weights.shape[-1]
     fig = Figure(figsize=(max(5.0, min(12.0, 1.2 + 0.55 * n_keys)), 6.2), layout="constrained")
     _draw_path(fig, trace, query, head, words, digits, chosen.prefix)
-    fig.suptitle(_path_title(chosen, query, head, weights.shape[0], words), fontsize=10.5,
-                 fontfamily=_style.label_font())
+    fig.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words),
+                 fontsize=10.5, fontfamily=_style.label_font())
     return fig
 
 
-def _path_title(part: Part, query: int, head: int, n_heads: int, words: dict) -> str:
+def _head_label(trace: Trace, part: Part, head: int, n_heads: int, words: dict) -> str:
+    """Which head is drawn, for titles: "head 2" for an index into several recorded heads; for a one-head
+    trace the model's own numbering from trace.meta ("layer 2, head 3"), else "" (nothing to name).
+    The layer is named from trace.meta only when the part's prefix does not already name it."""
+    meta = trace.meta
+    if n_heads > 1:
+        name = f"{words['head']} {head}"
+    elif meta.get("head") is not None:
+        name = f"{words['head']} {meta['head']}"
+    else:
+        return ""
+    if not part.prefix and meta.get("layer") is not None:
+        name = f"{words['layer']} {meta['layer']}, {name}"
+    return name
+
+
+def _path_title(part: Part, query: int, head_label: str, words: dict) -> str:
     where = f"{part.prefix.rstrip('/')}: " if part.prefix else ""
     text = f"{where}{words['query']} {query} “{_style.short(part.q_tokens[query], 20)}”"
-    return text + (f" — {words['head']} {head}" if n_heads > 1 else "")
+    return text + (f" — {head_label}" if head_label else "")
 
 
 def _part(trace: Trace, prefix: str | None) -> Part:
@@ -597,14 +621,15 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
         ax.add_patch(_rect(-0.5, query - 0.5, tk, 1.0))
         ax.patches[-1].set_edgecolor("#d1495b")
         ax.patches[-1].set_linewidth(1.6)
-    ax.set_title(f"{words['attention']} — {words['head']} {head}" if n_heads > 1 else words["attention"], fontsize=9.5)
+    head_label = _head_label(trace, chosen, head, n_heads, words)
+    ax.set_title(f"{words['attention']} — {head_label}" if head_label else words["attention"], fontsize=9.5)
     ax.set_xlabel(words["keys_enc"] if cross else words["keys"])
     ax.set_ylabel(words["queries_dec"] if cross else words["queries"])
     subs[at].colorbar(image, ax=ax, shrink=0.7)
     at += 1
     if with_path:
         _draw_path(subs[at], trace, query, head, words, digits + 1, prefix)
-        subs[at].suptitle(_path_title(chosen, query, head, n_heads, words), fontsize=9.5,
+        subs[at].suptitle(_path_title(chosen, query, head_label, words), fontsize=9.5,
                           fontfamily=_style.label_font())
     if trace.title:
         fig.suptitle(trace.title, fontsize=11, fontfamily=_style.label_font())
@@ -643,7 +668,7 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
     subs = fig.subfigures(1, len(single), width_ratios=widths, squeeze=False)[0]
     for sub, chosen in zip(subs, single):
         _draw_path(sub, trace, chosen.query, 0, words, 3, chosen.prefix)
-        sub.suptitle(_path_title(chosen, chosen.query, 0, 1, words), fontsize=10, fontfamily=_style.label_font())
+        sub.suptitle(_path_title(chosen, chosen.query, "", words), fontsize=10, fontfamily=_style.label_font())
     if trace.title:
         fig.suptitle(trace.title, fontsize=11, fontfamily=_style.label_font())
     return fig

@@ -111,7 +111,15 @@ def _payload(trace: Trace, digits: int) -> dict:
                 del steps[name]
         parts.append(_part_payload(part.label, part.q_tokens, part.k_tokens, steps, formulas, digits, part.query))
     is_model = bool(parts) and attention_parts(trace)[0].prefix.startswith("layer ")
-    return {"title": trace.title, "parts": parts, "isModel": is_model, "head": int(trace.meta.get("head", 0) or 0)}
+    # meta["head"] picks the first head shown when the weights hold several; in a one-head trace it
+    # names the model's head (shown as the head's label), it is no index.
+    label = trace.meta.get("head")
+    several = bool(parts) and parts[0]["heads"] > 1
+    payload = {"title": trace.title, "parts": parts, "isModel": is_model,
+               "head": int(label or 0) if several else 0}
+    if label is not None and not several:     # the page writes "layer 2, head 3" in its language
+        payload["headName"] = {"layer": trace.meta.get("layer"), "head": label}
+    return payload
 
 
 def _asset(name: str) -> str:
@@ -153,7 +161,7 @@ def _page(payload: dict, *, title: str, lang: str, digits: int, derivation: str,
             f"<title>{_html.escape(title or 'qkv attention')}</title>\n{style}</head>\n<body>\n{body}</body>\n</html>\n")
 
 
-def _derivation(trace: Trace, lang: str, digits: int) -> str:
+def _derivation(trace: Trace, lang: str, digits: int, full: bool = False) -> str:
     """helper's step-by-step derivation (qkv.explain.derivation_html), or a plain list of the steps."""
     size = sum(step.value.size for step in trace)
     heading = "<h2>{}</h2>".format("단계별 계산" if lang == "ko" else "Step by step")
@@ -166,7 +174,7 @@ def _derivation(trace: Trace, lang: str, digits: int) -> str:
     except ImportError:
         derivation_html = None
     if derivation_html is not None:   # a <section> with its own heading
-        return f'<div class="qkv-steps">{derivation_html(trace, lang=lang, digits=digits)}</div>'
+        return f'<div class="qkv-steps">{derivation_html(trace, lang=lang, digits=digits, full=full)}</div>'
     else:
         rows = "".join(f"<tr><td><code>{_html.escape(s.name)}</code></td><td>{_html.escape(s.formula)}</td>"
                        f"<td>{' × '.join(map(str, s.shape)) or 'scalar'}</td></tr>" for s in trace)
@@ -174,7 +182,7 @@ def _derivation(trace: Trace, lang: str, digits: int) -> str:
     return f'<div class="qkv-steps"><section class="qkv-derivation">{heading}{fragment}</section></div>'
 
 
-def trace_html(trace: Trace, *, lang: str = "en", digits: int = 4, inline: bool = False) -> str:
+def trace_html(trace: Trace, *, lang: str = "en", digits: int = 4, inline: bool = False, full: bool = False) -> str:
     """The interactive page of a Trace, as one self-contained HTML document (or a fragment when inline).
 
     Args:
@@ -183,11 +191,13 @@ def trace_html(trace: Trace, *, lang: str = "en", digits: int = 4, inline: bool 
         whole model (``layer {l}/weights`` …), or scoped parts (``question/weights``).
       lang: "en" or "ko" for the page's words; digits: decimals shown (and stored) for every number.
       inline: a fragment (styles + view + script) for Jupyter's ``_repr_html_``; else a full page.
+      full: the derivation prints every number of long matrices (default: NumPy-style ellipses; the
+        interactive views above it always hold every recorded number).
     Returns the HTML text. The step-by-step derivation of `qkv.explain.derivation_html` follows the view.
     """
     payload = _payload(trace, digits)
-    return _page(payload, title=trace.title, lang=lang, digits=digits, derivation=_derivation(trace, lang, digits),
-                 inline=inline)
+    return _page(payload, title=trace.title, lang=lang, digits=digits,
+                 derivation=_derivation(trace, lang, digits, full), inline=inline)
 
 
 def attention_page(weights: Any, q_tokens: Sequence[str] | None = None, k_tokens: Sequence[str] | None = None, *,

@@ -170,6 +170,13 @@
       headSelect.parentNode.style.display = p.heads > 1 ? "" : "none";
     }
 
+    // a one-head trace of a model carries the model's numbering (payload.headName); else the index
+    function headName(h) {
+      var n = payload.headName;
+      if (part().heads !== 1 || !n) return W.head + " " + h;
+      return (n.layer !== null && n.layer !== undefined ? W.layer + " " + n.layer + ", " : "") + W.head + " " + n.head;
+    }
+
     function active() { return state.hover !== null ? state.hover : state.pinned; }
 
     function weight(i, j) { var w = step("weights"); return num(w, at(w, state.head, i, j)); }
@@ -316,7 +323,7 @@
       state.cell = [i, j];
       cellBox.hidden = false; cellBox.textContent = "";
       cellBox.appendChild(el("h3", null, W.derivation + " — " + (payload.parts.length > 1 ? p.label + ", " : "") +
-        W.head + " " + h + ": " + W.query + " " + i + " “" + p.qTokens[i] + "” → " + W.key + " " + j + " “" + p.kTokens[j] + "”"));
+        headName(h) + ": " + W.query + " " + i + " “" + p.qTokens[i] + "” → " + W.key + " " + j + " “" + p.kTokens[j] + "”"));
       var table = el("table");
       var qh = step("q_heads"), kh = step("k_heads"), vh = step("v_heads"), out = step("out");
       if (qh && kh) {
