@@ -7,6 +7,9 @@ Tolerances come from the float64 reference:
   float32 rounding must stay within F32_TOL = 4e-6 absolute for outputs of size ~1 (observed
   ≤ 8e-7 at T ≤ 1100, Dk ≤ 64, about 7 float32 ulps at 1.0, from the Dk- and Tk-long sums;
   the tolerance leaves a factor 5).
+
+Every test runs twice: with float32's softmax step in the C extension (`_fused`) and in NumPy
+(the fixture `softmax_step` switches blocked._USE_FUSED; float64 always takes NumPy).
 """
 
 from __future__ import annotations
@@ -22,10 +25,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qkv.kernels import Partial, blocked_attention, finalize, merge_partials, partial_attention
+from qkv.kernels import blocked
 
 F64_TOL = 1e-12
 F32_TOL = 4e-6
 SMALL_BLOCKS = dict(block_q=16, block_k=32)
+
+
+@pytest.fixture(autouse=True, scope="module", params=["fused", "numpy"])
+def softmax_step(request):
+    """Run the module's tests with the C softmax step, then with the NumPy one. Module scope
+    (set and restored by hand) so hypothesis tests may use it too."""
+    if request.param == "fused" and blocked._fused is None:
+        pytest.skip("qkv.kernels._fused is not built (tests/test_fused.py fails for that)")
+    saved = blocked._USE_FUSED
+    blocked._USE_FUSED = request.param == "fused"
+    yield request.param
+    blocked._USE_FUSED = saved
 
 
 # --------------------------------------------------------------------------- the reference

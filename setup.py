@@ -1,0 +1,19 @@
+"""Builds the optional C extension qkv.kernels._fused; all metadata lives in pyproject.toml.
+
+optional=True: where it does not compile, the install still succeeds and the blocked kernel uses
+its NumPy path (tests/test_fused.py asserts the extension is built in this project's environment).
+No -march: the AVX2 code is chosen at run time (see _fused.c).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "qkv.kernels._fused",
+            ["src/qkv/kernels/_fused.c"],
+            extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
+            optional=True,
+        )
+    ]
+)
