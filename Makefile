@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test bench browser clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py src/qkv/kernels/_fused.c
 	$(PYTHON) -m venv $(VENV)
 	# torch pinned first: 2.13.0 is a CPU build on this machine's disk; an unpinned torch would pull CUDA.
 	$(BIN)/pip install --quiet torch==2.13.0
