@@ -77,3 +77,27 @@ def test_flop_count_and_implementations_agree():
         expected = np.asarray(torch_attention(q, k, v, causal))
         for fn in (naive_attention, plain_attention):
             np.testing.assert_allclose(fn(q, k, v, causal), expected, rtol=0, atol=1e-5)
+
+
+def test_markdown_from_a_saved_result(quick_json, tmp_path, capsys):
+    saved, out = tmp_path / "results.json", tmp_path / "results.md"
+    saved.write_text(json.dumps(quick_json))
+    assert main(["bench", "--from-json", str(saved), "--markdown", str(out)]) == 0
+    result = quick_json
+    table = out.read_text(encoding="utf-8")
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "implementation" not in line]
+    assert len(rows) == len(result["rows"]) + len(result["memory"])
+    first = result["rows"][0]
+    assert f"| {first['heads']} | {first['t']} |" in rows[0]
+    assert f"{first['seconds'] * 1e3:.1f}" in rows[0] and f"{first['vs_torch']:.2f}" in rows[0]
+    assert f"{result['decode']['speedup']:.0f}× faster" in table
+
+
+def test_from_json_refuses_other_files(tmp_path, capsys):
+    bad = tmp_path / "x.json"
+    bad.write_text("{}")
+    assert main(["bench", "--from-json", str(bad)]) == 2
+    assert "not a `qkv bench --json` result" in capsys.readouterr().err
+    bad.write_text("{")
+    assert main(["bench", "--from-json", str(bad)]) == 2
+    assert "not valid JSON" in capsys.readouterr().err

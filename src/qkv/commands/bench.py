@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+from .._io import write_atomic
 from ..errors import InputError
 
 
@@ -18,6 +19,8 @@ def register(subparsers) -> None:
     parser.add_argument("--sizes", help="comma-separated sequence lengths T, e.g. 512,1024,4096")
     parser.add_argument("--repeats", type=int, help="timed runs per implementation (the median is reported)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    parser.add_argument("--markdown", metavar="FILE", help="also write the results as a Markdown table to FILE")
+    parser.add_argument("--from-json", metavar="FILE", help="do not measure: print (and convert) a saved --json result")
     parser.set_defaults(func=handler)
 
 
@@ -42,18 +45,58 @@ def handler(args) -> int:
     if args.repeats is not None and args.repeats < 1:
         raise InputError(f"must be at least 1, got {args.repeats}", field="--repeats")
     console = Console()
-    with console.status("benchmarking") as status:
-        result = run_benchmark(QUICK if args.quick else FULL, sizes=sizes, repeats=args.repeats,
-                               progress=lambda message: status.update(f"benchmarking: {message}"))
+    if args.from_json:
+        result = _load(args.from_json)
+    else:
+        with console.status("benchmarking") as status:
+            result = run_benchmark(QUICK if args.quick else FULL, sizes=sizes, repeats=args.repeats,
+                                   progress=lambda message: status.update(f"benchmarking: {message}"))
     print_result(result, console)
-    if args.json:
-        try:
-            with open(args.json, "w", encoding="utf-8") as f:
-                json.dump(result, f, indent=2)
-        except OSError as exc:
-            raise InputError(str(exc.strerror or exc), source=args.json) from None
-        console.print(f"wrote {args.json}")
+    for path, text in ((args.json, lambda: json.dumps(result, indent=2)), (args.markdown, lambda: to_markdown(result))):
+        if path:
+            write_atomic(path, text())
+            console.print(f"wrote {path}")
     return 0
+
+
+def _load(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            result = json.load(f)
+    except OSError as exc:
+        raise InputError(str(exc.strerror or exc), source=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg}, line {exc.lineno})", source=path) from None
+    if not isinstance(result, dict) or not {"machine", "rows", "memory", "decode"} <= set(result):
+        raise InputError("not a `qkv bench --json` result (needs machine, rows, memory, decode)", source=path)
+    return result
+
+
+def to_markdown(result: dict) -> str:
+    """The measured tables as Markdown (what the README shows), from a run_benchmark result."""
+    m = result["machine"]
+    lines = [f"Machine: {m['cpus']} CPUs, float32 GEMM ({m['gemm_n']}²) {m['gemm_gflops']:.1f} GFLOP/s, "
+             f"BLAS {m['blas']}, numpy {m['numpy']}, torch {m.get('torch') or '—'}, "
+             f"load average before the run {m['load_average_before']:.2f}.", "",
+             "| H | T | causal | implementation | ms | GFLOP/s | ×torch | ×GEMM | peak MiB |",
+             "|--:|--:|:--:|:--|--:|--:|--:|--:|--:|"]
+    for row in result["rows"] + result["memory"]:
+        if row["skipped"]:
+            cells = ["—"] * 5
+        else:
+            cells = [_num(row["seconds"] * 1e3 if row["seconds"] is not None else None, ".1f"),
+                     _num(row["gflops"], ".1f"), _num(row["vs_torch"], ".2f"), _num(row["vs_gemm"], ".2f"),
+                     _num(row["peak_mib"], ".1f") + (" †" if row["memory_method"] == "rss-hwm" else "")]
+        impl = f"**{row['impl']}**" if row["impl"].startswith("qkv") else row["impl"]
+        impl += " (skipped)" if row["skipped"] else ""
+        lines.append(f"| {row['heads']} | {row['t']} | {'yes' if row['causal'] else 'no'} | {impl} | " + " | ".join(cells) + " |")
+    d = result["decode"]
+    lines += ["", f"Decode at T={d['t']} (D={d['d_model']}, H={d['heads']}): {d['ms_per_token_with_cache']:.2f} ms/token "
+              f"with the KV cache, {d['ms_per_token_without_cache']:.1f} ms/token recomputing "
+              f"({d['speedup']:.0f}× faster).", ""]
+    lines += [f"- {note}" for note in result.get("notes", [])]
+    lines.append("- † torch: resident-set high-water growth (its allocations are invisible to tracemalloc).")
+    return "\n".join(lines) + "\n"
 
 
 def _num(x, fmt):
