@@ -169,3 +169,71 @@ def test_kernel_through_the_c_step_matches_the_numpy_step(loops):
     np.testing.assert_allclose(results[True][0], results[False][0], rtol=0, atol=2e-5)
     for mine, theirs in zip(results[True][1], results[False][1]):
         np.testing.assert_allclose(mine, theirs, rtol=2e-5, atol=2e-5)
+
+
+# --------------------------------------------------------------------------- gelu
+def exact_gelu(x):
+    """x·Φ(x) in float64 through math.erf."""
+    import math
+
+    x = np.asarray(x, dtype=np.float64)
+    return 0.5 * x * (1.0 + np.array([math.erf(v / math.sqrt(2.0)) for v in x.ravel()]).reshape(x.shape))
+
+
+@needs_fused
+def test_gelu_matches_math_erf_and_the_numpy_path(loops):
+    """_fused.gelu against float64 math.erf (|error| ≤ 1e-7 + 1.2e-7·|x|, test_models' tolerance), and the
+    NumPy path it replaces (same A&S formula; only the exp differs, by ≤ 2 ulps)."""
+    from qkv.models import layers
+
+    x = np.linspace(-12.0, 12.0, 24001).astype(np.float32)   # exact inputs: no rounding of x in the error
+    mine = x.copy()
+    _fused.gelu(mine)
+    error = np.abs(mine - exact_gelu(x))
+    assert np.all(error <= 1e-7 + 1.2e-7 * np.abs(x)), error.max()
+    saved = layers._USE_FUSED
+    try:
+        layers._USE_FUSED = False
+        numpy_path = layers.gelu(x.copy())
+    finally:
+        layers._USE_FUSED = saved
+    assert np.abs(mine - numpy_path).max() <= 3e-7
+
+
+@needs_fused
+@pytest.mark.parametrize("cols", [1, 7, 8, 37, 1536])
+def test_gelu_adds_the_bias_per_row(cols, loops):
+    """gelu(x, bias) = gelu(x + bias) row by row, for widths around the 8-wide vector loop."""
+    rng = np.random.default_rng(cols)
+    x = (rng.standard_normal((3, 5, cols)) * 4).astype(np.float32)
+    bias = rng.standard_normal(cols).astype(np.float32)
+    summed = x + bias
+    expected = summed.copy()
+    _fused.gelu(expected)
+    _fused.gelu(x, bias)
+    np.testing.assert_array_equal(x, expected)
+    np.testing.assert_allclose(x, exact_gelu(summed), rtol=0, atol=1e-7 + 1.2e-7 * np.abs(summed).max())
+
+
+@needs_fused
+def test_gelu_special_values(loops):
+    x = np.float32([0.0, -0.0, np.nan, -np.inf, -100.0, 100.0, 1e-30, -1e-30])
+    _fused.gelu(x)
+    assert x[0] == 0 and x[1] == 0 and np.isnan(x[2])
+    assert x[3] == 0 or np.isnan(x[3])          # −inf·Φ(−inf): 0 in the limit; NumPy's path gives NaN too
+    assert x[4] == 0 and x[5] == 100.0
+    assert abs(x[6] - 5e-31) < 1e-36 and abs(x[7] + 5e-31) < 1e-36
+
+
+@needs_fused
+def test_gelu_refuses_wrong_arrays():
+    with pytest.raises(ValueError):
+        _fused.gelu(np.zeros(8))                                       # float64
+    with pytest.raises((ValueError, BufferError)):
+        _fused.gelu(np.zeros((4, 8), np.float32)[:, ::2])              # not contiguous
+    with pytest.raises(ValueError):
+        _fused.gelu(np.zeros((4, 8), np.float32), np.zeros(7, np.float32))
+    with pytest.raises((ValueError, BufferError, TypeError)):
+        frozen = np.zeros(8, np.float32)
+        frozen.flags.writeable = False
+        _fused.gelu(frozen)

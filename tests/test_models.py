@@ -279,7 +279,18 @@ def test_threads_do_not_change_embeddings(model):
 
 
 # ------------------------------------------------------------------ the token-wise pieces
-def test_erf_and_gelu_accuracy():
+@pytest.fixture(params=["fused", "numpy"])
+def gelu_path(request, monkeypatch):
+    """float32 GELU through the C extension (when built), then through NumPy's passes."""
+    from qkv.models import layers
+
+    if request.param == "fused" and layers._fused is None:
+        pytest.skip("qkv.kernels._fused is not built (tests/test_fused.py fails for that)")
+    monkeypatch.setattr(layers, "_USE_FUSED", request.param == "fused")
+    return request.param
+
+
+def test_erf_and_gelu_accuracy(gelu_path):
     import math
 
     x = np.linspace(-9.0, 9.0, 20001)
@@ -295,6 +306,36 @@ def test_erf_and_gelu_accuracy():
     np.testing.assert_allclose(gelu_tanh(x), tanh_form, atol=1e-14)
     buffer = x.astype(np.float32)
     assert gelu(buffer, out=buffer) is buffer
+    np.testing.assert_array_equal(buffer, g32)
+    other = np.empty_like(buffer)
+    assert gelu(x.astype(np.float32), out=other) is other
+    np.testing.assert_array_equal(other, g32)
+
+
+def test_add_bias_and_activate_on_both_paths(gelu_path):
+    from qkv.models.layers import add_bias_and_activate
+
+    rng = np.random.default_rng(5)
+    for activation, function in (("gelu", gelu), ("gelu_new", gelu_tanh)):
+        x = (rng.standard_normal((9, 37)) * 3).astype(np.float32)
+        bias = rng.standard_normal(37).astype(np.float32)
+        expected = function((x + bias).astype(np.float32))
+        assert add_bias_and_activate(x, bias, activation) is x
+        np.testing.assert_allclose(x, expected, atol=1e-6)
+
+
+def test_encode_agrees_on_both_gelu_paths(model, gelu_path):
+    """The whole model with either GELU: sentence embeddings within float32 rounding of each other."""
+    from qkv.models import layers
+
+    ours = model.encode(TEXTS, threads=1)
+    saved = layers._USE_FUSED
+    layers._USE_FUSED = False
+    try:
+        numpy_path = model.encode(TEXTS, threads=1)
+    finally:
+        layers._USE_FUSED = saved
+    np.testing.assert_allclose(ours, numpy_path, atol=1e-6)
 
 
 def test_layer_norm_matches_the_formula():

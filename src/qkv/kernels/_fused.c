@@ -347,6 +347,124 @@ static PyObject *fused_exp(PyObject *self, PyObject *args, PyObject *kwargs)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------------ GELU (exact, erf form)
+ * gelu(x) = x·Φ(x) = max(x, 0) − |x|·Φ(−|x|) with Φ(−a) = ½·erfc(a/√2) from Abramowitz & Stegun
+ * 7.1.26: ½·erfc(z) = ½·(a1·t + … + a5·t⁵)·exp(−z²), t = 1/(1 + p·z) — the same formula, the same
+ * order of operations as qkv.models.layers.gelu's NumPy path, with this module's exp. */
+#define GELU_P (0.3275911f * 0.70710678118654752f)   /* p/√2: t = 1/(1 + p·|x|/√2) */
+#define GELU_A1 (0.5f * 0.254829592f)
+#define GELU_A2 (0.5f * -0.284496736f)
+#define GELU_A3 (0.5f * 1.421413741f)
+#define GELU_A4 (0.5f * -1.453152027f)
+#define GELU_A5 (0.5f * 1.061405429f)
+
+static inline float gelu1(float x)
+{
+    float a = fabsf(x);
+    float t = 1.0f / (1.0f + a * GELU_P);
+    float p = t * GELU_A5;
+    p = (p + GELU_A4) * t;
+    p = (p + GELU_A3) * t;
+    p = (p + GELU_A2) * t;
+    p = (p + GELU_A1) * t;
+    float tail = p * fused_exp1(-0.5f * (x * x)) * a;
+    return (x > 0.0f ? x : (x != x ? x : 0.0f)) - tail;
+}
+
+static void gelu_rows_scalar(float *x, const float *bias, Py_ssize_t rows, Py_ssize_t cols)
+{
+    for (Py_ssize_t i = 0; i < rows; i++, x += cols)
+        for (Py_ssize_t j = 0; j < cols; j++)
+            x[j] = gelu1(bias ? x[j] + bias[j] : x[j]);
+}
+
+#ifdef FUSED_X86
+__attribute__((target("avx2,fma"))) static inline __m256 gelu8(__m256 x)
+{
+    __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+    __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(a, _mm256_set1_ps(GELU_P), _mm256_set1_ps(1.0f)));
+    __m256 p = _mm256_mul_ps(t, _mm256_set1_ps(GELU_A5));
+    p = _mm256_mul_ps(_mm256_add_ps(p, _mm256_set1_ps(GELU_A4)), t);
+    p = _mm256_mul_ps(_mm256_add_ps(p, _mm256_set1_ps(GELU_A3)), t);
+    p = _mm256_mul_ps(_mm256_add_ps(p, _mm256_set1_ps(GELU_A2)), t);
+    p = _mm256_mul_ps(_mm256_add_ps(p, _mm256_set1_ps(GELU_A1)), t);
+    __m256 e = fused_exp8(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(x, x)));
+    __m256 tail = _mm256_mul_ps(_mm256_mul_ps(p, e), a);
+    return _mm256_sub_ps(_mm256_max_ps(_mm256_setzero_ps(), x), tail);   /* max returns x for NaN */
+}
+
+__attribute__((target("avx2,fma"))) static void gelu_rows_avx2(float *x, const float *bias, Py_ssize_t rows,
+                                                               Py_ssize_t cols)
+{
+    for (Py_ssize_t i = 0; i < rows; i++, x += cols) {
+        Py_ssize_t j = 0;
+        for (; j + 8 <= cols; j += 8) {
+            __m256 v = _mm256_loadu_ps(x + j);
+            if (bias)
+                v = _mm256_add_ps(v, _mm256_loadu_ps(bias + j));
+            _mm256_storeu_ps(x + j, gelu8(v));
+        }
+        for (; j < cols; j++)
+            x[j] = gelu1(bias ? x[j] + bias[j] : x[j]);
+    }
+}
+#endif
+
+PyDoc_STRVAR(gelu_doc,
+"gelu(x, bias=None)\n\n"
+"In place: x = gelu(x + bias) for a writable C-contiguous float32 array x (…, D), bias a float32\n"
+"(D,) array or None; the exact (erf) GELU with erf from Abramowitz & Stegun 7.1.26, as\n"
+"qkv.models.layers.gelu computes it in NumPy. Releases the GIL.");
+
+static PyObject *fused_gelu(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"x", "bias", NULL};
+    PyObject *o_x, *o_bias = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O", kwlist, &o_x, &o_bias))
+        return NULL;
+    Py_buffer vx, vb;
+    if (PyObject_GetBuffer(o_x, &vx, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+        return NULL;
+    const char *fmt = vx.format ? vx.format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+        fmt++;
+    if (vx.ndim < 1 || strcmp(fmt, "f") != 0 || vx.itemsize != 4) {
+        PyErr_SetString(PyExc_ValueError, "x must be a writable C-contiguous float32 array of at least one dimension");
+        PyBuffer_Release(&vx);
+        return NULL;
+    }
+    Py_ssize_t cols = vx.shape[vx.ndim - 1], rows = cols ? vx.len / 4 / cols : 0;
+    int have_bias = o_bias != Py_None;
+    if (have_bias) {
+        if (get_f32(o_bias, &vb, 1, "bias") < 0) {
+            PyBuffer_Release(&vx);
+            return NULL;
+        }
+        if (vb.shape[0] != cols) {
+            PyErr_Format(PyExc_ValueError, "bias has %zd values but x has rows of %zd", vb.shape[0], cols);
+            PyBuffer_Release(&vb);
+            PyBuffer_Release(&vx);
+            return NULL;
+        }
+    }
+    float *x = vx.buf;
+    const float *bias = have_bias ? vb.buf : NULL;
+    int avx2 = have_avx2();
+    Py_BEGIN_ALLOW_THREADS
+#ifdef FUSED_X86
+    if (avx2)
+        gelu_rows_avx2(x, bias, rows, cols);
+    else
+#endif
+        gelu_rows_scalar(x, bias, rows, cols);
+    Py_END_ALLOW_THREADS
+    (void)avx2;
+    if (have_bias)
+        PyBuffer_Release(&vb);
+    PyBuffer_Release(&vx);
+    Py_RETURN_NONE;
+}
+
 static PyObject *fused_have_avx2(PyObject *self, PyObject *unused)
 {
     return PyBool_FromLong(have_avx2());
@@ -365,6 +483,7 @@ static PyObject *fused_set_vector(PyObject *self, PyObject *arg)
 static PyMethodDef methods[] = {
     {"softmax_rows", softmax_rows, METH_VARARGS, softmax_rows_doc},
     {"exp", (PyCFunction)(void (*)(void))fused_exp, METH_VARARGS | METH_KEYWORDS, exp_doc},
+    {"gelu", (PyCFunction)(void (*)(void))fused_gelu, METH_VARARGS | METH_KEYWORDS, gelu_doc},
     {"have_avx2", fused_have_avx2, METH_NOARGS, "True when the AVX2+FMA loops are used on this CPU."},
     {"set_vector", fused_set_vector, METH_O,
      "set_vector(enabled) -> previous: False makes every call use the scalar loops (for tests)."},

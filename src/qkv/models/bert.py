@@ -19,13 +19,13 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..attention import attention_reference, residual
+from ..attention import attention_reference
 from ..errors import InputError
 from ..heads import merge_heads
 from ..mha import MultiHeadAttention
 from ..trace import Trace
 from .files import ModelFiles, Pooling, locate, read_json, read_pooling, read_tensors, read_tokenizer
-from .layers import ACTIVATIONS, LayerNorm
+from .layers import ACTIVATIONS, LayerNorm, add_bias_and_activate
 
 __all__ = ["BertConfig", "BertLayer", "BertWeights", "BertEncoder", "Tokens", "load"]
 
@@ -248,23 +248,30 @@ class BertEncoder:
         heads, layer_weights = _attend(q, k, v, lengths, weights=weights)  # (B, H, T, Dh), (B, H, T, T)
         concat = merge_heads(heads).reshape(b * t, d)                   # (B·T, H·Dh)
         out = np.empty_like(rows)
+        n = min(_ROWS_PER_BLOCK, b * t)
+        scratch = (np.empty((n, d), dtype=x.dtype), np.empty((n, layer.w_in.shape[1]), dtype=x.dtype))
         for start in range(0, b * t, _ROWS_PER_BLOCK):
             block = slice(start, start + _ROWS_PER_BLOCK)
-            out[block] = self._token_wise(layer, rows[block], concat[block])
+            self._token_wise(layer, rows[block], concat[block], out=out[block], scratch=scratch)
         return out.reshape(b, t, d), layer_weights
 
-    def _token_wise(self, layer: BertLayer, x: np.ndarray, concat: np.ndarray) -> np.ndarray:
-        """Per token: y = concat·W_O + b_O; x₁ = LN(x + y); x₂ = LN(x₁ + GELU(x₁·W_in + b_in)·W_out + b_out)."""
-        attended = concat @ layer.attention.w_o
-        attended += layer.attention.b_o
-        x1 = residual(x, attended)
+    def _token_wise(self, layer: BertLayer, x: np.ndarray, concat: np.ndarray, *, out: np.ndarray,
+                    scratch: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """Per token: y = concat·W_O + b_O; x₁ = LN(x + y); x₂ = LN(x₁ + GELU(x₁·W_in + b_in)·W_out + b_out).
+
+        x, concat (rows, D) → out (rows, D); scratch: (≥ rows, D) and (≥ rows, F) work arrays, reused
+        across blocks so the sums run in place without allocating.
+        """
+        n = x.shape[0]
+        x1 = np.matmul(concat, layer.attention.w_o, out=scratch[0][:n])  # (rows, D)
+        x1 += layer.attention.b_o
+        x1 += x                                                          # the residual R + Y
         layer.attention_norm(x1, out=x1)
-        inner = x1 @ layer.w_in                                          # (rows, F)
-        inner += layer.b_in
-        ACTIVATIONS[self.config.hidden_act](inner, out=inner)
-        ffn = inner @ layer.w_out                                        # (rows, D)
-        ffn += layer.b_out
-        x2 = residual(x1, ffn)
+        inner = np.matmul(x1, layer.w_in, out=scratch[1][:n])            # (rows, F)
+        add_bias_and_activate(inner, layer.b_in, self.config.hidden_act)
+        x2 = np.matmul(inner, layer.w_out, out=out)                      # (rows, D)
+        x2 += layer.b_out
+        x2 += x1
         return layer.output_norm(x2, out=x2)
 
     def hidden_states(self, text: str) -> list[np.ndarray]:

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LayerNorm", "erf", "gelu", "gelu_tanh", "ACTIVATIONS"]
+try:  # the C extension's in-place float32 GELU (one pass, GIL released); NumPy's passes without it
+    from ..kernels import _fused
+except ImportError:  # pragma: no cover - setup.py builds it as optional
+    _fused = None
+
+__all__ = ["LayerNorm", "erf", "gelu", "gelu_tanh", "add_bias_and_activate", "ACTIVATIONS"]
+
+# Tests set this to False to run the NumPy path where the extension is built.
+_USE_FUSED = _fused is not None
 
 # Abramowitz & Stegun 7.1.26: erf(a) = 1 − (a1·t + … + a5·t⁵)·exp(−a²), t = 1/(1 + p·a), a ≥ 0,
 # absolute error ≤ 1.5e-7 — about one float32 ulp of values near 1, so float32 runs use it.
@@ -80,7 +88,15 @@ def gelu(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     Φ(−a) = ½·erfc(a/√2) from A&S 7.1.26 (|error| ≤ 0.75e-7) in float32: |error of gelu| ≤ |x|·0.75e-7
     plus float32 rounding (measured ≤ 5.3e-7 on [−12, 12], as torch's own float32 gelu).
     float64: math.erf, exact to double precision (a reference, not fast).
+    float32 with the C extension: the same formula in one pass (``_fused.gelu``, ~4× faster).
     """
+    if _USE_FUSED and x.dtype == np.float32 and (out is None or out.flags.c_contiguous):
+        if out is None:
+            out = np.array(x, dtype=np.float32, order="C")
+        elif out is not x:
+            out[...] = x
+        _fused.gelu(out)
+        return out
     if x.dtype == np.float64:
         result = 0.5 * x * (1.0 + erf(x * _SQRT_HALF))
         if out is None:
@@ -113,6 +129,16 @@ def gelu_tanh(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     inner += 1.0
     inner *= 0.5
     return np.multiply(x, inner, out=out)
+
+
+def add_bias_and_activate(x: np.ndarray, bias: np.ndarray, activation: str) -> np.ndarray:
+    """In place: x (…, F) ← activation(x + bias), bias (F,). float32 "gelu" with the C extension is one pass."""
+    if activation == "gelu" and _USE_FUSED and x.dtype == np.float32 and x.flags.c_contiguous \
+            and bias.dtype == np.float32:
+        _fused.gelu(x, bias)
+        return x
+    x += bias
+    return ACTIVATIONS[activation](x, out=x)
 
 
 # config.json "hidden_act" → the function computing it.
