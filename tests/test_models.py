@@ -273,6 +273,23 @@ def test_runs_of_equal_length_equal_attention_under_a_padding_mask():
     assert not np.any(np.where(real, 0.0, out))                          # padded rows stay zero
 
 
+def test_float32_runs_equal_attention_under_a_padding_mask_on_both_paths(gelu_path):
+    """float32, no weights (what encode runs): with the C softmax step (when built) and with NumPy's,
+    within float32 rounding of the float64 masked reference, padded rows zero."""
+    from qkv.models.bert import _attend
+
+    rng = np.random.default_rng(4)
+    b, h, t, dh = 9, 3, 13, 5
+    q, k, v = (rng.standard_normal((b, h, t, dh)) * 3 for _ in range(3))
+    lengths = np.array([13, 13, 11, 11, 11, 7, 2, 13, 1])
+    expected = qkv.attention_reference(q, k, v, qkv.padding_mask(lengths, t))
+    out, weights = _attend(*(a.astype(np.float32) for a in (q, k, v)), lengths, weights=False)
+    assert out.dtype == np.float32 and weights is None
+    real = (np.arange(t)[None, :] < lengths[:, None])[:, None, :, None]
+    np.testing.assert_allclose(np.where(real, out, 0.0), np.where(real, expected, 0.0), atol=4e-6)
+    assert not np.any(np.where(real, 0.0, out))
+
+
 def test_threads_do_not_change_embeddings(model):
     np.testing.assert_allclose(model.encode(TEXTS[:6], batch_size=2, threads=1),
                                model.encode(TEXTS[:6], batch_size=2, threads=2), atol=1e-6)
@@ -281,7 +298,7 @@ def test_threads_do_not_change_embeddings(model):
 # ------------------------------------------------------------------ the token-wise pieces
 @pytest.fixture(params=["fused", "numpy"])
 def gelu_path(request, monkeypatch):
-    """float32 GELU through the C extension (when built), then through NumPy's passes."""
+    """float32 models through the C extension (GELU, attention's softmax step) when built, then NumPy's passes."""
     from qkv.models import layers
 
     if request.param == "fused" and layers._fused is None:
@@ -325,7 +342,7 @@ def test_add_bias_and_activate_on_both_paths(gelu_path):
 
 
 def test_encode_agrees_on_both_gelu_paths(model, gelu_path):
-    """The whole model with either GELU: sentence embeddings within float32 rounding of each other."""
+    """The whole model on either path (C GELU and softmax step, or NumPy): embeddings within float32 rounding."""
     from qkv.models import layers
 
     ours = model.encode(TEXTS, threads=1)
