@@ -158,6 +158,8 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
         return _torch_sdpa(spec, q, k, v, mask, bias, causal)
     fast = _blocked_kernel()
     if fast is None or spec.tq * spec.tk <= _PLAIN_MAX_SCORES:
+        if mask is None and bias is None and not causal and _fused_softmax_rows(q) is not None:
+            return _plain_fused(spec, q, k, v)
         return attention_reference(q, k, v, mask, bias=bias, causal=causal, scale=scale)
     return fast(q, k, v, mask, bias=bias, causal=causal, scale=spec.scale)
 
@@ -368,6 +370,32 @@ def _empty_result(spec: _Spec, q, v, *, return_weights: bool):
     if return_weights:
         return out, xp.zeros(spec.scores_shape, dtype=q.dtype, device=spec.device)
     return out
+
+
+def _fused_softmax_rows(q):
+    """The C extension's one-pass softmax step, for float32 NumPy inputs when it is built."""
+    if q.dtype != np.float32:
+        return None
+    try:
+        from .kernels import _fused
+    except ImportError:  # not compiled: the NumPy passes of attention_reference are used
+        return None
+    return _fused.softmax_rows
+
+
+def _plain_fused(spec: _Spec, q, k, v):
+    """attention_reference's steps for unmasked float32 inputs, its softmax (max, subtract, exp,
+    sum) done as one C pass per row: scores = q·kᵀ·scale, exp(scores − row max) in place, ÷ row sum, ·v.
+    Every row has a key (no mask), so every row sum is ≥ 1."""
+    qg, kg, vg = _group(spec, q), _group_kv(spec, k), _group_kv(spec, v)
+    scores = qg @ np.swapaxes(kg, -1, -2)                      # (…, [G, H/G,] Tq, Tk), a fresh array
+    scores *= np.float32(spec.scale)
+    rows = scores.reshape(-1, spec.tk)                         # a view: one row per query
+    ref = np.full(rows.shape[0], -np.inf, dtype=np.float32)    # moves to each row's max on the first pass
+    row_sum = np.zeros(rows.shape[0], dtype=np.float32)
+    _fused_softmax_rows(q)(rows, ref, row_sum, np.empty_like(row_sum), None, 0.0)
+    scores /= row_sum.reshape(scores.shape[:-1] + (1,))
+    return _ungroup(spec, scores @ vg)                         # (…, H, Tq, Dv)
 
 
 def _blocked_kernel():

@@ -19,13 +19,12 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..attention import attention_reference
+from ..attention import attention
 from ..errors import InputError
 from ..heads import merge_heads
 from ..mha import MultiHeadAttention
 from ..trace import Trace
 from .files import ModelFiles, Pooling, locate, read_json, read_pooling, read_tensors, read_tokenizer
-from . import layers as _layers
 from .layers import ACTIVATIONS, LayerNorm, add_bias_and_activate
 
 __all__ = ["BertConfig", "BertLayer", "BertWeights", "BertEncoder", "Tokens", "load"]
@@ -418,15 +417,11 @@ def _attend(q, k, v, lengths: np.ndarray, *, weights: bool):
     L (a few sequences at a time, so the (b, H, L, L) scores stay in cache) attends over
     q[:, :, :L] and friends with no mask at all, and the padded rows stay zero. For the real rows
     this is exactly attention under `qkv.padding_mask(lengths, T)` (tested), without computing
-    scores for padding. The math is the plain path of `qkv.attention` (`attention_reference`; float32
-    without weights takes its softmax as one C pass, `_attend_fused`, ~2× faster for the whole call):
-    at BERT's lengths it beats the blocked kernel (at T = 64, 32 sequences × 12 heads: 13 ms of
-    CPU vs 73 ms for the kernel and 33 ms for one masked call; see docs/models.md).
+    scores for padding. The math is `qkv.attention`: at BERT's usual lengths (Tq·Tk ≤ 128²) the core
+    takes its plain path, for float32 with the softmax as one C pass (see docs/models.md).
     Returns out (B, H, T, Dh) and, when asked, weights (B, H, T, T) (zero outside the real block).
     """
     b, h, t, dh = q.shape
-    # float32 without weights: the same steps with the softmax in one C pass per row (_fused.softmax_rows).
-    fused = not weights and q.dtype == np.float32 and _layers._USE_FUSED
     out = np.zeros((b, h, t, dh), dtype=q.dtype)
     all_weights = np.zeros((b, h, t, t), dtype=q.dtype) if weights else None
     start = 0
@@ -437,31 +432,13 @@ def _attend(q, k, v, lengths: np.ndarray, *, weights: bool):
         while stop < b and stop - start < most and lengths[stop] == length:
             stop += 1
         rows, real = slice(start, stop), slice(0, length)
-        if fused:
-            out[rows, :, real] = _attend_fused(q[rows, :, real], k[rows, :, real], v[rows, :, real])
-            start = stop
-            continue
-        result = attention_reference(q[rows, :, real], k[rows, :, real], v[rows, :, real], return_weights=weights)
+        q_run, k_run, v_run = q[rows, :, real], k[rows, :, real], v[rows, :, real]
         if weights:
-            out[rows, :, real], all_weights[rows, :, real, real] = result
+            out[rows, :, real], all_weights[rows, :, real, real] = attention(q_run, k_run, v_run, return_weights=True)
         else:
-            out[rows, :, real] = result
+            out[rows, :, real] = attention(q_run, k_run, v_run)
         start = stop
     return out, all_weights
-
-
-def _attend_fused(q, k, v):
-    """softmax(q·kᵀ/√Dh)·v for float32 q, k, v (b, H, L, Dh), no mask: attention_reference's steps, with
-    its softmax (max, subtract, exp, sum: five NumPy passes) as one pass of `_fused.softmax_rows` per row
-    (its lazy reference starts at −∞, so it is the row max and nothing is rescaled), then one division."""
-    scores = q @ k.swapaxes(-1, -2)                                  # (b, H, L, L)
-    scores *= np.float32(1.0 / np.sqrt(q.shape[-1]))
-    rows = scores.reshape(-1, scores.shape[-1])                      # (b·H·L, L), a view
-    ref = np.full(rows.shape[0], -np.inf, dtype=np.float32)
-    row_sum = np.zeros(rows.shape[0], dtype=np.float32)
-    _layers._fused.softmax_rows(rows, ref, row_sum, np.empty_like(row_sum), None, 0.0)
-    scores /= row_sum.reshape(*scores.shape[:-1], 1)                 # every row has a real key: sum ≥ 1
-    return scores @ v                                                # (b, H, L, Dh)
 
 
 def _workers(threads: int | None) -> int:
