@@ -35,6 +35,16 @@ def as_heads(value: Any, name: str = "weights") -> np.ndarray:
     return array
 
 
+def as_layers(weights: Any) -> np.ndarray:
+    """Weights of every layer and head as float64 (L, H, Tq, Tk); one layer (H, Tq, Tk) gets L = 1."""
+    array = np.asarray(weights, dtype=np.float64)
+    if array.ndim == 3:
+        array = array[None]
+    if array.ndim != 4:
+        raise ValueError(f"weights has shape {np.shape(weights)}, expected (L, H, Tq, Tk) or (H, Tq, Tk)")
+    return array
+
+
 def layer_prefixes(trace: Trace) -> list[str]:
     """Step-name prefixes of the layers, in order: ["layer 0/", "layer 1/", …] or [""] for one layer."""
     found = sorted({int(m.group(1)) for name in trace.names() if (m := _LAYER.match(name))})

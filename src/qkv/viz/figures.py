@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from ..trace import Trace
 from . import _style
-from ._data import Part, as_heads, attention_parts, layer_weights, step_heads, token_labels
+from ._data import Part, as_heads, as_layers, attention_parts, layer_weights, step_heads, token_labels
 
 __all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask_figure", "attention_figure",
            "figure_for"]
@@ -150,11 +150,7 @@ def attention_grid(weights: Any, tokens: Sequence[str] | None = None, k_tokens: 
     Each panel is coloured from 0 to its own maximum (a 512-token head spreads thin; a shared scale
     would leave it white). Token labels appear on the outer panels only, thinned.
     """
-    array = np.asarray(weights, dtype=np.float64)
-    if array.ndim == 3:
-        array = array[None]
-    if array.ndim != 4:
-        raise ValueError(f"weights has shape {np.shape(weights)}, expected (L, H, Tq, Tk) or (H, Tq, Tk)")
+    array = as_layers(weights)                                      # (L, H, Tq, Tk)
     n_layers, n_heads, tq, tk = array.shape
     q_labels, k_labels = token_labels({"tokens": tokens, "key_tokens": k_tokens}, tq, tk)
     words = _style.words(lang)

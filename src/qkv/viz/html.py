@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..trace import Trace
-from ._data import as_heads, attention_parts, token_labels
+from ._data import as_heads, as_layers, attention_parts, token_labels
 
 __all__ = ["trace_html", "attention_page", "pack"]
 
@@ -211,11 +211,7 @@ def attention_page(weights: Any, q_tokens: Sequence[str] | None = None, k_tokens
       layer_names: L labels for the layer picker (default "layer 0" …).
     Returns a full self-contained HTML page (no derivation section: only weights are known).
     """
-    array = np.asarray(weights, dtype=np.float64)
-    if array.ndim == 3:
-        array = array[None]
-    if array.ndim != 4:
-        raise ValueError(f"weights has shape {np.shape(weights)}, expected (L, H, Tq, Tk) or (H, Tq, Tk)")
+    array = as_layers(weights)                                      # (L, H, Tq, Tk)
     n_layers, _, tq, tk = array.shape
     if layer_names is not None and len(layer_names) != n_layers:
         raise ValueError(f"layer_names has {len(layer_names)} names for {n_layers} layers")
