@@ -91,6 +91,13 @@ def test_inspect_one_head_is_short_and_names_the_real_head(capsys, tmp_path):
     assert w_q["shape"] == [384, 32] and len(w_q["values"]) == 384      # JSON keeps every number
 
 
+
+def test_inspect_full_prints_every_number(capsys):
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--format", "markdown", "--full")
+    assert code == 0
+    assert "columns shown" not in out and r"\cdots" not in out   # nothing elided
+    assert len(out) > 100_000                                      # every one of W_Q's 384 × 32 numbers
+
 # ------------------------------------------------------------------ inspect: the grid
 def test_inspect_grid_text_and_json(capsys, model):
     code, out, _ = run(capsys, "inspect", TEXT, "--query", "cat")

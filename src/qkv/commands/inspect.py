@@ -43,6 +43,8 @@ def register(subparsers) -> None:
     parser.add_argument("--digits", type=int, default=3, metavar="N", help="decimals shown (default 3)")
     parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
     parser.add_argument("--figure", metavar="FILE", help="also save a figure (.png .svg .pdf)")
+    parser.add_argument("--full", action="store_true",
+                        help="print every number of the derivation (long matrices are otherwise shown as 4 + … + 4)")
     parser.set_defaults(func=handler)
 
 
@@ -92,7 +94,7 @@ def _one_head(model, args, layer: int, head: int, query: int) -> str:
         from ..viz import save_figure
 
         save_figure(trace, args.figure, lang=args.lang)
-    derivation = render(trace, args.format, lang=args.lang, digits=args.digits)
+    derivation = render(trace, args.format, lang=args.lang, digits=args.digits, full=args.full)
     if args.format == "html":
         return derivation
     if args.format == "json":
