@@ -25,6 +25,8 @@ import array_api_compat
 import numpy as np
 
 from ._backend import compute_dtype, is_numpy, is_torch, namespace, shape_str
+from .kernels import blocked as _kernel_module
+from .kernels import blocked_attention
 
 __all__ = [
     "attention",
@@ -156,12 +158,11 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
         return _empty_result(spec, q, v, return_weights=False)
     if is_torch(q):
         return _torch_sdpa(spec, q, k, v, mask, bias, causal)
-    fast = _blocked_kernel()
-    if fast is None or spec.tq * spec.tk <= _PLAIN_MAX_SCORES:
+    if spec.tq * spec.tk <= _PLAIN_MAX_SCORES:
         if mask is None and bias is None and not causal and _fused_softmax_rows(q) is not None:
             return _plain_fused(spec, q, k, v)
         return attention_reference(q, k, v, mask, bias=bias, causal=causal, scale=scale)
-    return fast(q, k, v, mask, bias=bias, causal=causal, scale=spec.scale)
+    return blocked_attention(q, k, v, mask, bias=bias, causal=causal, scale=spec.scale)
 
 
 def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,
@@ -374,13 +375,9 @@ def _empty_result(spec: _Spec, q, v, *, return_weights: bool):
 
 def _fused_softmax_rows(q):
     """The C extension's one-pass softmax step, for float32 NumPy inputs when it is built."""
-    if q.dtype != np.float32:
+    if q.dtype != np.float32 or _kernel_module._fused is None:  # not compiled: NumPy's passes are used
         return None
-    try:
-        from .kernels import _fused
-    except ImportError:  # not compiled: the NumPy passes of attention_reference are used
-        return None
-    return _fused.softmax_rows
+    return _kernel_module._fused.softmax_rows
 
 
 def _plain_fused(spec: _Spec, q, k, v):
@@ -396,14 +393,6 @@ def _plain_fused(spec: _Spec, q, k, v):
     _fused_softmax_rows(q)(rows, ref, row_sum, np.empty_like(row_sum), None, 0.0)
     scores /= row_sum.reshape(scores.shape[:-1] + (1,))
     return _ungroup(spec, scores @ vg)                         # (…, H, Tq, Dv)
-
-
-def _blocked_kernel():
-    try:
-        from .kernels import blocked_attention
-    except ImportError:  # the kernel package is optional while it is being built
-        return None
-    return blocked_attention
 
 
 def _torch_sdpa(spec: _Spec, q, k, v, mask, bias, causal):

@@ -119,11 +119,10 @@ class Trace:
     def from_json(cls, text: str) -> "Trace":
         return cls.from_dict(json.loads(text))
 
-    def _repr_html_(self) -> str:  # Jupyter shows the interactive view when qkv.viz provides it
-        try:
-            from .viz.html import trace_html
-        except ImportError:
-            return f"<pre>{self!r}</pre>"
+    def _repr_html_(self) -> str:
+        """Jupyter shows the interactive view (imported on use: the renderers sit above the Trace)."""
+        from .viz.html import trace_html
+
         return trace_html(self, inline=True)
 
 

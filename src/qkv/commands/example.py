@@ -64,12 +64,6 @@ def emit(trace: Trace, args: argparse.Namespace, digits: int | None) -> int:
     from .._io import write_atomic
     from ..explain import render
 
-    if args.format == "html":
-        try:
-            import qkv.viz.html  # noqa: F401 - the interactive page lives in qkv.viz
-        except ImportError as exc:
-            raise InputError(f"the HTML page needs qkv.viz.html, which cannot be imported ({exc})",
-                             field="--format") from None
     color = args.format == "text" and args.out is None and sys.stdout.isatty()
     text = render(trace, args.format, lang=args.lang, digits=digits, by_hand=args.by_hand, color=color)
     if args.figure is not None:

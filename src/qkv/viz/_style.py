@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import warnings
-from typing import Iterator, Sequence
+from typing import Iterator
 
 __all__ = ["HEAD_COLOURS", "cjk_font", "label_font", "quiet_glyphs", "thin_ticks", "ticks_room", "words", "short"]
 

@@ -162,24 +162,16 @@ def _page(payload: dict, *, title: str, lang: str, digits: int, derivation: str,
 
 
 def _derivation(trace: Trace, lang: str, digits: int, full: bool = False) -> str:
-    """helper's step-by-step derivation (qkv.explain.derivation_html), or a plain list of the steps."""
+    """The step-by-step derivation (`qkv.explain.derivation_html`), or a note when the trace is too large."""
     size = sum(step.value.size for step in trace)
     heading = "<h2>{}</h2>".format("단계별 계산" if lang == "ko" else "Step by step")
     if size > _DERIVATION_LIMIT:
         note = (f"The trace holds {size:,} numbers; the step-by-step text is left out of this page. "
                 "Run <code>qkv explain</code> on a shorter input to read it.")
         return f'<div class="qkv-steps"><section class="qkv-derivation">{heading}<p class="qkv-note">{note}</p></section></div>'
-    try:
-        from ..explain import derivation_html
-    except ImportError:
-        derivation_html = None
-    if derivation_html is not None:   # a <section> with its own heading
-        return f'<div class="qkv-steps">{derivation_html(trace, lang=lang, digits=digits, full=full)}</div>'
-    else:
-        rows = "".join(f"<tr><td><code>{_html.escape(s.name)}</code></td><td>{_html.escape(s.formula)}</td>"
-                       f"<td>{' × '.join(map(str, s.shape)) or 'scalar'}</td></tr>" for s in trace)
-        fragment = f'<table class="qkv-steps"><tr><th>step</th><th>formula</th><th>shape</th></tr>{rows}</table>'
-    return f'<div class="qkv-steps"><section class="qkv-derivation">{heading}{fragment}</section></div>'
+    from ..explain import derivation_html   # a <section> with its own heading
+
+    return f'<div class="qkv-steps">{derivation_html(trace, lang=lang, digits=digits, full=full)}</div>'
 
 
 def trace_html(trace: Trace, *, lang: str = "en", digits: int = 4, inline: bool = False, full: bool = False) -> str:
