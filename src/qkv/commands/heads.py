@@ -1,0 +1,140 @@
+"""`qkv heads "TEXT"`: what every head of a real model does, as a table of scores (and a figure).
+
+    qkv heads "The cat sat on the mat because it was tired."
+    qkv heads "The cat sat on the mat." --sort induction --top 10
+    qkv heads "The cat sat on the mat." --figure heads.png --json heads.json
+
+For TEXT: each head's entropy, its attention on the first token ([CLS] / BOS, the "sink"), on the
+previous token and on itself. On a probe — a random token sequence repeated twice, after the
+model's first special token — its duplicate-token and induction scores, as TransformerLens's head
+detectors measure them. Plus attention rollout (with the residual identity term): what the first
+token draws on after every layer. Definitions: `qkv.analysis`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from ..errors import InputError
+from .inspect import _render_rich, _write, add_model_option, load_model
+
+
+def register(subparsers) -> None:
+    from ..analysis import SCORES
+
+    parser = subparsers.add_parser(
+        "heads", help="per-head scores of a real model: entropy, sink, previous-token, induction, rollout",
+        description="Score every layer × head of a real model (MiniLM by default) on TEXT and on a repeated "
+        "random-token probe: entropy, first-token (sink), previous-token, self, duplicate-token and induction "
+        "scores, and attention rollout.")
+    parser.add_argument("text", metavar="TEXT", help="the text whose attention is summarised")
+    add_model_option(parser)
+    parser.add_argument("--sort", default="layer", choices=("layer",) + SCORES, metavar="SCORE",
+                        help=f"order of the rows: layer (default) or a score, highest first ({', '.join(SCORES)})")
+    parser.add_argument("--top", type=_count, default=None, metavar="N", help="show only the first N rows")
+    parser.add_argument("--probe", type=_count, default=20, metavar="N",
+                        help="length of the random sequence repeated in the probe (default 20)")
+    parser.add_argument("--seed", type=_count, default=0, metavar="N", help="seed of the probe (default 0)")
+    parser.add_argument("--figure", metavar="FILE", help="also save the score maps and the rollout (.png .svg .pdf)")
+    parser.add_argument("--json", metavar="FILE", help="also write every score as JSON (atomically)")
+    parser.add_argument("--out", metavar="FILE", help="write the table to FILE (atomically) instead of standard output")
+    parser.set_defaults(func=handler)
+
+
+def _count(text: str) -> int:
+    """A non-negative decimal integer, strictly (no '²', no '+3', no ' 3')."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(text)
+
+
+def handler(args: argparse.Namespace) -> int:
+    from ..analysis import head_scores, rollout
+
+    if args.probe < 2:
+        raise InputError(f"{args.probe}: the probe needs at least 2 tokens to repeat", field="--probe")
+    model = load_model(args.model)
+    tokens = model.tokens(args.text)
+    weights = np.asarray(model.attention_weights(args.text), dtype=np.float64)     # (L, H, T, T)
+    scores = head_scores(weights)
+    probe_ids = _probe(model, args.probe, args.seed)
+    probe_scores = head_scores(_weights_of_ids(model, probe_ids), probe_ids)
+    for name in ("duplicate_token", "induction"):
+        scores[name] = probe_scores[name]
+    flow = rollout(weights)                                                         # (L, T, T)
+    if args.figure:
+        from ..viz.heads import heads_figure
+        from ..viz import write_figure
+
+        write_figure(heads_figure(scores, flow[-1], tokens, title=f"{model.name}: {len(tokens)} tokens"), args.figure)
+    if args.json:
+        from .._io import write_atomic
+
+        document = {"format": "qkv-heads", "model": model.name, "tokens": tokens, "probe_ids": probe_ids.tolist(),
+                    "scores": {name: value.tolist() for name, value in scores.items()},
+                    "rollout": flow[-1].tolist()}
+        write_atomic(args.json, json.dumps(document, ensure_ascii=False) + "\n")
+    _write(_report(model, tokens, scores, flow[-1], args), args.out)
+    return 0
+
+
+def _probe(model, length: int, seed: int) -> np.ndarray:
+    """[first special token] + r + r, r drawn from the model's ordinary (non-special) tokens."""
+    from ..analysis import repeated_random_ids
+
+    vocab = model.tokenizer.get_vocab()
+    special = {i for token, i in vocab.items()
+               if (token.startswith("[") and token.endswith("]")) or (token.startswith("<") and token.endswith(">"))}
+    first = model.tokenizer.encode("").ids[:1]                                      # [CLS] / BOS when the model adds one
+    size = int(model.config.vocab_size)
+    ordinary = size - len([i for i in special if i < size])
+    if length * 2 + len(first) > model.config.max_positions:
+        raise InputError(f"{length}: the probe (2 × {length} tokens) is longer than the model's "
+                         f"{model.config.max_positions} positions", field="--probe")
+    if length > ordinary:
+        raise InputError(f"{length}: the model has only {ordinary} ordinary tokens", field="--probe")
+    return repeated_random_ids(length, size, seed=seed, prefix=first, avoid=sorted(special))
+
+
+def _weights_of_ids(model, ids: np.ndarray) -> np.ndarray:
+    """(L, H, T, T) attention weights of the model on token ids (T,)."""
+    batch = ids[None, :]
+    lengths = np.array([ids.shape[0]])
+    return np.stack([w[0] for _, w in model.states(batch, lengths, weights=True) if w is not None]).astype(np.float64)
+
+
+def _order(scores: dict, sort: str) -> list[tuple[int, int]]:
+    layers, heads = scores["entropy"].shape
+    cells = [(l, h) for l in range(layers) for h in range(heads)]
+    if sort != "layer":
+        cells.sort(key=lambda cell: -scores[sort][cell])
+    return cells
+
+
+def _report(model, tokens, scores, flow, args) -> str:
+    from rich.table import Table
+
+    from ..analysis import SCORES
+
+    cells = _order(scores, args.sort)
+    if args.top is not None:
+        cells = cells[: args.top]
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+    for column in ("layer", "head") + SCORES:
+        table.add_column(column.replace("_", " "), justify="right")
+    for l, h in cells:
+        table.add_row(str(l), str(h), *(f"{scores[name][l, h]:.3f}" for name in SCORES))
+    layers, heads = scores["entropy"].shape
+    lines = [f"{model.name}: {layers} layers × {heads} heads on {len(tokens)} tokens "
+             f"(layers and heads counted from 0)",
+             "entropy in nats (0 = one key takes all, ln T = uniform); first token, previous token, self: mean weight "
+             "on that key; duplicate token, induction: share of attention on the pattern, on a random sequence "
+             f"of {args.probe} tokens repeated twice (seed {args.seed})", "",
+             _render_rich(table).rstrip(), ""]
+    order = np.argsort(-flow[0], kind="stable")[:5]
+    lines.append(f"rollout (residual included): after all {layers} layers “{tokens[0]}” draws on "
+                 + ", ".join(f"“{tokens[j]}” {flow[0, j]:.3f}" for j in order))
+    return "\n".join(lines) + "\n"

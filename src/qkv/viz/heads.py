@@ -1,0 +1,55 @@
+"""The figure of `qkv heads`: one layer × head map per score, and the rollout matrix.
+
+Reads finished arrays (from `qkv.analysis`); computes nothing but the layout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["heads_figure"]
+
+
+def heads_figure(scores: dict[str, np.ndarray], flow: np.ndarray, tokens: list[str], *, title: str = ""):
+    """scores: {name: (L, H)} from `qkv.analysis.head_scores`; flow (T, T): the last layer's rollout.
+
+    One panel per score (rows: layers from 0, columns: heads from 0; shares on one 0…1 scale with a
+    colour bar, entropy on 0…ln T in nats) and the rollout matrix (rows: positions, columns: input tokens).
+    """
+    from matplotlib.figure import Figure
+
+    from ._style import label_font
+
+    names = list(scores)
+    layers, heads = scores[names[0]].shape
+    size = len(tokens)
+    columns = 4
+    rows = -(-(len(names) + 1) // columns)
+    figure = Figure(figsize=(4.2 * columns, 3.6 * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    for axis, name in zip(axes, names):
+        top = np.log(size) if name == "entropy" else 1.0
+        image = axis.imshow(scores[name], cmap="Blues", vmin=0.0, vmax=max(top, 1e-12), aspect="auto")
+        axis.set_title(name.replace("_", " ") + (" (nats)" if name == "entropy" else ""), fontsize=10)
+        axis.set_xlabel("head")
+        axis.set_ylabel("layer")
+        axis.set_xticks(range(heads))
+        axis.set_yticks(range(layers))
+        axis.tick_params(labelsize=7)
+        figure.colorbar(image, ax=axis, shrink=0.8)
+    axis = axes[len(names)]
+    image = axis.imshow(flow, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
+    axis.set_title("rollout after the last layer", fontsize=10)
+    ticks = range(size) if size <= 24 else range(0, size, -(-size // 24))
+    axis.set_xticks(list(ticks))
+    axis.set_xticklabels([tokens[j] for j in ticks], rotation=90, fontsize=7, family=label_font())
+    axis.set_yticks(list(ticks))
+    axis.set_yticklabels([tokens[j] for j in ticks], fontsize=7, family=label_font())
+    axis.set_xlabel("input token")
+    axis.set_ylabel("position")
+    figure.colorbar(image, ax=axis, shrink=0.8)
+    for axis in axes[len(names) + 1:]:
+        axis.set_visible(False)
+    if title:
+        figure.suptitle(title)
+    return figure
