@@ -342,3 +342,90 @@ def test_short_unmasked_float32_plain_path_both_ways(monkeypatch, fused, shapes)
     got = qkv.attention(*(a.astype(np.float32) for a in (q, k, v)))
     assert got.dtype == np.float32 and got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6)
+
+
+# ---------------------------------------------------------------- log-sum-exp (return_lse)
+def lse_reference(q, k, v, allowed=None, *, scale=None, bias=None, causal=False):
+    """float64 log Σ_j exp(s_ij) over allowed keys, written with math.fsum per row; −inf if none."""
+    q, k = (np.asarray(a, dtype=np.float64) for a in (q, k))
+    if q.ndim >= 3 and k.ndim >= 3 and 1 < k.shape[-3] < q.shape[-3]:
+        k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = (q @ np.swapaxes(k, -1, -2)) * scale
+    if bias is not None:
+        s = s + bias
+    ok = np.ones(s.shape, bool) if allowed is None else np.broadcast_to(allowed, s.shape).copy()
+    if causal:
+        ok &= bottom_right(*s.shape[-2:])
+    ok &= ~np.isneginf(s)
+    out = np.full(s.shape[:-1], -np.inf)
+    for idx in np.ndindex(*s.shape[:-1]):
+        row = s[idx][ok[idx]]
+        if row.size:
+            top = row.max()
+            out[idx] = top + math.log(math.fsum(math.exp(x - top) for x in row))
+    return out
+
+
+@pytest.mark.parametrize("tq,tk", [(1, 1), (7, 129), (129, 7), (129, 300), (300, 300)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_return_lse_every_path_matches_float64(tq, tk, causal):
+    q, k, v = randn(2, 3, tq, 5), randn(2, 3, tk, 5), randn(2, 3, tk, 4)
+    mask = rng.random((tq, tk)) > 0.3
+    mask[0] = False                                              # an empty row: lse = −inf
+    ref_lse = lse_reference(q, k, v, mask, causal=causal)
+    ref_out = oracle(q, k, v, mask & bottom_right(tq, tk) if causal else mask)[0]
+    paths = {
+        "attention": lambda **kw: qkv.attention(q, k, v, mask, causal=causal, **kw),
+        "reference": lambda **kw: attention_reference(q, k, v, mask, causal=causal, **kw),
+        "kernel": lambda **kw: qkv.kernels.blocked_attention(q, k, v, mask, causal=causal, block_q=16, block_k=32, **kw),
+    }
+    for name, path in paths.items():
+        out, lse = path(return_lse=True)
+        assert lse.shape == (2, 3, tq) and lse.dtype == np.float64, name
+        np.testing.assert_array_equal(np.isneginf(lse), np.isneginf(ref_lse), err_msg=name)
+        np.testing.assert_allclose(lse, ref_lse, rtol=0, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(out, ref_out, rtol=0, atol=1e-12, err_msg=name)
+    out, weights, lse = qkv.attention(q, k, v, mask, causal=causal, return_weights=True, return_lse=True)
+    np.testing.assert_allclose(lse, ref_lse, rtol=0, atol=1e-12)
+    finite = np.isfinite(ref_lse)
+    s = (q @ np.swapaxes(k, -1, -2)) / math.sqrt(5)
+    np.testing.assert_allclose(np.where(weights > 0, np.exp(s - np.where(finite, lse, 0)[..., None]), 0)[finite],
+                               weights[finite], rtol=1e-12, atol=1e-15)
+
+
+def test_return_lse_gqa_bias_float32_and_empty():
+    q, k, v = randn(1, 4, 9, 5), randn(1, 2, 11, 5), randn(1, 2, 11, 3)
+    bias = randn(9, 11)
+    bias[2] = -np.inf
+    ref = lse_reference(q, k, v, bias=bias, scale=0.3)
+    for path in (qkv.attention, attention_reference, qkv.kernels.blocked_attention):
+        _, lse = path(q, k, v, bias=bias, scale=0.3, return_lse=True)
+        np.testing.assert_allclose(lse, ref, rtol=0, atol=1e-12)
+        _, lse32 = path(*(a.astype(np.float32) for a in (q, k, v)), bias=bias.astype(np.float32), scale=0.3,
+                        return_lse=True)
+        assert lse32.dtype == np.float32
+        np.testing.assert_allclose(lse32, ref, rtol=0, atol=4e-6)
+    for path in (qkv.attention, attention_reference, qkv.kernels.blocked_attention):
+        out, lse = path(q, k[..., :0, :], v[..., :0, :], return_lse=True)
+        assert out.shape == (1, 4, 9, 3) and lse.shape == (1, 4, 9) and np.all(np.isneginf(lse))
+
+
+def test_return_lse_torch_autograd():
+    g = np.random.default_rng(5)
+    q, k, v = (torch.tensor(g.standard_normal(s), requires_grad=True) for s in ((2, 6, 4), (2, 8, 4), (2, 8, 3)))
+    mask = torch.from_numpy(g.random((6, 8)) > 0.4)
+    mask[1] = False
+    out, lse = qkv.attention(q, k, v, mask, return_lse=True)
+    ref = torch.where(mask, (q @ k.transpose(-1, -2)) / 2.0, -torch.inf).logsumexp(-1)
+    np.testing.assert_allclose(lse.detach().numpy(), ref.detach().numpy(), rtol=0, atol=1e-12)
+    assert torch.isneginf(lse[:, 1]).all()
+    (out.sum() + lse[:, [0, 2, 3, 4, 5]].sum()).backward()
+    for t in (q, k, v):
+        assert torch.isfinite(t.grad).all()
+    # the lse's gradient w.r.t. q is Σ_j w_ij·k_j·scale: compare with torch's own logsumexp gradient
+    qr = q.detach().clone().requires_grad_(True)
+    torch.where(mask, (qr @ k.detach().transpose(-1, -2)) / 2.0, -torch.inf).logsumexp(-1)[:, 0].sum().backward()
+    q2 = q.detach().clone().requires_grad_(True)
+    qkv.attention(q2, k.detach(), v.detach(), mask, return_lse=True)[1][:, 0].sum().backward()
+    np.testing.assert_allclose(q2.grad.numpy(), qr.grad.numpy(), rtol=0, atol=1e-12)

@@ -411,3 +411,32 @@ def test_errors_name_the_argument_and_its_shape():
         blocked_attention(np.ones((5, 4), np.int64), k[0], v[0])
     with pytest.raises(ValueError, match="block_q must be a positive integer"):
         blocked_attention(q, k, v, block_q=0)
+
+
+def test_lse_of_partials_and_merge_in_terms_of_lse():
+    """lse_of(partial) = log Σ exp(s) of its key range; merging in lse form equals merge_partials."""
+    rng = np.random.default_rng(11)
+    q, k, v = inputs(rng, (2,), 9, 40, 5, 3)
+    a = partial_attention(q, k[:, :15], v[:, :15])
+    b = partial_attention(q, k[:, 15:], v[:, 15:])
+    lse_a, lse_b = blocked.lse_of(a), blocked.lse_of(b)
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(5)
+    np.testing.assert_allclose(lse_a, np.log(np.exp(s[..., :15]).sum(-1)), rtol=0, atol=1e-12)
+    lse = np.logaddexp(lse_a, lse_b)
+    merged = (np.exp(lse_a - lse)[..., None] * finalize(a) + np.exp(lse_b - lse)[..., None] * finalize(b))
+    np.testing.assert_allclose(merged, reference(q, k, v), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(blocked.lse_of(merge_partials(a, b)), lse, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("tq,causal", [(1, False), (3, True), (300, True)])
+def test_lse_with_split_key_ranges(tq, causal):
+    """Few query blocks split the keys across threads; the merged lse is still exact."""
+    rng = np.random.default_rng(tq)
+    q, k, v = inputs(rng, (1,), tq, 2000, 8, 4)
+    out, lse = blocked_attention(q, k, v, causal=causal, num_threads=4, block_k=64, return_lse=True)
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(8)
+    if causal:
+        s = np.where(np.arange(2000)[None, :] <= np.arange(tq)[:, None] + 2000 - tq, s, -np.inf)
+    top = s.max(-1, keepdims=True)
+    np.testing.assert_allclose(lse, (top + np.log(np.exp(s - top).sum(-1, keepdims=True)))[..., 0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out, reference(q, k, v, causal=causal), rtol=0, atol=1e-12)

@@ -113,6 +113,15 @@ def softmax(scores, mask=None, *, axis: int = -1):
     gets all-zero weights (not NaN). Shapes: scores (…), mask broadcastable to scores.
     Scores of ±1e4 are exact: the maximum is subtracted before exponentiating.
     """
+    return _softmax_lse(scores, mask, axis=axis)[0]
+
+
+def _softmax_lse(scores, mask=None, *, axis: int = -1):
+    """softmax(scores) and its log-sum-exp log Σ exp(s) over the allowed entries (keepdims).
+
+    The lse of a slice with no allowed entry is -inf. No NaN reaches the values or, under torch
+    autograd, the gradients: empty slices take log(1) on a branch that `where` discards.
+    """
     xp = namespace(scores=scores, mask=mask)
     # A -inf score needs no special case: exp(-inf - max) = 0. Masked entries become -inf too.
     masked = scores if mask is None else xp.where(xp.astype(mask, xp.bool), scores, -xp.inf)
@@ -121,12 +130,15 @@ def softmax(scores, mask=None, *, axis: int = -1):
     row_max = xp.where(row_max == -xp.inf, xp.zeros_like(row_max), row_max)
     exps = xp.exp(masked - row_max)
     total = xp.sum(exps, axis=axis, keepdims=True)
-    return exps / xp.where(total > 0, total, xp.ones_like(total))
+    nonempty = total > 0
+    safe_total = xp.where(nonempty, total, xp.ones_like(total))
+    lse = xp.where(nonempty, row_max + xp.log(safe_total), xp.full_like(total, -xp.inf))
+    return exps / safe_total, lse
 
 
 # --------------------------------------------------------------------------- attention
 def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: float | None = None,
-              return_weights: bool = False, record: Recorder | None = None):
+              return_weights: bool = False, return_lse: bool = False, record: Recorder | None = None):
     """softmax(q·kᵀ·scale + bias, masked per row)·v.
 
     Args:
@@ -138,11 +150,16 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
       causal: also block keys in the future, aligned bottom-right (see `causal_mask`).
       scale: multiplies q·kᵀ; default 1/√Dk.
       return_weights: also return the weights (…, H, Tq, Tk).
+      return_lse: also return the log-sum-exp of each query row (…, H, Tq):
+        lse_i = log Σ_j exp(s_ij) over the allowed keys j, s = q·kᵀ·scale + bias (natural log);
+        −inf for a row with no allowed key. Partial results over key ranges merge with it
+        (`qkv.kernels.merge_partials`); weights = exp(s − lse).
       record: a recorder (e.g. a `qkv.Trace`) handed every intermediate.
 
     Returns:
-      out (…, Tq, Dv), or (out, weights) when return_weights. A query with no allowed key
-      gives a zero row in both.
+      out (…, Tq, Dv); with return_weights and/or return_lse a tuple in this order:
+      (out, weights), (out, lse) or (out, weights, lse). A query with no allowed key gives a
+      zero row in out and weights and lse = −inf.
 
     The plain path (`attention_reference`) forms the full Tq×Tk score matrix; it is used when
     the weights or a trace are asked for, and for short NumPy inputs (Tq·Tk ≤ 128², where it is
@@ -150,37 +167,40 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
     `qkv.kernels.blocked_attention`) and torch tensors to torch's fused
     scaled_dot_product_attention.
     """
-    if return_weights or record is not None:
-        return attention_reference(q, k, v, mask, bias=bias, causal=causal, scale=scale,
-                                   return_weights=return_weights, record=record)
+    plain = dict(bias=bias, causal=causal, scale=scale, return_weights=return_weights,
+                 return_lse=return_lse, record=record)
+    # torch with return_lse: the plain path (autograd through the lse too; SDPA does not return it).
+    if return_weights or record is not None or (return_lse and not is_numpy(q)):
+        return attention_reference(q, k, v, mask, **plain)
     spec = _validate(q, k, v, mask, bias, scale)
     if spec.empty:
-        return _empty_result(spec, q, v, return_weights=False)
+        return _empty_result(spec, q, v, return_weights=False, return_lse=return_lse)
     if is_torch(q):
         return _torch_sdpa(spec, q, k, v, mask, bias, causal)
     if spec.tq * spec.tk <= _PLAIN_MAX_SCORES:
-        if mask is None and bias is None and not causal and _fused_softmax_rows(q) is not None:
+        if (mask is None and bias is None and not causal and not return_lse
+                and _fused_softmax_rows(q) is not None):
             return _plain_fused(spec, q, k, v)
-        return attention_reference(q, k, v, mask, bias=bias, causal=causal, scale=scale)
-    return blocked_attention(q, k, v, mask, bias=bias, causal=causal, scale=spec.scale)
+        return attention_reference(q, k, v, mask, **plain)
+    return blocked_attention(q, k, v, mask, bias=bias, causal=causal, scale=spec.scale, return_lse=return_lse)
 
 
 def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,
                         scale: float | None = None, return_weights: bool = False,
-                        record: Recorder | None = None):
+                        return_lse: bool = False, record: Recorder | None = None):
     """The plain path of `attention`, same signature: every intermediate materialised.
 
     Steps (each handed to ``record`` when given):
       scores = q·kᵀ                       (…, H, Tq, Tk)
       scaled_scores = scores·scale (+ bias)
       mask  (True = may attend; causal folded in)
-      weights = softmax per row over allowed keys
+      weights = softmax per row over allowed keys  (lse = log Σ exp over them, −inf if none)
       out = weights·v                     (…, H, Tq, Dv)
     """
     spec = _validate(q, k, v, mask, bias, scale)
     xp = spec.xp
     if spec.empty:
-        return _empty_result(spec, q, v, return_weights=return_weights)
+        return _empty_result(spec, q, v, return_weights=return_weights, return_lse=return_lse)
     work = compute_dtype(xp, q.dtype)
     qc, kc, vc = (xp.astype(a, work) for a in (q, k, v))
 
@@ -196,14 +216,16 @@ def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,
     if allowed is not None and record is not None:
         _emit(record, "mask", xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
               formula="0 where the query may attend, −∞ where it may not")
-    weights = softmax(scaled, allowed)
+    weights, lse = _softmax_lse(scaled, allowed)
     weights = _emit(record, "weights", weights, formula="softmax(Q·Kᵀ/√d_k) per row")
     out = _ungroup(spec, _group(spec, weights) @ _group_kv(spec, vc))  # (…, H, Tq, Dv)
     out = _emit(record, "out", out, formula="weights · V")
-    out = xp.astype(out, q.dtype)
+    result = (xp.astype(out, q.dtype),)
     if return_weights:
-        return out, xp.astype(weights, q.dtype)
-    return out
+        result += (xp.astype(weights, q.dtype),)
+    if return_lse:
+        result += (xp.astype(lse[..., 0], q.dtype),)
+    return result if len(result) > 1 else result[0]
 
 
 def attention_columns(q, k, v, *, scale: float | None = None, return_weights: bool = False):
@@ -365,12 +387,14 @@ def _emit(record: Recorder | None, name: str, value, **meta):
     return value if replacement is None else replacement
 
 
-def _empty_result(spec: _Spec, q, v, *, return_weights: bool):
+def _empty_result(spec: _Spec, q, v, *, return_weights: bool, return_lse: bool = False):
     xp = spec.xp
-    out = xp.zeros(spec.out_shape, dtype=q.dtype, device=spec.device)
+    result = (xp.zeros(spec.out_shape, dtype=q.dtype, device=spec.device),)
     if return_weights:
-        return out, xp.zeros(spec.scores_shape, dtype=q.dtype, device=spec.device)
-    return out
+        result += (xp.zeros(spec.scores_shape, dtype=q.dtype, device=spec.device),)
+    if return_lse:
+        result += (xp.full(spec.scores_shape[:-1], -xp.inf, dtype=q.dtype, device=spec.device),)
+    return result if len(result) > 1 else result[0]
 
 
 def _fused_softmax_rows(q):

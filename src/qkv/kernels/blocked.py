@@ -35,14 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .merge import Partial, finalize, finalize_into, merge_partials
+from .merge import Partial, finalize, finalize_into, lse_of, merge_partials
 
 try:   # the optional C extension (setup.py): steps 3–5 for float32 in one pass
     from . import _fused
 except ImportError:   # not built: the NumPy steps below are used
     _fused = None
 
-__all__ = ["blocked_attention"]
+__all__ = ["blocked_attention", "partial_attention"]
 
 DEFAULT_BLOCK_Q = 256
 DEFAULT_BLOCK_K = 512
@@ -51,7 +51,8 @@ _PARALLEL_MIN_SCORES = 1 << 18
 
 
 def blocked_attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: float | None = None,
-                      block_q: int | None = None, block_k: int | None = None, num_threads: int | None = None):
+                      block_q: int | None = None, block_k: int | None = None, num_threads: int | None = None,
+                      return_lse: bool = False):
     """softmax(q·kᵀ·scale + bias, masked)·v without ever forming the Tq×Tk score matrix.
 
     Args:
@@ -74,15 +75,35 @@ def blocked_attention(q, k, v, mask=None, *, bias=None, causal: bool = False, sc
       block_q, block_k: rows of q and of k per block (defaults 256 and 512, clipped to Tq, Tk;
         when Tq < 256 the default block_k grows so the score block stays 256·512 elements).
       num_threads: worker threads (default: the CPUs this process may use).
+      return_lse: also return lse (…, Tq) = log Σ_j exp(s_ij) over the allowed keys (natural
+        log, s = q·kᵀ·scale + bias), −inf for a row with no allowed key.
 
     Leading (batch/head) dimensions broadcast like NumPy's; there may be none (2-D inputs).
 
     Returns:
-      out (…, Tq, Dv) in q's dtype. A query row with no allowed key gives a zero row (never
-      NaN, no warning). Tq = 0 or Tk = 0 gives a correctly shaped empty or zero result.
+      out (…, Tq, Dv) in q's dtype, or (out, lse) with return_lse. A query row with no allowed
+      key gives a zero row (never NaN, no warning). Tq = 0 or Tk = 0 gives a correctly shaped
+      empty or zero result.
     """
-    return _attention(q, k, v, mask, bias=bias, causal=causal, scale=scale, block_q=block_q,
-                      block_k=block_k, num_threads=num_threads, partial=False)
+    if not return_lse:
+        return _attention(q, k, v, mask, bias=bias, causal=causal, scale=scale, block_q=block_q,
+                          block_k=block_k, num_threads=num_threads, partial=False)
+    # The un-normalised Partial carries the row max m and the sum l = Σ exp(s − m): lse = m + log l.
+    part = _attention(q, k, v, mask, bias=bias, causal=causal, scale=scale, block_q=block_q,
+                      block_k=block_k, num_threads=num_threads, partial=True)
+    return finalize(part), lse_of(part)
+
+
+def partial_attention(q, k, v, mask=None, *, bias=None, scale=None) -> Partial:
+    """Attention of q over the keys k (…, Tk, Dk) / values v (…, Tk, Dv), left un-normalised.
+
+    Same inputs and broadcasting rules as `blocked_attention` (GQA included); the mask and bias
+    are those of this key range, i.e. (…, Tq, Tk) for this k. Returns a `Partial` with out
+    (…, Tq, Dv), row_max and row_sum (…, Tq), in q's dtype. `finalize(partial_attention(...))`
+    equals `blocked_attention(...)`; partials over disjoint key ranges combine with
+    `merge_partials`.
+    """
+    return _attention(q, k, v, mask, bias=bias, causal=False, scale=scale, partial=True)
 
 
 # --------------------------------------------------------------------------- validation
@@ -206,7 +227,7 @@ _USE_FUSED = _fused is not None
 
 def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, block_q=None, block_k=None,
                num_threads=None, partial=False):
-    """blocked_attention, or with partial=True the un-normalised `Partial` (keys not causal)."""
+    """blocked_attention, or with partial=True the un-normalised `Partial`."""
     for name, value in (("block_q", block_q), ("block_k", block_k), ("num_threads", num_threads)):
         if value is not None and (not isinstance(value, (int, np.integer)) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -255,7 +276,8 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, block
     else:
         result = parts[0].as_partial() if partial else parts[0].out
     if partial:
-        return Partial(*(x.reshape(out_shape[: x.ndim]) for x in result))
+        out, row_max, row_sum = result
+        return Partial(out.reshape(out_shape), row_max.reshape(out_shape[:-1]), row_sum.reshape(out_shape[:-1]))
     return result.reshape(out_shape)
 
 

@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Partial", "merge_partials", "partial_attention", "finalize", "merge_into", "finalize_into"]
+__all__ = ["Partial", "merge_partials", "finalize", "lse_of", "merge_into", "finalize_into"]
 
 
 class Partial(NamedTuple):
@@ -49,20 +49,6 @@ class Partial(NamedTuple):
     out: np.ndarray
     row_max: np.ndarray
     row_sum: np.ndarray
-
-
-def partial_attention(q, k, v, mask=None, *, bias=None, scale=None) -> Partial:
-    """Attention of q over the keys k (…, Tk, Dk) / values v (…, Tk, Dv), left un-normalised.
-
-    Same inputs and broadcasting rules as `blocked_attention` (GQA included); the mask and bias
-    are those of this key range, i.e. (…, Tq, Tk) for this k. Returns a `Partial` with out
-    (…, Tq, Dv), row_max and row_sum (…, Tq), in q's dtype. `finalize(partial_attention(...))`
-    equals `blocked_attention(...)`; partials over disjoint key ranges combine with
-    `merge_partials`.
-    """
-    from .blocked import _attention  # blocked.py imports this module; import lazily
-
-    return _attention(q, k, v, mask, bias=bias, causal=False, scale=scale, partial=True)
 
 
 def merge_partials(a: Partial, b: Partial) -> Partial:
@@ -87,6 +73,18 @@ def merge_partials(a: Partial, b: Partial) -> Partial:
     merge_into(out, row_max, row_sum, np.asarray(b.out, dtype), np.asarray(b.row_max, dtype),
                np.asarray(b.row_sum, dtype))
     return Partial(out, row_max, row_sum)
+
+
+def lse_of(partial: Partial) -> np.ndarray:
+    """The log-sum-exp of each row, (…, Tq): row_max + log(row_sum) = log Σ_j exp(s_ij); −inf for
+    an empty row. Two partials merge exactly when both are known this way: with lse_A, lse_B and
+    the normalised outputs o_A, o_B, lse = logaddexp(lse_A, lse_B) and
+    o = exp(lse_A − lse)·o_A + exp(lse_B − lse)·o_B (what `merge_partials` computes)."""
+    row_sum = np.asarray(partial.row_sum)
+    empty = row_sum <= 0
+    with np.errstate(divide="ignore"):
+        lse = np.asarray(partial.row_max) + np.log(np.where(empty, 1, row_sum))
+    return np.where(empty, -np.inf, lse).astype(row_sum.dtype, copy=False)
 
 
 def finalize(partial: Partial) -> np.ndarray:
