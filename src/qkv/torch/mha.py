@@ -1,0 +1,247 @@
+"""`qkv.torch.MultiheadAttention`: torch.nn.MultiheadAttention's interface, qkv's attention.
+
+Same constructor, same parameters under the same names (so ``state_dict`` / ``load_state_dict``
+work both ways), same ``forward`` arguments and return values. The projections are torch's
+nn.Linear convention (weights stored (out, in), ``F.linear``); the attention itself is
+`qkv.attention` on the projected heads.
+
+Masks at this boundary (torch's conventions, converted once, explicitly):
+
+====================  ======================================  ====================================
+torch argument         torch meaning                           what qkv receives
+====================  ======================================  ====================================
+bool ``attn_mask``     True = this key is masked OUT           ``mask = ~attn_mask`` (True = may attend)
+float ``attn_mask``    added to the scaled scores (-inf blocks) ``bias = attn_mask``
+bool key_padding_mask  True = padding, ignore this key         ``mask &= ~key_padding_mask`` (B, 1, 1, S)
+float key_padding_mask added to the scaled scores              ``bias += key_padding_mask`` (B, 1, 1, S)
+``is_causal``          hint that attn_mask is causal            attn_mask is used as given; without
+                                                               one, qkv's causal mask (torch raises)
+====================  ======================================  ====================================
+
+One deliberate difference: a query row whose keys are all masked (by either mask, or -inf in a
+float mask) gets a zero output row, zero weights and zero gradients. torch.nn.MultiheadAttention
+returns NaN there.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.init import constant_, xavier_normal_, xavier_uniform_
+from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
+
+from ..attention import attention, causal_mask
+from ..heads import merge_heads, split_heads
+
+__all__ = ["MultiheadAttention"]
+
+
+class MultiheadAttention(nn.Module):
+    """Multi-head attention with torch.nn.MultiheadAttention's constructor and forward.
+
+    Args (as torch's):
+      embed_dim: E, the model width; num_heads: H (E % H == 0, head width Dh = E / H).
+      dropout: dropout probability on the attention weights (training mode only).
+      bias: in- and out-projection biases. add_bias_kv: learned key/value rows appended to the
+      keys and values. add_zero_attn: a zero key/value row appended after the heads are split.
+      kdim, vdim: widths of key and value inputs (default E). batch_first: inputs (B, T, E)
+      instead of (T, B, E). device, dtype: of the parameters.
+
+    Parameters (state_dict keys as torch's): in_proj_weight (3E, E) when kdim == vdim == E, else
+    q_proj_weight (E, E), k_proj_weight (E, kdim), v_proj_weight (E, vdim); in_proj_bias (3E,);
+    out_proj.weight (E, E), out_proj.bias (E,); bias_k, bias_v (1, 1, E).
+    """
+
+    __constants__ = ["batch_first"]
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device=None, dtype=None) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} "
+                             f"and num_heads={num_heads}")
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim={embed_dim} does not split into num_heads={num_heads} heads "
+                             f"(embed_dim % num_heads = {embed_dim % num_heads})")
+        factory = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        # Created in torch's order, so that one seed gives both modules the same initial weights.
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = nn.Parameter(torch.empty((3 * embed_dim, embed_dim), **factory))
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.q_proj_weight = nn.Parameter(torch.empty((embed_dim, embed_dim), **factory))
+            self.k_proj_weight = nn.Parameter(torch.empty((embed_dim, self.kdim), **factory))
+            self.v_proj_weight = nn.Parameter(torch.empty((embed_dim, self.vdim), **factory))
+            self.register_parameter("in_proj_weight", None)
+        if bias:
+            self.in_proj_bias = nn.Parameter(torch.empty(3 * embed_dim, **factory))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory)
+        if add_bias_kv:
+            self.bias_k = nn.Parameter(torch.empty((1, 1, embed_dim), **factory))
+            self.bias_v = nn.Parameter(torch.empty((1, 1, embed_dim), **factory))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        """torch's initialisation: Xavier-uniform projections, zero biases, Xavier-normal bias_k/v."""
+        if self._qkv_same_embed_dim:
+            xavier_uniform_(self.in_proj_weight)
+        else:
+            xavier_uniform_(self.q_proj_weight)
+            xavier_uniform_(self.k_proj_weight)
+            xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            constant_(self.in_proj_bias, 0.0)
+            constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            xavier_normal_(self.bias_k)
+            xavier_normal_(self.bias_v)
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
+                average_attn_weights: bool = True, is_causal: bool = False):
+        """Attention of query over key/value, torch's shapes and conventions.
+
+        Args:
+          query: (L, B, E), or (B, L, E) with batch_first, or (L, E) unbatched.
+          key: (S, B, kdim) / (B, S, kdim) / (S, kdim); value: the same with vdim.
+          key_padding_mask: (B, S) or (S,) unbatched; bool True = ignore this key, or float added.
+          need_weights: also return the attention weights.
+          attn_mask: (L, S) or (B·H, L, S); bool True = may NOT attend, or float added to scores.
+          average_attn_weights: average the returned weights over heads.
+          is_causal: a hint that attn_mask is causal; with no attn_mask, a causal mask is used.
+
+        Returns:
+          (attn_output, attn_weights): output shaped like query (last dim E); weights (B, L, S)
+          averaged or (B, H, L, S) per head ((L, S) / (H, L, S) unbatched), or None when
+          need_weights is False. S counts the bias_k and zero-attention keys when present.
+          A query with no allowed key gets zeros (torch: NaN).
+        """
+        batched = self._check_shapes(query, key, value, key_padding_mask, attn_mask)
+        if not batched:                                                     # (L, E) → (1, L, E)
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+            key_padding_mask = None if key_padding_mask is None else key_padding_mask.unsqueeze(0)
+        elif not self.batch_first:                                          # (L, B, E) → (B, L, E)
+            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+        b, tq, tk = query.shape[0], query.shape[1], key.shape[1]
+        if is_causal and attn_mask is None:
+            attn_mask = ~causal_mask(tq, tk, like=query)                    # torch's convention: True = blocked
+        q, k, v = self._project(query, key, value)                          # (B, T, E) each
+        if self.bias_k is not None:                                         # one learned key/value more
+            k = torch.cat([k, self.bias_k.expand(b, 1, self.embed_dim)], dim=1)
+            v = torch.cat([v, self.bias_v.expand(b, 1, self.embed_dim)], dim=1)
+        q, k, v = (split_heads(t, self.num_heads) for t in (q, k, v))       # (B, H, T, Dh)
+        if self.add_zero_attn:                                              # a zero key/value row per head
+            zeros = k.new_zeros(b, self.num_heads, 1, self.head_dim)
+            k, v = torch.cat([k, zeros], dim=2), torch.cat([v, zeros], dim=2)
+        extra = k.shape[2] - tk
+        mask, bias = _to_qkv_masks(key_padding_mask, attn_mask, b, self.num_heads, extra, q.dtype)
+        record = self._dropout_recorder() if self.training and self.dropout > 0 else None
+        result = attention(q, k, v, mask, bias=bias, return_weights=need_weights, record=record)
+        heads, weights = result if need_weights else (result, None)          # heads (B, H, L, Dh)
+        out = self.out_proj(merge_heads(heads))                             # (B, L, E)
+        if weights is not None and average_attn_weights:
+            weights = weights.mean(dim=1)                                   # (B, L, S)
+        if not batched:
+            return out.squeeze(0), None if weights is None else weights.squeeze(0)
+        return (out if self.batch_first else out.transpose(0, 1)), weights
+
+    def _project(self, query, key, value):
+        """Q, K, V = query·W_Qᵀ + b_Q, key·W_Kᵀ + b_K, value·W_Vᵀ + b_V (torch's (out, in) weights)."""
+        if self._qkv_same_embed_dim:
+            w_q, w_k, w_v = self.in_proj_weight.chunk(3)
+        else:
+            w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+        b_q, b_k, b_v = (None, None, None) if self.in_proj_bias is None else self.in_proj_bias.chunk(3)
+        return F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+
+    def _dropout_recorder(self):
+        """Dropout on the attention weights, applied where qkv.attention forms them (its recorder
+        may replace an intermediate; the output is then computed from the dropped-out weights)."""
+        p = self.dropout
+
+        def record(name, value, **_):
+            return F.dropout(value, p=p, training=True) if name == "weights" else None
+
+        return record
+
+    def _check_shapes(self, query, key, value, key_padding_mask, attn_mask) -> bool:
+        """torch's shape rules, as ValueError naming what was wrong; returns whether batched."""
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
+        if query.dim() not in (2, 3):
+            raise ValueError(f"query must be (L, E) unbatched or 3-D batched, got shape {tuple(query.shape)}")
+        batched = query.dim() == 3
+        want = query.dim()
+        if key.dim() != want or value.dim() != want:
+            raise ValueError(f"expected key and value to be {want}-D like query, got {key.dim()}-D and "
+                             f"{value.dim()}-D tensors")
+        for name, t, width in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
+            if t.shape[-1] != width:
+                raise ValueError(f"{name} has shape {tuple(t.shape)} but this module expects width {width} "
+                                 f"(embed_dim={self.embed_dim}, kdim={self.kdim}, vdim={self.vdim})")
+        if key.shape[:-1] != value.shape[:-1]:
+            raise ValueError(f"key has shape {tuple(key.shape)} and value has shape {tuple(value.shape)}: "
+                             "their sequence and batch dimensions must match")
+        batch_axis = 0 if self.batch_first else 1
+        if batched and query.shape[batch_axis] != key.shape[batch_axis]:
+            raise ValueError(f"query has shape {tuple(query.shape)} and key has shape {tuple(key.shape)}: "
+                             f"batch sizes differ (batch_first={self.batch_first})")
+        b = query.shape[batch_axis] if batched else 1
+        tq = query.shape[batch_axis ^ 1] if batched else query.shape[0]
+        tk = key.shape[batch_axis ^ 1] if batched else key.shape[0]
+        for name, m in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
+            if m is not None and not (m.dtype == torch.bool or torch.is_floating_point(m)):
+                raise TypeError(f"{name} must be bool (True = masked out) or floating (added to the scores), "
+                                f"got dtype {m.dtype}")
+        if key_padding_mask is not None:
+            expected = (b, tk) if batched else (tk,)
+            if tuple(key_padding_mask.shape) != expected:
+                raise ValueError(f"key_padding_mask has shape {tuple(key_padding_mask.shape)}, expected "
+                                 f"{expected} (batch, source length)" if batched else
+                                 f"key_padding_mask has shape {tuple(key_padding_mask.shape)}, expected "
+                                 f"{expected} (source length) for unbatched input")
+        if attn_mask is not None:
+            allowed = [(tq, tk), (b * self.num_heads, tq, tk)]
+            if tuple(attn_mask.shape) not in allowed:
+                raise ValueError(f"attn_mask has shape {tuple(attn_mask.shape)}, expected {allowed[0]} or "
+                                 f"{allowed[1]} (batch·heads, target length, source length)")
+        return batched
+
+
+def _to_qkv_masks(key_padding_mask, attn_mask, b: int, h: int, extra: int, dtype):
+    """torch's masks → qkv's (mask: bool True = may attend, bias: float added), each broadcastable
+    to (B, H, L, S). ``extra`` keys appended (bias_k, zero attention) are always allowed."""
+    mask = bias = None
+    for m, is_padding in ((key_padding_mask, True), (attn_mask, False)):
+        if m is None:
+            continue
+        if is_padding:
+            m = m[:, None, None, :]                                         # (B, S) → (B, 1, 1, S)
+        elif m.dim() == 3:
+            m = m.reshape(b, h, m.shape[-2], m.shape[-1])                   # (B·H, L, S) → (B, H, L, S)
+        if extra:
+            m = F.pad(m, (0, extra), value=False if m.dtype == torch.bool else 0.0)
+        if m.dtype == torch.bool:
+            allowed = ~m
+            mask = allowed if mask is None else mask & allowed
+        else:
+            m = m.to(dtype)
+            bias = m if bias is None else bias + m
+    return mask, bias
