@@ -1,0 +1,151 @@
+"""Reading a Hugging Face checkpoint directory: config.json, safetensors weights (one file or shards), tokenizer.
+
+    directory/
+      config.json                          model_type and sizes
+      model.safetensors                    or: model.safetensors.index.json + the shards it names
+      tokenizer.json                       a `tokenizers` tokenizer
+
+Weights are read with the safetensors library (``safe_open(…, framework="numpy")``, one tensor at a
+time, memory-mapped by safetensors), never unpickled: a directory holding only pytorch_model.bin is
+refused. bfloat16 tensors (NumPy has no such dtype) are widened to float32 exactly, from the raw
+bytes of the same file at the offsets safetensors' header gives. Every problem is one
+`qkv.InputError` naming the file and, where there is one, the tensor or field.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from .files import read_json
+
+__all__ = ["Checkpoint", "open_checkpoint", "read_config"]
+
+INDEX = "model.safetensors.index.json"
+SINGLE = "model.safetensors"
+
+
+def read_config(directory: Path) -> dict:
+    """config.json of a checkpoint directory as a dict (InputError when missing or not JSON)."""
+    path = directory / "config.json"
+    if not path.is_file():
+        raise InputError("missing (a Hugging Face checkpoint directory needs config.json, model.safetensors "
+                         "or a sharded index, and tokenizer.json)", source=str(path))
+    return read_json(path)
+
+
+@dataclass
+class Checkpoint:
+    """The tensors of one checkpoint: name → the safetensors file holding it. `get` reads one.
+
+    Tensors are read on demand and not kept: the model keeps only what it converts, so loading
+    holds about one copy of the weights (plus one tensor in flight).
+    """
+
+    directory: Path
+    files: dict[str, Path]                       # tensor name → file
+    _handles: dict[Path, Any] = field(default_factory=dict, repr=False)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.files
+
+    def names(self) -> list[str]:
+        return sorted(self.files)
+
+    def get(self, name: str, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
+        """Tensor ``name`` as a C-contiguous array of ``dtype`` with exactly ``shape`` (else InputError)."""
+        path = self.files.get(name)
+        if path is None:
+            raise InputError("tensor missing", source=str(self._describe()), field=name)
+        handle = self._open(path)
+        piece = handle.get_slice(name)
+        stored = tuple(int(d) for d in piece.get_shape())
+        if stored != tuple(shape):
+            raise InputError(f"has shape {stored}, config.json implies {tuple(shape)}", source=str(path), field=name)
+        kind = piece.get_dtype()
+        if kind == "BF16":
+            value = _read_bfloat16(path, name, stored)
+        elif kind in ("F16", "F32", "F64"):
+            value = handle.get_tensor(name)
+        else:
+            raise InputError(f"has dtype {kind}, expected a floating-point tensor", source=str(path), field=name)
+        return np.ascontiguousarray(value, dtype=dtype)
+
+    def close(self) -> None:
+        self._handles.clear()
+
+    def _open(self, path: Path):
+        if path not in self._handles:
+            self._handles[path] = _safe_open(path)
+        return self._handles[path]
+
+    def _describe(self) -> Path:
+        index = self.directory / INDEX
+        return index if index.is_file() else self.directory / SINGLE
+
+
+def open_checkpoint(directory: Path) -> Checkpoint:
+    """The weights of ``directory``: model.safetensors, or the shards named by model.safetensors.index.json.
+
+    Every file is opened (safetensors checks its header and that the data covers it, so a
+    truncated file is refused here, before anything is computed).
+    """
+    single, index = directory / SINGLE, directory / INDEX
+    if single.is_file():
+        handle = _safe_open(single)
+        checkpoint = Checkpoint(directory, {name: single for name in handle.keys()})
+        checkpoint._handles[single] = handle
+        return checkpoint
+    if index.is_file():
+        data = read_json(index)
+        weight_map = data.get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise InputError("has no \"weight_map\" object naming the shards", source=str(index), field="weight_map")
+        files: dict[str, Path] = {}
+        checkpoint = Checkpoint(directory, files)
+        for name, shard in weight_map.items():
+            path = directory / str(shard)
+            if Path(str(shard)).name != str(shard) or not path.is_file():
+                raise InputError(f"names the shard {shard!r}, which is not in the directory", source=str(index),
+                                 field=name)
+            files[name] = path
+        for path in sorted(set(files.values())):
+            held = set(checkpoint._open(path).keys())
+            absent = [name for name, p in files.items() if p == path and name not in held]
+            if absent:
+                raise InputError(f"the index puts {absent[0]!r} in this shard, but it is not there", source=str(path))
+        return checkpoint
+    pickled = [p.name for p in directory.glob("*.bin")] + [p.name for p in directory.glob("*.pt")]
+    hint = (f" (found {pickled[0]}: qkv reads safetensors only and never unpickles; convert it, e.g. "
+            "save_pretrained(..., safe_serialization=True))") if pickled else ""
+    raise InputError(f"missing: neither {SINGLE} nor {INDEX}{hint}", source=str(single))
+
+
+def _safe_open(path: Path):
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        return safe_open(str(path), framework="numpy")
+    except (SafetensorError, OSError, ValueError, TypeError) as exc:
+        raise InputError(f"not a readable safetensors file ({str(exc).strip() or type(exc).__name__})",
+                         source=str(path)) from None
+
+
+def _read_bfloat16(path: Path, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A bfloat16 tensor widened to float32 (exact: bfloat16 is float32's upper 16 bits)."""
+    with open(path, "rb") as handle:
+        (header_length,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(header_length))
+    begin, end = header[name]["data_offsets"]
+    count = int(np.prod(shape, dtype=np.int64))
+    if end - begin != 2 * count:
+        raise InputError(f"holds {end - begin} bytes, shape {shape} needs {2 * count}", source=str(path), field=name)
+    raw = np.memmap(path, dtype="<u2", mode="r", offset=8 + header_length + begin, shape=(count,))
+    widened = raw.astype(np.uint32) << 16                                   # (count,)
+    return widened.view(np.float32).reshape(shape)

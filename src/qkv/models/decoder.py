@@ -1,0 +1,310 @@
+"""A decoder-only language model (GPT-2, Llama, Mistral, Qwen2) run on qkv's one transformer block.
+
+    ids (T,) ─ token embeddings [+ learned positions] ─┐
+    per layer:  qkv.block.TransformerBlock (pre-norm, causal; RoPE and GQA inside its MultiHeadAttention)
+    final norm ─ · unembedding (D, V) → logits (T, V)
+
+`gpt2.py` and `llama.py` turn a checkpoint's config.json and tensors into a `DecoderConfig` and
+`DecoderArrays` (plain arrays, row-vector convention); `build` makes the blocks from them; `CausalLM`
+runs them — one route for computing, tracing and decoding (a `qkv.KVCache` per layer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..block import MLP, LayerNorm, RMSNorm, TransformerBlock
+from ..errors import InputError
+from ..mha import KVCache, MultiHeadAttention
+from ..rope import RoPE
+from ..trace import Trace
+from .config import DecoderConfig
+
+__all__ = ["LayerArrays", "DecoderArrays", "CausalLM", "Output", "build"]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class LayerArrays:
+    """One layer's weights as read from a checkpoint, row-vector convention (x @ W, W (in, out)).
+
+    w_q (D, H·Dh), w_k, w_v (D, G·Dh), w_o (H·Dh, D) and their biases (or None); norm1, norm2:
+    (weight (D,), bias (D,) or None); MLP: w_in (D, F) (Llama's up_proj), w_gate (D, F) for SwiGLU
+    (else None), w_out (F, D), and biases.
+    """
+
+    w_q: np.ndarray
+    w_k: np.ndarray
+    w_v: np.ndarray
+    w_o: np.ndarray
+    b_q: np.ndarray | None = None
+    b_k: np.ndarray | None = None
+    b_v: np.ndarray | None = None
+    b_o: np.ndarray | None = None
+    norm1: tuple
+    norm2: tuple
+    w_in: np.ndarray
+    b_in: np.ndarray | None = None
+    w_gate: np.ndarray | None = None
+    b_gate: np.ndarray | None = None
+    w_out: np.ndarray
+    b_out: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class DecoderArrays:
+    """token_embeddings (V, D), position_embeddings (P, D) or None (RoPE), layers, final_norm (weight, bias|None),
+    unembedding (D, V): logits = final_norm(x) @ unembedding (a view of token_embeddingsᵀ when tied)."""
+
+    token_embeddings: np.ndarray
+    position_embeddings: np.ndarray | None
+    layers: tuple[LayerArrays, ...]
+    final_norm: tuple
+    unembedding: np.ndarray
+
+
+def _norm(config: DecoderConfig, weight_bias: tuple):
+    weight, bias = weight_bias
+    if config.norm == "rmsnorm":
+        return RMSNorm(weight, config.norm_eps)
+    return LayerNorm(weight, bias, config.norm_eps)
+
+
+def build(config: DecoderConfig, arrays: DecoderArrays) -> tuple[tuple[TransformerBlock, ...], Any]:
+    """The L pre-norm `TransformerBlock`s and the final norm of a decoder."""
+    # transformers computes RoPE's frequencies and angles in float32 whatever the model's dtype;
+    # qkv does the same so that its outputs match (see docs/models.md).
+    rope = None if config.rope_theta is None else RoPE(config.head_dim, config.rope_theta, float32_angles=True)
+    activation = "silu" if config.mlp == "swiglu" else config.mlp
+    blocks = []
+    for layer in arrays.layers:
+        attention = MultiHeadAttention(layer.w_q, layer.w_k, layer.w_v, layer.w_o, config.n_heads, config.n_kv_heads,
+                                       b_q=layer.b_q, b_k=layer.b_k, b_v=layer.b_v, b_o=layer.b_o, rope=rope)
+        mlp = MLP(w_in=layer.w_in, w_out=layer.w_out, b_in=layer.b_in, b_out=layer.b_out, activation=activation,
+                  w_gate=layer.w_gate, b_gate=layer.b_gate)
+        blocks.append(TransformerBlock(attention=attention, norm1=_norm(config, layer.norm1), mlp=mlp,
+                                       norm2=_norm(config, layer.norm2), norm_position="pre"))
+    return tuple(blocks), _norm(config, arrays.final_norm)
+
+
+@dataclass(frozen=True)
+class Output:
+    """One forward pass over T tokens: logits (T, V); hidden_states: L + 1 arrays (T, D) — the
+    embeddings, then each block's output (before the final norm) — when asked; weights (L, H, T, Tk)
+    when asked."""
+
+    logits: np.ndarray
+    hidden_states: list[np.ndarray] | None = None
+    weights: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class CausalLM:
+    """A loaded decoder-only language model. See `qkv.models.load`.
+
+    Every text is one sequence (no batch axis): ids (T,), hidden states (T, D), logits (T, V).
+    """
+
+    name: str
+    config: DecoderConfig
+    arrays: DecoderArrays
+    blocks: tuple[TransformerBlock, ...]
+    final_norm: Any
+    tokenizer: Any
+    directory: Path
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.arrays.token_embeddings.dtype
+
+    @property
+    def is_causal(self) -> bool:
+        return True
+
+    # ------------------------------------------------------------------ tokens
+    def encode(self, text: str) -> np.ndarray:
+        """Token ids (T,) int64 of one text, special tokens (e.g. Llama's <s>) as the tokenizer adds them."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a string, got {type(text).__name__}")
+        return np.asarray(self.tokenizer.encode(text).ids, dtype=np.int64)
+
+    def tokens(self, text: str) -> list[str]:
+        """The token strings the model sees for one text."""
+        return self.token_strings(self.encode(text))
+
+    def token_strings(self, ids: Sequence[int]) -> list[str]:
+        """The tokenizer's string for each id (byte-level BPE shows a leading space as "Ġ")."""
+        return [self.tokenizer.id_to_token(int(i)) or f"<{int(i)}>" for i in ids]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
+
+    # ------------------------------------------------------------------ forward
+    def new_caches(self) -> list[KVCache]:
+        """One empty `qkv.KVCache` per layer, for `forward(..., caches=)`."""
+        return [KVCache() for _ in self.blocks]
+
+    def embed(self, ids: np.ndarray, start: int = 0) -> np.ndarray:
+        """ids (T,) → (T, D): token embeddings, plus learned positions start … start+T−1 (GPT-2)."""
+        ids = np.asarray(ids)
+        if ids.ndim != 1 or ids.dtype.kind not in "iu":
+            raise ValueError(f"ids must be a 1-D integer array, got shape {ids.shape} dtype {ids.dtype}")
+        if ids.size and not 0 <= ids.min() <= ids.max() < self.config.vocab_size:
+            raise InputError(f"token id {int(ids.max() if ids.max() >= self.config.vocab_size else ids.min())} is "
+                             f"outside the vocabulary of {self.config.vocab_size}", field="ids")
+        x = self.arrays.token_embeddings[ids]                                  # (T, D), a fresh array
+        if self.arrays.position_embeddings is not None:
+            if start + len(ids) > self.config.max_positions:
+                raise InputError(f"{start + len(ids)} tokens, but the model has learned positions for "
+                                 f"{self.config.max_positions} (n_positions)", source=self.name)
+            x += self.arrays.position_embeddings[start:start + len(ids)]
+        return x
+
+    def window_mask(self, tq: int, tk: int) -> np.ndarray | None:
+        """(Tq, Tk) boolean, True = may attend: the sliding window (keys less than `sliding_window` tokens
+        back, the query itself counted); None when the model has no window or every key is within it.
+        Queries are the last Tq of Tk positions (bottom-right, as the causal mask)."""
+        window = self.config.sliding_window
+        if window is None or tk <= window:
+            return None
+        query_positions = np.arange(tk - tq, tk)[:, None]                       # (Tq, 1)
+        return np.arange(tk)[None, :] > query_positions - window                # (Tq, Tk)
+
+    def forward(self, ids, *, caches: list[KVCache] | None = None, hidden_states: bool = False,
+                weights: bool = False, last_only: bool = False) -> Output:
+        """Run ids (T,) through every block; with caches, after the tokens they already hold.
+
+        caches: from `new_caches()`, extended by this call (decoding). hidden_states: keep the L + 1
+        states; weights: keep every layer's attention weights (L, H, T, Tk). last_only: logits of the
+        last position only (1, V), as a decoding step needs.
+        """
+        ids = np.asarray(ids)
+        start = 0 if caches is None else caches[0].length
+        x = self.embed(ids, start)
+        if x.shape[0] == 0:
+            raise InputError("the text has no tokens", source=self.name)
+        mask = self.window_mask(x.shape[0], start + x.shape[0])
+        states = [x] if hidden_states else None
+        all_weights = []
+        for i, block in enumerate(self.blocks):
+            result = block(x, mask=mask, causal=True, cache=None if caches is None else caches[i],
+                           return_weights=weights)
+            x, layer_weights = result if weights else (result, None)
+            if weights:
+                all_weights.append(layer_weights)
+            if hidden_states:
+                states.append(x)
+        final = self.final_norm(x[-1:] if last_only else x)
+        logits = final @ self.arrays.unembedding                               # (T, V)
+        return Output(logits, states, np.stack(all_weights) if weights else None)
+
+    def logits(self, text: str) -> np.ndarray:
+        """(T, V): the next-token logits after each position of one text."""
+        return self.forward(self.encode(text)).logits
+
+    def hidden_states(self, text: str) -> list[np.ndarray]:
+        """L + 1 arrays (T, D): the embeddings, then each block's output (the last before the final norm)."""
+        return self.forward(self.encode(text), hidden_states=True).hidden_states
+
+    def next_token_probabilities(self, text: str) -> np.ndarray:
+        """(V,): the model's distribution over the token after ``text`` (softmax of the last logits)."""
+        from .generate import softmax
+
+        return softmax(self.forward(self.encode(text), last_only=True).logits[0])
+
+    def generate(self, prompt: str, max_new_tokens: int = 20, **options):
+        """Continue ``prompt`` with the KV cache; see `qkv.models.generate.generate`."""
+        from .generate import generate
+
+        return generate(self, prompt, max_new_tokens, **options)
+
+    # ------------------------------------------------------------------ looking inside
+    def attention_weights(self, text: str) -> np.ndarray:
+        """(L, H, T, T): every layer's and head's attention weights for one text (rows: queries; causal,
+        so each row is zero right of the diagonal)."""
+        return self.forward(self.encode(text), weights=True).weights
+
+    def kv_groups(self) -> list[list[int]]:
+        """For each key/value head g, the query heads that read it: GQA's sharing (one group per head
+        when G = H)."""
+        size = self.config.group_size
+        return [list(range(g * size, (g + 1) * size)) for g in range(self.config.n_kv_heads)]
+
+    def trace(self, text: str, *, layer: int | None = None, head: int | None = None,
+              query: int | str | None = None) -> Trace:
+        """A Trace of the model on one text.
+
+        - layer and head: that query head alone (with its key/value head's slices, RoPE, the causal
+          mask) by `qkv.MultiHeadAttention` on the layer's normalised input: steps x, w_q, q, …,
+          rope_angles, q_rotated, k_rotated, …, weights, out, concat, w_o, y (this head's share).
+        - layer only: the whole block (norm, attention with every head, residual, MLP) as the model
+          runs it, steps "attention/…", "mlp/…", "output".
+        - neither: steps ``layer {l}/weights`` (H, T, T) for l = 0 … L−1.
+        meta: kind="model", model, tokens, n_layers, n_heads, n_kv_heads, kv_groups, causal=True,
+        rope_theta, sliding_window, layer, head, kv_head, query.
+        """
+        if head is not None and layer is None:
+            raise ValueError("head= needs layer= too (the same head index exists in every layer)")
+        ids = self.encode(text)
+        tokens = self.token_strings(ids)
+        c = self.config
+        meta = {"kind": "model", "model": self.name, "model_type": c.model_type, "tokens": tokens,
+                "n_layers": c.n_layers, "n_heads": c.n_heads, "n_kv_heads": c.n_kv_heads, "kv_groups": self.kv_groups(),
+                "causal": True, "rope_theta": c.rope_theta, "sliding_window": c.sliding_window}
+        if query is not None:
+            meta["query"] = query_index(tokens, query)
+        if layer is None:
+            trace = Trace(f"{self.name}: attention weights of every layer and head", meta)
+            for index, w in enumerate(self.forward(ids, weights=True).weights):
+                trace(f"layer {index}/weights", w, formula="softmax(Q·Kᵀ/√d_k + causal mask) per row, every head")
+            return trace
+        layer = _check_index("layer", layer, c.n_layers)
+        meta["layer"] = layer
+        x = self.forward(ids[:], hidden_states=True).hidden_states[layer]       # (T, D): the layer's input
+        block = self.blocks[layer]
+        mask = self.window_mask(len(ids), len(ids))
+        if head is None:
+            trace = Trace(f"{self.name}: layer {layer} (the whole block, {c.n_heads} heads)", meta)
+            block(x, mask=mask, causal=True, record=trace)
+            return trace
+        head = _check_index("head", head, c.n_heads)
+        kv_head = c.kv_head_of(head)
+        meta.update(head=head, kv_head=kv_head, kv_group=self.kv_groups()[kv_head])
+        own = block.attention.head(head)
+        single = MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v,
+                                    rope=block.attention.rope)
+        trace = Trace(f"{self.name}: layer {layer}, head {head} (key/value head {kv_head})", meta)
+        normed = block.norm1(x)
+        trace("normed", normed, formula="the block's input, normalised (N₁(x)); the head reads this")
+        single(normed, mask=mask, causal=True, record=trace)
+        return trace
+
+    @staticmethod
+    def query_index(tokens: Sequence[str], query: int | str) -> int:
+        return query_index(tokens, query)
+
+
+def query_index(tokens: Sequence[str], query: int | str) -> int:
+    """The row of ``query`` in ``tokens``: a token string (its first occurrence, also with byte-level BPE's
+    "Ġ" for a leading space), or a row index (an int, or a string of digits that is no token)."""
+    tokens = list(tokens)
+    if isinstance(query, str):
+        for candidate in (query, "Ġ" + query, "▁" + query):
+            if candidate in tokens:
+                return tokens.index(candidate)
+        if not query.lstrip("-").isdigit():
+            raise InputError(f"{query!r} is not one of the tokens: {' '.join(tokens)}", field="query")
+        query = int(query)
+    if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 0 <= query < len(tokens):
+        raise InputError(f"row {query!r} is out of range: the text has {len(tokens)} tokens (0 … {len(tokens) - 1})",
+                         field="query")
+    return int(query)
+
+
+def _check_index(name: str, value, count: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < count:
+        raise InputError(f"{value!r} is out of range: the model has {count} {name}s (0 … {count - 1})", field=name)
+    return int(value)

@@ -1,0 +1,125 @@
+"""Tiny Hugging Face checkpoints for the model tests, made on the spot (nothing is downloaded).
+
+`build_checkpoints(root)` trains a byte-level BPE tokenizer with the `tokenizers` trainer on a few
+sentences, builds random models with transformers from configs, and saves each with
+`save_pretrained` (safetensors) beside a copy of the tokenizer. Sizes are odd on purpose:
+head width 5 (BERT, GPT-2) and 24 (the RoPE models, whose head width must be even), 1 and 3
+layers, grouped-query (4:2), multi-query (4:1), tied and untied embeddings, Qwen2's q/k/v biases,
+a Mistral with an explicit head_dim and a sliding window shorter than the test texts, and one
+checkpoint written as shards with an index. The whole set takes about a second.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SENTENCES = [
+    "The cat sat on the mat.",
+    "A dog chased the cat around the garden while the birds sang.",
+    "Attention is all you need; transformers replaced recurrence with attention.",
+    "Queries ask, keys answer, values carry what is said.",
+    "안녕하세요, 오늘 날씨가 정말 좋네요.",
+    "the the the cat cat sat sat on on the mat mat",
+] * 4
+
+SPECIAL = ["<pad>", "<s>", "</s>"]          # ids 0, 1, 2
+
+# name -> (family, config keyword arguments, save options, tokenizer adds BOS)
+CHECKPOINTS = {
+    "bert": ("bert", dict(hidden_size=20, num_hidden_layers=3, num_attention_heads=4, intermediate_size=37,
+                          max_position_embeddings=64, hidden_act="gelu_new"), {}, False),
+    "gpt2": ("gpt2", dict(n_embd=20, n_layer=3, n_head=4, n_positions=64, n_inner=None), {}, False),
+    "gpt2-1layer": ("gpt2", dict(n_embd=48, n_layer=1, n_head=2, n_positions=64), {}, False),
+    "llama-gqa": ("llama", dict(hidden_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                intermediate_size=64, max_position_embeddings=128, rope_theta=500000.0,
+                                rms_norm_eps=1e-5, tie_word_embeddings=False),
+                  {"max_shard_size": "300KB"}, True),
+    "llama-mqa": ("llama", dict(hidden_size=96, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=1,
+                                intermediate_size=40, max_position_embeddings=128, rope_theta=10000.0,
+                                rms_norm_eps=1e-6, tie_word_embeddings=True), {}, True),
+    "qwen2": ("qwen2", dict(hidden_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                            intermediate_size=56, max_position_embeddings=128, rope_theta=1000000.0,
+                            rms_norm_eps=1e-6, tie_word_embeddings=True), {}, False),
+    "mistral": ("mistral", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                head_dim=24, intermediate_size=48, max_position_embeddings=128, rope_theta=10000.0,
+                                sliding_window=6, tie_word_embeddings=False), {}, True),
+}
+
+
+@functools.lru_cache(maxsize=2)
+def train_tokenizer(*, bos: bool):
+    """A byte-level BPE tokenizer (about 300 tokens) trained on SENTENCES; with bos, <s> is prepended."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=SPECIAL, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(SENTENCES, trainer=trainer)
+    if bos:
+        tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                                 special_tokens=[("<s>", 1)])
+    else:
+        tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    return tokenizer
+
+
+def _config(family: str, vocab: int, kwargs: dict):
+    import transformers
+
+    common = dict(vocab_size=vocab, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    if family == "bert":
+        return transformers.BertConfig(**common, **kwargs)
+    if family == "gpt2":
+        return transformers.GPT2Config(**common, **kwargs)
+    cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
+           "mistral": transformers.MistralConfig}[family]
+    return cls(**common, **kwargs)
+
+
+def build_checkpoint(root: Path, name: str, *, seed: int = 0) -> Path:
+    """Make CHECKPOINTS[name] under root/name and return the directory."""
+    import torch
+    import transformers
+
+    family, kwargs, save, bos = CHECKPOINTS[name]
+    tokenizer = train_tokenizer(bos=bos)
+    config = _config(family, tokenizer.get_vocab_size(), kwargs)
+    torch.manual_seed(seed)
+    cls = {"bert": transformers.BertModel, "gpt2": transformers.GPT2LMHeadModel}.get(
+        family, transformers.AutoModelForCausalLM)
+    model = cls(config) if family in ("bert", "gpt2") else cls.from_config(config)
+    with torch.no_grad():  # random init leaves norms at 1 and biases at 0: make every weight count
+        for pname, param in model.named_parameters():
+            if param.ndim == 1:
+                param.add_(0.2 * torch.randn_like(param))
+            else:
+                param.mul_(2.5)
+    directory = root / name
+    model.save_pretrained(directory, safe_serialization=True, **save)
+    tokenizer.save(str(directory / "tokenizer.json"))
+    return directory
+
+
+def build_checkpoints(root: Path, names=None) -> dict[str, Path]:
+    return {name: build_checkpoint(root, name) for name in (names or CHECKPOINTS)}
+
+
+def reference(directory: Path, *, dtype=None, attn: str = "eager"):
+    """transformers' own model for a checkpoint directory, in eval mode (float32, or float64)."""
+    import torch
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(directory)
+    cls = transformers.BertModel if config.model_type == "bert" else transformers.AutoModelForCausalLM
+    model = cls.from_pretrained(directory, attn_implementation=attn).eval()
+    if dtype is torch.float64:
+        model = model.double()
+    return model
