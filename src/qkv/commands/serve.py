@@ -1,0 +1,67 @@
+"""`qkv serve`: a local web app to explore attention in the browser.
+
+    qkv serve                              # MiniLM, at http://127.0.0.1:8000
+    qkv serve --port 8080 --model ./my-bert --model ./tiny-gpt2
+
+Loads each model once (MiniLM and every --model DIR), then serves the page and its JSON API
+(docs/serve.md) on 127.0.0.1 only, unless --host names another address.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+
+from ..errors import InputError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "serve", help="a local web app: type text, open every layer and head, click a cell for its derivation",
+        description="Serve a local web page (and a JSON API) to explore attention: MiniLM and every --model DIR "
+        "on your text, the worked examples and your own example files. Bound to 127.0.0.1 unless --host says so.")
+    parser.add_argument("--port", type=int, default=8000, metavar="N", help="port to listen on (default 8000)")
+    parser.add_argument("--host", default="127.0.0.1", metavar="H",
+                        help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to your network)")
+    parser.add_argument("--model", action="append", default=[], metavar="DIR",
+                        help="also load this model directory (config.json, model.safetensors, tokenizer.json); repeatable")
+    parser.add_argument("--no-minilm", action="store_true", help="do not load MiniLM (serve only the --model directories)")
+    parser.set_defaults(func=handler)
+
+
+def _check(args: argparse.Namespace) -> None:
+    if not 0 <= args.port <= 65535:
+        raise InputError(f"{args.port}: expected a port number from 0 to 65535", field="--port")
+    if args.host != "localhost":
+        try:
+            ipaddress.ip_address(args.host)
+        except ValueError:
+            raise InputError(f"{args.host!r} is not an IP address (e.g. 127.0.0.1, or 0.0.0.0 for every interface)",
+                             field="--host") from None
+    if args.no_minilm and not args.model:
+        raise InputError("--no-minilm leaves no model: give --model DIR", field="--no-minilm")
+
+
+def _allowed_hosts(host: str) -> list[str]:
+    """Host headers accepted: the loopback names when bound to loopback (guards against DNS rebinding)."""
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return ["127.0.0.1", "localhost", "[::1]"]
+    return ["*"]
+
+
+def handler(args: argparse.Namespace) -> int:
+    _check(args)
+    try:
+        from .. import serve
+    except ImportError as exc:
+        raise InputError(f"qkv serve needs starlette and uvicorn ({exc.name} is missing): pip install 'qkv[serve]'",
+                         field="serve") from None
+    models = serve.load_models(args.model, minilm=not args.no_minilm)
+    app = serve.create_app(models, allowed_hosts=_allowed_hosts(args.host))
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"qkv serve: {', '.join(models)} at http://{shown}:{args.port}/  (Ctrl-C stops)", file=sys.stderr)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"qkv serve: warning: bound to {args.host}: other machines can reach this server", file=sys.stderr)
+    serve.run(app, host=args.host, port=args.port)
+    return 0

@@ -1,0 +1,45 @@
+"""`qkv serve`: a local web explorer — type text, open every layer and head of a real model, the
+worked examples and your own example files, with the derivation of any cell.
+
+    >>> from qkv import models, serve
+    >>> app = serve.create_app({"minilm": models.load("minilm")})     # a Starlette (ASGI) app
+    >>> serve.run(app, port=8000)                                      # doctest: +SKIP
+
+The page and its JSON API are described in docs/serve.md (``GET /api`` lists the routes).
+Starlette and uvicorn are needed (``pip install 'qkv[serve]'``).
+"""
+
+from __future__ import annotations
+
+from .app import CSP, ROUTES, Limits, create_app
+
+__all__ = ["create_app", "run", "load_models", "Limits", "ROUTES", "CSP", "LOOPBACK"]
+
+LOOPBACK = "127.0.0.1"
+
+
+def load_models(directories=(), *, minilm: bool = True) -> dict:
+    """name → loaded model: "minilm" (unless ``minilm=False``) and each directory, once, in order.
+
+    A directory's name is the model's own name (its folder's name); a repeated name gets "-2", "-3".
+    Problems raise the loader's one-line `qkv.InputError`.
+    """
+    from ..models import load
+
+    loaded: dict = {}
+    for source in (["minilm"] if minilm else []) + [str(d) for d in directories]:
+        model = load(source)
+        name = str(getattr(model, "name", source)) or str(source)
+        base, n = name, 2
+        while name in loaded:
+            name, n = f"{base}-{n}", n + 1
+        loaded[name] = model
+    return loaded
+
+
+def run(app, *, host: str = LOOPBACK, port: int = 8000, log_level: str = "warning") -> None:
+    """Serve ``app`` with uvicorn until interrupted (Ctrl-C)."""
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, server_header=False,
+                date_header=False)

@@ -1,0 +1,543 @@
+"""The `qkv serve` web app: a Starlette application answering a JSON API and one page.
+
+Every number the API returns comes from the library: a model's ``trace`` (a `qkv.Trace`, sent as
+``Trace.to_json``), ``attention_weights``, the worked examples' ``qkv.examples.run`` and the
+explanations of ``qkv.explain``. The server formats and limits; it computes nothing itself.
+
+Routes (documented for people in docs/serve.md; ``GET /api`` lists them for scripts):
+
+    GET  /                     the page (its state lives in the URL: a permalink per view)
+    GET  /static/NAME          the page's script and styles (a fixed list, held in memory)
+    GET  /api                  this route list, as JSON
+    GET  /api/models           the models loaded at start-up: name, layers, heads, max_tokens
+    GET  /api/examples         the worked examples: name and title (en, ko)
+    GET  /api/tokens           ?model=&text=                      → tokens
+    GET  /api/overview         ?model=&text=                      → every layer × head's weights (uint8)
+    GET  /api/trace            ?model=&text=&layer=&head=[&query=][&steps=a,b] → Trace JSON
+    GET  /api/explain          ?model=&text=&layer=&head=[&query=][&lang=][&digits=] → derivation HTML
+    GET  /api/example          ?name=[&query=][&lang=][&digits=]   → Trace JSON + derivation HTML
+    POST /api/upload           ?filename=NAME.toml|.json[&lang=]  body: the file → as /api/example
+
+Errors answer ``{"error": "one line"}``: 400 bad input (the library's `InputError` message, the
+CLI's line), 404 unknown route, model or example, 405 wrong method, 413 upload too large,
+422 text longer than the model takes, 429 too many requests at once (with Retry-After).
+
+Security: the only files read are the model directories loaded at start-up (before the app is
+built) and the package's own page assets (read once, when the app is built). No request path or
+parameter reaches the file system: assets are looked up in an in-memory table, models and examples
+by name in fixed lists, uploads are parsed from memory and may not name array files. Every answer
+carries a Content-Security-Policy that allows requests to this origin only; the Host header must
+name the address the server was bound to (DNS rebinding), and by default that is 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import threading
+import tomllib
+from collections import OrderedDict
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Callable
+
+import numpy as np
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..errors import InputError
+from ..trace import Trace
+
+__all__ = ["Limits", "create_app", "ROUTES", "CSP", "LANGS"]
+
+LANGS = ("en", "ko")
+
+CSP = ("default-src 'none'; script-src 'self'; style-src-elem 'self'; style-src-attr 'unsafe-inline'; "
+       "img-src 'self' data:; connect-src 'self'; font-src 'none'; object-src 'none'; form-action 'none'; "
+       "base-uri 'none'; frame-ancestors 'none'")
+"""Every answer's Content-Security-Policy: scripts, style sheets, images and fetches from this origin
+only (style attributes are allowed: the explanations colour heads with them; they fetch nothing, as
+img-src and font-src allow no outside address)."""
+
+# The page's files: URL name → (package, file name, media type). Read once when the app is built.
+# Paths are inside the qkv package (read through importlib.resources, without importing qkv.viz).
+ASSETS = {
+    "app.js": ("serve/app.js", "text/javascript; charset=utf-8"),
+    "serve.css": ("serve/serve.css", "text/css; charset=utf-8"),
+    "page.css": ("viz/page.css", "text/css; charset=utf-8"),     # the static page's visual language
+}
+
+# Fields of an example file that hold arrays; in an upload they must be numbers, never file names.
+_ARRAY_FIELDS = ("x", "memory", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "mask")
+
+ROUTES = [
+    ("GET", "/", "the page; its state (model, text, view, layer, head, cell, example, lang) is in the URL"),
+    ("GET", "/static/{name}", "the page's script and styles: " + ", ".join(ASSETS)),
+    ("GET", "/api", "this list"),
+    ("GET", "/api/models", "the models loaded at start-up: name, layers, heads, max_tokens, kind"),
+    ("GET", "/api/examples", "the worked examples: name, title in en and ko"),
+    ("GET", "/api/tokens?model=&text=", "the tokens the model sees"),
+    ("GET", "/api/overview?model=&text=",
+     "every layer × head: tokens, shape [L, H, T, T] and the weights as base64 uint8, round(weight·255), "
+     "row-major (for thumbnails; exact numbers come from /api/trace)"),
+    ("GET", "/api/trace?model=&text=&layer=&head=[&query=][&steps=a,b]",
+     "the library's Trace of that head as Trace.to_json (steps=: keep only the named steps); without "
+     "layer and head, the whole model's weights (steps 'layer L/weights')"),
+    ("GET", "/api/explain?model=&text=&layer=&head=[&query=][&lang=en|ko][&digits=N]",
+     "the step-by-step derivation of that head for the query, as an HTML fragment: {\"html\": …}"),
+    ("GET", "/api/example?name=[&query=][&lang=][&digits=]",
+     "a worked example: {\"name\", \"title\", \"trace\": Trace JSON, \"html\": derivation}"),
+    ("POST", "/api/upload?filename=NAME.toml|NAME.json[&lang=][&digits=]",
+     "an example file of your own (the request body; held in memory, arrays given inline): as /api/example"),
+]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one server accepts.
+
+    workers: computations running at once (threads); queue: requests waiting beyond those before
+    the server answers 429; upload_bytes: the largest example file (413 beyond); text_chars: the
+    longest text accepted before tokenising (422 beyond; the model's own token limit applies too);
+    cache_bytes: memory for cached weights of recent texts.
+    """
+
+    workers: int = 2
+    queue: int = 8
+    upload_bytes: int = 256 * 1024
+    text_chars: int = 10_000
+    cache_bytes: int = 64 * 1024 * 1024
+
+
+class ApiError(Exception):
+    """An answer other than 200: the status and one line for the user."""
+
+    def __init__(self, status: int, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers or {}
+
+
+# ---------------------------------------------------------------------------------------------- models
+class ModelEntry:
+    """A loaded model plus what the server needs to limit its inputs (a tokenizer that never truncates)."""
+
+    def __init__(self, name: str, model: Any):
+        self.name, self.model = name, model
+        self.config = model.config
+        self.max_tokens = _max_tokens(model)
+        self._counter = _untruncated(getattr(model, "tokenizer", None))
+
+    def describe(self) -> dict:
+        return {"name": self.name, "layers": int(self.config.n_layers), "heads": int(self.config.n_heads),
+                "max_tokens": self.max_tokens, "kind": type(self.model).__name__}
+
+    def check_text(self, text: str, limits: Limits) -> None:
+        """422 when the text is longer than the model takes (the tokenizer would silently cut it)."""
+        if len(text) > limits.text_chars:
+            raise ApiError(422, f"text: {len(text):,} characters; the server takes at most {limits.text_chars:,}")
+        if not text.strip():
+            raise ApiError(400, "text: empty; type some text")
+        if self.max_tokens is None:
+            return
+        count = len(self._counter.encode(text).ids) if self._counter is not None else len(self.model.tokens(text))
+        if count > self.max_tokens:
+            raise ApiError(422, f"text: {count} tokens; model {self.name!r} takes at most {self.max_tokens} "
+                           "(special tokens included) — shorten the text")
+
+
+def _max_tokens(model: Any) -> int | None:
+    for owner, name in ((model, "max_tokens"), (getattr(model, "pooling", None), "max_seq_length"),
+                        (model.config, "max_positions")):
+        value = getattr(owner, name, None) if owner is not None else None
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _untruncated(tokenizer: Any):
+    """A copy of a `tokenizers.Tokenizer` with truncation switched off (to count a text's tokens), or None."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:  # pragma: no cover - tokenizers is a dependency
+        return None
+    if not isinstance(tokenizer, Tokenizer):
+        return None
+    counter = Tokenizer.from_str(tokenizer.to_str())
+    counter.no_truncation()
+    return counter
+
+
+class WeightsCache:
+    """The (L, H, T, T) weights of recent (model, text) pairs, least recently used dropped first, bounded in bytes."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes, self.bytes = max_bytes, 0
+        self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str], compute: Callable[[], np.ndarray]) -> np.ndarray:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = compute()
+        with self._lock:
+            if key not in self._items and value.nbytes <= self.max_bytes:
+                self._items[key] = value
+                self.bytes += value.nbytes
+                while self.bytes > self.max_bytes:
+                    _, dropped = self._items.popitem(last=False)
+                    self.bytes -= dropped.nbytes
+        return value
+
+
+# ---------------------------------------------------------------------------------------------- the gate
+class Gate:
+    """At most ``workers`` computations at once and ``queue`` more waiting; beyond that, 429 at once."""
+
+    def __init__(self, workers: int, queue: int):
+        self.capacity = workers + queue
+        self.inside = 0
+        self._running = asyncio.Semaphore(workers)
+
+    async def run(self, function: Callable[..., Any], *args: Any) -> Any:
+        if self.inside >= self.capacity:
+            raise ApiError(429, f"too many requests at once (more than {self.capacity}); try again in a moment",
+                           {"Retry-After": "1"})
+        self.inside += 1
+        try:
+            async with self._running:
+                return await run_in_threadpool(function, *args)
+        finally:
+            self.inside -= 1
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _int_param(request: Request, name: str, *, required: bool = True) -> int | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        if required:
+            raise ApiError(400, f"{name}: missing (a whole number from 0)")
+        return None
+    text = value.strip()
+    if not text.lstrip("-").isdigit():
+        raise ApiError(400, f"{name}: {value!r} is not a whole number")
+    return int(text)
+
+
+def _lang(request: Request) -> str:
+    lang = request.query_params.get("lang", "en")
+    if lang not in LANGS:
+        raise ApiError(400, f"lang: {lang!r}: expected one of {', '.join(LANGS)}")
+    return lang
+
+
+def _digits(request: Request) -> int | None:
+    digits = _int_param(request, "digits", required=False)
+    if digits is not None and not 0 <= digits <= 12:
+        raise ApiError(400, f"digits: {digits}: expected a whole number of decimals from 0 to 12")
+    return digits
+
+
+def _query(request: Request) -> int | str | None:
+    """query= is a token (its first occurrence) or a row index, as `qkv inspect --query` takes it."""
+    value = request.query_params.get("query")
+    return None if value in (None, "") else value
+
+
+def _text(request: Request) -> str:
+    text = request.query_params.get("text")
+    if text is None:
+        raise ApiError(400, "text: missing (the text to run through the model)")
+    return text
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data, ensure_ascii=False, allow_nan=False), status_code=status,
+                    media_type="application/json")
+
+
+def _steps_filter(trace: Trace, request: Request) -> Trace:
+    wanted = request.query_params.get("steps")
+    if not wanted:
+        return trace
+    names = [n.strip() for n in wanted.split(",") if n.strip()]
+    unknown = [n for n in names if n not in trace]
+    if unknown:
+        raise ApiError(400, f"steps: no step named {unknown[0]!r}; steps: {', '.join(trace.names())}")
+    return Trace(trace.title, trace.meta, [s for s in trace.steps if s.name in names])
+
+
+def _example_title(name: str, lang: str) -> str:
+    from ..explain import texts
+
+    return texts.text(lang, f"title.{name}")
+
+
+def _parse_upload(data: bytes, filename: str) -> dict:
+    """The document of an uploaded example file, parsed as `qkv.spec.read_document` parses a file,
+    with the same one-line messages (the source is the file's name)."""
+    suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+    if suffix not in (".toml", ".json"):
+        raise InputError(f"unknown file type {suffix or '(none)'!r}; use .toml or .json", source=filename)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=filename) from None
+    if suffix == ".toml":
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"malformed TOML: {exc}", source=filename) from None
+    else:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                             source=filename) from None
+        if not isinstance(doc, dict):
+            raise InputError(f"the JSON must be an object with named fields, got {type(doc).__name__}",
+                             source=filename)
+    for field in _ARRAY_FIELDS:   # a file name here would make the parser read that file: refuse it
+        value = doc.get(field)
+        if isinstance(value, dict) or (isinstance(value, str) and not (field == "mask" and value == "causal")):
+            raise InputError("an uploaded example gives its arrays as numbers; array files (.npy, .npz, "
+                             ".safetensors) can be used with `qkv explain FILE` on your machine",
+                             source=filename, field=field)
+    return doc
+
+
+def _upload_trace(doc: dict, filename: str, query: Any) -> Trace:
+    from ..examples.runner import trace_spec
+    from ..spec import parse_spec
+
+    if doc.get("format") in ("qkv-trace", "qkv-explanation"):
+        data = doc["trace"] if doc.get("format") == "qkv-explanation" else doc
+        try:
+            return Trace.from_dict(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"not a readable qkv trace ({exc})", source=filename, field="trace") from None
+    spec = parse_spec(doc, source=filename, base=None)
+    return trace_spec(spec, query=query)
+
+
+# ---------------------------------------------------------------------------------------------- the app
+def create_app(models: dict[str, Any], *, limits: Limits = Limits(),
+               allowed_hosts: list[str] | None = None) -> Starlette:
+    """The web app serving ``models`` (name → a loaded model, e.g. ``{"minilm": qkv.models.load("minilm")}``).
+
+    allowed_hosts: Host header values accepted (default: the loopback names 127.0.0.1, localhost, [::1]);
+    ["*"] accepts any (use with a --host other than loopback).
+    """
+    if not models:
+        raise ValueError("models is empty: give at least one loaded model")
+    entries = {name: ModelEntry(name, model) for name, model in models.items()}
+    package = resources.files("qkv")
+    assets = {name: (package.joinpath(file).read_bytes(), media) for name, (file, media) in ASSETS.items()}
+    index_html = package.joinpath("serve/index.html").read_bytes()
+    cache = WeightsCache(limits.cache_bytes)
+    gates: dict[int, Gate] = {}   # one per event loop (asyncio objects belong to the loop that made them)
+
+    def gate() -> Gate:
+        loop = id(asyncio.get_running_loop())
+        if loop not in gates:
+            gates.clear()
+            gates[loop] = Gate(limits.workers, limits.queue)
+        return gates[loop]
+
+    def entry(request: Request) -> ModelEntry:
+        name = request.query_params.get("model") or next(iter(entries))
+        if name not in entries:
+            raise ApiError(404, f"model: {name!r} is not loaded; loaded: {', '.join(entries)}")
+        return entries[name]
+
+    def weights_of(model: ModelEntry, text: str) -> np.ndarray:
+        return cache.get((model.name, text), lambda: np.asarray(model.model.attention_weights(text)))
+
+    # ------------------------------------------------------------------ page
+    async def page(request: Request) -> Response:
+        return Response(index_html, media_type="text/html; charset=utf-8")
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in assets:      # a table lookup: no request path ever reaches the file system
+            raise ApiError(404, f"no such file: {name!r}")
+        body, media = assets[name]
+        return Response(body, media_type=media, headers={"Cache-Control": "no-cache"})
+
+    # ------------------------------------------------------------------ api
+    async def api_index(request: Request) -> Response:
+        return _json({"routes": [{"method": m, "path": p, "description": d} for m, p, d in ROUTES],
+                      "docs": "docs/serve.md"})
+
+    async def api_models(request: Request) -> Response:
+        return _json({"models": [e.describe() for e in entries.values()]})
+
+    async def api_examples(request: Request) -> Response:
+        from .. import examples
+
+        return _json({"examples": [{"name": n, "title": {lang: _example_title(n, lang) for lang in LANGS}}
+                                   for n in examples.names()]})
+
+    async def api_tokens(request: Request) -> Response:
+        model, text = entry(request), _text(request)
+        model.check_text(text, limits)
+        tokens = await gate().run(model.model.tokens, text)
+        return _json({"model": model.name, "tokens": list(tokens)})
+
+    async def api_overview(request: Request) -> Response:
+        model, text = entry(request), _text(request)
+        model.check_text(text, limits)
+
+        def compute() -> dict:
+            weights = weights_of(model, text)                           # (L, H, T, T)
+            tokens = list(model.model.tokens(text))
+            levels = np.rint(np.clip(weights, 0.0, 1.0) * 255).astype(np.uint8)
+            return {"model": model.name, "tokens": tokens, "shape": list(weights.shape),
+                    "weights": base64.b64encode(levels.tobytes()).decode("ascii"), "scale": 255}
+
+        return _json(await gate().run(compute))
+
+    def head_trace(request: Request) -> tuple[ModelEntry, Callable[[], Trace]]:
+        model, text = entry(request), _text(request)
+        layer = _int_param(request, "layer", required=False)
+        head = _int_param(request, "head", required=False)
+        query = _query(request)
+        if head is not None and layer is None:
+            raise ApiError(400, "head: needs layer too (the same head index exists in every layer)")
+        model.check_text(text, limits)
+        return model, lambda: model.model.trace(text, layer=layer, head=head, query=query)
+
+    async def api_trace(request: Request) -> Response:
+        _, make = head_trace(request)
+
+        def compute() -> str:
+            return _steps_filter(make(), request).to_json()
+
+        return Response(await gate().run(compute), media_type="application/json")
+
+    async def api_explain(request: Request) -> Response:
+        lang, digits = _lang(request), _digits(request)
+        _, make = head_trace(request)
+        if request.query_params.get("layer") in (None, "") or request.query_params.get("head") in (None, ""):
+            raise ApiError(400, "layer and head: both needed (the derivation follows one head)")
+
+        def compute() -> dict:
+            from ..explain import derivation_html
+
+            trace = make()
+            return {"html": derivation_html(trace, lang=lang, digits=digits), "query": trace.meta.get("query")}
+
+        return _json(await gate().run(compute))
+
+    async def api_example(request: Request) -> Response:
+        from .. import examples
+
+        name = request.query_params.get("name", "")
+        if name not in examples.names():
+            raise ApiError(404, f"name: unknown example {name!r}; the examples are: {', '.join(examples.names())}")
+        lang, digits, query = _lang(request), _digits(request), _query(request)
+
+        def compute() -> dict:
+            trace = examples.run(name, query=query)
+            return _explained(trace, name, _example_title(name, lang), lang, digits)
+
+        return _json(await gate().run(compute))
+
+    async def api_upload(request: Request) -> Response:
+        lang, digits, query = _lang(request), _digits(request), _query(request)
+        filename = request.query_params.get("filename", "upload.toml").replace("/", "_").replace("\\", "_")[:200]
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limits.upload_bytes:
+            raise ApiError(413, f"{filename}: {int(declared):,} bytes; uploads may be at most {limits.upload_bytes:,}")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limits.upload_bytes:
+                raise ApiError(413, f"{filename}: more than {limits.upload_bytes:,} bytes; uploads may be at most "
+                               f"{limits.upload_bytes:,}")
+
+        def compute() -> dict:
+            doc = _parse_upload(bytes(body), filename)
+            trace = _upload_trace(doc, filename, query)
+            return _explained(trace, None, trace.title or filename, lang, digits)
+
+        return _json(await gate().run(compute))
+
+    routes = [
+        Route("/", page, methods=["GET"]),
+        Route("/static/{name}", static, methods=["GET"]),
+        Route("/api", api_index, methods=["GET"]),
+        Route("/api/models", api_models, methods=["GET"]),
+        Route("/api/examples", api_examples, methods=["GET"]),
+        Route("/api/tokens", api_tokens, methods=["GET"]),
+        Route("/api/overview", api_overview, methods=["GET"]),
+        Route("/api/trace", api_trace, methods=["GET"]),
+        Route("/api/explain", api_explain, methods=["GET"]),
+        Route("/api/example", api_example, methods=["GET"]),
+        Route("/api/upload", api_upload, methods=["POST"]),
+    ]
+    hosts = allowed_hosts if allowed_hosts is not None else ["127.0.0.1", "localhost", "[::1]"]
+    app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
+                    exception_handlers={ApiError: _api_error, InputError: _input_error,
+                                        HTTPException: _http_error, Exception: _server_error})
+    app.state.models = entries
+    app.state.limits = limits
+    return _SecurityHeaders(app)
+
+
+def _explained(trace: Trace, name: str | None, title: str, lang: str, digits: int | None) -> dict:
+    from ..explain import derivation_html
+
+    return {"name": name, "title": title, "trace": trace.to_dict(),
+            "html": derivation_html(trace, lang=lang, digits=digits)}
+
+
+async def _api_error(request: Request, exc: ApiError) -> Response:
+    response = _json({"error": exc.message}, exc.status)
+    response.headers.update(exc.headers)
+    return response
+
+
+async def _input_error(request: Request, exc: InputError) -> Response:
+    return _json({"error": str(exc)}, 400)
+
+
+async def _http_error(request: Request, exc: HTTPException) -> Response:
+    messages = {404: "not found", 405: "method not allowed"}
+    return _json({"error": messages.get(exc.status_code, str(exc.detail))}, exc.status_code)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    return _json({"error": f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]}, 500)
+
+
+class _SecurityHeaders:
+    """ASGI wrapper adding the CSP and friends to every answer (errors and 404s included)."""
+
+    HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+               (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+               (b"cross-origin-resource-policy", b"same-origin")]
+
+    def __init__(self, app: Starlette):
+        self.app = app
+        self.state = app.state
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + self.HEADERS
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
