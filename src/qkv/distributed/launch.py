@@ -1,0 +1,196 @@
+"""Starting a process group: under torchrun (env://), or P local processes on 127.0.0.1.
+
+`init_from_env` is what a rank calls when a launcher (torchrun, or `run_local` below) has set
+MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE: it joins the group with a bounded timeout, so a
+rank that never joins makes the others fail after `timeout` seconds instead of waiting forever.
+
+`run_local(fn, procs)` is the local launcher behind `qkv ring` and the tests: it picks a free port,
+starts `procs` processes (multiprocessing "spawn"), each joins through env:// exactly as under
+torchrun, runs `fn(*args)` and sends back its result. If any rank fails or dies, the others stop
+(their collectives and ring exchanges fail within the timeout) and `run_local` raises one
+`DistributedError` that names the first failure; no process is left behind.
+"""
+
+from __future__ import annotations
+
+import datetime
+import multiprocessing as mp
+import multiprocessing.connection
+import os
+import re
+import signal
+import socket
+import time
+import traceback
+from typing import Any, Callable, Sequence
+
+__all__ = ["DistributedError", "init_from_env", "run_local", "free_port"]
+
+
+class DistributedError(RuntimeError):
+    """A rank died, hung, or never joined; the message names which rank and what it saw."""
+
+
+def init_from_env(*, backend: str | None = None, timeout: float = 60.0):
+    """Join the process group described by the environment (torchrun's env:// rendezvous).
+
+    backend: "gloo" (CPU; the default when no GPU is visible) or "nccl" (CUDA tensors).
+    timeout: seconds any rendezvous, collective or ring exchange may wait for another rank
+    before failing with a `DistributedError` (not hanging). Returns the default group.
+    A group already initialised is returned as it is.
+    """
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        return dist.group.WORLD
+    missing = [name for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE") if name not in os.environ]
+    if missing:
+        raise DistributedError(f"cannot join a process group: {', '.join(missing)} not set "
+                               "(start the program with torchrun, or use qkv.distributed.run_local)")
+    backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    try:
+        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=timeout))
+    except Exception as exc:  # torch raises DistStoreError / RuntimeError / TimeoutError here
+        raise DistributedError(
+            f"rank {rank} of {world}: the group did not form within {timeout:g} s at "
+            f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} (a rank never joined or the "
+            f"address is unreachable): {_first_line(exc)}") from None
+    return dist.group.WORLD
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, ranks: Sequence[int] | None = None,
+              port: int | None = None, threads: int | None = None, backend: str = "gloo") -> list[Any]:
+    """Run ``fn(*args)`` on ``procs`` local ranks joined in one process group; results by rank.
+
+    fn must be importable (a module-level function: the processes are spawned). Inside it,
+    torch.distributed is initialised (gloo on 127.0.0.1 by default).
+    timeout: seconds any rank may wait for another (rendezvous, collectives, ring exchanges); the
+        whole run is also bounded: startup allowance + the time fn takes, and after the first
+        failure the others get `timeout` + 10 s to stop before they are killed.
+    ranks: start only these ranks (default all); the others must join from elsewhere with the same
+        port (another shell, or torchrun) — or, if they never do, the started ones fail after timeout.
+    threads: torch threads per rank (default: CPU count // procs, at least 1).
+    Raises `DistributedError` naming the first rank that failed or died and the message of every
+    rank that stopped because of it.
+    """
+    if procs < 1:
+        raise ValueError(f"procs must be at least 1, got {procs}")
+    ranks = list(range(procs)) if ranks is None else sorted(set(ranks))
+    if not ranks or ranks[0] < 0 or ranks[-1] >= procs:
+        raise ValueError(f"ranks must be a non-empty subset of 0 … {procs - 1}, got {ranks}")
+    port = free_port() if port is None else port
+    threads = threads or max(1, (os.cpu_count() or 1) // procs)
+    ctx = mp.get_context("spawn")
+    children, pipes = {}, {}
+    for rank in ranks:
+        receive, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_rank_main, args=(rank, procs, port, threads, backend, timeout, fn, args, send),
+                            name=f"qkv-rank-{rank}", daemon=True)
+        child.start()
+        send.close()
+        children[rank], pipes[rank] = child, receive
+    try:
+        return _collect(children, pipes, timeout)
+    finally:
+        for child in children.values():
+            if child.is_alive():
+                child.kill()
+            child.join(5)
+
+
+def _collect(children: dict, pipes: dict, timeout: float) -> list[Any]:
+    results: dict[int, Any] = {}
+    errors: dict[int, str] = {}
+    first_failure: tuple[float, int] | None = None
+    pending = dict(children)
+    deadline_after_failure = None
+    while pending:
+        waitables = [pipes[r] for r in pending] + [children[r].sentinel for r in pending]
+        wait_for = None if deadline_after_failure is None else max(0.0, deadline_after_failure - time.monotonic())
+        ready = mp.connection.wait(waitables, timeout=wait_for)
+        if not ready:  # the survivors did not stop within the bound: report them as hung
+            for rank in pending:
+                errors[rank] = f"still running {timeout + 10:g} s after rank {first_failure[1]} failed; killed"
+            break
+        for rank in list(pending):
+            status, payload = None, None
+            if pipes[rank] in ready or (children[rank].sentinel in ready and pipes[rank].poll()):
+                try:
+                    status, payload = pipes[rank].recv()
+                except (EOFError, OSError):
+                    status = None
+            elif children[rank].sentinel not in ready:
+                continue
+            children[rank].join(5)
+            if status == "ok":
+                results[rank] = payload
+            else:
+                errors[rank] = payload if status == "error" else _death(children[rank].exitcode)
+                if first_failure is None:
+                    first_failure = (time.monotonic(), rank)
+                    deadline_after_failure = time.monotonic() + timeout + 10
+            del pending[rank]
+    if errors:
+        # a rank that died without a word is the cause; the others' errors are its consequences
+        died = [r for r in sorted(errors) if errors[r].startswith("died")]
+        first = died[0] if died else (first_failure[1] if first_failure else min(errors))
+        others = sorted(r for r in errors if r != first)
+        message = f"rank {first}: {errors[first]}"
+        if others:
+            distinct = sorted({errors[r] for r in others})
+            message += f"; then rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} stopped: " + " | ".join(distinct)
+        raise DistributedError(message)
+    return [results[r] for r in sorted(results)]
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"died (killed by {signal.Signals(-exitcode).name})"
+        except ValueError:
+            return f"died (signal {-exitcode})"
+    return f"died (exit code {exitcode}) without reporting a result"
+
+
+def _first_line(exc: BaseException) -> str:
+    """The exception's first line, without gloo's source-file prefix and its boilerplate advice."""
+    text = str(exc).strip().splitlines()
+    line = re.sub(r"^\[[^\]]*\]\s*", "", text[0] if text else "")
+    line = line.split(". This is typically caused")[0]
+    return f"{type(exc).__name__}: {line}".strip()
+
+
+def _rank_main(rank, world, port, threads, backend, timeout, fn, args, conn) -> None:
+    """Entry point of one spawned rank: join via env://, run fn, send ("ok", result) or ("error", text)."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
+                      LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    try:
+        import torch
+        import torch.distributed as dist
+
+        torch.set_num_threads(threads)
+        init_from_env(backend=backend, timeout=timeout)
+        try:
+            result = fn(*args)
+        finally:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        conn.send(("ok", result))
+    except DistributedError as exc:
+        conn.send(("error", str(exc)))
+    except Exception as exc:  # a bug or bad input in fn: the message and where it came from
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        conn.send(("error", f"{_first_line(exc)} (at {os.path.basename(where.filename)}:{where.lineno})"))
+    finally:
+        conn.close()
