@@ -11,6 +11,8 @@ Starlette and uvicorn are needed (``pip install 'qkv[serve]'``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .app import CSP, ROUTES, Limits, create_app
 
 __all__ = ["create_app", "run", "load_models", "Limits", "ROUTES", "CSP", "LOOPBACK"]
@@ -21,7 +23,7 @@ LOOPBACK = "127.0.0.1"
 def load_models(directories=(), *, minilm: bool = True) -> dict:
     """name → loaded model: "minilm" (unless ``minilm=False``) and each directory, once, in order.
 
-    A directory's name is the model's own name (its folder's name); a repeated name gets "-2", "-3".
+    A directory is named by its folder; a repeated name gets "-2", "-3".
     Problems raise the loader's one-line `qkv.InputError`.
     """
     from ..models import load
@@ -29,7 +31,7 @@ def load_models(directories=(), *, minilm: bool = True) -> dict:
     loaded: dict = {}
     for source in (["minilm"] if minilm else []) + [str(d) for d in directories]:
         model = load(source)
-        name = str(getattr(model, "name", source)) or str(source)
+        name = "minilm" if source == "minilm" else (Path(source).resolve().name or str(source))
         base, n = name, 2
         while name in loaded:
             name, n = f"{base}-{n}", n + 1

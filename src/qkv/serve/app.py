@@ -490,6 +490,7 @@ def create_app(models: dict[str, Any], *, limits: Limits = Limits(),
                                         HTTPException: _http_error, Exception: _server_error})
     app.state.models = entries
     app.state.limits = limits
+    app.state.gate_inside = lambda: sum(g.inside for g in gates.values())   # requests inside the gate now
     return _SecurityHeaders(app)
 
 

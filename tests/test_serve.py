@@ -1,0 +1,413 @@
+"""`qkv serve`'s JSON API through Starlette's TestClient (httpx): the answers are the library's own
+Traces and explanations, the limits answer 413 / 422 / 429 with one line, and no request reaches
+the file system (file opens observed with an audit hook)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib.util
+import json
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+
+import qkv.examples
+from qkv import models, serve
+from qkv.cli import main as cli_main
+from qkv.examples.runner import trace_spec
+from qkv.explain import derivation_html
+from qkv.serve.app import CSP, Limits
+from qkv.spec import load_spec
+from qkv.trace import Trace
+
+BASE = "http://127.0.0.1"
+TEXT = "The cat sat on the mat."
+
+
+# ------------------------------------------------------------------ fixtures
+def tiny_bert(directory: Path, *, max_positions: int = 16, seed: int = 0) -> Path:
+    """A random BERT (hidden 8, 2 layers × 2 heads, at most ``max_positions`` tokens) with MiniLM's tokenizer."""
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(seed)
+    d, f, vocab = 8, 16, 30522
+    tensors = {"embeddings.word_embeddings.weight": (vocab, d), "embeddings.position_embeddings.weight": (max_positions, d),
+               "embeddings.token_type_embeddings.weight": (2, d), "embeddings.LayerNorm.weight": (d,),
+               "embeddings.LayerNorm.bias": (d,)}
+    for i in range(2):
+        p = f"encoder.layer.{i}"
+        for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
+            tensors[f"{p}.{name}.weight"], tensors[f"{p}.{name}.bias"] = (d, d), (d,)
+        tensors[f"{p}.intermediate.dense.weight"], tensors[f"{p}.intermediate.dense.bias"] = (f, d), (f,)
+        tensors[f"{p}.output.dense.weight"], tensors[f"{p}.output.dense.bias"] = (d, f), (d,)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            tensors[f"{p}.{norm}.weight"], tensors[f"{p}.{norm}.bias"] = (d,), (d,)
+    arrays = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in tensors.items()}
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(arrays, str(directory / "model.safetensors"))
+    config = {"model_type": "bert", "vocab_size": vocab, "hidden_size": d, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "intermediate_size": f, "max_position_embeddings": max_positions}
+    (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    shutil.copy(models.load("minilm").directory / "tokenizer.json", directory / "tokenizer.json")
+    return directory
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    directory = tiny_bert(tmp_path_factory.mktemp("models") / "tiny-bert")
+    return serve.load_models([directory])
+
+
+@pytest.fixture(scope="module")
+def client(loaded):
+    with TestClient(serve.create_app(loaded), base_url=BASE) as test_client:
+        yield test_client
+
+
+def error(response) -> str:
+    body = response.json()
+    assert set(body) == {"error"} and "\n" not in body["error"], body
+    return body["error"]
+
+
+def assert_same_trace(ours: Trace, expected: Trace, *, rtol: float = 0.0) -> None:
+    assert ours.names() == expected.names()
+    assert ours.title == expected.title
+    assert json.loads(json.dumps(ours.meta)) == json.loads(json.dumps(expected.meta, default=lambda v: v.tolist()))
+    for got, want in zip(ours.steps, expected.steps):
+        assert got.formula == want.formula and got.shape == want.shape, got.name
+        np.testing.assert_allclose(got.value, want.value, rtol=rtol, atol=0, err_msg=got.name)
+
+
+# ------------------------------------------------------------------ the numbers are the library's
+def test_models_lists_minilm_and_the_directory(client):
+    body = client.get("/api/models").json()["models"]
+    assert [m["name"] for m in body] == ["minilm", "tiny-bert"]
+    assert body[0]["layers"] == 6 and body[0]["heads"] == 12 and body[0]["max_tokens"] == 256
+    assert body[1]["layers"] == 2 and body[1]["heads"] == 2 and body[1]["max_tokens"] == 16
+
+
+@pytest.mark.parametrize("name, layer, head, query", [("minilm", 2, 5, "cat"), ("minilm", 0, 11, None),
+                                                       ("tiny-bert", 1, 0, "2")])
+def test_trace_json_is_the_library_trace(client, loaded, name, layer, head, query):
+    params = {"model": name, "text": TEXT, "layer": layer, "head": head}
+    if query is not None:
+        params["query"] = query
+    response = client.get("/api/trace", params=params)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("application/json")
+    expected = loaded[name].trace(TEXT, layer=layer, head=head, query=query)
+    # the same float32 computation in another thread; JSON carries every digit of the float64 copy
+    assert_same_trace(Trace.from_json(response.text), expected, rtol=1e-6)
+
+
+def test_trace_of_the_whole_model_and_a_step_filter(client, loaded):
+    whole = Trace.from_json(client.get("/api/trace", params={"model": "minilm", "text": TEXT}).text)
+    weights = loaded["minilm"].attention_weights(TEXT)                            # (L, H, T, T)
+    assert whole.names() == [f"layer {l}/weights" for l in range(6)]
+    np.testing.assert_allclose(np.stack([s.value for s in whole]), weights, rtol=1e-6, atol=1e-7)
+    some = Trace.from_json(client.get("/api/trace", params={"model": "minilm", "text": TEXT, "layer": 1, "head": 3,
+                                                             "steps": "weights,q_heads"}).text)
+    assert some.names() == ["q_heads", "weights"]                                 # in the trace's order
+    assert "no step named 'nope'" in error(client.get("/api/trace", params={
+        "model": "minilm", "text": TEXT, "layer": 1, "head": 3, "steps": "weights,nope"}))
+
+
+def test_overview_holds_every_head_quantised(client, loaded):
+    body = client.get("/api/overview", params={"model": "minilm", "text": TEXT}).json()
+    weights = loaded["minilm"].attention_weights(TEXT)
+    assert body["shape"] == list(weights.shape) and body["tokens"] == loaded["minilm"].tokens(TEXT)
+    levels = np.frombuffer(base64.b64decode(body["weights"]), dtype=np.uint8).reshape(weights.shape)
+    assert np.abs(levels / body["scale"] - weights).max() <= 0.5 / 255 + 1e-6
+
+
+def test_explain_is_the_library_derivation(client, loaded):
+    params = {"model": "minilm", "text": TEXT, "layer": 3, "head": 4, "query": "mat", "lang": "ko"}
+    body = client.get("/api/explain", params=params).json()
+    trace = loaded["minilm"].trace(TEXT, layer=3, head=4, query="mat")
+    assert body["query"] == trace.meta["query"] == 6
+    assert body["html"] == derivation_html(trace, lang="ko")
+
+
+@pytest.mark.parametrize("name", qkv.examples.names())
+def test_worked_examples(client, name):
+    body = client.get("/api/example", params={"name": name, "lang": "ko"}).json()
+    expected = qkv.examples.run(name)
+    assert_same_trace(Trace.from_dict(body["trace"]), expected)
+    assert body["html"] == derivation_html(expected, lang="ko")
+
+
+def test_examples_list(client):
+    body = client.get("/api/examples").json()["examples"]
+    assert [e["name"] for e in body] == qkv.examples.names()
+    assert all(e["title"]["en"] and e["title"]["ko"] and e["title"]["en"] != e["title"]["ko"] for e in body)
+
+
+GOOD_EXAMPLE = """title = "three tokens"
+tokens = ["a", "b", "c"]
+query = "b"
+x = [[1.0, 0.0], [0.5, 1.0], [0.0, 2.0]]
+w_q = [[1.0, 0.5], [0.0, 1.0]]
+w_k = [[0.3, 0.2], [0.1, 0.9]]
+w_v = [[1.0, 0.0], [0.2, 0.4]]
+mask = "causal"
+"""
+
+
+def test_upload_runs_the_file_as_qkv_explain_does(client, tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(GOOD_EXAMPLE, encoding="utf-8")
+    expected = trace_spec(load_spec(path))
+    body = client.post("/api/upload", params={"filename": "mine.toml"}, content=GOOD_EXAMPLE.encode()).json()
+    got = Trace.from_dict(body["trace"])
+    assert got.names() == expected.names()
+    for a, b in zip(got.steps, expected.steps):
+        np.testing.assert_array_equal(a.value, b.value)
+    assert body["title"] == "three tokens" and body["html"] == derivation_html(expected, lang="en")
+    as_json = json.dumps(__import__("tomllib").loads(GOOD_EXAMPLE))
+    again = client.post("/api/upload", params={"filename": "mine.json"}, content=as_json.encode()).json()
+    np.testing.assert_array_equal(Trace.from_dict(again["trace"])["weights"].value, expected["weights"].value)
+
+
+BAD_FILES = [
+    ("bad.toml", 'x = [1,\n'),                                              # malformed TOML
+    ("bad.json", '{"x": [1, 2,'),                                           # malformed JSON
+    ("list.json", "[1, 2]"),                                                # not an object
+    ("nox.toml", 'tokens = ["a"]\nw_q = [[1.0]]\nw_k = [[1.0]]\nw_v = [[1.0]]\n'),  # x missing
+    ("shape.toml", GOOD_EXAMPLE.replace("w_k = [[0.3, 0.2], [0.1, 0.9]]", "w_k = [[0.3, 0.2, 0.1]]")),
+    ("field.toml", GOOD_EXAMPLE + "colour = 3\n"),                          # unknown field
+    ("bytes.toml", "x = \"\xff\"\n"),                                       # not UTF-8 (written as latin-1)
+    ("notes.txt", GOOD_EXAMPLE),                                            # unknown type
+]
+
+
+@pytest.mark.parametrize("filename, text", BAD_FILES)
+def test_a_bad_file_answers_the_line_the_cli_prints(client, tmp_path, capsys, filename, text):
+    data = text.encode("latin-1") if filename == "bytes.toml" else text.encode()
+    path = tmp_path / filename
+    path.write_bytes(data)
+    assert cli_main(["explain", str(path)]) == 2
+    cli_line = capsys.readouterr().err.strip()
+    response = client.post("/api/upload", params={"filename": filename}, content=data)
+    assert response.status_code == 400
+    assert "qkv: error: " + error(response).replace(filename, str(path), 1) == cli_line
+
+
+def test_limits_are_checked_before_work(client, loaded):
+    long_text = "word " * 300                                                    # > 256 tokens for MiniLM
+    message = error(client.get("/api/trace", params={"model": "minilm", "text": long_text, "layer": 0, "head": 0}))
+    assert "302 tokens" in message and "at most 256" in message
+    response = client.get("/api/overview", params={"model": "tiny-bert", "text": "one two three four five six seven "
+                                                   "eight nine ten eleven twelve thirteen fourteen fifteen"})
+    assert response.status_code == 422 and "at most 16" in error(response)
+    assert client.get("/api/overview", params={"model": "tiny-bert", "text": "one two three"}).status_code == 200
+    assert client.get("/api/tokens", params={"model": "minilm", "text": "x" * 10_001}).status_code == 422
+    cases = [({"model": "minilm", "text": TEXT, "layer": 6, "head": 0}, 400, "out of range"),
+             ({"model": "minilm", "text": TEXT, "layer": "two", "head": 0}, 400, "not a whole number"),
+             ({"model": "minilm", "text": TEXT, "head": 0}, 400, "needs layer"),
+             ({"model": "gpt-5", "text": TEXT}, 404, "not loaded"),
+             ({"model": "minilm"}, 400, "text: missing"),
+             ({"model": "minilm", "text": "   "}, 400, "empty"),
+             ({"model": "minilm", "text": TEXT, "layer": 0, "head": 0, "query": "dog"}, 400, "not one of the tokens")]
+    for params, status, words in cases:
+        response = client.get("/api/trace", params=params)
+        assert response.status_code == status and words in error(response), (params, response.text)
+    response = client.get("/api/explain", params={"model": "minilm", "text": TEXT, "layer": 0, "head": 0, "lang": "fr"})
+    assert response.status_code == 400 and "lang" in error(response)
+
+
+def test_oversized_upload_is_413_with_or_without_a_length(client):
+    limit = Limits().upload_bytes
+    response = client.post("/api/upload", params={"filename": "big.toml"}, content=b"#" * (limit + 1))
+    assert response.status_code == 413 and "at most" in error(response)
+
+    def chunks():                                                                # no Content-Length: streamed
+        for _ in range(limit // 4096 + 2):
+            yield b"#" * 4096
+
+    response = client.post("/api/upload", params={"filename": "big.toml"}, content=chunks())
+    assert response.status_code == 413 and "at most" in error(response)
+    ok = client.post("/api/upload", params={"filename": "ok.toml"}, content=GOOD_EXAMPLE.encode() + b"#" * 1000)
+    assert ok.status_code == 200
+
+
+class SlowModel:
+    """Stands for a model whose trace takes a while: it waits for ``release``."""
+
+    def __init__(self, model):
+        self.config, self.name, self.tokenizer, self.pooling = model.config, "slow", model.tokenizer, model.pooling
+        self.model, self.entered, self.release = model, threading.Event(), threading.Event()
+
+    def tokens(self, text):
+        return self.model.tokens(text)
+
+    def trace(self, text, **options):
+        self.entered.set()
+        assert self.release.wait(30)
+        return self.model.trace(text, **options)
+
+
+def test_too_many_requests_at_once_is_429(loaded):
+    slow = SlowModel(loaded["tiny-bert"])
+    app = serve.create_app({"slow": slow}, limits=Limits(workers=1, queue=1))
+    with TestClient(app, base_url=BASE) as client:
+        params = {"model": "slow", "text": "one two", "layer": 0, "head": 1}
+        answers = []
+        threads = [threading.Thread(target=lambda: answers.append(client.get("/api/trace", params=params)))
+                   for _ in range(2)]
+        for thread in threads:                     # one runs (and waits for release), one queues
+            thread.start()
+        assert slow.entered.wait(30)
+        for _ in range(200):                       # until the second request is inside the gate
+            if app.state.gate_inside() == 2:
+                break
+            threading.Event().wait(0.01)
+        busy = client.get("/api/trace", params=params)
+        assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
+        assert "too many requests" in error(busy)
+        assert client.get("/api/models").status_code == 200                     # cheap routes still answer
+        slow.release.set()
+        for thread in threads:
+            thread.join(30)
+        assert [a.status_code for a in answers] == [200, 200]
+        assert client.get("/api/trace", params=params).status_code == 200       # the gate empties again
+
+
+# ------------------------------------------------------------------ security
+def test_every_answer_carries_the_csp_and_stays_on_this_host(client):
+    for path in ("/", "/static/app.js", "/api/models", "/api/nothing", "/static/nothing"):
+        headers = client.get(path).headers
+        assert headers["content-security-policy"] == CSP, path
+        assert headers["x-content-type-options"] == "nosniff"
+    assert "default-src 'none'" in CSP and "connect-src 'self'" in CSP and "script-src 'self'" in CSP
+    assert "unsafe-eval" not in CSP and "http" not in CSP.replace("'self'", "")
+    page = client.get("/").text
+    assert "http://" not in page and "https://" not in page
+    assert client.get("/", headers={"host": "evil.example"}).status_code == 400    # DNS rebinding
+    assert client.get("/static/page.css").content == (Path(qkv.__file__).parent / "viz" / "page.css").read_bytes()
+    assert client.post("/api/trace").status_code == 405
+
+
+def test_the_route_list(client):
+    routes = client.get("/api").json()["routes"]
+    assert {(r["method"], r["path"].split("?")[0]) for r in routes} >= {
+        ("GET", "/api/trace"), ("GET", "/api/overview"), ("GET", "/api/explain"), ("GET", "/api/example"),
+        ("POST", "/api/upload"), ("GET", "/api/models")}
+
+
+class Opens:
+    """Records the file system events of this process (audit hooks cannot be removed: it is switched off)."""
+
+    EVENTS = ("open", "os.listdir", "os.scandir", "os.walk", "glob.glob", "shutil.copyfile", "os.stat")
+
+    def __init__(self):
+        self.on, self.seen = False, []
+        sys.addaudithook(self)
+
+    def __call__(self, event, args):
+        if self.on and event in self.EVENTS:
+            self.seen.append((event, args[0] if args else None))
+
+
+def raw_get(app, raw_path: bytes, query: bytes = b"") -> tuple[int, bytes]:
+    """Send one request with exactly this path (httpx would normalise the dots away)."""
+    from urllib.parse import unquote_to_bytes
+
+    messages = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        messages.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": unquote_to_bytes(raw_path).decode("latin-1"), "raw_path": raw_path, "query_string": query,
+             "root_path": "", "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 1),
+             "server": ("127.0.0.1", 8000)}
+    asyncio.run(app(scope, receive, send))
+    body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
+    return messages[0]["status"], body
+
+
+TRAVERSALS = [b"/static/../../etc/passwd", b"/static/..%2f..%2fetc%2fpasswd", b"/static/%2e%2e/%2e%2e/etc/passwd",
+              b"/../../../../etc/passwd", b"//etc/passwd", b"/static/page.css/../../../../etc/passwd",
+              b"/static/..%5c..%5cetc%5cpasswd", b"/static/%00", b"/static//etc/passwd", b"/etc/passwd",
+              b"/api/../../etc/passwd", b"/static/../serve/app.py", b"/static/../../pyproject.toml",
+              b"/static/app.py", b"/static/index.html/..", b"/static/~root"]
+QUERIES = [(b"/api/example", b"name=../../etc/passwd"), (b"/api/example", b"name=%2fetc%2fpasswd"),
+           (b"/api/trace", b"model=../../../etc&text=x"), (b"/api/trace", b"model=%2fetc&text=x"),
+           (b"/api/overview", b"model=..%2f..%2fminilm&text=x")]
+
+
+def test_path_traversal_answers_4xx_and_opens_no_file(loaded, tmp_path):
+    app = serve.create_app(loaded)
+    uploads = [("../../etc/passwd.toml", GOOD_EXAMPLE.replace("x = [[1.0, 0.0], [0.5, 1.0], [0.0, 2.0]]", 'x = "/etc/passwd"')),
+               ("x.toml", GOOD_EXAMPLE.replace("w_q = [[1.0, 0.5], [0.0, 1.0]]", 'w_q = {file = "../../w.npz", key = "q"}')),
+               ("m.toml", GOOD_EXAMPLE.replace('mask = "causal"', f'mask = "{tmp_path}/mask.npy"'))]
+    np.save(tmp_path / "mask.npy", np.ones((3, 3), dtype=bool))                 # would be read if the name got through
+    with TestClient(app, base_url=BASE) as client:
+        for path, query in [(p, b"") for p in TRAVERSALS] + QUERIES:        # warm up: imports open files once
+            raw_get(app, path, query)
+        for name, text in uploads:
+            client.post("/api/upload", params={"filename": name}, content=text.encode())
+        opens = Opens()
+        opens.on = True                                                          # the hook sees an open:
+        (tmp_path / "mask.npy").read_bytes()
+        assert opens.seen and opens.seen[0][0] == "open"
+        opens.seen.clear()
+        try:
+            answers = [raw_get(app, path, query) for path, query in [(p, b"") for p in TRAVERSALS] + QUERIES]
+            uploaded = [client.post("/api/upload", params={"filename": name}, content=text.encode())
+                        for name, text in uploads]
+        finally:
+            opens.on = False
+    for (status, body), path in zip(answers, TRAVERSALS + [q for q, _ in QUERIES]):
+        assert 400 <= status < 500, (path, status)
+        assert b"root:" not in body and b"[project]" not in body and b"import" not in body
+    for response in uploaded:
+        assert response.status_code == 400 and "array files" in error(response), response.text
+    assert opens.seen == []
+
+
+# ------------------------------------------------------------------ the command
+def test_the_command_binds_127_0_0_1_and_checks_its_options(monkeypatch, capsys, loaded, tmp_path):
+    calls = []
+    monkeypatch.setattr(serve, "run", lambda app, **kw: calls.append((app, kw)))
+    monkeypatch.setattr(serve, "load_models", lambda dirs, minilm=True: {"minilm": loaded["minilm"]})
+    assert cli_main(["serve", "--port", "8123"]) == 0
+    assert calls[0][1] == {"host": "127.0.0.1", "port": 8123}
+    assert "http://127.0.0.1:8123/" in capsys.readouterr().err
+    for argv, words in ((["--port", "70000"], "--port"), (["--host", "my.host"], "--host"),
+                        (["--no-minilm"], "--no-minilm")):
+        assert cli_main(["serve", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("qkv: error: ") and words in err and "\n" not in err
+    monkeypatch.undo()
+    assert cli_main(["serve", "--no-minilm", "--model", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+def test_load_models_names_directories_once(tmp_path):
+    a = tiny_bert(tmp_path / "a" / "same")
+    b = tiny_bert(tmp_path / "b" / "same", seed=1)
+    loaded = serve.load_models([a, b], minilm=False)
+    assert list(loaded) == ["same", "same-2"]
+
+
+# ------------------------------------------------------------------ a small load run (the script in benchmarks/)
+@pytest.mark.slow
+def test_a_small_load_run_answers_only_200_or_429():
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "load_serve.py"
+    spec = importlib.util.spec_from_file_location("load_serve", path)
+    load_serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(load_serve)
+    report = load_serve.run(requests=40, concurrency=8, deadline=240)
+    assert report["requests"] == 40 and report["errors"] == []
+    assert set(report["status"]) <= {"200", "429"} and report["status"].get("200", 0) > 0
+    assert report["rss_mib"]["samples"] > 0
