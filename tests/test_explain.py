@@ -143,7 +143,9 @@ def test_heads_are_coloured_as_in_the_seed_figures(traces):
     markdown = render(traces["projection"], "markdown")
     assert r"{\color{blue}" in markdown and r"{\color{green}" in markdown
     fragment = derivation_html(traces["projection"])
-    assert 'class="qkv-head-1"' in fragment and 'class="qkv-head-2"' in fragment
+    # heads are counted from 0 everywhere (as --head and Python): head 0 blue, head 1 green
+    assert 'qkv-head-0" style="color:#1f6fd1"' in fragment and 'qkv-head-1" style="color:#2a9d3c"' in fragment
+    assert "qkv-head-2" not in fragment
     coloured = render(traces["projection"], "text", color=True)
     assert "\x1b[" in coloured and "\x1b[" not in render(traces["projection"], "text")
 

@@ -16,9 +16,47 @@ import numpy as np
 
 from ._backend import to_numpy
 
-__all__ = ["Step", "Trace"]
+__all__ = ["Step", "Trace", "STEPS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
+           "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MASK", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL",
+           "layer_step"]
 
 FORMAT_VERSION = 1
+
+# ----------------------------------------------------------------------------------- step names
+# The names of the steps that attention, MultiHeadAttention and the residual record, written down
+# once with their shapes (shape letters as in docs/internals.md; a batch axis B may lead any of
+# them). Readers (explain, viz) use these constants; a writer may too.
+X = "x"                          # (T, D)      the layer's input, one row per token
+MEMORY = "memory"                # (Tk, D)     cross-attention: the encoder's outputs (keys and values come from here)
+W_Q, W_K, W_V = "w_q", "w_k", "w_v"   # (D, H·Dk), (D, G·Dk), (D, G·Dv)  row-vector convention: X·W
+Q, K, V = "q", "k", "v"          # (Tq, H·Dk), (Tk, G·Dk), (Tk, G·Dv)
+Q_HEADS = "q_heads"              # (H, Tq, Dk) Q read as T × H × Dk, heads first (a reshape, no arithmetic)
+K_HEADS = "k_heads"              # (G, Tk, Dk)
+V_HEADS = "v_heads"              # (G, Tk, Dv)
+SCORES = "scores"                # (H, Tq, Tk) Q·Kᵀ
+SCALED_SCORES = "scaled_scores"  # (H, Tq, Tk) Q·Kᵀ · scale (1/√Dk by default)
+BIASED_SCORES = "biased_scores"  # (H, Tq, Tk) scaled scores + bias (only when a bias or score_mod is given)
+MASK = "mask"                    # (H or 1, Tq, Tk) additive: 0 where the query may attend, −∞ where it may not
+WEIGHTS = "weights"              # (H, Tq, Tk) softmax per row; each row sums to 1 (all 0 when every key is masked)
+OUT = "out"                      # (H, Tq, Dv) weights · V, one output row per query and head
+CONCAT = "concat"                # (Tq, H·Dv)  the heads side by side
+W_O = "w_o"                      # (H·Dv, D)
+Y = "y"                          # (Tq, D)     Concat(heads)·W_O
+RESIDUAL = "residual"            # (Tq, D)     R + Y
+
+STEPS: dict[str, str] = {
+    X: "(T, D)", MEMORY: "(Tk, D)", W_Q: "(D, H·Dk)", W_K: "(D, G·Dk)", W_V: "(D, G·Dv)",
+    Q: "(Tq, H·Dk)", K: "(Tk, G·Dk)", V: "(Tk, G·Dv)", Q_HEADS: "(H, Tq, Dk)", K_HEADS: "(G, Tk, Dk)",
+    V_HEADS: "(G, Tk, Dv)", SCORES: "(H, Tq, Tk)", SCALED_SCORES: "(H, Tq, Tk)", BIASED_SCORES: "(H, Tq, Tk)",
+    MASK: "(H or 1, Tq, Tk)", WEIGHTS: "(H, Tq, Tk)", OUT: "(H, Tq, Dv)", CONCAT: "(Tq, H·Dv)", W_O: "(H·Dv, D)",
+    Y: "(Tq, D)", RESIDUAL: "(Tq, D)",
+}
+"""Every step name above → its shape, in recording order."""
+
+
+def layer_step(layer: int, name: str) -> str:
+    """The name of step ``name`` of layer ``layer`` in a whole-model trace: ``"layer 2/weights"``."""
+    return f"layer {int(layer)}/{name}"
 
 
 @dataclass(frozen=True)
@@ -121,7 +159,7 @@ class Trace:
 
     def _repr_html_(self) -> str:
         """Jupyter shows the interactive view (imported on use: the renderers sit above the Trace)."""
-        from .viz.html import trace_html
+        from .explain.page import trace_html
 
         return trace_html(self, inline=True)
 

@@ -6,7 +6,11 @@
 
 The renderers only read the Trace: every number printed is a recorded step's value (or a slice
 of one). ``digits`` is the number of decimals shown; None uses the precision the trace asks for
-per step (the seed examples carry the precision their seed prints), falling back to 4.
+per step (the seed examples carry the precision their seed prints), falling back to
+`qkv.explain.style.DIGITS` (4) — the one default of every format (text, Markdown, HTML, JSON, figures).
+
+Layering: qkv.explain never imports qkv.viz (the figures read explain's words, palette and trace
+readers, one way). The interactive HTML page is `qkv.explain.page`.
 ``by_hand=True`` shows the by-hand steps (recorded by ``qkv.examples.run(..., by_hand=True)``)
 and a table of their drift from the exact values.
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 from ..trace import Trace
 from .document import build
+from .style import DIGITS
 from .texts import LANGS
 
 __all__ = ["render", "derivation_html", "FORMATS", "LANGS"]
@@ -40,15 +45,15 @@ def render(trace: Trace, fmt: str, *, lang: str = "en", digits: int | None = Non
 
     text: plain text laid out by rich (``color=True`` adds terminal colours: heads as in the seeds);
     markdown: Markdown with LaTeX matrices (``\\begin{bmatrix}``); html: the interactive page
-    `qkv.viz.html.trace_html` (which embeds `derivation_html`); json: the blocks of the explanation
+    `qkv.explain.page.trace_html` (which embeds `derivation_html`); json: the blocks of the explanation
     with their formatted numbers plus the full Trace (``Trace.from_dict(doc["trace"])`` reads it back).
     full: every row and column of every matrix, no ellipses (text, markdown, html; json is always full).
     """
     _check(fmt, digits)
     if fmt == "html":
-        from ..viz.html import trace_html   # the interactive page (qkv.viz); it embeds derivation_html
+        from .page import trace_html        # the interactive page; it embeds derivation_html
 
-        return trace_html(trace, lang=lang, digits=4 if digits is None else digits, full=full)
+        return trace_html(trace, lang=lang, digits=DIGITS if digits is None else digits, full=full)
     from . import formats
 
     ctx = build(trace, lang=lang, digits=digits, by_hand=by_hand, full=full)

@@ -15,6 +15,7 @@ import numpy as np
 from ..examples.byhand import BY_HAND, DRIFT, digits_for
 from ..trace import Step, Trace
 from . import texts
+from .style import DIGITS
 
 __all__ = ["Num", "Vec", "Sym", "Heading", "Para", "Note", "Matrix", "Calc", "Table", "Context", "build", "shown",
            "EDGE", "MATRIX_LIMIT", "VECTOR_LIMIT"]
@@ -146,7 +147,8 @@ class Context:
     def d(self, name: str) -> int:
         if name.rsplit("/", 1)[-1] == "mask":
             return 0                  # 0 or −∞: no decimals to show
-        return digits_for(name, self.digits if self.digits is not None else self.trace.meta.get("digits", {}))
+        return digits_for(name, self.digits if self.digits is not None else self.trace.meta.get("digits", {}),
+                          default=DIGITS)
 
     def add(self, *blocks: Block) -> None:
         self.blocks.extend(blocks)
@@ -271,7 +273,7 @@ def _tokens(ctx: Context) -> tuple[list, list, int]:
 
 
 def _labels(n: int, tokens: list) -> list:
-    return tokens if len(tokens) == n else [str(i + 1) for i in range(n)]
+    return tokens if len(tokens) == n else [str(i) for i in range(n)]
 
 
 # --------------------------------------------------------------------------- attention
@@ -376,9 +378,9 @@ def _attention(ctx: Context) -> None:
         ctx.add(Heading(ctx.t("h.heads_check")), Para(ctx.t("heads_check.explain", h=n_heads, dk=dk)))
         rows = []
         for h in range(n_heads):
-            own = tr.get(f"head {h + 1}/w_q")
+            own = tr.get(f"head {h + 1}/w_q")       # the examples' runner files head h under "head {h+1}/"
             if own is not None:
-                rows.append([ctx.t("head", h=h + 1), f"W_Q[:, {h * dk + 1}…{(h + 1) * dk}]",
+                rows.append([ctx.t("head", h=h), f"W_Q[:, {h * dk}:{(h + 1) * dk}]",
                              " × ".join(str(s) for s in own.shape)])
         ctx.add(Table([ctx.t("col.head"), ctx.t("col.columns"), ctx.t("col.shape")], rows))
         text = ctx.t("heads_check.concat", diff=fmt_small(check))
@@ -398,9 +400,9 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     dk = q_vec.shape[-1]
     scores = ctx.value("scores")[h]
     colour = h if n_heads > 1 else None
-    ctx.add(Heading(ctx.t("h.head", h=h + 1) if n_heads > 1 else ctx.t("h.scores")))
+    ctx.add(Heading(ctx.t("h.head", h=h) if n_heads > 1 else ctx.t("h.scores")))
     if n_heads > 1:
-        ctx.add(Para(ctx.t("head.explain", h=h + 1, first=h * dk + 1, last=(h + 1) * dk)))
+        ctx.add(Para(ctx.t("head.explain", h=h, first=h * dk, last=(h + 1) * dk - 1)))
     ctx.add(Para(ctx.t("scores.explain.cross" if cross else "scores.explain", token=qtok)))
     if dk <= 4 and len(keys) <= 12:
         lines = []
@@ -456,7 +458,7 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
         ctx.add(Para(ctx.t("weights.matrix")),
                 ctx.matrix("weights", sym("softmax", r"\operatorname{softmax}"), weights, rows=tokens, cols=keys,
                            highlight=query),
-                ctx.matrix("out", sym(f"head {h + 1}" if n_heads > 1 else "Z", f"\\text{{head}}_{h + 1}"
+                ctx.matrix("out", sym(f"head {h}" if n_heads > 1 else "Z", f"\\text{{head}}_{h}"
                                       if n_heads > 1 else "Z"), out, rows=tokens, highlight=query))
 
 
@@ -482,7 +484,7 @@ def _multi_head(ctx: Context) -> None:
     ctx.add(Heading(ctx.t("h.mh.heads")),
             Para(ctx.t("mh.z1", token=token, example=meta.get("first_head", "self-attention"))),
             Para(ctx.t("mh.given", n=n_heads - 1)),
-            Calc([[sym(f"z{_sup(h + 1)}_{token}", f"z^{{({h + 1})}}_{{\\text{{{_latex_text(token)}}}}}"), EQ,
+            Calc([[sym(f"z{_sup(h)}_{token}", f"z^{{({h})}}_{{\\text{{{_latex_text(token)}}}}}"), EQ,
                    Vec(tuple(float(v) for v in heads[h, 0]), ctx.d("out"), 0)] for h in range(n_heads)]))
     concat = ctx.value("concat")
     ctx.add(Heading(ctx.t("h.concat")),
@@ -501,7 +503,7 @@ def _multi_head(ctx: Context) -> None:
                 if terms:
                     terms.append(PLUS)
                 terms += [ctx.num("concat", concat[0, i], i // dv), TIMES, _factor(ctx.num("w_o", w_o[i, c]))]
-        lines.append([sym(f"z_final[{c + 1}]", f"z_{{\\text{{final}},{c + 1}}}"), EQ, *terms, EQ, ctx.num("y", y[0, c])])
+        lines.append([sym(f"z_final[{c}]", f"z_{{\\text{{final}},{c}}}"), EQ, *terms, EQ, ctx.num("y", y[0, c])])
     ctx.add(Calc(lines), Calc([[sym("z_final", r"z_{\text{final}}"), EQ, ctx.vec("y", y[0])]]))
     _notes(ctx, "y", 0)
     ctx.add(Para(ctx.t("mh.final", token=token)))

@@ -1,6 +1,7 @@
 """Writing the blocks out: terminal text (rich), Markdown with LaTeX, an HTML fragment, JSON.
 
-Heads are coloured as in the seed figures: head 1 blue, head 2 green (then orange, purple, …).
+Heads are coloured as in the seed figures (`qkv.explain.style.HEAD_COLOURS`, the one palette of every
+renderer): head 0 blue, head 1 green (then orange, purple, …).
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ import numpy as np
 
 from .document import Calc, Context, Heading, Matrix, Note, Num, Para, Sym, Table, Vec, shown
 from .numbers import fmt
+from .style import HEAD_COLOURS, head_colour
 
 __all__ = ["to_text", "to_markdown", "to_html", "to_json", "HEAD_COLOURS"]
 
-HEAD_COLOURS = [("blue", "#1f6fd1", "blue"), ("green", "#2a9d3c", "green"), ("dark_orange", "#e07b00", "orange"),
-                ("magenta", "#9b3fb5", "purple"), ("cyan", "#138a9e", "teal"), ("red", "#c8372d", "red")]
+_WHICH = {0: "rich", 1: "hex", 2: "latex"}
 
 
 def _colour(group: int | None, which: int) -> str | None:
-    return None if group is None else HEAD_COLOURS[group % len(HEAD_COLOURS)][which]
+    return None if group is None else head_colour(group, _WHICH[which])
 
 
 def _group(index: int, size: int) -> int | None:
@@ -259,7 +260,9 @@ def to_markdown(ctx: Context) -> str:
 def _html_num(value: float, digits: int, group: int | None) -> str:
     colour = _colour(group, 1)
     text = html.escape(fmt(value, digits))
-    return f'<span class="qkv-head-{group + 1}" style="color:{colour}">{text}</span>' if colour else text
+    if colour:
+        return f'<span class="qkv-n qkv-head-{group}" style="color:{colour}">{text}</span>'
+    return f'<span class="qkv-n">{text}</span>'     # a number never breaks across lines
 
 
 def _html_part(part: Any, full: bool = False) -> str:

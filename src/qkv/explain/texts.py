@@ -74,7 +74,8 @@ EN: dict[str, str] = {
     "col.token": "token",
     "col.encoder_token": "encoder token",
     "split": "Splitting into heads is a reshape, not a multiplication: Q ({t} × {d}) is read as {t} × {h} × {dh} "
-             "(stored as {shape}, heads first). Columns 1–{dh} are head 1, the next {dh} head 2, and so on.",
+             "(stored as {shape}, heads first). The first {dh} columns (0 to {dh} − 1) are head 0, the next {dh} head 1, "
+             "and so on.",
     # core attention
     "h.head": "Head {h}",
     "h.scores": "Step 2 — scores: the query against every key",
@@ -129,7 +130,7 @@ EN: dict[str, str] = {
     "col.formula": "formula",
     # multi-head
     "h.mh.heads": "The heads' outputs for one token",
-    "mh.z1": "z⁽¹⁾ is the output for {token} computed in the {example} example above (not typed in).",
+    "mh.z1": "z⁽⁰⁾ is the output for {token} computed in the {example} example above (not typed in).",
     "mh.given": "The other {n} heads would run the same procedure with their own projection matrices; their "
                 "outputs are given here.",
     "mh.concat": "The {h} outputs are concatenated into one vector of {width} numbers; the width grows because "
@@ -177,7 +178,7 @@ EN: dict[str, str] = {
     "note.seed001.weight_sum": "Note: seed 001 prints the weight of {token} one unit higher in the last decimal "
                                "(its four printed weights then add up to exactly 1). The exact value is {value}, "
                                "printed here rounded.",
-    "note.seed001.rounded_heads": "Note: seed 001 multiplies the head outputs as it prints them, z⁽¹⁾ rounded to "
+    "note.seed001.rounded_heads": "Note: seed 001 multiplies the head outputs as it prints them, z⁽⁰⁾ rounded to "
                                   "three decimals, so its final vector differs from the exact one in the fourth "
                                   "decimal. The exact result is {value}; the by-hand mode (--by-hand) rounds the "
                                   "same way and reproduces the seed's numbers.",
@@ -187,6 +188,93 @@ EN: dict[str, str] = {
     # Markdown matrix labels
     "md.rows": "rows: {labels}",
     "md.columns": "columns: {labels}",
+    # figures (qkv.viz): counting starts at 0 everywhere (layers, heads, tokens, columns)
+    "fig.queries": "queries (the tokens that look)",
+    "fig.keys": "keys (the tokens looked at)",
+    "fig.queries_dec": "queries (decoder)",
+    "fig.keys_enc": "keys (encoder)",
+    "fig.weight": "weight",
+    "fig.head": "head {h}",
+    "fig.layer": "layer {l}",
+    "fig.layer_head": "layer {l}, head {h}",
+    "fig.scores": "q·k (raw score)",
+    "fig.scaled": "÷ √dₖ (scaled score)",
+    "fig.biased": "+ bias",
+    "fig.weights": "softmax (weight)",
+    "fig.masked": "masked",
+    "fig.masked_key": "/// masked: −∞ before softmax, weight 0",
+    "fig.query": "query {i} “{token}”",
+    "fig.mask": "mask added before softmax",
+    "fig.mask_note": "0 = may attend, −∞ = masked",
+    "fig.reshape": "split into heads: T×d read as T×h×dₕ (no arithmetic)",
+    "fig.concat": "heads concatenated",
+    "fig.projection": "Q·K·V projections, heads, and W_O",
+    "fig.per_head": "per-head outputs",
+    "fig.attention": "attention weights",
+    "fig.attention_head": "attention of head {h}: softmax(QₕKₕᵀ/√dₕ)",
+    "fig.head_out": "head {h} = weights·Vₕ",
+    "fig.value_rows": "each value row × its weight",
+    "fig.sum_z": "their sum: z = Σⱼ wⱼ·vⱼ",
+    "fig.chain": "the chain for one query",
+    "fig.legend": "weight (one scale for every view: 0 to 1, shaded by √weight)",
+    "fig.rows_shown": "rows 0–{last} of {total} shown",
+    "fig.grid_note": "{tq} queries × {tk} keys; rows: layers, columns: heads (counted from 0)",
+    "fig.pooled": "a pixel shows the largest weight of the cells it covers",
+    "fig.decoder": "decoder (queries)",
+    "fig.encoder": "encoder (keys and values)",
+    "fig.cross_lines": "line width = weight",
+    "fig.residual": "R + Y (residual)",
+    "fig.multi_head": "heads side by side, concatenated, × W_O",
+    "fig.no_cjk_font": "qkv: no CJK font found, so Korean and Japanese text is drawn as empty boxes; "
+                       "install koreanize-matplotlib (pip) or fonts-noto-cjk (apt)",
+    # the interactive page
+    "page.lead.model": "{title}: attention of {layers} layer(s) × {heads} head(s) on {tokens} tokens. Rows are "
+                       "queries (the token that looks), columns are keys (the tokens it looks at).",
+    "page.lead.trace": "{title}: attention weights of {heads} head(s), {tq} queries × {tk} keys, with every "
+                       "recorded step of the cell you click. Rows are queries, columns are keys.",
+    "page.layer": "layer",
+    "page.head": "head",
+    "page.part": "part",
+    "page.overview": "Overview: every layer × head (click one to open it)",
+    "page.head_view": "Head view",
+    "page.matrix": "Matrix view",
+    "page.queries_col": "queries",
+    "page.keys_col": "keys",
+    "page.hint": "Click query tokens (left) to select them (their weights are summed); lock keeps the selection "
+                 "while you hover. Click a cell or a key token for its derivation.",
+    "page.lock": "lock selection",
+    "page.unlock": "unlock selection",
+    "page.clear": "clear",
+    "page.selected": "selected queries",
+    "page.sum": "sum of the selected rows",
+    "page.query": "query",
+    "page.key": "key",
+    "page.weight": "weight",
+    "page.score": "q·k (raw score)",
+    "page.scaled": "÷ √dₖ (scaled score)",
+    "page.biased": "+ bias",
+    "page.mask": "mask",
+    "page.allowed": "0 (may attend)",
+    "page.blocked": "−∞ (masked)",
+    "page.masked": "masked",
+    "page.share": "softmax weight  e^s[i,j] / Σₖ e^s[i,k]",
+    "page.value": "value row it weights",
+    "page.out": "output row of this query  z = Σⱼ w[i,j]·v[j]",
+    "page.not_recorded": "not recorded in this trace",
+    "page.derivation": "Derivation of one cell",
+    "page.qrow": "query vector q",
+    "page.krow": "key vector k",
+    "page.storage": "numbers shown to {d} decimals (stored as integers × 10^−{d}, exact to what is shown)",
+    "page.no_data": "This trace records no attention weights to draw.",
+    "page.sum1": "the weights of a row sum to 1",
+    "page.legend": "weight (one scale everywhere: 0 to 1, shaded by √weight); hatched grey: masked",
+    "page.zoom_in": "zoom in",
+    "page.zoom_out": "zoom out",
+    "page.decode_fail": "This browser cannot unpack the embedded numbers (it needs DecompressionStream: Chrome 80+, "
+                        "Firefox 113+, Safari 16.4+).",
+    "page.steps": "Step by step",
+    "page.too_large": "The trace holds {n} numbers; the step-by-step text is left out of this page. Run qkv explain "
+                      "on a shorter input to read it.",
     # command line
     "list.header": "Worked examples (qkv example NAME):",
 }
@@ -254,7 +342,7 @@ KO: dict[str, str] = {
     "col.token": "토큰",
     "col.encoder_token": "인코더 토큰",
     "split": "head로 나누는 것은 곱셈이 아니라 reshape이다: Q ({t} × {d})를 {t} × {h} × {dh}로 본다 "
-             "(head를 앞에 두어 {shape}로 저장). 1–{dh}번째 열이 head 1, 다음 {dh}개 열이 head 2, 이런 식이다.",
+             "(head를 앞에 두어 {shape}로 저장). 처음 {dh}개 열(0 ~ {dh} − 1번)이 head 0, 다음 {dh}개 열이 head 1, 이런 식이다.",
     # core attention
     "h.head": "Head {h}",
     "h.scores": "2단계 — 점수: Query와 모든 Key의 비교",
@@ -307,7 +395,7 @@ KO: dict[str, str] = {
     "col.formula": "식",
     # multi-head
     "h.mh.heads": "한 토큰에 대한 각 헤드의 출력",
-    "mh.z1": "z⁽¹⁾은 {example} 예제에서 계산한 {token}의 출력이다 (직접 입력한 값이 아니다).",
+    "mh.z1": "z⁽⁰⁾은 {example} 예제에서 계산한 {token}의 출력이다 (직접 입력한 값이 아니다).",
     "mh.given": "나머지 헤드 {n}개도 각자의 투영 행렬로 같은 절차를 수행한다. 여기서는 그 출력이 주어져 있다고 하자.",
     "mh.concat": "출력 {h}개를 이어 붙여 성분 {width}개의 벡터 하나를 만든다. 헤드를 나란히 붙였기 때문에 차원이 "
                  "증가한다:",
@@ -352,7 +440,7 @@ KO: dict[str, str] = {
     "note.seed001.weight_sum": "참고: 시드 001은 {token}의 가중치를 마지막 자리에서 1만큼 크게 적었다 (그러면 적힌 "
                                "네 가중치의 합이 정확히 1이 된다). 정확한 값은 {value}이고, 여기서는 이를 "
                                "반올림해 적었다.",
-    "note.seed001.rounded_heads": "참고: 시드 001은 헤드 출력을 적힌 그대로, 즉 z⁽¹⁾을 소수점 아래 세 자리로 반올림한 "
+    "note.seed001.rounded_heads": "참고: 시드 001은 헤드 출력을 적힌 그대로, 즉 z⁽⁰⁾을 소수점 아래 세 자리로 반올림한 "
                                   "값으로 곱했기 때문에 최종 벡터가 정확한 값과 소수점 아래 넷째 자리에서 다르다. "
                                   "정확한 결과는 {value}이다. 손 계산 모드(--by-hand)는 같은 방식으로 반올림하여 "
                                   "시드의 숫자를 그대로 재현한다.",
@@ -362,6 +450,93 @@ KO: dict[str, str] = {
     # Markdown matrix labels
     "md.rows": "행: {labels}",
     "md.columns": "열: {labels}",
+    # figures (qkv.viz): 층, 헤드, 토큰, 열 번호는 모두 0부터 센다
+    "fig.queries": "쿼리 (바라보는 토큰)",
+    "fig.keys": "키 (바라봐지는 토큰)",
+    "fig.queries_dec": "쿼리 (디코더)",
+    "fig.keys_enc": "키 (인코더)",
+    "fig.weight": "가중치",
+    "fig.head": "헤드 {h}",
+    "fig.layer": "층 {l}",
+    "fig.layer_head": "층 {l}, 헤드 {h}",
+    "fig.scores": "q·k (점수)",
+    "fig.scaled": "÷ √dₖ (스케일된 점수)",
+    "fig.biased": "+ bias",
+    "fig.weights": "softmax (가중치)",
+    "fig.masked": "마스크",
+    "fig.masked_key": "/// 마스크: softmax 전 −∞, 가중치 0",
+    "fig.query": "쿼리 {i} “{token}”",
+    "fig.mask": "softmax 전에 더하는 마스크",
+    "fig.mask_note": "0 = 볼 수 있음, −∞ = 가려짐",
+    "fig.reshape": "헤드로 나누기: T×d를 T×h×dₕ로 본다 (계산 없음)",
+    "fig.concat": "헤드 이어 붙이기",
+    "fig.projection": "Q·K·V 투영, 헤드, W_O",
+    "fig.per_head": "헤드별 출력",
+    "fig.attention": "어텐션 가중치",
+    "fig.attention_head": "헤드 {h}의 어텐션: softmax(QₕKₕᵀ/√dₕ)",
+    "fig.head_out": "헤드 {h} = 가중치·Vₕ",
+    "fig.value_rows": "각 밸류 행 × 그 가중치",
+    "fig.sum_z": "그 합: z = Σⱼ wⱼ·vⱼ",
+    "fig.chain": "쿼리 하나의 계산 흐름",
+    "fig.legend": "가중치 (모든 그림에 같은 눈금: 0 ~ 1, √가중치로 음영)",
+    "fig.rows_shown": "행 {total}개 중 0–{last}번 표시",
+    "fig.grid_note": "쿼리 {tq}개 × 키 {tk}개; 행: 층, 열: 헤드 (0부터 센다)",
+    "fig.pooled": "픽셀 하나는 그 픽셀이 덮는 칸들 중 가장 큰 가중치를 보인다",
+    "fig.decoder": "디코더 (쿼리)",
+    "fig.encoder": "인코더 (키와 밸류)",
+    "fig.cross_lines": "선 굵기 = 가중치",
+    "fig.residual": "R + Y (잔차 연결)",
+    "fig.multi_head": "헤드를 나란히, 이어 붙이고, × W_O",
+    "fig.no_cjk_font": "qkv: CJK 글꼴이 없어 한국어와 일본어가 빈 네모로 그려진다; koreanize-matplotlib(pip) 또는 "
+                       "fonts-noto-cjk(apt)를 설치하라",
+    # the interactive page
+    "page.lead.model": "{title}: 층 {layers}개 × 헤드 {heads}개의 어텐션, 토큰 {tokens}개. 행은 쿼리(바라보는 토큰), "
+                       "열은 키(바라봐지는 토큰)이다.",
+    "page.lead.trace": "{title}: 헤드 {heads}개의 어텐션 가중치, 쿼리 {tq}개 × 키 {tk}개. 칸을 클릭하면 기록된 모든 "
+                       "단계가 나온다. 행은 쿼리, 열은 키이다.",
+    "page.layer": "층",
+    "page.head": "헤드",
+    "page.part": "부분",
+    "page.overview": "한눈에 보기: 모든 층 × 헤드 (클릭하면 열린다)",
+    "page.head_view": "헤드 보기",
+    "page.matrix": "행렬 보기",
+    "page.queries_col": "쿼리",
+    "page.keys_col": "키",
+    "page.hint": "왼쪽 쿼리 토큰을 클릭해 선택한다 (가중치를 더해서 보인다). 잠그면 마우스를 올려도 선택이 유지된다. "
+                 "칸이나 키 토큰을 클릭하면 계산 과정이 나온다.",
+    "page.lock": "선택 잠그기",
+    "page.unlock": "선택 풀기",
+    "page.clear": "지우기",
+    "page.selected": "선택한 쿼리",
+    "page.sum": "선택한 행의 합",
+    "page.query": "쿼리",
+    "page.key": "키",
+    "page.weight": "가중치",
+    "page.score": "q·k (점수)",
+    "page.scaled": "÷ √dₖ (스케일된 점수)",
+    "page.biased": "+ bias",
+    "page.mask": "마스크",
+    "page.allowed": "0 (볼 수 있음)",
+    "page.blocked": "−∞ (마스크)",
+    "page.masked": "마스크",
+    "page.share": "softmax 가중치  e^s[i,j] / Σₖ e^s[i,k]",
+    "page.value": "가중치가 곱해지는 밸류 행",
+    "page.out": "이 쿼리의 출력 행  z = Σⱼ w[i,j]·v[j]",
+    "page.not_recorded": "이 trace에 기록되지 않음",
+    "page.derivation": "한 칸의 계산 과정",
+    "page.qrow": "쿼리 벡터 q",
+    "page.krow": "키 벡터 k",
+    "page.storage": "소수점 {d}자리까지 표시 (정수 × 10^−{d}로 저장, 보이는 값 그대로)",
+    "page.no_data": "이 trace에는 그릴 어텐션 가중치가 없다.",
+    "page.sum1": "한 행의 가중치 합은 1",
+    "page.legend": "가중치 (모든 곳에 같은 눈금: 0 ~ 1, √가중치로 음영); 빗금 친 회색: 마스크",
+    "page.zoom_in": "확대",
+    "page.zoom_out": "축소",
+    "page.decode_fail": "이 브라우저는 내장된 숫자를 풀 수 없다 (DecompressionStream 필요: Chrome 80+, Firefox 113+, "
+                        "Safari 16.4+).",
+    "page.steps": "단계별 계산",
+    "page.too_large": "이 trace에는 숫자가 {n}개 있어 단계별 설명은 이 페이지에서 뺐다. 더 짧은 입력으로 qkv explain을 "
+                      "실행하면 읽을 수 있다.",
     # command line
     "list.header": "예제 목록 (qkv example NAME):",
 }

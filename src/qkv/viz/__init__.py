@@ -3,9 +3,11 @@
     >>> import qkv, qkv.viz
     >>> fig = qkv.viz.heatmap(weights, ["I", "love", "machine", "learning"])   # (Tq, Tk) → Figure
     >>> qkv.viz.save_figure(trace, "attention.svg")                            # the figure that suits it
-    >>> html = qkv.viz.html.trace_html(trace)                                 # one self-contained page
 
-Renderers only read a Trace (or arrays); they never compute attention.
+The interactive HTML page is the explanation's HTML format (`qkv.explain.render(trace, "html")`,
+also importable as `qkv.viz.html.trace_html`). Layering is one-way: viz reads qkv.explain (its
+words, palette, weight scale and trace readers); qkv.explain never imports viz. Figures only read
+a Trace (or arrays); they never compute attention. Korean and Japanese text: `qkv.viz.fonts`.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from pathlib import Path
 from .._io import write_atomic_with
 from ..errors import InputError
 from ..trace import Trace
-from ._style import quiet_glyphs
-from .figures import (attention_figure, attention_grid, figure_for, heatmap, mask_figure, projection_figure,
-                      query_path)
+from . import fonts
+from .figures import (attention_figure, attention_grid, cross_figure, figure_for, heatmap, mask_figure,
+                      projection_figure, query_path)
 
 __all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask_figure", "attention_figure",
-           "figure_for", "save_figure", "write_figure", "FORMATS"]
+           "cross_figure", "figure_for", "save_figure", "write_figure", "fonts", "FORMATS"]
 
 FORMATS = (".png", ".svg", ".pdf")
 _DPI = 150
@@ -42,9 +44,10 @@ def write_figure(figure, path: str | os.PathLike) -> Path:
     """
     target = Path(path)
     fmt = _format_of(target)
-    # SVG text stays text (searchable, small); PDF embeds TrueType subsets.
+    # SVG text stays text (<text> elements: searchable, editable; fonts.context sets svg.fonttype
+    # "none"); PDF embeds TrueType subsets.
     metadata = {"Date": None} if fmt in ("svg", "pdf") else {}
-    with quiet_glyphs():
+    with fonts.context():
         return write_atomic_with(target, lambda handle: figure.savefig(handle, format=fmt, dpi=_DPI,
                                                                        metadata=metadata or None))
 
@@ -53,11 +56,11 @@ def save_figure(trace: Trace, path: str | os.PathLike, *, lang: str = "en") -> P
     """Draw the figure that suits ``trace`` (see `figure_for`) and write it to ``path``.
 
     The format follows the extension: .png, .svg or .pdf; anything else raises InputError naming
-    the path and the allowed extensions (checked before drawing). lang: "en" or "ko" (Korean labels
-    only when a CJK font is installed; English otherwise). Returns the written Path.
+    the path and the allowed extensions (checked before drawing). lang: "en" or "ko" (Korean labels,
+    drawn with the CJK font `qkv.viz.fonts` finds; one warning when there is none). Returns the Path.
     """
     target = Path(path)
     _format_of(target)
-    with quiet_glyphs():
+    with fonts.context():
         figure = figure_for(trace, lang=lang)
     return write_figure(figure, target)

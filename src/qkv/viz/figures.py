@@ -1,8 +1,14 @@
-"""matplotlib figures of a Trace: heatmaps, the layers × heads grid, the seed-000 projection picture,
-one query's path from scores to weights, and masks drawn as numbers.
+"""matplotlib figures of a Trace: heatmaps, the layers × heads grid, the seed-000 projection picture
+(X → W_Q/W_K/W_V → Q/K/V → heads → attention per head → concat → W_O → Y → R + Y), one query's
+whole chain (q·k → ÷√dₖ → softmax → each value row × its weight → z), cross-attention as two
+sentences, and masks.
 
-Every function returns a `matplotlib.figure.Figure` (no pyplot state, so nothing piles up in a
-script); `save_figure` writes one as PNG, SVG or PDF. Figures only read recorded numbers.
+Every function returns a `matplotlib.figure.Figure` (no pyplot state); `save_figure` writes one as
+PNG, SVG or PDF. Figures only read recorded numbers. Conventions shared by every view:
+- counting starts at 0 (layers, heads, tokens, columns), as the CLI's --layer/--head and Python;
+- one colour scale for weights (`qkv.explain.style`): the absolute weight 0…1, shaded by √weight,
+  with its legend in every figure; masked cells are hatched grey and written "masked";
+- digits: the trace's own precision for a step when it carries one, else `qkv.explain.style.DIGITS`.
 """
 
 from __future__ import annotations
@@ -13,22 +19,46 @@ import numpy as np
 from matplotlib import colors as mcolors
 from matplotlib.figure import Figure
 
-from ..trace import Trace
+from ..explain import style as shared
+from ..explain.parts import Part, as_heads, as_layers, attention_parts, layer_weights, step_heads, token_labels
+from ..trace import (CONCAT, K, K_HEADS, MASK, OUT, Q, Q_HEADS, RESIDUAL, SCALED_SCORES, SCORES, V, V_HEADS,
+                     W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, BIASED_SCORES, Trace)
 from . import _style
-from ._data import Part, as_heads, as_layers, attention_parts, layer_weights, step_heads, token_labels
+from . import fonts
 
 __all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask_figure", "attention_figure",
-           "figure_for"]
+           "cross_figure", "figure_for"]
 
 _SMALL = 16          # up to this many tokens on an axis every cell gets its value written
-_CMAP = "Blues"
+_HATCH_CELLS = 128   # up to this many tokens on an axis masked cells are hatched one by one
 
 
-def _cmap(name: str = _CMAP) -> mcolors.Colormap:
+def _cmap() -> mcolors.Colormap:
     import matplotlib
 
-    # masked (−∞) cells: a neutral grey, distinct from weight 0 (white)
-    return matplotlib.colormaps[name].with_extremes(bad="#bdbdbd")
+    return matplotlib.colormaps[shared.WEIGHT_CMAP].with_extremes(bad=shared.MASKED_COLOUR)
+
+
+def _norm() -> mcolors.Normalize:
+    """The one weight scale: absolute 0…1, shaded by weight ** WEIGHT_GAMMA (√)."""
+    return mcolors.PowerNorm(gamma=shared.WEIGHT_GAMMA, vmin=0.0, vmax=1.0, clip=True)
+
+
+def _digits(trace: Trace | None, name: str, digits: int | None) -> int:
+    """The caller's digits, else the trace's precision for ``name`` (trace.meta["digits"]), else DIGITS."""
+    from ..examples.byhand import digits_for
+
+    if digits is not None:
+        return int(digits)
+    table = (trace.meta.get("digits") or {}) if trace is not None else {}
+    return digits_for(name, table if isinstance(table, dict) else {}, default=shared.DIGITS)
+
+
+def _num(value: float, digits: int) -> str:
+    """A number as every renderer writes it (`qkv.explain.numbers.fmt`, rounded half away from zero)."""
+    from ..explain.numbers import fmt
+
+    return fmt(value, digits)
 
 
 def _matrix(value: Any, name: str) -> np.ndarray:
@@ -42,7 +72,7 @@ def _matrix(value: Any, name: str) -> np.ndarray:
 
 
 def _blocked(mask: Any, shape: tuple[int, int]) -> np.ndarray | None:
-    """Boolean (Tq, Tk): True where the key is blocked. mask is boolean (True = may attend) or 0/−∞."""
+    """Boolean (Tq, Tk): True where the key is masked. mask is boolean (True = may attend) or 0/−∞."""
     if mask is None:
         return None
     array = np.asarray(mask)
@@ -55,9 +85,14 @@ def _blocked(mask: Any, shape: tuple[int, int]) -> np.ndarray | None:
         raise ValueError(f"mask has shape {np.shape(mask)} but the weights are {shape}") from None
 
 
+def _head_mask(trace: Trace, prefix: str, head: int) -> np.ndarray | None:
+    mask = step_heads(trace, prefix + MASK)
+    return None if mask is None else np.isneginf(mask[head if mask.shape[0] > 1 else 0])
+
+
 def _axis_side(n: int) -> float:
-    """Inches for an axis of n cells: roomy cells with numbers when small, a fixed 7 in when large."""
-    return 0.5 * n if n <= _SMALL else min(7.5, max(5.0, 0.045 * n + 3.0))
+    """Inches for an axis of n cells: roomy cells with numbers when small, at most 7.5 in when large."""
+    return 0.55 * n if n <= _SMALL else min(7.5, max(5.0, 0.045 * n + 3.0))
 
 
 def _set_token_ticks(ax, axis: str, tokens: Sequence[str], inches: float) -> None:
@@ -67,123 +102,161 @@ def _set_token_ticks(ax, axis: str, tokens: Sequence[str], inches: float) -> Non
     texts = [_style.short(tokens[i]) if len(picked) == n else f"{_style.short(tokens[i], 10)} ({i})"
              for i in picked]
     size = 8 if n <= 64 else 7
-    fonts = {"fontsize": size, "fontfamily": _style.label_font()}
+    fonts_kw = {"fontsize": size, **fonts.font_kwargs()}
     if axis == "x":
         ax.set_xticks(picked)
         room_pt = inches * 72 / max(1, len(picked))        # width of one label's slot
         widest_pt = max((len(t) for t in texts), default=0) * 0.62 * size
         if widest_pt <= 0.9 * room_pt:
-            ax.set_xticklabels(texts, **fonts)
+            ax.set_xticklabels(texts, **fonts_kw)
         elif len(picked) <= 8:
-            ax.set_xticklabels(texts, rotation=45, ha="right", rotation_mode="anchor", **fonts)
+            ax.set_xticklabels(texts, rotation=45, ha="right", rotation_mode="anchor", **fonts_kw)
         else:
-            ax.set_xticklabels(texts, rotation=90, **fonts)
+            ax.set_xticklabels(texts, rotation=90, **fonts_kw)
     else:
         ax.set_yticks(picked)
-        ax.set_yticklabels(texts, **fonts)
+        ax.set_yticklabels(texts, **fonts_kw)
     ax.tick_params(length=2, pad=2)
 
 
-def _draw_weights(ax, weights: np.ndarray, q_tokens, k_tokens, *, blocked=None, digits=2, inches=(4, 4),
-                  vmax=None, values=None):
-    """imshow of (Tq, Tk) weights with token ticks; cell values written when the cells are big enough."""
+def _hatch_cells(ax, blocked: np.ndarray, x0: float = -0.5, y0: float = -0.5, size: float = 1.0) -> None:
+    """Hatched grey squares over the masked cells (one patch collection)."""
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Rectangle
+
+    cells = [Rectangle((x0 + j * size, y0 + i * size), size, size) for i, j in zip(*np.nonzero(blocked))]
+    if cells:
+        ax.add_collection(PatchCollection(cells, facecolor=shared.MASKED_COLOUR, edgecolor="#8a8a8a",
+                                          hatch=shared.MASKED_HATCH, linewidth=0.0, zorder=2))
+
+
+def _draw_weights(ax, weights: np.ndarray, q_tokens, k_tokens, *, blocked=None, digits=shared.DIGITS,
+                  inches=(4, 4), values=None, words=None):
+    """imshow of (Tq, Tk) weights on the shared scale; masked cells hatched and written "masked"."""
     tq, tk = weights.shape
     shown = np.ma.masked_where(blocked, weights) if blocked is not None else weights
-    top = float(np.nanmax(weights)) if weights.size else 1.0
-    if vmax is None:  # few tokens: the absolute 0…1 scale reads best; many: spread to the largest weight
-        vmax = 1.0 if max(tq, tk) <= _SMALL or top <= 0 else top
-    image = ax.imshow(shown, cmap=_cmap(), vmin=0.0, vmax=vmax,
-                      aspect="auto", interpolation="nearest" if max(tq, tk) <= 128 else "antialiased")
+    image = ax.imshow(shown, cmap=_cmap(), norm=_norm(), aspect="auto",
+                      interpolation="nearest" if max(tq, tk) <= 128 else "antialiased")
+    if blocked is not None and max(tq, tk) <= _HATCH_CELLS:
+        _hatch_cells(ax, blocked)
     _set_token_ticks(ax, "x", k_tokens, inches[0])
     _set_token_ticks(ax, "y", q_tokens, inches[1])
     write = values if values is not None else (max(tq, tk) <= _SMALL)
     if write:
-        limit = image.norm.vmax
+        masked_word = (words or _style.words("en"))["masked"]
         for i in range(tq):
             for j in range(tk):
                 if blocked is not None and blocked[i, j]:
-                    ax.text(j, i, "0", ha="center", va="center", fontsize=7, color="#555555")
+                    ax.text(j, i, masked_word, ha="center", va="center", fontsize=6.5, color="#333333", zorder=3,
+                            bbox={"facecolor": shared.MASKED_COLOUR, "edgecolor": "none", "pad": 0.5})
                     continue
                 value = weights[i, j]
-                ax.text(j, i, f"{value:.{digits}f}", ha="center", va="center", fontsize=7,
-                        color="white" if value > 0.6 * limit else "#1a1a1a")
+                ax.text(j, i, _num(value, digits), ha="center", va="center", fontsize=6.5 if digits > 3 else 7,
+                        color="white" if value > 0.35 else "#1a1a1a", zorder=3)
     return image
 
 
+def _legend(fig, image, ax, words, *, blocked: bool = False, shrink: float = 0.8, orientation="vertical"):
+    """The shared scale's colour bar (ticks 0, 0.01, …, 1) and, when something is masked, its swatch."""
+    bar = fig.colorbar(image, ax=ax, shrink=shrink, ticks=list(shared.LEGEND_TICKS), orientation=orientation)
+    bar.set_label(words["legend"], fontsize=7.5)
+    bar.ax.tick_params(labelsize=7)
+    if blocked:
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(facecolor=shared.MASKED_COLOUR, edgecolor="#8a8a8a", hatch=shared.MASKED_HATCH,
+                                 label=words["masked_key"])],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.16 if orientation == "vertical" else 1.12),
+                  fontsize=7, frameon=False)
+    return bar
+
+
 def heatmap(weights: Any, q_tokens: Sequence[str] | None = None, k_tokens: Sequence[str] | None = None, *,
-            title: str | None = None, mask: Any = None, digits: int = 2, cross: bool = False,
+            title: str | None = None, mask: Any = None, digits: int | None = None, cross: bool = False,
             lang: str = "en") -> Figure:
     """Attention weights of one head: queries as rows, keys as columns, token labels on both axes.
 
     Args:
       weights: (Tq, Tk) weights (each row sums to 1, or is all 0 when every key is masked).
-      q_tokens: Tq labels for the rows (default: positions); k_tokens: Tk labels (default: q_tokens
-        when Tq == Tk, else positions).
-      title: drawn above; mask: boolean (Tq, Tk) True = may attend, or additive 0/−∞ — blocked cells
-        are drawn grey; digits: decimals of the values written in the cells (≤ 16 tokens);
-      cross: label the axes decoder (rows) × encoder (columns).
-    Returns a Figure.
+      q_tokens: Tq labels for the rows (default: positions from 0); k_tokens: Tk labels (default:
+        q_tokens when Tq == Tk, else positions).
+      title: drawn above; mask: boolean (Tq, Tk) True = may attend, or additive 0/−∞ — masked cells
+        are hatched and written "masked"; digits: decimals in the cells (≤ 16 tokens; default 4);
+      cross: label the axes decoder (rows) × encoder (columns); lang: "en" | "ko".
+    Returns a Figure with the shared colour scale's legend.
     """
     w = _matrix(weights, "weights")
     tq, tk = w.shape
     q_labels, k_labels = token_labels({"tokens": q_tokens, "key_tokens": k_tokens}, tq, tk)
     words = _style.words(lang)
     width, height = _axis_side(tk), _axis_side(tq)
-    fig = Figure(figsize=(width + 2.2, height + 1.6), layout="constrained")
-    ax = fig.add_subplot()
-    image = _draw_weights(ax, w, q_labels, k_labels, blocked=_blocked(mask, w.shape), digits=digits,
-                          inches=(width, height))
-    ax.set_xlabel(words["keys_enc"] if cross else words["keys"])
-    ax.set_ylabel(words["queries_dec"] if cross else words["queries"])
-    fig.colorbar(image, ax=ax, shrink=0.8, label=words["weight"])
-    if title:
-        ax.set_title(title, fontfamily=_style.label_font())
+    blocked = _blocked(mask, w.shape)
+    with fonts.context():
+        fig = Figure(figsize=(width + 2.6, height + 2.0), layout="constrained")
+        ax = fig.add_subplot()
+        image = _draw_weights(ax, w, q_labels, k_labels, blocked=blocked, digits=_digits(None, WEIGHTS, digits),
+                              inches=(width, height), words=words)
+        ax.set_xlabel(words["keys_enc"] if cross else words["keys"])
+        ax.set_ylabel(words["queries_dec"] if cross else words["queries"])
+        _legend(fig, image, ax, words, blocked=blocked is not None and bool(blocked.any()))
+        if title:
+            ax.set_title(title)
     return fig
 
 
 def attention_grid(weights: Any, tokens: Sequence[str] | None = None, k_tokens: Sequence[str] | None = None, *,
-                   title: str | None = None, lang: str = "en") -> Figure:
+                   title: str | None = None, lang: str = "en", layers: Sequence[int] | None = None,
+                   heads: Sequence[int] | None = None) -> Figure:
     """Every layer × head as a small heatmap: rows of panels are layers, columns are heads.
 
     Args:
       weights: (L, H, Tq, Tk), or (H, Tq, Tk) for one layer. tokens: Tq labels; k_tokens: Tk labels.
-    Each panel is coloured from 0 to its own maximum (a 512-token head spreads thin; a shared scale
-    would leave it white). Token labels appear on the outer panels only, thinned.
+      layers, heads: the model's numbers of the layers and heads drawn (default 0 … L−1, 0 … H−1),
+        e.g. layers=[2], heads=[5] for `--layer 2 --head 5`: panels are named by them.
+    Every panel uses the one shared scale (0…1, √-shaded) with one legend; long inputs are
+    max-pooled so a single strong weight stays visible.
     """
     array = as_layers(weights)                                      # (L, H, Tq, Tk)
     n_layers, n_heads, tq, tk = array.shape
+    layer_ids = list(range(n_layers)) if layers is None else [int(l) for l in layers]
+    head_ids = list(range(n_heads)) if heads is None else [int(h) for h in heads]
+    if len(layer_ids) != n_layers or len(head_ids) != n_heads:
+        raise ValueError(f"layers={layer_ids} and heads={head_ids} must name the {n_layers} layer(s) and "
+                         f"{n_heads} head(s) of weights {array.shape}")
     q_labels, k_labels = token_labels({"tokens": tokens, "key_tokens": k_tokens}, tq, tk)
     words = _style.words(lang)
     panel = 1.35 if n_heads > 4 else 2.4
     label_room = 0.0 if max(tq, tk) > 32 else 0.9
-    fig = Figure(figsize=(n_heads * panel + 1.0 + label_room, n_layers * panel + 1.0 + label_room),
-                 layout="constrained")
-    axes = fig.subplots(n_layers, n_heads, squeeze=False, sharex=True, sharey=True)
-    pixels = int(panel * 150)        # the panel's size in pixels at the saved resolution
-    pooled = False
-    for l in range(n_layers):
-        for h in range(n_heads):
-            ax = axes[l][h]
-            w, factor = _max_pool(array[l, h], pixels)
-            top = float(w.max()) if w.size else 1.0
-            ax.imshow(w, cmap=_cmap(), vmin=0.0, vmax=top if top > 0 else 1.0, aspect="auto",
-                      interpolation="nearest", extent=(-0.5, tk - 0.5, tq - 0.5, -0.5))
-            pooled = pooled or factor > 1
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if l == 0:
-                ax.set_title(f"{words['head']} {h}", fontsize=9)
-            if h == 0:
-                ax.set_ylabel(f"{words['layer']} {l}", fontsize=9)
-    if label_room:  # small enough to name the tokens on the outer panels
-        for h in range(n_heads):
-            _set_token_ticks(axes[-1][h], "x", k_labels, panel)
+    with fonts.context():
+        fig = Figure(figsize=(n_heads * panel + 2.0 + label_room, n_layers * panel + 1.4 + label_room),
+                     layout="constrained")
+        axes = fig.subplots(n_layers, n_heads, squeeze=False, sharex=True, sharey=True)
+        pixels = int(panel * 150)        # the panel's size in pixels at the saved resolution
+        pooled, image = False, None
         for l in range(n_layers):
-            _set_token_ticks(axes[l][0], "y", q_labels, panel)
-    note = f"{words['queries']} {tq} × {words['keys']} {tk}; each panel scaled to its own maximum"
-    if pooled:
-        note += "; a pixel shows the largest weight of the cells it covers"
-    fig.suptitle(f"{title}\n{note}" if title else note, fontsize=10, fontfamily=_style.label_font())
+            for h in range(n_heads):
+                ax = axes[l][h]
+                w, factor = _max_pool(array[l, h], pixels)
+                image = ax.imshow(w, cmap=_cmap(), norm=_norm(), aspect="auto", interpolation="nearest",
+                                  extent=(-0.5, tk - 0.5, tq - 0.5, -0.5))
+                pooled = pooled or factor > 1
+                ax.set_xticks([])
+                ax.set_yticks([])
+                if l == 0 or n_layers * n_heads <= 4:
+                    ax.set_title(words("layer_head", l=layer_ids[l], h=head_ids[h]) if n_layers == 1 or n_heads == 1
+                                 else words("head", h=head_ids[h]), fontsize=9)
+                if h == 0 and n_layers > 1:
+                    ax.set_ylabel(words("layer", l=layer_ids[l]), fontsize=9)
+        if label_room:  # small enough to name the tokens on the outer panels
+            for h in range(n_heads):
+                _set_token_ticks(axes[-1][h], "x", k_labels, panel)
+            for l in range(n_layers):
+                _set_token_ticks(axes[l][0], "y", q_labels, panel)
+        _legend(fig, image, axes, words, shrink=0.6)
+        note = words("grid_note", tq=tq, tk=tk)
+        if pooled:
+            note += "; " + words["pooled"]
+        fig.suptitle(f"{title}\n{note}" if title else note, fontsize=10)
     return fig
 
 
@@ -199,7 +272,7 @@ def _max_pool(weights: np.ndarray, pixels: int) -> tuple[np.ndarray, int]:
     return padded.reshape(padded.shape[0] // factor, factor, padded.shape[1] // factor, factor).max(axis=(1, 3)), factor
 
 
-# ------------------------------------------------------------------ seed 000: projections and heads
+# ------------------------------------------------------------------ matrices as blocks of numbers
 def _tint(values: np.ndarray, col_heads: np.ndarray | None, row_heads: np.ndarray | None = None) -> np.ndarray:
     """RGB image of a matrix: each cell in its head's colour, stronger for larger |value|."""
     rows, cols = values.shape
@@ -210,35 +283,50 @@ def _tint(values: np.ndarray, col_heads: np.ndarray | None, row_heads: np.ndarra
         heads = np.broadcast_to(row_heads[:, None], (rows, cols))
     palette = np.array([mcolors.to_rgb(c) for c in _style.HEAD_COLOURS] + [mcolors.to_rgb("#7f7f7f")])
     base = palette[np.where(heads < 0, len(palette) - 1, heads % (len(palette) - 1))]
-    top = np.abs(values).max() if values.size else 1.0
-    strength = 0.18 + 0.6 * (np.abs(values) / (top if top > 0 else 1.0))
+    finite = np.where(np.isfinite(values), values, 0.0)
+    top = np.abs(finite).max() if finite.size else 1.0
+    strength = 0.12 + 0.55 * (np.abs(finite) / (top if top > 0 else 1.0))
     return 1.0 - strength[..., None] * (1.0 - base)
 
 
+def _weights_rgb(values: np.ndarray, blocked: np.ndarray | None) -> np.ndarray:
+    rgb = _cmap()(_norm()(np.clip(values, 0.0, 1.0)))[..., :3]
+    if blocked is not None:
+        rgb[blocked] = mcolors.to_rgb(shared.MASKED_COLOUR)
+    return rgb
+
+
 def _draw_block(ax, x0: float, y0: float, values: np.ndarray, *, cell: float, row_cell: float | None = None,
-                label: str = "", col_heads=None, row_heads=None, digits: int = 2,
-                fontsize: float = 6.5) -> tuple[float, float]:
+                label: str = "", col_heads=None, row_heads=None, digits: int = 2, fontsize: float = 6.5,
+                weights: bool = False, blocked: np.ndarray | None = None, masked_word: str = "masked",
+                numbers: bool = True) -> tuple[float, float]:
     """Draw a matrix with its top-left corner at (x0, y0) (y grows downwards); returns (width, height).
 
-    cell is a column's width, row_cell a row's height (default: cell) — token rows keep a readable
-    height even when a wide model squeezes its columns."""
+    cell is a column's width, row_cell a row's height (default: cell). weights=True shades cells on the
+    shared weight scale (masked cells hatched) instead of the head colours."""
     rows, cols = values.shape
     row_cell = cell if row_cell is None else row_cell
     width, height = cols * cell, rows * row_cell
-    ax.imshow(_tint(values, col_heads, row_heads), extent=(x0, x0 + width, y0 + height, y0),
-              interpolation="nearest", zorder=1)
+    image = _weights_rgb(values, blocked) if weights else _tint(values, col_heads, row_heads)
+    ax.imshow(image, extent=(x0, x0 + width, y0 + height, y0), interpolation="nearest", zorder=1)
+    if blocked is not None and blocked.any():
+        _hatch_cells(ax, blocked, x0, y0, cell)
     ax.add_patch(_rect(x0, y0, width, height))
-    if rows * cols <= 16 * 24 and cell >= 0.9:
+    if numbers and rows * cols <= 24 * 24 and cell >= 0.9:
         for i in range(rows):
             for j in range(cols):
-                ax.text(x0 + (j + 0.5) * cell, y0 + (i + 0.5) * row_cell, f"{values[i, j]:.{digits}f}",
-                        ha="center", va="center", fontsize=fontsize, color="#111111", zorder=3)
+                masked = blocked is not None and blocked[i, j]
+                text = masked_word if masked else _num(values[i, j], digits)
+                dark = weights and not masked and values[i, j] > 0.35
+                ax.text(x0 + (j + 0.5) * cell, y0 + (i + 0.5) * row_cell, text, ha="center", va="center",
+                        fontsize=fontsize if len(text) <= 5 else fontsize * 0.86,
+                        color="white" if dark else "#111111", zorder=3)
         for j in range(1, cols):
             ax.plot([x0 + j * cell] * 2, [y0, y0 + height], color="white", linewidth=0.6, zorder=2)
         for i in range(1, rows):
             ax.plot([x0, x0 + width], [y0 + i * row_cell] * 2, color="white", linewidth=0.6, zorder=2)
     if label:
-        ax.text(x0 + width / 2, y0 - 0.35, label, ha="center", va="bottom", fontsize=9, zorder=3)
+        ax.text(x0 + width / 2, y0 - 0.3, label, ha="center", va="bottom", fontsize=8.5, zorder=3)
     return width, height
 
 
@@ -253,131 +341,9 @@ def _arrow(ax, start, end, text: str = "", *, side: str = "above") -> None:
                 zorder=5)
     if text:
         mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
-        offset = -0.25 if side == "above" else 0.25
-        ax.text(mid[0], mid[1] + offset, text, ha="center", va="bottom" if side == "above" else "top",
-                fontsize=9, zorder=5)
-
-
-def projection_figure(trace: Trace, *, lang: str = "en", digits: int = 2, max_rows: int = 8) -> Figure:
-    """The seed-000 picture from a trace of `MultiHeadAttention`: X → Q, K, V (columns coloured by head),
-    the reshape T×d → T×h×dₕ, and the head outputs concatenated and multiplied by W_O into Y.
-
-    Draws the projections when steps x, q, k, v, q_heads, k_heads, v_heads are recorded and the
-    output side when out, concat, w_o, y are (seed 001's multi-head example has only the latter).
-    Long sequences show their first ``max_rows`` tokens (the layout is the point, not every row).
-    """
-    top = all(name in trace for name in ("x", "q", "k", "v", "q_heads", "k_heads", "v_heads"))
-    bottom = all(name in trace for name in ("out", "concat", "w_o", "y"))
-    if not (top or bottom):
-        raise ValueError("projection_figure needs the steps of MultiHeadAttention (x, q, k, v, q_heads, k_heads, "
-                         f"v_heads and/or out, concat, w_o, y); steps: {', '.join(trace.names()) or 'none'}")
-    words = _style.words(lang)
-    rows_total = _rows(trace["x" if top else "concat"].value).shape[0]
-    rows = min(rows_total, max_rows)
-
-    def first_rows(name: str) -> np.ndarray:
-        return _rows(trace[name].value)[:rows]
-
-    widths = [trace[n].value.shape[-1] for n in (("x", "q", "k", "v") if top else ("concat", "y"))]
-    cell = 1.0 if max(widths) <= 16 else 16.0 / max(widths)     # matrices at most 16 units wide
-    gap = 3.0
-    tokens, _ = token_labels(trace.meta, rows_total, rows_total)
-    fig = Figure(layout="constrained")
-    ax = fig.add_subplot()
-    row_h = float(max(rows, 1))      # token rows are one unit high whatever the column width
-    right_edge, bottom_y, n_heads, width_d = 0.0, -2.0, 1, widths[-1]
-
-    def col_heads(n_cols: int, heads: int) -> np.ndarray:
-        return np.arange(n_cols) // max(1, n_cols // heads)
-
-    def token_names(y: float) -> None:
-        for i in range(rows):
-            ax.text(-0.3, y + i + 0.5, _style.short(tokens[i], 10), ha="right", va="center", fontsize=8,
-                    fontfamily=_style.label_font())
-
-    if top:
-        # Row A: X and its three projections.
-        x = first_rows("x")
-        heads = {n: as_heads(trace[f"{n}_heads"].value, f"{n}_heads")[:, :rows] for n in ("q", "k", "v")}
-        x_w, _ = _draw_block(ax, 0.0, 0.0, x, cell=cell, row_cell=1.0, digits=digits,
-                             label=f"X  ({rows_total}×{x.shape[1]})")
-        token_names(0.0)
-        cursor, centres = x_w + gap, {}
-        for name in ("q", "k", "v"):
-            matrix = first_rows(name)
-            w, _ = _draw_block(ax, cursor, 0.0, matrix, cell=cell, row_cell=1.0, digits=digits,
-                               col_heads=col_heads(matrix.shape[1], heads[name].shape[0]),
-                               label=f"{name.upper()} = X·W_{name.upper()}  ({rows_total}×{matrix.shape[1]})")
-            centres[name] = (cursor, w)
-            cursor += w + gap
-        _arrow(ax, (x_w + 0.2, row_h / 2), (x_w + gap - 0.2, row_h / 2))
-        ax.text(x_w + gap / 2, row_h / 2 - 0.3, "·W", ha="center", va="bottom", fontsize=9)
-        right_edge = cursor - gap
-        # Row B: each projection seen as T×h×dₕ — the same numbers, one block per head.
-        y1 = row_h + 3.2
-        for name in ("q", "k", "v"):
-            start, w = centres[name]
-            split = heads[name]                                   # (h, T, dₕ)
-            block_x = start
-            for h in range(split.shape[0]):
-                bw, _ = _draw_block(ax, block_x, y1, split[h], cell=cell, row_cell=1.0,
-                                    col_heads=np.full(split.shape[2], h), digits=digits,
-                                    label=f"{name.upper()}{_sub(h + 1)}" if split.shape[0] <= 4 else "")
-                block_x += bw + 0.5
-            right_edge = max(right_edge, block_x - 0.5)
-            _arrow(ax, (start + w / 2, row_h + 0.3), (start + w / 2, y1 - 0.9))
-            ax.text(start + w / 2 + 0.3, row_h + 1.2, f"{rows_total}×{split.shape[0]}×{split.shape[2]}",
-                    fontsize=8, ha="left", va="center", color="#333333")
-        ax.text(centres["q"][0] - 0.6, row_h + 1.2, words["reshape"], fontsize=8.5, ha="right", va="center",
-                color="#333333")
-        bottom_y = y1 + row_h
-        n_heads, width_d = heads["q"].shape[0], first_rows("q").shape[1]
-    if bottom:
-        # Row C: per-head outputs → concatenated → × W_O → Y.
-        y2 = bottom_y + 2.6
-        out = as_heads(trace["out"].value, "out")[:, :rows]    # (h, T, Dv)
-        n_heads = out.shape[0]
-        block_x = 0.0
-        if not top:
-            token_names(y2)
-        for h in range(n_heads):
-            bw, _ = _draw_block(ax, block_x, y2, out[h], cell=cell, row_cell=1.0, col_heads=np.full(out.shape[2], h),
-                                label=f"head{_sub(h + 1)}" if n_heads <= 4 else "", digits=digits)
-            block_x += bw + 0.5
-        ax.text(block_x / 2, y2 + row_h + 0.5, words["per_head"], ha="center", va="top", fontsize=8.5)
-        concat, w_o, y = first_rows("concat"), trace["w_o"].value, first_rows("y")
-        cx = block_x + gap + 2.0
-        _arrow(ax, (block_x, y2 + row_h / 2), (cx - 0.2, y2 + row_h / 2))
-        ax.text((block_x + cx) / 2, y2 + row_h / 2 - 0.5, words["concat"].replace(" ", "\n", 1),
-                ha="center", va="bottom", fontsize=8.5)
-        cw, _ = _draw_block(ax, cx, y2, concat, cell=cell, row_cell=1.0, digits=digits,
-                            col_heads=col_heads(concat.shape[1], n_heads),
-                            label=f"H  ({rows_total}×{concat.shape[1]})")
-        ox = cx + cw + 1.6
-        ax.text(cx + cw + 0.8, y2 + row_h / 2, "×", ha="center", va="center", fontsize=14)
-        ow, oh = _draw_block(ax, ox, y2, w_o, cell=cell, row_heads=col_heads(w_o.shape[0], n_heads), digits=digits,
-                             label=f"W_O  ({w_o.shape[0]}×{w_o.shape[1]})")
-        yx = ox + ow + 1.6
-        ax.text(ox + ow + 0.8, y2 + row_h / 2, "=", ha="center", va="center", fontsize=14)
-        yw, _ = _draw_block(ax, yx, y2, y, cell=cell, row_cell=1.0, digits=digits,
-                            label=f"Y = H·W_O  ({rows_total}×{y.shape[1]})")
-        right_edge = max(right_edge, yx + yw)
-        bottom_y = y2 + max(row_h, oh)
-    if rows < rows_total:
-        ax.text(0, bottom_y + 0.8, f"rows 0–{rows - 1} of {rows_total} shown", fontsize=8, va="top")
-        bottom_y += 1.2
-    top_y = -1.6 if top else 0.6 - 1.6       # without row A, row C starts at y = 0.6
-    left = -3.0
-    ax.set_xlim(left, right_edge + 0.5)
-    ax.set_ylim(bottom_y + 1.0, top_y)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    units_w, units_h = right_edge + 0.5 - left, bottom_y + 1.0 - top_y
-    scale = min(0.36, 20.0 / units_w)
-    fig.set_size_inches(max(6.0, units_w * scale), max(3.0, units_h * scale + 0.6))
-    fig.suptitle(f"{trace.title or words['projection']}  (T={rows_total}, d={width_d}, h={n_heads}"
-                 + (f", dₕ={width_d // n_heads})" if top else ")"), fontsize=11, fontfamily=_style.label_font())
-    return fig
+        ax.text(mid[0] + (0.25 if side == "right" else 0), mid[1] + (-0.2 if side == "above" else 0), text,
+                ha="left" if side == "right" else "center", va="bottom" if side == "above" else "center",
+                fontsize=8.5, zorder=5, color="#333333")
 
 
 def _rows(value: np.ndarray) -> np.ndarray:
@@ -391,7 +357,193 @@ def _sub(n: int) -> str:
     return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
-# ------------------------------------------------------------------ one query's path
+# ------------------------------------------------------------------ seed 000: the whole layer
+def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = None, max_rows: int = 8) -> Figure:
+    """The seed-000 picture of a `MultiHeadAttention` trace, every step with its numbers:
+
+        X · W_Q, W_K, W_V → Q, K, V → split into heads (T×d read as T×h×dₕ) → attention weights of
+        each head (masked cells hatched) → head outputs → concatenated H → H·W_O = Y → R + Y.
+
+    Drawn from whatever of these steps is recorded (seed 001's multi-head example holds only the head
+    outputs, concat, W_O and Y: heads side by side, concatenated, × W_O). Long sequences show their
+    first ``max_rows`` tokens (the layout is the point). digits: default the trace's precision per
+    step, else 4 (2 for the wide blocks of a model).
+    """
+    has = lambda *names: all(n in trace for n in names)     # noqa: E731
+    top = has(X, Q, K, V, Q_HEADS, K_HEADS, V_HEADS)
+    bottom = has(OUT, CONCAT, W_O, Y)
+    if not (top or bottom):
+        raise ValueError("projection_figure needs the steps of MultiHeadAttention (x, q, k, v, q_heads, k_heads, "
+                         f"v_heads and/or out, concat, w_o, y); steps: {', '.join(trace.names()) or 'none'}")
+    words = _style.words(lang)
+    rows_total = _rows(trace[X if top else CONCAT].value).shape[0]
+    rows = min(rows_total, max_rows)
+
+    def first_rows(name: str) -> np.ndarray:
+        return _rows(trace[name].value)[:rows]
+
+    widths = [trace[n].value.shape[-1] for n in ((X, Q, K, V) if top else (CONCAT, Y))]
+    cell = 1.2 if max(widths) <= 16 else 19.2 / max(widths)     # matrices at most ~19 units wide
+    gap = 2.6
+
+    def dg(name: str) -> int:
+        return _digits(trace, name, digits) if cell >= 0.9 else 2
+
+    tokens, keys = token_labels(trace.meta, rows_total, trace[K].value.shape[-2] if top else rows_total)
+    meta_tokens, followed = trace.meta.get("tokens") or [], trace.meta.get("query")
+    if rows_total == 1 and isinstance(followed, int) and 0 <= followed < len(meta_tokens):
+        tokens = [str(meta_tokens[followed])]            # one row: the followed query's (seed 001's "love")
+    with fonts.context():
+        fig = Figure(layout="constrained")
+        ax = fig.add_subplot()
+        right_edge, y, n_heads, width_d = 0.0, 0.0, 1, widths[-1]
+        fs = 6.0
+
+        def token_names(y0: float, names=tokens, count=rows, x0: float = -0.3) -> None:
+            for i in range(count):
+                ax.text(x0, y0 + i + 0.5, _style.short(names[i], 10), ha="right", va="center", fontsize=8)
+
+        if top:
+            x = first_rows(X)
+            heads = {n: as_heads(trace[f"{n}_heads"].value, f"{n}_heads")[:, :rows] for n in (Q, K, V)}
+            n_heads = heads[Q].shape[0]
+            # Row 1: X and the three weight matrices.
+            has_w = has(W_Q, W_K, W_V)
+            x_w, _ = _draw_block(ax, 0.0, y, x, cell=cell, row_cell=1.0, digits=dg(X), fontsize=fs,
+                                 label=f"X  ({rows_total}×{x.shape[1]})")
+            token_names(y)
+            cursor, centres, w_height = x_w + gap, {}, 0.0
+            for name, w_name in ((Q, W_Q), (K, W_K), (V, W_V)):
+                out_cols = trace[name].value.shape[-1]
+                if has_w:
+                    w = trace[w_name].value
+                    ww, wh = _draw_block(ax, cursor, y, w, cell=cell, row_cell=cell, digits=dg(w_name), fontsize=fs,
+                                         col_heads=np.arange(w.shape[1]) // max(1, w.shape[1] // heads[name].shape[0]),
+                                         label=f"{w_name.upper()}  ({w.shape[0]}×{w.shape[1]})")
+                    w_height = max(w_height, wh)
+                else:
+                    ww = out_cols * cell
+                centres[name] = (cursor, max(ww, out_cols * cell))
+                cursor += max(ww, out_cols * cell) + gap
+            _arrow(ax, (x_w + 0.2, 0.5 * rows), (x_w + gap - 0.2, 0.5 * rows), "X·")
+            right_edge = cursor - gap
+            y += max(w_height, rows) + 2.4
+            # Row 2: Q, K, V.
+            for name in (Q, K, V):
+                start, span = centres[name]
+                matrix = first_rows(name)
+                _arrow(ax, (start + span / 2, y - 2.1), (start + span / 2, y - 0.9))
+                _draw_block(ax, start, y, matrix, cell=cell, row_cell=1.0, digits=dg(name), fontsize=fs,
+                            col_heads=np.arange(matrix.shape[1]) // max(1, matrix.shape[1] // heads[name].shape[0]),
+                            label=f"{name.upper()} = X·W_{name.upper()}  ({rows_total}×{matrix.shape[1]})")
+            token_names(y, x0=centres[Q][0] - 0.3)
+            y += rows + 2.6
+            # Row 3: each projection seen as T×h×dₕ — the same numbers, one block per head.
+            ax.text(centres[Q][0] - 0.6, y - 1.4, words["reshape"], fontsize=8, ha="right", va="center",
+                    color="#333333")
+            for name in (Q, K, V):
+                start, span = centres[name]
+                split = heads[name]                                   # (h, T, dₕ)
+                block_x = start
+                _arrow(ax, (start + span / 2, y - 2.3), (start + span / 2, y - 0.9),
+                       f"{rows_total}×{split.shape[0]}×{split.shape[2]}", side="right")
+                for h in range(split.shape[0]):
+                    bw, _ = _draw_block(ax, block_x, y, split[h], cell=cell, row_cell=1.0, digits=dg(name),
+                                        fontsize=fs, col_heads=np.full(split.shape[2], h),
+                                        label=f"{name.upper()}{_sub(h)}" if split.shape[0] <= 4 else "")
+                    block_x += bw + 0.5
+                right_edge = max(right_edge, block_x - 0.5)
+            y += rows + 2.6
+            width_d = first_rows(Q).shape[1]
+            # Row 4: attention weights of each head and its output.
+            if has(WEIGHTS, OUT):
+                weights = as_heads(trace[WEIGHTS].value)
+                outs = as_heads(trace[OUT].value)
+                keys_shown = min(weights.shape[2], max_rows)
+                block_x = 0.0
+                for h in range(weights.shape[0]):
+                    blocked = _head_mask(trace, "", h)
+                    blocked = None if blocked is None else blocked[:rows, :keys_shown]
+                    aw, _ = _draw_block(ax, block_x, y, weights[h, :rows, :keys_shown], cell=1.2, row_cell=1.0,
+                                        digits=_digits(trace, WEIGHTS, digits), fontsize=fs, weights=True,
+                                        blocked=blocked, masked_word=words["masked"],
+                                        label=words("attention_head", h=h))
+                    for j in range(keys_shown):
+                        ax.text(block_x + (j + 0.5) * 1.2, y + rows + 0.15, _style.short(keys[j], 8), ha="right",
+                                va="top", fontsize=6.5, rotation=0 if len(keys[j]) <= 3 else 35, rotation_mode="anchor")
+                    block_x += aw + 0.4
+                    ax.text(block_x + 0.8, y + rows / 2, "·V" + _sub(h) + " =", ha="center", va="center", fontsize=9)
+                    block_x += 2.0
+                    ow, _ = _draw_block(ax, block_x, y, outs[h, :rows], cell=cell, row_cell=1.0, digits=dg(OUT),
+                                        fontsize=fs, col_heads=np.full(outs.shape[2], h),
+                                        label=words("head_out", h=h))
+                    block_x += ow + gap
+                right_edge = max(right_edge, block_x - gap)
+                token_names(y)
+                y += rows + 3.0
+        if bottom:
+            y, right = _output_row(ax, trace, y, rows, rows_total, cell, gap, words, dg, fs, top, token_names)
+            n_heads = as_heads(trace[OUT].value).shape[0]
+            right_edge = max(right_edge, right)
+        if rows < rows_total:
+            ax.text(0, y - 1.0, words("rows_shown", last=rows - 1, total=rows_total), fontsize=8, va="top")
+            y += 0.6
+        top_y, left = -1.8, -3.2
+        ax.set_xlim(left, right_edge + 0.5)
+        ax.set_ylim(y - 0.8, top_y)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        units_w, units_h = right_edge + 0.5 - left, y - 0.8 - top_y
+        scale = min(0.36, 24.0 / units_w)
+        fig.set_size_inches(max(6.0, units_w * scale), max(3.0, units_h * scale + 0.7))
+        shape = f"T={rows_total}, d={width_d}, h={n_heads}" + (f", dₕ={width_d // n_heads}" if top else "")
+        fig.suptitle(f"{trace.title or words['projection']}  ({shape})", fontsize=11)
+    return fig
+
+
+def _output_row(ax, trace, y, rows, rows_total, cell, gap, words, dg, fs, top, token_names) -> tuple[float, float]:
+    """Heads side by side → concatenated H → × W_O → Y (→ R + Y); returns (the y below it, right edge)."""
+    out = as_heads(trace[OUT].value, OUT)[:, :rows]          # (h, T, Dv)
+    n_heads = out.shape[0]
+    block_x = 0.0
+    if not top:
+        token_names(y)
+    for h in range(n_heads):
+        bw, _ = _draw_block(ax, block_x, y, out[h], cell=cell, row_cell=1.0, col_heads=np.full(out.shape[2], h),
+                            label=words("head", h=h) if n_heads <= 4 else "", digits=dg(OUT), fontsize=fs)
+        block_x += bw + 0.5
+    ax.text(block_x / 2, y + rows + 0.4, words["per_head"], ha="center", va="top", fontsize=8.5)
+    concat, w_o, y_val = _rows(trace[CONCAT].value)[:rows], trace[W_O].value, _rows(trace[Y].value)[:rows]
+    cx = block_x + gap + 1.4
+    _arrow(ax, (block_x, y + rows / 2), (cx - 0.2, y + rows / 2))
+    ax.text((block_x + cx) / 2, y + rows / 2 - 0.5, words["concat"].replace(" ", "\n", 1), ha="center",
+            va="bottom", fontsize=8)
+    cw, _ = _draw_block(ax, cx, y, concat, cell=cell, row_cell=1.0, digits=dg(CONCAT), fontsize=fs,
+                        col_heads=np.arange(concat.shape[1]) // max(1, concat.shape[1] // n_heads),
+                        label=f"H  ({rows_total}×{concat.shape[1]})")
+    ox = cx + cw + 1.4
+    ax.text(cx + cw + 0.7, y + rows / 2, "×", ha="center", va="center", fontsize=14)
+    o_cell = cell if w_o.shape[0] * cell <= 24 else 24.0 / w_o.shape[0]
+    ow, oh = _draw_block(ax, ox, y, w_o, cell=cell, row_cell=o_cell, digits=dg(W_O), fontsize=fs,
+                         row_heads=np.arange(w_o.shape[0]) // max(1, w_o.shape[0] // n_heads),
+                         numbers=o_cell >= 0.9, label=f"W_O  ({w_o.shape[0]}×{w_o.shape[1]})")
+    yx = ox + ow + 1.4
+    ax.text(ox + ow + 0.7, y + rows / 2, "=", ha="center", va="center", fontsize=14)
+    yw, _ = _draw_block(ax, yx, y, y_val, cell=cell, row_cell=1.0, digits=dg(Y), fontsize=fs,
+                        label=f"Y = H·W_O  ({rows_total}×{y_val.shape[1]})")
+    right = yx + yw
+    bottom = y + max(rows, oh)
+    if RESIDUAL in trace:
+        res = _rows(trace[RESIDUAL].value)[:rows]
+        ry = y + rows + 2.6
+        _arrow(ax, (yx + yw / 2, y + rows + 0.3), (yx + yw / 2, ry - 0.9))
+        _draw_block(ax, yx, ry, res, cell=cell, row_cell=1.0, digits=dg(RESIDUAL), fontsize=fs,
+                    label=words["residual"] + f"  ({rows_total}×{res.shape[1]})")
+        bottom = max(bottom, ry + rows)
+    return bottom + 2.4, right
+
+
+# ------------------------------------------------------------------ one query's chain
 def _followed(trace: Trace, query: int | None, head: int | None, n_queries: int, n_heads: int) -> tuple[int, int]:
     """The followed query and the index of the shown head in the recorded (H, Tq, Tk) weights.
 
@@ -409,101 +561,166 @@ def _followed(trace: Trace, query: int | None, head: int | None, n_queries: int,
     return query, head
 
 
-def _draw_path(fig_or_sub, trace: Trace, query: int, head: int, words: dict, digits: int, prefix: str = ""):
-    weights = step_heads(trace, prefix + "weights")
+def _draw_path(fig_or_sub, trace: Trace, query: int, head: int, words, digits: int | None, prefix: str = ""):
+    """Bars over the keys: q·k, ÷√dₖ, (+ bias), softmax; then each value row × its weight and their sum z."""
+    weights = step_heads(trace, prefix + WEIGHTS)
     n_keys = weights.shape[-1]
-    panels = [(name, words[key].replace("  ", "\n")) for name, key in
-              (("scores", "scores"), ("scaled_scores", "scaled"), ("biased_scores", "biased"))
-              if prefix + name in trace]
-    panels.append(("weights", words["weights"].replace("  ", "\n")))
-    mask = step_heads(trace, prefix + "mask")
-    blocked = np.isneginf(mask[head if mask.shape[0] > 1 else 0, query]) if mask is not None else np.zeros(n_keys, bool)
+    panels = [(name, words[key]) for name, key in
+              ((SCORES, "scores"), (SCALED_SCORES, "scaled"), (BIASED_SCORES, "biased")) if prefix + name in trace]
+    panels.append((WEIGHTS, words["weights"]))
+    blocked = _head_mask(trace, prefix, head)
+    blocked = blocked[query] if blocked is not None else np.zeros(n_keys, bool)
     k_tokens = _part(trace, prefix).k_tokens
-    axes = fig_or_sub.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    values_panel = _value_rows(trace, prefix, head) if n_keys <= 12 else None
+    ratios = [1.0] * len(panels) + ([0.35 * (n_keys + 1.5)] if values_panel is not None else [])
+    grid = fig_or_sub.add_gridspec(len(ratios), 1, height_ratios=ratios)
+    axes = [fig_or_sub.add_subplot(grid[0])]
+    for i in range(1, len(panels)):
+        axes.append(fig_or_sub.add_subplot(grid[i], sharex=axes[0]))
     positions = np.arange(n_keys)
     for ax, (name, label) in zip(axes, panels):
         values = step_heads(trace, prefix + name)[head, query]
-        colour = "#2b6cb0" if name == "weights" else "#7f9cc4"
-        bars = ax.bar(positions, np.where(blocked & (name != "scores"), 0.0, values) if name == "weights" else values,
-                      color=colour, width=0.8 if n_keys <= 64 else 1.0)
-        if name != "scores":
+        digits_here = _digits(trace, prefix + name, digits)
+        finite = np.where(np.isfinite(values), values, 0.0)
+        colour = "#2b6cb0" if name == WEIGHTS else "#7f9cc4"
+        bars = ax.bar(positions, np.where(blocked, 0.0, finite) if name != SCORES else finite, color=colour,
+                      width=0.8 if n_keys <= 64 else 1.0)
+        if name != SCORES:
             for j in np.flatnonzero(blocked):
-                bars[j].set_hatch("///")
-                bars[j].set_facecolor("#d9d9d9")
+                bars[j].set_hatch(shared.MASKED_HATCH)
+                bars[j].set_facecolor(shared.MASKED_COLOUR)
                 bars[j].set_edgecolor("#888888")
+                bars[j].set_height(0.0 if name == WEIGHTS else max(0.05, 0.15 * float(np.abs(finite).max() or 1)))
         ax.axhline(0, color="#444444", linewidth=0.6)
-        ax.set_ylabel(label, fontsize=8.5)
-        ax.tick_params(labelsize=7.5)
-        _label_bars(ax, positions, values, blocked if name != "scores" else None, name, digits, n_keys)
-        ax.margins(y=0.22)
-    _set_token_ticks(axes[-1], "x", k_tokens, 7.0)
-    axes[-1].set_xlabel(words["keys"])
-    if blocked.any() and len(axes) > 1:  # say what the hatching means, above the masked panel
-        axes[1].text(1.0, 1.02, f"/// = {words['masked']}", transform=axes[1].transAxes, ha="right",
-                     va="bottom", fontsize=7.5, color="#555555")
+        ax.set_ylabel(label, fontsize=8)
+        ax.tick_params(labelsize=7)
+        _label_bars(ax, positions, finite, blocked if name != SCORES else None, name, digits_here, n_keys, words)
+        ax.margins(y=0.25)
+        if ax is not axes[-1]:
+            ax.tick_params(labelbottom=False)
+    _set_token_ticks(axes[-1], "x", k_tokens, 6.0)
+    if blocked.any():  # say what the hatching means, above the first panel after the mask
+        axes[min(1, len(axes) - 1)].text(1.0, 1.02, words["masked_key"], transform=axes[min(1, len(axes) - 1)].transAxes,
+                                          ha="right", va="bottom", fontsize=7, color="#555555")
+    if values_panel is not None:
+        _draw_value_rows(fig_or_sub.add_subplot(grid[len(panels)]), values_panel, query, k_tokens, blocked, words,
+                         _digits(trace, prefix + OUT, digits), _digits(trace, prefix + WEIGHTS, digits))
+    else:
+        axes[-1].set_xlabel(_style.words(words.lang)["keys"])
     return axes
 
 
-def _label_bars(ax, positions, values, blocked, name, digits, n_keys) -> None:
+def _value_rows(trace: Trace, prefix: str, head: int):
+    """(weights (Tq, Tk), v (Tk, Dv), out (Tq, Dv)) of one head when recorded and small enough, else None."""
+    v = step_heads(trace, prefix + V_HEADS)
+    out = step_heads(trace, prefix + OUT)
+    weights = step_heads(trace, prefix + WEIGHTS)
+    if v is None or out is None or v.shape[-1] > 8:
+        return None
+    group = head // max(1, weights.shape[0] // v.shape[0])
+    return weights[head], v[group], out[head]
+
+
+def _draw_value_rows(ax, panel, query: int, k_tokens, blocked, words, digits_out: int, digits_w: int) -> None:
+    """Each value row v_j, its weight w_j, the row scaled w_j·v_j, and their recorded sum z (= out)."""
+    weights, v, out = panel
+    row = weights[query]
+    n_keys, dv = v.shape
+    cell = 1.45
+    ax.axis("off")
+    x_w, x_v = 0.0, 2.8
+    x_s = x_v + dv * cell + 2.0
+    for j in range(n_keys):
+        y0 = j
+        masked = bool(blocked[j])
+        ax.text(x_w - 0.2, y0 + 0.5, _style.short(k_tokens[j], 9), ha="right", va="center", fontsize=7.5)
+        ax.text(x_w + 1.0, y0 + 0.5, words["masked"] if masked else _num(row[j], digits_w), ha="center",
+                va="center", fontsize=7, color="#333333")
+        ax.text(x_v - 0.5, y0 + 0.5, "×", ha="center", va="center", fontsize=9)
+        # the value row, shaded by its weight (that is what scaling does to it); the scaled numbers
+        # w_j·v_j are the products of the two recorded numbers shown on the same line
+        _draw_block(ax, x_v, y0, v[j:j + 1], cell=cell, digits=digits_out, fontsize=6)
+        ax.text(x_s - 1.1, y0 + 0.5, "=", ha="center", va="center", fontsize=9)
+        scaled = np.zeros(dv) if masked else row[j] * v[j]
+        _draw_block(ax, x_s, y0, scaled[None], cell=cell, digits=digits_out, fontsize=6)
+    z_y = n_keys + 0.6
+    ax.plot([x_s, x_s + dv * cell], [z_y - 0.25] * 2, color="#333333", linewidth=1.0)
+    ax.text(x_s - 1.1, z_y + 0.5, "Σ =", ha="center", va="center", fontsize=9)
+    _draw_block(ax, x_s, z_y, out[query][None], cell=cell, digits=digits_out, fontsize=6.5, col_heads=np.zeros(dv, int))
+    ax.text(x_w + 1.0, -0.4, words["weight"], ha="center", va="bottom", fontsize=7.5)
+    ax.text(x_v + dv * cell / 2, -0.4, "v", ha="center", va="bottom", fontsize=8)
+    ax.text(x_s + dv * cell / 2, -0.4, words["value_rows"], ha="center", va="bottom", fontsize=7.5)
+    ax.text(x_s + dv * cell + 0.4, z_y + 0.5, "z  — " + words["sum_z"], ha="left", va="center", fontsize=7.5)
+    ax.set_xlim(-3.2, x_s + dv * cell + 7.5)
+    ax.set_ylim(z_y + 1.4, -1.2)
+    ax.set_aspect("equal")
+
+
+def _label_bars(ax, positions, values, blocked, name, digits, n_keys, words) -> None:
     """Values on the bars: all of them for ≤ 24 keys, the five largest weights beyond that."""
     if n_keys <= 24:
         chosen = range(n_keys)
-    elif name == "weights":   # the five strongest, skipping near-zero ones whose labels would pile up
+    elif name == WEIGHTS:   # the five strongest, skipping near-zero ones whose labels would pile up
         chosen = [j for j in np.argsort(values)[-5:] if values[j] >= 0.1 * values.max()]
     else:
         return
-    rotate = 90 if n_keys > 10 else 0
+    rotate = 90 if n_keys > 8 else 0
     for j in chosen:
         value = values[j]
-        text = f"{value:.{digits}f}"
+        text = _num(value, digits)
         if blocked is not None and blocked[j]:  # before softmax the mask makes it −∞; after, weight 0
-            text, value = ("0", 0.0) if name == "weights" else (f"{text} → −∞", value)
+            text, value = (words["masked"], 0.0) if name == WEIGHTS else (f"{text} → −∞", value)
         ax.annotate(text, (positions[j], value), xytext=(0, 2 if value >= 0 else -2), textcoords="offset points",
-                    ha="center", va="bottom" if value >= 0 else "top", fontsize=7, rotation=rotate)
+                    ha="center", va="bottom" if value >= 0 else "top", fontsize=6.5, rotation=rotate)
 
 
 def query_path(trace: Trace, query: int | None = None, *, head: int | None = None, layer: int | None = None,
-               part: str | None = None, lang: str = "en", digits: int = 3) -> Figure:
-    """One query's path as bars over the keys: raw scores q·k, scaled scores (÷√dₖ, + bias), weights.
+               part: str | None = None, lang: str = "en", digits: int | None = None) -> Figure:
+    """One query's whole chain: q·k for every key → ÷√dₖ (→ + bias) → softmax, as bars over the keys,
+    then (when v_heads and out are recorded and ≤ 12 keys) each value row × its weight and their sum z.
 
     query defaults to the trace's followed query (trace.meta["query"], else 0), head to
     trace.meta["head"] when the weights hold several heads (else 0: a one-head trace's meta head is
     a label, shown in the title). For a model trace, layer picks ``layer {l}/…`` (default
     trace.meta["layer"], else 0); part picks a scoped computation by prefix, e.g. "question".
-    Masked keys are hatched and labelled −∞ before softmax, 0 after.
+    Masked keys are hatched: "→ −∞" before softmax, "masked" after.
     """
     chosen = _part(trace, _layer_prefix(trace, layer) if part is None else part)
-    weights = step_heads(trace, chosen.prefix + "weights")
+    weights = step_heads(trace, chosen.prefix + WEIGHTS)
     query, head = _followed(trace, chosen.query if query is None else query, head, weights.shape[1],
                             weights.shape[0])
     words = _style.words(lang)
     n_keys = weights.shape[-1]
-    fig = Figure(figsize=(max(5.0, min(12.0, 1.2 + 0.55 * n_keys)), 6.2), layout="constrained")
-    _draw_path(fig, trace, query, head, words, digits, chosen.prefix)
-    fig.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words),
-                 fontsize=10.5, fontfamily=_style.label_font())
+    with fonts.context():
+        fig = Figure(figsize=(max(5.5, min(12.0, 1.6 + 0.6 * n_keys)), 7.5 if n_keys <= 12 else 6.2),
+                     layout="constrained")
+        _draw_path(fig, trace, query, head, words, digits, chosen.prefix)
+        fig.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words),
+                     fontsize=10.5)
     return fig
 
 
-def _head_label(trace: Trace, part: Part, head: int, n_heads: int, words: dict) -> str:
-    """Which head is drawn, for titles: "head 2" for an index into several recorded heads; for a one-head
-    trace the model's own numbering from trace.meta ("layer 2, head 3"), else "" (nothing to name).
-    The layer is named from trace.meta only when the part's prefix does not already name it."""
+def _head_label(trace: Trace, part: Part, head: int, n_heads: int, words) -> str:
+    """Which head is drawn, for titles, counted from 0: "head 2" for an index into several recorded
+    heads; for a one-head trace of a model the model's own numbers from trace.meta ("layer 2, head 5"),
+    else "" (nothing to name). A model trace's part prefix ("layer 3/") names the layer."""
     meta = trace.meta
+    if part.prefix.startswith("layer "):
+        return words("layer_head", l=int(part.prefix.split()[1].rstrip("/")), h=head)
     if n_heads > 1:
-        name = f"{words['head']} {head}"
+        head_no = head
     elif meta.get("head") is not None:
-        name = f"{words['head']} {meta['head']}"
+        head_no = int(meta["head"])
     else:
         return ""
-    if not part.prefix and meta.get("layer") is not None:
-        name = f"{words['layer']} {meta['layer']}, {name}"
-    return name
+    if meta.get("layer") is not None:
+        return words("layer_head", l=int(meta["layer"]), h=head_no)
+    return words("head", h=head_no)
 
 
-def _path_title(part: Part, query: int, head_label: str, words: dict) -> str:
-    where = f"{part.prefix.rstrip('/')}: " if part.prefix else ""
-    text = f"{where}{words['query']} {query} “{_style.short(part.q_tokens[query], 20)}”"
+def _path_title(part: Part, query: int, head_label: str, words) -> str:
+    where = f"{part.prefix.rstrip('/')}: " if part.prefix and not part.prefix.startswith("layer ") else ""
+    text = where + words("query", i=query, token=_style.short(part.q_tokens[query], 20))
     return text + (f" — {head_label}" if head_label else "")
 
 
@@ -539,7 +756,7 @@ def _layer_prefix(trace: Trace, layer: int | None) -> str | None:
 # ------------------------------------------------------------------ masks
 def mask_figure(mask: Any, tokens: Sequence[str] | None = None, k_tokens: Sequence[str] | None = None, *,
                 title: str | None = None, lang: str = "en") -> Figure:
-    """The additive mask as numbers: 0 where a query may attend, −∞ where it may not (grey).
+    """The additive mask as numbers: 0 where a query may attend, −∞ where it may not (hatched grey).
 
     mask: boolean (Tq, Tk), True = may attend (as everywhere in qkv), or the recorded 0/−∞ floats;
     (H, Tq, Tk) shows the first head. Causal and padding masks alike; long ones lose the numbers
@@ -552,83 +769,150 @@ def mask_figure(mask: Any, tokens: Sequence[str] | None = None, k_tokens: Sequen
     q_labels, k_labels = token_labels({"tokens": tokens, "key_tokens": k_tokens}, tq, tk)
     words = _style.words(lang)
     width, height = _axis_side(tk), _axis_side(tq)
-    fig = Figure(figsize=(width + 1.6, height + 1.6), layout="constrained")
-    ax = fig.add_subplot()
-    _draw_mask(ax, blocked, q_labels, k_labels, (width, height))
-    ax.set_title(title or f"{words['mask']}\n{words['mask_note']}", fontsize=10, fontfamily=_style.label_font())
-    ax.set_xlabel(words["keys"])
-    ax.set_ylabel(words["queries"])
+    with fonts.context():
+        fig = Figure(figsize=(width + 1.6, height + 1.6), layout="constrained")
+        ax = fig.add_subplot()
+        _draw_mask(ax, blocked, q_labels, k_labels, (width, height))
+        ax.set_title(title or f"{words['mask']}\n{words['mask_note']}", fontsize=10)
+        ax.set_xlabel(words["keys"])
+        ax.set_ylabel(words["queries"])
     return fig
 
 
 def _draw_mask(ax, blocked: np.ndarray, q_labels, k_labels, inches) -> None:
     tq, tk = blocked.shape
-    ax.imshow(blocked.astype(float), cmap=mcolors.ListedColormap(["#ffffff", "#9e9e9e"]), vmin=0, vmax=1,
+    ax.imshow(blocked.astype(float), cmap=mcolors.ListedColormap(["#ffffff", shared.MASKED_COLOUR]), vmin=0, vmax=1,
               aspect="auto", interpolation="nearest" if max(tq, tk) <= 256 else "antialiased")
+    if max(tq, tk) <= _HATCH_CELLS:
+        _hatch_cells(ax, blocked)
     _set_token_ticks(ax, "x", k_labels, inches[0])
     _set_token_ticks(ax, "y", q_labels, inches[1])
     if max(tq, tk) <= _SMALL:
         for i in range(tq):
             for j in range(tk):
-                ax.text(j, i, "−∞" if blocked[i, j] else "0", ha="center", va="center", fontsize=8,
-                        color="white" if blocked[i, j] else "#1a1a1a")
+                ax.text(j, i, "−∞" if blocked[i, j] else "0", ha="center", va="center", fontsize=8, color="#1a1a1a",
+                        zorder=3, bbox={"facecolor": shared.MASKED_COLOUR, "edgecolor": "none", "pad": 0.6}
+                        if blocked[i, j] else None)
         ax.set_xticks(np.arange(-0.5, tk, 1), minor=True)
         ax.set_yticks(np.arange(-0.5, tq, 1), minor=True)
         ax.grid(which="minor", color="#cccccc", linewidth=0.5)
         ax.tick_params(which="minor", length=0)
 
 
+# ------------------------------------------------------------------ cross-attention: two sentences
+def _draw_two_sentences(ax, weights: np.ndarray, q_tokens, k_tokens, query: int, words, digits: int,
+                        blocked: np.ndarray | None = None) -> None:
+    """Decoder tokens above, encoder tokens below, a line from each query to each key, as wide and as
+    dark as its weight; the followed query's lines carry their weights."""
+    tq, tk = weights.shape
+    span = max(tq, tk) - 1 or 1
+    xq = np.linspace(0, span, tq) if tq > 1 else np.array([span / 2])
+    xk = np.linspace(0, span, tk) if tk > 1 else np.array([span / 2])
+    top_y, bottom_y = 0.0, 3.0
+    colour = np.array(mcolors.to_rgb("#d1495b"))
+    for i in range(tq):
+        for j in range(tk):
+            if blocked is not None and blocked[i, j]:
+                continue
+            w = float(weights[i, j])
+            followed = i == query
+            ax.plot([xq[i], xk[j]], [top_y + 0.1, bottom_y - 0.1], solid_capstyle="round", zorder=2,
+                    linewidth=0.5 + 9.0 * w, alpha=(0.25 + 0.7 * w ** 0.5) if followed else 0.18,
+                    color=colour if followed else "#2b6cb0")
+            if followed and tk <= 16:
+                t = 0.72
+                ax.text(xq[i] + t * (xk[j] - xq[i]), top_y + 0.25 + t * (bottom_y - top_y - 0.5), _num(w, digits),
+                        fontsize=7, ha="center", va="center", zorder=4,
+                        bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6, "alpha": 0.85})
+    for i, tok in enumerate(q_tokens):
+        ax.text(xq[i], top_y, _style.short(tok, 12), ha="center", va="bottom", fontsize=10,
+                bbox={"facecolor": "#fde2e4" if i == query else "#f2f2f2", "edgecolor": "#999999", "pad": 2.5})
+    for j, tok in enumerate(k_tokens):
+        ax.text(xk[j], bottom_y, _style.short(tok, 12), ha="center", va="top", fontsize=10,
+                bbox={"facecolor": "#eaf1fb", "edgecolor": "#999999", "pad": 2.5})
+    ax.text(-0.6, top_y + 0.3, words["decoder"], ha="right", va="bottom", fontsize=8.5, color="#444444")
+    ax.text(-0.6, bottom_y - 0.3, words["encoder"], ha="right", va="top", fontsize=8.5, color="#444444")
+    ax.text(span / 2, bottom_y + 0.9, words["cross_lines"], ha="center", va="top", fontsize=7.5, color="#555555")
+    ax.set_xlim(-3.2, span + 0.8)
+    ax.set_ylim(bottom_y + 1.2, top_y - 0.9)
+    ax.axis("off")
+
+
+def cross_figure(trace: Trace, *, lang: str = "en", digits: int | None = None, head: int | None = None) -> Figure:
+    """Cross-attention as two sentences (decoder tokens above, encoder tokens below, lines weighted)
+    next to the followed query's whole chain (q·k → ÷√dₖ → softmax → value rows × weights → z)."""
+    chosen = _part(trace, None)
+    weights = step_heads(trace, chosen.prefix + WEIGHTS)
+    query, head = _followed(trace, chosen.query, head, weights.shape[1], weights.shape[0])
+    words = _style.words(lang)
+    with fonts.context():
+        fig = Figure(figsize=(13.5, 7.8), layout="constrained")
+        left, right = fig.subfigures(1, 2, width_ratios=[1.0, 1.15])
+        ax = left.add_subplot()
+        _draw_two_sentences(ax, weights[head], chosen.q_tokens, chosen.k_tokens, query, words,
+                            _digits(trace, WEIGHTS, digits), _head_mask(trace, chosen.prefix, head))
+        left.suptitle(words["attention"], fontsize=10)
+        _draw_path(right, trace, query, head, words, digits, chosen.prefix)
+        right.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words),
+                       fontsize=10)
+        if trace.title:
+            fig.suptitle(trace.title, fontsize=11)
+    return fig
+
+
 # ------------------------------------------------------------------ the figure that suits a trace
 def attention_figure(trace: Trace, *, head: int | None = None, query: int | None = None, part: str | None = None,
-                     lang: str = "en", digits: int = 2) -> Figure:
-    """One attention computation in one picture: [the mask as numbers] | the weights heatmap | one query's path.
+                     lang: str = "en", digits: int | None = None) -> Figure:
+    """One attention computation in one picture: [the mask as numbers] | the weights heatmap | the
+    followed query's chain (bars, then value rows × weights → z).
 
-    The mask panel appears when a mask was recorded, the path when scores were. part: the step
+    The mask panel appears when a mask was recorded, the chain when scores were. part: the step
     prefix of a scoped computation (e.g. "layer 3" or "question"); default the first.
     """
     chosen = _part(trace, part)
     prefix = chosen.prefix
-    weights = step_heads(trace, prefix + "weights")
+    weights = step_heads(trace, prefix + WEIGHTS)
     n_heads, tq, tk = weights.shape
     query, head = _followed(trace, chosen.query if query is None else query, head, tq, n_heads)
     words = _style.words(lang)
     q_tokens, k_tokens = chosen.q_tokens, chosen.k_tokens
     cross = trace.meta.get("kind") == "cross-attention" or "memory" in trace
-    mask = step_heads(trace, prefix + "mask")
-    with_path = prefix + "scores" in trace
+    blocked = _head_mask(trace, prefix, head)
+    with_path = prefix + SCORES in trace
     width, height = _axis_side(tk), _axis_side(tq)
-    columns = [width + 1.6] * (2 if mask is not None else 1) + ([max(4.5, min(9.0, 1.0 + 0.45 * tk))] if with_path else [])
-    fig = Figure(figsize=(sum(columns) + 0.8, max(height + 2.0, 5.5 if with_path else 0.0)), layout="constrained")
-    subs = fig.subfigures(1, len(columns), width_ratios=columns, squeeze=False)[0]
-    at = 0
-    if mask is not None:
-        blocked = np.isneginf(mask[head if mask.shape[0] > 1 else 0])
+    columns = ([width + 1.6] if blocked is not None else []) + [width + 2.4] + \
+        ([max(5.5, min(10.0, 1.6 + 0.6 * tk))] if with_path else [])
+    with fonts.context():
+        fig = Figure(figsize=(sum(columns) + 0.8, max(height + 2.6, 7.5 if with_path and tk <= 12 else 5.5)),
+                     layout="constrained")
+        subs = fig.subfigures(1, len(columns), width_ratios=columns, squeeze=False)[0]
+        at = 0
+        if blocked is not None:
+            ax = subs[at].add_subplot()
+            _draw_mask(ax, blocked, q_tokens, k_tokens, (width, height))
+            ax.set_title(f"{words['mask']}\n{words['mask_note']}", fontsize=9.5)
+            ax.set_xlabel(words["keys_enc"] if cross else words["keys"])
+            ax.set_ylabel(words["queries_dec"] if cross else words["queries"])
+            at += 1
         ax = subs[at].add_subplot()
-        _draw_mask(ax, blocked, q_tokens, k_tokens, (width, height))
-        ax.set_title(f"{words['mask']}\n{words['mask_note']}", fontsize=9.5)
+        image = _draw_weights(ax, weights[head], q_tokens, k_tokens, blocked=blocked,
+                              digits=_digits(trace, prefix + WEIGHTS, digits), inches=(width, height), words=words)
+        if tq <= 64:  # outline the followed query's row
+            ax.add_patch(_rect(-0.5, query - 0.5, tk, 1.0))
+            ax.patches[-1].set_edgecolor("#d1495b")
+            ax.patches[-1].set_linewidth(1.6)
+        head_label = _head_label(trace, chosen, head, n_heads, words)
+        ax.set_title(f"{words['attention']} — {head_label}" if head_label else words["attention"], fontsize=9.5)
         ax.set_xlabel(words["keys_enc"] if cross else words["keys"])
         ax.set_ylabel(words["queries_dec"] if cross else words["queries"])
+        _legend(subs[at], image, ax, words, blocked=blocked is not None and bool(blocked.any()), shrink=0.7,
+                orientation="horizontal")
         at += 1
-    ax = subs[at].add_subplot()
-    blocked = np.isneginf(mask[head if mask.shape[0] > 1 else 0]) if mask is not None else None
-    image = _draw_weights(ax, weights[head], q_tokens, k_tokens, blocked=blocked, digits=digits,
-                          inches=(width, height))
-    if tq <= 64:  # outline the followed query's row
-        ax.add_patch(_rect(-0.5, query - 0.5, tk, 1.0))
-        ax.patches[-1].set_edgecolor("#d1495b")
-        ax.patches[-1].set_linewidth(1.6)
-    head_label = _head_label(trace, chosen, head, n_heads, words)
-    ax.set_title(f"{words['attention']} — {head_label}" if head_label else words["attention"], fontsize=9.5)
-    ax.set_xlabel(words["keys_enc"] if cross else words["keys"])
-    ax.set_ylabel(words["queries_dec"] if cross else words["queries"])
-    subs[at].colorbar(image, ax=ax, shrink=0.7)
-    at += 1
-    if with_path:
-        _draw_path(subs[at], trace, query, head, words, digits + 1, prefix)
-        subs[at].suptitle(_path_title(chosen, query, head_label, words), fontsize=9.5,
-                          fontfamily=_style.label_font())
-    if trace.title:
-        fig.suptitle(trace.title, fontsize=11, fontfamily=_style.label_font())
+        if with_path:
+            _draw_path(subs[at], trace, query, head, words, digits, prefix)
+            subs[at].suptitle(_path_title(chosen, query, head_label, words), fontsize=9.5)
+        if trace.title:
+            fig.suptitle(trace.title, fontsize=11)
     return fig
 
 
@@ -636,35 +920,44 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
     """The figure that suits the trace.
 
     - a whole model (steps ``layer {l}/weights``): `attention_grid` of layers × heads;
-    - kind "projection" or "multi-head" with projection or head-output steps: `projection_figure`;
-    - one attention (self-, cross-attention): `attention_figure` (mask | weights | the followed query);
-    - scoped single-query scenes (seed 002's group meeting): their query paths side by side.
+    - MultiHeadAttention with projections or head outputs (kind "projection" / "multi-head", or any
+      trace of several heads with W_Q/W_K/W_V): `projection_figure`, the whole layer;
+    - cross-attention with few tokens: `cross_figure`, two sentences and the chain;
+    - one attention (self-attention, one head of a model): `attention_figure` (mask | weights | chain);
+    - scoped single-query scenes (seed 002's group meeting): their chains side by side.
     """
     parts = attention_parts(trace)
     kind = trace.meta.get("kind")
-    drawable_heads = all(n in trace for n in ("x", "q", "k", "v", "q_heads")) or \
-        all(n in trace for n in ("out", "concat", "w_o", "y"))
+    drawable_heads = all(n in trace for n in (X, Q, K, V, Q_HEADS)) or all(n in trace for n in (OUT, CONCAT, W_O, Y))
+    several_heads = Q_HEADS in trace and as_heads(trace[Q_HEADS].value).shape[0] > 1 and W_Q in trace
     if parts and parts[0].prefix.startswith("layer "):
         weights = layer_weights(trace)
         first = parts[0]
-        return attention_grid(weights, first.q_tokens, first.k_tokens, title=trace.title or None, lang=lang)
-    if (kind in ("projection", "multi-head") or not parts) and drawable_heads:
+        layers = [int(p.prefix.split()[1].rstrip("/")) for p in parts]
+        return attention_grid(weights, first.q_tokens, first.k_tokens, title=trace.title or None, lang=lang,
+                              layers=layers)
+    if (kind in ("projection", "multi-head") or not parts or (several_heads and kind != "model")) and drawable_heads:
         return projection_figure(trace, lang=lang)
     if not parts:
         raise ValueError("nothing to draw: the trace records neither attention weights nor the steps of "
                          f"multi-head attention; steps: {', '.join(trace.names()) or 'none'}")
     if parts[0].prefix == "":
+        weights = step_heads(trace, WEIGHTS)
+        cross = kind == "cross-attention" or "memory" in trace
+        if cross and weights.shape[1] <= 8 and weights.shape[2] <= 16 and SCORES in trace:
+            return cross_figure(trace, lang=lang)
         return attention_figure(trace, lang=lang)
-    single = [p for p in parts if step_heads(trace, p.prefix + "weights").shape[1] == 1]
+    single = [p for p in parts if step_heads(trace, p.prefix + WEIGHTS).shape[1] == 1]
     if not single:
         return attention_figure(trace, part=parts[0].prefix, lang=lang)
     words = _style.words(lang)
-    widths = [max(4.5, min(10.0, 1.2 + 0.5 * len(p.k_tokens))) for p in single]
-    fig = Figure(figsize=(sum(widths) + 0.5, 6.2), layout="constrained")
-    subs = fig.subfigures(1, len(single), width_ratios=widths, squeeze=False)[0]
-    for sub, chosen in zip(subs, single):
-        _draw_path(sub, trace, chosen.query, 0, words, 3, chosen.prefix)
-        sub.suptitle(_path_title(chosen, chosen.query, "", words), fontsize=10, fontfamily=_style.label_font())
-    if trace.title:
-        fig.suptitle(trace.title, fontsize=11, fontfamily=_style.label_font())
+    widths = [max(5.0, min(10.0, 1.4 + 0.55 * len(p.k_tokens))) for p in single]
+    with fonts.context():
+        fig = Figure(figsize=(sum(widths) + 0.5, 7.5), layout="constrained")
+        subs = fig.subfigures(1, len(single), width_ratios=widths, squeeze=False)[0]
+        for sub, chosen in zip(subs, single):
+            _draw_path(sub, trace, chosen.query, 0, words, None, chosen.prefix)
+            sub.suptitle(_path_title(chosen, chosen.query, "", words), fontsize=10)
+        if trace.title:
+            fig.suptitle(trace.title, fontsize=11)
     return fig
