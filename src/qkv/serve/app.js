@@ -432,6 +432,7 @@
       var cell = Math.max(3, Math.min(44, Math.floor((avail - mL) / tk)));
       var dpr = window.devicePixelRatio || 1, width = mL + tk * cell, height = mT + tq * cell;
       geometry = { cell: cell, left: mL, top: mT };
+      canvas.setAttribute("data-geometry", [mL, mT, cell, tq, tk].join(","));   // for tests and tools
       canvas.width = Math.ceil(width * dpr); canvas.height = Math.ceil(height * dpr);
       canvas.style.width = width + "px"; canvas.style.height = height + "px";
       var g = canvas.getContext("2d"); g.setTransform(dpr, 0, 0, dpr, 0, 0);
