@@ -184,7 +184,7 @@ def exact_gelu(x):
 def test_gelu_matches_math_erf_and_the_numpy_path(loops):
     """_fused.gelu against float64 math.erf (|error| ≤ 1e-7 + 1.2e-7·|x|, test_models' tolerance), and the
     NumPy path it replaces (same A&S formula; only the exp differs, by ≤ 2 ulps)."""
-    from qkv.models import layers
+    from qkv import activations as layers
 
     x = np.linspace(-12.0, 12.0, 24001).astype(np.float32)   # exact inputs: no rounding of x in the error
     mine = x.copy()

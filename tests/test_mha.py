@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import qkv
+from qkv.rope import RoPE
 
 rng = np.random.default_rng(7)
 
@@ -111,6 +112,70 @@ def test_kv_cache_refuses_mismatched_shapes():
     cache.append(np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 3, 5)))
     with pytest.raises(ValueError, match=r"k has shape \(1, 3, 1, 4\) but the cache holds \(1, 2, 3, 4\)"):
         cache.append(np.zeros((1, 3, 1, 4)), np.zeros((1, 3, 1, 5)))
+
+
+_FAILURES = {
+    "mask of the wrong shape": lambda x: dict(mask=np.ones((x.shape[1], 99), dtype=bool)),
+    "float mask": lambda x: dict(mask=np.ones((x.shape[1], x.shape[1]))),
+    "x of the wrong width": lambda x: dict(x=x[..., :5]),
+    "x as a list": lambda x: dict(x=x.tolist()),
+    "x without a token axis": lambda x: dict(x=x[0, 0]),
+    "RoPE positions of the wrong length": lambda x: dict(positions=np.arange(x.shape[1] + 1)),
+    "a batch of another size": lambda x: dict(x=np.concatenate([x, x], axis=0)),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.sampled_from([None, *_FAILURES])), min_size=1, max_size=8),
+       st.booleans())
+def test_a_failing_call_leaves_the_kv_cache_as_it_was(calls, rope):
+    """Any sequence of decode calls, some failing: the cache and every later output are as if the
+    failed calls had never been made (equal to one causal run over the successful calls' tokens)."""
+    mha = qkv.MultiHeadAttention.random(16, 4, n_kv_heads=2, seed=6, rope=RoPE(4) if rope else None)
+    x = np.random.default_rng(len(calls)).standard_normal((2, 3 * len(calls), 16))
+    cache, outputs, used, start = qkv.KVCache(), [], [], 0
+    for t, failure in calls:
+        chunk = x[:, start:start + t]
+        start += t
+        applies = (rope or "RoPE" not in failure) and (cache.length or "another size" not in failure) \
+            if failure is not None else False
+        if applies:
+            kwargs = _FAILURES[failure](chunk)
+            before = (cache.length, None if cache.k is None else cache.k.copy(), None if cache.v is None else cache.v.copy())
+            with pytest.raises((ValueError, TypeError)):
+                mha(kwargs.pop("x", chunk), causal=True, cache=cache, **kwargs)
+            assert cache.length == before[0]
+            if before[1] is not None:
+                np.testing.assert_array_equal(cache.k, before[1])
+                np.testing.assert_array_equal(cache.v, before[2])
+            continue
+        outputs.append(mha(chunk, causal=True, cache=cache))
+        used.append(chunk)
+    if used:
+        expected = mha(np.concatenate(used, axis=1), causal=True)
+        np.testing.assert_allclose(np.concatenate(outputs, axis=1), expected, rtol=1e-12, atol=1e-12)
+    assert cache.length == sum(u.shape[1] for u in used)
+
+
+def test_gradients_flow_through_a_cached_decode_on_torch():
+    """Decoding step by step with a KVCache on torch tensors that need gradients: backward works (no
+    in-place writes into tensors of the graph) and gives the gradients of one causal run."""
+    module = torch_mha(12, 3)
+    mha = qkv.MultiHeadAttention.from_torch(module, detach=False)
+    x = torch.randn(2, 6, 12, dtype=torch.float64, requires_grad=True)
+    params = [x, *module.parameters()]
+    expected = torch.autograd.grad(mha(x, causal=True).square().sum(), params)
+    cache = qkv.KVCache()
+    steps = [mha(x[:, :2], causal=True, cache=cache)] + [mha(x[:, t:t + 1], causal=True, cache=cache)
+                                                           for t in range(2, 6)]
+    got = torch.autograd.grad(torch.cat(steps, dim=1).square().sum(), params)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
+    # without gradients the cache keeps its preallocated buffer and gives the same numbers
+    with torch.no_grad():
+        cache = qkv.KVCache()
+        plain = [mha(x[:, t:t + 1], causal=True, cache=cache) for t in range(6)]
+    torch.testing.assert_close(torch.cat(plain, dim=1), mha(x, causal=True).detach(), rtol=1e-12, atol=1e-12)
 
 
 def test_trace_records_every_step_in_order():

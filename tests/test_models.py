@@ -30,7 +30,8 @@ import pytest  # noqa: E402
 
 import qkv  # noqa: E402
 from qkv import models  # noqa: E402
-from qkv.models.layers import LayerNorm, erf, gelu, gelu_tanh  # noqa: E402
+from qkv.activations import erf, gelu, gelu_tanh  # noqa: E402
+from qkv.block import LayerNorm  # noqa: E402
 
 TEXTS = [
     "Hi",
@@ -299,7 +300,7 @@ def test_threads_do_not_change_embeddings(model):
 @pytest.fixture(params=["fused", "numpy"])
 def gelu_path(request, monkeypatch):
     """float32 models through the C extension (GELU, attention's softmax step) when built, then NumPy's passes."""
-    from qkv.models import layers
+    from qkv import activations as layers
 
     if request.param == "fused" and layers._fused is None:
         pytest.skip("qkv.kernels._fused is not built (tests/test_fused.py fails for that)")
@@ -330,7 +331,7 @@ def test_erf_and_gelu_accuracy(gelu_path):
 
 
 def test_add_bias_and_activate_on_both_paths(gelu_path):
-    from qkv.models.layers import add_bias_and_activate
+    from qkv.activations import add_bias_and_activate
 
     rng = np.random.default_rng(5)
     for activation, function in (("gelu", gelu), ("gelu_new", gelu_tanh)):
@@ -343,7 +344,7 @@ def test_add_bias_and_activate_on_both_paths(gelu_path):
 
 def test_encode_agrees_on_both_gelu_paths(model, gelu_path):
     """The whole model on either path (C GELU and softmax step, or NumPy): embeddings within float32 rounding."""
-    from qkv.models import layers
+    from qkv import activations as layers
 
     ours = model.encode(TEXTS, threads=1)
     saved = layers._USE_FUSED

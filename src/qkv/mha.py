@@ -15,9 +15,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._backend import namespace, shape_str
+from ._backend import is_torch, namespace, shape_str
 from .attention import Recorder, _emit, attention
 from .heads import merge_heads, split_heads
+from .rope import RoPE
 
 __all__ = ["MultiHeadAttention", "HeadWeights", "KVCache"]
 
@@ -42,6 +43,9 @@ class MultiHeadAttention:
     given, b_q (H·Dk,), b_k (G·Dk,), b_v (G·Dv,), b_o (D_out,). Columns are grouped by head:
     columns h·Dk … (h+1)·Dk − 1 of w_q belong to head h. n_kv_heads = G (default H); H % G == 0
     (G < H is grouped-query attention, G = 1 multi-query attention).
+
+    rope: a `qkv.rope.RoPE` rotating q and k heads after projection (self-attention only), by
+    positions 0 … T−1 offset by the KV cache's length (or the positions= given to the call).
     """
 
     w_q: Any
@@ -54,6 +58,7 @@ class MultiHeadAttention:
     b_k: Any = None
     b_v: Any = None
     b_o: Any = None
+    rope: RoPE | None = None
     _xp: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -91,6 +96,12 @@ class MultiHeadAttention:
             b = getattr(self, name)
             if b is not None and tuple(b.shape) != (width,):
                 raise ValueError(f"{name} has shape {shape_str(b.shape)}, expected ({width},)")
+        if self.rope is not None:
+            if not isinstance(self.rope, RoPE):
+                raise TypeError(f"rope must be a qkv.rope.RoPE, got {type(self.rope).__name__}")
+            if self.rope.head_dim != self.d_k:
+                raise ValueError(f"rope rotates heads of width {self.rope.head_dim} but the query/key heads have "
+                                 f"width {self.d_k}")
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -119,7 +130,8 @@ class MultiHeadAttention:
     @classmethod
     def random(cls, d_model: int, n_heads: int, *, n_kv_heads: int | None = None, d_k: int | None = None,
                d_v: int | None = None, d_kv_in: int | None = None, d_out: int | None = None,
-               bias: bool = True, seed: int = 0, dtype: Any = np.float64) -> "MultiHeadAttention":
+               bias: bool = True, seed: int = 0, dtype: Any = np.float64,
+               rope: RoPE | None = None) -> "MultiHeadAttention":
         """Random NumPy weights, N(0, 1/fan_in), reproducible from ``seed``.
 
         d_k, d_v default to d_model // n_heads; d_kv_in and d_out default to d_model.
@@ -145,35 +157,39 @@ class MultiHeadAttention:
 
         return cls(matrix(d_model, n_heads * d_k), matrix(d_kv_in, g * d_k), matrix(d_kv_in, g * d_v),
                    matrix(n_heads * d_v, d_out), n_heads, g if n_kv_heads is not None else None,
-                   vector(n_heads * d_k), vector(g * d_k), vector(g * d_v), vector(d_out))
+                   vector(n_heads * d_k), vector(g * d_k), vector(g * d_v), vector(d_out), rope=rope)
 
     @classmethod
-    def from_torch(cls, module: Any) -> "MultiHeadAttention":
+    def from_torch(cls, module: Any, *, detach: bool = True) -> "MultiHeadAttention":
         """Weights of a ``torch.nn.MultiheadAttention``, transposed to the row-vector convention.
 
-        The result holds detached torch tensors; call it with torch inputs.
+        The result holds torch tensors (detached by default; detach=False keeps them views of the
+        module's parameters, so gradients reach them); call it with torch inputs.
         """
         import torch
+
+        def own(t):
+            return t.detach() if detach else t
 
         if not isinstance(module, torch.nn.MultiheadAttention):
             raise TypeError(f"expected torch.nn.MultiheadAttention, got {type(module).__name__}")
         d = module.embed_dim
         if module._qkv_same_embed_dim:
-            w_q, w_k, w_v = module.in_proj_weight.detach().split(d, dim=0)   # each (out, in)
+            w_q, w_k, w_v = own(module.in_proj_weight).split(d, dim=0)   # each (out, in)
         else:
-            w_q, w_k, w_v = (module.q_proj_weight.detach(), module.k_proj_weight.detach(),
-                             module.v_proj_weight.detach())
+            w_q, w_k, w_v = (own(module.q_proj_weight), own(module.k_proj_weight),
+                             own(module.v_proj_weight))
         if module.kdim != module.vdim:
             raise ValueError(f"kdim={module.kdim} and vdim={module.vdim} differ; qkv reads keys and values "
                              "from one memory, so they must be equal")
         b_q = b_k = b_v = b_o = None
         if module.in_proj_bias is not None:
-            b_q, b_k, b_v = module.in_proj_bias.detach().split(d)
+            b_q, b_k, b_v = own(module.in_proj_bias).split(d)
         if module.out_proj.bias is not None:
-            b_o = module.out_proj.bias.detach()
+            b_o = own(module.out_proj.bias)
         if module.bias_k is not None or module.add_zero_attn:
             raise ValueError("add_bias_kv and add_zero_attn are not supported")
-        return cls(w_q.T, w_k.T, w_v.T, module.out_proj.weight.detach().T, module.num_heads,
+        return cls(w_q.T, w_k.T, w_v.T, own(module.out_proj.weight).T, module.num_heads,
                    b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o)
 
     # ------------------------------------------------------------------ heads
@@ -225,7 +241,7 @@ class MultiHeadAttention:
         return tuple(out)
 
     def __call__(self, x, memory=None, *, mask=None, causal: bool = False, cache: "KVCache | None" = None,
-                 return_weights: bool = False, record: Recorder | None = None):
+                 positions=None, return_weights: bool = False, record: Recorder | None = None):
         """Multi-head attention of x over itself (self-attention) or over memory (cross-attention).
 
         Args:
@@ -234,7 +250,9 @@ class MultiHeadAttention:
           mask: boolean, broadcastable to (…, H, Tq, Tk); True = may attend.
           causal: block future keys, aligned bottom-right (with a cache: the new tokens come last).
           cache: a `KVCache`; this call's keys and values are appended to it and the queries
-            attend over everything it holds (incremental decoding).
+            attend over everything it holds (incremental decoding). The cache changes only when
+            the call succeeds.
+          positions: integer positions (Tq,) or (B, Tq) for RoPE; default cache.length + 0 … Tq−1.
           return_weights: also return the weights (…, H, Tq, Tk).
           record: a recorder (e.g. `qkv.Trace`) handed every intermediate.
 
@@ -242,9 +260,16 @@ class MultiHeadAttention:
           y (…, Tq, D_out) = concat(heads)·W_O (+ b_O), or (y, weights).
         """
         q, k, v = self.project(x, memory, record=record)
+        if self.rope is not None:
+            q, k = self._rotate(q, k, memory, cache, positions, record)
+        elif positions is not None:
+            raise ValueError("positions= is only used with rope=; this layer has no RoPE")
+        staged = None
         if cache is not None:
-            k, v = cache.append(k, v)
+            k, v, staged = cache._stage(k, v)
         result = attention(q, k, v, mask, causal=causal, return_weights=return_weights, record=record)
+        if cache is not None:  # only now: a call that failed above leaves the cache as it was
+            cache._commit(staged)
         heads_out = result[0] if return_weights else result           # (…, H, Tq, Dv)
         concat = merge_heads(heads_out)                                # (…, Tq, H·Dv)
         concat = _emit(record, "concat", concat, formula="Concat(head₁, …, head_h)")
@@ -252,6 +277,19 @@ class MultiHeadAttention:
         y = concat @ w_o if self.b_o is None else concat @ w_o + self.b_o
         y = _emit(record, "y", y, formula="Y = Concat(heads)·W_O" + (" + b_O" if self.b_o is not None else ""))
         return (y, result[1]) if return_weights else y
+
+    def _rotate(self, q, k, memory, cache, positions, record):
+        """RoPE on q (…, H, Tq, Dk) and k (…, G, Tq, Dk): each row turned by its position's angles."""
+        if memory is not None:
+            raise ValueError("rope applies to self-attention; this call passes memory= (cross-attention)")
+        if positions is None:
+            start = 0 if cache is None else cache.length
+            positions = np.arange(start, start + q.shape[-2])
+        angles = self.rope.angles(positions)
+        _emit(record, "rope_angles", angles, formula="angle = position · θᵢ, θᵢ = θ^(−2i/d)")
+        q = _emit(record, "q_rotated", self.rope(q, positions), formula="Q·cos + rotate_half(Q)·sin")
+        k = _emit(record, "k_rotated", self.rope(k, positions), formula="K·cos + rotate_half(K)·sin")
+        return q, k
 
     def _check_input(self, name: str, a, width: int, weight: str) -> None:
         namespace(**{name: a, weight: getattr(self, weight)})
@@ -263,9 +301,11 @@ class MultiHeadAttention:
 class KVCache:
     """Keys (…, G, T, Dk) and values (…, G, T, Dv) of the tokens seen so far, for decoding.
 
-    `append` adds a step's keys and values and returns everything held. Storage grows by
-    doubling, so a decode step costs O(T) (attention over T keys), not O(T²). The cache is an
-    explicit object the caller owns and passes to `MultiHeadAttention.__call__`.
+    `append` adds a step's keys and values and returns everything held. NumPy (and torch without
+    gradients): storage grows by doubling, so a decode step costs O(T) (attention over T keys), not
+    O(T²). torch tensors that need gradients are concatenated into new tensors instead (no in-place
+    writes, so backward works through every cached step). The cache is an explicit object the caller
+    owns and passes to `MultiHeadAttention.__call__`; a call that fails leaves it as it was.
     """
 
     def __init__(self) -> None:
@@ -283,23 +323,56 @@ class KVCache:
 
     def append(self, k, v):
         """Add k (…, G, t, Dk), v (…, G, t, Dv); return all keys and values (…, G, T, ·)."""
+        keys, values, staged = self._stage(k, v)
+        self._commit(staged)
+        return keys, values
+
+    def _stage(self, k, v):
+        """Everything held plus k, v, without changing what the cache holds: (keys, values, staged).
+
+        Only `_commit(staged)` makes them part of the cache. Writes into spare capacity beyond
+        ``length`` are invisible until then.
+        """
         xp = namespace(k=k, v=v)
+        if k.ndim < 3 or v.ndim < 3 or tuple(k.shape[:-1]) != tuple(v.shape[:-1]):
+            raise ValueError(f"k has shape {shape_str(k.shape)} and v has shape {shape_str(v.shape)}; expected "
+                             "(…, G, t, Dk) and (…, G, t, Dv) with the same leading dimensions")
         if self._k is not None:
             namespace(k=k, cached=self._k)
             for name, new, held in (("k", k, self._k), ("v", v, self._v)):
                 if tuple(new.shape[:-2]) != tuple(held.shape[:-2]) or new.shape[-1] != held.shape[-1]:
                     raise ValueError(f"{name} has shape {shape_str(new.shape)} but the cache holds "
                                      f"{shape_str(held.shape[:-2] + (self.length,) + held.shape[-1:])}")
-        t = k.shape[-2]
-        needed = self.length + t
+                if new.dtype != held.dtype:
+                    raise TypeError(f"{name} has dtype {new.dtype} but the cache holds {held.dtype}")
+        needed = self.length + k.shape[-2]
+        if self._needs_graph(k, v):
+            if self._k is None:
+                keys, values = k, v
+            else:
+                keys, values = xp.concat((self.k, k), axis=-2), xp.concat((self.v, v), axis=-2)
+            return keys, values, (keys, values, needed)
+        buffers = (self._k, self._v)
         if self._k is None or needed > self._k.shape[-2]:
             capacity = max(needed, 2 * (0 if self._k is None else self._k.shape[-2]), 16)
-            self._k = self._grow(xp, self._k, k, capacity)
-            self._v = self._grow(xp, self._v, v, capacity)
-        self._k[..., self.length:needed, :] = k
-        self._v[..., self.length:needed, :] = v
-        self.length = needed
-        return self.k, self.v
+            buffers = (self._grow(xp, self._k, k, capacity), self._grow(xp, self._v, v, capacity))
+        buffers[0][..., self.length:needed, :] = k
+        buffers[1][..., self.length:needed, :] = v
+        return buffers[0][..., :needed, :], buffers[1][..., :needed, :], (buffers[0], buffers[1], needed)
+
+    def _commit(self, staged) -> None:
+        self._k, self._v, self.length = staged
+
+    def _needs_graph(self, k, v) -> bool:
+        """torch tensors with autograd on: concatenate (in-place writes would break backward)."""
+        if not is_torch(k):
+            return False
+        import torch
+
+        if not torch.is_grad_enabled():
+            return False
+        return k.requires_grad or v.requires_grad or (self._k is not None and
+                                                      (self._k.requires_grad or self._v.requires_grad))
 
     def _grow(self, xp, held, new, capacity: int):
         import array_api_compat
@@ -309,4 +382,3 @@ class KVCache:
         if held is not None:
             buffer[..., : self.length, :] = held[..., : self.length, :]
         return buffer
-

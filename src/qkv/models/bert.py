@@ -25,7 +25,8 @@ from ..heads import merge_heads
 from ..mha import MultiHeadAttention
 from ..trace import Trace
 from .files import ModelFiles, Pooling, locate, read_json, read_pooling, read_tensors, read_tokenizer
-from .layers import ACTIVATIONS, LayerNorm, add_bias_and_activate
+from ..activations import ACTIVATIONS, add_bias_and_activate
+from ..block import LayerNorm
 
 __all__ = ["BertConfig", "BertLayer", "BertWeights", "BertEncoder", "Tokens", "load"]
 

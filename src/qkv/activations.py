@@ -1,22 +1,25 @@
-"""The token-wise pieces of a BERT layer, in NumPy: LayerNorm, GELU (exact erf and tanh forms), erf.
+"""Activation functions of the MLP: GELU (exact erf and tanh forms), ReLU, SiLU — and erf.
 
-They work in the dtype they are given (float32 for speed, float64 for references) and can write
-into ``out=`` so the encoder can run them on cache-sized blocks of rows without allocating.
+Each takes a NumPy array or a torch tensor and returns the same kind. torch tensors go to torch's
+own functions (autograd works); NumPy arrays are computed here, in the dtype they are given
+(float32 for speed, float64 for references), and can write into ``out=`` so a model can run them
+on cache-sized blocks of rows without allocating. `add_bias_and_activate` is the in-place NumPy
+fast path (one C pass for float32 GELU when the extension is built).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 import numpy as np
 
+from ._backend import is_torch
+
 try:  # the C extension's in-place float32 GELU (one pass, GIL released); NumPy's passes without it
-    from ..kernels import _fused
+    from .kernels import _fused
 except ImportError:  # pragma: no cover - setup.py builds it as optional
     _fused = None
 
-__all__ = ["LayerNorm", "erf", "gelu", "gelu_tanh", "add_bias_and_activate", "ACTIVATIONS"]
+__all__ = ["erf", "gelu", "gelu_tanh", "relu", "silu", "add_bias_and_activate", "ACTIVATIONS"]
 
 # Tests set this to False to run the NumPy path where the extension is built.
 _USE_FUSED = _fused is not None
@@ -27,28 +30,6 @@ _AS_P = 0.3275911
 _AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 _SQRT_HALF = math.sqrt(0.5)
 _erf_exact = np.frompyfunc(math.erf, 1, 1)
-
-
-@dataclass(frozen=True, eq=False)
-class LayerNorm:
-    """y = (x − mean) / √(var + eps) · weight + bias over the last axis. weight, bias (D,)."""
-
-    weight: np.ndarray
-    bias: np.ndarray
-    eps: float
-
-    def __call__(self, x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
-        """x (…, D) → (…, D); ``out`` may be x itself."""
-        mean = x.mean(axis=-1, keepdims=True)
-        centered = np.subtract(x, mean, out=out)
-        variance = np.einsum("...d,...d->...", centered, centered)[..., None]  # Σ (x − mean)², no temporary
-        variance *= 1.0 / x.shape[-1]
-        variance += self.eps
-        np.sqrt(variance, out=variance)
-        centered /= variance
-        centered *= self.weight
-        centered += self.bias
-        return centered
 
 
 def erf(x: np.ndarray) -> np.ndarray:
@@ -89,7 +70,10 @@ def gelu(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     plus float32 rounding (measured ≤ 5.3e-7 on [−12, 12], as torch's own float32 gelu).
     float64: math.erf, exact to double precision (a reference, not fast).
     float32 with the C extension: the same formula in one pass (``_fused.gelu``, ~4× faster).
+    torch tensors: torch.nn.functional.gelu (``out`` not allowed).
     """
+    if is_torch(x):
+        return _torch_only(out).gelu(x)
     if _USE_FUSED and x.dtype == np.float32 and (out is None or out.flags.c_contiguous):
         if out is None:
             out = np.array(x, dtype=np.float32, order="C")
@@ -120,6 +104,8 @@ def gelu(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
 
 def gelu_tanh(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     """The tanh form ("gelu_new", "gelu_pytorch_tanh"): x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³)))."""
+    if is_torch(x):
+        return _torch_only(out).gelu(x, approximate="tanh")
     inner = x * x
     inner *= 0.044715
     inner += 1.0
@@ -129,6 +115,31 @@ def gelu_tanh(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     inner += 1.0
     inner *= 0.5
     return np.multiply(x, inner, out=out)
+
+
+def relu(x, *, out=None):
+    """max(x, 0), elementwise."""
+    if is_torch(x):
+        return _torch_only(out).relu(x)
+    return np.maximum(x, 0, out=out)
+
+
+def silu(x, *, out=None):
+    """SiLU (swish): x·σ(x) = x / (1 + exp(−x)), elementwise (the gate of SwiGLU)."""
+    if is_torch(x):
+        return _torch_only(out).silu(x)
+    with np.errstate(over="ignore"):  # exp(−x) = inf for very negative x gives x/inf = −0, as it should
+        denominator = np.exp(np.negative(x))
+    denominator += 1.0
+    return np.divide(x, denominator, out=out)
+
+
+def _torch_only(out):
+    if out is not None:
+        raise ValueError("out= is for NumPy arrays; torch tensors are computed out of place (autograd)")
+    import torch.nn.functional
+
+    return torch.nn.functional
 
 
 def add_bias_and_activate(x: np.ndarray, bias: np.ndarray, activation: str) -> np.ndarray:
@@ -141,5 +152,6 @@ def add_bias_and_activate(x: np.ndarray, bias: np.ndarray, activation: str) -> n
     return ACTIVATIONS[activation](x, out=x)
 
 
-# config.json "hidden_act" → the function computing it.
-ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh}
+# An activation's name (as config.json's "hidden_act" spells it) → the function computing it.
+ACTIVATIONS = {"gelu": gelu, "gelu_tanh": gelu_tanh, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh,
+               "relu": relu, "silu": silu, "swish": silu}

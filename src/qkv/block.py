@@ -1,0 +1,364 @@
+"""The transformer block: norm, multi-head attention, residual R + Y, MLP — encoder, decoder, pre/post-norm.
+
+    pre-norm  (GPT-2, Llama):   x ← x + Attn(N₁(x));   [x ← x + Cross(N_c(x), memory)];   x ← x + MLP(N₂(x))
+    post-norm (BERT, 2017):     x ← N₁(x + Attn(x));   [x ← N_c(x + Cross(x, memory))];   x ← N₂(x + MLP(x))
+
+Attention is `qkv.MultiHeadAttention` (RoPE, GQA and the KV cache live there), the residual is
+`qkv.residual`, the norm a `LayerNorm` or `RMSNorm`, the MLP GELU (exact or tanh), ReLU or SwiGLU.
+Everything is written against the array API: NumPy arrays (inference; float32 fast paths in place)
+and torch tensors (autograd: a block whose weights are torch Parameters trains with torch).
+Weights follow the row-vector convention, ``x @ W`` with W (d_in, d_out).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ._backend import is_numpy, namespace, shape_str
+from .activations import ACTIVATIONS, add_bias_and_activate
+from .attention import Recorder, _emit, residual
+from .mha import KVCache, MultiHeadAttention
+
+__all__ = ["LayerNorm", "RMSNorm", "MLP", "TransformerBlock"]
+
+
+def _check_eps(eps) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) or not math.isfinite(eps) or eps < 0:
+        raise ValueError(f"eps must be a finite number ≥ 0, got {eps!r}")
+    return float(eps)
+
+
+def _check_vector(name: str, vector, width: int | None = None) -> None:
+    namespace(**{name: vector})
+    if vector.ndim != 1 or (width is not None and vector.shape[0] != width):
+        expected = "(D,)" if width is None else f"({width},)"
+        raise ValueError(f"{name} has shape {shape_str(vector.shape)}, expected {expected}")
+
+
+@dataclass(frozen=True, eq=False)
+class LayerNorm:
+    """y = (x − mean) / √(var + eps) · weight + bias over the last axis. weight (D,), bias (D,) or None."""
+
+    weight: Any
+    bias: Any = None
+    eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        _check_vector("weight", self.weight)
+        if self.bias is not None:
+            _check_vector("bias", self.bias, self.weight.shape[0])
+        object.__setattr__(self, "eps", _check_eps(self.eps))
+
+    def __call__(self, x, *, out=None):
+        """x (…, D) → (…, D). NumPy only: ``out`` may be x itself (computed in place)."""
+        if is_numpy(x):
+            mean = x.mean(axis=-1, keepdims=True)
+            centered = np.subtract(x, mean, out=out)
+            variance = np.einsum("...d,...d->...", centered, centered)[..., None]  # Σ (x − mean)², no temporary
+            variance *= 1.0 / x.shape[-1]
+            variance += self.eps
+            np.sqrt(variance, out=variance)
+            centered /= variance
+            centered *= self.weight
+            if self.bias is not None:
+                centered += self.bias
+            return centered
+        xp = _no_out(out, x=x, weight=self.weight, bias=self.bias)
+        centered = x - xp.mean(x, axis=-1, keepdims=True)
+        variance = xp.mean(centered * centered, axis=-1, keepdims=True)
+        y = centered / xp.sqrt(variance + self.eps) * self.weight
+        return y if self.bias is None else y + self.bias
+
+
+@dataclass(frozen=True, eq=False)
+class RMSNorm:
+    """y = x / √(mean(x²) + eps) · weight over the last axis (Llama, Mistral, Qwen2). weight (D,).
+
+    float32_compute: normalise in float32 and cast back before the weight, as transformers'
+    LlamaRMSNorm does whatever the model's dtype (needed to match its float64 outputs to 1e-10;
+    a no-op for float32 inputs). Default False: computed in x's own dtype.
+    """
+
+    weight: Any
+    eps: float = 1e-6
+    float32_compute: bool = False
+
+    def __post_init__(self) -> None:
+        _check_vector("weight", self.weight)
+        object.__setattr__(self, "eps", _check_eps(self.eps))
+
+    def __call__(self, x, *, out=None):
+        """x (…, D) → (…, D). NumPy only: ``out`` may be x itself."""
+        if self.float32_compute and x.dtype != (np.float32 if is_numpy(x) else namespace(x=x).float32):
+            return self._in_float32(x, out)
+        if is_numpy(x):
+            mean_square = np.einsum("...d,...d->...", x, x)[..., None]
+            mean_square *= 1.0 / x.shape[-1]
+            mean_square += self.eps
+            np.sqrt(mean_square, out=mean_square)
+            y = np.divide(x, mean_square, out=out)
+            y *= self.weight
+            return y
+        xp = _no_out(out, x=x, weight=self.weight)
+        mean_square = xp.mean(x * x, axis=-1, keepdims=True)
+        return x / xp.sqrt(mean_square + self.eps) * self.weight
+
+    def _in_float32(self, x, out):
+        if is_numpy(x):
+            x32 = x.astype(np.float32)
+            normed = x32 / np.sqrt(np.mean(x32 * x32, axis=-1, keepdims=True) + np.float32(self.eps))
+            return np.multiply(self.weight, normed.astype(x.dtype), out=out)
+        import torch
+
+        _no_out(out, x=x, weight=self.weight)
+        x32 = x.to(torch.float32)
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)   # transformers' exact ops
+        return self.weight * normed.to(x.dtype)
+
+
+def _no_out(out, **arrays):
+    if out is not None:
+        raise ValueError("out= is for NumPy arrays; torch tensors are computed out of place (autograd)")
+    return namespace(**arrays)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class MLP:
+    """The position-wise feed-forward network: out = act(x·W_in + b_in)·W_out + b_out.
+
+    w_in (D, F), w_out (F, D_out), biases b_in (F,), b_out (D_out,) or None. activation: a name in
+    `qkv.activations.ACTIVATIONS` ("gelu" exact, "gelu_tanh", "relu", "silu", …).
+    Gated (SwiGLU when activation="silu", as Llama): w_gate (D, F), b_gate (F,) or None, and
+    out = (act(x·W_gate + b_gate) ⊙ (x·W_in + b_in))·W_out + b_out (W_in is Llama's up_proj).
+    """
+
+    w_in: Any
+    w_out: Any
+    b_in: Any = None
+    b_out: Any = None
+    activation: str = "gelu"
+    w_gate: Any = None
+    b_gate: Any = None
+
+    def __post_init__(self) -> None:
+        namespace(w_in=self.w_in, w_out=self.w_out, b_in=self.b_in, b_out=self.b_out, w_gate=self.w_gate,
+                  b_gate=self.b_gate)
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation {self.activation!r} is not one of {', '.join(ACTIVATIONS)}")
+        for name in ("w_in", "w_out", "w_gate"):
+            w = getattr(self, name)
+            if w is not None and w.ndim != 2:
+                raise ValueError(f"{name} must be a matrix (d_in, d_out), got shape {shape_str(w.shape)}")
+        if self.w_out.shape[0] != self.w_in.shape[1]:
+            raise ValueError(f"w_out has shape {shape_str(self.w_out.shape)} but w_in has shape "
+                             f"{shape_str(self.w_in.shape)} (expected ({self.w_in.shape[1]}, D_out))")
+        if self.w_gate is not None and tuple(self.w_gate.shape) != tuple(self.w_in.shape):
+            raise ValueError(f"w_gate has shape {shape_str(self.w_gate.shape)}, expected {shape_str(self.w_in.shape)} "
+                             "(the same as w_in)")
+        if self.b_gate is not None and self.w_gate is None:
+            raise ValueError("b_gate needs w_gate (a gated MLP)")
+        for name, width in (("b_in", self.w_in.shape[1]), ("b_out", self.w_out.shape[1]),
+                            ("b_gate", self.w_in.shape[1])):
+            if getattr(self, name) is not None:
+                _check_vector(name, getattr(self, name), width)
+
+    @property
+    def d_model(self) -> int:
+        return int(self.w_in.shape[0])
+
+    @property
+    def d_out(self) -> int:
+        return int(self.w_out.shape[1])
+
+    def __call__(self, x, *, record: Recorder | None = None):
+        """x (…, T, D) → (…, T, D_out). Records hidden (…, T, F), [gate], activated, out."""
+        if x.ndim < 1 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x has shape {shape_str(x.shape)} but w_in has shape {shape_str(self.w_in.shape)} "
+                             f"(expected (…, {self.d_model}))")
+        activate = ACTIVATIONS[self.activation]
+        hidden = x @ self.w_in                                                  # (…, T, F)
+        if record is None and self.w_gate is None and self.b_in is not None and is_numpy(hidden):
+            activated = add_bias_and_activate(hidden, self.b_in, self.activation)   # in place, one C pass for GELU
+        else:
+            if self.b_in is not None:
+                hidden = hidden + self.b_in
+            hidden = _emit(record, "hidden", hidden, formula="X·W_in + b_in")
+            if self.w_gate is None:
+                activated = activate(hidden)
+            else:
+                gate = x @ self.w_gate if self.b_gate is None else x @ self.w_gate + self.b_gate
+                gate = _emit(record, "gate", gate, formula="X·W_gate")
+                activated = activate(gate) * hidden
+            activated = _emit(record, "activated", activated,
+                              formula=f"{self.activation}(hidden)" if self.w_gate is None
+                              else f"{self.activation}(gate) ⊙ hidden")
+        out = activated @ self.w_out if self.b_out is None else activated @ self.w_out + self.b_out
+        return _emit(record, "out", out, formula="activated·W_out + b_out")
+
+
+Norm = LayerNorm | RMSNorm
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class TransformerBlock:
+    """One transformer layer: self-attention, [cross-attention over memory], MLP, each with a norm and R + Y.
+
+    attention: the self-attention (`MultiHeadAttention`, D → D; RoPE and GQA live there).
+    norm1, norm2: the norms of the attention and MLP sublayers (LayerNorm or RMSNorm over D).
+    mlp: the `MLP` (D → D). norm_position: "pre" (norm the sublayer's input) or "post" (norm the sum).
+    cross_attention, cross_norm: given together, a decoder block's middle sublayer: queries from
+      the block's stream, keys and values from ``memory`` (the encoder's output).
+    """
+
+    attention: MultiHeadAttention
+    norm1: Norm
+    mlp: MLP
+    norm2: Norm
+    norm_position: str = "pre"
+    cross_attention: MultiHeadAttention | None = None
+    cross_norm: Norm | None = None
+
+    def __post_init__(self) -> None:
+        if self.norm_position not in ("pre", "post"):
+            raise ValueError(f"norm_position must be \"pre\" or \"post\", got {self.norm_position!r}")
+        if not isinstance(self.attention, MultiHeadAttention):
+            raise TypeError(f"attention must be a qkv.MultiHeadAttention, got {type(self.attention).__name__}")
+        if (self.cross_attention is None) != (self.cross_norm is None):
+            raise ValueError("cross_attention and cross_norm come together (a decoder block has both)")
+        d = self.attention.d_model
+        if self.attention.d_out != d:
+            raise ValueError(f"attention maps width {d} to {self.attention.d_out}; a block keeps the width "
+                             "(the residual adds them)")
+        if not isinstance(self.mlp, MLP):
+            raise TypeError(f"mlp must be a qkv.block.MLP, got {type(self.mlp).__name__}")
+        if self.mlp.d_model != d or self.mlp.d_out != d:
+            raise ValueError(f"mlp maps width {self.mlp.d_model} to {self.mlp.d_out}, the block's width is {d}")
+        if self.cross_attention is not None:
+            cross = self.cross_attention
+            if not isinstance(cross, MultiHeadAttention):
+                raise TypeError(f"cross_attention must be a qkv.MultiHeadAttention, got {type(cross).__name__}")
+            if cross.d_model != d or cross.d_out != d:
+                raise ValueError(f"cross_attention maps width {cross.d_model} to {cross.d_out}, the block's "
+                                 f"width is {d}")
+        for name in ("norm1", "norm2", "cross_norm"):
+            norm = getattr(self, name)
+            if norm is None:
+                continue
+            if not isinstance(norm, (LayerNorm, RMSNorm)):
+                raise TypeError(f"{name} must be a LayerNorm or RMSNorm, got {type(norm).__name__}")
+            if norm.weight.shape[0] != d:
+                raise ValueError(f"{name} has weight of shape {shape_str(norm.weight.shape)}, the block's width is {d}")
+
+    @property
+    def d_model(self) -> int:
+        return self.attention.d_model
+
+    @classmethod
+    def from_torch(cls, module: Any, *, detach: bool = True) -> "TransformerBlock":
+        """The weights of a ``torch.nn.TransformerEncoderLayer`` or ``TransformerDecoderLayer`` (detached,
+        transposed to the row-vector convention; detach=False keeps the module's parameters in the
+        graph, so training the block trains them); norm_first gives "pre". Call it with torch inputs.
+        Dropout is not applied (an eval-mode layer). torch's norm3 (the MLP's) becomes norm2 here and
+        its norm2 (cross-attention's) cross_norm."""
+        import torch
+
+        decoder = isinstance(module, torch.nn.TransformerDecoderLayer)
+        if not decoder and not isinstance(module, torch.nn.TransformerEncoderLayer):
+            raise TypeError(f"expected torch.nn.TransformerEncoderLayer or TransformerDecoderLayer, got "
+                            f"{type(module).__name__}")
+        act = module.activation
+        if act is torch.nn.functional.relu or isinstance(act, torch.nn.ReLU):
+            activation = "relu"
+        elif act is torch.nn.functional.gelu or (isinstance(act, torch.nn.GELU) and act.approximate == "none"):
+            activation = "gelu"
+        elif isinstance(act, torch.nn.GELU) and act.approximate == "tanh":
+            activation = "gelu_tanh"
+        else:
+            raise ValueError(f"the activation {act!r} is not supported (relu, gelu)")
+
+        def own(t):
+            return None if t is None else (t.detach() if detach else t)
+
+        def norm(n):
+            return LayerNorm(own(n.weight), own(n.bias), n.eps)
+
+        def linear(layer):
+            return own(layer.weight).T, own(layer.bias)
+
+        w_in, b_in = linear(module.linear1)
+        w_out, b_out = linear(module.linear2)
+        mlp = MLP(w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out, activation=activation)
+        return cls(attention=MultiHeadAttention.from_torch(module.self_attn, detach=detach), norm1=norm(module.norm1), mlp=mlp,
+                   norm2=norm(module.norm3 if decoder else module.norm2),
+                   norm_position="pre" if module.norm_first else "post",
+                   cross_attention=MultiHeadAttention.from_torch(module.multihead_attn, detach=detach) if decoder else None,
+                   cross_norm=norm(module.norm2) if decoder else None)
+
+    def __call__(self, x, *, memory=None, mask=None, memory_mask=None, causal: bool = False,
+                 cache: KVCache | None = None, positions=None, return_weights: bool = False,
+                 record: Recorder | None = None):
+        """Run the block on x (…, T, D) → (…, T, D).
+
+        memory (…, Tm, Dm): the encoder's output, needed exactly when the block has cross-attention.
+        mask: boolean, broadcastable to (…, H, T, Tk), True = may attend (self-attention);
+          memory_mask likewise over the memory's keys (…, H, T, Tm). causal: self-attention sees no
+          future key (bottom-right aligned, so it works with a cache).
+        cache: the self-attention's `KVCache` (decoding); positions: RoPE positions (see
+          MultiHeadAttention). A call that fails leaves the cache as it was.
+        return_weights: also return the self-attention weights (…, H, T, Tk), and with cross-attention
+          the cross weights (…, H, T, Tm) after them: (y, weights[, cross_weights]).
+        record: handed ``x``, then each sublayer's steps under "attention/", "cross_attention/",
+          "mlp/" (norm, the sublayer's own steps, residual), then ``output``.
+        """
+        if (memory is None) != (self.cross_attention is None):
+            raise ValueError("memory= is needed exactly when the block has cross_attention "
+                             f"(this block has {'one' if self.cross_attention is not None else 'none'})")
+        if memory_mask is not None and memory is None:
+            raise ValueError("memory_mask= needs memory= (cross-attention)")
+        x = _emit(record, "x", x, formula="the block's input, one row per token")
+        weights = []
+
+        def attend(stream, sublayer_record):
+            return self.attention(stream, mask=mask, causal=causal, cache=cache, positions=positions,
+                                  return_weights=return_weights, record=sublayer_record)
+
+        x = self._sublayer(x, attend, self.norm1, "attention", record, weights)
+        if self.cross_attention is not None:
+            def cross(stream, sublayer_record):
+                return self.cross_attention(stream, memory, mask=memory_mask, return_weights=return_weights,
+                                            record=sublayer_record)
+
+            x = self._sublayer(x, cross, self.cross_norm, "cross_attention", record, weights)
+        x = self._sublayer(x, lambda stream, sub: self.mlp(stream, record=sub), self.norm2, "mlp", record, weights)
+        x = _emit(record, "output", x, formula="the block's output")
+        return (x, *weights) if return_weights else x
+
+    def _sublayer(self, x, run: Callable, norm: Norm, name: str, record: Recorder | None, weights: list):
+        """Pre-norm: x + run(norm(x)); post-norm: norm(x + run(x)). Steps recorded under ``name/``."""
+        sub = _scoped(record, name)
+        if self.norm_position == "pre":
+            y = run(_emit(sub, "norm", norm(x), formula="the sublayer's input, normalised"), sub)
+        else:
+            y = run(x, sub)
+        if isinstance(y, tuple):
+            y, w = y
+            weights.append(w)
+        total = residual(x, y, record=sub)
+        if self.norm_position == "post":
+            total = _emit(sub, "norm", norm(total), formula="(R + Y), normalised")
+        return total
+
+
+def _scoped(record: Recorder | None, prefix: str) -> Recorder | None:
+    """A recorder filing steps under ``prefix/`` that passes the recorder's replacements on."""
+    if record is None:
+        return None
+
+    def scoped(name: str, value, **meta):
+        return record(f"{prefix}/{name}", value, **meta)
+
+    return scoped
