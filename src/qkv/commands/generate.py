@@ -1,0 +1,120 @@
+"""`qkv generate --model DIR "PROMPT"`: a causal language model continues a prompt, with qkv's KV cache.
+
+    qkv generate --model path/to/gpt2 "The cat sat" -n 20                   # greedy
+    qkv generate --model path/to/llama "The cat sat" --sample --temperature 0.8 --top-k 40 --seed 1
+    qkv generate --model path/to/qwen2 "The cat sat" --json                  # ids, tokens, probabilities
+
+Prints the prompt and its continuation, then one row per new token: its id, the probability the
+model gave it, and the model's top alternatives at that step. The same seed gives the same tokens
+as transformers' generate after torch.manual_seed(seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from ..errors import InputError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "generate", help="continue a prompt with a causal language model (GPT-2, Llama, Mistral, Qwen2)",
+        description="Continue PROMPT with a causal language model from a Hugging Face checkpoint directory, "
+        "decoding with qkv's KV cache: greedy by default, or sampling with --sample.")
+    parser.add_argument("prompt", metavar="PROMPT", help="the text to continue")
+    parser.add_argument("--model", required=True, metavar="DIR",
+                        help="a checkpoint directory: config.json (model_type gpt2, llama, mistral or qwen2), "
+                        "model.safetensors or a sharded index, tokenizer.json")
+    parser.add_argument("-n", "--max-new-tokens", default="20", metavar="N", help="new tokens at most (default 20)")
+    parser.add_argument("--sample", action="store_true", help="sample instead of taking the most likely token")
+    parser.add_argument("--temperature", default="1.0", metavar="T", help="with --sample: divide the logits by T (default 1)")
+    parser.add_argument("--top-k", default=None, metavar="K", help="with --sample: draw from the K most likely tokens only")
+    parser.add_argument("--seed", default=None, metavar="S", help="with --sample: the random seed (default: a fresh one)")
+    parser.add_argument("--no-stop", action="store_true", help="do not stop at the end-of-sequence token")
+    parser.add_argument("--top", default="3", metavar="K", help="alternatives shown per step (default 3)")
+    parser.add_argument("--json", action="store_true", help="print JSON: ids, tokens, text and each step's probabilities")
+    parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
+    parser.set_defaults(func=handler)
+
+
+def _integer(option: str, text: str | None, *, low: int) -> int | None:
+    if text is None:
+        return None
+    value = str(text).strip()
+    if not value.isdigit() or int(value) < low:
+        raise InputError(f"{text!r}: expected a whole number ≥ {low}", field=option)
+    return int(value)
+
+
+def _number(option: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not np.isfinite(value) or value <= 0:
+        raise InputError(f"{text!r}: expected a positive number", field=option)
+    return value
+
+
+def handler(args: argparse.Namespace) -> int:
+    max_new = _integer("--max-new-tokens", args.max_new_tokens, low=1)
+    top_k = _integer("--top-k", args.top_k, low=1)
+    seed = _integer("--seed", args.seed, low=0)
+    shown = _integer("--top", args.top, low=0)
+    temperature = _number("--temperature", args.temperature)
+    if not args.sample and (top_k is not None or seed is not None or args.temperature != "1.0"):
+        raise InputError("--temperature, --top-k and --seed choose how to sample; add --sample (greedy is the default)",
+                         field="--sample")
+    if args.out is not None:
+        from pathlib import Path
+
+        if not Path(args.out).parent.is_dir():
+            raise InputError(f"directory {str(Path(args.out).parent)!r} does not exist", source=args.out, field="--out")
+    from ..models import load
+
+    model = load(args.model)
+    if not getattr(model, "is_causal", False):
+        raise InputError(f"{args.model!r} is a {type(model).__name__}, not a causal language model "
+                         "(generate runs gpt2, llama, mistral, qwen2)", field="--model")
+    generation = model.generate(args.prompt, max_new, sample=args.sample, temperature=temperature, top_k=top_k,
+                                seed=seed, stop_at_eos=not args.no_stop)
+    probabilities = generation.probabilities                                      # (N, V)
+    steps = []
+    for i, token_id in enumerate(generation.ids):
+        order = np.argsort(-probabilities[i], kind="stable")[:shown]
+        steps.append({"id": int(token_id), "token": generation.tokens[i], "probability": float(probabilities[i, token_id]),
+                      "top": [{"id": int(j), "token": model.token_strings([j])[0], "probability": float(probabilities[i, j])}
+                              for j in order]})
+    if args.json:
+        text = json.dumps({"format": "qkv-generate", "model": model.name, "model_type": model.config.model_type,
+                           "prompt": args.prompt, "prompt_ids": generation.prompt_ids.tolist(),
+                           "prompt_tokens": model.token_strings(generation.prompt_ids), "ids": generation.ids.tolist(),
+                           "tokens": generation.tokens, "text": generation.text, "stopped": generation.stopped,
+                           "sample": args.sample, "temperature": temperature, "top_k": top_k, "seed": seed,
+                           "steps": steps}, ensure_ascii=False) + "\n"
+    else:
+        text = _text(model, args, generation, steps)
+    if args.out is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        from .._io import write_atomic
+
+        write_atomic(args.out, text)
+    return 0
+
+
+def _text(model, args, generation, steps) -> str:
+    how = "greedy" if not args.sample else "sampled"
+    lines = [f"{model.name} ({model.config.model_type}, {how}, KV cache): {len(steps)} new tokens, "
+             f"stopped at {'the end-of-sequence token' if generation.stopped == 'eos' else 'the length limit'}",
+             "", args.prompt + generation.text, "",
+             f"{'step':>4}  {'token':<16} {'id':>6}  {'p':>6}   top alternatives"]
+    for i, step in enumerate(steps):
+        alternatives = "  ".join(f"{a['token']} {a['probability']:.3f}" for a in step["top"])
+        lines.append(f"{i:>4}  {step['token']:<16} {step['id']:>6}  {step['probability']:.3f}   {alternatives}")
+    return "\n".join(lines) + "\n"
