@@ -260,15 +260,24 @@ def test_residual():
 @pytest.mark.parametrize("args,kwargs,error,message", [
     ((randn(2, 5, 4), randn(2, 5, 3), randn(2, 5, 3)), {}, ValueError,
      r"k has shape \(2, 5, 3\) but q has width 4 \(expected \(…, Tk, 4\)\)"),
-    ((randn(2, 5, 4), randn(2, 5, 4), randn(2, 6, 3)), {}, ValueError, r"v has shape \(2, 6, 3\) but k has length 5"),
-    ((randn(4,), randn(5, 4), randn(5, 3)), {}, ValueError, r"q must have at least 2 dimensions"),
-    ((randn(1, 6, 3, 4), randn(1, 4, 5, 4), randn(1, 4, 5, 4)), {}, ValueError, r"H % G == 0"),
+    ((randn(2, 5, 4), randn(2, 5, 4), randn(2, 6, 3)), {}, ValueError, r"v has shape \(2, 6, 3\) but k has 5 keys"),
+    ((randn(4,), randn(5, 4), randn(5, 3)), {}, ValueError, r"q has shape \(4,\) but needs at least 2 dimensions"),
+    ((randn(1, 6, 3, 4), randn(1, 4, 5, 4), randn(1, 4, 5, 4)), {}, ValueError, r"needs H % G == 0"),
     ((randn(2, 3, 3, 4), randn(3, 3, 5, 4), randn(3, 3, 5, 4)), {}, ValueError, r"do not broadcast"),
     ((randn(3, 4), randn(5, 4), randn(5, 4)), {"mask": np.ones((3, 5))}, TypeError, r"mask must be boolean"),
     ((randn(3, 4), randn(5, 4), randn(5, 4)), {"mask": np.ones((3, 4), bool)}, ValueError,
      r"mask has shape \(3, 4\) but must broadcast to the scores' shape \(3, 5\)"),
     ((randn(3, 4), randn(5, 4), randn(5, 4)), {"bias": np.ones((2, 3, 5))}, ValueError, r"bias has shape"),
     ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": float("nan")}, ValueError, r"scale must be a finite"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": float("inf")}, ValueError, r"scale must be a finite"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": 1j}, TypeError, r"scale must be a finite real number, got 1j"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": "0.5"}, TypeError, r"scale must be a finite real number"),
+    ((randn(1, 6, 3, 4), randn(1, 4, 5, 4), randn(1, 4, 5, 4)), {}, ValueError, r"4 key/value heads do not divide q's 6"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"mask_mod": 3}, TypeError, r"mask_mod must be a function"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"mask_mod": lambda b, h, q, k: q - k}, TypeError,
+     r"mask_mod must return booleans"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"score_mod": lambda s, b, h, q, k: s > 0}, TypeError,
+     r"score_mod must return floating-point scores"),
     ((randn(3, 4), randn(5, 4, dtype=np.float32), randn(5, 4)), {}, TypeError, r"share one dtype"),
     ((np.ones((3, 4), int), np.ones((5, 4), int), np.ones((5, 4), int)), {}, TypeError, r"q must be floating"),
     ((randn(3, 4), torch.zeros(5, 4, dtype=torch.float64), randn(5, 4)), {}, TypeError,
@@ -276,7 +285,11 @@ def test_residual():
     (([[1.0]], randn(1, 1), randn(1, 1)), {}, TypeError, r"q must be a NumPy array or a torch tensor, got list"),
 ])
 def test_bad_input_messages(args, kwargs, error, message):
-    for path in (qkv.attention, attention_reference):
+    """One validator (qkv.kernels.call) for the public function, the plain path and the kernel."""
+    paths = [qkv.attention, attention_reference]
+    if all(isinstance(a, np.ndarray) for a in args):
+        paths.append(qkv.kernels.blocked_attention)
+    for path in paths:
         with pytest.raises(error, match=message):
             path(*args, **kwargs)
 

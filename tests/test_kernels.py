@@ -390,24 +390,25 @@ def test_merge_refuses_mismatched_partials():
 
 # --------------------------------------------------------------------------- bad input
 def test_errors_name_the_argument_and_its_shape():
+    """The kernel and the plain path share one validator (qkv.kernels.call): the same words."""
     q, k, v = np.ones((2, 5, 4)), np.ones((2, 6, 4)), np.ones((2, 6, 3))
     with pytest.raises(ValueError, match=r"k has shape \(2, 6, 3\) but q has width 4"):
         blocked_attention(q, np.ones((2, 6, 3)), v)
     with pytest.raises(ValueError, match=r"v has shape \(2, 7, 3\) but k has 6 keys"):
         blocked_attention(q, k, np.ones((2, 7, 3)))
-    with pytest.raises(ValueError, match=r"mask has shape \(5, 7\) which does not broadcast"):
+    with pytest.raises(ValueError, match=r"mask has shape \(5, 7\) but must broadcast to the scores' shape \(2, 5, 6\)"):
         blocked_attention(q, k, v, np.ones((5, 7), bool))
-    with pytest.raises(ValueError, match=r"bias has shape \(3, 5, 6\) which does not broadcast"):
+    with pytest.raises(ValueError, match=r"bias has shape \(3, 5, 6\) but must broadcast"):
         blocked_attention(q, k, v, bias=np.zeros((3, 5, 6)))
     with pytest.raises(ValueError, match=r"k has shape \(1, 4, 6, 4\): its 4 key/value heads do not divide"):
         blocked_attention(np.ones((1, 6, 5, 4)), np.ones((1, 4, 6, 4)), np.ones((1, 4, 6, 3)))
-    with pytest.raises(ValueError, match=r"q, k and v have leading .* \(2,\), \(3,\) and \(2,\)"):
+    with pytest.raises(ValueError, match=r"q has 2 heads .* but k has 3"):
         blocked_attention(q, np.ones((3, 6, 4)), v)
     with pytest.raises(ValueError, match=r"q has shape \(4,\) but needs at least 2 dimensions"):
         blocked_attention(np.ones(4), k, v)
-    with pytest.raises(TypeError, match="mask has dtype float64"):
+    with pytest.raises(TypeError, match="mask must be boolean"):
         blocked_attention(q, k, v, np.ones((5, 6)))
-    with pytest.raises(TypeError, match="q has dtype int64"):
+    with pytest.raises(TypeError, match="q must be floating point, got dtype int64"):
         blocked_attention(np.ones((5, 4), np.int64), k[0], v[0])
     with pytest.raises(ValueError, match="block_q must be a positive integer"):
         blocked_attention(q, k, v, block_q=0)

@@ -18,15 +18,13 @@ an array (same shape and type) replaces the intermediate: the rest is computed f
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
-import array_api_compat
 import numpy as np
 
-from ._backend import compute_dtype, is_numpy, is_torch, namespace, shape_str
+from ._backend import is_numpy, is_torch, namespace, shape_str
 from .kernels import blocked as _kernel_module
-from .kernels import blocked_attention
+from .kernels.call import Call, as_bool_mask, as_scores, check_call, index_arrays
 
 __all__ = [
     "attention",
@@ -138,94 +136,135 @@ def _softmax_lse(scores, mask=None, *, axis: int = -1):
 
 # --------------------------------------------------------------------------- attention
 def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: float | None = None,
-              return_weights: bool = False, return_lse: bool = False, record: Recorder | None = None):
-    """softmax(q·kᵀ·scale + bias, masked per row)·v.
+              mask_mod=None, score_mod=None, return_weights: bool = False, return_lse: bool = False,
+              record: Recorder | None = None):
+    """softmax(score_mod(q·kᵀ·scale + bias), masked per row)·v.
 
     Args:
       q: (…, Tq, Dk) queries. With heads, (…, H, Tq, Dk).
-      k: (…, Tk, Dk) keys; (…, G, Tk, Dk) with G key/value heads, H % G == 0 (GQA).
+      k: (…, Tk, Dk) keys; (…, G, Tk, Dk) with G key/value heads, 1 < G < H, H % G == 0 (GQA).
+         Other head counts broadcast like NumPy's (G = 1; or H = 1 against G heads).
       v: (…, Tk, Dv) values; Dv may differ from Dk.
       mask: boolean, broadcastable to (…, H, Tq, Tk); True = may attend.
       bias: additive float scores, broadcastable to (…, H, Tq, Tk); -inf blocks too.
       causal: also block keys in the future, aligned bottom-right (see `causal_mask`).
-      scale: multiplies q·kᵀ; default 1/√Dk.
+      scale: multiplies q·kᵀ; default 1/√Dk. A finite real number.
+      mask_mod: mask_mod(b, h, q_idx, kv_idx) -> bool (True = may attend), in flex_attention's
+        style: called with broadcasting int64 index arrays (b: the batch index, the leading
+        dimensions before the heads flattened; h: the head; q_idx (Tq, 1); kv_idx (Tk,)), on
+        q's array library. ANDed with mask and causal. Catalogue: `qkv.masks`.
+      score_mod: score_mod(score, b, h, q_idx, kv_idx) -> score, applied to q·kᵀ·scale + bias
+        before masking (ALiBi, soft-capping, relative position buckets: `qkv.masks`).
       return_weights: also return the weights (…, H, Tq, Tk).
       return_lse: also return the log-sum-exp of each query row (…, H, Tq):
-        lse_i = log Σ_j exp(s_ij) over the allowed keys j, s = q·kᵀ·scale + bias (natural log);
-        −inf for a row with no allowed key. Partial results over key ranges merge with it
-        (`qkv.kernels.merge_partials`); weights = exp(s − lse).
+        lse_i = log Σ_j exp(s_ij) over the allowed keys j, s = score_mod(q·kᵀ·scale + bias)
+        (natural log); −inf for a row with no allowed key. Partial results over key ranges
+        merge with it (`qkv.kernels.merge_partials`); weights = exp(s − lse).
       record: a recorder (e.g. a `qkv.Trace`) handed every intermediate.
 
     Returns:
       out (…, Tq, Dv); with return_weights and/or return_lse a tuple in this order:
       (out, weights), (out, lse) or (out, weights, lse). A query with no allowed key gives a
-      zero row in out and weights and lse = −inf.
+      zero row in out and weights and lse = −inf. Keys a query may not attend to are never
+      read: NaN or inf in their values does not reach it (in an attended key's value it does).
 
     The plain path (`attention_reference`) forms the full Tq×Tk score matrix; it is used when
     the weights or a trace are asked for, and for short NumPy inputs (Tq·Tk ≤ 128², where it is
-    as fast). Otherwise NumPy inputs go to the blocked online-softmax kernel (O(T) memory;
-    `qkv.kernels.blocked_attention`) and torch tensors to torch's fused
-    scaled_dot_product_attention.
+    as fast). Otherwise NumPy inputs go to the blocked online-softmax kernel (O(T) memory,
+    block-sparse with qkv.masks; `qkv.kernels.blocked_attention`) and torch tensors to torch's
+    fused scaled_dot_product_attention (the plain path, with autograd, for score_mod or
+    return_lse, or for non-finite keys/values under a mask).
     """
-    plain = dict(bias=bias, causal=causal, scale=scale, return_weights=return_weights,
-                 return_lse=return_lse, record=record)
-    # torch with return_lse: the plain path (autograd through the lse too; SDPA does not return it).
-    if return_weights or record is not None or (return_lse and not is_numpy(q)):
-        return attention_reference(q, k, v, mask, **plain)
-    spec = _validate(q, k, v, mask, bias, scale)
-    if spec.empty:
-        return _empty_result(spec, q, v, return_weights=False, return_lse=return_lse)
+    options = dict(bias=bias, causal=causal, scale=scale, mask_mod=mask_mod, score_mod=score_mod)
+    if return_weights or record is not None:
+        return attention_reference(q, k, v, mask, return_weights=return_weights, return_lse=return_lse,
+                                   record=record, **options)
+    call = check_call(q, k, v, mask, **options)
+    if call.empty:
+        return _empty_result(call, return_weights=False, return_lse=return_lse)
     if is_torch(q):
-        return _torch_sdpa(spec, q, k, v, mask, bias, causal)
-    if spec.tq * spec.tk <= _PLAIN_MAX_SCORES:
-        if (mask is None and bias is None and not causal and not return_lse
-                and _fused_softmax_rows(q) is not None):
-            return _plain_fused(spec, q, k, v)
-        return attention_reference(q, k, v, mask, **plain)
-    return blocked_attention(q, k, v, mask, bias=bias, causal=causal, scale=spec.scale, return_lse=return_lse)
+        if return_lse or score_mod is not None or not _sdpa_reads_only_allowed(call, k, v):
+            return _reference(call, q, k, v, return_weights=False, return_lse=return_lse, record=None)
+        return _torch_sdpa(call, q, k, v)
+    if call.tq * call.tk <= _PLAIN_MAX_SCORES:
+        if (not call.masked and bias is None and score_mod is None and not return_lse
+                and _fused_softmax_rows(q) is not None and np.isfinite(v).all()):
+            return _plain_fused(call, q, k, v)
+        return _reference(call, q, k, v, return_weights=False, return_lse=return_lse, record=None)
+    return _kernel_module._attention(q, k, v, call=call, want="lse" if return_lse else "out")
 
 
 def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,
-                        scale: float | None = None, return_weights: bool = False,
-                        return_lse: bool = False, record: Recorder | None = None):
+                        scale: float | None = None, mask_mod=None, score_mod=None,
+                        return_weights: bool = False, return_lse: bool = False,
+                        record: Recorder | None = None):
     """The plain path of `attention`, same signature: every intermediate materialised.
 
     Steps (each handed to ``record`` when given):
       scores = q·kᵀ                       (…, H, Tq, Tk)
-      scaled_scores = scores·scale (+ bias)
-      mask  (True = may attend; causal folded in)
+      scaled_scores = scores·scale (+ bias: biased_scores)
+      modified_scores = score_mod(scaled, b, h, q_idx, kv_idx)   (only with score_mod)
+      mask  (True = may attend; causal and mask_mod folded in)
       weights = softmax per row over allowed keys  (lse = log Σ exp over them, −inf if none)
       out = weights·v                     (…, H, Tq, Dv)
     """
-    spec = _validate(q, k, v, mask, bias, scale)
-    xp = spec.xp
-    if spec.empty:
-        return _empty_result(spec, q, v, return_weights=return_weights, return_lse=return_lse)
-    work = compute_dtype(xp, q.dtype)
-    qc, kc, vc = (xp.astype(a, work) for a in (q, k, v))
+    call = check_call(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod,
+                      score_mod=score_mod)
+    if call.empty:
+        return _empty_result(call, return_weights=return_weights, return_lse=return_lse)
+    return _reference(call, q, k, v, return_weights=return_weights, return_lse=return_lse, record=record)
 
-    qg, kg = _group(spec, qc), _group_kv(spec, kc)        # (…, G, H/G, Tq, Dk), (…, G, 1, Tk, Dk)
-    scores = _ungroup(spec, qg @ xp.matrix_transpose(kg))  # (…, H, Tq, Tk)
+
+def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, record: Recorder | None):
+    """attention_reference's steps on a checked call."""
+    xp, work = call.xp, call.work
+    qc, kc, vc = (xp.astype(a, work) for a in (q, k, v))
+    qg, kg = _group(call, qc), _group_kv(call, kc)        # (…, G, H/G, Tq, Dk), (…, G, 1, Tk, Dk)
+    scores = _ungroup(call, qg @ xp.matrix_transpose(kg))  # (…, H, Tq, Tk)
     scores = _emit(record, "scores", scores, formula="Q·Kᵀ")
-    scaled = scores * spec.scale
-    scaled = _emit(record, "scaled_scores", scaled, formula=f"Q·Kᵀ · {spec.scale:.6g}" + (" (= 1/√d_k)" if spec.default_scale else ""))
-    if bias is not None:
-        scaled = scaled + xp.astype(bias, work)
+    scaled = scores * _as_work(call, call.scale)
+    scaled = _emit(record, "scaled_scores", scaled, formula=f"Q·Kᵀ · {call.scale:.6g}" + (" (= 1/√d_k)" if call.default_scale else ""))
+    if call.bias is not None:
+        scaled = scaled + xp.astype(call.bias, work)
         scaled = _emit(record, "biased_scores", scaled, formula="Q·Kᵀ/√d_k + bias")
-    allowed = _combined_mask(spec, mask, causal)
+    indices = index_arrays(call, like=q) if (call.mask_mod is not None or call.score_mod is not None) else None
+    if call.score_mod is not None:
+        modified = as_scores(call.score_mod(scaled, *indices), scaled)
+        scaled = xp.broadcast_to(xp.astype(modified, work), call.scores_shape)
+        scaled = _emit(record, "modified_scores", scaled,
+                       formula=getattr(call.score_mod, "formula", "score_mod(score, b, h, q, k)"))
+    allowed = _combined_mask(call, indices)
     if allowed is not None and record is not None:
         _emit(record, "mask", xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
               formula="0 where the query may attend, −∞ where it may not")
     weights, lse = _softmax_lse(scaled, allowed)
     weights = _emit(record, "weights", weights, formula="softmax(Q·Kᵀ/√d_k) per row")
-    out = _ungroup(spec, _group(spec, weights) @ _group_kv(spec, vc))  # (…, H, Tq, Dv)
+    out = _weights_times_values(call, weights, vc)            # (…, H, Tq, Dv)
     out = _emit(record, "out", out, formula="weights · V")
-    result = (xp.astype(out, q.dtype),)
+    result = (xp.astype(out, call.dtype),)
     if return_weights:
-        result += (xp.astype(weights, q.dtype),)
+        result += (xp.astype(weights, call.dtype),)
     if return_lse:
-        result += (xp.astype(lse[..., 0], q.dtype),)
+        result += (xp.astype(lse[..., 0], call.dtype),)
     return result if len(result) > 1 else result[0]
+
+
+def _weights_times_values(call: Call, weights, values):
+    """weights·v (…, H, Tq, Dv). Where some values are not finite, a key's value is read only by
+    the rows that give it weight > 0 (a product 0·NaN would otherwise poison every row)."""
+    xp = call.xp
+    finite = xp.isfinite(values)
+    if bool(xp.all(finite)):
+        return _ungroup(call, _group(call, weights) @ _group_kv(call, values))
+    clean = xp.where(finite, values, xp.zeros_like(values))
+    out = _ungroup(call, _group(call, weights) @ _group_kv(call, clean))
+    bad = xp.reshape(xp.any(~finite, axis=-1), (-1, call.tk))    # (…, Tk) → (n, Tk)
+    keys = xp.nonzero(xp.any(bad, axis=0))[0]                    # the keys with a non-finite value
+    w = _group(call, xp.take(weights, keys, axis=-1))[..., None]  # (…, Tq, n, 1)
+    vb = _group_kv(call, xp.take(values, keys, axis=-2))          # (…, n, Dv)
+    vb = xp.expand_dims(vb, axis=-3)                              # (…, 1, n, Dv)
+    terms = w * xp.where(w > 0, vb, xp.zeros_like(vb))            # 0 where the row gives no weight
+    return out + _ungroup(call, xp.sum(terms, axis=-2))
 
 
 def attention_columns(q, k, v, *, scale: float | None = None, return_weights: bool = False):
@@ -233,7 +272,8 @@ def attention_columns(q, k, v, *, scale: float | None = None, return_weights: bo
 
     q (…, Dk, Tq), k (…, Dk, Tk), v (…, Dv, Tk) → out (…, Dv, Tq) = v·softmax(kᵀ·q·scale),
     with softmax over keys, i.e. along axis -2 of the (…, Tk, Tq) weight matrix. This is the
-    row-vector `attention` transposed: attention_columns(Qᵀ, Kᵀ, Vᵀ) = attention(Q, K, V)ᵀ.
+    row-vector `attention` transposed: attention_columns(Qᵀ, Kᵀ, Vᵀ) = attention(Q, K, V)ᵀ, and
+    it is computed so (one implementation). Tk = 0 gives zero output; Dk = 0 uniform weights.
     Returns out, or (out, weights (…, Tk, Tq)).
     """
     xp = namespace(q=q, k=k, v=v)
@@ -246,9 +286,9 @@ def attention_columns(q, k, v, *, scale: float | None = None, return_weights: bo
     if v.shape[-1] != k.shape[-1]:
         raise ValueError(f"v has shape {shape_str(v.shape)} but k has {k.shape[-1]} columns "
                          f"(expected (…, Dv, {k.shape[-1]}))")
-    scale = 1.0 / math.sqrt(q.shape[-2]) if scale is None else float(scale)
-    weights = softmax((xp.matrix_transpose(k) @ q) * scale, axis=-2)  # (…, Tk, Tq), columns sum to 1
-    out = v @ weights                                                # (…, Dv, Tq)
+    out, weights = attention_reference(*(xp.matrix_transpose(a) for a in (q, k, v)), scale=scale,
+                                       return_weights=True)
+    out, weights = xp.matrix_transpose(out), xp.matrix_transpose(weights)   # (…, Dv, Tq), (…, Tk, Tq)
     return (out, weights) if return_weights else out
 
 
@@ -263,114 +303,44 @@ def residual(r, y, *, record: Recorder | None = None):
 
 
 # --------------------------------------------------------------------------- internals
-class _Spec:
-    """Validated shapes of one attention call."""
-
-    __slots__ = ("xp", "tq", "tk", "dk", "dv", "heads", "kv_heads", "groups", "scores_shape",
-                 "out_shape", "scale", "default_scale", "empty", "device")
+def _as_work(call: Call, value: float):
+    """A Python float in the compute dtype (NumPy's longdouble keeps its precision)."""
+    return np.longdouble(value) if call.work == np.longdouble else value
 
 
-def _validate(q, k, v, mask, bias, scale) -> _Spec:
-    xp = namespace(q=q, k=k, v=v, mask=mask, bias=bias)
-    for name, a, letters in (("q", q, "Tq, Dk"), ("k", k, "Tk, Dk"), ("v", v, "Tk, Dv")):
-        if a.ndim < 2:
-            raise ValueError(f"{name} must have at least 2 dimensions (…, {letters}), got shape {shape_str(a.shape)}")
-        if not xp.isdtype(a.dtype, "real floating"):
-            raise TypeError(f"{name} must be floating point, got dtype {a.dtype}")
-    if k.dtype != q.dtype or v.dtype != q.dtype:
-        raise TypeError(f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
-    tq, dk = q.shape[-2], q.shape[-1]
-    tk = k.shape[-2]
-    if k.shape[-1] != dk:
-        raise ValueError(f"k has shape {shape_str(k.shape)} but q has width {dk} (expected (…, Tk, {dk}))")
-    if v.shape[-2] != tk:
-        raise ValueError(f"v has shape {shape_str(v.shape)} but k has length {tk} (expected (…, {tk}, Dv))")
-    if tuple(v.shape[:-2]) != tuple(k.shape[:-2]):
-        raise ValueError(f"v has shape {shape_str(v.shape)} but k has shape {shape_str(k.shape)}; "
-                         "their leading (batch, head) dimensions must match")
-    spec = _Spec()
-    spec.xp, spec.tq, spec.tk, spec.dk, spec.dv = xp, tq, tk, dk, v.shape[-1]
-    spec.device = _device(q)
-    heads = q.shape[-3] if q.ndim >= 3 else 1
-    kv_heads = k.shape[-3] if k.ndim >= 3 else 1
-    grouped = q.ndim >= 3 and k.ndim >= 3 and kv_heads not in (1, heads)
-    if grouped and heads % kv_heads:
-        raise ValueError(f"q has {heads} heads (shape {shape_str(q.shape)}) but k has {kv_heads} "
-                         f"(shape {shape_str(k.shape)}); grouped-query attention needs H % G == 0")
-    spec.heads, spec.kv_heads = heads, kv_heads
-    spec.groups = heads // kv_heads if grouped else 1
-    # Leading dimensions broadcast like NumPy; the head dimension is matched above.
-    q_lead, k_lead = tuple(q.shape[:-2]), tuple(k.shape[:-2])
-    if grouped:
-        q_lead, k_lead = q_lead[:-1], k_lead[:-1]
-    try:
-        lead = np.broadcast_shapes(q_lead, k_lead)
-    except ValueError:
-        raise ValueError(f"q has shape {shape_str(q.shape)} and k has shape {shape_str(k.shape)}: "
-                         "their leading (batch, head) dimensions do not broadcast") from None
-    if grouped:
-        lead = lead + (heads,)
-    spec.scores_shape = lead + (tq, tk)
-    spec.out_shape = lead + (tq, spec.dv)
-    for name, extra in (("mask", mask), ("bias", bias)):
-        if extra is None:
-            continue
-        if name == "mask" and extra.dtype != xp.bool:
-            raise TypeError(f"mask must be boolean (True = may attend), got dtype {extra.dtype}; "
-                            "pass an additive float mask as bias=")
-        if name == "bias" and not xp.isdtype(extra.dtype, "real floating"):
-            raise TypeError(f"bias must be floating point, got dtype {extra.dtype}")
-        try:
-            ok = np.broadcast_shapes(tuple(extra.shape), spec.scores_shape) == spec.scores_shape
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(f"{name} has shape {shape_str(extra.shape)} but must broadcast to the scores' "
-                             f"shape {shape_str(spec.scores_shape)} (…, Tq, Tk)")
-    spec.default_scale = scale is None
-    if scale is None:
-        spec.scale = 1.0 / math.sqrt(dk) if dk else 1.0
-    else:
-        spec.scale = float(scale)
-        if not math.isfinite(spec.scale):
-            raise ValueError(f"scale must be a finite number, got {scale!r}")
-    spec.empty = tq == 0 or tk == 0
-    return spec
-
-
-def _group(spec: _Spec, x):
+def _group(call: Call, x):
     """(…, H, T, D) → (…, G, H/G, T, D): query heads gathered under their key/value head."""
-    if spec.groups == 1:
+    if call.groups == 1:
         return x
-    return spec.xp.reshape(x, tuple(x.shape[:-3]) + (spec.kv_heads, spec.groups) + tuple(x.shape[-2:]))
+    return call.xp.reshape(x, tuple(x.shape[:-3]) + (call.kv_heads, call.groups) + tuple(x.shape[-2:]))
 
 
-def _group_kv(spec: _Spec, x):
+def _group_kv(call: Call, x):
     """(…, G, T, D) → (…, G, 1, T, D): one key/value head shared by its group, no copy."""
-    if spec.groups == 1:
+    if call.groups == 1:
         return x
-    return spec.xp.expand_dims(x, axis=-3)
+    return call.xp.expand_dims(x, axis=-3)
 
 
-def _ungroup(spec: _Spec, x):
+def _ungroup(call: Call, x):
     """(…, G, H/G, T, D) → (…, H, T, D)."""
-    if spec.groups == 1:
+    if call.groups == 1:
         return x
-    return spec.xp.reshape(x, tuple(x.shape[:-4]) + (spec.heads,) + tuple(x.shape[-2:]))
+    return call.xp.reshape(x, tuple(x.shape[:-4]) + (call.heads,) + tuple(x.shape[-2:]))
 
 
-def _combined_mask(spec: _Spec, mask, causal: bool):
-    """The boolean mask actually applied (user mask AND causal), or None."""
-    if not causal:
-        return mask
-    xp = spec.xp
-    tri = np.arange(spec.tk)[None, :] <= np.arange(spec.tq)[:, None] + (spec.tk - spec.tq)
-    tri = xp.asarray(tri, device=spec.device)
-    return tri if mask is None else (mask & tri)
-
-
-def _device(x):
-    return array_api_compat.device(x)
+def _combined_mask(call: Call, indices=None):
+    """The boolean mask actually applied (user mask AND causal AND mask_mod), or None."""
+    xp = call.xp
+    allowed = call.mask
+    if call.causal:
+        tri = np.arange(call.tk)[None, :] <= np.arange(call.tq)[:, None] + (call.tk - call.tq)
+        tri = xp.asarray(tri, device=call.device)
+        allowed = tri if allowed is None else (allowed & tri)
+    if call.mask_mod is not None:
+        modded = as_bool_mask(call.mask_mod(*indices), xp, call.device)
+        allowed = modded if allowed is None else (allowed & modded)
+    return allowed
 
 
 def _emit(record: Recorder | None, name: str, value, **meta):
@@ -387,13 +357,13 @@ def _emit(record: Recorder | None, name: str, value, **meta):
     return value if replacement is None else replacement
 
 
-def _empty_result(spec: _Spec, q, v, *, return_weights: bool, return_lse: bool = False):
-    xp = spec.xp
-    result = (xp.zeros(spec.out_shape, dtype=q.dtype, device=spec.device),)
+def _empty_result(call: Call, *, return_weights: bool, return_lse: bool = False):
+    xp = call.xp
+    result = (xp.zeros(call.out_shape, dtype=call.dtype, device=call.device),)
     if return_weights:
-        result += (xp.zeros(spec.scores_shape, dtype=q.dtype, device=spec.device),)
+        result += (xp.zeros(call.scores_shape, dtype=call.dtype, device=call.device),)
     if return_lse:
-        result += (xp.full(spec.scores_shape[:-1], -xp.inf, dtype=q.dtype, device=spec.device),)
+        result += (xp.full(call.scores_shape[:-1], -xp.inf, dtype=call.dtype, device=call.device),)
     return result if len(result) > 1 else result[0]
 
 
@@ -404,53 +374,64 @@ def _fused_softmax_rows(q):
     return _kernel_module._fused.softmax_rows
 
 
-def _plain_fused(spec: _Spec, q, k, v):
+def _plain_fused(call: Call, q, k, v):
     """attention_reference's steps for unmasked float32 inputs, its softmax (max, subtract, exp,
     sum) done as one C pass per row: scores = q·kᵀ·scale, exp(scores − row max) in place, ÷ row sum, ·v.
     Every row has a key (no mask), so every row sum is ≥ 1."""
-    qg, kg, vg = _group(spec, q), _group_kv(spec, k), _group_kv(spec, v)
+    qg, kg, vg = _group(call, q), _group_kv(call, k), _group_kv(call, v)
     scores = qg @ np.swapaxes(kg, -1, -2)                      # (…, [G, H/G,] Tq, Tk), a fresh array
-    scores *= np.float32(spec.scale)
-    rows = scores.reshape(-1, spec.tk)                         # a view: one row per query
+    scores *= np.float32(call.scale)
+    rows = scores.reshape(-1, call.tk)                         # a view: one row per query
     ref = np.full(rows.shape[0], -np.inf, dtype=np.float32)    # moves to each row's max on the first pass
     row_sum = np.zeros(rows.shape[0], dtype=np.float32)
     _fused_softmax_rows(q)(rows, ref, row_sum, np.empty_like(row_sum), None, 0.0)
     scores /= row_sum.reshape(scores.shape[:-1] + (1,))
-    return _ungroup(spec, scores @ vg)                         # (…, H, Tq, Dv)
+    return np.broadcast_to(_ungroup(call, scores @ vg), call.out_shape)   # (…, H, Tq, Dv)
 
 
-def _torch_sdpa(spec: _Spec, q, k, v, mask, bias, causal):
+def _sdpa_reads_only_allowed(call: Call, k, v) -> bool:
+    """SDPA multiplies masked keys' scores and values by 0: fine unless one is not finite."""
+    import torch
+
+    if call.masked or call.bias is not None:
+        return bool(torch.isfinite(k).all()) and bool(torch.isfinite(v).all())
+    return True   # no masked key: a NaN in v reaches every row, as it should
+
+
+def _torch_sdpa(call: Call, q, k, v):
     """torch's fused scaled_dot_product_attention, with qkv's mask semantics kept.
 
     torch's is_causal aligns top-left, so bottom-right causality is passed as an explicit mask;
     rows with no allowed key are given a harmless all-True mask and zeroed afterwards, so no
-    NaN reaches the output or the gradients.
+    NaN reaches the output or the gradients. A mask_mod is evaluated into a dense mask.
     """
     import torch
     import torch.nn.functional as F
 
-    allowed = _combined_mask(spec, mask, causal)
+    indices = index_arrays(call, like=q) if call.mask_mod is not None else None
+    allowed = _combined_mask(call, indices)
+    bias = call.bias
     if bias is not None:
         finite_bias = ~(torch.isinf(bias) & (bias < 0))
         allowed = finite_bias if allowed is None else (allowed & finite_bias)
-    lead = spec.scores_shape[:-2]
+    lead = call.lead
     q_b = q.expand(lead + tuple(q.shape[-2:]))
-    kv_lead = lead[:-1] + (spec.kv_heads,) if spec.groups > 1 else lead
+    kv_lead = lead[:-1] + (call.kv_heads,) if call.groups > 1 else lead
     k_b = k.expand(kv_lead + tuple(k.shape[-2:]))
     v_b = v.expand(kv_lead + tuple(v.shape[-2:]))
     any_allowed = None
     attn_mask = None
     if allowed is not None:
-        allowed = allowed.expand(spec.scores_shape)
+        allowed = allowed.expand(call.scores_shape)
         any_allowed = allowed.any(dim=-1, keepdim=True)  # (…, Tq, 1)
         allowed = allowed | ~any_allowed
         attn_mask = allowed
     if bias is not None:
-        bias_t = bias.to(q.dtype).expand(spec.scores_shape)
+        bias_t = bias.to(q.dtype).expand(call.scores_shape)
         bias_t = torch.where(torch.isneginf(bias_t), 0.0, bias_t)  # those keys are blocked in `allowed`
         attn_mask = bias_t if allowed is None else bias_t.masked_fill(~allowed, float("-inf"))
-    out = F.scaled_dot_product_attention(q_b, k_b, v_b, attn_mask=attn_mask, scale=spec.scale,
-                                         enable_gqa=spec.groups > 1)
+    out = F.scaled_dot_product_attention(q_b, k_b, v_b, attn_mask=attn_mask, scale=call.scale,
+                                         enable_gqa=call.groups > 1)
     if any_allowed is not None:
         out = out * any_allowed.to(out.dtype)
     return out

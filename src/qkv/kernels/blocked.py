@@ -35,6 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import array_api_compat
+
+from .call import EMPTY, FULL, PARTIAL, Call, as_bool_mask, as_scores, check_call
 from .merge import Partial, finalize, finalize_into, lse_of, merge_partials
 
 try:   # the optional C extension (setup.py): steps 3–5 for float32 in one pass
@@ -51,15 +54,17 @@ _PARALLEL_MIN_SCORES = 1 << 18
 
 
 def blocked_attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: float | None = None,
-                      block_q: int | None = None, block_k: int | None = None, num_threads: int | None = None,
-                      return_lse: bool = False):
+                      mask_mod=None, score_mod=None, block_q: int | None = None, block_k: int | None = None,
+                      num_threads: int | None = None, return_lse: bool = False):
     """softmax(q·kᵀ·scale + bias, masked)·v without ever forming the Tq×Tk score matrix.
 
     Args:
-      q: (…, Tq, Dk) float32 or float64 queries; with heads (…, H, Tq, Dk).
-      k: (…, Tk, Dk) keys; (…, G, Tk, Dk) with G < H, H % G == 0 is grouped-query attention:
-         query head h reads key/value head h // (H // G), without copying k or v.
-      v: (…, Tk, Dv) values (Dv may differ from Dk). k and v are converted to q's dtype.
+      q: (…, Tq, Dk) queries; with heads (…, H, Tq, Dk). float32, float64, NumPy's longdouble
+         (computed in themselves) or float16 (computed in float32); the result has q's dtype.
+      k: (…, Tk, Dk) keys; (…, G, Tk, Dk) with 1 < G < H, H % G == 0 is grouped-query attention:
+         query head h reads key/value head h // (H // G), without copying k or v. Other head
+         counts broadcast like NumPy's (G = 1, or H = 1 against G heads).
+      v: (…, Tk, Dv) values (Dv may differ from Dk), q's dtype.
       mask: boolean, broadcastable to (…, H, Tq, Tk); True = this query may attend to this key.
       bias: additive float scores, broadcastable to (…, H, Tq, Tk); −inf blocks a key too.
       causal: query i may see key j iff j <= i + (Tk − Tq): aligned bottom-right, so the last
@@ -72,46 +77,56 @@ def blocked_attention(q, k, v, mask=None, *, bias=None, causal: bool = False, sc
         With Tq > Tk the first Tq − Tk queries see no key. Key blocks wholly above the
         diagonal are skipped, not computed and masked.
       scale: multiplies q·kᵀ; default 1/√Dk.
+      mask_mod: mask_mod(b, h, q_idx, kv_idx) -> bool, True = may attend (qkv.masks, or any
+        flex_attention-style function written with plain operators). Evaluated per block; a
+        block it leaves empty is skipped. A function with a `block_kinds` method (everything in
+        qkv.masks) says per (query block, key block) whether it is empty (never computed), full
+        (no mask formed) or partial, so a sliding window of width W costs O(Tq·W).
+      score_mod: score_mod(score, b, h, q_idx, kv_idx) -> score, applied to each block's
+        q·kᵀ·scale + bias (qkv.masks.alibi, soft_cap, t5_relative_buckets, or your own).
       block_q, block_k: rows of q and of k per block (defaults 256 and 512, clipped to Tq, Tk;
-        when Tq < 256 the default block_k grows so the score block stays 256·512 elements).
+        when Tq < 256 the default block_k grows so the score block stays 256·512 elements;
+        with a mask_mod that reports block kinds the default block_k is 256).
       num_threads: worker threads (default: the CPUs this process may use).
       return_lse: also return lse (…, Tq) = log Σ_j exp(s_ij) over the allowed keys (natural
-        log, s = q·kᵀ·scale + bias), −inf for a row with no allowed key.
+        log, s the modified scores), −inf for a row with no allowed key.
 
     Leading (batch/head) dimensions broadcast like NumPy's; there may be none (2-D inputs).
 
     Returns:
       out (…, Tq, Dv) in q's dtype, or (out, lse) with return_lse. A query row with no allowed
       key gives a zero row (never NaN, no warning). Tq = 0 or Tk = 0 gives a correctly shaped
-      empty or zero result.
+      empty or zero result. Values of keys a query may not attend to are never read: a NaN or
+      inf there does not reach that query's output (one that it attends to does).
     """
-    if not return_lse:
-        return _attention(q, k, v, mask, bias=bias, causal=causal, scale=scale, block_q=block_q,
-                          block_k=block_k, num_threads=num_threads, partial=False)
-    # The un-normalised Partial carries the row max m and the sum l = Σ exp(s − m): lse = m + log l.
-    part = _attention(q, k, v, mask, bias=bias, causal=causal, scale=scale, block_q=block_q,
-                      block_k=block_k, num_threads=num_threads, partial=True)
-    return finalize(part), lse_of(part)
+    return _attention(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod,
+                      score_mod=score_mod, block_q=block_q, block_k=block_k, num_threads=num_threads,
+                      want="lse" if return_lse else "out")
 
 
-def partial_attention(q, k, v, mask=None, *, bias=None, scale=None) -> Partial:
+def partial_attention(q, k, v, mask=None, *, bias=None, scale=None, mask_mod=None, score_mod=None) -> Partial:
     """Attention of q over the keys k (…, Tk, Dk) / values v (…, Tk, Dv), left un-normalised.
 
     Same inputs and broadcasting rules as `blocked_attention` (GQA included); the mask and bias
-    are those of this key range, i.e. (…, Tq, Tk) for this k. Returns a `Partial` with out
-    (…, Tq, Dv), row_max and row_sum (…, Tq), in q's dtype. `finalize(partial_attention(...))`
-    equals `blocked_attention(...)`; partials over disjoint key ranges combine with
-    `merge_partials`.
+    are those of this key range, i.e. (…, Tq, Tk) for this k (a mask_mod sees kv_idx 0 … Tk−1 of
+    this range). Returns a `Partial` with out (…, Tq, Dv), row_max and row_sum (…, Tq), in q's
+    dtype. `finalize(partial_attention(...))` equals `blocked_attention(...)` and
+    `lse_of(partial)` its lse; partials over disjoint key ranges combine with `merge_partials`.
     """
-    return _attention(q, k, v, mask, bias=bias, causal=False, scale=scale, partial=True)
+    return _attention(q, k, v, mask, bias=bias, causal=False, scale=scale, mask_mod=mask_mod,
+                      score_mod=score_mod, want="partial")
 
 
-# --------------------------------------------------------------------------- validation
+# --------------------------------------------------------------------------- the problem
 @dataclass(frozen=True)
 class _Problem:
+    call: Call
     q: np.ndarray          # broadcast view (*L, Tq, Dk); with GQA L ends in (G, H/G)
     k: np.ndarray          # broadcast view (*L, Tk, Dk)
-    v: np.ndarray          # broadcast view (*L, Tk, Dv)
+    v: np.ndarray          # broadcast view (*L, Tk, Dv), finite (see bad_keys) and scaled by 2^-v_exponent
+    v_raw: np.ndarray | None   # the values as given, where some are not finite
+    bad_keys: np.ndarray | None  # (Tk,) bool: keys with a non-finite value somewhere, or None
+    v_exponent: int        # out = (P·v) · 2^v_exponent: large values are scaled down exactly
     mask: np.ndarray | None   # broadcast view (*L, Tq, Tk), never materialised
     bias: np.ndarray | None   # broadcast view (*L, Tq, Tk), never materialised
     lead: tuple            # L, the loop over (batch, head) pairs
@@ -120,83 +135,50 @@ class _Problem:
     causal: bool
 
 
-def _shape(x) -> str:
-    return str(tuple(int(n) for n in x))
+def _prepare(call: Call, q, k, v, mask, bias) -> _Problem:
+    """NumPy broadcast views of a checked call, in the dtype the kernel computes in."""
+    work = np.dtype(call.work)
+    q, k, v = (np.asarray(x).astype(work, copy=False) for x in (q, k, v))
+    tq, tk, dk, dv = call.tq, call.tk, call.dk, call.dv
+    grouped = call.groups > 1
+    if grouped:   # q (…, H, Tq, Dk) → (…, G, H/G, Tq, Dk); k, v (…, G, Tk, ·) → (…, G, 1, Tk, ·)
+        q = _split_axis(q, q.ndim - 3, call.kv_heads, call.groups)
+        k = k[..., None, :, :]
+        v = v[..., None, :, :] if v.ndim >= 3 else v
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
 
-
-def _prepare(q, k, v, mask, bias, scale, causal) -> _Problem:
-    q = np.asarray(q)
-    if q.dtype not in (np.float32, np.float64):
-        raise TypeError(f"q has dtype {q.dtype}; the blocked kernel computes in float32 or float64")
-    dtype = q.dtype
-    k = np.asarray(k, dtype=dtype)
-    v = np.asarray(v, dtype=dtype)
-    for name, x, letters in (("q", q, "Tq, Dk"), ("k", k, "Tk, Dk"), ("v", v, "Tk, Dv")):
-        if x.ndim < 2:
-            raise ValueError(f"{name} has shape {_shape(x.shape)} but needs at least 2 dimensions (…, {letters})")
-    tq, dk = q.shape[-2:]
-    tk, dv = v.shape[-2:]
-    if k.shape[-1] != dk:
-        raise ValueError(f"k has shape {_shape(k.shape)} but q has width {dk} (expected (…, Tk, {dk}))")
-    if v.shape[-2] != k.shape[-2]:
-        raise ValueError(f"v has shape {_shape(v.shape)} but k has {k.shape[-2]} keys "
-                         f"(expected (…, {k.shape[-2]}, Dv))")
-    tk = k.shape[-2]
-
-    # Grouped-query attention: q (…, H, Tq, Dk) → (…, G, H/G, Tq, Dk); k, v (…, G, Tk, ·) →
-    # (…, G, 1, Tk, ·). Plain broadcasting then pairs query head h with kv head h // (H/G).
-    heads = q.shape[-3] if q.ndim >= 3 else 1
-    kv_heads = k.shape[-3] if k.ndim >= 3 else 1
-    grouped = q.ndim >= 3 and k.ndim >= 3 and 1 < kv_heads < heads
-    if grouped:
-        if heads % kv_heads:
-            raise ValueError(f"k has shape {_shape(k.shape)}: its {kv_heads} key/value heads do not divide "
-                             f"q's {heads} heads (q has shape {_shape(q.shape)})")
-        v_heads = v.shape[-3] if v.ndim >= 3 else 1
-        if v_heads not in (1, kv_heads):
-            raise ValueError(f"v has shape {_shape(v.shape)} but k has {kv_heads} heads "
-                             f"(expected (…, {kv_heads}, {tk}, Dv))")
-        q = _split_axis(q, q.ndim - 3, kv_heads, heads // kv_heads)   # (…, G, H/G, Tq, Dk)
-        k = k[..., None, :, :]                                        # (…, G, 1, Tk, Dk)
-        v = v[..., None, :, :] if v.ndim >= 3 else v                  # (…, G, 1, Tk, Dv)
-    try:
-        lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError:
-        raise ValueError(f"q, k and v have leading (batch/head) shapes {_shape(q.shape[:-2])}, "
-                         f"{_shape(k.shape[:-2])} and {_shape(v.shape[:-2])} that do not broadcast") from None
-    out_lead = lead[:-2] + (lead[-2] * lead[-1],) if grouped else lead
-    scores_shape = out_lead + (tq, tk)
-
-    def scores_like(name, x):
+    def scores_like(x):
         if x is None:
             return None
-        try:
-            ok = np.broadcast_shapes(x.shape, scores_shape) == scores_shape
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(f"{name} has shape {_shape(x.shape)} which does not broadcast to the scores' "
-                             f"(…, H, Tq, Tk) = {_shape(scores_shape)}")
-        x = np.broadcast_to(x, scores_shape)
+        x = np.broadcast_to(np.asarray(x), call.scores_shape)
         if grouped:
-            x = _split_axis(x, x.ndim - 3, kv_heads, heads // kv_heads)
+            x = _split_axis(x, x.ndim - 3, call.kv_heads, call.groups)
         return np.broadcast_to(x, lead + (tq, tk))
 
-    if mask is not None:
-        mask = np.asarray(mask)
-        if mask.dtype != np.bool_:
-            raise TypeError(f"mask has dtype {mask.dtype}; it must be boolean (True = may attend). "
-                            "Pass additive scores as bias=")
+    # Values: where some are not finite, the kernel multiplies finite copies and adds the
+    # non-finite keys' terms only where a query gives them weight (see _Context.run), so keys a
+    # query may not attend to are never read. Large values are scaled by an exact power of two:
+    # the lazy reference lets P reach e^16, and P·v must not overflow where softmax·v does not.
+    v_raw, bad_keys = None, None
+    finite = np.isfinite(v)
+    if not finite.all():
+        bad_keys = ~finite.all(axis=-1)
+        bad_keys = bad_keys.reshape(-1, tk).any(axis=0) if bad_keys.ndim > 1 else bad_keys
+        v_raw, v = v, np.where(finite, v, 0)
+    top = np.max(np.abs(v), initial=work.type(0)) if v.size else work.type(0)
+    exponent = int(np.frexp(top)[1])
+    if exponent <= np.finfo(work).maxexp // 2:
+        exponent = 0
+    else:
+        v = np.ldexp(v, -exponent).astype(work, copy=False)
     if bias is not None:
         bias = np.asarray(bias)
-        if not np.issubdtype(bias.dtype, np.floating):
-            raise TypeError(f"bias has dtype {bias.dtype}; it must be floating point")
-    if scale is None:
-        scale = 1.0 / math.sqrt(dk) if dk else 1.0
     return _Problem(
-        q=np.broadcast_to(q, lead + (tq, dk)), k=np.broadcast_to(k, lead + (tk, dk)),
-        v=np.broadcast_to(v, lead + (tk, dv)), mask=scores_like("mask", mask),
-        bias=scores_like("bias", bias), lead=lead, out_lead=out_lead, scale=float(scale), causal=bool(causal),
+        call=call, q=np.broadcast_to(q, lead + (tq, dk)), k=np.broadcast_to(k, lead + (tk, dk)),
+        v=np.broadcast_to(v, lead + (tk, dv)),
+        v_raw=None if v_raw is None else np.broadcast_to(v_raw, lead + (tk, dv)), bad_keys=bad_keys,
+        v_exponent=exponent, mask=scores_like(mask), bias=scores_like(bias), lead=lead,
+        out_lead=call.lead, scale=call.scale, causal=call.causal,
     )
 
 
@@ -216,69 +198,128 @@ def _split_axis(x: np.ndarray, axis: int, outer: int, inner: int) -> np.ndarray:
 # more than _HEADROOM below r moves r down (so its largest entries do not underflow). r starts at
 # 0; while every reference is still 0 the block skips the S − r pass and the rescaling of acc
 # and l entirely — the common case for moderate scores (|s| ≤ 16). Cost: P entries, l and acc
-# may be up to e^16 ≈ 2^23 larger than with r = max, so |v|·Tk must stay below ~4e31 (float32).
+# may be up to e^16 ≈ 2^23 larger than with r = max; values above 2^64 (float32) are therefore
+# scaled down by a power of two first (in _prepare), exactly.
 _HEADROOM = 16.0
 # float32 blocks take _fused.softmax_rows for steps 3–5 when the extension is built: the same
 # reference logic, but per row in one pass (max, then exp(S − r) and its sum while the row is in
 # L1) with a vectorised exp, ~0.3 ns per score against ~1.6 ns for NumPy's passes. Chosen once,
 # here; tests switch it to run every kernel test on both paths.
 _USE_FUSED = _fused is not None
+# With a mask function that reports block kinds, smaller key blocks skip more (a window of
+# width W touches about W/block_k + 1 key blocks per query block).
+_SPARSE_BLOCK_K = 256
 
 
-def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, block_q=None, block_k=None,
-               num_threads=None, partial=False):
-    """blocked_attention, or with partial=True the un-normalised `Partial`."""
+def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_mod=None, score_mod=None,
+               block_q=None, block_k=None, num_threads=None, want="out", call: Call | None = None):
+    """The kernel. want: "out" (the output), "lse" ((out, lse)) or "partial" (the un-normalised
+    `Partial`). `call` skips validation when the caller (qkv.attention) has checked already."""
     for name, value in (("block_q", block_q), ("block_k", block_k), ("num_threads", num_threads)):
-        if value is not None and (not isinstance(value, (int, np.integer)) or value < 1):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    prob = _prepare(q, k, v, mask, bias, scale, causal)
-    tq, tk, dv = prob.q.shape[-2], prob.k.shape[-2], prob.v.shape[-1]
-    out_shape = prob.out_lead + (tq, dv)
+    if call is None:
+        q, k, v = (np.asarray(x) if isinstance(x, (list, tuple)) else x for x in (q, k, v))
+        call = check_call(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod,
+                          score_mod=score_mod)
+    if not array_api_compat.is_numpy_namespace(call.xp):
+        raise TypeError("the blocked kernel takes NumPy arrays; pass torch tensors to qkv.attention")
+    tq, tk, dv = call.tq, call.tk, call.dv
+    out_shape = call.out_shape
+    if call.empty:
+        out = np.zeros(out_shape, call.dtype)
+        rows = np.full(out_shape[:-1], -np.inf, call.dtype)
+        if want == "partial":
+            return Partial(out, rows, np.zeros(out_shape[:-1], call.dtype))
+        return (out, rows) if want == "lse" else out
+    prob = _prepare(call, q, k, v, call.mask, call.bias)
     heads = list(np.ndindex(*prob.lead))
-    if not (heads and tq and tk):
-        out = np.zeros(out_shape, prob.q.dtype)
-        if partial:
-            return Partial(out, np.full(out_shape[:-1], -np.inf, out.dtype), np.zeros(out_shape[:-1], out.dtype))
-        return out
+    sparse = callable(getattr(call.mask_mod, "block_kinds", None))
     bq = min(block_q or DEFAULT_BLOCK_Q, tq)
     # With few query rows (decoding) take longer key blocks, keeping the score block at
     # the default's size: fewer, larger BLAS calls for the same memory.
-    bk = min(block_k or max(DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q * DEFAULT_BLOCK_K // bq), tk)
+    default_bk = _SPARSE_BLOCK_K if sparse else max(DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q * DEFAULT_BLOCK_K // bq)
+    bk = min(block_k or default_bk, tk)
     shift = tk - tq  # causal: query i sees key j iff j <= i + shift
-    tasks = [(h, i0, min(i0 + bq, tq)) for h in heads for i0 in range(0, tq, bq)]
-    big = len(heads) * tq * tk >= _PARALLEL_MIN_SCORES
-    threads = min(num_threads or _available_cpus(), max(len(tasks), tk // bk)) if big else 1
+    n_kb = -(-tk // bk)
+    tasks = []        # (head, i0, i1, key block indices to visit: ascending, none empty)
+    kinds_by_head = {}
+    for h in heads:
+        kinds = kinds_by_head[h] = _block_kinds(prob, h, bq, bk) if sparse else None
+        for qb, i0 in enumerate(range(0, tq, bq)):
+            i1 = min(i0 + bq, tq)
+            key_end = min(tk, i1 + shift) if prob.causal else tk   # keys past this are all future
+            last = -(-max(key_end, 0) // bk)
+            blocks = np.arange(last) if kinds is None else np.flatnonzero(kinds[qb, :last])
+            tasks.append((h, i0, i1, blocks, key_end))
+    total_blocks = sum(len(t[3]) for t in tasks)
+    big = total_blocks * bq * bk >= _PARALLEL_MIN_SCORES
+    threads = min(num_threads or _available_cpus(), max(len(tasks), n_kb)) if big else 1
     # Too few (head, query block) tasks for the threads — one long head, or decoding with few
-    # heads: split each task's keys into ranges (whole key blocks), one Partial per range, and
-    # merge them with merge_partials. Otherwise one range, written straight into the result.
-    ranges = 1 if len(tasks) >= threads else min(-(-threads // len(tasks)), -(-tk // bk))
+    # heads: split each task's key blocks into ranges, one Partial per range, and merge them
+    # with merge_partials. Otherwise one range, written straight into the result.
+    ranges = 1 if len(tasks) >= threads else min(-(-threads // len(tasks)), n_kb)
     parts = [_State.empty(prob.lead + (tq, dv), prob.q.dtype) for _ in range(ranges)]
-    ctx = _Context(prob, parts, bq, bk, shift, partial or ranges > 1)
+    keep_partial = want != "out" or ranges > 1
+    ctx = _Context(prob, parts, bq, bk, shift, keep_partial, kinds_by_head if sparse else {})
     jobs = []
-    for h, i0, i1 in tasks:
-        key_end = min(tk, i1 + shift) if prob.causal else tk   # keys past this are all future
-        blocks = -(-max(key_end, 0) // bk)
-        for r in range(ranges):   # range r: key blocks [r·n/ranges, (r+1)·n/ranges)
-            j0, j1 = (blocks * r // ranges) * bk, min(key_end, (blocks * (r + 1) // ranges) * bk)
-            if j1 > j0 or r == 0:
-                jobs.append((h, i0, i1, j0, max(j1, j0), r))
-    jobs.sort(key=lambda job: -(job[2] - job[1]) * (job[4] - job[3]))   # heaviest first (stable)
+    for h, i0, i1, blocks, key_end in tasks:
+        for r in range(ranges):   # range r: blocks [r·n/ranges, (r+1)·n/ranges) of this task's list
+            chosen = blocks[len(blocks) * r // ranges: len(blocks) * (r + 1) // ranges]
+            if len(chosen) or r == 0:
+                jobs.append((h, i0, i1, chosen, key_end, r))
+    jobs.sort(key=lambda job: -(job[2] - job[1]) * len(job[3]))   # heaviest first (stable)
     # BLAS is held to one thread even without a pool: its own threads on these block-sized
     # products cost more in synchronisation than they gain (and spin badly on a busy
     # machine). Small problems skip the pool and the limit (~70 µs to set and restore).
     with _blas_single_thread() if big else contextlib.nullcontext():
         _run_all(ctx.run, jobs, threads)
-    if ranges > 1:
-        whole = parts[0].as_partial()
-        for part in parts[1:]:
-            whole = merge_partials(whole, part.as_partial())
-        result = Partial(*whole) if partial else finalize(whole)
-    else:
-        result = parts[0].as_partial() if partial else parts[0].out
-    if partial:
-        out, row_max, row_sum = result
-        return Partial(out.reshape(out_shape), row_max.reshape(out_shape[:-1]), row_sum.reshape(out_shape[:-1]))
-    return result.reshape(out_shape)
+    whole = parts[0].as_partial() if keep_partial else None
+    for part in parts[1:]:
+        whole = merge_partials(whole, part.as_partial())
+    if want == "partial":
+        out, row_max, row_sum = whole
+        out = _unscale(out, prob.v_exponent)
+        return Partial(_cast(out.reshape(out_shape), call.dtype), _cast(row_max.reshape(out_shape[:-1]), call.dtype),
+                       _cast(row_sum.reshape(out_shape[:-1]), call.dtype))
+    out = finalize(whole) if keep_partial else parts[0].out
+    out = _cast(_unscale(out, prob.v_exponent).reshape(out_shape), call.dtype)
+    if want == "lse":
+        return out, _cast(lse_of(whole).reshape(out_shape[:-1]), call.dtype)
+    return out
+
+
+def _unscale(x: np.ndarray, exponent: int) -> np.ndarray:
+    return np.ldexp(x, exponent).astype(x.dtype, copy=False) if exponent else x
+
+
+def _cast(x: np.ndarray, dtype) -> np.ndarray:
+    return x.astype(dtype, copy=False)
+
+
+def _block_kinds(prob: _Problem, head: tuple, bq: int, bk: int) -> np.ndarray:
+    """(query blocks, key blocks) int8 of EMPTY / PARTIAL / FULL from the mask function's
+    block_kinds(b, h, q_lo, q_hi, k_lo, k_hi) (half-open index ranges, broadcasting arrays)."""
+    call = prob.call
+    b, h = _batch_head(prob, head)
+    tq, tk = call.tq, call.tk
+    q_lo = np.arange(0, tq, bq)[:, None]
+    k_lo = np.arange(0, tk, bk)[None, :]
+    kinds = call.mask_mod.block_kinds(b, h, q_lo, np.minimum(q_lo + bq, tq), k_lo, np.minimum(k_lo + bk, tk))
+    return np.broadcast_to(np.asarray(kinds, dtype=np.int8), (q_lo.shape[0], k_lo.shape[1]))
+
+
+def _batch_head(prob: _Problem, head: tuple) -> tuple:
+    """The flex_attention indices (b, h) of one (batch, head) pair of the loop."""
+    call = prob.call
+    if call.groups > 1:   # (…, G, H/G) → (…, H)
+        head = head[:-2] + (head[-2] * call.groups + head[-1],)
+    if not call.lead:
+        return np.int64(0), np.int64(0)
+    # the loop's lead may hold broadcast 1s where call.lead does not: index within call.lead
+    head = tuple(min(i, n - 1) for i, n in zip(head, call.lead))
+    b = np.ravel_multi_index(head[:-1], call.lead[:-1]) if len(head) > 1 else 0
+    return np.int64(b), np.int64(head[-1])
 
 
 @dataclass(frozen=True)
@@ -300,13 +341,19 @@ class _State:
 class _Context:
     """One call's inputs, outputs and per-thread scratch; `run` computes one query block over one key range."""
 
-    def __init__(self, prob, parts, bq, bk, shift, partial):
+    def __init__(self, prob, parts, bq, bk, shift, partial, kinds):
         self.prob, self.parts = prob, parts
         self.bq, self.bk, self.shift, self.partial = bq, bk, shift, partial
         self.scale = prob.q.dtype.type(prob.scale)
         self.local = threading.local()
         self.causal_bias = _causal_band(bq, bk, prob.q.dtype) if prob.causal else None
         self.fused = _fused.softmax_rows if _USE_FUSED and prob.q.dtype == np.float32 else None
+        self.kinds = kinds   # head → (query blocks, key blocks) kinds of the mask function, if it has them
+
+    def kinds_row(self, head, i0):
+        """This query block's row of the block-kind map, or None (no map: every block partial)."""
+        kinds = self.kinds.get(head)
+        return None if kinds is None else kinds[i0 // self.bq]
 
     def scratch(self):
         """This thread's buffers, allocated once per call: O(block_q·block_k)."""
@@ -320,13 +367,20 @@ class _Context:
             )
         return buffers
 
-    def run(self, head, i0, i1, key_start, key_end, part):
-        """Rows i0:i1 of one (batch, head) over keys key_start:key_end: the online softmax."""
+    def run(self, head, i0, i1, blocks, key_end, part):
+        """Rows i0:i1 of one (batch, head) over the key blocks `blocks` (indices, ascending) that
+        end by key_end: the online softmax."""
         prob, bk, shift = self.prob, self.bk, self.shift
+        call = prob.call
         rows = i1 - i0
         keys, values = prob.k[head], prob.v[head]                   # (Tk, Dk), (Tk, Dv)
         mask = prob.mask[head] if prob.mask is not None else None   # (Tq, Tk) view, no copy
         bias = prob.bias[head] if prob.bias is not None else None   # (Tq, Tk) view, no copy
+        kinds = self.kinds_row(head, i0)                            # (key blocks,) or None
+        mods = call.mask_mod is not None or call.score_mod is not None
+        if mods:
+            b, h = _batch_head(prob, head)
+            q_idx = np.arange(i0, i1, dtype=np.int64)[:, None]
         state = self.parts[part]
         buf = self.scratch()
         block_out = buf.block_out[:rows]                            # (rows, Dv)
@@ -342,21 +396,41 @@ class _Context:
         shifted = False
         q_scaled = prob.q[head][i0:i1] * self.scale                 # (rows, Dk)
 
-        for j0 in range(key_start, key_end, bk):
+        for jb in blocks:
+            j0 = int(jb) * bk
             j1 = min(j0 + bk, key_end)
-            scores = buf.scores[:rows, : j1 - j0]                   # (rows, cols) scratch
+            cols = j1 - j0
+            scores = buf.scores[:rows, :cols]                       # (rows, cols) scratch
+            # Step 0b. Which keys of this block may be seen: the mask and the mask function are
+            # read before any product, and a block they leave empty is skipped.
+            allowed = None
+            if mask is not None:
+                allowed = mask[i0:i1, j0:j1]
+            if call.mask_mod is not None and (kinds is None or kinds[jb] == PARTIAL):
+                kv_idx = np.arange(j0, j1, dtype=np.int64)
+                modded = np.broadcast_to(as_bool_mask(call.mask_mod(b, h, q_idx, kv_idx), np), (rows, cols))
+                allowed = modded if allowed is None else (allowed & modded)
+            if allowed is not None:
+                if not allowed.any():
+                    continue
+                if allowed.all():
+                    allowed = None
             # Step 1. S = (Q_i·scale)·K_jᵀ, BLAS.
             np.matmul(q_scaled, keys[j0:j1].T, out=scores)
-            # Step 2. S += bias; S = −inf where the key is not allowed (mask, causal diagonal).
+            # Step 2. S += bias; S = score_mod(S); S = −inf where the key is not allowed (mask,
+            # mask function, causal diagonal).
             if bias is not None:
                 np.add(scores, bias[i0:i1, j0:j1], out=scores, casting="same_kind")
-            if mask is not None:
-                blocked = buf.blocked[:rows, : j1 - j0]
-                np.logical_not(mask[i0:i1, j0:j1], out=blocked)
+            if call.score_mod is not None:
+                kv_idx = np.arange(j0, j1, dtype=np.int64)
+                np.copyto(scores, as_scores(call.score_mod(scores, b, h, q_idx, kv_idx), scores), casting="same_kind")
+            if allowed is not None:
+                blocked = buf.blocked[:rows, :cols]
+                np.logical_not(allowed, out=blocked)
                 np.copyto(scores, -np.inf, where=blocked)
             if prob.causal and j1 - 1 > i0 + shift:  # this block crosses the diagonal: add 0/−inf
                 offset = self.bk - (i0 + shift - j0)
-                np.add(scores, self.causal_bias[:rows, offset : offset + j1 - j0], out=scores)
+                np.add(scores, self.causal_bias[:rows, offset : offset + cols], out=scores)
             if self.fused is not None:
                 # Steps 3–5 in C (_fused.c), float32: the same reference rule row by row, then
                 # P = exp(S − r) and l = α·l + rowsum(P) in one pass; True when some r moved up.
@@ -390,10 +464,12 @@ class _Context:
                 np.exp(scores, out=scores)
                 # Step 5. l̃ = rowsum(P) as a BLAS matrix-vector product (faster than a reduction),
                 # and l = l + l̃ (already against the common r).
-                np.matmul(scores, buf.ones[: j1 - j0], out=block_sum)
+                np.matmul(scores, buf.ones[:cols], out=block_sum)
                 l += block_sum
             # Step 6. Õ = P·V_j, BLAS. Step 7. Merge: acc = acc + Õ (already against the common r).
             np.matmul(scores, values[j0:j1], out=block_out)
+            if prob.bad_keys is not None and prob.bad_keys[j0:j1].any():
+                _add_non_finite_values(block_out, scores, prob.v_raw[head], j0, prob.bad_keys[j0:j1])
             acc += block_out
 
         # Step 8. out = acc / l, rows with l = 0 (nothing allowed) stay zero. A Partial keeps
@@ -411,6 +487,17 @@ class _Context:
             state.row_sum[head][i0:i1] = l
         else:
             finalize_into(acc, l)
+
+
+def _add_non_finite_values(block_out, probs, values, j0, bad):
+    """block_out += Σ_j P_ij·v_j over the keys j of this block whose values are not finite, taken
+    only where P_ij > 0: a key that a query gives no weight (masked, or exp underflowed) is not
+    read, one it attends to carries its NaN or inf into that query's row."""
+    cols = np.flatnonzero(bad)
+    p = probs[:, cols][:, :, None]                                  # (rows, n, 1)
+    v = values[j0 + cols][None, :, :]                               # (1, n, Dv)
+    with np.errstate(invalid="ignore", over="ignore"):
+        block_out += (p * np.where(p > 0, v, 0)).sum(axis=1)
 
 
 def _causal_band(bq, bk, dtype):

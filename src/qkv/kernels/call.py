@@ -1,0 +1,244 @@
+"""One checked description of an attention call, shared by the plain path, the blocked kernel and
+the torch path (so each shape, dtype, mask and scale rule is written, and worded, once).
+
+`check_call(q, k, v, mask, ...)` validates everything an attention call is given and returns a
+frozen `Call`: the broadcast shapes, the grouped-query layout, the scale, the dtypes to compute
+in, and the mask and score functions. It raises ValueError/TypeError naming the argument, the
+shape it got and the shape it needed.
+
+Rules (the same on every path):
+- q (…, Tq, Dk), k (…, Tk, Dk), v (…, Tk, Dv). Leading dimensions broadcast like NumPy's; the
+  last leading dimension (−3) is the heads. When q has H heads there and k, v have G with
+  1 < G < H and H % G == 0, it is grouped-query attention: query head h reads key/value head
+  h // (H/G). Otherwise the head dimensions broadcast (G = 1 is multi-query attention, H = 1
+  with G > 1 broadcasts the one query head over the G heads) or are refused.
+- dtypes: q, k, v share one real floating dtype. float16/bfloat16 are computed in float32;
+  float32, float64 and NumPy's longdouble in themselves. The result has q's dtype.
+- scale: a finite real number (default 1/√Dk; 1 when Dk = 0).
+- mask: boolean, True = may attend; bias: real floating, additive; both broadcast to the
+  scores (…, H, Tq, Tk).
+- mask_mod(b, h, q_idx, kv_idx) -> bool and score_mod(score, b, h, q_idx, kv_idx) -> score:
+  callables in flex_attention's style, called with broadcasting integer index arrays (see
+  `index_arrays`): b the batch index (the leading dimensions before the heads, flattened),
+  h the head, q_idx the query position, kv_idx the key position.
+
+Block kinds (`EMPTY`, `PARTIAL`, `FULL`) are how a mask function tells the blocked kernel, per
+(query block, key block), that no entry is allowed, some are, or all are (see qkv.masks).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import array_api_compat
+import numpy as np
+
+from .._backend import compute_dtype, is_torch, namespace, shape_str
+
+__all__ = ["Call", "check_call", "index_arrays", "EMPTY", "PARTIAL", "FULL", "as_bool_mask", "check_scale"]
+
+EMPTY, PARTIAL, FULL = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Call:
+    """A validated attention call. Shapes use the letters of design.md."""
+
+    xp: Any                 # the array namespace (NumPy or torch via array-api-compat)
+    dtype: Any              # q's dtype (the result's)
+    work: Any               # the dtype arithmetic runs in
+    device: Any
+    tq: int
+    tk: int
+    dk: int
+    dv: int
+    heads: int              # H after broadcasting (1 when there is no head dimension)
+    kv_heads: int           # G
+    groups: int             # H // G when grouped-query attention, else 1
+    lead: tuple             # the scores' leading shape (…, H)
+    scale: float
+    default_scale: bool
+    causal: bool
+    mask: Any
+    bias: Any
+    mask_mod: Callable | None
+    score_mod: Callable | None
+
+    @property
+    def scores_shape(self) -> tuple:
+        return self.lead + (self.tq, self.tk)
+
+    @property
+    def out_shape(self) -> tuple:
+        return self.lead + (self.tq, self.dv)
+
+    @property
+    def empty(self) -> bool:
+        return self.tq == 0 or self.tk == 0 or 0 in self.lead
+
+    @property
+    def masked(self) -> bool:
+        """Whether anything but the scores' own −inf can hide a key."""
+        return self.causal or self.mask is not None or self.mask_mod is not None
+
+    @property
+    def batch(self) -> int:
+        """How many values b takes: the leading dimensions before the heads, flattened."""
+        return math.prod(self.lead[:-1])
+
+
+def check_scale(scale) -> tuple[float | None, bool]:
+    """(scale as a float or None for the default, whether it was the default). Refuses what is not
+    a finite real number, naming scale."""
+    if scale is None:
+        return None, True
+    if isinstance(scale, (complex, np.complexfloating)) or isinstance(scale, (str, bytes)):
+        raise TypeError(f"scale must be a finite real number, got {scale!r}")
+    try:
+        value = float(scale)
+    except (TypeError, ValueError):
+        raise TypeError(f"scale must be a finite real number, got {scale!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"scale must be a finite real number, got {scale!r}")
+    return value, False
+
+
+def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=None,
+               mask_mod: Callable | None = None, score_mod: Callable | None = None) -> Call:
+    """Validate one attention call (see the module docstring for the rules) and describe it."""
+    xp = namespace(q=q, k=k, v=v, mask=mask, bias=bias)
+    for name, a, letters in (("q", q, "Tq, Dk"), ("k", k, "Tk, Dk"), ("v", v, "Tk, Dv")):
+        if a.ndim < 2:
+            raise ValueError(f"{name} has shape {shape_str(a.shape)} but needs at least 2 dimensions (…, {letters})")
+        if not _real_floating(xp, a.dtype):
+            raise TypeError(f"{name} must be floating point, got dtype {a.dtype}")
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError(f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}")
+    tq, dk = int(q.shape[-2]), int(q.shape[-1])
+    tk, dv = int(k.shape[-2]), int(v.shape[-1])
+    if k.shape[-1] != dk:
+        raise ValueError(f"k has shape {shape_str(k.shape)} but q has width {dk} (expected (…, Tk, {dk}))")
+    if v.shape[-2] != tk:
+        raise ValueError(f"v has shape {shape_str(v.shape)} but k has {tk} keys (expected (…, {tk}, Dv))")
+    for name, fn in (("mask_mod", mask_mod), ("score_mod", score_mod)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{name} must be a function ({'b, h, q_idx, kv_idx' if name == 'mask_mod' else 'score, b, h, q_idx, kv_idx'}), "
+                            f"got {type(fn).__name__}")
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+
+    heads = int(q.shape[-3]) if q.ndim >= 3 else 1
+    kv_heads = int(k.shape[-3]) if k.ndim >= 3 else 1
+    v_heads = int(v.shape[-3]) if v.ndim >= 3 else 1
+    grouped = q.ndim >= 3 and k.ndim >= 3 and 1 < kv_heads < heads
+    if grouped and heads % kv_heads:
+        raise ValueError(f"k has shape {shape_str(k.shape)}: its {kv_heads} key/value heads do not divide q's "
+                         f"{heads} heads (q has shape {shape_str(q.shape)}); grouped-query attention needs H % G == 0")
+    if grouped and v_heads not in (1, kv_heads):
+        raise ValueError(f"v has shape {shape_str(v.shape)} but k has {kv_heads} heads "
+                         f"(expected (…, {kv_heads}, {tk}, Dv))")
+    q_lead, k_lead, v_lead = (tuple(int(n) for n in a.shape[:-2]) for a in (q, k, v))
+    if grouped:   # match the head dimension by groups, broadcast the rest
+        q_lead, k_lead, v_lead = q_lead[:-1], k_lead[:-1], v_lead[:-1] if v.ndim >= 3 else v_lead
+    try:
+        lead = np.broadcast_shapes(q_lead, k_lead, v_lead)
+    except ValueError:
+        if not grouped and q.ndim >= 3 and k.ndim >= 3 and heads > 1 and kv_heads > 1 and heads != kv_heads:
+            raise ValueError(f"q has {heads} heads (shape {shape_str(q.shape)}) but k has {kv_heads} "
+                             f"(shape {shape_str(k.shape)}); grouped-query attention needs H % G == 0 and G < H") from None
+        raise ValueError(f"q, k and v have leading (batch/head) shapes {shape_str(q.shape[:-2])}, "
+                         f"{shape_str(k.shape[:-2])} and {shape_str(v.shape[:-2])} that do not broadcast") from None
+    if grouped:
+        lead = lead + (heads,)
+    scores_shape = lead + (tq, tk)
+    for name, extra in (("mask", mask), ("bias", bias)):
+        if extra is None:
+            continue
+        if name == "mask" and extra.dtype != xp.bool:
+            raise TypeError(f"mask must be boolean (True = may attend), got dtype {extra.dtype}; "
+                            "pass an additive float mask as bias=")
+        if name == "bias" and not _real_floating(xp, extra.dtype):
+            raise TypeError(f"bias must be floating point, got dtype {extra.dtype}")
+        try:
+            ok = np.broadcast_shapes(tuple(extra.shape), scores_shape) == scores_shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"{name} has shape {shape_str(extra.shape)} but must broadcast to the scores' "
+                             f"shape {shape_str(scores_shape)} (…, H, Tq, Tk)")
+    value, default = check_scale(scale)
+    if default:
+        value = 1.0 / math.sqrt(dk) if dk else 1.0
+    return Call(
+        xp=xp, dtype=q.dtype, work=_work_dtype(xp, q.dtype), device=array_api_compat.device(q),
+        tq=tq, tk=tk, dk=dk, dv=dv, heads=lead[-1] if lead else 1, kv_heads=kv_heads,
+        groups=heads // kv_heads if grouped else 1, lead=tuple(lead), scale=value, default_scale=default,
+        causal=bool(causal), mask=mask, bias=bias, mask_mod=mask_mod, score_mod=score_mod,
+    )
+
+
+def _real_floating(xp, dtype) -> bool:
+    if dtype == np.longdouble and xp is not None and array_api_compat.is_numpy_namespace(xp):
+        return True
+    return xp.isdtype(dtype, "real floating")
+
+
+def _work_dtype(xp, dtype):
+    if array_api_compat.is_numpy_namespace(xp) and dtype == np.longdouble:
+        return np.dtype(np.longdouble)
+    return compute_dtype(xp, dtype)
+
+
+def index_arrays(call: Call, like=None):
+    """(b, h, q_idx, kv_idx): int64 index arrays that broadcast to the scores (…, H, Tq, Tk).
+
+    b (…, 1, 1, 1) numbers the leading dimensions before the heads (flattened, C order),
+    h (H, 1, 1), q_idx (Tq, 1), kv_idx (Tk,). In q's array library and on its device.
+    """
+    batch_shape = call.lead[:-1]
+    b = np.arange(math.prod(batch_shape), dtype=np.int64).reshape(batch_shape + (1, 1, 1))
+    h = np.arange(call.heads if call.lead else 1, dtype=np.int64).reshape((-1, 1, 1) if call.lead else (1, 1))
+    if not call.lead:
+        b = np.zeros((1, 1), np.int64)
+    q_idx = np.arange(call.tq, dtype=np.int64)[:, None]
+    kv_idx = np.arange(call.tk, dtype=np.int64)
+    if is_torch(like):
+        import torch
+
+        return tuple(torch.as_tensor(a, device=like.device) for a in (b, h, q_idx, kv_idx))
+    return b, h, q_idx, kv_idx
+
+
+def as_bool_mask(value, xp, device=None, *, name: str = "mask_mod"):
+    """A mask function's result converted to xp's boolean array (NumPy ↔ torch when a function built
+    on the other library's arrays returned them)."""
+    if array_api_compat.is_torch_array(value) and array_api_compat.is_numpy_namespace(xp):
+        value = value.detach().cpu().numpy()
+    elif array_api_compat.is_numpy_namespace(xp):
+        value = np.asarray(value)
+    else:
+        import torch
+
+        if not array_api_compat.is_torch_array(value):
+            value = torch.as_tensor(np.asarray(value), device=device)
+    if value.dtype != xp.bool:
+        raise TypeError(f"{name} must return booleans (True = may attend), got dtype {value.dtype}")
+    return value
+
+
+def as_scores(value, like, *, name: str = "score_mod"):
+    """A score function's result in the array library of `like` (the scores it was handed)."""
+    if array_api_compat.is_numpy_array(like):
+        if array_api_compat.is_torch_array(value):
+            value = value.detach().cpu().numpy()
+        value = np.asarray(value)
+    elif not array_api_compat.is_torch_array(value):
+        import torch
+
+        value = torch.as_tensor(np.asarray(value), device=like.device)
+    if not (array_api_compat.is_numpy_array(value) and np.issubdtype(value.dtype, np.floating)
+            or array_api_compat.is_torch_array(value) and value.is_floating_point()):
+        raise TypeError(f"{name} must return floating-point scores, got dtype {value.dtype}")
+    return value
