@@ -49,15 +49,22 @@ def browser_context():
 class OpenPage:
     """A page opened from disk, recording every request it makes and every error it logs."""
 
-    def __init__(self, context, path: Path):
+    def __init__(self, context, path: Path, viewport: tuple[int, int] | None = None):
         self.requests: list[str] = []
         self.errors: list[str] = []
         self.page = context.new_page()
+        if viewport is not None:
+            self.page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
         self.page.on("request", lambda request: self.requests.append(request.url))
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
         self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
         self.page.goto(path.resolve().as_uri())
         self.page.wait_for_selector('.qkv-view[data-ready="1"]', timeout=120_000)
+
+    def overflow(self) -> int:
+        """How many pixels the document is wider than the window (0: no sideways scrolling)."""
+        return int(self.page.evaluate("() => Math.max(document.documentElement.scrollWidth, "
+                                      "document.body.scrollWidth) - window.innerWidth"))
 
     def outside_requests(self) -> list[str]:
         return [url for url in self.requests if not url.startswith(("file:", "data:", "blob:"))]

@@ -6,11 +6,14 @@ These tests run in CI and never skip: without Chromium they fail with the comman
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import qkv
 import qkv.examples
+import qkv.explain
 from qkv.viz.html import attention_page, trace_html
 
 from browser_support import OpenPage, browser_context  # noqa: F401  (fixture)
@@ -47,10 +50,15 @@ def opened(browser_context, tmp_path, mha_trace):  # noqa: F811
     page.close()
 
 
-def key_weights(page) -> list[float]:
+def key_texts(page) -> list[str]:
     texts = page.eval_on_selector_all(".qkv-right .qkv-tok", "els => els.map(e => e.getAttribute('data-weight'))")
-    assert all(t is not None for t in texts), "hovering a query must label every key with its weight"
-    return [float(t.replace("−", "-")) for t in texts]
+    assert all(t is not None for t in texts), "a shown query must label every key with its weight"
+    return texts
+
+
+def key_weights(page) -> list[float]:
+    """The keys' weights as the page writes them; a masked key reads "masked" (never 0.0000), taken as 0."""
+    return [0.0 if t == "masked" else float(t.replace("−", "-")) for t in key_texts(page)]
 
 
 def test_no_request_leaves_the_page(opened):
@@ -71,6 +79,8 @@ def test_hovered_query_shows_the_traces_weights_per_head(opened, mha_trace):
             page.hover(f".qkv-left .qkv-tok[data-index='{query}']")
             assert page.get_attribute(".qkv-view", "data-query") == str(query)
             np.testing.assert_allclose(key_weights(page), weights[head, query], rtol=0, atol=TOLERANCE)
+            masked = np.isneginf(mha_trace["mask"].value[0, query])
+            assert [t == "masked" for t in key_texts(page)] == list(masked)     # causal: later keys are masked
     # the read-only accessor hands out the same recorded numbers
     row = page.evaluate("() => document.querySelector('.qkv-view').qkv.row(1, 4)")
     np.testing.assert_allclose(row, weights[1, 4], rtol=0, atol=TOLERANCE)
@@ -108,11 +118,11 @@ def test_clicking_a_cell_shows_its_derivation_from_the_recorded_steps(opened, mh
     expected = mha_trace["v_heads"].value[1, 1]
     numbers = [float(x.replace("−", "-")) for x in value_row.strip("[]").split(", ")]
     np.testing.assert_allclose(numbers, expected, rtol=0, atol=TOLERANCE)
-    # a blocked (causal) cell says −∞ before softmax and weight 0
+    # a masked (causal) cell says −∞ before softmax and "masked" for its weight, not 0.0000
     point = page.evaluate("() => document.querySelector('.qkv-view').qkv.cellPoint(1, 3)")
     page.mouse.click(point["x"], point["y"])
     assert "−∞" in cell.locator('[data-step="mask"]').first.inner_text()
-    assert shown("weights") == 0.0
+    assert cell.locator('span[data-step="weights"]').first.inner_text() == "masked"
     # clicking a key token while a query is chosen opens the same panel
     page.hover(".qkv-left .qkv-tok[data-index='2']")
     page.click(".qkv-right .qkv-tok[data-index='0']")
@@ -182,7 +192,8 @@ def test_512_tokens_12_heads_6_layers_renders(browser_context, tmp_path, big_wei
     try:
         p = page.page
         assert p.locator(".qkv-left .qkv-tok").count() == TOKENS     # token rows, not one node per cell
-        assert p.locator(".qkv-matrix canvas").count() == 1
+        assert p.locator(".qkv-pan canvas").count() == 1                # 512 × 512 cells: one canvas
+        assert p.locator(".qkv-thumb").count() == LAYERS * HEADS        # the overview: every layer × head
         p.select_option(".qkv-part", "5")
         p.wait_for_selector('.qkv-view[data-ready="1"]')
         p.select_option(".qkv-head", "11")
@@ -192,5 +203,164 @@ def test_512_tokens_12_heads_6_layers_renders(browser_context, tmp_path, big_wei
         p.screenshot(path=str(shot))
         not_blank(shot)
         assert page.errors == [] and page.outside_requests() == []
+    finally:
+        page.close()
+
+
+# ------------------------------------------------------------------ phone to desktop, model pages
+WIDTHS = [(1280, 800), (390, 844)]
+TOKENS9 = "the cat sat on the mat because it was".split()
+
+
+def layered_trace(layers: int = 3, heads: int = 4, d_model: int = 16, query: int = 2) -> qkv.Trace:
+    """A small model's trace as MODELS records it: each layer's MultiHeadAttention with a recorder
+    scoped to "layer {l}/" (q_heads, k_heads, v_heads, scores, scaled_scores, weights, out, …)."""
+    trace = qkv.Trace("tiny model", meta={"tokens": TOKENS9, "kind": "model", "query": query})
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((len(TOKENS9), d_model))
+    for layer in range(layers):
+        mha = qkv.MultiHeadAttention.random(d_model, n_heads=heads, seed=10 + layer)
+        x = x + mha(x, record=trace.scoped(f"layer {layer}"))
+    return trace
+
+
+@pytest.fixture(scope="module")
+def model_trace():
+    return layered_trace()
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory, mha_trace, model_trace):
+    """An example page, a model page (every layer's steps recorded) and a 512-token page, on disk."""
+    folder = tmp_path_factory.mktemp("pages")
+    rng = np.random.default_rng(2)
+    logits = 2.0 * rng.standard_normal((1, 3, 512, 512))
+    weights = np.exp(logits - logits.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    files = {"example": qkv.explain.render(mha_trace, "html"), "model": trace_html(model_trace),
+             "tokens512": attention_page(weights, [f"token{i}" for i in range(512)], title="512 tokens")}
+    for name, text in files.items():
+        (folder / f"{name}.html").write_text(text, encoding="utf-8")
+    return folder
+
+
+def shot(page, name: str, tmp_path) -> None:
+    """A screenshot that is not blank; kept in $QKV_SCREENSHOTS (to be looked at) when that is set."""
+    import os
+
+    folder = os.environ.get("QKV_SCREENSHOTS")
+    path = (Path(folder) if folder else tmp_path) / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=True)
+    not_blank(path)
+
+
+@pytest.mark.parametrize("name", ["example", "model", "tokens512"])
+@pytest.mark.parametrize("size", WIDTHS, ids=["1280x800", "390x844"])
+def test_no_page_scrolls_sideways(browser_context, pages, tmp_path, name, size):  # noqa: F811
+    page = OpenPage(browser_context, pages / f"{name}.html", viewport=size)
+    try:
+        p = page.page
+        assert page.overflow() <= 0, f"{name} at {size[0]} px is {page.overflow()} px too wide"
+        lead = p.locator(".qkv-lead").inner_text()
+        assert "queries" in lead.lower() or "rows" in lead.lower()            # the first line says what it shows
+        assert p.locator(".qkv-colhead-q").inner_text() == "queries"
+        assert p.locator(".qkv-colhead-k").inner_text() == "keys"
+        # open a cell's derivation: still no sideways scrolling, and no number broken across lines
+        p.evaluate("() => document.querySelector('.qkv-view').qkv.showCell(1, 0)")
+        assert page.overflow() <= 0
+        broken = p.evaluate("""() => Array.from(document.querySelectorAll('.qkv-n')).filter(
+            e => e.getClientRects().length > 1).length""")
+        assert broken == 0, f"{broken} numbers break across lines"
+        shot(p, f"{name}-{size[0]}", tmp_path)
+        assert page.errors == [] and page.outside_requests() == []
+    finally:
+        page.close()
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x.replace("−", "-")) for x in text.strip().strip("[]").split(", ")]
+
+
+def test_model_page_cell_fills_every_derivation_row_from_the_trace(browser_context, pages, model_trace):  # noqa: F811
+    page = OpenPage(browser_context, pages / "model.html")
+    try:
+        p = page.page
+        p.select_option(".qkv-part", "1")
+        p.wait_for_selector('.qkv-view[data-ready="1"]')
+        p.select_option(".qkv-head", "3")
+        point = p.evaluate("() => document.querySelector('.qkv-view').qkv.cellPoint(4, 6)")
+        p.mouse.click(point["x"], point["y"])
+        assert p.get_attribute(".qkv-view", "data-cell") == "4,6"
+        cell = p.locator(".qkv-cell")
+        assert cell.locator(".qkv-missing").count() == 0, cell.inner_text()
+
+        def recorded(name):
+            return model_trace[f"layer 1/{name}"].value
+
+        expected = {"q_heads": recorded("q_heads")[3, 4], "k_heads": recorded("k_heads")[3, 6],
+                    "v_heads": recorded("v_heads")[3, 6], "out": recorded("out")[3, 4],
+                    "scores": [recorded("scores")[3, 4, 6]], "scaled_scores": [recorded("scaled_scores")[3, 4, 6]],
+                    "weights": [recorded("weights")[3, 4, 6]]}
+        for name, values in expected.items():
+            shown = _numbers(cell.locator(f'span[data-step="{name}"]').first.inner_text())
+            np.testing.assert_allclose(shown, values, rtol=0, atol=TOLERANCE, err_msg=name)
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_overview_opens_a_head(browser_context, pages, model_trace):  # noqa: F811
+    page = OpenPage(browser_context, pages / "model.html")
+    try:
+        p = page.page
+        assert p.locator(".qkv-thumb").count() == 3 * 4              # every layer × head
+        p.click(".qkv-thumb[data-part='2'][data-head='1']")
+        p.wait_for_selector('.qkv-view[data-ready="1"]')
+        assert p.get_attribute(".qkv-view", "data-part") == "2"
+        assert p.get_attribute(".qkv-view", "data-head") == "1"
+        assert p.input_value(".qkv-head") == "1"
+        # the followed query stays selected; its keys show layer 2, head 1
+        assert p.get_attribute(".qkv-view", "data-query") == "2"
+        np.testing.assert_allclose(key_weights(p), model_trace["layer 2/weights"].value[1, 2], rtol=0, atol=TOLERANCE)
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_multi_select_sums_the_selected_rows_and_lock_keeps_them(browser_context, pages, model_trace):  # noqa: F811
+    page = OpenPage(browser_context, pages / "model.html")
+    try:
+        p = page.page
+        assert p.get_attribute(".qkv-view", "data-selected") == "2"        # the followed query, on open
+        p.click(".qkv-left .qkv-tok[data-index='0']")
+        p.click(".qkv-left .qkv-tok[data-index='5']")
+        assert p.get_attribute(".qkv-view", "data-selected") == "0,2,5"
+        p.click(".qkv-lock")
+        p.hover(".qkv-left .qkv-tok[data-index='7']")                        # locked: hovering changes nothing
+        assert p.get_attribute(".qkv-view", "data-query") == "0,2,5"
+        weights = model_trace["layer 0/weights"].value[0]
+        # the page sums the numbers it shows (4 decimals), so its sum is exact to them
+        shown = np.round(weights[[0, 2, 5]] * 10 ** DIGITS).sum(0) / 10 ** DIGITS
+        np.testing.assert_allclose(key_weights(p), shown, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(key_weights(p), weights[[0, 2, 5]].sum(0), rtol=0, atol=3 * TOLERANCE)
+        p.click(".qkv-lock")                                                   # unlock: hovering shows one row
+        p.hover(".qkv-left .qkv-tok[data-index='7']")
+        assert p.get_attribute(".qkv-view", "data-query") == "7"
+        p.click(".qkv-left .qkv-tok[data-index='2']")                          # clicking again deselects
+        assert p.get_attribute(".qkv-view", "data-selected") == "0,5"
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_korean_page_words(browser_context, tmp_path, model_trace):  # noqa: F811
+    path = tmp_path / "ko.html"
+    path.write_text(trace_html(model_trace, lang="ko"), encoding="utf-8")
+    page = OpenPage(browser_context, path, viewport=(390, 844))
+    try:
+        assert page.page.locator(".qkv-colhead-q").inner_text() == "쿼리"
+        assert "한눈에" in page.page.locator(".qkv-overview h3").inner_text()
+        assert page.overflow() <= 0 and page.errors == []
     finally:
         page.close()

@@ -101,6 +101,7 @@ class Matrix:
     row_groups: int = 0               # rows per head (W_O), 0: none
     highlight: int | None = None      # the followed query's row (kept when rows are elided)
     limit: int | None = MATRIX_LIMIT  # an axis longer than this is elided to its first and last EDGE
+    masked: np.ndarray | None = None  # bool, same shape: entries the mask blocked, written "masked"
 
 
 @dataclass(frozen=True)
@@ -434,10 +435,17 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
                 ctx.matrix("mask", sym("mask"), mask, rows=tokens, cols=keys, highlight=query))
     weights = ctx.value("weights")[h]
     row = weights[query]
+    blocked = None
+    if ctx.has("mask"):
+        mask_h = ctx.value("mask")
+        blocked = np.broadcast_to(np.isneginf(mask_h[h] if mask_h.ndim == 3 else mask_h), weights.shape)
+    masked = (lambda i, j: blocked is not None and bool(blocked[i, j]))      # noqa: E731
     strongest = tuple(int(j) for j in np.argsort(-row, kind="stable")[:EDGE])   # kept when keys are elided
     ctx.add(Para(ctx.t("softmax.explain")),
             Table([ctx.t("col.key"), ctx.t("col.score"), ctx.t("col.weight")],
-                  [[key, ctx.num("scaled_scores", scaled[query, j]), ctx.num("weights", row[j])]
+                  [[key, _fmt_plain(ctx.num("scaled_scores", scaled[query, j])) + " → −∞", ctx.t("masked")]
+                   if masked(query, j) else
+                   [key, ctx.num("scaled_scores", scaled[query, j]), ctx.num("weights", row[j])]
                    for j, key in enumerate(keys)], limit=VECTOR_LIMIT, keep=strongest))
     _notes(ctx, "weights", query)
     if row.size and np.any(row > 0):
@@ -449,7 +457,8 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
         lines = []
         for j, key in enumerate(keys):
             lines.append(([PLUS] if j else [sym(" ", r"\phantom{+}")]) +
-                         [ctx.num("weights", row[j]), DOT, ctx.vec("v", v_mat[j]), f"  ({key})"])
+                         [ctx.t("masked") if masked(query, j) else ctx.num("weights", row[j]), DOT,
+                          ctx.vec("v", v_mat[j]), f"  ({key})"])
         lines.append([EQ, ctx.vec("out", out[query])])
         ctx.add(Calc(lines))
     ctx.add(Calc([[sub("z", qtok), EQ, ctx.vec("out", out[query])]]))
@@ -457,7 +466,7 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     if weights.shape[0] > 1:
         ctx.add(Para(ctx.t("weights.matrix")),
                 ctx.matrix("weights", sym("softmax", r"\operatorname{softmax}"), weights, rows=tokens, cols=keys,
-                           highlight=query),
+                           highlight=query, masked=blocked),
                 ctx.matrix("out", sym(f"head {h}" if n_heads > 1 else "Z", f"\\text{{head}}_{h}"
                                       if n_heads > 1 else "Z"), out, rows=tokens, highlight=query))
 

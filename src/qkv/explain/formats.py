@@ -57,6 +57,11 @@ def _shown_note(ctx: Context, block: Matrix, rows_at: list, cols_at: list) -> st
     return ", ".join(parts)
 
 
+def _masked_word(ctx: Context, block: Matrix, i: int, j: int) -> str:
+    """"masked" for a weight whose key the mask blocked (never "0.0000"); "" otherwise."""
+    return ctx.t("masked") if block.masked is not None and block.masked[i, j] else ""
+
+
 def _labels_at(labels: list, at: list) -> list:
     return ["…" if i is None else labels[i] for i in at]
 
@@ -138,7 +143,8 @@ def to_text(ctx: Context, *, color: bool = False, width: int = 100) -> str:
                     table.add_row(*label, *("⋱" if j is None else "⋮" for j in cols_at))
                     continue
                 row = block.values[i]
-                cells = ["…" if j is None else fmt(row[j], block.digits) for j in cols_at]
+                cells = ["…" if j is None else _masked_word(ctx, block, i, j) or fmt(row[j], block.digits)
+                         for j in cols_at]
                 style = _colour(_group(i, block.row_groups), 0)
                 mark = " ◀" if block.highlight == i else ""
                 label = [_row_label(block, i, rows_at) + mark] if block.rows is not None else []
@@ -228,8 +234,9 @@ def to_markdown(ctx: Context) -> str:
                     continue
                 row, group = block.values[i], _group(i, block.row_groups)
                 rows.append(" & ".join(r"\cdots" if j is None else
-                                       _latex_num(row[j], block.digits, group if group is not None
-                                                  else _group(j, block.col_groups)) for j in cols_at))
+                                       (r"\text{" + _masked_word(ctx, block, i, j) + "}") if _masked_word(ctx, block, i, j)
+                                       else _latex_num(row[j], block.digits, group if group is not None
+                                                       else _group(j, block.col_groups)) for j in cols_at))
             shape = r" \times ".join(str(s) for s in block.values.shape)
             note = _shown_note(ctx, block, rows_at, cols_at)
             lines = []
@@ -315,6 +322,8 @@ def to_html(ctx: Context) -> str:
                 head = f"<th>{html.escape(_row_label(block, i, rows_at))}</th>" if block.rows is not None else ""
                 group = _group(i, block.row_groups)
                 cells = "".join(gap.format("…") if j is None else
+                                f'<td class="qkv-masked">{html.escape(_masked_word(ctx, block, i, j))}</td>'
+                                if _masked_word(ctx, block, i, j) else
                                 f"<td>{_html_num(row[j], block.digits, _group(j, block.col_groups) if group is None else group)}</td>"
                                 for j in cols_at)
                 rows.append(f"<tr{mark}>{head}{cells}</tr>")
@@ -359,7 +368,8 @@ def to_json(ctx: Context) -> str:
             blocks.append({"type": "matrix", "label": block.label.plain, "latex": block.label.latex,
                            "step": block.step, "shape": list(block.values.shape), "digits": block.digits,
                            "values": _finite(block.values),
-                           "text": [[fmt(v, block.digits) for v in row] for row in block.values],
+                           "text": [[_masked_word(ctx, block, i, j) or fmt(v, block.digits) for j, v in enumerate(row)]
+                                    for i, row in enumerate(block.values)],
                            "rows": block.rows, "columns": block.cols, "highlight": block.highlight})
         elif isinstance(block, Table):
             blocks.append({"type": "table", "header": block.header,

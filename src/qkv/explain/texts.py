@@ -90,6 +90,7 @@ EN: dict[str, str] = {
     "mask.explain": "The mask blocks keys the query may not see (−∞ before softmax, so their weight is 0). "
                     "Blocked for {token}: {blocked}.",
     "none": "none",
+    "masked": "masked",
     "softmax.explain": "Softmax turns the scaled scores into weights between 0 and 1 that add up to 1 "
                        "(exp of each score divided by the sum of the exps):",
     "col.key": "key",
@@ -356,6 +357,7 @@ KO: dict[str, str] = {
     "mask.explain": "마스크는 Query가 보면 안 되는 Key를 막는다 (소프트맥스 전에 −∞를 더하므로 가중치가 0이 된다). "
                     "{token}에서 막힌 Key: {blocked}.",
     "none": "없음",
+    "masked": "마스크",
     "softmax.explain": "소프트맥스는 스케일링한 점수를 합이 1인 0과 1 사이의 가중치로 정규화한다 (각 점수의 exp를 "
                        "exp들의 합으로 나눈다):",
     "col.key": "Key",
