@@ -7,7 +7,8 @@ Starts `qkv serve` (MiniLM) as a child process on a free port of 127.0.0.1, send
 of requests (traces of one head, overviews of every head, derivations, worked examples, tokens;
 texts of 3 to ~200 tokens, fixed seed), stops the server and reports: answers by status (the
 only error allowed is the documented 429 "too many requests at once"), latency p50/p95/max of
-the 200 answers, throughput and the server's resident memory (RSS, sampled every 0.2 s) at
+the 200 answers (each answer's own time, and with the client's waits after 429s: a client here
+honours Retry-After and tries again, at most --retries times), throughput and the server's resident memory (RSS, sampled every 0.2 s) at
 start, end and peak. Everything is bounded: a fixed number of requests, a per-request timeout
 and an overall deadline; the server is stopped in every case. Exit status 1 when any answer
 other than 200/429 (or a transport error) occurred.
@@ -91,10 +92,12 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
-async def _drive(base: str, plan: list[tuple[str, dict]], concurrency: int, pid: int, timeout: float) -> dict:
+async def _drive(base: str, plan: list[tuple[str, dict]], concurrency: int, pid: int, timeout: float,
+                 retries: int) -> dict:
     import httpx
 
-    results: list[tuple[int | str, float, str]] = []
+    results: list[tuple[int | str, float, str, float]] = []    # final status, its latency, route, with waits
+    attempts: list[int | str] = []
     rss: list[float] = []
     queue: asyncio.Queue = asyncio.Queue()
     for item in plan:
@@ -114,12 +117,20 @@ async def _drive(base: str, plan: list[tuple[str, dict]], concurrency: int, pid:
             except asyncio.QueueEmpty:
                 return
             start = time.perf_counter()
-            try:
-                response = await client.get(path, params=params)
-                await response.aread()
-                results.append((response.status_code, time.perf_counter() - start, path))
-            except Exception as exc:  # a transport error is an error to report, not a crash
-                results.append((type(exc).__name__, time.perf_counter() - start, path))
+            for attempt in range(retries + 1):
+                sent = time.perf_counter()
+                try:
+                    response = await client.get(path, params=params)
+                    await response.aread()
+                    code: int | str = response.status_code
+                except Exception as exc:  # a transport error is an error to report, not a crash
+                    code = type(exc).__name__
+                attempts.append(code)
+                if code != 429 or attempt == retries:
+                    break
+                await asyncio.sleep(float(response.headers.get("retry-after", "1")))   # as a polite client does
+            now = time.perf_counter()
+            results.append((code, now - sent, path, now - start))
 
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     sampler = asyncio.create_task(sample())
@@ -128,11 +139,11 @@ async def _drive(base: str, plan: list[tuple[str, dict]], concurrency: int, pid:
         await asyncio.gather(*(worker(client) for _ in range(concurrency)))
     elapsed = time.perf_counter() - began
     sampler.cancel()
-    return {"results": results, "rss": rss, "elapsed": elapsed}
+    return {"results": results, "attempts": attempts, "rss": rss, "elapsed": elapsed}
 
 
 def run(*, requests: int = 500, concurrency: int = 16, seed: int = 0, deadline: float = 600.0,
-        request_timeout: float = 120.0) -> dict:
+        request_timeout: float = 120.0, retries: int = 20) -> dict:
     """Start the server, send the plan, stop the server; returns the report (see the module docstring)."""
     port = _free_port()
     base = f"http://{HOST}:{port}"
@@ -156,7 +167,7 @@ def run(*, requests: int = 500, concurrency: int = 16, seed: int = 0, deadline: 
             time.sleep(0.2)
         rss_start = _rss_mib(server.pid)
         plan = _plan(requests, seed)
-        outcome = asyncio.run(asyncio.wait_for(_drive(base, plan, concurrency, server.pid, request_timeout),
+        outcome = asyncio.run(asyncio.wait_for(_drive(base, plan, concurrency, server.pid, request_timeout, retries),
                                                timeout=deadline))
         rss_end = _rss_mib(server.pid)
     finally:
@@ -168,11 +179,15 @@ def run(*, requests: int = 500, concurrency: int = 16, seed: int = 0, deadline: 
             server.wait(5)
     results = outcome["results"]
     status: dict[str, int] = {}
-    for code, _, _ in results:
+    for code, *_ in results:
         status[str(code)] = status.get(str(code), 0) + 1
-    ok = [t for code, t, _ in results if code == 200]
+    answers: dict[str, int] = {}
+    for code in outcome["attempts"]:
+        answers[str(code)] = answers.get(str(code), 0) + 1
+    ok = [t for code, t, _, _ in results if code == 200]
+    waited = [t for code, _, _, t in results if code == 200]
     by_route: dict[str, list[float]] = {}
-    for code, t, path in results:
+    for code, t, path, _ in results:
         if code == 200:
             by_route.setdefault(path, []).append(t)
     rss = outcome["rss"]
@@ -180,8 +195,10 @@ def run(*, requests: int = 500, concurrency: int = 16, seed: int = 0, deadline: 
     return {
         "requests": len(results), "concurrency": concurrency, "seconds": round(outcome["elapsed"], 2),
         "throughput_per_s": round(len(results) / outcome["elapsed"], 1),
-        "status": status, "errors": sorted({f"{code} {path}" for code, _, path in results if code not in (200, 429)}),
+        "status": status, "answers": answers, "retries_allowed": retries,
+        "errors": sorted({f"{code} {path}" for code, _, path, _ in results if code not in (200, 429)}),
         "latency_ms_200": {"p50": ms(_percentile(ok, 50)), "p95": ms(_percentile(ok, 95)), "max": ms(max(ok, default=None))},
+        "latency_ms_200_with_retries": {"p50": ms(_percentile(waited, 50)), "p95": ms(_percentile(waited, 95))},
         "latency_ms_by_route": {p: {"n": len(v), "p50": ms(_percentile(v, 50)), "p95": ms(_percentile(v, 95))}
                                 for p, v in sorted(by_route.items())},
         "rss_mib": {"start": round(rss_start or 0, 1), "end": round(rss_end or 0, 1),
@@ -197,12 +214,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--retries", type=int, default=20,
+                        help="after a 429, wait Retry-After and try again, at most this often (default 20; 0: never)")
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds for the whole run (default 600)")
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     args = parser.parse_args(argv)
     if not 1 <= args.requests <= 100_000 or not 1 <= args.concurrency <= 256:
         parser.error("--requests must be 1 … 100000 and --concurrency 1 … 256")
-    report = run(requests=args.requests, concurrency=args.concurrency, seed=args.seed, deadline=args.deadline)
+    report = run(requests=args.requests, concurrency=args.concurrency, seed=args.seed, deadline=args.deadline,
+                 retries=max(0, args.retries))
     text = json.dumps(report, indent=2, ensure_ascii=False)
     print(text)
     if args.json:

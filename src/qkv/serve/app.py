@@ -106,7 +106,7 @@ class Limits:
     workers: computations running at once (threads); queue: requests waiting beyond those before
     the server answers 429; upload_bytes: the largest example file (413 beyond); text_chars: the
     longest text accepted before tokenising (422 beyond; the model's own token limit applies too);
-    cache_bytes: memory for cached weights of recent texts.
+    cache_bytes: memory for the weights and traces of recent requests.
     """
 
     workers: int = 2
@@ -174,28 +174,39 @@ def _untruncated(tokenizer: Any):
     return counter
 
 
-class WeightsCache:
-    """The (L, H, T, T) weights of recent (model, text) pairs, least recently used dropped first, bounded in bytes."""
+class Cache:
+    """Recent results (a model's weights (L, H, T, T), Traces), least recently used dropped first, bounded in bytes.
+
+    Two requests for the same key at once may both compute it (the second result is dropped): simpler
+    than a lock per key, and the gate bounds how many run.
+    """
 
     def __init__(self, max_bytes: int):
         self.max_bytes, self.bytes = max_bytes, 0
-        self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._items: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str], compute: Callable[[], np.ndarray]) -> np.ndarray:
+    def get(self, key: tuple, compute: Callable[[], Any]) -> Any:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
-                return self._items[key]
+                return self._items[key][0]
         value = compute()
+        size = _nbytes(value)
         with self._lock:
-            if key not in self._items and value.nbytes <= self.max_bytes:
-                self._items[key] = value
-                self.bytes += value.nbytes
+            if key not in self._items and size <= self.max_bytes:
+                self._items[key] = (value, size)
+                self.bytes += size
                 while self.bytes > self.max_bytes:
-                    _, dropped = self._items.popitem(last=False)
-                    self.bytes -= dropped.nbytes
+                    _, (_, dropped) = self._items.popitem(last=False)
+                    self.bytes -= dropped
         return value
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, Trace):
+        return sum(step.value.nbytes for step in value.steps) + 1024
+    return int(getattr(value, "nbytes", 1024))
 
 
 # ---------------------------------------------------------------------------------------------- the gate
@@ -342,7 +353,7 @@ def create_app(models: dict[str, Any], *, limits: Limits = Limits(),
     package = resources.files("qkv")
     assets = {name: (package.joinpath(file).read_bytes(), media) for name, (file, media) in ASSETS.items()}
     index_html = package.joinpath("serve/index.html").read_bytes()
-    cache = WeightsCache(limits.cache_bytes)
+    cache = Cache(limits.cache_bytes)
     gates: dict[int, Gate] = {}   # one per event loop (asyncio objects belong to the loop that made them)
 
     def gate() -> Gate:
@@ -359,7 +370,7 @@ def create_app(models: dict[str, Any], *, limits: Limits = Limits(),
         return entries[name]
 
     def weights_of(model: ModelEntry, text: str) -> np.ndarray:
-        return cache.get((model.name, text), lambda: np.asarray(model.model.attention_weights(text)))
+        return cache.get(("weights", model.name, text), lambda: np.asarray(model.model.attention_weights(text)))
 
     # ------------------------------------------------------------------ page
     async def page(request: Request) -> Response:
@@ -388,9 +399,8 @@ def create_app(models: dict[str, Any], *, limits: Limits = Limits(),
 
     async def api_tokens(request: Request) -> Response:
         model, text = entry(request), _text(request)
-        model.check_text(text, limits)
-        tokens = await gate().run(model.model.tokens, text)
-        return _json({"model": model.name, "tokens": list(tokens)})
+        model.check_text(text, limits)      # tokenising is quick (check_text has just done it): no queue
+        return _json({"model": model.name, "tokens": list(model.model.tokens(text))})
 
     async def api_overview(request: Request) -> Response:
         model, text = entry(request), _text(request)
@@ -413,7 +423,8 @@ def create_app(models: dict[str, Any], *, limits: Limits = Limits(),
         if head is not None and layer is None:
             raise ApiError(400, "head: needs layer too (the same head index exists in every layer)")
         model.check_text(text, limits)
-        return model, lambda: model.model.trace(text, layer=layer, head=head, query=query)
+        key = ("trace", model.name, text, layer, head, query)
+        return model, lambda: cache.get(key, lambda: model.model.trace(text, layer=layer, head=head, query=query))
 
     async def api_trace(request: Request) -> Response:
         _, make = head_trace(request)
