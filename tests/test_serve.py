@@ -289,7 +289,7 @@ def test_every_answer_carries_the_csp_and_stays_on_this_host(client):
     page = client.get("/").text
     assert "http://" not in page and "https://" not in page
     assert client.get("/", headers={"host": "evil.example"}).status_code == 400    # DNS rebinding
-    assert client.get("/static/page.css").content == (Path(qkv.__file__).parent / "viz" / "page.css").read_bytes()
+    assert client.get("/static/page.css").content == (Path(qkv.__file__).parent / "explain" / "page.css").read_bytes()
     assert client.post("/api/trace").status_code == 405
 
 

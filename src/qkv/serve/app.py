@@ -67,11 +67,11 @@ only (style attributes are allowed: the explanations colour heads with them; the
 img-src and font-src allow no outside address)."""
 
 # The page's files: URL name → (package, file name, media type). Read once when the app is built.
-# Paths are inside the qkv package (read through importlib.resources, without importing qkv.viz).
+# Paths are inside the qkv package (read through importlib.resources, without importing the renderers).
 ASSETS = {
     "app.js": ("serve/app.js", "text/javascript; charset=utf-8"),
     "serve.css": ("serve/serve.css", "text/css; charset=utf-8"),
-    "page.css": ("viz/page.css", "text/css; charset=utf-8"),     # the static page's visual language
+    "page.css": ("explain/page.css", "text/css; charset=utf-8"),   # the static page's visual language
 }
 
 # Fields of an example file that hold arrays; in an upload they must be numbers, never file names.
