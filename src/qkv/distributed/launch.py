@@ -69,7 +69,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, ranks: Sequence[int] | None = None,
-              port: int | None = None, threads: int | None = None, backend: str = "gloo") -> list[Any]:
+              port: int | None = None, threads: int | None = None, backend: str = "gloo",
+              env: dict[str, str] | None = None) -> list[Any]:
     """Run ``fn(*args)`` on ``procs`` local ranks joined in one process group; results by rank.
 
     fn must be importable (a module-level function: the processes are spawned). Inside it,
@@ -80,6 +81,8 @@ def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, 
     ranks: start only these ranks (default all); the others must join from elsewhere with the same
         port (another shell, or torchrun) — or, if they never do, the started ones fail after timeout.
     threads: torch threads per rank (default: CPU count // procs, at least 1).
+    env: extra environment variables for the ranks, set before they start (e.g. glibc's
+        MALLOC_MMAP_THRESHOLD_, read once at process start).
     Raises `DistributedError` naming the first rank that failed or died and the message of every
     rank that stopped because of it.
     """
@@ -92,13 +95,22 @@ def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, 
     threads = threads or max(1, (os.cpu_count() or 1) // procs)
     ctx = mp.get_context("spawn")
     children, pipes = {}, {}
-    for rank in ranks:
-        receive, send = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_rank_main, args=(rank, procs, port, threads, backend, timeout, fn, args, send),
-                            name=f"qkv-rank-{rank}", daemon=True)
-        child.start()
-        send.close()
-        children[rank], pipes[rank] = child, receive
+    saved = {name: os.environ.get(name) for name in (env or {})}
+    os.environ.update(env or {})
+    try:
+        for rank in ranks:
+            receive, send = ctx.Pipe(duplex=False)
+            child = ctx.Process(target=_rank_main, args=(rank, procs, port, threads, backend, timeout, fn, args, send),
+                                name=f"qkv-rank-{rank}", daemon=True)
+            child.start()
+            send.close()
+            children[rank], pipes[rank] = child, receive
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     try:
         return _collect(children, pipes, timeout)
     finally:

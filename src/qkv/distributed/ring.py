@@ -42,7 +42,7 @@ from .layout import Block, block_plan, check_layout
 __all__ = ["ring_attention", "RingStats"]
 
 # Scores per tile (B·H·rows·keys): the largest score matrix a rank forms at once.
-_TILE_SCORES = 1 << 20
+_TILE_SCORES = 1 << 18
 
 
 @dataclass
@@ -209,11 +209,15 @@ def _backward(q, k, v, out, lse, d_out, ring: "_Ring", layout: str, causal: bool
             dk_in, dv_in = grads_in_flight.wait(stats)
             dk_part += dk_in
             dv_part += dv_in
-        grads_in_flight = ring.start((dk_part, dv_part), tag=1, step=step, stats=stats)
+        if ring.world == 1:  # alone: the sums are complete and already home
+            dk, dv = dk_part, dv_part
+        else:
+            grads_in_flight = ring.start((dk_part, dv_part), tag=1, step=step, stats=stats)
         stats.steps += 1
         if pending is not None:
             shard = pending.wait(stats)
-    dk, dv = grads_in_flight.wait(stats)  # after P steps the sums for this rank's own shard arrive
+    if grads_in_flight is not None:  # after P steps the sums for this rank's own shard arrive
+        dk, dv = grads_in_flight.wait(stats)
     return dq.to(q.dtype if q.dtype == d_out.dtype else d_out.dtype), dk.to(k.dtype), dv.to(v.dtype)
 
 

@@ -1,0 +1,156 @@
+"""`qkv ring`: ring (and Ulysses) attention across P local processes, measured rank by rank.
+
+Without a launcher it spawns --procs processes joined with gloo on 127.0.0.1; started by torchrun
+(RANK and WORLD_SIZE set) it runs as one rank of that group and rank 0 prints the table.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+from .._io import write_atomic
+from ..errors import InputError
+
+STRATEGIES = ("ring:contiguous", "ring:zigzag", "ulysses")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "ring", help="ring attention across P local processes: time, bytes sent and memory per rank",
+        description="Splits a random sequence of --seq tokens across --procs processes (gloo on 127.0.0.1; or the "
+        "ranks of torchrun), runs a training step (forward + backward) of ring attention in the contiguous and "
+        "zigzag layouts and of Ulysses attention, and prints per rank: wall time, compute (CPU seconds), exposed "
+        "wait, bytes sent (counted, by formula, and as the OS saw them written) and peak memory.")
+    parser.add_argument("--procs", type=int, default=2, help="number of local processes P (default 2)")
+    parser.add_argument("--seq", type=int, default=1024, help="sequence length T, a multiple of 2·P (default 1024)")
+    parser.add_argument("--batch", type=int, default=1, help="batch size B (default 1)")
+    parser.add_argument("--heads", type=int, default=8, help="query heads H (default 8)")
+    parser.add_argument("--kv-heads", type=int, help="key/value heads G (GQA; default H)")
+    parser.add_argument("--dim", type=int, default=64, help="head width D (default 64)")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--no-causal", action="store_true", help="attend to every token (default: causal)")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES),
+                        help=f"comma-separated, from {', '.join(STRATEGIES)} (default all)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed steps per strategy, median reported (default 3)")
+    parser.add_argument("--check", action="store_true",
+                        help="also compare output and gradients with single-process qkv.attention")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds a rank waits for another before failing (default 60)")
+    parser.add_argument("--figure", metavar="PNG", help="write who-holds-what and the causal work per rank")
+    parser.add_argument("--json", metavar="FILE", help="also write every rank's measurements as JSON")
+    parser.add_argument("--fail-rank", type=int, metavar="R",
+                        help="rehearse a failure: rank R exits abruptly before its first step")
+    parser.set_defaults(func=handler)
+
+
+def _validate(args) -> list[str]:
+    from ..distributed.layout import n_chunks
+
+    for name in ("procs", "seq", "batch", "heads", "dim", "repeats"):
+        if getattr(args, name) < 1:
+            raise InputError(f"must be at least 1, got {getattr(args, name)}", field="--" + name)
+    if args.procs > 64:
+        raise InputError(f"at most 64 local processes, got {args.procs}", field="--procs")
+    kv_heads = args.kv_heads or args.heads
+    if kv_heads < 1 or args.heads % kv_heads:
+        raise InputError(f"H={args.heads} must be a multiple of G={kv_heads}", field="--kv-heads")
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown or not strategies:
+        raise InputError(f"unknown {', '.join(map(repr, unknown)) or 'empty list'}; choose from "
+                         f"{', '.join(STRATEGIES)}", field="--strategies")
+    world = _torchrun_world() or args.procs
+    need = max(n_chunks(world, s.partition(":")[2] or "contiguous") for s in strategies)
+    if args.seq % need:
+        raise InputError(f"T={args.seq} is not a multiple of {need} (the zigzag layout cuts the sequence into 2·P "
+                         f"equal chunks, P={world}); try --seq {-(-args.seq // need) * need}", field="--seq")
+    if args.fail_rank is not None and not 0 <= args.fail_rank < world:
+        raise InputError(f"must be a rank in 0 … {world - 1}, got {args.fail_rank}", field="--fail-rank")
+    return strategies
+
+
+def _torchrun_world() -> int | None:
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return int(os.environ["WORLD_SIZE"])
+    return None
+
+
+def handler(args) -> int:
+    from ..distributed import DistributedError, init_from_env, run_local
+    from ..distributed.demo import measure
+
+    strategies = _validate(args)
+    job = functools.partial(measure, seq_len=args.seq, batch=args.batch, heads=args.heads, kv_heads=args.kv_heads,
+                            dim=args.dim, dtype=args.dtype, causal=not args.no_causal, strategies=strategies,
+                            repeats=args.repeats, check=args.check, fail_rank=args.fail_rank)
+    try:
+        if _torchrun_world():
+            import torch.distributed as dist
+
+            init_from_env(timeout=args.timeout)
+            mine = job()
+            every = [None] * dist.get_world_size()
+            dist.all_gather_object(every, mine)
+            dist.destroy_process_group()
+            if mine["rank"] != 0:
+                return 0
+        else:
+            # glibc returns freed blocks above 64 KiB to the OS, so the resident-set peak is the live peak
+            every = run_local(job, args.procs, timeout=args.timeout,
+                              env={"MALLOC_MMAP_THRESHOLD_": "65536"})
+    except DistributedError as exc:
+        print(f"qkv: error: {exc}")
+        return 1
+    print(format_table(every, args))
+    if args.figure:
+        _write_figure(args.figure, every, args)
+        print(f"wrote {args.figure}")
+    if args.json:
+        write_atomic(args.json, json.dumps(every, indent=2))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def format_table(every: list[dict], args) -> str:
+    """The per-rank table and, per strategy, the slowest ÷ fastest rank's compute."""
+    world = len(every)
+    kv = args.kv_heads or args.heads
+    lines = [f"P={world} ranks, T={args.seq} tokens ({args.seq // world} per rank), B={args.batch}, H={args.heads}, "
+             f"G={kv}, D={args.dim}, {args.dtype}, {'non-causal' if args.no_causal else 'causal'}; one training step "
+             f"(forward + backward), median of {args.repeats}; {os.cpu_count()} CPUs shared by all ranks",
+             "", f"{'strategy':<16} {'rank':>4} {'time s':>8} {'compute s':>9} {'wait s':>7} {'sent MiB':>9} "
+             f"{'formula':>9} {'OS wrote':>9} {'peak MiB':>9}" + (f" {'max error':>10}" if args.check else "")]
+    names = [name for name in every[0]["results"]]
+    for name in names:
+        for entry in every:
+            row = entry["results"][name]
+            mib = 1 << 20
+            compute = f"{row['compute_s']:>9.3f}" if row["pairs"] else f"{'—':>9}"  # Ulysses: not counted
+            lines.append(
+                f"{name:<16} {entry['rank']:>4} {row['time_s']:>8.3f} {compute} {row['wait_s']:>7.3f} "
+                f"{row['bytes_sent'] / mib:>9.2f} {row['bytes_formula'] / mib:>9.2f} "
+                f"{row.get('os_bytes_written', float('nan')) / mib:>9.2f} {row.get('peak_mib', float('nan')):>9.1f}"
+                + (f" {row['max_error']:>10.2e}" if args.check else ""))
+    lines.append("")
+    for name in names:
+        compute = [entry["results"][name]["compute_s"] for entry in every]
+        if name.startswith("ring") and min(compute) > 0:
+            lines.append(f"{name}: compute slowest ÷ fastest rank = {max(compute) / min(compute):.2f}")
+    return "\n".join(lines)
+
+
+def _write_figure(path: str, every: list[dict], args) -> None:
+    import io
+
+    from ..distributed.figure import ring_figure
+
+    measured = {name.partition(":")[2]: [entry["results"][name]["compute_s"] for entry in every]
+                for name in every[0]["results"] if name.startswith("ring:")}
+    if args.no_causal:
+        measured = None  # the figure is about causal work
+    fig = ring_figure(len(every), args.seq, measured=measured)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    write_atomic(path, buffer.getvalue())
