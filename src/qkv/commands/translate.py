@@ -1,0 +1,77 @@
+"""`qkv translate "TEXT"`: English → Korean / Japanese with qkv's tiny trained translator (NumPy only).
+
+    qkv translate "I love you" --to ja
+    qkv translate "the big dog saw my cat" --explain --lang ko
+    qkv translate "she helped the teacher" --to ko --figure alignment.png
+
+Greedy decoding with a KV cache, on the checkpoint shipped with qkv (or --checkpoint FILE, as
+written by `qkv train translator`). --explain shows the decoder's cross-attention for each
+generated word (query from the decoder, keys and values from the encoder); --figure draws that
+alignment matrix, where the reordering (the English verb read last) is visible.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import InputError
+
+TARGETS = ("ko", "ja", "both")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "translate", help="translate English into Korean or Japanese with qkv's tiny trained transformer",
+        description="Translate an English sentence of the translator's small grammar (pronouns, a few nouns, "
+        "verbs and places) into Korean and/or Japanese, and show the cross-attention that did it.")
+    parser.add_argument("text", metavar="TEXT", help='English text, e.g. "I love you"')
+    parser.add_argument("--to", default="both", metavar="ko|ja|both", help="target language (default both)")
+    parser.add_argument("--explain", action="store_true",
+                        help="show each generated word's cross-attention over the English words")
+    parser.add_argument("--lang", default="en", metavar="en|ko", help="language of --explain and --figure (default en)")
+    parser.add_argument("--figure", metavar="FILE", help="save the alignment matrix (.png .svg .pdf); needs --to ko or ja")
+    parser.add_argument("--layer", type=int, default=None, metavar="L", help="decoder layer shown (default: the last)")
+    parser.add_argument("--head", type=int, default=None, metavar="H", help="one head (default: the mean of the heads)")
+    parser.add_argument("--digits", type=int, default=2, metavar="N", help="decimals of the weights (default 2)")
+    parser.add_argument("--checkpoint", metavar="FILE", help="a translator checkpoint (default: the one shipped with qkv)")
+    parser.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    if args.to not in TARGETS:
+        raise InputError(f"{args.to!r}: choose ko, ja or both", field="--to")
+    if args.lang not in ("en", "ko"):
+        raise InputError(f"{args.lang!r}: choose en or ko", field="--lang")
+    if args.figure and args.to == "both":
+        raise InputError("a figure shows one language: add --to ko or --to ja", field="--figure")
+    if not 0 <= args.digits <= 8:
+        raise InputError(f"{args.digits}: expected 0 … 8", field="--digits")
+    if args.figure:
+        from ..viz import FORMATS
+
+        if not args.figure.lower().endswith(FORMATS):
+            raise InputError(f"unknown figure format; use one of {', '.join(FORMATS)}", source=args.figure)
+    from ..translator import explain
+    from ..translator.model import load
+
+    model = load(args.checkpoint)
+    langs = ("ko", "ja") if args.to == "both" else (args.to,)
+    translations = [model.translate(args.text, lang) for lang in langs]   # raises InputError on bad text
+    for translation in translations:
+        explain.alignment(translation, layer=args.layer, head=args.head)   # checks --layer / --head
+    parts = []
+    for translation in translations:
+        sentence = " ".join(translation.target)
+        if args.explain:
+            parts.append(explain.explain_text(translation, lang=args.lang, layer=args.layer, head=args.head,
+                                              digits=args.digits))
+        else:
+            parts.append(f"{translation.lang}: {sentence}" if len(langs) > 1 else sentence)
+    print(("\n" if args.explain else "\n").join(parts))
+    if args.figure:
+        from ..viz import write_figure
+
+        figure = explain.alignment_figure(translations[0], layer=args.layer, head=args.head, lang=args.lang)
+        path = write_figure(figure, args.figure)
+        print(f"wrote {path}")
+    return 0

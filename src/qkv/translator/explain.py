@@ -1,0 +1,113 @@
+"""What the translator's cross-attention did: per generated token, which English words it read.
+
+Seed 001's cross-attention, on a model that learned it: when the decoder generates a word, its
+state for the token before that word is the query Q; the encoder's outputs for the English
+words are the keys K and the values V. softmax(Q·Kᵀ/√d_k) are the weights below, read from the
+weights the decoding itself computed (`Translation.cross_weights`), never recomputed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from .model import Translation
+
+__all__ = ["alignment", "explain_text", "alignment_figure"]
+
+_TEXTS = {
+    "en": {
+        "title": "{source} → {target}",
+        "story": ("Cross-attention (seed 001), learned: to generate each word, the decoder's state for the token "
+                  "before it is the query Q; the encoder's outputs for the English words are the keys K and the "
+                  "values V. The weights softmax(Q·Kᵀ/√d_k) say which English words each generated word read."),
+        "which": "layer {layer} of {layers}, {heads}",
+        "mean": "mean of the {n} heads",
+        "head": "head {head} of {n}",
+        "step": "{i}. {word}  (query: the decoder's state for {prev}) reads {reads}",
+        "matrix": "weights (rows: generated words; columns: English words; each row sums to 1):",
+        "order": "English order → {lang} order: {pairs}",
+        "langs": {"ko": "Korean", "ja": "Japanese"},
+    },
+    "ko": {
+        "title": "{source} → {target}",
+        "story": ("학습된 cross-attention (seed 001): 단어 하나를 생성할 때, 그 앞 토큰에 대한 디코더의 상태가 쿼리 Q가 "
+                  "되고, 인코더가 영어 단어들에 대해 만든 출력이 키 K와 값 V가 된다. 가중치 softmax(Q·Kᵀ/√d_k)는 "
+                  "생성된 각 단어가 어떤 영어 단어를 읽었는지를 보여 준다."),
+        "which": "{layers}개 층 중 {layer}번 층, {heads}",
+        "mean": "헤드 {n}개의 평균",
+        "head": "헤드 {n}개 중 {head}번",
+        "step": "{i}. {word}  (쿼리: {prev}에 대한 디코더 상태) → {reads}",
+        "matrix": "가중치 (행: 생성된 단어, 열: 영어 단어, 각 행의 합은 1):",
+        "order": "영어 어순 → {lang} 어순: {pairs}",
+        "langs": {"ko": "한국어", "ja": "일본어"},
+    },
+}
+
+
+def alignment(translation: Translation, *, layer: int | None = None, head: int | None = None) -> np.ndarray:
+    """(T, S) cross-attention weights: generated words × English words, of one decoder layer
+    (default the last) and one head (default: the mean over heads). Each row sums to 1."""
+    n_layers, n_heads = translation.cross_weights.shape[:2]
+    layer = n_layers - 1 if layer is None else layer
+    if not 0 <= layer < n_layers:
+        raise InputError(f"{layer}: the translator has decoder layers 0 … {n_layers - 1}", field="--layer")
+    if head is not None and not 0 <= head < n_heads:
+        raise InputError(f"{head}: the translator has heads 0 … {n_heads - 1}", field="--head")
+    weights = translation.cross_weights[layer]                          # (H, T, S)
+    return weights.mean(axis=0) if head is None else weights[head]
+
+
+def explain_text(translation: Translation, *, lang: str = "en", layer: int | None = None,
+                 head: int | None = None, digits: int = 2, top: int = 2) -> str:
+    """The explanation as plain text in ``lang`` ("en" or "ko")."""
+    if lang not in _TEXTS:
+        raise InputError(f"{lang!r}: the explanation is written in en or ko", field="--lang")
+    words = _TEXTS[lang]
+    n_layers, n_heads = translation.cross_weights.shape[:2]
+    layer_shown = n_layers - 1 if layer is None else layer
+    weights = alignment(translation, layer=layer, head=head)            # (T, S)
+    heads = words["mean"].format(n=n_heads) if head is None else words["head"].format(head=head, n=n_heads)
+    lines = [words["title"].format(source=" ".join(translation.source), target=" ".join(translation.target)), "",
+             words["story"], words["which"].format(layer=layer_shown, layers=n_layers, heads=heads), ""]
+    previous = ["<" + translation.lang + ">"] + translation.target[:-1]
+    for i, (word, prev, row) in enumerate(zip(translation.target, previous, weights), start=1):
+        strongest = np.argsort(-row, kind="stable")[:top]
+        reads = ", ".join(f"{translation.source[j]} {row[j]:.{digits}f}" for j in strongest)
+        lines.append(words["step"].format(i=i, word=word, prev=prev, reads=reads))
+    lines += ["", words["matrix"], _matrix(weights, translation.source, translation.target, digits)]
+    pairs = " · ".join(f"{w}→{translation.source[int(np.argmax(r))]}" for w, r in zip(translation.target, weights))
+    lines += ["", words["order"].format(lang=words["langs"][translation.lang], pairs=pairs)]
+    return "\n".join(lines) + "\n"
+
+
+def _matrix(weights: np.ndarray, source: list[str], target: list[str], digits: int) -> str:
+    from rich.table import Table
+
+    from ..commands.inspect import _render_rich
+
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+    table.add_column("")
+    for word in source:
+        table.add_column(word, justify="right")
+    for word, row in zip(target, weights):
+        table.add_row(word, *(f"{v:.{digits}f}" for v in row))
+    return _render_rich(table).rstrip()
+
+
+def alignment_figure(translation: Translation, *, layer: int | None = None, head: int | None = None,
+                     lang: str = "en"):
+    """The alignment matrix as a matplotlib Figure (qkv.viz.heatmap): generated words as rows,
+    English words as columns; the reordering shows as the verb's column lit at the last row."""
+    from ..viz import fonts, heatmap
+
+    weights = alignment(translation, layer=layer, head=head)
+    n_layers, n_heads = translation.cross_weights.shape[:2]
+    layer_shown = n_layers - 1 if layer is None else layer
+    words = _TEXTS[lang]
+    which = words["which"].format(layer=layer_shown, layers=n_layers,
+                                  heads=words["mean"].format(n=n_heads) if head is None
+                                  else words["head"].format(head=head, n=n_heads))
+    title = f"{' '.join(translation.source)} → {' '.join(translation.target)}\n{which}"
+    with fonts.context():
+        return heatmap(weights, translation.target, translation.source, title=title, cross=True, lang=lang, digits=2)

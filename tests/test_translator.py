@@ -1,0 +1,189 @@
+"""The translator: corpus, the shipped checkpoint, cached decoding, training, the commands."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from qkv.cli import main
+from qkv.translator import corpus, explain
+from qkv.translator.model import Config, Translator, exact_match, init_params, load, save
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def model() -> Translator:
+    return load()
+
+
+# --------------------------------------------------------------------------- corpus
+def test_corpus_reorders_and_marks_particles():
+    """Hand-written translations of the grammar's cases (the lexicon's own words, put together as
+    Korean and Japanese grammar say): SOV order, topic/object particles by the last syllable, the
+    verbs whose objects take に/が/에게, the place after the subject, past tense."""
+    P, V, N = corpus.PRONOUNS, {v.base: v for v in corpus.VERBS}, {n.en: n for n in corpus.NOUNS}
+    I, you, she = (corpus.Phrase(pronoun=P[i]) for i in (0, 1, 3))
+    cases = [
+        (corpus.Sentence(I, V["love"], you), "I love you", "나는 너를 사랑해", "私は あなたを 愛してる"),
+        (corpus.Sentence(she, V["like"], corpus.Phrase(noun=N["teacher"])), "she likes the teacher",
+         "그녀는 선생님을 좋아해", "彼女は 先生が 好きだ"),
+        (corpus.Sentence(corpus.Phrase(determiner="my", adjective="big", noun=N["dog"]), V["phone"], you,
+                         past=True, place=corpus.PLACES[0]),
+         "my big dog phoned you in the park", "내 큰 개는 공원에서 너에게 전화했어", "私の 大きい 犬は 公園で あなたに 電話した"),
+        (corpus.Sentence(corpus.Phrase(noun=N["king"]), V["wait for"], corpus.Phrase(determiner="your", noun=N["cat"])),
+         "the king waits for your cat", "왕은 너의 고양이를 기다려", "王は あなたの 猫を 待つ"),
+    ]
+    for sentence, en, ko, ja in cases:
+        assert " ".join(sentence.english()) == en
+        assert " ".join(sentence.target("ko")) == ko
+        assert " ".join(sentence.target("ja")) == ja
+
+
+def test_held_out_compositions_never_reach_training():
+    rng = np.random.default_rng(5)
+    stream = corpus.training_sentences(rng)
+    seen = {next(stream).composition for _ in range(3000)}
+    held = corpus.held_out_sentences(200)
+    assert all(corpus.is_held_out(s.composition) for s in held)
+    assert not seen & {s.composition for s in held}
+    # every word of the held-out sentences does occur in training, in other combinations
+    training_words = {w for _ in range(3000) for s in [next(stream)] for w in s.english()}
+    assert {w for s in held for w in s.english()} <= training_words
+    assert len({tuple(s.english()) for s in held}) == 200
+
+
+# --------------------------------------------------------------------------- the shipped model
+def test_shipped_checkpoint_translates_held_out_sentences(model):
+    """≥ 95 % exact match on 300 sentences whose (subject, verb, object) composition never occurs
+    in training, for both languages; the examples of the docs are exact."""
+    held = corpus.held_out_sentences(300)
+    for lang in corpus.LANGUAGES:
+        assert exact_match(model, held, lang) >= 0.95
+    assert " ".join(model.translate("I love you", "ja").target) == "私は あなたを 愛してる"
+    assert " ".join(model.translate("I love you.", "ko").target) == "나는 너를 사랑해"
+
+
+def test_cached_decoding_equals_uncached(model):
+    texts = ["I love you", "my small bird saw the kind teacher in the garden", "they waited for him"]
+    for lang in corpus.LANGUAGES:
+        cached = model.translate_batch(texts, lang)
+        uncached = model.translate_batch(texts, lang, use_cache=False)
+        for a, b in zip(cached, uncached):
+            assert a.target == b.target
+            np.testing.assert_allclose(a.cross_weights, b.cross_weights, atol=2e-6)
+        one = model.translate(texts[1], lang, use_cache=False)     # batch padding changes nothing
+        assert one.target == cached[1].target
+        np.testing.assert_allclose(one.cross_weights, cached[1].cross_weights, atol=2e-6)
+
+
+def test_numpy_forward_equals_torch_forward(model):
+    """Inference (NumPy) and training (torch) run the same block code: one forward pass, float64
+    weights in both, same logits."""
+    params64 = {k: v.astype(np.float64) for k, v in model.params.items()}
+    numpy_model = Translator(model.config, params64)
+    torch_model = Translator(model.config, {k: torch.from_numpy(v) for k, v in params64.items()})
+    source = np.array([[5, 9, 3, 0], [7, 2, 11, 4]])
+    source_mask = source != 0
+    target = np.array([[2, 40, 41], [3, 50, 60]])
+    expected = numpy_model.decode(target, numpy_model.encode(source, source_mask), source_mask)
+    got = torch_model.decode(torch.from_numpy(target),
+                             torch_model.encode(torch.from_numpy(source), torch.from_numpy(source_mask)),
+                             torch.from_numpy(source_mask))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-10, atol=1e-10)
+
+
+def test_cross_attention_aligns_and_reorders(model):
+    """The learned alignment: the last generated word (the verb) reads the English verb most,
+    the first (the subject) reads the subject — the reordering SVO → SOV."""
+    for lang in corpus.LANGUAGES:
+        t = model.translate("I love you", lang)
+        weights = explain.alignment(t)                                  # (T, S)
+        np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-5)
+        assert t.source[int(np.argmax(weights[-1]))] == "love"
+        assert t.source[int(np.argmax(weights[1]))] == "you"
+
+
+# --------------------------------------------------------------------------- training
+@pytest.mark.slow
+def test_short_training_lowers_the_loss_and_is_deterministic(tmp_path):
+    from qkv.translator.train import TrainConfig, train
+
+    small = Config(d_model=16, n_heads=2, d_ff=32, n_encoder=1, n_decoder=1)
+    tc = TrainConfig(steps=40, batch_size=16, learning_rate=2e-2, warmup=5, seed=3)
+    model_a, losses_a = train(tc, config=small)
+    _, losses_b = train(tc, config=small)
+    assert losses_a == losses_b
+    start, end = np.mean(losses_a[:5]), np.mean(losses_a[-5:])
+    assert end < 0.8 * start and end < np.log(len(small.target_vocab)) - 1   # well below guessing uniformly
+    path = save(tmp_path / "small.safetensors", model_a.to_numpy())
+    again = load(path)
+    for name, value in model_a.to_numpy().params.items():
+        np.testing.assert_array_equal(again.params[name], value)
+
+
+def test_train_command_writes_a_checkpoint(tmp_path, capsys, monkeypatch):
+    from qkv.translator import train as train_module
+
+    monkeypatch.setattr(train_module, "Config", lambda: Config(d_model=8, n_heads=2, d_ff=8, n_encoder=1,
+                                                               n_decoder=1))
+    out = tmp_path / "t.safetensors"
+    assert main(["train", "translator", "--steps", "3", "--batch-size", "4", "--eval", "5", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "held-out exact match" in printed and str(out) in printed
+    assert load(out).config.d_model == 8
+
+
+# --------------------------------------------------------------------------- commands
+def test_translate_command(capsys):
+    assert main(["translate", "I love you", "--to", "ja"]) == 0
+    assert capsys.readouterr().out.strip() == "私は あなたを 愛してる"
+    assert main(["translate", "I love you"]) == 0
+    assert capsys.readouterr().out.split("\n")[:2] == ["ko: 나는 너를 사랑해", "ja: 私は あなたを 愛してる"]
+
+
+@pytest.mark.parametrize("lang, words", [("en", ["query", "love"]), ("ko", ["쿼리", "love"])])
+def test_translate_explain(capsys, lang, words):
+    assert main(["translate", "I love you", "--to", "ko", "--explain", "--lang", lang]) == 0
+    text = capsys.readouterr().out
+    assert all(w in text for w in words)
+    assert "사랑해" in text
+
+
+def test_translate_figure(tmp_path, capsys):
+    path = tmp_path / "align.png"
+    assert main(["translate", "my big dog saw you", "--to", "ja", "--figure", str(path)]) == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["translate", "I love pizza"], "unknown word 'pizza'"),
+    (["translate", "   "], "empty"),
+    (["translate", " ".join(["you"] * 17)], "over the translator's limit of 16"),
+    (["translate", "I love you", "--to", "fr"], "--to"),
+    (["translate", "I love you", "--figure", "x.png"], "one language"),
+    (["translate", "I love you", "--to", "ko", "--head", "9", "--explain"], "--head"),
+    (["translate", "I love you", "--checkpoint", "/nonexistent/t.safetensors"], "cannot read"),
+    (["train", "translator", "--steps", "0"], "--steps"),
+    (["train", "translator", "--out", "/nonexistent/dir/t.safetensors"], "does not exist"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, args, message):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qkv: error:") and err.count("\n") == 1 and message in err
+
+
+def test_translate_needs_no_torch(tmp_path):
+    """The shipped model runs with NumPy only: torch is never imported by `qkv translate`."""
+    import subprocess
+
+    code = ("import sys\n"
+            "from qkv.cli import main\n"
+            "status = main(['translate', 'I love you', '--to', 'ko', '--explain'])\n"
+            "assert 'torch' not in sys.modules, 'torch was imported'\n"
+            "raise SystemExit(status)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "나는 너를 사랑해" in done.stdout
