@@ -1,48 +1,415 @@
-"""File output that never leaves a half-written file: write to a temporary file, then rename."""
+"""Reading user input and writing files safely: the one place for both.
+
+Writing (``write_atomic``, ``write_atomic_with``, ``check_output``, ``all_or_nothing``):
+- a regular file (or a new one) is written atomically: a temporary file beside it, renamed over
+  it; a symbolic link is followed and its target replaced (the link stays a link) with the
+  target's permission bits kept;
+- a pipe or a terminal (a FIFO or character device, e.g. /dev/stdout) is written directly, never
+  replaced; so is a regular file reached through one of this process's descriptors
+  (/dev/stdout redirected to a file, /proc/self/fd/N), opened for appending;
+- refused with one `InputError`: the empty path, a directory, a block device or socket, a path
+  in /proc or /sys, a missing directory, a read-only file (no write bit, even for root);
+- inside ``with all_or_nothing():`` (the command line wraps every command in it) nothing is
+  renamed into place or written to a pipe until the block ends without an exception, so a
+  failing command leaves every output path as it was.
+
+Reading (``read_text``, ``load_json``, ``load_toml``, ``parse_int``): bounded sizes and nesting,
+strict integers, and every failure an `InputError` naming the file.
+"""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import contextvars
+import io
+import json
 import os
+import re
+import stat
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 from .errors import InputError
 
-__all__ = ["write_atomic", "write_atomic_with"]
+__all__ = ["write_atomic", "write_atomic_with", "check_output", "all_or_nothing", "read_text", "load_json",
+           "load_toml", "parse_int", "as_int", "int_option", "check_input_file", "MAX_FILE_BYTES", "MAX_DEPTH",
+           "MAX_INT_DIGITS"]
+
+MAX_FILE_BYTES = 64 * 2**20       # the largest TOML/JSON document read (example files, saved traces, configs)
+MAX_DEPTH = 64                    # the deepest nesting of lists/tables accepted in a document
+MAX_INT_DIGITS = 18               # the longest integer accepted on the command line or as a field
+KERNEL_FILESYSTEMS = ("/proc", "/sys")
+
+
+# =========================================================================== writing
+@dataclass(frozen=True)
+class _Plan:
+    """Where and how one output is written: ``direct`` (open and write in place) or atomic rename."""
+
+    path: Path          # what the user named
+    target: Path        # the file that is written (a symlink's target)
+    direct: bool
+    append: bool = False
+    mode: int | None = None
+
+
+def _fail(problem: str, path: Any, field: str | None) -> InputError:
+    return InputError(problem, source=str(path) if str(path) else None, field=field)
+
+
+def _in_kernel_fs(path: str) -> bool:
+    return any(path == top or path.startswith(top + "/") for top in KERNEL_FILESYSTEMS)
+
+
+def _through_kernel_fs(text: str) -> bool:
+    """Whether following ``text``'s links passes through /proc or /sys (e.g. /dev/stdout → /proc/self/fd/1)."""
+    current = os.path.abspath(text)
+    for _ in range(40):
+        parent, name = os.path.split(current)
+        parent = os.path.realpath(parent)
+        if _in_kernel_fs(parent):
+            return True
+        full = os.path.join(parent, name)
+        if not os.path.islink(full):
+            return False
+        current = os.path.join(parent, os.readlink(full))
+    return False
+
+
+def _plan(path: str | os.PathLike, field: str | None = None) -> _Plan:
+    """Validate an output path and decide how to write it (raises InputError with one line)."""
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if not text.strip():
+        raise InputError("the file name is empty", field=field)
+    if "\0" in text:
+        raise _fail("the file name contains a NUL character", repr(text), field)
+    try:
+        st = os.stat(text)                                            # follows symbolic links
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise _fail("a part of the path is a file, not a directory", text, field) from None
+    except OSError as exc:
+        raise _fail(f"cannot use this path ({exc.strerror or exc})", text, field) from None
+    if st is not None:
+        kind = st.st_mode
+        if stat.S_ISDIR(kind):
+            raise _fail("is a directory; name a file", text, field)
+        if stat.S_ISFIFO(kind) or stat.S_ISCHR(kind):
+            if not os.access(text, os.W_OK):
+                raise _fail("is not writable", text, field)
+            return _Plan(Path(text), Path(text), direct=True)
+        if not stat.S_ISREG(kind):
+            what = "a block device" if stat.S_ISBLK(kind) else "a socket" if stat.S_ISSOCK(kind) else "not a file"
+            raise _fail(f"is {what}; qkv writes only files, pipes and terminals", text, field)
+        if _through_kernel_fs(text):
+            real = os.path.realpath(text)
+            if _in_kernel_fs(real):
+                raise _fail("is in /proc or /sys (a kernel interface), not a file qkv writes", text, field)
+            # an open descriptor of this process (/dev/stdout redirected to a file): write through it
+            return _Plan(Path(text), Path(text), direct=True, append=True)
+    real = os.path.realpath(text)
+    if _in_kernel_fs(real) or _in_kernel_fs(os.path.abspath(text)):
+        raise _fail("is in /proc or /sys (a kernel interface), not a file qkv writes", text, field)
+    target = Path(real)
+    folder = target.parent
+    if not folder.is_dir():
+        raise _fail(f"directory {str(Path(text).parent)!r} does not exist", text, field)
+    if st is not None and (not os.access(target, os.W_OK) or not st.st_mode & 0o222):
+        raise _fail("is read-only; qkv does not replace it", text, field)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _fail(f"cannot create files in directory {str(folder)!r} (permission denied)", text, field)
+    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+    return _Plan(Path(text), target, direct=False, mode=mode)
+
+
+def check_output(path: str | os.PathLike, *, field: str | None = None) -> Path:
+    """Validate an output path before any work: raises InputError (one line) if qkv would refuse it.
+
+    Returns the path that would be written (a symbolic link's target; a pipe or terminal itself).
+    """
+    return _plan(path, field).target
+
+
+@dataclass
+class _Batch:
+    """Writes held back until the block of `all_or_nothing` ends: temporary files and direct data."""
+
+    renames: list = field(default_factory=list)      # (temporary path, target)
+    direct: list = field(default_factory=list)       # (plan, bytes)
+
+    def discard(self) -> None:
+        for tmp, _ in self.renames:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        self.renames.clear()
+        self.direct.clear()
+
+    def commit(self) -> None:
+        try:
+            for plan, data in self.direct:
+                _write_direct(plan, data)
+            for tmp, target in self.renames:
+                os.replace(tmp, target)
+        except OSError as exc:
+            self.discard()
+            raise InputError(f"cannot write ({exc.strerror or exc})", source=getattr(exc, "filename", None)) from None
+        finally:
+            self.discard()
+
+
+_PENDING: contextvars.ContextVar[_Batch | None] = contextvars.ContextVar("qkv_pending_writes", default=None)
+
+
+@contextlib.contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """Hold back every write made with `write_atomic`/`write_atomic_with` inside the block.
+
+    When the block ends normally every file is put in place (pipes and terminals first, then the
+    renames); when it raises, the temporary files are removed and every output path is left as it
+    was. Nested blocks join the outer one.
+    """
+    if _PENDING.get() is not None:
+        yield
+        return
+    batch = _Batch()
+    token = _PENDING.set(batch)
+    try:
+        yield
+    except BaseException:
+        batch.discard()
+        raise
+    finally:
+        _PENDING.reset(token)
+    batch.commit()
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
-    """Write text (UTF-8) or bytes to ``path`` atomically; returns the path."""
+    """Write text (UTF-8) or bytes to ``path`` (atomically for a regular file; see the module); returns the path."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     return write_atomic_with(path, lambda handle: handle.write(payload))
 
 
 def write_atomic_with(path: str | os.PathLike, writer: Callable) -> Path:
-    """Call ``writer(binary_file)`` on a temporary file beside ``path``, then rename it into place.
+    """Call ``writer(binary_file)`` and put what it wrote at ``path``; returns ``Path(path)``.
 
-    A missing directory raises InputError naming the path; on any error the temporary file is removed
-    and an existing file at ``path`` is left as it was.
+    Regular files: a temporary file beside the target (a symlink's target), renamed into place
+    with the target's permission bits (a new file gets the umask's). Pipes and terminals: written
+    directly. An unusable path raises InputError naming it (nothing is written); on any error the
+    temporary file is removed and an existing file at ``path`` is left as it was.
     """
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"directory {str(folder)!r} does not exist", source=str(target))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    plan = _plan(path)
+    batch = _PENDING.get()
+    if plan.direct:
+        buffer = io.BytesIO()
+        writer(buffer)
+        if batch is not None:
+            batch.direct.append((plan, buffer.getvalue()))
+        else:
+            try:
+                _write_direct(plan, buffer.getvalue())
+            except OSError as exc:
+                raise InputError(f"cannot write ({exc.strerror or exc})", source=str(plan.path)) from None
+        return plan.path
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{plan.target.name}.", suffix=".tmp", dir=plan.target.parent)
+    except OSError as exc:
+        raise InputError(f"cannot create a file in {str(plan.target.parent)!r} ({exc.strerror or exc})",
+                         source=str(plan.path)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             writer(handle)
-        # mkstemp creates 0600; give the file the mode an ordinary open() would (or keep the old one's)
-        os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
+        os.chmod(tmp, plan.mode)
+        if batch is not None:
+            batch.renames.append((tmp, plan.target))
+        else:
+            os.replace(tmp, plan.target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, (BrokenPipeError, InterruptedError)):
+            raise InputError(f"cannot write ({exc.strerror or exc})", source=str(plan.path)) from None
         raise
-    return target
+    return plan.path
+
+
+def _write_direct(plan: _Plan, data: bytes) -> None:
+    flags = os.O_WRONLY | (os.O_APPEND if plan.append else 0)
+    fd = os.open(plan.target, flags)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# =========================================================================== reading
+def check_input_file(path: str | os.PathLike, *, source: str | None = None, field: str | None = None,
+                     what: str = "file", fifo: bool = True, shown: str | None = None) -> Path:
+    """An existing regular file (or, with ``fifo``, a named pipe) to read; otherwise one precise InputError.
+
+    ``source``/``field`` name where the path was given (default: the path itself is the source);
+    ``shown`` is the name as the user wrote it (default: the path).
+    """
+    path = Path(path)
+    name = f"{what} {short_repr(shown if shown is not None else str(path))} " if source is not None else ""
+
+    def fail(problem: str) -> InputError:
+        return InputError(name + problem, source=source or str(path), field=field)
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise fail("is a symbolic link to a missing file" if os.path.islink(path)
+                   else "not found" if name else "file not found") from None
+    except NotADirectoryError:
+        raise fail("not found (a part of the path is a file, not a directory)") from None
+    except OSError as exc:
+        raise fail(f"cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise fail("is a directory, not a file")
+    if not (stat.S_ISREG(st.st_mode) or (fifo and stat.S_ISFIFO(st.st_mode))):
+        kind = ("a character device" if stat.S_ISCHR(st.st_mode) else "a block device" if stat.S_ISBLK(st.st_mode)
+                else "a named pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "not a regular file")
+        raise fail(f"is {kind}, not a regular file")
+    if stat.S_ISREG(st.st_mode) and st.st_size > MAX_FILE_BYTES:
+        raise fail(f"is {st.st_size / 2**20:.0f} MiB; qkv reads files of at most {MAX_FILE_BYTES // 2**20} MiB")
+    return path
+
+
+def read_text(path: str | os.PathLike, *, source: str | None = None, field: str | None = None,
+              limit: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of a file of at most ``limit`` bytes (checked before and while reading)."""
+    path = check_input_file(path, source=source, field=field)
+    where = source or str(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read the file ({exc.strerror or exc})", source=where, field=field) from None
+    if len(data) > limit:
+        raise InputError(f"is larger than {limit // 2**20} MiB, the most qkv reads", source=where, field=field)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=where, field=field) from None
+
+
+def load_json(text: str, *, source: str) -> Any:
+    """Parse JSON text: malformed text, huge integers and deep nesting are InputErrors naming ``source``.
+
+    NaN and Infinity (not JSON, but Python's json accepts them) are returned as floats; callers that
+    need finite numbers check them.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", source=source) from None
+    except RecursionError:
+        raise InputError(f"malformed JSON: nested more than {MAX_DEPTH} levels deep", source=source) from None
+    except ValueError as exc:          # e.g. an integer longer than Python's conversion limit (4300 digits)
+        raise InputError(f"malformed JSON: {_first_line(exc)}", source=source) from None
+    _check_depth(data, source)
+    return data
+
+
+def load_toml(text: str, *, source: str) -> dict:
+    """Parse TOML text, with the same guarantees as `load_json`."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"malformed TOML: {_first_line(exc)}", source=source) from None
+    except RecursionError:
+        raise InputError(f"malformed TOML: nested more than {MAX_DEPTH} levels deep", source=source) from None
+    except ValueError as exc:
+        raise InputError(f"malformed TOML: {_first_line(exc)}", source=source) from None
+    _check_depth(data, source)
+    return data
+
+
+def _check_depth(data: Any, source: str) -> None:
+    """Refuse documents nested deeper than MAX_DEPTH (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (list, dict)):
+            if depth > MAX_DEPTH:
+                raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source)
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items if isinstance(item, (list, dict)))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if "Exceeds the limit" in text and "digits" in text:     # Python's guard against huge int conversions
+        return "an integer has more than 4300 digits"
+    lines = text.splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+# =========================================================================== integers
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def as_int(value: Any) -> int | None:
+    """``value`` as an int when it is one: an int (not a bool) or a string of ASCII digits with an
+    optional sign and surrounding spaces, at most MAX_INT_DIGITS digits; otherwise None.
+
+    Stricter than ``int()`` and ``str.isdigit``: '²', '٣', '１', '1_000', '1e3' and '' are not integers.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if not isinstance(value, str):
+        return None
+    text = value.strip(" \t")
+    if not _INTEGER.fullmatch(text) or len(text.lstrip("+-")) > MAX_INT_DIGITS:
+        return None
+    return int(text)
+
+
+def parse_int(value: Any, *, field: str | None = None, source: str | None = None, low: int | None = None,
+              high: int | None = None, what: str = "a whole number") -> int:
+    """A strict integer (see `as_int`) within [low, high], or an InputError naming the field."""
+    number = as_int(value)
+    span = ("" if low is None and high is None else f" from {low} to {high}" if low is not None and high is not None
+            else f" ≥ {low}" if low is not None else f" ≤ {high}")
+    if number is None or (low is not None and number < low) or (high is not None and number > high):
+        raise InputError(f"{short_repr(value)}: expected {what}{span}", source=source, field=field)
+    return number
+
+
+def int_option(low: int | None = None, high: int | None = None, what: str = "a whole number") -> Callable[[str], int]:
+    """An argparse ``type=`` that parses strictly (argparse reports the message as one line)."""
+
+    def convert(text: str) -> int:
+        try:
+            return parse_int(text, low=low, high=high, what=what)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+
+    convert.__name__ = "integer"
+    return convert
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """repr(value), cut to ``limit`` characters (messages stay one short line)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -22,18 +22,25 @@ Every problem is an `InputError` naming the file, the field and what is wrong.
 
 from __future__ import annotations
 
-import json
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._io import as_int, check_input_file, load_json, load_toml, read_text, short_repr
 from .errors import InputError
 
-__all__ = ["Spec", "load_spec", "parse_spec", "read_document", "read_array", "resolve_query", "FIELDS"]
+__all__ = ["Spec", "load_spec", "parse_spec", "read_document", "read_array", "resolve_query", "FIELDS",
+           "MAX_MAGNITUDE", "MAX_NUMBERS", "MAX_TOKENS", "MAX_WIDTH", "MAX_SCORES"]
+
+# Bounds on a user example (checked before any attention is computed; docs/reliability.md).
+MAX_MAGNITUDE = 1e30     # |every input number|: keeps every step finite in float64 (1e30⁴·2048³ < 1e308)
+MAX_NUMBERS = 2**20      # numbers in one array (x, a weight matrix, the mask, ...)
+MAX_TOKENS = 512         # rows of x (queries) and of memory (keys)
+MAX_WIDTH = 2048         # columns of x, memory and every weight matrix
+MAX_SCORES = 2**18       # heads × queries × keys: the score matrices the explanation records
 
 FIELDS = ("title", "tokens", "query", "x", "memory", "memory_tokens", "w_q", "w_k", "w_v", "w_o",
           "b_q", "b_k", "b_v", "b_o", "heads", "mask", "residual", "digits", "notes", "kind", "example",
@@ -84,36 +91,22 @@ class Spec:
 
 # --------------------------------------------------------------------------- reading files
 def read_document(path: str | Path) -> dict:
-    """Parse a .toml or .json file into a dict; every failure is an InputError naming the file."""
+    """Parse a .toml or .json file (at most 64 MiB, nested at most 64 deep) into a dict.
+
+    Every failure is an InputError naming the file (see `qkv._io.read_text`, `load_json`, `load_toml`).
+    """
     path = Path(path)
     source = str(path)
-    if not path.exists():
-        raise InputError("file not found", source=source)
-    if path.is_dir():
-        raise InputError("is a directory, not a file", source=source)
+    check_input_file(path)
     suffix = path.suffix.lower()
     if suffix not in (".toml", ".json"):
         raise InputError(f"unknown file type {suffix or '(none)'!r}; use .toml or .json", source=source)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source) from None
-    except OSError as exc:
-        raise InputError(f"cannot read the file ({exc.strerror})", source=source) from None
+    text = read_text(path)
     if suffix == ".toml":
-        try:
-            doc = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"malformed TOML: {exc}", source=source) from None
-    else:
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                             source=source) from None
-        if not isinstance(doc, dict):
-            raise InputError(f"the JSON must be an object with named fields, got {type(doc).__name__}",
-                             source=source)
+        return load_toml(text, source=source)
+    doc = load_json(text, source=source)
+    if not isinstance(doc, dict):
+        raise InputError(f"the JSON must be an object with named fields, got {_describe(doc)}", source=source)
     return doc
 
 
@@ -124,7 +117,8 @@ def read_array(value: Any, *, source: str, field: str, base: Path | None, ndim: 
     A string names a .npy file (or an .npz/.safetensors file holding exactly one array); a table
     ``{file = "...", key = "...", transpose = false}`` picks one array of an .npz/.safetensors file
     (``transpose = true`` converts torch's (d_out, d_in) layout to qkv's (d_in, d_out), explicitly).
-    Ragged rows, non-numbers and NaN/inf are refused with the row and column (1-based).
+    Ragged rows, non-numbers, NaN/inf and numbers beyond ±MAX_MAGNITUDE are refused with the row
+    and column (1-based); so are arrays of more than MAX_NUMBERS numbers.
     """
     if isinstance(value, (str, dict)):
         array = _array_from_file(value, source=source, field=field, base=base)
@@ -135,7 +129,7 @@ def read_array(value: Any, *, source: str, field: str, base: Path | None, ndim: 
         else:
             array = array.astype(np.float64)
     elif isinstance(value, list):
-        array = _array_from_lists(value, source=source, field=field, boolean=boolean)
+        array = _array_from_lists(value, source=source, field=field, boolean=boolean, ndim=ndim)
     else:
         raise InputError(f"expected a matrix (a list of rows) or an array file name, got {_describe(value)}",
                          source=source, field=field)
@@ -144,16 +138,30 @@ def read_array(value: Any, *, source: str, field: str, base: Path | None, ndim: 
         raise InputError(f"expected {what}, got an array of shape {_shape(array.shape)}", source=source, field=field)
     if array.size == 0:
         raise InputError(f"is empty (shape {_shape(array.shape)})", source=source, field=field)
-    if not boolean and not np.all(np.isfinite(array)):
-        where = np.argwhere(~np.isfinite(array))[0]
-        raise InputError(f"{_position(where)} is {array[tuple(where)]}; every number must be finite",
-                         source=source, field=field)
+    if array.size > MAX_NUMBERS:
+        raise InputError(f"has {array.size:,} numbers (shape {_shape(array.shape)}); an example array may hold "
+                         f"at most {MAX_NUMBERS:,}", source=source, field=field)
+    if not boolean:
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(array) | (np.abs(array) > MAX_MAGNITUDE)
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            raise InputError(f"{_position(where)} is {array[tuple(where)]}; {_RANGE}", source=source, field=field)
     return array
 
 
-def _array_from_lists(value: list, *, source: str, field: str, boolean: bool) -> np.ndarray:
+_RANGE = f"every number must be finite and within ±{MAX_MAGNITUDE:g} (so that every step stays finite)"
+
+
+def _array_from_lists(value: list, *, source: str, field: str, boolean: bool, ndim: int | None) -> np.ndarray:
+    deepest = ndim or 8
+
     def check(item: Any, index: tuple[int, ...]) -> Any:
         if isinstance(item, list):
+            if len(index) >= deepest:
+                what = {1: "a list of numbers", 2: "a matrix (a list of rows)"}.get(ndim, f"{deepest}-D at most")
+                raise InputError(f"{_position(index)} is a list nested too deep: expected {what}",
+                                 source=source, field=field)
             return [check(v, index + (i,)) for i, v in enumerate(item)]
         if boolean:
             if isinstance(item, bool) or (isinstance(item, (int, float)) and item in (0, 1)):
@@ -162,8 +170,10 @@ def _array_from_lists(value: list, *, source: str, field: str, boolean: bool) ->
                              source=source, field=field)
         if isinstance(item, bool) or not isinstance(item, (int, float)):
             raise InputError(f"{_position(index)} is {_describe(item)}, not a number", source=source, field=field)
-        if not math.isfinite(item):
-            raise InputError(f"{_position(index)} is {item}; every number must be finite", source=source, field=field)
+        if isinstance(item, int) and abs(item) > MAX_MAGNITUDE:
+            raise InputError(f"{_position(index)} is {_describe(item)}; {_RANGE}", source=source, field=field)
+        if not math.isfinite(item) or abs(item) > MAX_MAGNITUDE:
+            raise InputError(f"{_position(index)} is {item}; {_RANGE}", source=source, field=field)
         return item
 
     checked = check(value, ())
@@ -198,16 +208,22 @@ def _array_from_file(value: str | dict, *, source: str, field: str, base: Path |
     else:
         name, key, transpose = value, None, False
     path = Path(name) if base is None or Path(name).is_absolute() else base / name
-    if not path.is_file():
-        raise InputError(f"array file {name!r} not found" + (f" (looked in {str(path.parent)!r})" if base else ""),
-                         source=source, field=field)
+    if not name:
+        raise InputError("the array file name is empty", source=source, field=field)
+    try:
+        check_input_file(path, source=source, field=field, what="array file", fifo=False, shown=name)
+    except InputError as exc:
+        if "not found" in exc.problem and base is not None and not Path(name).is_absolute():
+            raise InputError(f"{exc.problem} (looked in {str(path.parent)!r})", source=source, field=field) from None
+        raise
     suffix = path.suffix.lower()
     try:
         if suffix == ".npy":
             if key is not None:
                 raise InputError(f"{name!r} is a .npy file holding one array; it has no key {key!r}",
                                  source=source, field=field)
-            array = np.load(path, allow_pickle=False)
+            array = np.load(path, allow_pickle=False, mmap_mode="r")
+            _check_count(array.shape, name, source=source, field=field)
         elif suffix in (".npz", ".safetensors"):
             arrays = _load_many(path, suffix)
             if key is None:
@@ -235,9 +251,19 @@ def _array_from_file(value: str | dict, *, source: str, field: str, base: Path |
     return array
 
 
+def _check_count(shape, name: str, *, source: str, field: str) -> None:
+    count = int(np.prod(shape, dtype=object))
+    if count > MAX_NUMBERS:
+        raise InputError(f"{name!r} holds {count:,} numbers (shape {_shape(shape)}); an example array may hold at "
+                         f"most {MAX_NUMBERS:,}", source=source, field=field)
+
+
 def _load_many(path: Path, suffix: str) -> dict[str, np.ndarray]:
     if suffix == ".npz":
         with np.load(path, allow_pickle=False) as archive:
+            # refuse a small archive that expands to something huge before decompressing it
+            if sum(info.file_size for info in archive.zip.infolist()) > 16 * MAX_NUMBERS * 8:
+                raise ValueError("it expands to more than an example's arrays may hold")
             return {k: archive[k] for k in archive.files}
     from safetensors.numpy import load_file
 
@@ -262,12 +288,17 @@ def _position(index) -> str:
 
 
 def _describe(value: Any) -> str:
+    """A short, one-line description of a field's value for messages."""
     if isinstance(value, str):
-        return repr(value)
+        return short_repr(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):
         return "a table"
+    if isinstance(value, int) and abs(value) >= 10**18:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
     return f"{value!r}" if isinstance(value, (int, float)) else f"a {type(value).__name__}"
 
 
@@ -281,23 +312,38 @@ def read_tokens(doc: dict, name: str, count: int, *, source: str, rows_of: str) 
     if name not in doc:
         raise InputError(f"missing: give one token string per row of {rows_of}", source=source, field=name)
     tokens = doc[name]
-    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+    if not isinstance(tokens, list):
         raise InputError(f"expected a list of strings, got {_describe(tokens)}", source=source, field=name)
+    for i, token in enumerate(tokens):
+        if not isinstance(token, str):
+            raise InputError(f"entry {i + 1} is {_describe(token)}, not a string (tokens are strings)",
+                             source=source, field=name)
     if len(tokens) != count:
         raise InputError(f"has {len(tokens)} tokens but {rows_of} has {count} rows", source=source, field=name)
     return list(tokens)
 
 
-def resolve_query(query: Any, tokens: list[str], *, source: str, field: str = "query") -> int:
-    """The row index of ``query``: a token string (its first occurrence), or an integer row index."""
+def resolve_query(query: Any, tokens: list[str], *, source: str | None, field: str = "query") -> int:
+    """The row index of ``query``: a token string (its first occurrence), or an integer row index
+    (an int, or a string of ASCII digits that is no token; parsed by `qkv._io.as_int`)."""
     if isinstance(query, str) and query in tokens:
         return tokens.index(query)
-    if isinstance(query, int) and not isinstance(query, bool) and 0 <= query < len(tokens):
-        return query
-    if isinstance(query, str) and query.lstrip("-").isdigit() and 0 <= int(query) < len(tokens):
-        return int(query)
-    raise InputError(f"{query!r} is not one of the tokens ({', '.join(tokens)}) nor a row index 0–{len(tokens) - 1}",
+    number = as_int(query)
+    if number is not None and 0 <= number < len(tokens):
+        return number
+    shown = ", ".join(tokens[:12]) + (f", … ({len(tokens)} tokens)" if len(tokens) > 12 else "")
+    raise InputError(f"{_describe(query)} is not one of the tokens ({shown}) nor a row index 0–{len(tokens) - 1}",
                      source=source, field=field)
+
+
+def _check_size(rows: int | None, columns: int, name: str, *, source: str) -> None:
+    """MAX_TOKENS rows (tokens) and MAX_WIDTH columns at most, before any attention is computed."""
+    if rows is not None and rows > MAX_TOKENS:
+        raise InputError(f"has {rows:,} rows (tokens); an example may have at most {MAX_TOKENS}", source=source,
+                         field=name)
+    if columns > MAX_WIDTH:
+        raise InputError(f"has {columns:,} columns; an example's widths are at most {MAX_WIDTH}", source=source,
+                         field=name)
 
 
 def read_digits(doc: dict, *, source: str) -> dict[str, int]:
@@ -325,13 +371,19 @@ def load_spec(path: str | Path) -> Spec:
 
 def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
     """Validate a parsed example document; shapes must chain from x to y."""
+    if not isinstance(doc, dict):
+        raise InputError(f"expected a table of named fields, got {_describe(doc)}", source=source)
     unknown = [k for k in doc if k not in FIELDS]
     if unknown:
-        raise InputError(f"unknown field (known fields: {', '.join(FIELDS)})", source=source, field=unknown[0])
+        raise InputError(f"unknown field (known fields: {', '.join(FIELDS)})", source=source,
+                         field=short_repr(unknown[0], 40).strip("'"))
     kind = doc.get("kind", "attention")
     if kind != "attention":
-        raise InputError(f"{kind!r} is not a kind of user example; use \"attention\" (or leave it out)",
+        raise InputError(f"{_describe(kind)} is not a kind of user example; use \"attention\" (or leave it out)",
                          source=source, field="kind")
+    for name in ("title", "example", "seed"):
+        if name in doc and not isinstance(doc[name], str):
+            raise InputError(f"expected a string, got {_describe(doc[name])}", source=source, field=name)
 
     def array(name: str, required: bool = True, ndim: int = 2) -> np.ndarray | None:
         if name not in doc:
@@ -342,6 +394,7 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
 
     x = array("x")
     tq, d = x.shape
+    _check_size(tq, d, "x", source=source)
     tokens = read_tokens(doc, "tokens", tq, source=source, rows_of="x")
     memory = array("memory", required=False)
     memory_tokens = None
@@ -351,7 +404,12 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
         raise InputError("given without memory (memory_tokens label the rows of memory)", source=source,
                          field="memory_tokens")
     kv_source, d_kv = ("memory", memory.shape[1]) if memory is not None else ("x", d)
+    if memory is not None:
+        _check_size(*memory.shape, "memory", source=source)
     w_q, w_k, w_v, w_o = array("w_q"), array("w_k"), array("w_v"), array("w_o", required=False)
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
+        if w is not None:
+            _check_size(None, w.shape[1], name, source=source)
     for name, w, width, of in (("w_q", w_q, d, "x"), ("w_k", w_k, d_kv, kv_source), ("w_v", w_v, d_kv, kv_source)):
         if w.shape[0] != width:
             raise InputError(f"has {w.shape[0]} rows but {of} has {width} columns; {of}·{name.upper()} needs "
@@ -380,6 +438,10 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
                 raise InputError(f"has {b.shape[0]} values but needs {width}", source=source, field=name)
             biases[name] = b
     tk = tq if memory is None else memory.shape[0]
+    if heads * tq * tk > MAX_SCORES:
+        raise InputError(f"{heads} head(s) × {tq} queries × {tk} keys = {heads * tq * tk:,} scores; an example may "
+                         f"have at most {MAX_SCORES:,} (the explanation records every one)", source=source,
+                         field="heads" if heads > 1 else "x")
     mask, causal = None, False
     if "mask" in doc:
         if doc["mask"] == "causal":
@@ -400,9 +462,58 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
                          f" ({d}); w_o has {w_o.shape[1]}"), source=source, field="residual")
     query = resolve_query(doc.get("query", tokens[-1]), tokens, source=source)
     title = doc.get("title", "")
-    if not isinstance(title, str):
-        raise InputError("expected a string", source=source, field="title")
     return Spec(source=source, tokens=tokens, x=x, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, heads=heads,
                 memory=memory, memory_tokens=memory_tokens, mask=mask, causal=causal, residual=residual,
                 query=query, title=title, example=doc.get("example"), seed=doc.get("seed"), biases=biases,
                 digits=read_digits(doc, source=source), notes=read_notes(doc, source=source))
+
+
+# --------------------------------------------------------------------------- saved traces
+SAVED_FORMATS = ("qkv-trace", "qkv-explanation")
+
+
+def is_saved_trace(doc: dict) -> bool:
+    """Whether a parsed document is a trace saved by qkv (`--format json` or `Trace.to_json`)."""
+    return isinstance(doc, dict) and isinstance(doc.get("format"), str) and doc["format"] in SAVED_FORMATS
+
+
+def read_saved_trace(doc: dict, *, source: str):
+    """The `Trace` of a saved ``qkv-trace`` / ``qkv-explanation`` document, checked enough to render.
+
+    Checks: the trace object is present; every step's values are numbers of its stated shape (bool,
+    int or float), finite except ±inf in a mask step; the tokens are strings and the followed query
+    a row index. Anything else is an InputError naming the file and the field ("trace").
+    """
+    from .trace import Trace
+
+    data = doc.get("trace") if doc.get("format") == "qkv-explanation" else doc
+    if not isinstance(data, dict):
+        raise InputError(f"a qkv-explanation needs its \"trace\" object, got {_describe(data) if data is not None else 'none'}",
+                         source=source, field="trace")
+    if not isinstance(data.get("steps", []), list) or not all(isinstance(s, dict) for s in data.get("steps", [])):
+        raise InputError("\"steps\" must be a list of objects", source=source, field="trace")
+    try:
+        trace = Trace.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, MemoryError) as exc:
+        raise InputError(f"not a readable qkv trace ({type(exc).__name__}: {short_repr(str(exc), 80)})",
+                         source=source, field="trace") from None
+    if not isinstance(trace.title, str) or not isinstance(trace.meta, dict):
+        raise InputError("the title must be a string and meta an object", source=source, field="trace")
+    for step in trace.steps:
+        if not isinstance(step.name, str) or step.value.dtype.kind not in "biuf":
+            raise InputError(f"step {_describe(step.name)} does not hold numbers", source=source, field="trace")
+        if step.value.dtype.kind == "f":
+            allowed = np.isfinite(step.value)
+            if step.name == "mask" or step.name.endswith("/mask"):
+                allowed |= np.isneginf(step.value)
+            if not allowed.all():
+                raise InputError(f"step {_describe(step.name)} holds {step.value[~allowed].flat[0]}; saved values "
+                                 "must be finite (a mask may hold -inf)", source=source, field="trace")
+    meta = trace.meta
+    for name in ("tokens", "key_tokens"):
+        if name in meta and (not isinstance(meta[name], list) or not all(isinstance(t, str) for t in meta[name])):
+            raise InputError(f"meta.{name} must be a list of strings", source=source, field="trace")
+    if "query" in meta and as_int(meta["query"]) is None:
+        raise InputError(f"meta.query must be a row index, got {_describe(meta['query'])}", source=source,
+                         field="trace")
+    return trace

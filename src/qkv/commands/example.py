@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._io import check_output, parse_int, short_repr
 from ..errors import InputError
 from ..trace import Trace
 
@@ -36,23 +37,18 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 def check_options(args: argparse.Namespace) -> int | None:
     """Validate lang, format, digits and the output folders before anything is computed; returns digits."""
     if args.lang not in LANGS:
-        raise InputError(f"{args.lang!r}: expected one of {', '.join(LANGS)}", field="--lang")
+        raise InputError(f"{short_repr(args.lang)}: expected one of {', '.join(LANGS)}", field="--lang")
     if args.format not in FORMATS:
-        raise InputError(f"{args.format!r}: expected one of {', '.join(FORMATS)}", field="--format")
+        raise InputError(f"{short_repr(args.format)}: expected one of {', '.join(FORMATS)}", field="--format")
     digits = None
     if args.digits is not None:
-        text = str(args.digits).strip()
-        if not text.isdigit() or not 0 <= int(text) <= 12:
-            raise InputError(f"{args.digits!r}: expected a whole number of decimals from 0 to 12", field="--digits")
-        digits = int(text)
+        digits = parse_int(args.digits, field="--digits", low=0, high=12, what="a whole number of decimals")
     if args.by_hand and args.format == "html":
         raise InputError("the HTML page shows exact values; use --by-hand with text, markdown or json",
                          field="--by-hand")
     for option, target in (("--out", args.out), ("--figure", args.figure)):
         if target is not None:
-            folder = Path(target).parent
-            if not folder.is_dir():
-                raise InputError(f"directory {str(folder)!r} does not exist", source=target, field=option)
+            check_output(target, field=option)
     if args.figure is not None and Path(args.figure).suffix.lower() not in (".png", ".svg", ".pdf"):
         raise InputError(f"unknown figure type {Path(args.figure).suffix or '(none)'!r}; use .png, .svg or .pdf",
                          source=args.figure, field="--figure")
@@ -94,7 +90,7 @@ def handler(args: argparse.Namespace) -> int:
     from ..explain import texts
 
     if args.lang not in LANGS:
-        raise InputError(f"{args.lang!r}: expected one of {', '.join(LANGS)}", field="--lang")
+        raise InputError(f"{short_repr(args.lang)}: expected one of {', '.join(LANGS)}", field="--lang")
     if args.list:
         lines = [texts.text(args.lang, "list.header")]
         width = max(len(n) for n in examples.names())
@@ -102,7 +98,7 @@ def handler(args: argparse.Namespace) -> int:
         print("\n".join(lines))
         return 0
     if args.name not in examples.names():
-        raise InputError(f"unknown example {args.name!r}; the examples are: {', '.join(examples.names())}",
+        raise InputError(f"unknown example {short_repr(args.name)}; the examples are: {', '.join(examples.names())}",
                          field="NAME")
     digits = check_options(args)
     trace = examples.run(args.name, query=args.query, by_hand=args.by_hand, digits=digits)

@@ -25,25 +25,26 @@ def register(subparsers) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     from ..examples.runner import trace_spec
-    from ..spec import parse_spec, read_document, resolve_query
-    from ..trace import Trace
+    from ..spec import is_saved_trace, parse_spec, read_document, read_saved_trace, resolve_query
 
     digits = check_options(args)
     path = Path(args.file)
     doc = read_document(path)
-    if doc.get("format") in ("qkv-trace", "qkv-explanation"):
-        data = doc["trace"] if doc.get("format") == "qkv-explanation" else doc
-        try:
-            trace = Trace.from_dict(data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"not a readable qkv trace ({exc})", source=str(path), field="trace") from None
-        if args.query is not None:
-            tokens = list(trace.meta.get("tokens") or [])
-            trace.meta["query"] = resolve_query(args.query, tokens, source=None, field="--query")
-        if args.by_hand and not any(s.name.startswith("by hand/") for s in trace.steps):
-            raise InputError("this saved trace has no by-hand steps (save it with --by-hand)", source=str(path),
-                             field="--by-hand")
-    else:
+    if not is_saved_trace(doc):
         spec = parse_spec(doc, source=str(path), base=path.parent)
-        trace = trace_spec(spec, query=args.query, by_hand=args.by_hand, digits=digits)
-    return emit(trace, args, digits)
+        return emit(trace_spec(spec, query=args.query, by_hand=args.by_hand, digits=digits), args, digits)
+    trace = read_saved_trace(doc, source=str(path))
+    if args.query is not None:
+        tokens = list(trace.meta.get("tokens") or [])
+        trace.meta["query"] = resolve_query(args.query, tokens, source=None, field="--query")
+    if args.by_hand and not any(s.name.startswith("by hand/") for s in trace.steps):
+        raise InputError("this saved trace has no by-hand steps (save it with --by-hand)", source=str(path),
+                         field="--by-hand")
+    try:
+        return emit(trace, args, digits)
+    except InputError:
+        raise
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+        # A saved trace is data from a file: one whose steps do not fit together is bad input.
+        raise InputError(f"the saved trace's steps do not fit together ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:80]})", source=str(path), field="trace") from None

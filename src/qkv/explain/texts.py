@@ -92,7 +92,8 @@ EN: dict[str, str] = {
     "none": "none",
     "masked": "masked",
     "softmax.explain": "Softmax turns the scaled scores into weights between 0 and 1 that add up to 1 "
-                       "(exp of each score divided by the sum of the exps):",
+                       "(exp of each score divided by the sum of the exps; a query the mask lets see no key "
+                       "gets weight 0 everywhere):",
     "col.key": "key",
     "col.score": "scaled score",
     "col.weight": "weight",
@@ -102,7 +103,8 @@ EN: dict[str, str] = {
     "out.explain.cross": "The output for {token} is the weighted sum of the encoder's value vectors: information "
                          "from the source sentence, mixed by the weights. It is not the next word itself but an "
                          "intermediate vector the decoder uses to predict it.",
-    "weights.matrix": "The weights of every query (each row adds up to 1) and every token's output:",
+    "weights.matrix": "The weights of every query (each row adds up to 1, or is all 0 where the mask lets a "
+                      "query see no key) and every token's output:",
     # heads together
     "h.concat": "Concatenating the heads",
     "concat.explain": "The {h} heads' outputs are put side by side: H is {t} × {width}.",
@@ -267,7 +269,7 @@ EN: dict[str, str] = {
     "page.krow": "key vector k",
     "page.storage": "numbers shown to {d} decimals (stored as integers × 10^−{d}, exact to what is shown)",
     "page.no_data": "This trace records no attention weights to draw.",
-    "page.sum1": "the weights of a row sum to 1",
+    "page.sum1": "the weights of a row sum to 1 (all 0 when every key is masked)",
     "page.legend": "weight (one scale everywhere: 0 to 1, shaded by √weight); hatched grey: masked",
     "page.zoom_in": "zoom in",
     "page.zoom_out": "zoom out",
@@ -359,7 +361,7 @@ KO: dict[str, str] = {
     "none": "없음",
     "masked": "마스크",
     "softmax.explain": "소프트맥스는 스케일링한 점수를 합이 1인 0과 1 사이의 가중치로 정규화한다 (각 점수의 exp를 "
-                       "exp들의 합으로 나눈다):",
+                       "exp들의 합으로 나눈다. 마스크 때문에 볼 수 있는 키가 하나도 없는 Query는 모든 가중치가 0이다):",
     "col.key": "Key",
     "col.score": "스케일링한 점수",
     "col.weight": "가중치",
@@ -369,7 +371,7 @@ KO: dict[str, str] = {
     "out.explain.cross": "{token}의 출력은 인코더 Value 벡터들의 가중합으로, 소스 문장의 정보를 가중치에 따라 섞은 "
                          "것이다. 이것은 다음 단어 그 자체가 아니라, 디코더가 다음 토큰을 예측하는 데 쓰는 "
                          "중간 벡터이다.",
-    "weights.matrix": "모든 Query의 가중치(각 행의 합은 1)와 모든 토큰의 출력:",
+    "weights.matrix": "모든 Query의 가중치(각 행의 합은 1, 마스크로 모든 키가 가려진 행은 모두 0)와 모든 토큰의 출력:",
     # heads together
     "h.concat": "헤드 결합 (concatenate)",
     "concat.explain": "head {h}개의 출력을 나란히 이어 붙인다: H는 {t} × {width} 형태이다.",
@@ -530,7 +532,7 @@ KO: dict[str, str] = {
     "page.krow": "키 벡터 k",
     "page.storage": "소수점 {d}자리까지 표시 (정수 × 10^−{d}로 저장, 보이는 값 그대로)",
     "page.no_data": "이 trace에는 그릴 어텐션 가중치가 없다.",
-    "page.sum1": "한 행의 가중치 합은 1",
+    "page.sum1": "한 행의 가중치 합은 1 (모든 키가 가려진 행은 모두 0)",
     "page.legend": "가중치 (모든 곳에 같은 눈금: 0 ~ 1, √가중치로 음영); 빗금 친 회색: 마스크",
     "page.zoom_in": "확대",
     "page.zoom_out": "축소",
