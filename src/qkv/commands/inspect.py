@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._io import as_int, int_option
 from ..errors import InputError
 
 FORMATS = ("text", "markdown", "json", "html")
@@ -47,10 +48,10 @@ def register(subparsers) -> None:
     parser.add_argument("--query", metavar="TOKEN",
                         help="the query token to follow (a token or a row index; default the first token after [CLS], "
                         "or the last token for a causal model)")
-    parser.add_argument("--top", type=int, default=5, metavar="K", help="how many top keys to list (default 5)")
+    parser.add_argument("--top", type=int_option(), default=5, metavar="K", help="how many top keys to list (default 5)")
     parser.add_argument("--format", default="text", metavar="FORMAT", help="text | markdown | json | html (default text)")
     parser.add_argument("--lang", default="en", metavar="en|ko", help="language of the derivation (default en)")
-    parser.add_argument("--digits", type=int, default=3, metavar="N", help="decimals shown (default 3)")
+    parser.add_argument("--digits", type=int_option(), default=3, metavar="N", help="decimals shown (default 3)")
     parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
     parser.add_argument("--figure", metavar="FILE", help="also save a figure (.png .svg .pdf)")
     parser.add_argument("--full", action="store_true",
@@ -80,6 +81,9 @@ def handler(args: argparse.Namespace) -> int:
     tokens = model.tokens(args.text)
     if not tokens:
         raise InputError("the text has no tokens for this model", field="TEXT")
+    if truncated(model, args.text):
+        print(f"qkv: note: the text is longer than this model reads; only its first {len(tokens)} tokens are used",
+              file=sys.stderr)
     if args.query is None:
         query = len(tokens) - 1 if _causal(model) else (1 if len(tokens) > 2 else 0)
     else:
@@ -87,6 +91,8 @@ def handler(args: argparse.Namespace) -> int:
             query = model.query_index(tokens, args.query)
         except InputError as exc:
             raise InputError(exc.problem, field="--query") from None
+        except ValueError:          # a string str.isdigit accepts but no integer ('²'): neither token nor index
+            raise InputError(f"{args.query!r} is not one of the tokens nor a row index", field="--query") from None
     if len(layers) == 1 and len(heads) == 1:
         text = _one_head(model, args, layers[0], heads[0], query)
     else:
@@ -227,7 +233,8 @@ def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], q
     hint = ("pick one with --layer L --head H for its weights and the derivation; --figure FILE.png draws them all; "
             "--format html gives the interactive page")
     return _sections(title, [("tokens", _token_line(tokens))] + _structure(model) + [
-                             (f"the key query {query} “{tokens[query]}” attends to most (· the top word when that is [CLS]/[SEP])",
+                             (f"the key query {query} “{tokens[query]}” attends to most"
+                              + ("" if _causal(model) else " (· the top word when that is [CLS]/[SEP])"),
                               table),
                              ("next", hint)], args.format)
 
@@ -361,8 +368,15 @@ def _selection(option: str, value: str, count: int) -> list[int]:
     """"all" → every index; "3" → [3]; anything else or out of range → InputError naming the option."""
     if str(value).lower() == "all":
         return list(range(count))
-    text = str(value).strip()
-    if not text.lstrip("-").isdigit() or not 0 <= int(text) < count:
-        raise InputError(f"{value!r} is out of range: the model has {count} ({option[2:]}s 0 … {count - 1}, or all)",
+    index = as_int(value)
+    if index is None or not 0 <= index < count:
+        problem = "is out of range" if index is not None else "is not an index"
+        raise InputError(f"{value!r} {problem}: the model has {count} ({option[2:]}s 0 … {count - 1}, or all)",
                          field=option)
-    return [int(text)]
+    return [index]
+
+
+def truncated(model, text: str) -> bool:
+    """Whether the model reads only a first part of ``text`` (its tokenizer cut the rest)."""
+    encode = getattr(getattr(model, "tokenizer", None), "encode", None)
+    return bool(encode is not None and getattr(encode(text), "overflowing", None))

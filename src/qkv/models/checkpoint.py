@@ -5,11 +5,14 @@
       model.safetensors                    or: model.safetensors.index.json + the shards it names
       tokenizer.json                       a `tokenizers` tokenizer
 
-Weights are read with the safetensors library (``safe_open(…, framework="numpy")``, one tensor at a
-time, memory-mapped by safetensors), never unpickled: a directory holding only pytorch_model.bin is
-refused. bfloat16 tensors (NumPy has no such dtype) are widened to float32 exactly, from the raw
-bytes of the same file at the offsets safetensors' header gives. Every problem is one
-`qkv.InputError` naming the file and, where there is one, the tensor or field.
+Weights are safetensors, never unpickled: a directory holding only pytorch_model.bin is refused.
+The safetensors library opens and checks each file (``safe_open``: the header parses, the data
+covers it — a truncated file is refused — and gives each tensor's dtype and shape); the tensor's
+bytes are then memory-mapped (`numpy.memmap` at the offsets of the same header), so a tensor
+already in the dtype asked for is used where it lies, without a copy, and resident memory stays
+about the size of the weights. Other dtypes are converted one tensor at a time; bfloat16 (which
+NumPy lacks) is widened to float32 exactly (its bits are float32's upper half). Every problem is
+one `qkv.InputError` naming the file and, where there is one, the tensor or field.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class Checkpoint:
     directory: Path
     files: dict[str, Path]                       # tensor name → file
     _handles: dict[Path, Any] = field(default_factory=dict, repr=False)
+    _headers: dict[Path, tuple[int, dict]] = field(default_factory=dict, repr=False)
 
     def __contains__(self, name: str) -> bool:
         return name in self.files
@@ -59,7 +63,8 @@ class Checkpoint:
         return sorted(self.files)
 
     def get(self, name: str, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
-        """Tensor ``name`` as a C-contiguous array of ``dtype`` with exactly ``shape`` (else InputError)."""
+        """Tensor ``name`` as a C-contiguous, read-only array of ``dtype`` with exactly ``shape`` (else
+        InputError): a memory map of the file when it is stored in ``dtype``, else a converted copy."""
         path = self.files.get(name)
         if path is None:
             raise InputError("tensor missing", source=str(self._describe()), field=name)
@@ -69,16 +74,37 @@ class Checkpoint:
         if stored != tuple(shape):
             raise InputError(f"has shape {stored}, config.json implies {tuple(shape)}", source=str(path), field=name)
         kind = piece.get_dtype()
-        if kind == "BF16":
-            value = _read_bfloat16(path, name, stored)
-        elif kind in ("F16", "F32", "F64"):
-            value = handle.get_tensor(name)
-        else:
+        if kind not in _STORED:
             raise InputError(f"has dtype {kind}, expected a floating-point tensor", source=str(path), field=name)
-        return np.ascontiguousarray(value, dtype=dtype)
+        value = self._map(path, name, stored, kind)
+        if kind == "BF16":
+            value = (value.astype(np.uint32) << 16).view(np.float32)              # exact: bf16 = float32's top half
+        if value.dtype == np.dtype(dtype):
+            return value
+        converted = value.astype(dtype)
+        converted.flags.writeable = False
+        return converted
+
+    def _map(self, path: Path, name: str, shape: tuple[int, ...], kind: str) -> np.ndarray:
+        """The tensor's bytes in the file, memory-mapped read-only, (shape) of the stored dtype."""
+        if path not in self._headers:
+            with open(path, "rb") as handle:
+                (length,) = struct.unpack("<Q", handle.read(8))
+                self._headers[path] = (length, json.loads(handle.read(length)))
+        length, header = self._headers[path]
+        begin, end = header[name]["data_offsets"]
+        stored = np.dtype(_STORED[kind])
+        count = int(np.prod(shape, dtype=np.int64))
+        if end - begin != count * stored.itemsize:
+            raise InputError(f"holds {end - begin} bytes, shape {shape} needs {count * stored.itemsize}",
+                             source=str(path), field=name)
+        if count == 0:
+            return np.zeros(shape, dtype=stored)
+        return np.memmap(path, dtype=stored, mode="r", offset=8 + length + begin, shape=shape)
 
     def close(self) -> None:
         self._handles.clear()
+        self._headers.clear()
 
     def _open(self, path: Path):
         if path not in self._handles:
@@ -127,6 +153,10 @@ def open_checkpoint(directory: Path) -> Checkpoint:
     raise InputError(f"missing: neither {SINGLE} nor {INDEX}{hint}", source=str(single))
 
 
+# safetensors dtype → the NumPy dtype its bytes are read as (bfloat16 as its raw 16 bits)
+_STORED = {"F16": "<f2", "F32": "<f4", "F64": "<f8", "BF16": "<u2"}
+
+
 def _safe_open(path: Path):
     from safetensors import SafetensorError, safe_open
 
@@ -135,17 +165,3 @@ def _safe_open(path: Path):
     except (SafetensorError, OSError, ValueError, TypeError) as exc:
         raise InputError(f"not a readable safetensors file ({str(exc).strip() or type(exc).__name__})",
                          source=str(path)) from None
-
-
-def _read_bfloat16(path: Path, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """A bfloat16 tensor widened to float32 (exact: bfloat16 is float32's upper 16 bits)."""
-    with open(path, "rb") as handle:
-        (header_length,) = struct.unpack("<Q", handle.read(8))
-        header = json.loads(handle.read(header_length))
-    begin, end = header[name]["data_offsets"]
-    count = int(np.prod(shape, dtype=np.int64))
-    if end - begin != 2 * count:
-        raise InputError(f"holds {end - begin} bytes, shape {shape} needs {2 * count}", source=str(path), field=name)
-    raw = np.memmap(path, dtype="<u2", mode="r", offset=8 + header_length + begin, shape=(count,))
-    widened = raw.astype(np.uint32) << 16                                   # (count,)
-    return widened.view(np.float32).reshape(shape)
