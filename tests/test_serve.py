@@ -65,6 +65,15 @@ def loaded(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def decoders(tmp_path_factory):
+    """GPT-2 and a grouped-query Llama (RoPE, causal), tiny checkpoints made by transformers (tests/model_fixtures.py)."""
+    from model_fixtures import build_checkpoint
+
+    root = tmp_path_factory.mktemp("decoders")
+    return serve.load_models([build_checkpoint(root, "gpt2"), build_checkpoint(root, "llama-gqa")], minilm=False)
+
+
+@pytest.fixture(scope="module")
 def client(loaded):
     with TestClient(serve.create_app(loaded), base_url=BASE) as test_client:
         yield test_client
@@ -106,14 +115,36 @@ def test_trace_json_is_the_library_trace(client, loaded, name, layer, head, quer
     assert_same_trace(Trace.from_json(response.text), expected, rtol=1e-6)
 
 
+def test_decoders_trace_overview_and_length(decoders):
+    with TestClient(serve.create_app(decoders), base_url=BASE) as client:
+        described = {m["name"]: m for m in client.get("/api/models").json()["models"]}
+        assert described["gpt2"]["max_tokens"] == 64 and described["llama-gqa"]["kind"] == "CausalLM"
+        for name, layer, head in (("gpt2", 2, 3), ("llama-gqa", 1, 2)):
+            response = client.get("/api/trace", params={"model": name, "text": TEXT, "layer": layer, "head": head,
+                                                          "query": "cat"})
+            expected = decoders[name].trace(TEXT, layer=layer, head=head, query="cat")
+            assert_same_trace(Trace.from_json(response.text), expected, rtol=1e-6)
+            assert "mask" in expected and "weights" in expected
+            body = client.get("/api/overview", params={"model": name, "text": TEXT}).json()
+            weights = decoders[name].attention_weights(TEXT)
+            levels = np.frombuffer(base64.b64decode(body["weights"]), dtype=np.uint8).reshape(weights.shape)
+            assert np.abs(levels / 255 - weights).max() <= 0.5 / 255 + 1e-6
+            assert not levels[..., np.triu_indices(weights.shape[-1], 1)[0], np.triu_indices(weights.shape[-1], 1)[1]].any()
+        long_text = "the cat sat on the mat " * 20
+        count = len(decoders["gpt2"].tokens(long_text))
+        response = client.get("/api/trace", params={"model": "gpt2", "text": long_text, "layer": 0, "head": 0})
+        assert count > 64 and response.status_code == 422
+        assert f"{count} tokens" in error(response) and "at most 64" in error(response)
+
+
 def test_trace_of_the_whole_model_and_a_step_filter(client, loaded):
     whole = Trace.from_json(client.get("/api/trace", params={"model": "minilm", "text": TEXT}).text)
     weights = loaded["minilm"].attention_weights(TEXT)                            # (L, H, T, T)
     assert whole.names() == [f"layer {l}/weights" for l in range(6)]
     np.testing.assert_allclose(np.stack([s.value for s in whole]), weights, rtol=1e-6, atol=1e-7)
     some = Trace.from_json(client.get("/api/trace", params={"model": "minilm", "text": TEXT, "layer": 1, "head": 3,
-                                                             "steps": "weights,q_heads"}).text)
-    assert some.names() == ["q_heads", "weights"]                                 # in the trace's order
+                                                             "steps": "weights,q_heads,mask?"}).text)
+    assert some.names() == ["q_heads", "weights"]                # in the trace's order; MiniLM records no mask
     assert "no step named 'nope'" in error(client.get("/api/trace", params={
         "model": "minilm", "text": TEXT, "layer": 1, "head": 3, "steps": "weights,nope"}))
 
@@ -174,6 +205,13 @@ def test_upload_runs_the_file_as_qkv_explain_does(client, tmp_path):
     np.testing.assert_array_equal(Trace.from_dict(again["trace"])["weights"].value, expected["weights"].value)
 
 
+def test_upload_a_saved_trace(client):
+    saved = qkv.examples.run("projection")
+    body = client.post("/api/upload", params={"filename": "saved.json"}, content=saved.to_json().encode()).json()
+    assert_same_trace(Trace.from_dict(body["trace"]), saved)
+    assert body["html"] == derivation_html(saved, lang="en")
+
+
 BAD_FILES = [
     ("bad.toml", 'x = [1,\n'),                                              # malformed TOML
     ("bad.json", '{"x": [1, 2,'),                                           # malformed JSON
@@ -183,6 +221,7 @@ BAD_FILES = [
     ("field.toml", GOOD_EXAMPLE + "colour = 3\n"),                          # unknown field
     ("bytes.toml", "x = \"\xff\"\n"),                                       # not UTF-8 (written as latin-1)
     ("notes.txt", GOOD_EXAMPLE),                                            # unknown type
+    ("trace.json", '{"format": "qkv-trace", "steps": [{"name": "weights", "shape": [2], "values": [1]}]}'),
 ]
 
 

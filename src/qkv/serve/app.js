@@ -20,7 +20,9 @@
       legend: "colour: weight from 0 (white) to 1 (dark blue); hatched: masked",
       loading: "computing…", error: "error", noWeights: "This example records no attention weights to draw; its derivation follows.",
       tokens: "tokens", uploaded: "uploaded file (held in this page only; not in the link)",
-      permalink: "The address bar holds this view: copy it to come back.", shape: "shape"
+      permalink: "The address bar holds this view: copy it to come back.", shape: "shape",
+      qrot: "q after RoPE (what the score uses)", krot: "k after RoPE (what the score uses)",
+      maskedWeight: "masked: this query may not attend to this key (weight 0)"
     },
     ko: {
       title: "qkv — 헤드별로 보는 어텐션", tabModel: "내 문장", tabExample: "예제",
@@ -37,7 +39,9 @@
       legend: "색: 가중치 0 (흰색) ~ 1 (진한 파랑); 빗금: 마스크",
       loading: "계산 중…", error: "오류", noWeights: "이 예제에는 그릴 어텐션 가중치가 없습니다. 아래에 계산 과정이 있습니다.",
       tokens: "토큰", uploaded: "올린 파일 (이 페이지에만 있음, 링크에는 없음)",
-      permalink: "주소창이 이 화면을 담고 있습니다. 복사해 두면 다시 올 수 있습니다.", shape: "형태"
+      permalink: "주소창이 이 화면을 담고 있습니다. 복사해 두면 다시 올 수 있습니다.", shape: "형태",
+      qrot: "RoPE 적용 후 q (점수에 쓰임)", krot: "RoPE 적용 후 k (점수에 쓰임)",
+      maskedWeight: "마스크됨: 이 쿼리는 이 키를 볼 수 없음 (가중치 0)"
     }
   };
   var DIGITS = 4;
@@ -110,6 +114,10 @@
     var s = v.toFixed(DIGITS);
     if (/^-0\.0+$/.test(s)) s = s.slice(1);
     return s.replace("-", "−");
+  }
+  function allowed(v) {              // a recorded mask: booleans (True = may attend) or additive 0 / −∞
+    if (typeof v === "boolean") return v;
+    return !(number(v) === -Infinity);
   }
   function colour(t) {               // white → dark blue (the static page's Blues)
     t = Math.max(0, Math.min(1, t));
@@ -345,7 +353,7 @@
     var key = [state.model, state.text, state.layer, state.head].join("\u0000");
     var ready = data.trace && data.traceKey === key ? Promise.resolve(data.trace)
       : api("trace", { model: state.model, text: state.text, layer: state.layer, head: state.head,
-        steps: "q_heads,k_heads,v_heads,scores,scaled_scores,weights,out" }).then(function (t) {
+        steps: "q_heads,k_heads,v_heads,q_rotated?,k_rotated?,scores,scaled_scores,biased_scores?,mask?,weights,out" }).then(function (t) {
         data.trace = t; data.traceKey = key; return t;
       });
     ready.then(function (trace) {
@@ -440,7 +448,7 @@
       var w = weights[headIndex];
       for (var i = 0; i < tq; i++) for (var j = 0; j < tk; j++) {
         var x = mL + j * cell, y = mT + i * cell;
-        if (mask && !mask[Math.min(headIndex, mask.length - 1)][i][j]) {
+        if (mask && !allowed(mask[Math.min(headIndex, mask.length - 1)][i][j])) {
           g.fillStyle = "#e0e0e0"; g.fillRect(x, y, cell, cell);
           g.strokeStyle = "#9e9e9e"; g.lineWidth = 1; g.beginPath();
           for (var s = -cell; s < cell; s += 4) { g.moveTo(x + Math.max(0, s), y + Math.max(0, -s)); g.lineTo(x + Math.min(cell, s + cell), y + Math.min(cell, cell - s)); }
@@ -515,14 +523,19 @@
       var table = el("table"); table.className = "qkv-derivation-cell";
       row(table, W("qrow") + " q[" + i + "]", "q_heads", vec(qh, h, i));
       row(table, W("krow") + " k[" + j + "]", "k_heads", vec(kh, kv, j));
+      var qr = stepOf(trace, prefix + "q_rotated"), kr = stepOf(trace, prefix + "k_rotated");
+      if (qr) row(table, W("qrot") + " q[" + i + "]", "q_rotated", vec(qr, h, i));
+      if (kr) row(table, W("krot") + " k[" + j + "]", "k_rotated", vec(kr, kv, j));
       row(table, W("score"), "scores", one(stepOf(trace, prefix + "scores"), h, i, j));
       var ss = stepOf(trace, prefix + "scaled_scores");
       row(table, W("scaled") + (ss && ss.formula ? "  (" + ss.formula + ")" : ""), "scaled_scores", one(ss, h, i, j));
       var bs = stepOf(trace, prefix + "biased_scores");
       if (bs) row(table, W("biased"), "biased_scores", one(bs, h, i, j));
-      if (mask) row(table, W("mask"), "mask", el("span", null, mask[Math.min(h, mask.length - 1)][i][j] ? W("allowed") : W("blocked")));
+      var open = mask ? allowed(mask[Math.min(h, mask.length - 1)][i][j]) : true;
+      if (mask) row(table, W("mask"), "mask", el("span", null, open ? W("allowed") : W("blocked")));
       var ws = stepOf(trace, prefix + "weights");
-      row(table, W("weight") + (ws && ws.formula ? "  (" + ws.formula + ")" : ""), "weights", one(ws, h, i, j));
+      row(table, W("weight") + (ws && ws.formula ? "  (" + ws.formula + ")" : ""), "weights",
+        open ? one(ws, h, i, j) : el("span", "qkv-masked", W("maskedWeight")));
       row(table, W("vrow") + " v[" + j + "]", "v_heads", vec(vh, kv, j));
       row(table, W("out") + " z[" + i + "]", "out", vec(out, h, i));
       cellBox.appendChild(table);

@@ -36,7 +36,6 @@ import asyncio
 import base64
 import json
 import threading
-import tomllib
 from collections import OrderedDict
 from dataclasses import dataclass
 from importlib import resources
@@ -88,7 +87,8 @@ ROUTES = [
      "every layer × head: tokens, shape [L, H, T, T] and the weights as base64 uint8, round(weight·255), "
      "row-major (for thumbnails; exact numbers come from /api/trace)"),
     ("GET", "/api/trace?model=&text=&layer=&head=[&query=][&steps=a,b]",
-     "the library's Trace of that head as Trace.to_json (steps=: keep only the named steps); without "
+     "the library's Trace of that head as Trace.to_json (steps=: keep only the named steps; a name ending "
+     "in ? is kept when recorded, e.g. mask?); without "
      "layer and head, the whole model's weights (steps 'layer L/weights')"),
     ("GET", "/api/explain?model=&text=&layer=&head=[&query=][&lang=en|ko][&digits=N]",
      "the step-by-step derivation of that head for the query, as an HTML fragment: {\"html\": …}"),
@@ -280,7 +280,8 @@ def _steps_filter(trace: Trace, request: Request) -> Trace:
     if not wanted:
         return trace
     names = [n.strip() for n in wanted.split(",") if n.strip()]
-    unknown = [n for n in names if n not in trace]
+    unknown = [n for n in names if n not in trace and not n.endswith("?")]      # "name?": only if recorded
+    names = [n.removesuffix("?") for n in names]
     if unknown:
         raise ApiError(400, f"steps: no step named {unknown[0]!r}; steps: {', '.join(trace.names())}")
     return Trace(trace.title, trace.meta, [s for s in trace.steps if s.name in names])
@@ -293,8 +294,11 @@ def _example_title(name: str, lang: str) -> str:
 
 
 def _parse_upload(data: bytes, filename: str) -> dict:
-    """The document of an uploaded example file, parsed as `qkv.spec.read_document` parses a file,
-    with the same one-line messages (the source is the file's name)."""
+    """The document of an uploaded example file, parsed as `qkv.spec.read_document` parses a file (its
+    steps and the same readers, so the same one-line messages; the source is the file's name)."""
+    from .._io import load_json, load_toml
+    from ..spec import _describe
+
     suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
     if suffix not in (".toml", ".json"):
         raise InputError(f"unknown file type {suffix or '(none)'!r}; use .toml or .json", source=filename)
@@ -303,19 +307,11 @@ def _parse_upload(data: bytes, filename: str) -> dict:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=filename) from None
     if suffix == ".toml":
-        try:
-            doc = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"malformed TOML: {exc}", source=filename) from None
+        doc = load_toml(text, source=filename)
     else:
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                             source=filename) from None
+        doc = load_json(text, source=filename)
         if not isinstance(doc, dict):
-            raise InputError(f"the JSON must be an object with named fields, got {type(doc).__name__}",
-                             source=filename)
+            raise InputError(f"the JSON must be an object with named fields, got {_describe(doc)}", source=filename)
     for field in _ARRAY_FIELDS:   # a file name here would make the parser read that file: refuse it
         value = doc.get(field)
         if isinstance(value, dict) or (isinstance(value, str) and not (field == "mask" and value == "causal")):
@@ -326,17 +322,17 @@ def _parse_upload(data: bytes, filename: str) -> dict:
 
 
 def _upload_trace(doc: dict, filename: str, query: Any) -> Trace:
+    """As `qkv explain FILE` does: a saved trace is read back, an example file is computed."""
     from ..examples.runner import trace_spec
-    from ..spec import parse_spec
+    from ..spec import is_saved_trace, parse_spec, read_saved_trace, resolve_query
 
-    if doc.get("format") in ("qkv-trace", "qkv-explanation"):
-        data = doc["trace"] if doc.get("format") == "qkv-explanation" else doc
-        try:
-            return Trace.from_dict(data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"not a readable qkv trace ({exc})", source=filename, field="trace") from None
-    spec = parse_spec(doc, source=filename, base=None)
-    return trace_spec(spec, query=query)
+    if is_saved_trace(doc):
+        trace = read_saved_trace(doc, source=filename)
+        if query is not None:
+            trace.meta["query"] = resolve_query(query, list(trace.meta.get("tokens") or []), source=None,
+                                                field="query")
+        return trace
+    return trace_spec(parse_spec(doc, source=filename, base=None), query=query)
 
 
 # ---------------------------------------------------------------------------------------------- the app
@@ -476,9 +472,20 @@ def create_app(models: dict[str, Any], *, limits: Limits = Limits(),
                                f"{limits.upload_bytes:,}")
 
         def compute() -> dict:
+            from ..spec import is_saved_trace
+
             doc = _parse_upload(bytes(body), filename)
             trace = _upload_trace(doc, filename, query)
-            return _explained(trace, None, trace.title or filename, lang, digits)
+            try:
+                return _explained(trace, None, trace.title or filename, lang, digits)
+            except InputError:
+                raise
+            except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+                if not is_saved_trace(doc):
+                    raise
+                # as `qkv explain` says it: a saved trace is data from a file, so this is bad input
+                raise InputError(f"the saved trace's steps do not fit together ({type(exc).__name__}: "
+                                 f"{' '.join(str(exc).split())[:80]})", source=filename, field="trace") from None
 
         return _json(await gate().run(compute))
 
