@@ -171,12 +171,41 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
     value, default = check_scale(scale)
     if default:
         value = 1.0 / math.sqrt(dk) if dk else 1.0
+    if array_api_compat.is_numpy_namespace(xp):
+        mask_mod = _numpy_ready(mask_mod, score=False)
+        score_mod = _numpy_ready(score_mod, score=True)
     return Call(
         xp=xp, dtype=q.dtype, work=_work_dtype(xp, q.dtype), device=array_api_compat.device(q),
         tq=tq, tk=tk, dk=dk, dv=dv, heads=lead[-1] if lead else 1, kv_heads=kv_heads,
         groups=heads // kv_heads if grouped else 1, lead=tuple(lead), scale=value, default_scale=default,
         causal=bool(causal), mask=mask, bias=bias, mask_mod=mask_mod, score_mod=score_mod,
     )
+
+
+def _numpy_ready(fn, *, score: bool):
+    """fn, or fn called through torch when it only works on tensors (a flex_attention function
+    whose closure holds torch tensors: `score + bias_table[h]·(kv_idx − q_idx)` cannot add a
+    tensor to a NumPy array). Decided once per call by a 1×1 probe; results come back as NumPy."""
+    if fn is None or hasattr(fn, "block_kinds"):
+        return fn
+    probe = (np.int64(0), np.int64(0), np.zeros((1, 1), np.int64), np.zeros(1, np.int64))
+    head = (np.zeros((1, 1)),) if score else ()
+    try:
+        if not array_api_compat.is_torch_array(fn(*head, *probe)):
+            return fn
+    except Exception:   # noqa: BLE001 — any failure: see whether tensors work; if not, keep fn
+        pass
+    try:
+        import torch
+
+        def through_torch(*args):
+            return fn(*(torch.as_tensor(a) for a in args))
+
+        through_torch(*head, *probe)
+    except Exception:   # noqa: BLE001 — neither works on the probe: the real call reports it
+        return fn
+    through_torch.formula = getattr(fn, "formula", getattr(fn, "__name__", "score_mod"))
+    return through_torch
 
 
 def _real_floating(xp, dtype) -> bool:

@@ -1,0 +1,349 @@
+"""qkv.masks (mask and score functions) on the plain path, the blocked kernel and torch tensors,
+against torch's flex_attention (CPU, eager) and a float64 dense-mask reference written here.
+
+Tolerances: float64 everywhere; ≤ 1e-12 against the dense reference (observed ≤ 2e-15) and
+against flex_attention (it computes in float64 too).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import qkv
+from qkv import masks
+from qkv.attention import attention_reference
+from qkv.kernels import blocked_attention
+
+TOL = 1e-12
+
+
+def dense_reference(q, k, v, allowed, scores_fn=None):
+    """float64 softmax over the allowed keys (a dense (…, Tq, Tk) bool), rows with none → 0; GQA by
+    repeating key/value heads. scores_fn(s) modifies the scaled scores (a score function's math,
+    written here independently)."""
+    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    if k.ndim >= 3 and k.shape[-3] < q.shape[-3]:
+        k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)
+        v = np.repeat(v, q.shape[-3] // v.shape[-3], axis=-3)
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if scores_fn is not None:
+        s = scores_fn(s)
+    allowed = np.broadcast_to(allowed, s.shape)
+    top = np.max(np.where(allowed, s, -np.inf), axis=-1, keepdims=True)
+    e = np.where(allowed, np.exp(s - np.where(np.isfinite(top), top, 0)), 0.0)
+    total = e.sum(-1, keepdims=True)
+    return (e / np.where(total > 0, total, 1)) @ v
+
+
+def flex(q, k, v, mask_mod=None, score_mod=None):
+    """torch's flex_attention (eager, CPU) on NumPy inputs (B, H, T, D), float64."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    tq, tk = q.shape[-2], k.shape[-2]
+    t = [torch.from_numpy(np.ascontiguousarray(a)) for a in (q, k, v)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        block_mask = None if mask_mod is None else create_block_mask(mask_mod, q.shape[0], q.shape[1], tq, tk,
+                                                                      device="cpu")
+        out = flex_attention(*t, score_mod=score_mod, block_mask=block_mask, enable_gqa=k.shape[1] != q.shape[1])
+    return out.numpy()
+
+
+def inputs(seed, b, h, g, tq, tk, d=5, dv=5):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((b, h, tq, d)), rng.standard_normal((b, g, tk, d)),
+            rng.standard_normal((b, g, tk, dv)))
+
+
+def every_path(q, k, v, **kw):
+    """qkv.attention (NumPy: plain path at these sizes), the kernel with small blocks, the plain
+    path, and qkv.attention on torch tensors."""
+    t = [torch.from_numpy(a) for a in (q, k, v)]
+    torch_kw = {name: torch.from_numpy(value) if isinstance(value, np.ndarray) else value for name, value in kw.items()}
+    return {
+        "attention": qkv.attention(q, k, v, **kw),
+        "kernel": blocked_attention(q, k, v, block_q=16, block_k=24, **kw),
+        "kernel default blocks": blocked_attention(q, k, v, **kw),
+        "reference": attention_reference(q, k, v, **kw),
+        "torch": qkv.attention(*t, **torch_kw).numpy(),
+    }
+
+
+# --------------------------------------------------------------------------- the catalogue vs flex
+CASES = [  # (seed, H, G, Tq, Tk): odd sizes, GQA, Tq ≠ Tk
+    (1, 2, 2, 1, 1), (2, 4, 2, 7, 7), (3, 4, 1, 129, 129), (4, 3, 3, 33, 70),
+]
+
+
+def case_masks(tq, tk):
+    """Every catalogue entry for this (Tq, Tk); documents get key ids for Tk and query ids for the
+    last Tq positions (Tq ≤ Tk), causal aligned bottom-right."""
+    entries = masks.catalogue(max(tq, tk))
+    if tq != tk:
+        ids = np.repeat(np.arange(4), -(-tk // 4))[:tk]
+        entries["document"] = masks.document(ids[tk - tq:], kv_ids=ids)
+        entries["document + causal"] = entries["document"] & masks.causal(tk - tq)
+    return entries
+
+
+@pytest.mark.parametrize("seed,h,g,tq,tk", CASES)
+def test_catalogue_matches_flex_attention_and_dense_reference(seed, h, g, tq, tk):
+    """All catalogue entries at once: entry i is batch element i of one flex_attention call."""
+    entries = list(case_masks(tq, tk).items())
+    q, k, v = inputs(seed, len(entries), h, g, tq, tk)
+    allowed = np.stack([masks.dense_mask(mask_mod, tq, tk) for _, mask_mod in entries])[:, None]  # (B, 1, Tq, Tk)
+    expected = dense_reference(q, k, v, allowed)
+
+    def batched(b, h, q_idx, kv_idx):
+        result = None
+        for i, (_, mask_mod) in enumerate(entries):
+            term = mask_mod(b, h, q_idx, kv_idx) & (b == i)
+            result = term if result is None else (result | term)
+        return result
+
+    np.testing.assert_allclose(flex(q, k, v, batched), expected, rtol=0, atol=TOL)
+    for i, (name, mask_mod) in enumerate(entries):
+        for path, out in every_path(q[i], k[i], v[i], mask_mod=mask_mod).items():
+            assert out.shape == expected[i].shape, path
+            np.testing.assert_allclose(out, expected[i], rtol=0, atol=TOL, err_msg=f"{name}: {path}")
+
+
+def test_score_functions_match_flex_attention_and_their_formulas():
+    q, k, v = inputs(5, 2, 4, 2, 7, 129)
+    rng = np.random.default_rng(6)
+    table = rng.standard_normal((4, 32))
+    rel = np.arange(129)[None, :] - np.arange(7)[:, None]               # kv − q
+    slopes = 2.0 ** (-8 * np.arange(1, 5) / 4)                           # ALiBi, H = 4: 1/4, 1/16, …
+    buckets = t5_buckets_by_hand(rel)
+    cases = [
+        (masks.alibi(4), lambda s: s + slopes[:, None, None] * rel),
+        (masks.soft_cap(1.5), lambda s: 1.5 * np.tanh(s / 1.5)),
+        (masks.t5_relative_buckets(table), lambda s: s + table[:, buckets]),
+    ]
+    causal = masks.causal(129 - 7)
+    for score_mod, by_hand in cases:
+        allowed = masks.dense_mask(causal, 7, 129)
+        expected = dense_reference(q, k, v, allowed, by_hand)
+        np.testing.assert_allclose(flex(q, k, v, causal, score_mod), expected, rtol=0, atol=TOL, err_msg=str(score_mod))
+        for path, out in every_path(q, k, v, mask_mod=causal, score_mod=score_mod).items():
+            np.testing.assert_allclose(out, expected, rtol=0, atol=TOL, err_msg=f"{score_mod} {path}")
+
+
+def t5_buckets_by_hand(rel, num_buckets=32, max_distance=128):
+    """T5's bidirectional bucket, one position at a time (transformers' rule, float32 log)."""
+    out = np.empty(rel.shape, np.int64)
+    half = num_buckets // 2
+    exact = half // 2
+    for idx, r in np.ndenumerate(rel):
+        bucket = half if r > 0 else 0
+        n = abs(int(r))
+        if n < exact:
+            bucket += n
+        else:
+            large = np.float32(np.log(np.float32(n) / np.float32(exact))) / np.float32(math.log(max_distance / exact))
+            bucket += min(exact + int(large * np.float32(half - exact)), half - 1)
+        out[idx] = bucket
+    return out
+
+
+def test_t5_bucket_matches_transformers():
+    t5 = pytest.importorskip("transformers.models.t5.modeling_t5")
+    rel = torch.arange(-300, 300)[None, :]
+    for bidirectional in (True, False):
+        expected = t5.T5Attention._relative_position_bucket(rel, bidirectional=bidirectional, num_buckets=32,
+                                                            max_distance=128)
+        got = masks.t5_bucket(rel.numpy(), 32, 128, bidirectional)
+        np.testing.assert_array_equal(got, expected.numpy())
+        np.testing.assert_array_equal(masks.t5_bucket(rel, 32, 128, bidirectional).numpy(), expected.numpy())
+
+
+# --------------------------------------------------------------------------- flex_attention's own functions
+SLIDING = 3
+DOCUMENT_ID = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 3])
+ALIBI_BIAS = torch.tensor([0.5, 0.25, 0.125, 0.0625], dtype=torch.float64)
+
+
+def flex_causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def flex_sliding_window_causal(b, h, q_idx, kv_idx):
+    causal_mask = q_idx >= kv_idx
+    window_mask = q_idx - kv_idx <= SLIDING
+    return causal_mask & window_mask
+
+
+def flex_document_masking(b, h, q_idx, kv_idx):
+    return DOCUMENT_ID[q_idx] == DOCUMENT_ID[kv_idx]
+
+
+def flex_relative_positional(score, b, h, q_idx, kv_idx):
+    return score + (q_idx - kv_idx)
+
+
+def flex_alibi(score, b, h, q_idx, kv_idx):
+    bias = ALIBI_BIAS[h] * (kv_idx - q_idx)
+    return score + bias
+
+
+@pytest.mark.parametrize("mask_mod,score_mod", [
+    (flex_causal, flex_relative_positional), (flex_sliding_window_causal, None),
+    (flex_document_masking, flex_alibi),
+])
+def test_functions_written_for_flex_attention_work_unchanged(mask_mod, score_mod):
+    """Functions from flex_attention's documentation (plain operators, torch tensors inside) work
+    on NumPy arrays (the plain path and the kernel) and torch tensors."""
+    q, k, v = inputs(7, 1, 4, 4, 11, 11)
+    expected = flex(q, k, v, mask_mod, score_mod)
+    for path, out in every_path(q, k, v, mask_mod=mask_mod, score_mod=score_mod).items():
+        np.testing.assert_allclose(out, expected, rtol=0, atol=TOL, err_msg=path)
+
+
+# --------------------------------------------------------------------------- empty rows, lse, combinations
+def test_rows_a_mask_leaves_empty_give_zeros_and_minus_infinite_lse():
+    q, k, v = inputs(8, 1, 2, 2, 9, 12)
+    mask_mod = masks.document(np.array([0, 0, 5, 5, 9, 9, 9, 1, 1]), kv_ids=np.repeat([0, 1, 2], 4))
+    allowed = masks.dense_mask(mask_mod, 9, 12)
+    empty = ~allowed.any(-1)
+    assert empty.sum() == 5
+    expected = dense_reference(q, k, v, allowed)
+    for path in (qkv.attention, attention_reference, blocked_attention):
+        out, lse = path(q, k, v, mask_mod=mask_mod, return_lse=True)
+        np.testing.assert_allclose(out, expected, rtol=0, atol=TOL)
+        assert np.all(out[:, :, empty] == 0) and np.all(np.isneginf(lse[:, :, empty]))
+        assert np.all(np.isfinite(lse[:, :, ~empty]))
+    nothing = lambda b, h, q_idx, kv_idx: kv_idx > q_idx + 1000
+    for path in (qkv.attention, attention_reference, blocked_attention):
+        assert np.all(path(q, k, v, mask_mod=nothing) == 0)
+
+
+def test_mask_mod_is_anded_with_mask_and_causal():
+    q, k, v = inputs(9, 2, 2, 2, 40, 40)
+    mask = np.random.default_rng(10).random((40, 40)) < 0.7
+    window = masks.sliding_window(5, 5)
+    allowed = mask & masks.dense_mask(window, 40) & np.tril(np.ones((40, 40), bool))
+    expected = dense_reference(q, k, v, allowed)
+    for path, out in every_path(q, k, v, mask=mask, causal=True, mask_mod=window).items():
+        np.testing.assert_allclose(out, expected, rtol=0, atol=TOL, err_msg=path)
+
+
+def test_combinators_and_dense_masks():
+    t = 20
+    a, b = masks.sliding_window(3), masks.sinks(2)
+    np.testing.assert_array_equal(masks.dense_mask(a | b, t), masks.dense_mask(a, t) | masks.dense_mask(b, t))
+    np.testing.assert_array_equal(masks.dense_mask(a & b, t), masks.dense_mask(a, t) & masks.dense_mask(b, t))
+    np.testing.assert_array_equal(masks.dense_mask(masks.and_masks(a, b, masks.causal()), t),
+                                  masks.dense_mask(a, t) & masks.dense_mask(b, t) & np.tril(np.ones((t, t), bool)))
+    by_rule = np.array([[i - 3 <= j <= i for j in range(t)] for i in range(t)])
+    np.testing.assert_array_equal(masks.dense_mask(a, t), by_rule)
+
+
+# --------------------------------------------------------------------------- block kinds
+@settings(max_examples=40, deadline=None)
+@given(index=st.integers(0, 9), t=st.integers(1, 90), bq=st.integers(1, 20), bk=st.integers(1, 20))
+def test_block_kinds_never_contradict_the_mask(index, t, bq, bk):
+    """EMPTY blocks hold no allowed pair and FULL blocks only allowed pairs (PARTIAL is always safe)."""
+    name = list(masks.catalogue(t))[index]
+    mask_mod = masks.catalogue(t)[name]
+    dense = masks.dense_mask(mask_mod, t)
+    kinds = masks.block_map(mask_mod, t, block_q=bq, block_k=bk)
+    for (i, j), kind in np.ndenumerate(kinds):
+        block = dense[i * bq:(i + 1) * bq, j * bk:(j + 1) * bk]
+        if kind == masks.EMPTY:
+            assert not block.any(), (name, i, j)
+        if kind == masks.FULL:
+            assert block.all(), (name, i, j)
+
+
+def test_sliding_window_computes_only_the_band():
+    """The kernel computes only blocks the window touches: counted through a score function (called
+    once per computed block), scored entries ≤ T·(W + 2·block), not T²; memory O(T·D)."""
+    import tracemalloc
+
+    t, w, block = 4096, 64, 64
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.standard_normal((t, 16)).astype(np.float32) for _ in range(3))
+    scored = []
+
+    def counting(score, b, h, q_idx, kv_idx):
+        scored.append(score.size)
+        return score
+
+    window = masks.sliding_window(w)
+    blocked_attention(q[:600], k[:600], v[:600], mask_mod=window)   # first-call set-up (pool, BLAS limits)
+    tracemalloc.start()
+    try:
+        out = blocked_attention(q, k, v, mask_mod=window, score_mod=counting, block_q=block, block_k=block)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sum(scored) <= t * (w + 2 * block)
+    assert peak < t * t // 16        # a (T, T) bool would be t² bytes
+    sample = slice(1000, 1100)
+    expected = dense_reference(q[sample], k, v, masks.dense_mask(window, t)[sample])
+    np.testing.assert_allclose(out[sample], expected, rtol=0, atol=4e-6)
+
+
+def test_documents_cost_the_sum_of_their_squares():
+    sizes = [100, 300, 50, 574]
+    ids = np.repeat(np.arange(4), sizes)
+    t = ids.size
+    q, k, v = (np.random.default_rng(12).standard_normal((t, 8)) for _ in range(3))
+    scored = []
+    blocked_attention(q, k, v, mask_mod=masks.document(ids),
+                      score_mod=lambda s, b, h, qi, ki: scored.append(s.size) or s, block_q=32, block_k=32)
+    assert sum(scored) <= sum((n + 64) ** 2 for n in sizes)
+
+
+# --------------------------------------------------------------------------- torch autograd, traces
+def test_torch_gradients_through_mask_and_score_functions():
+    q, k, v = (torch.tensor(a, requires_grad=True) for a in inputs(13, 1, 2, 2, 9, 9))
+    mask_mod, score_mod = masks.sliding_window(2) | masks.sinks(1), masks.soft_cap(2.0)
+    out = qkv.attention(q, k, v, mask_mod=mask_mod, score_mod=score_mod)
+    out.sum().backward()
+    allowed = torch.from_numpy(masks.dense_mask(mask_mod, 9))
+    qr, kr, vr = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
+    s = 2.0 * torch.tanh((qr @ kr.transpose(-1, -2)) / math.sqrt(5) / 2.0)
+    ref = torch.softmax(s.masked_fill(~allowed, -torch.inf), -1) @ vr
+    ref.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=0, atol=TOL)
+    for mine, theirs in ((q, qr), (k, kr), (v, vr)):
+        np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=0, atol=TOL)
+
+
+def test_trace_records_the_modified_scores():
+    q, k, v = inputs(14, 1, 2, 2, 4, 4)
+    trace = qkv.Trace()
+    qkv.attention(q[0], k[0], v[0], score_mod=masks.alibi(2), mask_mod=masks.causal(), record=trace)
+    names = [step.name for step in trace.steps]
+    assert names.index("scaled_scores") < names.index("modified_scores") < names.index("mask") < names.index("weights")
+    rel = np.arange(4)[None, :] - np.arange(4)[:, None]
+    expected = trace["scaled_scores"].value + masks.alibi_slopes(2)[:, None, None] * rel
+    np.testing.assert_allclose(trace["modified_scores"].value, expected, rtol=0, atol=1e-15)
+    assert "m_h" in trace["modified_scores"].formula
+
+
+def test_alibi_slopes_follow_the_paper():
+    np.testing.assert_allclose(masks.alibi_slopes(8), [2.0 ** -(i + 1) for i in range(8)])
+    # non-powers of two: the 4 slopes of H = 4, then every other one of H = 8 (ALiBi's reference code)
+    np.testing.assert_allclose(masks.alibi_slopes(6), [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8, 2 ** -1, 2 ** -3])
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(ValueError, match="left must be ≥ 0"):
+        masks.sliding_window(-1)
+    with pytest.raises(TypeError, match="size must be an integer"):
+        masks.chunked(2.5)
+    with pytest.raises(ValueError, match="cap must be a positive finite number"):
+        masks.soft_cap(0)
+    with pytest.raises(ValueError, match="ids must be integers"):
+        masks.document(np.zeros((2, 2, 2), int))
+    with pytest.raises(TypeError, match="mask_mod must return booleans"):
+        qkv.attention(*inputs(1, 1, 1, 1, 3, 3), mask_mod=lambda b, h, q, kv: q - kv)
