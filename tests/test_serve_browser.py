@@ -24,10 +24,13 @@ DIGITS = 4
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """`qkv serve`'s app with MiniLM and a tiny BERT directory, under uvicorn on a free port of 127.0.0.1."""
+    """`qkv serve`'s app with MiniLM, a tiny BERT and a tiny Llama (GQA, RoPE) under uvicorn on 127.0.0.1."""
     import uvicorn
 
-    models = serve.load_models([tiny_bert(tmp_path_factory.mktemp("models") / "tiny-bert")])
+    from model_fixtures import build_checkpoint
+
+    root = tmp_path_factory.mktemp("models")
+    models = serve.load_models([tiny_bert(root / "tiny-bert"), build_checkpoint(root, "llama-gqa")])
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -86,7 +89,9 @@ def numbers(page, step: str, pane: str = ".qkv-model-pane") -> np.ndarray:
 
 def check_cell_against_trace(page, trace, i: int, j: int) -> None:
     """Every row of the cell's derivation equals the library's Trace (float32 run in the server: rtol 1e-6)."""
-    expected = {"q_heads": trace["q_heads"].value[0, i], "k_heads": trace["k_heads"].value[0, j],
+    rotated = {name: trace[name].value[0, i if name == "q_rotated" else j]
+               for name in ("q_rotated", "k_rotated") if name in trace}
+    expected = {**rotated, "q_heads": trace["q_heads"].value[0, i], "k_heads": trace["k_heads"].value[0, j],
                 "scores": trace["scores"].value[0, i, j], "scaled_scores": trace["scaled_scores"].value[0, i, j],
                 "weights": trace["weights"].value[0, i, j], "v_heads": trace["v_heads"].value[0, j],
                 "out": trace["out"].value[0, i]}
@@ -179,4 +184,30 @@ def test_a_learners_walk(browser_context, server, tmp_path, capsys, width, heigh
     assert outside == []
     expected = "Failed to load resource: the server responded with a status of 400 (Bad Request)"   # the bad upload
     assert [e for e in walk.errors if e != expected] == [] and walk.errors.count(expected) == 1
+    page.close()
+
+
+def test_a_decoder_head_shows_its_mask_and_rope(browser_context, server, tmp_path):  # noqa: F811
+    """A causal Llama head opened from its permalink at phone width: masked cells print as masked, an
+    allowed cell's derivation (q and k before and after RoPE included) equals the Trace."""
+    base, models = server
+    walk = Walk(browser_context, base, 390, 844)
+    page = walk.page
+    page.goto(f"{base}/?model=llama-gqa&text=The+cat+sat+on+the+mat.&view=head&layer=1&head=3&cell=5,2")
+    walk.ready(view="head")
+    page.wait_for_selector('.qkv-cell[data-cell="5,2"]')
+    trace = models["llama-gqa"].trace(TEXT, layer=1, head=3)
+    assert trace.meta["kv_head"] == 1 and "q_rotated" in trace
+    check_cell_against_trace(page, trace, 5, 2)
+    assert page.locator('.qkv-derivation-cell tr[data-step="q_rotated"] .qkv-num').count() == 24
+    walk.click_cell(2, 5)                                    # above the diagonal: masked
+    page.wait_for_selector('.qkv-cell[data-cell="2,5"]')
+    assert page.locator('tr[data-step="weights"] .qkv-masked').count() == 1
+    assert page.locator('tr[data-step="weights"] .qkv-num').count() == 0
+    assert trace["weights"].value[0, 2, 5] == 0 and trace["mask"].value[0, 2, 5] == -np.inf
+    walk.ready(view="head")
+    walk.no_sideways_scroll("decoder head")
+    page.screenshot(path=str(tmp_path / "decoder-390.png"), full_page=True)
+    assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
+    assert walk.errors == []
     page.close()

@@ -22,7 +22,7 @@
       tokens: "tokens", uploaded: "uploaded file (held in this page only; not in the link)",
       permalink: "The address bar holds this view: copy it to come back.", shape: "shape",
       qrot: "q after RoPE (what the score uses)", krot: "k after RoPE (what the score uses)",
-      maskedWeight: "masked: this query may not attend to this key (weight 0)"
+      maskedWeight: "masked: this query may not attend to this key (weight 0)", kvHead: "key/value head"
     },
     ko: {
       title: "qkv — 헤드별로 보는 어텐션", tabModel: "내 문장", tabExample: "예제",
@@ -41,7 +41,7 @@
       tokens: "토큰", uploaded: "올린 파일 (이 페이지에만 있음, 링크에는 없음)",
       permalink: "주소창이 이 화면을 담고 있습니다. 복사해 두면 다시 올 수 있습니다.", shape: "형태",
       qrot: "RoPE 적용 후 q (점수에 쓰임)", krot: "RoPE 적용 후 k (점수에 쓰임)",
-      maskedWeight: "마스크됨: 이 쿼리는 이 키를 볼 수 없음 (가중치 0)"
+      maskedWeight: "마스크됨: 이 쿼리는 이 키를 볼 수 없음 (가중치 0)", kvHead: "키/값 헤드"
     }
   };
   var DIGITS = 4;
@@ -366,7 +366,9 @@
       nav.appendChild(picker(W("layer"), "qkv-pick-layer", m ? m.layers : state.layer + 1, state.layer, function (v) { openHead(v, state.head); }));
       nav.appendChild(picker(W("head"), "qkv-pick-head", m ? m.heads : state.head + 1, state.head, function (v) { openHead(state.layer, v); }));
       panel.appendChild(nav);
-      panel.appendChild(el("h2", null, state.model + ": " + W("layer") + " " + state.layer + ", " + W("head") + " " + state.head));
+      var meta = trace.meta || {}, grouped = meta.kv_head !== undefined && meta.n_kv_heads < meta.n_heads;
+      panel.appendChild(el("h2", null, state.model + ": " + W("layer") + " " + state.layer + ", " + W("head") + " " + state.head +
+        (grouped ? " (" + W("kvHead") + " " + meta.kv_head + ")" : "")));
       var tokens = trace.meta.tokens.map(String);
       var view = traceView(trace, "", tokens, tokens, 0, function (cell) {
         state.cell = cell; writeURL(true); loadSteps(cell[0]);
@@ -417,18 +419,19 @@
     var weights = as3(stepOf(trace, prefix + "weights"));
     var H = weights.length, tq = weights[0].length, tk = weights[0][0].length;
     var mask = as3(stepOf(trace, prefix + "mask"));
-    var box = el("div", "qkv-trace");
-    box.appendChild(el("p", "qkv-note", W("cellHint")));
+    var box = el("div", "qkv-trace"), left = el("div", "qkv-trace-matrix"), right = el("div", "qkv-trace-cell");
+    left.appendChild(el("p", "qkv-note", W("cellHint")));
     var scroll = el("div", "qkv-matrix-box");
     var canvas = document.createElement("canvas"); canvas.className = "qkv-matrix-canvas";
-    scroll.appendChild(canvas); box.appendChild(scroll);
-    var info = el("div", "qkv-info"); box.appendChild(info);
-    box.appendChild(legend());
-    var cellBox = el("div", "qkv-cell qkv-panel"); cellBox.hidden = true; box.appendChild(cellBox);
+    scroll.appendChild(canvas); left.appendChild(scroll);
+    var info = el("div", "qkv-info"); left.appendChild(info);
+    left.appendChild(legend());
+    var cellBox = el("div", "qkv-cell qkv-panel"); cellBox.hidden = true; right.appendChild(cellBox);
+    box.appendChild(left); box.appendChild(right);
     var geometry = null;
 
     function draw() {
-      var avail = Math.max(120, (box.clientWidth || root.clientWidth || 600) - 4);
+      var avail = Math.max(120, (left.clientWidth || root.clientWidth || 600) - 4);
       var g0 = canvas.getContext("2d"); g0.font = "11px sans-serif";
       var probe = Math.floor(avail / (tk + 4));
       var labels = probe >= 11, mL = 0, mT = 0;
@@ -481,7 +484,9 @@
     }
     canvas.addEventListener("mousemove", function (e) {
       var c = cellAt(e);
-      info.textContent = c ? W("query") + " " + c[0] + " “" + qTokens[c[0]] + "” → " + W("key") + " " + c[1] + " “" + kTokens[c[1]] + "”: " + fmt(weights[headIndex][c[0]][c[1]]) : "";
+      var masked = c && mask && !allowed(mask[Math.min(headIndex, mask.length - 1)][c[0]][c[1]]);
+      info.textContent = c ? W("query") + " " + c[0] + " “" + qTokens[c[0]] + "” → " + W("key") + " " + c[1] + " “" + kTokens[c[1]] + "”: " +
+        (masked ? W("blocked") : fmt(weights[headIndex][c[0]][c[1]])) : "";
     });
     canvas.addEventListener("click", function (e) {
       var c = cellAt(e); if (!c) return;
