@@ -145,7 +145,7 @@ def test_inspect_errors_are_one_line(capsys, argv, words):
 
 
 def test_inspect_bad_model_directory(capsys, tmp_path):
-    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}', encoding="utf-8")
+    (tmp_path / "config.json").write_text('{"model_type": "no-such-architecture"}', encoding="utf-8")
     (tmp_path / "model.safetensors").write_bytes(b"")
     (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
     err = one_line_error(capsys, "inspect", TEXT, "--model", str(tmp_path))

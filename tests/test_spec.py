@@ -120,3 +120,169 @@ def test_unreadable_files(tmp_path):
         with pytest.raises(qkv.InputError) as info:
             load_spec(path)
         assert info.value.source == str(path) and problem in info.value.problem, name
+
+
+# ---------------------------------------------------------------- issue 9 items 6, 10, 14, 18
+import warnings  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from qkv.spec import (MAX_MAGNITUDE, MAX_NUMBERS, MAX_SCORES, MAX_TOKENS, MAX_WIDTH,  # noqa: E402
+                      read_document, read_saved_trace)
+
+EXTREME = st.one_of(st.sampled_from([0.0, MAX_MAGNITUDE, -MAX_MAGNITUDE, 1e-300, -1e15]),
+                    st.floats(-MAX_MAGNITUDE, MAX_MAGNITUDE, allow_nan=False, allow_infinity=False))
+
+
+@st.composite
+def examples(draw):
+    """Any example the bounds accept: small shapes, numbers anywhere in ±MAX_MAGNITUDE, masks with empty rows."""
+    heads = draw(st.integers(1, 2))
+    t, tk, d, dk, dv = (draw(st.integers(1, 3)) for _ in range(5))
+    cross = draw(st.booleans())
+    tk = tk if cross else t
+
+    def matrix(rows, cols):
+        return draw(st.lists(st.lists(EXTREME, min_size=cols, max_size=cols), min_size=rows, max_size=rows))
+
+    doc = {"tokens": [f"t{i}" for i in range(t)], "x": matrix(t, d), "w_q": matrix(d, heads * dk), "heads": heads}
+    d_kv = d
+    if cross:
+        d_kv = draw(st.integers(1, 3))
+        doc.update(memory=matrix(tk, d_kv), memory_tokens=[f"m{j}" for j in range(tk)])
+    doc.update(w_k=matrix(d_kv, heads * dk), w_v=matrix(d_kv, heads * dv))
+    if draw(st.booleans()):
+        doc["w_o"] = matrix(heads * dv, d)
+        doc["residual"] = draw(st.booleans())
+    if draw(st.booleans()):
+        doc["mask"] = draw(st.lists(st.lists(st.booleans(), min_size=tk, max_size=tk), min_size=t, max_size=t))
+    return doc
+
+
+@given(examples(), st.booleans())
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_any_accepted_example_gives_finite_steps_without_warnings(doc, by_hand):
+    """Item 6: finite inputs within the bound never explain NaN or inf (and never warn)."""
+    spec = parse_spec(doc, source="p.toml", base=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trace = trace_spec(spec, by_hand=by_hand)
+    for step in trace.steps:
+        value = step.value
+        if step.name.endswith("mask"):
+            assert np.all(np.isfinite(value) | np.isneginf(value)), step.name
+        else:
+            assert np.all(np.isfinite(value)), (step.name, value)
+    weights = trace["weights"].value
+    sums = weights.sum(-1)
+    assert np.all(np.isclose(sums, 1.0) | (sums == 0.0))
+
+
+@pytest.mark.parametrize("value", [1e300, -1e31, 10**400, -(10**31), float("1e308")])
+def test_numbers_beyond_the_bound_are_refused_naming_the_place(value):
+    doc = {"tokens": ["a", "b"], "x": [[1.0, 0.0], [0.0, value]], "w_q": [[1, 0], [0, 1]], "w_k": [[1, 0], [0, 1]],
+           "w_v": [[1, 0], [0, 1]]}
+    with pytest.raises(qkv.InputError, match=r"x: row 2, column 2 is .*within ±1e\+30"):
+        parse_spec(doc, source="big.toml", base=None)
+
+
+def _square(t: int, d: int = 1) -> dict:
+    eye = [[1.0 if i == j else 0.0 for j in range(d)] for i in range(d)]
+    return {"tokens": [f"t{i}" for i in range(t)], "x": [[1.0] * d for _ in range(t)], "w_q": eye, "w_k": eye,
+            "w_v": eye}
+
+
+def test_size_bounds_are_checked_before_any_attention():
+    """Item 10: a too-large example is one clear error before the work (each bound at its edge)."""
+    parse_spec(_square(MAX_TOKENS), source="ok.toml", base=None)            # at the bound: accepted
+    with pytest.raises(qkv.InputError, match=f"x: has {MAX_TOKENS + 1} rows .* at most {MAX_TOKENS}"):
+        parse_spec(_square(MAX_TOKENS + 1), source="big.toml", base=None)
+    wide = {"tokens": ["a"], "x": [[1.0] * (MAX_WIDTH + 1)]}
+    with pytest.raises(qkv.InputError, match=f"x: has {MAX_WIDTH + 1:,} columns"):
+        parse_spec(wide, source="wide.toml", base=None)
+    heads = 2 * MAX_SCORES // MAX_TOKENS**2 + 1
+    doc = _square(MAX_TOKENS, heads)
+    doc["heads"] = heads
+    with pytest.raises(qkv.InputError, match="heads: .* scores; an example may have at most"):
+        parse_spec(doc, source="heads.toml", base=None)
+
+
+def test_array_file_bounds(tmp_path):
+    np.save(tmp_path / "big.npy", np.zeros(MAX_NUMBERS + 1, dtype=np.uint8).reshape(1, -1))
+    np.savez_compressed(tmp_path / "bomb.npz", w=np.zeros((4096, 4096)))   # 134 MB of zeros in a small file
+    for name, words in (("big.npy", "holds 1,048,577 numbers"), ("bomb.npz", "expands to more")):
+        doc = {"tokens": ["a"], "x": name}
+        with pytest.raises(qkv.InputError, match=words):
+            parse_spec(doc, source="f.toml", base=tmp_path)
+
+
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:
+        handle.truncate(200 * 2**20)               # sparse: a 10,000 × 10,000 example would be larger still
+    with pytest.raises(qkv.InputError, match="big.json: is 200 MiB; qkv reads files of at most 64 MiB"):
+        read_document(big)
+
+
+@pytest.mark.parametrize("text, field, words", [
+    ("example = 5\n", "example", "expected a string, got 5"),
+    ("title = [1]\n", "title", "expected a string, got a list of 1 item"),
+    ('seed = {a = 1}\n', "seed", "expected a string, got a table"),
+    ('query = "²"\n', "query", "'²' is not one of the tokens"),
+    ("query = 7\n", "query", "7 is not one of the tokens (a, b) nor a row index 0–1"),
+    ("w_o = " + "[" * 900 + "1" + "]" * 900 + "\n", None, "nested more than 64 levels deep"),
+    ("w_o = [[[1.0]]]\n", "w_o", "row 1, column 1 is a list nested too deep: expected a matrix"),
+    ("w_o = [[1" + "0" * 400 + "]]\n", "w_o", "is an integer of about 401 digits"),
+])
+def test_malformed_fields_are_one_line_errors(tmp_path, text, field, words):
+    path = tmp_path / "mine.toml"
+    path.write_text('tokens = ["a", "b"]\nx = [[1.0], [2.0]]\nw_q = [[1]]\nw_k = [[1]]\nw_v = [[1]]\n' + text)
+    with pytest.raises(qkv.InputError) as info:
+        load_spec(path)
+    assert info.value.field == field and words in info.value.problem and "\n" not in str(info.value)
+
+
+def test_tokens_message_names_the_entry(tmp_path):
+    with pytest.raises(qkv.InputError, match=r"tokens: entry 2 is 1, not a string"):
+        parse_spec({"tokens": ["a", 1], "x": [[1.0], [2.0]]}, source="t.toml", base=None)
+
+
+def test_file_kinds_are_named_not_called_missing(tmp_path):
+    """Item 18: a directory, a pipe and a missing file each get their own words."""
+    os = __import__("os")
+    (tmp_path / "dir.npy").mkdir()
+    os.mkfifo(tmp_path / "pipe.npy")
+    cases = {"dir.npy": "array file 'dir.npy' is a directory", "pipe.npy": "array file 'pipe.npy' is a named pipe",
+             "none.npy": "array file 'none.npy' not found (looked in"}
+    for name, words in cases.items():
+        doc = {"tokens": ["a"], "x": name}
+        with pytest.raises(qkv.InputError) as info:
+            parse_spec(doc, source="f.toml", base=tmp_path)
+        assert words in str(info.value), str(info.value)
+    with pytest.raises(qkv.InputError, match="is a directory, not a file"):
+        read_document(tmp_path / "dir.npy")
+
+
+@pytest.mark.parametrize("doc, words", [
+    ({"format": "qkv-explanation"}, 'needs its "trace" object'),
+    ({"format": "qkv-explanation", "trace": 5}, 'needs its "trace" object, got 5'),
+    ({"format": "qkv-trace", "steps": 3}, '"steps" must be a list'),
+    ({"format": "qkv-trace", "steps": [{"name": "x", "values": [1, 2], "shape": [3]}]}, "not a readable qkv trace"),
+    ({"format": "qkv-trace", "steps": [{"name": "x", "values": ["nan"], "shape": [1]}]}, "must be finite"),
+    ({"format": "qkv-trace", "steps": [{"name": "x", "values": ["a"], "shape": [1], "dtype": "U1"}]},
+     "not a readable qkv trace"),
+    ({"format": "qkv-trace", "meta": {"tokens": [1]}, "steps": []}, "meta.tokens must be a list of strings"),
+    ({"format": "qkv-trace", "meta": {"query": "²"}, "steps": []}, "meta.query must be a row index"),
+])
+def test_saved_traces_are_checked(doc, words):
+    with pytest.raises(qkv.InputError) as info:
+        read_saved_trace(doc, source="saved.json")
+    assert words in str(info.value) and info.value.field == "trace"
+
+
+def test_a_saved_trace_round_trips():
+    trace = trace_spec(load_spec(ROOT / "examples" / "my-example.toml"))
+    again = read_saved_trace(json.loads(trace.to_json()), source="saved.json")
+    assert again.names() == trace.names()
+    np.testing.assert_array_equal(again["mask"].value, trace["mask"].value)    # −inf kept in the mask

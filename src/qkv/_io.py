@@ -151,15 +151,36 @@ class _Batch:
         self.direct.clear()
 
     def commit(self) -> None:
+        """Renames first (each replaced file kept as a hard-linked backup until the end), then direct
+        writes; if anything fails, the renamed files are put back as they were."""
+        done: list[tuple[Path, str | None]] = []
         try:
+            for tmp, target in self.renames:
+                backup = None
+                if os.path.lexists(target):
+                    backup = tmp + ".old"
+                    try:
+                        os.link(target, backup)
+                    except OSError:         # no hard links here: the file is replaced without a way back
+                        backup = None
+                os.replace(tmp, target)
+                done.append((target, backup))
             for plan, data in self.direct:
                 _write_direct(plan, data)
-            for tmp, target in self.renames:
-                os.replace(tmp, target)
         except OSError as exc:
-            self.discard()
-            raise InputError(f"cannot write ({exc.strerror or exc})", source=getattr(exc, "filename", None)) from None
+            for target, backup in reversed(done):
+                with contextlib.suppress(OSError):
+                    if backup is not None:
+                        os.replace(backup, target)
+                    else:
+                        os.unlink(target)
+            raise InputError(f"cannot write ({exc.strerror or exc}); the other output files were left as they were",
+                             source=getattr(exc, "filename", None)) from None
         finally:
+            for _, backup in done:
+                if backup is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(backup)
             self.discard()
 
 
