@@ -12,6 +12,7 @@ checkpoint written as shards with an index. The whole set takes about a second.
 from __future__ import annotations
 
 import functools
+import math
 import os
 from pathlib import Path
 
@@ -43,6 +44,12 @@ CHECKPOINTS = {
     "llama-mqa": ("llama", dict(hidden_size=96, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=1,
                                 intermediate_size=40, max_position_embeddings=128, rope_theta=10000.0,
                                 rms_norm_eps=1e-6, tie_word_embeddings=True), {}, True),
+    "llama3-scaled": ("llama", dict(hidden_size=48, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                    intermediate_size=32, max_position_embeddings=128,
+                                    rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                                     "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                     "original_max_position_embeddings": 16},
+                                    tie_word_embeddings=True), {}, True),
     "qwen2": ("qwen2", dict(hidden_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                             intermediate_size=56, max_position_embeddings=128, rope_theta=1000000.0,
                             rms_norm_eps=1e-6, tie_word_embeddings=True), {}, False),
@@ -151,11 +158,23 @@ def keep_float64_rope(model) -> None:
     import torch
 
     config = model.config
-    theta = config.rope_parameters["rope_theta"]
+    parameters = config.rope_parameters
+    theta = parameters["rope_theta"]
     dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    if parameters["rope_type"] == "llama3":   # transformers' _compute_llama3_parameters, in float64
+        factor, low, high = parameters["factor"], parameters["low_freq_factor"], parameters["high_freq_factor"]
+        original = parameters["original_max_position_embeddings"]
+        wavelength = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelength > original / low, inv_freq / factor, inv_freq)
+        smooth = (original / wavelength - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelength < original / high) * ~(wavelength > original / low)
+        inv_freq = torch.where(medium, smoothed, scaled)
+    else:
+        assert parameters["rope_type"] == "default"
 
     def forward(self, x, position_ids):
-        inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
         freqs = position_ids[..., None].double() * inv_freq
         both = torch.cat((freqs, freqs), dim=-1)
         return both.cos().to(x.dtype), both.sin().to(x.dtype)

@@ -89,6 +89,15 @@ def test_load_dispatches_on_model_type(loaded):
     assert loaded("gpt2").config.head_dim == 5 and loaded("gpt2").config.mlp == "gelu_tanh"
 
 
+def test_llama3_frequency_scaling_equals_transformers(loaded, references):
+    rope = loaded("llama3-scaled").blocks[0].attention.rope
+    expected = references("llama3-scaled").model.rotary_emb.inv_freq.numpy()          # float32, (12,)
+    plain = 1.0 / 500000.0 ** (np.arange(0, 24, 2) / 24)
+    np.testing.assert_allclose(rope.frequencies(), expected, rtol=1e-6)
+    assert np.sum(np.abs(expected / plain - 1) > 1e-3) >= 4          # the scaling changes most frequencies
+    assert loaded("llama3-scaled").config.rope_scaling[-1] == ("rope_type", "llama3")
+
+
 def test_every_layer_is_a_qkv_transformer_block(loaded):
     from qkv.block import RMSNorm, TransformerBlock
 

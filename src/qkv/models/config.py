@@ -25,7 +25,9 @@ class DecoderConfig:
     (gate, up, down); rope_theta: None for learned absolute positions (GPT-2); bias_qkv / bias_out /
     bias_mlp: which projections have biases; tie_embeddings: the output matrix is the token
     embedding's transpose; sliding_window: keys further back than this many tokens (the query itself
-    counted) are masked, None for none; eos_token_ids: generation stops at any of them.
+    counted) are masked, None for none; rope_scaling: () for RoPE's plain frequencies, or
+    (("rope_type", "linear" | "llama3"), (parameter, value), …) sorted by name; eos_token_ids:
+    generation stops at any of them.
     """
 
     model_type: str
@@ -46,6 +48,7 @@ class DecoderConfig:
     bias_mlp: bool
     tie_embeddings: bool
     sliding_window: int | None = None
+    rope_scaling: tuple = ()
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
     pad_token_id: int | None = None

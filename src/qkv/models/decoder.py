@@ -79,8 +79,10 @@ def build(config: DecoderConfig, arrays: DecoderArrays) -> tuple[tuple[Transform
     # positions the rounded angles differ by many ulps from exact ones, and the model was run that way);
     # float64 models are the exact reference: angles in float64. See docs/models.md.
     float32_angles = arrays.token_embeddings.dtype == np.float32
-    rope = None if config.rope_theta is None else RoPE(config.head_dim, config.rope_theta,
-                                                       float32_angles=float32_angles)
+    rope = None
+    if config.rope_theta is not None:
+        rope = RoPE(config.head_dim, config.rope_theta, inv_freq=rope_frequencies(config, float32_angles),
+                    float32_angles=float32_angles)
     activation = "silu" if config.mlp == "swiglu" else config.mlp
     blocks = []
     for layer in arrays.layers:
@@ -91,6 +93,35 @@ def build(config: DecoderConfig, arrays: DecoderArrays) -> tuple[tuple[Transform
         blocks.append(TransformerBlock(attention=attention, norm1=_norm(config, layer.norm1), mlp=mlp,
                                        norm2=_norm(config, layer.norm2), norm_position="pre"))
     return tuple(blocks), _norm(config, arrays.final_norm)
+
+
+def rope_frequencies(config: DecoderConfig, float32: bool) -> np.ndarray | None:
+    """RoPE's θᵢ after the config's frequency scaling, or None for the plain θᵢ = theta^(−2i/d).
+
+    linear: θᵢ / factor. llama3 (Llama 3.1+): wavelengths λᵢ = 2π/θᵢ longer than
+    original_max_position_embeddings / low_freq_factor are divided by factor, those shorter than
+    … / high_freq_factor kept, and those between interpolated with
+    s = (original / λᵢ − low_freq_factor) / (high_freq_factor − low_freq_factor):
+    θᵢ ← (1 − s)·θᵢ/factor + s·θᵢ. Computed in float32 when ``float32`` (as transformers does), else float64.
+    """
+    scaling = dict(config.rope_scaling)
+    kind = scaling.pop("rope_type", "default")
+    if kind == "default":
+        return None
+    dtype = np.float32 if float32 else np.float64
+    d = config.head_dim
+    base = 1.0 / (config.rope_theta ** (np.arange(0, d, 2).astype(dtype) / d))      # (d/2,)
+    factor = scaling["factor"]
+    if kind == "linear":
+        return base / factor
+    low, high, original = scaling["low_freq_factor"], scaling["high_freq_factor"], \
+        scaling["original_max_position_embeddings"]
+    wavelength = 2 * np.pi / base
+    scaled = np.where(wavelength > original / low, base / factor, base)
+    smooth = (original / wavelength - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelength < original / high) & ~(wavelength > original / low)
+    return np.where(medium, smoothed, scaled).astype(dtype)
 
 
 @dataclass(frozen=True)

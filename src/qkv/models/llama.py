@@ -33,7 +33,7 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     h = read.integer("num_attention_heads")
     if data.get("head_dim") is None and d % h:
         raise read.fail("num_attention_heads", f"hidden_size {d} does not split into {h} heads (and no head_dim)")
-    theta = _rope_theta(read)
+    theta, scaling = _rope(read)
     window = None
     if model_type == "mistral":
         window = read.optional_integer("sliding_window", low=1)
@@ -48,27 +48,43 @@ def read_config(data: dict, source: str) -> DecoderConfig:
         norm_eps=read.number("rms_norm_eps", 1e-6), mlp="swiglu", rope_theta=theta,
         bias_qkv=bias, bias_out=bias and model_type == "llama",
         bias_mlp=read.flag("mlp_bias", False) if model_type == "llama" else False,
-        tie_embeddings=read.flag("tie_word_embeddings", False), sliding_window=window,
+        tie_embeddings=read.flag("tie_word_embeddings", False), sliding_window=window, rope_scaling=scaling,
         bos_token_id=read.optional_integer("bos_token_id"), eos_token_ids=read.token_ids("eos_token_id"),
         pad_token_id=read.optional_integer("pad_token_id")))
 
 
-def _rope_theta(read: ConfigReader) -> float:
-    """θ from rope_parameters (transformers ≥ 5) or rope_theta (+ rope_scaling) (older configs)."""
+# rope_type → the parameters it needs besides rope_theta (transformers' names)
+ROPE_TYPES = {"default": (), "linear": ("factor",),
+              "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}
+
+
+def _rope(read: ConfigReader) -> tuple[float, tuple]:
+    """θ and the frequency scaling from rope_parameters (transformers ≥ 5) or rope_theta + rope_scaling (older)."""
     parameters = read.data.get("rope_parameters")
     if isinstance(parameters, dict) and "rope_type" in parameters:   # one set for every layer
-        kind, theta, key = parameters.get("rope_type"), parameters.get("rope_theta", 10000.0), "rope_parameters"
+        key, scaling = "rope_parameters", parameters
+        theta = parameters.get("rope_theta", read.data.get("rope_theta", 10000.0))
     else:
-        scaling = read.data.get("rope_scaling") or {}
+        key, scaling = "rope_scaling", read.data.get("rope_scaling") or {}
         if not isinstance(scaling, dict):
-            raise read.fail("rope_scaling", f"must be an object or null, got {scaling!r}")
-        kind = scaling.get("rope_type", scaling.get("type", "default"))
-        theta, key = read.data.get("rope_theta", 10000.0), "rope_scaling"
-    if kind != "default":
-        raise read.fail(key, f"rope_type {kind!r} is not supported (only \"default\": θᵢ = theta^(−2i/d))")
+            raise read.fail(key, f"must be an object or null, got {scaling!r}")
+        theta = read.data.get("rope_theta", 10000.0)
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind not in ROPE_TYPES:
+        raise read.fail(key, f"rope_type {kind!r} is not supported (one of {', '.join(ROPE_TYPES)})")
+    if scaling.get("partial_rotary_factor", 1.0) != 1.0:
+        raise read.fail(key, "partial_rotary_factor other than 1 is not supported")
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
         raise read.fail("rope_theta", f"must be a positive number, got {theta!r}")
-    return float(theta)
+    values = [("rope_type", kind)] if kind != "default" else []
+    for name in ROPE_TYPES[kind]:
+        value = scaling.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise read.fail(key, f"{name} must be a positive number for rope_type {kind!r}, got {value!r}")
+        values.append((name, float(value)))
+    if kind == "llama3" and not scaling["high_freq_factor"] > scaling["low_freq_factor"]:
+        raise read.fail(key, "high_freq_factor must exceed low_freq_factor (llama3)")
+    return float(theta), tuple(sorted(values))
 
 
 def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> DecoderArrays:
