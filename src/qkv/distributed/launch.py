@@ -70,7 +70,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, ranks: Sequence[int] | None = None,
               port: int | None = None, threads: int | None = None, backend: str = "gloo",
-              env: dict[str, str] | None = None) -> list[Any]:
+              env: dict[str, str] | None = None, start_method: str = "spawn") -> list[Any]:
     """Run ``fn(*args)`` on ``procs`` local ranks joined in one process group; results by rank.
 
     fn must be importable (a module-level function: the processes are spawned). Inside it,
@@ -82,7 +82,11 @@ def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, 
         port (another shell, or torchrun) — or, if they never do, the started ones fail after timeout.
     threads: torch threads per rank (default: CPU count // procs, at least 1).
     env: extra environment variables for the ranks, set before they start (e.g. glibc's
-        MALLOC_MMAP_THRESHOLD_, read once at process start).
+        MALLOC_MMAP_THRESHOLD_, read once at process start; with "forkserver" they reach the
+        ranks only if this call starts the server).
+    start_method: "spawn" (a fresh interpreter per rank: imports torch each time, seconds) or
+        "forkserver" (ranks forked from one server that imported torch and qkv once, kept for the
+        rest of this process: later groups start in a fraction of a second; tests use it).
     Raises `DistributedError` naming the first rank that failed or died and the message of every
     rank that stopped because of it.
     """
@@ -93,7 +97,9 @@ def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, 
         raise ValueError(f"ranks must be a non-empty subset of 0 … {procs - 1}, got {ranks}")
     port = free_port() if port is None else port
     threads = threads or max(1, (os.cpu_count() or 1) // procs)
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context(start_method)
+    if start_method == "forkserver":
+        ctx.set_forkserver_preload(["torch", "torch.distributed", "qkv.distributed"])
     children, pipes = {}, {}
     saved = {name: os.environ.get(name) for name in (env or {})}
     os.environ.update(env or {})
