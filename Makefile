@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench browser clean
+.PHONY: demo test bench browser fonts pictures clean
 
 $(STAMP): pyproject.toml setup.py src/qkv/kernels/_fused.c
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +20,16 @@ demo: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
-test: $(STAMP) browser
+# Noto Sans CJK for Japanese kanji in figures (NanumGothic, from koreanize-matplotlib, lacks some).
+fonts:
+	@fc-list 2>/dev/null | grep -q "Noto Sans CJK" || { apt-get update -qq && apt-get install -y -qq fonts-noto-cjk >/dev/null; }
+
+test: $(STAMP) browser fonts
 	$(BIN)/python -m pytest -q
+
+# The figures of docs/pictures.md (PNG files in docs/), drawn from the shipped examples.
+pictures: $(STAMP) fonts
+	$(BIN)/python -m qkv.viz.gallery docs
 
 bench: $(STAMP)
 	$(BIN)/qkv bench

@@ -4,11 +4,13 @@ thinned labels that never overlap, CJK tokens, and the figure chosen for each ki
 from __future__ import annotations
 
 import base64
+import re
 import warnings
 import xml.etree.ElementTree as ET
 import zlib
 
 import matplotlib
+import matplotlib.text
 
 matplotlib.use("Agg")
 
@@ -181,11 +183,26 @@ def test_query_path_writes_the_recorded_values(small):
     assert any("−∞" in text for text in written)      # the causal mask before softmax
 
 
-def test_projection_figure_colours_columns_by_head(small):
+def test_projection_figure_draws_the_whole_layer(small):
     fig = viz.projection_figure(small)
     labels = {t.get_text() for t in fig.axes[0].texts}
-    assert {"Q₁", "Q₂", "K₁", "V₂", "head₁", "head₂"} <= labels
-    assert any(label.startswith("reshape") for label in labels)
+    # heads counted from 0, as --head and Python count them
+    assert {"Q₀", "Q₁", "K₀", "V₁", "head 0", "head 1"} <= labels
+    assert any(label.startswith("split into heads") for label in labels)
+    assert {"W_Q  (8×8)", "W_K  (8×8)", "W_V  (8×8)", "W_O  (8×8)"} <= labels
+    assert {"attention of head 0: softmax(QₕKₕᵀ/√dₕ)", "head 1 = weights·Vₕ"} <= labels
+    assert "masked" in labels                                    # the causal mask, in the per-head attention
+
+
+def test_seed_000_projection_figure_has_every_step():
+    trace = qkv.examples.run("projection")                       # T = 3, d = 8, h = 2
+    labels = {t.get_text() for t in viz.figure_for(trace).axes[0].texts}
+    for wanted in ("X  (3×8)", "W_Q  (8×8)", "Q = X·W_Q  (3×8)", "Q₀", "Q₁", "H  (3×8)", "Y = H·W_O  (3×8)",
+                   "R + Y (residual)  (3×8)", "attention of head 1: softmax(QₕKₕᵀ/√dₕ)"):
+        assert wanted in labels, wanted
+    # the numbers are the recorded ones: a weight of head 1 and an entry of R + Y
+    assert f"{trace['weights'].value[1, 2, 0]:.4f}" in labels
+    assert f"{trace['residual'].value[0, 1]:.4f}" in labels
 
 
 def test_cjk_tokens_do_not_crash_or_warn(tmp_path):
@@ -197,13 +214,120 @@ def test_cjk_tokens_do_not_crash_or_warn(tmp_path):
     assert png_variance(path) > 0.05
 
 
-def test_korean_labels_fall_back_to_english_without_a_cjk_font(small):
+HANGUL = re.compile("[\uac00-\ud7a3]")
+
+
+def korean_figures(small):
+    """A Korean figure of every kind (tokens in Hangul, kana and a kanji Nanum lacks: 学)."""
+    tokens = ["나는", "私は", "学習", "좋아"]
+    weights = small["weights"].value
+    heads_trace = qkv.Trace("헤드", meta=dict(small.meta, tokens=tokens), steps=small.steps)
+    return {
+        "heatmap": viz.heatmap(weights[0], tokens, title="헤드 0", mask=small["mask"].value, lang="ko"),
+        "grid": viz.attention_grid(weights[None], tokens, lang="ko"),
+        "projection": viz.projection_figure(heads_trace, lang="ko"),
+        "chain": viz.query_path(heads_trace, 2, head=1, lang="ko"),
+        "mask": viz.mask_figure(small["mask"].value, tokens, lang="ko"),
+        "attention": viz.attention_figure(heads_trace, lang="ko"),
+        "cross": viz.figure_for(qkv.examples.run("cross-attention"), lang="ko"),
+        "multi-head": viz.figure_for(qkv.examples.run("multi-head"), lang="ko"),
+        "scenes": viz.figure_for(qkv.examples.run("group-meeting"), lang="ko"),
+    }
+
+
+def test_a_korean_figure_of_every_kind_draws_every_glyph(small):
+    """matplotlib warns "Glyph … missing from font(s)" for any character it draws as a box: an error here."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figures = korean_figures(small)
+        for name, fig in figures.items():
+            with viz.fonts.context():
+                FigureCanvasAgg(fig).draw()
+            texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
+            assert any(HANGUL.search(t) for t in texts), f"{name}: no Korean label"
+
+
+def test_korean_words_and_unknown_language(small):
     from qkv.viz import _style
 
-    words = _style.words("ko")
-    assert words is _style._WORDS["ko" if _style.cjk_font() else "en"]
+    assert _style.words("ko")["keys"].startswith("키")
+    assert _style.words("ko")("layer_head", l=2, h=5) == "층 2, 헤드 5"
     with pytest.raises(ValueError, match="lang"):
         _style.words("fr")
+
+
+def test_fonts_are_registered_without_changing_rcparams():
+    import importlib
+
+    before = dict(matplotlib.rcParams)
+    importlib.reload(viz.fonts)
+    families = viz.fonts.families()
+    assert families[0] == "DejaVu Sans" and len(families) >= 2           # a CJK font after DejaVu Sans
+    assert "NanumGothic" in families                                      # koreanize-matplotlib's font file
+    assert dict(matplotlib.rcParams) == before
+
+
+def test_no_cjk_font_is_one_warning(monkeypatch):
+    import importlib
+
+    fonts = importlib.reload(viz.fonts)
+    monkeypatch.setattr(fonts, "cjk_families", lambda: ())
+    with pytest.warns(fonts.NoCJKFontWarning, match="no CJK font") as caught:
+        assert fonts.families() == ("DejaVu Sans",)
+        fonts.families()                                                  # asked again: no second warning
+    assert len(caught) == 1
+    importlib.reload(viz.fonts)
+
+
+def test_svg_text_stays_text(small, tmp_path):
+    path = viz.save_figure(qkv.Trace("헤드", meta=dict(small.meta, tokens=["나는", "私は", "학습", "!"]),
+                                     steps=small.steps), tmp_path / "figure.svg", lang="ko")
+    root = ET.parse(path).getroot()
+    texts = ["".join(e.itertext()) for e in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert len(texts) > 100                                   # labels and numbers are <text>, not glyph paths
+    assert any("私は" in t for t in texts) and any(HANGUL.search(t) for t in texts)
+    assert any(t == f"{small['weights'].value[0, 1, 0]:.4f}" for t in texts)
+
+
+# ------------------------------------------------------------------ labels: counting from 0 everywhere
+def test_layer_and_head_figures_name_the_layer_and_head(tmp_path):
+    """`qkv inspect … --layer 2 --head 5 --figure`: the figure of that head says layer 2, head 5."""
+    import qkv.models
+
+    model = qkv.models.load("minilm")
+    trace = model.trace("The cat sat on the mat.", layer=2, head=5)
+    fig = viz.figure_for(trace)
+    texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
+    assert any("layer 2, head 5" in t for t in texts), texts
+    assert not any("head 0" in t or "layer 0" in t for t in texts)
+    grid = viz.attention_grid(model.attention_weights("The cat sat.")[[2]][:, [5]], layers=[2], heads=[5])
+    titles = [ax.get_title() for ax in grid.axes]
+    assert "layer 2, head 5" in titles
+    both = viz.attention_grid(model.attention_weights("The cat sat.")[[1, 4]][:, [0, 5]], layers=[1, 4], heads=[0, 5])
+    assert {ax.get_title() for ax in both.axes} >= {"head 0", "head 5"}
+    assert {ax.get_ylabel() for ax in both.axes} >= {"layer 1", "layer 4"}
+
+
+def test_cross_attention_is_two_sentences():
+    trace = qkv.examples.run("cross-attention")
+    fig = viz.figure_for(trace)
+    ax = fig.axes[0]
+    where = {t.get_text(): t.get_position()[1] for t in ax.texts}
+    assert where["私は"] < where["love"]                          # decoder above (y grows downward), encoder below
+    weights = trace["weights"].value[0, 0]
+    assert {f"{w:.4f}" for w in weights} <= set(where)            # each line carries its weight
+    lines = [line.get_linewidth() for line in ax.lines]
+    assert np.argmax(lines) == np.argmax(weights)                 # the heaviest line is the largest weight
+
+
+def test_the_chain_reaches_z(small):
+    fig = viz.query_path(small, 2, head=1)
+    written = {t.get_text() for ax in fig.axes for t in ax.texts}
+    out = small["out"].value[1, 2]
+    assert {f"{x:.4f}" for x in out} <= written                   # z = the recorded output of head 1, query 2
+    assert "masked" in written                                      # key 3 is masked for query 2 (causal)
 
 
 @pytest.mark.parametrize("name", qkv.examples.names())
@@ -215,7 +339,10 @@ def test_every_shipped_example_has_a_figure(name, tmp_path):
 def test_figure_for_picks_by_kind_and_steps(small):
     projection = qkv.Trace("p", meta=dict(small.meta, kind="projection"), steps=small.steps)
     assert any(t.get_text() == "Q₁" for t in viz.figure_for(projection).axes[0].texts)
-    assert len(viz.figure_for(small).axes) >= 3     # mask | weights (+ colour bar) | path panels
+    assert any(t.get_text() == "Q₁" for t in viz.figure_for(small).axes[0].texts)   # several heads: the layer
+    one = qkv.Trace("one", meta={"tokens": small.meta["tokens"], "kind": "self-attention", "query": 1})
+    qkv.attention(*(np.random.default_rng(1).standard_normal((3, 4, 5))), causal=True, record=one)
+    assert len(viz.figure_for(one).axes) >= 4     # mask | weights + legend | chain panels
     with pytest.raises(ValueError, match="nothing to draw"):
         viz.figure_for(qkv.Trace("empty"))
 
@@ -326,3 +453,28 @@ def test_the_page_of_a_one_head_trace_labels_the_head():
     assert payload["headName"] == {"layer": 2, "head": 3}
     page = viz_html.trace_html(one_head_of_a_model(head=3))
     assert '"headName":{"layer":2,"head":3}' in page
+
+
+def test_one_weight_scale_for_figures_and_page():
+    """The page shades a weight with qkv.explain.style.weight_shade; the figures with matplotlib's Blues
+    through the same √ norm: the same colour, within rounding, everywhere."""
+    from qkv.explain import style
+    from qkv.viz.figures import _cmap, _norm
+
+    for weight in (0.0, 0.002, 0.01, 0.1, 0.25, 0.5, 0.9, 1.0):
+        figure = np.array(_cmap()(_norm()(weight))[:3]) * 255
+        assert np.abs(figure - np.array(style.weight_shade(weight))).max() <= 1.5, weight
+
+
+def test_masked_cells_are_hatched_where_they_are(small):
+    """Every "masked" cell label of the per-head attention lies inside a hatched rectangle, and only those."""
+    from matplotlib.collections import PatchCollection
+
+    fig = viz.projection_figure(small)
+    ax = fig.axes[0]
+    hatched = [c for c in ax.collections if isinstance(c, PatchCollection) and c.get_hatch()]
+    boxes = [path.get_extents() for c in hatched for path in c.get_paths()]
+    centres = [t.get_position() for t in ax.texts if t.get_text() == "masked"]
+    assert len(centres) == 2 * 6 == len(boxes)                       # 2 heads × 6 causal cells of 4 × 4
+    for x, y in centres:
+        assert sum(b.x0 < x < b.x1 and b.y0 < y < b.y1 for b in boxes) == 1

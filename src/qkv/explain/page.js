@@ -71,10 +71,11 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
-  var GAMMA = 0.5;
-  function colour(w) {                // the one weight scale: Blues' ends blended at weight^γ (as the figures)
-    var t = Math.pow(Math.max(0, Math.min(1, w)), GAMMA);
-    return [Math.round(247 - t * (247 - 8)), Math.round(251 - t * (251 - 48)), Math.round(255 - t * (255 - 107))];
+  var GAMMA = 0.5, STOPS = [[247, 251, 255], [8, 48, 107]];
+  function colour(w) {                // the one weight scale: Blues at weight^γ, as the figures (qkv.explain.style)
+    var t = Math.pow(Math.max(0, Math.min(1, w)), GAMMA) * (STOPS.length - 1);
+    var k = Math.min(Math.floor(t), STOPS.length - 2), f = t - k, a = STOPS[k], b = STOPS[k + 1];
+    return [Math.round(a[0] + f * (b[0] - a[0])), Math.round(a[1] + f * (b[1] - a[1])), Math.round(a[2] + f * (b[2] - a[2]))];
   }
   var MASKED = [217, 217, 217];
   function esc(t) { return String(t).replace(/[&<>"]/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]; }); }
@@ -82,7 +83,7 @@
   // ------------------------------------------------------------------ the view
   window.qkvView = function (root, payload) {
     var W = payload.words;
-    GAMMA = payload.gamma || 0.5;
+    GAMMA = payload.gamma || 0.5; if (payload.stops) STOPS = payload.stops;
     var app = root.querySelector(".qkv-app");
     var state = { part: 0, head: 0, hover: null, selected: [], locked: false, cell: null, zoom: 1 };
     var cache = {};                    // "part/step" → unpacked array

@@ -30,7 +30,7 @@ import numpy as np
 from ..trace import (BIASED_SCORES, K_HEADS, MASK, OUT, Q_HEADS, SCALED_SCORES, SCORES, V_HEADS, WEIGHTS, Trace)
 from . import texts
 from .parts import as_heads, as_layers, attention_parts, token_labels
-from .style import DIGITS, LEGEND_TICKS, WEIGHT_GAMMA
+from .style import BLUES_STOPS, DIGITS, LEGEND_TICKS, WEIGHT_GAMMA
 
 __all__ = ["trace_html", "attention_page", "pack"]
 
@@ -168,6 +168,7 @@ def _page(payload: dict, *, title: str, lang: str, digits: int, derivation: str,
     if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 12:
         raise ValueError(f"digits must be an integer from 0 to 12, got {digits!r}")
     payload = dict(payload, lang=lang, digits=digits, words=_words(lang), gamma=WEIGHT_GAMMA,
+                   stops=[list(stop) for stop in BLUES_STOPS],
                    legendTicks=list(LEGEND_TICKS), lead=(payload.get("lead") or {}).get(lang, ""),
                    compressed=any(a["z"] for p in payload["parts"] for a in p["arrays"].values()))
     view_id = "qkv-" + secrets.token_hex(4)

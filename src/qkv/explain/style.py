@@ -8,7 +8,7 @@ same colour in the terminal, the page and a PNG, and a weight of 0.25 the same s
 from __future__ import annotations
 
 __all__ = ["DIGITS", "HEAD_COLOURS", "head_colour", "WEIGHT_GAMMA", "WEIGHT_CMAP", "MASKED_COLOUR", "MASKED_HATCH",
-           "weight_shade", "LEGEND_TICKS"]
+           "weight_shade", "LEGEND_TICKS", "BLUES_STOPS"]
 
 DIGITS = 4
 """Decimals shown when neither the caller nor the trace asks for another precision (every format)."""
@@ -34,11 +34,15 @@ LEGEND_TICKS = (0.0, 0.01, 0.1, 0.25, 0.5, 1.0)
 MASKED_COLOUR = "#d9d9d9"        # masked (−∞ before softmax) cells: light grey, hatched
 MASKED_HATCH = "///"
 
-# Matplotlib's Blues at its two ends, for the page (which shades without matplotlib).
-_LIGHT, _DARK = (247, 251, 255), (8, 48, 107)
+# Matplotlib's Blues as its nine stops (ColorBrewer), so the page (which shades without matplotlib)
+# paints a weight the colour the figures paint it.
+BLUES_STOPS = ((247, 251, 255), (222, 235, 247), (198, 219, 239), (158, 202, 225), (107, 174, 214),
+               (66, 146, 198), (33, 113, 181), (8, 81, 156), (8, 48, 107))
 
 
 def weight_shade(weight: float) -> tuple[int, int, int]:
-    """RGB of a weight on the shared scale (a linear blend of Blues' ends at weight ** WEIGHT_GAMMA)."""
-    t = min(1.0, max(0.0, float(weight))) ** WEIGHT_GAMMA
-    return tuple(round(a + t * (b - a)) for a, b in zip(_LIGHT, _DARK))
+    """RGB of a weight on the shared scale: Blues at weight ** WEIGHT_GAMMA (piecewise linear between stops)."""
+    t = min(1.0, max(0.0, float(weight))) ** WEIGHT_GAMMA * (len(BLUES_STOPS) - 1)
+    k = min(int(t), len(BLUES_STOPS) - 2)
+    f = t - k
+    return tuple(round(a + f * (b - a)) for a, b in zip(BLUES_STOPS[k], BLUES_STOPS[k + 1]))

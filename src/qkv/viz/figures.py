@@ -31,6 +31,7 @@ __all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask
 
 _SMALL = 16          # up to this many tokens on an axis every cell gets its value written
 _HATCH_CELLS = 128   # up to this many tokens on an axis masked cells are hatched one by one
+_NUMBER_FONT = "DejaVu Sans"   # digits need no CJK fallback (and skipping it draws faster)
 
 
 def _cmap() -> mcolors.Colormap:
@@ -119,12 +120,14 @@ def _set_token_ticks(ax, axis: str, tokens: Sequence[str], inches: float) -> Non
     ax.tick_params(length=2, pad=2)
 
 
-def _hatch_cells(ax, blocked: np.ndarray, x0: float = -0.5, y0: float = -0.5, size: float = 1.0) -> None:
-    """Hatched grey squares over the masked cells (one patch collection)."""
+def _hatch_cells(ax, blocked: np.ndarray, x0: float = -0.5, y0: float = -0.5, width: float = 1.0,
+                 height: float | None = None) -> None:
+    """Hatched grey rectangles over the masked cells (one patch collection); cells are width × height."""
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
 
-    cells = [Rectangle((x0 + j * size, y0 + i * size), size, size) for i, j in zip(*np.nonzero(blocked))]
+    height = width if height is None else height
+    cells = [Rectangle((x0 + j * width, y0 + i * height), width, height) for i, j in zip(*np.nonzero(blocked))]
     if cells:
         ax.add_collection(PatchCollection(cells, facecolor=shared.MASKED_COLOUR, edgecolor="#8a8a8a",
                                           hatch=shared.MASKED_HATCH, linewidth=0.0, zorder=2))
@@ -310,17 +313,17 @@ def _draw_block(ax, x0: float, y0: float, values: np.ndarray, *, cell: float, ro
     image = _weights_rgb(values, blocked) if weights else _tint(values, col_heads, row_heads)
     ax.imshow(image, extent=(x0, x0 + width, y0 + height, y0), interpolation="nearest", zorder=1)
     if blocked is not None and blocked.any():
-        _hatch_cells(ax, blocked, x0, y0, cell)
+        _hatch_cells(ax, blocked, x0, y0, cell, row_cell)
     ax.add_patch(_rect(x0, y0, width, height))
-    if numbers and rows * cols <= 24 * 24 and cell >= 0.9:
+    if numbers and (rows * cols <= 64 or (rows <= 8 and cols <= 12)) and cell >= 0.9:
         for i in range(rows):
             for j in range(cols):
                 masked = blocked is not None and blocked[i, j]
                 text = masked_word if masked else _num(values[i, j], digits)
                 dark = weights and not masked and values[i, j] > 0.35
                 ax.text(x0 + (j + 0.5) * cell, y0 + (i + 0.5) * row_cell, text, ha="center", va="center",
-                        fontsize=fontsize if len(text) <= 5 else fontsize * 0.86,
-                        color="white" if dark else "#111111", zorder=3)
+                        fontsize=fontsize if len(text) <= 5 else fontsize * 0.86, fontfamily=_NUMBER_FONT
+                        if not masked else fonts.families(), color="white" if dark else "#111111", zorder=3)
         for j in range(1, cols):
             ax.plot([x0 + j * cell] * 2, [y0, y0 + height], color="white", linewidth=0.6, zorder=2)
         for i in range(1, rows):
