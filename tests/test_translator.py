@@ -152,6 +152,25 @@ def test_translate_explain(capsys, lang, words):
     assert "사랑해" in text
 
 
+def test_derivation_trace_holds_the_decoding_weights(model):
+    """The step-by-step trace of one generated word's cross-attention (a teacher-forced rerun with a
+    recorder) holds the weights the cached decoding used, and Q from the decoder, K/V from memory."""
+    t = model.translate("my big dog saw you in the park", "ja")
+    for word in (1, len(t.target)):
+        trace = explain.cross_attention_trace(model, t, word=word, layer=0)
+        np.testing.assert_allclose(trace["weights"].value[:, word - 1], t.cross_weights[0][:, word - 1], atol=2e-6)
+        assert trace["memory"].value.shape == (len(t.source), model.config.d_model)
+        assert trace["q_heads"].value.shape == (model.config.n_heads, len(t.target), 16)
+        assert trace["k_heads"].value.shape == (model.config.n_heads, len(t.source), 16)
+
+
+def test_translate_derive(capsys):
+    assert main(["translate", "I love you", "--to", "ja", "--derive", "2", "--digits", "3"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("私は あなたを 愛してる\n")
+    assert "私は ◀" in text and "Cross-attention" in text
+
+
 def test_translate_figure(tmp_path, capsys):
     path = tmp_path / "align.png"
     assert main(["translate", "my big dog saw you", "--to", "ja", "--figure", str(path)]) == 0
@@ -166,6 +185,8 @@ def test_translate_figure(tmp_path, capsys):
     (["translate", "I love you", "--figure", "x.png"], "one language"),
     (["translate", "I love you", "--to", "ko", "--head", "9", "--explain"], "--head"),
     (["translate", "I love you", "--checkpoint", "/nonexistent/t.safetensors"], "cannot read"),
+    (["translate", "I love you", "--to", "ko", "--derive", "4"], "--derive"),
+    (["translate", "I love you", "--to", "ko", "--figure", "/nonexistent/a.png"], "does not exist"),
     (["train", "translator", "--steps", "0"], "--steps"),
     (["train", "translator", "--out", "/nonexistent/dir/t.safetensors"], "does not exist"),
 ])

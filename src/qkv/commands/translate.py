@@ -3,11 +3,13 @@
     qkv translate "I love you" --to ja
     qkv translate "the big dog saw my cat" --explain --lang ko
     qkv translate "she helped the teacher" --to ko --figure alignment.png
+    qkv translate "I love you" --to ja --derive 2 --lang ko     # seed 001's derivation, learned weights
 
 Greedy decoding with a KV cache, on the checkpoint shipped with qkv (or --checkpoint FILE, as
 written by `qkv train translator`). --explain shows the decoder's cross-attention for each
 generated word (query from the decoder, keys and values from the encoder); --figure draws that
-alignment matrix, where the reordering (the English verb read last) is visible.
+alignment matrix, where the reordering (the English verb read last) is visible; --derive N
+prints the step-by-step derivation (qkv.explain) of the cross-attention that produced word N.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ def register(subparsers) -> None:
     parser.add_argument("--explain", action="store_true",
                         help="show each generated word's cross-attention over the English words")
     parser.add_argument("--lang", default="en", metavar="en|ko", help="language of --explain and --figure (default en)")
+    parser.add_argument("--derive", type=int, default=None, metavar="N",
+                        help="derive, step by step (qkv.explain), the cross-attention that produced word N (from 1); "
+                        "needs --to ko or ja")
     parser.add_argument("--figure", metavar="FILE", help="save the alignment matrix (.png .svg .pdf); needs --to ko or ja")
     parser.add_argument("--layer", type=int, default=None, metavar="L", help="decoder layer shown (default: the last)")
     parser.add_argument("--head", type=int, default=None, metavar="H", help="one head (default: the mean of the heads)")
@@ -44,6 +49,8 @@ def handler(args: argparse.Namespace) -> int:
         raise InputError(f"{args.lang!r}: choose en or ko", field="--lang")
     if args.figure and args.to == "both":
         raise InputError("a figure shows one language: add --to ko or --to ja", field="--figure")
+    if args.derive is not None and args.to == "both":
+        raise InputError("a derivation follows one language: add --to ko or --to ja", field="--derive")
     if not 0 <= args.digits <= 8:
         raise InputError(f"{args.digits}: expected 0 … 8", field="--digits")
     if args.figure:
@@ -67,11 +74,15 @@ def handler(args: argparse.Namespace) -> int:
                                               digits=args.digits))
         else:
             parts.append(f"{translation.lang}: {sentence}" if len(langs) > 1 else sentence)
-    print(("\n" if args.explain else "\n").join(parts))
-    if args.figure:
+    if args.derive is not None:
+        from ..explain import render
+
+        trace = explain.cross_attention_trace(model, translations[0], word=args.derive, layer=args.layer)
+        parts.append(render(trace, "text", lang=args.lang, digits=args.digits))
+    if args.figure:                       # written before anything is printed: an error leaves nothing half-done
         from ..viz import write_figure
 
         figure = explain.alignment_figure(translations[0], layer=args.layer, head=args.head, lang=args.lang)
-        path = write_figure(figure, args.figure)
-        print(f"wrote {path}")
+        parts.append(f"wrote {write_figure(figure, args.figure)}")
+    print("\n".join(parts))
     return 0

@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from .model import Translation
+from ..trace import Trace
+from .model import LANG_TOKENS, Translation, Translator
 
-__all__ = ["alignment", "explain_text", "alignment_figure"]
+__all__ = ["alignment", "explain_text", "alignment_figure", "cross_attention_trace"]
 
 _TEXTS = {
     "en": {
@@ -111,3 +112,43 @@ def alignment_figure(translation: Translation, *, layer: int | None = None, head
     title = f"{' '.join(translation.source)} → {' '.join(translation.target)}\n{which}"
     with fonts.context():
         return heatmap(weights, translation.target, translation.source, title=title, cross=True, lang=lang, digits=2)
+
+
+# Steps of one decoder block's cross-attention sublayer that make seed 001's derivation; the block's
+# own "norm" and "residual" steps around it are left out (pre-norm: R is the stream, not x).
+_SUBLAYER = "cross_attention/"
+_SKIPPED = {"norm", "residual"}
+
+
+def cross_attention_trace(model: Translator, translation: Translation, *, word: int = 1,
+                          layer: int | None = None) -> Trace:
+    """A `qkv.Trace` of one decoder layer's cross-attention while it generated word ``word`` (1 = the
+    first), for `qkv.explain.render`: x (the decoder's normalised states, one row per decoder input
+    token), memory (the encoder's outputs), Q, K, V per head, scores, weights, outputs, W_O, Y.
+
+    The decoder is run once more on the language token and the generated words (teacher forcing:
+    the same inputs the cached decoding saw, so the same numbers) with a recorder; trace.meta["query"]
+    is the row of the token whose state asked for ``word``.
+    """
+    n_layers = len(model.decoder)
+    layer = n_layers - 1 if layer is None else layer
+    if not 0 <= layer < n_layers:
+        raise InputError(f"{layer}: the translator has decoder layers 0 … {n_layers - 1}", field="--layer")
+    if not 1 <= word <= len(translation.target):
+        raise InputError(f"{word}: the translation has words 1 … {len(translation.target)}", field="--derive")
+    source = np.asarray([[model.config.source_vocab.index(w) for w in translation.source]])
+    inputs = [LANG_TOKENS[translation.lang], *translation.target[:-1]]
+    target = np.asarray([[model.config.target_vocab.index(w) for w in inputs]])
+    trace = Trace(title=f"{' '.join(translation.source)} → {' '.join(translation.target)}",
+                  meta={"kind": "cross-attention", "tokens": inputs, "key_tokens": list(translation.source),
+                        "query": word - 1, "n_heads": model.config.n_heads, "layer": layer})
+    prefix = f"decoder {layer}/{_SUBLAYER}"
+
+    def record(name: str, value, **meta):
+        if name.startswith(prefix) and name[len(prefix):] not in _SKIPPED:
+            step = name[len(prefix):]
+            trace(step, value if step.startswith("w_") else value[0], **meta)   # drop the batch of one
+        return None
+
+    model.decode(target, model.encode(source), record=record)
+    return trace
