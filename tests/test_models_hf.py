@@ -225,6 +225,18 @@ def test_generation_stops_at_end_of_sequence_like_transformers(loaded, reference
     assert len(stopping.generate("The cat", 10, stop_at_eos=False).ids) == 10
 
 
+def test_generation_refuses_bad_options_in_one_line(loaded):
+    model = loaded("gpt2")
+    for options, words in [(dict(max_new_tokens=0), "max_new_tokens: must be a positive integer"),
+                           (dict(max_new_tokens=60), "exceed the 64 positions"),
+                           (dict(sample=True, temperature=0.0), "temperature: must be a positive number"),
+                           (dict(sample=True, top_k=0), "top_k: must be a positive integer"),
+                           (dict(prompt=""), "the prompt has no tokens")]:
+        prompt = options.pop("prompt", "The cat sat on the mat.")
+        with pytest.raises(qkv.InputError, match=words):
+            model.generate(prompt, **{"max_new_tokens": 4, **options})
+
+
 def test_numpy_noise_draws_from_the_distribution():
     """The exponential race argmax(p / E), E ~ Exp(1), picks token i with probability p_i (NumPy's stream)."""
     from qkv.models.generate import _Noise

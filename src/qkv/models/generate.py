@@ -137,6 +137,10 @@ def generate(model, prompt: str | np.ndarray, max_new_tokens: int = 20, *, sampl
     prompt_ids = model.encode(prompt) if isinstance(prompt, str) else np.asarray(prompt, dtype=np.int64)
     if prompt_ids.ndim != 1 or prompt_ids.size == 0:
         raise InputError("the prompt has no tokens (the model needs at least one to continue from)", field="prompt")
+    limit = model.config.max_positions
+    if model.arrays.position_embeddings is not None and len(prompt_ids) + max_new_tokens > limit:
+        raise InputError(f"{len(prompt_ids)} prompt tokens + {max_new_tokens} new ones exceed the {limit} positions the "
+                         "model has learned (n_positions)", field="max_new_tokens")
     draws = _Noise(seed, _noise_source(noise)) if sample else None
     stop = set(model.config.eos_token_ids) if stop_at_eos else set()
     caches = model.new_caches()
