@@ -195,3 +195,136 @@ def test_installed_script(tmp_path):
     bad = subprocess.run([script, "explain", str(tmp_path / "none.toml")], capture_output=True, text=True,
                          timeout=120, check=False)
     assert bad.returncode == 2 and bad.stderr.strip() == f"qkv: error: {tmp_path / 'none.toml'}: file not found"
+
+
+# ---------------------------------------------------------------- issue 9: one line, exit 2, nothing written
+from qkv.commands import COMMANDS  # noqa: E402
+
+
+def one_line(capsys, *argv) -> str:
+    code, out, err = run(capsys, *argv)
+    assert code == 2, (argv, out, err)
+    assert err.startswith("qkv: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_argparse_errors_are_one_line_for_every_command(capsys, command):
+    """Item 16: unknown options and missing arguments print no usage block."""
+    err = one_line(capsys, command, "--no-such-option")
+    assert "--no-such-option" in err or "required" in err
+
+
+def test_argparse_type_and_top_level_errors_are_one_line(capsys):
+    assert "unrecognized arguments: --bogus" in one_line(capsys, "--bogus")
+    assert "invalid choice: 'nope'" in one_line(capsys, "nope")
+    assert "--values" in one_line(capsys, "embed", "x", "--values", "²")
+    code, out, err = run(capsys, "--version")
+    assert code == 0 and out.startswith("qkv ") and err == ""
+
+
+@pytest.mark.parametrize("option", ["--out", "--figure"])
+@pytest.mark.parametrize("where", ["directory", "proc", "sys", "empty", "read-only"])
+def test_unusable_output_paths_are_one_line(capsys, tmp_path, option, where):
+    """Item 12: checked before any work, for --out and --figure alike."""
+    readonly = tmp_path / "ro.png"
+    readonly.write_text("keep")
+    readonly.chmod(0o444)
+    path = {"directory": str(tmp_path), "proc": "/proc/self/status", "sys": "/sys/kernel/qkv.png", "empty": "",
+            "read-only": str(readonly)}[where]
+    err = one_line(capsys, "example", option, path)
+    assert option in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ro.png"] and readonly.read_text() == "keep"
+
+
+def test_same_file_for_out_and_figure_is_refused(capsys, tmp_path):
+    err = one_line(capsys, "example", "--out", str(tmp_path / "a.png"), "--figure", str(tmp_path / "a.png"))
+    assert "same file" in err and list(tmp_path.iterdir()) == []
+
+
+def test_failing_out_leaves_no_figure(capsys, tmp_path, monkeypatch):
+    """Item 17: the figure written before --out failed is not left behind (nor is an old one changed)."""
+    import os
+
+    figure, out = tmp_path / "fig.png", tmp_path / "out.txt"
+    figure.write_bytes(b"old figure")
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if str(dst).endswith("out.txt"):
+            raise OSError(28, "No space left on device", str(dst))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    err = one_line(capsys, "example", "--figure", str(figure), "--out", str(out))
+    monkeypatch.undo()
+    assert "No space left on device" in err
+    assert figure.read_bytes() == b"old figure" and sorted(p.name for p in tmp_path.iterdir()) == ["fig.png"]
+
+
+def test_out_through_a_symlink_and_into_a_fifo(capsys, tmp_path):
+    """Item 1 end to end: the link stays a link, the pipe stays a pipe."""
+    import os
+    import stat
+    import threading
+
+    target = tmp_path / "real.txt"
+    target.write_text("")
+    target.chmod(0o640)
+    (tmp_path / "link.txt").symlink_to("real.txt")
+    code, _, _ = run(capsys, "example", "--out", str(tmp_path / "link.txt"))
+    assert code == 0 and (tmp_path / "link.txt").is_symlink() and "z_love" in target.read_text()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    code, _, _ = run(capsys, "example", "--out", str(fifo), "--format", "json")
+    reader.join(timeout=30)
+    assert code == 0 and json.loads(received[0])["format"] == "qkv-explanation"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["example", "--digits", "²"], "--digits"),
+    (["example", "--digits", "١"], "--digits"),
+    (["example", "--query", "²"], "--query"),
+    (["example", "--query", "1_0"], "--query"),
+])
+def test_integers_are_parsed_strictly(capsys, argv, field):
+    """Item 13: '²' passes str.isdigit and '١' int(); neither is a whole number here."""
+    err = one_line(capsys, *argv)
+    assert f"qkv: error: {field}: " in err
+
+
+def test_query_index_still_works(capsys):
+    code, out, _ = run(capsys, "example", "--query", " 3 ", "--digits", "+2")
+    assert code == 0 and "learning" in out
+
+
+def test_huge_values_and_saved_trace_without_trace(capsys, tmp_path):
+    """Items 6 and 14 end to end: no NaN explained with exit 0, no KeyError."""
+    huge = _spec(tmp_path, GOOD.replace("[[1.0, 0.0]", "[[1e300, 0.0]") + "w_v = [[1, 0], [0, 1]]\n", "huge.toml")
+    assert "x: row 1, column 1 is 1e+300" in one_line(capsys, "explain", huge)
+    bare = tmp_path / "bare.json"
+    bare.write_text('{"format": "qkv-explanation"}')
+    assert 'trace: a qkv-explanation needs its "trace" object' in one_line(capsys, "explain", str(bare))
+
+
+def test_saved_trace_whose_steps_do_not_fit_is_one_line(capsys, tmp_path):
+    saved = tmp_path / "saved.json"
+    saved.write_text(json.dumps({"format": "qkv-trace", "meta": {"tokens": ["a"], "query": 0},
+                                 "steps": [{"name": "weights", "values": [1.0], "shape": [1]}]}))
+    assert "trace:" in one_line(capsys, "explain", str(saved), "--format", "html", "--out", str(tmp_path / "o.txt"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["saved.json"]
+
+
+def test_fully_masked_row_is_not_said_to_add_up_to_1(capsys, tmp_path):
+    """Item 18: a query that may see no key has all-zero weights, and the text says so."""
+    spec = _spec(tmp_path, GOOD + 'w_v = [[1, 0], [0, 1]]\nmask = [[false, false], [true, true]]\nquery = "a"\n')
+    code, out, _ = run(capsys, "explain", spec)
+    assert code == 0
+    assert "gets weight 0 everywhere" in flat(out)
+    code, out, _ = run(capsys, "explain", spec, "--lang", "ko")
+    assert "모든 가중치가 0" in flat(out)

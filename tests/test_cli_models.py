@@ -182,3 +182,29 @@ def test_embed_single_text_has_no_matrix(capsys):
 def test_embed_errors(capsys):
     assert "unknown model" in one_line_error(capsys, "embed", "x", "--model", "nope")
     assert "--batch-size" in one_line_error(capsys, "embed", "x", "--batch-size", "0")
+
+
+# ------------------------------------------------------------------ issue 9: strict integers, truncation said
+@pytest.mark.parametrize("argv, field", [
+    (["--layer", "²"], "--layer"), (["--head", "²"], "--head"), (["--layer", "0", "--head", "١"], "--head"),
+    (["--layer", "0", "--head", "0", "--query", "²"], "--query"), (["--digits", "²"], "--digits"),
+    (["--top", "３"], "--top"),
+])
+def test_inspect_integers_are_strict(capsys, argv, field):
+    assert field in one_line_error(capsys, "inspect", TEXT, *argv)
+
+
+def test_embed_integers_are_strict(capsys):
+    assert "--values" in one_line_error(capsys, "embed", "x", "--values", "²")
+    assert "--batch-size" in one_line_error(capsys, "embed", "x", "--batch-size", "1_0")
+
+
+def test_long_text_is_said_to_be_truncated(capsys, model):
+    """Item 18: 10,000 words are cut to the model's 256 tokens, and the command says so on stderr."""
+    long_text = "word " * 10_000
+    code, out, err = run(capsys, "inspect", long_text, "--layer", "0", "--head", "0")
+    assert code == 0 and f"only its first {model.pooling.max_seq_length} tokens are used" in err
+    code, out, err = run(capsys, "embed", long_text, "short")
+    assert code == 0 and "1 text(s) (#0)" in err and "are longer than this model reads" in err
+    code, out, err = run(capsys, "inspect", TEXT, "--layer", "0", "--head", "0")
+    assert code == 0 and err == ""

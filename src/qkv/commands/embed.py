@@ -14,8 +14,9 @@ import argparse
 import json
 import sys
 
+from .._io import int_option
 from ..errors import InputError
-from .inspect import _render_rich, _write, add_model_option, load_model
+from .inspect import _render_rich, _write, add_model_option, load_model, truncated
 
 
 def register(subparsers) -> None:
@@ -25,8 +26,8 @@ def register(subparsers) -> None:
         "token states, L2-normalised. With two or more texts, also their cosine similarities.")
     parser.add_argument("texts", nargs="+", metavar="TEXT", help="texts to embed; - reads one text per line from stdin")
     add_model_option(parser)
-    parser.add_argument("--values", type=int, default=6, metavar="N", help="leading values shown per vector (default 6)")
-    parser.add_argument("--batch-size", type=int, default=32, metavar="N", help="texts per batch (default 32)")
+    parser.add_argument("--values", type=int_option(low=0), default=6, metavar="N", help="leading values shown per vector (default 6)")
+    parser.add_argument("--batch-size", type=int_option(low=1), default=32, metavar="N", help="texts per batch (default 32)")
     parser.add_argument("--json", action="store_true", help="print JSON: shape, full embeddings, similarities")
     parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
     parser.set_defaults(func=handler)
@@ -42,6 +43,10 @@ def handler(args: argparse.Namespace) -> int:
     embeddings = model.encode(texts, batch_size=args.batch_size)           # (N, D)
     similarity = _cosine(embeddings)                                       # (N, N)
     lengths = [len(model.tokens(t)) for t in texts]
+    cut = [i for i, text in enumerate(texts) if truncated(model, text)]
+    if cut:
+        print(f"qkv: note: {len(cut)} text(s) (#{', #'.join(map(str, cut[:5]))}{', …' if len(cut) > 5 else ''}) are "
+              f"longer than this model reads; only their first {max(lengths)} tokens are used", file=sys.stderr)
     if args.json:
         text = json.dumps({"format": "qkv-embeddings", "model": model.name, "shape": list(embeddings.shape),
                            "normalized": model.pooling.normalize, "pooling": list(model.pooling.modes),

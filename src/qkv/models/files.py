@@ -7,7 +7,6 @@ Weights are read with safetensors' NumPy API only; nothing is ever unpickled.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,13 +93,11 @@ def _packaged_directory(name: str) -> Path:
 
 
 def read_json(path: Path, *, expect: type = dict) -> Any:
-    """Parse a JSON file; any problem is an InputError naming the file."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", source=str(path)) from None
+    """Parse a JSON file; any problem (also a huge, deeply nested or huge-integer file) is an InputError
+    naming the file (qkv._io.read_text and load_json: the one safe reader)."""
+    from .._io import load_json, read_text
+
+    data = load_json(read_text(path), source=str(path))
     if not isinstance(data, expect):
         raise InputError(f"expected a JSON {'object' if expect is dict else 'array'}, got {type(data).__name__}",
                          source=str(path))
