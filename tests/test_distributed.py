@@ -279,12 +279,10 @@ def test_qkv_ring_under_torchrun_and_local(tmp_path):
 
     figure = tmp_path / "ring.png"
     local = [sys.executable, "-m", "qkv.cli", "ring", "--procs", "2", "--seq", "64", "--heads", "2", "--dim", "8",
-             "--repeats", "1", "--strategies", "ring:zigzag,ring:contiguous", "--figure", str(figure),
-             "--fail-rank", "1", "--timeout", "10"]
-    done = subprocess.run(local, capture_output=True, text=True, timeout=120, env=env)
+             "--repeats", "1", "--strategies", "ring:zigzag,ring:contiguous", "--figure", str(figure), "--timeout", "10"]
+    done = subprocess.run(local + ["--fail-rank", "1"], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 1 and not figure.exists()
     assert done.stdout.startswith("qkv: error: rank 1: died (exit code 1)") and done.stdout.count("\n") == 1
-    done = subprocess.run([arg for arg in local if arg not in ("--fail-rank", "1")], capture_output=True, text=True,
-                          timeout=120, env=env)
+    done = subprocess.run(local, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
