@@ -187,7 +187,8 @@ def test_embed_errors(capsys):
 # ------------------------------------------------------------------ issue 9: strict integers, truncation said
 @pytest.mark.parametrize("argv, field", [
     (["--layer", "²"], "--layer"), (["--head", "²"], "--head"), (["--layer", "0", "--head", "١"], "--head"),
-    (["--layer", "0", "--head", "0", "--query", "²"], "--query"), (["--digits", "²"], "--digits"),
+    (["--layer", "0", "--head", "0", "--query", "²"], "--query"), (["--layer", "0", "--head", "0", "--query", "١"],
+                                                                   "--query"), (["--digits", "²"], "--digits"),
     (["--top", "３"], "--top"),
 ])
 def test_inspect_integers_are_strict(capsys, argv, field):
@@ -208,3 +209,16 @@ def test_long_text_is_said_to_be_truncated(capsys, model):
     assert code == 0 and "1 text(s) (#0)" in err and "are longer than this model reads" in err
     code, out, err = run(capsys, "inspect", TEXT, "--layer", "0", "--head", "0")
     assert code == 0 and err == ""
+
+
+@pytest.mark.parametrize("config, words", [
+    ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested more than 64 levels deep"),
+    ('{"hidden_size": 1' + "0" * 5000 + "}", "more than 4300 digits"),
+])
+def test_model_config_nesting_and_huge_integers_are_one_line(capsys, tmp_path, config, words):
+    """Item 14: config.json read through qkv._io (depth, integer length), naming the file."""
+    (tmp_path / "config.json").write_text(config, encoding="utf-8")
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
+    err = one_line_error(capsys, "inspect", TEXT, "--model", str(tmp_path))
+    assert "config.json" in err and words in err

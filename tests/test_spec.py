@@ -267,13 +267,17 @@ def test_file_kinds_are_named_not_called_missing(tmp_path):
 @pytest.mark.parametrize("doc, words", [
     ({"format": "qkv-explanation"}, 'needs its "trace" object'),
     ({"format": "qkv-explanation", "trace": 5}, 'needs its "trace" object, got 5'),
-    ({"format": "qkv-trace", "steps": 3}, '"steps" must be a list'),
+    ({"format": "qkv-trace", "steps": 3}, '"steps" must be a non-empty list'),
+    ({"format": "qkv-trace", "steps": []}, '"steps" must be a non-empty list'),
+    ({"format": "qkv-trace", "meta": [], "steps": [{"name": "x", "values": [1], "shape": [1]}]}, '"meta" must be'),
     ({"format": "qkv-trace", "steps": [{"name": "x", "values": [1, 2], "shape": [3]}]}, "not a readable qkv trace"),
     ({"format": "qkv-trace", "steps": [{"name": "x", "values": ["nan"], "shape": [1]}]}, "must be finite"),
     ({"format": "qkv-trace", "steps": [{"name": "x", "values": ["a"], "shape": [1], "dtype": "U1"}]},
      "not a readable qkv trace"),
-    ({"format": "qkv-trace", "meta": {"tokens": [1]}, "steps": []}, "meta.tokens must be a list of strings"),
-    ({"format": "qkv-trace", "meta": {"query": "²"}, "steps": []}, "meta.query must be a row index"),
+    ({"format": "qkv-trace", "meta": {"tokens": [1]}, "steps": [{"name": "x", "values": [1], "shape": [1]}]},
+     "meta.tokens must be a list of strings"),
+    ({"format": "qkv-trace", "meta": {"query": "²"}, "steps": [{"name": "x", "values": [1], "shape": [1]}]},
+     "meta.query must be a row index"),
 ])
 def test_saved_traces_are_checked(doc, words):
     with pytest.raises(qkv.InputError) as info:

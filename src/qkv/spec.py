@@ -490,8 +490,11 @@ def read_saved_trace(doc: dict, *, source: str):
     if not isinstance(data, dict):
         raise InputError(f"a qkv-explanation needs its \"trace\" object, got {_describe(data) if data is not None else 'none'}",
                          source=source, field="trace")
-    if not isinstance(data.get("steps", []), list) or not all(isinstance(s, dict) for s in data.get("steps", [])):
-        raise InputError("\"steps\" must be a list of objects", source=source, field="trace")
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
+        raise InputError("\"steps\" must be a non-empty list of objects", source=source, field="trace")
+    if not isinstance(data.get("meta", {}), dict):
+        raise InputError("\"meta\" must be an object", source=source, field="trace")
     try:
         trace = Trace.from_dict(data)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, MemoryError) as exc:

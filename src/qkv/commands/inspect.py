@@ -87,12 +87,15 @@ def handler(args: argparse.Namespace) -> int:
     if args.query is None:
         query = len(tokens) - 1 if _causal(model) else (1 if len(tokens) > 2 else 0)
     else:
+        text = args.query
+        if as_int(text) is None and text.strip().lstrip("+-").isdigit() and not any(
+                candidate in tokens for candidate in (text, text.lower(), "Ġ" + text, "▁" + text)):
+            # '²', '١': str.isdigit (and int) accept them, qkv's strict parser does not, and they are no token
+            raise InputError(f"{text!r} is not one of the tokens nor a row index", field="--query")
         try:
             query = model.query_index(tokens, args.query)
         except InputError as exc:
             raise InputError(exc.problem, field="--query") from None
-        except ValueError:          # a string str.isdigit accepts but no integer ('²'): neither token nor index
-            raise InputError(f"{args.query!r} is not one of the tokens nor a row index", field="--query") from None
     if len(layers) == 1 and len(heads) == 1:
         text = _one_head(model, args, layers[0], heads[0], query)
     else:
