@@ -372,6 +372,10 @@ def test_bad_checkpoints_are_one_line_exit_2_nothing_written(checkpoints, tmp_pa
     d = _broken(checkpoints, tmp_path, "llama-gqa", "missing-shard")
     next(iter(sorted(d.glob("model-0000*.safetensors")))).unlink()
     cases.append((d, "is not in the directory"))
+    d = _broken(checkpoints, tmp_path, "gpt2", "other-family")
+    shutil.copy(checkpoints["llama-mqa"] / "config.json", d / "config.json")
+    cases.append((d, "has no tensor 'model.embed_tokens.weight': these weights do not look like config.json's "
+                     "model_type 'llama'"))
     d = _broken(checkpoints, tmp_path, "llama-gqa", "bad-gqa")
     _edit_config(d, num_key_value_heads=3)
     cases.append((d, "num_key_value_heads: 3 does not divide num_attention_heads 4"))

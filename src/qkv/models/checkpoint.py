@@ -62,6 +62,12 @@ class Checkpoint:
     def names(self) -> list[str]:
         return sorted(self.files)
 
+    def expect_family(self, name: str, model_type: str) -> None:
+        """A tensor every checkpoint of ``model_type`` has; its absence means config.json and the weights disagree."""
+        if name not in self.files:
+            raise InputError(f"has no tensor {name!r}: these weights do not look like config.json's model_type "
+                             f"{model_type!r}", source=str(self._describe()))
+
     def get(self, name: str, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
         """Tensor ``name`` as a C-contiguous, read-only array of ``dtype`` with exactly ``shape`` (else
         InputError): a memory map of the file when it is stored in ``dtype``, else a converted copy."""

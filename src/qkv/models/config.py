@@ -75,7 +75,7 @@ class ConfigReader:
     def integer(self, key: str, default: int | None = None, *, low: int = 1, names: tuple[str, ...] = ()) -> int:
         value = self._first(key, names, default)
         if value is None:
-            raise self.fail(key, "missing")
+            raise self.fail(key, f"missing (model_type {self.data.get('model_type')!r} needs it)")
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise self.fail(key, f"must be an integer ≥ {low}, got {value!r}")
         return value

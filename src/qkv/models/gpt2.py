@@ -55,6 +55,7 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
     lm_head.weight (V, D) — nn.Linear, (out, in) — is used, transposed, when the config unties it.
     """
     prefix = "transformer." if "transformer.wte.weight" in checkpoint else ""
+    checkpoint.expect_family(prefix + "wte.weight", "gpt2")
     d, f, v = config.hidden_size, config.intermediate_size, config.vocab_size
 
     def get(name: str, *shape: int) -> np.ndarray:

@@ -91,6 +91,7 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
     """The arrays of every layer, row-vector convention, from the Llama family's tensor names."""
     d, f, v = config.hidden_size, config.intermediate_size, config.vocab_size
     h, g, dh = config.n_heads, config.n_kv_heads, config.head_dim
+    checkpoint.expect_family("model.embed_tokens.weight", config.model_type)
 
     def get(name: str, *shape: int) -> np.ndarray:
         return checkpoint.get(name, shape, dtype)
