@@ -9,7 +9,7 @@ import pytest
 
 from qkv.cli import main
 from qkv.translator import corpus, explain
-from qkv.translator.model import Config, Translator, exact_match, init_params, load, save
+from qkv.translator.model import Config, Translator, exact_match, load, save
 
 torch = pytest.importorskip("torch")
 

@@ -86,7 +86,7 @@ def _check_out(out: str) -> None:
 
     target = Path(out)
     if target.suffix != ".safetensors":
-        raise InputError(f"the checkpoint is a safetensors file; name it *.safetensors", source=out)
+        raise InputError("the checkpoint is a safetensors file; name it *.safetensors", source=out)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"directory {str(folder)!r} does not exist", source=out)

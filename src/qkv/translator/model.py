@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import array_api_compat
 import numpy as np
 
 from .._backend import is_torch, namespace
