@@ -461,3 +461,26 @@ def test_dropout_acts_on_weights_in_training_only():
     assert 0.2 < dropped.double().mean() < 0.8
     torch.testing.assert_close(w_train[~dropped], w_eval[~dropped] / (1 - p))
     assert not torch.allclose(out_train, out_eval)
+
+
+def test_swapped_into_a_torch_transformer_layer():
+    """Swap the import inside torch's own nn.TransformerEncoderLayer: with the same weights the
+    layer's output and gradients are torch's (training mode, dropout 0, so torch's inference fast
+    path, which reads in_proj_weight directly and skips forward, is not taken)."""
+    torch.manual_seed(13)
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                             dtype=torch.double)
+    swapped = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                               dtype=torch.double)
+    swapped.self_attn = MultiheadAttention(8, 2, dropout=0.0, batch_first=True, dtype=torch.double)
+    swapped.load_state_dict(layer.state_dict())
+    x = torch.randn(2, 5, 8, dtype=torch.double, requires_grad=True)
+    causal = torch.ones(5, 5, dtype=torch.bool).triu(1)                 # torch's bool: True = masked out
+    padding = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    calls = []
+    swapped.self_attn.register_forward_hook(lambda *args: calls.append(1))
+    ref = layer(x, src_mask=causal, src_key_padding_mask=padding)
+    out = swapped(x, src_mask=causal, src_key_padding_mask=padding)
+    assert calls == [1]                                                 # qkv's module did the attention
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(torch.autograd.grad(out.sum(), x)[0], torch.autograd.grad(ref.sum(), x)[0])
