@@ -40,7 +40,7 @@ _TEXTS = {
         "rows": "행 = 그 단계에서 생성된 단어",
         "mean": "헤드 {n}개의 평균",
         "head": "헤드 {n}개 중 {head}번",
-        "step": "{i}. {word}  (쿼리: {prev}에 대한 디코더 상태) → {reads}",
+        "step": "{i}. {word}  (쿼리: ‘{prev}’에 대한 디코더 상태) → {reads}",
         "matrix": "가중치 (행: 생성된 단어, 열: 영어 단어, 각 행의 합은 1):",
         "order": "영어 어순 → {lang} 어순: {pairs}",
         "langs": {"ko": "한국어", "ja": "일본어"},
