@@ -203,9 +203,9 @@ def run(*, requests: int = 500, concurrency: int = 16, seed: int = 0, deadline: 
                                 for p, v in sorted(by_route.items())},
         "rss_mib": {"start": round(rss_start or 0, 1), "end": round(rss_end or 0, 1),
                     "peak": round(max(rss, default=0), 1), "samples": len(rss),
-                    "first_quarter_peak": round(max(rss[: max(1, len(rss) // 4)], default=0), 1),
-                    "last_quarter_peak": round(max(rss[-max(1, len(rss) // 4):], default=0), 1)},
-        "cpus": os.cpu_count(),
+                    "quarter_peaks": [round(max(rss[q * len(rss) // 4:(q + 1) * len(rss) // 4], default=0), 1)
+                                      for q in range(4)]},
+        "cpus": os.cpu_count(), "load_average_at_end": [round(v, 1) for v in os.getloadavg()],
     }
 
 

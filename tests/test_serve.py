@@ -450,7 +450,7 @@ def test_a_small_load_run_answers_only_200_or_429():
     assert report["requests"] == 40 and report["errors"] == []
     assert set(report["answers"]) <= {"200", "429"} and set(report["status"]) <= {"200", "429"}
     assert report["status"].get("200", 0) > 0
-    assert report["rss_mib"]["samples"] > 0
+    assert report["rss_mib"]["samples"] > 0 and len(report["rss_mib"]["quarter_peaks"]) == 4
 
 
 def test_the_cache_stays_within_its_bytes_and_drops_the_oldest():
