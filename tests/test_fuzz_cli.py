@@ -150,7 +150,7 @@ def example_files(rng: random.Random, folder: Path) -> list[str]:
               _write(folder, "pipe.toml", GOOD_TOML.replace("w_v = [[1, 0], [0, 1]]", 'w_v = "pipe.npy"'))]
     big = folder / "big.json"
     with open(big, "wb") as handle:
-        handle.truncate(65 * 2**20)                    # sparse; refused by its size before it is read
+        handle.truncate(257 * 2**20)                   # sparse; refused by its size before it is read
     files.append(str(big))
     return files
 

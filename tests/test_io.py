@@ -228,8 +228,8 @@ def test_huge_integers_are_input_errors():
 def test_read_text_bounds_size_before_reading(tmp_path):
     big = tmp_path / "big.json"
     with open(big, "wb") as handle:
-        handle.truncate(65 * 2**20)               # sparse: nothing is really written or read
-    with pytest.raises(InputError, match="at most 64 MiB"):
+        handle.truncate(257 * 2**20)              # sparse: nothing is really written or read
+    with pytest.raises(InputError, match="at most 256 MiB"):
         read_text(big)
     (tmp_path / "bad.json").write_bytes(b"\xff\xfe")
     with pytest.raises(InputError, match="not UTF-8"):

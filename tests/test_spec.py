@@ -220,9 +220,27 @@ def test_array_file_bounds(tmp_path):
 def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
     big = tmp_path / "big.json"
     with open(big, "wb") as handle:
-        handle.truncate(200 * 2**20)               # sparse: a 10,000 × 10,000 example would be larger still
-    with pytest.raises(qkv.InputError, match="big.json: is 200 MiB; qkv reads files of at most 64 MiB"):
+        handle.truncate(2000 * 2**20)              # sparse: a 10,000 × 10,000 example is about this size
+    with pytest.raises(qkv.InputError, match="big.json: is 2000 MiB; qkv reads files of at most 256 MiB"):
         read_document(big)
+
+
+def test_a_file_of_too_many_values_is_refused_before_it_is_parsed(tmp_path):
+    """Item 10: 10,000 × 10,000 zeros fit in 191 MiB; they are counted, not parsed."""
+    many = tmp_path / "many.json"
+    many.write_text('{"x": [[' + "0," * (16 * MAX_NUMBERS + 1) + "0]]}")
+    with pytest.raises(qkv.InputError, match="many.json: holds more than 16,777,216 values"):
+        read_document(many)
+
+
+def test_total_numbers_are_bounded():
+    side = 2**9                                           # four 512 × 512 matrices: 4 × 262,144 > 2**20 in all
+    eye = np.eye(side).tolist()
+    doc = {"tokens": [f"t{i}" for i in range(8)], "x": np.ones((8, side)).tolist(), "w_q": eye, "w_k": eye,
+           "w_v": eye, "w_o": eye}
+    with pytest.raises(qkv.InputError, match=f"holds {8 * side + 4 * side**2:,} numbers in all; an example may hold at most "
+                       f"{MAX_NUMBERS:,}"):
+        parse_spec(doc, source="big.toml", base=None)
 
 
 @pytest.mark.parametrize("text, field, words", [

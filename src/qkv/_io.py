@@ -38,7 +38,7 @@ __all__ = ["write_atomic", "write_atomic_with", "check_output", "all_or_nothing"
            "load_toml", "parse_int", "as_int", "int_option", "check_input_file", "MAX_FILE_BYTES", "MAX_DEPTH",
            "MAX_INT_DIGITS"]
 
-MAX_FILE_BYTES = 64 * 2**20       # the largest TOML/JSON document read (example files, saved traces, configs)
+MAX_FILE_BYTES = 256 * 2**20      # the largest TOML/JSON document read (example files, saved traces, configs)
 MAX_DEPTH = 64                    # the deepest nesting of lists/tables accepted in a document
 MAX_INT_DIGITS = 18               # the longest integer accepted on the command line or as a field
 KERNEL_FILESYSTEMS = ("/proc", "/sys")
@@ -313,8 +313,10 @@ def check_input_file(path: str | os.PathLike, *, source: str | None = None, fiel
 
 
 def read_text(path: str | os.PathLike, *, source: str | None = None, field: str | None = None,
-              limit: int = MAX_FILE_BYTES) -> str:
-    """The UTF-8 text of a file of at most ``limit`` bytes (checked before and while reading)."""
+              limit: int | None = None) -> str:
+    """The UTF-8 text of a file of at most ``limit`` bytes (default MAX_FILE_BYTES; checked before and
+    while reading)."""
+    limit = MAX_FILE_BYTES if limit is None else limit
     path = check_input_file(path, source=source, field=field)
     where = source or str(path)
     try:

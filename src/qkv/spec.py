@@ -37,10 +37,11 @@ __all__ = ["Spec", "load_spec", "parse_spec", "read_document", "read_array", "re
 
 # Bounds on a user example (checked before any attention is computed; docs/reliability.md).
 MAX_MAGNITUDE = 1e30     # |every input number|: keeps every step finite in float64 (1e30⁴·2048³ < 1e308)
-MAX_NUMBERS = 2**20      # numbers in one array (x, a weight matrix, the mask, ...)
+MAX_NUMBERS = 2**20      # numbers in one array (x, a weight matrix, the mask, ...) and in all of them together
 MAX_TOKENS = 512         # rows of x (queries) and of memory (keys)
 MAX_WIDTH = 2048         # columns of x, memory and every weight matrix
 MAX_SCORES = 2**18       # heads × queries × keys: the score matrices the explanation records
+MAX_VALUES_IN_FILE = 16 * MAX_NUMBERS   # commas in a document (a saved explanation repeats every step)
 
 FIELDS = ("title", "tokens", "query", "x", "memory", "memory_tokens", "w_q", "w_k", "w_v", "w_o",
           "b_q", "b_k", "b_v", "b_o", "heads", "mask", "residual", "digits", "notes", "kind", "example",
@@ -102,6 +103,9 @@ def read_document(path: str | Path) -> dict:
     if suffix not in (".toml", ".json"):
         raise InputError(f"unknown file type {suffix or '(none)'!r}; use .toml or .json", source=source)
     text = read_text(path)
+    if text.count(",") > MAX_VALUES_IN_FILE:          # counted before parsing: a 10,000 × 10,000 example stops here
+        raise InputError(f"holds more than {MAX_VALUES_IN_FILE:,} values; qkv explains examples of at most "
+                         f"{MAX_NUMBERS:,} numbers (see docs/reliability.md)", source=source)
     if suffix == ".toml":
         return load_toml(text, source=source)
     doc = load_json(text, source=source)
@@ -438,6 +442,10 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
                 raise InputError(f"has {b.shape[0]} values but needs {width}", source=source, field=name)
             biases[name] = b
     tk = tq if memory is None else memory.shape[0]
+    total = sum(a.size for a in (x, memory, w_q, w_k, w_v, w_o, *biases.values()) if a is not None)
+    if total > MAX_NUMBERS:
+        raise InputError(f"holds {total:,} numbers in all; an example may hold at most {MAX_NUMBERS:,} (the "
+                         "explanation records every step)", source=source)
     if heads * tq * tk > MAX_SCORES:
         raise InputError(f"{heads} head(s) × {tq} queries × {tk} keys = {heads * tq * tk:,} scores; an example may "
                          f"have at most {MAX_SCORES:,} (the explanation records every one)", source=source,
