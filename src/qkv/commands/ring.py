@@ -134,6 +134,13 @@ def format_table(every: list[dict], args) -> str:
                 f"{row.get('os_bytes_written', float('nan')) / mib:>9.2f} {row.get('peak_mib', float('nan')):>9.1f}"
                 + (f" {row['max_error']:>10.2e}" if args.check else ""))
     lines.append("")
+    transfer = [entry.get("transfer_s") for entry in every]
+    for name in names:
+        if name.startswith("ring") and None not in transfer:
+            per_step = max(entry["results"][name]["compute_per_step_s"] for entry in every)
+            lines.append(f"{name}: per ring step, compute {per_step * 1e3:.2f} ms (CPU, slowest rank) vs one k/v shard "
+                         f"transfer {max(transfer) * 1e3:.2f} ms (wall): the transfer "
+                         f"{'hides behind' if max(transfer) <= per_step else 'is longer than'} the compute")
     for name in names:
         compute = [entry["results"][name]["compute_s"] for entry in every]
         if name.startswith("ring") and min(compute) > 0:

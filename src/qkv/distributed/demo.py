@@ -12,6 +12,9 @@ rank builds the same random inputs (same seed), takes its shard, and times a tra
   the wire, headers included) over the step, where the OS provides it.
 - peak_mib: the resident-set high-water mark during the step above the resident set just before
   it (Linux: /proc/self/clear_refs resets the mark).
+- compute_per_step_s: compute_s over the ring steps taken (forward and backward);
+  transfer_s (per rank): wall seconds of one k/v shard exchange alone. A ring step's transfer
+  hides behind its compute when transfer_s ≤ compute_per_step_s (the overlap condition).
 - max_error: largest difference from single-process `qkv.attention` (output and gradients) on
   the whole sequence, when check=True.
 """
@@ -92,8 +95,28 @@ def measure(*, seq_len: int, batch: int = 1, heads: int = 8, kv_heads: int | Non
             got = runs[-1]["grads"]
             row["max_error"] = max(float((a - shard(b, rank, world, layout=layout)).abs().max())
                                    for a, b in zip(got, reference))
+        row["compute_per_step_s"] = row["compute_s"] / max(1, runs[0]["steps"])
         results[name] = row
-    return {"rank": rank, "world": world, "results": results}
+    transfer = _transfer_seconds(full[1], full[2], rank, world, repeats) if world > 1 else None
+    return {"rank": rank, "world": world, "results": results, "transfer_s": transfer}
+
+
+def _transfer_seconds(k, v, rank: int, world: int, repeats: int) -> float:
+    """Wall seconds of one ring step's k/v shard exchange alone (send to next, receive from previous)."""
+    import torch.distributed as dist
+
+    from .ring import _Ring
+
+    ring = _Ring(None)
+    shard_kv = (shard(k, rank, world, layout="contiguous").contiguous(),
+                shard(v, rank, world, layout="contiguous").contiguous())
+    times = []
+    for _ in range(repeats + 1):
+        dist.barrier()
+        started = time.perf_counter()
+        ring.start(shard_kv, tag=2, step=0, stats=RingStats()).wait(RingStats())
+        times.append(time.perf_counter() - started)
+    return statistics.median(times[1:])
 
 
 def _one_step(strategy: str, layout: str, causal: bool, parts) -> dict:
@@ -111,7 +134,7 @@ def _one_step(strategy: str, layout: str, causal: bool, parts) -> dict:
     peak = _peak()
     written_after = _bytes_written()
     row = {"time_s": wall, "compute_s": stats.compute_s, "wait_s": stats.wait_s, "bytes_sent": stats.bytes_sent,
-           "pairs": stats.pairs, "grads": (out.detach(), q.grad, k.grad, v.grad)}
+           "pairs": stats.pairs, "steps": stats.steps, "grads": (out.detach(), q.grad, k.grad, v.grad)}
     if baseline is not None and peak is not None:
         row["peak_mib"] = max(0, peak - baseline) / 1024
     if written is not None and written_after is not None:
