@@ -134,7 +134,7 @@ def test_weights_are_the_checkpoint_tensors_in_row_vector_layout(checkpoints, lo
 @pytest.mark.parametrize("name", DECODERS)
 def test_hidden_states_logits_and_every_head_match_transformers_float32(name, loaded, references):
     model = loaded(name)
-    ids = model.encode(TEXT)
+    ids = model.token_ids(TEXT)
     out = model.forward(ids, hidden_states=True, weights=True)
     ref = _run(references(name), ids, output_hidden_states=True, output_attentions=True)
     n = model.config.n_layers
@@ -150,7 +150,7 @@ def test_hidden_states_logits_and_every_head_match_transformers_float32(name, lo
 @pytest.mark.parametrize("name", DECODERS)
 def test_hidden_states_and_logits_match_transformers_float64(name, loaded, references):
     model = loaded(name, np.float64)
-    ids = model.encode(TEXT)
+    ids = model.token_ids(TEXT)
     out = model.forward(ids, hidden_states=True)
     ref = _run(references(name, torch.float64, "sdpa"), ids, output_hidden_states=True)
     n = model.config.n_layers
@@ -171,7 +171,7 @@ def test_bert_directory_runs_the_bert_encoder(loaded, references):
 def test_incremental_decoding_with_the_cache_equals_the_full_forward(loaded):
     for name in ("gpt2", "llama-gqa", "mistral"):
         model = loaded(name)
-        ids = model.encode(TEXT)
+        ids = model.token_ids(TEXT)
         full = model.forward(ids).logits
         caches = model.new_caches()
         steps = [model.forward(ids[:3], caches=caches).logits]
@@ -255,7 +255,7 @@ def test_numpy_noise_draws_from_the_distribution():
 def test_next_token_probabilities(loaded, references):
     model = loaded("qwen2")
     probabilities = model.next_token_probabilities(TEXT)
-    ref = _run(references("qwen2"), model.encode(TEXT)).logits[0, -1]
+    ref = _run(references("qwen2"), model.token_ids(TEXT)).logits[0, -1]
     np.testing.assert_allclose(probabilities, torch.softmax(ref.double(), -1).numpy(), rtol=0, atol=1e-6)
 
 
@@ -284,6 +284,18 @@ def test_trace_of_a_layer_is_the_block_the_model_runs(loaded):
     whole = model.trace(TEXT)
     assert whole.names() == [f"layer {i}/weights" for i in range(2)]
     assert whole.meta["kv_groups"] == [[0, 1], [2, 3]]
+
+
+def test_heads_command_runs_on_a_decoder(checkpoints, capsys, loaded, tmp_path):
+    """`qkv heads` reads models through BERT's batch interface (states); decoders answer it too."""
+    model = loaded("qwen2")
+    ids = model.token_ids(TEXT)
+    states = list(model.states(ids[None], np.array([len(ids)]), weights=True))
+    np.testing.assert_array_equal(np.stack([w[0] for _, w in states[1:]]), model.attention_weights(TEXT))
+    status, out, err = _cli(capsys, "heads", "--model", str(checkpoints["qwen2"]), TEXT, "--probe", "8",
+                            "--json", str(tmp_path / "heads.json"))
+    assert status == 0, err
+    assert json.loads((tmp_path / "heads.json").read_text())["tokens"] == model.tokens(TEXT)
 
 
 def test_sliding_window_mask(loaded):

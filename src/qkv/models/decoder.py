@@ -159,7 +159,7 @@ class CausalLM:
         return True
 
     # ------------------------------------------------------------------ tokens
-    def encode(self, text: str) -> np.ndarray:
+    def token_ids(self, text: str) -> np.ndarray:
         """Token ids (T,) int64 of one text, special tokens (e.g. Llama's <s>) as the tokenizer adds them."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, got {type(text).__name__}")
@@ -167,7 +167,7 @@ class CausalLM:
 
     def tokens(self, text: str) -> list[str]:
         """The token strings the model sees for one text."""
-        return self.token_strings(self.encode(text))
+        return self.token_strings(self.token_ids(text))
 
     def token_strings(self, ids: Sequence[int]) -> list[str]:
         """The tokenizer's string for each id (byte-level BPE shows a leading space as "Ġ")."""
@@ -175,6 +175,26 @@ class CausalLM:
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
+
+    def states(self, ids: np.ndarray, lengths: np.ndarray, *, weights: bool = False):
+        """BERT's batch interface (`BertEncoder.states`), for tools written against it: ids (B, T) padded on
+        the right, lengths (B,). Yields (hidden (B, T, D), weights (B, H, T, T) or None): the embeddings,
+        then each block's output; each sequence runs alone over its real tokens, the rest stays zero."""
+        ids, lengths = np.asarray(ids), np.asarray(lengths)
+        if ids.ndim != 2 or lengths.shape != ids.shape[:1]:
+            raise ValueError(f"ids must be (B, T) and lengths (B,), got {ids.shape} and {lengths.shape}")
+        b, t = ids.shape
+        runs = [self.forward(ids[row, : lengths[row]], hidden_states=True, weights=weights) for row in range(b)]
+        h = self.config.n_heads
+        for layer in range(self.config.n_layers + 1):
+            hidden = np.zeros((b, t, self.config.hidden_size), dtype=self.dtype)
+            layer_weights = np.zeros((b, h, t, t), dtype=self.dtype) if weights and layer else None
+            for row, run in enumerate(runs):
+                n = lengths[row]
+                hidden[row, :n] = run.hidden_states[layer]
+                if layer_weights is not None:
+                    layer_weights[row, :, :n, :n] = run.weights[layer - 1]
+            yield hidden, layer_weights
 
     # ------------------------------------------------------------------ forward
     def new_caches(self) -> list[KVCache]:
@@ -237,17 +257,17 @@ class CausalLM:
 
     def logits(self, text: str) -> np.ndarray:
         """(T, V): the next-token logits after each position of one text."""
-        return self.forward(self.encode(text)).logits
+        return self.forward(self.token_ids(text)).logits
 
     def hidden_states(self, text: str) -> list[np.ndarray]:
         """L + 1 arrays (T, D): the embeddings, then each block's output (the last before the final norm)."""
-        return self.forward(self.encode(text), hidden_states=True).hidden_states
+        return self.forward(self.token_ids(text), hidden_states=True).hidden_states
 
     def next_token_probabilities(self, text: str) -> np.ndarray:
         """(V,): the model's distribution over the token after ``text`` (softmax of the last logits)."""
         from .generate import softmax
 
-        return softmax(self.forward(self.encode(text), last_only=True).logits[0])
+        return softmax(self.forward(self.token_ids(text), last_only=True).logits[0])
 
     def generate(self, prompt: str, max_new_tokens: int = 20, **options):
         """Continue ``prompt`` with the KV cache; see `qkv.models.generate.generate`."""
@@ -259,7 +279,7 @@ class CausalLM:
     def attention_weights(self, text: str) -> np.ndarray:
         """(L, H, T, T): every layer's and head's attention weights for one text (rows: queries; causal,
         so each row is zero right of the diagonal)."""
-        return self.forward(self.encode(text), weights=True).weights
+        return self.forward(self.token_ids(text), weights=True).weights
 
     def kv_groups(self) -> list[list[int]]:
         """For each key/value head g, the query heads that read it: GQA's sharing (one group per head
@@ -282,7 +302,7 @@ class CausalLM:
         """
         if head is not None and layer is None:
             raise ValueError("head= needs layer= too (the same head index exists in every layer)")
-        ids = self.encode(text)
+        ids = self.token_ids(text)
         tokens = self.token_strings(ids)
         c = self.config
         meta = {"kind": "model", "model": self.name, "model_type": c.model_type, "tokens": tokens,

@@ -134,7 +134,7 @@ def generate(model, prompt: str | np.ndarray, max_new_tokens: int = 20, *, sampl
         raise InputError(f"must be a positive integer or None, got {top_k!r}", field="top_k")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise InputError(f"must be a non-negative integer or None, got {seed!r}", field="seed")
-    prompt_ids = model.encode(prompt) if isinstance(prompt, str) else np.asarray(prompt, dtype=np.int64)
+    prompt_ids = model.token_ids(prompt) if isinstance(prompt, str) else np.asarray(prompt, dtype=np.int64)
     if prompt_ids.ndim != 1 or prompt_ids.size == 0:
         raise InputError("the prompt has no tokens (the model needs at least one to continue from)", field="prompt")
     limit = model.config.max_positions
