@@ -308,3 +308,27 @@ def test_a_saved_trace_round_trips():
     again = read_saved_trace(json.loads(trace.to_json()), source="saved.json")
     assert again.names() == trace.names()
     np.testing.assert_array_equal(again["mask"].value, trace["mask"].value)    # −inf kept in the mask
+
+
+class _Bait:
+    """Unpickling this creates a file: proof that nothing was unpickled if the file is absent."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz"])
+def test_pickled_array_files_are_refused_unopened(tmp_path, suffix):
+    marker = tmp_path / "unpickled"
+    bait = np.array([_Bait(marker)], dtype=object)
+    path = tmp_path / f"bait{suffix}"
+    if suffix == ".npy":
+        np.save(path, bait, allow_pickle=True)
+    else:
+        np.savez(path, w=bait)
+    with pytest.raises(qkv.InputError, match=f"cannot read array file 'bait{suffix}'"):
+        parse_spec({"tokens": ["a"], "x": f"bait{suffix}"}, source="f.toml", base=tmp_path)
+    assert not marker.exists()
