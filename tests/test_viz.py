@@ -46,12 +46,12 @@ def model_trace(layers: int, heads: int, n_tokens: int) -> qkv.Trace:
 
 @pytest.fixture(scope="module")
 def small():
-    return self_trace(4)
+    return self_trace(4, d_model=4)         # two heads of width 2: every step drawn, few numbers (fast)
 
 
 @pytest.fixture(scope="module")
 def long():
-    return self_trace(512, d_model=16, heads=2)
+    return self_trace(512, d_model=16, heads=1)  # one head: the 512 × 512 heatmap and the chain
 
 
 def png_variance(path) -> float:
@@ -189,7 +189,7 @@ def test_projection_figure_draws_the_whole_layer(small):
     # heads counted from 0, as --head and Python count them
     assert {"Q₀", "Q₁", "K₀", "V₁", "head 0", "head 1"} <= labels
     assert any(label.startswith("split into heads") for label in labels)
-    assert {"W_Q  (8×8)", "W_K  (8×8)", "W_V  (8×8)", "W_O  (8×8)"} <= labels
+    assert {"W_Q  (4×4)", "W_K  (4×4)", "W_V  (4×4)", "W_O  (4×4)"} <= labels
     assert {"attention of head 0: softmax(QₕKₕᵀ/√dₕ)", "head 1 = weights·Vₕ"} <= labels
     assert "masked" in labels                                    # the causal mask, in the per-head attention
 

@@ -97,9 +97,12 @@ def _part_payload(label: str, q_tokens: Sequence[str], k_tokens: Sequence[str], 
             "formulas": {k: v for k, v in formulas.items() if v}, "arrays": arrays}
 
 
-def _payload(trace: Trace, digits: int) -> dict:
+def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     parts = []
     for part in attention_parts(trace):
+        label = part.label
+        if part.prefix.startswith("layer "):               # "layer 3" in the page's language
+            label = texts.text(lang, "fig.layer", l=int(part.prefix.split()[1].rstrip("/")))
         steps, formulas = {}, {}
         for name in _STEPS:
             step = trace.get(part.prefix + name)
@@ -111,7 +114,7 @@ def _payload(trace: Trace, digits: int) -> dict:
                                ("v_heads", weights.shape[2])):
             if name in steps and as_heads(steps[name], name).shape[1] != axis_len:
                 del steps[name]
-        parts.append(_part_payload(part.label, part.q_tokens, part.k_tokens, steps, formulas, digits, part.query))
+        parts.append(_part_payload(label, part.q_tokens, part.k_tokens, steps, formulas, digits, part.query))
     is_model = bool(parts) and attention_parts(trace)[0].prefix.startswith("layer ")
     # meta["head"] picks the first head shown when the weights hold several; in a one-head trace it
     # names the model's head (shown as the head's label), it is no index.
@@ -214,7 +217,7 @@ def trace_html(trace: Trace, *, lang: str = "en", digits: int = DIGITS, inline: 
         interactive views above it always hold every recorded number).
     Returns the HTML text. The step-by-step derivation of `qkv.explain.derivation_html` follows the view.
     """
-    payload = _payload(trace, digits)
+    payload = _payload(trace, digits, lang)
     return _page(payload, title=trace.title, lang=lang, digits=digits,
                  derivation=_derivation(trace, lang, digits, full), inline=inline)
 
@@ -235,7 +238,7 @@ def attention_page(weights: Any, q_tokens: Sequence[str] | None = None, k_tokens
     n_layers, _, tq, tk = array.shape
     if layer_names is not None and len(layer_names) != n_layers:
         raise ValueError(f"layer_names has {len(layer_names)} names for {n_layers} layers")
-    names = list(layer_names) if layer_names is not None else [f"layer {l}" for l in range(n_layers)]
+    names = list(layer_names) if layer_names is not None else [texts.text(lang, "fig.layer", l=l) for l in range(n_layers)]
     queries, keys = token_labels({"tokens": q_tokens, "key_tokens": k_tokens}, tq, tk)
     parts = [_part_payload(names[l], queries, keys, {"weights": array[l]}, {}, digits) for l in range(n_layers)]
     payload = {"title": title, "parts": parts, "isModel": True, "head": 0, "lead": _lead(title, parts, True)}

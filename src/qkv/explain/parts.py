@@ -1,4 +1,5 @@
-"""Reading a Trace for the renderers: which layers, heads and tokens it holds. No attention is computed here.
+"""Reading a Trace for the renderers (the page and, one way, the figures): which layers, heads and tokens it
+holds, by the step names of `qkv.trace` (WEIGHTS, …). No attention is computed here.
 
 A single-layer trace holds ``weights`` (H, Tq, Tk) or (Tq, Tk); a whole model holds
 ``layer {l}/weights`` (H, Tq, Tk) for l = 0 … L−1. Every reader below returns arrays with the
@@ -12,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from ..trace import Trace
+from ..trace import WEIGHTS, Trace
 
 __all__ = ["Part", "as_heads", "attention_parts", "layer_prefixes", "layer_weights", "step_heads", "token_labels"]
 
 _LAYER = re.compile(r"^layer (\d+)/weights$")
 
 
-def as_heads(value: Any, name: str = "weights") -> np.ndarray:
+def as_heads(value: Any, name: str = WEIGHTS) -> np.ndarray:
     """(Tq, Tk) → (1, Tq, Tk); (H, Tq, Tk) unchanged; leading batch dims of size 1 dropped.
 
     Raises ValueError for a real batch (> 1 sequence): a picture shows one sequence.
@@ -50,7 +51,7 @@ def layer_prefixes(trace: Trace) -> list[str]:
     found = sorted({int(m.group(1)) for name in trace.names() if (m := _LAYER.match(name))})
     if found:
         return [f"layer {l}/" for l in found]
-    if "weights" in trace:
+    if WEIGHTS in trace:
         return [""]
     raise ValueError(f"the trace has no attention weights to draw (no step 'weights' or 'layer 0/weights'); "
                      f"steps: {', '.join(trace.names()) or 'none'}")
@@ -64,7 +65,7 @@ def step_heads(trace: Trace, name: str) -> np.ndarray | None:
 
 def layer_weights(trace: Trace) -> np.ndarray:
     """Weights of every layer and head, (L, H, Tq, Tk). Layers must share one shape."""
-    stacks = [as_heads(trace[prefix + "weights"].value, prefix + "weights") for prefix in layer_prefixes(trace)]
+    stacks = [as_heads(trace[prefix + WEIGHTS].value, prefix + WEIGHTS) for prefix in layer_prefixes(trace)]
     shapes = {s.shape for s in stacks}
     if len(shapes) > 1:
         raise ValueError(f"layers have differently shaped weights {sorted(shapes)}; draw them one at a time")
@@ -110,19 +111,19 @@ def attention_parts(trace: Trace) -> list[Part]:
     found = sorted({int(m.group(1)) for name in trace.names() if (m := _LAYER.match(name))})
     if found:
         prefixes = [f"layer {l}/" for l in found]
-    elif "weights" in trace:
+    elif WEIGHTS in trace:
         prefixes = [""]
     else:
         prefixes = []
         for name in trace.names():
-            if name.endswith("/weights") and not name.startswith(_SKIP) and not name.startswith("head "):
-                prefix = name[: -len("weights")]
+            if name.endswith("/" + WEIGHTS) and not name.startswith(_SKIP) and not name.startswith("head "):
+                prefix = name[: -len(WEIGHTS)]
                 if prefix not in prefixes:
                     prefixes.append(prefix)
     scenes = {str(s.get("name")): s for s in trace.meta.get("scenes", []) if isinstance(s, dict)}
     parts = []
     for prefix in prefixes:
-        weights = as_heads(trace[prefix + "weights"].value, prefix + "weights")
+        weights = as_heads(trace[prefix + WEIGHTS].value, prefix + WEIGHTS)
         scene = scenes.get(prefix.rstrip("/"), {})
         meta = dict(trace.meta)
         if scene.get("tokens") is not None:

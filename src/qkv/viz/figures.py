@@ -499,6 +499,13 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
         units_w, units_h = right_edge + 0.5 - left, y - 0.8 - top_y
         scale = min(0.36, 24.0 / units_w)
         fig.set_size_inches(max(6.0, units_w * scale), max(3.0, units_h * scale + 0.7))
+        if top and has(WEIGHTS, OUT):        # the per-head weights use the one scale: its legend
+            from matplotlib.cm import ScalarMappable
+
+            bar = fig.colorbar(ScalarMappable(norm=_norm(), cmap=_cmap()), ax=ax, orientation="horizontal",
+                               shrink=0.3, pad=0.01, aspect=30, ticks=list(shared.LEGEND_TICKS))
+            bar.set_label(words["legend"], fontsize=7.5)
+            bar.ax.tick_params(labelsize=7)
         shape = f"T={rows_total}, d={width_d}, h={n_heads}" + (f", dₕ={width_d // n_heads}" if top else "")
         fig.suptitle(f"{trace.title or words['projection']}  ({shape})", fontsize=11)
     return fig

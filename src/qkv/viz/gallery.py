@@ -92,6 +92,10 @@ def screenshot_pages(folder: Path) -> list[Path]:
                 if name == "model":
                     page.click(".qkv-left .qkv-tok[data-index='5']")
                     page.evaluate("() => document.querySelector('.qkv-view').qkv.showCell(2, 1)")
+                    cell = folder / f"page-model-cell-{width}.png"
+                    page.locator(".qkv-cell").screenshot(path=str(cell))
+                    written.append(cell)
+                page.evaluate("() => window.scrollTo(0, 0)")
                 target = folder / f"page-{name}-{width}.png"
                 page.screenshot(path=str(target), full_page=False)
                 written.append(target)
