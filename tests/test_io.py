@@ -234,3 +234,13 @@ def test_read_text_bounds_size_before_reading(tmp_path):
     (tmp_path / "bad.json").write_bytes(b"\xff\xfe")
     with pytest.raises(InputError, match="not UTF-8"):
         read_text(tmp_path / "bad.json")
+
+
+def test_replacing_a_file_keeps_its_owner(tmp_path):
+    """Root replacing another user's file gives it back to that user; anyone else keeps their own files."""
+    target = tmp_path / "theirs.txt"
+    target.write_text("old")
+    owner = (1234, 5678) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+    os.chown(target, *owner)
+    write_atomic(target, "new")
+    assert (target.stat().st_uid, target.stat().st_gid) == owner and target.read_text() == "new"

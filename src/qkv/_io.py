@@ -54,6 +54,7 @@ class _Plan:
     direct: bool
     append: bool = False
     mode: int | None = None
+    owner: tuple[int, int] | None = None      # (uid, gid) of the file replaced
 
 
 def _fail(problem: str, path: Any, field: str | None) -> InputError:
@@ -125,7 +126,8 @@ def _plan(path: str | os.PathLike, field: str | None = None) -> _Plan:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise _fail(f"cannot create files in directory {str(folder)!r} (permission denied)", text, field)
     mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
-    return _Plan(Path(text), target, direct=False, mode=mode)
+    owner = (st.st_uid, st.st_gid) if st is not None else None
+    return _Plan(Path(text), target, direct=False, mode=mode, owner=owner)
 
 
 def check_output(path: str | os.PathLike, *, field: str | None = None) -> Path:
@@ -246,6 +248,9 @@ def write_atomic_with(path: str | os.PathLike, writer: Callable) -> Path:
         with os.fdopen(fd, "wb") as handle:
             writer(handle)
         os.chmod(tmp, plan.mode)
+        if plan.owner is not None and plan.owner != (os.geteuid(), os.getegid()):
+            with contextlib.suppress(OSError):      # only root may give a file away; others keep their own
+                os.chown(tmp, *plan.owner)
         if batch is not None:
             batch.renames.append((tmp, plan.target))
         else:
