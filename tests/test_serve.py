@@ -432,6 +432,18 @@ def test_the_command_binds_127_0_0_1_and_checks_its_options(monkeypatch, capsys,
     assert capsys.readouterr().err.strip().count("\n") == 0
 
 
+def test_run_holds_blas_to_one_thread_while_serving(monkeypatch):
+    import uvicorn
+    from threadpoolctl import threadpool_info
+
+    seen = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.append(
+        (kw["host"], [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])))
+    serve.run(object(), port=1)
+    host, threads = seen[0]
+    assert host == "127.0.0.1" and threads and set(threads) == {1}
+
+
 def test_load_models_names_directories_once(tmp_path):
     a = tiny_bert(tmp_path / "a" / "same")
     b = tiny_bert(tmp_path / "b" / "same", seed=1)

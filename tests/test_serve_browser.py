@@ -144,7 +144,11 @@ def test_a_learners_walk(browser_context, server, tmp_path, capsys, width, heigh
     walk.no_sideways_scroll("head")
     page.screenshot(path=str(tmp_path / f"head-{width}.png"), full_page=True)
 
-    # the permalink brings the same view back
+    # back and forward walk through the views; the permalink brings the same view back
+    page.go_back()
+    walk.ready(view="overview")
+    page.go_forward()
+    walk.ready(view="head")
     page.goto(page.url)
     walk.ready(view="head")
     page.wait_for_selector('.qkv-cell[data-cell="2,3"]')

@@ -371,7 +371,7 @@
         (grouped ? " (" + W("kvHead") + " " + meta.kv_head + ")" : "")));
       var tokens = trace.meta.tokens.map(String);
       var view = traceView(trace, "", tokens, tokens, 0, function (cell) {
-        state.cell = cell; writeURL(true); loadSteps(cell[0]);
+        state.cell = cell; writeURL(false); loadSteps(cell[0]);   // a cell replaces the entry: Back leaves the head
       });
       panel.appendChild(view);
       ui.modelBody.appendChild(panel);
@@ -608,7 +608,7 @@
       var tok = tokensFor(trace, part.prefix, w[0].length, w[0][0].length);
       var holder = el("div");
       var viewFor = function (h) {
-        return traceView(trace, part.prefix, tok.q, tok.k, h, function () { writeURL(true); });
+        return traceView(trace, part.prefix, tok.q, tok.k, h, function () { writeURL(false); });
       };
       holder.appendChild(viewFor(0));
       panel.appendChild(holder);
