@@ -251,3 +251,39 @@ def test_many_keys_keep_the_strongest_in_the_softmax_table():
     strongest = {f"w{j}" for j in np.argsort(-row)[:4]}
     assert strongest <= set(table) and len(table) < 40
     assert {"w0", "w1", "w2", "w3", "w36", "w37", "w38", "w39"} <= set(table)
+
+
+def test_layering_is_one_way_explain_never_imports_viz():
+    """The renderers read a Trace one way: qkv.viz reads qkv.explain; qkv.explain (the page included)
+    never imports qkv.viz."""
+    import subprocess
+    import sys
+
+    code = ("import sys, qkv, qkv.examples, qkv.explain; t = qkv.examples.run('self-attention'); "
+            "[qkv.explain.render(t, f) for f in qkv.explain.FORMATS]; t._repr_html_(); "
+            "print(sorted(m for m in sys.modules if m.startswith('qkv.viz') or m == 'matplotlib'))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_step_name_constants_name_what_is_recorded_with_their_shapes():
+    import numpy as np
+
+    import qkv
+    import qkv.trace as steps
+
+    trace = qkv.Trace("t")
+    mha = qkv.MultiHeadAttention.random(8, n_heads=2, seed=0)
+    x = np.random.default_rng(0).standard_normal((5, 8))
+    qkv.residual(x, mha(x, causal=True, record=trace), record=trace)
+    assert set(trace.names()) <= set(steps.STEPS)
+    t, d, h, dk = 5, 8, 2, 4
+    expected = {steps.X: (t, d), steps.W_Q: (d, h * dk), steps.Q: (t, h * dk), steps.Q_HEADS: (h, t, dk),
+                steps.K_HEADS: (h, t, dk), steps.V_HEADS: (h, t, dk), steps.SCORES: (h, t, t),
+                steps.SCALED_SCORES: (h, t, t), steps.WEIGHTS: (h, t, t), steps.OUT: (h, t, dk),
+                steps.CONCAT: (t, h * dk), steps.W_O: (h * dk, d), steps.Y: (t, d), steps.RESIDUAL: (t, d)}
+    for name, shape in expected.items():
+        assert trace[name].shape == shape, name
+    assert trace[steps.MASK].shape[-2:] == (t, t)
+    assert steps.layer_step(3, steps.WEIGHTS) == "layer 3/weights"

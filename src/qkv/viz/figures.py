@@ -110,7 +110,7 @@ def _set_token_ticks(ax, axis: str, tokens: Sequence[str], inches: float) -> Non
         widest_pt = max((len(t) for t in texts), default=0) * 0.62 * size
         if widest_pt <= 0.9 * room_pt:
             ax.set_xticklabels(texts, **fonts_kw)
-        elif len(picked) <= 8:
+        elif len(picked) <= 8 and widest_pt <= 2.0 * room_pt:      # a slanted label still clears its neighbour
             ax.set_xticklabels(texts, rotation=45, ha="right", rotation_mode="anchor", **fonts_kw)
         else:
             ax.set_xticklabels(texts, rotation=90, **fonts_kw)
