@@ -197,18 +197,20 @@ def test_greedy_generation_equals_transformers_token_for_token(name, loaded, ref
     assert generation.tokens == model.token_strings(generation.ids)
 
 
-@pytest.mark.parametrize("name, temperature, top_k, seed", [("gpt2", 1.0, None, 0), ("llama-gqa", 0.7, 20, 3),
-                                                             ("qwen2", 1.3, 5, 11), ("mistral", 1.0, 50, 7)])
-def test_sampling_equals_transformers_token_for_token(name, temperature, top_k, seed, loaded, references):
+@pytest.mark.parametrize("name, temperature, top_k, top_p, seed", [
+    ("gpt2", 1.0, None, None, 0), ("llama-gqa", 0.7, 20, None, 3), ("qwen2", 1.3, 5, None, 11),
+    ("mistral", 1.0, 50, 0.8, 7), ("llama3-scaled", 1.0, None, 0.5, 5)])
+def test_sampling_equals_transformers_token_for_token(name, temperature, top_k, top_p, seed, loaded, references):
     model = loaded(name)
-    generation = model.generate("The cat", 16, sample=True, temperature=temperature, top_k=top_k, seed=seed)
+    options = dict(sample=True, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    generation = model.generate("The cat", 16, **options)
     prompt = generation.prompt_ids
     torch.manual_seed(seed)
     with torch.no_grad():
         out = references(name).generate(torch.as_tensor(prompt)[None], max_new_tokens=16, do_sample=True,
-                                         temperature=temperature, top_k=top_k or 0, pad_token_id=0)
+                                         temperature=temperature, top_k=top_k or 0, top_p=top_p or 1.0, pad_token_id=0)
     assert generation.ids.tolist() == out[0, len(prompt):].tolist()
-    again = model.generate("The cat", 16, sample=True, temperature=temperature, top_k=top_k, seed=seed)
+    again = model.generate("The cat", 16, **options)
     assert again.ids.tolist() == generation.ids.tolist()
 
 
@@ -250,6 +252,9 @@ def test_numpy_noise_draws_from_the_distribution():
     assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected))           # 5 standard deviations
     top2 = [choose(logits, sample=True, temperature=1.0, top_k=2, noise=noise) for _ in range(2000)]
     assert set(top2) == {0, 1}
+    # top-p 0.7: the smallest set of likeliest tokens holding ≥ 0.7 is {0, 1} (0.5 + 0.25)
+    nucleus = [choose(logits, sample=True, temperature=1.0, top_k=None, top_p=0.7, noise=noise) for _ in range(2000)]
+    assert set(nucleus) == {0, 1}
 
 
 def test_next_token_probabilities(loaded, references):

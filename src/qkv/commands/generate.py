@@ -33,6 +33,8 @@ def register(subparsers) -> None:
     parser.add_argument("--sample", action="store_true", help="sample instead of taking the most likely token")
     parser.add_argument("--temperature", default="1.0", metavar="T", help="with --sample: divide the logits by T (default 1)")
     parser.add_argument("--top-k", default=None, metavar="K", help="with --sample: draw from the K most likely tokens only")
+    parser.add_argument("--top-p", default=None, metavar="P",
+                        help="with --sample: draw from the smallest set of likeliest tokens holding probability P")
     parser.add_argument("--seed", default=None, metavar="S", help="with --sample: the random seed (default: a fresh one)")
     parser.add_argument("--no-stop", action="store_true", help="do not stop at the end-of-sequence token")
     parser.add_argument("--top", default="3", metavar="K", help="alternatives shown per step (default 3)")
@@ -66,9 +68,12 @@ def handler(args: argparse.Namespace) -> int:
     seed = _integer("--seed", args.seed, low=0)
     shown = _integer("--top", args.top, low=0)
     temperature = _number("--temperature", args.temperature)
-    if not args.sample and (top_k is not None or seed is not None or args.temperature != "1.0"):
-        raise InputError("--temperature, --top-k and --seed choose how to sample; add --sample (greedy is the default)",
-                         field="--sample")
+    top_p = None if args.top_p is None else _number("--top-p", args.top_p)
+    if top_p is not None and top_p > 1:
+        raise InputError(f"{args.top_p!r}: expected a probability in (0, 1]", field="--top-p")
+    if not args.sample and (top_k is not None or top_p is not None or seed is not None or args.temperature != "1.0"):
+        raise InputError("--temperature, --top-k, --top-p and --seed choose how to sample; add --sample "
+                         "(greedy is the default)", field="--sample")
     if args.out is not None:
         from pathlib import Path
 
@@ -81,7 +86,7 @@ def handler(args: argparse.Namespace) -> int:
         raise InputError(f"{args.model!r} is a {type(model).__name__}, not a causal language model "
                          "(generate runs gpt2, llama, mistral, qwen2)", field="--model")
     generation = model.generate(args.prompt, max_new, sample=args.sample, temperature=temperature, top_k=top_k,
-                                seed=seed, stop_at_eos=not args.no_stop)
+                                top_p=top_p, seed=seed, stop_at_eos=not args.no_stop)
     probabilities = generation.probabilities                                      # (N, V)
     steps = []
     for i, token_id in enumerate(generation.ids):
@@ -94,7 +99,8 @@ def handler(args: argparse.Namespace) -> int:
                            "prompt": args.prompt, "prompt_ids": generation.prompt_ids.tolist(),
                            "prompt_tokens": model.token_strings(generation.prompt_ids), "ids": generation.ids.tolist(),
                            "tokens": generation.tokens, "text": generation.text, "stopped": generation.stopped,
-                           "sample": args.sample, "temperature": temperature, "top_k": top_k, "seed": seed,
+                           "sample": args.sample, "temperature": temperature, "top_k": top_k, "top_p": top_p,
+                           "seed": seed,
                            "steps": steps}, ensure_ascii=False) + "\n"
     else:
         text = _text(model, args, generation, steps)

@@ -1,4 +1,4 @@
-"""Decoding with the KV cache: greedy, or sampling with temperature and top-k from a seed.
+"""Decoding with the KV cache: greedy, or sampling with temperature, top-k and top-p from a seed.
 
     prompt ids ─ forward (fills one qkv.KVCache per layer) ─ logits of the last position
     repeat: choose a token ─ forward that one token (its keys/values appended to the caches) ─ logits
@@ -8,7 +8,9 @@ and values (RoPE positions and GPT-2's learned positions continue from the cache
 
 The choice is made as transformers' `generate` makes it, so that the same weights give the same
 tokens: the last position's logits in float32; temperature divides them; top-k keeps the k largest
-(and any tied with the k-th), the rest become −∞; then greedy takes the first largest, and
+(and any tied with the k-th), the rest become −∞; top-p (nucleus) then removes, in ascending order
+of score, the tokens whose cumulative probability is ≤ 1 − p (the most likely token always stays);
+then greedy takes the first largest, and
 sampling draws from softmax(scores) as `torch.multinomial` does for one sample: argmax(p / E) with
 E ~ Exp(1) per token (the "exponential race", equivalent to drawing from p). The Exp(1) draws come
 from a `torch.Generator` seeded with ``seed`` when torch is installed — the same numbers
@@ -98,8 +100,9 @@ def _noise_source(requested: str | None) -> str:
     return "torch"
 
 
-def choose(logits: np.ndarray, *, sample: bool, temperature: float, top_k: int | None, noise: _Noise | None) -> int:
-    """The next token from logits (V,): transformers' temperature → top-k → greedy or multinomial."""
+def choose(logits: np.ndarray, *, sample: bool, temperature: float, top_k: int | None, noise: _Noise | None,
+           top_p: float | None = None) -> int:
+    """The next token from logits (V,): transformers' temperature → top-k → top-p → greedy or multinomial."""
     scores = np.asarray(logits, dtype=np.float32)
     if not sample:
         return int(np.argmax(scores))
@@ -107,23 +110,30 @@ def choose(logits: np.ndarray, *, sample: bool, temperature: float, top_k: int |
     if top_k is not None and top_k < scores.shape[-1]:
         kth = np.partition(scores, -top_k)[-top_k]
         scores = np.where(scores < kth, np.float32(-np.inf), scores)
+    if top_p is not None and top_p < 1.0:
+        order = np.argsort(scores, kind="stable")                                 # ascending
+        cumulative = np.cumsum(softmax(scores[order]).astype(np.float32), dtype=np.float32)
+        remove = cumulative <= np.float32(1 - top_p)
+        remove[-1] = False                                                         # keep the most likely
+        scores = scores.copy()
+        scores[order[remove]] = np.float32(-np.inf)
     probabilities = softmax(scores).astype(np.float32)
     with np.errstate(divide="ignore"):
         return int(np.argmax(probabilities / noise.draw(scores.shape[-1])))
 
 
 def generate(model, prompt: str | np.ndarray, max_new_tokens: int = 20, *, sample: bool = False,
-             temperature: float = 1.0, top_k: int | None = None, seed: int | None = None,
+             temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None, seed: int | None = None,
              stop_at_eos: bool = True, noise: str | None = None) -> Generation:
     """Continue ``prompt`` (a text, or token ids (P,)) by up to ``max_new_tokens`` tokens.
 
     sample=False: greedy (the most likely token each step; temperature and top_k are unused).
-    sample=True: draw from softmax(logits / temperature) restricted to the top_k tokens (None: all),
-      reproducibly from ``seed`` (None: a fresh seed). noise: "torch" | "numpy" | None (torch when
+    sample=True: draw from softmax(logits / temperature) restricted to the top_k tokens (None: all)
+      and then to the top_p nucleus (None: all), reproducibly from ``seed`` (None: a fresh seed). noise: "torch" | "numpy" | None (torch when
       installed), where the random numbers come from (see the module docstring).
     stop_at_eos: stop after producing one of config.eos_token_ids (the token is kept).
     Equal, token for token, to transformers' ``model.generate(ids, max_new_tokens=…, do_sample=sample,
-    temperature=…, top_k=top_k or 0)`` after ``torch.manual_seed(seed)``.
+    temperature=…, top_k=top_k or 0, top_p=top_p or 1.0)`` after ``torch.manual_seed(seed)``.
     """
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise InputError(f"must be a positive integer, got {max_new_tokens!r}", field="max_new_tokens")
@@ -132,6 +142,8 @@ def generate(model, prompt: str | np.ndarray, max_new_tokens: int = 20, *, sampl
         raise InputError(f"must be a positive number, got {temperature!r}", field="temperature")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise InputError(f"must be a positive integer or None, got {top_k!r}", field="top_k")
+    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
+        raise InputError(f"must be a number in (0, 1] or None, got {top_p!r}", field="top_p")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise InputError(f"must be a non-negative integer or None, got {seed!r}", field="seed")
     prompt_ids = model.token_ids(prompt) if isinstance(prompt, str) else np.asarray(prompt, dtype=np.int64)
@@ -148,7 +160,7 @@ def generate(model, prompt: str | np.ndarray, max_new_tokens: int = 20, *, sampl
     ids, all_logits, stopped = [], [], "length"
     for step in range(max_new_tokens):
         all_logits.append(np.asarray(step_logits, dtype=np.float32))
-        token = choose(step_logits, sample=sample, temperature=temperature, top_k=top_k, noise=draws)
+        token = choose(step_logits, sample=sample, temperature=temperature, top_k=top_k, top_p=top_p, noise=draws)
         ids.append(token)
         if token in stop:
             stopped = "eos"
