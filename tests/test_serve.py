@@ -317,6 +317,40 @@ def test_too_many_requests_at_once_is_429(loaded):
         assert client.get("/api/trace", params=params).status_code == 200       # the gate empties again
 
 
+# ------------------------------------------------------------------ the translator's cross-attention
+def test_translator_routes_are_the_translators_own(loaded):
+    from qkv.translator.explain import cross_attention_trace
+
+    translator, why = serve.load_translator()
+    assert translator is not None, why
+    with TestClient(serve.create_app(loaded, translator=translator), base_url=BASE) as client:
+        about = client.get("/api/models").json()["translator"]
+        assert about == {"langs": ["ko", "ja"], "layers": len(translator.decoder), "heads": translator.config.n_heads}
+        text = "my big dog saw the cat in the park"
+        body = client.get("/api/translate", params={"text": text, "to": "ja"}).json()
+        expected = translator.translate(text, "ja")
+        assert body["source"] == expected.source and body["target"] == expected.target
+        levels = np.frombuffer(base64.b64decode(body["weights"]), dtype=np.uint8).reshape(body["shape"])
+        assert levels.shape == expected.cross_weights.shape
+        assert np.abs(levels / 255 - expected.cross_weights).max() <= 0.5 / 255 + 1e-6
+        got = Trace.from_json(client.get("/api/translate/trace", params={"text": text, "to": "ja", "layer": 1,
+                                                                         "word": 2}).text)
+        reference = cross_attention_trace(translator, expected, word=2, layer=1)
+        assert_same_trace(got, reference)
+        html = client.get("/api/translate/explain", params={"text": text, "to": "ja", "layer": 1, "word": 2,
+                                                            "lang": "ko"}).json()["html"]
+        assert html == derivation_html(reference, lang="ko")
+        for params, status, words in (({"text": "I love pizza", "to": "ko"}, 400, "unknown word 'pizza'"),
+                                      ({"text": text, "to": "fr"}, 400, "to: 'fr'"),
+                                      ({"text": text, "to": "ko", "layer": 9}, 400, "decoder layers")):
+            route = "/api/translate/trace" if "layer" in params else "/api/translate"
+            response = client.get(route, params=params)
+            assert response.status_code == status and words in error(response), response.text
+    with TestClient(serve.create_app(loaded), base_url=BASE) as client:
+        assert client.get("/api/models").json()["translator"] is None
+        assert client.get("/api/translate", params={"text": "I love you"}).status_code == 404
+
+
 # ------------------------------------------------------------------ security
 def test_every_answer_carries_the_csp_and_stays_on_this_host(client):
     for path in ("/", "/static/app.js", "/api/models", "/api/nothing", "/static/nothing"):

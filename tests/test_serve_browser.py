@@ -34,7 +34,10 @@ def server(tmp_path_factory):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    config = uvicorn.Config(serve.create_app(models), host="127.0.0.1", port=port, log_level="warning")
+    translator, why = serve.load_translator()
+    assert translator is not None, why
+    config = uvicorn.Config(serve.create_app(models, translator=translator), host="127.0.0.1", port=port,
+                            log_level="warning")
     runner = uvicorn.Server(config)
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
@@ -42,7 +45,7 @@ def server(tmp_path_factory):
     while not runner.started:
         assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", models
+    yield f"http://127.0.0.1:{port}", dict(models, translator=translator)
     runner.should_exit = True
     thread.join(10)
 
@@ -212,6 +215,48 @@ def test_a_decoder_head_shows_its_mask_and_rope(browser_context, server, tmp_pat
     walk.ready(view="head")
     walk.no_sideways_scroll("decoder head")
     page.screenshot(path=str(tmp_path / "decoder-390.png"), full_page=True)
+    assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
+    assert walk.errors == []
+    page.close()
+
+
+@pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])
+def test_the_translators_cross_attention(browser_context, server, tmp_path, width, height):  # noqa: F811
+    """Translate, open a cross-attention head, click a cell: the derivation equals the translator's Trace."""
+    from qkv.translator.explain import cross_attention_trace
+
+    base, models = server
+    translator = models["translator"]
+    walk = Walk(browser_context, base, width, height)
+    page = walk.page
+    page.goto(base + "/")
+    walk.ready()
+    page.click('button[data-tab="translate"]')
+    text = "my big dog saw the cat in the park"
+    page.fill("#qkv-source", text)
+    page.select_option("#qkv-to", "ja")
+    page.click(".qkv-translate-pane .qkv-run")
+    walk.ready(tab="translate")
+    page.wait_for_selector(".qkv-translate-pane .qkv-thumb")
+    expected = translator.translate(text, "ja")
+    assert page.locator(".qkv-translated").text_content() == f"{text} → {' '.join(expected.target)}"
+    assert page.locator(".qkv-translate-pane .qkv-thumb").count() == len(translator.decoder) * translator.config.n_heads
+    walk.no_sideways_scroll("translator overview")
+    page.click('.qkv-translate-pane .qkv-thumb[data-layer="1"][data-head="2"]')
+    walk.ready(tab="translate", view="head")
+    walk.click_cell(3, 1, ".qkv-translate-pane")
+    page.wait_for_selector('.qkv-translate-pane .qkv-cell[data-cell="3,1"]')
+    page.wait_for_selector(".qkv-translate-pane .qkv-steps .qkv-derivation")
+    walk.ready(tab="translate", view="head")
+    trace = cross_attention_trace(translator, expected, word=4, layer=1)
+    pane = ".qkv-translate-pane"
+    for step, want in (("q_heads", trace["q_heads"].value[2, 3]), ("k_heads", trace["k_heads"].value[2, 1]),
+                       ("scores", [trace["scores"].value[2, 3, 1]]), ("weights", [trace["weights"].value[2, 3, 1]]),
+                       ("v_heads", trace["v_heads"].value[2, 1]), ("out", trace["out"].value[2, 3])):
+        np.testing.assert_allclose(numbers(page, step, pane), want, rtol=1e-6, atol=1e-9, err_msg=step)
+    assert walk.state()["tab"] == "translate" and walk.state()["cell"] == "3,1"
+    walk.no_sideways_scroll("translator head")
+    page.screenshot(path=str(tmp_path / f"translator-{width}.png"), full_page=True)
     assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
     assert walk.errors == []
     page.close()

@@ -27,6 +27,8 @@ def register(subparsers) -> None:
     parser.add_argument("--model", action="append", default=[], metavar="DIR",
                         help="also load this model directory (config.json, model.safetensors, tokenizer.json); repeatable")
     parser.add_argument("--no-minilm", action="store_true", help="do not load MiniLM (serve only the --model directories)")
+    parser.add_argument("--no-translator", action="store_true",
+                        help="do not load qkv's English→Korean/Japanese translator (its cross-attention tab)")
     parser.set_defaults(func=handler)
 
 
@@ -58,9 +60,12 @@ def handler(args: argparse.Namespace) -> int:
         raise InputError(f"qkv serve needs starlette and uvicorn ({exc.name} is missing): pip install 'qkv[serve]'",
                          field="serve") from None
     models = serve.load_models(args.model, minilm=not args.no_minilm)
-    app = serve.create_app(models, allowed_hosts=_allowed_hosts(args.host))
+    translator, why = (None, "--no-translator") if args.no_translator else serve.load_translator()
+    if translator is None and not args.no_translator:
+        print(f"qkv serve: the translator is not available ({why}); serving without it", file=sys.stderr)
+    app = serve.create_app(models, translator=translator, allowed_hosts=_allowed_hosts(args.host))
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"qkv serve: {', '.join(models)} at http://{shown}:{args.port}/  (Ctrl-C stops)", file=sys.stderr)
+    print(f"qkv serve: {', '.join(models)}{' and the translator' if translator else ''} at http://{shown}:{args.port}/  (Ctrl-C stops)", file=sys.stderr)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"qkv serve: warning: bound to {args.host}: other machines can reach this server", file=sys.stderr)
     serve.run(app, host=args.host, port=args.port)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import InputError
 from .app import CSP, ROUTES, Limits, create_app
 
-__all__ = ["create_app", "run", "load_models", "Limits", "ROUTES", "CSP", "LOOPBACK"]
+__all__ = ["create_app", "run", "load_models", "load_translator", "Limits", "ROUTES", "CSP", "LOOPBACK"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -37,6 +38,15 @@ def load_models(directories=(), *, minilm: bool = True) -> dict:
             name, n = f"{base}-{n}", n + 1
         loaded[name] = model
     return loaded
+
+
+def load_translator():
+    """The shipped `qkv.translator` model, or (None, why) when it cannot be loaded: (model, None)."""
+    try:
+        from .. import translator
+        return translator.load(), None
+    except (ImportError, InputError, OSError) as exc:
+        return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def run(app, *, host: str = LOOPBACK, port: int = 8000, log_level: str = "warning", blas_threads: int | None = 1) -> None:

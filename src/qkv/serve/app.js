@@ -22,7 +22,10 @@
       tokens: "tokens", uploaded: "uploaded file (held in this page only; not in the link)",
       permalink: "The address bar holds this view: copy it to come back.", shape: "shape",
       qrot: "q after RoPE (what the score uses)", krot: "k after RoPE (what the score uses)",
-      maskedWeight: "masked: this query may not attend to this key (weight 0)", kvHead: "key/value head"
+      maskedWeight: "masked: this query may not attend to this key (weight 0)", kvHead: "key/value head",
+      tabTranslate: "Translator", sourceText: "English text (the translator's words)", into: "into", translate: "Translate",
+      crossHint: "The decoder's cross-attention, every layer × head: rows are the words it wrote, columns the English words. Click one to open it.",
+      crossOf: "cross-attention", crossRows: "Row i is the decoder's state for the token before word i+1 (the language token first): it asks the English words which matter for the word it writes next."
     },
     ko: {
       title: "qkv — 헤드별로 보는 어텐션", tabModel: "내 문장", tabExample: "예제",
@@ -41,13 +44,16 @@
       tokens: "토큰", uploaded: "올린 파일 (이 페이지에만 있음, 링크에는 없음)",
       permalink: "주소창이 이 화면을 담고 있습니다. 복사해 두면 다시 올 수 있습니다.", shape: "형태",
       qrot: "RoPE 적용 후 q (점수에 쓰임)", krot: "RoPE 적용 후 k (점수에 쓰임)",
-      maskedWeight: "마스크됨: 이 쿼리는 이 키를 볼 수 없음 (가중치 0)", kvHead: "키/값 헤드"
+      maskedWeight: "마스크됨: 이 쿼리는 이 키를 볼 수 없음 (가중치 0)", kvHead: "키/값 헤드",
+      tabTranslate: "번역기", sourceText: "영어 문장 (번역기가 아는 단어)", into: "번역할 언어", translate: "번역하기",
+      crossHint: "디코더의 cross-attention, 모든 층 × 헤드: 행은 디코더가 쓴 단어, 열은 영어 단어입니다. 클릭하면 열립니다.",
+      crossOf: "cross-attention", crossRows: "행 i는 단어 i+1 바로 앞 토큰(맨 앞은 언어 토큰)에서의 디코더 상태입니다. 다음에 쓸 단어에 어떤 영어 단어가 중요한지 묻습니다."
     }
   };
   var DIGITS = 4;
   var root = document.getElementById("app");
   var state = { tab: "model", model: "", text: "", view: "", layer: null, head: null, cell: null,
-    example: "", part: 0, lang: "en" };
+    example: "", part: 0, lang: "en", source: "", to: "ko" };
   var data = { models: [], examples: [], overview: null, trace: null, traceKey: "", uploaded: null };
   var busy = 0;
 
@@ -56,7 +62,9 @@
   // ------------------------------------------------------------------ URL ⇄ state
   function readURL() {
     var p = new URLSearchParams(location.search);
-    state.tab = p.get("tab") === "example" ? "example" : "model";
+    state.tab = ["example", "translate"].indexOf(p.get("tab")) >= 0 ? p.get("tab") : "model";
+    state.source = p.get("source") || "";
+    state.to = p.get("to") === "ja" ? "ja" : "ko";
     state.model = p.get("model") || "";
     state.text = p.get("text") || "";
     state.view = p.get("view") || "";
@@ -74,6 +82,10 @@
       p.set("tab", "example");
       if (state.example) p.set("example", state.example);
       if (state.part) p.set("part", state.part);
+    } else if (state.tab === "translate") {
+      p.set("tab", "translate");
+      if (state.source) { p.set("source", state.source); p.set("to", state.to); }
+      if (state.view === "head") { p.set("view", "head"); p.set("layer", state.layer); p.set("head", state.head); }
     } else {
       if (state.model) p.set("model", state.model);
       if (state.text) p.set("text", state.text);
@@ -181,7 +193,10 @@
     ui.tabExample = el("button", "qkv-tab", ""); ui.tabExample.type = "button"; ui.tabExample.setAttribute("data-tab", "example");
     ui.tabModel.addEventListener("click", function () { state.tab = "model"; state.cell = null; writeURL(true); render(); });
     ui.tabExample.addEventListener("click", function () { state.tab = "example"; state.cell = null; writeURL(true); render(); });
-    tabs.appendChild(ui.tabModel); tabs.appendChild(ui.tabExample);
+    ui.tabTranslate = el("button", "qkv-tab", ""); ui.tabTranslate.type = "button"; ui.tabTranslate.setAttribute("data-tab", "translate");
+    ui.tabTranslate.addEventListener("click", function () { state.tab = "translate"; state.cell = null; state.view = ""; writeURL(true); render(); });
+    ui.tabTranslate.hidden = true;
+    tabs.appendChild(ui.tabModel); tabs.appendChild(ui.tabExample); tabs.appendChild(ui.tabTranslate);
     root.appendChild(tabs);
 
     // your text
@@ -256,6 +271,28 @@
       ui.uploadInput.value = "";          // choosing the same file again fires change again
     });
 
+    // the translator's cross-attention
+    ui.translatePane = el("section", "qkv-pane qkv-translate-pane");
+    var tform = el("form", "qkv-form"); tform.setAttribute("novalidate", "");
+    ui.sourceLabel = el("label", "qkv-field"); ui.sourceWord = el("span");
+    ui.sourceInput = el("input"); ui.sourceInput.type = "text"; ui.sourceInput.id = "qkv-source";
+    ui.sourceLabel.appendChild(ui.sourceWord); ui.sourceLabel.appendChild(ui.sourceInput);
+    ui.toLabel = el("label", "qkv-field qkv-field-small"); ui.toWord = el("span");
+    ui.toSelect = el("select"); ui.toSelect.id = "qkv-to";
+    [["ko", "한국어"], ["ja", "日本語"]].forEach(function (pair) { var o = el("option", null, pair[1]); o.value = pair[0]; ui.toSelect.appendChild(o); });
+    ui.toLabel.appendChild(ui.toWord); ui.toLabel.appendChild(ui.toSelect);
+    ui.translateButton = el("button", "qkv-run"); ui.translateButton.type = "submit";
+    tform.appendChild(ui.sourceLabel); tform.appendChild(ui.toLabel); tform.appendChild(ui.translateButton);
+    tform.addEventListener("submit", function (e) {
+      e.preventDefault();
+      state.source = ui.sourceInput.value; state.to = ui.toSelect.value; state.view = ""; state.cell = null;
+      writeURL(true); render();
+    });
+    ui.translatePane.appendChild(tform);
+    ui.translateError = el("p", "qkv-error qkv-translate-error"); ui.translatePane.appendChild(ui.translateError);
+    ui.translateBody = el("div", "qkv-body"); ui.translatePane.appendChild(ui.translateBody);
+    root.appendChild(ui.translatePane);
+
     ui.footer = el("p", "qkv-note qkv-footer"); root.appendChild(ui.footer);
   }
 
@@ -274,6 +311,12 @@
     ui.title.textContent = W("title");
     Object.keys(ui.langButtons).forEach(function (l) { ui.langButtons[l].classList.toggle("qkv-on", l === state.lang); });
     ui.tabModel.textContent = W("tabModel"); ui.tabExample.textContent = W("tabExample");
+    ui.tabTranslate.textContent = W("tabTranslate"); ui.tabTranslate.hidden = !data.translator;
+    ui.tabTranslate.classList.toggle("qkv-on", state.tab === "translate");
+    ui.sourceWord.textContent = W("sourceText"); ui.toWord.textContent = W("into"); ui.translateButton.textContent = W("translate");
+    ui.translatePane.hidden = state.tab !== "translate";
+    if (document.activeElement !== ui.sourceInput) ui.sourceInput.value = state.source;
+    ui.toSelect.value = state.to;
     ui.tabModel.classList.toggle("qkv-on", state.tab === "model");
     ui.tabExample.classList.toggle("qkv-on", state.tab === "example");
     ui.textWord.textContent = W("text"); ui.modelWord.textContent = W("model"); ui.runButton.textContent = W("run");
@@ -290,7 +333,7 @@
       var o = el("option", null, x.name + " — " + x.title[state.lang]); o.value = x.name; ui.exampleSelect.appendChild(o);
     });
     ui.exampleSelect.value = state.example;
-    if (state.tab === "model") renderModel(); else renderExample();
+    if (state.tab === "model") renderModel(); else if (state.tab === "translate") renderTranslate(); else renderExample();
   }
 
   // ------------------------------------------------------------------ your text: overview and one head
@@ -310,11 +353,19 @@
 
   function drawOverview(o) {
     ui.modelBody.textContent = "";
-    var L = o.shape[0], H = o.shape[1], T = o.shape[2];
-    var bytes = atob(o.weights);
     var box = el("div", "qkv-panel qkv-overview");
-    box.appendChild(el("h2", null, W("overview") + " — " + o.model + ": " + L + " × " + H + ", " + T + " " + W("tokens")));
+    box.appendChild(el("h2", null, W("overview") + " — " + o.model + ": " + o.shape[0] + " × " + o.shape[1] + ", " +
+      o.shape[2] + " " + W("tokens")));
     box.appendChild(el("p", "qkv-note", W("overviewHint")));
+    box.appendChild(thumbnails(o, openHead));
+    box.appendChild(legend());
+    ui.modelBody.appendChild(box);
+  }
+
+  // every layer × head of weights [L, H, T, S] sent as base64 uint8: one small picture each
+  function thumbnails(o, onClick) {
+    var L = o.shape[0], H = o.shape[1], T = o.shape[2], S = o.shape[3];
+    var bytes = atob(o.weights);
     var grid = el("div", "qkv-ov-grid");
     grid.style.gridTemplateColumns = "max-content repeat(" + H + ", minmax(0, 1fr))";
     grid.appendChild(el("span"));
@@ -326,21 +377,20 @@
         button.setAttribute("data-layer", l); button.setAttribute("data-head", h);
         button.title = W("layer") + " " + l + ", " + W("head") + " " + h;
         button.setAttribute("aria-label", button.title);
-        var canvas = document.createElement("canvas"); canvas.width = T; canvas.height = T;
-        var g = canvas.getContext("2d"), image = g.createImageData(T, T), base = ((l * H) + h) * T * T;
-        for (var k = 0; k < T * T; k++) {
+        var canvas = document.createElement("canvas"); canvas.width = S; canvas.height = T;
+        if (S !== T) canvas.className = "qkv-thumb-wide";
+        var g = canvas.getContext("2d"), image = g.createImageData(S, T), base = ((l * H) + h) * T * S;
+        for (var k = 0; k < T * S; k++) {
           var c = colour(bytes.charCodeAt(base + k) / o.scale);
           image.data[4 * k] = c[0]; image.data[4 * k + 1] = c[1]; image.data[4 * k + 2] = c[2]; image.data[4 * k + 3] = 255;
         }
         g.putImageData(image, 0, 0);
         button.appendChild(canvas);
-        button.addEventListener("click", openHead.bind(null, l, h));
+        button.addEventListener("click", onClick.bind(null, l, h));
         grid.appendChild(button);
       }
     }
-    box.appendChild(grid);
-    box.appendChild(legend());
-    ui.modelBody.appendChild(box);
+    return grid;
   }
 
   function openHead(l, h) {
@@ -557,6 +607,71 @@
   var views = [];
   window.addEventListener("resize", function () { views = views.filter(function (v) { return v.isConnected; }); views.forEach(function (v) { v.redraw(); }); });
 
+  // ------------------------------------------------------------------ the translator: cross-attention
+  function renderTranslate() {
+    ui.translateError.textContent = "";
+    ui.translateBody.textContent = "";
+    root.setAttribute("data-view", state.view || "overview");
+    if (!state.source || !data.translator) return;
+    begin();
+    var key = state.source + "\u0000" + state.to;
+    var ready = data.translation && data.translation.key === key ? Promise.resolve(data.translation)
+      : api("translate", { text: state.source, to: state.to }).then(function (t) { t.key = key; data.translation = t; return t; });
+    ready.then(function (t) {
+      var panel = el("div", "qkv-panel qkv-translation");
+      var line = el("h2", "qkv-translated", t.source.join(" ") + " → " + t.target.join(" "));
+      panel.appendChild(line);
+      if (state.view === "head" && state.layer !== null && state.head !== null) {
+        ui.translateBody.appendChild(panel);
+        return drawCrossHead(t);
+      }
+      panel.appendChild(el("p", "qkv-note", W("crossHint")));
+      panel.appendChild(thumbnails(t, function (l, h) {
+        state.view = "head"; state.layer = l; state.head = h; state.cell = null; writeURL(true); render();
+      }));
+      panel.appendChild(legend());
+      ui.translateBody.appendChild(panel);
+    }, function (err) { ui.translateError.textContent = W("error") + ": " + err.message; }).then(end, end);
+  }
+
+  function drawCrossHead(t) {
+    begin();
+    return api("translate/trace", { text: state.source, to: state.to, layer: state.layer,
+      steps: "q_heads,k_heads,v_heads,scores,scaled_scores,weights,out" }).then(function (trace) {
+      var panel = el("div", "qkv-panel qkv-head");
+      var nav = el("div", "qkv-bar");
+      var back = el("button", "qkv-back", W("back")); back.type = "button";
+      back.addEventListener("click", function () { state.view = ""; state.cell = null; writeURL(true); render(); });
+      nav.appendChild(back);
+      function go(l, h) { state.layer = l; state.head = h; state.cell = null; writeURL(true); render(); }
+      nav.appendChild(picker(W("layer"), "qkv-pick-layer", data.translator.layers, state.layer, function (v) { go(v, state.head); }));
+      nav.appendChild(picker(W("head"), "qkv-pick-head", data.translator.heads, state.head, function (v) { go(state.layer, v); }));
+      panel.appendChild(nav);
+      panel.appendChild(el("h2", null, W("crossOf") + " — " + W("layer") + " " + state.layer + ", " + W("head") + " " + state.head));
+      panel.appendChild(el("p", "qkv-note", W("crossRows")));
+      panel.appendChild(traceView(trace, "", trace.meta.tokens.map(String), trace.meta.key_tokens.map(String), state.head, function (cell) {
+        state.cell = cell; writeURL(false); crossSteps(cell[0]);
+      }));
+      ui.translateBody.appendChild(panel);
+      ui.crossSteps = el("div", "qkv-steps"); ui.translateBody.appendChild(ui.crossSteps);
+      if (state.cell) crossSteps(state.cell[0]);
+    }, function (err) { ui.translateError.textContent = W("error") + ": " + err.message; }).then(end, end);
+  }
+
+  function crossSteps(row) {
+    var box = ui.crossSteps; if (!box) return;
+    begin();
+    box.textContent = ""; box.appendChild(el("p", "qkv-note", W("loading")));
+    api("translate/explain", { text: state.source, to: state.to, layer: state.layer, word: row + 1, lang: state.lang }).then(function (r) {
+      box.textContent = "";
+      var details = el("details", "qkv-steps-box"); details.open = true;
+      details.appendChild(el("summary", null, W("steps")));
+      var holder = el("div"); holder.innerHTML = r.html;     // the library's HTML, tokens escaped by it
+      details.appendChild(holder); box.appendChild(details);
+    }, function (err) { box.textContent = ""; box.appendChild(el("p", "qkv-error", W("error") + ": " + err.message)); })
+      .then(end, end);
+  }
+
   // ------------------------------------------------------------------ worked examples and uploads
   function renderExample() {
     ui.exampleError.textContent = "";
@@ -624,7 +739,8 @@
   build();
   begin();
   Promise.all([api("models"), api("examples")]).then(function (r) {
-    data.models = r[0].models; data.examples = r[1].examples;
+    data.models = r[0].models; data.examples = r[1].examples; data.translator = r[0].translator;
+    if (state.tab === "translate" && !data.translator) state.tab = "model";
     data.models.forEach(function (m) {
       var o = el("option", null, m.name + " (" + m.layers + " × " + m.heads + ")"); o.value = m.name; ui.modelSelect.appendChild(o);
     });

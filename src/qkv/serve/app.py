@@ -73,6 +73,8 @@ ASSETS = {
     "page.css": ("explain/page.css", "text/css; charset=utf-8"),   # the static page's visual language
 }
 
+TRANSLATOR_LANGS = ("ko", "ja")
+
 # Fields of an example file that hold arrays; in an upload they must be numbers, never file names.
 _ARRAY_FIELDS = ("x", "memory", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "mask")
 
@@ -96,6 +98,12 @@ ROUTES = [
      "a worked example: {\"name\", \"title\", \"trace\": Trace JSON, \"html\": derivation}"),
     ("POST", "/api/upload?filename=NAME.toml|NAME.json[&lang=][&digits=]",
      "an example file of your own (the request body; held in memory, arrays given inline): as /api/example"),
+    ("GET", "/api/translate?text=&to=ko|ja",
+     "the translator (when loaded): source and target words, cross-attention [L, H, T, S] as base64 uint8"),
+    ("GET", "/api/translate/trace?text=&to=&layer=[&word=N][&steps=]",
+     "Trace JSON of decoder layer L's cross-attention (every head; word N, from 1, is the followed query)"),
+    ("GET", "/api/translate/explain?text=&to=&layer=&word=N[&lang=][&digits=]",
+     "the derivation of word N's cross-attention in that layer, as HTML: {\"html\": …}"),
 ]
 
 
@@ -206,6 +214,8 @@ class Cache:
 def _nbytes(value: Any) -> int:
     if isinstance(value, Trace):
         return sum(step.value.nbytes for step in value.steps) + 1024
+    if hasattr(value, "cross_weights"):              # a translation
+        return int(value.cross_weights.nbytes) + 1024
     return int(getattr(value, "nbytes", 1024))
 
 
@@ -336,10 +346,11 @@ def _upload_trace(doc: dict, filename: str, query: Any) -> Trace:
 
 
 # ---------------------------------------------------------------------------------------------- the app
-def create_app(models: dict[str, Any], *, limits: Limits = Limits(),
+def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits = Limits(),
                allowed_hosts: list[str] | None = None) -> Starlette:
     """The web app serving ``models`` (name → a loaded model, e.g. ``{"minilm": qkv.models.load("minilm")}``).
 
+    translator: a loaded `qkv.translator` model (its cross-attention gets a tab and /api/translate…), or None.
     allowed_hosts: Host header values accepted (default: the loopback names 127.0.0.1, localhost, [::1]);
     ["*"] accepts any (use with a --host other than loopback).
     """
@@ -385,7 +396,64 @@ def create_app(models: dict[str, Any], *, limits: Limits = Limits(),
                       "docs": "docs/serve.md"})
 
     async def api_models(request: Request) -> Response:
-        return _json({"models": [e.describe() for e in entries.values()]})
+        about = None
+        if translator is not None:
+            about = {"langs": list(TRANSLATOR_LANGS), "layers": len(translator.decoder),
+                     "heads": int(translator.config.n_heads)}
+        return _json({"models": [e.describe() for e in entries.values()], "translator": about})
+
+    # ------------------------------------------------------------------ the translator's cross-attention
+    def translation(request: Request):
+        if translator is None:
+            raise ApiError(404, "the translator is not loaded in this server")
+        text = _text(request)
+        if len(text) > limits.text_chars:
+            raise ApiError(422, f"text: {len(text):,} characters; the server takes at most {limits.text_chars:,}")
+        to = request.query_params.get("to", "ko")
+        if to not in TRANSLATOR_LANGS:
+            raise ApiError(400, f"to: {to!r}: expected one of {', '.join(TRANSLATOR_LANGS)}")
+        return text, to, lambda: cache.get(("translation", text, to), lambda: translator.translate(text, to))
+
+    async def api_translate(request: Request) -> Response:
+        _, to, make = translation(request)
+
+        def compute() -> dict:
+            result = make()
+            levels = np.rint(np.clip(result.cross_weights, 0.0, 1.0) * 255).astype(np.uint8)   # (L, H, T, S)
+            return {"source": list(result.source), "target": list(result.target), "to": to,
+                    "shape": list(levels.shape), "weights": base64.b64encode(levels.tobytes()).decode("ascii"),
+                    "scale": 255}
+
+        return _json(await gate().run(compute))
+
+    def cross_trace(request: Request):
+        from ..translator.explain import cross_attention_trace
+
+        text, to, make = translation(request)
+        layer = _int_param(request, "layer")
+        word = _int_param(request, "word", required=False) or 1
+        key = ("cross trace", text, to, layer, word)
+        return lambda: cache.get(key, lambda: cross_attention_trace(translator, make(), word=word, layer=layer))
+
+    async def api_translate_trace(request: Request) -> Response:
+        make = cross_trace(request)
+
+        def compute() -> str:
+            return _steps_filter(make(), request).to_json()
+
+        return Response(await gate().run(compute), media_type="application/json")
+
+    async def api_translate_explain(request: Request) -> Response:
+        lang, digits = _lang(request), _digits(request)
+        make = cross_trace(request)
+
+        def compute() -> dict:
+            from ..explain import derivation_html
+
+            trace = make()
+            return {"html": derivation_html(trace, lang=lang, digits=digits), "query": trace.meta.get("query")}
+
+        return _json(await gate().run(compute))
 
     async def api_examples(request: Request) -> Response:
         from .. import examples
@@ -501,6 +569,9 @@ def create_app(models: dict[str, Any], *, limits: Limits = Limits(),
         Route("/api/explain", api_explain, methods=["GET"]),
         Route("/api/example", api_example, methods=["GET"]),
         Route("/api/upload", api_upload, methods=["POST"]),
+        Route("/api/translate", api_translate, methods=["GET"]),
+        Route("/api/translate/trace", api_translate_trace, methods=["GET"]),
+        Route("/api/translate/explain", api_translate_explain, methods=["GET"]),
     ]
     hosts = allowed_hosts if allowed_hosts is not None else ["127.0.0.1", "localhost", "[::1]"]
     app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
