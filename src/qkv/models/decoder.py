@@ -317,7 +317,7 @@ class CausalLM:
             return trace
         layer = _check_index("layer", layer, c.n_layers)
         meta["layer"] = layer
-        x = self.forward(ids[:], hidden_states=True).hidden_states[layer]       # (T, D): the layer's input
+        x = self.forward(ids, hidden_states=True).hidden_states[layer]       # (T, D): the layer's input
         block = self.blocks[layer]
         mask = self.window_mask(len(ids), len(ids))
         if head is None:
