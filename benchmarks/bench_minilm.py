@@ -1,47 +1,29 @@
 """qkv's NumPy MiniLM vs sentence-transformers (torch, CPU): sentence embeddings per second.
 
-    .venv/bin/python benchmarks/bench_minilm.py [--sentences 256] [--tokens 64] [--repeats 7] [--threads 2]
+    .venv/bin/python benchmarks/bench_minilm.py [--sentences 256] [--tokens 64] [--rounds 5] [--threads 2]
+                                                [--baseline OLD/src]
 
-Both run in this one process on the same sentences, in alternating rounds (so a busy
-neighbour slows both alike); the table reports the median of the rounds and the ratio
-qkv / sentence-transformers (> 1 means qkv is faster). Prints a table, then one JSON line.
+Each side runs in its own process (thread pools, allocators and caches of one never slow the other),
+and the processes alternate: round r starts qkv then sentence-transformers, round r + 1 the other way
+round, so a busy neighbour hits both alike. Each process loads its model, encodes once (warm-up),
+then times ``--runs`` encodes; a round's figure is that process's median. The table reports the
+median over rounds and the ratio qkv / sentence-transformers (> 1 means qkv is faster).
+``--baseline DIR`` adds a third side: qkv imported from DIR (e.g. an older checkout's src/), to
+measure a change against what it replaces. Prints a table, then one JSON line.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
+import statistics
+import subprocess
 import sys
-
-
-def _parse() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sentences", type=int, default=256)
-    parser.add_argument("--tokens", type=int, default=64, help="about this many tokens per sentence")
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2, help="threads for torch and for NumPy's BLAS")
-    parser.add_argument("--model", default="minilm")
-    return parser.parse_args()
-
-
-ARGS = _parse()
-# BLAS reads its thread count when NumPy is first imported: set it before that.
-for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[variable] = str(ARGS.threads)
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from qkv import models  # noqa: E402
-import qkv  # noqa: E402
+import tempfile
+import time
+from pathlib import Path
 
 WORDS = ("the model reads every token and asks which other tokens answer its question attention weights "
          "turn scores into shares that sum to one a head looks at grammar another at meaning small "
@@ -50,8 +32,26 @@ WORDS = ("the model reads every token and asks which other tokens answer its que
          "cats sleep on warm windows while dogs wait by the door for someone to come home").split()
 
 
+def _parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=256)
+    parser.add_argument("--tokens", type=int, default=64, help="about this many tokens per sentence")
+    parser.add_argument("--rounds", type=int, default=5, help="alternations; each side runs once per round")
+    parser.add_argument("--runs", type=int, default=3, help="timed encodes per process (after one warm-up)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2, help="threads for torch, for qkv's batches and BLAS")
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--baseline", default=None, help="a directory to import another qkv from (its src/)")
+    parser.add_argument("--side", default=None, help=argparse.SUPPRESS)      # internal: run one side
+    parser.add_argument("--texts", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--save", default=None, help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
 def sentences(n: int, tokens: int, model) -> list[str]:
     """n seeded word sequences whose token counts ([CLS]/[SEP] included) lie within ±8 of ``tokens``."""
+    import numpy as np
+
     rng = np.random.default_rng(0)
     out = []
     while len(out) < n:
@@ -65,82 +65,106 @@ def sentences(n: int, tokens: int, model) -> list[str]:
     return out
 
 
-def timed(function, repeats: int) -> list[float]:
+def run_side(args: argparse.Namespace) -> int:
+    """In a child process: load one side, warm up, time ``runs`` encodes; print a JSON line."""
+    import numpy as np
+
+    texts = json.loads(Path(args.texts).read_text(encoding="utf-8"))
+    if args.side == "sentence-transformers":
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        from qkv import models
+
+        torch.set_num_threads(args.threads)
+        model = SentenceTransformer(str(models.load(args.model).directory), device="cpu")
+
+        def encode():
+            return model.encode(texts, batch_size=args.batch_size, convert_to_numpy=True, show_progress_bar=False)
+    else:
+        from qkv import models
+
+        model = models.load(args.model)
+
+        def encode():
+            return model.encode(texts, batch_size=args.batch_size, threads=args.threads)
+
+    embeddings = encode()
     times = []
-    for _ in range(repeats):
+    for _ in range(args.runs):
         start = time.perf_counter()
-        function()
+        encode()
         times.append(time.perf_counter() - start)
-    return times
+    if args.save:
+        np.save(args.save, embeddings)
+    import qkv
 
-
-def compare_attention_paths(t: int, b: int, h: int, dh: int, repeats: int) -> dict:
-    """Milliseconds for one layer's attention: what qkv.attention dispatches to vs the plain path."""
-    from qkv.models.bert import _attend, _single_threaded_blas, _threadpoolctl
-
-    rng = np.random.default_rng(1)
-    q, k, v = (rng.standard_normal((b, h, t, dh)).astype(np.float32) for _ in range(3))
-    lengths = np.sort(rng.integers(t - 6, t + 1, b))[::-1].copy()
-    lengths[0] = t
-    mask = qkv.padding_mask(lengths, t)
-    cases = {
-        "qkv.attention, one masked call": lambda: qkv.attention(q, k, v, mask),
-        "qkv.attention_reference (plain), masked": lambda: qkv.attention_reference(q, k, v, mask),
-        "qkv.attention per run of equal lengths, no mask (qkv.models)": lambda: _attend(q, k, v, lengths, weights=False),
-    }
-    limit = _single_threaded_blas() if _threadpoolctl() is not None else contextlib.nullcontext()
-    with limit:
-        return {name: 1e3 * statistics.median(timed(case, repeats + 2)) for name, case in cases.items()}
+    print(json.dumps({"side": args.side, "seconds": statistics.median(times), "qkv": qkv.__file__}))
+    return 0
 
 
 def main() -> int:
-    import torch
-    from sentence_transformers import SentenceTransformer
+    args = _parse()
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = str(args.threads)   # read when NumPy/torch start: the children inherit it
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.side:
+        return run_side(args)
+    import numpy as np
 
-    torch.set_num_threads(ARGS.threads)
-    model = models.load(ARGS.model)
-    reference = SentenceTransformer(str(model.directory), device="cpu")
-    texts = sentences(ARGS.sentences, ARGS.tokens, model)
+    from qkv import models
+
+    model = models.load(args.model)
+    texts = sentences(args.sentences, args.tokens, model)
     mean_tokens = float(np.mean([len(model.tokens(t)) for t in texts]))
-
-    def run_qkv():
-        return model.encode(texts, batch_size=ARGS.batch_size, threads=ARGS.threads)
-
-    def run_st():
-        return reference.encode(texts, batch_size=ARGS.batch_size, convert_to_numpy=True, show_progress_bar=False)
-
-    ours, theirs = run_qkv(), run_st()  # warm-up, and the agreement check
+    sides = {"qkv": None, "sentence-transformers": None}
+    if args.baseline:
+        sides["qkv baseline"] = str(Path(args.baseline).resolve())
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    with tempfile.TemporaryDirectory() as tmp:
+        texts_file = Path(tmp) / "texts.json"
+        texts_file.write_text(json.dumps(texts), encoding="utf-8")
+        order = list(sides)
+        for round_index in range(args.rounds):
+            for side in (order if round_index % 2 == 0 else order[::-1]):
+                command = [sys.executable, __file__, "--side", side, "--texts", str(texts_file),
+                           "--threads", str(args.threads), "--batch-size", str(args.batch_size),
+                           "--runs", str(args.runs), "--model", args.model,
+                           "--save", str(Path(tmp) / f"{side.replace(' ', '_')}.npy")]
+                env = dict(os.environ)
+                if sides[side]:
+                    env["PYTHONPATH"] = sides[side]
+                done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+                if done.returncode:
+                    print(done.stderr, file=sys.stderr)
+                    return 1
+                times[side].append(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
+        ours = np.load(Path(tmp) / "qkv.npy")
+        theirs = np.load(Path(tmp) / "sentence-transformers.npy")
     cosine = np.sum(ours * theirs, axis=1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(theirs, axis=1)
-    qkv_times, st_times = [], []
-    for _ in range(ARGS.repeats):  # alternate, so background load hits both alike
-        qkv_times += timed(run_qkv, 1)
-        st_times += timed(run_st, 1)
-    attention_paths = compare_attention_paths(ARGS.tokens, ARGS.batch_size, model.config.n_heads,
-                                              model.config.head_size, ARGS.repeats)
+    medians = {side: statistics.median(values) for side, values in times.items()}
     results = {
-        "sentences": ARGS.sentences, "mean_tokens": round(mean_tokens, 1), "batch_size": ARGS.batch_size,
-        "repeats": ARGS.repeats, "threads": ARGS.threads, "torch_threads": torch.get_num_threads(),
-        "cpu_count": os.cpu_count(), "numpy": np.__version__, "torch": torch.__version__,
-        "python": platform.python_version(),
-        "attention_ms": attention_paths,
-        "qkv_s": statistics.median(qkv_times), "st_s": statistics.median(st_times),
+        "sentences": args.sentences, "mean_tokens": round(mean_tokens, 1), "batch_size": args.batch_size,
+        "rounds": args.rounds, "runs_per_process": args.runs, "threads": args.threads,
+        "cpu_count": os.cpu_count(), "load_average": os.getloadavg()[0], "python": platform.python_version(),
+        "seconds": medians, "per_round": times,
+        "ratio": medians["sentence-transformers"] / medians["qkv"],
         "max_abs_diff": float(np.abs(ours - theirs).max()), "min_cosine": float(cosine.min()),
     }
-    results["qkv_per_s"] = ARGS.sentences / results["qkv_s"]
-    results["st_per_s"] = ARGS.sentences / results["st_s"]
-    results["ratio"] = results["qkv_per_s"] / results["st_per_s"]
-    print(f"MiniLM-L6 sentence embeddings: {ARGS.sentences} sentences × {mean_tokens:.1f} tokens, batch "
-          f"{ARGS.batch_size}, {ARGS.threads} threads (torch.get_num_threads() = {results['torch_threads']}), "
-          f"median of {ARGS.repeats}")
+    if args.baseline:
+        results["ratio_vs_baseline"] = medians["qkv baseline"] / medians["qkv"]
+    print(f"MiniLM-L6 sentence embeddings: {args.sentences} sentences × {mean_tokens:.1f} tokens, batch "
+          f"{args.batch_size}, {args.threads} threads; each side in its own process, alternating, "
+          f"median of {args.rounds} rounds × median of {args.runs} runs")
     print(f"{'implementation':<34}{'seconds':>10}{'sentences/s':>14}")
-    print(f"{'qkv (NumPy float32)':<34}{results['qkv_s']:>10.3f}{results['qkv_per_s']:>14.1f}")
-    print(f"{'sentence-transformers (torch CPU)':<34}{results['st_s']:>10.3f}{results['st_per_s']:>14.1f}")
+    for side, seconds in medians.items():
+        print(f"{side:<34}{seconds:>10.3f}{args.sentences / seconds:>14.1f}")
     print(f"ratio qkv/sentence-transformers: {results['ratio']:.2f}×   (max |Δ| {results['max_abs_diff']:.2e}, "
           f"min cosine {results['min_cosine']:.8f})")
-    print(f"attention of {ARGS.batch_size} sequences × {model.config.n_heads} heads at T={ARGS.tokens}, one thread, "
-          "median ms (qkv.models calls qkv.attention per run of equal lengths, unmasked):")
-    for name, ms in attention_paths.items():
-        print(f"  {name:<44}{ms:>8.2f}")
+    if args.baseline:
+        print(f"ratio qkv/baseline: {results['ratio_vs_baseline']:.2f}×")
+    print(f"load average at the end: {results['load_average']:.1f} on {os.cpu_count()} CPUs")
     print(json.dumps(results))
     return 0
 

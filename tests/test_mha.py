@@ -178,6 +178,58 @@ def test_gradients_flow_through_a_cached_decode_on_torch():
     torch.testing.assert_close(torch.cat(plain, dim=1), mha(x, causal=True).detach(), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-12), (np.float32, 2e-5)])
+@pytest.mark.parametrize("c_softmax", [True, False])
+def test_lengths_equal_a_padding_mask_on_the_real_rows(dtype, tol, c_softmax, monkeypatch):
+    """lengths= (runs of equal length, unmasked: what BERT's encode runs) = padding_mask on real rows; padded rows 0.
+    float32 on both softmax paths (the C extension's one-pass step when built, and NumPy's)."""
+    from qkv.kernels import blocked
+
+    if not c_softmax:
+        monkeypatch.setattr(blocked, "_fused", None)
+    mha = qkv.MultiHeadAttention.random(15, 3, seed=8)
+    fused = qkv.MultiHeadAttention.fused(np.concatenate([mha.w_q, mha.w_k, mha.w_v], axis=1), mha.w_o, 3,
+                                         b_qkv=np.concatenate([mha.b_q, mha.b_k, mha.b_v]), b_o=mha.b_o)
+    x = rng.standard_normal((9, 13, 15)) * 3
+    lengths = np.array([13, 13, 11, 11, 11, 7, 2, 13, 1])          # runs, and an unsorted tail
+    expected, expected_weights = mha(x, mask=qkv.padding_mask(lengths, 13), return_weights=True)
+    real = (np.arange(13)[None, :] < lengths[:, None])[:, :, None]  # (B, T, 1): real query rows
+    for layer in (mha, fused):
+        layer32 = qkv.MultiHeadAttention.fused(*(a.astype(dtype) for a in (layer._w_qkv, layer.w_o)), 3,
+                                               b_qkv=layer._b_qkv.astype(dtype), b_o=layer.b_o.astype(dtype)) \
+            if layer is fused else layer
+        y = layer32(x.astype(dtype), lengths=lengths) if layer is fused else layer(x, lengths=lengths)
+        np.testing.assert_allclose(np.where(real, y, 0.0), np.where(real, expected, 0.0), atol=tol, rtol=tol)
+        np.testing.assert_allclose(np.where(real, 0.0, y), np.where(real, 0.0, mha.b_o), atol=tol)   # y = b_O there
+    y, weights = mha(x, lengths=lengths, return_weights=True)
+    np.testing.assert_allclose(weights, np.where(real[:, None], expected_weights, 0.0), atol=1e-12)
+    # torch: the padding mask itself, padded rows zeroed the same way
+    y_torch = qkv.MultiHeadAttention(*(torch.from_numpy(w) for w in (mha.w_q, mha.w_k, mha.w_v, mha.w_o)), 3,
+                                     b_o=torch.from_numpy(mha.b_o), b_q=torch.from_numpy(mha.b_q),
+                                     b_k=torch.from_numpy(mha.b_k), b_v=torch.from_numpy(mha.b_v))(
+        torch.from_numpy(x), lengths=torch.from_numpy(lengths))
+    np.testing.assert_allclose(y_torch.numpy(), y, atol=1e-12)
+    with pytest.raises(ValueError, match="lengths must lie in"):
+        mha(x, lengths=np.full(9, 14))
+    with pytest.raises(ValueError, match="without memory=, cache= or mask="):
+        mha(x, lengths=lengths, mask=qkv.padding_mask(lengths, 13))
+
+
+def test_fused_layout_is_views_and_the_same_numbers():
+    mha = qkv.MultiHeadAttention.random(12, 4, n_kv_heads=2, d_v=5, seed=9)
+    w_qkv = np.concatenate([mha.w_q, mha.w_k, mha.w_v], axis=1)              # (D, H·Dk + G·Dk + G·Dv)
+    fused = qkv.MultiHeadAttention.fused(w_qkv, mha.w_o, 4, 2, b_qkv=np.concatenate([mha.b_q, mha.b_k, mha.b_v]),
+                                         b_o=mha.b_o)
+    assert np.shares_memory(fused.w_k, w_qkv) and fused.w_v.shape == (12, 10) and fused.d_v == 5
+    x = rng.standard_normal((2, 6, 12))
+    np.testing.assert_allclose(fused(x, causal=True), mha(x, causal=True), rtol=1e-12, atol=1e-12)
+    trace = qkv.Trace()
+    fused(x, causal=True, record=trace)                                       # traced: the same steps
+    assert [n for n in trace.names() if n.startswith("w_")] == ["w_q", "w_k", "w_v", "w_o"]
+    with pytest.raises(ValueError, match="do not split"):
+        qkv.MultiHeadAttention.fused(w_qkv[:, :-1], mha.w_o, 4, 2)
+
+
 def test_trace_records_every_step_in_order():
     mha = qkv.MultiHeadAttention.random(8, 2, seed=0)
     x = rng.standard_normal((3, 8))

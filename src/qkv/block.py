@@ -25,6 +25,9 @@ from .mha import KVCache, MultiHeadAttention
 
 __all__ = ["LayerNorm", "RMSNorm", "MLP", "TransformerBlock"]
 
+# NumPy runs the MLP on blocks of this many rows (tokens), so the (rows, F) hidden activations stay in cache.
+_ROWS_PER_BLOCK = 128
+
 
 def _check_eps(eps) -> float:
     if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) or not math.isfinite(eps) or eps < 0:
@@ -179,25 +182,56 @@ class MLP:
         if x.ndim < 1 or x.shape[-1] != self.d_model:
             raise ValueError(f"x has shape {shape_str(x.shape)} but w_in has shape {shape_str(self.w_in.shape)} "
                              f"(expected (…, {self.d_model}))")
+        if record is None and is_numpy(x) and x.ndim >= 2:
+            return self._numpy_rows(x)
         activate = ACTIVATIONS[self.activation]
         hidden = x @ self.w_in                                                  # (…, T, F)
-        if record is None and self.w_gate is None and self.b_in is not None and is_numpy(hidden):
-            activated = add_bias_and_activate(hidden, self.b_in, self.activation)   # in place, one C pass for GELU
+        if self.b_in is not None:
+            hidden = hidden + self.b_in
+        hidden = _emit(record, "hidden", hidden, formula="X·W_in + b_in")
+        if self.w_gate is None:
+            activated = activate(hidden)
         else:
-            if self.b_in is not None:
-                hidden = hidden + self.b_in
-            hidden = _emit(record, "hidden", hidden, formula="X·W_in + b_in")
-            if self.w_gate is None:
-                activated = activate(hidden)
-            else:
-                gate = x @ self.w_gate if self.b_gate is None else x @ self.w_gate + self.b_gate
-                gate = _emit(record, "gate", gate, formula="X·W_gate")
-                activated = activate(gate) * hidden
-            activated = _emit(record, "activated", activated,
-                              formula=f"{self.activation}(hidden)" if self.w_gate is None
-                              else f"{self.activation}(gate) ⊙ hidden")
+            gate = x @ self.w_gate if self.b_gate is None else x @ self.w_gate + self.b_gate
+            gate = _emit(record, "gate", gate, formula="X·W_gate")
+            activated = activate(gate) * hidden
+        activated = _emit(record, "activated", activated,
+                          formula=f"{self.activation}(hidden)" if self.w_gate is None
+                          else f"{self.activation}(gate) ⊙ hidden")
         out = activated @ self.w_out if self.b_out is None else activated @ self.w_out + self.b_out
         return _emit(record, "out", out, formula="activated·W_out + b_out")
+
+    def _numpy_rows(self, x: np.ndarray) -> np.ndarray:
+        """The same computation for NumPy without a trace: blocks of rows, in place, one reused scratch
+        array for the (rows, F) activations (float32 GELU + bias: one C pass)."""
+        rows = x.reshape(-1, x.shape[-1])                                       # (N, D)
+        n = rows.shape[0]
+        dtype = np.result_type(x.dtype, self.w_in.dtype)
+        out = np.empty((n, self.d_out), dtype=dtype)
+        width = min(_ROWS_PER_BLOCK, n)
+        hidden = np.empty((width, self.w_in.shape[1]), dtype=dtype)
+        gate = np.empty_like(hidden) if self.w_gate is not None else None
+        for start in range(0, n, _ROWS_PER_BLOCK):
+            block = slice(start, start + _ROWS_PER_BLOCK)
+            part = rows[block]
+            h = np.matmul(part, self.w_in, out=hidden[: part.shape[0]])         # (rows, F)
+            if self.w_gate is None:
+                if self.b_in is not None:
+                    add_bias_and_activate(h, self.b_in, self.activation)    # in place
+                else:
+                    ACTIVATIONS[self.activation](h, out=h)
+            else:
+                if self.b_in is not None:
+                    h += self.b_in
+                g = np.matmul(part, self.w_gate, out=gate[: part.shape[0]])
+                if self.b_gate is not None:
+                    g += self.b_gate
+                ACTIVATIONS[self.activation](g, out=g)
+                h *= g
+            np.matmul(h, self.w_out, out=out[block])
+        if self.b_out is not None:
+            out += self.b_out
+        return out.reshape(x.shape[:-1] + (self.d_out,))
 
 
 Norm = LayerNorm | RMSNorm
@@ -299,7 +333,7 @@ class TransformerBlock:
                    cross_norm=norm(module.norm2) if decoder else None)
 
     def __call__(self, x, *, memory=None, mask=None, memory_mask=None, causal: bool = False,
-                 cache: KVCache | None = None, positions=None, return_weights: bool = False,
+                 cache: KVCache | None = None, lengths=None, positions=None, return_weights: bool = False,
                  record: Recorder | None = None):
         """Run the block on x (…, T, D) → (…, T, D).
 
@@ -307,8 +341,9 @@ class TransformerBlock:
         mask: boolean, broadcastable to (…, H, T, Tk), True = may attend (self-attention);
           memory_mask likewise over the memory's keys (…, H, T, Tm). causal: self-attention sees no
           future key (bottom-right aligned, so it works with a cache).
-        cache: the self-attention's `KVCache` (decoding); positions: RoPE positions (see
-          MultiHeadAttention). A call that fails leaves the cache as it was.
+        cache: the self-attention's `KVCache` (decoding); positions: RoPE positions; lengths (B,):
+          a right-padded batch for the self-attention (see MultiHeadAttention; padded rows of the
+          output hold values nobody should read). A call that fails leaves the cache as it was.
         return_weights: also return the self-attention weights (…, H, T, Tk), and with cross-attention
           the cross weights (…, H, T, Tm) after them: (y, weights[, cross_weights]).
         record: handed ``x``, then each sublayer's steps under "attention/", "cross_attention/",
@@ -323,8 +358,8 @@ class TransformerBlock:
         weights = []
 
         def attend(stream, sublayer_record):
-            return self.attention(stream, mask=mask, causal=causal, cache=cache, positions=positions,
-                                  return_weights=return_weights, record=sublayer_record)
+            return self.attention(stream, mask=mask, causal=causal, cache=cache, lengths=lengths,
+                                  positions=positions, return_weights=return_weights, record=sublayer_record)
 
         x = self._sublayer(x, attend, self.norm1, "attention", record, weights)
         if self.cross_attention is not None:
@@ -349,7 +384,8 @@ class TransformerBlock:
             weights.append(w)
         total = residual(x, y, record=sub)
         if self.norm_position == "post":
-            total = _emit(sub, "norm", norm(total), formula="(R + Y), normalised")
+            normed = norm(total, out=total) if is_numpy(total) and sub is None else norm(total)   # in place: a fresh sum
+            total = _emit(sub, "norm", normed, formula="(R + Y), normalised")
         return total
 
 

@@ -15,8 +15,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._backend import is_torch, namespace, shape_str
+from ._backend import is_numpy, is_torch, namespace, shape_str
 from .attention import Recorder, _emit, attention
+from .attention import padding_mask as qkv_padding_mask
 from .heads import merge_heads, split_heads
 from .rope import RoPE
 
@@ -60,6 +61,8 @@ class MultiHeadAttention:
     b_o: Any = None
     rope: RoPE | None = None
     _xp: Any = field(default=None, init=False, repr=False)
+    _w_qkv: Any = field(default=None, init=False, repr=False)   # set by `fused`: [W_Q | W_K | W_V]
+    _b_qkv: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         xp = namespace(w_q=self.w_q, w_k=self.w_k, w_v=self.w_v, w_o=self.w_o,
@@ -160,6 +163,37 @@ class MultiHeadAttention:
                    vector(n_heads * d_k), vector(g * d_k), vector(g * d_v), vector(d_out), rope=rope)
 
     @classmethod
+    def fused(cls, w_qkv, w_o, n_heads: int, n_kv_heads: int | None = None, *, b_qkv=None, b_o=None,
+              rope: RoPE | None = None) -> "MultiHeadAttention":
+        """A layer whose W_Q, W_K, W_V are stored side by side: w_qkv (D, H·Dk + G·Dk + G·Dv) =
+        [W_Q | W_K | W_V] (BERT's and GPT-2's layout), b_qkv likewise; Dv = w_o's rows / H.
+
+        w_q, w_k, w_v (and the biases) are views of w_qkv, so nothing is copied; self-attention then
+        projects with one matmul over all tokens. Everything else (heads, traces, the cache) is as for
+        separate matrices, and the numbers are the same.
+        """
+        g = n_heads if n_kv_heads is None else n_kv_heads
+        if getattr(w_qkv, "ndim", None) != 2 or getattr(w_o, "ndim", None) != 2:
+            raise ValueError("w_qkv and w_o must be matrices (d_in, d_out)")
+        if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1 or \
+                isinstance(g, bool) or not isinstance(g, int) or g < 1:
+            raise ValueError(f"n_heads and n_kv_heads must be positive integers, got {n_heads!r}, {n_kv_heads!r}")
+        d_v, rest = divmod(int(w_o.shape[0]), n_heads)
+        d_k, rest_k = divmod(int(w_qkv.shape[1]) - g * d_v, n_heads + g)
+        if rest or rest_k or d_k < 1 or d_v < 1:
+            raise ValueError(f"w_qkv has shape {shape_str(w_qkv.shape)} and w_o {shape_str(w_o.shape)}: the columns "
+                             f"do not split into {n_heads} query heads, {g} key heads and {g} value heads")
+        q, k = n_heads * d_k, g * d_k
+
+        def split(a):
+            return (None, None, None) if a is None else (a[..., :q], a[..., q:q + k], a[..., q + k:])
+
+        layer = cls(*split(w_qkv), w_o, n_heads, n_kv_heads, *split(b_qkv), b_o, rope)
+        object.__setattr__(layer, "_w_qkv", w_qkv)
+        object.__setattr__(layer, "_b_qkv", b_qkv)
+        return layer
+
+    @classmethod
     def from_torch(cls, module: Any, *, detach: bool = True) -> "MultiHeadAttention":
         """Weights of a ``torch.nn.MultiheadAttention``, transposed to the row-vector convention.
 
@@ -229,11 +263,20 @@ class MultiHeadAttention:
             memory = _emit(record, "memory", memory, formula="encoder outputs: keys and values come from here")
         source = x if memory is None else memory
         heads = {"q": self.n_heads, "k": self.n_kv_heads, "v": self.n_kv_heads}
+        fused = None
+        if self._w_qkv is not None and memory is None and record is None:
+            fused = x @ self._w_qkv                                       # (…, T, H·Dk + G·Dk + G·Dv): one matmul
+            if self._b_qkv is not None:
+                fused = _add_in_place(fused, self._b_qkv)
         out = []
+        start = 0
         for name, inputs, w, b in (("q", x, self.w_q, self.b_q), ("k", source, self.w_k, self.b_k),
                                    ("v", source, self.w_v, self.b_v)):
             w = _emit(record, f"w_{name}", w, formula=f"W_{name.upper()}")
-            projected = inputs @ w if b is None else inputs @ w + b      # (…, T, heads·Dh)
+            if fused is not None:                                         # this projection's columns of it
+                projected, start = fused[..., start:start + w.shape[1]], start + w.shape[1]
+            else:
+                projected = inputs @ w if b is None else inputs @ w + b  # (…, T, heads·Dh)
             projected = _emit(record, name, projected, formula=f"{name.upper()} = X·W_{name.upper()}" + (" + b" if b is not None else ""))
             split = split_heads(projected, heads[name])                   # (…, heads, T, Dh)
             split = _emit(record, f"{name}_heads", split, formula=f"{name.upper()} (T×d) seen as T×h×d_h")
@@ -241,7 +284,7 @@ class MultiHeadAttention:
         return tuple(out)
 
     def __call__(self, x, memory=None, *, mask=None, causal: bool = False, cache: "KVCache | None" = None,
-                 positions=None, return_weights: bool = False, record: Recorder | None = None):
+                 lengths=None, positions=None, return_weights: bool = False, record: Recorder | None = None):
         """Multi-head attention of x over itself (self-attention) or over memory (cross-attention).
 
         Args:
@@ -249,6 +292,10 @@ class MultiHeadAttention:
           memory: (…, Tk, Dkv_in) keys' and values' input; None for self-attention.
           mask: boolean, broadcastable to (…, H, Tq, Tk); True = may attend.
           causal: block future keys, aligned bottom-right (with a cache: the new tokens come last).
+          lengths: (B,) integers, a right-padded batch of self-attention, x (B, T, D): sequence b
+            attends over its first lengths[b] tokens only; its padded query rows give zero heads
+            (y = b_O there). NumPy runs sequences of equal length together with no mask at all
+            (no scores are computed for padding); otherwise it is `qkv.padding_mask`.
           cache: a `KVCache`; this call's keys and values are appended to it and the queries
             attend over everything it holds (incremental decoding). The cache changes only when
             the call succeeds.
@@ -267,14 +314,18 @@ class MultiHeadAttention:
         staged = None
         if cache is not None:
             k, v, staged = cache._stage(k, v)
-        result = attention(q, k, v, mask, causal=causal, return_weights=return_weights, record=record)
+        if lengths is not None:
+            result = _attend_lengths(q, k, v, lengths, mask=mask, memory=memory, cache=cache, causal=causal,
+                                     return_weights=return_weights, record=record)
+        else:
+            result = attention(q, k, v, mask, causal=causal, return_weights=return_weights, record=record)
         if cache is not None:  # only now: a call that failed above leaves the cache as it was
             cache._commit(staged)
         heads_out = result[0] if return_weights else result           # (…, H, Tq, Dv)
         concat = merge_heads(heads_out)                                # (…, Tq, H·Dv)
         concat = _emit(record, "concat", concat, formula="Concat(head₁, …, head_h)")
         w_o = _emit(record, "w_o", self.w_o, formula="W_O")
-        y = concat @ w_o if self.b_o is None else concat @ w_o + self.b_o
+        y = concat @ w_o if self.b_o is None else _add_in_place(concat @ w_o, self.b_o)
         y = _emit(record, "y", y, formula="Y = Concat(heads)·W_O" + (" + b_O" if self.b_o is not None else ""))
         return (y, result[1]) if return_weights else y
 
@@ -296,6 +347,64 @@ class MultiHeadAttention:
         if a.ndim < 2 or a.shape[-1] != width:
             raise ValueError(f"{name} has shape {shape_str(a.shape)} but {weight} has shape "
                              f"{shape_str(getattr(self, weight).shape)} (expected (…, T, {width}))")
+
+
+# Sequences per attention call of a run of equal lengths: as many as keep one call's (b, H, T, T)
+# scores within ~1 MiB of cache.
+_ATTENTION_BYTES = 1 << 20
+
+
+def _add_in_place(fresh, bias):
+    """fresh + bias, in place for a NumPy array this module just made (torch: out of place, autograd)."""
+    if is_numpy(fresh):
+        fresh += bias
+        return fresh
+    return fresh + bias
+
+
+def _attend_lengths(q, k, v, lengths, *, mask, memory, cache, causal, return_weights, record):
+    """Self-attention of a right-padded batch: q (B, H, T, Dk), k (B, G, T, Dk), v (B, G, T, Dv), lengths (B,).
+
+    Sequence b attends over its first lengths[b] tokens; rows of padded queries are zero (weights
+    too). NumPy without a trace: the batch is cut into runs of equal length (a few sequences at a
+    time, so the (b, H, L, L) scores stay in cache), each run attends over q[:, :, :L] and friends
+    with no mask, and the padded rows stay zero — for the real rows exactly attention under
+    `qkv.padding_mask(lengths, T)`, without scores for padding. Otherwise the padding mask itself.
+    """
+    if memory is not None or cache is not None or mask is not None:
+        raise ValueError("lengths= is for self-attention over a right-padded batch, without memory=, cache= "
+                         "or mask= (fold the lengths into the mask with qkv.padding_mask instead)")
+    b, t = q.shape[0], q.shape[-2]
+    lengths_np = np.asarray(lengths.detach().cpu() if is_torch(lengths) else lengths)
+    if q.ndim != 4 or lengths_np.shape != (b,) or lengths_np.dtype.kind not in "iu":
+        raise ValueError(f"lengths must be integers (B,) = ({b},) for q of shape (B, H, T, Dk), got "
+                         f"{shape_str(lengths_np.shape)} {lengths_np.dtype} and q {shape_str(q.shape)}")
+    if lengths_np.size and not 0 <= lengths_np.min() <= lengths_np.max() <= t:
+        raise ValueError(f"lengths must lie in [0, T={t}], got {lengths_np.tolist()}")
+    if record is not None or not is_numpy(q):
+        xp = namespace(q=q)
+        real = qkv_padding_mask(lengths_np, t, like=q)                     # (B, 1, 1, T): real keys
+        result = attention(q, k, v, real, causal=causal, return_weights=return_weights, record=record)
+        rows = xp.astype(xp.reshape(real, (b, 1, t, 1)), q.dtype)           # padded queries → 0
+        return (result[0] * rows, result[1] * rows) if return_weights else result * rows
+    out = np.zeros(q.shape[:-1] + (v.shape[-1],), dtype=q.dtype)
+    weights = np.zeros(q.shape[:-1] + (t,), dtype=q.dtype) if return_weights else None
+    start = 0
+    while start < b:
+        length = int(lengths_np[start])
+        most = max(1, _ATTENTION_BYTES // max(1, q.shape[1] * length * length * q.dtype.itemsize))
+        stop = start + 1
+        while stop < b and stop - start < most and lengths_np[stop] == length:
+            stop += 1
+        run, real = slice(start, stop), slice(0, length)
+        if length:
+            if return_weights:
+                out[run, :, real], weights[run, :, real, real] = attention(
+                    q[run, :, real], k[run, :, real], v[run, :, real], causal=causal, return_weights=True)
+            else:
+                out[run, :, real] = attention(q[run, :, real], k[run, :, real], v[run, :, real], causal=causal)
+        start = stop
+    return (out, weights) if return_weights else out
 
 
 class KVCache:

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .bert import BertConfig, BertEncoder, BertLayer, BertWeights, Tokens
+from .bert import BertConfig, BertEncoder, BertWeights, Tokens
 from .bert import load as load_bert
 from .files import PACKAGED, Pooling
 
-__all__ = ["load", "SUPPORTED", "BertEncoder", "BertConfig", "BertWeights", "BertLayer", "Pooling", "Tokens",
+__all__ = ["load", "SUPPORTED", "BertEncoder", "BertConfig", "BertWeights", "Pooling", "Tokens",
            "CausalLM", "Generation"]
 
 # config.json "model_type" values qkv runs, and the module that reads each.

@@ -1,13 +1,14 @@
-"""A BERT encoder (MiniLM is one) built from qkv's own layers, NumPy only at run time.
+"""A BERT encoder (MiniLM is one) on qkv's transformer block, NumPy only at run time.
 
     token ids ─ word + position + token_type embeddings ─ LayerNorm ─┐
-    per layer:  x ─ MultiHeadAttention ─ + x ─ LayerNorm ─ FFN(GELU) ─ + ─ LayerNorm ─ x'
+    per layer (a post-norm `qkv.block.TransformerBlock`):
+                x ─ MultiHeadAttention ─ + x ─ LayerNorm ─ MLP(GELU) ─ + ─ LayerNorm ─ x'
     pooling (mean over real tokens) ─ L2 normalisation ─ sentence embedding
 
 Weights are converted once at load to the row-vector convention (torch's nn.Linear stores
-(out, in); qkv multiplies ``x @ W`` with W (in, out)), and Q, K, V are fused into one (D, 3D)
-matrix so a layer's projections are one matmul over all B·T tokens. The per-layer
-`qkv.MultiHeadAttention` views the same memory and is what traces run through.
+(out, in); qkv multiplies ``x @ W`` with W (in, out)), and Q, K, V are stored side by side in one
+(D, 3D) matrix (`MultiHeadAttention.fused`) so a layer's projections are one matmul over all B·T
+tokens. Computing, weights and traces all run through the same blocks.
 """
 
 from __future__ import annotations
@@ -19,21 +20,14 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..attention import attention
+from ..activations import ACTIVATIONS
+from ..block import MLP, LayerNorm, TransformerBlock
 from ..errors import InputError
-from ..heads import merge_heads
 from ..mha import MultiHeadAttention
 from ..trace import Trace
 from .files import ModelFiles, Pooling, locate, read_json, read_pooling, read_tensors, read_tokenizer
-from ..activations import ACTIVATIONS, add_bias_and_activate
-from ..block import LayerNorm
 
-__all__ = ["BertConfig", "BertLayer", "BertWeights", "BertEncoder", "Tokens", "load"]
-
-# Rows per block in the token-wise half of a layer: the (rows, 4D) FFN activations stay in cache.
-_ROWS_PER_BLOCK = 128
-# Sequences per attention call: as many as keep one call's (b, H, T, T) scores within ~1 MiB of cache.
-_ATTENTION_BYTES = 1 << 20
+__all__ = ["BertConfig", "BertWeights", "BertEncoder", "Tokens", "load"]
 
 
 @dataclass(frozen=True)
@@ -94,34 +88,15 @@ class BertConfig:
 
 
 @dataclass(frozen=True, eq=False)
-class BertLayer:
-    """One encoder layer's weights, row-vector convention (x @ W).
-
-    w_qkv (D, 3D) = [W_Q | W_K | W_V], b_qkv (3D,); `attention` is the qkv.MultiHeadAttention
-    over views of the same arrays (w_q = w_qkv[:, :D], …) plus W_O (D, D), b_O (D,).
-    w_in (D, F), b_in (F,), w_out (F, D), b_out (D,): the feed-forward network.
-    """
-
-    attention: MultiHeadAttention
-    w_qkv: np.ndarray
-    b_qkv: np.ndarray
-    attention_norm: LayerNorm
-    w_in: np.ndarray
-    b_in: np.ndarray
-    w_out: np.ndarray
-    b_out: np.ndarray
-    output_norm: LayerNorm
-
-
-@dataclass(frozen=True, eq=False)
 class BertWeights:
-    """word (V, D), position (P, D), token_type (2, D) embeddings, their LayerNorm, the layers."""
+    """word (V, D), position (P, D), token_type (2, D) embeddings, their LayerNorm, the layers: post-norm
+    `TransformerBlock`s whose attention is a fused `MultiHeadAttention` ([W_Q | W_K | W_V] (D, 3D))."""
 
     word_embeddings: np.ndarray
     position_embeddings: np.ndarray
     token_type_embeddings: np.ndarray
     embedding_norm: LayerNorm
-    layers: tuple[BertLayer, ...]
+    layers: tuple[TransformerBlock, ...]
 
     @classmethod
     def from_tensors(cls, tensors: dict[str, np.ndarray], config: BertConfig, *, dtype=np.float32,
@@ -158,12 +133,12 @@ class BertWeights:
             w_qkv = np.concatenate([w for w, _ in projections], axis=1)       # (D, 3D)
             b_qkv = np.concatenate([b for _, b in projections])               # (3D,)
             w_o, b_o = linear(f"{p}.attention.output.dense", d, d)
-            mha = MultiHeadAttention(w_qkv[:, :d], w_qkv[:, d:2 * d], w_qkv[:, 2 * d:], w_o, config.n_heads,
-                                     b_q=b_qkv[:d], b_k=b_qkv[d:2 * d], b_v=b_qkv[2 * d:], b_o=b_o)
+            mha = MultiHeadAttention.fused(w_qkv, w_o, config.n_heads, b_qkv=b_qkv, b_o=b_o)
             w_in, b_in = linear(f"{p}.intermediate.dense", d, f)
             w_out, b_out = linear(f"{p}.output.dense", f, d)
-            layers.append(BertLayer(mha, w_qkv, b_qkv, norm(f"{p}.attention.output.LayerNorm"), w_in, b_in,
-                                    w_out, b_out, norm(f"{p}.output.LayerNorm")))
+            mlp = MLP(w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out, activation=config.hidden_act)
+            layers.append(TransformerBlock(attention=mha, norm1=norm(f"{p}.attention.output.LayerNorm"), mlp=mlp,
+                                           norm2=norm(f"{p}.output.LayerNorm"), norm_position="post"))
         return cls(get("embeddings.word_embeddings.weight", (config.vocab_size, d)),
                    get("embeddings.position_embeddings.weight", (config.max_positions, d)),
                    get("embeddings.token_type_embeddings.weight", (config.type_vocab_size, d)),
@@ -234,46 +209,13 @@ class BertEncoder:
             raise ValueError(f"lengths must lie in [1, T={ids.shape[1]}], got {lengths.tolist()}")
         x = self.embed_tokens(ids)
         yield x, None
-        for layer in self.weights.layers:
-            x, layer_weights = self._layer(layer, x, lengths, weights=weights)
-            yield x, layer_weights
-
-    def _layer(self, layer: BertLayer, x: np.ndarray, lengths: np.ndarray, *, weights: bool):
-        """x (B, T, D) → (B, T, D): self-attention, then the token-wise half in blocks of rows."""
-        b, t, d = x.shape
-        h = self.config.n_heads
-        rows = x.reshape(b * t, d)                                      # (B·T, D), a view
-        qkv = rows @ layer.w_qkv                                        # (B·T, 3D): Q, K, V in one matmul
-        qkv += layer.b_qkv
-        q, k, v = qkv.reshape(b, t, 3, h, d // h).transpose(2, 0, 3, 1, 4)   # each (B, H, T, Dh), views
-        heads, layer_weights = _attend(q, k, v, lengths, weights=weights)  # (B, H, T, Dh), (B, H, T, T)
-        concat = merge_heads(heads).reshape(b * t, d)                   # (B·T, H·Dh)
-        out = np.empty_like(rows)
-        n = min(_ROWS_PER_BLOCK, b * t)
-        scratch = (np.empty((n, d), dtype=x.dtype), np.empty((n, layer.w_in.shape[1]), dtype=x.dtype))
-        for start in range(0, b * t, _ROWS_PER_BLOCK):
-            block = slice(start, start + _ROWS_PER_BLOCK)
-            self._token_wise(layer, rows[block], concat[block], out=out[block], scratch=scratch)
-        return out.reshape(b, t, d), layer_weights
-
-    def _token_wise(self, layer: BertLayer, x: np.ndarray, concat: np.ndarray, *, out: np.ndarray,
-                    scratch: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        """Per token: y = concat·W_O + b_O; x₁ = LN(x + y); x₂ = LN(x₁ + GELU(x₁·W_in + b_in)·W_out + b_out).
-
-        x, concat (rows, D) → out (rows, D); scratch: (≥ rows, D) and (≥ rows, F) work arrays, reused
-        across blocks so the sums run in place without allocating.
-        """
-        n = x.shape[0]
-        x1 = np.matmul(concat, layer.attention.w_o, out=scratch[0][:n])  # (rows, D)
-        x1 += layer.attention.b_o
-        x1 += x                                                          # the residual R + Y
-        layer.attention_norm(x1, out=x1)
-        inner = np.matmul(x1, layer.w_in, out=scratch[1][:n])            # (rows, F)
-        add_bias_and_activate(inner, layer.b_in, self.config.hidden_act)
-        x2 = np.matmul(inner, layer.w_out, out=out)                      # (rows, D)
-        x2 += layer.b_out
-        x2 += x1
-        return layer.output_norm(x2, out=x2)
+        for block in self.weights.layers:
+            if weights:
+                x, layer_weights = block(x, lengths=lengths, return_weights=True)
+                yield x, layer_weights
+            else:
+                x = block(x, lengths=lengths)
+                yield x, None
 
     def hidden_states(self, text: str) -> list[np.ndarray]:
         """The L + 1 hidden states of one text, each (T, D): embeddings, then every layer's output."""
@@ -409,37 +351,6 @@ class BertEncoder:
             raise InputError(f"row {query!r} is out of range: the text has {len(tokens)} tokens (0 … {len(tokens) - 1})",
                              field="query")
         return int(query)
-
-
-def _attend(q, k, v, lengths: np.ndarray, *, weights: bool):
-    """Self-attention of each sequence over its own real tokens: q, k, v (B, H, T, Dh), lengths (B,).
-
-    Batches come sorted by length, so neighbours mostly share a length: each run of equal lengths
-    L (a few sequences at a time, so the (b, H, L, L) scores stay in cache) attends over
-    q[:, :, :L] and friends with no mask at all, and the padded rows stay zero. For the real rows
-    this is exactly attention under `qkv.padding_mask(lengths, T)` (tested), without computing
-    scores for padding. The math is `qkv.attention`: at BERT's usual lengths (Tq·Tk ≤ 128²) the core
-    takes its plain path, for float32 with the softmax as one C pass (see docs/models.md).
-    Returns out (B, H, T, Dh) and, when asked, weights (B, H, T, T) (zero outside the real block).
-    """
-    b, h, t, dh = q.shape
-    out = np.zeros((b, h, t, dh), dtype=q.dtype)
-    all_weights = np.zeros((b, h, t, t), dtype=q.dtype) if weights else None
-    start = 0
-    while start < b:
-        length = int(lengths[start])
-        most = max(1, _ATTENTION_BYTES // (h * length * length * q.dtype.itemsize))
-        stop = start + 1
-        while stop < b and stop - start < most and lengths[stop] == length:
-            stop += 1
-        rows, real = slice(start, stop), slice(0, length)
-        q_run, k_run, v_run = q[rows, :, real], k[rows, :, real], v[rows, :, real]
-        if weights:
-            out[rows, :, real], all_weights[rows, :, real, real] = attention(q_run, k_run, v_run, return_weights=True)
-        else:
-            out[rows, :, real] = attention(q_run, k_run, v_run)
-        start = stop
-    return out, all_weights
 
 
 def _workers(threads: int | None) -> int:
