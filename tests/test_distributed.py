@@ -63,16 +63,16 @@ def _compare(strategy, layout, causal, dtype, batch, heads, kv_heads, seq_len, d
     reference = qkv.attention(*whole, causal=causal)
     reference.backward(d_out)
     mine = [shard(t, rank, world, layout=layout).clone().requires_grad_() for t in (q, k, v)]
-    saved_tile = ring_module._TILE_SCORES
+    saved_tile = ring_module._TILE_SCORES, ring_module._MIN_SIDE
     if strategy == "ring:tiled":  # tiny tiles: many row tiles per block, causal ones cut bottom-right
-        ring_module._TILE_SCORES = 8
+        ring_module._TILE_SCORES, ring_module._MIN_SIDE = 8, 2
     try:
         if strategy.startswith("ring"):
             out = ring_attention(*mine, causal=causal, layout=layout)
         else:
             out = ulysses_attention(*mine, causal=causal, layout=layout)
     finally:
-        ring_module._TILE_SCORES = saved_tile
+        ring_module._TILE_SCORES, ring_module._MIN_SIDE = saved_tile
     out.backward(shard(d_out, rank, world, layout=layout))
     pairs = [(out, reference)] + [(a.grad, b.grad) for a, b in zip(mine, whole)]
     return max(float((got - shard(want.detach(), rank, world, layout=layout)).abs().max()) for got, want in pairs)
@@ -189,15 +189,25 @@ def test_shard_and_unshard_are_inverse_and_refuse_uneven_lengths():
 
 @pytest.mark.parametrize("layout", ["zigzag", "contiguous"])
 @pytest.mark.parametrize("world", [1, 2, 3, 4])
-def test_block_plan_covers_the_causal_mask_exactly_once(layout, world):
-    seq_len = 2 * world * 3
+@pytest.mark.parametrize("side", [None, 2, 5])
+def test_block_plan_and_its_tiles_cover_the_causal_mask_exactly_once(layout, world, side, monkeypatch):
+    import qkv.distributed.ring as ring_module
+
+    seq_len = 2 * world * 7
     local = seq_len // world
+    if side:  # square tiles of this side (one head)
+        monkeypatch.setattr(ring_module, "_TILE_SCORES", side * side)
+        monkeypatch.setattr(ring_module, "_MIN_SIDE", 1)
     for rank in range(world):
         q_pos = positions(rank, world, seq_len, layout)
         for src in range(world):
             k_pos = positions(src, world, seq_len, layout)
             covered = np.zeros((local, local), dtype=int)
-            for block in block_plan(rank, src, world, local, layout=layout, causal=True):
+            blocks = block_plan(rank, src, world, local, layout=layout, causal=True)
+            if side:
+                blocks = ring_module._tiles(blocks, np.zeros((1, 1, local, 1)))
+                assert all(b.q_stop - b.q_start <= side and b.k_stop - b.k_start <= side for b in blocks)
+            for block in blocks:
                 rows, cols = block.q_stop - block.q_start, block.k_stop - block.k_start
                 allowed = np.ones((rows, cols), dtype=int)
                 if block.causal:  # bottom-right aligned, qkv.attention's convention

@@ -25,8 +25,8 @@ accumulator travels one step behind it, collecting every rank's contribution; af
 arrives home. Bytes sent per rank (itemsize b): forward (P−1)·B·G·T/P·(Dk+Dv)·b; backward
 (2P−1)·B·G·T/P·(Dk+Dv)·b (k/v P−1 times, dK/dV P times).
 
-Query rows are processed in tiles so that no (T/P)×(T/P) score matrix is formed: a rank's
-memory grows as T/P.
+Blocks are processed in square tiles (`_tiles`) so that no (T/P)×(T/P) score matrix is formed:
+a rank's memory grows as T/P.
 """
 
 from __future__ import annotations
@@ -41,8 +41,10 @@ from .layout import Block, block_plan, check_layout
 
 __all__ = ["ring_attention", "RingStats"]
 
-# Scores per tile (B·H·rows·keys): the largest score matrix a rank forms at once.
+# Scores per tile (B·H·rows·keys): the largest score matrix a rank forms at once, and the
+# smallest tile side (many heads: tiles stay large enough to keep per-call overhead small).
 _TILE_SCORES = 1 << 18
+_MIN_SIDE = 32
 
 
 @dataclass
@@ -135,7 +137,7 @@ def _forward(q, k, v, ring: "_Ring", layout: str, causal: bool, scale: float, st
         src = (ring.rank - step) % ring.world
         pending = ring.start(shard, tag=0, step=step, stats=stats) if step < ring.world - 1 else None
         started = time.thread_time()
-        for block in _tiles(block_plan(ring.rank, src, ring.world, q.shape[-2], layout=layout, causal=causal), q, k):
+        for block in _tiles(block_plan(ring.rank, src, ring.world, q.shape[-2], layout=layout, causal=causal), q):
             rows, keys = slice(block.q_start, block.q_stop), slice(block.k_start, block.k_stop)
             block_out, block_lse = attention(q[..., rows, :], shard[0][..., keys, :], shard[1][..., keys, :],
                                              causal=block.causal, scale=scale, return_lse=True)
@@ -162,21 +164,29 @@ def _merge_lse(acc_out, acc_lse, block_out, block_lse) -> None:
     acc_lse.copy_(new_lse)
 
 
-def _tiles(blocks: list[Block], q, k) -> list[Block]:
-    """The blocks cut into query-row tiles of at most _TILE_SCORES scores each.
+def _tiles(blocks: list[Block], q) -> list[Block]:
+    """The blocks cut into square-ish tiles of at most about _TILE_SCORES scores (B·H·side²).
 
-    A causal block's tile of rows [a, b) sees only keys < b + (keys − rows) (bottom-right
-    alignment), so its key range is cut there and it stays a bottom-right causal block.
+    Square tiles make every rank's cost the same for the same query·key pairs, whatever its
+    blocks' shapes: each tile's extra work (merging its rows, accumulating dq over its rows and
+    dk/dv over its keys) is proportional to its side, and a (c × 2c) block and a (2c × c) block
+    give the same tiles. A causal block (bottom-right aligned, keys ≥ rows) gives, per row tile
+    [a, b), unmasked tiles of the keys every row of it sees, then one square causal tile (its
+    own diagonal); keys past it are in the future of the whole tile and are skipped.
     """
     heads = q.shape[0] * q.shape[1]
+    side = max(_MIN_SIDE, int((_TILE_SCORES // max(1, heads)) ** 0.5))
     tiles = []
     for block in blocks:
-        rows, keys = block.q_stop - block.q_start, block.k_stop - block.k_start
-        step = max(1, min(rows, _TILE_SCORES // max(1, heads * keys)))
-        for start in range(block.q_start, block.q_stop, step):
-            stop = min(start + step, block.q_stop)
-            k_stop = block.k_stop - (block.q_stop - stop) if block.causal else block.k_stop
-            tiles.append(Block(start, stop, block.k_start, k_stop, block.causal))
+        offset = (block.k_stop - block.k_start) - (block.q_stop - block.q_start)
+        assert offset >= 0 or not block.causal, "block_plan puts a causal block's own keys last"
+        for start in range(block.q_start, block.q_stop, side):
+            stop = min(start + side, block.q_stop)
+            seen = block.k_start + (start - block.q_start) + offset if block.causal else block.k_stop
+            for k_start in range(block.k_start, seen, side):
+                tiles.append(Block(start, stop, k_start, min(k_start + side, seen), False))
+            if block.causal:  # row start + i sees key seen + j when j ≤ i: a square lower triangle
+                tiles.append(Block(start, stop, seen, seen + (stop - start), True))
     return tiles
 
 
@@ -196,7 +206,7 @@ def _backward(q, k, v, out, lse, d_out, ring: "_Ring", layout: str, causal: bool
         started = time.thread_time()
         dk_part = torch.zeros(shard[0].shape, dtype=work, device=q.device)
         dv_part = torch.zeros(shard[1].shape, dtype=work, device=q.device)
-        for block in _tiles(block_plan(ring.rank, src, ring.world, q.shape[-2], layout=layout, causal=causal), q, k):
+        for block in _tiles(block_plan(ring.rank, src, ring.world, q.shape[-2], layout=layout, causal=causal), q):
             rows, keys = slice(block.q_start, block.q_stop), slice(block.k_start, block.k_stop)
             dq_t, dk_t, dv_t = _block_backward(q[..., rows, :], shard[0][..., keys, :].to(work),
                                                shard[1][..., keys, :].to(work), d_out[..., rows, :],
