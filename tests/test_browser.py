@@ -266,6 +266,13 @@ def test_no_page_scrolls_sideways(browser_context, pages, tmp_path, name, size):
         assert "queries" in lead.lower() or "rows" in lead.lower()            # the first line says what it shows
         assert p.locator(".qkv-colhead-q").inner_text() == "queries"
         assert p.locator(".qkv-colhead-k").inner_text() == "keys"
+        # the legend: its ticks sit on its colour bar (0 at the left end, 1 at the right end)
+        bar = p.locator(".qkv-legend canvas").bounding_box()
+        for tick in ("0", "1"):
+            box = p.locator(".qkv-ticks span", has_text=tick).filter(has_not_text=".").first.bounding_box()
+            centre = box["x"] + box["width"] / 2
+            end = bar["x"] if tick == "0" else bar["x"] + bar["width"]
+            assert abs(centre - end) <= 2, (tick, centre, end)
         # open a cell's derivation: still no sideways scrolling, and no number broken across lines
         p.evaluate("() => document.querySelector('.qkv-view').qkv.showCell(1, 0)")
         assert page.overflow() <= 0

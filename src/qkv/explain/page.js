@@ -164,12 +164,14 @@
       c.width = w; c.height = h; c.style.width = w + "px"; c.style.height = h + "px";
       var g = c.getContext("2d");
       for (var x = 0; x < w; x++) { var rgb = colour(Math.pow(x / (w - 1), 1 / GAMMA)); g.fillStyle = "rgb(" + rgb.join(",") + ")"; g.fillRect(x, 0, 1, h); }
-      box.appendChild(c);
-      var ticks = el("div", "qkv-ticks"); ticks.style.width = w + "px";
+      var scale = el("div", "qkv-scale"); scale.style.width = w + "px";   // the bar and its ticks, one width
+      scale.appendChild(c);
+      var ticks = el("div", "qkv-ticks");
       (payload.legendTicks || [0, 0.1, 0.5, 1]).forEach(function (t) {
         var s = el("span", null, String(t)); s.style.left = (Math.pow(t, GAMMA) * 100) + "%"; ticks.appendChild(s);
       });
-      box.appendChild(ticks);
+      scale.appendChild(ticks);
+      box.appendChild(scale);
       var swatch = el("span", "qkv-masked-swatch"); box.appendChild(swatch);
       box.appendChild(el("span", "qkv-note", W.legend));
       return box;
