@@ -87,3 +87,30 @@ def test_bad_options_are_one_line(capsys, tmp_path, argv, words, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("qkv: error:") and words in err[0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_decoder_checkpoint_scores_like_its_transformers_attentions(tmp_path, capsys):
+    from model_fixtures import build_checkpoint, reference
+
+    directory = build_checkpoint(tmp_path, "llama-gqa")
+    target = tmp_path / "heads.json"
+    assert main(["heads", "the cat sat on the mat", "--model", str(directory), "--json", str(target),
+                 "--probe", "6"]) == 0
+    document = json.loads(target.read_text())
+    probe = np.array(document["probe_ids"])
+    assert probe[0] == 1 and (probe[1:7] == probe[7:]).all()          # <s>, then r + r
+    model = reference(directory)
+    with torch.no_grad():
+        attentions = model(input_ids=torch.as_tensor(probe)[None], output_attentions=True).attentions
+    weights = np.stack([a[0].double().numpy() for a in attentions])     # (L, H, T, T), causal
+    size = probe.shape[0]
+    hits = np.zeros(weights.shape[:2])
+    duplicate = np.zeros(weights.shape[:2])
+    for i in range(size):
+        for j in range(size):
+            if 1 <= j <= i and probe[j - 1] == probe[i]:
+                hits += weights[:, :, i, j]
+            if j < i and probe[j] == probe[i]:
+                duplicate += weights[:, :, i, j]
+    np.testing.assert_allclose(document["scores"]["induction"], hits / size, atol=1e-5)
+    np.testing.assert_allclose(document["scores"]["duplicate_token"], duplicate / size, atol=1e-5)
