@@ -267,3 +267,63 @@ def test_every_command_refuses_malformed_input_in_one_line(tmp_path, monkeypatch
             failures.append(f"{argv!r:.200}: exit {code!r:.200}, stdout {out[:80]!r}, stderr {err[:300]!r}")
     assert not failures, f"{len(failures)} of {len(cases)} cases:\n" + "\n".join(failures[:40])
     assert snapshot(tmp_path) == before, "a refused command created or changed a file"
+
+
+def _mutated_traces(rng: random.Random, count: int) -> list[dict]:
+    """Saved traces of the shipped examples with steps dropped, reshaped, renamed or shuffled and meta junk."""
+    import copy
+
+    import numpy as np
+
+    from qkv.examples import names, run
+
+    saved = [json.loads(run(name).to_json()) for name in names()]
+    docs = []
+    for _ in range(count):
+        doc = copy.deepcopy(rng.choice(saved))
+        steps = doc["steps"]
+        for _ in range(rng.randrange(1, 4)):
+            change = rng.randrange(7)
+            step = rng.choice(steps) if steps else None
+            if change == 0 and steps:
+                steps.pop(rng.randrange(len(steps)))
+            elif change == 1 and step:
+                step["shape"] = [rng.randrange(1, 4) for _ in range(rng.randrange(1, 4))]
+                step["values"] = np.ones(step["shape"]).tolist()
+            elif change == 2:
+                doc["meta"][rng.choice(sorted(doc["meta"]) or ["x"])] = rng.choice([5, "x", [], {}, None, -1, 99, True])
+            elif change == 3:
+                doc["meta"]["tokens"] = rng.choice([[], ["a"], ["a"] * 50])
+            elif change == 4:
+                doc["meta"]["query"] = rng.choice([0, 3, 99, -1])
+            elif change == 5 and step:
+                step["name"] = rng.choice(["weights", "out", "x", "scores", "mask", "zz", "y", "k_heads"])
+            else:
+                rng.shuffle(steps)
+        docs.append(doc)
+    return docs
+
+
+def test_saved_traces_explain_or_refuse_in_one_line(tmp_path, capsys):
+    """A damaged saved trace either explains (exit 0) or is refused in one line with nothing written."""
+    rng = random.Random(SEED)
+    failures, refused = [], 0
+    for i, doc in enumerate(_mutated_traces(rng, 150)):
+        path = tmp_path / f"saved{i}.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        out = tmp_path / "out.txt"
+        fmt = rng.choice(["text", "json", "markdown", "html"])
+        try:
+            code = main(["explain", str(path), "--format", fmt, "--out", str(out)])
+        except BaseException as exc:                        # noqa: BLE001 — a traceback is the failure
+            code = f"raised {type(exc).__name__}: {exc}"
+        _, err = capsys.readouterr()
+        if code == 2:
+            refused += 1
+            if err.count("\n") != 1 or not err.startswith("qkv: error: ") or out.exists():
+                failures.append(f"{fmt} {path.name}: {err[:200]!r}")
+        elif code != 0:
+            failures.append(f"{fmt} {path.name}: exit {code!r:.300}")
+        out.unlink(missing_ok=True)
+    assert not failures, "\n".join(failures[:20])
+    assert 0 < refused < 150                                 # both outcomes are exercised
