@@ -173,6 +173,14 @@ def test_worked_examples(client, name):
     assert body["html"] == derivation_html(expected, lang="ko")
 
 
+def test_style_is_the_one_colour_scale(client):
+    from qkv.explain import style
+
+    body = client.get("/api/style").json()
+    assert body["gamma"] == style.WEIGHT_GAMMA and body["ticks"] == list(style.LEGEND_TICKS)
+    assert [tuple(c) for c in body["stops"]] == list(style.BLUES_STOPS) and body["masked"] == style.MASKED_COLOUR
+
+
 def test_examples_list(client):
     body = client.get("/api/examples").json()["examples"]
     assert [e["name"] for e in body] == qkv.examples.names()

@@ -17,7 +17,7 @@
       vrow: "value row v it weights", out: "output row z of this query = Σⱼ wⱼ·vⱼ",
       notRecorded: "not recorded in this trace", steps: "Step by step (the library's explanation of this query)",
       example: "Example", upload: "…or open an example file (TOML/JSON)", part: "part",
-      legend: "colour: weight from 0 (white) to 1 (dark blue); hatched: masked",
+      legend: "colour: the weight, 0 (white) to 1 (dark blue), shaded by √weight so small weights stay visible; grey hatched: masked",
       loading: "computing…", error: "error", noWeights: "This example records no attention weights to draw; its derivation follows.",
       tokens: "tokens", uploaded: "uploaded file (held in this page only; not in the link)",
       permalink: "The address bar holds this view: copy it to come back.", shape: "shape",
@@ -39,7 +39,7 @@
       vrow: "가중치가 곱해지는 value 행 v", out: "이 쿼리의 출력 행 z = Σⱼ wⱼ·vⱼ",
       notRecorded: "이 trace에 기록되지 않음", steps: "단계별 계산 (이 쿼리에 대한 라이브러리의 설명)",
       example: "예제", upload: "…또는 예제 파일 열기 (TOML/JSON)", part: "부분",
-      legend: "색: 가중치 0 (흰색) ~ 1 (진한 파랑); 빗금: 마스크",
+      legend: "색: 가중치 0 (흰색) ~ 1 (진한 파랑), 작은 가중치도 보이도록 √가중치로 칠함; 회색 빗금: 마스크",
       loading: "계산 중…", error: "오류", noWeights: "이 예제에는 그릴 어텐션 가중치가 없습니다. 아래에 계산 과정이 있습니다.",
       tokens: "토큰", uploaded: "올린 파일 (이 페이지에만 있음, 링크에는 없음)",
       permalink: "주소창이 이 화면을 담고 있습니다. 복사해 두면 다시 올 수 있습니다.", shape: "형태",
@@ -131,9 +131,12 @@
     if (typeof v === "boolean") return v;
     return !(number(v) === -Infinity);
   }
-  function colour(t) {               // white → dark blue (the static page's Blues)
-    t = Math.max(0, Math.min(1, t));
-    return [Math.round(247 - t * 239), Math.round(251 - t * 203), Math.round(255 - t * 148)];
+  // the one colour scale of every qkv view (qkv.explain.style, from /api/style): Blues at weight^γ
+  var STYLE = { gamma: 0.5, stops: [[247, 251, 255], [8, 48, 107]], ticks: [0, 0.1, 0.5, 1], masked: "#d9d9d9" };
+  function colour(w) {
+    var stops = STYLE.stops, t = Math.pow(Math.max(0, Math.min(1, w)), STYLE.gamma) * (stops.length - 1);
+    var k = Math.min(Math.floor(t), stops.length - 2), f = t - k, a = stops[k], b = stops[k + 1];
+    return [Math.round(a[0] + f * (b[0] - a[0])), Math.round(a[1] + f * (b[1] - a[1])), Math.round(a[2] + f * (b[2] - a[2]))];
   }
   function setReady(flag) { root.setAttribute("data-ready", flag ? "1" : "0"); }
   function begin() { busy++; setReady(false); }
@@ -454,12 +457,20 @@
     wrap.appendChild(select); return wrap;
   }
 
-  function legend() {
-    var box = el("div", "qkv-legend");
-    var bar = document.createElement("canvas"); bar.width = 160; bar.height = 10; bar.className = "qkv-legend-bar";
+  function legend() {                // the scale with its ticks (placed at tick^γ), and the masked swatch
+    var box = el("div", "qkv-legend"), scale = el("div", "qkv-legend-scale"), width = 260;
+    var bar = document.createElement("canvas"); bar.width = width; bar.height = 10; bar.className = "qkv-legend-bar";
     var g = bar.getContext("2d");
-    for (var x = 0; x < 160; x++) { var c = colour(x / 159); g.fillStyle = "rgb(" + c.join(",") + ")"; g.fillRect(x, 0, 1, 10); }
-    box.appendChild(el("span", "qkv-num", "0")); box.appendChild(bar); box.appendChild(el("span", "qkv-num", "1"));
+    for (var x = 0; x < width; x++) {
+      var c = colour(Math.pow(x / (width - 1), 1 / STYLE.gamma)); g.fillStyle = "rgb(" + c.join(",") + ")"; g.fillRect(x, 0, 1, 10);
+    }
+    scale.appendChild(bar);
+    var ticks = el("div", "qkv-legend-ticks");
+    STYLE.ticks.forEach(function (t) {
+      var s = el("span", "qkv-num", String(t)); s.style.left = (Math.pow(t, STYLE.gamma) * 100) + "%"; ticks.appendChild(s);
+    });
+    scale.appendChild(ticks); box.appendChild(scale);
+    var swatch = el("span", "qkv-legend-masked"); swatch.style.backgroundColor = STYLE.masked; box.appendChild(swatch);
     box.appendChild(el("span", "qkv-note", W("legend")));
     return box;
   }
@@ -502,7 +513,7 @@
       for (var i = 0; i < tq; i++) for (var j = 0; j < tk; j++) {
         var x = mL + j * cell, y = mT + i * cell;
         if (mask && !allowed(mask[Math.min(headIndex, mask.length - 1)][i][j])) {
-          g.fillStyle = "#e0e0e0"; g.fillRect(x, y, cell, cell);
+          g.fillStyle = STYLE.masked; g.fillRect(x, y, cell, cell);
           g.strokeStyle = "#9e9e9e"; g.lineWidth = 1; g.beginPath();
           for (var s = -cell; s < cell; s += 4) { g.moveTo(x + Math.max(0, s), y + Math.max(0, -s)); g.lineTo(x + Math.min(cell, s + cell), y + Math.min(cell, cell - s)); }
           g.stroke();
@@ -510,7 +521,7 @@
         }
         var c = colour(number(w[i][j])); g.fillStyle = "rgb(" + c.join(",") + ")"; g.fillRect(x, y, cell, cell);
         if (cell >= 40) {
-          g.fillStyle = number(w[i][j]) > 0.55 ? "#fff" : "#222"; g.font = "10px monospace"; g.textAlign = "center"; g.textBaseline = "middle";
+          g.fillStyle = Math.pow(Math.max(0, number(w[i][j])), STYLE.gamma) > 0.6 ? "#fff" : "#222"; g.font = "10px monospace"; g.textAlign = "center"; g.textBaseline = "middle";
           g.fillText(fmt(w[i][j]).slice(0, 6), x + cell / 2, y + cell / 2);
         }
       }
@@ -738,7 +749,8 @@
   readURL();
   build();
   begin();
-  Promise.all([api("models"), api("examples")]).then(function (r) {
+  Promise.all([api("models"), api("examples"), api("style")]).then(function (r) {
+    STYLE = r[2];
     data.models = r[0].models; data.examples = r[1].examples; data.translator = r[0].translator;
     if (state.tab === "translate" && !data.translator) state.tab = "model";
     data.models.forEach(function (m) {

@@ -84,6 +84,7 @@ ROUTES = [
     ("GET", "/api", "this list"),
     ("GET", "/api/models", "the models loaded at start-up: name, layers, heads, max_tokens, kind"),
     ("GET", "/api/examples", "the worked examples: name, title in en and ko"),
+    ("GET", "/api/style", "the one colour scale of weights (qkv.explain.style): gamma, Blues stops, legend ticks, masked colour"),
     ("GET", "/api/tokens?model=&text=", "the tokens the model sees"),
     ("GET", "/api/overview?model=&text=",
      "every layer × head: tokens, shape [L, H, T, T] and the weights as base64 uint8, round(weight·255), "
@@ -455,6 +456,12 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
 
         return _json(await gate().run(compute))
 
+    async def api_style(request: Request) -> Response:
+        from ..explain import style
+
+        return _json({"gamma": style.WEIGHT_GAMMA, "stops": [list(c) for c in style.BLUES_STOPS],
+                      "ticks": list(style.LEGEND_TICKS), "masked": style.MASKED_COLOUR})
+
     async def api_examples(request: Request) -> Response:
         from .. import examples
 
@@ -563,6 +570,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         Route("/api", api_index, methods=["GET"]),
         Route("/api/models", api_models, methods=["GET"]),
         Route("/api/examples", api_examples, methods=["GET"]),
+        Route("/api/style", api_style, methods=["GET"]),
         Route("/api/tokens", api_tokens, methods=["GET"]),
         Route("/api/overview", api_overview, methods=["GET"]),
         Route("/api/trace", api_trace, methods=["GET"]),
