@@ -478,3 +478,16 @@ def test_masked_cells_are_hatched_where_they_are(small):
     assert len(centres) == 2 * 6 == len(boxes)                       # 2 heads × 6 causal cells of 4 × 4
     for x, y in centres:
         assert sum(b.x0 < x < b.x1 and b.y0 < y < b.y1 for b in boxes) == 1
+
+
+def test_blocks_of_numbers_never_overlap(small):
+    """The chain's value rows (and every figure built of blocks) place each matrix apart from the others."""
+    for fig in (viz.query_path(small, 2, head=1), viz.figure_for(qkv.examples.run("cross-attention")),
+                viz.projection_figure(small)):
+        for ax in fig.axes:
+            boxes = [image.get_extent() for image in ax.images]   # (left, right, bottom, top), y downward
+            for a in range(len(boxes)):
+                for b in range(a + 1, len(boxes)):
+                    (l1, r1, b1, t1), (l2, r2, b2, t2) = boxes[a], boxes[b]
+                    apart = r1 <= l2 or r2 <= l1 or max(b1, t1) <= min(b2, t2) or max(b2, t2) <= min(b1, t1)
+                    assert apart, (boxes[a], boxes[b])

@@ -349,6 +349,16 @@ def _arrow(ax, start, end, text: str = "", *, side: str = "above") -> None:
                 fontsize=8.5, zorder=5, color="#333333")
 
 
+def _title(trace: Trace, words) -> str:
+    """The figure's title: a worked example's title in the figure's language, else the trace's own."""
+    from ..explain import texts
+
+    example = trace.meta.get("example")
+    if example and texts.has(words.lang, f"title.{example}"):
+        return texts.text(words.lang, f"title.{example}")
+    return trace.title
+
+
 def _rows(value: np.ndarray) -> np.ndarray:
     """A (T, D) matrix from a recorded step, dropping leading batch dims of size 1."""
     while value.ndim > 2 and value.shape[0] == 1:
@@ -507,7 +517,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
             bar.set_label(words["legend"], fontsize=7.5)
             bar.ax.tick_params(labelsize=7)
         shape = f"T={rows_total}, d={width_d}, h={n_heads}" + (f", dₕ={width_d // n_heads}" if top else "")
-        fig.suptitle(f"{trace.title or words['projection']}  ({shape})", fontsize=11)
+        fig.suptitle(f"{_title(trace, words) or words['projection']}  ({shape})", fontsize=11)
     return fig
 
 
@@ -649,14 +659,15 @@ def _draw_value_rows(ax, panel, query: int, k_tokens, blocked, words, digits_out
         ax.text(x_v - 0.5, y0 + 0.5, "×", ha="center", va="center", fontsize=9)
         # the value row, shaded by its weight (that is what scaling does to it); the scaled numbers
         # w_j·v_j are the products of the two recorded numbers shown on the same line
-        _draw_block(ax, x_v, y0, v[j:j + 1], cell=cell, digits=digits_out, fontsize=6)
+        _draw_block(ax, x_v, y0 + 0.05, v[j:j + 1], cell=cell, row_cell=0.9, digits=digits_out, fontsize=6)
         ax.text(x_s - 1.1, y0 + 0.5, "=", ha="center", va="center", fontsize=9)
         scaled = np.zeros(dv) if masked else row[j] * v[j]
-        _draw_block(ax, x_s, y0, scaled[None], cell=cell, digits=digits_out, fontsize=6)
+        _draw_block(ax, x_s, y0 + 0.05, scaled[None], cell=cell, row_cell=0.9, digits=digits_out, fontsize=6)
     z_y = n_keys + 0.6
     ax.plot([x_s, x_s + dv * cell], [z_y - 0.25] * 2, color="#333333", linewidth=1.0)
     ax.text(x_s - 1.1, z_y + 0.5, "Σ =", ha="center", va="center", fontsize=9)
-    _draw_block(ax, x_s, z_y, out[query][None], cell=cell, digits=digits_out, fontsize=6.5, col_heads=np.zeros(dv, int))
+    _draw_block(ax, x_s, z_y, out[query][None], cell=cell, row_cell=1.0, digits=digits_out, fontsize=6.5,
+                col_heads=np.zeros(dv, int))
     ax.text(x_w + 1.0, -0.4, words["weight"], ha="center", va="bottom", fontsize=7.5)
     ax.text(x_v + dv * cell / 2, -0.4, "v", ha="center", va="bottom", fontsize=8)
     ax.text(x_s + dv * cell / 2, -0.4, words["value_rows"], ha="center", va="bottom", fontsize=7.5)
@@ -865,8 +876,8 @@ def cross_figure(trace: Trace, *, lang: str = "en", digits: int | None = None, h
         _draw_path(right, trace, query, head, words, digits, chosen.prefix)
         right.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words),
                        fontsize=10)
-        if trace.title:
-            fig.suptitle(trace.title, fontsize=11)
+        if _title(trace, words):
+            fig.suptitle(_title(trace, words), fontsize=11)
     return fig
 
 
@@ -921,8 +932,8 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
         if with_path:
             _draw_path(subs[at], trace, query, head, words, digits, prefix)
             subs[at].suptitle(_path_title(chosen, query, head_label, words), fontsize=9.5)
-        if trace.title:
-            fig.suptitle(trace.title, fontsize=11)
+        if _title(trace, words):
+            fig.suptitle(_title(trace, words), fontsize=11)
     return fig
 
 
@@ -968,6 +979,6 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
         for sub, chosen in zip(subs, single):
             _draw_path(sub, trace, chosen.query, 0, words, None, chosen.prefix)
             sub.suptitle(_path_title(chosen, chosen.query, "", words), fontsize=10)
-        if trace.title:
-            fig.suptitle(trace.title, fontsize=11)
+        if _title(trace, words):
+            fig.suptitle(_title(trace, words), fontsize=11)
     return fig
