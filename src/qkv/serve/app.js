@@ -23,7 +23,7 @@
       permalink: "The address bar holds this view: copy it to come back.", shape: "shape",
       qrot: "q after RoPE (what the score uses)", krot: "k after RoPE (what the score uses)",
       maskedWeight: "masked: this query may not attend to this key (weight 0)", kvHead: "key/value head",
-      tabTranslate: "Translator", sourceText: "English text (the translator's words)", into: "into", translate: "Translate",
+      textPlaceholder: "e.g. The cat sat on the mat.", tabTranslate: "Translator", sourceText: "English text (the translator's words)", into: "into", translate: "Translate",
       crossHint: "The decoder's cross-attention, every layer × head: rows are the words it wrote, columns the English words. Click one to open it.",
       crossOf: "cross-attention", crossRows: "Row i is the decoder's state for the token before word i+1 (the language token first): it asks the English words which matter for the word it writes next."
     },
@@ -45,7 +45,7 @@
       permalink: "주소창이 이 화면을 담고 있습니다. 복사해 두면 다시 올 수 있습니다.", shape: "형태",
       qrot: "RoPE 적용 후 q (점수에 쓰임)", krot: "RoPE 적용 후 k (점수에 쓰임)",
       maskedWeight: "마스크됨: 이 쿼리는 이 키를 볼 수 없음 (가중치 0)", kvHead: "키/값 헤드",
-      tabTranslate: "번역기", sourceText: "영어 문장 (번역기가 아는 단어)", into: "번역할 언어", translate: "번역하기",
+      textPlaceholder: "예: 고양이가 매트 위에 앉았다.", tabTranslate: "번역기", sourceText: "영어 문장 (번역기가 아는 단어)", into: "번역할 언어", translate: "번역하기",
       crossHint: "디코더의 cross-attention, 모든 층 × 헤드: 행은 디코더가 쓴 단어, 열은 영어 단어입니다. 클릭하면 열립니다.",
       crossOf: "cross-attention", crossRows: "행 i는 단어 i+1 바로 앞 토큰(맨 앞은 언어 토큰)에서의 디코더 상태입니다. 다음에 쓸 단어에 어떤 영어 단어가 중요한지 묻습니다."
     }
@@ -310,7 +310,7 @@
     root.setAttribute("lang", state.lang);
     root.setAttribute("data-lang", state.lang);
     root.setAttribute("data-tab", state.tab);
-    document.title = "qkv serve";
+    document.title = W("title");
     ui.title.textContent = W("title");
     Object.keys(ui.langButtons).forEach(function (l) { ui.langButtons[l].classList.toggle("qkv-on", l === state.lang); });
     ui.tabModel.textContent = W("tabModel"); ui.tabExample.textContent = W("tabExample");
@@ -323,6 +323,7 @@
     ui.tabModel.classList.toggle("qkv-on", state.tab === "model");
     ui.tabExample.classList.toggle("qkv-on", state.tab === "example");
     ui.textWord.textContent = W("text"); ui.modelWord.textContent = W("model"); ui.runButton.textContent = W("run");
+    ui.textInput.placeholder = W("textPlaceholder"); ui.sourceInput.placeholder = "I love you";
     ui.exampleWord.textContent = W("example"); ui.uploadWord.textContent = W("upload");
     ui.footer.textContent = W("permalink");
     ui.modelPane.hidden = state.tab !== "model";
