@@ -416,6 +416,17 @@ def test_bad_checkpoints_are_one_line_exit_2_nothing_written(checkpoints, tmp_pa
             assert not (tmp_path / "out.txt").exists()
 
 
+def test_gpt2_names_without_the_transformer_prefix(checkpoints, tmp_path, loaded):
+    """The hub's gpt2 files hold GPT2Model's names (wte.weight, h.0.…), with no "transformer." prefix."""
+    import transformers
+
+    base = transformers.GPT2LMHeadModel.from_pretrained(checkpoints["gpt2"]).transformer
+    base.save_pretrained(tmp_path / "bare")
+    shutil.copy(checkpoints["gpt2"] / "tokenizer.json", tmp_path / "bare")
+    bare = models.load(tmp_path / "bare")
+    np.testing.assert_array_equal(bare.logits(TEXT), loaded("gpt2").logits(TEXT))
+
+
 def test_bfloat16_weights_are_widened_exactly(checkpoints, tmp_path):
     import transformers
 
