@@ -244,3 +244,12 @@ def test_replacing_a_file_keeps_its_owner(tmp_path):
     os.chown(target, *owner)
     write_atomic(target, "new")
     assert (target.stat().st_uid, target.stat().st_gid) == owner and target.read_text() == "new"
+
+
+def test_proc_paths_that_lead_back_to_ordinary_files_are_ordinary(tmp_path, monkeypatch):
+    """/proc/self/cwd/x is the file x of the working directory: replaced atomically, not appended to."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.txt").write_text("old")
+    write_atomic("/proc/self/cwd/x.txt", "new")
+    write_atomic("/proc/self/cwd/y.txt", "made")
+    assert (tmp_path / "x.txt").read_text() == "new" and (tmp_path / "y.txt").read_text() == "made"

@@ -65,13 +65,17 @@ def _in_kernel_fs(path: str) -> bool:
     return any(path == top or path.startswith(top + "/") for top in KERNEL_FILESYSTEMS)
 
 
-def _through_kernel_fs(text: str) -> bool:
-    """Whether following ``text``'s links passes through /proc or /sys (e.g. /dev/stdout → /proc/self/fd/1)."""
+_FD_FOLDER = re.compile(r"/proc/[^/]+(/task/[^/]+)?/fd")
+
+
+def _through_descriptor(text: str) -> bool:
+    """Whether following ``text``'s links passes through a process's descriptor folder
+    (e.g. /dev/stdout → /proc/self/fd/1): then it names an open file, not a place for a new one."""
     current = os.path.abspath(text)
     for _ in range(40):
         parent, name = os.path.split(current)
         parent = os.path.realpath(parent)
-        if _in_kernel_fs(parent):
+        if _FD_FOLDER.fullmatch(parent):
             return True
         full = os.path.join(parent, name)
         if not os.path.islink(full):
@@ -108,14 +112,11 @@ def _plan(path: str | os.PathLike, field: str | None = None) -> _Plan:
         if not stat.S_ISREG(kind):
             what = "a block device" if stat.S_ISBLK(kind) else "a socket" if stat.S_ISSOCK(kind) else "not a file"
             raise _fail(f"is {what}; qkv writes only files, pipes and terminals", text, field)
-        if _through_kernel_fs(text):
-            real = os.path.realpath(text)
-            if _in_kernel_fs(real):
-                raise _fail("is in /proc or /sys (a kernel interface), not a file qkv writes", text, field)
+        if _through_descriptor(text) and not _in_kernel_fs(os.path.realpath(text)):
             # an open descriptor of this process (/dev/stdout redirected to a file): write through it
             return _Plan(Path(text), Path(text), direct=True, append=True)
     real = os.path.realpath(text)
-    if _in_kernel_fs(real) or _in_kernel_fs(os.path.abspath(text)):
+    if _in_kernel_fs(real):
         raise _fail("is in /proc or /sys (a kernel interface), not a file qkv writes", text, field)
     target = Path(real)
     folder = target.parent
