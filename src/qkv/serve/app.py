@@ -172,10 +172,8 @@ def _max_tokens(model: Any) -> int | None:
 
 def _untruncated(tokenizer: Any):
     """A copy of a `tokenizers.Tokenizer` with truncation switched off (to count a text's tokens), or None."""
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:  # pragma: no cover - tokenizers is a dependency
-        return None
+    from tokenizers import Tokenizer
+
     if not isinstance(tokenizer, Tokenizer):
         return None
     counter = Tokenizer.from_str(tokenizer.to_str())
@@ -249,8 +247,8 @@ def _int_param(request: Request, name: str, *, required: bool = True) -> int | N
             raise ApiError(400, f"{name}: missing (a whole number from 0)")
         return None
     text = value.strip()
-    if not text.lstrip("-").isdigit():
-        raise ApiError(400, f"{name}: {value!r} is not a whole number")
+    if not text.lstrip("-").isdigit() or len(text) > 18:
+        raise ApiError(400, f"{name}: {value[:20]!r} is not a whole number (at most 18 digits)")
     return int(text)
 
 
@@ -271,6 +269,8 @@ def _digits(request: Request) -> int | None:
 def _query(request: Request) -> int | str | None:
     """query= is a token (its first occurrence) or a row index, as `qkv inspect --query` takes it."""
     value = request.query_params.get("query")
+    if value is not None and len(value) > 200:
+        raise ApiError(400, f"query: {len(value)} characters; a query is one token or a row index")
     return None if value in (None, "") else value
 
 
