@@ -78,6 +78,7 @@ def test_sorted_top_rows_and_figure(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["heads", TEXT, "--probe", "1"], "--probe"),
+    (["heads", TEXT, "--top", "²"], "--top"),
     (["heads", TEXT, "--probe", "400"], "positions"),
     (["heads", TEXT, "--figure", "x.gif"], "format"),
 ])

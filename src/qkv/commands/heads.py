@@ -18,6 +18,7 @@ import json
 
 import numpy as np
 
+from .._io import int_option
 from ..errors import InputError
 from .inspect import _render_rich, _write, add_model_option, load_model
 
@@ -34,28 +35,19 @@ def register(subparsers) -> None:
     add_model_option(parser)
     parser.add_argument("--sort", default="layer", choices=("layer",) + SCORES, metavar="SCORE",
                         help=f"order of the rows: layer (default) or a score, highest first ({', '.join(SCORES)})")
-    parser.add_argument("--top", type=_count, default=None, metavar="N", help="show only the first N rows")
-    parser.add_argument("--probe", type=_count, default=20, metavar="N",
+    parser.add_argument("--top", type=int_option(low=1), default=None, metavar="N", help="show only the first N rows")
+    parser.add_argument("--probe", type=int_option(low=2, high=100_000), default=20, metavar="N",
                         help="length of the random sequence repeated in the probe (default 20)")
-    parser.add_argument("--seed", type=_count, default=0, metavar="N", help="seed of the probe (default 0)")
+    parser.add_argument("--seed", type=int_option(low=0, high=2**32 - 1), default=0, metavar="N", help="seed of the probe (default 0)")
     parser.add_argument("--figure", metavar="FILE", help="also save the score maps and the rollout (.png .svg .pdf)")
     parser.add_argument("--json", metavar="FILE", help="also write every score as JSON (atomically)")
     parser.add_argument("--out", metavar="FILE", help="write the table to FILE (atomically) instead of standard output")
     parser.set_defaults(func=handler)
 
 
-def _count(text: str) -> int:
-    """A non-negative decimal integer, strictly (no '²', no '+3', no ' 3')."""
-    if not (text.isascii() and text.isdigit()) or len(text) > 9:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
-    return int(text)
-
-
 def handler(args: argparse.Namespace) -> int:
     from ..analysis import head_scores, rollout
 
-    if args.probe < 2:
-        raise InputError(f"{args.probe}: the probe needs at least 2 tokens to repeat", field="--probe")
     model = load_model(args.model)
     tokens = model.tokens(args.text)
     weights = np.asarray(model.attention_weights(args.text), dtype=np.float64)     # (L, H, T, T)
