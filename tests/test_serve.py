@@ -439,6 +439,14 @@ def test_path_traversal_answers_4xx_and_opens_no_file(loaded, tmp_path):
             raw_get(app, path, query)
         for name, text in uploads:
             client.post("/api/upload", params={"filename": name}, content=text.encode())
+
+        def ordinary(client, head):    # and ordinary requests: the page, a worked example, a head, its derivation
+            return [client.get("/"), client.get("/static/app.js"),
+                    client.get("/api/example", params={"name": "projection", "lang": "ko"}),
+                    client.get("/api/trace", params={"model": "minilm", "text": TEXT, "layer": 1, "head": head}),
+                    client.get("/api/explain", params={"model": "minilm", "text": TEXT, "layer": 1, "head": head})]
+
+        ordinary(client, 2)            # the first call imports the renderers (Python opens their modules)
         opens = Opens()
         opens.on = True                                                          # the hook sees an open:
         (tmp_path / "mask.npy").read_bytes()
@@ -446,6 +454,7 @@ def test_path_traversal_answers_4xx_and_opens_no_file(loaded, tmp_path):
         opens.seen.clear()
         try:
             answers = [raw_get(app, path, query) for path, query in [(p, b"") for p in TRAVERSALS] + QUERIES]
+            fine = ordinary(client, 3)  # a head not computed before (nothing cached)
             uploaded = [client.post("/api/upload", params={"filename": name}, content=text.encode())
                         for name, text in uploads]
         finally:
@@ -455,6 +464,7 @@ def test_path_traversal_answers_4xx_and_opens_no_file(loaded, tmp_path):
         assert b"root:" not in body and b"[project]" not in body and b"import" not in body
     for response in uploaded:
         assert response.status_code == 400 and "array files" in error(response), response.text
+    assert [response.status_code for response in fine] == [200] * 5
     assert opens.seen == []
 
 

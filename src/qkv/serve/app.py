@@ -362,6 +362,9 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     assets = {name: (package.joinpath(file).read_bytes(), media) for name, (file, media) in ASSETS.items()}
     index_html = package.joinpath("serve/index.html").read_bytes()
     cache = Cache(limits.cache_bytes)
+    from .. import examples
+
+    worked = {name: examples.run(name) for name in examples.names()}   # read once, from the package
     gates: dict[int, Gate] = {}   # one per event loop (asyncio objects belong to the loop that made them)
 
     def gate() -> Gate:
@@ -528,7 +531,9 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         lang, digits, query = _lang(request), _digits(request), _query(request)
 
         def compute() -> dict:
-            trace = examples.run(name, query=query)
+            # the seed's own query: computed when the app was built; another query reads the example's
+            # TOML from the package again (a fixed file: the request names no path)
+            trace = worked[name] if query is None else examples.run(name, query=query)
             return _explained(trace, name, _example_title(name, lang), lang, digits)
 
         return _json(await gate().run(compute))
