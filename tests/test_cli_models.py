@@ -118,6 +118,20 @@ def test_inspect_grid_figure_and_page(capsys, tmp_path):
     assert "layer 5" in page.read_text(encoding="utf-8")
 
 
+def test_inspect_layer_alone_figure_names_that_layer(capsys, tmp_path):
+    """`--layer 2` alone (every head): the grid's panels say "layer 2", never "layer 0"; `--head 5` alone: "head 5"."""
+    import re
+
+    for option, number, other in (("--layer", "2", "layer"), ("--head", "5", "head")):
+        figure = tmp_path / f"{other}.svg"
+        code, _, _ = run(capsys, "inspect", TEXT, option, number, "--figure", str(figure))
+        assert code == 0
+        svg = figure.read_text(encoding="utf-8")
+        written = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+        named = [t for t in written if re.search(rf"\b{other} \d+", t)]
+        assert named and all(re.search(rf"\b{other} {number}\b", t) for t in named), named
+
+
 def test_inspect_one_layer_all_heads(capsys):
     code, out, _ = run(capsys, "inspect", TEXT, "--layer", "3", "--format", "json")
     assert code == 0

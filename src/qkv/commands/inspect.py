@@ -277,7 +277,7 @@ def _grid_figure(model, args, weights, tokens, layers, heads) -> None:
     from ..viz import attention_grid, write_figure
 
     title = f"{model.name}: layers {_span(layers)} × heads {_span(heads)}"
-    write_figure(attention_grid(weights, tokens, title=title, lang=args.lang), args.figure)
+    write_figure(attention_grid(weights, tokens, title=title, lang=args.lang, layers=layers, heads=heads), args.figure)
 
 
 def _span(indices: list[int]) -> str:
