@@ -292,7 +292,8 @@ def test_qkv_ring_under_torchrun_and_local(tmp_path):
              "--repeats", "1", "--strategies", "ring:zigzag,ring:contiguous", "--figure", str(figure), "--timeout", "10"]
     done = subprocess.run(local + ["--fail-rank", "1"], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 1 and not figure.exists()
-    assert done.stdout.startswith("qkv: error: rank 1: died (exit code 1)") and done.stdout.count("\n") == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("qkv: error:")]
+    assert len(errors) == 1 and errors[0].startswith("qkv: error: rank 1: died (exit code 1)"), done.stderr
     done = subprocess.run(local, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 
 from .._io import write_atomic
 from ..errors import InputError
@@ -101,7 +102,7 @@ def handler(args) -> int:
             every = run_local(job, args.procs, timeout=args.timeout,
                               env={"MALLOC_MMAP_THRESHOLD_": "65536"})
     except DistributedError as exc:
-        print(f"qkv: error: {exc}")
+        print(f"qkv: error: {exc}", file=sys.stderr)
         return 1
     print(format_table(every, args))
     if args.figure:

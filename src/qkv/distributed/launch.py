@@ -164,9 +164,9 @@ def _collect(children: dict, pipes: dict, timeout: float) -> list[Any]:
         first = died[0] if died else (first_failure[1] if first_failure else min(errors))
         others = sorted(r for r in errors if r != first)
         message = f"rank {first}: {errors[first]}"
-        if others:
-            distinct = sorted({errors[r] for r in others})
-            message += f"; then rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} stopped: " + " | ".join(distinct)
+        if others:  # the first of them speaks for the rest (their messages differ only in rank numbers)
+            message += (f"; then rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} stopped, "
+                        f"rank {others[0]} saying: {errors[others[0]]}")
         raise DistributedError(message)
     return [results[r] for r in sorted(results)]
 
