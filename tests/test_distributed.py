@@ -46,13 +46,13 @@ CASES = [
 ]
 
 
-def _compare(strategy, layout, causal, dtype, batch, heads, kv_heads, seq_len, dim_k, dim_v):
+def _compare(strategy, layout, causal, dtype, batch, heads, kv_heads, seq_len, dim_k, dim_v, group=None):
     """Largest |distributed − single-process| over this rank's output and q/k/v gradient shards."""
     import torch.distributed as dist
 
     import qkv.distributed.ring as ring_module
 
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
     torch_dtype = getattr(torch, dtype)
     generator = torch.Generator().manual_seed(1000 + seq_len + heads)
     q = torch.randn(batch, heads, seq_len, dim_k, dtype=torch_dtype, generator=generator)
@@ -68,9 +68,9 @@ def _compare(strategy, layout, causal, dtype, batch, heads, kv_heads, seq_len, d
         ring_module._TILE_SCORES, ring_module._MIN_SIDE = 8, 2
     try:
         if strategy.startswith("ring"):
-            out = ring_attention(*mine, causal=causal, layout=layout)
+            out = ring_attention(*mine, group=group, causal=causal, layout=layout)
         else:
-            out = ulysses_attention(*mine, causal=causal, layout=layout)
+            out = ulysses_attention(*mine, group=group, causal=causal, layout=layout)
     finally:
         ring_module._TILE_SCORES, ring_module._MIN_SIDE = saved_tile
     out.backward(shard(d_out, rank, world, layout=layout))
@@ -127,8 +127,22 @@ def _bytes_check(strategy) -> dict:
     return {"counted": stats.bytes_sent, "written": written, "formula": formula}
 
 
+def _subgroups() -> float:
+    """Two rings, one in each half of the world (of one rank each when P = 2: no exchange at all).
+
+    Every rank creates both groups, in the same order, as torch.distributed requires."""
+    import torch.distributed as dist
+
+    half = dist.get_world_size() // 2
+    halves = [dist.new_group(list(range(half))), dist.new_group(list(range(half, 2 * half)))]
+    mine = halves[dist.get_rank() // half]
+    return max(_compare(strategy, "zigzag", True, "float64", 1, 4, 2, 16, 3, 3, group=mine)
+               for strategy in ("ring", "ulysses"))
+
+
 def _group_checks() -> dict:
     results = {name: _compare(*case) for name, *case in CASES}
+    results["subgroups"] = _subgroups()
     results["refusals"] = _refusals()
     if os.path.exists("/proc/self/io"):
         results["bytes"] = {strategy: _bytes_check(strategy) for strategy in ("ring", "ulysses")}
@@ -148,6 +162,11 @@ def test_equals_single_process_attention(group, case):
     errors = [results[name] for results in by_rank]
     assert len(errors) == procs
     assert max(errors) <= TOLERANCE[dtype], f"{name}, P={procs}: errors by rank {errors}"
+
+
+def test_rings_inside_subgroups_of_the_world(group):
+    procs, by_rank = group
+    assert max(results["subgroups"] for results in by_rank) <= TOLERANCE["float64"]
 
 
 def test_misuse_is_refused_on_every_rank(group):
