@@ -442,3 +442,136 @@ def test_return_lse_torch_autograd():
     q2 = q.detach().clone().requires_grad_(True)
     qkv.attention(q2, k.detach(), v.detach(), mask, return_lse=True)[1][:, 0].sum().backward()
     np.testing.assert_allclose(q2.grad.numpy(), qr.grad.numpy(), rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- one behaviour on every path (issue 9)
+def all_paths(q, k, v, mask=None, **kw):
+    """Every implementation, NumPy results: attention, the plain path, the kernel with small blocks
+    (partial and skipped blocks), the kernel with default blocks, torch."""
+    tm = None if mask is None else torch.from_numpy(np.ascontiguousarray(mask))
+    torch_kw = {name: torch.from_numpy(value) if isinstance(value, np.ndarray) else value for name, value in kw.items()}
+    return {
+        "attention": qkv.attention(q, k, v, mask, **kw),
+        "reference": attention_reference(q, k, v, mask, **kw),
+        "kernel": qkv.kernels.blocked_attention(q, k, v, mask, block_q=8, block_k=8, **kw),
+        "kernel default": qkv.kernels.blocked_attention(q, k, v, mask, **kw),
+        "torch": qkv.attention(*(torch.from_numpy(a) for a in (q, k, v)), tm, **torch_kw).numpy(),
+    }
+
+
+@pytest.mark.parametrize("dtype,big", [(np.float32, 1e32), (np.float64, 1e303)])
+@pytest.mark.parametrize("q_size", [1.0, 3.0, 10.0])
+def test_huge_values_do_not_overflow_the_kernel(dtype, big, q_size):
+    """Values of 1e32 (float32) / 1e303 (float64): the kernel's lazy reference lets P reach e^16,
+    so it scales large values by an exact power of two first; every path stays finite and equal."""
+    g = np.random.default_rng(3)
+    q = (g.standard_normal((2, 300, 8)) * q_size).astype(dtype)
+    k = g.standard_normal((2, 300, 8)).astype(dtype)
+    v = (g.standard_normal((2, 300, 8)) * big).astype(dtype)
+    expected = oracle(q, k, v / big)[0] * big
+    with np.errstate(over="raise", invalid="raise", divide="raise"):   # no RuntimeWarning either
+        outs = {name: out for name, out in all_paths(q, k, v).items() if name != "torch"}
+    outs["torch"] = all_paths(q, k, v)["torch"]
+    for name, out in outs.items():
+        assert out.dtype == dtype and np.all(np.isfinite(out)), name
+        np.testing.assert_allclose(out / big, expected / big, rtol=0, atol=4e-6 * q_size if dtype == np.float32 else 1e-12,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("t", [5, 200])
+def test_float16_any_size_computed_in_float32(t):
+    g = np.random.default_rng(4)
+    q, k, v = (g.standard_normal((2, t, 8)).astype(np.float16) for _ in range(3))
+    expected = oracle(q, k, v)[0]
+    for name, out in all_paths(q, k, v, causal=True).items() if False else {
+            "attention": qkv.attention(q, k, v), "reference": attention_reference(q, k, v),
+            "kernel": qkv.kernels.blocked_attention(q, k, v, block_q=16, block_k=16)}.items():
+        assert out.dtype == np.float16, name
+        np.testing.assert_allclose(out.astype(np.float64), expected, rtol=0, atol=2e-3, err_msg=name)  # float16 ulp/2 ≈ 5e-4
+
+
+def test_longdouble_is_computed_in_longdouble():
+    """np.longdouble (80-bit on x86-64) keeps its precision on the plain path and in the kernel:
+    compared with the same math written here in longdouble, to a few longdouble ulps."""
+    g = np.random.default_rng(5)
+    q, k, v = (g.standard_normal((3, 40, 6)).astype(np.longdouble) for _ in range(3))
+    v = v + np.longdouble(1) / 3
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(np.longdouble(6))
+    e = np.exp(s - s.max(-1, keepdims=True))
+    expected = (e / e.sum(-1, keepdims=True)) @ v
+    eps = np.finfo(np.longdouble).eps
+    assert eps < np.finfo(np.float64).eps / 100
+    for out in (qkv.attention(q, k, v), attention_reference(q, k, v),
+                qkv.kernels.blocked_attention(q, k, v, block_q=8, block_k=16)):
+        assert out.dtype == np.longdouble
+        assert np.max(np.abs(out - expected)) < 64 * eps   # float64 arithmetic would be ~1e-16 off
+
+
+def test_nan_in_a_masked_keys_value_is_never_read():
+    """A key a query may not attend to is not read, whatever its value holds; a query that attends
+    to a non-finite value gets NaN/inf in its row. The same on every path, whatever the blocks."""
+    g = np.random.default_rng(6)
+    q, k, v = g.standard_normal((2, 40, 4)), g.standard_normal((2, 40, 4)), g.standard_normal((2, 40, 3))
+    v[:, 20] = np.nan
+    v[:, 33, 1] = np.inf
+    mask = np.tril(np.ones((40, 40), bool))                      # rows < 20 never see key 20
+    clean = np.where(np.isfinite(v), v, 0.0)
+    expected = oracle(q, k, clean, mask)[0]
+    for name, out in all_paths(q, k, v, mask).items():
+        np.testing.assert_allclose(out[:, :20], expected[:, :20], rtol=0, atol=1e-12, err_msg=name)
+        assert np.all(np.isnan(out[:, 20:])), name              # they attend to key 20 (weight > 0)
+    for name, out in all_paths(q, k, v, causal=True).items():
+        np.testing.assert_allclose(out[:, :20], expected[:, :20], rtol=0, atol=1e-12, err_msg=name)
+    # a NaN in a masked key's k (its score) is not read either
+    k2 = k.copy()
+    k2[:, 25] = np.nan
+    for name, out in all_paths(q, k2, clean, mask).items():
+        np.testing.assert_allclose(out[:, :25], expected[:, :25], rtol=0, atol=1e-12, err_msg=name)
+
+
+def test_scale_refused_the_same_on_torch():
+    t = torch.zeros(3, 4, dtype=torch.float64)
+    for scale, error in ((float("nan"), ValueError), (1j, TypeError), (float("-inf"), ValueError)):
+        with pytest.raises(error, match="scale must be a finite real number"):
+            qkv.attention(t, t, t, scale=scale)
+
+
+def test_one_query_head_against_four_key_heads_broadcasts_on_every_path():
+    """One meaning for H = 1 against G = 4: the query head broadcasts over the four heads."""
+    g = np.random.default_rng(7)
+    q, k, v = g.standard_normal((2, 1, 5, 4)), g.standard_normal((2, 4, 6, 4)), g.standard_normal((2, 4, 6, 3))
+    expected = oracle(np.broadcast_to(q, (2, 4, 5, 4)), k, v)[0]
+    for name, out in all_paths(q, k, v).items():
+        assert out.shape == (2, 4, 5, 3), name
+        np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12, err_msg=name)
+
+
+def test_attention_columns_with_no_keys_or_zero_width():
+    out, weights = qkv.attention_columns(np.ones((4, 3)), np.ones((4, 0)), np.ones((2, 0)), return_weights=True)
+    assert out.shape == (2, 3) and weights.shape == (0, 3) and np.all(out == 0)
+    out, weights = qkv.attention_columns(np.ones((0, 3)), np.ones((0, 5)), randn(2, 5), return_weights=True)
+    np.testing.assert_allclose(weights, 0.2)           # no width: every score 0, uniform weights
+    assert out.shape == (2, 3)
+
+
+finite64 = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=40, deadline=None)
+@given(tq=st.integers(1, 12), tk=st.integers(1, 12), d=st.integers(1, 4), data=st.data(),
+       dtype=st.sampled_from([np.float32, np.float64]), masked=st.booleans(), causal=st.booleans())
+def test_property_any_finite_input_gives_a_finite_output_on_every_path(tq, tk, d, data, dtype, masked, causal):
+    """Finite q, k (|x| ≤ 1e3), scale (|s| ≤ 1e3), bias (|b| ≤ 1e30) and values of any magnitude up to
+    1e300 (float64) / 1e36 (float32): every path's output is finite (agreement is tested above)."""
+    from hypothesis.extra.numpy import arrays
+
+    top = 1e300 if dtype == np.float64 else 1e36
+    q = data.draw(arrays(dtype, (tq, d), elements=finite64.map(dtype)))
+    k = data.draw(arrays(dtype, (tk, d), elements=finite64.map(dtype)))
+    v = data.draw(arrays(dtype, (tk, 2), elements=st.floats(-top, top, allow_nan=False, width=64).map(dtype)))
+    scale = data.draw(st.floats(-1e3, 1e3, allow_nan=False))
+    bias = data.draw(arrays(dtype, (tq, tk), elements=st.floats(-1e30, 1e30, allow_nan=False, width=64).map(dtype)))
+    mask = data.draw(arrays(bool, (tq, tk))) if masked else None
+    outs = all_paths(q, k, v, mask, bias=bias, scale=scale, causal=causal)
+    for name, out in outs.items():
+        assert np.all(np.isfinite(out)), name

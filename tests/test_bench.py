@@ -13,7 +13,7 @@ from qkv.bench import Plan, attention_flops, naive_attention, plain_attention, r
 from qkv.cli import main
 
 ROW_FIELDS = {"case", "impl", "batch", "heads", "t", "width", "causal", "seconds", "gflops", "vs_torch",
-              "vs_gemm", "peak_mib", "memory_method", "skipped", "times"}
+              "vs_gemm", "peak_mib", "memory_method", "skipped", "times", "qkv_speedup", "pair", "mask"}
 
 
 def positive(x):
@@ -28,7 +28,7 @@ def quick_json(tmp_path_factory):
 
 
 def test_quick_bench_json_fields(quick_json):
-    assert set(quick_json) >= {"machine", "rows", "memory", "decode", "notes", "memory_inputs_mib"}
+    assert set(quick_json) >= {"machine", "rows", "memory", "decode", "notes", "memory_inputs_mib", "masked", "timing"}
     assert positive(quick_json["machine"]["gemm_gflops"])
     impls = {row["impl"] for row in quick_json["rows"]}
     assert impls == {"qkv blocked", "plain reference", "naive numpy", "torch sdpa"}
@@ -36,11 +36,27 @@ def test_quick_bench_json_fields(quick_json):
     for row in quick_json["rows"] + quick_json["memory"]:
         assert set(row) == ROW_FIELDS
         assert row["skipped"] is None            # torch is installed in the test environment
-        for key in ("seconds", "gflops", "vs_torch", "vs_gemm"):
+        for key in ("seconds", "gflops", "vs_gemm"):
             assert positive(row[key]), (row["impl"], key, row[key])
         assert all(positive(t) for t in row["times"])
         assert math.isfinite(row["peak_mib"]) and row["peak_mib"] >= 0
         assert row["memory_method"] in ("tracemalloc", "rss-hwm")
+        # pairs: qkv is timed alternating with each peer alone; every peer row names qkv and its ratio
+        if row["impl"] == "qkv blocked":
+            assert row["pair"] == "torch sdpa" and positive(row["vs_torch"]) and row["qkv_speedup"] is None
+        else:
+            assert row["pair"] == "qkv blocked" and positive(row["qkv_speedup"])
+            assert row["vs_torch"] == (1.0 if row["impl"] == "torch sdpa" else None)
+    masked = {(row["mask"], row["impl"]): row for row in quick_json["masked"]}
+    assert {mask for mask, _ in masked} == {"sliding window W=16", "4 documents"}
+    for (mask, impl), row in masked.items():
+        assert set(row) == ROW_FIELDS
+        if impl.startswith("torch flex_attention"):
+            assert "--quick" in row["skipped"]   # compiling is left to the full run
+        elif impl.startswith("qkv"):
+            assert positive(row["seconds"]) and positive(row["peak_mib"]) and positive(row["vs_torch"])
+        else:
+            assert positive(row["seconds"]) and positive(row["qkv_speedup"]) and row["pair"].startswith("qkv")
     decode = quick_json["decode"]
     for key in ("ms_per_token_with_cache", "ms_per_token_without_cache", "speedup"):
         assert positive(decode[key])
@@ -49,7 +65,7 @@ def test_quick_bench_json_fields(quick_json):
 def test_quick_bench_prints_a_table(capsys, tmp_path):
     assert main(["bench", "--quick", "--sizes", "32", "--repeats", "1"]) == 0
     out = capsys.readouterr().out
-    assert "qkv blocked" in out and "GFLOP/s" in out and "GEMM" in out
+    assert "qkv" in out and "GFLOP/s" in out and "GEMM" in out and "sdpa dense" in out and "alternate" in out
 
 
 def test_bad_sizes_exit_with_status_2(capsys):
@@ -58,7 +74,8 @@ def test_bad_sizes_exit_with_status_2(capsys):
 
 
 def test_long_rows_skip_the_full_score_matrix():
-    plan = Plan(sizes=(16,), heads=1, repeats=1, memory_t=16384, decode_t=32, decode_steps=1, gemm_n=64)
+    plan = Plan(sizes=(16,), heads=1, repeats=1, memory_t=16384, decode_t=32, decode_steps=1, gemm_n=64,
+                mask_cases=(), compile_flex=False)
     # only check the skip bookkeeping: run the real thing at a size where skipping applies
     result = run_benchmark(plan, sizes=(16,))
     skipped = {row["impl"]: row["skipped"] for row in result["memory"]}
@@ -86,7 +103,8 @@ def test_markdown_from_a_saved_result(quick_json, tmp_path, capsys):
     result = quick_json
     table = out.read_text(encoding="utf-8")
     rows = [line for line in table.splitlines() if line.startswith("| ") and "implementation" not in line]
-    assert len(rows) == len(result["rows"]) + len(result["memory"])
+    assert len(rows) == len(result["rows"]) + len(result["memory"]) + len(result["masked"])
+    assert result["timing"] in table
     first = result["rows"][0]
     assert f"| {first['heads']} | {first['t']} |" in rows[0]
     assert f"{first['seconds'] * 1e3:.1f}" in rows[0] and f"{first['vs_torch']:.2f}" in rows[0]

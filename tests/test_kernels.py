@@ -441,3 +441,84 @@ def test_lse_with_split_key_ranges(tq, causal):
     top = s.max(-1, keepdims=True)
     np.testing.assert_allclose(lse, (top + np.log(np.exp(s - top).sum(-1, keepdims=True)))[..., 0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(out, reference(q, k, v, causal=causal), rtol=0, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- threads and fork (issue 9)
+def test_concurrent_calls_with_different_thread_counts():
+    """Eight threads, each calling with its own num_threads (which grows and replaces the shared
+    pool): every call succeeds and matches the reference (no 'cannot schedule new futures')."""
+    import threading
+
+    rng = np.random.default_rng(61)
+    q, k, v = inputs(rng, (2,), 300, 600, 8, 4, np.float32)
+    expected = reference(q, k, v)
+    errors, results = [], []
+
+    def worker(n):
+        try:
+            for _ in range(3):
+                results.append(np.abs(blocked_attention(q, k, v, num_threads=n, block_q=64) - expected).max())
+        except BaseException as error:   # noqa: BLE001 — reported below
+            errors.append(repr(error))
+
+    for _ in range(3):
+        threads = [threading.Thread(target=worker, args=(n,)) for n in (1, 2, 3, 4, 5, 6, 7, 8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert len(results) == 72 and max(results) <= F32_TOL
+
+
+def test_fork_while_another_thread_is_inside_a_kernel_call():
+    """The child gets a fresh pool, fresh locks and no BLAS-limit users; its kernel calls finish,
+    and so do the parent's."""
+    import os
+    import threading
+    import time
+
+    rng = np.random.default_rng(67)
+    q, k, v = inputs(rng, (4,), 256, 1024, 16, 8, np.float32)
+    expected = reference(q, k, v)
+    stop = threading.Event()
+    done = []
+
+    def busy():
+        while not stop.is_set():
+            done.append(np.abs(blocked_attention(q, k, v, num_threads=2, block_q=64) - expected).max())
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    try:
+        while not done:
+            time.sleep(0.01)
+        pid = os.fork()
+        if pid == 0:   # the child: only this thread exists
+            code = 1
+            try:
+                ok = blocked._blas_users == 0 and blocked._pool is None
+                out = blocked_attention(q, k, v, num_threads=2, block_q=64)
+                code = 0 if ok and np.abs(out - expected).max() <= F32_TOL else 3
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + 60
+        while True:
+            finished, status = os.waitpid(pid, os.WNOHANG)
+            if finished:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child's kernel call hung")
+            time.sleep(0.02)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        count = len(done)
+        while len(done) < count + 2:   # the parent's thread keeps going after the fork
+            time.sleep(0.01)
+            assert thread.is_alive()
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not thread.is_alive() and max(done) <= F32_TOL

@@ -347,3 +347,33 @@ def test_bad_arguments_name_themselves():
         masks.document(np.zeros((2, 2, 2), int))
     with pytest.raises(TypeError, match="mask_mod must return booleans"):
         qkv.attention(*inputs(1, 1, 1, 1, 3, 3), mask_mod=lambda b, h, q, kv: q - kv)
+
+
+# --------------------------------------------------------------------------- `qkv masks`
+def test_masks_command_prints_each_mask_and_its_block_map(capsys):
+    from qkv.cli import main
+
+    assert main(["masks", "--length", "12", "--block", "4"]) == 0
+    text = capsys.readouterr().out
+    for name in masks.catalogue(12):
+        assert f"{name}: " in text
+    window = text.split("sliding window: ")[1].split("\n\n")[0].splitlines()
+    rows = [line.strip() for line in window[1:13]]
+    np.testing.assert_array_equal(np.array([[c == "█" for c in row] for row in rows]),
+                                  masks.dense_mask(masks.sliding_window(1), 12))
+    kinds = [line.split() for line in window[14:17]]
+    letters = {masks.EMPTY: "S", masks.PARTIAL: "P", masks.FULL: "F"}
+    assert kinds == [[letters[int(x)] for x in row] for row in masks.block_map(masks.sliding_window(1), 12,
+                                                                                  block_q=4, block_k=4)]
+
+
+def test_masks_command_figure_and_errors(tmp_path, capsys):
+    from qkv.cli import main
+
+    figure = tmp_path / "masks.png"
+    assert main(["masks", "--length", "20", "--only", "document + causal", "--figure", str(figure)]) == 0
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 5000
+    assert "document + causal" in capsys.readouterr().out
+    assert main(["masks", "--only", "nonsense", "--figure", str(tmp_path / "never.png")]) == 2
+    assert "'nonsense' is not in the catalogue" in capsys.readouterr().err
+    assert not (tmp_path / "never.png").exists()

@@ -1,8 +1,13 @@
-"""Side-by-side attention benchmark: qkv's blocked kernel, the plain path, naive NumPy, torch.
+"""Side-by-side attention benchmark: qkv's blocked kernel, the plain path, naive NumPy, torch;
+and masked attention: qkv's block-sparse kernel vs torch SDPA with the dense mask and vs
+torch.compile(flex_attention).
 
-Everything runs in one process on the same float32 inputs. Each repeat runs every
-implementation once, round-robin, so a busy machine slows them alike; the time reported is
-the median of the repeats. Throughput counts 4·B·H·Tq·Tk·D floating-point operations (two
+Everything runs in one process on the same float32 inputs. Each peer is timed in a pair with
+qkv alone: after one warm-up call of each, qkv and the peer alternate (qkv, peer, peer, qkv, …
+— the order flips every round) with nothing else in between, and each time reported is the
+median of its own calls in that pair; a ratio compares the two medians of one pair. (Timing
+every implementation round-robin let the plain path's and naive NumPy's gigabytes of memory
+churn slow the run that came after them: torch looked 30 % slower than alone.) Throughput counts 4·B·H·Tq·Tk·D floating-point operations (two
 matrix products of 2·Tq·Tk·D each), halved for causal attention (only the lower triangle is
 needed), and is compared with torch's scaled_dot_product_attention and with this machine's
 own float32 matrix-multiply rate measured on the spot.
@@ -29,9 +34,28 @@ import numpy as np
 
 from .kernels import blocked_attention
 
-__all__ = ["Row", "run_benchmark", "gemm_gflops", "FULL", "QUICK"]
+__all__ = ["Row", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "PAIRING"]
+
+PAIRING = ("each peer timed in a pair with qkv alone: one warm-up call each, then qkv and the peer "
+           "alternate (order flipped every round), nothing else in between; medians; ratios within one pair")
 
 MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MaskCase:
+    """A masked attention case: a sliding window of `param` keys or `param` documents, B = 1."""
+
+    kind: str            # "window" | "documents"
+    param: int
+    t: int
+    heads: int
+    repeats: int = 5
+    dense_repeats: int = 3   # the dense-mask SDPA run is slow at long T
+
+    @property
+    def name(self) -> str:
+        return f"sliding window W={self.param}" if self.kind == "window" else f"{self.param} documents"
 
 
 @dataclass(frozen=True)
@@ -49,10 +73,16 @@ class Plan:
     decode_d_model: int = 512
     decode_steps: int = 8
     gemm_n: int = 2048
+    mask_cases: tuple = (MaskCase("window", 256, 4096, 8), MaskCase("documents", 8, 16384, 4, dense_repeats=2),
+                         MaskCase("window", 256, 65536, 1, repeats=3, dense_repeats=1))
+    compile_flex: bool = True   # torch.compile(flex_attention): compiled once per case (≈15 s), timed after
 
 
 FULL = Plan()
-QUICK = Plan(sizes=(128, 256), heads=4, repeats=3, memory_t=2048, decode_t=256, decode_steps=4, gemm_n=1024)
+QUICK = Plan(sizes=(128, 256), heads=4, repeats=3, memory_t=2048, decode_t=256, decode_steps=4, gemm_n=1024,
+             mask_cases=(MaskCase("window", 16, 256, 2, repeats=2, dense_repeats=2),
+                         MaskCase("documents", 4, 384, 2, repeats=2, dense_repeats=2)),
+             compile_flex=False)
 
 
 @dataclass
@@ -68,7 +98,10 @@ class Row:
     causal: bool
     seconds: float | None = None
     gflops: float | None = None
-    vs_torch: float | None = None   # torch seconds / this seconds (> 1: faster than torch)
+    vs_torch: float | None = None   # torch seconds / this seconds (> 1: faster than torch), same pair
+    qkv_speedup: float | None = None   # this seconds / qkv seconds in the same pair (> 1: qkv faster)
+    pair: str | None = None         # the implementation this row was timed alternating with
+    mask: str | None = None         # masked cases: which mask
     vs_gemm: float | None = None    # this GFLOP/s / the machine's GEMM GFLOP/s
     peak_mib: float | None = None
     memory_method: str | None = None
@@ -189,30 +222,133 @@ def _inputs(batch, heads, t, width, seed=0):
     return tuple(rng.standard_normal((batch, heads, t, width), dtype=np.float32) for _ in range(3))
 
 
+def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool = True) -> tuple[list, list]:
+    """Time two callables alone together: one warm-up each, then `repeats` rounds of both, the
+    order flipped every round (AB BA AB …) so neither always runs right after the other's churn."""
+    if warm_up:
+        first()
+        second()
+    times = ([], [])
+    for round_ in range(repeats):
+        order = (0, 1) if round_ % 2 == 0 else (1, 0)
+        for which in order:
+            fn = first if which == 0 else second
+            start = time.perf_counter()
+            fn()
+            times[which].append(time.perf_counter() - start)
+    return times
+
+
 def _measure_shape(case, impls, batch, heads, t, width, causal, repeats, skip, warm_up=True) -> list[Row]:
+    """qkv against each peer, pair by pair (see PAIRING). The qkv row's time is from its pair with
+    torch (or the first peer measured); every peer row carries its pair's ratio to qkv."""
     q, k, v = _inputs(batch, heads, t, width)
     rows = {name: Row(case, name, batch, heads, t, width, causal) for name in impls}
-    live = [name for name in impls if not skip.get(name)]
     for name in impls:
         rows[name].skipped = skip.get(name)
-    for name in live if warm_up else ():     # warm-up (thread pools, BLAS buffers, page faults)
-        IMPLEMENTATIONS[name](q, k, v, causal)
-    for _ in range(repeats):                 # round-robin
-        for name in live:
-            start = time.perf_counter()
-            IMPLEMENTATIONS[name](q, k, v, causal)
-            rows[name].times.append(time.perf_counter() - start)
-    flops = attention_flops(batch, heads, t, width, causal)
-    for name in live:
+    ours = rows["qkv blocked"]
+    run = {name: (lambda name=name: IMPLEMENTATIONS[name](q, k, v, causal)) for name in impls}
+    peers = [name for name in impls if name != "qkv blocked" and not skip.get(name)]
+    peers.sort(key=lambda name: name != "torch sdpa")          # the torch pair first: qkv's own time
+    if not peers and not ours.skipped:
+        ours.times = _alternate(run["qkv blocked"], lambda: None, repeats, warm_up=warm_up)[0]
+    for name in peers:
+        qkv_times, peer_times = _alternate(run["qkv blocked"], run[name], repeats, warm_up=warm_up)
         row = rows[name]
+        row.times, row.pair = peer_times, "qkv blocked"
+        row.seconds = statistics.median(peer_times)
+        row.qkv_speedup = row.seconds / statistics.median(qkv_times)
+        if not ours.times:
+            ours.times, ours.pair = qkv_times, name
+        if name == "torch sdpa":
+            ours.vs_torch = row.seconds / statistics.median(qkv_times)
+            row.vs_torch = 1.0
+    flops = attention_flops(batch, heads, t, width, causal)
+    for name in impls:
+        row = rows[name]
+        if row.skipped or not row.times:
+            continue
         row.seconds = statistics.median(row.times)
         row.gflops = flops / row.seconds / 1e9
         if name == "torch sdpa":
-            row.peak_mib, row.memory_method = _rss_peak(lambda: torch_attention(q, k, v, causal)), "rss-hwm"
+            row.peak_mib, row.memory_method = _rss_peak(run[name]), "rss-hwm"
         else:
-            row.peak_mib = _numpy_peak(lambda: IMPLEMENTATIONS[name](q, k, v, causal))
+            row.peak_mib = _numpy_peak(run[name])
             row.memory_method = "tracemalloc"
     return [rows[name] for name in impls]
+
+
+# --------------------------------------------------------------------------- masked attention
+def _mask_functions(case: MaskCase):
+    """(qkv mask function, dense (T, T) bool builder) for a case; documents of seeded uneven sizes."""
+    from . import masks
+
+    if case.kind == "window":
+        mask_mod = masks.sliding_window(case.param)
+    else:
+        rng = np.random.default_rng(case.param)
+        cuts = np.sort(rng.choice(np.arange(1, case.t), case.param - 1, replace=False))
+        ids = np.searchsorted(cuts, np.arange(case.t), side="right")
+        mask_mod = masks.document(ids)
+    return mask_mod, (lambda: masks.dense_mask(mask_mod, case.t))
+
+
+def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say) -> list[Row]:
+    """qkv (mask_mod, block-sparse kernel) vs torch SDPA with the equivalent dense boolean mask and vs
+    torch.compile(flex_attention) with a block mask (compiled once, untimed, then timed)."""
+    import qkv
+
+    q, k, v = _inputs(1, case.heads, case.t, width)
+    mask_mod, dense = _mask_functions(case)
+    names = ("qkv blocked (mask_mod)", "torch sdpa (dense mask)", "torch flex_attention (compiled)")
+    rows = {name: Row("masked", name, 1, case.heads, case.t, width, False, mask=case.name) for name in names}
+    ours = rows[names[0]]
+    run_qkv = lambda: qkv.attention(q, k, v, mask_mod=mask_mod)   # noqa: E731
+    torch_parts = _torch()
+    if torch_parts is None:
+        for name in names[1:]:
+            rows[name].skipped = "torch not installed"
+        ours.times = _alternate(run_qkv, lambda: None, case.repeats)[0]
+    else:
+        torch, F = torch_parts
+        tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+        say(f"{case.name}, T={case.t}: dense mask")
+        allowed = torch.from_numpy(dense())
+        def run_sdpa():
+            with torch.no_grad():
+                return F.scaled_dot_product_attention(tq, tk, tv, attn_mask=allowed)
+        qkv_times, sdpa_times = _alternate(run_qkv, run_sdpa, case.dense_repeats)
+        rows[names[1]].times, rows[names[1]].pair = sdpa_times, names[0]
+        ours.times, ours.pair = qkv_times, names[1]
+        ours.vs_torch = statistics.median(sdpa_times) / statistics.median(qkv_times)
+        del allowed
+        flex_row = rows[names[2]]
+        if not compile_flex:
+            flex_row.skipped = "not run with --quick (compiling takes ~15 s)"
+        else:
+            try:
+                from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+                say(f"{case.name}, T={case.t}: compiling flex_attention")
+                block_mask = create_block_mask(mask_mod, 1, case.heads, case.t, case.t, device="cpu")
+                compiled = torch.compile(flex_attention)
+                def run_flex():
+                    with torch.no_grad():
+                        return compiled(tq, tk, tv, block_mask=block_mask)
+                qkv_flex, flex_times = _alternate(run_qkv, run_flex, case.repeats)   # warm-up = compile
+                flex_row.times, flex_row.pair = flex_times, names[0]
+                ours.times, ours.pair = qkv_flex, names[2]
+            except Exception as exc:   # noqa: BLE001 — no compiler, an unsupported torch: say so in the row
+                flex_row.skipped = f"torch.compile(flex_attention) failed: {type(exc).__name__}: {str(exc)[:80]}"
+        for name in names[1:]:
+            row = rows[name]
+            if row.times:
+                row.seconds = statistics.median(row.times)
+                pair_qkv = statistics.median(qkv_times if name == names[1] else ours.times)
+                row.qkv_speedup = row.seconds / pair_qkv
+    ours.seconds = statistics.median(ours.times)
+    ours.peak_mib, ours.memory_method = _numpy_peak(run_qkv), "tracemalloc"
+    return [rows[name] for name in names]
 
 
 def _decode(plan: Plan) -> dict:
@@ -264,8 +400,12 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
         "vs_torch = torch seconds / this seconds (above 1: faster than torch); vs_gemm = GFLOP/s / GEMM GFLOP/s.",
         "peak MiB: tracemalloc (NumPy allocations during the call, inputs excluded) for NumPy rows; "
         "resident-set high-water growth for torch.",
-        f"times are medians of {repeats} round-robin repeats after one warm-up "
-        "(the long-sequence memory run: one run, no warm-up).",
+        f"timing: {PAIRING}; {repeats} rounds per pair (masked cases: their own counts); "
+        "the long-sequence memory run: one run, no warm-up.",
+        "qkv_speedup = this row's median / qkv's median in the same pair (above 1: qkv is faster).",
+        "masked: qkv.attention(q, k, v, mask_mod=qkv.masks.…) (block-sparse kernel) vs torch SDPA with the "
+        "equivalent dense boolean mask vs torch.compile(flex_attention) with create_block_mask (compiled "
+        "once in the warm-up call, then timed); float32, B = 1, D = 64, non-causal besides the mask.",
     ]
     if not has_torch:
         notes.append("torch is not installed: the torch rows are skipped and no ratio to torch is given.")
@@ -276,6 +416,7 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
         "gemm_gflops": gemm_gflops(plan.gemm_n), "gemm_n": plan.gemm_n, "cpus": os.cpu_count(),
         "numpy": np.__version__, "torch": _torch()[0].__version__ if has_torch else None,
         "blas": _blas_name(), "python": platform.python_version(), "machine": platform.machine(),
+        "cpu": _cpu_name(),
     }
     torch_skip = None if has_torch else "torch not installed"
     rows: list[Row] = []
@@ -293,14 +434,20 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
                                  if plan.memory_t >= 16384 else {"torch sdpa": torch_skip}, warm_up=False)
     for group in _groups(rows + memory_rows):
         _ratios(group, machine["gemm_gflops"])
+    masked: list[Row] = []
+    for case in plan.mask_cases:
+        say(f"masked: {case.name}, T={case.t}, H={case.heads}")
+        masked += _measure_masked(case, plan.width, plan.compile_flex and has_torch, say)
     say(f"decode at T={plan.decode_t}")
     try:
         decode = _decode(plan)
     except ImportError as exc:  # the layer with the cache is not there
         decode = {"skipped": f"qkv.mha not available: {exc}"}
     inputs_mib = 3 * plan.memory_heads * plan.memory_t * plan.width * 4 / MiB
+    machine["load_average_after"] = _load_average()
     return {"machine": machine, "rows": [_clean(r) for r in rows], "memory": [_clean(r) for r in memory_rows],
-            "memory_inputs_mib": inputs_mib, "decode": decode, "notes": notes}
+            "masked": [_clean(r) for r in masked], "memory_inputs_mib": inputs_mib, "decode": decode,
+            "notes": notes, "timing": PAIRING}
 
 
 def _groups(rows):
@@ -311,13 +458,10 @@ def _groups(rows):
 
 
 def _ratios(group, gemm):
-    torch_row = next((r for r in group if r.impl == "torch sdpa" and r.seconds), None)
+    """×GEMM for every row; ×torch stays as measured within the qkv–torch pair."""
     for row in group:
-        if row.seconds is None:
-            continue
-        row.vs_gemm = row.gflops / gemm
-        if torch_row is not None:
-            row.vs_torch = torch_row.seconds / row.seconds
+        if row.seconds is not None and row.gflops is not None:
+            row.vs_gemm = row.gflops / gemm
 
 
 def _clean(row: Row) -> dict:
@@ -332,6 +476,20 @@ def _load_average():
         return os.getloadavg()[0]
     except OSError:
         return None
+
+
+def _cpu_name() -> str | None:
+    """The CPU's model name and whether it has AVX-512 (Linux /proc/cpuinfo), or None."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            info = f.read()
+    except OSError:
+        return None
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), None)
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    if name is None:
+        return None
+    return name + (", AVX-512" if "avx512f" in flags else ", AVX2" if "avx2" in flags else "")
 
 
 def _blas_name() -> str | None:

@@ -438,7 +438,8 @@ def _ids(name: str, ids) -> np.ndarray:
 def catalogue(t: int) -> dict[str, MaskMod]:
     """One example of every mask in the catalogue, sized for length t (what `qkv masks` draws)."""
     w = max(1, t // 8)
-    docs = np.repeat(np.arange(4), -(-t // 4))[:t]
+    cuts = np.round(np.array([0.15, 0.5, 0.7]) * t).astype(int)     # four documents of uneven length
+    docs = np.searchsorted(cuts, np.arange(t), side="right")
     return {
         "causal": causal(),
         "sliding window": sliding_window(w),

@@ -13,8 +13,10 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "bench", help="time qkv's blocked kernel against the plain path, naive NumPy and torch",
         description="Side-by-side attention benchmark on float32 inputs (B=1, H=8, D=64): qkv's blocked "
-        "kernel, the plain reference, naive NumPy and torch's scaled_dot_product_attention, plus the "
-        "machine's GEMM rate, a long-sequence memory run and a KV-cache decode step.")
+        "kernel, the plain reference, naive NumPy and torch's scaled_dot_product_attention, each timed in a "
+        "pair with qkv alone (alternating, medians); masked attention (sliding window, documents) against "
+        "torch SDPA with a dense mask and torch.compile(flex_attention); plus the machine's GEMM rate, a "
+        "long-sequence memory run and a KV-cache decode step.")
     parser.add_argument("--quick", action="store_true", help="small sizes (a few seconds), for smoke tests")
     parser.add_argument("--sizes", help="comma-separated sequence lengths T, e.g. 512,1024,4096")
     parser.add_argument("--repeats", type=int, help="timed runs per implementation (the median is reported)")
@@ -75,21 +77,33 @@ def _load(path: str) -> dict:
 def to_markdown(result: dict) -> str:
     """The measured tables as Markdown (what the README shows), from a run_benchmark result."""
     m = result["machine"]
-    lines = [f"Machine: {m['cpus']} CPUs, float32 GEMM ({m['gemm_n']}²) {m['gemm_gflops']:.1f} GFLOP/s, "
-             f"BLAS {m['blas']}, numpy {m['numpy']}, torch {m.get('torch') or '—'}, "
-             f"load average before the run {m['load_average_before']:.2f}.", "",
-             "| H | T | causal | implementation | ms | GFLOP/s | ×torch | ×GEMM | peak MiB |",
-             "|--:|--:|:--:|:--|--:|--:|--:|--:|--:|"]
+    lines = [f"Machine: {m['cpus']} CPUs{' (' + m['cpu'] + ')' if m.get('cpu') else ''}, float32 GEMM ({m['gemm_n']}²) "
+             f"{m['gemm_gflops']:.1f} GFLOP/s, BLAS {m['blas']}, numpy {m['numpy']}, torch {m.get('torch') or '—'}, "
+             f"load average before the run {_num(m.get('load_average_before'), '.2f')}"
+             f", after {_num(m.get('load_average_after'), '.2f')}.", "",
+             f"Timing: {result.get('timing', 'round-robin')}.", "",
+             "| H | T | causal | implementation | ms | GFLOP/s | ×torch | qkv × faster | ×GEMM | peak MiB |",
+             "|--:|--:|:--:|:--|--:|--:|--:|--:|--:|--:|"]
     for row in result["rows"] + result["memory"]:
         if row["skipped"]:
-            cells = ["—"] * 5
+            cells = ["—"] * 6
         else:
             cells = [_num(row["seconds"] * 1e3 if row["seconds"] is not None else None, ".1f"),
-                     _num(row["gflops"], ".1f"), _num(row["vs_torch"], ".2f"), _num(row["vs_gemm"], ".2f"),
+                     _num(row["gflops"], ".1f"), _num(row["vs_torch"], ".2f"), _num(row.get("qkv_speedup"), ".2f"),
+                     _num(row["vs_gemm"], ".2f"),
                      _num(row["peak_mib"], ".1f") + (" †" if row["memory_method"] == "rss-hwm" else "")]
         impl = f"**{row['impl']}**" if row["impl"].startswith("qkv") else row["impl"]
         impl += " (skipped)" if row["skipped"] else ""
         lines.append(f"| {row['heads']} | {row['t']} | {'yes' if row['causal'] else 'no'} | {impl} | " + " | ".join(cells) + " |")
+    if result.get("masked"):
+        lines += ["", "| mask | H | T | implementation | ms | qkv × faster | qkv peak MiB |", "|:--|--:|--:|:--|--:|--:|--:|"]
+        for row in result["masked"]:
+            impl = f"**{row['impl']}**" if row["impl"].startswith("qkv") else row["impl"]
+            if row["skipped"]:
+                lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} (skipped: {row['skipped']}) | — | — | — |")
+                continue
+            lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} | {_num(row['seconds'] * 1e3, '.1f')} | "
+                         f"{_num(row.get('qkv_speedup'), '.2f')} | {_num(row['peak_mib'], '.1f')} |")
     d = result["decode"]
     lines += ["", f"Decode at T={d['t']} (D={d['d_model']}, H={d['heads']}): {d['ms_per_token_with_cache']:.2f} ms/token "
               f"with the KV cache, {d['ms_per_token_without_cache']:.1f} ms/token recomputing "
@@ -110,25 +124,38 @@ def print_result(result: dict, console) -> None:
     console.print(f"float32 GEMM ({machine['gemm_n']}²): [bold]{machine['gemm_gflops']:.1f} GFLOP/s[/]   "
                   f"BLAS: {machine['blas']}   numpy {machine['numpy']}   torch {machine['torch'] or 'not installed'}   "
                   f"load average before {_num(machine.get('load_average_before'), '.2f')} on {machine['cpus']} CPUs")
-    short = {"qkv blocked": "qkv blocked", "plain reference": "plain", "naive numpy": "naive", "torch sdpa": "torch"}
+    short = {"qkv blocked": "qkv", "plain reference": "plain", "naive numpy": "naive", "torch sdpa": "torch",
+             "qkv blocked (mask_mod)": "qkv", "torch sdpa (dense mask)": "sdpa dense", "torch flex_attention (compiled)": "flex compiled"}
     skipped = []
+    console.print(f"timing: {result.get('timing', 'round-robin')}")
     for title, rows in ((f"attention, B=1, H={result['rows'][0]['heads'] if result['rows'] else '?'}, D=64, float32",
-                         result["rows"]), ("long sequence (memory), B=1, non-causal", result["memory"])):
+                         result["rows"]), ("long sequence (memory), B=1, non-causal", result["memory"]),
+                        ("masked attention, B=1, D=64, float32", result.get("masked", []))):
+        if not rows:
+            continue
         table = Table(title=title)
-        for column in ("H", "T", "causal", "implementation", "ms", "GFLOP/s", "×torch", "×GEMM", "peak MiB"):
-            table.add_column(column, justify="left" if column == "implementation" else "right")
+        columns = ("mask", "H", "T", "impl", "ms", "×torch", "qkv×", "MiB") if rows[0].get("mask") \
+            else ("H", "T", "causal", "impl", "ms", "GFLOP/s", "×torch", "qkv×", "×GEMM", "MiB")
+        for column in columns:
+            table.add_column(column, justify="left" if column in ("impl", "mask") else "right",
+                             no_wrap=column == "impl")
         for row in rows:
             name = short.get(row["impl"], row["impl"])
             if row["skipped"]:
                 skipped.append(f"T={row['t']} {row['impl']}: {row['skipped']}")
                 name += " *"
             peak = _num(row["peak_mib"], ".1f") + (" †" if row["memory_method"] == "rss-hwm" else "")
-            table.add_row(str(row["heads"]), str(row["t"]), "yes" if row["causal"] else "no", name,
-                          _num(row["seconds"] and row["seconds"] * 1e3, ".1f"), _num(row["gflops"], ".1f"),
-                          _num(row["vs_torch"], ".2f"), _num(row["vs_gemm"], ".2f"), peak)
+            cells = {"mask": row.get("mask") or "", "H": str(row["heads"]), "T": str(row["t"]),
+                     "causal": "yes" if row["causal"] else "no", "impl": name,
+                     "ms": _num(row["seconds"] and row["seconds"] * 1e3, ".1f"), "GFLOP/s": _num(row["gflops"], ".1f"),
+                     "×torch": _num(row["vs_torch"], ".2f"), "qkv×": _num(row.get("qkv_speedup"), ".2f"),
+                     "×GEMM": _num(row["vs_gemm"], ".2f"), "MiB": peak}
+            table.add_row(*(cells[column] for column in columns))
         console.print(table)
     for line in skipped:
         console.print(f"* {line}")
+    console.print("qkv× = this row's time / qkv's time in the same pair (above 1: qkv is faster); "
+                  "MiB: peak memory (tracemalloc for NumPy rows)")
     console.print("† resident-set high-water growth (torch allocations are not visible to tracemalloc)")
     console.print(f"memory run inputs (q, k, v): {result['memory_inputs_mib']:.1f} MiB")
     decode = result["decode"]

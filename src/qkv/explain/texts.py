@@ -45,9 +45,13 @@ EN: dict[str, str] = {
     "intro.user.cross-attention": "Cross-attention: the queries come from x, the keys and values from memory.",
     "intro.user.projection": "Multi-head attention: Q·K·V projection, core attention per head, output projection.",
     "intro.model.head": "One head of a real model ({model}) on your text: layer {layer}, head {head} of "
-                        "{n_heads}. X is the layer's input; W_Q, W_K, W_V are this head's learned columns of "
-                        "the layer's projections (each with a bias b), and Y is this head's share of the "
-                        "layer's attention output.",
+                        "{n_heads}. {x} W_Q, W_K, W_V are this head's learned columns of the layer's "
+                        "projections ({bias}), and Y is this head's share of the layer's attention output.",
+    "intro.model.x": "X is the layer's input.",
+    "intro.model.x.normed": "X is the layer's input after the block's normalisation, N₁(x): a pre-norm block, "
+                            "so the head reads the normalised input.",
+    "intro.model.bias": "each with a bias b",
+    "intro.model.nobias": "no biases",
     "inputs.weights.model": "The projection matrices of this head, as the model learned them ({d} × {dk}):",
     "shown.rows": "{shown} of {total} rows shown",
     "shown.columns": "{shown} of {total} columns shown",
@@ -83,10 +87,21 @@ EN: dict[str, str] = {
     "scores.explain": "The query of {token} is compared with every key by a dot product (raw attention scores):",
     "scores.explain.cross": "The decoder's query for {token} is compared with every encoder key by a dot product "
                             "(raw attention scores):",
+    "scores.explain.rope": "The rotated query of {token} is compared with every rotated key by a dot product "
+                           "(raw attention scores):",
+    "h.rope": "Step 1b — RoPE: q and k turned by their positions",
+    "rope.explain": "This model encodes positions by rotation (RoPE, θ = {theta}): after the projection, each pair "
+                    "of columns (i, i + {half}) of q and of k is turned by the angle position·θ^(−2i/{dk}). Lengths "
+                    "stay the same; the scores below use the rotated q and k, so q_m·k_n depends on the offset m − n.",
+    "rope.query": "The query {token} sits at position {pos}; its row of Q before and after the rotation:",
+    "rope.keys": "Every key's row of K after the rotation (each turned by its own position); these are the keys the "
+                 "scores use:",
     "scores.matrix": "All queries against all keys at once, Q·Kᵀ ({t} × {tk}); the followed query's row is marked:",
     "scale.explain": "Q and K have d_k = {dk} numbers each, so the scores are divided by √d_k = √{dk}:",
     "scale.given": "The scores are scaled: {formula}.",
     "bias.explain": "An additive bias is added to the scaled scores:",
+    "modified.explain": "A score function (score_mod) changes each score before the softmax: {formula}. "
+                        "ALiBi adds a penalty growing with the distance kv − q; soft-capping squashes scores into (−cap, cap):",
     "mask.explain": "The mask blocks keys the query may not see (−∞ before softmax, so their weight is 0). "
                     "Blocked for {token}: {blocked}.",
     "none": "none",
@@ -96,6 +111,7 @@ EN: dict[str, str] = {
                        "gets weight 0 everywhere):",
     "col.key": "key",
     "col.score": "scaled score",
+    "col.score.final": "score into softmax",
     "col.weight": "weight",
     "weights.top": "{token} attends most strongly to {top}, which therefore contributes most to its new "
                    "representation.",
@@ -113,6 +129,8 @@ EN: dict[str, str] = {
                   "the same for every token.",
     "wo.explain.model": "This head's {rows} rows of the layer's W_O ({rows} × {cols}) turn its output Z back "
                         "into model width; the layer adds the shares of all its heads (and a bias).",
+    "wo.explain.model.nobias": "This head's {rows} rows of the layer's W_O ({rows} × {cols}) turn its output Z "
+                               "back into model width; the layer adds the shares of all its heads (no bias).",
     "y.explain.model": "Y = Z·W_O ({t} × {d}):",
     "y.explain": "Y = H·W_O ({t} × {d}):",
     "residual.explain": "The residual connection adds Y to the layer's input R (here R = X): R + Y goes on to "
@@ -317,9 +335,13 @@ KO: dict[str, str] = {
     "intro.user.cross-attention": "Cross-attention: Query는 x에서, Key와 Value는 memory에서 온다.",
     "intro.user.projection": "Multi-head attention: Q·K·V projection, head별 Core Attention, 출력 projection.",
     "intro.model.head": "실제 모델({model})의 head 하나를 입력 텍스트에 적용한다: 층 {layer}, head {head} "
-                        "(전체 {n_heads}개 중). X는 그 층의 입력이고, W_Q, W_K, W_V는 층의 투영 행렬 가운데 이 "
-                        "head가 학습한 열들이다 (각각 bias b가 더해진다). Y는 층의 attention 출력 가운데 이 "
-                        "head의 몫이다.",
+                        "(전체 {n_heads}개 중). {x} W_Q, W_K, W_V는 층의 투영 행렬 가운데 이 head가 학습한 "
+                        "열들이다 ({bias}). Y는 층의 attention 출력 가운데 이 head의 몫이다.",
+    "intro.model.x": "X는 그 층의 입력이다.",
+    "intro.model.x.normed": "X는 블록의 정규화를 거친 층의 입력 N₁(x)이다: pre-norm 블록이므로 head는 정규화한 "
+                            "입력을 읽는다.",
+    "intro.model.bias": "각각 bias b가 더해진다",
+    "intro.model.nobias": "bias는 없다",
     "inputs.weights.model": "이 head의 투영 행렬 (모델이 학습한 값, {d} × {dk}):",
     "shown.rows": "행 {total}개 중 {shown}개 표시",
     "shown.columns": "열 {total}개 중 {shown}개 표시",
@@ -352,10 +374,19 @@ KO: dict[str, str] = {
     "head.explain": "Head {h}에서는 Q와 K의 {first}–{last}번째 열(그리고 V의 자기 열)만 사용한다.",
     "scores.explain": "{token}의 Query를 각 Key와 내적한다 (가공되지 않은 attention score):",
     "scores.explain.cross": "디코더 토큰 {token}의 Query를 인코더의 각 Key와 내적한다 (가공되지 않은 attention score):",
+    "scores.explain.rope": "회전한 {token}의 Query를 회전한 각 Key와 내적한다 (가공되지 않은 attention score):",
+    "h.rope": "1b단계 — RoPE: 위치만큼 q와 k를 회전",
+    "rope.explain": "이 모델은 위치를 회전으로 나타낸다 (RoPE, θ = {theta}): 투영한 뒤 q와 k의 열 쌍 (i, i + {half})을 "
+                    "각도 위치·θ^(−2i/{dk})만큼 돌린다. 길이는 그대로이고, 아래 점수는 회전한 q와 k로 계산하므로 "
+                    "q_m·k_n은 거리 m − n에만 달려 있다.",
+    "rope.query": "Query {token}의 위치는 {pos}이다. 회전 전과 후의 Q 행:",
+    "rope.keys": "회전한 뒤의 K 행 (각 Key는 자기 위치만큼 돈다). 점수는 이 Key들로 계산한다:",
     "scores.matrix": "모든 Query와 모든 Key를 한꺼번에 비교한 Q·Kᵀ ({t} × {tk}). 따라가는 Query의 행을 표시했다:",
     "scale.explain": "Q와 K는 성분이 d_k = {dk}개인 벡터이므로, 점수를 √d_k = √{dk}로 나누어 스케일링한다:",
     "scale.given": "점수를 스케일링한다: {formula}.",
     "bias.explain": "스케일링한 점수에 더하는 bias:",
+    "modified.explain": "점수 함수(score_mod)가 소프트맥스 전에 각 점수를 바꾼다: {formula}. "
+                        "ALiBi는 거리 kv − q에 비례하는 벌점을 더하고, 소프트캡은 점수를 (−cap, cap) 안으로 눌러 담는다:",
     "mask.explain": "마스크는 Query가 보면 안 되는 Key를 막는다 (소프트맥스 전에 −∞를 더하므로 가중치가 0이 된다). "
                     "{token}에서 막힌 Key: {blocked}.",
     "none": "없음",
@@ -364,6 +395,7 @@ KO: dict[str, str] = {
                        "exp들의 합으로 나눈다. 마스크 때문에 볼 수 있는 키가 하나도 없는 Query는 모든 가중치가 0이다):",
     "col.key": "Key",
     "col.score": "스케일링한 점수",
+    "col.score.final": "소프트맥스에 들어가는 점수",
     "col.weight": "가중치",
     "weights.top": "{token}의 Query에서 가장 큰 가중치를 받는 토큰은 {top}. 따라서 {top}의 Value가 {token}의 "
                    "업데이트된 표현에 가장 크게 기여한다.",
@@ -380,6 +412,8 @@ KO: dict[str, str] = {
                   "토큰에 동일하게 적용된다.",
     "wo.explain.model": "층의 W_O 가운데 이 head의 {rows}개 행({rows} × {cols})이 출력 Z를 다시 모델 폭으로 "
                         "되돌린다. 층은 모든 head의 몫을 더한다 (bias도 더한다).",
+    "wo.explain.model.nobias": "층의 W_O 가운데 이 head의 {rows}개 행({rows} × {cols})이 출력 Z를 다시 모델 폭으로 "
+                               "되돌린다. 층은 모든 head의 몫을 더한다 (bias는 없다).",
     "y.explain.model": "Y = Z·W_O ({t} × {d}):",
     "y.explain": "Y = H·W_O ({t} × {d}):",
     "residual.explain": "Residual 연결은 Y를 이 층의 입력 R(여기서는 R = X)에 더한다. R + Y가 다음 단계로 "

@@ -551,7 +551,7 @@ def _run_all(run, jobs, threads) -> None:
                 failed.append(True)
                 raise
 
-    futures = [_worker_pool(threads - 1).submit(drain) for _ in range(threads - 1)]
+    futures = _submit(drain, threads - 1)
     try:
         drain()
     finally:
@@ -562,23 +562,37 @@ def _run_all(run, jobs, threads) -> None:
                 future.result()   # waits; re-raises a worker's exception
 
 
-def _worker_pool(size: int) -> ThreadPoolExecutor:
+def _submit(fn, count: int) -> list:
+    """Submit fn `count` times to the shared pool, growing it first if it is too small.
+
+    Under the lock, so a concurrent call that grows (replaces) the pool can never shut down the
+    pool between our lookup and our submissions ("cannot schedule new futures after shutdown").
+    A replaced pool is shut down without waiting: work already submitted to it still runs."""
     global _pool, _pool_size
     with _pool_lock:
-        if _pool is None or _pool_size < size:
+        if _pool is None or _pool_size < count:
             if _pool is not None:
                 _pool.shutdown(wait=False)
-            _pool, _pool_size = ThreadPoolExecutor(size, thread_name_prefix="qkv-attn"), size
-        return _pool
+            _pool, _pool_size = ThreadPoolExecutor(count, thread_name_prefix="qkv-attn"), count
+        return [_pool.submit(fn) for _ in range(count)]
 
 
-def _forget_pool_after_fork() -> None:
-    global _pool, _pool_size, _pool_lock
-    _pool, _pool_size, _pool_lock = None, 0, threading.Lock()   # the child has none of the threads
+def _after_fork_in_child() -> None:
+    """The child of os.fork() has only the forking thread: none of the pool's workers, and locks
+    that another thread may have held at the fork. Start from nothing: a new (empty) pool on
+    first use, fresh locks, no kernel call counted as holding BLAS to one thread. If the fork
+    came while a parent thread held that limit, the child inherited BLAS set to one thread; the
+    saved limiter restores the original setting when the child's next kernel call ends."""
+    global _pool, _pool_size, _pool_lock, _blas_lock, _blas_users, _blas_limiter, _inherited_limiter
+    _pool, _pool_size, _pool_lock = None, 0, threading.Lock()
+    _blas_lock = threading.Lock()
+    if _blas_users and _blas_limiter is not None:
+        _inherited_limiter = _blas_limiter
+    _blas_users, _blas_limiter = 0, None
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _available_cpus() -> int:
@@ -592,6 +606,7 @@ _blas_lock = threading.Lock()
 _blas_users = 0
 _blas_limiter = None   # threadpoolctl's limiter while any kernel call runs
 _blas_controller = None
+_inherited_limiter = None   # a forked child's copy of the parent's limiter (see _after_fork_in_child)
 
 
 @contextlib.contextmanager
@@ -603,7 +618,7 @@ def _blas_single_thread():
     process-wide setting, so concurrent kernel calls share the limit (counted): the first sets
     it and the last one out restores what was there before.
     """
-    global _blas_users, _blas_limiter, _blas_controller
+    global _blas_users, _blas_limiter, _blas_controller, _inherited_limiter
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError:
@@ -623,3 +638,6 @@ def _blas_single_thread():
             if _blas_users == 0:
                 _blas_limiter.restore_original_limits()
                 _blas_limiter = None
+                if _inherited_limiter is not None:   # forked while the parent held the limit
+                    _inherited_limiter.restore_original_limits()
+                    _inherited_limiter = None

@@ -58,7 +58,7 @@ class Call:
     kv_heads: int           # G
     groups: int             # H // G when grouped-query attention, else 1
     lead: tuple             # the scores' leading shape (…, H)
-    scale: float
+    scale: float            # np.longdouble when computing in longdouble
     default_scale: bool
     causal: bool
     mask: Any
@@ -171,11 +171,14 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
     value, default = check_scale(scale)
     if default:
         value = 1.0 / math.sqrt(dk) if dk else 1.0
+    work = _work_dtype(xp, q.dtype)
+    if work == np.longdouble:   # keep the scale's own precision (a float would round it to float64)
+        value = np.longdouble(scale) if not default else np.longdouble(1) / np.sqrt(np.longdouble(max(dk, 1)))
     if array_api_compat.is_numpy_namespace(xp):
         mask_mod = _numpy_ready(mask_mod, score=False)
         score_mod = _numpy_ready(score_mod, score=True)
     return Call(
-        xp=xp, dtype=q.dtype, work=_work_dtype(xp, q.dtype), device=array_api_compat.device(q),
+        xp=xp, dtype=q.dtype, work=work, device=array_api_compat.device(q),
         tq=tq, tk=tk, dk=dk, dv=dv, heads=lead[-1] if lead else 1, kv_heads=kv_heads,
         groups=heads // kv_heads if grouped else 1, lead=tuple(lead), scale=value, default_scale=default,
         causal=bool(causal), mask=mask, bias=bias, mask_mod=mask_mod, score_mod=score_mod,

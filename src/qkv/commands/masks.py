@@ -1,0 +1,130 @@
+"""`qkv masks`: every mask of the catalogue (qkv.masks) as a matrix, with the kernel's block map.
+
+    qkv masks                          # T = 16, blocks of 4: each mask printed as a matrix
+    qkv masks --length 64 --block 16 --figure masks.png
+    qkv masks --only "sliding window"
+
+A row is a query, a column a key; '█' = may attend, '·' = may not. Under each matrix, the block
+map: what the blocked kernel does with each (query block, key block) — S skipped (nothing
+allowed, never computed), F full (computed without forming a mask), P partial (mask formed) —
+and the share of the score matrix it computes.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from .._io import int_option, write_atomic
+from ..errors import InputError
+
+_KIND_LETTER = {0: "S", 1: "P", 2: "F"}
+_KIND_NAME = {0: "skipped", 1: "partial", 2: "full"}
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "masks", help="draw every mask of the catalogue with the kernel's block map",
+        description="Print (and with --figure draw) each mask of qkv.masks as a T×T matrix, with the "
+        "blocked kernel's map of skipped / full / partial blocks overlaid.")
+    parser.add_argument("--length", "-T", type=int_option(1, 4096), default=16, metavar="T",
+                        help="sequence length T (default 16; 1 … 4096)")
+    parser.add_argument("--block", type=int_option(1, 4096), default=None, metavar="B",
+                        help="the kernel's block size for queries and keys (default T/4, at least 1)")
+    parser.add_argument("--only", metavar="NAME", default=None,
+                        help="just this mask (a name as printed, e.g. 'document')")
+    parser.add_argument("--figure", metavar="FILE", help="also draw the matrices (.png .svg .pdf)")
+    parser.add_argument("--out", metavar="FILE", help="write the text to FILE (atomically) instead of standard output")
+    parser.set_defaults(func=handler)
+
+
+def handler(args: argparse.Namespace) -> int:
+    from .. import masks
+
+    t = args.length
+    block = args.block or max(1, t // 4)
+    entries = masks.catalogue(t)
+    if args.only is not None:
+        if args.only not in entries:
+            raise InputError(f"{args.only!r} is not in the catalogue; choose one of: {', '.join(entries)}",
+                             field="--only")
+        entries = {args.only: entries[args.only]}
+    if args.figure is not None:
+        from ..viz import write_figure
+
+        write_figure(masks_figure(entries, t, block), args.figure)
+    text = "\n".join(_describe(name, mask_mod, t, block) for name, mask_mod in entries.items())
+    if args.out:
+        write_atomic(args.out, text)
+    else:
+        print(text, end="")
+    return 0
+
+
+def _describe(name: str, mask_mod, t: int, block: int) -> str:
+    from .. import masks
+
+    dense = masks.dense_mask(mask_mod, t)
+    kinds = masks.block_map(mask_mod, t, block_q=block, block_k=block)
+    computed = _computed_share(kinds, t, block)
+    lines = [f"{name}: {mask_mod.formula}   (T = {t}, {int(dense.sum())} of {t * t} pairs allowed)"]
+    if t <= 64:
+        lines += ["  " + "".join("█" if cell else "·" for cell in row) for row in dense]
+    counts = {kind: int((kinds == kind).sum()) for kind in (0, 2, 1)}
+    lines.append(f"  blocks of {block}×{block}: " + ", ".join(f"{counts[k]} {_KIND_NAME[k]}" for k in (0, 2, 1))
+                 + f"; the kernel computes {computed:.0%} of the score matrix")
+    if kinds.shape[1] <= 64:
+        lines += ["  " + " ".join(_KIND_LETTER[int(kind)] for kind in row) for row in kinds]
+    return "\n".join(lines) + "\n\n"
+
+
+def _computed_share(kinds: np.ndarray, t: int, block: int) -> float:
+    sizes = np.minimum(np.arange(0, t, block) + block, t) - np.arange(0, t, block)   # each block's length
+    area = sizes[:, None] * sizes[None, :]
+    return float(area[kinds != 0].sum()) / (t * t)
+
+
+def masks_figure(entries: dict, t: int, block: int):
+    """A grid of panels, one per mask: allowed pairs dark, the block map drawn over them (skipped
+    blocks hatched grey, full blocks outlined green, partial blocks outlined orange)."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch, Rectangle
+
+    from .. import masks
+
+    columns = min(len(entries), 5)
+    rows = -(-len(entries) // columns)
+    figure = Figure(figsize=(3.1 * columns, 3.4 * rows + 0.6), layout="constrained")
+    axes = np.atleast_1d(figure.subplots(rows, columns, squeeze=False)).ravel()
+    for ax, (name, mask_mod) in zip(axes, entries.items()):
+        dense = masks.dense_mask(mask_mod, t)
+        kinds = masks.block_map(mask_mod, t, block_q=block, block_k=block)
+        ax.imshow(dense, cmap="Blues", vmin=-0.15, vmax=1.0, interpolation="nearest",
+                  extent=(-0.5, t - 0.5, t - 0.5, -0.5))
+        for (i, j), kind in np.ndenumerate(kinds):
+            x0, y0 = j * block - 0.5, i * block - 0.5
+            w, h = min(block, t - j * block), min(block, t - i * block)
+            if kind == masks.EMPTY:
+                ax.add_patch(Rectangle((x0, y0), w, h, facecolor="0.85", edgecolor="0.6", hatch="///", linewidth=0.4,
+                                       alpha=0.8))
+            else:
+                color = "#2e8b57" if kind == masks.FULL else "#e67e22"
+                ax.add_patch(Rectangle((x0 + 0.15, y0 + 0.15), w - 0.3, h - 0.3, fill=False, edgecolor=color,
+                                       linewidth=1.6))
+        share = _computed_share(kinds, t, block)
+        ax.set_title(f"{name}\n{mask_mod.formula}\ncomputes {share:.0%}", fontsize=8)
+        ax.set_xlabel("key", fontsize=7)
+        ax.set_ylabel("query", fontsize=7)
+        ax.tick_params(labelsize=6)
+        ax.set_xlim(-0.5, t - 0.5)
+        ax.set_ylim(t - 0.5, -0.5)
+    for ax in axes[len(entries):]:
+        ax.set_visible(False)
+    figure.legend(handles=[Patch(facecolor="#08306b", label="may attend"),
+                           Patch(facecolor="0.85", edgecolor="0.6", hatch="///", label="block skipped"),
+                           Patch(fill=False, edgecolor="#2e8b57", linewidth=1.6, label="block full (no mask)"),
+                           Patch(fill=False, edgecolor="#e67e22", linewidth=1.6, label="block partial (mask formed)")],
+                  loc="outside lower center", ncol=4, fontsize=8, frameon=False)
+    figure.suptitle(f"qkv.masks, T = {t}, kernel blocks {block}×{block}", fontsize=10)
+    return figure
