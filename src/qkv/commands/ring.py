@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
 
-from .._io import write_atomic
+from .._io import int_option, write_atomic
 from ..errors import InputError
 
 STRATEGIES = ("ring:contiguous", "ring:zigzag", "ulysses")
@@ -24,24 +25,24 @@ def register(subparsers) -> None:
         "ranks of torchrun), runs a training step (forward + backward) of ring attention in the contiguous and "
         "zigzag layouts and of Ulysses attention, and prints per rank: wall time, compute (CPU seconds), exposed "
         "wait, bytes sent (counted, by formula, and as the OS saw them written) and peak memory.")
-    parser.add_argument("--procs", type=int, default=2, help="number of local processes P (default 2)")
-    parser.add_argument("--seq", type=int, default=1024, help="sequence length T, a multiple of 2·P (default 1024)")
-    parser.add_argument("--batch", type=int, default=1, help="batch size B (default 1)")
-    parser.add_argument("--heads", type=int, default=8, help="query heads H (default 8)")
-    parser.add_argument("--kv-heads", type=int, help="key/value heads G (GQA; default H)")
-    parser.add_argument("--dim", type=int, default=64, help="head width D (default 64)")
+    parser.add_argument("--procs", type=int_option(low=1, high=64), default=2, help="number of local processes P (default 2)")
+    parser.add_argument("--seq", type=int_option(low=1, high=1 << 24), default=1024, help="sequence length T, a multiple of 2·P (default 1024)")
+    parser.add_argument("--batch", type=int_option(low=1, high=1 << 16), default=1, help="batch size B (default 1)")
+    parser.add_argument("--heads", type=int_option(low=1, high=1 << 12), default=8, help="query heads H (default 8)")
+    parser.add_argument("--kv-heads", type=int_option(low=1, high=1 << 12), help="key/value heads G (GQA; default H)")
+    parser.add_argument("--dim", type=int_option(low=1, high=1 << 14), default=64, help="head width D (default 64)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--no-causal", action="store_true", help="attend to every token (default: causal)")
     parser.add_argument("--strategies", default=",".join(STRATEGIES),
                         help=f"comma-separated, from {', '.join(STRATEGIES)} (default all)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed steps per strategy, median reported (default 3)")
+    parser.add_argument("--repeats", type=int_option(low=1, high=1000), default=3, help="timed steps per strategy, median reported (default 3)")
     parser.add_argument("--check", action="store_true",
                         help="also compare output and gradients with single-process qkv.attention")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="seconds a rank waits for another before failing (default 60)")
     parser.add_argument("--figure", metavar="PNG", help="write who-holds-what and the causal work per rank")
     parser.add_argument("--json", metavar="FILE", help="also write every rank's measurements as JSON")
-    parser.add_argument("--fail-rank", type=int, metavar="R",
+    parser.add_argument("--fail-rank", type=int_option(low=0, high=63), metavar="R",
                         help="rehearse a failure: rank R exits abruptly before its first step")
     parser.set_defaults(func=handler)
 
@@ -49,11 +50,8 @@ def register(subparsers) -> None:
 def _validate(args) -> list[str]:
     from ..distributed.layout import n_chunks
 
-    for name in ("procs", "seq", "batch", "heads", "dim", "repeats"):
-        if getattr(args, name) < 1:
-            raise InputError(f"must be at least 1, got {getattr(args, name)}", field="--" + name)
-    if args.procs > 64:
-        raise InputError(f"at most 64 local processes, got {args.procs}", field="--procs")
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= 86400):
+        raise InputError(f"must be a number of seconds in (0, 86400], got {args.timeout}", field="--timeout")
     kv_heads = args.kv_heads or args.heads
     if kv_heads < 1 or args.heads % kv_heads:
         raise InputError(f"H={args.heads} must be a multiple of G={kv_heads}", field="--kv-heads")
