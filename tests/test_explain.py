@@ -287,3 +287,91 @@ def test_step_name_constants_name_what_is_recorded_with_their_shapes():
         assert trace[name].shape == shape, name
     assert trace[steps.MASK].shape[-2:] == (t, t)
     assert steps.layer_step(3, steps.WEIGHTS) == "layer 3/weights"
+
+
+# ------------------------------------------------------------------ RoPE, score_mod, the words of a model head
+def _blocks(trace, lang="en"):
+    return json.loads(render(trace, "json", lang=lang))["blocks"]
+
+
+def _calc_vector(blocks, symbol):
+    """The vector of the calc line that starts with ``symbol`` (its full-precision numbers)."""
+    for block in blocks:
+        if block["type"] == "calc":
+            for line in block["lines"]:
+                if line and line[0].get("symbol") == symbol:
+                    return np.array([part["vector"] for part in line if "vector" in part][-1], dtype=float)
+    raise AssertionError(f"no calc line {symbol!r}")
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from model_fixtures import build_checkpoint
+
+    from qkv import models
+
+    return models.load(build_checkpoint(tmp_path_factory.mktemp("ck"), "llama-gqa"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_rope_head_the_printed_q_and_k_give_the_printed_scores(llama, lang):
+    """A RoPE head: the q row and the k rows the explanation prints multiply (float64) to the printed scores."""
+    trace = llama.trace("the cat sat on the mat", layer=1, head=3, query=4)
+    blocks = _blocks(trace, lang)
+    q = _calc_vector(blocks, "RoPE(q)")
+    (keys,) = [np.array(b["values"], dtype=float) for b in blocks if b["type"] == "matrix" and b["label"] == "RoPE(K)"]
+    scores = _calc_vector(blocks, "scores")
+    np.testing.assert_allclose(keys @ q, scores, rtol=1e-5, atol=1e-6)
+    # the unrotated q and k (printed above as Q and K) do not give these scores: RoPE matters here
+    before = _calc_vector(blocks, "q_" + trace.meta["tokens"][4])
+    (k_plain,) = [np.array(b["values"], dtype=float) for b in blocks if b["type"] == "matrix" and b["label"] == "K"]
+    assert np.abs(k_plain @ before - scores).max() > 1e-2
+    text = render(trace, "text", lang=lang)
+    assert texts.text(lang, "h.rope") in text and "RoPE(q)" in text
+    assert flat(texts.text(lang, "rope.explain", theta=f"{trace.meta['rope_theta']:g}", half=12, dk=24)) in flat(text)
+
+
+def test_model_head_words_follow_the_trace(llama):
+    """A pre-norm Llama head without biases is not described as reading the raw input with biases."""
+    words = flat(render(llama.trace("the cat sat", layer=0, head=0), "text"))
+    assert flat(texts.text("en", "intro.model.x.normed")) in words and "(no biases)" in words
+    assert "each with a bias" not in words and "(and a bias)" not in words
+    from qkv import models
+
+    bert = flat(render(models.load("minilm").trace("the cat sat", layer=0, head=0), "text"))
+    assert "X is the layer's input." in bert and "each with a bias" in bert
+
+
+def _alibi_trace(lang_tokens=("a", "b", "c", "d")):
+    """A user's trace: MultiHeadAttention's projections, then qkv.attention with ALiBi (a score_mod)."""
+    import qkv.masks
+
+    mha = qkv.MultiHeadAttention.random(8, n_heads=2, seed=1)
+    x = np.random.default_rng(1).standard_normal((4, 8))
+    trace = qkv.Trace("alibi", {"tokens": list(lang_tokens), "query": 3})
+    q, k, v = mha.project(x, record=trace)
+    qkv.attention(q, k, v, causal=True, score_mod=qkv.masks.alibi(2), record=trace)
+    return trace
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_score_mod_step_is_explained_with_its_numbers(lang):
+    trace = _alibi_trace()
+    blocks = _blocks(trace, lang)
+    text = render(trace, "text", lang=lang)
+    assert texts.text(lang, "modified.explain", formula=trace["modified_scores"].formula)[:20] in text
+    starts = [i for i, b in enumerate(blocks) if b["type"] == "heading" and b["text"].startswith(texts.text(lang, "h.head", h=""))]
+    assert len(starts) == 2                                           # head 0, head 1
+    shown = [_calc_vector(blocks[i:], "score_mod") for i in starts]
+    scaled = trace["scaled_scores"].value[:, 3]                       # (H, Tk) the followed query, q = 3
+    slopes = 2.0 ** (-8.0 * np.arange(1, 3) / 2)                      # ALiBi, H = 2: 2^-4, 2^-8
+    expected = scaled + slopes[:, None] * (np.arange(4) - 3)[None, :]
+    np.testing.assert_allclose(np.array(shown), expected, rtol=1e-12, atol=1e-12)
+    # the softmax table's score column is what the softmax read: softmax(shown) = the printed weights
+    tables = [b for b in blocks if b["type"] == "table" and b["header"][1] == texts.text(lang, "col.score.final")]
+    assert len(tables) == 2
+    for h, table in enumerate(tables):
+        weights = np.array([row[2]["number"] for row in table["rows"]])
+        e = np.exp(expected[h] - expected[h].max())
+        np.testing.assert_allclose(weights, e / e.sum(), rtol=1e-9)

@@ -276,7 +276,8 @@ def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], q
 def _grid_figure(model, args, weights, tokens, layers, heads) -> None:
     from ..viz import attention_grid, write_figure
 
-    title = f"{model.name}: layers {_span(layers)} × heads {_span(heads)}"
+    title = (f"{model.name}: layer{'s' if len(layers) > 1 else ''} {_span(layers)} × "
+             f"head{'s' if len(heads) > 1 else ''} {_span(heads)}")
     write_figure(attention_grid(weights, tokens, title=title, lang=args.lang, layers=layers, heads=heads), args.figure)
 
 

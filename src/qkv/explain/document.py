@@ -15,6 +15,7 @@ import numpy as np
 from ..examples.byhand import BY_HAND, DRIFT, digits_for
 from ..trace import Step, Trace
 from . import texts
+from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES
 from .style import DIGITS
 
 __all__ = ["Num", "Vec", "Sym", "Heading", "Para", "Note", "Matrix", "Calc", "Table", "Context", "build", "shown",
@@ -288,9 +289,12 @@ def _attention(ctx: Context) -> None:
     x = ctx.value("x")
     n_heads = ctx.value("q_heads").shape[-3]
     model_head = kind == "model" and n_heads == 1 and meta.get("head") is not None   # one head of a real model
-    if model_head:
+    if model_head:   # the words follow the trace: a normalised input (pre-norm), biases only where recorded
+        biased = any("+ b" in ctx.step(name).formula for name in ("q", "k", "v"))
         ctx.add(Para(ctx.t("intro.model.head", model=meta.get("model", "?"), layer=meta.get("layer", "?"),
-                           head=meta["head"], n_heads=meta.get("n_heads", "?"))))
+                           head=meta["head"], n_heads=meta.get("n_heads", "?"),
+                           x=ctx.t("intro.model.x.normed" if ctx.has("normed") else "intro.model.x"),
+                           bias=ctx.t("intro.model.bias" if biased else "intro.model.nobias"))))
     elif texts.has(ctx.lang, intro):
         ctx.add(Para(ctx.t(intro)))
     tokens, keys, query = _tokens(ctx)
@@ -346,6 +350,12 @@ def _attention(ctx: Context) -> None:
         t, hd = ctx.value("q").shape
         ctx.add(Para(ctx.t("split", t=t, d=hd, h=n_heads, dh=dk,
                            shape=" × ".join(str(s) for s in ctx.value("q_heads").shape))))
+    if ctx.has(Q_ROTATED) and ctx.has(K_ROTATED):
+        theta = meta.get("rope_theta")
+        ctx.add(Heading(ctx.t("h.rope")),
+                Para(ctx.t("rope.explain", theta="?" if theta is None else f"{theta:g}", half=dk // 2, dk=dk)))
+        if ctx.has(ROPE_ANGLES):
+            ctx.add(ctx.matrix(ROPE_ANGLES, sym("angles", r"\text{angles}"), rows=tokens, highlight=query))
 
     # core attention, head by head
     for h in range(n_heads):
@@ -361,7 +371,8 @@ def _attention(ctx: Context) -> None:
     if ctx.has("y"):
         w_o, y = ctx.value("w_o"), ctx.value("y")
         ctx.add(Heading(ctx.t("h.output")),
-                Para(ctx.t("wo.explain.model" if model_head else "wo.explain", rows=w_o.shape[0], cols=w_o.shape[1])),
+                Para(ctx.t(("wo.explain.model.nobias" if meta.get("bias_out") is False else "wo.explain.model")
+                           if model_head else "wo.explain", rows=w_o.shape[0], cols=w_o.shape[1])),
                 ctx.matrix("w_o", sym("W_O", "W_O"), row_groups=dv if n_heads > 1 else 0),
                 Para(ctx.t("y.explain.model" if model_head else "y.explain", t=y.shape[0], d=y.shape[1])),
                 ctx.matrix("y", sym("Y", "Y"), rows=tokens, highlight=query))
@@ -395,7 +406,9 @@ def _attention(ctx: Context) -> None:
 
 def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list, query: int, cross: bool) -> None:
     qtok = tokens[query]
-    q_heads, k_heads, v_heads = ctx.value("q_heads"), ctx.value("k_heads"), ctx.value("v_heads")
+    rotated = ctx.has(Q_ROTATED) and ctx.has(K_ROTATED)          # RoPE: the scores read the rotated q and k
+    q_name, k_name = (Q_ROTATED, K_ROTATED) if rotated else ("q_heads", "k_heads")
+    q_heads, k_heads, v_heads = ctx.value(q_name), ctx.value(k_name), ctx.value("v_heads")
     g = h // (n_heads // k_heads.shape[-3])                     # its key/value head
     q_vec, k_mat, v_mat = q_heads[h, query], k_heads[g], v_heads[g]
     dk = q_vec.shape[-1]
@@ -404,7 +417,16 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     ctx.add(Heading(ctx.t("h.head", h=h) if n_heads > 1 else ctx.t("h.scores")))
     if n_heads > 1:
         ctx.add(Para(ctx.t("head.explain", h=h, first=h * dk, last=(h + 1) * dk - 1)))
-    ctx.add(Para(ctx.t("scores.explain.cross" if cross else "scores.explain", token=qtok)))
+    if rotated:
+        before = ctx.value("q_heads")[h, query]
+        ctx.add(Para(ctx.t("rope.query", token=qtok, pos=query)),
+                Calc([[sub("q", qtok), EQ, ctx.vec("q_heads", before)],
+                      [sym("RoPE(q)", r"\operatorname{RoPE}(q)"), EQ, ctx.vec(q_name, q_vec)]]),
+                Para(ctx.t("rope.keys")),
+                ctx.matrix(k_name, sym("RoPE(K)", r"\operatorname{RoPE}(K)"), k_mat, rows=keys))
+        ctx.add(Para(ctx.t("scores.explain.rope", token=qtok)))
+    else:
+        ctx.add(Para(ctx.t("scores.explain.cross" if cross else "scores.explain", token=qtok)))
     if dk <= 4 and len(keys) <= 12:
         lines = []
         for j, key in enumerate(keys):
@@ -412,7 +434,7 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
             for i in range(dk):
                 if i:
                     terms.append(PLUS)
-                terms += [ctx.num("q", q_vec[i], colour), TIMES, _factor(ctx.num("k", k_mat[j, i], colour))]
+                terms += [ctx.num(q_name, q_vec[i], colour), TIMES, _factor(ctx.num(k_name, k_mat[j, i], colour))]
             lines.append([sub("q", qtok), DOT, sub("k", key), EQ, *terms, EQ, ctx.num("scores", scores[query, j])])
         ctx.add(Calc(lines))
     ctx.add(Calc([[sym("scores"), EQ, ctx.vec("scores", scores[query])]]))
@@ -427,6 +449,15 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     if ctx.has("biased_scores"):
         ctx.add(Para(ctx.t("bias.explain")),
                 Calc([[sym("+ bias"), EQ, ctx.vec("biased_scores", ctx.value("biased_scores")[h][query])]]))
+    final = "scaled_scores"                                     # what the softmax read
+    if ctx.has(MODIFIED_SCORES):
+        modified = ctx.value(MODIFIED_SCORES)
+        modified = modified[h] if modified.ndim == 3 else modified
+        ctx.add(Para(ctx.t("modified.explain", formula=ctx.step(MODIFIED_SCORES).formula)),
+                Calc([[sym("score_mod", r"\operatorname{score\_mod}"), EQ, ctx.vec(MODIFIED_SCORES, modified[query])]]))
+        final, scaled = MODIFIED_SCORES, modified
+    elif ctx.has("biased_scores"):
+        final, scaled = "biased_scores", ctx.value("biased_scores")[h]
     if ctx.has("mask"):
         mask = ctx.value("mask")
         mask = mask[h] if mask.ndim == 3 else mask
@@ -442,10 +473,11 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     masked = (lambda i, j: blocked is not None and bool(blocked[i, j]))      # noqa: E731
     strongest = tuple(int(j) for j in np.argsort(-row, kind="stable")[:EDGE])   # kept when keys are elided
     ctx.add(Para(ctx.t("softmax.explain")),
-            Table([ctx.t("col.key"), ctx.t("col.score"), ctx.t("col.weight")],
-                  [[key, _fmt_plain(ctx.num("scaled_scores", scaled[query, j])) + " → −∞", ctx.t("masked")]
+            Table([ctx.t("col.key"), ctx.t("col.score" if final == "scaled_scores" else "col.score.final"),
+                   ctx.t("col.weight")],
+                  [[key, _fmt_plain(ctx.num(final, scaled[query, j])) + " → −∞", ctx.t("masked")]
                    if masked(query, j) else
-                   [key, ctx.num("scaled_scores", scaled[query, j]), ctx.num("weights", row[j])]
+                   [key, ctx.num(final, scaled[query, j]), ctx.num("weights", row[j])]
                    for j, key in enumerate(keys)], limit=VECTOR_LIMIT, keep=strongest))
     _notes(ctx, "weights", query)
     if row.size and np.any(row > 0):
@@ -588,7 +620,9 @@ def _generic(ctx: Context) -> None:
         if s.name.startswith((BY_HAND + "/", DRIFT + "/")):
             continue
         ctx.add(Heading(f"{s.name}  ({' × '.join(str(d) for d in s.shape) or 'scalar'})", 3))
-        if s.formula:
+        if s.name.rsplit("/", 1)[-1] == MODIFIED_SCORES:     # ALiBi, soft-capping, …: say what score_mod does
+            ctx.add(Para(ctx.t("modified.explain", formula=s.formula or "score_mod")))
+        elif s.formula:
             ctx.add(Para(s.formula))
         if s.value.dtype.kind not in "fiub":
             continue

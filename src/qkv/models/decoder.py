@@ -307,7 +307,7 @@ class CausalLM:
         c = self.config
         meta = {"kind": "model", "model": self.name, "model_type": c.model_type, "tokens": tokens,
                 "n_layers": c.n_layers, "n_heads": c.n_heads, "n_kv_heads": c.n_kv_heads, "kv_groups": self.kv_groups(),
-                "causal": True, "rope_theta": c.rope_theta, "sliding_window": c.sliding_window}
+                "causal": True, "rope_theta": c.rope_theta, "sliding_window": c.sliding_window, "bias_out": c.bias_out}
         if query is not None:
             meta["query"] = query_index(tokens, query)
         if layer is None:
