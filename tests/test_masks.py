@@ -377,3 +377,17 @@ def test_masks_command_figure_and_errors(tmp_path, capsys):
     assert main(["masks", "--only", "nonsense", "--figure", str(tmp_path / "never.png")]) == 2
     assert "'nonsense' is not in the catalogue" in capsys.readouterr().err
     assert not (tmp_path / "never.png").exists()
+
+
+@settings(max_examples=30, deadline=None)
+@given(index=st.integers(0, 9), t=st.integers(1, 80), bq=st.integers(1, 24), bk=st.integers(1, 24),
+       seed=st.integers(0, 2**32 - 1))
+def test_kernel_with_any_blocks_matches_the_dense_mask(index, t, bq, bk, seed):
+    """Skipped, full, partial and reused (relative) mask blocks at any block sizes: the kernel's
+    output equals the dense-mask reference."""
+    name = list(masks.catalogue(t))[index]
+    mask_mod = masks.catalogue(t)[name]
+    q, k, v = inputs(seed % 1000, 1, 2, 2, t, t)
+    expected = dense_reference(q, k, v, masks.dense_mask(mask_mod, t))
+    out = blocked_attention(q, k, v, mask_mod=mask_mod, block_q=bq, block_k=bk)
+    np.testing.assert_allclose(out, expected, rtol=0, atol=TOL, err_msg=name)

@@ -59,6 +59,7 @@ class MaskMod:
 
     name = "mask"
     formula = ""
+    relative = False   # True: allowed(q, kv) depends on kv − q only (the kernel reuses mask blocks)
 
     def __call__(self, b, h, q_idx, kv_idx):
         raise NotImplementedError
@@ -78,8 +79,8 @@ class MaskMod:
 
 
 class _Mask(MaskMod):
-    def __init__(self, name, formula, fn, kinds=None):
-        self.name, self.formula, self._fn, self._kinds = name, formula, fn, kinds
+    def __init__(self, name, formula, fn, kinds=None, relative=False):
+        self.name, self.formula, self._fn, self._kinds, self.relative = name, formula, fn, kinds, relative
 
     def __call__(self, b, h, q_idx, kv_idx):
         return self._fn(b, h, q_idx, kv_idx)
@@ -105,7 +106,7 @@ def causal(offset: int = 0) -> MaskMod:
         return _kinds(high <= offset, low <= offset)
 
     return _Mask("causal", f"kv ≤ q + {offset}" if offset else "kv ≤ q",
-                 lambda b, h, q_idx, kv_idx: kv_idx <= q_idx + offset, kinds)
+                 lambda b, h, q_idx, kv_idx: kv_idx <= q_idx + offset, kinds, relative=True)
 
 
 def sliding_window(left: int | None, right: int | None = 0) -> MaskMod:
@@ -132,7 +133,7 @@ def sliding_window(left: int | None, right: int | None = 0) -> MaskMod:
 
     side = lambda n: "∞" if n is None else str(n)
     return _Mask(f"sliding window ({side(left)}, {side(right)})",
-                 f"q − {side(left)} ≤ kv ≤ q + {side(right)}", fn, kinds)
+                 f"q − {side(left)} ≤ kv ≤ q + {side(right)}", fn, kinds, relative=True)
 
 
 def dilated_window(left: int, right: int = 0, dilation: int = 2) -> MaskMod:
@@ -149,7 +150,7 @@ def dilated_window(left: int, right: int = 0, dilation: int = 2) -> MaskMod:
         return np.minimum(inner, PARTIAL).astype(np.int8) if dilation > 1 else inner
 
     return _Mask(f"dilated window ({left}, {right}, every {dilation})",
-                 f"q − {left} ≤ kv ≤ q + {right} and (q − kv) mod {dilation} = 0", fn, kinds)
+                 f"q − {left} ≤ kv ≤ q + {right} and (q − kv) mod {dilation} = 0", fn, kinds, relative=True)
 
 
 def global_tokens(n: int) -> MaskMod:
@@ -264,7 +265,8 @@ def _combine(masks, word, pick, join):
 
     names = [getattr(m, "name", getattr(m, "__name__", "mask")) for m in masks]
     formulas = [f"({getattr(m, 'formula', '') or getattr(m, '__name__', 'mask')})" for m in masks]
-    return _Mask(f" {word} ".join(names), f" {word} ".join(formulas), fn, kinds)
+    relative = all(getattr(m, "relative", False) for m in masks)
+    return _Mask(f" {word} ".join(names), f" {word} ".join(formulas), fn, kinds, relative=relative)
 
 
 # --------------------------------------------------------------------------- score functions

@@ -349,6 +349,22 @@ class _Context:
         self.causal_bias = _causal_band(bq, bk, prob.q.dtype) if prob.causal else None
         self.fused = _fused.softmax_rows if _USE_FUSED and prob.q.dtype == np.float32 else None
         self.kinds = kinds   # head → (query blocks, key blocks) kinds of the mask function, if it has them
+        self.relative = bool(getattr(prob.call.mask_mod, "relative", False))
+        self.relative_blocks = {}   # (kv − q offset, rows, cols) → bool "not allowed" block
+
+    def relative_block(self, offset, rows, cols, b, h):
+        """The "not allowed" block of a mask that depends on kv − q only, for a block whose first key
+        lies `offset` after its first query: computed once per offset and shape (a sliding window
+        has about block_k/block_q + 2 of them), shared by the threads (read-only)."""
+        key = (offset, rows, cols)
+        block = self.relative_blocks.get(key)
+        if block is None:
+            q_idx = np.arange(rows, dtype=np.int64)[:, None]
+            kv_idx = np.arange(offset, offset + cols, dtype=np.int64)
+            allowed = as_bool_mask(self.prob.call.mask_mod(b, h, q_idx, kv_idx), np)
+            block = ~np.broadcast_to(allowed, (rows, cols))
+            self.relative_blocks[key] = block
+        return block
 
     def kinds_row(self, head, i0):
         """This query block's row of the block-kind map, or None (no map: every block partial)."""
@@ -404,12 +420,17 @@ class _Context:
             # Step 0b. Which keys of this block may be seen: the mask and the mask function are
             # read before any product, and a block they leave empty is skipped.
             allowed = None
+            blocked = None      # a cached "not allowed" block (relative masks), used as is
             if mask is not None:
                 allowed = mask[i0:i1, j0:j1]
             if call.mask_mod is not None and (kinds is None or kinds[jb] == PARTIAL):
-                kv_idx = np.arange(j0, j1, dtype=np.int64)
-                modded = np.broadcast_to(as_bool_mask(call.mask_mod(b, h, q_idx, kv_idx), np), (rows, cols))
-                allowed = modded if allowed is None else (allowed & modded)
+                if kinds is not None and self.relative and allowed is None:
+                    # The mask depends on kv − q only (windows, causal): one block per offset, kept.
+                    blocked = self.relative_block(j0 - i0, rows, cols, b, h)
+                else:
+                    kv_idx = np.arange(j0, j1, dtype=np.int64)
+                    modded = np.broadcast_to(as_bool_mask(call.mask_mod(b, h, q_idx, kv_idx), np), (rows, cols))
+                    allowed = modded if allowed is None else (allowed & modded)
             if allowed is not None:
                 if not allowed.any():
                     continue
@@ -427,6 +448,7 @@ class _Context:
             if allowed is not None:
                 blocked = buf.blocked[:rows, :cols]
                 np.logical_not(allowed, out=blocked)
+            if blocked is not None:
                 np.copyto(scores, -np.inf, where=blocked)
             if prob.causal and j1 - 1 > i0 + shift:  # this block crosses the diagonal: add 0/−inf
                 offset = self.bk - (i0 + shift - j0)
