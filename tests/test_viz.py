@@ -491,3 +491,29 @@ def test_blocks_of_numbers_never_overlap(small):
                     (l1, r1, b1, t1), (l2, r2, b2, t2) = boxes[a], boxes[b]
                     apart = r1 <= l2 or r2 <= l1 or max(b1, t1) <= min(b2, t2) or max(b2, t2) <= min(b1, t1)
                     assert apart, (boxes[a], boxes[b])
+
+
+@pytest.mark.parametrize("to, lang", [("ja", "en"), ("ko", "ko")])
+def test_translator_alignment_figure_draws_every_glyph_and_fits(to, lang):
+    """`qkv translate … --figure`: 私は / 나는 draw (no missing glyph), and every text lies inside the figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from qkv.translator import explain, model
+
+    translation = model.load().translate("I love you", to)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = explain.alignment_figure(translation, lang=lang)
+        with viz.fonts.context():
+            canvas = FigureCanvasAgg(fig)
+            canvas.draw()
+            renderer = canvas.get_renderer()
+            box = fig.bbox
+            for text in fig.findobj(matplotlib.text.Text):
+                if not text.get_text() or not text.get_visible():
+                    continue
+                extent = text.get_window_extent(renderer)
+                assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1, text.get_text()
+                assert box.y0 - 1 <= extent.y0 and extent.y1 <= box.y1 + 1, text.get_text()
+    written = " ".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
+    assert all(word in written for word in translation.target)

@@ -159,10 +159,37 @@ def _draw_weights(ax, weights: np.ndarray, q_tokens, k_tokens, *, blocked=None, 
     return image
 
 
+def _text_inches(text: str, points: float) -> float:
+    """About how wide ``text`` is drawn at ``points``: wide (CJK) characters 1 em, others 0.6 em."""
+    import unicodedata
+
+    ems = sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.6 for c in text)
+    return ems * points / 72.0
+
+
+def _wrapped(text: str, inches: float, points: float) -> str:
+    """``text`` broken at the space nearest its middle when it is wider than ``inches``."""
+    if _text_inches(text, points) <= inches or " " not in text:
+        return text
+    middle = len(text) // 2
+    cut = min((i for i, c in enumerate(text) if c == " "), key=lambda i: abs(i - middle))
+    return text[:cut] + "\n" + text[cut + 1:]
+
+
+def _fit_title(fig, title: str, points: float = 12.0) -> None:
+    """Widen ``fig`` so that every line of ``title`` fits (small heatmaps with long titles were cut off)."""
+    width, height = fig.get_size_inches()
+    needed = max(_text_inches(line, points) for line in title.split("\n")) + 0.4
+    if needed > width:
+        fig.set_size_inches(needed, height)
+
+
 def _legend(fig, image, ax, words, *, blocked: bool = False, shrink: float = 0.8, orientation="vertical"):
     """The shared scale's colour bar (ticks 0, 0.01, …, 1) and, when something is masked, its swatch."""
     bar = fig.colorbar(image, ax=ax, shrink=shrink, ticks=list(shared.LEGEND_TICKS), orientation=orientation)
-    bar.set_label(words["legend"], fontsize=7.5)
+    width, height = fig.figure.get_size_inches()       # a SubFigure's .figure is its Figure (about: an upper bound)
+    room = (height - 1.6 if orientation == "vertical" else width - 1.6) * shrink   # about the bar's length
+    bar.set_label(_wrapped(words["legend"], room, 7.5), fontsize=7.5)
     bar.ax.tick_params(labelsize=7)
     if blocked:
         from matplotlib.patches import Patch
@@ -204,6 +231,7 @@ def heatmap(weights: Any, q_tokens: Sequence[str] | None = None, k_tokens: Seque
         _legend(fig, image, ax, words, blocked=blocked is not None and bool(blocked.any()))
         if title:
             ax.set_title(title)
+            _fit_title(fig, title)
     return fig
 
 
