@@ -438,3 +438,123 @@ def test_corrupt_tokenizer(fake_dir):
     (fake_dir / "tokenizer.json").write_text('{"version": "1.0", "model": 3}', encoding="utf-8")
     message = _error(fake_dir)
     assert "tokenizer.json" in message and "tokenizer" in message
+
+
+# ------------------------------------------------------------------ config.json and weights that disagree (issue 9)
+def _with_config(fake_dir, model_dir, **changes) -> str:
+    config = json.loads((model_dir / "config.json").read_text())
+    (fake_dir / "config.json").unlink()
+    _write_config(fake_dir, **{**config, **changes})
+    return _error(fake_dir)
+
+
+def test_a_config_with_fewer_layers_than_the_weights_is_refused(fake_dir, model_dir):
+    """3 layers over a 6-layer checkpoint loaded silently before (cosine 0.26 to the real model)."""
+    message = _with_config(fake_dir, model_dir, num_hidden_layers=3)
+    assert "model.safetensors: encoder.layer.3." in message and "not used" in message and "3 layers" in message
+    message = _with_config(fake_dir, model_dir, num_hidden_layers=7)                 # more: a tensor is missing
+    assert "model.safetensors: encoder.layer.6." in message and "missing" in message
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("layer_norm_eps", float("inf"), "finite number in (0, 1)"),
+    ("layer_norm_eps", float("nan"), "finite number in (0, 1)"),
+    ("layer_norm_eps", 5.0, "finite number in (0, 1)"),
+    ("layer_norm_eps", 0, "finite number in (0, 1)"),
+    ("num_attention_heads", 2 ** 40, "integer in [1, 2³¹]"),
+    ("pad_token_id", 30522, "not a token id: vocab_size is 30522"),
+    ("vocab_size", float("inf"), "integer in [1, 2³¹]"),
+])
+def test_non_finite_or_out_of_range_config_values_are_refused(fake_dir, model_dir, field, value, words):
+    message = _with_config(fake_dir, model_dir, **{field: value})
+    assert f"config.json: {field}: " in message and words in message
+
+
+@pytest.fixture(scope="module")
+def small_bert(tmp_path_factory, model_dir) -> Path:
+    """A random BERT (D = 8, 2 layers, MiniLM's tokenizer and vocabulary) saved with transformers."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(1)
+    directory = tmp_path_factory.mktemp("small_bert")
+    config = BertConfig(vocab_size=30522, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=12, max_position_embeddings=32)
+    BertModel(config).eval().save_pretrained(directory, safe_serialization=True)   # with a pooler: allowed extra
+    shutil.copy(model_dir / "tokenizer.json", directory / "tokenizer.json")
+    return directory
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_weight_is_refused_naming_the_tensor(small_bert, tmp_path, bad):
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(str(small_bert / "model.safetensors"))
+    tensors["encoder.layer.1.intermediate.dense.weight"][3, 5] = bad
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    for name in ("config.json", "tokenizer.json"):
+        (tmp_path / name).symlink_to(small_bert / name)
+    assert models.load(small_bert).encode("fine").shape == (8,)                    # the intact one loads
+    message = _error(tmp_path)
+    assert "model.safetensors: encoder.layer.1.intermediate.dense.weight: holds a non-finite weight" in message
+    assert "at index (3, 5)" in message                                         # as stored: (out, in)
+
+
+def test_token_ids_beyond_vocab_size_are_refused(small_bert, tmp_path):
+    """A tokenizer that produces ids the embedding table lacks: one line at load, no IndexError later."""
+    from safetensors.numpy import load_file, save_file
+
+    config = json.loads((small_bert / "config.json").read_text())
+    _write_config(tmp_path, **{**config, "vocab_size": 1000})
+    tensors = load_file(str(small_bert / "model.safetensors"))
+    tensors["embeddings.word_embeddings.weight"] = tensors["embeddings.word_embeddings.weight"][:1000]
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    (tmp_path / "tokenizer.json").symlink_to(small_bert / "tokenizer.json")
+    message = _error(tmp_path)
+    assert "tokenizer.json: produces token ids up to 30521" in message and "vocab_size 1000" in message
+    model = models.load(small_bert)
+    with pytest.raises(ValueError, match=r"token ids must lie in \[0, vocab_size=30522\)"):
+        next(model.states(np.array([[1, 30522]]), np.array([2])))
+
+
+def test_loading_keeps_resident_memory_near_the_weights_size(tmp_path, model_dir, small_bert):
+    """Peak resident memory added by models.load (safetensors memory-mapped, Linear weights transposed as
+    views, only [W_Q|W_K|W_V] copied) ≤ 1.3 × the loaded weights' bytes, measured in a fresh process
+    after a first load of a tiny model (so the modules loading imports are not counted)."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(2)
+    config = BertConfig(vocab_size=8000, hidden_size=256, num_hidden_layers=6, num_attention_heads=4,
+                        intermediate_size=1024, max_position_embeddings=128)
+    BertModel(config, add_pooling_layer=False).save_pretrained(tmp_path, safe_serialization=True)
+    tokenizer = json.loads((model_dir / "tokenizer.json").read_text())
+    tokenizer["model"]["vocab"] = dict(list(tokenizer["model"]["vocab"].items())[:8000])   # ids < 8000
+    tokenizer["added_tokens"] = [t for t in tokenizer["added_tokens"] if t["id"] < 8000]
+    (tmp_path / "tokenizer.json").write_text(json.dumps(tokenizer), encoding="utf-8")
+    code = f"""
+import gc, qkv.models
+
+def kib(field):
+    return [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field)][0] * 1024
+
+qkv.models.load({str(small_bert)!r})
+gc.collect()
+with open("/proc/self/clear_refs", "w") as handle:    # resets the peak (VmHWM) to the resident size now
+    handle.write("5")
+before = kib("VmRSS")
+model = qkv.models.load({str(tmp_path)!r})
+peak = kib("VmHWM")
+w = model.weights
+arrays = [w.word_embeddings, w.position_embeddings, w.token_type_embeddings]
+for block in w.layers:
+    a, m = block.attention, block.mlp
+    arrays += [a.w_q, a.w_k, a.w_v, a.w_o, a.b_q, a.b_k, a.b_v, a.b_o, m.w_in, m.b_in, m.w_out, m.b_out,
+               block.norm1.weight, block.norm1.bias, block.norm2.weight, block.norm2.bias]
+size = sum(x.nbytes for x in arrays)
+print((peak - before) / size, size)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    ratio, size = result.stdout.split()
+    assert int(size) > 25e6 and 0.5 < float(ratio) <= 1.3, result.stdout

@@ -13,6 +13,7 @@ tokens. Computing, weights and traces all run through the same blocks.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +26,15 @@ from ..block import MLP, LayerNorm, TransformerBlock
 from ..errors import InputError
 from ..mha import MultiHeadAttention
 from ..trace import Trace
-from .files import ModelFiles, Pooling, locate, read_json, read_pooling, read_tensors, read_tokenizer
+from .checkpoint import Checkpoint, open_checkpoint
+from .files import ModelFiles, Pooling, check_finite, check_token_ids, locate, read_json, read_pooling, read_tokenizer
 
 __all__ = ["BertConfig", "BertWeights", "BertEncoder", "Tokens", "load"]
+
+# The largest size or id a config.json may give (anything larger is refused before any array is made).
+_MAX_SIZE = 2 ** 31
+# Tensors a BERT checkpoint may hold that the encoder does not use: task heads and a buffer.
+_OPTIONAL = ("pooler.", "cls.", "classifier.", "qa_outputs.", "embeddings.position_ids")
 
 
 @dataclass(frozen=True)
@@ -70,13 +77,14 @@ class BertConfig:
             value = data.get(key, default)
             if value is None:
                 raise InputError("missing", source=source, field=key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(f"must be an integer ≥ {low}, got {value!r}", source=source, field=key)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _MAX_SIZE:
+                raise InputError(f"must be an integer in [{low}, 2³¹], got {value!r}", source=source, field=key)
             return value
 
         eps = data.get("layer_norm_eps", 1e-12)
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
-            raise InputError(f"must be a positive number, got {eps!r}", source=source, field="layer_norm_eps")
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or not 0 < eps < 1:
+            raise InputError(f"must be a finite number in (0, 1) (BERT uses 1e-12), got {eps!r}", source=source,
+                             field="layer_norm_eps")
         config = cls(integer("vocab_size"), integer("hidden_size"), integer("num_hidden_layers"),
                      integer("num_attention_heads"), integer("intermediate_size"),
                      integer("max_position_embeddings", 512, low=2), integer("type_vocab_size", 2),
@@ -84,6 +92,9 @@ class BertConfig:
         if config.hidden_size % config.n_heads:
             raise InputError(f"hidden_size {config.hidden_size} does not split into {config.n_heads} heads",
                              source=source, field="num_attention_heads")
+        if config.pad_token_id >= config.vocab_size:
+            raise InputError(f"{config.pad_token_id} is not a token id: vocab_size is {config.vocab_size} "
+                             f"(ids 0 … {config.vocab_size - 1})", source=source, field="pad_token_id")
         return config
 
 
@@ -99,29 +110,32 @@ class BertWeights:
     layers: tuple[TransformerBlock, ...]
 
     @classmethod
-    def from_tensors(cls, tensors: dict[str, np.ndarray], config: BertConfig, *, dtype=np.float32,
-                     source: str = "model.safetensors") -> "BertWeights":
-        """Build from a safetensors state dict (HF names, optional "bert." prefix), transposing Linear weights."""
-        prefix = "bert." if "embeddings.word_embeddings.weight" not in tensors and \
-            "bert.embeddings.word_embeddings.weight" in tensors else ""
+    def from_checkpoint(cls, checkpoint: Checkpoint, config: BertConfig, *, dtype=np.float32,
+                        config_source: str = "config.json") -> "BertWeights":
+        """Build from a safetensors checkpoint (HF names, optional "bert." prefix), one tensor at a time.
+
+        float32 tensors read as float32 are memory maps of the file, used where they lie: nn.Linear's
+        (out, in) matrices become (in, out) by a transposed view (``W.T``), not a copy; only
+        [W_Q | W_K | W_V] is copied, side by side. So resident memory stays about the weights' size.
+        Every tensor must have the shape config.json implies and finite values; every tensor of the
+        checkpoint must be used (task heads such as pooler.* and cls.* aside) — a config.json that
+        disagrees with the weights is an InputError naming the file and tensor.
+        """
+        prefix = "bert." if "embeddings.word_embeddings.weight" not in checkpoint and \
+            "bert.embeddings.word_embeddings.weight" in checkpoint else ""
         d, f = config.hidden_size, config.intermediate_size
+        used: set[str] = set()
 
         def get(name: str, shape: tuple[int, ...]) -> np.ndarray:
             key = prefix + name
-            if key not in tensors:
-                raise InputError("tensor missing", source=source, field=key)
-            value = tensors[key]
-            if tuple(value.shape) != shape:
-                raise InputError(f"has shape {tuple(value.shape)}, config.json implies {shape}", source=source,
-                                 field=key)
-            if value.dtype.kind != "f":
-                raise InputError(f"has dtype {value.dtype}, expected floating point", source=source, field=key)
-            return np.ascontiguousarray(value, dtype=dtype)
+            value = np.asarray(checkpoint.get(key, shape, dtype))            # an ndarray view of the memory map
+            check_finite(value, source=str(checkpoint.files[key]), field=key)
+            used.add(key)
+            return value.copy() if value.ndim == 1 else value                  # vectors: small, owned, writable
 
         def linear(name: str, d_in: int, d_out: int) -> tuple[np.ndarray, np.ndarray]:
-            # nn.Linear stores (out, in); qkv's row-vector layers want (in, out).
-            weight = get(f"{name}.weight", (d_out, d_in))
-            return np.ascontiguousarray(weight.T), get(f"{name}.bias", (d_out,))
+            # nn.Linear stores (out, in); qkv's row-vector layers want (in, out): a transposed view.
+            return get(f"{name}.weight", (d_out, d_in)).T, get(f"{name}.bias", (d_out,))
 
         def norm(name: str) -> LayerNorm:
             return LayerNorm(get(f"{name}.weight", (d,)), get(f"{name}.bias", (d,)), config.layer_norm_eps)
@@ -130,7 +144,8 @@ class BertWeights:
         for i in range(config.n_layers):
             p = f"encoder.layer.{i}"
             projections = [linear(f"{p}.attention.self.{n}", d, d) for n in ("query", "key", "value")]
-            w_qkv = np.concatenate([w for w, _ in projections], axis=1)       # (D, 3D)
+            # [W_Q | W_K | W_V] (D, 3D) as the transpose of a C-contiguous (3D, D) stack: one copy
+            w_qkv = np.concatenate([w.T for w, _ in projections], axis=0).T
             b_qkv = np.concatenate([b for _, b in projections])               # (3D,)
             w_o, b_o = linear(f"{p}.attention.output.dense", d, d)
             mha = MultiHeadAttention.fused(w_qkv, w_o, config.n_heads, b_qkv=b_qkv, b_o=b_o)
@@ -139,10 +154,17 @@ class BertWeights:
             mlp = MLP(w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out, activation=config.hidden_act)
             layers.append(TransformerBlock(attention=mha, norm1=norm(f"{p}.attention.output.LayerNorm"), mlp=mlp,
                                            norm2=norm(f"{p}.output.LayerNorm"), norm_position="post"))
-        return cls(get("embeddings.word_embeddings.weight", (config.vocab_size, d)),
-                   get("embeddings.position_embeddings.weight", (config.max_positions, d)),
-                   get("embeddings.token_type_embeddings.weight", (config.type_vocab_size, d)),
-                   norm("embeddings.LayerNorm"), tuple(layers))
+        weights = cls(get("embeddings.word_embeddings.weight", (config.vocab_size, d)),
+                      get("embeddings.position_embeddings.weight", (config.max_positions, d)),
+                      get("embeddings.token_type_embeddings.weight", (config.type_vocab_size, d)),
+                      norm("embeddings.LayerNorm"), tuple(layers))
+        unused = [name for name in checkpoint.names() if name not in used
+                  and not name[len(prefix) if name.startswith(prefix) else 0:].startswith(_OPTIONAL)]
+        if unused:
+            raise InputError(f"is not used by the model {config_source} describes ({config.n_layers} layers, "
+                             f"D = {d}); {len(unused)} tensor(s) unused: config.json and the weights disagree",
+                             source=str(checkpoint.files[unused[0]]), field=unused[0])
+        return weights
 
 
 @dataclass(frozen=True)
@@ -207,6 +229,9 @@ class BertEncoder:
             raise ValueError(f"T={ids.shape[1]} exceeds max_position_embeddings={self.config.max_positions}")
         if lengths.size and not 1 <= lengths.min() <= lengths.max() <= ids.shape[1]:
             raise ValueError(f"lengths must lie in [1, T={ids.shape[1]}], got {lengths.tolist()}")
+        if ids.size and (ids.min() < 0 or ids.max() >= self.config.vocab_size):
+            raise ValueError(f"token ids must lie in [0, vocab_size={self.config.vocab_size}), got "
+                             f"{int(ids.min())} … {int(ids.max())}")
         x = self.embed_tokens(ids)
         yield x, None
         for block in self.weights.layers:
@@ -415,5 +440,10 @@ def load(model: str | Path = "minilm", *, dtype=np.float32) -> BertEncoder:
     config = BertConfig.from_json(read_json(files.config), str(files.config))
     pooling = read_pooling(files.directory, config.max_positions)
     tokenizer = read_tokenizer(files.tokenizer, pooling.max_seq_length)
-    weights = BertWeights.from_tensors(read_tensors(files.weights), config, dtype=dtype, source=str(files.weights))
+    check_token_ids(tokenizer, config.vocab_size, source=str(files.tokenizer))
+    checkpoint = open_checkpoint(files.directory)
+    try:
+        weights = BertWeights.from_checkpoint(checkpoint, config, dtype=dtype, config_source=str(files.config))
+    finally:
+        checkpoint.close()
     return BertEncoder(files.name, config, weights, tokenizer, pooling, files.directory)

