@@ -518,8 +518,8 @@ def test_token_ids_beyond_vocab_size_are_refused(small_bert, tmp_path):
 
 
 def test_loading_keeps_resident_memory_near_the_weights_size(tmp_path, model_dir, small_bert):
-    """Peak resident memory added by models.load (safetensors memory-mapped, Linear weights transposed as
-    views, only [W_Q|W_K|W_V] copied) ≤ 1.3 × the loaded weights' bytes, measured in a fresh process
+    """Peak resident memory added by models.load (safetensors memory-mapped, one tensor converted at a
+    time) ≤ 1.3 × the loaded weights' bytes, measured in a fresh process
     after a first load of a tiny model (so the modules loading imports are not counted)."""
     import torch
     from transformers import BertConfig, BertModel
