@@ -15,7 +15,7 @@ from .trace import Step, Trace
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"kernels", "examples", "explain", "viz", "models", "bench", "spec"}
+_SUBMODULES = {"kernels", "examples", "explain", "viz", "models", "bench", "spec", "block", "activations"}
 
 
 def __getattr__(name: str):
