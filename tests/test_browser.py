@@ -371,3 +371,80 @@ def test_korean_page_words(browser_context, tmp_path, model_trace):  # noqa: F81
         assert page.overflow() <= 0 and page.errors == []
     finally:
         page.close()
+
+
+# ------------------------------------------------------------------ `qkv inspect TEXT --format html`: every layer
+@pytest.fixture(scope="module")
+def inspect_pages(tmp_path_factory):
+    """`qkv inspect … --format html` (every layer × head) for MiniLM and a tiny Llama (RoPE, GQA, causal)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from model_fixtures import build_checkpoint
+
+    from qkv.cli import main
+
+    folder = tmp_path_factory.mktemp("inspect")
+    made = {"minilm": ("minilm", "The cat sat on the mat."),
+            "llama": (str(build_checkpoint(folder, "llama-gqa")), "the cat sat on the mat")}
+    for name, (model, text) in made.items():
+        assert main(["inspect", text, "--model", model, "--format", "html", "--digits", str(DIGITS),
+                     "--out", str(folder / f"{name}.html")]) == 0
+    return folder, made
+
+
+@pytest.mark.parametrize("name", ["minilm", "llama"])
+def test_inspect_page_cell_of_a_later_layer_fills_every_row_from_the_trace(browser_context, inspect_pages, name):  # noqa: F811
+    """Click a cell of a layer > 0 head on the whole-model page: every derivation row holds the Trace's
+    numbers (for RoPE, the rotated q and k: their product is the score shown)."""
+    from qkv import models
+
+    folder, made = inspect_pages
+    model_name, text = made[name]
+    trace = models.load(model_name).trace(text, derivation=True)
+    layer, head, i, j = 2, 3, 4, 2
+    page = OpenPage(browser_context, folder / f"{name}.html")
+    try:
+        p = page.page
+        p.select_option(".qkv-part", str(layer))
+        p.wait_for_selector('.qkv-view[data-ready="1"]')
+        p.select_option(".qkv-head", str(head))
+        p.locator(".qkv-pan canvas").scroll_into_view_if_needed()
+        point = p.evaluate(f"() => document.querySelector('.qkv-view').qkv.cellPoint({i}, {j})")
+        p.mouse.click(point["x"], point["y"])
+        assert p.get_attribute(".qkv-view", "data-cell") == f"{i},{j}"
+        cell = p.locator(".qkv-cell")
+        assert cell.locator(".qkv-missing").count() == 0, cell.inner_text()
+
+        def recorded(step):
+            return trace[f"layer {layer}/{step}"].value
+
+        rotated = f"layer {layer}/q_rotated" in trace
+        assert rotated == (name == "llama")
+        q, k = (recorded("q_rotated"), recorded("k_rotated")) if rotated else (recorded("q_heads"), recorded("k_heads"))
+        kv = head // (q.shape[0] // k.shape[0])                            # GQA: the key/value head it reads
+        expected = {"q_heads": q[head, i], "k_heads": k[kv, j], "v_heads": recorded("v_heads")[kv, j],
+                    "out": recorded("out")[head, i], "scores": [recorded("scores")[head, i, j]],
+                    "scaled_scores": [recorded("scaled_scores")[head, i, j]],
+                    "weights": [recorded("weights")[head, i, j]]}
+        for step, values in expected.items():
+            shown = _numbers(cell.locator(f'span[data-step="{step}"]').first.inner_text())
+            np.testing.assert_allclose(shown, values, rtol=0, atol=TOLERANCE, err_msg=step)
+        np.testing.assert_allclose(q[head, i] @ k[kv, j], recorded("scores")[head, i, j], rtol=1e-5, atol=1e-5)
+        mask = recorded("mask")
+        allowed = bool(mask[min(head, mask.shape[0] - 1), i, j] == 0)
+        assert cell.locator('span[data-step="mask"]').inner_text() == ("0 (may attend)" if allowed else "−∞ (masked)")
+        assert page.errors == [] and page.outside_requests() == []
+    finally:
+        page.close()
+
+
+def test_inspect_page_of_a_long_text_says_weights_only(tmp_path):
+    """Over the derivation bound the page holds weights only and its first line says so."""
+    from qkv.cli import main
+    from qkv.models.decoder import DERIVATION_TOKENS
+
+    out = tmp_path / "long.html"
+    assert main(["inspect", " ".join(["cat"] * (DERIVATION_TOKENS + 5)), "--format", "html", "--out", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert f"over {DERIVATION_TOKENS} tokens" in html

@@ -244,16 +244,13 @@ def _top_keys(row, tokens, k: int) -> list[tuple[int, float]]:
 # ------------------------------------------------------------------ layers × heads
 def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], query: int) -> str:
     weights = model.attention_weights(args.text)[layers][:, heads]      # (L', H', T, T)
-    names = [f"layer {l}" for l in layers]
     if args.figure:
         _grid_figure(model, args, weights, tokens, layers, heads)
     title = f"{model.name}: attention of {len(layers)} layer(s) × {len(heads)} head(s) on {len(tokens)} tokens"
     if _causal(model):
         title += f" ({model.config.model_type}, causal)"
     if args.format == "html":
-        from ..viz.html import attention_page
-
-        return attention_page(weights, tokens, title=title, lang=args.lang, digits=args.digits, layer_names=names)
+        return _grid_page(model, args, layers, heads, query)
     rows = []
     for i, l in enumerate(layers):
         for j, h in enumerate(heads):
@@ -271,6 +268,20 @@ def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], q
                               + ("" if _causal(model) else " (· the top word when that is [CLS]/[SEP])"),
                               table),
                              ("next", hint)], args.format)
+
+
+def _grid_page(model, args, layers: list[int], heads: list[int], query: int) -> str:
+    """The interactive page of the model's trace (every derivation row of a clicked cell filled, up to
+    the model's DERIVATION_TOKENS tokens): the chosen layers, opened at the first chosen head."""
+    from ..explain.page import trace_html
+    from ..trace import Trace
+
+    whole = model.trace(args.text, query=query, derivation=True)
+    meta = dict(whole.meta, head=heads[0]) if len(heads) < model.config.n_heads else dict(whole.meta)
+    shown = Trace(f"{model.name} — “{args.text if len(args.text) <= 60 else args.text[:59] + '…'}”", meta)
+    keep = tuple(f"layer {l}/" for l in layers)
+    shown.steps.extend(step for step in whole.steps if step.name.startswith(keep))
+    return trace_html(shown, lang=args.lang, digits=args.digits)
 
 
 def _grid_figure(model, args, weights, tokens, layers, heads) -> None:

@@ -396,12 +396,15 @@
       var table = el("table"), masked = isMasked(i, j);
       var qh = step("q_heads"), kh = step("k_heads"), vh = step("v_heads"), out = step("out");
       var sc = step("scores"), ss = step("scaled_scores"), bs = step("biased_scores"), m = step("mask"), w = step("weights");
-      table.appendChild(row(W.qrow, qh ? '<span class="qkv-vec" data-step="q_heads">' + vector(qh, h, i) + "</span>" : null, "q_heads"));
-      table.appendChild(row(W.krow, kh ? '<span class="qkv-vec" data-step="k_heads">' + vector(kh, kv, j) + "</span>" : null, "k_heads"));
+      var ms = step("modified_scores"), turned = p.rotated ? " " + W.rotated : "";
+      table.appendChild(row(W.qrow + turned, qh ? '<span class="qkv-vec" data-step="q_heads">' + vector(qh, h, i) + "</span>" : null, "q_heads"));
+      table.appendChild(row(W.krow + turned, kh ? '<span class="qkv-vec" data-step="k_heads">' + vector(kh, kv, j) + "</span>" : null, "k_heads"));
       table.appendChild(row(W.score, sc ? numSpan(sc, at(sc, h, i, j), "scores") : null, "scores"));
       table.appendChild(row(W.scaled + (p.formulas.scaled_scores ? "  (" + p.formulas.scaled_scores + ")" : ""),
         ss ? numSpan(ss, at(ss, h, i, j), "scaled_scores") : null, "scaled_scores"));
       if (bs) table.appendChild(row(W.biased, numSpan(bs, at(bs, h, i, j), "biased_scores"), "biased_scores"));
+      if (ms) table.appendChild(row(W.modified + (p.formulas.modified_scores ? "  (" + p.formulas.modified_scores + ")" : ""),
+        numSpan(ms, at(ms, h, i, j), "modified_scores"), "modified_scores"));
       if (m) table.appendChild(row(W.mask, '<span data-step="mask">' + (m.data[at(m, h, i, j)] ? W.allowed : W.blocked) + "</span>", "mask"));
       table.appendChild(row(W.share, masked ? '<span class="qkv-num" data-step="weights">' + esc(W.masked) + "</span>" :
         numSpan(w, at(w, h, i, j), "weights") + ' <span class="qkv-note">(' + W.sum1 + ")</span>", "weights"));

@@ -29,13 +29,13 @@ import numpy as np
 
 from ..trace import (BIASED_SCORES, K_HEADS, MASK, OUT, Q_HEADS, SCALED_SCORES, SCORES, V_HEADS, WEIGHTS, Trace)
 from . import texts
-from .parts import as_heads, as_layers, attention_parts, token_labels
+from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, as_heads, as_layers, attention_parts, token_labels
 from .style import BLUES_STOPS, DIGITS, LEGEND_TICKS, WEIGHT_GAMMA
 
 __all__ = ["trace_html", "attention_page", "pack"]
 
 # Steps the page can show for one attention part, in derivation order.
-_STEPS = (Q_HEADS, K_HEADS, V_HEADS, SCORES, SCALED_SCORES, BIASED_SCORES, MASK, WEIGHTS, OUT)
+_STEPS = (Q_HEADS, K_HEADS, V_HEADS, SCORES, SCALED_SCORES, BIASED_SCORES, MODIFIED_SCORES, MASK, WEIGHTS, OUT)
 _COMPRESS_ABOVE = 4096      # bytes; smaller arrays stay plain base64 (readable by any browser)
 _DERIVATION_LIMIT = 2_000_000   # numbers; a bigger trace's step-by-step text would drown the page
 
@@ -108,6 +108,11 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
             step = trace.get(part.prefix + name)
             if step is not None:
                 steps[name], formulas[name] = step.value, step.formula
+        rotated = part.prefix + Q_ROTATED in trace and part.prefix + K_ROTATED in trace
+        if rotated:   # RoPE: the scores read the rotated q and k, so the q and k rows show those
+            for name, turned in ((Q_HEADS, Q_ROTATED), (K_HEADS, K_ROTATED)):
+                step = trace[part.prefix + turned]
+                steps[name], formulas[name] = step.value, step.formula
         # projections are shared by all heads; keep only those that line up with these weights
         weights = as_heads(steps["weights"])
         for name, axis_len in (("q_heads", weights.shape[1]), ("k_heads", weights.shape[2]),
@@ -115,6 +120,7 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
             if name in steps and as_heads(steps[name], name).shape[1] != axis_len:
                 del steps[name]
         parts.append(_part_payload(label, part.q_tokens, part.k_tokens, steps, formulas, digits, part.query))
+        parts[-1]["rotated"] = rotated
     is_model = bool(parts) and attention_parts(trace)[0].prefix.startswith("layer ")
     # meta["head"] picks the first head shown when the weights hold several; in a one-head trace it
     # names the model's head (shown as the head's label), it is no index.
@@ -122,6 +128,11 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     several = bool(parts) and parts[0]["heads"] > 1
     payload = {"title": trace.title, "parts": parts, "isModel": is_model,
                "head": int(label or 0) if several else 0, "lead": _lead(trace.title, parts, is_model)}
+    if is_model and trace.meta.get("derivation") is False:       # a long text: weights only (a size bound)
+        for language in payload["lead"]:
+            payload["lead"][language] += texts.text(language, "page.weights_only",
+                                                    limit=trace.meta.get("derivation_tokens", "?"),
+                                                    tokens=parts[0]["tq"])
     if label is not None and not several:     # the page writes "layer 2, head 3" in its language
         payload["headName"] = {"layer": trace.meta.get("layer"), "head": label}
     return payload

@@ -274,6 +274,10 @@ EN: dict[str, str] = {
     "page.score": "q·k (raw score)",
     "page.scaled": "÷ √dₖ (scaled score)",
     "page.biased": "+ bias",
+    "page.modified": "score_mod (score before the softmax)",
+    "page.rotated": "(after RoPE: the q and k the scores use)",
+    "page.weights_only": " Only the weights are recorded for texts over {limit} tokens (this one has {tokens}); "
+                         "run a shorter text for every derivation row.",
     "page.mask": "mask",
     "page.allowed": "0 (may attend)",
     "page.blocked": "−∞ (masked)",
@@ -553,6 +557,10 @@ KO: dict[str, str] = {
     "page.score": "q·k (점수)",
     "page.scaled": "÷ √dₖ (스케일된 점수)",
     "page.biased": "+ bias",
+    "page.modified": "score_mod (소프트맥스에 들어가는 점수)",
+    "page.rotated": "(RoPE 회전 후: 점수가 쓰는 q와 k)",
+    "page.weights_only": " 토큰이 {limit}개를 넘는 텍스트는 가중치만 기록한다 (이 텍스트는 {tokens}개). 유도 과정의 "
+                         "모든 행을 보려면 더 짧은 텍스트를 쓴다.",
     "page.mask": "마스크",
     "page.allowed": "0 (볼 수 있음)",
     "page.blocked": "−∞ (마스크)",

@@ -21,8 +21,37 @@ from ..block import MLP, LayerNorm, RMSNorm, TransformerBlock
 from ..errors import InputError
 from ..mha import KVCache, MultiHeadAttention
 from ..rope import RoPE
-from ..trace import Trace
+from ..attention import Recorder
+from ..trace import (BIASED_SCORES, K_HEADS, MASK, OUT, Q_HEADS, SCALED_SCORES, SCORES, V_HEADS, WEIGHTS, Trace,
+                     layer_step)
 from .config import DecoderConfig
+
+# A whole-model trace (layer=None) records, per layer, the self-attention steps a page needs to derive
+# any cell (q, k — rotated where RoPE turns them —, v, scores, scaled scores, mask, weights, outputs)
+# for texts up to this many tokens; a longer text records each layer's weights only (at 512 tokens
+# the weights alone make a 17 MB page; every step would be about 4× that).
+DERIVATION_TOKENS = 64
+# The self-attention sublayer's steps kept per layer in a whole-model trace.
+LAYER_STEPS = (Q_HEADS, K_HEADS, V_HEADS, "q_rotated", "k_rotated", SCORES, SCALED_SCORES, BIASED_SCORES,
+               "modified_scores", MASK, WEIGHTS, OUT)
+
+
+def layer_recorder(trace: Trace, sublayer: str = "attention", *, batched: bool = False) -> Recorder:
+    """A recorder for `forward(record=…)`/`states(record=…)`: of the steps ``layer {l}/{sublayer}/<name>``
+    the blocks record, keeps those in LAYER_STEPS as ``layer {l}/<name>`` (the names the page reads).
+    batched: the values carry a batch axis of one sequence, dropped (BERT's states run (1, T, D))."""
+    def record(name: str, value, **meta):
+        layer, _, rest = name.partition("/")
+        scope, _, step = rest.partition("/")
+        if scope == sublayer and step in LAYER_STEPS:
+            trace(f"{layer}/{step}", value[0] if batched else value, **meta)
+
+    return record
+
+
+def whole_model_meta(meta: dict, n_tokens: int) -> dict:
+    """meta of a whole-model trace: derivation_tokens, and derivation (whether each layer's steps are there)."""
+    return dict(meta, derivation_tokens=DERIVATION_TOKENS, derivation=n_tokens <= DERIVATION_TOKENS)
 
 __all__ = ["LayerArrays", "DecoderArrays", "CausalLM", "Output", "build"]
 
@@ -228,12 +257,13 @@ class CausalLM:
         return np.arange(tk)[None, :] > query_positions - window                # (Tq, Tk)
 
     def forward(self, ids, *, caches: list[KVCache] | None = None, hidden_states: bool = False,
-                weights: bool = False, last_only: bool = False) -> Output:
+                weights: bool = False, last_only: bool = False, record: Recorder | None = None) -> Output:
         """Run ids (T,) through every block; with caches, after the tokens they already hold.
 
         caches: from `new_caches()`, extended by this call (decoding). hidden_states: keep the L + 1
         states; weights: keep every layer's attention weights (L, H, T, Tk). last_only: logits of the
-        last position only (1, V), as a decoding step needs.
+        last position only (1, V), as a decoding step needs. record: handed every block's steps as
+        ``layer {l}/<the block's step>`` (see `layer_recorder`).
         """
         ids = np.asarray(ids)
         start = 0 if caches is None else caches[0].length
@@ -245,7 +275,7 @@ class CausalLM:
         all_weights = []
         for i, block in enumerate(self.blocks):
             result = block(x, mask=mask, causal=True, cache=None if caches is None else caches[i],
-                           return_weights=weights)
+                           return_weights=weights, record=_scoped(record, f"layer {i}"))
             x, layer_weights = result if weights else (result, None)
             if weights:
                 all_weights.append(layer_weights)
@@ -288,7 +318,7 @@ class CausalLM:
         return [list(range(g * size, (g + 1) * size)) for g in range(self.config.n_kv_heads)]
 
     def trace(self, text: str, *, layer: int | None = None, head: int | None = None,
-              query: int | str | None = None) -> Trace:
+              query: int | str | None = None, derivation: bool = False) -> Trace:
         """A Trace of the model on one text.
 
         - layer and head: that query head alone (with its key/value head's slices, RoPE, the causal
@@ -296,7 +326,11 @@ class CausalLM:
           rope_angles, q_rotated, k_rotated, …, weights, out, concat, w_o, y (this head's share).
         - layer only: the whole block (norm, attention with every head, residual, MLP) as the model
           runs it, steps "attention/…", "mlp/…", "output".
-        - neither: steps ``layer {l}/weights`` (H, T, T) for l = 0 … L−1.
+        - neither: the whole model, steps ``layer {l}/weights`` (H, T, T). With derivation=True, each
+          layer's self-attention steps ``layer {l}/q_heads``, k_heads, v_heads, q_rotated, k_rotated
+          (RoPE), scores, scaled_scores, mask, weights, out — as `forward` runs them — for texts of up
+          to DERIVATION_TOKENS tokens (meta derivation True/False, derivation_tokens the bound): what
+          the interactive page needs to derive any clicked cell.
         meta: kind="model", model, tokens, n_layers, n_heads, n_kv_heads, kv_groups, causal=True,
         rope_theta, sliding_window, layer, head, kv_head, query.
         """
@@ -311,9 +345,13 @@ class CausalLM:
         if query is not None:
             meta["query"] = query_index(tokens, query)
         if layer is None:
-            trace = Trace(f"{self.name}: attention weights of every layer and head", meta)
+            meta = whole_model_meta(meta, len(ids)) if derivation else meta
+            trace = Trace(f"{self.name}: attention {'of' if derivation else 'weights of'} every layer and head", meta)
+            if meta.get("derivation"):
+                self.forward(ids, record=layer_recorder(trace))
+                return trace
             for index, w in enumerate(self.forward(ids, weights=True).weights):
-                trace(f"layer {index}/weights", w, formula="softmax(Q·Kᵀ/√d_k + causal mask) per row, every head")
+                trace(layer_step(index, WEIGHTS), w, formula="softmax(Q·Kᵀ/√d_k + causal mask) per row, every head")
             return trace
         layer = _check_index("layer", layer, c.n_layers)
         meta["layer"] = layer
@@ -362,3 +400,14 @@ def _check_index(name: str, value, count: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < count:
         raise InputError(f"{value!r} is out of range: the model has {count} {name}s (0 … {count - 1})", field=name)
     return int(value)
+
+
+def _scoped(record: Recorder | None, prefix: str) -> Recorder | None:
+    """``record`` filing steps under ``prefix/`` (None stays None: no recording, the fast path)."""
+    if record is None:
+        return None
+
+    def scoped(name: str, value, **meta):
+        return record(f"{prefix}/{name}", value, **meta)
+
+    return scoped
