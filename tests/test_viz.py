@@ -517,3 +517,21 @@ def test_translator_alignment_figure_draws_every_glyph_and_fits(to, lang):
                 assert box.y0 - 1 <= extent.y0 and extent.y1 <= box.y1 + 1, text.get_text()
     written = " ".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
     assert all(word in written for word in translation.target)
+
+
+def test_chain_draws_the_score_mod_step_with_its_numbers():
+    """ALiBi (a score_mod): the chain has a score_mod panel whose bars are the recorded modified scores,
+    each the scaled score plus the head's slope × (kv − q) (float64 reference)."""
+    import qkv.masks
+
+    mha = qkv.MultiHeadAttention.random(8, n_heads=2, seed=1)
+    trace = qkv.Trace("alibi", {"tokens": list("abcd"), "query": 3})
+    q, k, v = mha.project(np.random.default_rng(1).standard_normal((4, 8)), record=trace)
+    qkv.attention(q, k, v, causal=True, score_mod=qkv.masks.alibi(2), record=trace)
+    fig = viz.query_path(trace, 3, head=1)
+    (panel,) = [ax for ax in fig.axes if ax.get_ylabel() == "score_mod"]
+    heights = [bar.get_height() for bar in panel.patches]
+    expected = trace["scaled_scores"].value[1, 3] + 2.0 ** -8 * (np.arange(4) - 3)      # slope of head 1 of 2
+    np.testing.assert_allclose(heights, expected, rtol=1e-12)
+    korean = viz.query_path(trace, 3, head=1, lang="ko")
+    assert any(ax.get_ylabel() == "score_mod" for ax in korean.axes)

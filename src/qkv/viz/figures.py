@@ -20,7 +20,8 @@ from matplotlib import colors as mcolors
 from matplotlib.figure import Figure
 
 from ..explain import style as shared
-from ..explain.parts import Part, as_heads, as_layers, attention_parts, layer_weights, step_heads, token_labels
+from ..explain.parts import (MODIFIED_SCORES, Part, as_heads, as_layers, attention_parts, layer_weights, step_heads,
+                            token_labels)
 from ..trace import (CONCAT, K, K_HEADS, MASK, OUT, Q, Q_HEADS, RESIDUAL, SCALED_SCORES, SCORES, V, V_HEADS,
                      W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, BIASED_SCORES, Trace)
 from . import _style
@@ -614,7 +615,8 @@ def _draw_path(fig_or_sub, trace: Trace, query: int, head: int, words, digits: i
     weights = step_heads(trace, prefix + WEIGHTS)
     n_keys = weights.shape[-1]
     panels = [(name, words[key]) for name, key in
-              ((SCORES, "scores"), (SCALED_SCORES, "scaled"), (BIASED_SCORES, "biased")) if prefix + name in trace]
+              ((SCORES, "scores"), (SCALED_SCORES, "scaled"), (BIASED_SCORES, "biased"), (MODIFIED_SCORES, "modified"))
+              if prefix + name in trace]
     panels.append((WEIGHTS, words["weights"]))
     blocked = _head_mask(trace, prefix, head)
     blocked = blocked[query] if blocked is not None else np.zeros(n_keys, bool)
@@ -699,9 +701,10 @@ def _draw_value_rows(ax, panel, query: int, k_tokens, blocked, words, digits_out
     ax.text(x_w + 1.0, -0.4, words["weight"], ha="center", va="bottom", fontsize=7.5)
     ax.text(x_v + dv * cell / 2, -0.4, "v", ha="center", va="bottom", fontsize=8)
     ax.text(x_s + dv * cell / 2, -0.4, words["value_rows"], ha="center", va="bottom", fontsize=7.5)
-    ax.text(x_s + dv * cell + 0.4, z_y + 0.5, "z  — " + words["sum_z"], ha="left", va="center", fontsize=7.5)
-    ax.set_xlim(-3.2, x_s + dv * cell + 7.5)
-    ax.set_ylim(z_y + 1.4, -1.2)
+    # "z — their sum" under the Σ row, not beside it: the room goes to the cells, whose numbers then fit
+    ax.text(x_s + dv * cell / 2, z_y + 1.35, "z  — " + words["sum_z"], ha="center", va="top", fontsize=7.5)
+    ax.set_xlim(-3.2, x_s + dv * cell + 0.6)
+    ax.set_ylim(z_y + 2.6, -1.2)
     ax.set_aspect("equal")
 
 
