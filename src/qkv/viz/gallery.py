@@ -69,11 +69,11 @@ def screenshot_pages(folder: Path) -> list[Path]:
                                                  "kind": "self-attention", "query": 1})
     qkv.MultiHeadAttention.random(8, n_heads=2, seed=3)(np.random.default_rng(3).standard_normal((5, 8)),
                                                         causal=True, record=trace)
-    model = qkv.Trace("a small model (3 layers × 4 heads)",
-                      meta={"tokens": "the cat sat on the mat because it was".split(), "kind": "model", "query": 2})
-    x = np.random.default_rng(5).standard_normal((9, 16))
-    for layer in range(3):
-        x = x + qkv.MultiHeadAttention.random(16, n_heads=4, seed=10 + layer)(x, record=model.scoped(f"layer {layer}"))
+    # the page of `qkv inspect "The cat sat on the mat." --query cat --format html`: MiniLM, every step recorded
+    from ..models import load
+
+    model = load("minilm").trace("The cat sat on the mat.", query="cat", derivation=True)
+    model.title = "minilm — “The cat sat on the mat.”"
     logits = 2.0 * np.random.default_rng(2).standard_normal((1, 2, 512, 512))
     weights = np.exp(logits - logits.max(-1, keepdims=True))
     weights /= weights.sum(-1, keepdims=True)
