@@ -132,6 +132,20 @@ def test_inspect_layer_alone_figure_names_that_layer(capsys, tmp_path):
         assert named and all(re.search(rf"\b{other} {number}\b", t) for t in named), named
 
 
+def test_inspect_page_records_every_derivation_step_of_the_chosen_layer(capsys, tmp_path):
+    """`--layer 3 --format html`: the trace page of layer 3 alone, with every step a cell's derivation reads."""
+    import re
+
+    page = tmp_path / "layer3.html"
+    code, _, _ = run(capsys, "inspect", TEXT, "--layer", "3", "--format", "html", "--out", str(page))
+    assert code == 0
+    data = json.loads(re.search(r'<script type="application/json" id="[^"]+">(.*?)</script>',
+                                page.read_text(encoding="utf-8"), re.S).group(1))
+    assert [p["label"] for p in data["parts"]] == ["layer 3"] and data["isModel"]
+    assert {"q_heads", "k_heads", "v_heads", "scores", "scaled_scores", "weights", "out"} <= set(data["parts"][0]["arrays"])
+    assert data["parts"][0]["arrays"]["weights"]["shape"] == [12, 9, 9]
+
+
 def test_inspect_one_layer_all_heads(capsys):
     code, out, _ = run(capsys, "inspect", TEXT, "--layer", "3", "--format", "json")
     assert code == 0

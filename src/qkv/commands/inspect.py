@@ -243,14 +243,18 @@ def _top_keys(row, tokens, k: int) -> list[tuple[int, float]]:
 
 # ------------------------------------------------------------------ layers × heads
 def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], query: int) -> str:
-    weights = model.attention_weights(args.text)[layers][:, heads]      # (L', H', T, T)
+    whole = model.trace(args.text, query=query, derivation=True) if args.format == "html" else None
+    if whole is None:
+        weights = model.attention_weights(args.text)[layers][:, heads]  # (L', H', T, T)
+    else:                                                                # the page's own trace: one run
+        weights = np.stack([whole[f"layer {l}/weights"].value for l in layers])[:, heads]
     if args.figure:
         _grid_figure(model, args, weights, tokens, layers, heads)
     title = f"{model.name}: attention of {len(layers)} layer(s) × {len(heads)} head(s) on {len(tokens)} tokens"
     if _causal(model):
         title += f" ({model.config.model_type}, causal)"
     if args.format == "html":
-        return _grid_page(model, args, layers, heads, query)
+        return _grid_page(model, args, whole, layers, heads)
     rows = []
     for i, l in enumerate(layers):
         for j, h in enumerate(heads):
@@ -270,13 +274,12 @@ def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], q
                              ("next", hint)], args.format)
 
 
-def _grid_page(model, args, layers: list[int], heads: list[int], query: int) -> str:
+def _grid_page(model, args, whole, layers: list[int], heads: list[int]) -> str:
     """The interactive page of the model's trace (every derivation row of a clicked cell filled, up to
     the model's DERIVATION_TOKENS tokens): the chosen layers, opened at the first chosen head."""
     from ..explain.page import trace_html
     from ..trace import Trace
 
-    whole = model.trace(args.text, query=query, derivation=True)
     meta = dict(whole.meta, head=heads[0]) if len(heads) < model.config.n_heads else dict(whole.meta)
     shown = Trace(f"{model.name} — “{args.text if len(args.text) <= 60 else args.text[:59] + '…'}”", meta)
     keep = tuple(f"layer {l}/" for l in layers)
