@@ -203,7 +203,13 @@ def _page(payload: dict, *, title: str, lang: str, digits: int, derivation: str,
 
 
 def _derivation(trace: Trace, lang: str, digits: int, full: bool = False) -> str:
-    """The step-by-step derivation (`qkv.explain.derivation_html`), or a note when the trace is too large."""
+    """The step-by-step derivation (`qkv.explain.derivation_html`), or a note when the trace is too large.
+
+    A whole model's trace lists its layers' weights there; the other recorded steps of each layer
+    (q, k, v, scores, …) are in the interactive view, cell by cell, not printed again."""
+    parts = attention_parts(trace)
+    if len(parts) > 1 and parts[0].prefix.startswith("layer "):
+        trace = Trace(trace.title, trace.meta, [step for step in trace if step.name.endswith("/" + WEIGHTS)])
     size = sum(step.value.size for step in trace)
     heading = "<h2>{}</h2>".format(_html.escape(texts.text(lang, "page.steps")))
     if size > _DERIVATION_LIMIT:
