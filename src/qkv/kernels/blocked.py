@@ -86,7 +86,8 @@ def blocked_attention(q, k, v, mask=None, *, bias=None, causal: bool = False, sc
         q·kᵀ·scale + bias (qkv.masks.alibi, soft_cap, t5_relative_buckets, or your own).
       block_q, block_k: rows of q and of k per block (defaults 256 and 512, clipped to Tq, Tk;
         when Tq < 256 the default block_k grows so the score block stays 256·512 elements;
-        with a mask_mod that reports block kinds the default block_k is 256).
+        with a mask_mod that reports block kinds the default block_k is 256, and both are 128
+        for band masks of kv − q such as windows).
       num_threads: worker threads (default: the CPUs this process may use).
       return_lse: also return lse (…, Tq) = log Σ_j exp(s_ij) over the allowed keys (natural
         log, s the modified scores), −inf for a row with no allowed key.
@@ -209,6 +210,7 @@ _USE_FUSED = _fused is not None
 # With a mask function that reports block kinds, smaller key blocks skip more (a window of
 # width W touches about W/block_k + 1 key blocks per query block).
 _SPARSE_BLOCK_K = 256
+_BAND_BLOCK = 128
 
 
 def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_mod=None, score_mod=None,
@@ -235,10 +237,14 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     prob = _prepare(call, q, k, v, call.mask, call.bias)
     heads = list(np.ndindex(*prob.lead))
     sparse = callable(getattr(call.mask_mod, "block_kinds", None))
-    bq = min(block_q or DEFAULT_BLOCK_Q, tq)
+    # A band (window, causal: masks of kv − q) wastes less of each block when blocks are smaller:
+    # measured 10 % faster at 128×128 than 256×256 for W = 256, T = 4096 (busy cores, alternating).
+    band = sparse and bool(getattr(call.mask_mod, "relative", False))
+    bq = min(block_q or (_BAND_BLOCK if band else DEFAULT_BLOCK_Q), tq)
     # With few query rows (decoding) take longer key blocks, keeping the score block at
     # the default's size: fewer, larger BLAS calls for the same memory.
-    default_bk = _SPARSE_BLOCK_K if sparse else max(DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q * DEFAULT_BLOCK_K // bq)
+    default_bk = (_BAND_BLOCK if band else _SPARSE_BLOCK_K) if sparse else \
+        max(DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q * DEFAULT_BLOCK_K // bq)
     bk = min(block_k or default_bk, tk)
     shift = tk - tq  # causal: query i sees key j iff j <= i + shift
     n_kb = -(-tk // bk)
