@@ -208,8 +208,7 @@ class MLP:
         n = rows.shape[0]
         dtype = np.result_type(x.dtype, self.w_in.dtype)
         out = np.empty((n, self.d_out), dtype=dtype)
-        width = min(_ROWS_PER_BLOCK, n)
-        hidden = np.empty((width, self.w_in.shape[1]), dtype=dtype)
+        hidden = np.empty((min(_ROWS_PER_BLOCK, n), self.w_in.shape[1]), dtype=dtype)
         gate = np.empty_like(hidden) if self.w_gate is not None else None
         for start in range(0, n, _ROWS_PER_BLOCK):
             block = slice(start, start + _ROWS_PER_BLOCK)
