@@ -157,6 +157,25 @@ def test_decoding_with_a_cache_equals_the_full_run():
     assert cache.length == 8
 
 
+def test_a_failing_decoder_step_leaves_the_cache_as_it_was():
+    """The cross-attention fails (memory of the wrong width) after the self-attention stored its keys:
+    the block undoes that, so the next step is as if the failed one had never been made."""
+    torch.manual_seed(3)
+    layer = _randomise(torch.nn.TransformerDecoderLayer(12, 3, 17, dropout=0.0, batch_first=True, norm_first=True,
+                                                        dtype=torch.float64))
+    block = _to_numpy(TransformerBlock.from_torch(layer))
+    rng = np.random.default_rng(11)
+    x, memory = rng.standard_normal((2, 4, 12)), rng.standard_normal((2, 5, 12))
+    full = block(x, memory=memory, causal=True)
+    cache = KVCache()
+    first = block(x[:, :2], memory=memory, causal=True, cache=cache)
+    with pytest.raises(ValueError, match="memory has shape"):
+        block(x[:, 2:3], memory=memory[..., :7], causal=True, cache=cache)
+    assert cache.length == 2
+    rest = [block(x[:, t:t + 1], memory=memory, causal=True, cache=cache) for t in (2, 3)]
+    np.testing.assert_allclose(np.concatenate([first, *rest], axis=1), full, rtol=1e-12, atol=1e-12)
+
+
 def test_training_through_the_block_gives_torchs_gradients():
     """detach=False: the block computes with the module's own parameters; backward reaches them."""
     layer = torch_encoder_layer(True, "gelu")

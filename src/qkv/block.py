@@ -353,6 +353,15 @@ class TransformerBlock:
                              f"(this block has {'one' if self.cross_attention is not None else 'none'})")
         if memory_mask is not None and memory is None:
             raise ValueError("memory_mask= needs memory= (cross-attention)")
+        snapshot = None if cache is None else cache._snapshot()
+        try:
+            return self._run(x, memory, mask, memory_mask, causal, cache, lengths, positions, return_weights, record)
+        except BaseException:
+            if cache is not None:  # a later sublayer failed after the self-attention stored this step
+                cache._commit(snapshot)
+            raise
+
+    def _run(self, x, memory, mask, memory_mask, causal, cache, lengths, positions, return_weights, record):
         x = _emit(record, "x", x, formula="the block's input, one row per token")
         weights = []
 

@@ -480,6 +480,11 @@ class KVCache:
     def _commit(self, staged) -> None:
         self._k, self._v, self.length = staged
 
+    def _snapshot(self):
+        """What the cache holds now; `_commit(snapshot)` restores it exactly (later writes only ever go
+        past ``length`` or into new buffers). A block uses it to undo a step whose later part failed."""
+        return self._k, self._v, self.length
+
     def _needs_graph(self, k, v) -> bool:
         """torch tensors with autograd on: concatenate (in-place writes would break backward)."""
         if not is_torch(k):
