@@ -161,12 +161,14 @@ def _prepare(call: Call, q, k, v, mask, bias) -> _Problem:
     # query may not attend to are never read. Large values are scaled by an exact power of two:
     # the lazy reference lets P reach e^16, and P·v must not overflow where softmax·v does not.
     v_raw, bad_keys = None, None
-    finite = np.isfinite(v)
-    if not finite.all():
+    low, high = (v.min(), v.max()) if v.size else (work.type(0), work.type(0))   # two passes, no temporaries
+    if not (np.isfinite(low) and np.isfinite(high)):                            # a NaN or ±inf somewhere
+        finite = np.isfinite(v)
         bad_keys = ~finite.all(axis=-1)
         bad_keys = bad_keys.reshape(-1, tk).any(axis=0) if bad_keys.ndim > 1 else bad_keys
         v_raw, v = v, np.where(finite, v, 0)
-    top = np.max(np.abs(v), initial=work.type(0)) if v.size else work.type(0)
+        low, high = (v.min(), v.max()) if v.size else (work.type(0), work.type(0))
+    top = max(abs(low), abs(high))
     exponent = int(np.frexp(top)[1])
     if exponent <= np.finfo(work).maxexp // 2:
         exponent = 0
@@ -278,7 +280,7 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     # BLAS is held to one thread even without a pool: its own threads on these block-sized
     # products cost more in synchronisation than they gain (and spin badly on a busy
     # machine). Small problems skip the pool and the limit (~70 µs to set and restore).
-    with _blas_single_thread() if big else contextlib.nullcontext():
+    with _fork_gate(), (_blas_single_thread() if big else contextlib.nullcontext()):
         _run_all(ctx.run, jobs, threads)
     whole = parts[0].as_partial() if keep_partial else None
     for part in parts[1:]:
@@ -605,13 +607,55 @@ def _submit(fn, count: int) -> list:
         return [_pool.submit(fn) for _ in range(count)]
 
 
+# os.fork() waits until no kernel call is running, and kernel calls wait while a fork is under way:
+# OpenBLAS shuts its threads down at a fork and may restart them with its default thread count,
+# so a BLAS call in flight in another thread across a fork can hang (seen: sgemm spinning in
+# inner_thread after the fork) and the BLAS limit held for that call would be lost.
+_gate = threading.Condition()
+_gate_active = 0
+_gate_forking = False
+
+
+@contextlib.contextmanager
+def _fork_gate():
+    global _gate_active
+    with _gate:
+        while _gate_forking:
+            _gate.wait()
+        _gate_active += 1
+    try:
+        yield
+    finally:
+        with _gate:
+            _gate_active -= 1
+            if _gate_active == 0:
+                _gate.notify_all()
+
+
+def _before_fork() -> None:
+    global _gate_forking
+    with _gate:
+        _gate_forking = True
+        while _gate_active:
+            _gate.wait()
+
+
+def _after_fork_in_parent() -> None:
+    global _gate_forking
+    with _gate:
+        _gate_forking = False
+        _gate.notify_all()
+
+
 def _after_fork_in_child() -> None:
-    """The child of os.fork() has only the forking thread: none of the pool's workers, and locks
-    that another thread may have held at the fork. Start from nothing: a new (empty) pool on
-    first use, fresh locks, no kernel call counted as holding BLAS to one thread. If the fork
-    came while a parent thread held that limit, the child inherited BLAS set to one thread; the
-    saved limiter restores the original setting when the child's next kernel call ends."""
+    """The child of os.fork() has only the forking thread: none of the pool's workers. Start from
+    nothing: a new (empty) pool on first use, fresh locks and gate, no kernel call counted as
+    holding BLAS to one thread. (The gate lets no kernel call run across a fork; should one have
+    held the BLAS limit, the saved limiter restores the original setting after the child's next
+    kernel call.)"""
     global _pool, _pool_size, _pool_lock, _blas_lock, _blas_users, _blas_limiter, _inherited_limiter
+    global _gate, _gate_active, _gate_forking
+    _gate, _gate_active, _gate_forking = threading.Condition(), 0, False
     _pool, _pool_size, _pool_lock = None, 0, threading.Lock()
     _blas_lock = threading.Lock()
     if _blas_users and _blas_limiter is not None:
@@ -620,7 +664,8 @@ def _after_fork_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
 
 
 def _available_cpus() -> int:
