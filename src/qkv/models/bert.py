@@ -224,6 +224,8 @@ class BertEncoder:
 
         ids (B, T) padded on the right; lengths (B,) real lengths. Each sequence attends over its own
         real tokens only (as under `qkv.padding_mask`); rows of padded positions hold values nobody reads.
+        record: a recorder handed every block's steps as ``layer {l}/<block step>`` (see qkv.block).
+        Raises ValueError for ids outside [0, vocab_size) or lengths outside [1, T].
         """
         if ids.ndim != 2 or lengths.shape != ids.shape[:1]:
             raise ValueError(f"ids must be (B, T) and lengths (B,), got {ids.shape} and {lengths.shape}")
