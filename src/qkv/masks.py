@@ -360,7 +360,6 @@ def t5_relative_buckets(table, *, num_buckets: int | None = None, max_distance: 
     cached = {}
 
     def fn(score, b, h, q_idx, kv_idx):
-        xp = _xp(score)
         bucket = t5_bucket(_like_index(kv_idx - q_idx, score), num_buckets, max_distance, bidirectional)
         return score + _table_on(table, score, cached)[h, bucket]
 

@@ -27,7 +27,6 @@ built; otherwise, and for float64, in NumPy. Both follow the same reference rule
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -37,7 +36,7 @@ import numpy as np
 
 import array_api_compat
 
-from .call import EMPTY, FULL, PARTIAL, Call, as_bool_mask, as_scores, check_call
+from .call import PARTIAL, Call, as_bool_mask, as_scores, check_call
 from .merge import Partial, finalize, finalize_into, lse_of, merge_partials
 
 try:   # the optional C extension (setup.py): steps 3–5 for float32 in one pass
