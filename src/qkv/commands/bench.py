@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from .._io import write_atomic
+from .._io import write_atomic, int_option
 from ..errors import InputError
 
 
@@ -19,7 +19,7 @@ def register(subparsers) -> None:
         "long-sequence memory run and a KV-cache decode step.")
     parser.add_argument("--quick", action="store_true", help="small sizes (a few seconds), for smoke tests")
     parser.add_argument("--sizes", help="comma-separated sequence lengths T, e.g. 512,1024,4096")
-    parser.add_argument("--repeats", type=int, help="timed runs per implementation (the median is reported)")
+    parser.add_argument("--repeats", type=int_option(), help="timed runs per implementation (the median is reported)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     parser.add_argument("--markdown", metavar="FILE", help="also write the results as a Markdown table to FILE")
     parser.add_argument("--from-json", metavar="FILE", help="do not measure: print (and convert) a saved --json result")
@@ -29,11 +29,10 @@ def register(subparsers) -> None:
 def _sizes(text):
     if text is None:
         return None
-    try:
-        sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        sizes = ()
-    if not sizes or min(sizes) < 1:
+    from .._io import as_int
+
+    sizes = tuple(as_int(part) for part in text.split(",") if part.strip())
+    if not sizes or None in sizes or min(sizes) < 1:
         raise InputError(f"expected positive integers separated by commas, got {text!r}", field="--sizes")
     return sizes
 

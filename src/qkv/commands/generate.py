@@ -46,10 +46,12 @@ def register(subparsers) -> None:
 def _integer(option: str, text: str | None, *, low: int) -> int | None:
     if text is None:
         return None
-    value = str(text).strip()
-    if not value.isdigit() or int(value) < low:
+    from .._io import as_int
+
+    value = as_int(str(text))
+    if value is None or value < low:
         raise InputError(f"{text!r}: expected a whole number ≥ {low}", field=option)
-    return int(value)
+    return value
 
 
 def _number(option: str, text: str) -> float:

@@ -14,6 +14,7 @@ import argparse
 import sys
 import time
 
+from .._io import int_option
 from ..errors import InputError
 
 MODELS = ("translator",)
@@ -25,14 +26,14 @@ def register(subparsers) -> None:
         description="Train a small encoder–decoder transformer, built from qkv's blocks, on a synthetic "
         "English → Korean / Japanese corpus, with torch autograd on the CPU.")
     parser.add_argument("model", choices=MODELS, help="what to train (translator)")
-    parser.add_argument("--steps", type=int, default=None, metavar="N", help="training steps (default 1000)")
-    parser.add_argument("--batch-size", type=int, default=None, metavar="N",
+    parser.add_argument("--steps", type=int_option(), default=None, metavar="N", help="training steps (default 1000)")
+    parser.add_argument("--batch-size", type=int_option(), default=None, metavar="N",
                         help="sentences per step, each trained into both languages (default 64)")
     parser.add_argument("--learning-rate", type=float, default=None, metavar="LR", help="peak learning rate (default 3e-3)")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="random seed: weights and sentences (default 0)")
+    parser.add_argument("--seed", type=int_option(), default=0, metavar="S", help="random seed: weights and sentences (default 0)")
     parser.add_argument("--out", default="translator.safetensors", metavar="FILE",
                         help="checkpoint to write (default translator.safetensors)")
-    parser.add_argument("--eval", type=int, default=300, metavar="N",
+    parser.add_argument("--eval", type=int_option(), default=300, metavar="N",
                         help="held-out sentences to score after training (default 300; 0 skips)")
     parser.set_defaults(func=handler)
 

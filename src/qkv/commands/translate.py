@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 
+from .._io import int_option
 from ..errors import InputError
 
 TARGETS = ("ko", "ja", "both")
@@ -31,13 +32,13 @@ def register(subparsers) -> None:
     parser.add_argument("--explain", action="store_true",
                         help="show each generated word's cross-attention over the English words")
     parser.add_argument("--lang", default="en", metavar="en|ko", help="language of --explain and --figure (default en)")
-    parser.add_argument("--derive", type=int, default=None, metavar="N",
+    parser.add_argument("--derive", type=int_option(), default=None, metavar="N",
                         help="derive, step by step (qkv.explain), the cross-attention that produced word N (from 1); "
                         "needs --to ko or ja")
     parser.add_argument("--figure", metavar="FILE", help="save the alignment matrix (.png .svg .pdf); needs --to ko or ja")
-    parser.add_argument("--layer", type=int, default=None, metavar="L", help="decoder layer shown (default: the last)")
-    parser.add_argument("--head", type=int, default=None, metavar="H", help="one head (default: the mean of the heads)")
-    parser.add_argument("--digits", type=int, default=2, metavar="N", help="decimals of the weights (default 2)")
+    parser.add_argument("--layer", type=int_option(), default=None, metavar="L", help="decoder layer shown (default: the last)")
+    parser.add_argument("--head", type=int_option(), default=None, metavar="H", help="one head (default: the mean of the heads)")
+    parser.add_argument("--digits", type=int_option(), default=2, metavar="N", help="decimals of the weights (default 2)")
     parser.add_argument("--checkpoint", metavar="FILE", help="a translator checkpoint (default: the one shipped with qkv)")
     parser.set_defaults(func=handler)
 

@@ -27,6 +27,7 @@ from ..errors import InputError
 from ..mha import MultiHeadAttention
 from ..trace import Trace
 from .checkpoint import Checkpoint, open_checkpoint
+from .decoder import _check_index, query_index
 from .files import ModelFiles, Pooling, check_finite, check_token_ids, locate, read_json, read_pooling, read_tokenizer
 
 __all__ = ["BertConfig", "BertWeights", "BertEncoder", "Tokens", "load"]
@@ -377,20 +378,8 @@ class BertEncoder:
 
     @staticmethod
     def query_index(tokens: Sequence[str], query: int | str) -> int:
-        """The row of ``query`` in ``tokens``: a token string (its first occurrence; the model's tokens are
-        lower-case, so "Cat" finds "cat"), or a row index (an int, or a string of digits that is no token)."""
-        tokens = list(tokens)
-        if isinstance(query, str):
-            for candidate in (query, query.lower()):
-                if candidate in tokens:
-                    return tokens.index(candidate)
-            if not query.lstrip("-").isdigit():
-                raise InputError(f"{query!r} is not one of the tokens: {' '.join(tokens)}", field="query")
-            query = int(query)
-        if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 0 <= query < len(tokens):
-            raise InputError(f"row {query!r} is out of range: the text has {len(tokens)} tokens (0 … {len(tokens) - 1})",
-                             field="query")
-        return int(query)
+        """The row of ``query`` in ``tokens`` (see `qkv.models.decoder.query_index`, shared by every model)."""
+        return query_index(tokens, query)
 
 
 def _workers(threads: int | None) -> int:
@@ -432,12 +421,6 @@ def _check_texts(texts) -> list[str]:
         if not isinstance(text, str):
             raise TypeError(f"texts[{i}] must be a string, got {type(text).__name__}")
     return texts
-
-
-def _check_index(name: str, value, count: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < count:
-        raise InputError(f"{value!r} is out of range: the model has {count} {name}s (0 … {count - 1})", field=name)
-    return int(value)
 
 
 def load(model: str | Path = "minilm", *, dtype=np.float32) -> BertEncoder:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..block import MLP, LayerNorm, RMSNorm, TransformerBlock
+from ..block import MLP, LayerNorm, RMSNorm, TransformerBlock, _scoped
 from ..errors import InputError
 from ..mha import KVCache, MultiHeadAttention
 from ..rope import RoPE
@@ -380,16 +380,21 @@ class CausalLM:
 
 
 def query_index(tokens: Sequence[str], query: int | str) -> int:
-    """The row of ``query`` in ``tokens``: a token string (its first occurrence, also with byte-level BPE's
-    "Ġ" for a leading space), or a row index (an int, or a string of digits that is no token)."""
+    """The row of ``query`` in ``tokens``, for every model family: a token string (its first occurrence,
+    also as the lower-case form BERT's uncased tokenizers give, or with byte-level BPE's "Ġ" or
+    SentencePiece's "▁" for a leading space), or a row index (an int, or a string of ASCII digits —
+    parsed strictly, '²' is no number — that is no token)."""
+    from .._io import as_int
+
     tokens = list(tokens)
     if isinstance(query, str):
-        for candidate in (query, "Ġ" + query, "▁" + query):
+        for candidate in (query, query.lower(), "Ġ" + query, "▁" + query):
             if candidate in tokens:
                 return tokens.index(candidate)
-        if not query.lstrip("-").isdigit():
+        number = as_int(query)
+        if number is None:
             raise InputError(f"{query!r} is not one of the tokens: {' '.join(tokens)}", field="query")
-        query = int(query)
+        query = number
     if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 0 <= query < len(tokens):
         raise InputError(f"row {query!r} is out of range: the text has {len(tokens)} tokens (0 … {len(tokens) - 1})",
                          field="query")
@@ -400,14 +405,3 @@ def _check_index(name: str, value, count: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < count:
         raise InputError(f"{value!r} is out of range: the model has {count} {name}s (0 … {count - 1})", field=name)
     return int(value)
-
-
-def _scoped(record: Recorder | None, prefix: str) -> Recorder | None:
-    """``record`` filing steps under ``prefix/`` (None stays None: no recording, the fast path)."""
-    if record is None:
-        return None
-
-    def scoped(name: str, value, **meta):
-        return record(f"{prefix}/{name}", value, **meta)
-
-    return scoped

@@ -246,10 +246,12 @@ def _int_param(request: Request, name: str, *, required: bool = True) -> int | N
         if required:
             raise ApiError(400, f"{name}: missing (a whole number from 0)")
         return None
-    text = value.strip()
-    if not text.lstrip("-").isdigit() or len(text) > 18:
+    from .._io import as_int
+
+    number = as_int(value.strip())
+    if number is None or len(value.strip().lstrip("+-")) > 18:
         raise ApiError(400, f"{name}: {value[:20]!r} is not a whole number (at most 18 digits)")
-    return int(text)
+    return number
 
 
 def _lang(request: Request) -> str:
