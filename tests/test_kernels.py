@@ -489,7 +489,7 @@ def test_fork_while_another_thread_is_inside_a_kernel_call():
         while not stop.is_set():
             done.append(np.abs(blocked_attention(q, k, v, num_threads=2, block_q=64) - expected).max())
 
-    thread = threading.Thread(target=busy)
+    thread = threading.Thread(target=busy, daemon=True)   # a hung call must not keep pytest from exiting
     thread.start()
     try:
         while not done:
@@ -515,9 +515,12 @@ def test_fork_while_another_thread_is_inside_a_kernel_call():
             time.sleep(0.02)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
         count = len(done)
+        deadline = time.monotonic() + 60
         while len(done) < count + 2:   # the parent's thread keeps going after the fork
             time.sleep(0.01)
             assert thread.is_alive()
+            if time.monotonic() > deadline:
+                pytest.fail("the parent's kernel calls hung after the fork")
     finally:
         stop.set()
         thread.join(timeout=60)
