@@ -28,7 +28,7 @@ from ..mha import MultiHeadAttention
 from ..trace import Trace
 from .checkpoint import Checkpoint, open_checkpoint
 from .decoder import _check_index, query_index
-from .files import ModelFiles, Pooling, check_finite, check_token_ids, locate, read_json, read_pooling, read_tokenizer
+from .files import ModelFiles, Pooling, check_token_ids, locate, read_json, read_pooling, read_tokenizer
 
 __all__ = ["BertConfig", "BertWeights", "BertEncoder", "Tokens", "load"]
 
@@ -129,8 +129,7 @@ class BertWeights:
 
         def get(name: str, shape: tuple[int, ...]) -> np.ndarray:
             key = prefix + name
-            value = np.asarray(checkpoint.get(key, shape, dtype))            # an ndarray view of the memory map
-            check_finite(value, source=str(checkpoint.files[key]), field=key)
+            value = np.asarray(checkpoint.get(key, shape, dtype))            # an ndarray view of the memory map (checked finite)
             used.add(key)
             return value.copy() if value.ndim == 1 else value                  # vectors: small, owned, writable
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .files import read_json
+from .files import check_finite, read_json
 
 __all__ = ["Checkpoint", "open_checkpoint", "read_config"]
 
@@ -70,7 +70,8 @@ class Checkpoint:
 
     def get(self, name: str, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
         """Tensor ``name`` as a C-contiguous, read-only array of ``dtype`` with exactly ``shape`` (else
-        InputError): a memory map of the file when it is stored in ``dtype``, else a converted copy."""
+        InputError): a memory map of the file when it is stored in ``dtype``, else a converted copy.
+        A tensor holding NaN or ±inf is an InputError naming the file and the tensor (every family)."""
         path = self.files.get(name)
         if path is None:
             raise InputError("tensor missing", source=str(self._describe()), field=name)
@@ -85,6 +86,7 @@ class Checkpoint:
         value = self._map(path, name, stored, kind)
         if kind == "BF16":
             value = (value.astype(np.uint32) << 16).view(np.float32)              # exact: bf16 = float32's top half
+        check_finite(value, source=str(path), field=name)                     # NaN/inf: a corrupt file, named
         if value.dtype == np.dtype(dtype):
             return value
         converted = value.astype(dtype)
