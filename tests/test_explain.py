@@ -287,6 +287,19 @@ def test_step_name_constants_name_what_is_recorded_with_their_shapes():
         assert trace[name].shape == shape, name
     assert trace[steps.MASK].shape[-2:] == (t, t)
     assert steps.layer_step(3, steps.WEIGHTS) == "layer 3/weights"
+    # RoPE and a score function record their own steps, named in the same table
+    from qkv import masks
+    from qkv.rope import RoPE
+
+    rotary = qkv.MultiHeadAttention.random(8, n_heads=2, seed=1, rope=RoPE(dk))
+    turned = qkv.Trace("rope")
+    rotary(x, causal=True, record=turned)
+    q_heads, k_heads, v_heads = rotary.project(x)
+    qkv.attention(q_heads, k_heads, v_heads, score_mod=masks.soft_cap(5.0), record=turned)
+    assert set(turned.names()) <= set(steps.STEPS)
+    for name, shape in {steps.ROPE_ANGLES: (t, dk // 2), steps.Q_ROTATED: (h, t, dk), steps.K_ROTATED: (h, t, dk),
+                        steps.MODIFIED_SCORES: (h, t, t)}.items():
+        assert turned[name].shape == shape, name
 
 
 # ------------------------------------------------------------------ RoPE, score_mod, the words of a model head

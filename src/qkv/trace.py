@@ -17,8 +17,8 @@ import numpy as np
 from ._backend import to_numpy
 
 __all__ = ["Step", "Trace", "STEPS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
-           "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MASK", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL",
-           "layer_step"]
+           "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MODIFIED_SCORES",
+           "MASK", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step"]
 
 FORMAT_VERSION = 1
 
@@ -33,9 +33,13 @@ Q, K, V = "q", "k", "v"          # (Tq, H·Dk), (Tk, G·Dk), (Tk, G·Dv)
 Q_HEADS = "q_heads"              # (H, Tq, Dk) Q read as T × H × Dk, heads first (a reshape, no arithmetic)
 K_HEADS = "k_heads"              # (G, Tk, Dk)
 V_HEADS = "v_heads"              # (G, Tk, Dv)
+ROPE_ANGLES = "rope_angles"      # (T, Dk/2)   RoPE only: position · θᵢ for each position and column pair
+Q_ROTATED = "q_rotated"          # (H, Tq, Dk) RoPE only: q_heads rotated by their positions (the scores use these)
+K_ROTATED = "k_rotated"          # (G, Tk, Dk) RoPE only: k_heads rotated
 SCORES = "scores"                # (H, Tq, Tk) Q·Kᵀ
 SCALED_SCORES = "scaled_scores"  # (H, Tq, Tk) Q·Kᵀ · scale (1/√Dk by default)
 BIASED_SCORES = "biased_scores"  # (H, Tq, Tk) scaled scores + bias (only when a bias or score_mod is given)
+MODIFIED_SCORES = "modified_scores"  # (H, Tq, Tk) score_mod(scaled (+ bias)): ALiBi, soft-capping, … (only with one)
 MASK = "mask"                    # (H or 1, Tq, Tk) additive: 0 where the query may attend, −∞ where it may not
 WEIGHTS = "weights"              # (H, Tq, Tk) softmax per row; each row sums to 1 (all 0 when every key is masked)
 OUT = "out"                      # (H, Tq, Dv) weights · V, one output row per query and head
@@ -47,8 +51,9 @@ RESIDUAL = "residual"            # (Tq, D)     R + Y
 STEPS: dict[str, str] = {
     X: "(T, D)", MEMORY: "(Tk, D)", W_Q: "(D, H·Dk)", W_K: "(D, G·Dk)", W_V: "(D, G·Dv)",
     Q: "(Tq, H·Dk)", K: "(Tk, G·Dk)", V: "(Tk, G·Dv)", Q_HEADS: "(H, Tq, Dk)", K_HEADS: "(G, Tk, Dk)",
-    V_HEADS: "(G, Tk, Dv)", SCORES: "(H, Tq, Tk)", SCALED_SCORES: "(H, Tq, Tk)", BIASED_SCORES: "(H, Tq, Tk)",
-    MASK: "(H or 1, Tq, Tk)", WEIGHTS: "(H, Tq, Tk)", OUT: "(H, Tq, Dv)", CONCAT: "(Tq, H·Dv)", W_O: "(H·Dv, D)",
+    V_HEADS: "(G, Tk, Dv)", ROPE_ANGLES: "(T, Dk/2)", Q_ROTATED: "(H, Tq, Dk)", K_ROTATED: "(G, Tk, Dk)",
+    SCORES: "(H, Tq, Tk)", SCALED_SCORES: "(H, Tq, Tk)", BIASED_SCORES: "(H, Tq, Tk)",
+    MODIFIED_SCORES: "(H, Tq, Tk)", MASK: "(H or 1, Tq, Tk)", WEIGHTS: "(H, Tq, Tk)", OUT: "(H, Tq, Dv)", CONCAT: "(Tq, H·Dv)", W_O: "(H·Dv, D)",
     Y: "(Tq, D)", RESIDUAL: "(Tq, D)",
 }
 """Every step name above → its shape, in recording order."""

@@ -13,17 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ..trace import WEIGHTS, Trace
+from ..trace import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES, WEIGHTS, Trace
 
 __all__ = ["Part", "as_heads", "attention_parts", "layer_prefixes", "layer_weights", "step_heads", "token_labels",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "MODIFIED_SCORES", "query_key_steps", "softmax_input"]
-
-# Steps recorded beside those of `qkv.trace` (which does not list them yet): RoPE by
-# `MultiHeadAttention` (mha._rotate), a score_mod's output by `qkv.attention`.
-ROPE_ANGLES = "rope_angles"          # (T, Dk/2)    position · θᵢ for each position and column pair
-Q_ROTATED = "q_rotated"              # (H, Tq, Dk)  q_heads after RoPE: the queries the scores use
-K_ROTATED = "k_rotated"              # (G, Tk, Dk)  k_heads after RoPE
-MODIFIED_SCORES = "modified_scores"  # (H, Tq, Tk)  score_mod(scaled (+ bias)): ALiBi, soft-capping, …
 
 
 def query_key_steps(names) -> tuple[str, str]:
