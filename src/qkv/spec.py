@@ -99,10 +99,15 @@ def read_document(path: str | Path) -> dict:
     path = Path(path)
     source = str(path)
     check_input_file(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".toml", ".json"):
-        raise InputError(f"unknown file type {suffix or '(none)'!r}; use .toml or .json", source=source)
-    text = read_text(path)
+    _check_suffix(path.suffix.lower(), source)
+    return parse_document(read_text(path), source=source, suffix=path.suffix.lower())
+
+
+def parse_document(text: str, *, source: str, suffix: str) -> dict:
+    """Parse the text of a .toml or .json example (``suffix``) into a dict, as `read_document` parses a
+    file: the same bounds and the same one-line messages naming ``source`` (`qkv serve` parses
+    uploads, held in memory, with it)."""
+    _check_suffix(suffix, source)
     if text.count(",") > MAX_VALUES_IN_FILE:          # counted before parsing: a 10,000 × 10,000 example stops here
         raise InputError(f"holds more than {MAX_VALUES_IN_FILE:,} values; qkv explains examples of at most "
                          f"{MAX_NUMBERS:,} numbers (see docs/reliability.md)", source=source)
@@ -112,6 +117,11 @@ def read_document(path: str | Path) -> dict:
     if not isinstance(doc, dict):
         raise InputError(f"the JSON must be an object with named fields, got {_describe(doc)}", source=source)
     return doc
+
+
+def _check_suffix(suffix: str, source: str) -> None:
+    if suffix not in (".toml", ".json"):
+        raise InputError(f"unknown file type {suffix or '(none)'!r}; use .toml or .json", source=source)
 
 
 def read_array(value: Any, *, source: str, field: str, base: Path | None, ndim: int | None = 2,

@@ -307,24 +307,16 @@ def _example_title(name: str, lang: str) -> str:
 
 
 def _parse_upload(data: bytes, filename: str) -> dict:
-    """The document of an uploaded example file, parsed as `qkv.spec.read_document` parses a file (its
-    steps and the same readers, so the same one-line messages; the source is the file's name)."""
-    from .._io import load_json, load_toml
-    from ..spec import _describe
+    """The document of an uploaded example file, parsed by `qkv.spec.parse_document` as `qkv explain FILE`
+    parses a file (the same bounds and one-line messages; the source is the file's name)."""
+    from ..spec import parse_document
 
     suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
-    if suffix not in (".toml", ".json"):
-        raise InputError(f"unknown file type {suffix or '(none)'!r}; use .toml or .json", source=filename)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=filename) from None
-    if suffix == ".toml":
-        doc = load_toml(text, source=filename)
-    else:
-        doc = load_json(text, source=filename)
-        if not isinstance(doc, dict):
-            raise InputError(f"the JSON must be an object with named fields, got {_describe(doc)}", source=filename)
+    doc = parse_document(text, source=filename, suffix=suffix)
     for field in _ARRAY_FIELDS:   # a file name here would make the parser read that file: refuse it
         value = doc.get(field)
         if isinstance(value, dict) or (isinstance(value, str) and not (field == "mask" and value == "causal")):
