@@ -525,3 +525,28 @@ def test_fork_while_another_thread_is_inside_a_kernel_call():
         stop.set()
         thread.join(timeout=60)
     assert not thread.is_alive() and max(done) <= F32_TOL
+
+
+@pytest.mark.skipif(blocked._fused is None, reason="the C extension is not built")
+@pytest.mark.parametrize("vector", [True, False])
+@pytest.mark.parametrize("tq, tk, bq, bk", [(7, 7, 4, 8), (129, 129, 32, 48), (50, 130, 16, 24), (130, 50, 32, 16),
+                                            (300, 300, 256, 256), (1, 77, 1, 64)])
+def test_causal_mask_in_the_c_pass_is_bit_for_bit_the_band(tq, tk, bq, bk, vector):
+    """softmax_rows(…, limit) masks the causal diagonal inside its pass: the same bits as adding
+    the 0/−inf band first, for out, lse and a Partial, on the vector and the scalar loops."""
+    from qkv.kernels import _fused
+    rng = np.random.default_rng(tq * 1000 + tk)
+    q, k, v = (rng.standard_normal((2, 3, t, 13)).astype(np.float32) * 3 for t in (tq, tk, tk))
+    saved, previous = blocked._CAUSAL_IN_C, _fused.set_vector(vector)
+    try:
+        results = []
+        for in_c in (False, True):
+            blocked._CAUSAL_IN_C = in_c
+            out, lse = blocked_attention(q, k, v, causal=True, block_q=bq, block_k=bk, return_lse=True)
+            part = blocked._attention(q, k, v, causal=True, block_q=bq, block_k=bk, want="partial")
+            results.append((out, lse, *part))
+    finally:
+        blocked._CAUSAL_IN_C = saved
+        _fused.set_vector(previous)
+    for band, in_c in zip(*results):
+        np.testing.assert_array_equal(band, in_c)

@@ -82,6 +82,20 @@ static float row_max_scalar(const float *row, Py_ssize_t cols)
     return (nan && m == -INFINITY) ? NAN : m;
 }
 
+static float row_exp_scalar_lim(float *row, Py_ssize_t cols, float ref, Py_ssize_t lim)
+{
+    float sum = 0.0f;
+    Py_ssize_t j = 0;
+    for (; j < cols && j < lim; j++) {
+        float e = fused_exp1(row[j] - ref);
+        row[j] = e;
+        sum += e;
+    }
+    if (j < cols)
+        memset(row + j, 0, (size_t)(cols - j) * sizeof(float));
+    return sum;
+}
+
 static float row_exp_scalar(float *row, Py_ssize_t cols, float ref)
 {
     float sum = 0.0f;
@@ -171,6 +185,44 @@ __attribute__((target("avx2,fma"))) static float row_exp_avx2(float *row, Py_ssi
     return sum;
 }
 
+/* row_exp_avx2 for a row whose columns lim … cols−1 are masked (causal): those become 0 and take
+ * no exp; the sum adds the same lanes in the same order as row_exp_avx2 on a row holding −inf
+ * there (exp(−inf) = +0 adds nothing), so the result is bit for bit the same. */
+__attribute__((target("avx2,fma"))) static float row_exp_avx2_lim(float *row, Py_ssize_t cols, float ref,
+                                                                 Py_ssize_t lim)
+{
+    __m256 r8 = _mm256_set1_ps(ref);
+    __m256 s0 = _mm256_setzero_ps();
+    Py_ssize_t vend = cols - cols % 8, j = 0;
+    for (; j + 8 <= lim && j + 8 <= cols; j += 8) {
+        __m256 a = fused_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), r8));
+        _mm256_storeu_ps(row + j, a);
+        s0 = _mm256_add_ps(s0, a);
+    }
+    if (j < lim && j + 8 <= cols) {   /* the vector holding the limit: −inf past it */
+        float tmp[8];
+        for (int c = 0; c < 8; c++)
+            tmp[c] = j + c < lim ? row[j + c] : -INFINITY;
+        __m256 a = fused_exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), r8));
+        _mm256_storeu_ps(row + j, a);
+        s0 = _mm256_add_ps(s0, a);
+        j += 8;
+    }
+    if (j < vend)
+        memset(row + j, 0, (size_t)(vend - j) * sizeof(float));
+    float sum = hsum8(s0);
+    for (j = vend; j < cols; j++) {
+        if (j < lim) {
+            float e = fused_exp1(row[j] - ref);
+            row[j] = e;
+            sum += e;
+        } else {
+            row[j] = 0.0f;
+        }
+    }
+    return sum;
+}
+
 __attribute__((target("avx2,fma"))) static void exp_avx2(const float *src, float *dst, Py_ssize_t n)
 {
     Py_ssize_t j = 0;
@@ -228,14 +280,25 @@ PyDoc_STRVAR(softmax_rows_doc,
 "  otherwise alpha[i] = 1;\n"
 "  scores[i] = exp(scores[i] - ref[i]); row_sum[i] = row_sum[i]*alpha[i] + sum_j scores[i, j].\n"
 "ref, row_sum, alpha, row_max: float32 (rows,). Returns True when some alpha != 1 (the caller\n"
-"must then rescale its accumulated output rows by alpha).");
+"must then rescale its accumulated output rows by alpha).\n\n"
+"limit (optional int): causal masking in the same pass: row i keeps only columns j < limit + i;\n"
+"the others are treated as -inf scores (they take no exp, become 0 and are not read), the same\n"
+"result, bit for bit, as adding a 0/-inf band before the call (for finite scores).");
 
 static PyObject *softmax_rows(PyObject *self, PyObject *args)
 {
     PyObject *o_scores, *o_ref, *o_sum, *o_alpha, *o_max;
     float headroom;
-    if (!PyArg_ParseTuple(args, "OOOOOf", &o_scores, &o_ref, &o_sum, &o_alpha, &o_max, &headroom))
+    PyObject *o_limit = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOOf|O", &o_scores, &o_ref, &o_sum, &o_alpha, &o_max, &headroom, &o_limit))
         return NULL;
+    int have_limit = o_limit != Py_None;
+    Py_ssize_t limit = 0;
+    if (have_limit) {
+        limit = PyNumber_AsSsize_t(o_limit, PyExc_OverflowError);
+        if (limit == -1 && PyErr_Occurred())
+            return NULL;
+    }
     Py_buffer vs, vr, vl, va, vm;
     int have_max = o_max != Py_None;
     if (get_f32(o_scores, &vs, 2, "scores") < 0)
@@ -259,10 +322,15 @@ static PyObject *softmax_rows(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < rows; i++) {
         float *row = scores + i * stride;
         float m;
+        Py_ssize_t lim = cols;   /* columns lim … cols−1 are masked (causal) */
+        if (have_limit) {
+            lim = limit + i;
+            lim = lim < 0 ? 0 : (lim > cols ? cols : lim);
+        }
 #ifdef FUSED_X86
-        m = avx2 ? row_max_avx2(row, cols) : row_max_scalar(row, cols);
+        m = avx2 ? row_max_avx2(row, lim) : row_max_scalar(row, lim);
 #else
-        m = row_max_scalar(row, cols);
+        m = row_max_scalar(row, lim);
 #endif
         if (rmax && (m > rmax[i] || m != m))
             rmax[i] = m;
@@ -276,11 +344,19 @@ static PyObject *softmax_rows(PyObject *self, PyObject *args)
         }
         alpha[i] = a;
         float sum;
+        if (lim < cols) {
 #ifdef FUSED_X86
-        sum = avx2 ? row_exp_avx2(row, cols, ref[i]) : row_exp_scalar(row, cols, ref[i]);
+            sum = avx2 ? row_exp_avx2_lim(row, cols, ref[i], lim) : row_exp_scalar_lim(row, cols, ref[i], lim);
 #else
-        sum = row_exp_scalar(row, cols, ref[i]);
+            sum = row_exp_scalar_lim(row, cols, ref[i], lim);
 #endif
+        } else {
+#ifdef FUSED_X86
+            sum = avx2 ? row_exp_avx2(row, cols, ref[i]) : row_exp_scalar(row, cols, ref[i]);
+#else
+            sum = row_exp_scalar(row, cols, ref[i]);
+#endif
+        }
         l[i] = l[i] * a + sum;
     }
     Py_END_ALLOW_THREADS
