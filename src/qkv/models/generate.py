@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..attention import softmax  # the one softmax: over the last axis, −∞ entries get 0
 from ..errors import InputError
 
 __all__ = ["Generation", "generate", "softmax", "choose"]
@@ -54,13 +55,6 @@ class Generation:
     def chosen_probabilities(self) -> np.ndarray:
         """(N,): the probability the model gave each token it produced."""
         return self.probabilities[np.arange(len(self.ids)), self.ids]
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    """softmax over the last axis, (…, V) → (…, V); −∞ entries get probability 0."""
-    shifted = logits - np.max(logits, axis=-1, keepdims=True)
-    weights = np.exp(shifted)
-    return weights / weights.sum(axis=-1, keepdims=True)
 
 
 class _Noise:
