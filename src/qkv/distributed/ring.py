@@ -12,8 +12,9 @@ the layout of `qkv.distributed.layout` (zigzag or contiguous). Step s = 0 … P�
            lse = log(exp(lse_acc) + exp(lse_blk))
            out = exp(lse_acc − lse)·out_acc + exp(lse_blk − lse)·out_blk
 
-       (the merge of `qkv.kernels.merge`, with each normalised block written as a Partial whose
-       reference is its lse and whose sum is 1);
+       (`qkv.kernels.merge.merge_lse_into`, in place on the rows' views of the running result:
+       the merge of `qkv.kernels.merge` with each normalised block as a Partial whose reference
+       is its lse and whose sum is 1);
     3. wait for the next shard.
 
 The result is exact: the merge is the online softmax's identity, not an approximation.
@@ -36,6 +37,7 @@ import time
 from dataclasses import dataclass
 
 from ..attention import attention
+from ..kernels.merge import merge_lse_into
 from .launch import DistributedError, _first_line
 from .layout import Block, block_plan, check_layout
 
@@ -141,27 +143,13 @@ def _forward(q, k, v, ring: "_Ring", layout: str, causal: bool, scale: float, st
             rows, keys = slice(block.q_start, block.q_stop), slice(block.k_start, block.k_stop)
             block_out, block_lse = attention(q[..., rows, :], shard[0][..., keys, :], shard[1][..., keys, :],
                                              causal=block.causal, scale=scale, return_lse=True)
-            _merge_lse(out[..., rows, :], lse[..., rows], block_out.to(work), block_lse.to(work))
+            merge_lse_into(out[..., rows, :], lse[..., rows], block_out.to(work), block_lse.to(work))
             stats.pairs += block.work * q.shape[0] * q.shape[1]
         stats.compute_s += time.thread_time() - started
         stats.steps += 1
         if pending is not None:
             shard = pending.wait(stats)
     return out.to(q.dtype), lse
-
-
-def _merge_lse(acc_out, acc_lse, block_out, block_lse) -> None:
-    """acc ← exact attention over acc's keys ∪ the block's, in place (views of the running result).
-
-    acc_out, block_out (…, Tq, Dv) normalised outputs; acc_lse, block_lse (…, Tq), −inf = no key yet.
-    """
-    import torch
-
-    new_lse = torch.logaddexp(acc_lse, block_lse)
-    reference = torch.where(torch.isneginf(new_lse), torch.zeros_like(new_lse), new_lse)  # empty rows: no NaN
-    acc_out.mul_(torch.exp(acc_lse - reference).unsqueeze(-1))
-    acc_out.add_(block_out * torch.exp(block_lse - reference).unsqueeze(-1))
-    acc_lse.copy_(new_lse)
 
 
 def _tiles(blocks: list[Block], q) -> list[Block]:
