@@ -26,7 +26,17 @@ def test_extension_is_built_here():
 
 
 needs_fused = pytest.mark.skipif(_fused is None, reason="qkv.kernels._fused is not built")
-LOOPS = [pytest.param(True, id="vector"), pytest.param(False, id="scalar")]
+# The loops' widths: AVX-512 (16 lanes), AVX2+FMA (8) and scalar (1). On a CPU without AVX-512
+# (or AVX2) _fused.set_width(16) falls back to the widest loop the CPU has.
+LOOPS = [pytest.param(16, id="avx512"), pytest.param(8, id="avx2"), pytest.param(1, id="scalar")]
+
+
+def _exp(x, out, width):
+    previous = _fused.set_width(width)
+    try:
+        _fused.exp(x, out)
+    finally:
+        _fused.set_width(previous)
 
 
 def ulps(out, x):
@@ -36,44 +46,52 @@ def ulps(out, x):
 
 
 @needs_fused
-@pytest.mark.parametrize("vector", LOOPS)
-def test_exp_within_two_ulps(vector):
+@pytest.mark.parametrize("width", LOOPS)
+def test_exp_within_two_ulps(width):
     x = np.concatenate([np.linspace(-87.3, 88.7, 2_000_003, dtype=np.float32),
                         np.random.default_rng(0).uniform(-20, 16, 500_001).astype(np.float32),
                         np.float32([0, -0.0, 1e-30, -1e-30, 0.3465736, -0.3465736, 0.6931472, -0.6931472])])
     out = np.empty_like(x)
-    _fused.exp(x, out, vector=vector)
+    _exp(x, out, width)
     assert ulps(out, x).max() <= 2.0
     assert out[np.float32(x) == 0].tolist() == [1.0, 1.0]
 
 
 @needs_fused
-@pytest.mark.parametrize("vector", LOOPS)
-def test_exp_special_values(vector):
-    # 33 values: the AVX2 loop's 8-wide steps and its scalar tail both see each kind.
+@pytest.mark.parametrize("width", LOOPS)
+def test_exp_special_values(width):
+    # 33 values: the vector loops' full steps and their tails (scalar or masked) see each kind.
     x = np.float32([-np.inf, -1e30, -1000, -104, -88, -87.5, np.inf, 1e30, 89, 88.73, np.nan] * 3)
     out = np.empty_like(x)
     with np.errstate(all="raise"):
-        _fused.exp(x, out, vector=vector)
+        _exp(x, out, width)
     np.testing.assert_array_equal(out[:6], 0)          # below ln(FLT_MIN): exactly 0, never NaN
     assert np.all(np.isposinf(out[6:10]))
     assert np.isnan(out[10]) and np.array_equal(out[:11], out[11:22], equal_nan=True)
     y = np.float32(-87.3)
-    assert 0 < _one(y, vector) and abs(_one(y, vector) - np.exp(np.float64(y))) < 1.2e-38 * 2 ** -20
+    assert 0 < _one(y, width) and abs(_one(y, width) - np.exp(np.float64(y))) < 1.2e-38 * 2 ** -20
 
 
-def _one(x, vector):
+def _one(x, width):
     out = np.empty(1, np.float32)
-    _fused.exp(np.float32([x]), out, vector=vector)
+    _exp(np.float32([x]), out, width)
     return out[0]
+
+
+def test_exp_vector_false_is_the_scalar_loop():
+    x = np.random.default_rng(3).uniform(-80, 80, 1000).astype(np.float32)
+    forced, scalar = np.empty_like(x), np.empty_like(x)
+    _fused.exp(x, forced, vector=False)
+    _exp(x, scalar, 1)
+    np.testing.assert_array_equal(forced, scalar)
 
 
 @pytest.fixture(params=LOOPS)
 def loops(request):
-    """softmax_rows with the AVX2 loops, then with the scalar fallback."""
-    previous = _fused.set_vector(request.param)
+    """softmax_rows with the AVX-512 loops, the AVX2 loops, then the scalar fallback."""
+    previous = _fused.set_width(request.param)
     yield request.param
-    _fused.set_vector(previous)
+    _fused.set_width(previous)
 
 
 def numpy_step(scores, ref, row_sum, row_max, headroom):
@@ -150,25 +168,188 @@ def test_softmax_rows_refuses_wrong_arrays():
 
 @needs_fused
 def test_kernel_through_the_c_step_matches_the_numpy_step(loops):
-    """The whole kernel through the C step (AVX2 or scalar) against the NumPy step: mask, bias
-    that moves references, the causal diagonal and a Partial."""
+    """The whole kernel through the C step (every loop width) against the NumPy step: mask, bias
+    that moves references, the causal diagonal and a Partial; without the bias (so through the C
+    walk, flash_rows, too), large scores moving references instead."""
     from qkv.kernels import blocked_attention, partial_attention
 
     rng = np.random.default_rng(11)
     q, k, v = (rng.standard_normal((2, 61, 9)).astype(np.float32) * 3 for _ in range(3))
+    k[:, 20] *= 30
     mask = rng.random((61, 61)) < 0.7
     bias = np.where(rng.random((61, 61)) < 0.1, 50.0, 0.0)
-    results, saved = {}, blocked._USE_FUSED
+    results, saved = {}, (blocked._USE_FUSED, blocked._USE_FLASH)
     try:
-        for fused in (True, False):
-            blocked._USE_FUSED = fused
-            results[fused] = (blocked_attention(q, k, v, mask, bias=bias, causal=True, block_q=16, block_k=13),
-                              partial_attention(q, k, v, mask, bias=bias))
+        for path in ("flash", "fused", "numpy"):
+            blocked._USE_FUSED, blocked._USE_FLASH = path != "numpy", path == "flash"
+            results[path] = (blocked_attention(q, k, v, mask, bias=bias, causal=True, block_q=16, block_k=13),
+                             partial_attention(q, k, v, mask, bias=bias),
+                             blocked_attention(q, k, v, mask, causal=True, block_q=16, block_k=13),
+                             partial_attention(q, k, v, mask))
     finally:
-        blocked._USE_FUSED = saved
-    np.testing.assert_allclose(results[True][0], results[False][0], rtol=0, atol=2e-5)
-    for mine, theirs in zip(results[True][1], results[False][1]):
-        np.testing.assert_allclose(mine, theirs, rtol=2e-5, atol=2e-5)
+        blocked._USE_FUSED, blocked._USE_FLASH = saved
+    for path in ("flash", "fused"):
+        for mine, theirs in zip(results[path], results["numpy"]):
+            mine = mine if isinstance(mine, tuple) else (mine,)
+            theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+            for a, b in zip(mine, theirs):
+                np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
+
+
+@needs_fused
+def test_kernel_calls_take_the_c_walk(monkeypatch):
+    """float32 calls without bias or score_mod go through flash_rows (dense, causal, a mask, a
+    mask function); bias, score_mod, non-finite values and float64 take the Python walk."""
+    import qkv
+    from qkv import masks
+
+    calls = []
+    real = blocked._fused.flash_rows
+    monkeypatch.setattr(blocked._fused, "flash_rows", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((1, 2, 300, 16)).astype(np.float32) for _ in range(3))
+    for kwargs in ({}, {"causal": True}, {"mask": rng.random((300, 300)) < 0.5},
+                   {"mask_mod": masks.sliding_window(40)}):
+        calls.clear()
+        blocked.blocked_attention(q, k, v, **kwargs)
+        assert calls, kwargs
+    v_bad = v.copy()
+    v_bad[0, 0, 3, 1] = np.nan
+    for args, kwargs in (((q, k, v), {"bias": np.zeros((300, 300), np.float32)}),
+                         ((q, k, v), {"score_mod": masks.soft_cap(20.0)}), ((q, k, v_bad), {}),
+                         ((q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)), {})):
+        calls.clear()
+        blocked.blocked_attention(*args, **kwargs)
+        assert not calls, kwargs
+    calls.clear()
+    qkv.attention(q, k, v, causal=True)
+    assert calls
+
+
+# --------------------------------------------------------------------------- flash_rows
+def test_flash_rows_has_numpys_blas_here():
+    """blocked finds cblas_sgemm in NumPy's BLAS (checked on a small product) in this environment;
+    elsewhere the kernel falls back to the Python walk silently, so this test says when it did."""
+    assert blocked._sgemm_ready(), "no cblas_sgemm found in the BLAS libraries threadpoolctl lists"
+
+
+def flash_reference(q, k, v, blocks, masks):
+    """float64: softmax over the keys the blocks visit (their masks and causal limits applied) of
+    q·kᵀ, then ·v; also l = Σ exp(s − r) for the references r the kernel must end with."""
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    rows, tk = q.shape[0], k.shape[0]
+    allowed = np.zeros((rows, tk), bool)
+    for (j0, j1, has_limit, limit), blocked_ in zip(blocks, masks or [None] * len(blocks)):
+        keep = np.ones((rows, j1 - j0), bool)
+        if blocked_ is not None:
+            keep &= ~blocked_
+        if has_limit:
+            keep &= np.arange(j1 - j0)[None, :] < limit + np.arange(rows)[:, None]
+        allowed[:, j0:j1] = keep
+    scores = np.where(allowed, q64 @ k64.T, -np.inf)
+    top = scores.max(axis=1, keepdims=True)
+    weights = np.exp(scores - np.where(np.isfinite(top), top, 0))
+    total = weights.sum(axis=1, keepdims=True)
+    out = np.where(total > 0, weights @ v64 / np.where(total > 0, total, 1), 0)
+    return out, top[:, 0]
+
+
+@needs_fused
+@pytest.mark.parametrize("dk, dv, cols", [(64, 64, 512), (5, 3, 7), (13, 17, 40)])
+def test_flash_rows_matches_float64(dk, dv, cols, loops):
+    """Several key blocks with masks (one leaving a row empty so far), a causal limit, scores that
+    move the reference up (+40) and rows far below it: acc / l and row_max against float64."""
+    assert blocked._sgemm_ready()
+    rng = np.random.default_rng(dk * 100 + cols)
+    rows, tk = 9, 3 * cols + 5
+    q = (rng.standard_normal((rows, dk)) / np.sqrt(dk)).astype(np.float32) * 3
+    k = rng.standard_normal((tk, dk)).astype(np.float32)
+    k[cols + 2] *= 40                                       # a key that moves references up in block 2
+    q[1] *= 0.001
+    v = rng.standard_normal((tk, dv)).astype(np.float32)
+    blocks = [(0, cols, 0, 0), (cols, 2 * cols, 0, 0), (2 * cols, 3 * cols, 1, 2 - rows), (3 * cols, tk, 0, 0)]
+    masks = [rng.random((rows, cols)) < 0.4, None, None, rng.random((rows, tk - 3 * cols)) < 0.5]
+    masks[0][3] = True                                      # row 3: nothing in the first block
+    acc = np.zeros((rows, dv), np.float32)
+    ref, l, alpha = (np.zeros(rows, np.float32) for _ in range(3))
+    row_max = np.full(rows, -np.inf, np.float32)
+    scratch = np.full((rows + 2, cols + 3), np.nan, np.float32)   # larger than needed, as the kernel's
+    _fused.flash_rows(q, k, v, acc, ref, l, alpha, row_max, scratch, np.array(blocks, np.int64), masks, HEADROOM)
+    expected, top = flash_reference(q, k, v, blocks, masks)
+    got = np.where(l[:, None] > 0, acc / np.where(l > 0, l, 1)[:, None], 0)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6 * max(1, np.abs(v).max()))
+    np.testing.assert_allclose(row_max, top, rtol=1e-6)
+    assert np.all(ref <= row_max + 1e-6) and np.all(row_max - ref <= HEADROOM)
+
+
+@needs_fused
+def test_flash_rows_accepts_strided_and_read_only_inputs():
+    """k and v rows with a stride (every other row of a bigger array), read-only views, the acc rows
+    of a larger output: the same result as contiguous copies."""
+    assert blocked._sgemm_ready()
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((6, 8)).astype(np.float32)
+    big_k = rng.standard_normal((40, 12)).astype(np.float32)
+    big_v = rng.standard_normal((40, 10)).astype(np.float32)
+    k, v = big_k[::2, :8], big_v[::2, 2:7]
+    k.flags.writeable = False
+    blocks = np.array([[0, 11, 0, 0], [11, 20, 0, 0]], np.int64)
+    results = []
+    for kk, vv in ((k, v), (np.ascontiguousarray(k), np.ascontiguousarray(v))):
+        out = np.zeros((6, 9), np.float32)
+        ref, l, alpha = (np.zeros(6, np.float32) for _ in range(3))
+        _fused.flash_rows(q, kk, vv, out[:, 2:7], ref, l, alpha, None, np.empty((6, 11), np.float32), blocks, None,
+                          HEADROOM)
+        results.append(out)
+    np.testing.assert_array_equal(results[0], results[1])
+    assert not results[0][:, :2].any() and not results[0][:, 7:].any()     # only acc's columns written
+    expected, _ = flash_reference(q, k, v, blocks.tolist(), None)
+    l_sum = np.exp(q.astype(np.float64) @ k.T.astype(np.float64)).sum(1)
+    np.testing.assert_allclose(results[0][:, 2:7] / l_sum[:, None], expected, atol=1e-5)
+
+
+@needs_fused
+def test_flash_rows_refuses_wrong_arrays():
+    assert blocked._sgemm_ready()
+    q, k, v = np.zeros((3, 4), np.float32), np.zeros((10, 4), np.float32), np.zeros((10, 2), np.float32)
+    acc, vec = np.zeros((3, 2), np.float32), np.zeros(3, np.float32)
+    scratch = np.zeros((3, 8), np.float32)
+    one = np.array([[0, 8, 0, 0]], np.int64)
+
+    def call(**change):
+        args = dict(q=q, k=k, v=v, acc=acc, ref=vec.copy(), l=vec.copy(), alpha=vec.copy(), row_max=None,
+                    scores=scratch, blocks=one, masks=None)
+        args.update(change)
+        _fused.flash_rows(*args.values(), HEADROOM)
+
+    with pytest.raises(ValueError, match="q must be a 2-D float32"):
+        call(q=q.astype(np.float64))
+    with pytest.raises(ValueError, match="k has shape"):
+        call(k=np.zeros((10, 5), np.float32))
+    with pytest.raises(ValueError, match="v has 9 rows but k has 10"):
+        call(v=np.zeros((9, 2), np.float32))
+    with pytest.raises(ValueError, match="acc"):
+        call(acc=np.zeros((3, 3), np.float32))
+    with pytest.raises((ValueError, BufferError, TypeError)):
+        frozen = acc.copy()
+        frozen.flags.writeable = False
+        call(acc=frozen)
+    with pytest.raises(ValueError, match="rows not overlapping"):
+        call(k=np.lib.stride_tricks.as_strided(k, (10, 4), (4, 4)))
+    with pytest.raises(ValueError, match="block 0 covers keys 0:11"):
+        call(blocks=np.array([[0, 11, 0, 0]], np.int64))
+    with pytest.raises(ValueError, match="block 1 covers keys 5:5"):
+        call(blocks=np.array([[0, 5, 0, 0], [5, 5, 0, 0]], np.int64))
+    with pytest.raises(ValueError, match="at most 8 keys"):
+        call(blocks=np.array([[0, 9, 0, 0]], np.int64))
+    with pytest.raises(ValueError, match="blocks must be a C-contiguous int64"):
+        call(blocks=one.astype(np.int32))
+    with pytest.raises(ValueError, match="masks has 2 entries for 1 blocks"):
+        call(masks=[None, None])
+    with pytest.raises(ValueError, match=r"masks\[0\] must be a bool \(3, 8\)"):
+        call(masks=[np.zeros((3, 7), bool)])
+    with pytest.raises(ValueError, match="must have q's 3 rows"):
+        call(row_max=np.zeros(2, np.float32))
 
 
 # --------------------------------------------------------------------------- gelu

@@ -8,8 +8,10 @@ Tolerances come from the float64 reference:
   ≤ 8e-7 at T ≤ 1100, Dk ≤ 64, about 7 float32 ulps at 1.0, from the Dk- and Tk-long sums;
   the tolerance leaves a factor 5).
 
-Every test runs twice: with float32's softmax step in the C extension (`_fused`) and in NumPy
-(the fixture `softmax_step` switches blocked._USE_FUSED; float64 always takes NumPy).
+Every test runs three times: float32 walking its key blocks in C (`_fused.flash_rows`, both
+products in NumPy's BLAS), walking them in Python with the C softmax step (`_fused.softmax_rows`),
+and all in NumPy (the fixture `softmax_step` switches blocked._USE_FLASH and _USE_FUSED; float64
+always takes NumPy).
 """
 
 from __future__ import annotations
@@ -32,16 +34,17 @@ F32_TOL = 4e-6
 SMALL_BLOCKS = dict(block_q=16, block_k=32)
 
 
-@pytest.fixture(autouse=True, scope="module", params=["fused", "numpy"])
+@pytest.fixture(autouse=True, scope="module", params=["flash", "fused", "numpy"])
 def softmax_step(request):
-    """Run the module's tests with the C softmax step, then with the NumPy one. Module scope
-    (set and restored by hand) so hypothesis tests may use it too."""
-    if request.param == "fused" and blocked._fused is None:
-        pytest.skip("qkv.kernels._fused is not built (tests/test_fused.py fails for that)")
-    saved = blocked._USE_FUSED
-    blocked._USE_FUSED = request.param == "fused"
+    """Run the module's tests with the C walk, with the Python walk and the C softmax step, then
+    with NumPy only. Module scope (set and restored by hand) so hypothesis tests may use it too."""
+    if request.param != "numpy" and blocked._fused is None:
+        pytest.fail("qkv.kernels._fused is not built (tests/test_fused.py says why)")
+    saved = blocked._USE_FUSED, blocked._USE_FLASH
+    blocked._USE_FUSED = request.param != "numpy"
+    blocked._USE_FLASH = request.param == "flash"
     yield request.param
-    blocked._USE_FUSED = saved
+    blocked._USE_FUSED, blocked._USE_FLASH = saved
 
 
 # --------------------------------------------------------------------------- the reference
@@ -528,16 +531,19 @@ def test_fork_while_another_thread_is_inside_a_kernel_call():
 
 
 @pytest.mark.skipif(blocked._fused is None, reason="the C extension is not built")
-@pytest.mark.parametrize("vector", [True, False])
+@pytest.mark.parametrize("width", [16, 8, 1])
 @pytest.mark.parametrize("tq, tk, bq, bk", [(7, 7, 4, 8), (129, 129, 32, 48), (50, 130, 16, 24), (130, 50, 32, 16),
                                             (300, 300, 256, 256), (1, 77, 1, 64)])
-def test_causal_mask_in_the_c_pass_is_bit_for_bit_the_band(tq, tk, bq, bk, vector):
+def test_causal_mask_in_the_c_pass_is_bit_for_bit_the_band(tq, tk, bq, bk, width, monkeypatch):
     """softmax_rows(…, limit) masks the causal diagonal inside its pass: the same bits as adding
-    the 0/−inf band first, for out, lse and a Partial, on the vector and the scalar loops."""
+    the 0/−inf band first, for out, lse and a Partial, on the AVX-512, AVX2 and scalar loops
+    (the Python walk, where both ways exist)."""
     from qkv.kernels import _fused
     rng = np.random.default_rng(tq * 1000 + tk)
     q, k, v = (rng.standard_normal((2, 3, t, 13)).astype(np.float32) * 3 for t in (tq, tk, tk))
-    saved, previous = blocked._CAUSAL_IN_C, _fused.set_vector(vector)
+    monkeypatch.setattr(blocked, "_USE_FLASH", False)
+    monkeypatch.setattr(blocked, "_USE_FUSED", True)
+    saved, previous = blocked._CAUSAL_IN_C, _fused.set_width(width)
     try:
         results = []
         for in_c in (False, True):
@@ -547,6 +553,6 @@ def test_causal_mask_in_the_c_pass_is_bit_for_bit_the_band(tq, tk, bq, bk, vecto
             results.append((out, lse, *part))
     finally:
         blocked._CAUSAL_IN_C = saved
-        _fused.set_vector(previous)
+        _fused.set_width(previous)
     for band, in_c in zip(*results):
         np.testing.assert_array_equal(band, in_c)

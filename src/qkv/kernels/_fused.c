@@ -231,6 +231,94 @@ __attribute__((target("avx2,fma"))) static void exp_avx2(const float *src, float
     for (; j < n; j++)
         dst[j] = fused_exp1(src[j]);
 }
+
+/* ------------------------------------------------------------------------ AVX-512 (16 lanes)
+ * The same polynomial and range reduction as fused_exp8, on 16 lanes; tails use lane masks
+ * instead of a scalar loop. Chosen at run time where the CPU has AVX-512F. */
+__attribute__((target("avx512f"))) static inline __m512 fused_exp16(__m512 x)
+{
+    x = _mm512_max_ps(_mm512_set1_ps(EXP_LO), x);   /* second operand returned for NaN: kept */
+    x = _mm512_min_ps(_mm512_set1_ps(EXP_HI), x);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 t = _mm512_add_ps(n, _mm512_set1_ps(0.5f));
+    __m512 r = _mm512_fnmadd_ps(t, _mm512_set1_ps(LN2_HI), x);
+    r = _mm512_fnmadd_ps(t, _mm512_set1_ps(LN2_LO), r);
+    __m512 p = _mm512_set1_ps(Q0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(Q1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(Q2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(Q3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(Q4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(Q5));
+    __m512 y = _mm512_fmadd_ps(r, _mm512_set1_ps(SQRT2), _mm512_set1_ps(SQRT2));
+    y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), y);
+    __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
+}
+
+static inline uint16_t lanes(Py_ssize_t n)   /* the first n (< 16) lanes */
+{
+    return (uint16_t)((1u << n) - 1u);
+}
+
+/* The row max of the first `cols` scores; NaNs ignored unless every score is NaN. */
+__attribute__((target("avx512f"))) static float row_max_avx512(const float *row, Py_ssize_t cols)
+{
+    __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+    __mmask16 nan = 0;
+    Py_ssize_t j = 0;
+    for (; j + 32 <= cols; j += 32) {
+        __m512 a = _mm512_loadu_ps(row + j), b = _mm512_loadu_ps(row + j + 16);
+        m0 = _mm512_max_ps(a, m0);   /* NaN in a: m0 (the second operand) kept */
+        m1 = _mm512_max_ps(b, m1);
+        nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
+    }
+    for (; j < cols; j += 16) {
+        __mmask16 k = cols - j >= 16 ? (__mmask16)0xFFFF : lanes(cols - j);
+        __m512 a = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, row + j);
+        m0 = _mm512_max_ps(a, m0);
+        nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+    }
+    float m = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+    return (nan && m == -INFINITY) ? NAN : m;
+}
+
+/* row[j] = exp(row[j] − ref) for j < lim, 0 for lim ≤ j < cols; returns the sum. The lanes are
+ * grouped the same way whatever lim is, so a row masked by lim sums to the same bits as the row
+ * holding −inf there (exp(−inf) = +0 adds nothing). */
+__attribute__((target("avx512f"))) static float row_exp_avx512(float *row, Py_ssize_t cols, float ref, Py_ssize_t lim)
+{
+    __m512 r16 = _mm512_set1_ps(ref);
+    __m512 s0 = _mm512_setzero_ps();
+    Py_ssize_t j = 0;
+    for (; j + 16 <= lim; j += 16) {
+        __m512 a = fused_exp16(_mm512_sub_ps(_mm512_loadu_ps(row + j), r16));
+        _mm512_storeu_ps(row + j, a);
+        s0 = _mm512_add_ps(s0, a);
+    }
+    if (j < lim) {   /* the vector holding the limit (or the row's end) */
+        __mmask16 keep = lanes(lim - j);
+        __mmask16 inside = cols - j >= 16 ? (__mmask16)0xFFFF : lanes(cols - j);
+        __m512 a = fused_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(keep, row + j), r16));
+        a = _mm512_maskz_mov_ps(keep, a);
+        _mm512_mask_storeu_ps(row + j, inside, a);
+        s0 = _mm512_add_ps(s0, a);
+        j += 16;
+    }
+    if (j < cols)
+        memset(row + j, 0, (size_t)(cols - j) * sizeof(float));
+    return _mm512_reduce_add_ps(s0);
+}
+
+__attribute__((target("avx512f"))) static void exp_avx512(const float *src, float *dst, Py_ssize_t n)
+{
+    Py_ssize_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        _mm512_storeu_ps(dst + j, fused_exp16(_mm512_loadu_ps(src + j)));
+    if (j < n) {
+        __mmask16 k = lanes(n - j);
+        _mm512_mask_storeu_ps(dst + j, k, fused_exp16(_mm512_maskz_loadu_ps(k, src + j)));
+    }
+}
 #endif
 
 static int cpu_avx2(void)
@@ -247,11 +335,85 @@ static int cpu_avx2(void)
 #endif
 }
 
-static int scalar_only = 0;   /* set_vector(False): tests run the fallback loops on this CPU */
+static int cpu_avx512(void)
+{
+#ifdef FUSED_X86
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx512f") && cpu_avx2();
+    }
+    return cached;
+#else
+    return 0;
+#endif
+}
+
+/* The widest vector loops in use: 16 (AVX-512), 8 (AVX2) or 1 (scalar), at most what the CPU has.
+ * set_width lowers it so that tests run every loop on this CPU. */
+static int max_width = 16;
 
 static int have_avx2(void)
 {
-    return !scalar_only && cpu_avx2();
+    return max_width >= 8 && cpu_avx2();
+}
+
+static int have_avx512(void)
+{
+    return max_width >= 16 && cpu_avx512();
+}
+
+/* ------------------------------------------------------------------------ the softmax step
+ * For rows 0 … rows−1 of a float32 score block (row i at scores + i·stride): the reference rule
+ * of blocked.py (see softmax_rows' docstring), P = exp(S − ref) in place, l = α·l + Σ P.
+ * With have_limit, row i keeps only columns j < limit + i (causal). Returns 1 when some α ≠ 1. */
+static int softmax_block(float *scores, Py_ssize_t stride, Py_ssize_t rows, Py_ssize_t cols, float *ref, float *l,
+                         float *alpha, float *rmax, float headroom, int have_limit, Py_ssize_t limit, int width)
+{
+    int moved = 0;
+    for (Py_ssize_t i = 0; i < rows; i++) {
+        float *row = scores + i * stride;
+        float m;
+        Py_ssize_t lim = cols;   /* columns lim … cols−1 are masked (causal) */
+        if (have_limit) {
+            lim = limit + i;
+            lim = lim < 0 ? 0 : (lim > cols ? cols : lim);
+        }
+#ifdef FUSED_X86
+        m = width >= 16 ? row_max_avx512(row, lim) : width >= 8 ? row_max_avx2(row, lim) : row_max_scalar(row, lim);
+#else
+        m = row_max_scalar(row, lim);
+#endif
+        if (rmax && (m > rmax[i] || m != m))
+            rmax[i] = m;
+        float a = 1.0f, d = m - ref[i];
+        if (d > headroom) {
+            a = fused_exp1(-d);
+            ref[i] = m;
+            moved = 1;
+        } else if (l[i] == 0.0f && d < -headroom && isfinite(d)) {
+            ref[i] = m;
+        }
+        alpha[i] = a;
+        float sum;
+#ifdef FUSED_X86
+        if (width >= 16)
+            sum = row_exp_avx512(row, cols, ref[i], lim);
+        else if (lim < cols)
+            sum = width >= 8 ? row_exp_avx2_lim(row, cols, ref[i], lim) : row_exp_scalar_lim(row, cols, ref[i], lim);
+        else
+            sum = width >= 8 ? row_exp_avx2(row, cols, ref[i]) : row_exp_scalar(row, cols, ref[i]);
+#else
+        sum = lim < cols ? row_exp_scalar_lim(row, cols, ref[i], lim) : row_exp_scalar(row, cols, ref[i]);
+#endif
+        l[i] = l[i] * a + sum;
+    }
+    return moved;
+}
+
+static int vector_width(void)
+{
+    return have_avx512() ? 16 : have_avx2() ? 8 : 1;
 }
 
 /* ------------------------------------------------------------------------ buffer helpers */
@@ -317,48 +479,9 @@ static PyObject *softmax_rows(PyObject *self, PyObject *args)
         goto fail_m;
     }
     float *scores = vs.buf, *ref = vr.buf, *l = vl.buf, *alpha = va.buf, *rmax = have_max ? vm.buf : NULL;
-    int moved = 0, avx2 = have_avx2();
+    int moved, width = vector_width();
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < rows; i++) {
-        float *row = scores + i * stride;
-        float m;
-        Py_ssize_t lim = cols;   /* columns lim … cols−1 are masked (causal) */
-        if (have_limit) {
-            lim = limit + i;
-            lim = lim < 0 ? 0 : (lim > cols ? cols : lim);
-        }
-#ifdef FUSED_X86
-        m = avx2 ? row_max_avx2(row, lim) : row_max_scalar(row, lim);
-#else
-        m = row_max_scalar(row, lim);
-#endif
-        if (rmax && (m > rmax[i] || m != m))
-            rmax[i] = m;
-        float a = 1.0f, d = m - ref[i];
-        if (d > headroom) {
-            a = fused_exp1(-d);
-            ref[i] = m;
-            moved = 1;
-        } else if (l[i] == 0.0f && d < -headroom && isfinite(d)) {
-            ref[i] = m;
-        }
-        alpha[i] = a;
-        float sum;
-        if (lim < cols) {
-#ifdef FUSED_X86
-            sum = avx2 ? row_exp_avx2_lim(row, cols, ref[i], lim) : row_exp_scalar_lim(row, cols, ref[i], lim);
-#else
-            sum = row_exp_scalar_lim(row, cols, ref[i], lim);
-#endif
-        } else {
-#ifdef FUSED_X86
-            sum = avx2 ? row_exp_avx2(row, cols, ref[i]) : row_exp_scalar(row, cols, ref[i]);
-#else
-            sum = row_exp_scalar(row, cols, ref[i]);
-#endif
-        }
-        l[i] = l[i] * a + sum;
-    }
+    moved = softmax_block(scores, stride, rows, cols, ref, l, alpha, rmax, headroom, have_limit, limit, width);
     Py_END_ALLOW_THREADS
     if (have_max)
         PyBuffer_Release(&vm);
@@ -379,6 +502,240 @@ fail_r:
 fail_s:
     PyBuffer_Release(&vs);
     return NULL;
+}
+
+/* ------------------------------------------------------------------------ one query block in C
+ * flash_rows walks one query block over its key blocks with no Python in between: for each key
+ * block, S = Q·K_jᵀ (BLAS sgemm), the mask (−inf where not allowed), the softmax step above, the
+ * rescaling of acc where a reference moved, and acc += P·V_j (sgemm with β = 1, no temporary).
+ * The BLAS is NumPy's own: blocked.py finds its cblas_sgemm with ctypes and hands the address to
+ * set_sgemm once (threadpoolctl holds it to one thread while the kernel's threads run). */
+typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *,
+                           int64_t, float, float *, int64_t);
+typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
+                           float *, int);
+static void *sgemm_address = NULL;
+static int sgemm_ilp64 = 0;
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+static void sgemm(int trans_b, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, const float *a, Py_ssize_t lda,
+                  const float *b, Py_ssize_t ldb, float beta, float *c, Py_ssize_t ldc)
+{
+    if (sgemm_ilp64)
+        ((sgemm64_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, trans_b ? TRANS : NO_TRANS, m, n, k, 1.0f, a, lda, b, ldb,
+                                    beta, c, ldc);
+    else
+        ((sgemm32_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, trans_b ? TRANS : NO_TRANS, (int)m, (int)n, (int)k, 1.0f, a,
+                                    (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+PyDoc_STRVAR(set_sgemm_doc,
+"set_sgemm(address, ilp64) -> None\n\n"
+"The address of a CBLAS cblas_sgemm (64-bit integers when ilp64) for flash_rows; 0 forgets it.");
+
+static PyObject *fused_set_sgemm(PyObject *self, PyObject *args)
+{
+    unsigned long long address;
+    int ilp64;
+    if (!PyArg_ParseTuple(args, "Kp", &address, &ilp64))
+        return NULL;
+    sgemm_address = (void *)(uintptr_t)address;
+    sgemm_ilp64 = ilp64;
+    Py_RETURN_NONE;
+}
+
+/* A float32 2-D array (read-only allowed) with contiguous rows and a row stride of at least
+ * min_ld elements (what BLAS needs); its row stride in elements goes to *ld. */
+static int get_matrix(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t rows, Py_ssize_t cols,
+                      Py_ssize_t *ld, const char *name)
+{
+    int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    const char *fmt = view->format ? view->format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+        fmt++;
+    if (view->ndim != 2 || strcmp(fmt, "f") != 0 || view->itemsize != 4 || view->strides[1] != 4 ||
+        view->strides[0] % 4) {
+        PyErr_Format(PyExc_ValueError, "%s must be a %s2-D float32 array with contiguous rows", name,
+                     writable ? "writable " : "");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    Py_ssize_t stride = view->strides[0] / 4;
+    if ((rows >= 0 && view->shape[0] < rows) || (cols >= 0 && view->shape[1] != cols) ||
+        (view->shape[0] > 1 && stride < (view->shape[1] > 1 ? view->shape[1] : 1))) {
+        PyErr_Format(PyExc_ValueError, "%s has shape (%zd, %zd) and row stride %zd; expected %zd rows or more, %zd "
+                     "columns, rows not overlapping", name, view->shape[0], view->shape[1], stride, rows, cols);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    *ld = view->shape[0] > 1 ? stride : (view->shape[1] > 1 ? view->shape[1] : 1);
+    return 0;
+}
+
+PyDoc_STRVAR(flash_rows_doc,
+"flash_rows(q, k, v, acc, ref, row_sum, alpha, row_max, scores, blocks, masks, headroom) -> None\n\n"
+"One query block of the blocked kernel, every key block in C (the GIL released throughout):\n"
+"for each row (j0, j1, has_limit, limit) of blocks (int64, (n, 4)):\n"
+"  S = q·k[j0:j1]ᵀ; S = −inf where masks[b] is True (masks: None, or a sequence of n entries,\n"
+"  each None or a bool (rows, j1 − j0) array with contiguous rows); the softmax step of\n"
+"  softmax_rows on S (with limit when has_limit); acc[i] *= alpha[i] where a reference moved;\n"
+"  acc += P·v[j0:j1].\n"
+"q (rows, Dk), k (Tk, Dk), v (Tk, Dv), acc (rows, Dv): float32 with contiguous rows; ref,\n"
+"row_sum, alpha, row_max (or None): float32 (rows,); scores: float32 scratch of at least\n"
+"(rows, max j1 − j0). Needs set_sgemm first.");
+
+static PyObject *flash_rows(PyObject *self, PyObject *args)
+{
+    PyObject *o_q, *o_k, *o_v, *o_acc, *o_ref, *o_sum, *o_alpha, *o_max, *o_scores, *o_blocks, *o_masks;
+    float headroom;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOf", &o_q, &o_k, &o_v, &o_acc, &o_ref, &o_sum, &o_alpha, &o_max,
+                          &o_scores, &o_blocks, &o_masks, &headroom))
+        return NULL;
+    if (sgemm_address == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "flash_rows needs a BLAS sgemm: call set_sgemm first");
+        return NULL;
+    }
+    Py_buffer vq, vk, vv, vacc, vr, vl, va, vm, vs, vb;
+    Py_buffer *views[10];
+    int held = 0, have_max = o_max != Py_None;
+    Py_buffer *mviews = NULL;
+    Py_ssize_t n_masks = 0, held_masks = 0;
+    PyObject *result = NULL;
+    Py_ssize_t ldq, ldk, ldv, ldacc, lds;
+#define HOLD(call, view) do { if ((call) < 0) goto done; views[held++] = (view); } while (0)
+    HOLD(get_matrix(o_q, &vq, 0, -1, -1, &ldq, "q"), &vq);
+    Py_ssize_t rows = vq.shape[0], dk = vq.shape[1];
+    HOLD(get_matrix(o_k, &vk, 0, -1, dk, &ldk, "k"), &vk);
+    Py_ssize_t tk = vk.shape[0];
+    HOLD(get_matrix(o_v, &vv, 0, -1, -1, &ldv, "v"), &vv);
+    Py_ssize_t dv = vv.shape[1];
+    if (vv.shape[0] != tk) {
+        PyErr_Format(PyExc_ValueError, "v has %zd rows but k has %zd", vv.shape[0], tk);
+        goto done;
+    }
+    HOLD(get_matrix(o_acc, &vacc, 1, rows, dv, &ldacc, "acc"), &vacc);
+    if (vacc.shape[0] != rows) {
+        PyErr_Format(PyExc_ValueError, "acc has %zd rows but q has %zd", vacc.shape[0], rows);
+        goto done;
+    }
+    HOLD(get_f32(o_ref, &vr, 1, "ref"), &vr);
+    HOLD(get_f32(o_sum, &vl, 1, "row_sum"), &vl);
+    HOLD(get_f32(o_alpha, &va, 1, "alpha"), &va);
+    if (have_max)
+        HOLD(get_f32(o_max, &vm, 1, "row_max"), &vm);
+    if (vr.shape[0] != rows || vl.shape[0] != rows || va.shape[0] != rows || (have_max && vm.shape[0] != rows)) {
+        PyErr_Format(PyExc_ValueError, "ref, row_sum, alpha and row_max must have q's %zd rows", rows);
+        goto done;
+    }
+    HOLD(get_matrix(o_scores, &vs, 1, rows, -1, &lds, "scores"), &vs);
+    if (PyObject_GetBuffer(o_blocks, &vb, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        goto done;
+    views[held++] = &vb;
+    {
+        const char *fmt = vb.format ? vb.format : "B";
+        if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+            fmt++;
+        if (vb.ndim != 2 || vb.shape[1] != 4 || vb.itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0)) {
+            PyErr_SetString(PyExc_ValueError, "blocks must be a C-contiguous int64 array of shape (n, 4)");
+            goto done;
+        }
+    }
+    Py_ssize_t n_blocks = vb.shape[0];
+    const int64_t *blocks = vb.buf;
+    for (Py_ssize_t b = 0; b < n_blocks; b++) {
+        int64_t j0 = blocks[4 * b], j1 = blocks[4 * b + 1];
+        if (j0 < 0 || j1 <= j0 || j1 > tk || j1 - j0 > vs.shape[1]) {
+            PyErr_Format(PyExc_ValueError, "block %zd covers keys %lld:%lld; expected 0 <= j0 < j1 <= %zd and at most "
+                         "%zd keys (the scratch's columns)", b, (long long)j0, (long long)j1, tk, vs.shape[1]);
+            goto done;
+        }
+    }
+    if (o_masks != Py_None) {
+        PyObject *seq = PySequence_Fast(o_masks, "masks must be None or a sequence");
+        if (seq == NULL)
+            goto done;
+        n_masks = PySequence_Fast_GET_SIZE(seq);
+        if (n_masks != n_blocks) {
+            PyErr_Format(PyExc_ValueError, "masks has %zd entries for %zd blocks", n_masks, n_blocks);
+            Py_DECREF(seq);
+            goto done;
+        }
+        mviews = PyMem_Calloc((size_t)(n_masks ? n_masks : 1), sizeof(Py_buffer));
+        if (mviews == NULL) {
+            PyErr_NoMemory();
+            Py_DECREF(seq);
+            goto done;
+        }
+        for (Py_ssize_t b = 0; b < n_masks; b++, held_masks++) {
+            PyObject *item = PySequence_Fast_GET_ITEM(seq, b);
+            if (item == Py_None) {
+                mviews[b].buf = NULL;
+                continue;
+            }
+            if (PyObject_GetBuffer(item, &mviews[b], PyBUF_STRIDES | PyBUF_FORMAT) < 0) {
+                Py_DECREF(seq);
+                goto done;
+            }
+            Py_buffer *mv = &mviews[b];
+            const char *fmt = mv->format ? mv->format : "B";
+            int64_t cols = blocks[4 * b + 1] - blocks[4 * b];
+            if (mv->ndim != 2 || strcmp(fmt, "?") != 0 || mv->shape[0] != rows || mv->shape[1] != cols ||
+                mv->strides[1] != 1) {
+                PyErr_Format(PyExc_ValueError, "masks[%zd] must be a bool (%zd, %lld) array with contiguous rows", b,
+                             rows, (long long)cols);
+                PyBuffer_Release(mv);
+                Py_DECREF(seq);
+                goto done;
+            }
+        }
+        Py_DECREF(seq);
+    }
+    {
+        const float *q = vq.buf, *k = vk.buf, *v = vv.buf;
+        float *acc = vacc.buf, *ref = vr.buf, *l = vl.buf, *alpha = va.buf, *rmax = have_max ? vm.buf : NULL;
+        float *scores = vs.buf;
+        int width = vector_width();
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t b = 0; b < n_blocks; b++) {
+            Py_ssize_t j0 = (Py_ssize_t)blocks[4 * b], cols = (Py_ssize_t)(blocks[4 * b + 1] - j0);
+            sgemm(1, rows, cols, dk, q, ldq, k + j0 * ldk, ldk, 0.0f, scores, lds);
+            if (mviews && mviews[b].buf) {
+                const char *mask = mviews[b].buf;
+                Py_ssize_t mstride = mviews[b].strides[0];
+                for (Py_ssize_t i = 0; i < rows; i++) {
+                    float *row = scores + i * lds;
+                    const char *m = mask + i * mstride;
+                    for (Py_ssize_t j = 0; j < cols; j++)
+                        if (m[j])
+                            row[j] = -INFINITY;
+                }
+            }
+            if (softmax_block(scores, lds, rows, cols, ref, l, alpha, rmax, headroom, blocks[4 * b + 2] != 0,
+                              (Py_ssize_t)blocks[4 * b + 3], width)) {
+                for (Py_ssize_t i = 0; i < rows; i++)
+                    if (alpha[i] != 1.0f) {
+                        float *row = acc + i * ldacc;
+                        for (Py_ssize_t c = 0; c < dv; c++)
+                            row[c] *= alpha[i];
+                    }
+            }
+            sgemm(0, rows, dv, cols, scores, lds, v + j0 * ldv, ldv, 1.0f, acc, ldacc);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+#undef HOLD
+    for (Py_ssize_t b = 0; b < held_masks; b++)
+        if (mviews[b].buf)
+            PyBuffer_Release(&mviews[b]);
+    PyMem_Free(mviews);
+    while (held > 0)
+        PyBuffer_Release(views[--held]);
+    return result;
 }
 
 PyDoc_STRVAR(exp_doc,
@@ -411,7 +768,9 @@ static PyObject *fused_exp(PyObject *self, PyObject *args, PyObject *kwargs)
     Py_ssize_t n = vsrc.shape[0];
     Py_BEGIN_ALLOW_THREADS
 #ifdef FUSED_X86
-    if (vector && have_avx2())
+    if (vector && have_avx512())
+        exp_avx512(src, dst, n);
+    else if (vector && have_avx2())
         exp_avx2(src, dst, n);
     else
 #endif
@@ -541,6 +900,25 @@ static PyObject *fused_gelu(PyObject *self, PyObject *args, PyObject *kwargs)
     Py_RETURN_NONE;
 }
 
+static PyObject *fused_width(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(vector_width());
+}
+
+static PyObject *fused_set_width(PyObject *self, PyObject *arg)
+{
+    long width = PyLong_AsLong(arg);
+    if (width == -1 && PyErr_Occurred())
+        return NULL;
+    if (width != 1 && width != 8 && width != 16) {
+        PyErr_Format(PyExc_ValueError, "width must be 1, 8 or 16, got %ld", width);
+        return NULL;
+    }
+    int previous = max_width;
+    max_width = (int)width;
+    return PyLong_FromLong(previous);
+}
+
 static PyObject *fused_have_avx2(PyObject *self, PyObject *unused)
 {
     return PyBool_FromLong(have_avx2());
@@ -551,16 +929,22 @@ static PyObject *fused_set_vector(PyObject *self, PyObject *arg)
     int enabled = PyObject_IsTrue(arg);
     if (enabled < 0)
         return NULL;
-    int previous = !scalar_only;
-    scalar_only = !enabled;
+    int previous = max_width > 1;
+    max_width = enabled ? 16 : 1;
     return PyBool_FromLong(previous);
 }
 
 static PyMethodDef methods[] = {
     {"softmax_rows", softmax_rows, METH_VARARGS, softmax_rows_doc},
+    {"flash_rows", flash_rows, METH_VARARGS, flash_rows_doc},
+    {"set_sgemm", fused_set_sgemm, METH_VARARGS, set_sgemm_doc},
     {"exp", (PyCFunction)(void (*)(void))fused_exp, METH_VARARGS | METH_KEYWORDS, exp_doc},
     {"gelu", (PyCFunction)(void (*)(void))fused_gelu, METH_VARARGS | METH_KEYWORDS, gelu_doc},
     {"have_avx2", fused_have_avx2, METH_NOARGS, "True when the AVX2+FMA loops are used on this CPU."},
+    {"vector_width", fused_width, METH_NOARGS,
+     "vector_width() -> 16 (AVX-512 loops), 8 (AVX2+FMA) or 1 (scalar): the loops used now."},
+    {"set_width", fused_set_width, METH_O,
+     "set_width(w) -> previous: use loops at most w lanes wide (1, 8 or 16; for tests)."},
     {"set_vector", fused_set_vector, METH_O,
      "set_vector(enabled) -> previous: False makes every call use the scalar loops (for tests)."},
     {NULL, NULL, 0, NULL},

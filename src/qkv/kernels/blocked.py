@@ -213,6 +213,65 @@ _USE_FUSED = _fused is not None
 # With _fused, the causal diagonal is masked inside softmax_rows (limit) instead of by adding the
 # 0/−inf band first: the same bits, one pass less. Tests switch it to check both.
 _CAUSAL_IN_C = True
+# float32 calls without bias, score_mod or non-finite values walk each query block's key blocks in
+# C (_fused.flash_rows: both products in NumPy's own BLAS, found once by _sgemm_ready; acc += P·V
+# accumulated by the BLAS). Tests switch it off to run the Python walk too.
+_USE_FLASH = True
+# Masks handed to flash_rows at once, at most (bytes, beyond one block): bounds a task's memory.
+_FLASH_MASK_BYTES = 1 << 22
+_sgemm_state = None   # None: not looked for yet; False: not found; True: handed to _fused
+
+
+def _sgemm_ready() -> bool:
+    """Whether _fused.flash_rows has a BLAS sgemm. The first call looks for cblas_sgemm in the BLAS
+    libraries loaded in this process (threadpoolctl lists them; NumPy's comes first), checks it
+    on a small product against NumPy, and hands its address to _fused."""
+    global _sgemm_state
+    if _sgemm_state is None:
+        with _pool_lock:
+            if _sgemm_state is None:
+                _sgemm_state = _find_sgemm()
+    return _sgemm_state
+
+
+def _find_sgemm() -> bool:
+    import ctypes
+
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return False
+    numpy_dir = os.path.dirname(os.path.dirname(np.__file__))
+    libraries = [info["filepath"] for info in threadpool_info() if info.get("user_api") == "blas"]
+    libraries.sort(key=lambda path: not path.startswith(numpy_dir))   # NumPy's own BLAS first
+    # ILP64 builds (NumPy's wheels: scipy-openblas64) mark their 64-bit-integer symbols "64_".
+    names = (("scipy_cblas_sgemm64_", True), ("cblas_sgemm64_", True), ("scipy_cblas_sgemm", False),
+             ("cblas_sgemm", False))
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal(shape).astype(np.float32) for shape in ((3, 5), (7, 5), (7, 4)))
+    expected = np.exp(q.astype(np.float64) @ k.T.astype(np.float64)) @ v.astype(np.float64)
+    for path in libraries:
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name, ilp64 in names:
+            function = getattr(library, name, None)
+            if function is None:
+                continue
+            _fused.set_sgemm(ctypes.cast(function, ctypes.c_void_p).value, ilp64)
+            acc, ref, l, alpha = np.zeros((3, 4), np.float32), *(np.zeros(3, np.float32) for _ in range(3))
+            try:
+                _fused.flash_rows(q, k, v, acc, ref, l, alpha, None, np.empty((3, 7), np.float32),
+                                  np.array([[0, 7, 0, 0]], np.int64), None, _HEADROOM)
+            except Exception:   # pragma: no cover - a BLAS that refuses the call
+                acc[:] = np.nan
+            if np.allclose(acc, expected, rtol=1e-4, atol=1e-4):
+                return True
+    _fused.set_sgemm(0, False)
+    return False
+
+
 # With a mask function that reports block kinds, smaller key blocks skip more (a window of
 # width W touches about W/block_k + 1 key blocks per query block).
 _SPARSE_BLOCK_K = 256
@@ -364,8 +423,12 @@ class _Context:
         self.prob, self.parts = prob, parts
         self.bq, self.bk, self.shift, self.partial = bq, bk, shift, partial
         self.scale = prob.q.dtype.type(prob.scale)
-        self.local = threading.local()
         self.fused = _fused.softmax_rows if _USE_FUSED and prob.q.dtype == np.float32 else None
+        call = prob.call
+        # The whole walk in C where nothing needs Python per block (no bias, no score_mod, finite
+        # values, Dk and Dv > 0) and NumPy's BLAS was found.
+        simple = call.bias is None and call.score_mod is None and prob.bad_keys is None and call.dk > 0 and call.dv > 0
+        self.flash = _fused.flash_rows if self.fused is not None and _USE_FLASH and simple and _sgemm_ready() else None
         self.causal_bias = _causal_band(bq, bk, prob.q.dtype) if prob.causal else None
         self.kinds = kinds   # head → (query blocks, key blocks) kinds of the mask function, if it has them
         self.relative = bool(getattr(prob.call.mask_mod, "relative", False))
@@ -391,53 +454,29 @@ class _Context:
         return None if kinds is None else kinds[i0 // self.bq]
 
     def scratch(self):
-        """This thread's buffers, allocated once per call: O(block_q·block_k)."""
-        buffers = getattr(self.local, "buffers", None)
-        if buffers is None:
-            dtype, bq, bk, dv = self.prob.q.dtype, self.bq, self.bk, self.prob.v.shape[-1]
-            buffers = self.local.buffers = _Scratch(
-                scores=np.empty((bq, bk), dtype), blocked=np.empty((bq, bk), np.bool_),
-                block_out=np.empty((bq, dv), dtype), ones=np.ones(bk, dtype),
-                vectors=np.empty((6, bq), dtype), flags=np.empty((2, bq), np.bool_),
-            )
-        return buffers
+        """Buffers for one task on this thread: O(block_q·block_k), kept between calls (see
+        _take_scratch); hand them back with _give_scratch."""
+        dtype, bq, bk, dv = self.prob.q.dtype, self.bq, self.bk, self.prob.v.shape[-1]
+        return _take_scratch((dtype, bq, bk, dv))
 
-    def run(self, head, i0, i1, blocks, key_end, part):
-        """Rows i0:i1 of one (batch, head) over the key blocks `blocks` (indices, ascending) that
-        end by key_end: the online softmax."""
+    def plan(self, head, i0, i1, blocks, key_end):
+        """The key blocks that rows i0:i1 of one (batch, head) visit, as (j0, j1, blocked, limit):
+        keys j0:j1; blocked None (every key allowed, as far as masks go) or a bool (rows, j1 − j0)
+        array, True where the key is not allowed (mask, mask function); limit None or, for a block
+        crossing the causal diagonal, row r keeps keys j < j0 + limit + r. Blocks the masks leave
+        empty are left out. A generator: one block's mask at a time."""
         prob, bk, shift = self.prob, self.bk, self.shift
         call = prob.call
         rows = i1 - i0
-        keys, values = prob.k[head], prob.v[head]                   # (Tk, Dk), (Tk, Dv)
         mask = prob.mask[head] if prob.mask is not None else None   # (Tq, Tk) view, no copy
-        bias = prob.bias[head] if prob.bias is not None else None   # (Tq, Tk) view, no copy
         kinds = self.kinds_row(head, i0)                            # (key blocks,) or None
-        mods = call.mask_mod is not None or call.score_mod is not None
-        if mods:
+        if call.mask_mod is not None:
             b, h = _batch_head(prob, head)
             q_idx = np.arange(i0, i1, dtype=np.int64)[:, None]
-        state = self.parts[part]
-        buf = self.scratch()
-        block_out = buf.block_out[:rows]                            # (rows, Dv)
-        ref, block_max, alpha, l, block_sum, row_max = (row[:rows] for row in buf.vectors)
-        moved, fresh = (row[:rows] for row in buf.flags)
-
-        # Step 0. Running state: acc = 0 (written straight into the output rows), l = 0, the
-        # reference r = 0 (see _HEADROOM) and whether any row's r has moved. Fold the scale into q.
-        acc = state.out[head][i0:i1]                                # (rows, Dv), zeros
-        ref.fill(0)
-        l.fill(0)
-        row_max.fill(-np.inf)   # the true running max, kept only for a Partial
-        shifted = False
-        q_scaled = prob.q[head][i0:i1] * self.scale                 # (rows, Dk)
-
         for jb in blocks:
             j0 = int(jb) * bk
             j1 = min(j0 + bk, key_end)
             cols = j1 - j0
-            scores = buf.scores[:rows, :cols]                       # (rows, cols) scratch
-            # Step 0b. Which keys of this block may be seen: the mask and the mask function are
-            # read before any product, and a block they leave empty is skipped.
             allowed = None
             blocked = None      # a cached "not allowed" block (relative masks), used as is
             if mask is not None:
@@ -453,8 +492,93 @@ class _Context:
             if allowed is not None:
                 if not allowed.any():
                     continue
-                if allowed.all():
-                    allowed = None
+                blocked = None if allowed.all() else ~allowed
+            limit = None
+            if prob.causal and j1 - 1 > i0 + shift:  # this block crosses the diagonal
+                limit = i0 + shift - j0 + 1
+            yield j0, j1, blocked, limit
+
+    def run(self, head, i0, i1, blocks, key_end, part):
+        """Rows i0:i1 of one (batch, head) over the key blocks `blocks` (indices, ascending) that
+        end by key_end: the online softmax."""
+        prob = self.prob
+        rows = i1 - i0
+        keys, values = prob.k[head], prob.v[head]                   # (Tk, Dk), (Tk, Dv)
+        state = self.parts[part]
+        buf = self.scratch()
+        try:
+            self._run(head, i0, i1, blocks, key_end, state, buf, keys, values, rows)
+        finally:
+            _give_scratch(buf)
+
+    def _run(self, head, i0, i1, blocks, key_end, state, buf, keys, values, rows):
+        prob = self.prob
+        ref, block_max, alpha, l, block_sum, row_max = (row[:rows] for row in buf.vectors)
+
+        # Step 0. Running state: acc = 0 (written straight into the output rows), l = 0, the
+        # reference r = 0 (see _HEADROOM) and the true running max (kept only for a Partial).
+        # Fold the scale into q.
+        acc = state.out[head][i0:i1]                                # (rows, Dv), zeros
+        ref.fill(0)
+        l.fill(0)
+        row_max.fill(-np.inf)
+        q_scaled = prob.q[head][i0:i1] * self.scale                 # (rows, Dk), a fresh array
+        plan = self.plan(head, i0, i1, blocks, key_end)
+        if self.flash is not None and _rows_fit(keys) and _rows_fit(values):
+            # Steps 1–7 in C for every key block (_fused.flash_rows): the two products in NumPy's
+            # BLAS, the softmax step of softmax_rows, acc += P·V in place; masks handed over a
+            # few blocks at a time (at most _FLASH_MASK_BYTES of them).
+            chunk, masks, held = [], [], 0
+            for j0, j1, blocked, limit in plan:
+                chunk.append((j0, j1, limit is not None, limit or 0))
+                masks.append(blocked)
+                held += 0 if blocked is None else blocked.size
+                if held > _FLASH_MASK_BYTES:
+                    self._flash(q_scaled, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks)
+                    chunk, masks, held = [], [], 0
+            if chunk:
+                self._flash(q_scaled, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks)
+        else:
+            self.walk(plan, head, i0, i1, q_scaled, keys, values, acc, ref, block_max, alpha, l, block_sum,
+                      row_max, buf)
+
+        # Step 8. out = acc / l, rows with l = 0 (nothing allowed) stay zero. A Partial keeps
+        # acc un-normalised, against the row's largest score m (not r): acc, l ×= exp(r − m),
+        # and reports m = −inf for those empty rows.
+        if self.partial:
+            empty = l <= 0
+            np.copyto(row_max, -np.inf, where=empty)
+            np.subtract(ref, row_max, out=alpha)
+            np.copyto(alpha, 0, where=empty)
+            np.exp(alpha, out=alpha)                                # exp(r − m), 1 for empty rows
+            acc *= alpha[:, None]
+            l *= alpha
+            state.row_max[head][i0:i1] = row_max
+            state.row_sum[head][i0:i1] = l
+        else:
+            finalize_into(acc, l)
+
+    def _flash(self, q_scaled, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks):
+        blocks = np.array(chunk, dtype=np.int64).reshape(-1, 4)
+        self.flash(q_scaled, keys, values, acc, ref, l, alpha, row_max if self.partial else None, buf.scores,
+                   blocks, None if all(m is None for m in masks) else masks, _HEADROOM)
+
+    def walk(self, plan, head, i0, i1, q_scaled, keys, values, acc, ref, block_max, alpha, l, block_sum, row_max,
+             buf):
+        """Steps 1–7 in Python, block by block (float64; bias, score_mod or non-finite values; no BLAS
+        address for the C loop)."""
+        prob, call = self.prob, self.prob.call
+        rows = i1 - i0
+        bias = prob.bias[head] if prob.bias is not None else None   # (Tq, Tk) view, no copy
+        if call.score_mod is not None:
+            b, h = _batch_head(prob, head)
+            q_idx = np.arange(i0, i1, dtype=np.int64)[:, None]
+        block_out = buf.block_out[:rows]                            # (rows, Dv)
+        moved, fresh = (row[:rows] for row in buf.flags)
+        shifted = False   # whether any row's reference has moved from 0
+        for j0, j1, blocked, limit in plan:
+            cols = j1 - j0
+            scores = buf.scores[:rows, :cols]                       # (rows, cols) scratch
             # Step 1. S = (Q_i·scale)·K_jᵀ, BLAS.
             np.matmul(q_scaled, keys[j0:j1].T, out=scores)
             # Step 2. S += bias; S = score_mod(S); S = −inf where the key is not allowed (mask,
@@ -464,18 +588,12 @@ class _Context:
             if call.score_mod is not None:
                 kv_idx = np.arange(j0, j1, dtype=np.int64)
                 np.copyto(scores, as_scores(call.score_mod(scores, b, h, q_idx, kv_idx), scores), casting="same_kind")
-            if allowed is not None:
-                blocked = buf.blocked[:rows, :cols]
-                np.logical_not(allowed, out=blocked)
             if blocked is not None:
                 np.copyto(scores, -np.inf, where=blocked)
-            limit = None
-            if prob.causal and j1 - 1 > i0 + shift:  # this block crosses the diagonal
-                if self.fused is not None and _CAUSAL_IN_C:   # masked in the C pass: row r keeps columns < limit + r
-                    limit = i0 + shift - j0 + 1
-                else:                        # add the 0/−inf band
-                    offset = self.bk - (i0 + shift - j0)
-                    np.add(scores, self.causal_bias[:rows, offset : offset + cols], out=scores)
+            if limit is not None and not (self.fused is not None and _CAUSAL_IN_C):
+                offset = self.bk - (limit - 1)                      # add the 0/−inf band
+                np.add(scores, self.causal_bias[:rows, offset : offset + cols], out=scores)
+                limit = None
             if self.fused is not None:
                 # Steps 3–5 in C (_fused.c), float32: the same reference rule row by row, then
                 # P = exp(S − r) and l = α·l + rowsum(P) in one pass (future keys of a causal
@@ -518,21 +636,10 @@ class _Context:
                 _add_non_finite_values(block_out, scores, prob.v_raw[head], j0, prob.bad_keys[j0:j1])
             acc += block_out
 
-        # Step 8. out = acc / l, rows with l = 0 (nothing allowed) stay zero. A Partial keeps
-        # acc un-normalised, against the row's largest score m (not r): acc, l ×= exp(r − m),
-        # and reports m = −inf for those empty rows.
-        if self.partial:
-            empty = l <= 0
-            np.copyto(row_max, -np.inf, where=empty)
-            np.subtract(ref, row_max, out=alpha)
-            np.copyto(alpha, 0, where=empty)
-            np.exp(alpha, out=alpha)                                # exp(r − m), 1 for empty rows
-            acc *= alpha[:, None]
-            l *= alpha
-            state.row_max[head][i0:i1] = row_max
-            state.row_sum[head][i0:i1] = l
-        else:
-            finalize_into(acc, l)
+
+def _rows_fit(x: np.ndarray) -> bool:
+    """Whether a (T, D) view can go to BLAS as it is: contiguous rows that do not overlap."""
+    return x.strides[1] == x.itemsize and (x.shape[0] <= 1 or x.strides[0] >= x.shape[1] * x.itemsize)
 
 
 def _add_non_finite_values(block_out, probs, values, j0, bad):
@@ -558,12 +665,33 @@ def _causal_band(bq, bk, dtype):
 
 @dataclass(frozen=True)
 class _Scratch:
+    key: tuple              # (dtype, block_q, block_k, Dv)
     scores: np.ndarray      # (block_q, block_k) scores, then probabilities P, in place
-    blocked: np.ndarray     # (block_q, block_k) bool: entries not allowed
     block_out: np.ndarray   # (block_q, Dv) Õ = P·V_j
     ones: np.ndarray        # (block_k,) for the row sums P·1
     vectors: np.ndarray     # (6, block_q): r, block max, α, l, l̃, running max (Partial)
     flags: np.ndarray       # (2, block_q) bool: reference moved, fresh row
+
+
+# Each thread keeps the scratch of its last task for the next call: allocating 0.5 MiB and
+# faulting its pages in cost ~0.1–0.3 ms per call and thread, a tenth of a T = 512 call. A task
+# takes it off the thread's shelf and puts it back when done, so a kernel call nested inside
+# one (a mask function calling qkv.attention) finds the shelf empty and allocates its own.
+_shelf = threading.local()
+
+
+def _take_scratch(key) -> _Scratch:
+    buffers = getattr(_shelf, "buffers", None)
+    _shelf.buffers = None
+    if buffers is not None and buffers.key == key:
+        return buffers
+    dtype, bq, bk, dv = key
+    return _Scratch(key=key, scores=np.empty((bq, bk), dtype), block_out=np.empty((bq, dv), dtype),
+                    ones=np.ones(bk, dtype), vectors=np.empty((6, bq), dtype), flags=np.empty((2, bq), np.bool_))
+
+
+def _give_scratch(buffers: _Scratch) -> None:
+    _shelf.buffers = buffers
 
 
 # --------------------------------------------------------------------------- threads
