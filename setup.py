@@ -12,6 +12,7 @@ setup(
         Extension(
             "qkv.kernels._fused",
             ["src/qkv/kernels/_fused.c"],
+            depends=["src/qkv/kernels/_tile.h"],
             extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
             optional=True,
         )

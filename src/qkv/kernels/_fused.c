@@ -529,6 +529,76 @@ static void sgemm(int trans_b, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, const f
                                     (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 
+/* One query block's walk: its inputs and running state (see flash_rows), and one key block of it. */
+struct flash_task {
+    const float *q;          /* (rows, dk), scaled, row stride ldq */
+    Py_ssize_t ldq;
+    const float *k;          /* (Tk, dk), row stride ldk */
+    Py_ssize_t ldk;
+    const float *v;          /* (Tk, dv), row stride ldv */
+    Py_ssize_t ldv;
+    float *acc;              /* (rows, dv), row stride ldacc: Σ P·V so far, against ref */
+    Py_ssize_t ldacc;
+    Py_ssize_t rows, dk, dv;
+    float *ref, *l, *alpha;  /* (rows,): the lazy reference, the row sums, scratch for α */
+    float *rmax;             /* (rows,) running max, or NULL */
+    float headroom;
+    float *scores;           /* scratch, at least (rows, cols) of any block, row stride lds */
+    Py_ssize_t lds;
+    int width;               /* vector_width() for this call */
+};
+
+struct flash_block {
+    Py_ssize_t j0, cols;     /* keys j0 … j0 + cols − 1 */
+    const char *mask;        /* NULL, or (rows, cols) bytes, row stride mstride: nonzero = not allowed */
+    Py_ssize_t mstride;
+    int have_limit;          /* causal: row i keeps only keys j0 + c with c < limit + i */
+    Py_ssize_t limit;
+};
+
+/* One key block through BLAS: S = q·k_jᵀ, the mask, the softmax step, acc rescaled where a
+ * reference moved, acc += P·v_j. */
+static void flash_block_blas(const struct flash_task *t, const struct flash_block *b)
+{
+    Py_ssize_t rows = t->rows, cols = b->cols;
+    float *scores = t->scores;
+    sgemm(1, rows, cols, t->dk, t->q, t->ldq, t->k + b->j0 * t->ldk, t->ldk, 0.0f, scores, t->lds);
+    if (b->mask) {
+        for (Py_ssize_t i = 0; i < rows; i++) {
+            float *row = scores + i * t->lds;
+            const char *m = b->mask + i * b->mstride;
+            for (Py_ssize_t j = 0; j < cols; j++)
+                if (m[j])
+                    row[j] = -INFINITY;
+        }
+    }
+    if (softmax_block(scores, t->lds, rows, cols, t->ref, t->l, t->alpha, t->rmax, t->headroom, b->have_limit,
+                      b->limit, t->width)) {
+        for (Py_ssize_t i = 0; i < rows; i++)
+            if (t->alpha[i] != 1.0f) {
+                float *row = t->acc + i * t->ldacc;
+                for (Py_ssize_t c = 0; c < t->dv; c++)
+                    row[c] *= t->alpha[i];
+            }
+    }
+    sgemm(0, rows, t->dv, cols, scores, t->lds, t->v + b->j0 * t->ldv, t->ldv, 1.0f, t->acc, t->ldacc);
+}
+
+/* tile_block (in _tile.h): the same step without BLAS, the exponentials taken on the score tile
+ * while it is in registers; returns 0 where it does not apply (the caller then uses BLAS). */
+static int use_tile = 1;
+#include "_tile.h"
+
+static PyObject *fused_set_tile(PyObject *self, PyObject *arg)
+{
+    int enabled = PyObject_IsTrue(arg);
+    if (enabled < 0)
+        return NULL;
+    int previous = use_tile;
+    use_tile = enabled;
+    return PyBool_FromLong(previous);
+}
+
 PyDoc_STRVAR(set_sgemm_doc,
 "set_sgemm(address, ilp64) -> None\n\n"
 "The address of a CBLAS cblas_sgemm (64-bit integers when ilp64) for flash_rows; 0 forgets it.");
@@ -696,32 +766,19 @@ static PyObject *flash_rows(PyObject *self, PyObject *args)
         const float *q = vq.buf, *k = vk.buf, *v = vv.buf;
         float *acc = vacc.buf, *ref = vr.buf, *l = vl.buf, *alpha = va.buf, *rmax = have_max ? vm.buf : NULL;
         float *scores = vs.buf;
-        int width = vector_width();
+        int width = vector_width(), tile_on = use_tile;
+        struct flash_task task = {q, ldq, k, ldk, v, ldv, acc, ldacc, rows, dk, dv, ref, l, alpha, rmax, headroom,
+                                  scores, lds, width};
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t b = 0; b < n_blocks; b++) {
-            Py_ssize_t j0 = (Py_ssize_t)blocks[4 * b], cols = (Py_ssize_t)(blocks[4 * b + 1] - j0);
-            sgemm(1, rows, cols, dk, q, ldq, k + j0 * ldk, ldk, 0.0f, scores, lds);
+            struct flash_block block = {(Py_ssize_t)blocks[4 * b], (Py_ssize_t)(blocks[4 * b + 1] - blocks[4 * b]),
+                                        NULL, 0, blocks[4 * b + 2] != 0, (Py_ssize_t)blocks[4 * b + 3]};
             if (mviews && mviews[b].buf) {
-                const char *mask = mviews[b].buf;
-                Py_ssize_t mstride = mviews[b].strides[0];
-                for (Py_ssize_t i = 0; i < rows; i++) {
-                    float *row = scores + i * lds;
-                    const char *m = mask + i * mstride;
-                    for (Py_ssize_t j = 0; j < cols; j++)
-                        if (m[j])
-                            row[j] = -INFINITY;
-                }
+                block.mask = mviews[b].buf;
+                block.mstride = mviews[b].strides[0];
             }
-            if (softmax_block(scores, lds, rows, cols, ref, l, alpha, rmax, headroom, blocks[4 * b + 2] != 0,
-                              (Py_ssize_t)blocks[4 * b + 3], width)) {
-                for (Py_ssize_t i = 0; i < rows; i++)
-                    if (alpha[i] != 1.0f) {
-                        float *row = acc + i * ldacc;
-                        for (Py_ssize_t c = 0; c < dv; c++)
-                            row[c] *= alpha[i];
-                    }
-            }
-            sgemm(0, rows, dv, cols, scores, lds, v + j0 * ldv, ldv, 1.0f, acc, ldacc);
+            if (!(tile_on && tile_block(&task, &block)))
+                flash_block_blas(&task, &block);
         }
         Py_END_ALLOW_THREADS
     }
@@ -938,6 +995,8 @@ static PyMethodDef methods[] = {
     {"softmax_rows", softmax_rows, METH_VARARGS, softmax_rows_doc},
     {"flash_rows", flash_rows, METH_VARARGS, flash_rows_doc},
     {"set_sgemm", fused_set_sgemm, METH_VARARGS, set_sgemm_doc},
+    {"set_tile", fused_set_tile, METH_O,
+     "set_tile(enabled) -> previous: False makes flash_rows use BLAS for every block (for tests)."},
     {"exp", (PyCFunction)(void (*)(void))fused_exp, METH_VARARGS | METH_KEYWORDS, exp_doc},
     {"gelu", (PyCFunction)(void (*)(void))fused_gelu, METH_VARARGS | METH_KEYWORDS, gelu_doc},
     {"have_avx2", fused_have_avx2, METH_NOARGS, "True when the AVX2+FMA loops are used on this CPU."},
