@@ -147,51 +147,13 @@ def _list(indices) -> str:
     return ", ".join(str(i) for i in indices)
 
 
-# The sections describing a causal model's attention, in the languages of --lang.
-_TEXTS = {
-    "en": {
-        "mask": "mask", "heads": "heads", "positions": "positions", "rope": "RoPE for the followed query",
-        "causal": "causal: query i sees keys 0 … i (each row is zero right of the diagonal; the mask step of the "
-                  "derivation holds −∞ there)",
-        "window": "; sliding window: only the last {w} keys (the query itself counted)",
-        "mha": "{h} query heads, each with its own key/value head",
-        "mqa": "multi-query attention", "gqa": "grouped-query attention",
-        "grouped": "{h} query heads, {g} key/value heads ({kind}): {groups}",
-        "group": "query heads {heads} share key/value head {g}",
-        "learned": "learned position embeddings added to the token embeddings",
-        "rope_text": "RoPE, θ = {theta}: q and k of each head are rotated after projection, pair (i, i + d/2) by the "
-                     "angle position·θ^(−2i/d) (steps rope_angles, q_rotated, k_rotated)",
-        "at": "query {q} “{token}” is at position {q}: pair i turns by {q}·θᵢ (angles {angles})",
-        "q0": "q before rotation {v}", "q1": "q after rotation  {v}",
-        "k0": "k before rotation {v}", "k1": "k after rotation  {v}",
-        "kept": "lengths kept: |q| = {a} before and {b} after; the scores use the rotated q and k, so q_m·k_n "
-                "depends on m − n",
-    },
-    "ko": {
-        "mask": "마스크", "heads": "헤드", "positions": "위치", "rope": "따라가는 질의의 RoPE",
-        "causal": "인과 마스크: 질의 i는 키 0 … i만 봅니다 (각 행에서 대각선 오른쪽은 0이고, 유도 과정의 mask 단계에서 "
-                  "그 자리는 −∞입니다)",
-        "window": "; 슬라이딩 윈도: 마지막 {w}개 키만 봅니다 (질의 자신 포함)",
-        "mha": "질의 헤드 {h}개, 헤드마다 자기 키/값 헤드가 있습니다",
-        "mqa": "다중 질의 어텐션, MQA", "gqa": "그룹 질의 어텐션, GQA",
-        "grouped": "질의 헤드 {h}개, 키/값 헤드 {g}개 ({kind}): {groups}",
-        "group": "키/값 헤드 {g} 공유: 질의 헤드 {heads}",
-        "learned": "학습된 위치 임베딩을 토큰 임베딩에 더합니다",
-        "rope_text": "RoPE, θ = {theta}: 각 헤드의 q와 k를 투영한 뒤 회전합니다. 열 쌍 (i, i + d/2)을 각도 "
-                     "위치·θ^(−2i/d)만큼 돌립니다 (단계 rope_angles, q_rotated, k_rotated)",
-        "at": "질의 {q} “{token}”의 위치는 {q}: 쌍 i가 {q}·θᵢ만큼 돕니다 (각도 {angles})",
-        "q0": "회전 전 q {v}", "q1": "회전 후 q {v}", "k0": "회전 전 k {v}", "k1": "회전 후 k {v}",
-        "kept": "길이는 그대로입니다: |q| = 회전 전 {a}, 회전 후 {b}. 점수는 회전한 q와 k로 계산하므로 q_m·k_n은 "
-                "m − n에만 달려 있습니다",
-    },
-}
-
-
 def _structure(model, lang: str = "en") -> list[tuple[str, str]]:
     """Sections saying how a causal model's attention is wired: its mask, its key/value heads, RoPE."""
     if not _causal(model):
         return []
-    text = _TEXTS[lang]
+    from ..explain.texts import CAUSAL_MODEL_TEXTS
+
+    text = CAUSAL_MODEL_TEXTS[lang]
     c = model.config
     mask = text["causal"] + ("" if c.sliding_window is None else text["window"].format(w=c.sliding_window))
     if c.n_kv_heads == c.n_heads:
@@ -219,7 +181,9 @@ def _rope_section(trace, tokens: list[str], query: int, args) -> list[tuple[str,
     """The followed query's q and k before and after RoPE (one row each), from the trace's own steps."""
     if "q_rotated" not in trace:
         return []
-    text, d = _TEXTS[args.lang], args.digits
+    from ..explain.texts import CAUSAL_MODEL_TEXTS
+
+    text, d = CAUSAL_MODEL_TEXTS[args.lang], args.digits
 
     def row(values) -> str:
         shown = values if args.full or len(values) <= 12 else list(values[:6]) + [None] + list(values[-6:])
