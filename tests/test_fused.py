@@ -205,7 +205,7 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
 
     calls = []
     real = blocked._fused.flash_rows
-    monkeypatch.setattr(blocked._fused, "flash_rows", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(blocked._fused, "flash_rows", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     rng = np.random.default_rng(2)
     q, k, v = (rng.standard_normal((1, 2, 300, 16)).astype(np.float32) for _ in range(3))
     for kwargs in ({}, {"causal": True}, {"mask": rng.random((300, 300)) < 0.5},
@@ -280,6 +280,28 @@ def test_flash_rows_matches_float64(dk, dv, cols, loops):
     np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6 * max(1, np.abs(v).max()))
     np.testing.assert_allclose(row_max, top, rtol=1e-6)
     assert np.all(ref <= row_max + 1e-6) and np.all(row_max - ref <= HEADROOM)
+
+
+@needs_fused
+def test_flash_rows_scales_q_and_finalizes(loops):
+    """scale multiplies q (q itself untouched); finalize divides by the row sums, and a row with no
+    allowed key becomes 0 (no NaN)."""
+    assert blocked._sgemm_ready()
+    rng = np.random.default_rng(4)
+    q, k, v = rng.standard_normal((5, 16)).astype(np.float32), *(rng.standard_normal((30, 16)).astype(np.float32)
+                                                                   for _ in range(2))
+    q_before = q.copy()
+    blocks = [(0, 20, 0, 0), (20, 30, 0, 0)]
+    masks = [np.zeros((5, 20), bool), np.zeros((5, 10), bool)]
+    masks[0][2], masks[1][2] = True, True                    # row 2 sees nothing
+    out = np.zeros((5, 16), np.float32)
+    ref, l, alpha = (np.zeros(5, np.float32) for _ in range(3))
+    _fused.flash_rows(q, k, v, out, ref, l, alpha, None, np.empty((5, 20), np.float32), np.array(blocks, np.int64),
+                      masks, HEADROOM, scale=0.3, finalize=True)
+    expected, _ = flash_reference(q * np.float32(0.3), k, v, blocks, masks)
+    np.testing.assert_allclose(out, expected, atol=2e-6)
+    assert not out[2].any() and l[2] == 0
+    np.testing.assert_array_equal(q, q_before)
 
 
 @needs_fused

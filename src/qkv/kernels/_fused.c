@@ -645,7 +645,8 @@ static int get_matrix(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t r
 }
 
 PyDoc_STRVAR(flash_rows_doc,
-"flash_rows(q, k, v, acc, ref, row_sum, alpha, row_max, scores, blocks, masks, headroom) -> None\n\n"
+"flash_rows(q, k, v, acc, ref, row_sum, alpha, row_max, scores, blocks, masks, headroom, scale=1.0,\n"
+"           finalize=False) -> None\n\n"
 "One query block of the blocked kernel, every key block in C (the GIL released throughout):\n"
 "for each row (j0, j1, has_limit, limit) of blocks (int64, (n, 4)):\n"
 "  S = q·k[j0:j1]ᵀ; S = −inf where masks[b] is True (masks: None, or a sequence of n entries,\n"
@@ -654,14 +655,19 @@ PyDoc_STRVAR(flash_rows_doc,
 "  acc += P·v[j0:j1].\n"
 "q (rows, Dk), k (Tk, Dk), v (Tk, Dv), acc (rows, Dv): float32 with contiguous rows; ref,\n"
 "row_sum, alpha, row_max (or None): float32 (rows,); scores: float32 scratch of at least\n"
-"(rows, max j1 − j0). Needs set_sgemm first.");
+"(rows, max j1 − j0). q is multiplied by scale first (into a copy). finalize: at the end,\n"
+"acc /= row_sum row by row (rows with row_sum = 0 become 0). Needs set_sgemm first.");
 
-static PyObject *flash_rows(PyObject *self, PyObject *args)
+static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"q", "k", "v", "acc", "ref", "row_sum", "alpha", "row_max", "scores", "blocks", "masks",
+                             "headroom", "scale", "finalize", NULL};
     PyObject *o_q, *o_k, *o_v, *o_acc, *o_ref, *o_sum, *o_alpha, *o_max, *o_scores, *o_blocks, *o_masks;
-    float headroom;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOf", &o_q, &o_k, &o_v, &o_acc, &o_ref, &o_sum, &o_alpha, &o_max,
-                          &o_scores, &o_blocks, &o_masks, &headroom))
+    float headroom, scale = 1.0f;
+    int finalize = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOf|fp", kwlist, &o_q, &o_k, &o_v, &o_acc, &o_ref,
+                                     &o_sum, &o_alpha, &o_max, &o_scores, &o_blocks, &o_masks, &headroom, &scale,
+                                     &finalize))
         return NULL;
     if (sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_rows needs a BLAS sgemm: call set_sgemm first");
@@ -765,11 +771,25 @@ static PyObject *flash_rows(PyObject *self, PyObject *args)
     {
         const float *q = vq.buf, *k = vk.buf, *v = vv.buf;
         float *acc = vacc.buf, *ref = vr.buf, *l = vl.buf, *alpha = va.buf, *rmax = have_max ? vm.buf : NULL;
-        float *scores = vs.buf;
+        float *scores = vs.buf, *scaled = NULL;
         int width = vector_width(), tile_on = use_tile;
+        if (scale != 1.0f && rows > 0) {   /* q·scale once, into a copy (the caller's q is read-only) */
+            scaled = PyMem_RawMalloc((size_t)(rows * dk) * sizeof(float));
+            if (scaled == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+        Py_BEGIN_ALLOW_THREADS
+        if (scaled) {
+            for (Py_ssize_t i = 0; i < rows; i++)
+                for (Py_ssize_t c = 0; c < dk; c++)
+                    scaled[i * dk + c] = q[i * ldq + c] * scale;
+            q = scaled;
+            ldq = dk;
+        }
         struct flash_task task = {q, ldq, k, ldk, v, ldv, acc, ldacc, rows, dk, dv, ref, l, alpha, rmax, headroom,
                                   scores, lds, width};
-        Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t b = 0; b < n_blocks; b++) {
             struct flash_block block = {(Py_ssize_t)blocks[4 * b], (Py_ssize_t)(blocks[4 * b + 1] - blocks[4 * b]),
                                         NULL, 0, blocks[4 * b + 2] != 0, (Py_ssize_t)blocks[4 * b + 3]};
@@ -780,7 +800,19 @@ static PyObject *flash_rows(PyObject *self, PyObject *args)
             if (!(tile_on && tile_block(&task, &block)))
                 flash_block_blas(&task, &block);
         }
+        if (finalize)   /* out = acc / l; rows with l = 0 (no allowed key) become 0 */
+            for (Py_ssize_t i = 0; i < rows; i++) {
+                float *row = acc + i * ldacc;
+                if (l[i] > 0.0f) {
+                    float d = l[i];
+                    for (Py_ssize_t c = 0; c < dv; c++)
+                        row[c] /= d;
+                } else {
+                    memset(row, 0, (size_t)dv * sizeof(float));
+                }
+            }
         Py_END_ALLOW_THREADS
+        PyMem_RawFree(scaled);
     }
     result = Py_None;
     Py_INCREF(result);
@@ -993,7 +1025,7 @@ static PyObject *fused_set_vector(PyObject *self, PyObject *arg)
 
 static PyMethodDef methods[] = {
     {"softmax_rows", softmax_rows, METH_VARARGS, softmax_rows_doc},
-    {"flash_rows", flash_rows, METH_VARARGS, flash_rows_doc},
+    {"flash_rows", (PyCFunction)(void (*)(void))flash_rows, METH_VARARGS | METH_KEYWORDS, flash_rows_doc},
     {"set_sgemm", fused_set_sgemm, METH_VARARGS, set_sgemm_doc},
     {"set_tile", fused_set_tile, METH_O,
      "set_tile(enabled) -> previous: False makes flash_rows use BLAS for every block (for tests)."},

@@ -517,28 +517,30 @@ class _Context:
 
         # Step 0. Running state: acc = 0 (written straight into the output rows), l = 0, the
         # reference r = 0 (see _HEADROOM) and the true running max (kept only for a Partial).
-        # Fold the scale into q.
         acc = state.out[head][i0:i1]                                # (rows, Dv), zeros
         ref.fill(0)
         l.fill(0)
         row_max.fill(-np.inf)
-        q_scaled = prob.q[head][i0:i1] * self.scale                 # (rows, Dk), a fresh array
         plan = self.plan(head, i0, i1, blocks, key_end)
-        if self.flash is not None and _rows_fit(keys) and _rows_fit(values):
-            # Steps 1–7 in C for every key block (_fused.flash_rows): the two products in NumPy's
-            # BLAS, the softmax step of softmax_rows, acc += P·V in place; masks handed over a
-            # few blocks at a time (at most _FLASH_MASK_BYTES of them).
+        queries = prob.q[head][i0:i1]                               # (rows, Dk)
+        if self.flash is not None and _rows_fit(keys) and _rows_fit(values) and _rows_fit(queries):
+            # Steps 1–8 in C for every key block (_fused.flash_rows): q·scale once, the two
+            # products in NumPy's BLAS, the softmax step of softmax_rows, acc += P·V in place, and
+            # out = acc / l at the end; masks handed over a few blocks at a time (at most
+            # _FLASH_MASK_BYTES of them).
             chunk, masks, held = [], [], 0
             for j0, j1, blocked, limit in plan:
                 chunk.append((j0, j1, limit is not None, limit or 0))
                 masks.append(blocked)
                 held += 0 if blocked is None else blocked.size
                 if held > _FLASH_MASK_BYTES:
-                    self._flash(q_scaled, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks)
+                    self._flash(queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, False)
                     chunk, masks, held = [], [], 0
-            if chunk:
-                self._flash(q_scaled, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks)
+            self._flash(queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, not self.partial)
+            if not self.partial:
+                return
         else:
+            q_scaled = queries * self.scale                         # (rows, Dk): the scale folded into q
             self.walk(plan, head, i0, i1, q_scaled, keys, values, acc, ref, block_max, alpha, l, block_sum,
                       row_max, buf)
 
@@ -558,10 +560,11 @@ class _Context:
         else:
             finalize_into(acc, l)
 
-    def _flash(self, q_scaled, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks):
+    def _flash(self, queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, finalize):
         blocks = np.array(chunk, dtype=np.int64).reshape(-1, 4)
-        self.flash(q_scaled, keys, values, acc, ref, l, alpha, row_max if self.partial else None, buf.scores,
-                   blocks, None if all(m is None for m in masks) else masks, _HEADROOM)
+        self.flash(queries, keys, values, acc, ref, l, alpha, row_max if self.partial else None, buf.scores,
+                   blocks, None if all(m is None for m in masks) else masks, _HEADROOM, scale=self.scale,
+                   finalize=finalize)
 
     def walk(self, plan, head, i0, i1, q_scaled, keys, values, acc, ref, block_max, alpha, l, block_sum, row_max,
              buf):
