@@ -239,12 +239,14 @@ def flash_reference(q, k, v, blocks, masks):
     q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
     rows, tk = q.shape[0], k.shape[0]
     allowed = np.zeros((rows, tk), bool)
-    for (j0, j1, has_limit, limit), blocked_ in zip(blocks, masks or [None] * len(blocks)):
+    for (j0, j1, flags, limit, start), blocked_ in zip(blocks, masks or [None] * len(blocks)):
         keep = np.ones((rows, j1 - j0), bool)
         if blocked_ is not None:
             keep &= ~blocked_
-        if has_limit:
+        if flags & 1:
             keep &= np.arange(j1 - j0)[None, :] < limit + np.arange(rows)[:, None]
+        if flags & 2:
+            keep &= np.arange(j1 - j0)[None, :] >= start + np.arange(rows)[:, None]
         allowed[:, j0:j1] = keep
     scores = np.where(allowed, q64 @ k64.T, -np.inf)
     top = scores.max(axis=1, keepdims=True)
@@ -257,8 +259,9 @@ def flash_reference(q, k, v, blocks, masks):
 @needs_fused
 @pytest.mark.parametrize("dk, dv, cols", [(64, 64, 512), (5, 3, 7), (13, 17, 40)])
 def test_flash_rows_matches_float64(dk, dv, cols, loops):
-    """Several key blocks with masks (one leaving a row empty so far), a causal limit, scores that
-    move the reference up (+40) and rows far below it: acc / l and row_max against float64."""
+    """Several key blocks with masks (one leaving a row empty so far), a causal limit, a band's start
+    (row ranges), scores that move the reference up and rows far below it: acc / l and row_max
+    against float64."""
     assert blocked._sgemm_ready()
     rng = np.random.default_rng(dk * 100 + cols)
     rows, tk = 9, 3 * cols + 5
@@ -267,7 +270,8 @@ def test_flash_rows_matches_float64(dk, dv, cols, loops):
     k[cols + 2] *= 40                                       # a key that moves references up in block 2
     q[1] *= 0.001
     v = rng.standard_normal((tk, dv)).astype(np.float32)
-    blocks = [(0, cols, 0, 0), (cols, 2 * cols, 0, 0), (2 * cols, 3 * cols, 1, 2 - rows), (3 * cols, tk, 0, 0)]
+    blocks = [(0, cols, 2, 0, cols // 3 - 4), (cols, 2 * cols, 0, 0, 0), (2 * cols, 3 * cols, 1, 2 - rows, 0),
+              (3 * cols, tk, 3, cols // 2 + 3, -1)]     # a band's start, none, a causal limit, both
     masks = [rng.random((rows, cols)) < 0.4, None, None, rng.random((rows, tk - 3 * cols)) < 0.5]
     masks[0][3] = True                                      # row 3: nothing in the first block
     acc = np.zeros((rows, dv), np.float32)
@@ -291,7 +295,7 @@ def test_flash_rows_scales_q_and_finalizes(loops):
     q, k, v = rng.standard_normal((5, 16)).astype(np.float32), *(rng.standard_normal((30, 16)).astype(np.float32)
                                                                    for _ in range(2))
     q_before = q.copy()
-    blocks = [(0, 20, 0, 0), (20, 30, 0, 0)]
+    blocks = [(0, 20, 0, 0, 0), (20, 30, 0, 0, 0)]
     masks = [np.zeros((5, 20), bool), np.zeros((5, 10), bool)]
     masks[0][2], masks[1][2] = True, True                    # row 2 sees nothing
     out = np.zeros((5, 16), np.float32)
@@ -315,7 +319,7 @@ def test_flash_rows_accepts_strided_and_read_only_inputs():
     big_v = rng.standard_normal((40, 10)).astype(np.float32)
     k, v = big_k[::2, :8], big_v[::2, 2:7]
     k.flags.writeable = False
-    blocks = np.array([[0, 11, 0, 0], [11, 20, 0, 0]], np.int64)
+    blocks = np.array([[0, 11, 0, 0, 0], [11, 20, 0, 0, 0]], np.int64)
     results = []
     for kk, vv in ((k, v), (np.ascontiguousarray(k), np.ascontiguousarray(v))):
         out = np.zeros((6, 9), np.float32)
@@ -336,7 +340,7 @@ def test_flash_rows_refuses_wrong_arrays():
     q, k, v = np.zeros((3, 4), np.float32), np.zeros((10, 4), np.float32), np.zeros((10, 2), np.float32)
     acc, vec = np.zeros((3, 2), np.float32), np.zeros(3, np.float32)
     scratch = np.zeros((3, 8), np.float32)
-    one = np.array([[0, 8, 0, 0]], np.int64)
+    one = np.array([[0, 8, 0, 0, 0]], np.int64)
 
     def call(**change):
         args = dict(q=q, k=k, v=v, acc=acc, ref=vec.copy(), l=vec.copy(), alpha=vec.copy(), row_max=None,
@@ -359,13 +363,15 @@ def test_flash_rows_refuses_wrong_arrays():
     with pytest.raises(ValueError, match="rows not overlapping"):
         call(k=np.lib.stride_tricks.as_strided(k, (10, 4), (4, 4)))
     with pytest.raises(ValueError, match="block 0 covers keys 0:11"):
-        call(blocks=np.array([[0, 11, 0, 0]], np.int64))
+        call(blocks=np.array([[0, 11, 0, 0, 0]], np.int64))
     with pytest.raises(ValueError, match="block 1 covers keys 5:5"):
-        call(blocks=np.array([[0, 5, 0, 0], [5, 5, 0, 0]], np.int64))
+        call(blocks=np.array([[0, 5, 0, 0, 0], [5, 5, 0, 0, 0]], np.int64))
     with pytest.raises(ValueError, match="at most 8 keys"):
-        call(blocks=np.array([[0, 9, 0, 0]], np.int64))
+        call(blocks=np.array([[0, 9, 0, 0, 0]], np.int64))
     with pytest.raises(ValueError, match="blocks must be a C-contiguous int64"):
         call(blocks=one.astype(np.int32))
+    with pytest.raises(ValueError, match=r"shape \(n, 5\)"):
+        call(blocks=one[:, :4].copy())
     with pytest.raises(ValueError, match="masks has 2 entries for 1 blocks"):
         call(masks=[None, None])
     with pytest.raises(ValueError, match=r"masks\[0\] must be a bool \(3, 8\)"):

@@ -556,3 +556,33 @@ def test_causal_mask_in_the_c_pass_is_bit_for_bit_the_band(tq, tk, bq, bk, width
         _fused.set_width(previous)
     for band, in_c in zip(*results):
         np.testing.assert_array_equal(band, in_c)
+
+
+@pytest.mark.parametrize("left, right", [(5, 0), (0, 0), (None, 3), (7, None), (3, 9), (None, None), (40, 2)])
+@pytest.mark.parametrize("tq, tk, causal", [(61, 61, False), (40, 75, True), (75, 40, False), (1, 33, True)])
+def test_band_masks_by_row_ranges_match_the_dense_mask(left, right, tq, tk, causal):
+    """sliding_window/causal mask functions are bands of kv − q: the C walk masks their partial
+    blocks by per-row key ranges (no mask array). float32 against the float64 reference with the
+    dense mask (and causal on top), at block sizes that cut the band every way; lse too."""
+    from qkv import masks
+
+    rng = np.random.default_rng(tq * 7 + tk)
+    q, k, v = (rng.standard_normal((2, 3, t, 8)).astype(np.float32) for t in (tq, tk, tk))
+    mask_mod = masks.sliding_window(left, right)
+    dense = masks.dense_mask(mask_mod, tq, tk)
+    if causal:
+        dense = dense & (np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq))
+    expected = reference(q, k, v, dense)
+    for bq, bk in ((8, 8), (5, 11), (16, 4)):
+        out, lse = blocked_attention(q, k, v, mask_mod=mask_mod, causal=causal, block_q=bq, block_k=bk,
+                                     return_lse=True)
+        np.testing.assert_allclose(out, expected, rtol=0, atol=F32_TOL)
+        scores = np.where(dense, q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64) / np.sqrt(8), -np.inf)
+        with np.errstate(divide="ignore"):
+            top = np.max(scores, axis=-1, keepdims=True)
+            want = np.where(np.isfinite(top[..., 0]),
+                            np.log(np.exp(scores - np.where(np.isfinite(top), top, 0)).sum(-1)) + top[..., 0], -np.inf)
+        np.testing.assert_allclose(lse, want, rtol=0, atol=F32_TOL)
+    causal_mod = masks.causal(tk - tq)
+    np.testing.assert_allclose(blocked_attention(q, k, v, mask_mod=causal_mod, block_q=7, block_k=9),
+                               reference(q, k, v, masks.dense_mask(causal_mod, tq, tk)), rtol=0, atol=F32_TOL)

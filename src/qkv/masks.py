@@ -79,8 +79,12 @@ class MaskMod:
 
 
 class _Mask(MaskMod):
-    def __init__(self, name, formula, fn, kinds=None, relative=False):
+    """band: (lo, hi) when the mask is exactly lo <= kv_idx − q_idx <= hi (None: unbounded on that
+    side): the blocked kernel then masks a partial block by per-row key ranges, with no mask array."""
+
+    def __init__(self, name, formula, fn, kinds=None, relative=False, band=None):
         self.name, self.formula, self._fn, self._kinds, self.relative = name, formula, fn, kinds, relative
+        self.band = band
 
     def __call__(self, b, h, q_idx, kv_idx):
         return self._fn(b, h, q_idx, kv_idx)
@@ -106,7 +110,7 @@ def causal(offset: int = 0) -> MaskMod:
         return _kinds(high <= offset, low <= offset)
 
     return _Mask("causal", f"kv ≤ q + {offset}" if offset else "kv ≤ q",
-                 lambda b, h, q_idx, kv_idx: kv_idx <= q_idx + offset, kinds, relative=True)
+                 lambda b, h, q_idx, kv_idx: kv_idx <= q_idx + offset, kinds, relative=True, band=(None, offset))
 
 
 def sliding_window(left: int | None, right: int | None = 0) -> MaskMod:
@@ -133,7 +137,8 @@ def sliding_window(left: int | None, right: int | None = 0) -> MaskMod:
 
     side = lambda n: "∞" if n is None else str(n)
     return _Mask(f"sliding window ({side(left)}, {side(right)})",
-                 f"q − {side(left)} ≤ kv ≤ q + {side(right)}", fn, kinds, relative=True)
+                 f"q − {side(left)} ≤ kv ≤ q + {side(right)}", fn, kinds, relative=True,
+                 band=(None if left is None else -left, right))
 
 
 def dilated_window(left: int, right: int = 0, dilation: int = 2) -> MaskMod:

@@ -368,21 +368,33 @@ static int have_avx512(void)
  * of blocked.py (see softmax_rows' docstring), P = exp(S − ref) in place, l = α·l + Σ P.
  * With have_limit, row i keeps only columns j < limit + i (causal). Returns 1 when some α ≠ 1. */
 static int softmax_block(float *scores, Py_ssize_t stride, Py_ssize_t rows, Py_ssize_t cols, float *ref, float *l,
-                         float *alpha, float *rmax, float headroom, int have_limit, Py_ssize_t limit, int width)
+                         float *alpha, float *rmax, float headroom, int have_limit, Py_ssize_t limit, int have_start,
+                         Py_ssize_t start, int width)
 {
     int moved = 0;
     for (Py_ssize_t i = 0; i < rows; i++) {
         float *row = scores + i * stride;
         float m;
-        Py_ssize_t lim = cols;   /* columns lim … cols−1 are masked (causal) */
+        Py_ssize_t lim = cols;   /* columns lim … cols−1 are masked (causal, or a band's end) */
         if (have_limit) {
             lim = limit + i;
             lim = lim < 0 ? 0 : (lim > cols ? cols : lim);
         }
+        Py_ssize_t lo = 0;       /* columns 0 … lo−1 are masked (a band's start) */
+        if (have_start) {
+            lo = start + i;
+            lo = lo < 0 ? 0 : (lo > cols ? cols : lo);
+            if (lim < lo)
+                lim = lo;
+            if (lo)
+                memset(row, 0, (size_t)lo * sizeof(float));
+            row += lo;
+        }
+        Py_ssize_t n = cols - lo, nlim = lim - lo;
 #ifdef FUSED_X86
-        m = width >= 16 ? row_max_avx512(row, lim) : width >= 8 ? row_max_avx2(row, lim) : row_max_scalar(row, lim);
+        m = width >= 16 ? row_max_avx512(row, nlim) : width >= 8 ? row_max_avx2(row, nlim) : row_max_scalar(row, nlim);
 #else
-        m = row_max_scalar(row, lim);
+        m = row_max_scalar(row, nlim);
 #endif
         if (rmax && (m > rmax[i] || m != m))
             rmax[i] = m;
@@ -398,13 +410,13 @@ static int softmax_block(float *scores, Py_ssize_t stride, Py_ssize_t rows, Py_s
         float sum;
 #ifdef FUSED_X86
         if (width >= 16)
-            sum = row_exp_avx512(row, cols, ref[i], lim);
-        else if (lim < cols)
-            sum = width >= 8 ? row_exp_avx2_lim(row, cols, ref[i], lim) : row_exp_scalar_lim(row, cols, ref[i], lim);
+            sum = row_exp_avx512(row, n, ref[i], nlim);
+        else if (nlim < n)
+            sum = width >= 8 ? row_exp_avx2_lim(row, n, ref[i], nlim) : row_exp_scalar_lim(row, n, ref[i], nlim);
         else
-            sum = width >= 8 ? row_exp_avx2(row, cols, ref[i]) : row_exp_scalar(row, cols, ref[i]);
+            sum = width >= 8 ? row_exp_avx2(row, n, ref[i]) : row_exp_scalar(row, n, ref[i]);
 #else
-        sum = lim < cols ? row_exp_scalar_lim(row, cols, ref[i], lim) : row_exp_scalar(row, cols, ref[i]);
+        sum = nlim < n ? row_exp_scalar_lim(row, n, ref[i], nlim) : row_exp_scalar(row, n, ref[i]);
 #endif
         l[i] = l[i] * a + sum;
     }
@@ -481,7 +493,7 @@ static PyObject *softmax_rows(PyObject *self, PyObject *args)
     float *scores = vs.buf, *ref = vr.buf, *l = vl.buf, *alpha = va.buf, *rmax = have_max ? vm.buf : NULL;
     int moved, width = vector_width();
     Py_BEGIN_ALLOW_THREADS
-    moved = softmax_block(scores, stride, rows, cols, ref, l, alpha, rmax, headroom, have_limit, limit, width);
+    moved = softmax_block(scores, stride, rows, cols, ref, l, alpha, rmax, headroom, have_limit, limit, 0, 0, width);
     Py_END_ALLOW_THREADS
     if (have_max)
         PyBuffer_Release(&vm);
@@ -554,6 +566,8 @@ struct flash_block {
     Py_ssize_t mstride;
     int have_limit;          /* causal: row i keeps only keys j0 + c with c < limit + i */
     Py_ssize_t limit;
+    int have_start;          /* a band's start: row i keeps only keys j0 + c with c >= start + i */
+    Py_ssize_t start;
 };
 
 /* One key block through BLAS: S = q·k_jᵀ, the mask, the softmax step, acc rescaled where a
@@ -573,7 +587,7 @@ static void flash_block_blas(const struct flash_task *t, const struct flash_bloc
         }
     }
     if (softmax_block(scores, t->lds, rows, cols, t->ref, t->l, t->alpha, t->rmax, t->headroom, b->have_limit,
-                      b->limit, t->width)) {
+                      b->limit, b->have_start, b->start, t->width)) {
         for (Py_ssize_t i = 0; i < rows; i++)
             if (t->alpha[i] != 1.0f) {
                 float *row = t->acc + i * t->ldacc;
@@ -648,10 +662,12 @@ PyDoc_STRVAR(flash_rows_doc,
 "flash_rows(q, k, v, acc, ref, row_sum, alpha, row_max, scores, blocks, masks, headroom, scale=1.0,\n"
 "           finalize=False) -> None\n\n"
 "One query block of the blocked kernel, every key block in C (the GIL released throughout):\n"
-"for each row (j0, j1, has_limit, limit) of blocks (int64, (n, 4)):\n"
+"for each row (j0, j1, flags, limit, start) of blocks (int64, (n, 5)):\n"
 "  S = q·k[j0:j1]ᵀ; S = −inf where masks[b] is True (masks: None, or a sequence of n entries,\n"
 "  each None or a bool (rows, j1 − j0) array with contiguous rows); the softmax step of\n"
-"  softmax_rows on S (with limit when has_limit); acc[i] *= alpha[i] where a reference moved;\n"
+"  softmax_rows on S, where row i keeps only keys j0 + c with c < limit + i when flags & 1 and\n"
+"  c >= start + i when flags & 2 (causal diagonals, bands); acc[i] *= alpha[i] where a\n"
+"  reference moved;\n"
 "  acc += P·v[j0:j1].\n"
 "q (rows, Dk), k (Tk, Dk), v (Tk, Dv), acc (rows, Dv): float32 with contiguous rows; ref,\n"
 "row_sum, alpha, row_max (or None): float32 (rows,); scores: float32 scratch of at least\n"
@@ -713,15 +729,15 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
         const char *fmt = vb.format ? vb.format : "B";
         if (*fmt == '<' || *fmt == '=' || *fmt == '@')
             fmt++;
-        if (vb.ndim != 2 || vb.shape[1] != 4 || vb.itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0)) {
-            PyErr_SetString(PyExc_ValueError, "blocks must be a C-contiguous int64 array of shape (n, 4)");
+        if (vb.ndim != 2 || vb.shape[1] != 5 || vb.itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0)) {
+            PyErr_SetString(PyExc_ValueError, "blocks must be a C-contiguous int64 array of shape (n, 5)");
             goto done;
         }
     }
     Py_ssize_t n_blocks = vb.shape[0];
     const int64_t *blocks = vb.buf;
     for (Py_ssize_t b = 0; b < n_blocks; b++) {
-        int64_t j0 = blocks[4 * b], j1 = blocks[4 * b + 1];
+        int64_t j0 = blocks[5 * b], j1 = blocks[5 * b + 1];
         if (j0 < 0 || j1 <= j0 || j1 > tk || j1 - j0 > vs.shape[1]) {
             PyErr_Format(PyExc_ValueError, "block %zd covers keys %lld:%lld; expected 0 <= j0 < j1 <= %zd and at most "
                          "%zd keys (the scratch's columns)", b, (long long)j0, (long long)j1, tk, vs.shape[1]);
@@ -756,7 +772,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
             }
             Py_buffer *mv = &mviews[b];
             const char *fmt = mv->format ? mv->format : "B";
-            int64_t cols = blocks[4 * b + 1] - blocks[4 * b];
+            int64_t cols = blocks[5 * b + 1] - blocks[5 * b];
             if (mv->ndim != 2 || strcmp(fmt, "?") != 0 || mv->shape[0] != rows || mv->shape[1] != cols ||
                 mv->strides[1] != 1) {
                 PyErr_Format(PyExc_ValueError, "masks[%zd] must be a bool (%zd, %lld) array with contiguous rows", b,
@@ -791,13 +807,14 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
         struct flash_task task = {q, ldq, k, ldk, v, ldv, acc, ldacc, rows, dk, dv, ref, l, alpha, rmax, headroom,
                                   scores, lds, width};
         for (Py_ssize_t b = 0; b < n_blocks; b++) {
-            struct flash_block block = {(Py_ssize_t)blocks[4 * b], (Py_ssize_t)(blocks[4 * b + 1] - blocks[4 * b]),
-                                        NULL, 0, blocks[4 * b + 2] != 0, (Py_ssize_t)blocks[4 * b + 3]};
+            const int64_t *row = blocks + 5 * b;
+            struct flash_block block = {(Py_ssize_t)row[0], (Py_ssize_t)(row[1] - row[0]), NULL, 0, (row[2] & 1) != 0,
+                                        (Py_ssize_t)row[3], (row[2] & 2) != 0, (Py_ssize_t)row[4]};
             if (mviews && mviews[b].buf) {
                 block.mask = mviews[b].buf;
                 block.mstride = mviews[b].strides[0];
             }
-            if (!(tile_on && tile_block(&task, &block)))
+            if (!(tile_on && !block.have_start && tile_block(&task, &block)))
                 flash_block_blas(&task, &block);
         }
         if (finalize)   /* out = acc / l; rows with l = 0 (no allowed key) become 0 */

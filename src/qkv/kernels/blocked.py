@@ -263,7 +263,7 @@ def _find_sgemm() -> bool:
             acc, ref, l, alpha = np.zeros((3, 4), np.float32), *(np.zeros(3, np.float32) for _ in range(3))
             try:
                 _fused.flash_rows(q, k, v, acc, ref, l, alpha, None, np.empty((3, 7), np.float32),
-                                  np.array([[0, 7, 0, 0]], np.int64), None, _HEADROOM)
+                                  np.array([[0, 7, 0, 0, 0]], np.int64), None, _HEADROOM)
             except Exception:   # pragma: no cover - a BLAS that refuses the call
                 acc[:] = np.nan
             if np.allclose(acc, expected, rtol=1e-4, atol=1e-4):
@@ -459,17 +459,23 @@ class _Context:
         dtype, bq, bk, dv = self.prob.q.dtype, self.bq, self.bk, self.prob.v.shape[-1]
         return _take_scratch((dtype, bq, bk, dv))
 
-    def plan(self, head, i0, i1, blocks, key_end):
-        """The key blocks that rows i0:i1 of one (batch, head) visit, as (j0, j1, blocked, limit):
-        keys j0:j1; blocked None (every key allowed, as far as masks go) or a bool (rows, j1 − j0)
-        array, True where the key is not allowed (mask, mask function); limit None or, for a block
-        crossing the causal diagonal, row r keeps keys j < j0 + limit + r. Blocks the masks leave
-        empty are left out. A generator: one block's mask at a time."""
+    def plan(self, head, i0, i1, blocks, key_end, ranges=False):
+        """The key blocks that rows i0:i1 of one (batch, head) visit, as (j0, j1, blocked, limit,
+        start): keys j0:j1; blocked None (every key allowed, as far as masks go) or a bool (rows,
+        j1 − j0) array, True where the key is not allowed (mask, mask function); limit None or
+        an int: row r keeps only keys j < j0 + limit + r (a block crossing the causal diagonal);
+        start None or an int: row r keeps only keys j >= j0 + start + r. Blocks the masks leave
+        empty are left out. A generator: one block's mask at a time.
+
+        ranges: a mask function that is a band of kv − q (qkv.masks.causal, sliding_window: its
+        `band`) gives its partial blocks as limit/start (the C walk masks by row ranges, with no
+        array and no exp on hidden keys) instead of a mask array."""
         prob, bk, shift = self.prob, self.bk, self.shift
         call = prob.call
         rows = i1 - i0
         mask = prob.mask[head] if prob.mask is not None else None   # (Tq, Tk) view, no copy
         kinds = self.kinds_row(head, i0)                            # (key blocks,) or None
+        band = getattr(call.mask_mod, "band", None) if ranges and kinds is not None and mask is None else None
         if call.mask_mod is not None:
             b, h = _batch_head(prob, head)
             q_idx = np.arange(i0, i1, dtype=np.int64)[:, None]
@@ -479,10 +485,16 @@ class _Context:
             cols = j1 - j0
             allowed = None
             blocked = None      # a cached "not allowed" block (relative masks), used as is
+            limit = start = None
             if mask is not None:
                 allowed = mask[i0:i1, j0:j1]
             if call.mask_mod is not None and (kinds is None or kinds[jb] == PARTIAL):
-                if kinds is not None and self.relative and allowed is None:
+                if band is not None:
+                    # lo <= kv − q <= hi: row r keeps keys j0 + c with i0 + lo − j0 <= c − r <= i0 + hi − j0.
+                    lo, hi = band
+                    start = None if lo is None else i0 + lo - j0
+                    limit = None if hi is None else i0 + hi - j0 + 1
+                elif kinds is not None and self.relative and allowed is None:
                     # The mask depends on kv − q only (windows, causal): one block per offset, kept.
                     blocked = self.relative_block(j0 - i0, rows, cols, b, h)
                 else:
@@ -493,10 +505,10 @@ class _Context:
                 if not allowed.any():
                     continue
                 blocked = None if allowed.all() else ~allowed
-            limit = None
             if prob.causal and j1 - 1 > i0 + shift:  # this block crosses the diagonal
-                limit = i0 + shift - j0 + 1
-            yield j0, j1, blocked, limit
+                diagonal = i0 + shift - j0 + 1
+                limit = diagonal if limit is None else min(limit, diagonal)
+            yield j0, j1, blocked, limit, start
 
     def run(self, head, i0, i1, blocks, key_end, part):
         """Rows i0:i1 of one (batch, head) over the key blocks `blocks` (indices, ascending) that
@@ -521,7 +533,6 @@ class _Context:
         ref.fill(0)
         l.fill(0)
         row_max.fill(-np.inf)
-        plan = self.plan(head, i0, i1, blocks, key_end)
         queries = prob.q[head][i0:i1]                               # (rows, Dk)
         if self.flash is not None and _rows_fit(keys) and _rows_fit(values) and _rows_fit(queries):
             # Steps 1–8 in C for every key block (_fused.flash_rows): q·scale once, the two
@@ -529,8 +540,9 @@ class _Context:
             # out = acc / l at the end; masks handed over a few blocks at a time (at most
             # _FLASH_MASK_BYTES of them).
             chunk, masks, held = [], [], 0
-            for j0, j1, blocked, limit in plan:
-                chunk.append((j0, j1, limit is not None, limit or 0))
+            for j0, j1, blocked, limit, start in self.plan(head, i0, i1, blocks, key_end, ranges=True):
+                flags = (limit is not None) | (start is not None) << 1
+                chunk.append((j0, j1, flags, limit or 0, start or 0))
                 masks.append(blocked)
                 held += 0 if blocked is None else blocked.size
                 if held > _FLASH_MASK_BYTES:
@@ -541,6 +553,7 @@ class _Context:
                 return
         else:
             q_scaled = queries * self.scale                         # (rows, Dk): the scale folded into q
+            plan = self.plan(head, i0, i1, blocks, key_end)
             self.walk(plan, head, i0, i1, q_scaled, keys, values, acc, ref, block_max, alpha, l, block_sum,
                       row_max, buf)
 
@@ -561,7 +574,7 @@ class _Context:
             finalize_into(acc, l)
 
     def _flash(self, queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, finalize):
-        blocks = np.array(chunk, dtype=np.int64).reshape(-1, 4)
+        blocks = np.array(chunk, dtype=np.int64).reshape(-1, 5)
         self.flash(queries, keys, values, acc, ref, l, alpha, row_max if self.partial else None, buf.scores,
                    blocks, None if all(m is None for m in masks) else masks, _HEADROOM, scale=self.scale,
                    finalize=finalize)
@@ -579,7 +592,7 @@ class _Context:
         block_out = buf.block_out[:rows]                            # (rows, Dv)
         moved, fresh = (row[:rows] for row in buf.flags)
         shifted = False   # whether any row's reference has moved from 0
-        for j0, j1, blocked, limit in plan:
+        for j0, j1, blocked, limit, _ in plan:   # no start: ranges=False
             cols = j1 - j0
             scores = buf.scores[:rows, :cols]                       # (rows, cols) scratch
             # Step 1. S = (Q_i·scale)·K_jᵀ, BLAS.
