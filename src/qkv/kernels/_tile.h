@@ -1,11 +1,309 @@
 /* qkv.kernels._tile.h: included by _fused.c (after struct flash_task, flash_block and the
  * softmax loops). tile_block(t, b) computes one key block of a query block's walk exactly as
  * flash_block_blas does (same meaning of every field; see _fused.c), or returns 0 to leave it to
- * flash_block_blas. This version handles nothing yet. */
+ * flash_block_blas: without AVX-512F (t->width < 16), for dk > 128, dv not a multiple of 16 or
+ * above 128, more than 512 keys, or a band's start (have_start).
+ *
+ * How (AVX-512F, no BLAS): the query rows go in groups of 32 (two 16-lane vectors, one lane per
+ * row). For a group:
+ *   1. qᵀ of the group is packed (dk × 32, zero rows past the end) into a per-thread buffer.
+ *   2. Sᵀ = k_j·qᵀ in register tiles of 8 keys × 32 rows (16 accumulators, k broadcast from its
+ *      rows, no packing). While a tile is in registers: the mask and causal limit (a 32-bit
+ *      "not allowed" row set per key, built once per group), the row max (a vertical max: one
+ *      lane per row), P = exp(S − ref) with fused_exp16 against the row's reference as it was,
+ *      the row sum (vertical adds); Pᵀ (keys × 32) goes to a per-thread buffer.
+ *   3. The reference rule of softmax_block on the group's row maxes: where a reference must move
+ *      (up: max − ref > headroom; down: l = 0 and max − ref < −headroom, finite), the group's
+ *      step 2 runs again against the moved references (S comes out bit for bit the same, so the
+ *      max does too): the same ref, α, l and row_max as softmax_block, only the order of the
+ *      row sum's additions differs. This second pass is rare (first blocks of rows whose scores
+ *      exceed the headroom); the common case takes one pass.
+ *   4. acc rows whose α ≠ 1 are rescaled; acc += P·v_j in register tiles of 6 rows × 64 values
+ *      (24 accumulators, v rows loaded as they are, P broadcast), 64 keys at a time so the v
+ *      chunk stays in L1 for the whole group.
+ * Keys past a causal limit for every row of the group are skipped (their P is 0, as the BLAS
+ * step computes them), which halves the work of blocks on the diagonal.
+ * Per-thread buffers: 16 KiB (qᵀ) + 66 KiB (Pᵀ) + 2 KiB (masks).
+ */
+
+#ifdef FUSED_X86
+
+#define TILE_G 32      /* query rows per group: two 16-lane vectors */
+#define TILE_U 8       /* keys per Sᵀ register tile */
+#define TILE_MAXC 512  /* keys per block, at most */
+#define TILE_MAXDK 128
+#define TILE_MAXDV 128
+#define TILE_KC 64     /* keys per P·V chunk */
+#define TILE_R 6       /* rows per P·V register tile */
+
+static __thread float tile_qt[TILE_MAXDK * TILE_G];
+static __thread float tile_p[(TILE_MAXC + TILE_U) * TILE_G];
+static __thread uint32_t tile_mt[TILE_MAXC + TILE_U];
+
+/* Step 2 for keys 0 … n−1 (n a multiple of TILE_U; keys from `last` on read key `last`'s row and
+ * must be masked): Pᵀ into p (key c at p + c·32), the rows' max (NaN ignored) into mx and their
+ * sums into sm (32 each). masked: mt[c] holds the rows (bits) that may not see key c. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+tile_scores(const float *qt, const float *k, Py_ssize_t ldk, Py_ssize_t dk, Py_ssize_t n, Py_ssize_t last,
+            const float *refs, float *p, float *mx, float *sm, const uint32_t *mt, const int masked)
+{
+    const __m512 r0 = _mm512_loadu_ps(refs), r1 = _mm512_loadu_ps(refs + 16);
+    __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    for (Py_ssize_t c0 = 0; c0 < n; c0 += TILE_U) {
+        const float *kp[TILE_U];
+        __m512 a[TILE_U][2];
+#pragma GCC unroll 8
+        for (int u = 0; u < TILE_U; u++) {
+            kp[u] = k + (c0 + u < last ? c0 + u : last) * ldk;
+            a[u][0] = _mm512_setzero_ps();
+            a[u][1] = _mm512_setzero_ps();
+        }
+        for (Py_ssize_t d = 0; d < dk; d++) {
+            __m512 q0 = _mm512_loadu_ps(qt + d * TILE_G), q1 = _mm512_loadu_ps(qt + d * TILE_G + 16);
+#pragma GCC unroll 8
+            for (int u = 0; u < TILE_U; u++) {
+                __m512 b = _mm512_set1_ps(kp[u][d]);
+                a[u][0] = _mm512_fmadd_ps(q0, b, a[u][0]);
+                a[u][1] = _mm512_fmadd_ps(q1, b, a[u][1]);
+            }
+        }
+        __m512 e[TILE_U][2];
+#pragma GCC unroll 8
+        for (int u = 0; u < TILE_U; u++) {
+            float *pc = p + (c0 + u) * TILE_G;
+            __m512 e0 = fused_exp16(_mm512_sub_ps(a[u][0], r0));
+            __m512 e1 = fused_exp16(_mm512_sub_ps(a[u][1], r1));
+            if (masked) {
+                uint32_t off = mt[c0 + u];
+                __mmask16 k0 = (__mmask16)~off, k1 = (__mmask16)~(off >> 16);
+                m0 = _mm512_mask_max_ps(m0, k0, a[u][0], m0);   /* NaN in a: m0 kept */
+                m1 = _mm512_mask_max_ps(m1, k1, a[u][1], m1);
+                e0 = _mm512_maskz_mov_ps(k0, e0);
+                e1 = _mm512_maskz_mov_ps(k1, e1);
+            } else {
+                m0 = _mm512_max_ps(a[u][0], m0);
+                m1 = _mm512_max_ps(a[u][1], m1);
+            }
+            e[u][0] = e0;
+            e[u][1] = e1;
+            _mm512_storeu_ps(pc, e0);
+            _mm512_storeu_ps(pc + 16, e1);
+        }
+        /* the tile's 8 keys pairwise, then into the running sums */
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++)
+            e[0][h] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(e[0][h], e[1][h]), _mm512_add_ps(e[2][h], e[3][h])),
+                                    _mm512_add_ps(_mm512_add_ps(e[4][h], e[5][h]), _mm512_add_ps(e[6][h], e[7][h])));
+        s0 = _mm512_add_ps(s0, e[0][0]);
+        s1 = _mm512_add_ps(s1, e[0][1]);
+    }
+    _mm512_storeu_ps(mx, m0);
+    _mm512_storeu_ps(mx + 16, m1);
+    _mm512_storeu_ps(sm, s0);
+    _mm512_storeu_ps(sm + 16, s1);
+}
+
+__attribute__((target("avx512f"))) static void tile_scores_plain(const float *qt, const float *k, Py_ssize_t ldk,
+                                                                 Py_ssize_t dk, Py_ssize_t n, Py_ssize_t last,
+                                                                 const float *refs, float *p, float *mx, float *sm)
+{
+    tile_scores(qt, k, ldk, dk, n, last, refs, p, mx, sm, NULL, 0);
+}
+
+__attribute__((target("avx512f"))) static void tile_scores_masked(const float *qt, const float *k, Py_ssize_t ldk,
+                                                                  Py_ssize_t dk, Py_ssize_t n, Py_ssize_t last,
+                                                                  const float *refs, float *p, float *mx, float *sm,
+                                                                  const uint32_t *mt)
+{
+    tile_scores(qt, k, ldk, dk, n, last, refs, p, mx, sm, mt, 1);
+}
+
+/* acc rows 0 … R−1 (row stride ldacc), values 0 … 16·NV−1 += Σ_c P[c][r]·v[c] for keys c0 … c1−1;
+ * p holds Pᵀ (key c at p + c·32, these rows at lanes 0 … R−1). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+tile_pv(float *acc, Py_ssize_t ldacc, const float *p, const float *v, Py_ssize_t ldv, Py_ssize_t c0, Py_ssize_t c1,
+        const int R, const int NV)
+{
+    __m512 a[TILE_R][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+            a[r][j] = _mm512_loadu_ps(acc + r * ldacc + 16 * j);
+    for (Py_ssize_t c = c0; c < c1; c++) {
+        const float *vc = v + c * ldv, *pc = p + c * TILE_G;
+        __m512 w[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+            w[j] = _mm512_loadu_ps(vc + 16 * j);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m512 b = _mm512_set1_ps(pc[r]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++)
+                a[r][j] = _mm512_fmadd_ps(b, w[j], a[r][j]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++)
+            _mm512_storeu_ps(acc + r * ldacc + 16 * j, a[r][j]);
+}
+
+#define TILE_PV_CASE(R, NV) \
+    case (R) * 8 + (NV): tile_pv(acc, ldacc, p, v, ldv, c0, c1, R, NV); break;
+#define TILE_PV_ROWS(R) TILE_PV_CASE(R, 1) TILE_PV_CASE(R, 2) TILE_PV_CASE(R, 3) TILE_PV_CASE(R, 4)
+
+__attribute__((target("avx512f"))) static void tile_pv_any(float *acc, Py_ssize_t ldacc, const float *p,
+                                                           const float *v, Py_ssize_t ldv, Py_ssize_t c0,
+                                                           Py_ssize_t c1, int R, int NV)
+{
+    switch (R * 8 + NV) {
+        TILE_PV_ROWS(1) TILE_PV_ROWS(2) TILE_PV_ROWS(3) TILE_PV_ROWS(4) TILE_PV_ROWS(5) TILE_PV_ROWS(6)
+    }
+}
+
+/* Step 1: qᵀ of rows g0 … g0+nr−1 into qt (d at qt + d·32), zeros past nr. */
+static void tile_pack_q(const struct flash_task *t, Py_ssize_t g0, Py_ssize_t nr, float *qt)
+{
+    for (Py_ssize_t r = 0; r < TILE_G; r++) {
+        if (r < nr) {
+            const float *qr = t->q + (g0 + r) * t->ldq;
+            for (Py_ssize_t d = 0; d < t->dk; d++)
+                qt[d * TILE_G + r] = qr[d];
+        } else {
+            for (Py_ssize_t d = 0; d < t->dk; d++)
+                qt[d * TILE_G + r] = 0.0f;
+        }
+    }
+}
+
+/* The rows (bits) of the group g0 … g0+nr−1 that may not see key c, for c < n: the block's mask,
+ * the causal limit, and keys n_keys … n−1 (past the block's keys that the group uses). */
+__attribute__((target("avx512f"))) static void tile_mask_bits(const struct flash_block *b, Py_ssize_t g0,
+                                                              Py_ssize_t nr, Py_ssize_t n_keys, Py_ssize_t n,
+                                                              uint32_t *mt)
+{
+    for (Py_ssize_t c = 0; c < n; c++) {
+        uint32_t off = c < n_keys ? 0u : ~0u;
+        if (b->have_limit && c < n_keys) {   /* row r may not see c when c >= limit + g0 + r */
+            Py_ssize_t below = c - b->limit - g0 + 1;   /* rows 0 … below−1 */
+            off |= below <= 0 ? 0u : below >= 32 ? ~0u : (1u << below) - 1u;
+        }
+        mt[c] = off;
+    }
+    if (b->mask) {
+        Py_ssize_t c = 0;
+        for (; c + 16 <= n_keys; c += 16) {
+            __m512i bits = _mm512_loadu_si512((const void *)(mt + c));
+            for (Py_ssize_t r = 0; r < nr; r++) {
+                __m128i bytes = _mm_loadu_si128((const __m128i *)(b->mask + (g0 + r) * b->mstride + c));
+                __m512i wide = _mm512_cvtepi8_epi32(bytes);
+                __mmask16 set = _mm512_test_epi32_mask(wide, wide);
+                bits = _mm512_mask_or_epi32(bits, set, bits, _mm512_set1_epi32((int)(1u << r)));
+            }
+            _mm512_storeu_si512((void *)(mt + c), bits);
+        }
+        for (; c < n_keys; c++)
+            for (Py_ssize_t r = 0; r < nr; r++)
+                if (b->mask[(g0 + r) * b->mstride + c])
+                    mt[c] |= 1u << r;
+    }
+}
+
+__attribute__((target("avx512f"))) static int tile_block_avx512(const struct flash_task *t,
+                                                                const struct flash_block *b)
+{
+    const Py_ssize_t rows = t->rows, cols = b->cols, dk = t->dk, dv = t->dv;
+    const float *k = t->k + b->j0 * t->ldk, *v = t->v + b->j0 * t->ldv;
+    float *qt = tile_qt, *p = tile_p;
+    uint32_t *mt = tile_mt;
+    float refs[TILE_G], mx[TILE_G], sm[TILE_G], alpha[TILE_G];
+    for (Py_ssize_t g0 = 0; g0 < rows; g0 += TILE_G) {
+        Py_ssize_t nr = rows - g0 < TILE_G ? rows - g0 : TILE_G;
+        /* keys any row of the group may see: row g0 + r keeps c < limit + g0 + r */
+        Py_ssize_t n_keys = cols;
+        if (b->have_limit) {
+            Py_ssize_t top = b->limit + g0 + nr - 1;
+            n_keys = top < 0 ? 0 : (top < cols ? top : cols);
+        }
+        Py_ssize_t n = (n_keys + TILE_U - 1) / TILE_U * TILE_U;
+        int masked = b->mask != NULL || n != n_keys || (b->have_limit && b->limit + g0 < n_keys);
+        if (masked)
+            tile_mask_bits(b, g0, nr, n_keys, n, mt);
+        tile_pack_q(t, g0, nr, qt);
+        for (Py_ssize_t r = 0; r < TILE_G; r++)
+            refs[r] = r < nr ? t->ref[g0 + r] : 0.0f;
+        if (masked)
+            tile_scores_masked(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, mx, sm, mt);
+        else
+            tile_scores_plain(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, mx, sm);
+        /* Step 3: softmax_block's reference rule on the group's row maxes. */
+        int again = 0;
+        for (Py_ssize_t r = 0; r < nr; r++) {
+            Py_ssize_t i = g0 + r;
+            float m = mx[r];
+            if (m == -INFINITY && sm[r] != sm[r])
+                m = NAN;   /* every allowed score NaN: row_max_avx512's answer */
+            if (t->rmax && (m > t->rmax[i] || m != m))
+                t->rmax[i] = m;
+            float a = 1.0f, d = m - refs[r];
+            if (d > t->headroom) {
+                a = fused_exp1(-d);
+                refs[r] = m;
+                again = 1;
+            } else if (t->l[i] == 0.0f && d < -t->headroom && isfinite(d)) {
+                refs[r] = m;
+                again = 1;
+            }
+            alpha[r] = a;
+        }
+        if (again) {
+            if (masked)
+                tile_scores_masked(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, mx, sm, mt);
+            else
+                tile_scores_plain(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, mx, sm);
+        }
+        for (Py_ssize_t r = 0; r < nr; r++) {
+            Py_ssize_t i = g0 + r;
+            t->ref[i] = refs[r];
+            t->alpha[i] = alpha[r];
+            t->l[i] = t->l[i] * alpha[r] + sm[r];
+            if (alpha[r] != 1.0f) {
+                float *row = t->acc + i * t->ldacc;
+                __m512 s = _mm512_set1_ps(alpha[r]);
+                for (Py_ssize_t c = 0; c < dv; c += 16)
+                    _mm512_storeu_ps(row + c, _mm512_mul_ps(_mm512_loadu_ps(row + c), s));
+            }
+        }
+        /* Step 4: acc += P·v_j over the keys the group sees. */
+        for (Py_ssize_t c0 = 0; c0 < n_keys; c0 += TILE_KC) {
+            Py_ssize_t c1 = n_keys - c0 < TILE_KC ? n_keys : c0 + TILE_KC;
+            for (Py_ssize_t j = 0; j < dv; j += 64) {
+                int nv = (int)((dv - j) / 16 < 4 ? (dv - j) / 16 : 4);
+                for (Py_ssize_t r0 = 0; r0 < nr; r0 += TILE_R) {
+                    int nrr = (int)(nr - r0 < TILE_R ? nr - r0 : TILE_R);
+                    tile_pv_any(t->acc + (g0 + r0) * t->ldacc + j, t->ldacc, p + r0, v + j, t->ldv, c0, c1, nrr, nv);
+                }
+            }
+        }
+    }
+    return 1;
+}
+#endif
 
 static int tile_block(const struct flash_task *t, const struct flash_block *b)
 {
+#ifdef FUSED_X86
+    if (t->width < 16 || b->have_start || b->cols > TILE_MAXC || t->dk < 1 || t->dk > TILE_MAXDK || t->dv < 16 ||
+        t->dv > TILE_MAXDV || t->dv % 16)
+        return 0;
+    return tile_block_avx512(t, b);
+#else
     (void)t;
     (void)b;
     return 0;
+#endif
 }

@@ -1,0 +1,99 @@
+"""tile_block (_tile.h, AVX-512 register tiles) against flash_block_blas (OpenBLAS sgemm + the
+softmax step) on one core: a whole head through _fused.flash_rows, query blocks of 256 rows, key
+blocks of 512 keys, as blocked.py hands them over; set_tile(True) and set_tile(False) alternate
+within each round, medians over the rounds. GFLOP/s = 4·T²·D / s (causal: the same count halved,
+the work the kernel must do).
+
+    .venv/bin/python benchmarks/bench_tile.py [--rounds 7] [--sizes 4096,512]
+
+Timings are only comparable within one run (the machine is shared): read the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from qkv.kernels import blocked
+
+_fused = blocked._fused
+
+
+def plan(t, bq, bk, causal):
+    """Per query block (i0, i1): the blocks array (j0, j1, flags, limit, start) blocked.py builds."""
+    tasks = []
+    for i0 in range(0, t, bq):
+        i1 = min(i0 + bq, t)
+        rows = []
+        for j0 in range(0, t, bk):
+            j1 = min(j0 + bk, t)
+            if causal and j0 > i1 - 1:
+                break                                   # wholly above the diagonal: skipped
+            if causal and j1 - 1 > i0:                  # crosses the diagonal: row r keeps c < limit + r
+                rows.append((j0, j1, 1, i0 - j0 + 1, 0))
+            else:
+                rows.append((j0, j1, 0, 0, 0))
+        tasks.append((i0, i1, np.array(rows, np.int64)))
+    return tasks
+
+
+def head(q, k, v, tasks, bk):
+    """One head through flash_rows; returns the output (T, D)."""
+    t, d = q.shape
+    out = np.zeros((t, v.shape[1]), np.float32)
+    scores = np.empty((max(i1 - i0 for i0, i1, _ in tasks), bk), np.float32)
+    for i0, i1, blocks in tasks:
+        rows = i1 - i0
+        ref, l, alpha = (np.zeros(rows, np.float32) for _ in range(3))
+        _fused.flash_rows(q[i0:i1], k, v, out[i0:i1], ref, l, alpha, None, scores, blocks, None,
+                          blocked._HEADROOM, scale=1 / np.sqrt(d), finalize=True)
+    return out
+
+
+def measure(t, d, causal, rounds, bq=256, bk=512):
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((t, d)).astype(np.float32) for _ in range(3))
+    tasks = plan(t, bq, bk, causal)
+    flops = 4.0 * t * t * d * (0.5 if causal else 1.0)
+    times = {True: [], False: []}
+    outs = {}
+    previous = _fused.set_tile(True)
+    try:
+        for _ in range(rounds):
+            for tile in (True, False):
+                _fused.set_tile(tile)
+                start = time.perf_counter()
+                outs[tile] = head(q, k, v, tasks, bk)
+                times[tile].append(time.perf_counter() - start)
+    finally:
+        _fused.set_tile(previous)
+    diff = float(np.abs(outs[True] - outs[False]).max())
+    tile, blas = (float(np.median(times[x])) for x in (True, False))
+    return {"T": t, "D": d, "causal": causal, "tile_gflops": flops / tile / 1e9, "blas_gflops": flops / blas / 1e9,
+            "ratio": blas / tile, "max_abs_diff": diff,
+            "spread_tile": (min(times[True]) / tile, max(times[True]) / tile),
+            "spread_blas": (min(times[False]) / blas, max(times[False]) / blas)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--sizes", default="4096,512")
+    parser.add_argument("--dim", type=int, default=64)
+    args = parser.parse_args()
+    assert _fused is not None and blocked._sgemm_ready(), "needs qkv.kernels._fused with a BLAS sgemm"
+    with threadpool_limits(limits=1, user_api="blas"):
+        for t in (int(x) for x in args.sizes.split(",")):
+            for causal in (False, True):
+                r = measure(t, args.dim, causal, args.rounds if t > 1024 else args.rounds * 8)
+                print(f"T={r['T']:5d} D={r['D']} causal={str(r['causal']):5s}  tile {r['tile_gflops']:6.1f}  "
+                      f"BLAS {r['blas_gflops']:6.1f} GFLOP/s  tile/BLAS speed {r['ratio']:.3f}  "
+                      f"max|diff| {r['max_abs_diff']:.1e}  spread tile {r['spread_tile'][0]:.2f}-"
+                      f"{r['spread_tile'][1]:.2f} BLAS {r['spread_blas'][0]:.2f}-{r['spread_blas'][1]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

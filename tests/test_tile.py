@@ -1,0 +1,166 @@
+"""tile_block (src/qkv/kernels/_tile.h): flash_rows' AVX-512 register-tiled step against a float64
+reference and against flash_block_blas (set_tile(False): the BLAS products and softmax_block).
+
+Tolerances, from float64 (both paths are held to them; measured maxima in brackets):
+|out − exact| ≤ 3e-6·max|v| where the top scores are moderate [1.0e-6], ≤ 1e-5·max|v| in the
+cases with a key ×40, scores up to ~750 [2.7e-6]; row_max within 1e-6·max(1, max|s|) [3.3e-7];
+the row sums l, taken back to the float64 max, within 1e-5 + 4e-7·max|s| relative [8.4e-5 at
+max|s| = 256: float32 s itself is off by ~|s|·2⁻²⁴ there, and exp(s − m) by as much relative].
+
+Whether the tile path ran is visible: it never writes flash_rows' scores scratch (BLAS leaves S
+and P there), so a scratch filled with NaN stays NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qkv.kernels import blocked
+
+_fused = blocked._fused
+HEADROOM = blocked._HEADROOM
+
+
+def flash_reference(q, k, v, blocks, masks):
+    """float64: softmax over the keys the blocks visit (their masks and causal limits) of q·kᵀ,
+    then ·v; also the row max m and Σ exp(s − m) (0 and −inf for rows that see nothing)."""
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    rows, tk = q.shape[0], k.shape[0]
+    allowed = np.zeros((rows, tk), bool)
+    for (j0, j1, flags, limit, _start), blocked_ in zip(blocks, masks or [None] * len(blocks)):
+        keep = np.ones((rows, j1 - j0), bool)
+        if blocked_ is not None:
+            keep &= ~blocked_
+        if flags & 1:
+            keep &= np.arange(j1 - j0)[None, :] < limit + np.arange(rows)[:, None]
+        allowed[:, j0:j1] = keep
+    scores = np.where(allowed, q64 @ k64.T, -np.inf)
+    top = scores.max(axis=1, keepdims=True)
+    weights = np.exp(scores - np.where(np.isfinite(top), top, 0))
+    total = weights.sum(axis=1, keepdims=True)
+    out = np.where(total > 0, weights @ v64 / np.where(total > 0, total, 1), 0)
+    return out, top[:, 0], total[:, 0], np.abs(np.where(allowed, scores, 0)).max()
+
+
+def flash(q, k, v, blocks, masks, tile, row_max=True, width=16):
+    """flash_rows from a zero state with set_tile(tile) and set_width(width) (both restored);
+    returns acc, ref, l, alpha, row_max (or None) and the scratch (NaN where never written)."""
+    assert _fused is not None and blocked._sgemm_ready()
+    rows, dv = q.shape[0], v.shape[1]
+    acc = np.zeros((rows, dv), np.float32)
+    ref, l, alpha = (np.zeros(rows, np.float32) for _ in range(3))
+    top = np.full(rows, -np.inf, np.float32) if row_max else None
+    scratch = np.full((rows + 1, max(j1 - j0 for j0, j1, *_ in blocks) + 3), np.nan, np.float32)
+    previous_tile, previous_width = _fused.set_tile(tile), _fused.set_width(width)
+    try:
+        _fused.flash_rows(q, k, v, acc, ref, l, alpha, top, scratch, np.array(blocks, np.int64), masks, HEADROOM)
+    finally:
+        _fused.set_tile(previous_tile)
+        _fused.set_width(previous_width)
+    return acc, ref, l, alpha, top, scratch
+
+
+def normalised(acc, l):
+    return np.where(l[:, None] > 0, acc / np.where(l > 0, l, 1)[:, None], 0)
+
+
+def problem(rows, cols, dk, dv, seed, big=True):
+    """Four key blocks: a mask (row 3 sees nothing there), a plain block (with big: a key ×40 that
+    moves references up), a causal limit (the first rows see nothing), and a shorter block with a
+    mask and a limit. Row 4's scores in block 0 lie far below 0 (its reference moves down)."""
+    rng = np.random.default_rng(seed)
+    tail = max(1, cols // 2 + 1)
+    tk = 3 * cols + tail
+    q = (rng.standard_normal((rows, dk)) / np.sqrt(dk)).astype(np.float32) * 3
+    k = rng.standard_normal((tk, dk)).astype(np.float32)
+    v = rng.standard_normal((tk, dv)).astype(np.float32)
+    k[:cols, 0] += 6                                        # block 0: s = −8·k[:, 0] < −16 for row 4
+    if rows > 4:
+        q[4] = 0
+        q[4, 0] = -8
+    if big:
+        k[cols + min(2, cols - 1)] *= 40
+    blocks = [(0, cols, 0, 0, 0), (cols, 2 * cols, 0, 0, 0), (2 * cols, 3 * cols, 1, 2 - rows // 2, 0),
+              (3 * cols, tk, 1, tail // 2 + 1, 0)]
+    masks = [rng.random((rows, cols)) < 0.4, None, None, rng.random((rows, tail)) < 0.5]
+    if rows > 3:
+        masks[0][3] = True
+    return q, k, v, blocks, masks
+
+
+CASES = [(256, 512, 64, 64), (255, 512, 64, 64), (1, 1, 64, 64), (7, 17, 64, 64), (1, 512, 64, 64),
+         (255, 17, 64, 64), (33, 100, 128, 128), (40, 100, 13, 32), (9, 40, 64, 48), (64, 8, 64, 16)]
+
+
+@pytest.mark.parametrize("rows, cols, dk, dv", CASES)
+@pytest.mark.parametrize("row_max", [True, False], ids=["row_max", "no_row_max"])
+@pytest.mark.parametrize("big", [True, False], ids=["big_key", "moderate"])
+def test_tile_matches_float64_and_blas(rows, cols, dk, dv, row_max, big):
+    q, k, v, blocks, masks = problem(rows, cols, dk, dv, seed=rows * 1000 + cols + dk, big=big)
+    expected, top, total, smax = flash_reference(q, k, v, blocks, masks)
+    tol = (1e-5 if big else 3e-6) * np.abs(v).max()
+    tile = flash(q, k, v, blocks, masks, True, row_max)
+    blas = flash(q, k, v, blocks, masks, False, row_max)
+    assert np.isnan(tile[5]).all(), "tile_block declined a block it should take"
+    assert not np.isnan(blas[5]).all()
+    for acc, ref, l, alpha, got_max, _ in (tile, blas):
+        assert np.isfinite(acc).all() and np.isfinite(ref).all() and np.isfinite(l).all()
+        np.testing.assert_allclose(normalised(acc, l), expected, rtol=0, atol=tol)
+        seen = np.isfinite(top)
+        assert np.array_equal(l > 0, seen)
+        assert np.all(acc[~seen] == 0) and np.all(ref[~seen] == 0)   # nothing allowed: untouched
+        np.testing.assert_allclose(l[seen] * np.exp(ref[seen].astype(np.float64) - top[seen]), total[seen],
+                                   rtol=1e-5 + 4e-7 * smax)
+        assert np.all(top[seen] - ref[seen] <= HEADROOM + 1e-3 * max(1, smax))
+        if row_max:
+            np.testing.assert_allclose(got_max, top, rtol=0, atol=1e-6 * max(1, smax))
+        else:
+            assert got_max is None
+    # the same reference moves as softmax_block (S differs only by rounding)
+    np.testing.assert_allclose(tile[1], blas[1], rtol=0, atol=1e-6 * max(1, smax))
+
+
+def test_rows_far_below_and_far_above_move_references():
+    """Row 4 (scores ≈ −48 in block 0, nothing summed yet) moves its reference down; rows whose
+    scores reach ~100 move theirs up; the float64 softmax agrees."""
+    q, k, v, blocks, masks = problem(40, 64, 64, 64, seed=5)
+    tile = flash(q, k, v, blocks[:1], masks[:1], True)
+    acc, ref, l, _, got_max, scratch = tile
+    assert np.isnan(scratch).all()
+    assert ref[4] < -16 and ref[4] == got_max[4]
+    q[5] *= 40                                              # row 5: scores ~ ±100 in block 0
+    acc, ref, l, alpha, got_max, _ = flash(q, k, v, blocks[:1], masks[:1], True)
+    assert ref[5] > 16 and ref[5] == got_max[5]
+    expected, top, total, smax = flash_reference(q, k, v, blocks[:1], masks[:1])
+    np.testing.assert_allclose(normalised(acc, l), expected, rtol=0, atol=1e-5 * np.abs(v).max())
+
+
+@pytest.mark.parametrize("dk, dv, width", [(64, 20, 16), (130, 64, 16), (64, 144, 16), (64, 64, 8)])
+def test_declined_shapes_take_blas_bit_for_bit(dk, dv, width):
+    """dv not a multiple of 16 or above 128, dk above 128, no AVX-512 loops: BLAS computes the block."""
+    q, k, v, blocks, masks = problem(20, 48, dk, dv, seed=3)
+    on = flash(q, k, v, blocks, masks, True, width=width)
+    off = flash(q, k, v, blocks, masks, False, width=width)
+    assert not np.isnan(on[5]).all()
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)
+
+
+def softmax64(q, k, v, allowed, scale):
+    s = np.where(allowed, np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) * scale, -np.inf)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    return np.einsum("bhqk,bhkd->bhqd", w / w.sum(-1, keepdims=True), v.astype(np.float64))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_blocked_attention_float32_against_float64(causal):
+    rng = np.random.default_rng(11)
+    b, h, t, d = 1, 2, 700, 64
+    q, k, v = (rng.standard_normal((b, h, t, d)).astype(np.float32) for _ in range(3))
+    mask = rng.random((t, t)) < 0.9
+    mask[:, 0] = True
+    allowed = mask & (np.tril(np.ones((t, t), bool)) if causal else True)
+    out = blocked.blocked_attention(q, k, v, mask=mask, causal=causal)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, softmax64(q, k, v, allowed, 1 / np.sqrt(d)), rtol=0, atol=2e-6)
