@@ -198,21 +198,26 @@ def test_kernel_through_the_c_step_matches_the_numpy_step(loops):
 
 @needs_fused
 def test_kernel_calls_take_the_c_walk(monkeypatch):
-    """float32 calls without bias or score_mod go through flash_rows (dense, causal, a mask, a
-    mask function); bias, score_mod, non-finite values and float64 take the Python walk."""
+    """float32 calls without a mask array, bias or score_mod run every task in C (flash_many: dense,
+    causal, band masks); a mask or a mask function that is not a band go through flash_rows per
+    task; bias, score_mod, non-finite values and float64 take the Python walk."""
     import qkv
     from qkv import masks
 
     calls = []
-    real = blocked._fused.flash_rows
-    monkeypatch.setattr(blocked._fused, "flash_rows", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    for name in ("flash_rows", "flash_many"):
+        real = getattr(blocked._fused, name)
+        monkeypatch.setattr(blocked._fused, name,
+                            lambda *a, _real=real, _name=name, **kw: calls.append(_name) or _real(*a, **kw))
     rng = np.random.default_rng(2)
     q, k, v = (rng.standard_normal((1, 2, 300, 16)).astype(np.float32) for _ in range(3))
-    for kwargs in ({}, {"causal": True}, {"mask": rng.random((300, 300)) < 0.5},
-                   {"mask_mod": masks.sliding_window(40)}):
+    for kwargs, route in (({}, "flash_many"), ({"causal": True}, "flash_many"),
+                          ({"mask_mod": masks.sliding_window(40)}, "flash_many"),
+                          ({"mask": rng.random((300, 300)) < 0.5}, "flash_rows"),
+                          ({"mask_mod": masks.document(np.repeat(np.arange(3), 100))}, "flash_rows")):
         calls.clear()
         blocked.blocked_attention(q, k, v, **kwargs)
-        assert calls, kwargs
+        assert calls and set(calls) == {route}, (kwargs, calls)
     v_bad = v.copy()
     v_bad[0, 0, 3, 1] = np.nan
     for args, kwargs in (((q, k, v), {"bias": np.zeros((300, 300), np.float32)}),
@@ -446,3 +451,45 @@ def test_gelu_refuses_wrong_arrays():
         frozen = np.zeros(8, np.float32)
         frozen.flags.writeable = False
         _fused.gelu(frozen)
+
+
+@needs_fused
+def test_flash_many_refuses_wrong_arrays():
+    """Every index of a task and block is checked before any work (nothing written on refusal)."""
+    assert blocked._sgemm_ready()
+    q, k, v = np.ones((2, 6, 4), np.float32), np.ones((1, 9, 4), np.float32), np.ones((1, 9, 3), np.float32)
+    scores, vectors = np.zeros((6, 9), np.float32), np.zeros((3, 6), np.float32)
+    blocks = np.array([[0, 9, 0, 0, 0]], np.int64)
+
+    def call(task_rows, **change):
+        args = dict(q=q, k=k, v=v, out=np.full((2, 6, 3), 7, np.float32), lse=None,
+                    tasks=np.array(task_rows, np.int64).reshape(-1, 7), blocks=blocks, counter=np.zeros(1, np.int64),
+                    scores=scores, vectors=vectors)
+        args.update(change)
+        try:
+            _fused.flash_many(*args.values(), HEADROOM, 0.5)
+        finally:
+            assert np.all(args["out"] == 7)                         # refused before any work
+
+    good = [0, 0, 1, 0, 6, 0, 1]
+    for bad, what in (([2, 0, 0, 0, 6, 0, 1], "q head"), ([0, 1, 0, 0, 6, 0, 1], "kv head"),
+                      ([0, 0, 2, 0, 6, 0, 1], "out head"), ([0, 0, 0, 3, 3, 0, 1], "no rows"),
+                      ([0, 0, 0, 0, 7, 0, 1], "rows past Tq"), ([0, 0, 0, 0, 6, 0, 2], "blocks past the table")):
+        with pytest.raises(ValueError, match="task 1 .* is out of range"):
+            call([good, bad])
+    with pytest.raises(ValueError, match="block 0 covers keys 0:10"):
+        call([good], blocks=np.array([[0, 10, 0, 0, 0]], np.int64))
+    with pytest.raises(ValueError, match="shapes do not agree"):
+        call([good], v=np.ones((1, 8, 3), np.float32))
+    with pytest.raises(ValueError, match="tasks must be a C-contiguous int64 array of shape \\(n, 7\\)"):
+        call([good], tasks=np.array([good], np.int32))
+    with pytest.raises(ValueError, match="lse must be a writable float32 \\(2, 6\\)"):
+        call([good], lse=np.zeros((2, 5), np.float32))
+    with pytest.raises(ValueError, match="q must be a 3-D float32"):
+        call([good], q=q[:, :, ::2])
+    out, lse = np.zeros((2, 6, 3), np.float32), np.zeros((2, 6), np.float32)
+    _fused.flash_many(q, k, v, out, lse, np.array([good], np.int64), blocks, np.zeros(1, np.int64), scores, vectors,
+                      HEADROOM, 0.5)
+    np.testing.assert_allclose(out[1], 1, rtol=1e-6)                  # uniform weights over ones
+    np.testing.assert_allclose(lse[1], 2 + np.log(9), rtol=1e-6)     # scores q·k·0.5 = 2 each
+    assert not out[0].any()

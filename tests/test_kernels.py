@@ -8,9 +8,10 @@ Tolerances come from the float64 reference:
   ≤ 8e-7 at T ≤ 1100, Dk ≤ 64, about 7 float32 ulps at 1.0, from the Dk- and Tk-long sums;
   the tolerance leaves a factor 5).
 
-Every test runs three times: float32 walking its key blocks in C (`_fused.flash_rows`, both
-products in NumPy's BLAS), walking them in Python with the C softmax step (`_fused.softmax_rows`),
-and all in NumPy (the fixture `softmax_step` switches blocked._USE_FLASH and _USE_FUSED; float64
+Every test runs four times: float32 with every task in C where no mask array is needed
+(`_fused.flash_many`), walking each task's key blocks in C (`_fused.flash_rows`, both products in
+NumPy's BLAS), walking them in Python with the C softmax step (`_fused.softmax_rows`), and all in
+NumPy (the fixture `softmax_step` switches blocked._USE_MANY, _USE_FLASH and _USE_FUSED; float64
 always takes NumPy).
 """
 
@@ -34,17 +35,19 @@ F32_TOL = 4e-6
 SMALL_BLOCKS = dict(block_q=16, block_k=32)
 
 
-@pytest.fixture(autouse=True, scope="module", params=["flash", "fused", "numpy"])
+@pytest.fixture(autouse=True, scope="module", params=["many", "rows", "fused", "numpy"])
 def softmax_step(request):
-    """Run the module's tests with the C walk, with the Python walk and the C softmax step, then
-    with NumPy only. Module scope (set and restored by hand) so hypothesis tests may use it too."""
+    """Run the module's tests with every task in C where it can (flash_many), with the C walk per
+    task (flash_rows), with the Python walk and the C softmax step, then with NumPy only. Module
+    scope (set and restored by hand) so hypothesis tests may use it too."""
     if request.param != "numpy" and blocked._fused is None:
         pytest.fail("qkv.kernels._fused is not built (tests/test_fused.py says why)")
-    saved = blocked._USE_FUSED, blocked._USE_FLASH
+    saved = blocked._USE_FUSED, blocked._USE_FLASH, blocked._USE_MANY
     blocked._USE_FUSED = request.param != "numpy"
-    blocked._USE_FLASH = request.param == "flash"
+    blocked._USE_FLASH = request.param in ("many", "rows")
+    blocked._USE_MANY = request.param == "many"
     yield request.param
-    blocked._USE_FUSED, blocked._USE_FLASH = saved
+    blocked._USE_FUSED, blocked._USE_FLASH, blocked._USE_MANY = saved
 
 
 # --------------------------------------------------------------------------- the reference
@@ -586,3 +589,52 @@ def test_band_masks_by_row_ranges_match_the_dense_mask(left, right, tq, tk, caus
     causal_mod = masks.causal(tk - tq)
     np.testing.assert_allclose(blocked_attention(q, k, v, mask_mod=causal_mod, block_q=7, block_k=9),
                                reference(q, k, v, masks.dense_mask(causal_mod, tq, tk)), rtol=0, atol=F32_TOL)
+
+
+def reference_lse(q, k, dense=None, causal=False):
+    """float64 log Σ_j exp(s_ij) over the allowed keys, −inf for a row with none."""
+    q64, k64 = np.asarray(q, np.float64), np.asarray(k, np.float64)
+    if q64.ndim >= 3 and k64.ndim >= 3 and 1 < k64.shape[-3] < q64.shape[-3]:
+        k64 = np.repeat(k64, q64.shape[-3] // k64.shape[-3], axis=-3)
+    scores = q64 @ np.swapaxes(k64, -1, -2) / np.sqrt(q64.shape[-1])
+    tq, tk = scores.shape[-2:]
+    allowed = np.ones(scores.shape, bool) if dense is None else np.broadcast_to(dense, scores.shape).copy()
+    if causal:
+        allowed &= np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)
+    scores = np.where(allowed, scores, -np.inf)
+    top = scores.max(-1, keepdims=True)
+    safe = np.where(np.isfinite(top), top, 0)
+    with np.errstate(divide="ignore"):
+        return np.where(np.isfinite(top[..., 0]), np.log(np.exp(scores - safe).sum(-1)) + top[..., 0], -np.inf)
+
+
+@pytest.mark.parametrize("layout", ["plain", "gqa", "mqa", "k broadcast over batch", "q broadcast over batch",
+                                    "transposed q", "2-D"])
+@pytest.mark.parametrize("tq, tk, causal", [(300, 300, True), (129, 300, False), (300, 129, True), (1, 77, False)])
+def test_float32_layouts_and_lse(layout, tq, tk, causal):
+    """float32 (the C routes) across layouts that change how heads map to memory: out and lse against
+    float64, rows with no key (causal, Tq > Tk) zero with lse −inf."""
+    rng = np.random.default_rng(len(layout) * 31 + tq)
+    lead, kv_lead = (2, 4), None
+    if layout == "gqa":
+        kv_lead = (2, 2)
+    elif layout == "mqa":
+        kv_lead = (2, 1)
+    elif layout == "k broadcast over batch":
+        kv_lead = (1, 4)
+    elif layout == "2-D":
+        lead = ()
+    q, k, v = inputs(rng, lead, tq, tk, 16, 12, np.float32, kv_lead=kv_lead)
+    if layout == "q broadcast over batch":
+        q = q[:1]
+    if layout == "transposed q":
+        q = np.ascontiguousarray(np.swapaxes(q, 0, 1)).swapaxes(0, 1)   # (2, 4) lead with swapped strides
+    out, lse = blocked_attention(q, k, v, causal=causal, block_q=64, block_k=96, return_lse=True)
+    k_full, v_full = (np.broadcast_to(x, np.broadcast_shapes(q.shape[:-2], x.shape[:-2]) + x.shape[-2:])
+                      if layout == "k broadcast over batch" else x for x in (k, v))
+    q_full = np.broadcast_to(q, k.shape[:-2] + q.shape[-2:]) if layout == "q broadcast over batch" else q
+    expected = reference(q_full, k_full, v_full, causal=causal)
+    np.testing.assert_allclose(out, expected, rtol=0, atol=F32_TOL)
+    np.testing.assert_allclose(lse, reference_lse(q_full, k_full, causal=causal), rtol=0, atol=F32_TOL)
+    if causal and tq > tk:
+        assert np.all(out[..., : tq - tk, :] == 0) and np.all(np.isneginf(lse[..., : tq - tk]))

@@ -844,6 +844,210 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------ many query blocks
+ * flash_many runs whole (head, query block) tasks that need no mask arrays, taking the next task
+ * from a shared counter: each of the kernel's threads calls it once, so there is no Python per
+ * task at all. */
+static int get_tensor3(PyObject *obj, Py_buffer *view, int writable, const char *name)
+{
+    int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    const char *fmt = view->format ? view->format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+        fmt++;
+    if (view->ndim != 3 || strcmp(fmt, "f") != 0 || view->itemsize != 4 || view->strides[2] != 4 ||
+        view->strides[1] % 4 || view->strides[0] % 4 ||
+        (view->shape[1] > 1 && view->strides[1] < 4 * (view->shape[2] > 1 ? view->shape[2] : 1))) {
+        PyErr_Format(PyExc_ValueError, "%s must be a %s3-D float32 array with contiguous, non-overlapping rows", name,
+                     writable ? "writable " : "");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t cols, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    const char *fmt = view->format ? view->format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+        fmt++;
+    if (view->itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0) ||
+        (cols > 0 ? (view->ndim != 2 || view->shape[1] != cols) : view->ndim != 1)) {
+        if (cols > 0)
+            PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous int64 array of shape (n, %zd)", name, cols);
+        else
+            PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous 1-D int64 array", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(flash_many_doc,
+"flash_many(q, k, v, out, lse, tasks, blocks, counter, scores, vectors, headroom, scale) -> None\n\n"
+"Runs tasks (int64 (n, 7): q head, kv head, out head, i0, i1, b0, b1) until none is left,\n"
+"taking the next one from counter[0] (int64, shared by the threads that call this at once):\n"
+"rows i0:i1 of q[q head]·scale over the key blocks blocks[b0:b1] (int64 (m, 5), as flash_rows'\n"
+"blocks) of k[kv head], v[kv head]; out[out head, i0:i1] = softmax·v (rows with no allowed key:\n"
+"0) and, unless lse is None, lse[out head, i0:i1] = log Σ exp(score) (−inf for those rows).\n"
+"q (Nq, Tq, Dk), k (Nk, Tk, Dk), v (Nk, Tk, Dv), out (No, Tq, Dv): float32, contiguous rows;\n"
+"lse (No, Tq) float32 with contiguous rows or None; scores: this thread's float32 scratch of at\n"
+"least (rows, cols) of any task and block; vectors: float32 (3, rows) scratch. The GIL is\n"
+"released while the tasks run. Needs set_sgemm first.");
+
+static PyObject *flash_many(PyObject *self, PyObject *args)
+{
+    PyObject *o_q, *o_k, *o_v, *o_out, *o_lse, *o_tasks, *o_blocks, *o_counter, *o_scores, *o_vectors;
+    float headroom, scale;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOff", &o_q, &o_k, &o_v, &o_out, &o_lse, &o_tasks, &o_blocks, &o_counter,
+                          &o_scores, &o_vectors, &headroom, &scale))
+        return NULL;
+    if (sgemm_address == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "flash_many needs a BLAS sgemm: call set_sgemm first");
+        return NULL;
+    }
+    Py_buffer vq, vk, vv, vo, vlse, vt, vb, vc, vs, vvec;
+    Py_buffer *views[10];
+    int held = 0, have_lse = o_lse != Py_None;
+    PyObject *result = NULL;
+    float *scaled = NULL;
+    Py_ssize_t lds, ldvec;
+#define HOLD(call, view) do { if ((call) < 0) goto done; views[held++] = (view); } while (0)
+    HOLD(get_tensor3(o_q, &vq, 0, "q"), &vq);
+    HOLD(get_tensor3(o_k, &vk, 0, "k"), &vk);
+    HOLD(get_tensor3(o_v, &vv, 0, "v"), &vv);
+    HOLD(get_tensor3(o_out, &vo, 1, "out"), &vo);
+    Py_ssize_t tq = vq.shape[1], dk = vq.shape[2], tk = vk.shape[1], dv = vv.shape[2];
+    if (vk.shape[2] != dk || vv.shape[0] != vk.shape[0] || vv.shape[1] != tk || vo.shape[1] != tq ||
+        vo.shape[2] != dv) {
+        PyErr_Format(PyExc_ValueError, "shapes do not agree: q (%zd, %zd, %zd), k (%zd, %zd, %zd), v (%zd, %zd, %zd), "
+                     "out (%zd, %zd, %zd)", vq.shape[0], tq, dk, vk.shape[0], tk, vk.shape[2], vv.shape[0],
+                     vv.shape[1], dv, vo.shape[0], vo.shape[1], vo.shape[2]);
+        goto done;
+    }
+    if (have_lse) {
+        if (PyObject_GetBuffer(o_lse, &vlse, PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+            goto done;
+        views[held++] = &vlse;
+        const char *fmt = vlse.format ? vlse.format : "B";
+        if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+            fmt++;
+        if (vlse.ndim != 2 || strcmp(fmt, "f") != 0 || vlse.strides[1] != 4 || vlse.strides[0] % 4 ||
+            vlse.shape[0] != vo.shape[0] || vlse.shape[1] != tq) {
+            PyErr_Format(PyExc_ValueError, "lse must be a writable float32 (%zd, %zd) array with contiguous rows",
+                         vo.shape[0], tq);
+            goto done;
+        }
+    }
+    HOLD(get_int64(o_tasks, &vt, 0, 7, "tasks"), &vt);
+    HOLD(get_int64(o_blocks, &vb, 0, 5, "blocks"), &vb);
+    HOLD(get_int64(o_counter, &vc, 1, 0, "counter"), &vc);
+    HOLD(get_matrix(o_scores, &vs, 1, -1, -1, &lds, "scores"), &vs);
+    HOLD(get_matrix(o_vectors, &vvec, 1, 3, -1, &ldvec, "vectors"), &vvec);
+    if (vc.shape[0] < 1) {
+        PyErr_SetString(PyExc_ValueError, "counter must hold one value");
+        goto done;
+    }
+    Py_ssize_t n_tasks = vt.shape[0], n_blocks = vb.shape[0], max_rows = 0;
+    const int64_t *tasks = vt.buf, *blocks = vb.buf;
+    for (Py_ssize_t b = 0; b < n_blocks; b++) {
+        int64_t j0 = blocks[5 * b], j1 = blocks[5 * b + 1];
+        if (j0 < 0 || j1 <= j0 || j1 > tk || j1 - j0 > vs.shape[1]) {
+            PyErr_Format(PyExc_ValueError, "block %zd covers keys %lld:%lld; expected 0 <= j0 < j1 <= %zd and at most "
+                         "%zd keys (the scratch's columns)", b, (long long)j0, (long long)j1, tk, vs.shape[1]);
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n_tasks; i++) {
+        const int64_t *t = tasks + 7 * i;
+        if (t[0] < 0 || t[0] >= vq.shape[0] || t[1] < 0 || t[1] >= vk.shape[0] || t[2] < 0 || t[2] >= vo.shape[0] ||
+            t[3] < 0 || t[4] <= t[3] || t[4] > tq || t[4] - t[3] > vs.shape[0] || t[4] - t[3] > vvec.shape[1] ||
+            t[5] < 0 || t[6] < t[5] || t[6] > n_blocks) {
+            PyErr_Format(PyExc_ValueError, "task %zd (%lld, %lld, %lld, %lld, %lld, %lld, %lld) is out of range", i,
+                         (long long)t[0], (long long)t[1], (long long)t[2], (long long)t[3], (long long)t[4],
+                         (long long)t[5], (long long)t[6]);
+            goto done;
+        }
+        if (t[4] - t[3] > max_rows)
+            max_rows = t[4] - t[3];
+    }
+    if (scale != 1.0f && max_rows > 0) {
+        scaled = PyMem_RawMalloc((size_t)(max_rows * (dk > 0 ? dk : 1)) * sizeof(float));
+        if (scaled == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    {
+        int64_t *counter = vc.buf;
+        float *vectors = vvec.buf;
+        int width = vector_width(), tile_on = use_tile;
+        Py_ssize_t sq0 = vq.strides[0] / 4, sq1 = vq.strides[1] / 4, sk0 = vk.strides[0] / 4, sk1 = vk.strides[1] / 4;
+        Py_ssize_t sv0 = vv.strides[0] / 4, sv1 = vv.strides[1] / 4, so0 = vo.strides[0] / 4, so1 = vo.strides[1] / 4;
+        Py_ssize_t sl0 = have_lse ? vlse.strides[0] / 4 : 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (;;) {
+            int64_t i = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+            if (i >= n_tasks)
+                break;
+            const int64_t *tk_ = tasks + 7 * i;
+            Py_ssize_t i0 = (Py_ssize_t)tk_[3], rows = (Py_ssize_t)(tk_[4] - tk_[3]);
+            const float *q = (const float *)vq.buf + tk_[0] * sq0 + i0 * sq1;
+            Py_ssize_t ldq = sq1 >= dk && sq1 > 0 ? sq1 : (dk > 0 ? dk : 1);   /* one row: any ld >= dk */
+            if (scaled) {
+                for (Py_ssize_t r = 0; r < rows; r++)
+                    for (Py_ssize_t c = 0; c < dk; c++)
+                        scaled[r * dk + c] = q[r * sq1 + c] * scale;
+                q = scaled;
+                ldq = dk > 0 ? dk : 1;
+            }
+            float *acc = (float *)vo.buf + tk_[2] * so0 + i0 * so1;
+            Py_ssize_t ldacc = so1 >= dv && so1 > 0 ? so1 : (dv > 0 ? dv : 1);
+            float *ref = vectors, *l = vectors + ldvec, *alpha = vectors + 2 * ldvec;
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                ref[r] = 0.0f;
+                l[r] = 0.0f;
+                memset(acc + r * ldacc, 0, (size_t)dv * sizeof(float));
+            }
+            struct flash_task task = {q, ldq, (const float *)vk.buf + tk_[1] * sk0, sk1 >= dk && sk1 > 0 ? sk1 : (dk > 0 ? dk : 1),
+                                      (const float *)vv.buf + tk_[1] * sv0, sv1 >= dv && sv1 > 0 ? sv1 : (dv > 0 ? dv : 1), acc, ldacc, rows, dk,
+                                      dv, ref, l, alpha, NULL, headroom, vs.buf, lds, width};
+            for (int64_t b = tk_[5]; b < tk_[6]; b++) {
+                const int64_t *row = blocks + 5 * b;
+                struct flash_block block = {(Py_ssize_t)row[0], (Py_ssize_t)(row[1] - row[0]), NULL, 0,
+                                            (row[2] & 1) != 0, (Py_ssize_t)row[3], (row[2] & 2) != 0,
+                                            (Py_ssize_t)row[4]};
+                if (!(tile_on && !block.have_start && tile_block(&task, &block)))
+                    flash_block_blas(&task, &block);
+            }
+            for (Py_ssize_t r = 0; r < rows; r++) {   /* out = acc / l; lse = ref + log l */
+                float *o = acc + r * ldacc;
+                if (l[r] > 0.0f) {
+                    float d = l[r];
+                    for (Py_ssize_t c = 0; c < dv; c++)
+                        o[c] /= d;
+                } else {
+                    memset(o, 0, (size_t)dv * sizeof(float));
+                }
+                if (have_lse)
+                    ((float *)vlse.buf)[tk_[2] * sl0 + i0 + r] = l[r] > 0.0f ? ref[r] + logf(l[r]) : -INFINITY;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+#undef HOLD
+    PyMem_RawFree(scaled);
+    while (held > 0)
+        PyBuffer_Release(views[--held]);
+    return result;
+}
+
 PyDoc_STRVAR(exp_doc,
 "exp(src, dst, vector=True)\n\n"
 "dst = exp(src) elementwise with this module's float32 exponential (for testing its accuracy);\n"
@@ -1043,6 +1247,7 @@ static PyObject *fused_set_vector(PyObject *self, PyObject *arg)
 static PyMethodDef methods[] = {
     {"softmax_rows", softmax_rows, METH_VARARGS, softmax_rows_doc},
     {"flash_rows", (PyCFunction)(void (*)(void))flash_rows, METH_VARARGS | METH_KEYWORDS, flash_rows_doc},
+    {"flash_many", flash_many, METH_VARARGS, flash_many_doc},
     {"set_sgemm", fused_set_sgemm, METH_VARARGS, set_sgemm_doc},
     {"set_tile", fused_set_tile, METH_O,
      "set_tile(enabled) -> previous: False makes flash_rows use BLAS for every block (for tests)."},

@@ -135,6 +135,7 @@ class _Problem:
     out_lead: tuple        # the caller's leading shape (…, H): L with (G, H/G) merged back
     scale: float
     causal: bool
+    own: tuple = ()        # (q, k, v) before broadcasting to lead (GQA already split), for flash_many
 
 
 def _prepare(call: Call, q, k, v, mask, bias) -> _Problem:
@@ -182,7 +183,7 @@ def _prepare(call: Call, q, k, v, mask, bias) -> _Problem:
         v=np.broadcast_to(v, lead + (tk, dv)),
         v_raw=None if v_raw is None else np.broadcast_to(v_raw, lead + (tk, dv)), bad_keys=bad_keys,
         v_exponent=exponent, mask=scores_like(mask), bias=scores_like(bias), lead=lead,
-        out_lead=call.lead, scale=call.scale, causal=call.causal,
+        out_lead=call.lead, scale=call.scale, causal=call.causal, own=(q, k, v),
     )
 
 
@@ -217,6 +218,9 @@ _CAUSAL_IN_C = True
 # C (_fused.flash_rows: both products in NumPy's own BLAS, found once by _sgemm_ready; acc += P·V
 # accumulated by the BLAS). Tests switch it off to run the Python walk too.
 _USE_FLASH = True
+# ... and where no task needs a mask array, run every task in C through flash_many (no Python per
+# task); tests switch it off to run flash_rows per task too.
+_USE_MANY = True
 # Masks handed to flash_rows at once, at most (bytes, beyond one block): bounds a task's memory.
 _FLASH_MASK_BYTES = 1 << 22
 _sgemm_state = None   # None: not looked for yet; False: not found; True: handed to _fused
@@ -340,6 +344,10 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     parts = [_State.empty(prob.lead + (tq, dv), prob.q.dtype) for _ in range(ranges)]
     keep_partial = want != "out" or ranges > 1
     ctx = _Context(prob, parts, bq, bk, shift, keep_partial, kinds_by_head if sparse else {})
+    if want != "partial" and ranges == 1 and _many_route(prob):
+        out, lse = _flash_all(ctx, tasks[: -(-tq // bq)], threads, big, want)
+        out = _cast(_unscale(out, prob.v_exponent).reshape(out_shape), call.dtype)
+        return (out, _cast(lse.reshape(out_shape[:-1]), call.dtype)) if want == "lse" else out
     jobs = []
     for h, i0, i1, blocks, key_end in tasks:
         for r in range(ranges):   # range r: blocks [r·n/ranges, (r+1)·n/ranges) of this task's list
@@ -365,6 +373,72 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     if want == "lse":
         return out, _cast(lse_of(whole).reshape(out_shape[:-1]), call.dtype)
     return out
+
+
+def _many_route(prob: _Problem) -> bool:
+    """Whether the whole call can run as flash_many tasks: float32 through the C walk with no
+    mask array (no mask; no mask function, or a band: its key ranges are the same for every head),
+    no bias, score_mod or non-finite values, and k, v with the same leading shape."""
+    call = prob.call
+    mask_mod = call.mask_mod
+    return (_USE_MANY and _USE_FLASH and _USE_FUSED and _fused is not None and prob.q.dtype == np.float32 and prob.mask is None
+            and prob.bias is None and call.score_mod is None and prob.bad_keys is None and call.dk > 0
+            and call.dv > 0 and prob.own[1].shape[:-2] == prob.own[2].shape[:-2]
+            and (mask_mod is None or (getattr(mask_mod, "band", None) is not None
+                                      and callable(getattr(mask_mod, "block_kinds", None))))
+            and _sgemm_ready())
+
+
+def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want: str):
+    """Every (head, query block) task in C: one flash_many call per thread, each taking the next task
+    from a shared counter (heaviest first), so no Python runs per task. first_head: the first head's
+    (head, i0, i1, key blocks, key_end) tasks; every head has the same key blocks (see _many_route).
+    Returns out (*L, Tq, Dv) and lse (*L, Tq) (None unless want == "lse"), float32."""
+    prob = ctx.prob
+    call = prob.call
+    tq, tk, dk, dv = call.tq, call.tk, call.dk, call.dv
+    rows, table = [], []
+    for head, i0, i1, blocks, key_end in first_head:
+        b0 = len(table)
+        for j0, j1, blocked, limit, start in ctx.plan(head, i0, i1, blocks, key_end, ranges=True):
+            assert blocked is None, "a band's partial blocks come as key ranges"
+            table.append((j0, j1, (limit is not None) | (start is not None) << 1, limit or 0, start or 0))
+        rows.append((i0, i1, b0, len(table)))
+    blocks = np.array(table, np.int64).reshape(-1, 5)
+    query_blocks = np.array(rows, np.int64).reshape(-1, 4)
+    lead = prob.lead
+    q_own, k_own, v_own = prob.own
+
+    def flat_index(own):   # for each (batch, head) of the loop, its index in own's flattened heads
+        own_lead = own.shape[:-2]
+        return np.broadcast_to(np.arange(int(np.prod(own_lead))).reshape(own_lead), lead).ravel()
+
+    n = int(np.prod(lead))
+    tasks = np.empty((n, len(query_blocks), 7), np.int64)
+    tasks[:, :, 0] = flat_index(q_own)[:, None]
+    tasks[:, :, 1] = flat_index(k_own)[:, None]
+    tasks[:, :, 2] = np.arange(n)[:, None]
+    tasks[:, :, 3:] = query_blocks[None]
+    tasks = tasks.reshape(-1, 7)
+    weight = (tasks[:, 4] - tasks[:, 3]) * (tasks[:, 6] - tasks[:, 5])
+    tasks = np.ascontiguousarray(tasks[np.argsort(-weight, kind="stable")])
+    q3, k3, v3 = q_own.reshape(-1, tq, dk), k_own.reshape(-1, tk, dk), v_own.reshape(-1, tk, dv)
+    out = np.empty(lead + (tq, dv), np.float32)
+    lse = np.empty(lead + (tq,), np.float32) if want == "lse" else None
+    out3, lse2 = out.reshape(-1, tq, dv), None if lse is None else lse.reshape(-1, tq)
+    counter = np.zeros(1, np.int64)
+
+    def work():
+        buf = ctx.scratch()
+        try:
+            _fused.flash_many(q3, k3, v3, out3, lse2, tasks, blocks, counter, buf.scores, buf.vectors, _HEADROOM,
+                              ctx.scale)
+        finally:
+            _give_scratch(buf)
+
+    with _fork_gate(), (_blas_single_thread() if big else contextlib.nullcontext()):
+        _run_all(work, [()] * max(threads, 1), threads)
+    return out, lse
 
 
 def _unscale(x: np.ndarray, exponent: int) -> np.ndarray:
