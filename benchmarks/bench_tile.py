@@ -4,7 +4,7 @@ blocks of 512 keys, as blocked.py hands them over; set_tile(True) and set_tile(F
 within each round, medians over the rounds. GFLOP/s = 4·T²·D / s (causal: the same count halved,
 the work the kernel must do).
 
-    .venv/bin/python benchmarks/bench_tile.py [--rounds 7] [--sizes 4096,512]
+    .venv/bin/python benchmarks/bench_tile.py [--rounds 7] [--sizes 4096,512] [--spread 8]
 
 Timings are only comparable within one run (the machine is shared): read the ratio.
 """
@@ -53,9 +53,11 @@ def head(q, k, v, tasks, bk):
     return out
 
 
-def measure(t, d, causal, rounds, bq=256, bk=512):
+def measure(t, d, causal, rounds, bq=256, bk=512, spread=1.0):
+    """spread: the scores' standard deviation (q·kᵀ/√D); above ~4 references move in first blocks."""
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((t, d)).astype(np.float32) for _ in range(3))
+    q *= np.float32(spread)
     tasks = plan(t, bq, bk, causal)
     flops = 4.0 * t * t * d * (0.5 if causal else 1.0)
     times = {True: [], False: []}
@@ -83,12 +85,14 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--sizes", default="4096,512")
     parser.add_argument("--dim", type=int, default=64)
+    parser.add_argument("--spread", type=float, default=1.0, help="scores' standard deviation (default 1)")
+    parser.add_argument("--no-causal", action="store_true")
     args = parser.parse_args()
     assert _fused is not None and blocked._sgemm_ready(), "needs qkv.kernels._fused with a BLAS sgemm"
     with threadpool_limits(limits=1, user_api="blas"):
         for t in (int(x) for x in args.sizes.split(",")):
-            for causal in (False, True):
-                r = measure(t, args.dim, causal, args.rounds if t > 1024 else args.rounds * 8)
+            for causal in (False,) if args.no_causal else (False, True):
+                r = measure(t, args.dim, causal, args.rounds if t > 1024 else args.rounds * 8, spread=args.spread)
                 print(f"T={r['T']:5d} D={r['D']} causal={str(r['causal']):5s}  tile {r['tile_gflops']:6.1f}  "
                       f"BLAS {r['blas_gflops']:6.1f} GFLOP/s  tile/BLAS speed {r['ratio']:.3f}  "
                       f"max|diff| {r['max_abs_diff']:.1e}  spread tile {r['spread_tile'][0]:.2f}-"

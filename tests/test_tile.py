@@ -136,6 +136,36 @@ def test_rows_far_below_and_far_above_move_references():
     np.testing.assert_allclose(normalised(acc, l), expected, rtol=0, atol=1e-5 * np.abs(v).max())
 
 
+@pytest.mark.parametrize("jump", [30.0, 60.0, 100.0])
+@pytest.mark.parametrize("masked", [False, True], ids=["dense", "masked"])
+def test_reference_moves_by_rescaling_or_recomputing(jump, masked):
+    """A row's score jumps to `jump` in block 0 (nothing summed yet) and another's in block 1 (acc
+    already holds block 0): moves by ≤ 64 rescale P, larger ones take P again from S. Other rows
+    stay below the headroom. ref ends at the row max, out matches float64."""
+    rng = np.random.default_rng(int(jump))
+    rows, cols, dk, dv = 40, 96, 64, 64
+    q = (rng.standard_normal((rows, dk)) / np.sqrt(dk)).astype(np.float32)
+    k = rng.standard_normal((2 * cols, dk)).astype(np.float32)
+    v = rng.standard_normal((2 * cols, dv)).astype(np.float32)
+    k[7] = q[2] * np.float32(jump / np.dot(q[2], q[2]))             # s[2, 7] = jump, block 0
+    k[cols + 9] = q[33] * np.float32(jump / np.dot(q[33], q[33]))   # s[33, cols + 9] = jump, block 1
+    blocks = [(0, cols, 0, 0, 0), (cols, 2 * cols, 0, 0, 0)]
+    masks = [rng.random((rows, cols)) < 0.3, rng.random((rows, cols)) < 0.3] if masked else None
+    if masked:
+        masks[0][2, 7] = masks[1][33, 9] = False
+    acc, ref, l, alpha, got_max, scratch = flash(q, k, v, blocks, masks, True)
+    assert np.isnan(scratch).all()
+    expected, top, total, smax = flash_reference(q, k, v, blocks, masks)
+    np.testing.assert_allclose(normalised(acc, l), expected, rtol=0, atol=3e-6 * np.abs(v).max())
+    np.testing.assert_allclose(ref[[2, 33]], jump, rtol=1e-5)
+    assert ref[2] == got_max[2] and ref[33] == got_max[33]
+    assert alpha[33] < np.exp(16 - jump) * 1.01 and alpha[2] == 1    # block 1 moved row 33 only
+    calm = top < HEADROOM - 1e-3                                     # (the big keys raise other rows too)
+    assert calm.sum() > rows // 2 and np.all(ref[calm] == 0)
+    assert np.all((top - ref)[~calm] <= HEADROOM + 1e-4 * jump)
+    np.testing.assert_allclose(l * np.exp(ref.astype(np.float64) - top), total, rtol=1e-5 + 4e-7 * smax)
+
+
 @pytest.mark.parametrize("dk, dv, width", [(64, 20, 16), (130, 64, 16), (64, 144, 16), (64, 64, 8)])
 def test_declined_shapes_take_blas_bit_for_bit(dk, dv, width):
     """dv not a multiple of 16 or above 128, dk above 128, no AVX-512 loops: BLAS computes the block."""

@@ -11,19 +11,19 @@
  *      rows, no packing). While a tile is in registers: the mask and causal limit (a 32-bit
  *      "not allowed" row set per key, built once per group), the row max (a vertical max: one
  *      lane per row), P = exp(S − ref) with fused_exp16 against the row's reference as it was,
- *      the row sum (vertical adds); Pᵀ (keys × 32) goes to a per-thread buffer.
- *   3. The reference rule of softmax_block on the group's row maxes: where a reference must move
- *      (up: max − ref > headroom; down: l = 0 and max − ref < −headroom, finite), the group's
- *      step 2 runs again against the moved references (S comes out bit for bit the same, so the
- *      max does too): the same ref, α, l and row_max as softmax_block, only the order of the
- *      row sum's additions differs. This second pass is rare (first blocks of rows whose scores
- *      exceed the headroom); the common case takes one pass.
+ *      the row sum (vertical adds); Pᵀ and Sᵀ (keys × 32) go to per-thread buffers.
+ *   3. softmax_block's reference rule on the group's row maxes (on these S, the ref, α and
+ *      row_max softmax_block gives; l up to the order of its additions). Where a reference moves up by d ≤ 64,
+ *      the row's P (all < e^64) is multiplied by α = exp(−d) (values below FLT_MIN become 0, as
+ *      fused_exp16 gives them; P and l may differ from exp(S − m) by a rounding); where it moves
+ *      up by more, or down (l = 0 and max − ref < −headroom), P and the sums are taken again from
+ *      the stored Sᵀ. Both are rare (first blocks, or a row's max jumping past the headroom).
  *   4. acc rows whose α ≠ 1 are rescaled; acc += P·v_j in register tiles of 6 rows × 64 values
  *      (24 accumulators, v rows loaded as they are, P broadcast), 64 keys at a time so the v
  *      chunk stays in L1 for the whole group.
  * Keys past a causal limit for every row of the group are skipped (their P is 0, as the BLAS
  * step computes them), which halves the work of blocks on the diagonal.
- * Per-thread buffers: 16 KiB (qᵀ) + 66 KiB (Pᵀ) + 2 KiB (masks).
+ * Per-thread buffers: 16 KiB (qᵀ) + 2 × 66 KiB (Pᵀ, Sᵀ) + 2 KiB (masks).
  */
 
 #ifdef FUSED_X86
@@ -35,9 +35,11 @@
 #define TILE_MAXDV 128
 #define TILE_KC 64     /* keys per P·V chunk */
 #define TILE_R 6       /* rows per P·V register tile */
+#define TILE_RESCALE_MAX 64.0f   /* a reference moving up by at most this rescales P (see step 3) */
 
 static __thread float tile_qt[TILE_MAXDK * TILE_G];
 static __thread float tile_p[(TILE_MAXC + TILE_U) * TILE_G];
+static __thread float tile_s[(TILE_MAXC + TILE_U) * TILE_G];
 static __thread uint32_t tile_mt[TILE_MAXC + TILE_U];
 
 /* Step 2 for keys 0 … n−1 (n a multiple of TILE_U; keys from `last` on read key `last`'s row and
@@ -45,7 +47,7 @@ static __thread uint32_t tile_mt[TILE_MAXC + TILE_U];
  * sums into sm (32 each). masked: mt[c] holds the rows (bits) that may not see key c. */
 __attribute__((target("avx512f"), always_inline)) static inline void
 tile_scores(const float *qt, const float *k, Py_ssize_t ldk, Py_ssize_t dk, Py_ssize_t n, Py_ssize_t last,
-            const float *refs, float *p, float *mx, float *sm, const uint32_t *mt, const int masked)
+            const float *refs, float *p, float *sc, float *mx, float *sm, const uint32_t *mt, const int masked)
 {
     const __m512 r0 = _mm512_loadu_ps(refs), r1 = _mm512_loadu_ps(refs + 16);
     __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
@@ -72,6 +74,8 @@ tile_scores(const float *qt, const float *k, Py_ssize_t ldk, Py_ssize_t dk, Py_s
 #pragma GCC unroll 8
         for (int u = 0; u < TILE_U; u++) {
             float *pc = p + (c0 + u) * TILE_G;
+            _mm512_storeu_ps(sc + (c0 + u) * TILE_G, a[u][0]);
+            _mm512_storeu_ps(sc + (c0 + u) * TILE_G + 16, a[u][1]);
             __m512 e0 = fused_exp16(_mm512_sub_ps(a[u][0], r0));
             __m512 e1 = fused_exp16(_mm512_sub_ps(a[u][1], r1));
             if (masked) {
@@ -106,17 +110,40 @@ tile_scores(const float *qt, const float *k, Py_ssize_t ldk, Py_ssize_t dk, Py_s
 
 __attribute__((target("avx512f"))) static void tile_scores_plain(const float *qt, const float *k, Py_ssize_t ldk,
                                                                  Py_ssize_t dk, Py_ssize_t n, Py_ssize_t last,
-                                                                 const float *refs, float *p, float *mx, float *sm)
+                                                                 const float *refs, float *p, float *sc, float *mx,
+                                                                 float *sm)
 {
-    tile_scores(qt, k, ldk, dk, n, last, refs, p, mx, sm, NULL, 0);
+    tile_scores(qt, k, ldk, dk, n, last, refs, p, sc, mx, sm, NULL, 0);
 }
 
 __attribute__((target("avx512f"))) static void tile_scores_masked(const float *qt, const float *k, Py_ssize_t ldk,
                                                                   Py_ssize_t dk, Py_ssize_t n, Py_ssize_t last,
-                                                                  const float *refs, float *p, float *mx, float *sm,
-                                                                  const uint32_t *mt)
+                                                                  const float *refs, float *p, float *sc, float *mx,
+                                                                  float *sm, const uint32_t *mt)
 {
-    tile_scores(qt, k, ldk, dk, n, last, refs, p, mx, sm, mt, 1);
+    tile_scores(qt, k, ldk, dk, n, last, refs, p, sc, mx, sm, mt, 1);
+}
+
+/* Step 3's second pass: P and the row sums again from the stored Sᵀ (sc), against refs. */
+__attribute__((target("avx512f"))) static void tile_exp_again(const float *sc, Py_ssize_t n, const float *refs,
+                                                              float *p, float *sm, const uint32_t *mt)
+{
+    const __m512 r0 = _mm512_loadu_ps(refs), r1 = _mm512_loadu_ps(refs + 16);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    for (Py_ssize_t c = 0; c < n; c++) {
+        __m512 e0 = fused_exp16(_mm512_sub_ps(_mm512_loadu_ps(sc + c * TILE_G), r0));
+        __m512 e1 = fused_exp16(_mm512_sub_ps(_mm512_loadu_ps(sc + c * TILE_G + 16), r1));
+        if (mt) {
+            e0 = _mm512_maskz_mov_ps((__mmask16)~mt[c], e0);
+            e1 = _mm512_maskz_mov_ps((__mmask16)~(mt[c] >> 16), e1);
+        }
+        _mm512_storeu_ps(p + c * TILE_G, e0);
+        _mm512_storeu_ps(p + c * TILE_G + 16, e1);
+        s0 = _mm512_add_ps(s0, e0);
+        s1 = _mm512_add_ps(s1, e1);
+    }
+    _mm512_storeu_ps(sm, s0);
+    _mm512_storeu_ps(sm + 16, s1);
 }
 
 /* acc rows 0 … R−1 (row stride ldacc), values 0 … 16·NV−1 += Σ_c P[c][r]·v[c] for keys c0 … c1−1;
@@ -218,7 +245,7 @@ __attribute__((target("avx512f"))) static int tile_block_avx512(const struct fla
 {
     const Py_ssize_t rows = t->rows, cols = b->cols, dk = t->dk, dv = t->dv;
     const float *k = t->k + b->j0 * t->ldk, *v = t->v + b->j0 * t->ldv;
-    float *qt = tile_qt, *p = tile_p;
+    float *qt = tile_qt, *p = tile_p, *sc = tile_s;
     uint32_t *mt = tile_mt;
     float refs[TILE_G], mx[TILE_G], sm[TILE_G], alpha[TILE_G];
     for (Py_ssize_t g0 = 0; g0 < rows; g0 += TILE_G) {
@@ -237,11 +264,13 @@ __attribute__((target("avx512f"))) static int tile_block_avx512(const struct fla
         for (Py_ssize_t r = 0; r < TILE_G; r++)
             refs[r] = r < nr ? t->ref[g0 + r] : 0.0f;
         if (masked)
-            tile_scores_masked(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, mx, sm, mt);
+            tile_scores_masked(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, sc, mx, sm, mt);
         else
-            tile_scores_plain(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, mx, sm);
+            tile_scores_plain(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, sc, mx, sm);
         /* Step 3: softmax_block's reference rule on the group's row maxes. */
-        int again = 0;
+        int again = 0, rescale = 0;
+        for (Py_ssize_t r = 0; r < TILE_G; r++)
+            alpha[r] = 1.0f;
         for (Py_ssize_t r = 0; r < nr; r++) {
             Py_ssize_t i = g0 + r;
             float m = mx[r];
@@ -249,22 +278,32 @@ __attribute__((target("avx512f"))) static int tile_block_avx512(const struct fla
                 m = NAN;   /* every allowed score NaN: row_max_avx512's answer */
             if (t->rmax && (m > t->rmax[i] || m != m))
                 t->rmax[i] = m;
-            float a = 1.0f, d = m - refs[r];
+            float d = m - refs[r];
             if (d > t->headroom) {
-                a = fused_exp1(-d);
+                alpha[r] = fused_exp1(-d);
                 refs[r] = m;
-                again = 1;
+                if (d <= TILE_RESCALE_MAX)
+                    rescale = 1;
+                else
+                    again = 1;
             } else if (t->l[i] == 0.0f && d < -t->headroom && isfinite(d)) {
                 refs[r] = m;
                 again = 1;
             }
-            alpha[r] = a;
         }
-        if (again) {
-            if (masked)
-                tile_scores_masked(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, mx, sm, mt);
-            else
-                tile_scores_plain(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, mx, sm);
+        if (again)   /* P against the moved references, from the stored S */
+            tile_exp_again(sc, n, refs, p, sm, masked ? mt : NULL); else if (rescale) {   /* P = exp(S − old)·α, values below FLT_MIN to 0 as fused_exp16 */
+            __m512 a0 = _mm512_loadu_ps(alpha), a1 = _mm512_loadu_ps(alpha + 16), tiny = _mm512_set1_ps(1.17549435e-38f);
+            for (Py_ssize_t c = 0; c < n; c++) {
+                __m512 p0 = _mm512_mul_ps(_mm512_loadu_ps(p + c * TILE_G), a0);
+                __m512 p1 = _mm512_mul_ps(_mm512_loadu_ps(p + c * TILE_G + 16), a1);
+                p0 = _mm512_mask_mov_ps(p0, _mm512_cmp_ps_mask(p0, tiny, _CMP_LT_OQ), _mm512_setzero_ps());
+                p1 = _mm512_mask_mov_ps(p1, _mm512_cmp_ps_mask(p1, tiny, _CMP_LT_OQ), _mm512_setzero_ps());
+                _mm512_storeu_ps(p + c * TILE_G, p0);
+                _mm512_storeu_ps(p + c * TILE_G + 16, p1);
+            }
+            for (Py_ssize_t r = 0; r < nr; r++)
+                sm[r] *= alpha[r];
         }
         for (Py_ssize_t r = 0; r < nr; r++) {
             Py_ssize_t i = g0 + r;
