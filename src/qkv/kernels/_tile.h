@@ -1,14 +1,14 @@
 /* qkv.kernels._tile.h: included by _fused.c (after struct flash_task, flash_block and the
  * softmax loops). tile_block(t, b) computes one key block of a query block's walk exactly as
  * flash_block_blas does (same meaning of every field; see _fused.c), or returns 0 to leave it to
- * flash_block_blas: without AVX-512F (t->width < 16), for dk > 128, dv not a multiple of 16 or
- * above 128, more than 512 keys, or a band's start (have_start).
+ * flash_block_blas: without AVX-512F (t->width < 16), for 1 or 2 query rows, dk > 128, dv not a
+ * multiple of 16 or above 128, more than 512 keys, or a band's start (have_start).
  *
  * How (AVX-512F, no BLAS): the query rows go in groups of 32 (two 16-lane vectors, one lane per
  * row). For a group:
  *   1. qᵀ of the group is packed (dk × 32, zero rows past the end) into a per-thread buffer.
- *   2. Sᵀ = k_j·qᵀ in register tiles of 8 keys × 32 rows (16 accumulators, k broadcast from its
- *      rows, no packing). While a tile is in registers: the mask and causal limit (a 32-bit
+ *   2. Sᵀ = k_j·qᵀ in register tiles of 8 keys × 32 rows (16 × 16 for a group of ≤ 16 rows;
+ *      16 accumulators, k broadcast from its rows, no packing). While a tile is in registers: the mask and causal limit (a 32-bit
  *      "not allowed" row set per key, built once per group), the row max (a vertical max: one
  *      lane per row), P = exp(S − ref) with fused_exp16 against the row's reference as it was,
  *      the row sum (vertical adds); Pᵀ and Sᵀ (keys × 32) go to per-thread buffers.
@@ -29,100 +29,104 @@
 #ifdef FUSED_X86
 
 #define TILE_G 32      /* query rows per group: two 16-lane vectors */
-#define TILE_U 8       /* keys per Sᵀ register tile */
 #define TILE_MAXC 512  /* keys per block, at most */
 #define TILE_MAXDK 128
 #define TILE_MAXDV 128
 #define TILE_KC 64     /* keys per P·V chunk */
 #define TILE_R 6       /* rows per P·V register tile */
+#define TILE_MINROWS 3 /* fewer query rows: BLAS (its matrix-vector path) is 3-4× faster */
 #define TILE_RESCALE_MAX 64.0f   /* a reference moving up by at most this rescales P (see step 3) */
 
 static __thread float tile_qt[TILE_MAXDK * TILE_G];
-static __thread float tile_p[(TILE_MAXC + TILE_U) * TILE_G];
-static __thread float tile_s[(TILE_MAXC + TILE_U) * TILE_G];
-static __thread uint32_t tile_mt[TILE_MAXC + TILE_U];
+static __thread float tile_p[(TILE_MAXC + 16) * TILE_G];
+static __thread float tile_s[(TILE_MAXC + 16) * TILE_G];
+static __thread uint32_t tile_mt[TILE_MAXC + 16];
 
-/* Step 2 for keys 0 … n−1 (n a multiple of TILE_U; keys from `last` on read key `last`'s row and
- * must be masked): Pᵀ into p (key c at p + c·32), the rows' max (NaN ignored) into mx and their
- * sums into sm (32 each). masked: mt[c] holds the rows (bits) that may not see key c. */
+/* Step 2 for the first 16·V rows of the group (V = 1 or 2 lane vectors) and keys 0 … n−1 (n a
+ * multiple of U, keys at once: 8 for V = 2, 16 for V = 1, 16 accumulators either way; keys from
+ * `last` on read key `last`'s row and must be masked): Pᵀ into p and Sᵀ into sc (key c at
+ * p + c·32), the rows' max (NaN ignored) into mx and their sums into sm (32 each; lanes past 16·V
+ * −inf and 0). masked: mt[c] holds the rows (bits) that may not see key c. */
 __attribute__((target("avx512f"), always_inline)) static inline void
 tile_scores(const float *qt, const float *k, Py_ssize_t ldk, Py_ssize_t dk, Py_ssize_t n, Py_ssize_t last,
-            const float *refs, float *p, float *sc, float *mx, float *sm, const uint32_t *mt, const int masked)
+            const float *refs, float *p, float *sc, float *mx, float *sm, const uint32_t *mt, const int masked,
+            const int V, const int U)
 {
-    const __m512 r0 = _mm512_loadu_ps(refs), r1 = _mm512_loadu_ps(refs + 16);
-    __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
-    for (Py_ssize_t c0 = 0; c0 < n; c0 += TILE_U) {
-        const float *kp[TILE_U];
-        __m512 a[TILE_U][2];
-#pragma GCC unroll 8
-        for (int u = 0; u < TILE_U; u++) {
+    __m512 r[2], m[2], s[2];
+    for (int v = 0; v < 2; v++) {
+        r[v] = _mm512_loadu_ps(refs + 16 * v);
+        m[v] = _mm512_set1_ps(-INFINITY);
+        s[v] = _mm512_setzero_ps();
+    }
+    for (Py_ssize_t c0 = 0; c0 < n; c0 += U) {
+        const float *kp[16];
+        __m512 a[16][2];
+#pragma GCC unroll 16
+        for (int u = 0; u < U; u++) {
             kp[u] = k + (c0 + u < last ? c0 + u : last) * ldk;
-            a[u][0] = _mm512_setzero_ps();
-            a[u][1] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+            for (int v = 0; v < V; v++)
+                a[u][v] = _mm512_setzero_ps();
         }
         for (Py_ssize_t d = 0; d < dk; d++) {
-            __m512 q0 = _mm512_loadu_ps(qt + d * TILE_G), q1 = _mm512_loadu_ps(qt + d * TILE_G + 16);
-#pragma GCC unroll 8
-            for (int u = 0; u < TILE_U; u++) {
-                __m512 b = _mm512_set1_ps(kp[u][d]);
-                a[u][0] = _mm512_fmadd_ps(q0, b, a[u][0]);
-                a[u][1] = _mm512_fmadd_ps(q1, b, a[u][1]);
-            }
-        }
-        __m512 e[TILE_U][2];
-#pragma GCC unroll 8
-        for (int u = 0; u < TILE_U; u++) {
-            float *pc = p + (c0 + u) * TILE_G;
-            _mm512_storeu_ps(sc + (c0 + u) * TILE_G, a[u][0]);
-            _mm512_storeu_ps(sc + (c0 + u) * TILE_G + 16, a[u][1]);
-            __m512 e0 = fused_exp16(_mm512_sub_ps(a[u][0], r0));
-            __m512 e1 = fused_exp16(_mm512_sub_ps(a[u][1], r1));
-            if (masked) {
-                uint32_t off = mt[c0 + u];
-                __mmask16 k0 = (__mmask16)~off, k1 = (__mmask16)~(off >> 16);
-                m0 = _mm512_mask_max_ps(m0, k0, a[u][0], m0);   /* NaN in a: m0 kept */
-                m1 = _mm512_mask_max_ps(m1, k1, a[u][1], m1);
-                e0 = _mm512_maskz_mov_ps(k0, e0);
-                e1 = _mm512_maskz_mov_ps(k1, e1);
-            } else {
-                m0 = _mm512_max_ps(a[u][0], m0);
-                m1 = _mm512_max_ps(a[u][1], m1);
-            }
-            e[u][0] = e0;
-            e[u][1] = e1;
-            _mm512_storeu_ps(pc, e0);
-            _mm512_storeu_ps(pc + 16, e1);
-        }
-        /* the tile's 8 keys pairwise, then into the running sums */
+            __m512 qv[2];
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; h++)
-            e[0][h] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(e[0][h], e[1][h]), _mm512_add_ps(e[2][h], e[3][h])),
-                                    _mm512_add_ps(_mm512_add_ps(e[4][h], e[5][h]), _mm512_add_ps(e[6][h], e[7][h])));
-        s0 = _mm512_add_ps(s0, e[0][0]);
-        s1 = _mm512_add_ps(s1, e[0][1]);
+            for (int v = 0; v < V; v++)
+                qv[v] = _mm512_loadu_ps(qt + d * TILE_G + 16 * v);
+#pragma GCC unroll 16
+            for (int u = 0; u < U; u++) {
+                __m512 b = _mm512_set1_ps(kp[u][d]);
+#pragma GCC unroll 2
+                for (int v = 0; v < V; v++)
+                    a[u][v] = _mm512_fmadd_ps(qv[v], b, a[u][v]);
+            }
+        }
+#pragma GCC unroll 16
+        for (int u = 0; u < U; u++) {
+            uint32_t off = masked ? mt[c0 + u] : 0;
+#pragma GCC unroll 2
+            for (int v = 0; v < V; v++) {
+                Py_ssize_t at = (c0 + u) * TILE_G + 16 * v;
+                _mm512_storeu_ps(sc + at, a[u][v]);
+                __m512 e = fused_exp16(_mm512_sub_ps(a[u][v], r[v]));
+                if (masked) {
+                    __mmask16 keep = (__mmask16)~(off >> (16 * v));
+                    m[v] = _mm512_mask_max_ps(m[v], keep, a[u][v], m[v]);   /* NaN in a: m kept */
+                    e = _mm512_maskz_mov_ps(keep, e);
+                } else {
+                    m[v] = _mm512_max_ps(a[u][v], m[v]);
+                }
+                _mm512_storeu_ps(p + at, e);
+                a[u][v] = e;
+            }
+        }
+        /* the tile's keys pairwise in eights, then into the running sums */
+#pragma GCC unroll 2
+        for (int g = 0; g < U; g += 8)
+#pragma GCC unroll 2
+            for (int v = 0; v < V; v++)
+                s[v] = _mm512_add_ps(s[v], _mm512_add_ps(
+                    _mm512_add_ps(_mm512_add_ps(a[g][v], a[g + 1][v]), _mm512_add_ps(a[g + 2][v], a[g + 3][v])),
+                    _mm512_add_ps(_mm512_add_ps(a[g + 4][v], a[g + 5][v]), _mm512_add_ps(a[g + 6][v], a[g + 7][v]))));
     }
-    _mm512_storeu_ps(mx, m0);
-    _mm512_storeu_ps(mx + 16, m1);
-    _mm512_storeu_ps(sm, s0);
-    _mm512_storeu_ps(sm + 16, s1);
+    for (int v = 0; v < 2; v++) {
+        _mm512_storeu_ps(mx + 16 * v, v < V ? m[v] : _mm512_set1_ps(-INFINITY));
+        _mm512_storeu_ps(sm + 16 * v, v < V ? s[v] : _mm512_setzero_ps());
+    }
 }
 
-__attribute__((target("avx512f"))) static void tile_scores_plain(const float *qt, const float *k, Py_ssize_t ldk,
-                                                                 Py_ssize_t dk, Py_ssize_t n, Py_ssize_t last,
-                                                                 const float *refs, float *p, float *sc, float *mx,
-                                                                 float *sm)
-{
-    tile_scores(qt, k, ldk, dk, n, last, refs, p, sc, mx, sm, NULL, 0);
-}
-
-__attribute__((target("avx512f"))) static void tile_scores_masked(const float *qt, const float *k, Py_ssize_t ldk,
-                                                                  Py_ssize_t dk, Py_ssize_t n, Py_ssize_t last,
-                                                                  const float *refs, float *p, float *sc, float *mx,
-                                                                  float *sm, const uint32_t *mt)
-{
-    tile_scores(qt, k, ldk, dk, n, last, refs, p, sc, mx, sm, mt, 1);
-}
+#define TILE_SCORES(NAME, MASKED, V, U)                                                                              \
+    __attribute__((target("avx512f"))) static void NAME(const float *qt, const float *k, Py_ssize_t ldk,            \
+                                                        Py_ssize_t dk, Py_ssize_t n, Py_ssize_t last,                \
+                                                        const float *refs, float *p, float *sc, float *mx,           \
+                                                        float *sm, const uint32_t *mt)                               \
+    {                                                                                                                \
+        tile_scores(qt, k, ldk, dk, n, last, refs, p, sc, mx, sm, mt, MASKED, V, U);                                 \
+    }
+TILE_SCORES(tile_scores_32, 0, 2, 8)
+TILE_SCORES(tile_scores_32_masked, 1, 2, 8)
+TILE_SCORES(tile_scores_16, 0, 1, 16)
+TILE_SCORES(tile_scores_16_masked, 1, 1, 16)
 
 /* Step 3's second pass: P and the row sums again from the stored Sᵀ (sc), against refs. */
 __attribute__((target("avx512f"))) static void tile_exp_again(const float *sc, Py_ssize_t n, const float *refs,
@@ -256,17 +260,16 @@ __attribute__((target("avx512f"))) static int tile_block_avx512(const struct fla
             Py_ssize_t top = b->limit + g0 + nr - 1;
             n_keys = top < 0 ? 0 : (top < cols ? top : cols);
         }
-        Py_ssize_t n = (n_keys + TILE_U - 1) / TILE_U * TILE_U;
+        Py_ssize_t u = nr > 16 ? 8 : 16;   /* keys per register tile */
+        Py_ssize_t n = (n_keys + u - 1) / u * u;
         int masked = b->mask != NULL || n != n_keys || (b->have_limit && b->limit + g0 < n_keys);
         if (masked)
             tile_mask_bits(b, g0, nr, n_keys, n, mt);
         tile_pack_q(t, g0, nr, qt);
         for (Py_ssize_t r = 0; r < TILE_G; r++)
             refs[r] = r < nr ? t->ref[g0 + r] : 0.0f;
-        if (masked)
-            tile_scores_masked(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, sc, mx, sm, mt);
-        else
-            tile_scores_plain(qt, k, t->ldk, dk, n, n_keys - 1, refs, p, sc, mx, sm);
+        (nr > 16 ? (masked ? tile_scores_32_masked : tile_scores_32) : (masked ? tile_scores_16_masked : tile_scores_16))(
+            qt, k, t->ldk, dk, n, n_keys - 1, refs, p, sc, mx, sm, mt);
         /* Step 3: softmax_block's reference rule on the group's row maxes. */
         int again = 0, rescale = 0;
         for (Py_ssize_t r = 0; r < TILE_G; r++)
@@ -336,8 +339,8 @@ __attribute__((target("avx512f"))) static int tile_block_avx512(const struct fla
 static int tile_block(const struct flash_task *t, const struct flash_block *b)
 {
 #ifdef FUSED_X86
-    if (t->width < 16 || b->have_start || b->cols > TILE_MAXC || t->dk < 1 || t->dk > TILE_MAXDK || t->dv < 16 ||
-        t->dv > TILE_MAXDV || t->dv % 16)
+    if (t->width < 16 || b->have_start || t->rows < TILE_MINROWS || b->cols > TILE_MAXC || t->dk < 1 ||
+        t->dk > TILE_MAXDK || t->dv < 16 || t->dv > TILE_MAXDV || t->dv % 16)
         return 0;
     return tile_block_avx512(t, b);
 #else
