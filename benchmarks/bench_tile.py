@@ -53,15 +53,25 @@ def head(q, k, v, tasks, bk):
     return out
 
 
-def measure(t, d, causal, rounds, bq=256, bk=512, spread=1.0):
+def _torch_sdpa(q, k, v, causal):
+    """torch's scaled_dot_product_attention on one thread, the same head (float32)."""
+    import torch
+
+    torch.set_num_threads(1)
+    tq, tk, tv = (torch.from_numpy(x)[None, None] for x in (q, k, v))
+    return lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+
+
+def measure(t, d, causal, rounds, bq=256, bk=512, spread=1.0, with_torch=False):
     """spread: the scores' standard deviation (q·kᵀ/√D); above ~4 references move in first blocks."""
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((t, d)).astype(np.float32) for _ in range(3))
     q *= np.float32(spread)
     tasks = plan(t, bq, bk, causal)
     flops = 4.0 * t * t * d * (0.5 if causal else 1.0)
-    times = {True: [], False: []}
+    times = {True: [], False: [], "torch": []}
     outs = {}
+    sdpa = _torch_sdpa(q, k, v, causal) if with_torch else None
     previous = _fused.set_tile(True)
     try:
         for _ in range(rounds):
@@ -70,12 +80,17 @@ def measure(t, d, causal, rounds, bq=256, bk=512, spread=1.0):
                 start = time.perf_counter()
                 outs[tile] = head(q, k, v, tasks, bk)
                 times[tile].append(time.perf_counter() - start)
+            if sdpa is not None:
+                start = time.perf_counter()
+                sdpa()
+                times["torch"].append(time.perf_counter() - start)
     finally:
         _fused.set_tile(previous)
     diff = float(np.abs(outs[True] - outs[False]).max())
     tile, blas = (float(np.median(times[x])) for x in (True, False))
     return {"T": t, "D": d, "causal": causal, "tile_gflops": flops / tile / 1e9, "blas_gflops": flops / blas / 1e9,
             "ratio": blas / tile, "max_abs_diff": diff,
+            "torch_gflops": flops / float(np.median(times["torch"])) / 1e9 if times["torch"] else None,
             "spread_tile": (min(times[True]) / tile, max(times[True]) / tile),
             "spread_blas": (min(times[False]) / blas, max(times[False]) / blas)}
 
@@ -87,16 +102,20 @@ def main():
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--spread", type=float, default=1.0, help="scores' standard deviation (default 1)")
     parser.add_argument("--no-causal", action="store_true")
+    parser.add_argument("--torch", action="store_true", help="also time torch's SDPA (one thread) in the rounds")
     args = parser.parse_args()
     assert _fused is not None and blocked._sgemm_ready(), "needs qkv.kernels._fused with a BLAS sgemm"
     with threadpool_limits(limits=1, user_api="blas"):
         for t in (int(x) for x in args.sizes.split(",")):
             for causal in (False,) if args.no_causal else (False, True):
-                r = measure(t, args.dim, causal, args.rounds if t > 1024 else args.rounds * 8, spread=args.spread)
+                r = measure(t, args.dim, causal, args.rounds if t > 1024 else args.rounds * 8, spread=args.spread,
+                            with_torch=args.torch)
                 print(f"T={r['T']:5d} D={r['D']} causal={str(r['causal']):5s}  tile {r['tile_gflops']:6.1f}  "
                       f"BLAS {r['blas_gflops']:6.1f} GFLOP/s  tile/BLAS speed {r['ratio']:.3f}  "
                       f"max|diff| {r['max_abs_diff']:.1e}  spread tile {r['spread_tile'][0]:.2f}-"
-                      f"{r['spread_tile'][1]:.2f} BLAS {r['spread_blas'][0]:.2f}-{r['spread_blas'][1]:.2f}")
+                      f"{r['spread_tile'][1]:.2f} BLAS {r['spread_blas'][0]:.2f}-{r['spread_blas'][1]:.2f}"
+                      + (f"  torch SDPA {r['torch_gflops']:6.1f} (tile/torch {r['tile_gflops'] / r['torch_gflops']:.3f})"
+                         if r["torch_gflops"] else ""))
 
 
 if __name__ == "__main__":

@@ -196,3 +196,52 @@ def test_blocked_attention_float32_against_float64(causal):
     out = blocked.blocked_attention(q, k, v, mask=mask, causal=causal)
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, softmax64(q, k, v, allowed, 1 / np.sqrt(d)), rtol=0, atol=2e-6)
+
+
+def test_non_finite_inputs_give_the_same_non_finite_pattern_as_blas():
+    """NaN or ±inf in q or k (flash_rows' callers send finite values, but flash_rows is public):
+    the NaN / inf entries of acc, ref, l, alpha and row_max are where the BLAS step has them."""
+    q, k, v, blocks, masks = problem(40, 64, 64, 64, seed=1, big=False)
+    q[5, 3] = np.nan                                        # row 5: every score NaN
+    k[70, 2] = np.inf                                       # key 70 (block 1): ±inf scores
+    q[7] = 0
+    q[7, 0] = np.inf                                        # row 7: ±inf and NaN scores
+    tile, blas = flash(q, k, v, blocks, masks, True), flash(q, k, v, blocks, masks, False)
+    assert np.isnan(tile[5]).all()
+    assert np.isnan(tile[0]).any() and not np.isfinite(tile[1]).all()
+    for got, want in zip(tile[:5], blas[:5]):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want))
+        np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+
+
+def test_strided_inputs_and_outputs():
+    """q, k, v rows with strides (views into bigger arrays), acc the rows of a wider output: the
+    same as contiguous copies, bit for bit."""
+    rng = np.random.default_rng(9)
+    rows, tk, dk, dv = 45, 300, 64, 32
+    big_q = rng.standard_normal((rows, 80)).astype(np.float32) / 8
+    big_k, big_v = rng.standard_normal((2 * tk, 70)).astype(np.float32), rng.standard_normal((2 * tk, 40)).astype(np.float32)
+    q, k, v = big_q[:, 3:3 + dk], big_k[::2, 1:1 + dk], big_v[::2, 5:5 + dv]
+    blocks = np.array([(0, 128, 0, 0, 0), (128, 256, 1, 100, 0), (256, tk, 0, 0, 0)], np.int64)
+    outs = []
+    for qq, kk, vv in ((q, k, v), (q.copy(), k.copy(), v.copy())):
+        wide = np.zeros((rows, dv + 16), np.float32)
+        acc = wide[:, 8:8 + dv]
+        ref, l, alpha = (np.zeros(rows, np.float32) for _ in range(3))
+        scratch = np.full((rows, 128), np.nan, np.float32)
+        assert blocked._sgemm_ready()
+        _fused.flash_rows(qq, kk, vv, acc, ref, l, alpha, None, scratch, blocks, None, HEADROOM)
+        assert np.isnan(scratch).all() and not wide[:, :8].any() and not wide[:, 8 + dv:].any()
+        outs.append((acc.copy(), ref, l))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_blocked_attention_threads_against_float64():
+    """Two worker threads (each with its own per-thread buffers) give the float64 answer."""
+    rng = np.random.default_rng(12)
+    q, k, v = (rng.standard_normal((2, 3, 600, 64)).astype(np.float32) for _ in range(3))
+    allowed = np.ones((600, 600), bool)
+    out = blocked.blocked_attention(q, k, v, num_threads=2)
+    np.testing.assert_allclose(out, softmax64(q, k, v, allowed, 1 / 8), rtol=0, atol=2e-6)
