@@ -239,6 +239,10 @@ def _sgemm_ready() -> bool:
 
 
 def _find_sgemm() -> bool:
+    """Hands _fused the cblas_sgemm of the OpenBLAS that NumPy uses (other BLAS libraries: not
+    used; the kernel then walks in Python). Its integer width comes from the library itself
+    (openblas_get_config names USE64BITINT), never from a guess; the function is then checked on
+    a small product against float64 NumPy."""
     import ctypes
 
     try:
@@ -246,11 +250,9 @@ def _find_sgemm() -> bool:
     except ImportError:
         return False
     numpy_dir = os.path.dirname(os.path.dirname(np.__file__))
-    libraries = [info["filepath"] for info in threadpool_info() if info.get("user_api") == "blas"]
+    libraries = [info["filepath"] for info in threadpool_info()
+                 if info.get("user_api") == "blas" and info.get("internal_api") == "openblas"]
     libraries.sort(key=lambda path: not path.startswith(numpy_dir))   # NumPy's own BLAS first
-    # ILP64 builds (NumPy's wheels: scipy-openblas64) mark their 64-bit-integer symbols "64_".
-    names = (("scipy_cblas_sgemm64_", True), ("cblas_sgemm64_", True), ("scipy_cblas_sgemm", False),
-             ("cblas_sgemm", False))
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal(shape).astype(np.float32) for shape in ((3, 5), (7, 5), (7, 4)))
     expected = np.exp(q.astype(np.float64) @ k.T.astype(np.float64)) @ v.astype(np.float64)
@@ -259,11 +261,15 @@ def _find_sgemm() -> bool:
             library = ctypes.CDLL(path)
         except OSError:
             continue
-        for name, ilp64 in names:
-            function = getattr(library, name, None)
-            if function is None:
+        # NumPy's wheels: scipy-openblas, symbols "scipy_…64_"; a plain OpenBLAS: no prefix or suffix.
+        for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
+            sgemm = getattr(library, f"{prefix}cblas_sgemm{suffix}", None)
+            config = getattr(library, f"{prefix}openblas_get_config{suffix}", None)
+            if sgemm is None or config is None:
                 continue
-            _fused.set_sgemm(ctypes.cast(function, ctypes.c_void_p).value, ilp64)
+            config.restype = ctypes.c_char_p
+            ilp64 = b"USE64BITINT" in (config() or b"")
+            _fused.set_sgemm(ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
             acc, ref, l, alpha = np.zeros((3, 4), np.float32), *(np.zeros(3, np.float32) for _ in range(3))
             try:
                 _fused.flash_rows(q, k, v, acc, ref, l, alpha, None, np.empty((3, 7), np.float32),
