@@ -23,17 +23,19 @@ HEADROOM = blocked._HEADROOM
 
 
 def flash_reference(q, k, v, blocks, masks):
-    """float64: softmax over the keys the blocks visit (their masks and causal limits) of q·kᵀ,
+    """float64: softmax over the keys the blocks visit (masks, causal limits, bands' starts) of q·kᵀ,
     then ·v; also the row max m and Σ exp(s − m) (0 and −inf for rows that see nothing)."""
     q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
     rows, tk = q.shape[0], k.shape[0]
     allowed = np.zeros((rows, tk), bool)
-    for (j0, j1, flags, limit, _start), blocked_ in zip(blocks, masks or [None] * len(blocks)):
+    for (j0, j1, flags, limit, start), blocked_ in zip(blocks, masks or [None] * len(blocks)):
         keep = np.ones((rows, j1 - j0), bool)
         if blocked_ is not None:
             keep &= ~blocked_
         if flags & 1:
             keep &= np.arange(j1 - j0)[None, :] < limit + np.arange(rows)[:, None]
+        if flags & 2:
+            keep &= np.arange(j1 - j0)[None, :] >= start + np.arange(rows)[:, None]
         allowed[:, j0:j1] = keep
     scores = np.where(allowed, q64 @ k64.T, -np.inf)
     top = scores.max(axis=1, keepdims=True)
@@ -196,6 +198,28 @@ def test_blocked_attention_float32_against_float64(causal):
     out = blocked.blocked_attention(q, k, v, mask=mask, causal=causal)
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, softmax64(q, k, v, allowed, 1 / np.sqrt(d)), rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("rows", [40, 256])
+def test_band_blocks(rows):
+    """Blocks with a band's start (flags & 2: row i keeps keys c >= start + i), alone and with a
+    causal limit and a mask, as flash_many hands them over for sliding windows: float64's answer
+    and the BLAS step's references, whichever step flash_rows gives them to."""
+    rng = np.random.default_rng(rows)
+    cols, dk, dv = 512, 64, 64
+    q = (rng.standard_normal((rows, dk)) / np.sqrt(dk)).astype(np.float32) * 3
+    k, v = rng.standard_normal((4 * cols, dk)).astype(np.float32), rng.standard_normal((4 * cols, dv)).astype(np.float32)
+    blocks = [(0, cols, 2, 0, -rows // 2), (cols, 2 * cols, 3, cols - rows + 40, 100 - rows),
+              (2 * cols, 3 * cols, 2, 0, cols - 20), (3 * cols, 4 * cols, 3, 60, 5)]
+    masks = [None, rng.random((rows, cols)) < 0.3, None, None]
+    expected, top, total, smax = flash_reference(q, k, v, blocks, masks)
+    tile, blas = flash(q, k, v, blocks, masks, True), flash(q, k, v, blocks, masks, False)
+    for acc, ref, l, alpha, got_max, _ in (tile, blas):
+        np.testing.assert_allclose(normalised(acc, l), expected, rtol=0, atol=3e-6 * np.abs(v).max())
+        np.testing.assert_allclose(got_max, top, rtol=0, atol=1e-6 * max(1, smax))
+        seen = np.isfinite(top)
+        assert np.array_equal(l > 0, seen) and np.all(acc[~seen] == 0)
+    np.testing.assert_allclose(tile[1], blas[1], rtol=0, atol=1e-6 * max(1, smax))
 
 
 def test_non_finite_inputs_give_the_same_non_finite_pattern_as_blas():

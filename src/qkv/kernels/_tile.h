@@ -2,7 +2,7 @@
  * softmax loops). tile_block(t, b) computes one key block of a query block's walk exactly as
  * flash_block_blas does (same meaning of every field; see _fused.c), or returns 0 to leave it to
  * flash_block_blas: without AVX-512F (t->width < 16), for 1 or 2 query rows, dk > 128, dv not a
- * multiple of 16 or above 128, more than 512 keys, or a band's start (have_start).
+ * multiple of 16 or above 128, or more than 512 keys.
  *
  * How (AVX-512F, no BLAS): the query rows go in groups of 32 (two 16-lane vectors, one lane per
  * row). For a group:
@@ -21,8 +21,8 @@
  *   4. acc rows whose α ≠ 1 are rescaled; acc += P·v_j in register tiles of 6 rows × 64 values
  *      (24 accumulators, v rows loaded as they are, P broadcast), 64 keys at a time so the v
  *      chunk stays in L1 for the whole group.
- * Keys past a causal limit for every row of the group are skipped (their P is 0, as the BLAS
- * step computes them), which halves the work of blocks on the diagonal.
+ * Keys past a causal limit, or before a band's start, for every row of the group are skipped
+ * (their P is 0, as the BLAS step computes them), which halves the work of blocks on a diagonal.
  * Per-thread buffers: 16 KiB (qᵀ) + 2 × 66 KiB (Pᵀ, Sᵀ) + 2 KiB (masks).
  */
 
@@ -211,35 +211,40 @@ static void tile_pack_q(const struct flash_task *t, Py_ssize_t g0, Py_ssize_t nr
     }
 }
 
-/* The rows (bits) of the group g0 … g0+nr−1 that may not see key c, for c < n: the block's mask,
- * the causal limit, and keys n_keys … n−1 (past the block's keys that the group uses). */
+/* The rows (bits) of the group g0 … g0+nr−1 that may not see key lo + c, for c < n: the block's
+ * mask, the causal limit, a band's start, and keys from hi on (past the keys the group uses). */
 __attribute__((target("avx512f"))) static void tile_mask_bits(const struct flash_block *b, Py_ssize_t g0,
-                                                              Py_ssize_t nr, Py_ssize_t n_keys, Py_ssize_t n,
-                                                              uint32_t *mt)
+                                                              Py_ssize_t nr, Py_ssize_t lo, Py_ssize_t hi,
+                                                              Py_ssize_t n, uint32_t *mt)
 {
     for (Py_ssize_t c = 0; c < n; c++) {
-        uint32_t off = c < n_keys ? 0u : ~0u;
-        if (b->have_limit && c < n_keys) {   /* row r may not see c when c >= limit + g0 + r */
-            Py_ssize_t below = c - b->limit - g0 + 1;   /* rows 0 … below−1 */
+        Py_ssize_t key = lo + c;
+        uint32_t off = key < hi ? 0u : ~0u;
+        if (b->have_limit && key < hi) {    /* row r may not see key when key >= limit + g0 + r */
+            Py_ssize_t below = key - b->limit - g0 + 1;   /* rows 0 … below−1 */
             off |= below <= 0 ? 0u : below >= 32 ? ~0u : (1u << below) - 1u;
+        }
+        if (b->have_start && key < hi) {    /* nor when key < start + g0 + r */
+            Py_ssize_t from = key - b->start - g0 + 1;    /* rows from … 31 */
+            off |= from <= 0 ? ~0u : from >= 32 ? 0u : ~((1u << from) - 1u);
         }
         mt[c] = off;
     }
     if (b->mask) {
-        Py_ssize_t c = 0;
-        for (; c + 16 <= n_keys; c += 16) {
+        Py_ssize_t c = 0, count = hi - lo;
+        for (; c + 16 <= count; c += 16) {
             __m512i bits = _mm512_loadu_si512((const void *)(mt + c));
             for (Py_ssize_t r = 0; r < nr; r++) {
-                __m128i bytes = _mm_loadu_si128((const __m128i *)(b->mask + (g0 + r) * b->mstride + c));
+                __m128i bytes = _mm_loadu_si128((const __m128i *)(b->mask + (g0 + r) * b->mstride + lo + c));
                 __m512i wide = _mm512_cvtepi8_epi32(bytes);
                 __mmask16 set = _mm512_test_epi32_mask(wide, wide);
                 bits = _mm512_mask_or_epi32(bits, set, bits, _mm512_set1_epi32((int)(1u << r)));
             }
             _mm512_storeu_si512((void *)(mt + c), bits);
         }
-        for (; c < n_keys; c++)
+        for (; c < count; c++)
             for (Py_ssize_t r = 0; r < nr; r++)
-                if (b->mask[(g0 + r) * b->mstride + c])
+                if (b->mask[(g0 + r) * b->mstride + lo + c])
                     mt[c] |= 1u << r;
     }
 }
@@ -254,22 +259,28 @@ __attribute__((target("avx512f"))) static int tile_block_avx512(const struct fla
     float refs[TILE_G], mx[TILE_G], sm[TILE_G], alpha[TILE_G];
     for (Py_ssize_t g0 = 0; g0 < rows; g0 += TILE_G) {
         Py_ssize_t nr = rows - g0 < TILE_G ? rows - g0 : TILE_G;
-        /* keys any row of the group may see: row g0 + r keeps c < limit + g0 + r */
-        Py_ssize_t n_keys = cols;
+        /* keys lo … hi−1: those some row of the group may see (row g0 + r keeps keys c with
+         * c < limit + g0 + r, and c >= start + g0 + r); n_keys of them */
+        Py_ssize_t lo = 0, hi = cols;
         if (b->have_limit) {
             Py_ssize_t top = b->limit + g0 + nr - 1;
-            n_keys = top < 0 ? 0 : (top < cols ? top : cols);
+            hi = top < 0 ? 0 : (top < cols ? top : cols);
         }
+        if (b->have_start) {
+            Py_ssize_t bottom = b->start + g0;
+            lo = bottom < 0 ? 0 : (bottom < cols ? bottom : cols);
+        }
+        Py_ssize_t n_keys = hi > lo ? hi - lo : 0;
         Py_ssize_t u = nr > 16 ? 8 : 16;   /* keys per register tile */
         Py_ssize_t n = (n_keys + u - 1) / u * u;
-        int masked = b->mask != NULL || n != n_keys || (b->have_limit && b->limit + g0 < n_keys);
+        int masked = b->mask != NULL || n != n_keys || (b->have_limit && b->limit + g0 < hi) || b->have_start;
         if (masked)
-            tile_mask_bits(b, g0, nr, n_keys, n, mt);
+            tile_mask_bits(b, g0, nr, lo, lo + n_keys, n, mt);
         tile_pack_q(t, g0, nr, qt);
         for (Py_ssize_t r = 0; r < TILE_G; r++)
             refs[r] = r < nr ? t->ref[g0 + r] : 0.0f;
         (nr > 16 ? (masked ? tile_scores_32_masked : tile_scores_32) : (masked ? tile_scores_16_masked : tile_scores_16))(
-            qt, k, t->ldk, dk, n, n_keys - 1, refs, p, sc, mx, sm, mt);
+            qt, k + lo * t->ldk, t->ldk, dk, n, n_keys - 1, refs, p, sc, mx, sm, mt);
         /* Step 3: softmax_block's reference rule on the group's row maxes. */
         int again = 0, rescale = 0;
         for (Py_ssize_t r = 0; r < TILE_G; r++)
@@ -327,7 +338,8 @@ __attribute__((target("avx512f"))) static int tile_block_avx512(const struct fla
                 int nv = (int)((dv - j) / 16 < 4 ? (dv - j) / 16 : 4);
                 for (Py_ssize_t r0 = 0; r0 < nr; r0 += TILE_R) {
                     int nrr = (int)(nr - r0 < TILE_R ? nr - r0 : TILE_R);
-                    tile_pv_any(t->acc + (g0 + r0) * t->ldacc + j, t->ldacc, p + r0, v + j, t->ldv, c0, c1, nrr, nv);
+                    tile_pv_any(t->acc + (g0 + r0) * t->ldacc + j, t->ldacc, p + r0, v + lo * t->ldv + j, t->ldv, c0,
+                                c1, nrr, nv);
                 }
             }
         }
@@ -339,7 +351,7 @@ __attribute__((target("avx512f"))) static int tile_block_avx512(const struct fla
 static int tile_block(const struct flash_task *t, const struct flash_block *b)
 {
 #ifdef FUSED_X86
-    if (t->width < 16 || b->have_start || t->rows < TILE_MINROWS || b->cols > TILE_MAXC || t->dk < 1 ||
+    if (t->width < 16 || t->rows < TILE_MINROWS || b->cols > TILE_MAXC || t->dk < 1 ||
         t->dk > TILE_MAXDK || t->dv < 16 || t->dv > TILE_MAXDV || t->dv % 16)
         return 0;
     return tile_block_avx512(t, b);
