@@ -18,8 +18,8 @@
  *      fused_exp16 gives them; P and l may differ from exp(S − m) by a rounding); where it moves
  *      up by more, or down (l = 0 and max − ref < −headroom), P and the sums are taken again from
  *      the stored Sᵀ. Both are rare (first blocks, or a row's max jumping past the headroom).
- *   4. acc rows whose α ≠ 1 are rescaled; acc += P·v_j in register tiles of 6 rows × 64 values
- *      (24 accumulators, v rows loaded as they are, P broadcast), 64 keys at a time so the v
+ *   4. acc rows whose α ≠ 1 are rescaled; acc += P·v_j in register tiles of 4 rows × 64 values
+ *      (16 accumulators, v rows loaded as they are, P broadcast), 64 keys at a time so the v
  *      chunk stays in L1 for the whole group.
  * Keys past a causal limit, or before a band's start, for every row of the group are skipped
  * (their P is 0, as the BLAS step computes them), which halves the work of blocks on a diagonal.
@@ -33,7 +33,7 @@
 #define TILE_MAXDK 128
 #define TILE_MAXDV 128
 #define TILE_KC 64     /* keys per P·V chunk */
-#define TILE_R 6       /* rows per P·V register tile */
+#define TILE_R 4       /* rows per P·V register tile */
 #define TILE_MINROWS 3 /* fewer query rows: BLAS (its matrix-vector path) is 3-4× faster */
 #define TILE_RESCALE_MAX 64.0f   /* a reference moving up by at most this rescales P (see step 3) */
 
@@ -157,7 +157,7 @@ tile_pv(float *acc, Py_ssize_t ldacc, const float *p, const float *v, Py_ssize_t
         const int R, const int NV)
 {
     __m512 a[TILE_R][4];
-#pragma GCC unroll 6
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++)
@@ -168,7 +168,7 @@ tile_pv(float *acc, Py_ssize_t ldacc, const float *p, const float *v, Py_ssize_t
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++)
             w[j] = _mm512_loadu_ps(vc + 16 * j);
-#pragma GCC unroll 6
+#pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             __m512 b = _mm512_set1_ps(pc[r]);
 #pragma GCC unroll 4
@@ -176,7 +176,7 @@ tile_pv(float *acc, Py_ssize_t ldacc, const float *p, const float *v, Py_ssize_t
                 a[r][j] = _mm512_fmadd_ps(b, w[j], a[r][j]);
         }
     }
-#pragma GCC unroll 6
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++)
@@ -192,7 +192,7 @@ __attribute__((target("avx512f"))) static void tile_pv_any(float *acc, Py_ssize_
                                                            Py_ssize_t c1, int R, int NV)
 {
     switch (R * 8 + NV) {
-        TILE_PV_ROWS(1) TILE_PV_ROWS(2) TILE_PV_ROWS(3) TILE_PV_ROWS(4) TILE_PV_ROWS(5) TILE_PV_ROWS(6)
+        TILE_PV_ROWS(1) TILE_PV_ROWS(2) TILE_PV_ROWS(3) TILE_PV_ROWS(4)
     }
 }
 
