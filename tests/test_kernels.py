@@ -570,7 +570,7 @@ def test_band_masks_by_row_ranges_match_the_dense_mask(left, right, tq, tk, caus
     from qkv import masks
 
     rng = np.random.default_rng(tq * 7 + tk)
-    q, k, v = (rng.standard_normal((2, 3, t, 8)).astype(np.float32) for t in (tq, tk, tk))
+    q, k, v = (rng.standard_normal((2, 3, t, 16)).astype(np.float32) for t in (tq, tk, tk))   # Dv 16: tile_block
     mask_mod = masks.sliding_window(left, right)
     dense = masks.dense_mask(mask_mod, tq, tk)
     if causal:
@@ -580,7 +580,7 @@ def test_band_masks_by_row_ranges_match_the_dense_mask(left, right, tq, tk, caus
         out, lse = blocked_attention(q, k, v, mask_mod=mask_mod, causal=causal, block_q=bq, block_k=bk,
                                      return_lse=True)
         np.testing.assert_allclose(out, expected, rtol=0, atol=F32_TOL)
-        scores = np.where(dense, q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64) / np.sqrt(8), -np.inf)
+        scores = np.where(dense, q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64) / 4, -np.inf)
         with np.errstate(divide="ignore"):
             top = np.max(scores, axis=-1, keepdims=True)
             want = np.where(np.isfinite(top[..., 0]),
@@ -611,9 +611,11 @@ def reference_lse(q, k, dense=None, causal=False):
 @pytest.mark.parametrize("layout", ["plain", "gqa", "mqa", "k broadcast over batch", "q broadcast over batch",
                                     "transposed q", "2-D"])
 @pytest.mark.parametrize("tq, tk, causal", [(300, 300, True), (129, 300, False), (300, 129, True), (1, 77, False)])
-def test_float32_layouts_and_lse(layout, tq, tk, causal):
+@pytest.mark.parametrize("dv", [12, 16])
+def test_float32_layouts_and_lse(layout, tq, tk, causal, dv):
     """float32 (the C routes) across layouts that change how heads map to memory: out and lse against
-    float64, rows with no key (causal, Tq > Tk) zero with lse −inf."""
+    float64, rows with no key (causal, Tq > Tk) zero with lse −inf. Dv = 16 takes tile_block where
+    the CPU has AVX-512, Dv = 12 the BLAS step."""
     rng = np.random.default_rng(len(layout) * 31 + tq)
     lead, kv_lead = (2, 4), None
     if layout == "gqa":
@@ -624,7 +626,7 @@ def test_float32_layouts_and_lse(layout, tq, tk, causal):
         kv_lead = (1, 4)
     elif layout == "2-D":
         lead = ()
-    q, k, v = inputs(rng, lead, tq, tk, 16, 12, np.float32, kv_lead=kv_lead)
+    q, k, v = inputs(rng, lead, tq, tk, 16, dv, np.float32, kv_lead=kv_lead)
     if layout == "q broadcast over batch":
         q = q[:1]
     if layout == "transposed q":

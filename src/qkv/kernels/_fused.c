@@ -814,7 +814,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
                 block.mask = mviews[b].buf;
                 block.mstride = mviews[b].strides[0];
             }
-            if (!(tile_on && !block.have_start && tile_block(&task, &block)))
+            if (!(tile_on && tile_block(&task, &block)))
                 flash_block_blas(&task, &block);
         }
         if (finalize)   /* out = acc / l; rows with l = 0 (no allowed key) become 0 */
@@ -1020,7 +1020,7 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
                 struct flash_block block = {(Py_ssize_t)row[0], (Py_ssize_t)(row[1] - row[0]), NULL, 0,
                                             (row[2] & 1) != 0, (Py_ssize_t)row[3], (row[2] & 2) != 0,
                                             (Py_ssize_t)row[4]};
-                if (!(tile_on && !block.have_start && tile_block(&task, &block)))
+                if (!(tile_on && tile_block(&task, &block)))
                     flash_block_blas(&task, &block);
             }
             for (Py_ssize_t r = 0; r < rows; r++) {   /* out = acc / l; lse = ref + log l */
