@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -119,3 +120,24 @@ def test_from_json_refuses_other_files(tmp_path, capsys):
     bad.write_text("{")
     assert main(["bench", "--from-json", str(bad)]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_alternate_flips_the_order_and_warms_short_calls_before_timing_them():
+    """Rounds alternate AB, BA, …; a callable whose last call was short gets one untimed call right
+    before its timed one (its own steady state, not the other's wake); a slow one does not."""
+    from qkv import bench
+
+    calls = []
+
+    def fast():
+        calls.append("a")
+
+    def slow():
+        calls.append("b")
+        time.sleep(bench._BURST_BELOW_S + 0.01)
+
+    first, second = bench._alternate(fast, slow, 2, settle=0)
+    assert len(first) == len(second) == 2
+    # warm-up a, b; round 1: (a a) b; round 2: b (a a)
+    assert calls == ["a", "b", "a", "a", "b", "b", "a", "a"]
+    assert min(second) >= bench._BURST_BELOW_S

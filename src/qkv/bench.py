@@ -7,7 +7,12 @@ qkv alone: after one warm-up call of each, qkv and the peer alternate (qkv, peer
 — the order flips every round) with nothing else in between, and each time reported is the
 median of its own calls in that pair; a ratio compares the two medians of one pair. (Timing
 every implementation round-robin let the plain path's and naive NumPy's gigabytes of memory
-churn slow the run that came after them: torch looked 30 % slower than alone.) Throughput counts 4·B·H·Tq·Tk·D floating-point operations (two
+churn slow the run that came after them: torch looked 30 % slower than alone.) Before each timed
+call the run pauses 30 ms and, for calls under 0.25 s, makes one untimed call of the same
+implementation: torch's OpenMP threads keep spinning on the cores for about 5 ms after each of its
+calls (libgomp's default wait policy), and a qkv call right after an SDPA call measured 5.7 ms
+where it takes 3.5 ms after its own (T = 512, 2 cores); qkv's threads block instead of spinning.
+So each implementation is timed in its own steady state, never in the other's wake. Throughput counts 4·B·H·Tq·Tk·D floating-point operations (two
 matrix products of 2·Tq·Tk·D each), halved for causal attention (only the lower triangle is
 needed), and is compared with torch's scaled_dot_product_attention and with this machine's
 own float32 matrix-multiply rate measured on the spot.
@@ -37,7 +42,12 @@ from .kernels import blocked_attention
 __all__ = ["Row", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "PAIRING"]
 
 PAIRING = ("each peer timed in a pair with qkv alone: one warm-up call each, then qkv and the peer "
-           "alternate (order flipped every round), nothing else in between; medians; ratios within one pair")
+           "alternate (order flipped every round), nothing else in between; before each timed call a 30 ms "
+           "pause and, for calls under 0.25 s, one untimed call of the same implementation (torch's OpenMP "
+           "threads spin ~5 ms after each call); medians; ratios within one pair")
+# torch's OpenMP threads spin for ~5 ms after a parallel region; see the module docstring.
+_SETTLE_S = 0.03
+_BURST_BELOW_S = 0.25
 
 MiB = 1024 * 1024
 
@@ -222,20 +232,32 @@ def _inputs(batch, heads, t, width, seed=0):
     return tuple(rng.standard_normal((batch, heads, t, width), dtype=np.float32) for _ in range(3))
 
 
-def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool = True) -> tuple[list, list]:
+def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool = True,
+               settle: float | None = None) -> tuple[list, list]:
     """Time two callables alone together: one warm-up each, then `repeats` rounds of both, the
-    order flipped every round (AB BA AB …) so neither always runs right after the other's churn."""
+    order flipped every round (AB BA AB …) so neither always runs right after the other's churn.
+    Each timed call follows a pause of `settle` seconds (default _SETTLE_S) and, when that
+    callable's last call took under _BURST_BELOW_S, one untimed call of it (see the docstring)."""
+    settle = _SETTLE_S if settle is None else settle
+    last = [math.inf, math.inf]
     if warm_up:
-        first()
-        second()
+        for which, fn in enumerate((first, second)):
+            start = time.perf_counter()
+            fn()
+            last[which] = time.perf_counter() - start
     times = ([], [])
     for round_ in range(repeats):
         order = (0, 1) if round_ % 2 == 0 else (1, 0)
         for which in order:
             fn = first if which == 0 else second
+            if settle:
+                time.sleep(settle)
+            if last[which] < _BURST_BELOW_S:
+                fn()
             start = time.perf_counter()
             fn()
-            times[which].append(time.perf_counter() - start)
+            last[which] = time.perf_counter() - start
+            times[which].append(last[which])
     return times
 
 
