@@ -7,12 +7,14 @@ qkv alone: after one warm-up call of each, qkv and the peer alternate (qkv, peer
 — the order flips every round) with nothing else in between, and each time reported is the
 median of its own calls in that pair; a ratio compares the two medians of one pair. (Timing
 every implementation round-robin let the plain path's and naive NumPy's gigabytes of memory
-churn slow the run that came after them: torch looked 30 % slower than alone.) Before each timed
-call the run pauses 30 ms and, for calls under 0.25 s, makes one untimed call of the same
-implementation: torch's OpenMP threads keep spinning on the cores for about 5 ms after each of its
-calls (libgomp's default wait policy), and a qkv call right after an SDPA call measured 5.7 ms
-where it takes 3.5 ms after its own (T = 512, 2 cores); qkv's threads block instead of spinning.
-So each implementation is timed in its own steady state, never in the other's wake. Throughput counts 4·B·H·Tq·Tk·D floating-point operations (two
+churn slow the run that came after them: torch looked 30 % slower than alone.) Calls under 0.25 s
+are timed in their own steady state: two untimed calls of the same implementation right before
+each timed one. Torch's OpenMP threads keep spinning on the cores for milliseconds after each of
+its calls (libgomp's default wait policy), so a qkv call right after an SDPA call measured 5.7 ms
+where it takes 3.4 ms after its own (T = 512, 2 cores); and on this machine's virtual CPUs a
+pause before a call slows the next few qkv calls (6.2–6.8 ms after 30–100 ms idle, single-thread
+speed) more than SDPA's (3.9–4.2 ms): neither a pause nor a single warm-up call separates them
+fairly. Throughput counts 4·B·H·Tq·Tk·D floating-point operations (two
 matrix products of 2·Tq·Tk·D each), halved for causal attention (only the lower triangle is
 needed), and is compared with torch's scaled_dot_product_attention and with this machine's
 own float32 matrix-multiply rate measured on the spot.
@@ -42,12 +44,12 @@ from .kernels import blocked_attention
 __all__ = ["Row", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "PAIRING"]
 
 PAIRING = ("each peer timed in a pair with qkv alone: one warm-up call each, then qkv and the peer "
-           "alternate (order flipped every round), nothing else in between; before each timed call a 30 ms "
-           "pause and, for calls under 0.25 s, one untimed call of the same implementation (torch's OpenMP "
-           "threads spin ~5 ms after each call); medians; ratios within one pair")
-# torch's OpenMP threads spin for ~5 ms after a parallel region; see the module docstring.
-_SETTLE_S = 0.03
+           "alternate (order flipped every round), nothing else in between; calls under 0.25 s timed in "
+           "their own steady state (two untimed calls of the same implementation right before each timed "
+           "one: torch's OpenMP threads spin for milliseconds after each call); medians; ratios within one pair")
+# Calls shorter than this get _BURST_WARM untimed calls before each timed one (see the docstring).
 _BURST_BELOW_S = 0.25
+_BURST_WARM = 2
 
 MiB = 1024 * 1024
 
@@ -232,13 +234,11 @@ def _inputs(batch, heads, t, width, seed=0):
     return tuple(rng.standard_normal((batch, heads, t, width), dtype=np.float32) for _ in range(3))
 
 
-def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool = True,
-               settle: float | None = None) -> tuple[list, list]:
+def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool = True) -> tuple[list, list]:
     """Time two callables alone together: one warm-up each, then `repeats` rounds of both, the
     order flipped every round (AB BA AB …) so neither always runs right after the other's churn.
-    Each timed call follows a pause of `settle` seconds (default _SETTLE_S) and, when that
-    callable's last call took under _BURST_BELOW_S, one untimed call of it (see the docstring)."""
-    settle = _SETTLE_S if settle is None else settle
+    When a callable's last call took under _BURST_BELOW_S, its timed call follows _BURST_WARM
+    untimed calls of it (its own steady state; see the module docstring)."""
     last = [math.inf, math.inf]
     if warm_up:
         for which, fn in enumerate((first, second)):
@@ -250,10 +250,9 @@ def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool
         order = (0, 1) if round_ % 2 == 0 else (1, 0)
         for which in order:
             fn = first if which == 0 else second
-            if settle:
-                time.sleep(settle)
             if last[which] < _BURST_BELOW_S:
-                fn()
+                for _ in range(_BURST_WARM):
+                    fn()
             start = time.perf_counter()
             fn()
             last[which] = time.perf_counter() - start

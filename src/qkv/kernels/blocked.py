@@ -347,13 +347,14 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     # heads: split each task's key blocks into ranges, one Partial per range, and merge them
     # with merge_partials. Otherwise one range, written straight into the result.
     ranges = 1 if len(tasks) >= threads else min(-(-threads // len(tasks)), n_kb)
-    parts = [_State.empty(prob.lead + (tq, dv), prob.q.dtype) for _ in range(ranges)]
     keep_partial = want != "out" or ranges > 1
-    ctx = _Context(prob, parts, bq, bk, shift, keep_partial, kinds_by_head if sparse else {})
     if want != "partial" and ranges == 1 and _many_route(prob):
+        ctx = _Context(prob, [], bq, bk, shift, keep_partial, kinds_by_head if sparse else {})
         out, lse = _flash_all(ctx, tasks[: -(-tq // bq)], threads, big, want)
         out = _cast(_unscale(out, prob.v_exponent).reshape(out_shape), call.dtype)
         return (out, _cast(lse.reshape(out_shape[:-1]), call.dtype)) if want == "lse" else out
+    parts = [_State.empty(prob.lead + (tq, dv), prob.q.dtype) for _ in range(ranges)]
+    ctx = _Context(prob, parts, bq, bk, shift, keep_partial, kinds_by_head if sparse else {})
     jobs = []
     for h, i0, i1, blocks, key_end in tasks:
         for r in range(ranges):   # range r: blocks [r·n/ranges, (r+1)·n/ranges) of this task's list
