@@ -43,13 +43,18 @@ from .kernels import blocked_attention
 
 __all__ = ["Row", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "PAIRING"]
 
-PAIRING = ("each peer timed in a pair with qkv alone: one warm-up call each, then qkv and the peer "
+PAIRING = ("each peer timed in a pair with qkv alone: a 0.3 s pause (OpenBLAS's threads spin after a "
+           "multi-threaded product), one warm-up call each, then qkv and the peer "
            "alternate (order flipped every round), nothing else in between; calls under 0.25 s timed in "
            "their own steady state (two untimed calls of the same implementation right before each timed "
            "one: torch's OpenMP threads spin for milliseconds after each call); medians; ratios within one pair")
 # Calls shorter than this get _BURST_WARM untimed calls before each timed one (see the docstring).
 _BURST_BELOW_S = 0.25
 _BURST_WARM = 2
+# A pause before each pair: OpenBLAS's threads spin (sched_yield) for up to ~0.1 s after a
+# multi-threaded product (the GEMM-rate measurement, the plain and naive rows), taking a core from
+# whatever runs next.
+_QUIET_S = 0.3
 
 MiB = 1024 * 1024
 
@@ -235,10 +240,11 @@ def _inputs(batch, heads, t, width, seed=0):
 
 
 def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool = True) -> tuple[list, list]:
-    """Time two callables alone together: one warm-up each, then `repeats` rounds of both, the
-    order flipped every round (AB BA AB …) so neither always runs right after the other's churn.
-    When a callable's last call took under _BURST_BELOW_S, its timed call follows _BURST_WARM
-    untimed calls of it (its own steady state; see the module docstring)."""
+    """Time two callables alone together: a pause (_QUIET_S), one warm-up each, then `repeats`
+    rounds of both, the order flipped every round (AB BA AB …) so neither always runs right after
+    the other's churn. When a callable's last call took under _BURST_BELOW_S, its timed call follows
+    _BURST_WARM untimed calls of it (its own steady state; see the module docstring)."""
+    time.sleep(_QUIET_S)
     last = [math.inf, math.inf]
     if warm_up:
         for which, fn in enumerate((first, second)):
