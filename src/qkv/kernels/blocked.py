@@ -330,29 +330,40 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     bk = min(block_k or default_bk, tk)
     shift = tk - tq  # causal: query i sees key j iff j <= i + shift
     n_kb = -(-tk // bk)
-    tasks = []        # (head, i0, i1, key block indices to visit: ascending, none empty)
     kinds_by_head = {}
-    for h in heads:
-        kinds = kinds_by_head[h] = _block_kinds(prob, h, bq, bk) if sparse else None
-        for qb, i0 in enumerate(range(0, tq, bq)):
-            i1 = min(i0 + bq, tq)
-            key_end = min(tk, i1 + shift) if prob.causal else tk   # keys past this are all future
-            last = -(-max(key_end, 0) // bk)
-            blocks = np.arange(last) if kinds is None else np.flatnonzero(kinds[qb, :last])
-            tasks.append((h, i0, i1, blocks, key_end))
-    total_blocks = sum(len(t[3]) for t in tasks)
+
+    def plan_tasks(for_heads):   # (head, i0, i1, key block indices to visit: ascending, none empty, key_end)
+        planned = []
+        for h in for_heads:
+            kinds = kinds_by_head[h] = _block_kinds(prob, h, bq, bk) if sparse else None
+            for qb, i0 in enumerate(range(0, tq, bq)):
+                i1 = min(i0 + bq, tq)
+                key_end = min(tk, i1 + shift) if prob.causal else tk   # keys past this are all future
+                last = -(-max(key_end, 0) // bk)
+                blocks = np.arange(last) if kinds is None else np.flatnonzero(kinds[qb, :last])
+                planned.append((h, i0, i1, blocks, key_end))
+        return planned
+
+    # On the flash_many route every head has the same key blocks: plan the first head only.
+    many = want != "partial" and _many_route(prob)
+    tasks = plan_tasks(heads[:1] if many else heads)
+    copies = len(heads) if many else 1
+    n_tasks = len(tasks) * copies
+    total_blocks = sum(len(t[3]) for t in tasks) * copies
     big = total_blocks * bq * bk >= _PARALLEL_MIN_SCORES
-    threads = min(num_threads or _available_cpus(), max(len(tasks), n_kb)) if big else 1
+    threads = min(num_threads or _available_cpus(), max(n_tasks, n_kb)) if big else 1
     # Too few (head, query block) tasks for the threads — one long head, or decoding with few
     # heads: split each task's key blocks into ranges, one Partial per range, and merge them
     # with merge_partials. Otherwise one range, written straight into the result.
-    ranges = 1 if len(tasks) >= threads else min(-(-threads // len(tasks)), n_kb)
+    ranges = 1 if n_tasks >= threads else min(-(-threads // n_tasks), n_kb)
     keep_partial = want != "out" or ranges > 1
-    if want != "partial" and ranges == 1 and _many_route(prob):
+    if many and ranges == 1:
         ctx = _Context(prob, [], bq, bk, shift, keep_partial, kinds_by_head if sparse else {})
-        out, lse = _flash_all(ctx, tasks[: -(-tq // bq)], threads, big, want)
+        out, lse = _flash_all(ctx, tasks, threads, big, want)
         out = _cast(_unscale(out, prob.v_exponent).reshape(out_shape), call.dtype)
         return (out, _cast(lse.reshape(out_shape[:-1]), call.dtype)) if want == "lse" else out
+    if many:
+        tasks = plan_tasks(heads)
     parts = [_State.empty(prob.lead + (tq, dv), prob.q.dtype) for _ in range(ranges)]
     ctx = _Context(prob, parts, bq, bk, shift, keep_partial, kinds_by_head if sparse else {})
     jobs = []
@@ -396,6 +407,12 @@ def _many_route(prob: _Problem) -> bool:
             and _sgemm_ready())
 
 
+# flash_many's key-block tables by (Tq, Tk, block_q, block_k, causal, band): the same for every call
+# of that shape (a model's layers), so built once (~0.1 ms at T = 512). Read-only, the newest kept.
+_TABLES: dict = {}
+_TABLES_KEPT = 64
+
+
 def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want: str):
     """Every (head, query block) task in C: one flash_many call per thread, each taking the next task
     from a shared counter (heaviest first), so no Python runs per task. first_head: the first head's
@@ -404,15 +421,23 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     prob = ctx.prob
     call = prob.call
     tq, tk, dk, dv = call.tq, call.tk, call.dk, call.dv
-    rows, table = [], []
-    for head, i0, i1, blocks, key_end in first_head:
-        b0 = len(table)
-        for j0, j1, blocked, limit, start in ctx.plan(head, i0, i1, blocks, key_end, ranges=True):
-            assert blocked is None, "a band's partial blocks come as key ranges"
-            table.append((j0, j1, (limit is not None) | (start is not None) << 1, limit or 0, start or 0))
-        rows.append((i0, i1, b0, len(table)))
-    blocks = np.array(table, np.int64).reshape(-1, 5)
-    query_blocks = np.array(rows, np.int64).reshape(-1, 4)
+    key = (tq, tk, ctx.bq, ctx.bk, prob.causal, getattr(call.mask_mod, "band", None))
+    cached = _TABLES.get(key)
+    if cached is None:
+        rows, table = [], []
+        for head, i0, i1, blocks, key_end in first_head:
+            b0 = len(table)
+            for j0, j1, blocked, limit, start in ctx.plan(head, i0, i1, blocks, key_end, ranges=True):
+                assert blocked is None, "a band's partial blocks come as key ranges"
+                table.append((j0, j1, (limit is not None) | (start is not None) << 1, limit or 0, start or 0))
+            rows.append((i0, i1, b0, len(table)))
+        cached = (np.array(table, np.int64).reshape(-1, 5), np.array(rows, np.int64).reshape(-1, 4))
+        for array in cached:
+            array.flags.writeable = False
+        if len(_TABLES) >= _TABLES_KEPT:
+            _TABLES.pop(next(iter(_TABLES)), None)
+        _TABLES[key] = cached
+    blocks, query_blocks = cached
     lead = prob.lead
     q_own, k_own, v_own = prob.own
 
