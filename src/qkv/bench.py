@@ -55,6 +55,7 @@ _BURST_WARM = 2
 # multi-threaded product (the GEMM-rate measurement, the plain and naive rows), taking a core from
 # whatever runs next.
 _QUIET_S = 0.3
+_quiet_s = _QUIET_S   # the running plan's pause (Plan.quiet)
 
 MiB = 1024 * 1024
 
@@ -93,10 +94,11 @@ class Plan:
     mask_cases: tuple = (MaskCase("window", 256, 4096, 8), MaskCase("documents", 8, 16384, 4, dense_repeats=2),
                          MaskCase("window", 256, 65536, 1, repeats=3, dense_repeats=1))
     compile_flex: bool = True   # torch.compile(flex_attention): compiled once per case (≈15 s), timed after
+    quiet: float = 0.3          # seconds of pause before each pair (see _QUIET_S)
 
 
 FULL = Plan()
-QUICK = Plan(sizes=(128, 256), heads=4, repeats=3, memory_t=2048, decode_t=256, decode_steps=4, gemm_n=1024,
+QUICK = Plan(sizes=(128, 256), heads=4, repeats=3, quiet=0.02, memory_t=2048, decode_t=256, decode_steps=4, gemm_n=1024,
              mask_cases=(MaskCase("window", 16, 256, 2, repeats=2, dense_repeats=2),
                          MaskCase("documents", 4, 384, 2, repeats=2, dense_repeats=2)),
              compile_flex=False)
@@ -244,7 +246,7 @@ def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool
     rounds of both, the order flipped every round (AB BA AB …) so neither always runs right after
     the other's churn. When a callable's last call took under _BURST_BELOW_S, its timed call follows
     _BURST_WARM untimed calls of it (its own steady state; see the module docstring)."""
-    time.sleep(_QUIET_S)
+    time.sleep(_quiet_s)
     last = [math.inf, math.inf]
     if warm_up:
         for which, fn in enumerate((first, second)):
@@ -433,6 +435,8 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
 
     rows: one dict per (T, causal, implementation) with the fields of `Row`.
     """
+    global _quiet_s
+    _quiet_s = plan.quiet
     say = progress or (lambda message: None)
     sizes = tuple(sizes) if sizes else plan.sizes
     repeats = repeats or plan.repeats
