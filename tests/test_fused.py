@@ -493,3 +493,37 @@ def test_flash_many_refuses_wrong_arrays():
     np.testing.assert_allclose(out[1], 1, rtol=1e-6)                  # uniform weights over ones
     np.testing.assert_allclose(lse[1], 2 + np.log(9), rtol=1e-6)     # scores q·k·0.5 = 2 each
     assert not out[0].any()
+
+
+def test_ctrl_c_stops_a_long_call_promptly(tmp_path):
+    """The all-C route goes back to Python every 50 ms, so SIGINT interrupts a long call (here about
+    1.5 s of work on two cores) with KeyboardInterrupt well before it would finish, and the threads stop."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "long.py"
+    script.write_text(
+        "import sys, time\n"
+        "import numpy as np\n"
+        "from qkv.kernels import blocked_attention\n"
+        "q = np.random.default_rng(0).standard_normal((4, 16384, 64), dtype=np.float32)\n"
+        "print('ready', flush=True)\n"
+        "start = time.perf_counter()\n"
+        "try:\n"
+        "    blocked_attention(q, q, q)\n"
+        "    print('finished', time.perf_counter() - start, flush=True)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', time.perf_counter() - start, flush=True)\n")
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.3)
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    word, elapsed = out.split()
+    assert word == "interrupted", out
+    assert float(elapsed) < 1.0, out   # the whole call takes ~1.5 s here, ~3 s on a busy machine

@@ -640,3 +640,4 @@ def test_float32_layouts_and_lse(layout, tq, tk, causal, dv):
     np.testing.assert_allclose(lse, reference_lse(q_full, k_full, causal=causal), rtol=0, atol=F32_TOL)
     if causal and tq > tk:
         assert np.all(out[..., : tq - tk, :] == 0) and np.all(np.isneginf(lse[..., : tq - tk]))
+

@@ -26,6 +26,14 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+
+static double monotonic_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define FUSED_X86 1
@@ -887,7 +895,8 @@ static int get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t co
 }
 
 PyDoc_STRVAR(flash_many_doc,
-"flash_many(q, k, v, out, lse, tasks, blocks, counter, scores, vectors, headroom, scale) -> None\n\n"
+"flash_many(q, k, v, out, lse, tasks, blocks, counter, scores, vectors, headroom, scale, budget=0)\n"
+"    -> bool\n\n"
 "Runs tasks (int64 (n, 7): q head, kv head, out head, i0, i1, b0, b1) until none is left,\n"
 "taking the next one from counter[0] (int64, shared by the threads that call this at once):\n"
 "rows i0:i1 of q[q head]·scale over the key blocks blocks[b0:b1] (int64 (m, 5), as flash_rows'\n"
@@ -896,14 +905,16 @@ PyDoc_STRVAR(flash_many_doc,
 "q (Nq, Tq, Dk), k (Nk, Tk, Dk), v (Nk, Tk, Dv), out (No, Tq, Dv): float32, contiguous rows;\n"
 "lse (No, Tq) float32 with contiguous rows or None; scores: this thread's float32 scratch of at\n"
 "least (rows, cols) of any task and block; vectors: float32 (3, rows) scratch. The GIL is\n"
-"released while the tasks run. Needs set_sgemm first.");
+"released while the tasks run. budget > 0: take no new task after that many seconds (so the\n"
+"caller can handle signals). Returns True while tasks are left. Needs set_sgemm first.");
 
 static PyObject *flash_many(PyObject *self, PyObject *args)
 {
     PyObject *o_q, *o_k, *o_v, *o_out, *o_lse, *o_tasks, *o_blocks, *o_counter, *o_scores, *o_vectors;
     float headroom, scale;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOff", &o_q, &o_k, &o_v, &o_out, &o_lse, &o_tasks, &o_blocks, &o_counter,
-                          &o_scores, &o_vectors, &headroom, &scale))
+    double budget = 0.0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOff|d", &o_q, &o_k, &o_v, &o_out, &o_lse, &o_tasks, &o_blocks, &o_counter,
+                          &o_scores, &o_vectors, &headroom, &scale, &budget))
         return NULL;
     if (sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_many needs a BLAS sgemm: call set_sgemm first");
@@ -988,8 +999,11 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
         Py_ssize_t sq0 = vq.strides[0] / 4, sq1 = vq.strides[1] / 4, sk0 = vk.strides[0] / 4, sk1 = vk.strides[1] / 4;
         Py_ssize_t sv0 = vv.strides[0] / 4, sv1 = vv.strides[1] / 4, so0 = vo.strides[0] / 4, so1 = vo.strides[1] / 4;
         Py_ssize_t sl0 = have_lse ? vlse.strides[0] / 4 : 0;
+        double started = budget > 0 ? monotonic_seconds() : 0.0;
         Py_BEGIN_ALLOW_THREADS
         for (;;) {
+            if (budget > 0 && monotonic_seconds() - started > budget)
+                break;   /* back to Python (signals, a stop flag); the caller calls again */
             int64_t i = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
             if (i >= n_tasks)
                 break;
@@ -1037,9 +1051,8 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
             }
         }
         Py_END_ALLOW_THREADS
+        result = PyBool_FromLong(__atomic_load_n(counter, __ATOMIC_RELAXED) < n_tasks);
     }
-    result = Py_None;
-    Py_INCREF(result);
 done:
 #undef HOLD
     PyMem_RawFree(scaled);

@@ -407,6 +407,8 @@ def _many_route(prob: _Problem) -> bool:
             and _sgemm_ready())
 
 
+# flash_many returns to Python after this many seconds (and is called again): Ctrl-C stays prompt.
+_FLASH_BUDGET_S = 0.05
 # flash_many's key-block tables by (Tq, Tk, block_q, block_k, causal, band): the same for every call
 # of that shape (a model's layers), so built once (~0.1 ms at T = 512). Read-only, the newest kept.
 _TABLES: dict = {}
@@ -459,12 +461,19 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     lse = np.empty(lead + (tq,), np.float32) if want == "lse" else None
     out3, lse2 = out.reshape(-1, tq, dv), None if lse is None else lse.reshape(-1, tq)
     counter = np.zeros(1, np.int64)
+    stop = []
 
     def work():
+        # Back in Python every _FLASH_BUDGET_S: the main thread handles signals (Ctrl-C) there, and
+        # a failure in one thread stops the others after their current task.
         buf = ctx.scratch()
         try:
-            _fused.flash_many(q3, k3, v3, out3, lse2, tasks, blocks, counter, buf.scores, buf.vectors, _HEADROOM,
-                              ctx.scale)
+            while not stop and _fused.flash_many(q3, k3, v3, out3, lse2, tasks, blocks, counter, buf.scores,
+                                                 buf.vectors, _HEADROOM, ctx.scale, _FLASH_BUDGET_S):
+                pass
+        except BaseException:
+            stop.append(True)
+            raise
         finally:
             _give_scratch(buf)
 
