@@ -641,3 +641,24 @@ def test_float32_layouts_and_lse(layout, tq, tk, causal, dv):
     if causal and tq > tk:
         assert np.all(out[..., : tq - tk, :] == 0) and np.all(np.isneginf(lse[..., : tq - tk]))
 
+
+
+@pytest.mark.parametrize("dv", [12, 16])
+def test_nan_and_inf_in_q_and_k_reach_the_rows_they_touch(dv):
+    """A NaN in a query, an inf in a key, a huge query: the rows whose scores hold a NaN are NaN
+    (on every route; the C routes once returned 0 there), as torch's SDPA in float64 gives, and the
+    other rows are untouched by them."""
+    rng = np.random.default_rng(5)
+    q, k = (rng.standard_normal((2, 300, 16)).astype(np.float32) for _ in range(2))
+    v = rng.standard_normal((2, 300, dv)).astype(np.float32)
+    q[0, 5, 3] = np.nan
+    k[1, 7, 2] = np.inf
+    q[1, 9] = 1e30
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # NumPy's own inf − inf on the NumPy route
+        out, lse = blocked_attention(q, k, v, return_lse=True)
+    expected = F.scaled_dot_product_attention(*(torch.from_numpy(x).double() for x in (q, k, v))).numpy()
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
+    finite = ~np.isnan(expected).any(-1)
+    np.testing.assert_allclose(out[finite], expected[finite], rtol=0, atol=F32_TOL)
+    assert np.isnan(lse[0, 5]) and np.all(np.isfinite(lse[finite]))

@@ -828,7 +828,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
         if (finalize)   /* out = acc / l; rows with l = 0 (no allowed key) become 0 */
             for (Py_ssize_t i = 0; i < rows; i++) {
                 float *row = acc + i * ldacc;
-                if (l[i] > 0.0f) {
+                if (!(l[i] <= 0.0f)) {   /* NaN (a NaN score) divides: NaN out, as NumPy */
                     float d = l[i];
                     for (Py_ssize_t c = 0; c < dv; c++)
                         row[c] /= d;
@@ -1039,7 +1039,7 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
             }
             for (Py_ssize_t r = 0; r < rows; r++) {   /* out = acc / l; lse = ref + log l */
                 float *o = acc + r * ldacc;
-                if (l[r] > 0.0f) {
+                if (!(l[r] <= 0.0f)) {   /* NaN (a NaN score) divides: NaN out, as NumPy */
                     float d = l[r];
                     for (Py_ssize_t c = 0; c < dv; c++)
                         o[c] /= d;
@@ -1047,7 +1047,7 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
                     memset(o, 0, (size_t)dv * sizeof(float));
                 }
                 if (have_lse)
-                    ((float *)vlse.buf)[tk_[2] * sl0 + i0 + r] = l[r] > 0.0f ? ref[r] + logf(l[r]) : -INFINITY;
+                    ((float *)vlse.buf)[tk_[2] * sl0 + i0 + r] = !(l[r] <= 0.0f) ? ref[r] + logf(l[r]) : -INFINITY;
             }
         }
         Py_END_ALLOW_THREADS
