@@ -609,7 +609,7 @@ def reference_lse(q, k, dense=None, causal=False):
 
 
 @pytest.mark.parametrize("layout", ["plain", "gqa", "mqa", "k broadcast over batch", "q broadcast over batch",
-                                    "transposed q", "2-D"])
+                                    "transposed q", "2-D", "column-major q", "reversed k rows", "fortran v"])
 @pytest.mark.parametrize("tq, tk, causal", [(300, 300, True), (129, 300, False), (300, 129, True), (1, 77, False)])
 @pytest.mark.parametrize("dv", [12, 16])
 def test_float32_layouts_and_lse(layout, tq, tk, causal, dv):
@@ -631,6 +631,12 @@ def test_float32_layouts_and_lse(layout, tq, tk, causal, dv):
         q = q[:1]
     if layout == "transposed q":
         q = np.ascontiguousarray(np.swapaxes(q, 0, 1)).swapaxes(0, 1)   # (2, 4) lead with swapped strides
+    if layout == "column-major q":
+        q = np.ascontiguousarray(np.swapaxes(q, -1, -2)).swapaxes(-1, -2)   # rows not contiguous
+    if layout == "reversed k rows":
+        k = np.ascontiguousarray(k[..., ::-1, :])[..., ::-1, :]              # negative row stride, same k
+    if layout == "fortran v":
+        v = np.asfortranarray(v)
     out, lse = blocked_attention(q, k, v, causal=causal, block_q=64, block_k=96, return_lse=True)
     k_full, v_full = (np.broadcast_to(x, np.broadcast_shapes(q.shape[:-2], x.shape[:-2]) + x.shape[-2:])
                       if layout == "k broadcast over batch" else x for x in (k, v))

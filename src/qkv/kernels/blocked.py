@@ -456,7 +456,7 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     tasks = tasks.reshape(-1, 7)
     weight = (tasks[:, 4] - tasks[:, 3]) * (tasks[:, 6] - tasks[:, 5])
     tasks = np.ascontiguousarray(tasks[np.argsort(-weight, kind="stable")])
-    q3, k3, v3 = q_own.reshape(-1, tq, dk), k_own.reshape(-1, tk, dk), v_own.reshape(-1, tk, dv)
+    q3, k3, v3 = _heads(q_own, tq, dk), _heads(k_own, tk, dk), _heads(v_own, tk, dv)
     out = np.empty(lead + (tq, dv), np.float32)
     lse = np.empty(lead + (tq,), np.float32) if want == "lse" else None
     out3, lse2 = out.reshape(-1, tq, dv), None if lse is None else lse.reshape(-1, tq)
@@ -480,6 +480,16 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     with _fork_gate(), (_blas_single_thread() if big else contextlib.nullcontext()):
         _run_all(work, [()] * max(threads, 1), threads)
     return out, lse
+
+
+def _heads(x: np.ndarray, t: int, d: int) -> np.ndarray:
+    """x as (heads, T, D) with rows flash_many can read (contiguous, not overlapping, ascending);
+    a view where x allows it, else a copy (a transposed or reversed array, say)."""
+    x = x.reshape(-1, t, d)
+    item = x.itemsize
+    if x.strides[2] != item or (t > 1 and x.strides[1] < d * item):
+        x = np.ascontiguousarray(x)
+    return x
 
 
 def _unscale(x: np.ndarray, exponent: int) -> np.ndarray:
