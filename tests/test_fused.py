@@ -199,8 +199,9 @@ def test_kernel_through_the_c_step_matches_the_numpy_step(loops):
 @needs_fused
 def test_kernel_calls_take_the_c_walk(monkeypatch):
     """float32 calls without a mask array, bias or score_mod run every task in C (flash_many: dense,
-    causal, band masks); a mask or a mask function that is not a band go through flash_rows per
-    task; bias, score_mod, non-finite values and float64 take the Python walk."""
+    causal, band masks, masks with per-row key ranges such as sorted documents); a mask, or a mask
+    function that is neither (unsorted documents, sinks) go through flash_rows per task; bias,
+    score_mod, non-finite values and float64 take the Python walk."""
     import qkv
     from qkv import masks
 
@@ -213,8 +214,11 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
     q, k, v = (rng.standard_normal((1, 2, 300, 16)).astype(np.float32) for _ in range(3))
     for kwargs, route in (({}, "flash_many"), ({"causal": True}, "flash_many"),
                           ({"mask_mod": masks.sliding_window(40)}, "flash_many"),
+                          ({"mask_mod": masks.document(np.repeat(np.arange(3), 100))}, "flash_many"),
+                          ({"mask_mod": masks.causal() & masks.prefix_lm(40)}, "flash_many"),
                           ({"mask": rng.random((300, 300)) < 0.5}, "flash_rows"),
-                          ({"mask_mod": masks.document(np.repeat(np.arange(3), 100))}, "flash_rows")):
+                          ({"mask_mod": masks.document(np.tile(np.arange(3), 100))}, "flash_rows"),
+                          ({"mask_mod": masks.sliding_window(20) | masks.sinks(4)}, "flash_rows")):
         calls.clear()
         blocked.blocked_attention(q, k, v, **kwargs)
         assert calls and set(calls) == {route}, (kwargs, calls)

@@ -668,3 +668,44 @@ def test_nan_and_inf_in_q_and_k_reach_the_rows_they_touch(dv):
     finite = ~np.isnan(expected).any(-1)
     np.testing.assert_allclose(out[finite], expected[finite], rtol=0, atol=F32_TOL)
     assert np.isnan(lse[0, 5]) and np.all(np.isfinite(lse[finite]))
+
+
+@pytest.mark.parametrize("which", ["documents", "causal documents", "prefix-LM", "chunked", "documents Tq < Tk"])
+@pytest.mark.parametrize("dv", [12, 16])
+def test_masks_with_key_ranges_match_the_dense_mask(which, dv):
+    """Masks whose rows each allow one key range (sorted documents, prefix-LM, chunked, and `&` of
+    them): the C routes mask partial blocks by those ranges (no array). float32 against the float64
+    reference with the dense mask, with causal on top too, at block sizes that cut documents
+    anywhere; lse too."""
+    from qkv import masks
+
+    rng = np.random.default_rng(len(which) * 7 + dv)
+    tq = tk = 157
+    if which == "documents Tq < Tk":
+        tq = 60
+    sizes = [23, 1, 40, 17, 76]                                       # includes a one-token document
+    kv_ids = np.repeat(np.arange(len(sizes)), sizes)[:tk]
+    q_ids = kv_ids[-tq:]
+    mask_mod = {"documents": masks.document(kv_ids), "causal documents": masks.causal() & masks.document(kv_ids),
+                "prefix-LM": masks.prefix_lm(30), "chunked": masks.chunked(32),
+                "documents Tq < Tk": masks.document(q_ids, kv_ids)}[which]
+    assert mask_mod.key_ranges(tq, tk) is not None
+    q = rng.standard_normal((2, 3, tq, 16)).astype(np.float32)
+    k = rng.standard_normal((2, 3, tk, 16)).astype(np.float32)
+    v = rng.standard_normal((2, 3, tk, dv)).astype(np.float32)
+    dense = masks.dense_mask(mask_mod, tq, tk)
+    for causal in (False, True):
+        allowed = dense & (np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)) if causal else dense
+        for bq, bk in ((32, 32), (13, 29), (64, 128)):
+            out, lse = blocked_attention(q, k, v, mask_mod=mask_mod, causal=causal, block_q=bq, block_k=bk,
+                                         return_lse=True)
+            np.testing.assert_allclose(out, reference(q, k, v, allowed), rtol=0, atol=F32_TOL)
+            np.testing.assert_allclose(lse, reference_lse(q, k, allowed), rtol=0, atol=F32_TOL)
+
+
+def test_unsorted_documents_have_no_key_ranges():
+    from qkv import masks
+
+    assert masks.document(np.array([0, 1, 0, 1])).key_ranges(4, 4) is None
+    assert masks.document(np.zeros((2, 4), int)).key_ranges(4, 4) is None          # one row per batch: not here
+    assert (masks.sliding_window(2) | masks.sinks(1)).key_ranges(4, 4) is None

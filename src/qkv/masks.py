@@ -80,11 +80,26 @@ class MaskMod:
 
 class _Mask(MaskMod):
     """band: (lo, hi) when the mask is exactly lo <= kv_idx − q_idx <= hi (None: unbounded on that
-    side): the blocked kernel then masks a partial block by per-row key ranges, with no mask array."""
+    side): the blocked kernel then masks a partial block by per-row key ranges, with no mask array.
 
-    def __init__(self, name, formula, fn, kinds=None, relative=False, band=None):
+    key_ranges(tq, tk) -> (lo, hi) int64 (Tq,) arrays, or None: when every query row's allowed keys
+    are exactly lo[q] <= kv < hi[q], the same for every batch and head (causal, windows, prefix-LM,
+    chunked, documents with one sorted id row, and their `&`); the kernel masks partial blocks by
+    these ranges in C."""
+
+    def __init__(self, name, formula, fn, kinds=None, relative=False, band=None, ranges=None):
         self.name, self.formula, self._fn, self._kinds, self.relative = name, formula, fn, kinds, relative
         self.band = band
+        self._ranges = ranges
+
+    def key_ranges(self, tq: int, tk: int):
+        if self._ranges is None:
+            return None
+        found = self._ranges(np.arange(tq, dtype=np.int64), tq, tk)
+        if found is None:
+            return None
+        lo, hi = (np.broadcast_to(np.asarray(x, dtype=np.int64), (tq,)) for x in found)
+        return lo, hi
 
     def __call__(self, b, h, q_idx, kv_idx):
         return self._fn(b, h, q_idx, kv_idx)
@@ -110,7 +125,8 @@ def causal(offset: int = 0) -> MaskMod:
         return _kinds(high <= offset, low <= offset)
 
     return _Mask("causal", f"kv ≤ q + {offset}" if offset else "kv ≤ q",
-                 lambda b, h, q_idx, kv_idx: kv_idx <= q_idx + offset, kinds, relative=True, band=(None, offset))
+                 lambda b, h, q_idx, kv_idx: kv_idx <= q_idx + offset, kinds, relative=True, band=(None, offset),
+                 ranges=lambda q, tq, tk: (0, q + offset + 1))
 
 
 def sliding_window(left: int | None, right: int | None = 0) -> MaskMod:
@@ -138,7 +154,8 @@ def sliding_window(left: int | None, right: int | None = 0) -> MaskMod:
     side = lambda n: "∞" if n is None else str(n)
     return _Mask(f"sliding window ({side(left)}, {side(right)})",
                  f"q − {side(left)} ≤ kv ≤ q + {side(right)}", fn, kinds, relative=True,
-                 band=(None if left is None else -left, right))
+                 band=(None if left is None else -left, right),
+                 ranges=lambda q, tq, tk: (0 if left is None else q - left, tk if right is None else q + right + 1))
 
 
 def dilated_window(left: int, right: int = 0, dilation: int = 2) -> MaskMod:
@@ -180,7 +197,8 @@ def prefix_lm(prefix: int) -> MaskMod:
         return _kinds((k_hi <= prefix) | (high <= 0), (k_lo < prefix) | (low <= 0))
 
     return _Mask(f"prefix-LM ({prefix})", f"kv < {prefix} or kv ≤ q",
-                 lambda b, h, q_idx, kv_idx: (kv_idx < prefix) | (kv_idx <= q_idx), kinds)
+                 lambda b, h, q_idx, kv_idx: (kv_idx < prefix) | (kv_idx <= q_idx), kinds,
+                 ranges=lambda q, tq, tk: (0, np.maximum(prefix, q + 1)))
 
 
 def sinks(n: int) -> MaskMod:
@@ -205,7 +223,8 @@ def chunked(size: int) -> MaskMod:
         return _kinds((qa == qb) & (ka == kb) & (qa == ka), (qa <= kb) & (ka <= qb))
 
     return _Mask(f"chunked ({size})", f"⌊q/{size}⌋ = ⌊kv/{size}⌋",
-                 lambda b, h, q_idx, kv_idx: q_idx // size == kv_idx // size, kinds)
+                 lambda b, h, q_idx, kv_idx: q_idx // size == kv_idx // size, kinds,
+                 ranges=lambda q, tq, tk: (q // size * size, q // size * size + size))
 
 
 def document(ids, kv_ids=None) -> MaskMod:
@@ -237,7 +256,16 @@ def document(ids, kv_ids=None) -> MaskMod:
         ka, kb = ranges(k_ids, b, k_lo, k_hi)
         return _kinds((qa == qb) & (ka == kb) & (qa == ka), (qa <= kb) & (ka <= qb))
 
-    return _Mask("document", "doc[q] = doc[kv]", fn, kinds)
+    def key_ranges(q, tq, tk):   # one id row, keys' ids sorted: a document's keys are contiguous
+        if q_ids.ndim != 1 or k_ids.ndim != 1 or q_ids.shape[0] < tq or k_ids.shape[0] < tk:
+            return None
+        keys = k_ids[:tk]
+        if tk > 1 and np.any(keys[1:] < keys[:-1]):
+            return None
+        mine = q_ids[:tq]
+        return np.searchsorted(keys, mine, side="left"), np.searchsorted(keys, mine, side="right")
+
+    return _Mask("document", "doc[q] = doc[kv]", fn, kinds, ranges=key_ranges)
 
 
 def and_masks(*masks) -> MaskMod:
@@ -271,7 +299,17 @@ def _combine(masks, word, pick, join):
     names = [getattr(m, "name", getattr(m, "__name__", "mask")) for m in masks]
     formulas = [f"({getattr(m, 'formula', '') or getattr(m, '__name__', 'mask')})" for m in masks]
     relative = all(getattr(m, "relative", False) for m in masks)
-    return _Mask(f" {word} ".join(names), f" {word} ".join(formulas), fn, kinds, relative=relative)
+
+    def key_ranges(q, tq, tk):   # "and" of key ranges is their intersection; "or" is not a range
+        if word != "and" or not all(callable(getattr(m, "key_ranges", None)) for m in masks):
+            return None
+        parts = [m.key_ranges(tq, tk) for m in masks]
+        if any(part is None for part in parts):
+            return None
+        return (np.maximum.reduce([part[0] for part in parts]), np.minimum.reduce([part[1] for part in parts]))
+
+    return _Mask(f" {word} ".join(names), f" {word} ".join(formulas), fn, kinds, relative=relative,
+                 ranges=key_ranges)
 
 
 # --------------------------------------------------------------------------- score functions

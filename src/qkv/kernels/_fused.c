@@ -377,7 +377,7 @@ static int have_avx512(void)
  * With have_limit, row i keeps only columns j < limit + i (causal). Returns 1 when some α ≠ 1. */
 static int softmax_block(float *scores, Py_ssize_t stride, Py_ssize_t rows, Py_ssize_t cols, float *ref, float *l,
                          float *alpha, float *rmax, float headroom, int have_limit, Py_ssize_t limit, int have_start,
-                         Py_ssize_t start, int width)
+                         Py_ssize_t start, const int64_t *rlo, const int64_t *rhi, Py_ssize_t j0, int width)
 {
     int moved = 0;
     for (Py_ssize_t i = 0; i < rows; i++) {
@@ -392,10 +392,20 @@ static int softmax_block(float *scores, Py_ssize_t stride, Py_ssize_t rows, Py_s
         if (have_start) {
             lo = start + i;
             lo = lo < 0 ? 0 : (lo > cols ? cols : lo);
+        }
+        if (rlo) {               /* row i keeps keys rlo[i] ≤ j < rhi[i] (absolute): columns j − j0 */
+            int64_t a = rlo[i] - j0, z = rhi[i] - j0;
+            a = a < 0 ? 0 : (a > cols ? cols : a);
+            z = z < 0 ? 0 : (z > cols ? cols : z);
+            if (a > lo)
+                lo = (Py_ssize_t)a;
+            if (z < lim)
+                lim = (Py_ssize_t)z;
+        }
+        if (lo) {
             if (lim < lo)
                 lim = lo;
-            if (lo)
-                memset(row, 0, (size_t)lo * sizeof(float));
+            memset(row, 0, (size_t)lo * sizeof(float));
             row += lo;
         }
         Py_ssize_t n = cols - lo, nlim = lim - lo;
@@ -501,7 +511,8 @@ static PyObject *softmax_rows(PyObject *self, PyObject *args)
     float *scores = vs.buf, *ref = vr.buf, *l = vl.buf, *alpha = va.buf, *rmax = have_max ? vm.buf : NULL;
     int moved, width = vector_width();
     Py_BEGIN_ALLOW_THREADS
-    moved = softmax_block(scores, stride, rows, cols, ref, l, alpha, rmax, headroom, have_limit, limit, 0, 0, width);
+    moved = softmax_block(scores, stride, rows, cols, ref, l, alpha, rmax, headroom, have_limit, limit, 0, 0, NULL,
+                          NULL, 0, width);
     Py_END_ALLOW_THREADS
     if (have_max)
         PyBuffer_Release(&vm);
@@ -576,6 +587,7 @@ struct flash_block {
     Py_ssize_t limit;
     int have_start;          /* a band's start: row i keeps only keys j0 + c with c >= start + i */
     Py_ssize_t start;
+    const int64_t *rlo, *rhi; /* NULL, or per row i of the task: keeps only keys rlo[i] <= j < rhi[i] */
 };
 
 /* One key block through BLAS: S = q·k_jᵀ, the mask, the softmax step, acc rescaled where a
@@ -595,7 +607,7 @@ static void flash_block_blas(const struct flash_task *t, const struct flash_bloc
         }
     }
     if (softmax_block(scores, t->lds, rows, cols, t->ref, t->l, t->alpha, t->rmax, t->headroom, b->have_limit,
-                      b->limit, b->have_start, b->start, t->width)) {
+                      b->limit, b->have_start, b->start, b->rlo, b->rhi, b->j0, t->width)) {
         for (Py_ssize_t i = 0; i < rows; i++)
             if (t->alpha[i] != 1.0f) {
                 float *row = t->acc + i * t->ldacc;
@@ -817,7 +829,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
         for (Py_ssize_t b = 0; b < n_blocks; b++) {
             const int64_t *row = blocks + 5 * b;
             struct flash_block block = {(Py_ssize_t)row[0], (Py_ssize_t)(row[1] - row[0]), NULL, 0, (row[2] & 1) != 0,
-                                        (Py_ssize_t)row[3], (row[2] & 2) != 0, (Py_ssize_t)row[4]};
+                                        (Py_ssize_t)row[3], (row[2] & 2) != 0, (Py_ssize_t)row[4], NULL, NULL};
             if (mviews && mviews[b].buf) {
                 block.mask = mviews[b].buf;
                 block.mstride = mviews[b].strides[0];
@@ -895,7 +907,8 @@ static int get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t co
 }
 
 PyDoc_STRVAR(flash_many_doc,
-"flash_many(q, k, v, out, lse, tasks, blocks, counter, scores, vectors, headroom, scale, budget=0)\n"
+"flash_many(q, k, v, out, lse, tasks, blocks, counter, scores, vectors, headroom, scale, budget=0,\n"
+"           ranges=None)\n"
 "    -> bool\n\n"
 "Runs tasks (int64 (n, 7): q head, kv head, out head, i0, i1, b0, b1) until none is left,\n"
 "taking the next one from counter[0] (int64, shared by the threads that call this at once):\n"
@@ -906,26 +919,30 @@ PyDoc_STRVAR(flash_many_doc,
 "lse (No, Tq) float32 with contiguous rows or None; scores: this thread's float32 scratch of at\n"
 "least (rows, cols) of any task and block; vectors: float32 (3, rows) scratch. The GIL is\n"
 "released while the tasks run. budget > 0: take no new task after that many seconds (so the\n"
-"caller can handle signals). Returns True while tasks are left. Needs set_sgemm first.");
+"caller can handle signals). ranges: None or int64 (2, Tq): query row i sees only keys\n"
+"ranges[0, i] <= j < ranges[1, i] in blocks whose flags have 4 (document-like masks).\n"
+"Returns True while tasks are left. Needs set_sgemm first.");
 
 static PyObject *flash_many(PyObject *self, PyObject *args)
 {
     PyObject *o_q, *o_k, *o_v, *o_out, *o_lse, *o_tasks, *o_blocks, *o_counter, *o_scores, *o_vectors;
     float headroom, scale;
     double budget = 0.0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOff|d", &o_q, &o_k, &o_v, &o_out, &o_lse, &o_tasks, &o_blocks, &o_counter,
-                          &o_scores, &o_vectors, &headroom, &scale, &budget))
+    PyObject *o_ranges = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOff|dO", &o_q, &o_k, &o_v, &o_out, &o_lse, &o_tasks, &o_blocks, &o_counter,
+                          &o_scores, &o_vectors, &headroom, &scale, &budget, &o_ranges))
         return NULL;
     if (sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_many needs a BLAS sgemm: call set_sgemm first");
         return NULL;
     }
-    Py_buffer vq, vk, vv, vo, vlse, vt, vb, vc, vs, vvec;
-    Py_buffer *views[10];
+    Py_buffer vq, vk, vv, vo, vlse, vt, vb, vc, vs, vvec, vrange;
+    Py_buffer *views[11];
     int held = 0, have_lse = o_lse != Py_None;
     PyObject *result = NULL;
     float *scaled = NULL;
     Py_ssize_t lds, ldvec;
+    const int64_t *row_lo = NULL, *row_hi = NULL;
 #define HOLD(call, view) do { if ((call) < 0) goto done; views[held++] = (view); } while (0)
     HOLD(get_tensor3(o_q, &vq, 0, "q"), &vq);
     HOLD(get_tensor3(o_k, &vk, 0, "k"), &vk);
@@ -962,6 +979,15 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "counter must hold one value");
         goto done;
     }
+    if (o_ranges != Py_None) {   /* (2, Tq): each query row's allowed keys [lo, hi) */
+        HOLD(get_int64(o_ranges, &vrange, 0, tq, "ranges"), &vrange);
+        if (vrange.shape[0] != 2) {
+            PyErr_Format(PyExc_ValueError, "ranges must have shape (2, %zd)", tq);
+            goto done;
+        }
+        row_lo = vrange.buf;
+        row_hi = row_lo + tq;
+    }
     Py_ssize_t n_tasks = vt.shape[0], n_blocks = vb.shape[0], max_rows = 0;
     const int64_t *tasks = vt.buf, *blocks = vb.buf;
     for (Py_ssize_t b = 0; b < n_blocks; b++) {
@@ -969,6 +995,10 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
         if (j0 < 0 || j1 <= j0 || j1 > tk || j1 - j0 > vs.shape[1]) {
             PyErr_Format(PyExc_ValueError, "block %zd covers keys %lld:%lld; expected 0 <= j0 < j1 <= %zd and at most "
                          "%zd keys (the scratch's columns)", b, (long long)j0, (long long)j1, tk, vs.shape[1]);
+            goto done;
+        }
+        if ((blocks[5 * b + 2] & 4) && row_lo == NULL) {
+            PyErr_Format(PyExc_ValueError, "block %zd uses row ranges (flag 4) but ranges is None", b);
             goto done;
         }
     }
@@ -1033,7 +1063,11 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
                 const int64_t *row = blocks + 5 * b;
                 struct flash_block block = {(Py_ssize_t)row[0], (Py_ssize_t)(row[1] - row[0]), NULL, 0,
                                             (row[2] & 1) != 0, (Py_ssize_t)row[3], (row[2] & 2) != 0,
-                                            (Py_ssize_t)row[4]};
+                                            (Py_ssize_t)row[4], NULL, NULL};
+                if (row[2] & 4) {   /* the mask's key range per query row */
+                    block.rlo = row_lo + i0;
+                    block.rhi = row_hi + i0;
+                }
                 if (!(tile_on && tile_block(&task, &block)))
                     flash_block_blas(&task, &block);
             }

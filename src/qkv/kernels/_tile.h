@@ -368,8 +368,8 @@ static int tile_block(const struct flash_task *t, const struct flash_block *b)
 {
 #ifdef FUSED_X86
     if (t->width < 16 || t->rows < TILE_MINROWS || b->cols > TILE_MAXC || t->dk < 1 ||
-        t->dk > TILE_MAXDK || t->dv < 16 || t->dv > TILE_MAXDV || t->dv % 16)
-        return 0;
+        t->dk > TILE_MAXDK || t->dv < 16 || t->dv > TILE_MAXDV || t->dv % 16 || b->rlo != NULL)
+        return 0;   /* per-row key ranges (rlo/rhi): the BLAS step */
     return tile_block_avx512(t, b);
 #else
     (void)t;

@@ -31,7 +31,7 @@ import contextlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -136,6 +136,7 @@ class _Problem:
     scale: float
     causal: bool
     own: tuple = ()        # (q, k, v) before broadcasting to lead (GQA already split), for flash_many
+    memo: dict = field(default_factory=dict)   # per-call values computed once (see _key_ranges)
 
 
 def _prepare(call: Call, q, k, v, mask, bias) -> _Problem:
@@ -402,9 +403,20 @@ def _many_route(prob: _Problem) -> bool:
     return (_USE_MANY and _USE_FLASH and _USE_FUSED and _fused is not None and prob.q.dtype == np.float32 and prob.mask is None
             and prob.bias is None and call.score_mod is None and prob.bad_keys is None and call.dk > 0
             and call.dv > 0 and prob.own[1].shape[:-2] == prob.own[2].shape[:-2]
-            and (mask_mod is None or (getattr(mask_mod, "band", None) is not None
-                                      and callable(getattr(mask_mod, "block_kinds", None))))
+            and (mask_mod is None or (callable(getattr(mask_mod, "block_kinds", None))
+                                      and (getattr(mask_mod, "band", None) is not None or _key_ranges(prob) is not None)))
             and _sgemm_ready())
+
+
+def _key_ranges(prob: _Problem):
+    """The mask function's per-row key ranges ((2, Tq) int64: query q sees keys lo ≤ kv < hi, the
+    same for every batch and head), or None. Computed once per call."""
+    call = prob.call
+    if "ranges" not in prob.memo:
+        found = getattr(call.mask_mod, "key_ranges", None)
+        found = found(call.tq, call.tk) if callable(found) else None
+        prob.memo["ranges"] = None if found is None else np.ascontiguousarray(np.stack(found).astype(np.int64))
+    return prob.memo["ranges"]
 
 
 # flash_many returns to Python after this many seconds (and is called again): Ctrl-C stays prompt.
@@ -423,22 +435,28 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     prob = ctx.prob
     call = prob.call
     tq, tk, dk, dv = call.tq, call.tk, call.dk, call.dv
-    key = (tq, tk, ctx.bq, ctx.bk, prob.causal, getattr(call.mask_mod, "band", None))
-    cached = _TABLES.get(key)
+    band = getattr(call.mask_mod, "band", None)
+    key_rows = _key_ranges(prob) if call.mask_mod is not None and band is None else None
+    # Key ranges from data (documents' ids): a table per call; otherwise one per shape, kept.
+    key = None if key_rows is not None else (tq, tk, ctx.bq, ctx.bk, prob.causal, band)
+    cached = None if key is None else _TABLES.get(key)
     if cached is None:
         rows, table = [], []
         for head, i0, i1, blocks, key_end in first_head:
             b0 = len(table)
-            for j0, j1, blocked, limit, start in ctx.plan(head, i0, i1, blocks, key_end, ranges=True):
-                assert blocked is None, "a band's partial blocks come as key ranges"
-                table.append((j0, j1, (limit is not None) | (start is not None) << 1, limit or 0, start or 0))
+            for j0, j1, blocked, limit, start, ranged in ctx.plan(head, i0, i1, blocks, key_end, ranges=True,
+                                                                  key_rows=key_rows is not None):
+                assert blocked is None, "partial blocks of a band or key ranges come with no mask array"
+                flags = (limit is not None) | (start is not None) << 1 | ranged << 2
+                table.append((j0, j1, flags, limit or 0, start or 0))
             rows.append((i0, i1, b0, len(table)))
         cached = (np.array(table, np.int64).reshape(-1, 5), np.array(rows, np.int64).reshape(-1, 4))
         for array in cached:
             array.flags.writeable = False
-        if len(_TABLES) >= _TABLES_KEPT:
-            _TABLES.pop(next(iter(_TABLES)), None)
-        _TABLES[key] = cached
+        if key is not None:
+            if len(_TABLES) >= _TABLES_KEPT:
+                _TABLES.pop(next(iter(_TABLES)), None)
+            _TABLES[key] = cached
     blocks, query_blocks = cached
     lead = prob.lead
     q_own, k_own, v_own = prob.own
@@ -469,7 +487,7 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
         buf = ctx.scratch()
         try:
             while not stop and _fused.flash_many(q3, k3, v3, out3, lse2, tasks, blocks, counter, buf.scores,
-                                                 buf.vectors, _HEADROOM, ctx.scale, _FLASH_BUDGET_S):
+                                                 buf.vectors, _HEADROOM, ctx.scale, _FLASH_BUDGET_S, key_rows):
                 pass
         except BaseException:
             stop.append(True)
@@ -584,7 +602,7 @@ class _Context:
         dtype, bq, bk, dv = self.prob.q.dtype, self.bq, self.bk, self.prob.v.shape[-1]
         return _take_scratch((dtype, bq, bk, dv))
 
-    def plan(self, head, i0, i1, blocks, key_end, ranges=False):
+    def plan(self, head, i0, i1, blocks, key_end, ranges=False, key_rows=False):
         """The key blocks that rows i0:i1 of one (batch, head) visit, as (j0, j1, blocked, limit,
         start): keys j0:j1; blocked None (every key allowed, as far as masks go) or a bool (rows,
         j1 − j0) array, True where the key is not allowed (mask, mask function); limit None or
@@ -594,13 +612,16 @@ class _Context:
 
         ranges: a mask function that is a band of kv − q (qkv.masks.causal, sliding_window: its
         `band`) gives its partial blocks as limit/start (the C walk masks by row ranges, with no
-        array and no exp on hidden keys) instead of a mask array."""
+        array and no exp on hidden keys) instead of a mask array. key_rows: a mask function with
+        per-row key ranges (_key_ranges: documents, prefix-LM, chunked) gives its partial blocks
+        with no array and the last field True (flash_many applies the ranges)."""
         prob, bk, shift = self.prob, self.bk, self.shift
         call = prob.call
         rows = i1 - i0
         mask = prob.mask[head] if prob.mask is not None else None   # (Tq, Tk) view, no copy
         kinds = self.kinds_row(head, i0)                            # (key blocks,) or None
         band = getattr(call.mask_mod, "band", None) if ranges and kinds is not None and mask is None else None
+        by_rows = key_rows and band is None and kinds is not None and mask is None and _key_ranges(prob) is not None
         if call.mask_mod is not None:
             b, h = _batch_head(prob, head)
             q_idx = np.arange(i0, i1, dtype=np.int64)[:, None]
@@ -611,6 +632,7 @@ class _Context:
             allowed = None
             blocked = None      # a cached "not allowed" block (relative masks), used as is
             limit = start = None
+            rows_ranged = False
             if mask is not None:
                 allowed = mask[i0:i1, j0:j1]
             if call.mask_mod is not None and (kinds is None or kinds[jb] == PARTIAL):
@@ -619,6 +641,8 @@ class _Context:
                     lo, hi = band
                     start = None if lo is None else i0 + lo - j0
                     limit = None if hi is None else i0 + hi - j0 + 1
+                elif by_rows:
+                    rows_ranged = True   # each row's key range (_key_ranges), applied in C
                 elif kinds is not None and self.relative and allowed is None:
                     # The mask depends on kv − q only (windows, causal): one block per offset, kept.
                     blocked = self.relative_block(j0 - i0, rows, cols, b, h)
@@ -633,7 +657,7 @@ class _Context:
             if prob.causal and j1 - 1 > i0 + shift:  # this block crosses the diagonal
                 diagonal = i0 + shift - j0 + 1
                 limit = diagonal if limit is None else min(limit, diagonal)
-            yield j0, j1, blocked, limit, start
+            yield j0, j1, blocked, limit, start, rows_ranged
 
     def run(self, head, i0, i1, blocks, key_end, part):
         """Rows i0:i1 of one (batch, head) over the key blocks `blocks` (indices, ascending) that
@@ -665,7 +689,7 @@ class _Context:
             # out = acc / l at the end; masks handed over a few blocks at a time (at most
             # _FLASH_MASK_BYTES of them).
             chunk, masks, held = [], [], 0
-            for j0, j1, blocked, limit, start in self.plan(head, i0, i1, blocks, key_end, ranges=True):
+            for j0, j1, blocked, limit, start, _ in self.plan(head, i0, i1, blocks, key_end, ranges=True):
                 flags = (limit is not None) | (start is not None) << 1
                 chunk.append((j0, j1, flags, limit or 0, start or 0))
                 masks.append(blocked)
@@ -717,7 +741,7 @@ class _Context:
         block_out = buf.block_out[:rows]                            # (rows, Dv)
         moved, fresh = (row[:rows] for row in buf.flags)
         shifted = False   # whether any row's reference has moved from 0
-        for j0, j1, blocked, limit, _ in plan:   # no start: ranges=False
+        for j0, j1, blocked, limit, _, _ in plan:   # no start: ranges=False
             cols = j1 - j0
             scores = buf.scores[:rows, :cols]                       # (rows, cols) scratch
             # Step 1. S = (Q_i·scale)·K_jᵀ, BLAS.
