@@ -531,3 +531,16 @@ def test_ctrl_c_stops_a_long_call_promptly(tmp_path):
     word, elapsed = out.split()
     assert word == "interrupted", out
     assert float(elapsed) < 1.0, out   # the whole call takes ~1.5 s here, ~3 s on a busy machine
+
+
+@needs_fused
+@pytest.mark.parametrize("values", [[1, -5, 3], [], [1, np.inf, -2], [-np.inf, 3], [np.nan, 1e30], [0.0, -0.0],
+                                    "random"])
+def test_absmax_is_max_abs_with_nan_and_inf(values, loops):
+    """The kernel's one-pass check of the values: max |v| (NaN if any is NaN, inf if any is ±inf)."""
+    x = (np.random.default_rng(0).standard_normal(1001) * 7 if values == "random" else np.array(values)).astype(np.float32)
+    expected = np.nan if np.isnan(x).any() else (float(np.abs(x).max()) if x.size else 0.0)
+    got = _fused.absmax(x)
+    assert (np.isnan(got) and np.isnan(expected)) or got == expected
+    with pytest.raises(ValueError, match="C-contiguous float32"):
+        _fused.absmax(x.astype(np.float64))

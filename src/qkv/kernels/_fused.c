@@ -1095,6 +1095,70 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(absmax_doc,
+"absmax(x) -> float\n\n"
+"max |x| over a C-contiguous float32 array in one pass: NaN when x holds a NaN, inf when it holds\n"
+"an infinity (and no NaN), 0 for an empty array. The GIL is released.");
+
+#ifdef FUSED_X86
+__attribute__((target("avx512f"))) static void absmax_avx512(const float *x, Py_ssize_t n, float *top, int *nan)
+{
+    __m512 m0 = _mm512_setzero_ps(), m1 = m0;
+    __mmask16 bad = 0;
+    Py_ssize_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + j)), b = _mm512_abs_ps(_mm512_loadu_ps(x + j + 16));
+        bad |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
+        m0 = _mm512_max_ps(a, m0);
+        m1 = _mm512_max_ps(b, m1);
+    }
+    for (; j < n; j += 16) {
+        __mmask16 k = n - j >= 16 ? (__mmask16)0xFFFF : lanes(n - j);
+        __m512 a = _mm512_abs_ps(_mm512_maskz_loadu_ps(k, x + j));
+        bad |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+        m0 = _mm512_max_ps(a, m0);
+    }
+    *top = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+    *nan = bad != 0;
+}
+#endif
+
+static PyObject *fused_absmax(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    const char *fmt = view.format ? view.format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+        fmt++;
+    if (strcmp(fmt, "f") != 0 || view.itemsize != 4) {
+        PyErr_SetString(PyExc_ValueError, "x must be a C-contiguous float32 array");
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const float *x = view.buf;
+    Py_ssize_t n = view.len / 4;
+    float top = 0.0f;
+    int nan = 0, wide = have_avx512();
+    Py_BEGIN_ALLOW_THREADS
+#ifdef FUSED_X86
+    if (wide)
+        absmax_avx512(x, n, &top, &nan);
+    else
+#endif
+        for (Py_ssize_t j = 0; j < n; j++) {
+            float a = fabsf(x[j]);
+            if (a != a)
+                nan = 1;
+            else if (a > top)
+                top = a;
+        }
+    Py_END_ALLOW_THREADS
+    (void)wide;
+    PyBuffer_Release(&view);
+    return PyFloat_FromDouble(nan ? (double)NAN : (double)top);
+}
+
 PyDoc_STRVAR(exp_doc,
 "exp(src, dst, vector=True)\n\n"
 "dst = exp(src) elementwise with this module's float32 exponential (for testing its accuracy);\n"
@@ -1295,6 +1359,7 @@ static PyMethodDef methods[] = {
     {"softmax_rows", softmax_rows, METH_VARARGS, softmax_rows_doc},
     {"flash_rows", (PyCFunction)(void (*)(void))flash_rows, METH_VARARGS | METH_KEYWORDS, flash_rows_doc},
     {"flash_many", flash_many, METH_VARARGS, flash_many_doc},
+    {"absmax", fused_absmax, METH_O, absmax_doc},
     {"set_sgemm", fused_set_sgemm, METH_VARARGS, set_sgemm_doc},
     {"set_tile", fused_set_tile, METH_O,
      "set_tile(enabled) -> previous: False makes flash_rows use BLAS for every block (for tests)."},

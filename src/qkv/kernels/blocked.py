@@ -164,7 +164,11 @@ def _prepare(call: Call, q, k, v, mask, bias) -> _Problem:
     # query may not attend to are never read. Large values are scaled by an exact power of two:
     # the lazy reference lets P reach e^16, and P·v must not overflow where softmax·v does not.
     v_raw, bad_keys = None, None
-    low, high = (v.min(), v.max()) if v.size else (work.type(0), work.type(0))   # two passes, no temporaries
+    if _fused is not None and v.dtype == np.float32 and v.flags.c_contiguous:
+        top = _fused.absmax(v)                        # one pass: max |v|, NaN or inf if any is
+        low, high = (work.type(-top), work.type(top))
+    else:
+        low, high = (v.min(), v.max()) if v.size else (work.type(0), work.type(0))   # two passes, no temporaries
     if not (np.isfinite(low) and np.isfinite(high)):                            # a NaN or ±inf somewhere
         finite = np.isfinite(v)
         bad_keys = ~finite.all(axis=-1)
