@@ -709,3 +709,28 @@ def test_unsorted_documents_have_no_key_ranges():
     assert masks.document(np.array([0, 1, 0, 1])).key_ranges(4, 4) is None
     assert masks.document(np.zeros((2, 4), int)).key_ranges(4, 4) is None          # one row per batch: not here
     assert (masks.sliding_window(2) | masks.sinks(1)).key_ranges(4, 4) is None
+
+
+@pytest.mark.parametrize("tq", [1, 2])
+@pytest.mark.parametrize("dk, dv", [(5, 3), (64, 64), (130, 144)])
+@pytest.mark.parametrize("width", [16, 8, 1])
+def test_decoding_rows_match_float64(tq, dk, dv, width):
+    """One or two query rows (decoding) take plain loops over k's and v's rows in C instead of BLAS:
+    every loop width, head widths around the 16-lane steps, causal and a window, against float64."""
+    from qkv import masks
+    from qkv.kernels import _fused
+
+    rng = np.random.default_rng(tq * 1000 + dk + dv)
+    q = rng.standard_normal((3, tq, dk)).astype(np.float32)
+    k = rng.standard_normal((3, 700, dk)).astype(np.float32)
+    v = rng.standard_normal((3, 700, dv)).astype(np.float32)
+    previous = _fused.set_width(width)
+    try:
+        for kwargs, dense in (({}, None), ({"causal": True}, None),
+                              ({"mask_mod": masks.sliding_window(100)},
+                               masks.dense_mask(masks.sliding_window(100), tq, 700))):
+            out = blocked_attention(q, k, v, **kwargs)
+            expected = reference(q, k, v, dense, causal=kwargs.get("causal", False))
+            np.testing.assert_allclose(out, expected, rtol=0, atol=F32_TOL)
+    finally:
+        _fused.set_width(previous)
