@@ -136,8 +136,33 @@ def test_alternate_flips_the_order_and_warms_short_calls_before_timing_them():
         calls.append("b")
         time.sleep(bench._BURST_BELOW_S + 0.01)
 
-    first, second = bench._alternate(fast, slow, 2)
+    saved = bench._BURST_MIN_S
+    bench._BURST_MIN_S = 0
+    try:
+        first, second = bench._alternate(fast, slow, 2)
+    finally:
+        bench._BURST_MIN_S = saved
     assert len(first) == len(second) == 2
     # warm-up a, b; round 1: (a a a) b; round 2: b (a a a)
     assert calls == ["a", "b", "a", "a", "a", "b", "b", "a", "a", "a"]
     assert min(second) >= bench._BURST_BELOW_S
+
+
+def test_alternate_warms_short_calls_for_a_minimum_time():
+    from qkv import bench
+
+    calls = []
+
+    def fast():
+        calls.append(time.perf_counter())
+        time.sleep(0.004)
+
+    saved = bench._BURST_MIN_S
+    bench._BURST_MIN_S = 0.02
+    try:
+        bench._alternate(fast, lambda: None, 1)
+    finally:
+        bench._BURST_MIN_S = saved
+    # warm-up, then untimed calls until 20 ms have passed (at least 5 of 4 ms), then the timed one
+    assert len(calls) >= 1 + 5 + 1
+    assert calls[-1] - calls[1] >= 0.02

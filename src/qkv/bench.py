@@ -8,8 +8,8 @@ qkv alone: after one warm-up call of each, qkv and the peer alternate (qkv, peer
 median of its own calls in that pair; a ratio compares the two medians of one pair. (Timing
 every implementation round-robin let the plain path's and naive NumPy's gigabytes of memory
 churn slow the run that came after them: torch looked 30 % slower than alone.) Calls under 0.25 s
-are timed in their own steady state: two untimed calls of the same implementation right before
-each timed one. Torch's OpenMP threads keep spinning on the cores for milliseconds after each of
+are timed in their own steady state: untimed calls of the same implementation (two, and 30 ms at
+least) right before each timed one. Torch's OpenMP threads keep spinning on the cores for milliseconds after each of
 its calls (libgomp's default wait policy), so a qkv call right after an SDPA call measured 5.7 ms
 where it takes 3.4 ms after its own (T = 512, 2 cores); and on this machine's virtual CPUs a
 pause before a call slows the next few qkv calls (6.2–6.8 ms after 30–100 ms idle, single-thread
@@ -46,11 +46,13 @@ __all__ = ["Row", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "
 PAIRING = ("each peer timed in a pair with qkv alone: a 0.3 s pause (OpenBLAS's threads spin after a "
            "multi-threaded product), one warm-up call each, then qkv and the peer "
            "alternate (order flipped every round), nothing else in between; calls under 0.25 s timed in "
-           "their own steady state (two untimed calls of the same implementation right before each timed "
-           "one: torch's OpenMP threads spin for milliseconds after each call); medians; ratios within one pair")
+           "their own steady state (untimed calls of the same implementation, two and 30 ms at least, right "
+           "before each timed one: torch's OpenMP threads spin for milliseconds after each call); medians; "
+           "ratios within one pair")
 # Calls shorter than this get _BURST_WARM untimed calls before each timed one (see the docstring).
 _BURST_BELOW_S = 0.25
 _BURST_WARM = 2
+_BURST_MIN_S = 0.03   # torch's OpenMP threads were measured slowing qkv calls for ~10 ms after its call
 # A pause before each pair: OpenBLAS's threads spin (sched_yield) for up to ~0.1 s after a
 # multi-threaded product (the GEMM-rate measurement, the plain and naive rows), taking a core from
 # whatever runs next.
@@ -258,9 +260,11 @@ def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool
         order = (0, 1) if round_ % 2 == 0 else (1, 0)
         for which in order:
             fn = first if which == 0 else second
-            if last[which] < _BURST_BELOW_S:
-                for _ in range(_BURST_WARM):
+            if last[which] < _BURST_BELOW_S:   # untimed calls for _BURST_WARM of them and _BURST_MIN_S at least
+                began, warmed = time.perf_counter(), 0
+                while warmed < _BURST_WARM or time.perf_counter() - began < _BURST_MIN_S:
                     fn()
+                    warmed += 1
             start = time.perf_counter()
             fn()
             last[which] = time.perf_counter() - start
