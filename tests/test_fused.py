@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from flash_reference import flash_reference
 from qkv.kernels import blocked
 
 _fused = blocked._fused
@@ -242,29 +243,6 @@ def test_flash_rows_has_numpys_blas_here():
     assert blocked._sgemm_ready(), "no cblas_sgemm found in the BLAS libraries threadpoolctl lists"
 
 
-def flash_reference(q, k, v, blocks, masks):
-    """float64: softmax over the keys the blocks visit (their masks and causal limits applied) of
-    q·kᵀ, then ·v; also l = Σ exp(s − r) for the references r the kernel must end with."""
-    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
-    rows, tk = q.shape[0], k.shape[0]
-    allowed = np.zeros((rows, tk), bool)
-    for (j0, j1, flags, limit, start), blocked_ in zip(blocks, masks or [None] * len(blocks)):
-        keep = np.ones((rows, j1 - j0), bool)
-        if blocked_ is not None:
-            keep &= ~blocked_
-        if flags & 1:
-            keep &= np.arange(j1 - j0)[None, :] < limit + np.arange(rows)[:, None]
-        if flags & 2:
-            keep &= np.arange(j1 - j0)[None, :] >= start + np.arange(rows)[:, None]
-        allowed[:, j0:j1] = keep
-    scores = np.where(allowed, q64 @ k64.T, -np.inf)
-    top = scores.max(axis=1, keepdims=True)
-    weights = np.exp(scores - np.where(np.isfinite(top), top, 0))
-    total = weights.sum(axis=1, keepdims=True)
-    out = np.where(total > 0, weights @ v64 / np.where(total > 0, total, 1), 0)
-    return out, top[:, 0]
-
-
 @needs_fused
 @pytest.mark.parametrize("dk, dv, cols", [(64, 64, 512), (5, 3, 7), (13, 17, 40)])
 def test_flash_rows_matches_float64(dk, dv, cols, loops):
@@ -288,7 +266,7 @@ def test_flash_rows_matches_float64(dk, dv, cols, loops):
     row_max = np.full(rows, -np.inf, np.float32)
     scratch = np.full((rows + 2, cols + 3), np.nan, np.float32)   # larger than needed, as the kernel's
     _fused.flash_rows(q, k, v, acc, ref, l, alpha, row_max, scratch, np.array(blocks, np.int64), masks, HEADROOM)
-    expected, top = flash_reference(q, k, v, blocks, masks)
+    expected, top, _, _ = flash_reference(q, k, v, blocks, masks)
     got = np.where(l[:, None] > 0, acc / np.where(l > 0, l, 1)[:, None], 0)
     np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6 * max(1, np.abs(v).max()))
     np.testing.assert_allclose(row_max, top, rtol=1e-6)
@@ -311,7 +289,7 @@ def test_flash_rows_scales_q_and_finalizes(loops):
     ref, l, alpha = (np.zeros(5, np.float32) for _ in range(3))
     _fused.flash_rows(q, k, v, out, ref, l, alpha, None, np.empty((5, 20), np.float32), np.array(blocks, np.int64),
                       masks, HEADROOM, scale=0.3, finalize=True)
-    expected, _ = flash_reference(q * np.float32(0.3), k, v, blocks, masks)
+    expected = flash_reference(q * np.float32(0.3), k, v, blocks, masks)[0]
     np.testing.assert_allclose(out, expected, atol=2e-6)
     assert not out[2].any() and l[2] == 0
     np.testing.assert_array_equal(q, q_before)
@@ -338,7 +316,7 @@ def test_flash_rows_accepts_strided_and_read_only_inputs():
         results.append(out)
     np.testing.assert_array_equal(results[0], results[1])
     assert not results[0][:, :2].any() and not results[0][:, 7:].any()     # only acc's columns written
-    expected, _ = flash_reference(q, k, v, blocks.tolist(), None)
+    expected = flash_reference(q, k, v, blocks.tolist(), None)[0]
     l_sum = np.exp(q.astype(np.float64) @ k.T.astype(np.float64)).sum(1)
     np.testing.assert_allclose(results[0][:, 2:7] / l_sum[:, None], expected, atol=1e-5)
 
@@ -381,6 +359,8 @@ def test_flash_rows_refuses_wrong_arrays():
         call(blocks=one.astype(np.int32))
     with pytest.raises(ValueError, match=r"shape \(n, 5\)"):
         call(blocks=one[:, :4].copy())
+    with pytest.raises(ValueError, match=r"block 0 uses row ranges \(flag 4\) but no ranges were given"):
+        call(blocks=np.array([[0, 8, 4, 0, 0]], np.int64))
     with pytest.raises(ValueError, match="masks has 2 entries for 1 blocks"):
         call(masks=[None, None])
     with pytest.raises(ValueError, match=r"masks\[0\] must be a bool \(3, 8\)"):
@@ -485,6 +465,8 @@ def test_flash_many_refuses_wrong_arrays():
         call([good], blocks=np.array([[0, 10, 0, 0, 0]], np.int64))
     with pytest.raises(ValueError, match="shapes do not agree"):
         call([good], v=np.ones((1, 8, 3), np.float32))
+    with pytest.raises(ValueError, match=r"block 0 uses row ranges \(flag 4\) but no ranges were given"):
+        call([good], blocks=np.array([[0, 9, 4, 0, 0]], np.int64))
     with pytest.raises(ValueError, match="tasks must be a C-contiguous int64 array of shape \\(n, 7\\)"):
         call([good], tasks=np.array([good], np.int32))
     with pytest.raises(ValueError, match="lse must be a writable float32 \\(2, 6\\)"):

@@ -719,6 +719,59 @@ static PyObject *fused_set_tile(PyObject *self, PyObject *arg)
     return PyBool_FromLong(previous);
 }
 
+/* The rows of a blocks table ((n, 5) int64: j0, j1, flags, limit, start) checked before any work:
+ * 0 <= j0 < j1 <= tk, at most max_cols keys, flag 4 (row ranges) only where ranges were given. */
+static int check_blocks(const int64_t *blocks, Py_ssize_t n, Py_ssize_t tk, Py_ssize_t max_cols, int have_ranges)
+{
+    for (Py_ssize_t b = 0; b < n; b++) {
+        int64_t j0 = blocks[5 * b], j1 = blocks[5 * b + 1];
+        if (j0 < 0 || j1 <= j0 || j1 > tk || j1 - j0 > max_cols) {
+            PyErr_Format(PyExc_ValueError, "block %zd covers keys %lld:%lld; expected 0 <= j0 < j1 <= %zd and at most "
+                         "%zd keys (the scratch's columns)", b, (long long)j0, (long long)j1, tk, max_cols);
+            return -1;
+        }
+        if ((blocks[5 * b + 2] & 4) && !have_ranges) {
+            PyErr_Format(PyExc_ValueError, "block %zd uses row ranges (flag 4) but no ranges were given", b);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* One row of a blocks table as a flash_block (no mask; row ranges for flag 4 from rlo/rhi, which
+ * point at the task's first query row). */
+static struct flash_block block_at(const int64_t *row, const int64_t *rlo, const int64_t *rhi)
+{
+    struct flash_block block = {(Py_ssize_t)row[0], (Py_ssize_t)(row[1] - row[0]), NULL, 0, (row[2] & 1) != 0,
+                                (Py_ssize_t)row[3], (row[2] & 2) != 0, (Py_ssize_t)row[4], NULL, NULL};
+    if (row[2] & 4) {
+        block.rlo = rlo;
+        block.rhi = rhi;
+    }
+    return block;
+}
+
+/* The end of a query block's walk: out = acc / l row by row (a row with l = 0, no allowed key, becomes
+ * 0; a NaN l, from a NaN score, divides: NaN, as NumPy) and, unless lse is NULL, lse = ref + log l
+ * (−inf for those empty rows). */
+static void finish_rows(float *acc, Py_ssize_t ldacc, Py_ssize_t rows, Py_ssize_t dv, const float *ref,
+                        const float *l, float *lse)
+{
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        float *o = acc + r * ldacc;
+        int empty = l[r] <= 0.0f;
+        if (!empty) {
+            float d = l[r];
+            for (Py_ssize_t c = 0; c < dv; c++)
+                o[c] /= d;
+        } else {
+            memset(o, 0, (size_t)dv * sizeof(float));
+        }
+        if (lse)
+            lse[r] = empty ? -INFINITY : ref[r] + logf(l[r]);
+    }
+}
+
 PyDoc_STRVAR(set_sgemm_doc,
 "set_sgemm(address, ilp64) -> None\n\n"
 "The address of a CBLAS cblas_sgemm (64-bit integers when ilp64) for flash_rows; 0 forgets it.");
@@ -842,14 +895,8 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     Py_ssize_t n_blocks = vb.shape[0];
     const int64_t *blocks = vb.buf;
-    for (Py_ssize_t b = 0; b < n_blocks; b++) {
-        int64_t j0 = blocks[5 * b], j1 = blocks[5 * b + 1];
-        if (j0 < 0 || j1 <= j0 || j1 > tk || j1 - j0 > vs.shape[1]) {
-            PyErr_Format(PyExc_ValueError, "block %zd covers keys %lld:%lld; expected 0 <= j0 < j1 <= %zd and at most "
-                         "%zd keys (the scratch's columns)", b, (long long)j0, (long long)j1, tk, vs.shape[1]);
-            goto done;
-        }
-    }
+    if (check_blocks(blocks, n_blocks, tk, vs.shape[1], 0) < 0)
+        goto done;
     if (o_masks != Py_None) {
         PyObject *seq = PySequence_Fast(o_masks, "masks must be None or a sequence");
         if (seq == NULL)
@@ -913,9 +960,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
         struct flash_task task = {q, ldq, k, ldk, v, ldv, acc, ldacc, rows, dk, dv, ref, l, alpha, rmax, headroom,
                                   scores, lds, width};
         for (Py_ssize_t b = 0; b < n_blocks; b++) {
-            const int64_t *row = blocks + 5 * b;
-            struct flash_block block = {(Py_ssize_t)row[0], (Py_ssize_t)(row[1] - row[0]), NULL, 0, (row[2] & 1) != 0,
-                                        (Py_ssize_t)row[3], (row[2] & 2) != 0, (Py_ssize_t)row[4], NULL, NULL};
+            struct flash_block block = block_at(blocks + 5 * b, NULL, NULL);
             if (mviews && mviews[b].buf) {
                 block.mask = mviews[b].buf;
                 block.mstride = mviews[b].strides[0];
@@ -923,17 +968,8 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
             if (!(tile_on && tile_block(&task, &block)))
                 flash_block_blas(&task, &block);
         }
-        if (finalize)   /* out = acc / l; rows with l = 0 (no allowed key) become 0 */
-            for (Py_ssize_t i = 0; i < rows; i++) {
-                float *row = acc + i * ldacc;
-                if (!(l[i] <= 0.0f)) {   /* NaN (a NaN score) divides: NaN out, as NumPy */
-                    float d = l[i];
-                    for (Py_ssize_t c = 0; c < dv; c++)
-                        row[c] /= d;
-                } else {
-                    memset(row, 0, (size_t)dv * sizeof(float));
-                }
-            }
+        if (finalize)
+            finish_rows(acc, ldacc, rows, dv, ref, l, NULL);
         Py_END_ALLOW_THREADS
         PyMem_RawFree(scaled);
     }
@@ -1076,18 +1112,8 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
     }
     Py_ssize_t n_tasks = vt.shape[0], n_blocks = vb.shape[0], max_rows = 0;
     const int64_t *tasks = vt.buf, *blocks = vb.buf;
-    for (Py_ssize_t b = 0; b < n_blocks; b++) {
-        int64_t j0 = blocks[5 * b], j1 = blocks[5 * b + 1];
-        if (j0 < 0 || j1 <= j0 || j1 > tk || j1 - j0 > vs.shape[1]) {
-            PyErr_Format(PyExc_ValueError, "block %zd covers keys %lld:%lld; expected 0 <= j0 < j1 <= %zd and at most "
-                         "%zd keys (the scratch's columns)", b, (long long)j0, (long long)j1, tk, vs.shape[1]);
-            goto done;
-        }
-        if ((blocks[5 * b + 2] & 4) && row_lo == NULL) {
-            PyErr_Format(PyExc_ValueError, "block %zd uses row ranges (flag 4) but ranges is None", b);
-            goto done;
-        }
-    }
+    if (check_blocks(blocks, n_blocks, tk, vs.shape[1], row_lo != NULL) < 0)
+        goto done;
     for (Py_ssize_t i = 0; i < n_tasks; i++) {
         const int64_t *t = tasks + 7 * i;
         if (t[0] < 0 || t[0] >= vq.shape[0] || t[1] < 0 || t[1] >= vk.shape[0] || t[2] < 0 || t[2] >= vo.shape[0] ||
@@ -1146,29 +1172,12 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
                                       (const float *)vv.buf + tk_[1] * sv0, sv1 >= dv && sv1 > 0 ? sv1 : (dv > 0 ? dv : 1), acc, ldacc, rows, dk,
                                       dv, ref, l, alpha, NULL, headroom, vs.buf, lds, width};
             for (int64_t b = tk_[5]; b < tk_[6]; b++) {
-                const int64_t *row = blocks + 5 * b;
-                struct flash_block block = {(Py_ssize_t)row[0], (Py_ssize_t)(row[1] - row[0]), NULL, 0,
-                                            (row[2] & 1) != 0, (Py_ssize_t)row[3], (row[2] & 2) != 0,
-                                            (Py_ssize_t)row[4], NULL, NULL};
-                if (row[2] & 4) {   /* the mask's key range per query row */
-                    block.rlo = row_lo + i0;
-                    block.rhi = row_hi + i0;
-                }
+                struct flash_block block = block_at(blocks + 5 * b, row_lo ? row_lo + i0 : NULL,
+                                                    row_hi ? row_hi + i0 : NULL);
                 if (!(tile_on && tile_block(&task, &block)))
                     flash_block_blas(&task, &block);
             }
-            for (Py_ssize_t r = 0; r < rows; r++) {   /* out = acc / l; lse = ref + log l */
-                float *o = acc + r * ldacc;
-                if (!(l[r] <= 0.0f)) {   /* NaN (a NaN score) divides: NaN out, as NumPy */
-                    float d = l[r];
-                    for (Py_ssize_t c = 0; c < dv; c++)
-                        o[c] /= d;
-                } else {
-                    memset(o, 0, (size_t)dv * sizeof(float));
-                }
-                if (have_lse)
-                    ((float *)vlse.buf)[tk_[2] * sl0 + i0 + r] = !(l[r] <= 0.0f) ? ref[r] + logf(l[r]) : -INFINITY;
-            }
+            finish_rows(acc, ldacc, rows, dv, ref, l, have_lse ? (float *)vlse.buf + tk_[2] * sl0 + i0 : NULL);
         }
         Py_END_ALLOW_THREADS
         result = PyBool_FromLong(__atomic_load_n(counter, __ATOMIC_RELAXED) < n_tasks);
