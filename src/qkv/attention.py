@@ -44,11 +44,15 @@ Recorder = Callable[..., None]
 # and its memory (the full score matrix) is small.
 _PLAIN_MAX_SCORES = 128 * 128
 # ... except for float32 calls the kernel runs wholly in C (flash_many: no mask array, bias or
-# score_mod): those take the kernel from 64·64 scores per head and 2^15 in all. Measured (2 AMD EPYC
-# cores, D = 64, medians): 32×12 heads T = 64: plain 8.0 ms, kernel 5.4; 1×12 causal T = 64: 0.39
-# against 0.30; T = 32 (32×12): plain 1.7, kernel 1.9–2.2; one head T = 64: plain 0.03, kernel 0.09.
+# score_mod): those take the kernel from 64·64 scores per head and 16 query rows when their work,
+# scores in all × (Dk + Dv), reaches _C_KERNEL_MIN_WORK (masked calls, whose plain path is slower:
+# _C_KERNEL_MIN_WORK_MASKED). Measured (2 AMD EPYC cores, medians, ms, plain / kernel): 32×12 heads
+# T = 64 D = 64: 8.0 / 5.4; 8×12 T = 64 D = 32: 0.94 / 0.82; 4×12 T = 70 D = 32: 0.63 / 0.79;
+# 1×12 T = 128 D = 64: 1.15 / 0.68; 1×12 T = 100 D = 32: 0.29 / 0.33; causal 1×12 T = 64 D = 64:
+# 0.39 / 0.30; one head T = 64: 0.03 / 0.09.
 _C_KERNEL_MIN_SCORES = 64 * 64
-_C_KERNEL_MIN_TOTAL = 1 << 15
+_C_KERNEL_MIN_WORK = 1 << 24
+_C_KERNEL_MIN_WORK_MASKED = 1 << 22
 _C_KERNEL_MIN_ROWS = 16
 
 
@@ -376,11 +380,12 @@ def _empty_result(call: Call, *, return_weights: bool, return_lse: bool = False)
 
 
 def _whole_in_c(call: Call, q) -> bool:
-    """Whether a mid-sized NumPy call goes to the kernel's all-C route (see _C_KERNEL_MIN_SCORES):
+    """Whether a mid-sized NumPy call goes to the kernel's all-C route (see _C_KERNEL_MIN_WORK):
     float32 or float16, no mask array, bias or score_mod, no mask function or a band one, and the
     C extension built."""
     scores = call.tq * call.tk
-    if scores < _C_KERNEL_MIN_SCORES or scores * math.prod(call.lead) < _C_KERNEL_MIN_TOTAL:
+    work = scores * math.prod(call.lead) * (call.dk + call.dv)
+    if scores < _C_KERNEL_MIN_SCORES or work < (_C_KERNEL_MIN_WORK_MASKED if call.masked else _C_KERNEL_MIN_WORK):
         return False
     if call.tq < _C_KERNEL_MIN_ROWS:   # decoding: the plain path reads k and v once (kernel 2.7 ms, plain 0.74
         return False                   # for one query over 4096 keys, 8 heads)
