@@ -404,16 +404,22 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
 
 def _many_route(prob: _Problem) -> bool:
     """Whether the whole call can run as flash_many tasks: float32 through the C walk with no
-    mask array (no mask; no mask function, or a band: its key ranges are the same for every head),
-    no bias, score_mod or non-finite values, and k, v with the same leading shape."""
+    mask array (no mask; no mask function, a band or per-row key ranges: the same for every batch
+    and head), no bias, score_mod or non-finite values, and k, v with the same leading shape."""
     call = prob.call
     mask_mod = call.mask_mod
-    return (_USE_MANY and _USE_FLASH and _USE_FUSED and _fused is not None and prob.q.dtype == np.float32 and prob.mask is None
-            and prob.bias is None and call.score_mod is None and prob.bad_keys is None and call.dk > 0
-            and call.dv > 0 and prob.own[1].shape[:-2] == prob.own[2].shape[:-2]
-            and (mask_mod is None or (callable(getattr(mask_mod, "block_kinds", None))
-                                      and (getattr(mask_mod, "band", None) is not None or _key_ranges(prob) is not None)))
-            and _sgemm_ready())
+    if not (_USE_MANY and _USE_FLASH and _USE_FUSED and _fused is not None and prob.q.dtype == np.float32):
+        return False
+    if prob.mask is not None or prob.bias is not None or call.score_mod is not None or prob.bad_keys is not None:
+        return False
+    if call.dk == 0 or call.dv == 0 or prob.own[1].shape[:-2] != prob.own[2].shape[:-2]:
+        return False
+    if mask_mod is not None:
+        if not callable(getattr(mask_mod, "block_kinds", None)):
+            return False
+        if getattr(mask_mod, "band", None) is None and _key_ranges(prob) is None:
+            return False
+    return _sgemm_ready()
 
 
 def _key_ranges(prob: _Problem):
