@@ -435,8 +435,9 @@ def _key_ranges(prob: _Problem):
 
 # flash_many returns to Python after this many seconds (and is called again): Ctrl-C stays prompt.
 _FLASH_BUDGET_S = 0.05
-# flash_many's key-block tables by (Tq, Tk, block_q, block_k, causal, band): the same for every call
-# of that shape (a model's layers), so built once (~0.1 ms at T = 512). Read-only, the newest kept.
+# flash_many's key-block tables by (Tq, Tk, block_q, block_k, causal, band), and its task tables by
+# that and the heads' shapes: the same for every call of that shape (a model's layers), so built
+# once (~0.1 ms each at T = 512). Read-only; 64 kept, the oldest dropped first.
 _TABLES: dict = {}
 _TABLES_KEPT = 64
 
@@ -474,20 +475,14 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     blocks, query_blocks = cached
     lead = prob.lead
     q_own, k_own, v_own = prob.own
-
-    def flat_index(own):   # for each (batch, head) of the loop, its index in own's flattened heads
-        own_lead = own.shape[:-2]
-        return np.broadcast_to(np.arange(int(np.prod(own_lead))).reshape(own_lead), lead).ravel()
-
-    n = int(np.prod(lead))
-    tasks = np.empty((n, len(query_blocks), 7), np.int64)
-    tasks[:, :, 0] = flat_index(q_own)[:, None]
-    tasks[:, :, 1] = flat_index(k_own)[:, None]
-    tasks[:, :, 2] = np.arange(n)[:, None]
-    tasks[:, :, 3:] = query_blocks[None]
-    tasks = tasks.reshape(-1, 7)
-    weight = (tasks[:, 4] - tasks[:, 3]) * (tasks[:, 6] - tasks[:, 5])
-    tasks = np.ascontiguousarray(tasks[np.argsort(-weight, kind="stable")])
+    task_key = None if key is None else key + (lead, q_own.shape[:-2], k_own.shape[:-2])
+    tasks = None if task_key is None else _TABLES.get(task_key)
+    if tasks is None:
+        tasks = _task_table(query_blocks, lead, q_own.shape[:-2], k_own.shape[:-2])
+        if task_key is not None:
+            if len(_TABLES) >= _TABLES_KEPT:
+                _TABLES.pop(next(iter(_TABLES)), None)
+            _TABLES[task_key] = tasks
     q3, k3, v3 = _heads(q_own, tq, dk), _heads(k_own, tk, dk), _heads(v_own, tk, dv)
     out = np.empty(lead + (tq, dv), np.float32)
     lse = np.empty(lead + (tq,), np.float32) if want == "lse" else None
@@ -512,6 +507,26 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     with _fork_gate(), (_blas_single_thread() if big else contextlib.nullcontext()):
         _run_all(work, [()] * max(threads, 1), threads)
     return out, lse
+
+
+def _task_table(query_blocks: np.ndarray, lead: tuple, q_lead: tuple, k_lead: tuple) -> np.ndarray:
+    """flash_many's tasks, (heads · query blocks, 7) int64, heaviest first, read-only: for each
+    (batch, head) of the loop's lead and each query block (i0, i1, b0, b1), the index of its q head
+    and k/v head in their own flattened heads (broadcasting and GQA), and of its output head."""
+    def flat_index(own_lead):   # for each (batch, head) of the loop, its index in own's flattened heads
+        return np.broadcast_to(np.arange(int(np.prod(own_lead))).reshape(own_lead), lead).ravel()
+
+    n = int(np.prod(lead))
+    tasks = np.empty((n, len(query_blocks), 7), np.int64)
+    tasks[:, :, 0] = flat_index(q_lead)[:, None]
+    tasks[:, :, 1] = flat_index(k_lead)[:, None]
+    tasks[:, :, 2] = np.arange(n)[:, None]
+    tasks[:, :, 3:] = query_blocks[None]
+    tasks = tasks.reshape(-1, 7)
+    weight = (tasks[:, 4] - tasks[:, 3]) * (tasks[:, 6] - tasks[:, 5])
+    tasks = np.ascontiguousarray(tasks[np.argsort(-weight, kind="stable")])
+    tasks.flags.writeable = False
+    return tasks
 
 
 def _heads(x: np.ndarray, t: int, d: int) -> np.ndarray:
