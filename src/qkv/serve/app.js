@@ -435,12 +435,13 @@
     }, showModelError).then(end, end);
   }
 
-  function loadSteps(query) {
-    var box = ui.stepsBox; if (!box) return;
+  // One explanation of a cell's steps into box: "loading", then the library's HTML in an open
+  // <details>, or the error.
+  function showSteps(box, endpoint, params) {
+    if (!box) return;
     begin();
     box.textContent = ""; box.appendChild(el("p", "qkv-note", W("loading")));
-    api("explain", { model: state.model, text: state.text, layer: state.layer, head: state.head, query: query,
-      lang: state.lang }).then(function (r) {
+    api(endpoint, params).then(function (r) {
       box.textContent = "";
       var details = el("details", "qkv-steps-box"); details.open = true;
       details.appendChild(el("summary", null, W("steps")));
@@ -448,6 +449,11 @@
       details.appendChild(holder); box.appendChild(details);
     }, function (err) { box.textContent = ""; box.appendChild(el("p", "qkv-error", W("error") + ": " + err.message)); })
       .then(end, end);
+  }
+
+  function loadSteps(query) {
+    showSteps(ui.stepsBox, "explain", { model: state.model, text: state.text, layer: state.layer, head: state.head,
+      query: query, lang: state.lang });
   }
 
   function picker(label, cls, count, value, onChange) {
@@ -671,17 +677,8 @@
   }
 
   function crossSteps(row) {
-    var box = ui.crossSteps; if (!box) return;
-    begin();
-    box.textContent = ""; box.appendChild(el("p", "qkv-note", W("loading")));
-    api("translate/explain", { text: state.source, to: state.to, layer: state.layer, word: row + 1, lang: state.lang }).then(function (r) {
-      box.textContent = "";
-      var details = el("details", "qkv-steps-box"); details.open = true;
-      details.appendChild(el("summary", null, W("steps")));
-      var holder = el("div"); holder.innerHTML = r.html;     // the library's HTML, tokens escaped by it
-      details.appendChild(holder); box.appendChild(details);
-    }, function (err) { box.textContent = ""; box.appendChild(el("p", "qkv-error", W("error") + ": " + err.message)); })
-      .then(end, end);
+    showSteps(ui.crossSteps, "translate/explain", { text: state.source, to: state.to, layer: state.layer,
+      word: row + 1, lang: state.lang });
   }
 
   // ------------------------------------------------------------------ worked examples and uploads
