@@ -1435,21 +1435,6 @@ static PyObject *fused_set_width(PyObject *self, PyObject *arg)
     return PyLong_FromLong(previous);
 }
 
-static PyObject *fused_have_avx2(PyObject *self, PyObject *unused)
-{
-    return PyBool_FromLong(have_avx2());
-}
-
-static PyObject *fused_set_vector(PyObject *self, PyObject *arg)
-{
-    int enabled = PyObject_IsTrue(arg);
-    if (enabled < 0)
-        return NULL;
-    int previous = max_width > 1;
-    max_width = enabled ? 16 : 1;
-    return PyBool_FromLong(previous);
-}
-
 static PyMethodDef methods[] = {
     {"softmax_rows", softmax_rows, METH_VARARGS, softmax_rows_doc},
     {"flash_rows", (PyCFunction)(void (*)(void))flash_rows, METH_VARARGS | METH_KEYWORDS, flash_rows_doc},
@@ -1460,13 +1445,10 @@ static PyMethodDef methods[] = {
      "set_tile(enabled) -> previous: False makes flash_rows use BLAS for every block (for tests)."},
     {"exp", (PyCFunction)(void (*)(void))fused_exp, METH_VARARGS | METH_KEYWORDS, exp_doc},
     {"gelu", (PyCFunction)(void (*)(void))fused_gelu, METH_VARARGS | METH_KEYWORDS, gelu_doc},
-    {"have_avx2", fused_have_avx2, METH_NOARGS, "True when the AVX2+FMA loops are used on this CPU."},
     {"vector_width", fused_width, METH_NOARGS,
      "vector_width() -> 16 (AVX-512 loops), 8 (AVX2+FMA) or 1 (scalar): the loops used now."},
     {"set_width", fused_set_width, METH_O,
      "set_width(w) -> previous: use loops at most w lanes wide (1, 8 or 16; for tests)."},
-    {"set_vector", fused_set_vector, METH_O,
-     "set_vector(enabled) -> previous: False makes every call use the scalar loops (for tests)."},
     {NULL, NULL, 0, NULL},
 };
 
