@@ -1,13 +1,15 @@
-/* qkv.kernels._fused: the blocked kernel's softmax step (steps 3-5 of blocked.py) in one pass.
+/* qkv.kernels._fused: the blocked kernel's C loops.
  *
- * For every row of a float32 score block it takes the row max, moves the row's lazy reference
- * exactly as blocked.py's NumPy path does (see _HEADROOM there), then, while the row is still in
- * L1, overwrites it with P = exp(S - ref) and adds the row sum into l. NumPy needs five passes
- * and ~1.6 ns per score for the same (max, exp, row-sum matvec, plus temporaries); this is one
- * pass at AVX2 width.
+ * - softmax_rows / softmax_block: the softmax step (steps 3-5 of blocked.py) in one pass per row:
+ *   the row max, the lazy reference moved exactly as blocked.py's NumPy path does (see _HEADROOM
+ *   there), then, while the row is still in L1, P = exp(S - ref) in place and its sum into l.
+ * - flash_rows: one query block's whole walk over its key blocks (both products in NumPy's own
+ *   BLAS, or tile_block's AVX-512 register tiles from _tile.h); flash_many: every task of a call,
+ *   taken from a shared counter by each of the kernel's threads. See blocked.py for the routes.
+ * - gelu, absmax, exp: the activation's fast path, the values' check, the exponential for tests.
  *
- * The exponential (fused_exp8 / fused_exp1) is Cephes' expf polynomial with a floor-based range
- * reduction: n = floor(x·log2 e), r = x − (n + ½)·ln 2 ∈ [−½ln 2, ½ln 2), and
+ * The exponential (fused_exp16 / fused_exp8 / fused_exp1) is Cephes' expf polynomial with a
+ * floor-based range reduction: n = floor(x·log2 e), r = x − (n + ½)·ln 2 ∈ [−½ln 2, ½ln 2), and
  * exp(x) = 2^n · √2·e^r with √2 folded into the polynomial's coefficients. x is clamped to
  * [−88, 89] first, so that 2^n is built from exponent bits with no blends:
  *   x < ln(FLT_MIN) ≈ −87.34 (and −inf) → n ≤ −127 → exponent bits 0 → exactly 0 (no denormals:
@@ -17,9 +19,10 @@
  * Measured against float64 np.exp (tests/test_fused.py): ≤ 2 float32 ulps relative over
  * [−87.3, 88.7].
  *
- * Portable: compiled without -march; the AVX2+FMA loop is a target("avx2,fma") function chosen
- * at run time with __builtin_cpu_supports, the scalar loop (same polynomial) is the fallback.
- * The GIL is released around the loop so the kernel's worker threads run in parallel.
+ * Portable: compiled without -march; the AVX-512 and AVX2+FMA loops are target("avx512f") and
+ * target("avx2,fma") functions chosen at run time with __builtin_cpu_supports (vector_width), the
+ * scalar loops (same polynomial) are the fallback. The GIL is released around every loop so the
+ * kernel's worker threads run in parallel.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1301,7 +1304,7 @@ static PyObject *fused_exp(PyObject *self, PyObject *args, PyObject *kwargs)
 /* ------------------------------------------------------------------------ GELU (exact, erf form)
  * gelu(x) = x·Φ(x) = max(x, 0) − |x|·Φ(−|x|) with Φ(−a) = ½·erfc(a/√2) from Abramowitz & Stegun
  * 7.1.26: ½·erfc(z) = ½·(a1·t + … + a5·t⁵)·exp(−z²), t = 1/(1 + p·z) — the same formula, the same
- * order of operations as qkv.models.layers.gelu's NumPy path, with this module's exp. */
+ * order of operations as qkv.activations.gelu's NumPy path, with this module's exp. */
 #define GELU_P (0.3275911f * 0.70710678118654752f)   /* p/√2: t = 1/(1 + p·|x|/√2) */
 #define GELU_A1 (0.5f * 0.254829592f)
 #define GELU_A2 (0.5f * -0.284496736f)
@@ -1365,7 +1368,7 @@ PyDoc_STRVAR(gelu_doc,
 "gelu(x, bias=None)\n\n"
 "In place: x = gelu(x + bias) for a writable C-contiguous float32 array x (…, D), bias a float32\n"
 "(D,) array or None; the exact (erf) GELU with erf from Abramowitz & Stegun 7.1.26, as\n"
-"qkv.models.layers.gelu computes it in NumPy. Releases the GIL.");
+"qkv.activations.gelu computes it in NumPy. Releases the GIL.");
 
 static PyObject *fused_gelu(PyObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -1454,7 +1457,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "qkv.kernels._fused",
-    "One-pass float32 softmax step (row max, lazy reference, exp, row sum) for the blocked kernel.",
+    "The blocked kernel's C loops: the softmax step, the key walk (flash_rows, flash_many), gelu.",
     -1, methods,
 };
 
