@@ -57,7 +57,6 @@ _BURST_MIN_S = 0.03   # torch's OpenMP threads were measured slowing qkv calls f
 # multi-threaded product (the GEMM-rate measurement, the plain and naive rows), taking a core from
 # whatever runs next.
 _QUIET_S = 0.3
-_quiet_s = _QUIET_S   # the running plan's pause (Plan.quiet)
 
 MiB = 1024 * 1024
 
@@ -96,7 +95,7 @@ class Plan:
     mask_cases: tuple = (MaskCase("window", 256, 4096, 8), MaskCase("documents", 8, 16384, 4, dense_repeats=2),
                          MaskCase("window", 256, 65536, 1, repeats=3, dense_repeats=1))
     compile_flex: bool = True   # torch.compile(flex_attention): compiled once per case (≈15 s), timed after
-    quiet: float = 0.3          # seconds of pause before each pair (see _QUIET_S)
+    quiet: float = _QUIET_S     # seconds of pause before each pair
 
 
 FULL = Plan()
@@ -243,12 +242,13 @@ def _inputs(batch, heads, t, width, seed=0):
     return tuple(rng.standard_normal((batch, heads, t, width), dtype=np.float32) for _ in range(3))
 
 
-def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool = True) -> tuple[list, list]:
-    """Time two callables alone together: a pause (_QUIET_S), one warm-up each, then `repeats`
+def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool = True,
+               quiet: float = _QUIET_S) -> tuple[list, list]:
+    """Time two callables alone together: a pause (`quiet` seconds), one warm-up each, then `repeats`
     rounds of both, the order flipped every round (AB BA AB …) so neither always runs right after
     the other's churn. When a callable's last call took under _BURST_BELOW_S, its timed call follows
     _BURST_WARM untimed calls of it (its own steady state; see the module docstring)."""
-    time.sleep(_quiet_s)
+    time.sleep(quiet)
     last = [math.inf, math.inf]
     if warm_up:
         for which, fn in enumerate((first, second)):
@@ -272,7 +272,8 @@ def _alternate(first: Callable, second: Callable, repeats: int, *, warm_up: bool
     return times
 
 
-def _measure_shape(case, impls, batch, heads, t, width, causal, repeats, skip, warm_up=True) -> list[Row]:
+def _measure_shape(case, impls, batch, heads, t, width, causal, repeats, skip, warm_up=True,
+                   quiet=_QUIET_S) -> list[Row]:
     """qkv against each peer, pair by pair (see PAIRING). The qkv row's time is from its pair with
     torch (or the first peer measured); every peer row carries its pair's ratio to qkv."""
     q, k, v = _inputs(batch, heads, t, width)
@@ -284,9 +285,9 @@ def _measure_shape(case, impls, batch, heads, t, width, causal, repeats, skip, w
     peers = [name for name in impls if name != "qkv blocked" and not skip.get(name)]
     peers.sort(key=lambda name: name != "torch sdpa")          # the torch pair first: qkv's own time
     if not peers and not ours.skipped:
-        ours.times = _alternate(run["qkv blocked"], lambda: None, repeats, warm_up=warm_up)[0]
+        ours.times = _alternate(run["qkv blocked"], lambda: None, repeats, warm_up=warm_up, quiet=quiet)[0]
     for name in peers:
-        qkv_times, peer_times = _alternate(run["qkv blocked"], run[name], repeats, warm_up=warm_up)
+        qkv_times, peer_times = _alternate(run["qkv blocked"], run[name], repeats, warm_up=warm_up, quiet=quiet)
         row = rows[name]
         row.times, row.pair = peer_times, "qkv blocked"
         row.seconds = statistics.median(peer_times)
@@ -334,7 +335,7 @@ def _mask_functions(case: MaskCase):
     return mask_mod, dense
 
 
-def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say) -> list[Row]:
+def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: float = _QUIET_S) -> list[Row]:
     """qkv (mask_mod, block-sparse kernel) vs torch SDPA with the equivalent dense boolean mask and vs
     torch.compile(flex_attention) with a block mask (compiled once, untimed, then timed)."""
     import qkv
@@ -349,7 +350,7 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say) -> list
     if torch_parts is None:
         for name in names[1:]:
             rows[name].skipped = "torch not installed"
-        ours.times = _alternate(run_qkv, lambda: None, case.repeats)[0]
+        ours.times = _alternate(run_qkv, lambda: None, case.repeats, quiet=quiet)[0]
     else:
         torch, F = torch_parts
         tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
@@ -365,7 +366,7 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say) -> list
                 return torch.cat([F.scaled_dot_product_attention(tq[..., i:i + chunk, :], tk, tv,
                                                                  attn_mask=allowed[i:i + chunk])
                                   for i in range(0, case.t, chunk)], dim=-2)
-        qkv_times, sdpa_times = _alternate(run_qkv, run_sdpa, case.dense_repeats)
+        qkv_times, sdpa_times = _alternate(run_qkv, run_sdpa, case.dense_repeats, quiet=quiet)
         rows[names[1]].times, rows[names[1]].pair = sdpa_times, names[0]
         ours.times, ours.pair = qkv_times, names[1]
         ours.vs_torch = statistics.median(sdpa_times) / statistics.median(qkv_times)
@@ -383,7 +384,7 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say) -> list
                 def run_flex():
                     with torch.no_grad():
                         return compiled(tq, tk, tv, block_mask=block_mask)
-                qkv_flex, flex_times = _alternate(run_qkv, run_flex, case.repeats)   # warm-up = compile
+                qkv_flex, flex_times = _alternate(run_qkv, run_flex, case.repeats, quiet=quiet)   # warm-up = compile
                 flex_row.times, flex_row.pair = flex_times, names[0]
                 ours.times, ours.pair = qkv_flex, names[2]
             except Exception as exc:   # noqa: BLE001 — no compiler, an unsupported torch: say so in the row
@@ -439,8 +440,6 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
 
     rows: one dict per (T, causal, implementation) with the fields of `Row`.
     """
-    global _quiet_s
-    _quiet_s = plan.quiet
     say = progress or (lambda message: None)
     sizes = tuple(sizes) if sizes else plan.sizes
     repeats = repeats or plan.repeats
@@ -475,20 +474,21 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
         for causal in (False, True):
             say(f"T={t} causal={causal}")
             rows += _measure_shape("attention", list(IMPLEMENTATIONS), plan.batch, plan.heads, t, plan.width,
-                                   causal, repeats, {"torch sdpa": torch_skip})
+                                   causal, repeats, {"torch sdpa": torch_skip}, quiet=plan.quiet)
     say(f"memory: T={plan.memory_t}, H={plan.memory_heads}")
     full_gib = plan.memory_heads * plan.memory_t**2 * 4 / 2**30
     too_big = f"skipped: the full {plan.memory_t}² float32 score matrix alone needs {full_gib:.3g} GiB"
     memory_rows = _measure_shape("memory", list(IMPLEMENTATIONS), 1, plan.memory_heads, plan.memory_t,
                                  plan.width, False, 1,
                                  {"plain reference": too_big, "naive numpy": too_big, "torch sdpa": torch_skip}
-                                 if plan.memory_t >= 16384 else {"torch sdpa": torch_skip}, warm_up=False)
+                                 if plan.memory_t >= 16384 else {"torch sdpa": torch_skip}, warm_up=False,
+                                 quiet=plan.quiet)
     for group in _groups(rows + memory_rows):
         _ratios(group, machine["gemm_gflops"])
     masked: list[Row] = []
     for case in plan.mask_cases:
         say(f"masked: {case.name}, T={case.t}, H={case.heads}")
-        masked += _measure_masked(case, plan.width, plan.compile_flex and has_torch, say)
+        masked += _measure_masked(case, plan.width, plan.compile_flex and has_torch, say, plan.quiet)
     say(f"decode at T={plan.decode_t}")
     try:
         decode = _decode(plan)
