@@ -18,7 +18,7 @@ from ._backend import to_numpy
 
 __all__ = ["Step", "Trace", "STEPS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MODIFIED_SCORES",
-           "MASK", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step"]
+           "MASK", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number"]
 
 FORMAT_VERSION = 1
 
@@ -57,6 +57,16 @@ STEPS: dict[str, str] = {
     Y: "(Tq, D)", RESIDUAL: "(Tq, D)",
 }
 """Every step name above → its shape, in recording order."""
+
+
+def head_number(meta: dict, head: int) -> int:
+    """The number a reader sees for head ``head`` (0-based in the API and every array).
+
+    A worked example whose post numbers its heads from 1 (the multi-head and projection examples)
+    sets ``meta["head_base"] = 1``; everything else (models, user examples) counts from 0, as
+    ``--head`` does. Renderers label heads with this, never with ``head`` itself.
+    """
+    return int(head) + int(meta.get("head_base", 0) or 0)
 
 
 def layer_step(layer: int, name: str) -> str:
