@@ -345,7 +345,7 @@ def test_inspect_in_korean(checkpoints, capsys):
     status, out, err = _cli(capsys, "inspect", "--model", str(checkpoints["llama-mqa"]), TEXT, "--layer", "0",
                             "--head", "1", "--lang", "ko")
     assert status == 0, err
-    assert "인과 마스크" in out and "다중 질의 어텐션" in out and "키/값 헤드 0 공유: 질의 헤드 0, 1, 2, 3" in out
+    assert "인과 마스크" in out and "다중 Query 어텐션" in out and "Key/Value 헤드 0 공유: Query 헤드 0, 1, 2, 3" in out
     assert "회전 전 q" in out and "회전 후 k" in out
 
 
