@@ -49,47 +49,28 @@
     if (v === arr.lo + 1) return NaN;
     return v / Math.pow(10, arr.exp);
   }
-  function fmtInt(v, e) {              // the exact decimal of the integer v · 10^−e
-    var s = String(Math.abs(v));
-    if (e > 0) { while (s.length <= e) s = "0" + s; s = s.slice(0, s.length - e) + "." + s.slice(s.length - e); }
-    return (v < 0 ? "−" : "") + s;
-  }
+  var V = window.qkvViews;            // views.js: colour scale, formatting, matrix and derivation views
   function fmt(arr, idx) {
     var v = arr.data[idx];
-    if (arr.type === "f64") return isFinite(v) ? v.toFixed(arr.exp) : (v > 0 ? "∞" : v < 0 ? "−∞" : "NaN");
+    if (arr.type === "f64") return V.fmt(v, arr.exp);
     if (arr.type === "u8") return String(v);
     if (v === arr.lo) return "−∞";
     if (v === arr.hi) return "∞";
     if (v === arr.lo + 1) return "NaN";
-    return fmtInt(v, arr.exp);
+    return V.fmtInt(v, arr.exp);
   }
-
-  // ------------------------------------------------------------------ small DOM helpers
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-  var GAMMA = 0.5, STOPS = [[247, 251, 255], [8, 48, 107]];
-  function colour(w) {                // the one weight scale: Blues at weight^γ, as the figures (qkv.explain.style)
-    var t = Math.pow(Math.max(0, Math.min(1, w)), GAMMA) * (STOPS.length - 1);
-    var k = Math.min(Math.floor(t), STOPS.length - 2), f = t - k, a = STOPS[k], b = STOPS[k + 1];
-    return [Math.round(a[0] + f * (b[0] - a[0])), Math.round(a[1] + f * (b[1] - a[1])), Math.round(a[2] + f * (b[2] - a[2]))];
-  }
-  var MASKED = [217, 217, 217];
-  function esc(t) { return String(t).replace(/[&<>"]/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]; }); }
+  var el = V.el, esc = V.esc;
 
   // ------------------------------------------------------------------ the view
   window.qkvView = function (root, payload) {
     var W = payload.words;
-    GAMMA = payload.gamma || 0.5; if (payload.stops) STOPS = payload.stops;
+    V.setStyle({ gamma: payload.gamma, stops: payload.stops, ticks: payload.legendTicks });
     var app = root.querySelector(".qkv-app");
     var state = { part: 0, head: 0, hover: null, selected: [], locked: false, cell: null, zoom: 1 };
     var cache = {};                    // "part/step" → unpacked array
     var api = { state: state, payload: payload, ready: false };
     root.qkv = api;
-    (window.qkvViews = window.qkvViews || {})[root.id] = api;
+    (window.qkvPages = window.qkvPages || {})[root.id] = api;
 
     if (payload.lead) app.appendChild(el("p", "qkv-lead", payload.lead));
     if (!payload.parts.length) { app.appendChild(el("p", "qkv-note", W.no_data)); root.setAttribute("data-ready", "1"); return; }
@@ -152,32 +133,24 @@
     zoomBar.appendChild(zoomOut); zoomBar.appendChild(zoomIn);
     zoomBar.appendChild(el("span", "qkv-note", "↓ " + W.queries_col + "  → " + W.keys_col));
     mv.appendChild(zoomBar);
-    var pan = el("div", "qkv-pan"), matrix = document.createElement("canvas"); pan.appendChild(matrix); mv.appendChild(pan);
+    var pan = el("div", "qkv-pan"); mv.appendChild(pan);
+    var grid2 = {                       // the matrix view reads the shown head's recorded weights
+      get tq() { return part().tq; }, get tk() { return part().tk; },
+      get qTokens() { return part().qTokens; }, get kTokens() { return part().kTokens; },
+      value: function (i, j) { return weight(i, j); },
+      text: function (i, j) { var w = step("weights"); return fmt(w, at(w, state.head, i, j)); },
+      masked: function (i, j) { return isMasked(i, j); }
+    };
+    var mx = V.matrix(pan, grid2), matrix = mx.canvas;
     var info = el("div", "qkv-info"); mv.appendChild(info);
     mv.appendChild(legendBox());
     views.appendChild(mv);
     app.appendChild(views);
     var cellBox = el("div", "qkv-panel qkv-cell"); cellBox.hidden = true; app.appendChild(cellBox);
 
-    function legendBox() {            // the one colour scale, with its ticks, and the masked swatch
-      var box = el("div", "qkv-legend"), c = document.createElement("canvas"), w = 220, h = 12;
-      c.width = w; c.height = h; c.style.width = w + "px"; c.style.height = h + "px";
-      var g = c.getContext("2d");
-      for (var x = 0; x < w; x++) { var rgb = colour(Math.pow(x / (w - 1), 1 / GAMMA)); g.fillStyle = "rgb(" + rgb.join(",") + ")"; g.fillRect(x, 0, 1, h); }
-      var scale = el("div", "qkv-scale"); scale.style.width = w + "px";   // the bar and its ticks, one width
-      scale.appendChild(c);
-      var ticks = el("div", "qkv-ticks");
-      (payload.legendTicks || [0, 0.1, 0.5, 1]).forEach(function (t) {
-        var s = el("span", null, String(t)); s.style.left = (Math.pow(t, GAMMA) * 100) + "%"; ticks.appendChild(s);
-      });
-      scale.appendChild(ticks);
-      box.appendChild(scale);
-      var swatch = el("span", "qkv-masked-swatch"); box.appendChild(swatch);
-      box.appendChild(el("span", "qkv-note", W.legend));
-      return box;
-    }
+    function legendBox() { return V.legend({ masked: true, label: W.legend }); }
 
-    var rowH = 18, geometry = null;
+    var rowH = 18;
 
     function buildTokens() {
       var p = part();
@@ -214,7 +187,7 @@
     function summed(rs, j) {
       var w = step("weights"), total = 0, masked = 0;
       rs.forEach(function (i) { if (isMasked(i, j)) masked++; else total += w.type === "f64" ? w.data[at(w, state.head, i, j)] * Math.pow(10, w.exp) : w.data[at(w, state.head, i, j)]; });
-      return { value: total / Math.pow(10, w.exp), text: masked === rs.length ? W.masked : fmtInt(Math.round(total), w.exp) };
+      return { value: total / Math.pow(10, w.exp), text: masked === rs.length ? W.masked : V.fmtInt(Math.round(total), w.exp) };
     }
 
     function drawLines() {
@@ -231,7 +204,7 @@
         if (only && !only[i]) continue;
         for (var j = 0; j < p.tk; j++) {
           if (isMasked(i, j)) continue;
-          var w = Math.pow(weight(i, j), GAMMA);       // the shared scale, as the matrix
+          var w = Math.pow(weight(i, j), V.style().gamma);       // the shared scale, as the matrix
           if (!(w >= (only ? 0.05 : 0.3))) continue;
           buckets[Math.min(9, Math.floor(w * 10))].push(i, j);
         }
@@ -258,10 +231,10 @@
       });
       Array.prototype.forEach.call(right.children, function (d, j) {
         if (!rs.length) { d.style.background = ""; d.style.color = ""; d.removeAttribute("data-weight"); d.classList.remove("qkv-masked"); d.title = j + ": " + p.kTokens[j]; return; }
-        var s = summed(rs, j), masked = s.text === W.masked, c = masked ? MASKED : colour(Math.min(1, s.value));
+        var s = summed(rs, j), masked = s.text === W.masked, c = masked ? null : V.colour(s.value);
         d.classList.toggle("qkv-masked", masked);
         d.style.background = masked ? "" : "rgb(" + c.join(",") + ")";
-        d.style.color = !masked && Math.pow(Math.min(1, s.value), GAMMA) > 0.6 ? "#fff" : "";
+        d.style.color = !masked && V.dark(s.value, 1) ? "#fff" : "";
         d.setAttribute("data-weight", s.text);
         d.title = j + ": " + p.kTokens[j] + " — " + W.weight + " " + s.text;
       });
@@ -272,64 +245,11 @@
       lockButton.setAttribute("aria-pressed", state.locked ? "true" : "false");
     }
 
-    function baseCell(n) { return Math.max(1, Math.min(44, Math.floor(Math.min(560, Math.max(240, (root.clientWidth || 600) - 80)) / n))); }
+    function baseCell(n) { return V.fitCell(n, Math.min(560, Math.max(240, (root.clientWidth || 600) - 80))); }
 
     function drawMatrix() {
-      var p = part(), dpr = window.devicePixelRatio || 1, n = Math.max(p.tq, p.tk);
-      var cell = Math.max(1, Math.round(baseCell(n) * state.zoom));
-      var g0 = matrix.getContext("2d"); g0.font = "11px sans-serif";
-      var labels = cell >= 12, mL = 0, mT = 0;
-      if (labels) {
-        p.qTokens.forEach(function (t) { mL = Math.max(mL, g0.measureText(t).width); });
-        p.kTokens.forEach(function (t) { mT = Math.max(mT, g0.measureText(t).width); });
-        mL = Math.min(90, mL) + 8; mT = Math.min(90, mT) + 8;
-      }
-      var width = mL + p.tk * cell, height = mT + p.tq * cell;
-      geometry = { cell: cell, left: mL, top: mT };
-      matrix.width = Math.ceil(width * dpr); matrix.height = Math.ceil(height * dpr);
-      matrix.style.width = width + "px"; matrix.style.height = height + "px";
-      var g = matrix.getContext("2d"); g.setTransform(dpr, 0, 0, dpr, 0, 0);
-      g.fillStyle = "#fff"; g.fillRect(0, 0, width, height);
-      var pw = Math.round(p.tk * cell * dpr), ph = Math.round(p.tq * cell * dpr), image = g.createImageData(pw, ph);
-      var colours = new Array(p.tq * p.tk), hatch = cell * dpr >= 6;
-      for (var i = 0; i < p.tq; i++) for (var j = 0; j < p.tk; j++) colours[i * p.tk + j] = isMasked(i, j) ? null : colour(weight(i, j));
-      var side = cell * dpr;
-      for (var y = 0; y < ph; y++) {
-        var row = Math.min(p.tq - 1, Math.floor(y / side));
-        for (var x = 0; x < pw; x++) {
-          var col = Math.min(p.tk - 1, Math.floor(x / side)), c = colours[row * p.tk + col], o = (y * pw + x) * 4;
-          if (c === null) {             // masked: grey, hatched when the cell is big enough to show it
-            var line = hatch && ((Math.floor(x - col * side) + Math.floor(y - row * side)) % 6 < 1.2);
-            c = line ? [140, 140, 140] : MASKED;
-          }
-          image.data[o] = c[0]; image.data[o + 1] = c[1]; image.data[o + 2] = c[2]; image.data[o + 3] = 255;
-        }
-      }
-      g.putImageData(image, Math.round(mL * dpr), Math.round(mT * dpr));
-      g.setTransform(dpr, 0, 0, dpr, 0, 0);
-      if (labels) {
-        g.fillStyle = "#222"; g.font = "11px sans-serif"; g.textBaseline = "middle"; g.textAlign = "right";
-        p.qTokens.forEach(function (t, i) { g.fillText(t, mL - 4, mT + (i + 0.5) * cell, mL - 6); });
-        p.kTokens.forEach(function (t, j) {
-          g.save(); g.translate(mL + (j + 0.5) * cell, mT - 4); g.rotate(-Math.PI / 2); g.textAlign = "left";
-          g.fillText(t, 0, 0, mT - 6); g.restore();
-        });
-      }
-      if (cell >= 40) {
-        var w = step("weights");
-        g.textAlign = "center"; g.font = Math.min(11, Math.floor(cell / 4.2)) + "px monospace";
-        for (var a = 0; a < p.tq; a++) for (var b2 = 0; b2 < p.tk; b2++) {
-          var masked = isMasked(a, b2);
-          g.fillStyle = !masked && Math.pow(weight(a, b2), GAMMA) > 0.6 ? "#fff" : "#222";
-          g.fillText(masked ? W.masked : fmt(w, at(w, state.head, a, b2)), mL + (b2 + 0.5) * cell, mT + (a + 0.5) * cell, cell - 2);
-        }
-      }
-      g.strokeStyle = "#d1495b"; g.lineWidth = 2;
-      rows().forEach(function (q) { g.strokeRect(mL + 1, mT + q * cell + 1, p.tk * cell - 2, Math.max(1, cell - 2)); });
-      if (state.cell) {
-        g.strokeStyle = "#111"; g.lineWidth = 2;
-        g.strokeRect(mL + state.cell[1] * cell, mT + state.cell[0] * cell, Math.max(2, cell), Math.max(2, cell));
-      }
+      var p = part(), cell = Math.max(1, Math.round(baseCell(Math.max(p.tq, p.tk)) * state.zoom));
+      mx.draw({ cell: cell, rows: rows(), frame: state.cell, maskedText: W.masked });
     }
 
     // ---------------------------------------------------------------- overview thumbnails
@@ -351,7 +271,7 @@
               for (var j = Math.floor(x * sx); j < Math.max(Math.floor(x * sx) + 1, Math.floor((x + 1) * sx)); j++) {
                 var v = w.data[at(w, h, i, j)]; if (v > top) top = v;
               }
-            var col = colour(top / Math.pow(10, w.exp)), o = (y * px + x) * 4;
+            var col = V.colour(top / Math.pow(10, w.exp)), o = (y * px + x) * 4;
             img.data[o] = col[0]; img.data[o + 1] = col[1]; img.data[o + 2] = col[2]; img.data[o + 3] = 255;
           }
           g.putImageData(img, 0, 0);
@@ -371,46 +291,24 @@
     }
 
     // ---------------------------------------------------------------- the derivation of one cell
-    function vector(arr, a, b) {       // a recorded row, e.g. v_heads[g, j, :]; numbers never break inside
-      var s = arr.shape, parts = [];
-      a = Math.min(a, s[0] - 1);
-      for (var d = 0; d < s[2]; d++) parts.push('<span class="qkv-n">' + fmt(arr, (a * s[1] + b) * s[2] + d) + "</span>");
-      return "[" + parts.join(", ") + "]";
+    function source() {                // the recorded numbers of the shown part, for the shared views
+      return {
+        has: function (name) { return !!step(name); },
+        shape: function (name) { return step(name).shape; },
+        value: function (name, a, b, c) { var s = step(name); return num(s, at(s, a, b, c)); },
+        text: function (name, a, b, c) { var s = step(name); return fmt(s, at(s, a, b, c)); },
+        formula: function (name) { return part().formulas[name] || ""; },
+        masked: function (h, i, j) { var m = step("mask"); return m ? m.data[at(m, h, i, j)] === 0 : false; }
+      };
     }
-    function row(label, html, stepName) {
-      var tr = el("tr"), a = el("th", null, label), b = el("td");
-      a.scope = "row";
-      if (html === null) { b.className = "qkv-missing"; b.textContent = W.not_recorded; }
-      else { b.innerHTML = html; }
-      if (stepName) tr.setAttribute("data-step", stepName);
-      tr.appendChild(a); tr.appendChild(b); return tr;
-    }
-    function numSpan(arr, idx, name) { return '<span class="qkv-num qkv-n" data-step="' + name + '">' + fmt(arr, idx) + "</span>"; }
 
     function showCell(i, j) {
       var p = part(), h = state.head, kv = Math.floor(h / Math.max(1, p.heads / p.kvHeads));
       state.cell = [i, j];
-      cellBox.hidden = false; cellBox.textContent = "";
-      cellBox.appendChild(el("h3", null, W.derivation + " — " + (payload.parts.length > 1 ? p.label + ", " : "") +
-        headName(h) + ": " + W.query + " " + i + " “" + p.qTokens[i] + "” → " + W.key + " " + j + " “" + p.kTokens[j] + "”"));
-      var table = el("table"), masked = isMasked(i, j);
-      var qh = step("q_heads"), kh = step("k_heads"), vh = step("v_heads"), out = step("out");
-      var sc = step("scores"), ss = step("scaled_scores"), bs = step("biased_scores"), m = step("mask"), w = step("weights");
-      var ms = step("modified_scores"), turned = p.rotated ? " " + W.rotated : "";
-      table.appendChild(row(W.qrow + turned, qh ? '<span class="qkv-vec" data-step="q_heads">' + vector(qh, h, i) + "</span>" : null, "q_heads"));
-      table.appendChild(row(W.krow + turned, kh ? '<span class="qkv-vec" data-step="k_heads">' + vector(kh, kv, j) + "</span>" : null, "k_heads"));
-      table.appendChild(row(W.score, sc ? numSpan(sc, at(sc, h, i, j), "scores") : null, "scores"));
-      table.appendChild(row(W.scaled + (p.formulas.scaled_scores ? "  (" + p.formulas.scaled_scores + ")" : ""),
-        ss ? numSpan(ss, at(ss, h, i, j), "scaled_scores") : null, "scaled_scores"));
-      if (bs) table.appendChild(row(W.biased, numSpan(bs, at(bs, h, i, j), "biased_scores"), "biased_scores"));
-      if (ms) table.appendChild(row(W.modified + (p.formulas.modified_scores ? "  (" + p.formulas.modified_scores + ")" : ""),
-        numSpan(ms, at(ms, h, i, j), "modified_scores"), "modified_scores"));
-      if (m) table.appendChild(row(W.mask, '<span data-step="mask">' + (m.data[at(m, h, i, j)] ? W.allowed : W.blocked) + "</span>", "mask"));
-      table.appendChild(row(W.share, masked ? '<span class="qkv-num" data-step="weights">' + esc(W.masked) + "</span>" :
-        numSpan(w, at(w, h, i, j), "weights") + ' <span class="qkv-note">(' + W.sum1 + ")</span>", "weights"));
-      table.appendChild(row(W.value + " v[" + j + "]", vh ? '<span class="qkv-vec" data-step="v_heads">' + vector(vh, kv, j) + "</span>" : null, "v_heads"));
-      table.appendChild(row(W.out, out ? '<span class="qkv-vec" data-step="out">' + vector(out, h, i) + "</span>" : null, "out"));
-      var wrap = el("div", "qkv-table-scroll"); wrap.appendChild(table); cellBox.appendChild(wrap);
+      cellBox.hidden = false;
+      var title = W.derivation + " — " + (payload.parts.length > 1 ? p.label + ", " : "") +
+        headName(h) + ": " + W.query + " " + i + " “" + p.qTokens[i] + "” → " + W.key + " " + j + " “" + p.kTokens[j] + "”";
+      V.derivation(cellBox, title, V.cellRows(source(), { h: h, kv: kv, i: i, j: j, rotated: p.rotated }, W), W);
       root.setAttribute("data-cell", i + "," + j);
       drawMatrix();
     }
@@ -439,11 +337,7 @@
     clearButton.addEventListener("click", function () { state.selected = []; state.hover = null; refresh(); });
     zoomIn.addEventListener("click", function () { state.zoom = Math.min(16, state.zoom * 2); drawMatrix(); });
     zoomOut.addEventListener("click", function () { state.zoom = Math.max(1 / 8, state.zoom / 2); drawMatrix(); });
-    function cellAt(e) {
-      var r = matrix.getBoundingClientRect(), p = part();
-      var j = Math.floor((e.clientX - r.left - geometry.left) / geometry.cell), i = Math.floor((e.clientY - r.top - geometry.top) / geometry.cell);
-      return (i >= 0 && j >= 0 && i < p.tq && j < p.tk) ? [i, j] : null;
-    }
+    var cellAt = mx.cellAt;
     matrix.addEventListener("mousemove", function (e) {
       var c = cellAt(e), p = part();
       if (!c) { info.textContent = ""; return; }
@@ -481,10 +375,7 @@
     // read-only accessors for notebooks and tests: the recorded numbers the view shows
     api.value = function (stepName, h, i, j) { var a = step(stepName); return a ? num(a, at(a, h, i, j)) : undefined; };
     api.text = function (stepName, h, i, j) { var a = step(stepName); return a ? fmt(a, at(a, h, i, j)) : undefined; };
-    api.cellPoint = function (i, j) {   // where cell (i, j) of the matrix view is, in page coordinates
-      var r = matrix.getBoundingClientRect();
-      return { x: r.left + geometry.left + (j + 0.5) * geometry.cell, y: r.top + geometry.top + (i + 0.5) * geometry.cell };
-    };
+    api.cellPoint = mx.cellPoint;        // where cell (i, j) of the matrix view is, in window coordinates
     api.showCell = showCell;
     api.row = function (h, i) { var p = part(), r = []; for (var j = 0; j < p.tk; j++) r.push(api.value("weights", h, i, j)); return r; };
 

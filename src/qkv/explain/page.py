@@ -190,7 +190,7 @@ def _page(payload: dict, *, title: str, lang: str, digits: int, derivation: str,
     body = (f'<div class="qkv-view" id="{view_id}" data-ready="0" lang="{lang}">{heading}'
             f'<div class="qkv-app"></div>{derivation}</div>\n'
             f'<script type="application/json" id="{view_id}-data">{_json_for_script(payload)}</script>\n'
-            f"<script>{_asset('page.js')}\n"
+            f"<script>{_asset('views.js')}\n{_asset('page.js')}\n"
             f'qkvView(document.getElementById("{view_id}"), '
             f'JSON.parse(document.getElementById("{view_id}-data").textContent));</script>\n')
     style = f"<style>{_asset('page.css')}</style>\n"
