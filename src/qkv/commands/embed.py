@@ -16,7 +16,8 @@ import sys
 
 from .._io import int_option
 from ..errors import InputError
-from .inspect import _render_rich, _write, add_model_option, load_model, truncated
+from ..explain.model_text import render_rich as _render_rich, truncated
+from ._options import add_model_option, load_model, write_text as _write
 
 
 def register(subparsers) -> None:

@@ -87,7 +87,7 @@ def explain_text(translation: Translation, *, lang: str = "en", layer: int | Non
 def _matrix(weights: np.ndarray, source: list[str], target: list[str], digits: int) -> str:
     from rich.table import Table
 
-    from ..commands.inspect import _render_rich
+    from ..explain.model_text import render_rich as _render_rich
 
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
     table.add_column("")
