@@ -20,8 +20,8 @@ import numpy as np
 
 from .._io import int_option
 from ..errors import InputError
-from ..explain.model_text import render_rich as _render_rich
-from ._options import add_model_option, load_model, write_text as _write
+from ..explain.model_text import render_rich
+from ._options import add_lang_option, add_model_option, check_lang, load_model, words, write_text
 
 
 def register(subparsers) -> None:
@@ -43,17 +43,19 @@ def register(subparsers) -> None:
     parser.add_argument("--figure", metavar="FILE", help="also save the score maps and the rollout (.png .svg .pdf)")
     parser.add_argument("--json", metavar="FILE", help="also write every score as JSON (atomically)")
     parser.add_argument("--out", metavar="FILE", help="write the table to FILE (atomically) instead of standard output")
+    add_lang_option(parser, "the table")
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
     from ..analysis import head_scores, rollout
 
+    t = words(check_lang(args.lang))
     model = load_model(args.model)
     tokens = model.tokens(args.text)
     weights = np.asarray(model.attention_weights(args.text), dtype=np.float64)     # (L, H, T, T)
     scores = head_scores(weights)
-    probe_ids = _probe(model, args.probe, args.seed)
+    probe_ids = _probe(model, args.probe, args.seed, t)
     probe_scores = head_scores(_weights_of_ids(model, probe_ids), probe_ids)
     for name in ("duplicate_token", "induction"):
         scores[name] = probe_scores[name]
@@ -62,7 +64,8 @@ def handler(args: argparse.Namespace) -> int:
         from ..viz.heads import heads_figure
         from ..viz import write_figure
 
-        write_figure(heads_figure(scores, flow[-1], tokens, title=f"{model.name}: {len(tokens)} tokens"), args.figure)
+        write_figure(heads_figure(scores, flow[-1], tokens, title=t("cli.heads.figure", model=model.name,
+                                                                     tokens=len(tokens))), args.figure)
     if args.json:
         from .._io import write_atomic
 
@@ -70,11 +73,11 @@ def handler(args: argparse.Namespace) -> int:
                     "scores": {name: value.tolist() for name, value in scores.items()},
                     "rollout": flow[-1].tolist()}
         write_atomic(args.json, json.dumps(document, ensure_ascii=False) + "\n")
-    _write(_report(model, tokens, scores, flow[-1], args), args.out)
+    write_text(_report(model, tokens, scores, flow[-1], args, t), args.out)
     return 0
 
 
-def _probe(model, length: int, seed: int) -> np.ndarray:
+def _probe(model, length: int, seed: int, t) -> np.ndarray:
     """[first special token] + r + r, r drawn from the model's ordinary (non-special) tokens."""
     from ..analysis import repeated_random_ids
 
@@ -85,10 +88,10 @@ def _probe(model, length: int, seed: int) -> np.ndarray:
     size = int(model.config.vocab_size)
     ordinary = size - len([i for i in special if i < size])
     if length * 2 + len(first) > model.config.max_positions:
-        raise InputError(f"{length}: the probe (2 × {length} tokens) is longer than the model's "
-                         f"{model.config.max_positions} positions", field="--probe")
+        raise InputError(t("cli.heads.probe_long", length=length, positions=model.config.max_positions),
+                         field="--probe")
     if length > ordinary:
-        raise InputError(f"{length}: the model has only {ordinary} ordinary tokens", field="--probe")
+        raise InputError(t("cli.heads.probe_vocab", length=length, ordinary=ordinary), field="--probe")
     return repeated_random_ids(length, size, seed=seed, prefix=first, avoid=sorted(special))
 
 
@@ -107,7 +110,7 @@ def _order(scores: dict, sort: str) -> list[tuple[int, int]]:
     return cells
 
 
-def _report(model, tokens, scores, flow, args) -> str:
+def _report(model, tokens, scores, flow, args, t) -> str:
     from rich.table import Table
 
     from ..analysis import SCORES
@@ -117,17 +120,14 @@ def _report(model, tokens, scores, flow, args) -> str:
         cells = cells[: args.top]
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
     for column in ("layer", "head") + SCORES:
-        table.add_column(column.replace("_", " "), justify="right")
+        table.add_column(t(f"cli.heads.col.{column}"), justify="right")
     for l, h in cells:
         table.add_row(str(l), str(h), *(f"{scores[name][l, h]:.3f}" for name in SCORES))
     layers, heads = scores["entropy"].shape
-    lines = [f"{model.name}: {layers} layers × {heads} heads on {len(tokens)} tokens "
-             f"(layers and heads counted from 0)",
-             "entropy in nats (0 = one key takes all, ln T = uniform); first token, previous token, self: mean weight "
-             "on that key; duplicate token, induction: share of attention on the pattern, on a random sequence "
-             f"of {args.probe} tokens repeated twice (seed {args.seed})", "",
-             _render_rich(table).rstrip(), ""]
+    lines = [t("cli.heads.title", model=model.name, layers=layers, heads=heads, tokens=len(tokens)),
+             t("cli.heads.legend", probe=args.probe, seed=args.seed), "",
+             render_rich(table).rstrip(), ""]
     order = np.argsort(-flow[0], kind="stable")[:5]
-    lines.append(f"rollout (residual included): after all {layers} layers “{tokens[0]}” draws on "
-                 + ", ".join(f"“{tokens[j]}” {flow[0, j]:.3f}" for j in order))
+    lines.append(t("cli.heads.rollout", layers=layers, token=tokens[0],
+                   shares=", ".join(f"“{tokens[j]}” {flow[0, j]:.3f}" for j in order)))
     return "\n".join(lines) + "\n"

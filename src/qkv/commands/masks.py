@@ -16,11 +16,11 @@ import argparse
 
 import numpy as np
 
-from .._io import int_option, write_atomic
+from .._io import int_option, short_repr, write_atomic
 from ..errors import InputError
+from ._options import add_lang_option, check_lang, words
 
 _KIND_LETTER = {0: "S", 1: "P", 2: "F"}
-_KIND_NAME = {0: "skipped", 1: "partial", 2: "full"}
 
 
 def register(subparsers) -> None:
@@ -36,25 +36,30 @@ def register(subparsers) -> None:
                         help="just this mask (a name as printed, e.g. 'document')")
     parser.add_argument("--figure", metavar="FILE", help="also draw the matrices (.png .svg .pdf)")
     parser.add_argument("--out", metavar="FILE", help="write the text to FILE (atomically) instead of standard output")
+    add_lang_option(parser, "the text and the figure")
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
     from .. import masks
 
+    words_of = words(check_lang(args.lang))
     t = args.length
     block = args.block or max(1, t // 4)
-    entries = masks.catalogue(t)
+    entries = {_name(name, words_of): mask_mod for name, mask_mod in masks.catalogue(t).items()}
     if args.only is not None:
-        if args.only not in entries:
-            raise InputError(f"{args.only!r} is not in the catalogue; choose one of: {', '.join(entries)}",
+        # a name as printed, in either language (the English one is the catalogue's own key)
+        chosen = {_name(name, words(lang)): shown for name, shown in zip(masks.catalogue(t), entries)
+                  for lang in ("en", args.lang)}.get(args.only)
+        if chosen is None:
+            raise InputError(words_of("cli.masks.unknown", value=short_repr(args.only), names=", ".join(entries)),
                              field="--only")
-        entries = {args.only: entries[args.only]}
+        entries = {chosen: entries[chosen]}
     if args.figure is not None:
         from ..viz import write_figure
 
-        write_figure(masks_figure(entries, t, block), args.figure)
-    text = "\n".join(_describe(name, mask_mod, t, block) for name, mask_mod in entries.items())
+        write_figure(masks_figure(entries, t, block, lang=args.lang), args.figure)
+    text = "\n".join(_describe(name, mask_mod, t, block, words_of) for name, mask_mod in entries.items())
     if args.out:
         write_atomic(args.out, text)
     else:
@@ -62,18 +67,31 @@ def handler(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(name: str, mask_mod, t: int, block: int) -> str:
+def _name(name: str, t) -> str:
+    """The catalogue's mask ``name`` in the language of ``t`` (the key itself when no text has it)."""
+    from ..explain.texts import EN
+
+    return t(f"cli.masks.name.{name}") if f"cli.masks.name.{name}" in EN else name
+
+
+def _formula(formula: str, t) -> str:
+    """A mask's formula with its connectives ("and", "or") in the language of ``t``."""
+    return formula.replace(" and ", f" {t('cli.masks.and')} ").replace(" or ", f" {t('cli.masks.or')} ")
+
+
+def _describe(name: str, mask_mod, t: int, block: int, words_of) -> str:
     from .. import masks
 
     dense = masks.dense_mask(mask_mod, t)
     kinds = masks.block_map(mask_mod, t, block_q=block, block_k=block)
     computed = _computed_share(kinds, t, block)
-    lines = [f"{name}: {mask_mod.formula}   (T = {t}, {int(dense.sum())} of {t * t} pairs allowed)"]
+    lines = [words_of("cli.masks.header", name=name, formula=_formula(mask_mod.formula, words_of), t=t,
+                      allowed=int(dense.sum()), total=t * t)]
     if t <= 64:
         lines += ["  " + "".join("█" if cell else "·" for cell in row) for row in dense]
     counts = {kind: int((kinds == kind).sum()) for kind in (0, 2, 1)}
-    lines.append(f"  blocks of {block}×{block}: " + ", ".join(f"{counts[k]} {_KIND_NAME[k]}" for k in (0, 2, 1))
-                 + f"; the kernel computes {computed:.0%} of the score matrix")
+    lines.append(words_of("cli.masks.blocks", b=block, skipped=counts[0], full=counts[2], partial=counts[1],
+                          share=f"{computed:.0%}"))
     if kinds.shape[1] <= 64:
         lines += ["  " + " ".join(_KIND_LETTER[int(kind)] for kind in row) for row in kinds]
     return "\n".join(lines) + "\n\n"
@@ -85,13 +103,19 @@ def _computed_share(kinds: np.ndarray, t: int, block: int) -> float:
     return float(area[kinds != 0].sum()) / (t * t)
 
 
-def masks_figure(entries: dict, t: int, block: int):
+def masks_figure(entries: dict, t: int, block: int, *, lang: str = "en"):
     """A grid of panels, one per mask: allowed pairs dark, the block map drawn over them (skipped
     blocks hatched grey, full blocks outlined green, partial blocks outlined orange)."""
+    from .. import masks
+    from ..viz import fonts
+
+    with fonts.context():
+        return _masks_figure(entries, t, block, words(lang), masks)
+
+
+def _masks_figure(entries: dict, t: int, block: int, words_of, masks):
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
-
-    from .. import masks
 
     columns = min(len(entries), 5)
     rows = -(-len(entries) // columns)
@@ -113,18 +137,21 @@ def masks_figure(entries: dict, t: int, block: int):
                 ax.add_patch(Rectangle((x0 + 0.15, y0 + 0.15), w - 0.3, h - 0.3, fill=False, edgecolor=color,
                                        linewidth=1.6))
         share = _computed_share(kinds, t, block)
-        ax.set_title(f"{name}\n{mask_mod.formula}\ncomputes {share:.0%}", fontsize=8)
-        ax.set_xlabel("key", fontsize=7)
-        ax.set_ylabel("query", fontsize=7)
+        ax.set_title(f"{name}\n{_formula(mask_mod.formula, words_of)}\n"
+                     f"{words_of('cli.masks.computes', share=f'{share:.0%}')}", fontsize=8)
+        ax.set_xlabel(words_of("cli.masks.key"), fontsize=7)
+        ax.set_ylabel(words_of("cli.masks.query"), fontsize=7)
         ax.tick_params(labelsize=6)
         ax.set_xlim(-0.5, t - 0.5)
         ax.set_ylim(t - 0.5, -0.5)
     for ax in axes[len(entries):]:
         ax.set_visible(False)
-    figure.legend(handles=[Patch(facecolor="#08306b", label="may attend"),
-                           Patch(facecolor="0.85", edgecolor="0.6", hatch="///", label="block skipped"),
-                           Patch(fill=False, edgecolor="#2e8b57", linewidth=1.6, label="block full (no mask)"),
-                           Patch(fill=False, edgecolor="#e67e22", linewidth=1.6, label="block partial (mask formed)")],
+    figure.legend(handles=[Patch(facecolor="#08306b", label=words_of("cli.masks.legend.allowed")),
+                           Patch(facecolor="0.85", edgecolor="0.6", hatch="///",
+                                 label=words_of("cli.masks.legend.skipped")),
+                           Patch(fill=False, edgecolor="#2e8b57", linewidth=1.6, label=words_of("cli.masks.legend.full")),
+                           Patch(fill=False, edgecolor="#e67e22", linewidth=1.6,
+                                 label=words_of("cli.masks.legend.partial"))],
                   loc="outside lower center", ncol=4, fontsize=8, frameon=False)
-    figure.suptitle(f"qkv.masks, T = {t}, kernel blocks {block}×{block}", fontsize=10)
+    figure.suptitle(words_of("cli.masks.suptitle", t=t, b=block), fontsize=10)
     return figure

@@ -18,11 +18,15 @@ EN: dict[str, str] = {
     "title.projection": "Q·K·V projection and multi-head: T = 3, d = 8, h = 2, shapes at every step",
     "title.group-meeting": "Attention as a group meeting: compatibility scores, softmax, and two notations",
     "title.user": "Attention, step by step",
-    "seed": "Worked example of seed {seed}; every number below is computed by qkv from the inputs.",
+    "post": "A worked example from the post {title}; every number below is computed by qkv from the inputs.",
+    "post.000": "“Attention의 projection: Q·K·V와 멀티 헤드” (Attention's projections: Q·K·V and multiple heads)",
+    "post.001": "“도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention” "
+                "(self-, cross- and multi-head attention through diagrams and minimal examples)",
+    "post.002": "“어텐션이 조모임이라면” (if attention were a group meeting)",
     "byhand.intro": "By hand: every intermediate is rounded to the digits shown and the next step is "
                     "computed from the rounded numbers, as with a calculator.",
     "byhand.digits": "Each number is rounded to {digits} decimals.",
-    "byhand.seed_digits": "Each number is rounded to the precision the seed prints for that step.",
+    "byhand.seed_digits": "Each number is rounded to the precision the post prints for that step.",
     # intros
     "intro.self-attention": "In self-attention every token looks at every token of the same sentence, itself "
                             "included, and decides which of them are most useful for updating its own "
@@ -72,18 +76,26 @@ EN: dict[str, str] = {
                        "it gives when attended to.",
     "projection.rule.cross": "Q = X_dec·W_Q comes from the decoder; K = M_enc·W_K and V = M_enc·W_V come from "
                              "the encoder's outputs.",
-    "projection.example": "For {token}, its row times W_Q:",
+    "h.projection.cross": "Step 1 — Q from the decoder, K and V from the encoder",
+    "projection.example": "For {token}: its row x times W_Q, W_K and W_V. Each number of q, k and v is the row times "
+                          "one column of the matrix, a sum of products:",
+    "projection.example.cross": "q comes from the decoder token {token}: its row x times W_Q. k and v come from the "
+                                "encoder: for the encoder token {ktoken}, its row of the encoder's output times W_K and "
+                                "W_V (every other encoder token likewise). Each number is a sum of products:",
     "projection.table": "Q, K and V of every token:",
     "cross.kv_from_encoder": "Keys and values are computed from the encoder's outputs, one row per source token:",
     "col.token": "token",
     "col.encoder_token": "encoder token",
     "split": "Splitting into heads is a reshape, not a multiplication: Q ({t} × {d}) is read as {t} × {h} × {dh} "
-             "(stored as {shape}, heads first). The first {dh} columns (0 to {dh} − 1) are head 0, the next {dh} head 1, "
+             "(stored as {shape}, heads first). Columns 0 to {last} are head {h0}, the next {dh} are head {h1}, "
              "and so on.",
     # core attention
     "h.head": "Head {h}",
     "h.scores": "Step 2 — scores: the query against every key",
-    "head.explain": "Head {h} uses columns {first}–{last} of Q and K (and its own columns of V).",
+    "head.explain": "Head {h} uses its own {dk} columns of Q and K (array columns {first}–{last}) and its own "
+                    "columns of V.",
+    "note.head_numbers": "The post numbers its heads from 1, and so does this explanation; in qkv's API (arrays, "
+                         "--head) head 1 is index 0.",
     "scores.explain": "The query of {token} is compared with every key by a dot product (raw attention scores):",
     "scores.explain.cross": "The decoder's query for {token} is compared with every encoder key by a dot product "
                             "(raw attention scores):",
@@ -109,6 +121,9 @@ EN: dict[str, str] = {
     "softmax.explain": "Softmax turns the scaled scores into weights between 0 and 1 that add up to 1 "
                        "(exp of each score divided by the sum of the exps; a query the mask lets see no key "
                        "gets weight 0 everywhere):",
+    "softmax.steps": "Softmax step by step. Subtracting one number from every score does not change the weights, so "
+                     "qkv first subtracts the row's largest score, m = {m} (then no e^ can overflow). Each weight is "
+                     "e^(s − m) divided by the sum of them all:",
     "col.key": "key",
     "col.score": "scaled score",
     "col.score.final": "score into softmax",
@@ -151,7 +166,7 @@ EN: dict[str, str] = {
     "col.formula": "formula",
     # multi-head
     "h.mh.heads": "The heads' outputs for one token",
-    "mh.z1": "z⁽⁰⁾ is the output for {token} computed in the {example} example above (not typed in).",
+    "mh.z1": "{z} is the output for {token} computed in the {example} example (not typed in).",
     "mh.given": "The other {n} heads would run the same procedure with their own projection matrices; their "
                 "outputs are given here.",
     "mh.concat": "The {h} outputs are concatenated into one vector of {width} numbers; the width grows because "
@@ -196,16 +211,21 @@ EN: dict[str, str] = {
     "col.exact": "exact",
     "col.drift": "largest |difference|",
     # notes
-    "note.seed001.weight_sum": "Note: seed 001 prints the weight of {token} one unit higher in the last decimal "
+    "note.post001.weight_sum": "Note: the post prints the weight of {token} one unit higher in the last decimal "
                                "(its four printed weights then add up to exactly 1). The exact value is {value}, "
                                "printed here rounded.",
-    "note.seed001.rounded_heads": "Note: seed 001 multiplies the head outputs as it prints them, z⁽⁰⁾ rounded to "
+    "note.post001.rounded_heads": "Note: the post multiplies the head outputs as it prints them, z⁽¹⁾ rounded to "
                                   "three decimals, so its final vector differs from the exact one in the fourth "
-                                  "decimal. The exact result is {value}; the by-hand mode (--by-hand) rounds the "
-                                  "same way and reproduces the seed's numbers.",
-    "note.seed002.underflow": "Note: the weight of {token} here is e^(100 − 1000) divided by the sum: a number with "
-                              "hundreds of zeros after the decimal point, below the smallest float64, so the "
-                              "computation gives exactly {value}. The voice is not just weak, it is inaudible.",
+                                  "decimal. Above, z⁽¹⁾ is shown with the decimals that give the exact result, "
+                                  "{value}; the by-hand mode (--by-hand) rounds as the post does and reproduces its "
+                                  "numbers.",
+    "note.post001.byhand_out": "Note: the post's number here is one unit higher in the last decimal: it multiplies "
+                               "by its own printed weight of learning, which is one unit higher (see the note on the "
+                               "weights). From the weights shown here the sum is {value}.",
+    "note.post002.underflow": "Note: the weight of {token} here is e^(100 − 1000) divided by the sum, about 10^−391: "
+                              "smaller than the smallest float64, so the computation gives exactly {value}. In the "
+                              "post's words lot's voice is relatively weakened; with scores this far apart it is "
+                              "weakened to practically nothing.",
     # Markdown matrix labels
     "md.rows": "rows: {labels}",
     "md.columns": "columns: {labels}",
@@ -247,6 +267,37 @@ EN: dict[str, str] = {
     "fig.cross_lines": "line width = weight",
     "fig.residual": "R + Y (residual)",
     "fig.multi_head": "heads side by side, concatenated, × W_O",
+    "fig.eq_scores": "q·k = q₁k₁ + q₂k₂ + …: multiply position by position, then add",
+    "fig.eq_scaled": "divided by √d_k, d_k = {dk} (the width of q and k)",
+    "fig.eq_softmax": "softmax: w_j = exp(s_j) / Σₖ exp(s_k)",
+    "fig.eq_shift": "qkv takes exp(s − m), m = max s = {m}: the same ratio, and nothing overflows",
+    "fig.eq_underflow": "exp(s − m) below about 10⁻³⁰⁸ is 0 in 64-bit floating point",
+    "fig.inputs": "from X to q, k, v: each row of X times W_Q, W_K and W_V",
+    "fig.inputs_dec": "decoder → Q: the decoder's row X_dec times W_Q",
+    "fig.inputs_enc": "encoder → K, V: the encoder's rows M_enc times W_K and W_V",
+    "fig.legend_dec": "decoder token: gives the query q",
+    "fig.legend_enc": "encoder tokens: give the keys k and the values v",
+    "fig.followed": "outlined: the followed query's row",
+    "fig.trace_q": "the followed query's q and the first key's k, from X and W:",
+    "fig.mh_heads": "each head's output for “{token}”",
+    "fig.mh_concat": "concatenated: H = Concat({heads})",
+    "fig.mh_column": "H's numbers, each beside the row of W_O it multiplies",
+    "fig.mh_sum": "z_final = H·W_O: each number is a sum of products (rows where W_O is 0 are left out)",
+    "fig.meeting": "meeting “{sentence}”: {token}'s question",
+    "fig.meeting_scores": "compatibility score (given)",
+    "fig.meeting_no_scale": "no ÷ √d_k here: the post applies softmax to the scores as given",
+    "fig.meeting_answers": "v: each token's answer (columns: the candidate next words)",
+    "fig.notations": "two notations, one computation (post 001's Q, K, V of “{sentence}”)",
+    "fig.rows_form": "row vectors (the paper): softmax(QKᵀ/√d_k), softmax per row: each row sums to 1",
+    "fig.columns_form": "column vectors (3Blue1Brown): softmax(KᵀQ/√d_k), softmax per column: each column sums to 1",
+    "fig.rows_out": "softmax(QKᵀ/√d_k)·V: one row per token",
+    "fig.columns_out": "V·softmax(KᵀQ/√d_k): one column per token",
+    "fig.notations_same": "the same numbers, transposed (largest difference: {diff})",
+    "fig.title.self-attention": "Self-attention: how “love” builds its context, from X to z",
+    "fig.title.cross-attention": "Cross-attention: the decoder token 私は asks the encoder",
+    "fig.title.multi-head": "Multi-head attention: three heads for “love”, concatenated and projected by W_O",
+    "fig.title.projection": "Q·K·V projection and multi-head: T = 3, d = 8, h = 2, shapes at every step",
+    "fig.title.group-meeting": "Attention as a group meeting: compatibility scores, softmax, and two notations",
     "fig.no_cjk_font": "qkv: no CJK font found, so Korean and Japanese text is drawn as empty boxes; "
                        "install koreanize-matplotlib (pip) or fonts-noto-cjk (apt)",
     # the interactive page
@@ -301,6 +352,16 @@ EN: dict[str, str] = {
     "page.steps": "Step by step",
     "page.too_large": "The trace holds {n} numbers; the step-by-step text is left out of this page. Run qkv explain "
                       "on a shorter input to read it.",
+    # qkv.show (notebooks)
+    "show.no_script": "The interactive view did not start: this notebook did not run the output's script. Run the "
+                      "cell again, or, for a notebook someone else saved, trust it first (jupyter trust "
+                      "NOTEBOOK.ipynb). The step-by-step derivation below needs no script.",
+    "show.plain": "qkv view of “{title}”{shape}. A notebook that shows HTML draws it interactively; elsewhere "
+                  ".save(\"attention.html\") writes it as a page to open in a browser.",
+    "show.shape": ": {heads} head(s), {tq} queries × {tk} keys",
+    "show.shape_layers": ": {layers} layers × {heads} heads, {tq} tokens",
+    "show.outside": "qkv.show: no notebook here, so nothing was displayed. qkv.show returned the view: "
+                    "view.save(\"attention.html\") writes it as a page to open in a browser.",
     # command line
     "list.header": "Worked examples (qkv example NAME):",
     # the other commands (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
@@ -449,6 +510,127 @@ EN: dict[str, str] = {
     "cli.translate.figure_format": "unknown figure format; use one of {choices}",
     "cli.translate.lang.ko": "ko",
     "cli.translate.lang.ja": "ja",
+    # qkv serve (serve/app.py answers, serve/app.js page words: serve.ui.*)
+    "serve.post.000": "Attention의 projection: Q·K·V와 멀티 헤드 (attention's projection: Q·K·V and multiple heads)",
+    "serve.post.001": "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention "
+                      "(self-, cross- and multi-head attention through diagrams and minimal cases)",
+    "serve.post.002": "어텐션이 조모임이라면 (if attention were a group meeting)",
+    "serve.error.empty_text": "empty: type a sentence first, e.g. The cat sat on the mat.",
+    "serve.error.no_text": "missing (the text to run through the model)",
+    "serve.error.chars": "{count} characters; the server takes at most {limit}",
+    "serve.error.tokens": "{count} tokens; model '{model}' takes at most {limit} (special tokens included): "
+                          "shorten the text",
+    "serve.error.busy": "too many requests at once (more than {count}); try again in a moment",
+    "serve.error.translate_empty": "the text to translate is empty: type English words the translator knows, "
+                                   "e.g. I love you",
+    "serve.error.unknown_word": "unknown word '{word}'; the translator knows these English words: {known}",
+    "serve.error.words": "{count} words is over the translator's limit of {limit}",
+    "serve.error.layer": "{layer}: the translator has decoder layers 0 … {last}",
+    "serve.error.word": "{word}: the translation has words 1 … {last} (counted from 1)",
+    "serve.whatif.body": "the body must be a JSON object, e.g. {{\"name\": \"group-meeting\", \"factor\": 2}}",
+    "serve.whatif.json": "the body is not JSON ({problem})",
+    "serve.whatif.too_large": "the body is over {limit} bytes",
+    "serve.whatif.unknown_field": "unknown field; the fields are: {fields}",
+    "serve.whatif.name": "unknown example {name}; the examples are: {names}",
+    "serve.whatif.query": "expected a token or a row index",
+    "serve.whatif.number": "expected a finite number, got {value}",
+    "serve.whatif.range": "{value} is outside {low} … {high}",
+    "serve.whatif.whole": "expected a whole number (a row or column, from 0), got {value}",
+    "serve.whatif.bool": "expected true or false, got {value}",
+    "serve.whatif.no_sqrt": "the group meeting's scores are given, not computed from q and k: there is no ÷√d_k "
+                            "to switch off",
+    "serve.whatif.cells": "expected an object: matrix → [[row, column, value], …]",
+    "serve.whatif.matrix": "this matrix cannot be edited in this example; it has: {fields}",
+    "serve.whatif.no_matrices": "this example has no matrix to edit; edit its scores",
+    "serve.whatif.too_many": "too many edits (at most {limit})",
+    "serve.whatif.cell": "expected [row, column, value], got {value}",
+    "serve.whatif.index": "row {row}, column {column} is outside {matrix} ({rows} × {columns}; rows and columns "
+                          "count from 0)",
+    "serve.whatif.scores_only": "only the group meeting has given scores to edit",
+    "serve.whatif.scene": "no meeting named '{scene}'; the meetings are: {scenes}",
+    "serve.whatif.score_cell": "expected [position, score], got {value}",
+    "serve.whatif.score_index": "position {index} is outside the meeting's {count} scores (counted from 0)",
+    "serve.whatif.multi_head_query": "the multi-head example follows '{token}' only (heads 2 and 3 are given "
+                                     "for that token)",
+    "serve.whatif.meeting_query": "the group meeting has no query to choose (each meeting follows lot's question)",
+    "serve.ui.title": "qkv — attention, step by step",
+    "serve.ui.tabExample": "Worked examples",
+    "serve.ui.tabModel": "Your text",
+    "serve.ui.tabTranslate": "Translator",
+    "serve.ui.examplesIntro": "The worked examples of three posts, computed by qkv from the inputs shown. Pick one:",
+    "serve.ui.fromPost": "From the post “{title}”",
+    "serve.ui.text": "Text",
+    "serve.ui.model": "Model",
+    "serve.ui.run": "Show attention",
+    "serve.ui.emptyText": "Type a sentence first (e.g. The cat sat on the mat.), then press Show attention.",
+    "serve.ui.textPlaceholder": "e.g. The cat sat on the mat.",
+    "serve.ui.overview": "Every layer × head",
+    "serve.ui.tokenCount": "{n} tokens",
+    "serve.ui.overviewHint": "Each square is one head: rows are queries, columns are keys. Click one to open it.",
+    "serve.ui.layer": "layer",
+    "serve.ui.head": "head",
+    "serve.ui.layerHead": "layer {layer}, head {head}",
+    "serve.ui.back": "← all heads",
+    "serve.ui.kvHead": "key/value head {n}",
+    "serve.ui.cellHint": "Click a cell (query row, key column) for its derivation.",
+    "serve.ui.labelsThinned": "Every {n}th token is labelled; point at a cell for its tokens.",
+    "serve.ui.hover": "query {i} “{q}” → key {j} “{k}”: {w}",
+    "serve.ui.derivation": "Derivation of one cell: query {i} “{q}” → key {j} “{k}”",
+    "serve.ui.qrow": "query vector q[{i}] (this head)",
+    "serve.ui.krow": "key vector k[{j}] (this head)",
+    "serve.ui.qrot": "q[{i}] after RoPE (what the score uses)",
+    "serve.ui.krot": "k[{j}] after RoPE (what the score uses)",
+    "serve.ui.score": "score q·k",
+    "serve.ui.scaled": "scaled score",
+    "serve.ui.biased": "score with bias",
+    "serve.ui.mask": "mask",
+    "serve.ui.allowed": "may attend",
+    "serve.ui.blocked": "masked (−∞)",
+    "serve.ui.weight": "weight = softmax of the row",
+    "serve.ui.maskedWeight": "masked: this query may not attend to this key (weight 0)",
+    "serve.ui.vrow": "value row v[{j}] that the weight multiplies",
+    "serve.ui.out": "output row z[{i}] of this query = Σⱼ wⱼ·vⱼ",
+    "serve.ui.notRecorded": "not recorded in this trace",
+    "serve.ui.steps": "Step by step (qkv's explanation of this query)",
+    "serve.ui.example": "Example",
+    "serve.ui.upload": "…or open an example file of your own (TOML/JSON)",
+    "serve.ui.uploaded": "uploaded file (held in this page only; not in the link)",
+    "serve.ui.part": "part",
+    "serve.ui.legend": "colour: the weight, 0 (white) to 1 (dark blue), shaded by √weight so small weights stay "
+                       "visible; grey hatched: masked",
+    "serve.ui.loading": "computing…",
+    "serve.ui.error": "error",
+    "serve.ui.noWeights": "This example records no attention weights to draw; its derivation follows.",
+    "serve.ui.permalink": "The address bar holds this view: copy it to come back.",
+    "serve.ui.sourceText": "English text (the translator's words)",
+    "serve.ui.sourcePlaceholder": "e.g. I love you",
+    "serve.ui.emptySource": "Type English words the translator knows first (e.g. I love you), then press Translate.",
+    "serve.ui.into": "into",
+    "serve.ui.translate": "Translate",
+    "serve.ui.crossHint": "The decoder's cross-attention, every layer × head: row t is word t of the translation, "
+                          "columns are the English words. Click one to open it.",
+    "serve.ui.crossOf": "cross-attention, layer {layer}, head {head}",
+    "serve.ui.crossRows": "Row t is word t of the translation, as in the figure of qkv translate. Its query is the "
+                          "decoder's state at the token before word t (for word 1, the language token {lang}): "
+                          "that state reads the English words and predicts word t.",
+    "serve.ui.crossCell": "Derivation of one cell: word {t} “{word}” (query: the state at “{prev}”) → English "
+                          "word {j} “{k}”",
+    "serve.ui.crossHover": "word {t} “{word}” → “{k}”: {w}",
+    "serve.ui.whatIf": "What if…? Change an input: qkv recomputes every number below",
+    "serve.ui.factor": "score factor: the scores are multiplied by {f} before the softmax (temperature {t})",
+    "serve.ui.sqrtDk": "divide the scores by √d_k = {root}",
+    "serve.ui.reset": "back to the post's numbers",
+    "serve.ui.editInputs": "Edit the inputs (click a number, type, Enter)",
+    "serve.ui.editHeadOne": "Edit head 1's inputs (the self-attention example) and W_O",
+    "serve.ui.questionScore": "score of the question words ({tokens}) in the meeting “{scene}”: {s}",
+    "serve.ui.editScores": "Edit the scores of each meeting",
+    "serve.ui.lotWeight": "lot's weight in the meeting “{scene}”: {w} (the post's numbers: {was})",
+    "serve.ui.followed": "weights of the followed query “{q}”",
+    "serve.ui.asPost": "the post's numbers",
+    "serve.ui.now": "now",
+    "serve.ui.changed": "changed from the post: {what}",
+    "serve.ui.unchanged": "the post's numbers",
+    "serve.ui.meeting": "meeting “{scene}”",
 }
 
 KO: dict[str, str] = {
@@ -459,11 +641,14 @@ KO: dict[str, str] = {
     "title.projection": "Q·K·V projection과 멀티 헤드: T = 3, d = 8, h = 2, 단계마다의 형태",
     "title.group-meeting": "어텐션이 조모임이라면: 찰떡궁합점수, 소프트맥스, 그리고 두 가지 표기법",
     "title.user": "단계별로 따라가는 어텐션",
-    "seed": "시드 {seed}의 예제이다. 아래의 모든 숫자는 입력으로부터 qkv가 직접 계산한 값이다.",
+    "post": "글 {title}의 예제이다. 아래의 모든 숫자는 입력으로부터 qkv가 직접 계산한 값이다.",
+    "post.000": "“Attention의 projection: Q·K·V와 멀티 헤드”",
+    "post.001": "“도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention”",
+    "post.002": "“어텐션이 조모임이라면”",
     "byhand.intro": "손 계산 모드: 계산기를 든 사람처럼, 모든 중간 결과를 화면에 보이는 자릿수로 반올림하고 "
                     "다음 단계는 반올림된 숫자로 계산한다.",
     "byhand.digits": "모든 숫자를 소수점 아래 {digits}자리로 반올림한다.",
-    "byhand.seed_digits": "각 단계의 숫자를 시드가 적은 자릿수로 반올림한다.",
+    "byhand.seed_digits": "각 단계의 숫자를 글이 적은 자릿수로 반올림한다.",
     # intros
     "intro.self-attention": "Self-attention에서는 각 토큰이 같은 문장 안의 모든 토큰(자기 자신 포함)을 참조하고, "
                             "자신의 표현을 갱신하는 데 어떤 토큰이 가장 유용한지를 판단한다. 여기서는 "
@@ -512,17 +697,25 @@ KO: dict[str, str] = {
                        "정보이다.",
     "projection.rule.cross": "Q = X_dec·W_Q는 디코더에서 오고, K = M_enc·W_K와 V = M_enc·W_V는 인코더의 출력에서 "
                              "온다.",
-    "projection.example": "{token}의 경우, 그 행에 W_Q를 곱하면:",
+    "h.projection.cross": "1단계 — Q는 디코더에서, K와 V는 인코더에서",
+    "projection.example": "{token}의 경우: 그 행 x에 W_Q, W_K, W_V를 곱한다. q, k, v의 각 성분은 x와 행렬의 열 "
+                          "하나를 위치별로 곱해 더한 값이다:",
+    "projection.example.cross": "q는 디코더 토큰 {token}에서 나온다: 그 행 x에 W_Q를 곱한다. k와 v는 인코더에서 "
+                                "나온다: 인코더 토큰 {ktoken}의 경우 인코더 출력의 그 행에 W_K와 W_V를 곱한다 (다른 "
+                                "인코더 토큰도 같다). 각 성분은 위치별로 곱해 더한 값이다:",
     "projection.table": "모든 토큰의 Q, K, V:",
     "cross.kv_from_encoder": "Key와 Value는 인코더의 출력으로 계산한다. 소스 토큰 하나에 한 행씩:",
     "col.token": "토큰",
     "col.encoder_token": "인코더 토큰",
     "split": "head로 나누는 것은 곱셈이 아니라 reshape이다: Q ({t} × {d})를 {t} × {h} × {dh}로 본다 "
-             "(head를 앞에 두어 {shape}로 저장). 처음 {dh}개 열(0 ~ {dh} − 1번)이 head 0, 다음 {dh}개 열이 head 1, 이런 식이다.",
+             "(head를 앞에 두어 {shape}로 저장). 0번부터 {last}번까지의 열이 head {h0}, 그다음 {dh}개 열이 head {h1}이며, "
+             "나머지도 같은 방식이다.",
     # core attention
     "h.head": "Head {h}",
     "h.scores": "2단계 — 점수: Query와 모든 Key의 비교",
-    "head.explain": "Head {h}에서는 Q와 K의 {first}–{last}번째 열(그리고 V의 자기 열)만 사용한다.",
+    "head.explain": "Head {h}는 Q와 K에서 자기 몫의 열 {dk}개(배열의 {first}–{last}번 열)와 V의 자기 열만 사용한다.",
+    "note.head_numbers": "글은 head를 1부터 세고, 이 설명도 그렇게 센다. qkv의 API(배열, --head)에서는 head 1이 "
+                         "인덱스 0이다.",
     "scores.explain": "{token}의 Query를 각 Key와 내적한다 (가공되지 않은 attention score):",
     "scores.explain.cross": "디코더 토큰 {token}의 Query를 인코더의 각 Key와 내적한다 (가공되지 않은 attention score):",
     "scores.explain.rope": "회전한 {token}의 Query를 회전한 각 Key와 내적한다 (가공되지 않은 attention score):",
@@ -544,6 +737,9 @@ KO: dict[str, str] = {
     "masked": "마스크",
     "softmax.explain": "소프트맥스는 스케일링한 점수를 합이 1인 0과 1 사이의 가중치로 정규화한다 (각 점수의 exp를 "
                        "exp들의 합으로 나눈다. 마스크 때문에 볼 수 있는 키가 하나도 없는 Query는 모든 가중치가 0이다):",
+    "softmax.steps": "softmax를 한 단계씩 계산한다. 모든 점수에서 같은 수를 빼도 가중치는 변하지 않으므로, qkv는 "
+                     "먼저 행에서 가장 큰 점수 m = {m}을 뺀다 (그러면 e^의 값이 넘칠 일이 없다). 각 가중치는 "
+                     "e^(s − m)을 그 합으로 나눈 값이다:",
     "col.key": "Key",
     "col.score": "스케일링한 점수",
     "col.score.final": "소프트맥스에 들어가는 점수",
@@ -584,7 +780,7 @@ KO: dict[str, str] = {
     "col.formula": "식",
     # multi-head
     "h.mh.heads": "한 토큰에 대한 각 헤드의 출력",
-    "mh.z1": "z⁽⁰⁾은 {example} 예제에서 계산한 {token}의 출력이다 (직접 입력한 값이 아니다).",
+    "mh.z1": "{z}은 {example} 예제에서 계산한 {token}의 출력이다 (직접 입력한 값이 아니다).",
     "mh.given": "나머지 헤드 {n}개도 각자의 투영 행렬로 같은 절차를 수행한다. 여기서는 그 출력이 주어져 있다고 하자.",
     "mh.concat": "출력 {h}개를 이어 붙여 성분 {width}개의 벡터 하나를 만든다. 헤드를 나란히 붙였기 때문에 차원이 "
                  "증가한다:",
@@ -626,57 +822,92 @@ KO: dict[str, str] = {
     "col.exact": "정확한 값",
     "col.drift": "가장 큰 |차이|",
     # notes
-    "note.seed001.weight_sum": "참고: 시드 001은 {token}의 가중치를 마지막 자리에서 1만큼 크게 적었다 (그러면 적힌 "
+    "note.post001.weight_sum": "참고: 글은 {token}의 가중치를 마지막 자리에서 1만큼 크게 적었다 (그러면 적힌 "
                                "네 가중치의 합이 정확히 1이 된다). 정확한 값은 {value}이고, 여기서는 이를 "
                                "반올림해 적었다.",
-    "note.seed001.rounded_heads": "참고: 시드 001은 헤드 출력을 적힌 그대로, 즉 z⁽⁰⁾을 소수점 아래 세 자리로 반올림한 "
+    "note.post001.rounded_heads": "참고: 글은 헤드 출력을 적힌 그대로, 즉 z⁽¹⁾을 소수점 아래 세 자리로 반올림한 "
                                   "값으로 곱했기 때문에 최종 벡터가 정확한 값과 소수점 아래 넷째 자리에서 다르다. "
-                                  "정확한 결과는 {value}이다. 손 계산 모드(--by-hand)는 같은 방식으로 반올림하여 "
-                                  "시드의 숫자를 그대로 재현한다.",
-    "note.seed002.underflow": "참고: 여기서 {token}의 가중치는 e^(100 − 1000)을 합으로 나눈 값으로, 소수점 아래에 "
-                              "0이 수백 개 이어지는 수이다. float64가 나타낼 수 있는 가장 작은 수보다 작기 때문에 "
-                              "계산 결과는 정확히 {value}이다. 목소리가 약해진 정도가 아니라 아예 들리지 않는다.",
+                                  "위에서는 정확한 결과 {value}이 나오도록 z⁽¹⁾을 더 많은 자릿수로 적었다. 손 계산 "
+                                  "모드(--by-hand)는 글과 같은 방식으로 반올림하여 글의 숫자를 그대로 재현한다.",
+    "note.post001.byhand_out": "참고: 글에서는 이 숫자가 마지막 자리에서 1만큼 크다. 글은 자신이 적은 learning의 "
+                               "가중치(마지막 자리에서 1만큼 큰 값, 가중치에 대한 참고 참조)로 곱했기 때문이다. "
+                               "여기에 적힌 가중치로 계산하면 합은 {value}이다.",
+    "note.post002.underflow": "참고: 여기서 {token}의 가중치는 e^(100 − 1000)을 합으로 나눈 값으로, 약 10^−391이다. "
+                              "float64가 나타낼 수 있는 가장 작은 수보다 작기 때문에 계산 결과는 정확히 {value}이다. "
+                              "글의 표현대로 lot의 목소리는 상대적으로 약해지는데, 점수 차이가 이만큼 크면 사실상 "
+                              "들리지 않을 만큼 약해진다.",
     # Markdown matrix labels
     "md.rows": "행: {labels}",
     "md.columns": "열: {labels}",
     # figures (qkv.viz): 층, 헤드, 토큰, 열 번호는 모두 0부터 센다
-    "fig.queries": "쿼리 (바라보는 토큰)",
-    "fig.keys": "키 (바라봐지는 토큰)",
-    "fig.queries_dec": "쿼리 (디코더)",
-    "fig.keys_enc": "키 (인코더)",
+    "fig.queries": "Query (바라보는 토큰)",
+    "fig.keys": "Key (참조되는 토큰)",
+    "fig.queries_dec": "Query (디코더)",
+    "fig.keys_enc": "Key (인코더)",
     "fig.weight": "가중치",
     "fig.head": "헤드 {h}",
     "fig.layer": "층 {l}",
     "fig.layer_head": "층 {l}, 헤드 {h}",
     "fig.scores": "q·k (점수)",
-    "fig.scaled": "÷ √dₖ (스케일된 점수)",
-    "fig.biased": "+ bias",
+    "fig.scaled": "÷ √dₖ (나눈 점수)",
+    "fig.biased": "+ 편향",
     "fig.modified": "score_mod",
     "fig.weights": "softmax (가중치)",
     "fig.masked": "마스크",
-    "fig.masked_key": "/// 마스크: softmax 전 −∞, 가중치 0",
-    "fig.query": "쿼리 {i} “{token}”",
+    "fig.masked_key": "/// 가려진 Key: softmax 전 −∞, 가중치 0",
+    "fig.query": "Query {i} “{token}”",
     "fig.mask": "softmax 전에 더하는 마스크",
     "fig.mask_note": "0 = 볼 수 있음, −∞ = 가려짐",
     "fig.reshape": "헤드로 나누기: T×d를 T×h×dₕ로 본다 (계산 없음)",
-    "fig.concat": "헤드 이어 붙이기",
+    "fig.concat": "헤드 출력 이어 붙이기",
     "fig.projection": "Q·K·V 투영, 헤드, W_O",
     "fig.per_head": "헤드별 출력",
     "fig.attention": "어텐션 가중치",
     "fig.attention_head": "헤드 {h}의 어텐션: softmax(QₕKₕᵀ/√dₕ)",
     "fig.head_out": "헤드 {h} = 가중치·Vₕ",
-    "fig.value_rows": "각 밸류 행 × 그 가중치",
+    "fig.value_rows": "각 Value 행 × 그 가중치",
     "fig.sum_z": "그 합: z = Σⱼ wⱼ·vⱼ",
-    "fig.chain": "쿼리 하나의 계산 흐름",
-    "fig.legend": "가중치 (모든 그림에 같은 눈금: 0 ~ 1, √가중치로 음영)",
-    "fig.rows_shown": "행 {total}개 중 0–{last}번 표시",
-    "fig.grid_note": "쿼리 {tq}개 × 키 {tk}개; 행: 층, 열: 헤드 (0부터 센다)",
-    "fig.pooled": "픽셀 하나는 그 픽셀이 덮는 칸들 중 가장 큰 가중치를 보인다",
-    "fig.decoder": "디코더 (쿼리)",
-    "fig.encoder": "인코더 (키와 밸류)",
+    "fig.chain": "Query 하나의 계산 흐름",
+    "fig.legend": "가중치 (모든 그림이 같은 눈금을 쓴다: 0부터 1까지, 색의 진하기는 √가중치를 따른다)",
+    "fig.rows_shown": "전체 {total}행 가운데 0–{last}행만 그렸다",
+    "fig.grid_note": "Query {tq}개 × Key {tk}개. 행은 층, 열은 헤드다 (0부터 센다)",
+    "fig.pooled": "픽셀 하나는 그 픽셀이 덮는 칸 가운데 가장 큰 가중치를 보인다",
+    "fig.decoder": "디코더 (Query)",
+    "fig.encoder": "인코더 (Key와 Value)",
     "fig.cross_lines": "선 굵기 = 가중치",
     "fig.residual": "R + Y (잔차 연결)",
-    "fig.multi_head": "헤드를 나란히, 이어 붙이고, × W_O",
+    "fig.multi_head": "헤드를 나란히 놓고 이어 붙인 뒤 W_O를 곱한다",
+    "fig.eq_scores": "q·k = q₁k₁ + q₂k₂ + …: 같은 자리끼리 곱해서 더한다",
+    "fig.eq_scaled": "√d_k로 나눈다. d_k = {dk} (q와 k의 길이)",
+    "fig.eq_softmax": "softmax: w_j = exp(s_j) / Σₖ exp(s_k)",
+    "fig.eq_shift": "qkv는 exp(s − m)을 쓴다 (m = max s = {m}). 비율은 같고 넘치는 수가 없다",
+    "fig.eq_underflow": "exp(s − m)가 약 10⁻³⁰⁸보다 작으면 64비트 부동소수점에서 0이 된다",
+    "fig.inputs": "X에서 q, k, v로: X의 각 행에 W_Q, W_K, W_V를 곱한다",
+    "fig.inputs_dec": "디코더 → Q: 디코더의 행 X_dec에 W_Q를 곱한다",
+    "fig.inputs_enc": "인코더 → K, V: 인코더의 행 M_enc에 W_K와 W_V를 곱한다",
+    "fig.legend_dec": "디코더 토큰: Query q를 만든다",
+    "fig.legend_enc": "인코더 토큰: Key k와 Value v를 만든다",
+    "fig.followed": "테두리: 따라가는 Query의 행",
+    "fig.trace_q": "따라가는 Query의 q와 첫 Key의 k를 X와 W에서 구한다:",
+    "fig.mh_heads": "“{token}”에 대한 헤드별 출력",
+    "fig.mh_concat": "이어 붙이기: H = Concat({heads})",
+    "fig.mh_column": "H의 각 수를 그 수가 곱해지는 W_O의 행 옆에 세웠다",
+    "fig.mh_sum": "z_final = H·W_O: 각 수는 곱의 합이다 (W_O가 0인 행은 뺐다)",
+    "fig.meeting": "조모임 “{sentence}”: {token}의 질문",
+    "fig.meeting_scores": "찰떡궁합점수 (주어짐)",
+    "fig.meeting_no_scale": "여기서는 √d_k로 나누지 않는다: 글은 주어진 점수에 바로 softmax를 적용한다",
+    "fig.meeting_answers": "v: 각 토큰의 대답 (열: 다음 단어 후보)",
+    "fig.notations": "표기는 둘, 계산은 하나 (글 001의 “{sentence}”에서 나온 Q, K, V)",
+    "fig.rows_form": "행벡터 표기 (논문): softmax(QKᵀ/√d_k), 행마다 softmax를 적용해 각 행의 합이 1이다",
+    "fig.columns_form": "열벡터 표기 (3Blue1Brown): softmax(KᵀQ/√d_k), 열마다 softmax를 적용해 각 열의 합이 1이다",
+    "fig.rows_out": "softmax(QKᵀ/√d_k)·V: 토큰마다 한 행",
+    "fig.columns_out": "V·softmax(KᵀQ/√d_k): 토큰마다 한 열",
+    "fig.notations_same": "같은 수를 전치한 것이다 (가장 큰 차이: {diff})",
+    "fig.title.self-attention": "Self-attention: love가 X에서 z까지 문맥을 담는 과정",
+    "fig.title.cross-attention": "Cross-attention: 디코더 토큰 私は가 인코더에 묻는다",
+    "fig.title.multi-head": "Multi-head attention: love에 대한 세 헤드의 출력을 이어 붙여 W_O로 투영한다",
+    "fig.title.projection": "Q·K·V projection과 멀티 헤드: T = 3, d = 8, h = 2일 때 각 단계의 모양",
+    "fig.title.group-meeting": "어텐션이 조모임이라면: 찰떡궁합점수, softmax, 두 가지 표기법",
     "fig.no_cjk_font": "qkv: CJK 글꼴이 없어 한국어와 일본어가 빈 네모로 그려진다; koreanize-matplotlib(pip) 또는 "
                        "fonts-noto-cjk(apt)를 설치하라",
     # the interactive page
@@ -731,6 +962,16 @@ KO: dict[str, str] = {
     "page.steps": "단계별 계산",
     "page.too_large": "이 trace에는 숫자가 {n}개 있어 단계별 설명은 이 페이지에서 뺐다. 더 짧은 입력으로 qkv explain을 "
                       "실행하면 읽을 수 있다.",
+    # qkv.show (노트북)
+    "show.no_script": "대화형 보기가 시작되지 않았다: 이 노트북이 출력에 든 스크립트를 실행하지 않았다. 셀을 다시 "
+                      "실행하거나, 남이 저장한 노트북이라면 먼저 신뢰하도록 설정한다 (jupyter trust 노트북.ipynb). "
+                      "아래 단계별 계산은 스크립트 없이도 읽을 수 있다.",
+    "show.plain": "qkv 보기 “{title}”{shape}. HTML을 보여 주는 노트북은 이것을 대화형으로 그린다. 노트북 밖에서는 "
+                  ".save(\"attention.html\")로 페이지 파일을 써서 브라우저로 연다.",
+    "show.shape": ": 헤드 {heads}개, Query {tq}개 × Key {tk}개",
+    "show.shape_layers": ": 층 {layers}개 × 헤드 {heads}개, 토큰 {tq}개",
+    "show.outside": "qkv.show: 노트북이 아니어서 아무것도 표시하지 않았다. qkv.show가 돌려준 보기에서 "
+                    "view.save(\"attention.html\")로 페이지 파일을 써서 브라우저로 연다.",
     # command line
     "list.header": "예제 목록 (qkv example NAME):",
     # 나머지 명령 (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
@@ -783,8 +1024,8 @@ KO: dict[str, str] = {
     "cli.heads.col.self": "자기 자신",
     "cli.heads.col.duplicate_token": "중복 토큰",
     "cli.heads.col.induction": "인덕션",
-    "cli.heads.rollout": "어텐션 롤아웃 (잔차 연결 포함): 층 {layers}개를 모두 지난 뒤 “{token}” 자리가 각 토큰에서 "
-                         "가져오는 몫은 {shares}",
+    "cli.heads.rollout": "어텐션 롤아웃 (잔차 연결 포함), 층 {layers}개를 모두 지난 뒤 “{token}” 자리가 각 토큰에서 "
+                         "가져오는 몫: {shares}",
     "cli.heads.figure": "{model}: 토큰 {tokens}개",
     "cli.heads.probe_long": "{length}: 탐침 시퀀스(토큰 2 × {length}개)가 모델의 위치 {positions}개보다 길다",
     "cli.heads.probe_vocab": "{length}: 이 모델의 일반 토큰은 {ordinary}개뿐이다",
@@ -879,6 +1120,122 @@ KO: dict[str, str] = {
     "cli.translate.figure_format": "알 수 없는 그림 형식이다. 다음 중 하나를 쓴다: {choices}",
     "cli.translate.lang.ko": "한국어",
     "cli.translate.lang.ja": "일본어",
+    # qkv serve (serve/app.py의 응답, serve/app.js 페이지의 낱말: serve.ui.*)
+    "serve.post.000": "Attention의 projection: Q·K·V와 멀티 헤드",
+    "serve.post.001": "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention",
+    "serve.post.002": "어텐션이 조모임이라면",
+    "serve.error.empty_text": "비어 있다. 먼저 문장을 입력해야 한다 (예: The cat sat on the mat.)",
+    "serve.error.no_text": "없다 (모델에 넣을 문장이 필요하다)",
+    "serve.error.chars": "{count}자이다. 이 서버는 최대 {limit}자까지 받는다",
+    "serve.error.tokens": "토큰 {count}개이다. 모델 '{model}'은 특수 토큰을 포함해 최대 {limit}개까지 받으므로 "
+                          "문장을 줄여야 한다",
+    "serve.error.busy": "동시에 들어온 요청이 너무 많다 ({count}개 초과). 잠시 뒤에 다시 시도해야 한다",
+    "serve.error.translate_empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력해야 한다 (예: I love you)",
+    "serve.error.unknown_word": "번역기가 모르는 단어 '{word}'가 있다. 번역기가 아는 영어 단어: {known}",
+    "serve.error.words": "단어 {count}개는 번역기가 받는 최대 {limit}개를 넘는다",
+    "serve.error.layer": "{layer}: 번역기의 디코더 층 번호는 0 … {last}이다",
+    "serve.error.word": "{word}: 번역문의 단어 번호는 1 … {last}이다 (1부터 센다)",
+    "serve.whatif.body": "본문은 JSON 객체여야 한다 (예: {{\"name\": \"group-meeting\", \"factor\": 2}})",
+    "serve.whatif.json": "본문이 JSON이 아니다 ({problem})",
+    "serve.whatif.too_large": "본문이 {limit}바이트를 넘는다",
+    "serve.whatif.unknown_field": "모르는 필드이다. 쓸 수 있는 필드: {fields}",
+    "serve.whatif.name": "예제 {name}은 없다. 예제: {names}",
+    "serve.whatif.query": "토큰이나 행 번호여야 한다",
+    "serve.whatif.number": "유한한 수여야 한다 (받은 값: {value})",
+    "serve.whatif.range": "{value}: {low} … {high} 범위를 벗어난다",
+    "serve.whatif.whole": "0부터 세는 행·열 번호, 곧 정수여야 한다 (받은 값: {value})",
+    "serve.whatif.bool": "true 또는 false여야 한다 (받은 값: {value})",
+    "serve.whatif.no_sqrt": "조모임의 점수는 q와 k로 계산한 값이 아니라 주어진 값이므로 끌 수 있는 ÷√d_k가 없다",
+    "serve.whatif.cells": "행렬 이름 → [[행, 열, 값], …] 꼴의 객체여야 한다",
+    "serve.whatif.matrix": "이 예제에서 고칠 수 없는 행렬이다. 고칠 수 있는 행렬: {fields}",
+    "serve.whatif.no_matrices": "이 예제에는 고칠 행렬이 없다. 점수를 고친다",
+    "serve.whatif.too_many": "고친 칸이 너무 많다 (최대 {limit}개)",
+    "serve.whatif.cell": "[행, 열, 값]이어야 한다 (받은 값: {value})",
+    "serve.whatif.index": "{row}행 {column}열은 {matrix}({rows} × {columns}, 행과 열은 0부터 센다)의 밖이다",
+    "serve.whatif.scores_only": "주어진 점수를 고칠 수 있는 예제는 조모임뿐이다",
+    "serve.whatif.scene": "'{scene}'라는 모임은 없다. 모임: {scenes}",
+    "serve.whatif.score_cell": "[위치, 점수]여야 한다 (받은 값: {value})",
+    "serve.whatif.score_index": "위치 {index}는 이 모임의 점수 {count}개 밖이다 (0부터 센다)",
+    "serve.whatif.multi_head_query": "멀티 헤드 예제는 '{token}'만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 "
+                                     "주어져 있다)",
+    "serve.whatif.meeting_query": "조모임 예제에서는 Query를 고를 수 없다 (두 모임 모두 lot의 질문을 따라간다)",
+    "serve.ui.title": "qkv — 어텐션을 한 단계씩",
+    "serve.ui.tabExample": "예제",
+    "serve.ui.tabModel": "내 문장",
+    "serve.ui.tabTranslate": "번역기",
+    "serve.ui.examplesIntro": "세 글의 예제를 qkv가 보이는 입력에서 직접 계산한다. 하나를 고른다:",
+    "serve.ui.fromPost": "글 「{title}」의 예제",
+    "serve.ui.text": "문장",
+    "serve.ui.model": "모델",
+    "serve.ui.run": "어텐션 보기",
+    "serve.ui.emptyText": "먼저 문장을 입력해야 한다 (예: The cat sat on the mat.). 그다음 ‘어텐션 보기’를 누른다.",
+    "serve.ui.textPlaceholder": "예: The cat sat on the mat.",
+    "serve.ui.overview": "모든 층 × 헤드",
+    "serve.ui.tokenCount": "토큰 {n}개",
+    "serve.ui.overviewHint": "네모 하나가 헤드 하나이다. 행은 Query, 열은 Key이다. 누르면 그 헤드가 열린다.",
+    "serve.ui.layer": "층",
+    "serve.ui.head": "헤드",
+    "serve.ui.layerHead": "{layer}번 층, {head}번 헤드",
+    "serve.ui.back": "← 모든 헤드",
+    "serve.ui.kvHead": "Key/Value 헤드 {n}",
+    "serve.ui.cellHint": "칸(Query 행, Key 열)을 누르면 그 칸의 계산 과정이 나온다.",
+    "serve.ui.labelsThinned": "토큰 이름은 {n}개마다 하나씩 적었다. 칸을 가리키면 그 칸의 토큰이 나온다.",
+    "serve.ui.hover": "Query {i} “{q}” → Key {j} “{k}”: {w}",
+    "serve.ui.derivation": "한 칸의 계산 과정: Query {i} “{q}” → Key {j} “{k}”",
+    "serve.ui.qrow": "Query 벡터 q[{i}] (이 헤드)",
+    "serve.ui.krow": "Key 벡터 k[{j}] (이 헤드)",
+    "serve.ui.qrot": "RoPE를 적용한 q[{i}] (점수 계산에 쓰인다)",
+    "serve.ui.krot": "RoPE를 적용한 k[{j}] (점수 계산에 쓰인다)",
+    "serve.ui.score": "점수 q·k",
+    "serve.ui.scaled": "스케일한 점수",
+    "serve.ui.biased": "bias를 더한 점수",
+    "serve.ui.mask": "마스크",
+    "serve.ui.allowed": "볼 수 있다",
+    "serve.ui.blocked": "가려짐 (−∞)",
+    "serve.ui.weight": "가중치 = 그 행의 softmax",
+    "serve.ui.maskedWeight": "가려짐: 이 Query는 이 Key를 볼 수 없다 (가중치 0)",
+    "serve.ui.vrow": "가중치가 곱해지는 Value 행 v[{j}]",
+    "serve.ui.out": "이 Query의 출력 행 z[{i}] = Σⱼ wⱼ·vⱼ",
+    "serve.ui.notRecorded": "이 trace에는 기록되지 않았다",
+    "serve.ui.steps": "단계별 계산 (이 Query에 대한 qkv의 설명)",
+    "serve.ui.example": "예제",
+    "serve.ui.upload": "…또는 직접 만든 예제 파일 열기 (TOML/JSON)",
+    "serve.ui.uploaded": "올린 파일 (이 페이지에만 있고 링크에는 담기지 않는다)",
+    "serve.ui.part": "부분",
+    "serve.ui.legend": "색: 가중치 0(흰색)에서 1(진한 파랑)까지. 작은 가중치도 보이도록 √가중치에 따라 칠한다. "
+                       "회색 빗금: 가려진 칸",
+    "serve.ui.loading": "계산하는 중…",
+    "serve.ui.error": "오류",
+    "serve.ui.noWeights": "이 예제에는 그릴 어텐션 가중치가 없다. 계산 과정은 아래에 있다.",
+    "serve.ui.permalink": "주소창에 지금 화면이 담겨 있다. 복사해 두면 이 화면으로 돌아올 수 있다.",
+    "serve.ui.sourceText": "영어 문장 (번역기가 아는 단어)",
+    "serve.ui.sourcePlaceholder": "예: I love you",
+    "serve.ui.emptySource": "먼저 번역기가 아는 영어 단어로 문장을 입력해야 한다 (예: I love you). 그다음 ‘번역하기’를 누른다.",
+    "serve.ui.into": "번역할 언어",
+    "serve.ui.translate": "번역하기",
+    "serve.ui.crossHint": "디코더의 cross-attention을 모든 층 × 헤드에 걸쳐 보인다. 행 t는 번역문의 t번째 단어, "
+                          "열은 영어 단어이다. 누르면 그 헤드가 열린다.",
+    "serve.ui.crossOf": "cross-attention, {layer}번 층, {head}번 헤드",
+    "serve.ui.crossRows": "행 t는 번역문의 t번째 단어이다 (qkv translate의 그림과 같다). 이 행의 Query는 t번째 단어 "
+                          "바로 앞 토큰(첫 단어라면 언어 토큰 {lang})에서의 디코더 상태이다. 이 상태가 영어 단어들을 "
+                          "읽고 t번째 단어를 예측한다.",
+    "serve.ui.crossCell": "한 칸의 계산 과정: {t}번째 단어 “{word}” (Query: “{prev}”에서의 상태) → 영어 단어 {j} “{k}”",
+    "serve.ui.crossHover": "{t}번째 단어 “{word}” → “{k}”: {w}",
+    "serve.ui.whatIf": "만약 …라면? 입력을 바꾸면 아래의 모든 숫자를 qkv가 다시 계산한다",
+    "serve.ui.factor": "점수 배율: softmax 전에 점수에 {f}를 곱한다 (온도 {t})",
+    "serve.ui.sqrtDk": "점수를 √d_k = {root}로 나눈다",
+    "serve.ui.reset": "글의 숫자로 되돌리기",
+    "serve.ui.editInputs": "입력 고치기 (숫자를 누르고 새 값을 입력한 뒤 Enter)",
+    "serve.ui.editHeadOne": "헤드 1의 입력(Self-attention 예제)과 W_O 고치기",
+    "serve.ui.questionScore": "모임 “{scene}”에서 질문 단어({tokens})의 점수: {s}",
+    "serve.ui.editScores": "모임마다 점수 고치기",
+    "serve.ui.lotWeight": "모임 “{scene}”에서 lot의 가중치: {w} (글의 숫자로는 {was})",
+    "serve.ui.followed": "따라가는 Query “{q}”의 가중치",
+    "serve.ui.asPost": "글의 숫자",
+    "serve.ui.now": "지금",
+    "serve.ui.changed": "글에서 바꾼 것: {what}",
+    "serve.ui.unchanged": "글의 숫자 그대로",
+    "serve.ui.meeting": "모임 “{scene}”",
 }
 
 LANGS = {"en": EN, "ko": KO}
