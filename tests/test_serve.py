@@ -85,6 +85,15 @@ def error(response) -> str:
     return body["error"]
 
 
+def served_as(name: str, trace: Trace, model) -> Trace:
+    """The library's trace as the server names it: by the model's name in the server, not its directory."""
+    own = str(model.name)
+    trace.title = trace.title.replace(own, name, 1)
+    if trace.meta.get("model") == own:
+        trace.meta["model"] = name
+    return trace
+
+
 def assert_same_trace(ours: Trace, expected: Trace, *, rtol: float = 0.0) -> None:
     assert ours.names() == expected.names()
     assert ours.title == expected.title
@@ -110,7 +119,7 @@ def test_trace_json_is_the_library_trace(client, loaded, name, layer, head, quer
         params["query"] = query
     response = client.get("/api/trace", params=params)
     assert response.status_code == 200 and response.headers["content-type"].startswith("application/json")
-    expected = loaded[name].trace(TEXT, layer=layer, head=head, query=query)
+    expected = served_as(name, loaded[name].trace(TEXT, layer=layer, head=head, query=query), loaded[name])
     # the same float32 computation in another thread; JSON carries every digit of the float64 copy
     assert_same_trace(Trace.from_json(response.text), expected, rtol=1e-6)
 
@@ -122,7 +131,7 @@ def test_decoders_trace_overview_and_length(decoders):
         for name, layer, head in (("gpt2", 2, 3), ("llama-gqa", 1, 2)):
             response = client.get("/api/trace", params={"model": name, "text": TEXT, "layer": layer, "head": head,
                                                           "query": "cat"})
-            expected = decoders[name].trace(TEXT, layer=layer, head=head, query="cat")
+            expected = served_as(name, decoders[name].trace(TEXT, layer=layer, head=head, query="cat"), decoders[name])
             assert_same_trace(Trace.from_json(response.text), expected, rtol=1e-6)
             assert "mask" in expected and "weights" in expected
             body = client.get("/api/overview", params={"model": name, "text": TEXT}).json()
@@ -536,3 +545,205 @@ def test_the_cache_stays_within_its_bytes_and_drops_the_oldest():
     cache.get(("k", 1), make(1))                # still held
     assert computed == [1, 2, 3, 4, 2]
     assert cache.get(("big",), lambda: np.zeros(1000)).size == 1000 and cache.bytes <= 3 * 800   # too big: not kept
+
+
+# ------------------------------------------------------------------ what-if: the examples recomputed with changes
+def softmax_rows(s: np.ndarray) -> np.ndarray:
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def reference_attention(name: str, cells: dict, factor: float, sqrt_dk: bool):
+    """softmax(Q·Kᵀ·scale)·V in float64 from the example's TOML inputs with the edits applied (written here,
+    not the library's code): scale = factor/√d_k, or factor alone without √d_k."""
+    doc = qkv.examples.load(name)
+    arrays = {m: np.array(doc[m], dtype=np.float64) for m in ("x", "memory", "w_q", "w_k", "w_v", "w_o") if m in doc}
+    for matrix, edits in cells.items():
+        for i, j, value in edits:
+            arrays[matrix][i, j] = value
+    source = arrays.get("memory", arrays["x"])
+    q, k, v = arrays["x"] @ arrays["w_q"], source @ arrays["w_k"], source @ arrays["w_v"]
+    heads = int(doc.get("heads", 1))
+    dk = q.shape[1] // heads
+    scale = factor / np.sqrt(dk) if sqrt_dk else factor
+    weights, outs = [], []
+    for h in range(heads):
+        qh, kh, vh = (a[:, h * a.shape[1] // heads:(h + 1) * a.shape[1] // heads] for a in (q, k, v))
+        w = softmax_rows(qh @ kh.T * scale)
+        weights.append(w)
+        outs.append(w @ vh)
+    return np.stack(weights), np.stack(outs), arrays
+
+
+def whatif(client, body, lang: str = "en"):
+    if isinstance(body, bytes):                            # JSON a client library would not write (1e400)
+        return client.post(f"/api/whatif?lang={lang}", content=body)
+    return client.post(f"/api/whatif?lang={lang}", json=body)
+
+
+@pytest.mark.parametrize("name, cells, factor, sqrt_dk", [
+    ("self-attention", {}, 1.0, True),
+    ("self-attention", {"x": [[1, 0, 2.5]], "w_q": [[0, 1, -0.7]]}, 1.0, True),
+    ("self-attention", {}, 3.0, True),
+    ("self-attention", {"w_k": [[1, 1, 0.25]]}, 0.5, False),
+    ("self-attention", {}, 0.0, True),                                     # factor 0: every weight 1/T
+    ("cross-attention", {"memory": [[2, 0, -1.0]], "x": [[0, 1, 0.3]]}, 2.0, False),
+    ("projection", {"w_v": [[7, 7, 1.5]]}, 1.0, True),
+    ("projection", {"x": [[0, 3, 2.0]]}, 0.25, False),
+])
+def test_whatif_recomputes_as_float64_numpy(client, name, cells, factor, sqrt_dk):
+    response = whatif(client, {"name": name, "cells": cells, "factor": factor, "sqrt_dk": sqrt_dk})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    trace = Trace.from_dict(body["trace"])
+    weights, outs, arrays = reference_attention(name, cells, factor, sqrt_dk)
+    np.testing.assert_allclose(trace["weights"].value, weights, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(trace["out"].value, outs, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(trace["x"].value, arrays["x"])            # the edited input, as recorded
+    if name == "projection":                                               # W_O and R + Y follow the new heads
+        y = np.concatenate(list(outs), axis=-1) @ arrays["w_o"]
+        np.testing.assert_allclose(trace["y"].value, y, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(trace["residual"].value, arrays["x"] + y, rtol=1e-12, atol=1e-14)
+    assert body["what_if"] == {"name": name, "factor": factor, "sqrt_dk": sqrt_dk, "scores": {},
+                               "cells": {m: [list(e) for e in edits] for m, edits in cells.items()}}
+    assert "<" in body["html"] and body["title"] == qkv.examples.run(name).title or body["title"]
+    if factor == 0.0:
+        np.testing.assert_allclose(trace["weights"].value, 0.25, rtol=1e-15)
+
+
+def test_whatif_without_changes_is_the_worked_example(client):
+    plain = client.get("/api/example", params={"name": "self-attention"}).json()
+    same = whatif(client, {"name": "self-attention"}).json()
+    reference = qkv.examples.run("self-attention")
+    got = Trace.from_dict(same["trace"])
+    for step in ("q", "k", "v", "scores", "weights", "out"):
+        np.testing.assert_array_equal(got[step].value, reference[step].value)
+    assert Trace.from_dict(plain["trace"])["weights"].value.tolist() == got["weights"].value.tolist()
+
+
+def test_whatif_multi_head_follows_head_one_and_w_o(client):
+    cells = {"x": [[1, 1, 0.6]], "w_o": [[0, 0, 1.0]]}
+    body = whatif(client, {"name": "multi-head", "cells": cells, "factor": 2.0}).json()
+    trace = Trace.from_dict(body["trace"])
+    _, outs, arrays = reference_attention("self-attention", {"x": cells["x"]}, 2.0, True)
+    doc = qkv.examples.load("multi-head")
+    w_o = np.array(doc["w_o"], dtype=np.float64)
+    w_o[0, 0] = 1.0
+    concat = np.concatenate([outs[0][1], *np.array(doc["given_heads"], dtype=np.float64)])   # "love" is row 1
+    np.testing.assert_allclose(trace["y"].value[0], concat @ w_o, rtol=1e-12)
+
+
+def lot_weight(client, question_score: float | None = None, factor: float = 1.0) -> tuple[float, float]:
+    """lot's weight in the two meetings, as the what-if answers it."""
+    scores = {} if question_score is None else {"question": [[j, question_score] for j in range(4)]}
+    trace = Trace.from_dict(whatif(client, {"name": "group-meeting", "scores": scores, "factor": factor}).json()["trace"])
+    return float(trace["lot/weights"].value[0, 3]), float(trace["question/weights"].value[0, 7])   # (Tq = 1, Tk)
+
+
+def test_whatif_the_group_meetings_question_score_moves_lots_weight(client):
+    """The question words' score from 1 to 1000: lot's weight e^100 / (4·e^s + 3·e + e^100) goes from ~1 to ~0."""
+    def expected(s: float) -> float:
+        scores = np.array([s] * 4 + [1, 1, 1, 100], dtype=np.float64)
+        return float(softmax_rows(scores[None])[0, 7])
+
+    first_meeting = float(softmax_rows(np.array([[1.0, 1, 1, 100]]))[0, 3])       # not edited: stays ~1
+    seen = []
+    for s in (1, 50, 99, 100, 101, 150, 1000):
+        lot, question = lot_weight(client, s)
+        assert question == pytest.approx(expected(s), rel=1e-12, abs=1e-300)
+        assert lot == pytest.approx(first_meeting, rel=1e-12)
+        seen.append(question)
+    assert seen[0] > 0.999999 and seen[-1] < 1e-300 and seen == sorted(seen, reverse=True)
+    assert seen[3] == pytest.approx(0.2, rel=1e-12)                  # s = 100: lot and the four question words tie
+    # as given (1000): lot's weight 0; the factor scales every score: 0 makes all 8 voices equal
+    assert lot_weight(client)[1] < 1e-300
+    lot, question = lot_weight(client, None, 0.0)
+    assert lot == pytest.approx(0.25) and question == pytest.approx(0.125)
+    lot, _ = lot_weight(client, None, 0.01)                           # scores 0.01 vs 1: lot only a little ahead
+    e = np.exp(np.array([0.01, 0.01, 0.01, 1.0]))
+    assert lot == pytest.approx(e[3] / e.sum(), rel=1e-12)
+
+
+BAD_WHATIFS = [
+    ({"name": "self-attention", "cells": {"x": [[9, 0, 1.0]]}}, 400, "cells.x[0]", "9행 0열"),
+    ({"name": "self-attention", "cells": {"x": [[0, 0, "a"]]}}, 400, "cells.x[0]", "유한한 수"),
+    ({"name": "self-attention", "cells": {"x": [[0, 0, 1e9]]}}, 400, "cells.x[0]", "범위"),
+    ({"name": "self-attention", "cells": {"x": [[0.5, 0, 1.0]]}}, 400, "cells.x[0]", "정수"),
+    ({"name": "self-attention", "cells": {"x": [[0, 0]]}}, 400, "cells.x[0]", "[행, 열, 값]"),
+    ({"name": "self-attention", "cells": {"w_o": [[0, 0, 1.0]]}}, 400, "cells.w_o", "고칠 수 없는 행렬"),
+    ({"name": "self-attention", "cells": {"x": [[0, 0, 1.0]] * 300}}, 400, "cells.x", "너무 많다"),
+    ({"name": "self-attention", "factor": -1}, 400, "factor", "범위"),
+    (b'{"name": "self-attention", "factor": 1e400}', 400, "factor", "유한한 수"),
+    (b'{"name": "self-attention", "factor": NaN}', 400, "factor", "유한한 수"),
+    ({"name": "self-attention", "factor": True}, 400, "factor", "유한한 수"),
+    ({"name": "self-attention", "sqrt_dk": "no"}, 400, "sqrt_dk", "true 또는 false"),
+    ({"name": "self-attention", "scores": {"lot": [[0, 1.0]]}}, 400, "scores", "조모임뿐"),
+    ({"name": "self-attention", "temperature": 2}, 400, "temperature", "모르는 필드"),
+    ({"name": "group-meeting", "sqrt_dk": False}, 400, "sqrt_dk", "√d_k"),
+    ({"name": "group-meeting", "scores": {"meeting": [[0, 1.0]]}}, 400, "scores.meeting", "모임"),
+    ({"name": "group-meeting", "scores": {"question": [[8, 1.0]]}}, 400, "scores.question[0]", "위치 8"),
+    ({"name": "group-meeting", "cells": {"x": [[0, 0, 1.0]]}}, 400, "cells.x", "고칠 행렬이 없다"),
+    ({"name": "nothing"}, 404, "name", "예제"),
+    (["not", "an", "object"], 400, None, "JSON 객체"),
+]
+
+
+@pytest.mark.parametrize("body, status, field, korean", BAD_WHATIFS)
+def test_a_bad_whatif_names_its_field_in_english_and_korean(client, body, status, field, korean):
+    english = whatif(client, body)
+    assert english.status_code == status, english.text
+    line = error(english)
+    assert "\n" not in line and (field is None or line.startswith(field + ": ")), line
+    assert not any("\uac00" <= ch <= "\ud7a3" for ch in line)                     # no Hangul in English
+    ko = whatif(client, body, "ko")
+    assert ko.status_code == status and korean in error(ko), error(ko)
+    assert field is None or error(ko).startswith(field + ": ")
+
+
+def test_a_whatif_body_that_is_not_json_or_too_large(client):
+    response = client.post("/api/whatif?lang=ko", content=b"{not json")
+    assert response.status_code == 400 and "JSON이 아니다" in error(response)
+    response = client.post("/api/whatif", content=b"[" + b"0," * 20000 + b"0]")
+    assert response.status_code == 413 and "bytes" in error(response)
+
+
+def test_errors_in_korean_and_api_fields_not_cli_options(loaded):
+    translator, why = serve.load_translator()
+    assert translator is not None, why
+    with TestClient(serve.create_app(loaded, translator=translator), base_url=BASE) as client:
+        ko = client.get("/api/translate", params={"text": "I love elephant", "to": "ko", "lang": "ko"})
+        assert ko.status_code == 400 and "번역기가 모르는 단어 'elephant'" in error(ko)
+        said = error(ko).split("번역기가 아는 영어 단어:")[0]                   # then the vocabulary itself
+        assert said.isascii() is False and not any(w in said for w in ("unknown", "the translator"))
+        en = client.get("/api/translate", params={"text": "I love elephant", "to": "ko"})
+        assert "unknown word 'elephant'" in error(en)
+        empty = client.get("/api/tokens", params={"text": " ", "lang": "ko"})
+        assert empty.status_code == 400 and error(empty).startswith("text: 비어 있다")
+        # word counts from 1: 0 is refused (it used to become 1), naming the parameter, not --derive
+        zero = client.get("/api/translate/trace", params={"text": "I love you", "to": "ko", "layer": 0, "word": 0})
+        assert zero.status_code == 400 and error(zero).startswith("word: 0") and "--" not in error(zero)
+        layer = client.get("/api/translate/trace", params={"text": "I love you", "to": "ko", "layer": 9})
+        assert layer.status_code == 400 and error(layer).startswith("layer: 9") and "--" not in error(layer)
+        query = client.get("/api/example", params={"name": "self-attention", "query": "zebra"})
+        assert query.status_code == 400 and error(query).startswith("query: ") and "--" not in error(query)
+
+
+def test_a_trace_title_names_the_model_not_its_directory(client, loaded):
+    trace = Trace.from_json(client.get("/api/trace", params={"model": "tiny-bert", "text": TEXT, "layer": 0,
+                                                             "head": 1}).text)
+    directory = str(loaded["tiny-bert"].name)
+    assert trace.title.startswith("tiny-bert:"), trace.title
+    assert "/" not in trace.title and directory not in json.dumps(trace.meta, ensure_ascii=False)
+
+
+def test_the_pages_words_come_from_texts(client):
+    from qkv.explain import texts
+
+    words = client.get("/api/words").json()
+    assert set(words["en"]) == set(words["ko"]) and len(words["en"]) > 50
+    assert words["ko"]["title"] == texts.text("ko", "serve.ui.title")
+    examples = client.get("/api/examples").json()["examples"]
+    assert {e["post"]["seed"] for e in examples} == {"000", "001", "002"}
+    assert {e["post"]["title"]["ko"] for e in examples} == {
+        "Attention의 projection: Q·K·V와 멀티 헤드", "어텐션이 조모임이라면",
+        "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention"}

@@ -17,6 +17,7 @@ Routes (documented for people in docs/serve.md; ``GET /api`` lists them for scri
     GET  /api/explain          ?model=&text=&layer=&head=[&query=][&lang=][&digits=] → derivation HTML
     GET  /api/example          ?name=[&query=][&lang=][&digits=]   → Trace JSON + derivation HTML
     POST /api/upload           ?filename=NAME.toml|.json[&lang=]  body: the file → as /api/example
+    POST /api/whatif           [?lang=]  body: {name, factor, sqrt_dk, cells, scores} → as /api/example
 
 Errors answer ``{"error": "one line"}``: 400 bad input (the library's `InputError` message, the
 CLI's line), 404 unknown route, model or example, 405 wrong method, 413 upload too large,
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import threading
 from collections import OrderedDict
@@ -83,7 +85,8 @@ ROUTES = [
     ("GET", "/static/{name}", "the page's script and styles: " + ", ".join(ASSETS)),
     ("GET", "/api", "this list"),
     ("GET", "/api/models", "the models loaded at start-up: name, layers, heads, max_tokens, kind"),
-    ("GET", "/api/examples", "the worked examples: name, title in en and ko"),
+    ("GET", "/api/examples", "the worked examples: name, title in en and ko, the post they come from (seed, title)"),
+    ("GET", "/api/words", "the page's words in en and ko (qkv.explain.texts, keys serve.ui.*)"),
     ("GET", "/api/style", "the one colour scale of weights (qkv.explain.style): gamma, Blues stops, legend ticks, masked colour"),
     ("GET", "/api/tokens?model=&text=", "the tokens the model sees"),
     ("GET", "/api/overview?model=&text=",
@@ -97,6 +100,10 @@ ROUTES = [
      "the step-by-step derivation of that head for the query, as an HTML fragment: {\"html\": …}"),
     ("GET", "/api/example?name=[&query=][&lang=][&digits=]",
      "a worked example: {\"name\", \"title\", \"trace\": Trace JSON, \"html\": derivation}"),
+    ("POST", "/api/whatif[?lang=][&digits=]",
+     "a worked example recomputed with changes; body: {\"name\", \"factor\" (multiplies the scores), \"sqrt_dk\" "
+     "(true/false), \"cells\": {\"x\": [[row, column, value], …], \"w_q\": …}, \"scores\" (group meeting: "
+     "{\"question\": [[position, score], …]})}: as /api/example plus \"what_if\""),
     ("POST", "/api/upload?filename=NAME.toml|NAME.json[&lang=][&digits=]",
      "an example file of your own (the request body; held in memory, arrays given inline): as /api/example"),
     ("GET", "/api/translate?text=&to=ko|ja",
@@ -147,18 +154,48 @@ class ModelEntry:
         return {"name": self.name, "layers": int(self.config.n_layers), "heads": int(self.config.n_heads),
                 "max_tokens": self.max_tokens, "kind": type(self.model).__name__}
 
-    def check_text(self, text: str, limits: Limits) -> None:
+    def check_text(self, text: str, limits: Limits, lang: str = "en") -> None:
         """422 when the text is longer than the model takes (the tokenizer would silently cut it)."""
-        if len(text) > limits.text_chars:
-            raise ApiError(422, f"text: {len(text):,} characters; the server takes at most {limits.text_chars:,}")
+        _check_chars(text, limits, lang)
         if not text.strip():
-            raise ApiError(400, "text: empty; type some text")
+            raise ApiError(400, f"text: {_say(lang, 'error.empty_text')}")
         if self.max_tokens is None:
             return
         count = len(self._counter.encode(text).ids) if self._counter is not None else len(self.model.tokens(text))
         if count > self.max_tokens:
-            raise ApiError(422, f"text: {count} tokens; model {self.name!r} takes at most {self.max_tokens} "
-                           "(special tokens included) — shorten the text")
+            raise ApiError(422, f"text: {_say(lang, 'error.tokens', count=count, model=self.name, limit=self.max_tokens)}")
+
+
+def _check_words(translator: Any, text: str, lang: str) -> None:
+    """The translator's own checks of an English text (`Translator.source_ids`), said in the page's language."""
+    from ..translator.model import PAD, tokenize
+
+    words = tokenize(text)
+    if not words:
+        raise ApiError(400, f"text: {_say(lang, 'error.translate_empty')}")
+    vocabulary = [w for w in translator.config.source_vocab if w != PAD]
+    unknown = [w for w in words if w not in vocabulary]
+    if unknown:
+        raise ApiError(400, f"text: {_say(lang, 'error.unknown_word', word=unknown[0][:40], known=', '.join(vocabulary))}")
+    if len(words) > translator.config.max_len:
+        raise ApiError(400, f"text: {_say(lang, 'error.words', count=len(words), limit=translator.config.max_len)}")
+
+
+def _check_chars(text: str, limits: Limits, lang: str) -> None:
+    if len(text) > limits.text_chars:
+        raise ApiError(422, f"text: {_say(lang, 'error.chars', count=f'{len(text):,}', limit=f'{limits.text_chars:,}')}")
+
+
+def _named(entry: ModelEntry, trace: Trace) -> Trace:
+    """The trace with the model called by its name in this server, not by the directory it was loaded from
+    (a title or meta holding /home/…/my-model would show the server's file system to the page)."""
+    own = str(getattr(entry.model, "name", "") or "")
+    if own and own != entry.name:
+        if trace.title.startswith(own):
+            trace.title = entry.name + trace.title[len(own):]
+        if trace.meta.get("model") == own:
+            trace.meta["model"] = entry.name
+    return trace
 
 
 def _max_tokens(model: Any) -> int | None:
@@ -227,10 +264,9 @@ class Gate:
         self.inside = 0
         self._running = asyncio.Semaphore(workers)
 
-    async def run(self, function: Callable[..., Any], *args: Any) -> Any:
+    async def run(self, function: Callable[..., Any], *args: Any, lang: str = "en") -> Any:
         if self.inside >= self.capacity:
-            raise ApiError(429, f"too many requests at once (more than {self.capacity}); try again in a moment",
-                           {"Retry-After": "1"})
+            raise ApiError(429, _say(lang, "error.busy", count=self.capacity), {"Retry-After": "1"})
         self.inside += 1
         try:
             async with self._running:
@@ -261,6 +297,11 @@ def _lang(request: Request) -> str:
     return lang
 
 
+def _lang_said(request: Request) -> str:
+    """The language of the answer's error lines: lang=ko gives Korean, anything else English."""
+    return "ko" if request.query_params.get("lang") == "ko" else "en"
+
+
 def _digits(request: Request) -> int | None:
     digits = _int_param(request, "digits", required=False)
     if digits is not None and not 0 <= digits <= 12:
@@ -279,7 +320,7 @@ def _query(request: Request) -> int | str | None:
 def _text(request: Request) -> str:
     text = request.query_params.get("text")
     if text is None:
-        raise ApiError(400, "text: missing (the text to run through the model)")
+        raise ApiError(400, f"text: {_say(_lang_said(request), 'error.no_text')}")
     return text
 
 
@@ -338,6 +379,265 @@ def _upload_trace(doc: dict, filename: str, query: Any) -> Trace:
                                                 field="query")
         return trace
     return trace_spec(parse_spec(doc, source=filename, base=None), query=query)
+
+
+# ---------------------------------------------------------------------------------------------- what-if
+WHATIF_BYTES = 16 * 1024          # the largest what-if request body
+WHATIF_EDITS = 256                # cells changed in one request, at most
+WHATIF_CELL = 1e4                 # |a cell| or |a score| at most (the group meeting's 1000 fits)
+WHATIF_FACTOR = (0.0, 100.0)      # the factor multiplying the scores (1: as the example has it)
+WHATIF_FIELDS = ("name", "query", "factor", "sqrt_dk", "cells", "scores")
+# The matrices a learner may edit, per example (the inputs its TOML gives; nothing computed).
+WHATIF_MATRICES = {"self-attention": ("x", "w_q", "w_k", "w_v"),
+                   "cross-attention": ("x", "memory", "w_q", "w_k", "w_v"),
+                   "projection": ("x", "w_q", "w_k", "w_v", "w_o"),
+                   "multi-head": ("x", "w_q", "w_k", "w_v", "w_o"),
+                   "group-meeting": ()}
+
+
+def _say(lang: str, key: str, **values) -> str:
+    """A serve message in the page's language (texts.py "serve.*" keys)."""
+    from ..explain import texts
+
+    return texts.text(lang, f"serve.{key}", **values)
+
+
+def _bad(lang: str, field: str, key: str, **values) -> ApiError:
+    return ApiError(400, f"{field}: {_say(lang, key, **values)}")
+
+
+def _finite(value: Any, field: str, lang: str, low: float, high: float) -> float:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1e300:
+        value = float("inf")                       # a huge whole number: refused below as not finite
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        raise _bad(lang, field, "whatif.number", value=json.dumps(value, ensure_ascii=False)[:40])
+    if not low <= value <= high:
+        raise _bad(lang, field, "whatif.range", value=_g(value), low=_g(low), high=_g(high))
+    return float(value)
+
+
+def _g(value: float) -> str:
+    return f"{value:g}".replace("-", "−")
+
+
+def _index(value: Any, field: str, lang: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(lang, field, "whatif.whole", value=json.dumps(value, ensure_ascii=False)[:40])
+    return value
+
+
+class WhatIf:
+    """A checked what-if request: which example, the factor on its scores, √d_k on or off, edited cells.
+
+    factor multiplies the scores before the softmax (a temperature of 1/factor); with sqrt_dk off the
+    scores are not divided by √d_k. cells: matrix → [[row, column, value], …] of the example's inputs;
+    scores: the group meeting's meeting → [[position, score], …].
+    """
+
+    def __init__(self, body: Any, lang: str, names: list[str]):
+        if not isinstance(body, dict):
+            raise ApiError(400, _say(lang, "whatif.body"))
+        unknown = [k for k in body if k not in WHATIF_FIELDS]
+        if unknown:
+            raise _bad(lang, str(unknown[0])[:40], "whatif.unknown_field", fields=", ".join(WHATIF_FIELDS))
+        name = body.get("name")
+        if name not in names:
+            raise ApiError(404, f"name: {_say(lang, 'whatif.name', name=json.dumps(name, ensure_ascii=False)[:60], names=', '.join(names))}")
+        self.name, self.lang = name, lang
+        self.query = body.get("query")
+        if isinstance(self.query, bool) or not isinstance(self.query, (str, int, type(None))):
+            raise _bad(lang, "query", "whatif.query")
+        self.factor = _finite(body.get("factor", 1.0), "factor", lang, *WHATIF_FACTOR)
+        sqrt_dk = body.get("sqrt_dk", True)
+        if not isinstance(sqrt_dk, bool):
+            raise _bad(lang, "sqrt_dk", "whatif.bool", value=json.dumps(sqrt_dk, ensure_ascii=False)[:40])
+        if not sqrt_dk and name == "group-meeting":
+            raise _bad(lang, "sqrt_dk", "whatif.no_sqrt")
+        self.sqrt_dk = sqrt_dk
+        self.cells = self._cells(body.get("cells", {}))
+        self.scores = self._scores(body.get("scores", {}))
+        if sum(len(v) for v in self.cells.values()) + sum(len(v) for v in self.scores.values()) > WHATIF_EDITS:
+            raise _bad(lang, "cells", "whatif.too_many", limit=WHATIF_EDITS)
+
+    def _cells(self, cells: Any) -> dict[str, list[tuple[int, int, float]]]:
+        lang, allowed = self.lang, WHATIF_MATRICES[self.name]
+        if not isinstance(cells, dict):
+            raise _bad(lang, "cells", "whatif.cells")
+        out = {}
+        for matrix, edits in cells.items():
+            if matrix not in allowed:
+                key = "whatif.no_matrices" if not allowed else "whatif.matrix"
+                raise _bad(lang, f"cells.{str(matrix)[:20]}", key, fields=", ".join(allowed))
+            if not isinstance(edits, list) or len(edits) > WHATIF_EDITS:
+                raise _bad(lang, f"cells.{matrix}", "whatif.too_many", limit=WHATIF_EDITS)
+            out[matrix] = []
+            for n, edit in enumerate(edits):
+                field = f"cells.{matrix}[{n}]"
+                if not isinstance(edit, list) or len(edit) != 3:
+                    raise _bad(lang, field, "whatif.cell", value=json.dumps(edit, ensure_ascii=False)[:60])
+                row, column = _index(edit[0], field, lang), _index(edit[1], field, lang)
+                out[matrix].append((row, column, _finite(edit[2], field, lang, -WHATIF_CELL, WHATIF_CELL)))
+        return out
+
+    def _scores(self, scores: Any) -> dict[str, list[tuple[int, float]]]:
+        lang = self.lang
+        if not isinstance(scores, dict):
+            raise _bad(lang, "scores", "whatif.cells")
+        if scores and self.name != "group-meeting":
+            raise _bad(lang, "scores", "whatif.scores_only")
+        out = {}
+        for scene, edits in scores.items():
+            if not isinstance(edits, list) or len(edits) > WHATIF_EDITS:
+                raise _bad(lang, f"scores.{str(scene)[:20]}", "whatif.too_many", limit=WHATIF_EDITS)
+            out[scene] = []
+            for n, edit in enumerate(edits):
+                field = f"scores.{str(scene)[:20]}[{n}]"
+                if not isinstance(edit, list) or len(edit) != 2:
+                    raise _bad(lang, field, "whatif.score_cell", value=json.dumps(edit, ensure_ascii=False)[:60])
+                out[scene].append((_index(edit[0], field, lang), _finite(edit[1], field, lang, -WHATIF_CELL, WHATIF_CELL)))
+        return out
+
+    def describe(self) -> dict:
+        return {"name": self.name, "factor": self.factor, "sqrt_dk": self.sqrt_dk,
+                "cells": {m: [list(e) for e in edits] for m, edits in self.cells.items()},
+                "scores": {s: [list(e) for e in edits] for s, edits in self.scores.items()}}
+
+    # ------------------------------------------------------------------ the edited inputs
+    def edit(self, doc: dict, matrix: str, field: str | None = None) -> None:
+        """Apply this request's edits of ``matrix`` to ``doc[matrix]`` (a list of rows), in place."""
+        edits = self.cells.get(matrix)
+        if not edits:
+            return
+        rows = [list(r) for r in doc[matrix]]
+        for n, (i, j, value) in enumerate(edits):
+            if not (0 <= i < len(rows) and 0 <= j < len(rows[0])):
+                raise _bad(self.lang, f"cells.{matrix}[{n}]", "whatif.index", row=i, column=j, matrix=matrix,
+                           rows=len(rows), columns=len(rows[0]))
+            rows[i][j] = value
+        doc[matrix] = rows
+
+    def trace(self) -> Trace:
+        """The example run on the edited inputs, through the examples' own runner and the core."""
+        from .. import examples
+
+        doc = examples.load(self.name)
+        if self.name == "group-meeting":
+            return self._group_meeting(doc)
+        if self.name == "multi-head":
+            return self._multi_head(doc)
+        for matrix in WHATIF_MATRICES[self.name]:
+            self.edit(doc, matrix)
+        return self._attention(doc, self.name)
+
+    def _meta(self, doc: dict, name: str) -> dict:
+        # the example's own meta (its post, head numbering, digits shown), as `qkv.examples.run` gives it;
+        # its notes compare the post's printed numbers with the exact ones: after an edit they would
+        # speak of other numbers, so a what-if carries none
+        return {**_example_meta(name), "notes": [], "what_if": self.describe()}
+
+    def _attention(self, doc: dict, name: str) -> Trace:
+        from ..examples.runner import trace_spec
+        from ..spec import parse_spec
+
+        spec = parse_spec(doc, source=f"what-if of {name}", base=None)
+        trace = trace_spec(spec, query=self.query, meta=self._meta(doc, name))
+        if self.factor == 1.0 and self.sqrt_dk:
+            return trace
+        return _rescaled(spec, trace, self.factor * (1 / np.sqrt(spec.w_q.shape[1] // spec.heads) if self.sqrt_dk else 1.0))
+
+    def _multi_head(self, doc: dict) -> Trace:
+        from .. import examples
+        from ..examples.runner import trace_multi_head
+        from ..spec import read_array, resolve_query
+
+        first = examples.load(doc["first_head"])
+        for matrix in ("x", "w_q", "w_k", "w_v"):
+            self.edit(first, matrix)
+        self.edit(doc, "w_o")
+        head_one = self._attention(first, doc["first_head"])
+        tokens = head_one.meta["tokens"]
+        where = "what-if of multi-head"
+        followed = resolve_query(doc["query"], tokens, source=where)
+        if self.query is not None and resolve_query(self.query, tokens, source=None, field="query") != followed:
+            raise _bad(self.lang, "query", "whatif.multi_head_query", token=tokens[followed])
+        data = {"given_heads": list(read_array(doc["given_heads"], source=where, field="given_heads", base=None)),
+                "w_o": read_array(doc["w_o"], source=where, field="w_o", base=None)}
+        meta = self._meta(doc, "multi-head")
+        meta.update(tokens=tokens, query=followed, n_heads=1 + len(data["given_heads"]), first_head=doc["first_head"])
+        return trace_multi_head(data, head_one, query=followed, by_hand=False, digits=None, meta=meta)
+
+    def _group_meeting(self, doc: dict) -> Trace:
+        from .. import examples
+        from ..examples.runner import trace_group_meeting
+        from ..spec import read_array
+
+        if self.query is not None:
+            raise _bad(self.lang, "query", "whatif.meeting_query")
+        where = "what-if of group-meeting"
+        names = [scene["name"] for scene in doc["scenes"]]
+        for scene in self.scores:
+            if scene not in names:
+                raise _bad(self.lang, f"scores.{scene[:20]}", "whatif.scene", scene=scene[:20], scenes=", ".join(names))
+        scenes = []
+        for i, scene in enumerate(doc["scenes"]):
+            scores = [float(s) for s in scene["scores"]]
+            for n, (j, value) in enumerate(self.scores.get(scene["name"], [])):
+                if not 0 <= j < len(scores):
+                    raise _bad(self.lang, f"scores.{scene['name']}[{n}]", "whatif.score_index", index=j,
+                               count=len(scores))
+                scores[j] = value
+            # the factor multiplies the given scores: the meeting feeds them to the softmax unscaled
+            scores = read_array([s * self.factor for s in scores], source=where, field=f"scenes[{i}].scores",
+                                base=None, ndim=1)
+            scenes.append({"name": scene["name"], "tokens": list(scene["tokens"]), "query": scene["query"],
+                           "scores": scores,
+                           "values": read_array(scene["values"], source=where, field=f"scenes[{i}].values", base=None)})
+        notation = examples.run(doc["notation"])
+        meta = self._meta(doc, "group-meeting")
+        meta.update(answers=list(doc["answers"]), scenes=[{k: s[k] for k in ("name", "tokens", "query")} for s in scenes],
+                    tokens=notation.meta["tokens"], notation=doc["notation"])
+        return trace_group_meeting({"scenes": scenes}, notation, by_hand=False, digits=None, meta=meta)
+
+
+@functools.lru_cache(maxsize=None)
+def _example_meta_items(name: str) -> tuple:
+    from .. import examples
+
+    meta = examples.run(name).meta
+    return tuple((k, meta[k]) for k in ("example", "kind", "post", "seed", "head_base", "digits") if k in meta)
+
+
+def _example_meta(name: str) -> dict:
+    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in _example_meta_items(name)}
+
+
+def _rescaled(spec, unscaled: Trace, scale: float) -> Trace:
+    """The example again with ``scale`` multiplying q·kᵀ: the layer's projections and `qkv.attention`
+    (with ``scale=``) record into a Trace with the same meta; W_O and R + Y as the layer does them.
+
+    (`MultiHeadAttention.__call__` and the examples' runner take no scale; the core's attention does.)
+    """
+    from ..attention import attention, residual
+    from ..heads import merge_heads
+    from ..mha import MultiHeadAttention
+
+    trace = Trace(unscaled.title, dict(unscaled.meta))
+    w_o = spec.w_o if spec.w_o is not None else np.eye(spec.w_v.shape[1])
+    layer = MultiHeadAttention(spec.w_q, spec.w_k, spec.w_v, w_o, spec.heads, **spec.biases)
+    q, k, v = layer.project(spec.x, spec.memory, record=trace)
+    out = attention(q, k, v, spec.mask, causal=spec.causal, scale=scale, record=trace)     # (H, Tq, Dv)
+    if spec.w_o is None:
+        if spec.heads > 1:
+            trace("concat", merge_heads(out), formula="Concat(head₁, …, head_h)")
+        return trace
+    concat = merge_heads(out)                                                              # (Tq, H·Dv)
+    trace("concat", concat, formula="Concat(head₁, …, head_h)")
+    trace("w_o", layer.w_o, formula="W_O")
+    y = concat @ layer.w_o + (layer.b_o if layer.b_o is not None else 0.0)
+    trace("y", y, formula="Y = Concat(heads)·W_O" + (" + b_O" if layer.b_o is not None else ""))
+    if spec.residual:
+        residual(spec.x, y, record=trace)
+    return trace
 
 
 # ---------------------------------------------------------------------------------------------- the app
@@ -404,9 +704,9 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     def translation(request: Request):
         if translator is None:
             raise ApiError(404, "the translator is not loaded in this server")
-        text = _text(request)
-        if len(text) > limits.text_chars:
-            raise ApiError(422, f"text: {len(text):,} characters; the server takes at most {limits.text_chars:,}")
+        text, lang = _text(request), _lang_said(request)
+        _check_chars(text, limits, lang)
+        _check_words(translator, text, lang)
         to = request.query_params.get("to", "ko")
         if to not in TRANSLATOR_LANGS:
             raise ApiError(400, f"to: {to!r}: expected one of {', '.join(TRANSLATOR_LANGS)}")
@@ -422,16 +722,28 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
                     "shape": list(levels.shape), "weights": base64.b64encode(levels.tobytes()).decode("ascii"),
                     "scale": 255}
 
-        return _json(await gate().run(compute))
+        return _json(await gate().run(compute, lang=_lang_said(request)))
 
     def cross_trace(request: Request):
         from ..translator.explain import cross_attention_trace
 
         text, to, make = translation(request)
+        lang = _lang_said(request)
         layer = _int_param(request, "layer")
-        word = _int_param(request, "word", required=False) or 1
+        word = _int_param(request, "word", required=False)
+        word = 1 if word is None else word
+        layers = len(translator.decoder)
+        if not 0 <= layer < layers:
+            raise ApiError(400, f"layer: {_say(lang, 'error.layer', layer=layer, last=layers - 1)}")
         key = ("cross trace", text, to, layer, word)
-        return lambda: cache.get(key, lambda: cross_attention_trace(translator, make(), word=word, layer=layer))
+
+        def compute() -> Trace:
+            translated = make()
+            if not 1 <= word <= len(translated.target):      # word counts from 1: 0 is refused, never read as 1
+                raise ApiError(400, f"word: {_say(lang, 'error.word', word=word, last=len(translated.target))}")
+            return cache.get(key, lambda: cross_attention_trace(translator, translated, word=word, layer=layer))
+
+        return compute
 
     async def api_translate_trace(request: Request) -> Response:
         make = cross_trace(request)
@@ -439,7 +751,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         def compute() -> str:
             return _steps_filter(make(), request).to_json()
 
-        return Response(await gate().run(compute), media_type="application/json")
+        return Response(await gate().run(compute, lang=_lang_said(request)), media_type="application/json")
 
     async def api_translate_explain(request: Request) -> Response:
         lang, digits = _lang(request), _digits(request)
@@ -451,7 +763,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
             trace = make()
             return {"html": derivation_html(trace, lang=lang, digits=digits), "query": trace.meta.get("query")}
 
-        return _json(await gate().run(compute))
+        return _json(await gate().run(compute, lang=_lang_said(request)))
 
     async def api_style(request: Request) -> Response:
         from ..explain import style
@@ -462,17 +774,29 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     async def api_examples(request: Request) -> Response:
         from .. import examples
 
-        return _json({"examples": [{"name": n, "title": {lang: _example_title(n, lang) for lang in LANGS}}
-                                   for n in examples.names()]})
+        from ..explain import texts
+
+        def post(name: str) -> dict:
+            seed = worked[name].meta.get("post") or worked[name].meta.get("seed")
+            return {"seed": seed, "title": {lang: texts.text(lang, f"serve.post.{seed}") for lang in LANGS}}
+
+        return _json({"examples": [{"name": n, "title": {lang: _example_title(n, lang) for lang in LANGS},
+                                    "post": post(n)} for n in examples.names()]})
+
+    async def api_words(request: Request) -> Response:
+        from ..explain import texts
+
+        return _json({lang: {k[len("serve.ui."):]: v for k, v in texts.LANGS[lang].items() if k.startswith("serve.ui.")}
+                      for lang in LANGS})
 
     async def api_tokens(request: Request) -> Response:
         model, text = entry(request), _text(request)
-        model.check_text(text, limits)      # tokenising is quick (check_text has just done it): no queue
+        model.check_text(text, limits, _lang_said(request))      # tokenising is quick (check_text has just done it): no queue
         return _json({"model": model.name, "tokens": list(model.model.tokens(text))})
 
     async def api_overview(request: Request) -> Response:
         model, text = entry(request), _text(request)
-        model.check_text(text, limits)
+        model.check_text(text, limits, _lang_said(request))
 
         def compute() -> dict:
             weights = weights_of(model, text)                           # (L, H, T, T)
@@ -481,7 +805,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
             return {"model": model.name, "tokens": tokens, "shape": list(weights.shape),
                     "weights": base64.b64encode(levels.tobytes()).decode("ascii"), "scale": 255}
 
-        return _json(await gate().run(compute))
+        return _json(await gate().run(compute, lang=_lang_said(request)))
 
     def head_trace(request: Request) -> tuple[ModelEntry, Callable[[], Trace]]:
         model, text = entry(request), _text(request)
@@ -490,9 +814,10 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         query = _query(request)
         if head is not None and layer is None:
             raise ApiError(400, "head: needs layer too (the same head index exists in every layer)")
-        model.check_text(text, limits)
+        model.check_text(text, limits, _lang_said(request))
         key = ("trace", model.name, text, layer, head, query)
-        return model, lambda: cache.get(key, lambda: model.model.trace(text, layer=layer, head=head, query=query))
+        return model, lambda: cache.get(key, lambda: _named(model, model.model.trace(text, layer=layer, head=head,
+                                                                                     query=query)))
 
     async def api_trace(request: Request) -> Response:
         _, make = head_trace(request)
@@ -500,7 +825,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         def compute() -> str:
             return _steps_filter(make(), request).to_json()
 
-        return Response(await gate().run(compute), media_type="application/json")
+        return Response(await gate().run(compute, lang=_lang_said(request)), media_type="application/json")
 
     async def api_explain(request: Request) -> Response:
         lang, digits = _lang(request), _digits(request)
@@ -514,7 +839,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
             trace = make()
             return {"html": derivation_html(trace, lang=lang, digits=digits), "query": trace.meta.get("query")}
 
-        return _json(await gate().run(compute))
+        return _json(await gate().run(compute, lang=_lang_said(request)))
 
     async def api_example(request: Request) -> Response:
         from .. import examples
@@ -530,7 +855,29 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
             trace = worked[name] if query is None else examples.run(name, query=query)
             return _explained(trace, name, _example_title(name, lang), lang, digits)
 
-        return _json(await gate().run(compute))
+        return _json(await gate().run(compute, lang=_lang_said(request)))
+
+    async def api_whatif(request: Request) -> Response:
+        from .. import examples
+
+        lang, digits = _lang(request), _digits(request)
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > WHATIF_BYTES:
+                raise ApiError(413, _say(lang, "whatif.too_large", limit=f"{WHATIF_BYTES:,}"))
+        try:
+            payload = json.loads(bytes(body).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ApiError(400, _say(lang, "whatif.json", problem=str(exc).splitlines()[0][:80])) from None
+        what = WhatIf(payload, lang, examples.names())
+
+        def compute() -> dict:
+            result = _explained(what.trace(), what.name, _example_title(what.name, lang), lang, digits)
+            result["what_if"] = what.describe()
+            return result
+
+        return _json(await gate().run(compute, lang=lang))
 
     async def api_upload(request: Request) -> Response:
         lang, digits, query = _lang(request), _digits(request), _query(request)
@@ -561,7 +908,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
                 raise InputError(f"the saved trace's steps do not fit together ({type(exc).__name__}: "
                                  f"{' '.join(str(exc).split())[:80]})", source=filename, field="trace") from None
 
-        return _json(await gate().run(compute))
+        return _json(await gate().run(compute, lang=_lang_said(request)))
 
     routes = [
         Route("/", page, methods=["GET"]),
@@ -569,6 +916,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         Route("/api", api_index, methods=["GET"]),
         Route("/api/models", api_models, methods=["GET"]),
         Route("/api/examples", api_examples, methods=["GET"]),
+        Route("/api/words", api_words, methods=["GET"]),
         Route("/api/style", api_style, methods=["GET"]),
         Route("/api/tokens", api_tokens, methods=["GET"]),
         Route("/api/overview", api_overview, methods=["GET"]),
@@ -576,6 +924,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         Route("/api/explain", api_explain, methods=["GET"]),
         Route("/api/example", api_example, methods=["GET"]),
         Route("/api/upload", api_upload, methods=["POST"]),
+        Route("/api/whatif", api_whatif, methods=["POST"]),
         Route("/api/translate", api_translate, methods=["GET"]),
         Route("/api/translate/trace", api_translate_trace, methods=["GET"]),
         Route("/api/translate/explain", api_translate_explain, methods=["GET"]),
@@ -603,7 +952,15 @@ async def _api_error(request: Request, exc: ApiError) -> Response:
     return response
 
 
+# The library's messages name the command line's options where a user of the CLI gave the value;
+# through the API the same value came as a parameter, so the answer names the parameter.
+_API_FIELDS = {"--query": "query", "--layer": "layer", "--head": "head", "--derive": "word", "--digits": "digits",
+               "--lang": "lang", "TEXT": "text"}
+
+
 async def _input_error(request: Request, exc: InputError) -> Response:
+    if exc.field in _API_FIELDS:
+        exc = InputError(exc.problem, source=exc.source, field=_API_FIELDS[exc.field])
     return _json({"error": str(exc)}, 400)
 
 
