@@ -15,7 +15,8 @@ from .trace import Step, Trace
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"kernels", "examples", "explain", "viz", "models", "bench", "spec", "block", "activations"}
+_SUBMODULES = {"kernels", "examples", "explain", "viz", "models", "bench", "spec", "block", "activations",
+               "notebook"}
 
 
 def __getattr__(name: str):
@@ -24,6 +25,10 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "show":      # qkv.show(...): the interactive view in a notebook (qkv.notebook)
+        from .notebook import show
+
+        return show
     raise AttributeError(f"module 'qkv' has no attribute {name!r}")
 
 __all__ = [

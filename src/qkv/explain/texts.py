@@ -362,6 +362,16 @@ EN: dict[str, str] = {
     "show.shape_layers": ": {layers} layers × {heads} heads, {tq} tokens",
     "show.outside": "qkv.show: no notebook here, so nothing was displayed. qkv.show returned the view: "
                     "view.save(\"attention.html\") writes it as a page to open in a browser.",
+    # qkv.show (notebooks)
+    "show.no_script": "The interactive view did not start: this notebook did not run the output's script. Run the "
+                      "cell again, or, for a notebook someone else saved, trust it first (jupyter trust "
+                      "NOTEBOOK.ipynb). The step-by-step derivation below needs no script.",
+    "show.plain": "qkv view of “{title}”{shape}. A notebook that shows HTML draws it interactively; elsewhere "
+                  ".save(\"attention.html\") writes it as a page to open in a browser.",
+    "show.shape": ": {heads} head(s), {tq} queries × {tk} keys",
+    "show.shape_layers": ": {layers} layers × {heads} heads, {tq} tokens",
+    "show.outside": "qkv.show: no notebook here, so nothing was displayed. qkv.show returned the view: "
+                    "view.save(\"attention.html\") writes it as a page to open in a browser.",
     # command line
     "list.header": "Worked examples (qkv example NAME):",
     # the other commands (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
@@ -962,6 +972,16 @@ KO: dict[str, str] = {
     "page.steps": "단계별 계산",
     "page.too_large": "이 trace에는 숫자가 {n}개 있어 단계별 설명은 이 페이지에서 뺐다. 더 짧은 입력으로 qkv explain을 "
                       "실행하면 읽을 수 있다.",
+    # qkv.show (노트북)
+    "show.no_script": "대화형 보기가 시작되지 않았다: 이 노트북이 출력에 든 스크립트를 실행하지 않았다. 셀을 다시 "
+                      "실행하거나, 남이 저장한 노트북이라면 먼저 신뢰하도록 설정한다 (jupyter trust 노트북.ipynb). "
+                      "아래 단계별 계산은 스크립트 없이도 읽을 수 있다.",
+    "show.plain": "qkv 보기 “{title}”{shape}. HTML을 보여 주는 노트북은 이것을 대화형으로 그린다. 노트북 밖에서는 "
+                  ".save(\"attention.html\")로 페이지 파일을 써서 브라우저로 연다.",
+    "show.shape": ": 헤드 {heads}개, Query {tq}개 × Key {tk}개",
+    "show.shape_layers": ": 층 {layers}개 × 헤드 {heads}개, 토큰 {tq}개",
+    "show.outside": "qkv.show: 노트북이 아니어서 아무것도 표시하지 않았다. qkv.show가 돌려준 보기에서 "
+                    "view.save(\"attention.html\")로 페이지 파일을 써서 브라우저로 연다.",
     # qkv.show (노트북)
     "show.no_script": "대화형 보기가 시작되지 않았다: 이 노트북이 출력에 든 스크립트를 실행하지 않았다. 셀을 다시 "
                       "실행하거나, 남이 저장한 노트북이라면 먼저 신뢰하도록 설정한다 (jupyter trust 노트북.ipynb). "
