@@ -16,8 +16,9 @@ import sys
 
 from .._io import int_option
 from ..errors import InputError
-from ..explain.model_text import render_rich as _render_rich, truncated
-from ._options import add_model_option, load_model, write_text as _write
+from ..explain.model_text import render_rich, truncated
+from ..explain.texts import EN
+from ._options import add_lang_option, add_model_option, check_lang, load_model, words, write_text
 
 
 def register(subparsers) -> None:
@@ -31,35 +32,37 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-size", type=int_option(low=1), default=32, metavar="N", help="texts per batch (default 32)")
     parser.add_argument("--json", action="store_true", help="print JSON: shape, full embeddings, similarities")
     parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
+    add_lang_option(parser, "the table")
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
+    t = words(check_lang(args.lang))
     if args.values < 0:
-        raise InputError(f"{args.values}: expected a number ≥ 0", field="--values")
+        raise InputError(t("cli.embed.values", value=args.values), field="--values")
     if args.batch_size < 1:
-        raise InputError(f"{args.batch_size}: expected a positive number", field="--batch-size")
-    texts = _read_texts(args.texts)
+        raise InputError(t("cli.embed.batch", value=args.batch_size), field="--batch-size")
+    texts = _read_texts(args.texts, t)
     model = load_model(args.model)
     embeddings = model.encode(texts, batch_size=args.batch_size)           # (N, D)
     similarity = _cosine(embeddings)                                       # (N, N)
     lengths = [len(model.tokens(t)) for t in texts]
     cut = [i for i, text in enumerate(texts) if truncated(model, text)]
     if cut:
-        print(f"qkv: note: {len(cut)} text(s) (#{', #'.join(map(str, cut[:5]))}{', …' if len(cut) > 5 else ''}) are "
-              f"longer than this model reads; only their first {max(lengths)} tokens are used", file=sys.stderr)
+        which = f"#{', #'.join(map(str, cut[:5]))}{', …' if len(cut) > 5 else ''}"
+        print(t("cli.note", text=t("cli.embed.truncated", n=len(cut), which=which, max=max(lengths))), file=sys.stderr)
     if args.json:
         text = json.dumps({"format": "qkv-embeddings", "model": model.name, "shape": list(embeddings.shape),
                            "normalized": model.pooling.normalize, "pooling": list(model.pooling.modes),
                            "texts": texts, "tokens": lengths, "embeddings": embeddings.astype(float).tolist(),
                            "similarity": similarity.astype(float).tolist()}, ensure_ascii=False) + "\n"
     else:
-        text = _report(model, texts, lengths, embeddings, similarity, args.values)
-    _write(text, args.out)
+        text = _report(model, texts, lengths, embeddings, similarity, args.values, t)
+    write_text(text, args.out)
     return 0
 
 
-def _read_texts(arguments: list[str]) -> list[str]:
+def _read_texts(arguments: list[str], t) -> list[str]:
     texts: list[str] = []
     for argument in arguments:
         if argument == "-":
@@ -67,7 +70,7 @@ def _read_texts(arguments: list[str]) -> list[str]:
         else:
             texts.append(argument)
     if not texts:
-        raise InputError("no texts to embed (standard input was empty)", field="TEXT")
+        raise InputError(t("cli.embed.empty"), field="TEXT")
     return texts
 
 
@@ -79,20 +82,22 @@ def _cosine(embeddings):
     return np.clip(unit @ unit.T, -1.0, 1.0)
 
 
-def _report(model, texts, lengths, embeddings, similarity, n_values: int) -> str:
+def _report(model, texts, lengths, embeddings, similarity, n_values: int, t) -> str:
     from rich.table import Table
 
-    pooling = " + ".join(model.pooling.modes) + (" pooling, L2-normalised" if model.pooling.normalize else " pooling")
-    lines = [f"{model.name}: {len(texts)} text(s) → embeddings of shape {tuple(embeddings.shape)} "
-             f"({pooling}; max {model.pooling.max_seq_length} tokens)", ""]
+    modes = " + ".join(t(f"cli.embed.mode.{m}") if f"cli.embed.mode.{m}" in EN else m for m in model.pooling.modes)
+    pooling = t("cli.embed.pooling.normalized" if model.pooling.normalize else "cli.embed.pooling", modes=modes)
+    lines = [t("cli.embed.title", model=model.name, n=len(texts), shape=tuple(embeddings.shape), pooling=pooling,
+               max=model.pooling.max_seq_length), ""]
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
-    for column, justify in (("#", "right"), ("text", "left"), ("tokens", "right"), (f"first {n_values} values", "left")):
-        table.add_column(column, justify=justify, overflow="ellipsis", no_wrap=True,
-                         max_width=48 if column == "text" else None)
+    for column, justify, width in (("#", "right", None), (t("cli.embed.col.text"), "left", 48),
+                                   (t("cli.embed.col.tokens"), "right", None),
+                                   (t("cli.embed.col.values", n=n_values), "left", None)):
+        table.add_column(column, justify=justify, overflow="ellipsis", no_wrap=True, max_width=width)
     for i, (text, count, vector) in enumerate(zip(texts, lengths, embeddings)):
         shown = ", ".join(f"{v:+.4f}" for v in vector[:n_values]) + (", …" if n_values < vector.size else "")
         table.add_row(str(i), text, str(count), f"[{shown}]")
-    lines.append(_render_rich(table).rstrip())
+    lines.append(render_rich(table).rstrip())
     if len(texts) > 1:
         matrix = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
         matrix.add_column("", justify="right")
@@ -100,5 +105,5 @@ def _report(model, texts, lengths, embeddings, similarity, n_values: int) -> str
             matrix.add_column(str(j), justify="right")
         for i in range(len(texts)):
             matrix.add_row(str(i), *(f"{similarity[i, j]:.3f}" for j in range(len(texts))))
-        lines += ["", "cosine similarity (1 = same direction):", _render_rich(matrix).rstrip()]
+        lines += ["", t("cli.embed.cosine"), render_rich(matrix).rstrip()]
     return "\n".join(lines) + "\n"

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import numpy as np
 
+from .._io import short_repr
 from ..errors import InputError
+from ._options import add_lang_option, check_lang, words, write_text
 
 
 def register(subparsers) -> None:
@@ -40,53 +41,55 @@ def register(subparsers) -> None:
     parser.add_argument("--top", default="3", metavar="K", help="alternatives shown per step (default 3)")
     parser.add_argument("--json", action="store_true", help="print JSON: ids, tokens, text and each step's probabilities")
     parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
+    add_lang_option(parser, "the table")
     parser.set_defaults(func=handler)
 
 
-def _integer(option: str, text: str | None, *, low: int) -> int | None:
+def _integer(option: str, text: str | None, t, *, low: int) -> int | None:
     if text is None:
         return None
     from .._io import as_int
 
     value = as_int(str(text))
     if value is None or value < low:
-        raise InputError(f"{text!r}: expected a whole number ≥ {low}", field=option)
+        raise InputError(t("cli.generate.integer", value=short_repr(text), low=low), field=option)
     return value
 
 
-def _number(option: str, text: str) -> float:
+def _number(option: str, text: str, t) -> float:
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
     if not np.isfinite(value) or value <= 0:
-        raise InputError(f"{text!r}: expected a positive number", field=option)
+        raise InputError(t("cli.generate.positive", value=short_repr(text)), field=option)
     return value
 
 
 def handler(args: argparse.Namespace) -> int:
-    max_new = _integer("--max-new-tokens", args.max_new_tokens, low=1)
-    top_k = _integer("--top-k", args.top_k, low=1)
-    seed = _integer("--seed", args.seed, low=0)
-    shown = _integer("--top", args.top, low=0)
-    temperature = _number("--temperature", args.temperature)
-    top_p = None if args.top_p is None else _number("--top-p", args.top_p)
+    t = words(check_lang(args.lang))
+    max_new = _integer("--max-new-tokens", args.max_new_tokens, t, low=1)
+    top_k = _integer("--top-k", args.top_k, t, low=1)
+    seed = _integer("--seed", args.seed, t, low=0)
+    shown = _integer("--top", args.top, t, low=0)
+    temperature = _number("--temperature", args.temperature, t)
+    top_p = None if args.top_p is None else _number("--top-p", args.top_p, t)
     if top_p is not None and top_p > 1:
-        raise InputError(f"{args.top_p!r}: expected a probability in (0, 1]", field="--top-p")
+        raise InputError(t("cli.generate.probability", value=short_repr(args.top_p)), field="--top-p")
     if not args.sample and (top_k is not None or top_p is not None or seed is not None or args.temperature != "1.0"):
-        raise InputError("--temperature, --top-k, --top-p and --seed choose how to sample; add --sample "
-                         "(greedy is the default)", field="--sample")
+        raise InputError(t("cli.generate.needs_sample"), field="--sample")
     if args.out is not None:
         from pathlib import Path
 
         if not Path(args.out).parent.is_dir():
-            raise InputError(f"directory {str(Path(args.out).parent)!r} does not exist", source=args.out, field="--out")
+            raise InputError(t("cli.no_directory", path=repr(str(Path(args.out).parent))), source=args.out,
+                             field="--out")
     from ..models import load
 
     model = load(args.model)
     if not getattr(model, "is_causal", False):
-        raise InputError(f"{args.model!r} is a {type(model).__name__}, not a causal language model "
-                         "(generate runs gpt2, llama, mistral, qwen2)", field="--model")
+        raise InputError(t("cli.generate.not_causal", model=short_repr(args.model), kind=type(model).__name__),
+                         field="--model")
     generation = model.generate(args.prompt, max_new, sample=args.sample, temperature=temperature, top_k=top_k,
                                 top_p=top_p, seed=seed, stop_at_eos=not args.no_stop)
     probabilities = generation.probabilities                                      # (N, V)
@@ -105,23 +108,20 @@ def handler(args: argparse.Namespace) -> int:
                            "seed": seed,
                            "steps": steps}, ensure_ascii=False) + "\n"
     else:
-        text = _text(model, args, generation, steps)
-    if args.out is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        from .._io import write_atomic
-
-        write_atomic(args.out, text)
+        text = _text(model, args, generation, steps, t)
+    write_text(text, args.out)
     return 0
 
 
-def _text(model, args, generation, steps) -> str:
-    how = "greedy" if not args.sample else "sampled"
-    lines = [f"{model.name} ({model.config.model_type}, {how}, KV cache): {len(steps)} new tokens, "
-             f"stopped at {'the end-of-sequence token' if generation.stopped == 'eos' else 'the length limit'}",
+def _text(model, args, generation, steps, t) -> str:
+    from ..explain.model_text import pad
+
+    lines = [t("cli.generate.title", model=model.name, kind=model.config.model_type, n=len(steps),
+               how=t("cli.generate.sampled" if args.sample else "cli.generate.greedy"),
+               stop=t("cli.generate.eos" if generation.stopped == "eos" else "cli.generate.length")),
              "", args.prompt + generation.text, "",
-             f"{'step':>4}  {'token':<16} {'id':>6}  {'p':>6}   top alternatives"]
+             f"{pad(t('cli.generate.col.step'), 4, '>')}  {pad(t('cli.generate.col.token'), 16, '<')} "
+             f"{pad(t('cli.generate.col.id'), 6, '>')}  {'p':>6}   {t('cli.generate.col.top')}"]
     for i, step in enumerate(steps):
         alternatives = "  ".join(f"{a['token']} {a['probability']:.3f}" for a in step["top"])
         lines.append(f"{i:>4}  {step['token']:<16} {step['id']:>6}  {step['probability']:.3f}   {alternatives}")

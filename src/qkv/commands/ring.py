@@ -14,6 +14,8 @@ import sys
 
 from .._io import int_option, write_atomic
 from ..errors import InputError
+from ..explain.model_text import pad
+from ._options import add_lang_option, check_lang, words
 
 STRATEGIES = ("ring:contiguous", "ring:zigzag", "ulysses")
 
@@ -44,29 +46,31 @@ def register(subparsers) -> None:
     parser.add_argument("--json", metavar="FILE", help="also write every rank's measurements as JSON")
     parser.add_argument("--fail-rank", type=int_option(low=0, high=63), metavar="R",
                         help="rehearse a failure: rank R exits abruptly before its first step")
+    add_lang_option(parser, "the table")
     parser.set_defaults(func=handler)
 
 
 def _validate(args) -> list[str]:
     from ..distributed.layout import n_chunks
 
+    t = words(check_lang(args.lang))
     if not (math.isfinite(args.timeout) and 0 < args.timeout <= 86400):
-        raise InputError(f"must be a number of seconds in (0, 86400], got {args.timeout}", field="--timeout")
+        raise InputError(t("cli.ring.timeout", value=args.timeout), field="--timeout")
     kv_heads = args.kv_heads or args.heads
     if kv_heads < 1 or args.heads % kv_heads:
-        raise InputError(f"H={args.heads} must be a multiple of G={kv_heads}", field="--kv-heads")
+        raise InputError(t("cli.ring.kv_heads", heads=args.heads, kv=kv_heads), field="--kv-heads")
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     unknown = [s for s in strategies if s not in STRATEGIES]
     if unknown or not strategies:
-        raise InputError(f"unknown {', '.join(map(repr, unknown)) or 'empty list'}; choose from "
-                         f"{', '.join(STRATEGIES)}", field="--strategies")
+        raise InputError(t("cli.ring.strategies", names=", ".join(map(repr, unknown)) or t("cli.ring.empty"),
+                           choices=", ".join(STRATEGIES)), field="--strategies")
     world = _torchrun_world() or args.procs
     need = max(n_chunks(world, s.partition(":")[2] or "contiguous") for s in strategies)
     if args.seq % need:
-        raise InputError(f"T={args.seq} is not a multiple of {need} (the zigzag layout cuts the sequence into 2·P "
-                         f"equal chunks, P={world}); try --seq {-(-args.seq // need) * need}", field="--seq")
+        raise InputError(t("cli.ring.seq", seq=args.seq, need=need, world=world, fix=-(-args.seq // need) * need),
+                         field="--seq")
     if args.fail_rank is not None and not 0 <= args.fail_rank < world:
-        raise InputError(f"must be a rank in 0 … {world - 1}, got {args.fail_rank}", field="--fail-rank")
+        raise InputError(t("cli.ring.fail_rank", last=world - 1, value=args.fail_rank), field="--fail-rank")
     return strategies
 
 
@@ -102,25 +106,31 @@ def handler(args) -> int:
     except DistributedError as exc:
         print(f"qkv: error: {exc}", file=sys.stderr)
         return 1
+    t = words(args.lang)
     print(format_table(every, args))
     if args.figure:
         _write_figure(args.figure, every, args)
-        print(f"wrote {args.figure}")
+        print(t("cli.wrote", path=args.figure))
     if args.json:
         write_atomic(args.json, json.dumps(every, indent=2))
-        print(f"wrote {args.json}")
+        print(t("cli.wrote", path=args.json))
     return 0
 
 
 def format_table(every: list[dict], args) -> str:
     """The per-rank table and, per strategy, the slowest ÷ fastest rank's compute."""
+    t = words(getattr(args, "lang", "en"))
     world = len(every)
     kv = args.kv_heads or args.heads
-    lines = [f"P={world} ranks, T={args.seq} tokens ({args.seq // world} per rank), B={args.batch}, H={args.heads}, "
-             f"G={kv}, D={args.dim}, {args.dtype}, {'non-causal' if args.no_causal else 'causal'}; one training step "
-             f"(forward + backward), median of {args.repeats}; {os.cpu_count()} CPUs shared by all ranks",
-             "", f"{'strategy':<16} {'rank':>4} {'time s':>8} {'compute s':>9} {'wait s':>7} {'sent MiB':>9} "
-             f"{'formula':>9} {'OS wrote':>9} {'peak MiB':>9}" + (f" {'max error':>10}" if args.check else "")]
+    header = [pad(t("cli.ring.col.strategy"), 16, "<")] + [
+        pad(t(f"cli.ring.col.{name}"), width, ">") for name, width in
+        (("rank", 4), ("time", 8), ("compute", 9), ("wait", 7), ("sent", 9), ("formula", 9), ("os", 9), ("peak", 9))
+        + ((("error", 10),) if args.check else ())]
+    lines = [t("cli.ring.header", world=world, seq=args.seq, per_rank=args.seq // world, batch=args.batch,
+               heads=args.heads, kv=kv, dim=args.dim, dtype=args.dtype,
+               causal=t("cli.ring.non_causal" if args.no_causal else "cli.ring.causal"), repeats=args.repeats,
+               cpus=os.cpu_count()),
+             "", " ".join(header)]
     names = [name for name in every[0]["results"]]
     for name in names:
         for entry in every:
@@ -137,14 +147,15 @@ def format_table(every: list[dict], args) -> str:
     for name in names:
         if name.startswith("ring") and None not in transfer:
             per_step = max(entry["results"][name]["compute_per_step_s"] for entry in every)
-            lines.append(f"{name}: per ring step, compute {per_step * 1e3:.2f} ms (CPU, slowest rank) vs one k/v shard "
-                         f"transfer {max(transfer) * 1e3:.2f} ms (wall): the transfer "
-                         f"{'hides behind' if max(transfer) <= per_step else 'is longer than'} the compute")
+            lines.append(t("cli.ring.overlap", name=name, compute=f"{per_step * 1e3:.2f}",
+                           transfer=f"{max(transfer) * 1e3:.2f}",
+                           verdict=t("cli.ring.hides" if max(transfer) <= per_step else "cli.ring.longer")))
     for name in names:
         compute = [entry["results"][name]["compute_s"] for entry in every]
         if name.startswith("ring") and min(compute) > 0:
-            lines.append(f"{name}: compute slowest ÷ fastest rank = {max(compute) / min(compute):.2f}")
+            lines.append(t("cli.ring.balance", name=name, ratio=f"{max(compute) / min(compute):.2f}"))
     return "\n".join(lines)
+
 
 
 def _write_figure(path: str, every: list[dict], args) -> None:

@@ -18,6 +18,7 @@ import argparse
 
 from .._io import int_option
 from ..errors import InputError
+from ._options import add_lang_option, check_lang, words
 
 TARGETS = ("ko", "ja", "both")
 
@@ -31,7 +32,7 @@ def register(subparsers) -> None:
     parser.add_argument("--to", default="both", metavar="ko|ja|both", help="target language (default both)")
     parser.add_argument("--explain", action="store_true",
                         help="show each generated word's cross-attention over the English words")
-    parser.add_argument("--lang", default="en", metavar="en|ko", help="language of --explain and --figure (default en)")
+    add_lang_option(parser, "--explain, --derive and --figure")
     parser.add_argument("--derive", type=int_option(), default=None, metavar="N",
                         help="derive, step by step (qkv.explain), the cross-attention that produced word N (from 1); "
                         "needs --to ko or ja")
@@ -44,21 +45,20 @@ def register(subparsers) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
+    t = words(check_lang(args.lang))
     if args.to not in TARGETS:
-        raise InputError(f"{args.to!r}: choose ko, ja or both", field="--to")
-    if args.lang not in ("en", "ko"):
-        raise InputError(f"{args.lang!r}: choose en or ko", field="--lang")
+        raise InputError(t("cli.translate.to", value=repr(args.to)), field="--to")
     if args.figure and args.to == "both":
-        raise InputError("a figure shows one language: add --to ko or --to ja", field="--figure")
+        raise InputError(t("cli.translate.figure_one"), field="--figure")
     if args.derive is not None and args.to == "both":
-        raise InputError("a derivation follows one language: add --to ko or --to ja", field="--derive")
+        raise InputError(t("cli.translate.derive_one"), field="--derive")
     if not 0 <= args.digits <= 8:
-        raise InputError(f"{args.digits}: expected 0 … 8", field="--digits")
+        raise InputError(t("cli.translate.digits", value=args.digits), field="--digits")
     if args.figure:
         from ..viz import FORMATS
 
         if not args.figure.lower().endswith(FORMATS):
-            raise InputError(f"unknown figure format; use one of {', '.join(FORMATS)}", source=args.figure)
+            raise InputError(t("cli.translate.figure_format", choices=", ".join(FORMATS)), source=args.figure)
     from ..translator import explain
     from ..translator.model import load
 
@@ -74,7 +74,7 @@ def handler(args: argparse.Namespace) -> int:
             parts.append(explain.explain_text(translation, lang=args.lang, layer=args.layer, head=args.head,
                                               digits=args.digits))
         else:
-            parts.append(f"{translation.lang}: {sentence}" if len(langs) > 1 else sentence)
+            parts.append(f"{t('cli.translate.lang.' + translation.lang)}: {sentence}" if len(langs) > 1 else sentence)
     if args.derive is not None:
         from ..explain import render
 
@@ -84,6 +84,6 @@ def handler(args: argparse.Namespace) -> int:
         from ..viz import write_figure
 
         figure = explain.alignment_figure(translations[0], layer=args.layer, head=args.head, lang=args.lang)
-        parts.append(f"wrote {write_figure(figure, args.figure)}")
+        parts.append(t("cli.wrote", path=write_figure(figure, args.figure)))
     print("\n".join(parts))
     return 0

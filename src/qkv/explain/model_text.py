@@ -17,7 +17,7 @@ import numpy as np
 
 from .texts import CAUSAL_MODEL_TEXTS, text
 
-__all__ = ["render_rich", "table", "sections", "token_line", "truncated", "is_causal", "causal_structure",
+__all__ = ["render_rich", "pad", "table", "sections", "token_line", "truncated", "is_causal", "causal_structure",
            "structure_json", "rope_section", "top_keys", "head_summary", "grid_summary", "SPECIAL"]
 
 SPECIAL = ("[CLS]", "[SEP]")
@@ -67,6 +67,16 @@ def sections(title: str, parts: list, fmt: str) -> str:
         out.append(body if isinstance(body, str) else render_rich(body).rstrip())
         out.append("")
     return "\n".join(out) + "\n"
+
+
+def pad(label: str, width: int, align: str = "<") -> str:
+    """``label`` padded to ``width`` terminal columns, left ("<") or right (">") aligned: a Hangul
+    syllable or a kana takes two columns, so str.format's padding would misalign Korean headers."""
+    import unicodedata
+
+    columns = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in label)
+    fill = " " * max(0, width - columns)
+    return label + fill if align == "<" else fill + label
 
 
 def token_line(tokens: list[str]) -> str:

@@ -277,7 +277,7 @@ EN: dict[str, str] = {
     "fig.inputs_enc": "encoder → K, V: the encoder's rows M_enc times W_K and W_V",
     "fig.legend_dec": "decoder token: gives the query q",
     "fig.legend_enc": "encoder tokens: give the keys k and the values v",
-    "fig.followed": "outlined: the followed query's row",
+    "fig.followed": "outlined: the rows worked out above",
     "fig.trace_q": "the followed query's q and the first key's k, from X and W:",
     "fig.mh_heads": "each head's output for “{token}”",
     "fig.mh_concat": "concatenated: H = Concat({heads})",
@@ -309,12 +309,13 @@ EN: dict[str, str] = {
     "page.head": "head",
     "page.part": "part",
     "page.overview": "Overview: every layer × head (click one to open it)",
+    "page.overview_parts": "Overview: every part (click one to open it)",
     "page.head_view": "Head view",
     "page.matrix": "Matrix view",
     "page.queries_col": "queries",
     "page.keys_col": "keys",
-    "page.hint": "Click query tokens (left) to select them (their weights are summed); lock keeps the selection "
-                 "while you hover. Click a cell or a key token for its derivation.",
+    "page.hint": "Click a query token (left) to choose it; click more to add them (their weights are summed); lock "
+                 "keeps the choice while you hover. Click a cell or a key token for its derivation.",
     "page.lock": "lock selection",
     "page.unlock": "unlock selection",
     "page.clear": "clear",
@@ -352,16 +353,80 @@ EN: dict[str, str] = {
     "page.steps": "Step by step",
     "page.too_large": "The trace holds {n} numbers; the step-by-step text is left out of this page. Run qkv explain "
                       "on a shorter input to read it.",
-    # qkv.show (notebooks)
-    "show.no_script": "The interactive view did not start: this notebook did not run the output's script. Run the "
-                      "cell again, or, for a notebook someone else saved, trust it first (jupyter trust "
-                      "NOTEBOOK.ipynb). The step-by-step derivation below needs no script.",
-    "show.plain": "qkv view of “{title}”{shape}. A notebook that shows HTML draws it interactively; elsewhere "
-                  ".save(\"attention.html\") writes it as a page to open in a browser.",
-    "show.shape": ": {heads} head(s), {tq} queries × {tk} keys",
-    "show.shape_layers": ": {layers} layers × {heads} heads, {tq} tokens",
-    "show.outside": "qkv.show: no notebook here, so nothing was displayed. qkv.show returned the view: "
-                    "view.save(\"attention.html\") writes it as a page to open in a browser.",
+    "page.sum_of": "sum of the weights of {n} queries",
+    "page.sum_legend": "key colour: the sum of the weights of {n} queries, from 0 to {n} (each row sums to 1)",
+    "page.part.rows": "Row vectors (the paper), on the self-attention example's Q, K, V",
+    "page.lead.flow": "{title}: how the heads' outputs become one output: concat → W_O, step by step (this example "
+                      "starts from each head's output z; the heads themselves are computed in the self-attention "
+                      "example).",
+    "page.stepper": "Step through the computation",
+    "page.stepper_hint": "“next” / “previous” (or the → ← keys) reveal one step at a time, for the followed query "
+                         "(click a query token to follow another). Dashed orange: what the step reads; dark: what it "
+                         "writes. Every result is the recorded number; products are of the numbers shown.",
+    "page.prev": "← previous",
+    "page.next": "next →",
+    "page.step_of": "step {k} of {n}",
+    "page.from_unrounded": "the recorded value, computed from the unrounded numbers, is",
+    "page.from_unrounded_short": "(the recorded value, from unrounded numbers)",
+    "page.st.x": "X: the input, one row per token",
+    "page.st.x.text": "X has {t} rows (tokens) of {d} numbers. We follow the row of {tok} (query {i}).",
+    "page.st.x.cross": "Cross-attention reads two sentences: the queries come from the decoder's sentence (X, {tq} "
+                       "row(s), here {tok}); the keys and values come from the encoder's sentence (memory, {tk} rows).",
+    "page.st.memory": "memory (the encoder's sentence)",
+    "page.st.w": "W_Q, W_K, W_V: three learned matrices",
+    "page.st.w.text": "Each is {d} × {w}: a row of X times W_Q gives that token's query, times W_K its key, times "
+                      "W_V its value.",
+    "page.st.w.head": "This head ({hn}) uses columns {a} to {b} of each (marked).",
+    "page.st.qkv": "q, k, v: each row of X times W_Q, W_K, W_V",
+    "page.st.qkv.text": "Every token gets its own query q, key k and value v; each token is projected alone, nothing "
+                        "mixes tokens yet. The followed query's q is marked; all keys and values are used next.",
+    "page.st.dot": "q·k: a sum of products",
+    "page.st.dot.text": "The score of {tok} for a key is q·k: multiply the {dk} numbers of q and k pair by pair and "
+                        "add them up. One score per key.",
+    "page.st.scores": "scores: given",
+    "page.st.scores.text": "This example gives the scores directly (it records no q and k): one score per key for {tok}.",
+    "page.st.dot.one": "Shown for the key {key}; the table has all {n} scores (click a cell to see another key).",
+    "page.st.scale": "÷ √d_k: scaled scores",
+    "page.st.scale.other": "the scale: scaled scores",
+    "page.st.scale.text": "Each score is divided by √d_k = √{dk}, so that the scores do not grow with the width of q "
+                          "and k.",
+    "page.st.scale.given": "Each score is multiplied by the recorded scale ({formula}).",
+    "page.st.mask": "mask: keys this query may not see",
+    "page.st.mask.text": "A masked key gets −∞ before the softmax, so its weight is exactly 0.",
+    "page.st.softmax": "softmax: e^s ÷ Σ e^s",
+    "page.st.softmax.text": "Each key's weight is e^(s − m) divided by the sum of those of the whole row (m, the "
+                            "row's largest score, is subtracted first so that e^ cannot overflow; it cancels out in "
+                            "the division). The weights of a row add up to 1.",
+    "page.st.softmax.m": "the row's largest score",
+    "page.st.softmax.norec": "This trace records the weights but not the exponentials e^(s − m) and their sum.",
+    "page.st.weighted": "weights × value rows",
+    "page.st.weighted.text": "Each key's value row v is multiplied by that key's weight: a key with a large weight "
+                             "contributes most.",
+    "page.st.z": "z: the sum of the weighted value rows",
+    "page.st.z.text": "Adding the weighted value rows gives z, the output of {tok}.",
+    "page.st.z.text.head": "Adding the weighted value rows gives z, the output of {tok} in {hn}.",
+    "page.st.first_cols": "(the first {n} of {m} columns)",
+    "page.st.heads": "each head's output z",
+    "page.st.heads.text": "{n} heads each computed their own output z for {tok}, each from its own W_Q, W_K, W_V.",
+    "page.st.concat": "concat: the heads side by side",
+    "page.st.concat.text": "The outputs of the {n} heads are written side by side into one row (no arithmetic).",
+    "page.st.wo": "× W_O: one output from all heads",
+    "page.st.wo.text": "The concatenated row is multiplied by W_O, which mixes what the heads found.",
+    "page.st.zero_terms": "(terms where W_O is 0 are left out)",
+    "page.st.residual": "R + Y: the residual connection",
+    "page.st.residual.text": "The input is added back to the attention's output, number by number.",
+    "page.whatif": "What if…?",
+    "page.whatif_serve": "What-if (change a score, the scale, √d_k, or a cell of X or W, and see every number "
+                         "recomputed) needs qkv serve: run `qkv serve` and open its worked examples. This offline page "
+                         "shows the recorded numbers only.",
+    "page.whatif_meeting": "Meeting 2 again, with the question's words scored differently (recorded: {recorded}; "
+                           "lot keeps {lot}). Each position of the slider was computed by qkv's own attention when "
+                           "this page was built; the page only looks the numbers up.",
+    "page.whatif_score": "score of the question's words",
+    "page.whatif_result": "lot's weight: {w}; the blended answer: {out} → “{answer}”.",
+    "page.whatif_note": "Softmax cares about differences: as long as the question's words score far below lot, lot "
+                        "takes almost all the weight; once they score far above it, lot's weight falls to almost 0. "
+                        "For other changes run qkv serve.",
     # qkv.show (notebooks)
     "show.no_script": "The interactive view did not start: this notebook did not run the output's script. Run the "
                       "cell again, or, for a notebook someone else saved, trust it first (jupyter trust "
@@ -897,7 +962,7 @@ KO: dict[str, str] = {
     "fig.inputs_enc": "인코더 → K, V: 인코더의 행 M_enc에 W_K와 W_V를 곱한다",
     "fig.legend_dec": "디코더 토큰: Query q를 만든다",
     "fig.legend_enc": "인코더 토큰: Key k와 Value v를 만든다",
-    "fig.followed": "테두리: 따라가는 Query의 행",
+    "fig.followed": "테두리: 위에서 풀어 쓴 행",
     "fig.trace_q": "따라가는 Query의 q와 첫 Key의 k를 X와 W에서 구한다:",
     "fig.mh_heads": "“{token}”에 대한 헤드별 출력",
     "fig.mh_concat": "이어 붙이기: H = Concat({heads})",
@@ -921,50 +986,52 @@ KO: dict[str, str] = {
     "fig.no_cjk_font": "qkv: CJK 글꼴이 없어 한국어와 일본어가 빈 네모로 그려진다; koreanize-matplotlib(pip) 또는 "
                        "fonts-noto-cjk(apt)를 설치하라",
     # the interactive page
-    "page.lead.model": "{title}: 층 {layers}개 × 헤드 {heads}개의 어텐션, 토큰 {tokens}개. 행은 쿼리(바라보는 토큰), "
-                       "열은 키(바라봐지는 토큰)이다.",
-    "page.lead.trace": "{title}: 헤드 {heads}개의 어텐션 가중치, 쿼리 {tq}개 × 키 {tk}개. 칸을 클릭하면 기록된 모든 "
-                       "단계가 나온다. 행은 쿼리, 열은 키이다.",
+    "page.lead.model": "{title}: 층 {layers}개 × 헤드 {heads}개의 어텐션, 토큰 {tokens}개. 행은 Query(바라보는 토큰), "
+                       "열은 Key(바라보는 대상 토큰)이다.",
+    "page.lead.trace": "{title}: 헤드 {heads}개의 어텐션 가중치, Query {tq}개 × Key {tk}개. 칸을 클릭하면 기록된 모든 "
+                       "단계가 나온다. 행은 Query, 열은 Key이다.",
     "page.layer": "층",
     "page.head": "헤드",
     "page.part": "부분",
     "page.overview": "한눈에 보기: 모든 층 × 헤드 (클릭하면 열린다)",
+    "page.overview_parts": "한눈에 보기: 모든 부분 (클릭하면 열린다)",
     "page.head_view": "헤드 보기",
     "page.matrix": "행렬 보기",
-    "page.queries_col": "쿼리",
-    "page.keys_col": "키",
-    "page.hint": "왼쪽 쿼리 토큰을 클릭해 선택한다 (가중치를 더해서 보인다). 잠그면 마우스를 올려도 선택이 유지된다. "
-                 "칸이나 키 토큰을 클릭하면 계산 과정이 나온다.",
+    "page.queries_col": "Query",
+    "page.keys_col": "Key",
+    "page.hint": "왼쪽 Query 토큰을 클릭하면 그 Query를 고른다. 더 클릭하면 여러 개를 골라 가중치를 더해 본다. 잠그면 "
+                 "마우스를 올려도 고른 것이 유지된다. 칸이나 Key 토큰을 클릭하면 계산 과정이 나온다.",
     "page.lock": "선택 잠그기",
     "page.unlock": "선택 풀기",
     "page.clear": "지우기",
-    "page.selected": "선택한 쿼리",
+    "page.selected": "고른 Query",
     "page.sum": "선택한 행의 합",
-    "page.query": "쿼리",
-    "page.key": "키",
+    "page.query": "Query",
+    "page.key": "Key",
     "page.weight": "가중치",
     "page.score": "q·k (점수)",
-    "page.scaled": "÷ √dₖ (스케일된 점수)",
+    "page.scaled": "÷ √dₖ (스케일한 점수)",
     "page.biased": "+ bias",
-    "page.modified": "score_mod (소프트맥스에 들어가는 점수)",
+    "page.modified": "score_mod (softmax에 들어가는 점수)",
     "page.rotated": "(RoPE 회전 후: 점수가 쓰는 q와 k)",
-    "page.weights_only": " 토큰이 {limit}개를 넘는 텍스트는 가중치만 기록한다 (이 텍스트는 {tokens}개). 유도 과정의 "
+    "page.weights_only": " 토큰이 {limit}개를 넘는 텍스트는 가중치만 기록한다 (이 텍스트는 {tokens}개). 계산 과정의 "
                          "모든 행을 보려면 더 짧은 텍스트를 쓴다.",
     "page.mask": "마스크",
     "page.allowed": "0 (볼 수 있음)",
     "page.blocked": "−∞ (마스크)",
     "page.masked": "마스크",
     "page.share": "softmax 가중치  e^s[i,j] / Σₖ e^s[i,k]",
-    "page.value": "가중치가 곱해지는 밸류 행",
-    "page.out": "이 쿼리의 출력 행  z = Σⱼ w[i,j]·v[j]",
+    "page.value": "가중치가 곱해지는 Value 행",
+    "page.out": "이 Query의 출력 행  z = Σⱼ w[i,j]·v[j]",
     "page.not_recorded": "이 trace에 기록되지 않음",
     "page.derivation": "한 칸의 계산 과정",
-    "page.qrow": "쿼리 벡터 q",
-    "page.krow": "키 벡터 k",
+    "page.qrow": "Query 벡터 q",
+    "page.krow": "Key 벡터 k",
     "page.storage": "소수점 {d}자리까지 표시 (정수 × 10^−{d}로 저장, 보이는 값 그대로)",
     "page.no_data": "이 trace에는 그릴 어텐션 가중치가 없다.",
-    "page.sum1": "한 행의 가중치 합은 1 (모든 키가 가려진 행은 모두 0)",
-    "page.legend": "가중치 (모든 곳에 같은 눈금: 0 ~ 1, √가중치로 음영); 빗금 친 회색: 마스크",
+    "page.sum1": "한 행의 가중치 합은 1 (모든 Key가 마스크된 행은 모두 0)",
+    "page.legend": "가중치 (어디서나 같은 눈금 0~1, 작은 가중치도 보이도록 색의 진하기는 가중치의 제곱근을 따른다). "
+                   "빗금 친 회색: 마스크",
     "page.zoom_in": "확대",
     "page.zoom_out": "축소",
     "page.decode_fail": "이 브라우저는 내장된 숫자를 풀 수 없다 (DecompressionStream 필요: Chrome 80+, Firefox 113+, "
@@ -972,16 +1039,75 @@ KO: dict[str, str] = {
     "page.steps": "단계별 계산",
     "page.too_large": "이 trace에는 숫자가 {n}개 있어 단계별 설명은 이 페이지에서 뺐다. 더 짧은 입력으로 qkv explain을 "
                       "실행하면 읽을 수 있다.",
-    # qkv.show (노트북)
-    "show.no_script": "대화형 보기가 시작되지 않았다: 이 노트북이 출력에 든 스크립트를 실행하지 않았다. 셀을 다시 "
-                      "실행하거나, 남이 저장한 노트북이라면 먼저 신뢰하도록 설정한다 (jupyter trust 노트북.ipynb). "
-                      "아래 단계별 계산은 스크립트 없이도 읽을 수 있다.",
-    "show.plain": "qkv 보기 “{title}”{shape}. HTML을 보여 주는 노트북은 이것을 대화형으로 그린다. 노트북 밖에서는 "
-                  ".save(\"attention.html\")로 페이지 파일을 써서 브라우저로 연다.",
-    "show.shape": ": 헤드 {heads}개, Query {tq}개 × Key {tk}개",
-    "show.shape_layers": ": 층 {layers}개 × 헤드 {heads}개, 토큰 {tq}개",
-    "show.outside": "qkv.show: 노트북이 아니어서 아무것도 표시하지 않았다. qkv.show가 돌려준 보기에서 "
-                    "view.save(\"attention.html\")로 페이지 파일을 써서 브라우저로 연다.",
+    "page.sum_of": "Query {n}개의 가중치 합",
+    "page.sum_legend": "Key의 색: Query {n}개의 가중치 합, 0부터 {n}까지 (한 행의 합은 1)",
+    "page.part.rows": "행벡터 (논문), self-attention 예제의 Q, K, V로",
+    "page.lead.flow": "{title}: 헤드들의 출력이 하나의 출력이 되는 과정, concat → W_O를 한 단계씩 본다 (이 예제는 각 헤드의 "
+                      "출력 z에서 시작한다. 헤드 하나의 계산은 self-attention 예제에 있다).",
+    "page.stepper": "한 단계씩 따라가기",
+    "page.stepper_hint": "“다음” / “이전” 버튼(또는 → ← 키)을 누르면 따라가는 Query의 계산이 한 단계씩 나온다 (다른 Query를 "
+                         "따라가려면 왼쪽 토큰을 클릭한다). 주황 점선: 이 단계가 읽는 값, 진한 테두리: 이 단계가 쓰는 값. "
+                         "결과는 모두 기록된 값이고, 곱은 화면에 보이는 숫자끼리 곱한 것이다.",
+    "page.prev": "← 이전",
+    "page.next": "다음 →",
+    "page.step_of": "{n}단계 중 {k}단계",
+    "page.from_unrounded": "반올림하지 않은 값으로 계산해 기록된 값은",
+    "page.from_unrounded_short": "(반올림하지 않은 값으로 계산해 기록된 값)",
+    "page.st.x": "X: 입력, 토큰마다 한 행",
+    "page.st.x.text": "X는 토큰 {t}개의 행으로 되어 있고, 행마다 숫자가 {d}개다. {tok}의 행(Query {i})을 따라간다.",
+    "page.st.x.cross": "Cross-attention은 두 문장을 읽는다. Query는 디코더 문장(X, {tq}행, 여기서는 {tok})에서, Key와 "
+                       "Value는 인코더 문장(memory, {tk}행)에서 온다.",
+    "page.st.memory": "memory (인코더 문장)",
+    "page.st.w": "W_Q, W_K, W_V: 학습된 세 행렬",
+    "page.st.w.text": "각각 {d} × {w} 행렬이다. X의 한 행에 W_Q를 곱하면 그 토큰의 Query, W_K를 곱하면 Key, W_V를 곱하면 "
+                      "Value가 된다.",
+    "page.st.w.head": "이 헤드({hn})는 각 행렬의 {a}~{b}번 열을 쓴다 (표시한 부분).",
+    "page.st.qkv": "q, k, v: X의 각 행 × W_Q, W_K, W_V",
+    "page.st.qkv.text": "토큰마다 자기 Query q, Key k, Value v를 얻는다. 토큰은 하나씩 따로 변환되고, 아직 토큰끼리 섞이지 "
+                        "않는다. 따라가는 Query의 q를 표시했다. 다음 단계에서는 모든 Key와 Value를 쓴다.",
+    "page.st.dot": "q·k: 곱의 합",
+    "page.st.dot.text": "Key 하나에 대한 {tok}의 점수는 q·k이다. q와 k의 숫자 {dk}개를 짝지어 곱하고 모두 더한다. Key마다 "
+                        "점수가 하나 나온다.",
+    "page.st.scores": "점수: 주어진 값",
+    "page.st.scores.text": "이 예제는 점수를 바로 준다 (q와 k는 기록되어 있지 않다). {tok}의 점수가 Key마다 하나씩 있다.",
+    "page.st.dot.one": "Key {key}에 대해서만 펼쳐 보였다. 표에는 점수 {n}개가 모두 있다 (다른 Key를 보려면 칸을 클릭한다).",
+    "page.st.scale": "÷ √d_k: 스케일한 점수",
+    "page.st.scale.other": "스케일: 스케일한 점수",
+    "page.st.scale.text": "점수마다 √d_k = √{dk}로 나눈다. 그래야 q와 k의 폭이 커져도 점수가 함께 커지지 않는다.",
+    "page.st.scale.given": "점수마다 기록된 스케일을 곱한다 ({formula}).",
+    "page.st.mask": "마스크: 이 Query가 볼 수 없는 Key",
+    "page.st.mask.text": "마스크된 Key는 softmax 전에 −∞가 되므로 가중치가 정확히 0이다.",
+    "page.st.softmax": "softmax: e^s ÷ Σ e^s",
+    "page.st.softmax.text": "Key마다의 가중치는 e^(s − m)을 행 전체의 e^(s − m) 합으로 나눈 값이다 (m은 행에서 가장 큰 "
+                            "점수다. e^가 넘치지 않도록 먼저 빼며, 나눗셈에서 약분되어 결과는 같다). 한 행의 가중치를 "
+                            "모두 더하면 1이다.",
+    "page.st.softmax.m": "행에서 가장 큰 점수",
+    "page.st.softmax.norec": "이 trace에는 가중치만 기록되어 있고, e^(s − m) 값과 그 합은 기록되어 있지 않다.",
+    "page.st.weighted": "가중치 × Value 행",
+    "page.st.weighted.text": "Key마다 Value 행 v에 그 Key의 가중치를 곱한다. 가중치가 큰 Key일수록 많이 기여한다.",
+    "page.st.z": "z: 가중치를 곱한 Value 행의 합",
+    "page.st.z.text": "가중치를 곱한 Value 행을 모두 더하면 {tok}의 출력 z가 된다.",
+    "page.st.z.text.head": "가중치를 곱한 Value 행을 모두 더하면 {hn}에서 {tok}의 출력 z가 된다.",
+    "page.st.first_cols": "(열 {m}개 중 처음 {n}개)",
+    "page.st.heads": "헤드마다의 출력 z",
+    "page.st.heads.text": "헤드 {n}개가 {tok}에 대해 각자의 출력 z를 계산했다. 헤드마다 W_Q, W_K, W_V가 따로 있다.",
+    "page.st.concat": "concat: 헤드 출력을 나란히 잇기",
+    "page.st.concat.text": "헤드 {n}개의 출력을 한 행에 나란히 적는다 (계산은 없다).",
+    "page.st.wo": "× W_O: 모든 헤드에서 하나의 출력으로",
+    "page.st.wo.text": "이어 붙인 행에 W_O를 곱한다. W_O가 헤드들이 찾은 것을 섞는다.",
+    "page.st.zero_terms": "(W_O가 0인 항은 뺐다)",
+    "page.st.residual": "R + Y: 잔차 연결",
+    "page.st.residual.text": "어텐션의 출력에 입력을 숫자마다 다시 더한다.",
+    "page.whatif": "만약 …라면?",
+    "page.whatif_serve": "만약 …라면(점수, 스케일, √d_k, X나 W의 칸을 바꾸고 모든 숫자를 다시 계산하기)은 qkv serve에서 "
+                         "할 수 있다. `qkv serve`를 실행하고 예제를 연다. 이 오프라인 페이지는 기록된 숫자만 보여 준다.",
+    "page.whatif_meeting": "질문 단어들의 점수를 바꿔 조모임 2를 다시 연다 (기록된 점수: {recorded}, lot은 그대로 {lot}). "
+                           "슬라이더의 각 위치는 이 페이지를 만들 때 qkv의 어텐션으로 계산했고, 페이지는 숫자를 찾아 "
+                           "보여 주기만 한다.",
+    "page.whatif_score": "질문 단어들의 점수",
+    "page.whatif_result": "lot의 가중치: {w}, 가중합한 대답: {out} → “{answer}”.",
+    "page.whatif_note": "softmax는 차이만 본다. 질문 단어들의 점수가 lot보다 훨씬 낮으면 lot이 가중치를 거의 다 가져가고, "
+                        "훨씬 높으면 lot의 가중치는 거의 0이 된다. 다른 것을 바꾸려면 qkv serve를 쓴다.",
     # qkv.show (노트북)
     "show.no_script": "대화형 보기가 시작되지 않았다: 이 노트북이 출력에 든 스크립트를 실행하지 않았다. 셀을 다시 "
                       "실행하거나, 남이 저장한 노트북이라면 먼저 신뢰하도록 설정한다 (jupyter trust 노트북.ipynb). "
@@ -1084,8 +1210,8 @@ KO: dict[str, str] = {
     "cli.ring.col.compute": "계산 s",
     "cli.ring.col.wait": "대기 s",
     "cli.ring.col.sent": "보냄 MiB",
-    "cli.ring.col.formula": "공식 MiB",
-    "cli.ring.col.os": "OS 기록 MiB",
+    "cli.ring.col.formula": "공식",
+    "cli.ring.col.os": "OS 기록",
     "cli.ring.col.peak": "최대 MiB",
     "cli.ring.col.error": "최대 오차",
     "cli.ring.overlap": "{name}: 링 한 단계마다 계산 {compute} ms (CPU 시간, 가장 느린 랭크), k/v 샤드 하나의 전송 "
