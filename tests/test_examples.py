@@ -75,7 +75,7 @@ def test_self_attention_printed_numbers_and_note():
                     if re.match(r"^ (I|love|machine|learning) +\d\.\d{4} +\d\.\d{4} *$", line)}
     assert weights_rows == {"I": "0.1688", "love": "0.2472", "machine": "0.2457", "learning": "0.3382"}
     # the exact value is printed, and a note says the seed prints something else
-    assert "seed 001 prints the weight of learning one unit higher" in flat(text)
+    assert "the post prints the weight of learning one unit higher" in flat(text)
     assert "0.338238" in text
 
 
@@ -119,7 +119,7 @@ def test_multi_head_final_vector_exact_and_by_hand():
     # …and the by-hand mode, rounding like the seed, reproduces it exactly
     at_seed_precision(t["by hand/y"].value[0], ["0.8742", "0.9230", "0.6962"])
     exact_text = flat(render(t, "text"))
-    assert "z_final = [0.8743, 0.9228, 0.6961]" in exact_text and "seed 001 multiplies" in exact_text
+    assert "z_final = [0.8743, 0.9228, 0.6961]" in exact_text and "the post multiplies" in exact_text
     assert "z_final = [0.8742, 0.9230, 0.6962]" in render(t, "text", by_hand=True)
 
 
@@ -204,7 +204,10 @@ def test_by_hand_recorder_rounds_and_the_core_continues_from_the_rounded_numbers
     out = qkv.attention(q, k, v, record=ByHand(trace, lambda name: 2))
     scaled = trace["by hand/scaled_scores"].value
     np.testing.assert_array_equal(scaled, round_half_up(round_half_up(q @ k.T, 2) / np.sqrt(3), 2))
-    weights = round_half_up(qkv.softmax(scaled), 2)
+    # softmax as a person computes it: m, e^(s − m) rounded, their sum rounded, each divided by the sum
+    exps = round_half_up(np.exp(scaled - scaled.max(axis=-1, keepdims=True)), 2)
+    weights = round_half_up(exps / round_half_up(exps.sum(axis=-1, keepdims=True), 2), 2)
+    np.testing.assert_array_equal(trace["by hand/exp_scores"].value, exps)
     np.testing.assert_array_equal(trace["by hand/weights"].value, weights)
     np.testing.assert_array_equal(out, round_half_up(weights @ v, 2))
     plain = qkv.Trace()

@@ -132,14 +132,26 @@ def _softmax_lse(scores, mask=None, *, axis: int = -1):
     The lse of a slice with no allowed entry is -inf. No NaN reaches the values or, under torch
     autograd, the gradients: empty slices take log(1) on a branch that `where` discards.
     """
+    return _softmax_steps(scores, mask, axis=axis, record=None)
+
+
+def _softmax_steps(scores, mask=None, *, axis: int = -1, record: Recorder | None = None):
+    """softmax and lse, handing a recorder the steps a person follows: m, e^(s − m), Σ e^(s − m).
+
+    softmax(s)ⱼ = e^(sⱼ − m) / Σₖ e^(sₖ − m) for any m; m is the row's largest allowed score, so no
+    exponential overflows (every e^(s − m) ≤ 1). Recorded (only when ``record`` is given):
+    ``softmax_max`` m (…, 1), ``exp_scores`` e^(s − m) (0 where masked), ``exp_sum`` Σ (…, 1); the
+    weights are computed from what the recorder hands back (a by-hand recorder's rounded numbers).
+    """
     xp = namespace(scores=scores, mask=mask)
     # A -inf score needs no special case: exp(-inf - max) = 0. Masked entries become -inf too.
     masked = scores if mask is None else xp.where(xp.astype(mask, xp.bool), scores, -xp.inf)
     row_max = xp.max(masked, axis=axis, keepdims=True)
     # A slice with nothing allowed has max -inf; subtracting 0 instead keeps exp(-inf) = 0 clean.
     row_max = xp.where(row_max == -xp.inf, xp.zeros_like(row_max), row_max)
-    exps = xp.exp(masked - row_max)
-    total = xp.sum(exps, axis=axis, keepdims=True)
+    row_max = _emit(record, "softmax_max", row_max, formula="m = the row's largest score")
+    exps = _emit(record, "exp_scores", xp.exp(masked - row_max), formula="e^(s − m)")
+    total = _emit(record, "exp_sum", xp.sum(exps, axis=axis, keepdims=True), formula="Σ e^(s − m)")
     nonempty = total > 0
     safe_total = xp.where(nonempty, total, xp.ones_like(total))
     lse = xp.where(nonempty, row_max + xp.log(safe_total), xp.full_like(total, -xp.inf))
@@ -249,8 +261,8 @@ def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, r
     if allowed is not None and record is not None:
         _emit(record, "mask", xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
               formula="0 where the query may attend, −∞ where it may not")
-    weights, lse = _softmax_lse(scaled, allowed)
-    weights = _emit(record, "weights", weights, formula="softmax(Q·Kᵀ/√d_k) per row")
+    weights, lse = _softmax_steps(scaled, allowed, record=record)
+    weights = _emit(record, "weights", weights, formula="e^(s − m) / Σ e^(s − m) = softmax(Q·Kᵀ/√d_k) per row")
     out = _weights_times_values(call, weights, vc)            # (…, H, Tq, Dv)
     out = _emit(record, "out", out, formula="weights · V")
     result = (xp.astype(out, call.dtype),)

@@ -45,7 +45,7 @@ MAX_VALUES_IN_FILE = 16 * MAX_NUMBERS   # commas in a document (a saved explanat
 
 FIELDS = ("title", "tokens", "query", "x", "memory", "memory_tokens", "w_q", "w_k", "w_v", "w_o",
           "b_q", "b_k", "b_v", "b_o", "heads", "mask", "residual", "digits", "notes", "kind", "example",
-          "seed")
+          "post", "seed", "head_base")
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,7 +74,8 @@ class Spec:
     query: int = 0
     title: str = ""
     example: str | None = None
-    seed: str | None = None
+    post: str | None = None           # the post a worked example comes from ("000", "001", "002"); "seed" is read too
+    head_base: int = 0                # 1: heads are shown numbered from 1, as the example's post numbers them
     biases: dict = field(default_factory=dict)
     digits: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
@@ -374,6 +375,10 @@ def read_notes(doc: dict, *, source: str) -> list[dict]:
                                               and isinstance(n.get("text", n.get("key")), str) for n in notes):
         raise InputError("expected a list of tables with step = \"...\" and text = \"...\"", source=source,
                          field="notes")
+    for i, note in enumerate(notes):
+        if note.get("mode", "any") not in ("any", "exact", "by-hand"):
+            raise InputError(f"{_describe(note['mode'])}: expected \"any\", \"exact\" or \"by-hand\" (when the note "
+                             "is shown)", source=source, field=f"notes[{i}].mode")
     return [dict(n) for n in notes]
 
 
@@ -395,9 +400,13 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
     if kind != "attention":
         raise InputError(f"{_describe(kind)} is not a kind of user example; use \"attention\" (or leave it out)",
                          source=source, field="kind")
-    for name in ("title", "example", "seed"):
+    for name in ("title", "example", "post", "seed"):
         if name in doc and not isinstance(doc[name], str):
             raise InputError(f"expected a string, got {_describe(doc[name])}", source=source, field=name)
+    head_base = doc.get("head_base", 0)
+    if head_base not in (0, 1) or isinstance(head_base, bool):
+        raise InputError(f"expected 0 (heads counted from 0, as qkv's API) or 1 (from 1), got {_describe(head_base)}",
+                         source=source, field="head_base")
 
     def array(name: str, required: bool = True, ndim: int = 2) -> np.ndarray | None:
         if name not in doc:
@@ -482,7 +491,8 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
     title = doc.get("title", "")
     return Spec(source=source, tokens=tokens, x=x, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, heads=heads,
                 memory=memory, memory_tokens=memory_tokens, mask=mask, causal=causal, residual=residual,
-                query=query, title=title, example=doc.get("example"), seed=doc.get("seed"), biases=biases,
+                query=query, title=title, example=doc.get("example"),
+                post=doc.get("post", doc.get("seed")), head_base=head_base, biases=biases,
                 digits=read_digits(doc, source=source), notes=read_notes(doc, source=source))
 
 

@@ -18,7 +18,7 @@ from ._backend import to_numpy
 
 __all__ = ["Step", "Trace", "STEPS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MODIFIED_SCORES",
-           "MASK", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number"]
+           "MASK", "SOFTMAX_MAX", "EXP_SCORES", "EXP_SUM", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "BY_HAND", "DRIFT"]
 
 FORMAT_VERSION = 1
 
@@ -41,6 +41,9 @@ SCALED_SCORES = "scaled_scores"  # (H, Tq, Tk) Q·Kᵀ · scale (1/√Dk by defa
 BIASED_SCORES = "biased_scores"  # (H, Tq, Tk) scaled scores + bias (only when a bias or score_mod is given)
 MODIFIED_SCORES = "modified_scores"  # (H, Tq, Tk) score_mod(scaled (+ bias)): ALiBi, soft-capping, … (only with one)
 MASK = "mask"                    # (H or 1, Tq, Tk) additive: 0 where the query may attend, −∞ where it may not
+SOFTMAX_MAX = "softmax_max"      # (H, Tq, 1)  m, each row's largest allowed score (subtracted before e^)
+EXP_SCORES = "exp_scores"        # (H, Tq, Tk) e^(s − m): the softmax's numerators (0 where masked)
+EXP_SUM = "exp_sum"              # (H, Tq, 1)  Σ e^(s − m): the softmax's denominator
 WEIGHTS = "weights"              # (H, Tq, Tk) softmax per row; each row sums to 1 (all 0 when every key is masked)
 OUT = "out"                      # (H, Tq, Dv) weights · V, one output row per query and head
 CONCAT = "concat"                # (Tq, H·Dv)  the heads side by side
@@ -48,12 +51,16 @@ W_O = "w_o"                      # (H·Dv, D)
 Y = "y"                          # (Tq, D)     Concat(heads)·W_O
 RESIDUAL = "residual"            # (Tq, D)     R + Y
 
+BY_HAND = "by hand"   # prefix of a worked example's by-hand steps (each rounded to the digits shown)
+DRIFT = "drift"       # prefix of by hand − exact, one step per by-hand step with an exact twin
+
 STEPS: dict[str, str] = {
     X: "(T, D)", MEMORY: "(Tk, D)", W_Q: "(D, H·Dk)", W_K: "(D, G·Dk)", W_V: "(D, G·Dv)",
     Q: "(Tq, H·Dk)", K: "(Tk, G·Dk)", V: "(Tk, G·Dv)", Q_HEADS: "(H, Tq, Dk)", K_HEADS: "(G, Tk, Dk)",
     V_HEADS: "(G, Tk, Dv)", ROPE_ANGLES: "(T, Dk/2)", Q_ROTATED: "(H, Tq, Dk)", K_ROTATED: "(G, Tk, Dk)",
     SCORES: "(H, Tq, Tk)", SCALED_SCORES: "(H, Tq, Tk)", BIASED_SCORES: "(H, Tq, Tk)",
-    MODIFIED_SCORES: "(H, Tq, Tk)", MASK: "(H or 1, Tq, Tk)", WEIGHTS: "(H, Tq, Tk)", OUT: "(H, Tq, Dv)", CONCAT: "(Tq, H·Dv)", W_O: "(H·Dv, D)",
+    MODIFIED_SCORES: "(H, Tq, Tk)", MASK: "(H or 1, Tq, Tk)", SOFTMAX_MAX: "(H, Tq, 1)", EXP_SCORES: "(H, Tq, Tk)",
+    EXP_SUM: "(H, Tq, 1)", WEIGHTS: "(H, Tq, Tk)", OUT: "(H, Tq, Dv)", CONCAT: "(Tq, H·Dv)", W_O: "(H·Dv, D)",
     Y: "(Tq, D)", RESIDUAL: "(Tq, D)",
 }
 """Every step name above → its shape, in recording order."""

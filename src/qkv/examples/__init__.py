@@ -62,7 +62,8 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
     doc = load(name)
     where = f"qkv/examples/{name}.toml"
     kind = doc.get("kind", "attention")
-    meta = {"example": name, "kind": name, "seed": doc.get("seed"), "digits": read_digits(doc, source=where),
+    meta = {"example": name, "kind": name, "post": doc.get("post"), "head_base": int(doc.get("head_base", 0)),
+            "digits": read_digits(doc, source=where),
             "notes": read_notes(doc, source=where)}
     if kind == "attention":
         spec = parse_spec(doc, source=where, base=None)

@@ -7,52 +7,16 @@ the rounded numbers. Nothing here re-does attention; the same functions run on r
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Callable
 
 import numpy as np
 
 from .._backend import is_torch, to_numpy
+from ..explain.numbers import DEFAULT_DIGITS, digits_for, round_half_up
+from ..trace import BY_HAND, DRIFT
 
 __all__ = ["round_half_up", "digits_for", "ByHand", "DEFAULT_DIGITS", "BY_HAND", "DRIFT"]
 
-DEFAULT_DIGITS = 4
-BY_HAND = "by hand"   # prefix of the by-hand steps in a trace
-DRIFT = "drift"       # prefix of the by-hand − exact steps
-
-
-def _round_one(x: float, digits: int) -> float:
-    if not np.isfinite(x) or abs(x) >= 1e15:
-        return x
-    # repr() is the shortest decimal that reads back as x: the number a person sees and rounds.
-    return float(Decimal(repr(x)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)) + 0.0
-
-
-def round_half_up(values: Any, digits: int) -> np.ndarray:
-    """Round each number to ``digits`` decimals, halves away from zero (0.125 → 0.13), as on paper.
-
-    Non-finite values (−∞ in a mask) are kept. Returns a float64 array of the same shape.
-    """
-    array = np.array(values, dtype=np.float64)
-    flat = array.reshape(-1)
-    for i, x in enumerate(flat):
-        flat[i] = _round_one(float(x), digits)
-    return flat.reshape(array.shape)
-
-
-def digits_for(name: str, digits: int | dict | None, default: int = DEFAULT_DIGITS) -> int:
-    """The decimals shown for step ``name``: one number for all steps, or a per-step table.
-
-    Scoped names use their last part ("head 1/weights" → "weights"); "q_heads" uses "q".
-    """
-    if isinstance(digits, int) and not isinstance(digits, bool):
-        return digits
-    table = digits or {}
-    base = name.rsplit("/", 1)[-1]
-    for key in (name, base, base.removesuffix("_heads")):
-        if key in table:
-            return int(table[key])
-    return default
 
 
 class ByHand:

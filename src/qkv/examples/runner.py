@@ -68,11 +68,11 @@ def trace_spec(spec: Spec, *, query: Any = None, by_hand: bool = False, digits: 
     followed = spec.query if query is None else resolve_query(query, spec.tokens, source=None, field="--query")
     info = {"kind": spec.kind, "tokens": spec.tokens, "key_tokens": spec.key_tokens, "query": followed,
             "n_heads": spec.heads, "digits": spec.digits, "notes": spec.notes, "source": spec.source,
-            "causal": spec.causal}
+            "causal": spec.causal, "head_base": spec.head_base}
     if spec.example:
         info["example"] = spec.example
-    if spec.seed:
-        info["seed"] = spec.seed
+    if spec.post:
+        info["post"] = spec.post
     info.update(meta or {})
     trace = Trace(spec.title or spec.example or spec.source, info)
     traced(lambda record, inputs: _run_attention(spec, record, inputs), trace, by_hand=by_hand, digits=digits)

@@ -7,15 +7,16 @@ computes attention: every number is a value of a recorded step (sliced, never re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any, Union
 
 import numpy as np
 
-from ..examples.byhand import BY_HAND, DRIFT, digits_for
-from ..trace import Step, Trace
+from ..trace import BY_HAND, DRIFT, Step, Trace, head_number
 from . import texts
 from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES
+from .numbers import digits_for, fmt, fmt_decimal, shown_decimal
 from .style import DIGITS
 
 __all__ = ["Num", "Vec", "Sym", "Heading", "Para", "Note", "Matrix", "Calc", "Table", "Context", "build", "shown",
@@ -184,6 +185,60 @@ def _latex_text(token: str) -> str:
 
 
 EQ, PLUS, TIMES, DOT = sym("="), sym("+"), sym("×", r"\times"), sym("·", r"\cdot")
+APPROX, MINUS, DIVIDE = sym("≈", r"\approx"), sym("−", "-"), sym("/", "/")
+
+
+# --------------------------------------------------------------------------- true as printed
+# Every equation the explanation prints must hold for the numbers as printed: a reader who redoes
+# the arithmetic on the page gets the result shown. The results are the recorded values; where the
+# operands, rounded to the step's usual decimals, would not give the shown result, `fit` shows the
+# operands with more decimals (up to MORE_DIGITS more). If even that is not enough, the line is
+# written with ≈ instead of = (true as printed, and marked as a rounding).
+MORE_DIGITS = 4
+
+
+def _exact_at(num: Num) -> bool:
+    """True when the number as printed is the value itself (0.45 at two decimals, though 1.2 − 0.1 is
+    1.0999999999999999 in binary: a difference far below any printed decimal counts as none)."""
+    shown = shown_decimal(num.value, num.digits)
+    return (shown is not None and np.isfinite(num.value)
+            and abs(float(shown) - float(num.value)) <= 1e-12 * max(1.0, abs(float(num.value))))
+
+
+def fit(operands: list, results: list, compute) -> tuple[list, bool]:
+    """The operands as they must be printed so that ``compute`` of them prints ``results``.
+
+    operands, results: lists of Num. compute: shown operands (Decimals) → the results (Decimals), in
+    order. Returns (operands, holds): operands whose shown value is not already exact get the fewest
+    extra decimals that make every result print as shown; holds is False when none did (write ≈).
+    """
+    wanted = [fmt(r.value, r.digits) for r in results]
+    for extra in range(MORE_DIGITS + 1):
+        ops = [o if extra == 0 or _exact_at(o) else replace(o, digits=o.digits + extra) for o in operands]
+        shown = [shown_decimal(o.value, o.digits) for o in ops]
+        if any(v is None for v in shown):
+            return operands, False
+        got = compute(shown)
+        if all(fmt_decimal(g, r.digits) == w for g, r, w in zip(got, results, wanted)):
+            return ops, True
+    return operands, False
+
+
+def _dot(pairs: int):
+    """compute for [a₀, …, a_{n−1}, b₀, …, b_{n−1}] → [Σ aᵢ·bᵢ]."""
+    return lambda v: [sum((v[i] * v[pairs + i] for i in range(pairs)), Decimal(0))]
+
+
+def sum_of_products(ctx: "Context", left: list, right: list, result: "Num", lhs: list) -> list:
+    """One printed line ``lhs = a₀ × b₀ + a₁ × b₁ + … = result``, true as printed (see `fit`)."""
+    ops, holds = fit(list(left) + list(right), [result], _dot(len(left)))
+    n = len(left)
+    terms: list = []
+    for i in range(n):
+        if i:
+            terms.append(PLUS)
+        terms += [ops[i], TIMES, _factor(ops[n + i])]
+    return [*lhs, EQ, *terms, EQ if holds else APPROX, result]
 
 
 # --------------------------------------------------------------------------- entry
@@ -218,8 +273,11 @@ def _title(ctx: Context) -> None:
     else:
         title = ctx.trace.title or ctx.t("title.user")
     ctx.add(Heading(title, 1))
-    if meta.get("seed"):
-        ctx.add(Para(ctx.t("seed", seed=meta["seed"])))
+    post = meta.get("post")
+    if post and texts.has(ctx.lang, f"post.{post}"):
+        ctx.add(Para(ctx.t("post", title=ctx.t(f"post.{post}"))))
+    if int(meta.get("head_base", 0) or 0) == 1:
+        ctx.add(Note(ctx.t("note.head_numbers")))
     if ctx.by_hand:
         shown = ctx.digits if ctx.digits is not None else None
         ctx.add(Note(ctx.t("byhand.intro") + " " + (ctx.t("byhand.digits", digits=shown) if shown is not None
@@ -234,12 +292,15 @@ def _notes(ctx: Context, step: str, query: int | None = None, keys: list | None 
     for note in meta.get("notes", []):
         if note.get("step") != step:
             continue
+        if note.get("mode", "any") != "any" and (note["mode"] == "by-hand") != ctx.by_hand:
+            continue
         if "query" in note and query is not None and note["query"] != (tokens[query] if query < len(tokens) else None):
             continue
-        exact = ctx.trace.get(step)
-        if exact is None:
+        # a by-hand note speaks of the by-hand number; any other note of the exact value
+        recorded = ctx.trace.get(ctx.name(step) if note.get("mode") == "by-hand" else step)
+        if recorded is None:
             continue
-        values = exact.value
+        values = recorded.value
         if values.ndim == 3:
             values = values[0]
         if values.ndim == 2:
@@ -321,12 +382,9 @@ def _attention(ctx: Context) -> None:
         ctx.add(ctx.matrix(name, sym(label, label.replace("_", "_{") + "}"), col_groups=groups))
 
     # projections
-    ctx.add(Heading(ctx.t("h.projection")))
+    ctx.add(Heading(ctx.t("h.projection.cross" if cross else "h.projection")))
     ctx.add(Para(ctx.t("projection.rule.cross" if cross else "projection.rule")))
-    q_row = ctx.value("q")[query]
-    ctx.add(Para(ctx.t("projection.example", token=qtok)))
-    ctx.add(Calc([[sub("q", qtok), EQ, sub("x", qtok), DOT, sym("W_Q", "W_Q"), EQ,
-                   ctx.vec("x", x[query]), DOT, sym("W_Q", "W_Q"), EQ, ctx.vec("q", q_row, groups_k)]]))
+    _projection_rows(ctx, tokens, keys, query, cross, groups_k, groups_v)
     q_all, k_all, v_all = ctx.value("q"), ctx.value("k"), ctx.value("v")
     if n_heads == 1 and q_all.shape[1] <= 4 and v_all.shape[1] <= 4:
         if cross:
@@ -348,7 +406,8 @@ def _attention(ctx: Context) -> None:
                                highlight=query if name == "q" else None))
     if n_heads > 1:
         t, hd = ctx.value("q").shape
-        ctx.add(Para(ctx.t("split", t=t, d=hd, h=n_heads, dh=dk,
+        ctx.add(Para(ctx.t("split", t=t, d=hd, h=n_heads, dh=dk, last=dk - 1, h0=head_number(meta, 0),
+                           h1=head_number(meta, 1),
                            shape=" × ".join(str(s) for s in ctx.value("q_heads").shape))))
     if ctx.has(Q_ROTATED) and ctx.has(K_ROTATED):
         theta = meta.get("rope_theta")
@@ -392,7 +451,7 @@ def _attention(ctx: Context) -> None:
         for h in range(n_heads):
             own = tr.get(f"head {h + 1}/w_q")       # the examples' runner files head h under "head {h+1}/"
             if own is not None:
-                rows.append([ctx.t("head", h=h), f"W_Q[:, {h * dk}:{(h + 1) * dk}]",
+                rows.append([ctx.t("head", h=head_number(meta, h)), f"W_Q[:, {h * dk}:{(h + 1) * dk}]",
                              " × ".join(str(s) for s in own.shape)])
         ctx.add(Table([ctx.t("col.head"), ctx.t("col.columns"), ctx.t("col.shape")], rows))
         text = ctx.t("heads_check.concat", diff=fmt_small(check))
@@ -402,6 +461,38 @@ def _attention(ctx: Context) -> None:
 
     if n_heads > 1 or kind == "projection":
         _shapes(ctx)
+
+
+def _projection_rows(ctx: Context, tokens: list, keys: list, query: int, cross: bool, groups_k: int,
+                     groups_v: int) -> None:
+    """q, k, v of one token as its input row times W: each number a sum of products when the example is
+    small (the post's own figure 1), else the whole row."""
+    x = ctx.value("x")
+    source = ctx.value("memory") if cross else x
+    kv_at = 0 if cross else query                              # cross: the first encoder token, as the post
+    qtok, ktok = tokens[query], keys[kv_at]
+    biased = any("+ b" in ctx.step(name).formula for name in ("q", "k", "v"))
+    small = x.shape[1] <= 4 and max(ctx.value(n).shape[1] for n in ("q", "k", "v")) <= 4 and not biased
+    ctx.add(Para(ctx.t("projection.example.cross" if cross else "projection.example", token=qtok, ktoken=ktok)))
+    lines = []
+    for name, weight, row, token, inputs, groups in (
+            ("q", "W_Q", x[query], qtok, "x", groups_k),
+            ("k", "W_K", source[kv_at], ktok, "memory" if cross else "x", groups_k),
+            ("v", "W_V", source[kv_at], ktok, "memory" if cross else "x", groups_v)):
+        w_name = "w_" + name
+        result = ctx.value(name)[query if name == "q" else kv_at]
+        label = sym(weight, weight)
+        lines.append([sub(name, token), EQ, sub("x", token), DOT, label, EQ, ctx.vec(inputs, row), DOT, label, EQ,
+                      ctx.vec(name, result, groups)])
+        if small:
+            w = ctx.value(w_name)
+            for c in range(w.shape[1]):
+                lines.append(sum_of_products(
+                    ctx, [ctx.num(inputs, value) for value in row], [ctx.num(w_name, w[i, c]) for i in range(w.shape[0])],
+                    ctx.num(name, result[c]), [sym(f"   {name}_{token}[{c}]", rf"\quad {name}_{{\text{{{_latex_text(token)}}}}}[{c}]")]))
+        if name == "q" and not small:
+            break                                               # large: q's row is enough; the matrices follow
+    ctx.add(Calc(lines))
 
 
 def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list, query: int, cross: bool) -> None:
@@ -414,9 +505,10 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     dk = q_vec.shape[-1]
     scores = ctx.value("scores")[h]
     colour = h if n_heads > 1 else None
-    ctx.add(Heading(ctx.t("h.head", h=h) if n_heads > 1 else ctx.t("h.scores")))
+    shown_h = head_number(ctx.trace.meta, h)
+    ctx.add(Heading(ctx.t("h.head", h=shown_h) if n_heads > 1 else ctx.t("h.scores")))
     if n_heads > 1:
-        ctx.add(Para(ctx.t("head.explain", h=h, first=h * dk, last=(h + 1) * dk - 1)))
+        ctx.add(Para(ctx.t("head.explain", h=shown_h, dk=dk, first=h * dk, last=(h + 1) * dk - 1)))
     if rotated:
         before = ctx.value("q_heads")[h, query]
         ctx.add(Para(ctx.t("rope.query", token=qtok, pos=query)),
@@ -428,23 +520,21 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     else:
         ctx.add(Para(ctx.t("scores.explain.cross" if cross else "scores.explain", token=qtok)))
     if dk <= 4 and len(keys) <= 12:
-        lines = []
-        for j, key in enumerate(keys):
-            terms: list = []
-            for i in range(dk):
-                if i:
-                    terms.append(PLUS)
-                terms += [ctx.num(q_name, q_vec[i], colour), TIMES, _factor(ctx.num(k_name, k_mat[j, i], colour))]
-            lines.append([sub("q", qtok), DOT, sub("k", key), EQ, *terms, EQ, ctx.num("scores", scores[query, j])])
-        ctx.add(Calc(lines))
+        ctx.add(Calc([sum_of_products(ctx, [ctx.num(q_name, q_vec[i], colour) for i in range(dk)],
+                                      [ctx.num(k_name, k_mat[j, i], colour) for i in range(dk)],
+                                      ctx.num("scores", scores[query, j]), [sub("q", qtok), DOT, sub("k", key)])
+                      for j, key in enumerate(keys)]))
     ctx.add(Calc([[sym("scores"), EQ, ctx.vec("scores", scores[query])]]))
     if scores.shape[0] > 1:
         ctx.add(Para(ctx.t("scores.matrix", t=scores.shape[0], tk=scores.shape[1])),
                 ctx.matrix("scores", sym("QKᵀ", "QK^\\top"), scores, rows=tokens, cols=keys, highlight=query))
     scaled = ctx.value("scaled_scores")[h]
     formula = ctx.step("scaled_scores").formula
-    ctx.add(Para(ctx.t("scale.explain", dk=dk) if "1/√d_k" in formula else ctx.t("scale.given", formula=formula)),
-            Calc([[sym("scores/√d_k", r"\frac{\text{scores}}{\sqrt{d_k}}"), EQ, ctx.vec("scaled_scores", scaled[query])]]))
+    ctx.add(Para(ctx.t("scale.explain", dk=dk) if "1/√d_k" in formula else ctx.t("scale.given", formula=formula)))
+    if "1/√d_k" in formula:
+        ctx.add(Calc([_divided_by_root(ctx, scores[query], scaled[query], dk)]))
+    else:
+        ctx.add(Calc([[sym("scores·scale", r"\text{scores}\cdot\text{scale}"), EQ, ctx.vec("scaled_scores", scaled[query])]]))
     _notes(ctx, "scaled_scores", query)
     if ctx.has("biased_scores"):
         ctx.add(Para(ctx.t("bias.explain")),
@@ -472,8 +562,10 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
         blocked = np.broadcast_to(np.isneginf(mask_h[h] if mask_h.ndim == 3 else mask_h), weights.shape)
     masked = (lambda i, j: blocked is not None and bool(blocked[i, j]))      # noqa: E731
     strongest = tuple(int(j) for j in np.argsort(-row, kind="stable")[:EDGE])   # kept when keys are elided
-    ctx.add(Para(ctx.t("softmax.explain")),
-            Table([ctx.t("col.key"), ctx.t("col.score" if final == "scaled_scores" else "col.score.final"),
+    ctx.add(Para(ctx.t("softmax.explain")))
+    if ctx.has("exp_scores") and ctx.has("exp_sum") and ctx.has("softmax_max") and len(keys) <= 12:
+        _softmax_steps(ctx, h, query, keys, final, scaled[query], masked)
+    ctx.add(Table([ctx.t("col.key"), ctx.t("col.score" if final == "scaled_scores" else "col.score.final"),
                    ctx.t("col.weight")],
                   [[key, _fmt_plain(ctx.num(final, scaled[query, j])) + " → −∞", ctx.t("masked")]
                    if masked(query, j) else
@@ -486,13 +578,7 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     out = ctx.value("out")[h]
     ctx.add(Para(ctx.t("out.explain.cross" if cross else "out.explain", token=qtok)))
     if len(keys) <= 12 and v_mat.shape[1] <= 6:
-        lines = []
-        for j, key in enumerate(keys):
-            lines.append(([PLUS] if j else [sym(" ", r"\phantom{+}")]) +
-                         [ctx.t("masked") if masked(query, j) else ctx.num("weights", row[j]), DOT,
-                          ctx.vec("v", v_mat[j]), f"  ({key})"])
-        lines.append([EQ, ctx.vec("out", out[query])])
-        ctx.add(Calc(lines))
+        ctx.add(Calc(_weighted_sum(ctx, row, v_mat, out[query], keys, [masked(query, j) for j in range(len(keys))])))
     ctx.add(Calc([[sub("z", qtok), EQ, ctx.vec("out", out[query])]]))
     _notes(ctx, "out", query)
     if weights.shape[0] > 1:
@@ -501,6 +587,92 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
                            highlight=query, masked=blocked),
                 ctx.matrix("out", sym(f"head {h}" if n_heads > 1 else "Z", f"\\text{{head}}_{h}"
                                       if n_heads > 1 else "Z"), out, rows=tokens, highlight=query))
+
+
+def _divided_by_root(ctx: Context, scores: np.ndarray, scaled: np.ndarray, dk: int) -> list:
+    """``[s₀, s₁, …] / √d_k = [s₀/√d_k, …]``, the scores shown with the decimals that make it true."""
+    root = Decimal(dk).sqrt()
+    ops, holds = fit([ctx.num("scores", v) for v in scores], [ctx.num("scaled_scores", v) for v in scaled],
+                     lambda v: [x / root for x in v])
+    digits = max((o.digits for o in ops), default=ctx.d("scores"))
+    return [Vec(tuple(float(v) for v in scores), digits), DIVIDE, sym(f"√{dk}", f"\\sqrt{{{dk}}}"),
+            EQ if holds else APPROX, ctx.vec("scaled_scores", scaled)]
+
+
+def _softmax_steps(ctx: Context, h: int, query: int, keys: list, final: str, scores: np.ndarray, masked) -> None:
+    """softmax as a person computes it: m, e^(s − m) for each key, their sum, each e^(s − m) / Σ.
+
+    Every number is a recorded step (softmax_max, exp_scores, exp_sum, weights). The e^ values and
+    their sum are shown with the fewest decimals (from the step's own) that make the sum and every
+    division true as printed; each e^ line then shows s and m with the decimals that make it true.
+    """
+    def row(name: str) -> np.ndarray:
+        values = ctx.value(name)
+        values = values[min(h, values.shape[0] - 1)] if values.ndim == 3 else values
+        return values[query]
+
+    m, exps, total, weights = float(row("softmax_max")[0]), row("exp_scores"), float(row("exp_sum")[0]), row("weights")
+    open_keys = [j for j in range(len(keys)) if not masked(query, j)]
+    base = ctx.d("exp_scores")
+    for extra in range(MORE_DIGITS + 1):
+        d = base + extra
+        shown = {j: shown_decimal(exps[j], d) for j in open_keys}
+        shown_total = shown_decimal(total, d)
+        if shown_total is None or not shown_total or any(v is None for v in shown.values()):
+            return
+        if fmt_decimal(sum(shown.values(), Decimal(0)), d) == fmt(total, d) and all(
+                fmt_decimal(shown[j] / shown_total, ctx.d("weights")) == fmt(weights[j], ctx.d("weights"))
+                for j in open_keys):
+            break
+    holds = extra < MORE_DIGITS or fmt_decimal(sum(shown.values(), Decimal(0)), d) == fmt(total, d)
+    ctx.add(Para(ctx.t("softmax.steps", m=fmt(m, ctx.d(final)))))
+    lines = []
+    for j, key in enumerate(keys):
+        if masked(query, j):
+            lines.append([sym(f"e^(−∞)", r"e^{-\infty}"), EQ, Num(0.0, 0), f"  ({key}: {ctx.t('masked')})"])
+            continue
+        ops, ok = fit([ctx.num(final, scores[j]), ctx.num("softmax_max", m)], [Num(float(exps[j]), d)],
+                      lambda v: [(v[0] - v[1]).exp()])
+        a, b = (fmt(o.value, o.digits) for o in ops)
+        lines.append([sym(f"e^({a} − {b})", f"e^{{{a} - {b}}}"), EQ if ok else APPROX, Num(float(exps[j]), d),
+                      f"  ({key})"])
+    terms: list = []
+    for j in open_keys:
+        if terms:
+            terms.append(PLUS)
+        terms.append(Num(float(exps[j]), d))
+    lines.append([sym("Σ"), EQ, *terms, EQ if holds else APPROX, Num(total, d)])
+    for j in open_keys:
+        ok = fmt_decimal(shown[j] / shown_total, ctx.d("weights")) == fmt(weights[j], ctx.d("weights"))
+        lines.append([sub("w", keys[j]), EQ, Num(float(exps[j]), d), DIVIDE, Num(total, d), EQ if ok else APPROX,
+                      ctx.num("weights", weights[j])])
+    ctx.add(Calc(lines))
+
+
+def _weighted_sum(ctx: Context, weights: np.ndarray, values: np.ndarray, out: np.ndarray, keys: list,
+                  masked: list) -> list:
+    """The lines ``  w₀ · v₀ + w₁ · v₁ + … = z``, with the decimals that make each component true."""
+    open_keys = [j for j in range(len(keys)) if not masked[j]]
+    n, width = len(open_keys), values.shape[1]
+    operands = ([ctx.num("weights", weights[j]) for j in open_keys] +
+                [ctx.num("v", values[j, c]) for j in open_keys for c in range(width)])
+
+    def compute(v):
+        return [sum((v[a] * v[n + a * width + c] for a in range(n)), Decimal(0)) for c in range(width)]
+
+    ops, holds = fit(operands, [ctx.num("out", z) for z in out], compute)
+    lines = []
+    for j, key in enumerate(keys):
+        lead = [PLUS] if j else [sym(" ", r"\phantom{+}")]
+        if masked[j]:
+            lines.append(lead + [ctx.t("masked"), DOT, ctx.vec("v", values[j]), f"  ({key})"])
+            continue
+        a = open_keys.index(j)
+        row_ops = ops[n + a * width: n + (a + 1) * width]
+        digits = max(o.digits for o in row_ops) if row_ops else ctx.d("v")
+        lines.append(lead + [ops[a], DOT, Vec(tuple(float(v) for v in values[j]), digits), f"  ({key})"])
+    lines.append([EQ if holds else APPROX, ctx.vec("out", out)])
+    return lines
 
 
 def _shapes(ctx: Context) -> None:
@@ -522,11 +694,14 @@ def _multi_head(ctx: Context) -> None:
     token = tokens[query] if query < len(tokens) else ""
     heads = ctx.value("out")                                  # (H, 1, Dv)
     n_heads, dv = heads.shape[0], heads.shape[-1]
+    def z(h: int) -> Sym:
+        shown = head_number(meta, h)
+        return sym(f"z{_sup(shown)}_{token}", f"z^{{({shown})}}_{{\\text{{{_latex_text(token)}}}}}")
+
     ctx.add(Heading(ctx.t("h.mh.heads")),
-            Para(ctx.t("mh.z1", token=token, example=meta.get("first_head", "self-attention"))),
+            Para(ctx.t("mh.z1", z=z(0).plain, token=token, example=meta.get("first_head", "self-attention"))),
             Para(ctx.t("mh.given", n=n_heads - 1)),
-            Calc([[sym(f"z{_sup(h)}_{token}", f"z^{{({h})}}_{{\\text{{{_latex_text(token)}}}}}"), EQ,
-                   Vec(tuple(float(v) for v in heads[h, 0]), ctx.d("out"), 0)] for h in range(n_heads)]))
+            Calc([[z(h), EQ, Vec(tuple(float(v) for v in heads[h, 0]), ctx.d("out"), 0)] for h in range(n_heads)]))
     concat = ctx.value("concat")
     ctx.add(Heading(ctx.t("h.concat")),
             Para(ctx.t("mh.concat", h=n_heads, width=concat.shape[-1])),
@@ -538,13 +713,10 @@ def _multi_head(ctx: Context) -> None:
             Para(ctx.t("mh.final.explain")))
     lines = []
     for c in range(w_o.shape[1]):
-        terms: list = []
-        for i in range(w_o.shape[0]):
-            if w_o[i, c] != 0:
-                if terms:
-                    terms.append(PLUS)
-                terms += [ctx.num("concat", concat[0, i], i // dv), TIMES, _factor(ctx.num("w_o", w_o[i, c]))]
-        lines.append([sym(f"z_final[{c}]", f"z_{{\\text{{final}},{c}}}"), EQ, *terms, EQ, ctx.num("y", y[0, c])])
+        rows = [i for i in range(w_o.shape[0]) if w_o[i, c] != 0]
+        lines.append(sum_of_products(ctx, [ctx.num("concat", concat[0, i], i // dv) for i in rows],
+                                     [ctx.num("w_o", w_o[i, c]) for i in rows], ctx.num("y", y[0, c]),
+                                     [sym(f"z_final[{c}]", f"z_{{\\text{{final}},{c}}}")]))
     ctx.add(Calc(lines), Calc([[sym("z_final", r"z_{\text{final}}"), EQ, ctx.vec("y", y[0])]]))
     _notes(ctx, "y", 0)
     ctx.add(Para(ctx.t("mh.final", token=token)))
