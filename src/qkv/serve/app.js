@@ -1,68 +1,36 @@
 /* qkv serve: the page. Everything it shows comes from the JSON API (a model's Trace, the worked
-   examples' Traces and their step-by-step explanations); it formats and draws, it never computes
-   attention. The view's state lives in the URL (a permalink per view). */
+   examples' Traces, their what-if variants recomputed by the server, and the step-by-step
+   explanations); it formats and draws, it never computes attention. The matrix, cell, legend and
+   step-through views are qkv's shared views (qkv/explain/views.js, window.qkvViews), the same as the
+   offline page's. The page's words come from qkv.explain.texts (GET /api/words). The view's state
+   lives in the URL (a permalink per view). */
 (function () {
   "use strict";
 
-  var WORDS = {
-    en: {
-      title: "qkv — attention, head by head", tabModel: "Your text", tabExample: "Worked examples",
-      text: "Text", model: "Model", run: "Show attention", overview: "Every layer × head",
-      overviewHint: "Each square is one head: rows are queries, columns are keys. Click one to open it.",
-      layer: "layer", head: "head", back: "← all heads", query: "query", key: "key",
-      cellHint: "Click a cell (query row, key column) for its derivation.",
-      derivation: "Derivation of one cell", qrow: "query vector q (this head)", krow: "key vector k (this head)",
-      score: "score q·k", scaled: "scaled score", biased: "with bias", mask: "mask",
-      allowed: "may attend", blocked: "masked (−∞)", weight: "weight = softmax of the row",
-      vrow: "value row v it weights", out: "output row z of this query = Σⱼ wⱼ·vⱼ",
-      notRecorded: "not recorded in this trace", steps: "Step by step (the library's explanation of this query)",
-      example: "Example", upload: "…or open an example file (TOML/JSON)", part: "part",
-      legend: "colour: the weight, 0 (white) to 1 (dark blue), shaded by √weight so small weights stay visible; grey hatched: masked",
-      loading: "computing…", error: "error", noWeights: "This example records no attention weights to draw; its derivation follows.",
-      tokens: "tokens", uploaded: "uploaded file (held in this page only; not in the link)",
-      permalink: "The address bar holds this view: copy it to come back.", shape: "shape",
-      qrot: "q after RoPE (what the score uses)", krot: "k after RoPE (what the score uses)",
-      maskedWeight: "masked: this query may not attend to this key (weight 0)", kvHead: "key/value head",
-      textPlaceholder: "e.g. The cat sat on the mat.", tabTranslate: "Translator", sourceText: "English text (the translator's words)", into: "into", translate: "Translate",
-      crossHint: "The decoder's cross-attention, every layer × head: rows are the words it wrote, columns the English words. Click one to open it.",
-      crossOf: "cross-attention", crossRows: "Row i is the decoder's state for the token before word i+1 (the language token first): it asks the English words which matter for the word it writes next."
-    },
-    ko: {
-      title: "qkv — 헤드별로 보는 어텐션", tabModel: "내 문장", tabExample: "예제",
-      text: "문장", model: "모델", run: "어텐션 보기", overview: "모든 층 × 헤드",
-      overviewHint: "네모 하나가 헤드 하나입니다. 행은 쿼리, 열은 키입니다. 클릭하면 열립니다.",
-      layer: "층", head: "헤드", back: "← 모든 헤드", query: "쿼리", key: "키",
-      cellHint: "칸(쿼리 행, 키 열)을 클릭하면 계산 과정이 나옵니다.",
-      derivation: "한 칸의 계산 과정", qrow: "쿼리 벡터 q (이 헤드)", krow: "키 벡터 k (이 헤드)",
-      score: "점수 q·k", scaled: "스케일된 점수", biased: "bias 더함", mask: "마스크",
-      allowed: "볼 수 있음", blocked: "가려짐 (−∞)", weight: "가중치 = 행의 softmax",
-      vrow: "가중치가 곱해지는 value 행 v", out: "이 쿼리의 출력 행 z = Σⱼ wⱼ·vⱼ",
-      notRecorded: "이 trace에 기록되지 않음", steps: "단계별 계산 (이 쿼리에 대한 라이브러리의 설명)",
-      example: "예제", upload: "…또는 예제 파일 열기 (TOML/JSON)", part: "부분",
-      legend: "색: 가중치 0 (흰색) ~ 1 (진한 파랑), 작은 가중치도 보이도록 √가중치로 칠함; 회색 빗금: 마스크",
-      loading: "계산 중…", error: "오류", noWeights: "이 예제에는 그릴 어텐션 가중치가 없습니다. 아래에 계산 과정이 있습니다.",
-      tokens: "토큰", uploaded: "올린 파일 (이 페이지에만 있음, 링크에는 없음)",
-      permalink: "주소창이 이 화면을 담고 있습니다. 복사해 두면 다시 올 수 있습니다.", shape: "형태",
-      qrot: "RoPE 적용 후 q (점수에 쓰임)", krot: "RoPE 적용 후 k (점수에 쓰임)",
-      maskedWeight: "마스크됨: 이 쿼리는 이 키를 볼 수 없음 (가중치 0)", kvHead: "키/값 헤드",
-      textPlaceholder: "예: 고양이가 매트 위에 앉았다.", tabTranslate: "번역기", sourceText: "영어 문장 (번역기가 아는 단어)", into: "번역할 언어", translate: "번역하기",
-      crossHint: "디코더의 cross-attention, 모든 층 × 헤드: 행은 디코더가 쓴 단어, 열은 영어 단어입니다. 클릭하면 열립니다.",
-      crossOf: "cross-attention", crossRows: "행 i는 단어 i+1 바로 앞 토큰(맨 앞은 언어 토큰)에서의 디코더 상태입니다. 다음에 쓸 단어에 어떤 영어 단어가 중요한지 묻습니다."
-    }
-  };
+  var V = window.qkvViews;
   var DIGITS = 4;
   var root = document.getElementById("app");
-  var state = { tab: "model", model: "", text: "", view: "", layer: null, head: null, cell: null,
-    example: "", part: 0, lang: "en", source: "", to: "ko" };
-  var data = { models: [], examples: [], overview: null, trace: null, traceKey: "", uploaded: null };
+  var state = { tab: "example", model: "", text: "", view: "", layer: null, head: null, cell: null,
+    example: "self-attention", part: 0, lang: "en", source: "", to: "ko", whatif: null };
+  var data = { models: [], examples: [], words: null, overview: null, trace: null, traceKey: "", uploaded: null,
+    translator: null, translation: null, base: {}, result: null };
   var busy = 0;
 
-  function W(key) { return (WORDS[state.lang] || WORDS.en)[key]; }
+  // the page's words (texts.py serve.ui.*) and the shared views' words (texts.py page.*)
+  function W(key, values) {
+    var table = data.words ? data.words.page[state.lang] || data.words.page.en : {};
+    var text = table[key] !== undefined ? table[key] : key;
+    return values ? V.fill(text, values) : text;
+  }
+  function VW() { return data.words.views[state.lang] || data.words.views.en; }
+  var el = V.el;
 
   // ------------------------------------------------------------------ URL ⇄ state
   function readURL() {
     var p = new URLSearchParams(location.search);
-    state.tab = ["example", "translate"].indexOf(p.get("tab")) >= 0 ? p.get("tab") : "model";
+    var tab = p.get("tab");
+    state.tab = tab === "model" || tab === "translate" || tab === "example" ? tab
+      : (p.has("text") || p.has("model")) ? "model" : "example";
     state.source = p.get("source") || "";
     state.to = p.get("to") === "ja" ? "ja" : "ko";
     state.model = p.get("model") || "";
@@ -72,21 +40,24 @@
     state.head = p.has("head") ? +p.get("head") : null;
     var c = (p.get("cell") || "").split(",");
     state.cell = c.length === 2 && c[0] !== "" ? [+c[0], +c[1]] : null;
-    state.example = p.get("example") || "";
+    state.example = p.has("example") ? p.get("example") : "self-attention";
     state.part = +(p.get("part") || 0);
     state.lang = p.get("lang") === "ko" ? "ko" : "en";
+    state.whatif = null;
+    if (p.get("whatif")) { try { state.whatif = normalWhatIf(JSON.parse(p.get("whatif"))); } catch (e) { state.whatif = null; } }
   }
   function writeURL(push) {
     var p = new URLSearchParams();
     if (state.tab === "example") {
-      p.set("tab", "example");
-      if (state.example) p.set("example", state.example);
+      if (state.example !== "self-attention") p.set("example", state.example);
       if (state.part) p.set("part", state.part);
+      if (state.whatif && changed(state.whatif)) p.set("whatif", JSON.stringify(body(state.whatif)));
     } else if (state.tab === "translate") {
       p.set("tab", "translate");
       if (state.source) { p.set("source", state.source); p.set("to", state.to); }
       if (state.view === "head") { p.set("view", "head"); p.set("layer", state.layer); p.set("head", state.head); }
     } else {
+      p.set("tab", "model");
       if (state.model) p.set("model", state.model);
       if (state.text) p.set("text", state.text);
       if (state.view) p.set("view", state.view);
@@ -99,48 +70,20 @@
   }
 
   // ------------------------------------------------------------------ small helpers
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = text;
-    return e;
-  }
   function api(path, params, options) {
     var q = new URLSearchParams(params || {}).toString();
     return fetch("/api/" + path + (q ? "?" + q : ""), options || {}).then(function (r) {
-      return r.json().then(function (body) {
-        if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
-        return body;
+      return r.json().then(function (answer) {
+        if (!r.ok) throw new Error(answer.error || ("HTTP " + r.status));
+        return answer;
       });
     });
   }
-  function number(v) {              // a Trace JSON value: a number, or "inf" / "-inf" / "nan"
-    if (typeof v === "string") return v === "inf" ? Infinity : v === "-inf" ? -Infinity : NaN;
-    return v;
-  }
-  function fmt(v) {
-    v = number(v);
-    if (v === Infinity) return "∞";
-    if (v === -Infinity) return "−∞";
-    if (v !== v) return "NaN";
-    var s = v.toFixed(DIGITS);
-    if (/^-0\.0+$/.test(s)) s = s.slice(1);
-    return s.replace("-", "−");
-  }
-  function allowed(v) {              // a recorded mask: booleans (True = may attend) or additive 0 / −∞
-    if (typeof v === "boolean") return v;
-    return !(number(v) === -Infinity);
-  }
-  // the one colour scale of every qkv view (qkv.explain.style, from /api/style): Blues at weight^γ
-  var STYLE = { gamma: 0.5, stops: [[247, 251, 255], [8, 48, 107]], ticks: [0, 0.1, 0.5, 1], masked: "#d9d9d9" };
-  function colour(w) {
-    var stops = STYLE.stops, t = Math.pow(Math.max(0, Math.min(1, w)), STYLE.gamma) * (stops.length - 1);
-    var k = Math.min(Math.floor(t), stops.length - 2), f = t - k, a = stops[k], b = stops[k + 1];
-    return [Math.round(a[0] + f * (b[0] - a[0])), Math.round(a[1] + f * (b[1] - a[1])), Math.round(a[2] + f * (b[2] - a[2]))];
-  }
+  function fmt(v) { return V.fmt(v, DIGITS); }
   function setReady(flag) { root.setAttribute("data-ready", flag ? "1" : "0"); }
   function begin() { busy++; setReady(false); }
   function end() { busy = Math.max(0, busy - 1); if (!busy) setReady(true); }
+  function say(box, message) { box.textContent = message ? W("error") + ": " + message : ""; }
 
   // ------------------------------------------------------------------ Trace helpers
   function stepOf(trace, name) {
@@ -167,15 +110,20 @@
   function tokensFor(trace, prefix, tq, tk) {
     var meta = trace.meta || {}, q = meta.tokens, k = meta.key_tokens || meta.tokens;
     (meta.scenes || []).forEach(function (s) { if (prefix === s.name + "/") { q = s.tokens.slice(-tq); k = s.tokens; } });
+    (meta.scenes || []).forEach(function (s) {          // a meeting follows one question: its query token
+      if (prefix === s.name + "/" && tq === 1) q = [typeof s.query === "string" ? s.query : s.tokens[s.query]];
+    });
     function fit(list, n) {
       if (list && list.length === n) return list.map(String);
       var out = []; for (var i = 0; i < n; i++) out.push(String(i)); return out;
     }
     return { q: fit(q, tq), k: fit(k, tk) };
   }
+  function headBase(trace) { return (trace.meta && trace.meta.head_base) || 0; }
 
   // ------------------------------------------------------------------ layout
   var ui = {};
+  function button(cls, text) { var b = el("button", cls, text); b.type = "button"; return b; }
   function build() {
     root.textContent = "";
     var top = el("header", "qkv-top");
@@ -184,7 +132,7 @@
     var langs = el("div", "qkv-langs");
     ui.langButtons = {};
     [["en", "English"], ["ko", "한국어"]].forEach(function (pair) {
-      var b = el("button", "qkv-lang", pair[1]); b.type = "button"; b.setAttribute("data-lang", pair[0]);
+      var b = button("qkv-lang", pair[1]); b.setAttribute("data-lang", pair[0]);
       b.addEventListener("click", function () { state.lang = pair[0]; writeURL(true); render(); });
       ui.langButtons[pair[0]] = b; langs.appendChild(b);
     });
@@ -192,17 +140,24 @@
     root.appendChild(top);
 
     var tabs = el("nav", "qkv-tabs");
-    ui.tabModel = el("button", "qkv-tab", ""); ui.tabModel.type = "button"; ui.tabModel.setAttribute("data-tab", "model");
-    ui.tabExample = el("button", "qkv-tab", ""); ui.tabExample.type = "button"; ui.tabExample.setAttribute("data-tab", "example");
-    ui.tabModel.addEventListener("click", function () { state.tab = "model"; state.cell = null; writeURL(true); render(); });
-    ui.tabExample.addEventListener("click", function () { state.tab = "example"; state.cell = null; writeURL(true); render(); });
-    ui.tabTranslate = el("button", "qkv-tab", ""); ui.tabTranslate.type = "button"; ui.tabTranslate.setAttribute("data-tab", "translate");
-    ui.tabTranslate.addEventListener("click", function () { state.tab = "translate"; state.cell = null; state.view = ""; writeURL(true); render(); });
-    ui.tabTranslate.hidden = true;
-    tabs.appendChild(ui.tabModel); tabs.appendChild(ui.tabExample); tabs.appendChild(ui.tabTranslate);
+    ui.tabs = {};
+    ["example", "model", "translate"].forEach(function (name) {
+      var b = button("qkv-tab", ""); b.setAttribute("data-tab", name);
+      b.addEventListener("click", function () {
+        state.tab = name; state.cell = null; if (name === "translate") state.view = "";
+        writeURL(true); render();
+      });
+      ui.tabs[name] = b; tabs.appendChild(b);
+    });
     root.appendChild(tabs);
 
-    // your text
+    buildExamplePane();
+    buildModelPane();
+    buildTranslatePane();
+    ui.footer = el("p", "qkv-note qkv-footer"); root.appendChild(ui.footer);
+  }
+
+  function buildModelPane() {
     ui.modelPane = el("section", "qkv-pane qkv-model-pane");
     var form = el("form", "qkv-form"); form.setAttribute("novalidate", "");
     ui.textLabel = el("label", "qkv-field");
@@ -217,6 +172,11 @@
     form.appendChild(ui.textLabel); form.appendChild(ui.modelLabel); form.appendChild(ui.runButton);
     form.addEventListener("submit", function (e) {
       e.preventDefault();
+      if (!ui.textInput.value.trim()) {                 // nothing to run: say what to type, stay here
+        ui.modelError.textContent = W("emptyText"); ui.modelError.setAttribute("data-empty", "1");
+        ui.textInput.focus();
+        return;
+      }
       state.text = ui.textInput.value; state.model = ui.modelSelect.value;
       state.view = "overview"; state.cell = null; writeURL(true); render();
     });
@@ -226,34 +186,35 @@
         var m = modelInfo();
         if (!m || state.layer >= m.layers || state.head >= m.heads) state.view = "overview";
       }
-      if (!state.view && state.text) state.view = "overview";
+      if (!state.view && state.text.trim()) state.view = "overview";
       state.cell = null; writeURL(true); render();
     });
     ui.modelPane.appendChild(form);
     ui.modelError = el("p", "qkv-error qkv-model-error"); ui.modelPane.appendChild(ui.modelError);
     ui.modelBody = el("div", "qkv-body"); ui.modelPane.appendChild(ui.modelBody);
     root.appendChild(ui.modelPane);
+  }
 
-    // worked examples
+  function buildExamplePane() {
     ui.examplePane = el("section", "qkv-pane qkv-example-pane");
-    var choose = el("div", "qkv-form");
-    ui.exampleLabel = el("label", "qkv-field qkv-field-small");
-    ui.exampleWord = el("span");
-    ui.exampleSelect = el("select"); ui.exampleSelect.id = "qkv-example";
-    ui.exampleLabel.appendChild(ui.exampleWord); ui.exampleLabel.appendChild(ui.exampleSelect);
-    ui.uploadLabel = el("label", "qkv-field qkv-field-small");
+    var layout = el("div", "qkv-ex-layout");
+    var side = el("nav", "qkv-ex-side");
+    ui.examplesIntro = el("p", "qkv-note qkv-ex-intro");
+    side.appendChild(ui.examplesIntro);
+    ui.exampleList = el("div", "qkv-ex-list"); ui.exampleList.id = "qkv-examples";
+    side.appendChild(ui.exampleList);
+    ui.uploadLabel = el("label", "qkv-field qkv-field-small qkv-upload");
     ui.uploadWord = el("span");
     ui.uploadInput = el("input"); ui.uploadInput.type = "file"; ui.uploadInput.accept = ".toml,.json"; ui.uploadInput.id = "qkv-upload";
     ui.uploadLabel.appendChild(ui.uploadWord); ui.uploadLabel.appendChild(ui.uploadInput);
-    choose.appendChild(ui.exampleLabel); choose.appendChild(ui.uploadLabel);
-    ui.examplePane.appendChild(choose);
-    ui.exampleError = el("p", "qkv-error qkv-example-error"); ui.examplePane.appendChild(ui.exampleError);
-    ui.exampleBody = el("div", "qkv-body"); ui.examplePane.appendChild(ui.exampleBody);
+    side.appendChild(ui.uploadLabel);
+    layout.appendChild(side);
+    var main = el("div", "qkv-ex-main");
+    ui.exampleError = el("p", "qkv-error qkv-example-error"); main.appendChild(ui.exampleError);
+    ui.exampleBody = el("div", "qkv-body"); main.appendChild(ui.exampleBody);
+    layout.appendChild(main);
+    ui.examplePane.appendChild(layout);
     root.appendChild(ui.examplePane);
-    ui.exampleSelect.addEventListener("change", function () {
-      state.example = ui.exampleSelect.value; state.part = 0; state.cell = null; data.uploaded = null;
-      writeURL(true); render();
-    });
     ui.uploadInput.addEventListener("change", function () {
       var file = ui.uploadInput.files && ui.uploadInput.files[0];
       if (!file) return;
@@ -265,16 +226,14 @@
           headers: { "Content-Type": "application/octet-stream" } });
       }).then(function (result) {
         data.uploaded = { bytes: held, name: file.name, result: result, lang: state.lang };
-        state.example = ""; state.part = 0; state.cell = null; ui.exampleError.textContent = "";
-        ui.exampleSelect.value = "";
-        writeURL(true); drawExample(result);
-      }, function (err) {
-        ui.exampleError.textContent = W("error") + ": " + err.message;
-      }).then(end, end);
+        state.example = ""; state.part = 0; state.cell = null; state.whatif = null; ui.exampleError.textContent = "";
+        writeURL(true); markExample(); drawExample(result);
+      }, function (err) { say(ui.exampleError, err.message); }).then(end, end);
       ui.uploadInput.value = "";          // choosing the same file again fires change again
     });
+  }
 
-    // the translator's cross-attention
+  function buildTranslatePane() {
     ui.translatePane = el("section", "qkv-pane qkv-translate-pane");
     var tform = el("form", "qkv-form"); tform.setAttribute("novalidate", "");
     ui.sourceLabel = el("label", "qkv-field"); ui.sourceWord = el("span");
@@ -288,6 +247,11 @@
     tform.appendChild(ui.sourceLabel); tform.appendChild(ui.toLabel); tform.appendChild(ui.translateButton);
     tform.addEventListener("submit", function (e) {
       e.preventDefault();
+      if (!ui.sourceInput.value.trim()) {
+        ui.translateError.textContent = W("emptySource"); ui.translateError.setAttribute("data-empty", "1");
+        ui.sourceInput.focus();
+        return;
+      }
       state.source = ui.sourceInput.value; state.to = ui.toSelect.value; state.view = ""; state.cell = null;
       writeURL(true); render();
     });
@@ -295,8 +259,6 @@
     ui.translateError = el("p", "qkv-error qkv-translate-error"); ui.translatePane.appendChild(ui.translateError);
     ui.translateBody = el("div", "qkv-body"); ui.translatePane.appendChild(ui.translateBody);
     root.appendChild(ui.translatePane);
-
-    ui.footer = el("p", "qkv-note qkv-footer"); root.appendChild(ui.footer);
   }
 
   function modelInfo() {
@@ -310,39 +272,68 @@
     root.setAttribute("lang", state.lang);
     root.setAttribute("data-lang", state.lang);
     root.setAttribute("data-tab", state.tab);
+    root.removeAttribute("data-view");
     document.title = W("title");
     ui.title.textContent = W("title");
     Object.keys(ui.langButtons).forEach(function (l) { ui.langButtons[l].classList.toggle("qkv-on", l === state.lang); });
-    ui.tabModel.textContent = W("tabModel"); ui.tabExample.textContent = W("tabExample");
-    ui.tabTranslate.textContent = W("tabTranslate"); ui.tabTranslate.hidden = !data.translator;
-    ui.tabTranslate.classList.toggle("qkv-on", state.tab === "translate");
-    ui.sourceWord.textContent = W("sourceText"); ui.toWord.textContent = W("into"); ui.translateButton.textContent = W("translate");
+    ui.tabs.example.textContent = W("tabExample"); ui.tabs.model.textContent = W("tabModel");
+    ui.tabs.translate.textContent = W("tabTranslate"); ui.tabs.translate.hidden = !data.translator;
+    Object.keys(ui.tabs).forEach(function (t) { ui.tabs[t].classList.toggle("qkv-on", t === state.tab); });
+    ui.examplePane.hidden = state.tab !== "example";
+    ui.modelPane.hidden = state.tab !== "model";
     ui.translatePane.hidden = state.tab !== "translate";
+    ui.sourceWord.textContent = W("sourceText"); ui.toWord.textContent = W("into"); ui.translateButton.textContent = W("translate");
     if (document.activeElement !== ui.sourceInput) ui.sourceInput.value = state.source;
     ui.toSelect.value = state.to;
-    ui.tabModel.classList.toggle("qkv-on", state.tab === "model");
-    ui.tabExample.classList.toggle("qkv-on", state.tab === "example");
     ui.textWord.textContent = W("text"); ui.modelWord.textContent = W("model"); ui.runButton.textContent = W("run");
-    ui.textInput.placeholder = W("textPlaceholder"); ui.sourceInput.placeholder = "I love you";
-    ui.exampleWord.textContent = W("example"); ui.uploadWord.textContent = W("upload");
+    ui.textInput.placeholder = W("textPlaceholder"); ui.sourceInput.placeholder = W("sourcePlaceholder");
+    ui.examplesIntro.textContent = W("examplesIntro"); ui.uploadWord.textContent = W("upload");
     ui.footer.textContent = W("permalink");
-    ui.modelPane.hidden = state.tab !== "model";
-    ui.examplePane.hidden = state.tab !== "example";
     if (!state.model && data.models.length) state.model = data.models[0].name;
     ui.modelSelect.value = state.model;
     if (document.activeElement !== ui.textInput) ui.textInput.value = state.text;
-    ui.exampleSelect.textContent = "";
-    var blank = el("option", null, "—"); blank.value = ""; ui.exampleSelect.appendChild(blank);
-    data.examples.forEach(function (x) {
-      var o = el("option", null, x.name + " — " + x.title[state.lang]); o.value = x.name; ui.exampleSelect.appendChild(o);
-    });
-    ui.exampleSelect.value = state.example;
+    listExamples();
     if (state.tab === "model") renderModel(); else if (state.tab === "translate") renderTranslate(); else renderExample();
+  }
+
+  // the five worked examples, grouped under the title of the post each comes from
+  function listExamples() {
+    ui.exampleList.textContent = "";
+    var groups = [];
+    data.examples.forEach(function (x) {
+      var seed = x.post ? x.post.seed : "";
+      var g = groups.filter(function (g) { return g.seed === seed; })[0];
+      if (!g) { g = { seed: seed, title: x.post ? x.post.title[state.lang] : "", items: [] }; groups.push(g); }
+      g.items.push(x);
+    });
+    groups.forEach(function (g) {
+      var box = el("div", "qkv-ex-group"); box.setAttribute("data-post", g.seed);
+      box.appendChild(el("p", "qkv-ex-post", W("fromPost", { title: g.title })));
+      var list = el("ul");
+      g.items.forEach(function (x) {
+        var li = el("li"), b = button("qkv-ex-item", x.title[state.lang]);
+        b.setAttribute("data-example", x.name);
+        b.addEventListener("click", function () {
+          state.example = x.name; state.part = 0; state.cell = null; state.whatif = null; data.uploaded = null;
+          writeURL(true); render();
+          if (window.innerWidth < 900 && ui.exampleBody.scrollIntoView) ui.exampleBody.scrollIntoView({ block: "start" });
+        });
+        li.appendChild(b); list.appendChild(li);
+      });
+      box.appendChild(list); ui.exampleList.appendChild(box);
+    });
+    markExample();
+  }
+  function markExample() {
+    Array.prototype.forEach.call(ui.exampleList.querySelectorAll(".qkv-ex-item"), function (b) {
+      var on = b.getAttribute("data-example") === state.example;
+      b.classList.toggle("qkv-on", on); b.setAttribute("aria-current", on ? "true" : "false");
+    });
   }
 
   // ------------------------------------------------------------------ your text: overview and one head
   function renderModel() {
-    ui.modelError.textContent = "";
+    ui.modelError.textContent = ""; ui.modelError.removeAttribute("data-empty");
     ui.modelBody.textContent = "";
     root.setAttribute("data-view", state.view || "");
     if (!state.text || !state.view) return;
@@ -350,19 +341,19 @@
     begin();
     var key = state.model + "\u0000" + state.text;
     var ready = data.overview && data.overview.key === key ? Promise.resolve(data.overview)
-      : api("overview", { model: state.model, text: state.text }).then(function (o) { o.key = key; data.overview = o; return o; });
+      : api("overview", { model: state.model, text: state.text, lang: state.lang }).then(function (o) { o.key = key; data.overview = o; return o; });
     ready.then(drawOverview, showModelError).then(end, end);
   }
-  function showModelError(err) { ui.modelError.textContent = W("error") + ": " + err.message; }
+  function showModelError(err) { say(ui.modelError, err.message); }
 
   function drawOverview(o) {
     ui.modelBody.textContent = "";
     var box = el("div", "qkv-panel qkv-overview");
     box.appendChild(el("h2", null, W("overview") + " — " + o.model + ": " + o.shape[0] + " × " + o.shape[1] + ", " +
-      o.shape[2] + " " + W("tokens")));
+      W("tokenCount", { n: o.shape[2] })));
     box.appendChild(el("p", "qkv-note", W("overviewHint")));
     box.appendChild(thumbnails(o, openHead));
-    box.appendChild(legend());
+    box.appendChild(V.legend({ masked: true, label: W("legend") }));
     ui.modelBody.appendChild(box);
   }
 
@@ -377,21 +368,21 @@
     for (var l = 0; l < L; l++) {
       grid.appendChild(el("span", "qkv-ov-row", W("layer") + " " + l));
       for (h = 0; h < H; h++) {
-        var button = el("button", "qkv-thumb"); button.type = "button";
-        button.setAttribute("data-layer", l); button.setAttribute("data-head", h);
-        button.title = W("layer") + " " + l + ", " + W("head") + " " + h;
-        button.setAttribute("aria-label", button.title);
+        var b = button("qkv-thumb");
+        b.setAttribute("data-layer", l); b.setAttribute("data-head", h);
+        b.title = W("layerHead", { layer: l, head: h });
+        b.setAttribute("aria-label", b.title);
         var canvas = document.createElement("canvas"); canvas.width = S; canvas.height = T;
         if (S !== T) canvas.className = "qkv-thumb-wide";
         var g = canvas.getContext("2d"), image = g.createImageData(S, T), base = ((l * H) + h) * T * S;
         for (var k = 0; k < T * S; k++) {
-          var c = colour(bytes.charCodeAt(base + k) / o.scale);
+          var c = V.colour(bytes.charCodeAt(base + k) / o.scale);
           image.data[4 * k] = c[0]; image.data[4 * k + 1] = c[1]; image.data[4 * k + 2] = c[2]; image.data[4 * k + 3] = 255;
         }
         g.putImageData(image, 0, 0);
-        button.appendChild(canvas);
-        button.addEventListener("click", onClick.bind(null, l, h));
-        grid.appendChild(button);
+        b.appendChild(canvas);
+        b.addEventListener("click", onClick.bind(null, l, h));
+        grid.appendChild(b);
       }
     }
     return grid;
@@ -401,35 +392,36 @@
     state.view = "head"; state.layer = l; state.head = h; state.cell = null; writeURL(true); render();
   }
 
+  var HEAD_STEPS = "q_heads,k_heads,v_heads,q_rotated?,k_rotated?,scores,scaled_scores,biased_scores?,mask?," +
+    "softmax_max?,exp_scores?,exp_sum?,weights,out";
+
   function renderHead() {
     begin();
     var m = modelInfo();
     var key = [state.model, state.text, state.layer, state.head].join("\u0000");
     var ready = data.trace && data.traceKey === key ? Promise.resolve(data.trace)
-      : api("trace", { model: state.model, text: state.text, layer: state.layer, head: state.head,
-        steps: "q_heads,k_heads,v_heads,q_rotated?,k_rotated?,scores,scaled_scores,biased_scores?,mask?,weights,out" }).then(function (t) {
-        data.trace = t; data.traceKey = key; return t;
-      });
+      : api("trace", { model: state.model, text: state.text, layer: state.layer, head: state.head, steps: HEAD_STEPS,
+        lang: state.lang }).then(function (t) { data.trace = t; data.traceKey = key; return t; });
     ready.then(function (trace) {
       ui.modelBody.textContent = "";
       var panel = el("div", "qkv-panel qkv-head");
       var nav = el("div", "qkv-bar");
-      var back = el("button", "qkv-back", W("back")); back.type = "button";
+      var back = button("qkv-back", W("back"));
       back.addEventListener("click", function () { state.view = "overview"; state.cell = null; writeURL(true); render(); });
       nav.appendChild(back);
       nav.appendChild(picker(W("layer"), "qkv-pick-layer", m ? m.layers : state.layer + 1, state.layer, function (v) { openHead(v, state.head); }));
       nav.appendChild(picker(W("head"), "qkv-pick-head", m ? m.heads : state.head + 1, state.head, function (v) { openHead(state.layer, v); }));
       panel.appendChild(nav);
       var meta = trace.meta || {}, grouped = meta.kv_head !== undefined && meta.n_kv_heads < meta.n_heads;
-      panel.appendChild(el("h2", null, state.model + ": " + W("layer") + " " + state.layer + ", " + W("head") + " " + state.head +
-        (grouped ? " (" + W("kvHead") + " " + meta.kv_head + ")" : "")));
-      var tokens = trace.meta.tokens.map(String);
-      var view = traceView(trace, "", tokens, tokens, 0, function (cell) {
-        state.cell = cell; writeURL(false); loadSteps(cell[0]);   // a cell replaces the entry: Back leaves the head
-      });
-      panel.appendChild(view);
-      ui.modelBody.appendChild(panel);
+      panel.appendChild(el("h2", null, state.model + ": " + W("layerHead", { layer: state.layer, head: state.head }) +
+        (grouped ? " (" + W("kvHead", { n: meta.kv_head }) + ")" : "")));
+      var tokens = meta.tokens.map(String);
       ui.stepsBox = el("div", "qkv-steps");
+      panel.appendChild(traceView(trace, "", tokens, tokens, 0, {
+        onCell: function (cell) { state.cell = cell; writeURL(false); loadSteps(cell[0]); },
+        headLabel: function () { return W("head") + " " + state.head; }
+      }));
+      ui.modelBody.appendChild(panel);
       ui.modelBody.appendChild(ui.stepsBox);
       if (state.cell) loadSteps(state.cell[0]);
     }, showModelError).then(end, end);
@@ -443,12 +435,16 @@
     box.textContent = ""; box.appendChild(el("p", "qkv-note", W("loading")));
     api(endpoint, params).then(function (r) {
       box.textContent = "";
-      var details = el("details", "qkv-steps-box"); details.open = true;
-      details.appendChild(el("summary", null, W("steps")));
-      var holder = el("div"); holder.innerHTML = r.html;     // the library's HTML, tokens escaped by it
-      details.appendChild(holder); box.appendChild(details);
+      box.appendChild(explanation(r.html));
     }, function (err) { box.textContent = ""; box.appendChild(el("p", "qkv-error", W("error") + ": " + err.message)); })
       .then(end, end);
+  }
+  function explanation(html) {
+    var details = el("details", "qkv-steps-box"); details.open = true;
+    details.appendChild(el("summary", null, W("steps")));
+    var holder = el("div"); holder.innerHTML = html;     // the library's HTML, tokens escaped by it
+    details.appendChild(holder);
+    return details;
   }
 
   function loadSteps(query) {
@@ -464,181 +460,137 @@
     wrap.appendChild(select); return wrap;
   }
 
-  function legend() {                // the scale with its ticks (placed at tick^γ), and the masked swatch
-    var box = el("div", "qkv-legend"), scale = el("div", "qkv-legend-scale"), width = 260;
-    var bar = document.createElement("canvas"); bar.width = width; bar.height = 10; bar.className = "qkv-legend-bar";
-    var g = bar.getContext("2d");
-    for (var x = 0; x < width; x++) {
-      var c = colour(Math.pow(x / (width - 1), 1 / STYLE.gamma)); g.fillStyle = "rgb(" + c.join(",") + ")"; g.fillRect(x, 0, 1, 10);
-    }
-    scale.appendChild(bar);
-    var ticks = el("div", "qkv-legend-ticks");
-    STYLE.ticks.forEach(function (t) {
-      var s = el("span", "qkv-num", String(t)); s.style.left = (Math.pow(t, STYLE.gamma) * 100) + "%"; ticks.appendChild(s);
-    });
-    scale.appendChild(ticks); box.appendChild(scale);
-    var swatch = el("span", "qkv-legend-masked"); swatch.style.backgroundColor = STYLE.masked; box.appendChild(swatch);
-    box.appendChild(el("span", "qkv-note", W("legend")));
-    return box;
-  }
-
-  // ------------------------------------------------------------------ one attention part: matrix + cell derivation
-  function traceView(trace, prefix, qTokens, kTokens, headIndex, onCell) {
+  // ------------------------------------------------------------------ one attention part: matrix, cell, step-through
+  // opts: onCell([i, j]); headLabel(h); cellTitle(i, j); hover(i, j, text); query (the followed row)
+  var stepKeys = null;       // the step-through the ← → keys drive (the last one drawn)
+  function traceView(trace, prefix, qTokens, kTokens, headIndex, opts) {
+    var src = V.jsonSource(trace, prefix, DIGITS);
     var weights = as3(stepOf(trace, prefix + "weights"));
-    var H = weights.length, tq = weights[0].length, tk = weights[0][0].length;
-    var mask = as3(stepOf(trace, prefix + "mask"));
+    var H = weights.length, tq = weights[0].length, tk = weights[0][0].length, h = headIndex;
+    var kvHeads = src.has("k_heads") ? src.shape("k_heads")[0] : H, kv = Math.floor(h / Math.max(1, H / kvHeads));
     var box = el("div", "qkv-trace"), left = el("div", "qkv-trace-matrix"), right = el("div", "qkv-trace-cell");
     left.appendChild(el("p", "qkv-note", W("cellHint")));
     var scroll = el("div", "qkv-matrix-box");
-    var canvas = document.createElement("canvas"); canvas.className = "qkv-matrix-canvas";
-    scroll.appendChild(canvas); left.appendChild(scroll);
+    left.appendChild(scroll);
+    var view = V.matrix(scroll, {
+      tq: tq, tk: tk, qTokens: qTokens, kTokens: kTokens,
+      value: function (i, j) { return src.value("weights", h, i, j); },
+      text: function (i, j) { return src.text("weights", h, i, j); },
+      masked: function (i, j) { return src.masked(h, i, j); }
+    });
+    view.canvas.classList.add("qkv-matrix-canvas");
     var info = el("div", "qkv-info"); left.appendChild(info);
-    left.appendChild(legend());
+    left.appendChild(V.legend({ masked: true, label: W("legend") }));
     var cellBox = el("div", "qkv-cell qkv-panel"); cellBox.hidden = true; right.appendChild(cellBox);
     box.appendChild(left); box.appendChild(right);
-    var geometry = null;
+    var stepBox = el("section", "qkv-panel qkv-stepper");
+    box.appendChild(stepBox);
+    var marks = { read: [], write: [] }, cellSize = 20;
+    var followed = state.cell && state.cell[0] < tq ? state.cell[0] : Math.min(tq - 1, (trace.meta && typeof trace.meta.query === "number" && prefix === "") ? trace.meta.query : 0);
 
+    function size() {
+      var avail = Math.max(160, (left.clientWidth || root.clientWidth || 600) - 100);
+      // labels need 12 px cells: a long text keeps them and scrolls inside its box instead of losing them
+      cellSize = Math.max(12, V.fitCell(Math.max(tq, tk), Math.min(620, avail)));
+    }
     function draw() {
-      var avail = Math.max(120, (left.clientWidth || root.clientWidth || 600) - 4);
-      var g0 = canvas.getContext("2d"); g0.font = "11px sans-serif";
-      var probe = Math.floor(avail / (tk + 4));
-      var labels = probe >= 11, mL = 0, mT = 0;
-      if (labels) {
-        qTokens.forEach(function (t) { mL = Math.max(mL, g0.measureText(t).width); });
-        kTokens.forEach(function (t) { mT = Math.max(mT, g0.measureText(t).width); });
-        mL = Math.min(90, mL) + 8; mT = Math.min(90, mT) + 8;
-      }
-      var cell = Math.max(3, Math.min(44, Math.floor((avail - mL) / tk)));
-      var dpr = window.devicePixelRatio || 1, width = mL + tk * cell, height = mT + tq * cell;
-      geometry = { cell: cell, left: mL, top: mT };
-      canvas.setAttribute("data-geometry", [mL, mT, cell, tq, tk].join(","));   // for tests and tools
-      canvas.width = Math.ceil(width * dpr); canvas.height = Math.ceil(height * dpr);
-      canvas.style.width = width + "px"; canvas.style.height = height + "px";
-      var g = canvas.getContext("2d"); g.setTransform(dpr, 0, 0, dpr, 0, 0);
-      g.fillStyle = "#fff"; g.fillRect(0, 0, width, height);
-      var w = weights[headIndex];
-      for (var i = 0; i < tq; i++) for (var j = 0; j < tk; j++) {
-        var x = mL + j * cell, y = mT + i * cell;
-        if (mask && !allowed(mask[Math.min(headIndex, mask.length - 1)][i][j])) {
-          g.fillStyle = STYLE.masked; g.fillRect(x, y, cell, cell);
-          g.strokeStyle = "#9e9e9e"; g.lineWidth = 1; g.beginPath();
-          for (var s = -cell; s < cell; s += 4) { g.moveTo(x + Math.max(0, s), y + Math.max(0, -s)); g.lineTo(x + Math.min(cell, s + cell), y + Math.min(cell, cell - s)); }
-          g.stroke();
-          continue;
-        }
-        var c = colour(number(w[i][j])); g.fillStyle = "rgb(" + c.join(",") + ")"; g.fillRect(x, y, cell, cell);
-        if (cell >= 40) {
-          g.fillStyle = Math.pow(Math.max(0, number(w[i][j])), STYLE.gamma) > 0.6 ? "#fff" : "#222"; g.font = "10px monospace"; g.textAlign = "center"; g.textBaseline = "middle";
-          g.fillText(fmt(w[i][j]).slice(0, 6), x + cell / 2, y + cell / 2);
-        }
-      }
-      if (labels) {
-        g.fillStyle = "#222"; g.font = "11px sans-serif"; g.textBaseline = "middle"; g.textAlign = "right";
-        qTokens.forEach(function (t, i) { g.fillText(t, mL - 4, mT + (i + 0.5) * cell, mL - 6); });
-        kTokens.forEach(function (t, j) {
-          g.save(); g.translate(mL + (j + 0.5) * cell, mT - 4); g.rotate(-Math.PI / 2); g.textAlign = "left";
-          g.fillText(t, 0, 0, mT - 6); g.restore();
-        });
-      }
-      if (state.cell && state.cell[0] < tq && state.cell[1] < tk) {
-        g.strokeStyle = "#d1495b"; g.lineWidth = 2;
-        g.strokeRect(mL + state.cell[1] * cell + 1, mT + state.cell[0] * cell + 1, Math.max(2, cell - 2), Math.max(2, cell - 2));
-      }
+      view.draw({ cell: cellSize, frame: state.cell && state.cell[0] < tq && state.cell[1] < tk ? state.cell : null,
+        rows: [followed], read: marks.read, write: marks.write, maskedText: VW().masked });
+      view.canvas.setAttribute("data-geometry", [0, 0, view.geometry.cell, tq, tk].join(","));   // tests and tools
     }
-    function cellAt(e) {
-      var r = canvas.getBoundingClientRect();
-      var j = Math.floor((e.clientX - r.left - geometry.left) / geometry.cell), i = Math.floor((e.clientY - r.top - geometry.top) / geometry.cell);
-      return i >= 0 && j >= 0 && i < tq && j < tk ? [i, j] : null;
-    }
-    canvas.addEventListener("mousemove", function (e) {
-      var c = cellAt(e);
-      var masked = c && mask && !allowed(mask[Math.min(headIndex, mask.length - 1)][c[0]][c[1]]);
-      info.textContent = c ? W("query") + " " + c[0] + " “" + qTokens[c[0]] + "” → " + W("key") + " " + c[1] + " “" + kTokens[c[1]] + "”: " +
-        (masked ? W("blocked") : fmt(weights[headIndex][c[0]][c[1]])) : "";
+    var stepper = V.stepper(stepBox, VW(), function (s) {
+      marks = s ? { read: s.read || [], write: s.write || [] } : { read: [], write: [] };
+      stepBox.setAttribute("data-step", s ? s.id : "");
+      draw();
     });
-    canvas.addEventListener("click", function (e) {
-      var c = cellAt(e); if (!c) return;
-      showCell(c[0], c[1]); onCell(c);
+    function focusKey(i) {
+      if (state.cell && state.cell[0] === i) return state.cell[1];
+      var best = 0, most = -1;
+      for (var j = 0; j < tk; j++) { var w = src.masked(h, i, j) ? -1 : src.value("weights", h, i, j); if (w > most) { most = w; best = j; } }
+      return best;
+    }
+    function steps(keep) {
+      stepper.set(V.steps(src, { h: h, kv: kv, i: followed, j: focusKey(followed), qTokens: qTokens, kTokens: kTokens,
+        heads: H, headLabel: opts.headLabel || function (x) { return W("head") + " " + (x + headBase(trace)); } }, VW()), keep);
+    }
+    stepKeys = stepper;
+
+    view.canvas.addEventListener("mousemove", function (e) {
+      var c = view.cellAt(e);
+      if (!c) { info.textContent = ""; return; }
+      var shown = src.masked(h, c[0], c[1]) ? W("blocked") : src.text("weights", h, c[0], c[1]);
+      info.textContent = opts.hover ? opts.hover(c[0], c[1], shown)
+        : W("hover", { i: c[0], q: qTokens[c[0]], j: c[1], k: kTokens[c[1]], w: shown });
+    });
+    view.canvas.addEventListener("click", function (e) {
+      var c = view.cellAt(e); if (!c) return;
+      showCell(c[0], c[1], true);
+      if (opts.onCell) opts.onCell(c);
     });
 
-    function vec(step, a, b) {
-      var s = as3(step); if (!s) return null;
-      a = Math.min(a, s.length - 1);
-      if (b >= s[a].length) return null;
-      var span = el("span", "qkv-vec");
-      s[a][b].forEach(function (v, d) {
-        var n = el("span", "qkv-num", fmt(v)); n.setAttribute("data-value", String(v)); n.setAttribute("data-index", d);
-        span.appendChild(n); span.appendChild(document.createTextNode(" "));
-      });
-      return span;
-    }
-    function one(step, h, i, j) {
-      var s = as3(step); if (!s) return null;
-      var v = s[Math.min(h, s.length - 1)][i][j];
-      var n = el("span", "qkv-num", fmt(v)); n.setAttribute("data-value", String(v)); return n;
-    }
-    function row(table, label, stepName, node) {
-      var tr = el("tr"); tr.setAttribute("data-step", stepName);
-      tr.appendChild(el("td", null, label));
-      var td = el("td");
-      if (node) td.appendChild(node); else { td.className = "qkv-missing"; td.textContent = W("notRecorded"); }
-      tr.appendChild(td); table.appendChild(tr);
-    }
-    function showCell(i, j) {
-      state.cell = [i, j];
-      var h = headIndex, qh = stepOf(trace, prefix + "q_heads"), kh = stepOf(trace, prefix + "k_heads");
-      var vh = stepOf(trace, prefix + "v_heads"), out = stepOf(trace, prefix + "out");
-      var kvHeads = kh && as3(kh) ? as3(kh).length : H, kv = Math.floor(h / Math.max(1, H / kvHeads));
-      cellBox.hidden = false; cellBox.textContent = "";
+    function showCell(i, j, fromUser) {
+      state.cell = [i, j]; followed = i;
+      cellBox.hidden = false;
       cellBox.setAttribute("data-cell", i + "," + j);
-      cellBox.appendChild(el("h3", null, W("derivation") + ": " + W("query") + " " + i + " “" + qTokens[i] + "” → " +
-        W("key") + " " + j + " “" + kTokens[j] + "”"));
-      var table = el("table"); table.className = "qkv-derivation-cell";
-      row(table, W("qrow") + " q[" + i + "]", "q_heads", vec(qh, h, i));
-      row(table, W("krow") + " k[" + j + "]", "k_heads", vec(kh, kv, j));
-      var qr = stepOf(trace, prefix + "q_rotated"), kr = stepOf(trace, prefix + "k_rotated");
-      if (qr) row(table, W("qrot") + " q[" + i + "]", "q_rotated", vec(qr, h, i));
-      if (kr) row(table, W("krot") + " k[" + j + "]", "k_rotated", vec(kr, kv, j));
-      row(table, W("score"), "scores", one(stepOf(trace, prefix + "scores"), h, i, j));
-      var ss = stepOf(trace, prefix + "scaled_scores");
-      row(table, W("scaled") + (ss && ss.formula ? "  (" + ss.formula + ")" : ""), "scaled_scores", one(ss, h, i, j));
-      var bs = stepOf(trace, prefix + "biased_scores");
-      if (bs) row(table, W("biased"), "biased_scores", one(bs, h, i, j));
-      var open = mask ? allowed(mask[Math.min(h, mask.length - 1)][i][j]) : true;
-      if (mask) row(table, W("mask"), "mask", el("span", null, open ? W("allowed") : W("blocked")));
-      var ws = stepOf(trace, prefix + "weights");
-      row(table, W("weight") + (ws && ws.formula ? "  (" + ws.formula + ")" : ""), "weights",
-        open ? one(ws, h, i, j) : el("span", "qkv-masked", W("maskedWeight")));
-      row(table, W("vrow") + " v[" + j + "]", "v_heads", vec(vh, kv, j));
-      row(table, W("out") + " z[" + i + "]", "out", vec(out, h, i));
-      cellBox.appendChild(table);
-      draw();
+      var title = opts.cellTitle ? opts.cellTitle(i, j)
+        : W("derivation", { i: i, q: qTokens[i], j: j, k: kTokens[j] });
+      var rows = V.cellRows(src, { h: h, kv: kv, i: i, j: j, rotated: false }, VW());
+      V.derivation(cellBox, title, rotatedRows(rows, i, j), VW()).classList.add("qkv-derivation-cell");
+      draw(); steps(true);
+      if (fromUser) bringIntoView(cellBox);
     }
-    box.redraw = draw;
+    // a RoPE head: the rotated q and k (what the score used) as rows of their own, after q and k
+    function rotatedRows(rows, i, j) {
+      if (!src.has("q_rotated")) return rows;
+      var out = [];
+      rows.forEach(function (r) {
+        out.push(r);
+        if (r.step === "k_heads") {
+          out.push({ step: "q_rotated", label: W("qrot", { i: i }), html: V.vectorHtml(src, "q_rotated", h, i) });
+          if (src.has("k_rotated")) out.push({ step: "k_rotated", label: W("krot", { j: j }), html: V.vectorHtml(src, "k_rotated", kv, j) });
+        }
+      });
+      return out;
+    }
+    box.redraw = function () { size(); draw(); };
     requestAnimationFrame(function () {
-      draw();
-      if (state.cell && state.cell[0] < tq && state.cell[1] < tk) showCell(state.cell[0], state.cell[1]);
+      size(); draw(); steps(false);
+      if (state.cell && state.cell[0] < tq && state.cell[1] < tk) showCell(state.cell[0], state.cell[1], false);
+      else if (opts.autoCell) showCell(followed, focusKey(followed), false);   // a worked example opens on its followed query
     });
     views.push(box);
     return box;
   }
+  function bringIntoView(node) {        // a phone shows the derivation below the matrix: bring it up
+    var r = node.getBoundingClientRect(), height = window.innerHeight || document.documentElement.clientHeight;
+    if (r.top > height * 0.8 || r.bottom < 0) node.scrollIntoView({ block: "start" });
+  }
   var views = [];
-  window.addEventListener("resize", function () { views = views.filter(function (v) { return v.isConnected; }); views.forEach(function (v) { v.redraw(); }); });
+  window.addEventListener("resize", function () {
+    views = views.filter(function (v) { return v.isConnected; });
+    views.forEach(function (v) { v.redraw(); });
+  });
+  document.addEventListener("keydown", function (e) {      // ← → step through (not while typing)
+    if (!stepKeys || e.altKey || e.ctrlKey || e.metaKey || (e.key !== "ArrowRight" && e.key !== "ArrowLeft")) return;
+    var t = e.target;
+    if (t && t.closest && t.closest("select, input, textarea")) return;
+    if (e.key === "ArrowRight") stepKeys.next(); else stepKeys.prev();
+    e.preventDefault();
+  });
 
   // ------------------------------------------------------------------ the translator: cross-attention
   function renderTranslate() {
-    ui.translateError.textContent = "";
+    ui.translateError.textContent = ""; ui.translateError.removeAttribute("data-empty");
     ui.translateBody.textContent = "";
     root.setAttribute("data-view", state.view || "overview");
     if (!state.source || !data.translator) return;
     begin();
-    var key = state.source + "\u0000" + state.to;
+    var key = state.source + "\u0000" + state.to + "\u0000" + state.lang;
     var ready = data.translation && data.translation.key === key ? Promise.resolve(data.translation)
-      : api("translate", { text: state.source, to: state.to }).then(function (t) { t.key = key; data.translation = t; return t; });
+      : api("translate", { text: state.source, to: state.to, lang: state.lang }).then(function (t) { t.key = key; data.translation = t; return t; });
     ready.then(function (t) {
       var panel = el("div", "qkv-panel qkv-translation");
-      var line = el("h2", "qkv-translated", t.source.join(" ") + " → " + t.target.join(" "));
-      panel.appendChild(line);
+      panel.appendChild(el("h2", "qkv-translated", t.source.join(" ") + " → " + t.target.join(" ")));
       if (state.view === "head" && state.layer !== null && state.head !== null) {
         ui.translateBody.appendChild(panel);
         return drawCrossHead(t);
@@ -647,33 +599,38 @@
       panel.appendChild(thumbnails(t, function (l, h) {
         state.view = "head"; state.layer = l; state.head = h; state.cell = null; writeURL(true); render();
       }));
-      panel.appendChild(legend());
+      panel.appendChild(V.legend({ masked: false, label: W("legend") }));
       ui.translateBody.appendChild(panel);
-    }, function (err) { ui.translateError.textContent = W("error") + ": " + err.message; }).then(end, end);
+    }, function (err) { say(ui.translateError, err.message); }).then(end, end);
   }
 
   function drawCrossHead(t) {
     begin();
-    return api("translate/trace", { text: state.source, to: state.to, layer: state.layer,
-      steps: "q_heads,k_heads,v_heads,scores,scaled_scores,weights,out" }).then(function (trace) {
+    return api("translate/trace", { text: state.source, to: state.to, layer: state.layer, lang: state.lang,
+      steps: "q_heads,k_heads,v_heads,scores,scaled_scores,softmax_max?,exp_scores?,exp_sum?,weights,out" }).then(function (trace) {
       var panel = el("div", "qkv-panel qkv-head");
       var nav = el("div", "qkv-bar");
-      var back = el("button", "qkv-back", W("back")); back.type = "button";
+      var back = button("qkv-back", W("back"));
       back.addEventListener("click", function () { state.view = ""; state.cell = null; writeURL(true); render(); });
       nav.appendChild(back);
       function go(l, h) { state.layer = l; state.head = h; state.cell = null; writeURL(true); render(); }
       nav.appendChild(picker(W("layer"), "qkv-pick-layer", data.translator.layers, state.layer, function (v) { go(v, state.head); }));
       nav.appendChild(picker(W("head"), "qkv-pick-head", data.translator.heads, state.head, function (v) { go(state.layer, v); }));
       panel.appendChild(nav);
-      panel.appendChild(el("h2", null, W("crossOf") + " — " + W("layer") + " " + state.layer + ", " + W("head") + " " + state.head));
-      panel.appendChild(el("p", "qkv-note", W("crossRows")));
-      panel.appendChild(traceView(trace, "", trace.meta.tokens.map(String), trace.meta.key_tokens.map(String), state.head, function (cell) {
-        state.cell = cell; writeURL(false); crossSteps(cell[0]);
+      panel.appendChild(el("h2", null, W("crossOf", { layer: state.layer, head: state.head })));
+      // row t is word t of the translation (the CLI figure's rows); its query is the state at the token before it
+      var before = trace.meta.tokens.map(String), words = t.target.map(String), english = trace.meta.key_tokens.map(String);
+      panel.appendChild(el("p", "qkv-note qkv-cross-rows", W("crossRows", { lang: before[0] })));
+      panel.appendChild(traceView(trace, "", words, english, state.head, {
+        onCell: function (cell) { state.cell = cell; writeURL(false); crossSteps(cell[0]); },
+        headLabel: function () { return W("head") + " " + state.head; },
+        cellTitle: function (i, j) { return W("crossCell", { t: i + 1, word: words[i], prev: before[i], j: j, k: english[j] }); },
+        hover: function (i, j, shown) { return W("crossHover", { t: i + 1, word: words[i], k: english[j], w: shown }); }
       }));
       ui.translateBody.appendChild(panel);
       ui.crossSteps = el("div", "qkv-steps"); ui.translateBody.appendChild(ui.crossSteps);
       if (state.cell) crossSteps(state.cell[0]);
-    }, function (err) { ui.translateError.textContent = W("error") + ": " + err.message; }).then(end, end);
+    }, function (err) { say(ui.translateError, err.message); }).then(end, end);
   }
 
   function crossSteps(row) {
@@ -681,7 +638,9 @@
       word: row + 1, lang: state.lang });
   }
 
-  // ------------------------------------------------------------------ worked examples and uploads
+  // ------------------------------------------------------------------ worked examples, what-if, uploads
+  function exampleInfo(name) { return data.examples.filter(function (x) { return x.name === name; })[0]; }
+
   function renderExample() {
     ui.exampleError.textContent = "";
     if (data.uploaded && !state.example) {
@@ -691,27 +650,48 @@
         api("upload", { filename: data.uploaded.name, lang: state.lang }, { method: "POST", body: data.uploaded.bytes,
           headers: { "Content-Type": "application/octet-stream" } }).then(function (r) {
           data.uploaded.result = r; data.uploaded.lang = state.lang; drawExample(r);
-        }, function (err) { ui.exampleError.textContent = W("error") + ": " + err.message; }).then(end, end);
+        }, function (err) { say(ui.exampleError, err.message); }).then(end, end);
         return;
       }
       drawExample(data.uploaded.result);
       return;
     }
     ui.exampleBody.textContent = "";
-    if (!state.example) return;
+    if (!state.example || !exampleInfo(state.example)) return;
     begin();
-    api("example", { name: state.example, lang: state.lang }).then(drawExample, function (err) {
-      ui.exampleError.textContent = W("error") + ": " + err.message;
-    }).then(end, end);
+    var name = state.example, lang = state.lang;
+    baseOf(name, lang).then(function (base) {
+      ui.exampleBody.textContent = "";
+      ui.exampleBody.appendChild(el("h2", "qkv-example-title", base.title));
+      ui.exampleBody.appendChild(whatIfPanel(name, base));
+      ui.resultBox = el("div", "qkv-result"); ui.exampleBody.appendChild(ui.resultBox);
+      if (state.whatif && changed(state.whatif)) return recompute(true);
+      showResult(base);
+    }, function (err) { say(ui.exampleError, err.message); }).then(end, end);
+  }
+  // the example as its post has it (cached per language): the what-if compares with it
+  function baseOf(name, lang) {
+    var key = name + "\u0000" + lang;
+    if (data.base[key]) return Promise.resolve(data.base[key]);
+    return api("example", { name: name, lang: lang }).then(function (r) { data.base[key] = r; return r; });
   }
 
-  function drawExample(result) {
-    ui.exampleBody.textContent = "";
+  function showResult(result) {
+    data.result = result;
+    ui.resultBox.textContent = "";
+    drawExample(result, ui.resultBox);
+    updateReadouts(result);
+  }
+
+  function drawExample(result, into) {
+    var box = into || ui.exampleBody;
+    box.textContent = "";
     var trace = result.trace, parts = partsOf(trace);
     var panel = el("div", "qkv-panel qkv-example");
-    panel.appendChild(el("h2", null, result.title + (result.name ? "" : " — " + W("uploaded"))));
-    if (!parts.length) panel.appendChild(el("p", "qkv-note", W("noWeights")));
-    else {
+    if (!into) panel.appendChild(el("h2", "qkv-example-title", result.title + (result.name ? "" : " — " + W("uploaded"))));
+    if (!parts.length) {
+      panel.appendChild(flowView(trace));
+    } else {
       var index = Math.min(state.part, parts.length - 1), part = parts[index];
       var w = as3(stepOf(trace, part.prefix + "weights")), H = w.length;
       var bar = el("div", "qkv-bar");
@@ -719,27 +699,267 @@
         var wrap = el("label", null, W("part") + " "), select = el("select", "qkv-pick-part");
         parts.forEach(function (p, i) { var o = el("option", null, p.label); o.value = i; select.appendChild(o); });
         select.value = index;
-        select.addEventListener("change", function () { state.part = +select.value; state.cell = null; writeURL(true); drawExample(result); });
+        select.addEventListener("change", function () { state.part = +select.value; state.cell = null; writeURL(true); drawExample(result, into); });
         wrap.appendChild(select); bar.appendChild(wrap);
       }
-      var head = { value: 0 };
+      var holder = el("div");
+      var tok = tokensFor(trace, part.prefix, w[0].length, w[0][0].length);
+      var viewFor = function (h) {
+        return traceView(trace, part.prefix, tok.q, tok.k, h, { onCell: function () { writeURL(false); }, autoCell: true });
+      };
       if (H > 1) {
-        bar.appendChild(picker(W("head"), "qkv-pick-head", H, 0, function (v) {
-          head.value = v; holder.textContent = ""; holder.appendChild(viewFor(v));
-        }));
+        var base = headBase(trace), wrapH = el("label", null, W("head") + " "), pick = el("select", "qkv-pick-head");
+        for (var h = 0; h < H; h++) { var o = el("option", null, String(h + base)); o.value = h; pick.appendChild(o); }
+        pick.addEventListener("change", function () { holder.textContent = ""; holder.appendChild(viewFor(+pick.value)); });
+        wrapH.appendChild(pick); bar.appendChild(wrapH);
       }
       panel.appendChild(bar);
-      var tok = tokensFor(trace, part.prefix, w[0].length, w[0][0].length);
-      var holder = el("div");
-      var viewFor = function (h) {
-        return traceView(trace, part.prefix, tok.q, tok.k, h, function () { writeURL(false); });
-      };
       holder.appendChild(viewFor(0));
       panel.appendChild(holder);
     }
-    ui.exampleBody.appendChild(panel);
-    var steps = el("div", "qkv-steps"); steps.innerHTML = result.html;    // the library's explanation
-    ui.exampleBody.appendChild(steps);
+    box.appendChild(panel);
+    var steps = el("div", "qkv-steps"); steps.appendChild(explanation(result.html));
+    box.appendChild(steps);
+  }
+
+  // a trace with no weights (the multi-head example: heads → concat → W_O): the step-through alone
+  function flowView(trace) {
+    var box = el("section", "qkv-panel qkv-stepper");
+    var src = V.jsonSource(trace, "", DIGITS), meta = trace.meta || {};
+    var ctl = V.stepper(box, VW(), function (s) { box.setAttribute("data-step", s ? s.id : ""); });
+    stepKeys = ctl;
+    if (!src.has("out")) { box.appendChild(el("p", "qkv-note", W("noWeights"))); return box; }
+    var tokens = (meta.tokens || []).map(String), i = typeof meta.query === "number" ? meta.query : 0;
+    var one = src.shape("out")[1] === 1;
+    ctl.set(V.flowSteps(src, { i: one ? 0 : i, h: 0, qTokens: one && tokens[i] !== undefined ? [tokens[i]] : tokens,
+      heads: meta.n_heads, headLabel: function (h) { return W("head") + " " + (h + headBase(trace)); } }, VW(), false));
+    return box;
+  }
+
+  // ---------------------------------------------------------------- what-if
+  // state.whatif: {factor, sqrt_dk, cells: {matrix: {"i,j": value}}, scores: {meeting: {j: value}}}
+  function normalWhatIf(b) {
+    var w = { factor: 1, sqrt_dk: true, cells: {}, scores: {} };
+    if (!b || typeof b !== "object") return w;
+    if (typeof b.factor === "number") w.factor = b.factor;
+    if (b.sqrt_dk === false) w.sqrt_dk = false;
+    Object.keys(b.cells || {}).forEach(function (m) {
+      w.cells[m] = {}; (b.cells[m] || []).forEach(function (e) { w.cells[m][e[0] + "," + e[1]] = e[2]; });
+    });
+    Object.keys(b.scores || {}).forEach(function (s) {
+      w.scores[s] = {}; (b.scores[s] || []).forEach(function (e) { w.scores[s][e[0]] = e[1]; });
+    });
+    return w;
+  }
+  function body(w) {
+    var b = { factor: w.factor, sqrt_dk: w.sqrt_dk, cells: {}, scores: {} };
+    Object.keys(w.cells).forEach(function (m) {
+      var list = Object.keys(w.cells[m]).map(function (k) { var ij = k.split(","); return [+ij[0], +ij[1], w.cells[m][k]]; });
+      if (list.length) b.cells[m] = list;
+    });
+    Object.keys(w.scores).forEach(function (s) {
+      var list = Object.keys(w.scores[s]).map(function (j) { return [+j, w.scores[s][j]]; });
+      if (list.length) b.scores[s] = list;
+    });
+    return b;
+  }
+  function changed(w) {
+    var b = body(w);
+    return b.factor !== 1 || !b.sqrt_dk || Object.keys(b.cells).length > 0 || Object.keys(b.scores).length > 0;
+  }
+  function whatIf() { if (!state.whatif) state.whatif = normalWhatIf(null); return state.whatif; }
+
+  var pending = 0, timer = null;
+  function recompute(now) {
+    clearTimeout(timer);
+    var run = function () {
+      var ticket = ++pending, w = whatIf();
+      writeURL(false);
+      ui.whatIfError.textContent = "";
+      if (!changed(w)) { baseOf(state.example, state.lang).then(function (r) { if (ticket === pending) showResult(r); }); return; }
+      begin();
+      var b = body(w); b.name = state.example;
+      api("whatif", { lang: state.lang }, { method: "POST", body: JSON.stringify(b), headers: { "Content-Type": "application/json" } })
+        .then(function (r) { if (ticket === pending) showResult(r); },
+          function (err) { if (ticket === pending) say(ui.whatIfError, err.message); })
+        .then(end, end);
+    };
+    if (now) run(); else timer = setTimeout(run, 120);
+  }
+
+  function whatIfPanel(name, base) {
+    var w = whatIf(), trace = base.trace, meeting = name === "group-meeting";
+    var box = el("section", "qkv-panel qkv-whatif"); box.setAttribute("data-example", name);
+    box.appendChild(el("h3", null, W("whatIf")));
+    ui.readouts = [];
+    if (meeting) {
+      // the question words' score in the second meeting, 1 … 1000 on a log scale: lot's weight from ~1 to ~0
+      var scenes = trace.meta.scenes || [], scene = scenes[scenes.length - 1];
+      if (scene && scenes.length > 1) {
+        // the question words: the tokens the second meeting adds to the first
+        var questionWords = [];
+        scene.tokens.forEach(function (t, j) { if (scenes[0].tokens.indexOf(t) < 0) questionWords.push(j); });
+        var given = as3(stepOf(trace, scene.name + "/scores"))[0][0][questionWords[0]];
+        var now = w.scores[scene.name] && w.scores[scene.name][questionWords[0]] !== undefined ? w.scores[scene.name][questionWords[0]] : given;
+        var label = el("label", "qkv-slider"), text = el("span");
+        var slider = el("input"); slider.type = "range"; slider.min = 0; slider.max = 3; slider.step = 0.01;
+        slider.id = "qkv-question-score"; slider.value = String(Math.log10(Math.max(1, now)));
+        var show = function (s) {
+          text.textContent = W("questionScore", { tokens: questionWords.map(function (j) { return scene.tokens[j]; }).join(", "),
+            scene: scene.name, s: String(s) });
+        };
+        show(now);
+        slider.addEventListener("input", function () {
+          var s = Math.round(Math.pow(10, +slider.value));
+          w.scores[scene.name] = w.scores[scene.name] || {};
+          questionWords.forEach(function (j) { if (s === given) delete w.scores[scene.name][j]; else w.scores[scene.name][j] = s; });
+          show(s); recompute(false);
+        });
+        label.appendChild(text); label.appendChild(slider); box.appendChild(label);
+      }
+      scenes.forEach(function (s) {
+        var r = el("p", "qkv-readout"); r.setAttribute("data-scene", s.name);
+        ui.readouts.push({ node: r, scene: s }); box.appendChild(r);
+      });
+    }
+    // the factor on the scores (a temperature of 1/factor): 0 … 4
+    var flabel = el("label", "qkv-slider"), ftext = el("span");
+    var fslider = el("input"); fslider.type = "range"; fslider.min = 0; fslider.max = 4; fslider.step = 0.05;
+    fslider.id = "qkv-factor"; fslider.value = String(w.factor);
+    var fshow = function () {
+      ftext.textContent = W("factor", { f: String(w.factor), t: w.factor === 0 ? "∞" : String(Math.round(1000 / w.factor) / 1000) });
+    };
+    fshow();
+    fslider.addEventListener("input", function () { w.factor = Math.round(+fslider.value * 100) / 100; fshow(); recompute(false); });
+    flabel.appendChild(ftext); flabel.appendChild(fslider); box.appendChild(flabel);
+    if (!meeting) {
+      var dk = base.d_k;
+      var check = el("label", "qkv-toggle"), box2 = el("input"); box2.type = "checkbox"; box2.id = "qkv-sqrt-dk";
+      box2.checked = w.sqrt_dk;
+      box2.addEventListener("change", function () { w.sqrt_dk = box2.checked; recompute(true); });
+      check.appendChild(box2); check.appendChild(el("span", null, " " + W("sqrtDk", { root: "√" + dk })));
+      box.appendChild(check);
+    }
+    // the followed query's weights (or the output): the post's numbers next to now
+    ui.compare = el("div", "qkv-compare"); box.appendChild(ui.compare);
+    box.appendChild(editor(name, base));
+    var actions = el("div", "qkv-bar");
+    var reset = button("qkv-reset", W("reset"));
+    reset.addEventListener("click", function () { state.whatif = null; writeURL(true); render(); });
+    actions.appendChild(reset);
+    ui.changedLine = el("span", "qkv-note qkv-changed"); actions.appendChild(ui.changedLine);
+    box.appendChild(actions);
+    ui.whatIfError = el("p", "qkv-error qkv-whatif-error"); box.appendChild(ui.whatIfError);
+    return box;
+  }
+
+  // editable inputs: the example's given matrices (or the meetings' scores), one text box per number
+  function editor(name, base) {
+    var w = whatIf(), trace = base.trace, details = el("details", "qkv-editor");
+    var meeting = name === "group-meeting";
+    details.appendChild(el("summary", null, meeting ? W("editScores") : name === "multi-head" ? W("editHeadOne") : W("editInputs")));
+    var matrices = { "self-attention": ["x", "w_q", "w_k", "w_v"], "cross-attention": ["x", "memory", "w_q", "w_k", "w_v"],
+      "projection": ["x", "w_q", "w_k", "w_v", "w_o"], "multi-head": ["x", "w_q", "w_k", "w_v", "w_o"] }[name] || [];
+    function cellInput(value, edited, onValue) {
+      var input = el("input", "qkv-edit" + (edited ? " qkv-edited" : "")); input.type = "text"; input.inputMode = "decimal";
+      input.value = String(value).replace("-", "−"); input.size = 5;
+      input.addEventListener("change", function () {
+        var t = input.value.trim().replace("−", "-"), v = Number(t);
+        onValue(t === "" || !isFinite(v) ? input.value : v);      // not a number: the server names the field
+        input.classList.add("qkv-edited"); recompute(true);
+      });
+      return input;
+    }
+    var scroll = el("div", "qkv-table-scroll qkv-editor-tables");
+    if (meeting) {
+      (trace.meta.scenes || []).forEach(function (s) {
+        var scores = as3(stepOf(trace, s.name + "/scores"))[0][0];
+        var t = el("table", "qkv-mt qkv-edit-table"); t.setAttribute("data-scene", s.name);
+        t.appendChild(el("caption", null, W("meeting", { scene: s.name })));
+        var head = el("tr"), row = el("tr");
+        s.tokens.forEach(function (tok, j) {
+          head.appendChild(el("th", null, tok));
+          var mine = w.scores[s.name] && w.scores[s.name][j] !== undefined;
+          var td = el("td"); td.appendChild(cellInput(mine ? w.scores[s.name][j] : scores[j], mine, function (v) {
+            w.scores[s.name] = w.scores[s.name] || {}; w.scores[s.name][j] = v;
+          }));
+          row.appendChild(td);
+        });
+        t.appendChild(head); t.appendChild(row); scroll.appendChild(t);
+      });
+    } else {
+      matrices.forEach(function (m) {
+        var values = (base.inputs || {})[m];
+        if (!values) return;
+        var t = el("table", "qkv-mt qkv-edit-table"); t.setAttribute("data-matrix", m);
+        t.appendChild(el("caption", null, m === "x" ? "X" : m === "memory" ? "memory" : m.replace("w_", "W_").toUpperCase().replace("W_", "W_")));
+        values.forEach(function (r, i) {
+          var tr = el("tr"); tr.appendChild(el("th", null, String(i)));
+          r.forEach(function (v, j) {
+            var key = i + "," + j, mine = w.cells[m] && w.cells[m][key] !== undefined;
+            var td = el("td"); td.appendChild(cellInput(mine ? w.cells[m][key] : v, mine, function (value) {
+              w.cells[m] = w.cells[m] || {}; w.cells[m][key] = value;
+            }));
+            tr.appendChild(td);
+          });
+          t.appendChild(tr);
+        });
+        scroll.appendChild(t);
+      });
+    }
+    details.appendChild(scroll);
+    return details;
+  }
+
+  // what the what-if panel says after each answer: lot's weight per meeting, the followed query's row, what changed
+  function updateReadouts(result) {
+    if (!ui.compare) return;
+    var trace = result.trace, base = data.base[state.example + "\u0000" + state.lang];
+    (ui.readouts || []).forEach(function (r) {
+      var lot = r.scene.tokens.lastIndexOf("lot");
+      var now = as3(stepOf(trace, r.scene.name + "/weights")), was = base && as3(stepOf(base.trace, r.scene.name + "/weights"));
+      if (!now || lot < 0) return;
+      r.node.textContent = W("lotWeight", { scene: r.scene.name, w: fmt(now[0][0][lot]), was: was ? fmt(was[0][0][lot]) : "?" });
+      r.node.setAttribute("data-value", String(now[0][0][lot]));
+    });
+    ui.compare.textContent = "";
+    var parts = partsOf(trace);
+    if (parts.length && !(trace.meta && trace.meta.scenes) && base) {
+      var prefix = parts[0].prefix, now = as3(stepOf(trace, prefix + "weights")), was = as3(stepOf(base.trace, prefix + "weights"));
+      var i = typeof trace.meta.query === "number" ? trace.meta.query : 0;
+      var tok = tokensFor(trace, prefix, now[0].length, now[0][0].length);
+      var table = el("table", "qkv-mt qkv-compare-table");
+      table.appendChild(el("caption", null, W("followed", { q: tok.q[i] })));
+      var head = el("tr"); head.appendChild(el("th"));
+      tok.k.forEach(function (k) { head.appendChild(el("th", null, k)); });
+      table.appendChild(head);
+      [[W("asPost"), was], [W("now"), now]].forEach(function (pair, n) {
+        var tr = el("tr"); tr.appendChild(el("th", null, pair[0]));
+        pair[1][0][i].forEach(function (v) {
+          var td = el("td", "qkv-n", fmt(v)); td.setAttribute("data-value", String(v));
+          td.style.background = "rgb(" + V.colour(v).join(",") + ")";
+          if (V.dark(v, 1)) td.style.color = "#fff";
+          tr.appendChild(td);
+        });
+        if (n === 1) tr.setAttribute("data-row", "now");
+        table.appendChild(tr);
+      });
+      var wrap = el("div", "qkv-table-scroll"); wrap.appendChild(table); ui.compare.appendChild(wrap);
+    }
+    var w = state.whatif, what = [];
+    if (w && changed(w)) {
+      if (w.factor !== 1) what.push("× " + w.factor);
+      if (!w.sqrt_dk) what.push("÷√d_k ✗");
+      Object.keys(w.cells).forEach(function (m) {
+        Object.keys(w.cells[m]).forEach(function (k) { what.push(m + "[" + k + "] = " + String(w.cells[m][k]).replace("-", "−")); });
+      });
+      Object.keys(w.scores).forEach(function (s) {
+        var js = Object.keys(w.scores[s]);
+        if (js.length) what.push(s + ": " + js.map(function (j) { return j + " → " + w.scores[s][j]; }).join(", "));
+      });
+    }
+    ui.changedLine.textContent = what.length ? W("changed", { what: what.join("; ") }) : W("unchanged");
+    root.setAttribute("data-whatif", what.length ? "1" : "0");
   }
 
   // ------------------------------------------------------------------ start
@@ -747,10 +967,10 @@
   readURL();
   build();
   begin();
-  Promise.all([api("models"), api("examples"), api("style")]).then(function (r) {
-    STYLE = r[2];
-    data.models = r[0].models; data.examples = r[1].examples; data.translator = r[0].translator;
-    if (state.tab === "translate" && !data.translator) state.tab = "model";
+  Promise.all([api("models"), api("examples"), api("style"), api("words")]).then(function (r) {
+    V.setStyle(r[2]);
+    data.models = r[0].models; data.examples = r[1].examples; data.translator = r[0].translator; data.words = r[3];
+    if (state.tab === "translate" && !data.translator) state.tab = "example";
     data.models.forEach(function (m) {
       var o = el("option", null, m.name + " (" + m.layers + " × " + m.heads + ")"); o.value = m.name; ui.modelSelect.appendChild(o);
     });

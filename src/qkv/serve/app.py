@@ -71,6 +71,7 @@ img-src and font-src allow no outside address)."""
 # Paths are inside the qkv package (read through importlib.resources, without importing the renderers).
 ASSETS = {
     "app.js": ("serve/app.js", "text/javascript; charset=utf-8"),
+    "views.js": ("explain/views.js", "text/javascript; charset=utf-8"),   # the views shared with the static page
     "serve.css": ("serve/serve.css", "text/css; charset=utf-8"),
     "page.css": ("explain/page.css", "text/css; charset=utf-8"),   # the static page's visual language
 }
@@ -607,6 +608,29 @@ def _example_meta_items(name: str) -> tuple:
     return tuple((k, meta[k]) for k in ("example", "kind", "post", "seed", "head_base", "digits") if k in meta)
 
 
+@functools.lru_cache(maxsize=None)
+def _editable_json(name: str) -> str:
+    from .. import examples
+
+    doc = examples.load(name)
+    inputs = {}
+    if name == "multi-head":               # head 1 is the self-attention example; W_O is the multi-head's own
+        first = examples.load(doc["first_head"])
+        inputs = {m: first[m] for m in ("x", "w_q", "w_k", "w_v")}
+        inputs["w_o"] = doc["w_o"]
+        width, heads = len(first["w_q"][0]), 1
+    elif WHATIF_MATRICES.get(name):
+        inputs = {m: doc[m] for m in WHATIF_MATRICES[name] if m in doc}
+        width, heads = len(doc["w_q"][0]), int(doc.get("heads", 1))
+    d_k = width // heads if inputs else None
+    return json.dumps({"inputs": inputs, "d_k": d_k})
+
+
+def _editable(name: str) -> dict:
+    """The inputs a what-if may edit (as the example's TOML gives them) and d_k, for the page's editor."""
+    return json.loads(_editable_json(name))
+
+
 def _example_meta(name: str) -> dict:
     return {k: (dict(v) if isinstance(v, dict) else v) for k, v in _example_meta_items(name)}
 
@@ -786,8 +810,12 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     async def api_words(request: Request) -> Response:
         from ..explain import texts
 
-        return _json({lang: {k[len("serve.ui."):]: v for k, v in texts.LANGS[lang].items() if k.startswith("serve.ui.")}
-                      for lang in LANGS})
+        def words(prefix: str) -> dict:
+            return {lang: {k[len(prefix):]: v for k, v in texts.LANGS[lang].items() if k.startswith(prefix)}
+                    for lang in LANGS}
+
+        # the page's own words, and the shared views' (qkv/explain/views.js reads the page.* words)
+        return _json({"page": words("serve.ui."), "views": words("page.")})
 
     async def api_tokens(request: Request) -> Response:
         model, text = entry(request), _text(request)
@@ -853,7 +881,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
             # the seed's own query: computed when the app was built; another query reads the example's
             # TOML from the package again (a fixed file: the request names no path)
             trace = worked[name] if query is None else examples.run(name, query=query)
-            return _explained(trace, name, _example_title(name, lang), lang, digits)
+            return {**_explained(trace, name, _example_title(name, lang), lang, digits), **_editable(name)}
 
         return _json(await gate().run(compute, lang=_lang_said(request)))
 
