@@ -482,10 +482,18 @@ def _projection_rows(ctx: Context, tokens: list, keys: list, query: int, cross: 
         w_name = "w_" + name
         result = ctx.value(name)[query if name == "q" else kv_at]
         label = sym(weight, weight)
-        lines.append([sub(name, token), EQ, sub("x", token), DOT, label, EQ, ctx.vec(inputs, row), DOT, label, EQ,
+        w = ctx.value(w_name)
+        # W is printed above at its own decimals: the line is "=" only if x·W as printed gives the result
+        d_w = ctx.d(w_name)
+        shown_w = [[shown_decimal(w[i, c], d_w) for c in range(w.shape[1])] for i in range(w.shape[0])]
+        ops, holds = fit([ctx.num(inputs, value) for value in row], [ctx.num(name, r) for r in result],
+                         lambda v: [sum((v[i] * shown_w[i][c] for i in range(len(v))), Decimal(0))
+                                    for c in range(w.shape[1])])
+        row_digits = max((o.digits for o in ops), default=ctx.d(inputs))
+        lines.append([sub(name, token), EQ, sub("x", token), DOT, label, EQ,
+                      Vec(tuple(float(v) for v in row), row_digits), DOT, label, EQ if holds else APPROX,
                       ctx.vec(name, result, groups)])
         if small:
-            w = ctx.value(w_name)
             for c in range(w.shape[1]):
                 lines.append(sum_of_products(
                     ctx, [ctx.num(inputs, value) for value in row], [ctx.num(w_name, w[i, c]) for i in range(w.shape[0])],
