@@ -215,6 +215,13 @@ def _check_colours(frame, sel: str, i: int, weights: np.ndarray) -> None:
                 assert luminance[a] < luminance[b], (i, a, b, weights, painted["rgb"])
 
 
+def _not_blank(png: Path) -> None:
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(png).convert("L"), dtype=np.float64)
+    assert pixels.std() > 10, f"{png.name} is one flat colour"
+
+
 def _click_cell(frame, sel: str, i: int, j: int) -> str:
     """Click cell (i, j) of the matrix with the mouse; the derivation panel's text."""
     point = frame.evaluate("""([sel, i, j]) => { const root = document.querySelector(sel), p = root.qkv.cellPoint(i, j),
@@ -277,7 +284,13 @@ def test_notebook_outputs_render_in_each_front_end(executed, minilm_reference, b
             derivation = _click_cell(frame, sel, cat, 1)
             assert f"{attentions[2, 5, cat, 1]:.{DIGITS}f}" in derivation
 
-            harness.page.screenshot(path=str(tmp_path / f"notebook-{mode}.png"), full_page=True)
+            for n in range(3):     # each output on its own, once painted (Colab's iframes paint when in view)
+                output = harness.page.locator(f"#out{n}")
+                output.scroll_into_view_if_needed()
+                harness.page.wait_for_timeout(500)
+                shot = tmp_path / f"notebook-{mode}-{n}.png"
+                output.screenshot(path=str(shot))
+                _not_blank(shot)
             assert harness.errors == [], harness.errors
             assert harness.outside_requests() == [], harness.outside_requests()
         finally:
