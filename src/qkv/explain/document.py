@@ -219,9 +219,17 @@ def fit(operands: list, results: list, compute) -> tuple[list, bool]:
         if any(v is None for v in shown):
             return operands, False
         got = compute(shown)
-        if all(fmt_decimal(g, r.digits) == w for g, r, w in zip(got, results, wanted)):
+        if all(_matches(g, r.digits, w) for g, r, w in zip(got, results, wanted)):
             return ops, True
     return operands, False
+
+
+def _matches(value: Decimal, digits: int, printed: str) -> bool:
+    """``value`` is what ``printed`` shows: rounded to ``digits`` decimals, or, where the printed number
+    is in scientific notation (a tiny nonzero value, 1.0e-43), to its two significant digits."""
+    if "e" in printed:
+        return fmt(float(value), digits) == printed
+    return fmt_decimal(value, digits) == printed
 
 
 def _dot(pairs: int):
@@ -607,7 +615,8 @@ def _divided_by_root(ctx: Context, scores: np.ndarray, scaled: np.ndarray, dk: i
             EQ if holds else APPROX, ctx.vec("scaled_scores", scaled)]
 
 
-def _softmax_steps(ctx: Context, h: int, query: int, keys: list, final: str, scores: np.ndarray, masked) -> None:
+def _softmax_steps(ctx: Context, h: int, query: int, keys: list, final: str, scores: np.ndarray, masked,
+                   prefix: str = "") -> None:
     """softmax as a person computes it: m, e^(s − m) for each key, their sum, each e^(s − m) / Σ.
 
     Every number is a recorded step (softmax_max, exp_scores, exp_sum, weights). The e^ values and
@@ -615,31 +624,31 @@ def _softmax_steps(ctx: Context, h: int, query: int, keys: list, final: str, sco
     division true as printed; each e^ line then shows s and m with the decimals that make it true.
     """
     def row(name: str) -> np.ndarray:
-        values = ctx.value(name)
+        values = ctx.value(prefix + name)
         values = values[min(h, values.shape[0] - 1)] if values.ndim == 3 else values
         return values[query]
 
     m, exps, total, weights = float(row("softmax_max")[0]), row("exp_scores"), float(row("exp_sum")[0]), row("weights")
     open_keys = [j for j in range(len(keys)) if not masked(query, j)]
-    base = ctx.d("exp_scores")
+    base = ctx.d(prefix + "exp_scores")
     for extra in range(MORE_DIGITS + 1):
         d = base + extra
         shown = {j: shown_decimal(exps[j], d) for j in open_keys}
         shown_total = shown_decimal(total, d)
         if shown_total is None or not shown_total or any(v is None for v in shown.values()):
             return
-        if fmt_decimal(sum(shown.values(), Decimal(0)), d) == fmt(total, d) and all(
-                fmt_decimal(shown[j] / shown_total, ctx.d("weights")) == fmt(weights[j], ctx.d("weights"))
-                for j in open_keys):
+        d_w = ctx.d(prefix + "weights")
+        if _matches(sum(shown.values(), Decimal(0)), d, fmt(total, d)) and all(
+                _matches(shown[j] / shown_total, d_w, fmt(weights[j], d_w)) for j in open_keys):
             break
-    holds = extra < MORE_DIGITS or fmt_decimal(sum(shown.values(), Decimal(0)), d) == fmt(total, d)
+    holds = extra < MORE_DIGITS or _matches(sum(shown.values(), Decimal(0)), d, fmt(total, d))
     ctx.add(Para(ctx.t("softmax.steps", m=fmt(m, ctx.d(final)))))
     lines = []
     for j, key in enumerate(keys):
         if masked(query, j):
             lines.append([sym(f"e^(−∞)", r"e^{-\infty}"), EQ, Num(0.0, 0), f"  ({key}: {ctx.t('masked')})"])
             continue
-        ops, ok = fit([ctx.num(final, scores[j]), ctx.num("softmax_max", m)], [Num(float(exps[j]), d)],
+        ops, ok = fit([ctx.num(final, scores[j]), ctx.num(final, m)], [Num(float(exps[j]), d)],
                       lambda v: [(v[0] - v[1]).exp()])
         a, b = (fmt(o.value, o.digits) for o in ops)
         lines.append([sym(f"e^({a} − {b})", f"e^{{{a} - {b}}}"), EQ if ok else APPROX, Num(float(exps[j]), d),
@@ -651,9 +660,9 @@ def _softmax_steps(ctx: Context, h: int, query: int, keys: list, final: str, sco
         terms.append(Num(float(exps[j]), d))
     lines.append([sym("Σ"), EQ, *terms, EQ if holds else APPROX, Num(total, d)])
     for j in open_keys:
-        ok = fmt_decimal(shown[j] / shown_total, ctx.d("weights")) == fmt(weights[j], ctx.d("weights"))
+        ok = _matches(shown[j] / shown_total, d_w, fmt(weights[j], d_w))
         lines.append([sub("w", keys[j]), EQ, Num(float(exps[j]), d), DIVIDE, Num(total, d), EQ if ok else APPROX,
-                      ctx.num("weights", weights[j])])
+                      ctx.num(prefix + "weights", weights[j])])
     ctx.add(Calc(lines))
 
 
@@ -758,6 +767,8 @@ def _group_meeting(ctx: Context) -> None:
                        ctx.t("gm.col.answer", answers=", ".join(f"“{a}”" for a in answers))],
                       [[tok, ctx.num(f"{name}/scores", scores[j]), ctx.num(f"{name}/weights", weights[j]),
                         ctx.vec(f"{name}/v", values[j])] for j, tok in enumerate(tokens)]))
+        if ctx.has(f"{name}/exp_scores") and len(tokens) <= 12:
+            _softmax_steps(ctx, 0, 0, tokens, f"{name}/scaled_scores", scores, lambda i, j: False, prefix=f"{name}/")
         _notes(ctx, f"{name}/weights", 0, keys=tokens)
         ctx.add(Para(ctx.t("gm.blend")),
                 Calc([[sym("softmax(scores)·V", r"\operatorname{softmax}(\text{scores})\,V"), EQ,
