@@ -18,6 +18,8 @@ from qkv.viz.html import attention_page, trace_html
 
 from browser_support import OpenPage, browser_context  # noqa: F401  (fixture)
 
+pytestmark = pytest.mark.browser            # every test here drives Chromium
+
 DIGITS = 4
 TOLERANCE = 0.5 * 10 ** -DIGITS + 1e-12    # the page shows (and stores) 4 decimals
 
@@ -340,7 +342,9 @@ def test_multi_select_sums_the_selected_rows_and_lock_keeps_them(browser_context
     try:
         p = page.page
         assert p.get_attribute(".qkv-view", "data-selected") == "2"        # the followed query, on open
-        p.click(".qkv-left .qkv-tok[data-index='0']")
+        p.click(".qkv-left .qkv-tok[data-index='0']")                          # the first click replaces it
+        assert p.get_attribute(".qkv-view", "data-selected") == "0"
+        p.click(".qkv-left .qkv-tok[data-index='2']")                          # later clicks add
         p.click(".qkv-left .qkv-tok[data-index='5']")
         assert p.get_attribute(".qkv-view", "data-selected") == "0,2,5"
         p.click(".qkv-lock")
@@ -366,7 +370,7 @@ def test_korean_page_words(browser_context, tmp_path, model_trace):  # noqa: F81
     path.write_text(trace_html(model_trace, lang="ko"), encoding="utf-8")
     page = OpenPage(browser_context, path, viewport=(390, 844))
     try:
-        assert page.page.locator(".qkv-colhead-q").inner_text() == "쿼리"
+        assert page.page.locator(".qkv-colhead-q").inner_text() == "Query"      # the posts keep Query, Key, Value
         assert "한눈에" in page.page.locator(".qkv-overview h3").inner_text()
         assert page.overflow() <= 0 and page.errors == []
     finally:
@@ -448,3 +452,407 @@ def test_inspect_page_of_a_long_text_says_weights_only(tmp_path):
     assert main(["inspect", " ".join(["cat"] * (DERIVATION_TOKENS + 5)), "--format", "html", "--out", str(out)]) == 0
     html = out.read_text(encoding="utf-8")
     assert f"over {DERIVATION_TOKENS} tokens" in html
+
+
+# ------------------------------------------------------------------ the page's own behaviour (issue 19)
+def example_page(browser_context, folder, name, lang="en", viewport=None):  # noqa: F811
+    path = folder / f"{name}-{lang}.html"
+    if not path.exists():
+        path.write_text(trace_html(qkv.examples.run(name), lang=lang, digits=DIGITS), encoding="utf-8")
+    return OpenPage(browser_context, path, viewport=viewport)
+
+
+@pytest.fixture(scope="module")
+def example_folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("examples")
+
+
+def _d(text: str):
+    from decimal import Decimal
+
+    return Decimal(text.replace("−", "-"))
+
+
+def check_equation(line: str) -> str:
+    """Recompute one equation the step-through prints, with exact decimals (independent of the page's
+    JavaScript): products and sums of the printed operands, then the relation to the printed result.
+    "=" must hold exactly as printed (or, for a quotient, to the result's decimals); "≈" must be the
+    result rounded to its decimals; a result introduced as "recorded … from unrounded numbers" is
+    not an equation. Returns the kind of equation checked."""
+    import re
+    from decimal import ROUND_HALF_EVEN, Decimal, getcontext
+
+    getcontext().prec = 50
+    line = line.replace("\u00a0", " ").strip()
+    if ";" in line:                        # "…= S; the recorded value, from unrounded numbers, is R"
+        line = line.split(";")[0]
+    line = re.sub(r"\(the recorded value[^)]*\)|\(반올림하지[^)]*\)", "", line).strip()
+    num = r"−?\d+(?:\.\d+)?"
+    half = lambda r: Decimal(1).scaleb(-max(0, -_d(r).as_tuple().exponent)) / 2   # noqa: E731
+
+    def close(value, shown, sign):
+        if sign == "=" and "." not in shown:
+            return value == _d(shown)
+        return abs(value - _d(shown)) <= half(shown)
+
+    body = line.split(": ", 1)[1] if re.match(r"^“[^”]*”: ", line) else line
+    body = re.sub(r"^[^=]*?\] = ", "", body, count=1) if re.match(r"^(q·k|z|Y|z_final|q)\[", body) else body
+    if "√" in body:                                    # s ÷ √d = t
+        m = re.fullmatch(rf"({num}) ÷ √(\d+) ([=≈→]) ({num})", body)
+        assert m, line
+        if m.group(3) == "=":
+            value = _d(m.group(1)) / Decimal(int(m.group(2))).sqrt()
+            assert close(value, m.group(4), "≈"), line
+        return "root"
+    if body.startswith("Σ e^(s − m) = "):
+        parts = re.split(r" ([=≈→]) ", body[len("Σ e^(s − m) = "):])
+        terms, sign, total = parts[0], parts[1], parts[2]
+        value = sum((_d(t) for t in terms.split(" + ")), Decimal(0))
+        if sign != "→":
+            assert (value == _d(total)) if sign == "=" else close(value, total, "≈"), line
+        return "sum"
+    m = re.fullmatch(rf"({num}) / ({num}) ([=≈]) ({num})", body)
+    if m:
+        if m.group(3) == "=":
+            assert close(_d(m.group(1)) / _d(m.group(2)), m.group(4), "≈"), line
+        return "quotient"
+    m = re.fullmatch(rf"({num}) × \[(.*)\] = \[(.*)\]", body)
+    if m:                                              # w × [v…] = [w·v…]
+        w, vs, ps = _d(m.group(1)), m.group(2).split(", "), m.group(3).split(", ")
+        assert [w * _d(v) for v in vs] == [_d(p) for p in ps], line
+        return "scaled row"
+    m = re.fullmatch(rf"({num}) \+ ({num}) (=|= {num} ≈|→) ({num})", body)
+    if m:                                              # x + y = r
+        if m.group(3) != "→":
+            value = _d(m.group(1)) + _d(m.group(2))
+            assert (value == _d(m.group(4))) if m.group(3) == "=" else close(value, m.group(4), "≈"), line
+        return "residual"
+    if " × " in body:                                  # a×b + c×d = p + q = S (≈ R)
+        body = body[re.search(rf"{num} × ", body).start():]      # after its name ("q[…][0] = x[…] · W_Q[:, 0] = ")
+        chain = re.split(r" ([=≈]) ", body)
+        products, rest = chain[0], chain[1:]
+        exact = [_d(a) * _d(b) for a, b in (t.split(" × ") for t in products.split(" + "))]
+        value = sum(exact, Decimal(0))
+        k = 0
+        if len(exact) > 1 and rest and rest[0] == "=" and " + " in rest[1]:
+            assert [_d(t) for t in rest[1].split(" + ")] == exact, line
+            k = 2
+        while k < len(rest):
+            sign, shown = rest[k], rest[k + 1]
+            assert (value == _d(shown)) if sign == "=" else close(value, shown, "≈"), line
+            k += 2
+        return "products"
+    return ""
+
+
+def all_steps(page) -> list[dict]:
+    """Every step of the step-through, walked with the next button: its id and its equation lines."""
+    p = page.page
+    p.evaluate("() => document.querySelector('.qkv-view').qkv.stepper.go(0)")
+    seen = []
+    while True:
+        seen.append({"id": p.get_attribute(".qkv-stepper", "data-step"),
+                     "lines": p.locator(".qkv-stepper .qkv-eq").all_inner_texts()})
+        if p.locator(".qkv-next").is_disabled():
+            return seen
+        p.click(".qkv-next")
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("name", qkv.examples.names())
+def test_every_equation_of_the_step_through_holds_as_printed(browser_context, example_folder, name, lang):  # noqa: F811
+    page = example_page(browser_context, example_folder, name, lang)
+    try:
+        steps = all_steps(page)
+        assert steps and page.errors == []
+        checked = [check_equation(line) for step in steps for line in step["lines"]]
+        kinds = {k for k in checked if k}
+        if name == "self-attention":
+            assert [s["id"] for s in steps] == ["x", "w", "qkv", "dot", "scale", "softmax", "weighted", "z"]
+            assert {"products", "root", "sum", "quotient", "scaled row"} <= kinds
+        if name == "multi-head":
+            assert [s["id"] for s in steps] == ["heads", "concat", "wo"]
+            assert "products" in kinds
+        print(name, lang, len(checked), "lines,", sum(1 for k in checked if k), "equations checked")
+    finally:
+        page.close()
+
+
+def test_step_through_with_keys_and_buttons_shows_each_step_and_its_cells(browser_context, example_folder):  # noqa: F811
+    trace = qkv.examples.run("self-attention")
+    query = trace.meta["query"]                                           # “love”
+    page = example_page(browser_context, example_folder, "self-attention")
+    try:
+        p = page.page
+        stepper = ".qkv-stepper"
+        assert p.get_attribute(stepper, "data-step") == "x"
+        assert p.locator(".qkv-prev").is_disabled()
+        # X: the followed query's row of X is marked as read
+        marked = p.locator(f"{stepper} table[data-step='x'] td.qkv-read").all_inner_texts()
+        np.testing.assert_allclose([float(t) for t in marked], trace["x"].value[query], atol=TOLERANCE)
+        p.keyboard.press("ArrowRight")
+        assert p.get_attribute(stepper, "data-step") == "w"
+        p.click(".qkv-next")
+        assert p.get_attribute(stepper, "data-step") == "qkv"
+        # q, k, v: the step writes the followed query's q
+        written = p.locator(f"{stepper} table[data-step='q_heads'] td.qkv-write").all_inner_texts()
+        np.testing.assert_allclose([float(t) for t in written], trace["q"].value[query], atol=TOLERANCE)
+        p.keyboard.press("ArrowRight")
+        assert p.get_attribute(stepper, "data-step") == "dot"
+        assert "step 4 of 8" in p.locator(".qkv-stepnum").inner_text()
+        # q·k as a sum of products: the operands read are q and k, the results written are the recorded scores
+        first = p.locator(f"{stepper} .qkv-eq").first
+        reads = [float(t.replace("−", "-")) for t in first.locator(".qkv-read").all_inner_texts()]
+        q, k = trace["q"].value[query], trace["k"].value[0]
+        np.testing.assert_allclose(reads, [q[0], k[0], q[1], k[1]], atol=TOLERANCE)
+        scores = p.locator(f"{stepper} table[data-step='scores'] td.qkv-write").all_inner_texts()
+        np.testing.assert_allclose([float(t) for t in scores], trace["scores"].value[0, query], atol=TOLERANCE)
+        p.keyboard.press("ArrowLeft")
+        assert p.get_attribute(stepper, "data-step") == "qkv"
+        p.click(".qkv-prev")
+        assert p.get_attribute(stepper, "data-step") == "w"
+        # the step list jumps too; softmax writes the weights: e^(s − m) / Σ, each a recorded number
+        p.click(f"{stepper} .qkv-steplist li:nth-child(6) button")
+        assert p.get_attribute(stepper, "data-step") == "softmax"
+        text = p.locator(f"{stepper} .qkv-stepbody").inner_text()
+        assert f"{trace['exp_sum'].value[0, query, 0]:.4f}" in text
+        # keys typed into a form control are the control's, not the step-through's
+        p.focus(".qkv-lock")
+        p.keyboard.press("ArrowRight")
+        assert p.get_attribute(stepper, "data-step") == "weighted"
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_step_through_follows_any_head_of_a_model(browser_context, pages, model_trace):  # noqa: F811
+    page = OpenPage(browser_context, pages / "model.html")
+    try:
+        p = page.page
+        p.select_option(".qkv-part", "1")
+        p.wait_for_selector('.qkv-view[data-ready="1"]')
+        p.select_option(".qkv-head", "3")
+        p.click(".qkv-left .qkv-tok[data-index='4']")                       # follow query 4
+        ids = [s["id"] for s in all_steps(page)]
+        # this trace records each layer's X and W too: the whole story, X to W_O
+        assert ids == ["x", "w", "qkv", "dot", "scale", "softmax", "weighted", "z", "concat", "wo"]
+        p.evaluate("() => document.querySelector('.qkv-view').qkv.stepper.go(3)")
+        scores = p.locator(".qkv-stepper table[data-step='scores'] td.qkv-write").all_inner_texts()
+        np.testing.assert_allclose([float(t.replace("−", "-")) for t in scores],
+                                   model_trace["layer 1/scores"].value[3, 4], atol=TOLERANCE)
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_first_click_on_the_model_page_replaces_the_followed_query(browser_context, pages, model_trace):  # noqa: F811
+    page = OpenPage(browser_context, pages / "model.html")
+    try:
+        p = page.page
+        assert p.get_attribute(".qkv-view", "data-selected") == "2"           # chosen by the page on open
+        p.click(".qkv-left .qkv-tok[data-index='6']")
+        assert p.get_attribute(".qkv-view", "data-selected") == "6"
+        # a key token now opens the derivation of the query the user clicked
+        p.click(".qkv-right .qkv-tok[data-index='1']")
+        assert p.get_attribute(".qkv-view", "data-cell") == "6,1"
+        shown = float(p.locator('.qkv-cell span[data-step="weights"]').first.inner_text())
+        assert abs(shown - model_trace["layer 0/weights"].value[0, 6, 1]) <= TOLERANCE
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_summed_weights_have_their_own_scale_and_label(browser_context, pages, model_trace):  # noqa: F811
+    page = OpenPage(browser_context, pages / "model.html")
+    try:
+        p = page.page
+        weights = model_trace["layer 0/weights"].value[0]
+        key = int(np.argmax(weights.sum(0)))                   # the key most queries look at: its three
+        chosen = sorted(int(i) for i in np.argsort(-weights[:, key])[:3])   # heaviest rows sum past 1
+        for i in chosen:
+            p.click(f".qkv-left .qkv-tok[data-index='{i}']")
+        assert p.get_attribute(".qkv-view", "data-selected") == ",".join(map(str, chosen))
+        assert p.get_attribute(".qkv-view", "data-scale") == "3"
+        total = weights[chosen].sum(0)
+        assert total.max() > 1                                                # a sum leaves the 0–1 scale
+        key = int(np.argmax(total))
+        title = p.get_attribute(f".qkv-right .qkv-tok[data-index='{key}']", "title")
+        assert "sum of the weights of 3 queries" in title and "weight " not in title.replace("weights", "")
+        legend = p.locator(".qkv-sum-legend")
+        assert "0 to 3" in legend.inner_text()
+        assert legend.locator(".qkv-ticks span").last.inner_text() == "3"
+        # the colour is the sum on the 0–3 scale: the largest sum is not painted as a saturated 1
+        colour = p.evaluate(f"() => getComputedStyle(document.querySelector(\".qkv-right .qkv-tok[data-index='{key}']\")).backgroundColor")
+        expected = p.evaluate(f"() => 'rgb(' + window.qkvViews.colour({total[key] / 3}).join(', ') + ')'")
+        assert colour == expected and colour != p.evaluate("() => 'rgb(' + window.qkvViews.colour(1).join(', ') + ')'")
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("size", WIDTHS, ids=["1280x800", "390x844"])
+def test_overview_is_a_layer_by_head_grid(browser_context, pages, size):  # noqa: F811
+    page = OpenPage(browser_context, pages / "model.html", viewport=size)
+    try:
+        p = page.page
+        boxes = p.evaluate("""() => Array.from(document.querySelectorAll('.qkv-thumb')).map(b => {
+            const r = b.getBoundingClientRect(); return [+b.dataset.part, +b.dataset.head, Math.round(r.top), Math.round(r.left)]; })""")
+        assert len(boxes) == 3 * 4
+        rows = {}
+        for part, head, top, left in boxes:
+            rows.setdefault(top, []).append((part, head, left))
+        assert len(rows) == 3 and all(len(r) == 4 for r in rows.values())      # one row per layer, one per head
+        for r in rows.values():
+            assert len({part for part, _, _ in r}) == 1
+        columns = {head: {left for _, h, _, left in boxes if h == head} for head in range(4)}
+        assert all(len(lefts) == 1 for lefts in columns.values())              # heads line up across layers
+        labels = p.locator(".qkv-ov-row").all_inner_texts()
+        assert labels == ["layer 0", "layer 1", "layer 2"]
+        assert page.overflow() <= 0
+    finally:
+        page.close()
+
+
+def test_head_view_lines_stay_on_the_tokens_and_the_matrix_stays_put(browser_context, pages):  # noqa: F811
+    page = OpenPage(browser_context, pages / "model.html")
+    try:
+        p = page.page
+
+        def geometry():
+            return p.evaluate("""() => {
+                const c = document.querySelector('.qkv-lines').getBoundingClientRect();
+                const k = document.querySelector('.qkv-right').getBoundingClientRect();
+                const q = document.querySelector('.qkv-left').getBoundingClientRect();
+                const m = document.querySelector('.qkv-mx-cells').getBoundingClientRect();
+                return {gapLeft: c.left - q.right, gapRight: k.left - c.right, mx: m.left, my: m.top - window.scrollY,
+                        cw: c.width, mw: m.width}; }""")
+
+        before = geometry()
+        assert abs(before["gapLeft"]) <= 1 and abs(before["gapRight"]) <= 1
+        for action in (lambda: p.click(".qkv-left .qkv-tok[data-index='0']"),
+                       lambda: p.click(".qkv-left .qkv-tok[data-index='3']"),
+                       lambda: p.click(".qkv-left .qkv-tok[data-index='7']"),
+                       lambda: p.click(".qkv-right .qkv-tok[data-index='2']"),
+                       lambda: p.click(".qkv-next")):
+            action()
+            after = geometry()
+            assert abs(after["gapLeft"]) <= 1 and abs(after["gapRight"]) <= 1, after    # lines meet both columns
+            assert (after["mx"], after["cw"], after["mw"]) == (before["mx"], before["cw"], before["mw"]), (before, after)
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_a_clicked_cell_is_brought_into_view_on_a_phone(browser_context, pages):  # noqa: F811
+    page = OpenPage(browser_context, pages / "model.html", viewport=(390, 844))
+    try:
+        p = page.page
+        p.locator(".qkv-pan").scroll_into_view_if_needed()
+        point = p.evaluate("() => document.querySelector('.qkv-view').qkv.cellPoint(3, 2)")
+        p.mouse.click(point["x"], point["y"])
+        assert p.get_attribute(".qkv-view", "data-cell") == "3,2"
+        p.wait_for_timeout(200)
+        box = p.evaluate("() => { const r = document.querySelector('.qkv-cell').getBoundingClientRect(); "
+                         "return [r.top, r.bottom, window.innerHeight]; }")
+        assert -2 <= box[0] < box[2] * 0.5, box                               # its heading is on screen
+        assert page.overflow() <= 0 and page.errors == []
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("name", qkv.examples.names())
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_every_example_page_fits_a_phone_and_reads_one_letter_tokens(browser_context, example_folder, name, lang):  # noqa: F811
+    page = example_page(browser_context, example_folder, name, lang, viewport=(390, 844))
+    try:
+        p = page.page
+        assert page.overflow() <= 0, f"{name} {lang}: {page.overflow()} px too wide"
+        p.click(".qkv-next")
+        assert page.overflow() <= 0
+        if lang == "ko":
+            assert p.evaluate("() => getComputedStyle(document.querySelector('.qkv-lead')).wordBreak") == "keep-all"
+        headers = p.locator(".qkv-mx-col")
+        tokens = p.evaluate("() => Array.from(document.querySelectorAll('.qkv-mx-col')).map(e => [e.textContent, e.className])")
+        for text, cls in tokens:
+            if len(text) == 1:                      # "I": written upright, never turned into a dash
+                assert "qkv-mx-turned" not in cls, text
+        if name == "self-attention":
+            assert headers.first.inner_text() == "I"
+            assert "qkv-mx-turned" not in (headers.first.get_attribute("class") or "")
+        assert page.errors == [] and page.outside_requests() == []
+    finally:
+        page.close()
+
+
+def test_multi_head_page_steps_heads_concat_and_w_o(browser_context, example_folder):  # noqa: F811
+    trace = qkv.examples.run("multi-head")
+    page = example_page(browser_context, example_folder, "multi-head")
+    try:
+        p = page.page
+        assert "no attention weights" not in p.locator(".qkv-app").inner_text()
+        assert p.get_attribute(".qkv-stepper", "data-step") == "heads"
+        labels = p.locator(".qkv-stepper .qkv-eq").all_inner_texts()
+        assert [line.split(":")[0] for line in labels] == ["head 1", "head 2", "head 3"]   # the post counts from 1
+        p.keyboard.press("ArrowRight")
+        assert p.get_attribute(".qkv-stepper", "data-step") == "concat"
+        concat = p.locator(".qkv-stepper table[data-step='concat'] td").all_inner_texts()
+        np.testing.assert_allclose([float(t) for t in concat], trace["concat"].value[0], atol=TOLERANCE)
+        p.keyboard.press("ArrowRight")
+        assert p.get_attribute(".qkv-stepper", "data-step") == "wo"
+        final = p.locator(".qkv-stepper .qkv-vec.qkv-write").inner_text()
+        np.testing.assert_allclose(_numbers(final), trace["y"].value[0], atol=TOLERANCE)
+        assert "z_final" in p.locator(".qkv-stepper .qkv-stepbody").inner_text()
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_group_meeting_parts_are_named_and_what_if_moves_lots_weight(browser_context, example_folder):  # noqa: F811
+    trace = qkv.examples.run("group-meeting")
+    page = example_page(browser_context, example_folder, "group-meeting", "ko")
+    try:
+        p = page.page
+        names = p.locator(".qkv-ov-row").all_inner_texts()
+        assert len(names) == 3 and len(set(names)) == 3 and not any("헤드 0" in n for n in names)
+        assert names[0].startswith("조모임 1") and names[1].startswith("조모임 2")
+        thumbs = p.evaluate("() => Array.from(document.querySelectorAll('.qkv-thumb')).map(b => b.title)")
+        assert len(set(thumbs)) == 3 and not any(t.strip() in ("헤드 0", "head 0") for t in thumbs)
+        # what-if: meeting 2 with the question's words scored s; lot keeps its score. Independent check:
+        # a float64 softmax of the same scores.
+        scores = trace["question/scores"].value.reshape(-1)
+        slider = p.locator(".qkv-whatif-slider")
+        assert p.get_attribute(".qkv-whatif", "data-score") == "1000"
+        lot_weights = {}
+        for position in range(int(slider.get_attribute("max")) + 1):
+            slider.evaluate(f"(s) => {{ s.value = {position}; s.dispatchEvent(new Event('input')); }}")
+            s = float(p.get_attribute(".qkv-whatif", "data-score"))
+            changed = scores.copy()
+            changed[:4] = s
+            e = np.exp(changed - changed.max())
+            expected = e / e.sum()
+            shown = [float(t) for t in p.locator(".qkv-whatif tr:nth-child(3) td").all_inner_texts()]
+            np.testing.assert_allclose(shown, expected, atol=TOLERANCE)
+            lot_weights[s] = shown[-1]
+        assert lot_weights[1] > 0.99 and lot_weights[1000] < 0.01            # lot's voice: heard, then lost
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_offline_pages_without_variants_say_what_if_needs_serve(browser_context, example_folder):  # noqa: F811
+    page = example_page(browser_context, example_folder, "self-attention")
+    try:
+        assert "qkv serve" in page.page.locator(".qkv-whatif").inner_text()
+    finally:
+        page.close()
+
+
+def test_docs_screenshots(browser_context, example_folder, pages, tmp_path):  # noqa: F811
+    """Screenshots of each page kind (kept in $QKV_SCREENSHOTS when set, for a person to look at)."""
+    for name, lang in (("self-attention", "en"), ("group-meeting", "ko"), ("multi-head", "en")):
+        for size in WIDTHS:
+            page = example_page(browser_context, example_folder, name, lang, viewport=size)
+            try:
+                shot(page.page, f"page-{name}-{lang}-{size[0]}", tmp_path)
+            finally:
+                page.close()

@@ -66,17 +66,20 @@
     var W = payload.words;
     V.setStyle({ gamma: payload.gamma, stops: payload.stops, ticks: payload.legendTicks });
     var app = root.querySelector(".qkv-app");
-    var state = { part: 0, head: 0, hover: null, selected: [], locked: false, cell: null, zoom: 1 };
+    // fresh: the selection is the one the page chose on open; the first click replaces it
+    var state = { part: 0, head: 0, hover: null, selected: [], fresh: true, locked: false, cell: null, zoom: 1, width: 0 };
     var cache = {};                    // "part/step" → unpacked array
     var api = { state: state, payload: payload, ready: false };
     root.qkv = api;
     (window.qkvPages = window.qkvPages || {})[root.id] = api;
+    var base = payload.headBase || 0;  // a post that numbers its heads from 1 (qkv.trace.head_number)
+    function headNumber(h) { return h + base; }
 
     if (payload.lead) app.appendChild(el("p", "qkv-lead", payload.lead));
-    if (!payload.parts.length) { app.appendChild(el("p", "qkv-note", W.no_data)); root.setAttribute("data-ready", "1"); return; }
     if (typeof DecompressionStream === "undefined" && payload.compressed) {
       app.appendChild(el("p", "qkv-error", W.decode_fail)); return;
     }
+    if (!payload.parts.length) return flowOnly();
 
     function part() { return payload.parts[state.part]; }
     function step(name, index) { return cache[(index === undefined ? state.part : index) + "/" + name]; }
@@ -104,12 +107,12 @@
     app.appendChild(el("p", "qkv-note", W.hint));
     app.appendChild(el("p", "qkv-note", W.storage.replace(/\{d\}/g, payload.digits)));
 
-    // overview: every layer × head as a thumbnail
+    // overview: a fixed grid, one row per layer (or part), one column per head
     var several = payload.parts.length > 1 || payload.parts[0].heads > 1;
-    var overview = el("section", "qkv-panel qkv-overview");
+    var overview = el("section", "qkv-panel qkv-overview"), thumbs = el("div", "qkv-thumbs");
     if (several) {
-      overview.appendChild(el("h3", null, W.overview));
-      var thumbs = el("div", "qkv-thumbs"); overview.appendChild(thumbs);
+      overview.appendChild(el("h3", null, payload.isModel || payload.parts.every(function (p) { return p.heads > 1; }) ? W.overview : W.overview_parts));
+      overview.appendChild(thumbs);
       app.appendChild(overview);
     }
 
@@ -124,6 +127,7 @@
     grid.appendChild(left); grid.appendChild(lines); grid.appendChild(right);
     scroll.appendChild(grid); hv.appendChild(scroll);
     var sumLine = el("div", "qkv-info qkv-selection"); hv.appendChild(sumLine);
+    var sumLegend = el("div", "qkv-sum-legend"); hv.appendChild(sumLegend);
     views.appendChild(hv);
     var mv = el("div", "qkv-panel qkv-matrix"); mv.appendChild(el("h3", null, W.matrix));
     var zoomBar = el("div", "qkv-zoom");
@@ -134,23 +138,33 @@
     zoomBar.appendChild(el("span", "qkv-note", "↓ " + W.queries_col + "  → " + W.keys_col));
     mv.appendChild(zoomBar);
     var pan = el("div", "qkv-pan"); mv.appendChild(pan);
-    var grid2 = {                       // the matrix view reads the shown head's recorded weights
+    var matrixGrid = {                 // the matrix view reads the shown head's recorded weights
       get tq() { return part().tq; }, get tk() { return part().tk; },
       get qTokens() { return part().qTokens; }, get kTokens() { return part().kTokens; },
       value: function (i, j) { return weight(i, j); },
       text: function (i, j) { var w = step("weights"); return fmt(w, at(w, state.head, i, j)); },
       masked: function (i, j) { return isMasked(i, j); }
     };
-    var mx = V.matrix(pan, grid2), matrix = mx.canvas;
+    var mx = V.matrix(pan, matrixGrid);
     var info = el("div", "qkv-info"); mv.appendChild(info);
-    mv.appendChild(legendBox());
+    mv.appendChild(V.legend({ masked: true, label: W.legend }));
     views.appendChild(mv);
     app.appendChild(views);
     var cellBox = el("div", "qkv-panel qkv-cell"); cellBox.hidden = true; app.appendChild(cellBox);
-
-    function legendBox() { return V.legend({ masked: true, label: W.legend }); }
+    var stepBox = el("section", "qkv-panel qkv-stepper"); app.appendChild(stepBox);
+    var marks = { read: [], write: [] };
+    var stepper = V.stepper(stepBox, W, function (s) {
+      marks = s ? { read: s.read || [], write: s.write || [] } : { read: [], write: [] };
+      root.setAttribute("data-step", s ? s.id : "");
+      if (api.ready) drawMatrix();
+    });
+    app.appendChild(whatIfBox());
 
     var rowH = 18;
+
+    // sizes follow the page's width when a part opens and when the window is resized, never on a
+    // click (a click that changed them made the matrix jump and the head view's lines come loose)
+    function measure() { state.width = root.clientWidth || 600; }
 
     function buildTokens() {
       var p = part();
@@ -165,15 +179,15 @@
         right.appendChild(d);
       });
       headSelect.textContent = "";
-      for (var h = 0; h < p.heads; h++) { var o = el("option", null, String(h)); o.value = h; headSelect.appendChild(o); }
+      for (var h = 0; h < p.heads; h++) { var o = el("option", null, String(headNumber(h))); o.value = h; headSelect.appendChild(o); }
       headSelect.value = state.head;
       headSelect.parentNode.style.display = p.heads > 1 ? "" : "none";
     }
 
-    // a one-head trace of a model carries the model's numbering (payload.headName); else the index
+    // a one-head trace of a model carries the model's numbering (payload.headName); else the head's number
     function headName(h) {
       var n = payload.headName;
-      if (part().heads !== 1 || !n) return W.head + " " + h;
+      if (part().heads !== 1 || !n) return W.head + " " + headNumber(h);
       return (n.layer !== null && n.layer !== undefined ? W.layer + " " + n.layer + ", " : "") + W.head + " " + n.head;
     }
 
@@ -198,13 +212,13 @@
       var g = lines.getContext("2d"); g.setTransform(dpr, 0, 0, dpr, 0, 0); g.clearRect(0, 0, width, height);
       var rs = rows(), only = rs.length ? {} : null;
       rs.forEach(function (i) { only[i] = true; });
-      var buckets = [];               // one path per shade: fast even for 512 × 512 lines
+      var buckets = [], gamma = V.style().gamma;          // one path per shade: fast even for 512 × 512 lines
       for (var b = 0; b < 10; b++) buckets.push([]);
       for (var i = 0; i < p.tq; i++) {
         if (only && !only[i]) continue;
         for (var j = 0; j < p.tk; j++) {
           if (isMasked(i, j)) continue;
-          var w = Math.pow(weight(i, j), V.style().gamma);       // the shared scale, as the matrix
+          var w = Math.pow(weight(i, j), gamma);       // the shared scale, as the matrix
           if (!(w >= (only ? 0.05 : 0.3))) continue;
           buckets[Math.min(9, Math.floor(w * 10))].push(i, j);
         }
@@ -220,48 +234,65 @@
         g.stroke();
       });
     }
-    function linesWidth() { return Math.max(60, Math.min(180, (root.clientWidth || 400) - 250)); }
+    function linesWidth() { return Math.max(60, Math.min(180, state.width - 250)); }
 
     function paintTokens() {
-      var p = part(), rs = rows(), chosen = {};
+      var p = part(), rs = rows(), chosen = {}, n = rs.length, sum = n > 1;
       rs.forEach(function (i) { chosen[i] = true; });
       Array.prototype.forEach.call(left.children, function (d, i) {
         d.classList.toggle("qkv-active", !!chosen[i]);
         d.classList.toggle("qkv-pinned", state.selected.indexOf(i) >= 0);
       });
+      // one query: its weights on the 0–1 scale; several: their sum on its own scale, 0 to N
+      var label = sum ? V.fill(W.sum_of, { n: n }) : W.weight;
       Array.prototype.forEach.call(right.children, function (d, j) {
-        if (!rs.length) { d.style.background = ""; d.style.color = ""; d.removeAttribute("data-weight"); d.classList.remove("qkv-masked"); d.title = j + ": " + p.kTokens[j]; return; }
-        var s = summed(rs, j), masked = s.text === W.masked, c = masked ? null : V.colour(s.value);
+        if (!n) { d.style.background = ""; d.style.color = ""; d.removeAttribute("data-weight"); d.classList.remove("qkv-masked"); d.title = j + ": " + p.kTokens[j]; return; }
+        var s = summed(rs, j), masked = s.text === W.masked, c = masked ? null : V.colourOf(s.value, n);
         d.classList.toggle("qkv-masked", masked);
         d.style.background = masked ? "" : "rgb(" + c.join(",") + ")";
-        d.style.color = !masked && V.dark(s.value, 1) ? "#fff" : "";
+        d.style.color = !masked && V.dark(s.value, n) ? "#fff" : "";
         d.setAttribute("data-weight", s.text);
-        d.title = j + ": " + p.kTokens[j] + " — " + W.weight + " " + s.text;
+        d.title = j + ": " + p.kTokens[j] + " — " + label + " " + s.text;
       });
       root.setAttribute("data-query", rs.join(","));
       root.setAttribute("data-selected", state.selected.slice().sort(function (a, b) { return a - b; }).join(","));
-      sumLine.textContent = state.selected.length > 1 ? W.selected + ": " + rs.map(function (i) { return i + " “" + p.qTokens[i] + "”"; }).join(", ") + " — " + W.sum : "";
+      root.setAttribute("data-scale", String(sum ? n : 1));
+      sumLine.textContent = sum ? W.selected + ": " + rs.map(function (i) { return i + " “" + p.qTokens[i] + "”"; }).join(", ") + " — " + label : "";
+      sumLegend.textContent = "";
+      if (sum) sumLegend.appendChild(V.legend({ top: n, width: 160, label: V.fill(W.sum_legend, { n: n }) }));
       lockButton.textContent = state.locked ? W.unlock : W.lock;
       lockButton.setAttribute("aria-pressed", state.locked ? "true" : "false");
     }
 
-    function baseCell(n) { return V.fitCell(n, Math.min(560, Math.max(240, (root.clientWidth || 600) - 80))); }
-
     function drawMatrix() {
-      var p = part(), cell = Math.max(1, Math.round(baseCell(Math.max(p.tq, p.tk)) * state.zoom));
-      mx.draw({ cell: cell, rows: rows(), frame: state.cell, maskedText: W.masked });
+      var p = part(), n = Math.max(p.tq, p.tk);
+      var cell = Math.max(1, Math.round(V.fitCell(n, Math.min(560, Math.max(240, state.width - 120))) * state.zoom));
+      mx.draw({ cell: cell, rows: rows(), frame: state.cell, read: marks.read, write: marks.write, maskedText: W.masked });
     }
 
-    // ---------------------------------------------------------------- overview thumbnails
+    // ---------------------------------------------------------------- overview: layer × head grid
     function drawThumbs() {
       if (!several) return;
       thumbs.textContent = "";
+      var most = 0, biggest = 0;
+      payload.parts.forEach(function (p) { most = Math.max(most, p.heads); biggest = Math.max(biggest, p.tq, p.tk); });
+      var labelled = payload.isModel || payload.parts.length > 1;
+      // every thumbnail one size, small enough that a row of `most` heads fits the page's width
+      var px = Math.max(16, Math.min(56, biggest * 8, Math.floor((state.width - 40 - (labelled ? 90 : 0)) / most) - 10));
+      thumbs.style.gridTemplateColumns = (labelled ? "max-content " : "") + "repeat(" + most + ", max-content)";
+      if (most > 1) {                 // a header row: "head" in the corner, then the heads' numbers
+        thumbs.appendChild(el("span", "qkv-ov-corner", labelled ? W.head + " →" : ""));
+        if (!labelled) thumbs.lastChild.remove();
+        for (var h0 = 0; h0 < most; h0++) thumbs.appendChild(el("span", "qkv-ov-col", (labelled ? "" : W.head + " ") + headNumber(h0)));
+      }
       payload.parts.forEach(function (p, index) {
         var w = step("weights", index);
-        for (var h = 0; h < p.heads; h++) {
+        if (labelled) thumbs.appendChild(el("span", "qkv-ov-row", p.label));
+        for (var h = 0; h < most; h++) {
+          if (h >= p.heads) { thumbs.appendChild(el("span")); continue; }
           var box = el("button", "qkv-thumb"); box.type = "button";
           box.setAttribute("data-part", index); box.setAttribute("data-head", h);
-          var c = document.createElement("canvas"), px = Math.min(56, Math.max(p.tq, p.tk) * 8);
+          var c = document.createElement("canvas");
           var sx = p.tk / px, sy = p.tq / px, img;
           c.width = px; c.height = px; c.style.width = px + "px"; c.style.height = px + "px";
           var g = c.getContext("2d"); img = g.createImageData(px, px);
@@ -276,8 +307,8 @@
           }
           g.putImageData(img, 0, 0);
           box.appendChild(c);
-          box.appendChild(el("span", null, (payload.isModel ? p.label + " · " : "") + W.head + " " + h));
-          box.title = (payload.isModel ? p.label + ", " : "") + W.head + " " + h;
+          var name = (labelled ? p.label + ", " : "") + (p.heads > 1 || most > 1 ? W.head + " " + headNumber(h) : "");
+          box.title = name.replace(/, $/, ""); box.setAttribute("aria-label", box.title);
           thumbs.appendChild(box);
         }
       });
@@ -285,7 +316,7 @@
     }
     function markThumb() {
       if (!several) return;
-      Array.prototype.forEach.call(thumbs.children, function (b) {
+      Array.prototype.forEach.call(thumbs.querySelectorAll(".qkv-thumb"), function (b) {
         b.classList.toggle("qkv-current", +b.getAttribute("data-part") === state.part && +b.getAttribute("data-head") === state.head);
       });
     }
@@ -293,7 +324,7 @@
     // ---------------------------------------------------------------- the derivation of one cell
     function source() {                // the recorded numbers of the shown part, for the shared views
       return {
-        has: function (name) { return !!step(name); },
+        has: function (name) { return name === "rotated" ? !!part().rotated : !!step(name); },
         shape: function (name) { return step(name).shape; },
         value: function (name, a, b, c) { var s = step(name); return num(s, at(s, a, b, c)); },
         text: function (name, a, b, c) { var s = step(name); return fmt(s, at(s, a, b, c)); },
@@ -301,21 +332,47 @@
         masked: function (h, i, j) { var m = step("mask"); return m ? m.data[at(m, h, i, j)] === 0 : false; }
       };
     }
+    function kvHead(h) { var p = part(); return Math.floor(h / Math.max(1, p.heads / p.kvHeads)); }
 
-    function showCell(i, j) {
-      var p = part(), h = state.head, kv = Math.floor(h / Math.max(1, p.heads / p.kvHeads));
+    function showCell(i, j, fromUser) {
+      var p = part(), h = state.head;
       state.cell = [i, j];
       cellBox.hidden = false;
       var title = W.derivation + " — " + (payload.parts.length > 1 ? p.label + ", " : "") +
         headName(h) + ": " + W.query + " " + i + " “" + p.qTokens[i] + "” → " + W.key + " " + j + " “" + p.kTokens[j] + "”";
-      V.derivation(cellBox, title, V.cellRows(source(), { h: h, kv: kv, i: i, j: j, rotated: p.rotated }, W), W);
+      V.derivation(cellBox, title, V.cellRows(source(), { h: h, kv: kvHead(h), i: i, j: j, rotated: p.rotated }, W), W);
       root.setAttribute("data-cell", i + "," + j);
-      drawMatrix();
+      if (state.selected.indexOf(i) < 0 || state.selected.length !== 1) { state.selected = [i]; state.fresh = false; }
+      refresh(true);
+      if (fromUser) bringIntoView(cellBox);
+    }
+    // a phone shows the derivation below the views: bring it up when it starts below the fold
+    function bringIntoView(node) {
+      var r = node.getBoundingClientRect(), h = window.innerHeight || document.documentElement.clientHeight;
+      if (r.top > h * 0.8 || r.bottom < 0) node.scrollIntoView({ block: "start" });
     }
 
-    function refresh() { paintTokens(); drawLines(); drawMatrix(); markThumb(); }
-    function setHover(value) { state.hover = value; refresh(); }
+    // ---------------------------------------------------------------- the step-through
+    function followed() { var rs = state.selected.length ? state.selected.slice().sort(function (a, b) { return a - b; }) : [part().query || 0]; return rs[0]; }
+    function focusKey(i) {              // the clicked key in this row, else the key with the largest weight
+      if (state.cell && state.cell[0] === i) return state.cell[1];
+      var best = 0, top = -1, p = part();
+      for (var j = 0; j < p.tk; j++) { var w = isMasked(i, j) ? -1 : weight(i, j); if (w > top) { top = w; best = j; } }
+      return best;
+    }
+    function rebuildSteps(keep) {
+      var p = part(), i = followed(), h = state.head;
+      stepper.set(V.steps(source(), { h: h, kv: kvHead(h), i: i, j: focusKey(i), qTokens: p.qTokens, kTokens: p.kTokens,
+        heads: p.heads, headLabel: function (x) { return headName(x); } }, W), keep);
+    }
+
+    function refresh(keepSteps) {
+      paintTokens(); drawLines(); drawMatrix(); markThumb();
+      if (api.ready) rebuildSteps(keepSteps !== false);
+    }
+    function setHover(value) { state.hover = value; paintTokens(); drawLines(); drawMatrix(); }
     function toggle(i) {
+      if (state.fresh) { state.selected = [i]; state.fresh = false; refresh(); return; }   // replaces the page's pick
       var at0 = state.selected.indexOf(i);
       if (at0 >= 0) state.selected.splice(at0, 1); else state.selected.push(i);
       refresh();
@@ -331,15 +388,15 @@
       state.hover = null; toggle(+t.getAttribute("data-index"));
     });
     right.addEventListener("click", function (e) {
-      var t = e.target.closest(".qkv-tok"), rs = rows(); if (t && rs.length) showCell(rs[0], +t.getAttribute("data-index"));
+      var t = e.target.closest(".qkv-tok"), rs = rows(); if (t && rs.length) showCell(rs[0], +t.getAttribute("data-index"), true);
     });
     lockButton.addEventListener("click", function () { state.locked = !state.locked; state.hover = null; refresh(); });
-    clearButton.addEventListener("click", function () { state.selected = []; state.hover = null; refresh(); });
+    clearButton.addEventListener("click", function () { state.selected = []; state.fresh = false; state.hover = null; refresh(); });
     zoomIn.addEventListener("click", function () { state.zoom = Math.min(16, state.zoom * 2); drawMatrix(); });
     zoomOut.addEventListener("click", function () { state.zoom = Math.max(1 / 8, state.zoom / 2); drawMatrix(); });
-    var cellAt = mx.cellAt;
+    var matrix = mx.canvas;
     matrix.addEventListener("mousemove", function (e) {
-      var c = cellAt(e), p = part();
+      var c = mx.cellAt(e), p = part();
       if (!c) { info.textContent = ""; return; }
       var w = step("weights");
       info.textContent = W.query + " " + c[0] + " “" + p.qTokens[c[0]] + "” → " + W.key + " " + c[1] + " “" + p.kTokens[c[1]] + "”: " +
@@ -347,7 +404,7 @@
       if (!state.locked && state.hover !== c[0]) setHover(c[0]);
     });
     matrix.addEventListener("mouseleave", function () { info.textContent = ""; if (state.hover !== null) setHover(null); });
-    matrix.addEventListener("click", function (e) { var c = cellAt(e); if (c) showCell(c[0], c[1]); });
+    matrix.addEventListener("click", function (e) { var c = mx.cellAt(e); if (c) showCell(c[0], c[1], true); });
 
     function open(index, head) {      // show part `index`, head `head` (loading its numbers first)
       root.setAttribute("data-ready", "0");
@@ -355,7 +412,7 @@
         var changed = index !== state.part;
         state.part = index; state.hover = state.cell = null; cellBox.hidden = true;
         state.head = Math.max(0, Math.min(head, part().heads - 1));
-        if (changed) state.selected = [part().query || 0];
+        if (changed) { state.selected = [part().query || 0]; state.fresh = true; }
         root.setAttribute("data-part", String(index)); root.setAttribute("data-head", String(state.head));
         buildTokens(); refresh(); root.setAttribute("data-ready", "1");
       });
@@ -371,25 +428,111 @@
       partSelect.value = index;
       open(index, h).then(function () { if (views.scrollIntoView) views.scrollIntoView({ block: "start" }); });
     });
+    // ← → step through (unless a form control has the keys, or another view on the page does)
+    document.addEventListener("keydown", function (e) {
+      if (e.altKey || e.ctrlKey || e.metaKey || (e.key !== "ArrowRight" && e.key !== "ArrowLeft")) return;
+      var t = e.target;
+      if (t && t.closest && (t.closest("select, input, textarea") || (t.closest(".qkv-view") && !root.contains(t)))) return;
+      if (e.key === "ArrowRight") stepper.next(); else stepper.prev();
+      e.preventDefault();
+    });
+    var resizing = null;
+    window.addEventListener("resize", function () {
+      clearTimeout(resizing);
+      resizing = setTimeout(function () { if (!api.ready) return; measure(); drawThumbs(); refresh(); }, 150);
+    });
 
     // read-only accessors for notebooks and tests: the recorded numbers the view shows
     api.value = function (stepName, h, i, j) { var a = step(stepName); return a ? num(a, at(a, h, i, j)) : undefined; };
     api.text = function (stepName, h, i, j) { var a = step(stepName); return a ? fmt(a, at(a, h, i, j)) : undefined; };
     api.cellPoint = mx.cellPoint;        // where cell (i, j) of the matrix view is, in window coordinates
-    api.showCell = showCell;
+    api.showCell = function (i, j) { showCell(i, j, false); };
     api.row = function (h, i) { var p = part(), r = []; for (var j = 0; j < p.tk; j++) r.push(api.value("weights", h, i, j)); return r; };
+    api.stepper = stepper;
 
     var all = [];
     for (var index = 0; index < payload.parts.length; index++) all.push(several ? load(index) : index === 0 ? load(0) : null);
     Promise.all(all).then(function () {
       var p = part();
+      measure();
       state.head = Math.min(payload.head || 0, p.heads - 1);
       state.selected = [p.query || 0];               // the followed query, selected on open
       root.setAttribute("data-part", "0"); root.setAttribute("data-head", String(state.head));
-      buildTokens(); drawThumbs(); refresh();
-      api.ready = true; root.setAttribute("data-ready", "1");
+      buildTokens(); drawThumbs();
+      api.ready = true; refresh(false);
+      root.setAttribute("data-ready", "1");
     }, function (err) {
       app.appendChild(el("p", "qkv-error", W.decode_fail + " " + err));
     });
+
+    // ---------------------------------------------------------------- what-if
+    function whatIfBox() {
+      var box = el("section", "qkv-panel qkv-whatif"), w = payload.whatIf;
+      box.appendChild(el("h3", null, W.whatif));
+      if (!w) { box.appendChild(el("p", "qkv-note", W.whatif_serve)); return box; }
+      box.appendChild(el("p", null, V.fill(W.whatif_meeting, { recorded: w.recorded, lot: w.lotScore })));
+      var label = el("label", "qkv-whatif-label"), slider = el("input");
+      slider.type = "range"; slider.min = 0; slider.max = w.variants.length - 1; slider.step = 1; slider.className = "qkv-whatif-slider";
+      var recordedAt = 0;
+      w.variants.forEach(function (v, k) { if (v.score === w.recorded) recordedAt = k; });
+      slider.value = recordedAt;
+      label.appendChild(el("span", null, W.whatif_score + " "));
+      label.appendChild(slider);
+      var shown = el("span", "qkv-num qkv-whatif-score"); label.appendChild(shown);
+      box.appendChild(label);
+      var table = el("div", "qkv-whatif-out"); box.appendChild(table);
+      box.appendChild(el("p", "qkv-note", W.whatif_note));
+      function show() {
+        var v = w.variants[+slider.value];
+        shown.textContent = String(v.score);
+        box.setAttribute("data-score", String(v.score));
+        var html = '<table class="qkv-mt"><tr><th></th>' + w.tokens.map(function (t) { return "<th>" + esc(t) + "</th>"; }).join("") + "</tr>";
+        html += "<tr><th>" + esc(W.score) + "</th>" + w.tokens.map(function (t, k) {
+          var s = w.asked.indexOf(k) >= 0 ? v.score : k === w.lot ? w.lotScore : null;
+          return '<td class="qkv-n">' + (s === null ? "" : esc(String(s))) + "</td>"; }).join("") + "</tr>";
+        html += "<tr><th>" + esc(W.weight) + "</th>" + v.weights.map(function (x, k) {
+          return '<td class="qkv-n' + (k === w.lot ? " qkv-write" : "") + '" data-key="' + k + '">' + V.fmt(x, w.digits) + "</td>"; }).join("") + "</tr></table>";
+        var best = v.out[0] >= v.out[1] ? 0 : 1;
+        html += '<p class="qkv-whatif-result">' + esc(V.fill(W.whatif_result, { w: V.fmt(v.weights[w.lot], w.digits),
+          out: "[" + v.out.map(function (x) { return V.fmt(x, w.digits); }).join(", ") + "]", answer: w.answers[best] || String(best) })) + "</p>";
+        table.innerHTML = '<div class="qkv-table-scroll">' + html + "</div>";
+      }
+      slider.addEventListener("input", show);
+      show();
+      return box;
+    }
+
+    // ---------------------------------------------------------------- a trace without weights
+    function flowOnly() {
+      var flow = payload.flow || { arrays: {} }, names = Object.keys(flow.arrays), fcache = {};
+      if (!names.length || !flow.arrays.out) { app.appendChild(el("p", "qkv-note", W.no_data)); root.setAttribute("data-ready", "1"); return; }
+      var box = el("section", "qkv-panel qkv-stepper"); app.appendChild(box);
+      app.appendChild(whatIfBox());
+      var ctl = V.stepper(box, W, function (s) { root.setAttribute("data-step", s ? s.id : ""); });
+      api.stepper = ctl;
+      document.addEventListener("keydown", function (e) {
+        if (e.altKey || e.ctrlKey || e.metaKey || (e.key !== "ArrowRight" && e.key !== "ArrowLeft")) return;
+        var t = e.target;
+        if (t && t.closest && (t.closest("select, input, textarea") || (t.closest(".qkv-view") && !root.contains(t)))) return;
+        if (e.key === "ArrowRight") ctl.next(); else ctl.prev();
+        e.preventDefault();
+      });
+      Promise.all(names.map(function (n) { return unpack(flow.arrays[n]).then(function (a) { fcache[n] = a; }); })).then(function () {
+        var src = {
+          has: function (n) { return !!fcache[n]; },
+          shape: function (n) { return fcache[n].shape; },
+          value: function (n, a, b, c) { var s = fcache[n]; return num(s, at(s, a, b, c)); },
+          text: function (n, a, b, c) { var s = fcache[n]; return fmt(s, at(s, a, b, c)); },
+          formula: function (n) { return (flow.formulas || {})[n] || ""; },
+          masked: function () { return false; }
+        };
+        var tokens = flow.tokens || [], i = payload.query || 0;
+        var rowsOut = fcache.out.shape[1];
+        var shownTokens = rowsOut === 1 && tokens[i] !== undefined ? [tokens[i]] : tokens;   // one followed token
+        ctl.set(V.flowSteps(src, { i: rowsOut === 1 ? 0 : i, h: 0, qTokens: shownTokens, heads: flow.heads,
+          headLabel: function (h) { return W.head + " " + headNumber(h); } }, W, false));
+        api.ready = true; root.setAttribute("data-ready", "1");
+      }, function (err) { app.appendChild(el("p", "qkv-error", W.decode_fail + " " + err)); });
+    }
   };
 })();

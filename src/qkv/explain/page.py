@@ -27,15 +27,26 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..trace import (BIASED_SCORES, K_HEADS, MASK, OUT, Q_HEADS, SCALED_SCORES, SCORES, V_HEADS, WEIGHTS, Trace)
+from .. import trace as _steps
+from ..trace import (BIASED_SCORES, CONCAT, K, K_HEADS, MASK, MEMORY, OUT, Q, Q_HEADS, RESIDUAL, SCALED_SCORES, SCORES,
+                     V, V_HEADS, W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, Trace, head_number)
 from . import texts
 from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, as_heads, as_layers, attention_parts, token_labels
 from .style import BLUES_STOPS, DIGITS, LEGEND_TICKS, WEIGHT_GAMMA
 
 __all__ = ["trace_html", "attention_page", "pack"]
 
+# The softmax's own steps (m, e^(s − m), Σ e^(s − m)), recorded by qkv.attention where it records them.
+SOFTMAX_MAX = getattr(_steps, "SOFTMAX_MAX", "softmax_max")
+EXP_SCORES = getattr(_steps, "EXP_SCORES", "exp_scores")
+EXP_SUM = getattr(_steps, "EXP_SUM", "exp_sum")
 # Steps the page can show for one attention part, in derivation order.
-_STEPS = (Q_HEADS, K_HEADS, V_HEADS, SCORES, SCALED_SCORES, BIASED_SCORES, MODIFIED_SCORES, MASK, WEIGHTS, OUT)
+_STEPS = (Q_HEADS, K_HEADS, V_HEADS, SCORES, SCALED_SCORES, BIASED_SCORES, MODIFIED_SCORES, MASK, SOFTMAX_MAX,
+          EXP_SCORES, EXP_SUM, WEIGHTS, OUT)
+# Steps around the attention core that the step-through shows where they were recorded (X → W → Q, K, V;
+# concat → W_O → Y → R + Y). Kept only up to _FLOW_LIMIT numbers each: a model's 384 × 384 W_Q is left out.
+_FLOW = (X, MEMORY, W_Q, W_K, W_V, Q, K, V, CONCAT, W_O, Y, RESIDUAL)
+_FLOW_LIMIT = 20_000
 _COMPRESS_ABOVE = 4096      # bytes; smaller arrays stay plain base64 (readable by any browser)
 _DERIVATION_LIMIT = 2_000_000   # numbers; a bigger trace's step-by-step text would drown the page
 
@@ -82,7 +93,7 @@ def _part_payload(label: str, q_tokens: Sequence[str], k_tokens: Sequence[str], 
     weights = as_heads(steps["weights"], "weights")
     heads, tq, tk = weights.shape
     arrays, kv_heads = {}, heads
-    for name in _STEPS:
+    for name in _STEPS + _FLOW:
         if name not in steps:
             continue
         value = np.asarray(steps[name])
@@ -104,9 +115,9 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
         if part.prefix.startswith("layer "):               # "layer 3" in the page's language
             label = texts.text(lang, "fig.layer", l=int(part.prefix.split()[1].rstrip("/")))
         steps, formulas = {}, {}
-        for name in _STEPS:
+        for name in _STEPS + _FLOW:
             step = trace.get(part.prefix + name)
-            if step is not None:
+            if step is not None and (name in _STEPS or step.value.size <= _FLOW_LIMIT):
                 steps[name], formulas[name] = step.value, step.formula
         rotated = part.prefix + Q_ROTATED in trace and part.prefix + K_ROTATED in trace
         if rotated:   # RoPE: the scores read the rotated q and k, so the q and k rows show those
@@ -119,15 +130,26 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
                                ("v_heads", weights.shape[2])):
             if name in steps and as_heads(steps[name], name).shape[1] != axis_len:
                 del steps[name]
-        parts.append(_part_payload(label, part.q_tokens, part.k_tokens, steps, formulas, digits, part.query))
+        parts.append(_part_payload(_part_label(trace, part.prefix, label, lang), part.q_tokens, part.k_tokens,
+                                   steps, formulas, digits, part.query))
         parts[-1]["rotated"] = rotated
+        if part.prefix and not part.prefix.startswith("layer "):
+            parts[-1]["name"] = part.prefix.rstrip("/")
     is_model = bool(parts) and attention_parts(trace)[0].prefix.startswith("layer ")
     # meta["head"] picks the first head shown when the weights hold several; in a one-head trace it
     # names the model's head (shown as the head's label), it is no index.
     label = trace.meta.get("head")
     several = bool(parts) and parts[0]["heads"] > 1
     payload = {"title": trace.title, "parts": parts, "isModel": is_model,
-               "head": int(label or 0) if several else 0, "lead": _lead(trace.title, parts, is_model)}
+               "head": int(label or 0) if several else 0, "lead": _lead(trace.title, parts, is_model),
+               "headBase": head_number(trace.meta, 0), "kind": trace.meta.get("kind", ""),
+               "query": _followed(trace, parts)}
+    if not parts:                 # no weights (the multi-head example): the steps around the heads
+        payload["flow"] = _flow(trace, digits)
+        payload["lead"] = {language: texts.text(language, "page.lead.flow", title=trace.title or "qkv")
+                           for language in ("en", "ko")}
+    if trace.meta.get("kind") == "group-meeting":
+        payload["whatIf"] = _meeting_variants(trace, digits)
     if is_model and trace.meta.get("derivation") is False:       # a long text: weights only (a size bound)
         for language in payload["lead"]:
             payload["lead"][language] += texts.text(language, "page.weights_only",
@@ -136,6 +158,68 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     if label is not None and not several:     # the page writes "layer 2, head 3" in its language
         payload["headName"] = {"layer": trace.meta.get("layer"), "head": label}
     return payload
+
+
+def _part_label(trace: Trace, prefix: str, label: str, lang: str) -> str:
+    """The name a reader knows a part by: the group meeting's meetings and notation by their titles."""
+    name = prefix.rstrip("/")
+    if trace.meta.get("kind") == "group-meeting":
+        scenes = {str(s.get("name")): s for s in trace.meta.get("scenes", []) if isinstance(s, dict)}
+        if name in scenes and f"gm.{name}.title" in texts.LANGS[lang]:
+            return texts.text(lang, f"gm.{name}.title", sentence=" ".join(map(str, scenes[name].get("tokens", []))))
+        if f"page.part.{name}" in texts.LANGS[lang]:
+            return texts.text(lang, f"page.part.{name}")
+    return label
+
+
+def _followed(trace: Trace, parts: list[dict]) -> int:
+    """The followed query of a trace without weights (the multi-head example): meta query, else 0."""
+    query = trace.meta.get("query", 0)
+    return int(query) if isinstance(query, (int, np.integer)) else 0
+
+
+def _flow(trace: Trace, digits: int) -> dict:
+    """The recorded steps around the heads (out of each head, concat, W_O, Y, R + Y) for a trace with no weights."""
+    arrays, formulas = {}, {}
+    for name in (OUT,) + _FLOW:
+        step = trace.get(name)
+        if step is not None and step.value.size <= _FLOW_LIMIT:
+            arrays[name] = pack(step.value if name == OUT else np.asarray(step.value), digits)
+            formulas[name] = step.formula
+    tokens = [str(t) for t in trace.meta.get("tokens", [])]
+    return {"arrays": arrays, "formulas": formulas, "tokens": tokens,
+            "heads": int(as_heads(trace[OUT].value, OUT).shape[0]) if OUT in trace else 0}
+
+
+def _meeting_variants(trace: Trace, digits: int) -> dict | None:
+    """What-if for the group meeting, computed by qkv itself when the page is built: meeting 2 run again
+    with the question's words scored s instead of their recorded score, for a range of s. Each variant's
+    weights and conclusion come from `qkv.attention` (the one implementation), exactly as the example
+    runs its meetings (scores as keys of width 1, the query [1], scale 1); the page only looks them up."""
+    from ..attention import attention
+
+    scenes = [s for s in trace.meta.get("scenes", []) if isinstance(s, dict)]
+    if len(scenes) < 2 or trace.get("question/v") is None or trace.get("question/scores") is None:
+        return None
+    scene = scenes[1]
+    scores = np.asarray(trace["question/scores"].value, dtype=np.float64).reshape(-1)
+    values = np.asarray(trace["question/v"].value, dtype=np.float64)
+    tokens = [str(t) for t in scene.get("tokens", [])]
+    first = scenes[0].get("tokens", [])
+    asked = list(range(len(tokens) - len(first)))        # the question's words come before the first meeting's
+    if not asked or len(tokens) != scores.size:
+        return None
+    lot = len(tokens) - 1
+    variants = []
+    for s in (1, 10, 50, 90, 95, 100, 105, 110, 150, 200, 500, 1000):
+        changed = scores.copy()
+        changed[asked] = s
+        out, weights = attention(np.ones((1, 1)), changed[:, None], values, scale=1.0, return_weights=True)
+        variants.append({"score": s, "weights": [float(w) for w in np.asarray(weights).reshape(-1)],
+                         "out": [float(o) for o in np.asarray(out).reshape(-1)]})
+    return {"tokens": tokens, "asked": asked, "lot": lot, "recorded": float(scores[asked[0]]),
+            "lotScore": float(scores[lot]), "answers": [str(a) for a in trace.meta.get("answers", [])],
+            "variants": variants, "digits": digits}
 
 
 def _lead(title: str, parts: list[dict], is_model: bool, lang: str = "en") -> dict:
@@ -184,7 +268,8 @@ def _page(payload: dict, *, title: str, lang: str, digits: int, derivation: str,
     payload = dict(payload, lang=lang, digits=digits, words=_words(lang), gamma=WEIGHT_GAMMA,
                    stops=[list(stop) for stop in BLUES_STOPS],
                    legendTicks=list(LEGEND_TICKS), lead=(payload.get("lead") or {}).get(lang, ""),
-                   compressed=any(a["z"] for p in payload["parts"] for a in p["arrays"].values()))
+                   compressed=any(a["z"] for p in payload["parts"] + [payload.get("flow") or {"arrays": {}}]
+                                  for a in p["arrays"].values()))
     view_id = "qkv-" + secrets.token_hex(4)
     heading = f"<h1>{_html.escape(title)}</h1>" if title else ""
     body = (f'<div class="qkv-view" id="{view_id}" data-ready="0" lang="{lang}">{heading}'

@@ -43,6 +43,20 @@
      words: the page.* words of qkv.explain.texts without "page." (qrow, krow, rotated, score, scaled,
             biased, modified, mask, allowed, blocked, share, masked, sum1, value, out, not_recorded)
 
+   The guided step-through (X → W → q, k, v → q·k → ÷√d_k → softmax → weights × v → z → concat → W_O → R + Y)
+     V.steps(src, ctx, words) → [{id, title, text, html, read, write}]   the steps src records, in order;
+                                    ctx {h, kv, i, j, qTokens, kTokens, headLabel(h), heads}; read/write:
+                                    [[i, j]…] cells of the weights matrix the step reads / writes (softmax
+                                    writes row i, weights × v and z read it; for m.draw); in html, numbers a step reads carry .qkv-read, those it writes
+                                    .qkv-write. Every number is a recorded one; the only arithmetic is on
+                                    shown decimals (exact products and sums, BigInt), and an equation is
+                                    written "=" only when it holds at the shown precision, else "≈" or the
+                                    recorded value is named as computed from unrounded numbers.
+     V.flowSteps(src, ctx, words)  the same for a trace with no weights (heads → concat → W_O → Y)
+     V.stepper(box, words, onStep) → {set(steps, keep), go(k), next(), prev(), index()}: the panel
+                                    (previous / next buttons, step list, the step's text and numbers);
+                                    the caller wires the ← → keys to next/prev.
+
    A Source is what the views read numbers from:
      {has(step) → bool, shape(step) → [A, B, C], value(step, a, b, c) → number,
       text(step, a, b, c) → the shown decimal, formula(step) → string, masked(h, i, j) → bool}
@@ -290,6 +304,349 @@
     });
     var wrap = el("div", "qkv-table-scroll"); wrap.appendChild(table); box.appendChild(wrap);
     return table;
+  };
+
+  // ------------------------------------------------------------------ exact arithmetic on shown decimals
+  // A shown number is read back as {n, exp} (value n·10^−exp, n a BigInt); products and sums of
+  // those are exact, so an equation built from them is true as printed.
+  function dec(text) { return V.decimal(text); }
+  function mulD(a, b) { return { n: a.n * b.n, exp: a.exp + b.exp }; }
+  function align(a, exp) { var k = exp - a.exp, n = a.n; while (k-- > 0) n *= 10n; return n; }
+  function addD(a, b) { var e = Math.max(a.exp, b.exp); return { n: align(a, e) + align(b, e), exp: e }; }
+  function showD(a) {                 // exact, trailing zeros after the point dropped
+    var t = V.fmtInt(a.n, a.exp);
+    if (t.indexOf(".") >= 0) t = t.replace(/0+$/, "").replace(/\.$/, "");
+    return t === "−0" ? "0" : t;
+  }
+  function sameD(a, b) { var e = Math.max(a.exp, b.exp); return align(a, e) === align(b, e); }
+  // does the exact a round to the shown r (r has r.exp decimals)? |a − r| ≤ ½·10^−r.exp
+  function roundsTo(a, r) {
+    var e = Math.max(a.exp, r.exp) + 1, diff = align(a, e) - align(r, e), half = 5n;
+    for (var k = 0; k < e - r.exp - 1; k++) half *= 10n;
+    if (diff < 0n) diff = -diff;
+    return diff <= half;
+  }
+  V.exact = { dec: dec, mul: mulD, add: addD, show: showD, same: sameD, roundsTo: roundsTo };
+
+  function span(cls, text) { return '<span class="qkv-n' + (cls ? " " + cls : "") + '">' + esc(text) + "</span>"; }
+  // "a×b + c×d = p + q = S ≈ R": terms [[aText, bText]…], recorded text R
+  function productSum(terms, recorded, W, opts) {
+    opts = opts || {};
+    var total = { n: 0n, exp: 0 }, left = [], mid = [], ok = true;
+    terms.forEach(function (t) {
+      var a = dec(t[0]), b = dec(t[1]);
+      if (!a || !b) { ok = false; return; }
+      var p = mulD(a, b); total = addD(total, p);
+      left.push(span(opts.aCls, t[0]) + " × " + span(opts.bCls, t[1]));
+      mid.push(span("", showD(p)));
+    });
+    if (!ok || !terms.length) return null;
+    var r = dec(recorded), html = left.join(" + ");
+    if (terms.length > 1) html += " = " + mid.join(" + ");
+    html += " = " + span("", showD(total));
+    if (r && sameD(total, r)) return html.replace(/ = <span class="qkv-n">[^<]*<\/span>$/, "") + " = " + span("qkv-write", recorded);
+    if (r && roundsTo(total, r)) return html + " ≈ " + span("qkv-write", recorded);
+    return html + '; <span class="qkv-note">' + esc(W.from_unrounded) + "</span> " + span("qkv-write", recorded);
+  }
+  V.productSum = productSum;
+
+  function rowTexts(src, step, a, b) { var s = src.shape(step), out = []; for (var c = 0; c < s[2]; c++) out.push(src.text(step, a, b, c)); return out; }
+
+  // a slice [a] of a recorded step as a table; mark(r, c) → "qkv-read" | "qkv-write" | ""
+  function tableHtml(src, step, a, opts) {
+    var s = src.shape(step), R = s[1], C = s[2], rows = [], cols = [];
+    function pick(n, limit) {
+      var out = [];
+      if (n <= limit) { for (var k = 0; k < n; k++) out.push(k); return out; }
+      for (k = 0; k < limit - 3; k++) out.push(k);
+      out.push(-1); out.push(n - 2); out.push(n - 1);
+      return out;
+    }
+    var rowIdx = opts.rows || pick(R, 12), colIdx = opts.cols || pick(C, 12);
+    var mark = opts.mark || function () { return ""; };
+    var html = '<table class="qkv-mt" data-step="' + esc(step) + '"><caption>' + esc(opts.caption || step) +
+      ' <span class="qkv-note">(' + R + " × " + C + ")</span></caption><tr><th></th>";
+    colIdx.forEach(function (c) { html += "<th>" + (c < 0 ? "…" : esc(opts.colLabel ? opts.colLabel(c) : String(c))) + "</th>"; });
+    html += "</tr>";
+    rowIdx.forEach(function (r) {
+      if (r < 0) { html += '<tr><th>⋮</th>' + colIdx.map(function () { return "<td></td>"; }).join("") + "</tr>"; return; }
+      html += "<tr><th>" + esc(opts.rowLabel ? opts.rowLabel(r) : String(r)) + "</th>";
+      colIdx.forEach(function (c) {
+        if (c < 0) { html += "<td>…</td>"; return; }
+        var m = mark(r, c);
+        html += '<td class="qkv-n' + (m ? " " + m : "") + '">' + esc(src.text(step, a, r, c)) + "</td>";
+      });
+      html += "</tr>";
+    });
+    return '<div class="qkv-table-scroll">' + html + "</table></div>";
+  }
+  V.tableHtml = tableHtml;
+  function fill(text, values) { return String(text || "").replace(/\{(\w+)\}/g, function (m, k) { return k in values ? values[k] : m; }); }
+  V.fill = fill;
+  function line(html) { return '<div class="qkv-eq">' + html + "</div>"; }
+  function q(t) { return "“" + t + "”"; }
+
+  V.steps = function (src, ctx, W) {
+    var h = ctx.h, kv = ctx.kv, i = ctx.i, j = ctx.j, steps = [], tok = ctx.qTokens[i];
+    var tq = ctx.qTokens.length, tk = ctx.kTokens.length, hn = ctx.headLabel(h);
+    var zText = ctx.heads > 1 ? "st.z.text.head" : "st.z.text";
+    var qLabel = function (r) { return ctx.qTokens[r] !== undefined ? ctx.qTokens[r] : String(r); };
+    var kLabel = function (r) { return ctx.kTokens[r] !== undefined ? ctx.kTokens[r] : String(r); };
+    var rowI = function (r) { return r === i ? "qkv-read" : ""; };
+    var allRow = []; for (var c0 = 0; c0 < tk; c0++) allRow.push([i, c0]);
+    var dk = src.has("q_heads") ? src.shape("q_heads")[2] : src.has("k_heads") ? src.shape("k_heads")[2] : 0;
+    var headCols = function (step) {        // the columns of W (or Q, K, V) that head h reads
+      if (!src.has(step) || ctx.heads <= 1) return null;
+      var width = src.shape(step)[2], per = width / ctx.heads, g = step === "w_q" || step === "q" ? h : kv;
+      return Number.isInteger(per) ? [g * per, (g + 1) * per - 1] : null;
+    };
+    function inCols(cols, c) { return !cols || (c >= cols[0] && c <= cols[1]); }
+
+    if (src.has("x")) {
+      var sx = src.shape("x"), html = tableHtml(src, "x", 0, { caption: "X", rowLabel: qLabel, mark: rowI });
+      var text = fill(W["st.x.text"], { t: sx[1], d: sx[2], tok: q(tok), i: i });
+      if (src.has("memory")) {
+        var sm = src.shape("memory");
+        text = fill(W["st.x.cross"], { tq: sx[1], tk: sm[1], tok: q(tok) });
+        html += tableHtml(src, "memory", 0, { caption: W["st.memory"], rowLabel: kLabel });
+      }
+      steps.push({ id: "x", title: W["st.x"], text: text, html: html, read: [], write: [] });
+    }
+    if (src.has("w_q") || src.has("w_k") || src.has("w_v")) {
+      html = ""; var cols = null;
+      ["w_q", "w_k", "w_v"].forEach(function (name) {
+        if (!src.has(name)) return;
+        var hc = headCols(name); cols = cols || hc;
+        html += tableHtml(src, name, 0, { caption: name.replace("w_", "W_").toUpperCase().replace("W_", "W_"),
+          mark: function (r, c) { return hc && inCols(hc, c) ? "qkv-read" : ""; } });
+      });
+      var ws = src.shape(src.has("w_q") ? "w_q" : src.has("w_k") ? "w_k" : "w_v");
+      text = fill(W["st.w.text"], { d: ws[1], w: ws[2] });
+      if (cols) text += " " + fill(W["st.w.head"], { hn: hn, a: cols[0], b: cols[1] });
+      steps.push({ id: "w", title: W["st.w"], text: text, html: html, read: [], write: [] });
+    }
+    if (src.has("q_heads") || src.has("k_heads") || src.has("v_heads")) {
+      html = "";
+      if (src.has("q_heads")) html += tableHtml(src, "q_heads", h, { caption: ctx.heads > 1 ? "q (" + hn + ")" : "q", rowLabel: qLabel,
+        mark: function (r) { return r === i ? "qkv-write" : ""; } });
+      if (src.has("k_heads")) html += tableHtml(src, "k_heads", kv, { caption: "k", rowLabel: kLabel });
+      if (src.has("v_heads")) html += tableHtml(src, "v_heads", kv, { caption: "v", rowLabel: kLabel });
+      // one entry as a sum of products: q[i][first column of this head] = x[i] · W_Q[:, column]
+      var qc = headCols("w_q"), col = qc ? qc[0] : 0;
+      if (src.has("x") && src.has("w_q") && src.has("q_heads") && src.shape("x")[2] <= 16 && src.shape("w_q")[1] === src.shape("x")[2]) {
+        var terms = [];
+        for (var d = 0; d < src.shape("x")[2]; d++) terms.push([src.text("x", 0, i, d), src.text("w_q", 0, d, col)]);
+        var eq = productSum(terms, src.text("q_heads", h, i, col - (qc ? qc[0] : 0)), W, { aCls: "qkv-read", bCls: "qkv-read" });
+        if (eq) html += line("q[" + q(tok) + "][0] = x[" + q(tok) + "] · W_Q[:, " + col + "] = " + eq);
+      }
+      var rope = src.has("rotated") ? " " + W.rotated : "";
+      steps.push({ id: "qkv", title: W["st.qkv"], text: W["st.qkv.text"] + rope, html: html, read: [], write: [] });
+    }
+    if (src.has("scores")) {
+      html = "";
+      var detail = src.has("q_heads") && src.has("k_heads") ? (tk * dk <= 48 ? ctx.kTokens.map(function (t, c) { return c; }) : [j]) : [];
+      detail.forEach(function (jj) {
+        var terms = [];
+        for (var d = 0; d < dk; d++) terms.push([src.text("q_heads", h, i, d), src.text("k_heads", kv, jj, d)]);
+        var eq = productSum(terms, src.text("scores", h, i, jj), W, { aCls: "qkv-read", bCls: "qkv-read" });
+        if (eq) html += line("q·k[" + q(kLabel(jj)) + "] = " + eq);
+      });
+      if (detail.length && detail.length < tk) html += '<p class="qkv-note">' + esc(fill(W["st.dot.one"], { key: q(kLabel(j)), n: tk })) + "</p>";
+      html += tableHtml(src, "scores", h, { caption: W.score, rows: [i], rowLabel: qLabel, colLabel: kLabel,
+        mark: function () { return "qkv-write"; } });
+      var given = !src.has("q_heads") || !src.has("k_heads");     // scores typed in (the group meeting), not q·k
+      steps.push({ id: "dot", title: W[given ? "st.scores" : "st.dot"], text: fill(W[given ? "st.scores.text" : "st.dot.text"], { tok: q(tok), dk: dk }),
+        html: html, read: [], write: [] });
+    }
+    if (src.has("scaled_scores")) {
+      var formula = src.formula("scaled_scores"), byRoot = /1\/√d_k/.test(formula) && dk > 0;
+      var factor = (/·\s*([0-9.eE+-]+)/.exec(formula) || [])[1];
+      html = "";
+      if (src.has("scores")) {
+        for (var jj = 0; jj < tk && jj < 12; jj++) {
+          var sc = src.text("scores", h, i, jj), ss = src.text("scaled_scores", h, i, jj);
+          var sv = Number(sc.replace("−", "-")), target = Number(ss.replace("−", "-")), div = byRoot ? Math.sqrt(dk) : 1 / Number(factor || 1);
+          var holds = isFinite(sv) && Math.abs(sv / div - target) <= 0.5 * Math.pow(10, -(ss.split(".")[1] || "").length) + 1e-12;
+          html += line(q(kLabel(jj)) + ": " + span("qkv-read", sc) + (byRoot ? " ÷ √" + dk : " × " + esc(factor || "?")) +
+            (holds ? " = " : " ≈ ") + span("qkv-write", ss) + (holds ? "" : ' <span class="qkv-note">' + esc(W.from_unrounded_short) + "</span>"));
+        }
+      }
+      text = byRoot ? fill(W["st.scale.text"], { dk: dk }) : fill(W["st.scale.given"], { formula: formula });
+      steps.push({ id: "scale", title: byRoot ? W["st.scale"] : W["st.scale.other"], text: text, html: html, read: [], write: [] });
+    }
+    var anyMasked = false;
+    if (src.has("mask")) for (var m = 0; m < tk; m++) if (src.masked(h, i, m)) anyMasked = true;
+    if (anyMasked || src.has("biased_scores") || src.has("modified_scores")) {
+      html = "";
+      ["biased_scores", "modified_scores"].forEach(function (name) {
+        if (src.has(name)) html += tableHtml(src, name, h, { caption: name, rows: [i], rowLabel: qLabel, colLabel: kLabel, mark: function () { return "qkv-write"; } });
+      });
+      if (src.has("mask")) {
+        var cells = ctx.kTokens.map(function (t, c) { return q(t) + ": " + (src.masked(h, i, c) ? W.blocked : W.allowed); });
+        html += line(cells.join("; "));
+      }
+      steps.push({ id: "mask", title: W["st.mask"], text: W["st.mask.text"], html: html, read: [], write: [] });
+    }
+    if (src.has("weights")) {
+      html = "";
+      var exps = src.has("exp_scores") && src.has("exp_sum");
+      if (exps) {
+        var total = src.text("exp_sum", h, i, 0), parts = [], sumD = { n: 0n, exp: 0 }, okSum = true;
+        if (src.has("softmax_max")) html += line("m = " + span("qkv-read", src.text("softmax_max", h, i, 0)) + ' <span class="qkv-note">' + esc(W["st.softmax.m"]) + "</span>");
+        for (var k2 = 0; k2 < tk; k2++) {
+          if (src.has("mask") && src.masked(h, i, k2)) continue;
+          var e = src.text("exp_scores", h, i, k2), de = dec(e);
+          if (de) sumD = addD(sumD, de); else okSum = false;
+          parts.push(span("qkv-write", e));
+        }
+        var dt = dec(total), sumHolds = okSum && dt && roundsTo(sumD, dt);
+        html += line("Σ e^(s − m) = " + parts.join(" + ") + (sumHolds ? (sameD(sumD, dt) ? " = " : " ≈ ") : " → ") + span("qkv-write", total) +
+          (sumHolds ? "" : ' <span class="qkv-note">' + esc(W.from_unrounded_short) + "</span>"));
+        for (k2 = 0; k2 < tk && k2 < 16; k2++) {
+          var wtxt = src.text("weights", h, i, k2);
+          if (src.has("mask") && src.masked(h, i, k2)) { html += line(q(kLabel(k2)) + ": " + esc(W.masked) + " → " + span("qkv-write", wtxt)); continue; }
+          var et = src.text("exp_scores", h, i, k2), ed = dec(et), wd = dec(wtxt), ok = false;
+          if (ed && dt && wd && dt.n !== 0n) {   // e/Σ rounds to w  ⇔  |e − w·Σ| ≤ ½·10^−wexp·Σ (all exact)
+            var E = Math.max(ed.exp, wd.exp + dt.exp) + 1, lhs = align(ed, E) - align({ n: wd.n * dt.n, exp: wd.exp + dt.exp }, E);
+            var bound = align({ n: 5n * (dt.n < 0n ? -dt.n : dt.n), exp: dt.exp + wd.exp + 1 }, E);
+            ok = (lhs < 0n ? -lhs : lhs) <= bound;
+          }
+          html += line(q(kLabel(k2)) + ": " + span("qkv-read", et) + " / " + span("qkv-read", total) + (ok ? " = " : " ≈ ") + span("qkv-write", wtxt) +
+            (ok ? "" : ' <span class="qkv-note">' + esc(W.from_unrounded_short) + "</span>"));
+        }
+      } else {
+        html += '<p class="qkv-note">' + esc(W["st.softmax.norec"]) + "</p>";
+        html += tableHtml(src, "weights", h, { caption: W.weight, rows: [i], rowLabel: qLabel, colLabel: kLabel, mark: function () { return "qkv-write"; } });
+      }
+      steps.push({ id: "softmax", title: W["st.softmax"], text: W["st.softmax.text"], html: html, read: [], write: allRow });
+    }
+    // the value rows: v_heads of this key/value head, or a plain v (T, Dv) where that is what was recorded
+    var vName = src.has("v_heads") ? "v_heads" : src.has("v") && src.shape("v")[1] === tk ? "v" : null, vh = vName === "v" ? 0 : kv;
+    if (src.has("weights") && vName && src.has("out")) {
+      var dv = src.shape(vName)[2], shownCols = Math.min(dv, 4);
+      html = "";
+      for (var k3 = 0; k3 < tk && k3 < 16; k3++) {
+        var wt = src.text("weights", h, i, k3), vrow = rowTexts(src, vName, vh, k3), prods = [];
+        for (var c = 0; c < dv; c++) { var a1 = dec(wt), b1 = dec(vrow[c]); prods.push(a1 && b1 ? showD(mulD(a1, b1)) : "?"); }
+        html += line(q(kLabel(k3)) + ": " + span("qkv-read", wt) + " × [" + vrow.map(function (t) { return span("qkv-read", t); }).join(", ") + "] = [" +
+          prods.map(function (t) { return span("qkv-write", t); }).join(", ") + "]");
+      }
+      steps.push({ id: "weighted", title: W["st.weighted"], text: W["st.weighted.text"], html: html, read: allRow, write: [] });
+      html = "";
+      for (c = 0; c < shownCols; c++) {
+        var terms2 = [];
+        for (k3 = 0; k3 < tk; k3++) if (!(src.has("mask") && src.masked(h, i, k3))) terms2.push([src.text("weights", h, i, k3), src.text(vName, vh, k3, c)]);
+        var eq2 = tk <= 16 ? productSum(terms2, src.text("out", h, i, c), W, { aCls: "qkv-read", bCls: "qkv-read" }) : null;
+        if (eq2) html += line("z[" + c + "] = " + eq2);
+      }
+      if (dv > shownCols) html += '<p class="qkv-note">' + esc(fill(W["st.first_cols"], { n: shownCols, m: dv })) + "</p>";
+      html += line("z[" + q(tok) + "] = " + vectorHtml(src, "out", h, i).replace('class="qkv-vec"', 'class="qkv-vec qkv-write"'));
+      steps.push({ id: "z", title: W["st.z"], text: fill(W[zText], { tok: q(tok), hn: hn }), html: html, read: allRow, write: [] });
+    } else if (src.has("out")) {
+      steps.push({ id: "z", title: W["st.z"], text: fill(W[zText], { tok: q(tok), hn: hn }),
+        html: line("z = " + vectorHtml(src, "out", h, i)), read: [], write: [] });
+    }
+    return steps.concat(V.flowSteps(src, ctx, W, true));
+  };
+
+  // concat → W_O → Y → R + Y (after the heads), or the whole story of a trace without weights
+  V.flowSteps = function (src, ctx, W, after) {
+    var i = ctx.i, steps = [], tok = ctx.qTokens[i] !== undefined ? ctx.qTokens[i] : String(i), html;
+    var qLabel = function (r) { return ctx.qTokens[r] !== undefined ? ctx.qTokens[r] : String(r); };
+    var heads = src.has("out") ? src.shape("out")[0] : 0, rowOf = Math.min(i, src.has("out") ? src.shape("out")[1] - 1 : 0);
+    if (!after && heads) {
+      html = "";
+      for (var h = 0; h < heads; h++) html += line(esc(ctx.headLabel(h)) + ": z = " + vectorHtml(src, "out", h, rowOf).replace('class="qkv-vec"', 'class="qkv-vec qkv-read"'));
+      steps.push({ id: "heads", title: W["st.heads"], text: fill(W["st.heads.text"], { n: heads, tok: q(tok) }), html: html, read: [], write: [] });
+    }
+    if (src.has("concat")) {
+      var cr = Math.min(i, src.shape("concat")[1] - 1), width = src.shape("concat")[2], per = heads ? width / heads : 0;
+      var hOn = after ? ctx.h : -1;
+      html = tableHtml(src, "concat", 0, { caption: "Concat", rows: [cr], rowLabel: qLabel,
+        colLabel: function (c) { return Number.isInteger(per) && per ? ctx.headLabel(Math.floor(c / per)).replace(/^\D+/, "h") + "·" + (c % per) : String(c); },
+        mark: function (r, c) { return Number.isInteger(per) && per && Math.floor(c / per) === hOn ? "qkv-read qkv-write" : "qkv-write"; } });
+      steps.push({ id: "concat", title: W["st.concat"], text: fill(W["st.concat.text"], { n: heads || "?" }), html: html, read: [], write: [] });
+    }
+    if (src.has("w_o") && src.has("y") && src.has("concat")) {
+      var yr = Math.min(i, src.shape("y")[1] - 1), cr2 = Math.min(i, src.shape("concat")[1] - 1), cols = src.shape("y")[2], wide = src.shape("w_o")[1];
+      html = tableHtml(src, "w_o", 0, { caption: "W_O" });
+      var shown = Math.min(cols, 4), skipped = false, f = src.formula("y");
+      var yName = (/^\s*([^=\s(]+)\s*=/.exec(f) || [])[1] || "Y";     // the post's own name (z_final) where it gives one
+      if (wide <= 16) for (var c = 0; c < shown; c++) {
+        var terms = [];
+        for (var d = 0; d < wide; d++) {
+          var wv = src.text("w_o", 0, d, c), dv = dec(wv);
+          if (dv && dv.n === 0n) { skipped = true; continue; }
+          terms.push([src.text("concat", 0, cr2, d), wv]);
+        }
+        var eq = productSum(terms, src.text("y", 0, yr, c), W, { aCls: "qkv-read", bCls: "qkv-read" });
+        if (eq) html += line(esc(yName) + "[" + c + "] = " + eq);
+      }
+      if (skipped) html += '<p class="qkv-note">' + esc(W["st.zero_terms"]) + "</p>";
+      if (cols > shown) html += '<p class="qkv-note">' + esc(fill(W["st.first_cols"], { n: shown, m: cols })) + "</p>";
+      html += line(esc(yName) + "[" + q(tok) + "] = " + vectorHtml(src, "y", 0, yr).replace('class="qkv-vec"', 'class="qkv-vec qkv-write"'));
+      steps.push({ id: "wo", title: W["st.wo"], text: W["st.wo.text"] + (f ? " (" + f + ")" : ""), html: html, read: [], write: [] });
+    }
+    if (src.has("residual") && src.has("y") && src.has("x")) {
+      var rr = Math.min(i, src.shape("residual")[1] - 1), n = src.shape("residual")[2], parts = [];
+      for (var c2 = 0; c2 < n && c2 < 8; c2++) {
+        var a = src.text("x", 0, rr, c2), b = src.text("y", 0, rr, c2), r = src.text("residual", 0, rr, c2), da = dec(a), db = dec(b), dr = dec(r);
+        var sum = da && db ? addD(da, db) : null, ok = sum && dr && roundsTo(sum, dr);
+        parts.push(line(span("qkv-read", a) + " + " + span("qkv-read", b) + (ok ? (sameD(sum, dr) ? " = " : " = " + span("", showD(sum)) + " ≈ ") : " → ") + span("qkv-write", r)));
+      }
+      html = parts.join("") + (n > 8 ? '<p class="qkv-note">' + esc(fill(W["st.first_cols"], { n: 8, m: n })) + "</p>" : "");
+      steps.push({ id: "residual", title: W["st.residual"], text: W["st.residual.text"], html: html, read: [], write: [] });
+    }
+    return steps;
+  };
+
+  // the step-through panel
+  V.stepper = function (box, W, onStep) {
+    box.textContent = "";
+    box.appendChild(el("h3", null, W.stepper));
+    var bar = el("div", "qkv-stepbar");
+    var prev = el("button", "qkv-prev", W.prev), next = el("button", "qkv-next", W.next);
+    prev.type = next.type = "button";
+    var where = el("span", "qkv-stepnum");
+    bar.appendChild(prev); bar.appendChild(next); bar.appendChild(where);
+    box.appendChild(bar);
+    box.appendChild(el("p", "qkv-note", W.stepper_hint));
+    var list = el("ol", "qkv-steplist"); box.appendChild(list);
+    var title = el("h4", "qkv-steptitle"), text = el("p", "qkv-steptext"), body = el("div", "qkv-stepbody");
+    box.appendChild(title); box.appendChild(text); box.appendChild(body);
+    var steps = [], index = 0;
+    function show() {
+      var s = steps[index];
+      prev.disabled = index <= 0; next.disabled = index >= steps.length - 1;
+      where.textContent = steps.length ? fill(W.step_of, { k: index + 1, n: steps.length }) : "";
+      Array.prototype.forEach.call(list.children, function (li, k) { li.classList.toggle("qkv-on", k === index); li.setAttribute("aria-current", k === index ? "step" : "false"); });
+      title.textContent = s ? s.title : ""; text.textContent = s ? s.text : ""; body.innerHTML = s ? s.html : "";
+      box.setAttribute("data-step", s ? s.id : "");
+      box.setAttribute("data-index", String(index));
+      if (onStep) onStep(s, index);
+    }
+    var ctl = {
+      set: function (list2, keep) {
+        var id = steps[index] && steps[index].id;
+        steps = list2; list.textContent = "";
+        steps.forEach(function (s, k) {
+          var li = el("li"), b = el("button", null, s.title); b.type = "button";
+          b.addEventListener("click", function () { ctl.go(k); });
+          li.appendChild(b); list.appendChild(li);
+        });
+        var at = 0;
+        if (keep && id) steps.forEach(function (s, k) { if (s.id === id) at = k; });
+        index = at; show();
+      },
+      go: function (k) { if (!steps.length) return; index = Math.max(0, Math.min(steps.length - 1, k)); show(); },
+      next: function () { ctl.go(index + 1); },
+      prev: function () { ctl.go(index - 1); },
+      index: function () { return index; },
+      steps: function () { return steps; }
+    };
+    prev.addEventListener("click", ctl.prev);
+    next.addEventListener("click", ctl.next);
+    return ctl;
   };
 
   // ------------------------------------------------------------------ a Source over a Trace's JSON (serve)
