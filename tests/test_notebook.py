@@ -276,6 +276,7 @@ def test_notebook_outputs_render_in_each_front_end(executed, minilm_reference, b
             # one layer, Korean, opened on head 5 following "cat"
             frame, sel = views[2]
             assert frame.get_attribute(sel, "lang") == "ko" and frame.get_attribute(sel, "data-head") == "5"
+            assert frame.locator(f"{sel} h1").inner_text() == "minilm: 층 2의 어텐션"     # no longer "every layer"
             assert "헤드" in frame.locator(f"{sel} .qkv-bar").inner_text()
             cat = tokens.index("cat")
             shown = np.array(_shown(frame, sel, 5, t, t), dtype=np.float64)
@@ -368,6 +369,8 @@ def _layered_trace() -> qkv.Trace:
 def test_layer_keeps_that_layer_only():
     shown = notebook.view(_layered_trace(), layer=1, head=3)
     assert shown.trace.names() == ["layer 1/weights"] and shown.trace.meta["head"] == 3
+    assert shown.trace.title == "model: attention of layer 1"
+    assert shown.summary().startswith("qkv view of “model: attention of layer 1”: 4 head(s), 2 queries × 2 keys")
 
 
 @pytest.mark.parametrize("call, error, words", [

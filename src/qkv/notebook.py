@@ -133,7 +133,7 @@ def view(obj: Any, *, text: str | None = None, lang: str = "en", head: int | Non
     else:
         raise TypeError(f"qkv.show takes a Trace, a worked example's name or a loaded model (with text=), "
                         f"got {type(obj).__name__}")
-    trace = _focus(trace, head=head, layer=layer, query=query)
+    trace = _focus(trace, head=head, layer=layer, query=query, lang=lang)
     return View(trace, lang, _DIGITS_DEFAULT if digits is None else digits)
 
 
@@ -220,13 +220,13 @@ def _model_trace(model: Any, text: Any, query: Any) -> Trace:
     return model.trace(text, query=query, derivation=True)
 
 
-def _focus(trace: Trace, *, head: Any, layer: Any, query: Any) -> Trace:
+def _focus(trace: Trace, *, head: Any, layer: Any, query: Any, lang: str = "en") -> Trace:
     """A copy of ``trace`` narrowed to ``layer`` and opening on ``head`` and ``query`` (the user's is untouched)."""
     from .explain.parts import as_heads, attention_parts
 
     if head is None and layer is None and query is None:
         return trace
-    meta, steps = dict(trace.meta), list(trace.steps)
+    meta, steps, title = dict(trace.meta), list(trace.steps), trace.title
     parts = attention_parts(trace)
     if layer is not None:
         layers = [int(p.prefix.split()[1].rstrip("/")) for p in parts if p.prefix.startswith("layer ")]
@@ -237,6 +237,9 @@ def _focus(trace: Trace, *, head: Any, layer: Any, query: Any) -> Trace:
         prefix = f"layer {int(layer)}/"
         steps = [step for step in steps if step.name.startswith(prefix)]
         parts = [p for p in parts if p.prefix == prefix]
+        from .explain import texts         # the title said "every layer"; now it names the one shown
+
+        title = texts.text(lang, "show.layer_title", name=meta.get("model") or title or "attention", layer=int(layer))
     if head is not None:
         heads = as_heads(trace[parts[0].prefix + WEIGHTS].value).shape[0] if parts else 0
         _index("head", head, heads, "heads")
@@ -249,7 +252,7 @@ def _focus(trace: Trace, *, head: Any, layer: Any, query: Any) -> Trace:
                 raise ValueError(f"query {query!r} is not one of the query tokens: {' '.join(tokens)}")
             query = tokens.index(query)
         meta["query"] = _index("query", query, len(tokens), "query tokens")
-    return Trace(trace.title, meta, steps)
+    return Trace(title, meta, steps)
 
 
 def _index(name: str, value: Any, count: int, what: str) -> int:

@@ -435,6 +435,7 @@ EN: dict[str, str] = {
                   ".save(\"attention.html\") writes it as a page to open in a browser.",
     "show.shape": ": {heads} head(s), {tq} queries × {tk} keys",
     "show.shape_layers": ": {layers} layers × {heads} heads, {tq} tokens",
+    "show.layer_title": "{name}: attention of layer {layer}",
     "show.outside": "qkv.show: no notebook here, so nothing was displayed. qkv.show returned the view: "
                     "view.save(\"attention.html\") writes it as a page to open in a browser.",
     # command line
@@ -1116,6 +1117,7 @@ KO: dict[str, str] = {
                   ".save(\"attention.html\")로 페이지 파일을 써서 브라우저로 연다.",
     "show.shape": ": 헤드 {heads}개, Query {tq}개 × Key {tk}개",
     "show.shape_layers": ": 층 {layers}개 × 헤드 {heads}개, 토큰 {tq}개",
+    "show.layer_title": "{name}: 층 {layer}의 어텐션",
     "show.outside": "qkv.show: 노트북이 아니어서 아무것도 표시하지 않았다. qkv.show가 돌려준 보기에서 "
                     "view.save(\"attention.html\")로 페이지 파일을 써서 브라우저로 연다.",
     # command line
