@@ -740,8 +740,13 @@ def test_the_pages_words_come_from_texts(client):
     from qkv.explain import texts
 
     words = client.get("/api/words").json()
-    assert set(words["en"]) == set(words["ko"]) and len(words["en"]) > 50
-    assert words["ko"]["title"] == texts.text("ko", "serve.ui.title")
+    page, views = words["page"], words["views"]
+    assert set(page["en"]) == set(page["ko"]) and len(page["en"]) > 50
+    assert page["ko"]["title"] == texts.text("ko", "serve.ui.title")
+    assert set(views["en"]) == set(views["ko"]) and views["ko"]["next"] == texts.text("ko", "page.next")
+    for key in page["en"]:                 # the page's Korean words: Hangul, and no English word left in them
+        ko = page["ko"][key]
+        assert any("\uac00" <= ch <= "\ud7a3" for ch in ko) or key in ("crossOf", "hover", "tokenCount"), key
     examples = client.get("/api/examples").json()["examples"]
     assert {e["post"]["seed"] for e in examples} == {"000", "001", "002"}
     assert {e["post"]["title"]["ko"] for e in examples} == {

@@ -22,6 +22,12 @@ TEXT = "The cat sat on the mat."
 DIGITS = 4
 
 
+def texts_ko(key: str) -> str:
+    from qkv.explain import texts
+
+    return texts.text("ko", key)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """`qkv serve`'s app with MiniLM, a tiny BERT and a tiny Llama (GQA, RoPE) under uvicorn on 127.0.0.1."""
@@ -82,16 +88,21 @@ class Walk:
 
 
 def numbers(page, step: str, pane: str = ".qkv-model-pane") -> np.ndarray:
-    """The full-precision values and the printed texts of one derivation row."""
-    row = page.locator(f'{pane} .qkv-derivation-cell tr[data-step="{step}"] .qkv-num')
-    values = np.array([float(v) for v in row.evaluate_all("els => els.map(e => e.dataset.value)")])
-    shown = np.array([float(t.replace("−", "-")) for t in row.evaluate_all("els => els.map(e => e.textContent)")])
-    np.testing.assert_allclose(shown, values, atol=0.5 * 10 ** -DIGITS + 1e-12, rtol=0)   # printed to 4 decimals
-    return values
+    """The printed numbers of one row of the clicked cell's derivation (the shared views print 4 decimals)."""
+    row = page.locator(f'{pane} .qkv-derivation-cell tr[data-step="{step}"] .qkv-n')
+    return np.array([float(t.replace("−", "-")) for t in row.evaluate_all("els => els.map(e => e.textContent)")])
+
+
+def assert_printed(shown: np.ndarray, want, err_msg: str = "") -> None:
+    """Printed to 4 decimals: each shown number is the recorded one rounded (float32 in the server: + 1e-6 relative)."""
+    want = np.ravel(want).astype(np.float64)
+    assert shown.size == want.size, err_msg
+    np.testing.assert_allclose(shown, want, atol=0.5 * 10 ** -DIGITS + 1e-6 * np.abs(want).max() + 1e-12, rtol=0,
+                               err_msg=err_msg)
 
 
 def check_cell_against_trace(page, trace, i: int, j: int) -> None:
-    """Every row of the cell's derivation equals the library's Trace (float32 run in the server: rtol 1e-6)."""
+    """Every row of the cell's derivation prints the library's Trace's value."""
     rotated = {name: trace[name].value[0, i if name == "q_rotated" else j]
                for name in ("q_rotated", "k_rotated") if name in trace}
     expected = {**rotated, "q_heads": trace["q_heads"].value[0, i], "k_heads": trace["k_heads"].value[0, j],
@@ -99,9 +110,7 @@ def check_cell_against_trace(page, trace, i: int, j: int) -> None:
                 "weights": trace["weights"].value[0, i, j], "v_heads": trace["v_heads"].value[0, j],
                 "out": trace["out"].value[0, i]}
     for step, want in expected.items():
-        got = numbers(page, step)
-        assert got.size == np.size(want), step
-        np.testing.assert_allclose(got, np.ravel(want), rtol=1e-6, atol=1e-9, err_msg=step)
+        assert_printed(numbers(page, step), want, step)
     assert page.locator(".qkv-model-pane .qkv-missing").count() == 0
 
 
@@ -113,6 +122,14 @@ def test_a_learners_walk(browser_context, server, tmp_path, capsys, width, heigh
     page.goto(base + "/")
     walk.ready()
     walk.no_sideways_scroll("start")
+
+    # the page opens on the worked examples; "Your text" is a tab: an empty submit says what to type
+    page.click('button[data-tab="model"]')
+    walk.ready(tab="model")
+    page.click(".qkv-run")
+    message = page.locator(".qkv-model-error")
+    assert message.is_visible() and "The cat sat on the mat." in message.text_content()
+    assert walk.state()["tab"] == "model" and "text" not in walk.state()
 
     # type a sentence → the overview of every layer × head
     page.fill("#qkv-text", TEXT)
@@ -143,7 +160,7 @@ def test_a_learners_walk(browser_context, server, tmp_path, capsys, width, heigh
     walk.ready(view="head")
     check_cell_against_trace(page, trace, 2, 3)
     assert walk.state()["cell"] == "2,3"
-    assert page.locator(".qkv-steps .qkv-derivation").count() == 1        # the library's explanation
+    assert page.locator(".qkv-model-pane .qkv-steps .qkv-derivation").count() == 1        # the library's explanation
     walk.no_sideways_scroll("head")
     page.screenshot(path=str(tmp_path / f"head-{width}.png"), full_page=True)
 
@@ -160,21 +177,23 @@ def test_a_learners_walk(browser_context, server, tmp_path, capsys, width, heigh
     # Korean
     page.click('button[data-lang="ko"]')
     walk.ready(view="head", lang="ko")
-    page.wait_for_selector('.qkv-steps .qkv-derivation[lang="ko"]')
-    assert "헤드" in page.locator("h1").text_content() and walk.state()["lang"] == "ko"
+    page.wait_for_selector('.qkv-model-pane .qkv-steps .qkv-derivation[lang="ko"]')
+    assert page.locator("h1").text_content() == texts_ko("serve.ui.title") and walk.state()["lang"] == "ko"
     assert "계산 과정" in page.locator(".qkv-model-pane .qkv-cell h3").text_content()
     check_cell_against_trace(page, trace, 2, 3)
     walk.no_sideways_scroll("head in Korean")
 
     # a worked example, then an uploaded file with a mistake: the CLI's line
     page.click('button[data-tab="example"]')
-    page.select_option("#qkv-example", "self-attention")
+    page.click('.qkv-ex-item[data-example="cross-attention"]')
+    walk.ready(tab="example")
+    page.click('.qkv-ex-item[data-example="self-attention"]')
     walk.ready(tab="example")
     page.wait_for_selector(".qkv-example .qkv-matrix-canvas")
     walk.click_cell(1, 2, ".qkv-example-pane")
     page.wait_for_selector('.qkv-example-pane .qkv-cell[data-cell="1,2"]')
     example = __import__("qkv.examples", fromlist=["run"]).run("self-attention")
-    np.testing.assert_allclose(numbers(page, "weights", ".qkv-example-pane"), [example["weights"].value[0, 1, 2]], rtol=1e-12)
+    assert_printed(numbers(page, "weights", ".qkv-example-pane"), [example["weights"].value[0, 1, 2]])
     walk.no_sideways_scroll("example")
     bad = b'tokens = ["a", "b"]\nx = [[1.0, 2.0], [3.0]]\n'
     (tmp_path / "bad.toml").write_bytes(bad)
@@ -206,11 +225,12 @@ def test_a_decoder_head_shows_its_mask_and_rope(browser_context, server, tmp_pat
     trace = models["llama-gqa"].trace(TEXT, layer=1, head=3)
     assert trace.meta["kv_head"] == 1 and "q_rotated" in trace
     check_cell_against_trace(page, trace, 5, 2)
-    assert page.locator('.qkv-derivation-cell tr[data-step="q_rotated"] .qkv-num').count() == 24
+    assert page.locator('.qkv-derivation-cell tr[data-step="q_rotated"] .qkv-n').count() == 24
     walk.click_cell(2, 5)                                    # above the diagonal: masked
     page.wait_for_selector('.qkv-cell[data-cell="2,5"]')
-    assert page.locator('tr[data-step="weights"] .qkv-masked').count() == 1
-    assert page.locator('tr[data-step="weights"] .qkv-num').count() == 0
+    masked_word = page.evaluate("qkvServe.data.words.views.en.masked")
+    assert page.locator('.qkv-derivation-cell tr[data-step="weights"] td').text_content() == masked_word
+    assert page.locator('.qkv-derivation-cell tr[data-step="weights"] .qkv-n').count() == 0   # the word, no number
     assert trace["weights"].value[0, 2, 5] == 0 and trace["mask"].value[0, 2, 5] == -np.inf
     walk.ready(view="head")
     walk.no_sideways_scroll("decoder head")
@@ -253,10 +273,219 @@ def test_the_translators_cross_attention(browser_context, server, tmp_path, widt
     for step, want in (("q_heads", trace["q_heads"].value[2, 3]), ("k_heads", trace["k_heads"].value[2, 1]),
                        ("scores", [trace["scores"].value[2, 3, 1]]), ("weights", [trace["weights"].value[2, 3, 1]]),
                        ("v_heads", trace["v_heads"].value[2, 1]), ("out", trace["out"].value[2, 3])):
-        np.testing.assert_allclose(numbers(page, step, pane), want, rtol=1e-6, atol=1e-9, err_msg=step)
+        assert_printed(numbers(page, step, pane), want, step)
     assert walk.state()["tab"] == "translate" and walk.state()["cell"] == "3,1"
+    # row t is word t of the translation, as in qkv translate's figure; its query is the state at the token before
+    rows = page.locator(f"{pane} .qkv-mx-row").evaluate_all("els => els.map(e => e.textContent)")
+    assert rows == list(expected.target)
+    assert trace.meta["tokens"][3] == expected.target[2] and trace.meta["query"] == 3
+    title = page.locator(f"{pane} .qkv-cell h3").text_content()
+    assert f"word 4 “{expected.target[3]}”" in title and f"“{expected.target[2]}”" in title
     walk.no_sideways_scroll("translator head")
     page.screenshot(path=str(tmp_path / f"translator-{width}.png"), full_page=True)
     assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
+    assert walk.errors == []
+    page.close()
+
+
+# ------------------------------------------------------------------ the worked examples first, and what-if
+def softmax_rows(s: np.ndarray) -> np.ndarray:
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("width, height, lang", [(1280, 800, "en"), (390, 844, "en"), (1280, 800, "ko"), (390, 844, "ko")])
+def test_serve_opens_on_the_worked_examples(browser_context, server, tmp_path, width, height, lang):  # noqa: F811
+    """The first view lists the five examples under their posts' titles and opens self-attention's “love”:
+    its matrix, the derivation of love's strongest key and the step-through, no text box to fill first."""
+    import qkv.examples
+    from qkv.explain import texts
+
+    base, _ = server
+    walk = Walk(browser_context, base, width, height)
+    page = walk.page
+    page.goto(base + ("/?lang=ko" if lang == "ko" else "/"))
+    walk.ready(tab="example", lang=lang)
+    assert page.locator(".qkv-model-pane").is_hidden() and page.locator("#qkv-text").is_hidden()
+    items = page.locator(".qkv-ex-item")
+    assert items.evaluate_all("els => els.map(e => e.dataset.example)") == qkv.examples.names()
+    assert items.evaluate_all("els => els.map(e => e.textContent)") == [texts.text(lang, f"title.{n}") for n in qkv.examples.names()]
+    posts = page.locator(".qkv-ex-post").evaluate_all("els => els.map(e => e.textContent)")
+    assert len(posts) == 3 and all(texts.text(lang, f"serve.post.{p}") in line for p, line in zip(("001", "000", "002"), posts))
+    assert page.locator('.qkv-ex-item.qkv-on').get_attribute("data-example") == "self-attention"
+    # love (row 1) is followed: its strongest key's derivation is open; the numbers are the example's
+    example = qkv.examples.run("self-attention")
+    love = example["weights"].value[0, 1]
+    page.wait_for_selector(f'.qkv-example-pane .qkv-cell[data-cell="1,{int(np.argmax(love))}"]')
+    assert_printed(numbers(page, "weights", ".qkv-example-pane"), [love.max()])
+    assert_printed(numbers(page, "q_heads", ".qkv-example-pane"), example["q_heads"].value[0, 1])
+    assert page.locator(".qkv-example-pane .qkv-stepper").count() == 1
+    shown = page.locator('.qkv-compare-table tr[data-row="now"] td').evaluate_all("els => els.map(e => +e.dataset.value)")
+    np.testing.assert_array_equal(shown, love)
+    if lang == "ko":
+        visible = page.locator(".qkv-whatif").inner_text() + page.locator(".qkv-ex-side").inner_text()
+        for english in ("What if", "score factor", "From the post", "Edit", "back to", "Choose File"):
+            assert english not in visible, english
+    walk.no_sideways_scroll(f"examples {lang} {width}")
+    page.screenshot(path=str(tmp_path / f"examples-{lang}-{width}.png"), full_page=True)
+    assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
+    assert walk.errors == []
+    page.close()
+
+
+def set_slider(page, selector: str, value: float) -> None:
+    page.eval_on_selector(selector, "(s, v) => { s.value = String(v); s.dispatchEvent(new Event('input')); }", value)
+
+
+def lot_weights(page) -> dict:
+    return {s: float(page.locator(f'.qkv-readout[data-scene="{s}"]').get_attribute("data-value")) for s in ("lot", "question")}
+
+
+def test_the_question_score_slider_moves_lots_weight(browser_context, server):  # noqa: F811
+    """The group meeting: the question words' score from 1000 (as given) to 1 moves lot's weight in the second
+    meeting from ~0 to ~1; every number is the server's recomputation, equal to a float64 softmax here."""
+    base, _ = server
+    walk = Walk(browser_context, base, 1280, 800)
+    page = walk.page
+    page.goto(base + "/?example=group-meeting")
+    walk.ready(tab="example")
+    page.wait_for_selector('.qkv-readout[data-scene="question"][data-value]')
+    given = np.array([1000.0] * 4 + [1, 1, 1, 100])
+    assert lot_weights(page)["question"] == pytest.approx(softmax_rows(given)[7], abs=1e-300)   # e^-900: 0
+    seen = []
+    for position, score in ((2.0, 100), (1.9, 79), (3.0, 1000), (0.0, 1)):
+        set_slider(page, "#qkv-question-score", position)
+        scores = np.array([score] * 4 + [1, 1, 1, 100], dtype=np.float64)
+        expected = softmax_rows(scores)[7]
+        page.wait_for_function("(want) => { const e = document.querySelector('.qkv-readout[data-scene=\"question\"]');"
+                               " return e && Math.abs(+e.dataset.value - want) <= 1e-12 * Math.max(1, want); }", arg=expected)
+        walk.ready(tab="example")
+        got = lot_weights(page)
+        assert got["question"] == pytest.approx(expected, rel=1e-12, abs=1e-300)
+        assert got["lot"] == pytest.approx(softmax_rows(np.array([1.0, 1, 1, 100]))[3], rel=1e-12)   # untouched
+        seen.append(got["question"])
+        assert f"{score}" in page.locator("label.qkv-slider").first.text_content()
+    assert seen[0] == pytest.approx(0.2) and seen[1] > seen[0] and seen[2] < 1e-300 and seen[3] > 0.9999
+    # the matrix shows the meeting the slider moves, with the recomputed weights
+    assert page.locator(".qkv-pick-part").input_value() == "1"
+    state = walk.state()
+    assert "whatif" in state and '"question"' in state["whatif"]
+    page.goto(page.url)                                                     # the permalink holds the what-if
+    walk.ready(tab="example")
+    page.wait_for_selector('.qkv-readout[data-scene="question"][data-value]')
+    assert lot_weights(page)["question"] == pytest.approx(seen[3], abs=1e-300)
+    page.click(".qkv-reset")
+    walk.ready(tab="example")
+    page.wait_for_selector('.qkv-readout[data-scene="question"][data-value]')
+    assert "whatif" not in walk.state()
+    assert walk.errors == []
+    page.close()
+
+
+def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server, tmp_path):  # noqa: F811
+    """Self-attention: √d_k off, the factor at 2, X[love][0] = 2.5: love's weights in the matrix, the derivation
+    and the comparison table equal softmax(Q·Kᵀ·scale)·V computed here in float64 from the edited inputs."""
+    import qkv.examples
+
+    base, _ = server
+    walk = Walk(browser_context, base, 390, 844)
+    page = walk.page
+    page.goto(base + "/?lang=ko")
+    walk.ready(tab="example", lang="ko")
+    doc = qkv.examples.load("self-attention")
+    x, w_q, w_k, w_v = (np.array(doc[m], dtype=np.float64) for m in ("x", "w_q", "w_k", "w_v"))
+
+    def expected(scale: float, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q, k, v = x @ w_q, x @ w_k, x @ w_v
+        w = softmax_rows(q @ k.T * scale)
+        return w, w @ v
+
+    def now() -> np.ndarray:
+        return np.array(page.locator('.qkv-compare-table tr[data-row="now"] td').evaluate_all(
+            "els => els.map(e => +e.dataset.value)"))
+
+    page.uncheck("#qkv-sqrt-dk")
+    walk.ready(tab="example")
+    page.wait_for_function("() => document.getElementById('app').dataset.whatif === '1'")
+    walk.ready(tab="example")
+    np.testing.assert_allclose(now(), expected(1.0, x)[0][1], rtol=1e-12)
+    set_slider(page, "#qkv-factor", 2)
+    page.wait_for_function("() => /sqrt_dk%22%3Afalse/.test(location.search) && /factor%22%3A2[%,]/.test(location.search)")
+    walk.ready(tab="example")
+    page.wait_for_timeout(300)
+    walk.ready(tab="example")
+    np.testing.assert_allclose(now(), expected(2.0, x)[0][1], rtol=1e-12)
+    page.click(".qkv-editor summary")
+    cell = page.locator('.qkv-edit-table[data-matrix="x"] tr').nth(1).locator("input").first   # X[1][0] (love)
+    cell.fill("2.5")
+    cell.press("Enter")
+    edited = x.copy()
+    edited[1, 0] = 2.5
+    weights, out = expected(2.0, edited)
+    page.wait_for_function("(w) => { const td = document.querySelector('.qkv-compare-table tr[data-row=\"now\"] td');"
+                           " return td && Math.abs(+td.dataset.value - w) < 1e-12; }", arg=float(weights[1, 0]))
+    walk.ready(tab="example")
+    np.testing.assert_allclose(now(), weights[1], rtol=1e-12)
+    j = int(page.locator(".qkv-example-pane .qkv-cell").get_attribute("data-cell").split(",")[1])
+    assert_printed(numbers(page, "weights", ".qkv-example-pane"), [weights[1, j]])
+    assert_printed(numbers(page, "out", ".qkv-example-pane"), out[1])
+    assert "바꾼 것" in page.locator(".qkv-changed").text_content()
+    walk.no_sideways_scroll("what-if at 390 px")
+    page.screenshot(path=str(tmp_path / "whatif-ko-390.png"), full_page=True)
+    # a bad number: the server's Korean line, naming the field
+    cell.fill("abc")
+    cell.press("Enter")
+    page.wait_for_selector(".qkv-whatif-error:not(:empty)")
+    assert "cells.x[0]" in page.locator(".qkv-whatif-error").text_content()
+    assert "유한한 수" in page.locator(".qkv-whatif-error").text_content()
+    assert [e for e in walk.errors if "400" not in e] == []
+    page.close()
+
+
+def test_the_step_through_follows_the_arrow_keys(browser_context, server):  # noqa: F811
+    base, _ = server
+    walk = Walk(browser_context, base, 1280, 800)
+    page = walk.page
+    page.goto(base + "/")
+    walk.ready(tab="example")
+    stepper = page.locator(".qkv-example-pane .qkv-stepper")
+    stepper.wait_for()
+    assert stepper.get_attribute("data-step") == "x"
+    seen = ["x"]
+    for _ in range(7):
+        page.keyboard.press("ArrowRight")
+        seen.append(stepper.get_attribute("data-step"))
+    assert seen == ["x", "w", "qkv", "dot", "scale", "softmax", "weighted", "z"]
+    page.keyboard.press("ArrowLeft")
+    assert stepper.get_attribute("data-step") == "weighted"
+    page.click(".qkv-ex-item[data-example='multi-head']")                  # heads → concat → W_O as steps
+    walk.ready(tab="example")
+    flow = page.locator(".qkv-example-pane .qkv-stepper")
+    flow.wait_for()
+    ids = [flow.get_attribute("data-step")]
+    for _ in range(2):
+        page.keyboard.press("ArrowRight")
+        ids.append(flow.get_attribute("data-step"))
+    assert ids == ["heads", "concat", "wo"]
+    assert walk.errors == []
+    page.close()
+
+
+def test_a_long_text_keeps_its_labels(browser_context, server):  # noqa: F811
+    """About 200 tokens: every row and column keeps its token label (the matrix scrolls inside its box)."""
+    base, models = server
+    text = " ".join(["the cat sat on the mat"] * 33)
+    count = len(models["minilm"].tokens(text))
+    assert 190 <= count <= 256
+    walk = Walk(browser_context, base, 1280, 800)
+    page = walk.page
+    page.goto(f"{base}/?tab=model&model=minilm&text={text.replace(' ', '+')}&view=head&layer=0&head=0")
+    walk.ready(view="head")
+    page.wait_for_selector(".qkv-model-pane .qkv-mx-row")
+    assert page.locator(".qkv-model-pane .qkv-mx-row").count() == count
+    assert page.locator(".qkv-model-pane .qkv-mx-col").count() == count
+    walk.no_sideways_scroll("200 tokens")
+    walk.click_cell(150, 40)
+    page.wait_for_selector('.qkv-model-pane .qkv-cell[data-cell="150,40"]')
     assert walk.errors == []
     page.close()

@@ -203,8 +203,8 @@
     side.appendChild(ui.examplesIntro);
     ui.exampleList = el("div", "qkv-ex-list"); ui.exampleList.id = "qkv-examples";
     side.appendChild(ui.exampleList);
-    ui.uploadLabel = el("label", "qkv-field qkv-field-small qkv-upload");
-    ui.uploadWord = el("span");
+    ui.uploadLabel = el("label", "qkv-upload");
+    ui.uploadWord = el("span", "qkv-upload-button");
     ui.uploadInput = el("input"); ui.uploadInput.type = "file"; ui.uploadInput.accept = ".toml,.json"; ui.uploadInput.id = "qkv-upload";
     ui.uploadLabel.appendChild(ui.uploadWord); ui.uploadLabel.appendChild(ui.uploadInput);
     side.appendChild(ui.uploadLabel);
@@ -463,8 +463,19 @@
   // ------------------------------------------------------------------ one attention part: matrix, cell, step-through
   // opts: onCell([i, j]); headLabel(h); cellTitle(i, j); hover(i, j, text); query (the followed row)
   var stepKeys = null;       // the step-through the ← → keys drive (the last one drawn)
-  function traceView(trace, prefix, qTokens, kTokens, headIndex, opts) {
+  function sourceOf(trace, prefix) {
     var src = V.jsonSource(trace, prefix, DIGITS);
+    if (src.has("v_heads") || !stepOf(trace, prefix + "v")) return src;
+    // the group meeting gives each token's answer as "v" (Tk, Dv), not split into heads: the same rows
+    var v = V.jsonSource({ steps: [Object.assign({}, stepOf(trace, prefix + "v"), { name: "v_heads" })] }, "", DIGITS);
+    var out = Object.assign({}, src);
+    ["has", "shape", "value", "text", "formula"].forEach(function (f) {
+      out[f] = function (name) { return name === "v_heads" ? v[f].apply(null, arguments) : src[f].apply(null, arguments); };
+    });
+    return out;
+  }
+  function traceView(trace, prefix, qTokens, kTokens, headIndex, opts) {
+    var src = sourceOf(trace, prefix);
     var weights = as3(stepOf(trace, prefix + "weights"));
     var H = weights.length, tq = weights[0].length, tk = weights[0][0].length, h = headIndex;
     var kvHeads = src.has("k_heads") ? src.shape("k_heads")[0] : H, kv = Math.floor(h / Math.max(1, H / kvHeads));
@@ -809,8 +820,10 @@
             scene: scene.name, s: String(s) });
         };
         show(now);
+        var questionPart = partsOf(trace).map(function (p) { return p.prefix; }).indexOf(scene.name + "/");
         slider.addEventListener("input", function () {
           var s = Math.round(Math.pow(10, +slider.value));
+          if (questionPart >= 0 && state.part !== questionPart) { state.part = questionPart; state.cell = null; }
           w.scores[scene.name] = w.scores[scene.name] || {};
           questionWords.forEach(function (j) { if (s === given) delete w.scores[scene.name][j]; else w.scores[scene.name][j] = s; });
           show(s); recompute(false);
@@ -953,9 +966,10 @@
       Object.keys(w.cells).forEach(function (m) {
         Object.keys(w.cells[m]).forEach(function (k) { what.push(m + "[" + k + "] = " + String(w.cells[m][k]).replace("-", "−")); });
       });
+      var scenes = (base && base.trace.meta.scenes) || [];
       Object.keys(w.scores).forEach(function (s) {
-        var js = Object.keys(w.scores[s]);
-        if (js.length) what.push(s + ": " + js.map(function (j) { return j + " → " + w.scores[s][j]; }).join(", "));
+        var js = Object.keys(w.scores[s]), tokens = (scenes.filter(function (x) { return x.name === s; })[0] || {}).tokens || [];
+        if (js.length) what.push("“" + s + "”: " + js.map(function (j) { return (tokens[j] || j) + " → " + w.scores[s][j]; }).join(", "));
       });
     }
     ui.changedLine.textContent = what.length ? W("changed", { what: what.join("; ") }) : W("unchanged");
