@@ -649,7 +649,6 @@ EN: dict[str, str] = {
     "serve.ui.back": "← all heads",
     "serve.ui.kvHead": "key/value head {n}",
     "serve.ui.cellHint": "Click a cell (query row, key column) for its derivation.",
-    "serve.ui.labelsThinned": "Every {n}th token is labelled; point at a cell for its tokens.",
     "serve.ui.hover": "query {i} “{q}” → key {j} “{k}”: {w}",
     "serve.ui.derivation": "Derivation of one cell: query {i} “{q}” → key {j} “{k}”",
     "serve.ui.qrow": "query vector q[{i}] (this head)",
@@ -1327,7 +1326,6 @@ KO: dict[str, str] = {
     "serve.ui.back": "← 모든 헤드",
     "serve.ui.kvHead": "Key/Value 헤드 {n}",
     "serve.ui.cellHint": "칸(Query 행, Key 열)을 누르면 그 칸의 계산 과정이 나온다.",
-    "serve.ui.labelsThinned": "토큰 이름은 {n}개마다 하나씩 적었다. 칸을 가리키면 그 칸의 토큰이 나온다.",
     "serve.ui.hover": "Query {i} “{q}” → Key {j} “{k}”: {w}",
     "serve.ui.derivation": "한 칸의 계산 과정: Query {i} “{q}” → Key {j} “{k}”",
     "serve.ui.qrow": "Query 벡터 q[{i}] (이 헤드)",
@@ -1350,8 +1348,8 @@ KO: dict[str, str] = {
     "serve.ui.upload": "…또는 직접 만든 예제 파일 열기 (TOML/JSON)",
     "serve.ui.uploaded": "올린 파일 (이 페이지에만 있고 링크에는 담기지 않는다)",
     "serve.ui.part": "부분",
-    "serve.ui.legend": "색: 가중치 0(흰색)에서 1(진한 파랑)까지. 작은 가중치도 보이도록 √가중치에 따라 칠한다. "
-                       "회색 빗금: 가려진 칸",
+    "serve.ui.legend": "색: 가중치 0(흰색)에서 1(진한 파랑)까지. 작은 가중치도 보이도록 가중치의 제곱근에 따라 "
+                       "칠한다. 회색 빗금: 가려진 칸",
     "serve.ui.loading": "계산하는 중…",
     "serve.ui.error": "오류",
     "serve.ui.noWeights": "이 예제에는 그릴 어텐션 가중치가 없다. 계산 과정은 아래에 있다.",
