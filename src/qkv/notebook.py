@@ -171,7 +171,7 @@ def show(obj: Any, *, text: str | None = None, lang: str = "en", head: int | Non
 
 # --------------------------------------------------------------------------------------------- helpers
 def _in_notebook() -> bool:
-    """True inside an IPython kernel (Jupyter, VS Code, Colab). IPython is looked up, never imported: a script stays light."""
+    """True inside an IPython kernel (Jupyter, VS Code, Colab). IPython is looked up, never imported."""
     ipython = sys.modules.get("IPython")
     if ipython is None:
         return False
@@ -231,9 +231,15 @@ def _focus(trace: Trace, *, head: Any, layer: Any, query: Any, lang: str = "en")
     if layer is not None:
         layers = [int(p.prefix.split()[1].rstrip("/")) for p in parts if p.prefix.startswith("layer ")]
         if not layers:
+            found = ", ".join(repr(p.prefix.rstrip("/") or "weights") for p in parts) or "no weights"
             raise ValueError("layer= needs a trace of a whole model (steps 'layer 0/weights', …); "
-                             f"this one has {', '.join(repr(p.prefix.rstrip('/') or 'weights') for p in parts) or 'no weights'}")
-        _index("layer", layer, len(layers), "layers")
+                             f"this one has {found}")
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+            raise TypeError(f"layer must be an integer index, got {type(layer).__name__}")
+        if layer not in layers:       # a trace may hold some layers only
+            held = f"{layers[0]} … {layers[-1]}" if layers == list(range(layers[0], layers[-1] + 1)) else \
+                ", ".join(map(str, layers))
+            raise ValueError(f"layer={layer} is out of range: the trace has layers {held}")
         prefix = f"layer {int(layer)}/"
         steps = [step for step in steps if step.name.startswith(prefix)]
         parts = [p for p in parts if p.prefix == prefix]
