@@ -1122,7 +1122,7 @@ KO: dict[str, str] = {
     # command line
     "list.header": "예제 목록 (qkv example NAME):",
     # 나머지 명령 (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
-    "cli.choices": "{value}: 다음 중 하나여야 한다: {choices}",
+    "cli.choices": "{value}: {choices} 중 하나여야 한다",
     "cli.note": "qkv: 참고: {text}",
     "cli.wrote": "저장했다: {path}",
     "cli.tokens": "토큰",
@@ -1174,7 +1174,7 @@ KO: dict[str, str] = {
     "cli.heads.rollout": "어텐션 롤아웃 (잔차 연결 포함), 층 {layers}개를 모두 지난 뒤 “{token}” 자리가 각 토큰에서 "
                          "가져오는 몫: {shares}",
     "cli.heads.figure": "{model}: 토큰 {tokens}개",
-    "cli.heads.probe_long": "{length}: 탐침 시퀀스(토큰 2 × {length}개)가 모델의 위치 {positions}개보다 길다",
+    "cli.heads.probe_long": "{length}: 검사용 시퀀스(토큰 2 × {length}개)가 모델의 위치 {positions}개보다 길다",
     "cli.heads.probe_vocab": "{length}: 이 모델의 일반 토큰은 {ordinary}개뿐이다",
     "cli.masks.header": "{name}: {formula}   (T = {t}, 쌍 {total}개 중 {allowed}개 허용)",
     "cli.masks.blocks": "  {b}×{b} 블록: 건너뜀(S) {skipped}개, 전체(F) {full}개, 부분(P) {partial}개. 커널은 점수 "
@@ -1222,7 +1222,7 @@ KO: dict[str, str] = {
     "cli.ring.balance": "{name}: 계산 시간, 가장 느린 랭크 ÷ 가장 빠른 랭크 = {ratio}",
     "cli.ring.timeout": "(0, 86400] 범위의 초여야 한다. 받은 값: {value}",
     "cli.ring.kv_heads": "H={heads}: G={kv}의 배수여야 한다",
-    "cli.ring.strategies": "알 수 없는 방식 {names}: 다음 중에서 고른다: {choices}",
+    "cli.ring.strategies": "알 수 없는 방식 {names}. {choices} 중에서 고른다",
     "cli.ring.empty": "(빈 목록)",
     "cli.ring.seq": "T={seq}: {need}의 배수가 아니다 (zigzag 배치는 시퀀스를 같은 길이의 조각 2·P개로 자른다, "
                     "P={world}). --seq {fix}를 써 본다",
@@ -1264,7 +1264,7 @@ KO: dict[str, str] = {
     "cli.translate.figure_one": "그림은 한 언어만 보인다: --to ko 또는 --to ja를 붙인다",
     "cli.translate.derive_one": "계산 과정은 한 언어만 따라간다: --to ko 또는 --to ja를 붙인다",
     "cli.translate.digits": "{value}: 0 … 8이어야 한다",
-    "cli.translate.figure_format": "알 수 없는 그림 형식이다. 다음 중 하나를 쓴다: {choices}",
+    "cli.translate.figure_format": "알 수 없는 그림 형식이다. {choices} 중 하나를 쓴다",
     "cli.translate.lang.ko": "한국어",
     "cli.translate.lang.ja": "일본어",
     # qkv serve (serve/app.py의 응답, serve/app.js 페이지의 낱말: serve.ui.*)
