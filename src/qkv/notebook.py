@@ -237,8 +237,8 @@ def _focus(trace: Trace, *, head: Any, layer: Any, query: Any, lang: str = "en")
         if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
             raise TypeError(f"layer must be an integer index, got {type(layer).__name__}")
         if layer not in layers:       # a trace may hold some layers only
-            held = f"{layers[0]} … {layers[-1]}" if layers == list(range(layers[0], layers[-1] + 1)) else \
-                ", ".join(map(str, layers))
+            contiguous = len(layers) > 1 and layers == list(range(layers[0], layers[-1] + 1))
+            held = f"{layers[0]} … {layers[-1]}" if contiguous else ", ".join(map(str, layers))
             raise ValueError(f"layer={layer} is out of range: the trace has layers {held}")
         prefix = f"layer {int(layer)}/"
         steps = [step for step in steps if step.name.startswith(prefix)]
