@@ -32,7 +32,7 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-size", type=int_option(low=1), default=32, metavar="N", help="texts per batch (default 32)")
     parser.add_argument("--json", action="store_true", help="print JSON: shape, full embeddings, similarities")
     parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
-    add_lang_option(parser, "the table")
+    add_lang_option(parser)
     parser.set_defaults(func=handler)
 
 

@@ -41,7 +41,7 @@ def register(subparsers) -> None:
     parser.add_argument("--top", default="3", metavar="K", help="alternatives shown per step (default 3)")
     parser.add_argument("--json", action="store_true", help="print JSON: ids, tokens, text and each step's probabilities")
     parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
-    add_lang_option(parser, "the table")
+    add_lang_option(parser)
     parser.set_defaults(func=handler)
 
 

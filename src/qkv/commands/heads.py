@@ -43,7 +43,7 @@ def register(subparsers) -> None:
     parser.add_argument("--figure", metavar="FILE", help="also save the score maps and the rollout (.png .svg .pdf)")
     parser.add_argument("--json", metavar="FILE", help="also write every score as JSON (atomically)")
     parser.add_argument("--out", metavar="FILE", help="write the table to FILE (atomically) instead of standard output")
-    add_lang_option(parser, "the table")
+    add_lang_option(parser)
     parser.set_defaults(func=handler)
 
 

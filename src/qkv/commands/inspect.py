@@ -50,7 +50,7 @@ def register(subparsers) -> None:
                         "or the last token for a causal model)")
     parser.add_argument("--top", type=int_option(), default=5, metavar="K", help="how many top keys to list (default 5)")
     parser.add_argument("--format", default="text", metavar="FORMAT", help="text | markdown | json | html (default text)")
-    add_lang_option(parser, "the tables and the derivation")
+    add_lang_option(parser, "the output, the derivation and the figure")
     parser.add_argument("--digits", type=int_option(), default=3, metavar="N", help="decimals shown (default 3)")
     parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
     parser.add_argument("--figure", metavar="FILE", help="also save a figure (.png .svg .pdf)")

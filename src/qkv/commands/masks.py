@@ -36,7 +36,7 @@ def register(subparsers) -> None:
                         help="just this mask (a name as printed, e.g. 'document')")
     parser.add_argument("--figure", metavar="FILE", help="also draw the matrices (.png .svg .pdf)")
     parser.add_argument("--out", metavar="FILE", help="write the text to FILE (atomically) instead of standard output")
-    add_lang_option(parser, "the text and the figure")
+    add_lang_option(parser, "the output and the figure")
     parser.set_defaults(func=handler)
 
 

@@ -46,7 +46,7 @@ def register(subparsers) -> None:
     parser.add_argument("--json", metavar="FILE", help="also write every rank's measurements as JSON")
     parser.add_argument("--fail-rank", type=int_option(low=0, high=63), metavar="R",
                         help="rehearse a failure: rank R exits abruptly before its first step")
-    add_lang_option(parser, "the table")
+    add_lang_option(parser)
     parser.set_defaults(func=handler)
 
 

@@ -32,7 +32,7 @@ def register(subparsers) -> None:
     parser.add_argument("--to", default="both", metavar="ko|ja|both", help="target language (default both)")
     parser.add_argument("--explain", action="store_true",
                         help="show each generated word's cross-attention over the English words")
-    add_lang_option(parser, "--explain, --derive and --figure")
+    add_lang_option(parser, "the output, --explain, --derive and --figure")
     parser.add_argument("--derive", type=int_option(), default=None, metavar="N",
                         help="derive, step by step (qkv.explain), the cross-attention that produced word N (from 1); "
                         "needs --to ko or ja")
