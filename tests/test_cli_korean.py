@@ -225,6 +225,15 @@ def test_own_errors_are_korean(capsys, argv):
     assert_korean(problem, {"nonsense", "xx", "text", "markdown", "json"})     # the values given or accepted
 
 
+def test_notes_are_korean(capsys):
+    long_text = " ".join(["cats"] * 300)                  # MiniLM reads 256 tokens
+    code, out, err = run(capsys, "inspect", long_text, "--lang", "ko", "--format", "json")
+    assert code == 0 and err == "qkv: 참고: 텍스트가 이 모델이 읽을 수 있는 길이보다 길다. 앞의 토큰 256개만 쓴다\n", err
+    code, out, err = run(capsys, "embed", long_text, "short", "--lang", "ko", "--json")
+    assert code == 0 and err.startswith("qkv: 참고: 텍스트 1개(#0)가 ") and err.count("\n") == 1, err
+    assert_korean(err)
+
+
 def test_embed_error_is_korean(capsys, monkeypatch):
     import io
 
