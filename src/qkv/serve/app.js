@@ -103,7 +103,7 @@
       if (!m || s.name.indexOf("by hand/") === 0 || s.name.indexOf("drift/") === 0 || !as3(s)) return;
       var prefix = m[1] || "";
       if (parts.some(function (p) { return p.prefix === prefix; })) return;
-      parts.push({ prefix: prefix, label: prefix ? prefix.slice(0, -1) : (trace.title || "weights") });
+      parts.push({ prefix: prefix, label: partLabel(trace, prefix) });
     });
     return parts;
   }
@@ -120,6 +120,23 @@
     return { q: fit(q, tq), k: fit(k, tk) };
   }
   function headBase(trace) { return (trace.meta && trace.meta.head_base) || 0; }
+  // a meeting of the group-meeting example by its place ("the first meeting"), not its name in the data
+  function meetingName(trace, name) {
+    var scenes = (trace.meta && trace.meta.scenes) || [], n = 0;
+    scenes.forEach(function (s, k) { if (s.name === name) n = k + 1; });
+    var key = "meeting." + n;
+    return data.words.page[state.lang][key] !== undefined ? W(key) : W("meetingN", { n: n });
+  }
+  function partLabel(trace, prefix) {
+    var name = prefix.slice(0, -1), scenes = (trace.meta && trace.meta.scenes) || [];
+    if (!prefix) return trace.meta && trace.meta.n_heads > 1 ? W("partAll") : (trace.title || "weights");
+    if (scenes.some(function (s) { return s.name === name; })) return meetingName(trace, name);
+    if (name === "rows") return W("partRows");
+    if (name === "columns") return W("partColumns");
+    var head = /^head (\d+)$/.exec(name);
+    if (head) return W("head") + " " + head[1];
+    return name;
+  }
 
   // ------------------------------------------------------------------ layout
   var ui = {};
@@ -817,7 +834,7 @@
         slider.id = "qkv-question-score"; slider.value = String(Math.log10(Math.max(1, now)));
         var show = function (s) {
           text.textContent = W("questionScore", { tokens: questionWords.map(function (j) { return scene.tokens[j]; }).join(", "),
-            scene: scene.name, s: String(s) });
+            meeting: meetingName(trace, scene.name), s: String(s) });
         };
         show(now);
         var questionPart = partsOf(trace).map(function (p) { return p.prefix; }).indexOf(scene.name + "/");
@@ -825,7 +842,11 @@
           var s = Math.round(Math.pow(10, +slider.value));
           if (questionPart >= 0 && state.part !== questionPart) { state.part = questionPart; state.cell = null; }
           w.scores[scene.name] = w.scores[scene.name] || {};
-          questionWords.forEach(function (j) { if (s === given) delete w.scores[scene.name][j]; else w.scores[scene.name][j] = s; });
+          questionWords.forEach(function (j) {
+            if (s === given) delete w.scores[scene.name][j]; else w.scores[scene.name][j] = s;
+            var input = (ui.scoreInputs[scene.name] || {})[j];       // the editor shows the same scores
+            if (input) { input.value = String(s); input.classList.toggle("qkv-edited", s !== given); }
+          });
           show(s); recompute(false);
         });
         label.appendChild(text); label.appendChild(slider); box.appendChild(label);
@@ -853,6 +874,7 @@
       check.appendChild(box2); check.appendChild(el("span", null, " " + W("sqrtDk", { root: "√" + dk })));
       box.appendChild(check);
     }
+    if (name === "multi-head") box.appendChild(el("p", "qkv-note", W("multiHeadNote")));
     // the followed query's weights (or the output): the post's numbers next to now
     ui.compare = el("div", "qkv-compare"); box.appendChild(ui.compare);
     box.appendChild(editor(name, base));
@@ -869,6 +891,7 @@
   // editable inputs: the example's given matrices (or the meetings' scores), one text box per number
   function editor(name, base) {
     var w = whatIf(), trace = base.trace, details = el("details", "qkv-editor");
+    ui.scoreInputs = {};
     var meeting = name === "group-meeting";
     details.appendChild(el("summary", null, meeting ? W("editScores") : name === "multi-head" ? W("editHeadOne") : W("editInputs")));
     var matrices = { "self-attention": ["x", "w_q", "w_k", "w_v"], "cross-attention": ["x", "memory", "w_q", "w_k", "w_v"],
@@ -888,14 +911,16 @@
       (trace.meta.scenes || []).forEach(function (s) {
         var scores = as3(stepOf(trace, s.name + "/scores"))[0][0];
         var t = el("table", "qkv-mt qkv-edit-table"); t.setAttribute("data-scene", s.name);
-        t.appendChild(el("caption", null, W("meeting", { scene: s.name })));
+        t.appendChild(el("caption", null, W("meeting", { meeting: meetingName(trace, s.name), tokens: s.tokens.join(" ") })));
         var head = el("tr"), row = el("tr");
         s.tokens.forEach(function (tok, j) {
           head.appendChild(el("th", null, tok));
           var mine = w.scores[s.name] && w.scores[s.name][j] !== undefined;
-          var td = el("td"); td.appendChild(cellInput(mine ? w.scores[s.name][j] : scores[j], mine, function (v) {
+          var input = cellInput(mine ? w.scores[s.name][j] : scores[j], mine, function (v) {
             w.scores[s.name] = w.scores[s.name] || {}; w.scores[s.name][j] = v;
-          }));
+          });
+          (ui.scoreInputs[s.name] = ui.scoreInputs[s.name] || {})[j] = input;
+          var td = el("td"); td.appendChild(input);
           row.appendChild(td);
         });
         t.appendChild(head); t.appendChild(row); scroll.appendChild(t);
@@ -932,7 +957,8 @@
       var lot = r.scene.tokens.lastIndexOf("lot");
       var now = as3(stepOf(trace, r.scene.name + "/weights")), was = base && as3(stepOf(base.trace, r.scene.name + "/weights"));
       if (!now || lot < 0) return;
-      r.node.textContent = W("lotWeight", { scene: r.scene.name, w: fmt(now[0][0][lot]), was: was ? fmt(was[0][0][lot]) : "?" });
+      r.node.textContent = W("lotWeight", { meeting: meetingName(trace, r.scene.name), w: fmt(now[0][0][lot]),
+        was: was ? fmt(was[0][0][lot]) : "?" });
       r.node.setAttribute("data-value", String(now[0][0][lot]));
     });
     ui.compare.textContent = "";
@@ -942,7 +968,8 @@
       var i = typeof trace.meta.query === "number" ? trace.meta.query : 0;
       var tok = tokensFor(trace, prefix, now[0].length, now[0][0].length);
       var table = el("table", "qkv-mt qkv-compare-table");
-      table.appendChild(el("caption", null, W("followed", { q: tok.q[i] })));
+      table.appendChild(el("caption", null, W("followed", { q: tok.q[i] }) +
+        (now.length > 1 ? " — " + W("head") + " " + headBase(trace) : "")));
       var head = el("tr"); head.appendChild(el("th"));
       tok.k.forEach(function (k) { head.appendChild(el("th", null, k)); });
       table.appendChild(head);
@@ -958,6 +985,18 @@
         table.appendChild(tr);
       });
       var wrap = el("div", "qkv-table-scroll"); wrap.appendChild(table); ui.compare.appendChild(wrap);
+    } else if (!parts.length && base && stepOf(trace, "y") && stepOf(base.trace, "y")) {
+      var yNow = as3(stepOf(trace, "y"))[0][0], yWas = as3(stepOf(base.trace, "y"))[0][0];
+      var who = (trace.meta.tokens || [])[trace.meta.query];
+      var t2 = el("table", "qkv-mt qkv-compare-table");
+      t2.appendChild(el("caption", null, W("compareOut", { q: who })));
+      [[W("asPost"), yWas], [W("now"), yNow]].forEach(function (pair, n) {
+        var tr = el("tr"); tr.appendChild(el("th", null, pair[0]));
+        pair[1].forEach(function (v) { var td = el("td", "qkv-n", fmt(v)); td.setAttribute("data-value", String(v)); tr.appendChild(td); });
+        if (n === 1) tr.setAttribute("data-row", "now");
+        t2.appendChild(tr);
+      });
+      var wrap2 = el("div", "qkv-table-scroll"); wrap2.appendChild(t2); ui.compare.appendChild(wrap2);
     }
     var w = state.whatif, what = [];
     if (w && changed(w)) {
@@ -969,7 +1008,7 @@
       var scenes = (base && base.trace.meta.scenes) || [];
       Object.keys(w.scores).forEach(function (s) {
         var js = Object.keys(w.scores[s]), tokens = (scenes.filter(function (x) { return x.name === s; })[0] || {}).tokens || [];
-        if (js.length) what.push("“" + s + "”: " + js.map(function (j) { return (tokens[j] || j) + " → " + w.scores[s][j]; }).join(", "));
+        if (js.length) what.push(meetingName(trace, s) + ": " + js.map(function (j) { return (tokens[j] || j) + " → " + w.scores[s][j]; }).join(", "));
       });
     }
     ui.changedLine.textContent = what.length ? W("changed", { what: what.join("; ") }) : W("unchanged");
