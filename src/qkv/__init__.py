@@ -11,9 +11,20 @@ from .attention import attention, attention_columns, attention_reference, causal
 from .errors import InputError
 from .heads import merge_heads, split_heads
 from .mha import HeadWeights, KVCache, MultiHeadAttention
+from . import trace as _trace
 from .trace import Step, Trace
 
 __version__ = "0.1.0"
+
+
+def _trace_view(trace: Trace) -> str:
+    """A Trace in a notebook: the interactive page (qkv.explain, imported on first display)."""
+    from .explain.page import trace_html
+
+    return trace_html(trace, inline=True)
+
+
+_trace.HTML_VIEW = _trace_view
 
 _SUBMODULES = {"kernels", "examples", "explain", "viz", "models", "bench", "spec", "block", "activations",
                "notebook"}

@@ -26,6 +26,8 @@ import numpy as np
 from ._backend import is_numpy, is_torch, namespace, shape_str
 from .kernels import blocked as _kernel_module
 from .kernels.call import Call, as_bool_mask, as_scores, check_call, index_arrays
+from .trace import (BIASED_SCORES, EXP_SCORES, EXP_SUM, MASK, MODIFIED_SCORES, OUT, RESIDUAL, SCALED_SCORES, SCORES,
+                    SOFTMAX_MAX, WEIGHTS, Recorder, emit)
 
 __all__ = [
     "attention",
@@ -37,7 +39,6 @@ __all__ = [
     "residual",
 ]
 
-Recorder = Callable[..., None]
 
 # Below this many scores per head (Tq·Tk) the plain path is as fast as the blocked kernel or faster
 # (measured: MiniLM's T=64 layers, 32 sequences × 12 heads: plain 18 ms, kernel 73 ms with a mask),
@@ -149,9 +150,9 @@ def _softmax_steps(scores, mask=None, *, axis: int = -1, record: Recorder | None
     row_max = xp.max(masked, axis=axis, keepdims=True)
     # A slice with nothing allowed has max -inf; subtracting 0 instead keeps exp(-inf) = 0 clean.
     row_max = xp.where(row_max == -xp.inf, xp.zeros_like(row_max), row_max)
-    row_max = _emit(record, "softmax_max", row_max, formula="m = the row's largest score")
-    exps = _emit(record, "exp_scores", xp.exp(masked - row_max), formula="e^(s − m)")
-    total = _emit(record, "exp_sum", xp.sum(exps, axis=axis, keepdims=True), formula="Σ e^(s − m)")
+    row_max = emit(record, SOFTMAX_MAX, row_max, formula="m = the row's largest score")
+    exps = emit(record, EXP_SCORES, xp.exp(masked - row_max), formula="e^(s − m)")
+    total = emit(record, EXP_SUM, xp.sum(exps, axis=axis, keepdims=True), formula="Σ e^(s − m)")
     nonempty = total > 0
     safe_total = xp.where(nonempty, total, xp.ones_like(total))
     lse = xp.where(nonempty, row_max + xp.log(safe_total), xp.full_like(total, -xp.inf))
@@ -245,26 +246,26 @@ def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, r
     qc, kc, vc = (xp.astype(a, work) for a in (q, k, v))
     qg, kg = _group(call, qc), _group_kv(call, kc)        # (…, G, H/G, Tq, Dk), (…, G, 1, Tk, Dk)
     scores = _ungroup(call, qg @ xp.matrix_transpose(kg))  # (…, H, Tq, Tk)
-    scores = _emit(record, "scores", scores, formula="Q·Kᵀ")
+    scores = emit(record, SCORES, scores, formula="Q·Kᵀ")
     scaled = scores * _as_work(call, call.scale)
-    scaled = _emit(record, "scaled_scores", scaled, formula=f"Q·Kᵀ · {call.scale:.6g}" + (" (= 1/√d_k)" if call.default_scale else ""))
+    scaled = emit(record, SCALED_SCORES, scaled, formula=f"Q·Kᵀ · {call.scale:.6g}" + (" (= 1/√d_k)" if call.default_scale else ""))
     if call.bias is not None:
         scaled = scaled + xp.astype(call.bias, work)
-        scaled = _emit(record, "biased_scores", scaled, formula="Q·Kᵀ/√d_k + bias")
+        scaled = emit(record, BIASED_SCORES, scaled, formula="Q·Kᵀ/√d_k + bias")
     indices = index_arrays(call, like=q) if (call.mask_mod is not None or call.score_mod is not None) else None
     if call.score_mod is not None:
         modified = as_scores(call.score_mod(scaled, *indices), scaled)
         scaled = xp.broadcast_to(xp.astype(modified, work), call.scores_shape)
-        scaled = _emit(record, "modified_scores", scaled,
+        scaled = emit(record, MODIFIED_SCORES, scaled,
                        formula=getattr(call.score_mod, "formula", "score_mod(score, b, h, q, k)"))
     allowed = _combined_mask(call, indices)
     if allowed is not None and record is not None:
-        _emit(record, "mask", xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
+        emit(record, MASK, xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
               formula="0 where the query may attend, −∞ where it may not")
     weights, lse = _softmax_steps(scaled, allowed, record=record)
-    weights = _emit(record, "weights", weights, formula="e^(s − m) / Σ e^(s − m) = softmax(Q·Kᵀ/√d_k) per row")
+    weights = emit(record, WEIGHTS, weights, formula="e^(s − m) / Σ e^(s − m) = softmax(Q·Kᵀ/√d_k) per row")
     out = _weights_times_values(call, weights, vc)            # (…, H, Tq, Dv)
-    out = _emit(record, "out", out, formula="weights · V")
+    out = emit(record, OUT, out, formula="weights · V")
     result = (xp.astype(out, call.dtype),)
     if return_weights:
         result += (xp.astype(weights, call.dtype),)
@@ -323,7 +324,7 @@ def residual(r, y, *, record: Recorder | None = None):
         raise ValueError(f"y has shape {shape_str(y.shape)} but the residual r has shape {shape_str(r.shape)}; "
                          "they must match")
     total = r + y
-    return _emit(record, "residual", total, formula="R + Y")
+    return emit(record, RESIDUAL, total, formula="R + Y")
 
 
 # --------------------------------------------------------------------------- internals
@@ -365,20 +366,6 @@ def _combined_mask(call: Call, indices=None):
         modded = as_bool_mask(call.mask_mod(*indices), xp, call.device)
         allowed = modded if allowed is None else (allowed & modded)
     return allowed
-
-
-def _emit(record: Recorder | None, name: str, value, **meta):
-    """Hand ``value`` to the recorder; return the value the computation continues with.
-
-    A recorder normally returns None and the value is kept. It may instead return a replacement of
-    the same shape and array type (the "by hand" mode of the worked examples rounds every
-    intermediate to the digits shown, as a person with a calculator would, and the next step is
-    computed from the rounded numbers by this same code).
-    """
-    if record is None:
-        return value
-    replacement = record(name, value, **meta)
-    return value if replacement is None else replacement
 
 
 def _empty_result(call: Call, *, return_weights: bool, return_lse: bool = False):

@@ -20,8 +20,9 @@ import numpy as np
 
 from ._backend import is_numpy, namespace, shape_str
 from .activations import ACTIVATIONS, add_bias_and_activate
-from .attention import Recorder, _emit, residual
+from .attention import residual
 from .mha import KVCache, MultiHeadAttention
+from .trace import Recorder, emit, scoped
 
 __all__ = ["LayerNorm", "RMSNorm", "MLP", "TransformerBlock"]
 
@@ -188,18 +189,18 @@ class MLP:
         hidden = x @ self.w_in                                                  # (…, T, F)
         if self.b_in is not None:
             hidden = hidden + self.b_in
-        hidden = _emit(record, "hidden", hidden, formula="X·W_in + b_in")
+        hidden = emit(record, "hidden", hidden, formula="X·W_in + b_in")
         if self.w_gate is None:
             activated = activate(hidden)
         else:
             gate = x @ self.w_gate if self.b_gate is None else x @ self.w_gate + self.b_gate
-            gate = _emit(record, "gate", gate, formula="X·W_gate")
+            gate = emit(record, "gate", gate, formula="X·W_gate")
             activated = activate(gate) * hidden
-        activated = _emit(record, "activated", activated,
+        activated = emit(record, "activated", activated,
                           formula=f"{self.activation}(hidden)" if self.w_gate is None
                           else f"{self.activation}(gate) ⊙ hidden")
         out = activated @ self.w_out if self.b_out is None else activated @ self.w_out + self.b_out
-        return _emit(record, "out", out, formula="activated·W_out + b_out")
+        return emit(record, "out", out, formula="activated·W_out + b_out")
 
     def _numpy_rows(self, x: np.ndarray) -> np.ndarray:
         """The same computation for NumPy without a trace: blocks of rows, in place, one reused scratch
@@ -362,7 +363,7 @@ class TransformerBlock:
             raise
 
     def _run(self, x, memory, mask, memory_mask, causal, cache, lengths, positions, return_weights, record):
-        x = _emit(record, "x", x, formula="the block's input, one row per token")
+        x = emit(record, "x", x, formula="the block's input, one row per token")
         weights = []
 
         def attend(stream, sublayer_record):
@@ -377,14 +378,14 @@ class TransformerBlock:
 
             x = self._sublayer(x, cross, self.cross_norm, "cross_attention", record, weights)
         x = self._sublayer(x, lambda stream, sub: self.mlp(stream, record=sub), self.norm2, "mlp", record, weights)
-        x = _emit(record, "output", x, formula="the block's output")
+        x = emit(record, "output", x, formula="the block's output")
         return (x, *weights) if return_weights else x
 
     def _sublayer(self, x, run: Callable, norm: Norm, name: str, record: Recorder | None, weights: list):
         """Pre-norm: x + run(norm(x)); post-norm: norm(x + run(x)). Steps recorded under ``name/``."""
-        sub = _scoped(record, name)
+        sub = scoped(record, name)
         if self.norm_position == "pre":
-            y = run(_emit(sub, "norm", norm(x), formula="the sublayer's input, normalised"), sub)
+            y = run(emit(sub, "norm", norm(x), formula="the sublayer's input, normalised"), sub)
         else:
             y = run(x, sub)
         if isinstance(y, tuple):
@@ -393,16 +394,5 @@ class TransformerBlock:
         total = residual(x, y, record=sub)
         if self.norm_position == "post":
             normed = norm(total, out=total) if is_numpy(total) and sub is None else norm(total)   # in place: a fresh sum
-            total = _emit(sub, "norm", normed, formula="(R + Y), normalised")
+            total = emit(sub, "norm", normed, formula="(R + Y), normalised")
         return total
-
-
-def _scoped(record: Recorder | None, prefix: str) -> Recorder | None:
-    """A recorder filing steps under ``prefix/`` that passes the recorder's replacements on."""
-    if record is None:
-        return None
-
-    def scoped(name: str, value, **meta):
-        return record(f"{prefix}/{name}", value, **meta)
-
-    return scoped

@@ -16,10 +16,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._backend import is_numpy, is_torch, namespace, shape_str
-from .attention import Recorder, _emit, attention
+from .attention import attention
 from .attention import padding_mask as qkv_padding_mask
 from .heads import merge_heads, split_heads
 from .rope import RoPE
+from .trace import (CONCAT, K_ROTATED, MEMORY, Q_ROTATED, ROPE_ANGLES, W_O, X, Y, Recorder, emit)
 
 __all__ = ["MultiHeadAttention", "HeadWeights", "KVCache"]
 
@@ -258,9 +259,9 @@ class MultiHeadAttention:
         elif self.d_kv_in != self.d_model:
             raise ValueError(f"self-attention needs w_k to read width {self.d_model}, but w_k has shape "
                              f"{shape_str(self.w_k.shape)}; pass memory= for cross-attention")
-        x = _emit(record, "x", x, formula="X: one row per token")
+        x = emit(record, X, x, formula="X: one row per token")
         if memory is not None:
-            memory = _emit(record, "memory", memory, formula="encoder outputs: keys and values come from here")
+            memory = emit(record, MEMORY, memory, formula="encoder outputs: keys and values come from here")
         source = x if memory is None else memory
         heads = {"q": self.n_heads, "k": self.n_kv_heads, "v": self.n_kv_heads}
         fused = None
@@ -272,14 +273,14 @@ class MultiHeadAttention:
         start = 0
         for name, inputs, w, b in (("q", x, self.w_q, self.b_q), ("k", source, self.w_k, self.b_k),
                                    ("v", source, self.w_v, self.b_v)):
-            w = _emit(record, f"w_{name}", w, formula=f"W_{name.upper()}")
+            w = emit(record, f"w_{name}", w, formula=f"W_{name.upper()}")
             if fused is not None:                                         # this projection's columns of it
                 projected, start = fused[..., start:start + w.shape[1]], start + w.shape[1]
             else:
                 projected = _matmul(inputs, w) if b is None else _matmul(inputs, w) + b   # (…, T, heads·Dh)
-            projected = _emit(record, name, projected, formula=f"{name.upper()} = X·W_{name.upper()}" + (" + b" if b is not None else ""))
+            projected = emit(record, name, projected, formula=f"{name.upper()} = X·W_{name.upper()}" + (" + b" if b is not None else ""))
             split = split_heads(projected, heads[name])                   # (…, heads, T, Dh)
-            split = _emit(record, f"{name}_heads", split, formula=f"{name.upper()} (T×d) seen as T×h×d_h")
+            split = emit(record, f"{name}_heads", split, formula=f"{name.upper()} (T×d) seen as T×h×d_h")
             out.append(split)
         return tuple(out)
 
@@ -323,10 +324,10 @@ class MultiHeadAttention:
             cache._commit(staged)
         heads_out = result[0] if return_weights else result           # (…, H, Tq, Dv)
         concat = merge_heads(heads_out)                                # (…, Tq, H·Dv)
-        concat = _emit(record, "concat", concat, formula="Concat(head₁, …, head_h)")
-        w_o = _emit(record, "w_o", self.w_o, formula="W_O")
+        concat = emit(record, CONCAT, concat, formula="Concat(head₁, …, head_h)")
+        w_o = emit(record, W_O, self.w_o, formula="W_O")
         y = _matmul(concat, w_o) if self.b_o is None else _add_in_place(_matmul(concat, w_o), self.b_o)
-        y = _emit(record, "y", y, formula="Y = Concat(heads)·W_O" + (" + b_O" if self.b_o is not None else ""))
+        y = emit(record, Y, y, formula="Y = Concat(heads)·W_O" + (" + b_O" if self.b_o is not None else ""))
         return (y, result[1]) if return_weights else y
 
     def _rotate(self, q, k, memory, cache, positions, record):
@@ -337,9 +338,9 @@ class MultiHeadAttention:
             start = 0 if cache is None else cache.length
             positions = np.arange(start, start + q.shape[-2])
         angles = self.rope.angles(positions)
-        _emit(record, "rope_angles", angles, formula="angle = position · θᵢ, θᵢ = θ^(−2i/d)")
-        q = _emit(record, "q_rotated", self.rope(q, positions), formula="Q·cos + rotate_half(Q)·sin")
-        k = _emit(record, "k_rotated", self.rope(k, positions), formula="K·cos + rotate_half(K)·sin")
+        emit(record, ROPE_ANGLES, angles, formula="angle = position · θᵢ, θᵢ = θ^(−2i/d)")
+        q = emit(record, Q_ROTATED, self.rope(q, positions), formula="Q·cos + rotate_half(Q)·sin")
+        k = emit(record, K_ROTATED, self.rope(k, positions), formula="K·cos + rotate_half(K)·sin")
         return q, k
 
     def _check_input(self, name: str, a, width: int, weight: str) -> None:

@@ -1,26 +1,69 @@
-"""Trace: an ordered record of the named steps of one computation (formula, shape, values).
+"""The recording protocol and the Trace: an ordered record of the named steps of one computation.
 
-A Trace is itself a recorder: pass it as ``record=`` to `qkv.attention`, `MultiHeadAttention`,
-`qkv.residual`, … and each of them hands it the intermediates it computes, in order. The
-renderers (text, Markdown, HTML, JSON, figures) only read a finished Trace; they never
+This module is the bottom layer: it imports nothing of qkv but the array conversion, and every
+computing layer (the core, the blocks, the models, the translator, the worked examples) records
+through it.
+
+- `Recorder`: anything called as ``record(name, value, *, formula="", note="", **meta)``. It may
+  return None (keep the value) or a replacement of the same shape and array type, which the
+  computation continues with (the worked examples' by-hand mode rounds every intermediate so).
+- `emit(record, name, value, **meta)`: the one way a computation hands a step to a recorder (or
+  to none) and gets back the value to continue with.
+- `scoped(record, prefix)`: a recorder filing every step under ``prefix/`` that passes
+  replacements back (None stays None).
+- `Trace`: the recorder that keeps everything; `Trace.info` its metadata as a typed record
+  (`TraceInfo`); `STEPS` the names of the steps and their shapes.
+
+The renderers (text, Markdown, HTML, JSON, figures) only read a finished Trace; they never
 compute attention themselves.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
 from ._backend import to_numpy
 
-__all__ = ["Step", "Trace", "STEPS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
+__all__ = ["Recorder", "emit", "scoped", "TraceInfo", "Step", "Trace", "STEPS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MODIFIED_SCORES",
            "MASK", "SOFTMAX_MAX", "EXP_SCORES", "EXP_SUM", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "BY_HAND", "DRIFT"]
 
 FORMAT_VERSION = 1
+
+
+# ----------------------------------------------------------------------------------- the protocol
+class Recorder(Protocol):
+    """Handed each named intermediate; returns None (keep it) or a replacement to continue with."""
+
+    def __call__(self, name: str, value: Any, *, formula: str = "", note: str = "", **meta: Any) -> Any: ...
+
+
+def emit(record: Recorder | None, name: str, value: Any, **meta: Any) -> Any:
+    """Hand ``value`` to ``record`` (if any) as step ``name``; return the value to continue with.
+
+    A recorder normally returns None and the value is kept. It may instead return a replacement of
+    the same shape and array type (the worked examples' by-hand mode rounds every intermediate to
+    the digits shown, and the next step is computed from the rounded numbers by the same code).
+    """
+    if record is None:
+        return value
+    replacement = record(name, value, **meta)
+    return value if replacement is None else replacement
+
+
+def scoped(record: Recorder | None, prefix: str) -> Recorder | None:
+    """A recorder filing every step under ``prefix/`` and passing the recorder's replacements back."""
+    if record is None:
+        return None
+
+    def record_scoped(name: str, value: Any, **meta: Any) -> Any:
+        return record(f"{prefix}/{name}", value, **meta)
+
+    return record_scoped
 
 # ----------------------------------------------------------------------------------- step names
 # The names of the steps that attention, MultiHeadAttention and the residual record, written down
@@ -124,13 +167,14 @@ class Trace:
         array = np.array(array, dtype=np.float64 if array.dtype.kind == "f" else array.dtype, copy=True)
         self.steps.append(Step(name, array, formula, note, meta))
 
-    def scoped(self, prefix: str) -> Callable[..., None]:
-        """A recorder that files every step under ``prefix/``."""
+    def scoped(self, prefix: str) -> Recorder:
+        """A recorder that files every step under ``prefix/`` (`qkv.trace.scoped` on this trace)."""
+        return scoped(self, prefix)
 
-        def record(name: str, value: Any, **meta: Any) -> None:
-            self(f"{prefix}/{name}", value, **meta)
-
-        return record
+    @property
+    def info(self) -> "TraceInfo":
+        """``meta`` as a typed record (what the renderers read); `TraceInfo` lists the fields."""
+        return TraceInfo.of(self.meta)
 
     # reading -----------------------------------------------------------------------------
     def __getitem__(self, name: str) -> Step:
@@ -179,11 +223,64 @@ class Trace:
     def from_json(cls, text: str) -> "Trace":
         return cls.from_dict(json.loads(text))
 
-    def _repr_html_(self) -> str:
-        """Jupyter shows the interactive view (imported on use: the renderers sit above the Trace)."""
-        from .explain.page import trace_html
+    def _repr_html_(self) -> str | None:
+        """Jupyter shows the interactive view: `HTML_VIEW`, which the package sets (the renderers sit
+        above this module, so this module never imports them)."""
+        return None if HTML_VIEW is None else HTML_VIEW(self)
 
-        return trace_html(self, inline=True)
+
+HTML_VIEW: Callable[[Trace], str] | None = None
+"""How a Trace shows itself in a notebook; set by ``qkv/__init__.py`` to the interactive page."""
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """What a Trace's ``meta`` says, typed (every field optional; unknown keys are kept in ``meta``).
+
+    kind: "self-attention" | "cross-attention" | "multi-head" | "projection" | "group-meeting" | "model"
+    example: the worked example's name; post: the post it comes from ("000", "001", "002");
+    head_base: 1 where the post numbers heads from 1 (see `head_number`); tokens / key_tokens: the
+    query-side and key-side token strings (key_tokens defaults to tokens); query: the followed query
+    (row index); n_heads; head and layer: the head and layer shown (0-based); model: the model's name;
+    digits: decimals per step; notes: the example's notes; scenes, answers, notation: the group
+    meeting's; first_head: the multi-head example's computed head; rope_theta; bias_out: False when
+    a model's W_O has no bias; derivation / derivation_tokens: a model trace's recorded layers.
+    """
+
+    kind: str | None = None
+    example: str | None = None
+    post: str | None = None
+    head_base: int = 0
+    tokens: tuple = ()
+    key_tokens: tuple = ()
+    query: int = 0
+    n_heads: int | None = None
+    head: int | None = None
+    layer: int | None = None
+    model: str | None = None
+    digits: Any = None
+    notes: tuple = ()
+    scenes: tuple = ()
+    answers: tuple = ()
+    notation: str | None = None
+    first_head: str | None = None
+    rope_theta: float | None = None
+    bias_out: bool | None = None
+    derivation: Any = None
+    derivation_tokens: int | None = None
+
+    @classmethod
+    def of(cls, meta: dict) -> "TraceInfo":
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in meta.items() if k in names and v is not None}
+        for name in ("tokens", "key_tokens", "notes", "scenes", "answers"):
+            if name in values:
+                values[name] = tuple(values[name])
+        if "key_tokens" not in values or not values["key_tokens"]:
+            values["key_tokens"] = values.get("tokens", ())
+        values["query"] = int(values.get("query", 0) or 0)
+        values["head_base"] = int(values.get("head_base", 0) or 0)
+        return cls(**values)
 
 
 def _encode(value: np.ndarray) -> Any:

@@ -16,23 +16,11 @@ from ..errors import InputError
 from ..heads import merge_heads
 from ..mha import MultiHeadAttention
 from ..spec import Spec, resolve_query
-from ..trace import Trace
+from ..trace import Recorder, Trace, emit, scoped
 from .byhand import ByHand, digits_for, record_drift
 
-__all__ = ["trace_spec", "traced", "step", "scoped", "check_digits"]
+__all__ = ["trace_spec", "traced", "check_digits"]
 
-Recorder = Callable[..., Any]
-
-
-def step(record: Recorder, name: str, value, **meta):
-    """Record ``value``; return the value to continue with (a by-hand recorder rounds it)."""
-    replacement = record(name, value, **meta)
-    return value if replacement is None else replacement
-
-
-def scoped(record: Recorder, prefix: str) -> Recorder:
-    """A recorder filing names under ``prefix/`` that passes replacements back (unlike Trace.scoped)."""
-    return lambda name, value, **meta: record(f"{prefix}/{name}", value, **meta)
 
 
 def check_digits(digits: Any) -> int | None:
@@ -98,7 +86,7 @@ def _run_attention(spec: Spec, record: Recorder, inputs: Callable) -> None:
         q, k, v = layer.project(x, memory, record=record)
         out = attention(q, k, v, spec.mask, causal=spec.causal, record=record)   # (H, Tq, Dv)
         if spec.heads > 1:
-            step(record, "concat", merge_heads(out), formula="Concat(head₁, …, head_h)")
+            emit(record, "concat", merge_heads(out), formula="Concat(head₁, …, head_h)")
         return
     layer = _layer(spec, inputs)
     y = layer(x, memory, mask=spec.mask, causal=spec.causal, record=record)
@@ -148,10 +136,10 @@ def trace_multi_head(data: dict, first_head: Trace, *, query: int, by_hand: bool
 
     def compute(record: Recorder, inputs: Callable) -> None:
         heads = np.stack([z1] + [inputs("heads", z) for z in given])[:, None, :]   # (H, 1, Dv)
-        heads = step(record, "out", heads, formula="z⁽ʰ⁾: each head's output for the token")
-        concat = step(record, "concat", merge_heads(heads), formula="Concat(z⁽¹⁾, …, z⁽ʰ⁾)")   # (1, H·Dv)
-        weights_o = step(record, "w_o", inputs("w_o", w_o), formula="W_O")
-        step(record, "y", concat @ weights_o, formula="z_final = Concat(heads)·W_O")
+        heads = emit(record, "out", heads, formula="z⁽ʰ⁾: each head's output for the token")
+        concat = emit(record, "concat", merge_heads(heads), formula="Concat(z⁽¹⁾, …, z⁽ʰ⁾)")   # (1, H·Dv)
+        weights_o = emit(record, "w_o", inputs("w_o", w_o), formula="W_O")
+        emit(record, "y", concat @ weights_o, formula="z_final = Concat(heads)·W_O")
 
     return traced(compute, trace, by_hand=by_hand, digits=digits)
 
@@ -173,14 +161,14 @@ def trace_group_meeting(data: dict, notation: Trace, *, by_hand: bool, digits: i
         for scene in data["scenes"]:
             rec = scoped(record, scene["name"])
             scores = inputs("scores", scene["scores"])[:, None]                     # (Tk, 1): keys of width 1
-            values = step(rec, "v", inputs("v", scene["values"]), formula="V: each token's answer")
+            values = emit(rec, "v", inputs("v", scene["values"]), formula="V: each token's answer")
             attention(np.ones((1, 1)), scores, values, scale=1.0, record=rec)
         rows = scoped(record, "rows")
-        qr, kr, vr = (step(rows, n, inputs(n, a)) for n, a in (("q", q), ("k", k), ("v", v)))
+        qr, kr, vr = (emit(rows, n, inputs(n, a)) for n, a in (("q", q), ("k", k), ("v", v)))
         out_rows = attention(qr, kr, vr, record=rows)                                    # (T, Dv)
         out_cols, weights_cols = attention_columns(qr.T, kr.T, vr.T, return_weights=True)  # (Dv, T), (Tk, Tq)
-        step(record, "columns/weights", weights_cols, formula="softmax(KᵀQ/√d_k) per column")
-        out_cols = step(record, "columns/out", out_cols, formula="V·softmax(KᵀQ/√d_k)")
+        emit(record, "columns/weights", weights_cols, formula="softmax(KᵀQ/√d_k) per column")
+        out_cols = emit(record, "columns/out", out_cols, formula="V·softmax(KᵀQ/√d_k)")
         diff = out_cols.T - out_rows
         record("columns/difference", diff, formula="(V·softmax(KᵀQ/√d_k))ᵀ − softmax(QKᵀ/√d_k)·V",
                max_abs=float(np.max(np.abs(diff))))

@@ -132,6 +132,9 @@ class Context:
     full: bool = False                # True: print every number of every matrix and vector (no ellipses)
     blocks: list = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.info = self.trace.info           # the trace's metadata, typed (qkv.trace.TraceInfo)
+
     def t(self, key: str, **values: Any) -> str:
         return texts.text(self.lang, key, **values)
 
@@ -150,7 +153,7 @@ class Context:
     def d(self, name: str) -> int:
         if name.rsplit("/", 1)[-1] == "mask":
             return 0                  # 0 or −∞: no decimals to show
-        return digits_for(name, self.digits if self.digits is not None else self.trace.meta.get("digits", {}),
+        return digits_for(name, self.digits if self.digits is not None else (self.info.digits or {}),
                           default=DIGITS)
 
     def add(self, *blocks: Block) -> None:
@@ -259,7 +262,7 @@ def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand:
         raise ValueError("this trace has no by-hand steps; make it with by_hand=True "
                          "(qkv.examples.run(..., by_hand=True) or `--by-hand`)")
     ctx = Context(trace, lang, digits, by_hand, full)
-    kind = trace.meta.get("kind")
+    kind = ctx.info.kind
     if kind == "multi-head":
         _multi_head(ctx)
     elif kind == "group-meeting":
@@ -274,17 +277,16 @@ def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand:
 
 
 def _title(ctx: Context) -> None:
-    meta = ctx.trace.meta
-    example = meta.get("example")
+    info = ctx.info
+    example = info.example
     if example and texts.has(ctx.lang, f"title.{example}"):
         title = ctx.t(f"title.{example}")
     else:
         title = ctx.trace.title or ctx.t("title.user")
     ctx.add(Heading(title, 1))
-    post = meta.get("post")
-    if post and texts.has(ctx.lang, f"post.{post}"):
-        ctx.add(Para(ctx.t("post", title=ctx.t(f"post.{post}"))))
-    if int(meta.get("head_base", 0) or 0) == 1:
+    if info.post and texts.has(ctx.lang, f"post.{info.post}"):
+        ctx.add(Para(ctx.t("post", title=ctx.t(f"post.{info.post}"))))
+    if info.head_base == 1:
         ctx.add(Note(ctx.t("note.head_numbers")))
     if ctx.by_hand:
         shown = ctx.digits if ctx.digits is not None else None
@@ -294,10 +296,9 @@ def _title(ctx: Context) -> None:
 
 def _notes(ctx: Context, step: str, query: int | None = None, keys: list | None = None) -> None:
     """The notes the trace carries for ``step`` (and for this query, when a note names one)."""
-    meta = ctx.trace.meta
-    tokens = meta.get("tokens", [])
-    keys = keys if keys is not None else meta.get("key_tokens", meta.get("tokens", []))
-    for note in meta.get("notes", []):
+    tokens = ctx.info.tokens
+    keys = keys if keys is not None else ctx.info.key_tokens
+    for note in ctx.info.notes:
         if note.get("step") != step:
             continue
         if note.get("mode", "any") != "any" and (note["mode"] == "by-hand") != ctx.by_hand:
@@ -337,10 +338,7 @@ def _fmt_plain(part: Part) -> str:
 
 
 def _tokens(ctx: Context) -> tuple[list, list, int]:
-    meta = ctx.trace.meta
-    tokens = list(meta.get("tokens") or [])
-    keys = list(meta.get("key_tokens") or tokens)
-    return tokens, keys, int(meta.get("query", 0) or 0)
+    return list(ctx.info.tokens), list(ctx.info.key_tokens), ctx.info.query
 
 
 def _labels(n: int, tokens: list) -> list:
@@ -350,18 +348,18 @@ def _labels(n: int, tokens: list) -> list:
 # --------------------------------------------------------------------------- attention
 def _attention(ctx: Context) -> None:
     """Self-, cross- or multi-head attention: X → Q, K, V → scores → weights → outputs → W_O → R + Y."""
-    tr, meta = ctx.trace, ctx.trace.meta
-    example, kind = meta.get("example"), meta.get("kind", "self-attention")
+    tr, info = ctx.trace, ctx.info
+    example, kind = info.example, info.kind or "self-attention"
     cross = ctx.has("memory")
     _title(ctx)
     intro = f"intro.{example}" if example and texts.has(ctx.lang, f"intro.{example}") else f"intro.user.{kind}"
     x = ctx.value("x")
     n_heads = ctx.value("q_heads").shape[-3]
-    model_head = kind == "model" and n_heads == 1 and meta.get("head") is not None   # one head of a real model
+    model_head = kind == "model" and n_heads == 1 and info.head is not None   # one head of a real model
     if model_head:   # the words follow the trace: a normalised input (pre-norm), biases only where recorded
         biased = any("+ b" in ctx.step(name).formula for name in ("q", "k", "v"))
-        ctx.add(Para(ctx.t("intro.model.head", model=meta.get("model", "?"), layer=meta.get("layer", "?"),
-                           head=meta["head"], n_heads=meta.get("n_heads", "?"),
+        ctx.add(Para(ctx.t("intro.model.head", model=info.model or "?", layer="?" if info.layer is None else info.layer,
+                           head=info.head, n_heads=info.n_heads or "?",
                            x=ctx.t("intro.model.x.normed" if ctx.has("normed") else "intro.model.x"),
                            bias=ctx.t("intro.model.bias" if biased else "intro.model.nobias"))))
     elif texts.has(ctx.lang, intro):
@@ -414,11 +412,11 @@ def _attention(ctx: Context) -> None:
                                highlight=query if name == "q" else None))
     if n_heads > 1:
         t, hd = ctx.value("q").shape
-        ctx.add(Para(ctx.t("split", t=t, d=hd, h=n_heads, dh=dk, last=dk - 1, h0=head_number(meta, 0),
-                           h1=head_number(meta, 1),
+        ctx.add(Para(ctx.t("split", t=t, d=hd, h=n_heads, dh=dk, last=dk - 1, h0=head_number(tr.meta, 0),
+                           h1=head_number(tr.meta, 1),
                            shape=" × ".join(str(s) for s in ctx.value("q_heads").shape))))
     if ctx.has(Q_ROTATED) and ctx.has(K_ROTATED):
-        theta = meta.get("rope_theta")
+        theta = info.rope_theta
         ctx.add(Heading(ctx.t("h.rope")),
                 Para(ctx.t("rope.explain", theta="?" if theta is None else f"{theta:g}", half=dk // 2, dk=dk)))
         if ctx.has(ROPE_ANGLES):
@@ -438,7 +436,7 @@ def _attention(ctx: Context) -> None:
     if ctx.has("y"):
         w_o, y = ctx.value("w_o"), ctx.value("y")
         ctx.add(Heading(ctx.t("h.output")),
-                Para(ctx.t(("wo.explain.model.nobias" if meta.get("bias_out") is False else "wo.explain.model")
+                Para(ctx.t(("wo.explain.model.nobias" if info.bias_out is False else "wo.explain.model")
                            if model_head else "wo.explain", rows=w_o.shape[0], cols=w_o.shape[1])),
                 ctx.matrix("w_o", sym("W_O", "W_O"), row_groups=dv if n_heads > 1 else 0),
                 Para(ctx.t("y.explain.model" if model_head else "y.explain", t=y.shape[0], d=y.shape[1])),
@@ -459,7 +457,7 @@ def _attention(ctx: Context) -> None:
         for h in range(n_heads):
             own = tr.get(f"head {h + 1}/w_q")       # the examples' runner files head h under "head {h+1}/"
             if own is not None:
-                rows.append([ctx.t("head", h=head_number(meta, h)), f"W_Q[:, {h * dk}:{(h + 1) * dk}]",
+                rows.append([ctx.t("head", h=head_number(tr.meta, h)), f"W_Q[:, {h * dk}:{(h + 1) * dk}]",
                              " × ".join(str(s) for s in own.shape)])
         ctx.add(Table([ctx.t("col.head"), ctx.t("col.columns"), ctx.t("col.shape")], rows))
         text = ctx.t("heads_check.concat", diff=fmt_small(check))
@@ -704,7 +702,7 @@ def _shapes(ctx: Context) -> None:
 
 # --------------------------------------------------------------------------- multi-head (seed 001)
 def _multi_head(ctx: Context) -> None:
-    meta = ctx.trace.meta
+    meta, info = ctx.trace.meta, ctx.info
     _title(ctx)
     ctx.add(Para(ctx.t("intro.multi-head")))
     tokens, _, query = _tokens(ctx)
@@ -716,7 +714,7 @@ def _multi_head(ctx: Context) -> None:
         return sym(f"z{_sup(shown)}_{token}", f"z^{{({shown})}}_{{\\text{{{_latex_text(token)}}}}}")
 
     ctx.add(Heading(ctx.t("h.mh.heads")),
-            Para(ctx.t("mh.z1", z=z(0).plain, token=token, example=meta.get("first_head", "self-attention"))),
+            Para(ctx.t("mh.z1", z=z(0).plain, token=token, example=info.first_head or "self-attention")),
             Para(ctx.t("mh.given", n=n_heads - 1)),
             Calc([[z(h), EQ, Vec(tuple(float(v) for v in heads[h, 0]), ctx.d("out"), 0)] for h in range(n_heads)]))
     concat = ctx.value("concat")
@@ -749,12 +747,12 @@ def _sup(n: int) -> str:
 
 # --------------------------------------------------------------------------- group meeting (seed 002)
 def _group_meeting(ctx: Context) -> None:
-    meta = ctx.trace.meta
+    info = ctx.info
     _title(ctx)
     ctx.add(Para(ctx.t("intro.group-meeting")))
-    answers = list(meta.get("answers", []))
+    answers = list(info.answers)
     lot_weights = []
-    for scene in meta.get("scenes", []):
+    for scene in info.scenes:
         name, tokens = scene["name"], list(scene["tokens"])
         target = tokens.index(scene["query"]) if scene["query"] in tokens else len(tokens) - 1
         scores = ctx.value(f"{name}/scores")[0]
@@ -781,10 +779,10 @@ def _group_meeting(ctx: Context) -> None:
         ctx.add(Para(ctx.t("gm.weaker", before=_fmt_plain(ctx.num(f"{first}/weights", before)),
                            after=_fmt_plain(ctx.num(f"{second}/weights", after)))))
     if "rows/weights" in ctx.trace:
-        tokens = list(meta.get("tokens") or [])
+        tokens = list(info.tokens)
         w_rows, w_cols = ctx.value("rows/weights"), ctx.value("columns/weights")
         ctx.add(Heading(ctx.t("gm.notation.title")),
-                Para(ctx.t("gm.notation.intro", example=meta.get("notation", "self-attention"))),
+                Para(ctx.t("gm.notation.intro", example=info.notation or "self-attention")),
                 Para(ctx.t("gm.notation.rows")),
                 ctx.matrix("rows/weights", sym("softmax(QKᵀ/√d_k)", r"\operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)"),
                            w_rows, rows=_labels(w_rows.shape[0], tokens), cols=_labels(w_rows.shape[1], tokens)),

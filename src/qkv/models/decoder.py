@@ -17,12 +17,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..block import MLP, LayerNorm, RMSNorm, TransformerBlock, _scoped
+from ..block import MLP, LayerNorm, RMSNorm, TransformerBlock
 from ..errors import InputError
 from ..mha import KVCache, MultiHeadAttention
 from ..rope import RoPE
-from ..attention import Recorder
-from ..trace import (BIASED_SCORES, K_HEADS, MASK, OUT, Q_HEADS, SCALED_SCORES, SCORES, V_HEADS, WEIGHTS, Trace,
+from ..trace import (Recorder, scoped, BIASED_SCORES, K_HEADS, MASK, OUT, Q_HEADS, SCALED_SCORES, SCORES, V_HEADS, WEIGHTS, Trace,
                      layer_step)
 from .config import DecoderConfig
 
@@ -275,7 +274,7 @@ class CausalLM:
         all_weights = []
         for i, block in enumerate(self.blocks):
             result = block(x, mask=mask, causal=True, cache=None if caches is None else caches[i],
-                           return_weights=weights, record=_scoped(record, f"layer {i}"))
+                           return_weights=weights, record=scoped(record, f"layer {i}"))
             x, layer_weights = result if weights else (result, None)
             if weights:
                 all_weights.append(layer_weights)

@@ -31,6 +31,7 @@ from .._io import write_atomic
 from ..block import MLP, LayerNorm, TransformerBlock
 from ..errors import InputError
 from ..mha import KVCache, MultiHeadAttention
+from ..trace import scoped
 from . import corpus
 
 __all__ = ["Config", "Translator", "Translation", "init_params", "exact_match", "tokenize", "sinusoidal_positions", "load", "save",
@@ -201,7 +202,7 @@ class Translator:
         x = self._embed(self.params["target_embedding"], target_ids, offset)
         cross = []
         for i, block in enumerate(self.decoder):
-            sub = _scoped(record, f"decoder {i}")
+            sub = scoped(record, f"decoder {i}")
             result = block(x, memory=memory, memory_mask=memory_mask, causal=True,
                            cache=None if caches is None else caches[i], return_weights=return_weights, record=sub)
             x = result[0] if return_weights else result
@@ -296,11 +297,6 @@ def tokenize(text: str) -> list[str]:
             words.append("I" if word == "i" else word)
     return words
 
-
-def _scoped(record, prefix: str):
-    if record is None:
-        return None
-    return lambda name, value, **meta: record(f"{prefix}/{name}", value, **meta)
 
 
 # --------------------------------------------------------------------------- checkpoints
