@@ -272,3 +272,15 @@ def test_no_command_imports_another():
         assert not others, (name, others)
     translator = (folder.parent / "translator" / "explain.py").read_text(encoding="utf-8")
     assert "commands" not in translator
+
+
+def test_every_cli_text_key_used_exists():
+    """Each literal texts key the commands and qkv.explain.model_text ask for is in both tables."""
+    from qkv.explain import texts
+
+    root = Path(__file__).resolve().parents[1] / "src" / "qkv"
+    files = [root / "explain" / "model_text.py"] + sorted((root / "commands").glob("*.py"))
+    pattern = re.compile(r"""["'](cli\.[a-z_.]*[a-z_])["']""")
+    used = {key for path in files for key in pattern.findall(path.read_text(encoding="utf-8"))}
+    assert len(used) > 60, len(used)
+    assert used <= set(texts.EN) and used <= set(texts.KO), sorted(used - set(texts.EN))
