@@ -44,12 +44,12 @@ from typing import Any
 
 import numpy as np
 
+from .explain.style import DIGITS
 from .trace import WEIGHTS, Trace
 
 __all__ = ["show", "view", "View"]
 
 _LANGS = ("en", "ko")
-_DIGITS_DEFAULT = 4          # the page's own default (qkv.explain.style.DIGITS)
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class View:
 
     trace: Trace
     lang: str = "en"
-    digits: int = _DIGITS_DEFAULT
+    digits: int = DIGITS
 
     def html(self) -> str:
         """The standalone page (a full HTML document with its Content-Security-Policy)."""
@@ -134,7 +134,7 @@ def view(obj: Any, *, text: str | None = None, lang: str = "en", head: int | Non
         raise TypeError(f"qkv.show takes a Trace, a worked example's name or a loaded model (with text=), "
                         f"got {type(obj).__name__}")
     trace = _focus(trace, head=head, layer=layer, query=query, lang=lang)
-    return View(trace, lang, _DIGITS_DEFAULT if digits is None else digits)
+    return View(trace, lang, DIGITS if digits is None else digits)
 
 
 def show(obj: Any, *, text: str | None = None, lang: str = "en", head: int | None = None,
