@@ -177,9 +177,9 @@ def test_query_path_writes_the_recorded_values(small):
     fig = viz.query_path(small, 1, head=0, digits=3)
     written = {t.get_text() for ax in fig.axes for t in ax.texts}
     scores = small["scores"].value[0, 1]
-    assert f"{scores[0]:.3f}" in written
+    assert f"{scores[0]:.3f}".replace("-", "−") in written
     weights = small["weights"].value[0, 1]
-    assert f"{weights[1]:.3f}" in written
+    assert f"{weights[1]:.3f}".replace("-", "−") in written
     assert any("−∞" in text for text in written)      # the causal mask before softmax
 
 

@@ -23,7 +23,7 @@ _TEXTS = {
                   "before it is the query Q; the encoder's outputs for the English words are the keys K and the "
                   "values V. The weights softmax(Q·Kᵀ/√d_k) say which English words each generated word read."),
         "which": "layer {layer} of {layers}, {heads}",
-        "rows": "row = the word generated at that step",
+        "rows": "row: the decoder's input at that step (the token before) → the word it generated",
         "mean": "mean of the {n} heads",
         "head": "head {head} of {n}",
         "step": "{i}. {word}  (query: the decoder's state for {prev}) reads {reads}",
@@ -37,7 +37,7 @@ _TEXTS = {
                   "되고, 인코더가 영어 단어들에 대해 만든 출력이 키 K와 값 V가 된다. 가중치 softmax(Q·Kᵀ/√d_k)는 "
                   "생성된 각 단어가 어떤 영어 단어를 읽었는지를 보여 준다."),
         "which": "{layers}개 층 중 {layer}번 층, {heads}",
-        "rows": "행 = 그 단계에서 생성된 단어",
+        "rows": "행: 그 단계의 디코더 입력(앞 토큰) → 그 단계에서 생성한 단어",
         "mean": "헤드 {n}개의 평균",
         "head": "헤드 {n}개 중 {head}번",
         "step": "{i}. {word}  (쿼리: ‘{prev}’에 대한 디코더 상태) → {reads}",
@@ -100,8 +100,11 @@ def _matrix(weights: np.ndarray, source: list[str], target: list[str], digits: i
 
 def alignment_figure(translation: Translation, *, layer: int | None = None, head: int | None = None,
                      lang: str = "en"):
-    """The alignment matrix as a matplotlib Figure (qkv.viz.heatmap): generated words as rows,
-    English words as columns; the reordering shows as the verb's column lit at the last row."""
+    """The alignment matrix as a matplotlib Figure (qkv.viz.heatmap): one row per decoding step,
+    English words as columns; the reordering shows as the verb's column lit at the last row.
+
+    A row's query is the decoder's state for its input token, the token before the word that step
+    generated (the language token for the first), so each row is labelled "input → generated word"."""
     from ..viz import fonts, heatmap
 
     weights = alignment(translation, layer=layer, head=head)
@@ -111,9 +114,11 @@ def alignment_figure(translation: Translation, *, layer: int | None = None, head
     which = words["which"].format(layer=layer_shown, layers=n_layers,
                                   heads=words["mean"].format(n=n_heads) if head is None
                                   else words["head"].format(head=head, n=n_heads))
-    title = f"{' '.join(translation.source)} → {' '.join(translation.target)}\n{which}; {words['rows']}"
+    title = f"{' '.join(translation.source)} → {' '.join(translation.target)}\n{which}\n{words['rows']}"
+    previous = ["<" + translation.lang + ">"] + translation.target[:-1]
+    rows = [f"{before} → {word}" for before, word in zip(previous, translation.target)]
     with fonts.context():
-        return heatmap(weights, translation.target, translation.source, title=title, cross=True, lang=lang, digits=2)
+        return heatmap(weights, rows, translation.source, title=title, cross=True, lang=lang, digits=2)
 
 
 # Steps of one decoder block's cross-attention sublayer that make seed 001's derivation; the block's

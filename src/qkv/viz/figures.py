@@ -22,13 +22,13 @@ from matplotlib.figure import Figure
 from ..explain import style as shared
 from ..explain.parts import (MODIFIED_SCORES, Part, as_heads, as_layers, attention_parts, layer_weights, step_heads,
                             token_labels)
-from ..trace import (CONCAT, K, K_HEADS, MASK, OUT, Q, Q_HEADS, RESIDUAL, SCALED_SCORES, SCORES, V, V_HEADS,
-                     W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, BIASED_SCORES, Trace)
+from ..trace import (CONCAT, K, K_HEADS, MASK, MEMORY, OUT, Q, Q_HEADS, RESIDUAL, SCALED_SCORES, SCORES, V, V_HEADS,
+                     W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, BIASED_SCORES, Trace, head_number)
 from . import _style
 from . import fonts
 
 __all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask_figure", "attention_figure",
-           "cross_figure", "figure_for"]
+           "cross_figure", "meeting_figure", "figure_for"]
 
 _SMALL = 16          # up to this many tokens on an axis every cell gets its value written
 _HATCH_CELLS = 128   # up to this many tokens on an axis masked cells are hatched one by one
@@ -48,7 +48,7 @@ def _norm() -> mcolors.Normalize:
 
 def _digits(trace: Trace | None, name: str, digits: int | None) -> int:
     """The caller's digits, else the trace's precision for ``name`` (trace.meta["digits"]), else DIGITS."""
-    from ..examples.byhand import digits_for
+    from ..explain.numbers import digits_for
 
     if digits is not None:
         return int(digits)
@@ -57,10 +57,110 @@ def _digits(trace: Trace | None, name: str, digits: int | None) -> int:
 
 
 def _num(value: float, digits: int) -> str:
-    """A number as every renderer writes it (`qkv.explain.numbers.fmt`, rounded half away from zero)."""
+    """A number as every renderer writes it (`qkv.explain.numbers.fmt`, rounded half away from zero),
+    with a typographic minus (−, as matplotlib's own tick labels write it)."""
     from ..explain.numbers import fmt
 
-    return fmt(value, digits)
+    return fmt(value, digits).replace("-", "−")
+
+
+def _operand(value: float, digits: int) -> str:
+    """A shown number as an operand: negative ones in parentheses, "0.92 × (−0.18)"."""
+    text = _num(value, digits)
+    return f"({text})" if text.startswith("−") else text
+
+
+def _shown(value: float, digits: int):
+    """The exact Decimal a reader sees for ``value`` at ``digits`` decimals (None for ±∞ and NaN)."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        return Decimal(_num(value, digits).replace("−", "-"))
+    except InvalidOperation:
+        return None
+
+
+def _agrees(total, result: float, digits: int) -> bool:
+    """Does the exact ``total`` of shown numbers, rounded as a person rounds, print as ``result`` does?"""
+    from ..explain.numbers import fmt_decimal
+
+    if total is None:
+        return False
+    wanted = _num(result, digits)
+    if "e" in wanted:        # a tiny number is written in scientific notation ("1.0e−43"): compare as written
+        return _num(float(total), digits) == wanted
+    return fmt_decimal(total, digits).replace("-", "−") == wanted
+
+
+_MORE_DIGITS = 4   # at most this many more decimals on operands before a line says "≈" instead of "="
+
+
+def _sop(pairs: Sequence[tuple[float, float]], result: float, da: int, db: int, dr: int, *,
+         keep: tuple[int, int] | None = None) -> tuple[str, bool]:
+    """"a₁ × b₁ + a₂ × b₂ + … = r" with the operands at da and db decimals and the recorded result r at
+    dr, and whether it is true as printed (the shown products, summed exactly and rounded half away
+    from zero, print as r); "≈" in place of "=" when it is not. keep: the step's own decimals for a
+    and b; extra decimals that are zeros are not written (1.020, not 1.02000)."""
+    shown = [(_shown(a, da), _shown(b, db)) for a, b in pairs]
+    ok = all(a is not None and b is not None for a, b in shown) and \
+        _agrees(sum((a * b for a, b in shown), start=_decimal_zero()), result, dr)
+    ka, kb = keep if keep is not None else (da, db)
+    terms = " + ".join(f"{_trim(_operand(a, da), ka)} × {_trim(_operand(b, db), kb)}" for a, b in pairs)
+    return f"{terms} {'=' if ok else '≈'} {_num(result, dr)}", ok
+
+
+def _trim(text: str, keep: int) -> str:
+    """Drop trailing zeros past ``keep`` decimals ("1.02000" → "1.020" at keep 3); the value is unchanged."""
+    if "." not in text or "e" in text:
+        return text
+    closing = ")" if text.endswith(")") else ""
+    body = text[:-1] if closing else text
+    whole, _, decimals = body.partition(".")
+    while len(decimals) > keep and decimals.endswith("0"):
+        decimals = decimals[:-1]
+    return f"{whole}.{decimals}{closing}" if decimals else whole + closing
+
+
+def _sumline(terms: Sequence[float], result: float, dt: int, dr: int) -> tuple[str, bool]:
+    """"t₁ + t₂ + … = r" and whether the shown terms add up to the shown r."""
+    shown = [_shown(t, dt) for t in terms]
+    ok = all(t is not None for t in shown) and _agrees(sum(shown, start=_decimal_zero()), result, dr)
+    return " + ".join(_num(t, dt) for t in terms) + f" {'=' if ok else '≈'} {_num(result, dr)}", ok
+
+
+def _quot(numerator: float, denominator: float, result: float, dt: int, dr: int, *, denominator_text: str | None = None,
+          exact_denominator=None) -> tuple[str, bool]:
+    """"a / b = r" and whether it is true as printed. ``denominator_text`` writes b symbolically (e.g.
+    "√2") with its exact Decimal value ``exact_denominator``; else b is shown at dt decimals like a."""
+    a = _shown(numerator, dt)
+    b = exact_denominator if denominator_text is not None else _shown(denominator, dt)
+    ok = a is not None and bool(b) and _agrees(a / b, result, dr)
+    shown_b = denominator_text if denominator_text is not None else _num(denominator, dt)
+    return f"{_num(numerator, dt)} / {shown_b} {'=' if ok else '≈'} {_num(result, dr)}", ok
+
+
+def _true_lines(make) -> list[str]:
+    """Lines written with the fewest extra decimals (0 … _MORE_DIGITS, the same for every line of the
+    block) that make all of them true as printed; ``make(extra)`` returns [(text, ok)]. When no count
+    does, the lines at the step's own decimals, each false one written with "≈"."""
+    for extra in range(_MORE_DIGITS + 1):
+        lines = make(extra)
+        if all(ok for _, ok in lines):
+            return [text for text, _ in lines]
+    return [text for text, _ in make(0)]
+
+
+def _sum_of_products(pairs: Sequence[tuple[float, float]], result: float, digits_a: int, digits_b: int,
+                     digits_result: int) -> str:
+    """One line "a₁ × b₁ + … = r", true as printed (operands with more decimals when needed, `_true_lines`)."""
+    return _true_lines(lambda e: [_sop(pairs, result, digits_a + e, digits_b + e, digits_result,
+                                       keep=(digits_a, digits_b))])[0]
+
+
+def _decimal_zero():
+    from decimal import Decimal
+
+    return Decimal(0)
 
 
 def _matrix(value: Any, name: str) -> np.ndarray:
@@ -115,6 +215,13 @@ def _set_token_ticks(ax, axis: str, tokens: Sequence[str], inches: float) -> Non
             ax.set_xticklabels(texts, rotation=45, ha="right", rotation_mode="anchor", **fonts_kw)
         else:
             ax.set_xticklabels(texts, rotation=90, **fonts_kw)
+        for label, text in zip(ax.get_xticklabels(), texts):
+            # A label that fits its slot stays upright even when its neighbours turn: a turned "I"
+            # reads as "–" or "/" (issue 19).
+            if len(text) * 0.62 * size <= 0.9 * room_pt:
+                label.set_rotation(0)
+                label.set_horizontalalignment("center")
+                label.set_rotation_mode("default")
     else:
         ax.set_yticks(picked)
         ax.set_yticklabels(texts, **fonts_kw)
@@ -383,8 +490,9 @@ def _title(trace: Trace, words) -> str:
     from ..explain import texts
 
     example = trace.meta.get("example")
-    if example and texts.has(words.lang, f"title.{example}"):
-        return texts.text(words.lang, f"title.{example}")
+    for key in (f"fig.title.{example}", f"title.{example}"):
+        if example and texts.has(words.lang, key):
+            return texts.text(words.lang, key)
     return trace.title
 
 
@@ -397,6 +505,10 @@ def _rows(value: np.ndarray) -> np.ndarray:
 
 def _sub(n: int) -> str:
     return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+
+
+def _sup(n: int) -> str:
+    return str(n).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
 
 
 # ------------------------------------------------------------------ seed 000: the whole layer
@@ -418,6 +530,9 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
         raise ValueError("projection_figure needs the steps of MultiHeadAttention (x, q, k, v, q_heads, k_heads, "
                          f"v_heads and/or out, concat, w_o, y); steps: {', '.join(trace.names()) or 'none'}")
     words = _style.words(lang)
+    if not top:                  # post 001's multi-head example: heads → concat → W_O → z_final
+        return _multi_head_figure(trace, words, digits)
+    shown = lambda h: head_number(trace.meta, h)      # noqa: E731  the head numbers a reader sees (post 000: 1, 2)
     rows_total = _rows(trace[X if top else CONCAT].value).shape[0]
     rows = min(rows_total, max_rows)
 
@@ -492,7 +607,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
                 for h in range(split.shape[0]):
                     bw, _ = _draw_block(ax, block_x, y, split[h], cell=cell, row_cell=1.0, digits=dg(name),
                                         fontsize=fs, col_heads=np.full(split.shape[2], h),
-                                        label=f"{name.upper()}{_sub(h)}" if split.shape[0] <= 4 else "")
+                                        label=f"{name.upper()}{_sub(shown(h))}" if split.shape[0] <= 4 else "")
                     block_x += bw + 0.5
                 right_edge = max(right_edge, block_x - 0.5)
             y += rows + 2.6
@@ -509,16 +624,16 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
                     aw, _ = _draw_block(ax, block_x, y, weights[h, :rows, :keys_shown], cell=1.2, row_cell=1.0,
                                         digits=_digits(trace, WEIGHTS, digits), fontsize=fs, weights=True,
                                         blocked=blocked, masked_word=words["masked"],
-                                        label=words("attention_head", h=h))
+                                        label=words("attention_head", h=shown(h)))
                     for j in range(keys_shown):
                         ax.text(block_x + (j + 0.5) * 1.2, y + rows + 0.15, _style.short(keys[j], 8), ha="right",
                                 va="top", fontsize=6.5, rotation=0 if len(keys[j]) <= 3 else 35, rotation_mode="anchor")
                     block_x += aw + 0.4
-                    ax.text(block_x + 0.8, y + rows / 2, "·V" + _sub(h) + " =", ha="center", va="center", fontsize=9)
+                    ax.text(block_x + 0.8, y + rows / 2, "·V" + _sub(shown(h)) + " =", ha="center", va="center", fontsize=9)
                     block_x += 2.0
                     ow, _ = _draw_block(ax, block_x, y, outs[h, :rows], cell=cell, row_cell=1.0, digits=dg(OUT),
                                         fontsize=fs, col_heads=np.full(outs.shape[2], h),
-                                        label=words("head_out", h=h))
+                                        label=words("head_out", h=shown(h)))
                     block_x += ow + gap
                 right_edge = max(right_edge, block_x - gap)
                 token_names(y)
@@ -550,6 +665,88 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
     return fig
 
 
+def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
+    """Post 001's multi-head step for one token: the heads' outputs z⁽¹⁾, z⁽²⁾, … (numbered as the post
+    numbers them, `qkv.trace.head_number`) → concatenated H → H·W_O = z_final. H is also stood on its
+    side beside W_O, each of its numbers next to the row of W_O it multiplies, and each number of
+    z_final is written out as its sum of products (true as printed)."""
+    out = as_heads(trace[OUT].value, OUT)                     # (h, T, Dv)
+    concat, w_o, y_val = _rows(trace[CONCAT].value), trace[W_O].value, _rows(trace[Y].value)
+    n_heads, _, dv = out.shape
+    row = 0   # one token in the post's example; a longer trace shows its followed query's row
+    followed = trace.meta.get("query")
+    tokens = trace.meta.get("tokens") or []
+    if concat.shape[0] > 1 and isinstance(followed, int) and followed < concat.shape[0]:
+        row = followed
+    token = str(tokens[followed]) if isinstance(followed, int) and 0 <= followed < len(tokens) else ""
+    dh, dc, dw, dy = (_digits(trace, n, digits_arg) for n in (OUT, CONCAT, W_O, Y))
+    number = lambda h: head_number(trace.meta, h)            # noqa: E731
+    names = [f"z⁽{_sup(number(h))}⁾" for h in range(n_heads)]
+    cell, fs = 1.3, 7.0
+    head_of_row = np.arange(concat.shape[1]) // max(1, concat.shape[1] // n_heads)
+    with fonts.context():
+        fig = Figure(layout="constrained")
+        ax = fig.add_subplot()
+        # Row A: each head's output → concatenated H
+        x = 0.0
+        ax.text(0.0, -1.5, words("mh_heads", token=token) if token else words["per_head"], fontsize=9,
+                ha="left", va="bottom", color="#333333")
+        for h in range(n_heads):
+            bw, _ = _draw_block(ax, x, 0.0, out[h, row:row + 1], cell=cell, row_cell=1.0, digits=dh, fontsize=fs,
+                                col_heads=np.full(dv, h), label=names[h])
+            x += bw + 0.7
+        _arrow(ax, (x, 0.5), (x + 2.6, 0.5))
+        ax.text(x + 1.3, 0.0, "Concat", ha="center", va="bottom", fontsize=8)
+        cx = x + 3.0
+        cw, _ = _draw_block(ax, cx, 0.0, concat[row:row + 1], cell=cell, row_cell=1.0, digits=dc, fontsize=fs,
+                            col_heads=head_of_row,
+                            label=words("mh_concat", heads=", ".join(names)) + f"  (1×{concat.shape[1]})")
+        right = cx + cw
+        # Row B: H on its side × W_O; each number of z_final as a sum of products
+        top = 4.2
+        hx = 2.6
+        column = concat[row][:, None]
+        _draw_block(ax, hx, top, column, cell=cell, row_cell=1.0, digits=dc, fontsize=fs, row_heads=head_of_row,
+                    label="H")
+        for h in range(n_heads):
+            rows_h = np.flatnonzero(head_of_row == h)
+            y0, y1 = top + rows_h[0] + 0.1, top + rows_h[-1] + 0.9
+            ax.plot([hx - 0.35, hx - 0.5, hx - 0.5, hx - 0.35], [y0, y0, y1, y1], color=_style.HEAD_COLOURS[h % len(
+                _style.HEAD_COLOURS)], linewidth=1.4)
+            ax.text(hx - 0.7, (y0 + y1) / 2, names[h], ha="right", va="center", fontsize=9)
+        ax.text(hx + cell + 0.7, top + w_o.shape[0] / 2, "×", ha="center", va="center", fontsize=14)
+        ox = hx + cell + 1.4
+        ow, oh = _draw_block(ax, ox, top, w_o, cell=cell, row_cell=1.0, digits=dw, fontsize=fs,
+                             row_heads=head_of_row, label=f"W_O  ({w_o.shape[0]}×{w_o.shape[1]})")
+        ax.text(hx - 2.4, top + oh + 0.9, words["mh_column"], ha="left", va="top", fontsize=8, color="#555555")
+        # the sums of products: only the rows where W_O is not 0 (said in the note)
+        lines = _true_lines(lambda e: [
+            _sop([(concat[row, i], w_o[i, c]) for i in np.flatnonzero(w_o[:, c])], y_val[row, c], dc + e, dw, dy,
+                 keep=(dc, dw))
+            for c in range(w_o.shape[1])])
+        ex = ox + ow + 1.6
+        _arrow(ax, (ox + ow + 0.2, top + 2.0), (ex - 0.2, top + 2.0))
+        ax.text(ex, top - 0.3, words["mh_sum"], ha="left", va="bottom", fontsize=8, color="#555555")
+        for c, line in enumerate(lines):
+            ax.text(ex, top + 1.0 + 1.2 * c, f"z_final[{c}] = {line}", ha="left", va="center", fontsize=8.5)
+        zy = top + 1.0 + 1.2 * len(lines) + 1.2
+        zw, _ = _draw_block(ax, ex + 3.0, zy, y_val[row:row + 1], cell=1.6, row_cell=1.0, digits=dy, fontsize=fs + 0.5,
+                            label=f"z_final = H·W_O  (1×{y_val.shape[1]})")
+        text_right = ex + max(_text_inches(f"z_final[0] = {line}", 8.5) for line in lines) / 0.3
+        right = max(right, ex + 3.0 + zw, text_right)
+        bottom = top + max(oh, zy + 1.0 - top) + 1.6
+        ax.set_xlim(-1.0, right + 0.5)
+        ax.set_ylim(bottom, -2.2)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        units_w, units_h = right + 1.5, bottom + 2.2
+        scale = 0.3                     # inches per unit: the text width above assumes this scale
+        fig.set_size_inches(units_w * scale + 0.4, units_h * scale + 0.8)
+        shape = f"T={concat.shape[0]}, d={y_val.shape[1]}, h={n_heads}"
+        fig.suptitle(f"{_title(trace, words) or words['projection']}  ({shape})", fontsize=11)
+    return fig
+
+
 def _output_row(ax, trace, y, rows, rows_total, cell, gap, words, dg, fs, top, token_names) -> tuple[float, float]:
     """Heads side by side → concatenated H → × W_O → Y (→ R + Y); returns (the y below it, right edge)."""
     out = as_heads(trace[OUT].value, OUT)[:, :rows]          # (h, T, Dv)
@@ -559,7 +756,8 @@ def _output_row(ax, trace, y, rows, rows_total, cell, gap, words, dg, fs, top, t
         token_names(y)
     for h in range(n_heads):
         bw, _ = _draw_block(ax, block_x, y, out[h], cell=cell, row_cell=1.0, col_heads=np.full(out.shape[2], h),
-                            label=words("head", h=h) if n_heads <= 4 else "", digits=dg(OUT), fontsize=fs)
+                            label=words("head", h=head_number(trace.meta, h)) if n_heads <= 4 else "", digits=dg(OUT),
+                            fontsize=fs)
         block_x += bw + 0.5
     ax.text(block_x / 2, y + rows + 0.4, words["per_head"], ha="center", va="top", fontsize=8.5)
     concat, w_o, y_val = _rows(trace[CONCAT].value)[:rows], trace[W_O].value, _rows(trace[Y].value)[:rows]
@@ -610,25 +808,135 @@ def _followed(trace: Trace, query: int | None, head: int | None, n_queries: int,
     return query, head
 
 
-def _draw_path(fig_or_sub, trace: Trace, query: int, head: int, words, digits: int | None, prefix: str = ""):
-    """Bars over the keys: q·k, ÷√dₖ, (+ bias), softmax; then each value row × its weight and their sum z."""
+# The softmax's own recorded steps (qkv.trace SOFTMAX_MAX, EXP_SCORES, EXP_SUM): m, e^(s − m), Σ e^(s − m).
+_SOFTMAX_MAX, _EXP_SCORES, _EXP_SUM = "softmax_max", "exp_scores", "exp_sum"
+_EQUATION_KEYS = 8    # up to this many keys each step of the chain writes its arithmetic beside its bars
+_LINE_POINTS = 7.5    # the arithmetic's font size
+
+
+class _Panel:
+    """One step of the chain: the recorded step it draws, its label, and the lines of its arithmetic."""
+
+    def __init__(self, name: str, label: str, lines: list[str] | None = None, note: str = ""):
+        self.name, self.label, self.lines, self.note = name, label, lines or [], note
+
+
+def _scale_of(trace: Trace, prefix: str, head: int, query: int) -> tuple[str, int | None]:
+    """How the recorded scaled scores came from the scores: ("same", None) when they are equal (nothing
+    was scaled, as in post 002's group meeting), ("sqrt", d_k) when they are scores / √d_k, d_k the width
+    of the recorded q heads, else ("other", None). Reads the two recorded steps; computes no attention."""
+    scores = step_heads(trace, prefix + SCORES)[head, query]
+    scaled = step_heads(trace, prefix + SCALED_SCORES)[head, query]
+    finite = np.isfinite(scores) & np.isfinite(scaled)
+    if np.array_equal(scores[finite], scaled[finite]):
+        return "same", None
+    q_heads = step_heads(trace, prefix + Q_HEADS)
+    if q_heads is not None:
+        d_k = int(q_heads.shape[-1])
+        if np.allclose(scaled[finite], scores[finite] / np.sqrt(d_k), rtol=1e-12, atol=0.0):
+            return "sqrt", d_k
+    return "other", None
+
+
+def _chain(trace: Trace, query: int, head: int, words, digits: int | None, prefix: str = "",
+           *, equations: bool = True) -> list[_Panel]:
+    """The chain's steps for one query, each with its arithmetic written out (≤ 8 keys): q·k as a sum of
+    products of the recorded q and k, the division by √d_k, and the softmax as exp(s)/Σ exp(s) with the
+    recorded numerators e^(s − m) and denominator. Every line is true as printed."""
+    from ..explain.parts import query_key_steps, softmax_input
+
     weights = step_heads(trace, prefix + WEIGHTS)
     n_keys = weights.shape[-1]
-    panels = [(name, words[key]) for name, key in
-              ((SCORES, "scores"), (SCALED_SCORES, "scaled"), (BIASED_SCORES, "biased"), (MODIFIED_SCORES, "modified"))
-              if prefix + name in trace]
-    panels.append((WEIGHTS, words["weights"]))
+    part = _part(trace, prefix)
+    q_tok, k_toks = _style.short(part.q_tokens[query], 10), [_style.short(t, 10) for t in part.k_tokens]
+    write = equations and n_keys <= _EQUATION_KEYS
+    panels = []
+    names = {n[len(prefix):] for n in trace.names() if n.startswith(prefix)}
+    # q·k as a sum of products of the recorded q and k rows
+    lines = []
+    q_name, k_name = query_key_steps(names)
+    q_heads, k_heads = step_heads(trace, prefix + q_name), step_heads(trace, prefix + k_name)
+    scores = step_heads(trace, prefix + SCORES)[head, query]
+    if write and q_heads is not None and k_heads is not None:
+        q_row = q_heads[head, query]
+        k_rows = k_heads[head // max(1, q_heads.shape[0] // k_heads.shape[0])]
+        dq, dk, ds = (_digits(trace, prefix + n, digits) for n in (q_name, k_name, SCORES))
+        lines.append(words("eq_scores", q=q_tok))
+        lines += _true_lines(lambda e: [
+            (f"q_{q_tok} · k_{k_toks[j]} = " + text, ok)
+            for j in range(n_keys)
+            for text, ok in [_sop(list(zip(q_row, k_rows[j])), scores[j], dq + e, dk + e, ds, keep=(dq, dk))]])
+    panels.append(_Panel(SCORES, words["scores"], lines))
+    # ÷ √d_k — only where the example scales (post 002's meetings do not)
+    if SCALED_SCORES in names:
+        how, d_k = _scale_of(trace, prefix, head, query)
+        if how != "same":
+            lines = []
+            if write and how == "sqrt":
+                from decimal import Decimal
+
+                scaled = step_heads(trace, prefix + SCALED_SCORES)[head, query]
+                ds, dss = _digits(trace, prefix + SCORES, digits), _digits(trace, prefix + SCALED_SCORES, digits)
+                root = Decimal(d_k).sqrt()
+                lines.append(words("eq_scaled", dk=d_k))
+                lines += _true_lines(lambda e: [
+                    (f"s_{k_toks[j]} = " + text, ok) for j in range(n_keys)
+                    for text, ok in [_quot(scores[j], 0.0, scaled[j], ds + e, dss, denominator_text=f"√{d_k}",
+                                           exact_denominator=root)]])
+            panels.append(_Panel(SCALED_SCORES, words["scaled"], lines))
+    for name, key in ((BIASED_SCORES, "biased"), (MODIFIED_SCORES, "modified")):
+        if name in names:
+            panels.append(_Panel(name, words[key]))
+    # softmax: exp(s) / Σ exp(s), with the recorded numerators e^(s − m) and denominator Σ e^(s − m)
+    lines = []
+    if write and all(n in names for n in (_SOFTMAX_MAX, _EXP_SCORES, _EXP_SUM)):
+        s_name = softmax_input(names)
+        m = float(step_heads(trace, prefix + _SOFTMAX_MAX)[head, query].reshape(-1)[0])
+        numerators = step_heads(trace, prefix + _EXP_SCORES)[head, query]
+        total = float(step_heads(trace, prefix + _EXP_SUM)[head, query].reshape(-1)[0])
+        dw, dsm = _digits(trace, prefix + WEIGHTS, digits), _digits(trace, prefix + s_name, digits)
+        de = max(dw, 4)
+        lines.append(words["eq_softmax"])
+        lines.append(words("eq_shift", m=_num(m, dsm)))
+        lines += _true_lines(lambda e: [("Σ = " + text, ok) for text, ok in [_sumline(numerators, total, de + e, de + e)]]
+                             + [(f"w_{k_toks[j]} = " + text, ok) for j in range(n_keys)
+                                for text, ok in [_quot(numerators[j], total, weights[head, query, j], de + e, dw)]])
+        if any(n == 0.0 for n in numerators) and np.isfinite(step_heads(trace, prefix + s_name)[head, query]).all():
+            lines.append(words["eq_underflow"])
+    panels.append(_Panel(WEIGHTS, words["weights"], lines))
+    return panels
+
+
+def _chain_text_inches(panels: list[_Panel]) -> float:
+    """How wide the chain's arithmetic column must be (0 when nothing is written)."""
+    return max((_text_inches(line, _LINE_POINTS) for p in panels for line in p.lines), default=0.0)
+
+
+def _draw_path(fig_or_sub, trace: Trace, query: int, head: int, words, digits: int | None, prefix: str = "",
+               *, panels: list[_Panel] | None = None, values_into=None, answers: Sequence[str] | None = None):
+    """Bars over the keys, one row per step (q·k, ÷√dₖ, (+ bias), softmax), each with its arithmetic
+    beside it (≤ 8 keys); then each value row × its weight and their sum z (into ``values_into``, a
+    subfigure, when given, else below the bars). Returns the bar axes."""
+    weights = step_heads(trace, prefix + WEIGHTS)
+    n_keys = weights.shape[-1]
+    panels = _chain(trace, query, head, words, digits, prefix) if panels is None else panels
     blocked = _head_mask(trace, prefix, head)
     blocked = blocked[query] if blocked is not None else np.zeros(n_keys, bool)
     k_tokens = _part(trace, prefix).k_tokens
     values_panel = _value_rows(trace, prefix, head) if n_keys <= 12 else None
-    ratios = [1.0] * len(panels) + ([0.35 * (n_keys + 1.5)] if values_panel is not None else [])
-    grid = fig_or_sub.add_gridspec(len(ratios), 1, height_ratios=ratios)
-    axes = [fig_or_sub.add_subplot(grid[0])]
+    below = values_panel is not None and values_into is None
+    ratios = [1.0 + 0.06 * max(0, max(len(p.lines) for p in panels) - 6)] * len(panels) + \
+        ([0.35 * (n_keys + 1.5)] if below else [])
+    text_inches = _chain_text_inches(panels)
+    columns = 2 if text_inches else 1
+    grid = fig_or_sub.add_gridspec(len(ratios), columns, height_ratios=ratios,
+                                   width_ratios=[1.0, max(0.6, text_inches / 4.0)] if columns == 2 else None)
+    axes = [fig_or_sub.add_subplot(grid[0, 0])]
     for i in range(1, len(panels)):
-        axes.append(fig_or_sub.add_subplot(grid[i], sharex=axes[0]))
+        axes.append(fig_or_sub.add_subplot(grid[i, 0], sharex=axes[0]))
     positions = np.arange(n_keys)
-    for ax, (name, label) in zip(axes, panels):
+    for ax, panel in zip(axes, panels):
+        name = panel.name
         values = step_heads(trace, prefix + name)[head, query]
         digits_here = _digits(trace, prefix + name, digits)
         finite = np.where(np.isfinite(values), values, 0.0)
@@ -642,27 +950,56 @@ def _draw_path(fig_or_sub, trace: Trace, query: int, head: int, words, digits: i
                 bars[j].set_edgecolor("#888888")
                 bars[j].set_height(0.0 if name == WEIGHTS else max(0.05, 0.15 * float(np.abs(finite).max() or 1)))
         ax.axhline(0, color="#444444", linewidth=0.6)
-        ax.set_ylabel(label, fontsize=8)
+        ax.set_ylabel(_wrapped(panel.label, 1.6, 8), fontsize=8)
         ax.tick_params(labelsize=7)
         _label_bars(ax, positions, finite, blocked if name != SCORES else None, name, digits_here, n_keys, words)
         ax.margins(y=0.25)
         if ax is not axes[-1]:
             ax.tick_params(labelbottom=False)
+    if columns == 2:   # one text column beside the bars, each step's arithmetic level with its bars
+        written = [i for i, p in enumerate(panels) if p.lines]
+        first, last = written[0], written[-1] + 1
+        text_ax = fig_or_sub.add_subplot(grid[first:last, 1])
+        text_ax.axis("off")
+        _write_lines(text_ax, [p.lines for p in panels[first:last]], ratios[first:last])
+    for ax, panel in zip(axes, panels):
+        if panel.note:
+            ax.set_title(panel.note, fontsize=7.5, color="#555555", loc="left")
     _set_token_ticks(axes[-1], "x", k_tokens, 6.0)
     if blocked.any():  # say what the hatching means, above the first panel after the mask
         axes[min(1, len(axes) - 1)].text(1.0, 1.02, words["masked_key"], transform=axes[min(1, len(axes) - 1)].transAxes,
                                           ha="right", va="bottom", fontsize=7, color="#555555")
     if values_panel is not None:
-        _draw_value_rows(fig_or_sub.add_subplot(grid[len(panels)]), values_panel, query, k_tokens, blocked, words,
-                         _digits(trace, prefix + OUT, digits), _digits(trace, prefix + WEIGHTS, digits))
-    else:
-        axes[-1].set_xlabel(_style.words(words.lang)["keys"])
+        target = values_into.add_subplot() if values_into is not None else \
+            fig_or_sub.add_subplot(grid[len(panels), :])
+        _draw_value_rows(target, values_panel, query, k_tokens, blocked, words,
+                         _digits(trace, prefix + OUT, digits), _digits(trace, prefix + WEIGHTS, digits),
+                         _digits(trace, prefix + V, digits), answers=answers)
+    axes[-1].set_xlabel(words["keys"])
     return axes
+
+
+def _write_lines(ax, blocks: list[list[str]], heights: list[float]) -> None:
+    """Each step's arithmetic in its own band of the text column (bands as tall as the bar panels), top
+    to bottom; a block's first line (what the step does) in grey."""
+    total = sum(heights)
+    top = 1.0
+    for lines, height in zip(blocks, heights):
+        band = height / total
+        step = band / max(4.0, len(lines) + 0.3)
+        for i, line in enumerate(lines):
+            ax.text(0.0, top - (i + 0.6) * step, line, transform=ax.transAxes, ha="left", va="center",
+                    fontsize=_LINE_POINTS, color="#555555" if i == 0 else "#111111")
+        top -= band
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, 1.0)
 
 
 def _value_rows(trace: Trace, prefix: str, head: int):
     """(weights (Tq, Tk), v (Tk, Dv), out (Tq, Dv)) of one head when recorded and small enough, else None."""
     v = step_heads(trace, prefix + V_HEADS)
+    if v is None:
+        v = step_heads(trace, prefix + V)          # a scene of post 002 records its answers V directly
     out = step_heads(trace, prefix + OUT)
     weights = step_heads(trace, prefix + WEIGHTS)
     if v is None or out is None or v.shape[-1] > 8:
@@ -671,12 +1008,39 @@ def _value_rows(trace: Trace, prefix: str, head: int):
     return weights[head], v[group], out[head]
 
 
-def _draw_value_rows(ax, panel, query: int, k_tokens, blocked, words, digits_out: int, digits_w: int) -> None:
-    """Each value row v_j, its weight w_j, the row scaled w_j·v_j, and their recorded sum z (= out)."""
+def _value_digits(row: np.ndarray, v: np.ndarray, out: np.ndarray, blocked, digits_w: int, digits_v: int,
+                  digits_out: int) -> tuple[int, int, int, bool]:
+    """Decimals for the weights, the value rows and the scaled rows wⱼ·vⱼ so that every line of the
+    value panel is true as printed: each scaled cell is the shown wⱼ × the shown vⱼ, rounded, and each
+    column of them adds up (rounded to the output's digits) to the shown z. Returns (dw, dv, dp, exact)."""
+    tries = sorted(((ew, ev, ep) for ew in range(3) for ev in range(3) for ep in range(-1, _MORE_DIGITS + 1)),
+                   key=lambda t: (sum(t), -t[2], -t[0]))     # fewest extra decimals; products first, then weights
+    for ew, ev, ep in tries:
+        dw, dv, dp = digits_w + ew, digits_v + ev, digits_out + 1 + ep
+        total = [_decimal_zero() for _ in range(v.shape[1])]
+        for j in range(v.shape[0]):
+            if blocked[j]:
+                continue
+            w = _shown(row[j], dw)
+            for c in range(v.shape[1]):
+                total[c] += _shown(float(w * _shown(v[j, c], dv)), dp)
+        if all(_agrees(total[c], out[c], digits_out) for c in range(v.shape[1])):
+            return dw, dv, dp, True
+    return digits_w, digits_v, digits_out + 1, False   # nothing made it true: the Σ is written "≈"
+
+
+def _draw_value_rows(ax, panel, query: int, k_tokens, blocked, words, digits_out: int, digits_w: int,
+                     digits_v: int | None = None, *, answers: Sequence[str] | None = None) -> None:
+    """Each value row v_j, its weight w_j, the row scaled w_j·v_j, and their recorded sum z (= out).
+
+    The scaled cells are the products of the two numbers shown on their line, rounded; the decimals
+    are chosen so that each column of them adds up to the shown z (`_value_digits`)."""
     weights, v, out = panel
     row = weights[query]
     n_keys, dv = v.shape
-    cell = 1.45
+    digits_v = digits_out if digits_v is None else digits_v
+    dw, dvv, dp, exact = _value_digits(row, v, out[query], blocked, digits_w, digits_v, digits_out)
+    cell = 1.45 if dp <= 4 else 1.75
     ax.axis("off")
     x_w, x_v = 0.0, 2.8
     x_s = x_v + dv * cell + 2.0
@@ -684,32 +1048,43 @@ def _draw_value_rows(ax, panel, query: int, k_tokens, blocked, words, digits_out
         y0 = j
         masked = bool(blocked[j])
         ax.text(x_w - 0.2, y0 + 0.5, _style.short(k_tokens[j], 9), ha="right", va="center", fontsize=7.5)
-        ax.text(x_w + 1.0, y0 + 0.5, words["masked"] if masked else _num(row[j], digits_w), ha="center",
+        ax.text(x_w + 1.0, y0 + 0.5, words["masked"] if masked else _num(row[j], dw), ha="center",
                 va="center", fontsize=7, color="#333333")
         ax.text(x_v - 0.5, y0 + 0.5, "×", ha="center", va="center", fontsize=9)
-        # the value row, shaded by its weight (that is what scaling does to it); the scaled numbers
-        # w_j·v_j are the products of the two recorded numbers shown on the same line
-        _draw_block(ax, x_v, y0 + 0.05, v[j:j + 1], cell=cell, row_cell=0.9, digits=digits_out, fontsize=6)
+        _draw_block(ax, x_v, y0 + 0.05, v[j:j + 1], cell=cell, row_cell=0.9, digits=dvv, fontsize=6)
         ax.text(x_s - 1.1, y0 + 0.5, "=", ha="center", va="center", fontsize=9)
-        scaled = np.zeros(dv) if masked else row[j] * v[j]
-        _draw_block(ax, x_s, y0 + 0.05, scaled[None], cell=cell, row_cell=0.9, digits=digits_out, fontsize=6)
+        if masked:
+            scaled = np.zeros(dv)
+        else:   # the product of the two shown numbers (display arithmetic), rounded to dp decimals
+            w = _shown(row[j], dw)
+            scaled = np.array([float(w * _shown(v[j, c], dvv)) for c in range(dv)])
+        _draw_block(ax, x_s, y0 + 0.05, scaled[None], cell=cell, row_cell=0.9, digits=dp, fontsize=6)
     z_y = n_keys + 0.6
     ax.plot([x_s, x_s + dv * cell], [z_y - 0.25] * 2, color="#333333", linewidth=1.0)
-    ax.text(x_s - 1.1, z_y + 0.5, "Σ =", ha="center", va="center", fontsize=9)
+    ax.text(x_s - 1.1, z_y + 0.5, "Σ =" if exact else "Σ ≈", ha="center", va="center", fontsize=9)
     _draw_block(ax, x_s, z_y, out[query][None], cell=cell, row_cell=1.0, digits=digits_out, fontsize=6.5,
                 col_heads=np.zeros(dv, int))
     ax.text(x_w + 1.0, -0.4, words["weight"], ha="center", va="bottom", fontsize=7.5)
-    ax.text(x_v + dv * cell / 2, -0.4, "v", ha="center", va="bottom", fontsize=8)
-    ax.text(x_s + dv * cell / 2, -0.4, words["value_rows"], ha="center", va="bottom", fontsize=7.5)
+    if answers is not None and len(answers) == dv:   # the columns have names (post 002: the candidate words)
+        for c, name in enumerate(answers):
+            for x0 in (x_v, x_s):
+                ax.text(x0 + (c + 0.5) * cell, -0.1, f"“{name}”", ha="center", va="bottom", fontsize=7.5)
+        ax.text(x_v + dv * cell / 2, -0.75, "v", ha="center", va="bottom", fontsize=8)
+        ax.text(x_s + dv * cell / 2, -0.75, words["value_rows"], ha="center", va="bottom", fontsize=7.5)
+    else:
+        ax.text(x_v + dv * cell / 2, -0.4, "v", ha="center", va="bottom", fontsize=8)
+        ax.text(x_s + dv * cell / 2, -0.4, words["value_rows"], ha="center", va="bottom", fontsize=7.5)
     # "z — their sum" under the Σ row, not beside it: the room goes to the cells, whose numbers then fit
     ax.text(x_s + dv * cell / 2, z_y + 1.35, "z  — " + words["sum_z"], ha="center", va="top", fontsize=7.5)
     ax.set_xlim(-3.2, x_s + dv * cell + 0.6)
-    ax.set_ylim(z_y + 2.6, -1.2)
+    ax.set_ylim(z_y + 2.6, -1.6 if answers is not None else -1.2)
     ax.set_aspect("equal")
 
 
 def _label_bars(ax, positions, values, blocked, name, digits, n_keys, words) -> None:
-    """Values on the bars: all of them for ≤ 24 keys, the five largest weights beyond that."""
+    """Values on the bars: all of them for ≤ 24 keys, the five largest weights beyond that. Each label
+    sits past its bar's end (below a negative bar), and `_room_for_labels` later widens the axis so
+    that no label, minus sign included, runs outside its panel."""
     if n_keys <= 24:
         chosen = range(n_keys)
     elif name == WEIGHTS:   # the five strongest, skipping near-zero ones whose labels would pile up
@@ -717,13 +1092,40 @@ def _label_bars(ax, positions, values, blocked, name, digits, n_keys, words) -> 
     else:
         return
     rotate = 90 if n_keys > 8 else 0
+    labels = []
     for j in chosen:
         value = values[j]
         text = _num(value, digits)
         if blocked is not None and blocked[j]:  # before softmax the mask makes it −∞; after, weight 0
             text, value = (words["masked"], 0.0) if name == WEIGHTS else (f"{text} → −∞", value)
-        ax.annotate(text, (positions[j], value), xytext=(0, 2 if value >= 0 else -2), textcoords="offset points",
-                    ha="center", va="bottom" if value >= 0 else "top", fontsize=6.5, rotation=rotate)
+        labels.append(ax.annotate(text, (positions[j], value), xytext=(0, 2 if value >= 0 else -2),
+                                  textcoords="offset points", ha="center", va="bottom" if value >= 0 else "top",
+                                  fontsize=6.5, rotation=rotate, annotation_clip=False))
+    ax._qkv_bar_labels = labels
+
+
+def _room_for_labels(fig: Figure) -> None:
+    """Widen each bar panel's value axis so that every bar label lies inside the panel (a label past the
+    panel's edge is hidden by the next panel or cut by the figure: "−14.3105" lost its minus sign).
+    One layout pass without rendering measures the labels; the axis then grows by what sticks out."""
+    # Upright labels fit in the panels' 25 % margins; only turned ones (more than 8 keys) can stick out.
+    axes = [ax for ax in fig.axes if any(t.get_rotation() for t in getattr(ax, "_qkv_bar_labels", []))]
+    if not axes:
+        return
+    fig.draw_without_rendering()
+    renderer = fig._get_renderer()
+    for ax in axes:
+        box = ax.get_window_extent(renderer)
+        low, high = ax.get_ylim()
+        per_pixel = (high - low) / max(1.0, box.height)
+        extents = [t.get_window_extent(renderer) for t in ax._qkv_bar_labels]
+        over_top = max((e.y1 - box.y1 for e in extents), default=-1e9) + 4.0      # 4 px of air
+        over_bottom = max((box.y0 - e.y0 for e in extents), default=-1e9) + 4.0
+        # growing the range shrinks every label's share of it, so grow by a little more than what sticks out
+        grow_top = max(0.0, over_top) * per_pixel * 1.5
+        grow_bottom = max(0.0, over_bottom) * per_pixel * 1.5
+        if grow_top or grow_bottom:
+            ax.set_ylim(low - grow_bottom, high + grow_top)
 
 
 def query_path(trace: Trace, query: int | None = None, *, head: int | None = None, layer: int | None = None,
@@ -749,6 +1151,7 @@ def query_path(trace: Trace, query: int | None = None, *, head: int | None = Non
         _draw_path(fig, trace, query, head, words, digits, chosen.prefix)
         fig.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words),
                      fontsize=10.5)
+        _room_for_labels(fig)
     return fig
 
 
@@ -803,6 +1206,147 @@ def _layer_prefix(trace: Trace, layer: int | None) -> str | None:
     if name not in prefixes:
         raise ValueError(f"layer must be one of {[int(p.split()[1][:-1]) for p in prefixes]}, got {chosen}")
     return name
+
+
+# ------------------------------------------------------------------ where q, k, v come from: X · W
+_DECODER_TINT, _ENCODER_TINT = "#fde2e4", "#eaf1fb"     # the two sentences' colours, as in the lines panel
+
+
+def _inputs_drawable(trace: Trace, prefix: str = "") -> bool:
+    """True when the trace records a small single-head projection, X (and memory) → W_Q, W_K, W_V → Q, K, V."""
+    names = (X, W_Q, W_K, W_V, Q, K, V, Q_HEADS)
+    if prefix or not all(n in trace for n in names):
+        return False
+    source = _rows(trace[MEMORY].value) if MEMORY in trace else _rows(trace[X].value)
+    q_heads = as_heads(trace[Q_HEADS].value, Q_HEADS)
+    return (q_heads.shape[0] == 1 and _rows(trace[X].value).shape[0] <= 8 and source.shape[0] <= 8
+            and max(trace[n].value.shape[-1] for n in (X, Q, K, V)) <= 8)
+
+
+def _products_of(row: np.ndarray, matrix: np.ndarray, result: np.ndarray, digits_row: int, digits_matrix: int,
+                 digits_result: int) -> str:
+    """"[a × b + c × d, …] = [r₁, …]": a row times a matrix, each output number as its sum of products,
+    true as printed (`_sum_of_products`)."""
+    lines = _true_lines(lambda e: [_sop(list(zip(row, matrix[:, c])), result[c], digits_row + e, digits_matrix + e,
+                                        digits_result, keep=(digits_row, digits_matrix))
+                                   for c in range(matrix.shape[1])])
+    parts = [line.rsplit(" = " if " = " in line else " ≈ ", 1) for line in lines]
+    sign = "=" if all(" = " in line for line in lines) else "≈"
+    return f"[{', '.join(p[0] for p in parts)}] {sign} [{', '.join(p[1] for p in parts)}]"
+
+
+def _draw_products(ax, x0: float, source: np.ndarray, source_label: str, tokens: Sequence[str],
+                   products: list[tuple[str, np.ndarray, str, np.ndarray]], digits, *, highlight: int | None,
+                   cell: float = 1.1) -> float:
+    """A source matrix (rows = tokens) → each weight matrix W → below it, the product source·W. The
+    followed row is outlined in the source and in each product. Returns the right edge."""
+    rows, width = source.shape
+    fs = 7.0
+    for i in range(rows):
+        ax.text(x0 - 0.25, i + 0.5, _style.short(tokens[i], 10), ha="right", va="center", fontsize=8)
+    src_w, _ = _draw_block(ax, x0, 0.0, source, cell=cell, row_cell=1.0, digits=digits(source_label), fontsize=fs,
+                           label=f"{source_label}  ({rows}×{width})")
+    if highlight is not None:
+        _outline(ax, x0, highlight, src_w, 1.0)
+    cursor = x0 + src_w + 2.4
+    w_height = max(rows, max(w.shape[0] * cell for _, w, _, _ in products))
+    below = w_height + 2.4
+    _arrow(ax, (x0 + src_w + 0.2, min(rows, 2) / 2), (cursor - 0.2, min(rows, 2) / 2), f"{source_label}·")
+    for w_name, w, r_name, result in products:
+        ww, _ = _draw_block(ax, cursor, 0.0, w, cell=cell, row_cell=cell, digits=digits(w_name), fontsize=fs,
+                            label=f"{w_name.upper()}  ({w.shape[0]}×{w.shape[1]})")
+        rw = result.shape[1] * cell
+        centre = cursor + max(ww, rw) / 2
+        _arrow(ax, (centre, w.shape[0] * cell + 0.3), (centre, below - 0.9))
+        _draw_block(ax, cursor, below, result, cell=cell, row_cell=1.0, digits=digits(r_name), fontsize=fs,
+                    label=f"{r_name.upper()} = {source_label}·{w_name.upper()}  ({rows}×{result.shape[1]})")
+        if highlight is not None:
+            _outline(ax, cursor, below + highlight, rw, 1.0)
+        cursor += max(ww, rw) + 2.4
+    for i in range(rows):
+        ax.text(x0 + src_w + 2.4 - 0.25, below + i + 0.5, _style.short(tokens[i], 10), ha="right", va="center",
+                fontsize=7.5, color="#555555")
+    return cursor - 2.4
+
+
+def _outline(ax, x: float, y: float, w: float, h: float) -> None:
+    box = _rect(x, y, w, h)
+    box.set_edgecolor("#d1495b")
+    box.set_linewidth(1.8)
+    box.set_zorder(6)
+    ax.add_patch(box)
+
+
+def _draw_inputs(sub, trace: Trace, query: int, words, digits_arg: int | None) -> None:
+    """Post 001's figure 1 begins here: X (for cross-attention the decoder's row X_dec and the encoder's
+    rows M_enc) times W_Q, W_K, W_V gives q, k and v; beside it, the followed query's q and the first
+    key's k written out as sums of products, so that every later number traces back to X and W."""
+    from matplotlib.patches import Patch
+
+    digits = lambda name: _digits(trace, name, digits_arg)      # noqa: E731
+    cross = MEMORY in trace
+    x, q, k, v = (_rows(trace[n].value) for n in (X, Q, K, V))
+    w_q, w_k, w_v = (trace[n].value for n in (W_Q, W_K, W_V))
+    part = _part(trace, None)
+    q_tokens, k_tokens = part.q_tokens, part.k_tokens
+    text_ax_index = 1
+    # q of the followed query and k of the first key, each number as its sum of products
+    dx, dw, dq, dk = digits(X), digits(W_Q), digits(Q), digits(K)
+    source_rows, source_name = (_rows(trace[MEMORY].value), "M_enc") if cross else (x, "X")
+    d_source = digits(MEMORY) if cross else dx
+    q_name, k_name = _style.short(q_tokens[query], 10), _style.short(k_tokens[0], 10)
+    lines = [words["trace_q"],
+             f"q_{q_name} = {'X_dec' if cross else 'X'}[{q_name}] · W_Q",
+             "    = " + _products_of(x[query], w_q, q[query], dx, dw, dq),
+             f"k_{k_name} = {source_name}[{k_name}] · W_K",
+             "    = " + _products_of(source_rows[0], w_k, k[0], d_source, digits(W_K), dk),
+             words["followed"]]
+    text_inches = max(_text_inches(line, _LINE_POINTS) for line in lines) + 0.3
+    width = sub.get_figure(root=True).get_size_inches()[0] if hasattr(sub, "get_figure") else 12.0
+    grid = sub.add_gridspec(1, 2, width_ratios=[max(1.0, width - text_inches), text_inches])
+    ax = sub.add_subplot(grid[0, 0])
+    text_ax = sub.add_subplot(grid[0, text_ax_index])
+    text_ax.axis("off")
+    if cross:
+        memory = source_rows
+        right = _draw_products(ax, 0.0, x, "X_dec", q_tokens, [("W_Q", w_q, "q", q)], _digit_names(digits),
+                               highlight=query)
+        enc_x = right + 4.2
+        end = _draw_products(ax, enc_x, memory, "M_enc", k_tokens, [("W_K", w_k, "K", k), ("W_V", w_v, "V", v)],
+                             _digit_names(digits), highlight=0)
+        height = max(memory.shape[0], w_k.shape[0] * 1.1) + 2.4 + memory.shape[0]
+        _band(ax, -2.4, right + 0.4, height, _DECODER_TINT, words["inputs_dec"])
+        _band(ax, enc_x - 2.4, end + 0.4, height, _ENCODER_TINT, words["inputs_enc"])
+        ax.legend(handles=[Patch(facecolor=_DECODER_TINT, edgecolor="#999999", label=words["legend_dec"]),
+                           Patch(facecolor=_ENCODER_TINT, edgecolor="#999999", label=words["legend_enc"])],
+                  loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=7.5, frameon=False)
+    else:
+        end = _draw_products(ax, 0.0, x, "X", q_tokens, [("W_Q", w_q, "Q", q), ("W_K", w_k, "K", k),
+                                                           ("W_V", w_v, "V", v)], _digit_names(digits), highlight=query)
+        height = max(x.shape[0], w_q.shape[0] * 1.1) + 2.4 + x.shape[0]
+        ax.text(-2.4, -1.6, words["inputs"], ha="left", va="bottom", fontsize=8.5, color="#333333")
+    ax.set_xlim(-2.8, end + 0.6)
+    ax.set_ylim(height + 0.6, -2.3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    for i, line in enumerate(lines):
+        text_ax.text(0.0, 0.92 - i * 0.165, line, transform=text_ax.transAxes, ha="left", va="center",
+                     fontsize=_LINE_POINTS, color="#555555" if i in (0, len(lines) - 1) else "#111111")
+
+
+def _digit_names(digits):
+    """Digits by the labels `_draw_products` uses (X, X_dec, M_enc, W_Q, q, K, …) → the trace's step names."""
+    names = {"X": X, "X_dec": X, "M_enc": MEMORY, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "Q": Q, "q": Q, "K": K, "V": V}
+    return lambda label: digits(names.get(label, label))
+
+
+def _band(ax, x0: float, x1: float, height: float, colour: str, label: str) -> None:
+    """A tinted background behind one sentence's matrices, with what it gives written above."""
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((x0, -1.3), x1 - x0, height + 1.8, boxstyle="round,pad=0.1,rounding_size=0.4",
+                                facecolor=colour, edgecolor="#bbbbbb", linewidth=0.8, zorder=0))
+    ax.text(x0 + 0.2, -1.6, label, ha="left", va="bottom", fontsize=8.5, color="#333333")
 
 
 # ------------------------------------------------------------------ masks
@@ -882,34 +1426,162 @@ def _draw_two_sentences(ax, weights: np.ndarray, q_tokens, k_tokens, query: int,
     for j, tok in enumerate(k_tokens):
         ax.text(xk[j], bottom_y, _style.short(tok, 12), ha="center", va="top", fontsize=10,
                 bbox={"facecolor": "#eaf1fb", "edgecolor": "#999999", "pad": 2.5})
-    ax.text(-0.6, top_y + 0.3, words["decoder"], ha="right", va="bottom", fontsize=8.5, color="#444444")
-    ax.text(-0.6, bottom_y - 0.3, words["encoder"], ha="right", va="top", fontsize=8.5, color="#444444")
-    ax.text(span / 2, bottom_y + 0.9, words["cross_lines"], ha="center", va="top", fontsize=7.5, color="#555555")
-    ax.set_xlim(-3.2, span + 0.8)
-    ax.set_ylim(bottom_y + 1.2, top_y - 0.9)
+    ax.text(span / 2, top_y - 0.55, words["decoder"], ha="center", va="bottom", fontsize=8.5, color="#444444")
+    ax.text(span / 2, bottom_y + 0.55, words["encoder"], ha="center", va="top", fontsize=8.5, color="#444444")
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(facecolor="#fde2e4", edgecolor="#999999", label=words["legend_dec"]),
+                       Patch(facecolor="#eaf1fb", edgecolor="#999999", label=words["legend_enc"]),
+                       Line2D([], [], color=colour, linewidth=4, label=words["cross_lines"])],
+              loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, fontsize=7.5, frameon=False)
+    ax.set_xlim(-0.8, span + 0.8)
+    ax.set_ylim(bottom_y + 1.1, top_y - 1.0)
     ax.axis("off")
 
 
 def cross_figure(trace: Trace, *, lang: str = "en", digits: int | None = None, head: int | None = None) -> Figure:
-    """Cross-attention as two sentences (decoder tokens above, encoder tokens below, lines weighted)
-    next to the followed query's whole chain (q·k → ÷√dₖ → softmax → value rows × weights → z)."""
+    """Cross-attention as post 001 draws it, every number traced from the inputs: the decoder's row X_dec
+    → q and the encoder's rows M_enc → K, V (above); the two sentences, lines weighted (left); the
+    followed query's chain, q·k as sums of products → ÷√dₖ → exp / Σ exp (right); each value row × its
+    weight → z (below the sentences)."""
     chosen = _part(trace, None)
     weights = step_heads(trace, chosen.prefix + WEIGHTS)
     query, head = _followed(trace, chosen.query, head, weights.shape[1], weights.shape[0])
     words = _style.words(lang)
     with fonts.context():
-        fig = Figure(figsize=(13.5, 7.8), layout="constrained")
-        left, right = fig.subfigures(1, 2, width_ratios=[1.0, 1.15])
-        ax = left.add_subplot()
+        panels = _chain(trace, query, head, words, digits, chosen.prefix)
+        text_inches = _chain_text_inches(panels)
+        inputs = _inputs_drawable(trace)
+        chain_width = max(5.5, min(10.0, 1.6 + 0.6 * weights.shape[-1])) + text_inches
+        fig = Figure(figsize=(chain_width + 6.5, 10.5 + (4.3 if inputs else 0.0)), layout="constrained")
+        if inputs:
+            top, rest = fig.subfigures(2, 1, height_ratios=[4.3, 10.5])
+            _draw_inputs(top, trace, query, words, digits)
+        else:
+            rest = fig
+        left, right = rest.subfigures(1, 2, width_ratios=[6.5, chain_width])
+        sentences, values = left.subfigures(2, 1, height_ratios=[1.0, 1.2])
+        ax = sentences.add_subplot()
         _draw_two_sentences(ax, weights[head], chosen.q_tokens, chosen.k_tokens, query, words,
                             _digits(trace, WEIGHTS, digits), _head_mask(trace, chosen.prefix, head))
-        left.suptitle(words["attention"], fontsize=10)
-        _draw_path(right, trace, query, head, words, digits, chosen.prefix)
+        sentences.suptitle(words["attention"], fontsize=10)
+        _draw_path(right, trace, query, head, words, digits, chosen.prefix, panels=panels, values_into=values)
         right.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words),
                        fontsize=10)
         if _title(trace, words):
             fig.suptitle(_title(trace, words), fontsize=11)
+        _room_for_labels(fig)
     return fig
+
+
+# ------------------------------------------------------------------ post 002: the group meeting
+def _scenes(trace: Trace) -> list[tuple[Part, dict]]:
+    """The meetings of post 002 (trace.meta["scenes"]) with their attention parts, in order."""
+    scenes = {str(s.get("name")): s for s in trace.meta.get("scenes", []) if isinstance(s, dict)}
+    return [(p, scenes[p.prefix.rstrip("/")]) for p in attention_parts(trace) if p.prefix.rstrip("/") in scenes]
+
+
+def meeting_figure(trace: Trace, *, lang: str = "en", digits: int | None = None) -> Figure:
+    """Post 002, "어텐션이 조모임이라면": each meeting (one row), then the two notations.
+
+    A meeting: the followed token's question gets a compatibility score with every token (given, as
+    in the post; the post does not divide them by √d_k, so no ÷√d_k step is drawn), softmax turns
+    them into weights (exp / Σ exp written out), and the answers v (columns: the candidate next words)
+    weighted and summed give z. Below: softmax(QKᵀ/√d_k)·V (row vectors, softmax per row) next to
+    V·softmax(KᵀQ/√d_k) (column vectors, softmax per column) from the recorded rows/ and columns/ steps.
+    """
+    words = _style.words(lang)
+    scenes = _scenes(trace)
+    answers = [str(a) for a in trace.meta.get("answers", [])] or None
+    notations = all(f"{n}/{WEIGHTS}" in trace for n in ("rows", "columns")) and f"rows/{OUT}" in trace \
+        and f"columns/{OUT}" in trace
+    with fonts.context():
+        chains = []
+        for part, scene in scenes:
+            panels = _chain(trace, part.query, 0, words, digits, part.prefix)
+            panels[0].label = words["meeting_scores"]
+            panels[0].note = words["meeting_no_scale"]
+            chains.append(panels)
+        text_inches = max((_chain_text_inches(p) for p in chains), default=0.0)
+        bars = max(4.5, 1.2 + 0.55 * max(len(p.k_tokens) for p, _ in scenes)) if scenes else 4.5
+        width = bars + text_inches + 5.2
+        heights = [4.6] * len(scenes) + ([4.4] if notations else [])
+        fig = Figure(figsize=(max(width, 15.0), sum(heights) + 0.8), layout="constrained")
+        rows = fig.subfigures(len(heights), 1, height_ratios=heights, squeeze=False)[:, 0]
+        for sub, (part, scene), panels in zip(rows, scenes, chains):
+            chain_sub, values_sub = sub.subfigures(1, 2, width_ratios=[bars + text_inches, 5.2])
+            _draw_path(chain_sub, trace, part.query, 0, words, digits, part.prefix, panels=panels,
+                       values_into=values_sub, answers=answers)
+            sub.suptitle(words("meeting", sentence=" ".join(str(t) for t in scene.get("tokens", [])),
+                               token=str(scene.get("query", part.q_tokens[part.query]))), fontsize=10.5)
+        if notations:
+            _draw_notations(rows[-1], trace, words, digits)
+        if _title(trace, words):
+            fig.suptitle(_title(trace, words), fontsize=11.5)
+        _room_for_labels(fig)
+    return fig
+
+
+def _draw_notations(sub, trace: Trace, words, digits_arg: int | None) -> None:
+    """softmax(QKᵀ/√d_k) (softmax per row) and its ·V, beside softmax(KᵀQ/√d_k) (per column) and V·it:
+    the recorded steps rows/… and columns/…, the same numbers transposed."""
+    from ..explain.numbers import fmt_small
+
+    rows_w, rows_out = _rows(trace[f"rows/{WEIGHTS}"].value), _rows(trace[f"rows/{OUT}"].value)
+    cols_w, cols_out = _rows(trace[f"columns/{WEIGHTS}"].value), _rows(trace[f"columns/{OUT}"].value)
+    tokens = [str(t) for t in (trace.meta.get("tokens") or [])]
+    if len(tokens) != rows_w.shape[0]:
+        tokens = [str(i) for i in range(rows_w.shape[0])]
+    dw, do = _digits(trace, f"rows/{WEIGHTS}", digits_arg), _digits(trace, f"rows/{OUT}", digits_arg)
+    ax = sub.add_subplot()
+    cell, fs = 1.35, 6.8
+    t = rows_w.shape[0]
+
+    def names(x0: float, y0: float, count_rows: bool, labels: Sequence[str]) -> None:
+        for i, name in enumerate(labels):
+            if count_rows:
+                ax.text(x0 - 0.2, y0 + i + 0.5, _style.short(name, 9), ha="right", va="center", fontsize=7.5)
+            else:
+                ax.text(x0 + (i + 0.5) * cell, y0 - 0.15, _style.short(name, 9), ha="center", va="bottom",
+                        fontsize=7, rotation=0)
+
+    # row form
+    x0, y0 = 2.2, 2.2
+    ww, _ = _draw_block(ax, x0, y0, rows_w, cell=cell, row_cell=1.0, digits=dw, fontsize=fs, weights=True)
+    names(x0, y0, True, tokens)
+    names(x0, y0, False, tokens)
+    ax.text(x0 + ww + 0.9, y0 + t / 2, "·V =", ha="center", va="center", fontsize=10)
+    ox = x0 + ww + 1.8
+    ow, _ = _draw_block(ax, ox, y0, rows_out, cell=cell, row_cell=1.0, digits=do, fontsize=fs,
+                        col_heads=np.zeros(rows_out.shape[1], int))
+    ax.text(x0 - 1.6, y0 - 1.3, _wrapped(words["rows_form"], 6.5, 8.5), ha="left", va="bottom", fontsize=8.5)
+    ax.text(x0 + ww / 2, y0 + t + 0.3, words["rows_axes"], ha="center", va="top", fontsize=7.5, color="#555555")
+    ax.text(ox + ow / 2, y0 + t + 0.3, _wrapped(words["rows_out"], 2.6, 8), ha="center", va="top", fontsize=8)
+    # column form
+    x1 = ox + ow + 5.0
+    cw, _ = _draw_block(ax, x1, y0, cols_w, cell=cell, row_cell=1.0, digits=dw, fontsize=fs, weights=True)
+    names(x1, y0, True, tokens)
+    names(x1, y0, False, tokens)
+    ax.text(x1 + cw + 0.9, y0 + t / 2, "→", ha="center", va="center", fontsize=10)
+    px = x1 + cw + 1.8
+    pw, ph = _draw_block(ax, px, y0, cols_out, cell=cell, row_cell=1.0, digits=do, fontsize=fs,
+                         row_heads=np.zeros(cols_out.shape[0], int))
+    names(px, y0, False, tokens)
+    ax.text(x1 - 1.6, y0 - 1.3, _wrapped(words["columns_form"], 6.5, 8.5), ha="left", va="bottom", fontsize=8.5)
+    ax.text(x1 + cw / 2, y0 + t + 0.3, words["columns_axes"], ha="center", va="top", fontsize=7.5, color="#555555")
+    ax.text(px + pw / 2, y0 + max(t, ph) + 0.3, _wrapped(words["columns_out"], 2.6, 8), ha="center", va="top",
+            fontsize=8)
+    difference = trace.get("columns/difference")
+    if difference is not None:
+        biggest = float(np.abs(difference.value).max()) if difference.value.size else 0.0
+        ax.text(x0 - 1.6, y0 + t + 2.2, words("notations_same", diff=fmt_small(biggest)), ha="left", va="top",
+                fontsize=8.5, color="#333333")
+    ax.set_xlim(x0 - 2.0, px + pw + 0.6)
+    ax.set_ylim(y0 + t + 3.0, -0.6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    sub.suptitle(words("notations", sentence=" ".join(tokens)), fontsize=10.5)
 
 
 # ------------------------------------------------------------------ the figure that suits a trace
@@ -931,13 +1603,24 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
     cross = trace.meta.get("kind") == "cross-attention" or "memory" in trace
     blocked = _head_mask(trace, prefix, head)
     with_path = prefix + SCORES in trace
+    inputs = with_path and _inputs_drawable(trace, prefix)
     width, height = _axis_side(tk), _axis_side(tq)
-    columns = ([width + 1.6] if blocked is not None else []) + [width + 2.4] + \
-        ([max(5.5, min(10.0, 1.6 + 0.6 * tk))] if with_path else [])
     with fonts.context():
-        fig = Figure(figsize=(sum(columns) + 0.8, max(height + 2.6, 7.5 if with_path and tk <= 12 else 5.5)),
-                     layout="constrained")
-        subs = fig.subfigures(1, len(columns), width_ratios=columns, squeeze=False)[0]
+        panels = _chain(trace, query, head, words, digits, prefix) if with_path else []
+        chain_width = max(5.5, min(10.0, 1.6 + 0.6 * tk)) + _chain_text_inches(panels)
+        # with the inputs drawn above (a worked example), the value rows go under the heatmap
+        values_below_heatmap = inputs and _value_rows(trace, prefix, head) is not None
+        columns = ([width + 1.6] if blocked is not None else []) + \
+            [max(width + 2.4, 6.0 if values_below_heatmap else 0.0)] + ([chain_width] if with_path else [])
+        body = max(height + 2.6, 7.5 if with_path and tk <= 12 else 5.5)
+        strip = 4.0 if inputs else 0.0
+        fig = Figure(figsize=(sum(columns) + 0.8, body + strip), layout="constrained")
+        if inputs:
+            top, rest = fig.subfigures(2, 1, height_ratios=[strip, body])
+            _draw_inputs(top, trace, query, words, digits)
+        else:
+            rest = fig
+        subs = rest.subfigures(1, len(columns), width_ratios=columns, squeeze=False)[0]
         at = 0
         if blocked is not None:
             ax = subs[at].add_subplot()
@@ -946,7 +1629,12 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
             ax.set_xlabel(words["keys_enc"] if cross else words["keys"])
             ax.set_ylabel(words["queries_dec"] if cross else words["queries"])
             at += 1
-        ax = subs[at].add_subplot()
+        values_into = None
+        if values_below_heatmap:
+            heat_sub, values_into = subs[at].subfigures(2, 1, height_ratios=[1.25, 1.0])
+        else:
+            heat_sub = subs[at]
+        ax = heat_sub.add_subplot()
         image = _draw_weights(ax, weights[head], q_tokens, k_tokens, blocked=blocked,
                               digits=_digits(trace, prefix + WEIGHTS, digits), inches=(width, height), words=words)
         if tq <= 64:  # outline the followed query's row
@@ -957,14 +1645,15 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
         ax.set_title(f"{words['attention']} — {head_label}" if head_label else words["attention"], fontsize=9.5)
         ax.set_xlabel(words["keys_enc"] if cross else words["keys"])
         ax.set_ylabel(words["queries_dec"] if cross else words["queries"])
-        _legend(subs[at], image, ax, words, blocked=blocked is not None and bool(blocked.any()), shrink=0.7,
+        _legend(heat_sub, image, ax, words, blocked=blocked is not None and bool(blocked.any()), shrink=0.7,
                 orientation="horizontal")
         at += 1
         if with_path:
-            _draw_path(subs[at], trace, query, head, words, digits, prefix)
+            _draw_path(subs[at], trace, query, head, words, digits, prefix, panels=panels, values_into=values_into)
             subs[at].suptitle(_path_title(chosen, query, head_label, words), fontsize=9.5)
         if _title(trace, words):
             fig.suptitle(_title(trace, words), fontsize=11)
+        _room_for_labels(fig)
     return fig
 
 
@@ -999,6 +1688,8 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
         if cross and weights.shape[1] <= 8 and weights.shape[2] <= 16 and SCORES in trace:
             return cross_figure(trace, lang=lang)
         return attention_figure(trace, lang=lang)
+    if kind == "group-meeting" and _scenes(trace):
+        return meeting_figure(trace, lang=lang)
     single = [p for p in parts if step_heads(trace, p.prefix + WEIGHTS).shape[1] == 1]
     if not single:
         return attention_figure(trace, part=parts[0].prefix, lang=lang)
