@@ -251,3 +251,49 @@ def test_no_seed_result_is_typed_into_the_package():
         text = path.read_text(encoding="utf-8")
         for number in produced:
             assert not re.search(rf"(?<![\d.]){re.escape(number)}(?!\d)", text), (path.name, number)
+
+
+# ----------------------------------------------------------------------------- what-if (qkv.examples.Changes)
+def _softmax64(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_what_if_recomputes_self_attention_from_edited_inputs():
+    doc = ex.load("self-attention")
+    x, w_q, w_k, w_v = (np.array(doc[n], dtype=float) for n in ("x", "w_q", "w_k", "w_v"))
+    x[1, 0] = 2.0
+    w_k[0, 1] = -0.5
+    for factor, sqrt_dk in ((1.0, True), (3.0, True), (0.5, False)):
+        changes = ex.Changes(factor=factor, sqrt_dk=sqrt_dk, cells={"x": ((1, 0, 2.0),), "w_k": ((0, 1, -0.5),)})
+        t = ex.run("self-attention", changes=changes)
+        scale = factor / (np.sqrt(2) if sqrt_dk else 1.0)
+        weights = _softmax64((x @ w_q) @ (x @ w_k).T * scale)
+        np.testing.assert_allclose(t["weights"].value[0], weights, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(t["out"].value[0], weights @ (x @ w_v), rtol=1e-13)
+        assert t.meta["notes"] == [] and t.meta["what_if"]["factor"] == factor
+
+
+def test_what_if_group_meeting_score_scale_moves_lots_weight():
+    # the post: lot 100 against 1 → lot's weight ~1; questions at 1000 → ~0. A factor of 0.01 brings
+    # the scores close: every weight is the float64 softmax of the scaled scores.
+    for factor in (0.001, 0.01, 1.0):
+        t = ex.run("group-meeting", changes=ex.Changes(factor=factor))
+        for scene in ex.load("group-meeting")["scenes"]:
+            expected = _softmax64(np.array(scene["scores"], dtype=float) * factor)
+            np.testing.assert_allclose(t[f"{scene['name']}/weights"].value[0], expected, rtol=1e-12, atol=1e-300)
+    t = ex.run("group-meeting", changes=ex.Changes(scores={"question": ((7, 1000.0),)}))
+    assert abs(t["question/weights"].value[0][7] - 0.2) < 1e-12      # lot now scores as the question words
+
+
+def test_what_if_refuses_what_it_cannot_change():
+    with pytest.raises(qkv.InputError, match="outside x"):
+        ex.run("self-attention", changes=ex.Changes(cells={"x": ((9, 0, 1.0),)}))
+    with pytest.raises(qkv.InputError, match="cannot be edited"):
+        ex.run("self-attention", changes=ex.Changes(cells={"w_o": ((0, 0, 1.0),)}))
+    with pytest.raises(qkv.InputError, match="does not divide"):
+        ex.run("group-meeting", changes=ex.Changes(sqrt_dk=False))
+    with pytest.raises(qkv.InputError, match="not a meeting"):
+        ex.run("group-meeting", changes=ex.Changes(scores={"nope": ((0, 1.0),)}))
+    with pytest.raises(qkv.InputError, match="finite"):
+        ex.run("self-attention", changes=ex.Changes(factor=float("nan")))

@@ -285,7 +285,8 @@ class MultiHeadAttention:
         return tuple(out)
 
     def __call__(self, x, memory=None, *, mask=None, causal: bool = False, cache: "KVCache | None" = None,
-                 lengths=None, positions=None, return_weights: bool = False, record: Recorder | None = None):
+                 lengths=None, positions=None, scale: float | None = None, return_weights: bool = False,
+                 record: Recorder | None = None):
         """Multi-head attention of x over itself (self-attention) or over memory (cross-attention).
 
         Args:
@@ -301,6 +302,7 @@ class MultiHeadAttention:
             attend over everything it holds (incremental decoding). The cache changes only when
             the call succeeds.
           positions: integer positions (Tq,) or (B, Tq) for RoPE; default cache.length + 0 … Tq−1.
+          scale: multiplies q·kᵀ before the softmax; default 1/√Dk (as `qkv.attention`).
           return_weights: also return the weights (…, H, Tq, Tk).
           record: a recorder (e.g. `qkv.Trace`) handed every intermediate.
 
@@ -317,9 +319,10 @@ class MultiHeadAttention:
             k, v, staged = cache._stage(k, v)
         if lengths is not None:
             result = _attend_lengths(q, k, v, lengths, mask=mask, memory=memory, cache=cache, causal=causal,
-                                     return_weights=return_weights, record=record)
+                                     scale=scale, return_weights=return_weights, record=record)
         else:
-            result = attention(q, k, v, mask, causal=causal, return_weights=return_weights, record=record)
+            result = attention(q, k, v, mask, causal=causal, scale=scale, return_weights=return_weights,
+                               record=record)
         if cache is not None:  # only now: a call that failed above leaves the cache as it was
             cache._commit(staged)
         heads_out = result[0] if return_weights else result           # (…, H, Tq, Dv)
@@ -371,7 +374,7 @@ def _add_in_place(fresh, bias):
     return fresh + bias
 
 
-def _attend_lengths(q, k, v, lengths, *, mask, memory, cache, causal, return_weights, record):
+def _attend_lengths(q, k, v, lengths, *, mask, memory, cache, causal, return_weights, record, scale=None):
     """Self-attention of a right-padded batch: q (B, H, T, Dk), k (B, G, T, Dk), v (B, G, T, Dv), lengths (B,).
 
     Sequence b attends over its first lengths[b] tokens; rows of padded queries are zero (weights
@@ -393,7 +396,7 @@ def _attend_lengths(q, k, v, lengths, *, mask, memory, cache, causal, return_wei
     if record is not None or not is_numpy(q):
         xp = namespace(q=q)
         real = qkv_padding_mask(lengths_np, t, like=q)                     # (B, 1, 1, T): real keys
-        result = attention(q, k, v, real, causal=causal, return_weights=return_weights, record=record)
+        result = attention(q, k, v, real, causal=causal, scale=scale, return_weights=return_weights, record=record)
         rows = xp.astype(xp.reshape(real, (b, 1, t, 1)), q.dtype)           # padded queries → 0
         return (result[0] * rows, result[1] * rows) if return_weights else result * rows
     out = np.zeros(q.shape[:-1] + (v.shape[-1],), dtype=q.dtype)
@@ -409,9 +412,9 @@ def _attend_lengths(q, k, v, lengths, *, mask, memory, cache, causal, return_wei
         if length:
             if return_weights:
                 out[run, :, real], weights[run, :, real, real] = attention(
-                    q[run, :, real], k[run, :, real], v[run, :, real], causal=causal, return_weights=True)
+                    q[run, :, real], k[run, :, real], v[run, :, real], causal=causal, scale=scale, return_weights=True)
             else:
-                out[run, :, real] = attention(q[run, :, real], k[run, :, real], v[run, :, real], causal=causal)
+                out[run, :, real] = attention(q[run, :, real], k[run, :, real], v[run, :, real], causal=causal, scale=scale)
         start = stop
     return (out, weights) if return_weights else out
 

@@ -14,6 +14,8 @@ steps ("by hand/…", rounded to the digits shown) and their drift from the exac
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from ..spec import parse_spec, read_array, read_digits, read_notes, resolve_quer
 from ..trace import Trace
 from .runner import trace_group_meeting, trace_multi_head, trace_spec
 
-__all__ = ["names", "load", "run", "source", "path"]
+__all__ = ["names", "load", "run", "source", "path", "Changes", "EDITABLE"]
 
 NAMES = ("self-attention", "cross-attention", "multi-head", "projection", "group-meeting")
 
@@ -51,12 +53,74 @@ def _check_name(name: str) -> None:
         raise InputError(f"unknown example {name!r}; the examples are: {', '.join(NAMES)}", field="example")
 
 
-def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | None = None) -> Trace:
+# The inputs a what-if may edit, per example (the multi-head example's x and W_Q/W_K/W_V are its
+# first head's, the self-attention example's; its W_O is its own).
+EDITABLE = {"self-attention": ("x", "w_q", "w_k", "w_v"), "cross-attention": ("x", "memory", "w_q", "w_k", "w_v"),
+            "projection": ("x", "w_q", "w_k", "w_v", "w_o"), "multi-head": ("x", "w_q", "w_k", "w_v", "w_o"),
+            "group-meeting": ()}
+
+
+@dataclass(frozen=True)
+class Changes:
+    """A what-if: the same example with some of its inputs changed, computed by the same code.
+
+    factor: multiplies every score before the softmax (1/temperature). sqrt_dk: False leaves the
+    scores undivided by √d_k (the group meeting never divides). cells: input name → ((row, column,
+    value), …), an edited entry of x, memory or a W (see EDITABLE). scores: the group meeting's
+    meeting name → ((position, score), …). Indices count from 0.
+    """
+
+    factor: float = 1.0
+    sqrt_dk: bool = True
+    cells: dict = field(default_factory=dict)
+    scores: dict = field(default_factory=dict)
+
+    def describe(self) -> dict:
+        return {"factor": self.factor, "sqrt_dk": self.sqrt_dk,
+                "cells": {m: [list(e) for e in edits] for m, edits in self.cells.items()},
+                "scores": {s: [list(e) for e in edits] for s, edits in self.scores.items()}}
+
+    def apply(self, doc: dict, names: tuple) -> dict:
+        """``doc`` with this what-if's cells of ``names`` edited (a copy; indices checked)."""
+        doc = dict(doc)
+        for matrix, edits in self.cells.items():
+            if matrix not in names:
+                continue
+            rows = [list(r) for r in doc[matrix]]
+            for n, (i, j, value) in enumerate(edits):
+                if not (0 <= i < len(rows) and 0 <= j < len(rows[0])):
+                    raise InputError(f"({i}, {j}) is outside {matrix} ({len(rows)} × {len(rows[0])})",
+                                     field=f"cells.{matrix}[{n}]")
+                rows[i][j] = float(value)
+            doc[matrix] = rows
+        return doc
+
+
+def _check_changes(name: str, changes: "Changes") -> None:
+    if not isinstance(changes, Changes):
+        raise TypeError(f"changes must be a qkv.examples.Changes, got {type(changes).__name__}")
+    if isinstance(changes.factor, bool) or not isinstance(changes.factor, (int, float)) or \
+            not math.isfinite(changes.factor):
+        raise InputError(f"{changes.factor!r}: expected a finite number", field="factor")
+    unknown = [m for m in changes.cells if m not in EDITABLE[name]]
+    if unknown:
+        raise InputError(f"{unknown[0]!r} cannot be edited in {name}; editable: {', '.join(EDITABLE[name]) or 'none'}",
+                         field="cells")
+    if changes.scores and name != "group-meeting":
+        raise InputError("scores are edited in the group meeting only", field="scores")
+    if not changes.sqrt_dk and name == "group-meeting":
+        raise InputError("the group meeting does not divide by √d_k", field="sqrt_dk")
+
+
+def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | None = None,
+        changes: Changes | None = None) -> Trace:
     """Compute example ``name`` with recording on and return its Trace.
 
-    query: the token to follow (a token string or a row index); default the seed's.
+    query: the token to follow (a token string or a row index); default the post's.
     by_hand: also run every step on numbers rounded to the digits shown (``digits`` for all steps,
-      or the seed's own precision per step when None) and record the drift from the exact result.
+      or the post's own precision per step when None) and record the drift from the exact result.
+    changes: a what-if (`Changes`): edited inputs, a factor on the scores, √d_k off. The trace then
+      carries meta["what_if"] and none of the post's notes (they speak of the post's numbers).
     """
     _check_name(name)
     doc = load(name)
@@ -65,11 +129,23 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
     meta = {"example": name, "kind": name, "post": doc.get("post"), "head_base": int(doc.get("head_base", 0)),
             "digits": read_digits(doc, source=where),
             "notes": read_notes(doc, source=where)}
+    if changes is not None:
+        _check_changes(name, changes)
+        meta.update(notes=[], what_if=changes.describe())
     if kind == "attention":
+        if changes is not None:
+            doc = changes.apply(doc, EDITABLE[name])
         spec = parse_spec(doc, source=where, base=None)
-        return trace_spec(spec, query=query, by_hand=by_hand, digits=digits, meta=meta)
+        scale = None
+        if changes is not None and (changes.factor != 1.0 or not changes.sqrt_dk):
+            d_k = spec.w_q.shape[1] // spec.heads
+            scale = changes.factor * (1.0 / math.sqrt(d_k) if changes.sqrt_dk else 1.0)
+        return trace_spec(spec, query=query, by_hand=by_hand, digits=digits, meta=meta, scale=scale)
     if kind == "multi-head":
-        first = run(doc["first_head"])
+        first = run(doc["first_head"], changes=None if changes is None else
+                    Changes(changes.factor, changes.sqrt_dk, {m: e for m, e in changes.cells.items() if m != "w_o"}))
+        if changes is not None:
+            doc = changes.apply(doc, ("w_o",))
         tokens = first.meta["tokens"]
         followed = resolve_query(doc["query"], tokens, source=where)
         if query is not None and resolve_query(query, tokens, source=None, field="--query") != followed:
@@ -87,14 +163,26 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
         scenes = []
         for i, scene in enumerate(doc["scenes"]):
             field = f"scenes[{i}]"
+            scores = [float(s) for s in scene["scores"]]
+            for n, (j, value) in enumerate(() if changes is None else changes.scores.get(scene["name"], ())):
+                if not 0 <= j < len(scores):
+                    raise InputError(f"{j} is not a position of the meeting ({len(scores)} tokens)",
+                                     field=f"scores.{scene['name']}[{n}]")
+                scores[j] = float(value)
             scenes.append({"name": scene["name"], "tokens": list(scene["tokens"]),
                            "query": scene["query"],
-                           "scores": read_array(scene["scores"], source=where, field=f"{field}.scores", base=None, ndim=1),
+                           "scores": read_array(scores, source=where, field=f"{field}.scores", base=None, ndim=1),
                            "values": read_array(scene["values"], source=where, field=f"{field}.values", base=None)})
         notation = run(doc["notation"])
         meta.update(answers=list(doc["answers"]), scenes=[{k: s[k] for k in ("name", "tokens", "query")} for s in scenes],
                     tokens=notation.meta["tokens"], notation=doc["notation"])
-        return trace_group_meeting({"scenes": scenes}, notation, by_hand=by_hand, digits=digits, meta=meta)
+        if changes is not None:
+            unknown = [s for s in changes.scores if s not in [scene["name"] for scene in scenes]]
+            if unknown:
+                raise InputError(f"{unknown[0]!r} is not a meeting; the meetings are: "
+                                 f"{', '.join(scene['name'] for scene in scenes)}", field="scores")
+        return trace_group_meeting({"scenes": scenes}, notation, by_hand=by_hand, digits=digits, meta=meta,
+                                   scale=1.0 if changes is None else float(changes.factor))
     raise InputError(f"unknown kind {kind!r}", source=where, field="kind")
 
 

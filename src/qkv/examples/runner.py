@@ -51,8 +51,11 @@ def traced(compute: Callable[[Recorder, Callable], None], trace: Trace, *, by_ha
 
 # --------------------------------------------------------------------------- attention examples
 def trace_spec(spec: Spec, *, query: Any = None, by_hand: bool = False, digits: int | None = None,
-               meta: dict | None = None) -> Trace:
-    """The Trace of one attention example (self-, cross- or multi-head attention, W_O, R + Y)."""
+               meta: dict | None = None, scale: float | None = None) -> Trace:
+    """The Trace of one attention example (self-, cross- or multi-head attention, W_O, R + Y).
+
+    scale: what multiplies q·kᵀ (default 1/√d_k): a what-if's temperature, or 1 for no √d_k.
+    """
     followed = spec.query if query is None else resolve_query(query, spec.tokens, source=None, field="--query")
     info = {"kind": spec.kind, "tokens": spec.tokens, "key_tokens": spec.key_tokens, "query": followed,
             "n_heads": spec.heads, "digits": spec.digits, "notes": spec.notes, "source": spec.source,
@@ -63,9 +66,9 @@ def trace_spec(spec: Spec, *, query: Any = None, by_hand: bool = False, digits: 
         info["post"] = spec.post
     info.update(meta or {})
     trace = Trace(spec.title or spec.example or spec.source, info)
-    traced(lambda record, inputs: _run_attention(spec, record, inputs), trace, by_hand=by_hand, digits=digits)
+    traced(lambda record, inputs: _run_attention(spec, record, inputs, scale), trace, by_hand=by_hand, digits=digits)
     if spec.heads > 1:
-        _run_heads_separately(spec, trace)
+        _run_heads_separately(spec, trace, scale)
     return trace
 
 
@@ -76,25 +79,25 @@ def _layer(spec: Spec, inputs: Callable, w_o=None) -> MultiHeadAttention:
                               b_q=b.get("b_q"), b_k=b.get("b_k"), b_v=b.get("b_v"), b_o=b.get("b_o"))
 
 
-def _run_attention(spec: Spec, record: Recorder, inputs: Callable) -> None:
+def _run_attention(spec: Spec, record: Recorder, inputs: Callable, scale: float | None = None) -> None:
     x = inputs("x", spec.x)
     memory = None if spec.memory is None else inputs("memory", spec.memory)
     if spec.w_o is None:
-        # No output projection: the head outputs are the result (seed 001's single-head examples).
+        # No output projection: the head outputs are the result (post 001's single-head examples).
         # W_O is unused here; project() only needs the layer's W_Q, W_K, W_V.
         layer = _layer(spec, inputs, w_o=np.eye(spec.w_v.shape[1]))
         q, k, v = layer.project(x, memory, record=record)
-        out = attention(q, k, v, spec.mask, causal=spec.causal, record=record)   # (H, Tq, Dv)
+        out = attention(q, k, v, spec.mask, causal=spec.causal, scale=scale, record=record)   # (H, Tq, Dv)
         if spec.heads > 1:
             emit(record, "concat", merge_heads(out), formula="Concat(head₁, …, head_h)")
         return
     layer = _layer(spec, inputs)
-    y = layer(x, memory, mask=spec.mask, causal=spec.causal, record=record)
+    y = layer(x, memory, mask=spec.mask, causal=spec.causal, scale=scale, record=record)
     if spec.residual:
         residual(x, y, record=record)
 
 
-def _run_heads_separately(spec: Spec, trace: Trace) -> None:
+def _run_heads_separately(spec: Spec, trace: Trace, scale: float | None = None) -> None:
     """Each head alone, with its own column slices (`MultiHeadAttention.head`), under "head i/…".
 
     Records heads_check/concat and heads_check/y: separate minus fused (zero up to rounding).
@@ -107,7 +110,7 @@ def _run_heads_separately(spec: Spec, trace: Trace) -> None:
         own = fused.head(i)
         single = MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v)
         record = scoped(trace, f"head {i + 1}")
-        share = single(spec.x, spec.memory, mask=spec.mask, causal=spec.causal, record=record)
+        share = single(spec.x, spec.memory, mask=spec.mask, causal=spec.causal, scale=scale, record=record)
         outs.append(trace[f"head {i + 1}/out"].value[0])
         shares.append(share)
     concat = np.concatenate(outs, axis=-1)                                         # (Tq, H·Dv)
@@ -120,14 +123,14 @@ def _run_heads_separately(spec: Spec, trace: Trace) -> None:
         trace("heads_check/y", diff, formula="Σ_h head_h·W_O[rows of h] − fused Y", max_abs=float(np.max(np.abs(diff))))
 
 
-# --------------------------------------------------------------------------- multi-head (seed 001)
+# --------------------------------------------------------------------------- multi-head (post 001)
 def trace_multi_head(data: dict, first_head: Trace, *, query: int, by_hand: bool, digits: int | None,
                      meta: dict) -> Trace:
     """Seed 001's multi-head step: three head outputs for one token, concatenated, times W_O.
 
     Head 1's output is taken from ``first_head`` (the self-attention example's trace, computed);
     heads 2 and 3 are given numbers. In by-hand mode each is rounded to the digits shown first,
-    as the seed does when it multiplies the printed vectors.
+    as the post does when it multiplies the printed vectors.
     """
     z1 = first_head["out"].value[0, query]                                         # (Dv,)
     given = data["given_heads"]
@@ -144,13 +147,15 @@ def trace_multi_head(data: dict, first_head: Trace, *, query: int, by_hand: bool
     return traced(compute, trace, by_hand=by_hand, digits=digits)
 
 
-# --------------------------------------------------------------------------- group meeting (seed 002)
-def trace_group_meeting(data: dict, notation: Trace, *, by_hand: bool, digits: int | None, meta: dict) -> Trace:
+# --------------------------------------------------------------------------- group meeting (post 002)
+def trace_group_meeting(data: dict, notation: Trace, *, by_hand: bool, digits: int | None, meta: dict,
+                        scale: float = 1.0) -> Trace:
     """Seed 002: compatibility scores → softmax weights → a blend of answers, in two meetings;
-    then the paper's row form next to the column form, on seed 001's Q, K, V.
+    then the paper's row form next to the column form, on post 001's Q, K, V.
 
     Each meeting's scores are fed to `qkv.attention` as keys of width 1 with the query [1] and
-    scale 1 (seed 002 does not scale its scores), so Q·Kᵀ is exactly the given scores.
+    scale 1 (post 002 does not scale its scores), so Q·Kᵀ is exactly the given scores; a what-if's
+    ``scale`` multiplies them.
     """
     trace = Trace(meta.get("example", "group-meeting"), meta)
     q = notation["q"].value
@@ -162,7 +167,7 @@ def trace_group_meeting(data: dict, notation: Trace, *, by_hand: bool, digits: i
             rec = scoped(record, scene["name"])
             scores = inputs("scores", scene["scores"])[:, None]                     # (Tk, 1): keys of width 1
             values = emit(rec, "v", inputs("v", scene["values"]), formula="V: each token's answer")
-            attention(np.ones((1, 1)), scores, values, scale=1.0, record=rec)
+            attention(np.ones((1, 1)), scores, values, scale=scale, record=rec)
         rows = scoped(record, "rows")
         qr, kr, vr = (emit(rows, n, inputs(n, a)) for n, a in (("q", q), ("k", k), ("v", v)))
         out_rows = attention(qr, kr, vr, record=rows)                                    # (T, Dv)
