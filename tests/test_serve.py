@@ -746,9 +746,39 @@ def test_the_pages_words_come_from_texts(client):
     assert set(views["en"]) == set(views["ko"]) and views["ko"]["next"] == texts.text("ko", "page.next")
     for key in page["en"]:                 # the page's Korean words: Hangul, and no English word left in them
         ko = page["ko"][key]
-        assert any("\uac00" <= ch <= "\ud7a3" for ch in ko) or key in ("crossOf", "hover", "tokenCount"), key
+        assert any("\uac00" <= ch <= "\ud7a3" for ch in ko) or key in ("hover", "meeting"), key
     examples = client.get("/api/examples").json()["examples"]
     assert {e["post"]["seed"] for e in examples} == {"000", "001", "002"}
     assert {e["post"]["title"]["ko"] for e in examples} == {
         "Attention의 projection: Q·K·V와 멀티 헤드", "어텐션이 조모임이라면",
         "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention"}
+
+
+def test_port_0_prints_the_port_served_and_a_port_in_use_is_one_line(monkeypatch, capsys, loaded):
+    import re
+    import socket
+
+    calls = []
+    monkeypatch.setattr(serve, "run", lambda app, **kw: calls.append(kw))
+    monkeypatch.setattr(serve, "load_models", lambda dirs, minilm=True: {"minilm": loaded["minilm"]})
+    monkeypatch.setattr(serve, "load_translator", lambda: (None, "not needed here"))
+    assert cli_main(["serve", "--port", "0"]) == 0
+    port = calls[0]["port"]
+    assert 0 < port < 65536
+    assert re.search(rf"http://127\.0\.0\.1:{port}/", capsys.readouterr().err)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        busy = taken.getsockname()[1]
+        assert cli_main(["serve", "--port", str(busy)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("qkv: error: --port: ") and f"{busy} is in use" in err and "\n" not in err
+    assert len(calls) == 1                                   # the refused run never started a server
+
+
+def test_a_foreign_host_is_refused_as_json_with_the_security_headers(client):
+    response = client.get("/api/models", headers={"host": "evil.example:8000"})
+    assert response.status_code == 400 and response.headers["content-security-policy"] == CSP
+    assert error(response).startswith('Host: "evil.example:8000" is not this server')
+    for host in ("127.0.0.1:8000", "localhost", "[::1]:8000"):
+        assert client.get("/api/models", headers={"host": host}).status_code == 200, host

@@ -48,7 +48,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -958,7 +958,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         Route("/api/translate/explain", api_translate_explain, methods=["GET"]),
     ]
     hosts = allowed_hosts if allowed_hosts is not None else ["127.0.0.1", "localhost", "[::1]"]
-    app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)],
+    app = Starlette(routes=routes, middleware=[Middleware(_HostCheck, allowed_hosts=hosts)],
                     exception_handlers={ApiError: _api_error, InputError: _input_error,
                                         HTTPException: _http_error, Exception: _server_error})
     app.state.models = entries
@@ -999,6 +999,25 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
 
 async def _server_error(request: Request, exc: Exception) -> Response:
     return _json({"error": f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]}, 500)
+
+
+class _HostCheck:
+    """Refuses a request whose Host header names another address (DNS rebinding) with a JSON 400, as
+    every other error answers (starlette's TrustedHostMiddleware answers plain text)."""
+
+    def __init__(self, app, allowed_hosts: list[str]):
+        self.app, self.hosts = app, list(allowed_hosts)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] in ("http", "websocket") and "*" not in self.hosts:
+            host = Headers(scope=scope).get("host", "")
+            name = host if host.endswith("]") else host.rsplit(":", 1)[0]   # "[::1]:8000" → "[::1]"
+            if name not in self.hosts:
+                shown = json.dumps(host[:60], ensure_ascii=False)
+                response = _json({"error": f"Host: {shown} is not this server's address ({', '.join(self.hosts)})"}, 400)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class _SecurityHeaders:
