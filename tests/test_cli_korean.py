@@ -242,19 +242,27 @@ def test_embed_error_is_korean(capsys, monkeypatch):
     assert code == 2 and err == "qkv: error: TEXT: 임베딩할 텍스트가 없다 (표준 입력이 비어 있었다)\n", err
 
 
-COMMANDS_WITH_LANG = [["example"], ["inspect", TEXT], ["heads", TEXT], ["masks"], ["ring"], ["embed", TEXT],
+COMMANDS_WITH_LANG = [["inspect", TEXT], ["heads", TEXT], ["masks"], ["ring"], ["embed", TEXT],
                       ["generate", "--model", "x", "p"], ["translate", "I love you"]]
+
+
+def lang_option(command: str):
+    from qkv.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    return next(a for a in commands[command]._actions if "--lang" in a.option_strings)
 
 
 @pytest.mark.parametrize("argv", COMMANDS_WITH_LANG, ids=lambda argv: argv[0])
 def test_every_command_words_and_checks_lang_as_example_does(capsys, argv):
-    from qkv.cli import build_parser
-
+    code, _, example_error = run(capsys, "example", "--lang", "xx")
+    assert code == 2 and example_error == "qkv: error: --lang: 'xx': expected one of en, ko\n"
     code, out, err = run(capsys, *argv, "--lang", "xx")
-    assert code == 2 and err == "qkv: error: --lang: 'xx': expected one of en, ko\n", err
-    parser = build_parser()
-    action = next(a for a in parser._subparsers._group_actions[0].choices[argv[0]]._actions if "--lang" in a.option_strings)
-    assert action.default == "en" and action.metavar == "en|ko" and action.help.startswith("language of ")
+    assert code == 2 and out == "" and err == example_error, err
+    mine, example = lang_option(argv[0]), lang_option("example")
+    assert (mine.default, mine.metavar) == (example.default, example.metavar) == ("en", "en|ko")
+    assert mine.help.startswith("language of ") and mine.help.endswith(" (default en)")
+    assert example.help.startswith("language of ") and example.help.endswith(" (default en)")
 
 
 def test_no_command_imports_another():
