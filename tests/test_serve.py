@@ -782,3 +782,18 @@ def test_a_foreign_host_is_refused_as_json_with_the_security_headers(client):
     assert error(response).startswith('Host: "evil.example:8000" is not this server')
     for host in ("127.0.0.1:8000", "localhost", "[::1]:8000"):
         assert client.get("/api/models", headers={"host": host}).status_code == 200, host
+
+
+def test_the_servers_own_lines_in_korean(client):
+    for route, params, status, english, korean in (
+            ("/api/tokens", {"model": "nothing", "text": TEXT}, 404, "is not loaded", "불러오지 않았다"),
+            ("/api/trace", {"text": TEXT, "layer": "x", "head": 0}, 400, "is not a whole number", "정수가 아니다"),
+            ("/api/example", {"name": "nothing"}, 404, "unknown example", "예제"),
+            ("/api/translate", {"text": "I love you"}, 404, "translator is not loaded", "번역기를 불러오지 않았다")):
+        en = client.get(route, params=params)
+        ko = client.get(route, params={**params, "lang": "ko"})
+        assert en.status_code == ko.status_code == status, route
+        assert english in error(en) and korean in error(ko), (error(en), error(ko))
+        assert not any("\uac00" <= ch <= "\ud7a3" for ch in error(en))
+    big = client.post("/api/upload?filename=big.toml&lang=ko", content=b"#" * (300 * 1024))
+    assert big.status_code == 413 and "바이트" in error(big)

@@ -281,13 +281,13 @@ def _int_param(request: Request, name: str, *, required: bool = True) -> int | N
     value = request.query_params.get(name)
     if value is None or value == "":
         if required:
-            raise ApiError(400, f"{name}: missing (a whole number from 0)")
+            raise ApiError(400, f"{name}: {_say(_lang_said(request), 'error.missing_number')}")
         return None
     from .._io import as_int
 
     number = as_int(value.strip())
     if number is None or len(value.strip().lstrip("+-")) > 18:
-        raise ApiError(400, f"{name}: {value[:20]!r} is not a whole number (at most 18 digits)")
+        raise ApiError(400, f"{name}: {_say(_lang_said(request), 'error.whole', value=repr(value[:20]))}")
     return number
 
 
@@ -695,7 +695,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     def entry(request: Request) -> ModelEntry:
         name = request.query_params.get("model") or next(iter(entries))
         if name not in entries:
-            raise ApiError(404, f"model: {name!r} is not loaded; loaded: {', '.join(entries)}")
+            raise ApiError(404, f"model: {_say(_lang_said(request), 'error.model', name=repr(name[:60]), loaded=', '.join(entries))}")
         return entries[name]
 
     def weights_of(model: ModelEntry, text: str) -> np.ndarray:
@@ -727,7 +727,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     # ------------------------------------------------------------------ the translator's cross-attention
     def translation(request: Request):
         if translator is None:
-            raise ApiError(404, "the translator is not loaded in this server")
+            raise ApiError(404, _say(_lang_said(request), "error.no_translator"))
         text, lang = _text(request), _lang_said(request)
         _check_chars(text, limits, lang)
         _check_words(translator, text, lang)
@@ -874,7 +874,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
 
         name = request.query_params.get("name", "")
         if name not in examples.names():
-            raise ApiError(404, f"name: unknown example {name!r}; the examples are: {', '.join(examples.names())}")
+            raise ApiError(404, f"name: {_say(_lang_said(request), 'whatif.name', name=repr(name[:60]), names=', '.join(examples.names()))}")
         lang, digits, query = _lang(request), _digits(request), _query(request)
 
         def compute() -> dict:
@@ -912,13 +912,12 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         filename = request.query_params.get("filename", "upload.toml").replace("/", "_").replace("\\", "_")[:200]
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limits.upload_bytes:
-            raise ApiError(413, f"{filename}: {int(declared):,} bytes; uploads may be at most {limits.upload_bytes:,}")
+            raise ApiError(413, f"{filename}: {_say(lang, 'error.upload_size', size=f'{int(declared):,}', limit=f'{limits.upload_bytes:,}')}")
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
             if len(body) > limits.upload_bytes:
-                raise ApiError(413, f"{filename}: more than {limits.upload_bytes:,} bytes; uploads may be at most "
-                               f"{limits.upload_bytes:,}")
+                raise ApiError(413, f"{filename}: {_say(lang, 'error.upload_size', size='> ' + f'{limits.upload_bytes:,}', limit=f'{limits.upload_bytes:,}')}")
 
         def compute() -> dict:
             from ..spec import is_saved_trace
