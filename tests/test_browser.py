@@ -495,7 +495,7 @@ def check_equation(line: str) -> str:
             return value == _d(shown)
         return abs(value - _d(shown)) <= half(shown)
 
-    body = line.split(": ", 1)[1] if re.match(r"^“[^”]*”: ", line) else line
+    body = line.split(": ", 1)[1] if re.match(r"^(“[^”]*”|\[\d+\]): ", line) else line
     body = re.sub(r"^[^=]*?\] = ", "", body, count=1) if re.match(r"^(q·k|z|Y|z_final|q)\[", body) else body
     if "√" in body:                                    # s ÷ √d = t
         m = re.fullmatch(rf"({num}) ÷ √(\d+) ([=≈→]) ({num})", body)
@@ -534,8 +534,9 @@ def check_equation(line: str) -> str:
         exact = [_d(a) * _d(b) for a, b in (t.split(" × ") for t in products.split(" + "))]
         value = sum(exact, Decimal(0))
         k = 0
-        if len(exact) > 1 and rest and rest[0] == "=" and " + " in rest[1]:
-            assert [_d(t) for t in rest[1].split(" + ")] == exact, line
+        if len(exact) > 1 and rest and rest[0] == "=" and re.search(r" [+−] ", rest[1]):
+            signed = re.sub(r" − ", " + −", rest[1])            # "p − q" lists the product −q
+            assert [_d(t) for t in signed.split(" + ")] == exact, line
             k = 2
         while k < len(rest):
             sign, shown = rest[k], rest[k + 1]
@@ -563,9 +564,22 @@ def all_steps(page) -> list[dict]:
 def test_every_equation_of_the_step_through_holds_as_printed(browser_context, example_folder, name, lang):  # noqa: F811
     page = example_page(browser_context, example_folder, name, lang)
     try:
+        p = page.page
         steps = all_steps(page)
         assert steps and page.errors == []
         checked = [check_equation(line) for step in steps for line in step["lines"]]
+        # every other part (the group meeting's meetings and notation) and head (projection's head 2)
+        n_parts, n_heads = p.locator(".qkv-part option").count(), p.locator(".qkv-head option").count()
+        for part in range(max(1, n_parts)):
+            if n_parts > 1:
+                p.select_option(".qkv-part", str(part))
+                p.wait_for_selector('.qkv-view[data-ready="1"]')
+            for head in range(max(1, p.locator(".qkv-head option").count())):
+                if (part, head) == (0, 0):
+                    continue
+                if n_heads > 1:
+                    p.select_option(".qkv-head", str(head))
+                checked += [check_equation(line) for step in all_steps(page) for line in step["lines"]]
         kinds = {k for k in checked if k}
         if name == "self-attention":
             assert [s["id"] for s in steps] == ["x", "w", "qkv", "dot", "scale", "softmax", "weighted", "z"]
@@ -633,7 +647,9 @@ def test_step_through_follows_any_head_of_a_model(browser_context, pages, model_
         p.wait_for_selector('.qkv-view[data-ready="1"]')
         p.select_option(".qkv-head", "3")
         p.click(".qkv-left .qkv-tok[data-index='4']")                       # follow query 4
-        ids = [s["id"] for s in all_steps(page)]
+        walked = all_steps(page)
+        ids = [s["id"] for s in walked]
+        assert sum(1 for s in walked for line in s["lines"] if check_equation(line)) >= 10   # all hold as printed
         # this trace records each layer's X and W too: the whole story, X to W_O
         assert ids == ["x", "w", "qkv", "dot", "scale", "softmax", "weighted", "z", "concat", "wo"]
         p.evaluate("() => document.querySelector('.qkv-view').qkv.stepper.go(3)")
@@ -856,3 +872,17 @@ def test_docs_screenshots(browser_context, example_folder, pages, tmp_path):  # 
                 shot(page.page, f"page-{name}-{lang}-{size[0]}", tmp_path)
             finally:
                 page.close()
+
+
+def test_the_equation_checker_rejects_what_is_not_true_as_printed():
+    """The checker above is a real check: the issue's own false line fails, its true forms pass."""
+    with pytest.raises(AssertionError):
+        check_equation("z_final[0] = 0.893 × 0.40 + 1.020 × 0.35 + 0.640 × 0.25 = 0.8743")
+    assert check_equation("z_final[0] = 0.893 × 0.40 + 1.020 × 0.35 + 0.640 × 0.25 = 0.3572 + 0.357 + 0.16 = 0.8742") == "products"
+    with pytest.raises(AssertionError):
+        check_equation("“love”: 0.7310 / 2.9565 = 0.2472")           # 0.24725… rounds to 0.2473
+    assert check_equation("“love”: 0.7310 / 2.9565 ≈ 0.2472 (the recorded value, from unrounded numbers)") == "quotient"
+    with pytest.raises(AssertionError):
+        check_equation("“I”: 1.1580 ÷ √2 = 0.8190")
+    with pytest.raises(AssertionError):
+        check_equation("[0]: 0.5000 + −0.4750 = 0.0251")

@@ -111,7 +111,7 @@
     var several = payload.parts.length > 1 || payload.parts[0].heads > 1;
     var overview = el("section", "qkv-panel qkv-overview"), thumbs = el("div", "qkv-thumbs");
     if (several) {
-      overview.appendChild(el("h3", null, payload.isModel || payload.parts.every(function (p) { return p.heads > 1; }) ? W.overview : W.overview_parts));
+      overview.appendChild(el("h3", null, payload.isModel ? W.overview : payload.parts.length > 1 ? W.overview_parts : W.overview_heads));
       overview.appendChild(thumbs);
       app.appendChild(overview);
     }

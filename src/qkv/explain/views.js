@@ -175,7 +175,7 @@
         var w = widthOf(t); upright[j] = w <= cell - 3;
         if (!upright[j]) mT = Math.max(mT, Math.min(90, w) + 6);
       });
-      mL = Math.min(90, Math.ceil(mL)) + 8; mT = Math.ceil(mT) + 2;
+      mL = Math.min(96, Math.ceil(mL * 1.08)) + 10; mT = Math.ceil(mT) + 2;    // room for the bold chosen row
       view.geometry.left = mL; view.geometry.top = mT;
       grid.qTokens.forEach(function (t, i) {
         var d = el("div", "qkv-mx-row", t); d.setAttribute("data-index", i); d.title = i + ": " + t;
@@ -342,7 +342,10 @@
     });
     if (!ok || !terms.length) return null;
     var r = dec(recorded), html = left.join(" + ");
-    if (terms.length > 1) html += " = " + mid.join(" + ");
+    if (terms.length > 1) html += " = " + mid.map(function (m, k) {     // "p − q", not "p + −q"
+      var negative = m.indexOf("−") >= 0;
+      return (k === 0 ? "" : negative ? " − " : " + ") + (k > 0 && negative ? m.replace("−", "") : m);
+    }).join("");
     html += " = " + span("", showD(total));
     if (r && sameD(total, r)) return html.replace(/ = <span class="qkv-n">[^<]*<\/span>$/, "") + " = " + span("qkv-write", recorded);
     if (r && roundsTo(total, r)) return html + " ≈ " + span("qkv-write", recorded);
@@ -394,7 +397,11 @@
     var kLabel = function (r) { return ctx.kTokens[r] !== undefined ? ctx.kTokens[r] : String(r); };
     var rowI = function (r) { return r === i ? "qkv-read" : ""; };
     var allRow = []; for (var c0 = 0; c0 < tk; c0++) allRow.push([i, c0]);
-    var dk = src.has("q_heads") ? src.shape("q_heads")[2] : src.has("k_heads") ? src.shape("k_heads")[2] : 0;
+    // q, k, v of this head: the recorded heads, or a plain q, k, v (T, D) where one head is all there is
+    function pick(heads, plain, n) { return src.has(heads) ? heads : (ctx.heads || 1) <= 1 && src.has(plain) && src.shape(plain)[1] === n ? plain : null; }
+    var qName = pick("q_heads", "q", tq), kName = pick("k_heads", "k", tk), vName = pick("v_heads", "v", tk);
+    var qa = qName === "q_heads" ? h : 0, ka = kName === "k_heads" ? kv : 0, va = vName === "v_heads" ? kv : 0;
+    var dk = qName ? src.shape(qName)[2] : kName ? src.shape(kName)[2] : 0;
     var headCols = function (step) {        // the columns of W (or Q, K, V) that head h reads
       if (!src.has(step) || ctx.heads <= 1) return null;
       var width = src.shape(step)[2], per = width / ctx.heads, g = step === "w_q" || step === "q" ? h : kv;
@@ -425,18 +432,18 @@
       if (cols) text += " " + fill(W["st.w.head"], { hn: hn, a: cols[0], b: cols[1] });
       steps.push({ id: "w", title: W["st.w"], text: text, html: html, read: [], write: [] });
     }
-    if (src.has("q_heads") || src.has("k_heads") || src.has("v_heads")) {
+    if (qName || kName || vName) {
       html = "";
-      if (src.has("q_heads")) html += tableHtml(src, "q_heads", h, { caption: ctx.heads > 1 ? "q (" + hn + ")" : "q", rowLabel: qLabel,
+      if (qName) html += tableHtml(src, qName, qa, { caption: ctx.heads > 1 ? "q (" + hn + ")" : "q", rowLabel: qLabel,
         mark: function (r) { return r === i ? "qkv-write" : ""; } });
-      if (src.has("k_heads")) html += tableHtml(src, "k_heads", kv, { caption: "k", rowLabel: kLabel });
-      if (src.has("v_heads")) html += tableHtml(src, "v_heads", kv, { caption: "v", rowLabel: kLabel });
+      if (kName) html += tableHtml(src, kName, ka, { caption: "k", rowLabel: kLabel });
+      if (vName) html += tableHtml(src, vName, va, { caption: "v", rowLabel: kLabel });
       // one entry as a sum of products: q[i][first column of this head] = x[i] · W_Q[:, column]
       var qc = headCols("w_q"), col = qc ? qc[0] : 0;
-      if (src.has("x") && src.has("w_q") && src.has("q_heads") && src.shape("x")[2] <= 16 && src.shape("w_q")[1] === src.shape("x")[2]) {
+      if (src.has("x") && src.has("w_q") && qName && src.shape("x")[2] <= 16 && src.shape("w_q")[1] === src.shape("x")[2]) {
         var terms = [];
         for (var d = 0; d < src.shape("x")[2]; d++) terms.push([src.text("x", 0, i, d), src.text("w_q", 0, d, col)]);
-        var eq = productSum(terms, src.text("q_heads", h, i, col - (qc ? qc[0] : 0)), W, { aCls: "qkv-read", bCls: "qkv-read" });
+        var eq = productSum(terms, src.text(qName, qa, i, qName === "q_heads" ? col - (qc ? qc[0] : 0) : col), W, { aCls: "qkv-read", bCls: "qkv-read" });
         if (eq) html += line("q[" + q(tok) + "][0] = x[" + q(tok) + "] · W_Q[:, " + col + "] = " + eq);
       }
       var rope = src.has("rotated") ? " " + W.rotated : "";
@@ -444,17 +451,17 @@
     }
     if (src.has("scores")) {
       html = "";
-      var detail = src.has("q_heads") && src.has("k_heads") ? (tk * dk <= 48 ? ctx.kTokens.map(function (t, c) { return c; }) : [j]) : [];
+      var detail = qName && kName ? (tk * dk <= 48 ? ctx.kTokens.map(function (t, c) { return c; }) : [j]) : [];
       detail.forEach(function (jj) {
         var terms = [];
-        for (var d = 0; d < dk; d++) terms.push([src.text("q_heads", h, i, d), src.text("k_heads", kv, jj, d)]);
+        for (var d = 0; d < dk; d++) terms.push([src.text(qName, qa, i, d), src.text(kName, ka, jj, d)]);
         var eq = productSum(terms, src.text("scores", h, i, jj), W, { aCls: "qkv-read", bCls: "qkv-read" });
         if (eq) html += line("q·k[" + q(kLabel(jj)) + "] = " + eq);
       });
       if (detail.length && detail.length < tk) html += '<p class="qkv-note">' + esc(fill(W["st.dot.one"], { key: q(kLabel(j)), n: tk })) + "</p>";
       html += tableHtml(src, "scores", h, { caption: W.score, rows: [i], rowLabel: qLabel, colLabel: kLabel,
         mark: function () { return "qkv-write"; } });
-      var given = !src.has("q_heads") || !src.has("k_heads");     // scores typed in (the group meeting), not q·k
+      var given = !qName || !kName;     // scores typed in (the group meeting), not q·k
       steps.push({ id: "dot", title: W[given ? "st.scores" : "st.dot"], text: fill(W[given ? "st.scores.text" : "st.dot.text"], { tok: q(tok), dk: dk }),
         html: html, read: [], write: [] });
     }
@@ -467,8 +474,14 @@
           var sc = src.text("scores", h, i, jj), ss = src.text("scaled_scores", h, i, jj);
           var sv = Number(sc.replace("−", "-")), target = Number(ss.replace("−", "-")), div = byRoot ? Math.sqrt(dk) : 1 / Number(factor || 1);
           var holds = isFinite(sv) && Math.abs(sv / div - target) <= 0.5 * Math.pow(10, -(ss.split(".")[1] || "").length) + 1e-12;
+          var sign = holds ? " = " : " ≈ ";
+          if (!byRoot) {                // a printed factor: "=" only when the product of the shown numbers is the result
+            var fd = dec(factor || ""), sd = dec(sc), td = dec(ss);
+            holds = !!(fd && sd && td && roundsTo(mulD(sd, fd), td));
+            sign = holds && sameD(mulD(sd, fd), td) ? " = " : " ≈ ";
+          }
           html += line(q(kLabel(jj)) + ": " + span("qkv-read", sc) + (byRoot ? " ÷ √" + dk : " × " + esc(factor || "?")) +
-            (holds ? " = " : " ≈ ") + span("qkv-write", ss) + (holds ? "" : ' <span class="qkv-note">' + esc(W.from_unrounded_short) + "</span>"));
+            sign + span("qkv-write", ss) + (holds ? "" : ' <span class="qkv-note">' + esc(W.from_unrounded_short) + "</span>"));
         }
       }
       text = byRoot ? fill(W["st.scale.text"], { dk: dk }) : fill(W["st.scale.given"], { formula: formula });
@@ -521,7 +534,7 @@
       steps.push({ id: "softmax", title: W["st.softmax"], text: W["st.softmax.text"], html: html, read: [], write: allRow });
     }
     // the value rows: v_heads of this key/value head, or a plain v (T, Dv) where that is what was recorded
-    var vName = src.has("v_heads") ? "v_heads" : src.has("v") && src.shape("v")[1] === tk ? "v" : null, vh = vName === "v" ? 0 : kv;
+    var vh = va;
     if (src.has("weights") && vName && src.has("out")) {
       var dv = src.shape(vName)[2], shownCols = Math.min(dv, 4);
       html = "";
@@ -592,7 +605,7 @@
       for (var c2 = 0; c2 < n && c2 < 8; c2++) {
         var a = src.text("x", 0, rr, c2), b = src.text("y", 0, rr, c2), r = src.text("residual", 0, rr, c2), da = dec(a), db = dec(b), dr = dec(r);
         var sum = da && db ? addD(da, db) : null, ok = sum && dr && roundsTo(sum, dr);
-        parts.push(line(span("qkv-read", a) + " + " + span("qkv-read", b) + (ok ? (sameD(sum, dr) ? " = " : " = " + span("", showD(sum)) + " ≈ ") : " → ") + span("qkv-write", r)));
+        parts.push(line("[" + c2 + "]: " + span("qkv-read", a) + " + " + span("qkv-read", b) + (ok ? (sameD(sum, dr) ? " = " : " = " + span("", showD(sum)) + " ≈ ") : " → ") + span("qkv-write", r)));
       }
       html = parts.join("") + (n > 8 ? '<p class="qkv-note">' + esc(fill(W["st.first_cols"], { n: 8, m: n })) + "</p>" : "");
       steps.push({ id: "residual", title: W["st.residual"], text: W["st.residual.text"], html: html, read: [], write: [] });
