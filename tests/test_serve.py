@@ -712,7 +712,7 @@ def test_errors_in_korean_and_api_fields_not_cli_options(loaded):
     assert translator is not None, why
     with TestClient(serve.create_app(loaded, translator=translator), base_url=BASE) as client:
         ko = client.get("/api/translate", params={"text": "I love elephant", "to": "ko", "lang": "ko"})
-        assert ko.status_code == 400 and "번역기가 모르는 단어 'elephant'" in error(ko)
+        assert ko.status_code == 400 and "번역기가 모르는 단어가 있다: 'elephant'" in error(ko)
         said = error(ko).split("번역기가 아는 영어 단어:")[0]                   # then the vocabulary itself
         assert said.isascii() is False and not any(w in said for w in ("unknown", "the translator"))
         en = client.get("/api/translate", params={"text": "I love elephant", "to": "ko"})
@@ -786,7 +786,7 @@ def test_a_foreign_host_is_refused_as_json_with_the_security_headers(client):
 
 def test_the_servers_own_lines_in_korean(client):
     for route, params, status, english, korean in (
-            ("/api/tokens", {"model": "nothing", "text": TEXT}, 404, "is not loaded", "불러오지 않았다"),
+            ("/api/tokens", {"model": "nothing", "text": TEXT}, 404, "is not loaded", "불러오지 않은 모델"),
             ("/api/trace", {"text": TEXT, "layer": "x", "head": 0}, 400, "is not a whole number", "정수가 아니다"),
             ("/api/example", {"name": "nothing"}, 404, "unknown example", "예제"),
             ("/api/translate", {"text": "I love you"}, 404, "translator is not loaded", "번역기를 불러오지 않았다")):
