@@ -358,7 +358,7 @@ EN: dict[str, str] = {
                       "on a shorter input to read it.",
     "page.sum_of": "sum of the weights of {n} queries",
     "page.sum_legend": "key colour: the sum of the weights of {n} queries, from 0 to {n} (each row sums to 1)",
-    "page.part.rows": "Row vectors (the paper), on the self-attention example's Q, K, V",
+    "page.part.rows": "Row vectors (the paper): the self-attention example's Q, K, V",
     "page.lead.flow": "{title}: how the heads' outputs become one output: concat → W_O, step by step (this example "
                       "starts from each head's output z; the heads themselves are computed in the self-attention "
                       "example).",
@@ -418,7 +418,7 @@ EN: dict[str, str] = {
     "page.st.zero_terms": "(terms where W_O is 0 are left out)",
     "page.st.residual": "R + Y: the residual connection",
     "page.st.residual.text": "The input is added back to the attention's output, number by number.",
-    "page.whatif": "What if…?",
+    "page.whatif": "What if…",
     "page.whatif_serve": "What-if (change a score, the scale, √d_k, or a cell of X or W, and see every number "
                          "recomputed) needs qkv serve: run `qkv serve` and open its worked examples. This offline page "
                          "shows the recorded numbers only.",
@@ -1061,7 +1061,7 @@ KO: dict[str, str] = {
                       "실행하면 읽을 수 있다.",
     "page.sum_of": "Query {n}개의 가중치 합",
     "page.sum_legend": "Key의 색: Query {n}개의 가중치 합, 0부터 {n}까지 (한 행의 합은 1)",
-    "page.part.rows": "행벡터 (논문), self-attention 예제의 Q, K, V로",
+    "page.part.rows": "행벡터 표기 (논문): self-attention 예제의 Q, K, V",
     "page.lead.flow": "{title}: 헤드들의 출력이 하나의 출력이 되는 과정, concat → W_O를 한 단계씩 본다 (이 예제는 각 헤드의 "
                       "출력 z에서 시작한다. 헤드 하나의 계산은 self-attention 예제에 있다).",
     "page.stepper": "한 단계씩 따라가기",
@@ -1093,12 +1093,12 @@ KO: dict[str, str] = {
     "page.st.dot.one": "Key {key}에 대해서만 펼쳐 보였다. 표에는 점수 {n}개가 모두 있다 (다른 Key를 보려면 칸을 클릭한다).",
     "page.st.scale": "÷ √d_k: 스케일한 점수",
     "page.st.scale.other": "스케일: 스케일한 점수",
-    "page.st.scale.text": "점수마다 √d_k = √{dk}로 나눈다. 그래야 q와 k의 폭이 커져도 점수가 함께 커지지 않는다.",
-    "page.st.scale.given": "점수마다 기록된 스케일을 곱한다 ({formula}).",
+    "page.st.scale.text": "각 점수를 √d_k = √{dk}로 나눈다. 그래야 q와 k의 폭이 커져도 점수가 함께 커지지 않는다.",
+    "page.st.scale.given": "각 점수에 기록된 스케일을 곱한다 ({formula}).",
     "page.st.mask": "마스크: 이 Query가 볼 수 없는 Key",
     "page.st.mask.text": "마스크된 Key는 softmax 전에 −∞가 되므로 가중치가 정확히 0이다.",
     "page.st.softmax": "softmax: e^s ÷ Σ e^s",
-    "page.st.softmax.text": "Key마다의 가중치는 e^(s − m)을 행 전체의 e^(s − m) 합으로 나눈 값이다 (m은 행에서 가장 큰 "
+    "page.st.softmax.text": "각 Key의 가중치는 e^(s − m)을 행 전체의 e^(s − m) 합으로 나눈 값이다 (m은 행에서 가장 큰 "
                             "점수다. e^가 넘치지 않도록 먼저 빼며, 나눗셈에서 약분되어 결과는 같다). 한 행의 가중치를 "
                             "모두 더하면 1이다.",
     "page.st.softmax.m": "행에서 가장 큰 점수",
@@ -1109,7 +1109,7 @@ KO: dict[str, str] = {
     "page.st.z.text": "가중치를 곱한 Value 행을 모두 더하면 {tok}의 출력 z가 된다.",
     "page.st.z.text.head": "가중치를 곱한 Value 행을 모두 더하면 {hn}에서 {tok}의 출력 z가 된다.",
     "page.st.first_cols": "(열 {m}개 중 처음 {n}개)",
-    "page.st.heads": "헤드마다의 출력 z",
+    "page.st.heads": "각 헤드의 출력 z",
     "page.st.heads.text": "헤드 {n}개가 {tok}에 대해 각자의 출력 z를 계산했다. 헤드마다 W_Q, W_K, W_V가 따로 있다.",
     "page.st.concat": "concat: 헤드 출력을 나란히 잇기",
     "page.st.concat.text": "헤드 {n}개의 출력을 한 행에 나란히 적는다 (계산은 없다).",
@@ -1118,9 +1118,9 @@ KO: dict[str, str] = {
     "page.st.zero_terms": "(W_O가 0인 항은 뺐다)",
     "page.st.residual": "R + Y: 잔차 연결",
     "page.st.residual.text": "어텐션의 출력에 입력을 숫자마다 다시 더한다.",
-    "page.whatif": "만약 …라면?",
-    "page.whatif_serve": "만약 …라면(점수, 스케일, √d_k, X나 W의 칸을 바꾸고 모든 숫자를 다시 계산하기)은 qkv serve에서 "
-                         "할 수 있다. `qkv serve`를 실행하고 예제를 연다. 이 오프라인 페이지는 기록된 숫자만 보여 준다.",
+    "page.whatif": "값을 바꿔 보면",
+    "page.whatif_serve": "값을 바꿔 보는 기능(점수, 스케일, √d_k, X나 W의 칸을 바꾸면 모든 숫자를 다시 계산한다)은 qkv "
+                         "serve에 있다. `qkv serve`를 실행하고 예제를 연다. 이 오프라인 페이지는 기록된 숫자만 보여 준다.",
     "page.whatif_meeting": "질문 단어들의 점수를 바꿔 조모임 2를 다시 연다 (기록된 점수: {recorded}, lot은 그대로 {lot}). "
                            "슬라이더의 각 위치는 이 페이지를 만들 때 qkv의 어텐션으로 계산했고, 페이지는 숫자를 찾아 "
                            "보여 주기만 한다.",

@@ -440,7 +440,7 @@
       if (vName) html += tableHtml(src, vName, va, { caption: "v", rowLabel: kLabel });
       // one entry as a sum of products: q[i][first column of this head] = x[i] · W_Q[:, column]
       var qc = headCols("w_q"), col = qc ? qc[0] : 0;
-      if (src.has("x") && src.has("w_q") && qName && src.shape("x")[2] <= 16 && src.shape("w_q")[1] === src.shape("x")[2]) {
+      if (src.has("x") && src.has("w_q") && qName && !src.has("rotated") && src.shape("x")[2] <= 16 && src.shape("w_q")[1] === src.shape("x")[2]) {
         var terms = [];
         for (var d = 0; d < src.shape("x")[2]; d++) terms.push([src.text("x", 0, i, d), src.text("w_q", 0, d, col)]);
         var eq = productSum(terms, src.text(qName, qa, i, qName === "q_heads" ? col - (qc ? qc[0] : 0) : col), W, { aCls: "qkv-read", bCls: "qkv-read" });
