@@ -150,7 +150,7 @@ def _softmax_steps(scores, mask=None, *, axis: int = -1, record: Recorder | None
     row_max = xp.max(masked, axis=axis, keepdims=True)
     # A slice with nothing allowed has max -inf; subtracting 0 instead keeps exp(-inf) = 0 clean.
     row_max = xp.where(row_max == -xp.inf, xp.zeros_like(row_max), row_max)
-    row_max = emit(record, SOFTMAX_MAX, row_max, formula="m = the row's largest score")
+    row_max = emit(record, SOFTMAX_MAX, row_max, formula="m = maxⱼ sⱼ")
     exps = emit(record, EXP_SCORES, xp.exp(masked - row_max), formula="e^(s − m)")
     total = emit(record, EXP_SUM, xp.sum(exps, axis=axis, keepdims=True), formula="Σ e^(s − m)")
     nonempty = total > 0
@@ -261,11 +261,11 @@ def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, r
     allowed = _combined_mask(call, indices)
     if allowed is not None and record is not None:
         emit(record, MASK, xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
-              formula="0 where the query may attend, −∞ where it may not")
+              formula="0 (may attend) / −∞ (masked)")
     weights, lse = _softmax_steps(scaled, allowed, record=record)
-    weights = emit(record, WEIGHTS, weights, formula="e^(s − m) / Σ e^(s − m) = softmax(Q·Kᵀ/√d_k) per row")
+    weights = emit(record, WEIGHTS, weights, formula="e^(s − m) / Σ e^(s − m) = softmax(Q·Kᵀ/√d_k)")
     out = _weights_times_values(call, weights, vc)            # (…, H, Tq, Dv)
-    out = emit(record, OUT, out, formula="weights · V")
+    out = emit(record, OUT, out, formula="softmax(·)·V")
     result = (xp.astype(out, call.dtype),)
     if return_weights:
         result += (xp.astype(weights, call.dtype),)

@@ -363,7 +363,7 @@ class TransformerBlock:
             raise
 
     def _run(self, x, memory, mask, memory_mask, causal, cache, lengths, positions, return_weights, record):
-        x = emit(record, "x", x, formula="the block's input, one row per token")
+        x = emit(record, "x", x, formula="x")
         weights = []
 
         def attend(stream, sublayer_record):
@@ -378,14 +378,14 @@ class TransformerBlock:
 
             x = self._sublayer(x, cross, self.cross_norm, "cross_attention", record, weights)
         x = self._sublayer(x, lambda stream, sub: self.mlp(stream, record=sub), self.norm2, "mlp", record, weights)
-        x = emit(record, "output", x, formula="the block's output")
+        x = emit(record, "output", x, formula="x_out")
         return (x, *weights) if return_weights else x
 
     def _sublayer(self, x, run: Callable, norm: Norm, name: str, record: Recorder | None, weights: list):
         """Pre-norm: x + run(norm(x)); post-norm: norm(x + run(x)). Steps recorded under ``name/``."""
         sub = scoped(record, name)
         if self.norm_position == "pre":
-            y = run(emit(sub, "norm", norm(x), formula="the sublayer's input, normalised"), sub)
+            y = run(emit(sub, "norm", norm(x), formula="N(x)"), sub)
         else:
             y = run(x, sub)
         if isinstance(y, tuple):
@@ -394,5 +394,5 @@ class TransformerBlock:
         total = residual(x, y, record=sub)
         if self.norm_position == "post":
             normed = norm(total, out=total) if is_numpy(total) and sub is None else norm(total)   # in place: a fresh sum
-            total = emit(sub, "norm", normed, formula="(R + Y), normalised")
+            total = emit(sub, "norm", normed, formula="N(R + Y)")
         return total

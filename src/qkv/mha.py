@@ -259,9 +259,9 @@ class MultiHeadAttention:
         elif self.d_kv_in != self.d_model:
             raise ValueError(f"self-attention needs w_k to read width {self.d_model}, but w_k has shape "
                              f"{shape_str(self.w_k.shape)}; pass memory= for cross-attention")
-        x = emit(record, X, x, formula="X: one row per token")
+        x = emit(record, X, x, formula="X")
         if memory is not None:
-            memory = emit(record, MEMORY, memory, formula="encoder outputs: keys and values come from here")
+            memory = emit(record, MEMORY, memory, formula="M_enc")
         source = x if memory is None else memory
         heads = {"q": self.n_heads, "k": self.n_kv_heads, "v": self.n_kv_heads}
         fused = None
@@ -280,7 +280,7 @@ class MultiHeadAttention:
                 projected = _matmul(inputs, w) if b is None else _matmul(inputs, w) + b   # (…, T, heads·Dh)
             projected = emit(record, name, projected, formula=f"{name.upper()} = X·W_{name.upper()}" + (" + b" if b is not None else ""))
             split = split_heads(projected, heads[name])                   # (…, heads, T, Dh)
-            split = emit(record, f"{name}_heads", split, formula=f"{name.upper()} (T×d) seen as T×h×d_h")
+            split = emit(record, f"{name}_heads", split, formula=f"{name.upper()} (T×d) → T×h×d_h")
             out.append(split)
         return tuple(out)
 
@@ -341,7 +341,7 @@ class MultiHeadAttention:
             start = 0 if cache is None else cache.length
             positions = np.arange(start, start + q.shape[-2])
         angles = self.rope.angles(positions)
-        emit(record, ROPE_ANGLES, angles, formula="angle = position · θᵢ, θᵢ = θ^(−2i/d)")
+        emit(record, ROPE_ANGLES, angles, formula="pos · θᵢ, θᵢ = θ^(−2i/d)")
         q = emit(record, Q_ROTATED, self.rope(q, positions), formula="Q·cos + rotate_half(Q)·sin")
         k = emit(record, K_ROTATED, self.rope(k, positions), formula="K·cos + rotate_half(K)·sin")
         return q, k

@@ -115,12 +115,12 @@ def _run_heads_separately(spec: Spec, trace: Trace, scale: float | None = None) 
         shares.append(share)
     concat = np.concatenate(outs, axis=-1)                                         # (Tq, H·Dv)
     diff = concat - trace["concat"].value
-    trace("heads_check/concat", diff, formula="Concat(head₁ alone, …) − fused Concat",
+    trace("heads_check/concat", diff, formula="Concat(z₁, …, z_h) − H",
           max_abs=float(np.max(np.abs(diff))))
     if spec.w_o is not None:
         y = sum(shares) + (spec.biases["b_o"] if "b_o" in spec.biases else 0.0)
         diff = y - trace["y"].value
-        trace("heads_check/y", diff, formula="Σ_h head_h·W_O[rows of h] − fused Y", max_abs=float(np.max(np.abs(diff))))
+        trace("heads_check/y", diff, formula="Σ_h z_h·W_O[h] − Y", max_abs=float(np.max(np.abs(diff))))
 
 
 # --------------------------------------------------------------------------- multi-head (post 001)
@@ -139,10 +139,10 @@ def trace_multi_head(data: dict, first_head: Trace, *, query: int, by_hand: bool
 
     def compute(record: Recorder, inputs: Callable) -> None:
         heads = np.stack([z1] + [inputs("heads", z) for z in given])[:, None, :]   # (H, 1, Dv)
-        heads = emit(record, "out", heads, formula="z⁽ʰ⁾: each head's output for the token")
+        heads = emit(record, "out", heads, formula="z⁽ʰ⁾")
         concat = emit(record, "concat", merge_heads(heads), formula="Concat(z⁽¹⁾, …, z⁽ʰ⁾)")   # (1, H·Dv)
         weights_o = emit(record, "w_o", inputs("w_o", w_o), formula="W_O")
-        emit(record, "y", concat @ weights_o, formula="z_final = Concat(heads)·W_O")
+        emit(record, "y", concat @ weights_o, formula="z_final = Concat(z⁽¹⁾, …, z⁽ʰ⁾)·W_O")
 
     return traced(compute, trace, by_hand=by_hand, digits=digits)
 
@@ -166,13 +166,13 @@ def trace_group_meeting(data: dict, notation: Trace, *, by_hand: bool, digits: i
         for scene in data["scenes"]:
             rec = scoped(record, scene["name"])
             scores = inputs("scores", scene["scores"])[:, None]                     # (Tk, 1): keys of width 1
-            values = emit(rec, "v", inputs("v", scene["values"]), formula="V: each token's answer")
+            values = emit(rec, "v", inputs("v", scene["values"]), formula="V")
             attention(np.ones((1, 1)), scores, values, scale=scale, record=rec)
         rows = scoped(record, "rows")
         qr, kr, vr = (emit(rows, n, inputs(n, a)) for n, a in (("q", q), ("k", k), ("v", v)))
         out_rows = attention(qr, kr, vr, record=rows)                                    # (T, Dv)
         out_cols, weights_cols = attention_columns(qr.T, kr.T, vr.T, return_weights=True)  # (Dv, T), (Tk, Tq)
-        emit(record, "columns/weights", weights_cols, formula="softmax(KᵀQ/√d_k) per column")
+        emit(record, "columns/weights", weights_cols, formula="softmax(KᵀQ/√d_k)")
         out_cols = emit(record, "columns/out", out_cols, formula="V·softmax(KᵀQ/√d_k)")
         diff = out_cols.T - out_rows
         record("columns/difference", diff, formula="(V·softmax(KᵀQ/√d_k))ᵀ − softmax(QKᵀ/√d_k)·V",

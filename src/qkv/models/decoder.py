@@ -350,7 +350,7 @@ class CausalLM:
                 self.forward(ids, record=layer_recorder(trace))
                 return trace
             for index, w in enumerate(self.forward(ids, weights=True).weights):
-                trace(layer_step(index, WEIGHTS), w, formula="softmax(Q·Kᵀ/√d_k + causal mask) per row, every head")
+                trace(layer_step(index, WEIGHTS), w, formula="softmax(Q·Kᵀ/√d_k + mask)")
             return trace
         layer = _check_index("layer", layer, c.n_layers)
         meta["layer"] = layer
@@ -369,7 +369,7 @@ class CausalLM:
                                     rope=block.attention.rope)
         trace = Trace(f"{self.name}: layer {layer}, head {head} (key/value head {kv_head})", meta)
         normed = block.norm1(x)
-        trace("normed", normed, formula="the block's input, normalised (N₁(x)); the head reads this")
+        trace("normed", normed, formula="N₁(x)")
         single(normed, mask=mask, causal=True, record=trace)
         return trace
 
