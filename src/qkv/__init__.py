@@ -18,10 +18,10 @@ __version__ = "0.1.0"
 
 
 def _trace_view(trace: Trace) -> str:
-    """A Trace in a notebook: the interactive page (qkv.explain, imported on first display)."""
-    from .explain.page import trace_html
+    """A Trace in a notebook: the same output as ``qkv.show(trace)`` (imported on first display)."""
+    from .notebook import View
 
-    return trace_html(trace, inline=True)
+    return View(trace).fragment()
 
 
 _trace.HTML_VIEW = _trace_view
