@@ -212,6 +212,7 @@ def test_ring_in_korean(tmp_path):
 @pytest.mark.parametrize("argv", [
     ["inspect", TEXT, "--layer", "99"],
     ["inspect", TEXT, "--format", "pdf"],
+    ["inspect", TEXT, "--layer", "0", "--head", "0", "--query", "dogs"],
     ["heads", TEXT, "--probe", "100000"],
     ["masks", "--only", "nonsense"],
     ["ring", "--kv-heads", "3"],
@@ -222,7 +223,7 @@ def test_own_errors_are_korean(capsys, argv):
     code, out, err = run(capsys, *argv, "--lang", "ko")
     assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
     problem = err.split(": ", 3)[-1]                 # after "qkv: error: FIELD: "
-    assert_korean(problem, {"nonsense", "xx", "text", "markdown", "json"})     # the values given or accepted
+    assert_korean(problem, {"nonsense", "xx", "dogs", "cats", "chase", "mice", "text", "markdown", "json"})     # the values given or accepted
 
 
 def test_notes_are_korean(capsys):

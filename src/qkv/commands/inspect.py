@@ -80,8 +80,9 @@ def handler(args: argparse.Namespace) -> int:
             raise InputError(t("cli.inspect.not_token", value=repr(text)), field="--query")
         try:
             query = model.query_index(tokens, args.query)
-        except InputError as exc:
-            raise InputError(exc.problem, field="--query") from None
+        except InputError:
+            raise InputError(t("cli.inspect.query", value=short_repr(args.query), last=len(tokens) - 1,
+                               tokens=" ".join(tokens)), field="--query") from None
     if len(layers) == 1 and len(heads) == 1:
         text = _one_head(model, args, layers[0], heads[0], query)
     else:
