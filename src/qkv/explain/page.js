@@ -508,7 +508,7 @@
       if (!names.length || !flow.arrays.out) { app.appendChild(el("p", "qkv-note", W.no_data)); root.setAttribute("data-ready", "1"); return; }
       var box = el("section", "qkv-panel qkv-stepper"); app.appendChild(box);
       app.appendChild(whatIfBox());
-      var ctl = V.stepper(box, W, function (s) { root.setAttribute("data-step", s ? s.id : ""); });
+      var ctl = V.stepper(box, W, function (s) { root.setAttribute("data-step", s ? s.id : ""); }, W.stepper_hint_flow);
       api.stepper = ctl;
       document.addEventListener("keydown", function (e) {
         if (e.altKey || e.ctrlKey || e.metaKey || (e.key !== "ArrowRight" && e.key !== "ArrowLeft")) return;

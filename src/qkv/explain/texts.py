@@ -366,6 +366,9 @@ EN: dict[str, str] = {
     "page.stepper_hint": "“next” / “previous” (or the → ← keys) reveal one step at a time, for the followed query "
                          "(click a query token to follow another). Dashed orange: what the step reads; dark: what it "
                          "writes. Every result is the recorded number; products are of the numbers shown.",
+    "page.stepper_hint_flow": "“next” / “previous” (or the → ← keys) reveal one step at a time. Dashed orange: what "
+                              "the step reads; dark: what it writes. Every result is the recorded number; products "
+                              "are of the numbers shown.",
     "page.prev": "← previous",
     "page.next": "next →",
     "page.step_of": "step {k} of {n}",
@@ -1069,6 +1072,9 @@ KO: dict[str, str] = {
     "page.stepper_hint": "“다음” / “이전” 버튼(또는 → ← 키)을 누르면 따라가는 Query의 계산이 한 단계씩 나온다 (다른 Query를 "
                          "따라가려면 왼쪽 토큰을 클릭한다). 주황 점선: 이 단계가 읽는 값, 진한 테두리: 이 단계가 쓰는 값. "
                          "결과는 모두 기록된 값이고, 곱은 화면에 보이는 숫자끼리 곱한 것이다.",
+    "page.stepper_hint_flow": "“다음” / “이전” 버튼(또는 → ← 키)을 누르면 계산이 한 단계씩 나온다. 주황 점선: 이 단계가 "
+                              "읽는 값, 진한 테두리: 이 단계가 쓰는 값. 결과는 모두 기록된 값이고, 곱은 화면에 보이는 "
+                              "숫자끼리 곱한 것이다.",
     "page.prev": "← 이전",
     "page.next": "다음 →",
     "page.step_of": "{n}단계 중 {k}단계",

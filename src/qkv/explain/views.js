@@ -53,7 +53,7 @@
                                     written "=" only when it holds at the shown precision, else "≈" or the
                                     recorded value is named as computed from unrounded numbers.
      V.flowSteps(src, ctx, words)  the same for a trace with no weights (heads → concat → W_O → Y)
-     V.stepper(box, words, onStep) → {set(steps, keep), go(k), next(), prev(), index()}: the panel
+     V.stepper(box, words, onStep, hint) → {set(steps, keep), go(k), next(), prev(), index(), steps()}: the panel
                                     (previous / next buttons, step list, the step's text and numbers);
                                     the caller wires the ← → keys to next/prev.
 
@@ -614,7 +614,7 @@
   };
 
   // the step-through panel
-  V.stepper = function (box, W, onStep) {
+  V.stepper = function (box, W, onStep, hint) {
     box.textContent = "";
     box.appendChild(el("h3", null, W.stepper));
     var bar = el("div", "qkv-stepbar");
@@ -623,7 +623,7 @@
     var where = el("span", "qkv-stepnum");
     bar.appendChild(prev); bar.appendChild(next); bar.appendChild(where);
     box.appendChild(bar);
-    box.appendChild(el("p", "qkv-note", W.stepper_hint));
+    box.appendChild(el("p", "qkv-note", hint || W.stepper_hint));
     var list = el("ol", "qkv-steplist"); box.appendChild(list);
     var title = el("h4", "qkv-steptitle"), text = el("p", "qkv-steptext"), body = el("div", "qkv-stepbody");
     box.appendChild(title); box.appendChild(text); box.appendChild(body);
