@@ -930,9 +930,11 @@
         var values = (base.inputs || {})[m];
         if (!values) return;
         var t = el("table", "qkv-mt qkv-edit-table"); t.setAttribute("data-matrix", m);
-        t.appendChild(el("caption", null, m === "x" ? "X" : m === "memory" ? "memory" : m.replace("w_", "W_").toUpperCase().replace("W_", "W_")));
+        t.appendChild(el("caption", null, m === "x" ? "X" : m === "memory" ? VW()["st.memory"] || "memory" : "W_" + m.slice(2).toUpperCase()));
+        // X's rows are the tokens (the decoder's for cross-attention), memory's the encoder's words
+        var labels = m === "x" ? trace.meta.tokens : m === "memory" ? trace.meta.key_tokens : null;
         values.forEach(function (r, i) {
-          var tr = el("tr"); tr.appendChild(el("th", null, String(i)));
+          var tr = el("tr"); tr.appendChild(el("th", null, labels && labels[i] !== undefined ? String(labels[i]) : String(i)));
           r.forEach(function (v, j) {
             var key = i + "," + j, mine = w.cells[m] && w.cells[m][key] !== undefined;
             var td = el("td"); td.appendChild(cellInput(mine ? w.cells[m][key] : v, mine, function (value) {
