@@ -380,10 +380,10 @@
     var bytes = atob(o.weights);
     var grid = el("div", "qkv-ov-grid");
     grid.style.gridTemplateColumns = "max-content repeat(" + H + ", minmax(0, 1fr))";
-    grid.appendChild(el("span"));
+    grid.appendChild(el("span", "qkv-ov-col qkv-ov-corner", W("head") + " →"));
     for (var h = 0; h < H; h++) grid.appendChild(el("span", "qkv-ov-col", String(h)));
     for (var l = 0; l < L; l++) {
-      grid.appendChild(el("span", "qkv-ov-row", W("layer") + " " + l));
+      grid.appendChild(el("span", "qkv-ov-row", W("layerN", { layer: l })));
       for (h = 0; h < H; h++) {
         var b = button("qkv-thumb");
         b.setAttribute("data-layer", l); b.setAttribute("data-head", h);
