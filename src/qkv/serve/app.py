@@ -469,7 +469,9 @@ class WhatIf:
             if matrix not in allowed:
                 key = "whatif.no_matrices" if not allowed else "whatif.matrix"
                 raise _bad(lang, f"cells.{str(matrix)[:20]}", key, fields=", ".join(allowed))
-            if not isinstance(edits, list) or len(edits) > WHATIF_EDITS:
+            if not isinstance(edits, list):
+                raise _bad(lang, f"cells.{matrix}", "whatif.cells")
+            if len(edits) > WHATIF_EDITS:
                 raise _bad(lang, f"cells.{matrix}", "whatif.too_many", limit=WHATIF_EDITS)
             out[matrix] = []
             for n, edit in enumerate(edits):
@@ -483,12 +485,14 @@ class WhatIf:
     def _scores(self, scores: Any) -> dict[str, list[tuple[int, float]]]:
         lang = self.lang
         if not isinstance(scores, dict):
-            raise _bad(lang, "scores", "whatif.cells")
+            raise _bad(lang, "scores", "whatif.scores")
         if scores and self.name != "group-meeting":
             raise _bad(lang, "scores", "whatif.scores_only")
         out = {}
         for scene, edits in scores.items():
-            if not isinstance(edits, list) or len(edits) > WHATIF_EDITS:
+            if not isinstance(edits, list):
+                raise _bad(lang, f"scores.{str(scene)[:20]}", "whatif.scores")
+            if len(edits) > WHATIF_EDITS:
                 raise _bad(lang, f"scores.{str(scene)[:20]}", "whatif.too_many", limit=WHATIF_EDITS)
             out[scene] = []
             for n, edit in enumerate(edits):
@@ -896,7 +900,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
                 raise ApiError(413, _say(lang, "whatif.too_large", limit=f"{WHATIF_BYTES:,}"))
         try:
             payload = json.loads(bytes(body).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:      # RecursionError: nested too deep
             raise ApiError(400, _say(lang, "whatif.json", problem=str(exc).splitlines()[0][:80])) from None
         what = WhatIf(payload, lang, examples.names())
 
