@@ -628,6 +628,7 @@ EN: dict[str, str] = {
     "serve.whatif.no_sqrt": "the group meeting's scores are given, not computed from q and k: there is no ÷√d_k "
                             "to switch off",
     "serve.whatif.cells": "expected an object: matrix → [[row, column, value], …]",
+    "serve.whatif.scores": "expected an object: meeting → [[position, score], …]",
     "serve.whatif.matrix": "this matrix cannot be edited in this example; it has: {fields}",
     "serve.whatif.no_matrices": "this example has no matrix to edit; edit its scores",
     "serve.whatif.too_many": "too many edits (at most {limit})",
@@ -1328,6 +1329,7 @@ KO: dict[str, str] = {
     "serve.whatif.bool": "true 또는 false여야 한다 (받은 값: {value})",
     "serve.whatif.no_sqrt": "조모임의 점수는 q와 k로 계산한 값이 아니라 주어진 값이므로 끌 수 있는 ÷√d_k가 없다",
     "serve.whatif.cells": "행렬 이름 → [[행, 열, 값], …] 꼴의 객체여야 한다",
+    "serve.whatif.scores": "모임 이름 → [[위치, 점수], …] 꼴의 객체여야 한다",
     "serve.whatif.matrix": "이 예제에서 고칠 수 없는 행렬이다. 고칠 수 있는 행렬: {fields}",
     "serve.whatif.no_matrices": "이 예제에는 고칠 행렬이 없다. 점수를 고친다",
     "serve.whatif.too_many": "고친 칸이 너무 많다 (최대 {limit}개)",
