@@ -33,14 +33,15 @@ _TEXTS = {
     },
     "ko": {
         "title": "{source} → {target}",
-        "story": ("학습된 cross-attention (seed 001): 단어 하나를 생성할 때, 그 앞 토큰에 대한 디코더의 상태가 쿼리 Q가 "
-                  "되고, 인코더가 영어 단어들에 대해 만든 출력이 키 K와 값 V가 된다. 가중치 softmax(Q·Kᵀ/√d_k)는 "
-                  "생성된 각 단어가 어떤 영어 단어를 읽었는지를 보여 준다."),
-        "which": "{layers}개 층 중 {layer}번 층, {heads}",
+        "story": ("글 “도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention”의 "
+                  "cross-attention을 학습된 번역기에서 본다. 단어 하나를 생성할 때, 그 단어 바로 앞 토큰에서의 디코더 "
+                  "상태가 Query Q가 되고, 인코더가 영어 단어들에 대해 만든 출력이 Key K와 Value V가 된다. 가중치 "
+                  "softmax(Q·Kᵀ/√d_k)는 생성된 각 단어가 어떤 영어 단어를 읽었는지 보여 준다."),
+        "which": "층 {layers}개 중 {layer}번 층, {heads}",
         "rows": "행: 그 단계의 디코더 입력(앞 토큰) → 그 단계에서 생성한 단어",
         "mean": "헤드 {n}개의 평균",
         "head": "헤드 {n}개 중 {head}번",
-        "step": "{i}. {word}  (쿼리: ‘{prev}’에 대한 디코더 상태) → {reads}",
+        "step": "{i}. {word}  (Query: ‘{prev}’에서의 디코더 상태) → {reads}",
         "matrix": "가중치 (행: 생성된 단어, 열: 영어 단어, 각 행의 합은 1):",
         "order": "영어 어순 → {lang} 어순: {pairs}",
         "langs": {"ko": "한국어", "ja": "일본어"},
