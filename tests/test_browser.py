@@ -886,3 +886,30 @@ def test_the_equation_checker_rejects_what_is_not_true_as_printed():
         check_equation("“I”: 1.1580 ÷ √2 = 0.8190")
     with pytest.raises(AssertionError):
         check_equation("[0]: 0.5000 + −0.4750 = 0.0251")
+
+
+def test_arrow_keys_step_only_the_view_last_touched(browser_context, tmp_path):  # noqa: F811
+    """Two views on one page (a notebook): ← → move the one the reader last clicked, not both."""
+    one, two = (qkv.examples.run(name) for name in ("self-attention", "cross-attention"))
+    path = tmp_path / "two.html"
+    path.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>" + trace_html(one, inline=True) +
+                    trace_html(two, inline=True) + "</body></html>", encoding="utf-8")
+    page = OpenPage(browser_context, path)
+    try:
+        p = page.page
+        p.wait_for_function("() => document.querySelectorAll('.qkv-view[data-ready=\"1\"]').length === 2")
+        steps = ".qkv-stepper"
+
+        def where():
+            return p.eval_on_selector_all(steps, "els => els.map(e => e.getAttribute('data-step'))")
+
+        assert where() == ["x", "x"]
+        p.keyboard.press("ArrowRight")
+        assert where() == ["w", "x"]                                      # the first view, by default
+        p.locator(".qkv-view").nth(1).locator("h3").first.click()
+        p.keyboard.press("ArrowRight")
+        p.keyboard.press("ArrowRight")
+        assert where() == ["w", "qkv"]
+        assert page.errors == []
+    finally:
+        page.close()

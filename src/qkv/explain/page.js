@@ -61,6 +61,23 @@
   }
   var el = V.el, esc = V.esc;
 
+  // ← → step through the view the reader last touched (the first one on a page of several, e.g. a
+  // notebook), unless a form control has the keys
+  function arrowKeys(root, stepper) {
+    root.addEventListener("pointerdown", function () { window.qkvActiveView = root.id; });
+    root.addEventListener("focusin", function () { window.qkvActiveView = root.id; });
+    document.addEventListener("keydown", function (e) {
+      if (e.altKey || e.ctrlKey || e.metaKey || (e.key !== "ArrowRight" && e.key !== "ArrowLeft")) return;
+      var t = e.target;
+      if (t && t.closest && t.closest("select, input, textarea")) return;
+      var active = window.qkvActiveView && document.getElementById(window.qkvActiveView) ? window.qkvActiveView
+        : (document.querySelector(".qkv-view") || {}).id;
+      if (active !== root.id) return;
+      if (e.key === "ArrowRight") stepper.next(); else stepper.prev();
+      e.preventDefault();
+    });
+  }
+
   // ------------------------------------------------------------------ the view
   window.qkvView = function (root, payload) {
     var W = payload.words;
@@ -429,13 +446,7 @@
       open(index, h).then(function () { if (views.scrollIntoView) views.scrollIntoView({ block: "start" }); });
     });
     // ← → step through (unless a form control has the keys, or another view on the page does)
-    document.addEventListener("keydown", function (e) {
-      if (e.altKey || e.ctrlKey || e.metaKey || (e.key !== "ArrowRight" && e.key !== "ArrowLeft")) return;
-      var t = e.target;
-      if (t && t.closest && (t.closest("select, input, textarea") || (t.closest(".qkv-view") && !root.contains(t)))) return;
-      if (e.key === "ArrowRight") stepper.next(); else stepper.prev();
-      e.preventDefault();
-    });
+    arrowKeys(root, stepper);
     var resizing = null;
     window.addEventListener("resize", function () {
       clearTimeout(resizing);
@@ -510,13 +521,7 @@
       app.appendChild(whatIfBox());
       var ctl = V.stepper(box, W, function (s) { root.setAttribute("data-step", s ? s.id : ""); }, W.stepper_hint_flow);
       api.stepper = ctl;
-      document.addEventListener("keydown", function (e) {
-        if (e.altKey || e.ctrlKey || e.metaKey || (e.key !== "ArrowRight" && e.key !== "ArrowLeft")) return;
-        var t = e.target;
-        if (t && t.closest && (t.closest("select, input, textarea") || (t.closest(".qkv-view") && !root.contains(t)))) return;
-        if (e.key === "ArrowRight") ctl.next(); else ctl.prev();
-        e.preventDefault();
-      });
+      arrowKeys(root, ctl);
       Promise.all(names.map(function (n) { return unpack(flow.arrays[n]).then(function (a) { fcache[n] = a; }); })).then(function () {
         var src = {
           has: function (n) { return !!fcache[n]; },
