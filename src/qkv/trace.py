@@ -256,6 +256,7 @@ class TraceInfo:
     query: int = 0
     n_heads: int | None = None
     head: int | None = None
+    kv_head: int | None = None
     layer: int | None = None
     model: str | None = None
     digits: Any = None

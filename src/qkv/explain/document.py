@@ -281,6 +281,13 @@ def _title(ctx: Context) -> None:
     example = info.example
     if example and texts.has(ctx.lang, f"title.{example}"):
         title = ctx.t(f"title.{example}")
+    elif info.kind == "model" and info.model and info.layer is not None:     # worded in the reader's language
+        if info.head is None:
+            title = ctx.t("title.model.layer", model=info.model, layer=info.layer, n=info.n_heads or "?")
+        elif info.kv_head is not None and info.kv_head != info.head:
+            title = ctx.t("title.model.kv_head", model=info.model, layer=info.layer, head=info.head, kv=info.kv_head)
+        else:
+            title = ctx.t("title.model.head", model=info.model, layer=info.layer, head=info.head)
     else:
         title = ctx.trace.title or ctx.t("title.user")
     ctx.add(Heading(title, 1))
