@@ -388,12 +388,6 @@ WHATIF_EDITS = 256                # cells changed in one request, at most
 WHATIF_CELL = 1e4                 # |a cell| or |a score| at most (the group meeting's 1000 fits)
 WHATIF_FACTOR = (0.0, 100.0)      # the factor multiplying the scores (1: as the example has it)
 WHATIF_FIELDS = ("name", "query", "factor", "sqrt_dk", "cells", "scores")
-# The matrices a learner may edit, per example (the inputs its TOML gives; nothing computed).
-WHATIF_MATRICES = {"self-attention": ("x", "w_q", "w_k", "w_v"),
-                   "cross-attention": ("x", "memory", "w_q", "w_k", "w_v"),
-                   "projection": ("x", "w_q", "w_k", "w_v", "w_o"),
-                   "multi-head": ("x", "w_q", "w_k", "w_v", "w_o"),
-                   "group-meeting": ()}
 
 
 def _say(lang: str, key: str, **values) -> str:
@@ -461,7 +455,9 @@ class WhatIf:
             raise _bad(lang, "cells", "whatif.too_many", limit=WHATIF_EDITS)
 
     def _cells(self, cells: Any) -> dict[str, list[tuple[int, int, float]]]:
-        lang, allowed = self.lang, WHATIF_MATRICES[self.name]
+        from .. import examples
+
+        lang, allowed = self.lang, examples.EDITABLE[self.name]
         if not isinstance(cells, dict):
             raise _bad(lang, "cells", "whatif.cells")
         out = {}
@@ -507,109 +503,47 @@ class WhatIf:
                 "cells": {m: [list(e) for e in edits] for m, edits in self.cells.items()},
                 "scores": {s: [list(e) for e in edits] for s, edits in self.scores.items()}}
 
-    # ------------------------------------------------------------------ the edited inputs
-    def edit(self, doc: dict, matrix: str, field: str | None = None) -> None:
-        """Apply this request's edits of ``matrix`` to ``doc[matrix]`` (a list of rows), in place."""
-        edits = self.cells.get(matrix)
-        if not edits:
-            return
-        rows = [list(r) for r in doc[matrix]]
-        for n, (i, j, value) in enumerate(edits):
-            if not (0 <= i < len(rows) and 0 <= j < len(rows[0])):
-                raise _bad(self.lang, f"cells.{matrix}[{n}]", "whatif.index", row=i, column=j, matrix=matrix,
-                           rows=len(rows), columns=len(rows[0]))
-            rows[i][j] = value
-        doc[matrix] = rows
+    # ------------------------------------------------------------------ the run
+    def check(self) -> None:
+        """Every index inside the example's own matrices and meetings: the line in the page's language
+        (the library checks them too, in English, for its other callers)."""
+        from .. import examples
+
+        inputs = _editable(self.name)["inputs"]
+        for matrix, edits in self.cells.items():
+            rows = inputs[matrix]
+            for n, (i, j, _) in enumerate(edits):
+                if not (0 <= i < len(rows) and 0 <= j < len(rows[0])):
+                    raise _bad(self.lang, f"cells.{matrix}[{n}]", "whatif.index", row=i, column=j, matrix=matrix,
+                               rows=len(rows), columns=len(rows[0]))
+        if self.name == "group-meeting":
+            if self.query is not None:
+                raise _bad(self.lang, "query", "whatif.meeting_query")
+            counts = {scene["name"]: len(scene["scores"]) for scene in examples.load(self.name)["scenes"]}
+            for scene, edits in self.scores.items():
+                if scene not in counts:
+                    raise _bad(self.lang, f"scores.{scene[:20]}", "whatif.scene", scene=scene[:20],
+                               scenes=", ".join(counts))
+                for n, (j, _) in enumerate(edits):
+                    if not 0 <= j < counts[scene]:
+                        raise _bad(self.lang, f"scores.{scene}[{n}]", "whatif.score_index", index=j, count=counts[scene])
 
     def trace(self) -> Trace:
-        """The example run on the edited inputs, through the examples' own runner and the core."""
+        """The example run again with the changes, by the library's own what-if (`qkv.examples.run(name,
+        changes=Changes(...))`: the same runner and core as the unchanged example)."""
         from .. import examples
 
-        doc = examples.load(self.name)
-        if self.name == "group-meeting":
-            return self._group_meeting(doc)
-        if self.name == "multi-head":
-            return self._multi_head(doc)
-        for matrix in WHATIF_MATRICES[self.name]:
-            self.edit(doc, matrix)
-        return self._attention(doc, self.name)
-
-    def _meta(self, doc: dict, name: str) -> dict:
-        # the example's own meta (its post, head numbering, digits shown), as `qkv.examples.run` gives it;
-        # its notes compare the post's printed numbers with the exact ones: after an edit they would
-        # speak of other numbers, so a what-if carries none
-        return {**_example_meta(name), "notes": [], "what_if": self.describe()}
-
-    def _attention(self, doc: dict, name: str) -> Trace:
-        from ..examples.runner import trace_spec
-        from ..spec import parse_spec
-
-        spec = parse_spec(doc, source=f"what-if of {name}", base=None)
-        trace = trace_spec(spec, query=self.query, meta=self._meta(doc, name))
-        if self.factor == 1.0 and self.sqrt_dk:
-            return trace
-        return _rescaled(spec, trace, self.factor * (1 / np.sqrt(spec.w_q.shape[1] // spec.heads) if self.sqrt_dk else 1.0))
-
-    def _multi_head(self, doc: dict) -> Trace:
-        from .. import examples
-        from ..examples.runner import trace_multi_head
-        from ..spec import read_array, resolve_query
-
-        first = examples.load(doc["first_head"])
-        for matrix in ("x", "w_q", "w_k", "w_v"):
-            self.edit(first, matrix)
-        self.edit(doc, "w_o")
-        head_one = self._attention(first, doc["first_head"])
-        tokens = head_one.meta["tokens"]
-        where = "what-if of multi-head"
-        followed = resolve_query(doc["query"], tokens, source=where)
-        if self.query is not None and resolve_query(self.query, tokens, source=None, field="query") != followed:
-            raise _bad(self.lang, "query", "whatif.multi_head_query", token=tokens[followed])
-        data = {"given_heads": list(read_array(doc["given_heads"], source=where, field="given_heads", base=None)),
-                "w_o": read_array(doc["w_o"], source=where, field="w_o", base=None)}
-        meta = self._meta(doc, "multi-head")
-        meta.update(tokens=tokens, query=followed, n_heads=1 + len(data["given_heads"]), first_head=doc["first_head"])
-        return trace_multi_head(data, head_one, query=followed, by_hand=False, digits=None, meta=meta)
-
-    def _group_meeting(self, doc: dict) -> Trace:
-        from .. import examples
-        from ..examples.runner import trace_group_meeting
-        from ..spec import read_array
-
-        if self.query is not None:
-            raise _bad(self.lang, "query", "whatif.meeting_query")
-        where = "what-if of group-meeting"
-        names = [scene["name"] for scene in doc["scenes"]]
-        for scene in self.scores:
-            if scene not in names:
-                raise _bad(self.lang, f"scores.{scene[:20]}", "whatif.scene", scene=scene[:20], scenes=", ".join(names))
-        scenes = []
-        for i, scene in enumerate(doc["scenes"]):
-            scores = [float(s) for s in scene["scores"]]
-            for n, (j, value) in enumerate(self.scores.get(scene["name"], [])):
-                if not 0 <= j < len(scores):
-                    raise _bad(self.lang, f"scores.{scene['name']}[{n}]", "whatif.score_index", index=j,
-                               count=len(scores))
-                scores[j] = value
-            # the factor multiplies the given scores: the meeting feeds them to the softmax unscaled
-            scores = read_array([s * self.factor for s in scores], source=where, field=f"scenes[{i}].scores",
-                                base=None, ndim=1)
-            scenes.append({"name": scene["name"], "tokens": list(scene["tokens"]), "query": scene["query"],
-                           "scores": scores,
-                           "values": read_array(scene["values"], source=where, field=f"scenes[{i}].values", base=None)})
-        notation = examples.run(doc["notation"])
-        meta = self._meta(doc, "group-meeting")
-        meta.update(answers=list(doc["answers"]), scenes=[{k: s[k] for k in ("name", "tokens", "query")} for s in scenes],
-                    tokens=notation.meta["tokens"], notation=doc["notation"])
-        return trace_group_meeting({"scenes": scenes}, notation, by_hand=False, digits=None, meta=meta)
-
-
-@functools.lru_cache(maxsize=None)
-def _example_meta_items(name: str) -> tuple:
-    from .. import examples
-
-    meta = examples.run(name).meta
-    return tuple((k, meta[k]) for k in ("example", "kind", "post", "seed", "head_base", "digits") if k in meta)
+        self.check()
+        changes = examples.Changes(self.factor, self.sqrt_dk,
+                                   {m: tuple(edits) for m, edits in self.cells.items()},
+                                   {s: tuple(edits) for s, edits in self.scores.items()})
+        try:
+            return examples.run(self.name, query=self.query, changes=changes)
+        except InputError as exc:
+            if exc.field == "--query" and self.name == "multi-head":       # it follows one token only
+                meta = examples.run(self.name).meta
+                raise _bad(self.lang, "query", "whatif.multi_head_query", token=meta["tokens"][meta["query"]]) from None
+            raise
 
 
 @functools.lru_cache(maxsize=None)
@@ -617,55 +551,22 @@ def _editable_json(name: str) -> str:
     from .. import examples
 
     doc = examples.load(name)
-    inputs = {}
+    editable = examples.EDITABLE.get(name, ())
+    inputs, width, heads = {}, 0, 1
     if name == "multi-head":               # head 1 is the self-attention example; W_O is the multi-head's own
         first = examples.load(doc["first_head"])
-        inputs = {m: first[m] for m in ("x", "w_q", "w_k", "w_v")}
+        inputs = {m: first[m] for m in editable if m != "w_o"}
         inputs["w_o"] = doc["w_o"]
-        width, heads = len(first["w_q"][0]), 1
-    elif WHATIF_MATRICES.get(name):
-        inputs = {m: doc[m] for m in WHATIF_MATRICES[name] if m in doc}
+        width = len(first["w_q"][0])
+    elif editable:
+        inputs = {m: doc[m] for m in editable if m in doc}
         width, heads = len(doc["w_q"][0]), int(doc.get("heads", 1))
-    d_k = width // heads if inputs else None
-    return json.dumps({"inputs": inputs, "d_k": d_k})
+    return json.dumps({"inputs": inputs, "d_k": width // heads if inputs else None})
 
 
 def _editable(name: str) -> dict:
     """The inputs a what-if may edit (as the example's TOML gives them) and d_k, for the page's editor."""
     return json.loads(_editable_json(name))
-
-
-def _example_meta(name: str) -> dict:
-    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in _example_meta_items(name)}
-
-
-def _rescaled(spec, unscaled: Trace, scale: float) -> Trace:
-    """The example again with ``scale`` multiplying q·kᵀ: the layer's projections and `qkv.attention`
-    (with ``scale=``) record into a Trace with the same meta; W_O and R + Y as the layer does them.
-
-    (`MultiHeadAttention.__call__` and the examples' runner take no scale; the core's attention does.)
-    """
-    from ..attention import attention, residual
-    from ..heads import merge_heads
-    from ..mha import MultiHeadAttention
-
-    trace = Trace(unscaled.title, dict(unscaled.meta))
-    w_o = spec.w_o if spec.w_o is not None else np.eye(spec.w_v.shape[1])
-    layer = MultiHeadAttention(spec.w_q, spec.w_k, spec.w_v, w_o, spec.heads, **spec.biases)
-    q, k, v = layer.project(spec.x, spec.memory, record=trace)
-    out = attention(q, k, v, spec.mask, causal=spec.causal, scale=scale, record=trace)     # (H, Tq, Dv)
-    if spec.w_o is None:
-        if spec.heads > 1:
-            trace("concat", merge_heads(out), formula="Concat(head₁, …, head_h)")
-        return trace
-    concat = merge_heads(out)                                                              # (Tq, H·Dv)
-    trace("concat", concat, formula="Concat(head₁, …, head_h)")
-    trace("w_o", layer.w_o, formula="W_O")
-    y = concat @ layer.w_o + (layer.b_o if layer.b_o is not None else 0.0)
-    trace("y", y, formula="Y = Concat(heads)·W_O" + (" + b_O" if layer.b_o is not None else ""))
-    if spec.residual:
-        residual(spec.x, y, record=trace)
-    return trace
 
 
 # ---------------------------------------------------------------------------------------------- the app
@@ -905,7 +806,16 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         what = WhatIf(payload, lang, examples.names())
 
         def compute() -> dict:
-            result = _explained(what.trace(), what.name, _example_title(what.name, lang), lang, digits)
+            trace = what.trace()
+            try:
+                result = _explained(trace, what.name, _example_title(what.name, lang), lang, digits)
+            except (ArithmeticError, ValueError, KeyError, IndexError) as exc:
+                # the numbers are recomputed; only the written explanation failed: show them, say so
+                import html as _html
+
+                note = _say(lang, "error.no_explanation", problem=type(exc).__name__)
+                result = {"name": what.name, "title": _example_title(what.name, lang), "trace": trace.to_dict(),
+                          "html": f'<p class="qkv-note qkv-no-explanation">{_html.escape(note)}</p>'}
             result["what_if"] = what.describe()
             return result
 
