@@ -618,6 +618,8 @@ EN: dict[str, str] = {
     "serve.error.model": "{name} is not loaded; loaded: {loaded}",
     "serve.error.no_translator": "the translator is not loaded in this server",
     "serve.error.upload_size": "{size} bytes; an uploaded file may be at most {limit} bytes",
+    "serve.error.no_explanation": "The step-by-step text could not be written for this change ({problem}); every "
+                                  "number above is recomputed.",
     "serve.whatif.body": "the body must be a JSON object, e.g. {{\"name\": \"group-meeting\", \"factor\": 2}}",
     "serve.whatif.json": "the body is not JSON ({problem})",
     "serve.whatif.too_large": "the body is over {limit} bytes",
@@ -1323,6 +1325,8 @@ KO: dict[str, str] = {
     "serve.error.model": "불러오지 않은 모델이다: {name}. 불러온 모델: {loaded}",
     "serve.error.no_translator": "이 서버에는 번역기를 불러오지 않았다",
     "serve.error.upload_size": "{size}바이트이다. 올리는 파일은 최대 {limit}바이트까지 받는다",
+    "serve.error.no_explanation": "이 변경에 대해서는 단계별 설명을 쓰지 못했다 ({problem}). 위의 숫자는 모두 다시 "
+                                  "계산한 값이다.",
     "serve.whatif.body": "본문은 JSON 객체여야 한다 (예: {{\"name\": \"group-meeting\", \"factor\": 2}})",
     "serve.whatif.json": "본문이 JSON이 아니다 ({problem})",
     "serve.whatif.too_large": "본문이 {limit}바이트를 넘는다",
