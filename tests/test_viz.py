@@ -195,10 +195,10 @@ def test_projection_figure_draws_the_whole_layer(small):
 
 
 def test_seed_000_projection_figure_has_every_step():
-    trace = qkv.examples.run("projection")                       # T = 3, d = 8, h = 2
+    trace = qkv.examples.run("projection")                       # T = 3, d = 8, h = 2; the post's Head 1, Head 2
     labels = {t.get_text() for t in viz.figure_for(trace).axes[0].texts}
-    for wanted in ("X  (3×8)", "W_Q  (8×8)", "Q = X·W_Q  (3×8)", "Q₀", "Q₁", "H  (3×8)", "Y = H·W_O  (3×8)",
-                   "R + Y (residual)  (3×8)", "attention of head 1: softmax(QₕKₕᵀ/√dₕ)"):
+    for wanted in ("X  (3×8)", "W_Q  (8×8)", "Q = X·W_Q  (3×8)", "Q₁", "Q₂", "H  (3×8)", "Y = H·W_O  (3×8)",
+                   "R + Y (residual)  (3×8)", "attention of head 2: softmax(QₕKₕᵀ/√dₕ)"):
         assert wanted in labels, wanted
     # the numbers are the recorded ones: a weight of head 1 and an entry of R + Y
     assert f"{trace['weights'].value[1, 2, 0]:.4f}" in labels
@@ -252,7 +252,7 @@ def test_a_korean_figure_of_every_kind_draws_every_glyph(small):
 def test_korean_words_and_unknown_language(small):
     from qkv.viz import _style
 
-    assert _style.words("ko")["keys"].startswith("키")
+    assert _style.words("ko")["keys"].startswith("Key")                   # the posts' term, in Latin letters
     assert _style.words("ko")("layer_head", l=2, h=5) == "층 2, 헤드 5"
     with pytest.raises(ValueError, match="lang"):
         _style.words("fr")
@@ -313,7 +313,8 @@ def test_layer_and_head_figures_name_the_layer_and_head(tmp_path):
 def test_cross_attention_is_two_sentences():
     trace = qkv.examples.run("cross-attention")
     fig = viz.figure_for(trace)
-    ax = fig.axes[0]
+    (ax,) = [a for a in fig.axes if a.get_legend() and "line width = weight" in
+             [t.get_text() for t in a.get_legend().get_texts()]]
     where = {t.get_text(): t.get_position()[1] for t in ax.texts}
     assert where["私は"] < where["love"]                          # decoder above (y grows downward), encoder below
     weights = trace["weights"].value[0, 0]
@@ -535,3 +536,282 @@ def test_chain_draws_the_score_mod_step_with_its_numbers():
     np.testing.assert_allclose(heights, expected, rtol=1e-12)
     korean = viz.query_path(trace, 3, head=1, lang="ko")
     assert any(ax.get_ylabel() == "score_mod" for ax in korean.axes)
+
+
+# ------------------------------------------------------------------ issue 19: the worked examples' figures
+# Every drawn equation is parsed and recomputed (Decimal, halves away from zero, as a person rounds);
+# the pictures start at X; no canvas panel is mostly blank; Korean figures hold no English word.
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation   # noqa: E402
+
+_NUMERIC = re.compile(r"^[\d\s.×/+()\[\],−√e-]+$")
+
+
+def _value(token: str) -> Decimal:
+    token = token.strip().strip("()").replace("−", "-")
+    if token.startswith("√"):
+        return Decimal(token[1:]).sqrt()
+    return Decimal(token)
+
+
+def _evaluate(expression: str) -> Decimal:
+    """a × b + c × d …, a / b, t + t + …: the expressions the figures write (no precedence beyond × / before +)."""
+    total = Decimal(0)
+    for term in expression.split(" + "):
+        parts = re.split(r" ([×/]) ", term.strip())
+        value = _value(parts[0])
+        for op, operand in zip(parts[1::2], parts[2::2]):
+            value = value * _value(operand) if op == "×" else value / _value(operand)
+        total += value
+    return total
+
+
+def _holds(expression: str, printed: str) -> bool:
+    """Does ``expression``, computed exactly and rounded to ``printed``'s decimals, print as ``printed``?"""
+    printed = printed.strip().replace("−", "-")
+    exact = _evaluate(expression)
+    if "e" in printed:                                   # "1.0e-43": compared as written
+        return f"{float(exact):.1e}" == printed
+    decimals = len(printed.partition(".")[2])
+    return str(exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)) == printed or \
+        (Decimal(printed) == 0 and exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP) == 0)
+
+
+def printed_equations(texts: list[str]) -> list[tuple[str, str]]:
+    """(expression, printed result) of every numeric equation "… = expression = result" in the texts;
+    a bracketed row "[e₁, e₂] = [r₁, r₂]" gives one pair per entry."""
+    found = []
+    for text in texts:
+        for line in text.split("\n"):
+            sides = re.split(r" [=≈] ", line)
+            if len(sides) < 2:
+                continue
+            expression, result = sides[-2].strip(), sides[-1].strip()
+            if not (_NUMERIC.match(expression) and _NUMERIC.match(result)) or not re.search(r"[×/+]", expression):
+                continue
+            if expression.startswith("["):
+                pairs = zip(expression.strip("[]").split(", "), result.strip("[]").split(", "))
+                found += [(e, r) for e, r in pairs]
+            else:
+                found.append((expression, result))
+    return found
+
+
+def figure_texts(fig: Figure) -> list[str]:
+    return [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+
+
+@pytest.fixture(scope="module")
+def example_figures():
+    figures = {}
+    for name in ("self-attention", "cross-attention", "multi-head", "group-meeting"):
+        trace = qkv.examples.run(name)
+        for lang in ("en", "ko"):
+            figures[name, lang] = (trace, viz.figure_for(trace, lang=lang))
+    return figures
+
+
+def test_every_drawn_equation_is_true_as_printed(example_figures):
+    """Each "a × b + … = r", "a / √2 = r", "t + … = r" line of the worked examples' figures (en and ko),
+    recomputed from its printed operands, prints as its printed result; none needs "≈"."""
+    counts = {}
+    for (name, lang), (_, fig) in example_figures.items():
+        texts = figure_texts(fig)
+        equations = printed_equations(texts)
+        counts[name, lang] = len(equations)
+        for expression, printed in equations:
+            assert _holds(expression, printed), (name, lang, expression, printed)
+        assert not any(" ≈ " in t for t in texts), (name, lang)
+    # self: 2 + 2 (q, k from X) + 4 (q·k) + 4 (÷√2) + 1 (Σ) + 4 (w) = 17; cross the same;
+    # multi-head: 3 (z_final); group meeting: 1 + 4 and 1 + 8 (Σ and w of each meeting)
+    assert counts["self-attention", "en"] >= 17 and counts["cross-attention", "en"] >= 17
+    assert counts["multi-head", "en"] >= 3 and counts["group-meeting", "en"] >= 14
+    assert counts["self-attention", "ko"] == counts["self-attention", "en"]
+
+
+def test_the_self_attention_figure_traces_1_1580_to_x_and_w(example_figures):
+    """Post 001's numbers: q_love = [0.92, 1.24] = x_love · W_Q, k_I = [0.45, 0.60], and the raw score
+    0.92 × 0.45 + 1.24 × 0.60 = 1.158, drawn as a sum of products (the post's values, its precision)."""
+    trace, fig = example_figures["self-attention", "en"]
+    texts = figure_texts(fig)
+    assert "q_love · k_I = 0.92 × 0.45 + 1.24 × 0.60 = 1.1580" in texts
+    assert any(t.startswith("q_love = X[love] · W_Q") for t in texts)
+    assert any(t.strip().startswith("= [0.8 × ") and t.strip().endswith("= [0.92, 1.24]") for t in texts)
+    assert any(t.strip().startswith("= [1.0 × ") and t.strip().endswith("= [0.45, 0.60]") for t in texts)
+    for label in ("X  (4×2)", "W_Q  (2×2)", "W_K  (2×2)", "W_V  (2×3)", "Q = X·W_Q  (4×2)", "V = X·W_V  (4×3)"):
+        assert label in texts, label
+    # the softmax with its denominator: Σ of the recorded e^(s − m) and each weight as a quotient
+    assert any(t.startswith("Σ = ") for t in texts) and any(t.startswith("w_learning = ") for t in texts)
+    assert any("÷" in t or "√2" in t for t in texts)
+
+
+def _value_panel_sums(fig: Figure):
+    """In the value-rows panel (the axes that writes "Σ ="): for each z cell, the scaled cells above it
+    (same x); for each row, its weight, value cells and scaled cells by x order."""
+    (ax,) = [a for a in fig.axes if any(t.get_text() in ("Σ =", "Σ ≈") for t in a.texts)]
+    numbers = []
+    for t in ax.texts:
+        try:
+            numbers.append((round(t.get_position()[0], 3), t.get_position()[1], t.get_text(),
+                            _value(t.get_text())))
+        except (InvalidOperation, ValueError):
+            continue
+    sigma_y = [t.get_position()[1] for t in ax.texts if t.get_text().startswith("Σ")][0]
+    z_cells = [(x, text) for x, y, text, _ in numbers if abs(y - sigma_y) < 0.3]
+    columns = [(text, [v for x2, y2, _, v in numbers if x2 == x and y2 < sigma_y - 0.3]) for x, text in z_cells]
+    return columns
+
+
+@pytest.mark.parametrize("name", ["self-attention", "cross-attention"])
+def test_the_value_rows_add_up_to_z_as_printed(example_figures, name):
+    """The weights × v panel: each column of scaled rows, as printed, adds up to the printed z (the old
+    panel printed 0.186 + 0.178 + 0.408 + 0.122 under z = 0.893)."""
+    trace, fig = example_figures[name, "en"]
+    columns = _value_panel_sums(fig)
+    out = trace["out"].value.reshape(-1, trace["out"].value.shape[-1])[trace.meta["query"]]
+    assert [Decimal(text) for text, _ in columns] == [Decimal(f"{x:.3f}") for x in out]   # z is the recorded output
+    for printed, cells in columns:
+        assert len(cells) == 4
+        assert _holds(" + ".join(str(c) for c in cells), printed), (printed, cells)
+
+
+def test_cross_attention_shows_where_q_and_k_v_come_from(example_figures):
+    trace, fig = example_figures["cross-attention", "en"]
+    texts = figure_texts(fig)
+    for label in ("X_dec  (1×2)", "M_enc  (4×2)", "Q = X_DEC·W_Q  (1×2)".replace("X_DEC", "X_dec"),
+                  "K = M_enc·W_K  (4×2)", "V = M_enc·W_V  (4×3)"):
+        assert label in texts, label
+    assert any(t.startswith("decoder → Q") for t in texts) and any(t.startswith("encoder → K, V") for t in texts)
+    legends = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert "decoder token: gives the query q" in legends and "line width = weight" in legends
+    # the decoder's row and the encoder's rows are the recorded x and memory (the post's 0.800 1.500, 1.020 0.910)
+    assert {"0.800", "1.500", "1.020", "0.910"} <= set(texts)
+
+
+def test_multi_head_numbers_heads_as_the_post(example_figures):
+    """Post 001 numbers the heads 1, 2, 3 (z⁽¹⁾ is the self-attention head); the figure follows."""
+    trace, fig = example_figures["multi-head", "en"]
+    assert trace.meta.get("head_base") == 1
+    texts = figure_texts(fig)
+    assert {"z⁽¹⁾", "z⁽²⁾", "z⁽³⁾"} <= set(texts) and "z⁽⁰⁾" not in " ".join(texts)
+    assert any(t.startswith("z_final[0] = ") for t in texts)
+    projection = figure_texts(viz.figure_for(qkv.examples.run("projection")))
+    assert {"Q₁", "Q₂", "head 1", "head 2"} <= set(projection) and "Q₀" not in projection
+
+
+def test_group_meeting_figure_is_the_posts(example_figures):
+    """No ÷√d_k step (the post does not scale its meetings); meetings named by their sentence and
+    "lot's question", no internal ids; the two notations drawn with the recorded numbers."""
+    trace, fig = example_figures["group-meeting", "en"]
+    texts = figure_texts(fig)
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert not any("√" in label for label in labels)
+    assert "meeting “I have a lot”: lot's question" in texts
+    assert "meeting “Cash or credit card? I have a lot”: lot's question" in texts
+    assert not any(re.match(r"^(lot|question)\s*:", t) or re.search(r"\b(lot|question|rows|columns)/", t)
+                   for t in texts)
+    assert any(t.startswith("row vectors (the paper)") for t in texts)
+    assert any(t.startswith("column vectors (3Blue1Brown)") for t in texts)
+    rows_w, cols_out = trace["rows/weights"].value, trace["columns/out"].value
+    assert f"{rows_w[1, 3]:.4f}" in texts and f"{cols_out[2, 0]:.3f}" in texts
+
+
+def test_negative_bar_labels_keep_their_minus_sign():
+    """13 keys (labels turned upright 90°) with large negative scores: every label, minus sign first,
+    lies inside its panel (the old chain cut "−14.3105" at the panel's edge)."""
+    scores = np.array([21.1, 2.1, 9.8, 0.16, -5.7, -1.55, 1.09, -5.5, -4.95, -14.3105, -3.05, -7.8, -4.25])
+    trace = qkv.Trace("negative", meta={"tokens": ["q"], "key_tokens": [f"k{j}" for j in range(13)], "query": 0})
+    qkv.attention(np.ones((1, 1)), scores[:, None], np.ones((13, 1)), record=trace)
+    fig = viz.query_path(trace)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    negative = 0
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        for label in ax.texts:
+            if label.get_text().startswith("−"):
+                negative += 1
+                extent = label.get_window_extent(renderer)
+                assert box.y0 <= extent.y0 and extent.y1 <= box.y1, label.get_text()
+    assert negative >= 8                           # the eight negative scores (the softmax panel has none)
+    assert "−14.3105" in figure_texts(fig)
+
+
+@pytest.mark.parametrize("n_tokens", [4, 20])
+def test_a_one_letter_token_stays_upright(n_tokens):
+    """"I" among long tokens: its column label is "I", drawn upright (turned 45° or 90° it read as "/" or "–")."""
+    tokens = ["I", "love", "machine", "learning"] if n_tokens == 4 else ["I"] + [f"longtoken{i}" for i in range(19)]
+    weights = np.full((n_tokens, n_tokens), 1.0 / n_tokens)
+    fig = viz.heatmap(weights, tokens)
+    (label,) = [t for t in fig.axes[0].get_xticklabels() if t.get_text() == "I"]
+    assert label.get_rotation() == 0
+    assert any(t.get_rotation() != 0 for t in fig.axes[0].get_xticklabels())    # the long ones do turn
+
+
+def _inked_share(fig: Figure, ax, pixels: np.ndarray, dpi: int) -> float:
+    """The share of half-inch tiles of ``ax`` (inside its edge) that hold any non-white pixel."""
+    box = ax.get_window_extent()
+    height = pixels.shape[0]
+    crop = pixels[height - int(box.y1) + 3: height - int(box.y0) - 3, int(box.x0) + 3: int(box.x1) - 3]
+    ink = crop.min(axis=-1) < 235
+    size = dpi / 2
+    rows = np.array_split(np.arange(crop.shape[0]), max(1, round(crop.shape[0] / size)))
+    cols = np.array_split(np.arange(crop.shape[1]), max(1, round(crop.shape[1] / size)))
+    return sum(bool(ink[np.ix_(r, c)].any()) for r in rows for c in cols) / (len(rows) * len(cols))
+
+
+def test_no_drawing_panel_is_mostly_blank(example_figures):
+    """Each panel drawn as a picture (axis off: matrices, sentences, arithmetic) has ink in at least half of
+    its half-inch tiles (the old cross-attention sentences panel had 36 %, the multi-head figure 26 %)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    for (name, lang), (_, fig) in example_figures.items():
+        if lang != "en":
+            continue
+        fig.set_dpi(50)
+        canvas = FigureCanvasAgg(fig)
+        with viz.fonts.context():
+            canvas.draw()
+        pixels = np.asarray(canvas.buffer_rgba())[..., :3].astype(int)
+        drawings = [ax for ax in fig.axes if ax.get_visible() and not ax.axison and ax.get_label() != "<colorbar>"]
+        assert drawings, name
+        for ax in drawings:
+            share = _inked_share(fig, ax, pixels, 50)
+            assert share >= 0.5, (name, [t.get_text()[:30] for t in ax.texts[:2]], share)
+
+
+# Latin words a Korean figure may show: the posts' own terms (Query, Key, Value, softmax, the titles'
+# Self-attention …), function names in formulas, symbol names (X_dec, z_final) and 3Blue1Brown.
+_ALLOWED_LATIN = {"Query", "Key", "Value", "softmax", "Self", "Cross", "Multi", "attention", "head", "projection",
+                  "Concat", "exp", "max", "qkv", "dec", "enc", "final", "Blue", "Brown"}
+
+
+def test_korean_figures_hold_no_english_words(example_figures):
+    for (name, lang), (trace, fig) in example_figures.items():
+        if lang != "ko":
+            continue
+        tokens = set(trace.meta.get("tokens") or []) | set(trace.meta.get("key_tokens") or [])
+        for scene in trace.meta.get("scenes", []):
+            tokens |= set(scene["tokens"])
+        tokens |= set(trace.meta.get("answers", []))
+        words = {w for t in figure_texts(fig) for w in re.findall(r"[A-Za-z]{2,}", t)
+                 if not (w.isupper() and len(w) <= 3)}                  # matrix symbols: QK, KQ
+        allowed = _ALLOWED_LATIN | {w for t in tokens for w in re.findall(r"[A-Za-z]{2,}", t)}
+        assert words <= allowed, (name, sorted(words - allowed))
+        assert any(HANGUL.search(t) for t in figure_texts(fig)), name
+
+
+def test_translator_rows_name_the_input_and_the_word_generated():
+    """Row t's query is the decoder's state for its input, the token before word t (the recorded decoder
+    inputs of `cross_attention_trace`); the figure labels each row "input → generated word"."""
+    from qkv.translator import explain, model
+
+    translator = model.load()
+    translation = translator.translate("I love you", "ja")
+    inputs = explain.cross_attention_trace(translator, translation).meta["tokens"]
+    fig = explain.alignment_figure(translation)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == [f"{before} → {word}" for before, word in zip(inputs, translation.target)]
+    assert any("the token before" in t for t in figure_texts(fig))

@@ -739,10 +739,10 @@ EN: dict[str, str] = {
 KO: dict[str, str] = {
     # titles
     "title.self-attention": "Self-attention: love는 어떻게 문맥 표현을 만드는가",
-    "title.cross-attention": "Cross-attention: 디코더 토큰 私は가 인코더에 질의하다",
-    "title.multi-head": "Multi-head attention: love에 대한 세 헤드의 출력을 결합하고 W_O로 투영하기",
-    "title.projection": "Q·K·V projection과 멀티 헤드: T = 3, d = 8, h = 2, 단계마다의 형태",
-    "title.group-meeting": "어텐션이 조모임이라면: 찰떡궁합점수, 소프트맥스, 그리고 두 가지 표기법",
+    "title.cross-attention": "Cross-attention: 디코더 토큰 私は가 인코더에 묻는다",
+    "title.multi-head": "Multi-head attention: love에 대한 세 헤드의 출력을 이어 붙이고 W_O로 투영한다",
+    "title.projection": "Q·K·V 투영과 멀티 헤드: T = 3, d = 8, h = 2일 때 각 단계의 형태",
+    "title.group-meeting": "어텐션이 조모임이라면: 찰떡궁합점수, softmax, 그리고 두 가지 표기법",
     "title.user": "단계별로 따라가는 어텐션",
     "title.model.layer": "{model}: 층 {layer}, 헤드 {n}개 전체",
     "title.model.head": "{model}: 층 {layer}, 헤드 {head}",
@@ -751,40 +751,32 @@ KO: dict[str, str] = {
     "post.000": "“Attention의 projection: Q·K·V와 멀티 헤드”",
     "post.001": "“도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention”",
     "post.002": "“어텐션이 조모임이라면”",
-    "byhand.intro": "손 계산 모드: 계산기를 든 사람처럼, 모든 중간 결과를 화면에 보이는 자릿수로 반올림하고 "
-                    "다음 단계는 반올림된 숫자로 계산한다.",
+    "byhand.intro": "손 계산: 계산기로 계산하듯 모든 중간 결과를 화면에 보이는 자릿수로 반올림하고, 다음 단계는 반올림한 숫자로 계산한다.",
     "byhand.digits": "모든 숫자를 소수점 아래 {digits}자리로 반올림한다.",
-    "byhand.seed_digits": "각 단계의 숫자를 글이 적은 자릿수로 반올림한다.",
+    "byhand.seed_digits": "각 단계의 숫자는 글에 적힌 자릿수로 반올림한다.",
     # intros
     "intro.self-attention": "Self-attention에서는 각 토큰이 같은 문장 안의 모든 토큰(자기 자신 포함)을 참조하고, "
                             "자신의 표현을 갱신하는 데 어떤 토큰이 가장 유용한지를 판단한다. 여기서는 "
                             "“I love machine learning”의 토큰 love를 따라간다.",
-    "intro.cross-attention": "인코더-디코더형 번역 모델에서 디코더가 이미 私は를 생성했고, 다음 토큰을 고르려면 "
-                             "영어 문장의 정보가 필요하다. 이것을 해 주는 것이 cross-attention이다. Query는 "
-                             "디코더에서, Key와 Value는 인코더에서 온다.",
-    "intro.multi-head": "Multi-head attention은 여러 attention 계산을 병렬로 실행하고 그 결과를 결합한다. 각 헤드는 "
-                        "서로 다른 투영 행렬을 사용하므로 love에 대해 각자 고유한 문맥 표현을 만든다. 이 출력들을 "
-                        "이어 붙인 뒤 W_O로 투영한다.",
-    "intro.projection": "Attention은 Q·K·V projection → Core Attention → 출력 projection의 세 단계로 나누어 볼 수 "
-                        "있다. 두 projection은 각 토큰의 벡터에 독립적으로 적용되고, 토큰 사이의 정보를 결합하는 "
-                        "것은 Core Attention뿐이다. 여기서는 토큰 수 T = 3, 모델 차원 d = 8, head 수 h = 2이므로 "
-                        "head 하나의 차원은 d/h = 4이다.",
-    "intro.group-meeting": "컨텍스트 윈도우의 토큰들이 다음 단어를 정하기 위해 조모임을 한다고 생각해 보자. "
-                           "쿼리 Q는 토론의 질문, 키 K는 각 토큰이 줄 수 있는 대답의 결, 밸류 V는 실제 대답이다. "
-                           "질문과 대답의 내적 Q·K가 찰떡궁합점수이고, 소프트맥스는 이 절대적인 점수를 상대적인 "
-                           "가중치로 바꾼다.",
+    "intro.cross-attention": "인코더-디코더형 번역 모델에서 디코더가 이미 私は를 생성했고, 다음 토큰을 고르려면 영어 문장의 정보가 필요하다. 이 정보를 가져오는 것이 "
+                             "cross-attention이다. Query는 디코더에서, Key와 Value는 인코더에서 온다.",
+    "intro.multi-head": "Multi-head attention은 여러 어텐션 계산을 병렬로 실행하고 그 결과를 결합한다. 각 헤드는 서로 다른 투영 행렬을 쓰므로 love에 대해 각자 고유한 "
+                        "문맥 표현을 만든다. 이 출력들을 이어 붙인 뒤 W_O로 투영한다.",
+    "intro.projection": "어텐션은 Q·K·V 투영 → Core Attention → 출력 투영의 세 단계로 나누어 볼 수 있다. 두 투영은 각 토큰의 벡터에 따로 적용되고, 토큰 사이의 "
+                        "정보를 결합하는 것은 Core Attention뿐이다. 여기서는 토큰 수 T = 3, 모델 차원 d = 8, 헤드 수 h = 2이므로 헤드 하나의 차원은 d/h = "
+                        "4이다.",
+    "intro.group-meeting": "컨텍스트 윈도우의 토큰들이 다음 단어를 정하기 위해 조모임을 한다고 생각해 보자. Query Q는 토론의 질문, Key K는 각 토큰이 줄 수 있는 대답의 결, "
+                           "Value V는 실제 대답이다. 질문과 대답의 내적 Q·K가 찰떡궁합점수이고, softmax는 이 절대적인 점수를 상대적인 가중치로 바꾼다.",
     "intro.user.self-attention": "Self-attention: 각 토큰이 같은 시퀀스의 모든 토큰을 참조한다.",
     "intro.user.cross-attention": "Cross-attention: Query는 x에서, Key와 Value는 memory에서 온다.",
-    "intro.user.projection": "Multi-head attention: Q·K·V projection, head별 Core Attention, 출력 projection.",
-    "intro.model.head": "실제 모델({model})의 head 하나를 입력 텍스트에 적용한다: 층 {layer}, head {head} "
-                        "(전체 {n_heads}개 중). {x} W_Q, W_K, W_V는 층의 투영 행렬 가운데 이 head가 학습한 "
-                        "열들이다 ({bias}). Y는 층의 attention 출력 가운데 이 head의 몫이다.",
+    "intro.user.projection": "Multi-head attention: Q·K·V 투영, 헤드별 Core Attention, 출력 투영.",
+    "intro.model.head": "실제 모델({model})의 헤드 하나를 입력 텍스트에 적용한다: 층 {layer}, 헤드 {head} (전체 {n_heads}개 중). {x} W_Q, W_K, "
+                        "W_V는 층의 투영 행렬 가운데 이 헤드가 학습한 열들이다 ({bias}). Y는 층의 어텐션 출력 가운데 이 헤드의 몫이다.",
     "intro.model.x": "X는 그 층의 입력이다.",
-    "intro.model.x.normed": "X는 블록의 정규화를 거친 층의 입력 N₁(x)이다: pre-norm 블록이므로 head는 정규화한 "
-                            "입력을 읽는다.",
-    "intro.model.bias": "각각 bias b가 더해진다",
-    "intro.model.nobias": "bias는 없다",
-    "inputs.weights.model": "이 head의 투영 행렬 (모델이 학습한 값, {d} × {dk}):",
+    "intro.model.x.normed": "X는 층의 입력을 블록의 정규화에 통과시킨 N₁(x)이다. 정규화가 앞에 오는(pre-norm) 블록이므로 헤드는 정규화된 입력을 읽는다.",
+    "intro.model.bias": "각각 편향 b가 더해진다",
+    "intro.model.nobias": "편향은 없다",
+    "inputs.weights.model": "이 헤드의 투영 행렬 (모델이 학습한 값, {d} × {dk}):",
     "shown.rows": "행 {total}개 중 {shown}개 표시",
     "shown.columns": "열 {total}개 중 {shown}개 표시",
     "shown.values": "성분 {total}개 중 {shown}개 표시",
@@ -794,8 +786,7 @@ KO: dict[str, str] = {
     "cross.decoder": "디코더의 현재 표현: 토큰 {n}개 × 성분 {d}개. Query는 여기서 만들어진다.",
     "cross.encoder": "소스 문장에 대한 인코더의 출력: 토큰 {n}개 × 성분 {d}개. Key와 Value는 여기서 만들어진다.",
     "inputs.weights": "투영 행렬 (실제로는 학습으로 얻어지지만, 여기서는 주어진 값을 쓴다):",
-    "inputs.weights.heads": "투영 행렬. 열은 head별로 묶여 있다: head {h}개, 각각 Query/Key 열 {dk}개와 Value 열 "
-                            "{dv}개 (색으로 head를 구분한다).",
+    "inputs.weights.heads": "투영 행렬. 열은 헤드별로 묶여 있다: 헤드 {h}개, 각각 Query/Key 열 {dk}개와 Value 열 {dv}개 (색으로 헤드를 구분한다).",
     # projection
     "h.projection": "1단계 — Q, K, V: 같은 입력, 서로 다른 가중치",
     "projection.rule": "Q = X·W_Q, K = X·W_K, V = X·W_V: 모든 토큰의 행에 같은 행렬을 곱한다. Q는 현재 토큰이 "
@@ -813,83 +804,75 @@ KO: dict[str, str] = {
     "cross.kv_from_encoder": "Key와 Value는 인코더의 출력으로 계산한다. 소스 토큰 하나에 한 행씩:",
     "col.token": "토큰",
     "col.encoder_token": "인코더 토큰",
-    "split": "head로 나누는 것은 곱셈이 아니라 reshape이다: Q ({t} × {d})를 {t} × {h} × {dh}로 본다 "
-             "(head를 앞에 두어 {shape}로 저장). 0번부터 {last}번까지의 열이 head {h0}, 그다음 {dh}개 열이 head {h1}이며, "
-             "나머지도 같은 방식이다.",
+    "split": "헤드로 나누는 것은 곱셈이 아니라 형태만 바꾸는 reshape이다. Q({t} × {d})를 {t} × {h} × {dh} 형태로 본다 (저장할 때는 헤드 축을 앞에 둔다: "
+             "{shape}). 0번부터 {last}번까지의 열이 헤드 {h0}, 그다음 열 {dh}개가 헤드 {h1}이며, 나머지 헤드도 같은 방식으로 이어진다.",
     # core attention
-    "h.head": "Head {h}",
+    "h.head": "헤드 {h}",
     "h.scores": "2단계 — 점수: Query와 모든 Key의 비교",
-    "head.explain": "Head {h}는 Q와 K에서 자기 몫의 열 {dk}개(배열의 {first}–{last}번 열)와 V의 자기 열만 사용한다.",
-    "note.head_numbers": "글은 head를 1부터 세고, 이 설명도 그렇게 센다. qkv의 API(배열, --head)에서는 head 1이 "
-                         "인덱스 0이다.",
-    "scores.explain": "{token}의 Query를 각 Key와 내적한다 (가공되지 않은 attention score):",
-    "scores.explain.cross": "디코더 토큰 {token}의 Query를 인코더의 각 Key와 내적한다 (가공되지 않은 attention score):",
-    "scores.explain.rope": "회전한 {token}의 Query를 회전한 각 Key와 내적한다 (가공되지 않은 attention score):",
-    "h.rope": "1b단계 — RoPE: 위치만큼 q와 k를 회전",
+    "head.explain": "헤드 {h}에서는 Q와 K 가운데 자기 몫인 열 {dk}개(배열의 {first}–{last}번 열)와 V의 자기 몫 열만 쓴다.",
+    "note.head_numbers": "글은 헤드를 1부터 세고, 이 설명도 그렇게 센다. qkv의 API(배열, --head)에서는 헤드 1이 인덱스 0이다.",
+    "scores.explain": "{token}의 Query와 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
+    "scores.explain.cross": "디코더 토큰 {token}의 Query와 인코더의 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
+    "scores.explain.rope": "회전한 {token}의 Query와 회전한 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
+    "h.rope": "1b단계 — RoPE: q와 k를 위치만큼 회전",
     "rope.explain": "이 모델은 위치를 회전으로 나타낸다 (RoPE, θ = {theta}): 투영한 뒤 q와 k의 열 쌍 (i, i + {half})을 "
                     "각도 위치·θ^(−2i/{dk})만큼 돌린다. 길이는 그대로이고, 아래 점수는 회전한 q와 k로 계산하므로 "
                     "q_m·k_n은 거리 m − n에만 달려 있다.",
     "rope.query": "Query {token}의 위치는 {pos}이다. 회전 전과 후의 Q 행:",
     "rope.keys": "회전한 뒤의 K 행 (각 Key는 자기 위치만큼 돈다). 점수는 이 Key들로 계산한다:",
     "scores.matrix": "모든 Query와 모든 Key를 한꺼번에 비교한 Q·Kᵀ ({t} × {tk}). 따라가는 Query의 행을 표시했다:",
-    "scale.explain": "Q와 K는 성분이 d_k = {dk}개인 벡터이므로, 점수를 √d_k = √{dk}로 나누어 스케일링한다:",
+    "scale.explain": "Q와 K는 성분이 d_k = {dk}개인 벡터이므로, 점수를 √d_k(= √{dk})로 나누어 스케일링한다:",
     "scale.given": "점수를 스케일링한다: {formula}.",
-    "bias.explain": "스케일링한 점수에 더하는 bias:",
-    "modified.explain": "점수 함수(score_mod)가 소프트맥스 전에 각 점수를 바꾼다: {formula}. "
-                        "ALiBi는 거리 kv − q에 비례하는 벌점을 더하고, 소프트캡은 점수를 (−cap, cap) 안으로 눌러 담는다:",
-    "mask.explain": "마스크는 Query가 보면 안 되는 Key를 막는다 (소프트맥스 전에 −∞를 더하므로 가중치가 0이 된다). "
-                    "{token}에서 막힌 Key: {blocked}.",
+    "bias.explain": "스케일링한 점수에 더하는 편향:",
+    "modified.explain": "점수 함수(score_mod)가 softmax 전에 각 점수를 바꾼다: {formula}. ALiBi는 거리 kv − q에 비례하는 벌점을 더하고, 소프트캡은 점수를 "
+                        "(−cap, cap) 안으로 눌러 담는다:",
+    "mask.explain": "마스크는 Query가 보면 안 되는 Key를 막는다 (softmax 전에 −∞를 더하므로 가중치가 0이 된다). {token}에서 막힌 Key: {blocked}.",
     "none": "없음",
     "masked": "마스크",
-    "softmax.explain": "소프트맥스는 스케일링한 점수를 합이 1인 0과 1 사이의 가중치로 정규화한다 (각 점수의 exp를 "
-                       "exp들의 합으로 나눈다. 마스크 때문에 볼 수 있는 키가 하나도 없는 Query는 모든 가중치가 0이다):",
-    "softmax.steps": "softmax를 한 단계씩 계산한다. 모든 점수에서 같은 수를 빼도 가중치는 변하지 않으므로, qkv는 "
-                     "먼저 행에서 가장 큰 점수 m = {m}을 뺀다 (그러면 e^의 값이 넘칠 일이 없다). 각 가중치는 "
-                     "e^(s − m)을 그 합으로 나눈 값이다:",
+    "softmax.explain": "softmax는 스케일링한 점수를 0과 1 사이의 가중치로 바꾸고, 가중치의 합이 1이 되게 한다. 각 점수의 exp를 모든 exp의 합으로 나누는 것이다 (마스크 "
+                       "때문에 볼 수 있는 Key가 하나도 없는 Query는 가중치가 모두 0이다):",
+    "softmax.steps": "softmax를 한 단계씩 계산한다. 모든 점수에서 같은 수를 빼도 가중치는 변하지 않으므로, qkv는 먼저 그 행의 가장 큰 점수 m을 모든 점수에서 뺀다 (여기서 m "
+                     "= {m}). 그러면 e^의 값이 넘치지 않는다. 각 가중치는 e^(s − m)을 그 합으로 나눈 값이다:",
     "col.key": "Key",
     "col.score": "스케일링한 점수",
-    "col.score.final": "소프트맥스에 들어가는 점수",
+    "col.score.final": "softmax에 들어가는 점수",
     "col.weight": "가중치",
-    "weights.top": "{token}의 Query에서 가장 큰 가중치를 받는 토큰은 {top}. 따라서 {top}의 Value가 {token}의 "
-                   "업데이트된 표현에 가장 크게 기여한다.",
+    "weights.top": "{token}의 Query는 {top}에 가장 큰 가중치를 준다. 따라서 {top}의 Value가 {token}의 업데이트된 표현에 가장 크게 기여한다.",
     "out.explain": "{token}의 출력은 Value 벡터들의 가중합이다:",
     "out.explain.cross": "{token}의 출력은 인코더 Value 벡터들의 가중합으로, 소스 문장의 정보를 가중치에 따라 섞은 "
                          "것이다. 이것은 다음 단어 그 자체가 아니라, 디코더가 다음 토큰을 예측하는 데 쓰는 "
                          "중간 벡터이다.",
-    "weights.matrix": "모든 Query의 가중치(각 행의 합은 1, 마스크로 모든 키가 가려진 행은 모두 0)와 모든 토큰의 출력:",
+    "weights.matrix": "모든 Query의 가중치(각 행의 합은 1, 모든 Key가 마스크로 가려진 행은 모두 0)와 모든 토큰의 출력:",
     # heads together
-    "h.concat": "헤드 결합 (concatenate)",
-    "concat.explain": "head {h}개의 출력을 나란히 이어 붙인다: H는 {t} × {width} 형태이다.",
-    "h.output": "출력 projection W_O",
-    "wo.explain": "W_O ({rows} × {cols})는 같은 토큰 위치의 여러 head 결과를 하나의 벡터로 조합한다. W_O는 모든 "
-                  "토큰에 동일하게 적용된다.",
-    "wo.explain.model": "층의 W_O 가운데 이 head의 {rows}개 행({rows} × {cols})이 출력 Z를 다시 모델 폭으로 "
-                        "되돌린다. 층은 모든 head의 몫을 더한다 (bias도 더한다).",
-    "wo.explain.model.nobias": "층의 W_O 가운데 이 head의 {rows}개 행({rows} × {cols})이 출력 Z를 다시 모델 폭으로 "
-                               "되돌린다. 층은 모든 head의 몫을 더한다 (bias는 없다).",
+    "h.concat": "헤드 출력 결합 (Concat)",
+    "concat.explain": "헤드 {h}개의 출력을 나란히 이어 붙인다: H는 {t} × {width} 형태이다.",
+    "h.output": "출력 투영 W_O",
+    "wo.explain": "W_O ({rows} × {cols})는 같은 토큰 위치의 여러 헤드 결과를 하나의 벡터로 조합한다. W_O는 모든 토큰에 똑같이 적용된다.",
+    "wo.explain.model": "층의 W_O 가운데 이 헤드의 몫인 행 {rows}개({rows} × {cols})가 출력 Z를 다시 모델 차원으로 되돌린다. 층은 모든 헤드의 몫을 더한다 (편향도 "
+                        "더한다).",
+    "wo.explain.model.nobias": "층의 W_O 가운데 이 헤드의 몫인 행 {rows}개({rows} × {cols})가 출력 Z를 다시 모델 차원으로 되돌린다. 층은 모든 헤드의 몫을 "
+                               "더한다 (편향은 없다).",
     "y.explain.model": "Y = Z·W_O ({t} × {d}):",
     "y.explain": "Y = H·W_O ({t} × {d}):",
-    "residual.explain": "Residual 연결은 Y를 이 층의 입력 R(여기서는 R = X)에 더한다. R + Y가 다음 단계로 "
-                        "이어진다.",
-    "h.heads_check": "head를 하나씩 따로 계산해도 숫자는 같다",
-    "heads_check.explain": "head {h}개를 각각 따로, 자기 몫의 W_Q, W_K, W_V 열(Q와 K는 {dk}개씩)과 W_O의 자기 행만으로 "
-                           "계산해도 한꺼번에 계산한 것과 같은 계산이다:",
-    "head": "head {h}",
-    "col.head": "head",
+    "residual.explain": "잔차 연결은 Y를 이 층의 입력 R(여기서는 R = X)에 더한다. R + Y가 다음 단계로 이어진다.",
+    "h.heads_check": "헤드를 하나씩 따로 계산해도 숫자는 같다",
+    "heads_check.explain": "헤드 {h}개를 하나씩, 자기 몫의 W_Q, W_K, W_V 열(Q와 K는 {dk}개씩)과 W_O의 자기 몫 행만으로 따로 계산해도, 한꺼번에 한 계산과 같은 "
+                           "계산이다:",
+    "head": "헤드 {h}",
+    "col.head": "헤드",
     "col.columns": "사용하는 열",
     "col.shape": "형태",
-    "heads_check.concat": "따로 계산한 head 출력을 이어 붙인 것과 한꺼번에 계산한 H의 차이는 최대 {diff}이다.",
-    "heads_check.y": "각 head의 몫 head_h·W_O[h의 행]을 더한 것과 Y의 차이는 최대 {diff}이다.",
-    "h.shapes": "단계마다의 형태",
-    "shapes.explain": "기록된 모든 단계의 식과 형태 (head가 있으면 head 축이 앞에 온다):",
+    "heads_check.concat": "따로 계산한 헤드 출력을 이어 붙인 것과 한꺼번에 계산한 H 사이의 가장 큰 차이: {diff}.",
+    "heads_check.y": "각 헤드의 몫 head_h·W_O[h의 행]을 더한 것과 Y 사이의 가장 큰 차이: {diff}.",
+    "h.shapes": "각 단계의 형태",
+    "shapes.explain": "기록된 모든 단계의 식과 형태 (헤드가 있으면 헤드 축이 앞에 온다):",
     "col.step": "단계",
     "col.formula": "식",
     # multi-head
-    "h.mh.heads": "한 토큰에 대한 각 헤드의 출력",
-    "mh.z1": "{z}은 {example} 예제에서 계산한 {token}의 출력이다 (직접 입력한 값이 아니다).",
+    "h.mh.heads": "토큰 하나에 대한 헤드별 출력",
+    "mh.z1": "{z}: {example} 예제에서 계산한 {token}의 출력이다 (직접 입력한 값이 아니다).",
     "mh.given": "나머지 헤드 {n}개도 각자의 투영 행렬로 같은 절차를 수행한다. 여기서는 그 출력이 주어져 있다고 하자.",
-    "mh.concat": "출력 {h}개를 이어 붙여 성분 {width}개의 벡터 하나를 만든다. 헤드를 나란히 붙였기 때문에 차원이 "
-                 "증가한다:",
+    "mh.concat": "출력 {h}개를 이어 붙여 성분 {width}개의 벡터 하나를 만든다. 헤드 출력을 나란히 붙였으므로 차원이 늘어난다:",
     "mh.final.explain": "z_final = z_concat·W_O를 성분별로 계산하면 (W_O에서 0이 아닌 항만 적었다):",
     "mh.final": "이것이 {token}에 대한 multi-head attention의 출력이다. 서로 다른 관계에 초점을 맞추기 쉬운 여러 "
                 "헤드가 얻은 정보를 결합한 것이다.",
@@ -906,19 +889,18 @@ KO: dict[str, str] = {
     "gm.blend": "조모임의 결론은 대답들을 가중치만큼 걸러 들은 가중합이다:",
     "gm.lot.conclusion": "모두 lot의 대답을 따른다: 다음 단어는 “{answer}”이다.",
     "gm.question.conclusion": "lot의 목소리는 상대적으로 약해졌다: 결론은 “{answer}”이다.",
-    "gm.weaker": "lot의 가중치는 첫 번째 조모임에서 {before}, 두 번째 조모임에서 {after}이다. 소프트맥스에게 "
-                 "중요한 것은 점수의 절대값이 아니라 서로 간의 상대적인 크기이다.",
+    "gm.weaker": "lot의 가중치는 첫 번째 조모임에서 {before}, 두 번째 조모임에서 {after}이다. softmax에서 중요한 것은 점수의 절댓값이 아니라 점수끼리의 상대적인 크기이다.",
     "gm.notation.title": "두 가지 표기법, 하나의 계산",
     "gm.notation.intro": "Attention Is All You Need 논문은 토큰을 행벡터로, 3Blue1Brown 영상은 열벡터로 쓴다. "
                          "{example} 예제의 Q, K, V로 두 표기법을 나란히 계산해 보자.",
-    "gm.notation.rows": "행벡터 (논문): Attention(Q, K, V) = softmax(QKᵀ/√d_k)·V. 소프트맥스는 행마다(row-wise), "
-                        "즉 Query마다 한 행씩 적용한다.",
-    "gm.notation.columns": "열벡터 (3Blue1Brown): Attention = V·softmax(KᵀQ/√d_k). 소프트맥스는 열마다(column-wise), "
-                           "즉 Query마다 한 열씩 적용한다. 가중치는 위의 것을 전치한 것이고, 출력도 마찬가지이다.",
-    "gm.notation.same": "두 출력은 같다: 열벡터 형태의 결과를 전치하면 행벡터 형태와의 차이가 최대 {diff}이다. "
-                        "소프트맥스가 적용되는 방향과 V가 곱해지는 위치 때문에 Q와 K는 서로 역할을 바꿀 수 없다.",
+    "gm.notation.rows": "행벡터 (논문): Attention(Q, K, V) = softmax(QKᵀ/√d_k)·V. softmax는 행마다(row-wise), 즉 Query마다 한 행씩 "
+                        "적용한다.",
+    "gm.notation.columns": "열벡터 (3Blue1Brown): Attention = V·softmax(KᵀQ/√d_k). softmax는 열마다(column-wise), 즉 Query마다 "
+                           "한 열씩 적용한다. 가중치는 위의 것을 전치한 것이고, 출력도 마찬가지이다.",
+    "gm.notation.same": "두 출력은 같다: 열벡터 형태의 결과를 전치하면 행벡터 형태의 결과가 된다 (가장 큰 차이: {diff}). softmax가 적용되는 방향과 V가 곱해지는 위치 "
+                        "때문에 Q와 K는 서로 역할을 바꿀 수 없다.",
     # generic
-    "generic.intro": "트레이스에 기록된 단계는 {n}개이다. 각 단계의 식과 값을 보인다.",
+    "generic.intro": "기록된 단계는 {n}개이다. 각 단계의 식과 값을 보인다.",
     "generic.large": "앞의 {rows} × {cols}개 성분만 보인다.",
     # by hand
     "h.drift": "손 계산과 정확한 값의 비교",
@@ -931,13 +913,11 @@ KO: dict[str, str] = {
     "note.post001.weight_sum": "참고: 글은 {token}의 가중치를 마지막 자리에서 1만큼 크게 적었다 (그러면 적힌 "
                                "네 가중치의 합이 정확히 1이 된다). 정확한 값은 {value}이고, 여기서는 이를 "
                                "반올림해 적었다.",
-    "note.post001.rounded_heads": "참고: 글은 헤드 출력을 적힌 그대로, 즉 z⁽¹⁾을 소수점 아래 세 자리로 반올림한 "
-                                  "값으로 곱했기 때문에 최종 벡터가 정확한 값과 소수점 아래 넷째 자리에서 다르다. "
-                                  "위에서는 정확한 결과 {value}이 나오도록 z⁽¹⁾을 더 많은 자릿수로 적었다. 손 계산 "
-                                  "모드(--by-hand)는 글과 같은 방식으로 반올림하여 글의 숫자를 그대로 재현한다.",
-    "note.post001.byhand_out": "참고: 글에서는 이 숫자가 마지막 자리에서 1만큼 크다. 글은 자신이 적은 learning의 "
-                               "가중치(마지막 자리에서 1만큼 큰 값, 가중치에 대한 참고 참조)로 곱했기 때문이다. "
-                               "여기에 적힌 가중치로 계산하면 합은 {value}이다.",
+    "note.post001.rounded_heads": "참고: 글은 헤드 출력을 적힌 그대로, 즉 z⁽¹⁾을 소수점 아래 세 자리로 반올림한 값으로 곱했기 때문에 최종 벡터가 정확한 값과 소수점 아래 "
+                                  "넷째 자리에서 다르다. 위에서는 z⁽¹⁾을 더 많은 자릿수로 적어 정확한 결과 {value}에 맞췄다. 손 계산 모드(--by-hand)는 글과 "
+                                  "같은 방식으로 반올림하여 글의 숫자를 그대로 재현한다.",
+    "note.post001.byhand_out": "참고: 글에서는 이 숫자가 마지막 자리에서 1만큼 크다. 글은 learning의 가중치로 자기가 적은 값(마지막 자리가 1만큼 큰 값, 위의 가중치에 "
+                               "대한 참고를 보라)을 곱했기 때문이다. 여기에 적힌 가중치로 계산하면 합은 {value}이다.",
     "note.post002.underflow": "참고: 여기서 {token}의 가중치는 e^(100 − 1000)을 합으로 나눈 값으로, 약 10^−391이다. "
                               "float64가 나타낼 수 있는 가장 작은 수보다 작기 때문에 계산 결과는 정확히 {value}이다. "
                               "글의 표현대로 lot의 목소리는 상대적으로 약해지는데, 점수 차이가 이만큼 크면 사실상 "
@@ -1146,16 +1126,15 @@ KO: dict[str, str] = {
     "page.whatif_note": "softmax는 차이만 본다. 질문 단어들의 점수가 lot보다 훨씬 낮으면 lot이 가중치를 거의 다 가져가고, "
                         "훨씬 높으면 lot의 가중치는 거의 0이 된다. 다른 것을 바꾸려면 qkv serve를 쓴다.",
     # qkv.show (노트북)
-    "show.no_script": "대화형 보기가 시작되지 않았다: 이 노트북이 출력에 든 스크립트를 실행하지 않았다. 셀을 다시 "
-                      "실행하거나, 남이 저장한 노트북이라면 먼저 신뢰하도록 설정한다 (jupyter trust 노트북.ipynb). "
-                      "아래 단계별 계산은 스크립트 없이도 읽을 수 있다.",
-    "show.plain": "qkv 보기 “{title}”{shape}. HTML을 보여 주는 노트북은 이것을 대화형으로 그린다. 노트북 밖에서는 "
-                  ".save(\"attention.html\")로 페이지 파일을 써서 브라우저로 연다.",
+    "show.no_script": "대화형 보기가 시작되지 않았다: 이 노트북이 출력에 든 스크립트를 실행하지 않았다. 셀을 다시 실행하거나, 남이 저장한 노트북이라면 먼저 신뢰하도록 설정하라 "
+                      "(jupyter trust 노트북.ipynb). 아래 단계별 계산은 스크립트 없이도 읽을 수 있다.",
+    "show.plain": "qkv 보기 “{title}”{shape}. HTML을 보여 주는 노트북은 이것을 대화형으로 그린다. 노트북 밖에서는 .save(\"attention.html\")로 페이지 "
+                  "파일을 써서 브라우저로 열라.",
     "show.shape": ": 헤드 {heads}개, Query {tq}개 × Key {tk}개",
     "show.shape_layers": ": 층 {layers}개 × 헤드 {heads}개, 토큰 {tq}개",
     "show.layer_title": "{name}: 층 {layer}의 어텐션",
-    "show.outside": "qkv.show: 노트북이 아니어서 아무것도 표시하지 않았다. qkv.show가 돌려준 보기에서 "
-                    "view.save(\"attention.html\")로 페이지 파일을 써서 브라우저로 연다.",
+    "show.outside": "qkv.show: 노트북이 아니어서 아무것도 표시하지 않았다. qkv.show가 돌려준 보기에서 view.save(\"attention.html\")로 페이지 파일을 써서 "
+                    "브라우저로 열라.",
     # command line
     "list.header": "예제 목록 (qkv example NAME):",
     # 나머지 명령 (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
@@ -1179,8 +1158,8 @@ KO: dict[str, str] = {
     "cli.inspect.col.head": "헤드",
     "cli.inspect.col.layer": "층 {l}",
     "cli.inspect.next": "다음 단계",
-    "cli.inspect.hint": "--layer L --head H로 하나를 고르면 그 가중치와 계산 과정이 나온다. --figure FILE.png는 모두를 "
-                        "그림으로 그리고, --format html은 대화형 페이지를 만든다",
+    "cli.inspect.hint": "--layer L --head H로 헤드 하나를 고르면 그 가중치와 계산 과정이 나온다. --figure FILE.png는 모든 헤드를 그림으로 그리고, "
+                        "--format html은 대화형 페이지를 만든다",
     "cli.inspect.figure": "{model}: {layers} × {heads}",
     "cli.inspect.figure.layers": "층 {span}",
     "cli.inspect.figure.layer": "층 {span}",
@@ -1192,7 +1171,7 @@ KO: dict[str, str] = {
     "cli.inspect.digits": "{value}: 소수점 아래 자릿수는 0에서 12 사이의 정수여야 한다",
     "cli.inspect.top_keys": "{value}: Key 개수는 양의 정수여야 한다",
     "cli.no_directory": "디렉터리가 없다: {path}",
-    "cli.figure_type": "알 수 없는 그림 형식 {suffix}: .png, .svg, .pdf 중 하나를 쓴다",
+    "cli.figure_type": "알 수 없는 그림 형식이다: {suffix}. .png, .svg, .pdf 중 하나를 지정하라",
     "cli.inspect.range": "{value}: 범위를 벗어났다. 이 모델의 {what} 수는 {count}이다 (0 … {last}, 또는 all)",
     "cli.inspect.index": "{value}: 번호가 아니다. 이 모델의 {what} 수는 {count}이다 (0 … {last}, 또는 all)",
     "cli.inspect.what.layer": "층",
@@ -1219,7 +1198,7 @@ KO: dict[str, str] = {
                         "행렬의 {share}를 계산한다",
     "cli.masks.and": "그리고",
     "cli.masks.or": "또는",
-    "cli.masks.unknown": "{value}: 목록에 없는 마스크이다. 다음 중 하나를 고른다: {names}",
+    "cli.masks.unknown": "{value}: 목록에 없는 마스크이다. 다음 중 하나를 지정하라: {names}",
     "cli.masks.computes": "{share} 계산",
     "cli.masks.key": "Key",
     "cli.masks.query": "Query",
@@ -1260,10 +1239,10 @@ KO: dict[str, str] = {
     "cli.ring.balance": "{name}: 계산 시간, 가장 느린 랭크 ÷ 가장 빠른 랭크 = {ratio}",
     "cli.ring.timeout": "(0, 86400] 범위의 초여야 한다. 받은 값: {value}",
     "cli.ring.kv_heads": "H={heads}: G={kv}의 배수여야 한다",
-    "cli.ring.strategies": "알 수 없는 방식 {names}. {choices} 중에서 고른다",
+    "cli.ring.strategies": "알 수 없는 방식이다: {names}. 다음 중에서 지정하라: {choices}",
     "cli.ring.empty": "(빈 목록)",
-    "cli.ring.seq": "T={seq}: {need}의 배수가 아니다 (zigzag 배치는 시퀀스를 같은 길이의 조각 2·P개로 자른다, "
-                    "P={world}). --seq {fix}를 써 본다",
+    "cli.ring.seq": "T={seq}: {need}의 배수가 아니다 (zigzag 배치는 시퀀스를 같은 길이의 조각 2·P개로 자른다, P={world}). 배수인 길이를 지정하라 (예: "
+                    "--seq {fix})",
     "cli.ring.fail_rank": "0 … {last} 중 하나의 랭크여야 한다. 받은 값: {value}",
     "cli.embed.title": "{model}: 텍스트 {n}개 → 임베딩 형태 {shape} ({pooling}, 최대 토큰 {max}개)",
     "cli.embed.pooling": "{modes} 풀링",
@@ -1294,15 +1273,15 @@ KO: dict[str, str] = {
     "cli.generate.integer": "{value}: {low} 이상의 정수여야 한다",
     "cli.generate.positive": "{value}: 양수여야 한다",
     "cli.generate.probability": "{value}: (0, 1] 범위의 확률이어야 한다",
-    "cli.generate.needs_sample": "--temperature, --top-k, --top-p, --seed는 샘플링 방법을 정한다. --sample을 함께 "
-                                 "쓴다 (기본은 탐욕 디코딩이다)",
+    "cli.generate.needs_sample": "--temperature, --top-k, --top-p, --seed는 샘플링 방법을 정한다. --sample을 함께 지정하라 (기본은 탐욕 "
+                                 "디코딩이다)",
     "cli.generate.not_causal": "{model}: {kind}이다. 인과 언어 모델이 아니다 (generate는 gpt2, llama, mistral, qwen2를 "
                                "실행한다)",
-    "cli.translate.to": "{value}: ko, ja, both 중 하나를 고른다",
-    "cli.translate.figure_one": "그림은 한 언어만 보인다: --to ko 또는 --to ja를 붙인다",
-    "cli.translate.derive_one": "계산 과정은 한 언어만 따라간다: --to ko 또는 --to ja를 붙인다",
+    "cli.translate.to": "{value}: ko, ja, both 중 하나를 지정하라",
+    "cli.translate.figure_one": "그림은 한 언어만 보인다: --to ko 또는 --to ja를 지정하라",
+    "cli.translate.derive_one": "계산 과정은 한 언어만 따라간다: --to ko 또는 --to ja를 지정하라",
     "cli.translate.digits": "{value}: 0 … 8이어야 한다",
-    "cli.translate.figure_format": "알 수 없는 그림 형식이다. {choices} 중 하나를 쓴다",
+    "cli.translate.figure_format": "알 수 없는 그림 형식이다. 다음 중 하나를 지정하라: {choices}",
     "cli.translate.lang.ko": "한국어",
     "cli.translate.lang.ja": "일본어",
     # qkv serve (serve/app.py의 응답, serve/app.js 페이지의 낱말: serve.ui.*)

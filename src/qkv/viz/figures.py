@@ -897,7 +897,7 @@ def _chain(trace: Trace, query: int, head: int, words, digits: int | None, prefi
         dw, dsm = _digits(trace, prefix + WEIGHTS, digits), _digits(trace, prefix + s_name, digits)
         de = max(dw, 4)
         lines.append(words["eq_softmax"])
-        lines.append(words("eq_shift", m=_num(m, dsm)))
+        lines += words("eq_shift", m=_num(m, dsm)).split("\n")
         lines += _true_lines(lambda e: [("Σ = " + text, ok) for text, ok in [_sumline(numerators, total, de + e, de + e)]]
                              + [(f"w_{k_toks[j]} = " + text, ok) for j in range(n_keys)
                                 for text, ok in [_quot(numerators[j], total, weights[head, query, j], de + e, dw)]])
@@ -1213,14 +1213,15 @@ _DECODER_TINT, _ENCODER_TINT = "#fde2e4", "#eaf1fb"     # the two sentences' col
 
 
 def _inputs_drawable(trace: Trace, prefix: str = "") -> bool:
-    """True when the trace records a small single-head projection, X (and memory) → W_Q, W_K, W_V → Q, K, V."""
+    """True when the trace records a small single-head projection, X (and memory) → W_Q, W_K, W_V → Q, K, V
+    (≤ 8 tokens, widths ≤ 4: the worked examples' size, where every number fits its cell)."""
     names = (X, W_Q, W_K, W_V, Q, K, V, Q_HEADS)
     if prefix or not all(n in trace for n in names):
         return False
     source = _rows(trace[MEMORY].value) if MEMORY in trace else _rows(trace[X].value)
     q_heads = as_heads(trace[Q_HEADS].value, Q_HEADS)
     return (q_heads.shape[0] == 1 and _rows(trace[X].value).shape[0] <= 8 and source.shape[0] <= 8
-            and max(trace[n].value.shape[-1] for n in (X, Q, K, V)) <= 8)
+            and max(trace[n].value.shape[-1] for n in (X, Q, K, V)) <= 4)
 
 
 def _products_of(row: np.ndarray, matrix: np.ndarray, result: np.ndarray, digits_row: int, digits_matrix: int,
@@ -1277,7 +1278,7 @@ def _outline(ax, x: float, y: float, w: float, h: float) -> None:
     ax.add_patch(box)
 
 
-def _draw_inputs(sub, trace: Trace, query: int, words, digits_arg: int | None) -> None:
+def _draw_inputs(sub, trace: Trace, query: int, words, digits_arg: int | None, inches: tuple[float, float]) -> None:
     """Post 001's figure 1 begins here: X (for cross-attention the decoder's row X_dec and the encoder's
     rows M_enc) times W_Q, W_K, W_V gives q, k and v; beside it, the followed query's q and the first
     key's k written out as sums of products, so that every later number traces back to X and W."""
@@ -1302,10 +1303,11 @@ def _draw_inputs(sub, trace: Trace, query: int, words, digits_arg: int | None) -
              "    = " + _products_of(source_rows[0], w_k, k[0], d_source, digits(W_K), dk),
              words["followed"]]
     text_inches = max(_text_inches(line, _LINE_POINTS) for line in lines) + 0.3
-    width = sub.get_figure(root=True).get_size_inches()[0] if hasattr(sub, "get_figure") else 12.0
-    grid = sub.add_gridspec(1, 2, width_ratios=[max(1.0, width - text_inches), text_inches])
-    ax = sub.add_subplot(grid[0, 0])
-    text_ax = sub.add_subplot(grid[0, text_ax_index])
+    text_rows = min(0.9, 0.42 * len(lines) / (0.85 * inches[1]))        # about 0.42 in a line
+    grid = sub.add_gridspec(3, 2, width_ratios=[max(1.0, inches[0] - text_inches), text_inches],
+                            height_ratios=[(1.0 - text_rows) / 2, text_rows, (1.0 - text_rows) / 2])
+    ax = sub.add_subplot(grid[:, 0])
+    text_ax = sub.add_subplot(grid[1, text_ax_index])
     text_ax.axis("off")
     if cross:
         memory = source_rows
@@ -1330,7 +1332,7 @@ def _draw_inputs(sub, trace: Trace, query: int, words, digits_arg: int | None) -
     ax.set_aspect("equal")
     ax.axis("off")
     for i, line in enumerate(lines):
-        text_ax.text(0.0, 0.92 - i * 0.165, line, transform=text_ax.transAxes, ha="left", va="center",
+        text_ax.text(0.0, 1.0 - (i + 0.5) / len(lines), line, transform=text_ax.transAxes, ha="left", va="center",
                      fontsize=_LINE_POINTS, color="#555555" if i in (0, len(lines) - 1) else "#111111")
 
 
@@ -1426,7 +1428,7 @@ def _draw_two_sentences(ax, weights: np.ndarray, q_tokens, k_tokens, query: int,
     for j, tok in enumerate(k_tokens):
         ax.text(xk[j], bottom_y, _style.short(tok, 12), ha="center", va="top", fontsize=10,
                 bbox={"facecolor": "#eaf1fb", "edgecolor": "#999999", "pad": 2.5})
-    ax.text(span / 2, top_y - 0.55, words["decoder"], ha="center", va="bottom", fontsize=8.5, color="#444444")
+    ax.text(xq[query] + 0.45, top_y - 0.05, words["decoder"], ha="left", va="center", fontsize=8.5, color="#444444")
     ax.text(span / 2, bottom_y + 0.55, words["encoder"], ha="center", va="top", fontsize=8.5, color="#444444")
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -1434,9 +1436,9 @@ def _draw_two_sentences(ax, weights: np.ndarray, q_tokens, k_tokens, query: int,
     ax.legend(handles=[Patch(facecolor="#fde2e4", edgecolor="#999999", label=words["legend_dec"]),
                        Patch(facecolor="#eaf1fb", edgecolor="#999999", label=words["legend_enc"]),
                        Line2D([], [], color=colour, linewidth=4, label=words["cross_lines"])],
-              loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1, fontsize=7.5, frameon=False)
+              loc="upper left", ncol=1, fontsize=7.5, frameon=False)
     ax.set_xlim(-0.8, span + 0.8)
-    ax.set_ylim(bottom_y + 1.1, top_y - 1.0)
+    ax.set_ylim(bottom_y + 0.9, top_y - 1.5)
     ax.axis("off")
 
 
@@ -1457,7 +1459,7 @@ def cross_figure(trace: Trace, *, lang: str = "en", digits: int | None = None, h
         fig = Figure(figsize=(chain_width + 6.5, 10.5 + (4.3 if inputs else 0.0)), layout="constrained")
         if inputs:
             top, rest = fig.subfigures(2, 1, height_ratios=[4.3, 10.5])
-            _draw_inputs(top, trace, query, words, digits)
+            _draw_inputs(top, trace, query, words, digits, (chain_width + 6.5, 4.3))
         else:
             rest = fig
         left, right = rest.subfigures(1, 2, width_ratios=[6.5, chain_width])
@@ -1617,7 +1619,7 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
         fig = Figure(figsize=(sum(columns) + 0.8, body + strip), layout="constrained")
         if inputs:
             top, rest = fig.subfigures(2, 1, height_ratios=[strip, body])
-            _draw_inputs(top, trace, query, words, digits)
+            _draw_inputs(top, trace, query, words, digits, (sum(columns) + 0.8, strip))
         else:
             rest = fig
         subs = rest.subfigures(1, len(columns), width_ratios=columns, squeeze=False)[0]
