@@ -72,7 +72,7 @@ def test_korean_and_english_show_the_same_numbers(traces, name):
 def test_korean_self_attention_reads_like_the_seed(traces):
     text = flat(render(traces["self-attention"], "text", lang="ko"))
     assert "Self-attention에서는 각 토큰이 같은 문장 안의 모든 토큰" in text
-    assert "√d_k = √2로 나누어 스케일링한다" in text
+    assert "√d_k(= √2)로 나누어 스케일링한다" in text
     assert "z_love = [0.893, 0.930, 0.818]" in text
     assert "참고: 글은 learning의 가중치를" in text
 
