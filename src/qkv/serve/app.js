@@ -492,7 +492,8 @@
     return out;
   }
   function traceView(trace, prefix, qTokens, kTokens, headIndex, opts) {
-    var src = sourceOf(trace, prefix);
+    // the cell's derivation may read a meeting's given value rows; the step-through reads what is recorded
+    var src = V.jsonSource(trace, prefix, DIGITS), cellSrc = sourceOf(trace, prefix);
     var weights = as3(stepOf(trace, prefix + "weights"));
     var H = weights.length, tq = weights[0].length, tk = weights[0][0].length, h = headIndex;
     var kvHeads = src.has("k_heads") ? src.shape("k_heads")[0] : H, kv = Math.floor(h / Math.max(1, H / kvHeads));
@@ -562,7 +563,7 @@
       cellBox.setAttribute("data-cell", i + "," + j);
       var title = opts.cellTitle ? opts.cellTitle(i, j)
         : W("derivation", { i: i, q: qTokens[i], j: j, k: kTokens[j] });
-      var rows = V.cellRows(src, { h: h, kv: kv, i: i, j: j, rotated: false }, VW());
+      var rows = V.cellRows(cellSrc, { h: h, kv: kv, i: i, j: j, rotated: false }, VW());
       V.derivation(cellBox, title, rotatedRows(rows, i, j), VW()).classList.add("qkv-derivation-cell");
       draw(); steps(true);
       if (fromUser) bringIntoView(cellBox);
