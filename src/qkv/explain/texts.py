@@ -815,9 +815,8 @@ KO: dict[str, str] = {
     "scores.explain.cross": "디코더 토큰 {token}의 Query와 인코더의 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
     "scores.explain.rope": "회전한 {token}의 Query와 회전한 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
     "h.rope": "1b단계 — RoPE: q와 k를 위치만큼 회전",
-    "rope.explain": "이 모델은 위치를 회전으로 나타낸다 (RoPE, θ = {theta}): 투영한 뒤 q와 k의 열 쌍 (i, i + {half})을 "
-                    "각도 위치·θ^(−2i/{dk})만큼 돌린다. 길이는 그대로이고, 아래 점수는 회전한 q와 k로 계산하므로 "
-                    "q_m·k_n은 거리 m − n에만 달려 있다.",
+    "rope.explain": "이 모델은 위치를 회전으로 나타낸다 (RoPE, θ = {theta}). 투영한 뒤 q와 k의 열을 i번과 (i + {half})번끼리 짝지어, 각 쌍을 각도 "
+                    "위치·θ^(−2i/{dk})만큼 돌린다. 길이는 그대로이고, 아래 점수는 회전한 q와 k로 계산하므로 q_m·k_n은 거리 m − n에만 달려 있다.",
     "rope.query": "Query {token}의 위치는 {pos}이다. 회전 전과 후의 Q 행:",
     "rope.keys": "회전한 뒤의 K 행 (각 Key는 자기 위치만큼 돈다). 점수는 이 Key들로 계산한다:",
     "scores.matrix": "모든 Query와 모든 Key를 한꺼번에 비교한 Q·Kᵀ ({t} × {tk}). 따라가는 Query의 행을 표시했다:",
@@ -1446,7 +1445,7 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "mask": "마스크", "heads": "헤드", "positions": "위치", "rope": "따라가는 Query의 RoPE",
         "causal": "인과 마스크: Query i는 Key 0 … i만 본다 (각 행에서 대각선 오른쪽은 0이고, 계산 과정의 마스크 "
                   "단계에서는 그 자리가 −∞이다)",
-        "window": "; 슬라이딩 윈도: 마지막 Key {w}개만 본다 (Query 자신 포함)",
+        "window": ". 슬라이딩 윈도: 마지막 Key {w}개만 본다 (Query 자신 포함)",
         "mha": "Query 헤드 {h}개, 헤드마다 자기 Key/Value 헤드가 있다",
         "mqa": "다중 Query 어텐션, MQA", "gqa": "그룹 Query 어텐션, GQA",
         "grouped": "Query 헤드 {h}개, Key/Value 헤드 {g}개 ({kind}): {groups}",
