@@ -815,3 +815,19 @@ def test_translator_rows_name_the_input_and_the_word_generated():
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == [f"{before} → {word}" for before, word in zip(inputs, translation.target)]
     assert any("the token before" in t for t in figure_texts(fig))
+
+
+def test_heads_figure_speaks_korean_and_keeps_i_upright():
+    """`qkv heads --figure` in Korean: score names as the table prints them, no English label; the
+    rollout's column "I" upright."""
+    from qkv.viz.heads import heads_figure
+
+    names = ["entropy", "first_token", "previous_token", "self", "duplicate_token", "induction"]
+    scores = {name: np.full((2, 3), 0.5) for name in names}
+    tokens = ["I", "love", "machine", "learning"]
+    fig = heads_figure(scores, np.eye(4), tokens, lang="ko")
+    words = {w for t in figure_texts(fig) for w in re.findall(r"[A-Za-z]{2,}", t)}
+    assert words <= {"love", "machine", "learning"}, words
+    assert {"첫 토큰", "인덕션"} <= {ax.get_title() for ax in fig.axes}
+    (label,) = [t for ax in fig.axes for t in ax.get_xticklabels() if t.get_text() == "I"]
+    assert label.get_rotation() == 0
