@@ -116,7 +116,9 @@ def test_inspect_every_head_in_korean(capsys, minilm, fmt):
 def test_inspect_one_head_summary_in_korean(capsys, minilm):
     code, out, err = run(capsys, "inspect", TEXT, "--lang", "ko", "--layer", "2", "--head", "5", "--top", "3")
     assert code == 0, err
-    title = minilm.trace(TEXT, layer=2, head=5, query=1).title           # where the derivation starts
+    from qkv.explain import texts
+
+    title = texts.text("ko", "title.model.head", model=minilm.name, layer=2, head=5)   # where the derivation starts
     summary = out[: out.index("\n" + title + "\n")]
     assert "헤드 5의 가중치 (행: Query, 열: Key, 각 행의 합은 1)" in summary
     assert "Query 1 “cats”에서 가중치가 가장 큰 Key 3개" in summary
