@@ -40,7 +40,7 @@
     state.head = p.has("head") ? +p.get("head") : null;
     var c = (p.get("cell") || "").split(",");
     state.cell = c.length === 2 && c[0] !== "" ? [+c[0], +c[1]] : null;
-    state.example = p.has("example") ? p.get("example") : "self-attention";
+    state.example = p.get("example") || "self-attention";      // an uploaded file is not in the link
     state.part = +(p.get("part") || 0);
     state.lang = p.get("lang") === "ko" ? "ko" : "en";
     state.whatif = null;
@@ -49,7 +49,7 @@
   function writeURL(push) {
     var p = new URLSearchParams();
     if (state.tab === "example") {
-      if (state.example !== "self-attention") p.set("example", state.example);
+      if (state.example && state.example !== "self-attention") p.set("example", state.example);
       if (state.part) p.set("part", state.part);
       if (state.whatif && changed(state.whatif)) p.set("whatif", JSON.stringify(body(state.whatif)));
     } else if (state.tab === "translate") {
