@@ -296,6 +296,7 @@ EN: dict[str, str] = {
     "fig.rows_out": "softmax(QKᵀ/√d_k)·V: one row per token",
     "fig.columns_out": "V·softmax(KᵀQ/√d_k): one column per token",
     "fig.notations_same": "the same numbers, transposed (largest difference: {diff})",
+    "fig.more_digits": "more decimals than above: with fewer, the printed rows would not add up to the printed z",
     "fig.heads.layer": "layer",
     "fig.heads.head": "head",
     "fig.heads.nats": "{name} (nats)",
@@ -835,7 +836,7 @@ KO: dict[str, str] = {
     "none": "없음",
     "masked": "마스크",
     "softmax.explain": "softmax는 스케일링한 점수를 0과 1 사이의 가중치로 바꾸고, 가중치의 합이 1이 되게 한다. 각 점수의 exp를 모든 exp의 합으로 나누는 것이다 (마스크 "
-                       "때문에 볼 수 있는 Key가 하나도 없는 Query는 가중치가 모두 0이다):",
+                       "때문에 볼 수 있는 Key가 하나도 없는 Query는 모든 가중치가 0이다):",
     "softmax.steps": "softmax를 한 단계씩 계산한다. 모든 점수에서 같은 수를 빼도 가중치는 변하지 않으므로, qkv는 먼저 그 행의 가장 큰 점수 m을 모든 점수에서 뺀다 (여기서 m "
                      "= {m}). 그러면 e^의 값이 넘치지 않는다. 각 가중치는 e^(s − m)을 그 합으로 나눈 값이다:",
     "col.key": "Key",
@@ -994,6 +995,7 @@ KO: dict[str, str] = {
     "fig.rows_out": "softmax(QKᵀ/√d_k)·V: 토큰마다 한 행",
     "fig.columns_out": "V·softmax(KᵀQ/√d_k): 토큰마다 한 열",
     "fig.notations_same": "같은 수를 전치한 것이다 (가장 큰 차이: {diff})",
+    "fig.more_digits": "위보다 자릿수가 많다: 더 적으면 적힌 행의 합이 적힌 z와 맞지 않는다",
     "fig.heads.layer": "층",
     "fig.heads.head": "헤드",
     "fig.heads.nats": "{name} (자연로그 단위)",
