@@ -141,12 +141,12 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     label = trace.meta.get("head")
     several = bool(parts) and parts[0]["heads"] > 1
     payload = {"title": trace.title, "parts": parts, "isModel": is_model,
-               "head": int(label or 0) if several else 0, "lead": _lead(trace.title, parts, is_model),
+               "head": int(label or 0) if several else 0, "lead": _lead(_titles(trace), parts, is_model),
                "headBase": head_number(trace.meta, 0), "kind": trace.meta.get("kind", ""),
                "query": _followed(trace, parts)}
     if not parts:                 # no weights (the multi-head example): the steps around the heads
         payload["flow"] = _flow(trace, digits)
-        payload["lead"] = {language: texts.text(language, "page.lead.flow", title=trace.title or "qkv")
+        payload["lead"] = {language: texts.text(language, "page.lead.flow", title=_titles(trace)[language] or "qkv")
                            for language in ("en", "ko")}
     if trace.meta.get("kind") == "group-meeting":
         payload["whatIf"] = _meeting_variants(trace, digits)
@@ -222,14 +222,23 @@ def _meeting_variants(trace: Trace, digits: int) -> dict | None:
             "variants": variants, "digits": digits}
 
 
-def _lead(title: str, parts: list[dict], is_model: bool, lang: str = "en") -> dict:
+def _titles(trace: Trace) -> dict[str, str]:
+    """The page's title in each language: a worked example's own title (texts ``title.<example>``, as its
+    explanation is headed), else the trace's title."""
+    example = trace.meta.get("example")
+    return {language: texts.text(language, f"title.{example}")
+            if example and f"title.{example}" in texts.LANGS[language] else trace.title
+            for language in ("en", "ko")}
+
+
+def _lead(title: str | dict, parts: list[dict], is_model: bool, lang: str = "en") -> dict:
     """The page's first line, in both languages (the page picks its own): what it shows."""
     if not parts:
         return {}
     first = parts[0]
     out = {}
     for language in ("en", "ko"):
-        name = title or ("qkv" if language == "en" else "qkv")
+        name = (title.get(language) if isinstance(title, dict) else title) or "qkv"
         if is_model:
             out[language] = texts.text(language, "page.lead.model", title=name, layers=len(parts),
                                        heads=first["heads"], tokens=first["tq"])
@@ -320,7 +329,7 @@ def trace_html(trace: Trace, *, lang: str = "en", digits: int = DIGITS, inline: 
     Returns the HTML text. The step-by-step derivation of `qkv.explain.derivation_html` follows the view.
     """
     payload = _payload(trace, digits, lang)
-    return _page(payload, title=trace.title, lang=lang, digits=digits,
+    return _page(payload, title=_titles(trace)[lang] if lang in ("en", "ko") else trace.title, lang=lang, digits=digits,
                  derivation=_derivation(trace, lang, digits, full), inline=inline)
 
 
