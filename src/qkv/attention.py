@@ -263,7 +263,7 @@ def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, r
         emit(record, MASK, xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
               formula="0 (may attend) / −∞ (masked)")
     weights, lse = _softmax_steps(scaled, allowed, record=record)
-    weights = emit(record, WEIGHTS, weights, formula="e^(s − m) / Σ e^(s − m) = softmax(Q·Kᵀ/√d_k)")
+    weights = emit(record, WEIGHTS, weights, formula="e^(s − m) / Σ e^(s − m) = softmax(s)")
     out = _weights_times_values(call, weights, vc)            # (…, H, Tq, Dv)
     out = emit(record, OUT, out, formula="softmax(·)·V")
     result = (xp.astype(out, call.dtype),)

@@ -269,6 +269,7 @@ class TraceInfo:
     bias_out: bool | None = None
     derivation: Any = None
     derivation_tokens: int | None = None
+    what_if: dict | None = None
 
     @classmethod
     def of(cls, meta: dict) -> "TraceInfo":

@@ -132,6 +132,9 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
     if changes is not None:
         _check_changes(name, changes)
         meta.update(notes=[], what_if=changes.describe())
+        if changes.factor != 1.0 or not changes.sqrt_dk:
+            # the post's decimals for scaled scores suit its own scale (whole numbers in the meeting)
+            meta["digits"] = {k: v for k, v in meta["digits"].items() if not k.endswith("scaled_scores")}
     if kind == "attention":
         if changes is not None:
             doc = changes.apply(doc, EDITABLE[name])

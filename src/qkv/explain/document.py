@@ -766,17 +766,29 @@ def _group_meeting(ctx: Context) -> None:
         weights = ctx.value(f"{name}/weights")[0]
         values = ctx.value(f"{name}/v")
         out = ctx.value(f"{name}/out")[0]
+        # the table's weights carry the decimals that make "softmax(scores)·V = out" below true as printed
+        n, width = len(tokens), values.shape[1]
+        shown_w, holds = fit([ctx.num(f"{name}/weights", w) for w in weights] +
+                             [ctx.num(f"{name}/v", values[j, c]) for j in range(n) for c in range(width)],
+                             [ctx.num(f"{name}/out", z) for z in out],
+                             lambda v: [sum((v[j] * v[n + j * width + c] for j in range(n)), Decimal(0))
+                                        for c in range(width)])
         ctx.add(Heading(ctx.t(f"gm.{name}.title", sentence=" ".join(tokens))),
                 Para(ctx.t(f"gm.{name}.explain", query=scene["query"])),
                 Table([ctx.t("col.token"), ctx.t("gm.col.score", query=scene["query"]), ctx.t("col.weight"),
                        ctx.t("gm.col.answer", answers=", ".join(f"“{a}”" for a in answers))],
-                      [[tok, ctx.num(f"{name}/scores", scores[j]), ctx.num(f"{name}/weights", weights[j]),
+                      [[tok, ctx.num(f"{name}/scores", scores[j]), shown_w[j],
                         ctx.vec(f"{name}/v", values[j])] for j, tok in enumerate(tokens)]))
+        scaled = ctx.value(f"{name}/scaled_scores")[0]
+        if not np.array_equal(scaled, scores):          # a what-if's factor: the softmax reads scaled scores
+            factor = (ctx.info.what_if or {}).get("factor", "?")
+            ctx.add(Para(ctx.t("gm.scaled", factor=factor)),
+                    Calc([[sym("s"), EQ, ctx.vec(f"{name}/scaled_scores", scaled)]]))
         if ctx.has(f"{name}/exp_scores") and len(tokens) <= 12:
-            _softmax_steps(ctx, 0, 0, tokens, f"{name}/scaled_scores", scores, lambda i, j: False, prefix=f"{name}/")
+            _softmax_steps(ctx, 0, 0, tokens, f"{name}/scaled_scores", scaled, lambda i, j: False, prefix=f"{name}/")
         _notes(ctx, f"{name}/weights", 0, keys=tokens)
         ctx.add(Para(ctx.t("gm.blend")),
-                Calc([[sym("softmax(scores)·V", r"\operatorname{softmax}(\text{scores})\,V"), EQ,
+                Calc([[sym("softmax(scores)·V", r"\operatorname{softmax}(\text{scores})\,V"), EQ if holds else APPROX,
                        ctx.vec(f"{name}/out", out)]]))
         if out.size and answers:
             ctx.add(Para(ctx.t(f"gm.{name}.conclusion", answer=answers[int(np.argmax(out))])))

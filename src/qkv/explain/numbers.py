@@ -4,7 +4,7 @@ same rule), and how many decimals each step shows."""
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
 import numpy as np
@@ -78,7 +78,11 @@ def fmt_small(value: float) -> str:
 
 def fmt_decimal(value: Decimal, digits: int) -> str:
     """An exact Decimal written as `fmt` writes a float: ``digits`` decimals, halves away from zero."""
-    text = str(value.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+    if not value.is_finite():
+        return fmt(float(value), digits)
+    with localcontext() as context:          # room for every digit left of the point and `digits` right of it
+        context.prec = max(28, value.adjusted() + digits + 2)
+        text = str(value.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
     return text[1:] if text.startswith("-") and set(text[1:]) <= set("0.") else text
 
 

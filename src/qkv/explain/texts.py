@@ -188,6 +188,7 @@ EN: dict[str, str] = {
     "gm.col.score": "score Q_{query}·K",
     "gm.col.answer": "answer V (votes for {answers})",
     "gm.blend": "The meeting's conclusion is the weighted sum of the answers:",
+    "gm.scaled": "In this what-if every score is multiplied by {factor} before the softmax:",
     "gm.lot.conclusion": "The group follows lot's answer: the next word is “{answer}”.",
     "gm.question.conclusion": "lot's voice is now relatively weak: the conclusion is “{answer}”.",
     "gm.weaker": "lot's weight was {before} in the first meeting and is {after} in the second: softmax only "
@@ -892,6 +893,7 @@ KO: dict[str, str] = {
                            "주장한다:",
     "gm.col.score": "찰떡궁합점수 Q_{query}·K",
     "gm.col.answer": "대답 V ({answers}에 대한 투표)",
+    "gm.scaled": "이 what-if에서는 softmax에 넣기 전에 모든 점수를 {factor}배 한다:",
     "gm.blend": "조모임의 결론은 대답들을 가중치만큼 걸러 들은 가중합이다:",
     "gm.lot.conclusion": "모두 lot의 대답을 따른다: 다음 단어는 “{answer}”이다.",
     "gm.question.conclusion": "lot의 목소리는 상대적으로 약해졌다: 결론은 “{answer}”이다.",

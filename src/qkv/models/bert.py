@@ -353,7 +353,7 @@ class BertEncoder:
                 return trace
             for index, (_, w) in enumerate(self.states(batch.ids, batch.lengths, weights=True)):
                 if w is not None:
-                    trace(f"layer {index - 1}/weights", w[0], formula="softmax(Q·Kᵀ/√d_k) per row, every head")
+                    trace(f"layer {index - 1}/weights", w[0], formula="softmax(Q·Kᵀ/√d_k)")
             return trace
         layer = _check_index("layer", layer, self.config.n_layers)
         x = None
