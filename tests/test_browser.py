@@ -913,3 +913,29 @@ def test_arrow_keys_step_only_the_view_last_touched(browser_context, tmp_path): 
         assert page.errors == []
     finally:
         page.close()
+
+
+def test_step_through_of_a_longer_text_keeps_the_followed_row_in_view(browser_context, tmp_path):  # noqa: F811
+    """20 tokens: the tables elide rows, but never the followed query's; per-key lines say when they are a few."""
+    tokens = [f"t{i}" for i in range(20)]
+    trace = qkv.Trace("twenty tokens", meta={"tokens": tokens, "kind": "self-attention", "query": 15})
+    qkv.MultiHeadAttention.random(8, n_heads=2, seed=4)(np.random.default_rng(4).standard_normal((20, 8)),
+                                                         causal=True, record=trace)
+    path = tmp_path / "long.html"
+    path.write_text(trace_html(trace, digits=DIGITS), encoding="utf-8")
+    page = OpenPage(browser_context, path)
+    try:
+        p = page.page
+        walked = all_steps(page)
+        assert sum(1 for s in walked for line in s["lines"] if check_equation(line)) > 20
+        p.evaluate("() => document.querySelector('.qkv-view').qkv.stepper.go(2)")      # q, k, v
+        assert p.get_attribute(".qkv-stepper", "data-step") == "qkv"
+        row = p.locator(".qkv-stepper table[data-step='q_heads'] tr", has=p.locator("td.qkv-write"))
+        assert row.locator("th").inner_text() == "t15"
+        np.testing.assert_allclose([float(t.replace("−", "-")) for t in row.locator("td").all_inner_texts()],
+                                   trace["q_heads"].value[0, 15], atol=TOLERANCE)
+        p.evaluate("() => document.querySelector('.qkv-view').qkv.stepper.go(4)")      # ÷ √d_k
+        assert "of the 20 keys" in p.locator(".qkv-stepper .qkv-stepbody").inner_text()
+        assert page.errors == []
+    finally:
+        page.close()

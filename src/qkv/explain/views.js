@@ -358,14 +358,20 @@
   // a slice [a] of a recorded step as a table; mark(r, c) → "qkv-read" | "qkv-write" | ""
   function tableHtml(src, step, a, opts) {
     var s = src.shape(step), R = s[1], C = s[2], rows = [], cols = [];
-    function pick(n, limit) {
-      var out = [];
-      if (n <= limit) { for (var k = 0; k < n; k++) out.push(k); return out; }
-      for (k = 0; k < limit - 3; k++) out.push(k);
-      out.push(-1); out.push(n - 2); out.push(n - 1);
+    function pick(n, limit, keep) {   // all, or the first ones, those kept (the followed row), the last two; −1: a gap
+      var out = [], k;
+      if (n <= limit) { for (k = 0; k < n; k++) out.push(k); return out; }
+      var wanted = {};
+      for (k = 0; k < limit - 4; k++) wanted[k] = true;
+      (keep || []).forEach(function (x) { if (x >= 0 && x < n) wanted[x] = true; });
+      wanted[n - 2] = wanted[n - 1] = true;
+      Object.keys(wanted).map(Number).sort(function (a, b) { return a - b; }).forEach(function (x) {
+        if (out.length && out[out.length - 1] !== x - 1) out.push(-1);
+        out.push(x);
+      });
       return out;
     }
-    var rowIdx = opts.rows || pick(R, 12), colIdx = opts.cols || pick(C, 12);
+    var rowIdx = opts.rows || pick(R, 12, opts.keepRows), colIdx = opts.cols || pick(C, 12, opts.keepCols);
     var mark = opts.mark || function () { return ""; };
     var html = '<table class="qkv-mt" data-step="' + esc(step) + '"><caption>' + esc(opts.caption || step) +
       ' <span class="qkv-note">(' + R + " × " + C + ")</span></caption><tr><th></th>";
@@ -397,6 +403,11 @@
     var kLabel = function (r) { return ctx.kTokens[r] !== undefined ? ctx.kTokens[r] : String(r); };
     var rowI = function (r) { return r === i ? "qkv-read" : ""; };
     var allRow = []; for (var c0 = 0; c0 < tk; c0++) allRow.push([i, c0]);
+    // a line per key: every key up to 12, else the first 11 and the focused key j, with a note saying so
+    var someKeys = [];
+    for (var c1 = 0; c1 < tk && (tk <= 12 || c1 < 11); c1++) someKeys.push(c1);
+    if (someKeys.indexOf(j) < 0 && j < tk) someKeys.push(j);
+    var someNote = someKeys.length < tk ? '<p class="qkv-note">' + esc(fill(W["st.some_keys"], { n: someKeys.length, m: tk })) + "</p>" : "";
     // q, k, v of this head: the recorded heads, or a plain q, k, v (T, D) where one head is all there is
     function pick(heads, plain, n) { return src.has(heads) ? heads : (ctx.heads || 1) <= 1 && src.has(plain) && src.shape(plain)[1] === n ? plain : null; }
     var qName = pick("q_heads", "q", tq), kName = pick("k_heads", "k", tk), vName = pick("v_heads", "v", tk);
@@ -410,7 +421,7 @@
     function inCols(cols, c) { return !cols || (c >= cols[0] && c <= cols[1]); }
 
     if (src.has("x")) {
-      var sx = src.shape("x"), html = tableHtml(src, "x", 0, { caption: "X", rowLabel: qLabel, mark: rowI });
+      var sx = src.shape("x"), html = tableHtml(src, "x", 0, { caption: "X", rowLabel: qLabel, mark: rowI, keepRows: [i] });
       var text = fill(W["st.x.text"], { t: sx[1], d: sx[2], tok: q(tok), i: i });
       if (src.has("memory")) {
         var sm = src.shape("memory");
@@ -434,7 +445,7 @@
     }
     if (qName || kName || vName) {
       html = "";
-      if (qName) html += tableHtml(src, qName, qa, { caption: ctx.heads > 1 ? "q (" + hn + ")" : "q", rowLabel: qLabel,
+      if (qName) html += tableHtml(src, qName, qa, { keepRows: [i], caption: ctx.heads > 1 ? "q (" + hn + ")" : "q", rowLabel: qLabel,
         mark: function (r) { return r === i ? "qkv-write" : ""; } });
       if (kName) html += tableHtml(src, kName, ka, { caption: "k", rowLabel: kLabel });
       if (vName) html += tableHtml(src, vName, va, { caption: "v", rowLabel: kLabel });
@@ -459,7 +470,7 @@
         if (eq) html += line("q·k[" + q(kLabel(jj)) + "] = " + eq);
       });
       if (detail.length && detail.length < tk) html += '<p class="qkv-note">' + esc(fill(W["st.dot.one"], { key: q(kLabel(j)), n: tk })) + "</p>";
-      html += tableHtml(src, "scores", h, { caption: W.score, rows: [i], rowLabel: qLabel, colLabel: kLabel,
+      html += tableHtml(src, "scores", h, { caption: W.score, rows: [i], rowLabel: qLabel, colLabel: kLabel, keepCols: [j],
         mark: function () { return "qkv-write"; } });
       var given = !qName || !kName;     // scores typed in (the group meeting), not q·k
       steps.push({ id: "dot", title: W[given ? "st.scores" : "st.dot"], text: fill(W[given ? "st.scores.text" : "st.dot.text"], { tok: q(tok), dk: dk }),
@@ -470,7 +481,8 @@
       var factor = (/·\s*([0-9.eE+-]+)/.exec(formula) || [])[1];
       html = "";
       if (src.has("scores")) {
-        for (var jj = 0; jj < tk && jj < 12; jj++) {
+        for (var n1 = 0; n1 < someKeys.length; n1++) {
+          var jj = someKeys[n1];
           var sc = src.text("scores", h, i, jj), ss = src.text("scaled_scores", h, i, jj);
           var sv = Number(sc.replace("−", "-")), target = Number(ss.replace("−", "-")), div = byRoot ? Math.sqrt(dk) : 1 / Number(factor || 1);
           var holds = isFinite(sv) && Math.abs(sv / div - target) <= 0.5 * Math.pow(10, -(ss.split(".")[1] || "").length) + 1e-12;
@@ -483,6 +495,7 @@
           html += line(q(kLabel(jj)) + ": " + span("qkv-read", sc) + (byRoot ? " ÷ √" + dk : " × " + esc(factor || "?")) +
             sign + span("qkv-write", ss) + (holds ? "" : ' <span class="qkv-note">' + esc(W.from_unrounded_short) + "</span>"));
         }
+        html += someNote;
       }
       text = byRoot ? fill(W["st.scale.text"], { dk: dk }) : fill(W["st.scale.given"], { formula: formula });
       steps.push({ id: "scale", title: byRoot ? W["st.scale"] : W["st.scale.other"], text: text, html: html, read: [], write: [] });
@@ -515,7 +528,8 @@
         var dt = dec(total), sumHolds = okSum && dt && roundsTo(sumD, dt);
         html += line("Σ e^(s − m) = " + parts.join(" + ") + (sumHolds ? (sameD(sumD, dt) ? " = " : " ≈ ") : " → ") + span("qkv-write", total) +
           (sumHolds ? "" : ' <span class="qkv-note">' + esc(W.from_unrounded_short) + "</span>"));
-        for (k2 = 0; k2 < tk && k2 < 16; k2++) {
+        for (var n2 = 0; n2 < someKeys.length; n2++) {
+          k2 = someKeys[n2];
           var wtxt = src.text("weights", h, i, k2);
           if (src.has("mask") && src.masked(h, i, k2)) { html += line(q(kLabel(k2)) + ": " + esc(W.masked) + " → " + span("qkv-write", wtxt)); continue; }
           var et = src.text("exp_scores", h, i, k2), ed = dec(et), wd = dec(wtxt), ok = false;
@@ -527,6 +541,7 @@
           html += line(q(kLabel(k2)) + ": " + span("qkv-read", et) + " / " + span("qkv-read", total) + (ok ? " = " : " ≈ ") + span("qkv-write", wtxt) +
             (ok ? "" : ' <span class="qkv-note">' + esc(W.from_unrounded_short) + "</span>"));
         }
+        html += someNote;
       } else {
         html += '<p class="qkv-note">' + esc(W["st.softmax.norec"]) + "</p>";
         html += tableHtml(src, "weights", h, { caption: W.weight, rows: [i], rowLabel: qLabel, colLabel: kLabel, mark: function () { return "qkv-write"; } });
@@ -538,18 +553,20 @@
     if (src.has("weights") && vName && src.has("out")) {
       var dv = src.shape(vName)[2], shownCols = Math.min(dv, 4);
       html = "";
-      for (var k3 = 0; k3 < tk && k3 < 16; k3++) {
+      for (var n3 = 0; n3 < someKeys.length; n3++) {
+        var k3 = someKeys[n3];
         var wt = src.text("weights", h, i, k3), vrow = rowTexts(src, vName, vh, k3), prods = [];
         for (var c = 0; c < dv; c++) { var a1 = dec(wt), b1 = dec(vrow[c]); prods.push(a1 && b1 ? showD(mulD(a1, b1)) : "?"); }
         html += line(q(kLabel(k3)) + ": " + span("qkv-read", wt) + " × [" + vrow.map(function (t) { return span("qkv-read", t); }).join(", ") + "] = [" +
           prods.map(function (t) { return span("qkv-write", t); }).join(", ") + "]");
       }
+      html += someNote;
       steps.push({ id: "weighted", title: W["st.weighted"], text: W["st.weighted.text"], html: html, read: allRow, write: [] });
       html = "";
       for (c = 0; c < shownCols; c++) {
         var terms2 = [];
-        for (k3 = 0; k3 < tk; k3++) if (!(src.has("mask") && src.masked(h, i, k3))) terms2.push([src.text("weights", h, i, k3), src.text(vName, vh, k3, c)]);
-        var eq2 = tk <= 16 ? productSum(terms2, src.text("out", h, i, c), W, { aCls: "qkv-read", bCls: "qkv-read" }) : null;
+        for (var k4 = 0; k4 < tk; k4++) if (!(src.has("mask") && src.masked(h, i, k4))) terms2.push([src.text("weights", h, i, k4), src.text(vName, vh, k4, c)]);
+        var eq2 = tk <= 32 ? productSum(terms2, src.text("out", h, i, c), W, { aCls: "qkv-read", bCls: "qkv-read" }) : null;
         if (eq2) html += line("z[" + c + "] = " + eq2);
       }
       if (dv > shownCols) html += '<p class="qkv-note">' + esc(fill(W["st.first_cols"], { n: shownCols, m: dv })) + "</p>";
