@@ -1,14 +1,19 @@
-"""matplotlib figures of a Trace: heatmaps, the layers × heads grid, the seed-000 projection picture
-(X → W_Q/W_K/W_V → Q/K/V → heads → attention per head → concat → W_O → Y → R + Y), one query's
-whole chain (q·k → ÷√dₖ → softmax → each value row × its weight → z), cross-attention as two
-sentences, and masks.
+"""matplotlib figures of a Trace: heatmaps, the layers × heads grid, the layer of "Attention의 projection:
+Q·K·V와 멀티 헤드" (X → W_Q/W_K/W_V → Q/K/V → heads → attention per head → concat → W_O → Y → R + Y),
+one query's whole chain (q·k → ÷√dₖ → softmax → each value row × its weight → z), the worked examples
+from their inputs (X → W_Q, W_K, W_V → q, k, v; cross-attention's decoder row and encoder rows), the
+multi-head step (z⁽¹⁾ … → Concat → H·W_O), the group meeting of "어텐션이 조모임이라면", and masks.
 
 Every function returns a `matplotlib.figure.Figure` (no pyplot state); `save_figure` writes one as
-PNG, SVG or PDF. Figures only read recorded numbers. Conventions shared by every view:
-- counting starts at 0 (layers, heads, tokens, columns), as the CLI's --layer/--head and Python;
+PNG, SVG or PDF. Figures only read recorded numbers; the arithmetic they write out (a sum of
+products, a quotient, a sum) is formed from recorded numbers beside the recorded result, and is true
+as printed (`_true_lines`). Conventions shared by every view:
+- counting starts at 0 (layers, heads, tokens, columns), as the CLI's --layer/--head and Python; a
+  worked example's heads are numbered as its post numbers them (`qkv.trace.head_number`);
 - one colour scale for weights (`qkv.explain.style`): the absolute weight 0…1, shaded by √weight,
   with its legend in every figure; masked cells are hatched grey and written "masked";
-- digits: the trace's own precision for a step when it carries one, else `qkv.explain.style.DIGITS`.
+- digits: the trace's own precision for a step when it carries one, else `qkv.explain.style.DIGITS`
+  (more where a written equation needs them to be true as printed).
 """
 
 from __future__ import annotations
@@ -1076,6 +1081,9 @@ def _draw_value_rows(ax, panel, query: int, k_tokens, blocked, words, digits_out
         ax.text(x_s + dv * cell / 2, -0.4, words["value_rows"], ha="center", va="bottom", fontsize=7.5)
     # "z — their sum" under the Σ row, not beside it: the room goes to the cells, whose numbers then fit
     ax.text(x_s + dv * cell / 2, z_y + 1.35, "z  — " + words["sum_z"], ha="center", va="top", fontsize=7.5)
+    if dw > digits_w or dvv > digits_v:      # say why these weights or values carry more decimals
+        ax.text(x_w - 3.0, z_y + 0.5, _wrapped(words["more_digits"], 2.2, 7), ha="left", va="center", fontsize=7,
+                color="#555555")
     ax.set_xlim(-3.2, x_s + dv * cell + 0.6)
     ax.set_ylim(z_y + 2.6, -1.6 if answers is not None else -1.2)
     ax.set_aspect("equal")
@@ -1667,7 +1675,8 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
       trace of several heads with W_Q/W_K/W_V): `projection_figure`, the whole layer;
     - cross-attention with few tokens: `cross_figure`, two sentences and the chain;
     - one attention (self-attention, one head of a model): `attention_figure` (mask | weights | chain);
-    - scoped single-query scenes (seed 002's group meeting): their chains side by side.
+    - the group meeting ("어텐션이 조모임이라면"): `meeting_figure`; other scoped single-query
+      scenes: their chains side by side.
     """
     parts = attention_parts(trace)
     kind = trace.meta.get("kind")

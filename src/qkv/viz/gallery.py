@@ -37,8 +37,12 @@ def draw_figures(folder: Path, repo: Path | None = None) -> list[Path]:
     written = []
     for name in ("self-attention", "cross-attention", "multi-head", "projection", "group-meeting"):
         written.append(save_figure(_example(name), folder / f"pictures-{name}.png"))
-    written.append(save_figure(_example("self-attention"), folder / "pictures-self-attention-ko.png", lang="ko"))
-    written.append(save_figure(_example("cross-attention"), folder / "pictures-cross-attention-ko.png", lang="ko"))
+    for name in ("self-attention", "cross-attention", "multi-head", "group-meeting"):
+        written.append(save_figure(_example(name), folder / f"pictures-{name}-ko.png", lang="ko"))
+    from ..translator import explain as translator_explain, model as translator_model
+
+    translation = translator_model.load().translate("I love you", "ja")
+    written.append(write_figure(translator_explain.alignment_figure(translation), folder / "pictures-translator.png"))
     user = (repo or Path.cwd()) / "examples" / "my-example.toml"
     if user.is_file():                      # two heads, causal mask: the whole layer with the mask hatched
         written.append(save_figure(_user_example(user), folder / "pictures-causal-two-heads.png"))
