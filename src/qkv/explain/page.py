@@ -156,7 +156,7 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
                                                     limit=trace.meta.get("derivation_tokens", "?"),
                                                     tokens=parts[0]["tq"])
     if label is not None and not several:     # the page writes "layer 2, head 3" in its language
-        payload["headName"] = {"layer": trace.meta.get("layer"), "head": label}
+        payload["headName"] = {"layer": trace.meta.get("layer"), "head": head_number(trace.meta, int(label))}
     return payload
 
 
