@@ -831,3 +831,16 @@ def test_heads_figure_speaks_korean_and_keeps_i_upright():
     assert {"첫 토큰", "인덕션"} <= {ax.get_title() for ax in fig.axes}
     (label,) = [t for ax in fig.axes for t in ax.get_xticklabels() if t.get_text() == "I"]
     assert label.get_rotation() == 0
+
+
+def test_the_scaling_panel_says_what_was_done():
+    """÷√dₖ only for the default scale; a temperature (scale=0.3) is "× scale"; no scaling, no panel."""
+    q, k, v = np.random.default_rng(0).standard_normal((3, 4, 2))
+    labels = {}
+    for name, scale in (("default", None), ("temperature", 0.3), ("none", 1.0)):
+        trace = qkv.Trace(name, meta={"tokens": list("abcd"), "query": 1})
+        qkv.attention(q, k, v, scale=scale, record=trace)
+        labels[name] = [ax.get_ylabel() for ax in viz.query_path(trace).axes if ax.get_ylabel()]
+    assert labels["default"][1].startswith("÷ √dₖ")
+    assert labels["temperature"][1].startswith("× scale") and not any("√" in x for x in labels["temperature"])
+    assert len(labels["none"]) == 2 and not any("√" in x for x in labels["none"])

@@ -666,7 +666,8 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
             bar.set_label(words["legend"], fontsize=7.5)
             bar.ax.tick_params(labelsize=7)
         shape = f"T={rows_total}, d={width_d}, h={n_heads}" + (f", dₕ={width_d // n_heads}" if top else "")
-        fig.suptitle(f"{_title(trace, words) or words['projection']}  ({shape})", fontsize=11)
+        title = _title(trace, words) or words["projection"]
+        fig.suptitle(title if "T = " in title else f"{title}  ({shape})", fontsize=11)   # no shape said twice
     return fig
 
 
@@ -828,18 +829,21 @@ class _Panel:
 
 def _scale_of(trace: Trace, prefix: str, head: int, query: int) -> tuple[str, int | None]:
     """How the recorded scaled scores came from the scores: ("same", None) when they are equal (nothing
-    was scaled, as in post 002's group meeting), ("sqrt", d_k) when they are scores / √d_k, d_k the width
-    of the recorded q heads, else ("other", None). Reads the two recorded steps; computes no attention."""
+    was scaled, as in the group meeting of "어텐션이 조모임이라면"), ("sqrt", d_k) for the default scale
+    1/√d_k (d_k the width of the recorded q heads, None when they are not recorded), else ("other",
+    None): a temperature or scale= given. Reads the recorded steps and the step's formula; computes no
+    attention."""
     scores = step_heads(trace, prefix + SCORES)[head, query]
     scaled = step_heads(trace, prefix + SCALED_SCORES)[head, query]
     finite = np.isfinite(scores) & np.isfinite(scaled)
     if np.array_equal(scores[finite], scaled[finite]):
         return "same", None
     q_heads = step_heads(trace, prefix + Q_HEADS)
-    if q_heads is not None:
-        d_k = int(q_heads.shape[-1])
-        if np.allclose(scaled[finite], scores[finite] / np.sqrt(d_k), rtol=1e-12, atol=0.0):
-            return "sqrt", d_k
+    d_k = int(q_heads.shape[-1]) if q_heads is not None else None
+    if d_k is not None and np.allclose(scaled[finite], scores[finite] / np.sqrt(d_k), rtol=1e-12, atol=0.0):
+        return "sqrt", d_k
+    if "1/√d_k" in (trace[prefix + SCALED_SCORES].formula or ""):     # the default scale, d_k not recorded
+        return "sqrt", None
     return "other", None
 
 
@@ -877,7 +881,7 @@ def _chain(trace: Trace, query: int, head: int, words, digits: int | None, prefi
         how, d_k = _scale_of(trace, prefix, head, query)
         if how != "same":
             lines = []
-            if write and how == "sqrt":
+            if write and how == "sqrt" and d_k is not None:
                 from decimal import Decimal
 
                 scaled = step_heads(trace, prefix + SCALED_SCORES)[head, query]
@@ -888,7 +892,8 @@ def _chain(trace: Trace, query: int, head: int, words, digits: int | None, prefi
                     (f"s_{k_toks[j]} = " + text, ok) for j in range(n_keys)
                     for text, ok in [_quot(scores[j], 0.0, scaled[j], ds + e, dss, denominator_text=f"√{d_k}",
                                            exact_denominator=root)]])
-            panels.append(_Panel(SCALED_SCORES, words["scaled"], lines))
+            # a scale other than 1/√d_k (a temperature, scale=): the panel must not claim ÷√d_k
+            panels.append(_Panel(SCALED_SCORES, words["scaled"] if how == "sqrt" else words["scaled_other"], lines))
     for name, key in ((BIASED_SCORES, "biased"), (MODIFIED_SCORES, "modified")):
         if name in names:
             panels.append(_Panel(name, words[key]))
