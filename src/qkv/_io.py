@@ -34,6 +34,9 @@ from typing import Any, Callable, Iterator
 
 from .errors import InputError
 
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+"""The figure files qkv writes (the format follows the suffix): one list for viz, the CLI and serve."""
+
 __all__ = ["write_atomic", "write_atomic_with", "check_output", "all_or_nothing", "read_text", "load_json",
            "load_toml", "parse_int", "as_int", "int_option", "check_input_file", "MAX_FILE_BYTES", "MAX_DEPTH",
            "MAX_INT_DIGITS"]

@@ -10,11 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._io import short_repr
+from .. import frontdoor
+from .._io import check_output, short_repr
 from ..errors import InputError
 from ..explain.texts import LANGS, text
+from ..trace import Trace
 
-__all__ = ["add_model_option", "load_model", "add_lang_option", "check_lang", "words", "write_text"]
+__all__ = ["add_model_option", "load_model", "add_lang_option", "check_lang", "words", "write_text",
+           "add_output_options", "check_options", "emit", "EXPLANATION_FORMATS"]
 
 
 def add_model_option(parser: argparse.ArgumentParser) -> None:
@@ -36,10 +39,8 @@ def add_lang_option(parser: argparse.ArgumentParser, what: str = "the output") -
 
 
 def check_lang(lang: str) -> str:
-    """``lang`` if it is one of `LANGS`, else the one-line InputError `qkv example` gives."""
-    if lang not in LANGS:
-        raise InputError(f"{short_repr(lang)}: expected one of {', '.join(LANGS)}", field="--lang")
-    return lang
+    """``lang`` if it is one of the languages, else the one-line InputError every front end gives."""
+    return frontdoor.check_lang(lang, field="--lang")
 
 
 def words(lang: str):
@@ -60,3 +61,56 @@ def write_text(output: str, out: str | None) -> None:
     from .._io import write_atomic
 
     write_atomic(out, output)
+
+
+# ------------------------------------------------------------------ `qkv example` and `qkv explain`
+EXPLANATION_FORMATS = ("text", "markdown", "html", "json")
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """The options `example` and `explain` share (validated by `check_options`, one-line errors)."""
+    add_lang_option(parser, "the explanation")
+    parser.add_argument("--format", default="text", metavar="FORMAT", dest="format",
+                        help="text | markdown | html | json (default text)")
+    parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
+    parser.add_argument("--query", metavar="TOKEN", help="the token to follow (a token, or a row index)")
+    parser.add_argument("--digits", metavar="N", help="decimals shown (default: the precision the post prints, else 4)")
+    parser.add_argument("--by-hand", action="store_true",
+                        help="round every intermediate to the digits shown, as with a calculator, and show the drift")
+    parser.add_argument("--figure", metavar="FILE", help="also save the figure that suits the example (.png .svg .pdf)")
+
+
+def check_options(args: argparse.Namespace) -> int | None:
+    """Validate lang, format, digits and the output files before anything is computed; returns digits."""
+    check_lang(args.lang)
+    if args.format not in EXPLANATION_FORMATS:
+        raise InputError(f"{short_repr(args.format)}: expected one of {', '.join(EXPLANATION_FORMATS)}",
+                         field="--format")
+    digits = frontdoor.check_digits(args.digits, field="--digits")
+    if args.by_hand and args.format == "html":
+        raise InputError("the HTML page shows exact values; use --by-hand with text, markdown or json",
+                         field="--by-hand")
+    if args.out is not None:
+        check_output(args.out, field="--out")
+    if args.figure is not None:
+        frontdoor.check_figure(args.figure, field="--figure", lang=args.lang)
+    return digits
+
+
+def emit(trace: Trace, args: argparse.Namespace, digits: int | None) -> int:
+    """Render ``trace`` as asked; write --out / --figure atomically, or print."""
+    from .._io import write_atomic
+    from ..explain import render
+
+    color = args.format == "text" and args.out is None and sys.stdout.isatty()
+    text_out = render(trace, args.format, lang=args.lang, digits=digits, by_hand=args.by_hand, color=color)
+    if args.figure is not None:
+        from ..viz import save_figure
+
+        save_figure(trace, args.figure, lang=args.lang)
+    if args.out is not None:
+        write_atomic(args.out, text_out)
+    else:
+        sys.stdout.write(text_out)
+        sys.stdout.flush()
+    return 0

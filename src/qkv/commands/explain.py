@@ -11,7 +11,8 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
-from .example import add_output_options, check_options, emit
+from ..frontdoor import trace_from_document
+from ._options import add_output_options, check_options, emit
 
 
 def register(subparsers) -> None:
@@ -24,22 +25,13 @@ def register(subparsers) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from ..examples.runner import trace_spec
-    from ..spec import is_saved_trace, parse_spec, read_document, read_saved_trace, resolve_query
+    from ..spec import read_document
 
     digits = check_options(args)
     path = Path(args.file)
     doc = read_document(path)
-    if not is_saved_trace(doc):
-        spec = parse_spec(doc, source=str(path), base=path.parent)
-        return emit(trace_spec(spec, query=args.query, by_hand=args.by_hand, digits=digits), args, digits)
-    trace = read_saved_trace(doc, source=str(path))
-    if args.query is not None:
-        tokens = list(trace.meta.get("tokens") or [])
-        trace.meta["query"] = resolve_query(args.query, tokens, source=None, field="--query")
-    if args.by_hand and not any(s.name.startswith("by hand/") for s in trace.steps):
-        raise InputError("this saved trace has no by-hand steps (save it with --by-hand)", source=str(path),
-                         field="--by-hand")
+    trace = trace_from_document(doc, source=str(path), base=path.parent, query=args.query, by_hand=args.by_hand,
+                                digits=digits)
     try:
         return emit(trace, args, digits)
     except InputError:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .._io import as_int, int_option, short_repr
+from .. import frontdoor
 from ..errors import InputError
 from ..explain.model_text import (grid_summary, head_summary, is_causal, structure_json, top_keys,
                                   truncated)
@@ -181,9 +182,8 @@ def _check_options(args: argparse.Namespace) -> None:
     for option, target in (("--out", args.out), ("--figure", args.figure)):
         if target is not None and not Path(target).parent.is_dir():
             raise InputError(t("cli.no_directory", path=repr(str(Path(target).parent))), source=target, field=option)
-    if args.figure is not None and Path(args.figure).suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise InputError(t("cli.figure_type", suffix=repr(Path(args.figure).suffix or "(none)")),
-                         source=args.figure, field="--figure")
+    if args.figure is not None:
+        frontdoor.check_figure(args.figure, field="--figure", lang=args.lang)
 
 
 def _selection(option: str, value: str, count: int, t) -> list[int]:

@@ -53,12 +53,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .. import frontdoor
 from ..errors import InputError
 from ..trace import Trace
 
 __all__ = ["Limits", "create_app", "ROUTES", "CSP", "LANGS"]
 
-LANGS = ("en", "ko")
+LANGS = frontdoor.LANGS
 
 CSP = ("default-src 'none'; script-src 'self'; style-src-elem 'self'; style-src-attr 'unsafe-inline'; "
        "img-src 'self' data:; connect-src 'self'; font-src 'none'; object-src 'none'; form-action 'none'; "
@@ -292,10 +293,10 @@ def _int_param(request: Request, name: str, *, required: bool = True) -> int | N
 
 
 def _lang(request: Request) -> str:
-    lang = request.query_params.get("lang", "en")
-    if lang not in LANGS:
-        raise ApiError(400, f"lang: {lang!r}: expected one of {', '.join(LANGS)}")
-    return lang
+    try:
+        return frontdoor.check_lang(request.query_params.get("lang", "en"), field="lang")
+    except InputError as exc:
+        raise ApiError(400, str(exc)) from None
 
 
 def _lang_said(request: Request) -> str:
@@ -305,9 +306,10 @@ def _lang_said(request: Request) -> str:
 
 def _digits(request: Request) -> int | None:
     digits = _int_param(request, "digits", required=False)
-    if digits is not None and not 0 <= digits <= 12:
-        raise ApiError(400, f"digits: {digits}: expected a whole number of decimals from 0 to 12")
-    return digits
+    try:
+        return frontdoor.check_digits(digits, field="digits")
+    except InputError as exc:
+        raise ApiError(400, str(exc)) from None
 
 
 def _query(request: Request) -> int | str | None:
@@ -369,17 +371,9 @@ def _parse_upload(data: bytes, filename: str) -> dict:
 
 
 def _upload_trace(doc: dict, filename: str, query: Any) -> Trace:
-    """As `qkv explain FILE` does: a saved trace is read back, an example file is computed."""
-    from ..examples.runner import trace_spec
-    from ..spec import is_saved_trace, parse_spec, read_saved_trace, resolve_query
-
-    if is_saved_trace(doc):
-        trace = read_saved_trace(doc, source=filename)
-        if query is not None:
-            trace.meta["query"] = resolve_query(query, list(trace.meta.get("tokens") or []), source=None,
-                                                field="query")
-        return trace
-    return trace_spec(parse_spec(doc, source=filename, base=None), query=query)
+    """As `qkv explain FILE` does (`qkv.frontdoor.trace_from_document`): a saved trace is read back, an
+    example file is computed."""
+    return frontdoor.trace_from_document(doc, source=filename, base=None, query=query, field="query")
 
 
 # ---------------------------------------------------------------------------------------------- what-if

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._io import write_atomic_with
+from .._io import FIGURE_SUFFIXES, write_atomic_with
 from ..errors import InputError
 from ..trace import Trace
 from . import fonts
@@ -25,7 +25,7 @@ from .figures import (attention_figure, attention_grid, cross_figure, figure_for
 __all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask_figure", "attention_figure",
            "cross_figure", "figure_for", "save_figure", "write_figure", "fonts", "FORMATS"]
 
-FORMATS = (".png", ".svg", ".pdf")
+FORMATS = FIGURE_SUFFIXES
 _DPI = 150
 
 

@@ -1,0 +1,72 @@
+"""What the command line and `qkv serve` share: the languages, the digit bounds, the figure suffixes,
+the output check, and "a document → a trace". Both front ends call these, so a value is accepted or
+refused, and worded, the same way in a terminal and in the browser.
+
+Each check raises `qkv.InputError` naming the field it was given (``--lang`` for the command line,
+``lang`` for an HTTP parameter); serve turns it into a 400 answer, the CLI into one line and exit 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ._io import FIGURE_SUFFIXES, check_output, parse_int, short_repr
+from .errors import InputError
+from .explain.texts import LANGS as _TEXT_LANGS
+from .trace import BY_HAND, Trace
+
+__all__ = ["LANGS", "DIGITS", "FIGURE_SUFFIXES", "check_lang", "check_digits", "check_figure", "check_output",
+           "trace_from_document"]
+
+LANGS: tuple[str, ...] = tuple(_TEXT_LANGS)
+"""The languages of every explanation, page and command (en, ko)."""
+
+DIGITS = (0, 12)
+"""Decimals a reader may ask for: from 0 to 12."""
+
+
+
+def check_lang(value: Any, *, field: str = "--lang") -> str:
+    """``value`` if it is one of `LANGS`; else ``FIELD: 'xx': expected one of en, ko``."""
+    if value not in LANGS:
+        raise InputError(f"{short_repr(value)}: expected one of {', '.join(LANGS)}", field=field)
+    return value
+
+
+def check_digits(value: Any, *, field: str = "--digits") -> int | None:
+    """None stays None (the precision the trace asks for); else a whole number from 0 to 12 (a string too)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or (not isinstance(value, (int, str))):
+        raise InputError(f"{short_repr(value)}: expected a whole number of decimals from 0 to 12", field=field)
+    return parse_int(str(value), field=field, low=DIGITS[0], high=DIGITS[1], what="a whole number of decimals")
+
+
+def check_figure(path: str, *, field: str = "--figure", lang: str = "en") -> str:
+    """``path`` if its suffix is one of `FIGURE_SUFFIXES` and it may be written (`check_output`)."""
+    from .explain.texts import text
+
+    if Path(path).suffix.lower() not in FIGURE_SUFFIXES:
+        raise InputError(text(lang, "cli.figure_type", suffix=repr(Path(path).suffix or "(none)")),
+                         source=path, field=field)
+    check_output(path, field=field)
+    return path
+
+
+def trace_from_document(doc: dict, *, source: str, base: Path | None = None, query: Any = None,
+                        by_hand: bool = False, digits: int | None = None, field: str = "--query") -> Trace:
+    """An example document → its trace: a saved trace (``--format json``) is read back, not recomputed;
+    an example file (docs/examples.md) is computed by the examples' runner. ``query`` follows a token."""
+    from .examples.runner import trace_spec
+    from .spec import is_saved_trace, parse_spec, read_saved_trace, resolve_query
+
+    if not is_saved_trace(doc):
+        return trace_spec(parse_spec(doc, source=source, base=base), query=query, by_hand=by_hand, digits=digits)
+    trace = read_saved_trace(doc, source=source)
+    if query is not None:
+        trace.meta["query"] = resolve_query(query, list(trace.info.tokens), source=None, field=field)
+    if by_hand and not any(s.name.startswith(BY_HAND + "/") for s in trace.steps):
+        raise InputError("this saved trace has no by-hand steps (save it with --by-hand)", source=source,
+                         field="--by-hand")
+    return trace
