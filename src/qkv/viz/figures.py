@@ -538,6 +538,11 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
     if not top:                  # post 001's multi-head example: heads → concat → W_O → z_final
         return _multi_head_figure(trace, words, digits)
     shown = lambda h: head_number(trace.meta, h)      # noqa: E731  the head numbers a reader sees (post 000: 1, 2)
+    # cross-attention: K and V are the encoder's rows times W_K, W_V, not X's
+    source = lambda name: "M_enc" if MEMORY in trace and name in (K, V) else "X"      # noqa: E731
+    n_split = as_heads(trace[Q_HEADS].value, Q_HEADS).shape[0] if Q_HEADS in trace else 1
+    # with more than two heads side by side, a head's labels take two lines so that they do not run together
+    narrow = lambda text: text.replace(": ", ":\n", 1).replace(" = ", " =\n", 1) if n_split > 2 else text  # noqa: E731
     rows_total = _rows(trace[X if top else CONCAT].value).shape[0]
     rows = min(rows_total, max_rows)
 
@@ -597,7 +602,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
                 _arrow(ax, (start + span / 2, y - 2.1), (start + span / 2, y - 0.9))
                 _draw_block(ax, start, y, matrix, cell=cell, row_cell=1.0, digits=dg(name), fontsize=fs,
                             col_heads=np.arange(matrix.shape[1]) // max(1, matrix.shape[1] // heads[name].shape[0]),
-                            label=f"{name.upper()} = X·W_{name.upper()}  ({rows_total}×{matrix.shape[1]})")
+                            label=f"{name.upper()} = {source(name)}·W_{name.upper()}  ({matrix.shape[0]}×{matrix.shape[1]})")
             token_names(y, x0=centres[Q][0] - 0.3)
             y += rows + 2.6
             # Row 3: each projection seen as T×h×dₕ — the same numbers, one block per head.
@@ -629,7 +634,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
                     aw, _ = _draw_block(ax, block_x, y, weights[h, :rows, :keys_shown], cell=1.2, row_cell=1.0,
                                         digits=_digits(trace, WEIGHTS, digits), fontsize=fs, weights=True,
                                         blocked=blocked, masked_word=words["masked"],
-                                        label=words("attention_head", h=shown(h)))
+                                        label=narrow(words("attention_head", h=shown(h))))
                     for j in range(keys_shown):
                         ax.text(block_x + (j + 0.5) * 1.2, y + rows + 0.15, _style.short(keys[j], 8), ha="right",
                                 va="top", fontsize=6.5, rotation=0 if len(keys[j]) <= 3 else 35, rotation_mode="anchor")
@@ -638,7 +643,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
                     block_x += 2.0
                     ow, _ = _draw_block(ax, block_x, y, outs[h, :rows], cell=cell, row_cell=1.0, digits=dg(OUT),
                                         fontsize=fs, col_heads=np.full(outs.shape[2], h),
-                                        label=words("head_out", h=shown(h)))
+                                        label=narrow(words("head_out", h=shown(h))))
                     block_x += ow + gap
                 right_edge = max(right_edge, block_x - gap)
                 token_names(y)
