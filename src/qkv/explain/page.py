@@ -141,12 +141,12 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     label = trace.meta.get("head")
     several = bool(parts) and parts[0]["heads"] > 1
     payload = {"title": trace.title, "parts": parts, "isModel": is_model,
-               "head": int(label or 0) if several else 0, "lead": _lead(_titles(trace), parts, is_model),
+               "head": int(label or 0) if several else 0, "lead": _lead(_lead_titles(trace), parts, is_model),
                "headBase": head_number(trace.meta, 0), "kind": trace.meta.get("kind", ""),
                "query": _followed(trace, parts)}
     if not parts:                 # no weights (the multi-head example): the steps around the heads
         payload["flow"] = _flow(trace, digits)
-        payload["lead"] = {language: texts.text(language, "page.lead.flow", title=_titles(trace)[language] or "qkv")
+        payload["lead"] = {language: _untitled(texts.text(language, "page.lead.flow", title=_lead_titles(trace)[language]))
                            for language in ("en", "ko")}
     if trace.meta.get("kind") == "group-meeting":
         payload["whatIf"] = _meeting_variants(trace, digits)
@@ -231,6 +231,19 @@ def _titles(trace: Trace) -> dict[str, str]:
             for language in ("en", "ko")}
 
 
+def _lead_titles(trace: Trace) -> dict[str, str]:
+    """The title the first line starts with: none for a worked example (its heading already says it)."""
+    return {language: "" if trace.meta.get("example") else (trace.title or "qkv") for language in ("en", "ko")}
+
+
+def _untitled(line: str) -> str:
+    """A first line written for "{title}: …" with an empty title: its rest, starting with a capital."""
+    if line.startswith(": "):
+        line = line[2:]
+        return line[:1].upper() + line[1:]
+    return line
+
+
 def _lead(title: str | dict, parts: list[dict], is_model: bool, lang: str = "en") -> dict:
     """The page's first line, in both languages (the page picks its own): what it shows."""
     if not parts:
@@ -238,13 +251,14 @@ def _lead(title: str | dict, parts: list[dict], is_model: bool, lang: str = "en"
     first = parts[0]
     out = {}
     for language in ("en", "ko"):
-        name = (title.get(language) if isinstance(title, dict) else title) or "qkv"
+        name = title.get(language, "") if isinstance(title, dict) else (title or "qkv")
         if is_model:
             out[language] = texts.text(language, "page.lead.model", title=name, layers=len(parts),
                                        heads=first["heads"], tokens=first["tq"])
         else:
             out[language] = texts.text(language, "page.lead.trace", title=name, heads=first["heads"],
                                        tq=first["tq"], tk=first["tk"])
+        out[language] = _untitled(out[language])
     return out
 
 
