@@ -752,7 +752,7 @@ def test_the_pages_words_come_from_texts(client):
         ko = page["ko"][key]
         assert any("\uac00" <= ch <= "\ud7a3" for ch in ko) or key in ("hover", "meeting"), key
     examples = client.get("/api/examples").json()["examples"]
-    assert {e["post"]["seed"] for e in examples} == {"000", "001", "002"}
+    assert {e["post"]["id"] for e in examples} == {"000", "001", "002"}
     assert {e["post"]["title"]["ko"] for e in examples} == {
         "Attention의 projection: Q·K·V와 멀티 헤드", "어텐션이 조모임이라면",
         "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention"}

@@ -292,7 +292,7 @@ def _title(ctx: Context) -> None:
         title = ctx.trace.title or ctx.t("title.user")
     ctx.add(Heading(title, 1))
     if info.post and texts.has(ctx.lang, f"post.{info.post}"):
-        ctx.add(Para(ctx.t("post", title=ctx.t(f"post.{info.post}"))))
+        ctx.add(Para(ctx.t("post", title=ctx.t(f"post.{info.post}"), gloss=ctx.t(f"post.{info.post}.gloss"))))
     if info.head_base == 1:
         ctx.add(Note(ctx.t("note.head_numbers")))
     if ctx.by_hand:

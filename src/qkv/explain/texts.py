@@ -21,11 +21,14 @@ EN: dict[str, str] = {
     "title.model.layer": "{model}: layer {layer}, all {n} heads",
     "title.model.head": "{model}: layer {layer}, head {head}",
     "title.model.kv_head": "{model}: layer {layer}, head {head} (key/value head {kv})",
-    "post": "A worked example from the post {title}; every number below is computed by qkv from the inputs.",
-    "post.000": "“Attention의 projection: Q·K·V와 멀티 헤드” (Attention's projections: Q·K·V and multiple heads)",
-    "post.001": "“도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention” "
-                "(self-, cross- and multi-head attention through diagrams and minimal examples)",
-    "post.002": "“어텐션이 조모임이라면” (if attention were a group meeting)",
+    "post": "A worked example from the post “{title}” ({gloss}); every number below is computed by qkv from the "
+            "inputs.",
+    "post.000": "Attention의 projection: Q·K·V와 멀티 헤드",
+    "post.001": "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention",
+    "post.002": "어텐션이 조모임이라면",
+    "post.000.gloss": "attention's projections: Q·K·V and multiple heads",
+    "post.001.gloss": "self-, cross- and multi-head attention through diagrams and minimal examples",
+    "post.002.gloss": "if attention were a group meeting",
     "byhand.intro": "By hand: every intermediate is rounded to the digits shown and the next step is "
                     "computed from the rounded numbers, as with a calculator.",
     "byhand.digits": "Each number is rounded to {digits} decimals.",
@@ -442,6 +445,15 @@ EN: dict[str, str] = {
                            "lot keeps {lot}). Each position of the slider was computed by qkv's own attention when "
                            "this page was built; the page only looks the numbers up.",
     "page.whatif_score": "score of the question's words",
+    "page.whatif_scale": "What if the scores were scaled differently before the softmax? The weights of {tok} for "
+                         "each scale below were computed by qkv's own attention, on the recorded q, k and v, when this "
+                         "page was built (d_k = {dk}); the page only looks them up.",
+    "page.whatif_scale_label": "scores ×",
+    "page.whatif_recorded": "as recorded",
+    "page.whatif_no_root": "without ÷ √d_k",
+    "page.whatif_scale_note": "A larger scale sharpens the weights toward the largest score; 0 gives every key the "
+                              "same weight. ÷ √d_k keeps the scores from growing with the width of q and k. For "
+                              "other changes (a cell of X or W) run qkv serve.",
     "page.whatif_result": "lot's weight: {w}; the blended answer: {out} → “{answer}”.",
     "page.whatif_note": "Softmax cares about differences: as long as the question's words score far below lot, lot "
                         "takes almost all the weight; once they score far above it, lot's weight falls to almost 0. "
@@ -607,10 +619,6 @@ EN: dict[str, str] = {
     "cli.translate.lang.ko": "ko",
     "cli.translate.lang.ja": "ja",
     # qkv serve (serve/app.py answers, serve/app.js page words: serve.ui.*)
-    "serve.post.000": "Attention의 projection: Q·K·V와 멀티 헤드 (attention's projection: Q·K·V and multiple heads)",
-    "serve.post.001": "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention "
-                      "(self-, cross- and multi-head attention through diagrams and minimal cases)",
-    "serve.post.002": "어텐션이 조모임이라면 (if attention were a group meeting)",
     "serve.error.empty_text": "empty: type a sentence first, e.g. The cat sat on the mat.",
     "serve.error.no_text": "missing (the text to run through the model)",
     "serve.error.chars": "{count} characters; the server takes at most {limit}",
@@ -757,10 +765,13 @@ KO: dict[str, str] = {
     "title.model.layer": "{model}: 층 {layer}, 헤드 {n}개 전체",
     "title.model.head": "{model}: 층 {layer}, 헤드 {head}",
     "title.model.kv_head": "{model}: 층 {layer}, 헤드 {head} (Key/Value 헤드 {kv})",
-    "post": "글 {title}의 예제이다. 아래의 모든 숫자는 입력으로부터 qkv가 직접 계산한 값이다.",
-    "post.000": "“Attention의 projection: Q·K·V와 멀티 헤드”",
-    "post.001": "“도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention”",
-    "post.002": "“어텐션이 조모임이라면”",
+    "post": "글 「{title}」({gloss})의 예제이다. 아래의 모든 숫자는 입력으로부터 qkv가 직접 계산한 값이다.",
+    "post.000": "Attention의 projection: Q·K·V와 멀티 헤드",
+    "post.001": "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention",
+    "post.002": "어텐션이 조모임이라면",
+    "post.000.gloss": "Q·K·V를 만드는 투영, head 나누기, 출력 투영",
+    "post.001.gloss": "최소 사례로 직접 계산하는 self-, cross-, multi-head attention",
+    "post.002.gloss": "Query·Key·Value를 조모임에 빗대어 이해하기",
     "byhand.intro": "손 계산: 계산기로 계산하듯 모든 중간 결과를 화면에 보이는 자릿수로 반올림하고, 다음 단계는 반올림한 숫자로 계산한다.",
     "byhand.digits": "모든 숫자를 소수점 아래 {digits}자리로 반올림한다.",
     "byhand.seed_digits": "각 단계의 숫자는 글에 적힌 자릿수로 반올림한다.",
@@ -1141,6 +1152,15 @@ KO: dict[str, str] = {
                            "슬라이더의 각 위치는 이 페이지를 만들 때 qkv의 어텐션으로 계산했고, 페이지는 숫자를 찾아 "
                            "보여 주기만 한다.",
     "page.whatif_score": "질문 단어들의 점수",
+    "page.whatif_scale": "softmax 전에 점수에 다른 배율을 곱하면 어떻게 될까? 슬라이더의 각 배율에서 {tok}의 가중치는 "
+                         "이 페이지를 만들 때 기록된 q, k, v로 qkv의 어텐션이 계산했다 (d_k = {dk}). 페이지는 숫자를 "
+                         "찾아 보여 주기만 한다.",
+    "page.whatif_scale_label": "점수 ×",
+    "page.whatif_recorded": "기록된 값",
+    "page.whatif_no_root": "÷ √d_k 없이",
+    "page.whatif_scale_note": "배율이 클수록 가중치가 가장 큰 점수 쪽으로 몰리고, 0이면 모든 Key의 가중치가 같아진다. "
+                              "÷ √d_k는 q와 k의 폭이 커져도 점수가 함께 커지지 않게 한다. X나 W의 칸을 바꾸려면 qkv "
+                              "serve를 쓴다.",
     "page.whatif_result": "lot의 가중치: {w}, 가중합한 대답: {out} → “{answer}”.",
     "page.whatif_note": "softmax는 차이만 본다. 질문 단어들의 점수가 lot보다 훨씬 낮으면 lot이 가중치를 거의 다 가져가고, "
                         "훨씬 높으면 lot의 가중치는 거의 0이 된다. 다른 것을 바꾸려면 qkv serve를 쓴다.",
@@ -1304,9 +1324,6 @@ KO: dict[str, str] = {
     "cli.translate.lang.ko": "한국어",
     "cli.translate.lang.ja": "일본어",
     # qkv serve (serve/app.py의 응답, serve/app.js 페이지의 낱말: serve.ui.*)
-    "serve.post.000": "Attention의 projection: Q·K·V와 멀티 헤드",
-    "serve.post.001": "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention",
-    "serve.post.002": "어텐션이 조모임이라면",
     "serve.error.empty_text": "비어 있다. 먼저 문장을 입력해야 한다 (예: The cat sat on the mat.)",
     "serve.error.no_text": "없다 (모델에 넣을 문장이 필요하다)",
     "serve.error.chars": "{count}자이다. 이 서버는 최대 {limit}자까지 받는다",

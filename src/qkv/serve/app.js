@@ -318,13 +318,13 @@
     ui.exampleList.textContent = "";
     var groups = [];
     data.examples.forEach(function (x) {
-      var seed = x.post ? x.post.seed : "";
-      var g = groups.filter(function (g) { return g.seed === seed; })[0];
-      if (!g) { g = { seed: seed, title: x.post ? x.post.title[state.lang] : "", items: [] }; groups.push(g); }
+      var post = x.post ? x.post.id : "";
+      var g = groups.filter(function (g) { return g.post === post; })[0];
+      if (!g) { g = { post: post, title: x.post ? x.post.title[state.lang] : "", items: [] }; groups.push(g); }
       g.items.push(x);
     });
     groups.forEach(function (g) {
-      var box = el("div", "qkv-ex-group"); box.setAttribute("data-post", g.seed);
+      var box = el("div", "qkv-ex-group"); box.setAttribute("data-post", g.post);
       box.appendChild(el("p", "qkv-ex-post", W("fromPost", { title: g.title })));
       var list = el("ul");
       g.items.forEach(function (x) {

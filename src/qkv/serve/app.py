@@ -87,7 +87,7 @@ ROUTES = [
     ("GET", "/static/{name}", "the page's script and styles: " + ", ".join(ASSETS)),
     ("GET", "/api", "this list"),
     ("GET", "/api/models", "the models loaded at start-up: name, layers, heads, max_tokens, kind"),
-    ("GET", "/api/examples", "the worked examples: name, title in en and ko, the post they come from (seed, title)"),
+    ("GET", "/api/examples", "the worked examples: name, title in en and ko, the post they come from (id, title)"),
     ("GET", "/api/words", "the page's words in en and ko (qkv.explain.texts, keys serve.ui.*)"),
     ("GET", "/api/style", "the one colour scale of weights (qkv.explain.style): gamma, Blues stops, legend ticks, masked colour"),
     ("GET", "/api/tokens?model=&text=", "the tokens the model sees"),
@@ -700,8 +700,8 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         from ..explain import texts
 
         def post(name: str) -> dict:
-            seed = worked[name].meta.get("post") or worked[name].meta.get("seed")
-            return {"seed": seed, "title": {lang: texts.text(lang, f"serve.post.{seed}") for lang in LANGS}}
+            post = worked[name].info.post
+            return {"id": post, "title": {lang: texts.text(lang, f"post.{post}") for lang in LANGS}}
 
         return _json({"examples": [{"name": n, "title": {lang: _example_title(n, lang) for lang in LANGS},
                                     "post": post(n)} for n in examples.names()]})
@@ -777,7 +777,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         lang, digits, query = _lang(request), _digits(request), _query(request)
 
         def compute() -> dict:
-            # the seed's own query: computed when the app was built; another query reads the example's
+            # the post's own query: computed when the app was built; another query reads the example's
             # TOML from the package again (a fixed file: the request names no path)
             trace = worked[name] if query is None else examples.run(name, query=query)
             return {**_explained(trace, name, _example_title(name, lang), lang, digits), **_editable(name)}
