@@ -855,10 +855,42 @@ def test_group_meeting_parts_are_named_and_what_if_moves_lots_weight(browser_con
         page.close()
 
 
-def test_offline_pages_without_variants_say_what_if_needs_serve(browser_context, example_folder):  # noqa: F811
-    page = example_page(browser_context, example_folder, "self-attention")
+def test_offline_pages_without_variants_say_what_if_needs_serve(browser_context, pages):  # noqa: F811
+    page = OpenPage(browser_context, pages / "model.html")
     try:
         assert "qkv serve" in page.page.locator(".qkv-whatif").inner_text()
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("name", ["self-attention", "projection"])
+def test_what_if_the_scores_were_scaled_differently(browser_context, example_folder, name):  # noqa: F811
+    """The worked example's softmax at other scales, 0 … 4 (computed by qkv at build time); checked here
+    against an independent float64 softmax of the recorded scores times each scale over the recorded one."""
+    trace = qkv.examples.run(name)
+    query, dk = trace.meta["query"], trace["q_heads"].value.shape[-1]
+    scores = trace["scores"].value[:, query]                               # (H, Tk): q·k, before any scale
+    page = example_page(browser_context, example_folder, name)
+    try:
+        p = page.page
+        box = p.locator(".qkv-whatif")
+        assert abs(float(box.get_attribute("data-scale")) - 1 / np.sqrt(dk)) < 1e-12     # opens as recorded
+        slider = p.locator(".qkv-whatif-slider")
+        seen = []
+        for position in range(int(slider.get_attribute("max")) + 1):
+            slider.evaluate(f"(s) => {{ s.value = {position}; s.dispatchEvent(new Event('input')); }}")
+            scale = float(box.get_attribute("data-scale"))
+            e = np.exp(scale * scores - (scale * scores).max(-1, keepdims=True))
+            expected = e / e.sum(-1, keepdims=True)
+            for h in range(scores.shape[0]):
+                shown = [float(t) for t in box.locator(f"td[data-head='{h}']").all_inner_texts()]
+                np.testing.assert_allclose(shown, expected[h], atol=TOLERANCE)
+            seen.append(scale)
+            if scale == 1.0:
+                assert "without ÷ √d_k" in p.locator(".qkv-whatif-score").inner_text()
+        assert 0.0 in seen and 1.0 in seen and max(seen) == 4.0                # uniform, no ÷√d_k, sharper
+        assert "qkv serve" in box.inner_text()                                 # for the rest of what-if
+        assert page.errors == []
     finally:
         page.close()
 

@@ -481,6 +481,7 @@
       var box = el("section", "qkv-panel qkv-whatif"), w = payload.whatIf;
       box.appendChild(el("h3", null, W.whatif));
       if (!w) { box.appendChild(el("p", "qkv-note", W.whatif_serve)); return box; }
+      if (w.kind === "scale") return scaleWhatIf(box, w);
       box.appendChild(el("p", null, V.fill(W.whatif_meeting, { recorded: w.recorded, lot: w.lotScore })));
       var label = el("label", "qkv-whatif-label"), slider = el("input");
       slider.type = "range"; slider.min = 0; slider.max = w.variants.length - 1; slider.step = 1; slider.className = "qkv-whatif-slider";
@@ -507,6 +508,36 @@
         html += '<p class="qkv-whatif-result">' + esc(V.fill(W.whatif_result, { w: V.fmt(v.weights[w.lot], w.digits),
           out: "[" + v.out.map(function (x) { return V.fmt(x, w.digits); }).join(", ") + "]", answer: w.answers[best] || String(best) })) + "</p>";
         table.innerHTML = '<div class="qkv-table-scroll">' + html + "</div>";
+      }
+      slider.addEventListener("input", show);
+      show();
+      return box;
+    }
+
+    // a worked example's softmax at other score scales (each variant computed by qkv when the page was built)
+    function scaleWhatIf(box, w) {
+      box.appendChild(el("p", null, V.fill(W.whatif_scale, { tok: "“" + w.qToken + "”", dk: w.dk })));
+      var label = el("label", "qkv-whatif-label"), slider = el("input");
+      slider.type = "range"; slider.min = 0; slider.max = w.variants.length - 1; slider.step = 1; slider.className = "qkv-whatif-slider";
+      w.variants.forEach(function (v, k) { if (v.role === "recorded") slider.value = k; });
+      label.appendChild(el("span", null, W.whatif_scale_label + " "));
+      label.appendChild(slider);
+      var shown = el("span", "qkv-num qkv-whatif-score"); label.appendChild(shown);
+      box.appendChild(label);
+      var out = el("div", "qkv-whatif-out"); box.appendChild(out);
+      box.appendChild(el("p", "qkv-note", W.whatif_scale_note));
+      function show() {
+        var v = w.variants[+slider.value], d = w.digits;
+        shown.textContent = V.fmt(v.scale, d) + (v.role === "recorded" ? " = 1/√" + w.dk + " (" + W.whatif_recorded + ")" :
+          v.role === "plain" ? " (" + W.whatif_no_root + ")" : "");
+        box.setAttribute("data-scale", String(v.scale));
+        var html = '<table class="qkv-mt"><tr><th></th>' + w.tokens.map(function (t) { return "<th>" + esc(t) + "</th>"; }).join("") + "<th>z</th></tr>";
+        v.weights.forEach(function (row, h) {
+          html += "<tr><th>" + esc(v.weights.length > 1 ? headName(h) : W.weight) + "</th>" + row.map(function (x, j) {
+            return '<td class="qkv-n" data-head="' + h + '" data-key="' + j + '">' + V.fmt(x, d) + "</td>"; }).join("") +
+            '<td class="qkv-n">[' + v.out[h].map(function (x) { return V.fmt(x, d); }).join(", ") + "]</td></tr>";
+        });
+        out.innerHTML = '<div class="qkv-table-scroll">' + html + "</table></div>";
       }
       slider.addEventListener("input", show);
       show();

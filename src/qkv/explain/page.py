@@ -150,6 +150,8 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
                            for language in ("en", "ko")}
     if trace.meta.get("kind") == "group-meeting":
         payload["whatIf"] = _meeting_variants(trace, digits)
+    elif parts and not is_model and trace.meta.get("example"):
+        payload["whatIf"] = _scale_variants(trace, digits)
     if is_model and trace.meta.get("derivation") is False:       # a long text: weights only (a size bound)
         for language in payload["lead"]:
             payload["lead"][language] += texts.text(language, "page.weights_only",
@@ -229,6 +231,31 @@ def _titles(trace: Trace) -> dict[str, str]:
     return {language: texts.text(language, f"title.{example}")
             if example and f"title.{example}" in texts.LANGS[language] else trace.title
             for language in ("en", "ko")}
+
+
+def _scale_variants(trace: Trace, digits: int) -> dict | None:
+    """What-if for a worked example: its first attention run again with other score scales, by qkv itself
+    when the page is built (`qkv.attention` on the recorded q, k, v: the one implementation), from 0 (every
+    key the same weight) through 1/√d_k (what was recorded) and 1 (no ÷√d_k) to 4. The page looks them up."""
+    from ..attention import attention
+
+    part = attention_parts(trace)[0]
+    q, k, v = (trace.get(part.prefix + name) for name in (Q_HEADS, K_HEADS, V_HEADS))
+    if q is None or k is None or v is None or trace.get(part.prefix + MASK) is not None:
+        return None
+    q, k, v = as_heads(q.value, Q_HEADS), as_heads(k.value, K_HEADS), as_heads(v.value, V_HEADS)
+    if q.shape[0] != k.shape[0] or q.shape[1] * k.shape[1] > 256:
+        return None
+    dk, query = q.shape[2], part.query
+    root = float(np.sqrt(dk))
+    scales = [(0.0, ""), (0.25 / root, ""), (0.5 / root, ""), (1 / root, "recorded"), (1.0, "plain"), (2.0, ""), (4.0, "")]
+    variants = []
+    for scale, role in sorted(scales):
+        out, weights = attention(q, k, v, scale=scale, return_weights=True)     # (H, Tq, Dv), (H, Tq, Tk)
+        variants.append({"scale": scale, "role": role, "weights": np.asarray(weights)[:, query].tolist(),
+                         "out": np.asarray(out)[:, query].tolist()})
+    return {"kind": "scale", "dk": dk, "query": query, "qToken": part.q_tokens[query], "tokens": part.k_tokens,
+            "variants": variants, "digits": digits}
 
 
 def _lead_titles(trace: Trace) -> dict[str, str]:

@@ -445,9 +445,9 @@ EN: dict[str, str] = {
                            "lot keeps {lot}). Each position of the slider was computed by qkv's own attention when "
                            "this page was built; the page only looks the numbers up.",
     "page.whatif_score": "score of the question's words",
-    "page.whatif_scale": "What if the scores were scaled differently before the softmax? The weights of {tok} for "
-                         "each scale below were computed by qkv's own attention, on the recorded q, k and v, when this "
-                         "page was built (d_k = {dk}); the page only looks them up.",
+    "page.whatif_scale": "What if the scores were scaled differently before the softmax? The weights of {tok} at "
+                         "each scale of the slider were computed by qkv's own attention, on the recorded q, k and v, "
+                         "when this page was built (d_k = {dk}); the page only looks them up.",
     "page.whatif_scale_label": "scores ×",
     "page.whatif_recorded": "as recorded",
     "page.whatif_no_root": "without ÷ √d_k",
