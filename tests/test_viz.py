@@ -658,15 +658,27 @@ def _value_panel_sums(fig: Figure):
     sigma_y = [t.get_position()[1] for t in ax.texts if t.get_text().startswith("Σ")][0]
     z_cells = [(x, text) for x, y, text, _ in numbers if abs(y - sigma_y) < 0.3]
     columns = [(text, [v for x2, y2, _, v in numbers if x2 == x and y2 < sigma_y - 0.3]) for x, text in z_cells]
-    return columns
+    rows = {}
+    for x, y, text, _ in numbers:
+        if y < sigma_y - 0.3:
+            rows.setdefault(round(y, 2), []).append((x, text))
+    return columns, [[text for _, text in sorted(row)] for row in rows.values()]
 
 
 @pytest.mark.parametrize("name", ["self-attention", "cross-attention"])
 def test_the_value_rows_add_up_to_z_as_printed(example_figures, name):
-    """The weights × v panel: each column of scaled rows, as printed, adds up to the printed z (the old
-    panel printed 0.186 + 0.178 + 0.408 + 0.122 under z = 0.893)."""
+    """The weights × v panel: each scaled cell is its row's printed weight × printed value, and each
+    column of them, as printed, adds up to the printed z (the old panel printed 0.186 + 0.178 + 0.408 +
+    0.122 under z = 0.893)."""
     trace, fig = example_figures[name, "en"]
-    columns = _value_panel_sums(fig)
+    columns, rows = _value_panel_sums(fig)
+    assert len(rows) == 4                          # one per key: I, love, machine, learning
+    for row in rows:                               # w, v₁ … v_d, then w·v₁ … w·v_d, each as printed
+        d = (len(row) - 1) // 2
+        weight, values, products = row[0], row[1:1 + d], row[1 + d:]
+        assert len(products) == d == 3, row
+        for value, product in zip(values, products):
+            assert _holds(f"{weight} × {value}", product), (weight, value, product)
     out = trace["out"].value.reshape(-1, trace["out"].value.shape[-1])[trace.meta["query"]]
     assert [Decimal(text) for text, _ in columns] == [Decimal(f"{x:.3f}") for x in out]   # z is the recorded output
     for printed, cells in columns:
