@@ -971,3 +971,18 @@ def test_step_through_of_a_longer_text_keeps_the_followed_row_in_view(browser_co
         assert page.errors == []
     finally:
         page.close()
+
+
+def test_matrix_labels_follow_the_part_shown(browser_context, example_folder):  # noqa: F811
+    """Switching the group meeting's parts redraws the matrix labels with that part's tokens."""
+    page = example_page(browser_context, example_folder, "group-meeting")
+    try:
+        p = page.page
+        for part in range(p.locator(".qkv-part option").count()):
+            p.select_option(".qkv-part", str(part))
+            p.wait_for_selector('.qkv-view[data-ready="1"]')
+            keys = p.locator(".qkv-right .qkv-tok").all_inner_texts()
+            assert p.locator(".qkv-mx-col").all_inner_texts() == keys
+        assert page.errors == []
+    finally:
+        page.close()

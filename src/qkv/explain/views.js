@@ -165,7 +165,7 @@
     function widthOf(t) { return measure.measureText(t).width; }
 
     function layLabels(cell) {        // DOM labels, rebuilt only when the cell size changes
-      var key = cell + "/" + grid.tq + "/" + grid.tk;
+      var key = cell + "\u0000" + grid.qTokens.join("\u0001") + "\u0000" + grid.kTokens.join("\u0001");
       if (key === labelKey) return;
       labelKey = key; labels.textContent = "";
       if (cell < 12) { view.geometry.left = view.geometry.top = 0; return; }
