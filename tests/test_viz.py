@@ -603,7 +603,7 @@ def figure_texts(fig: Figure) -> list[str]:
 @pytest.fixture(scope="module")
 def example_figures():
     figures = {}
-    for name in ("self-attention", "cross-attention", "multi-head", "group-meeting"):
+    for name in ("self-attention", "cross-attention", "multi-head", "group-meeting", "projection"):
         trace = qkv.examples.run(name)
         for lang in ("en", "ko"):
             figures[name, lang] = (trace, viz.figure_for(trace, lang=lang))
