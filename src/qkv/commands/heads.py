@@ -65,7 +65,8 @@ def handler(args: argparse.Namespace) -> int:
         from ..viz import write_figure
 
         write_figure(heads_figure(scores, flow[-1], tokens, title=t("cli.heads.figure", model=model.name,
-                                                                     tokens=len(tokens))), args.figure)
+                                                                     tokens=len(tokens)), lang=args.lang),
+                     args.figure)
     if args.json:
         from .._io import write_atomic
 

@@ -20,10 +20,10 @@ from ..errors import InputError
 from ..trace import Trace
 from . import fonts
 from .figures import (attention_figure, attention_grid, cross_figure, figure_for, heatmap, mask_figure,
-                      projection_figure, query_path)
+                      meeting_figure, projection_figure, query_path)
 
 __all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask_figure", "attention_figure",
-           "cross_figure", "figure_for", "save_figure", "write_figure", "fonts", "FORMATS"]
+           "cross_figure", "meeting_figure", "figure_for", "save_figure", "write_figure", "fonts", "FORMATS"]
 
 FORMATS = FIGURE_SUFFIXES
 _DPI = 150
