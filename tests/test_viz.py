@@ -856,3 +856,18 @@ def test_the_scaling_panel_says_what_was_done():
     assert labels["default"][1].startswith("÷ √dₖ")
     assert labels["temperature"][1].startswith("× scale") and not any("√" in x for x in labels["temperature"])
     assert len(labels["none"]) == 2 and not any("√" in x for x in labels["none"])
+
+
+def test_heads_figure_in_korean_draws_hangul_with_a_cjk_font():
+    from qkv.viz import fonts
+    from qkv.viz.heads import heads_figure
+
+    rng = np.random.default_rng(0)
+    scores = {"entropy": rng.random((2, 3)), "first_token": rng.random((2, 3))}
+    figure = heads_figure(scores, rng.random((4, 4)), ["a", "b", "c", "d"], title="제목", lang="ko")
+    hangul = [t for t in figure.findobj(lambda a: hasattr(a, "get_text")) if re.search("[가-힣]", t.get_text())]
+    assert hangul
+    cjk = set(fonts.cjk_families())
+    assert cjk                  # the set-up installs NanumGothic (koreanize-matplotlib) and Noto Sans CJK
+    for text in hangul:        # matplotlib falls back along the family list glyph by glyph: a CJK family is in it
+        assert cjk & set(text.get_fontfamily()), (text.get_text(), text.get_fontfamily())

@@ -18,6 +18,13 @@ def heads_figure(scores: dict[str, np.ndarray], flow: np.ndarray, tokens: list[s
     One panel per score (rows: layers from 0, columns: heads from 0; shares on one 0…1 scale with a
     colour bar, entropy on 0…ln T in nats) and the rollout matrix (rows: positions, columns: input tokens).
     """
+    from . import fonts
+
+    with fonts.context():            # every label may hold Hangul: the CJK families, text as text in SVG
+        return _heads_figure(scores, flow, tokens, title=title, lang=lang)
+
+
+def _heads_figure(scores, flow, tokens, *, title: str, lang: str):
     from matplotlib.figure import Figure
 
     from ..explain import texts
