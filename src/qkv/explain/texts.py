@@ -320,7 +320,7 @@ EN: dict[str, str] = {
     # the interactive page
     "page.lead.model": "{title}: attention of {layers} layer(s) × {heads} head(s) on {tokens} tokens. Rows are "
                        "queries (the token that looks), columns are keys (the tokens it looks at).",
-    "page.lead.trace": "{title}: attention weights of {heads} head(s), {tq} queries × {tk} keys, with every "
+    "page.lead.trace": "{title}: attention weights, {heads} head(s) of {tq} × {tk} (queries × keys), with every "
                        "recorded step of the cell you click. Rows are queries, columns are keys.",
     "page.layer": "layer",
     "page.head": "head",
