@@ -809,6 +809,7 @@ def test_multi_head_page_steps_heads_concat_and_w_o(browser_context, example_fol
         assert p.get_attribute(".qkv-stepper", "data-step") == "heads"
         labels = p.locator(".qkv-stepper .qkv-eq").all_inner_texts()
         assert [line.split(":")[0] for line in labels] == ["head 1", "head 2", "head 3"]   # the post counts from 1
+        assert [line.split(" = ")[0].split(": ")[1] for line in labels] == ["z⁽¹⁾", "z⁽²⁾", "z⁽³⁾"]   # and writes z⁽¹⁾
         p.keyboard.press("ArrowRight")
         assert p.get_attribute(".qkv-stepper", "data-step") == "concat"
         concat = p.locator(".qkv-stepper table[data-step='concat'] td").all_inner_texts()

@@ -566,7 +566,7 @@
         var rowsOut = fcache.out.shape[1];
         var shownTokens = rowsOut === 1 && tokens[i] !== undefined ? [tokens[i]] : tokens;   // one followed token
         ctl.set(V.flowSteps(src, { i: rowsOut === 1 ? 0 : i, h: 0, qTokens: shownTokens, heads: flow.heads,
-          headLabel: function (h) { return W.head + " " + headNumber(h); } }, W, false));
+          headLabel: function (h) { return W.head + " " + headNumber(h); }, headNumber: headNumber }, W, false));
         api.ready = true; root.setAttribute("data-ready", "1");
       }, function (err) { app.appendChild(el("p", "qkv-error", W.decode_fail + " " + err)); });
     }

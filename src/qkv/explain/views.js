@@ -52,7 +52,8 @@
                                     shown decimals (exact products and sums, BigInt), and an equation is
                                     written "=" only when it holds at the shown precision, else "≈" or the
                                     recorded value is named as computed from unrounded numbers.
-     V.flowSteps(src, ctx, words)  the same for a trace with no weights (heads → concat → W_O → Y)
+     V.flowSteps(src, ctx, words)  the same for a trace with no weights (heads → concat → W_O → Y); ctx may
+                                    add headNumber(h) → the number a reader sees, written z⁽ⁿ⁾
      V.stepper(box, words, onStep, hint) → {set(steps, keep), go(k), next(), prev(), index(), steps()}: the panel
                                     (previous / next buttons, step list, the step's text and numbers);
                                     the caller wires the ← → keys to next/prev.
@@ -586,7 +587,10 @@
     var heads = src.has("out") ? src.shape("out")[0] : 0, rowOf = Math.min(i, src.has("out") ? src.shape("out")[1] - 1 : 0);
     if (!after && heads) {
       html = "";
-      for (var h = 0; h < heads; h++) html += line(esc(ctx.headLabel(h)) + ": z = " + vectorHtml(src, "out", h, rowOf).replace('class="qkv-vec"', 'class="qkv-vec qkv-read"'));
+      for (var h = 0; h < heads; h++) {       // the post's own notation: z⁽¹⁾ is head 1
+        var sup = ctx.headNumber ? "⁽" + String(ctx.headNumber(h)).replace(/\d/g, function (c) { return "⁰¹²³⁴⁵⁶⁷⁸⁹"[+c]; }) + "⁾" : "";
+        html += line(esc(ctx.headLabel(h)) + ": z" + sup + " = " + vectorHtml(src, "out", h, rowOf).replace('class="qkv-vec"', 'class="qkv-vec qkv-read"'));
+      }
       steps.push({ id: "heads", title: W["st.heads"], text: fill(W["st.heads.text"], { n: heads, tok: q(tok) }), html: html, read: [], write: [] });
     }
     if (src.has("concat")) {
