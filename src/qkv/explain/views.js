@@ -444,7 +444,7 @@
       if (cols) text += " " + fill(W["st.w.head"], { hn: hn, a: cols[0], b: cols[1] });
       steps.push({ id: "w", title: W["st.w"], text: text, html: html, read: [], write: [] });
     }
-    if (qName || kName || vName) {
+    if (qName || kName) {               // (a V given on its own, the group meeting's answers, is read in "weights × v")
       html = "";
       if (qName) html += tableHtml(src, qName, qa, { keepRows: [i], caption: ctx.heads > 1 ? "q (" + hn + ")" : "q", rowLabel: qLabel,
         mark: function (r) { return r === i ? "qkv-write" : ""; } });
