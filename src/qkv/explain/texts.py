@@ -1048,7 +1048,7 @@ KO: dict[str, str] = {
     "page.unlock": "선택 풀기",
     "page.clear": "지우기",
     "page.selected": "고른 Query",
-    "page.sum": "선택한 행의 합",
+    "page.sum": "고른 행의 합",
     "page.query": "Query",
     "page.key": "Key",
     "page.weight": "가중치",
@@ -1056,7 +1056,7 @@ KO: dict[str, str] = {
     "page.scaled": "÷ √dₖ (스케일한 점수)",
     "page.biased": "+ bias",
     "page.modified": "score_mod (softmax에 들어가는 점수)",
-    "page.rotated": "(RoPE 회전 후: 점수가 쓰는 q와 k)",
+    "page.rotated": "(RoPE로 회전한 뒤의 q와 k: 점수는 이것으로 계산한다)",
     "page.weights_only": " 토큰이 {limit}개를 넘는 텍스트는 가중치만 기록한다 (이 텍스트는 {tokens}개). 계산 과정의 "
                          "모든 행을 보려면 더 짧은 텍스트를 쓴다.",
     "page.mask": "마스크",
@@ -1070,7 +1070,7 @@ KO: dict[str, str] = {
     "page.derivation": "한 칸의 계산 과정",
     "page.qrow": "Query 벡터 q",
     "page.krow": "Key 벡터 k",
-    "page.storage": "소수점 {d}자리까지 표시 (정수 × 10^−{d}로 저장, 보이는 값 그대로)",
+    "page.storage": "숫자는 소수점 아래 {d}자리까지 보인다 (정수 × 10^−{d}로 저장하므로 보이는 값과 똑같다)",
     "page.no_data": "이 trace에는 그릴 어텐션 가중치가 없다.",
     "page.sum1": "한 행의 가중치 합은 1 (모든 Key가 마스크된 행은 모두 0)",
     "page.legend": "가중치 (어디서나 같은 눈금 0~1, 작은 가중치도 보이도록 색의 진하기는 가중치의 제곱근을 따른다). "
@@ -1144,7 +1144,7 @@ KO: dict[str, str] = {
     "page.st.wo.text": "이어 붙인 행에 W_O를 곱한다. W_O가 헤드들이 찾은 것을 섞는다.",
     "page.st.zero_terms": "(W_O가 0인 항은 뺐다)",
     "page.st.residual": "R + Y: 잔차 연결",
-    "page.st.residual.text": "어텐션의 출력에 입력을 숫자마다 다시 더한다.",
+    "page.st.residual.text": "어텐션의 출력에 입력을 같은 자리끼리 다시 더한다.",
     "page.whatif": "값을 바꿔 보면",
     "page.whatif_serve": "값을 바꿔 보는 기능(점수, 스케일, √d_k, X나 W의 칸을 바꾸면 모든 숫자를 다시 계산한다)은 qkv "
                          "serve에 있다. `qkv serve`를 실행하고 예제를 연다. 이 오프라인 페이지는 기록된 숫자만 보여 준다.",
