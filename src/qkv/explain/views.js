@@ -647,6 +647,7 @@
     box.appendChild(el("p", "qkv-note", hint || W.stepper_hint));
     var list = el("ol", "qkv-steplist"); box.appendChild(list);
     var title = el("h4", "qkv-steptitle"), text = el("p", "qkv-steptext"), body = el("div", "qkv-stepbody");
+    title.setAttribute("aria-live", "polite");      // a screen reader hears the new step's title
     box.appendChild(title); box.appendChild(text); box.appendChild(body);
     var steps = [], index = 0;
     function show() {
