@@ -311,7 +311,7 @@ def test_serve_opens_on_the_worked_examples(browser_context, server, tmp_path, w
     assert items.evaluate_all("els => els.map(e => e.dataset.example)") == qkv.examples.names()
     assert items.evaluate_all("els => els.map(e => e.textContent)") == [texts.text(lang, f"title.{n}") for n in qkv.examples.names()]
     posts = page.locator(".qkv-ex-post").evaluate_all("els => els.map(e => e.textContent)")
-    assert len(posts) == 3 and all(texts.text(lang, f"serve.post.{p}") in line for p, line in zip(("001", "000", "002"), posts))
+    assert len(posts) == 3 and all(texts.text(lang, f"post.{p}") in line for p, line in zip(("001", "000", "002"), posts))
     assert page.locator('.qkv-ex-item.qkv-on').get_attribute("data-example") == "self-attention"
     # love (row 1) is followed: its strongest key's derivation is open; the numbers are the example's
     example = qkv.examples.run("self-attention")
