@@ -15,7 +15,7 @@ import numpy as np
 
 from ..trace import BY_HAND, DRIFT, Step, Trace, head_number
 from . import texts
-from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES
+from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES, title_of
 from .numbers import digits_for, fmt, fmt_decimal, shown_decimal
 from .style import DIGITS
 
@@ -278,18 +278,7 @@ def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand:
 
 def _title(ctx: Context) -> None:
     info = ctx.info
-    example = info.example
-    if example and texts.has(ctx.lang, f"title.{example}"):
-        title = ctx.t(f"title.{example}")
-    elif info.kind == "model" and info.model and info.layer is not None:     # worded in the reader's language
-        if info.head is None:
-            title = ctx.t("title.model.layer", model=info.model, layer=info.layer, n=info.n_heads or "?")
-        elif info.kv_head is not None and info.kv_head != info.head:
-            title = ctx.t("title.model.kv_head", model=info.model, layer=info.layer, head=info.head, kv=info.kv_head)
-        else:
-            title = ctx.t("title.model.head", model=info.model, layer=info.layer, head=info.head)
-    else:
-        title = ctx.trace.title or ctx.t("title.user")
+    title = title_of(ctx.trace, ctx.lang) or ctx.t("title.user")     # in the reader's language
     ctx.add(Heading(title, 1))
     if info.post and texts.has(ctx.lang, f"post.{info.post}"):
         ctx.add(Para(ctx.t("post", title=ctx.t(f"post.{info.post}"), gloss=ctx.t(f"post.{info.post}.gloss"))))

@@ -31,7 +31,7 @@ from .. import trace as _steps
 from ..trace import (BIASED_SCORES, CONCAT, K, K_HEADS, MASK, MEMORY, OUT, Q, Q_HEADS, RESIDUAL, SCALED_SCORES, SCORES,
                      V, V_HEADS, W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, Trace, head_number)
 from . import texts
-from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, as_heads, as_layers, attention_parts, token_labels
+from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, as_heads, as_layers, attention_parts, title_of, token_labels
 from .style import BLUES_STOPS, DIGITS, LEGEND_TICKS, WEIGHT_GAMMA
 
 __all__ = ["trace_html", "attention_page", "pack"]
@@ -227,10 +227,7 @@ def _meeting_variants(trace: Trace, digits: int) -> dict | None:
 def _titles(trace: Trace) -> dict[str, str]:
     """The page's title in each language: a worked example's own title (texts ``title.<example>``, as its
     explanation is headed), else the trace's title."""
-    example = trace.meta.get("example")
-    return {language: texts.text(language, f"title.{example}")
-            if example and f"title.{example}" in texts.LANGS[language] else trace.title
-            for language in ("en", "ko")}
+    return {language: title_of(trace, language) for language in texts.LANGS}
 
 
 def _scale_variants(trace: Trace, digits: int) -> dict | None:
@@ -260,7 +257,7 @@ def _scale_variants(trace: Trace, digits: int) -> dict | None:
 
 def _lead_titles(trace: Trace) -> dict[str, str]:
     """The title the first line starts with: none for a worked example (its heading already says it)."""
-    return {language: "" if trace.meta.get("example") else (trace.title or "qkv") for language in ("en", "ko")}
+    return {language: "" if trace.info.example else (title_of(trace, language) or "qkv") for language in texts.LANGS}
 
 
 def _untitled(line: str) -> str:

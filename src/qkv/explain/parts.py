@@ -15,8 +15,28 @@ import numpy as np
 
 from ..trace import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES, WEIGHTS, Trace
 
-__all__ = ["Part", "as_heads", "attention_parts", "layer_prefixes", "layer_weights", "step_heads", "token_labels",
+__all__ = ["title_of", "Part", "as_heads", "attention_parts", "layer_prefixes", "layer_weights", "step_heads", "token_labels",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "MODIFIED_SCORES", "query_key_steps", "softmax_input"]
+
+
+def title_of(trace: Trace, lang: str) -> str:
+    """The trace's title in ``lang``: a worked example's own (texts ``title.<example>``), a model's from
+    what it records (texts ``title.model.*``: model, layer, head), else the title it was recorded with."""
+    from . import texts
+
+    info = trace.info
+    if info.example and texts.has(lang, f"title.{info.example}"):
+        return texts.text(lang, f"title.{info.example}")
+    if info.kind == "model" and info.model:
+        if info.layer is None:
+            return texts.text(lang, "title.model.all", model=info.model)
+        if info.head is None:
+            return texts.text(lang, "title.model.layer", model=info.model, layer=info.layer, n=info.n_heads or "?")
+        if info.kv_head is not None and info.kv_head != info.head:
+            return texts.text(lang, "title.model.kv_head", model=info.model, layer=info.layer, head=info.head,
+                              kv=info.kv_head)
+        return texts.text(lang, "title.model.head", model=info.model, layer=info.layer, head=info.head)
+    return trace.title
 
 
 def query_key_steps(names) -> tuple[str, str]:
