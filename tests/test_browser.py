@@ -458,7 +458,9 @@ def test_inspect_page_of_a_long_text_says_weights_only(tmp_path):
 def example_page(browser_context, folder, name, lang="en", viewport=None):  # noqa: F811
     path = folder / f"{name}-{lang}.html"
     if not path.exists():
-        path.write_text(trace_html(qkv.examples.run(name), lang=lang, digits=DIGITS), encoding="utf-8")
+        trace = qkv.examples.run(name)
+        trace.meta["variants"] = qkv.examples.variants(name, trace)     # what `qkv example --format html` adds
+        path.write_text(trace_html(trace, lang=lang, digits=DIGITS), encoding="utf-8")
     return OpenPage(browser_context, path, viewport=viewport)
 
 

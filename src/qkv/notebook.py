@@ -203,7 +203,9 @@ def _example(name: str, query: Any) -> Trace:
     if name not in examples.names():
         raise ValueError(f"obj: {name!r} is no worked example (they are: {', '.join(examples.names())}); "
                          "for a model pass text= as well")
-    return examples.run(name, query=query)
+    trace = examples.run(name, query=query)
+    trace.meta["variants"] = examples.variants(name, trace)     # the offline what-ifs (see qkv.examples.variants)
+    return trace
 
 
 def _model_trace(model: Any, text: Any, query: Any) -> Trace:

@@ -44,4 +44,6 @@ def handler(args: argparse.Namespace) -> int:
                          field="NAME")
     digits = check_options(args)
     trace = examples.run(args.name, query=args.query, by_hand=args.by_hand, digits=digits)
+    if args.format == "html":          # the offline page's what-ifs, computed here by the examples' runner
+        trace.meta["variants"] = examples.variants(args.name, trace)
     return emit(trace, args, digits)

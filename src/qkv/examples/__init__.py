@@ -25,7 +25,7 @@ from ..spec import parse_spec, read_array, read_digits, read_notes, resolve_quer
 from ..trace import Trace
 from .runner import trace_group_meeting, trace_multi_head, trace_spec
 
-__all__ = ["names", "load", "run", "source", "path", "Changes", "EDITABLE"]
+__all__ = ["names", "load", "run", "source", "path", "Changes", "EDITABLE", "variants"]
 
 NAMES = ("self-attention", "cross-attention", "multi-head", "projection", "group-meeting")
 
@@ -187,6 +187,47 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
         return trace_group_meeting({"scenes": scenes}, notation, by_hand=by_hand, digits=digits, meta=meta,
                                    scale=1.0 if changes is None else float(changes.factor))
     raise InputError(f"unknown kind {kind!r}", source=where, field="kind")
+
+
+def variants(name: str, trace: Trace | None = None) -> dict | None:
+    """What-ifs an offline page can show without a server, each computed by `run` with `Changes`.
+
+    The group meeting: meeting 2 again with the question's words scored s (1 … 1000) instead of 1000, so
+    lot's weight goes from ~1 to ~0. Other worked examples without a mask: the followed query's weights
+    and output for score scales 0 … 4 (0: every key alike; 1/√d_k: as recorded; 1: no ÷√d_k). The page
+    only looks these numbers up (`trace_html` reads ``trace.meta["variants"]``). None: nothing to vary.
+    """
+    trace = trace if trace is not None else run(name)
+    info = trace.info
+    if name == "group-meeting":
+        scenes = [s for s in info.scenes if isinstance(s, dict)]
+        if len(scenes) < 2:
+            return None
+        tokens, first = [str(t) for t in scenes[1]["tokens"]], scenes[0]["tokens"]
+        asked = list(range(len(tokens) - len(first)))          # the question's words come first
+        scores = trace[f"{scenes[1]['name']}/scores"].value.reshape(-1)
+        rows = []
+        for s in (1, 10, 50, 90, 95, 100, 105, 110, 150, 200, 500, 1000):
+            changed = run(name, changes=Changes(scores={scenes[1]["name"]: tuple((j, float(s)) for j in asked)}))
+            rows.append({"score": s, "weights": changed[f"{scenes[1]['name']}/weights"].value.reshape(-1).tolist(),
+                         "out": changed[f"{scenes[1]['name']}/out"].value.reshape(-1).tolist()})
+        return {"kind": "meeting", "tokens": tokens, "asked": asked, "lot": len(tokens) - 1,
+                "recorded": float(scores[asked[0]]), "lotScore": float(scores[-1]),
+                "answers": [str(a) for a in info.answers], "variants": rows}
+    if name not in EDITABLE or name == "multi-head" or "mask" in trace or "q_heads" not in trace:
+        return None
+    q_heads = trace["q_heads"].value
+    d_k, query = q_heads.shape[-1], info.query
+    root = math.sqrt(d_k)
+    scales = [(0.0, ""), (0.25 / root, ""), (0.5 / root, ""), (1 / root, "recorded"), (1.0, "plain"), (2.0, ""),
+              (4.0, "")]
+    rows = []
+    for scale, role in sorted(scales):
+        changed = trace if role == "recorded" else run(name, changes=Changes(factor=scale, sqrt_dk=False))
+        rows.append({"scale": scale, "role": role, "weights": changed["weights"].value[:, query].tolist(),
+                     "out": changed["out"].value[:, query].tolist()})
+    return {"kind": "scale", "dk": d_k, "query": query, "qToken": info.tokens[query], "tokens": list(info.key_tokens),
+            "variants": rows}
 
 
 def path(name: str) -> Path:

@@ -148,10 +148,9 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
         payload["flow"] = _flow(trace, digits)
         payload["lead"] = {language: _untitled(texts.text(language, "page.lead.flow", title=_lead_titles(trace)[language]))
                            for language in ("en", "ko")}
-    if trace.meta.get("kind") == "group-meeting":
-        payload["whatIf"] = _meeting_variants(trace, digits)
-    elif parts and not is_model and trace.meta.get("example"):
-        payload["whatIf"] = _scale_variants(trace, digits)
+    variants = trace.meta.get("variants")      # computed by qkv.examples.variants, read here, never computed
+    if isinstance(variants, dict) and variants.get("kind") in ("meeting", "scale"):
+        payload["whatIf"] = {**variants, "digits": digits}
     if is_model and trace.meta.get("derivation") is False:       # a long text: weights only (a size bound)
         for language in payload["lead"]:
             payload["lead"][language] += texts.text(language, "page.weights_only",
@@ -193,66 +192,10 @@ def _flow(trace: Trace, digits: int) -> dict:
             "heads": int(as_heads(trace[OUT].value, OUT).shape[0]) if OUT in trace else 0}
 
 
-def _meeting_variants(trace: Trace, digits: int) -> dict | None:
-    """What-if for the group meeting, computed by qkv itself when the page is built: meeting 2 run again
-    with the question's words scored s instead of their recorded score, for a range of s. Each variant's
-    weights and conclusion come from `qkv.attention` (the one implementation), exactly as the example
-    runs its meetings (scores as keys of width 1, the query [1], scale 1); the page only looks them up."""
-    from ..attention import attention
-
-    scenes = [s for s in trace.meta.get("scenes", []) if isinstance(s, dict)]
-    if len(scenes) < 2 or trace.get("question/v") is None or trace.get("question/scores") is None:
-        return None
-    scene = scenes[1]
-    scores = np.asarray(trace["question/scores"].value, dtype=np.float64).reshape(-1)
-    values = np.asarray(trace["question/v"].value, dtype=np.float64)
-    tokens = [str(t) for t in scene.get("tokens", [])]
-    first = scenes[0].get("tokens", [])
-    asked = list(range(len(tokens) - len(first)))        # the question's words come before the first meeting's
-    if not asked or len(tokens) != scores.size:
-        return None
-    lot = len(tokens) - 1
-    variants = []
-    for s in (1, 10, 50, 90, 95, 100, 105, 110, 150, 200, 500, 1000):
-        changed = scores.copy()
-        changed[asked] = s
-        out, weights = attention(np.ones((1, 1)), changed[:, None], values, scale=1.0, return_weights=True)
-        variants.append({"score": s, "weights": [float(w) for w in np.asarray(weights).reshape(-1)],
-                         "out": [float(o) for o in np.asarray(out).reshape(-1)]})
-    return {"tokens": tokens, "asked": asked, "lot": lot, "recorded": float(scores[asked[0]]),
-            "lotScore": float(scores[lot]), "answers": [str(a) for a in trace.meta.get("answers", [])],
-            "variants": variants, "digits": digits}
-
-
 def _titles(trace: Trace) -> dict[str, str]:
     """The page's title in each language: a worked example's own title (texts ``title.<example>``, as its
     explanation is headed), else the trace's title."""
     return {language: title_of(trace, language) for language in texts.LANGS}
-
-
-def _scale_variants(trace: Trace, digits: int) -> dict | None:
-    """What-if for a worked example: its first attention run again with other score scales, by qkv itself
-    when the page is built (`qkv.attention` on the recorded q, k, v: the one implementation), from 0 (every
-    key the same weight) through 1/√d_k (what was recorded) and 1 (no ÷√d_k) to 4. The page looks them up."""
-    from ..attention import attention
-
-    part = attention_parts(trace)[0]
-    q, k, v = (trace.get(part.prefix + name) for name in (Q_HEADS, K_HEADS, V_HEADS))
-    if q is None or k is None or v is None or trace.get(part.prefix + MASK) is not None:
-        return None
-    q, k, v = as_heads(q.value, Q_HEADS), as_heads(k.value, K_HEADS), as_heads(v.value, V_HEADS)
-    if q.shape[0] != k.shape[0] or q.shape[1] * k.shape[1] > 256:
-        return None
-    dk, query = q.shape[2], part.query
-    root = float(np.sqrt(dk))
-    scales = [(0.0, ""), (0.25 / root, ""), (0.5 / root, ""), (1 / root, "recorded"), (1.0, "plain"), (2.0, ""), (4.0, "")]
-    variants = []
-    for scale, role in sorted(scales):
-        out, weights = attention(q, k, v, scale=scale, return_weights=True)     # (H, Tq, Dv), (H, Tq, Tk)
-        variants.append({"scale": scale, "role": role, "weights": np.asarray(weights)[:, query].tolist(),
-                         "out": np.asarray(out)[:, query].tolist()})
-    return {"kind": "scale", "dk": dk, "query": query, "qToken": part.q_tokens[query], "tokens": part.k_tokens,
-            "variants": variants, "digits": digits}
 
 
 def _lead_titles(trace: Trace) -> dict[str, str]:
