@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 import qkv
+from qkv.explain import texts
 import qkv.examples
 from qkv import notebook
 
@@ -243,7 +244,9 @@ def test_notebook_outputs_render_in_each_front_end(executed, minilm_reference, b
     html = [data["text/html"] for data in outputs]
     tokens, attentions = minilm_reference
     example = _self_attention_reference()
-    example_title = qkv.examples.run("self-attention").title
+    from qkv.explain.parts import title_of
+
+    example_title = title_of(qkv.examples.run("self-attention"), "en")     # the page titles it in its language
 
     for mode in ("jupyterlab", "vscode", "colab"):
         harness = Harness(browser_context, tmp_path, mode, html)
@@ -276,7 +279,9 @@ def test_notebook_outputs_render_in_each_front_end(executed, minilm_reference, b
             # one layer, Korean, opened on head 5 following "cat"
             frame, sel = views[2]
             assert frame.get_attribute(sel, "lang") == "ko" and frame.get_attribute(sel, "data-head") == "5"
-            assert frame.locator(f"{sel} h1").inner_text() == "minilm: 층 2의 어텐션"     # no longer "every layer"
+            # no longer "every layer": the one shown, worded as every model title is (texts title.model.layer)
+            assert frame.locator(f"{sel} h1").inner_text() == texts.text("ko", "title.model.layer", model="minilm",
+                                                                          layer=2, n=12)
             assert "헤드" in frame.locator(f"{sel} .qkv-bar").inner_text()
             cat = tokens.index("cat")
             shown = np.array(_shown(frame, sel, 5, t, t), dtype=np.float64)

@@ -144,7 +144,7 @@ def test_translate_command(capsys):
     assert capsys.readouterr().out.split("\n")[:2] == ["ko: 나는 너를 사랑해", "ja: 私は あなたを 愛してる"]
 
 
-@pytest.mark.parametrize("lang, words", [("en", ["query", "love"]), ("ko", ["쿼리", "love"])])
+@pytest.mark.parametrize("lang, words", [("en", ["query", "love"]), ("ko", ["Query", "love"])])
 def test_translate_explain(capsys, lang, words):
     assert main(["translate", "I love you", "--to", "ko", "--explain", "--lang", lang]) == 0
     text = capsys.readouterr().out

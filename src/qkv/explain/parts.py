@@ -28,8 +28,12 @@ def title_of(trace: Trace, lang: str) -> str:
     if info.example and texts.has(lang, f"title.{info.example}"):
         return texts.text(lang, f"title.{info.example}")
     if info.kind == "model" and info.model:
-        if info.layer is None:
-            return texts.text(lang, "title.model.all", model=info.model)
+        layer = info.layer
+        if layer is None:           # a whole-model trace, or one narrowed to one layer's steps (qkv.show(layer=))
+            held = sorted({int(m.group(1)) for name in trace.names() if (m := _LAYER.match(name))})
+            if len(held) != 1:
+                return texts.text(lang, "title.model.all", model=info.model)
+            return texts.text(lang, "title.model.layer", model=info.model, layer=held[0], n=info.n_heads or "?")
         if info.head is None:
             return texts.text(lang, "title.model.layer", model=info.model, layer=info.layer, n=info.n_heads or "?")
         if info.kv_head is not None and info.kv_head != info.head:
