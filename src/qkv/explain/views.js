@@ -273,11 +273,15 @@
     function add(step, label, html) { rows.push({ step: step, label: label, html: html }); }
     function with_(step, fn) { return src.has(step) ? fn() : null; }
     var masked = src.has("mask") && src.masked(h, i, j);
-    add("q_heads", W.qrow + turned, with_("q_heads", function () { return vectorHtml(src, "q_heads", h, i); }));
-    add("k_heads", W.krow + turned, with_("k_heads", function () { return vectorHtml(src, "k_heads", kv, j); }));
+    if (src.has("q_heads") || src.has("k_heads")) {   // scores given as they are (the group meeting): no q, k
+      add("q_heads", W.qrow + turned, with_("q_heads", function () { return vectorHtml(src, "q_heads", h, i); }));
+      add("k_heads", W.krow + turned, with_("k_heads", function () { return vectorHtml(src, "k_heads", kv, j); }));
+    }
     add("scores", W.score, with_("scores", function () { return numberHtml(src, "scores", h, i, j); }));
     var f = src.has("scaled_scores") ? src.formula("scaled_scores") : "";
-    add("scaled_scores", W.scaled + (f ? "  (" + f + ")" : ""), with_("scaled_scores", function () { return numberHtml(src, "scaled_scores", h, i, j); }));
+    // "÷ √d_k" only where the scale is 1/√d_k; a given scale (a what-if, the meeting's 1) says "× scale"
+    var scaledLabel = /1\/√d_k/.test(f) || !W.scaled_by ? W.scaled : W.scaled_by;
+    add("scaled_scores", scaledLabel + (f ? "  (" + f + ")" : ""), with_("scaled_scores", function () { return numberHtml(src, "scaled_scores", h, i, j); }));
     if (src.has("biased_scores")) add("biased_scores", W.biased, numberHtml(src, "biased_scores", h, i, j));
     if (src.has("modified_scores")) {
       f = src.formula("modified_scores");
