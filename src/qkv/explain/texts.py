@@ -978,9 +978,9 @@ KO: dict[str, str] = {
     "fig.value_rows": "각 Value 행 × 그 가중치",
     "fig.sum_z": "그 합: z = Σⱼ wⱼ·vⱼ",
     "fig.chain": "Query 하나의 계산 흐름",
-    "fig.legend": "가중치 (모든 그림이 같은 눈금을 쓴다: 0부터 1까지, 색의 진하기는 √가중치를 따른다)",
+    "fig.legend": "가중치 (모든 그림에서 같은 눈금 0~1. 작은 가중치도 보이도록 색의 진하기는 가중치의 제곱근을 따른다)",
     "fig.rows_shown": "전체 {total}행 가운데 0–{last}행만 그렸다",
-    "fig.grid_note": "Query {tq}개 × Key {tk}개. 행은 층, 열은 헤드다 (0부터 센다)",
+    "fig.grid_note": "Query {tq}개 × Key {tk}개. 행은 층, 열은 헤드이다 (0부터 센다)",
     "fig.pooled": "픽셀 하나는 그 픽셀이 덮는 칸 가운데 가장 큰 가중치를 보인다",
     "fig.decoder": "디코더 (Query)",
     "fig.encoder": "인코더 (Key와 Value)",
@@ -1026,13 +1026,11 @@ KO: dict[str, str] = {
     "fig.title.self-attention": "Self-attention: love가 X에서 z까지 문맥을 담는 과정",
     "fig.title.cross-attention": "Cross-attention: 디코더 토큰 私は가 인코더에 묻는다",
     "fig.title.multi-head": "Multi-head attention: love에 대한 세 헤드의 출력을 이어 붙여 W_O로 투영한다",
-    "fig.title.projection": "Q·K·V projection과 멀티 헤드: T = 3, d = 8, h = 2일 때 각 단계의 모양",
+    "fig.title.projection": "Q·K·V 투영과 멀티 헤드: T = 3, d = 8, h = 2일 때 각 단계의 형태",
     "fig.title.group-meeting": "어텐션이 조모임이라면: 찰떡궁합점수, softmax, 두 가지 표기법",
-    "fig.no_cjk_font": "qkv: CJK 글꼴이 없어 한국어와 일본어가 빈 네모로 그려진다; koreanize-matplotlib(pip) 또는 "
-                       "fonts-noto-cjk(apt)를 설치하라",
+    "fig.no_cjk_font": "qkv: CJK 글꼴이 없어 한국어와 일본어가 빈 네모로 그려진다. koreanize-matplotlib(pip) 또는 fonts-noto-cjk(apt)를 설치하라",
     # the interactive page
-    "page.lead.model": "{title}: 층 {layers}개 × 헤드 {heads}개의 어텐션, 토큰 {tokens}개. 행은 Query(바라보는 토큰), "
-                       "열은 Key(바라보는 대상 토큰)이다.",
+    "page.lead.model": "{title}: 층 {layers}개 × 헤드 {heads}개의 어텐션, 토큰 {tokens}개. 행은 Query(바라보는 토큰), 열은 Key(참조되는 토큰)이다.",
     "page.lead.trace": "{title}: 헤드 {heads}개의 어텐션 가중치, Query {tq}개 × Key {tk}개. 칸을 클릭하면 기록된 모든 "
                        "단계가 나온다. 행은 Query, 열은 Key이다.",
     "page.layer": "층",
@@ -1045,8 +1043,8 @@ KO: dict[str, str] = {
     "page.matrix": "행렬 보기",
     "page.queries_col": "Query",
     "page.keys_col": "Key",
-    "page.hint": "왼쪽 Query 토큰을 클릭하면 그 Query를 고른다. 더 클릭하면 여러 개를 골라 가중치를 더해 본다. 잠그면 "
-                 "마우스를 올려도 고른 것이 유지된다. 칸이나 Key 토큰을 클릭하면 계산 과정이 나온다.",
+    "page.hint": "왼쪽의 Query 토큰을 클릭하면 그 Query를 고른다. 다른 Query 토큰을 더 클릭하면 여러 Query를 함께 골라 가중치의 합을 본다. 잠그면 마우스를 올려도 고른 것이 "
+                 "유지된다. 칸이나 Key 토큰을 클릭하면 계산 과정이 나온다.",
     "page.lock": "선택 잠그기",
     "page.unlock": "선택 풀기",
     "page.clear": "지우기",
@@ -1056,13 +1054,12 @@ KO: dict[str, str] = {
     "page.key": "Key",
     "page.weight": "가중치",
     "page.score": "q·k (점수)",
-    "page.scaled": "÷ √dₖ (스케일한 점수)",
-    "page.scaled_by": "× 배율 (스케일한 점수)",
-    "page.biased": "+ bias",
+    "page.scaled": "÷ √dₖ (스케일링한 점수)",
+    "page.scaled_by": "× 배율 (스케일링한 점수)",
+    "page.biased": "+ 편향",
     "page.modified": "score_mod (softmax에 들어가는 점수)",
     "page.rotated": "(RoPE로 회전한 뒤의 q와 k: 점수는 이것으로 계산한다)",
-    "page.weights_only": " 토큰이 {limit}개를 넘는 텍스트는 가중치만 기록한다 (이 텍스트는 {tokens}개). 계산 과정의 "
-                         "모든 행을 보려면 더 짧은 텍스트를 쓴다.",
+    "page.weights_only": " 토큰이 {limit}개를 넘는 텍스트는 가중치만 기록한다 (이 텍스트는 {tokens}개). 계산 과정의 모든 행을 보려면 더 짧은 텍스트를 쓰라.",
     "page.mask": "마스크",
     "page.allowed": "0 (볼 수 있음)",
     "page.blocked": "−∞ (마스크)",
@@ -1070,12 +1067,12 @@ KO: dict[str, str] = {
     "page.share": "softmax 가중치  e^s[i,j] / Σₖ e^s[i,k]",
     "page.value": "가중치가 곱해지는 Value 행",
     "page.out": "이 Query의 출력 행  z = Σⱼ w[i,j]·v[j]",
-    "page.not_recorded": "이 trace에 기록되지 않음",
+    "page.not_recorded": "기록되지 않음",
     "page.derivation": "한 칸의 계산 과정",
     "page.qrow": "Query 벡터 q",
     "page.krow": "Key 벡터 k",
-    "page.storage": "숫자는 소수점 아래 {d}자리까지 보인다 (정수 × 10^−{d}로 저장하므로 보이는 값과 똑같다)",
-    "page.no_data": "이 trace에는 그릴 어텐션 가중치가 없다.",
+    "page.storage": "숫자는 소수점 아래 {d}자리까지 보인다 (정수 × 10^−{d} 꼴로 저장하므로 보이는 값과 똑같다)",
+    "page.no_data": "이 기록에는 그릴 어텐션 가중치가 없다.",
     "page.sum1": "한 행의 가중치 합은 1 (모든 Key가 마스크된 행은 모두 0)",
     "page.legend": "가중치 (어디서나 같은 눈금 0~1, 작은 가중치도 보이도록 색의 진하기는 가중치의 제곱근을 따른다). "
                    "빗금 친 회색: 마스크",
@@ -1084,8 +1081,7 @@ KO: dict[str, str] = {
     "page.decode_fail": "이 브라우저는 내장된 숫자를 풀 수 없다 (DecompressionStream 필요: Chrome 80+, Firefox 113+, "
                         "Safari 16.4+).",
     "page.steps": "단계별 계산",
-    "page.too_large": "이 trace에는 숫자가 {n}개 있어 단계별 설명은 이 페이지에서 뺐다. 더 짧은 입력으로 qkv explain을 "
-                      "실행하면 읽을 수 있다.",
+    "page.too_large": "이 기록에는 숫자가 {n}개 있어 단계별 설명은 이 페이지에서 뺐다. 더 짧은 입력으로 qkv explain을 실행하면 읽을 수 있다.",
     "page.sum_of": "Query {n}개의 가중치 합",
     "page.sum_legend": "Key의 색: Query {n}개의 가중치 합, 0부터 {n}까지 (한 행의 합은 1)",
     "page.part.rows": "행벡터 표기 (논문): self-attention 예제의 Q, K, V",
@@ -1104,7 +1100,7 @@ KO: dict[str, str] = {
     "page.from_unrounded": "반올림하지 않은 값으로 계산해 기록된 값은",
     "page.from_unrounded_short": "(반올림하지 않은 값으로 계산해 기록된 값)",
     "page.st.x": "X: 입력, 토큰마다 한 행",
-    "page.st.x.text": "X는 토큰 {t}개의 행으로 되어 있고, 행마다 숫자가 {d}개다. {tok}의 행(Query {i})을 따라간다.",
+    "page.st.x.text": "X는 토큰 {t}개의 행으로 되어 있고, 행마다 숫자가 {d}개이다. {tok}의 행(Query {i})을 따라간다.",
     "page.st.x.cross": "Cross-attention은 두 문장을 읽는다. Query는 디코더 문장(X, {tq}행, 여기서는 {tok})에서, Key와 "
                        "Value는 인코더 문장(memory, {tk}행)에서 온다.",
     "page.st.memory": "memory (인코더 문장)",
@@ -1121,9 +1117,9 @@ KO: dict[str, str] = {
     "page.st.scores": "점수: 주어진 값",
     "page.st.scores.text": "이 예제는 점수를 바로 준다 (q와 k는 기록되어 있지 않다). {tok}의 점수가 Key마다 하나씩 있다.",
     "page.st.dot.one": "Key {key}에 대해서만 펼쳐 보였다. 표에는 점수 {n}개가 모두 있다 (다른 Key를 보려면 칸을 클릭한다).",
-    "page.st.scale": "÷ √d_k: 스케일한 점수",
-    "page.st.scale.other": "스케일: 스케일한 점수",
-    "page.st.scale.text": "각 점수를 √d_k = √{dk}로 나눈다. 그래야 q와 k의 폭이 커져도 점수가 함께 커지지 않는다.",
+    "page.st.scale": "÷ √d_k: 스케일링한 점수",
+    "page.st.scale.other": "스케일링: 스케일링한 점수",
+    "page.st.scale.text": "각 점수를 √d_k(= √{dk})로 나눈다. 그래야 q와 k의 차원이 커져도 점수가 함께 커지지 않는다.",
     "page.st.scale.given": "각 점수에 기록된 스케일을 곱한다 ({formula}).",
     "page.st.mask": "마스크: 이 Query가 볼 수 없는 Key",
     "page.st.mask.text": "마스크된 Key는 softmax 전에 −∞가 되므로 가중치가 정확히 0이다.",
@@ -1132,7 +1128,7 @@ KO: dict[str, str] = {
                             "점수다. e^가 넘치지 않도록 먼저 빼며, 나눗셈에서 약분되어 결과는 같다). 한 행의 가중치를 "
                             "모두 더하면 1이다.",
     "page.st.softmax.m": "행에서 가장 큰 점수",
-    "page.st.softmax.norec": "이 trace에는 가중치만 기록되어 있고, e^(s − m) 값과 그 합은 기록되어 있지 않다.",
+    "page.st.softmax.norec": "이 기록에는 가중치만 있고, e^(s − m) 값과 그 합은 없다.",
     "page.st.weighted": "가중치 × Value 행",
     "page.st.weighted.text": "Key마다 Value 행 v에 그 Key의 가중치를 곱한다. 가중치가 큰 Key일수록 많이 기여한다.",
     "page.st.z": "z: 가중치를 곱한 Value 행의 합",
@@ -1150,24 +1146,22 @@ KO: dict[str, str] = {
     "page.st.residual": "R + Y: 잔차 연결",
     "page.st.residual.text": "어텐션의 출력에 입력을 같은 자리끼리 다시 더한다.",
     "page.whatif": "값을 바꿔 보면",
-    "page.whatif_serve": "값을 바꿔 보는 기능(점수, 스케일, √d_k, X나 W의 칸을 바꾸면 모든 숫자를 다시 계산한다)은 qkv "
-                         "serve에 있다. `qkv serve`를 실행하고 예제를 연다. 이 오프라인 페이지는 기록된 숫자만 보여 준다.",
+    "page.whatif_serve": "값을 바꿔 보는 기능(점수, 스케일, √d_k, X나 W의 칸을 바꾸면 모든 숫자를 다시 계산한다)은 qkv serve에 있다. `qkv serve`를 실행하고 "
+                         "예제를 열라. 이 오프라인 페이지는 기록된 숫자만 보여 준다.",
     "page.whatif_meeting": "질문 단어들의 점수를 바꿔 조모임 2를 다시 연다 (기록된 점수: {recorded}, lot은 그대로 {lot}). "
                            "슬라이더의 각 위치는 이 페이지를 만들 때 qkv의 어텐션으로 계산했고, 페이지는 숫자를 찾아 "
                            "보여 주기만 한다.",
     "page.whatif_score": "질문 단어들의 점수",
-    "page.whatif_scale": "softmax 전에 점수에 다른 배율을 곱하면 어떻게 될까? 슬라이더의 각 배율에서 {tok}의 가중치는 "
-                         "이 페이지를 만들 때 기록된 q, k, v로 qkv의 어텐션이 계산했다 (d_k = {dk}). 페이지는 숫자를 "
-                         "찾아 보여 주기만 한다.",
+    "page.whatif_scale": "softmax 전에 점수에 다른 배율을 곱하면 어떻게 될까? 슬라이더의 각 배율에서 {tok}의 가중치는 이 페이지를 만들 때 qkv의 어텐션이 기록된 q, k, "
+                         "v로 계산해 둔 값이다 (d_k = {dk}). 페이지는 숫자를 찾아 보여 주기만 한다.",
     "page.whatif_scale_label": "점수 ×",
     "page.whatif_recorded": "기록된 값",
     "page.whatif_no_root": "÷ √d_k 없이",
-    "page.whatif_scale_note": "배율이 클수록 가중치가 가장 큰 점수 쪽으로 몰리고, 0이면 모든 Key의 가중치가 같아진다. "
-                              "÷ √d_k는 q와 k의 폭이 커져도 점수가 함께 커지지 않게 한다. X나 W의 칸을 바꾸려면 qkv "
-                              "serve를 쓴다.",
+    "page.whatif_scale_note": "배율이 클수록 가중치가 가장 큰 점수 쪽으로 몰리고, 0이면 모든 Key의 가중치가 같아진다. ÷ √d_k는 q와 k의 차원이 커져도 점수가 함께 커지지 "
+                              "않게 한다. X나 W의 칸을 바꾸려면 qkv serve를 쓰라.",
     "page.whatif_result": "lot의 가중치: {w}, 가중합한 대답: {out} → “{answer}”.",
-    "page.whatif_note": "softmax는 차이만 본다. 질문 단어들의 점수가 lot보다 훨씬 낮으면 lot이 가중치를 거의 다 가져가고, "
-                        "훨씬 높으면 lot의 가중치는 거의 0이 된다. 다른 것을 바꾸려면 qkv serve를 쓴다.",
+    "page.whatif_note": "softmax는 차이만 본다. 질문 단어들의 점수가 lot보다 훨씬 낮으면 lot이 가중치를 거의 다 가져가고, 훨씬 높으면 lot의 가중치는 거의 0이 된다. 다른 "
+                        "것을 바꾸려면 qkv serve를 쓰라.",
     # qkv.show (노트북)
     "show.no_script": "대화형 보기가 시작되지 않았다: 이 노트북이 출력에 든 스크립트를 실행하지 않았다. 셀을 다시 실행하거나, 남이 저장한 노트북이라면 먼저 신뢰하도록 설정하라 "
                       "(jupyter trust 노트북.ipynb). 아래 단계별 계산은 스크립트 없이도 읽을 수 있다.",
@@ -1328,13 +1322,12 @@ KO: dict[str, str] = {
     "cli.translate.lang.ko": "한국어",
     "cli.translate.lang.ja": "일본어",
     # qkv serve (serve/app.py의 응답, serve/app.js 페이지의 낱말: serve.ui.*)
-    "serve.error.empty_text": "비어 있다. 먼저 문장을 입력해야 한다 (예: The cat sat on the mat.)",
+    "serve.error.empty_text": "비어 있다. 먼저 문장을 입력하라 (예: The cat sat on the mat.)",
     "serve.error.no_text": "없다 (모델에 넣을 문장이 필요하다)",
     "serve.error.chars": "{count}자이다. 이 서버는 최대 {limit}자까지 받는다",
-    "serve.error.tokens": "토큰 {count}개이다. 모델 '{model}'은 특수 토큰을 포함해 최대 {limit}개까지 받으므로 "
-                          "문장을 줄여야 한다",
-    "serve.error.busy": "동시에 들어온 요청이 너무 많다 ({count}개 초과). 잠시 뒤에 다시 시도해야 한다",
-    "serve.error.translate_empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력해야 한다 (예: I love you)",
+    "serve.error.tokens": "토큰 {count}개이다. '{model}' 모델은 특수 토큰을 포함해 최대 {limit}개까지 받는다. 문장을 줄이라",
+    "serve.error.busy": "동시에 들어온 요청이 너무 많다 ({count}개 초과). 잠시 뒤에 다시 시도하라",
+    "serve.error.translate_empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력하라 (예: I love you)",
     "serve.error.unknown_word": "번역기가 모르는 단어가 있다: '{word}'. 번역기가 아는 영어 단어: {known}",
     "serve.error.words": "단어 {count}개는 번역기가 받는 최대 {limit}개를 넘는다",
     "serve.error.layer": "{layer}: 번역기의 디코더 층 번호는 0 … {last}이다",
@@ -1360,7 +1353,7 @@ KO: dict[str, str] = {
     "serve.whatif.cells": "행렬 이름 → [[행, 열, 값], …] 꼴의 객체여야 한다",
     "serve.whatif.scores": "모임 이름 → [[위치, 점수], …] 꼴의 객체여야 한다",
     "serve.whatif.matrix": "이 예제에서 고칠 수 없는 행렬이다. 고칠 수 있는 행렬: {fields}",
-    "serve.whatif.no_matrices": "이 예제에는 고칠 행렬이 없다. 점수를 고친다",
+    "serve.whatif.no_matrices": "이 예제에는 고칠 행렬이 없다. 점수를 고치라",
     "serve.whatif.too_many": "고친 칸이 너무 많다 (최대 {limit}개)",
     "serve.whatif.cell": "[행, 열, 값]이어야 한다 (받은 값: {value})",
     "serve.whatif.index": "{row}행 {column}열은 {matrix}({rows} × {columns}, 행과 열은 0부터 센다)의 밖이다",
@@ -1380,7 +1373,7 @@ KO: dict[str, str] = {
     "serve.ui.text": "문장",
     "serve.ui.model": "모델",
     "serve.ui.run": "어텐션 보기",
-    "serve.ui.emptyText": "먼저 문장을 입력해야 한다 (예: The cat sat on the mat.). 그다음 ‘어텐션 보기’를 누른다.",
+    "serve.ui.emptyText": "먼저 문장을 입력하고 (예: The cat sat on the mat.) ‘어텐션 보기’를 누르라.",
     "serve.ui.textPlaceholder": "예: The cat sat on the mat.",
     "serve.ui.overview": "모든 층 × 헤드",
     "serve.ui.tokenCount": "토큰 {n}개",
@@ -1399,16 +1392,16 @@ KO: dict[str, str] = {
     "serve.ui.qrot": "RoPE를 적용한 q[{i}] (점수 계산에 쓰인다)",
     "serve.ui.krot": "RoPE를 적용한 k[{j}] (점수 계산에 쓰인다)",
     "serve.ui.score": "점수 q·k",
-    "serve.ui.scaled": "스케일한 점수",
-    "serve.ui.biased": "bias를 더한 점수",
+    "serve.ui.scaled": "스케일링한 점수",
+    "serve.ui.biased": "편향을 더한 점수",
     "serve.ui.mask": "마스크",
-    "serve.ui.allowed": "볼 수 있다",
+    "serve.ui.allowed": "볼 수 있음",
     "serve.ui.blocked": "가려짐 (−∞)",
     "serve.ui.weight": "가중치 = 그 행의 softmax",
     "serve.ui.maskedWeight": "가려짐: 이 Query는 이 Key를 볼 수 없다 (가중치 0)",
     "serve.ui.vrow": "가중치가 곱해지는 Value 행 v[{j}]",
     "serve.ui.out": "이 Query의 출력 행 z[{i}] = Σⱼ wⱼ·vⱼ",
-    "serve.ui.notRecorded": "이 trace에는 기록되지 않았다",
+    "serve.ui.notRecorded": "기록되지 않음",
     "serve.ui.steps": "단계별 계산 (이 Query에 대한 qkv의 설명)",
     "serve.ui.example": "예제",
     "serve.ui.upload": "…또는 직접 만든 예제 파일 열기 (TOML/JSON)",
@@ -1422,7 +1415,7 @@ KO: dict[str, str] = {
     "serve.ui.permalink": "주소창에 지금 화면이 담겨 있다. 복사해 두면 이 화면으로 돌아올 수 있다.",
     "serve.ui.sourceText": "영어 문장 (번역기가 아는 단어)",
     "serve.ui.sourcePlaceholder": "예: I love you",
-    "serve.ui.emptySource": "먼저 번역기가 아는 영어 단어로 문장을 입력해야 한다 (예: I love you). 그다음 ‘번역하기’를 누른다.",
+    "serve.ui.emptySource": "먼저 번역기가 아는 영어 단어로 문장을 입력하고 (예: I love you) ‘번역하기’를 누르라.",
     "serve.ui.into": "번역할 언어",
     "serve.ui.translate": "번역하기",
     "serve.ui.crossHint": "디코더의 cross-attention을 모든 층 × 헤드에 걸쳐 보인다. 행 t는 번역문의 t번째 단어, "
@@ -1435,7 +1428,7 @@ KO: dict[str, str] = {
     "serve.ui.crossHover": "{t}번째 단어 “{word}” → “{k}”: {w}",
     "serve.ui.whatIf": "만약 …라면? 입력을 바꾸면 아래의 모든 숫자를 qkv가 다시 계산한다",
     "serve.ui.factor": "점수 배율 {f}: softmax 전에 모든 점수에 이 값을 곱한다 (온도 {t})",
-    "serve.ui.sqrtDk": "점수를 √d_k = {root}로 나눈다",
+    "serve.ui.sqrtDk": "점수를 √d_k(= {root})로 나누기",
     "serve.ui.reset": "글의 숫자로 되돌리기",
     "serve.ui.editInputs": "입력 고치기 (숫자를 누르고 새 값을 입력한 뒤 Enter)",
     "serve.ui.editHeadOne": "헤드 1의 입력(Self-attention 예제)과 W_O 고치기",
