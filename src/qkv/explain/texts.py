@@ -773,7 +773,7 @@ KO: dict[str, str] = {
     "post.001": "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention",
     "post.002": "어텐션이 조모임이라면",
     "post.000.gloss": "Q·K·V를 만드는 투영, 헤드 나누기, 출력 투영",
-    "post.001.gloss": "최소 사례로 직접 계산하는 self-, cross-, multi-head attention",
+    "post.001.gloss": "세 가지 어텐션을 작은 예제로 직접 계산하기",
     "post.002.gloss": "Query·Key·Value를 조모임에 빗대어 이해하기",
     "byhand.intro": "손 계산: 계산기로 계산하듯 모든 중간 결과를 화면에 보이는 자릿수로 반올림하고, 다음 단계는 반올림한 숫자로 계산한다.",
     "byhand.digits": "모든 숫자를 소수점 아래 {digits}자리로 반올림한다.",
