@@ -376,6 +376,9 @@ def read_notes(doc: dict, *, source: str) -> list[dict]:
         raise InputError("expected a list of tables with step = \"...\" and text = \"...\"", source=source,
                          field="notes")
     for i, note in enumerate(notes):
+        if note.get("value", "shown") not in ("shown", "exact"):
+            raise InputError(f"{_describe(note['value'])}: expected \"shown\" or \"exact\" (which number {{value}} is)",
+                             source=source, field=f"notes[{i}].value")
         if note.get("mode", "any") not in ("any", "exact", "by-hand"):
             raise InputError(f"{_describe(note['mode'])}: expected \"any\", \"exact\" or \"by-hand\" (when the note "
                              "is shown)", source=source, field=f"notes[{i}].mode")

@@ -301,8 +301,9 @@ def _notes(ctx: Context, step: str, query: int | None = None, keys: list | None 
             continue
         if "query" in note and query is not None and note["query"] != (tokens[query] if query < len(tokens) else None):
             continue
-        # a by-hand note speaks of the by-hand number; any other note of the exact value
-        recorded = ctx.trace.get(ctx.name(step) if note.get("mode") == "by-hand" else step)
+        # a by-hand note speaks of the number shown by hand (unless it says value = "exact"); others of the exact
+        shown_by_hand = note.get("mode") == "by-hand" and note.get("value", "shown") != "exact"
+        recorded = ctx.trace.get(ctx.name(step) if shown_by_hand else step)
         if recorded is None:
             continue
         values = recorded.value

@@ -227,6 +227,8 @@ EN: dict[str, str] = {
                                   "decimal. Above, z⁽¹⁾ is shown with the decimals that give the exact result, "
                                   "{value}; the by-hand mode (--by-hand) rounds as the post does and reproduces its "
                                   "numbers.",
+    "note.post001.rounded_heads_by_hand": "Note: as the post does, z⁽¹⁾ is multiplied as printed, rounded to three "
+                                          "decimals, and the result is the post's; the exact result is {value}.",
     "note.post001.byhand_out": "Note: the post's number here is one unit higher in the last decimal: it multiplies "
                                "by its own printed weight of learning, which is one unit higher (see the note on the "
                                "weights). From the weights shown here the sum is {value}.",
@@ -940,6 +942,8 @@ KO: dict[str, str] = {
     "note.post001.rounded_heads": "참고: 글은 헤드 출력을 적힌 그대로, 즉 z⁽¹⁾을 소수점 아래 세 자리로 반올림한 값으로 곱했기 때문에 최종 벡터가 정확한 값과 소수점 아래 "
                                   "넷째 자리에서 다르다. 위에서는 z⁽¹⁾을 더 많은 자릿수로 적어 정확한 결과 {value}에 맞췄다. 손 계산 모드(--by-hand)는 글과 "
                                   "같은 방식으로 반올림하여 글의 숫자를 그대로 재현한다.",
+    "note.post001.rounded_heads_by_hand": "참고: 글과 같이 z⁽¹⁾을 적힌 그대로, 즉 소수점 아래 세 자리로 반올림한 값으로 "
+                                          "곱했으므로 결과가 글의 숫자와 같다. 정확한 결과는 {value}이다.",
     "note.post001.byhand_out": "참고: 글에서는 이 숫자가 마지막 자리에서 1만큼 크다. 글은 learning의 가중치로 자기가 적은 값(마지막 자리가 1만큼 큰 값, 위의 가중치에 "
                                "대한 참고를 보라)을 곱했기 때문이다. 여기에 적힌 가중치로 계산하면 합은 {value}이다.",
     "note.post002.underflow": "참고: 여기서 {token}의 가중치는 e^(100 − 1000)을 합으로 나눈 값으로, 약 10^−391이다. "
