@@ -138,11 +138,11 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     is_model = bool(parts) and attention_parts(trace)[0].prefix.startswith("layer ")
     # meta["head"] picks the first head shown when the weights hold several; in a one-head trace it
     # names the model's head (shown as the head's label), it is no index.
-    label = trace.meta.get("head")
+    label = trace.info.head
     several = bool(parts) and parts[0]["heads"] > 1
     payload = {"title": trace.title, "parts": parts, "isModel": is_model,
                "head": int(label or 0) if several else 0, "lead": _lead(_lead_titles(trace), parts, is_model),
-               "headBase": head_number(trace.meta, 0), "kind": trace.meta.get("kind", ""),
+               "headBase": head_number(trace.meta, 0), "kind": trace.info.kind or "",
                "query": _followed(trace, parts)}
     if not parts:                 # no weights (the multi-head example): the steps around the heads
         payload["flow"] = _flow(trace, digits)
@@ -151,21 +151,21 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     variants = trace.meta.get("variants")      # computed by qkv.examples.variants, read here, never computed
     if isinstance(variants, dict) and variants.get("kind") in ("meeting", "scale"):
         payload["whatIf"] = {**variants, "digits": digits}
-    if is_model and trace.meta.get("derivation") is False:       # a long text: weights only (a size bound)
+    if is_model and trace.info.derivation is False:       # a long text: weights only (a size bound)
         for language in payload["lead"]:
             payload["lead"][language] += texts.text(language, "page.weights_only",
-                                                    limit=trace.meta.get("derivation_tokens", "?"),
+                                                    limit=trace.info.derivation_tokens or "?",
                                                     tokens=parts[0]["tq"])
     if label is not None and not several:     # the page writes "layer 2, head 3" in its language
-        payload["headName"] = {"layer": trace.meta.get("layer"), "head": head_number(trace.meta, int(label))}
+        payload["headName"] = {"layer": trace.info.layer, "head": head_number(trace.meta, int(label))}
     return payload
 
 
 def _part_label(trace: Trace, prefix: str, label: str, lang: str) -> str:
     """The name a reader knows a part by: the group meeting's meetings and notation by their titles."""
     name = prefix.rstrip("/")
-    if trace.meta.get("kind") == "group-meeting":
-        scenes = {str(s.get("name")): s for s in trace.meta.get("scenes", []) if isinstance(s, dict)}
+    if trace.info.kind == "group-meeting":
+        scenes = {str(s.get("name")): s for s in trace.info.scenes if isinstance(s, dict)}
         if name in scenes and f"gm.{name}.title" in texts.LANGS[lang]:
             return texts.text(lang, f"gm.{name}.title", sentence=" ".join(map(str, scenes[name].get("tokens", []))))
         if f"page.part.{name}" in texts.LANGS[lang]:
@@ -175,7 +175,7 @@ def _part_label(trace: Trace, prefix: str, label: str, lang: str) -> str:
 
 def _followed(trace: Trace, parts: list[dict]) -> int:
     """The followed query of a trace without weights (the multi-head example): meta query, else 0."""
-    query = trace.meta.get("query", 0)
+    query = trace.info.query
     return int(query) if isinstance(query, (int, np.integer)) else 0
 
 
@@ -187,7 +187,7 @@ def _flow(trace: Trace, digits: int) -> dict:
         if step is not None and step.value.size <= _FLOW_LIMIT:
             arrays[name] = pack(step.value if name == OUT else np.asarray(step.value), digits)
             formulas[name] = step.formula
-    tokens = [str(t) for t in trace.meta.get("tokens", [])]
+    tokens = [str(t) for t in trace.info.tokens]
     return {"arrays": arrays, "formulas": formulas, "tokens": tokens,
             "heads": int(as_heads(trace[OUT].value, OUT).shape[0]) if OUT in trace else 0}
 

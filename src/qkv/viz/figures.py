@@ -57,7 +57,7 @@ def _digits(trace: Trace | None, name: str, digits: int | None) -> int:
 
     if digits is not None:
         return int(digits)
-    table = (trace.meta.get("digits") or {}) if trace is not None else {}
+    table = (trace.info.digits or {}) if trace is not None else {}
     return digits_for(name, table if isinstance(table, dict) else {}, default=shared.DIGITS)
 
 
@@ -494,7 +494,7 @@ def _title(trace: Trace, words) -> str:
     """The figure's title: a worked example's title in the figure's language, else the trace's own."""
     from ..explain import texts
 
-    example = trace.meta.get("example")
+    example = trace.info.example
     for key in (f"fig.title.{example}", f"title.{example}"):
         if example and texts.has(words.lang, key):
             return texts.text(words.lang, key)
@@ -557,7 +557,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
         return _digits(trace, name, digits) if cell >= 0.9 else 2
 
     tokens, keys = token_labels(trace.meta, rows_total, trace[K].value.shape[-2] if top else rows_total)
-    meta_tokens, followed = trace.meta.get("tokens") or [], trace.meta.get("query")
+    meta_tokens, followed = list(trace.info.tokens), trace.info.query
     if rows_total == 1 and isinstance(followed, int) and 0 <= followed < len(meta_tokens):
         tokens = [str(meta_tokens[followed])]            # one row: the followed query's (seed 001's "love")
     with fonts.context():
@@ -685,8 +685,8 @@ def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
     concat, w_o, y_val = _rows(trace[CONCAT].value), trace[W_O].value, _rows(trace[Y].value)
     n_heads, _, dv = out.shape
     row = 0   # one token in the post's example; a longer trace shows its followed query's row
-    followed = trace.meta.get("query")
-    tokens = trace.meta.get("tokens") or []
+    followed = trace.info.query
+    tokens = list(trace.info.tokens)
     if concat.shape[0] > 1 and isinstance(followed, int) and followed < concat.shape[0]:
         row = followed
     token = str(tokens[followed]) if isinstance(followed, int) and 0 <= followed < len(tokens) else ""
@@ -808,9 +808,9 @@ def _followed(trace: Trace, query: int | None, head: int | None, n_queries: int,
     trace.meta["head"] indexes the head axis only when the weights hold several heads; a one-head
     trace's meta head names which head of the model it is (a label, see `_head_label`), so it is 0.
     """
-    query = int(trace.meta.get("query", 0)) if query is None else int(query)
+    query = trace.info.query if query is None else int(query)
     if head is None:
-        head = int(trace.meta.get("head", 0) or 0) if n_heads > 1 else 0
+        head = int(trace.info.head or 0) if n_heads > 1 else 0
     head = int(head)
     if not 0 <= query < n_queries:
         raise ValueError(f"query must be in [0, {n_queries}), got {query}")
@@ -1177,17 +1177,17 @@ def _head_label(trace: Trace, part: Part, head: int, n_heads: int, words) -> str
     """Which head is drawn, for titles, counted from 0: "head 2" for an index into several recorded
     heads; for a one-head trace of a model the model's own numbers from trace.meta ("layer 2, head 5"),
     else "" (nothing to name). A model trace's part prefix ("layer 3/") names the layer."""
-    meta = trace.meta
+    info = trace.info
     if part.prefix.startswith("layer "):
         return words("layer_head", l=int(part.prefix.split()[1].rstrip("/")), h=head)
     if n_heads > 1:
         head_no = head
-    elif meta.get("head") is not None:
-        head_no = int(meta["head"])
+    elif info.head is not None:
+        head_no = int(info.head)
     else:
         return ""
-    if meta.get("layer") is not None:
-        return words("layer_head", l=int(meta["layer"]), h=head_no)
+    if info.layer is not None:
+        return words("layer_head", l=int(info.layer), h=head_no)
     return words("head", h=head_no)
 
 
@@ -1219,7 +1219,7 @@ def _layer_prefix(trace: Trace, layer: int | None) -> str | None:
         if layer is not None:
             raise ValueError(f"layer={layer} given but the trace is not a model trace (no 'layer 0/weights')")
         return None
-    chosen = int(trace.meta.get("layer", 0)) if layer is None else int(layer)
+    chosen = int(trace.info.layer or 0) if layer is None else int(layer)
     name = f"layer {chosen}/"
     if name not in prefixes:
         raise ValueError(f"layer must be one of {[int(p.split()[1][:-1]) for p in prefixes]}, got {chosen}")
@@ -1498,7 +1498,7 @@ def cross_figure(trace: Trace, *, lang: str = "en", digits: int | None = None, h
 # ------------------------------------------------------------------ post 002: the group meeting
 def _scenes(trace: Trace) -> list[tuple[Part, dict]]:
     """The meetings of post 002 (trace.meta["scenes"]) with their attention parts, in order."""
-    scenes = {str(s.get("name")): s for s in trace.meta.get("scenes", []) if isinstance(s, dict)}
+    scenes = {str(s.get("name")): s for s in trace.info.scenes if isinstance(s, dict)}
     return [(p, scenes[p.prefix.rstrip("/")]) for p in attention_parts(trace) if p.prefix.rstrip("/") in scenes]
 
 
@@ -1513,7 +1513,7 @@ def meeting_figure(trace: Trace, *, lang: str = "en", digits: int | None = None)
     """
     words = _style.words(lang)
     scenes = _scenes(trace)
-    answers = [str(a) for a in trace.meta.get("answers", [])] or None
+    answers = [str(a) for a in trace.info.answers] or None
     notations = all(f"{n}/{WEIGHTS}" in trace for n in ("rows", "columns")) and f"rows/{OUT}" in trace \
         and f"columns/{OUT}" in trace
     with fonts.context():
@@ -1550,7 +1550,7 @@ def _draw_notations(sub, trace: Trace, words, digits_arg: int | None) -> None:
 
     rows_w, rows_out = _rows(trace[f"rows/{WEIGHTS}"].value), _rows(trace[f"rows/{OUT}"].value)
     cols_w, cols_out = _rows(trace[f"columns/{WEIGHTS}"].value), _rows(trace[f"columns/{OUT}"].value)
-    tokens = [str(t) for t in (trace.meta.get("tokens") or [])]
+    tokens = [str(t) for t in trace.info.tokens]
     if len(tokens) != rows_w.shape[0]:
         tokens = [str(i) for i in range(rows_w.shape[0])]
     dw, do = _digits(trace, f"rows/{WEIGHTS}", digits_arg), _digits(trace, f"rows/{OUT}", digits_arg)
@@ -1620,7 +1620,7 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
     query, head = _followed(trace, chosen.query if query is None else query, head, tq, n_heads)
     words = _style.words(lang)
     q_tokens, k_tokens = chosen.q_tokens, chosen.k_tokens
-    cross = trace.meta.get("kind") == "cross-attention" or "memory" in trace
+    cross = trace.info.kind == "cross-attention" or "memory" in trace
     blocked = _head_mask(trace, prefix, head)
     with_path = prefix + SCORES in trace
     inputs = with_path and _inputs_drawable(trace, prefix)
@@ -1689,7 +1689,7 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
       scenes: their chains side by side.
     """
     parts = attention_parts(trace)
-    kind = trace.meta.get("kind")
+    kind = trace.info.kind
     drawable_heads = all(n in trace for n in (X, Q, K, V, Q_HEADS)) or all(n in trace for n in (OUT, CONCAT, W_O, Y))
     several_heads = Q_HEADS in trace and as_heads(trace[Q_HEADS].value).shape[0] > 1 and W_Q in trace
     if parts and parts[0].prefix.startswith("layer "):
