@@ -297,3 +297,10 @@ def test_what_if_refuses_what_it_cannot_change():
         ex.run("group-meeting", changes=ex.Changes(scores={"nope": ((0, 1.0),)}))
     with pytest.raises(qkv.InputError, match="finite"):
         ex.run("self-attention", changes=ex.Changes(factor=float("nan")))
+
+
+def test_group_meeting_by_hand_notation_rounds_v_as_shown_not_as_the_meetings_answers():
+    # the notation part's V is the self-attention example's (two decimals), not the meetings' 0/1 answers
+    t = ex.run("group-meeting", by_hand=True)
+    np.testing.assert_array_equal(t["by hand/rows/v"].value, round_half_up(t["rows/v"].value, 2))
+    assert np.max(np.abs(t["by hand/rows/out"].value - t["rows/out"].value)) < 2e-3

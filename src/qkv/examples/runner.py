@@ -169,7 +169,7 @@ def trace_group_meeting(data: dict, notation: Trace, *, by_hand: bool, digits: i
             values = emit(rec, "v", inputs("v", scene["values"]), formula="V")
             attention(np.ones((1, 1)), scores, values, scale=scale, record=rec)
         rows = scoped(record, "rows")
-        qr, kr, vr = (emit(rows, n, inputs(n, a)) for n, a in (("q", q), ("k", k), ("v", v)))
+        qr, kr, vr = (emit(rows, n, inputs(f"rows/{n}", a)) for n, a in (("q", q), ("k", k), ("v", v)))
         out_rows = attention(qr, kr, vr, record=rows)                                    # (T, Dv)
         out_cols, weights_cols = attention_columns(qr.T, kr.T, vr.T, return_weights=True)  # (Dv, T), (Tk, Tq)
         emit(record, "columns/weights", weights_cols, formula="softmax(KᵀQ/√d_k)")

@@ -596,8 +596,8 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
         ctx.add(Para(ctx.t("weights.matrix")),
                 ctx.matrix("weights", sym("softmax", r"\operatorname{softmax}"), weights, rows=tokens, cols=keys,
                            highlight=query, masked=blocked),
-                ctx.matrix("out", sym(f"head {h}" if n_heads > 1 else "Z", f"\\text{{head}}_{h}"
-                                      if n_heads > 1 else "Z"), out, rows=tokens, highlight=query))
+                ctx.matrix("out", sym(f"Z_{shown_h}", f"Z_{{{shown_h}}}") if n_heads > 1 else sym("Z"), out,
+                           rows=tokens, highlight=query))          # Z_h: the head's output, numbered as shown
 
 
 def _divided_by_root(ctx: Context, scores: np.ndarray, scaled: np.ndarray, dk: int) -> list:

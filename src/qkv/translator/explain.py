@@ -19,7 +19,8 @@ __all__ = ["alignment", "explain_text", "alignment_figure", "cross_attention_tra
 _TEXTS = {
     "en": {
         "title": "{source} → {target}",
-        "story": ("Cross-attention (seed 001), learned: to generate each word, the decoder's state for the token "
+        "story": ("The cross-attention of the post “도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, "
+                  "Multi-head Attention”, learned by a small translator: to generate each word, the decoder's state for the token "
                   "before it is the query Q; the encoder's outputs for the English words are the keys K and the "
                   "values V. The weights softmax(Q·Kᵀ/√d_k) say which English words each generated word read."),
         "which": "layer {layer} of {layers}, {heads}",
