@@ -298,3 +298,14 @@ def test_every_cli_text_key_used_exists():
     used = {key for path in files for key in pattern.findall(path.read_text(encoding="utf-8"))}
     assert len(used) > 60, len(used)
     assert used <= set(texts.EN) and used <= set(texts.KO), sorted(used - set(texts.EN))
+
+
+def test_library_errors_with_a_text_key_answer_in_korean(capsys):
+    """InputError(key=…) from the library (the translator's words, an unknown model) is said in the
+    command's language; in English it is the library's own sentence."""
+    code, out, err = run(capsys, "translate", "the elephant", "--to", "ko", "--lang", "ko")
+    assert code == 2 and "모르는 단어 'elephant'" in err and "unknown word" not in err
+    code, out, err = run(capsys, "translate", "the elephant", "--to", "ko")
+    assert code == 2 and "unknown word 'elephant'" in err
+    code, out, err = run(capsys, "inspect", "cat", "--model", "/nonexistent/model", "--lang", "ko")
+    assert code == 2 and "알 수 없는 모델" in err and "unknown model" not in err

@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     if not argv:
         argv = DEFAULT_ARGS
+    lang = "en"
     try:
         args = parser.parse_args(argv)
+        lang = getattr(args, "lang", "en")          # errors with a text key answer in the chosen language
         if getattr(args, "func", None) is None:
             raise InputError(f"no command given; the commands are: {', '.join(COMMANDS)} (see 'qkv --help')")
         check_outputs(args)
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         return fail(f"{exc.message} (see '{exc.prog} --help')")
     except InputError as exc:
-        return fail(str(exc))
+        return fail(exc.say(lang))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -11,7 +11,20 @@ class InputError(ValueError):
     The command line prints it as one line and exits with status 2.
     """
 
-    def __init__(self, problem: str, *, source: str | None = None, field: str | None = None):
+    def __init__(self, problem: str, *, source: str | None = None, field: str | None = None,
+                 key: str | None = None, values: dict | None = None):
         self.problem, self.source, self.field = problem, source, field
+        self.key, self.values = key, dict(values or {})
         parts = [p for p in (source, field) if p]
         super().__init__(": ".join(parts + [problem]))
+
+    def say(self, lang: str = "en") -> str:
+        """The message in ``lang``: the text ``key`` of `qkv.explain.texts` with ``values`` where the error
+        has one (the command line and serve answer in the reader's language), else the English problem."""
+        problem = self.problem
+        if self.key is not None and lang != "en":
+            from .explain import texts
+
+            if lang in texts.LANGS and texts.has(lang, self.key):
+                problem = texts.text(lang, self.key, **self.values)
+        return ": ".join([p for p in (self.source, self.field) if p] + [problem])

@@ -219,6 +219,10 @@ EN: dict[str, str] = {
     "col.exact": "exact",
     "col.drift": "largest |difference|",
     # notes
+    "error.translator.empty": "the text to translate is empty",
+    "error.translator.unknown_word": "unknown word {word}; the translator knows these English words: {known}",
+    "error.translator.too_long": "{n} words is over the translator's limit of {limit}",
+    "error.model.unknown": "unknown model: not one of {known} and not a directory",
     "note.post001.weight_sum": "Note: the post prints the weight of {token} one unit higher in the last decimal "
                                "(its four printed weights then add up to exactly 1). The exact value is {value}, "
                                "printed here rounded.",
@@ -936,6 +940,10 @@ KO: dict[str, str] = {
     "col.exact": "정확한 값",
     "col.drift": "가장 큰 |차이|",
     # notes
+    "error.translator.empty": "번역할 텍스트가 비어 있다",
+    "error.translator.unknown_word": "모르는 단어 {word}: 번역기가 아는 영어 단어는 다음과 같다: {known}",
+    "error.translator.too_long": "단어가 {n}개로, 번역기의 한도 {limit}개를 넘는다",
+    "error.model.unknown": "알 수 없는 모델이다: {known} 중 하나도 아니고 디렉터리도 아니다",
     "note.post001.weight_sum": "참고: 글은 {token}의 가중치를 마지막 자리에서 1만큼 크게 적었다 (그러면 적힌 "
                                "네 가중치의 합이 정확히 1이 된다). 정확한 값은 {value}이고, 여기서는 이를 "
                                "반올림해 적었다.",

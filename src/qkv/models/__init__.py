@@ -49,7 +49,8 @@ def load(model: str | Path = "minilm", *, dtype=np.float32):
         return load_bert(text, dtype=dtype)
     directory = Path(text).expanduser()
     if not directory.is_dir():
-        raise InputError(f"unknown model: not one of {', '.join(sorted(PACKAGED))} and not a directory", source=text)
+        raise InputError(f"unknown model: not one of {', '.join(sorted(PACKAGED))} and not a directory", source=text,
+                         key="error.model.unknown", values={"known": ", ".join(sorted(PACKAGED))})
     from .checkpoint import read_config
 
     data = read_config(directory)

@@ -71,7 +71,8 @@ def locate(model: str | Path) -> ModelFiles:
         directory, name = Path(text).expanduser(), text
         if not directory.is_dir():
             known = ", ".join(sorted(PACKAGED))
-            raise InputError(f"unknown model: not one of {known} and not a directory", source=text)
+            raise InputError(f"unknown model: not one of {known} and not a directory", source=text,
+                             key="error.model.unknown", values={"known": known})
     files = ModelFiles(directory, name)
     missing = [f for f in REQUIRED if not (directory / f).is_file()]
     if missing:

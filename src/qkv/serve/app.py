@@ -895,8 +895,8 @@ _API_FIELDS = {"--query": "query", "--layer": "layer", "--head": "head", "--deri
 
 async def _input_error(request: Request, exc: InputError) -> Response:
     if exc.field in _API_FIELDS:
-        exc = InputError(exc.problem, source=exc.source, field=_API_FIELDS[exc.field])
-    return _json({"error": str(exc)}, 400)
+        exc = InputError(exc.problem, source=exc.source, field=_API_FIELDS[exc.field], key=exc.key, values=exc.values)
+    return _json({"error": exc.say(_lang_said(request))}, 400)
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
