@@ -304,7 +304,7 @@ def test_library_errors_with_a_text_key_answer_in_korean(capsys):
     """InputError(key=…) from the library (the translator's words, an unknown model) is said in the
     command's language; in English it is the library's own sentence."""
     code, out, err = run(capsys, "translate", "the elephant", "--to", "ko", "--lang", "ko")
-    assert code == 2 and "모르는 단어 'elephant'" in err and "unknown word" not in err
+    assert code == 2 and "번역기가 모르는 단어가 있다: 'elephant'" in err and "unknown word" not in err
     code, out, err = run(capsys, "translate", "the elephant", "--to", "ko")
     assert code == 2 and "unknown word 'elephant'" in err
     code, out, err = run(capsys, "inspect", "cat", "--model", "/nonexistent/model", "--lang", "ko")

@@ -293,7 +293,7 @@ def test_what_if_refuses_what_it_cannot_change():
         ex.run("self-attention", changes=ex.Changes(cells={"w_o": ((0, 0, 1.0),)}))
     with pytest.raises(qkv.InputError, match="does not divide"):
         ex.run("group-meeting", changes=ex.Changes(sqrt_dk=False))
-    with pytest.raises(qkv.InputError, match="not a meeting"):
+    with pytest.raises(qkv.InputError, match="no meeting named 'nope'"):
         ex.run("group-meeting", changes=ex.Changes(scores={"nope": ((0, 1.0),)}))
     with pytest.raises(qkv.InputError, match="finite"):
         ex.run("self-attention", changes=ex.Changes(factor=float("nan")))

@@ -89,11 +89,18 @@ class Changes:
             rows = [list(r) for r in doc[matrix]]
             for n, (i, j, value) in enumerate(edits):
                 if not (0 <= i < len(rows) and 0 <= j < len(rows[0])):
-                    raise InputError(f"({i}, {j}) is outside {matrix} ({len(rows)} × {len(rows[0])})",
-                                     field=f"cells.{matrix}[{n}]")
+                    raise _said(f"cells.{matrix}[{n}]", "whatif.index", row=i, column=j, matrix=matrix,
+                                rows=len(rows), columns=len(rows[0]))
                 rows[i][j] = float(value)
             doc[matrix] = rows
         return doc
+
+
+def _said(field: str, key: str, **values: Any) -> InputError:
+    """A what-if's error, worded once (texts ``key``): English here, the reader's language where said."""
+    from ..explain import texts
+
+    return InputError(texts.text("en", key, **values), field=field, key=key, values=values)
 
 
 def _check_changes(name: str, changes: "Changes") -> None:
@@ -169,8 +176,7 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
             scores = [float(s) for s in scene["scores"]]
             for n, (j, value) in enumerate(() if changes is None else changes.scores.get(scene["name"], ())):
                 if not 0 <= j < len(scores):
-                    raise InputError(f"{j} is not a position of the meeting ({len(scores)} tokens)",
-                                     field=f"scores.{scene['name']}[{n}]")
+                    raise _said(f"scores.{scene['name']}[{n}]", "whatif.score_index", index=j, count=len(scores))
                 scores[j] = float(value)
             scenes.append({"name": scene["name"], "tokens": list(scene["tokens"]),
                            "query": scene["query"],
@@ -182,8 +188,8 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
         if changes is not None:
             unknown = [s for s in changes.scores if s not in [scene["name"] for scene in scenes]]
             if unknown:
-                raise InputError(f"{unknown[0]!r} is not a meeting; the meetings are: "
-                                 f"{', '.join(scene['name'] for scene in scenes)}", field="scores")
+                raise _said(f"scores.{unknown[0][:20]}", "whatif.scene", scene=unknown[0][:20],
+                            scenes=", ".join(scene["name"] for scene in scenes))
         return trace_group_meeting({"scenes": scenes}, notation, by_hand=by_hand, digits=digits, meta=meta,
                                    scale=1.0 if changes is None else float(changes.factor))
     raise InputError(f"unknown kind {kind!r}", source=where, field="kind")

@@ -219,9 +219,6 @@ EN: dict[str, str] = {
     "col.exact": "exact",
     "col.drift": "largest |difference|",
     # notes
-    "error.translator.empty": "the text to translate is empty",
-    "error.translator.unknown_word": "unknown word {word}; the translator knows these English words: {known}",
-    "error.translator.too_long": "{n} words is over the translator's limit of {limit}",
     "error.model.unknown": "unknown model: not one of {known} and not a directory",
     "note.post001.weight_sum": "Note: the post prints the weight of {token} one unit higher in the last decimal "
                                "(its four printed weights then add up to exactly 1). The exact value is {value}, "
@@ -633,10 +630,10 @@ EN: dict[str, str] = {
     "serve.error.tokens": "{count} tokens; model '{model}' takes at most {limit} (special tokens included): "
                           "shorten the text",
     "serve.error.busy": "too many requests at once (more than {count}); try again in a moment",
-    "serve.error.translate_empty": "the text to translate is empty: type English words the translator knows, "
+    "error.translator.empty": "the text to translate is empty: type English words the translator knows, "
                                    "e.g. I love you",
-    "serve.error.unknown_word": "unknown word '{word}'; the translator knows these English words: {known}",
-    "serve.error.words": "{count} words is over the translator's limit of {limit}",
+    "error.translator.unknown_word": "unknown word '{word}'; the translator knows these English words: {known}",
+    "error.translator.too_long": "{count} words is over the translator's limit of {limit}",
     "serve.error.layer": "{layer}: the translator has decoder layers 0 … {last}",
     "serve.error.word": "{word}: the translation has words 1 … {last} (counted from 1)",
     "serve.error.missing_number": "missing (a whole number from 0)",
@@ -664,12 +661,12 @@ EN: dict[str, str] = {
     "serve.whatif.no_matrices": "this example has no matrix to edit; edit its scores",
     "serve.whatif.too_many": "too many edits (at most {limit})",
     "serve.whatif.cell": "expected [row, column, value], got {value}",
-    "serve.whatif.index": "row {row}, column {column} is outside {matrix} ({rows} × {columns}; rows and columns "
+    "whatif.index": "row {row}, column {column} is outside {matrix} ({rows} × {columns}; rows and columns "
                           "count from 0)",
     "serve.whatif.scores_only": "only the group meeting has given scores to edit",
-    "serve.whatif.scene": "no meeting named '{scene}'; the meetings are: {scenes}",
+    "whatif.scene": "no meeting named '{scene}'; the meetings are: {scenes}",
     "serve.whatif.score_cell": "expected [position, score], got {value}",
-    "serve.whatif.score_index": "position {index} is outside the meeting's {count} scores (counted from 0)",
+    "whatif.score_index": "position {index} is outside the meeting's {count} scores (counted from 0)",
     "serve.whatif.multi_head_query": "the multi-head example follows '{token}' only (heads 2 and 3 are given "
                                      "for that token)",
     "serve.whatif.meeting_query": "the group meeting has no query to choose (each meeting follows lot's question)",
@@ -940,9 +937,6 @@ KO: dict[str, str] = {
     "col.exact": "정확한 값",
     "col.drift": "가장 큰 |차이|",
     # notes
-    "error.translator.empty": "번역할 텍스트가 비어 있다",
-    "error.translator.unknown_word": "모르는 단어 {word}: 번역기가 아는 영어 단어는 다음과 같다: {known}",
-    "error.translator.too_long": "단어가 {n}개로, 번역기의 한도 {limit}개를 넘는다",
     "error.model.unknown": "알 수 없는 모델이다: {known} 중 하나도 아니고 디렉터리도 아니다",
     "note.post001.weight_sum": "참고: 글은 {token}의 가중치를 마지막 자리에서 1만큼 크게 적었다 (그러면 적힌 "
                                "네 가중치의 합이 정확히 1이 된다). 정확한 값은 {value}이고, 여기서는 이를 "
@@ -1338,9 +1332,9 @@ KO: dict[str, str] = {
     "serve.error.chars": "{count}자이다. 이 서버는 최대 {limit}자까지 받는다",
     "serve.error.tokens": "토큰 {count}개이다. '{model}' 모델은 특수 토큰을 포함해 최대 {limit}개까지 받는다. 문장을 줄이라",
     "serve.error.busy": "동시에 들어온 요청이 너무 많다 ({count}개 초과). 잠시 뒤에 다시 시도하라",
-    "serve.error.translate_empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력하라 (예: I love you)",
-    "serve.error.unknown_word": "번역기가 모르는 단어가 있다: '{word}'. 번역기가 아는 영어 단어: {known}",
-    "serve.error.words": "단어 {count}개는 번역기가 받는 최대 {limit}개를 넘는다",
+    "error.translator.empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력하라 (예: I love you)",
+    "error.translator.unknown_word": "번역기가 모르는 단어가 있다: '{word}'. 번역기가 아는 영어 단어: {known}",
+    "error.translator.too_long": "단어 {count}개는 번역기가 받는 최대 {limit}개를 넘는다",
     "serve.error.layer": "{layer}: 번역기의 디코더 층 번호는 0 … {last}이다",
     "serve.error.word": "{word}: 번역문의 단어 번호는 1 … {last}이다 (1부터 센다)",
     "serve.error.missing_number": "없다 (0부터 세는 정수가 필요하다)",
@@ -1367,11 +1361,11 @@ KO: dict[str, str] = {
     "serve.whatif.no_matrices": "이 예제에는 고칠 행렬이 없다. 점수를 고치라",
     "serve.whatif.too_many": "고친 칸이 너무 많다 (최대 {limit}개)",
     "serve.whatif.cell": "[행, 열, 값]이어야 한다 (받은 값: {value})",
-    "serve.whatif.index": "{row}행 {column}열은 {matrix}({rows} × {columns}, 행과 열은 0부터 센다)의 밖이다",
+    "whatif.index": "{row}행 {column}열은 {matrix}({rows} × {columns}, 행과 열은 0부터 센다)의 밖이다",
     "serve.whatif.scores_only": "주어진 점수를 고칠 수 있는 예제는 조모임뿐이다",
-    "serve.whatif.scene": "없는 모임이다: '{scene}'. 모임: {scenes}",
+    "whatif.scene": "없는 모임이다: '{scene}'. 모임: {scenes}",
     "serve.whatif.score_cell": "[위치, 점수]여야 한다 (받은 값: {value})",
-    "serve.whatif.score_index": "위치 {index}: 이 모임의 점수 {count}개 밖이다 (0부터 센다)",
+    "whatif.score_index": "위치 {index}: 이 모임의 점수 {count}개 밖이다 (0부터 센다)",
     "serve.whatif.multi_head_query": "멀티 헤드 예제는 '{token}'만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 "
                                      "주어져 있다)",
     "serve.whatif.meeting_query": "조모임 예제에서는 Query를 고를 수 없다 (두 모임 모두 lot의 질문을 따라간다)",

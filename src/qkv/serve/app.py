@@ -168,21 +168,6 @@ class ModelEntry:
             raise ApiError(422, f"text: {_say(lang, 'error.tokens', count=count, model=self.name, limit=self.max_tokens)}")
 
 
-def _check_words(translator: Any, text: str, lang: str) -> None:
-    """The translator's own checks of an English text (`Translator.source_ids`), said in the page's language."""
-    from ..translator.model import PAD, tokenize
-
-    words = tokenize(text)
-    if not words:
-        raise ApiError(400, f"text: {_say(lang, 'error.translate_empty')}")
-    vocabulary = [w for w in translator.config.source_vocab if w != PAD]
-    unknown = [w for w in words if w not in vocabulary]
-    if unknown:
-        raise ApiError(400, f"text: {_say(lang, 'error.unknown_word', word=unknown[0][:40], known=', '.join(vocabulary))}")
-    if len(words) > translator.config.max_len:
-        raise ApiError(400, f"text: {_say(lang, 'error.words', count=len(words), limit=translator.config.max_len)}")
-
-
 def _check_chars(text: str, limits: Limits, lang: str) -> None:
     if len(text) > limits.text_chars:
         raise ApiError(422, f"text: {_say(lang, 'error.chars', count=f'{len(text):,}', limit=f'{limits.text_chars:,}')}")
@@ -499,28 +484,10 @@ class WhatIf:
 
     # ------------------------------------------------------------------ the run
     def check(self) -> None:
-        """Every index inside the example's own matrices and meetings: the line in the page's language
-        (the library checks them too, in English, for its other callers)."""
-        from .. import examples
-
-        inputs = _editable(self.name)["inputs"]
-        for matrix, edits in self.cells.items():
-            rows = inputs[matrix]
-            for n, (i, j, _) in enumerate(edits):
-                if not (0 <= i < len(rows) and 0 <= j < len(rows[0])):
-                    raise _bad(self.lang, f"cells.{matrix}[{n}]", "whatif.index", row=i, column=j, matrix=matrix,
-                               rows=len(rows), columns=len(rows[0]))
-        if self.name == "group-meeting":
-            if self.query is not None:
-                raise _bad(self.lang, "query", "whatif.meeting_query")
-            counts = {scene["name"]: len(scene["scores"]) for scene in examples.load(self.name)["scenes"]}
-            for scene, edits in self.scores.items():
-                if scene not in counts:
-                    raise _bad(self.lang, f"scores.{scene[:20]}", "whatif.scene", scene=scene[:20],
-                               scenes=", ".join(counts))
-                for n, (j, _) in enumerate(edits):
-                    if not 0 <= j < counts[scene]:
-                        raise _bad(self.lang, f"scores.{scene}[{n}]", "whatif.score_index", index=j, count=counts[scene])
+        """What only serve words its own way: the group meeting has no query to choose (the library's line
+        names the CLI's --query). Indices are checked by the library's what-if, said in the page's language."""
+        if self.name == "group-meeting" and self.query is not None:
+            raise _bad(self.lang, "query", "whatif.meeting_query")
 
     def trace(self) -> Trace:
         """The example run again with the changes, by the library's own what-if (`qkv.examples.run(name,
@@ -629,7 +596,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
             raise ApiError(404, _say(_lang_said(request), "error.no_translator"))
         text, lang = _text(request), _lang_said(request)
         _check_chars(text, limits, lang)
-        _check_words(translator, text, lang)
+        translator.source_ids(text)      # the translator's own checks (InputError, said in the page's language)
         to = request.query_params.get("to", "ko")
         if to not in TRANSLATOR_LANGS:
             raise ApiError(400, f"to: {to!r}: expected one of {', '.join(TRANSLATOR_LANGS)}")

@@ -216,17 +216,18 @@ class Translator:
         """English text → token ids. InputError for empty text, unknown words or too many words."""
         words = tokenize(text)
         if not words:
-            raise InputError("the text to translate is empty", field="TEXT", key="error.translator.empty")
+            raise InputError("the text to translate is empty: type English words the translator knows, e.g. I love you",
+                             field="TEXT", key="error.translator.empty")
         unknown = [w for w in words if w not in self._source_index or w == PAD]
         if unknown:
             known = ", ".join(w for w in self.config.source_vocab if w != PAD)
             raise InputError(f"unknown word {unknown[0]!r}; the translator knows these English words: {known}",
                              field="TEXT", key="error.translator.unknown_word",
-                             values={"word": repr(unknown[0]), "known": known})
+                             values={"word": unknown[0][:40], "known": known})
         if len(words) > self.config.max_len:
             raise InputError(f"{len(words)} words is over the translator's limit of {self.config.max_len}",
                              field="TEXT", key="error.translator.too_long",
-                             values={"n": len(words), "limit": self.config.max_len})
+                             values={"count": len(words), "limit": self.config.max_len})
         return [self._source_index[w] for w in words]
 
     def translate(self, text: str, lang: str, *, use_cache: bool = True) -> Translation:
