@@ -81,6 +81,12 @@ def matrices(text: str) -> dict[str, list[list[Decimal]]]:
     return found
 
 
+def weighted_sum_prints(rows: list[tuple[Decimal, list[Decimal]]], result: list[str]) -> bool:
+    """Σ wⱼ·vⱼ over (weight, value row) pairs, component by component, prints as ``result``."""
+    sums = [sum((w * row[c] for w, row in rows), Decimal(0)) for c in range(len(result))]
+    return all(prints_as(s, r) for s, r in zip(sums, result))
+
+
 def check(text: str) -> tuple[int, int, list[str]]:
     """(equations checked, lines written with ≈, the lines that do not hold)."""
     checked, approx, wrong = 0, 0, []
@@ -128,9 +134,7 @@ def check(text: str) -> tuple[int, int, list[str]]:
             continue
         m = re.fullmatch(rf"([=≈]) {VEC}", line)
         if m and pending:
-            result = vec(m.group(2))
-            sums = [sum((w * row[c] for w, row in pending), Decimal(0)) for c in range(len(result))]
-            verdict(all(prints_as(s, r) for s, r in zip(sums, result)), line, m.group(1))
+            verdict(weighted_sum_prints(pending, vec(m.group(2))), line, m.group(1))
             pending = []
             continue
         m = re.fullmatch(rf"(\S+) = x_\S+ · (W_[QKV]) = {VEC} · W_[QKV] ([=≈]) {VEC}", line)
@@ -147,9 +151,7 @@ def check(text: str) -> tuple[int, int, list[str]]:
             continue
         m = re.fullmatch(rf"softmax\(scores\)·V ([=≈]) {VEC}", line)
         if m and table:
-            result = vec(m.group(2))
-            sums = [sum((w * row[c] for w, row in table), Decimal(0)) for c in range(len(result))]
-            verdict(all(prints_as(s, r) for s, r in zip(sums, result)), line, m.group(1))
+            verdict(weighted_sum_prints(table, vec(m.group(2))), line, m.group(1))
             table = []
             continue
         if not line or not line.startswith(("+", "=")):
