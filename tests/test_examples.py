@@ -291,7 +291,7 @@ def test_what_if_refuses_what_it_cannot_change():
         ex.run("self-attention", changes=ex.Changes(cells={"x": ((9, 0, 1.0),)}))
     with pytest.raises(qkv.InputError, match="cannot be edited"):
         ex.run("self-attention", changes=ex.Changes(cells={"w_o": ((0, 0, 1.0),)}))
-    with pytest.raises(qkv.InputError, match="does not divide"):
+    with pytest.raises(qkv.InputError, match="no ÷√d_k to switch off"):
         ex.run("group-meeting", changes=ex.Changes(sqrt_dk=False))
     with pytest.raises(qkv.InputError, match="no meeting named 'nope'"):
         ex.run("group-meeting", changes=ex.Changes(scores={"nope": ((0, 1.0),)}))

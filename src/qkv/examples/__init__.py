@@ -109,14 +109,14 @@ def _check_changes(name: str, changes: "Changes") -> None:
     if isinstance(changes.factor, bool) or not isinstance(changes.factor, (int, float)) or \
             not math.isfinite(changes.factor):
         raise InputError(f"{changes.factor!r}: expected a finite number", field="factor")
+    if not changes.sqrt_dk and name == "group-meeting":
+        raise _said("sqrt_dk", "whatif.no_sqrt")
     unknown = [m for m in changes.cells if m not in EDITABLE[name]]
     if unknown:
-        raise InputError(f"{unknown[0]!r} cannot be edited in {name}; editable: {', '.join(EDITABLE[name]) or 'none'}",
-                         field="cells")
+        raise _said(f"cells.{str(unknown[0])[:20]}", "whatif.matrix" if EDITABLE[name] else "whatif.no_matrices",
+                    fields=", ".join(EDITABLE[name]))
     if changes.scores and name != "group-meeting":
-        raise InputError("scores are edited in the group meeting only", field="scores")
-    if not changes.sqrt_dk and name == "group-meeting":
-        raise InputError("the group meeting does not divide by √d_k", field="sqrt_dk")
+        raise _said("scores", "whatif.scores_only")
 
 
 def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | None = None,
