@@ -41,7 +41,7 @@ FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 """The figure files qkv writes (the format follows the suffix): one list for viz, the CLI and serve."""
 
 __all__ = ["write_atomic", "write_atomic_with", "check_output", "all_or_nothing", "read_bytes", "read_text",
-           "decode_utf8", "size_text", "load_json",
+           "decode_utf8", "size_text", "printable", "load_json",
            "load_toml", "parse_int", "as_int", "int_option", "check_input_file", "MAX_FILE_BYTES", "MAX_DEPTH",
            "MAX_INT_DIGITS"]
 
@@ -507,6 +507,16 @@ def int_option(low: int | None = None, high: int | None = None, what: str = "a w
 
     convert.__name__ = "integer"
     return convert
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (C0, DEL, C1: ESC of a terminal escape sequence, a newline,
+    a carriage return) written as a visible escape such as ``\\x1b``: a string read from a file can then
+    be printed without moving the cursor, recolouring the terminal or breaking a one-line message."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def short_repr(value: Any, limit: int = 60) -> str:
