@@ -27,6 +27,7 @@ from qkv.spec import load_spec
 from qkv.trace import Trace
 
 BASE = "http://127.0.0.1"
+JSON = {"Content-Type": "application/json"}       # /api/whatif takes this type only (a cross-site page cannot send it)
 TEXT = "The cat sat on the mat."
 
 
@@ -577,7 +578,7 @@ def reference_attention(name: str, cells: dict, factor: float, sqrt_dk: bool):
 
 def whatif(client, body, lang: str = "en"):
     if isinstance(body, bytes):                            # JSON a client library would not write (1e400)
-        return client.post(f"/api/whatif?lang={lang}", content=body)
+        return client.post(f"/api/whatif?lang={lang}", content=body, headers=JSON)
     return client.post(f"/api/whatif?lang={lang}", json=body)
 
 
@@ -705,9 +706,9 @@ def test_a_bad_whatif_names_its_field_in_english_and_korean(client, body, status
 
 
 def test_a_whatif_body_that_is_not_json_or_too_large(client):
-    response = client.post("/api/whatif?lang=ko", content=b"{not json")
+    response = client.post("/api/whatif?lang=ko", content=b"{not json", headers=JSON)
     assert response.status_code == 400 and "JSON이 아니다" in error(response)
-    response = client.post("/api/whatif", content=b"[" + b"0," * 20000 + b"0]")
+    response = client.post("/api/whatif", content=b"[" + b"0," * 20000 + b"0]", headers=JSON)
     assert response.status_code == 413 and "bytes" in error(response)
 
 
@@ -801,3 +802,109 @@ def test_the_servers_own_lines_in_korean(client):
         assert not any("\uac00" <= ch <= "\ud7a3" for ch in error(en))
     big = client.post("/api/upload?filename=big.toml&lang=ko", content=b"#" * (300 * 1024))
     assert big.status_code == 413 and "바이트" in error(big)
+
+
+# ------------------------------------------------------------------ issue 22 part 4: cross-origin writes
+def _post_routes(app) -> list[str]:
+    """Every route of the app that takes a method other than GET/HEAD (read from the app, not a list)."""
+    inner = app.app            # _SecurityHeaders → Starlette
+    return sorted(r.path for r in inner.routes if set(getattr(r, "methods", None) or ()) - {"GET", "HEAD"})
+
+
+def _good_body(path: str) -> tuple[bytes, str, dict]:
+    if path == "/api/whatif":
+        return json.dumps({"name": "self-attention", "factor": 2}).encode(), "application/json", {}
+    return GOOD_EXAMPLE.encode(), "application/octet-stream", {"filename": "mine.toml"}
+
+
+HOSTILE_HEADERS = [
+    ({"Origin": "http://evil.example"}, "another site"),
+    ({"Origin": "null"}, "another site"),                                  # sandboxed frames, file:// pages
+    ({"Origin": "http://127.0.0.1:9999"}, "another site"),                 # another port of this machine
+    ({"Origin": "http://localhost"}, "another site"),                      # not the Host this request came to
+    ({"Origin": "https://127.0.0.1"}, "another site"),
+    ({"Origin": "http://127.0.0.1.evil.example"}, "another site"),
+    ({"Sec-Fetch-Site": "cross-site"}, "Sec-Fetch-Site"),
+    ({"Sec-Fetch-Site": "same-site"}, "Sec-Fetch-Site"),
+    ({"Origin": "http://127.0.0.1", "Sec-Fetch-Site": "cross-site"}, "Sec-Fetch-Site"),
+    ({"Content-Type": "text/plain"}, "Content-Type"),
+    ({"Content-Type": "text/plain;charset=UTF-8"}, "Content-Type"),
+    ({"Content-Type": "application/x-www-form-urlencoded"}, "Content-Type"),
+    ({"Content-Type": "multipart/form-data; boundary=x"}, "Content-Type"),
+]
+
+
+def test_every_post_route_refuses_cross_origin_requests(client):
+    """A text/plain POST with Origin: http://evil.example was accepted (any page the user visits could
+    send one). Every state-changing route, each hostile header set: 403, one JSON line, CSP, no work."""
+    routes = _post_routes(client.app)
+    assert routes == ["/api/upload", "/api/whatif"]
+    count = 0
+    for path in routes:
+        body, media, params = _good_body(path)
+        for headers, words in HOSTILE_HEADERS:
+            sent = {"Content-Type": media, **headers}
+            for lang in ("en", "ko"):
+                response = client.post(path, params={**params, "lang": lang}, content=body, headers=sent)
+                assert response.status_code == 403, (path, headers, response.text)
+                assert response.headers["content-security-policy"] == CSP
+                line = error(response)
+                assert "\n" not in line and (words in line if lang == "en" else "거부했다" in line), (path, headers, line)
+                count += 1
+        # the same request from the server's own page passes
+        ok = client.post(path, params=params, content=body,
+                         headers={"Content-Type": media, "Origin": BASE, "Sec-Fetch-Site": "same-origin"})
+        assert ok.status_code == 200, (path, ok.text)
+        # a script without browser headers passes too (curl, httpx), with a non-form type
+        assert client.post(path, params=params, content=body, headers={"Content-Type": media}).status_code == 200
+    assert count == 2 * len(HOSTILE_HEADERS) * 2
+
+
+def test_json_routes_take_application_json_only(client):
+    body = json.dumps({"name": "self-attention"}).encode()
+    for media in ("", "application/octet-stream", "text/json", "application/jsonx"):
+        headers = {"Content-Type": media} if media else {}
+        response = client.post("/api/whatif", content=body, headers=headers)
+        assert response.status_code == 403 and "application/json" in error(response), media
+    assert client.post("/api/whatif", content=body,
+                       headers={"Content-Type": "Application/JSON; charset=utf-8"}).status_code == 200
+
+
+def test_a_cross_origin_upload_is_refused_before_the_body_is_read(loaded):
+    """The hostile trace (dtype "U50000000") posted cross-origin: refused without reading the body."""
+    app = serve.create_app(loaded)
+    read = []
+
+    async def call():
+        scope = {"type": "http", "method": "POST", "path": "/api/upload", "raw_path": b"/api/upload",
+                 "query_string": b"filename=t.json", "scheme": "http", "server": ("127.0.0.1", 8000),
+                 "headers": [(b"host", b"127.0.0.1:8000"), (b"origin", b"http://evil.example"),
+                             (b"content-type", b"text/plain")], "http_version": "1.1"}
+        sent = []
+
+        async def receive():
+            read.append(1)
+            return {"type": "http.request", "body": HOSTILE_TRACE, "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        await app(scope, receive, send)
+        return sent
+
+    sent = asyncio.run(call())
+    assert sent[0]["status"] == 403 and read == []
+    assert json.loads(sent[1]["body"])["error"].startswith("refused: this request comes from another site")
+
+
+HOSTILE_TRACE = json.dumps({"format": "qkv-trace", "steps": [
+    {"name": "x", "values": [1, 2, 3], "shape": [3], "dtype": "U50000000"}]}).encode()
+
+
+def test_a_hostile_saved_trace_upload_is_one_line_before_any_array(client):
+    """Posted from the page itself, the trace is refused by its dtype before an array is made (it took
+    the server from 191 MB to 1.71 GB)."""
+    response = client.post("/api/upload", params={"filename": "t.json"}, content=HOSTILE_TRACE,
+                           headers={"Content-Type": "application/octet-stream"})
+    assert response.status_code == 400
+    assert 'dtype "U50000000" is not a number type' in error(response)

@@ -641,6 +641,11 @@ EN: dict[str, str] = {
     "serve.error.model": "{name} is not loaded; loaded: {loaded}",
     "serve.error.no_translator": "the translator is not loaded in this server",
     "serve.error.upload_size": "{size} bytes; an uploaded file may be at most {limit} bytes",
+    "serve.error.cross_origin": "refused: this request comes from another site ({origin}); the server takes "
+                                "uploads and what-ifs only from its own page ({own})",
+    "serve.error.fetch_site": "refused: the browser says this request comes from {site} (Sec-Fetch-Site); the "
+                              "server takes uploads and what-ifs only from its own page",
+    "serve.error.content_type": "refused: Content-Type {got}; this route takes {wanted}",
     "serve.error.no_explanation": "The step-by-step text could not be written for this change ({problem}); every "
                                   "number above is recomputed.",
     "serve.whatif.body": "the body must be a JSON object, e.g. {{\"name\": \"group-meeting\", \"factor\": 2}}",
@@ -1342,6 +1347,11 @@ KO: dict[str, str] = {
     "serve.error.model": "불러오지 않은 모델이다: {name}. 불러온 모델: {loaded}",
     "serve.error.no_translator": "이 서버에는 번역기를 불러오지 않았다",
     "serve.error.upload_size": "{size}바이트이다. 올리는 파일은 최대 {limit}바이트까지 받는다",
+    "serve.error.cross_origin": "거부했다. 이 요청은 다른 사이트({origin})에서 왔다. 이 서버는 자기 페이지({own})에서 "
+                                "보낸 업로드와 what-if만 받는다",
+    "serve.error.fetch_site": "거부했다. 브라우저가 이 요청의 출처를 {site}라고 알린다 (Sec-Fetch-Site). 이 서버는 자기 "
+                              "페이지에서 보낸 업로드와 what-if만 받는다",
+    "serve.error.content_type": "거부했다. Content-Type이 {got}이다. 이 경로는 {wanted}만 받는다",
     "serve.error.no_explanation": "이 변경에 대해서는 단계별 설명을 쓰지 못했다 ({problem}). 위의 숫자는 모두 다시 "
                                   "계산한 값이다.",
     "serve.whatif.body": "본문은 JSON 객체여야 한다 (예: {{\"name\": \"group-meeting\", \"factor\": 2}})",
