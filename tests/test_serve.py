@@ -12,6 +12,7 @@ import shutil
 import sys
 import threading
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -484,7 +485,8 @@ def test_the_command_binds_127_0_0_1_and_checks_its_options(monkeypatch, capsys,
     monkeypatch.setattr(serve, "run", lambda app, **kw: calls.append((app, kw)))
     monkeypatch.setattr(serve, "load_models", lambda dirs, minilm=True: {"minilm": loaded["minilm"]})
     assert cli_main(["serve", "--port", "8123"]) == 0
-    assert calls[0][1] == {"host": "127.0.0.1", "port": 8123}
+    sock = calls[0][1].pop("sock")
+    assert calls[0][1] == {"host": "127.0.0.1", "port": 8123} and sock.fileno() == -1   # served on, then closed
     assert "http://127.0.0.1:8123/" in capsys.readouterr().err
     for argv, words in ((["--port", "70000"], "--port"), (["--host", "my.host"], "--host"),
                         (["--no-minilm"], "--no-minilm")):
@@ -497,13 +499,20 @@ def test_the_command_binds_127_0_0_1_and_checks_its_options(monkeypatch, capsys,
 
 
 def test_run_holds_blas_to_one_thread_while_serving(monkeypatch):
-    import uvicorn
     from threadpoolctl import threadpool_info
 
     seen = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.append(
-        (kw["host"], [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])))
-    serve.run(object(), port=1)
+
+    class Server:
+        def __init__(self, app, sock, **kw):
+            self.sock = sock
+
+        def run(self, sockets):
+            seen.append((sockets[0].getsockname()[0], [i["num_threads"] for i in threadpool_info()
+                                                       if i["user_api"] == "blas"]))
+
+    monkeypatch.setattr(serve, "server", Server)
+    serve.run(object(), port=0)
     host, threads = seen[0]
     assert host == "127.0.0.1" and threads and set(threads) == {1}
 
@@ -908,3 +917,114 @@ def test_a_hostile_saved_trace_upload_is_one_line_before_any_array(client):
                            headers={"Content-Type": "application/octet-stream"})
     assert response.status_code == 400
     assert 'dtype "U50000000" is not a number type' in error(response)
+
+
+# ------------------------------------------------------------------ issue 22 part 4: the server's own connections
+@pytest.fixture()
+def live(loaded, monkeypatch):
+    """The app served by uvicorn (serve.server, as `qkv serve` runs it) on a free port, in a thread;
+    the request deadline shortened to 2 s so a slow client is seen closed quickly."""
+    import socket
+    import time
+
+    monkeypatch.setattr(serve, "REQUEST_SECONDS", 2.0)
+    sock = serve.listen("127.0.0.1", 0)
+    server = serve.server(serve.create_app(loaded), sock)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    port = sock.getsockname()[1]
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    yield port
+    server.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+def _raw(port: int, data: bytes, *, wait: float = 5.0) -> bytes:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as conn:
+        conn.sendall(data)
+        chunks = []
+        while True:
+            try:
+                chunk = conn.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _closed_after(port: int, send: Callable[[Any], None] | None, limit: float) -> float:
+    """Seconds until the server closes a connection that ``send`` feeds (or that sends nothing)."""
+    import socket
+    import time
+
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=limit) as conn:
+        conn.setblocking(False)
+        while time.monotonic() - start < limit:
+            if send is not None:
+                send(conn)
+            try:
+                if conn.recv(4096) == b"":
+                    return time.monotonic() - start
+            except BlockingIOError:
+                pass
+            except OSError:
+                return time.monotonic() - start
+            time.sleep(0.2)
+    return float("inf")
+
+
+def test_a_slowloris_connection_is_closed_within_the_deadline(live):
+    """Partial headers, one more byte every 0.2 s (each within any idle timeout): closed after the 2 s
+    request deadline; before, uvicorn held it open for as long as bytes kept coming."""
+    sent = iter([b"GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\n"] + [b"X-A: b\r\n"] * 1000)
+    elapsed = _closed_after(live, lambda conn: conn.send(next(sent)), 8.0)
+    assert 1.5 < elapsed < 4.0, elapsed
+    assert 1.5 < _closed_after(live, None, 8.0) < 4.0            # connects and says nothing
+    slow_body = iter([b"POST /api/whatif HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100000\r\n\r\n"] + [b" "] * 1000)
+    assert 1.5 < _closed_after(live, lambda conn: conn.send(next(slow_body)), 8.0) < 4.0
+
+
+def test_a_request_in_time_is_answered_and_kept_alive(live):
+    answer = _raw(live, b"GET /api/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200") and b"tiny-bert" in answer
+    import socket
+    import time
+
+    with socket.create_connection(("127.0.0.1", live), timeout=5) as conn:   # two requests, 1 s apart
+        for _ in range(2):
+            conn.sendall(b"GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            time.sleep(1.0)
+            assert conn.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"NOT HTTP AT ALL\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20000,        # 16 KiB and the headers not ended
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -5\r\n\r\n",
+])
+def test_the_servers_own_400_is_json_with_the_security_headers(live, request_bytes):
+    """uvicorn answered a malformed request in plain text, without the CSP and friends."""
+    answer = _raw(live, request_bytes)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").lower().splitlines()
+    assert lines[0].startswith("http/1.1 400")
+    assert f"content-security-policy: {CSP}".lower() in lines and "x-content-type-options: nosniff" in lines
+    assert "content-type: application/json" in lines
+    assert json.loads(body)["error"].startswith("invalid HTTP request")
+
+
+def test_a_host_check_refusal_on_the_wire_has_the_headers(live):
+    answer = _raw(live, b"GET /api HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+    head = answer.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+    assert head.startswith("http/1.1 400") and "content-security-policy:" in head and "x-frame-options: deny" in head

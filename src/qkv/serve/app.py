@@ -955,12 +955,16 @@ class _SameOrigin:
         return None
 
 
+SECURITY_HEADERS = ((b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+                    (b"cross-origin-resource-policy", b"same-origin"))
+"""The headers of every answer: the app's (`_SecurityHeaders`) and the server's own 400 (`qkv.serve.protocol`)."""
+
+
 class _SecurityHeaders:
     """ASGI wrapper adding the CSP and friends to every answer (errors and 404s included)."""
 
-    HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-               (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
-               (b"cross-origin-resource-policy", b"same-origin")]
+    HEADERS = list(SECURITY_HEADERS)
 
     def __init__(self, app: Starlette):
         self.app = app
