@@ -375,9 +375,50 @@ def test_bench_from_json_random_mutations(tmp_path, capsys):
         _count("bench --from-json mutations")
 
 
+# ------------------------------------------------------------------ 5. API errors name API fields
+def test_api_errors_name_the_parameter_never_a_cli_option(loaded_serve):
+    """Every GET route × every parameter × junk values × en/ko: an error names the parameter (`layer`),
+    never a command-line option (`--layer`) or argument (`TEXT`); word=0 is refused, never read as 1."""
+    from starlette.testclient import TestClient
+
+    from qkv import models, serve
+
+    translator, why = serve.load_translator()
+    assert translator is not None, why
+    app = serve.create_app({"minilm": models.load("minilm")}, translator=translator)
+    junk = ["-1", "99", "x", "", "zzz", "0", "1e3", "²", "9" * 30]
+    base = {"/api/trace": {"text": "the cat", "layer": "0", "head": "0"},
+            "/api/explain": {"text": "the cat", "layer": "0", "head": "0"},
+            "/api/example": {"name": "self-attention"}, "/api/tokens": {"text": "the cat"},
+            "/api/overview": {"text": "the cat"}, "/api/translate": {"text": "I love you", "to": "ko"},
+            "/api/translate/trace": {"text": "I love you", "to": "ko", "layer": "0"},
+            "/api/translate/explain": {"text": "I love you", "to": "ko", "layer": "0", "word": "1"}}
+    names = {"/api/trace": ["layer", "head", "query", "steps", "model", "text"],
+             "/api/explain": ["layer", "head", "query", "digits", "lang", "model"],
+             "/api/example": ["name", "query", "lang", "digits"], "/api/tokens": ["text", "model"],
+             "/api/overview": ["text", "model"], "/api/translate": ["text", "to", "lang"],
+             "/api/translate/trace": ["text", "to", "layer", "word", "steps"],
+             "/api/translate/explain": ["text", "to", "layer", "word", "lang", "digits"]}
+    errors = 0
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        for route, fields in names.items():
+            for name, value, lang in itertools.product(fields, junk, ("en", "ko")):
+                params = {**base[route], name: value, **({} if name == "lang" else {"lang": lang})}
+                response = client.get(route, params=params)
+                _count("API parameters")
+                if response.status_code < 400:
+                    continue
+                errors += 1
+                line = response.json()["error"]
+                assert "--" not in line and not line.startswith("TEXT") and "\n" not in line, (route, name, line)
+        zero = client.get("/api/translate/trace", params={**base["/api/translate/trace"], "word": "0"})
+        assert zero.status_code == 400 and zero.json()["error"].startswith("word: 0")
+    assert errors > 300
+
+
 def test_zz_case_count():
     """The total, for docs/reliability.md (printed with -s; asserted so a shrunken fuzz is noticed)."""
     total = sum(CASES.values())
     print("\nfuzz cases:", total, CASES)
-    if len(CASES) == 7:                    # the whole file ran (not one test picked with -k)
+    if len(CASES) == 8:                    # the whole file ran (not one test picked with -k)
         assert total > 5000, CASES
