@@ -1028,3 +1028,18 @@ def test_a_host_check_refusal_on_the_wire_has_the_headers(live):
     answer = _raw(live, b"GET /api HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
     head = answer.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
     assert head.startswith("http/1.1 400") and "content-security-policy:" in head and "x-frame-options: deny" in head
+
+
+def test_the_origin_is_the_host_the_request_was_sent_to(client):
+    """Origin is compared with the Host header (already checked against the server's addresses), port
+    included: a port forwarded to the server (docker -p 9000:8000) is the page's own origin; another
+    port or name of this machine is another site."""
+    body = json.dumps({"name": "self-attention"}).encode()
+    for host, origin, status in (("localhost:9000", "http://localhost:9000", 200),
+                                 ("localhost:9000", "http://localhost:8000", 403),
+                                 ("[::1]:8000", "http://[::1]:8000", 200),
+                                 ("127.0.0.1:8000", "http://[::1]:8000", 403),
+                                 ("127.0.0.1:8000", "http://127.0.0.1:8000/", 403)):   # an Origin has no path
+        response = client.post("/api/whatif", content=body,
+                               headers={"Host": host, "Origin": origin, "Content-Type": "application/json"})
+        assert response.status_code == status, (host, origin, response.text)

@@ -899,8 +899,10 @@ class _SameOrigin:
     /api/whatif, and any route added later) that a page of another site could have sent, with a JSON
     403 naming why:
 
-    - an Origin header that is not this server's own origin (scheme, the Host the request came to —
-      already checked by `_HostCheck` — and the port the server listens on); "null" included;
+    - an Origin header that is not this server's own origin: the scheme and the Host (name and port)
+      the request came to, which `_HostCheck` has checked against the server's addresses (so a port
+      forwarded to the server still works; another port of this machine is another origin); "null"
+      included;
     - Sec-Fetch-Site other than "same-origin" (browsers send it with every request; "same-site" is
       another port of this machine, "cross-site" any other page);
     - a Content-Type a cross-site form or fetch can send without a CORS preflight (`SIMPLE_TYPES`),
@@ -923,7 +925,7 @@ class _SameOrigin:
 
     @staticmethod
     def problem(scope) -> str | None:
-        from urllib.parse import parse_qs, urlsplit
+        from urllib.parse import parse_qs
 
         headers = Headers(scope=scope)
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
@@ -931,17 +933,8 @@ class _SameOrigin:
         scheme = scope.get("scheme", "http")
         own = f"{scheme}://{headers.get('host', '')}".lower()
         origin = headers.get("origin")
-        if origin is not None:
-            shown = json.dumps(origin[:80], ensure_ascii=False)
-            try:
-                parts = urlsplit(origin.strip().lower())
-                port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-            except ValueError:
-                parts, port = None, None
-            server = scope.get("server")
-            if (parts is None or origin.strip().lower() != own
-                    or (server is not None and server[1] is not None and port != server[1])):
-                return _say(lang, "error.cross_origin", origin=shown, own=own)
+        if origin is not None and origin.strip().lower() != own:
+            return _say(lang, "error.cross_origin", origin=json.dumps(origin[:80], ensure_ascii=False), own=own)
         site = headers.get("sec-fetch-site")
         if site is not None and site.strip().lower() != "same-origin":
             return _say(lang, "error.fetch_site", site=json.dumps(site[:40], ensure_ascii=False))
