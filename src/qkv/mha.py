@@ -134,11 +134,17 @@ class MultiHeadAttention:
     @classmethod
     def random(cls, d_model: int, n_heads: int, *, n_kv_heads: int | None = None, d_k: int | None = None,
                d_v: int | None = None, d_kv_in: int | None = None, d_out: int | None = None,
-               bias: bool = True, seed: int = 0, dtype: Any = np.float64,
-               rope: RoPE | None = None) -> "MultiHeadAttention":
-        """Random NumPy weights, N(0, 1/fan_in), reproducible from ``seed``.
+               bias: bool = True, seed: int = 0, dtype: Any = None,
+               rope: RoPE | None = None, like: Any = None) -> "MultiHeadAttention":
+        """Random weights, N(0, 1/fan_in), reproducible from ``seed``.
 
         d_k, d_v default to d_model // n_heads; d_kv_in and d_out default to d_model.
+        like: an array (NumPy or torch, e.g. the x you will call the layer with); the weights are
+          made in its library, on its device, with its dtype (unless dtype= is given). Without it,
+          NumPy arrays. The numbers are the same either way (drawn by NumPy from ``seed``, then
+          converted), so ``random(…, like=torch_x)`` equals ``random(…)`` up to the dtype.
+        dtype: the weights' dtype (a NumPy dtype, or a torch dtype with a torch ``like``); default
+          float64, or like's dtype.
         """
         if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
             raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
@@ -152,12 +158,13 @@ class MultiHeadAttention:
         d_kv_in = d_model if d_kv_in is None else d_kv_in
         d_out = d_model if d_out is None else d_out
         rng = np.random.default_rng(seed)
+        convert = _converter(like, dtype)
 
-        def matrix(rows: int, cols: int) -> np.ndarray:
-            return (rng.standard_normal((rows, cols)) / np.sqrt(rows)).astype(dtype)
+        def matrix(rows: int, cols: int):
+            return convert(rng.standard_normal((rows, cols)) / np.sqrt(rows))
 
-        def vector(n: int) -> np.ndarray | None:
-            return (0.1 * rng.standard_normal(n)).astype(dtype) if bias else None
+        def vector(n: int):
+            return convert(0.1 * rng.standard_normal(n)) if bias else None
 
         return cls(matrix(d_model, n_heads * d_k), matrix(d_kv_in, g * d_k), matrix(d_kv_in, g * d_v),
                    matrix(n_heads * d_v, d_out), n_heads, g if n_kv_heads is not None else None,
@@ -351,6 +358,28 @@ class MultiHeadAttention:
         if a.ndim < 2 or a.shape[-1] != width:
             raise ValueError(f"{name} has shape {shape_str(a.shape)} but {weight} has shape "
                              f"{shape_str(getattr(self, weight).shape)} (expected (…, T, {width}))")
+
+
+def _converter(like, dtype):
+    """A function turning a float64 NumPy array into like's library, device and dtype (see `random`)."""
+    if like is None:
+        target = np.dtype(np.float64 if dtype is None else dtype)
+        return lambda a: a.astype(target)
+    namespace(like=like)                                   # a NumPy array or a torch tensor, else TypeError
+    if is_numpy(like):
+        target = np.dtype(like.dtype if dtype is None else dtype)
+        return lambda a: a.astype(target)
+    import torch
+
+    if dtype is None:
+        target = like.dtype
+    elif isinstance(dtype, torch.dtype):
+        target = dtype
+    else:                                                   # a NumPy dtype: torch's equivalent
+        target = torch.from_numpy(np.zeros(0, dtype=np.dtype(dtype))).dtype
+    if not target.is_floating_point:
+        raise TypeError(f"like= has dtype {target}; weights need a floating-point dtype (pass dtype=)")
+    return lambda a: torch.as_tensor(a, dtype=target, device=like.device)
 
 
 # Sequences per attention call of a run of equal lengths: as many as keep one call's (b, H, T, T)
