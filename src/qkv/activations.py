@@ -146,7 +146,7 @@ def add_bias_and_activate(x: np.ndarray, bias: np.ndarray, activation: str) -> n
     """In place: x (…, F) ← activation(x + bias), bias (F,). float32 "gelu" with the C extension is one pass."""
     if activation == "gelu" and _USE_FUSED and x.dtype == np.float32 and x.flags.c_contiguous \
             and bias.dtype == np.float32:
-        _fused.gelu(x, bias)
+        _fused.gelu(x, bias if bias.flags.writeable else np.array(bias))   # the C side takes a writable buffer
         return x
     x += bias
     return ACTIVATIONS[activation](x, out=x)
