@@ -217,6 +217,27 @@ FAMILIES = {
     "mixtral": ("MixtralConfig", dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                       intermediate_size=24, max_position_embeddings=64, num_local_experts=4,
                                       num_experts_per_tok=2), True),
+    # configurations transformers accepts that qkv refused before (issue 20 part 3)
+    "gpt2-layer-scaled": ("GPT2Config", dict(n_embd=20, n_layer=3, n_head=4, n_positions=64,
+                                             scale_attn_by_inverse_layer_idx=True, activation_function="quick_gelu"),
+                          False),
+    "gpt2-unscaled": ("GPT2Config", dict(n_embd=20, n_layer=2, n_head=4, n_positions=64, scale_attn_weights=False,
+                                         activation_function="swish"), False),
+    "gpt2-big-ids": ("GPT2Config", dict(n_embd=20, n_layer=1, n_head=4, n_positions=64, activation_function="gelu_python",
+                                        bos_token_id=50256, eos_token_id=50256), False),
+    "llama-yarn": ("LlamaConfig", dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                       intermediate_size=40, max_position_embeddings=64, hidden_act="gelu",
+                                       rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                                        "original_max_position_embeddings": 16}), True),
+    "llama-dynamic": ("LlamaConfig", dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+                                          intermediate_size=40, max_position_embeddings=64, hidden_act="relu",
+                                          rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0}),
+                      True),
+    "llama-tanh": ("LlamaConfig", dict(hidden_size=48, num_hidden_layers=1, num_attention_heads=4, intermediate_size=40,
+                                       max_position_embeddings=64, hidden_act="gelu_pytorch_tanh"), True),
+    "qwen2-window": ("Qwen2Config", dict(hidden_size=48, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                         intermediate_size=40, max_position_embeddings=64, use_sliding_window=True,
+                                         sliding_window=5, max_window_layers=1), False),
 }
 
 
@@ -227,8 +248,8 @@ def build_family(root: Path, name: str, *, seed: int = 0) -> Path:
 
     cls_name, kwargs, bos = FAMILIES[name]
     tokenizer = train_tokenizer(bos=bos)
-    config = getattr(transformers, cls_name)(vocab_size=tokenizer.get_vocab_size(), pad_token_id=0, bos_token_id=1,
-                                             eos_token_id=2, **kwargs)
+    ids = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    config = getattr(transformers, cls_name)(vocab_size=tokenizer.get_vocab_size(), **{**ids, **kwargs})
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config)
     with torch.no_grad():
@@ -271,12 +292,26 @@ def keep_float64_everywhere(model) -> None:
                     inv32 = getattr(self, f"{layer_type}_inv_freq")
                 else:
                     inv32 = self.inv_freq
-                assert parameters.get("rope_type", "default") == "default"
+                kind = parameters.get("rope_type", "default")
                 dim = 2 * inv32.shape[0]
-                inv = 1.0 / (parameters["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+                theta = parameters["rope_theta"]
+                inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+                factor = 1.0
+                if kind == "yarn":              # the YaRN paper's ramp between interpolated and extrapolated θᵢ
+                    scale, original = parameters["factor"], parameters["original_max_position_embeddings"]
+
+                    def at(rotations):
+                        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+                    low, high = max(math.floor(at(32)), 0), min(math.ceil(at(1)), dim - 1)
+                    ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+                    inv = inv / scale * ramp + inv * (1 - ramp)
+                    factor = 0.1 * math.log(scale) + 1.0
+                else:
+                    assert kind in ("default", "dynamic")   # dynamic: the plain θᵢ within max_position_embeddings
                 freqs = position_ids[..., None].double() * inv
                 both = torch.cat((freqs, freqs), dim=-1)
-                return both.cos().to(x.dtype), both.sin().to(x.dtype)
+                return (both.cos() * factor).to(x.dtype), (both.sin() * factor).to(x.dtype)
 
             module.forward = types.MethodType(rotary, module)
         elif name.endswith("TopKRouter"):

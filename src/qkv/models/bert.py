@@ -67,7 +67,9 @@ class BertConfig:
                              field="model_type")
         position_kind = data.get("position_embedding_type", "absolute")
         if position_kind != "absolute":
-            raise InputError(f"{position_kind!r} is not supported (only \"absolute\")", source=source,
+            raise InputError(f"{position_kind!r} is not supported: relative positions (the distance_embedding "
+                             "tensors) are not built in; transformers 5 ignores this setting too and runs absolute "
+                             "positions, which is not the model the checkpoint was trained as", source=source,
                              field="position_embedding_type")
         for key, meaning in (("is_decoder", "a causal BERT (BertLMHeadModel): qkv runs BERT as a bidirectional encoder"),
                              ("add_cross_attention", "cross-attention layers: qkv runs BERT as an encoder alone")):

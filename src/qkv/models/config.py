@@ -40,7 +40,8 @@ class DecoderConfig:
     "full_attention" (empty: every layer is windowed when sliding_window is set); local_rope_theta,
     RoPE's θ on sliding layers (Gemma 3); position_offset, learned positions start at this row (OPT: 2);
     norm_position, "pre" or "post" (OPT-350m); final_norm, a norm before the unembedding; lm_head_bias
-    (Phi); n_experts, experts_per_token, a sparse mixture-of-experts MLP (Mixtral).
+    (Phi); n_experts, experts_per_token, a sparse mixture-of-experts MLP (Mixtral); scale_by_layer, layer l's
+    attention scale divided by l + 1 (GPT-2's scale_attn_by_inverse_layer_idx).
     """
 
     model_type: str
@@ -84,6 +85,7 @@ class DecoderConfig:
     lm_head_bias: bool = False
     n_experts: int = 0
     experts_per_token: int = 0
+    scale_by_layer: bool = False
 
     def window_of(self, layer: int) -> int | None:
         """The sliding window of layer ``layer`` (None: it sees every earlier key)."""

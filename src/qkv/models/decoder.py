@@ -138,7 +138,7 @@ def build(config: DecoderConfig, arrays: DecoderArrays) -> tuple[tuple[Transform
         attention = MultiHeadAttention(layer.w_q, layer.w_k, layer.w_v, layer.w_o, config.n_heads, config.n_kv_heads,
                                        b_q=layer.b_q, b_k=layer.b_k, b_v=layer.b_v, b_o=layer.b_o, rope=ropes.get(kind),
                                        q_norm=_norm(config, layer.q_norm), k_norm=_norm(config, layer.k_norm),
-                                       scale=config.attn_scale, score_mod=score_mod)
+                                       scale=_layer_scale(config, index), score_mod=score_mod)
         if layer.experts is not None:
             mlp = MoE(router=layer.router, top_k=config.experts_per_token,
                       experts=[MLP(w_in=up, w_out=down, w_gate=gate, activation=activation) for gate, up, down in layer.experts])
@@ -194,6 +194,13 @@ def rope_frequencies(config: DecoderConfig, float32: bool) -> np.ndarray | None:
     smoothed = (1 - smooth) * scaled / factor + smooth * scaled
     medium = ~(wavelength < original / high) & ~(wavelength > original / low)
     return np.where(medium, smoothed, scaled).astype(dtype)
+
+
+def _layer_scale(config: DecoderConfig, index: int) -> float | None:
+    """Layer ``index``'s q·kᵀ scale: attn_scale (default 1/√Dh), ÷ (index + 1) with scale_by_layer (GPT-2)."""
+    if not config.scale_by_layer:
+        return config.attn_scale
+    return (config.head_dim ** -0.5 if config.attn_scale is None else config.attn_scale) / (index + 1)
 
 
 def rope_attention_factor(config: DecoderConfig) -> float:
