@@ -338,14 +338,11 @@ def _example_title(name: str, lang: str) -> str:
 def _parse_upload(data: bytes, filename: str) -> dict:
     """The document of an uploaded example file, parsed by `qkv.spec.parse_document` as `qkv explain FILE`
     parses a file (the same bounds and one-line messages; the source is the file's name)."""
+    from .._io import decode_utf8
     from ..spec import parse_document
 
     suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=filename) from None
-    doc = parse_document(text, source=filename, suffix=suffix)
+    doc = parse_document(decode_utf8(data, source=filename), source=filename, suffix=suffix)
     for field in _ARRAY_FIELDS:   # a file name here would make the parser read that file: refuse it
         value = doc.get(field)
         if isinstance(value, dict) or (isinstance(value, str) and not (field == "mask" and value == "causal")):
