@@ -391,7 +391,7 @@ class CausalLM:
             logits /= cap
             np.tanh(logits, out=logits)
             logits *= cap
-        check_finite_states(logits, where="the logits", source=str(self.directory), dtype=self.dtype)
+        check_finite_states(logits, where="the logits", source=str(self.directory), dtype=self.dtype, squared=False)
         return Output(logits, states, np.stack(all_weights) if weights else None)
 
     def logits(self, text: str) -> np.ndarray:
