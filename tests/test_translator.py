@@ -139,9 +139,11 @@ def test_train_command_writes_a_checkpoint(tmp_path, capsys, monkeypatch):
 # --------------------------------------------------------------------------- commands
 def test_translate_command(capsys):
     assert main(["translate", "I love you", "--to", "ja"]) == 0
-    assert capsys.readouterr().out.strip() == "私は あなたを 愛してる"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "私は あなたを 愛してる" and lines[1].startswith("probability of each chosen token: 私は ")
     assert main(["translate", "I love you"]) == 0
-    assert capsys.readouterr().out.split("\n")[:2] == ["ko: 나는 너를 사랑해", "ja: 私は あなたを 愛してる"]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "ko: 나는 너를 사랑해" and lines[2] == "ja: 私は あなたを 愛してる"
 
 
 @pytest.mark.parametrize("lang, words", [("en", ["query", "love"]), ("ko", ["Query", "love"])])
@@ -184,7 +186,7 @@ def test_translate_figure(tmp_path, capsys):
     (["translate", "I love you", "--to", "fr"], "--to"),
     (["translate", "I love you", "--figure", "x.png"], "one language"),
     (["translate", "I love you", "--to", "ko", "--head", "9", "--explain"], "--head"),
-    (["translate", "I love you", "--checkpoint", "/nonexistent/t.safetensors"], "cannot read"),
+    (["translate", "I love you", "--checkpoint", "/nonexistent/t.safetensors"], "not found"),
     (["translate", "I love you", "--to", "ko", "--derive", "4"], "--derive"),
     (["translate", "I love you", "--to", "ko", "--figure", "/nonexistent/a.png"], "does not exist"),
     (["train", "translator", "--steps", "0"], "--steps"),

@@ -623,6 +623,12 @@ EN: dict[str, str] = {
     "cli.translate.figure_format": "unknown figure format; use one of {choices}",
     "cli.translate.lang.ko": "ko",
     "cli.translate.lang.ja": "ja",
+    "cli.translate.probabilities": "probability of each chosen token: {tokens}; of the whole sentence: {total}",
+    "cli.translate.end": "(end) {p}",
+    "cli.translate.end_word": "(end)",
+    "cli.translate.no_end": "(no end within {limit} words)",
+    "cli.translate.unsure": "the model is unsure: it gave “{word}” a probability of only {p}",
+    "cli.translate.outside": "{problem}; the translation below is the model's guess",
     # qkv serve (serve/app.py answers, serve/app.js page words: serve.ui.*)
     "serve.error.empty_text": "empty: type a sentence first, e.g. The cat sat on the mat.",
     "serve.error.no_text": "missing (the text to run through the model)",
@@ -634,6 +640,26 @@ EN: dict[str, str] = {
                                    "e.g. I love you",
     "error.translator.unknown_word": "unknown word '{word}'; the translator knows these English words: {known}",
     "error.translator.too_long": "{count} words is over the translator's limit of {limit}",
+    # the translator's grammar (qkv.translator.corpus.parse): which part is outside it, and what fits there
+    "error.translator.grammar.start": "“{part}” is outside the translator's grammar: a sentence begins with its "
+                                      "subject ({expected})",
+    "error.translator.grammar.expected": "“{part}” is outside the translator's grammar: after “{before}” it expects: "
+                                         "{expected}",
+    "error.translator.grammar.stops": "the sentence stops too early for the translator's grammar: after “{before}” "
+                                      "it expects: {expected}",
+    "error.translator.grammar.subject_form": "“{part}” is outside the translator's grammar: it is a pronoun's object "
+                                             "form; as the subject the grammar writes “{right}”",
+    "error.translator.grammar.object_form": "“{part}” is outside the translator's grammar: it is a pronoun's subject "
+                                            "form; as the object the grammar writes “{right}”",
+    "error.translator.grammar.determiner": "“{part}” is outside the translator's grammar: a noun phrase begins with "
+                                           "the, my or your (as in “{example}”)",
+    "error.translator.grammar.agreement": "“{part}” is outside the translator's grammar: the verb does not agree "
+                                          "with the subject “{subject}”; the grammar writes “{subject} {right}” "
+                                          "(or the past, “{subject} {past}”)",
+    "error.translator.grammar.place": "“{part}” is outside the translator's grammar: after the object “{before}” the "
+                                      "sentence ends, or one place follows ({places})",
+    "error.translator.grammar.after_place": "“{part}” is outside the translator's grammar: the sentence ends with "
+                                            "the place “{before}”",
     "serve.error.layer": "{layer}: the translator has decoder layers 0 … {last}",
     "serve.error.word": "{word}: the translation has words 1 … {last} (counted from 1)",
     "serve.error.missing_number": "missing (a whole number from 0)",
@@ -1326,6 +1352,12 @@ KO: dict[str, str] = {
     "cli.translate.figure_format": "알 수 없는 그림 형식이다. 다음 중 하나를 지정하라: {choices}",
     "cli.translate.lang.ko": "한국어",
     "cli.translate.lang.ja": "일본어",
+    "cli.translate.probabilities": "모델이 고른 토큰마다의 확률: {tokens}. 문장 전체의 확률: {total}",
+    "cli.translate.end": "(끝) {p}",
+    "cli.translate.end_word": "(끝)",
+    "cli.translate.no_end": "(단어 {limit}개 안에 끝나지 않았다)",
+    "cli.translate.unsure": "모델이 확신하지 못한다: “{word}” 토큰의 확률이 {p}뿐이다",
+    "cli.translate.outside": "{problem}. 그래서 아래 번역은 모델의 추측이다",
     # qkv serve (serve/app.py의 응답, serve/app.js 페이지의 낱말: serve.ui.*)
     "serve.error.empty_text": "비어 있다. 먼저 문장을 입력하라 (예: The cat sat on the mat.)",
     "serve.error.no_text": "없다 (모델에 넣을 문장이 필요하다)",
@@ -1335,6 +1367,23 @@ KO: dict[str, str] = {
     "error.translator.empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력하라 (예: I love you)",
     "error.translator.unknown_word": "번역기가 모르는 단어가 있다: '{word}'. 번역기가 아는 영어 단어: {known}",
     "error.translator.too_long": "단어 {count}개는 번역기가 받는 최대 {limit}개를 넘는다",
+    "error.translator.grammar.start": "“{part}”: 번역기의 문법 밖이다. 문장은 주어로 시작한다 ({expected})",
+    "error.translator.grammar.expected": "“{part}”: 번역기의 문법 밖이다. “{before}” 다음에는 다음 중 하나가 "
+                                         "와야 한다: {expected}",
+    "error.translator.grammar.stops": "문장이 번역기의 문법보다 일찍 끝난다. “{before}” 다음에는 다음 중 하나가 "
+                                      "와야 한다: {expected}",
+    "error.translator.grammar.subject_form": "“{part}”: 번역기의 문법 밖이다. 대명사의 목적어 꼴이다. 주어 "
+                                             "자리에는 “{right}” 꼴을 쓴다",
+    "error.translator.grammar.object_form": "“{part}”: 번역기의 문법 밖이다. 대명사의 주어 꼴이다. 목적어 "
+                                            "자리에는 “{right}” 꼴을 쓴다",
+    "error.translator.grammar.determiner": "“{part}”: 번역기의 문법 밖이다. 명사구는 the, my, your 중 하나로 "
+                                           "시작한다 (예: “{example}”)",
+    "error.translator.grammar.agreement": "“{part}”: 번역기의 문법 밖이다. 동사 꼴이 주어 “{subject}”에 맞지 "
+                                          "않는다. 문법에 맞는 꼴은 “{subject} {right}”, 과거형은 "
+                                          "“{subject} {past}”이다",
+    "error.translator.grammar.place": "“{part}”: 번역기의 문법 밖이다. 목적어 “{before}” 다음에는 문장이 "
+                                      "끝나거나 장소 하나가 온다 ({places})",
+    "error.translator.grammar.after_place": "“{part}”: 번역기의 문법 밖이다. 문장은 장소 “{before}”에서 끝난다",
     "serve.error.layer": "{layer}: 번역기의 디코더 층 번호는 0 … {last}이다",
     "serve.error.word": "{word}: 번역문의 단어 번호는 1 … {last}이다 (1부터 센다)",
     "serve.error.missing_number": "없다 (0부터 세는 정수가 필요하다)",
