@@ -516,14 +516,17 @@ EN: dict[str, str] = {
     "cli.inspect.what.layer": "layers",
     "cli.inspect.what.head": "heads",
     "cli.heads.title": "{model}: {layers} layers × {heads} heads on {tokens} tokens (layers and heads counted from 0)",
-    "cli.heads.legend": "entropy in nats (0 = one key takes all, ln T = uniform); first token, previous token, self: "
-                        "mean weight on that key; duplicate token, induction: share of attention on the pattern, on a "
-                        "random sequence of {probe} tokens repeated twice (seed {seed})",
+    "cli.heads.legend": "entropy in nats (0 = one key takes all, ln T = uniform); first token, self: mean weight on "
+                        "that key; previous token, duplicate token, induction: TransformerLens's detect_head scores, "
+                        "the share of the head's whole attention (all T rows) on the pattern, duplicate token and "
+                        "induction on a random sequence of {probe} tokens repeated twice (seed {seed}); previous token "
+                        "(T−1 rows): qkv's own, the mean weight on key i−1 over the T−1 rows that have one",
     "cli.heads.col.layer": "layer",
     "cli.heads.col.head": "head",
     "cli.heads.col.entropy": "entropy",
     "cli.heads.col.first_token": "first token",
     "cli.heads.col.previous_token": "previous token",
+    "cli.heads.col.previous_token_rows": "previous token (T−1 rows)",
     "cli.heads.col.self": "self",
     "cli.heads.col.duplicate_token": "duplicate token",
     "cli.heads.col.induction": "induction",
@@ -1246,13 +1249,16 @@ KO: dict[str, str] = {
     "cli.inspect.what.head": "헤드",
     "cli.heads.title": "{model}: 토큰 {tokens}개, 층 {layers}개 × 헤드 {heads}개 (층과 헤드는 0부터 센다)",
     "cli.heads.legend": "엔트로피는 자연로그로 잰다 (0 = Key 하나가 가중치를 모두 가져감, ln T = 모든 Key에 고르게 "
-                        "나눔). 첫 토큰, 이전 토큰, 자기 자신: 그 Key가 받는 가중치의 평균. 중복 토큰, 인덕션: 무작위 "
-                        "토큰 {probe}개를 두 번 이어 붙인 시퀀스(시드 {seed})에서 그 패턴에 가는 어텐션의 비율",
+                        "나눔). 첫 토큰, 자기 자신: 그 Key가 받는 가중치의 평균. 이전 토큰, 중복 토큰, 인덕션: "
+                        "TransformerLens의 헤드 탐지기 점수로, 헤드의 어텐션 전체(T개 행)에서 그 패턴에 가는 비율이다. "
+                        "중복 토큰과 인덕션은 무작위 토큰 {probe}개를 두 번 이어 붙인 시퀀스(시드 {seed})에서 잰다. "
+                        "이전 토큰 (T−1행): qkv의 정의로, 앞 토큰이 있는 T−1개 행에서 i−1번 Key가 받는 가중치의 평균",
     "cli.heads.col.layer": "층",
     "cli.heads.col.head": "헤드",
     "cli.heads.col.entropy": "엔트로피",
     "cli.heads.col.first_token": "첫 토큰",
     "cli.heads.col.previous_token": "이전 토큰",
+    "cli.heads.col.previous_token_rows": "이전 토큰 (T−1행)",
     "cli.heads.col.self": "자기 자신",
     "cli.heads.col.duplicate_token": "중복 토큰",
     "cli.heads.col.induction": "인덕션",
