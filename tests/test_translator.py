@@ -210,3 +210,160 @@ def test_translate_needs_no_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "나는 너를 사랑해" in done.stdout
+
+
+# --------------------------------------------------------------------------- the grammar: what the translator knows
+ISSUE_SENTENCES = [   # issue 20 item 6: known words outside the grammar, which the model translated without a warning
+    ("the child called my friend at the park", "at the park", "place"),
+    ("she waited in the park", "in", "expected"),
+    ("I love love you", "love", "expected"),
+    ("I love you you", "you", "place"),
+]
+
+
+def grammar_regex():
+    """The grammar's sentences as one regular expression over the lexicon (an independent statement of
+    corpus.py's rules: subject, verb agreeing unless past, object, then nothing or one place)."""
+    import re
+
+    def alt(words):
+        return "(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + ")"
+
+    noun_phrase = f"{alt(corpus.DETERMINERS)}(?: {alt(corpus.ADJECTIVES)})? {alt(n.en for n in corpus.NOUNS)}"
+    third = alt([p.subject for p in corpus.PRONOUNS if p.third_singular]) + "|" + noun_phrase
+    other = alt([p.subject for p in corpus.PRONOUNS if not p.third_singular])
+    past = [v.past for v in corpus.VERBS]
+    verb_third, verb_other = alt([v.third for v in corpus.VERBS] + past), alt([v.base for v in corpus.VERBS] + past)
+    obj = alt([p.object for p in corpus.PRONOUNS]) + "|" + noun_phrase
+    place = alt(p.en for p in corpus.PLACES)
+    return re.compile(f"(?:(?:{third}) {verb_third}|(?:{other}) {verb_other}) (?:{obj})(?: {place})?")
+
+
+def test_parse_reads_back_every_generated_sentence():
+    rng = np.random.default_rng(11)
+    regex = grammar_regex()
+    for _ in range(3000):
+        sentence = corpus.sample_sentence(rng)
+        assert corpus.parse(sentence.english()) == sentence
+        assert regex.fullmatch(" ".join(sentence.english()))
+
+
+def test_parse_refuses_exactly_what_the_grammar_does_not_generate():
+    """Mutated grammar sentences (a word repeated, dropped, swapped with its neighbour, replaced or inserted):
+    the parser accepts a word list iff the independent regular expression matches it, and a refusal names
+    the part outside the grammar in its message."""
+    from qkv.translator.model import tokenize
+
+    rng = np.random.default_rng(12)
+    regex = grammar_regex()
+    vocabulary = corpus.source_words()
+    counts = {True: 0, False: 0}
+    for _ in range(4000):
+        words = corpus.sample_sentence(rng).english()
+        i = int(rng.integers(len(words)))
+        kind = int(rng.integers(5))
+        if kind == 0:
+            words = words[:i + 1] + words[i:]                           # a repeated word
+        elif kind == 1 and len(words) > 1:
+            words = words[:i] + words[i + 1:]
+        elif kind == 2 and i + 1 < len(words):
+            words = words[:i] + [words[i + 1], words[i]] + words[i + 2:]
+        elif kind == 3:
+            words = words[:i] + [vocabulary[rng.integers(len(vocabulary))]] + words[i + 1:]
+        else:
+            words = words[:i] + [vocabulary[rng.integers(len(vocabulary))]] + words[i:]
+        in_grammar = bool(regex.fullmatch(" ".join(words)))
+        counts[in_grammar] += 1
+        try:
+            parsed = corpus.parse(words)
+        except corpus.OutsideGrammar as problem:
+            assert not in_grammar, words
+            assert 0 <= problem.start <= problem.stop <= len(words)
+            if problem.stop > problem.start:
+                assert f"“{' '.join(words[problem.start:problem.stop])}”" in str(problem)
+            assert tokenize(" ".join(words)) == words
+        else:
+            assert in_grammar and parsed.english() == words, words
+    assert counts[False] > 3000 and counts[True] > 100, counts          # both sides of the boundary are tried
+
+
+@pytest.mark.parametrize("text, part, kind", ISSUE_SENTENCES)
+def test_issue_sentences_are_refused_naming_the_part(model, text, part, kind):
+    with pytest.raises(corpus.OutsideGrammar) as caught:
+        model.translate(text, "ja")
+    problem = caught.value
+    assert problem.key == f"error.translator.grammar.{kind}"
+    assert f"“{part}” is outside the translator's grammar" in str(problem)
+    assert f"“{part}”: 번역기의 문법 밖이다" in problem.say("ko")
+    # asked to translate anyway, the result carries the same problem
+    guessed = model.translate(text, "ja", outside_grammar=True)
+    assert guessed.outside_grammar is not None and guessed.outside_grammar.key == problem.key
+    assert model.translate("she waited for the dog in the park", "ja", outside_grammar=True).outside_grammar is None
+
+
+@pytest.mark.parametrize("text, part", [("me love you", "me"), ("I love I", "I"), ("I loves you", "loves"),
+                                        ("dog saw you", "dog"), ("the big small dog saw you", "small"),
+                                        ("love you", "love"), ("I love you in the park at home", "at home")])
+def test_other_grammar_errors_name_their_part(model, text, part):
+    with pytest.raises(corpus.OutsideGrammar, match=f"“{part}” is outside"):
+        model.source_ids(text)
+
+
+def test_a_sentence_that_stops_early_says_what_should_follow(model):
+    with pytest.raises(corpus.OutsideGrammar, match="stops too early .* after “she waited” it expects: for$"):
+        model.source_ids("she waited")
+    with pytest.raises(corpus.OutsideGrammar, match="after “I love the” it expects: big, small"):
+        model.source_ids("I love the")
+
+
+def test_outside_grammar_on_the_command_line(capsys):
+    assert main(["translate", "the child called my friend at the park", "--to", "ja"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "“at the park” is outside the translator's grammar" in err
+    assert main(["translate", "the child called my friend at the park", "--to", "ja", "--lang", "ko"]) == 2
+    assert "“at the park”: 번역기의 문법 밖이다" in capsys.readouterr().err
+    assert main(["translate", "she waited in the park", "--outside-grammar"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("“in” is outside the translator's grammar") and out[0].endswith("the model's guess")
+    assert out[1].startswith("ko: ") and out[4].startswith("ja: ") and "unsure" in out[3]
+    assert main(["translate", "she waited in the park", "--outside-grammar", "--to", "ko", "--lang", "ko"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("그래서 아래 번역은 모델의 추측이다") and out[2].startswith("모델이 고른 토큰마다의 확률: ")
+
+
+# --------------------------------------------------------------------------- how sure the model is
+def test_probabilities_are_the_softmax_of_the_teacher_forced_logits(model):
+    """Each chosen token's probability (and </s>'s) equals torch's softmax of the logits of one
+    uncached, teacher-forced forward over the whole output, in float64 weights; greedy chose the argmax."""
+    params64 = {k: v.astype(np.float64) for k, v in model.params.items()}
+    reference = Translator(model.config, params64)
+    index = {w: i for i, w in enumerate(model.config.target_vocab)}
+    texts = ["I love you", "my small bird saw the kind teacher in the garden", "she waited in the park"]
+    for text in texts:
+        for lang in corpus.LANGUAGES:
+            t = model.translate(text, lang, outside_grammar=True)
+            source = np.array([model.source_ids(text, grammar=False)])
+            tokens = [index["<" + lang + ">"]] + [index[w] for w in t.target]
+            logits = reference.decode(np.array([tokens]), reference.encode(source))[0]      # (T + 1, Vt)
+            p = torch.softmax(torch.from_numpy(logits), dim=-1).numpy()
+            chosen = tokens[1:] + [index["</s>"]]
+            expected = p[np.arange(len(chosen)), chosen]
+            np.testing.assert_allclose(t.probabilities, expected[:-1], atol=2e-5)
+            assert t.end_probability == pytest.approx(expected[-1], abs=2e-5)
+            assert np.all(p[np.arange(len(chosen)), chosen] >= p.max(axis=-1) - 1e-5)
+            assert t.sequence_probability == pytest.approx(np.prod(expected), abs=1e-4)
+    # cached and uncached decoding agree on the probabilities too
+    a, b = model.translate(texts[1], "ko"), model.translate(texts[1], "ko", use_cache=False)
+    np.testing.assert_allclose(a.probabilities, b.probabilities, atol=1e-6)
+
+
+def test_the_command_says_how_sure_the_model_is(capsys, model):
+    t = model.translate("she waited in the park", "ja", outside_grammar=True)
+    assert main(["translate", "she waited in the park", "--to", "ja", "--outside-grammar"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    shown = " · ".join(f"{w} {p:.3f}" for w, p in zip(t.target, t.probabilities))
+    assert lines[2] == (f"probability of each chosen token: {shown} · (end) {t.end_probability:.3f}; "
+                        f"of the whole sentence: {t.sequence_probability:.3f}")
+    assert t.sequence_probability < 0.5                     # this guess is unsure, and the output says where
+    low = int(np.argmin(t.probabilities))
+    assert lines[3] == f"the model is unsure: it gave “{t.target[low]}” a probability of only {t.probabilities[low]:.3f}"
