@@ -367,3 +367,187 @@ def test_the_command_says_how_sure_the_model_is(capsys, model):
     assert t.sequence_probability < 0.5                     # this guess is unsure, and the output says where
     low = int(np.argmin(t.probabilities))
     assert lines[3] == f"the model is unsure: it gave “{t.target[low]}” a probability of only {t.probabilities[low]:.3f}"
+
+
+# --------------------------------------------------------------------------- malformed checkpoints: one line each
+def _shipped():
+    from safetensors.numpy import load_file
+
+    from qkv.translator.model import DEFAULT_CHECKPOINT, checkpoint_metadata
+
+    metadata = {k: (v if isinstance(v, str) else __import__("json").dumps(v))
+                for k, v in checkpoint_metadata(DEFAULT_CHECKPOINT).items()}
+    return load_file(str(DEFAULT_CHECKPOINT)), metadata
+
+
+def _write(path, tensors, metadata):
+    from safetensors.numpy import save_file
+
+    save_file(tensors, str(path), metadata=metadata)
+    return path
+
+
+def _config_with(metadata, **changes):
+    import json
+
+    config = json.loads(metadata["config"])
+    config.update(changes)
+    return {**metadata, "config": json.dumps(config)}
+
+
+def _raw(path, header: bytes, body: bytes = b""):
+    path.write_bytes(len(header).to_bytes(8, "little") + header + body)
+    return path
+
+
+def _malformed(kind, tmp_path):
+    import json
+    import os
+
+    tensors, metadata = _shipped()
+    p = tmp_path / "bad.safetensors"
+    if kind == "device":
+        return "/dev/zero"
+    if kind == "directory":
+        return str(tmp_path)
+    if kind == "fifo":
+        os.mkfifo(p)
+        return str(p)
+    if kind == "empty":
+        p.write_bytes(b"")
+    elif kind == "not safetensors":
+        p.write_bytes(b"\xff" * 64)
+    elif kind == "header not JSON":
+        _raw(p, b"{not json")
+    elif kind == "header a list":
+        _raw(p, b"[1, 2, 3]")
+    elif kind == "metadata not strings":
+        _raw(p, json.dumps({"__metadata__": {"format": 3}}).encode())
+    elif kind == "no format":
+        _write(p, tensors, {k: v for k, v in metadata.items() if k != "format"})
+    elif kind == "no config":
+        _write(p, tensors, {k: v for k, v in metadata.items() if k != "config"})
+    elif kind == "config not JSON":
+        _write(p, tensors, {**metadata, "config": "{oops"})
+    elif kind == "config a list":
+        _write(p, tensors, {**metadata, "config": "[64, 4]"})
+    elif kind == "config field missing":
+        config = json.loads(metadata["config"])
+        del config["d_ff"]
+        _write(p, tensors, {**metadata, "config": json.dumps(config)})
+    elif kind == "config size huge":
+        _write(p, tensors, _config_with(metadata, d_model=10**9))
+    elif kind == "config size a string":
+        _write(p, tensors, _config_with(metadata, n_heads="4"))
+    elif kind == "heads do not divide":
+        _write(p, tensors, _config_with(metadata, n_heads=3))
+    elif kind == "vocab not a list":
+        _write(p, tensors, _config_with(metadata, source_vocab="the cat"))
+    elif kind == "vocab repeats":
+        config = json.loads(metadata["config"])
+        _write(p, tensors, _config_with(metadata, source_vocab=config["source_vocab"] + ["cat"]))
+    elif kind == "missing weight":
+        _write(p, {k: v for k, v in tensors.items() if k != "decoder_norm.bias"}, metadata)
+    elif kind == "extra weight":
+        _write(p, {**tensors, "surprise": np.zeros(3, np.float32)}, metadata)
+    elif kind == "int weights":
+        _write(p, {**tensors, "encoder_norm.bias": np.zeros(64, np.int64)}, metadata)
+    elif kind == "wrong shape":
+        _write(p, {**tensors, "encoder_norm.bias": np.zeros(63, np.float32)}, metadata)
+    elif kind == "NaN weight":
+        bad = tensors["decoder.1.mlp.w_in"].copy()
+        bad[3, 5] = np.nan
+        _write(p, {**tensors, "decoder.1.mlp.w_in": bad}, metadata)
+    elif kind == "inf weight":
+        _write(p, {**tensors, "source_embedding": np.full_like(tensors["source_embedding"], np.inf)}, metadata)
+    elif kind == "truncated":
+        _write(p, tensors, metadata)
+        p.write_bytes(p.read_bytes()[:-1000])
+    return str(p)
+
+
+CHECKPOINT_CASES = {
+    "device": "character device", "directory": "is a directory", "fifo": "named pipe",
+    "empty": "shorter than the 8-byte", "not safetensors": "the header says", "header not JSON": "header is not JSON",
+    "header a list": "header is a JSON list", "metadata not strings": "__metadata__ is not an object of strings",
+    "no format": "not a qkv translator checkpoint", "no config": "config is missing",
+    "config not JSON": "config is not JSON", "config a list": "config is a JSON list",
+    "config field missing": "wrong fields (missing: d_ff", "config size huge": "d_model is 1000000000",
+    "config size a string": "n_heads is '4'", "heads do not divide": "does not split into 3 heads",
+    "vocab not a list": "source_vocab is not a list", "vocab repeats": "source_vocab lists a word twice",
+    "missing weight": "missing 1: decoder_norm.bias", "extra weight": "unexpected 1: 'surprise'",
+    "int weights": "encoder_norm.bias is 'I64'", "wrong shape": "encoder_norm.bias has shape (63,)",
+    "NaN weight": "decoder.1.mlp.w_in holds 1 values that are not finite",
+    "inf weight": "source_embedding holds", "truncated": "not a valid safetensors file",
+}
+
+
+@pytest.mark.parametrize("kind", list(CHECKPOINT_CASES))
+def test_a_malformed_checkpoint_is_one_error_line(kind, tmp_path, capsys):
+    """Every class of broken checkpoint (issue 22: 9 of 13 gave tracebacks, /dev/zero read until OOM, NaN
+    weights were accepted): exit 2, one line naming the file and the problem; the library raises InputError."""
+    from qkv.errors import InputError
+
+    path = _malformed(kind, tmp_path)
+    assert main(["translate", "I love you", "--checkpoint", path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qkv: error:") and err.count("\n") == 1 and CHECKPOINT_CASES[kind] in err, err
+    with pytest.raises(InputError, match=CHECKPOINT_CASES[kind].replace("(", r"\(").replace(")", r"\)")):
+        load(path)
+
+
+def test_save_refuses_non_finite_weights_and_writes_nothing(model, tmp_path):
+    params = dict(model.params)
+    params["encoder_norm.weight"] = np.full_like(params["encoder_norm.weight"], np.nan)
+    with pytest.raises(ValueError, match="not finite"):
+        save(tmp_path / "nan.safetensors", Translator(model.config, params))
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- training: bounded, and never non-finite
+@pytest.mark.parametrize("option, value", [("--seed", "-1"), ("--seed", str(2**32)), ("--learning-rate", "1e308"),
+                                           ("--learning-rate", "inf"), ("--learning-rate", "nan"),
+                                           ("--learning-rate", "0"), ("--batch-size", "100000000"),
+                                           ("--eval", "100000000"), ("--steps", "100000000"), ("--eval", "-1")])
+def test_train_options_are_bounded_before_training(option, value, tmp_path, capsys):
+    out = tmp_path / "t.safetensors"
+    assert main(["train", "translator", option, value, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qkv: error:") and err.count("\n") == 1 and option in err
+    assert not out.exists()
+
+
+def test_train_config_refuses_what_the_command_refuses():
+    from qkv.translator.train import TrainConfig
+
+    for bad in ({"seed": -1}, {"learning_rate": float("inf")}, {"learning_rate": float("nan")}, {"learning_rate": 1e308},
+                {"batch_size": 10**8}, {"steps": 0}, {"steps": True}):
+        with pytest.raises(ValueError):
+            TrainConfig(**bad)
+
+
+def test_training_that_goes_non_finite_stops_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    """One weight of 3e38 overflows the forward pass (float32): the old code trained on, exit 0, and wrote
+    a checkpoint of NaN; now the first non-finite step is one error line (EN and KO) and no file."""
+    from qkv.translator import train as train_module
+    from qkv.translator.train import TrainConfig, TrainingDiverged
+
+    tiny = Config(d_model=8, n_heads=2, d_ff=8, n_encoder=1, n_decoder=1)
+    real_init = train_module.init_params
+
+    def huge_init(config, seed):
+        params = real_init(config, seed)
+        params["encoder.0.mlp.w_in"][0, 0] = 3e38
+        return params
+
+    monkeypatch.setattr(train_module, "init_params", huge_init)
+    with pytest.raises(TrainingDiverged) as caught:
+        train_module.train(TrainConfig(steps=5, batch_size=4, seed=1), config=tiny)
+    assert caught.value.step == 1 and "학습이 5단계 중 1단계에서 발산했다" in caught.value.say("ko")
+    monkeypatch.setattr(train_module, "Config", lambda: tiny)
+    out = tmp_path / "t.safetensors"
+    assert main(["train", "translator", "--steps", "5", "--batch-size", "4", "--eval", "5", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.splitlines()          # the progress bar (stderr), then the one error line
+    assert [line for line in err if line.startswith("qkv:")] == err[-1:]
+    assert "training diverged at step 1 of 5" in err[-1] and "lower the learning rate (it was 0.003)" in err[-1]
+    assert list(tmp_path.iterdir()) == []

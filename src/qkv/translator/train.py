@@ -45,8 +45,7 @@ class TrainingDiverged(InputError):
 
         values = {"step": step, "steps": steps, "loss": f"{loss:.4g}", "rate": f"{learning_rate:g}"}
         self.step = step
-        super().__init__(texts.text("en", "error.train.diverged", **values), field="--learning-rate",
-                         key="error.train.diverged", values=values)
+        super().__init__(texts.text("en", "error.train.diverged", **values), key="error.train.diverged", values=values)
 
 
 @dataclass(frozen=True)
@@ -130,17 +129,17 @@ def train(train_config: TrainConfig = TrainConfig(), *, config: Config | None = 
             logits = model.decode(decoder_in, memory, source_mask)                      # (2B, T, Vt)
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), decoder_out.reshape(-1), ignore_index=0)
             if not torch.isfinite(loss):
-                raise TrainingDiverged(step + 1, train_config.steps, float(loss), train_config.learning_rate)
+                raise TrainingDiverged(step + 1, train_config.steps, float(loss.detach()), train_config.learning_rate)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             norm = torch.nn.utils.clip_grad_norm_(params.values(), 1.0)
             if not torch.isfinite(norm):
-                raise TrainingDiverged(step + 1, train_config.steps, float(loss), train_config.learning_rate)
+                raise TrainingDiverged(step + 1, train_config.steps, float(loss.detach()), train_config.learning_rate)
             optimizer.step()
             schedule.step()
             # the update itself can overflow (a large learning rate): check every weight after it
             if not all(bool(torch.isfinite(p).all()) for p in params.values()):
-                raise TrainingDiverged(step + 1, train_config.steps, float(loss), train_config.learning_rate)
+                raise TrainingDiverged(step + 1, train_config.steps, float(loss.detach()), train_config.learning_rate)
             real = decoder_out != 0
             accuracy = float(((logits.argmax(-1) == decoder_out) & real).sum() / real.sum())
             losses.append(float(loss.detach()))
