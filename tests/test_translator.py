@@ -507,7 +507,8 @@ def test_save_refuses_non_finite_weights_and_writes_nothing(model, tmp_path):
 # --------------------------------------------------------------------------- training: bounded, and never non-finite
 @pytest.mark.parametrize("option, value", [("--seed", "-1"), ("--seed", str(2**32)), ("--learning-rate", "1e308"),
                                            ("--learning-rate", "inf"), ("--learning-rate", "nan"),
-                                           ("--learning-rate", "0"), ("--batch-size", "100000000"),
+                                           ("--learning-rate", "0"), ("--learning-rate", "１e-3"),
+                                           ("--learning-rate", "1_0"), ("--batch-size", "100000000"),
                                            ("--eval", "100000000"), ("--steps", "100000000"), ("--eval", "-1")])
 def test_train_options_are_bounded_before_training(option, value, tmp_path, capsys):
     out = tmp_path / "t.safetensors"

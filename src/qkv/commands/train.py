@@ -13,6 +13,7 @@ weights stop being finite stops with one error line and writes nothing.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 
@@ -22,16 +23,15 @@ from ..errors import InputError
 MODELS = ("translator",)
 MAX_EVAL = 10_000          # held-out sentences scored after training (decoded in batches of _EVAL_BATCH)
 _EVAL_BATCH = 256
+_DECIMAL = re.compile(r"[+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def _learning_rate(text: str) -> float:
     """argparse type: a finite number in (0, MAX_LEARNING_RATE]."""
     from ..translator.train import MAX_LEARNING_RATE
 
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
+    # ASCII decimal notation only: float() also takes '１', '٣', 'infinity' and '1_0'
+    value = float(text) if _DECIMAL.fullmatch(text.strip()) else None
     if value is None or not 0 < value <= MAX_LEARNING_RATE:     # NaN and ±inf fail this too
         raise argparse.ArgumentTypeError(f"{text[:40]!r}: expected a number greater than 0 and at most "
                                          f"{MAX_LEARNING_RATE:g}")
