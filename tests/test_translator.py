@@ -328,7 +328,7 @@ def test_outside_grammar_on_the_command_line(capsys):
     assert out[1].startswith("ko: ") and out[4].startswith("ja: ") and "unsure" in out[3]
     assert main(["translate", "she waited in the park", "--outside-grammar", "--to", "ko", "--lang", "ko"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].endswith("그래서 아래 번역은 모델의 추측이다") and out[2].startswith("모델이 고른 토큰마다의 확률: ")
+    assert out[0].endswith("그래서 아래 번역은 모델의 추측이다") and out[2].startswith("모델이 고른 각 토큰의 확률: ")
 
 
 # --------------------------------------------------------------------------- how sure the model is

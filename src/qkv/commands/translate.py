@@ -6,7 +6,9 @@
     qkv translate "I love you" --to ja --derive 2 --lang ko     # seed 001's derivation, learned weights
 
 Greedy decoding with a KV cache, on the checkpoint shipped with qkv (or --checkpoint FILE, as
-written by `qkv train translator`). --explain shows the decoder's cross-attention for each
+written by `qkv train translator`). The text is parsed with the grammar first: outside it, one
+error line names the part (--outside-grammar translates anyway and flags it). Under each
+translation: the probability of each chosen word, of the end, and of the whole sentence. --explain shows the decoder's cross-attention for each
 generated word (query from the decoder, keys and values from the encoder); --figure draws that
 alignment matrix, where the reordering (the English verb read last) is visible; --derive N
 prints the step-by-step derivation (qkv.explain) of the cross-attention that produced word N.
@@ -31,7 +33,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "translate", help="translate English into Korean or Japanese with qkv's tiny trained transformer",
         description="Translate an English sentence of the translator's small grammar (pronouns, a few nouns, "
-        "verbs and places) into Korean and/or Japanese, and show the cross-attention that did it.")
+        "verbs and places) into Korean and/or Japanese, say how sure the model was of each word, and show the "
+        "cross-attention that did it. A sentence outside the grammar is refused with the part that is outside it "
+        "(--outside-grammar translates it anyway, as the model's guess).")
     parser.add_argument("text", metavar="TEXT", help='English text, e.g. "I love you"')
     parser.add_argument("--to", default="both", metavar="ko|ja|both", help="target language (default both)")
     parser.add_argument("--explain", action="store_true",

@@ -1360,7 +1360,7 @@ KO: dict[str, str] = {
     "cli.translate.figure_format": "알 수 없는 그림 형식이다. 다음 중 하나를 지정하라: {choices}",
     "cli.translate.lang.ko": "한국어",
     "cli.translate.lang.ja": "일본어",
-    "cli.translate.probabilities": "모델이 고른 토큰마다의 확률: {tokens}. 문장 전체의 확률: {total}",
+    "cli.translate.probabilities": "모델이 고른 각 토큰의 확률: {tokens}. 문장 전체의 확률: {total}",
     "cli.translate.end": "(끝) {p}",
     "cli.translate.end_word": "(끝)",
     "cli.translate.no_end": "(단어 {limit}개 안에 끝나지 않았다)",
@@ -1380,8 +1380,8 @@ KO: dict[str, str] = {
     "error.translator.grammar.start": "“{part}”: 번역기의 문법 밖이다. 문장은 주어로 시작한다 ({expected})",
     "error.translator.grammar.expected": "“{part}”: 번역기의 문법 밖이다. “{before}” 다음에는 다음 중 하나가 "
                                          "와야 한다: {expected}",
-    "error.translator.grammar.stops": "문장이 번역기의 문법보다 일찍 끝난다. “{before}” 다음에는 다음 중 하나가 "
-                                      "와야 한다: {expected}",
+    "error.translator.grammar.stops": "문장이 너무 일찍 끝나 번역기의 문법에 맞지 않는다. “{before}” 다음에는 "
+                                      "다음 중 하나가 와야 한다: {expected}",
     "error.translator.grammar.subject_form": "“{part}”: 번역기의 문법 밖이다. 대명사의 목적어 꼴이다. 주어 "
                                              "자리에는 “{right}” 꼴을 쓴다",
     "error.translator.grammar.object_form": "“{part}”: 번역기의 문법 밖이다. 대명사의 주어 꼴이다. 목적어 "
