@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._backend import is_torch, namespace
-from .._io import MAX_FILE_BYTES, check_input_file, short_repr, write_atomic
+from .._io import read_bytes, short_repr, write_atomic
 from ..block import MLP, LayerNorm, TransformerBlock
 from ..errors import InputError
 from ..mha import KVCache, MultiHeadAttention
@@ -363,9 +363,11 @@ def tokenize(text: str) -> list[str]:
 # --------------------------------------------------------------------------- checkpoints
 # Bounds a checkpoint's config must keep: generous for experiments, small enough that nothing a
 # config says can make qkv allocate more than the file itself holds (the file is at most
-# qkv._io.MAX_FILE_BYTES, its tensors must match the config's shapes).
+# MAX_CHECKPOINT_BYTES, its tensors must match the config's shapes).
 _SIZE_LIMITS = {"d_model": 4096, "n_heads": 256, "d_ff": 16384, "n_encoder": 64, "n_decoder": 64, "max_len": 1024}
 _VOCAB_LIMIT = 1_000_000
+MAX_CHECKPOINT_BYTES = 256 * 2**20
+"""The largest checkpoint read (the shipped one is 0.7 MB; the config bounds above allow far more)."""
 
 
 def save(path: str | os.PathLike, translator: Translator, *, metadata: dict[str, Any] | None = None) -> Path:
@@ -390,7 +392,7 @@ def load(path: str | os.PathLike | None = None) -> Translator:
     """A Translator from a safetensors checkpoint (default: the one shipped with qkv), NumPy float32.
 
     Every way a file can fail to be a translator checkpoint is one InputError naming the file and
-    the problem: not a regular file or too large (`qkv._io.check_input_file`), not safetensors,
+    the problem: not a regular file or too large (`qkv._io.read_bytes`, 256 MiB), not safetensors,
     no qkv translator metadata, a config that is not the JSON object `Config` writes (or sizes
     out of bounds), weights missing, unexpected, not float32, of the wrong shape, or not finite.
     """
@@ -444,16 +446,9 @@ def checkpoint_metadata(path: str | os.PathLike | None = None) -> dict[str, Any]
 
 
 def _read_checkpoint(target: Path) -> bytes:
-    """The bytes of a regular file of at most MAX_FILE_BYTES (checked before and while reading)."""
-    check_input_file(target, fifo=False)
-    try:
-        with open(target, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"cannot read the checkpoint ({exc.strerror or exc})", source=str(target)) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise InputError(f"is larger than {MAX_FILE_BYTES // 2**20} MiB, the most qkv reads", source=str(target))
-    return data
+    """The bytes of a regular file of at most MAX_CHECKPOINT_BYTES (`qkv._io.read_bytes`: kind and size
+    checked before and while reading)."""
+    return read_bytes(target, limit=MAX_CHECKPOINT_BYTES)
 
 
 def _header(data: bytes, source: str) -> tuple[dict[str, Any], dict[str, str]]:
