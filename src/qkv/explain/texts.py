@@ -477,7 +477,8 @@ EN: dict[str, str] = {
     # command line
     "list.header": "Worked examples (qkv example NAME):",
     # the other commands (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
-    "cli.choices": "{value}: expected one of {choices}",
+    "cli.choices": "{value} is not one of {choices}",
+    "cli.choices.guess": "{value} is not one of {choices}; did you mean {guess}?",
     "cli.note": "qkv: note: {text}",
     "cli.wrote": "wrote {path}",
     "cli.tokens": "tokens",
@@ -1180,7 +1181,8 @@ KO: dict[str, str] = {
     # command line
     "list.header": "예제 목록 (qkv example NAME):",
     # 나머지 명령 (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
-    "cli.choices": "{value}: {choices} 중 하나여야 한다",
+    "cli.choices": "{value}: {choices} 중 하나가 아니다",
+    "cli.choices.guess": "{value}: {choices} 중 하나가 아니다. 비슷한 것은 {guess}이다",
     "cli.note": "qkv: 참고: {text}",
     "cli.wrote": "저장했다: {path}",
     "cli.tokens": "토큰",
