@@ -513,10 +513,12 @@ EN: dict[str, str] = {
     "cli.inspect.top_keys": "{value}: expected a positive number of keys",
     "cli.no_directory": "directory {path} does not exist",
     "cli.figure_type": "its suffix {suffix} is not one of .png, .svg, .pdf",
-    "cli.inspect.range": "{value} is out of range: the model has {count} ({what} 0 … {last}, or all)",
-    "cli.inspect.index": "{value} is not an index: the model has {count} ({what} 0 … {last}, or all)",
+    "cli.inspect.range": "{value} is out of range: the model has {count} {what} (0 … {last}, or all)",
+    "cli.inspect.index": "{value} is not an index: the model has {count} {what} (0 … {last}, or all)",
     "cli.inspect.what.layer": "layers",
     "cli.inspect.what.head": "heads",
+    "cli.inspect.what.layer.one": "layer",
+    "cli.inspect.what.head.one": "head",
     "cli.heads.title": "{model}: {layers:layer|layers} × {heads:head|heads} on {tokens:token|tokens} (layers and heads counted from 0)",
     "cli.heads.legend": "entropy in nats (0 = one key takes all, ln T = uniform); first token, previous token, self: "
                         "mean weight on that key; duplicate token, induction: share of attention on the pattern, on a "
@@ -538,7 +540,6 @@ EN: dict[str, str] = {
                         "{share} of the score matrix",
     "cli.masks.and": "and",
     "cli.masks.or": "or",
-    "cli.masks.unknown": "{value} is not in the catalogue; choose one of: {names}",
     "cli.masks.computes": "computes {share}",
     "cli.masks.key": "key",
     "cli.masks.query": "query",
@@ -1220,6 +1221,8 @@ KO: dict[str, str] = {
     "cli.inspect.index": "{value}: 번호가 아니다. 이 모델의 {what} 수는 {count}이다 (0 … {last}, 또는 all)",
     "cli.inspect.what.layer": "층",
     "cli.inspect.what.head": "헤드",
+    "cli.inspect.what.layer.one": "층",
+    "cli.inspect.what.head.one": "헤드",
     "cli.heads.title": "{model}: 토큰 {tokens}개, 층 {layers}개 × 헤드 {heads}개 (층과 헤드는 0부터 센다)",
     "cli.heads.legend": "엔트로피는 자연로그로 잰다 (0 = Key 하나가 가중치를 모두 가져감, ln T = 모든 Key에 고르게 "
                         "나눔). 첫 토큰, 이전 토큰, 자기 자신: 그 Key가 받는 가중치의 평균. 중복 토큰, 인덕션: 무작위 "
@@ -1242,7 +1245,6 @@ KO: dict[str, str] = {
                         "행렬의 {share}를 계산한다",
     "cli.masks.and": "그리고",
     "cli.masks.or": "또는",
-    "cli.masks.unknown": "{value}: 목록에 없는 마스크이다. 다음 중 하나를 지정하라: {names}",
     "cli.masks.computes": "{share} 계산",
     "cli.masks.key": "Key",
     "cli.masks.query": "Query",
