@@ -59,7 +59,7 @@ def test_out_query_digits_by_hand(capsys, tmp_path):
     target = tmp_path / "love.json"
     code, out, err = run(capsys, "example", "--query", "learning", "--digits", "6", "--format", "json",
                          "--out", str(target))
-    assert code == 0 and out == "" and err == ""
+    assert code == 0 and out == "" and err == f"qkv: wrote {target}\n"      # the one line saying so, on stderr
     doc = json.loads(target.read_text(encoding="utf-8"))
     assert doc["trace"]["meta"]["query"] == 3 and doc["digits"] == 6
     code, out, _ = run(capsys, "example", "cross-attention", "--by-hand")
@@ -70,8 +70,8 @@ def test_out_query_digits_by_hand(capsys, tmp_path):
 
 def test_figure(capsys, tmp_path):
     figure = tmp_path / "love.png"
-    code, _, err = run(capsys, "example", "--figure", str(figure), "--out", str(tmp_path / "love.txt"))
-    assert code == 0 and err == ""
+    code, out, err = run(capsys, "example", "--figure", str(figure), "--out", str(tmp_path / "love.txt"))
+    assert code == 0 and out == "" and err == f"qkv: wrote {tmp_path / 'love.txt'}\nqkv: wrote {figure}\n"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -79,7 +79,7 @@ def test_explain_round_trip_equals_float64_numpy(capsys, tmp_path):
     target = tmp_path / "mine.json"
     code, _, err = run(capsys, "explain", str(ROOT / "examples" / "my-example.toml"), "--format", "json",
                        "--out", str(target))
-    assert code == 0 and err == ""
+    assert code == 0 and err == f"qkv: wrote {target}\n"
     trace = json.loads(target.read_text(encoding="utf-8"))["trace"]
     steps = {s["name"]: np.array(s["values"], dtype=float) for s in trace["steps"] if "/" not in s["name"]}
     # the same computation, written here in float64 NumPy
@@ -217,7 +217,7 @@ def test_argparse_errors_are_one_line_for_every_command(capsys, command):
 
 def test_argparse_type_and_top_level_errors_are_one_line(capsys):
     assert "unrecognized arguments: --bogus" in one_line(capsys, "--bogus")
-    assert "invalid choice: 'nope'" in one_line(capsys, "nope")
+    assert "COMMAND: 'nope' is not one of example, explain, " in one_line(capsys, "nope")
     assert "--values" in one_line(capsys, "embed", "x", "--values", "²")
     code, out, err = run(capsys, "--version")
     assert code == 0 and out.startswith("qkv ") and err == ""
