@@ -102,7 +102,7 @@ def test_inspect_full_prints_every_number(capsys):
 def test_inspect_grid_text_and_json(capsys, model):
     code, out, _ = run(capsys, "inspect", TEXT, "--query", "cat")
     assert code == 0
-    assert "6 layer(s) × 12 head(s)" in out and "layer 5" in out
+    assert "6 layers × 12 heads" in out and "layer 5" in out
     code, out, _ = run(capsys, "inspect", TEXT, "--layer", "all", "--head", "all", "--format", "json")
     doc = json.loads(out)
     assert np.array(doc["weights"]).shape == (6, 12, 9, 9)
@@ -234,7 +234,7 @@ def test_long_text_is_said_to_be_truncated(capsys, model):
     code, out, err = run(capsys, "inspect", long_text, "--layer", "0", "--head", "0")
     assert code == 0 and f"only its first {model.pooling.max_seq_length} tokens are used" in err
     code, out, err = run(capsys, "embed", long_text, "short")
-    assert code == 0 and "1 text(s) (#0)" in err and "are longer than this model reads" in err
+    assert code == 0 and "longer than this model reads: 1 text (#0)" in err
     code, out, err = run(capsys, "inspect", TEXT, "--layer", "0", "--head", "0")
     assert code == 0 and err == ""
 

@@ -469,7 +469,8 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
         raise InputError(f"holds {total:,} numbers in all; an example may hold at most {MAX_NUMBERS:,} (the "
                          "explanation records every step)", source=source)
     if heads * tq * tk > MAX_SCORES:
-        raise InputError(f"{heads} head(s) × {tq} queries × {tk} keys = {heads * tq * tk:,} scores; an example may "
+        from .frontdoor import plural
+        raise InputError(f"{plural(heads, 'head')} × {plural(tq, 'query', 'queries')} × {plural(tk, 'key')} = {heads * tq * tk:,} scores; an example may "
                          f"have at most {MAX_SCORES:,} (the explanation records every one)", source=source,
                          field="heads" if heads > 1 else "x")
     mask, causal = None, False

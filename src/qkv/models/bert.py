@@ -163,8 +163,9 @@ class BertWeights:
         unused = [name for name in checkpoint.names() if name not in used
                   and not name[len(prefix) if name.startswith(prefix) else 0:].startswith(_OPTIONAL)]
         if unused:
+            from ..frontdoor import plural
             raise InputError(f"is not used by the model {config_source} describes ({config.n_layers} layers, "
-                             f"D = {d}); {len(unused)} tensor(s) unused: config.json and the weights disagree",
+                             f"D = {d}); {plural(len(unused), 'tensor')} unused: config.json and the weights disagree",
                              source=str(checkpoint.files[unused[0]]), field=unused[0])
         return weights
 
