@@ -361,6 +361,7 @@ def _choice_cases():
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices
     needs = {"inspect": ["a cat"], "heads": ["a cat"], "embed": ["a cat"], "translate": ["I love you"],
+             "explain": [str(ROOT / "examples" / "my-example.toml")],
              "generate": ["--model", "nowhere", "a cat"]}
     cases = []
     for name, sub in commands.items():

@@ -74,8 +74,10 @@ def test_inspect_one_head_is_short_and_names_the_real_head(capsys, tmp_path):
     """A 384-wide model head prints like NumPy: W matrices and X elided, full shapes stated; the figure
     and the explanation use the trace as recorded (meta head 3 is a label, not an index)."""
     figure = tmp_path / "head3.png"
-    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--figure", str(figure))
+    code, out, err = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--figure", str(figure))
     assert code == 0 and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert out == "" and err == f"qkv: wrote {figure}\n"      # the figure alone was asked for: nothing else
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--figure", str(figure), "--format", "text")
     assert len(out.splitlines()) < 300                       # was ~1,400 lines, mostly "…"
     assert "X  (9 × 384; 8 of 9 rows shown" not in out      # 9 tokens: every row shown
     assert "X  (9 × 384; 8 of 384 columns shown)" in out

@@ -25,7 +25,7 @@ from . import __version__
 from ._io import all_or_nothing, check_output
 from .commands import COMMANDS
 from .errors import InputError
-from .frontdoor import not_one_of, printable
+from .frontdoor import check_figure, not_one_of, printable
 
 DEFAULT_ARGS = ["example", "self-attention"]
 # Options that name a file a command writes (checked before any work when given as a string).
@@ -254,6 +254,9 @@ def check_outputs(args: argparse.Namespace) -> None:
         if not isinstance(value, str):
             continue
         option = "--" + dest.replace("_", "-")
+        if dest == "figure":                           # its format follows the suffix: checked before any work
+            lang = getattr(args, "lang", "en")
+            check_figure(value, field=option, lang=lang if lang in ("en", "ko") else "en")
         target = os.path.realpath(check_output(value, field=option))
         if target in seen:
             raise InputError(f"names the same file as {seen[target]}", source=value, field=option)

@@ -50,7 +50,8 @@ def register(subparsers) -> None:
                         help="also compare output and gradients with single-process qkv.attention")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                         help="seconds a rank waits for another before failing")
-    parser.add_argument("--figure", metavar="FILE", help="write who-holds-what and the causal work per rank (.png)")
+    parser.add_argument("--figure", metavar="FILE",
+                        help="write who-holds-what and the causal work per rank (.png .svg .pdf)")
     parser.add_argument("--json", metavar="FILE", help="also write every rank's measurements as JSON")
     # For tests only (rehearses a failure: rank R exits abruptly before its first step); not in --help.
     parser.add_argument("--fail-rank", type=int_option(low=0, high=63), metavar="R", help=argparse.SUPPRESS)
@@ -174,5 +175,5 @@ def _write_figure(path: str, every: list[dict], args) -> None:
         measured = None  # the figure is about causal work
     fig = ring_figure(len(every), args.seq, measured=measured)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
+    fig.savefig(buffer, format=os.path.splitext(path)[1][1:].lower() or "png", dpi=110)   # .png .svg .pdf
     write_atomic(path, buffer.getvalue())

@@ -32,7 +32,7 @@ _DPI = 150
 def _format_of(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
-        raise InputError(f"its suffix {path.suffix or '(none)'!r} is not one of {', '.join(FORMATS)}",
+        raise InputError(f"the format {path.suffix or '(none)'!r} is not one of {', '.join(FORMATS)}",
                          source=str(path))
     return suffix[1:]
 
