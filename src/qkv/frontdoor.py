@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ._io import FIGURE_SUFFIXES, check_output, parse_int, short_repr
-from .errors import InputError
+from .errors import InputError, plural
 from .explain.texts import LANGS as _TEXT_LANGS
 from .trace import BY_HAND, Trace
 
@@ -55,11 +55,6 @@ def check_choice(value: Any, choices, *, field: str | None = None, lang: str = "
 def check_lang(value: Any, *, field: str = "--lang") -> str:
     """``value`` if it is one of `LANGS`; else ``FIELD: 'xx' is not one of en, ko``."""
     return check_choice(value, LANGS, field=field)
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``1 query``, ``2 queries``: a count with its noun (``many`` defaults to ``one + "s"``)."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 # Control characters a terminal would act on: C0 (but newline and tab), DEL, C1, and the bidirectional

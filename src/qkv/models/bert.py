@@ -23,7 +23,7 @@ import numpy as np
 
 from ..activations import ACTIVATIONS
 from ..block import MLP, LayerNorm, TransformerBlock
-from ..errors import InputError
+from ..errors import InputError, plural
 from ..mha import MultiHeadAttention
 from ..trace import Trace
 from .checkpoint import Checkpoint, open_checkpoint
@@ -163,7 +163,6 @@ class BertWeights:
         unused = [name for name in checkpoint.names() if name not in used
                   and not name[len(prefix) if name.startswith(prefix) else 0:].startswith(_OPTIONAL)]
         if unused:
-            from ..frontdoor import plural
             raise InputError(f"is not used by the model {config_source} describes ({config.n_layers} layers, "
                              f"D = {d}); {plural(len(unused), 'tensor')} unused: config.json and the weights disagree",
                              source=str(checkpoint.files[unused[0]]), field=unused[0])
