@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench browser fonts pictures clean
+.PHONY: demo test bench browser fonts pictures docs clean
 
 $(STAMP): pyproject.toml setup.py src/qkv/kernels/_fused.c
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,14 @@ test: $(STAMP) browser fonts
 pictures: $(STAMP) fonts
 	$(BIN)/python -m qkv.viz.gallery docs
 
+# The docs site (mkdocs-material + mkdocstrings) into site/, offline and strict: a broken link or
+# docstring fails the build. Open site/index.html.
+docs: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 bench: $(STAMP)
 	$(BIN)/qkv bench
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build site src/*.egg-info
