@@ -149,11 +149,13 @@ def test_site_builds_strict_and_offline(tmp_path):
                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     home = (site / "index.html").read_text(encoding="utf-8")
-    assert "make demo" in home and 'href="examples/' in home      # the README, its docs/ links made relative
-    api = (site / "api" / "qkv" / "index.html").read_text(encoding="utf-8")
+    assert "make demo" in home and 'href="examples.html"' in home      # the README, its docs/ links made relative
+    api = (site / "api" / "qkv.html").read_text(encoding="utf-8")
     assert "qkv.attention" in api and "Tq" in api                  # a docstring's shapes reached the page
     for module in ("masks", "models", "torch", "distributed", "examples", "explain", "trace", "analysis", "notebook"):
-        assert (site / "api" / module / "index.html").is_file(), module
+        assert (site / "api" / f"{module}.html").is_file(), module
+    for page in (site / "api").glob("*.html"):    # a docstring's >>> lines read as code, not as quotes
+        assert "<blockquote>" not in page.read_text(encoding="utf-8"), page
     # offline: nothing fetched from elsewhere (no web fonts, no CDN scripts or styles)
     for page in site.rglob("*.html"):
         html = page.read_text(encoding="utf-8")
