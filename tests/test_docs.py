@@ -5,7 +5,8 @@ Pages: README.md (the site's home page) and docs/*.md. Per page, in a fresh temp
 
 - ```python blocks run in order, sharing one namespace (a reader typing them into one session);
 - a block with a title (```toml title="my-example.toml"```) is a file the page asks the reader to
-  write: it is written there under that name, for the blocks after it to read;
+  write: it is written there under that name, for the blocks after it to read (a TOML or JSON sample
+  must have one, so that a sample naming files that do not exist fails when a command reads it);
 - ```sh blocks are commands, ```console blocks `$ `-prompted commands followed by the output they
   print (each printed line must appear in what the command printed); every command must be a `qkv`
   command, run as `python -m qkv.cli …` with a time limit, and must exit 0;
@@ -149,7 +150,7 @@ def test_site_builds_strict_and_offline(tmp_path):
                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     home = (site / "index.html").read_text(encoding="utf-8")
-    assert "make demo" in home and 'href="examples.html"' in home      # the README, its docs/ links made relative
+    assert "python3-venv" in home and 'href="examples.html"' in home      # the README, its docs/ links made relative
     api = (site / "api" / "qkv.html").read_text(encoding="utf-8")
     assert "qkv.attention" in api and "Tq" in api                  # a docstring's shapes reached the page
     for module in ("masks", "models", "torch", "distributed", "examples", "explain", "trace", "analysis", "notebook"):
@@ -176,6 +177,9 @@ def test_every_block_is_run_or_says_why():
             if "no-run" in block.classes:
                 assert block.options.get("reason", "").strip(), f"{block.where}: {{.no-run}} needs reason=\"…\""
                 unrun.append(block.where)
+            elif block.lang in ("toml", "json") and "title" not in block.options:
+                raise AssertionError(f'{block.where}: a sample file needs title="NAME" (written, then read by '
+                                     f"the page's commands) or {{.no-run reason=\"…\"}}")
             elif block.lang in ("", "text"):
                 assert not looks_like_commands(block.body), (
                     f"{block.where}: a block of qkv commands must be labelled ```sh or ```console")
@@ -188,7 +192,7 @@ def test_page_code_runs(page, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     prepare(page, tmp_path)
     namespace: dict = {"__name__": "__main__"}
-    ran = 0
+    ran = 0     # blocks run, checked against the page's runnable blocks at the end
     for block in blocks(page):
         if "no-run" in block.classes:
             continue
@@ -206,5 +210,6 @@ def test_page_code_runs(page, tmp_path, monkeypatch):
             for command, expected in commands(block):
                 run_command(block, command, expected, tmp_path)
             ran += 1
-    if any(b.lang in ("python", "sh", "console") for b in blocks(page)):
-        assert ran, f"{page}: no block ran"
+    runnable = [b for b in blocks(page) if b.lang in ("python", "sh", "console", "bash", "shell")
+                and "no-run" not in b.classes and not (b.lang != "python" and "title" in b.options)]
+    assert ran == len(runnable), f"{page}: {ran} of {len(runnable)} blocks ran"
