@@ -83,7 +83,7 @@ def test_headline_numbers_are_measured_rows():
     models = [row for row in headline if row[0].startswith(("MiniLM", "GPT-2", "Llama"))]
     assert len(attention) == 5 and len(masks) == 3 and len(models) == 3
     for kind, T, qkv_ms, sdpa_ms, ratio in attention:
-        h, causal = kind.split("H = ")[1], "yes" if kind.startswith("causal") else "no"
+        h, causal = kind.split("H=")[1], "yes" if kind.startswith("causal") else "no"
         assert [h, T, causal, "**qkv blocked**", qkv_ms] == measured_row(measured, h, T, causal, "**qkv blocked**")[:5]
         assert measured_row(measured, h, T, causal, "**qkv blocked**")[6] == ratio
         assert measured_row(measured, h, T, causal, "torch sdpa")[4] == sdpa_ms
