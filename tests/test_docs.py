@@ -16,6 +16,9 @@ Pages: README.md (the site's home page) and docs/*.md. Per page, in a fresh temp
 - a block without a language, or ```text, is output or a sketch and is not run — unless it consists
   of `qkv` commands, which must then be labelled sh or console (so commands cannot hide from this).
 
+The built site is also opened in Chromium (from disk, 1280 and 390 px wide): no outside request, no
+script error, no sideways scrolling.
+
 docs/models.md writes DIR and path/to/llama for a checkpoint directory of the reader's own: the test
 puts a tiny random Llama-style checkpoint there (4 layers, 8 query heads over 2 key/value heads, made
 by transformers from a config; nothing is downloaded).
@@ -33,6 +36,8 @@ import sys
 from dataclasses import dataclass, field
 
 import pytest
+
+from browser_support import browser_context  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.slow     # builds the site and runs every page: about two minutes here
 
@@ -144,15 +149,21 @@ def prepare(page: str, cwd: pathlib.Path) -> None:
 
 # ---------------------------------------------------------------------------------------------- the site
 
-def test_site_builds_strict_and_offline(tmp_path):
-    site = tmp_path / "site"
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built once with --strict (a warning — a broken link, an unreadable docstring — fails)."""
+    site = tmp_path_factory.mktemp("docs") / "site"
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
+    return site
+
+
+def test_site_builds_strict_and_offline(site):
     home = (site / "index.html").read_text(encoding="utf-8")
     assert "python3-venv" in home and 'href="examples.html"' in home      # the README, its docs/ links made relative
     api = (site / "api" / "qkv.html").read_text(encoding="utf-8")
-    assert "qkv.attention" in api and "Tq" in api                  # a docstring's shapes reached the page
+    assert 'id="qkv.attention.attention"' in api and "Tq" in api   # attention itself (not only its module), with shapes
     for module in ("masks", "models", "torch", "distributed", "examples", "explain", "trace", "analysis", "notebook"):
         assert (site / "api" / f"{module}.html").is_file(), module
     for page in (site / "api").glob("*.html"):    # a docstring's >>> lines read as code, not as quotes
@@ -165,6 +176,33 @@ def test_site_builds_strict_and_offline(tmp_path):
         assert "fonts.googleapis" not in html and "fonts.gstatic" not in html, page
     for sheet in site.rglob("*.css"):
         assert "@import url(http" not in sheet.read_text(encoding="utf-8"), sheet
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+def test_site_in_chromium(site, browser_context, width):
+    """Opened from disk at desktop and phone widths: nothing fetched from elsewhere, no script error,
+    no sideways scrolling; the figures and the API signatures are there."""
+    for path, selector in (("index.html", "#quickstart"), ("pictures.html", 'img[alt="self-attention, Korean"]'),
+                           ("api/qkv.html", '[id="qkv.attention.attention"]')):
+        page = browser_context.new_page()
+        requests, errors = [], []
+        page.on("request", lambda request: requests.append(request.url))
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        try:
+            page.set_viewport_size({"width": width, "height": 844})
+            page.goto((site / path).as_uri())
+            page.wait_for_selector(selector, state="attached", timeout=30_000)
+            page.wait_for_load_state("load")
+            overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, f"{path} at {width} px scrolls sideways by {overflow} px"
+            assert not [u for u in requests if not u.startswith(("file:", "data:", "blob:"))], (path, requests)
+            assert not errors, (path, errors)
+            if path == "pictures.html":        # the figure loaded (a broken image has no natural width)
+                assert page.eval_on_selector(selector, "img => img.naturalWidth") > 0
+        finally:
+            page.close()
 
 
 # ---------------------------------------------------------------------------------------------- the pages
