@@ -9,6 +9,8 @@ import re
 
 import numpy as np
 
+from qkv import residual as qkv_residual
+
 ROOT = pathlib.Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BENCHMARKS = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
@@ -45,6 +47,16 @@ def test_quickstart_runs_as_written(capsys):
     love = namespace["trace"]["weights"].value[0, 1]
     np.testing.assert_allclose(love, [0.1688, 0.2472, 0.2457, 0.3383], atol=1.5e-4)
     assert "[0.1688 0.2472 0.2457 0.3382]" in printed
+    # the torch variant's gradient, against central differences of the NumPy layer (float64)
+    x, mha = namespace["x"], namespace["mha"]
+    def loss(x_):
+        return float(np.sum(qkv_residual(x_, mha(x_, causal=True))))
+    numeric = np.zeros_like(x)
+    for index in np.ndindex(*x.shape):
+        step = np.zeros_like(x)
+        step[index] = 1e-6
+        numeric[index] = (loss(x + step) - loss(x - step)) / 2e-6
+    np.testing.assert_allclose(namespace["xt"].grad.numpy(), numeric, atol=1e-7)
 
 
 def test_setup_it_names_exists():
