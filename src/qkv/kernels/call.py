@@ -212,14 +212,14 @@ def _numpy_ready(fn, *, score: bool):
 
 
 def _real_floating(xp, dtype) -> bool:
-    if xp is not None and array_api_compat.is_numpy_namespace(xp) and dtype == np.longdouble:
+    if dtype == np.longdouble and xp is not None and array_api_compat.is_numpy_namespace(xp):
         return True
     return xp.isdtype(dtype, "real floating")
 
 
 def _work_dtype(xp, dtype):
-    if array_api_compat.is_numpy_namespace(xp) and dtype == np.longdouble:   # (namespace first: a torch
-        return np.dtype(np.longdouble)                                        # dtype == NumPy's breaks compile)
+    if array_api_compat.is_numpy_namespace(xp) and dtype == np.longdouble:
+        return np.dtype(np.longdouble)
     return compute_dtype(xp, dtype)
 
 
