@@ -175,15 +175,15 @@ def test_multihead_attn_invalid_shape(batch_first):
     mha = MultiheadAttention(4, 4, batch_first=batch_first)
     query = key = value = torch.randn(4, 4, 4)
     cases = [
-        ((query, torch.randn(4, 4), value), {}, "key and value to be 3-D"),
-        ((query, key, torch.randn(4, 4)), {}, "key and value to be 3-D"),
+        ((query, torch.randn(4, 4), value), {}, "`key` and `value` to be 3-D"),
+        ((query, key, torch.randn(4, 4)), {}, "`key` and `value` to be 3-D"),
         ((query, key, value), {"key_padding_mask": torch.tensor([False, False, True, True])}, "key_padding_mask"),
         ((query, key, value), {"attn_mask": torch.tensor([False, False, True, True])}, "attn_mask"),
     ]
     q2 = k2 = v2 = torch.randn(4, 4)
     cases += [
-        ((q2, torch.randn(4, 4, 4), v2), {}, "key and value to be 2-D"),
-        ((q2, k2, torch.randn(4, 4, 4)), {}, "key and value to be 2-D"),
+        ((q2, torch.randn(4, 4, 4), v2), {}, "`key` and `value` to be 2-D"),
+        ((q2, k2, torch.randn(4, 4, 4)), {}, "`key` and `value` to be 2-D"),
         ((q2, k2, v2), {"key_padding_mask": torch.tensor([[False, False, True, True] * 2])}, "key_padding_mask"),
         ((q2, k2, v2), {"attn_mask": torch.tensor([False, False, True, True])}, "attn_mask"),
         ((q2, k2, v2), {"attn_mask": torch.randn(5, 4, 4).bernoulli_().to(torch.bool)}, r"\(4, 4, 4\)"),
@@ -191,7 +191,7 @@ def test_multihead_attn_invalid_shape(batch_first):
     for args, kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
             mha(*args, **kwargs)
-    with pytest.raises(TypeError, match="bool .* or floating"):
+    with pytest.raises(TypeError, match="only bool and floating"):
         mha(query, key, value, attn_mask=torch.zeros(4, 4, dtype=torch.int64))
     with pytest.raises(ValueError, match="embed_dim=6 does not split into num_heads=4"):
         MultiheadAttention(6, 4)

@@ -35,7 +35,7 @@ from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
 from ..attention import attention, causal_mask
 from ..heads import merge_heads, split_heads
 
-__all__ = ["MultiheadAttention"]
+__all__ = ["MultiheadAttention", "InputShapeError", "MaskDtypeError"]
 
 
 class MultiheadAttention(nn.Module):
@@ -223,48 +223,72 @@ class MultiheadAttention(nn.Module):
         return merged, mask_type
 
     def _check_shapes(self, query, key, value, key_padding_mask, attn_mask) -> bool:
-        """torch's shape rules, as ValueError naming what was wrong; returns whether batched."""
+        """torch's shape rules; returns whether batched. A wrong shape raises `InputShapeError`, a
+        mask of another dtype `MaskDtypeError`: ValueError / TypeError as qkv raises everywhere, and
+        AssertionError as torch's module raises, so code written against torch catches them too.
+        Messages start with torch's sentence and add the shapes."""
         for name, t in (("query", query), ("key", key), ("value", value)):
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
+            if t.is_nested:
+                raise InputShapeError(f"{name} is a nested tensor; this module takes dense tensors: pad it "
+                                      "(nt.to_padded_tensor(0.0)) and pass key_padding_mask")
         if query.dim() not in (2, 3):
-            raise ValueError(f"query must be (L, E) unbatched or 3-D batched, got shape {tuple(query.shape)}")
+            raise InputShapeError(f"query should be unbatched 2D or batched 3D tensor but received "
+                                  f"{query.dim()}-D query tensor (shape {tuple(query.shape)})")
         batched = query.dim() == 3
         want = query.dim()
         if key.dim() != want or value.dim() != want:
-            raise ValueError(f"expected key and value to be {want}-D like query, got {key.dim()}-D and "
-                             f"{value.dim()}-D tensors")
+            raise InputShapeError(f"expected `key` and `value` to be {want}-D but found {key.dim()}-D and "
+                                  f"{value.dim()}-D tensors respectively (query is {want}-D)")
         for name, t, width in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
             if t.shape[-1] != width:
-                raise ValueError(f"{name} has shape {tuple(t.shape)} but this module expects width {width} "
-                                 f"(embed_dim={self.embed_dim}, kdim={self.kdim}, vdim={self.vdim})")
+                raise InputShapeError(f"{name} has shape {tuple(t.shape)} but this module expects width {width} "
+                                      f"(embed_dim={self.embed_dim}, kdim={self.kdim}, vdim={self.vdim})")
         if key.shape[:-1] != value.shape[:-1]:
-            raise ValueError(f"key has shape {tuple(key.shape)} and value has shape {tuple(value.shape)}: "
-                             "their sequence and batch dimensions must match")
+            raise InputShapeError(f"key has shape {tuple(key.shape)} and value has shape {tuple(value.shape)}: "
+                                  "their sequence and batch dimensions must match")
         batch_axis = 0 if self.batch_first else 1
         if batched and query.shape[batch_axis] != key.shape[batch_axis]:
-            raise ValueError(f"query has shape {tuple(query.shape)} and key has shape {tuple(key.shape)}: "
-                             f"batch sizes differ (batch_first={self.batch_first})")
+            raise InputShapeError(f"query has shape {tuple(query.shape)} and key has shape {tuple(key.shape)}: "
+                                  f"batch sizes differ (batch_first={self.batch_first})")
         b = query.shape[batch_axis] if batched else 1
         tq = query.shape[batch_axis ^ 1] if batched else query.shape[0]
         tk = key.shape[batch_axis ^ 1] if batched else key.shape[0]
         for name, m in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
             if m is not None and not (m.dtype == torch.bool or torch.is_floating_point(m)):
-                raise TypeError(f"{name} must be bool (True = masked out) or floating (added to the scores), "
-                                f"got dtype {m.dtype}")
+                raise MaskDtypeError(f"only bool and floating types of masks are supported: {name} has dtype "
+                                     f"{m.dtype} (bool: True = masked out; floating: added to the scores)")
         if key_padding_mask is not None:
             expected = (b, tk) if batched else (tk,)
+            if key_padding_mask.dim() != len(expected):
+                raise InputShapeError(f"expected `key_padding_mask` to be `None` or {len(expected)}-D but found "
+                                      f"{key_padding_mask.dim()}-D tensor instead (shape "
+                                      f"{tuple(key_padding_mask.shape)}, expected {expected})")
             if tuple(key_padding_mask.shape) != expected:
-                raise ValueError(f"key_padding_mask has shape {tuple(key_padding_mask.shape)}, expected "
-                                 f"{expected} (batch, source length)" if batched else
-                                 f"key_padding_mask has shape {tuple(key_padding_mask.shape)}, expected "
-                                 f"{expected} (source length) for unbatched input")
+                raise InputShapeError(f"key_padding_mask has shape {tuple(key_padding_mask.shape)}, expected "
+                                      f"{expected} " + ("(batch, source length)" if batched else
+                                                        "(source length) for unbatched input"))
         if attn_mask is not None:
             allowed = [(tq, tk), (b * self.num_heads, tq, tk)]
-            if tuple(attn_mask.shape) not in allowed:
-                raise ValueError(f"attn_mask has shape {tuple(attn_mask.shape)}, expected {allowed[0]} or "
-                                 f"{allowed[1]} (batch·heads, target length, source length)")
+            if attn_mask.dim() not in (2, 3):
+                raise InputShapeError(f"expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                                      f"{attn_mask.dim()}-D tensor instead (shape {tuple(attn_mask.shape)}, "
+                                      f"expected {allowed[0]} or {allowed[1]})")
+            expected = allowed[attn_mask.dim() - 2]
+            if tuple(attn_mask.shape) != expected:
+                raise InputShapeError(f"Expected `attn_mask` shape to be {expected}, but got "
+                                      f"{tuple(attn_mask.shape)} ((target length, source length) or "
+                                      f"(batch·heads, target length, source length))")
         return batched
+
+
+class InputShapeError(ValueError, AssertionError):
+    """A query, key, value or mask of the wrong shape (torch's module raises AssertionError there)."""
+
+
+class MaskDtypeError(TypeError, AssertionError):
+    """A mask neither bool nor floating (torch's module raises AssertionError there)."""
 
 
 def _to_qkv_masks(key_padding_mask, attn_mask, b: int, h: int, extra: int, dtype):
