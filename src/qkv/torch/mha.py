@@ -147,6 +147,10 @@ class MultiheadAttention(nn.Module):
         """forward's body (Python: qkv.attention is not TorchScript). Under torch.jit.script ``self``
         is the scripted module, which keeps attributes but not Python methods: hence the helpers are
         called through the class."""
+        if is_causal and attn_mask is not None and key_padding_mask is None and not need_weights:
+            # torch's rule: with no padding mask and no weights asked for, the is_causal hint replaces
+            # attn_mask (torch then never reads it, whatever its shape); the causal mask is applied.
+            attn_mask = None
         batched = MultiheadAttention._check_shapes(self, query, key, value, key_padding_mask, attn_mask)
         if not batched:                                                     # (L, E) → (1, L, E)
             query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
