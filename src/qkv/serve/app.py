@@ -848,9 +848,21 @@ _API_FIELDS = {"--query": "query", "--layer": "layer", "--head": "head", "--deri
                "--lang": "lang", "TEXT": "text"}
 
 
+def api_field(field: str | None) -> str | None:
+    """The API's name for a field a library message names as the command line does: `_API_FIELDS`,
+    else any other option without its dashes (``--max-tokens`` → ``max_tokens``), so an option added
+    later is never named in an API answer."""
+    if field is None:
+        return None
+    if field in _API_FIELDS:
+        return _API_FIELDS[field]
+    return field.lstrip("-").replace("-", "_") if field.startswith("-") else field
+
+
 async def _input_error(request: Request, exc: InputError) -> Response:
-    if exc.field in _API_FIELDS:
-        exc = InputError(exc.problem, source=exc.source, field=_API_FIELDS[exc.field], key=exc.key, values=exc.values)
+    field = api_field(exc.field)
+    if field != exc.field:
+        exc = InputError(exc.problem, source=exc.source, field=field, key=exc.key, values=exc.values)
     return _json({"error": exc.say(_lang_said(request))}, 400)
 
 
