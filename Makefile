@@ -15,7 +15,7 @@ APT = sh -c 'missing=$$(echo $$1); why="$$2"; [ -n "$$missing" ] || exit 0; \
 	else echo "qkv: $$why need the Debian packages $$missing: install them (sudo apt-get install $$missing) and run make again" >&2; exit 1; fi; \
 	$$run apt-get update -qq && $$run apt-get install -y -qq $$missing >/dev/null' apt
 
-.PHONY: demo test bench browser fonts system venv doctor pictures clean
+.PHONY: demo test bench browser fonts system venv doctor pictures docs clean
 
 # python3 -m venv fails on Debian without python3-venv (no ensurepip): check first and say so.
 $(BIN)/python:
@@ -60,8 +60,14 @@ doctor: $(DEMO)
 pictures: $(DEMO) fonts
 	$(BIN)/python -m qkv.viz.gallery docs
 
+# The docs site (mkdocs-material + mkdocstrings) into site/, offline and strict: a broken link or
+# docstring fails the build. Open site/index.html.
+docs: $(DEMO)
+	$(BIN)/pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 bench: $(DEMO)
 	$(BIN)/qkv bench
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build site src/*.egg-info

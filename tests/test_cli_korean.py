@@ -47,6 +47,8 @@ ALLOWED = {
     # option values and metavariables the hints name
     "all", "html", "png", "svg", "pdf", "FILE", "qkv", "masks", "ko", "ja", "both",
     "gpt2", "llama", "mistral", "qwen2", "float32", "float64",
+    # the library whose head-detector definitions `qkv heads` uses, named as the source of its scores
+    "TransformerLens",
     # ring's strategies (the values of --strategies)
     "ring", "contiguous", "zigzag", "ulysses",
 }

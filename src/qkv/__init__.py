@@ -1,5 +1,7 @@
 """qkv: transformer attention, exact and explained.
 
+Multi-head self-attention on 4 tokens of width 8, then the residual:
+
     >>> import numpy as np, qkv
     >>> x = np.random.default_rng(0).standard_normal((4, 8))
     >>> mha = qkv.MultiHeadAttention.random(8, n_heads=2)

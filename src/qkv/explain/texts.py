@@ -520,14 +520,17 @@ EN: dict[str, str] = {
     "cli.inspect.what.layer.one": "layer",
     "cli.inspect.what.head.one": "head",
     "cli.heads.title": "{model}: {layers:layer|layers} × {heads:head|heads} on {tokens:token|tokens} (layers and heads counted from 0)",
-    "cli.heads.legend": "entropy in nats (0 = one key takes all, ln T = uniform); first token, previous token, self: "
-                        "mean weight on that key; duplicate token, induction: share of attention on the pattern, on a "
-                        "random sequence of {probe:token|tokens} repeated twice (seed {seed})",
+    "cli.heads.legend": "entropy in nats (0 = one key takes all, ln T = uniform); first token, self: mean weight on "
+                        "that key; previous token, duplicate token, induction: TransformerLens's detect_head scores, "
+                        "the share of the head's whole attention (all T rows) on the pattern, duplicate token and "
+                        "induction on a random sequence of {probe:token|tokens} repeated twice (seed {seed}); previous token "
+                        "(T−1 rows): qkv's own, the mean weight on key i−1 over the T−1 rows that have one",
     "cli.heads.col.layer": "layer",
     "cli.heads.col.head": "head",
     "cli.heads.col.entropy": "entropy",
     "cli.heads.col.first_token": "first token",
     "cli.heads.col.previous_token": "previous token",
+    "cli.heads.col.previous_token_rows": "previous token (T−1 rows)",
     "cli.heads.col.self": "self",
     "cli.heads.col.duplicate_token": "duplicate token",
     "cli.heads.col.induction": "induction",
@@ -624,6 +627,12 @@ EN: dict[str, str] = {
     "cli.translate.digits": "{value}: expected 0 … 8",
     "cli.translate.lang.ko": "ko",
     "cli.translate.lang.ja": "ja",
+    "cli.translate.probabilities": "probability of each chosen token: {tokens}; of the whole sentence: {total}",
+    "cli.translate.end": "(end) {p}",
+    "cli.translate.end_word": "(end)",
+    "cli.translate.no_end": "(no end within {limit} words)",
+    "cli.translate.unsure": "the model is unsure: it gave “{word}” a probability of only {p}",
+    "cli.translate.outside": "{problem}; the translation below is the model's guess",
     # qkv serve (serve/app.py answers, serve/app.js page words: serve.ui.*)
     "serve.error.empty_text": "empty: type a sentence first, e.g. The cat sat on the mat.",
     "serve.error.no_text": "missing (the text to run through the model)",
@@ -635,6 +644,28 @@ EN: dict[str, str] = {
                                    "e.g. I love you",
     "error.translator.unknown_word": "unknown word '{word}'; the translator knows these English words: {known}",
     "error.translator.too_long": "{count} words is over the translator's limit of {limit}",
+    "error.train.diverged": "training diverged at step {step} of {steps} (loss {loss}): the loss or the weights are no "
+                            "longer finite, so nothing was written; lower the learning rate (it was {rate})",
+    # the translator's grammar (qkv.translator.corpus.parse): which part is outside it, and what fits there
+    "error.translator.grammar.start": "“{part}” is outside the translator's grammar: a sentence begins with its "
+                                      "subject ({expected})",
+    "error.translator.grammar.expected": "“{part}” is outside the translator's grammar: after “{before}” it expects: "
+                                         "{expected}",
+    "error.translator.grammar.stops": "the sentence stops too early for the translator's grammar: after “{before}” "
+                                      "it expects: {expected}",
+    "error.translator.grammar.subject_form": "“{part}” is outside the translator's grammar: it is a pronoun's object "
+                                             "form; as the subject the grammar writes “{right}”",
+    "error.translator.grammar.object_form": "“{part}” is outside the translator's grammar: it is a pronoun's subject "
+                                            "form; as the object the grammar writes “{right}”",
+    "error.translator.grammar.determiner": "“{part}” is outside the translator's grammar: a noun phrase begins with "
+                                           "the, my or your (as in “{example}”)",
+    "error.translator.grammar.agreement": "“{part}” is outside the translator's grammar: the verb does not agree "
+                                          "with the subject “{subject}”; the grammar writes “{subject} {right}” "
+                                          "(or the past, “{subject} {past}”)",
+    "error.translator.grammar.place": "“{part}” is outside the translator's grammar: after the object “{before}” the "
+                                      "sentence ends, or one place follows ({places})",
+    "error.translator.grammar.after_place": "“{part}” is outside the translator's grammar: the sentence ends with "
+                                            "the place “{before}”",
     "serve.error.layer": "{layer}: the translator has decoder layers 0 … {last}",
     "serve.error.word": "{word}: the translation has words 1 … {last} (counted from 1)",
     "serve.error.missing_number": "missing (a whole number from 0)",
@@ -642,6 +673,11 @@ EN: dict[str, str] = {
     "serve.error.model": "{name} is not loaded; loaded: {loaded}",
     "serve.error.no_translator": "the translator is not loaded in this server",
     "serve.error.upload_size": "{size} bytes; an uploaded file may be at most {limit} bytes",
+    "serve.error.cross_origin": "refused: this request comes from another site ({origin}); the server takes "
+                                "uploads and what-ifs only from its own page ({own})",
+    "serve.error.fetch_site": "refused: the browser says this request comes from {site} (Sec-Fetch-Site); the "
+                              "server takes uploads and what-ifs only from its own page",
+    "serve.error.content_type": "refused: Content-Type {got}; this route takes {wanted}",
     "serve.error.no_explanation": "The step-by-step text could not be written for this change ({problem}); every "
                                   "number above is recomputed.",
     "serve.whatif.body": "the body must be a JSON object, e.g. {{\"name\": \"group-meeting\", \"factor\": 2}}",
@@ -1225,13 +1261,16 @@ KO: dict[str, str] = {
     "cli.inspect.what.head.one": "헤드",
     "cli.heads.title": "{model}: 토큰 {tokens}개, 층 {layers}개 × 헤드 {heads}개 (층과 헤드는 0부터 센다)",
     "cli.heads.legend": "엔트로피는 자연로그로 잰다 (0 = Key 하나가 가중치를 모두 가져감, ln T = 모든 Key에 고르게 "
-                        "나눔). 첫 토큰, 이전 토큰, 자기 자신: 그 Key가 받는 가중치의 평균. 중복 토큰, 인덕션: 무작위 "
-                        "토큰 {probe}개를 두 번 이어 붙인 시퀀스(시드 {seed})에서 그 패턴에 가는 어텐션의 비율",
+                        "나눔). 첫 토큰, 자기 자신: 그 Key가 받는 가중치의 평균. 이전 토큰, 중복 토큰, 인덕션: "
+                        "TransformerLens의 헤드 탐지기 점수로, 헤드의 어텐션 전체(T개 행)에서 그 패턴에 가는 비율이다. "
+                        "중복 토큰과 인덕션은 무작위 토큰 {probe}개를 두 번 이어 붙인 시퀀스(시드 {seed})에서 잰다. "
+                        "이전 토큰 (T−1행): qkv의 정의로, 앞 토큰이 있는 T−1개 행에서 i−1번 Key가 받는 가중치의 평균",
     "cli.heads.col.layer": "층",
     "cli.heads.col.head": "헤드",
     "cli.heads.col.entropy": "엔트로피",
     "cli.heads.col.first_token": "첫 토큰",
     "cli.heads.col.previous_token": "이전 토큰",
+    "cli.heads.col.previous_token_rows": "이전 토큰 (T−1행)",
     "cli.heads.col.self": "자기 자신",
     "cli.heads.col.duplicate_token": "중복 토큰",
     "cli.heads.col.induction": "인덕션",
@@ -1328,6 +1367,12 @@ KO: dict[str, str] = {
     "cli.translate.digits": "{value}: 0 … 8이어야 한다",
     "cli.translate.lang.ko": "한국어",
     "cli.translate.lang.ja": "일본어",
+    "cli.translate.probabilities": "모델이 고른 각 토큰의 확률: {tokens}. 문장 전체의 확률: {total}",
+    "cli.translate.end": "(끝) {p}",
+    "cli.translate.end_word": "(끝)",
+    "cli.translate.no_end": "(단어 {limit}개 안에 끝나지 않았다)",
+    "cli.translate.unsure": "모델이 확신하지 못한다: “{word}” 토큰의 확률이 {p}뿐이다",
+    "cli.translate.outside": "{problem}. 그래서 아래 번역은 모델의 추측이다",
     # qkv serve (serve/app.py의 응답, serve/app.js 페이지의 낱말: serve.ui.*)
     "serve.error.empty_text": "비어 있다. 먼저 문장을 입력하라 (예: The cat sat on the mat.)",
     "serve.error.no_text": "없다 (모델에 넣을 문장이 필요하다)",
@@ -1337,6 +1382,25 @@ KO: dict[str, str] = {
     "error.translator.empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력하라 (예: I love you)",
     "error.translator.unknown_word": "번역기가 모르는 단어가 있다: '{word}'. 번역기가 아는 영어 단어: {known}",
     "error.translator.too_long": "단어 {count}개는 번역기가 받는 최대 {limit}개를 넘는다",
+    "error.train.diverged": "학습이 {steps}단계 중 {step}단계에서 발산했다 (손실 {loss}). 손실이나 가중치가 더 이상 "
+                            "유한하지 않아 아무것도 쓰지 않았다. 학습률을 낮춰라 (이번 학습률: {rate})",
+    "error.translator.grammar.start": "“{part}”: 번역기의 문법 밖이다. 문장은 주어로 시작한다 ({expected})",
+    "error.translator.grammar.expected": "“{part}”: 번역기의 문법 밖이다. “{before}” 다음에는 다음 중 하나가 "
+                                         "와야 한다: {expected}",
+    "error.translator.grammar.stops": "문장이 너무 일찍 끝나 번역기의 문법에 맞지 않는다. “{before}” 다음에는 "
+                                      "다음 중 하나가 와야 한다: {expected}",
+    "error.translator.grammar.subject_form": "“{part}”: 번역기의 문법 밖이다. 대명사의 목적어 꼴이다. 주어 "
+                                             "자리에는 “{right}” 꼴을 쓴다",
+    "error.translator.grammar.object_form": "“{part}”: 번역기의 문법 밖이다. 대명사의 주어 꼴이다. 목적어 "
+                                            "자리에는 “{right}” 꼴을 쓴다",
+    "error.translator.grammar.determiner": "“{part}”: 번역기의 문법 밖이다. 명사구는 the, my, your 중 하나로 "
+                                           "시작한다 (예: “{example}”)",
+    "error.translator.grammar.agreement": "“{part}”: 번역기의 문법 밖이다. 동사 꼴이 주어 “{subject}”에 맞지 "
+                                          "않는다. 문법에 맞는 꼴은 “{subject} {right}”, 과거형은 "
+                                          "“{subject} {past}”이다",
+    "error.translator.grammar.place": "“{part}”: 번역기의 문법 밖이다. 목적어 “{before}” 다음에는 문장이 "
+                                      "끝나거나 장소 하나가 온다 ({places})",
+    "error.translator.grammar.after_place": "“{part}”: 번역기의 문법 밖이다. 문장은 장소 “{before}”에서 끝난다",
     "serve.error.layer": "{layer}: 번역기의 디코더 층 번호는 0 … {last}이다",
     "serve.error.word": "{word}: 번역문의 단어 번호는 1 … {last}이다 (1부터 센다)",
     "serve.error.missing_number": "없다 (0부터 세는 정수가 필요하다)",
@@ -1344,6 +1408,11 @@ KO: dict[str, str] = {
     "serve.error.model": "불러오지 않은 모델이다: {name}. 불러온 모델: {loaded}",
     "serve.error.no_translator": "이 서버에는 번역기를 불러오지 않았다",
     "serve.error.upload_size": "{size}바이트이다. 올리는 파일은 최대 {limit}바이트까지 받는다",
+    "serve.error.cross_origin": "거부했다. 이 요청은 다른 사이트({origin})에서 왔다. 이 서버는 자기 페이지({own})에서 "
+                                "보낸 업로드와 what-if만 받는다",
+    "serve.error.fetch_site": "거부했다. 브라우저가 이 요청의 출처를 {site}라고 알린다 (Sec-Fetch-Site). 이 서버는 자기 "
+                              "페이지에서 보낸 업로드와 what-if만 받는다",
+    "serve.error.content_type": "거부했다. Content-Type이 {got}이다. 이 경로는 {wanted}만 받는다",
     "serve.error.no_explanation": "이 변경에 대해서는 단계별 설명을 쓰지 못했다 ({problem}). 위의 숫자는 모두 다시 "
                                   "계산한 값이다.",
     "serve.whatif.body": "본문은 JSON 객체여야 한다 (예: {{\"name\": \"group-meeting\", \"factor\": 2}})",

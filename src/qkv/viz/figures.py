@@ -356,8 +356,9 @@ def attention_grid(weights: Any, tokens: Sequence[str] | None = None, k_tokens: 
 
     Args:
       weights: (L, H, Tq, Tk), or (H, Tq, Tk) for one layer. tokens: Tq labels; k_tokens: Tk labels.
-      layers, heads: the model's numbers of the layers and heads drawn (default 0 … L−1, 0 … H−1),
-        e.g. layers=[2], heads=[5] for `--layer 2 --head 5`: panels are named by them.
+      layers: the model's numbers of the layers drawn (default 0 … L−1), e.g. layers=[2] with
+        heads=[5] for `--layer 2 --head 5`: panels are named by them.
+      heads: the model's numbers of the heads drawn (default 0 … H−1).
     Every panel uses the one shared scale (0…1, √-shaded) with one legend; long inputs are
     max-pooled so a single strong weight stays visible.
     """
