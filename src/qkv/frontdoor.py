@@ -69,7 +69,9 @@ _CONTROL = re.compile(r"\x1b\[[0-9;]*m|\x1b\[\?25[hl]|\r(?:\x1b\[[0-9]*A)*\x1b\[
 def printable(text: str) -> str:
     """``text`` safe for a terminal: every control character shown as an escape (``\\x1b``,
     ``\\u202e``) instead of acted on, colour and rich's progress sequences kept. The command line passes everything it
-    prints to a terminal through this (tokens, titles and file names come from users and models)."""
+    prints to a terminal through this (tokens, titles and file names come from users and models).
+    `qkv._io.printable` is the stricter one for a single string field read from a file (it escapes
+    newlines too, wherever the text goes); this one filters a whole terminal stream."""
     def shown(match: re.Match) -> str:
         found = match.group()
         if len(found) > 1:
