@@ -62,7 +62,9 @@ def routes() -> dict:
             info["extension_error"] = " ".join(str(exc).split()) or "not built"
     else:
         info["width"] = int(blocked._fused.vector_width())
-        info["sgemm"] = bool(blocked._sgemm_ready())
+        from ..kernels import blas
+
+        info["sgemm"] = bool(blas.sgemm_ready())
     if importlib.util.find_spec("torch") is not None:
         try:
             info["torch"] = importlib.metadata.version("torch")
