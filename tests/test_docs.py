@@ -174,6 +174,11 @@ def test_site_builds_strict_and_offline(site):
         remote = re.findall(r'<(?:script|link|img)\b[^>]*(?:src|href)="(https?:)?//[^"]*"', html)
         assert not remote, (page, remote)
         assert "fonts.googleapis" not in html and "fonts.gstatic" not in html, page
+    # the posts are named by their titles (or "post 001"), never as the project's "seeds"
+    seeds = re.compile(r"\bseed[- ]0\d\d|\bseed examples|\bthe seeds\b|\btheir seed\b|\bin the seeds\b", re.I)
+    for page in site.rglob("*.html"):
+        text = re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8"))
+        assert not seeds.search(text), (page, seeds.search(text).group(0))
     for sheet in site.rglob("*.css"):
         assert "@import url(http" not in sheet.read_text(encoding="utf-8"), sheet
 
