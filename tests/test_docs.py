@@ -9,7 +9,7 @@ Pages: README.md (the site's home page) and docs/*.md. Per page, in a fresh temp
   must have one, so that a sample naming files that do not exist fails when a command reads it);
 - ```sh blocks are commands, ```console blocks `$ `-prompted commands followed by the output they
   print (each printed line must appear in what the command printed); every command must be a `qkv`
-  command, run as `python -m qkv.cli …` with a time limit, and must exit 0 — or 2 where the page
+  command, run as `python -m qkv …` with a time limit, and must exit 0 — or 2 where the page
   shows its `qkv: error:` line;
 - ```python {.no-run reason="…"}``` (likewise sh, console) is not run; the reason is required and
   shows in the page's source. Kept rare: a server that must be running, a torchrun script, set-up
@@ -113,7 +113,7 @@ def run_command(block: Block, command: str, expected: list[str], cwd: pathlib.Pa
         f"{block.where}: `{command}` is not a qkv command; run it here or mark the block "
         f'{{.no-run reason="…"}}')
     assert not {"|", ">", "<", "&&", ";"} & set(argv), f"{block.where}: `{command}`: no shell syntax in a run block"
-    done = subprocess.run([sys.executable, "-m", "qkv.cli", *argv[1:]], cwd=cwd, env=ENV, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "qkv", *argv[1:]], cwd=cwd, env=ENV, capture_output=True,
                           text=True, timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
     status = 2 if any(line.startswith("qkv: error:") for line in expected) else 0   # a refusal shown on purpose
     assert done.returncode == status, (
