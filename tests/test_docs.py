@@ -40,7 +40,7 @@ import pytest
 
 from browser_support import browser_context  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.slow     # builds the site and runs every page: about two minutes here
+SLOW = pytest.mark.slow     # the site build and the pages: 7 minutes here, measured with the 2 cores shared (load ~13)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = ["README.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
@@ -162,6 +162,7 @@ def site(tmp_path_factory):
     return site
 
 
+@SLOW
 def test_site_builds_strict_and_offline(site):
     home = (site / "index.html").read_text(encoding="utf-8")
     assert "python3-venv" in home and 'href="examples.html"' in home      # the README, its docs/ links made relative
@@ -186,6 +187,7 @@ def test_site_builds_strict_and_offline(site):
         assert "@import url(http" not in sheet.read_text(encoding="utf-8"), sheet
 
 
+@SLOW
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 390])
 def test_site_in_chromium(site, browser_context, width):
@@ -216,7 +218,8 @@ def test_site_in_chromium(site, browser_context, width):
 # ---------------------------------------------------------------------------------------------- the pages
 
 def test_every_block_is_run_or_says_why():
-    """Every fenced block either runs here or says why not; qkv commands never hide in unlabelled blocks."""
+    """Every fenced block either runs here or says why not; qkv commands never hide in unlabelled blocks.
+    (Fast: not marked slow, so `pytest -m "not slow"` checks it.)"""
     unrun = []
     for page in PAGES:
         for block in blocks(page):
@@ -232,6 +235,7 @@ def test_every_block_is_run_or_says_why():
     assert len(unrun) <= 12, f"no-run blocks should stay rare: {unrun}"
 
 
+@SLOW
 @pytest.mark.parametrize("page", PAGES)
 def test_page_code_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
