@@ -72,7 +72,8 @@ def load(model: str | Path = "minilm", *, dtype=np.float32):
 
 
 # Tensors a decoder checkpoint may hold that its forward pass does not read: buffers older transformers saved.
-OPTIONAL_TENSORS = ("rotary_emb.inv_freq", "attn.bias", "attn.masked_bias", "masked_bias")
+OPTIONAL_TENSORS = ("rotary_emb.inv_freq", "attn.bias", "attn.masked_bias", "masked_bias", "attention.bias",
+                    "attention.masked_bias")
 
 
 def _load_decoder(directory: Path, data: dict, name: str, dtype):
@@ -97,7 +98,9 @@ def _load_decoder(directory: Path, data: dict, name: str, dtype):
     checkpoint = open_checkpoint(directory)
     try:
         arrays = reader.read_weights(checkpoint, config, dtype)
-        checkpoint.check_all_used(str(directory / "config.json"), n_layers=config.n_layers, optional=OPTIONAL_TENSORS)
+        tied = ("lm_head.weight",) if config.tie_embeddings else ()      # transformers ties it to the embeddings
+        checkpoint.check_all_used(str(directory / "config.json"), n_layers=config.n_layers,
+                                  optional=OPTIONAL_TENSORS + tied)
     finally:
         checkpoint.close()
     blocks, final_norm = build(config, arrays)
