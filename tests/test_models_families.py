@@ -241,3 +241,15 @@ def test_memory_after_load_is_about_the_weights_size(name, cls_name, kwargs, tmp
     grown, size = map(int, result.stdout.split())
     assert size > 10 * 2**20
     assert 0.9 * size <= grown <= 1.1 * size + 8 * 2**20, (grown / 2**20, size / 2**20)
+
+
+def test_inspect_says_what_the_block_does(directories, capsys):
+    status, out, err = _cli(capsys, "inspect", "--model", str(directories["gemma2"]), TEXT)
+    assert status == 0, err
+    assert "sliding window on layers 0, 2: only the last 5 keys" in out
+    assert "4·tanh(s / 4)" in out and "3·tanh(z / 3)" in out and "scores scaled by 0.2887" in out
+    status, out, err = _cli(capsys, "inspect", "--model", str(directories["gpt_neox"]), TEXT)
+    assert "x + Attn(N₁(x)) + MLP(N₂(x))" in out and "RoPE turns the first 4 of each head's 10 columns" in out
+    status, out, err = _cli(capsys, "inspect", "--lang", "ko", "--model", str(directories["mixtral"]), TEXT)
+    assert status == 0, err
+    assert "MLP는 전문가 4개의 혼합이다: 토큰마다 상위 2개 전문가로 보낸다" in out
