@@ -41,6 +41,9 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     read = ConfigReader(data, source)
     model_type = data["model_type"]
     gemma = model_type in GEMMA
+    if data.get("use_bidirectional_attention"):
+        raise read.fail("use_bidirectional_attention", f"{data['use_bidirectional_attention']!r} is not supported "
+                        "(an encoder-style Gemma without the causal mask; qkv runs these families as causal decoders)")
     act_key = "hidden_activation" if gemma and data.get("hidden_activation") is not None else "hidden_act"
     activation = read.choice(act_key, "gelu_pytorch_tanh" if gemma else "silu", GATED_ACTIVATIONS)
     d = read.integer("hidden_size")
