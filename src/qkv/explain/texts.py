@@ -1550,6 +1550,18 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "k0": "k before rotation {v}", "k1": "k after rotation  {v}",
         "kept": "lengths kept: |q| = {a} before and {b} after; the scores use the rotated q and k, so q_m·k_n "
                 "depends on m − n",
+        "window_layers": "; sliding window on layers {layers}: only the last {w} keys (the query itself counted); "
+                         "the other layers see every earlier key",
+        "block": "block",
+        "parallel": "attention and MLP side by side: x + Attn(N₁(x)) + MLP(N₂(x))",
+        "sandwich": "a norm after each sublayer too: x + N_out(Sub(N(x)))",
+        "postnorm": "post-norm: N(x + Sub(x))",
+        "softcap": "scores soft-capped before the mask: {c}·tanh(s / {c}) (step modified_scores)",
+        "scale": "scores scaled by {s} instead of 1/√d_k",
+        "qk_norm": "each query and key head is RMS-normalised before RoPE",
+        "partial": "RoPE turns the first {r} of each head's {d} columns",
+        "moe": "the MLP is a mixture of {e} experts; each token goes to its top {k}",
+        "final_softcap": "logits soft-capped: {c}·tanh(z / {c})",
     },
     "ko": {
         "mask": "마스크", "heads": "헤드", "positions": "위치", "rope": "따라가는 Query의 RoPE",
@@ -1567,6 +1579,18 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "q0": "회전 전 q {v}", "q1": "회전 후 q {v}", "k0": "회전 전 k {v}", "k1": "회전 후 k {v}",
         "kept": "길이는 그대로이다: |q| = 회전 전 {a}, 회전 후 {b}. 점수는 회전한 q와 k로 계산하므로 q_m·k_n은 "
                 "m − n에만 달려 있다",
+        "window_layers": ". 슬라이딩 윈도 (층 {layers}): 마지막 Key {w}개만 본다 (Query 자신 포함). 다른 층은 앞선 "
+                         "Key를 모두 본다",
+        "block": "블록",
+        "parallel": "어텐션과 MLP를 나란히 계산한다: x + Attn(N₁(x)) + MLP(N₂(x))",
+        "sandwich": "각 부층의 출력도 한 번 더 정규화한다: x + N_out(Sub(N(x)))",
+        "postnorm": "사후 정규화: N(x + Sub(x))",
+        "softcap": "마스크 전에 점수를 부드럽게 자른다: {c}·tanh(s / {c}) (단계 modified_scores)",
+        "scale": "점수에 1/√d_k 대신 {s}를 곱한다",
+        "qk_norm": "각 Query 헤드와 Key 헤드를 RoPE 전에 RMS 정규화한다",
+        "partial": "RoPE는 각 헤드의 열 {d}개 중 앞의 {r}개만 돌린다",
+        "moe": "MLP는 전문가 {e}개의 혼합이다: 토큰마다 상위 {k}개 전문가로 보낸다",
+        "final_softcap": "로짓을 부드럽게 자른다: {c}·tanh(z / {c})",
     },
 }
 
