@@ -98,7 +98,7 @@ def _refusals() -> dict:
     # Inputs that differ between ranks although each is fine alone (these used to abort a rank with
     # gloo's SIGABRT, or pass unnoticed): every rank must raise the same ValueError.
     dtype = torch.float64 if rank == 0 else torch.float32
-    by_dtype = [torch.randn(1, 2, 4, 3, dtype=dtype) for _ in range(3)]
+    by_dtype = [torch.randn(1, world, 4, 3, dtype=dtype) for _ in range(3)]
     n_heads = world * (2 if rank == 0 else 1)
     by_heads = [torch.randn(1, n_heads, 4, 3, dtype=torch.float64) for _ in range(3)]
     alike = [torch.randn(1, world, 4, 3, dtype=torch.float64) for _ in range(3)]
