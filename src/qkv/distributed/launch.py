@@ -108,7 +108,8 @@ def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, 
         "forkserver" (ranks forked from one server that imported torch and qkv once, kept for the
         rest of this process: later groups start in a fraction of a second; tests use it).
     Raises `DistributedError` naming the first rank that failed or died and the message of every
-    rank that stopped because of it.
+    rank that stopped because of it; `Interrupted` when this process receives SIGTERM or SIGHUP
+    while waiting (KeyboardInterrupt for SIGINT), after the ranks have been stopped.
     """
     if procs < 1:
         raise ValueError(f"procs must be at least 1, got {procs}")
