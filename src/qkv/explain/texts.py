@@ -586,6 +586,10 @@ EN: dict[str, str] = {
     "cli.ring.seq": "T={seq} is not a multiple of {need} (the zigzag layout cuts the sequence into 2·P equal chunks, "
                     "P={world}); try --seq {fix}",
     "cli.ring.fail_rank": "must be a rank in 0 … {last}, got {value}",
+    "cli.ring.ulysses_heads": "ulysses splits the H={heads} query heads across P={world} ranks, so H must be a "
+                              "multiple of P; try --heads {fix}, or leave ulysses out (ring has no such limit)",
+    "cli.ring.ulysses_skipped": "ulysses left out: H={heads} query heads do not split across P={world} ranks",
+    "cli.ring.stopped": "stopped by {signal}; its {procs} ranks were stopped too",
     "cli.embed.title": "{model}: {n:text|texts} → embeddings of shape {shape} ({pooling}; max {max:token|tokens})",
     "cli.embed.pooling": "{modes} pooling",
     "cli.embed.pooling.normalized": "{modes} pooling, L2-normalised",
@@ -1327,6 +1331,10 @@ KO: dict[str, str] = {
     "cli.ring.seq": "T={seq}: {need}의 배수가 아니다 (zigzag 배치는 시퀀스를 같은 길이의 조각 2·P개로 자른다, P={world}). 배수인 길이를 지정하라 (예: "
                     "--seq {fix})",
     "cli.ring.fail_rank": "0 … {last} 중 하나의 랭크여야 한다. 받은 값: {value}",
+    "cli.ring.ulysses_heads": "ulysses는 Query 헤드 H={heads}개를 랭크 P={world}개에 나누므로 H는 P의 배수여야 "
+                              "한다. --heads {fix}를 지정하거나 ulysses를 빼라 (ring에는 이런 제한이 없다)",
+    "cli.ring.ulysses_skipped": "ulysses는 뺐다: Query 헤드 H={heads}개는 랭크 P={world}개에 나누어지지 않는다",
+    "cli.ring.stopped": "{signal} 신호를 받아 멈췄다. 랭크 {procs}개도 멈췄다",
     "cli.embed.title": "{model}: 텍스트 {n}개 → 임베딩 형태 {shape} ({pooling}, 최대 토큰 {max}개)",
     "cli.embed.pooling": "{modes} 풀링",
     "cli.embed.pooling.normalized": "{modes} 풀링, L2 정규화",
