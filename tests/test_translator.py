@@ -496,6 +496,24 @@ def test_a_malformed_checkpoint_is_one_error_line(kind, tmp_path, capsys):
         load(path)
 
 
+def test_finite_weights_whose_output_overflows_are_refused_not_printed(tmp_path, capsys):
+    """One weight of 3e38 is finite, so the checkpoint loads, but the forward pass overflows: the old
+    code printed tokens (argmax of NaN) with exit 0; now one line, in English or Korean."""
+    tensors, metadata = _shipped()
+    big = tensors["decoder.0.mlp.w_in"].copy()
+    big[:, 0] = 3e38
+    path = _write(tmp_path / "big.safetensors", {**tensors, "decoder.0.mlp.w_in": big}, metadata)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # NumPy's overflow warnings would be lines of their own
+        assert main(["translate", "I love you", "--checkpoint", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "output scores are not finite" in err
+    assert main(["translate", "I love you", "--checkpoint", str(path), "--lang", "ko"]) == 2
+    assert "출력 점수가 유한하지 않다" in capsys.readouterr().err
+
+
 def test_save_refuses_non_finite_weights_and_writes_nothing(model, tmp_path):
     params = dict(model.params)
     params["encoder_norm.weight"] = np.full_like(params["encoder_norm.weight"], np.nan)
