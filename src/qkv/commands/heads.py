@@ -42,7 +42,7 @@ def register(subparsers) -> None:
     add_model_option(parser)
     parser.add_argument("--sort", default="layer", choices=("layer",) + SCORES, metavar="SCORE",
                         help=f"order of the rows: layer (default) or a score, highest first ({', '.join(SCORES)})")
-    parser.add_argument("--top", type=int_option(low=1), default=None, metavar="N", help="show only the first N rows")
+    parser.add_argument("--top", type=int_option(low=1), default=None, metavar="N", help="show only the first N rows (default: every row)")
     parser.add_argument("--probe", type=int_option(low=2, high=100_000), default=20, metavar="N",
                         help="length of the random sequence repeated in the probe (default 20)")
     parser.add_argument("--seed", type=int_option(low=0, high=2**32 - 1), default=0, metavar="N", help="seed of the probe (default 0)")

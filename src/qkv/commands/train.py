@@ -94,8 +94,7 @@ def handler(args: argparse.Namespace) -> int:
         metadata["held_out_exact_match"] = scores
         lines.append(f"held-out exact match ({args.eval} sentences of unseen compositions): "
                      + ", ".join(f"{lang} {score:.1%}" for lang, score in scores.items()))
-    path = save(args.out, model, metadata=metadata)
-    lines.append(f"wrote {path}")
+    save(args.out, model, metadata=metadata)      # `qkv: wrote FILE` on stderr (qkv.cli)
     print("\n".join(lines))
     return 0
 

@@ -20,6 +20,7 @@ import argparse
 
 import numpy as np
 
+from .. import frontdoor
 from .._io import int_option
 from ..errors import InputError
 from ._options import add_lang_option, check_lang, words
@@ -57,8 +58,7 @@ def register(subparsers) -> None:
 
 def handler(args: argparse.Namespace) -> int:
     t = words(check_lang(args.lang))
-    if args.to not in TARGETS:
-        raise InputError(t("cli.translate.to", value=repr(args.to)), field="--to")
+    frontdoor.check_choice(args.to, TARGETS, field="--to", lang=args.lang)
     if args.figure and args.to == "both":
         raise InputError(t("cli.translate.figure_one"), field="--figure")
     if args.derive is not None and args.to == "both":
@@ -66,10 +66,7 @@ def handler(args: argparse.Namespace) -> int:
     if not 0 <= args.digits <= 8:
         raise InputError(t("cli.translate.digits", value=args.digits), field="--digits")
     if args.figure:
-        from ..viz import FORMATS
-
-        if not args.figure.lower().endswith(FORMATS):
-            raise InputError(t("cli.translate.figure_format", choices=", ".join(FORMATS)), source=args.figure)
+        frontdoor.check_figure(args.figure, field="--figure", lang=args.lang)
     from ..translator import explain
     from ..translator.model import load
 
@@ -101,7 +98,7 @@ def handler(args: argparse.Namespace) -> int:
         from ..viz import write_figure
 
         figure = explain.alignment_figure(translations[0], layer=args.layer, head=args.head, lang=args.lang)
-        parts.append(t("cli.wrote", path=write_figure(figure, args.figure)))
+        write_figure(figure, args.figure)        # `qkv: wrote FILE` on stderr (qkv.cli)
     print("\n".join(parts))
     return 0
 
