@@ -131,8 +131,8 @@ def test_train_command_writes_a_checkpoint(tmp_path, capsys, monkeypatch):
                                                                n_decoder=1))
     out = tmp_path / "t.safetensors"
     assert main(["train", "translator", "--steps", "3", "--batch-size", "4", "--eval", "5", "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "held-out exact match" in printed and str(out) in printed
+    captured = capsys.readouterr()
+    assert "held-out exact match" in captured.out and f"wrote {out}" in captured.err     # `qkv: wrote FILE` (qkv.cli)
     assert load(out).config.d_model == 8
 
 
