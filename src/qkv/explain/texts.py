@@ -648,6 +648,8 @@ EN: dict[str, str] = {
                                    "e.g. I love you",
     "error.translator.unknown_word": "unknown word '{word}'; the translator knows these English words: {known}",
     "error.translator.too_long": "{count} words is over the translator's limit of {limit}",
+    "error.translator.non_finite": "the translator's output scores are not finite (NaN or ±inf): its weights "
+                                   "overflow float32 on this text; the checkpoint is unusable",
     "error.train.diverged": "training diverged at step {step} of {steps} (loss {loss}): the loss or the weights are no "
                             "longer finite, so nothing was written; lower the learning rate (it was {rate})",
     # the translator's grammar (qkv.translator.corpus.parse): which part is outside it, and what fits there
@@ -1390,6 +1392,8 @@ KO: dict[str, str] = {
     "error.translator.empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력하라 (예: I love you)",
     "error.translator.unknown_word": "번역기가 모르는 단어가 있다: '{word}'. 번역기가 아는 영어 단어: {known}",
     "error.translator.too_long": "단어 {count}개는 번역기가 받는 최대 {limit}개를 넘는다",
+    "error.translator.non_finite": "번역기의 출력 점수가 유한하지 않다 (NaN 또는 ±inf). 이 문장에서 가중치가 "
+                                   "float32 범위를 넘치므로 이 체크포인트는 쓸 수 없다",
     "error.train.diverged": "학습이 {steps}단계 중 {step}단계에서 발산했다 (손실 {loss}). 손실이나 가중치가 더 이상 "
                             "유한하지 않아 아무것도 쓰지 않았다. 학습률을 낮춰라 (이번 학습률: {rate})",
     "error.translator.grammar.start": "“{part}”: 번역기의 문법 밖이다. 문장은 주어로 시작한다 ({expected})",
