@@ -608,6 +608,9 @@ def test_huge_queries_and_keys_stay_finite(dtype, big):
     core = importlib.import_module("qkv.attention")
     results = {"auto": qkv.attention(q, k, v, return_lse=True),
                "plain": core._attention(q, k, v, return_lse=True, route="plain")}
+    for route in (None, "plain_c_softmax"):   # without lse: the C softmax route, which hands over
+        out = core._attention(q, k, v, route=route)
+        np.testing.assert_allclose(out, expected_out.astype(np.float64), rtol=0, atol=1e-5, err_msg=str(route))
     out_t, lse_t = qkv.attention(*(torch.from_numpy(a) for a in (q, k, v)), return_lse=True)
     results["torch"] = (out_t.numpy(), lse_t.numpy())
     for path, (out, lse) in results.items():

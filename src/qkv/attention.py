@@ -252,7 +252,35 @@ def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, r
     xp, work = call.xp, call.work
     qc, kc, vc = (xp.astype(a, work) for a in (q, k, v))
     qg, kg = _group(call, qc), _group_kv(call, kc)        # (…, G, H/G, Tq, Dk), (…, G, 1, Tk, Dk)
-    shifts = _overflow_shifts(call, qc, kc) if record is None else None
+    if is_torch(q):   # no data-dependent branch for torch.compile: shifts as tensors, 0 when not needed
+        weights, lse = _scores_to_weights(call, q, qg, kg, record, _overflow_shifts(call, qc, kc))
+    elif record is not None:
+        weights, lse = _scores_to_weights(call, q, qg, kg, record, None)
+    else:
+        # q·kᵀ as it is; only when a row's lse comes out NaN or +inf (scores beyond the float range)
+        # again with q and k divided by powers of two (_overflow_shifts): no cost for ordinary inputs
+        with np.errstate(over="ignore", invalid="ignore"):
+            weights, lse = _scores_to_weights(call, q, qg, kg, None, None)
+        if np.any(np.isnan(lse) | (lse == np.inf)):
+            shifts = _overflow_shifts(call, qc, kc)
+            if shifts is not None:
+                weights, lse = _scores_to_weights(call, q, qg, kg, None, shifts)
+    weights = emit(record, WEIGHTS, weights, formula="e^(s − m) / Σ e^(s − m) = softmax(s)")
+    out = _weights_times_values(call, weights, vc)            # (…, H, Tq, Dv)
+    out = emit(record, OUT, out, formula="softmax(·)·V")
+    result = (xp.astype(out, call.dtype),)
+    if return_weights:
+        result += (xp.astype(weights, call.dtype),)
+    if return_lse:
+        result += (xp.astype(lse[..., 0], call.dtype),)
+    return result if len(result) > 1 else result[0]
+
+
+def _scores_to_weights(call: Call, q, qg, kg, record, shifts):
+    """_reference's steps from q·kᵀ to the weights and lse. shifts: None, or (a, b) from
+    _overflow_shifts: q·2^−a times k·2^−b, the power of two put back exactly."""
+    xp, work = call.xp, call.work
+    shift = None
     if shifts is None:
         scores = _ungroup(call, qg @ xp.matrix_transpose(kg))  # (…, H, Tq, Tk)
         scores = emit(record, SCORES, scores, formula="Q·Kᵀ")
@@ -282,16 +310,7 @@ def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, r
     if allowed is not None and record is not None:
         emit(record, MASK, xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
               formula="0 (may attend) / −∞ (masked)")
-    weights, lse = _softmax_steps(scaled, allowed, record=record, shift=None if shifts is None else shift)
-    weights = emit(record, WEIGHTS, weights, formula="e^(s − m) / Σ e^(s − m) = softmax(s)")
-    out = _weights_times_values(call, weights, vc)            # (…, H, Tq, Dv)
-    out = emit(record, OUT, out, formula="softmax(·)·V")
-    result = (xp.astype(out, call.dtype),)
-    if return_weights:
-        result += (xp.astype(weights, call.dtype),)
-    if return_lse:
-        result += (xp.astype(lse[..., 0], call.dtype),)
-    return result if len(result) > 1 else result[0]
+    return _softmax_steps(scaled, allowed, record=record, shift=shift)
 
 
 def _overflow_shifts(call: Call, q, k):
@@ -485,6 +504,8 @@ def _plain_fused(call: Call, q, k, v):
     ref = np.full(rows.shape[0], -np.inf, dtype=np.float32)    # moves to each row's max on the first pass
     row_sum = np.zeros(rows.shape[0], dtype=np.float32)
     _fused_softmax_rows(q)(rows, ref, row_sum, np.empty_like(row_sum), None, 0.0)
+    if not np.all(np.isfinite(row_sum)):   # scores beyond the float range: the plain steps handle them
+        return _reference(call, q, k, v, return_weights=False, return_lse=False, record=None)
     scores /= row_sum.reshape(scores.shape[:-1] + (1,))
     return np.broadcast_to(_ungroup(call, scores @ vg), call.out_shape)   # (…, H, Tq, Dv)
 

@@ -11,7 +11,8 @@ it or looks at the mask function's attributes again.
 Routes (fastest first on each ladder):
   torch tensors:   TORCH_FLASH (reserved: the C forward + backward for torch tensors)
                    > TORCH_SDPA (torch's fused scaled_dot_product_attention) > PLAIN
-  short NumPy:     PLAIN_C_SOFTMAX (plain path, the C one-pass softmax; float32, unmasked)
+  short NumPy:     PLAIN_C_SOFTMAX (plain path, the C one-pass softmax; float32, unmasked; a row sum
+                   that is not finite — scores beyond the float range — hands the call to PLAIN's steps)
                    > PLAIN (attention_reference's steps: the full Tq×Tk score matrix)
   the kernel:      FLASH_MANY (every task in C, _fused.flash_many: no mask array, bias, score_mod)
                    > FLASH_ROWS (each task's key blocks walked in C, _fused.flash_rows)
@@ -168,14 +169,14 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
     if ceiling in (TORCH_FLASH, TORCH_SDPA):
         raise ValueError(f"route {ceiling.value} takes torch tensors")
     v_top = _value_top(call.v)
-    if ceiling is None and want != "partial" and _scores_may_overflow(call):
-        return Route(PLAIN, "|q|·|k|·Dk near the float range: the plain path multiplies q and k by exact powers "
-                            "of two (the kernel's scores would overflow)", v_top=v_top)
     if ceiling is None:
         if want == "partial":
             ceiling = FLASH_MANY
         elif call.tq * call.tk <= _PLAIN_MAX_SCORES and not _whole_in_c(call):
             ceiling = PLAIN_C_SOFTMAX
+        elif _scores_may_overflow(call):   # (the plain path checks for itself, after the fact)
+            return Route(PLAIN, "|q|·|k|·Dk near the float range: the plain path multiplies q and k by exact "
+                                "powers of two (the kernel's scores would overflow)", v_top=v_top)
         else:
             ceiling = FLASH_MANY
     if ceiling in (PLAIN_C_SOFTMAX, PLAIN):
