@@ -673,3 +673,77 @@ def test_check_call_and_the_sdpa_route_compile_with_fullgraph():
     q = torch.randn(2, 3, 5, 4)
     compiled = torch.compile(scaled, fullgraph=True, backend="eager")
     torch.testing.assert_close(compiled(q, q, q), q / 2)
+
+
+# ---------------------------------------------------------------- one route
+def test_choose_route_names_each_call_and_says_why():
+    """qkv.kernels.choose_route decides once, from the checked call: the route's name and reason."""
+    from qkv import masks
+    from qkv.kernels import RouteName, choose_route
+    from qkv.kernels.call import check_call
+
+    def named(*args, want="out", route=None, **kwargs):
+        chosen = choose_route(check_call(*args, **kwargs), want=want, route=route)
+        assert chosen.reason
+        return chosen.name
+
+    small32 = [randn(2, 20, 8).astype(np.float32) for _ in range(3)]
+    big32 = [randn(2, 600, 32).astype(np.float32) for _ in range(3)]
+    assert named(*small32) == RouteName.PLAIN_C_SOFTMAX
+    assert named(*small32, causal=True) == RouteName.PLAIN
+    assert named(*small32, want="weights") == RouteName.PLAIN
+    assert named(*(a[:, :0] for a in small32)) == RouteName.EMPTY
+    assert named(*big32, causal=True) == RouteName.FLASH_MANY
+    assert named(*big32, mask_mod=masks.sliding_window(64)) == RouteName.FLASH_MANY
+    assert named(*big32, bias=np.zeros((600, 600), np.float32)) == RouteName.PY_WALK
+    assert named(*(a.astype(np.float64) for a in big32)) == RouteName.NUMPY_WALK
+    assert named(*big32, route="numpy_walk") == RouteName.NUMPY_WALK
+    assert named(*big32, want="partial") == RouteName.FLASH_ROWS   # a Partial never comes from flash_many
+    decoding = [randn(1, t, 32).astype(np.float32) for t in (100, 3000, 3000)]
+    chosen = choose_route(check_call(*decoding), num_threads=4)    # one query block for 4 threads
+    assert chosen.name == RouteName.FLASH_ROWS and "threads" in chosen.reason and chosen.ranges > 1
+    t = [torch.from_numpy(a) for a in small32]
+    assert named(*t) == RouteName.TORCH_SDPA
+    assert named(*t, want="lse") == RouteName.PLAIN
+    assert named(*t, score_mod=masks.soft_cap(5.0)) == RouteName.PLAIN
+    with pytest.raises(ValueError, match="route must be one of empty, plain"):
+        named(*small32, route="fast")
+    with pytest.raises(ValueError, match="route flash_rows takes NumPy arrays"):
+        named(*t, route="flash_rows")
+
+
+def test_the_mask_is_read_once_per_call():
+    """The mask's protocol (band, key_ranges, block_kinds) is read when the call is checked and the
+    route chosen; nothing after re-probes it."""
+    from qkv import masks
+
+    reads = {"band": 0, "key_ranges": 0, "block_kinds": 0}
+
+    class Window(masks.MaskMod):
+        relative = True
+        broadcasts = True
+
+        def __init__(self):
+            self.inner = masks.sliding_window(40)
+
+        @property
+        def band(self):
+            reads["band"] += 1
+            return self.inner.band
+
+        def key_ranges(self, tq, tk):
+            reads["key_ranges"] += 1
+            return self.inner.key_ranges(tq, tk)
+
+        def block_kinds(self, *bounds):
+            reads["block_kinds"] += 1
+            return self.inner.block_kinds(*bounds)
+
+        def __call__(self, b, h, q_idx, kv_idx):
+            return self.inner(b, h, q_idx, kv_idx)
+
+    q, k, v = (randn(1, 3, 700, 16).astype(np.float32) for _ in range(3))
+    out = qkv.attention(q, k, v, mask_mod=Window())
+    assert reads["band"] == 1 and reads["key_ranges"] <= 1
+    assert reads["block_kinds"] == 1        # flash_many: one head's map, the same for every head
+    np.testing.assert_allclose(out, qkv.attention(q, k, v, mask_mod=masks.sliding_window(40)), rtol=0, atol=1e-6)
