@@ -150,12 +150,10 @@ class MaskInfo:
         self.fn, self.block_kinds, self.relative, self.band = fn, block_kinds, relative, band
         self.block_size = block_size
         self._ranges = ranges
-        self._lock = threading.Lock()
 
     @functools.cached_property
     def key_ranges(self):
-        with self._lock:
-            found = self._ranges()
+        found = self._ranges()   # (two threads may both compute it: the same value)
         if found is None:
             return None
         tq = np.shape(found[0])[0] if np.ndim(found[0]) else None
