@@ -743,10 +743,8 @@ def _auto_block_mask(fn, batch, heads, tq, tk):
         return found or None
     try:
         found = _analyse_function(fn, batch, heads, tq, tk, _AUTO_BLOCK, intervals="only")
-    except _NotIndexArithmetic:
-        found = False
-    except Exception:   # noqa: BLE001 — the call itself evaluates fn and reports its errors
-        return None
+    except Exception:   # noqa: BLE001 — not index arithmetic, or it fails on index arrays: kept as
+        found = False   # "not analysable"; the call itself evaluates fn and reports its errors
     with _AUTO_LOCK:
         if len(kept) >= _AUTO_SHAPES:
             kept.pop(next(iter(kept)))
