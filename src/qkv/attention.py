@@ -165,8 +165,10 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
       v: (…, Tk, Dv) values; Dv may differ from Dk.
       mask: boolean, broadcastable to (…, H, Tq, Tk); True = may attend.
       bias: additive float scores, broadcastable to (…, H, Tq, Tk); -inf blocks too.
+        A NumPy mask or bias given with torch q, k, v becomes a tensor on q's device (so
+        `causal_mask(T)` works with torch inputs); q, k and v themselves must be of one library.
       causal: also block keys in the future, aligned bottom-right (see `causal_mask`).
-      scale: multiplies q·kᵀ; default 1/√Dk. A finite real number.
+      scale: multiplies q·kᵀ; default 1/√Dk. A finite real number (not a bool).
       mask_mod: mask_mod(b, h, q_idx, kv_idx) -> bool (True = may attend), in flex_attention's
         style: called with broadcasting int64 index arrays (b: the batch index, the leading
         dimensions before the heads flattened; h: the head; q_idx (Tq, 1); kv_idx (Tk,)), on
