@@ -15,6 +15,13 @@ setup(
             depends=["src/qkv/kernels/_tile.h"],
             extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
             optional=True,
-        )
+        ),
+        Extension(   # the kernel's backward (kernels/autograd.py); optional like _fused
+            "qkv.kernels._backward",
+            ["src/qkv/kernels/_backward.c"],
+            depends=["src/qkv/kernels/_exp.h"],
+            extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
+            optional=True,
+        ),
     ]
 )

@@ -232,6 +232,7 @@ _USE_MANY = True
 # Masks handed to flash_rows at once, at most (bytes, beyond one block): bounds a task's memory.
 _FLASH_MASK_BYTES = 1 << 22
 _sgemm_state = None   # None: not looked for yet; False: not found; True: handed to _fused
+_sgemm_found = None   # (address, ilp64) of the checked cblas_sgemm, for the backward (autograd.py)
 
 
 def _sgemm_ready() -> bool:
@@ -285,6 +286,8 @@ def _find_sgemm() -> bool:
             except Exception:   # pragma: no cover - a BLAS that refuses the call
                 acc[:] = np.nan
             if np.allclose(acc, expected, rtol=1e-4, atol=1e-4):
+                global _sgemm_found
+                _sgemm_found = (ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
                 return True
     _fused.set_sgemm(0, False)
     return False

@@ -1,0 +1,388 @@
+"""Training through qkv's kernel on CPU torch tensors: the C forward (flash_many, which also
+writes each row's log-sum-exp) and a FlashAttention-2-style backward in C (`_backward.c`), as one
+torch custom op with its autograd formula, so `torch.compile(fullgraph=True)` keeps it.
+
+The op works on every mask whose query rows each see one contiguous range of keys (the same for
+every batch and head): no mask, causal (bottom-right), and qkv.masks functions with `key_ranges`
+(causal(offset), sliding_window, prefix_lm, chunked, document with one sorted id row, and their
+`&`). Per row i the range is rows[0, i] <= j < rows[1, i]; both passes visit only the
+(query block, key block) pairs some row of the block can see, and mask the rest of a partial
+block by the ranges, so a window of width W costs O(T·W) forward and backward. Memory: O(T·D)
+beyond the inputs (out, lse, the gradients, and two block_q × block_k scratch blocks per thread).
+
+Numbers: float32 (float16/bfloat16 inputs are computed in float32 and cast back; gradients flow
+through the casts). Other dtypes, other devices, a mask array, a bias, a score_mod, non-finite
+inputs or values above 2^60 are not taken (`torch_route` returns None and qkv.attention uses its
+other paths).
+
+Layout inside the op: q (Nq, Tq, Dk), k (Nk, Tk, Dk), v (Nk, Tk, Dv), Nq = Nk·G: query head n reads
+key/value head n // G (grouped-query attention without copying k or v). `torch_route` brings a
+checked call's tensors to that layout (broadcast batch dimensions are expanded under autograd, so
+their gradients are summed by torch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+
+import numpy as np
+
+from . import blocked
+from .call import Call, check_call
+
+try:   # the optional C extension (setup.py): the backward
+    from . import _backward
+except ImportError:   # not built: torch tensors take the plain path or SDPA
+    _backward = None
+
+__all__ = ["flash_attention", "torch_route", "available", "row_ranges"]
+
+# Blocks of both passes. 128×128 keeps each sgemm's operands in L2 and wastes little of a band's
+# partial blocks (see blocked._BAND_BLOCK).
+BLOCK_Q = 128
+BLOCK_K = 128
+# Below this many visited scores (summed over heads) one thread does it all: a pool costs more.
+_PARALLEL_MIN_SCORES = 1 << 18
+# flash_many / backward_many return to Python after this many seconds (Ctrl-C stays prompt).
+_BUDGET_S = 0.05
+# Values above this are left to the other paths (the forward's e^16 headroom must not overflow P·v).
+_MAX_VALUE = 2.0 ** 60
+
+_ready_lock = threading.Lock()
+_ready_state = None
+
+
+def available() -> bool:
+    """Whether this route can run: both C extensions built and NumPy's cblas_sgemm found."""
+    global _ready_state
+    if _ready_state is None:
+        with _ready_lock:
+            if _ready_state is None:
+                ok = _backward is not None and blocked._fused is not None and blocked._sgemm_ready()
+                if ok and blocked._sgemm_found is not None:
+                    _backward.set_sgemm(*blocked._sgemm_found)
+                _ready_state = bool(ok and blocked._sgemm_found is not None)
+    return _ready_state
+
+
+# --------------------------------------------------------------------------- masks as row ranges
+def row_ranges(call: Call):
+    """(2, Tq) int64: query row i sees keys rows[0, i] <= j < rows[1, i] (an empty range: no key),
+    from causal and the mask function's `key_ranges`; None when the call's mask is not of that
+    kind (a mask array, a mask function without key ranges, or ranges that differ by batch/head)."""
+    if call.mask is not None:
+        return None
+    tq, tk = call.tq, call.tk
+    lo = np.zeros(tq, np.int64)
+    hi = np.full(tq, tk, np.int64)
+    if call.causal:   # bottom-right: row i sees j <= i + Tk − Tq
+        np.minimum(hi, np.arange(tq, dtype=np.int64) + (tk - tq) + 1, out=hi)
+    if call.mask_mod is not None:
+        found = getattr(call.mask_mod, "key_ranges", None)
+        found = found(tq, tk) if callable(found) else None
+        if found is None:
+            return None
+        np.maximum(lo, np.asarray(found[0], np.int64), out=lo)
+        np.minimum(hi, np.asarray(found[1], np.int64), out=hi)
+    np.clip(lo, 0, tk, out=lo)
+    np.clip(hi, 0, tk, out=hi)
+    np.maximum(hi, lo, out=hi)
+    return np.ascontiguousarray(np.stack([lo, hi]))
+
+
+# --------------------------------------------------------------------------- block plans
+_PLANS: dict = {}
+_PLANS_KEPT = 32
+_plans_lock = threading.Lock()
+
+
+class _Plan:
+    """Which (query block, key block) pairs some row sees, and whether every row sees every key.
+
+    fwd_blocks (m, 5) and fwd_rows (query blocks, 4): flash_many's key-block table (j0, j1, flags
+    4 on partial blocks: per-row ranges; 0 on full ones, 0, 0) and each query block's (i0, i1, b0,
+    b1). pairs (n, 2) (query block, full) grouped by key block, offsets (key blocks + 1,), and
+    kb_weight (key blocks,): visited rows per key block, for splitting the backward's tasks."""
+
+    def __init__(self, rows: np.ndarray, tq: int, tk: int, bq: int, bk: int):
+        lo, hi = rows
+        q_starts = np.arange(0, tq, bq)
+        n_qb, n_kb = len(q_starts), -(-tk // bk)
+        seen = np.empty((n_qb, n_kb), bool)
+        full = np.empty((n_qb, n_kb), bool)
+        step = max(1, (1 << 22) // max(tq, 1))   # key blocks at a time: (Tq, step) booleans, ≤ 4 MiB
+        for b0 in range(0, n_kb, step):
+            j0 = np.arange(b0, min(b0 + step, n_kb), dtype=np.int64) * bk
+            j1 = np.minimum(j0 + bk, tk)
+            overlap = np.minimum(hi[:, None], j1) > np.maximum(lo[:, None], j0)       # (Tq, step)
+            covers = (lo[:, None] <= j0) & (hi[:, None] >= j1)
+            seen[:, b0:b0 + len(j0)] = np.logical_or.reduceat(overlap, q_starts, axis=0)
+            full[:, b0:b0 + len(j0)] = np.logical_and.reduceat(covers, q_starts, axis=0)
+        qb, kb = np.nonzero(seen)                     # row-major: by query block, then key block
+        j0 = kb * bk
+        flags = np.where(full[qb, kb], 0, 4)
+        self.fwd_blocks = np.ascontiguousarray(
+            np.stack([j0, np.minimum(j0 + bk, tk), flags, np.zeros_like(j0), np.zeros_like(j0)], axis=1), np.int64)
+        counts = seen.sum(axis=1)
+        ends = np.cumsum(counts)
+        i0 = q_starts
+        self.fwd_rows = np.ascontiguousarray(
+            np.stack([i0, np.minimum(i0 + bq, tq), ends - counts, ends], axis=1), np.int64)
+        kb_t, qb_t = np.nonzero(seen.T)               # by key block, then query block
+        self.pairs = np.ascontiguousarray(np.stack([qb_t, full[qb_t, kb_t]], axis=1), np.int64)
+        per_kb = seen.sum(axis=0)
+        self.offsets = np.concatenate([[0], np.cumsum(per_kb)]).astype(np.int64)
+        q_rows = np.minimum(q_starts + bq, tq) - q_starts
+        self.kb_weight = (seen * q_rows[:, None]).sum(axis=0)
+        self.visited = int((seen * q_rows[:, None]).sum()) * bk
+        for a in (self.fwd_blocks, self.fwd_rows, self.pairs, self.offsets):
+            a.flags.writeable = False
+
+
+def _plan(rows: np.ndarray, tq: int, tk: int, bq: int, bk: int) -> _Plan:
+    key = (tq, tk, bq, bk, rows.tobytes())
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _Plan(rows, tq, tk, bq, bk)
+        with _plans_lock:
+            if len(_PLANS) >= _PLANS_KEPT:
+                _PLANS.pop(next(iter(_PLANS)), None)
+            _PLANS[key] = plan
+    return plan
+
+
+# --------------------------------------------------------------------------- the two passes (NumPy)
+def _threads(work: int) -> int:
+    return blocked._available_cpus() if work >= _PARALLEL_MIN_SCORES else 1
+
+
+def _run(step, threads: int) -> None:
+    """step(scratch) on `threads` threads until it returns False (it takes tasks from a shared
+    counter); BLAS held to one thread, no fork meanwhile (see blocked._fork_gate)."""
+    stop = []
+
+    def work():
+        try:
+            while not stop and step():
+                pass
+        except BaseException:
+            stop.append(True)
+            raise
+
+    with blocked._fork_gate(), (blocked._blas_single_thread() if threads > 1 else contextlib.nullcontext()):
+        blocked._run_all(work, [()] * threads, threads)
+
+
+def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLOCK_K):
+    """out (Nq, Tq, Dv) and lse (Nq, Tq) float32 from C-contiguous float32 q (Nq, Tq, Dk),
+    k (Nk, Tk, Dk), v (Nk, Tk, Dv) and row ranges (2, Tq) (see the module docstring)."""
+    nq, tq, _ = q.shape
+    nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
+    groups = nq // nk
+    bq, bk = min(bq, tq), min(bk, tk)
+    plan = _plan(rows, tq, tk, bq, bk)
+    rows_of = plan.fwd_rows
+    heads = np.arange(nq, dtype=np.int64)
+    tasks = np.empty((nq, len(rows_of), 7), np.int64)
+    tasks[:, :, 0] = heads[:, None]
+    tasks[:, :, 1] = (heads // groups)[:, None]
+    tasks[:, :, 2] = heads[:, None]
+    tasks[:, :, 3:] = rows_of[None]
+    tasks = tasks.reshape(-1, 7)
+    weight = (tasks[:, 4] - tasks[:, 3]) * (tasks[:, 6] - tasks[:, 5])
+    tasks = np.ascontiguousarray(tasks[np.argsort(-weight, kind="stable")])
+    tasks = tasks[tasks[:, 6] > tasks[:, 5]] if len(tasks) else tasks   # rows that see no key: below
+    out = np.zeros((nq, tq, dv), np.float32)
+    lse = np.full((nq, tq), -np.inf, np.float32)
+    counter = np.zeros(1, np.int64)
+    threads = _threads(plan.visited * nq)
+    local = threading.local()
+
+    def step():
+        if not hasattr(local, "scores"):
+            local.scores = np.empty((bq, bk), np.float32)
+            local.vectors = np.empty((3, bq), np.float32)
+        return blocked._fused.flash_many(q, k, v, out, lse, tasks, plan.fwd_blocks, counter, local.scores,
+                                         local.vectors, blocked._HEADROOM, float(scale), _BUDGET_S, rows)
+
+    if len(tasks):
+        _run(step, threads)
+    return out, lse
+
+
+def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: int = BLOCK_Q, bk: int = BLOCK_K):
+    """dq (Nq, Tq, Dk), dk (Nk, Tk, Dk), dv (Nk, Tk, Dv) float32 from the forward's inputs, out and lse,
+    and the gradients dout (Nq, Tq, Dv) and dlse (Nq, Tq) or None; C-contiguous float32."""
+    nq, tq, dk = q.shape
+    nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
+    bq, bk = min(bq, tq), min(bk, tk)
+    plan = _plan(rows, tq, tk, bq, bk)
+    delta = np.einsum("htd,htd->ht", dout, out, dtype=np.float32, optimize=False)   # rowsum(dO ∘ O)
+    if dlse is not None:
+        delta -= dlse                    # lse's own gradient: ∂lse/∂s = P, so dS = P∘(dP − δ + dlse)
+    delta = np.ascontiguousarray(delta, np.float32)
+    threads = _threads(plan.visited * nq)
+    n_kb = len(plan.offsets) - 1
+    # One key range per head when there are enough heads to keep the threads busy; otherwise
+    # split each head's key blocks into ranges of about equal work, each with its own dQ part.
+    parts = 1 if nk >= 2 * threads or threads == 1 else min(n_kb, -(-2 * threads // nk))
+    cuts = np.searchsorted(np.cumsum(plan.kb_weight), np.linspace(0, plan.kb_weight.sum(), parts + 1)[1:-1],
+                           side="right") if parts > 1 else np.zeros(0, np.int64)
+    edges = np.unique(np.concatenate([[0], cuts, [n_kb]]))
+    parts = len(edges) - 1
+    tasks = []
+    for g in range(nk):
+        for part in range(parts):
+            a, b = int(edges[part]), int(edges[part + 1])
+            tasks.append((g, a, b, part, int(plan.kb_weight[a:b].sum())))
+    tasks.sort(key=lambda t: -t[4])
+    tasks = np.ascontiguousarray(np.array([t[:4] for t in tasks], np.int64).reshape(-1, 4))
+    dq = np.zeros((parts * nq, tq, dk), np.float32)
+    dk_ = np.empty((nk, tk, dk), np.float32)
+    dv_ = np.empty((nk, tk, dv), np.float32)
+    counter = np.zeros(1, np.int64)
+
+    def step():
+        return _backward.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
+                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S)
+
+    _run(step, threads)
+    if parts > 1:
+        dq = dq.reshape(parts, nq, tq, dk).sum(axis=0, dtype=np.float32)
+    return dq, dk_, dv_
+
+
+# --------------------------------------------------------------------------- the torch op
+_op = None
+
+
+def _register():
+    """Defines the custom ops qkv::flash_attention (forward: out, lse) and
+    qkv::flash_attention_backward, with fake (meta) implementations and the autograd formula."""
+    global _op
+    if _op is not None:
+        return _op
+    import torch
+    from torch import Tensor
+
+    def contiguous_numpy(t):
+        return t.detach().contiguous().numpy()
+
+    # Schemas written out: this module's annotations are strings (from __future__ import annotations).
+    @torch.library.custom_op("qkv::flash_attention", mutates_args=(), schema=(
+        "(Tensor q, Tensor k, Tensor v, Tensor rows, float scale, int block_q, int block_k) -> (Tensor, Tensor)"))
+    def flash_attention_op(q: Tensor, k: Tensor, v: Tensor, rows: Tensor, scale: float, block_q: int,
+                           block_k: int) -> tuple[Tensor, Tensor]:
+        out, lse = forward_arrays(contiguous_numpy(q), contiguous_numpy(k), contiguous_numpy(v),
+                                  contiguous_numpy(rows), scale, block_q, block_k)
+        return torch.from_numpy(out), torch.from_numpy(lse)
+
+    @flash_attention_op.register_fake
+    def _(q, k, v, rows, scale, block_q, block_k):
+        return q.new_empty(q.shape[:-1] + v.shape[-1:]), q.new_empty(q.shape[:-1])
+
+    @torch.library.custom_op("qkv::flash_attention_backward", mutates_args=(), schema=(
+        "(Tensor dout, Tensor? dlse, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor rows, float scale, "
+        "int block_q, int block_k) -> (Tensor, Tensor, Tensor)"))
+    def flash_attention_backward_op(dout: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
+                                    lse: Tensor, rows: Tensor, scale: float, block_q: int,
+                                    block_k: int) -> tuple[Tensor, Tensor, Tensor]:
+        dq, dk, dv = backward_arrays(contiguous_numpy(dout), contiguous_numpy(q), contiguous_numpy(k),
+                                     contiguous_numpy(v), contiguous_numpy(out), contiguous_numpy(lse),
+                                     contiguous_numpy(rows), scale,
+                                     None if dlse is None else contiguous_numpy(dlse), block_q, block_k)
+        return torch.from_numpy(dq), torch.from_numpy(dk), torch.from_numpy(dv)
+
+    @flash_attention_backward_op.register_fake
+    def _(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block_k):
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+    def setup_context(ctx, inputs, output):
+        q, k, v, rows, scale, block_q, block_k = inputs
+        out, lse = output
+        ctx.save_for_backward(q, k, v, out, lse, rows)
+        ctx.options = (scale, block_q, block_k)
+
+    def backward(ctx, dout, dlse):
+        q, k, v, out, lse, rows = ctx.saved_tensors
+        if dout is None:
+            dout = torch.zeros_like(out)
+        dq, dk, dv = flash_attention_backward_op(dout, dlse, q, k, v, out, lse, rows, *ctx.options)
+        return dq, dk, dv, None, None, None, None
+
+    flash_attention_op.register_autograd(backward, setup_context=setup_context)
+    _op = flash_attention_op
+    return _op
+
+
+# --------------------------------------------------------------------------- qkv.attention's route
+def torch_route(call: Call, q, k, v, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K):
+    """qkv.attention on CPU torch tensors through the C kernel, forward and backward; None when the
+    call is not one it takes (see the module docstring): the caller then uses its other paths.
+
+    q (…, H, Tq, Dk), k and v (…, G, Tk, ·) as `check_call` accepted them (GQA, broadcasting,
+    2-D inputs). Returns out (…, H, Tq, Dv) in q's dtype, or (out, lse (…, H, Tq)) with return_lse.
+    """
+    import torch
+
+    rows = _eligible(call, q, k, v)
+    if rows is None:
+        return None
+    lead = call.lead or (1,)
+    heads = lead[-1]
+    kv_heads = int(k.shape[-3]) if k.ndim >= 3 else 1
+    if heads % kv_heads:   # H = 1 broadcast against G heads: lead holds G, q is read by each
+        kv_heads = heads
+    work = torch.float32
+
+    def flat(x, heads_here, t, d):   # (…, heads, T, D) broadcast to the call's batch → (N·heads, T, D) float32
+        x = x.expand(tuple(lead[:-1]) + (heads_here, t, d)).to(work)
+        return x.reshape(-1, t, d).contiguous()
+
+    q3 = flat(q, heads, call.tq, call.dk)
+    k3 = flat(k, kv_heads, call.tk, call.dk)
+    v3 = flat(v, kv_heads, call.tk, call.dv)
+    out, lse = _register()(q3, k3, v3, torch.from_numpy(rows), float(call.scale), int(block_q), int(block_k))
+    out = out.reshape(call.out_shape).to(call.dtype)
+    if return_lse:
+        return out, lse.reshape(call.out_shape[:-1]).to(call.dtype)
+    return out
+
+
+def _eligible(call: Call, q, k, v):
+    """The call's row ranges when torch_route takes it, else None."""
+    import torch
+
+    if not all(isinstance(x, torch.Tensor) and x.device.type == "cpu" for x in (q, k, v)):
+        return None
+    if call.work != torch.float32 or call.empty or call.dk == 0 or call.dv == 0:
+        return None
+    if call.bias is not None or call.score_mod is not None or call.mask is not None:
+        return None
+    if not available():
+        return None
+    rows = row_ranges(call)
+    if rows is None:
+        return None
+    with torch.no_grad():
+        if not (bool(torch.isfinite(q).all()) and bool(torch.isfinite(k).all())):
+            return None
+        top = v.abs().max() if v.numel() else torch.zeros(())
+        if not bool(top <= _MAX_VALUE):   # NaN fails too
+            return None
+    return rows
+
+
+def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask_mod=None,
+                    return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K):
+    """attention(q, k, v, causal=…, scale=…, mask_mod=…) through this route only (for tests and
+    benchmarks): CPU torch tensors, forward and backward in C. Same shapes and meaning as
+    `qkv.attention`; raises ValueError naming the reason when the route does not take the call."""
+    call = check_call(q, k, v, None, causal=causal, scale=scale, mask_mod=mask_mod)
+    result = torch_route(call, q, k, v, return_lse=return_lse, block_q=block_q, block_k=block_k)
+    if result is None:
+        raise ValueError("the C training route takes CPU float32/float16/bfloat16 torch tensors with finite "
+                         "values, no mask array, bias or score_mod, and a mask function with key ranges")
+    return result
