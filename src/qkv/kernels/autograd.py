@@ -49,6 +49,8 @@ _PARALLEL_MIN_SCORES = 1 << 18
 _BUDGET_S = 0.05
 # Values above this are left to the other paths (the forward's e^16 headroom must not overflow P·v).
 _MAX_VALUE = 2.0 ** 60
+# The backward's tasks (key/value head, key range) per thread, at least, where heads allow.
+_TASKS_PER_THREAD = 4
 
 _ready_lock = threading.Lock()
 _ready_state = None
@@ -225,9 +227,12 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
     delta = np.ascontiguousarray(delta, np.float32)
     threads = _threads(plan.visited * nq)
     n_kb = len(plan.offsets) - 1
-    # One key range per head when there are enough heads to keep the threads busy; otherwise
-    # split each head's key blocks into ranges of about equal work, each with its own dQ part.
-    parts = 1 if nk >= 2 * threads or threads == 1 else min(n_kb, -(-2 * threads // nk))
+    # One key range per head when there are enough heads to keep the threads busy; otherwise each head's key blocks into ranges of about equal work, each with its own dQ part.
+    # split each head's key blocks into ranges of about equal work, each with its own dQ part
+    # (summed at the end): at least _TASKS_PER_THREAD tasks per thread, so that a thread slowed by
+    # other work on the machine does not hold the others up.
+    parts = 1 if nk >= _TASKS_PER_THREAD * threads or threads == 1 else \
+        min(n_kb, -(-_TASKS_PER_THREAD * threads // nk))
     cuts = np.searchsorted(np.cumsum(plan.kb_weight), np.linspace(0, plan.kb_weight.sum(), parts + 1)[1:-1],
                            side="right") if parts > 1 else np.zeros(0, np.int64)
     edges = np.unique(np.concatenate([[0], cuts, [n_kb]]))
@@ -333,17 +338,18 @@ def torch_route(call: Call, q, k, v, *, return_lse: bool = False, block_q: int =
     lead = call.lead or (1,)
     heads = lead[-1]
     kv_heads = int(k.shape[-3]) if k.ndim >= 3 else 1
-    if heads % kv_heads:   # H = 1 broadcast against G heads: lead holds G, q is read by each
-        kv_heads = heads
-    work = torch.float32
 
     def flat(x, heads_here, t, d):   # (…, heads, T, D) broadcast to the call's batch → (N·heads, T, D) float32
-        x = x.expand(tuple(lead[:-1]) + (heads_here, t, d)).to(work)
-        return x.reshape(-1, t, d).contiguous()
+        x = x.expand(tuple(lead[:-1]) + (heads_here, t, d))
+        if x.dtype != torch.float32:
+            x = x.to(torch.float32)
+        return x.reshape(-1, t, d).contiguous()   # no copy for a contiguous float32 tensor
 
     q3 = flat(q, heads, call.tq, call.dk)
     k3 = flat(k, kv_heads, call.tk, call.dk)
     v3 = flat(v, kv_heads, call.tk, call.dv)
+    if not _finite(q3, k3, v3):
+        return None
     out, lse = _register()(q3, k3, v3, torch.from_numpy(rows), float(call.scale), int(block_q), int(block_k))
     out = out.reshape(call.out_shape).to(call.dtype)
     if return_lse:
@@ -363,16 +369,13 @@ def _eligible(call: Call, q, k, v):
         return None
     if not available():
         return None
-    rows = row_ranges(call)
-    if rows is None:
-        return None
-    with torch.no_grad():
-        if not (bool(torch.isfinite(q).all()) and bool(torch.isfinite(k).all())):
-            return None
-        top = v.abs().max() if v.numel() else torch.zeros(())
-        if not bool(top <= _MAX_VALUE):   # NaN fails too
-            return None
-    return rows
+    return row_ranges(call)
+
+
+def _finite(q3, k3, v3) -> bool:
+    """Every value finite and |v| <= 2^60 (one C pass over each, no temporaries, no torch threads)."""
+    tops = [blocked._fused.absmax(x.detach().numpy().reshape(-1)) for x in (q3, k3, v3)]
+    return all(math.isfinite(t) for t in tops) and tops[2] <= _MAX_VALUE
 
 
 def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask_mod=None,
