@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._backend import is_numpy, is_torch, namespace, shape_str
+from .kernels import autograd as _kernel_autograd
 from .kernels import blocked as _kernel_module
 from .kernels.call import Call, as_bool_mask, as_scores, check_call, index_arrays
 from .trace import (BIASED_SCORES, EXP_SCORES, EXP_SUM, MASK, MODIFIED_SCORES, OUT, RESIDUAL, SCALED_SCORES, SCORES,
@@ -208,6 +209,10 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
     if call.empty:
         return _empty_result(call, return_weights=False, return_lse=return_lse)
     if is_torch(q):
+        if call.tq * call.tk >= _C_KERNEL_MIN_SCORES:   # the C kernel, forward and backward (kernels/autograd.py)
+            routed = _kernel_autograd.torch_route(call, q, k, v, return_lse=return_lse)
+            if routed is not None:
+                return routed
         if return_lse or score_mod is not None or not _sdpa_reads_only_allowed(call, k, v):
             return _reference(call, q, k, v, return_weights=False, return_lse=return_lse, record=None)
         return _torch_sdpa(call, q, k, v)

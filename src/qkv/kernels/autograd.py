@@ -177,9 +177,10 @@ def _run(step, threads: int) -> None:
         blocked._run_all(work, [()] * threads, threads)
 
 
-def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLOCK_K):
+def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLOCK_K, threads: int | None = None):
     """out (Nq, Tq, Dv) and lse (Nq, Tq) float32 from C-contiguous float32 q (Nq, Tq, Dk),
-    k (Nk, Tk, Dk), v (Nk, Tk, Dv) and row ranges (2, Tq) (see the module docstring)."""
+    k (Nk, Tk, Dk), v (Nk, Tk, Dv) and row ranges (2, Tq) (see the module docstring). threads:
+    None picks by the work (one thread for small calls)."""
     nq, tq, _ = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     groups = nq // nk
@@ -199,7 +200,7 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
     out = np.zeros((nq, tq, dv), np.float32)
     lse = np.full((nq, tq), -np.inf, np.float32)
     counter = np.zeros(1, np.int64)
-    threads = _threads(plan.visited * nq)
+    threads = threads or _threads(plan.visited * nq)
     local = threading.local()
 
     def step():
@@ -214,9 +215,11 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
     return out, lse
 
 
-def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: int = BLOCK_Q, bk: int = BLOCK_K):
+def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: int = BLOCK_Q, bk: int = BLOCK_K,
+                    threads: int | None = None):
     """dq (Nq, Tq, Dk), dk (Nk, Tk, Dk), dv (Nk, Tk, Dv) float32 from the forward's inputs, out and lse,
-    and the gradients dout (Nq, Tq, Dv) and dlse (Nq, Tq) or None; C-contiguous float32."""
+    and the gradients dout (Nq, Tq, Dv) and dlse (Nq, Tq) or None; C-contiguous float32. threads:
+    None picks by the work."""
     nq, tq, dk = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     bq, bk = min(bq, tq), min(bk, tk)
@@ -225,7 +228,7 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
     if dlse is not None:
         delta -= dlse                    # lse's own gradient: ∂lse/∂s = P, so dS = P∘(dP − δ + dlse)
     delta = np.ascontiguousarray(delta, np.float32)
-    threads = _threads(plan.visited * nq)
+    threads = threads or _threads(plan.visited * nq)
     n_kb = len(plan.offsets) - 1
     # One key range per head when there are enough heads to keep the threads busy; otherwise each head's key blocks into ranges of about equal work, each with its own dQ part.
     # split each head's key blocks into ranges of about equal work, each with its own dQ part
