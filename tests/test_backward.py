@@ -47,9 +47,9 @@ def _flash(q, k, v, dout, dtype=torch.float32, **options):
 def _close(got, want, tol=TOL, what=""):
     got, want = got.double(), want.double()
     assert got.shape == want.shape, what
-    # relative to the largest reference value; at least 1e-2 (the inputs are O(1)): where the exact
+    # relative to the largest reference value; at least 0.1 (inputs and dout are O(1)): where the exact
     # gradient is 0 (one key: softmax does not depend on q) float32 leaves ~1e-8 of rounding
-    scale = max(float(want.abs().max()), 1e-2)
+    scale = max(float(want.abs().max()), 0.1)
     err = float((got - want).abs().max()) / scale
     assert err <= tol, f"{what}: relative error {err:.2e} > {tol:.0e}"
 
