@@ -296,3 +296,15 @@ def test_compile_fullgraph_keeps_the_op():
     # fake tensor and autograd registration checks)
     torch.library.opcheck(torch.ops.qkv.flash_attention.default, (q.reshape(4, 64, 16), k.reshape(4, 64, 16),
                                                                   v.reshape(4, 64, 16), rows, 0.25, 32, 32))
+
+
+def test_bands_go_to_the_forward_as_limit_and_start():
+    """Causal and window ranges reach flash_many as its band flags (limit/start: its AVX-512 tiles take
+    them); ranges of another shape (documents) as per-row ranges."""
+    rows = ag.row_ranges(qkv.kernels.call.check_call(np.zeros((10, 4)), np.zeros((14, 4)), np.zeros((14, 4)),
+                                                     causal=True))
+    assert ag._band_of(rows, 10, 14) == (None, 5)               # key j <= i + 4
+    rows = np.stack([np.clip(np.arange(10) - 3, 0, 10), np.arange(10) + 1])
+    assert ag._band_of(rows, 10, 10) == (-3, 1)
+    rows = np.stack([np.array([0] * 5 + [5] * 5), np.array([5] * 5 + [10] * 5)])   # two documents
+    assert ag._band_of(rows, 10, 10) is None

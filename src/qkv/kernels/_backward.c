@@ -128,6 +128,47 @@ static void exp_span(float *row, Py_ssize_t lo, Py_ssize_t hi, float sub, int wi
     exp_span_scalar(row, lo, hi, sub);
 }
 
+/* dS = P ∘ (dP − δ) in place of dP, rows × cols (row stride ld); P is 0 outside the rows' ranges. */
+static void ds_rows_scalar(const float *p, float *dp, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t cols,
+                           const float *delta)
+{
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *pr = p + r * ld;
+        float *d = dp + r * ld, dl = delta[r];
+        for (Py_ssize_t c = 0; c < cols; c++)
+            d[c] = pr[c] * (d[c] - dl);
+    }
+}
+
+#ifdef BW_X86
+__attribute__((target("avx2,fma"))) static void ds_rows_avx2(const float *p, float *dp, Py_ssize_t ld,
+                                                            Py_ssize_t rows, Py_ssize_t cols, const float *delta)
+{
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *pr = p + r * ld;
+        float *d = dp + r * ld;
+        __m256 dl = _mm256_set1_ps(delta[r]);
+        Py_ssize_t c = 0;
+        for (; c + 8 <= cols; c += 8)
+            _mm256_storeu_ps(d + c, _mm256_mul_ps(_mm256_loadu_ps(pr + c), _mm256_sub_ps(_mm256_loadu_ps(d + c), dl)));
+        for (; c < cols; c++)
+            d[c] = pr[c] * (d[c] - delta[r]);
+    }
+}
+#endif
+
+static void ds_rows(const float *p, float *dp, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t cols, const float *delta,
+                    int width)
+{
+#ifdef BW_X86
+    if (width >= 8) {
+        ds_rows_avx2(p, dp, ld, rows, cols, delta);
+        return;
+    }
+#endif
+    ds_rows_scalar(p, dp, ld, rows, cols, delta);
+}
+
 /* ------------------------------------------------------------------------ one block pair */
 struct bw_head {          /* one query head against one key/value head */
     const float *q;       /* (Tq, dk) */
@@ -183,13 +224,7 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
     gemm(1, 0, cols, dv, rows, 1.0f, s, ld, dout, dv, 1.0f, h->dv + j0 * dv, dv);
     /* dP = dO·Vᵀ, then dS = P ∘ (dP − δ) in place of dP */
     gemm(0, 1, rows, cols, dv, 1.0f, dout, dv, v, dv, 0.0f, dp, ld);
-    for (Py_ssize_t r = 0; r < rows; r++) {
-        const float *p = s + r * ld;
-        float *d = dp + r * ld;
-        float delta = h->delta[i0 + r];
-        for (Py_ssize_t c = 0; c < cols; c++)
-            d[c] = p[c] * (d[c] - delta);
-    }
+    ds_rows(s, dp, ld, rows, cols, h->delta + i0, sh->width);
     /* dK += scale·dSᵀ·Q; dQ += scale·dS·K */
     gemm(1, 0, cols, dk, rows, sh->scale, dp, ld, q, dk, 1.0f, h->dk + j0 * dk, dk);
     gemm(0, 0, rows, dk, cols, sh->scale, dp, ld, k, dk, 1.0f, h->dq + i0 * dk, dk);

@@ -124,14 +124,23 @@ class _Plan:
             full[:, b0:b0 + len(j0)] = np.logical_and.reduceat(covers, q_starts, axis=0)
         qb, kb = np.nonzero(seen)                     # row-major: by query block, then key block
         j0 = kb * bk
-        flags = np.where(full[qb, kb], 0, 4)
+        i0 = qb * bq
+        band = _band_of(rows, tq, tk)
+        if band is None:   # partial blocks masked by the rows' ranges (flag 4)
+            flags = np.where(full[qb, kb], 0, 4)
+            limit = start = np.zeros_like(j0)
+        else:              # a band (causal, windows): flash_many's limit/start (flags 1, 2), which its
+            a, b = band    # AVX-512 register tiles take too; row r of a block keeps c < limit + r, c >= start + r
+            partial = ~full[qb, kb]
+            flags = np.where(partial, (1 if b is not None else 0) | (2 if a is not None else 0), 0)
+            limit = i0 + (b if b is not None else 0) - j0
+            start = i0 + (a if a is not None else 0) - j0
         self.fwd_blocks = np.ascontiguousarray(
-            np.stack([j0, np.minimum(j0 + bk, tk), flags, np.zeros_like(j0), np.zeros_like(j0)], axis=1), np.int64)
+            np.stack([j0, np.minimum(j0 + bk, tk), flags, limit, start], axis=1), np.int64)
         counts = seen.sum(axis=1)
         ends = np.cumsum(counts)
-        i0 = q_starts
         self.fwd_rows = np.ascontiguousarray(
-            np.stack([i0, np.minimum(i0 + bq, tq), ends - counts, ends], axis=1), np.int64)
+            np.stack([q_starts, np.minimum(q_starts + bq, tq), ends - counts, ends], axis=1), np.int64)
         kb_t, qb_t = np.nonzero(seen.T)               # by key block, then query block
         self.pairs = np.ascontiguousarray(np.stack([qb_t, full[qb_t, kb_t]], axis=1), np.int64)
         per_kb = seen.sum(axis=0)
@@ -141,6 +150,21 @@ class _Plan:
         self.visited = int((seen * q_rows[:, None]).sum()) * bk
         for a in (self.fwd_blocks, self.fwd_rows, self.pairs, self.offsets):
             a.flags.writeable = False
+
+
+def _band_of(rows: np.ndarray, tq: int, tk: int):
+    """(a, b) when every row's range is exactly clip(i + a, 0, Tk) <= j < clip(i + b, 0, Tk) (a None:
+    from 0; b None: to Tk) — causal, windows —, else None."""
+    lo, hi = rows
+    i = np.arange(tq, dtype=np.int64)
+    inner_lo, inner_hi = np.flatnonzero(lo > 0), np.flatnonzero(hi < tk)
+    a = None if not len(inner_lo) else int(lo[inner_lo[0]] - inner_lo[0])
+    b = None if not len(inner_hi) else int(hi[inner_hi[0]] - inner_hi[0])
+    want_lo = np.zeros(tq, np.int64) if a is None else np.clip(i + a, 0, tk)
+    want_hi = np.full(tq, tk, np.int64) if b is None else np.clip(i + b, 0, tk)
+    if not (np.array_equal(lo, want_lo) and np.array_equal(hi, want_hi)):
+        return None
+    return a, b
 
 
 def _plan(rows: np.ndarray, tq: int, tk: int, bq: int, bk: int) -> _Plan:
