@@ -181,3 +181,170 @@ def keep_float64_rope(model) -> None:
 
     rotary = model.model.rotary_emb
     rotary.forward = types.MethodType(forward, rotary)
+
+
+# ------------------------------------------------------------------ the other families (issue 20)
+# name -> (config class name in transformers, keyword arguments, tokenizer adds BOS). Odd head widths where
+# RoPE allows (partial rotary rotates an even part of an odd head), GQA 4:2 and MQA 4:1, sliding windows
+# of 5 (shorter than the test texts), soft-caps small enough to bite, a post-norm OPT.
+FAMILIES = {
+    "gpt_neox": ("GPTNeoXConfig", dict(hidden_size=30, num_hidden_layers=2, num_attention_heads=3, intermediate_size=37,
+                                       max_position_embeddings=64, rotary_pct=0.4, use_parallel_residual=True), False),
+    "gpt_neox-sequential": ("GPTNeoXConfig", dict(hidden_size=20, num_hidden_layers=2, num_attention_heads=4,
+                                                  intermediate_size=24, max_position_embeddings=64, rotary_pct=0.5,
+                                                  use_parallel_residual=False), False),
+    "opt": ("OPTConfig", dict(hidden_size=20, num_hidden_layers=2, num_attention_heads=4, ffn_dim=37,
+                              word_embed_proj_dim=20, max_position_embeddings=64), False),
+    "opt-postnorm": ("OPTConfig", dict(hidden_size=20, num_hidden_layers=2, num_attention_heads=4, ffn_dim=24,
+                                       word_embed_proj_dim=20, max_position_embeddings=64, do_layer_norm_before=False),
+                     False),
+    "phi": ("PhiConfig", dict(hidden_size=36, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+                              max_position_embeddings=64, partial_rotary_factor=0.5), False),
+    "phi3": ("Phi3Config", dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                intermediate_size=40, max_position_embeddings=64), True),
+    "qwen3": ("Qwen3Config", dict(hidden_size=40, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                  head_dim=10, intermediate_size=36, max_position_embeddings=64), False),
+    "gemma": ("GemmaConfig", dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+                                  head_dim=10, intermediate_size=36, max_position_embeddings=64), True),
+    "gemma2": ("Gemma2Config", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                    head_dim=10, intermediate_size=36, max_position_embeddings=64, sliding_window=5,
+                                    query_pre_attn_scalar=12, attn_logit_softcapping=4.0, final_logit_softcapping=3.0),
+               True),
+    "gemma3": ("Gemma3TextConfig", dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                        head_dim=10, intermediate_size=36, max_position_embeddings=64, sliding_window=5,
+                                        query_pre_attn_scalar=12,
+                                        layer_types=["sliding_attention", "full_attention", "sliding_attention"]), True),
+    "mixtral": ("MixtralConfig", dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                      intermediate_size=24, max_position_embeddings=64, num_local_experts=4,
+                                      num_experts_per_tok=2), True),
+    # configurations transformers accepts that qkv refused before (issue 20 part 3)
+    "gpt2-layer-scaled": ("GPT2Config", dict(n_embd=20, n_layer=3, n_head=4, n_positions=64,
+                                             scale_attn_by_inverse_layer_idx=True, activation_function="quick_gelu"),
+                          False),
+    "gpt2-unscaled": ("GPT2Config", dict(n_embd=20, n_layer=2, n_head=4, n_positions=64, scale_attn_weights=False,
+                                         activation_function="swish"), False),
+    "gpt2-big-ids": ("GPT2Config", dict(n_embd=20, n_layer=1, n_head=4, n_positions=64, activation_function="gelu_python",
+                                        bos_token_id=50256, eos_token_id=50256), False),
+    "llama-yarn": ("LlamaConfig", dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                       intermediate_size=40, max_position_embeddings=64, hidden_act="gelu",
+                                       rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                                        "original_max_position_embeddings": 16}), True),
+    "llama-dynamic": ("LlamaConfig", dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+                                          intermediate_size=40, max_position_embeddings=64, hidden_act="relu",
+                                          rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0}),
+                      True),
+    "llama-tanh": ("LlamaConfig", dict(hidden_size=48, num_hidden_layers=1, num_attention_heads=4, intermediate_size=40,
+                                       max_position_embeddings=64, hidden_act="gelu_pytorch_tanh"), True),
+    "qwen2-window": ("Qwen2Config", dict(hidden_size=48, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                         intermediate_size=40, max_position_embeddings=64, use_sliding_window=True,
+                                         sliding_window=5, max_window_layers=1), False),
+}
+
+
+def build_family(root: Path, name: str, *, seed: int = 0) -> Path:
+    """Make FAMILIES[name] under root/name (random weights, every one made to count) and return the directory."""
+    import torch
+    import transformers
+
+    cls_name, kwargs, bos = FAMILIES[name]
+    tokenizer = train_tokenizer(bos=bos)
+    ids = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    config = getattr(transformers, cls_name)(vocab_size=tokenizer.get_vocab_size(), **{**ids, **kwargs})
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    with torch.no_grad():
+        for pname, param in model.named_parameters():
+            if param.ndim == 1:
+                param.add_(0.2 * torch.randn_like(param))
+            else:
+                param.mul_(2.5)
+    directory = root / name
+    model.save_pretrained(directory, safe_serialization=True)
+    tokenizer.save(str(directory / "tokenizer.json"))
+    return directory
+
+
+def keep_float64_everywhere(model) -> None:
+    """transformers' float32 islands, recomputed in float64 for a float64 model of any family:
+    RMSNorm (Gemma's (1 + w) form too), RoPE's frequencies/angles/cos/sin (θ from the config, per layer
+    type for Gemma 3), and Mixtral's router softmax. Each replacement is the same formula in float64."""
+    import types
+
+    import torch
+
+    config = model.config
+    for module in model.modules():
+        name = type(module).__name__
+        if name.endswith("RMSNorm"):
+            gemma = name.startswith("Gemma")
+            eps = getattr(module, "variance_epsilon", getattr(module, "eps", None))
+
+            def norm(self, x, _eps=eps, _gemma=gemma):
+                y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + _eps)
+                return y * ((1.0 + self.weight) if _gemma else self.weight)
+
+            module.forward = types.MethodType(norm, module)
+        elif name.endswith("RotaryEmbedding"):
+            def rotary(self, x, position_ids, layer_type=None):
+                parameters = config.rope_parameters
+                if layer_type is not None:
+                    parameters = parameters[layer_type]
+                    inv32 = getattr(self, f"{layer_type}_inv_freq")
+                else:
+                    inv32 = self.inv_freq
+                kind = parameters.get("rope_type", "default")
+                dim = 2 * inv32.shape[0]
+                theta = parameters["rope_theta"]
+                inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+                factor = 1.0
+                if kind == "yarn":              # the YaRN paper's ramp between interpolated and extrapolated θᵢ
+                    scale, original = parameters["factor"], parameters["original_max_position_embeddings"]
+
+                    def at(rotations):
+                        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+                    low, high = max(math.floor(at(32)), 0), min(math.ceil(at(1)), dim - 1)
+                    ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+                    inv = inv / scale * ramp + inv * (1 - ramp)
+                    factor = 0.1 * math.log(scale) + 1.0
+                else:
+                    assert kind in ("default", "dynamic")   # dynamic: the plain θᵢ within max_position_embeddings
+                freqs = position_ids[..., None].double() * inv
+                both = torch.cat((freqs, freqs), dim=-1)
+                return (both.cos() * factor).to(x.dtype), (both.sin() * factor).to(x.dtype)
+
+            module.forward = types.MethodType(rotary, module)
+        elif name.endswith("TopKRouter"):
+            def route(self, hidden_states):
+                hidden_states = hidden_states.reshape(-1, self.hidden_dim)
+                logits = torch.nn.functional.linear(hidden_states, self.weight)
+                probs = torch.softmax(logits, dim=-1)                       # float64, not .float()
+                top, index = torch.topk(probs, self.top_k, dim=-1)
+                return logits, top / top.sum(dim=-1, keepdim=True), index
+
+            module.forward = types.MethodType(route, module)
+
+
+def float64_softmax():
+    """A context in which torch's softmax keeps a float64 input in float64: transformers' eager attention asks
+    for ``softmax(..., dtype=torch.float32)`` whatever the model's dtype (its last float32 island)."""
+    import contextlib
+
+    import torch
+
+    original = torch.nn.functional.softmax
+
+    def softmax(input, dim=None, _stacklevel=3, dtype=None):
+        if input.dtype == torch.float64:
+            dtype = None
+        return original(input, dim=dim, dtype=dtype)
+
+    @contextlib.contextmanager
+    def patched():
+        torch.nn.functional.softmax = softmax
+        try:
+            yield
+        finally:
+            torch.nn.functional.softmax = original
+
+    return patched()

@@ -336,15 +336,14 @@ def test_huge_scale_stays_finite(factor, seed):
 @pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("shapes", [((2, 6, 7, 5), (2, 2, 9, 5)), ((3, 7, 4), (1, 9, 4)), ((1, 3), (8, 3)),
                                     ((2, 4, 128, 8), (2, 4, 128, 8))])
-def test_short_unmasked_float32_plain_path_both_ways(monkeypatch, fused, shapes):
+def test_short_unmasked_float32_plain_path_both_ways(fused, shapes):
     """Short float32 inputs without a mask take the plain path with the C softmax step when it is
-    built (and NumPy's passes when not): both agree with the float64 oracle."""
+    built (route plain_c_softmax; and NumPy's passes, route plain): both agree with the float64 oracle."""
     core = importlib.import_module("qkv.attention")  # the module (qkv.attention is also the function)
+    from qkv.kernels.call import check_call
+    from qkv.kernels.route import PLAIN, PLAIN_C_SOFTMAX, choose_route
 
-    if fused:
-        assert core._fused_softmax_rows(np.zeros(1, np.float32)) is not None, "the C extension is not built"
-    else:
-        monkeypatch.setattr(core, "_fused_softmax_rows", lambda q: None)
+    route = PLAIN_C_SOFTMAX if fused else PLAIN
     q_shape, k_shape = shapes
     q, k, v = randn(*q_shape), randn(*k_shape), randn(*k_shape[:-1], 6)
     if len(q_shape) == 4 and q_shape[1] != k_shape[1]:
@@ -352,7 +351,10 @@ def test_short_unmasked_float32_plain_path_both_ways(monkeypatch, fused, shapes)
                                     v[:, h // (q_shape[1] // k_shape[1])])[0] for h in range(q_shape[1])], axis=1)
     else:
         expected, _ = oracle(q, k, v)
-    got = qkv.attention(*(a.astype(np.float32) for a in (q, k, v)))
+    args = [a.astype(np.float32) for a in (q, k, v)]
+    assert choose_route(check_call(*args)).name == PLAIN_C_SOFTMAX, "the C extension is not built"
+    assert choose_route(check_call(*args), route=route).name == route
+    got = core._attention(*args, route=route)
     assert got.dtype == np.float32 and got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6)
 

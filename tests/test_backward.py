@@ -17,7 +17,9 @@ import torch
 import qkv
 import qkv.masks as masks
 from qkv.kernels import autograd as ag
-from qkv.kernels import blocked
+from qkv.kernels import route
+from qkv.kernels.call import check_call
+from qkv.kernels.route import choose_route
 
 pytestmark = pytest.mark.skipif(not ag.available(), reason="the C extensions are not built")
 
@@ -197,7 +199,7 @@ def test_arrays_threads_and_parts_agree():
     ranges (dQ parts), gives the same gradients to rounding."""
     rng = np.random.default_rng(5)
     q, k, v, dout = (rng.standard_normal((1, 300, 16)).astype(np.float32) for _ in range(4))
-    rows = ag.row_ranges(qkv.kernels.call.check_call(q, k, v, causal=True))
+    rows = ag.row_ranges(check_call(q, k, v, causal=True))
     out, lse = ag.forward_arrays(q, k, v, rows, 0.25, 32, 32)
     one = ag.backward_arrays(dout, q, k, v, out, lse, rows, 0.25, None, 32, 32, threads=1)
     many = ag.backward_arrays(dout, q, k, v, out, lse, rows, 0.25, None, 32, 32, threads=3)
@@ -230,24 +232,47 @@ def test_qkv_attention_takes_the_route_for_float32_torch():
 
 def test_declined_calls_keep_correct_gradients():
     q, k, v = _inputs((2, 70, 8), (2, 70, 8), (2, 70, 8))
-    # float64 stays on the plain path
-    assert ag.torch_route(qkv.kernels.call.check_call(q, k, v), q, k, v) is None
-    # a mask function without key ranges, a mask array, a bias, non-finite values: declined
+
+    def route_of(*args, **options):
+        return choose_route(check_call(*args, **options)).name
+
+    assert route_of(q.float(), k.float(), v.float(), causal=True) == route.TORCH_FLASH
+    # float64 stays on the plain path (torch autograd); short calls go to SDPA
+    assert route_of(q, k, v, causal=True) != route.TORCH_FLASH
+    assert route_of(q[:, :10].float(), k[:, :10].float(), v[:, :10].float()) == route.TORCH_SDPA
+    # a mask function without key ranges, a mask array, a bias, non-finite values: declined, with a reason
     lam = lambda b, h, qi, ki: (qi - ki) % 3 == 0   # noqa: E731
     qf, kf, vf = (x.float() for x in (q, k, v))
     for options in ({"mask_mod": lam}, {"mask": torch.rand(70, 70) > 0.5}, {"bias": torch.randn(70, 70)}):
-        call = qkv.kernels.call.check_call(qf, kf, vf, options.get("mask"), bias=options.get("bias"),
-                                           mask_mod=options.get("mask_mod"))
-        assert ag.torch_route(call, qf, kf, vf) is None
+        call = check_call(qf, kf, vf, options.pop("mask", None), **options)
+        assert route.torch_flash_why_not(call) is not None
+        assert choose_route(call).name != route.TORCH_FLASH
     bad = vf.clone()
     bad[0, 5, 0] = float("nan")
-    assert ag.torch_route(qkv.kernels.call.check_call(qf, kf, bad, causal=True), qf, kf, bad) is None
+    assert "non-finite" in route.torch_flash_why_not(check_call(qf, kf, bad, causal=True))
     with pytest.raises(ValueError, match="training route"):
         ag.flash_attention(q, k, v)
     # through qkv.attention a NaN value that no query attends to (key 5, hidden by causal from
     # rows < 5) reaches only the rows that attend to it
     out = qkv.attention(qf, kf, bad, causal=True)
     assert torch.isfinite(out[:, :5]).all() and torch.isnan(out[0, 5:, 0]).all()
+
+
+def test_route_pinned_by_argument():
+    """route="torch_flash" takes the C route even for a short call; the result and gradients agree
+    with SDPA's route on the same float32 inputs."""
+    from qkv.attention import _attention
+
+    q, k, v = (x.float().requires_grad_() for x in _inputs((2, 2, 20, 8), (2, 2, 20, 8), (2, 2, 20, 8)))
+    out = _attention(q, k, v, causal=True, route="torch_flash")
+    assert any("flash_attention" in n for n in _node_names(out))
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    peer = _attention(q, k, v, causal=True, route="torch_sdpa")
+    assert not any("flash_attention" in n for n in _node_names(peer))
+    peer_grads = torch.autograd.grad(peer.sum(), (q, k, v))
+    _close(out.detach(), peer.detach(), 1e-5)
+    for a, b in zip(grads, peer_grads):
+        _close(a, b, 1e-5)
 
 
 def test_arbitrary_score_mod_gets_correct_gradients():
@@ -277,7 +302,7 @@ def test_arbitrary_score_mod_gets_correct_gradients():
 # --------------------------------------------------------------------------- torch.compile
 def test_compile_fullgraph_keeps_the_op():
     q, k, v = (x.float() for x in _inputs((2, 2, 64, 16), (2, 2, 64, 16), (2, 2, 64, 16)))
-    rows = torch.from_numpy(ag.row_ranges(qkv.kernels.call.check_call(q, k, v, causal=True)))
+    rows = torch.from_numpy(ag.row_ranges(check_call(q, k, v, causal=True)))
 
     def step(q, k, v):
         out, lse = torch.ops.qkv.flash_attention(q.reshape(4, 64, 16), k.reshape(4, 64, 16), v.reshape(4, 64, 16),
@@ -301,7 +326,7 @@ def test_compile_fullgraph_keeps_the_op():
 def test_bands_go_to_the_forward_as_limit_and_start():
     """Causal and window ranges reach flash_many as its band flags (limit/start: its AVX-512 tiles take
     them); ranges of another shape (documents) as per-row ranges."""
-    rows = ag.row_ranges(qkv.kernels.call.check_call(np.zeros((10, 4)), np.zeros((14, 4)), np.zeros((14, 4)),
+    rows = ag.row_ranges(check_call(np.zeros((10, 4)), np.zeros((14, 4)), np.zeros((14, 4)),
                                                      causal=True))
     assert ag._band_of(rows, 10, 14) == (None, 5)               # key j <= i + 4
     rows = np.stack([np.clip(np.arange(10) - 3, 0, 10), np.arange(10) + 1])

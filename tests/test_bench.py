@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 
 import numpy as np
@@ -119,7 +120,7 @@ def test_from_json_refuses_other_files(tmp_path, capsys):
     assert "not a `qkv bench --json` result" in capsys.readouterr().err
     bad.write_text("{")
     assert main(["bench", "--from-json", str(bad)]) == 2
-    assert "not valid JSON" in capsys.readouterr().err
+    assert "malformed JSON" in capsys.readouterr().err
 
 
 def test_alternate_flips_the_order_and_warms_short_calls_before_timing_them():
@@ -169,3 +170,159 @@ def test_alternate_warms_short_calls_for_a_minimum_time():
     assert calls[-1] - calls[1] >= 0.02
     # the last untimed call began before 20 ms had passed, or it was one of the _BURST_WARM it always makes
     assert calls[-2] - calls[1] < 0.02 or len(calls) == 1 + bench._BURST_WARM + 1
+
+
+# ---------------------------------------------------------------- issue 22 part 4: a saved result is data from a file
+def _one_error_line(capsys, *argv) -> str:
+    assert main(list(argv)) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("qkv: error: ") and "Traceback" not in captured.err, captured.err
+    assert captured.out == ""
+    return lines[0]
+
+
+def _mutations(result: dict):
+    """(label, document) for every key that print_result and to_markdown read: removed, and set to a
+    value of the wrong type (a string where a number goes, a number where a string goes, a list)."""
+    import copy
+
+    from qkv.commands import bench as command
+
+    def places():
+        yield ("machine",), {**command._MACHINE}
+        for table in ("rows", "memory", "masked"):
+            for n in range(len(result[table])):
+                yield (table, n), {**command._ROW}
+        yield ("decode",), {**command._DECODE}
+
+    for where, keys in places():
+        for key, spec in keys.items():
+            for label, value in (("missing", None), ("mistyped", "x" if spec[0] != "a string" else 7),
+                                 ("a list", [1])):
+                doc = copy.deepcopy(result)
+                target = doc
+                for part in where:
+                    target = target[part]
+                if label == "missing":
+                    del target[key]
+                else:
+                    target[key] = value
+                yield f"{'.'.join(map(str, where))}.{key} {label}", doc, key
+    for top in ("machine", "rows", "memory", "decode", "notes", "memory_inputs_mib"):
+        doc = copy.deepcopy(result)
+        del doc[top]
+        yield f"no {top}", doc, top
+        doc = copy.deepcopy(result)
+        doc[top] = "text" if top != "notes" else [1]
+        yield f"{top} mistyped", doc, top
+
+
+def test_from_json_every_missing_or_mistyped_key_is_one_line(quick_json, tmp_path, capsys):
+    """Each key the printer reads, removed or of the wrong type: one line naming it (was a KeyError or
+    a format error halfway through the table)."""
+    count = 0
+    for label, doc, key in _mutations(quick_json):
+        path = tmp_path / "mutated.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        line = _one_error_line(capsys, "bench", "--from-json", str(path))
+        assert key in line, (label, line)
+        count += 1
+    assert count > 100
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda d: "/dev/zero", "is a character device"),
+    (lambda d: str(d), "is a directory"),
+    (lambda d: (os.mkfifo(d / "p.json"), str(d / "p.json"))[1], "is a named pipe"),
+    (lambda d: (_put(d / "bad.json", b'{"machine": "\xff\xfe"}')), "not UTF-8 text"),
+    (lambda d: (_put(d / "deep.json", b"[" * 100_000 + b"]" * 100_000)), "nested more than 64 levels"),
+    (lambda d: (_put(d / "int.json", b'{"machine": 1' + b"0" * 5000 + b"}")), "more than 4300 digits"),
+    (lambda d: (_put(d / "list.json", b"[1, 2]")), "not a `qkv bench --json` result"),
+    (lambda d: _sparse(d / "big.json", 17 * 2**20), "at most 16 MiB"),
+])
+def test_from_json_refuses_hostile_files_in_one_line(tmp_path, capsys, make, words):
+    """`--from-json /dev/zero` read the device until the OOM killer came; the others were tracebacks."""
+    assert words in _one_error_line(capsys, "bench", "--from-json", make(tmp_path))
+
+
+def _put(path, data: bytes) -> str:
+    path.write_bytes(data)
+    return str(path)
+
+
+def _sparse(path, size: int) -> str:
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    return str(path)
+
+
+def test_from_json_shows_control_characters_never_sends_them(quick_json, tmp_path, capsys):
+    doc = json.loads(json.dumps(quick_json))
+    doc["notes"].append("\x1b[31mred\x1b[0m [bold]not markup[/]")
+    doc["machine"]["blas"] = "open[/]blas\x07"
+    path = tmp_path / "escapes.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["bench", "--from-json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[31mred\\x1b[0m [bold]not markup[/]" in out and "open[/]blas\\x07" in out
+
+
+@pytest.mark.parametrize("sizes, words", [("99999999999", "from 1 to 65,536"), ("0", "from 1 to 65,536"),
+                                          ("65537", "from 1 to 65,536"), ("1e3", "whole numbers"),
+                                          (",".join(["8"] * 17), "at most 16")])
+def test_sizes_are_bounded(capsys, sizes, words):
+    line = _one_error_line(capsys, "bench", "--sizes", sizes)
+    assert "--sizes" in line and words in line
+
+
+def test_repeats_are_bounded(capsys):
+    for value in ("0", "1001", "99999999999"):
+        line = _one_error_line(capsys, "bench", "--repeats", value)
+        assert "--repeats" in line and "from 1 to 1000" in line
+
+
+def test_help_shows_the_defaults(capsys):
+    from qkv.bench import FULL, QUICK
+
+    assert main(["bench", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"default {','.join(map(str, FULL.sizes))}; --quick: {','.join(map(str, QUICK.sizes))}" in text
+    assert f"default {FULL.repeats}; --quick: {QUICK.repeats}" in text
+
+
+def test_progress_shows_when_piped(quick_json, monkeypatch, capsys):
+    """Not a terminal (as under `make bench | tee`): every stage is a line on stderr, then "done"."""
+    from qkv import bench
+
+    def fake(plan, *, sizes=None, repeats=None, progress=None):
+        for stage in ("measuring the float32 GEMM rate", "T=128 causal=False"):
+            progress(stage)
+        return quick_json
+
+    monkeypatch.setattr(bench, "run_benchmark", fake)
+    assert main(["bench", "--quick"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == ["qkv bench: measuring the float32 GEMM rate", "qkv bench: T=128 causal=False",
+                                         "qkv bench: done"]
+    assert "GFLOP/s" in captured.out and "qkv bench:" not in captured.out
+
+
+def test_tables_are_never_cut_to_the_console_width(quick_json):
+    """A Console 40 columns wide (piped output defaults to 80): every row's numbers are printed whole."""
+    import io
+
+    from rich.console import Console
+
+    from qkv.commands.bench import print_result
+
+    buffer = io.StringIO()
+    print_result(quick_json, Console(file=buffer, width=40, no_color=True))
+    lines = buffer.getvalue().splitlines()
+    for row in quick_json["rows"] + quick_json["memory"]:
+        cells = [str(row["t"]), f"{row['seconds'] * 1e3:.1f}", f"{row['gflops']:.1f}", f"{row['vs_gemm']:.2f}"]
+        assert any(all(f" {cell} " in line for cell in cells) for line in lines), (cells, row["impl"])
+    for row in quick_json["masked"]:
+        if not row["skipped"]:
+            assert any(row["mask"] in line and f"{row['seconds'] * 1e3:.1f}" in line for line in lines), row

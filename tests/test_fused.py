@@ -14,6 +14,7 @@ import pytest
 
 from flash_reference import flash_reference
 from qkv.kernels import blocked
+from qkv.kernels import blas
 
 _fused = blocked._fused
 HEADROOM = blocked._HEADROOM
@@ -23,7 +24,6 @@ def test_extension_is_built_here():
     """setup.py builds it with optional=True, so a failed compile would pass silently; not here."""
     assert _fused is not None, ("qkv.kernels._fused did not build: rerun `pip install -e .` "
                                 "and read the compiler errors")
-    assert blocked._USE_FUSED
 
 
 needs_fused = pytest.mark.skipif(_fused is None, reason="qkv.kernels._fused is not built")
@@ -179,16 +179,12 @@ def test_kernel_through_the_c_step_matches_the_numpy_step(loops):
     k[:, 20] *= 30
     mask = rng.random((61, 61)) < 0.7
     bias = np.where(rng.random((61, 61)) < 0.1, 50.0, 0.0)
-    results, saved = {}, (blocked._USE_FUSED, blocked._USE_FLASH)
-    try:
-        for path in ("flash", "fused", "numpy"):
-            blocked._USE_FUSED, blocked._USE_FLASH = path != "numpy", path == "flash"
-            results[path] = (blocked_attention(q, k, v, mask, bias=bias, causal=True, block_q=16, block_k=13),
-                             partial_attention(q, k, v, mask, bias=bias),
-                             blocked_attention(q, k, v, mask, causal=True, block_q=16, block_k=13),
-                             partial_attention(q, k, v, mask))
-    finally:
-        blocked._USE_FUSED, blocked._USE_FLASH = saved
+    results = {}
+    for path, route in (("flash", "flash_rows"), ("fused", "py_walk"), ("numpy", "numpy_walk")):
+        results[path] = (blocked._attention(q, k, v, mask, bias=bias, causal=True, block_q=16, block_k=13, route=route),
+                         blocked._attention(q, k, v, mask, bias=bias, want="partial", route=route),
+                         blocked._attention(q, k, v, mask, causal=True, block_q=16, block_k=13, route=route),
+                         blocked._attention(q, k, v, mask, want="partial", route=route))
     for path in ("flash", "fused"):
         for mine, theirs in zip(results[path], results["numpy"]):
             mine = mine if isinstance(mine, tuple) else (mine,)
@@ -205,6 +201,11 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
     score_mod, non-finite values and float64 take the Python walk."""
     import qkv
     from qkv import masks
+    from qkv.kernels.call import check_call
+    from qkv.kernels.route import choose_route
+
+    def named(*args, **kwargs):   # the route qkv.kernels.route names for the call
+        return choose_route(check_call(*args, **kwargs), route="flash_many").name.value
 
     calls = []
     for name in ("flash_rows", "flash_many"):
@@ -223,14 +224,16 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
         calls.clear()
         blocked.blocked_attention(q, k, v, **kwargs)
         assert calls and set(calls) == {route}, (kwargs, calls)
+        assert named(q, k, v, **kwargs) == route
     v_bad = v.copy()
     v_bad[0, 0, 3, 1] = np.nan
-    for args, kwargs in (((q, k, v), {"bias": np.zeros((300, 300), np.float32)}),
-                         ((q, k, v), {"score_mod": masks.soft_cap(20.0)}), ((q, k, v_bad), {}),
-                         ((q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)), {})):
+    for args, kwargs, route in (((q, k, v), {"bias": np.zeros((300, 300), np.float32)}, "py_walk"),
+                                ((q, k, v), {"score_mod": masks.soft_cap(20.0)}, "py_walk"), ((q, k, v_bad), {}, "py_walk"),
+                                ((q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)), {}, "numpy_walk")):
         calls.clear()
         blocked.blocked_attention(*args, **kwargs)
         assert not calls, kwargs
+        assert named(*args, **kwargs) == route
     calls.clear()
     qkv.attention(q, k, v, causal=True)
     assert calls
@@ -240,7 +243,7 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
 def test_flash_rows_has_numpys_blas_here():
     """blocked finds cblas_sgemm in NumPy's BLAS (checked on a small product) in this environment;
     elsewhere the kernel falls back to the Python walk silently, so this test says when it did."""
-    assert blocked._sgemm_ready(), "no cblas_sgemm found in the BLAS libraries threadpoolctl lists"
+    assert blas.sgemm_ready(), "no cblas_sgemm found in the BLAS libraries threadpoolctl lists"
 
 
 @needs_fused
@@ -249,7 +252,7 @@ def test_flash_rows_matches_float64(dk, dv, cols, loops):
     """Several key blocks with masks (one leaving a row empty so far), a causal limit, a band's start
     (row ranges), scores that move the reference up and rows far below it: acc / l and row_max
     against float64."""
-    assert blocked._sgemm_ready()
+    assert blas.sgemm_ready()
     rng = np.random.default_rng(dk * 100 + cols)
     rows, tk = 9, 3 * cols + 5
     q = (rng.standard_normal((rows, dk)) / np.sqrt(dk)).astype(np.float32) * 3
@@ -277,7 +280,7 @@ def test_flash_rows_matches_float64(dk, dv, cols, loops):
 def test_flash_rows_scales_q_and_finalizes(loops):
     """scale multiplies q (q itself untouched); finalize divides by the row sums, and a row with no
     allowed key becomes 0 (no NaN)."""
-    assert blocked._sgemm_ready()
+    assert blas.sgemm_ready()
     rng = np.random.default_rng(4)
     q, k, v = rng.standard_normal((5, 16)).astype(np.float32), *(rng.standard_normal((30, 16)).astype(np.float32)
                                                                    for _ in range(2))
@@ -299,7 +302,7 @@ def test_flash_rows_scales_q_and_finalizes(loops):
 def test_flash_rows_accepts_strided_and_read_only_inputs():
     """k and v rows with a stride (every other row of a bigger array), read-only views, the acc rows
     of a larger output: the same result as contiguous copies."""
-    assert blocked._sgemm_ready()
+    assert blas.sgemm_ready()
     rng = np.random.default_rng(7)
     q = rng.standard_normal((6, 8)).astype(np.float32)
     big_k = rng.standard_normal((40, 12)).astype(np.float32)
@@ -323,7 +326,7 @@ def test_flash_rows_accepts_strided_and_read_only_inputs():
 
 @needs_fused
 def test_flash_rows_refuses_wrong_arrays():
-    assert blocked._sgemm_ready()
+    assert blas.sgemm_ready()
     q, k, v = np.zeros((3, 4), np.float32), np.zeros((10, 4), np.float32), np.zeros((10, 2), np.float32)
     acc, vec = np.zeros((3, 2), np.float32), np.zeros(3, np.float32)
     scratch = np.zeros((3, 8), np.float32)
@@ -440,7 +443,7 @@ def test_gelu_refuses_wrong_arrays():
 @needs_fused
 def test_flash_many_refuses_wrong_arrays():
     """Every index of a task and block is checked before any work (nothing written on refusal)."""
-    assert blocked._sgemm_ready()
+    assert blas.sgemm_ready()
     q, k, v = np.ones((2, 6, 4), np.float32), np.ones((1, 9, 4), np.float32), np.ones((1, 9, 3), np.float32)
     scores, vectors = np.zeros((6, 9), np.float32), np.zeros((3, 6), np.float32)
     blocks = np.array([[0, 9, 0, 0, 0]], np.int64)

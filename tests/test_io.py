@@ -253,3 +253,55 @@ def test_proc_paths_that_lead_back_to_ordinary_files_are_ordinary(tmp_path, monk
     write_atomic("/proc/self/cwd/x.txt", "new")
     write_atomic("/proc/self/cwd/y.txt", "made")
     assert (tmp_path / "x.txt").read_text() == "new" and (tmp_path / "y.txt").read_text() == "made"
+
+
+# ---------------------------------------------------------------- issue 22 part 4: one bounded reader
+from qkv._io import read_bytes  # noqa: E402
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda d: "/dev/zero", "is a character device"),
+    (lambda d: "/dev/urandom", "is a character device"),
+    (lambda d: str(d), "is a directory"),
+    (lambda d: (os.mkfifo(d / "p"), str(d / "p"))[1], "is a named pipe (FIFO)"),
+    (lambda d: str(d / "none"), "not found"),
+])
+def test_read_bytes_refuses_every_non_regular_kind_by_name(tmp_path, make, words):
+    """/dev/zero was read until the OOM killer came (19.8 GB); a FIFO would block forever."""
+    path = make(tmp_path)
+    for reader in (lambda: read_bytes(path, limit=1024), lambda: read_text(path, limit=1024)):
+        with pytest.raises(InputError) as info:
+            reader()
+        assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_read_bytes_refuses_a_socket(tmp_path):
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(tmp_path / "s"))
+        with pytest.raises(InputError, match="is a socket"):
+            read_bytes(tmp_path / "s", limit=10)
+    finally:
+        sock.close()
+
+
+def test_read_bytes_limit_is_checked_before_and_while_reading(tmp_path):
+    exact = tmp_path / "exact.bin"
+    exact.write_bytes(b"x" * 100)
+    assert read_bytes(exact, limit=100) == b"x" * 100
+    with pytest.raises(InputError, match=r"is 100 bytes; qkv reads files of at most 99 bytes here"):
+        read_bytes(exact, limit=99)
+    # a /proc file reports size 0 but has content: the read itself stops at limit + 1 bytes
+    with pytest.raises(InputError, match="is larger than 10 bytes"):
+        read_bytes("/proc/self/status", limit=10)
+    sparse = tmp_path / "sparse.bin"
+    with open(sparse, "wb") as handle:
+        handle.truncate(3 * 2**30)                  # 3 GiB, sparse: refused by its size, nothing read
+    with pytest.raises(InputError, match="is 3072 MiB; qkv reads files of at most 4 MiB here"):
+        read_bytes(sparse, limit=4 * 2**20)
+
+
+def test_read_bytes_names_the_field_and_the_file_as_written(tmp_path):
+    with pytest.raises(InputError) as info:
+        read_bytes("/dev/zero", limit=5, source="ex.toml", field="w_v", what="array file", shown="zero.npy")
+    assert str(info.value) == "ex.toml: w_v: array file 'zero.npy' is a character device, not a regular file"

@@ -8,11 +8,12 @@ Tolerances come from the float64 reference:
   ≤ 8e-7 at T ≤ 1100, Dk ≤ 64, about 7 float32 ulps at 1.0, from the Dk- and Tk-long sums;
   the tolerance leaves a factor 5).
 
-Every test runs four times: float32 with every task in C where no mask array is needed
-(`_fused.flash_many`), walking each task's key blocks in C (`_fused.flash_rows`, both products in
-NumPy's BLAS), walking them in Python with the C softmax step (`_fused.softmax_rows`), and all in
-NumPy (the fixture `softmax_step` switches blocked._USE_MANY, _USE_FLASH and _USE_FUSED; float64
-always takes NumPy).
+Every test runs four times, once per kernel route (qkv.kernels.route): float32 with every task in
+C where no mask array is needed (flash_many), walking each task's key blocks in C (flash_rows,
+both products in NumPy's BLAS), walking them in Python with the C softmax step (py_walk), and all
+in NumPy (numpy_walk). The fixture `softmax_step` gives the route; `blocked_attention` and
+`partial_attention` below pass it as the fastest route the call may take (a call that cannot take
+it takes the next one down; float64 always takes numpy_walk).
 """
 
 from __future__ import annotations
@@ -27,27 +28,29 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qkv.kernels import Partial, blocked_attention, finalize, merge_partials, partial_attention
-from qkv.kernels import blocked
+from qkv.kernels import Partial, blas, blocked, finalize, merge_partials, pool
 
 F64_TOL = 1e-12
 F32_TOL = 4e-6
 SMALL_BLOCKS = dict(block_q=16, block_k=32)
 
 
-@pytest.fixture(autouse=True, scope="module", params=["many", "rows", "fused", "numpy"])
+@pytest.fixture(autouse=True, scope="module", params=["flash_many", "flash_rows", "py_walk", "numpy_walk"])
 def softmax_step(request):
-    """Run the module's tests with every task in C where it can (flash_many), with the C walk per
-    task (flash_rows), with the Python walk and the C softmax step, then with NumPy only. Module
-    scope (set and restored by hand) so hypothesis tests may use it too."""
-    if request.param != "numpy" and blocked._fused is None:
+    """The kernel route the module's tests run on (the fastest one each call may take)."""
+    if request.param != "numpy_walk" and blocked._fused is None:
         pytest.fail("qkv.kernels._fused is not built (tests/test_fused.py says why)")
-    saved = blocked._USE_FUSED, blocked._USE_FLASH, blocked._USE_MANY
-    blocked._USE_FUSED = request.param != "numpy"
-    blocked._USE_FLASH = request.param in ("many", "rows")
-    blocked._USE_MANY = request.param == "many"
-    yield request.param
-    blocked._USE_FUSED, blocked._USE_FLASH, blocked._USE_MANY = saved
+    return request.param
+
+
+def blocked_attention(route, q, k, v, mask=None, *, return_lse=False, **kwargs):
+    """qkv.kernels.blocked_attention on the given route (at most)."""
+    return blocked._attention(q, k, v, mask, want="lse" if return_lse else "out", route=route, **kwargs)
+
+
+def partial_attention(route, q, k, v, mask=None, **kwargs):
+    """qkv.kernels.partial_attention on the given route (at most)."""
+    return blocked._attention(q, k, v, mask, causal=False, want="partial", route=route, **kwargs)
 
 
 # --------------------------------------------------------------------------- the reference
@@ -111,19 +114,19 @@ SIZES = [(1, 1), (7, 7), (129, 129), (300, 300), (7, 129), (129, 7), (1, 300), (
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("tq,tk", SIZES)
-def test_matches_reference_at_odd_sizes(tq, tk, causal, dtype):
+def test_matches_reference_at_odd_sizes(tq, tk, causal, dtype, softmax_step):
     rng = np.random.default_rng(tq * 1000 + tk)
     q, k, v = inputs(rng, (2, 3), tq, tk, 5, 7, dtype)   # head width 5, Dv = 7 ≠ Dk
-    out = blocked_attention(q, k, v, causal=causal, **SMALL_BLOCKS)
+    out = blocked_attention(softmax_step, q, k, v, causal=causal, **SMALL_BLOCKS)
     assert_close(out, reference(q, k, v, causal=causal), dtype)
 
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("tq,tk", [(7, 7), (129, 300), (300, 129), (1, 129)])
-def test_matches_torch_sdpa(tq, tk, causal):
+def test_matches_torch_sdpa(tq, tk, causal, softmax_step):
     rng = np.random.default_rng(7)
     q, k, v = inputs(rng, (2, 3), tq, tk, 5, 6)
-    out = blocked_attention(q, k, v, causal=causal, **SMALL_BLOCKS)
+    out = blocked_attention(softmax_step, q, k, v, causal=causal, **SMALL_BLOCKS)
     expected = torch_sdpa(q, k, v, causal=causal)
     live = np.arange(tq) + (tk - tq) >= 0 if causal else np.ones(tq, bool)  # torch gives NaN on empty rows
     np.testing.assert_allclose(out[..., live, :], expected[..., live, :], rtol=0, atol=F64_TOL)
@@ -132,29 +135,29 @@ def test_matches_torch_sdpa(tq, tk, causal):
 
 @pytest.mark.parametrize("kv_heads", [2, 1])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_grouped_query_attention(kv_heads, dtype):
+def test_grouped_query_attention(kv_heads, dtype, softmax_step):
     rng = np.random.default_rng(kv_heads)
     q, k, v = inputs(rng, (2, 6), 129, 300, 5, 7, dtype, kv_lead=(2, kv_heads))
-    out = blocked_attention(q, k, v, causal=True, **SMALL_BLOCKS)
+    out = blocked_attention(softmax_step, q, k, v, causal=True, **SMALL_BLOCKS)
     assert out.shape == (2, 6, 129, 7)
     assert_close(out, reference(q, k, v, causal=True), dtype)
     # query head h reads kv head h // (H / G)
     for h in range(6):
         g = h // (6 // kv_heads)
-        one = blocked_attention(q[:, h], k[:, g], v[:, g], causal=True, **SMALL_BLOCKS)
+        one = blocked_attention(softmax_step, q[:, h], k[:, g], v[:, g], causal=True, **SMALL_BLOCKS)
         np.testing.assert_allclose(out[:, h], one, rtol=0, atol=F64_TOL if dtype == np.float64 else F32_TOL)
     torch_out = torch_sdpa(q, k, v, causal=True)
     np.testing.assert_allclose(out, torch_out, rtol=0, atol=F64_TOL if dtype == np.float64 else F32_TOL)
 
 
-def test_gqa_does_not_copy_keys_per_query_head():
+def test_gqa_does_not_copy_keys_per_query_head(softmax_step):
     rng = np.random.default_rng(3)
     # Tk = 8192 keeps the kernel's fixed working set (~1 MB: score block, row state, output) far below
     # the bound; at Tk = 2048 it measured within 3 % of it.
     q, k, v = inputs(rng, (1, 8), 512, 8192, 16, 16, np.float32, kv_lead=(1, 1))
     tracemalloc.start()
     try:
-        blocked_attention(q, k, v, num_threads=1)
+        blocked_attention(softmax_step, q, k, v, num_threads=1)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -162,10 +165,10 @@ def test_gqa_does_not_copy_keys_per_query_head():
 
 
 @pytest.mark.parametrize("tq,tk", [(7, 129), (129, 7), (300, 300)])
-def test_causal_alignment_bottom_right(tq, tk):
+def test_causal_alignment_bottom_right(tq, tk, softmax_step):
     rng = np.random.default_rng(11)
     q, k, v = inputs(rng, (), tq, tk, 5, 5)   # 2-D inputs, no leading dims
-    out = blocked_attention(q, k, v, causal=True, **SMALL_BLOCKS)
+    out = blocked_attention(softmax_step, q, k, v, causal=True, **SMALL_BLOCKS)
     assert out.shape == (tq, 5)
     np.testing.assert_allclose(out, reference(q, k, v, causal=True), rtol=0, atol=F64_TOL)
     # the last query sees every key
@@ -175,7 +178,7 @@ def test_causal_alignment_bottom_right(tq, tk):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_padding_mask_and_fully_masked_rows(dtype):
+def test_padding_mask_and_fully_masked_rows(dtype, softmax_step):
     rng = np.random.default_rng(5)
     b, h, tq, tk = 3, 2, 129, 300
     q, k, v = inputs(rng, (b, h), tq, tk, 5, 3, dtype)
@@ -186,7 +189,7 @@ def test_padding_mask_and_fully_masked_rows(dtype):
     mask = key_mask & query_mask
     with warnings.catch_warnings():
         warnings.simplefilter("error")                     # no RuntimeWarning either
-        out = blocked_attention(q, k, v, mask, **SMALL_BLOCKS)
+        out = blocked_attention(softmax_step, q, k, v, mask, **SMALL_BLOCKS)
     assert_close(out, reference(q, k, v, mask), dtype)
     assert np.all(out[2] == 0) and np.all(out[0, :, 5:9] == 0)
     live = np.broadcast_to(mask, (b, h, tq, tk)).any(-1)
@@ -196,7 +199,7 @@ def test_padding_mask_and_fully_masked_rows(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_bias_with_minus_infinity(dtype):
+def test_bias_with_minus_infinity(dtype, softmax_step):
     rng = np.random.default_rng(9)
     q, k, v = inputs(rng, (2, 2), 129, 129, 5, 5, dtype)
     bias = rng.standard_normal((2, 1, 129, 129))           # float64 bias, broadcast over heads
@@ -204,61 +207,61 @@ def test_bias_with_minus_infinity(dtype):
     bias[0, 0, 3, :] = -np.inf                             # a row the bias blocks entirely
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        out = blocked_attention(q, k, v, bias=bias, causal=True, **SMALL_BLOCKS)
+        out = blocked_attention(softmax_step, q, k, v, bias=bias, causal=True, **SMALL_BLOCKS)
     assert_close(out, reference(q, k, v, bias=bias, causal=True), dtype)
     assert np.all(out[0, :, 3] == 0)
 
 
-def test_mask_bias_and_scale_together_broadcast():
+def test_mask_bias_and_scale_together_broadcast(softmax_step):
     rng = np.random.default_rng(13)
     q, k, v = inputs(rng, (2, 3), 40, 70, 8, 4)
     k1, v1 = k[:1], v[:1]                                  # batch of keys broadcast
     mask = rng.random((70,)) < 0.8                         # (Tk,) padding mask
     bias = rng.standard_normal((3, 1, 70))                 # per head and key
-    out = blocked_attention(q, k1, v1, mask, bias=bias, scale=0.3, **SMALL_BLOCKS)
+    out = blocked_attention(softmax_step, q, k1, v1, mask, bias=bias, scale=0.3, **SMALL_BLOCKS)
     np.testing.assert_allclose(out, reference(q, k1, v1, mask, bias=bias, scale=0.3), rtol=0, atol=F64_TOL)
 
 
-def test_non_contiguous_inputs():
+def test_non_contiguous_inputs(softmax_step):
     rng = np.random.default_rng(17)
     x = rng.standard_normal((2, 129, 3, 5))                # (B, T, H, D) as a model would have it
     q = x.transpose(0, 2, 1, 3)                            # (B, H, T, D) view
-    out = blocked_attention(q, q, q[..., ::-1], causal=True, **SMALL_BLOCKS)
+    out = blocked_attention(softmax_step, q, q, q[..., ::-1], causal=True, **SMALL_BLOCKS)
     np.testing.assert_allclose(out, reference(q, q, q[..., ::-1], causal=True), rtol=0, atol=F64_TOL)
 
 
-def test_threads_give_identical_results():
+def test_threads_give_identical_results(softmax_step):
     rng = np.random.default_rng(19)
     q, k, v = inputs(rng, (1, 4), 300, 300, 64, 64, np.float32)
-    one = blocked_attention(q, k, v, causal=True, block_q=32, block_k=64, num_threads=1)
-    two = blocked_attention(q, k, v, causal=True, block_q=32, block_k=64, num_threads=2)
+    one = blocked_attention(softmax_step, q, k, v, causal=True, block_q=32, block_k=64, num_threads=1)
+    two = blocked_attention(softmax_step, q, k, v, causal=True, block_q=32, block_k=64, num_threads=2)
     np.testing.assert_array_equal(one, two)
 
 
-def test_default_blocks_and_float32_at_head_width_64():
+def test_default_blocks_and_float32_at_head_width_64(softmax_step):
     rng = np.random.default_rng(23)
     q, k, v = inputs(rng, (1, 2), 1000, 1100, 64, 64, np.float32)
-    out = blocked_attention(q, k, v, causal=True)
+    out = blocked_attention(softmax_step, q, k, v, causal=True)
     assert_close(out, reference(q, k, v, causal=True), np.float32)
 
 
 @pytest.mark.parametrize("tq", [1, 3, 100])
-def test_decoding_shapes_with_default_blocks(tq):
+def test_decoding_shapes_with_default_blocks(tq, softmax_step):
     # few query rows get longer default key blocks; the answer must not change
     rng = np.random.default_rng(41)
     q, k, v = inputs(rng, (2, 4), tq, 3000, 16, 8, kv_lead=(2, 2))
-    out = blocked_attention(q, k, v, causal=True)
+    out = blocked_attention(softmax_step, q, k, v, causal=True)
     np.testing.assert_allclose(out, reference(q, k, v, causal=True), rtol=0, atol=F64_TOL)
 
 
 @pytest.mark.parametrize("tq,tk", [(0, 5), (5, 0), (0, 0)])
-def test_empty_lengths(tq, tk):
+def test_empty_lengths(tq, tk, softmax_step):
     q, k, v = np.ones((2, tq, 4)), np.ones((2, tk, 4)), np.ones((2, tk, 3))
-    out = blocked_attention(q, k, v, causal=True)
+    out = blocked_attention(softmax_step, q, k, v, causal=True)
     assert out.shape == (2, tq, 3) and np.all(out == 0)
 
 
-def test_memory_stays_blocked_with_a_broadcast_mask():
+def test_memory_stays_blocked_with_a_broadcast_mask(softmax_step):
     """A (Tk,) mask is sliced per block from its broadcast view, never expanded to (Tq, Tk)."""
     rng = np.random.default_rng(29)
     # t = 4096: the kernel's own working set (~1.1–1.5 MB measured: per-thread score blocks, row state,
@@ -268,7 +271,7 @@ def test_memory_stays_blocked_with_a_broadcast_mask():
     mask = rng.random(t) < 0.9
     tracemalloc.start()
     try:
-        blocked_attention(q, k, v, mask, causal=True, block_q=128, block_k=256)
+        blocked_attention(softmax_step, q, k, v, mask, causal=True, block_q=128, block_k=256)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -276,7 +279,7 @@ def test_memory_stays_blocked_with_a_broadcast_mask():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_large_and_very_negative_scores_move_the_reference(dtype):
+def test_large_and_very_negative_scores_move_the_reference(dtype, softmax_step):
     """Scores far above 16 (the kernel's headroom) and rows whose scores all lie far below 0
     make the kernel move its exponentials' reference; the answer must not change."""
     rng = np.random.default_rng(43)
@@ -288,29 +291,29 @@ def test_large_and_very_negative_scores_move_the_reference(dtype):
     mask = rng.random((90, 200)) < 0.8
     mask[5, :150] = False                                           # first allowed key in a late block
     for causal in (False, True):
-        out = blocked_attention(q, k, v, mask, bias=bias, causal=causal, block_q=32, block_k=48)
+        out = blocked_attention(softmax_step, q, k, v, mask, bias=bias, causal=causal, block_q=32, block_k=48)
         expected = reference(q, k, v, mask, bias=bias, causal=causal)
         # float32 scores of size ~100 carry ~100× the rounding of scores of size ~1 (the old
         # kernel, with the reference always at the row max, measured the same 1.7e-5 here).
         np.testing.assert_allclose(out, expected, rtol=0, atol=F64_TOL if dtype == np.float64 else 12 * F32_TOL)
-    part = partial_attention(q, k, v, mask, bias=bias)
+    part = partial_attention(softmax_step, q, k, v, mask, bias=bias)
     scores = np.where(mask, q.astype(np.float64) @ np.swapaxes(k, -1, -2) / np.sqrt(8) + bias, -np.inf)
     np.testing.assert_allclose(part.row_max, scores.max(-1), rtol=1e-6 if dtype == np.float32 else 1e-12)
 
 
 @pytest.mark.parametrize("tq,causal", [(4, False), (64, True), (300, False)])
-def test_few_query_blocks_split_the_keys_across_threads(tq, causal):
+def test_few_query_blocks_split_the_keys_across_threads(tq, causal, softmax_step):
     """One head with one query block: the keys are split into ranges, one per thread, and the
     partial results merged; the answer equals the unsplit one to rounding."""
     rng = np.random.default_rng(47)
     q, k, v = inputs(rng, (1,), tq, 70_000, 16, 8, np.float32)
     expected = reference(q, k, v, causal=causal)
-    one = blocked_attention(q, k, v, causal=causal, num_threads=1)
+    one = blocked_attention(softmax_step, q, k, v, causal=causal, num_threads=1)
     for threads in (2, 3, 8):
-        out = blocked_attention(q, k, v, causal=causal, num_threads=threads)
+        out = blocked_attention(softmax_step, q, k, v, causal=causal, num_threads=threads)
         assert_close(out, expected, np.float32)
         np.testing.assert_allclose(out, one, rtol=0, atol=F32_TOL)
-    part = partial_attention(q, k, v)
+    part = partial_attention(softmax_step, q, k, v)
     np.testing.assert_allclose(finalize(part), reference(q, k, v), rtol=0, atol=F32_TOL)
 
 
@@ -322,13 +325,13 @@ def test_few_query_blocks_split_the_keys_across_threads(tq, causal):
     use_mask=st.booleans(), use_bias=st.booleans(), bq=st.integers(1, 33), bk=st.integers(1, 33),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_property_matches_reference(tq, tk, dk, dv, heads, causal, use_mask, use_bias, bq, bk, seed):
+def test_property_matches_reference(tq, tk, dk, dv, heads, causal, use_mask, use_bias, bq, bk, seed, softmax_step):
     rng = np.random.default_rng(seed)
     h, g = heads
     q, k, v = inputs(rng, (2, h), tq, tk, dk, dv, kv_lead=(2, g))
     mask = rng.random((2, h, tq, tk)) < 0.7 if use_mask else None
     bias = np.where(rng.random((h, tq, tk)) < 0.1, -np.inf, rng.standard_normal((h, tq, tk))) if use_bias else None
-    out = blocked_attention(q, k, v, mask, bias=bias, causal=causal, block_q=bq, block_k=bk)
+    out = blocked_attention(softmax_step, q, k, v, mask, bias=bias, causal=causal, block_q=bq, block_k=bk)
     np.testing.assert_allclose(out, reference(q, k, v, mask, bias=bias, causal=causal), rtol=0, atol=F64_TOL)
 
 
@@ -336,25 +339,25 @@ def test_property_matches_reference(tq, tk, dk, dv, heads, causal, use_mask, use
 @settings(max_examples=40, deadline=None)
 @given(tk=st.integers(2, 200), split=st.floats(0, 1), seed=st.integers(0, 2**32 - 1),
        dtype=st.sampled_from([np.float64, np.float32]))
-def test_merging_two_key_ranges_equals_the_whole(tk, split, seed, dtype):
+def test_merging_two_key_ranges_equals_the_whole(tk, split, seed, dtype, softmax_step):
     rng = np.random.default_rng(seed)
     q, k, v = inputs(rng, (2, 3), 17, tk, 5, 4, dtype)
     mask = rng.random((2, 1, 17, tk)) < 0.8
     at = int(split * tk)
-    left = partial_attention(q, k[..., :at, :], v[..., :at, :], mask[..., :at])
-    right = partial_attention(q, k[..., at:, :], v[..., at:, :], mask[..., at:])
+    left = partial_attention(softmax_step, q, k[..., :at, :], v[..., :at, :], mask[..., :at])
+    right = partial_attention(softmax_step, q, k[..., at:, :], v[..., at:, :], mask[..., at:])
     merged = finalize(merge_partials(left, right))
     assert_close(merged, reference(q, k, v, mask), dtype)
-    whole = blocked_attention(q, k, v, mask)
+    whole = blocked_attention(softmax_step, q, k, v, mask)
     np.testing.assert_allclose(merged, whole, rtol=0, atol=F64_TOL if dtype == np.float64 else F32_TOL)
 
 
-def test_partial_fields():
+def test_partial_fields(softmax_step):
     rng = np.random.default_rng(31)
     q, k, v = inputs(rng, (3,), 6, 9, 4, 2)
     mask = np.ones((6, 9), bool)
     mask[2] = False
-    part = partial_attention(q, k, v, mask)
+    part = partial_attention(softmax_step, q, k, v, mask)
     assert isinstance(part, Partial)
     scores = q @ np.swapaxes(k, -1, -2) / 2.0
     scores = np.where(mask, scores, -np.inf)
@@ -368,11 +371,11 @@ def test_partial_fields():
         part.out = None   # immutable
 
 
-def test_merging_with_an_empty_partial_is_the_identity():
+def test_merging_with_an_empty_partial_is_the_identity(softmax_step):
     rng = np.random.default_rng(37)
     q, k, v = inputs(rng, (2,), 5, 8, 3, 4)
-    part = partial_attention(q, k, v)
-    empty = partial_attention(q, k[:, :0], v[:, :0])
+    part = partial_attention(softmax_step, q, k, v)
+    empty = partial_attention(softmax_step, q, k[:, :0], v[:, :0])
     assert np.all(np.isneginf(empty.row_max)) and np.all(empty.row_sum == 0) and np.all(empty.out == 0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -395,37 +398,37 @@ def test_merge_refuses_mismatched_partials():
 
 
 # --------------------------------------------------------------------------- bad input
-def test_errors_name_the_argument_and_its_shape():
+def test_errors_name_the_argument_and_its_shape(softmax_step):
     """The kernel and the plain path share one validator (qkv.kernels.call): the same words."""
     q, k, v = np.ones((2, 5, 4)), np.ones((2, 6, 4)), np.ones((2, 6, 3))
     with pytest.raises(ValueError, match=r"k has shape \(2, 6, 3\) but q has width 4"):
-        blocked_attention(q, np.ones((2, 6, 3)), v)
+        blocked_attention(softmax_step, q, np.ones((2, 6, 3)), v)
     with pytest.raises(ValueError, match=r"v has shape \(2, 7, 3\) but k has 6 keys"):
-        blocked_attention(q, k, np.ones((2, 7, 3)))
+        blocked_attention(softmax_step, q, k, np.ones((2, 7, 3)))
     with pytest.raises(ValueError, match=r"mask has shape \(5, 7\) but must broadcast to the scores' shape \(2, 5, 6\)"):
-        blocked_attention(q, k, v, np.ones((5, 7), bool))
+        blocked_attention(softmax_step, q, k, v, np.ones((5, 7), bool))
     with pytest.raises(ValueError, match=r"bias has shape \(3, 5, 6\) but must broadcast"):
-        blocked_attention(q, k, v, bias=np.zeros((3, 5, 6)))
+        blocked_attention(softmax_step, q, k, v, bias=np.zeros((3, 5, 6)))
     with pytest.raises(ValueError, match=r"k has shape \(1, 4, 6, 4\): its 4 key/value heads do not divide"):
-        blocked_attention(np.ones((1, 6, 5, 4)), np.ones((1, 4, 6, 4)), np.ones((1, 4, 6, 3)))
+        blocked_attention(softmax_step, np.ones((1, 6, 5, 4)), np.ones((1, 4, 6, 4)), np.ones((1, 4, 6, 3)))
     with pytest.raises(ValueError, match=r"q has 2 heads .* but k has 3"):
-        blocked_attention(q, np.ones((3, 6, 4)), v)
+        blocked_attention(softmax_step, q, np.ones((3, 6, 4)), v)
     with pytest.raises(ValueError, match=r"q has shape \(4,\) but needs at least 2 dimensions"):
-        blocked_attention(np.ones(4), k, v)
+        blocked_attention(softmax_step, np.ones(4), k, v)
     with pytest.raises(TypeError, match="mask must be boolean"):
-        blocked_attention(q, k, v, np.ones((5, 6)))
+        blocked_attention(softmax_step, q, k, v, np.ones((5, 6)))
     with pytest.raises(TypeError, match="q must be floating point, got dtype int64"):
-        blocked_attention(np.ones((5, 4), np.int64), k[0], v[0])
+        blocked_attention(softmax_step, np.ones((5, 4), np.int64), k[0], v[0])
     with pytest.raises(ValueError, match="block_q must be a positive integer"):
-        blocked_attention(q, k, v, block_q=0)
+        blocked_attention(softmax_step, q, k, v, block_q=0)
 
 
-def test_lse_of_partials_and_merge_in_terms_of_lse():
+def test_lse_of_partials_and_merge_in_terms_of_lse(softmax_step):
     """lse_of(partial) = log Σ exp(s) of its key range; merging in lse form equals merge_partials."""
     rng = np.random.default_rng(11)
     q, k, v = inputs(rng, (2,), 9, 40, 5, 3)
-    a = partial_attention(q, k[:, :15], v[:, :15])
-    b = partial_attention(q, k[:, 15:], v[:, 15:])
+    a = partial_attention(softmax_step, q, k[:, :15], v[:, :15])
+    b = partial_attention(softmax_step, q, k[:, 15:], v[:, 15:])
     lse_a, lse_b = blocked.lse_of(a), blocked.lse_of(b)
     s = q @ np.swapaxes(k, -1, -2) / np.sqrt(5)
     np.testing.assert_allclose(lse_a, np.log(np.exp(s[..., :15]).sum(-1)), rtol=0, atol=1e-12)
@@ -436,11 +439,11 @@ def test_lse_of_partials_and_merge_in_terms_of_lse():
 
 
 @pytest.mark.parametrize("tq,causal", [(1, False), (3, True), (300, True)])
-def test_lse_with_split_key_ranges(tq, causal):
+def test_lse_with_split_key_ranges(tq, causal, softmax_step):
     """Few query blocks split the keys across threads; the merged lse is still exact."""
     rng = np.random.default_rng(tq)
     q, k, v = inputs(rng, (1,), tq, 2000, 8, 4)
-    out, lse = blocked_attention(q, k, v, causal=causal, num_threads=4, block_k=64, return_lse=True)
+    out, lse = blocked_attention(softmax_step, q, k, v, causal=causal, num_threads=4, block_k=64, return_lse=True)
     s = q @ np.swapaxes(k, -1, -2) / np.sqrt(8)
     if causal:
         s = np.where(np.arange(2000)[None, :] <= np.arange(tq)[:, None] + 2000 - tq, s, -np.inf)
@@ -450,7 +453,7 @@ def test_lse_with_split_key_ranges(tq, causal):
 
 
 # --------------------------------------------------------------------------- threads and fork (issue 9)
-def test_concurrent_calls_with_different_thread_counts():
+def test_concurrent_calls_with_different_thread_counts(softmax_step):
     """Eight threads, each calling with its own num_threads (which grows and replaces the shared
     pool): every call succeeds and matches the reference (no 'cannot schedule new futures')."""
     import threading
@@ -463,7 +466,7 @@ def test_concurrent_calls_with_different_thread_counts():
     def worker(n):
         try:
             for _ in range(3):
-                results.append(np.abs(blocked_attention(q, k, v, num_threads=n, block_q=64) - expected).max())
+                results.append(np.abs(blocked_attention(softmax_step, q, k, v, num_threads=n, block_q=64) - expected).max())
         except BaseException as error:   # noqa: BLE001 — reported below
             errors.append(repr(error))
 
@@ -478,7 +481,7 @@ def test_concurrent_calls_with_different_thread_counts():
     assert len(results) == 72 and max(results) <= F32_TOL
 
 
-def test_fork_while_another_thread_is_inside_a_kernel_call():
+def test_fork_while_another_thread_is_inside_a_kernel_call(softmax_step):
     """The child gets a fresh pool, fresh locks and no BLAS-limit users; its kernel calls finish,
     and so do the parent's."""
     import os
@@ -493,7 +496,7 @@ def test_fork_while_another_thread_is_inside_a_kernel_call():
 
     def busy():
         while not stop.is_set():
-            done.append(np.abs(blocked_attention(q, k, v, num_threads=2, block_q=64) - expected).max())
+            done.append(np.abs(blocked_attention(softmax_step, q, k, v, num_threads=2, block_q=64) - expected).max())
 
     thread = threading.Thread(target=busy, daemon=True)   # a hung call must not keep pytest from exiting
     thread.start()
@@ -504,8 +507,8 @@ def test_fork_while_another_thread_is_inside_a_kernel_call():
         if pid == 0:   # the child: only this thread exists
             code = 1
             try:
-                ok = blocked._blas_users == 0 and blocked._pool is None
-                out = blocked_attention(q, k, v, num_threads=2, block_q=64)
+                ok = blas._blas_users == 0 and pool._pool is None
+                out = blocked_attention(softmax_step, q, k, v, num_threads=2, block_q=64)
                 code = 0 if ok and np.abs(out - expected).max() <= F32_TOL else 3
             finally:
                 os._exit(code)
@@ -537,25 +540,29 @@ def test_fork_while_another_thread_is_inside_a_kernel_call():
 @pytest.mark.parametrize("width", [16, 8, 1])
 @pytest.mark.parametrize("tq, tk, bq, bk", [(7, 7, 4, 8), (129, 129, 32, 48), (50, 130, 16, 24), (130, 50, 32, 16),
                                             (300, 300, 256, 256), (1, 77, 1, 64)])
-def test_causal_mask_in_the_c_pass_is_bit_for_bit_the_band(tq, tk, bq, bk, width, monkeypatch):
+def test_causal_mask_in_the_c_pass_is_bit_for_bit_the_band(tq, tk, bq, bk, width, softmax_step):
     """softmax_rows(…, limit) masks the causal diagonal inside its pass: the same bits as adding
     the 0/−inf band first, for out, lse and a Partial, on the AVX-512, AVX2 and scalar loops
-    (the Python walk, where both ways exist)."""
+    (the Python walk, route py_walk, where both ways exist: Route.causal_in_c)."""
+    import dataclasses
+
     from qkv.kernels import _fused
+    from qkv.kernels.call import check_call
+    from qkv.kernels.route import PY_WALK, choose_route
     rng = np.random.default_rng(tq * 1000 + tk)
     q, k, v = (rng.standard_normal((2, 3, t, 13)).astype(np.float32) * 3 for t in (tq, tk, tk))
-    monkeypatch.setattr(blocked, "_USE_FLASH", False)
-    monkeypatch.setattr(blocked, "_USE_FUSED", True)
-    saved, previous = blocked._CAUSAL_IN_C, _fused.set_width(width)
+    call = check_call(q, k, v, causal=True)
+    previous = _fused.set_width(width)
     try:
         results = []
         for in_c in (False, True):
-            blocked._CAUSAL_IN_C = in_c
-            out, lse = blocked_attention(q, k, v, causal=True, block_q=bq, block_k=bk, return_lse=True)
-            part = blocked._attention(q, k, v, causal=True, block_q=bq, block_k=bk, want="partial")
+            routes = {want: dataclasses.replace(choose_route(call, want=want, route=PY_WALK, block_q=bq, block_k=bk),
+                                                causal_in_c=in_c) for want in ("lse", "partial")}
+            assert {r.name for r in routes.values()} == {PY_WALK}
+            out, lse = blocked.run(call, routes["lse"], "lse")
+            part = blocked.run(call, routes["partial"], "partial")
             results.append((out, lse, *part))
     finally:
-        blocked._CAUSAL_IN_C = saved
         _fused.set_width(previous)
     for band, in_c in zip(*results):
         np.testing.assert_array_equal(band, in_c)
@@ -563,7 +570,7 @@ def test_causal_mask_in_the_c_pass_is_bit_for_bit_the_band(tq, tk, bq, bk, width
 
 @pytest.mark.parametrize("left, right", [(5, 0), (0, 0), (None, 3), (7, None), (3, 9), (None, None), (40, 2)])
 @pytest.mark.parametrize("tq, tk, causal", [(61, 61, False), (40, 75, True), (75, 40, False), (1, 33, True)])
-def test_band_masks_by_row_ranges_match_the_dense_mask(left, right, tq, tk, causal):
+def test_band_masks_by_row_ranges_match_the_dense_mask(left, right, tq, tk, causal, softmax_step):
     """sliding_window/causal mask functions are bands of kv − q: the C walk masks their partial
     blocks by per-row key ranges (no mask array). float32 against the float64 reference with the
     dense mask (and causal on top), at block sizes that cut the band every way; lse too."""
@@ -577,12 +584,12 @@ def test_band_masks_by_row_ranges_match_the_dense_mask(left, right, tq, tk, caus
         dense = dense & (np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq))
     expected = reference(q, k, v, dense)
     for bq, bk in ((8, 8), (5, 11), (16, 4)):
-        out, lse = blocked_attention(q, k, v, mask_mod=mask_mod, causal=causal, block_q=bq, block_k=bk,
+        out, lse = blocked_attention(softmax_step, q, k, v, mask_mod=mask_mod, causal=causal, block_q=bq, block_k=bk,
                                      return_lse=True)
         np.testing.assert_allclose(out, expected, rtol=0, atol=F32_TOL)
         np.testing.assert_allclose(lse, reference_lse(q, k, dense), rtol=0, atol=F32_TOL)
     causal_mod = masks.causal(tk - tq)
-    np.testing.assert_allclose(blocked_attention(q, k, v, mask_mod=causal_mod, block_q=7, block_k=9),
+    np.testing.assert_allclose(blocked_attention(softmax_step, q, k, v, mask_mod=causal_mod, block_q=7, block_k=9),
                                reference(q, k, v, masks.dense_mask(causal_mod, tq, tk)), rtol=0, atol=F32_TOL)
 
 
@@ -609,7 +616,7 @@ def reference_lse(q, k, dense=None, causal=False):
                                     "transposed q", "2-D", "column-major q", "reversed k rows", "fortran v"])
 @pytest.mark.parametrize("tq, tk, causal", [(300, 300, True), (129, 300, False), (300, 129, True), (1, 77, False)])
 @pytest.mark.parametrize("dv", [12, 16])
-def test_float32_layouts_and_lse(layout, tq, tk, causal, dv):
+def test_float32_layouts_and_lse(layout, tq, tk, causal, dv, softmax_step):
     """float32 (the C routes) across layouts that change how heads map to memory: out and lse against
     float64, rows with no key (causal, Tq > Tk) zero with lse −inf. Dv = 16 takes tile_block where
     the CPU has AVX-512, Dv = 12 the BLAS step."""
@@ -634,7 +641,7 @@ def test_float32_layouts_and_lse(layout, tq, tk, causal, dv):
         k = np.ascontiguousarray(k[..., ::-1, :])[..., ::-1, :]              # negative row stride, same k
     if layout == "fortran v":
         v = np.asfortranarray(v)
-    out, lse = blocked_attention(q, k, v, causal=causal, block_q=64, block_k=96, return_lse=True)
+    out, lse = blocked_attention(softmax_step, q, k, v, causal=causal, block_q=64, block_k=96, return_lse=True)
     k_full, v_full = (np.broadcast_to(x, np.broadcast_shapes(q.shape[:-2], x.shape[:-2]) + x.shape[-2:])
                       if layout == "k broadcast over batch" else x for x in (k, v))
     q_full = np.broadcast_to(q, k.shape[:-2] + q.shape[-2:]) if layout == "q broadcast over batch" else q
@@ -647,7 +654,7 @@ def test_float32_layouts_and_lse(layout, tq, tk, causal, dv):
 
 
 @pytest.mark.parametrize("dv", [12, 16])
-def test_nan_and_inf_in_q_and_k_reach_the_rows_they_touch(dv):
+def test_nan_and_inf_in_q_and_k_reach_the_rows_they_touch(dv, softmax_step):
     """A NaN in a query, an inf in a key, a huge query: the rows whose scores hold a NaN are NaN
     (on every route; the C routes once returned 0 there), as torch's SDPA in float64 gives, and the
     other rows are untouched by them."""
@@ -659,7 +666,7 @@ def test_nan_and_inf_in_q_and_k_reach_the_rows_they_touch(dv):
     q[1, 9] = 1e30
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # NumPy's own inf − inf on the NumPy route
-        out, lse = blocked_attention(q, k, v, return_lse=True)
+        out, lse = blocked_attention(softmax_step, q, k, v, return_lse=True)
     expected = F.scaled_dot_product_attention(*(torch.from_numpy(x).double() for x in (q, k, v))).numpy()
     np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
     finite = ~np.isnan(expected).any(-1)
@@ -669,7 +676,7 @@ def test_nan_and_inf_in_q_and_k_reach_the_rows_they_touch(dv):
 
 @pytest.mark.parametrize("which", ["documents", "causal documents", "prefix-LM", "chunked", "documents Tq < Tk"])
 @pytest.mark.parametrize("dv", [12, 16])
-def test_masks_with_key_ranges_match_the_dense_mask(which, dv):
+def test_masks_with_key_ranges_match_the_dense_mask(which, dv, softmax_step):
     """Masks whose rows each allow one key range (sorted documents, prefix-LM, chunked, and `&` of
     them): the C routes mask partial blocks by those ranges (no array). float32 against the float64
     reference with the dense mask, with causal on top too, at block sizes that cut documents
@@ -694,7 +701,7 @@ def test_masks_with_key_ranges_match_the_dense_mask(which, dv):
     for causal in (False, True):
         allowed = dense & (np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)) if causal else dense
         for bq, bk in ((32, 32), (13, 29), (64, 128)):
-            out, lse = blocked_attention(q, k, v, mask_mod=mask_mod, causal=causal, block_q=bq, block_k=bk,
+            out, lse = blocked_attention(softmax_step, q, k, v, mask_mod=mask_mod, causal=causal, block_q=bq, block_k=bk,
                                          return_lse=True)
             np.testing.assert_allclose(out, reference(q, k, v, allowed), rtol=0, atol=F32_TOL)
             np.testing.assert_allclose(lse, reference_lse(q, k, allowed), rtol=0, atol=F32_TOL)
@@ -711,7 +718,7 @@ def test_unsorted_documents_have_no_key_ranges():
 @pytest.mark.parametrize("tq", [1, 2])
 @pytest.mark.parametrize("dk, dv", [(5, 3), (64, 64), (130, 144)])
 @pytest.mark.parametrize("width", [16, 8, 1])
-def test_decoding_rows_match_float64(tq, dk, dv, width):
+def test_decoding_rows_match_float64(tq, dk, dv, width, softmax_step):
     """One or two query rows (decoding) take plain loops over k's and v's rows in C instead of BLAS:
     every loop width, head widths around the 16-lane steps, causal and a window, against float64."""
     from qkv import masks
@@ -726,7 +733,7 @@ def test_decoding_rows_match_float64(tq, dk, dv, width):
         for kwargs, dense in (({}, None), ({"causal": True}, None),
                               ({"mask_mod": masks.sliding_window(100)},
                                masks.dense_mask(masks.sliding_window(100), tq, 700))):
-            out = blocked_attention(q, k, v, **kwargs)
+            out = blocked_attention(softmax_step, q, k, v, **kwargs)
             expected = reference(q, k, v, dense, causal=kwargs.get("causal", False))
             np.testing.assert_allclose(out, expected, rtol=0, atol=F32_TOL)
     finally:

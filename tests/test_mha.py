@@ -306,3 +306,33 @@ def test_bad_inputs_to_a_layer():
     with pytest.raises(ValueError, match=r"head index must be in \[0, 2\)"):
         mha.head(2)
 
+
+
+def test_random_like_follows_the_input_library_dtype_and_device():
+    """random(..., like=x): weights in x's library, dtype and device, the same numbers as NumPy's."""
+    import torch
+
+    ref = qkv.MultiHeadAttention.random(8, 2, n_kv_heads=1, seed=4)
+    assert isinstance(ref.w_q, np.ndarray) and ref.w_q.dtype == np.float64          # default unchanged
+    x32 = np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32)
+    np32 = qkv.MultiHeadAttention.random(8, 2, n_kv_heads=1, seed=4, like=x32)
+    assert np32.w_q.dtype == np.float32 and np32.b_o.dtype == np.float32
+    np.testing.assert_array_equal(np32.w_k, ref.w_k.astype(np.float32))
+    for dtype in (torch.float32, torch.float64):
+        xt = torch.from_numpy(x32).to(dtype)
+        layer = qkv.MultiHeadAttention.random(8, 2, n_kv_heads=1, seed=4, like=xt)
+        for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_o"):
+            w = getattr(layer, name)
+            assert isinstance(w, torch.Tensor) and w.dtype == dtype and w.device == xt.device
+            np.testing.assert_array_equal(w.numpy(), getattr(ref, name).astype(w.numpy().dtype))
+        y, weights = layer(xt, causal=True, return_weights=True)           # no "mixed array types"
+        y_ref, w_ref = ref(x32.astype(np.float64), causal=True, return_weights=True)
+        tol = 1e-5 if dtype == torch.float32 else 1e-12
+        np.testing.assert_allclose(y.numpy(), y_ref, atol=tol)
+        np.testing.assert_allclose(weights.numpy(), w_ref, atol=tol)
+    forced = qkv.MultiHeadAttention.random(8, 2, seed=4, like=torch.zeros(1), dtype=np.float64)
+    assert forced.w_q.dtype == torch.float64
+    with pytest.raises(TypeError, match="floating-point"):
+        qkv.MultiHeadAttention.random(8, 2, like=torch.zeros(1, dtype=torch.int64))
+    with pytest.raises(TypeError, match="like must be"):
+        qkv.MultiHeadAttention.random(8, 2, like=[1.0, 2.0])

@@ -390,7 +390,7 @@ def test_bad_checkpoints_are_one_line_exit_2_nothing_written(checkpoints, tmp_pa
     cases.append((d, "not a readable safetensors file"))
     d = _broken(checkpoints, tmp_path, "gpt2", "unknown-type")
     _edit_config(d, model_type="mamba")
-    cases.append((d, "model_type: 'mamba' is not supported (qkv runs: bert, gpt2, llama, mistral, qwen2)"))
+    cases.append((d, "model_type: 'mamba' is not supported (qkv runs: bert, gpt2, llama, mistral, qwen2, qwen3"))
     d = _broken(checkpoints, tmp_path, "gpt2", "pickled")
     (d / "model.safetensors").rename(d / "pytorch_model.bin")
     cases.append((d, "never unpickles"))
@@ -405,8 +405,8 @@ def test_bad_checkpoints_are_one_line_exit_2_nothing_written(checkpoints, tmp_pa
     _edit_config(d, num_key_value_heads=3)
     cases.append((d, "num_key_value_heads: 3 does not divide num_attention_heads 4"))
     d = _broken(checkpoints, tmp_path, "llama-gqa", "scaled-rope")
-    _edit_config(d, rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0})
-    cases.append((d, "rope_type 'yarn' is not supported"))
+    _edit_config(d, rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "factor": 4.0})
+    cases.append((d, "rope_type 'longrope' is not supported"))
     for directory, words in cases:
         for argv in (["inspect", "--model", str(directory), "hi", "--out", str(tmp_path / "out.txt")],
                      ["generate", "--model", str(directory), "hi", "--out", str(tmp_path / "out.txt")]):

@@ -18,6 +18,7 @@ import pytest
 
 from flash_reference import flash_reference
 from qkv.kernels import blocked
+from qkv.kernels import blas
 
 _fused = blocked._fused
 HEADROOM = blocked._HEADROOM
@@ -30,7 +31,7 @@ TILES = _fused is not None and _fused.vector_width() >= 16
 def flash(q, k, v, blocks, masks, tile, row_max=True, width=16):
     """flash_rows from a zero state with set_tile(tile) and set_width(width) (both restored);
     returns acc, ref, l, alpha, row_max (or None) and the scratch (NaN where never written)."""
-    assert _fused is not None and blocked._sgemm_ready()
+    assert _fused is not None and blas.sgemm_ready()
     rows, dv = q.shape[0], v.shape[1]
     acc = np.zeros((rows, dv), np.float32)
     ref, l, alpha = (np.zeros(rows, np.float32) for _ in range(3))
@@ -236,7 +237,7 @@ def test_strided_inputs_and_outputs():
         acc = wide[:, 8:8 + dv]
         ref, l, alpha = (np.zeros(rows, np.float32) for _ in range(3))
         scratch = np.full((rows, 128), np.nan, np.float32)
-        assert blocked._sgemm_ready()
+        assert blas.sgemm_ready()
         _fused.flash_rows(qq, kk, vv, acc, ref, l, alpha, None, scratch, blocks, None, HEADROOM)
         assert np.isnan(scratch).all() == TILES and not wide[:, :8].any() and not wide[:, 8 + dv:].any()
         outs.append((acc.copy(), ref, l))

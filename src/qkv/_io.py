@@ -13,8 +13,11 @@ Writing (``write_atomic``, ``write_atomic_with``, ``check_output``, ``all_or_not
   renamed into place or written to a pipe until the block ends without an exception, so a
   failing command leaves every output path as it was.
 
-Reading (``read_text``, ``load_json``, ``load_toml``, ``parse_int``): bounded sizes and nesting,
-strict integers, and every failure an `InputError` naming the file.
+Reading (``read_bytes``, ``read_text``, ``load_json``, ``load_toml``, ``parse_int``): one bounded
+reader for every file qkv reads — regular files only (a directory, a device such as /dev/zero, a
+named pipe or a socket is refused by its kind before anything is read), at most a size limit each
+caller states (checked before and while reading) — bounded nesting, strict integers, and every
+failure an `InputError` naming the file.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from .errors import InputError
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 """The figure files qkv writes (the format follows the suffix): one list for viz, the CLI and serve."""
 
-__all__ = ["write_atomic", "write_atomic_with", "check_output", "all_or_nothing", "read_text", "load_json",
+__all__ = ["write_atomic", "write_atomic_with", "check_output", "all_or_nothing", "read_bytes", "read_text",
+           "decode_utf8", "size_text", "printable", "load_json",
            "load_toml", "parse_int", "as_int", "int_option", "check_input_file", "MAX_FILE_BYTES", "MAX_DEPTH",
            "MAX_INT_DIGITS"]
 
@@ -287,14 +291,37 @@ def _umask() -> int:
 
 
 # =========================================================================== reading
-def check_input_file(path: str | os.PathLike, *, source: str | None = None, field: str | None = None,
-                     what: str = "file", fifo: bool = True, shown: str | None = None) -> Path:
-    """An existing regular file (or, with ``fifo``, a named pipe) to read; otherwise one precise InputError.
+def size_text(count: int) -> str:
+    """A byte count for a message: '256 MiB', '2000 MiB', '4 KiB', '1.5 KiB', '300 bytes'."""
+    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            value = count / scale
+            return f"{value:.0f} {unit}" if value == int(value) or value >= 10 else f"{value:.1f} {unit}"
+    return f"{count} bytes"
 
+
+def _kind(mode: int) -> str | None:
+    """The words for a file kind qkv never reads (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    return ("a directory" if stat.S_ISDIR(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+
+
+def check_input_file(path: str | os.PathLike, *, source: str | None = None, field: str | None = None,
+                     what: str = "file", fifo: bool = False, shown: str | None = None,
+                     limit: int | None = None) -> Path:
+    """An existing regular file of at most ``limit`` bytes (default MAX_FILE_BYTES) to read; otherwise
+    one precise InputError naming the kind: "is a directory", "is a character device" (/dev/zero),
+    "is a named pipe (FIFO)", "is a socket", "is 300 MiB; qkv reads at most 256 MiB here".
+
+    ``fifo=True`` lets a named pipe through (its size is then bounded while reading, see `read_bytes`).
     ``source``/``field`` name where the path was given (default: the path itself is the source);
     ``shown`` is the name as the user wrote it (default: the path).
     """
     path = Path(path)
+    limit = MAX_FILE_BYTES if limit is None else limit
     name = f"{what} {short_repr(shown if shown is not None else str(path))} " if source is not None else ""
 
     def fail(problem: str) -> InputError:
@@ -307,38 +334,79 @@ def check_input_file(path: str | os.PathLike, *, source: str | None = None, fiel
                    else "not found" if name else "file not found") from None
     except NotADirectoryError:
         raise fail("not found (a part of the path is a file, not a directory)") from None
-    except OSError as exc:
-        raise fail(f"cannot be read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise fail("is a directory, not a file")
-    if not (stat.S_ISREG(st.st_mode) or (fifo and stat.S_ISFIFO(st.st_mode))):
-        kind = ("a character device" if stat.S_ISCHR(st.st_mode) else "a block device" if stat.S_ISBLK(st.st_mode)
-                else "a named pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
-                else "not a regular file")
-        raise fail(f"is {kind}, not a regular file")
-    if stat.S_ISREG(st.st_mode) and st.st_size > MAX_FILE_BYTES:
-        raise fail(f"is {st.st_size / 2**20:.0f} MiB; qkv reads files of at most {MAX_FILE_BYTES // 2**20} MiB")
+    except (OSError, ValueError) as exc:       # ValueError: a NUL in the name
+        raise fail(f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    _check_kind(st, fail, fifo=fifo, limit=limit)
     return path
 
 
-def read_text(path: str | os.PathLike, *, source: str | None = None, field: str | None = None,
-              limit: int | None = None) -> str:
-    """The UTF-8 text of a file of at most ``limit`` bytes (default MAX_FILE_BYTES; checked before and
-    while reading)."""
-    limit = MAX_FILE_BYTES if limit is None else limit
-    path = check_input_file(path, source=source, field=field)
-    where = source or str(path)
+def _check_kind(st: os.stat_result, fail: Callable[[str], InputError], *, fifo: bool, limit: int) -> None:
+    kind = _kind(st.st_mode)
+    if kind == "a directory":
+        raise fail("is a directory, not a file")
+    if kind is not None and not (fifo and stat.S_ISFIFO(st.st_mode)):
+        raise fail(f"is {kind}, not a regular file")
+    if kind is None and st.st_size > limit:
+        raise fail(f"is {size_text(st.st_size)}; qkv reads files of at most {size_text(limit)} here")
+
+
+def read_bytes(path: str | os.PathLike, *, limit: int, source: str | None = None, field: str | None = None,
+               what: str = "file", shown: str | None = None, fifo: bool = False) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes: the one bounded reader.
+
+    Refused with one InputError naming the kind before anything is read: a missing file, a
+    directory, a character or block device (/dev/zero, /dev/urandom), a named pipe (unless
+    ``fifo``), a socket, a file whose size is over ``limit``. The file is opened without blocking
+    and checked again on the open descriptor (a path swapped after the first check is caught), and
+    at most ``limit + 1`` bytes are ever read (a file that grows, or a /proc file that reports size
+    0, is still bounded). Each caller documents its own ``limit``.
+    """
+    checked = check_input_file(path, source=source, field=field, what=what, fifo=fifo, shown=shown, limit=limit)
+    where = source or str(checked)
+    name = f"{what} {short_repr(shown if shown is not None else str(checked))} " if source is not None else ""
+
+    def fail(problem: str) -> InputError:
+        return InputError(name + problem, source=where, field=field)
+
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+        fd = os.open(checked, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise InputError(f"cannot read the file ({exc.strerror or exc})", source=where, field=field) from None
-    if len(data) > limit:
-        raise InputError(f"is larger than {limit // 2**20} MiB, the most qkv reads", source=where, field=field)
+        raise fail(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        _check_kind(os.fstat(fd), fail, fifo=fifo, limit=limit)
+        if fifo:
+            os.set_blocking(fd, True)      # a pipe's writer may come later; its size is bounded below
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise fail(f"cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if total > limit:
+        raise fail(f"is larger than {size_text(limit)}, the most qkv reads here")
+    return b"".join(chunks)
+
+
+def read_text(path: str | os.PathLike, *, source: str | None = None, field: str | None = None,
+              limit: int | None = None, what: str = "file", shown: str | None = None) -> str:
+    """The UTF-8 text of a regular file of at most ``limit`` bytes (default MAX_FILE_BYTES), read
+    with `read_bytes` (the same refusals); text that is not UTF-8 is an InputError naming the byte."""
+    data = read_bytes(path, limit=MAX_FILE_BYTES if limit is None else limit, source=source, field=field,
+                      what=what, shown=shown)
+    return decode_utf8(data, source=source or str(path), field=field)
+
+
+def decode_utf8(data: bytes, *, source: str | None, field: str | None = None) -> str:
+    """``data`` as UTF-8 text, or one InputError: "not UTF-8 text (invalid start byte at byte 0)"."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=where, field=field) from None
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source, field=field) from None
 
 
 def load_json(text: str, *, source: str) -> Any:
@@ -439,6 +507,16 @@ def int_option(low: int | None = None, high: int | None = None, what: str = "a w
 
     convert.__name__ = "integer"
     return convert
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (C0, DEL, C1: ESC of a terminal escape sequence, a newline,
+    a carriage return) written as a visible escape such as ``\\x1b``: a string read from a file can then
+    be printed without moving the cursor, recolouring the terminal or breaking a one-line message."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def short_repr(value: Any, limit: int = 60) -> str:

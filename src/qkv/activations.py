@@ -19,7 +19,7 @@ try:  # the C extension's in-place float32 GELU (one pass, GIL released); NumPy'
 except ImportError:  # pragma: no cover - setup.py builds it as optional
     _fused = None
 
-__all__ = ["erf", "gelu", "gelu_tanh", "relu", "silu", "add_bias_and_activate", "ACTIVATIONS"]
+__all__ = ["erf", "gelu", "gelu_tanh", "relu", "silu", "quick_gelu", "add_bias_and_activate", "ACTIVATIONS"]
 
 # Tests set this to False to run the NumPy path where the extension is built.
 _USE_FUSED = _fused is not None
@@ -134,6 +134,19 @@ def silu(x, *, out=None):
     return np.divide(x, denominator, out=out)
 
 
+def quick_gelu(x, *, out=None):
+    """The sigmoid approximation of GELU ("quick_gelu", CLIP): x·σ(1.702·x), elementwise."""
+    if is_torch(x):
+        import torch
+
+        _torch_only(out)
+        return x * torch.sigmoid(1.702 * x)
+    with np.errstate(over="ignore"):  # exp(+large) = inf gives x/inf = −0, as it should
+        denominator = np.exp(np.multiply(x, -1.702))
+    denominator += 1.0
+    return np.divide(x, denominator, out=out)
+
+
 def _torch_only(out):
     if out is not None:
         raise ValueError("out= is for NumPy arrays; torch tensors are computed out of place (autograd)")
@@ -146,7 +159,7 @@ def add_bias_and_activate(x: np.ndarray, bias: np.ndarray, activation: str) -> n
     """In place: x (…, F) ← activation(x + bias), bias (F,). float32 "gelu" with the C extension is one pass."""
     if activation == "gelu" and _USE_FUSED and x.dtype == np.float32 and x.flags.c_contiguous \
             and bias.dtype == np.float32:
-        _fused.gelu(x, bias)
+        _fused.gelu(x, bias if bias.flags.writeable else np.array(bias))   # the C side takes a writable buffer
         return x
     x += bias
     return ACTIVATIONS[activation](x, out=x)
@@ -154,4 +167,4 @@ def add_bias_and_activate(x: np.ndarray, bias: np.ndarray, activation: str) -> n
 
 # An activation's name (as config.json's "hidden_act" spells it) → the function computing it.
 ACTIVATIONS = {"gelu": gelu, "gelu_tanh": gelu_tanh, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh,
-               "relu": relu, "silu": silu, "swish": silu}
+               "relu": relu, "silu": silu, "swish": silu, "quick_gelu": quick_gelu, "gelu_python": gelu}

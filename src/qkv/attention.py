@@ -18,7 +18,6 @@ an array (same shape and type) replaces the intermediate: the rest is computed f
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 import numpy as np
@@ -26,6 +25,7 @@ import numpy as np
 from ._backend import is_numpy, is_torch, namespace, shape_str
 from .kernels import autograd as _kernel_autograd
 from .kernels import blocked as _kernel_module
+from .kernels import route as _route
 from .kernels.call import Call, as_bool_mask, as_scores, check_call, index_arrays
 from .trace import (BIASED_SCORES, EXP_SCORES, EXP_SUM, MASK, MODIFIED_SCORES, OUT, RESIDUAL, SCALED_SCORES, SCORES,
                     SOFTMAX_MAX, WEIGHTS, Recorder, emit)
@@ -39,23 +39,6 @@ __all__ = [
     "padding_mask",
     "residual",
 ]
-
-
-# Below this many scores per head (Tq·Tk) the plain path is as fast as the blocked kernel or faster
-# (measured: MiniLM's T=64 layers, 32 sequences × 12 heads: plain 18 ms, kernel 73 ms with a mask),
-# and its memory (the full score matrix) is small.
-_PLAIN_MAX_SCORES = 128 * 128
-# ... except for float32 calls the kernel runs wholly in C (flash_many: no mask array, bias or
-# score_mod): those take the kernel from 64·64 scores per head and 16 query rows when their work,
-# scores in all × (Dk + Dv), reaches _C_KERNEL_MIN_WORK (masked calls, whose plain path is slower:
-# _C_KERNEL_MIN_WORK_MASKED). Measured (2 AMD EPYC cores, medians, ms, plain / kernel): 32×12 heads
-# T = 64 D = 64: 8.0 / 5.4; 8×12 T = 64 D = 32: 0.94 / 0.82; 4×12 T = 70 D = 32: 0.63 / 0.79;
-# 1×12 T = 128 D = 64: 1.15 / 0.68; 1×12 T = 100 D = 32: 0.29 / 0.33; causal 1×12 T = 64 D = 64:
-# 0.39 / 0.30; one head T = 64: 0.03 / 0.09.
-_C_KERNEL_MIN_SCORES = 64 * 64
-_C_KERNEL_MIN_WORK = 1 << 24
-_C_KERNEL_MIN_WORK_MASKED = 1 << 22
-_C_KERNEL_MIN_ROWS = 16
 
 
 # --------------------------------------------------------------------------- masks
@@ -194,34 +177,44 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
       zero row in out and weights and lse = −inf. Keys a query may not attend to are never
       read: NaN or inf in their values does not reach it (in an attended key's value it does).
 
-    The plain path (`attention_reference`) forms the full Tq×Tk score matrix; it is used when
-    the weights or a trace are asked for, and for short NumPy inputs (Tq·Tk ≤ 128², where it is
-    as fast). Otherwise NumPy inputs go to the blocked online-softmax kernel (O(T) memory,
-    block-sparse with qkv.masks; `qkv.kernels.blocked_attention`) and torch tensors to torch's
-    fused scaled_dot_product_attention (the plain path, with autograd, for score_mod or
-    return_lse, or for non-finite keys/values under a mask).
+    The route is chosen once per call (`qkv.kernels.route.choose_route`, which names it and says
+    why): the plain path (`attention_reference`: the full Tq×Tk score matrix) when the weights or a
+    trace are asked for and for short NumPy inputs (Tq·Tk ≤ 128², where it is as fast); otherwise
+    NumPy inputs go to the blocked online-softmax kernel (O(T) memory, block-sparse with qkv.masks;
+    `qkv.kernels.blocked_attention`) and torch tensors to torch's fused scaled_dot_product_attention
+    (the plain path, with autograd, for score_mod or return_lse, or for non-finite keys/values under
+    a mask).
     """
-    options = dict(bias=bias, causal=causal, scale=scale, mask_mod=mask_mod, score_mod=score_mod)
-    if return_weights or record is not None:
-        return attention_reference(q, k, v, mask, return_weights=return_weights, return_lse=return_lse,
-                                   record=record, **options)
-    call = check_call(q, k, v, mask, **options)
-    if call.empty:
-        return _empty_result(call, return_weights=False, return_lse=return_lse)
-    if is_torch(q):
-        if call.tq * call.tk >= _C_KERNEL_MIN_SCORES:   # the C kernel, forward and backward (kernels/autograd.py)
-            routed = _kernel_autograd.torch_route(call, q, k, v, return_lse=return_lse)
-            if routed is not None:
-                return routed
-        if return_lse or score_mod is not None or not _sdpa_reads_only_allowed(call, k, v):
-            return _reference(call, q, k, v, return_weights=False, return_lse=return_lse, record=None)
-        return _torch_sdpa(call, q, k, v)
-    if call.tq * call.tk <= _PLAIN_MAX_SCORES and not _whole_in_c(call, q):
-        if (not call.masked and bias is None and score_mod is None and not return_lse
-                and _fused_softmax_rows(q) is not None and np.isfinite(v).all()):
-            return _plain_fused(call, q, k, v)
-        return _reference(call, q, k, v, return_weights=False, return_lse=return_lse, record=None)
-    return _kernel_module._attention(q, k, v, call=call, want="lse" if return_lse else "out")
+    return _attention(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod,
+                      score_mod=score_mod, return_weights=return_weights, return_lse=return_lse, record=record)
+
+
+def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_mod=None, score_mod=None,
+               return_weights=False, return_lse=False, record=None, route=None):
+    """`attention` with route= (the fastest route allowed, a qkv.kernels.route.RouteName or its value:
+    tests and benchmarks pin a route with it). The call is checked once, its route chosen once
+    (`choose_route`), and the route executed."""
+    call = check_call(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod, score_mod=score_mod)
+    want = "weights" if return_weights or record is not None else "lse" if return_lse else "out"
+    chosen = _route.choose_route(call, want=want, route=route)
+    return _run(call, chosen, return_weights=return_weights, return_lse=return_lse, record=record)
+
+
+def _run(call: Call, route: "_route.Route", *, return_weights: bool, return_lse: bool, record: Recorder | None):
+    """Execute a chosen route: nothing here decides anything."""
+    name = route.name
+    if name == _route.EMPTY:
+        return _empty_result(call, return_weights=return_weights, return_lse=return_lse)
+    if name == _route.PLAIN:
+        return _reference(call, call.q, call.k, call.v, return_weights=return_weights, return_lse=return_lse,
+                          record=record)
+    if name == _route.PLAIN_C_SOFTMAX:
+        return _plain_fused(call, call.q, call.k, call.v)
+    if name == _route.TORCH_SDPA:
+        return _torch_sdpa(call, call.q, call.k, call.v)
+    if name == _route.TORCH_FLASH:   # the C forward + backward on CPU torch tensors (kernels/autograd.py)
+        return _kernel_autograd.run(call, return_lse=return_lse)
+    return _kernel_module.run(call, route, "lse" if return_lse else "out")
 
 
 def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,
@@ -383,23 +376,6 @@ def _empty_result(call: Call, *, return_weights: bool, return_lse: bool = False)
     return result if len(result) > 1 else result[0]
 
 
-def _whole_in_c(call: Call, q) -> bool:
-    """Whether a mid-sized NumPy call goes to the kernel's all-C route (see _C_KERNEL_MIN_WORK):
-    float32 or float16, no mask array, bias or score_mod, no mask function or a band one, and the
-    C extension built."""
-    scores = call.tq * call.tk
-    work = scores * math.prod(call.lead) * (call.dk + call.dv)
-    if scores < _C_KERNEL_MIN_SCORES or work < (_C_KERNEL_MIN_WORK_MASKED if call.masked else _C_KERNEL_MIN_WORK):
-        return False
-    if call.tq < _C_KERNEL_MIN_ROWS:   # decoding: the plain path reads k and v once (kernel 2.7 ms, plain 0.74
-        return False                   # for one query over 4096 keys, 8 heads)
-    if np.dtype(call.work) != np.float32 or _kernel_module._fused is None:
-        return False
-    if call.mask is not None or call.bias is not None or call.score_mod is not None:
-        return False
-    return call.mask_mod is None or getattr(call.mask_mod, "band", None) is not None
-
-
 def _fused_softmax_rows(q):
     """The C extension's one-pass softmax step, for float32 NumPy inputs when it is built."""
     if q.dtype != np.float32 or _kernel_module._fused is None:  # not compiled: NumPy's passes are used
@@ -420,15 +396,6 @@ def _plain_fused(call: Call, q, k, v):
     _fused_softmax_rows(q)(rows, ref, row_sum, np.empty_like(row_sum), None, 0.0)
     scores /= row_sum.reshape(scores.shape[:-1] + (1,))
     return np.broadcast_to(_ungroup(call, scores @ vg), call.out_shape)   # (…, H, Tq, Dv)
-
-
-def _sdpa_reads_only_allowed(call: Call, k, v) -> bool:
-    """SDPA multiplies masked keys' scores and values by 0: fine unless one is not finite."""
-    import torch
-
-    if call.masked or call.bias is not None:
-        return bool(torch.isfinite(k).all()) and bool(torch.isfinite(v).all())
-    return True   # no masked key: a NaN in v reaches every row, as it should
 
 
 def _torch_sdpa(call: Call, q, k, v):

@@ -24,7 +24,7 @@ from .attention import residual
 from .mha import KVCache, MultiHeadAttention
 from .trace import Recorder, emit, scoped
 
-__all__ = ["LayerNorm", "RMSNorm", "MLP", "TransformerBlock"]
+__all__ = ["LayerNorm", "RMSNorm", "MLP", "MoE", "TransformerBlock"]
 
 # NumPy runs the MLP on blocks of this many rows (tokens), so the (rows, F) hidden activations stay in cache.
 _ROWS_PER_BLOCK = 128
@@ -234,6 +234,83 @@ class MLP:
         return out.reshape(x.shape[:-1] + (self.d_out,))
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class MoE:
+    """A sparse mixture of experts in place of the MLP (Mixtral): each token goes to its top_k experts.
+
+    router (D, E): logits = x·router (…, T, E); p = softmax(logits) over the E experts (computed in
+    float32 for float16/bfloat16 inputs, else in x's dtype); the top_k largest p are kept and divided
+    by their sum, w (…, T, top_k). out = Σ_k w_k · experts[e_k](x), summed in ascending expert order
+    (as transformers adds them). experts: E `MLP`s D → D (Mixtral's are SwiGLU).
+    """
+
+    router: Any
+    experts: tuple
+    top_k: int = 2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "experts", tuple(self.experts))
+        namespace(router=self.router)
+        if self.router.ndim != 2 or self.router.shape[1] != len(self.experts) or not self.experts:
+            raise ValueError(f"router has shape {shape_str(self.router.shape)} but there are {len(self.experts)} "
+                             "experts (expected (D, E))")
+        for i, expert in enumerate(self.experts):
+            if not isinstance(expert, MLP) or expert.d_model != self.router.shape[0] or expert.d_out != expert.d_model:
+                raise ValueError(f"experts[{i}] must be an MLP of width {self.router.shape[0]} → {self.router.shape[0]}")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or not 1 <= self.top_k <= len(self.experts):
+            raise ValueError(f"top_k must be an integer in [1, {len(self.experts)}], got {self.top_k!r}")
+
+    @property
+    def d_model(self) -> int:
+        return int(self.router.shape[0])
+
+    @property
+    def d_out(self) -> int:
+        return self.d_model
+
+    def route(self, x):
+        """x (…, T, D) → (experts (…, T, top_k) integers, weights (…, T, top_k)): each token's chosen experts,
+        most probable first, and their renormalised probabilities."""
+        from .attention import softmax
+
+        logits = x @ self.router                                               # (…, T, E)
+        if is_numpy(logits):
+            p = softmax(logits.astype(np.float32) if logits.dtype not in (np.float32, np.float64) else logits)
+            chosen = np.argsort(-p, axis=-1, kind="stable")[..., : self.top_k]
+            top = np.take_along_axis(p, chosen, axis=-1)
+        else:
+            import torch
+
+            p = torch.softmax(logits if logits.dtype in (torch.float32, torch.float64) else logits.float(), dim=-1)
+            top, chosen = torch.topk(p, self.top_k, dim=-1)
+        total = top.sum(-1, keepdims=True) if is_numpy(top) else top.sum(-1, keepdim=True)
+        return chosen, top / total
+
+    def __call__(self, x, *, record: Recorder | None = None):
+        """x (…, T, D) → (…, T, D). Records "experts" (…, T, top_k) integers, "routing" (…, T, top_k), "out"."""
+        xp = namespace(x=x, router=self.router)
+        chosen, weights = self.route(x)
+        emit(record, "experts", chosen, formula=f"top-{self.top_k} of softmax(X·W_router)")
+        weights = emit(record, "routing", weights, formula="p_e / Σ_top-k p")
+        rows = xp.reshape(x, (-1, x.shape[-1]))                                # (N, D)
+        flat_chosen = xp.reshape(chosen, (-1, self.top_k))
+        flat_weights = xp.reshape(weights, (-1, self.top_k))
+        out = xp.zeros_like(rows)
+        for e, expert in enumerate(self.experts):
+            hit = flat_chosen == e                                             # (N, top_k)
+            if is_numpy(rows):
+                tokens, slot = np.nonzero(hit)
+                if tokens.size:
+                    share = expert(rows[tokens]) * flat_weights[tokens, slot][:, None].astype(rows.dtype)
+                    np.add.at(out, tokens, share)
+            else:
+                tokens, slot = xp.nonzero(hit)
+                if tokens.shape[0]:
+                    share = expert(rows[tokens]) * flat_weights[tokens, slot][:, None].to(rows.dtype)
+                    out = out.index_add(0, tokens, share)
+        return emit(record, "out", xp.reshape(out, x.shape), formula="Σ w_e · expert_e(X)")
+
+
 Norm = LayerNorm | RMSNorm
 
 
@@ -246,6 +323,12 @@ class TransformerBlock:
     mlp: the `MLP` (D → D). norm_position: "pre" (norm the sublayer's input) or "post" (norm the sum).
     cross_attention, cross_norm: given together, a decoder block's middle sublayer: queries from
       the block's stream, keys and values from ``memory`` (the encoder's output).
+    attention_out_norm, mlp_out_norm: norms of a sublayer's output before it joins the residual,
+      x + N_out(Sub(N(x))) (Gemma 2/3's "sandwich"), or None.
+    parallel: attention and MLP read the same stream and are added together,
+      x ← x + Attn(N₁(x)) + MLP(N₂(x)) (GPT-J, GPT-NeoX, Phi; norm2 may be norm1 itself, Phi's one norm).
+      Pre-norm only, no cross-attention.
+    The mlp may be a `MoE` (a sparse mixture of experts, Mixtral).
     """
 
     attention: MultiHeadAttention
@@ -255,6 +338,9 @@ class TransformerBlock:
     norm_position: str = "pre"
     cross_attention: MultiHeadAttention | None = None
     cross_norm: Norm | None = None
+    attention_out_norm: Norm | None = None
+    mlp_out_norm: Norm | None = None
+    parallel: bool = False
 
     def __post_init__(self) -> None:
         if self.norm_position not in ("pre", "post"):
@@ -267,8 +353,10 @@ class TransformerBlock:
         if self.attention.d_out != d:
             raise ValueError(f"attention maps width {d} to {self.attention.d_out}; a block keeps the width "
                              "(the residual adds them)")
-        if not isinstance(self.mlp, MLP):
-            raise TypeError(f"mlp must be a qkv.block.MLP, got {type(self.mlp).__name__}")
+        if not isinstance(self.mlp, (MLP, MoE)):
+            raise TypeError(f"mlp must be a qkv.block.MLP or MoE, got {type(self.mlp).__name__}")
+        if self.parallel and (self.norm_position != "pre" or self.cross_attention is not None):
+            raise ValueError("parallel=True is a pre-norm block without cross-attention")
         if self.mlp.d_model != d or self.mlp.d_out != d:
             raise ValueError(f"mlp maps width {self.mlp.d_model} to {self.mlp.d_out}, the block's width is {d}")
         if self.cross_attention is not None:
@@ -278,7 +366,7 @@ class TransformerBlock:
             if cross.d_model != d or cross.d_out != d:
                 raise ValueError(f"cross_attention maps width {cross.d_model} to {cross.d_out}, the block's "
                                  f"width is {d}")
-        for name in ("norm1", "norm2", "cross_norm"):
+        for name in ("norm1", "norm2", "cross_norm", "attention_out_norm", "mlp_out_norm"):
             norm = getattr(self, name)
             if norm is None:
                 continue
@@ -370,19 +458,43 @@ class TransformerBlock:
             return self.attention(stream, mask=mask, causal=causal, cache=cache, lengths=lengths,
                                   positions=positions, return_weights=return_weights, record=sublayer_record)
 
-        x = self._sublayer(x, attend, self.norm1, "attention", record, weights)
+        if self.parallel:
+            return self._run_parallel(x, attend, record, weights, return_weights)
+        x = self._sublayer(x, attend, self.norm1, "attention", record, weights, self.attention_out_norm)
         if self.cross_attention is not None:
             def cross(stream, sublayer_record):
                 return self.cross_attention(stream, memory, mask=memory_mask, return_weights=return_weights,
                                             record=sublayer_record)
 
             x = self._sublayer(x, cross, self.cross_norm, "cross_attention", record, weights)
-        x = self._sublayer(x, lambda stream, sub: self.mlp(stream, record=sub), self.norm2, "mlp", record, weights)
+        x = self._sublayer(x, lambda stream, sub: self.mlp(stream, record=sub), self.norm2, "mlp", record, weights,
+                           self.mlp_out_norm)
         x = emit(record, "output", x, formula="x_out")
         return (x, *weights) if return_weights else x
 
-    def _sublayer(self, x, run: Callable, norm: Norm, name: str, record: Recorder | None, weights: list):
-        """Pre-norm: x + run(norm(x)); post-norm: norm(x + run(x)). Steps recorded under ``name/``."""
+    def _run_parallel(self, x, attend, record, weights, return_weights):
+        """x + Attn(N₁(x)) + MLP(N₂(x)), the two sublayers side by side (N₂ is N₁: normalised once)."""
+        attention_record, mlp_record = scoped(record, "attention"), scoped(record, "mlp")
+        normed = emit(attention_record, "norm", self.norm1(x), formula="N₁(x)")
+        y = attend(normed, attention_record)
+        if isinstance(y, tuple):
+            y, w = y
+            weights.append(w)
+        if self.attention_out_norm is not None:
+            y = emit(attention_record, "out_norm", self.attention_out_norm(y), formula="N_out(Y)")
+        normed2 = normed if self.norm2 is self.norm1 else self.norm2(x)
+        normed2 = emit(mlp_record, "norm", normed2, formula="N₂(x)")
+        m = self.mlp(normed2, record=mlp_record)
+        if self.mlp_out_norm is not None:
+            m = emit(mlp_record, "out_norm", self.mlp_out_norm(m), formula="N_out(MLP)")
+        total = residual(x, y, record=attention_record)
+        total = emit(mlp_record, "residual", total + m, formula="x + Attn(N₁(x)) + MLP(N₂(x))")
+        total = emit(record, "output", total, formula="x_out")
+        return (total, *weights) if return_weights else total
+
+    def _sublayer(self, x, run: Callable, norm: Norm, name: str, record: Recorder | None, weights: list,
+                  out_norm: Norm | None = None):
+        """Pre-norm: x + [out_norm](run(norm(x))); post-norm: norm(x + run(x)). Steps recorded under ``name/``."""
         sub = scoped(record, name)
         if self.norm_position == "pre":
             y = run(emit(sub, "norm", norm(x), formula="N(x)"), sub)
@@ -391,6 +503,8 @@ class TransformerBlock:
         if isinstance(y, tuple):
             y, w = y
             weights.append(w)
+        if out_norm is not None:
+            y = emit(sub, "out_norm", out_norm(y), formula="N_out(Y)")
         total = residual(x, y, record=sub)
         if self.norm_position == "post":
             normed = norm(total, out=total) if is_numpy(total) and sub is None else norm(total)   # in place: a fresh sum

@@ -30,6 +30,7 @@ for qkv's bottom-right causality with Tq < Tk (decoding after a cache) use
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import array_api_compat
@@ -38,7 +39,7 @@ import numpy as np
 from .kernels.call import EMPTY, FULL, PARTIAL
 
 __all__ = [
-    "MaskMod", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
+    "MaskMod", "MaskInfo", "analyse", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
     "causal", "sliding_window", "dilated_window", "global_tokens", "prefix_lm", "document", "sinks",
     "chunked", "and_masks", "or_masks", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
     "t5_bucket", "catalogue",
@@ -55,11 +56,22 @@ def _kinds(all_allowed, any_allowed):
 
 
 class MaskMod:
-    """A mask function with a name, a formula and block kinds; `&` and `|` combine two."""
+    """A mask function with a name, a formula and what the kernel may know about it before any score
+    is computed; `&` and `|` combine two.
+
+    The protocol (read once per call by `analyse`, into the call's `MaskInfo`; a subclass, or any
+    object with these attributes, declares what holds for it):
+      block_kinds(b, h, q_lo, q_hi, k_lo, k_hi) -> int8 EMPTY / PARTIAL / FULL per block.
+      relative: True when allowed(q, kv) depends on kv − q only (mask blocks are reused per offset).
+      band: (lo, hi) when the mask is exactly lo <= kv − q <= hi (None on a side: unbounded), else None.
+      key_ranges(tq, tk) -> (lo, hi) int64 (Tq,) arrays when every query row q allows exactly the
+        keys lo[q] <= kv < hi[q], the same for every batch and head; else None.
+    """
 
     name = "mask"
     formula = ""
-    relative = False   # True: allowed(q, kv) depends on kv − q only (the kernel reuses mask blocks)
+    relative = False
+    band = None
 
     def __call__(self, b, h, q_idx, kv_idx):
         raise NotImplementedError
@@ -67,6 +79,10 @@ class MaskMod:
     def block_kinds(self, b, h, q_lo, q_hi, k_lo, k_hi):
         """EMPTY / PARTIAL / FULL per block (int8, broadcast of the bounds' shapes)."""
         return np.full(np.broadcast_shapes(np.shape(q_lo), np.shape(k_lo)), PARTIAL, np.int8)
+
+    def key_ranges(self, tq: int, tk: int):
+        """(lo, hi) int64 (Tq,): query q allows exactly keys lo[q] <= kv < hi[q]; None when unknown."""
+        return None
 
     def __and__(self, other):
         return and_masks(self, other)
@@ -79,13 +95,11 @@ class MaskMod:
 
 
 class _Mask(MaskMod):
-    """band: (lo, hi) when the mask is exactly lo <= kv_idx − q_idx <= hi (None: unbounded on that
-    side): the blocked kernel then masks a partial block by per-row key ranges, with no mask array.
-
-    key_ranges(tq, tk) -> (lo, hi) int64 (Tq,) arrays, or None: when every query row's allowed keys
-    are exactly lo[q] <= kv < hi[q], the same for every batch and head (causal, windows, prefix-LM,
-    chunked, documents with one sorted id row, and their `&`); the kernel masks partial blocks by
-    these ranges in C."""
+    """The catalogue's masks: a function plus the MaskMod protocol's facts given as arguments.
+    band: the blocked kernel masks a partial block by per-row key ranges, with no mask array.
+    ranges(q, tq, tk) -> (lo, hi) or None gives key_ranges (causal, windows, prefix-LM, chunked,
+    documents with one sorted id row, and their `&`); the kernel masks partial blocks by these
+    ranges in C."""
 
     def __init__(self, name, formula, fn, kinds=None, relative=False, band=None, ranges=None):
         self.name, self.formula, self._fn, self._kinds, self.relative = name, formula, fn, kinds, relative
@@ -108,6 +122,41 @@ class _Mask(MaskMod):
         if self._kinds is None:
             return super().block_kinds(b, h, q_lo, q_hi, k_lo, k_hi)
         return self._kinds(b, h, np.asarray(q_lo), np.asarray(q_hi), np.asarray(k_lo), np.asarray(k_hi))
+
+
+@dataclass(frozen=True)
+class MaskInfo:
+    """What one call knows about its mask function, read once (`analyse`) when the call is checked;
+    the route and the kernel use this, never the function's attributes again.
+
+    fn: the mask function itself (b, h, q_idx, kv_idx) -> bool.
+    block_kinds: kinds(b, h, q_lo, q_hi, k_lo, k_hi) -> int8 EMPTY / PARTIAL / FULL, or None (a
+      plain function: the kernel evaluates it block by block and skips blocks that come out empty).
+    relative: allowed(q, kv) depends on kv − q only.
+    band: (lo, hi): the mask is exactly lo <= kv − q <= hi (None on a side: unbounded), or None.
+    key_ranges: (2, Tq) int64, row 0 the first allowed key and row 1 one past the last, the same for
+      every batch and head; or None.
+    """
+
+    fn: Callable
+    block_kinds: Callable | None
+    relative: bool
+    band: tuple | None
+    key_ranges: np.ndarray | None
+
+
+def analyse(mask_mod: Callable, tq: int, tk: int) -> MaskInfo:
+    """The MaskInfo of a mask function for Tq queries and Tk keys (see MaskMod's protocol)."""
+    kinds = getattr(mask_mod, "block_kinds", None)
+    kinds = kinds if callable(kinds) else None
+    ranges = getattr(mask_mod, "key_ranges", None)
+    found = ranges(tq, tk) if callable(ranges) else None
+    if found is not None:
+        found = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(x, dtype=np.int64), (tq,)) for x in found]))
+        found.flags.writeable = False
+    band = getattr(mask_mod, "band", None) if kinds is not None else None
+    return MaskInfo(fn=mask_mod, block_kinds=kinds, relative=bool(getattr(mask_mod, "relative", False)) and
+                    kinds is not None, band=None if band is None else tuple(band), key_ranges=found)
 
 
 def _offsets(q_lo, q_hi, k_lo, k_hi):

@@ -48,6 +48,11 @@ class MultiHeadAttention:
 
     rope: a `qkv.rope.RoPE` rotating q and k heads after projection (self-attention only), by
     positions 0 … T−1 offset by the KV cache's length (or the positions= given to the call).
+    q_norm, k_norm: a norm over each query / key head's Dk columns (an `RMSNorm` or `LayerNorm` of
+      width Dk), applied after the projection and before RoPE (Qwen3, Gemma 3, OLMo 2), or None.
+    scale: multiplies q·kᵀ (default 1/√Dk; Gemma 2/3: query_pre_attn_scalar^−½); a call's scale= wins.
+    score_mod: applied to every scaled score before the mask and softmax, e.g.
+      `qkv.masks.soft_cap(50.0)` (Gemma 2's attention logit soft-capping); None for none.
     """
 
     w_q: Any
@@ -61,6 +66,10 @@ class MultiHeadAttention:
     b_v: Any = None
     b_o: Any = None
     rope: RoPE | None = None
+    q_norm: Any = None
+    k_norm: Any = None
+    scale: float | None = None
+    score_mod: Any = None
     _xp: Any = field(default=None, init=False, repr=False)
     _w_qkv: Any = field(default=None, init=False, repr=False)   # set by `fused`: [W_Q | W_K | W_V]
     _b_qkv: Any = field(default=None, init=False, repr=False)
@@ -100,6 +109,16 @@ class MultiHeadAttention:
             b = getattr(self, name)
             if b is not None and tuple(b.shape) != (width,):
                 raise ValueError(f"{name} has shape {shape_str(b.shape)}, expected ({width},)")
+        for name in ("q_norm", "k_norm"):
+            norm = getattr(self, name)
+            if norm is not None and (not callable(norm) or tuple(getattr(norm, "weight", np.zeros(0)).shape) != (self.d_k,)):
+                raise ValueError(f"{name} must be a norm (RMSNorm or LayerNorm) over a head's {self.d_k} columns")
+        if self.scale is not None and (isinstance(self.scale, bool) or not isinstance(self.scale, (int, float))
+                                       or not np.isfinite(self.scale) or self.scale <= 0):
+            raise ValueError(f"scale must be a finite positive number or None, got {self.scale!r}")
+        if self.score_mod is not None and not callable(self.score_mod):
+            raise TypeError(f"score_mod must be a function (score, b, h, q_idx, kv_idx) -> score, got "
+                            f"{type(self.score_mod).__name__}")
         if self.rope is not None:
             if not isinstance(self.rope, RoPE):
                 raise TypeError(f"rope must be a qkv.rope.RoPE, got {type(self.rope).__name__}")
@@ -134,11 +153,17 @@ class MultiHeadAttention:
     @classmethod
     def random(cls, d_model: int, n_heads: int, *, n_kv_heads: int | None = None, d_k: int | None = None,
                d_v: int | None = None, d_kv_in: int | None = None, d_out: int | None = None,
-               bias: bool = True, seed: int = 0, dtype: Any = np.float64,
-               rope: RoPE | None = None) -> "MultiHeadAttention":
-        """Random NumPy weights, N(0, 1/fan_in), reproducible from ``seed``.
+               bias: bool = True, seed: int = 0, dtype: Any = None,
+               rope: RoPE | None = None, like: Any = None) -> "MultiHeadAttention":
+        """Random weights, N(0, 1/fan_in), reproducible from ``seed``.
 
         d_k, d_v default to d_model // n_heads; d_kv_in and d_out default to d_model.
+        like: an array (NumPy or torch, e.g. the x you will call the layer with); the weights are
+          made in its library, on its device, with its dtype (unless dtype= is given). Without it,
+          NumPy arrays. The numbers are the same either way (drawn by NumPy from ``seed``, then
+          converted), so ``random(…, like=torch_x)`` equals ``random(…)`` up to the dtype.
+        dtype: the weights' dtype (a NumPy dtype, or a torch dtype with a torch ``like``); default
+          float64, or like's dtype.
         """
         if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
             raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
@@ -152,12 +177,13 @@ class MultiHeadAttention:
         d_kv_in = d_model if d_kv_in is None else d_kv_in
         d_out = d_model if d_out is None else d_out
         rng = np.random.default_rng(seed)
+        convert = _converter(like, dtype)
 
-        def matrix(rows: int, cols: int) -> np.ndarray:
-            return (rng.standard_normal((rows, cols)) / np.sqrt(rows)).astype(dtype)
+        def matrix(rows: int, cols: int):
+            return convert(rng.standard_normal((rows, cols)) / np.sqrt(rows))
 
-        def vector(n: int) -> np.ndarray | None:
-            return (0.1 * rng.standard_normal(n)).astype(dtype) if bias else None
+        def vector(n: int):
+            return convert(0.1 * rng.standard_normal(n)) if bias else None
 
         return cls(matrix(d_model, n_heads * d_k), matrix(d_kv_in, g * d_k), matrix(d_kv_in, g * d_v),
                    matrix(n_heads * d_v, d_out), n_heads, g if n_kv_heads is not None else None,
@@ -246,6 +272,14 @@ class MultiHeadAttention:
         return HeadWeights(self.w_q[:, qs], self.w_k[:, ks], self.w_v[:, vs], self.w_o[os, :],
                            part(self.b_q, qs), part(self.b_k, ks), part(self.b_v, vs))
 
+    def single(self, i: int) -> "MultiHeadAttention":
+        """Head i alone as a one-head layer: its slices (see `head`) and every option of this layer (RoPE,
+        q/k norms, scale, score_mod). Its output is head i's share of y (b_O, shared, is left out)."""
+        own = self.head(i)
+        return MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v,
+                                  rope=self.rope, q_norm=self.q_norm, k_norm=self.k_norm,
+                                  scale=self.d_k ** -0.5 if self.scale is None else self.scale, score_mod=self.score_mod)
+
     # ------------------------------------------------------------------ forward
     def project(self, x, memory=None, *, record: Recorder | None = None):
         """Q, K, V split into heads: q (…, H, Tq, Dk), k (…, G, Tk, Dk), v (…, G, Tk, Dv).
@@ -281,6 +315,9 @@ class MultiHeadAttention:
             projected = emit(record, name, projected, formula=f"{name.upper()} = X·W_{name.upper()}" + (" + b" if b is not None else ""))
             split = split_heads(projected, heads[name])                   # (…, heads, T, Dh)
             split = emit(record, f"{name}_heads", split, formula=f"{name.upper()} (T×d) → T×h×d_h")
+            norm = self.q_norm if name == "q" else self.k_norm if name == "k" else None
+            if norm is not None:                                          # each head's row normalised alone
+                split = emit(record, f"{name}_normed", norm(split), formula=f"N({name.upper()}ₕ) per head")
             out.append(split)
         return tuple(out)
 
@@ -315,14 +352,17 @@ class MultiHeadAttention:
         elif positions is not None:
             raise ValueError("positions= is only used with rope=; this layer has no RoPE")
         staged = None
+        scale = self.scale if scale is None else scale
         if cache is not None:
             k, v, staged = cache._stage(k, v)
         if lengths is not None:
+            if self.score_mod is not None:
+                raise ValueError("lengths= does not take a layer with score_mod; fold the lengths into mask=")
             result = _attend_lengths(q, k, v, lengths, mask=mask, memory=memory, cache=cache, causal=causal,
                                      scale=scale, return_weights=return_weights, record=record)
         else:
-            result = attention(q, k, v, mask, causal=causal, scale=scale, return_weights=return_weights,
-                               record=record)
+            result = attention(q, k, v, mask, causal=causal, scale=scale, score_mod=self.score_mod,
+                               return_weights=return_weights, record=record)
         if cache is not None:  # only now: a call that failed above leaves the cache as it was
             cache._commit(staged)
         heads_out = result[0] if return_weights else result           # (…, H, Tq, Dv)
@@ -351,6 +391,28 @@ class MultiHeadAttention:
         if a.ndim < 2 or a.shape[-1] != width:
             raise ValueError(f"{name} has shape {shape_str(a.shape)} but {weight} has shape "
                              f"{shape_str(getattr(self, weight).shape)} (expected (…, T, {width}))")
+
+
+def _converter(like, dtype):
+    """A function turning a float64 NumPy array into like's library, device and dtype (see `random`)."""
+    if like is None:
+        target = np.dtype(np.float64 if dtype is None else dtype)
+        return lambda a: a.astype(target)
+    namespace(like=like)                                   # a NumPy array or a torch tensor, else TypeError
+    if is_numpy(like):
+        target = np.dtype(like.dtype if dtype is None else dtype)
+        return lambda a: a.astype(target)
+    import torch
+
+    if dtype is None:
+        target = like.dtype
+    elif isinstance(dtype, torch.dtype):
+        target = dtype
+    else:                                                   # a NumPy dtype: torch's equivalent
+        target = torch.from_numpy(np.zeros(0, dtype=np.dtype(dtype))).dtype
+    if not target.is_floating_point:
+        raise TypeError(f"like= has dtype {target}; weights need a floating-point dtype (pass dtype=)")
+    return lambda a: torch.as_tensor(a, dtype=target, device=like.device)
 
 
 # Sequences per attention call of a run of equal lengths: as many as keep one call's (b, H, T, T)

@@ -44,6 +44,8 @@ class RoPE:
     float32_angles: compute θ and the angles in float32 and round cos/sin through float32, as Hugging
       Face transformers does whatever the model's dtype (needed to match its float64 outputs to
       1e-10); default False: angles in float64, exact.
+    attention_factor: cos and sin are multiplied by it (YaRN's "mscale", 0.1·ln(factor) + 1), which
+      scales every q·k score by its square; default 1.
     """
 
     head_dim: int
@@ -51,6 +53,7 @@ class RoPE:
     rotary_dim: int | None = None
     inv_freq: Any = None
     float32_angles: bool = False
+    attention_factor: float = 1.0
 
     def __post_init__(self) -> None:
         d = self.head_dim
@@ -60,6 +63,9 @@ class RoPE:
         if isinstance(r, bool) or not isinstance(r, int) or r < 2 or r % 2 or r > d:
             raise ValueError(f"rotary_dim must be an even integer in [2, head_dim={d}], got {self.rotary_dim!r}")
         object.__setattr__(self, "rotary_dim", r)
+        factor = self.attention_factor
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
+            raise ValueError(f"attention_factor must be a finite positive number, got {factor!r}")
         theta = self.theta
         if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not math.isfinite(theta) or theta <= 0:
             raise ValueError(f"theta must be a finite positive number, got {theta!r}")
@@ -109,7 +115,10 @@ class RoPE:
         if angles.ndim > 2:  # per-sequence positions (B, T): broadcast over the head axis of (B, H, T, d)
             angles = xp.expand_dims(angles, axis=-3)
         both = xp.concat((angles, angles), axis=-1)                        # (…, T, r): [angles | angles]
-        cos, sin = xp.astype(xp.cos(both), x.dtype), xp.astype(xp.sin(both), x.dtype)
+        cos, sin = xp.cos(both), xp.sin(both)
+        if self.attention_factor != 1.0:                                  # YaRN: in the angles' dtype, as transformers
+            cos, sin = cos * self.attention_factor, sin * self.attention_factor
+        cos, sin = xp.astype(cos, x.dtype), xp.astype(sin, x.dtype)
         r = self.rotary_dim
         if r == self.head_dim:
             return x * cos + rotate_half(x) * sin

@@ -527,7 +527,9 @@ def read_saved_trace(doc: dict, *, source: str):
     if not isinstance(data.get("meta", {}), dict):
         raise InputError("\"meta\" must be an object", source=source, field="trace")
     try:
-        trace = Trace.from_dict(data)
+        trace = Trace.from_dict(data)       # checks dtypes and shapes before making any array
+    except InputError as exc:
+        raise InputError(f"not a readable qkv trace: {exc.problem}", source=source, field="trace") from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, MemoryError) as exc:
         raise InputError(f"not a readable qkv trace ({type(exc).__name__}: {short_repr(str(exc), 80)})",
                          source=source, field="trace") from None

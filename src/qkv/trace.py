@@ -27,12 +27,21 @@ from typing import Any, Callable, Iterator, Protocol
 import numpy as np
 
 from ._backend import to_numpy
+from .errors import InputError
 
 __all__ = ["Recorder", "emit", "scoped", "TraceInfo", "Step", "Trace", "STEPS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MODIFIED_SCORES",
            "MASK", "SOFTMAX_MAX", "EXP_SCORES", "EXP_SUM", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "BY_HAND", "DRIFT"]
 
 FORMAT_VERSION = 1
+
+SAVED_DTYPES = ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16",
+                "uint8", "bool")
+"""The dtypes a saved step may name (what `Trace` records: float64, and the integer and bool arrays of
+masks and token ids). Anything else — a string "U50000000", "object", a structured dtype — is refused
+before an array is made."""
+MAX_SAVED_ELEMENTS = 2**27    # values in one saved step: as many as a 256 MiB file of "0,0,…" holds
+MAX_SAVED_DIMS = 8            # axes of one saved step (Trace records at most 4: B, H, T, T)
 
 
 # ----------------------------------------------------------------------------------- the protocol
@@ -144,8 +153,45 @@ class Step:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Step":
-        value = np.array(_decode(data["values"]), dtype=data.get("dtype", "float64")).reshape(data["shape"])
-        return cls(data["name"], value, data.get("formula", ""), data.get("note", ""), dict(data.get("meta", {})))
+        """A step from its JSON form, checked before any array is made: the dtype is one of
+        `SAVED_DTYPES` (a string dtype such as "U50000000" would allocate 200 MB per value), the shape
+        a list of at most `MAX_SAVED_DIMS` whole numbers ≥ 0 whose product is at most
+        `MAX_SAVED_ELEMENTS` and equals the number of values given. Raises InputError (one line)."""
+        if not isinstance(data, dict):
+            raise InputError(f"a step must be an object, got {type(data).__name__}")
+        name = data.get("name")
+        if not isinstance(name, str):
+            raise InputError(f"a step's \"name\" must be a string, got {_shown(name)}")
+        where = f"step {_shown(name)}"
+        dtype = data.get("dtype", "float64")
+        if not isinstance(dtype, str) or dtype not in SAVED_DTYPES:
+            raise InputError(f"{where}: dtype {_shown(dtype)} is not a number type "
+                             f"(one of {', '.join(SAVED_DTYPES)})")
+        shape = data.get("shape")
+        if (not isinstance(shape, list) or len(shape) > MAX_SAVED_DIMS
+                or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+            raise InputError(f"{where}: shape {_shown(shape)} is not a list of at most {MAX_SAVED_DIMS} "
+                             "whole numbers ≥ 0")
+        size = 1
+        for n in shape:
+            size *= n
+        if size > MAX_SAVED_ELEMENTS:
+            raise InputError(f"{where}: shape {_shown(shape)} holds {size:,} values; a saved step holds "
+                             f"at most {MAX_SAVED_ELEMENTS:,}")
+        values = _decode(data.get("values"), where)
+        if len(values) != size:
+            raise InputError(f"{where}: {len(values):,} values for shape {shape} ({size:,} expected)")
+        for key in ("formula", "note"):
+            if not isinstance(data.get(key, ""), str):
+                raise InputError(f"{where}: \"{key}\" must be a string")
+        meta = data.get("meta", {})
+        if not isinstance(meta, dict):
+            raise InputError(f"{where}: \"meta\" must be an object")
+        try:
+            value = np.array(values, dtype=dtype).reshape(shape)
+        except OverflowError:
+            raise InputError(f"{where}: a value does not fit in {dtype}") from None
+        return cls(name, value, data.get("formula", ""), data.get("note", ""), dict(meta))
 
 
 class Trace:
@@ -215,13 +261,32 @@ class Trace:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Trace":
-        if data.get("format") != "qkv-trace":
-            raise ValueError("not a qkv trace: the JSON has no \"format\": \"qkv-trace\" field")
-        return cls(data.get("title", ""), data.get("meta", {}), [Step.from_dict(s) for s in data.get("steps", [])])
+        """A Trace from its `to_dict` form. Every step is checked before its array is made (see
+        `Step.from_dict`: numeric dtypes only, bounded shapes); anything else raises InputError
+        (a ValueError) with one line, e.g. "step 'x': dtype 'U50000000' is not a number type …"."""
+        if not isinstance(data, dict) or data.get("format") != "qkv-trace":
+            raise InputError("not a qkv trace: the JSON has no \"format\": \"qkv-trace\" field")
+        steps, meta, title = data.get("steps", []), data.get("meta", {}), data.get("title", "")
+        if not isinstance(steps, list):
+            raise InputError(f"\"steps\" must be a list, got {type(steps).__name__}")
+        if not isinstance(meta, dict) or not isinstance(title, str):
+            raise InputError("\"meta\" must be an object and \"title\" a string")
+        return cls(title, meta, [Step.from_dict(s) for s in steps])
 
     @classmethod
-    def from_json(cls, text: str) -> "Trace":
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes, *, source: str | None = None) -> "Trace":
+        """A Trace from `to_json`'s text (or UTF-8 bytes), read with the bounds of `qkv._io.load_json`
+        (nesting, huge integers) and the checks of `from_dict`; raises InputError naming ``source``."""
+        from ._io import decode_utf8, load_json
+
+        if isinstance(text, (bytes, bytearray)):
+            text = decode_utf8(bytes(text), source=source)
+        try:
+            return cls.from_dict(load_json(text, source=source or "trace"))
+        except InputError as exc:
+            if exc.source is not None or source is None:
+                raise
+            raise InputError(exc.problem, source=source, field=exc.field) from None
 
     def _repr_html_(self) -> str | None:
         """Jupyter shows the interactive view: `HTML_VIEW`, which the package sets (the renderers sit
@@ -292,12 +357,30 @@ def _encode(value: np.ndarray) -> Any:
     return value.tolist()
 
 
-def _decode(values: Any) -> Any:
-    if isinstance(values, list):
-        return [_decode(v) for v in values]
-    if isinstance(values, str):
-        return float(values)
-    return values
+def _decode(values: Any, where: str = "a step") -> list:
+    """The values of a saved step, flattened (row-major) without recursion: numbers, booleans, and
+    the strings "inf", "-inf", "nan" that `_encode` writes. Anything else is an InputError."""
+    flat: list = []
+    stack = [values]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(reversed(value))
+        elif isinstance(value, (bool, int, float)):
+            flat.append(value)
+        elif isinstance(value, str) and value.strip().lower() in _NON_FINITE:
+            flat.append(float(value))
+        else:
+            raise InputError(f"{where}: {_shown(value)} is not a number")
+    return flat
+
+
+_NON_FINITE = ("inf", "-inf", "+inf", "nan", "infinity", "-infinity")
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float, list, type(None))) else type(value).__name__
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _jsonable(meta: Any) -> Any:

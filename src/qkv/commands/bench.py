@@ -9,68 +9,182 @@ from .._io import write_atomic, int_option
 from ..errors import InputError
 
 
+MAX_T = 65_536          # the longest --sizes entry: the long-sequence memory run's length
+MAX_REPEATS = 1_000     # --repeats at most (each round times every implementation)
+FROM_JSON_BYTES = 16 * 2**20   # the largest --from-json file read (a full run's JSON is about 40 KiB)
+
+
 def register(subparsers) -> None:
+    from ..bench import FULL, QUICK
+
+    sizes = ",".join(map(str, FULL.sizes))
     parser = subparsers.add_parser(
         "bench", help="time qkv's blocked kernel against the plain path, naive NumPy and torch",
         description="Side-by-side attention benchmark on float32 inputs (B=1, H=8, D=64): qkv's blocked "
         "kernel, the plain reference, naive NumPy and torch's scaled_dot_product_attention, each timed in a "
         "pair with qkv alone (alternating, medians); masked attention (sliding window, documents) against "
         "torch SDPA with a dense mask and torch.compile(flex_attention); plus the machine's GEMM rate, a "
-        "long-sequence memory run and a KV-cache decode step.")
+        "long-sequence memory run and a KV-cache decode step. Progress goes to stderr (one line per stage "
+        "when stderr is not a terminal); the tables go to stdout, never cut to the terminal's width.")
     parser.add_argument("--quick", action="store_true", help="small sizes (a few seconds), for smoke tests")
-    parser.add_argument("--sizes", help="comma-separated sequence lengths T, e.g. 512,1024,4096")
-    parser.add_argument("--repeats", type=int_option(), help="timed runs per implementation (the median is reported)")
+    parser.add_argument("--sizes", metavar="T,T,…",
+                        help=f"comma-separated sequence lengths T, each 1 to {MAX_T:,} (default {sizes}; "
+                        f"--quick: {','.join(map(str, QUICK.sizes))})")
+    parser.add_argument("--repeats", type=int_option(1, MAX_REPEATS), metavar="N",
+                        help=f"timed runs per implementation, the median is reported (default {FULL.repeats}; "
+                        f"--quick: {QUICK.repeats})")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     parser.add_argument("--markdown", metavar="FILE", help="also write the results as a Markdown table to FILE")
-    parser.add_argument("--from-json", metavar="FILE", help="do not measure: print (and convert) a saved --json result")
+    parser.add_argument("--from-json", metavar="FILE",
+                        help="do not measure: print (and convert) a saved --json result "
+                        f"(at most {FROM_JSON_BYTES // 2**20} MiB)")
     parser.set_defaults(func=handler)
 
 
 def _sizes(text):
     if text is None:
         return None
-    from .._io import as_int
+    from .._io import as_int, short_repr
 
-    sizes = tuple(as_int(part) for part in text.split(",") if part.strip())
-    if not sizes or None in sizes or min(sizes) < 1:
-        raise InputError(f"expected positive integers separated by commas, got {text!r}", field="--sizes")
+    parts = [part for part in text.split(",") if part.strip()]
+    sizes = tuple(as_int(part) for part in parts)
+    if not sizes or None in sizes:
+        raise InputError(f"expected whole numbers separated by commas, got {short_repr(text)}", field="--sizes")
+    for part, size in zip(parts, sizes):
+        if not 1 <= size <= MAX_T:
+            raise InputError(f"{part.strip()}: expected a sequence length from 1 to {MAX_T:,} (the plain and naive "
+                             "rows hold 8·T² float32 scores)", field="--sizes")
+    if len(sizes) > 16:
+        raise InputError(f"{len(sizes)} sizes; at most 16", field="--sizes")
     return sizes
 
 
 def handler(args) -> int:
+    import sys
+
     from rich.console import Console
 
     from ..bench import FULL, QUICK, run_benchmark
 
     sizes = _sizes(args.sizes)
-    if args.repeats is not None and args.repeats < 1:
-        raise InputError(f"must be at least 1, got {args.repeats}", field="--repeats")
     console = Console()
     if args.from_json:
-        result = _load(args.from_json)
+        result = load_result(args.from_json)
     else:
-        with console.status("benchmarking") as status:
-            result = run_benchmark(QUICK if args.quick else FULL, sizes=sizes, repeats=args.repeats,
-                                   progress=lambda message: status.update(f"benchmarking: {message}"))
+        err = Console(stderr=True)
+        if err.is_terminal:
+            with err.status("benchmarking") as status:
+                result = run_benchmark(QUICK if args.quick else FULL, sizes=sizes, repeats=args.repeats,
+                                       progress=lambda message: status.update(f"benchmarking: {message}"))
+        else:         # piped (make bench | tee): one line per stage, so a long run is not silent
+            def say(message: str) -> None:
+                print(f"qkv bench: {message}", file=sys.stderr, flush=True)
+
+            result = run_benchmark(QUICK if args.quick else FULL, sizes=sizes, repeats=args.repeats, progress=say)
+            say("done")
     print_result(result, console)
     for path, text in ((args.json, lambda: json.dumps(result, indent=2)), (args.markdown, lambda: to_markdown(result))):
         if path:
             write_atomic(path, text())
-            console.print(f"wrote {path}")
+            print(f"qkv bench: wrote {path}", file=sys.stderr)
     return 0
 
 
-def _load(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            result = json.load(f)
-    except OSError as exc:
-        raise InputError(str(exc.strerror or exc), source=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg}, line {exc.lineno})", source=path) from None
-    if not isinstance(result, dict) or not {"machine", "rows", "memory", "decode"} <= set(result):
-        raise InputError("not a `qkv bench --json` result (needs machine, rows, memory, decode)", source=path)
-    return result
+# --------------------------------------------------------------------------- reading a saved result
+# What print_result and to_markdown read, with the JSON types each must have: one table, so a saved
+# result is checked completely before anything is printed (a missing or mistyped key is one line,
+# never a KeyError or a format error halfway through the table).
+_NUM, _INT, _STR, _BOOL = "a number", "a whole number", "a string", "true or false"
+_OPTIONAL = "or null"
+_MACHINE = {"gemm_n": (_INT,), "gemm_gflops": (_NUM,), "blas": (_STR, _OPTIONAL), "numpy": (_STR,),
+            "torch": (_STR, _OPTIONAL), "cpus": (_INT, _OPTIONAL)}
+_MACHINE_MAYBE = {"cpu": (_STR, _OPTIONAL), "load_average_before": (_NUM, _OPTIONAL),
+                  "load_average_after": (_NUM, _OPTIONAL)}
+_ROW = {"impl": (_STR,), "heads": (_INT,), "t": (_INT,), "causal": (_BOOL,), "skipped": (_STR, _OPTIONAL),
+        "seconds": (_NUM, _OPTIONAL), "gflops": (_NUM, _OPTIONAL), "vs_torch": (_NUM, _OPTIONAL),
+        "vs_gemm": (_NUM, _OPTIONAL), "peak_mib": (_NUM, _OPTIONAL), "memory_method": (_STR, _OPTIONAL)}
+_ROW_MAYBE = {"qkv_speedup": (_NUM, _OPTIONAL), "mask": (_STR, _OPTIONAL)}
+_DECODE = {"t": (_INT,), "d_model": (_INT,), "heads": (_INT,), "ms_per_token_with_cache": (_NUM,),
+           "ms_per_token_without_cache": (_NUM,), "speedup": (_NUM,)}
+
+
+def _is(value, kind: str) -> bool:
+    if kind == _BOOL:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind == _INT:
+        return isinstance(value, int)
+    if kind == _NUM:
+        return isinstance(value, (int, float)) and abs(value) < 1e300
+    return isinstance(value, str)
+
+
+def _check_fields(obj, required: dict, maybe: dict, where: str, source: str) -> None:
+    if not isinstance(obj, dict):
+        raise InputError(f"{where} must be an object, got {_json_kind(obj)}", source=source)
+    for key, spec in list(required.items()) + [(k, v) for k, v in maybe.items() if k in obj]:
+        if key not in obj:
+            raise InputError(f"{where} has no \"{key}\" (a `qkv bench --json` result has it)", source=source)
+        value = obj[key]
+        if not (value is None and _OPTIONAL in spec) and not _is(value, spec[0]):
+            raise InputError(f"{where}.{key} must be {' '.join(spec)}, got {_json_kind(value)}", source=source)
+
+
+def _json_kind(value) -> str:
+    from .._io import short_repr
+
+    return {dict: "an object", list: "a list"}.get(type(value)) or short_repr(value, 40)
+
+
+def check_result(result, source: str) -> dict:
+    """A saved `qkv bench --json` result, checked against everything `print_result` and `to_markdown`
+    read (types included); otherwise one InputError naming the key, e.g. "rows[2].t must be a whole number"."""
+    if not isinstance(result, dict):
+        raise InputError(f"not a `qkv bench --json` result (an object), got {_json_kind(result)}", source=source)
+    missing = [key for key in ("machine", "rows", "memory", "decode", "notes", "memory_inputs_mib") if key not in result]
+    if missing:
+        raise InputError(f"not a `qkv bench --json` result: no {', '.join(missing)}", source=source)
+    _check_fields(result["machine"], _MACHINE, _MACHINE_MAYBE, "machine", source)
+    for table in ("rows", "memory", "masked"):
+        rows = result.get(table, [])
+        if not isinstance(rows, list):
+            raise InputError(f"{table} must be a list, got {_json_kind(rows)}", source=source)
+        for n, row in enumerate(rows):
+            _check_fields(row, _ROW, _ROW_MAYBE, f"{table}[{n}]", source)
+    if not _is(result["memory_inputs_mib"], _NUM):
+        raise InputError(f"memory_inputs_mib must be a number, got {_json_kind(result['memory_inputs_mib'])}",
+                         source=source)
+    decode = result["decode"]
+    if isinstance(decode, dict) and "skipped" in decode:
+        _check_fields(decode, {"skipped": (_STR,)}, {}, "decode", source)
+    else:
+        _check_fields(decode, _DECODE, {}, "decode", source)
+    notes = result["notes"]
+    if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
+        raise InputError("notes must be a list of strings", source=source)
+    if not isinstance(result.get("timing", ""), str):
+        raise InputError(f"timing must be a string, got {_json_kind(result['timing'])}", source=source)
+    return _printable(result)
+
+
+def _printable(value):
+    """The result with control characters in its strings made visible (a saved file's text is printed)."""
+    from .._io import printable
+
+    if isinstance(value, dict):
+        return {key: _printable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printable(item) for item in value]
+    return printable(value) if isinstance(value, str) else value
+
+
+def load_result(path: str) -> dict:
+    """A saved result, read by `qkv._io.read_text` (a regular file of at most FROM_JSON_BYTES, UTF-8),
+    parsed by `load_json` (nesting and integer bounds) and checked by `check_result`."""
+    from .._io import load_json, read_text
+
+    return check_result(load_json(read_text(path, limit=FROM_JSON_BYTES), source=path), path)
 
 
 def to_markdown(result: dict) -> str:
@@ -104,9 +218,12 @@ def to_markdown(result: dict) -> str:
             lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} | {_num(row['seconds'] * 1e3, '.1f')} | "
                          f"{_num(row.get('qkv_speedup'), '.2f')} | {_num(row['peak_mib'], '.1f')} |")
     d = result["decode"]
-    lines += ["", f"Decode at T={d['t']} (D={d['d_model']}, H={d['heads']}): {d['ms_per_token_with_cache']:.2f} ms/token "
-              f"with the KV cache, {d['ms_per_token_without_cache']:.1f} ms/token recomputing "
-              f"({d['speedup']:.0f}× faster).", ""]
+    if "skipped" in d:
+        lines += ["", f"Decode: {d['skipped']}", ""]
+    else:
+        lines += ["", f"Decode at T={d['t']} (D={d['d_model']}, H={d['heads']}): {d['ms_per_token_with_cache']:.2f} "
+                  f"ms/token with the KV cache, {d['ms_per_token_without_cache']:.1f} ms/token recomputing "
+                  f"({d['speedup']:.0f}× faster).", ""]
     lines += [f"- {note}" for note in result.get("notes", [])]
     lines.append("- † torch: resident-set high-water growth (its allocations are invisible to tracemalloc).")
     return "\n".join(lines) + "\n"
@@ -116,23 +233,38 @@ def _num(x, fmt):
     return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
 
 
+def _print_table(console, table) -> None:
+    """Print a rich Table at its natural width, never narrower: a Console defaults to 80 columns when
+    piped (and to the terminal's width), and squeezing a table there cut its numbers."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    if needed <= console.width:
+        console.print(table)
+    else:
+        Console(file=console.file, width=needed, force_terminal=console.is_terminal,
+                no_color=console.no_color).print(table)
+
+
 def print_result(result: dict, console) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    machine = result["machine"]
+    machine = {key: escape(value) if isinstance(value, str) else value for key, value in result["machine"].items()}
     console.print(f"float32 GEMM ({machine['gemm_n']}²): [bold]{machine['gemm_gflops']:.1f} GFLOP/s[/]   "
                   f"BLAS: {machine['blas']}   numpy {machine['numpy']}   torch {machine['torch'] or 'not installed'}   "
                   f"load average before {_num(machine.get('load_average_before'), '.2f')} on {machine['cpus']} CPUs")
     short = {"qkv blocked": "qkv", "plain reference": "plain", "naive numpy": "naive", "torch sdpa": "torch",
              "qkv blocked (mask_mod)": "qkv", "torch sdpa (dense mask)": "sdpa dense", "torch flex_attention (compiled)": "flex compiled"}
     skipped = []
-    console.print(f"timing: {result.get('timing', 'round-robin')}")
+    console.print(f"timing: {result.get('timing', 'round-robin')}", markup=False)
     for title, rows in ((f"attention, B=1, H={result['rows'][0]['heads'] if result['rows'] else '?'}, D=64, float32",
                          result["rows"]), ("long sequence (memory), B=1, non-causal", result["memory"]),
                         ("masked attention, B=1, D=64, float32", result.get("masked", []))):
         if not rows:
             continue
-        table = Table(title=title)
+        table = Table(title=escape(title))
         columns = ("mask", "H", "T", "impl", "ms", "×torch", "qkv×", "MiB") if rows[0].get("mask") \
             else ("H", "T", "causal", "impl", "ms", "GFLOP/s", "×torch", "qkv×", "×GEMM", "MiB")
         for column in columns:
@@ -149,21 +281,21 @@ def print_result(result: dict, console) -> None:
                      "ms": _num(row["seconds"] and row["seconds"] * 1e3, ".1f"), "GFLOP/s": _num(row["gflops"], ".1f"),
                      "×torch": _num(row["vs_torch"], ".2f"), "qkv×": _num(row.get("qkv_speedup"), ".2f"),
                      "×GEMM": _num(row["vs_gemm"], ".2f"), "MiB": peak}
-            table.add_row(*(cells[column] for column in columns))
-        console.print(table)
+            table.add_row(*(escape(cells[column]) for column in columns))
+        _print_table(console, table)
     for line in skipped:
-        console.print(f"* {line}")
+        console.print(f"* {line}", markup=False)
     console.print("qkv× = this row's time / qkv's time in the same pair (above 1: qkv is faster); "
                   "MiB: peak memory (tracemalloc for NumPy rows)")
     console.print("† resident-set high-water growth (torch allocations are not visible to tracemalloc)")
     console.print(f"memory run inputs (q, k, v): {result['memory_inputs_mib']:.1f} MiB")
     decode = result["decode"]
     if "skipped" in decode:
-        console.print(f"decode: {decode['skipped']}")
+        console.print(f"decode: {decode['skipped']}", markup=False)
     else:
         console.print(f"decode at T={decode['t']} (D={decode['d_model']}, H={decode['heads']}): "
                       f"{decode['ms_per_token_with_cache']:.2f} ms/token with the KV cache, "
                       f"{decode['ms_per_token_without_cache']:.1f} ms/token recomputing — "
                       f"{decode['speedup']:.0f}× faster")
     for note in result["notes"]:
-        console.print(f"[dim]{note}[/]")
+        console.print(f"[dim]{escape(note)}[/]")

@@ -106,7 +106,7 @@ def handler(args: argparse.Namespace) -> int:
                            "tokens": generation.tokens, "text": generation.text, "stopped": generation.stopped,
                            "sample": args.sample, "temperature": temperature, "top_k": top_k, "top_p": top_p,
                            "seed": seed,
-                           "steps": steps}, ensure_ascii=False) + "\n"
+                           "steps": steps}, ensure_ascii=False, allow_nan=False) + "\n"   # never bare NaN
     else:
         text = _text(model, args, generation, steps, t)
     write_text(text, args.out)

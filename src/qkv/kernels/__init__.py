@@ -1,6 +1,9 @@
-"""Fast attention kernels: the blocked online-softmax kernel and exact partial-result merging."""
+"""Fast attention kernels: the blocked online-softmax kernel, exact partial-result merging, and the
+one function that chooses a call's route (`choose_route`)."""
 
 from .blocked import blocked_attention, partial_attention
 from .merge import Partial, finalize, lse_of, merge_partials
+from .route import Route, RouteName, choose_route
 
-__all__ = ["blocked_attention", "Partial", "merge_partials", "partial_attention", "finalize", "lse_of"]
+__all__ = ["blocked_attention", "Partial", "merge_partials", "partial_attention", "finalize", "lse_of",
+           "Route", "RouteName", "choose_route"]

@@ -582,6 +582,19 @@ struct flash_task {
     int width;               /* vector_width() for this call */
 };
 
+/* The tables Python hands flash_rows and flash_many: C-contiguous int64 rows, one struct per row
+ * (the same columns are named in qkv/kernels/blocked.py: BLOCK_COLUMNS, TASK_COLUMNS).
+ * block_row: keys j0:j1 of one key block; flags BLOCK_LIMIT (row i keeps only keys j0 + c with
+ *   c < limit + i: the causal diagonal or a band's upper edge), BLOCK_START (only c >= start + i: a
+ *   band's lower edge), BLOCK_RANGES (each row's own key range, from flash_many's ranges).
+ * task_row (flash_many): rows i0:i1 of q[q_head], keys and values of k[kv_head], v[kv_head], the
+ *   result into out[out_head], over the key blocks blocks[b0:b1]. */
+enum { BLOCK_LIMIT = 1, BLOCK_START = 2, BLOCK_RANGES = 4 };
+struct block_row { int64_t j0, j1, flags, limit, start; };
+struct task_row { int64_t q_head, kv_head, out_head, i0, i1, b0, b1; };
+_Static_assert(sizeof(struct block_row) == 5 * sizeof(int64_t), "block rows are 5 int64 columns");
+_Static_assert(sizeof(struct task_row) == 7 * sizeof(int64_t), "task rows are 7 int64 columns");
+
 struct flash_block {
     Py_ssize_t j0, cols;     /* keys j0 … j0 + cols − 1 */
     const char *mask;        /* NULL, or (rows, cols) bytes, row stride mstride: nonzero = not allowed */
@@ -724,16 +737,17 @@ static PyObject *fused_set_tile(PyObject *self, PyObject *arg)
 
 /* The rows of a blocks table ((n, 5) int64: j0, j1, flags, limit, start) checked before any work:
  * 0 <= j0 < j1 <= tk, at most max_cols keys, flag 4 (row ranges) only where ranges were given. */
-static int check_blocks(const int64_t *blocks, Py_ssize_t n, Py_ssize_t tk, Py_ssize_t max_cols, int have_ranges)
+static int check_blocks(const struct block_row *blocks, Py_ssize_t n, Py_ssize_t tk, Py_ssize_t max_cols,
+                        int have_ranges)
 {
     for (Py_ssize_t b = 0; b < n; b++) {
-        int64_t j0 = blocks[5 * b], j1 = blocks[5 * b + 1];
+        int64_t j0 = blocks[b].j0, j1 = blocks[b].j1;
         if (j0 < 0 || j1 <= j0 || j1 > tk || j1 - j0 > max_cols) {
             PyErr_Format(PyExc_ValueError, "block %zd covers keys %lld:%lld; expected 0 <= j0 < j1 <= %zd and at most "
                          "%zd keys (the scratch's columns)", b, (long long)j0, (long long)j1, tk, max_cols);
             return -1;
         }
-        if ((blocks[5 * b + 2] & 4) && !have_ranges) {
+        if ((blocks[b].flags & BLOCK_RANGES) && !have_ranges) {
             PyErr_Format(PyExc_ValueError, "block %zd uses row ranges (flag 4) but no ranges were given", b);
             return -1;
         }
@@ -743,11 +757,12 @@ static int check_blocks(const int64_t *blocks, Py_ssize_t n, Py_ssize_t tk, Py_s
 
 /* One row of a blocks table as a flash_block (no mask; row ranges for flag 4 from rlo/rhi, which
  * point at the task's first query row). */
-static struct flash_block block_at(const int64_t *row, const int64_t *rlo, const int64_t *rhi)
+static struct flash_block block_at(const struct block_row *row, const int64_t *rlo, const int64_t *rhi)
 {
-    struct flash_block block = {(Py_ssize_t)row[0], (Py_ssize_t)(row[1] - row[0]), NULL, 0, (row[2] & 1) != 0,
-                                (Py_ssize_t)row[3], (row[2] & 2) != 0, (Py_ssize_t)row[4], NULL, NULL};
-    if (row[2] & 4) {
+    struct flash_block block = {(Py_ssize_t)row->j0, (Py_ssize_t)(row->j1 - row->j0), NULL, 0,
+                                (row->flags & BLOCK_LIMIT) != 0, (Py_ssize_t)row->limit,
+                                (row->flags & BLOCK_START) != 0, (Py_ssize_t)row->start, NULL, NULL};
+    if (row->flags & BLOCK_RANGES) {
         block.rlo = rlo;
         block.rhi = rhi;
     }
@@ -897,7 +912,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
         }
     }
     Py_ssize_t n_blocks = vb.shape[0];
-    const int64_t *blocks = vb.buf;
+    const struct block_row *blocks = vb.buf;
     if (check_blocks(blocks, n_blocks, tk, vs.shape[1], 0) < 0)
         goto done;
     if (o_masks != Py_None) {
@@ -928,7 +943,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
             }
             Py_buffer *mv = &mviews[b];
             const char *fmt = mv->format ? mv->format : "B";
-            int64_t cols = blocks[5 * b + 1] - blocks[5 * b];
+            int64_t cols = blocks[b].j1 - blocks[b].j0;
             if (mv->ndim != 2 || strcmp(fmt, "?") != 0 || mv->shape[0] != rows || mv->shape[1] != cols ||
                 mv->strides[1] != 1) {
                 PyErr_Format(PyExc_ValueError, "masks[%zd] must be a bool (%zd, %lld) array with contiguous rows", b,
@@ -963,7 +978,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
         struct flash_task task = {q, ldq, k, ldk, v, ldv, acc, ldacc, rows, dk, dv, ref, l, alpha, rmax, headroom,
                                   scores, lds, width};
         for (Py_ssize_t b = 0; b < n_blocks; b++) {
-            struct flash_block block = block_at(blocks + 5 * b, NULL, NULL);
+            struct flash_block block = block_at(blocks + b, NULL, NULL);
             if (mviews && mviews[b].buf) {
                 block.mask = mviews[b].buf;
                 block.mstride = mviews[b].strides[0];
@@ -1114,21 +1129,23 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
         row_hi = row_lo + tq;
     }
     Py_ssize_t n_tasks = vt.shape[0], n_blocks = vb.shape[0], max_rows = 0;
-    const int64_t *tasks = vt.buf, *blocks = vb.buf;
+    const struct task_row *tasks = vt.buf;
+    const struct block_row *blocks = vb.buf;
     if (check_blocks(blocks, n_blocks, tk, vs.shape[1], row_lo != NULL) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n_tasks; i++) {
-        const int64_t *t = tasks + 7 * i;
-        if (t[0] < 0 || t[0] >= vq.shape[0] || t[1] < 0 || t[1] >= vk.shape[0] || t[2] < 0 || t[2] >= vo.shape[0] ||
-            t[3] < 0 || t[4] <= t[3] || t[4] > tq || t[4] - t[3] > vs.shape[0] || t[4] - t[3] > vvec.shape[1] ||
-            t[5] < 0 || t[6] < t[5] || t[6] > n_blocks) {
-            PyErr_Format(PyExc_ValueError, "task %zd (%lld, %lld, %lld, %lld, %lld, %lld, %lld) is out of range", i,
-                         (long long)t[0], (long long)t[1], (long long)t[2], (long long)t[3], (long long)t[4],
-                         (long long)t[5], (long long)t[6]);
+        const struct task_row *t = tasks + i;
+        if (t->q_head < 0 || t->q_head >= vq.shape[0] || t->kv_head < 0 || t->kv_head >= vk.shape[0] ||
+            t->out_head < 0 || t->out_head >= vo.shape[0] || t->i0 < 0 || t->i1 <= t->i0 || t->i1 > tq ||
+            t->i1 - t->i0 > vs.shape[0] || t->i1 - t->i0 > vvec.shape[1] || t->b0 < 0 || t->b1 < t->b0 ||
+            t->b1 > n_blocks) {
+            PyErr_Format(PyExc_ValueError, "task %zd (q_head %lld, kv_head %lld, out_head %lld, i0 %lld, i1 %lld, "
+                         "b0 %lld, b1 %lld) is out of range", i, (long long)t->q_head, (long long)t->kv_head,
+                         (long long)t->out_head, (long long)t->i0, (long long)t->i1, (long long)t->b0, (long long)t->b1);
             goto done;
         }
-        if (t[4] - t[3] > max_rows)
-            max_rows = t[4] - t[3];
+        if (t->i1 - t->i0 > max_rows)
+            max_rows = t->i1 - t->i0;
     }
     if (scale != 1.0f && max_rows > 0) {
         scaled = PyMem_RawMalloc((size_t)(max_rows * (dk > 0 ? dk : 1)) * sizeof(float));
@@ -1152,9 +1169,9 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
             int64_t i = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
             if (i >= n_tasks)
                 break;
-            const int64_t *tk_ = tasks + 7 * i;
-            Py_ssize_t i0 = (Py_ssize_t)tk_[3], rows = (Py_ssize_t)(tk_[4] - tk_[3]);
-            const float *q = (const float *)vq.buf + tk_[0] * sq0 + i0 * sq1;
+            const struct task_row *tk_ = tasks + i;
+            Py_ssize_t i0 = (Py_ssize_t)tk_->i0, rows = (Py_ssize_t)(tk_->i1 - tk_->i0);
+            const float *q = (const float *)vq.buf + tk_->q_head * sq0 + i0 * sq1;
             Py_ssize_t ldq = sq1 >= dk && sq1 > 0 ? sq1 : (dk > 0 ? dk : 1);   /* one row: any ld >= dk */
             if (scaled) {
                 for (Py_ssize_t r = 0; r < rows; r++)
@@ -1163,7 +1180,7 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
                 q = scaled;
                 ldq = dk > 0 ? dk : 1;
             }
-            float *acc = (float *)vo.buf + tk_[2] * so0 + i0 * so1;
+            float *acc = (float *)vo.buf + tk_->out_head * so0 + i0 * so1;
             Py_ssize_t ldacc = so1 >= dv && so1 > 0 ? so1 : (dv > 0 ? dv : 1);
             float *ref = vectors, *l = vectors + ldvec, *alpha = vectors + 2 * ldvec;
             for (Py_ssize_t r = 0; r < rows; r++) {
@@ -1171,16 +1188,16 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
                 l[r] = 0.0f;
                 memset(acc + r * ldacc, 0, (size_t)dv * sizeof(float));
             }
-            struct flash_task task = {q, ldq, (const float *)vk.buf + tk_[1] * sk0, sk1 >= dk && sk1 > 0 ? sk1 : (dk > 0 ? dk : 1),
-                                      (const float *)vv.buf + tk_[1] * sv0, sv1 >= dv && sv1 > 0 ? sv1 : (dv > 0 ? dv : 1), acc, ldacc, rows, dk,
+            struct flash_task task = {q, ldq, (const float *)vk.buf + tk_->kv_head * sk0, sk1 >= dk && sk1 > 0 ? sk1 : (dk > 0 ? dk : 1),
+                                      (const float *)vv.buf + tk_->kv_head * sv0, sv1 >= dv && sv1 > 0 ? sv1 : (dv > 0 ? dv : 1), acc, ldacc, rows, dk,
                                       dv, ref, l, alpha, NULL, headroom, vs.buf, lds, width};
-            for (int64_t b = tk_[5]; b < tk_[6]; b++) {
-                struct flash_block block = block_at(blocks + 5 * b, row_lo ? row_lo + i0 : NULL,
+            for (int64_t b = tk_->b0; b < tk_->b1; b++) {
+                struct flash_block block = block_at(blocks + b, row_lo ? row_lo + i0 : NULL,
                                                     row_hi ? row_hi + i0 : NULL);
                 if (!(tile_on && tile_block(&task, &block)))
                     flash_block_blas(&task, &block);
             }
-            finish_rows(acc, ldacc, rows, dv, ref, l, have_lse ? (float *)vlse.buf + tk_[2] * sl0 + i0 : NULL);
+            finish_rows(acc, ldacc, rows, dv, ref, l, have_lse ? (float *)vlse.buf + tk_->out_head * sl0 + i0 : NULL);
         }
         Py_END_ALLOW_THREADS
         result = PyBool_FromLong(__atomic_load_n(counter, __ATOMIC_RELAXED) < n_tasks);

@@ -12,11 +12,11 @@ beyond the inputs (out, lse, the gradients, and two block_q × block_k scratch b
 
 Numbers: float32 (float16/bfloat16 inputs are computed in float32 and cast back; gradients flow
 through the casts). Other dtypes, other devices, a mask array, a bias, a score_mod, non-finite
-inputs or values above 2^60 are not taken (`torch_route` returns None and qkv.attention uses its
-other paths).
+inputs or values above 2^60 are not taken (qkv.kernels.route.torch_flash_why_not says why;
+qkv.attention then uses its other paths).
 
 Layout inside the op: q (Nq, Tq, Dk), k (Nk, Tk, Dk), v (Nk, Tk, Dv), Nq = Nk·G: query head n reads
-key/value head n // G (grouped-query attention without copying k or v). `torch_route` brings a
+key/value head n // G (grouped-query attention without copying k or v). `run` brings a
 checked call's tensors to that layout (broadcast batch dimensions are expanded under autograd, so
 their gradients are summed by torch).
 """
@@ -29,7 +29,7 @@ import threading
 
 import numpy as np
 
-from . import blocked
+from . import blas, blocked, pool
 from .call import Call, check_call
 
 try:   # the optional C extension (setup.py): the backward
@@ -37,7 +37,7 @@ try:   # the optional C extension (setup.py): the backward
 except ImportError:   # not built: torch tensors take the plain path or SDPA
     _backward = None
 
-__all__ = ["flash_attention", "torch_route", "available", "row_ranges"]
+__all__ = ["flash_attention", "run", "available", "row_ranges", "values_ok"]
 
 # Blocks of both passes. 128×128 keeps each sgemm's operands in L2 and wastes little of a band's
 # partial blocks (see blocked._BAND_BLOCK).
@@ -62,10 +62,10 @@ def available() -> bool:
     if _ready_state is None:
         with _ready_lock:
             if _ready_state is None:
-                ok = _backward is not None and blocked._fused is not None and blocked._sgemm_ready()
-                if ok and blocked._sgemm_found is not None:
-                    _backward.set_sgemm(*blocked._sgemm_found)
-                _ready_state = bool(ok and blocked._sgemm_found is not None)
+                ok = _backward is not None and blocked._fused is not None and blas.sgemm_ready()
+                if ok and blas.sgemm_found is not None:
+                    _backward.set_sgemm(*blas.sgemm_found)
+                _ready_state = bool(ok and blas.sgemm_found is not None)
     return _ready_state
 
 
@@ -82,12 +82,11 @@ def row_ranges(call: Call):
     if call.causal:   # bottom-right: row i sees j <= i + Tk − Tq
         np.minimum(hi, np.arange(tq, dtype=np.int64) + (tk - tq) + 1, out=hi)
     if call.mask_mod is not None:
-        found = getattr(call.mask_mod, "key_ranges", None)
-        found = found(tq, tk) if callable(found) else None
+        found = None if call.mask_info is None else call.mask_info.key_ranges   # the validator's analysis
         if found is None:
             return None
-        np.maximum(lo, np.asarray(found[0], np.int64), out=lo)
-        np.minimum(hi, np.asarray(found[1], np.int64), out=hi)
+        np.maximum(lo, found[0], out=lo)
+        np.minimum(hi, found[1], out=hi)
     np.clip(lo, 0, tk, out=lo)
     np.clip(hi, 0, tk, out=hi)
     np.maximum(hi, lo, out=hi)
@@ -181,12 +180,12 @@ def _plan(rows: np.ndarray, tq: int, tk: int, bq: int, bk: int) -> _Plan:
 
 # --------------------------------------------------------------------------- the two passes (NumPy)
 def _threads(work: int) -> int:
-    return blocked._available_cpus() if work >= _PARALLEL_MIN_SCORES else 1
+    return pool.available_cpus() if work >= _PARALLEL_MIN_SCORES else 1
 
 
 def _run(step, threads: int) -> None:
     """step(scratch) on `threads` threads until it returns False (it takes tasks from a shared
-    counter); BLAS held to one thread, no fork meanwhile (see blocked._fork_gate)."""
+    counter); BLAS held to one thread, no fork meanwhile (see pool.fork_gate)."""
     stop = []
 
     def work():
@@ -197,8 +196,8 @@ def _run(step, threads: int) -> None:
             stop.append(True)
             raise
 
-    with blocked._fork_gate(), (blocked._blas_single_thread() if threads > 1 else contextlib.nullcontext()):
-        blocked._run_all(work, [()] * threads, threads)
+    with pool.fork_gate(), (blas.single_thread() if threads > 1 else contextlib.nullcontext()):
+        pool.run_all(work, [()] * threads, threads)
 
 
 def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLOCK_K, threads: int | None = None):
@@ -350,18 +349,18 @@ def _register():
 
 
 # --------------------------------------------------------------------------- qkv.attention's route
-def torch_route(call: Call, q, k, v, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K):
-    """qkv.attention on CPU torch tensors through the C kernel, forward and backward; None when the
-    call is not one it takes (see the module docstring): the caller then uses its other paths.
+def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K):
+    """Execute the TORCH_FLASH route (chosen by qkv.kernels.route.choose_route) on a checked call.
 
-    q (…, H, Tq, Dk), k and v (…, G, Tk, ·) as `check_call` accepted them (GQA, broadcasting,
-    2-D inputs). Returns out (…, H, Tq, Dv) in q's dtype, or (out, lse (…, H, Tq)) with return_lse.
+    call.q (…, H, Tq, Dk), call.k and call.v (…, G, Tk, ·) as `check_call` accepted them (GQA,
+    broadcasting, 2-D inputs). Returns out (…, H, Tq, Dv) in q's dtype, or (out, lse (…, H, Tq))
+    with return_lse (−inf for rows that see no key). Broadcast batch dimensions are expanded under
+    autograd (their gradients summed by torch); float16/bfloat16 are cast to float32 and back.
     """
     import torch
 
-    rows = _eligible(call, q, k, v)
-    if rows is None:
-        return None
+    q, k, v = call.q, call.k, call.v
+    rows = row_ranges(call)
     lead = call.lead or (1,)
     heads = lead[-1]
     kv_heads = int(k.shape[-3]) if k.ndim >= 3 else 1
@@ -375,8 +374,6 @@ def torch_route(call: Call, q, k, v, *, return_lse: bool = False, block_q: int =
     q3 = flat(q, heads, call.tq, call.dk)
     k3 = flat(k, kv_heads, call.tk, call.dk)
     v3 = flat(v, kv_heads, call.tk, call.dv)
-    if not _finite(q3, k3, v3):
-        return None
     out, lse = _register()(q3, k3, v3, torch.from_numpy(rows), float(call.scale), int(block_q), int(block_k))
     out = out.reshape(call.out_shape).to(call.dtype)
     if return_lse:
@@ -384,35 +381,34 @@ def torch_route(call: Call, q, k, v, *, return_lse: bool = False, block_q: int =
     return out
 
 
-def _eligible(call: Call, q, k, v):
-    """The call's row ranges when torch_route takes it, else None."""
+def values_ok(q, k, v) -> bool:
+    """Every value of q, k, v finite and |v| <= 2^60 (the forward's e^16 headroom must not overflow
+    P·v): one C pass over each contiguous float32 tensor (no temporaries, no torch threads), torch's
+    isfinite otherwise."""
     import torch
 
-    if not all(isinstance(x, torch.Tensor) and x.device.type == "cpu" for x in (q, k, v)):
-        return None
-    if call.work != torch.float32 or call.empty or call.dk == 0 or call.dv == 0:
-        return None
-    if call.bias is not None or call.score_mod is not None or call.mask is not None:
-        return None
-    if not available():
-        return None
-    return row_ranges(call)
-
-
-def _finite(q3, k3, v3) -> bool:
-    """Every value finite and |v| <= 2^60 (one C pass over each, no temporaries, no torch threads)."""
-    tops = [blocked._fused.absmax(x.detach().numpy().reshape(-1)) for x in (q3, k3, v3)]
+    tops = []
+    for x in (q, k, v):
+        x = x.detach()
+        if x.dtype == torch.float32 and x.is_contiguous() and x.numel():
+            tops.append(float(blocked._fused.absmax(x.numpy().reshape(-1))))
+        else:
+            tops.append(float(x.abs().max()) if x.numel() else 0.0)
     return all(math.isfinite(t) for t in tops) and tops[2] <= _MAX_VALUE
 
 
 def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask_mod=None,
                     return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K):
-    """attention(q, k, v, causal=…, scale=…, mask_mod=…) through this route only (for tests and
-    benchmarks): CPU torch tensors, forward and backward in C. Same shapes and meaning as
-    `qkv.attention`; raises ValueError naming the reason when the route does not take the call."""
+    """attention(q, k, v, causal=…, scale=…, mask_mod=…) through the TORCH_FLASH route only (tests,
+    benchmarks, ring attention): CPU torch tensors, forward and backward in C, with the given block
+    sizes. Same shapes and meaning as `qkv.attention`; raises ValueError naming why the route does
+    not take the call."""
+    from .route import torch_flash_why_not
+
     call = check_call(q, k, v, None, causal=causal, scale=scale, mask_mod=mask_mod)
-    result = torch_route(call, q, k, v, return_lse=return_lse, block_q=block_q, block_k=block_k)
-    if result is None:
-        raise ValueError("the C training route takes CPU float32/float16/bfloat16 torch tensors with finite "
-                         "values, no mask array, bias or score_mod, and a mask function with key ranges")
-    return result
+    why = torch_flash_why_not(call, pinned=True)
+    if why is not None:
+        raise ValueError(f"the C training route does not take this call: {why}")
+    if call.empty:
+        raise ValueError("the C training route does not take this call: Tq, Tk or a leading dimension is 0")
+    return run(call, return_lse=return_lse, block_q=block_q, block_k=block_k)

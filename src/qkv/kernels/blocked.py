@@ -23,22 +23,26 @@ with the C extension, masked inside its pass (the future keys take no exp and be
 For float32, steps 3–5 (row max, reference, exp, row sums) run in the optional C extension
 `_fused` (one pass per row, vectorised exp; ~4× less time than NumPy's passes) when it is
 built; otherwise, and for float64, in NumPy. Both follow the same reference rule.
+
+Which walk a call takes is decided once, by `qkv.kernels.route.choose_route` (a `Route`: its name,
+block sizes, threads, tasks); `run(call, route, want)` executes it. NumPy's BLAS (the sgemm handed
+to C, held to one thread) lives in `blas.py`, the thread pool and fork gate in `pool.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 import array_api_compat
 
+from . import blas, pool
 from .call import PARTIAL, Call, as_bool_mask, as_scores, check_call
 from .merge import Partial, finalize, finalize_into, lse_of, merge_partials
+from .route import EMPTY, FLASH_MANY, FLASH_ROWS, NUMPY_WALK, Route, batch_head, choose_route
 
 try:   # the optional C extension (setup.py): steps 3–5 for float32 in one pass
     from . import _fused
@@ -47,13 +51,6 @@ except ImportError:   # not built: the NumPy steps below are used
 
 __all__ = ["blocked_attention", "partial_attention"]
 
-DEFAULT_BLOCK_Q = 256
-DEFAULT_BLOCK_K = 512
-# Below this many score elements (summed over heads) a thread pool costs more than it gains.
-_PARALLEL_MIN_SCORES = 1 << 18
-# ... where a score of a one- or two-row block counts this many (it reads a k and a v row: one query
-# over 16,384 keys in 8 heads took 3.4 ms on one thread, 2.8 on two; over 65,536, 10.5 on two).
-_DECODE_WEIGHT = 32
 
 
 def blocked_attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: float | None = None,
@@ -139,13 +136,16 @@ class _Problem:
     scale: float
     causal: bool
     own: tuple = ()        # (q, k, v) before broadcasting to lead (GQA already split), for flash_many
-    memo: dict = field(default_factory=dict)   # per-call values computed once (see _key_ranges)
 
 
-def _prepare(call: Call, q, k, v, mask, bias) -> _Problem:
-    """NumPy broadcast views of a checked call, in the dtype the kernel computes in."""
+def _prepare(call: Call, route: Route) -> _Problem:
+    """NumPy broadcast views of a checked call, in the dtype the kernel computes in. On the C walks
+    every (T, D) slice has rows BLAS can read as they are (copied where not: a transposed array)."""
     work = np.dtype(call.work)
-    q, k, v = (np.asarray(x).astype(work, copy=False) for x in (q, k, v))
+    q, k, v = (np.asarray(x).astype(work, copy=False) for x in (call.q, call.k, call.v))
+    if route.name in (FLASH_MANY, FLASH_ROWS):
+        q, k, v = (x if _rows_fit(x) else np.ascontiguousarray(x) for x in (q, k, v))
+    mask, bias = call.mask, call.bias
     tq, tk, dk, dv = call.tq, call.tk, call.dk, call.dv
     grouped = call.groups > 1
     if grouped:   # q (…, H, Tq, Dk) → (…, G, H/G, Tq, Dk); k, v (…, G, Tk, ·) → (…, G, 1, Tk, ·)
@@ -167,18 +167,14 @@ def _prepare(call: Call, q, k, v, mask, bias) -> _Problem:
     # query may not attend to are never read. Large values are scaled by an exact power of two:
     # the lazy reference lets P reach e^16, and P·v must not overflow where softmax·v does not.
     v_raw, bad_keys = None, None
-    if _fused is not None and v.dtype == np.float32 and v.flags.c_contiguous:
-        top = _fused.absmax(v)                        # one pass: max |v|, NaN or inf if any is
-        low, high = (work.type(-top), work.type(top))
-    else:
-        low, high = (v.min(), v.max()) if v.size else (work.type(0), work.type(0))   # two passes, no temporaries
-    if not (np.isfinite(low) and np.isfinite(high)):                            # a NaN or ±inf somewhere
+    top = route.v_top                                 # max |v|, NaN or inf if any is (choose_route)
+    if not np.isfinite(top):                          # a NaN or ±inf somewhere
         finite = np.isfinite(v)
         bad_keys = ~finite.all(axis=-1)
         bad_keys = bad_keys.reshape(-1, tk).any(axis=0) if bad_keys.ndim > 1 else bad_keys
         v_raw, v = v, np.where(finite, v, 0)
         low, high = (v.min(), v.max()) if v.size else (work.type(0), work.type(0))
-    top = max(abs(low), abs(high))
+        top = max(abs(low), abs(high))
     exponent = int(np.frexp(top)[1])
     if exponent <= np.finfo(work).maxexp // 2:
         exponent = 0
@@ -214,100 +210,38 @@ def _split_axis(x: np.ndarray, axis: int, outer: int, inner: int) -> np.ndarray:
 # may be up to e^16 ≈ 2^23 larger than with r = max; values above 2^64 (float32) are therefore
 # scaled down by a power of two first (in _prepare), exactly.
 _HEADROOM = 16.0
-# float32 blocks take _fused.softmax_rows for steps 3–5 when the extension is built: the same
-# reference logic, but per row in one pass (max, then exp(S − r) and its sum while the row is in
-# L1) with a vectorised exp, ~0.3 ns per score against ~1.6 ns for NumPy's passes. Chosen once,
-# here; tests switch it to run every kernel test on both paths.
-_USE_FUSED = _fused is not None
-# With _fused, the causal diagonal is masked inside softmax_rows (limit) instead of by adding the
-# 0/−inf band first: the same bits, one pass less. Tests switch it to check both.
-_CAUSAL_IN_C = True
-# float32 calls without bias, score_mod or non-finite values walk each query block's key blocks in
-# C (_fused.flash_rows: both products in NumPy's own BLAS, found once by _sgemm_ready; acc += P·V
-# accumulated by the BLAS). Tests switch it off to run the Python walk too.
-_USE_FLASH = True
-# ... and where no task needs a mask array, run every task in C through flash_many (no Python per
-# task); tests switch it off to run flash_rows per task too.
-_USE_MANY = True
+# Which walk a call takes (flash_many, flash_rows, the Python walk with _fused.softmax_rows — the same
+# reference logic per row in one pass, ~0.3 ns per score against ~1.6 ns for NumPy's passes — or
+# NumPy only) is its Route (qkv.kernels.route.choose_route); this module executes it.
 # Masks handed to flash_rows at once, at most (bytes, beyond one block): bounds a task's memory.
 _FLASH_MASK_BYTES = 1 << 22
-_sgemm_state = None   # None: not looked for yet; False: not found; True: handed to _fused
-_sgemm_found = None   # (address, ilp64) of the checked cblas_sgemm, for the backward (autograd.py)
+
+# The C boundary's tables: C-contiguous int64 rows with these columns (the same as _fused.c's
+# struct block_row and struct task_row).
+# A key block: keys j0:j1; flags: BLOCK_LIMIT (row r keeps only keys j < j0 + limit + r: the causal
+# diagonal, a band's upper edge), BLOCK_START (only j >= j0 + start + r: a band's lower edge),
+# BLOCK_RANGES (each row's own key range, MaskInfo.key_ranges, applied by flash_many).
+BLOCK_COLUMNS = ("j0", "j1", "flags", "limit", "start")
+BLOCK_LIMIT, BLOCK_START, BLOCK_RANGES = 1, 2, 4
+# A flash_many task: rows i0:i1 of q head q_head against k, v head kv_head, into out head out_head,
+# over the key blocks b0:b1 of the blocks table.
+TASK_COLUMNS = ("q_head", "kv_head", "out_head", "i0", "i1", "b0", "b1")
+_T = {name: i for i, name in enumerate(TASK_COLUMNS)}
 
 
-def _sgemm_ready() -> bool:
-    """Whether _fused.flash_rows has a BLAS sgemm. The first call looks for cblas_sgemm in the BLAS
-    libraries loaded in this process (threadpoolctl lists them; NumPy's comes first), checks it
-    on a small product against NumPy, and hands its address to _fused."""
-    global _sgemm_state
-    if _sgemm_state is None:
-        with _pool_lock:
-            if _sgemm_state is None:
-                _sgemm_state = _find_sgemm()
-    return _sgemm_state
-
-
-def _find_sgemm() -> bool:
-    """Hands _fused the cblas_sgemm of the OpenBLAS that NumPy uses (other BLAS libraries: not
-    used; the kernel then walks in Python). Its integer width comes from the library itself
-    (openblas_get_config names USE64BITINT), never from a guess; the function is then checked on
-    a small product against float64 NumPy."""
-    import ctypes
-
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return False
-    numpy_dir = os.path.dirname(os.path.dirname(np.__file__))
-    libraries = [info["filepath"] for info in threadpool_info()
-                 if info.get("user_api") == "blas" and info.get("internal_api") == "openblas"]
-    libraries.sort(key=lambda path: not path.startswith(numpy_dir))   # NumPy's own BLAS first
-    rng = np.random.default_rng(0)
-    q, k, v = (rng.standard_normal(shape).astype(np.float32) for shape in ((3, 5), (7, 5), (7, 4)))
-    expected = np.exp(q.astype(np.float64) @ k.T.astype(np.float64)) @ v.astype(np.float64)
-    for path in libraries:
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            continue
-        # NumPy's wheels: scipy-openblas, symbols "scipy_…64_"; a plain OpenBLAS: no prefix or suffix.
-        for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
-            sgemm = getattr(library, f"{prefix}cblas_sgemm{suffix}", None)
-            config = getattr(library, f"{prefix}openblas_get_config{suffix}", None)
-            if sgemm is None or config is None:
-                continue
-            config.restype = ctypes.c_char_p
-            ilp64 = b"USE64BITINT" in (config() or b"")
-            _fused.set_sgemm(ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
-            acc, ref, l, alpha = np.zeros((3, 4), np.float32), *(np.zeros(3, np.float32) for _ in range(3))
-            try:
-                _fused.flash_rows(q, k, v, acc, ref, l, alpha, None, np.empty((3, 7), np.float32),
-                                  np.array([[0, 7, 0, 0, 0]], np.int64), None, _HEADROOM)
-            except Exception:   # pragma: no cover - a BLAS that refuses the call
-                acc[:] = np.nan
-            if np.allclose(acc, expected, rtol=1e-4, atol=1e-4):
-                global _sgemm_found
-                _sgemm_found = (ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
-                return True
-    _fused.set_sgemm(0, False)
-    return False
-
-
-# With a mask function that reports block kinds, smaller key blocks skip more (a window of
-# width W touches about W/block_k + 1 key blocks per query block).
-_SPARSE_BLOCK_K = 256
-_BAND_BLOCK = 128
-# Short causal calls (no mask function, Tk ≤ 2048) take square 256×256 blocks: less of each
-# block to mask, fewer uneven tasks. Measured on 2 AMD EPYC cores, alternating with torch SDPA:
-# ~3–5 % faster at T = 512 and 1024, no gain at T = 4096 (more blocks, more Python per block).
-_CAUSAL_BLOCK_K = 256
-_CAUSAL_SQUARE_MAX_TK = 2048
+def _block_row(j0, j1, limit, start, ranged=False) -> tuple:
+    """One row of a blocks table (BLOCK_COLUMNS)."""
+    flags = (BLOCK_LIMIT if limit is not None else 0) | (BLOCK_START if start is not None else 0) | \
+        (BLOCK_RANGES if ranged else 0)
+    return (j0, j1, flags, limit or 0, start or 0)
 
 
 def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_mod=None, score_mod=None,
-               block_q=None, block_k=None, num_threads=None, want="out", call: Call | None = None):
+               block_q=None, block_k=None, num_threads=None, want="out", call: Call | None = None, route=None):
     """The kernel. want: "out" (the output), "lse" ((out, lse)) or "partial" (the un-normalised
-    `Partial`). `call` skips validation when the caller (qkv.attention) has checked already."""
+    `Partial`). `call` skips validation when the caller (qkv.attention) has checked already.
+    route: a Route chosen already (qkv.attention), or the fastest kernel route allowed (a RouteName
+    or its value: "flash_many", "flash_rows", "py_walk", "numpy_walk"; default flash_many)."""
     for name, value in (("block_q", block_q), ("block_k", block_k), ("num_threads", num_threads)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -317,69 +251,35 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
                           score_mod=score_mod)
     if not array_api_compat.is_numpy_namespace(call.xp):
         raise TypeError("the blocked kernel takes NumPy arrays; pass torch tensors to qkv.attention")
-    tq, tk, dv = call.tq, call.tk, call.dv
+    if not isinstance(route, Route):
+        route = choose_route(call, want=want, route=FLASH_MANY if route is None else route, block_q=block_q,
+                             block_k=block_k, num_threads=num_threads)
+    return run(call, route, want)
+
+
+def run(call: Call, route: Route, want: str = "out"):
+    """Execute a kernel route (or EMPTY) of a checked NumPy call: out, (out, lse) or a Partial."""
     out_shape = call.out_shape
-    if call.empty:
+    if route.name == EMPTY:
         out = np.zeros(out_shape, call.dtype)
         rows = np.full(out_shape[:-1], -np.inf, call.dtype)
         if want == "partial":
             return Partial(out, rows, np.zeros(out_shape[:-1], call.dtype))
         return (out, rows) if want == "lse" else out
-    prob = _prepare(call, q, k, v, call.mask, call.bias)
+    tq, dv = call.tq, call.dv
+    prob = _prepare(call, route)
     heads = list(np.ndindex(*prob.lead))
-    sparse = callable(getattr(call.mask_mod, "block_kinds", None))
-    # A band (window, causal: masks of kv − q) wastes less of each block when blocks are smaller:
-    # measured 10 % faster at 128×128 than 256×256 for W = 256, T = 4096 (busy cores, alternating).
-    band = sparse and bool(getattr(call.mask_mod, "relative", False))
-    bq = min(block_q or (_BAND_BLOCK if band else DEFAULT_BLOCK_Q), tq)
-    # With few query rows (decoding) take longer key blocks, keeping the score block at
-    # the default's size: fewer, larger BLAS calls for the same memory.
-    # Short causal calls with full query blocks: square key blocks (see _CAUSAL_BLOCK_K).
-    default_bk = (_BAND_BLOCK if band else _SPARSE_BLOCK_K) if sparse else \
-        _CAUSAL_BLOCK_K if prob.causal and bq >= DEFAULT_BLOCK_Q and tk <= _CAUSAL_SQUARE_MAX_TK else \
-        max(DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q * DEFAULT_BLOCK_K // bq)
-    bk = min(block_k or default_bk, tk)
-    shift = tk - tq  # causal: query i sees key j iff j <= i + shift
-    n_kb = -(-tk // bk)
-    kinds_by_head = {}
-
-    def plan_tasks(for_heads):   # (head, i0, i1, key block indices to visit: ascending, none empty, key_end)
-        planned = []
-        for h in for_heads:
-            kinds = kinds_by_head[h] = _block_kinds(prob, h, bq, bk) if sparse else None
-            for qb, i0 in enumerate(range(0, tq, bq)):
-                i1 = min(i0 + bq, tq)
-                key_end = min(tk, i1 + shift) if prob.causal else tk   # keys past this are all future
-                last = -(-max(key_end, 0) // bk)
-                blocks = np.arange(last) if kinds is None else np.flatnonzero(kinds[qb, :last])
-                planned.append((h, i0, i1, blocks, key_end))
-        return planned
-
-    # On the flash_many route every head has the same key blocks: plan the first head only.
-    many = want != "partial" and _many_route(prob)
-    tasks = plan_tasks(heads[:1] if many else heads)
-    copies = len(heads) if many else 1
-    n_tasks = len(tasks) * copies
-    total_blocks = sum(len(t[3]) for t in tasks) * copies
-    # A decoding row (one or two queries) reads a whole k and v row per score: count it heavier.
-    big = total_blocks * bq * bk * (_DECODE_WEIGHT if bq <= 2 else 1) >= _PARALLEL_MIN_SCORES
-    threads = min(num_threads or _available_cpus(), max(n_tasks, n_kb)) if big else 1
-    # Too few (head, query block) tasks for the threads — one long head, or decoding with few
-    # heads: split each task's key blocks into ranges, one Partial per range, and merge them
-    # with merge_partials. Otherwise one range, written straight into the result.
-    ranges = 1 if n_tasks >= threads else min(-(-threads // n_tasks), n_kb)
+    threads, big, ranges = route.threads, route.big, route.ranges
     keep_partial = want != "out" or ranges > 1
-    if many and ranges == 1:
-        ctx = _Context(prob, [], bq, bk, shift, keep_partial, kinds_by_head if sparse else {})
-        out, lse = _flash_all(ctx, tasks, threads, big, want)
+    if route.name == FLASH_MANY:
+        ctx = _Context(prob, route, [], keep_partial)
+        out, lse = _flash_all(ctx, list(route.tasks), threads, big, want)
         out = _cast(_unscale(out, prob.v_exponent).reshape(out_shape), call.dtype)
         return (out, _cast(lse.reshape(out_shape[:-1]), call.dtype)) if want == "lse" else out
-    if many:
-        tasks = plan_tasks(heads)
     parts = [_State.empty(prob.lead + (tq, dv), prob.q.dtype) for _ in range(ranges)]
-    ctx = _Context(prob, parts, bq, bk, shift, keep_partial, kinds_by_head if sparse else {})
+    ctx = _Context(prob, route, parts, keep_partial)
     jobs = []
-    for h, i0, i1, blocks, key_end in tasks:
+    for h, i0, i1, blocks, key_end in route.tasks:
         for r in range(ranges):   # range r: blocks [r·n/ranges, (r+1)·n/ranges) of this task's list
             chosen = blocks[len(blocks) * r // ranges: len(blocks) * (r + 1) // ranges]
             if len(chosen) or r == 0:
@@ -388,8 +288,8 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     # BLAS is held to one thread even without a pool: its own threads on these block-sized
     # products cost more in synchronisation than they gain (and spin badly on a busy
     # machine). Small problems skip the pool and the limit (~70 µs to set and restore).
-    with _fork_gate(), (_blas_single_thread() if big else contextlib.nullcontext()):
-        _run_all(ctx.run, jobs, threads)
+    with pool.fork_gate(), (blas.single_thread() if big else contextlib.nullcontext()):
+        pool.run_all(ctx.run, jobs, threads)
     whole = parts[0].as_partial() if keep_partial else None
     for part in parts[1:]:
         whole = merge_partials(whole, part.as_partial())
@@ -403,37 +303,6 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     if want == "lse":
         return out, _cast(lse_of(whole).reshape(out_shape[:-1]), call.dtype)
     return out
-
-
-def _many_route(prob: _Problem) -> bool:
-    """Whether the whole call can run as flash_many tasks: float32 through the C walk with no
-    mask array (no mask; no mask function, a band or per-row key ranges: the same for every batch
-    and head), no bias, score_mod or non-finite values, and k, v with the same leading shape."""
-    call = prob.call
-    mask_mod = call.mask_mod
-    if not (_USE_MANY and _USE_FLASH and _USE_FUSED and _fused is not None and prob.q.dtype == np.float32):
-        return False
-    if prob.mask is not None or prob.bias is not None or call.score_mod is not None or prob.bad_keys is not None:
-        return False
-    if call.dk == 0 or call.dv == 0 or prob.own[1].shape[:-2] != prob.own[2].shape[:-2]:
-        return False
-    if mask_mod is not None:
-        if not callable(getattr(mask_mod, "block_kinds", None)):
-            return False
-        if getattr(mask_mod, "band", None) is None and _key_ranges(prob) is None:
-            return False
-    return _sgemm_ready()
-
-
-def _key_ranges(prob: _Problem):
-    """The mask function's per-row key ranges ((2, Tq) int64: query q sees keys lo ≤ kv < hi, the
-    same for every batch and head), or None. Computed once per call."""
-    call = prob.call
-    if "ranges" not in prob.memo:
-        found = getattr(call.mask_mod, "key_ranges", None)
-        found = found(call.tq, call.tk) if callable(found) else None
-        prob.memo["ranges"] = None if found is None else np.ascontiguousarray(np.stack(found).astype(np.int64))
-    return prob.memo["ranges"]
 
 
 # flash_many returns to Python after this many seconds (and is called again): Ctrl-C stays prompt.
@@ -454,13 +323,14 @@ def _keep_table(key, value) -> None:
 def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want: str):
     """Every (head, query block) task in C: one flash_many call per thread, each taking the next task
     from a shared counter (heaviest first), so no Python runs per task. first_head: the first head's
-    (head, i0, i1, key blocks, key_end) tasks; every head has the same key blocks (see _many_route).
+    (head, i0, i1, key blocks, key_end) tasks; every head has the same key blocks (see route.choose_route).
     Returns out (*L, Tq, Dv) and lse (*L, Tq) (None unless want == "lse"), float32."""
     prob = ctx.prob
     call = prob.call
     tq, tk, dk, dv = call.tq, call.tk, call.dk, call.dv
-    band = getattr(call.mask_mod, "band", None)
-    key_rows = _key_ranges(prob) if call.mask_mod is not None and band is None else None
+    info = call.mask_info
+    band = None if info is None else info.band
+    key_rows = info.key_ranges if info is not None and band is None else None
     # Key ranges from data (documents' ids): a table per call; otherwise one per shape, kept.
     key = None if key_rows is not None else (tq, tk, ctx.bq, ctx.bk, prob.causal, band)
     cached = None if key is None else _TABLES.get(key)
@@ -471,10 +341,9 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
             for j0, j1, blocked, limit, start, ranged in ctx.plan(head, i0, i1, blocks, key_end, ranges=True,
                                                                   key_rows=key_rows is not None):
                 assert blocked is None, "partial blocks of a band or key ranges come with no mask array"
-                flags = (limit is not None) | (start is not None) << 1 | ranged << 2
-                table.append((j0, j1, flags, limit or 0, start or 0))
+                table.append(_block_row(j0, j1, limit, start, ranged))
             rows.append((i0, i1, b0, len(table)))
-        cached = (np.array(table, np.int64).reshape(-1, 5), np.array(rows, np.int64).reshape(-1, 4))
+        cached = (np.array(table, np.int64).reshape(-1, len(BLOCK_COLUMNS)), np.array(rows, np.int64).reshape(-1, 4))
         for array in cached:
             array.flags.writeable = False
         if key is not None:
@@ -509,8 +378,8 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
         finally:
             _give_scratch(buf)
 
-    with _fork_gate(), (_blas_single_thread() if big else contextlib.nullcontext()):
-        _run_all(work, [()] * max(threads, 1), threads)
+    with pool.fork_gate(), (blas.single_thread() if big else contextlib.nullcontext()):
+        pool.run_all(work, [()] * max(threads, 1), threads)
     return out, lse
 
 
@@ -522,13 +391,13 @@ def _task_table(query_blocks: np.ndarray, lead: tuple, q_lead: tuple, k_lead: tu
         return np.broadcast_to(np.arange(int(np.prod(own_lead))).reshape(own_lead), lead).ravel()
 
     n = int(np.prod(lead))
-    tasks = np.empty((n, len(query_blocks), 7), np.int64)
-    tasks[:, :, 0] = flat_index(q_lead)[:, None]
-    tasks[:, :, 1] = flat_index(k_lead)[:, None]
-    tasks[:, :, 2] = np.arange(n)[:, None]
-    tasks[:, :, 3:] = query_blocks[None]
-    tasks = tasks.reshape(-1, 7)
-    weight = (tasks[:, 4] - tasks[:, 3]) * (tasks[:, 6] - tasks[:, 5])
+    tasks = np.empty((n, len(query_blocks), len(TASK_COLUMNS)), np.int64)
+    tasks[:, :, _T["q_head"]] = flat_index(q_lead)[:, None]
+    tasks[:, :, _T["kv_head"]] = flat_index(k_lead)[:, None]
+    tasks[:, :, _T["out_head"]] = np.arange(n)[:, None]
+    tasks[:, :, _T["i0"]:] = query_blocks[None]          # i0, i1, b0, b1
+    tasks = tasks.reshape(-1, len(TASK_COLUMNS))
+    weight = (tasks[:, _T["i1"]] - tasks[:, _T["i0"]]) * (tasks[:, _T["b1"]] - tasks[:, _T["b0"]])
     tasks = np.ascontiguousarray(tasks[np.argsort(-weight, kind="stable")])
     tasks.flags.writeable = False
     return tasks
@@ -552,31 +421,6 @@ def _cast(x: np.ndarray, dtype) -> np.ndarray:
     return x.astype(dtype, copy=False)
 
 
-def _block_kinds(prob: _Problem, head: tuple, bq: int, bk: int) -> np.ndarray:
-    """(query blocks, key blocks) int8 of EMPTY / PARTIAL / FULL from the mask function's
-    block_kinds(b, h, q_lo, q_hi, k_lo, k_hi) (half-open index ranges, broadcasting arrays)."""
-    call = prob.call
-    b, h = _batch_head(prob, head)
-    tq, tk = call.tq, call.tk
-    q_lo = np.arange(0, tq, bq)[:, None]
-    k_lo = np.arange(0, tk, bk)[None, :]
-    kinds = call.mask_mod.block_kinds(b, h, q_lo, np.minimum(q_lo + bq, tq), k_lo, np.minimum(k_lo + bk, tk))
-    return np.broadcast_to(np.asarray(kinds, dtype=np.int8), (q_lo.shape[0], k_lo.shape[1]))
-
-
-def _batch_head(prob: _Problem, head: tuple) -> tuple:
-    """The flex_attention indices (b, h) of one (batch, head) pair of the loop."""
-    call = prob.call
-    if call.groups > 1:   # (…, G, H/G) → (…, H)
-        head = head[:-2] + (head[-2] * call.groups + head[-1],)
-    if not call.lead:
-        return np.int64(0), np.int64(0)
-    # the loop's lead may hold broadcast 1s where call.lead does not: index within call.lead
-    head = tuple(min(i, n - 1) for i, n in zip(head, call.lead))
-    b = np.ravel_multi_index(head[:-1], call.lead[:-1]) if len(head) > 1 else 0
-    return np.int64(b), np.int64(head[-1])
-
-
 @dataclass(frozen=True)
 class _State:
     """One key range's result over all (batch, head) pairs: acc (*L, Tq, Dv), row_max, row_sum (*L, Tq)."""
@@ -596,19 +440,19 @@ class _State:
 class _Context:
     """One call's inputs, outputs and per-thread scratch; `run` computes one query block over one key range."""
 
-    def __init__(self, prob, parts, bq, bk, shift, partial, kinds):
-        self.prob, self.parts = prob, parts
-        self.bq, self.bk, self.shift, self.partial = bq, bk, shift, partial
+    def __init__(self, prob, route: Route, parts, partial):
+        self.prob, self.parts, self.route = prob, parts, route
+        self.bq, self.bk, self.shift, self.partial = route.block_q, route.block_k, prob.call.tk - prob.call.tq, partial
         self.scale = prob.q.dtype.type(prob.scale)
-        self.fused = _fused.softmax_rows if _USE_FUSED and prob.q.dtype == np.float32 else None
-        call = prob.call
-        # The whole walk in C where nothing needs Python per block (no bias, no score_mod, finite
-        # values, Dk and Dv > 0) and NumPy's BLAS was found.
-        simple = call.bias is None and call.score_mod is None and prob.bad_keys is None and call.dk > 0 and call.dv > 0
-        self.flash = _fused.flash_rows if self.fused is not None and _USE_FLASH and simple and _sgemm_ready() else None
-        self.causal_bias = _causal_band(bq, bk, prob.q.dtype) if prob.causal else None
-        self.kinds = kinds   # head → (query blocks, key blocks) kinds of the mask function, if it has them
-        self.relative = bool(getattr(prob.call.mask_mod, "relative", False))
+        # The route says which walk: flash_rows (C, both products in NumPy's BLAS), the Python walk
+        # with the C softmax step (softmax_rows), or NumPy only.
+        self.fused = _fused.softmax_rows if route.name != NUMPY_WALK else None
+        self.flash = _fused.flash_rows if route.name in (FLASH_MANY, FLASH_ROWS) else None
+        self.causal_in_c = route.causal_in_c
+        self.causal_bias = _causal_band(self.bq, self.bk, prob.q.dtype) if prob.causal else None
+        self.kinds = route.kinds   # head → (query blocks, key blocks) kinds of the mask function, if it has them
+        self.info = prob.call.mask_info
+        self.relative = self.info is not None and self.info.relative
         self.relative_blocks = {}   # (kv − q offset, rows, cols) → bool "not allowed" block
 
     def relative_block(self, offset, rows, cols, b, h):
@@ -647,17 +491,18 @@ class _Context:
         ranges: a mask function that is a band of kv − q (qkv.masks.causal, sliding_window: its
         `band`) gives its partial blocks as limit/start (the C walk masks by row ranges, with no
         array and no exp on hidden keys) instead of a mask array. key_rows: a mask function with
-        per-row key ranges (_key_ranges: documents, prefix-LM, chunked) gives its partial blocks
+        per-row key ranges (MaskInfo.key_ranges: documents, prefix-LM, chunked) gives its partial blocks
         with no array and the last field True (flash_many applies the ranges)."""
         prob, bk, shift = self.prob, self.bk, self.shift
         call = prob.call
         rows = i1 - i0
         mask = prob.mask[head] if prob.mask is not None else None   # (Tq, Tk) view, no copy
         kinds = self.kinds_row(head, i0)                            # (key blocks,) or None
-        band = getattr(call.mask_mod, "band", None) if ranges and kinds is not None and mask is None else None
-        by_rows = key_rows and band is None and kinds is not None and mask is None and _key_ranges(prob) is not None
+        info = self.info
+        band = info.band if ranges and kinds is not None and mask is None else None
+        by_rows = key_rows and band is None and kinds is not None and mask is None and info.key_ranges is not None
         if call.mask_mod is not None:
-            b, h = _batch_head(prob, head)
+            b, h = batch_head(call, head)
             q_idx = np.arange(i0, i1, dtype=np.int64)[:, None]
         for jb in blocks:
             j0 = int(jb) * bk
@@ -676,7 +521,7 @@ class _Context:
                     start = None if lo is None else i0 + lo - j0
                     limit = None if hi is None else i0 + hi - j0 + 1
                 elif by_rows:
-                    rows_ranged = True   # each row's key range (_key_ranges), applied in C
+                    rows_ranged = True   # each row's key range (MaskInfo.key_ranges), applied in C
                 elif kinds is not None and self.relative and allowed is None:
                     # The mask depends on kv − q only (windows, causal): one block per offset, kept.
                     blocked = self.relative_block(j0 - i0, rows, cols, b, h)
@@ -717,15 +562,14 @@ class _Context:
         l.fill(0)
         row_max.fill(-np.inf)
         queries = prob.q[head][i0:i1]                               # (rows, Dk)
-        if self.flash is not None and _rows_fit(keys) and _rows_fit(values) and _rows_fit(queries):
+        if self.flash is not None:   # (_prepare made every row readable by BLAS)
             # Steps 1–8 in C for every key block (_fused.flash_rows): q·scale once, the two
             # products in NumPy's BLAS, the softmax step of softmax_rows, acc += P·V in place, and
             # out = acc / l at the end; masks handed over a few blocks at a time (at most
             # _FLASH_MASK_BYTES of them).
             chunk, masks, held = [], [], 0
             for j0, j1, blocked, limit, start, _ in self.plan(head, i0, i1, blocks, key_end, ranges=True):
-                flags = (limit is not None) | (start is not None) << 1
-                chunk.append((j0, j1, flags, limit or 0, start or 0))
+                chunk.append(_block_row(j0, j1, limit, start))
                 masks.append(blocked)
                 held += 0 if blocked is None else blocked.size
                 if held > _FLASH_MASK_BYTES:
@@ -757,7 +601,7 @@ class _Context:
             finalize_into(acc, l)
 
     def _flash(self, queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, finalize):
-        blocks = np.array(chunk, dtype=np.int64).reshape(-1, 5)
+        blocks = np.array(chunk, dtype=np.int64).reshape(-1, len(BLOCK_COLUMNS))
         self.flash(queries, keys, values, acc, ref, l, alpha, row_max if self.partial else None, buf.scores,
                    blocks, None if all(m is None for m in masks) else masks, _HEADROOM, scale=self.scale,
                    finalize=finalize)
@@ -770,7 +614,7 @@ class _Context:
         rows = i1 - i0
         bias = prob.bias[head] if prob.bias is not None else None   # (Tq, Tk) view, no copy
         if call.score_mod is not None:
-            b, h = _batch_head(prob, head)
+            b, h = batch_head(call, head)
             q_idx = np.arange(i0, i1, dtype=np.int64)[:, None]
         block_out = buf.block_out[:rows]                            # (rows, Dv)
         moved, fresh = (row[:rows] for row in buf.flags)
@@ -789,7 +633,7 @@ class _Context:
                 np.copyto(scores, as_scores(call.score_mod(scores, b, h, q_idx, kv_idx), scores), casting="same_kind")
             if blocked is not None:
                 np.copyto(scores, -np.inf, where=blocked)
-            if limit is not None and not (self.fused is not None and _CAUSAL_IN_C):
+            if limit is not None and not (self.fused is not None and self.causal_in_c):
                 offset = self.bk - (limit - 1)                      # add the 0/−inf band
                 np.add(scores, self.causal_bias[:rows, offset : offset + cols], out=scores)
                 limit = None
@@ -837,8 +681,9 @@ class _Context:
 
 
 def _rows_fit(x: np.ndarray) -> bool:
-    """Whether a (T, D) view can go to BLAS as it is: contiguous rows that do not overlap."""
-    return x.strides[1] == x.itemsize and (x.shape[0] <= 1 or x.strides[0] >= x.shape[1] * x.itemsize)
+    """Whether every (T, D) slice of x (…, T, D) can go to BLAS as it is: contiguous rows that do
+    not overlap."""
+    return x.strides[-1] == x.itemsize and (x.shape[-2] <= 1 or x.strides[-2] >= x.shape[-1] * x.itemsize)
 
 
 def _add_non_finite_values(block_out, probs, values, j0, bad):
@@ -891,169 +736,3 @@ def _take_scratch(key) -> _Scratch:
 
 def _give_scratch(buffers: _Scratch) -> None:
     _shelf.buffers = buffers
-
-
-# --------------------------------------------------------------------------- threads
-_pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-
-
-def _run_all(run, jobs, threads) -> None:
-    """run(*job) for every job, on `threads` threads: the caller and threads − 1 workers of a
-    pool kept between calls (starting threads per call cost ~0.1–1 ms). Each thread takes the
-    next job from the shared list (heaviest first), so a slow thread never holds up the rest."""
-    threads = min(threads, len(jobs))
-    if threads <= 1:
-        for job in jobs:
-            run(*job)
-        return
-    pending = iter(jobs)
-    lock = threading.Lock()
-    failed = []
-
-    def drain():
-        while not failed:
-            with lock:
-                job = next(pending, None)
-            if job is None:
-                return
-            try:
-                run(*job)
-            except BaseException:
-                failed.append(True)
-                raise
-
-    futures = _submit(drain, threads - 1)
-    try:
-        drain()
-    finally:
-        for future in futures:
-            future.cancel()   # not started (pool busy with another call): nothing left to do
-        for future in futures:
-            if not future.cancelled():
-                future.result()   # waits; re-raises a worker's exception
-
-
-def _submit(fn, count: int) -> list:
-    """Submit fn `count` times to the shared pool, growing it first if it is too small.
-
-    Under the lock, so a concurrent call that grows (replaces) the pool can never shut down the
-    pool between our lookup and our submissions ("cannot schedule new futures after shutdown").
-    A replaced pool is shut down without waiting: work already submitted to it still runs."""
-    global _pool, _pool_size
-    with _pool_lock:
-        if _pool is None or _pool_size < count:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool, _pool_size = ThreadPoolExecutor(count, thread_name_prefix="qkv-attn"), count
-        return [_pool.submit(fn) for _ in range(count)]
-
-
-# os.fork() waits until no kernel call is running, and kernel calls wait while a fork is under way:
-# OpenBLAS shuts its threads down at a fork and may restart them with its default thread count,
-# so a BLAS call in flight in another thread across a fork can hang (seen: sgemm spinning in
-# inner_thread after the fork) and the BLAS limit held for that call would be lost.
-_gate = threading.Condition()
-_gate_active = 0
-_gate_forking = False
-
-
-@contextlib.contextmanager
-def _fork_gate():
-    global _gate_active
-    with _gate:
-        while _gate_forking:
-            _gate.wait()
-        _gate_active += 1
-    try:
-        yield
-    finally:
-        with _gate:
-            _gate_active -= 1
-            if _gate_active == 0:
-                _gate.notify_all()
-
-
-def _before_fork() -> None:
-    global _gate_forking
-    with _gate:
-        _gate_forking = True
-        while _gate_active:
-            _gate.wait()
-
-
-def _after_fork_in_parent() -> None:
-    global _gate_forking
-    with _gate:
-        _gate_forking = False
-        _gate.notify_all()
-
-
-def _after_fork_in_child() -> None:
-    """The child of os.fork() has only the forking thread: none of the pool's workers. Start from
-    nothing: a new (empty) pool on first use, fresh locks and gate, no kernel call counted as
-    holding BLAS to one thread. (The gate lets no kernel call run across a fork; should one have
-    held the BLAS limit, the saved limiter restores the original setting after the child's next
-    kernel call.)"""
-    global _pool, _pool_size, _pool_lock, _blas_lock, _blas_users, _blas_limiter, _inherited_limiter
-    global _gate, _gate_active, _gate_forking
-    _gate, _gate_active, _gate_forking = threading.Condition(), 0, False
-    _pool, _pool_size, _pool_lock = None, 0, threading.Lock()
-    _blas_lock = threading.Lock()
-    if _blas_users and _blas_limiter is not None:
-        _inherited_limiter = _blas_limiter
-    _blas_users, _blas_limiter = 0, None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
-                        after_in_child=_after_fork_in_child)
-
-
-def _available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-_blas_lock = threading.Lock()
-_blas_users = 0
-_blas_limiter = None   # threadpoolctl's limiter while any kernel call runs
-_blas_controller = None
-_inherited_limiter = None   # a forked child's copy of the parent's limiter (see _after_fork_in_child)
-
-
-@contextlib.contextmanager
-def _blas_single_thread():
-    """Hold NumPy's BLAS to one thread while the kernel runs.
-
-    Without it each of our threads would start BLAS's own threads: 2 workers × 2 BLAS threads
-    on 2 cores. Uses threadpoolctl when installed; otherwise BLAS is left as it is. BLAS has one
-    process-wide setting, so concurrent kernel calls share the limit (counted): the first sets
-    it and the last one out restores what was there before.
-    """
-    global _blas_users, _blas_limiter, _blas_controller, _inherited_limiter
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        yield
-        return
-    with _blas_lock:
-        if _blas_users == 0:
-            if _blas_controller is None:   # finding the libraries takes ~0.3 ms: once
-                _blas_controller = ThreadpoolController()
-            _blas_limiter = _blas_controller.limit(limits=1, user_api="blas")
-        _blas_users += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0:
-                _blas_limiter.restore_original_limits()
-                _blas_limiter = None
-                if _inherited_limiter is not None:   # forked while the parent held the limit
-                    _inherited_limiter.restore_original_limits()
-                    _inherited_limiter = None

@@ -29,7 +29,7 @@ Block kinds (`EMPTY`, `PARTIAL`, `FULL`) are how a mask function tells the block
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import array_api_compat
@@ -65,6 +65,10 @@ class Call:
     bias: Any
     mask_mod: Callable | None
     score_mod: Callable | None
+    mask_info: Any = None   # qkv.masks.MaskInfo of mask_mod (block kinds, band, key ranges), or None
+    q: Any = field(default=None, repr=False, compare=False)   # the arrays as given
+    k: Any = field(default=None, repr=False, compare=False)
+    v: Any = field(default=None, repr=False, compare=False)
 
     @property
     def scores_shape(self) -> tuple:
@@ -177,11 +181,17 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
     if array_api_compat.is_numpy_namespace(xp):
         mask_mod = _numpy_ready(mask_mod, score=False)
         score_mod = _numpy_ready(score_mod, score=True)
+    info = None
+    if mask_mod is not None:
+        from ..masks import analyse   # qkv.masks imports this module
+
+        info = analyse(mask_mod, tq, tk)
     return Call(
         xp=xp, dtype=q.dtype, work=work, device=array_api_compat.device(q),
         tq=tq, tk=tk, dk=dk, dv=dv, heads=lead[-1] if lead else 1, kv_heads=kv_heads,
         groups=heads // kv_heads if grouped else 1, lead=tuple(lead), scale=value, default_scale=default,
-        causal=bool(causal), mask=mask, bias=bias, mask_mod=mask_mod, score_mod=score_mod,
+        causal=bool(causal), mask=mask, bias=bias, mask_mod=mask_mod, score_mod=score_mod, mask_info=info,
+        q=q, k=k, v=v,
     )
 
 

@@ -27,7 +27,11 @@ __all__ = ["load", "SUPPORTED", "BertEncoder", "BertConfig", "BertWeights", "Poo
            "CausalLM", "Generation"]
 
 # config.json "model_type" values qkv runs, and the module that reads each.
-SUPPORTED = ("bert", "gpt2", "llama", "mistral", "qwen2")
+SUPPORTED = ("bert", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "mixtral",
+             "gpt_neox", "opt", "phi")
+# families refused, with what they lack
+MISSING = {"falcon": "Falcon's fused multi-query layout and ALiBi option are not built in",
+           "gemma3": "a multimodal Gemma 3 (vision tower); save its text model (Gemma3ForCausalLM, model_type gemma3_text)"}
 
 
 def load(model: str | Path = "minilm", *, dtype=np.float32):
@@ -57,6 +61,9 @@ def load(model: str | Path = "minilm", *, dtype=np.float32):
     model_type = data.get("model_type")
     if model_type == "bert":
         return load_bert(directory, dtype=dtype)
+    if model_type in MISSING:
+        raise InputError(f"{model_type!r} is not supported: {MISSING[model_type]}", source=str(directory / "config.json"),
+                         field="model_type")
     if model_type not in SUPPORTED:
         found = "missing" if model_type is None else f"{model_type!r} is not supported"
         raise InputError(f"{found} (qkv runs: {', '.join(SUPPORTED)})", source=str(directory / "config.json"),
@@ -64,17 +71,33 @@ def load(model: str | Path = "minilm", *, dtype=np.float32):
     return _load_decoder(directory, data, text, dtype)
 
 
-def _load_decoder(directory: Path, data: dict, name: str, dtype):
-    from . import gpt2, llama
-    from .checkpoint import open_checkpoint
-    from .decoder import CausalLM, build
+# Tensors a decoder checkpoint may hold that its forward pass does not read: buffers older transformers saved.
+OPTIONAL_TENSORS = ("rotary_emb.inv_freq", "attn.bias", "attn.masked_bias", "masked_bias")
 
-    reader = gpt2 if data["model_type"] == "gpt2" else llama
+
+def _load_decoder(directory: Path, data: dict, name: str, dtype):
+    import warnings
+
+    from . import gpt2, llama, others
+    from .checkpoint import open_checkpoint
+    from .decoder import CausalLM, build, check_rope
+
+    reader = gpt2 if data["model_type"] == "gpt2" else others if data["model_type"] in ("gpt_neox", "opt", "phi") \
+        else llama
     config = reader.read_config(data, str(directory / "config.json"))
+    check_rope(config, str(directory / "config.json"))
+    for key, ids in (("bos_token_id", (config.bos_token_id,)), ("eos_token_id", config.eos_token_ids),
+                     ("pad_token_id", (config.pad_token_id,))):
+        outside = [i for i in ids if i is not None and i >= config.vocab_size]
+        if outside:                                 # transformers warns and loads; so does qkv
+            warnings.warn(f"{directory / 'config.json'}: {key} {outside[0]} is outside the vocabulary of "
+                          f"{config.vocab_size} (ids 0 … {config.vocab_size - 1}); that token can never be produced",
+                          stacklevel=3)
     tokenizer = _read_tokenizer(directory / "tokenizer.json")
     checkpoint = open_checkpoint(directory)
     try:
         arrays = reader.read_weights(checkpoint, config, dtype)
+        checkpoint.check_all_used(str(directory / "config.json"), n_layers=config.n_layers, optional=OPTIONAL_TENSORS)
     finally:
         checkpoint.close()
     blocks, final_norm = build(config, arrays)
@@ -85,7 +108,9 @@ def _read_tokenizer(path: Path):
     """A `tokenizers.Tokenizer` that neither truncates nor pads (one text at a time)."""
     from tokenizers import Tokenizer
 
-    if not path.is_file():
+    from .files import is_present
+
+    if not is_present(path):
         raise InputError("missing (qkv reads the tokenizer from tokenizer.json; save it with the model's "
                          "tokenizer.save_pretrained)", source=str(path))
     try:

@@ -28,7 +28,7 @@ from ..mha import MultiHeadAttention
 from ..trace import Trace
 from .checkpoint import Checkpoint, open_checkpoint
 from .decoder import _check_index, query_index
-from .files import ModelFiles, Pooling, check_token_ids, locate, read_json, read_pooling, read_tokenizer
+from .files import ModelFiles, Pooling, check_finite_states, check_token_ids, locate, read_json, read_pooling, read_tokenizer
 
 __all__ = ["BertConfig", "BertWeights", "BertEncoder", "Tokens", "load"]
 
@@ -67,8 +67,14 @@ class BertConfig:
                              field="model_type")
         position_kind = data.get("position_embedding_type", "absolute")
         if position_kind != "absolute":
-            raise InputError(f"{position_kind!r} is not supported (only \"absolute\")", source=source,
+            raise InputError(f"{position_kind!r} is not supported: relative positions (the distance_embedding "
+                             "tensors) are not built in; transformers 5 ignores this setting too and runs absolute "
+                             "positions, which is not the model the checkpoint was trained as", source=source,
                              field="position_embedding_type")
+        for key, meaning in (("is_decoder", "a causal BERT (BertLMHeadModel): qkv runs BERT as a bidirectional encoder"),
+                             ("add_cross_attention", "cross-attention layers: qkv runs BERT as an encoder alone")):
+            if data.get(key, False) not in (False, None):
+                raise InputError(f"{data[key]!r} is not supported ({meaning})", source=source, field=key)
         act = data.get("hidden_act", "gelu")
         if act not in ACTIVATIONS:
             raise InputError(f"{act!r} is not supported (one of {', '.join(ACTIVATIONS)})", source=source,
@@ -125,12 +131,10 @@ class BertWeights:
         prefix = "bert." if "embeddings.word_embeddings.weight" not in checkpoint and \
             "bert.embeddings.word_embeddings.weight" in checkpoint else ""
         d, f = config.hidden_size, config.intermediate_size
-        used: set[str] = set()
 
         def get(name: str, shape: tuple[int, ...]) -> np.ndarray:
             key = prefix + name
             value = np.asarray(checkpoint.get(key, shape, dtype))            # an ndarray view of the memory map (checked finite)
-            used.add(key)
             return value.copy() if value.ndim == 1 else value                  # vectors: small, owned, writable
 
         def linear(name: str, d_in: int, d_out: int, *, copy: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -160,12 +164,8 @@ class BertWeights:
                       get("embeddings.position_embeddings.weight", (config.max_positions, d)),
                       get("embeddings.token_type_embeddings.weight", (config.type_vocab_size, d)),
                       norm("embeddings.LayerNorm"), tuple(layers))
-        unused = [name for name in checkpoint.names() if name not in used
-                  and not name[len(prefix) if name.startswith(prefix) else 0:].startswith(_OPTIONAL)]
-        if unused:
-            raise InputError(f"is not used by the model {config_source} describes ({config.n_layers} layers, "
-                             f"D = {d}); {len(unused)} tensor(s) unused: config.json and the weights disagree",
-                             source=str(checkpoint.files[unused[0]]), field=unused[0])
+        checkpoint.check_all_used(config_source, n_layers=config.n_layers,
+                                  optional=tuple(prefix + o for o in _OPTIONAL) + _OPTIONAL)
         return weights
 
 
@@ -243,10 +243,10 @@ class BertEncoder:
                 lambda name, value, _layer=i, **meta: record(f"layer {_layer}/{name}", value, **meta))
             if weights:
                 x, layer_weights = block(x, lengths=lengths, return_weights=True, record=scoped)
-                yield x, layer_weights
             else:
-                x = block(x, lengths=lengths, record=scoped)
-                yield x, None
+                x, layer_weights = block(x, lengths=lengths, record=scoped), None
+            check_finite_states(x, where=f"layer {i}'s output", source=str(self.directory), dtype=self.dtype)
+            yield x, layer_weights
 
     def hidden_states(self, text: str) -> list[np.ndarray]:
         """The L + 1 hidden states of one text, each (T, D): embeddings, then every layer's output."""

@@ -18,6 +18,7 @@ one `qkv.InputError` naming the file and, where there is one, the tensor or fiel
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .files import check_finite, read_json
+from .files import check_finite, is_present, read_json
 
 __all__ = ["Checkpoint", "open_checkpoint", "read_config"]
 
@@ -37,7 +38,7 @@ SINGLE = "model.safetensors"
 def read_config(directory: Path) -> dict:
     """config.json of a checkpoint directory as a dict (InputError when missing or not JSON)."""
     path = directory / "config.json"
-    if not path.is_file():
+    if not is_present(path):
         raise InputError("missing (a Hugging Face checkpoint directory needs config.json, model.safetensors "
                          "or a sharded index, and tokenizer.json)", source=str(path))
     return read_json(path)
@@ -53,6 +54,7 @@ class Checkpoint:
 
     directory: Path
     files: dict[str, Path]                       # tensor name → file
+    used: set[str] = field(default_factory=set, repr=False)   # the names `get` has read
     _handles: dict[Path, Any] = field(default_factory=dict, repr=False)
     _headers: dict[Path, tuple[int, dict]] = field(default_factory=dict, repr=False)
 
@@ -74,7 +76,9 @@ class Checkpoint:
         A tensor holding NaN or ±inf is an InputError naming the file and the tensor (every family)."""
         path = self.files.get(name)
         if path is None:
-            raise InputError("tensor missing", source=str(self._describe()), field=name)
+            raise InputError("tensor missing: config.json's model uses it and the weights lack it",
+                             source=str(self._describe()), field=name)
+        self.used.add(name)
         handle = self._open(path)
         piece = handle.get_slice(name)
         stored = tuple(int(d) for d in piece.get_shape())
@@ -110,6 +114,31 @@ class Checkpoint:
             return np.zeros(shape, dtype=stored)
         return np.memmap(path, dtype=stored, mode="r", offset=8 + length + begin, shape=shape)
 
+    def check_all_used(self, config_source: str, *, n_layers: int, optional: tuple[str, ...] = ()) -> None:
+        """Refuse a checkpoint holding tensors the model config.json describes never read (every family).
+
+        Called after a loader has read every tensor it uses through `get`. optional: name prefixes or
+        suffixes a checkpoint may hold that the forward pass does not need (task heads, old buffers
+        such as rotary_emb.inv_freq). Tensors of layers ≥ n_layers mean config.json has fewer layers
+        than the weights: said so. Any other unused tensor is named (config flags that the weights
+        contradict, e.g. biases the config switches off, end here too).
+        """
+        unused = [name for name in self.names() if name not in self.used
+                  and not any(name.startswith(o) or name.endswith("." + o) or f".{o}" in name for o in optional)]
+        if not unused:
+            return
+        deeper = sorted({int(m.group(1)) for m in map(_LAYER.search, unused) if m and int(m.group(1)) >= n_layers})
+        if deeper:
+            first = next(n for n in unused if (m := _LAYER.search(n)) and int(m.group(1)) >= n_layers)
+            raise InputError(f"is not used: {config_source} says {n_layers} layers but the weights hold "
+                             f"{deeper[-1] + 1} or more; config.json and the weights do not belong together",
+                             source=str(self.files[first]), field=first)
+        shown = ", ".join(unused[1:4]) + (f" and {len(unused) - 4} more" if len(unused) > 4 else "")
+        raise InputError(f"is not used by the model {config_source} describes"
+                         + (f" (nor are {shown})" if shown else "")
+                         + ": config.json and the weights disagree (a flag such as attention_bias that the weights "
+                         "contradict, or another architecture)", source=str(self.files[unused[0]]), field=unused[0])
+
     def close(self) -> None:
         self._handles.clear()
         self._headers.clear()
@@ -131,12 +160,12 @@ def open_checkpoint(directory: Path) -> Checkpoint:
     truncated file is refused here, before anything is computed).
     """
     single, index = directory / SINGLE, directory / INDEX
-    if single.is_file():
+    if is_present(single):
         handle = _safe_open(single)
         checkpoint = Checkpoint(directory, {name: single for name in handle.keys()})
         checkpoint._handles[single] = handle
         return checkpoint
-    if index.is_file():
+    if is_present(index):
         data = read_json(index)
         weight_map = data.get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
@@ -145,7 +174,7 @@ def open_checkpoint(directory: Path) -> Checkpoint:
         checkpoint = Checkpoint(directory, files)
         for name, shard in weight_map.items():
             path = directory / str(shard)
-            if Path(str(shard)).name != str(shard) or not path.is_file():
+            if Path(str(shard)).name != str(shard) or not is_present(path):
                 raise InputError(f"names the shard {shard!r}, which is not in the directory", source=str(index),
                                  field=name)
             files[name] = path
@@ -160,6 +189,9 @@ def open_checkpoint(directory: Path) -> Checkpoint:
             "save_pretrained(..., safe_serialization=True))") if pickled else ""
     raise InputError(f"missing: neither {SINGLE} nor {INDEX}{hint}", source=str(single))
 
+
+# a layer index inside a tensor name: "model.layers.3.", "h.3.", "encoder.layer.3.", "decoder.layers.3."
+_LAYER = re.compile(r"(?:^|\.)(?:layers?|h|blocks)\.(\d+)\.")
 
 # safetensors dtype → the NumPy dtype its bytes are read as (bfloat16 as its raw 16 bits)
 _STORED = {"F16": "<f2", "F32": "<f4", "F64": "<f8", "BF16": "<u2"}

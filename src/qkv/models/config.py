@@ -28,6 +28,20 @@ class DecoderConfig:
     counted) are masked, None for none; rope_scaling: () for RoPE's plain frequencies, or
     (("rope_type", "linear" | "llama3"), (parameter, value), …) sorted by name; eos_token_ids:
     generation stops at any of them.
+
+    Options of the other families (defaults: off): rotary_dim, RoPE on a head's first columns only
+    (partial rotary: GPT-NeoX, Phi); gated, a gated MLP with activation ``mlp`` (Gemma's GeGLU; "swiglu"
+    is always gated); parallel, x + Attn(N₁(x)) + MLP(N₂(x)) (GPT-NeoX, Phi; shared_norm: N₂ is N₁,
+    Phi); qk_norm, an RMSNorm over each query and key head (Qwen3, Gemma 3); sandwich, norms on the
+    sublayers' outputs too (Gemma 2/3); norm_offset, RMSNorm's weight is (offset + w) (Gemma: 1);
+    embed_scale, embeddings multiplied by it (Gemma: √D); attn_scale, q·kᵀ's scale (Gemma 2/3:
+    query_pre_attn_scalar^−½); attn_softcap / final_softcap, cap·tanh(s / cap) on the attention scores /
+    the logits (Gemma 2); layer_types, per layer "sliding_attention" (the window applies) or
+    "full_attention" (empty: every layer is windowed when sliding_window is set); local_rope_theta,
+    RoPE's θ on sliding layers (Gemma 3); position_offset, learned positions start at this row (OPT: 2);
+    norm_position, "pre" or "post" (OPT-350m); final_norm, a norm before the unembedding; lm_head_bias
+    (Phi); n_experts, experts_per_token, a sparse mixture-of-experts MLP (Mixtral); scale_by_layer, layer l's
+    attention scale divided by l + 1 (GPT-2's scale_attn_by_inverse_layer_idx).
     """
 
     model_type: str
@@ -52,6 +66,34 @@ class DecoderConfig:
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
     pad_token_id: int | None = None
+    rotary_dim: int | None = None
+    gated: bool = False
+    parallel: bool = False
+    shared_norm: bool = False
+    qk_norm: bool = False
+    sandwich: bool = False
+    norm_offset: float = 0.0
+    embed_scale: float | None = None
+    attn_scale: float | None = None
+    attn_softcap: float | None = None
+    final_softcap: float | None = None
+    layer_types: tuple[str, ...] = ()
+    local_rope_theta: float | None = None
+    position_offset: int = 0
+    norm_position: str = "pre"
+    final_norm: bool = True
+    lm_head_bias: bool = False
+    n_experts: int = 0
+    experts_per_token: int = 0
+    scale_by_layer: bool = False
+
+    def window_of(self, layer: int) -> int | None:
+        """The sliding window of layer ``layer`` (None: it sees every earlier key)."""
+        if self.sliding_window is None:
+            return None
+        if self.layer_types and self.layer_types[layer] != "sliding_attention":
+            return None
+        return self.sliding_window
 
     @property
     def group_size(self) -> int:
@@ -95,6 +137,21 @@ class ConfigReader:
             raise self.fail(key, f"must be a {'positive ' if positive else ''}number, got {value!r}")
         return float(value)
 
+    def optional_number(self, key: str) -> float | None:
+        """A finite positive number, or None when the key is absent or null."""
+        return None if self.data.get(key) is None else self.number(key, 1.0)
+
+    def layer_types(self, n_layers: int) -> tuple[str, ...]:
+        """config.json's layer_types (one of "sliding_attention", "full_attention" per layer), or ()."""
+        value = self.data.get("layer_types")
+        if value is None:
+            return ()
+        if not isinstance(value, list) or len(value) != n_layers or \
+                any(v not in ("sliding_attention", "full_attention") for v in value):
+            raise self.fail("layer_types", f"must list \"sliding_attention\" or \"full_attention\" for each of the "
+                            f"{n_layers} layers, got {value!r}")
+        return tuple(value)
+
     def flag(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if value is None:
@@ -130,8 +187,7 @@ class ConfigReader:
         if config.n_heads % config.n_kv_heads:
             raise self.fail("num_key_value_heads", f"{config.n_kv_heads} does not divide num_attention_heads "
                             f"{config.n_heads} (each key/value head serves a whole group of query heads)")
-        if config.rope_theta is not None and config.head_dim % 2:
-            raise self.fail("head_dim", f"{config.head_dim} is odd; RoPE rotates pairs of columns")
-        if config.bos_token_id is not None and config.bos_token_id >= config.vocab_size:
-            raise self.fail("bos_token_id", f"{config.bos_token_id} is outside the vocabulary of {config.vocab_size}")
+        rotated = config.rotary_dim or config.head_dim
+        if config.rope_theta is not None and rotated % 2:
+            raise self.fail("head_dim", f"RoPE would rotate {rotated} columns, an odd number; it rotates pairs")
         return config

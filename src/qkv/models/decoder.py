@@ -11,19 +11,22 @@ runs them — one route for computing, tracing and decoding (a `qkv.KVCache` per
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..block import MLP, LayerNorm, RMSNorm, TransformerBlock
+from ..block import MLP, LayerNorm, MoE, RMSNorm, TransformerBlock
+from ..masks import soft_cap
 from ..errors import InputError
 from ..mha import KVCache, MultiHeadAttention
 from ..rope import RoPE
 from ..trace import (Recorder, scoped, BIASED_SCORES, K_HEADS, MASK, OUT, Q_HEADS, SCALED_SCORES, SCORES, V_HEADS, WEIGHTS, Trace,
                      layer_step)
 from .config import DecoderConfig
+from .files import check_finite_states
 
 # A whole-model trace (layer=None) records, per layer, the self-attention steps a page needs to derive
 # any cell (q, k — rotated where RoPE turns them —, v, scores, scaled scores, mask, weights, outputs)
@@ -74,12 +77,18 @@ class LayerArrays:
     b_o: np.ndarray | None = None
     norm1: tuple
     norm2: tuple
-    w_in: np.ndarray
+    w_in: np.ndarray | None = None
     b_in: np.ndarray | None = None
     w_gate: np.ndarray | None = None
     b_gate: np.ndarray | None = None
-    w_out: np.ndarray
+    w_out: np.ndarray | None = None
     b_out: np.ndarray | None = None
+    q_norm: tuple | None = None          # (weight (Dh,), bias or None): per-head norms (Qwen3, Gemma 3)
+    k_norm: tuple | None = None
+    attention_out_norm: tuple | None = None   # Gemma 2/3's norms of a sublayer's output
+    mlp_out_norm: tuple | None = None
+    router: np.ndarray | None = None     # (D, E): a sparse mixture of experts (Mixtral) ...
+    experts: tuple | None = None         # ... E tuples (w_gate (D, F), w_up (D, F), w_down (F, D)); w_in unused
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,36 +99,58 @@ class DecoderArrays:
     token_embeddings: np.ndarray
     position_embeddings: np.ndarray | None
     layers: tuple[LayerArrays, ...]
-    final_norm: tuple
+    final_norm: tuple | None
     unembedding: np.ndarray
+    unembedding_bias: np.ndarray | None = None       # (V,): Phi's lm_head bias
 
 
-def _norm(config: DecoderConfig, weight_bias: tuple):
+def _norm(config: DecoderConfig, weight_bias: tuple | None):
+    if weight_bias is None:
+        return None
     weight, bias = weight_bias
     if config.norm == "rmsnorm":
+        if config.norm_offset:          # Gemma: x̂·(1 + w), computed once here (as transformers, in the weight's dtype)
+            weight = (weight + weight.dtype.type(config.norm_offset)).astype(weight.dtype)
         return RMSNorm(weight, config.norm_eps)
     return LayerNorm(weight, bias, config.norm_eps)
 
 
 def build(config: DecoderConfig, arrays: DecoderArrays) -> tuple[tuple[TransformerBlock, ...], Any]:
-    """The L pre-norm `TransformerBlock`s and the final norm of a decoder."""
+    """The L `TransformerBlock`s and the final norm (or None) of a decoder: every family's options are
+    options of the one block (see `DecoderConfig`)."""
     # float32 models: RoPE's frequencies and angles in float32, as transformers computes them (at long
     # positions the rounded angles differ by many ulps from exact ones, and the model was run that way);
     # float64 models are the exact reference: angles in float64. See docs/models.md.
     float32_angles = arrays.token_embeddings.dtype == np.float32
-    rope = None
+    ropes = {}
     if config.rope_theta is not None:
-        rope = RoPE(config.head_dim, config.rope_theta, inv_freq=rope_frequencies(config, float32_angles),
-                    float32_angles=float32_angles)
+        ropes["full_attention"] = RoPE(config.head_dim, config.rope_theta, rotary_dim=config.rotary_dim,
+                                       inv_freq=rope_frequencies(config, float32_angles), float32_angles=float32_angles,
+                                       attention_factor=rope_attention_factor(config))
+        ropes["sliding_attention"] = ropes["full_attention"] if config.local_rope_theta is None else \
+            RoPE(config.head_dim, config.local_rope_theta, rotary_dim=config.rotary_dim, float32_angles=float32_angles)
     activation = "silu" if config.mlp == "swiglu" else config.mlp
+    gated = config.mlp == "swiglu" or config.gated
+    score_mod = None if config.attn_softcap is None else soft_cap(config.attn_softcap)
     blocks = []
-    for layer in arrays.layers:
+    for index, layer in enumerate(arrays.layers):
+        kind = config.layer_types[index] if config.layer_types else "full_attention"
         attention = MultiHeadAttention(layer.w_q, layer.w_k, layer.w_v, layer.w_o, config.n_heads, config.n_kv_heads,
-                                       b_q=layer.b_q, b_k=layer.b_k, b_v=layer.b_v, b_o=layer.b_o, rope=rope)
-        mlp = MLP(w_in=layer.w_in, w_out=layer.w_out, b_in=layer.b_in, b_out=layer.b_out, activation=activation,
-                  w_gate=layer.w_gate, b_gate=layer.b_gate)
-        blocks.append(TransformerBlock(attention=attention, norm1=_norm(config, layer.norm1), mlp=mlp,
-                                       norm2=_norm(config, layer.norm2), norm_position="pre"))
+                                       b_q=layer.b_q, b_k=layer.b_k, b_v=layer.b_v, b_o=layer.b_o, rope=ropes.get(kind),
+                                       q_norm=_norm(config, layer.q_norm), k_norm=_norm(config, layer.k_norm),
+                                       scale=_layer_scale(config, index), score_mod=score_mod)
+        if layer.experts is not None:
+            mlp = MoE(router=layer.router, top_k=config.experts_per_token,
+                      experts=[MLP(w_in=up, w_out=down, w_gate=gate, activation=activation) for gate, up, down in layer.experts])
+        else:
+            mlp = MLP(w_in=layer.w_in, w_out=layer.w_out, b_in=layer.b_in, b_out=layer.b_out, activation=activation,
+                      w_gate=layer.w_gate if gated else None, b_gate=layer.b_gate)
+        norm1 = _norm(config, layer.norm1)
+        blocks.append(TransformerBlock(attention=attention, norm1=norm1, mlp=mlp,
+                                       norm2=norm1 if config.shared_norm else _norm(config, layer.norm2),
+                                       norm_position=config.norm_position, parallel=config.parallel,
+                                       attention_out_norm=_norm(config, layer.attention_out_norm),
+                                       mlp_out_norm=_norm(config, layer.mlp_out_norm)))
     return tuple(blocks), _norm(config, arrays.final_norm)
 
 
@@ -134,14 +165,27 @@ def rope_frequencies(config: DecoderConfig, float32: bool) -> np.ndarray | None:
     """
     scaling = dict(config.rope_scaling)
     kind = scaling.pop("rope_type", "default")
-    if kind == "default":
+    if kind in ("default", "dynamic"):      # dynamic: the plain θᵢ within max_position_embeddings (see forward)
         return None
     dtype = np.float32 if float32 else np.float64
-    d = config.head_dim
+    d = config.rotary_dim or config.head_dim
     base = 1.0 / (config.rope_theta ** (np.arange(0, d, 2).astype(dtype) / d))      # (d/2,)
     factor = scaling["factor"]
     if kind == "linear":
         return base / factor
+    if kind == "yarn":                      # transformers' _compute_yarn_parameters (truncate=True)
+        original = scaling.get("original_max_position_embeddings", config.max_positions)
+        fast, slow = scaling.get("beta_fast", 32.0), scaling.get("beta_slow", 1.0)
+
+        def correction(rotations):
+            return d * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(config.rope_theta))
+
+        low, high = max(math.floor(correction(fast)), 0), min(math.ceil(correction(slow)), d - 1)
+        high = high + 0.001 if low == high else high
+        ramp = np.clip((np.arange(d // 2, dtype=np.float32 if float32 else np.float64) - low) / (high - low), 0, 1)
+        extrapolation = 1 - ramp.astype(dtype)
+        positions = config.rope_theta ** (np.arange(0, d, 2).astype(dtype) / d)
+        return ((1.0 / (factor * positions)) * (1 - extrapolation) + (1.0 / positions) * extrapolation).astype(dtype)
     low, high, original = scaling["low_freq_factor"], scaling["high_freq_factor"], \
         scaling["original_max_position_embeddings"]
     wavelength = 2 * np.pi / base
@@ -150,6 +194,51 @@ def rope_frequencies(config: DecoderConfig, float32: bool) -> np.ndarray | None:
     smoothed = (1 - smooth) * scaled / factor + smooth * scaled
     medium = ~(wavelength < original / high) & ~(wavelength > original / low)
     return np.where(medium, smoothed, scaled).astype(dtype)
+
+
+def _layer_scale(config: DecoderConfig, index: int) -> float | None:
+    """Layer ``index``'s q·kᵀ scale: attn_scale (default 1/√Dh), ÷ (index + 1) with scale_by_layer (GPT-2)."""
+    if not config.scale_by_layer:
+        return config.attn_scale
+    return (config.head_dim ** -0.5 if config.attn_scale is None else config.attn_scale) / (index + 1)
+
+
+def rope_attention_factor(config: DecoderConfig) -> float:
+    """YaRN's factor on cos and sin: attention_factor, or 0.1·mscale·ln(factor) + 1 (a ratio with mscale_all_dim)."""
+    scaling = dict(config.rope_scaling)
+    if scaling.get("rope_type") != "yarn":
+        return 1.0
+    if "attention_factor" in scaling:
+        return scaling["attention_factor"]
+    factor = scaling["factor"]
+
+    def mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    if scaling.get("mscale") and scaling.get("mscale_all_dim"):
+        return float(mscale(factor, scaling["mscale"]) / mscale(factor, scaling["mscale_all_dim"]))
+    return mscale(factor)
+
+
+def check_rope(config: DecoderConfig, source: str) -> None:
+    """InputError naming rope_theta (or the scaling) when RoPE's frequencies, or the angles at the model's
+    positions, are not finite in float32 (θ = Infinity, 1e-300, a scaling factor of 1e-300): the model
+    would compute NaN. Frequencies that underflow to 0 are fine (those columns are not turned)."""
+    if config.rope_theta is None:
+        return
+    d = config.rotary_dim or config.head_dim
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        base = 1.0 / (np.float32(config.rope_theta) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d)))
+        freq = rope_frequencies(config, True)
+        freq = base if freq is None else freq
+        top = freq.astype(np.float32) * np.float32(max(config.max_positions, 1))
+    if not (np.isfinite(base).all() and np.isfinite(top).all()):
+        scaled = np.isfinite(base).all()
+        raise InputError(f"RoPE's frequencies are not finite in float32 with rope_theta {config.rope_theta!r}"
+                         + (f" and scaling {dict(config.rope_scaling)}" if scaled else "")
+                         + f" (head width {d}): the model would compute NaN; rope_theta must be a moderate positive "
+                         "number (10000 in Llama 2, 500000 in Llama 3)", source=source,
+                         field="rope_scaling" if scaled else "rope_theta")
 
 
 @dataclass(frozen=True)
@@ -238,18 +327,21 @@ class CausalLM:
             raise InputError(f"token id {int(ids.max() if ids.max() >= self.config.vocab_size else ids.min())} is "
                              f"outside the vocabulary of {self.config.vocab_size}", field="ids")
         x = self.arrays.token_embeddings[ids]                                  # (T, D), a fresh array
+        if self.config.embed_scale is not None:                                 # Gemma: ·√D, rounded to the dtype
+            x *= x.dtype.type(self.config.embed_scale)
         if self.arrays.position_embeddings is not None:
             if start + len(ids) > self.config.max_positions:
                 raise InputError(f"{start + len(ids)} tokens, but the model has learned positions for "
                                  f"{self.config.max_positions} (n_positions)", source=self.name)
-            x += self.arrays.position_embeddings[start:start + len(ids)]
+            offset = self.config.position_offset + start                        # OPT's table starts at row 2
+            x += self.arrays.position_embeddings[offset:offset + len(ids)]
         return x
 
-    def window_mask(self, tq: int, tk: int) -> np.ndarray | None:
-        """(Tq, Tk) boolean, True = may attend: the sliding window (keys less than `sliding_window` tokens
-        back, the query itself counted); None when the model has no window or every key is within it.
+    def window_mask(self, tq: int, tk: int, layer: int = 0) -> np.ndarray | None:
+        """(Tq, Tk) boolean, True = may attend: layer ``layer``'s sliding window (keys less than `sliding_window`
+        tokens back, the query itself counted); None when that layer has no window or every key is within it.
         Queries are the last Tq of Tk positions (bottom-right, as the causal mask)."""
-        window = self.config.sliding_window
+        window = self.config.window_of(layer)
         if window is None or tk <= window:
             return None
         query_positions = np.arange(tk - tq, tk)[:, None]                       # (Tq, 1)
@@ -266,22 +358,40 @@ class CausalLM:
         """
         ids = np.asarray(ids)
         start = 0 if caches is None else caches[0].length
+        if dict(self.config.rope_scaling).get("rope_type") == "dynamic" and start + len(ids) > self.config.max_positions:
+            raise InputError(f"{start + len(ids)} tokens: dynamic RoPE scaling changes the frequencies beyond "
+                             f"max_position_embeddings ({self.config.max_positions}), which qkv does not compute",
+                             source=self.name)
         x = self.embed(ids, start)
         if x.shape[0] == 0:
             raise InputError("the text has no tokens", source=self.name)
-        mask = self.window_mask(x.shape[0], start + x.shape[0])
+        masks = {}
         states = [x] if hidden_states else None
         all_weights = []
         for i, block in enumerate(self.blocks):
-            result = block(x, mask=mask, causal=True, cache=None if caches is None else caches[i],
+            window = self.config.window_of(i)
+            if window not in masks:
+                masks[window] = self.window_mask(x.shape[0], start + x.shape[0], i)
+            result = block(x, mask=masks[window], causal=True, cache=None if caches is None else caches[i],
                            return_weights=weights, record=scoped(record, f"layer {i}"))
             x, layer_weights = result if weights else (result, None)
+            check_finite_states(x, where=f"layer {i}'s output", source=str(self.directory), dtype=self.dtype)
             if weights:
                 all_weights.append(layer_weights)
             if hidden_states:
                 states.append(x)
-        final = self.final_norm(x[-1:] if last_only else x)
+        final = x[-1:] if last_only else x
+        if self.final_norm is not None:
+            final = self.final_norm(final)
         logits = final @ self.arrays.unembedding                               # (T, V)
+        if self.arrays.unembedding_bias is not None:
+            logits += self.arrays.unembedding_bias
+        if self.config.final_softcap is not None:                              # Gemma 2: cap·tanh(logits / cap)
+            cap = logits.dtype.type(self.config.final_softcap)
+            logits /= cap
+            np.tanh(logits, out=logits)
+            logits *= cap
+        check_finite_states(logits, where="the logits", source=str(self.directory), dtype=self.dtype)
         return Output(logits, states, np.stack(all_weights) if weights else None)
 
     def logits(self, text: str) -> np.ndarray:
@@ -356,7 +466,7 @@ class CausalLM:
         meta["layer"] = layer
         x = self.forward(ids, hidden_states=True).hidden_states[layer]       # (T, D): the layer's input
         block = self.blocks[layer]
-        mask = self.window_mask(len(ids), len(ids))
+        mask = self.window_mask(len(ids), len(ids), layer)
         if head is None:
             trace = Trace(f"{self.name}: layer {layer} (the whole block, {c.n_heads} heads)", meta)
             block(x, mask=mask, causal=True, record=trace)
@@ -364,12 +474,10 @@ class CausalLM:
         head = _check_index("head", head, c.n_heads)
         kv_head = c.kv_head_of(head)
         meta.update(head=head, kv_head=kv_head, kv_group=self.kv_groups()[kv_head])
-        own = block.attention.head(head)
-        single = MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v,
-                                    rope=block.attention.rope)
+        single = block.attention.single(head)                                # its slices and every option
         trace = Trace(f"{self.name}: layer {layer}, head {head} (key/value head {kv_head})", meta)
-        normed = block.norm1(x)
-        trace("normed", normed, formula="N₁(x)")
+        normed = block.norm1(x) if block.norm_position == "pre" else x      # post-norm: attention reads x itself
+        trace("normed", normed, formula="N₁(x)" if block.norm_position == "pre" else "x")
         single(normed, mask=mask, causal=True, record=trace)
         return trace
 

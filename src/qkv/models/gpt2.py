@@ -20,17 +20,15 @@ from .decoder import DecoderArrays, LayerArrays
 __all__ = ["read_config", "read_weights"]
 
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
-               "gelu": "gelu", "relu": "relu"}
+               "gelu": "gelu", "gelu_python": "gelu", "relu": "relu", "silu": "silu", "swish": "silu",
+               "quick_gelu": "quick_gelu"}
 
 
 def read_config(data: dict, source: str) -> DecoderConfig:
     """A GPT-2 config.json (model_type "gpt2") as a DecoderConfig; InputError naming any unusable field."""
     read = ConfigReader(data, source)
-    for key, wanted in (("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx", False),
-                        ("add_cross_attention", False)):
-        if read.flag(key, wanted) != wanted:
-            raise read.fail(key, f"{str(not wanted).lower()} is not supported (qkv runs GPT-2 with {key} "
-                            f"{str(wanted).lower()})")
+    if read.flag("add_cross_attention", False):
+        raise read.fail("add_cross_attention", "true is not supported (GPT-2 as the decoder of an encoder-decoder)")
     d = read.integer("n_embd", names=("hidden_size",))
     h = read.integer("n_head", names=("num_attention_heads",))
     if d % h:
@@ -45,7 +43,10 @@ def read_config(data: dict, source: str) -> DecoderConfig:
         mlp=read.choice("activation_function", "gelu_new", ACTIVATIONS), rope_theta=None,
         bias_qkv=True, bias_out=True, bias_mlp=True, tie_embeddings=read.flag("tie_word_embeddings", True),
         bos_token_id=read.optional_integer("bos_token_id"), eos_token_ids=read.token_ids("eos_token_id"),
-        pad_token_id=read.optional_integer("pad_token_id")))
+        pad_token_id=read.optional_integer("pad_token_id"),
+        # scale_attn_weights false: q·kᵀ unscaled; scale_attn_by_inverse_layer_idx: layer l's scale ÷ (l + 1)
+        attn_scale=None if read.flag("scale_attn_weights", True) else 1.0,
+        scale_by_layer=read.flag("scale_attn_by_inverse_layer_idx", False)))
 
 
 def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> DecoderArrays:

@@ -13,6 +13,8 @@ nn.Linear stored (out, in) and is transposed to qkv's row-vector (in, out) — a
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .checkpoint import Checkpoint
@@ -21,46 +23,122 @@ from .decoder import DecoderArrays, LayerArrays
 
 __all__ = ["FAMILY", "read_config", "read_weights"]
 
-FAMILY = ("llama", "mistral", "qwen2")
+FAMILY = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "mixtral")
+GEMMA = ("gemma", "gemma2", "gemma3_text")
+# hidden_act values of the gated MLP → qkv's activation names (transformers' ACT2FN keys)
+GATED_ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu", "gelu_pytorch_tanh": "gelu_tanh",
+                     "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh"}
 
 
 def read_config(data: dict, source: str) -> DecoderConfig:
-    """A Llama/Mistral/Qwen2 config.json as a DecoderConfig; InputError naming any unusable field."""
+    """A config.json of the Llama-named families as a DecoderConfig; InputError naming any unusable field.
+
+    llama, mistral, qwen2 (q/k/v biases, always — transformers builds them whatever attention_bias
+    says), qwen3 (per-head q/k RMSNorm), gemma (RMSNorm (1 + w), embeddings ·√D, GeGLU), gemma2 (+
+    sandwich norms, attention and final logit soft-capping, query_pre_attn_scalar, alternating
+    windows), gemma3_text (+ q/k norms, a local RoPE θ on sliding layers), phi3 (fused qkv_proj and
+    gate_up_proj, split at load), mixtral (a sparse mixture of experts)."""
     read = ConfigReader(data, source)
     model_type = data["model_type"]
-    read.choice("hidden_act", "silu", {"silu": "swiglu"})
+    gemma = model_type in GEMMA
+    act_key = "hidden_activation" if gemma and data.get("hidden_activation") is not None else "hidden_act"
+    activation = read.choice(act_key, "gelu_pytorch_tanh" if gemma else "silu", GATED_ACTIVATIONS)
     d = read.integer("hidden_size")
     h = read.integer("num_attention_heads")
     if data.get("head_dim") is None and d % h:
         raise read.fail("num_attention_heads", f"hidden_size {d} does not split into {h} heads (and no head_dim)")
-    theta, scaling = _rope(read)
-    window = None
-    if model_type == "mistral":
+    head_dim = read.integer("head_dim", d // h)
+    n_layers = read.integer("num_hidden_layers")
+    theta, scaling, partial = _rope(read, model_type)
+    window, layer_types = None, ()
+    if model_type in ("mistral", "mixtral", "phi3"):
         window = read.optional_integer("sliding_window", low=1)
-    elif model_type == "qwen2" and read.flag("use_sliding_window", False):
-        raise read.fail("use_sliding_window", "true is not supported (Qwen2's per-layer windows)")
-    bias = read.flag("attention_bias", model_type == "qwen2") if model_type != "mistral" else False
+    elif model_type in ("qwen2", "qwen3"):
+        if read.flag("use_sliding_window", False):
+            window = read.optional_integer("sliding_window", low=1)
+            first = read.integer("max_window_layers", n_layers, low=0)     # layers from this one on are windowed
+            layer_types = read.layer_types(n_layers) or tuple(
+                "sliding_attention" if i >= first else "full_attention" for i in range(n_layers))
+    elif model_type in ("gemma2", "gemma3_text"):
+        window = read.optional_integer("sliding_window", low=1)
+        pattern = 2 if model_type == "gemma2" else read.integer("sliding_window_pattern", 6, names=("_sliding_window_pattern",))
+        layer_types = read.layer_types(n_layers) or tuple(
+            "full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n_layers))
+    if model_type == "qwen2":
+        bias = True                      # Qwen2Attention builds q/k/v with bias=True whatever attention_bias says
+    elif model_type in ("llama", "qwen3", "gemma", "gemma2", "gemma3_text", "mixtral"):
+        bias = read.flag("attention_bias", False)
+        if model_type == "mixtral":
+            bias = False
+    else:
+        bias = False
+    if model_type == "phi3" and data.get("partial_rotary_factor") not in (None, 1, 1.0):
+        partial = read.number("partial_rotary_factor", 1.0)
+    rotary = None
+    if partial != 1.0:
+        rotary = int(head_dim * partial)
+        if not 2 <= rotary <= head_dim:
+            raise read.fail("partial_rotary_factor", f"{partial} of head width {head_dim} rotates {rotary} columns")
+    experts = top_k = 0
+    if model_type == "mixtral":
+        experts, top_k = read.integer("num_local_experts"), read.integer("num_experts_per_tok")
+        if top_k > experts:
+            raise read.fail("num_experts_per_tok", f"{top_k} exceeds num_local_experts {experts}")
+    softcap = read.optional_number("attn_logit_softcapping") if model_type in ("gemma2", "gemma3_text") else None
+    final_softcap = read.optional_number("final_logit_softcapping") if model_type in ("gemma2", "gemma3_text") else None
+    scalar = read.number("query_pre_attn_scalar", head_dim) if model_type in ("gemma2", "gemma3_text") else None
+    local_theta = None
+    if model_type == "gemma3_text":
+        local_theta = _local_theta(read)
     return read.check_heads(DecoderConfig(
         model_type=model_type, vocab_size=read.integer("vocab_size"), hidden_size=d,
-        n_layers=read.integer("num_hidden_layers"), n_heads=h, n_kv_heads=read.integer("num_key_value_heads", h),
-        head_dim=read.integer("head_dim", d // h), intermediate_size=read.integer("intermediate_size"),
+        n_layers=n_layers, n_heads=h, n_kv_heads=read.integer("num_key_value_heads", h),
+        head_dim=head_dim, intermediate_size=read.integer("intermediate_size"),
         max_positions=read.integer("max_position_embeddings", 2048), norm="rmsnorm",
-        norm_eps=read.number("rms_norm_eps", 1e-6), mlp="swiglu", rope_theta=theta,
-        bias_qkv=bias, bias_out=bias and model_type == "llama",
+        norm_eps=read.number("rms_norm_eps", 1e-6), mlp="swiglu" if activation == "silu" else activation,
+        rope_theta=theta, bias_qkv=bias, bias_out=bias and model_type not in ("qwen2", "qwen3"),
         bias_mlp=read.flag("mlp_bias", False) if model_type == "llama" else False,
-        tie_embeddings=read.flag("tie_word_embeddings", False), sliding_window=window, rope_scaling=scaling,
+        tie_embeddings=read.flag("tie_word_embeddings", gemma), sliding_window=window, rope_scaling=scaling,
         bos_token_id=read.optional_integer("bos_token_id"), eos_token_ids=read.token_ids("eos_token_id"),
-        pad_token_id=read.optional_integer("pad_token_id")))
+        pad_token_id=read.optional_integer("pad_token_id"), rotary_dim=rotary, gated=True,
+        qk_norm=model_type in ("qwen3", "gemma3_text"), sandwich=model_type in ("gemma2", "gemma3_text"),
+        norm_offset=1.0 if gemma else 0.0,
+        # transformers keeps √D in a float32 buffer (torch.tensor(hidden_size ** 0.5)) cast to the weights' dtype
+        embed_scale=float(np.float32(d ** 0.5)) if gemma else None,
+        attn_scale=None if scalar is None else scalar ** -0.5, attn_softcap=softcap, final_softcap=final_softcap,
+        layer_types=layer_types, local_rope_theta=local_theta, n_experts=experts, experts_per_token=top_k))
+
+
+def _local_theta(read: ConfigReader) -> float:
+    """Gemma 3's RoPE θ on sliding layers: rope_parameters["sliding_attention"] or rope_local_base_freq."""
+    parameters = read.data.get("rope_parameters")
+    if isinstance(parameters, dict) and isinstance(parameters.get("sliding_attention"), dict):
+        local = parameters["sliding_attention"]
+        if local.get("rope_type", "default") != "default":
+            raise read.fail("rope_parameters", "a scaled RoPE on sliding layers is not supported")
+        value = local.get("rope_theta", 10000.0)
+    else:
+        value = read.data.get("rope_local_base_freq", 10000.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not value > 0:
+        raise read.fail("rope_local_base_freq", f"must be a finite positive number, got {value!r}")
+    return float(value)
 
 
 # rope_type → the parameters it needs besides rope_theta (transformers' names)
-ROPE_TYPES = {"default": (), "linear": ("factor",),
-              "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}
+ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("factor",),
+              "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
+              "yarn": ("factor",)}
+# parameters a rope_type may give (transformers' defaults otherwise)
+ROPE_OPTIONAL = {"yarn": ("original_max_position_embeddings", "beta_fast", "beta_slow", "attention_factor",
+                          "mscale", "mscale_all_dim")}
 
 
-def _rope(read: ConfigReader) -> tuple[float, tuple]:
-    """θ and the frequency scaling from rope_parameters (transformers ≥ 5) or rope_theta + rope_scaling (older)."""
+def _rope(read: ConfigReader, model_type: str = "llama") -> tuple[float, tuple, float]:
+    """θ, the frequency scaling and the partial rotary factor from rope_parameters (transformers ≥ 5) or
+    rope_theta + rope_scaling (older)."""
     parameters = read.data.get("rope_parameters")
+    if isinstance(parameters, dict) and isinstance(parameters.get("full_attention"), dict):   # per layer type (Gemma 3)
+        parameters = parameters["full_attention"]
     if isinstance(parameters, dict) and "rope_type" in parameters:   # one set for every layer
         key, scaling = "rope_parameters", parameters
         theta = parameters.get("rope_theta", read.data.get("rope_theta", 10000.0))
@@ -72,23 +150,33 @@ def _rope(read: ConfigReader) -> tuple[float, tuple]:
     kind = scaling.get("rope_type", scaling.get("type", "default"))
     if kind not in ROPE_TYPES:
         raise read.fail(key, f"rope_type {kind!r} is not supported (one of {', '.join(ROPE_TYPES)})")
-    if scaling.get("partial_rotary_factor", 1.0) != 1.0:
-        raise read.fail(key, "partial_rotary_factor other than 1 is not supported")
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
-        raise read.fail("rope_theta", f"must be a positive number, got {theta!r}")
+    partial = scaling.get("partial_rotary_factor", read.data.get("partial_rotary_factor", 1.0))
+    if isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
+        raise read.fail(key, f"partial_rotary_factor must be a number in (0, 1], got {partial!r}")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not math.isfinite(theta) or not theta > 0:
+        raise read.fail("rope_theta", f"must be a finite positive number, got {theta!r}")
     values = [("rope_type", kind)] if kind != "default" else []
     for name in ROPE_TYPES[kind]:
-        value = scaling.get(name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise read.fail(key, f"{name} must be a positive number for rope_type {kind!r}, got {value!r}")
+        value = scaling.get(name, read.data.get(name) if name == "original_max_position_embeddings" else None)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not value > 0:
+            raise read.fail(key, f"{name} must be a finite positive number for rope_type {kind!r}, got {value!r}")
         values.append((name, float(value)))
+    for name in ROPE_OPTIONAL.get(kind, ()):
+        value = scaling.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not value > 0:
+            raise read.fail(key, f"{name} must be a finite positive number for rope_type {kind!r}, got {value!r}")
+        values.append((name, float(value)))
+    if kind == "yarn" and scaling.get("truncate", True) is not True:
+        raise read.fail(key, "yarn with truncate false is not supported")
     if kind == "llama3" and not scaling["high_freq_factor"] > scaling["low_freq_factor"]:
         raise read.fail(key, "high_freq_factor must exceed low_freq_factor (llama3)")
-    return float(theta), tuple(sorted(values))
+    return float(theta), tuple(sorted(values)), float(partial)
 
 
 def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> DecoderArrays:
-    """The arrays of every layer, row-vector convention, from the Llama family's tensor names."""
+    """The arrays of every layer, row-vector convention, from the Llama-named families' tensors."""
     d, f, v = config.hidden_size, config.intermediate_size, config.vocab_size
     h, g, dh = config.n_heads, config.n_kv_heads, config.head_dim
     checkpoint.expect_family("model.embed_tokens.weight", config.model_type)
@@ -101,23 +189,46 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
         weight = get(f"{name}.weight", d_out, d_in).T
         return weight, (get(f"{name}.bias", d_out) if bias else None)
 
+    def norm(name: str, width: int = d):
+        return get(name + ".weight", width), None
+
     layers = []
     for i in range(config.n_layers):
         p = f"model.layers.{i}."
-        w_q, b_q = linear(p + "self_attn.q_proj", d, h * dh, config.bias_qkv)
-        w_k, b_k = linear(p + "self_attn.k_proj", d, g * dh, config.bias_qkv)
-        w_v, b_v = linear(p + "self_attn.v_proj", d, g * dh, config.bias_qkv)
+        if config.model_type == "phi3":              # [W_Q | W_K | W_V] and [W_gate | W_up] stored as one matrix each
+            w_qkv, _ = linear(p + "self_attn.qkv_proj", d, (h + 2 * g) * dh, False)
+            w_q, w_k, w_v = w_qkv[:, :h * dh], w_qkv[:, h * dh:(h + g) * dh], w_qkv[:, (h + g) * dh:]
+            b_q = b_k = b_v = None
+        else:
+            w_q, b_q = linear(p + "self_attn.q_proj", d, h * dh, config.bias_qkv)
+            w_k, b_k = linear(p + "self_attn.k_proj", d, g * dh, config.bias_qkv)
+            w_v, b_v = linear(p + "self_attn.v_proj", d, g * dh, config.bias_qkv)
         w_o, b_o = linear(p + "self_attn.o_proj", h * dh, d, config.bias_out)
-        w_gate, b_gate = linear(p + "mlp.gate_proj", d, f, config.bias_mlp)
-        w_up, b_up = linear(p + "mlp.up_proj", d, f, config.bias_mlp)
-        w_down, b_down = linear(p + "mlp.down_proj", f, d, config.bias_mlp)
-        layers.append(LayerArrays(
-            w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
-            norm1=(get(p + "input_layernorm.weight", d), None), norm2=(get(p + "post_attention_layernorm.weight", d), None),
-            w_in=w_up, b_in=b_up, w_gate=w_gate, b_gate=b_gate, w_out=w_down, b_out=b_down))
+        mlp: dict = {}
+        if config.n_experts:
+            moe = p + "block_sparse_moe."
+            mlp["router"] = get(moe + "gate.weight", config.n_experts, d).T                  # (D, E)
+            mlp["experts"] = tuple((linear(f"{moe}experts.{e}.w1", d, f, False)[0], linear(f"{moe}experts.{e}.w3", d, f, False)[0],
+                                    linear(f"{moe}experts.{e}.w2", f, d, False)[0]) for e in range(config.n_experts))
+        elif config.model_type == "phi3":
+            w_gate_up, _ = linear(p + "mlp.gate_up_proj", d, 2 * f, False)
+            mlp.update(w_gate=w_gate_up[:, :f], w_in=w_gate_up[:, f:], w_out=linear(p + "mlp.down_proj", f, d, False)[0])
+        else:
+            w_gate, b_gate = linear(p + "mlp.gate_proj", d, f, config.bias_mlp)
+            w_up, b_up = linear(p + "mlp.up_proj", d, f, config.bias_mlp)
+            w_down, b_down = linear(p + "mlp.down_proj", f, d, config.bias_mlp)
+            mlp.update(w_in=w_up, b_in=b_up, w_gate=w_gate, b_gate=b_gate, w_out=w_down, b_out=b_down)
+        if config.sandwich:                           # Gemma 2/3: a norm before and after each sublayer
+            norms = dict(norm1=norm(p + "input_layernorm"), attention_out_norm=norm(p + "post_attention_layernorm"),
+                         norm2=norm(p + "pre_feedforward_layernorm"), mlp_out_norm=norm(p + "post_feedforward_layernorm"))
+        else:
+            norms = dict(norm1=norm(p + "input_layernorm"), norm2=norm(p + "post_attention_layernorm"))
+        if config.qk_norm:
+            norms.update(q_norm=norm(p + "self_attn.q_norm", dh), k_norm=norm(p + "self_attn.k_norm", dh))
+        layers.append(LayerArrays(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o, **norms, **mlp))
     embeddings = get("model.embed_tokens.weight", v, d)                   # (V, D)
     if config.tie_embeddings and "lm_head.weight" not in checkpoint:
         unembedding = embeddings.T                                         # (D, V), a view
     else:
         unembedding = get("lm_head.weight", v, d).T                        # nn.Linear (V, D) → (D, V)
-    return DecoderArrays(embeddings, None, tuple(layers), (get("model.norm.weight", d), None), unembedding)
+    return DecoderArrays(embeddings, None, tuple(layers), norm("model.norm"), unembedding)

@@ -1,0 +1,398 @@
+"""One call, one route: `choose_route(call)` decides how a checked attention call is computed.
+
+Every decision about a call's route is made here, once, from the `Call` (`check_call`: shapes,
+dtypes, scale, the mask arrays, and the mask function's analysis `call.mask_info` — block kinds,
+band, key ranges, declared by `qkv.masks.MaskMod`'s protocol) and two looks at the data (are the
+values finite; for torch under a mask, the keys too). The result is a `Route`: a `RouteName`, the
+reason it was chosen, and for the blocked kernel its whole plan (block sizes, threads, key ranges
+per task, the tasks and block-kind maps). Everything after executes the route; nothing re-decides
+it or looks at the mask function's attributes again.
+
+Routes (fastest first on each ladder):
+  torch tensors:   TORCH_FLASH (reserved: the C forward + backward for torch tensors)
+                   > TORCH_SDPA (torch's fused scaled_dot_product_attention) > PLAIN
+  short NumPy:     PLAIN_C_SOFTMAX (plain path, the C one-pass softmax; float32, unmasked)
+                   > PLAIN (attention_reference's steps: the full Tq×Tk score matrix)
+  the kernel:      FLASH_MANY (every task in C, _fused.flash_many: no mask array, bias, score_mod)
+                   > FLASH_ROWS (each task's key blocks walked in C, _fused.flash_rows)
+                   > PY_WALK (blocks walked in Python, the C softmax step; float32)
+                   > NUMPY_WALK (all NumPy; float64, longdouble, or no C extension)
+  EMPTY: Tq, Tk or a leading dimension is 0 (a zero result, lse −inf).
+  The weights or a trace always take PLAIN.
+
+`route=` (a RouteName or its value, e.g. "flash_rows") names the fastest route a caller allows: the
+route taken is the first on that ladder, from there down, that the call can take (tests and
+benchmarks pin a route this way; `blocked_attention` passes FLASH_MANY: the kernel, never plain).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+import array_api_compat
+import numpy as np
+
+from .call import Call
+
+__all__ = ["RouteName", "Route", "choose_route", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
+           "FLASH_MANY", "FLASH_ROWS", "PY_WALK", "NUMPY_WALK"]
+
+
+class RouteName(enum.Enum):
+    EMPTY = "empty"
+    PLAIN = "plain"
+    PLAIN_C_SOFTMAX = "plain_c_softmax"
+    TORCH_SDPA = "torch_sdpa"
+    TORCH_FLASH = "torch_flash"
+    FLASH_MANY = "flash_many"
+    FLASH_ROWS = "flash_rows"
+    PY_WALK = "py_walk"
+    NUMPY_WALK = "numpy_walk"
+
+
+EMPTY, PLAIN, PLAIN_C_SOFTMAX = RouteName.EMPTY, RouteName.PLAIN, RouteName.PLAIN_C_SOFTMAX
+TORCH_SDPA, TORCH_FLASH = RouteName.TORCH_SDPA, RouteName.TORCH_FLASH
+FLASH_MANY, FLASH_ROWS, PY_WALK, NUMPY_WALK = (RouteName.FLASH_MANY, RouteName.FLASH_ROWS, RouteName.PY_WALK,
+                                               RouteName.NUMPY_WALK)
+KERNEL = (FLASH_MANY, FLASH_ROWS, PY_WALK, NUMPY_WALK)
+_LADDERS = (KERNEL, (PLAIN_C_SOFTMAX, PLAIN), (TORCH_FLASH, TORCH_SDPA, PLAIN))
+
+
+@dataclass(frozen=True)
+class Route:
+    """A chosen route. name and reason always; the rest only for the kernel's routes (KERNEL).
+
+    block_q, block_k: rows of q and of k per block. threads: worker threads (the caller counts).
+    ranges: key ranges each (head, query block) task is split into (1: none; more: the ranges'
+      Partials are merged with merge_partials). big: enough work for the pool and the BLAS limit.
+    causal_in_c: PY_WALK masks the causal diagonal inside the C softmax pass (False: adds the
+      0/−inf band first; the same bits, tests compare both).
+    lead: the kernel's loop over (batch, head) pairs, (…, G, H/G) with grouped-query attention.
+    tasks: (head, i0, i1, key block indices (ascending, none empty), key_end) per task; for
+      FLASH_MANY only the first head's (every head has the same key blocks).
+    kinds: head → (query blocks, key blocks) int8 block-kind map, for masks that declare kinds.
+    v_top: max |v| (NaN or inf when some value is not finite); None when not looked at.
+    """
+
+    name: RouteName
+    reason: str
+    block_q: int = 0
+    block_k: int = 0
+    threads: int = 1
+    ranges: int = 1
+    big: bool = False
+    causal_in_c: bool = True
+    lead: tuple = ()
+    tasks: tuple = field(default=(), repr=False, compare=False)
+    kinds: dict = field(default_factory=dict, repr=False, compare=False)
+    v_top: float | None = None
+
+    @property
+    def values_finite(self) -> bool:
+        return self.v_top is None or bool(np.isfinite(self.v_top))
+
+
+# Below this many scores per head (Tq·Tk) the plain path is as fast as the blocked kernel or faster
+# (measured: MiniLM's T=64 layers, 32 sequences × 12 heads: plain 18 ms, kernel 73 ms with a mask),
+# and its memory (the full score matrix) is small.
+_PLAIN_MAX_SCORES = 128 * 128
+# ... except for float32 calls the kernel runs wholly in C (flash_many: no mask array, bias or
+# score_mod): those take the kernel from 64·64 scores per head and 16 query rows when their work,
+# scores in all × (Dk + Dv), reaches _C_KERNEL_MIN_WORK (masked calls, whose plain path is slower:
+# _C_KERNEL_MIN_WORK_MASKED). Measured (2 AMD EPYC cores, medians, ms, plain / kernel): 32×12 heads
+# T = 64 D = 64: 8.0 / 5.4; 8×12 T = 64 D = 32: 0.94 / 0.82; 4×12 T = 70 D = 32: 0.63 / 0.79;
+# 1×12 T = 128 D = 64: 1.15 / 0.68; 1×12 T = 100 D = 32: 0.29 / 0.33; causal 1×12 T = 64 D = 64:
+# 0.39 / 0.30; one head T = 64: 0.03 / 0.09.
+_C_KERNEL_MIN_SCORES = 64 * 64
+_C_KERNEL_MIN_WORK = 1 << 24
+_C_KERNEL_MIN_WORK_MASKED = 1 << 22
+_C_KERNEL_MIN_ROWS = 16
+
+DEFAULT_BLOCK_Q = 256
+DEFAULT_BLOCK_K = 512
+# With a mask function that reports block kinds, smaller key blocks skip more (a window of
+# width W touches about W/block_k + 1 key blocks per query block).
+_SPARSE_BLOCK_K = 256
+# A band (window, causal: masks of kv − q) wastes less of each block when blocks are smaller:
+# measured 10 % faster at 128×128 than 256×256 for W = 256, T = 4096 (busy cores, alternating).
+_BAND_BLOCK = 128
+# Short causal calls (no mask function, Tk ≤ 2048) take square 256×256 blocks: less of each
+# block to mask, fewer uneven tasks. Measured on 2 AMD EPYC cores, alternating with torch SDPA:
+# ~3–5 % faster at T = 512 and 1024, no gain at T = 4096 (more blocks, more Python per block).
+_CAUSAL_BLOCK_K = 256
+_CAUSAL_SQUARE_MAX_TK = 2048
+# Below this many score elements (summed over heads) a thread pool costs more than it gains.
+_PARALLEL_MIN_SCORES = 1 << 18
+# ... where a score of a one- or two-row block counts this many (it reads a k and a v row: one query
+# over 16,384 keys in 8 heads took 3.4 ms on one thread, 2.8 on two; over 65,536, 10.5 on two).
+_DECODE_WEIGHT = 32
+
+
+def _c():
+    """The C extension as the kernel module holds it (None when not built)."""
+    from . import blocked
+
+    return blocked._fused
+
+
+def _name(route) -> RouteName | None:
+    if route is None or isinstance(route, RouteName):
+        return route
+    try:
+        return RouteName(route)
+    except ValueError:
+        raise ValueError(f"route must be one of {', '.join(r.value for r in RouteName)}; got {route!r}") from None
+
+
+def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | None = None,
+                 block_k: int | None = None, num_threads: int | None = None) -> Route:
+    """The route of one checked call (see the module docstring).
+
+    want: "out" (the output), "lse" (also the log-sum-exp), "partial" (the kernel's un-normalised
+      Partial) or "weights" (the weights or a trace: the full score matrix).
+    route: None (choose), or the fastest route allowed (a RouteName or its value).
+    block_q, block_k, num_threads: the kernel's block sizes and threads when given.
+    """
+    ceiling = _name(route)
+    if call.empty:
+        return Route(EMPTY, "Tq, Tk or a leading dimension is 0")
+    if want == "weights":
+        return Route(PLAIN, "the weights or a trace were asked for: the full score matrix")
+    torch = not array_api_compat.is_numpy_namespace(call.xp)
+    if torch:
+        if ceiling is not None and ceiling not in _LADDERS[2]:
+            raise ValueError(f"route {ceiling.value} takes NumPy arrays; torch tensors take torch_sdpa or plain")
+        return _torch_route(call, want, ceiling)
+    if ceiling in (TORCH_FLASH, TORCH_SDPA):
+        raise ValueError(f"route {ceiling.value} takes torch tensors")
+    v_top = _value_top(call.v)
+    if ceiling is None:
+        if want == "partial":
+            ceiling = FLASH_MANY
+        elif call.tq * call.tk <= _PLAIN_MAX_SCORES and not _whole_in_c(call):
+            ceiling = PLAIN_C_SOFTMAX
+        else:
+            ceiling = FLASH_MANY
+    if ceiling in (PLAIN_C_SOFTMAX, PLAIN):
+        if want == "partial":
+            raise ValueError("a Partial comes from the kernel's routes only")
+        if ceiling == PLAIN_C_SOFTMAX:
+            why = _no_plain_c_softmax(call, want, v_top)
+            if why is None:
+                return Route(PLAIN_C_SOFTMAX, "short, unmasked float32 with finite values: plain path, C softmax",
+                             v_top=v_top)
+            return Route(PLAIN, f"short call ({call.tq}·{call.tk} scores per head); {why}", v_top=v_top)
+        return Route(PLAIN, "plain path asked for", v_top=v_top)
+    return _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads)
+
+
+def _torch_route(call: Call, want: str, ceiling) -> Route:
+    if ceiling == PLAIN:
+        return Route(PLAIN, "plain path asked for")
+    if ceiling in (None, TORCH_FLASH):
+        why = torch_flash_why_not(call, pinned=ceiling == TORCH_FLASH)
+        if why is None:
+            return Route(TORCH_FLASH, "CPU torch, float32/16/bf16, a mask of key ranges, finite values: "
+                                      "the C kernel forward and backward")
+    if want == "lse":
+        return Route(PLAIN, "torch with return_lse: SDPA gives no lse")
+    if call.score_mod is not None:
+        return Route(PLAIN, "torch with a score_mod: SDPA takes none")
+    if call.masked or call.bias is not None:
+        import torch
+
+        if not (bool(torch.isfinite(call.k).all()) and bool(torch.isfinite(call.v).all())):
+            # SDPA multiplies masked keys' scores and values by 0: NaN where one is not finite
+            return Route(PLAIN, "torch under a mask with a non-finite key or value: SDPA would read it")
+    return Route(TORCH_SDPA, "torch tensors: torch's fused scaled_dot_product_attention")
+
+
+def torch_flash_why_not(call: Call, *, pinned: bool = False) -> str | None:
+    """Why TORCH_FLASH (kernels/autograd.py: the C forward and backward on CPU torch tensors) does not
+    take a torch call, or None when it does. pinned: route="torch_flash" asked for (no size floor)."""
+    from . import autograd
+
+    if not pinned and call.tq * call.tk < _C_KERNEL_MIN_SCORES:
+        return f"short call ({call.tq}·{call.tk} scores per head): SDPA or the plain path"
+    if call.device.type != "cpu":
+        return "not on the CPU"
+    import torch
+
+    if call.work != torch.float32:
+        return "float64: the plain path (torch autograd)"
+    if call.dk == 0 or call.dv == 0:
+        return "Dk or Dv is 0"
+    if call.mask is not None or call.bias is not None or call.score_mod is not None:
+        return "a mask array, bias or score_mod: the C backward takes masks of key ranges only"
+    if autograd.row_ranges(call) is None:
+        return "a mask function without key ranges (the same for every batch and head)"
+    if not autograd.available():
+        return "the C backward (kernels/_backward.c) or NumPy's BLAS is not available"
+    if not autograd.values_ok(call.q, call.k, call.v):
+        return "a non-finite value, or values above 2^60"
+    return None
+
+
+def _value_top(v) -> float:
+    """max |v| in one pass (float32, contiguous, C extension built) or two; NaN or inf if one is."""
+    v = np.asarray(v)
+    if v.size == 0:
+        return 0.0
+    fused = _c()
+    if fused is not None and v.dtype == np.float32 and v.flags.c_contiguous:
+        return float(fused.absmax(v))
+    low, high = v.min(), v.max()          # no temporaries
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return float("nan") if np.isnan(low) or np.isnan(high) else float("inf")
+    return max(abs(low), abs(high))     # keeps longdouble's range
+
+
+def _whole_in_c(call: Call) -> bool:
+    """Whether a mid-sized NumPy call takes the kernel (see _C_KERNEL_MIN_WORK): float32 or
+    float16, no mask array, bias or score_mod, no mask function or a band one, the C extension built."""
+    scores = call.tq * call.tk
+    work = scores * math.prod(call.lead) * (call.dk + call.dv)
+    if scores < _C_KERNEL_MIN_SCORES or work < (_C_KERNEL_MIN_WORK_MASKED if call.masked else _C_KERNEL_MIN_WORK):
+        return False
+    if call.tq < _C_KERNEL_MIN_ROWS:   # decoding: the plain path reads k and v once (kernel 2.7 ms, plain 0.74
+        return False                   # for one query over 4096 keys, 8 heads)
+    if np.dtype(call.work) != np.float32 or _c() is None:
+        return False
+    if call.mask is not None or call.bias is not None or call.score_mod is not None:
+        return False
+    return call.mask_info is None or call.mask_info.band is not None
+
+
+def _no_plain_c_softmax(call: Call, want: str, v_top) -> str | None:
+    """Why PLAIN_C_SOFTMAX does not apply, or None."""
+    if call.masked or call.bias is not None or call.score_mod is not None:
+        return "masked, biased or with a score_mod: plain path"
+    if want != "out":
+        return "the lse asked for: plain path"
+    if np.dtype(call.dtype) != np.float32 or _c() is None:
+        return "not float32 with the C extension: plain path"
+    if not np.isfinite(v_top):
+        return "a non-finite value: plain path"
+    return None
+
+
+def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> Route:
+    from . import blas, pool
+
+    fused = _c()
+    info = call.mask_info
+    lead = loop_lead(call)
+    # The ladder, from the ceiling down: the first route this call can take.
+    names = KERNEL[KERNEL.index(ceiling):]
+    float32 = np.dtype(call.work) == np.float32 and fused is not None
+    simple = (call.bias is None and call.score_mod is None and bool(np.isfinite(v_top)) and call.dk > 0
+              and call.dv > 0)
+    k_lead, v_lead = tuple(call.k.shape[:-2]), tuple(call.v.shape[:-2])
+    same_kv = k_lead == v_lead
+    no_rows = info is not None and not (info.block_kinds is not None and
+                                        (info.band is not None or info.key_ranges is not None))
+    name, reason = NUMPY_WALK, "float64/longdouble, or no C extension: the NumPy walk"
+    for candidate in names:
+        if candidate == FLASH_MANY:
+            if not float32 or not simple or want == "partial" or call.mask is not None or not same_kv or no_rows:
+                continue
+            if not blas.sgemm_ready():
+                continue
+            name, reason = FLASH_MANY, "float32, no mask array, bias or score_mod: every task in C"
+        elif candidate == FLASH_ROWS:
+            if not float32 or not simple or not blas.sgemm_ready():
+                continue
+            name, reason = FLASH_ROWS, "float32 without bias or score_mod, finite values: each task walked in C"
+        elif candidate == PY_WALK:
+            if not float32:
+                continue
+            name, reason = PY_WALK, "float32 with bias, score_mod or non-finite values: Python walk, C softmax step"
+        else:
+            name = NUMPY_WALK
+            if float32:
+                reason = "the NumPy walk asked for"
+        break
+
+    tq, tk = call.tq, call.tk
+    sparse = info is not None and info.block_kinds is not None
+    band = sparse and info.relative
+    bq = min(block_q or (_BAND_BLOCK if band else DEFAULT_BLOCK_Q), tq)
+    # With few query rows (decoding) take longer key blocks, keeping the score block at
+    # the default's size: fewer, larger BLAS calls for the same memory.
+    # Short causal calls with full query blocks: square key blocks (see _CAUSAL_BLOCK_K).
+    default_bk = (_BAND_BLOCK if band else _SPARSE_BLOCK_K) if sparse else \
+        _CAUSAL_BLOCK_K if call.causal and bq >= DEFAULT_BLOCK_Q and tk <= _CAUSAL_SQUARE_MAX_TK else \
+        max(DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q * DEFAULT_BLOCK_K // bq)
+    bk = min(block_k or default_bk, tk)
+    shift = tk - tq
+    n_kb = -(-tk // bk)
+    heads = list(np.ndindex(*lead))
+    kinds_by_head = {}
+
+    def plan_tasks(for_heads):
+        planned = []
+        for h in for_heads:
+            kinds = kinds_by_head[h] = block_kinds(call, h, bq, bk) if sparse else None
+            for qb, i0 in enumerate(range(0, tq, bq)):
+                i1 = min(i0 + bq, tq)
+                key_end = min(tk, i1 + shift) if call.causal else tk   # keys past this are all future
+                last = -(-max(key_end, 0) // bk)
+                blocks = np.arange(last) if kinds is None else np.flatnonzero(kinds[qb, :last])
+                planned.append((h, i0, i1, blocks, key_end))
+        return planned
+
+    many = name == FLASH_MANY
+    tasks = plan_tasks(heads[:1] if many else heads)
+    copies = len(heads) if many else 1
+    n_tasks = len(tasks) * copies
+    total_blocks = sum(len(t[3]) for t in tasks) * copies
+    # A decoding row (one or two queries) reads a whole k and v row per score: count it heavier.
+    big = total_blocks * bq * bk * (_DECODE_WEIGHT if bq <= 2 else 1) >= _PARALLEL_MIN_SCORES
+    threads = min(num_threads or pool.available_cpus(), max(n_tasks, n_kb)) if big else 1
+    # Too few (head, query block) tasks for the threads — one long head, or decoding with few
+    # heads: split each task's key blocks into ranges, one Partial per range, and merge them
+    # with merge_partials. Otherwise one range, written straight into the result.
+    ranges = 1 if n_tasks >= threads else min(-(-threads // n_tasks), n_kb)
+    if many and ranges > 1:
+        name = FLASH_ROWS
+        reason = (f"fewer tasks ({n_tasks}) than threads ({threads}): key ranges split per task and merged, "
+                  "each walked in C")
+        tasks = plan_tasks(heads)
+    return Route(name, reason, block_q=bq, block_k=bk, threads=threads, ranges=ranges, big=big, lead=lead,
+                 tasks=tuple(tasks), kinds=kinds_by_head if sparse else {}, v_top=v_top)
+
+
+def loop_lead(call: Call) -> tuple:
+    """The kernel's loop over (batch, head) pairs: the leading shapes of q, k, v broadcast, with
+    grouped-query attention's heads split as (…, G, H/G) (k and v then (…, G, 1))."""
+    q_lead, k_lead, v_lead = (tuple(call_array.shape[:-2]) for call_array in (call.q, call.k, call.v))
+    if call.groups > 1:
+        q_lead = q_lead[:-1] + (call.kv_heads, call.groups)
+        k_lead = k_lead + (1,)
+        v_lead = v_lead + (1,) if len(v_lead) >= 1 else v_lead
+    return tuple(np.broadcast_shapes(q_lead, k_lead, v_lead))
+
+
+def block_kinds(call: Call, head: tuple, bq: int, bk: int) -> np.ndarray:
+    """(query blocks, key blocks) int8 of EMPTY / PARTIAL / FULL from the mask's block_kinds(b, h,
+    q_lo, q_hi, k_lo, k_hi) (half-open index ranges, broadcasting arrays), for one loop head."""
+    b, h = batch_head(call, head)
+    tq, tk = call.tq, call.tk
+    q_lo = np.arange(0, tq, bq)[:, None]
+    k_lo = np.arange(0, tk, bk)[None, :]
+    kinds = call.mask_info.block_kinds(b, h, q_lo, np.minimum(q_lo + bq, tq), k_lo, np.minimum(k_lo + bk, tk))
+    return np.broadcast_to(np.asarray(kinds, dtype=np.int8), (q_lo.shape[0], k_lo.shape[1]))
+
+
+def batch_head(call: Call, head: tuple) -> tuple:
+    """The flex_attention indices (b, h) of one (batch, head) pair of the kernel's loop."""
+    if call.groups > 1:   # (…, G, H/G) → (…, H)
+        head = head[:-2] + (head[-2] * call.groups + head[-1],)
+    if not call.lead:
+        return np.int64(0), np.int64(0)
+    # the loop's lead may hold broadcast 1s where call.lead does not: index within call.lead
+    head = tuple(min(i, n - 1) for i, n in zip(head, call.lead))
+    b = np.ravel_multi_index(head[:-1], call.lead[:-1]) if len(head) > 1 else 0
+    return np.int64(b), np.int64(head[-1])

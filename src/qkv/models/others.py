@@ -1,0 +1,157 @@
+"""GPT-NeoX (Pythia), OPT and Phi: config.json and weight names → qkv's decoder, on the same block.
+
+    gpt_neox: x + Attn(LN₁(x)) + MLP(LN₂(x))  (use_parallel_residual; else sequential), GELU, RoPE on
+              the first rotary_pct of each head; query_key_value (3D, D) interleaved per head
+              [q_h | k_h | v_h], re-ordered into W_Q, W_K, W_V at load; untied embed_out.
+    opt:      learned positions at rows p + 2 (OPT's offset), ReLU, pre-norm (do_layer_norm_before)
+              or post-norm; biases everywhere; tied lm_head.
+    phi:      x + Attn(LN(x)) + MLP(LN(x)) with one LayerNorm, partial rotary, GELU (tanh), a dense
+              output projection, lm_head with a bias.
+Every nn.Linear (out, in) is transposed to qkv's (in, out).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .checkpoint import Checkpoint
+from .config import ConfigReader, DecoderConfig
+from .decoder import DecoderArrays, LayerArrays
+from .gpt2 import ACTIVATIONS
+from .llama import _rope
+
+__all__ = ["read_config", "read_weights"]
+
+
+def read_config(data: dict, source: str) -> DecoderConfig:
+    read = ConfigReader(data, source)
+    model_type = data["model_type"]
+    d = read.integer("hidden_size")
+    h = read.integer("num_attention_heads")
+    if d % h:
+        raise read.fail("num_attention_heads", f"hidden_size {d} does not split into {h} heads")
+    common = dict(model_type=model_type, vocab_size=read.integer("vocab_size"), hidden_size=d,
+                  n_layers=read.integer("num_hidden_layers"), n_heads=h, head_dim=d // h, norm="layernorm",
+                  bos_token_id=read.optional_integer("bos_token_id"), eos_token_ids=read.token_ids("eos_token_id"),
+                  pad_token_id=read.optional_integer("pad_token_id"))
+    if model_type == "gpt_neox":
+        theta, scaling, partial = _rope(read, model_type)
+        if data.get("rotary_pct") is not None:
+            partial = read.number("rotary_pct", 1.0)
+        bias = read.flag("attention_bias", True)
+        return read.check_heads(DecoderConfig(
+            **common, n_kv_heads=h, intermediate_size=read.integer("intermediate_size"),
+            max_positions=read.integer("max_position_embeddings", 2048), norm_eps=read.number("layer_norm_eps", 1e-5),
+            mlp=read.choice("hidden_act", "gelu", ACTIVATIONS), rope_theta=theta, rope_scaling=scaling,
+            rotary_dim=_rotary(read, d // h, partial), bias_qkv=bias, bias_out=bias, bias_mlp=True,
+            tie_embeddings=read.flag("tie_word_embeddings", False), parallel=read.flag("use_parallel_residual", True)))
+    if model_type == "phi":
+        theta, scaling, partial = _rope(read, model_type)
+        if read.flag("qk_layernorm", False):
+            raise read.fail("qk_layernorm", "true is not supported (Phi's per-head LayerNorms on q and k)")
+        g = read.integer("num_key_value_heads", h)
+        return read.check_heads(DecoderConfig(
+            **{**common, "n_kv_heads": g}, intermediate_size=read.integer("intermediate_size"),
+            max_positions=read.integer("max_position_embeddings", 2048), norm_eps=read.number("layer_norm_eps", 1e-5),
+            mlp=read.choice("hidden_act", "gelu_new", ACTIVATIONS), rope_theta=theta, rope_scaling=scaling,
+            rotary_dim=_rotary(read, d // h, partial), bias_qkv=True, bias_out=True, bias_mlp=True,
+            tie_embeddings=read.flag("tie_word_embeddings", False), parallel=True, shared_norm=True, lm_head_bias=True))
+    # opt
+    if read.integer("word_embed_proj_dim", d) != d:
+        raise read.fail("word_embed_proj_dim", f"{data['word_embed_proj_dim']} ≠ hidden_size {d} is not supported "
+                        "(OPT-350m's project_in/project_out)")
+    if not read.flag("layer_norm_elementwise_affine", True):
+        raise read.fail("layer_norm_elementwise_affine", "false is not supported (LayerNorms without weights)")
+    pre = read.flag("do_layer_norm_before", True)
+    bias = read.flag("enable_bias", True)
+    return read.check_heads(DecoderConfig(
+        **common, n_kv_heads=h, intermediate_size=read.integer("ffn_dim"),
+        max_positions=read.integer("max_position_embeddings", 2048), norm_eps=1e-5,
+        mlp=read.choice("activation_function", "relu", ACTIVATIONS), rope_theta=None,
+        bias_qkv=bias, bias_out=bias, bias_mlp=bias, tie_embeddings=read.flag("tie_word_embeddings", True),
+        position_offset=2, norm_position="pre" if pre else "post",
+        final_norm=pre and not read.flag("_remove_final_layer_norm", False)))
+
+
+def _rotary(read: ConfigReader, head_dim: int, partial: float) -> int | None:
+    if partial == 1.0:
+        return None
+    rotary = int(head_dim * partial)
+    if rotary < 2:
+        raise read.fail("partial_rotary_factor", f"{partial} of head width {head_dim} rotates {rotary} columns")
+    return rotary
+
+
+def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> DecoderArrays:
+    d, f, v, h, dh = config.hidden_size, config.intermediate_size, config.vocab_size, config.n_heads, config.head_dim
+
+    def get(name: str, *shape: int) -> np.ndarray:
+        return checkpoint.get(name, shape, dtype)
+
+    def linear(name: str, d_in: int, d_out: int, bias: bool = True):
+        return get(f"{name}.weight", d_out, d_in).T, (get(f"{name}.bias", d_out) if bias else None)
+
+    def norm(name: str, width: int = d):
+        return get(name + ".weight", width), get(name + ".bias", width)
+
+    layers = []
+    if config.model_type == "gpt_neox":
+        root = "gpt_neox."
+        checkpoint.expect_family(root + "embed_in.weight", "gpt_neox")
+        for i in range(config.n_layers):
+            p = f"{root}layers.{i}."
+            w, b = linear(p + "attention.query_key_value", d, 3 * d, config.bias_qkv)
+            # rows of the (3D, D) matrix are (head, [q | k | v], column): gather each projection's columns
+            by_head = w.reshape(d, h, 3, dh)
+            w_q, w_k, w_v = (np.ascontiguousarray(by_head[:, :, j, :].reshape(d, d)) for j in range(3))
+            b_q = b_k = b_v = None
+            if b is not None:
+                b_q, b_k, b_v = (np.ascontiguousarray(b.reshape(h, 3, dh)[:, j, :].reshape(d)) for j in range(3))
+            w_o, b_o = linear(p + "attention.dense", d, d, config.bias_out)
+            w_in, b_in = linear(p + "mlp.dense_h_to_4h", d, f)
+            w_out, b_out = linear(p + "mlp.dense_4h_to_h", f, d)
+            layers.append(LayerArrays(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
+                                      norm1=norm(p + "input_layernorm"), norm2=norm(p + "post_attention_layernorm"),
+                                      w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out))
+        embeddings = get(root + "embed_in.weight", v, d)
+        unembedding = embeddings.T if config.tie_embeddings else get("embed_out.weight", v, d).T
+        return DecoderArrays(embeddings, None, tuple(layers), norm(root + "final_layer_norm"), unembedding)
+    if config.model_type == "phi":
+        checkpoint.expect_family("model.embed_tokens.weight", "phi")
+        g = config.n_kv_heads
+        for i in range(config.n_layers):
+            p = f"model.layers.{i}."
+            w_q, b_q = linear(p + "self_attn.q_proj", d, h * dh)
+            w_k, b_k = linear(p + "self_attn.k_proj", d, g * dh)
+            w_v, b_v = linear(p + "self_attn.v_proj", d, g * dh)
+            w_o, b_o = linear(p + "self_attn.dense", h * dh, d)
+            w_in, b_in = linear(p + "mlp.fc1", d, f)
+            w_out, b_out = linear(p + "mlp.fc2", f, d)
+            shared = norm(p + "input_layernorm")
+            layers.append(LayerArrays(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
+                                      norm1=shared, norm2=shared, w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out))
+        embeddings = get("model.embed_tokens.weight", v, d)
+        unembedding, bias = linear("lm_head", d, v)
+        return DecoderArrays(embeddings, None, tuple(layers), norm("model.final_layernorm"), unembedding, bias)
+    root = "model.decoder."
+    checkpoint.expect_family(root + "embed_tokens.weight", "opt")
+    bias = config.bias_qkv
+    for i in range(config.n_layers):
+        p = f"{root}layers.{i}."
+        w_q, b_q = linear(p + "self_attn.q_proj", d, d, bias)
+        w_k, b_k = linear(p + "self_attn.k_proj", d, d, bias)
+        w_v, b_v = linear(p + "self_attn.v_proj", d, d, bias)
+        w_o, b_o = linear(p + "self_attn.out_proj", d, d, bias)
+        w_in, b_in = linear(p + "fc1", d, f, bias)
+        w_out, b_out = linear(p + "fc2", f, d, bias)
+        layers.append(LayerArrays(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
+                                  norm1=norm(p + "self_attn_layer_norm"), norm2=norm(p + "final_layer_norm"),
+                                  w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out))
+    embeddings = get(root + "embed_tokens.weight", v, d)
+    positions = get(root + "embed_positions.weight", config.max_positions + config.position_offset, d)
+    if config.tie_embeddings or "lm_head.weight" not in checkpoint:
+        unembedding = embeddings.T
+    else:
+        unembedding = get("lm_head.weight", v, d).T
+    final = norm(root + "final_layer_norm") if config.final_norm else None
+    return DecoderArrays(embeddings, positions, tuple(layers), final, unembedding)
