@@ -37,7 +37,7 @@ try:   # the optional C extension (setup.py): the backward
 except ImportError:   # not built: torch tensors take the plain path or SDPA
     _backward = None
 
-__all__ = ["flash_attention", "run", "available", "row_ranges", "values_ok"]
+__all__ = ["flash_attention", "run", "available", "row_ranges", "values_ok", "block_backward"]
 
 # Blocks of both passes. 128×128 keeps each sgemm's operands in L2 and wastes little of a band's
 # partial blocks (see blocked._BAND_BLOCK).
@@ -239,17 +239,19 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
 
 
 def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: int = BLOCK_Q, bk: int = BLOCK_K,
-                    threads: int | None = None):
+                    threads: int | None = None, delta=None):
     """dq (Nq, Tq, Dk), dk (Nk, Tk, Dk), dv (Nk, Tk, Dv) float32 from the forward's inputs, out and lse,
     and the gradients dout (Nq, Tq, Dv) and dlse (Nq, Tq) or None; C-contiguous float32. threads:
-    None picks by the work."""
+    None picks by the work. delta (Nq, Tq): rowsum(dO ∘ O) − dlse given by the caller (out and dlse
+    then unused) — a block of a longer attention (ring attention) passes the whole row's lse and δ."""
     nq, tq, dk = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     bq, bk = min(bq, tq), min(bk, tk)
     plan = _plan(rows, tq, tk, bq, bk)
-    delta = np.einsum("htd,htd->ht", dout, out, dtype=np.float32, optimize=False)   # rowsum(dO ∘ O)
-    if dlse is not None:
-        delta -= dlse                    # lse's own gradient: ∂lse/∂s = P, so dS = P∘(dP − δ + dlse)
+    if delta is None:
+        delta = np.einsum("htd,htd->ht", dout, out, dtype=np.float32, optimize=False)   # rowsum(dO ∘ O)
+        if dlse is not None:
+            delta -= dlse                # lse's own gradient: ∂lse/∂s = P, so dS = P∘(dP − δ + dlse)
     delta = np.ascontiguousarray(delta, np.float32)
     threads = threads or _threads(plan.visited * nq)
     n_kb = len(plan.offsets) - 1
@@ -412,3 +414,29 @@ def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None
     if call.empty:
         raise ValueError("the C training route does not take this call: Tq, Tk or a leading dimension is 0")
     return run(call, return_lse=return_lse, block_q=block_q, block_k=block_k)
+
+
+def block_backward(q, k, v, d_out, lse, delta, *, causal: bool, scale: float):
+    """One block's gradients with the whole row's lse and δ (FlashAttention's backward as ring
+    attention needs it), through the C backward. float32 CPU torch tensors, no autograd:
+    q, d_out (B, H, t, ·); k, v (B, G, K, ·) (H % G == 0); lse, delta (B, H, t) (lse −inf: a row
+    with no key anywhere). causal: row i sees key j <= i + (K − t) (bottom-right). Returns this
+    block's dq (B, H, t, Dk), dk (B, G, K, Dk), dv (B, G, K, Dv) as float32 tensors."""
+    import torch
+
+    b, h, t, dk = q.shape
+    g, keys, dv = k.shape[1], k.shape[2], v.shape[-1]
+    lo = np.zeros(t, np.int64)
+    hi = np.full(t, keys, np.int64)
+    if causal:
+        hi = np.clip(np.arange(t, dtype=np.int64) + (keys - t) + 1, 0, keys)
+    rows = np.ascontiguousarray(np.stack([lo, np.maximum(hi, lo)]))
+
+    def flat(x, n, d):
+        return x.detach().to(torch.float32).reshape(b * n, -1, d).contiguous().numpy()
+
+    grads = backward_arrays(flat(d_out, h, dv), flat(q, h, dk), flat(k, g, dk), flat(v, g, dv), None,
+                            lse.detach().to(torch.float32).reshape(b * h, t).contiguous().numpy(), rows, scale,
+                            delta=delta.detach().to(torch.float32).reshape(b * h, t).contiguous().numpy())
+    dq, dk_, dv_ = (torch.from_numpy(x) for x in grads)
+    return dq.reshape(b, h, t, dk), dk_.reshape(b, g, keys, dk), dv_.reshape(b, g, keys, dv)
