@@ -50,7 +50,7 @@ _BUDGET_S = 0.05
 # Values above this are left to the other paths (the forward's e^16 headroom must not overflow P·v).
 _MAX_VALUE = 2.0 ** 60
 # The backward's tasks (key/value head, key range) per thread, at least, where heads allow.
-_TASKS_PER_THREAD = 4
+_TASKS_PER_THREAD = 8
 
 _ready_lock = threading.Lock()
 _ready_state = None
