@@ -37,7 +37,7 @@ try:   # the optional C extension (setup.py): the backward
 except ImportError:   # not built: torch tensors take the plain path or SDPA
     _backward = None
 
-__all__ = ["flash_attention", "run", "available", "row_ranges", "values_ok", "block_backward"]
+__all__ = ["flash_attention", "op", "run", "available", "row_ranges", "values_ok", "block_backward"]
 
 # Blocks of both passes. 128×128 keeps each sgemm's operands in L2 and wastes little of a band's
 # partial blocks (see blocked._BAND_BLOCK).
@@ -50,7 +50,7 @@ _BUDGET_S = 0.05
 # Values above this are left to the other paths (the forward's e^16 headroom must not overflow P·v).
 _MAX_VALUE = 2.0 ** 60
 # The backward's tasks (key/value head, key range) per thread, at least, where heads allow.
-_TASKS_PER_THREAD = 8
+_TASKS_PER_THREAD = 2
 
 _ready_lock = threading.Lock()
 _ready_state = None
@@ -289,6 +289,68 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
 
 # --------------------------------------------------------------------------- the torch op
 _op = None
+_function = None
+
+
+def _contiguous_numpy(t):
+    return t.detach().contiguous().numpy()
+
+
+def _forward_tensors(q, k, v, rows, scale, block_q, block_k):
+    import torch
+
+    out, lse = forward_arrays(_contiguous_numpy(q), _contiguous_numpy(k), _contiguous_numpy(v),
+                              _contiguous_numpy(rows), scale, block_q, block_k)
+    return torch.from_numpy(out), torch.from_numpy(lse)
+
+
+def _backward_tensors(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block_k):
+    import torch
+
+    if dout is None:
+        dout = torch.zeros_like(out)
+    grads = backward_arrays(_contiguous_numpy(dout), _contiguous_numpy(q), _contiguous_numpy(k), _contiguous_numpy(v),
+                            _contiguous_numpy(out), _contiguous_numpy(lse), _contiguous_numpy(rows), scale,
+                            None if dlse is None else _contiguous_numpy(dlse), block_q, block_k)
+    return tuple(torch.from_numpy(g) for g in grads)
+
+
+def op():
+    """The torch custom op `torch.ops.qkv.flash_attention(q, k, v, rows, scale, block_q, block_k) ->
+    (out, lse)` (defined on first call; its backward is `qkv::flash_attention_backward`).
+
+    q (Nq, Tq, Dk), k (Nk, Tk, Dk), v (Nk, Tk, Dv) float32 CPU (Nq = Nk·G: query head n reads kv head
+    n // G), rows (2, Tq) int64 key ranges (`row_ranges`), scale a float, block sizes ints. out
+    (Nq, Tq, Dv), lse (Nq, Tq) (−inf for rows with no key). With register_fake and register_autograd:
+    `torch.compile(fullgraph=True)` keeps it as one node, forward and backward.
+    qkv.attention itself runs the same two passes through `_eager_function` (a torch.autograd.Function):
+    a custom op's first call imports torch._dynamo (2–7 s measured here), which eager calls need not pay."""
+    return _register()
+
+
+def _eager_function():
+    """The same forward and backward as `op()`, as a plain torch.autograd.Function (eager calls)."""
+    global _function
+    if _function is None:
+        import torch
+
+        class FlashAttention(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, rows, scale, block_q, block_k):
+                out, lse = _forward_tensors(q, k, v, rows, scale, block_q, block_k)
+                ctx.save_for_backward(q, k, v, out, lse, rows)
+                ctx.options = (scale, block_q, block_k)
+                return out, lse
+
+            @staticmethod
+            @torch.autograd.function.once_differentiable
+            def backward(ctx, dout, dlse):
+                q, k, v, out, lse, rows = ctx.saved_tensors
+                dq, dk, dv = _backward_tensors(dout, dlse, q, k, v, out, lse, rows, *ctx.options)
+                return dq, dk, dv, None, None, None, None
+
+        _function = FlashAttention
+    return _function.apply
 
 
 def _register():
@@ -300,17 +362,12 @@ def _register():
     import torch
     from torch import Tensor
 
-    def contiguous_numpy(t):
-        return t.detach().contiguous().numpy()
-
     # Schemas written out: this module's annotations are strings (from __future__ import annotations).
     @torch.library.custom_op("qkv::flash_attention", mutates_args=(), schema=(
         "(Tensor q, Tensor k, Tensor v, Tensor rows, float scale, int block_q, int block_k) -> (Tensor, Tensor)"))
     def flash_attention_op(q: Tensor, k: Tensor, v: Tensor, rows: Tensor, scale: float, block_q: int,
                            block_k: int) -> tuple[Tensor, Tensor]:
-        out, lse = forward_arrays(contiguous_numpy(q), contiguous_numpy(k), contiguous_numpy(v),
-                                  contiguous_numpy(rows), scale, block_q, block_k)
-        return torch.from_numpy(out), torch.from_numpy(lse)
+        return _forward_tensors(q, k, v, rows, scale, block_q, block_k)
 
     @flash_attention_op.register_fake
     def _(q, k, v, rows, scale, block_q, block_k):
@@ -322,11 +379,7 @@ def _register():
     def flash_attention_backward_op(dout: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
                                     lse: Tensor, rows: Tensor, scale: float, block_q: int,
                                     block_k: int) -> tuple[Tensor, Tensor, Tensor]:
-        dq, dk, dv = backward_arrays(contiguous_numpy(dout), contiguous_numpy(q), contiguous_numpy(k),
-                                     contiguous_numpy(v), contiguous_numpy(out), contiguous_numpy(lse),
-                                     contiguous_numpy(rows), scale,
-                                     None if dlse is None else contiguous_numpy(dlse), block_q, block_k)
-        return torch.from_numpy(dq), torch.from_numpy(dk), torch.from_numpy(dv)
+        return _backward_tensors(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block_k)
 
     @flash_attention_backward_op.register_fake
     def _(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block_k):
@@ -376,7 +429,7 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
     q3 = flat(q, heads, call.tq, call.dk)
     k3 = flat(k, kv_heads, call.tk, call.dk)
     v3 = flat(v, kv_heads, call.tk, call.dv)
-    out, lse = _register()(q3, k3, v3, torch.from_numpy(rows), float(call.scale), int(block_q), int(block_k))
+    out, lse = _eager_function()(q3, k3, v3, torch.from_numpy(rows), float(call.scale), int(block_q), int(block_k))
     out = out.reshape(call.out_shape).to(call.dtype)
     if return_lse:
         return out, lse.reshape(call.out_shape[:-1]).to(call.dtype)
