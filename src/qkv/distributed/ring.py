@@ -27,7 +27,10 @@ arrives home. Bytes sent per rank (itemsize b): forward (P−1)·B·G·T/P·(Dk+
 (2P−1)·B·G·T/P·(Dk+Dv)·b (k/v P−1 times, dK/dV P times).
 
 Blocks are processed in square tiles (`_tiles`) so that no (T/P)×(T/P) score matrix is formed:
-a rank's memory grows as T/P.
+a rank's memory grows as T/P. On CPU float32 (float16/bfloat16) with the C extensions built, each
+block goes whole through qkv's C kernel instead (forward: the TORCH_FLASH route of qkv.attention;
+backward: `qkv.kernels.autograd.block_backward`, the C backward with the global lse and δ), which
+blocks and skips internally with the same O(T/P) memory.
 """
 
 from __future__ import annotations
