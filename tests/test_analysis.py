@@ -1,12 +1,17 @@
-"""qkv.analysis: rollout and head summaries against explicit loops and hand-made heads."""
+"""qkv.analysis: rollout and head summaries against explicit loops, hand-made heads and scores
+TransformerLens 4.3.0 computed (tests/reference/transformerlens_heads.npz, written by the script
+beside it)."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from qkv.analysis import detection_pattern, head_scores, repeated_random_ids, rollout
+from qkv.analysis import HEAD_NAMES, detect_head, detection_pattern, head_scores, repeated_random_ids, rollout
+
+REFERENCE = Path(__file__).with_name("reference") / "transformerlens_heads.npz"
 
 
 def random_weights(layers, heads, size, seed=0, causal=False):
@@ -53,7 +58,10 @@ def test_entropy_first_previous_and_self_on_hand_made_heads():
     weights = np.stack([previous, uniform, sink, np.eye(size)])[None]   # (1, 4, T, T)
     scores = head_scores(weights)
     np.testing.assert_allclose(scores["entropy"][0], [0.0, math.log(size), 0.0, 0.0], atol=1e-15)
-    np.testing.assert_allclose(scores["previous_token"][0], [1.0, 1 / size, 1 / (size - 1), 0.0], atol=1e-15)
+    # TransformerLens's: weight on key i − 1 ÷ the head's whole attention (T rows); qkv's: ÷ the T − 1 rows i ≥ 1
+    np.testing.assert_allclose(scores["previous_token"][0], [(size - 1) / size, (size - 1) / size**2, 1 / size, 0.0],
+                               atol=1e-15)
+    np.testing.assert_allclose(scores["previous_token_rows"][0], [1.0, 1 / size, 1 / (size - 1), 0.0], atol=1e-15)
     np.testing.assert_allclose(scores["first_token"][0], [2 / size, 1 / size, 1.0, 1 / size], atol=1e-15)
     np.testing.assert_allclose(scores["self"][0], [1 / size, 1 / size, 1 / size, 1.0], atol=1e-15)
 
@@ -121,3 +129,59 @@ def test_bad_inputs_name_the_problem():
         repeated_random_ids(10, 5)
     with pytest.raises(ValueError, match="unknown pattern"):
         detection_pattern("copy", [1, 2])
+
+
+# --------------------------------------------------------------------------- TransformerLens's detect_head
+OPTIONS = {"mul": {}, "mul_bos": {"exclude_bos": True}, "mul_current": {"exclude_current_token": True},
+           "abs": {"error_measure": "abs"},
+           "abs_both": {"error_measure": "abs", "exclude_bos": True, "exclude_current_token": True}}
+
+
+@pytest.mark.parametrize("label", ["repeated", "mixed"])
+def test_detect_head_equals_transformerlens(label):
+    """detect_head gives TransformerLens 4.3.0's detect_head numbers on the same causal weights, for its
+    three head names and every option (abs is rounded to 3 decimals by both); head_scores' previous_token,
+    duplicate_token and induction are its default ("mul") scores."""
+    reference = np.load(REFERENCE)
+    assert list(reference["head_names"]) == list(HEAD_NAMES)
+    weights, ids = reference[f"{label}/weights"], reference[f"{label}/ids"]
+    for name in HEAD_NAMES:
+        for option, kwargs in OPTIONS.items():
+            expected = reference[f"{label}/{name}/{option}"]
+            np.testing.assert_allclose(detect_head(weights, name, ids, **kwargs), expected, atol=1e-9,
+                                       err_msg=f"{name} {option}")
+    scores = head_scores(weights, ids)
+    for key, name in zip(("previous_token", "duplicate_token", "induction"), HEAD_NAMES):
+        np.testing.assert_allclose(scores[key], reference[f"{label}/{name}/mul"], atol=1e-9)
+    # qkv's own previous-token score is TransformerLens's × T / (T − 1) on softmax rows (every row sums to 1)
+    size = ids.size
+    np.testing.assert_allclose(scores["previous_token_rows"], scores["previous_token"] * size / (size - 1), atol=1e-12)
+
+
+def test_bidirectional_heads_score_as_transformerlens_scores_them():
+    """Rows over all T keys (BERT, the default `qkv heads` model): the "mul" scores TransformerLens's
+    compute_head_attention_similarity_score gives on the same weights."""
+    reference = np.load(REFERENCE)
+    weights, ids = reference["bidirectional/weights"], reference["bidirectional/ids"]
+    scores = head_scores(weights, ids)
+    for key, name in zip(("previous_token", "duplicate_token", "induction"), HEAD_NAMES):
+        np.testing.assert_allclose(scores[key], reference[f"bidirectional/{name}/mul"], atol=1e-9)
+
+
+def test_detect_head_takes_a_pattern_array_and_refuses_what_transformerlens_refuses():
+    weights = random_weights(1, 2, 5, causal=True)
+    ids = np.array([3, 1, 3, 1, 2])
+    custom = np.tril(np.ones((5, 5)))                         # every causal key: the whole attention
+    np.testing.assert_allclose(detect_head(weights, custom), 1.0, atol=1e-12)
+    np.testing.assert_allclose(detect_head(weights, detection_pattern("induction", ids)),
+                               detect_head(weights, "induction_head", ids), atol=0)
+    with pytest.raises(ValueError, match="needs causal heads"):
+        detect_head(random_weights(1, 1, 5), "previous_token_head", error_measure="abs")
+    with pytest.raises(ValueError, match="lower triangular"):
+        detect_head(weights, np.ones((5, 5)))
+    with pytest.raises(ValueError, match="error_measure"):
+        detect_head(weights, "previous_token_head", error_measure="max")
+    with pytest.raises(ValueError, match="unknown pattern"):
+        detect_head(weights, "copy_head", ids)
+    with pytest.raises(ValueError, match="needs the token ids"):
+        detect_head(weights, "induction_head")

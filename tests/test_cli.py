@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import pathlib
 import shutil
@@ -59,7 +60,7 @@ def test_out_query_digits_by_hand(capsys, tmp_path):
     target = tmp_path / "love.json"
     code, out, err = run(capsys, "example", "--query", "learning", "--digits", "6", "--format", "json",
                          "--out", str(target))
-    assert code == 0 and out == "" and err == ""
+    assert code == 0 and out == "" and err == f"qkv: wrote {target}\n"      # the one line saying so, on stderr
     doc = json.loads(target.read_text(encoding="utf-8"))
     assert doc["trace"]["meta"]["query"] == 3 and doc["digits"] == 6
     code, out, _ = run(capsys, "example", "cross-attention", "--by-hand")
@@ -70,8 +71,8 @@ def test_out_query_digits_by_hand(capsys, tmp_path):
 
 def test_figure(capsys, tmp_path):
     figure = tmp_path / "love.png"
-    code, _, err = run(capsys, "example", "--figure", str(figure), "--out", str(tmp_path / "love.txt"))
-    assert code == 0 and err == ""
+    code, out, err = run(capsys, "example", "--figure", str(figure), "--out", str(tmp_path / "love.txt"))
+    assert code == 0 and out == "" and err == f"qkv: wrote {tmp_path / 'love.txt'}\nqkv: wrote {figure}\n"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -79,7 +80,7 @@ def test_explain_round_trip_equals_float64_numpy(capsys, tmp_path):
     target = tmp_path / "mine.json"
     code, _, err = run(capsys, "explain", str(ROOT / "examples" / "my-example.toml"), "--format", "json",
                        "--out", str(target))
-    assert code == 0 and err == ""
+    assert code == 0 and err == f"qkv: wrote {target}\n"
     trace = json.loads(target.read_text(encoding="utf-8"))["trace"]
     steps = {s["name"]: np.array(s["values"], dtype=float) for s in trace["steps"] if "/" not in s["name"]}
     # the same computation, written here in float64 NumPy
@@ -217,7 +218,7 @@ def test_argparse_errors_are_one_line_for_every_command(capsys, command):
 
 def test_argparse_type_and_top_level_errors_are_one_line(capsys):
     assert "unrecognized arguments: --bogus" in one_line(capsys, "--bogus")
-    assert "invalid choice: 'nope'" in one_line(capsys, "nope")
+    assert "COMMAND: 'nope' is not one of example, explain, " in one_line(capsys, "nope")
     assert "--values" in one_line(capsys, "embed", "x", "--values", "²")
     code, out, err = run(capsys, "--version")
     assert code == 0 and out.startswith("qkv ") and err == ""
@@ -328,3 +329,142 @@ def test_fully_masked_row_is_not_said_to_add_up_to_1(capsys, tmp_path):
     assert "gets weight 0 everywhere" in flat(out)
     code, out, _ = run(capsys, "explain", spec, "--lang", "ko")
     assert "모든 가중치가 0" in flat(out)
+
+
+# ---------------------------------------------------------------- issue 22: one CLI voice
+@pytest.mark.parametrize("options", [["--lang", "ko"], ["--by-hand"], ["--digits", "2"], ["--format", "markdown"],
+                                     ["--query", "learning", "--digits", "3"]])
+def test_top_level_options_are_the_default_examples(capsys, options):
+    """Bare `qkv --lang ko` was refused ("invalid choice: 'ko'"); it runs `qkv example self-attention --lang ko`."""
+    code, out, err = run(capsys, *options)
+    assert code == 0 and err == "", err
+    assert (code, out) == run(capsys, "example", "self-attention", *options)[:2]
+
+
+def test_misspelled_commands_and_choices_get_did_you_mean(capsys):
+    assert one_line(capsys, "exmaple") == (
+        "qkv: error: COMMAND: 'exmaple' is not one of " + ", ".join(COMMANDS) + "; did you mean 'example'?\n")
+    assert "did you mean 'multi-head'?" in one_line(capsys, "example", "multihead")
+    assert one_line(capsys, "example", "--format", "jsn").endswith(
+        "--format: 'jsn' is not one of text, markdown, html, json; did you mean 'json'?\n")
+    assert one_line(capsys, "--lang", "fr") == "qkv: error: --lang: 'fr' is not one of en, ko\n"   # nothing close
+    assert "did you mean 'induction'?" in one_line(capsys, "heads", "x", "--sort", "inductoin")
+    assert "did you mean 'ring:zigzag'?" in one_line(capsys, "ring", "--strategies", "ring:zigzga")
+    assert "did you mean 'ko'?" in one_line(capsys, "translate", "I love you", "--to", "koo")
+
+
+def _choice_cases():
+    """Every option with a fixed set of values, read from the parser (argparse choices) or named here
+    (checked by the command: --lang everywhere, --format, --to, --only, --strategies, NAME)."""
+    from qkv.cli import build_parser
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    needs = {"inspect": ["a cat"], "heads": ["a cat"], "embed": ["a cat"], "translate": ["I love you"],
+             "explain": [str(ROOT / "examples" / "my-example.toml")],
+             "generate": ["--model", "nowhere", "a cat"]}
+    cases = []
+    for name, sub in commands.items():
+        for action in sub._actions:
+            if action.choices is not None and action.option_strings:
+                cases.append([name, *needs.get(name, []), action.option_strings[-1], "zzz"])
+            if "--lang" in action.option_strings:
+                cases.append([name, *needs.get(name, []), "--lang", "zzz"])
+    cases += [["example", "zzz"], ["example", "--format", "zzz"], ["inspect", "a cat", "--format", "zzz"],
+              ["translate", "I love you", "--to", "zzz"], ["masks", "--only", "zzz"], ["ring", "--strategies", "zzz"],
+              ["zzz"], ["train", "zzz"]]
+    return cases
+
+
+def test_invalid_choices_are_worded_one_way_everywhere(capsys):
+    """"expected one of en, ko", "choose ko, ja or both" and argparse's "invalid choice" were three wordings."""
+    cases = _choice_cases()
+    assert len(cases) >= 15
+    for argv in cases:
+        err = one_line(capsys, *argv)
+        assert "'zzz' is not one of " in err and "invalid choice" not in err and "expected" not in err, (argv, err)
+
+
+def test_counts_have_their_noun():
+    """"layer(s)", "token(s)", "1 queries": a count now takes the singular for 1 (texts.py, views.js fill)."""
+    import re
+
+    from qkv.explain import texts
+
+    for key, sentence in texts.EN.items():
+        assert "(s)" not in sentence and "(es)" not in sentence, key
+        assert not re.search(r"\{\w+\} (queries|tokens|layers|rows|texts|steps|scores)\b", sentence), key
+    assert texts.text("en", "show.shape", heads=1, tq=1, tk=2) == ": 1 head, 1 query × 2 keys"
+    assert texts.text("en", "show.shape", heads=2, tq=3, tk=1) == ": 2 heads, 3 queries × 1 key"
+    assert texts.text("en", "cli.inspect.range", value="'9'", count=6, what="layers", last=5) == (
+        "'9' is out of range: the model has 6 layers (0 … 5, or all)")
+    assert texts.text("en", "generic.large", rows=2, cols=1) == "Showing the first 2 × 1 entry."
+    views = (ROOT / "src" / "qkv" / "explain" / "views.js").read_text(encoding="utf-8")
+    assert "String(values[k]) === \"1\" ? one : many" in views           # the browser reads the same form
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "src" / "qkv").rglob("*.py"))
+    assert not re.search(r"\w\(s\)", source.replace("exp(s)", "").replace("softmax(s)", "").replace("str(s)", "")
+                         .replace("float(s)", "").replace("Step.from_dict(s)", "")), "a '(s)' plural is left"
+
+
+def test_written_files_are_named_on_stderr_and_stdout_stays_clean(capsys, tmp_path):
+    """example, masks, explain (and every command with --out/--figure/--json/--markdown) say 'qkv: wrote FILE'."""
+    for argv, files in ((["example", "--out", "a.md", "--format", "markdown"], ["a.md"]),
+                        (["example", "--figure", "f.png"], ["f.png"]),
+                        (["masks", "--length", "8", "--out", "m.txt", "--figure", "m.png"], ["m.txt", "m.png"]),
+                        (["explain", str(ROOT / "examples" / "my-example.toml"), "--out", "e.txt"], ["e.txt"])):
+        paths = [str(tmp_path / f) for f in files]
+        argv = [str(tmp_path / a) if a in files else a for a in argv]
+        code, out, err = run(capsys, *argv)
+        assert code == 0 and err == "".join(f"qkv: wrote {p}\n" for p in paths), (argv, err)
+        assert (out == "") == ("--out" in argv), (argv, out[:200])
+    code, out, err = run(capsys, "example", "--out", "/dev/stdout")      # a stream, not a file: no line
+    assert code == 0 and "wrote" not in err
+
+
+def test_help_is_complete_with_defaults_and_named_metavars():
+    """Every option's help states its default; every value has a named metavar (ring had PROCS, SEQ…);
+    test-only options are hidden but still work (ring --fail-rank)."""
+    from qkv.cli import build_parser
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    problems = []
+    for name, sub in commands.items():
+        shown = sub.format_help()
+        for action in sub._actions:
+            if not action.option_strings or action.help == argparse.SUPPRESS or action.dest == "help":
+                continue
+            if action.nargs != 0 and action.metavar is None and action.choices is None:
+                problems.append(f"{name} {action.option_strings[-1]}: metavar {action.dest.upper()}")
+            if action.default not in (None, False, []) and "default" not in (action.help or "") and (
+                    f"(default {action.default})" not in " ".join(shown.split())):
+                problems.append(f"{name} {action.option_strings[-1]}: default {action.default!r} not shown")
+    assert not [p for p in problems if not p.startswith(("bench ", "serve "))], problems   # bench, serve: "safety"
+    ring = " ".join(commands["ring"].format_help().split())
+    assert "--fail-rank" not in ring and "--dtype float32|float64" in ring and "(default float32)" in ring
+    assert "--procs P" in ring and "--seq T" in ring and "--timeout SECONDS" in ring
+    assert parser.parse_args(["ring", "--fail-rank", "1"]).fail_rank == 1
+
+
+def test_ring_without_torch_is_the_install_hint(capsys, monkeypatch):
+    """`qkv ring` without torch exited 1 with a rank's ModuleNotFoundError; now the hint, exit 2, no rank started."""
+    import qkv.distributed
+
+    monkeypatch.setitem(sys.modules, "torch", None)                  # find_spec("torch") → None: not installed
+    monkeypatch.setattr(qkv.distributed, "run_local", lambda *a, **k: pytest.fail("a rank was launched"))
+    err = one_line(capsys, "ring", "--procs", "2", "--seq", "16")
+    assert err == "qkv: error: qkv ring needs torch (its ranks run torch.distributed): pip install 'qkv[torch]'\n"
+
+
+def test_documented_submodules_import_lazily():
+    """`import qkv; qkv.masks` raised AttributeError (also analysis, torch, distributed, translator, serve)."""
+    code = ("import sys, qkv\n"
+            "names = ['masks', 'analysis', 'torch', 'distributed', 'translator', 'serve', 'models', 'viz']\n"
+            "assert not any(f'qkv.{n}' in sys.modules for n in names), [n for n in names if f'qkv.{n}' in sys.modules]\n"
+            "for n in names: assert getattr(qkv, n).__name__ == f'qkv.{n}'\n"
+            "assert callable(qkv.masks.causal) and 'masks' in dir(qkv)\n"
+            "try:\n    qkv.nonexistent\nexcept AttributeError as e:\n    print('refused', e)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "src")})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "refused module 'qkv' has no attribute 'nonexistent'\n"

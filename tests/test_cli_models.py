@@ -74,8 +74,10 @@ def test_inspect_one_head_is_short_and_names_the_real_head(capsys, tmp_path):
     """A 384-wide model head prints like NumPy: W matrices and X elided, full shapes stated; the figure
     and the explanation use the trace as recorded (meta head 3 is a label, not an index)."""
     figure = tmp_path / "head3.png"
-    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--figure", str(figure))
+    code, out, err = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--figure", str(figure))
     assert code == 0 and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert out == "" and err == f"qkv: wrote {figure}\n"      # the figure alone was asked for: nothing else
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--figure", str(figure), "--format", "text")
     assert len(out.splitlines()) < 300                       # was ~1,400 lines, mostly "…"
     assert "X  (9 × 384; 8 of 9 rows shown" not in out      # 9 tokens: every row shown
     assert "X  (9 × 384; 8 of 384 columns shown)" in out
@@ -102,7 +104,7 @@ def test_inspect_full_prints_every_number(capsys):
 def test_inspect_grid_text_and_json(capsys, model):
     code, out, _ = run(capsys, "inspect", TEXT, "--query", "cat")
     assert code == 0
-    assert "6 layer(s) × 12 head(s)" in out and "layer 5" in out
+    assert "6 layers × 12 heads" in out and "layer 5" in out
     code, out, _ = run(capsys, "inspect", TEXT, "--layer", "all", "--head", "all", "--format", "json")
     doc = json.loads(out)
     assert np.array(doc["weights"]).shape == (6, 12, 9, 9)
@@ -234,7 +236,7 @@ def test_long_text_is_said_to_be_truncated(capsys, model):
     code, out, err = run(capsys, "inspect", long_text, "--layer", "0", "--head", "0")
     assert code == 0 and f"only its first {model.pooling.max_seq_length} tokens are used" in err
     code, out, err = run(capsys, "embed", long_text, "short")
-    assert code == 0 and "1 text(s) (#0)" in err and "are longer than this model reads" in err
+    assert code == 0 and "longer than this model reads: 1 text (#0)" in err
     code, out, err = run(capsys, "inspect", TEXT, "--layer", "0", "--head", "0")
     assert code == 0 and err == ""
 

@@ -327,3 +327,183 @@ def test_saved_traces_explain_or_refuse_in_one_line(tmp_path, capsys):
         out.unlink(missing_ok=True)
     assert not failures, "\n".join(failures[:20])
     assert 0 < refused < 150                                 # both outcomes are exercised
+
+
+# ------------------------------------------------------------------ issue 22: the tracebacks that remained
+# Each class below raised a traceback (or did the wrong thing) before; each case must now be one line.
+NON_UTF8 = ["ab\udcffc", "\udcc3", "x\udc80\udc80y", "caf\udce9"]   # how Python hands over argv bytes that are not UTF-8
+
+
+def _one_line(code, out: str, err: str) -> str | None:
+    """None if (code, out, err) is a clean refusal; else what was wrong."""
+    lines = err.splitlines()
+    if code == 2 and out == "" and len(lines) == 1 and lines[0].startswith("qkv: error: ") and "Traceback" not in err:
+        return None
+    return f"exit {code!r:.200}, stdout {out[:80]!r}, stderr {err[:300]!r}"
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    from model_fixtures import build_checkpoint
+
+    return str(build_checkpoint(tmp_path_factory.mktemp("decoder"), "gpt2"))
+
+
+def test_text_that_is_not_utf8_is_one_line(capsys, monkeypatch, decoder):
+    """Arguments: the tokenizer raised TypeError on surrogate-escaped argv (inspect, heads, generate,
+    embed, translate); standard input to `embed -` likewise. Paths stay free: any bytes name a file."""
+    import io
+
+    failures = []
+    for text in NON_UTF8:
+        for argv in (["inspect", text], ["heads", text], ["embed", text], ["embed", "fine", text],
+                     ["generate", "--model", decoder, text], ["translate", text], ["inspect", "a cat", "--query", text],
+                     ["example", "--query", text], ["masks", "--only", text]):
+            code = main(argv)
+            out, err = capsys.readouterr()
+            problem = _one_line(code, out, err) or (None if "not UTF-8 text" in err else f"worded {err!r}")
+            if problem:
+                failures.append(f"{argv!r}: {problem}")
+        for data in (text.encode("utf-8", "surrogateescape") + b"\n", b"ok\n\xff\xfe\n"):
+            monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+            code = main(["embed", "-"])
+            out, err = capsys.readouterr()
+            problem = _one_line(code, out, err) or (None if "standard input: not UTF-8" in err else f"worded {err!r}")
+            if problem:
+                failures.append(f"stdin {data!r}: {problem}")
+    assert not failures, "\n".join(failures)
+
+
+def _qkv(*argv: str, env: dict | None = None, **kwargs):
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src"), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "qkv", *argv], capture_output=kwargs.pop("capture", True), text=True,
+                          env=environment, timeout=120, **kwargs)
+
+
+@pytest.mark.parametrize("argv", [["example"], ["example", "--lang", "ko"], ["masks", "--length", "8"],
+                                  ["example", "--format", "json"], ["--version"], ["doctor"]])
+def test_standard_output_full_closed_or_ascii_is_one_line(argv):
+    """`> /dev/full` (OSError at the flush), `>&-` (sys.stdout is None), PYTHONIOENCODING=ascii
+    (UnicodeEncodeError) were tracebacks: now one line, exit 2, and nothing more at exit."""
+    import subprocess
+
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(_qkv_command(argv), stdout=full, stderr=subprocess.PIPE, text=True, env=_env(),
+                                timeout=120)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("qkv: error: cannot write to standard output (No space left on device)")
+    closed = subprocess.run(_qkv_command(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(),
+                            timeout=120, pass_fds=(), preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 2 and closed.stderr.count("\n") == 1, closed.stderr
+    assert closed.stderr.startswith("qkv: error: standard output is closed")
+    ascii_run = subprocess.run(_qkv_command(argv), capture_output=True, text=True, timeout=120,
+                               env=_env(PYTHONIOENCODING="ascii"))
+    if ascii_run.returncode == 0:                  # nothing outside ASCII to print: the output is whole
+        assert ascii_run.stdout.isascii() and ascii_run.stdout and "Traceback" not in ascii_run.stderr
+    else:
+        assert ascii_run.returncode == 2 and ascii_run.stderr.count("\n") == 1, ascii_run.stderr
+        assert "uses the encoding ascii, which cannot write" in ascii_run.stderr and "PYTHONIOENCODING=utf-8" in ascii_run.stderr
+
+
+def _qkv_command(argv):
+    import sys
+
+    return [sys.executable, "-m", "qkv", *argv]
+
+
+def _env(**extra):
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src"), **extra}
+
+
+def test_a_closed_pipe_is_not_an_error():
+    """`qkv example | head -1`: the reader leaving is no error (exit 0, nothing on standard error)."""
+    import subprocess
+
+    producer = subprocess.Popen(_qkv_command(["example", "--format", "json"]), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=_env())
+    first = producer.stdout.read(10)
+    producer.stdout.close()
+    err = producer.stderr.read()
+    assert producer.wait(timeout=120) == 0 and first == b'{\n  "forma'[:10] or first
+    assert b"Traceback" not in err and b"Exception ignored" not in err, err
+
+
+def test_embed_refuses_a_decoder_in_one_line(capsys, decoder):
+    """`embed --model` on a GPT-2 directory raised AttributeError (no `encode`)."""
+    code = main(["embed", "hello there", "--model", decoder])
+    out, err = capsys.readouterr()
+    assert _one_line(code, out, err) is None, err
+    assert "--model: " in err and "causal language model; embed needs a sentence encoder" in err
+    code = main(["embed", "hello there", "--model", decoder, "--lang", "ko"])
+    assert "인과 언어 모델" in capsys.readouterr().err
+
+
+def test_generate_temperature_is_compared_as_a_number(capsys, decoder):
+    """`--temperature 1` was refused without --sample while `1.0` passed (a string comparison)."""
+    outputs = {}
+    for value in ("1", "1.0", "1e0", "+1.000"):
+        code = main(["generate", "--model", decoder, "the cat", "-n", "3", "--temperature", value, "--json"])
+        out, err = capsys.readouterr()
+        assert code == 0, (value, err)
+        outputs[value] = json.loads(out)["ids"]
+    assert len({tuple(ids) for ids in outputs.values()}) == 1            # greedy: the same tokens each time
+    for value in ("2", "0.5", "1.0000001"):
+        code = main(["generate", "--model", decoder, "the cat", "--temperature", value])
+        out, err = capsys.readouterr()
+        assert _one_line(code, out, err) is None and "--sample" in err, (value, err)
+
+
+def test_read_only_directories_are_refused_even_for_root(tmp_path, capsys):
+    """As root, --out into a mode-555 directory wrote, though read-only files are refused "even for root"."""
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        for argv in (["example", "--out", str(folder / "x.txt")], ["example", "--figure", str(folder / "x.png")],
+                     ["masks", "--out", str(folder / "m.txt")], ["explain", "/nonexistent.toml", "--out",
+                                                                  str(folder / "e.txt")]):
+            code = main(argv)
+            out, err = capsys.readouterr()
+            assert _one_line(code, out, err) is None, (argv, err)
+            assert "permission denied" in err or "does not exist" in err, err
+        assert list(folder.iterdir()) == []
+    finally:
+        folder.chmod(0o755)
+
+
+class _Terminal(__import__("io").StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_control_characters_are_escaped_on_a_terminal(tmp_path, monkeypatch):
+    """Tokens and titles with terminal escape sequences (set the window title, clear the screen, move the
+    cursor, reorder text) were printed raw; on a terminal they are now shown as escapes, colours kept.
+    Piped, the output is the data itself (a JSON or text consumer gets what the file said)."""
+    import re
+
+    hostile = ["\x1b]0;owned\x07", "\x1b[2J", "a\rb", "\u202egnp", "\x9b31m", "x\x00y"]
+    example = tmp_path / "hostile.toml"
+    # JSON's \u escapes are TOML's too
+    example.write_text(f"title = {json.dumps('T' + hostile[1] + 'itle' + chr(7))}\ntokens = {json.dumps(hostile[:2])}\n"
+                       "x = [[1.0, 0.5], [0.0, 1.0]]\nw_q = [[1, 0], [0, 1]]\nw_k = [[1, 0], [0, 1]]\n"
+                       "w_v = [[1, 0], [0, 1]]\n", encoding="utf-8")
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stdout", terminal)
+    assert main(["explain", str(example)]) == 0
+    shown = terminal.getvalue()
+    leftover = re.sub(r"\x1b\[[0-9;]*m", "", shown)                 # colour sequences may stay
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", leftover), repr(leftover[:400])
+    assert "\\x1b]0;owned" in shown and "\\x1b[2J" in shown      # shown, not acted on
+    from qkv.frontdoor import printable
+
+    for token in hostile:                                           # the one function, on each class
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", printable(token)), token
+    assert printable("\x1b[1mbold\x1b[0m\tok\n") == "\x1b[1mbold\x1b[0m\tok\n"
+    piped = __import__("io").StringIO()
+    monkeypatch.setattr("sys.stdout", piped)
+    assert main(["explain", str(example), "--format", "json"]) == 0
+    assert json.loads(piped.getvalue())["trace"]["meta"]["tokens"][:2] == hostile[:2]

@@ -48,7 +48,10 @@ def test_json_scores_match_bert_model_attentions(tmp_path, capsys, bert):
         for h in range(reference.shape[1]):
             a = reference[l, h]
             assert abs(scores["first_token"][l][h] - a[:, 0].mean()) < 1e-5
-            assert abs(scores["previous_token"][l][h] - np.mean([a[i, i - 1] for i in range(1, size)])) < 1e-5
+            # TransformerLens's: Σ A[i, i − 1] ÷ Σ A (all T rows); qkv's own: the mean over the T − 1 rows i ≥ 1
+            previous = sum(a[i, i - 1] for i in range(1, size))
+            assert abs(scores["previous_token"][l][h] - previous / a.sum()) < 1e-5
+            assert abs(scores["previous_token_rows"][l][h] - previous / (size - 1)) < 1e-5
             assert abs(scores["self"][l][h] - np.trace(a) / size) < 1e-5
             entropy = -np.mean([sum(p * np.log(p) for p in row if p > 0) for row in a])
             assert abs(scores["entropy"][l][h] - entropy) < 1e-4

@@ -375,7 +375,7 @@ def test_masks_command_figure_and_errors(tmp_path, capsys):
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 5000
     assert "document + causal" in capsys.readouterr().out
     assert main(["masks", "--only", "nonsense", "--figure", str(tmp_path / "never.png")]) == 2
-    assert "'nonsense' is not in the catalogue" in capsys.readouterr().err
+    assert "--only: 'nonsense' is not one of " in capsys.readouterr().err
     assert not (tmp_path / "never.png").exists()
 
 

@@ -345,7 +345,7 @@ def test_outside_a_notebook_show_warns_and_returns_the_view(tmp_path):
     with pytest.warns(UserWarning, match=r"no notebook here.*save"):
         shown = qkv.show("self-attention")
     assert isinstance(shown, notebook.View)
-    assert repr(shown).startswith("qkv view of “") and "1 head(s), 4 queries × 4 keys" in repr(shown)
+    assert repr(shown).startswith("qkv view of “") and "1 head, 4 queries × 4 keys" in repr(shown)
     path = shown.save(tmp_path / "attention.html")
     page = path.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "Content-Security-Policy" in page and "qkvView(" in page
@@ -375,7 +375,7 @@ def test_layer_keeps_that_layer_only():
     shown = notebook.view(_layered_trace(), layer=1, head=3)
     assert shown.trace.names() == ["layer 1/weights"] and shown.trace.meta["head"] == 3
     assert shown.trace.title == "model: attention of layer 1"
-    assert shown.summary().startswith("qkv view of “model: attention of layer 1”: 4 head(s), 2 queries × 2 keys")
+    assert shown.summary().startswith("qkv view of “model: attention of layer 1”: 4 heads, 2 queries × 2 keys")
 
 
 @pytest.mark.parametrize("call, error, words", [

@@ -12,6 +12,7 @@ import shutil
 import sys
 import threading
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ from qkv.spec import load_spec
 from qkv.trace import Trace
 
 BASE = "http://127.0.0.1"
+JSON = {"Content-Type": "application/json"}       # /api/whatif takes this type only (a cross-site page cannot send it)
 TEXT = "The cat sat on the mat."
 
 
@@ -483,7 +485,8 @@ def test_the_command_binds_127_0_0_1_and_checks_its_options(monkeypatch, capsys,
     monkeypatch.setattr(serve, "run", lambda app, **kw: calls.append((app, kw)))
     monkeypatch.setattr(serve, "load_models", lambda dirs, minilm=True: {"minilm": loaded["minilm"]})
     assert cli_main(["serve", "--port", "8123"]) == 0
-    assert calls[0][1] == {"host": "127.0.0.1", "port": 8123}
+    sock = calls[0][1].pop("sock")
+    assert calls[0][1] == {"host": "127.0.0.1", "port": 8123} and sock.fileno() == -1   # served on, then closed
     assert "http://127.0.0.1:8123/" in capsys.readouterr().err
     for argv, words in ((["--port", "70000"], "--port"), (["--host", "my.host"], "--host"),
                         (["--no-minilm"], "--no-minilm")):
@@ -496,13 +499,20 @@ def test_the_command_binds_127_0_0_1_and_checks_its_options(monkeypatch, capsys,
 
 
 def test_run_holds_blas_to_one_thread_while_serving(monkeypatch):
-    import uvicorn
     from threadpoolctl import threadpool_info
 
     seen = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.append(
-        (kw["host"], [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])))
-    serve.run(object(), port=1)
+
+    class Server:
+        def __init__(self, app, sock, **kw):
+            self.sock = sock
+
+        def run(self, sockets):
+            seen.append((sockets[0].getsockname()[0], [i["num_threads"] for i in threadpool_info()
+                                                       if i["user_api"] == "blas"]))
+
+    monkeypatch.setattr(serve, "server", Server)
+    serve.run(object(), port=0)
     host, threads = seen[0]
     assert host == "127.0.0.1" and threads and set(threads) == {1}
 
@@ -577,7 +587,7 @@ def reference_attention(name: str, cells: dict, factor: float, sqrt_dk: bool):
 
 def whatif(client, body, lang: str = "en"):
     if isinstance(body, bytes):                            # JSON a client library would not write (1e400)
-        return client.post(f"/api/whatif?lang={lang}", content=body)
+        return client.post(f"/api/whatif?lang={lang}", content=body, headers=JSON)
     return client.post(f"/api/whatif?lang={lang}", json=body)
 
 
@@ -705,9 +715,9 @@ def test_a_bad_whatif_names_its_field_in_english_and_korean(client, body, status
 
 
 def test_a_whatif_body_that_is_not_json_or_too_large(client):
-    response = client.post("/api/whatif?lang=ko", content=b"{not json")
+    response = client.post("/api/whatif?lang=ko", content=b"{not json", headers=JSON)
     assert response.status_code == 400 and "JSON이 아니다" in error(response)
-    response = client.post("/api/whatif", content=b"[" + b"0," * 20000 + b"0]")
+    response = client.post("/api/whatif", content=b"[" + b"0," * 20000 + b"0]", headers=JSON)
     assert response.status_code == 413 and "bytes" in error(response)
 
 
@@ -801,3 +811,235 @@ def test_the_servers_own_lines_in_korean(client):
         assert not any("\uac00" <= ch <= "\ud7a3" for ch in error(en))
     big = client.post("/api/upload?filename=big.toml&lang=ko", content=b"#" * (300 * 1024))
     assert big.status_code == 413 and "바이트" in error(big)
+
+
+# ------------------------------------------------------------------ issue 22 part 4: cross-origin writes
+def _post_routes(app) -> list[str]:
+    """Every route of the app that takes a method other than GET/HEAD (read from the app, not a list)."""
+    inner = app.app            # _SecurityHeaders → Starlette
+    return sorted(r.path for r in inner.routes if set(getattr(r, "methods", None) or ()) - {"GET", "HEAD"})
+
+
+def _good_body(path: str) -> tuple[bytes, str, dict]:
+    if path == "/api/whatif":
+        return json.dumps({"name": "self-attention", "factor": 2}).encode(), "application/json", {}
+    return GOOD_EXAMPLE.encode(), "application/octet-stream", {"filename": "mine.toml"}
+
+
+HOSTILE_HEADERS = [
+    ({"Origin": "http://evil.example"}, "another site"),
+    ({"Origin": "null"}, "another site"),                                  # sandboxed frames, file:// pages
+    ({"Origin": "http://127.0.0.1:9999"}, "another site"),                 # another port of this machine
+    ({"Origin": "http://localhost"}, "another site"),                      # not the Host this request came to
+    ({"Origin": "https://127.0.0.1"}, "another site"),
+    ({"Origin": "http://127.0.0.1.evil.example"}, "another site"),
+    ({"Sec-Fetch-Site": "cross-site"}, "Sec-Fetch-Site"),
+    ({"Sec-Fetch-Site": "same-site"}, "Sec-Fetch-Site"),
+    ({"Origin": "http://127.0.0.1", "Sec-Fetch-Site": "cross-site"}, "Sec-Fetch-Site"),
+    ({"Content-Type": "text/plain"}, "Content-Type"),
+    ({"Content-Type": "text/plain;charset=UTF-8"}, "Content-Type"),
+    ({"Content-Type": "application/x-www-form-urlencoded"}, "Content-Type"),
+    ({"Content-Type": "multipart/form-data; boundary=x"}, "Content-Type"),
+]
+
+
+def test_every_post_route_refuses_cross_origin_requests(client):
+    """A text/plain POST with Origin: http://evil.example was accepted (any page the user visits could
+    send one). Every state-changing route, each hostile header set: 403, one JSON line, CSP, no work."""
+    routes = _post_routes(client.app)
+    assert routes == ["/api/upload", "/api/whatif"]
+    count = 0
+    for path in routes:
+        body, media, params = _good_body(path)
+        for headers, words in HOSTILE_HEADERS:
+            sent = {"Content-Type": media, **headers}
+            for lang in ("en", "ko"):
+                response = client.post(path, params={**params, "lang": lang}, content=body, headers=sent)
+                assert response.status_code == 403, (path, headers, response.text)
+                assert response.headers["content-security-policy"] == CSP
+                line = error(response)
+                assert "\n" not in line and (words in line if lang == "en" else "거부했다" in line), (path, headers, line)
+                count += 1
+        # the same request from the server's own page passes
+        ok = client.post(path, params=params, content=body,
+                         headers={"Content-Type": media, "Origin": BASE, "Sec-Fetch-Site": "same-origin"})
+        assert ok.status_code == 200, (path, ok.text)
+        # a script without browser headers passes too (curl, httpx), with a non-form type
+        assert client.post(path, params=params, content=body, headers={"Content-Type": media}).status_code == 200
+    assert count == 2 * len(HOSTILE_HEADERS) * 2
+
+
+def test_json_routes_take_application_json_only(client):
+    body = json.dumps({"name": "self-attention"}).encode()
+    for media in ("", "application/octet-stream", "text/json", "application/jsonx"):
+        headers = {"Content-Type": media} if media else {}
+        response = client.post("/api/whatif", content=body, headers=headers)
+        assert response.status_code == 403 and "application/json" in error(response), media
+    assert client.post("/api/whatif", content=body,
+                       headers={"Content-Type": "Application/JSON; charset=utf-8"}).status_code == 200
+
+
+def test_a_cross_origin_upload_is_refused_before_the_body_is_read(loaded):
+    """The hostile trace (dtype "U50000000") posted cross-origin: refused without reading the body."""
+    app = serve.create_app(loaded)
+    read = []
+
+    async def call():
+        scope = {"type": "http", "method": "POST", "path": "/api/upload", "raw_path": b"/api/upload",
+                 "query_string": b"filename=t.json", "scheme": "http", "server": ("127.0.0.1", 8000),
+                 "headers": [(b"host", b"127.0.0.1:8000"), (b"origin", b"http://evil.example"),
+                             (b"content-type", b"text/plain")], "http_version": "1.1"}
+        sent = []
+
+        async def receive():
+            read.append(1)
+            return {"type": "http.request", "body": HOSTILE_TRACE, "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        await app(scope, receive, send)
+        return sent
+
+    sent = asyncio.run(call())
+    assert sent[0]["status"] == 403 and read == []
+    assert json.loads(sent[1]["body"])["error"].startswith("refused: this request comes from another site")
+
+
+HOSTILE_TRACE = json.dumps({"format": "qkv-trace", "steps": [
+    {"name": "x", "values": [1, 2, 3], "shape": [3], "dtype": "U50000000"}]}).encode()
+
+
+def test_a_hostile_saved_trace_upload_is_one_line_before_any_array(client):
+    """Posted from the page itself, the trace is refused by its dtype before an array is made (it took
+    the server from 191 MB to 1.71 GB)."""
+    response = client.post("/api/upload", params={"filename": "t.json"}, content=HOSTILE_TRACE,
+                           headers={"Content-Type": "application/octet-stream"})
+    assert response.status_code == 400
+    assert 'dtype "U50000000" is not a number type' in error(response)
+
+
+# ------------------------------------------------------------------ issue 22 part 4: the server's own connections
+@pytest.fixture()
+def live(loaded, monkeypatch):
+    """The app served by uvicorn (serve.server, as `qkv serve` runs it) on a free port, in a thread;
+    the request deadline shortened to 2 s so a slow client is seen closed quickly."""
+    import socket
+    import time
+
+    monkeypatch.setattr(serve, "REQUEST_SECONDS", 2.0)
+    sock = serve.listen("127.0.0.1", 0)
+    server = serve.server(serve.create_app(loaded), sock)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    port = sock.getsockname()[1]
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    yield port
+    server.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+def _raw(port: int, data: bytes, *, wait: float = 5.0) -> bytes:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as conn:
+        conn.sendall(data)
+        chunks = []
+        while True:
+            try:
+                chunk = conn.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _closed_after(port: int, send: Callable[[Any], None] | None, limit: float) -> float:
+    """Seconds until the server closes a connection that ``send`` feeds (or that sends nothing)."""
+    import socket
+    import time
+
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=limit) as conn:
+        conn.setblocking(False)
+        while time.monotonic() - start < limit:
+            if send is not None:
+                send(conn)
+            try:
+                if conn.recv(4096) == b"":
+                    return time.monotonic() - start
+            except BlockingIOError:
+                pass
+            except OSError:
+                return time.monotonic() - start
+            time.sleep(0.2)
+    return float("inf")
+
+
+def test_a_slowloris_connection_is_closed_within_the_deadline(live):
+    """Partial headers, one more byte every 0.2 s (each within any idle timeout): closed after the 2 s
+    request deadline; before, uvicorn held it open for as long as bytes kept coming."""
+    sent = iter([b"GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\n"] + [b"X-A: b\r\n"] * 1000)
+    elapsed = _closed_after(live, lambda conn: conn.send(next(sent)), 8.0)
+    assert 1.5 < elapsed < 4.0, elapsed
+    assert 1.5 < _closed_after(live, None, 8.0) < 4.0            # connects and says nothing
+    slow_body = iter([b"POST /api/whatif HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100000\r\n\r\n"] + [b" "] * 1000)
+    assert 1.5 < _closed_after(live, lambda conn: conn.send(next(slow_body)), 8.0) < 4.0
+
+
+def test_a_request_in_time_is_answered_and_kept_alive(live):
+    answer = _raw(live, b"GET /api/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200") and b"tiny-bert" in answer
+    import socket
+    import time
+
+    with socket.create_connection(("127.0.0.1", live), timeout=5) as conn:   # two requests, 1 s apart
+        for _ in range(2):
+            conn.sendall(b"GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            time.sleep(1.0)
+            assert conn.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"NOT HTTP AT ALL\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20000,        # 16 KiB and the headers not ended
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -5\r\n\r\n",
+])
+def test_the_servers_own_400_is_json_with_the_security_headers(live, request_bytes):
+    """uvicorn answered a malformed request in plain text, without the CSP and friends."""
+    answer = _raw(live, request_bytes)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").lower().splitlines()
+    assert lines[0].startswith("http/1.1 400")
+    assert f"content-security-policy: {CSP}".lower() in lines and "x-content-type-options: nosniff" in lines
+    assert "content-type: application/json" in lines
+    assert json.loads(body)["error"].startswith("invalid HTTP request")
+
+
+def test_a_host_check_refusal_on_the_wire_has_the_headers(live):
+    answer = _raw(live, b"GET /api HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+    head = answer.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+    assert head.startswith("http/1.1 400") and "content-security-policy:" in head and "x-frame-options: deny" in head
+
+
+def test_the_origin_is_the_host_the_request_was_sent_to(client):
+    """Origin is compared with the Host header (already checked against the server's addresses), port
+    included: a port forwarded to the server (docker -p 9000:8000) is the page's own origin; another
+    port or name of this machine is another site."""
+    body = json.dumps({"name": "self-attention"}).encode()
+    for host, origin, status in (("localhost:9000", "http://localhost:9000", 200),
+                                 ("localhost:9000", "http://localhost:8000", 403),
+                                 ("[::1]:8000", "http://[::1]:8000", 200),
+                                 ("127.0.0.1:8000", "http://[::1]:8000", 403),
+                                 ("127.0.0.1:8000", "http://127.0.0.1:8000/", 403)):   # an Origin has no path
+        response = client.post("/api/whatif", content=body,
+                               headers={"Host": host, "Origin": origin, "Content-Type": "application/json"})
+        assert response.status_code == status, (host, origin, response.text)

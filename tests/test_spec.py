@@ -71,7 +71,7 @@ def test_arrays_from_npz_and_safetensors(tmp_path):
 
 
 BAD = [
-    ({"x": [[1, 2], [3]]}, "x", "ragged rows: row 2 has 1 values but row 1 has 2"),
+    ({"x": [[1, 2], [3]]}, "x", "ragged rows: row 2 has 1 value but row 1 has 2"),
     ({"x": [[1, "a"], [3, 4]]}, "x", "row 1, column 2 is 'a', not a number"),
     ({"x": [[1, True], [3, 4]]}, "x", "not a number"),
     ({"x": [[1, float("nan")], [3, 4]]}, "x", "every number must be finite"),
@@ -82,8 +82,8 @@ BAD = [
     ({"heads": 3, "w_q": [[1, 0, 0, 1], [0, 1, 1, 0]], "w_k": [[1, 0, 0, 1], [0, 1, 1, 0]]}, "heads",
      "w_q has 4 columns, which do not split into 3 heads"),
     ({"heads": 0}, "heads", "positive whole number"),
-    ({"w_o": [[1, 0], [0, 1], [1, 1]]}, "w_o", "has 3 rows but the 1 concatenated heads have 2"),
-    ({"tokens": ["a"]}, "tokens", "has 1 tokens but x has 2 rows"),
+    ({"w_o": [[1, 0], [0, 1], [1, 1]]}, "w_o", "has 3 rows but the concatenated heads (1) have 2 values"),
+    ({"tokens": ["a"]}, "tokens", "has 1 token but x has 2 rows"),
     ({"query": "c"}, "query", "'c' is not one of the tokens (a, b)"),
     ({"mask": [[1, 0]]}, "mask", "has shape (1, 2) but there are 2 queries and 2 keys"),
     ({"mask": "future"}, "mask", "expected \"causal\""),

@@ -175,15 +175,15 @@ def test_multihead_attn_invalid_shape(batch_first):
     mha = MultiheadAttention(4, 4, batch_first=batch_first)
     query = key = value = torch.randn(4, 4, 4)
     cases = [
-        ((query, torch.randn(4, 4), value), {}, "key and value to be 3-D"),
-        ((query, key, torch.randn(4, 4)), {}, "key and value to be 3-D"),
+        ((query, torch.randn(4, 4), value), {}, "`key` and `value` to be 3-D"),
+        ((query, key, torch.randn(4, 4)), {}, "`key` and `value` to be 3-D"),
         ((query, key, value), {"key_padding_mask": torch.tensor([False, False, True, True])}, "key_padding_mask"),
         ((query, key, value), {"attn_mask": torch.tensor([False, False, True, True])}, "attn_mask"),
     ]
     q2 = k2 = v2 = torch.randn(4, 4)
     cases += [
-        ((q2, torch.randn(4, 4, 4), v2), {}, "key and value to be 2-D"),
-        ((q2, k2, torch.randn(4, 4, 4)), {}, "key and value to be 2-D"),
+        ((q2, torch.randn(4, 4, 4), v2), {}, "`key` and `value` to be 2-D"),
+        ((q2, k2, torch.randn(4, 4, 4)), {}, "`key` and `value` to be 2-D"),
         ((q2, k2, v2), {"key_padding_mask": torch.tensor([[False, False, True, True] * 2])}, "key_padding_mask"),
         ((q2, k2, v2), {"attn_mask": torch.tensor([False, False, True, True])}, "attn_mask"),
         ((q2, k2, v2), {"attn_mask": torch.randn(5, 4, 4).bernoulli_().to(torch.bool)}, r"\(4, 4, 4\)"),
@@ -191,7 +191,7 @@ def test_multihead_attn_invalid_shape(batch_first):
     for args, kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
             mha(*args, **kwargs)
-    with pytest.raises(TypeError, match="bool .* or floating"):
+    with pytest.raises(TypeError, match="only bool and floating"):
         mha(query, key, value, attn_mask=torch.zeros(4, 4, dtype=torch.int64))
     with pytest.raises(ValueError, match="embed_dim=6 does not split into num_heads=4"):
         MultiheadAttention(6, 4)
@@ -484,3 +484,169 @@ def test_swapped_into_a_torch_transformer_layer():
     assert calls == [1]                                                 # qkv's module did the attention
     torch.testing.assert_close(out, ref)
     torch.testing.assert_close(torch.autograd.grad(out.sum(), x)[0], torch.autograd.grad(ref.sum(), x)[0])
+
+
+# --------------------------------------------------------------------------- where torch puts it
+def _swapped_layers(kind, **kw):
+    """A torch layer and the same layer with qkv's module(s) swapped in, same weights (float64)."""
+    torch.manual_seed(21)
+    make = {"encoder": torch.nn.TransformerEncoderLayer, "decoder": torch.nn.TransformerDecoderLayer}[kind]
+    args = dict(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True, dtype=torch.double)
+    args.update(kw)
+    ref, ours = make(**args), make(**args)
+    ours.self_attn = MultiheadAttention(8, 2, batch_first=args["batch_first"], dtype=torch.double)
+    if kind == "decoder":
+        ours.multihead_attn = MultiheadAttention(8, 2, batch_first=args["batch_first"], dtype=torch.double)
+    ours.load_state_dict(ref.state_dict())
+    return ref, ours
+
+
+def test_merge_masks_is_torchs():
+    """merge_masks gives what torch's own module's merge_masks gives, for every mask combination
+    torch's encoder layer passes (float masks after its canonicalisation, 2-D and 3-D attn_mask)."""
+    torch.manual_seed(22)
+    ours, theirs = MultiheadAttention(8, 2, batch_first=True), TorchMHA(8, 2, batch_first=True)
+    query = torch.randn(3, 5, 8)
+    attn2 = torch.randn(5, 5)
+    attn3 = torch.randn(6, 5, 5)
+    padding = torch.zeros(3, 5).masked_fill(torch.tensor([[0, 0, 0, 1, 1]] * 3, dtype=torch.bool), float("-inf"))
+    for attn_mask in (None, attn2, attn3):
+        for key_padding_mask in (None, padding):
+            got, got_type = ours.merge_masks(attn_mask, key_padding_mask, query)
+            want, want_type = theirs.merge_masks(attn_mask, key_padding_mask, query)
+            assert got_type == want_type
+            if want is None:
+                assert got is None
+            else:
+                torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("fastpath", [True, False])
+def test_encoder_stack_in_eval_under_no_grad(fastpath):
+    """nn.TransformerEncoder (padding: torch's nested-tensor route) and a lone encoder layer in eval
+    under no_grad. With torch's fast path on, torch's layer reads the module's weights and merge_masks
+    and runs its fused kernel (docs/torch.md); with it off, qkv's forward runs. Either way the result
+    is torch's (float64, rows with at least one key)."""
+    ref_layer, our_layer = _swapped_layers("encoder")
+    ref = torch.nn.TransformerEncoder(ref_layer, 2, enable_nested_tensor=True).eval()
+    ours = torch.nn.TransformerEncoder(our_layer, 2, enable_nested_tensor=True).eval()
+    x = torch.randn(3, 6, 8, dtype=torch.double)
+    padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2, [False] * 5 + [True]])
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(6, dtype=torch.double)
+    calls = []
+    previous = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(fastpath)
+    try:
+        with torch.no_grad():
+            torch.testing.assert_close(ours(x, src_key_padding_mask=padding), ref(x, src_key_padding_mask=padding))
+            torch.testing.assert_close(our_layer.eval()(x, src_mask=causal, src_key_padding_mask=padding),
+                                       ref_layer.eval()(x, src_mask=causal, src_key_padding_mask=padding))
+            torch.testing.assert_close(our_layer(x), ref_layer(x))
+            handle = our_layer.self_attn.register_forward_hook(lambda *a: calls.append(1))
+            torch.testing.assert_close(our_layer(x, src_key_padding_mask=padding),
+                                       ref_layer(x, src_key_padding_mask=padding))
+            handle.remove()
+    finally:
+        torch.backends.mha.set_fastpath_enabled(previous)
+    assert calls == [1]                 # a hook on the module makes torch's layer call its forward
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_full_transformer_train_and_eval(batch_first):
+    """nn.Transformer with every attention swapped for qkv's, in training mode (outputs and input
+    gradients) and in eval under no_grad: torch's numbers."""
+    torch.manual_seed(23)
+    kw = dict(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=16, dropout=0.0,
+              batch_first=batch_first, dtype=torch.double)
+    ref, ours = torch.nn.Transformer(**kw), torch.nn.Transformer(**kw)
+    for name, module in list(ours.named_modules()):
+        if isinstance(module, TorchMHA):
+            parent, _, attr = name.rpartition(".")
+            setattr(ours.get_submodule(parent), attr, MultiheadAttention(8, 2, batch_first=batch_first,
+                                                                          dtype=torch.double))
+    assert not any(isinstance(m, TorchMHA) for m in ours.modules())
+    ours.load_state_dict(ref.state_dict())
+    shape = (lambda t: (2, t, 8)) if batch_first else (lambda t: (t, 2, 8))
+    src = torch.randn(*shape(7), dtype=torch.double, requires_grad=True)
+    tgt = torch.randn(*shape(5), dtype=torch.double)
+    tgt_mask = torch.nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.double)
+    src_padding = torch.tensor([[False] * 7, [False] * 5 + [True] * 2])
+    args = dict(tgt_mask=tgt_mask, src_key_padding_mask=src_padding, memory_key_padding_mask=src_padding,
+                tgt_is_causal=True)
+    out, want = ours(src, tgt, **args), ref(src, tgt, **args)
+    torch.testing.assert_close(out, want)
+    torch.testing.assert_close(torch.autograd.grad(out.sum(), src)[0], torch.autograd.grad(want.sum(), src)[0])
+    ours.eval(), ref.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(ours(src, tgt, **args), ref(src, tgt, **args))
+
+
+def test_jit_script_of_torch_layers():
+    """torch.jit.script of torch's encoder and decoder layers holding qkv's module runs and gives torch's
+    numbers, in training and eval mode; the module alone scripts too."""
+    for kind in ("encoder", "decoder"):
+        ref, ours = _swapped_layers(kind)
+        scripted = torch.jit.script(ours)
+        x = torch.randn(2, 5, 8, dtype=torch.double)
+        memory = torch.randn(2, 4, 8, dtype=torch.double)
+        padding = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+        for training in (True, False):
+            scripted.train(training), ref.train(training)
+            if kind == "encoder":
+                torch.testing.assert_close(scripted(x, src_key_padding_mask=padding),
+                                           ref(x, src_key_padding_mask=padding))
+            else:
+                torch.testing.assert_close(scripted(x, memory, tgt_key_padding_mask=padding),
+                                           ref(x, memory, tgt_key_padding_mask=padding))
+    module = MultiheadAttention(8, 2, dtype=torch.double)
+    twin = _copy(module, TorchMHA(8, 2, dtype=torch.double))
+    q = torch.randn(5, 2, 8, dtype=torch.double)
+    got, want = torch.jit.script(module)(q, q, q), twin(q, q, q)
+    torch.testing.assert_close(got[0], want[0])
+    torch.testing.assert_close(got[1], want[1])
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_torch_compile_fullgraph(need_weights):
+    """torch.compile(fullgraph=True) of the module (one graph: qkv's attention is the custom operator
+    qkv::mha_attention): outputs, weights and the gradients of input and parameters equal torch's
+    module's in float64, with a float attn_mask and a bool key padding mask."""
+    torch.manual_seed(24)
+    ours = MultiheadAttention(8, 2, batch_first=True, dtype=torch.double)
+    theirs = _copy(ours, TorchMHA(8, 2, batch_first=True, dtype=torch.double))
+    compiled = torch.compile(ours, fullgraph=True, backend="aot_eager")
+    x = torch.randn(2, 5, 8, dtype=torch.double, requires_grad=True)
+    attn_mask = torch.randn(5, 5, dtype=torch.double)
+    padding = torch.tensor([[False] * 5, [False] * 4 + [True]])
+    got = compiled(x, x, x, key_padding_mask=padding, attn_mask=attn_mask, need_weights=need_weights)
+    want = theirs(x, x, x, key_padding_mask=padding, attn_mask=attn_mask, need_weights=need_weights)
+    torch.testing.assert_close(got[0], want[0])
+    loss_got, loss_want = (got[0] ** 2).sum(), (want[0] ** 2).sum()
+    if need_weights:
+        torch.testing.assert_close(got[1], want[1])
+        loss_got, loss_want = loss_got + got[1].pow(3).sum(), loss_want + want[1].pow(3).sum()
+    else:
+        assert got[1] is None and want[1] is None
+    grads_got = torch.autograd.grad(loss_got, [x, *ours.parameters()])
+    grads_want = torch.autograd.grad(loss_want, [x, *theirs.parameters()])
+    for g, w in zip(grads_got, grads_want):
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("bias_dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_in_proj_bias_of_another_dtype(bias_dtype):
+    """A lower-precision in_proj_bias with float64 inputs: torch's module computes (the sum promotes
+    to float64); so does qkv's, with torch's numbers, in training and eval mode."""
+    torch.manual_seed(25)
+    ours = MultiheadAttention(8, 2, batch_first=True, dtype=torch.double)
+    torch.nn.init.normal_(ours.in_proj_bias)
+    theirs = _copy(ours, TorchMHA(8, 2, batch_first=True, dtype=torch.double))
+    for module in (ours, theirs):
+        module.in_proj_bias = torch.nn.Parameter(module.in_proj_bias.detach().to(bias_dtype))
+    x = torch.randn(2, 5, 8, dtype=torch.double)
+    for training in (True, False):
+        ours.train(training), theirs.train(training)
+        got, want = ours(x, x, x), theirs(x, x, x)
+        assert got[0].dtype == want[0].dtype == torch.double
+        torch.testing.assert_close(got[0], want[0])
+        torch.testing.assert_close(got[1], want[1])

@@ -1,5 +1,7 @@
 """qkv: transformer attention, exact and explained.
 
+Multi-head self-attention on 4 tokens of width 8, then the residual:
+
     >>> import numpy as np, qkv
     >>> x = np.random.default_rng(0).standard_normal((4, 8))
     >>> mha = qkv.MultiHeadAttention.random(8, n_heads=2)
@@ -26,12 +28,18 @@ def _trace_view(trace: Trace) -> str:
 
 _trace.HTML_VIEW = _trace_view
 
+# Imported on first use (``qkv.masks.causal()`` after ``import qkv``); qkv.torch, qkv.distributed and
+# qkv.serve need their extras (torch; starlette and uvicorn) only then.
 _SUBMODULES = {"kernels", "examples", "explain", "viz", "models", "bench", "spec", "block", "activations",
-               "notebook"}
+               "notebook", "masks", "analysis", "torch", "distributed", "translator", "serve", "rope", "frontdoor"}
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _SUBMODULES | {"show"})
 
 
 def __getattr__(name: str):
-    """``qkv.models``, ``qkv.viz``, … import on first use, so ``import qkv`` stays light."""
+    """``qkv.models``, ``qkv.masks``, … import on first use, so ``import qkv`` stays light."""
     if name in _SUBMODULES:
         import importlib
 

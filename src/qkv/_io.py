@@ -8,7 +8,7 @@ Writing (``write_atomic``, ``write_atomic_with``, ``check_output``, ``all_or_not
   replaced; so is a regular file reached through one of this process's descriptors
   (/dev/stdout redirected to a file, /proc/self/fd/N), opened for appending;
 - refused with one `InputError`: the empty path, a directory, a block device or socket, a path
-  in /proc or /sys, a missing directory, a read-only file (no write bit, even for root);
+  in /proc or /sys, a missing directory, a read-only file or directory (no write bit, even for root);
 - inside ``with all_or_nothing():`` (the command line wraps every command in it) nothing is
   renamed into place or written to a pipe until the block ends without an exception, so a
   failing command leaves every output path as it was.
@@ -131,7 +131,8 @@ def _plan(path: str | os.PathLike, field: str | None = None) -> _Plan:
         raise _fail(f"directory {str(Path(text).parent)!r} does not exist", text, field)
     if st is not None and (not os.access(target, os.W_OK) or not st.st_mode & 0o222):
         raise _fail("is read-only; qkv does not replace it", text, field)
-    if not os.access(folder, os.W_OK | os.X_OK):
+    # os.access says yes to root for any directory; its mode bits decide, as for a read-only file
+    if not os.access(folder, os.W_OK | os.X_OK) or not folder.stat().st_mode & 0o222:
         raise _fail(f"cannot create files in directory {str(folder)!r} (permission denied)", text, field)
     mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
     owner = (st.st_uid, st.st_gid) if st is not None else None

@@ -5,22 +5,35 @@ each row sums to 1 (or is all zero where a mask left the query no key) — as ev
 them from ``model.attention_weights(text)``. Nothing here computes attention.
 
 - `rollout`: attention rollout (Abnar & Zuidema, 2020) with the residual identity term.
-- `head_scores`: per-head summaries — entropy, attention on the first token (the "sink"),
-  previous-token and self (diagonal) scores, and, given the token ids, duplicate-token and induction
-  scores measured as TransformerLens's head detectors do ("mul" measure: the share of a head's
-  attention that falls where the detection pattern is 1).
+- `head_scores`: per-head summaries — entropy, attention on the first token (the "sink"), self
+  (diagonal), and the head detectors: previous-token and, given the token ids, duplicate-token and
+  induction scores as TransformerLens's `detect_head` computes them ("mul" measure: the share of a
+  head's whole attention, all T rows, that falls where the detection pattern is 1); plus qkv's own
+  ``previous_token_rows``, the mean weight on key i − 1 over the T − 1 rows that have one.
+- `detect_head`: TransformerLens's `detect_head` on weights already computed — its three patterns
+  under its names, or any (T, T) pattern; its ``exclude_bos``, ``exclude_current_token`` and
+  ``error_measure="abs"`` options.
 - `repeated_random_ids`: the probe those detectors run on — a random token sequence repeated twice.
+
+The two previous-token scores differ only in the denominator: TransformerLens divides the weight on
+key i − 1 by the head's whole attention (T for T softmax rows, row 0 included though it has no
+previous token), qkv's ``previous_token_rows`` by the T − 1 rows that have one. A perfect
+previous-token head scores (T − 1)/T in the first and 1 in the second.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["rollout", "head_scores", "detection_pattern", "repeated_random_ids", "SCORES", "PATTERNS"]
+__all__ = ["rollout", "head_scores", "detect_head", "detection_pattern", "repeated_random_ids", "SCORES", "PATTERNS",
+           "HEAD_NAMES"]
 
 PATTERNS = ("previous_token", "duplicate_token", "induction")
-SCORES = ("entropy", "first_token", "previous_token", "self", "duplicate_token", "induction")
-"""The keys of `head_scores`, in display order (the last two only when token ids are given)."""
+HEAD_NAMES = ("previous_token_head", "duplicate_token_head", "induction_head")
+"""TransformerLens's names for the three patterns (`transformer_lens.head_detector.HeadName`)."""
+SCORES = ("entropy", "first_token", "previous_token", "previous_token_rows", "self", "duplicate_token", "induction")
+"""The keys of `head_scores`, in display order (the last two only when token ids are given).
+previous_token, duplicate_token, induction: TransformerLens's definitions; previous_token_rows: qkv's."""
 
 
 def _check_weights(weights) -> np.ndarray:
@@ -95,11 +108,16 @@ def head_scores(weights, ids=None) -> dict[str, np.ndarray]:
     - ``entropy``: mean over query rows of −Σ_j p_ij ln p_ij, in nats (0: one key takes all; ln T:
       uniform over T keys). Rows with no weight (fully masked) are left out of the mean.
     - ``first_token``: mean weight on key 0 (the [CLS] / BOS "attention sink").
-    - ``previous_token``: mean weight on key i − 1 (rows i ≥ 1).
+    - ``previous_token``: TransformerLens's previous-token score, `detect_head` with its
+      "previous_token_head" pattern: Σ_i A[i, i − 1] / Σ A (÷ T for T softmax rows).
+    - ``previous_token_rows``: qkv's own — the mean weight on key i − 1 over the rows i ≥ 1 (÷ T − 1
+      rows; 0 when T = 1).
     - ``self``: mean weight on the diagonal (key i for query i).
-    - with ``ids`` (T,), also ``duplicate_token`` and ``induction``: the share of attention that falls
-      on the detection pattern, Σ(A ⊙ P) / Σ A over the whole head (TransformerLens's "mul" score;
-      a perfect head scores 1 only where every row has somewhere to look).
+    - with ``ids`` (T,), also ``duplicate_token`` and ``induction``: TransformerLens's scores
+      (`detect_head` with "duplicate_token_head" / "induction_head"): the share of the head's
+      attention that falls on the pattern, Σ(A ⊙ P) / Σ A; a perfect head scores 1 only where every
+      row has somewhere to look.
+    A head with no weight at all (every row masked) scores 0 in each share (TransformerLens: 0/0).
     """
     weights = _check_weights(weights)
     size = weights.shape[-1]
@@ -110,19 +128,80 @@ def head_scores(weights, ids=None) -> dict[str, np.ndarray]:
     scores = {
         "entropy": _mean_over(entropy_rows, live),
         "first_token": _mean_over(weights[..., 0], live),
-        "previous_token": (_mean_over(np.diagonal(weights, offset=-1, axis1=-2, axis2=-1), live[..., 1:])
-                           if size > 1 else np.zeros(weights.shape[:2])),
+        "previous_token": detect_head(weights, "previous_token_head"),
+        "previous_token_rows": (_mean_over(np.diagonal(weights, offset=-1, axis1=-2, axis2=-1), live[..., 1:])
+                                if size > 1 else np.zeros(weights.shape[:2])),
         "self": _mean_over(np.diagonal(weights, axis1=-2, axis2=-1), live),
     }
     if ids is not None:
         if np.asarray(ids).shape != (size,):
             raise ValueError(f"ids must be ({size},) to match weights (L, H, {size}, {size}), got shape {np.shape(ids)}")
-        total = weights.sum(axis=(-2, -1))
-        for name in ("duplicate_token", "induction"):
-            pattern = detection_pattern(name, ids)
-            hits = (weights * pattern).sum(axis=(-2, -1))
-            scores[name] = np.divide(hits, total, out=np.zeros_like(hits), where=total > 0)
+        scores["duplicate_token"] = detect_head(weights, "duplicate_token_head", ids)
+        scores["induction"] = detect_head(weights, "induction_head", ids)
     return scores
+
+
+def detect_head(weights, detection_pattern, ids=None, *, exclude_bos: bool = False,
+                exclude_current_token: bool = False, error_measure: str = "mul") -> np.ndarray:
+    """TransformerLens's `detect_head` on attention weights (L, H, T, T) already computed → (L, H) float64.
+
+    detection_pattern: one of TransformerLens's names ``HEAD_NAMES`` (or qkv's ``PATTERNS``, the same
+    patterns), built by `detection_pattern` from ``ids`` (T,) (the previous-token pattern needs
+    none), or a (T, T) array of the pattern itself.
+
+    - ``error_measure="mul"`` (TransformerLens's default): per head, A' = A with column 0 set to 0
+      (``exclude_bos``) and the diagonal set to 0 (``exclude_current_token``); the score is
+      Σ(A' ⊙ P) / Σ A' — the share of the (remaining) attention on the pattern. 0 for a head with no
+      attention left (TransformerLens divides 0 by 0).
+    - ``error_measure="abs"``: 1 − round(Σ|A − P| / T, 3) with the same exclusions applied to |A − P|
+      (TransformerLens: 1 − round(mean(|A − P|)·T, 3)); 1 is a perfect match, −1 a perfect mismatch.
+      Only for causal heads (TransformerLens asserts |A − P| is lower triangular): ValueError otherwise.
+
+    TransformerLens runs this on its model's own attention for a token sequence (`model.to_tokens`
+    prepends BOS); given the same weights and ids, the numbers are the same (a test compares them
+    with scores TransformerLens 4.3.0 computed).
+    """
+    weights = _check_weights(weights)
+    size = weights.shape[-1]
+    if isinstance(detection_pattern, str):
+        name = detection_pattern
+        if name in HEAD_NAMES:
+            name = PATTERNS[HEAD_NAMES.index(name)]
+        if name not in PATTERNS:
+            raise ValueError(f"unknown pattern {detection_pattern!r}; known: {', '.join(HEAD_NAMES + PATTERNS)}")
+        if ids is not None and np.shape(ids) != (size,):
+            raise ValueError(f"ids must be ({size},) to match weights (L, H, {size}, {size}), got shape {np.shape(ids)}")
+        pattern = _named_pattern(name, ids, size)
+    else:
+        pattern = np.asarray(detection_pattern, dtype=np.float64)
+        if pattern.shape != (size, size) or not np.all(np.isfinite(pattern)):
+            raise ValueError(f"a detection pattern must be a finite ({size}, {size}) array to match the weights, "
+                             f"got shape {pattern.shape}")
+        if np.triu(pattern, k=1).any():
+            raise ValueError("a detection pattern must be lower triangular (a query attends to itself and earlier keys)")
+    if error_measure not in ("mul", "abs"):
+        raise ValueError(f"error_measure must be 'mul' or 'abs', got {error_measure!r}")
+    keep = np.ones((size, size))
+    if exclude_bos:
+        keep[:, 0] = 0.0
+    if exclude_current_token:
+        np.fill_diagonal(keep, 0.0)
+    if error_measure == "mul":
+        attention = weights * keep
+        hits = (attention * pattern).sum(axis=(-2, -1))
+        total = attention.sum(axis=(-2, -1))
+        return np.divide(hits, total, out=np.zeros_like(hits), where=total > 0)
+    difference = np.abs(weights - pattern)
+    if np.triu(difference, k=1).any():
+        raise ValueError("error_measure='abs' needs causal heads: these weights attend to later keys "
+                         "(TransformerLens asserts the same)")
+    raw = (difference * keep).sum(axis=(-2, -1)) / size
+    return 1.0 - np.vectorize(lambda x: round(float(x), 3), otypes=[np.float64])(raw)
+
+
+def _named_pattern(name: str, ids, size: int) -> np.ndarray:
+    """`detection_pattern` (detect_head's argument of that name hides the function there)."""
+    return detection_pattern(name, ids) if ids is not None else detection_pattern(name, size=size)
 
 
 def _mean_over(values: np.ndarray, live: np.ndarray) -> np.ndarray:

@@ -230,11 +230,20 @@ def _rss_peak(fn) -> float | None:
 
 
 def _status_kib(key: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
+    from ._io import read_text
+    from .errors import InputError
+
+    try:
+        status = read_text("/proc/self/status", limit=_PROC_BYTES)     # the one bounded reader
+    except InputError as exc:
+        raise OSError(str(exc)) from None
+    for line in status.splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
     raise OSError(f"{key} not in /proc/self/status")
+
+
+_PROC_BYTES = 16 * 2**20   # the most read of a /proc file (cpuinfo of a 512-CPU machine is about 2 MiB)
 
 
 def _inputs(batch, heads, t, width, seed=0):
@@ -531,10 +540,12 @@ def _load_average():
 
 def _cpu_name() -> str | None:
     """The CPU's model name and whether it has AVX-512 (Linux /proc/cpuinfo), or None."""
+    from ._io import read_text
+    from .errors import InputError
+
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            info = f.read()
-    except OSError:
+        info = read_text("/proc/cpuinfo", limit=_PROC_BYTES)
+    except InputError:                  # not Linux, or not readable
         return None
     name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), None)
     flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])

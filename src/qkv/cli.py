@@ -1,11 +1,17 @@
 """The `qkv` command: parses arguments, calls the library, prints. Exit codes: 0 ok, 2 bad input.
 
-With no arguments it runs the seed's self-attention worked example (`qkv example self-attention`).
+With no command it runs the seed's self-attention worked example (`qkv example self-attention`);
+options before any command are that example's (`qkv --lang ko`, `qkv --by-hand`, `qkv --digits 2`).
 
 Every error a user can cause — a bad option (argparse's too), a bad file, an unusable output
-path — is one line on standard error, ``qkv: error: …``, and exit status 2. Output paths are
-checked before any work, and every file a command writes is put in place only when the whole
-command succeeds (`qkv._io.all_or_nothing`).
+path, text that is not UTF-8, a standard output that is closed, full or cannot encode the text —
+is one line on standard error, ``qkv: error: …``, and exit status 2. An invalid choice is worded
+one way everywhere (``--lang: 'fr' is not one of en, ko``, with "did you mean" when one is close).
+Output paths are checked before any work, and every file a command writes is put in place only
+when the whole command succeeds (`qkv._io.all_or_nothing`); each written file is then named in
+one line on standard error (``qkv: wrote FILE``), so standard output stays clean for a pipe.
+Everything printed to a terminal passes through `qkv.frontdoor.printable` (control characters in
+tokens, titles and names are shown, not acted on).
 """
 
 from __future__ import annotations
@@ -19,10 +25,14 @@ from . import __version__
 from ._io import all_or_nothing, check_output
 from .commands import COMMANDS
 from .errors import InputError
+from .frontdoor import check_figure, not_one_of, printable
 
 DEFAULT_ARGS = ["example", "self-attention"]
 # Options that name a file a command writes (checked before any work when given as a string).
 OUTPUT_OPTIONS = ("out", "figure", "json", "markdown")
+# Arguments that are paths (any bytes the file system allows); every other text argument must be UTF-8.
+PATH_METAVARS = ("FILE", "DIR", "PNG", "PATH")
+TOP_LEVEL = ("-h", "--help", "--version")
 
 
 class UsageError(Exception):
@@ -33,48 +43,207 @@ class UsageError(Exception):
         self.prog, self.message = prog, message
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default (``(default 20)``) unless the text already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.default not in (None, False, argparse.SUPPRESS) and "default" not in text and action.option_strings
+                and "%(default)" not in text):
+            text += " (default %(default)s)"
+        return text
+
+
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are exceptions (one line, exit 2) instead of usage + exit."""
+    """An ArgumentParser whose errors are exceptions (one line, exit 2) instead of usage + exit, whose
+    invalid choices are worded as everywhere else in qkv, and whose help shows every default."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(self.prog, message)
+
+    def _check_value(self, action: argparse.Action, value) -> None:  # type: ignore[override]
+        if action.choices is not None and value not in action.choices:
+            field = action.option_strings[-1] if action.option_strings else (action.metavar or action.dest)
+            raise not_one_of(value, list(action.choices), field=str(field))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="qkv", description="Transformer attention, exact and explained. With no command: the seed's "
-        "self-attention worked example.")
-    parser.add_argument("--version", action="version", version=f"qkv {__version__}")
+        "self-attention worked example; options before any command are that example's (qkv --lang ko).")
+    parser.add_argument("--version", action=VersionAction, nargs=0,
+                        help="print qkv's version and which kernel routes are live, then exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in COMMANDS:
         importlib.import_module(f"qkv.commands.{name}").register(subparsers)
     return parser
 
 
+class VersionAction(argparse.Action):
+    """``qkv --version``: ``qkv 0.1.0 (C kernel built (AVX2+FMA, BLAS sgemm); torch 2.13.0)``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .commands.doctor import summary
+
+        sys.stdout.write(f"qkv {__version__} ({summary()})\n")
+        parser.exit()
+
+
+class Output:
+    """Standard output or error as the commands see it while `main` runs.
+
+    A terminal gets `printable` text; a closed stream (``>&-``), a full disk or an encoding that cannot
+    hold the text (PYTHONIOENCODING=ascii) becomes one InputError naming the stream (a broken pipe is
+    left to `main`: the reader went away, that is not an error)."""
+
+    def __init__(self, stream, name: str):
+        self._stream, self._name = stream, name
+        self._tty = bool(stream is not None and _isatty(stream))
+
+    def write(self, text: str) -> int:
+        if self._stream is None:
+            raise InputError(f"{self._name} is closed; nothing can be printed (redirect it, e.g. > FILE)")
+        if self._tty:
+            text = printable(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except UnicodeEncodeError as exc:
+            raise InputError(f"{self._name} uses the encoding {exc.encoding}, which cannot write "
+                             f"{exc.object[exc.start:exc.end]!r}; set PYTHONIOENCODING=utf-8") from None
+        except OSError as exc:
+            raise InputError(f"cannot write to {self._name} ({exc.strerror or exc})") from None
+
+    def flush(self) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise InputError(f"cannot write to {self._name} ({exc.strerror or exc})") from None
+
+    def isatty(self) -> bool:
+        return self._tty
+
+    def __getattr__(self, name: str):
+        if self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    if not argv:
-        argv = DEFAULT_ARGS
+    if not argv or (argv[0].startswith("-") and argv[0] not in TOP_LEVEL):
+        argv = ["example", *argv]              # example's NAME defaults to self-attention
+    real_out, real_err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Output(real_out, "standard output"), Output(real_err, "standard error")
+    try:
+        return _run(argv)
+    finally:
+        sys.stdout, sys.stderr = real_out, real_err
+
+
+def _run(argv: list[str]) -> int:
     lang = "en"
     try:
+        parser = build_parser()
+        _check_command(argv)
         args = parser.parse_args(argv)
         lang = getattr(args, "lang", "en")          # errors with a text key answer in the chosen language
         if getattr(args, "func", None) is None:
             raise InputError(f"no command given; the commands are: {', '.join(COMMANDS)} (see 'qkv --help')")
+        check_text_arguments(parser, args)
         check_outputs(args)
         with all_or_nothing():
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+            sys.stdout.flush()
+        if code == 0:
+            say_written(args, lang)
+        return code
     except SystemExit as exc:                      # --help, --version
-        return exc.code if isinstance(exc.code, int) else 0
+        code = exc.code if isinstance(exc.code, int) else 0
+        try:
+            sys.stdout.flush()
+        except InputError as error:
+            return _output_failed(error, lang)
+        return code
     except UsageError as exc:
         return fail(f"{exc.message} (see '{exc.prog} --help')")
     except InputError as exc:
+        if exc.problem.startswith(("standard output ", "cannot write to standard output")):
+            return _output_failed(exc, lang)
         return fail(exc.say(lang))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        _silence_stdout()
         return 0
+
+
+def _check_command(argv: list[str]) -> None:
+    """A first word that is no command: the one invalid-choice line, with "did you mean"."""
+    first = argv[0]
+    if not first.startswith("-") and first not in COMMANDS:
+        raise not_one_of(first, COMMANDS, field="COMMAND")
+
+
+def _output_failed(error: InputError, lang: str) -> int:
+    """Standard output failed: say so once, and let nothing buffered be written again at exit."""
+    _silence_stdout()
+    return fail(error.say(lang))
+
+
+def _silence_stdout() -> None:
+    """Point descriptor 1 at /dev/null so the interpreter's final flush of what is still buffered
+    neither fails again nor prints 'Exception ignored' (Python's documented SIGPIPE recipe)."""
+    stream = sys.__stdout__
+    if stream is None:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def check_text_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every text argument is UTF-8 (a name the OS passed with bytes that are not arrives with surrogate
+    escapes, which no tokenizer takes); paths are exempt: any bytes may name a file."""
+    command = parser._subparsers._group_actions[0].choices[args.command] if args.command else parser
+    for action in command._actions:
+        value = getattr(args, action.dest, None)
+        metavar = str(action.metavar or "")
+        if action.dest in OUTPUT_OPTIONS or any(word in metavar for word in PATH_METAVARS):
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                check_utf8(item, field=action.option_strings[-1] if action.option_strings else metavar or action.dest)
+
+
+def check_utf8(text: str, *, field: str) -> str:
+    """``text`` if it is valid UTF-8 text; else one InputError naming the first bad byte."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        byte = f"byte 0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else f"{bad!r}"
+        raise InputError(f"not UTF-8 text ({byte} at character {exc.start})", field=field) from None
+    return text
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -85,16 +254,35 @@ def check_outputs(args: argparse.Namespace) -> None:
         if not isinstance(value, str):
             continue
         option = "--" + dest.replace("_", "-")
+        if dest == "figure":                           # its format follows the suffix: checked before any work
+            lang = getattr(args, "lang", "en")
+            check_figure(value, field=option, lang=lang if lang in ("en", "ko") else "en")
         target = os.path.realpath(check_output(value, field=option))
         if target in seen:
             raise InputError(f"names the same file as {seen[target]}", source=value, field=option)
         seen[target] = option
 
 
+def say_written(args: argparse.Namespace, lang: str) -> None:
+    """``qkv: wrote FILE`` on standard error for each file the command wrote (not for a pipe, a
+    terminal or a file reached through a descriptor such as /dev/stdout)."""
+    from ._io import _through_descriptor
+    from .explain.texts import text
+
+    for dest in OUTPUT_OPTIONS:
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and os.path.isfile(value) and not _through_descriptor(value):
+            print(f"qkv: {text(lang if lang in ('en', 'ko') else 'en', 'cli.wrote', path=value)}", file=sys.stderr)
+
+
 def fail(message: str) -> int:
     """Print ``qkv: error: message`` as exactly one line on standard error; return 2."""
     line = " ".join(message.split()) if any(c in message for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029") else message
-    print(f"qkv: error: {line}", file=sys.stderr)
+    if sys.stderr is not None:
+        try:
+            print(f"qkv: error: {line}", file=sys.stderr)
+        except (InputError, OSError):
+            pass
     return 2
 
 

@@ -8,16 +8,17 @@ Each check raises `qkv.InputError` naming the field it was given (``--lang`` for
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from ._io import FIGURE_SUFFIXES, check_output, parse_int, short_repr
-from .errors import InputError
+from .errors import InputError, plural
 from .explain.texts import LANGS as _TEXT_LANGS
 from .trace import BY_HAND, Trace
 
 __all__ = ["LANGS", "DIGITS", "FIGURE_SUFFIXES", "check_lang", "check_digits", "check_figure", "check_output",
-           "trace_from_document"]
+           "trace_from_document", "not_one_of", "check_choice", "printable", "plural"]
 
 LANGS: tuple[str, ...] = tuple(_TEXT_LANGS)
 """The languages of every explanation, page and command (en, ko)."""
@@ -27,11 +28,51 @@ DIGITS = (0, 12)
 
 
 
-def check_lang(value: Any, *, field: str = "--lang") -> str:
-    """``value`` if it is one of `LANGS`; else ``FIELD: 'xx': expected one of en, ko``."""
-    if value not in LANGS:
-        raise InputError(f"{short_repr(value)}: expected one of {', '.join(LANGS)}", field=field)
+def not_one_of(value: Any, choices, *, field: str | None = None, lang: str = "en") -> InputError:
+    """The one wording of an invalid choice, everywhere (options, commands, API fields):
+    ``FIELD: 'fr' is not one of en, ko`` — plus ``; did you mean 'example'?`` when one choice is close
+    (difflib). The error carries the text key, so `InputError.say` words it in the reader's language."""
+    import difflib
+
+    from .explain.texts import text
+
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6) if isinstance(value, str) else []
+    values = {"value": short_repr(value), "choices": ", ".join(choices)}
+    key = "cli.choices"
+    if close:
+        key, values["guess"] = "cli.choices.guess", repr(close[0])
+    return InputError(text(lang, key, **values), field=field, key=key, values=values)
+
+
+def check_choice(value: Any, choices, *, field: str | None = None, lang: str = "en"):
+    """``value`` if it is one of ``choices``; else `not_one_of`'s error."""
+    if value not in tuple(choices):
+        raise not_one_of(value, choices, field=field, lang=lang)
     return value
+
+
+def check_lang(value: Any, *, field: str = "--lang") -> str:
+    """``value`` if it is one of `LANGS`; else ``FIELD: 'xx' is not one of en, ko``."""
+    return check_choice(value, LANGS, field=field)
+
+
+# Control characters a terminal would act on: C0 (but newline and tab), DEL, C1, and the bidirectional
+# overrides that reorder what is shown. Colour sequences (ESC [ … m) pass: qkv writes them itself.
+_CONTROL = re.compile(r"\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: every control character shown as an escape (``\\x1b``,
+    ``\\u202e``) instead of acted on, colour sequences kept. The command line passes everything it
+    prints to a terminal through this (tokens, titles and file names come from users and models)."""
+    def shown(match: re.Match) -> str:
+        found = match.group()
+        if len(found) > 1:
+            return found
+        code = ord(found)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _CONTROL.sub(shown, text)
 
 
 def check_digits(value: Any, *, field: str = "--digits") -> int | None:

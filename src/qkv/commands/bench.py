@@ -85,8 +85,7 @@ def handler(args) -> int:
     print_result(result, console)
     for path, text in ((args.json, lambda: json.dumps(result, indent=2)), (args.markdown, lambda: to_markdown(result))):
         if path:
-            write_atomic(path, text())
-            print(f"qkv bench: wrote {path}", file=sys.stderr)
+            write_atomic(path, text())        # `qkv: wrote FILE` on stderr (qkv.cli)
     return 0
 
 

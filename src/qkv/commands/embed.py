@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from .._io import int_option
+from .._io import int_option, short_repr
 from ..errors import InputError
 from ..explain.model_text import render_rich, truncated
 from ..explain.texts import EN
@@ -27,7 +27,7 @@ def register(subparsers) -> None:
         description="Embed each TEXT with a real sentence encoder (all-MiniLM-L6-v2 by default): mean of the "
         "token states, L2-normalised. With two or more texts, also their cosine similarities.")
     parser.add_argument("texts", nargs="+", metavar="TEXT", help="texts to embed; - reads one text per line from stdin")
-    add_model_option(parser)
+    add_model_option(parser, encoders_only=True)
     parser.add_argument("--values", type=int_option(low=0), default=6, metavar="N", help="leading values shown per vector (default 6)")
     parser.add_argument("--batch-size", type=int_option(low=1), default=32, metavar="N", help="texts per batch (default 32)")
     parser.add_argument("--json", action="store_true", help="print JSON: shape, full embeddings, similarities")
@@ -44,6 +44,9 @@ def handler(args: argparse.Namespace) -> int:
         raise InputError(t("cli.embed.batch", value=args.batch_size), field="--batch-size")
     texts = _read_texts(args.texts, t)
     model = load_model(args.model)
+    if not hasattr(model, "encode"):         # a decoder (gpt2, llama, …) has no sentence embedding
+        raise InputError(t("cli.embed.not_encoder", model=short_repr(args.model), kind=type(model).__name__),
+                         field="--model")
     embeddings = model.encode(texts, batch_size=args.batch_size)           # (N, D)
     similarity = _cosine(embeddings)                                       # (N, N)
     lengths = [len(model.tokens(t)) for t in texts]
@@ -66,12 +69,26 @@ def _read_texts(arguments: list[str], t) -> list[str]:
     texts: list[str] = []
     for argument in arguments:
         if argument == "-":
-            texts += [line.rstrip("\n") for line in sys.stdin if line.strip()]
+            lines = _stdin_text().replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            texts += [line for line in lines if line.strip()]
         else:
             texts.append(argument)
     if not texts:
         raise InputError(t("cli.embed.empty"), field="TEXT")
     return texts
+
+
+def _stdin_text() -> str:
+    """Standard input as UTF-8 text (read as bytes: the tokenizer takes no undecodable characters)."""
+    if sys.stdin is None:
+        raise InputError("is closed; nothing to read", source="standard input")
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at byte {exc.start})",
+                         source="standard input") from None
 
 
 def _cosine(embeddings):

@@ -10,11 +10,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-from .._io import short_repr
-from ..errors import InputError
+from .. import frontdoor
 from ._options import add_output_options, check_lang, check_options, emit
 
 def register(subparsers) -> None:
@@ -39,9 +36,7 @@ def handler(args: argparse.Namespace) -> int:
         lines += [f"  {name:<{width}}  {texts.text(args.lang, f'title.{name}')}" for name in examples.names()]
         print("\n".join(lines))
         return 0
-    if args.name not in examples.names():
-        raise InputError(f"unknown example {short_repr(args.name)}; the examples are: {', '.join(examples.names())}",
-                         field="NAME")
+    frontdoor.check_choice(args.name, examples.names(), field="NAME", lang=args.lang)
     digits = check_options(args)
     trace = examples.run(args.name, query=args.query, by_hand=args.by_hand, digits=digits)
     if args.format == "html":          # the offline page's what-ifs, computed here by the examples' runner

@@ -33,9 +33,11 @@ def register(subparsers) -> None:
     parser.add_argument("-n", "--max-new-tokens", default="20", metavar="N", help="new tokens at most (default 20)")
     parser.add_argument("--sample", action="store_true", help="sample instead of taking the most likely token")
     parser.add_argument("--temperature", default="1.0", metavar="T", help="with --sample: divide the logits by T (default 1)")
-    parser.add_argument("--top-k", default=None, metavar="K", help="with --sample: draw from the K most likely tokens only")
+    parser.add_argument("--top-k", default=None, metavar="K",
+                        help="with --sample: draw from the K most likely tokens only (default: every token)")
     parser.add_argument("--top-p", default=None, metavar="P",
-                        help="with --sample: draw from the smallest set of likeliest tokens holding probability P")
+                        help="with --sample: draw from the smallest set of likeliest tokens holding probability P "
+                        "(default 1: every token)")
     parser.add_argument("--seed", default=None, metavar="S", help="with --sample: the random seed (default: a fresh one)")
     parser.add_argument("--no-stop", action="store_true", help="do not stop at the end-of-sequence token")
     parser.add_argument("--top", default="3", metavar="K", help="alternatives shown per step (default 3)")
@@ -76,7 +78,7 @@ def handler(args: argparse.Namespace) -> int:
     top_p = None if args.top_p is None else _number("--top-p", args.top_p, t)
     if top_p is not None and top_p > 1:
         raise InputError(t("cli.generate.probability", value=short_repr(args.top_p)), field="--top-p")
-    if not args.sample and (top_k is not None or top_p is not None or seed is not None or args.temperature != "1.0"):
+    if not args.sample and (top_k is not None or top_p is not None or seed is not None or temperature != 1.0):
         raise InputError(t("cli.generate.needs_sample"), field="--sample")
     if args.out is not None:
         from pathlib import Path

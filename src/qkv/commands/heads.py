@@ -4,11 +4,14 @@
     qkv heads "The cat sat on the mat." --sort induction --top 10
     qkv heads "The cat sat on the mat." --figure heads.png --json heads.json
 
-For TEXT: each head's entropy, its attention on the first token ([CLS] / BOS, the "sink"), on the
-previous token and on itself. On a probe — a random token sequence repeated twice, after the
-model's first special token — its duplicate-token and induction scores, as TransformerLens's head
-detectors measure them. Plus attention rollout (with the residual identity term): what the first
-token draws on after every layer. Definitions: `qkv.analysis`.
+For TEXT: each head's entropy, its attention on the first token ([CLS] / BOS, the "sink"), on
+itself, and its previous-token score twice: as TransformerLens's detect_head computes it
+("previous_token": the share of the head's whole attention, all T rows, on key i − 1) and as qkv
+defines it ("previous_token_rows": the mean over the T − 1 rows that have a previous token). On a
+probe — a random token sequence repeated twice, after the model's first special token — its
+duplicate-token and induction scores, as TransformerLens's detect_head computes them. Plus
+attention rollout (with the residual identity term): what the first token draws on after every
+layer. Definitions: `qkv.analysis`.
 """
 
 from __future__ import annotations
@@ -31,12 +34,15 @@ def register(subparsers) -> None:
         "heads", help="per-head scores of a real model: entropy, sink, previous-token, induction, rollout",
         description="Score every layer × head of a real model (MiniLM by default) on TEXT and on a repeated "
         "random-token probe: entropy, first-token (sink), previous-token, self, duplicate-token and induction "
-        "scores, and attention rollout.")
+        "scores, and attention rollout. previous_token, duplicate_token and induction are TransformerLens's "
+        "detect_head scores (\"mul\"): the share of the head's whole attention, all T rows, on the pattern, "
+        "so a perfect previous-token head scores (T − 1)/T. previous_token_rows is qkv's own previous-token "
+        "score: the mean weight on key i − 1 over the T − 1 rows that have one (a perfect head scores 1).")
     parser.add_argument("text", metavar="TEXT", help="the text whose attention is summarised")
     add_model_option(parser)
     parser.add_argument("--sort", default="layer", choices=("layer",) + SCORES, metavar="SCORE",
                         help=f"order of the rows: layer (default) or a score, highest first ({', '.join(SCORES)})")
-    parser.add_argument("--top", type=int_option(low=1), default=None, metavar="N", help="show only the first N rows")
+    parser.add_argument("--top", type=int_option(low=1), default=None, metavar="N", help="show only the first N rows (default: every row)")
     parser.add_argument("--probe", type=int_option(low=2, high=100_000), default=20, metavar="N",
                         help="length of the random sequence repeated in the probe (default 20)")
     parser.add_argument("--seed", type=int_option(low=0, high=2**32 - 1), default=0, metavar="N", help="seed of the probe (default 0)")

@@ -50,17 +50,22 @@ def register(subparsers) -> None:
                         help="the query token to follow (a token or a row index; default the first token after [CLS], "
                         "or the last token for a causal model)")
     parser.add_argument("--top", type=int_option(), default=5, metavar="K", help="how many top keys to list (default 5)")
-    parser.add_argument("--format", default="text", metavar="FORMAT", help="text | markdown | json | html (default text)")
+    parser.add_argument("--format", default=None, metavar="FORMAT", help="text | markdown | json | html (default text)")
     add_lang_option(parser, "the output, the derivation and the figure")
     parser.add_argument("--digits", type=int_option(), default=3, metavar="N", help="decimals shown (default 3)")
     parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
-    parser.add_argument("--figure", metavar="FILE", help="also save a figure (.png .svg .pdf)")
+    parser.add_argument("--figure", metavar="FILE",
+                        help="save the figure (.png .svg .pdf): the grid of every chosen layer and head, or one head's "
+                        "weights; then nothing else is printed unless --format or --out asks for the text too")
     parser.add_argument("--full", action="store_true",
                         help="print every number of the derivation (long matrices are otherwise shown as 4 + … + 4)")
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
+    # --figure alone asks for the figure only: no summary on standard output (--format / --out add the text)
+    text_wanted = args.figure is None or args.format is not None or args.out is not None
+    args.format = args.format or "text"
     _check_options(args)
     t = words(args.lang)
     model = load_model(args.model)
@@ -85,15 +90,16 @@ def handler(args: argparse.Namespace) -> int:
             raise InputError(t("cli.inspect.query", value=short_repr(args.query), last=len(tokens) - 1,
                                tokens=" ".join(tokens)), field="--query") from None
     if len(layers) == 1 and len(heads) == 1:
-        text = _one_head(model, args, layers[0], heads[0], query)
+        text = _one_head(model, args, layers[0], heads[0], query, text_wanted)
     else:
-        text = _grid(model, args, layers, heads, tokens, query)
-    write_text(text, args.out)
+        text = _grid(model, args, layers, heads, tokens, query, text_wanted)
+    if text_wanted:
+        write_text(text, args.out)
     return 0
 
 
 # ------------------------------------------------------------------ one head
-def _one_head(model, args, layer: int, head: int, query: int) -> str:
+def _one_head(model, args, layer: int, head: int, query: int, text_wanted: bool = True) -> str:
     from ..explain import render
 
     trace = model.trace(args.text, layer=layer, head=head, query=query)
@@ -102,6 +108,8 @@ def _one_head(model, args, layer: int, head: int, query: int) -> str:
         from ..viz import save_figure
 
         save_figure(trace, args.figure, lang=args.lang)
+    if not text_wanted:
+        return ""
     derivation = render(trace, args.format, lang=args.lang, digits=args.digits, full=args.full)
     if args.format == "html":
         return derivation
@@ -120,7 +128,8 @@ def _one_head(model, args, layer: int, head: int, query: int) -> str:
 
 
 # ------------------------------------------------------------------ layers × heads
-def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], query: int) -> str:
+def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], query: int,
+          text_wanted: bool = True) -> str:
     whole = model.trace(args.text, query=query, derivation=True) if args.format == "html" else None
     if whole is None:
         weights = model.attention_weights(args.text)[layers][:, heads]  # (L', H', T, T)
@@ -128,6 +137,8 @@ def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], q
         weights = np.stack([whole[f"layer {l}/weights"].value for l in layers])[:, heads]
     if args.figure:
         _grid_figure(model, args, weights, tokens, layers, heads)
+    if not text_wanted:
+        return ""
     if args.format == "html":
         return _grid_page(model, args, whole, layers, heads)
     if args.format == "json":
@@ -138,7 +149,7 @@ def _grid(model, args, layers: list[int], heads: list[int], tokens: list[str], q
                            "top_keys": [{"layer": l, "head": h, "index": j, "token": tokens[j], "weight": w}
                                         for l, h, (j, w) in rows]}, ensure_ascii=False) + "\n"
     return grid_summary(model, weights, layers=layers, heads=heads, tokens=tokens, query=query, digits=args.digits,
-                        fmt=args.format, lang=args.lang)
+                        fmt=args.format, lang=args.lang, hint=args.figure is None)
 
 
 def _grid_page(model, args, whole, layers: list[int], heads: list[int]) -> str:
@@ -173,8 +184,7 @@ def _check_options(args: argparse.Namespace) -> None:
     """Everything that can be checked before the model is loaded, each as a one-line InputError
     (in the language of --lang once that is known to be valid)."""
     t = words(check_lang(args.lang))
-    if args.format not in FORMATS:
-        raise InputError(t("cli.choices", value=short_repr(args.format), choices=", ".join(FORMATS)), field="--format")
+    frontdoor.check_choice(args.format, FORMATS, field="--format", lang=args.lang)
     if not 0 <= args.digits <= 12:
         raise InputError(t("cli.inspect.digits", value=args.digits), field="--digits")
     if args.top < 1:
@@ -193,6 +203,6 @@ def _selection(option: str, value: str, count: int, t) -> list[int]:
     index = as_int(value)
     if index is None or not 0 <= index < count:
         key = "cli.inspect.range" if index is not None else "cli.inspect.index"
-        raise InputError(t(key, value=repr(value), count=count, what=t(f"cli.inspect.what.{option[2:]}"),
-                           last=count - 1), field=option)
+        what = t(f"cli.inspect.what.{option[2:]}" + (".one" if count == 1 else ""))
+        raise InputError(t(key, value=repr(value), count=count, what=what, last=count - 1), field=option)
     return [index]

@@ -16,8 +16,8 @@ import argparse
 
 import numpy as np
 
-from .._io import int_option, short_repr, write_atomic
-from ..errors import InputError
+from .. import frontdoor
+from .._io import int_option, write_atomic
 from ._options import add_lang_option, check_lang, words
 
 _KIND_LETTER = {0: "S", 1: "P", 2: "F"}
@@ -52,8 +52,7 @@ def handler(args: argparse.Namespace) -> int:
         chosen = {_name(name, words(lang)): shown for name, shown in zip(masks.catalogue(t), entries)
                   for lang in ("en", args.lang)}.get(args.only)
         if chosen is None:
-            raise InputError(words_of("cli.masks.unknown", value=short_repr(args.only), names=", ".join(entries)),
-                             field="--only")
+            raise frontdoor.not_one_of(args.only, list(entries), field="--only", lang=args.lang)
         entries = {chosen: entries[chosen]}
     if args.figure is not None:
         from ..viz import write_figure

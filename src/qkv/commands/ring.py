@@ -6,13 +6,16 @@ Without a launcher it spawns --procs processes joined with gloo on 127.0.0.1; st
 
 from __future__ import annotations
 
+import argparse
 import functools
+import importlib.util
 import json
 import math
 import os
 import sys
 
 from .._io import int_option, write_atomic
+from .. import frontdoor
 from ..errors import InputError
 from ..explain.model_text import pad
 from ._options import add_lang_option, check_lang, words
@@ -27,25 +30,31 @@ def register(subparsers) -> None:
         "ranks of torchrun), runs a training step (forward + backward) of ring attention in the contiguous and "
         "zigzag layouts and of Ulysses attention, and prints per rank: wall time, compute (CPU seconds), exposed "
         "wait, bytes sent (counted, by formula, and as the OS saw them written) and peak memory.")
-    parser.add_argument("--procs", type=int_option(low=1, high=64), default=2, help="number of local processes P (default 2)")
-    parser.add_argument("--seq", type=int_option(low=1, high=1 << 24), default=1024, help="sequence length T, a multiple of 2·P (default 1024)")
-    parser.add_argument("--batch", type=int_option(low=1, high=1 << 16), default=1, help="batch size B (default 1)")
-    parser.add_argument("--heads", type=int_option(low=1, high=1 << 12), default=8, help="query heads H (default 8)")
-    parser.add_argument("--kv-heads", type=int_option(low=1, high=1 << 12), help="key/value heads G (GQA; default H)")
-    parser.add_argument("--dim", type=int_option(low=1, high=1 << 14), default=64, help="head width D (default 64)")
-    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--procs", type=int_option(low=1, high=64), default=2, metavar="P",
+                        help="number of local processes P (1 … 64)")
+    parser.add_argument("--seq", type=int_option(low=1, high=1 << 24), default=1024, metavar="T",
+                        help="sequence length T, a multiple of 2·P")
+    parser.add_argument("--batch", type=int_option(low=1, high=1 << 16), default=1, metavar="B", help="batch size B")
+    parser.add_argument("--heads", type=int_option(low=1, high=1 << 12), default=8, metavar="H", help="query heads H")
+    parser.add_argument("--kv-heads", type=int_option(low=1, high=1 << 12), metavar="G",
+                        help="key/value heads G, a divisor of H (grouped-query attention; default H)")
+    parser.add_argument("--dim", type=int_option(low=1, high=1 << 14), default=64, metavar="D", help="head width D")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32", metavar="float32|float64",
+                        help="the tensors' floating-point type")
     parser.add_argument("--no-causal", action="store_true", help="attend to every token (default: causal)")
-    parser.add_argument("--strategies", default=",".join(STRATEGIES),
+    parser.add_argument("--strategies", default=",".join(STRATEGIES), metavar="LIST",
                         help=f"comma-separated, from {', '.join(STRATEGIES)} (default all)")
-    parser.add_argument("--repeats", type=int_option(low=1, high=1000), default=3, help="timed steps per strategy, median reported (default 3)")
+    parser.add_argument("--repeats", type=int_option(low=1, high=1000), default=3, metavar="N",
+                        help="timed steps per strategy, median reported")
     parser.add_argument("--check", action="store_true",
                         help="also compare output and gradients with single-process qkv.attention")
-    parser.add_argument("--timeout", type=float, default=60.0,
-                        help="seconds a rank waits for another before failing (default 60)")
-    parser.add_argument("--figure", metavar="PNG", help="write who-holds-what and the causal work per rank")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="seconds a rank waits for another before failing")
+    parser.add_argument("--figure", metavar="FILE",
+                        help="write who-holds-what and the causal work per rank (.png .svg .pdf)")
     parser.add_argument("--json", metavar="FILE", help="also write every rank's measurements as JSON")
-    parser.add_argument("--fail-rank", type=int_option(low=0, high=63), metavar="R",
-                        help="rehearse a failure: rank R exits abruptly before its first step")
+    # For tests only (rehearses a failure: rank R exits abruptly before its first step); not in --help.
+    parser.add_argument("--fail-rank", type=int_option(low=0, high=63), metavar="R", help=argparse.SUPPRESS)
     add_lang_option(parser)
     parser.set_defaults(func=handler)
 
@@ -60,10 +69,8 @@ def _validate(args) -> list[str]:
     if kv_heads < 1 or args.heads % kv_heads:
         raise InputError(t("cli.ring.kv_heads", heads=args.heads, kv=kv_heads), field="--kv-heads")
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    unknown = [s for s in strategies if s not in STRATEGIES]
-    if unknown or not strategies:
-        raise InputError(t("cli.ring.strategies", names=", ".join(map(repr, unknown)) or t("cli.ring.empty"),
-                           choices=", ".join(STRATEGIES)), field="--strategies")
+    for name in strategies or [args.strategies.strip()]:
+        frontdoor.check_choice(name, STRATEGIES, field="--strategies", lang=args.lang)
     world = _torchrun_world() or args.procs
     need = max(n_chunks(world, s.partition(":")[2] or "contiguous") for s in strategies)
     if args.seq % need:
@@ -81,6 +88,8 @@ def _torchrun_world() -> int | None:
 
 
 def handler(args) -> int:
+    if importlib.util.find_spec("torch") is None:      # checked before any rank is launched
+        raise InputError(words(check_lang(args.lang))("cli.ring.torch"))
     from ..distributed import DistributedError, init_from_env, run_local
     from ..distributed.demo import measure
 
@@ -106,14 +115,11 @@ def handler(args) -> int:
     except DistributedError as exc:
         print(f"qkv: error: {exc}", file=sys.stderr)
         return 1
-    t = words(args.lang)
     print(format_table(every, args))
-    if args.figure:
+    if args.figure:                                   # `qkv: wrote FILE` on stderr for each (qkv.cli)
         _write_figure(args.figure, every, args)
-        print(t("cli.wrote", path=args.figure))
     if args.json:
         write_atomic(args.json, json.dumps(every, indent=2))
-        print(t("cli.wrote", path=args.json))
     return 0
 
 
@@ -169,5 +175,5 @@ def _write_figure(path: str, every: list[dict], args) -> None:
         measured = None  # the figure is about causal work
     fig = ring_figure(len(every), args.seq, measured=measured)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
+    fig.savefig(buffer, format=os.path.splitext(path)[1][1:].lower() or "png", dpi=110)   # .png .svg .pdf
     write_atomic(path, buffer.getvalue())

@@ -10,9 +10,7 @@ Loads each model once (MiniLM and every --model DIR), then serves the page and i
 from __future__ import annotations
 
 import argparse
-import errno
 import ipaddress
-import socket
 import sys
 
 from ..errors import InputError
@@ -47,26 +45,6 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError("--no-minilm leaves no model: give --model DIR", field="--no-minilm")
 
 
-def _free_port(host: str, port: int) -> int:
-    """The port to serve on: ``port`` when it can be bound, a free one chosen by the system for 0.
-
-    Checked before the models load, so a port in use is one line (not uvicorn's two and exit 3), and
-    ``--port 0`` prints the port actually served. (Another program may take it between this check
-    and uvicorn's bind; uvicorn then reports that.)
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)    # as uvicorn binds
-        try:
-            probe.bind(("localhost" if host == "localhost" else host, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise InputError(f"{port} is in use on {host}: choose another port (--port 0 picks a free one)",
-                                 field="--port") from None
-            raise InputError(f"cannot listen on {host}:{port} ({exc.strerror or exc})", field="--port") from None
-        return probe.getsockname()[1]
-
-
 def _allowed_hosts(host: str) -> list[str]:
     """Host headers accepted: the loopback names when bound to loopback (guards against DNS rebinding)."""
     if host in ("127.0.0.1", "localhost", "::1"):
@@ -76,21 +54,30 @@ def _allowed_hosts(host: str) -> list[str]:
 
 def handler(args: argparse.Namespace) -> int:
     _check(args)
-    port = _free_port(args.host, args.port)
     try:
         from .. import serve
     except ImportError as exc:
         raise InputError(f"qkv serve needs starlette and uvicorn ({exc.name} is missing): pip install 'qkv[serve]'",
                          field="serve") from None
+    # bound before the models load and held until uvicorn serves on it: a port in use is one line at
+    # once, and the port printed (a free one for --port 0) is the port served
+    sock = serve.listen("localhost" if args.host == "localhost" else args.host, args.port)
+    try:
+        return _serve(args, serve, sock)
+    finally:
+        sock.close()
+
+
+def _serve(args: argparse.Namespace, serve, sock) -> int:
     models = serve.load_models(args.model, minilm=not args.no_minilm)
     translator, why = (None, "--no-translator") if args.no_translator else serve.load_translator()
     if translator is None and not args.no_translator:
         print(f"qkv serve: the translator is not available ({why}); serving without it", file=sys.stderr)
     app = serve.create_app(models, translator=translator, allowed_hosts=_allowed_hosts(args.host))
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    port = _free_port(args.host, port) if args.port else port     # still free after the models loaded
+    port = sock.getsockname()[1]
     print(f"qkv serve: {', '.join(models)}{' and the translator' if translator else ''} at http://{shown}:{port}/  (Ctrl-C stops)", file=sys.stderr)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"qkv serve: warning: bound to {args.host}: other machines can reach this server", file=sys.stderr)
-    serve.run(app, host=args.host, port=port)
+    serve.run(app, host=args.host, port=port, sock=sock)
     return 0

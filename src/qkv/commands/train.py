@@ -6,11 +6,14 @@
 Deterministic from --seed; a progress bar shows the loss, the token accuracy and the time left.
 The checkpoint (safetensors, weights float32 plus the config) is written atomically; then the
 exact-match accuracy on held-out sentences (compositions never seen in training) is printed.
+Every option is checked before training starts (bounds: `qkv.translator.train`); a run whose loss or
+weights stop being finite stops with one error line and writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 
@@ -18,6 +21,21 @@ from .._io import int_option
 from ..errors import InputError
 
 MODELS = ("translator",)
+MAX_EVAL = 10_000          # held-out sentences scored after training (decoded in batches of _EVAL_BATCH)
+_EVAL_BATCH = 256
+_DECIMAL = re.compile(r"[+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _learning_rate(text: str) -> float:
+    """argparse type: a finite number in (0, MAX_LEARNING_RATE]."""
+    from ..translator.train import MAX_LEARNING_RATE
+
+    # ASCII decimal notation only: float() also takes '１', '٣', 'infinity' and '1_0'
+    value = float(text) if _DECIMAL.fullmatch(text.strip()) else None
+    if value is None or not 0 < value <= MAX_LEARNING_RATE:     # NaN and ±inf fail this too
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: expected a number greater than 0 and at most "
+                                         f"{MAX_LEARNING_RATE:g}")
+    return value
 
 
 def register(subparsers) -> None:
@@ -26,15 +44,20 @@ def register(subparsers) -> None:
         description="Train a small encoder–decoder transformer, built from qkv's blocks, on a synthetic "
         "English → Korean / Japanese corpus, with torch autograd on the CPU.")
     parser.add_argument("model", choices=MODELS, help="what to train (translator)")
-    parser.add_argument("--steps", type=int_option(), default=None, metavar="N", help="training steps (default 1000)")
-    parser.add_argument("--batch-size", type=int_option(), default=None, metavar="N",
-                        help="sentences per step, each trained into both languages (default 64)")
-    parser.add_argument("--learning-rate", type=float, default=None, metavar="LR", help="peak learning rate (default 3e-3)")
-    parser.add_argument("--seed", type=int_option(), default=0, metavar="S", help="random seed: weights and sentences (default 0)")
+    from ..translator.train import MAX_BATCH, MAX_LEARNING_RATE, MAX_SEED, MAX_STEPS
+
+    parser.add_argument("--steps", type=int_option(low=1, high=MAX_STEPS), default=None, metavar="N",
+                        help=f"training steps, 1 … {MAX_STEPS:,} (default 1000)")
+    parser.add_argument("--batch-size", type=int_option(low=1, high=MAX_BATCH), default=None, metavar="N",
+                        help=f"sentences per step, each trained into both languages, 1 … {MAX_BATCH} (default 64)")
+    parser.add_argument("--learning-rate", type=_learning_rate, default=None, metavar="LR",
+                        help=f"peak learning rate, greater than 0 and at most {MAX_LEARNING_RATE:g} (default 3e-3)")
+    parser.add_argument("--seed", type=int_option(low=0, high=MAX_SEED), default=0, metavar="S",
+                        help=f"random seed: weights and sentences, 0 … {MAX_SEED} (default 0)")
     parser.add_argument("--out", default="translator.safetensors", metavar="FILE",
                         help="checkpoint to write (default translator.safetensors)")
-    parser.add_argument("--eval", type=int_option(), default=300, metavar="N",
-                        help="held-out sentences to score after training (default 300; 0 skips)")
+    parser.add_argument("--eval", type=int_option(low=0, high=MAX_EVAL), default=300, metavar="N",
+                        help=f"held-out sentences to score after training, 0 … {MAX_EVAL:,} (default 300; 0 skips)")
     parser.set_defaults(func=handler)
 
 
@@ -45,14 +68,7 @@ def handler(args: argparse.Namespace) -> int:
     steps = defaults.steps if args.steps is None else args.steps
     batch = defaults.batch_size if args.batch_size is None else args.batch_size
     rate = defaults.learning_rate if args.learning_rate is None else args.learning_rate
-    for name, value in (("--steps", steps), ("--batch-size", batch)):
-        if value < 1:
-            raise InputError(f"{value}: expected a positive number", field=name)
-    if not rate > 0:
-        raise InputError(f"{rate}: expected a positive number", field="--learning-rate")
-    if args.eval < 0:
-        raise InputError(f"{args.eval}: expected a number ≥ 0", field="--eval")
-    _check_out(args.out)
+    _check_out(args.out)         # the options' bounds were checked as they were parsed
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -72,12 +88,13 @@ def handler(args: argparse.Namespace) -> int:
     lines = [f"trained {steps} steps in {seconds:.1f} s; final loss {losses[-1]:.4f}"]
     if args.eval:
         held_out = corpus.held_out_sentences(args.eval)
-        scores = {lang: exact_match(model, held_out, lang) for lang in corpus.LANGUAGES}
+        scores = {lang: sum(exact_match(model, held_out[i: i + _EVAL_BATCH], lang) * len(held_out[i: i + _EVAL_BATCH])
+                            for i in range(0, len(held_out), _EVAL_BATCH)) / len(held_out)
+                  for lang in corpus.LANGUAGES}
         metadata["held_out_exact_match"] = scores
         lines.append(f"held-out exact match ({args.eval} sentences of unseen compositions): "
                      + ", ".join(f"{lang} {score:.1%}" for lang, score in scores.items()))
-    path = save(args.out, model, metadata=metadata)
-    lines.append(f"wrote {path}")
+    save(args.out, model, metadata=metadata)      # `qkv: wrote FILE` on stderr (qkv.cli)
     print("\n".join(lines))
     return 0
 

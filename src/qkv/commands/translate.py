@@ -6,7 +6,9 @@
     qkv translate "I love you" --to ja --derive 2 --lang ko     # seed 001's derivation, learned weights
 
 Greedy decoding with a KV cache, on the checkpoint shipped with qkv (or --checkpoint FILE, as
-written by `qkv train translator`). --explain shows the decoder's cross-attention for each
+written by `qkv train translator`). The text is parsed with the grammar first: outside it, one
+error line names the part (--outside-grammar translates anyway and flags it). Under each
+translation: the probability of each chosen word, of the end, and of the whole sentence. --explain shows the decoder's cross-attention for each
 generated word (query from the decoder, keys and values from the encoder); --figure draws that
 alignment matrix, where the reordering (the English verb read last) is visible; --derive N
 prints the step-by-step derivation (qkv.explain) of the cross-attention that produced word N.
@@ -16,18 +18,25 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
+
+from .. import frontdoor
 from .._io import int_option
 from ..errors import InputError
 from ._options import add_lang_option, check_lang, words
 
 TARGETS = ("ko", "ja", "both")
+UNSURE = 0.5
+"""Below this probability of the whole sentence, the output names the least likely token."""
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "translate", help="translate English into Korean or Japanese with qkv's tiny trained transformer",
         description="Translate an English sentence of the translator's small grammar (pronouns, a few nouns, "
-        "verbs and places) into Korean and/or Japanese, and show the cross-attention that did it.")
+        "verbs and places) into Korean and/or Japanese, say how sure the model was of each word, and show the "
+        "cross-attention that did it. A sentence outside the grammar is refused with the part that is outside it "
+        "(--outside-grammar translates it anyway, as the model's guess).")
     parser.add_argument("text", metavar="TEXT", help='English text, e.g. "I love you"')
     parser.add_argument("--to", default="both", metavar="ko|ja|both", help="target language (default both)")
     parser.add_argument("--explain", action="store_true",
@@ -41,13 +50,15 @@ def register(subparsers) -> None:
     parser.add_argument("--head", type=int_option(), default=None, metavar="H", help="one head (default: the mean of the heads)")
     parser.add_argument("--digits", type=int_option(), default=2, metavar="N", help="decimals of the weights (default 2)")
     parser.add_argument("--checkpoint", metavar="FILE", help="a translator checkpoint (default: the one shipped with qkv)")
+    parser.add_argument("--outside-grammar", action="store_true",
+                        help="translate even text the translator's grammar cannot parse (refused by default); the "
+                        "output then says which part is outside the grammar, and the words are the model's guess")
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
     t = words(check_lang(args.lang))
-    if args.to not in TARGETS:
-        raise InputError(t("cli.translate.to", value=repr(args.to)), field="--to")
+    frontdoor.check_choice(args.to, TARGETS, field="--to", lang=args.lang)
     if args.figure and args.to == "both":
         raise InputError(t("cli.translate.figure_one"), field="--figure")
     if args.derive is not None and args.to == "both":
@@ -55,26 +66,29 @@ def handler(args: argparse.Namespace) -> int:
     if not 0 <= args.digits <= 8:
         raise InputError(t("cli.translate.digits", value=args.digits), field="--digits")
     if args.figure:
-        from ..viz import FORMATS
-
-        if not args.figure.lower().endswith(FORMATS):
-            raise InputError(t("cli.translate.figure_format", choices=", ".join(FORMATS)), source=args.figure)
+        frontdoor.check_figure(args.figure, field="--figure", lang=args.lang)
     from ..translator import explain
     from ..translator.model import load
 
     model = load(args.checkpoint)
     langs = ("ko", "ja") if args.to == "both" else (args.to,)
-    translations = [model.translate(args.text, lang) for lang in langs]   # raises InputError on bad text
+    # raises InputError on bad text, and on text outside the grammar unless --outside-grammar
+    translations = [model.translate(args.text, lang, outside_grammar=args.outside_grammar) for lang in langs]
     for translation in translations:
         explain.alignment(translation, layer=args.layer, head=args.head)   # checks --layer / --head
     parts = []
+    problem = translations[0].outside_grammar
+    if problem is not None:
+        parts.append(t("cli.translate.outside", problem=problem.say(args.lang).removeprefix("TEXT: ")))
     for translation in translations:
         sentence = " ".join(translation.target)
+        indent = "    " if len(langs) > 1 and not args.explain else ""
         if args.explain:
             parts.append(explain.explain_text(translation, lang=args.lang, layer=args.layer, head=args.head,
                                               digits=args.digits))
         else:
             parts.append(f"{t('cli.translate.lang.' + translation.lang)}: {sentence}" if len(langs) > 1 else sentence)
+        parts.extend(indent + line for line in _sureness(translation, t))
     if args.derive is not None:
         from ..explain import render
 
@@ -84,6 +98,23 @@ def handler(args: argparse.Namespace) -> int:
         from ..viz import write_figure
 
         figure = explain.alignment_figure(translations[0], layer=args.layer, head=args.head, lang=args.lang)
-        parts.append(t("cli.wrote", path=write_figure(figure, args.figure)))
+        write_figure(figure, args.figure)        # `qkv: wrote FILE` on stderr (qkv.cli)
     print("\n".join(parts))
     return 0
+
+
+def _sureness(translation, t) -> list[str]:
+    """How sure the model was: each chosen token's probability, the end's, the whole sentence's."""
+    shown = [f"{word} {p:.3f}" for word, p in zip(translation.target, translation.probabilities)]
+    limit = len(translation.target)
+    shown.append(t("cli.translate.end", p=f"{translation.end_probability:.3f}") if translation.end_probability is not None
+                 else t("cli.translate.no_end", limit=limit))
+    total = translation.sequence_probability
+    lines = [t("cli.translate.probabilities", tokens=" · ".join(shown), total=f"{total:.3f}")]
+    if total < UNSURE:
+        i = int(np.argmin(translation.probabilities)) if len(translation.target) else 0
+        low = (translation.target[i], translation.probabilities[i]) if len(translation.target) else ("", 1.0)
+        if translation.end_probability is not None and translation.end_probability < low[1]:
+            low = (t("cli.translate.end_word"), translation.end_probability)
+        lines.append(t("cli.translate.unsure", word=low[0], p=f"{low[1]:.3f}"))
+    return lines

@@ -32,7 +32,9 @@ def ulysses_attention(q, k, v, *, group=None, causal: bool = False, layout: str 
     Args:
       q: (B, H, T/P, Dk), k: (B, G, T/P, Dk), v: (B, G, T/P, Dv) this rank's shard (torch), H % P == 0,
         H % G == 0.
-      group, causal, scale: as `ring_attention`.
+      group: as in `ring_attention`.
+      causal: as in `ring_attention`.
+      scale: as in `ring_attention`.
       layout: how the sequence was sharded ("contiguous" or "zigzag"; see `qkv.distributed.shard`),
         so that causal positions are right.
       stats: a `RingStats`; bytes_sent counts what this rank sends in the all-to-alls (its own

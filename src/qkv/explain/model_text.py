@@ -187,11 +187,11 @@ def _matrix(weights, tokens, digits: int, fmt: str, query: int, t):
 
 # ------------------------------------------------------------------ layers × heads
 def grid_summary(model, weights, *, layers: list[int], heads: list[int], tokens: list[str], query: int,
-                 digits: int, fmt: str, lang: str = "en") -> str:
+                 digits: int, fmt: str, lang: str = "en", hint: bool = True) -> str:
     """For each chosen layer and head, the key ``query`` attends to most: weights (L', H', T, T) of
     the chosen ``layers`` × ``heads``. Rows are heads, columns layers (fewer than heads, so it fits a
     terminal). Many heads park their attention on [CLS] or [SEP]; the cell then also names the word
-    they attend to most."""
+    they attend to most. ``hint``: end with how to go further (--layer/--head, --figure, html)."""
     t = _words(lang)
     title = t("cli.inspect.grid.title", model=model.name, layers=len(layers), heads=len(heads), tokens=len(tokens))
     if is_causal(model):
@@ -212,7 +212,8 @@ def grid_summary(model, weights, *, layers: list[int], heads: list[int], tokens:
     most = t("cli.inspect.grid.most", q=query, token=tokens[query])
     most += "" if is_causal(model) else t("cli.inspect.grid.special")
     return sections(title, [(t("cli.tokens"), token_line(tokens))] + causal_structure(model, lang) + [
-                            (most, table(header, body, fmt)), (t("cli.inspect.next"), t("cli.inspect.hint"))], fmt)
+                            (most, table(header, body, fmt))]
+                    + ([(t("cli.inspect.next"), t("cli.inspect.hint"))] if hint else []), fmt)
 
 
 def _short(weight: float) -> str:

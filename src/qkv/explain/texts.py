@@ -19,7 +19,7 @@ EN: dict[str, str] = {
     "title.group-meeting": "Attention as a group meeting: compatibility scores, softmax, and two notations",
     "title.user": "Attention, step by step",
     "title.model.all": "{model}: attention of every layer and head",
-    "title.model.layer": "{model}: layer {layer}, all {n} heads",
+    "title.model.layer": "{model}: layer {layer}, all {n:head|heads}",
     "title.model.head": "{model}: layer {layer}, head {head}",
     "title.model.kv_head": "{model}: layer {layer}, head {head} (key/value head {kv})",
     "post": "A worked example from the post “{title}” ({gloss}); every number below is computed by qkv from the "
@@ -64,17 +64,17 @@ EN: dict[str, str] = {
     "intro.model.bias": "each with a bias b",
     "intro.model.nobias": "no biases",
     "inputs.weights.model": "The projection matrices of this head, as the model learned them ({d} × {dk}):",
-    "shown.rows": "{shown} of {total} rows shown",
-    "shown.columns": "{shown} of {total} columns shown",
-    "shown.values": "{shown} of {total} values shown",
+    "shown.rows": "{shown} of {total:row|rows} shown",
+    "shown.columns": "{shown} of {total:column|columns} shown",
+    "shown.values": "{shown} of {total:value|values} shown",
     # inputs
     "h.inputs": "Inputs",
-    "inputs.x": "X has one row per token: {t} tokens × {d} numbers.",
-    "cross.decoder": "The decoder's current representation: {n} token(s) × {d} numbers. The query comes from here.",
-    "cross.encoder": "The encoder's outputs for the source sentence: {n} tokens × {d} numbers. The keys and "
+    "inputs.x": "X has one row per token: {t:token|tokens} × {d:number|numbers}.",
+    "cross.decoder": "The decoder's current representation: {n:token|tokens} × {d:number|numbers}. The query comes from here.",
+    "cross.encoder": "The encoder's outputs for the source sentence: {n:token|tokens} × {d:number|numbers}. The keys and "
                      "values come from here.",
     "inputs.weights": "The projection matrices (in a real model they are learned; here they are given):",
-    "inputs.weights.heads": "The projection matrices. Their columns are grouped by head: {h} heads, each with "
+    "inputs.weights.heads": "The projection matrices. Their columns are grouped by head: {h:head|heads}, each with "
                             "{dk} query/key columns and {dv} value columns (colours mark the heads).",
     # projection
     "h.projection": "Step 1 — Q, K, V: the same input, different weights",
@@ -99,7 +99,7 @@ EN: dict[str, str] = {
     # core attention
     "h.head": "Head {h}",
     "h.scores": "Step 2 — scores: the query against every key",
-    "head.explain": "Head {h} uses its own {dk} columns of Q and K (array columns {first}–{last}) and its own "
+    "head.explain": "Head {h} uses its own {dk:column|columns} of Q and K (array columns {first}–{last}) and its own "
                     "columns of V.",
     "note.head_numbers": "The post numbers its heads from 1, and so does this explanation; in qkv's API (arrays, "
                          "--head) head 1 is index 0.",
@@ -116,7 +116,7 @@ EN: dict[str, str] = {
     "rope.keys": "Every key's row of K after the rotation (each turned by its own position); these are the keys the "
                  "scores use:",
     "scores.matrix": "All queries against all keys at once, Q·Kᵀ ({t} × {tk}); the followed query's row is marked:",
-    "scale.explain": "Q and K have d_k = {dk} numbers each, so the scores are divided by √d_k = √{dk}:",
+    "scale.explain": "Q and K have d_k = {dk:number|numbers} each, so the scores are divided by √d_k = √{dk}:",
     "scale.given": "The scores are scaled: {formula}.",
     "bias.explain": "An additive bias is added to the scaled scores:",
     "modified.explain": "A score function (score_mod) changes each score before the softmax: {formula}. "
@@ -149,16 +149,16 @@ EN: dict[str, str] = {
     "h.output": "Output projection W_O",
     "wo.explain": "W_O ({rows} × {cols}) mixes the heads' results of the same token into one vector; it is "
                   "the same for every token.",
-    "wo.explain.model": "This head's {rows} rows of the layer's W_O ({rows} × {cols}) turn its output Z back "
+    "wo.explain.model": "This head's {rows:row|rows} of the layer's W_O ({rows} × {cols}) turn its output Z back "
                         "into model width; the layer adds the shares of all its heads (and a bias).",
-    "wo.explain.model.nobias": "This head's {rows} rows of the layer's W_O ({rows} × {cols}) turn its output Z "
+    "wo.explain.model.nobias": "This head's {rows:row|rows} of the layer's W_O ({rows} × {cols}) turn its output Z "
                                "back into model width; the layer adds the shares of all its heads (no bias).",
     "y.explain.model": "Y = Z·W_O ({t} × {d}):",
     "y.explain": "Y = H·W_O ({t} × {d}):",
     "residual.explain": "The residual connection adds Y to the layer's input R (here R = X): R + Y goes on to "
                         "the next stage.",
     "h.heads_check": "Each head on its own gives the same numbers",
-    "heads_check.explain": "Running each of the {h} heads alone, with only its own columns of W_Q, W_K, W_V "
+    "heads_check.explain": "Running each of the {h:head|heads} alone, with only its own columns of W_Q, W_K, W_V "
                            "({dk} each for Q and K) and its own rows of W_O, is the same computation as the "
                            "fused one:",
     "head": "head {h}",
@@ -174,9 +174,9 @@ EN: dict[str, str] = {
     # multi-head
     "h.mh.heads": "The heads' outputs for one token",
     "mh.z1": "{z} is the output for {token} computed in the {example} example (not typed in).",
-    "mh.given": "The other {n} heads would run the same procedure with their own projection matrices; their "
+    "mh.given": "The other {n:head|heads} would run the same procedure with their own projection matrices; their "
                 "outputs are given here.",
-    "mh.concat": "The {h} outputs are concatenated into one vector of {width} numbers; the width grows because "
+    "mh.concat": "The {h} outputs are concatenated into one vector of {width:number|numbers}; the width grows because "
                  "the heads are put side by side:",
     "mh.final.explain": "z_final = z_concat·W_O, one component at a time (only the nonzero entries of W_O shown):",
     "mh.final": "This is the multi-head attention output for {token}: it combines what the heads found, each "
@@ -209,8 +209,8 @@ EN: dict[str, str] = {
                         "{diff}. Because softmax runs in one direction and V multiplies from one side, Q and K "
                         "cannot swap roles.",
     # generic
-    "generic.intro": "The trace records {n} steps; each is shown with its formula and values.",
-    "generic.large": "Showing the first {rows} × {cols} entries.",
+    "generic.intro": "The trace records {n:step|steps}; each is shown with its formula and values.",
+    "generic.large": "Showing the first {rows} × {cols:entry|entries}.",
     # by hand
     "h.drift": "By hand versus exact",
     "drift.explain": "How far the rounded, step-by-step calculation drifts from the exact one (the followed "
@@ -271,7 +271,7 @@ EN: dict[str, str] = {
     "fig.chain": "the chain for one query",
     "fig.legend": "weight (one scale for every view: 0 to 1, shaded by √weight)",
     "fig.rows_shown": "rows 0–{last} of {total} shown",
-    "fig.grid_note": "{tq} queries × {tk} keys; rows: layers, columns: heads (counted from 0)",
+    "fig.grid_note": "{tq:query|queries} × {tk:key|keys}; rows: layers, columns: heads (counted from 0)",
     "fig.pooled": "a pixel shows the largest weight of the cells it covers",
     "fig.decoder": "decoder (queries)",
     "fig.encoder": "encoder (keys and values)",
@@ -322,9 +322,9 @@ EN: dict[str, str] = {
     "fig.no_cjk_font": "qkv: no CJK font found, so Korean and Japanese text is drawn as empty boxes; "
                        "install koreanize-matplotlib (pip) or fonts-noto-cjk (apt)",
     # the interactive page
-    "page.lead.model": "{title}: attention of {layers} layer(s) × {heads} head(s) on {tokens} tokens. Rows are "
+    "page.lead.model": "{title}: attention of {layers:layer|layers} × {heads:head|heads} on {tokens:token|tokens}. Rows are "
                        "queries (the token that looks), columns are keys (the tokens it looks at).",
-    "page.lead.trace": "{title}: attention weights, {heads} head(s) of {tq} × {tk} (queries × keys), with every "
+    "page.lead.trace": "{title}: attention weights, {heads:head|heads} of {tq} × {tk} (queries × keys), with every "
                        "recorded step of the cell you click. Rows are queries, columns are keys.",
     "page.layer": "layer",
     "page.head": "head",
@@ -352,7 +352,7 @@ EN: dict[str, str] = {
     "page.biased": "+ bias",
     "page.modified": "score_mod (score before the softmax)",
     "page.rotated": "(after RoPE: the q and k the scores use)",
-    "page.weights_only": " Only the weights are recorded for texts over {limit} tokens (this one has {tokens}); "
+    "page.weights_only": " Only the weights are recorded for texts over {limit:token|tokens} (this one has {tokens}); "
                          "run a shorter text for every derivation row.",
     "page.mask": "mask",
     "page.allowed": "0 (may attend)",
@@ -374,10 +374,10 @@ EN: dict[str, str] = {
     "page.decode_fail": "This browser cannot unpack the embedded numbers (it needs DecompressionStream: Chrome 80+, "
                         "Firefox 113+, Safari 16.4+).",
     "page.steps": "Step by step",
-    "page.too_large": "The trace holds {n} numbers; the step-by-step text is left out of this page. Run qkv explain "
+    "page.too_large": "The trace holds {n:number|numbers}; the step-by-step text is left out of this page. Run qkv explain "
                       "on a shorter input to read it.",
-    "page.sum_of": "sum of the weights of {n} queries",
-    "page.sum_legend": "key colour: the sum of the weights of {n} queries, from 0 to {n} (each row sums to 1)",
+    "page.sum_of": "sum of the weights of {n:query|queries}",
+    "page.sum_legend": "key colour: the sum of the weights of {n:query|queries}, from 0 to {n} (each row sums to 1)",
     "page.part.rows": "Row vectors (the paper): the self-attention example's Q, K, V",
     "page.lead.flow": "{title}: how the heads' outputs become one output: concat → W_O, step by step (this example "
                       "starts from each head's output z; the heads themselves are computed in the self-attention "
@@ -395,9 +395,9 @@ EN: dict[str, str] = {
     "page.from_unrounded": "the recorded value, computed from the unrounded numbers, is",
     "page.from_unrounded_short": "(the recorded value, from unrounded numbers)",
     "page.st.x": "X: the input, one row per token",
-    "page.st.x.text": "X has {t} rows (tokens) of {d} numbers. We follow the row of {tok} (query {i}).",
-    "page.st.x.cross": "Cross-attention reads two sentences: the queries come from the decoder's sentence (X, {tq} "
-                       "row(s), here {tok}); the keys and values come from the encoder's sentence (memory, {tk} rows).",
+    "page.st.x.text": "X has {t:row|rows} (tokens) of {d:number|numbers}. We follow the row of {tok} (query {i}).",
+    "page.st.x.cross": "Cross-attention reads two sentences: the queries come from the decoder's sentence (X, "
+                       "{tq:row|rows}, here {tok}); the keys and values come from the encoder's sentence (memory, {tk:row|rows}).",
     "page.st.memory": "memory (the encoder's sentence)",
     "page.st.w": "W_Q, W_K, W_V: three learned matrices",
     "page.st.w.text": "Each is {d} × {w}: a row of X times W_Q gives that token's query, times W_K its key, times "
@@ -407,11 +407,11 @@ EN: dict[str, str] = {
     "page.st.qkv.text": "Every token gets its own query q, key k and value v; each token is projected alone, nothing "
                         "mixes tokens yet. The followed query's q is marked; all keys and values are used next.",
     "page.st.dot": "q·k: a sum of products",
-    "page.st.dot.text": "The score of {tok} for a key is q·k: multiply the {dk} numbers of q and k pair by pair and "
+    "page.st.dot.text": "The score of {tok} for a key is q·k: multiply the {dk:number|numbers} of q and k pair by pair and "
                         "add them up. One score per key.",
     "page.st.scores": "scores: given",
     "page.st.scores.text": "This example gives the scores directly (it records no q and k): one score per key for {tok}.",
-    "page.st.dot.one": "Shown for the key {key}; the table has all {n} scores (click a cell to see another key).",
+    "page.st.dot.one": "Shown for the key {key}; the table has all {n:score|scores} (click a cell to see another key).",
     "page.st.scale": "÷ √d_k: scaled scores",
     "page.st.scale.other": "the scale: scaled scores",
     "page.st.scale.text": "Each score is divided by √d_k = √{dk}, so that the scores do not grow with the width of q "
@@ -431,12 +431,12 @@ EN: dict[str, str] = {
     "page.st.z": "z: the sum of the weighted value rows",
     "page.st.z.text": "Adding the weighted value rows gives z, the output of {tok}.",
     "page.st.z.text.head": "Adding the weighted value rows gives z, the output of {tok} in {hn}.",
-    "page.st.first_cols": "(the first {n} of {m} columns)",
-    "page.st.some_keys": "(shown for {n} of the {m} keys: the first ones and the one in focus)",
+    "page.st.first_cols": "(the first {n} of {m:column|columns})",
+    "page.st.some_keys": "(shown for {n} of the {m:key|keys}: the first ones and the one in focus)",
     "page.st.heads": "each head's output z",
-    "page.st.heads.text": "{n} heads each computed their own output z for {tok}, each from its own W_Q, W_K, W_V.",
+    "page.st.heads.text": "{n:head|heads} each computed their own output z for {tok}, each from its own W_Q, W_K, W_V.",
     "page.st.concat": "concat: the heads side by side",
-    "page.st.concat.text": "The outputs of the {n} heads are written side by side into one row (no arithmetic).",
+    "page.st.concat.text": "The outputs of the {n:head|heads} are written side by side into one row (no arithmetic).",
     "page.st.wo": "× W_O: one output from all heads",
     "page.st.wo.text": "The concatenated row is multiplied by W_O, which mixes what the heads found.",
     "page.st.zero_terms": "(terms where W_O is 0 are left out)",
@@ -469,28 +469,30 @@ EN: dict[str, str] = {
                       "NOTEBOOK.ipynb). The step-by-step derivation below needs no script.",
     "show.plain": "qkv view of “{title}”{shape}. A notebook that shows HTML draws it interactively; elsewhere "
                   ".save(\"attention.html\") writes it as a page to open in a browser.",
-    "show.shape": ": {heads} head(s), {tq} queries × {tk} keys",
-    "show.shape_layers": ": {layers} layers × {heads} heads, {tq} tokens",
+    "show.shape": ": {heads:head|heads}, {tq:query|queries} × {tk:key|keys}",
+    "show.shape_layers": ": {layers:layer|layers} × {heads:head|heads}, {tq:token|tokens}",
     "show.layer_title": "{name}: attention of layer {layer}",
     "show.outside": "qkv.show: no notebook here, so nothing was displayed. qkv.show returned the view: "
                     "view.save(\"attention.html\") writes it as a page to open in a browser.",
     # command line
     "list.header": "Worked examples (qkv example NAME):",
     # the other commands (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
-    "cli.choices": "{value}: expected one of {choices}",
+    "cli.choices": "{value} is not one of {choices}",
+    "cli.choices.guess": "{value} is not one of {choices}; did you mean {guess}?",
     "cli.note": "qkv: note: {text}",
     "cli.wrote": "wrote {path}",
+    "cli.ring.torch": "qkv ring needs torch (its ranks run torch.distributed): pip install 'qkv[torch]'",
     "cli.tokens": "tokens",
-    "cli.truncated": "the text is longer than this model reads; only its first {n} tokens are used",
-    "cli.inspect.title": "{model}: layer {layer}, head {head} of {layers} layers × {heads} heads",
+    "cli.truncated": "the text is longer than this model reads; only its first {n:token|tokens} are used",
+    "cli.inspect.title": "{model}: layer {layer}, head {head} of {layers:layer|layers} × {heads:head|heads}",
     "cli.inspect.kv": " (key/value head {g}, shared by query heads {heads})",
     "cli.inspect.weights": "weights of head {head} (rows: queries, columns: keys; each row sums to 1)",
-    "cli.inspect.first_tokens": "(first {shown} of {total} tokens; --format html shows all)",
-    "cli.inspect.top": "top {n} keys for query {q} “{token}”",
+    "cli.inspect.first_tokens": "(first {shown} of {total:token|tokens}; --format html shows all)",
+    "cli.inspect.top": "top {n:key|keys} for query {q} “{token}”",
     "cli.inspect.col.key": "key",
     "cli.inspect.col.token": "token",
     "cli.inspect.col.weight": "weight",
-    "cli.inspect.grid.title": "{model}: attention of {layers} layer(s) × {heads} head(s) on {tokens} tokens",
+    "cli.inspect.grid.title": "{model}: attention of {layers:layer|layers} × {heads:head|heads} on {tokens:token|tokens}",
     "cli.inspect.grid.causal": " ({kind}, causal)",
     "cli.inspect.grid.most": "the key query {q} “{token}” attends to most",
     "cli.inspect.grid.special": " (· the top word when that is [CLS]/[SEP])",
@@ -510,33 +512,37 @@ EN: dict[str, str] = {
     "cli.inspect.digits": "{value}: expected a whole number of decimals from 0 to 12",
     "cli.inspect.top_keys": "{value}: expected a positive number of keys",
     "cli.no_directory": "directory {path} does not exist",
-    "cli.figure_type": "unknown figure type {suffix}; use .png, .svg or .pdf",
-    "cli.inspect.range": "{value} is out of range: the model has {count} ({what} 0 … {last}, or all)",
-    "cli.inspect.index": "{value} is not an index: the model has {count} ({what} 0 … {last}, or all)",
+    "cli.figure_type": "the format {suffix} is not one of .png, .svg, .pdf",
+    "cli.inspect.range": "{value} is out of range: the model has {count} {what} (0 … {last}, or all)",
+    "cli.inspect.index": "{value} is not an index: the model has {count} {what} (0 … {last}, or all)",
     "cli.inspect.what.layer": "layers",
     "cli.inspect.what.head": "heads",
-    "cli.heads.title": "{model}: {layers} layers × {heads} heads on {tokens} tokens (layers and heads counted from 0)",
-    "cli.heads.legend": "entropy in nats (0 = one key takes all, ln T = uniform); first token, previous token, self: "
-                        "mean weight on that key; duplicate token, induction: share of attention on the pattern, on a "
-                        "random sequence of {probe} tokens repeated twice (seed {seed})",
+    "cli.inspect.what.layer.one": "layer",
+    "cli.inspect.what.head.one": "head",
+    "cli.heads.title": "{model}: {layers:layer|layers} × {heads:head|heads} on {tokens:token|tokens} (layers and heads counted from 0)",
+    "cli.heads.legend": "entropy in nats (0 = one key takes all, ln T = uniform); first token, self: mean weight on "
+                        "that key; previous token, duplicate token, induction: TransformerLens's detect_head scores, "
+                        "the share of the head's whole attention (all T rows) on the pattern, duplicate token and "
+                        "induction on a random sequence of {probe:token|tokens} repeated twice (seed {seed}); previous token "
+                        "(T−1 rows): qkv's own, the mean weight on key i−1 over the T−1 rows that have one",
     "cli.heads.col.layer": "layer",
     "cli.heads.col.head": "head",
     "cli.heads.col.entropy": "entropy",
     "cli.heads.col.first_token": "first token",
     "cli.heads.col.previous_token": "previous token",
+    "cli.heads.col.previous_token_rows": "previous token (T−1 rows)",
     "cli.heads.col.self": "self",
     "cli.heads.col.duplicate_token": "duplicate token",
     "cli.heads.col.induction": "induction",
-    "cli.heads.rollout": "rollout (residual included): after all {layers} layers “{token}” draws on {shares}",
-    "cli.heads.figure": "{model}: {tokens} tokens",
-    "cli.heads.probe_long": "{length}: the probe (2 × {length} tokens) is longer than the model's {positions} positions",
+    "cli.heads.rollout": "rollout (residual included): after all {layers:layer|layers} “{token}” draws on {shares}",
+    "cli.heads.figure": "{model}: {tokens:token|tokens}",
+    "cli.heads.probe_long": "{length}: the probe (2 × {length:token|tokens}) is longer than the model's {positions} positions",
     "cli.heads.probe_vocab": "{length}: the model has only {ordinary} ordinary tokens",
     "cli.masks.header": "{name}: {formula}   (T = {t}, {allowed} of {total} pairs allowed)",
     "cli.masks.blocks": "  blocks of {b}×{b}: {skipped} skipped, {full} full, {partial} partial; the kernel computes "
                         "{share} of the score matrix",
     "cli.masks.and": "and",
     "cli.masks.or": "or",
-    "cli.masks.unknown": "{value} is not in the catalogue; choose one of: {names}",
     "cli.masks.computes": "computes {share}",
     "cli.masks.key": "key",
     "cli.masks.query": "query",
@@ -555,7 +561,7 @@ EN: dict[str, str] = {
     "cli.masks.name.document + causal": "document + causal",
     "cli.masks.name.sinks + window": "sinks + window",
     "cli.masks.name.chunked local": "chunked local",
-    "cli.ring.header": "P={world} ranks, T={seq} tokens ({per_rank} per rank), B={batch}, H={heads}, G={kv}, D={dim}, "
+    "cli.ring.header": "P={world} ranks, T={seq:token|tokens} ({per_rank} per rank), B={batch}, H={heads}, G={kv}, D={dim}, "
                        "{dtype}, {causal}; one training step (forward + backward), median of {repeats}; {cpus} CPUs "
                        "shared by all ranks",
     "cli.ring.causal": "causal",
@@ -577,12 +583,10 @@ EN: dict[str, str] = {
     "cli.ring.balance": "{name}: compute slowest ÷ fastest rank = {ratio}",
     "cli.ring.timeout": "must be a number of seconds in (0, 86400], got {value}",
     "cli.ring.kv_heads": "H={heads} must be a multiple of G={kv}",
-    "cli.ring.strategies": "unknown {names}; choose from {choices}",
-    "cli.ring.empty": "empty list",
     "cli.ring.seq": "T={seq} is not a multiple of {need} (the zigzag layout cuts the sequence into 2·P equal chunks, "
                     "P={world}); try --seq {fix}",
     "cli.ring.fail_rank": "must be a rank in 0 … {last}, got {value}",
-    "cli.embed.title": "{model}: {n} text(s) → embeddings of shape {shape} ({pooling}; max {max} tokens)",
+    "cli.embed.title": "{model}: {n:text|texts} → embeddings of shape {shape} ({pooling}; max {max:token|tokens})",
     "cli.embed.pooling": "{modes} pooling",
     "cli.embed.pooling.normalized": "{modes} pooling, L2-normalised",
     "cli.embed.mode.mean": "mean",
@@ -593,9 +597,9 @@ EN: dict[str, str] = {
     "cli.embed.mode.lasttoken": "lasttoken",
     "cli.embed.col.text": "text",
     "cli.embed.col.tokens": "tokens",
-    "cli.embed.col.values": "first {n} values",
+    "cli.embed.col.values": "first {n:value|values}",
     "cli.embed.cosine": "cosine similarity (1 = same direction):",
-    "cli.embed.truncated": "{n} text(s) ({which}) are longer than this model reads; only their first {max} tokens are "
+    "cli.embed.truncated": "longer than this model reads: {n:text|texts} ({which}); only the first {max:token|tokens} of each are "
                            "used",
     "cli.embed.values": "{value}: expected a number ≥ 0",
     "cli.embed.batch": "{value}: expected a positive number",
@@ -616,24 +620,52 @@ EN: dict[str, str] = {
                                  "(greedy is the default)",
     "cli.generate.not_causal": "{model} is a {kind}, not a causal language model (generate runs gpt2, llama, mistral, "
                                "qwen2)",
-    "cli.translate.to": "{value}: choose ko, ja or both",
+    "cli.embed.not_encoder": "{model} is a {kind}, a causal language model; embed needs a sentence encoder (model_type "
+                             "bert, e.g. minilm)",
     "cli.translate.figure_one": "a figure shows one language: add --to ko or --to ja",
     "cli.translate.derive_one": "a derivation follows one language: add --to ko or --to ja",
     "cli.translate.digits": "{value}: expected 0 … 8",
-    "cli.translate.figure_format": "unknown figure format; use one of {choices}",
     "cli.translate.lang.ko": "ko",
     "cli.translate.lang.ja": "ja",
+    "cli.translate.probabilities": "probability of each chosen token: {tokens}; of the whole sentence: {total}",
+    "cli.translate.end": "(end) {p}",
+    "cli.translate.end_word": "(end)",
+    "cli.translate.no_end": "(no end within {limit} words)",
+    "cli.translate.unsure": "the model is unsure: it gave “{word}” a probability of only {p}",
+    "cli.translate.outside": "{problem}; the translation below is the model's guess",
     # qkv serve (serve/app.py answers, serve/app.js page words: serve.ui.*)
     "serve.error.empty_text": "empty: type a sentence first, e.g. The cat sat on the mat.",
     "serve.error.no_text": "missing (the text to run through the model)",
     "serve.error.chars": "{count} characters; the server takes at most {limit}",
-    "serve.error.tokens": "{count} tokens; model '{model}' takes at most {limit} (special tokens included): "
+    "serve.error.tokens": "{count:token|tokens}; model '{model}' takes at most {limit} (special tokens included): "
                           "shorten the text",
     "serve.error.busy": "too many requests at once (more than {count}); try again in a moment",
     "error.translator.empty": "the text to translate is empty: type English words the translator knows, "
                                    "e.g. I love you",
     "error.translator.unknown_word": "unknown word '{word}'; the translator knows these English words: {known}",
     "error.translator.too_long": "{count} words is over the translator's limit of {limit}",
+    "error.train.diverged": "training diverged at step {step} of {steps} (loss {loss}): the loss or the weights are no "
+                            "longer finite, so nothing was written; lower the learning rate (it was {rate})",
+    # the translator's grammar (qkv.translator.corpus.parse): which part is outside it, and what fits there
+    "error.translator.grammar.start": "“{part}” is outside the translator's grammar: a sentence begins with its "
+                                      "subject ({expected})",
+    "error.translator.grammar.expected": "“{part}” is outside the translator's grammar: after “{before}” it expects: "
+                                         "{expected}",
+    "error.translator.grammar.stops": "the sentence stops too early for the translator's grammar: after “{before}” "
+                                      "it expects: {expected}",
+    "error.translator.grammar.subject_form": "“{part}” is outside the translator's grammar: it is a pronoun's object "
+                                             "form; as the subject the grammar writes “{right}”",
+    "error.translator.grammar.object_form": "“{part}” is outside the translator's grammar: it is a pronoun's subject "
+                                            "form; as the object the grammar writes “{right}”",
+    "error.translator.grammar.determiner": "“{part}” is outside the translator's grammar: a noun phrase begins with "
+                                           "the, my or your (as in “{example}”)",
+    "error.translator.grammar.agreement": "“{part}” is outside the translator's grammar: the verb does not agree "
+                                          "with the subject “{subject}”; the grammar writes “{subject} {right}” "
+                                          "(or the past, “{subject} {past}”)",
+    "error.translator.grammar.place": "“{part}” is outside the translator's grammar: after the object “{before}” the "
+                                      "sentence ends, or one place follows ({places})",
+    "error.translator.grammar.after_place": "“{part}” is outside the translator's grammar: the sentence ends with "
+                                            "the place “{before}”",
     "serve.error.layer": "{layer}: the translator has decoder layers 0 … {last}",
     "serve.error.word": "{word}: the translation has words 1 … {last} (counted from 1)",
     "serve.error.missing_number": "missing (a whole number from 0)",
@@ -641,6 +673,11 @@ EN: dict[str, str] = {
     "serve.error.model": "{name} is not loaded; loaded: {loaded}",
     "serve.error.no_translator": "the translator is not loaded in this server",
     "serve.error.upload_size": "{size} bytes; an uploaded file may be at most {limit} bytes",
+    "serve.error.cross_origin": "refused: this request comes from another site ({origin}); the server takes "
+                                "uploads and what-ifs only from its own page ({own})",
+    "serve.error.fetch_site": "refused: the browser says this request comes from {site} (Sec-Fetch-Site); the "
+                              "server takes uploads and what-ifs only from its own page",
+    "serve.error.content_type": "refused: Content-Type {got}; this route takes {wanted}",
     "serve.error.no_explanation": "The step-by-step text could not be written for this change ({problem}); every "
                                   "number above is recomputed.",
     "serve.whatif.body": "the body must be a JSON object, e.g. {{\"name\": \"group-meeting\", \"factor\": 2}}",
@@ -666,7 +703,7 @@ EN: dict[str, str] = {
     "whatif.scores_only": "only the group meeting has given scores to edit",
     "whatif.scene": "no meeting named '{scene}'; the meetings are: {scenes}",
     "serve.whatif.score_cell": "expected [position, score], got {value}",
-    "whatif.score_index": "position {index} is outside the meeting's {count} scores (counted from 0)",
+    "whatif.score_index": "position {index} is outside the meeting's {count:score|scores} (counted from 0)",
     "serve.whatif.multi_head_query": "the multi-head example follows '{token}' only (heads 2 and 3 are given "
                                      "for that token)",
     "serve.whatif.meeting_query": "the group meeting has no query to choose (each meeting follows lot's question)",
@@ -682,7 +719,7 @@ EN: dict[str, str] = {
     "serve.ui.emptyText": "Type a sentence first (e.g. The cat sat on the mat.), then press Show attention.",
     "serve.ui.textPlaceholder": "e.g. The cat sat on the mat.",
     "serve.ui.overview": "Every layer × head",
-    "serve.ui.tokenCount": "{n} tokens",
+    "serve.ui.tokenCount": "{n:token|tokens}",
     "serve.ui.overviewHint": "Each square is one head: rows are queries, columns are keys. Click one to open it.",
     "serve.ui.layer": "layer",
     "serve.ui.head": "head",
@@ -1180,9 +1217,11 @@ KO: dict[str, str] = {
     # command line
     "list.header": "예제 목록 (qkv example NAME):",
     # 나머지 명령 (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
-    "cli.choices": "{value}: {choices} 중 하나여야 한다",
+    "cli.choices": "{value}: {choices} 중 하나가 아니다",
+    "cli.choices.guess": "{value}: {choices} 중 하나가 아니다. 비슷한 것은 {guess}이다",
     "cli.note": "qkv: 참고: {text}",
     "cli.wrote": "저장했다: {path}",
+    "cli.ring.torch": "qkv ring에는 torch가 필요하다 (각 rank가 torch.distributed로 돈다): pip install 'qkv[torch]'",
     "cli.tokens": "토큰",
     "cli.truncated": "텍스트가 이 모델이 읽을 수 있는 길이보다 길다. 앞의 토큰 {n}개만 쓴다",
     "cli.inspect.title": "{model}: 층 {layer}, 헤드 {head} (층 {layers}개 × 헤드 {heads}개 중)",
@@ -1213,20 +1252,25 @@ KO: dict[str, str] = {
     "cli.inspect.digits": "{value}: 소수점 아래 자릿수는 0에서 12 사이의 정수여야 한다",
     "cli.inspect.top_keys": "{value}: Key 개수는 양의 정수여야 한다",
     "cli.no_directory": "디렉터리가 없다: {path}",
-    "cli.figure_type": "알 수 없는 그림 형식이다: {suffix}. .png, .svg, .pdf 중 하나를 지정하라",
+    "cli.figure_type": "그림 형식 {suffix}: .png, .svg, .pdf 중 하나가 아니다",
     "cli.inspect.range": "{value}: 범위를 벗어났다. 이 모델의 {what} 수는 {count}이다 (0 … {last}, 또는 all)",
     "cli.inspect.index": "{value}: 번호가 아니다. 이 모델의 {what} 수는 {count}이다 (0 … {last}, 또는 all)",
     "cli.inspect.what.layer": "층",
     "cli.inspect.what.head": "헤드",
+    "cli.inspect.what.layer.one": "층",
+    "cli.inspect.what.head.one": "헤드",
     "cli.heads.title": "{model}: 토큰 {tokens}개, 층 {layers}개 × 헤드 {heads}개 (층과 헤드는 0부터 센다)",
     "cli.heads.legend": "엔트로피는 자연로그로 잰다 (0 = Key 하나가 가중치를 모두 가져감, ln T = 모든 Key에 고르게 "
-                        "나눔). 첫 토큰, 이전 토큰, 자기 자신: 그 Key가 받는 가중치의 평균. 중복 토큰, 인덕션: 무작위 "
-                        "토큰 {probe}개를 두 번 이어 붙인 시퀀스(시드 {seed})에서 그 패턴에 가는 어텐션의 비율",
+                        "나눔). 첫 토큰, 자기 자신: 그 Key가 받는 가중치의 평균. 이전 토큰, 중복 토큰, 인덕션: "
+                        "TransformerLens의 헤드 탐지기 점수로, 헤드의 어텐션 전체(T개 행)에서 그 패턴에 가는 비율이다. "
+                        "중복 토큰과 인덕션은 무작위 토큰 {probe}개를 두 번 이어 붙인 시퀀스(시드 {seed})에서 잰다. "
+                        "이전 토큰 (T−1행): qkv의 정의로, 앞 토큰이 있는 T−1개 행에서 i−1번 Key가 받는 가중치의 평균",
     "cli.heads.col.layer": "층",
     "cli.heads.col.head": "헤드",
     "cli.heads.col.entropy": "엔트로피",
     "cli.heads.col.first_token": "첫 토큰",
     "cli.heads.col.previous_token": "이전 토큰",
+    "cli.heads.col.previous_token_rows": "이전 토큰 (T−1행)",
     "cli.heads.col.self": "자기 자신",
     "cli.heads.col.duplicate_token": "중복 토큰",
     "cli.heads.col.induction": "인덕션",
@@ -1240,7 +1284,6 @@ KO: dict[str, str] = {
                         "행렬의 {share}를 계산한다",
     "cli.masks.and": "그리고",
     "cli.masks.or": "또는",
-    "cli.masks.unknown": "{value}: 목록에 없는 마스크이다. 다음 중 하나를 지정하라: {names}",
     "cli.masks.computes": "{share} 계산",
     "cli.masks.key": "Key",
     "cli.masks.query": "Query",
@@ -1281,8 +1324,6 @@ KO: dict[str, str] = {
     "cli.ring.balance": "{name}: 계산 시간, 가장 느린 랭크 ÷ 가장 빠른 랭크 = {ratio}",
     "cli.ring.timeout": "(0, 86400] 범위의 초여야 한다. 받은 값: {value}",
     "cli.ring.kv_heads": "H={heads}: G={kv}의 배수여야 한다",
-    "cli.ring.strategies": "알 수 없는 방식이다: {names}. 다음 중에서 지정하라: {choices}",
-    "cli.ring.empty": "(빈 목록)",
     "cli.ring.seq": "T={seq}: {need}의 배수가 아니다 (zigzag 배치는 시퀀스를 같은 길이의 조각 2·P개로 자른다, P={world}). 배수인 길이를 지정하라 (예: "
                     "--seq {fix})",
     "cli.ring.fail_rank": "0 … {last} 중 하나의 랭크여야 한다. 받은 값: {value}",
@@ -1319,13 +1360,19 @@ KO: dict[str, str] = {
                                  "디코딩이다)",
     "cli.generate.not_causal": "{model}: {kind}이다. 인과 언어 모델이 아니다 (generate는 gpt2, llama, mistral, qwen2를 "
                                "실행한다)",
-    "cli.translate.to": "{value}: ko, ja, both 중 하나를 지정하라",
+    "cli.embed.not_encoder": "{model}: {kind}이다. 인과 언어 모델이므로 문장 임베딩을 만들 수 없다 (embed에는 model_type "
+                             "bert인 문장 인코더가 필요하다. 예: minilm)",
     "cli.translate.figure_one": "그림은 한 언어만 보인다: --to ko 또는 --to ja를 지정하라",
     "cli.translate.derive_one": "계산 과정은 한 언어만 따라간다: --to ko 또는 --to ja를 지정하라",
     "cli.translate.digits": "{value}: 0 … 8이어야 한다",
-    "cli.translate.figure_format": "알 수 없는 그림 형식이다. 다음 중 하나를 지정하라: {choices}",
     "cli.translate.lang.ko": "한국어",
     "cli.translate.lang.ja": "일본어",
+    "cli.translate.probabilities": "모델이 고른 각 토큰의 확률: {tokens}. 문장 전체의 확률: {total}",
+    "cli.translate.end": "(끝) {p}",
+    "cli.translate.end_word": "(끝)",
+    "cli.translate.no_end": "(단어 {limit}개 안에 끝나지 않았다)",
+    "cli.translate.unsure": "모델이 확신하지 못한다: “{word}” 토큰의 확률이 {p}뿐이다",
+    "cli.translate.outside": "{problem}. 그래서 아래 번역은 모델의 추측이다",
     # qkv serve (serve/app.py의 응답, serve/app.js 페이지의 낱말: serve.ui.*)
     "serve.error.empty_text": "비어 있다. 먼저 문장을 입력하라 (예: The cat sat on the mat.)",
     "serve.error.no_text": "없다 (모델에 넣을 문장이 필요하다)",
@@ -1335,6 +1382,25 @@ KO: dict[str, str] = {
     "error.translator.empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력하라 (예: I love you)",
     "error.translator.unknown_word": "번역기가 모르는 단어가 있다: '{word}'. 번역기가 아는 영어 단어: {known}",
     "error.translator.too_long": "단어 {count}개는 번역기가 받는 최대 {limit}개를 넘는다",
+    "error.train.diverged": "학습이 {steps}단계 중 {step}단계에서 발산했다 (손실 {loss}). 손실이나 가중치가 더 이상 "
+                            "유한하지 않아 아무것도 쓰지 않았다. 학습률을 낮춰라 (이번 학습률: {rate})",
+    "error.translator.grammar.start": "“{part}”: 번역기의 문법 밖이다. 문장은 주어로 시작한다 ({expected})",
+    "error.translator.grammar.expected": "“{part}”: 번역기의 문법 밖이다. “{before}” 다음에는 다음 중 하나가 "
+                                         "와야 한다: {expected}",
+    "error.translator.grammar.stops": "문장이 너무 일찍 끝나 번역기의 문법에 맞지 않는다. “{before}” 다음에는 "
+                                      "다음 중 하나가 와야 한다: {expected}",
+    "error.translator.grammar.subject_form": "“{part}”: 번역기의 문법 밖이다. 대명사의 목적어 꼴이다. 주어 "
+                                             "자리에는 “{right}” 꼴을 쓴다",
+    "error.translator.grammar.object_form": "“{part}”: 번역기의 문법 밖이다. 대명사의 주어 꼴이다. 목적어 "
+                                            "자리에는 “{right}” 꼴을 쓴다",
+    "error.translator.grammar.determiner": "“{part}”: 번역기의 문법 밖이다. 명사구는 the, my, your 중 하나로 "
+                                           "시작한다 (예: “{example}”)",
+    "error.translator.grammar.agreement": "“{part}”: 번역기의 문법 밖이다. 동사 꼴이 주어 “{subject}”에 맞지 "
+                                          "않는다. 문법에 맞는 꼴은 “{subject} {right}”, 과거형은 "
+                                          "“{subject} {past}”이다",
+    "error.translator.grammar.place": "“{part}”: 번역기의 문법 밖이다. 목적어 “{before}” 다음에는 문장이 "
+                                      "끝나거나 장소 하나가 온다 ({places})",
+    "error.translator.grammar.after_place": "“{part}”: 번역기의 문법 밖이다. 문장은 장소 “{before}”에서 끝난다",
     "serve.error.layer": "{layer}: 번역기의 디코더 층 번호는 0 … {last}이다",
     "serve.error.word": "{word}: 번역문의 단어 번호는 1 … {last}이다 (1부터 센다)",
     "serve.error.missing_number": "없다 (0부터 세는 정수가 필요하다)",
@@ -1342,6 +1408,11 @@ KO: dict[str, str] = {
     "serve.error.model": "불러오지 않은 모델이다: {name}. 불러온 모델: {loaded}",
     "serve.error.no_translator": "이 서버에는 번역기를 불러오지 않았다",
     "serve.error.upload_size": "{size}바이트이다. 올리는 파일은 최대 {limit}바이트까지 받는다",
+    "serve.error.cross_origin": "거부했다. 이 요청은 다른 사이트({origin})에서 왔다. 이 서버는 자기 페이지({own})에서 "
+                                "보낸 업로드와 what-if만 받는다",
+    "serve.error.fetch_site": "거부했다. 브라우저가 이 요청의 출처를 {site}라고 알린다 (Sec-Fetch-Site). 이 서버는 자기 "
+                              "페이지에서 보낸 업로드와 what-if만 받는다",
+    "serve.error.content_type": "거부했다. Content-Type이 {got}이다. 이 경로는 {wanted}만 받는다",
     "serve.error.no_explanation": "이 변경에 대해서는 단계별 설명을 쓰지 못했다 ({problem}). 위의 숫자는 모두 다시 "
                                   "계산한 값이다.",
     "serve.whatif.body": "본문은 JSON 객체여야 한다 (예: {{\"name\": \"group-meeting\", \"factor\": 2}})",
@@ -1510,10 +1581,25 @@ def has(lang: str, key: str) -> bool:
     return key in LANGS[lang]
 
 
+class _Counts(string.Formatter):
+    """str.format, plus counts with their noun: ``{n:token|tokens}`` gives "1 token", "2 tokens"
+    (the English table's plurals; views.js's ``fill`` reads the same form in the browser)."""
+
+    def format_field(self, value, format_spec: str) -> str:
+        if "|" in format_spec:
+            one, many = format_spec.split("|", 1)
+            return f"{value} {one if str(value) == '1' else many}"
+        return super().format_field(value, format_spec)
+
+
+_COUNTS = _Counts()
+
+
 def text(lang: str, key: str, **values) -> str:
-    """The sentence ``key`` in ``lang`` with its placeholders filled."""
+    """The sentence ``key`` in ``lang`` with its placeholders filled (``{n:token|tokens}``: a count and
+    its noun, singular for 1)."""
     check_lang(lang)
-    return LANGS[lang][key].format(**values)
+    return _COUNTS.format(LANGS[lang][key], **values)
 
 
 def placeholders(template: str) -> set[str]:

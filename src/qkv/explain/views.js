@@ -395,7 +395,13 @@
     return '<div class="qkv-table-scroll">' + html + "</table></div>";
   }
   V.tableHtml = tableHtml;
-  function fill(text, values) { return String(text || "").replace(/\{(\w+)\}/g, function (m, k) { return k in values ? values[k] : m; }); }
+  // {name} → the value; {n:token|tokens} → "1 token", "2 tokens" (texts.py's counts, same form)
+  function fill(text, values) {
+    return String(text || "").replace(/\{(\w+)(?::([^|{}]*)\|([^{}]*))?\}/g, function (m, k, one, many) {
+      if (!(k in values)) return m;
+      return one === undefined ? values[k] : values[k] + " " + (String(values[k]) === "1" ? one : many);
+    });
+  }
   V.fill = fill;
   function line(html) { return '<div class="qkv-eq">' + html + "</div>"; }
   function q(t) { return "“" + t + "”"; }

@@ -84,7 +84,8 @@ def blocked_attention(q, k, v, mask=None, *, bias=None, causal: bool = False, sc
         (no mask formed) or partial, so a sliding window of width W costs O(Tq·W).
       score_mod: score_mod(score, b, h, q_idx, kv_idx) -> score, applied to each block's
         q·kᵀ·scale + bias (qkv.masks.alibi, soft_cap, t5_relative_buckets, or your own).
-      block_q, block_k: rows of q and of k per block (defaults 256 and 512, clipped to Tq, Tk;
+      block_q: rows of q per block (default 256, clipped to Tq).
+      block_k: rows of k per block (default 512, clipped to Tk;
         when Tq < 256 the default block_k grows so the score block stays 256·512 elements;
         causal calls with Tk ≤ 2048 take block_k = 256 (square blocks, less to mask);
         with a mask_mod that reports block kinds the default block_k is 256, and both are 128

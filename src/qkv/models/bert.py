@@ -23,7 +23,7 @@ import numpy as np
 
 from ..activations import ACTIVATIONS
 from ..block import MLP, LayerNorm, TransformerBlock
-from ..errors import InputError
+from ..errors import InputError, plural
 from ..mha import MultiHeadAttention
 from ..trace import Trace
 from .checkpoint import Checkpoint, open_checkpoint

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..block import MLP, LayerNorm, MoE, RMSNorm, TransformerBlock
 from ..masks import soft_cap
-from ..errors import InputError
+from ..errors import InputError, plural
 from ..mha import KVCache, MultiHeadAttention
 from ..rope import RoPE
 from ..trace import (Recorder, scoped, BIASED_SCORES, K_HEADS, MASK, OUT, Q_HEADS, SCALED_SCORES, SCORES, V_HEADS, WEIGHTS, Trace,
@@ -331,7 +331,7 @@ class CausalLM:
             x *= x.dtype.type(self.config.embed_scale)
         if self.arrays.position_embeddings is not None:
             if start + len(ids) > self.config.max_positions:
-                raise InputError(f"{start + len(ids)} tokens, but the model has learned positions for "
+                raise InputError(f"{plural(start + len(ids), 'token')}, but the model has learned positions for "
                                  f"{self.config.max_positions} (n_positions)", source=self.name)
             offset = self.config.position_offset + start                        # OPT's table starts at row 2
             x += self.arrays.position_embeddings[offset:offset + len(ids)]
@@ -391,7 +391,7 @@ class CausalLM:
             logits /= cap
             np.tanh(logits, out=logits)
             logits *= cap
-        check_finite_states(logits, where="the logits", source=str(self.directory), dtype=self.dtype)
+        check_finite_states(logits, where="the logits", source=str(self.directory), dtype=self.dtype, squared=False)
         return Output(logits, states, np.stack(all_weights) if weights else None)
 
     def logits(self, text: str) -> np.ndarray:
@@ -503,7 +503,7 @@ def query_index(tokens: Sequence[str], query: int | str) -> int:
             raise InputError(f"{query!r} is not one of the tokens: {' '.join(tokens)}", field="query")
         query = number
     if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 0 <= query < len(tokens):
-        raise InputError(f"row {query!r} is out of range: the text has {len(tokens)} tokens (0 … {len(tokens) - 1})",
+        raise InputError(f"row {query!r} is out of range: the text has {plural(len(tokens), 'token')} (0 … {len(tokens) - 1})",
                          field="query")
     return int(query)
 

@@ -161,18 +161,32 @@ def check_finite(array: np.ndarray, *, source: str, field: str) -> None:
     # every value finite, only their float64 sum overflowed (float64 weights near 1e308): fine
 
 
-def check_finite_states(x: np.ndarray, *, where: str, source: str, dtype) -> None:
+def check_finite_states(x: np.ndarray, *, where: str, source: str, dtype, squared: bool = True) -> None:
     """InputError when a forward pass produced NaN or ±inf (``where``: "layer 3's output", "the logits").
 
     The weights were finite when read (`check_finite`), so the model overflows in its own arithmetic
     (a weight of 3e38, a norm of huge activations): its outputs would be meaningless, so nothing
     downstream (tokens, heads, JSON) is made from them. One float64 sum of x (T×D), no temporary.
+    squared: x feeds a norm (a layer's output does; the logits do not), which must not overflow either.
     """
-    if math.isfinite(float(np.add.reduce(x.reshape(-1), dtype=np.float64))) or np.isfinite(x).all():
-        return
     hint = " (try dtype float64)" if np.dtype(dtype) == np.float32 else ""
-    raise InputError(f"the model's forward pass is not finite: {where} holds NaN or ±inf, its arithmetic "
-                     f"overflows {np.dtype(dtype).name}{hint}; the weights are unusable as they are", source=source)
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = math.isfinite(float(np.add.reduce(x.reshape(-1), dtype=np.float64))) or bool(np.isfinite(x).all())
+    if not finite:
+        raise InputError(f"the model's forward pass is not finite: {where} holds NaN or ±inf, its arithmetic "
+                         f"overflows {np.dtype(dtype).name}{hint}; the weights are unusable as they are", source=source)
+    if not squared or not x.size:
+        return
+    # the next norm sums x² in the model's dtype: a row whose Σx² overflows becomes x/inf = 0 (all-equal logits)
+    largest, top = float(max(x.max(), -x.min())), float(np.finfo(x.dtype).max)
+    if largest * largest * x.shape[-1] <= top:
+        return
+    rows = np.einsum("...d,...d->...", x, x, dtype=np.float64)
+    if np.all(rows <= top):
+        return
+    raise InputError(f"the model's forward pass is not finite: {where} reaches {largest:.3g}, whose squares "
+                     f"overflow {np.dtype(dtype).name} in the next norm{hint}; the weights are unusable as they are",
+                     source=source)
 
 
 def check_token_ids(tokenizer, vocab_size: int, *, source: str, config: str = "config.json") -> None:

@@ -823,7 +823,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         Route("/api/translate/explain", api_translate_explain, methods=["GET"]),
     ]
     hosts = allowed_hosts if allowed_hosts is not None else ["127.0.0.1", "localhost", "[::1]"]
-    app = Starlette(routes=routes, middleware=[Middleware(_HostCheck, allowed_hosts=hosts)],
+    app = Starlette(routes=routes, middleware=[Middleware(_HostCheck, allowed_hosts=hosts), Middleware(_SameOrigin)],
                     exception_handlers={ApiError: _api_error, InputError: _input_error,
                                         HTTPException: _http_error, Exception: _server_error})
     app.state.models = entries
@@ -885,12 +885,79 @@ class _HostCheck:
         await self.app(scope, receive, send)
 
 
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+JSON_ROUTES = ("/api/whatif",)
+"""Routes whose body is JSON: they take Content-Type application/json only (a type a cross-site page
+cannot send without the browser asking this server first, which it never allows)."""
+SIMPLE_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
+"""The Content-Types a page of another site may send without asking (CORS "simple" requests, HTML
+forms): refused on every state-changing route (an upload is sent as application/octet-stream)."""
+
+
+class _SameOrigin:
+    """Refuses every state-changing request (any method but GET, HEAD, OPTIONS: today /api/upload and
+    /api/whatif, and any route added later) that a page of another site could have sent, with a JSON
+    403 naming why:
+
+    - an Origin header that is not this server's own origin: the scheme and the Host (name and port)
+      the request came to, which `_HostCheck` has checked against the server's addresses (so a port
+      forwarded to the server still works; another port of this machine is another origin); "null"
+      included;
+    - Sec-Fetch-Site other than "same-origin" (browsers send it with every request; "same-site" is
+      another port of this machine, "cross-site" any other page);
+    - a Content-Type a cross-site form or fetch can send without a CORS preflight (`SIMPLE_TYPES`),
+      and on `JSON_ROUTES` anything but application/json.
+
+    A request with neither Origin nor Sec-Fetch-Site (curl, a script) passes: no browser sends a
+    cross-origin POST without Origin. Nothing is read from the body before the check.
+    """
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope.get("method", "GET").upper() not in SAFE_METHODS:
+            problem = self.problem(scope)
+            if problem is not None:
+                await _json({"error": problem}, 403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def problem(scope) -> str | None:
+        from urllib.parse import parse_qs
+
+        headers = Headers(scope=scope)
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        lang = "ko" if query.get("lang", [""])[0] == "ko" else "en"
+        scheme = scope.get("scheme", "http")
+        own = f"{scheme}://{headers.get('host', '')}".lower()
+        origin = headers.get("origin")
+        if origin is not None and origin.strip().lower() != own:
+            return _say(lang, "error.cross_origin", origin=json.dumps(origin[:80], ensure_ascii=False), own=own)
+        site = headers.get("sec-fetch-site")
+        if site is not None and site.strip().lower() != "same-origin":
+            return _say(lang, "error.fetch_site", site=json.dumps(site[:40], ensure_ascii=False))
+        media = headers.get("content-type", "").split(";")[0].strip().lower()
+        path = scope.get("path", "")
+        if path in JSON_ROUTES and media != "application/json":
+            return _say(lang, "error.content_type", got=json.dumps(media or "(none)"), wanted="application/json")
+        if media in SIMPLE_TYPES:
+            return _say(lang, "error.content_type", got=json.dumps(media),
+                        wanted="application/octet-stream" if path == "/api/upload" else "application/json")
+        return None
+
+
+SECURITY_HEADERS = ((b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+                    (b"cross-origin-resource-policy", b"same-origin"))
+"""The headers of every answer: the app's (`_SecurityHeaders`) and the server's own 400 (`qkv.serve.protocol`)."""
+
+
 class _SecurityHeaders:
     """ASGI wrapper adding the CSP and friends to every answer (errors and 404s included)."""
 
-    HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-               (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
-               (b"cross-origin-resource-policy", b"same-origin")]
+    HEADERS = list(SECURITY_HEADERS)
 
     def __init__(self, app: Starlette):
         self.app = app

@@ -23,18 +23,19 @@ float mask) gets a zero output row, zero weights and zero gradients. torch.nn.Mu
 returns NaN there.
 """
 
-from __future__ import annotations
+import threading
+from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 from torch.nn.init import constant_, xavier_normal_, xavier_uniform_
 from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
 
 from ..attention import attention, causal_mask
 from ..heads import merge_heads, split_heads
 
-__all__ = ["MultiheadAttention"]
+__all__ = ["MultiheadAttention", "InputShapeError", "MaskDtypeError"]
 
 
 class MultiheadAttention(nn.Module):
@@ -113,8 +114,9 @@ class MultiheadAttention(nn.Module):
             xavier_normal_(self.bias_v)
 
     # ------------------------------------------------------------------ forward
-    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
-                average_attn_weights: bool = True, is_causal: bool = False):
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Optional[Tensor] = None,
+                need_weights: bool = True, attn_mask: Optional[Tensor] = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
         """Attention of query over key/value, torch's shapes and conventions.
 
         Args:
@@ -131,8 +133,25 @@ class MultiheadAttention(nn.Module):
           averaged or (B, H, L, S) per head ((L, S) / (H, L, S) unbatched), or None when
           need_weights is False. S counts the bias_k and zero-attention keys when present.
           A query with no allowed key gets zeros (torch: NaN).
+
+        Under ``torch.jit.script`` this signature is compiled and the body below runs in Python
+        (`torch.jit.ignore`): a scripted model runs, but ``torch.jit.save`` cannot export it.
         """
-        batched = self._check_shapes(query, key, value, key_padding_mask, attn_mask)
+        return self._forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+                             average_attn_weights, is_causal)
+
+    @torch.jit.ignore
+    def _forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Optional[Tensor],
+                 need_weights: bool, attn_mask: Optional[Tensor], average_attn_weights: bool,
+                 is_causal: bool) -> Tuple[Tensor, Optional[Tensor]]:
+        """forward's body (Python: qkv.attention is not TorchScript). Under torch.jit.script ``self``
+        is the scripted module, which keeps attributes but not Python methods: hence the helpers are
+        called through the class."""
+        if is_causal and attn_mask is not None and key_padding_mask is None and not need_weights:
+            # torch's rule: with no padding mask and no weights asked for, the is_causal hint replaces
+            # attn_mask (torch then never reads it, whatever its shape); the causal mask is applied.
+            attn_mask = None
+        batched = MultiheadAttention._check_shapes(self, query, key, value, key_padding_mask, attn_mask)
         if not batched:                                                     # (L, E) → (1, L, E)
             query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
             key_padding_mask = None if key_padding_mask is None else key_padding_mask.unsqueeze(0)
@@ -141,7 +160,7 @@ class MultiheadAttention(nn.Module):
         b, tq, tk = query.shape[0], query.shape[1], key.shape[1]
         if is_causal and attn_mask is None:
             attn_mask = ~causal_mask(tq, tk, like=query)                    # torch's convention: True = blocked
-        q, k, v = self._project(query, key, value)                          # (B, T, E) each
+        q, k, v = MultiheadAttention._project(self, query, key, value)                          # (B, T, E) each
         if self.bias_k is not None:                                         # one learned key/value more
             k = torch.cat([k, self.bias_k.expand(b, 1, self.embed_dim)], dim=1)
             v = torch.cat([v, self.bias_v.expand(b, 1, self.embed_dim)], dim=1)
@@ -151,10 +170,17 @@ class MultiheadAttention(nn.Module):
             k, v = torch.cat([k, zeros], dim=2), torch.cat([v, zeros], dim=2)
         extra = k.shape[2] - tk
         mask, bias = _to_qkv_masks(key_padding_mask, attn_mask, b, self.num_heads, extra, q.dtype)
-        record = self._dropout_recorder() if self.training and self.dropout > 0 else None
-        result = attention(q, k, v, mask, bias=bias, return_weights=need_weights, record=record)
-        heads, weights = result if need_weights else (result, None)          # heads (B, H, L, Dh)
-        out = self.out_proj(merge_heads(heads))                             # (B, L, E)
+        keep = None
+        if self.training and self.dropout > 0:                              # dropout on the weights
+            keep = _dropout_multiplier((b, self.num_heads, tq, k.shape[2]), self.dropout, q)
+        if torch.compiler.is_compiling():                                   # one opaque op for the compiler
+            heads, weights = torch.ops.qkv.mha_attention(q, k, v, mask, bias, keep, need_weights)
+            weights = weights if need_weights else None
+        else:
+            heads, weights = _attend(q, k, v, mask, bias, keep, need_weights)   # heads (B, H, L, Dh)
+        # out_proj's linear map, called as F.linear: under torch.jit.script self.out_proj is a script
+        # module that this Python body cannot call.
+        out = F.linear(merge_heads(heads), self.out_proj.weight, self.out_proj.bias)   # (B, L, E)
         if weights is not None and average_attn_weights:
             weights = weights.mean(dim=1)                                   # (B, L, S)
         if not batched:
@@ -168,61 +194,105 @@ class MultiheadAttention(nn.Module):
         else:
             w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
         b_q, b_k, b_v = (None, None, None) if self.in_proj_bias is None else self.in_proj_bias.chunk(3)
-        return F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+        return _linear(query, w_q, b_q), _linear(key, w_k, b_k), _linear(value, w_v, b_v)
 
-    def _dropout_recorder(self):
-        """Dropout on the attention weights, applied where qkv.attention forms them (its recorder
-        may replace an intermediate; the output is then computed from the dropped-out weights)."""
-        p = self.dropout
+    def merge_masks(self, attn_mask: Optional[Tensor], key_padding_mask: Optional[Tensor],
+                    query: Tensor) -> Tuple[Optional[Tensor], Optional[int]]:
+        """torch.nn.MultiheadAttention.merge_masks: the masks of torch's fused encoder kernel.
 
-        def record(name, value, **_):
-            return F.dropout(value, p=p, training=True) if name == "weights" else None
-
-        return record
+        torch's nn.TransformerEncoderLayer calls this in eval mode (no autograd, no hooks) before
+        running its own fused kernel on this module's parameters (see docs/torch.md). torch's
+        meaning and types, unchanged:
+          attn_mask: (L, L) or (B·H, L, L), or None; key_padding_mask: (B, L) or None;
+          query: (B, L, E).
+        Returns (merged, mask_type): (key_padding_mask, 1) alone; with an attn_mask, that mask
+        expanded to (B, H, L, L) and type 2, plus the padding mask broadcast over heads and
+        queries when both are given (they are added: float masks, as torch's layer passes them);
+        (None, None) without masks.
+        """
+        merged: Optional[Tensor] = None
+        mask_type: Optional[int] = None
+        if key_padding_mask is not None:
+            merged, mask_type = key_padding_mask, 1
+        if attn_mask is not None:
+            batch, length = query.shape[0], query.shape[1]
+            if attn_mask.dim() == 3:
+                full = attn_mask.view(batch, -1, length, length)
+            else:
+                full = attn_mask.view(1, 1, length, length).expand(batch, self.num_heads, -1, -1)
+            merged, mask_type = full, 2
+            if key_padding_mask is not None:
+                padding = key_padding_mask.view(batch, 1, 1, length).expand(-1, self.num_heads, -1, -1)
+                merged = full + padding
+        return merged, mask_type
 
     def _check_shapes(self, query, key, value, key_padding_mask, attn_mask) -> bool:
-        """torch's shape rules, as ValueError naming what was wrong; returns whether batched."""
+        """torch's shape rules; returns whether batched. A wrong shape raises `InputShapeError`, a
+        mask of another dtype `MaskDtypeError`: ValueError / TypeError as qkv raises everywhere, and
+        AssertionError as torch's module raises, so code written against torch catches them too.
+        Messages start with torch's sentence and add the shapes."""
         for name, t in (("query", query), ("key", key), ("value", value)):
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
+            if t.is_nested:
+                raise InputShapeError(f"{name} is a nested tensor; this module takes dense tensors: pad it "
+                                      "(nt.to_padded_tensor(0.0)) and pass key_padding_mask")
         if query.dim() not in (2, 3):
-            raise ValueError(f"query must be (L, E) unbatched or 3-D batched, got shape {tuple(query.shape)}")
+            raise InputShapeError(f"query should be unbatched 2D or batched 3D tensor but received "
+                                  f"{query.dim()}-D query tensor (shape {tuple(query.shape)})")
         batched = query.dim() == 3
         want = query.dim()
         if key.dim() != want or value.dim() != want:
-            raise ValueError(f"expected key and value to be {want}-D like query, got {key.dim()}-D and "
-                             f"{value.dim()}-D tensors")
+            raise InputShapeError(f"expected `key` and `value` to be {want}-D but found {key.dim()}-D and "
+                                  f"{value.dim()}-D tensors respectively (query is {want}-D)")
         for name, t, width in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
             if t.shape[-1] != width:
-                raise ValueError(f"{name} has shape {tuple(t.shape)} but this module expects width {width} "
-                                 f"(embed_dim={self.embed_dim}, kdim={self.kdim}, vdim={self.vdim})")
+                raise InputShapeError(f"{name} has shape {tuple(t.shape)} but this module expects width {width} "
+                                      f"(embed_dim={self.embed_dim}, kdim={self.kdim}, vdim={self.vdim})")
         if key.shape[:-1] != value.shape[:-1]:
-            raise ValueError(f"key has shape {tuple(key.shape)} and value has shape {tuple(value.shape)}: "
-                             "their sequence and batch dimensions must match")
+            raise InputShapeError(f"key has shape {tuple(key.shape)} and value has shape {tuple(value.shape)}: "
+                                  "their sequence and batch dimensions must match")
         batch_axis = 0 if self.batch_first else 1
         if batched and query.shape[batch_axis] != key.shape[batch_axis]:
-            raise ValueError(f"query has shape {tuple(query.shape)} and key has shape {tuple(key.shape)}: "
-                             f"batch sizes differ (batch_first={self.batch_first})")
+            raise InputShapeError(f"query has shape {tuple(query.shape)} and key has shape {tuple(key.shape)}: "
+                                  f"batch sizes differ (batch_first={self.batch_first})")
         b = query.shape[batch_axis] if batched else 1
         tq = query.shape[batch_axis ^ 1] if batched else query.shape[0]
         tk = key.shape[batch_axis ^ 1] if batched else key.shape[0]
         for name, m in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
             if m is not None and not (m.dtype == torch.bool or torch.is_floating_point(m)):
-                raise TypeError(f"{name} must be bool (True = masked out) or floating (added to the scores), "
-                                f"got dtype {m.dtype}")
+                raise MaskDtypeError(f"only bool and floating types of masks are supported: {name} has dtype "
+                                     f"{m.dtype} (bool: True = masked out; floating: added to the scores)")
         if key_padding_mask is not None:
             expected = (b, tk) if batched else (tk,)
+            if key_padding_mask.dim() != len(expected):
+                raise InputShapeError(f"expected `key_padding_mask` to be `None` or {len(expected)}-D but found "
+                                      f"{key_padding_mask.dim()}-D tensor instead (shape "
+                                      f"{tuple(key_padding_mask.shape)}, expected {expected})")
             if tuple(key_padding_mask.shape) != expected:
-                raise ValueError(f"key_padding_mask has shape {tuple(key_padding_mask.shape)}, expected "
-                                 f"{expected} (batch, source length)" if batched else
-                                 f"key_padding_mask has shape {tuple(key_padding_mask.shape)}, expected "
-                                 f"{expected} (source length) for unbatched input")
+                raise InputShapeError(f"key_padding_mask has shape {tuple(key_padding_mask.shape)}, expected "
+                                      f"{expected} " + ("(batch, source length)" if batched else
+                                                        "(source length) for unbatched input"))
         if attn_mask is not None:
             allowed = [(tq, tk), (b * self.num_heads, tq, tk)]
-            if tuple(attn_mask.shape) not in allowed:
-                raise ValueError(f"attn_mask has shape {tuple(attn_mask.shape)}, expected {allowed[0]} or "
-                                 f"{allowed[1]} (batch·heads, target length, source length)")
+            if attn_mask.dim() not in (2, 3):
+                raise InputShapeError(f"expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                                      f"{attn_mask.dim()}-D tensor instead (shape {tuple(attn_mask.shape)}, "
+                                      f"expected {allowed[0]} or {allowed[1]})")
+            expected = allowed[attn_mask.dim() - 2]
+            if tuple(attn_mask.shape) != expected:
+                raise InputShapeError(f"Expected `attn_mask` shape to be {expected}, but got "
+                                      f"{tuple(attn_mask.shape)} ((target length, source length) or "
+                                      f"(batch·heads, target length, source length))")
         return batched
+
+
+class InputShapeError(ValueError, AssertionError):
+    """A query, key, value or mask of the wrong shape (torch's module raises AssertionError there)."""
+
+
+class MaskDtypeError(TypeError, AssertionError):
+    """A mask neither bool nor floating (torch's module raises AssertionError there)."""
 
 
 def _to_qkv_masks(key_padding_mask, attn_mask, b: int, h: int, extra: int, dtype):
@@ -245,3 +315,128 @@ def _to_qkv_masks(key_padding_mask, attn_mask, b: int, h: int, extra: int, dtype
             m = m.to(dtype)
             bias = m if bias is None else bias + m
     return mask, bias
+
+
+def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+    """x·Wᵀ + b as torch's module computes it. A bias of another dtype is added with torch's type
+    promotion (torch's MultiheadAttention accepts a float16 in_proj_bias with float64 inputs: the
+    sum is float64); F.linear alone refuses mixed dtypes."""
+    if bias is None or bias.dtype == x.dtype:
+        return F.linear(x, weight, bias)
+    return F.linear(x, weight) + bias
+
+
+def _dropout_multiplier(shape, p: float, like: Tensor) -> Tensor:
+    """What dropout multiplies the weights by: 0 with probability p, else 1 / (1 - p) (F.dropout's
+    rule). Drawn before the attention call so that the compiled route's backward, which computes
+    the attention again, sees the same dropped weights."""
+    if p >= 1:
+        return torch.zeros(shape, dtype=like.dtype, device=like.device)
+    keep = torch.empty(shape, dtype=like.dtype, device=like.device).bernoulli_(1 - p)
+    return keep / (1 - p)
+
+
+def _attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], bias: Optional[Tensor],
+            keep: Optional[Tensor], need_weights: bool) -> Tuple[Tensor, Optional[Tensor]]:
+    """qkv.attention on the heads q (B, H, L, Dh), k and v (B, H, S, Dh); mask (bool, True = may
+    attend) and bias (float, added) broadcast to (B, H, L, S); keep (B, H, L, S) multiplies the
+    weights (dropout) before they meet v. Returns (heads (B, H, L, Dh), weights (B, H, L, S) or None)."""
+    record = None
+    if keep is not None:
+        def record(name, value, **_):
+            # qkv.attention's recorder may replace an intermediate: the output is computed from
+            # the dropped-out weights.
+            return value * keep.to(value.dtype) if name == "weights" else None
+    result = attention(q, k, v, mask, bias=bias, return_weights=need_weights, record=record)
+    return result if need_weights else (result, None)
+
+
+# ---------------------------------------------------------------------------- torch.compile route
+# torch.compile cannot trace qkv.attention's Python (its checks branch on the data: non-finite keys
+# under a mask take another route), so under the compiler the call is one custom operator whose body
+# is the same `_attend`; its backward is a second operator that runs `_attend` again under autograd.
+@torch.library.custom_op("qkv::mha_attention", mutates_args=())
+def _attention_op(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], bias: Optional[Tensor],
+                  keep: Optional[Tensor], need_weights: bool) -> Tuple[Tensor, Tensor]:
+    heads, weights = _attend(q, k, v, mask, bias, keep, need_weights)
+    # Fresh contiguous tensors (an operator's outputs may not alias its inputs; the fake below says so).
+    return heads.contiguous().clone(), (weights.contiguous().clone() if weights is not None else q.new_empty(0))
+
+
+@_attention_op.register_fake
+def _(q, k, v, mask, bias, keep, need_weights):
+    scores = q.shape[:-1] + (k.shape[-2],)
+    return q.new_empty(q.shape[:-1] + (v.shape[-1],)), q.new_empty(scores if need_weights else (0,))
+
+
+@torch.library.custom_op("qkv::mha_attention_backward", mutates_args=())
+def _attention_backward_op(grad_heads: Tensor, grad_weights: Tensor, q: Tensor, k: Tensor, v: Tensor,
+                           mask: Optional[Tensor], bias: Optional[Tensor], keep: Optional[Tensor],
+                           need_weights: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    def gradients():
+        inputs = [t.detach().requires_grad_(True) for t in (q, k, v)]
+        bias_in = None if bias is None else bias.detach().requires_grad_(True)
+        with torch.enable_grad():
+            heads, weights = _attend(*inputs, mask, bias_in, keep, need_weights)
+            outputs, grads = [heads], [grad_heads]
+            if weights is not None and grad_weights.numel():
+                outputs.append(weights)
+                grads.append(grad_weights)
+            wrt = inputs + ([bias_in] if bias_in is not None else [])
+            found = torch.autograd.grad(outputs, wrt, grads, allow_unused=True)
+        found = [torch.zeros_like(w) if g is None else g for g, w in zip(found, wrt)]
+        found = [g.contiguous() for g in found]
+        return found[0], found[1], found[2], (found[3] if bias_in is not None else q.new_empty(0))
+
+    return _in_fresh_thread(gradients)
+
+
+def _in_fresh_thread(fn):
+    """fn() in a new thread. An operator's body runs with autograd switched off for its thread
+    (torch's dispatcher excludes the autograd keys); a new thread starts with torch's defaults, so
+    autograd can differentiate `_attend` there. The caller waits: nothing runs concurrently."""
+    box = {}
+
+    def run():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:   # noqa: BLE001 — handed back to the caller as it was raised
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="qkv-attention-backward")
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+@_attention_backward_op.register_fake
+def _(grad_heads, grad_weights, q, k, v, mask, bias, keep, need_weights):
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
+            bias.new_empty(bias.shape) if bias is not None else q.new_empty(0))
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, mask, bias, keep, need_weights = inputs
+    ctx.save_for_backward(q, k, v, mask, bias, keep)
+    ctx.need_weights = need_weights
+
+
+def _backward(ctx, grad_heads, grad_weights):
+    q, k, v, mask, bias, keep = ctx.saved_tensors
+    if grad_weights is None:
+        grad_weights = q.new_empty(0)
+    dq, dk, dv, dbias = torch.ops.qkv.mha_attention_backward(grad_heads, grad_weights, q, k, v, mask, bias,
+                                                             keep, ctx.need_weights)
+    if bias is not None:
+        dbias = _sum_to(dbias, bias.shape)
+    return dq, dk, dv, None, (dbias if bias is not None else None), None, None
+
+
+def _sum_to(grad: Tensor, shape) -> Tensor:
+    """The gradient of a broadcast input: summed over the axes it was broadcast along."""
+    return grad.sum_to_size(shape) if tuple(grad.shape) != tuple(shape) else grad
+
+
+_attention_op.register_autograd(_backward, setup_context=_setup_context)

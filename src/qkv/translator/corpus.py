@@ -29,7 +29,9 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-__all__ = ["Pronoun", "Noun", "Verb", "Place", "PRONOUNS", "NOUNS", "VERBS", "PLACES", "ADJECTIVES",
+from ..errors import InputError
+
+__all__ = ["parse", "OutsideGrammar", "Pronoun", "Noun", "Verb", "Place", "PRONOUNS", "NOUNS", "VERBS", "PLACES", "ADJECTIVES",
            "DETERMINERS", "Sentence", "sample_sentence", "is_held_out", "training_sentences",
            "held_out_sentences", "source_words", "target_words", "LANGUAGES"]
 
@@ -258,3 +260,120 @@ def target_words() -> list[str]:
         for p in PLACES:
             words.add(p.ko if lang == "ko" else p.ja)
     return sorted(words)
+
+
+# --------------------------------------------------------------------------- parsing
+class OutsideGrammar(InputError):
+    """English words (all known to the translator) that the grammar cannot parse.
+
+    ``start``/``stop``: the span of words (indices into the tokenized text, stop exclusive) that is
+    outside the grammar — where the parse failed; start == stop == len(words) when the sentence
+    stops too early. The message (``key`` error.translator.grammar.*, EN and KO) names that part
+    and what the grammar expects there.
+    """
+
+    def __init__(self, key: str, start: int, stop: int, **values):
+        from ..explain import texts
+
+        self.start, self.stop = start, stop
+        super().__init__(texts.text("en", f"error.translator.grammar.{key}", **values), field="TEXT",
+                         key=f"error.translator.grammar.{key}", values=values)
+
+
+def _said(words: list[str]) -> str:
+    return " ".join(words)
+
+
+def _phrase_starts(role: str) -> str:
+    pronouns = [p.subject if role == "subject" else p.object for p in PRONOUNS]
+    return ", ".join(pronouns + [f"{d} …" for d in DETERMINERS])
+
+
+def parse(words: list[str]) -> Sentence:
+    """The grammar's Sentence for a list of English words (as `qkv.translator.model.tokenize` gives
+    them), or `OutsideGrammar` naming the first part it cannot parse.
+
+    The grammar: subject, verb, object, then nothing or one place. A noun phrase is a pronoun in
+    its subject or object form, or the|my|your [adjective] noun; the verb is past, or present
+    agreeing with the subject (third-person singular: "loves"). Every sentence `sample_sentence`
+    draws parses back to itself, and nothing else parses.
+    """
+    words = list(words)
+    n = len(words)
+
+    def phrase(i: int, role: str) -> tuple[Phrase, int]:
+        before = _said(words[:i])
+        if i == n:
+            raise OutsideGrammar("stops", n, n, before=before, expected=_phrase_starts(role))
+        word = words[i]
+        for p in PRONOUNS:
+            if word == (p.subject if role == "subject" else p.object):
+                return Phrase(pronoun=p), i + 1
+        for p in PRONOUNS:
+            if word in (p.subject, p.object):          # the other form: "me love you", "I love I"
+                right = p.subject if role == "subject" else p.object
+                raise OutsideGrammar(f"{role}_form", i, i + 1, part=word, right=right)
+        if word in ADJECTIVES or word in {x.en for x in NOUNS}:
+            raise OutsideGrammar("determiner", i, i + 1, part=word, example=f"the {word}")
+        if word not in DETERMINERS:
+            if i == 0:
+                raise OutsideGrammar("start", 0, 1, part=word, expected=_phrase_starts("subject"))
+            raise OutsideGrammar("expected", i, i + 1, part=word, before=before, expected=_phrase_starts(role))
+        nouns = {x.en: x for x in NOUNS}
+        adjective = None
+        j = i + 1
+        if j < n and words[j] in ADJECTIVES:
+            adjective, j = words[j], j + 1
+        expected = ", ".join(([] if adjective else list(ADJECTIVES)) + list(nouns))
+        if j == n:
+            raise OutsideGrammar("stops", n, n, before=_said(words[:j]), expected=expected)
+        if words[j] not in nouns:
+            raise OutsideGrammar("expected", j, j + 1, part=words[j], before=_said(words[:j]), expected=expected)
+        return Phrase(determiner=word, adjective=adjective, noun=nouns[words[j]]), j + 1
+
+    subject, i = phrase(0, "subject")
+    # the verb: its form must agree with the subject unless it is past
+    third = subject.pronoun.third_singular if subject.pronoun else True
+    agreeing = [(v, False) for v in VERBS] + [(v, True) for v in VERBS]
+
+    def form(v: Verb, past: bool) -> list[str]:
+        return (v.past if past else v.third if third else v.base).split()
+
+    expected_verbs = ", ".join(_said(form(v, past)) for v, past in agreeing)
+    if i == n:
+        raise OutsideGrammar("stops", n, n, before=_said(words), expected=expected_verbs)
+    verb = past = None
+    for v in VERBS:
+        for is_past, written in ((True, v.past), (False, v.third), (False, v.base)):
+            parts = written.split()
+            if words[i] != parts[0]:
+                continue
+            if words[i: i + len(parts)] != parts:           # "waited" without "for"
+                if i + 1 == n:
+                    raise OutsideGrammar("stops", n, n, before=_said(words), expected=_said(parts[1:]))
+                raise OutsideGrammar("expected", i + 1, i + 2, part=words[i + 1], before=_said(words[:i + 1]),
+                                     expected=_said(parts[1:]))
+            if not is_past and written != (v.third if third else v.base):
+                raise OutsideGrammar("agreement", i, i + len(parts), part=written, subject=_said(words[:i]),
+                                     right=v.third if third else v.base, past=v.past)
+            verb, past, i = v, is_past, i + len(parts)
+            break
+        if verb is not None:
+            break
+    if verb is None:
+        raise OutsideGrammar("expected", i, i + 1, part=words[i], before=_said(words[:i]), expected=expected_verbs)
+    obj, i = phrase(i, "object")
+    place = None
+    if i < n:
+        for p in PLACES:
+            parts = p.en.split()
+            if words[i: i + len(parts)] == parts:
+                place = p
+                break
+        if place is None:
+            raise OutsideGrammar("place", i, n, part=_said(words[i:]), before=_said(obj.english("object")),
+                                 places=", ".join(p.en for p in PLACES))
+        i += len(place.en.split())
+        if i < n:
+            raise OutsideGrammar("after_place", i, n, part=_said(words[i:]), before=place.en)
+    return Sentence(subject, verb, obj, past=past, place=place)

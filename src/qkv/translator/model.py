@@ -20,14 +20,14 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from .._backend import is_torch, namespace
-from .._io import write_atomic
+from .._io import read_bytes, short_repr, write_atomic
 from ..block import MLP, LayerNorm, TransformerBlock
 from ..errors import InputError
 from ..mha import KVCache, MultiHeadAttention
@@ -35,7 +35,7 @@ from ..trace import scoped
 from . import corpus
 
 __all__ = ["Config", "Translator", "Translation", "init_params", "exact_match", "tokenize", "sinusoidal_positions", "load", "save",
-           "DEFAULT_CHECKPOINT", "PAD", "EOS", "LANG_TOKENS"]
+           "param_shapes", "checkpoint_metadata", "DEFAULT_CHECKPOINT", "PAD", "EOS", "LANG_TOKENS"]
 
 PAD, EOS = "<pad>", "</s>"
 LANG_TOKENS = {"ko": "<ko>", "ja": "<ja>"}
@@ -77,59 +77,88 @@ def sinusoidal_positions(n: int, d: int) -> np.ndarray:
     return table
 
 
-def init_params(config: Config, seed: int) -> dict[str, np.ndarray]:
-    """Random float32 weights: matrices N(0, 1/fan_in) (output layers scaled by 1/√(2·layers)),
-    embeddings N(0, 1/D), zero biases, unit norm weights. Reproducible from ``seed``."""
-    rng = np.random.default_rng(seed)
+def _param_specs(config: Config):
+    """(name, shape, how) for every weight, in the order `init_params` draws them.
+
+    how: ("embedding",) N(0, 1/D); ("matrix", scale) N(0, scale²/fan_in); ("zeros",); ("ones",).
+    No array is made here, so a checkpoint's config can be checked before anything is allocated.
+    """
     d, f = config.d_model, config.d_ff
-    params: dict[str, np.ndarray] = {}
-
-    def matrix(name, rows, cols, scale=1.0):
-        params[name] = (rng.standard_normal((rows, cols)) * scale / math.sqrt(rows)).astype(np.float32)
-
-    def zeros(name, n):
-        params[name] = np.zeros(n, np.float32)
-
-    def norm(prefix):
-        params[f"{prefix}.weight"] = np.ones(d, np.float32)
-        zeros(f"{prefix}.bias", d)
-
-    params["source_embedding"] = (rng.standard_normal((len(config.source_vocab), d)) / math.sqrt(d)).astype(np.float32)
-    params["target_embedding"] = (rng.standard_normal((len(config.target_vocab), d)) / math.sqrt(d)).astype(np.float32)
     depth_scale = 1.0 / math.sqrt(2 * (config.n_encoder + config.n_decoder))
+    yield "source_embedding", (len(config.source_vocab), d), ("embedding",)
+    yield "target_embedding", (len(config.target_vocab), d), ("embedding",)
     for stack, n in (("encoder", config.n_encoder), ("decoder", config.n_decoder)):
         for i in range(n):
             parts = ["attention"] + (["cross_attention"] if stack == "decoder" else [])
             for part in parts:
                 p = f"{stack}.{i}.{part}"
                 for w in ("w_q", "w_k", "w_v"):
-                    matrix(f"{p}.{w}", d, d)
-                matrix(f"{p}.w_o", d, d, depth_scale)
+                    yield f"{p}.{w}", (d, d), ("matrix", 1.0)
+                yield f"{p}.w_o", (d, d), ("matrix", depth_scale)
                 for b in ("b_q", "b_k", "b_v", "b_o"):
-                    zeros(f"{p}.{b}", d)
+                    yield f"{p}.{b}", (d,), ("zeros",)
             for part in ("norm1", "norm2") + (("cross_norm",) if stack == "decoder" else ()):
-                norm(f"{stack}.{i}.{part}")
-            matrix(f"{stack}.{i}.mlp.w_in", d, f)
-            zeros(f"{stack}.{i}.mlp.b_in", f)
-            matrix(f"{stack}.{i}.mlp.w_out", f, d, depth_scale)
-            zeros(f"{stack}.{i}.mlp.b_out", d)
-    norm("encoder_norm")
-    norm("decoder_norm")
+                yield f"{stack}.{i}.{part}.weight", (d,), ("ones",)
+                yield f"{stack}.{i}.{part}.bias", (d,), ("zeros",)
+            yield f"{stack}.{i}.mlp.w_in", (d, f), ("matrix", 1.0)
+            yield f"{stack}.{i}.mlp.b_in", (f,), ("zeros",)
+            yield f"{stack}.{i}.mlp.w_out", (f, d), ("matrix", depth_scale)
+            yield f"{stack}.{i}.mlp.b_out", (d,), ("zeros",)
+    for prefix in ("encoder_norm", "decoder_norm"):
+        yield f"{prefix}.weight", (d,), ("ones",)
+        yield f"{prefix}.bias", (d,), ("zeros",)
+
+
+def param_shapes(config: Config) -> dict[str, tuple[int, ...]]:
+    """The weight names a Config implies and their shapes (no arrays are made)."""
+    return {name: shape for name, shape, _ in _param_specs(config)}
+
+
+def init_params(config: Config, seed: int) -> dict[str, np.ndarray]:
+    """Random float32 weights: matrices N(0, 1/fan_in) (output layers scaled by 1/√(2·layers)),
+    embeddings N(0, 1/D), zero biases, unit norm weights. Reproducible from ``seed``."""
+    rng = np.random.default_rng(seed)
+    params: dict[str, np.ndarray] = {}
+    for name, shape, how in _param_specs(config):
+        if how[0] == "embedding":
+            value = rng.standard_normal(shape) / math.sqrt(config.d_model)
+        elif how[0] == "matrix":
+            value = rng.standard_normal(shape) * how[1] / math.sqrt(shape[0])
+        else:
+            value = (np.ones if how[0] == "ones" else np.zeros)(shape)
+        params[name] = value.astype(np.float32)
     return params
 
 
 class Translation(NamedTuple):
-    """A translation and the decoder's cross-attention that produced it.
+    """A translation, how sure the model was of it, and the cross-attention that produced it.
 
     source: the English tokens (S); target: the generated tokens (T, without </s>);
     cross_weights: (L, H, T, S), layer l's cross-attention weights when token t was generated
     (query = the decoder state of the token before it, keys and values = the encoder's outputs).
+    probabilities: (T,) float64, the probability the model gave each chosen token when it chose it
+    (softmax of that step's logits; greedy decoding chose the most likely, so each is ≥ 1/Vt).
+    end_probability: the probability of </s> at the step that ended the sentence; None when the
+    decoding stopped at max_len words without </s>.
+    outside_grammar: None when the grammar parses the English text; otherwise the
+    `corpus.OutsideGrammar` error naming the part outside it (only with outside_grammar=True —
+    by default such text is refused); `.say("ko")` gives it in Korean.
     """
 
     source: list[str]
     target: list[str]
     lang: str
     cross_weights: np.ndarray
+    probabilities: np.ndarray | None = None
+    end_probability: float | None = None
+    outside_grammar: corpus.OutsideGrammar | None = None
+
+    @property
+    def sequence_probability(self) -> float:
+        """The probability of the whole output: the product of the chosen tokens' probabilities,
+        </s> included when the decoding ended with it."""
+        p = float(np.prod(self.probabilities)) if self.probabilities is not None else float("nan")
+        return p * (1.0 if self.end_probability is None else self.end_probability)
 
 
 class Translator:
@@ -212,8 +241,10 @@ class Translator:
         return (logits, cross) if return_weights else logits
 
     # ------------------------------------------------------------------ words
-    def source_ids(self, text: str) -> list[int]:
-        """English text → token ids. InputError for empty text, unknown words or too many words."""
+    def source_ids(self, text: str, *, grammar: bool = True) -> list[int]:
+        """English text → token ids. InputError for empty text, unknown words or too many words, and
+        (with ``grammar``, the default) `corpus.OutsideGrammar` for known words the grammar cannot
+        parse — the model was trained only on the grammar's sentences, and outside it it guesses."""
         words = tokenize(text)
         if not words:
             raise InputError("the text to translate is empty: type English words the translator knows, e.g. I love you",
@@ -228,15 +259,22 @@ class Translator:
             raise InputError(f"{len(words)} words is over the translator's limit of {self.config.max_len}",
                              field="TEXT", key="error.translator.too_long",
                              values={"count": len(words), "limit": self.config.max_len})
+        if grammar:
+            corpus.parse(words)
         return [self._source_index[w] for w in words]
 
-    def translate(self, text: str, lang: str, *, use_cache: bool = True) -> Translation:
+    def translate(self, text: str, lang: str, *, use_cache: bool = True, outside_grammar: bool = False) -> Translation:
         """Greedy decoding of one English text into ``lang`` ("ko" or "ja"); see `translate_batch`."""
-        return self.translate_batch([text], lang, use_cache=use_cache)[0]
+        return self.translate_batch([text], lang, use_cache=use_cache, outside_grammar=outside_grammar)[0]
 
-    def translate_batch(self, texts: list[str], lang: str, *, use_cache: bool = True) -> list[Translation]:
+    def translate_batch(self, texts: list[str], lang: str, *, use_cache: bool = True,
+                        outside_grammar: bool = False) -> list[Translation]:
         """Greedy decoding (NumPy weights): at each step the most likely next word, until </s> or
         max_len words. Texts of different lengths are padded; the masks hide the padding.
+
+        Text the grammar cannot parse is refused (`corpus.OutsideGrammar`, naming the part outside
+        it); outside_grammar=True translates it anyway and records the problem in the result's
+        ``outside_grammar`` — the words are then the model's guess, and its probabilities show it.
 
         use_cache=True runs each step on the new token only, with a `KVCache` per decoder layer
         (keys and values of the tokens so far); use_cache=False reruns the whole prefix each step.
@@ -247,7 +285,8 @@ class Translator:
                              field="--to")
         if not isinstance(self.params["source_embedding"], np.ndarray):
             raise TypeError("translate runs on NumPy weights; use translator.load() or .to_numpy() first")
-        ids = [self.source_ids(text) for text in texts]
+        ids = [self.source_ids(text, grammar=not outside_grammar) for text in texts]
+        problems = [_grammar_problem(text) if outside_grammar else None for text in texts]
         source = np.zeros((len(ids), max(map(len, ids))), np.int64)       # (B, S), 0 = <pad>
         for i, row in enumerate(ids):
             source[i, : len(row)] = row
@@ -257,21 +296,32 @@ class Translator:
         sequence = np.full((len(ids), 1), self._target_index[LANG_TOKENS[lang]])   # (B, 1)
         eos = self._target_index[EOS]
         steps = []                                                         # per step: (L, B, H, S)
-        for _ in range(self.config.max_len):
+        chosen_p = []                                                      # per step: (B,) float64
+        for _ in range(self.config.max_len + 1):                           # max_len words, then </s>
             new = sequence[:, -1:] if use_cache else sequence
             logits, cross = self.decode(new, memory, source_mask, caches=caches, return_weights=True)
             steps.append(np.stack([w[:, :, -1, :] for w in cross]))        # the newest query's rows
-            sequence = np.concatenate([sequence, np.argmax(logits[:, -1], axis=-1)[:, None]], axis=1)
+            # softmax in float64 from the float32 logits: the probability of the chosen (most likely) token
+            z = logits[:, -1].astype(np.float64)                           # (B, Vt)
+            z -= z.max(axis=-1, keepdims=True)
+            p = np.exp(z)
+            p /= p.sum(axis=-1, keepdims=True)
+            choice = np.argmax(logits[:, -1], axis=-1)
+            chosen_p.append(p[np.arange(len(ids)), choice])
+            sequence = np.concatenate([sequence, choice[:, None]], axis=1)
             if (sequence[:, 1:] == eos).any(axis=1).all():
                 break
         weights = np.stack(steps, axis=3)                                  # (L, B, H, T, S)
+        chosen = np.stack(chosen_p, axis=1)                                # (B, steps)
         results = []
         for b, row in enumerate(ids):
             generated = [int(t) for t in sequence[b, 1:]]
-            n = generated.index(eos) if eos in generated else len(generated)
+            n = generated.index(eos) if eos in generated else min(len(generated), self.config.max_len)
             results.append(Translation([self.config.source_vocab[i] for i in row],
                                        [self.config.target_vocab[i] for i in generated[:n]], lang,
-                                       weights[:, b, :, :n, : len(row)]))
+                                       weights[:, b, :, :n, : len(row)], chosen[b, :n].copy(),
+                                       float(chosen[b, n]) if n < len(generated) and generated[n] == eos else None,
+                                       problems[b]))
         return results
 
     def to_numpy(self) -> "Translator":
@@ -290,6 +340,14 @@ def exact_match(translator: Translator, sentences: list[corpus.Sentence], lang: 
     return sum(t.target == s.target(lang) for t, s in zip(found, sentences)) / len(sentences)
 
 
+def _grammar_problem(text: str) -> corpus.OutsideGrammar | None:
+    try:
+        corpus.parse(tokenize(text))
+    except corpus.OutsideGrammar as problem:
+        return problem
+    return None
+
+
 def tokenize(text: str) -> list[str]:
     """English text → the grammar's words: split on spaces, final .!? and commas dropped, lower
     case except the pronoun I."""
@@ -303,56 +361,161 @@ def tokenize(text: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- checkpoints
+# Bounds a checkpoint's config must keep: generous for experiments, small enough that nothing a
+# config says can make qkv allocate more than the file itself holds (the file is at most
+# MAX_CHECKPOINT_BYTES, its tensors must match the config's shapes).
+_SIZE_LIMITS = {"d_model": 4096, "n_heads": 256, "d_ff": 16384, "n_encoder": 64, "n_decoder": 64, "max_len": 1024}
+_VOCAB_LIMIT = 1_000_000
+MAX_CHECKPOINT_BYTES = 256 * 2**20
+"""The largest checkpoint read (the shipped one is 0.7 MB; the config bounds above allow far more)."""
+
+
 def save(path: str | os.PathLike, translator: Translator, *, metadata: dict[str, Any] | None = None) -> Path:
-    """Write the weights (float32) and the config to a safetensors file, atomically."""
+    """Write the weights (float32) and the config to a safetensors file, atomically.
+
+    ValueError (nothing written) if a weight is not finite: such a checkpoint could not be loaded.
+    """
     from safetensors.numpy import save as to_bytes
 
     weights = translator.to_numpy().params if not isinstance(translator.params["source_embedding"], np.ndarray) \
         else translator.params
+    arrays = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in weights.items()}
+    bad = [k for k, v in arrays.items() if not np.isfinite(v).all()]
+    if bad:
+        raise ValueError(f"weights {', '.join(bad[:3])} are not finite (NaN or ±inf); nothing was written")
     header = {"format": FORMAT, "config": translator.config.to_json()}
     header.update({k: json.dumps(v, ensure_ascii=False) for k, v in (metadata or {}).items()})
-    return write_atomic(path, to_bytes({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in weights.items()},
-                                       metadata=header))
+    return write_atomic(path, to_bytes(arrays, metadata=header))
 
 
 def load(path: str | os.PathLike | None = None) -> Translator:
-    """A Translator from a safetensors checkpoint (default: the one shipped with qkv), NumPy float32."""
-    from safetensors import SafetensorError
+    """A Translator from a safetensors checkpoint (default: the one shipped with qkv), NumPy float32.
+
+    Every way a file can fail to be a translator checkpoint is one InputError naming the file and
+    the problem: not a regular file or too large (`qkv._io.read_bytes`, 256 MiB), not safetensors,
+    no qkv translator metadata, a config that is not the JSON object `Config` writes (or sizes
+    out of bounds), weights missing, unexpected, not float32, of the wrong shape, or not finite.
+    """
     from safetensors.numpy import load as from_bytes
 
     target = Path(path) if path is not None else DEFAULT_CHECKPOINT
-    try:
-        data = target.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the checkpoint: {exc.strerror}", source=str(target)) from None
+    source = str(target)
+    data = _read_checkpoint(target)
+    header, metadata = _header(data, source)
+    if metadata.get("format") != FORMAT:
+        raise InputError(f"not a qkv translator checkpoint (format {short_repr(metadata.get('format'))}, "
+                         f"expected {FORMAT!r})", source=source)
+    config = _config(metadata.get("config"), source)
+    shapes = param_shapes(config)
+    names = {k for k in header if k != "__metadata__"}
+    if names != set(shapes):
+        missing, unexpected = sorted(set(shapes) - names), sorted(names - set(shapes))
+        raise InputError(f"the weights do not match the checkpoint's config (missing {len(missing)}: "
+                         f"{', '.join(missing[:3]) or '-'}; unexpected {len(unexpected)}: "
+                         f"{', '.join(short_repr(u, 40) for u in unexpected[:3]) or '-'})", source=source)
+    for name, shape in shapes.items():
+        entry = header[name]
+        if entry.get("dtype") != "F32":
+            raise InputError(f"weight {name} is {short_repr(entry.get('dtype'))}; a translator checkpoint holds "
+                             f"float32 (F32) weights", source=source)
+        if tuple(entry.get("shape", ())) != shape:
+            raise InputError(f"weight {name} has shape {tuple(entry.get('shape', ()))}; the config needs {shape}",
+                             source=source)
     try:
         tensors = from_bytes(data)
-        header = _metadata(data)
-    except (SafetensorError, ValueError) as exc:
-        raise InputError(f"not a safetensors file ({exc})", source=str(target)) from None
-    if header.get("format") != FORMAT:
-        raise InputError(f"not a qkv translator checkpoint (format {header.get('format')!r}, expected {FORMAT!r})",
-                         source=str(target))
-    config = Config.from_json(header["config"])
-    expected = set(init_params_names(config))
-    if set(tensors) != expected:
-        missing = sorted(expected - set(tensors))
-        raise InputError(f"checkpoint weights do not match its config (missing {missing[:3]}, "
-                         f"unexpected {sorted(set(tensors) - expected)[:3]})", source=str(target))
+    except Exception as exc:                  # safetensors' own checks (offsets, sizes): one line, whatever its type
+        raise InputError(f"not a valid safetensors file ({_first_line(exc)})", source=source) from None
+    for name in shapes:
+        bad = int(np.size(tensors[name]) - np.count_nonzero(np.isfinite(tensors[name])))
+        if bad:
+            raise InputError(f"weight {name} holds {bad} values that are not finite (NaN or ±inf)", source=source)
     return Translator(config, tensors)
 
 
 def checkpoint_metadata(path: str | os.PathLike | None = None) -> dict[str, Any]:
-    """The training metadata stored in a checkpoint (seed, steps, time, …), JSON-decoded."""
-    header = _metadata(Path(path or DEFAULT_CHECKPOINT).read_bytes())
-    return {k: (v if k in ("format", "config") else json.loads(v)) for k, v in header.items()}
+    """The training metadata stored in a checkpoint (seed, steps, time, …), JSON-decoded where it is JSON."""
+    target = Path(path or DEFAULT_CHECKPOINT)
+    _, metadata = _header(_read_checkpoint(target), str(target))
+    out: dict[str, Any] = {}
+    for k, v in metadata.items():
+        try:
+            out[k] = v if k in ("format", "config") else json.loads(v)
+        except ValueError:
+            out[k] = v
+    return out
 
 
-def init_params_names(config: Config) -> list[str]:
-    """The weight names a Config implies (without drawing random numbers)."""
-    return list(init_params(config, 0))
+def _read_checkpoint(target: Path) -> bytes:
+    """The bytes of a regular file of at most MAX_CHECKPOINT_BYTES (`qkv._io.read_bytes`: kind and size
+    checked before and while reading)."""
+    return read_bytes(target, limit=MAX_CHECKPOINT_BYTES)
 
 
-def _metadata(data: bytes) -> dict[str, str]:
+def _header(data: bytes, source: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The safetensors header (a JSON object: tensor name → {dtype, shape, data_offsets}) and its
+    ``__metadata__`` (str → str), or InputError."""
+    def fail(problem: str) -> InputError:
+        return InputError(f"not a safetensors file ({problem})", source=source)
+
+    if len(data) < 8:
+        raise fail(f"{len(data)} bytes, shorter than the 8-byte header length")
     n = int.from_bytes(data[:8], "little")
-    return json.loads(data[8: 8 + n]).get("__metadata__", {}) or {}
+    if n > len(data) - 8:
+        raise fail(f"the header says {n} bytes, the file has {len(data) - 8} after the length")
+    try:
+        header = json.loads(data[8: 8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise fail(f"the header is not JSON: {_first_line(exc)}") from None
+    if not isinstance(header, dict):
+        raise fail(f"the header is a JSON {type(header).__name__}, not an object")
+    metadata = header.get("__metadata__") or {}
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise fail("__metadata__ is not an object of strings")
+    for name, entry in header.items():
+        if name != "__metadata__" and not (isinstance(entry, dict) and isinstance(entry.get("shape"), list)
+                                           and all(_whole(x) and x >= 0 for x in entry["shape"])):
+            raise fail(f"tensor {short_repr(name, 40)} has no valid dtype and shape")
+    return header, metadata
+
+
+def _config(text: Any, source: str) -> Config:
+    """The Config stored in a checkpoint's metadata, checked field by field (InputError)."""
+    def fail(problem: str) -> InputError:
+        return InputError(f"the checkpoint's config {problem}", source=source)
+
+    if not isinstance(text, str):
+        raise fail("is missing (metadata key 'config')")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise fail(f"is not JSON ({_first_line(exc)})") from None
+    if not isinstance(data, dict):
+        raise fail(f"is a JSON {type(data).__name__}, not an object")
+    known = {f.name for f in fields(Config)}
+    if set(data) != known:
+        missing, extra = sorted(known - set(data)), sorted(set(data) - known)
+        raise fail(f"has the wrong fields (missing: {', '.join(missing) or '-'}; "
+                   f"unknown: {', '.join(short_repr(x, 30) for x in extra[:3]) or '-'})")
+    for name, limit in _SIZE_LIMITS.items():
+        if not (_whole(data[name]) and 1 <= data[name] <= limit):
+            raise fail(f"{name} is {short_repr(data[name])}; expected a whole number 1 … {limit}")
+    if data["d_model"] % data["n_heads"]:
+        raise fail(f"d_model {data['d_model']} does not split into {data['n_heads']} heads of equal width")
+    for name, needed in (("source_vocab", (PAD,)), ("target_vocab", (PAD, EOS, *LANG_TOKENS.values()))):
+        vocab = data[name]
+        if not (isinstance(vocab, list) and 0 < len(vocab) <= _VOCAB_LIMIT and all(isinstance(w, str) for w in vocab)):
+            raise fail(f"{name} is not a list of at most {_VOCAB_LIMIT:,} words")
+        if len(set(vocab)) != len(vocab):
+            raise fail(f"{name} lists a word twice")
+        if vocab[0] != PAD or not set(needed) <= set(vocab):
+            raise fail(f"{name} must start with {PAD} and hold {', '.join(needed)}")
+    data["source_vocab"], data["target_vocab"] = tuple(data["source_vocab"]), tuple(data["target_vocab"])
+    return Config(**data)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]

@@ -8,6 +8,11 @@ Each step draws ``batch_size`` English sentences from the training part of the c
 compositions never appear) and trains both directions, en→ko and en→ja, from one encoder pass.
 Everything is drawn from ``seed``: the initial weights (NumPy) and the sentences; torch runs in
 deterministic mode, so one seed gives one checkpoint on one machine.
+
+Bounds (`TrainConfig` refuses others): steps 1 … 100,000, batch_size 1 … 1,024 sentences, a finite
+learning rate in (0, 1], warmup 0 … 100,000, seed and split_seed 0 … 2³² − 1. A run whose loss,
+gradients or weights stop being finite raises `TrainingDiverged` at that step (the weights are
+discarded), so no non-finite model ever comes out of `train`.
 """
 
 from __future__ import annotations
@@ -18,16 +23,36 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import InputError
 from . import corpus
 from .model import EOS, LANG_TOKENS, PAD, Config, Translator, init_params
 
-__all__ = ["TrainConfig", "train", "make_batch"]
+__all__ = ["TrainConfig", "TrainingDiverged", "train", "make_batch", "MAX_STEPS", "MAX_BATCH", "MAX_LEARNING_RATE",
+           "MAX_SEED"]
+
+MAX_STEPS = 100_000
+MAX_BATCH = 1024           # sentences per step (2 × that many target rows): a few hundred MB at most
+MAX_LEARNING_RATE = 1.0    # Adam's step per weight is about the learning rate: beyond 1 nothing is learned
+MAX_SEED = 2**32 - 1
+
+
+class TrainingDiverged(InputError):
+    """The loss, the gradients or the weights stopped being finite at ``step`` (from 1): the run is
+    abandoned and nothing is returned or written."""
+
+    def __init__(self, step: int, steps: int, loss: float, learning_rate: float):
+        from ..explain import texts
+
+        values = {"step": step, "steps": steps, "loss": f"{loss:.4g}", "rate": f"{learning_rate:g}"}
+        self.step = step
+        super().__init__(texts.text("en", "error.train.diverged", **values), key="error.train.diverged", values=values)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Steps, batch size (sentences; each gives a Korean and a Japanese example), peak learning
-    rate (linear warm-up over ``warmup`` steps, then cosine decay to 5 %), seed."""
+    rate (linear warm-up over ``warmup`` steps, then cosine decay to 5 %), seed. Out-of-bounds
+    values raise ValueError when the config is made (bounds in the module's docstring)."""
 
     steps: int = 1000
     batch_size: int = 64
@@ -35,6 +60,16 @@ class TrainConfig:
     warmup: int = 100
     seed: int = 0
     split_seed: int = 0
+
+    def __post_init__(self):
+        for name, low, high in (("steps", 1, MAX_STEPS), ("batch_size", 1, MAX_BATCH), ("warmup", 0, MAX_STEPS),
+                                ("seed", 0, MAX_SEED), ("split_seed", 0, MAX_SEED)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+                raise ValueError(f"{name} must be a whole number from {low} to {high:,}, got {value!r}")
+        rate = self.learning_rate
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= MAX_LEARNING_RATE:
+            raise ValueError(f"learning_rate must be a finite number in (0, {MAX_LEARNING_RATE:g}], got {rate!r}")
 
 
 def make_batch(config: Config, sentences: list[corpus.Sentence]):
@@ -65,7 +100,10 @@ def make_batch(config: Config, sentences: list[corpus.Sentence]):
 def train(train_config: TrainConfig = TrainConfig(), *, config: Config | None = None,
           on_step: Callable[[int, float, float], None] | None = None) -> tuple[Translator, list[float]]:
     """Train a translator; returns it (torch weights; `.to_numpy()` for inference) and the loss of
-    every step. on_step(step, loss, token_accuracy) is called after each step (progress bars)."""
+    every step. on_step(step, loss, token_accuracy) is called after each step (progress bars).
+
+    TrainingDiverged (an InputError: lower the learning rate) when the loss, the gradient norm or a
+    weight is not finite after a step; nothing is returned then."""
     import torch
     import torch.nn.functional as F
 
@@ -90,11 +128,18 @@ def train(train_config: TrainConfig = TrainConfig(), *, config: Config | None = 
             memory, source_mask = torch.cat([memory, memory]), torch.cat([source_mask, source_mask])  # ko, ja
             logits = model.decode(decoder_in, memory, source_mask)                      # (2B, T, Vt)
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), decoder_out.reshape(-1), ignore_index=0)
+            if not torch.isfinite(loss):
+                raise TrainingDiverged(step + 1, train_config.steps, float(loss.detach()), train_config.learning_rate)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(params.values(), 1.0)
+            norm = torch.nn.utils.clip_grad_norm_(params.values(), 1.0)
+            if not torch.isfinite(norm):
+                raise TrainingDiverged(step + 1, train_config.steps, float(loss.detach()), train_config.learning_rate)
             optimizer.step()
             schedule.step()
+            # the update itself can overflow (a large learning rate): check every weight after it
+            if not all(bool(torch.isfinite(p).all()) for p in params.values()):
+                raise TrainingDiverged(step + 1, train_config.steps, float(loss.detach()), train_config.learning_rate)
             real = decoder_out != 0
             accuracy = float(((logits.argmax(-1) == decoder_out) & real).sum() / real.sum())
             losses.append(float(loss.detach()))

@@ -32,8 +32,8 @@ _DPI = 150
 def _format_of(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
-        raise InputError(f"unknown figure format {path.suffix or '(no extension)'!r}; "
-                         f"use one of {', '.join(FORMATS)}", source=str(path))
+        raise InputError(f"the format {path.suffix or '(none)'!r} is not one of {', '.join(FORMATS)}",
+                         source=str(path))
     return suffix[1:]
 
 

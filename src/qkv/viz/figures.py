@@ -29,6 +29,7 @@ from ..explain.parts import (MODIFIED_SCORES, Part, as_heads, as_layers, attenti
                             token_labels)
 from ..trace import (CONCAT, K, K_HEADS, MASK, MEMORY, OUT, Q, Q_HEADS, RESIDUAL, SCALED_SCORES, SCORES, V, V_HEADS,
                      W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, BIASED_SCORES, Trace, head_number)
+from ..errors import plural
 from . import _style
 from . import fonts
 
@@ -355,8 +356,9 @@ def attention_grid(weights: Any, tokens: Sequence[str] | None = None, k_tokens: 
 
     Args:
       weights: (L, H, Tq, Tk), or (H, Tq, Tk) for one layer. tokens: Tq labels; k_tokens: Tk labels.
-      layers, heads: the model's numbers of the layers and heads drawn (default 0 … L−1, 0 … H−1),
-        e.g. layers=[2], heads=[5] for `--layer 2 --head 5`: panels are named by them.
+      layers: the model's numbers of the layers drawn (default 0 … L−1), e.g. layers=[2] with
+        heads=[5] for `--layer 2 --head 5`: panels are named by them.
+      heads: the model's numbers of the heads drawn (default 0 … H−1).
     Every panel uses the one shared scale (0…1, √-shaded) with one legend; long inputs are
     max-pooled so a single strong weight stays visible.
     """
@@ -365,8 +367,8 @@ def attention_grid(weights: Any, tokens: Sequence[str] | None = None, k_tokens: 
     layer_ids = list(range(n_layers)) if layers is None else [int(l) for l in layers]
     head_ids = list(range(n_heads)) if heads is None else [int(h) for h in heads]
     if len(layer_ids) != n_layers or len(head_ids) != n_heads:
-        raise ValueError(f"layers={layer_ids} and heads={head_ids} must name the {n_layers} layer(s) and "
-                         f"{n_heads} head(s) of weights {array.shape}")
+        raise ValueError(f"layers={layer_ids} and heads={head_ids} must name the {plural(n_layers, 'layer')} and "
+                         f"{plural(n_heads, 'head')} of weights {array.shape}")
     q_labels, k_labels = token_labels({"tokens": tokens, "key_tokens": k_tokens}, tq, tk)
     words = _style.words(lang)
     panel = 1.35 if n_heads > 4 else 2.4

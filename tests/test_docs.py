@@ -1,0 +1,253 @@
+"""The docs site builds in strict mode, and every code block of every page runs as written.
+
+Pages: README.md (the site's home page) and docs/*.md. Per page, in a fresh temporary directory
+(holding a copy of the repository's examples/, as a reader's clone would) and a fresh namespace:
+
+- ```python blocks run in order, sharing one namespace (a reader typing them into one session);
+- a block with a title (```toml title="my-example.toml"```) is a file the page asks the reader to
+  write: it is written there under that name, for the blocks after it to read (a TOML or JSON sample
+  must have one, so that a sample naming files that do not exist fails when a command reads it);
+- ```sh blocks are commands, ```console blocks `$ `-prompted commands followed by the output they
+  print (each printed line must appear in what the command printed); every command must be a `qkv`
+  command, run as `python -m qkv.cli …` with a time limit, and must exit 0;
+- ```python {.no-run reason="…"}``` (likewise sh, console) is not run; the reason is required and
+  shows in the page's source. Kept rare: a server that must be running, a torchrun script, set-up
+  that installs packages, training for minutes;
+- a block without a language, or ```text, is output or a sketch and is not run — unless it consists
+  of `qkv` commands, which must then be labelled sh or console (so commands cannot hide from this).
+
+The built site is also opened in Chromium (from disk, 1280 and 390 px wide): no outside request, no
+script error, no sideways scrolling.
+
+docs/models.md writes DIR and path/to/llama for a checkpoint directory of the reader's own: the test
+puts a tiny random Llama-style checkpoint there (4 layers, 8 query heads over 2 key/value heads, made
+by transformers from a config; nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+import pytest
+
+from browser_support import browser_context  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.slow     # builds the site and runs every page: about two minutes here
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PAGES = ["README.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
+ATTRS = re.compile(r"\{([^}]*)\}")
+KEY_VALUE = re.compile(r'([\w-]+)="([^"]*)"')
+COMMAND_TIMEOUT = 240
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MPLBACKEND": "Agg", "NO_COLOR": "1",
+       "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "NO_MKDOCS_2_WARNING": "1"}
+
+
+@dataclass
+class Block:
+    page: str
+    line: int
+    lang: str
+    body: str
+    classes: set[str] = field(default_factory=set)
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def parse_info(info: str) -> tuple[str, set[str], dict[str, str]]:
+    """```python {.no-run reason="…"} → ("python", {"no-run"}, {"reason": "…"}); title="x" likewise."""
+    classes: set[str] = set()
+    options = dict(KEY_VALUE.findall(info))
+    braces = ATTRS.search(info)
+    if braces:
+        classes = {word[1:] for word in braces.group(1).split() if word.startswith(".")}
+        info = info[:braces.start()]
+    words = KEY_VALUE.sub("", info).split()
+    return (words[0] if words else ""), classes, options
+
+
+def blocks(page: str) -> list[Block]:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    found = []
+    for match in FENCE.finditer(text):
+        lang, classes, options = parse_info(match.group(1))
+        found.append(Block(page, text.count("\n", 0, match.start()) + 1, lang, match.group(2), classes, options))
+    return found
+
+
+def commands(block: Block) -> list[tuple[str, list[str]]]:
+    """The commands of a sh/console block, each with the output lines a console block shows after it."""
+    out: list[tuple[str, list[str]]] = []
+    lines = block.body.replace("\\\n", " ").splitlines()
+    for line in lines:
+        stripped = line.strip()
+        if block.lang == "console":
+            if stripped.startswith("$ "):
+                out.append((stripped[2:], []))
+            elif stripped and out:
+                out[-1][1].append(stripped)
+        elif stripped and not stripped.startswith("#"):
+            out.append((stripped, []))
+    return out
+
+
+def looks_like_commands(body: str) -> bool:
+    return any(re.match(r"(\$ )?qkv\s", line.strip()) for line in body.splitlines())
+
+
+def run_command(block: Block, command: str, expected: list[str], cwd: pathlib.Path) -> None:
+    argv = shlex.split(command, comments=True)
+    assert argv and argv[0] == "qkv", (
+        f"{block.where}: `{command}` is not a qkv command; run it here or mark the block "
+        f'{{.no-run reason="…"}}')
+    assert not {"|", ">", "<", "&&", ";"} & set(argv), f"{block.where}: `{command}`: no shell syntax in a run block"
+    done = subprocess.run([sys.executable, "-m", "qkv.cli", *argv[1:]], cwd=cwd, env=ENV, capture_output=True,
+                          text=True, timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"{block.where}: `{command}` exited {done.returncode}:\n{done.stderr[-2000:]}"
+    printed = " ".join((done.stdout + done.stderr).split())
+    for line in expected:
+        assert " ".join(line.split()) in printed, f"{block.where}: `{command}` did not print {line!r}"
+
+
+def make_llama(directory: pathlib.Path) -> None:
+    """A tiny random Llama-style checkpoint: 4 layers, 8 query heads over 2 key/value heads (GQA 4:1)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from model_fixtures import train_tokenizer
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    import torch
+    import transformers
+
+    tokenizer = train_tokenizer(bos=True)
+    config = transformers.LlamaConfig(vocab_size=tokenizer.get_vocab_size(), pad_token_id=0, bos_token_id=1,
+                                      eos_token_id=2, hidden_size=64, num_hidden_layers=4, num_attention_heads=8,
+                                      num_key_value_heads=2, intermediate_size=96, max_position_embeddings=128)
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(directory, safe_serialization=True)
+    tokenizer.save(str(directory / "tokenizer.json"))
+
+
+def prepare(page: str, cwd: pathlib.Path) -> None:
+    shutil.copytree(ROOT / "examples", cwd / "examples")
+    if page == "docs/models.md":
+        make_llama(cwd / "DIR")
+        (cwd / "path" / "to").mkdir(parents=True)
+        shutil.copytree(cwd / "DIR", cwd / "path" / "to" / "llama")
+
+
+# ---------------------------------------------------------------------------------------------- the site
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built once with --strict (a warning — a broken link, an unreadable docstring — fails)."""
+    site = tmp_path_factory.mktemp("docs") / "site"
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return site
+
+
+def test_site_builds_strict_and_offline(site):
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert "python3-venv" in home and 'href="examples.html"' in home      # the README, its docs/ links made relative
+    api = (site / "api" / "qkv.html").read_text(encoding="utf-8")
+    assert 'id="qkv.attention.attention"' in api and "Tq" in api   # attention itself (not only its module), with shapes
+    for module in ("masks", "models", "torch", "distributed", "examples", "explain", "trace", "analysis", "notebook"):
+        assert (site / "api" / f"{module}.html").is_file(), module
+    for page in (site / "api").glob("*.html"):    # a docstring's >>> lines read as code, not as quotes
+        assert "<blockquote>" not in page.read_text(encoding="utf-8"), page
+    # offline: nothing fetched from elsewhere (no web fonts, no CDN scripts or styles)
+    for page in site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        remote = re.findall(r'<(?:script|link|img)\b[^>]*(?:src|href)="(https?:)?//[^"]*"', html)
+        assert not remote, (page, remote)
+        assert "fonts.googleapis" not in html and "fonts.gstatic" not in html, page
+    for sheet in site.rglob("*.css"):
+        assert "@import url(http" not in sheet.read_text(encoding="utf-8"), sheet
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+def test_site_in_chromium(site, browser_context, width):
+    """Opened from disk at desktop and phone widths: nothing fetched from elsewhere, no script error,
+    no sideways scrolling; the figures and the API signatures are there."""
+    for path, selector in (("index.html", "#quickstart"), ("pictures.html", 'img[alt="self-attention, Korean"]'),
+                           ("api/qkv.html", '[id="qkv.attention.attention"]')):
+        page = browser_context.new_page()
+        requests, errors = [], []
+        page.on("request", lambda request: requests.append(request.url))
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+        try:
+            page.set_viewport_size({"width": width, "height": 844})
+            page.goto((site / path).as_uri())
+            page.wait_for_selector(selector, state="attached", timeout=30_000)
+            page.wait_for_load_state("load")
+            overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, f"{path} at {width} px scrolls sideways by {overflow} px"
+            assert not [u for u in requests if not u.startswith(("file:", "data:", "blob:"))], (path, requests)
+            assert not errors, (path, errors)
+            if path == "pictures.html":        # the figure loaded (a broken image has no natural width)
+                assert page.eval_on_selector(selector, "img => img.naturalWidth") > 0
+        finally:
+            page.close()
+
+
+# ---------------------------------------------------------------------------------------------- the pages
+
+def test_every_block_is_run_or_says_why():
+    """Every fenced block either runs here or says why not; qkv commands never hide in unlabelled blocks."""
+    unrun = []
+    for page in PAGES:
+        for block in blocks(page):
+            if "no-run" in block.classes:
+                assert block.options.get("reason", "").strip(), f"{block.where}: {{.no-run}} needs reason=\"…\""
+                unrun.append(block.where)
+            elif block.lang in ("toml", "json") and "title" not in block.options:
+                raise AssertionError(f'{block.where}: a sample file needs title="NAME" (written, then read by '
+                                     f"the page's commands) or {{.no-run reason=\"…\"}}")
+            elif block.lang in ("", "text"):
+                assert not looks_like_commands(block.body), (
+                    f"{block.where}: a block of qkv commands must be labelled ```sh or ```console")
+    assert len(unrun) <= 12, f"no-run blocks should stay rare: {unrun}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_code_runs(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    prepare(page, tmp_path)
+    namespace: dict = {"__name__": "__main__"}
+    ran = 0     # blocks run, checked against the page's runnable blocks at the end
+    for block in blocks(page):
+        if "no-run" in block.classes:
+            continue
+        if "title" in block.options:          # a file the page asks the reader to write
+            (tmp_path / block.options["title"]).write_text(block.body, encoding="utf-8")
+            if block.lang != "python":
+                continue
+        if block.lang == "python":
+            try:
+                exec(compile(block.body, block.where, "exec"), namespace)
+            except Exception as error:
+                raise AssertionError(f"{block.where}: the block raised {type(error).__name__}: {error}") from error
+            ran += 1
+        elif block.lang in ("sh", "console", "bash", "shell"):
+            for command, expected in commands(block):
+                run_command(block, command, expected, tmp_path)
+            ran += 1
+    runnable = [b for b in blocks(page) if b.lang in ("python", "sh", "console", "bash", "shell")
+                and "no-run" not in b.classes and not (b.lang != "python" and "title" in b.options)]
+    assert ran == len(runnable), f"{page}: {ran} of {len(runnable)} blocks ran"
