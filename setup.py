@@ -45,7 +45,13 @@ setup(
             ["src/qkv/kernels/_fused.c"],
             depends=["src/qkv/kernels/_tile.h"],
             extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
-        )
+        ),
+        Extension(   # the kernel's backward for torch tensors (kernels/autograd.py); missing: torch takes SDPA
+            "qkv.kernels._backward",
+            ["src/qkv/kernels/_backward.c"],
+            depends=["src/qkv/kernels/_exp.h"],
+            extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
+        ),
     ],
     cmdclass={"build_ext": BuildReporting},
 )

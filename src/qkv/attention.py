@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._backend import is_numpy, is_torch, namespace, shape_str
+from .kernels import autograd as _kernel_autograd
 from .kernels import blocked as _kernel_module
 from .kernels import route as _route
 from .kernels.call import Call, as_bool_mask, as_scores, check_call, index_arrays
@@ -223,8 +224,8 @@ def _run(call: Call, route: "_route.Route", *, return_weights: bool, return_lse:
         return _plain_fused(call, call.q, call.k, call.v)
     if name == _route.TORCH_SDPA:
         return _torch_sdpa(call, call.q, call.k, call.v)
-    if name == _route.TORCH_FLASH:   # reserved for the C forward + backward on torch tensors
-        raise NotImplementedError("the torch_flash route is not built yet")
+    if name == _route.TORCH_FLASH:   # the C forward + backward on CPU torch tensors (kernels/autograd.py)
+        return _kernel_autograd.run(call, return_lse=return_lse)
     return _kernel_module.run(call, route, "lse" if return_lse else "out")
 
 

@@ -27,7 +27,10 @@ arrives home. Bytes sent per rank (itemsize b): forward (P−1)·B·G·T/P·(Dk+
 (2P−1)·B·G·T/P·(Dk+Dv)·b (k/v P−1 times, dK/dV P times).
 
 Blocks are processed in square tiles (`_tiles`) so that no (T/P)×(T/P) score matrix is formed:
-a rank's memory grows as T/P.
+a rank's memory grows as T/P. On CPU float32 (float16/bfloat16) with the C extensions built, each
+block goes whole through qkv's C kernel instead (forward: the TORCH_FLASH route of qkv.attention;
+backward: `qkv.kernels.autograd.block_backward`, the C backward with the global lse and δ), which
+blocks and skips internally with the same O(T/P) memory.
 """
 
 from __future__ import annotations
@@ -138,7 +141,7 @@ def _forward(q, k, v, ring: "_Ring", layout: str, causal: bool, scale: float, st
         src = (ring.rank - step) % ring.world
         pending = ring.start(shard, tag=0, step=step, stats=stats) if step < ring.world - 1 else None
         started = time.thread_time()
-        for block in _tiles(block_plan(ring.rank, src, ring.world, q.shape[-2], layout=layout, causal=causal), q):
+        for block in _pieces(block_plan(ring.rank, src, ring.world, q.shape[-2], layout=layout, causal=causal), q):
             rows, keys = slice(block.q_start, block.q_stop), slice(block.k_start, block.k_stop)
             block_out, block_lse = attention(q[..., rows, :], shard[0][..., keys, :], shard[1][..., keys, :],
                                              causal=block.causal, scale=scale, return_lse=True)
@@ -149,6 +152,22 @@ def _forward(q, k, v, ring: "_Ring", layout: str, causal: bool, scale: float, st
         if pending is not None:
             shard = pending.wait(stats)
     return out.to(q.dtype), lse
+
+
+def _c_kernel(q) -> bool:
+    """Whether float32 blocks go whole through qkv's C kernel, forward and backward (the TORCH_FLASH
+    route's kernels/autograd.py): CPU float32/16/bf16, the C extensions built."""
+    import torch
+
+    from ..kernels import autograd
+
+    return q.device.type == "cpu" and q.dtype != torch.float64 and autograd.available()
+
+
+def _pieces(blocks: list[Block], q) -> list[Block]:
+    """The blocks as they are for the C kernel (it blocks and skips internally, memory O(T·D)), else
+    cut into tiles for the torch block backward (`_tiles`)."""
+    return blocks if _c_kernel(q) else _tiles(blocks, q)
 
 
 def _tiles(blocks: list[Block], q) -> list[Block]:
@@ -193,7 +212,7 @@ def _backward(q, k, v, out, lse, d_out, ring: "_Ring", layout: str, causal: bool
         started = time.thread_time()
         dk_part = torch.zeros(shard[0].shape, dtype=work, device=q.device)
         dv_part = torch.zeros(shard[1].shape, dtype=work, device=q.device)
-        for block in _tiles(block_plan(ring.rank, src, ring.world, q.shape[-2], layout=layout, causal=causal), q):
+        for block in _pieces(block_plan(ring.rank, src, ring.world, q.shape[-2], layout=layout, causal=causal), q):
             rows, keys = slice(block.q_start, block.q_stop), slice(block.k_start, block.k_stop)
             dq_t, dk_t, dv_t = _block_backward(q[..., rows, :], shard[0][..., keys, :].to(work),
                                                shard[1][..., keys, :].to(work), d_out[..., rows, :],
@@ -226,6 +245,10 @@ def _block_backward(q, k, v, d_out, lse, delta, causal: bool, scale: float):
     """
     import torch
 
+    if q.dtype == torch.float32 and _c_kernel(q):   # the C backward (kernels/_backward.c), no score matrix
+        from ..kernels import autograd
+
+        return autograd.block_backward(q, k, v, d_out, lse, delta, causal=causal, scale=scale)
     batch, heads, rows, _ = q.shape
     kv_heads, keys = k.shape[1], k.shape[2]
     groups = heads // kv_heads

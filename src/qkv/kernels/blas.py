@@ -22,6 +22,7 @@ __all__ = ["sgemm_ready", "single_thread"]
 
 _sgemm_lock = threading.Lock()
 _sgemm_state = None   # None: not looked for yet; False: not found; True: handed to _fused
+sgemm_found = None    # (address, ilp64) of the checked cblas_sgemm, also handed to the backward (autograd.py)
 
 
 def sgemm_ready() -> bool:
@@ -77,6 +78,8 @@ def _find_sgemm() -> bool:
             except Exception:   # pragma: no cover - a BLAS that refuses the call
                 acc[:] = np.nan
             if np.allclose(acc, expected, rtol=1e-4, atol=1e-4):
+                global sgemm_found
+                sgemm_found = (ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
                 return True
     _fused.set_sgemm(0, False)
     return False

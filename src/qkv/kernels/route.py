@@ -195,7 +195,11 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
 def _torch_route(call: Call, want: str, ceiling) -> Route:
     if ceiling == PLAIN:
         return Route(PLAIN, "plain path asked for")
-    # TORCH_FLASH (the C backward's route) is not built yet: never chosen.
+    if ceiling in (None, TORCH_FLASH):
+        why = torch_flash_why_not(call, pinned=ceiling == TORCH_FLASH)
+        if why is None:
+            return Route(TORCH_FLASH, "CPU torch, float32/16/bf16, a mask of key ranges, finite values: "
+                                      "the C kernel forward and backward")
     if want == "lse":
         return Route(PLAIN, "torch with return_lse: SDPA gives no lse")
     if call.score_mod is not None:
@@ -207,6 +211,32 @@ def _torch_route(call: Call, want: str, ceiling) -> Route:
             # SDPA multiplies masked keys' scores and values by 0: NaN where one is not finite
             return Route(PLAIN, "torch under a mask with a non-finite key or value: SDPA would read it")
     return Route(TORCH_SDPA, "torch tensors: torch's fused scaled_dot_product_attention")
+
+
+def torch_flash_why_not(call: Call, *, pinned: bool = False) -> str | None:
+    """Why TORCH_FLASH (kernels/autograd.py: the C forward and backward on CPU torch tensors) does not
+    take a torch call, or None when it does. pinned: route="torch_flash" asked for (no size floor)."""
+    from . import autograd
+
+    if not pinned and call.tq * call.tk < _C_KERNEL_MIN_SCORES:
+        return f"short call ({call.tq}·{call.tk} scores per head): SDPA or the plain path"
+    if call.device.type != "cpu":
+        return "not on the CPU"
+    import torch
+
+    if call.work != torch.float32:
+        return "float64: the plain path (torch autograd)"
+    if call.dk == 0 or call.dv == 0:
+        return "Dk or Dv is 0"
+    if call.mask is not None or call.bias is not None or call.score_mod is not None:
+        return "a mask array, bias or score_mod: the C backward takes masks of key ranges only"
+    if autograd.row_ranges(call) is None:
+        return "a mask function without key ranges (the same for every batch and head)"
+    if not autograd.available():
+        return "the C backward (kernels/_backward.c) or NumPy's BLAS is not available"
+    if not autograd.values_ok(call.q, call.k, call.v):
+        return "a non-finite value, or values above 2^60"
+    return None
 
 
 def _value_top(v) -> float:

@@ -1,0 +1,456 @@
+/* qkv.kernels._backward: the backward of the blocked attention kernel (FlashAttention-2's
+ * algorithm), float32, in C with NumPy's own BLAS.
+ *
+ * Given the forward's inputs q, k, v, its output o and log-sum-exp lse (per query row), and the
+ * output's gradient dO, it computes dQ, dK, dV without the Tq×Tk weight matrix: for every key block
+ * K_j of one key/value head, for every query head of its group and every query block Q_i that sees
+ * some key of K_j (each row i sees the keys rows_lo[i] <= j < rows_hi[i]: causal, windows, documents,
+ * prefix-LM, chunked — qkv.masks' key ranges), the weights are recomputed from lse:
+ *
+ *     S  = scale·Q_i·K_jᵀ                 (rows × cols, sgemm)
+ *     P  = exp(S − lse_i), 0 outside the row's key range and for rows with lse = −inf (no key)
+ *     dV_j += Pᵀ·dO_i                      (sgemm, β = 1)
+ *     dP = dO_i·V_jᵀ                       (sgemm)
+ *     dS = P ∘ (dP − δ_i),  δ_i = rowsum(dO_i ∘ O_i) − dlse_i    (δ from the caller)
+ *     dK_j += scale·dSᵀ·Q_i                (sgemm, β = 1)
+ *     dQ_i += scale·dS·K_j                 (sgemm, β = 1)
+ *
+ * Five products per visited block (the forward has two). A task is one key/value head and a range
+ * of its key blocks, so dK and dV rows have one writer; dQ of a task goes to its own part
+ * (dq[part]): with one key range per head (part 0 for all) each query head's dQ has one writer too,
+ * and with more ranges (fewer heads than threads) the caller sums the parts. No atomics.
+ * Block pairs that no row of the query block can see are never visited (the caller's pair lists):
+ * the same block sparsity as the forward. Memory: two (block_q × block_k) scratch blocks per thread.
+ *
+ * Threads: each of the kernel's threads calls backward_many once; tasks are taken from a shared
+ * atomic counter (heaviest first, as the caller orders them); the GIL is released while they run.
+ * The BLAS is NumPy's: blocked.py finds its cblas_sgemm, autograd.py hands its address to set_sgemm.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "_exp.h"
+
+static double monotonic_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
+
+/* ------------------------------------------------------------------------ BLAS */
+typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *,
+                           int64_t, float, float *, int64_t);
+typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
+                           float *, int);
+static void *sgemm_address = NULL;
+static int sgemm_ilp64 = 0;
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+/* C (m × n, row stride ldc) = alpha·op(A)·op(B) + beta·C, row-major; op = transpose where ta / tb. */
+static void gemm(int ta, int tb, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, float alpha, const float *a,
+                 Py_ssize_t lda, const float *b, Py_ssize_t ldb, float beta, float *c, Py_ssize_t ldc)
+{
+    if (sgemm_ilp64)
+        ((sgemm64_fn)sgemm_address)(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, m, n, k, alpha, a, lda,
+                                    b, ldb, beta, c, ldc);
+    else
+        ((sgemm32_fn)sgemm_address)(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)m, (int)n, (int)k,
+                                    alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* ------------------------------------------------------------------------ vector width */
+static int max_width = 16;
+
+static int vector_width(void)
+{
+#ifdef BW_X86
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        cached = avx2 && __builtin_cpu_supports("avx512f") ? 16 : avx2 ? 8 : 1;
+    }
+    return cached < max_width ? cached : (max_width >= 16 ? 16 : max_width >= 8 ? 8 : 1);
+#else
+    return 1;
+#endif
+}
+
+/* ------------------------------------------------------------------------ P = exp(S − lse) */
+/* row[c] = exp(row[c] − sub) for lo <= c < hi (lo < hi), the rest of the row's `cols` left as is. */
+static void exp_span_scalar(float *row, Py_ssize_t lo, Py_ssize_t hi, float sub)
+{
+    for (Py_ssize_t c = lo; c < hi; c++)
+        row[c] = bw_exp1(row[c] - sub);
+}
+
+#ifdef BW_X86
+__attribute__((target("avx2,fma"))) static void exp_span_avx2(float *row, Py_ssize_t lo, Py_ssize_t hi, float sub)
+{
+    __m256 s8 = _mm256_set1_ps(sub);
+    Py_ssize_t c = lo;
+    for (; c + 8 <= hi; c += 8)
+        _mm256_storeu_ps(row + c, bw_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + c), s8)));
+    for (; c < hi; c++)
+        row[c] = bw_exp1(row[c] - sub);
+}
+
+__attribute__((target("avx512f"))) static void exp_span_avx512(float *row, Py_ssize_t lo, Py_ssize_t hi, float sub)
+{
+    __m512 s16 = _mm512_set1_ps(sub);
+    Py_ssize_t c = lo;
+    for (; c + 16 <= hi; c += 16)
+        _mm512_storeu_ps(row + c, bw_exp16(_mm512_sub_ps(_mm512_loadu_ps(row + c), s16)));
+    if (c < hi) {
+        __mmask16 keep = (__mmask16)((1u << (hi - c)) - 1u);
+        _mm512_mask_storeu_ps(row + c, keep, bw_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(keep, row + c), s16)));
+    }
+}
+#endif
+
+static void exp_span(float *row, Py_ssize_t lo, Py_ssize_t hi, float sub, int width)
+{
+#ifdef BW_X86
+    if (width >= 16) {
+        exp_span_avx512(row, lo, hi, sub);
+        return;
+    }
+    if (width >= 8) {
+        exp_span_avx2(row, lo, hi, sub);
+        return;
+    }
+#endif
+    exp_span_scalar(row, lo, hi, sub);
+}
+
+/* dS = P ∘ (dP − δ) in place of dP, rows × cols (row stride ld); P is 0 outside the rows' ranges. */
+static void ds_rows_scalar(const float *p, float *dp, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t cols,
+                           const float *delta)
+{
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *pr = p + r * ld;
+        float *d = dp + r * ld, dl = delta[r];
+        for (Py_ssize_t c = 0; c < cols; c++)
+            d[c] = pr[c] * (d[c] - dl);
+    }
+}
+
+#ifdef BW_X86
+__attribute__((target("avx2,fma"))) static void ds_rows_avx2(const float *p, float *dp, Py_ssize_t ld,
+                                                            Py_ssize_t rows, Py_ssize_t cols, const float *delta)
+{
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *pr = p + r * ld;
+        float *d = dp + r * ld;
+        __m256 dl = _mm256_set1_ps(delta[r]);
+        Py_ssize_t c = 0;
+        for (; c + 8 <= cols; c += 8)
+            _mm256_storeu_ps(d + c, _mm256_mul_ps(_mm256_loadu_ps(pr + c), _mm256_sub_ps(_mm256_loadu_ps(d + c), dl)));
+        for (; c < cols; c++)
+            d[c] = pr[c] * (d[c] - delta[r]);
+    }
+}
+#endif
+
+static void ds_rows(const float *p, float *dp, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t cols, const float *delta,
+                    int width)
+{
+#ifdef BW_X86
+    if (width >= 8) {
+        ds_rows_avx2(p, dp, ld, rows, cols, delta);
+        return;
+    }
+#endif
+    ds_rows_scalar(p, dp, ld, rows, cols, delta);
+}
+
+/* ------------------------------------------------------------------------ one block pair */
+struct bw_head {          /* one query head against one key/value head */
+    const float *q;       /* (Tq, dk) */
+    const float *dout;    /* (Tq, dv) */
+    const float *lse;     /* (Tq,) */
+    const float *delta;   /* (Tq,) */
+    float *dq;            /* (Tq, dk): this task's part */
+    const float *k;       /* (Tk, dk) */
+    const float *v;       /* (Tk, dv) */
+    float *dk;            /* (Tk, dk) */
+    float *dv;            /* (Tk, dv) */
+};
+
+struct bw_shape {
+    Py_ssize_t dk, dv, bq, bk;
+    float scale;
+    const int64_t *rlo, *rhi;   /* (Tq,): row i sees keys rlo[i] <= j < rhi[i] */
+    float *s, *dp;              /* scratch, (bq, bk) each */
+    int width;
+};
+
+/* Query rows i0 … i0+rows−1 of one head against keys j0 … j0+cols−1: the steps in the file's comment.
+ * full: every row sees every key of the block (no range to apply). */
+static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ssize_t i0, Py_ssize_t rows,
+                       Py_ssize_t j0, Py_ssize_t cols, int full)
+{
+    Py_ssize_t dk = sh->dk, dv = sh->dv, ld = sh->bk;
+    float *s = sh->s, *dp = sh->dp;
+    const float *q = h->q + i0 * dk, *dout = h->dout + i0 * dv;
+    const float *k = h->k + j0 * dk, *v = h->v + j0 * dv;
+    /* S = scale·Q·Kᵀ */
+    gemm(0, 1, rows, cols, dk, sh->scale, q, dk, k, dk, 0.0f, s, ld);
+    /* P = exp(S − lse) on each row's key range, 0 elsewhere */
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        float *row = s + r * ld;
+        float lse = h->lse[i0 + r];
+        Py_ssize_t lo = 0, hi = cols;
+        if (!full) {
+            int64_t a = sh->rlo[i0 + r] - j0, z = sh->rhi[i0 + r] - j0;
+            lo = a < 0 ? 0 : (a > cols ? cols : (Py_ssize_t)a);
+            hi = z < lo ? lo : (z > cols ? cols : (Py_ssize_t)z);
+        }
+        if (!(lse > -INFINITY))   /* a row with no allowed key (lse = −inf): no weight anywhere */
+            lo = hi = 0;
+        if (lo > 0)
+            memset(row, 0, (size_t)lo * sizeof(float));
+        if (hi > lo)
+            exp_span(row, lo, hi, lse, sh->width);
+        if (hi < cols)
+            memset(row + hi, 0, (size_t)(cols - hi) * sizeof(float));
+    }
+    /* dV += Pᵀ·dO */
+    gemm(1, 0, cols, dv, rows, 1.0f, s, ld, dout, dv, 1.0f, h->dv + j0 * dv, dv);
+    /* dP = dO·Vᵀ, then dS = P ∘ (dP − δ) in place of dP */
+    gemm(0, 1, rows, cols, dv, 1.0f, dout, dv, v, dv, 0.0f, dp, ld);
+    ds_rows(s, dp, ld, rows, cols, h->delta + i0, sh->width);
+    /* dK += scale·dSᵀ·Q; dQ += scale·dS·K */
+    gemm(1, 0, cols, dk, rows, sh->scale, dp, ld, q, dk, 1.0f, h->dk + j0 * dk, dk);
+    gemm(0, 0, rows, dk, cols, sh->scale, dp, ld, k, dk, 1.0f, h->dq + i0 * dk, dk);
+}
+
+/* ------------------------------------------------------------------------ argument checks */
+static int get_f32(PyObject *obj, Py_buffer *view, int writable, int ndim, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    const char *fmt = view->format ? view->format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+        fmt++;
+    if (view->ndim != ndim || strcmp(fmt, "f") != 0 || view->itemsize != 4) {
+        PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous %s%d-D float32 array", name,
+                     writable ? "writable " : "", ndim);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_i64(PyObject *obj, Py_buffer *view, int writable, int ndim, Py_ssize_t cols, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    const char *fmt = view->format ? view->format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+        fmt++;
+    if (view->itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0) || view->ndim != ndim ||
+        (ndim == 2 && view->shape[1] != cols)) {
+        PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous int64 array with %d dimension(s)%s", name, ndim,
+                     ndim == 2 ? " and the right number of columns" : "");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(set_sgemm_doc,
+"set_sgemm(address, ilp64) -> None\n\n"
+"The address of a CBLAS cblas_sgemm (64-bit integers when ilp64) for backward_many; 0 forgets it.");
+
+static PyObject *set_sgemm(PyObject *self, PyObject *args)
+{
+    unsigned long long address;
+    int ilp64;
+    if (!PyArg_ParseTuple(args, "Kp", &address, &ilp64))
+        return NULL;
+    sgemm_address = (void *)(uintptr_t)address;
+    sgemm_ilp64 = ilp64;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(backward_many_doc,
+"backward_many(q, k, v, dout, lse, delta, rows, dq, dk, dv, tasks, pairs, offsets, counter,\n"
+"              block_q, block_k, scale, budget=0) -> bool\n\n"
+"Runs tasks (int64 (n, 4): kv head g, first key block, end key block, dq part) until none is\n"
+"left, taking the next from counter[0] (int64 (1,), shared by the threads calling at once).\n"
+"For each key block b of a task (keys b·block_k … min((b+1)·block_k, Tk) − 1), dk[g] and dv[g]\n"
+"rows of that block are set to the block's gradients, summed over the query heads\n"
+"g·G … g·G + G − 1 (G = Nq / Nk) and the query blocks pairs[offsets[b]:offsets[b+1], 0]\n"
+"(pairs int64 (m, 2): query block, 1 when every row of it sees every key of the block);\n"
+"dq[part·Nq + head] gets the blocks' dQ added. C-contiguous float32: q (Nq, Tq, Dk), k (Nk, Tk, Dk),\n"
+"v (Nk, Tk, Dv), dout (Nq, Tq, Dv), lse and delta (Nq, Tq) (delta = rowsum(dout ∘ out) − dlse),\n"
+"dq (parts·Nq, Tq, Dk) zeroed by the caller, dk (Nk, Tk, Dk), dv (Nk, Tk, Dv); rows int64 (2, Tq):\n"
+"row i sees keys rows[0, i] <= j < rows[1, i]. Rows with lse = −inf get no gradient. The GIL is\n"
+"released while tasks run. budget > 0: take no new task after that many seconds. Returns True\n"
+"while tasks are left. Needs set_sgemm first.");
+
+static PyObject *backward_many(PyObject *self, PyObject *args)
+{
+    PyObject *o_q, *o_k, *o_v, *o_do, *o_lse, *o_delta, *o_rows, *o_dq, *o_dk, *o_dv, *o_tasks, *o_pairs, *o_off,
+        *o_counter;
+    Py_ssize_t bq, bk;
+    float scale;
+    double budget = 0.0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOnnf|d", &o_q, &o_k, &o_v, &o_do, &o_lse, &o_delta, &o_rows, &o_dq,
+                          &o_dk, &o_dv, &o_tasks, &o_pairs, &o_off, &o_counter, &bq, &bk, &scale, &budget))
+        return NULL;
+    if (sgemm_address == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "backward_many needs a BLAS sgemm: call set_sgemm first");
+        return NULL;
+    }
+    Py_buffer vq, vk, vv, vdo, vlse, vdel, vrows, vdq, vdk, vdv, vt, vp, voff, vc;
+    Py_buffer *views[14];
+    int held = 0;
+    PyObject *result = NULL;
+#define HOLD(call, view) do { if ((call) < 0) goto done; views[held++] = (view); } while (0)
+    HOLD(get_f32(o_q, &vq, 0, 3, "q"), &vq);
+    HOLD(get_f32(o_k, &vk, 0, 3, "k"), &vk);
+    HOLD(get_f32(o_v, &vv, 0, 3, "v"), &vv);
+    HOLD(get_f32(o_do, &vdo, 0, 3, "dout"), &vdo);
+    HOLD(get_f32(o_lse, &vlse, 0, 2, "lse"), &vlse);
+    HOLD(get_f32(o_delta, &vdel, 0, 2, "delta"), &vdel);
+    HOLD(get_i64(o_rows, &vrows, 0, 2, vq.shape[1], "rows"), &vrows);
+    HOLD(get_f32(o_dq, &vdq, 1, 3, "dq"), &vdq);
+    HOLD(get_f32(o_dk, &vdk, 1, 3, "dk"), &vdk);
+    HOLD(get_f32(o_dv, &vdv, 1, 3, "dv"), &vdv);
+    HOLD(get_i64(o_tasks, &vt, 0, 2, 4, "tasks"), &vt);
+    HOLD(get_i64(o_pairs, &vp, 0, 2, 2, "pairs"), &vp);
+    HOLD(get_i64(o_off, &voff, 0, 1, 0, "offsets"), &voff);
+    HOLD(get_i64(o_counter, &vc, 1, 1, 0, "counter"), &vc);
+    Py_ssize_t nq = vq.shape[0], tq = vq.shape[1], dk = vq.shape[2];
+    Py_ssize_t nk = vk.shape[0], tk = vk.shape[1], dv = vv.shape[2];
+    if (nk < 1 || nq % nk || vk.shape[2] != dk || vv.shape[0] != nk || vv.shape[1] != tk || vdo.shape[0] != nq ||
+        vdo.shape[1] != tq || vdo.shape[2] != dv || vlse.shape[0] != nq || vlse.shape[1] != tq ||
+        vdel.shape[0] != nq || vdel.shape[1] != tq || vrows.shape[0] != 2 || vdq.shape[0] < nq ||
+        vdq.shape[0] % nq || vdq.shape[1] != tq || vdq.shape[2] != dk || vdk.shape[0] != nk || vdk.shape[1] != tk ||
+        vdk.shape[2] != dk || vdv.shape[0] != nk || vdv.shape[1] != tk || vdv.shape[2] != dv || dk < 1 || dv < 1) {
+        PyErr_SetString(PyExc_ValueError, "backward_many: the arrays' shapes do not agree (see the docstring)");
+        goto done;
+    }
+    if (bq < 1 || bk < 1 || vc.shape[0] < 1) {
+        PyErr_SetString(PyExc_ValueError, "backward_many: block sizes must be positive and counter hold one value");
+        goto done;
+    }
+    Py_ssize_t n_kb = (tk + bk - 1) / bk, n_qb = (tq + bq - 1) / bq, parts = vdq.shape[0] / nq;
+    Py_ssize_t n_tasks = vt.shape[0], n_pairs = vp.shape[0];
+    const int64_t *tasks = vt.buf, *pairs = vp.buf, *offsets = voff.buf;
+    if (voff.shape[0] != n_kb + 1 || offsets[0] != 0 || offsets[n_kb] != n_pairs) {
+        PyErr_Format(PyExc_ValueError, "offsets must have %zd entries, from 0 to the %zd pairs", n_kb + 1, n_pairs);
+        goto done;
+    }
+    for (Py_ssize_t b = 0; b < n_kb; b++)
+        if (offsets[b + 1] < offsets[b]) {
+            PyErr_SetString(PyExc_ValueError, "offsets must not decrease");
+            goto done;
+        }
+    for (Py_ssize_t p = 0; p < n_pairs; p++)
+        if (pairs[2 * p] < 0 || pairs[2 * p] >= n_qb) {
+            PyErr_Format(PyExc_ValueError, "pair %zd names query block %lld; there are %zd", p,
+                         (long long)pairs[2 * p], n_qb);
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < n_tasks; i++) {
+        const int64_t *t = tasks + 4 * i;
+        if (t[0] < 0 || t[0] >= nk || t[1] < 0 || t[2] < t[1] || t[2] > n_kb || t[3] < 0 || t[3] >= parts) {
+            PyErr_Format(PyExc_ValueError, "task %zd (%lld, %lld, %lld, %lld) is out of range", i, (long long)t[0],
+                         (long long)t[1], (long long)t[2], (long long)t[3]);
+            goto done;
+        }
+    }
+    {
+        const int64_t *rows = vrows.buf;
+        float *scratch = PyMem_RawMalloc((size_t)(2 * bq * bk) * sizeof(float));
+        if (scratch == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        struct bw_shape sh = {dk, dv, bq, bk, scale, rows, rows + tq, scratch, scratch + bq * bk, vector_width()};
+        Py_ssize_t groups = nq / nk;
+        int64_t *counter = vc.buf;
+        double started = budget > 0 ? monotonic_seconds() : 0.0;
+        Py_BEGIN_ALLOW_THREADS
+        for (;;) {
+            if (budget > 0 && monotonic_seconds() - started > budget)
+                break;
+            int64_t i = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+            if (i >= n_tasks)
+                break;
+            const int64_t *t = tasks + 4 * i;
+            Py_ssize_t g = (Py_ssize_t)t[0], part = (Py_ssize_t)t[3];
+            float *dk_g = (float *)vdk.buf + g * tk * dk, *dv_g = (float *)vdv.buf + g * tk * dv;
+            for (int64_t b = t[1]; b < t[2]; b++) {
+                Py_ssize_t j0 = (Py_ssize_t)b * bk, cols = tk - j0 < bk ? tk - j0 : bk;
+                memset(dk_g + j0 * dk, 0, (size_t)(cols * dk) * sizeof(float));
+                memset(dv_g + j0 * dv, 0, (size_t)(cols * dv) * sizeof(float));
+                for (Py_ssize_t hh = 0; hh < groups; hh++) {
+                    Py_ssize_t head = g * groups + hh;
+                    struct bw_head h = {(const float *)vq.buf + head * tq * dk, (const float *)vdo.buf + head * tq * dv,
+                                        (const float *)vlse.buf + head * tq, (const float *)vdel.buf + head * tq,
+                                        (float *)vdq.buf + (part * nq + head) * tq * dk,
+                                        (const float *)vk.buf + g * tk * dk, (const float *)vv.buf + g * tk * dv,
+                                        dk_g, dv_g};
+                    for (int64_t p = offsets[b]; p < offsets[b + 1]; p++) {
+                        Py_ssize_t i0 = (Py_ssize_t)pairs[2 * p] * bq, n_rows = tq - i0 < bq ? tq - i0 : bq;
+                        block_pair(&h, &sh, i0, n_rows, j0, cols, pairs[2 * p + 1] != 0);
+                    }
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+        PyMem_RawFree(scratch);
+        result = PyBool_FromLong(__atomic_load_n(counter, __ATOMIC_RELAXED) < n_tasks);
+    }
+done:
+#undef HOLD
+    while (held > 0)
+        PyBuffer_Release(views[--held]);
+    return result;
+}
+
+static PyObject *bw_set_width(PyObject *self, PyObject *arg)
+{
+    long w = PyLong_AsLong(arg);
+    if (w == -1 && PyErr_Occurred())
+        return NULL;
+    if (w != 1 && w != 8 && w != 16) {
+        PyErr_SetString(PyExc_ValueError, "set_width takes 1, 8 or 16");
+        return NULL;
+    }
+    int previous = max_width;
+    max_width = (int)w;
+    return PyLong_FromLong(previous);
+}
+
+static PyObject *bw_width(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(vector_width());
+}
+
+static PyMethodDef methods[] = {
+    {"backward_many", backward_many, METH_VARARGS, backward_many_doc},
+    {"set_sgemm", set_sgemm, METH_VARARGS, set_sgemm_doc},
+    {"vector_width", bw_width, METH_NOARGS, "vector_width() -> 16, 8 or 1: the exp loops used now."},
+    {"set_width", bw_set_width, METH_O, "set_width(w) -> previous: exp loops at most w lanes wide (for tests)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "qkv.kernels._backward",
+    "The attention kernel's backward in C (FlashAttention-2's algorithm, float32, NumPy's BLAS).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__backward(void)
+{
+    return PyModule_Create(&module);
+}

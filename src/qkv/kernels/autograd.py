@@ -1,0 +1,495 @@
+"""Training through qkv's kernel on CPU torch tensors: the C forward (flash_many, which also
+writes each row's log-sum-exp) and a FlashAttention-2-style backward in C (`_backward.c`), as one
+torch custom op with its autograd formula, so `torch.compile(fullgraph=True)` keeps it.
+
+The op works on every mask whose query rows each see one contiguous range of keys (the same for
+every batch and head): no mask, causal (bottom-right), and qkv.masks functions with `key_ranges`
+(causal(offset), sliding_window, prefix_lm, chunked, document with one sorted id row, and their
+`&`). Per row i the range is rows[0, i] <= j < rows[1, i]; both passes visit only the
+(query block, key block) pairs some row of the block can see, and mask the rest of a partial
+block by the ranges, so a window of width W costs O(T·W) forward and backward. Memory: O(T·D)
+beyond the inputs (out, lse, the gradients, and two block_q × block_k scratch blocks per thread).
+
+Numbers: float32 (float16/bfloat16 inputs are computed in float32 and cast back; gradients flow
+through the casts). Other dtypes, other devices, a mask array, a bias, a score_mod, non-finite
+inputs or values above 2^60 are not taken (qkv.kernels.route.torch_flash_why_not says why;
+qkv.attention then uses its other paths).
+
+Layout inside the op: q (Nq, Tq, Dk), k (Nk, Tk, Dk), v (Nk, Tk, Dv), Nq = Nk·G: query head n reads
+key/value head n // G (grouped-query attention without copying k or v). `run` brings a
+checked call's tensors to that layout (broadcast batch dimensions are expanded under autograd, so
+their gradients are summed by torch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+
+import numpy as np
+
+from . import blas, blocked, pool
+from .call import Call, check_call
+
+try:   # the optional C extension (setup.py): the backward
+    from . import _backward
+except ImportError:   # not built: torch tensors take the plain path or SDPA
+    _backward = None
+
+__all__ = ["flash_attention", "op", "run", "available", "row_ranges", "values_ok", "block_backward"]
+
+# Blocks of both passes. 128×128 keeps each sgemm's operands in L2 and wastes little of a band's
+# partial blocks (see blocked._BAND_BLOCK).
+BLOCK_Q = 128
+BLOCK_K = 128
+# Below this many visited scores (summed over heads) one thread does it all: a pool costs more.
+_PARALLEL_MIN_SCORES = 1 << 18
+# flash_many / backward_many return to Python after this many seconds (Ctrl-C stays prompt).
+_BUDGET_S = 0.05
+# Values above this are left to the other paths (the forward's e^16 headroom must not overflow P·v).
+_MAX_VALUE = 2.0 ** 60
+# The backward's tasks (key/value head, key range) per thread, at least, where heads allow.
+_TASKS_PER_THREAD = 2
+
+_ready_lock = threading.Lock()
+_ready_state = None
+
+
+def available() -> bool:
+    """Whether this route can run: both C extensions built and NumPy's cblas_sgemm found."""
+    global _ready_state
+    if _ready_state is None:
+        with _ready_lock:
+            if _ready_state is None:
+                ok = _backward is not None and blocked._fused is not None and blas.sgemm_ready()
+                if ok and blas.sgemm_found is not None:
+                    _backward.set_sgemm(*blas.sgemm_found)
+                _ready_state = bool(ok and blas.sgemm_found is not None)
+    return _ready_state
+
+
+# --------------------------------------------------------------------------- masks as row ranges
+def row_ranges(call: Call):
+    """(2, Tq) int64: query row i sees keys rows[0, i] <= j < rows[1, i] (an empty range: no key),
+    from causal and the mask function's `key_ranges`; None when the call's mask is not of that
+    kind (a mask array, a mask function without key ranges, or ranges that differ by batch/head)."""
+    if call.mask is not None:
+        return None
+    tq, tk = call.tq, call.tk
+    lo = np.zeros(tq, np.int64)
+    hi = np.full(tq, tk, np.int64)
+    if call.causal:   # bottom-right: row i sees j <= i + Tk − Tq
+        np.minimum(hi, np.arange(tq, dtype=np.int64) + (tk - tq) + 1, out=hi)
+    if call.mask_mod is not None:
+        found = None if call.mask_info is None else call.mask_info.key_ranges   # the validator's analysis
+        if found is None:
+            return None
+        np.maximum(lo, found[0], out=lo)
+        np.minimum(hi, found[1], out=hi)
+    np.clip(lo, 0, tk, out=lo)
+    np.clip(hi, 0, tk, out=hi)
+    np.maximum(hi, lo, out=hi)
+    return np.ascontiguousarray(np.stack([lo, hi]))
+
+
+# --------------------------------------------------------------------------- block plans
+_PLANS: dict = {}
+_PLANS_KEPT = 32
+_plans_lock = threading.Lock()
+
+
+class _Plan:
+    """Which (query block, key block) pairs some row sees, and whether every row sees every key.
+
+    fwd_blocks (m, 5) and fwd_rows (query blocks, 4): flash_many's key-block table (j0, j1, flags
+    4 on partial blocks: per-row ranges; 0 on full ones, 0, 0) and each query block's (i0, i1, b0,
+    b1). pairs (n, 2) (query block, full) grouped by key block, offsets (key blocks + 1,), and
+    kb_weight (key blocks,): visited rows per key block, for splitting the backward's tasks."""
+
+    def __init__(self, rows: np.ndarray, tq: int, tk: int, bq: int, bk: int):
+        lo, hi = rows
+        q_starts = np.arange(0, tq, bq)
+        n_qb, n_kb = len(q_starts), -(-tk // bk)
+        seen = np.empty((n_qb, n_kb), bool)
+        full = np.empty((n_qb, n_kb), bool)
+        step = max(1, (1 << 22) // max(tq, 1))   # key blocks at a time: (Tq, step) booleans, ≤ 4 MiB
+        for b0 in range(0, n_kb, step):
+            j0 = np.arange(b0, min(b0 + step, n_kb), dtype=np.int64) * bk
+            j1 = np.minimum(j0 + bk, tk)
+            overlap = np.minimum(hi[:, None], j1) > np.maximum(lo[:, None], j0)       # (Tq, step)
+            covers = (lo[:, None] <= j0) & (hi[:, None] >= j1)
+            seen[:, b0:b0 + len(j0)] = np.logical_or.reduceat(overlap, q_starts, axis=0)
+            full[:, b0:b0 + len(j0)] = np.logical_and.reduceat(covers, q_starts, axis=0)
+        qb, kb = np.nonzero(seen)                     # row-major: by query block, then key block
+        j0 = kb * bk
+        i0 = qb * bq
+        band = _band_of(rows, tq, tk)
+        if band is None:   # partial blocks masked by the rows' ranges (flag 4)
+            flags = np.where(full[qb, kb], 0, 4)
+            limit = start = np.zeros_like(j0)
+        else:              # a band (causal, windows): flash_many's limit/start (flags 1, 2), which its
+            a, b = band    # AVX-512 register tiles take too; row r of a block keeps c < limit + r, c >= start + r
+            partial = ~full[qb, kb]
+            flags = np.where(partial, (1 if b is not None else 0) | (2 if a is not None else 0), 0)
+            limit = i0 + (b if b is not None else 0) - j0
+            start = i0 + (a if a is not None else 0) - j0
+        self.fwd_blocks = np.ascontiguousarray(
+            np.stack([j0, np.minimum(j0 + bk, tk), flags, limit, start], axis=1), np.int64)
+        counts = seen.sum(axis=1)
+        ends = np.cumsum(counts)
+        self.fwd_rows = np.ascontiguousarray(
+            np.stack([q_starts, np.minimum(q_starts + bq, tq), ends - counts, ends], axis=1), np.int64)
+        kb_t, qb_t = np.nonzero(seen.T)               # by key block, then query block
+        self.pairs = np.ascontiguousarray(np.stack([qb_t, full[qb_t, kb_t]], axis=1), np.int64)
+        per_kb = seen.sum(axis=0)
+        self.offsets = np.concatenate([[0], np.cumsum(per_kb)]).astype(np.int64)
+        q_rows = np.minimum(q_starts + bq, tq) - q_starts
+        self.kb_weight = (seen * q_rows[:, None]).sum(axis=0)
+        self.visited = int((seen * q_rows[:, None]).sum()) * bk
+        for a in (self.fwd_blocks, self.fwd_rows, self.pairs, self.offsets):
+            a.flags.writeable = False
+
+
+def _band_of(rows: np.ndarray, tq: int, tk: int):
+    """(a, b) when every row's range is exactly clip(i + a, 0, Tk) <= j < clip(i + b, 0, Tk) (a None:
+    from 0; b None: to Tk) — causal, windows —, else None."""
+    lo, hi = rows
+    i = np.arange(tq, dtype=np.int64)
+    inner_lo, inner_hi = np.flatnonzero(lo > 0), np.flatnonzero(hi < tk)
+    a = None if not len(inner_lo) else int(lo[inner_lo[0]] - inner_lo[0])
+    b = None if not len(inner_hi) else int(hi[inner_hi[0]] - inner_hi[0])
+    want_lo = np.zeros(tq, np.int64) if a is None else np.clip(i + a, 0, tk)
+    want_hi = np.full(tq, tk, np.int64) if b is None else np.clip(i + b, 0, tk)
+    if not (np.array_equal(lo, want_lo) and np.array_equal(hi, want_hi)):
+        return None
+    return a, b
+
+
+def _plan(rows: np.ndarray, tq: int, tk: int, bq: int, bk: int) -> _Plan:
+    key = (tq, tk, bq, bk, rows.tobytes())
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _Plan(rows, tq, tk, bq, bk)
+        with _plans_lock:
+            if len(_PLANS) >= _PLANS_KEPT:
+                _PLANS.pop(next(iter(_PLANS)), None)
+            _PLANS[key] = plan
+    return plan
+
+
+# --------------------------------------------------------------------------- the two passes (NumPy)
+def _threads(work: int) -> int:
+    return pool.available_cpus() if work >= _PARALLEL_MIN_SCORES else 1
+
+
+def _run(step, threads: int) -> None:
+    """step(scratch) on `threads` threads until it returns False (it takes tasks from a shared
+    counter); BLAS held to one thread, no fork meanwhile (see pool.fork_gate)."""
+    stop = []
+
+    def work():
+        try:
+            while not stop and step():
+                pass
+        except BaseException:
+            stop.append(True)
+            raise
+
+    with pool.fork_gate(), (blas.single_thread() if threads > 1 else contextlib.nullcontext()):
+        pool.run_all(work, [()] * threads, threads)
+
+
+def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLOCK_K, threads: int | None = None):
+    """out (Nq, Tq, Dv) and lse (Nq, Tq) float32 from C-contiguous float32 q (Nq, Tq, Dk),
+    k (Nk, Tk, Dk), v (Nk, Tk, Dv) and row ranges (2, Tq) (see the module docstring). threads:
+    None picks by the work (one thread for small calls)."""
+    nq, tq, _ = q.shape
+    nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
+    groups = nq // nk
+    bq, bk = min(bq, tq), min(bk, tk)
+    plan = _plan(rows, tq, tk, bq, bk)
+    rows_of = plan.fwd_rows
+    heads = np.arange(nq, dtype=np.int64)
+    tasks = np.empty((nq, len(rows_of), 7), np.int64)
+    tasks[:, :, 0] = heads[:, None]
+    tasks[:, :, 1] = (heads // groups)[:, None]
+    tasks[:, :, 2] = heads[:, None]
+    tasks[:, :, 3:] = rows_of[None]
+    tasks = tasks.reshape(-1, 7)
+    weight = (tasks[:, 4] - tasks[:, 3]) * (tasks[:, 6] - tasks[:, 5])
+    tasks = np.ascontiguousarray(tasks[np.argsort(-weight, kind="stable")])
+    tasks = tasks[tasks[:, 6] > tasks[:, 5]] if len(tasks) else tasks   # rows that see no key: below
+    out = np.zeros((nq, tq, dv), np.float32)
+    lse = np.full((nq, tq), -np.inf, np.float32)
+    counter = np.zeros(1, np.int64)
+    threads = threads or _threads(plan.visited * nq)
+    local = threading.local()
+
+    def step():
+        if not hasattr(local, "scores"):
+            local.scores = np.empty((bq, bk), np.float32)
+            local.vectors = np.empty((3, bq), np.float32)
+        return blocked._fused.flash_many(q, k, v, out, lse, tasks, plan.fwd_blocks, counter, local.scores,
+                                         local.vectors, blocked._HEADROOM, float(scale), _BUDGET_S, rows)
+
+    if len(tasks):
+        _run(step, threads)
+    return out, lse
+
+
+def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: int = BLOCK_Q, bk: int = BLOCK_K,
+                    threads: int | None = None, delta=None):
+    """dq (Nq, Tq, Dk), dk (Nk, Tk, Dk), dv (Nk, Tk, Dv) float32 from the forward's inputs, out and lse,
+    and the gradients dout (Nq, Tq, Dv) and dlse (Nq, Tq) or None; C-contiguous float32. threads:
+    None picks by the work. delta (Nq, Tq): rowsum(dO ∘ O) − dlse given by the caller (out and dlse
+    then unused) — a block of a longer attention (ring attention) passes the whole row's lse and δ."""
+    nq, tq, dk = q.shape
+    nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
+    bq, bk = min(bq, tq), min(bk, tk)
+    plan = _plan(rows, tq, tk, bq, bk)
+    if delta is None:
+        delta = np.einsum("htd,htd->ht", dout, out, dtype=np.float32, optimize=False)   # rowsum(dO ∘ O)
+        if dlse is not None:
+            delta -= dlse                # lse's own gradient: ∂lse/∂s = P, so dS = P∘(dP − δ + dlse)
+    delta = np.ascontiguousarray(delta, np.float32)
+    threads = threads or _threads(plan.visited * nq)
+    n_kb = len(plan.offsets) - 1
+    # One key range per head when there are enough heads to keep the threads busy; otherwise each head's key blocks into ranges of about equal work, each with its own dQ part.
+    # split each head's key blocks into ranges of about equal work, each with its own dQ part
+    # (summed at the end): at least _TASKS_PER_THREAD tasks per thread, so that a thread slowed by
+    # other work on the machine does not hold the others up.
+    parts = 1 if nk >= _TASKS_PER_THREAD * threads or threads == 1 else \
+        min(n_kb, -(-_TASKS_PER_THREAD * threads // nk))
+    cuts = np.searchsorted(np.cumsum(plan.kb_weight), np.linspace(0, plan.kb_weight.sum(), parts + 1)[1:-1],
+                           side="right") if parts > 1 else np.zeros(0, np.int64)
+    edges = np.unique(np.concatenate([[0], cuts, [n_kb]]))
+    parts = len(edges) - 1
+    tasks = []
+    for g in range(nk):
+        for part in range(parts):
+            a, b = int(edges[part]), int(edges[part + 1])
+            tasks.append((g, a, b, part, int(plan.kb_weight[a:b].sum())))
+    tasks.sort(key=lambda t: -t[4])
+    tasks = np.ascontiguousarray(np.array([t[:4] for t in tasks], np.int64).reshape(-1, 4))
+    dq = np.zeros((parts * nq, tq, dk), np.float32)
+    dk_ = np.empty((nk, tk, dk), np.float32)
+    dv_ = np.empty((nk, tk, dv), np.float32)
+    counter = np.zeros(1, np.int64)
+
+    def step():
+        return _backward.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
+                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S)
+
+    _run(step, threads)
+    if parts > 1:
+        dq = dq.reshape(parts, nq, tq, dk).sum(axis=0, dtype=np.float32)
+    return dq, dk_, dv_
+
+
+# --------------------------------------------------------------------------- the torch op
+_op = None
+_function = None
+
+
+def _contiguous_numpy(t):
+    return t.detach().contiguous().numpy()
+
+
+def _forward_tensors(q, k, v, rows, scale, block_q, block_k):
+    import torch
+
+    out, lse = forward_arrays(_contiguous_numpy(q), _contiguous_numpy(k), _contiguous_numpy(v),
+                              _contiguous_numpy(rows), scale, block_q, block_k)
+    return torch.from_numpy(out), torch.from_numpy(lse)
+
+
+def _backward_tensors(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block_k):
+    import torch
+
+    if dout is None:
+        dout = torch.zeros_like(out)
+    grads = backward_arrays(_contiguous_numpy(dout), _contiguous_numpy(q), _contiguous_numpy(k), _contiguous_numpy(v),
+                            _contiguous_numpy(out), _contiguous_numpy(lse), _contiguous_numpy(rows), scale,
+                            None if dlse is None else _contiguous_numpy(dlse), block_q, block_k)
+    return tuple(torch.from_numpy(g) for g in grads)
+
+
+def op():
+    """The torch custom op `torch.ops.qkv.flash_attention(q, k, v, rows, scale, block_q, block_k) ->
+    (out, lse)` (defined on first call; its backward is `qkv::flash_attention_backward`).
+
+    q (Nq, Tq, Dk), k (Nk, Tk, Dk), v (Nk, Tk, Dv) float32 CPU (Nq = Nk·G: query head n reads kv head
+    n // G), rows (2, Tq) int64 key ranges (`row_ranges`), scale a float, block sizes ints. out
+    (Nq, Tq, Dv), lse (Nq, Tq) (−inf for rows with no key). With register_fake and register_autograd:
+    `torch.compile(fullgraph=True)` keeps it as one node, forward and backward.
+    qkv.attention itself runs the same two passes through `_eager_function` (a torch.autograd.Function):
+    a custom op's first call imports torch._dynamo (2–7 s measured here), which eager calls need not pay."""
+    return _register()
+
+
+def _eager_function():
+    """The same forward and backward as `op()`, as a plain torch.autograd.Function (eager calls)."""
+    global _function
+    if _function is None:
+        import torch
+
+        class FlashAttention(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, rows, scale, block_q, block_k):
+                out, lse = _forward_tensors(q, k, v, rows, scale, block_q, block_k)
+                ctx.save_for_backward(q, k, v, out, lse, rows)
+                ctx.options = (scale, block_q, block_k)
+                return out, lse
+
+            @staticmethod
+            @torch.autograd.function.once_differentiable
+            def backward(ctx, dout, dlse):
+                q, k, v, out, lse, rows = ctx.saved_tensors
+                dq, dk, dv = _backward_tensors(dout, dlse, q, k, v, out, lse, rows, *ctx.options)
+                return dq, dk, dv, None, None, None, None
+
+        _function = FlashAttention
+    return _function.apply
+
+
+def _register():
+    """Defines the custom ops qkv::flash_attention (forward: out, lse) and
+    qkv::flash_attention_backward, with fake (meta) implementations and the autograd formula."""
+    global _op
+    if _op is not None:
+        return _op
+    import torch
+    from torch import Tensor
+
+    # Schemas written out: this module's annotations are strings (from __future__ import annotations).
+    @torch.library.custom_op("qkv::flash_attention", mutates_args=(), schema=(
+        "(Tensor q, Tensor k, Tensor v, Tensor rows, float scale, int block_q, int block_k) -> (Tensor, Tensor)"))
+    def flash_attention_op(q: Tensor, k: Tensor, v: Tensor, rows: Tensor, scale: float, block_q: int,
+                           block_k: int) -> tuple[Tensor, Tensor]:
+        return _forward_tensors(q, k, v, rows, scale, block_q, block_k)
+
+    @flash_attention_op.register_fake
+    def _(q, k, v, rows, scale, block_q, block_k):
+        return q.new_empty(q.shape[:-1] + v.shape[-1:]), q.new_empty(q.shape[:-1])
+
+    @torch.library.custom_op("qkv::flash_attention_backward", mutates_args=(), schema=(
+        "(Tensor dout, Tensor? dlse, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor rows, float scale, "
+        "int block_q, int block_k) -> (Tensor, Tensor, Tensor)"))
+    def flash_attention_backward_op(dout: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
+                                    lse: Tensor, rows: Tensor, scale: float, block_q: int,
+                                    block_k: int) -> tuple[Tensor, Tensor, Tensor]:
+        return _backward_tensors(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block_k)
+
+    @flash_attention_backward_op.register_fake
+    def _(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block_k):
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+    def setup_context(ctx, inputs, output):
+        q, k, v, rows, scale, block_q, block_k = inputs
+        out, lse = output
+        ctx.save_for_backward(q, k, v, out, lse, rows)
+        ctx.options = (scale, block_q, block_k)
+
+    def backward(ctx, dout, dlse):
+        q, k, v, out, lse, rows = ctx.saved_tensors
+        if dout is None:
+            dout = torch.zeros_like(out)
+        dq, dk, dv = flash_attention_backward_op(dout, dlse, q, k, v, out, lse, rows, *ctx.options)
+        return dq, dk, dv, None, None, None, None
+
+    flash_attention_op.register_autograd(backward, setup_context=setup_context)
+    _op = flash_attention_op
+    return _op
+
+
+# --------------------------------------------------------------------------- qkv.attention's route
+def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K):
+    """Execute the TORCH_FLASH route (chosen by qkv.kernels.route.choose_route) on a checked call.
+
+    call.q (…, H, Tq, Dk), call.k and call.v (…, G, Tk, ·) as `check_call` accepted them (GQA,
+    broadcasting, 2-D inputs). Returns out (…, H, Tq, Dv) in q's dtype, or (out, lse (…, H, Tq))
+    with return_lse (−inf for rows that see no key). Broadcast batch dimensions are expanded under
+    autograd (their gradients summed by torch); float16/bfloat16 are cast to float32 and back.
+    """
+    import torch
+
+    q, k, v = call.q, call.k, call.v
+    rows = row_ranges(call)
+    lead = call.lead or (1,)
+    heads = lead[-1]
+    kv_heads = int(k.shape[-3]) if k.ndim >= 3 else 1
+
+    def flat(x, heads_here, t, d):   # (…, heads, T, D) broadcast to the call's batch → (N·heads, T, D) float32
+        x = x.expand(tuple(lead[:-1]) + (heads_here, t, d))
+        if x.dtype != torch.float32:
+            x = x.to(torch.float32)
+        return x.reshape(-1, t, d).contiguous()   # no copy for a contiguous float32 tensor
+
+    q3 = flat(q, heads, call.tq, call.dk)
+    k3 = flat(k, kv_heads, call.tk, call.dk)
+    v3 = flat(v, kv_heads, call.tk, call.dv)
+    out, lse = _eager_function()(q3, k3, v3, torch.from_numpy(rows), float(call.scale), int(block_q), int(block_k))
+    out = out.reshape(call.out_shape).to(call.dtype)
+    if return_lse:
+        return out, lse.reshape(call.out_shape[:-1]).to(call.dtype)
+    return out
+
+
+def values_ok(q, k, v) -> bool:
+    """Every value of q, k, v finite and |v| <= 2^60 (the forward's e^16 headroom must not overflow
+    P·v): one C pass over each contiguous float32 tensor (no temporaries, no torch threads), torch's
+    isfinite otherwise."""
+    import torch
+
+    tops = []
+    for x in (q, k, v):
+        x = x.detach()
+        if x.dtype == torch.float32 and x.is_contiguous() and x.numel():
+            tops.append(float(blocked._fused.absmax(x.numpy().reshape(-1))))
+        else:
+            tops.append(float(x.abs().max()) if x.numel() else 0.0)
+    return all(math.isfinite(t) for t in tops) and tops[2] <= _MAX_VALUE
+
+
+def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask_mod=None,
+                    return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K):
+    """attention(q, k, v, causal=…, scale=…, mask_mod=…) through the TORCH_FLASH route only (tests,
+    benchmarks, ring attention): CPU torch tensors, forward and backward in C, with the given block
+    sizes. Same shapes and meaning as `qkv.attention`; raises ValueError naming why the route does
+    not take the call."""
+    from .route import torch_flash_why_not
+
+    call = check_call(q, k, v, None, causal=causal, scale=scale, mask_mod=mask_mod)
+    why = torch_flash_why_not(call, pinned=True)
+    if why is not None:
+        raise ValueError(f"the C training route does not take this call: {why}")
+    if call.empty:
+        raise ValueError("the C training route does not take this call: Tq, Tk or a leading dimension is 0")
+    return run(call, return_lse=return_lse, block_q=block_q, block_k=block_k)
+
+
+def block_backward(q, k, v, d_out, lse, delta, *, causal: bool, scale: float):
+    """One block's gradients with the whole row's lse and δ (FlashAttention's backward as ring
+    attention needs it), through the C backward. float32 CPU torch tensors, no autograd:
+    q, d_out (B, H, t, ·); k, v (B, G, K, ·) (H % G == 0); lse, delta (B, H, t) (lse −inf: a row
+    with no key anywhere). causal: row i sees key j <= i + (K − t) (bottom-right). Returns this
+    block's dq (B, H, t, Dk), dk (B, G, K, Dk), dv (B, G, K, Dv) as float32 tensors."""
+    import torch
+
+    b, h, t, dk = q.shape
+    g, keys, dv = k.shape[1], k.shape[2], v.shape[-1]
+    lo = np.zeros(t, np.int64)
+    hi = np.full(t, keys, np.int64)
+    if causal:
+        hi = np.clip(np.arange(t, dtype=np.int64) + (keys - t) + 1, 0, keys)
+    rows = np.ascontiguousarray(np.stack([lo, np.maximum(hi, lo)]))
+
+    def flat(x, n, d):
+        return x.detach().to(torch.float32).reshape(b * n, -1, d).contiguous().numpy()
+
+    grads = backward_arrays(flat(d_out, h, dv), flat(q, h, dk), flat(k, g, dk), flat(v, g, dv), None,
+                            lse.detach().to(torch.float32).reshape(b * h, t).contiguous().numpy(), rows, scale,
+                            delta=delta.detach().to(torch.float32).reshape(b * h, t).contiguous().numpy())
+    dq, dk_, dv_ = (torch.from_numpy(x) for x in grads)
+    return dq.reshape(b, h, t, dk), dk_.reshape(b, g, keys, dk), dv_.reshape(b, g, keys, dv)

@@ -1,0 +1,350 @@
+"""The C training route for CPU torch tensors (qkv/kernels/autograd.py, _backward.c): forward and
+gradients against float64 autograd through the plain path (qkv.attention_reference on float64
+tensors: an independent computation, the full score matrix and torch's own softmax backward), on
+every mask kind the route takes, GQA/MQA, batch dimensions, odd sizes, Tq ≠ Tk, empty rows,
+non-contiguous and half-precision inputs; the custom op under torch.compile(fullgraph=True); and
+the calls the route declines (which keep correct gradients on the other paths).
+
+Tolerance: float32 results differ from float64 by rounding only; measured ≤ 6e-7 of the largest
+reference value for these sizes, so 2e-5 (relative to the largest value) leaves room and still
+catches any wrong term (a missing block, a wrong mask or scale gives errors ≥ 1e-2).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import qkv
+import qkv.masks as masks
+from qkv.kernels import autograd as ag
+from qkv.kernels import route
+from qkv.kernels.call import check_call
+from qkv.kernels.route import choose_route
+
+pytestmark = pytest.mark.skipif(not ag.available(), reason="the C extensions are not built")
+
+TOL = 2e-5
+
+
+def _inputs(q_shape, k_shape, v_shape, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(s, generator=g, dtype=dtype) for s in (q_shape, k_shape, v_shape)]
+
+
+def _reference(q, k, v, dout, **options):
+    """out, (dq, dk, dv) and lse in float64 through the plain path with torch autograd."""
+    q, k, v = (x.detach().double().requires_grad_() for x in (q, k, v))
+    out, lse = qkv.attention_reference(q, k, v, return_lse=True, **options)
+    grads = torch.autograd.grad(out, (q, k, v), dout.double())
+    return out.detach(), grads, lse.detach()
+
+
+def _flash(q, k, v, dout, dtype=torch.float32, **options):
+    q, k, v = (x.detach().to(dtype).requires_grad_() for x in (q, k, v))
+    out, lse = ag.flash_attention(q, k, v, return_lse=True, **options)
+    grads = torch.autograd.grad(out, (q, k, v), dout.to(dtype))
+    return out.detach(), grads, lse.detach()
+
+
+def _close(got, want, tol=TOL, what=""):
+    got, want = got.double(), want.double()
+    assert got.shape == want.shape, what
+    # relative to the largest reference value; at least 0.1 (inputs and dout are O(1)): where the exact
+    # gradient is 0 (one key: softmax does not depend on q) float32 leaves ~1e-8 of rounding
+    scale = max(float(want.abs().max()), 0.1)
+    err = float((got - want).abs().max()) / scale
+    assert err <= tol, f"{what}: relative error {err:.2e} > {tol:.0e}"
+
+
+def _check(q_shape, k_shape, v_shape, seed=0, dtype=torch.float32, tol=TOL, block_q=ag.BLOCK_Q,
+           block_k=ag.BLOCK_K, **options):
+    q, k, v = _inputs(q_shape, k_shape, v_shape, seed)
+    ref_out = qkv.attention_reference(q, k, v, **options)
+    dout = torch.randn(ref_out.shape, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+    out_ref, grads_ref, lse_ref = _reference(q, k, v, dout, **options)
+    out, grads, lse = _flash(q, k, v, dout, dtype=dtype, block_q=block_q, block_k=block_k, **options)
+    _close(out, out_ref, tol, "out")
+    finite = torch.isfinite(lse_ref)
+    assert torch.equal(torch.isfinite(lse), finite), "lse: −inf exactly on the rows with no key"
+    _close(lse[finite], lse_ref[finite], tol, "lse")
+    for name, got, want in zip("qkv", grads, grads_ref):
+        _close(got, want, tol, f"d{name}")
+    return out, grads, lse
+
+
+# --------------------------------------------------------------------------- every mask kind
+MASKS = {
+    "none": {},
+    "causal": {"causal": True},
+    "causal mask_mod": {"mask_mod": masks.causal()},
+    "causal offset": {"mask_mod": masks.causal(3)},
+    "sliding window": {"mask_mod": masks.sliding_window(9)},
+    "two-sided window": {"mask_mod": masks.sliding_window(5, 7)},
+    "window and causal": {"mask_mod": masks.sliding_window(11, None), "causal": True},
+    "prefix-LM": {"mask_mod": masks.prefix_lm(13)},
+    "chunked": {"mask_mod": masks.chunked(16)},
+    "chunked causal": {"mask_mod": masks.chunked(16) & masks.causal()},
+    "documents": {"mask_mod": masks.document(np.repeat(np.arange(5), [3, 20, 1, 30, 46]))},
+    "documents causal": {"mask_mod": masks.document(np.repeat(np.arange(4), [40, 1, 25, 34])) & masks.causal()},
+}
+
+
+@pytest.mark.parametrize("name", list(MASKS))
+def test_gradients_match_float64_on_every_mask(name):
+    _check((2, 3, 100, 16), (2, 3, 100, 16), (2, 3, 100, 8), block_q=32, block_k=16, **MASKS[name])
+
+
+@pytest.mark.parametrize("name", ["none", "causal", "sliding window", "documents"])
+def test_default_blocks_many_threads(name):
+    # big enough for both passes to use the thread pool and, with one head, to split each head's
+    # key blocks into ranges whose dQ parts are summed
+    _check((1, 1, 700, 32), (1, 1, 700, 32), (1, 1, 700, 32), seed=3,
+           **({"mask_mod": masks.document(np.repeat(np.arange(4), [100, 250, 50, 300]))} if name == "documents"
+              else MASKS[name]))
+
+
+# --------------------------------------------------------------------------- layouts and sizes
+@pytest.mark.parametrize("tq,tk", [(1, 1), (1, 7), (7, 7), (7, 1), (129, 129), (33, 129), (129, 33)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_odd_sizes_and_bottom_right_causal(tq, tk, causal):
+    # Tq > Tk with causal: the first Tq − Tk rows see no key (zero output and gradients, lse −inf)
+    out, grads, lse = _check((2, tq, 5), (2, tk, 5), (2, tk, 3), block_q=16, block_k=8, causal=causal)
+    if causal and tq > tk:
+        empty = tq - tk
+        assert torch.all(out[:, :empty] == 0) and torch.all(grads[0][:, :empty] == 0)
+        assert torch.all(torch.isneginf(lse[:, :empty]))
+
+
+def test_grouped_query_and_multi_query_heads():
+    _check((2, 6, 50, 8), (2, 2, 60, 8), (2, 2, 60, 4), block_q=16, block_k=16, causal=True)   # GQA, H/G = 3
+    _check((2, 4, 50, 8), (2, 1, 50, 8), (2, 1, 50, 8), block_q=16, block_k=16,
+           mask_mod=masks.sliding_window(7))                                                   # MQA
+    _check((3, 40, 8), (40, 8), (40, 8), block_q=16, block_k=16)   # k, v broadcast over q's heads
+
+
+def test_batch_dimensions_broadcast():
+    # two batch dimensions; k and v shared by every batch entry (their gradients summed over it)
+    _check((2, 3, 4, 30, 8), (1, 1, 4, 30, 8), (1, 1, 4, 30, 8), block_q=8, block_k=8, causal=True)
+    _check((2, 30, 8), (2, 30, 8), (2, 30, 8), scale=0.3, block_q=8, block_k=16)
+
+
+def test_empty_rows_from_a_mask():
+    # a document's keys absent from the key sequence: its queries see nothing
+    ids_q = np.repeat(np.arange(3), [10, 15, 15])
+    ids_k = np.repeat(np.array([0, 2]), [12, 28])
+    out, grads, lse = _check((2, 40, 8), (2, 40, 8), (2, 40, 8), block_q=8, block_k=8,
+                             mask_mod=masks.document(ids_q, ids_k))
+    rows = slice(10, 25)
+    assert torch.all(out[:, rows] == 0) and torch.all(grads[0][:, rows] == 0)
+    assert torch.all(torch.isneginf(lse[:, rows]))
+
+
+def test_non_contiguous_inputs():
+    q, k, v = _inputs((2, 40, 3, 8), (2, 40, 3, 8), (2, 40, 3, 8))
+    q, k, v = (x.transpose(1, 2) for x in (q, k, v))   # (2, 3, 40, 8) views, not contiguous
+    assert not q.is_contiguous()
+    dout = torch.randn(2, 3, 40, 8, dtype=torch.float64)
+    out_ref, grads_ref, _ = _reference(q, k, v, dout, causal=True)
+    out, grads, _ = _flash(q, k, v, dout, causal=True, block_q=16, block_k=8)
+    _close(out, out_ref)
+    for got, want in zip(grads, grads_ref):
+        _close(got, want)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.bfloat16, 2e-2), (torch.float16, 3e-3)])
+def test_half_precision_inputs_computed_in_float32(dtype, tol):
+    # the inputs are rounded to dtype first; the reference gets the same rounded values
+    q, k, v = (x.to(dtype).double() for x in _inputs((2, 50, 16), (2, 50, 16), (2, 50, 16)))
+    dout = torch.randn(2, 50, 16, dtype=torch.float64).to(dtype).double()
+    out_ref, grads_ref, _ = _reference(q, k, v, dout, causal=True)
+    out, grads, _ = _flash(q, k, v, dout, dtype=dtype, causal=True, block_q=16, block_k=16)
+    assert out.dtype == dtype and all(g.dtype == dtype for g in grads)
+    _close(out, out_ref, tol)
+    for got, want in zip(grads, grads_ref):
+        _close(got, want, tol)
+
+
+def test_gradient_through_lse():
+    # a loss on the lse too (ring attention merges partials with it): d lse / d score = P
+    q, k, v = _inputs((2, 60, 8), (2, 60, 8), (2, 60, 8))
+    weights = torch.randn(2, 60, dtype=torch.float64)
+
+    def loss(out, lse):
+        return out.square().sum() + (weights * lse).sum()
+
+    qd, kd, vd = (x.clone().requires_grad_() for x in (q, k, v))
+    want = torch.autograd.grad(loss(*qkv.attention_reference(qd, kd, vd, causal=True, return_lse=True)), (qd, kd, vd))
+    qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+    got = torch.autograd.grad(loss(*ag.flash_attention(qf, kf, vf, causal=True, return_lse=True, block_q=16,
+                                                     block_k=16)), (qf, kf, vf))
+    for g, w in zip(got, want):
+        _close(g, w)
+
+
+def test_scalar_and_avx2_exp_loops_agree():
+    q, k, v = _inputs((2, 70, 16), (2, 70, 16), (2, 70, 16))
+    dout = torch.randn(2, 70, 16, dtype=torch.float64)
+    _, grads_ref, _ = _reference(q, k, v, dout, causal=True)
+    previous = ag._backward.set_width(1)
+    try:
+        _, grads, _ = _flash(q, k, v, dout, causal=True, block_q=16, block_k=16)
+    finally:
+        ag._backward.set_width(previous)
+    for got, want in zip(grads, grads_ref):
+        _close(got, want)
+
+
+def test_arrays_threads_and_parts_agree():
+    """backward_arrays with one thread, and with several threads splitting one head's keys into
+    ranges (dQ parts), gives the same gradients to rounding."""
+    rng = np.random.default_rng(5)
+    q, k, v, dout = (rng.standard_normal((1, 300, 16)).astype(np.float32) for _ in range(4))
+    rows = ag.row_ranges(check_call(q, k, v, causal=True))
+    out, lse = ag.forward_arrays(q, k, v, rows, 0.25, 32, 32)
+    one = ag.backward_arrays(dout, q, k, v, out, lse, rows, 0.25, None, 32, 32, threads=1)
+    many = ag.backward_arrays(dout, q, k, v, out, lse, rows, 0.25, None, 32, 32, threads=3)
+    for a, b in zip(one, many):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.abs(a).max())
+
+
+# --------------------------------------------------------------------------- qkv.attention's route
+def _node_names(t):
+    names, todo = [], [t.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is not None:
+            names.append(type(fn).__name__)
+            todo += [n for n, _ in fn.next_functions]
+    return names
+
+
+def test_qkv_attention_takes_the_route_for_float32_torch():
+    q, k, v = (x.float().requires_grad_() for x in _inputs((2, 4, 80, 16), (2, 2, 80, 16), (2, 2, 80, 16)))
+    out = qkv.attention(q, k, v, mask_mod=masks.sliding_window(20))
+    assert "FlashAttentionBackward" in _node_names(out)
+    dout = torch.randn(out.shape, dtype=torch.float64)
+    out.backward(dout.float())
+    out_ref, grads_ref, _ = _reference(q, k, v, dout, mask_mod=masks.sliding_window(20))
+    _close(out.detach(), out_ref)
+    for got, want in zip((q.grad, k.grad, v.grad), grads_ref):
+        _close(got, want)
+
+
+def test_declined_calls_keep_correct_gradients():
+    q, k, v = _inputs((2, 70, 8), (2, 70, 8), (2, 70, 8))
+
+    def route_of(*args, **options):
+        return choose_route(check_call(*args, **options)).name
+
+    assert route_of(q.float(), k.float(), v.float(), causal=True) == route.TORCH_FLASH
+    # float64 stays on the plain path (torch autograd); short calls go to SDPA
+    assert route_of(q, k, v, causal=True) != route.TORCH_FLASH
+    assert route_of(q[:, :10].float(), k[:, :10].float(), v[:, :10].float()) == route.TORCH_SDPA
+    # a mask function without key ranges, a mask array, a bias, non-finite values: declined, with a reason
+    lam = lambda b, h, qi, ki: (qi - ki) % 3 == 0   # noqa: E731
+    qf, kf, vf = (x.float() for x in (q, k, v))
+    for options in ({"mask_mod": lam}, {"mask": torch.rand(70, 70) > 0.5}, {"bias": torch.randn(70, 70)}):
+        call = check_call(qf, kf, vf, options.pop("mask", None), **options)
+        assert route.torch_flash_why_not(call) is not None
+        assert choose_route(call).name != route.TORCH_FLASH
+    bad = vf.clone()
+    bad[0, 5, 0] = float("nan")
+    assert "non-finite" in route.torch_flash_why_not(check_call(qf, kf, bad, causal=True))
+    with pytest.raises(ValueError, match="training route"):
+        ag.flash_attention(q, k, v)
+    # through qkv.attention a NaN value that no query attends to (key 5, hidden by causal from
+    # rows < 5) reaches only the rows that attend to it
+    out = qkv.attention(qf, kf, bad, causal=True)
+    assert torch.isfinite(out[:, :5]).all() and torch.isnan(out[0, 5:, 0]).all()
+
+
+def test_route_pinned_by_argument():
+    """route="torch_flash" takes the C route even for a short call; the result and gradients agree
+    with SDPA's route on the same float32 inputs."""
+    from qkv.attention import _attention
+
+    q, k, v = (x.float().requires_grad_() for x in _inputs((2, 2, 20, 8), (2, 2, 20, 8), (2, 2, 20, 8)))
+    out = _attention(q, k, v, causal=True, route="torch_flash")
+    assert "FlashAttentionBackward" in _node_names(out)
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    peer = _attention(q, k, v, causal=True, route="torch_sdpa")
+    assert "FlashAttentionBackward" not in _node_names(peer)
+    peer_grads = torch.autograd.grad(peer.sum(), (q, k, v))
+    _close(out.detach(), peer.detach(), 1e-5)
+    for a, b in zip(grads, peer_grads):
+        _close(a, b, 1e-5)
+
+
+def test_arbitrary_score_mod_gets_correct_gradients():
+    """A differentiable score_mod written by the user: qkv.attention (float32, the plain path) against
+    the same formula written out in float64 torch."""
+    q, k, v = _inputs((2, 80, 8), (2, 80, 8), (2, 80, 8))
+    table = torch.linspace(-1, 1, 160, dtype=torch.float64)
+
+    def score_mod(score, b, h, qi, ki):
+        return 5 * torch.tanh(score / 5) + table.to(score.dtype)[qi - ki + 79]
+
+    qd, kd, vd = (x.clone().requires_grad_() for x in (q, k, v))
+    i, j = torch.arange(80)[:, None], torch.arange(80)
+    scores = 5 * torch.tanh(qd @ kd.transpose(-1, -2) / np.sqrt(8) / 5) + table[i - j + 79]
+    scores = scores.masked_fill(j > i, float("-inf"))
+    want_out = torch.softmax(scores, -1) @ vd
+    dout = torch.randn(want_out.shape, dtype=torch.float64)
+    want = torch.autograd.grad(want_out, (qd, kd, vd), dout)
+    qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+    out = qkv.attention(qf, kf, vf, causal=True, score_mod=score_mod)
+    got = torch.autograd.grad(out, (qf, kf, vf), dout.float())
+    _close(out.detach(), want_out.detach())
+    for g, w in zip(got, want):
+        _close(g, w)
+
+
+# --------------------------------------------------------------------------- torch.compile
+def test_compile_fullgraph_keeps_the_op():
+    q, k, v = (x.float() for x in _inputs((2, 2, 64, 16), (2, 2, 64, 16), (2, 2, 64, 16)))
+    rows = torch.from_numpy(ag.row_ranges(check_call(q, k, v, causal=True)))
+
+    def step(q, k, v):
+        out, lse = torch.ops.qkv.flash_attention(q.reshape(4, 64, 16), k.reshape(4, 64, 16), v.reshape(4, 64, 16),
+                                                 rows, 0.25, 32, 32)
+        return (out.square().sum() + lse.sum())
+
+    ag.op()
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    eager_in = [x.clone().requires_grad_() for x in (q, k, v)]
+    compiled_in = [x.clone().requires_grad_() for x in (q, k, v)]
+    step(*eager_in).backward()
+    compiled(*compiled_in).backward()
+    for a, b in zip(eager_in, compiled_in):
+        torch.testing.assert_close(a.grad, b.grad)
+    # and the op's fake implementation agrees with the real shapes (opcheck runs the schema,
+    # fake tensor and autograd registration checks)
+    torch.library.opcheck(torch.ops.qkv.flash_attention.default, (q.reshape(4, 64, 16), k.reshape(4, 64, 16),
+                                                                  v.reshape(4, 64, 16), rows, 0.25, 32, 32))
+
+
+def test_bands_go_to_the_forward_as_limit_and_start():
+    """Causal and window ranges reach flash_many as its band flags (limit/start: its AVX-512 tiles take
+    them); ranges of another shape (documents) as per-row ranges."""
+    rows = ag.row_ranges(check_call(np.zeros((10, 4)), np.zeros((14, 4)), np.zeros((14, 4)),
+                                                     causal=True))
+    assert ag._band_of(rows, 10, 14) == (None, 5)               # key j <= i + 4
+    rows = np.stack([np.clip(np.arange(10) - 3, 0, 10), np.arange(10) + 1])
+    assert ag._band_of(rows, 10, 10) == (-3, 1)
+    rows = np.stack([np.array([0] * 5 + [5] * 5), np.array([5] * 5 + [10] * 5)])   # two documents
+    assert ag._band_of(rows, 10, 10) is None
+
+
+def test_custom_op_and_eager_function_agree():
+    """qkv.attention runs the passes through a torch.autograd.Function (no torch._dynamo import on the
+    first call); the custom op for torch.compile runs the same functions: the same bits."""
+    q, k, v = (x.float().reshape(4, 40, 8) for x in _inputs((2, 2, 40, 8), (2, 2, 40, 8), (2, 2, 40, 8)))
+    rows = torch.from_numpy(ag.row_ranges(check_call(q, k, v, mask_mod=masks.sliding_window(6))))
+    results = []
+    for fn in (ag.op(), ag._eager_function()):
+        inputs = [x.clone().requires_grad_() for x in (q, k, v)]
+        out, lse = fn(*inputs, rows, 0.3, 16, 16)
+        (out.square().sum() + lse.sum()).backward()
+        results.append([out, lse] + [x.grad for x in inputs])
+    for a, b in zip(*results):
+        assert torch.equal(a, b)
