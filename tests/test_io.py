@@ -305,3 +305,19 @@ def test_read_bytes_names_the_field_and_the_file_as_written(tmp_path):
     with pytest.raises(InputError) as info:
         read_bytes("/dev/zero", limit=5, source="ex.toml", field="w_v", what="array file", shown="zero.npy")
     assert str(info.value) == "ex.toml: w_v: array file 'zero.npy' is a character device, not a regular file"
+
+
+def test_printable_field_and_stream_escape_the_same_controls():
+    """One filter: a string read from a file (field) and a terminal stream escape the same control
+    characters — the bidirectional overrides too — and differ only in what a stream keeps as layout."""
+    from qkv._io import printable
+
+    for code in [*range(0x00, 0x20), *range(0x7f, 0xa0), *range(0x202a, 0x202f), *range(0x2066, 0x206a)]:
+        char = chr(code)
+        field = printable(f"a{char}b")
+        assert char not in field, hex(code)
+        if char not in "\n\t":
+            assert printable(f"a{char}b", stream=True) == field, hex(code)
+    assert printable("a\nb\tc", stream=True) == "a\nb\tc"
+    assert printable("\x1b[31mred\x1b[0m", stream=True) == "\x1b[31mred\x1b[0m"
+    assert printable("\x1b[31mred") == "\\x1b[31mred"

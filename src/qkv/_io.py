@@ -510,14 +510,34 @@ def int_option(low: int | None = None, high: int | None = None, what: str = "a w
     return convert
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Characters a terminal acts on instead of showing: C0 (ESC starts an escape sequence; CR, BS can overwrite
+# what was printed), DEL, C1, and the bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069),
+# which reorder what follows so a line reads differently than it is.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# In a whole terminal stream (`stream=True`): newlines and tabs are layout, and three sequences are kept —
+# SGR colours, rich's cursor hide/show, and its progress redraw (CR, cursor up, erase line), which can only
+# erase, never write text that looks like qkv's. Everything else (titles, clipboard, clear screen, cursor
+# moves, bells) is shown as an escape.
+_STREAM_CONTROL = re.compile(r"\x1b\[[0-9;]*m|\x1b\[\?25[hl]|\r(?:\x1b\[[0-9]*A)*\x1b\[2K|"
+                             r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def printable(text: str) -> str:
-    """``text`` with every control character (C0, DEL, C1: ESC of a terminal escape sequence, a newline,
-    a carriage return) written as a visible escape such as ``\\x1b``: a string read from a file can then
-    be printed without moving the cursor, recolouring the terminal or breaking a one-line message."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+def _escaped(match: re.Match) -> str:
+    found = match.group()
+    if len(found) > 1:                      # a kept sequence (stream mode)
+        return found
+    code = ord(found)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, stream: bool = False) -> str:
+    """``text`` with every control character written as a visible escape (``\\x1b``, ``\\u202e``) instead
+    of acted on: C0 (ESC of a terminal escape sequence, a carriage return), DEL, C1 and the bidirectional
+    overrides. A single string read from a file (``stream=False``, the default) has its newlines and tabs
+    escaped too, so a one-line message stays one line. ``stream=True`` filters a whole terminal stream (the
+    command line passes everything it prints to a terminal through it): newlines and tabs are kept, and so
+    are colour sequences and rich's progress redraws."""
+    return (_STREAM_CONTROL if stream else _CONTROL).sub(_escaped, text)
 
 
 def short_repr(value: Any, limit: int = 60) -> str:

@@ -8,11 +8,11 @@ Each check raises `qkv.InputError` naming the field it was given (``--lang`` for
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from ._io import FIGURE_SUFFIXES, check_output, parse_int, short_repr
+from ._io import printable as _printable
 from .errors import InputError, plural
 from .explain.texts import LANGS as _TEXT_LANGS
 from .trace import BY_HAND, Trace
@@ -57,28 +57,10 @@ def check_lang(value: Any, *, field: str = "--lang") -> str:
     return check_choice(value, LANGS, field=field)
 
 
-# Control characters a terminal would act on: C0 (but newline and tab), DEL, C1, and the bidirectional
-# overrides that reorder what is shown. What qkv's own output needs passes whole: colour (ESC [ … m) and
-# rich's live progress — hide/show the cursor, and "back to the line start, [up,] erase the line", which
-# can only erase, never write text that looks like qkv's. Everything else (titles, clipboard, clear
-# screen, cursor moves, bells) is shown as an escape.
-_CONTROL = re.compile(r"\x1b\[[0-9;]*m|\x1b\[\?25[hl]|\r(?:\x1b\[[0-9]*A)*\x1b\[2K|"
-                      r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
 def printable(text: str) -> str:
-    """``text`` safe for a terminal: every control character shown as an escape (``\\x1b``,
-    ``\\u202e``) instead of acted on, colour and rich's progress sequences kept. The command line passes everything it
-    prints to a terminal through this (tokens, titles and file names come from users and models).
-    `qkv._io.printable` is the stricter one for a single string field read from a file (it escapes
-    newlines too, wherever the text goes); this one filters a whole terminal stream."""
-    def shown(match: re.Match) -> str:
-        found = match.group()
-        if len(found) > 1:
-            return found
-        code = ord(found)
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-    return _CONTROL.sub(shown, text)
+    """A terminal stream made safe: `qkv._io.printable` with ``stream=True`` (newlines, tabs, colours and
+    rich's progress redraws kept; every other control character shown as an escape)."""
+    return _printable(text, stream=True)
 
 
 def check_digits(value: Any, *, field: str = "--digits") -> int | None:
