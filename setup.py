@@ -1,4 +1,5 @@
-"""Builds the optional C extension qkv.kernels._fused; all metadata lives in pyproject.toml.
+"""Builds the optional C extensions qkv.kernels._fused (the kernel) and qkv.kernels._backward (its backward
+for torch tensors); all metadata lives in pyproject.toml.
 
 Where it does not compile (no C compiler, no Python headers, a compiler error) the install still
 succeeds and the blocked kernel uses its NumPy path; the build says so in one warning line on
@@ -18,24 +19,29 @@ FIX = ("install a C compiler and Python's headers (Debian: sudo apt-get install 
 
 
 class BuildReporting(build_ext):
-    """build_ext that never fails the install over the optional kernel, and says once why it is missing."""
+    """build_ext that never fails the install over the optional kernels, and says once why they are missing."""
 
     def run(self):
+        self._missing: list[tuple[str, str]] = []
         try:
             super().run()
         except Exception as exc:        # e.g. no compiler at all: setuptools fails before compiling anything
-            self._report(exc)
+            self._missing = [(ext.name, _reason(exc)) for ext in self.extensions]
+        if self._missing:               # one line for the whole build, however many extensions failed
+            names = " and ".join(name for name, _ in self._missing)
+            reason = self._missing[0][1]
+            print(f"qkv: warning: the C kernel ({names}) was not built ({reason}); qkv works on its slower "
+                  f"NumPy path. To build it: {FIX}", file=sys.stderr)
 
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
         except Exception as exc:        # CompileError, LinkError, a missing gcc (DistutilsExecError) …
-            self._report(exc)
+            self._missing.append((ext.name, _reason(exc)))
 
-    def _report(self, exc: BaseException) -> None:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"qkv: warning: the C kernel (qkv.kernels._fused) was not built ({reason}); qkv works on its slower "
-              f"NumPy path. To build it: {FIX}", file=sys.stderr)
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 setup(

@@ -102,7 +102,7 @@ def test_a_failed_c_build_installs_and_says_so_in_one_line(tmp_path):
     assert result.returncode == 0, result.stderr
     ours = [line for line in result.stderr.splitlines() if line.startswith("qkv: ")]
     assert len(ours) == 1, result.stderr
-    assert ours[0].startswith("qkv: warning: the C kernel (qkv.kernels._fused) was not built (")
+    assert ours[0].startswith("qkv: warning: the C kernel (qkv.kernels._fused and qkv.kernels._backward) was not built (")
     assert "NumPy path" in ours[0] and "apt-get install gcc python3-dev" in ours[0]
     assert not list(tmp_path.rglob("*.so"))
 
