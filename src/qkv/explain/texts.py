@@ -622,8 +622,8 @@ EN: dict[str, str] = {
     "cli.generate.probability": "{value}: expected a probability in (0, 1]",
     "cli.generate.needs_sample": "--temperature, --top-k, --top-p and --seed choose how to sample; add --sample "
                                  "(greedy is the default)",
-    "cli.generate.not_causal": "{model} is a {kind}, not a causal language model (generate runs gpt2, llama, mistral, "
-                               "qwen2)",
+    "cli.generate.not_causal": "{model} is a {kind}, not a causal language model; generate needs one (e.g. gpt2, "
+                               "llama, qwen2)",
     "cli.embed.not_encoder": "{model} is a {kind}, a causal language model; embed needs a sentence encoder (model_type "
                              "bert, e.g. minilm)",
     "cli.translate.figure_one": "a figure shows one language: add --to ko or --to ja",
@@ -1369,8 +1369,8 @@ KO: dict[str, str] = {
     "cli.generate.probability": "{value}: (0, 1] 범위의 확률이어야 한다",
     "cli.generate.needs_sample": "--temperature, --top-k, --top-p, --seed는 샘플링 방법을 정한다. --sample을 함께 지정하라 (기본은 탐욕 "
                                  "디코딩이다)",
-    "cli.generate.not_causal": "{model}: {kind}이다. 인과 언어 모델이 아니다 (generate는 gpt2, llama, mistral, qwen2를 "
-                               "실행한다)",
+    "cli.generate.not_causal": "{model}: {kind}이다. 인과 언어 모델이 아니다. generate에는 인과 언어 모델이 필요하다 "
+                               "(예: gpt2, llama, qwen2)",
     "cli.embed.not_encoder": "{model}: 인과 언어 모델({kind})이므로 문장 임베딩을 만들 수 없다. embed에는 문장 "
                              "인코더(model_type bert, 예: minilm)가 필요하다",
     "cli.translate.figure_one": "그림은 한 언어만 보인다: --to ko 또는 --to ja를 지정하라",
@@ -1411,7 +1411,7 @@ KO: dict[str, str] = {
     "error.translator.grammar.agreement": "“{part}”: 번역기의 문법 밖이다. 동사 꼴이 주어 “{subject}”에 맞지 "
                                           "않는다. 문법에 맞는 꼴은 “{subject} {right}”, 과거형은 "
                                           "“{subject} {past}”이다",
-    "error.translator.grammar.place": "“{part}”: 번역기의 문법 밖이다. 목적어 “{before}” 다음에는 문장이 "
+    "error.translator.grammar.place": "“{part}”: 번역기의 문법 밖이다. 목적어 “{before}” 뒤에는 문장이 "
                                       "끝나거나 장소 하나가 온다 ({places})",
     "error.translator.grammar.after_place": "“{part}”: 번역기의 문법 밖이다. 문장은 장소 “{before}”에서 끝난다",
     "serve.error.layer": "{layer}: 번역기의 디코더 층 번호는 0 … {last}이다",
