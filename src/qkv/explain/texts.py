@@ -955,7 +955,7 @@ KO: dict[str, str] = {
                            "주장한다:",
     "gm.col.score": "찰떡궁합점수 Q_{query}·K",
     "gm.col.answer": "대답 V ({answers}에 대한 투표)",
-    "gm.scaled": "이 what-if에서는 softmax에 넣기 전에 모든 점수를 {factor}배 한다:",
+    "gm.scaled": "값을 바꿔 본 이 계산에서는 softmax에 넣기 전에 모든 점수를 {factor}배 한다:",
     "gm.blend": "조모임의 결론은 대답들을 가중치만큼 걸러 들은 가중합이다:",
     "gm.lot.conclusion": "모두 lot의 대답을 따른다: 다음 단어는 “{answer}”이다.",
     "gm.question.conclusion": "lot의 목소리는 상대적으로 약해졌다: 결론은 “{answer}”이다.",
