@@ -622,8 +622,8 @@ EN: dict[str, str] = {
     "cli.generate.probability": "{value}: expected a probability in (0, 1]",
     "cli.generate.needs_sample": "--temperature, --top-k, --top-p and --seed choose how to sample; add --sample "
                                  "(greedy is the default)",
-    "cli.generate.not_causal": "{model} is a {kind}, not a causal language model (generate runs gpt2, llama, mistral, "
-                               "qwen2)",
+    "cli.generate.not_causal": "{model} is a {kind}, not a causal language model; generate needs one (e.g. gpt2, "
+                               "llama, qwen2)",
     "cli.embed.not_encoder": "{model} is a {kind}, a causal language model; embed needs a sentence encoder (model_type "
                              "bert, e.g. minilm)",
     "cli.translate.figure_one": "a figure shows one language: add --to ko or --to ja",
@@ -955,7 +955,7 @@ KO: dict[str, str] = {
                            "주장한다:",
     "gm.col.score": "찰떡궁합점수 Q_{query}·K",
     "gm.col.answer": "대답 V ({answers}에 대한 투표)",
-    "gm.scaled": "이 what-if에서는 softmax에 넣기 전에 모든 점수를 {factor}배 한다:",
+    "gm.scaled": "값을 바꿔 본 이 계산에서는 softmax에 넣기 전에 모든 점수를 {factor}배 한다:",
     "gm.blend": "조모임의 결론은 대답들을 가중치만큼 걸러 들은 가중합이다:",
     "gm.lot.conclusion": "모두 lot의 대답을 따른다: 다음 단어는 “{answer}”이다.",
     "gm.question.conclusion": "lot의 목소리는 상대적으로 약해졌다: 결론은 “{answer}”이다.",
@@ -1224,10 +1224,10 @@ KO: dict[str, str] = {
     "list.header": "예제 목록 (qkv example NAME):",
     # 나머지 명령 (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
     "cli.choices": "{value}: {choices} 중 하나가 아니다",
-    "cli.choices.guess": "{value}: {choices} 중 하나가 아니다. 비슷한 것은 {guess}이다",
+    "cli.choices.guess": "{value}: {choices} 중 하나가 아니다. 혹시 {guess}인가?",
     "cli.note": "qkv: 참고: {text}",
     "cli.wrote": "저장했다: {path}",
-    "cli.ring.torch": "qkv ring에는 torch가 필요하다 (각 rank가 torch.distributed로 돈다): pip install 'qkv[torch]'",
+    "cli.ring.torch": "qkv ring에는 torch가 필요하다 (각 랭크가 torch.distributed로 실행된다): pip install 'qkv[torch]'",
     "cli.tokens": "토큰",
     "cli.truncated": "텍스트가 이 모델이 읽을 수 있는 길이보다 길다. 앞의 토큰 {n}개만 쓴다",
     "cli.inspect.title": "{model}: 층 {layer}, 헤드 {head} (층 {layers}개 × 헤드 {heads}개 중)",
@@ -1267,10 +1267,11 @@ KO: dict[str, str] = {
     "cli.inspect.what.head.one": "헤드",
     "cli.heads.title": "{model}: 토큰 {tokens}개, 층 {layers}개 × 헤드 {heads}개 (층과 헤드는 0부터 센다)",
     "cli.heads.legend": "엔트로피는 자연로그로 잰다 (0 = Key 하나가 가중치를 모두 가져감, ln T = 모든 Key에 고르게 "
-                        "나눔). 첫 토큰, 자기 자신: 그 Key가 받는 가중치의 평균. 이전 토큰, 중복 토큰, 인덕션: "
-                        "TransformerLens의 헤드 탐지기 점수로, 헤드의 어텐션 전체(T개 행)에서 그 패턴에 가는 비율이다. "
+                        "나눔). 첫 토큰, 자기 자신: 그 Key가 받는 가중치의 평균이다. 이전 토큰, 중복 토큰, 인덕션: "
+                        "TransformerLens의 헤드 탐지 점수로, 헤드의 어텐션 전체(T개 행) 가운데 그 패턴에 가는 비율이다. "
                         "중복 토큰과 인덕션은 무작위 토큰 {probe}개를 두 번 이어 붙인 시퀀스(시드 {seed})에서 잰다. "
-                        "이전 토큰 (T−1행): qkv의 정의로, 앞 토큰이 있는 T−1개 행에서 i−1번 Key가 받는 가중치의 평균",
+                        "이전 토큰 (T−1행): qkv 자체의 정의로, 앞 토큰이 있는 T−1개 행에서 i−1번 Key가 받는 가중치의 "
+                        "평균이다",
     "cli.heads.col.layer": "층",
     "cli.heads.col.head": "헤드",
     "cli.heads.col.entropy": "엔트로피",
@@ -1334,9 +1335,9 @@ KO: dict[str, str] = {
                     "--seq {fix})",
     "cli.ring.fail_rank": "0 … {last} 중 하나의 랭크여야 한다. 받은 값: {value}",
     "cli.ring.ulysses_heads": "ulysses는 Query 헤드 H={heads}개를 랭크 P={world}개에 나누므로 H는 P의 배수여야 "
-                              "한다. --heads {fix}를 지정하거나 ulysses를 빼라 (ring에는 이런 제한이 없다)",
+                              "한다. --heads {fix}처럼 지정하거나 ulysses를 빼라 (ring에는 이런 제한이 없다)",
     "cli.ring.ulysses_skipped": "ulysses는 뺐다: Query 헤드 H={heads}개는 랭크 P={world}개에 나누어지지 않는다",
-    "cli.ring.stopped": "{signal} 신호를 받아 멈췄다. 랭크 {procs}개도 멈췄다",
+    "cli.ring.stopped": "{signal} 신호를 받아 멈췄다. 랭크 {procs}개도 함께 멈췄다",
     "cli.embed.title": "{model}: 텍스트 {n}개 → 임베딩 형태 {shape} ({pooling}, 최대 토큰 {max}개)",
     "cli.embed.pooling": "{modes} 풀링",
     "cli.embed.pooling.normalized": "{modes} 풀링, L2 정규화",
@@ -1368,10 +1369,10 @@ KO: dict[str, str] = {
     "cli.generate.probability": "{value}: (0, 1] 범위의 확률이어야 한다",
     "cli.generate.needs_sample": "--temperature, --top-k, --top-p, --seed는 샘플링 방법을 정한다. --sample을 함께 지정하라 (기본은 탐욕 "
                                  "디코딩이다)",
-    "cli.generate.not_causal": "{model}: {kind}이다. 인과 언어 모델이 아니다 (generate는 gpt2, llama, mistral, qwen2를 "
-                               "실행한다)",
-    "cli.embed.not_encoder": "{model}: {kind}이다. 인과 언어 모델이므로 문장 임베딩을 만들 수 없다 (embed에는 model_type "
-                             "bert인 문장 인코더가 필요하다. 예: minilm)",
+    "cli.generate.not_causal": "{model}: {kind}이다. 인과 언어 모델이 아니다. generate에는 인과 언어 모델이 필요하다 "
+                               "(예: gpt2, llama, qwen2)",
+    "cli.embed.not_encoder": "{model}: 인과 언어 모델({kind})이므로 문장 임베딩을 만들 수 없다. embed에는 문장 "
+                             "인코더(model_type bert, 예: minilm)가 필요하다",
     "cli.translate.figure_one": "그림은 한 언어만 보인다: --to ko 또는 --to ja를 지정하라",
     "cli.translate.derive_one": "계산 과정은 한 언어만 따라간다: --to ko 또는 --to ja를 지정하라",
     "cli.translate.digits": "{value}: 0 … 8이어야 한다",
@@ -1392,15 +1393,15 @@ KO: dict[str, str] = {
     "error.translator.empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력하라 (예: I love you)",
     "error.translator.unknown_word": "번역기가 모르는 단어가 있다: '{word}'. 번역기가 아는 영어 단어: {known}",
     "error.translator.too_long": "단어 {count}개는 번역기가 받는 최대 {limit}개를 넘는다",
-    "error.translator.non_finite": "번역기의 출력 점수가 유한하지 않다 (NaN 또는 ±inf). 이 문장에서 가중치가 "
-                                   "float32 범위를 넘치므로 이 체크포인트는 쓸 수 없다",
-    "error.train.diverged": "학습이 {steps}단계 중 {step}단계에서 발산했다 (손실 {loss}). 손실이나 가중치가 더 이상 "
-                            "유한하지 않아 아무것도 쓰지 않았다. 학습률을 낮춰라 (이번 학습률: {rate})",
+    "error.translator.non_finite": "번역기의 출력 점수가 유한하지 않다 (NaN 또는 ±inf). 이 문장에서 계산 값이 "
+                                   "매개변수 때문에 float32 범위를 넘으므로 이 체크포인트는 쓸 수 없다",
+    "error.train.diverged": "학습이 {steps}단계 중 {step}단계에서 발산했다 (손실 {loss}). 손실이나 매개변수가 더 이상 "
+                            "유한하지 않아 파일에는 아무것도 쓰지 않았다. 학습률을 낮추라 (이번 학습률: {rate})",
     "error.translator.grammar.start": "“{part}”: 번역기의 문법 밖이다. 문장은 주어로 시작한다 ({expected})",
-    "error.translator.grammar.expected": "“{part}”: 번역기의 문법 밖이다. “{before}” 다음에는 다음 중 하나가 "
-                                         "와야 한다: {expected}",
-    "error.translator.grammar.stops": "문장이 너무 일찍 끝나 번역기의 문법에 맞지 않는다. “{before}” 다음에는 "
-                                      "다음 중 하나가 와야 한다: {expected}",
+    "error.translator.grammar.expected": "“{part}”: 번역기의 문법 밖이다. “{before}” 뒤에 올 수 있는 말: "
+                                         "{expected}",
+    "error.translator.grammar.stops": "문장이 너무 일찍 끝나 번역기의 문법에 맞지 않는다. “{before}” 뒤에 올 "
+                                      "수 있는 말: {expected}",
     "error.translator.grammar.subject_form": "“{part}”: 번역기의 문법 밖이다. 대명사의 목적어 꼴이다. 주어 "
                                              "자리에는 “{right}” 꼴을 쓴다",
     "error.translator.grammar.object_form": "“{part}”: 번역기의 문법 밖이다. 대명사의 주어 꼴이다. 목적어 "
@@ -1410,7 +1411,7 @@ KO: dict[str, str] = {
     "error.translator.grammar.agreement": "“{part}”: 번역기의 문법 밖이다. 동사 꼴이 주어 “{subject}”에 맞지 "
                                           "않는다. 문법에 맞는 꼴은 “{subject} {right}”, 과거형은 "
                                           "“{subject} {past}”이다",
-    "error.translator.grammar.place": "“{part}”: 번역기의 문법 밖이다. 목적어 “{before}” 다음에는 문장이 "
+    "error.translator.grammar.place": "“{part}”: 번역기의 문법 밖이다. 목적어 “{before}” 뒤에는 문장이 "
                                       "끝나거나 장소 하나가 온다 ({places})",
     "error.translator.grammar.after_place": "“{part}”: 번역기의 문법 밖이다. 문장은 장소 “{before}”에서 끝난다",
     "serve.error.layer": "{layer}: 번역기의 디코더 층 번호는 0 … {last}이다",
@@ -1421,9 +1422,9 @@ KO: dict[str, str] = {
     "serve.error.no_translator": "이 서버에는 번역기를 불러오지 않았다",
     "serve.error.upload_size": "{size}바이트이다. 올리는 파일은 최대 {limit}바이트까지 받는다",
     "serve.error.cross_origin": "거부했다. 이 요청은 다른 사이트({origin})에서 왔다. 이 서버는 자기 페이지({own})에서 "
-                                "보낸 업로드와 what-if만 받는다",
-    "serve.error.fetch_site": "거부했다. 브라우저가 이 요청의 출처를 {site}라고 알린다 (Sec-Fetch-Site). 이 서버는 자기 "
-                              "페이지에서 보낸 업로드와 what-if만 받는다",
+                                "보낸 업로드와 값 바꿔 보기 요청만 받는다",
+    "serve.error.fetch_site": "거부했다. 브라우저가 알린 이 요청의 출처는 {site}이다 (Sec-Fetch-Site). 이 서버는 자기 "
+                              "페이지에서 보낸 업로드와 값 바꿔 보기 요청만 받는다",
     "serve.error.content_type": "거부했다. Content-Type이 {got}이다. 이 경로는 {wanted}만 받는다",
     "serve.error.no_explanation": "이 변경에 대해서는 단계별 설명을 쓰지 못했다 ({problem}). 위의 숫자는 모두 다시 "
                                   "계산한 값이다.",
@@ -1598,11 +1599,11 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "sandwich": "각 부층의 출력도 한 번 더 정규화한다: x + N_out(Sub(N(x)))",
         "postnorm": "사후 정규화: N(x + Sub(x))",
         "softcap": "마스크 전에 점수를 부드럽게 자른다: {c}·tanh(s / {c}) (단계 modified_scores)",
-        "scale": "점수에 1/√d_k 대신 {s}를 곱한다",
+        "scale": "점수에 곱하는 배율이 1/√d_k가 아니라 {s}이다",
         "qk_norm": "각 Query 헤드와 Key 헤드를 RoPE 전에 RMS 정규화한다",
         "partial": "RoPE는 각 헤드의 열 {d}개 중 앞의 {r}개만 돌린다",
-        "moe": "MLP는 전문가 {e}개의 혼합이다: 토큰마다 상위 {k}개 전문가로 보낸다",
-        "final_softcap": "로짓을 부드럽게 자른다: {c}·tanh(z / {c})",
+        "moe": "MLP는 전문가 {e}개의 혼합이다. 토큰마다 라우터가 고른 상위 전문가 {k}개로 보낸다",
+        "final_softcap": "출력 로짓을 부드럽게 자른다: {c}·tanh(z / {c})",
     },
 }
 
