@@ -541,3 +541,28 @@ def test_functions_indexing_captured_tensors_in_steps_work_on_every_route(t):
     t_q, t_k, t_v = (torch.from_numpy(a) for a in (q, k, v))
     out, lse = qkv.attention(t_q, t_k, t_v, mask_mod=step_mask, return_lse=True)
     np.testing.assert_allclose(out.numpy(), expected_mask_only, rtol=0, atol=TOL)
+
+
+def test_a_user_lambda_on_torch_takes_the_c_route_with_gradients():
+    """On torch tensors (outside torch.compile) a plain index-arithmetic function is analysed too: a
+    window lambda finds its key ranges and takes torch_flash (the C forward and backward); output and
+    gradients against float64 autograd through the dense mask (float32 tolerance)."""
+    from qkv.kernels import RouteName, choose_route
+    from qkv.kernels.call import check_call
+
+    fn = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx <= 40)   # noqa: E731
+    g = torch.Generator().manual_seed(44)
+    q, k, v = (torch.randn(1, 2, 300, 16, generator=g) for _ in range(3))
+    assert choose_route(check_call(q, k, v, mask_mod=fn)).name == RouteName.TORCH_FLASH
+    leaves32 = [a.clone().requires_grad_() for a in (q, k, v)]
+    leaves64 = [a.double().requires_grad_() for a in (q, k, v)]
+    out = qkv.attention(*leaves32, mask_mod=fn)
+    allowed = torch.from_numpy(masks.dense_mask(fn, 300))
+    s = leaves64[0] @ leaves64[1].transpose(-1, -2) / 4
+    expected = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1) @ leaves64[2]
+    weights = torch.randn(out.shape, generator=g)
+    (out * weights).sum().backward()
+    (expected * weights.double()).sum().backward()
+    torch.testing.assert_close(out.double(), expected.detach(), rtol=0, atol=2e-6)
+    for mine, theirs in zip(leaves32, leaves64):
+        torch.testing.assert_close(mine.grad.double(), theirs.grad, rtol=0, atol=2e-5)

@@ -169,9 +169,10 @@ class MaskInfo:
 
 def analyse(mask_mod: Callable, tq: int, tk: int, *, batch: int = 1, heads: int = 1, numpy: bool = True) -> MaskInfo:
     """The MaskInfo of a mask function for a call with `batch` × `heads` (b, h) pairs, Tq queries and
-    Tk keys (see MaskMod's protocol). A plain function (no block_kinds) on NumPy inputs is analysed
-    as `block_mask` does, once per function and shape (kept while the function lives), when it is
-    pure index arithmetic (see `block_mask`); otherwise nothing is known about it."""
+    Tk keys (see MaskMod's protocol). A plain function (no block_kinds) is analysed as `block_mask`
+    does, once per function and shape (kept while the function lives), when it is pure index
+    arithmetic (see `block_mask`) and `numpy` (NumPy inputs, or torch outside torch.compile);
+    otherwise nothing is known about it."""
     if isinstance(mask_mod, BlockMask):
         mask_mod.check_shape(batch, heads, tq, tk)
     elif not callable(getattr(mask_mod, "block_kinds", None)) and numpy:

@@ -196,7 +196,7 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
         from ..masks import analyse   # qkv.masks imports this module
 
         info = analyse(mask_mod, tq, tk, batch=math.prod(lead[:-1]) if lead else 1, heads=lead[-1] if lead else 1,
-                       numpy=array_api_compat.is_numpy_namespace(xp))
+                       numpy=array_api_compat.is_numpy_namespace(xp) or not _compiling())
     return Call(
         xp=xp, dtype=q.dtype, work=work, device=array_api_compat.device(q),
         tq=tq, tk=tk, dk=dk, dv=dv, heads=lead[-1] if lead else 1, kv_heads=kv_heads,
@@ -204,6 +204,14 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
         causal=bool(causal), mask=mask, bias=bias, mask_mod=mask_mod, score_mod=score_mod, mask_info=info,
         q=q, k=k, v=v,
     )
+
+
+def _compiling() -> bool:
+    """Whether torch.compile is tracing (a plain mask function is then not analysed: the analysis
+    runs NumPy and keeps a cache, which a trace cannot)."""
+    import torch
+
+    return bool(torch.compiler.is_compiling())
 
 
 def _follow(extra, q, name: str):
