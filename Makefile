@@ -15,7 +15,7 @@ APT = sh -c 'missing=$$(echo $$1); why="$$2"; [ -n "$$missing" ] || exit 0; \
 	else echo "qkv: $$why need the Debian packages $$missing: install them (sudo apt-get install $$missing) and run make again" >&2; exit 1; fi; \
 	$$run apt-get update -qq && $$run apt-get install -y -qq $$missing >/dev/null' apt
 
-.PHONY: demo test bench browser fonts system venv doctor pictures docs clean
+.PHONY: demo test bench browser fonts system doctor pictures docs clean
 
 # python3 -m venv fails on Debian without python3-venv (no ensurepip): check first and say so.
 $(BIN)/python:

@@ -272,6 +272,14 @@ def test_residual():
     ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": float("inf")}, ValueError, r"scale must be a finite"),
     ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": 1j}, TypeError, r"scale must be a finite real number, got 1j"),
     ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": "0.5"}, TypeError, r"scale must be a finite real number"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": True}, TypeError, r"scale must be a finite real number, got True"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": np.True_}, TypeError, r"scale must be a finite real number"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"scale": 10 ** 400}, ValueError,
+     r"scale must be a finite real number, got 1000000.*beyond the float range"),
+    ((randn(3, 4), randn(5, 4), randn(5, 4)), {"score_mod": lambda s, b, h, q, k: s[..., :1]}, ValueError,
+     r"score_mod returned shape \(3, 1\) for scores of shape \(3, 5\)"),
+    ((randn(2, 3, 4), randn(2, 5, 4), randn(2, 5, 4)), {"score_mod": lambda s, b, h, q, k: s.sum() + 0 * s[0, 0]},
+     ValueError, r"score_mod returned shape \(\) for scores of shape"),
     ((randn(1, 6, 3, 4), randn(1, 4, 5, 4), randn(1, 4, 5, 4)), {}, ValueError, r"4 key/value heads do not divide q's 6"),
     ((randn(3, 4), randn(5, 4), randn(5, 4)), {"mask_mod": 3}, TypeError, r"mask_mod must be a function"),
     ((randn(3, 4), randn(5, 4), randn(5, 4)), {"mask_mod": lambda b, h, q, k: q - k}, TypeError,
@@ -577,3 +585,165 @@ def test_property_any_finite_input_gives_a_finite_output_on_every_path(tq, tk, d
     outs = all_paths(q, k, v, mask, bias=bias, scale=scale, causal=causal)
     for name, out in outs.items():
         assert np.all(np.isfinite(out)), name
+
+
+# ---------------------------------------------------------------- numbers near the float range
+@pytest.mark.parametrize("dtype, big", [(np.float32, 1e19), (np.float64, 1e154)])
+def test_huge_queries_and_keys_stay_finite(dtype, big):
+    """|q|, |k| near 1e19 (float32) / 1e154 (float64) overflow q·kᵀ; qkv multiplies q and k by
+    exact powers of two first (NumPy's auto route, the plain route, torch's plain path): the output
+    is the longdouble reference's, lse is finite wherever the true lse is representable and +inf
+    (its rounding) elsewhere, never −inf (the empty-row marker) or NaN."""
+    g = np.random.default_rng(40)
+    q, k, v = (g.standard_normal((2, 40, 16)).astype(dtype) for _ in range(3))
+    q, k = q * dtype(big), k * dtype(big)
+    ql, kl, vl = (a.astype(np.longdouble) for a in (q, k, v))
+    s = ql @ np.swapaxes(kl, -1, -2) / 4
+    m = s.max(-1, keepdims=True)
+    e = np.exp(s - m)
+    expected_out = (e / e.sum(-1, keepdims=True)) @ vl
+    expected_lse = (m + np.log(e.sum(-1, keepdims=True)))[..., 0]
+    fits = np.abs(expected_lse) < np.finfo(dtype).max
+    assert fits.any() and (~fits).any()   # both kinds of row occur at these sizes
+    core = importlib.import_module("qkv.attention")
+    results = {"auto": qkv.attention(q, k, v, return_lse=True),
+               "plain": core._attention(q, k, v, return_lse=True, route="plain")}
+    for route in (None, "plain_c_softmax"):   # without lse: the C softmax route, which hands over
+        out = core._attention(q, k, v, route=route)
+        np.testing.assert_allclose(out, expected_out.astype(np.float64), rtol=0, atol=1e-5, err_msg=str(route))
+    out_t, lse_t = qkv.attention(*(torch.from_numpy(a) for a in (q, k, v)), return_lse=True)
+    results["torch"] = (out_t.numpy(), lse_t.numpy())
+    for path, (out, lse) in results.items():
+        assert np.all(np.isfinite(out)), path
+        np.testing.assert_allclose(out, expected_out.astype(np.float64), rtol=0, atol=1e-5, err_msg=path)
+        np.testing.assert_allclose(lse[fits], expected_lse[fits].astype(np.float64),
+                                   rtol=1e-6 if dtype == np.float32 else 1e-14, err_msg=path)
+        assert np.all(lse[~fits] == np.inf), path
+
+
+def test_an_occupied_row_whose_scores_overflow_is_never_reported_empty():
+    """The kernel's routes keep q·kᵀ as it is: scores beyond the float range give NaN there (the
+    documented bound) — NaN out and NaN lse, never lse = −inf, which would make a merge drop the row."""
+    g = np.random.default_rng(41)
+    q, k, v = (g.standard_normal((1, 200, 16)).astype(np.float32) for _ in range(3))
+    q *= np.float32(1e20)
+    k *= np.float32(1e20)
+    from qkv.kernels import blocked
+
+    for route in ("flash_many", "flash_rows", "py_walk", "numpy_walk"):
+        with np.errstate(all="ignore"):
+            out, lse = blocked._attention(q, k, v, want="lse", route=route)
+        assert not np.any(np.isneginf(lse)), route
+        assert np.all(np.isnan(lse) == np.isnan(out).any(-1)), route
+    empty = np.zeros((1, 200, 200), bool)
+    out, lse = qkv.attention(q, k, v, empty, return_lse=True)
+    assert np.all(np.isneginf(lse)) and np.all(out == 0)      # a truly empty row still is
+
+
+def test_numpy_masks_and_bias_follow_torch_inputs():
+    """A NumPy boolean mask or float bias given with torch q, k, v is converted to q's device:
+    causal_mask(T) works with torch tensors without like=, gradients flow; a mix among q, k, v is
+    still refused."""
+    g = torch.Generator().manual_seed(42)
+    q, k, v = (torch.randn(2, 3, 7, 5, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    out = qkv.attention(q, k, v, qkv.causal_mask(7))
+    expected = qkv.attention(q, k, v, causal=True)
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+    out.sum().backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()
+    bias = np.random.default_rng(43).standard_normal((7, 7))
+    with_bias = qkv.attention(q.detach().float(), k.detach().float(), v.detach().float(), bias=bias)
+    reference = qkv.attention(q.detach().float(), k.detach().float(), v.detach().float(), bias=torch.from_numpy(bias))
+    torch.testing.assert_close(with_bias, reference, rtol=1e-6, atol=1e-6)
+    out, lse = qkv.attention(q, k, v, qkv.causal_mask(7), return_lse=True)
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+    with pytest.raises(TypeError, match="mixed array types"):
+        qkv.attention(q, k.detach().numpy(), v)
+    with pytest.raises(TypeError, match="mixed array types: q is NumPy, mask is torch"):
+        qkv.attention(randn(3, 4), randn(5, 4), randn(5, 4), torch.ones(3, 5, dtype=torch.bool))
+
+
+def test_check_call_and_the_sdpa_route_compile_with_fullgraph():
+    """check_call compares no torch dtype with a NumPy one: dynamo traces it with fullgraph=True."""
+    from qkv.kernels.call import check_call
+
+    def scaled(q, k, v):
+        return q * check_call(q, k, v).scale
+
+    q = torch.randn(2, 3, 5, 4)
+    compiled = torch.compile(scaled, fullgraph=True, backend="eager")
+    torch.testing.assert_close(compiled(q, q, q), q / 2)
+
+
+# ---------------------------------------------------------------- one route
+def test_choose_route_names_each_call_and_says_why():
+    """qkv.kernels.choose_route decides once, from the checked call: the route's name and reason."""
+    from qkv import masks
+    from qkv.kernels import RouteName, choose_route
+    from qkv.kernels.call import check_call
+
+    def named(*args, want="out", route=None, **kwargs):
+        chosen = choose_route(check_call(*args, **kwargs), want=want, route=route)
+        assert chosen.reason
+        return chosen.name
+
+    small32 = [randn(2, 20, 8).astype(np.float32) for _ in range(3)]
+    big32 = [randn(2, 600, 32).astype(np.float32) for _ in range(3)]
+    assert named(*small32) == RouteName.PLAIN_C_SOFTMAX
+    assert named(*small32, causal=True) == RouteName.PLAIN
+    assert named(*small32, want="weights") == RouteName.PLAIN
+    assert named(*(a[:, :0] for a in small32)) == RouteName.EMPTY
+    assert named(*big32, causal=True) == RouteName.FLASH_MANY
+    assert named(*big32, mask_mod=masks.sliding_window(64)) == RouteName.FLASH_MANY
+    assert named(*big32, bias=np.zeros((600, 600), np.float32)) == RouteName.PY_WALK
+    assert named(*(a.astype(np.float64) for a in big32)) == RouteName.NUMPY_WALK
+    assert named(*big32, route="numpy_walk") == RouteName.NUMPY_WALK
+    assert named(*big32, want="partial") == RouteName.FLASH_ROWS   # a Partial never comes from flash_many
+    decoding = [randn(1, t, 32).astype(np.float32) for t in (100, 3000, 3000)]
+    chosen = choose_route(check_call(*decoding), num_threads=4)    # one query block for 4 threads
+    assert chosen.name == RouteName.FLASH_ROWS and "threads" in chosen.reason and chosen.ranges > 1
+    t = [torch.from_numpy(a) for a in small32]
+    assert named(*t) == RouteName.TORCH_SDPA
+    assert named(*t, want="lse") == RouteName.PLAIN
+    assert named(*t, score_mod=masks.soft_cap(5.0)) == RouteName.PLAIN
+    with pytest.raises(ValueError, match="route must be one of empty, plain"):
+        named(*small32, route="fast")
+    with pytest.raises(ValueError, match="route flash_rows takes NumPy arrays"):
+        named(*t, route="flash_rows")
+
+
+def test_the_mask_is_read_once_per_call():
+    """The mask's protocol (band, key_ranges, block_kinds) is read when the call is checked and the
+    route chosen; nothing after re-probes it."""
+    from qkv import masks
+
+    reads = {"band": 0, "key_ranges": 0, "block_kinds": 0}
+
+    class Window(masks.MaskMod):
+        relative = True
+        broadcasts = True
+
+        def __init__(self):
+            self.inner = masks.sliding_window(40)
+
+        @property
+        def band(self):
+            reads["band"] += 1
+            return self.inner.band
+
+        def key_ranges(self, tq, tk):
+            reads["key_ranges"] += 1
+            return self.inner.key_ranges(tq, tk)
+
+        def block_kinds(self, *bounds):
+            reads["block_kinds"] += 1
+            return self.inner.block_kinds(*bounds)
+
+        def __call__(self, b, h, q_idx, kv_idx):
+            return self.inner(b, h, q_idx, kv_idx)
+
+    q, k, v = (randn(1, 3, 700, 16).astype(np.float32) for _ in range(3))
+    out = qkv.attention(q, k, v, mask_mod=Window())
+    assert reads["band"] == 1 and reads["key_ranges"] <= 1
+    assert reads["block_kinds"] == 1        # flash_many: one head's map, the same for every head
+    np.testing.assert_allclose(out, qkv.attention(q, k, v, mask_mod=masks.sliding_window(40)), rtol=0, atol=1e-6)

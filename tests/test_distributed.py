@@ -95,10 +95,27 @@ def _refusals() -> dict:
     uneven = [torch.randn(1, 2, tokens, 3, dtype=torch.float64) for _ in range(3)]
     odd = [torch.randn(1, 2, 3, 3, dtype=torch.float64) for _ in range(3)]
     heads = [torch.randn(1, world + 1, 4, 3, dtype=torch.float64) for _ in range(3)]
+    # Inputs that differ between ranks although each is fine alone (these used to abort a rank with
+    # gloo's SIGABRT, or pass unnoticed): every rank must raise the same ValueError.
+    dtype = torch.float64 if rank == 0 else torch.float32
+    by_dtype = [torch.randn(1, world, 4, 3, dtype=dtype) for _ in range(3)]
+    n_heads = world * (2 if rank == 0 else 1)
+    by_heads = [torch.randn(1, n_heads, 4, 3, dtype=torch.float64) for _ in range(3)]
+    alike = [torch.randn(1, world, 4, 3, dtype=torch.float64) for _ in range(3)]
+    one_odd = [torch.randn(1, 2, 3 if rank == 1 else 4, 3, dtype=torch.float64) for _ in range(3)]
     return {
         "uneven": _error_of(lambda: ring_attention(*uneven, causal=True, layout="contiguous")),
         "odd zigzag": _error_of(lambda: ring_attention(*odd, causal=True, layout="zigzag")),
         "ulysses heads": _error_of(lambda: ulysses_attention(*heads, causal=True)),
+        "ring dtype": _error_of(lambda: ring_attention(*by_dtype, causal=True)),
+        "ulysses dtype": _error_of(lambda: ulysses_attention(*by_dtype, causal=True)),
+        "ring heads": _error_of(lambda: ring_attention(*by_heads, causal=True)),
+        "ulysses heads differ": _error_of(lambda: ulysses_attention(*by_heads, causal=True)),
+        "ring causal": _error_of(lambda: ring_attention(*alike, causal=rank == 0)),
+        "ulysses layout": _error_of(lambda: ulysses_attention(*alike, causal=True,
+                                                              layout="zigzag" if rank == 0 else "contiguous")),
+        "ring scale": _error_of(lambda: ring_attention(*alike, causal=True, scale=0.5 if rank == 0 else None)),
+        "one rank refuses": _error_of(lambda: ring_attention(*one_odd, causal=True, layout="zigzag")),
     }
 
 
@@ -173,10 +190,27 @@ def test_misuse_is_refused_on_every_rank(group):
     procs, by_rank = group
     for rank, results in enumerate(by_rank):
         refusals = results["refusals"]
-        assert "every rank must pass equally shaped shards" in refusals["uneven"]
-        assert "rank 0: 4 tokens" in refusals["uneven"] and "rank 1: 6 tokens" in refusals["uneven"]
+        assert "every rank must be called alike" in refusals["uneven"]
+        assert "T/P (tokens) (rank 0: 4, rank 1: 6" in refusals["uneven"], refusals["uneven"]
         assert "T/P must be even" in refusals["odd zigzag"]
         assert f"H={procs + 1}, P={procs}" in refusals["ulysses heads"], refusals["ulysses heads"]
+        others = ", ".join(f"rank {r}: float32" for r in range(1, procs))
+        for name in ("ring dtype", "ulysses dtype"):
+            assert refusals[name] == ("ValueError: " + name.split()[0] + "_attention: every rank must be called alike "
+                                      "(shards of one shape and dtype, the same causal, layout and scale); the ranks "
+                                      f"differ in dtype (rank 0: float64, {others})"), refusals[name]
+        heads = ", ".join(f"rank {r}: {procs}" for r in range(1, procs))
+        for name in ("ring heads", "ulysses heads differ"):
+            assert refusals[name].startswith("ValueError:"), refusals[name]
+            assert f"H (query heads) (rank 0: {2 * procs}, {heads})" in refusals[name], refusals[name]
+        assert "causal (rank 0: True, rank 1: False" in refusals["ring causal"], refusals["ring causal"]
+        assert "layout (rank 0: 'zigzag', rank 1: 'contiguous'" in refusals["ulysses layout"]
+        assert "scale (rank 0: 0.5, rank 1: 0.57735" in refusals["ring scale"], refusals["ring scale"]
+        if rank == 1:   # the rank whose input is wrong says what; the others, which rank
+            assert "T/P must be even" in refusals["one rank refuses"], refusals["one rank refuses"]
+        else:
+            assert refusals["one rank refuses"] == ("ValueError: ring_attention: rank 1 refused its inputs (the error "
+                                                    "is raised there); every rank stops"), refusals["one rank refuses"]
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux /proc/self/io")
@@ -316,3 +350,118 @@ def test_qkv_ring_under_torchrun_and_local(tmp_path):
     done = subprocess.run(local, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_qkv_ring_refuses_ulysses_when_the_heads_do_not_split(capsys):
+    """Asked for by name, ulysses with H % P != 0 is refused before any process starts (it used to
+    print an empty table and exit 0)."""
+    from qkv.cli import main
+
+    assert main(["ring", "--procs", "3", "--seq", "96", "--heads", "8", "--strategies", "ulysses"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "qkv: error: --strategies: ulysses splits the H=8 query heads across P=3 ranks, so H must be a multiple of P; "
+        "try --heads 9, or leave ulysses out (ring has no such limit)")
+
+
+def _children(pid: int) -> set[int]:
+    """Every live descendant of pid (from /proc), zombies excluded."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _start_long_ring(tmp_path):
+    """`qkv ring` with 2 ranks and enough work to still be running seconds later, in its own session
+    (so that a signal to its process group is what a terminal's Ctrl-C is); returns (process, rank pids)."""
+    import time
+
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    command = [sys.executable, "-m", "qkv.cli", "ring", "--procs", "2", "--seq", "2048", "--heads", "2", "--dim", "16",
+               "--repeats", "1000", "--strategies", "ring:zigzag", "--timeout", "20"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               start_new_session=True, cwd=tmp_path)
+    deadline = time.monotonic() + 60
+    ranks = set()
+    while time.monotonic() < deadline and len(ranks) < 2:
+        time.sleep(0.2)
+        ranks = {p for p in _children(process.pid) if "qkv-rank" in _cmdline(p) or "spawn_main" in _cmdline(p)}
+    assert len(ranks) >= 2, f"the ranks did not start: {process.poll()}"
+    while time.monotonic() < deadline and not all(_threads(p) > 2 for p in ranks):
+        time.sleep(0.2)   # until each rank runs (torch's and gloo's threads started), past its start-up
+    time.sleep(1)
+    return process, _children(process.pid)
+
+
+def _threads(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _gone_within(pids: set[int], seconds: float) -> set[int]:
+    import time
+
+    deadline = time.monotonic() + seconds
+    alive = set(pids)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = {p for p in alive if os.path.exists(f"/proc/{p}") and _state(p) != "Z"}
+    return alive
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc")
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C", "SIGKILL"])
+def test_stopping_qkv_ring_stops_its_ranks(tmp_path, how):
+    """SIGTERM to `qkv ring`, or SIGINT to its whole process group (a terminal's Ctrl-C): the ranks are
+    stopped, one line on stderr, exit 128 + signal. SIGKILL (which the launcher cannot answer): the ranks
+    notice their launcher is gone and exit by themselves. Never a rank left running (they used to run
+    on for minutes), never a rank's traceback."""
+    import signal as signals
+
+    process, descendants = _start_long_ring(tmp_path)
+    try:
+        if how == "SIGTERM":
+            process.send_signal(signals.SIGTERM)
+        elif how == "Ctrl-C":
+            os.killpg(process.pid, signals.SIGINT)
+        else:
+            process.kill()
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert not _gone_within(descendants, 10), f"still running after {how}: {descendants}"
+    if how == "SIGKILL":
+        return
+    name, code = {"SIGTERM": ("SIGTERM", 143), "Ctrl-C": ("SIGINT", 130)}[how]
+    assert err.strip() == f"qkv: error: stopped by {name}; its 2 ranks were stopped too", err[-3000:]
+    assert process.returncode == code

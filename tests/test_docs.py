@@ -9,7 +9,8 @@ Pages: README.md (the site's home page) and docs/*.md. Per page, in a fresh temp
   must have one, so that a sample naming files that do not exist fails when a command reads it);
 - ```sh blocks are commands, ```console blocks `$ `-prompted commands followed by the output they
   print (each printed line must appear in what the command printed); every command must be a `qkv`
-  command, run as `python -m qkv.cli …` with a time limit, and must exit 0;
+  command, run as `python -m qkv …` with a time limit, and must exit 0 — or 2 where the page
+  shows its `qkv: error:` line;
 - ```python {.no-run reason="…"}``` (likewise sh, console) is not run; the reason is required and
   shows in the page's source. Kept rare: a server that must be running, a torchrun script, set-up
   that installs packages, training for minutes;
@@ -39,7 +40,7 @@ import pytest
 
 from browser_support import browser_context  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.slow     # builds the site and runs every page: about two minutes here
+SLOW = pytest.mark.slow     # the site build and the pages: 7 minutes here, measured with the 2 cores shared (load ~13)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = ["README.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
@@ -112,9 +113,11 @@ def run_command(block: Block, command: str, expected: list[str], cwd: pathlib.Pa
         f"{block.where}: `{command}` is not a qkv command; run it here or mark the block "
         f'{{.no-run reason="…"}}')
     assert not {"|", ">", "<", "&&", ";"} & set(argv), f"{block.where}: `{command}`: no shell syntax in a run block"
-    done = subprocess.run([sys.executable, "-m", "qkv.cli", *argv[1:]], cwd=cwd, env=ENV, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "qkv", *argv[1:]], cwd=cwd, env=ENV, capture_output=True,
                           text=True, timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, f"{block.where}: `{command}` exited {done.returncode}:\n{done.stderr[-2000:]}"
+    status = 2 if any(line.startswith("qkv: error:") for line in expected) else 0   # a refusal shown on purpose
+    assert done.returncode == status, (
+        f"{block.where}: `{command}` exited {done.returncode}, expected {status}:\n{done.stderr[-2000:]}")
     printed = " ".join((done.stdout + done.stderr).split())
     for line in expected:
         assert " ".join(line.split()) in printed, f"{block.where}: `{command}` did not print {line!r}"
@@ -159,6 +162,7 @@ def site(tmp_path_factory):
     return site
 
 
+@SLOW
 def test_site_builds_strict_and_offline(site):
     home = (site / "index.html").read_text(encoding="utf-8")
     assert "python3-venv" in home and 'href="examples.html"' in home      # the README, its docs/ links made relative
@@ -174,10 +178,16 @@ def test_site_builds_strict_and_offline(site):
         remote = re.findall(r'<(?:script|link|img)\b[^>]*(?:src|href)="(https?:)?//[^"]*"', html)
         assert not remote, (page, remote)
         assert "fonts.googleapis" not in html and "fonts.gstatic" not in html, page
+    # the posts are named by their titles (or "post 001"), never as the project's "seeds"
+    seeds = re.compile(r"\bseed[- ]0\d\d|\bseed examples|\bthe seeds\b|\btheir seed\b|\bin the seeds\b", re.I)
+    for page in site.rglob("*.html"):
+        text = re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8"))
+        assert not seeds.search(text), (page, seeds.search(text).group(0))
     for sheet in site.rglob("*.css"):
         assert "@import url(http" not in sheet.read_text(encoding="utf-8"), sheet
 
 
+@SLOW
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 390])
 def test_site_in_chromium(site, browser_context, width):
@@ -208,7 +218,8 @@ def test_site_in_chromium(site, browser_context, width):
 # ---------------------------------------------------------------------------------------------- the pages
 
 def test_every_block_is_run_or_says_why():
-    """Every fenced block either runs here or says why not; qkv commands never hide in unlabelled blocks."""
+    """Every fenced block either runs here or says why not; qkv commands never hide in unlabelled blocks.
+    (Fast: not marked slow, so `pytest -m "not slow"` checks it.)"""
     unrun = []
     for page in PAGES:
         for block in blocks(page):
@@ -224,6 +235,7 @@ def test_every_block_is_run_or_says_why():
     assert len(unrun) <= 12, f"no-run blocks should stay rare: {unrun}"
 
 
+@SLOW
 @pytest.mark.parametrize("page", PAGES)
 def test_page_code_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -503,6 +503,21 @@ def test_control_characters_are_escaped_on_a_terminal(tmp_path, monkeypatch):
     for token in hostile:                                           # the one function, on each class
         assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", printable(token)), token
     assert printable("\x1b[1mbold\x1b[0m\tok\n") == "\x1b[1mbold\x1b[0m\tok\n"
+    # a progress bar on a terminal (qkv train, qkv bench: rich) keeps working: what rich writes passes whole
+    import time
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    live = _Terminal()
+    with Progress(console=Console(file=live, force_terminal=True, width=60)) as progress:
+        task = progress.add_task("train", total=2)
+        for _ in range(2):
+            time.sleep(0.1)
+            progress.update(task, advance=1)
+    assert printable(live.getvalue()) == live.getvalue()
+    assert printable("\r\x1b[1A\x1b[2K") == "\r\x1b[1A\x1b[2K" and printable("\rspoof") == "\\x0dspoof"
+    assert printable("\x1b[1A\x1b[3Hx") == "\\x1b[1A\\x1b[3Hx"                  # cursor moves alone: escaped
     piped = __import__("io").StringIO()
     monkeypatch.setattr("sys.stdout", piped)
     assert main(["explain", str(example), "--format", "json"]) == 0

@@ -391,3 +391,153 @@ def test_kernel_with_any_blocks_matches_the_dense_mask(index, t, bq, bk, seed):
     expected = dense_reference(q, k, v, masks.dense_mask(mask_mod, t))
     out = blocked_attention(q, k, v, mask_mod=mask_mod, block_q=bq, block_k=bk)
     np.testing.assert_allclose(out, expected, rtol=0, atol=TOL, err_msg=name)
+
+
+# --------------------------------------------------------------------------- user-written functions
+def dense_ranges(allowed):
+    """(lo, hi) per row when every row of a dense (Tq, Tk) mask allows one run of keys, else None;
+    empty rows (0, 0). Written here from the dense mask, independently of qkv.masks."""
+    lo, hi = [], []
+    for row in allowed:
+        keys = np.flatnonzero(row)
+        if not len(keys):
+            lo.append(0)
+            hi.append(0)
+            continue
+        if keys[-1] - keys[0] + 1 != len(keys):
+            return None
+        lo.append(keys[0])
+        hi.append(keys[-1] + 1)
+    return np.array(lo), np.array(hi)
+
+
+WINDOW = 37
+USER_FUNCTIONS = {
+    "window": lambda b, h, q, kv: (q >= kv) & (q - kv <= WINDOW),
+    "chunks": lambda b, h, q, kv: (q // 50 == kv // 50) & (kv <= q),
+    "every third": lambda b, h, q, kv: ((q - kv) % 3 == 0) & (kv <= q),
+    "per head": lambda b, h, q, kv: (kv <= q + 10 * h) & (kv >= q - 40),
+    "not arithmetic": lambda b, h, q, kv: np.asarray(kv <= q) & np.asarray(q - kv < 64),
+}
+
+
+@pytest.mark.parametrize("name", list(USER_FUNCTIONS))
+@pytest.mark.parametrize("block", [16, 128])
+def test_block_mask_of_a_user_function_matches_its_dense_mask(name, block):
+    """block_mask's kinds are exactly the dense mask's per block (a block full / empty for every
+    (b, h), else partial) and its key ranges are the rows' runs where every row has one."""
+    fn, t, heads = USER_FUNCTIONS[name], 301, 3
+    built = masks.block_mask(fn, 2, heads, t, t, block_size=block)
+    dense = np.stack([masks.dense_mask(fn, t, b=b, h=h) for b in range(2) for h in range(heads)])
+    n = -(-t // block)
+    for i in range(n):
+        for j in range(n):
+            tile = dense[:, i * block:(i + 1) * block, j * block:(j + 1) * block]
+            expected = masks.FULL if tile.all() else masks.EMPTY if not tile.any() else masks.PARTIAL
+            assert built.kinds[i, j] == expected, (i, j)
+    same = all(np.array_equal(d, dense[0]) for d in dense)
+    expected = dense_ranges(dense[0]) if same else None
+    got = built.key_ranges(t, t)
+    if expected is None:
+        assert got is None
+    else:
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])
+    assert name != "window" or got is not None
+    assert name != "every third" or got is None
+
+
+@pytest.mark.parametrize("name", list(USER_FUNCTIONS))
+def test_user_functions_match_the_dense_mask_on_every_route(name):
+    """qkv.attention with a user function, a BlockMask of it, and each kernel route: float32 against
+    the float64 dense reference; a window takes flash_many (key ranges found), a function whose rows
+    are not one run takes flash_rows with its block kinds."""
+    from qkv.attention import _attention
+    from qkv.kernels import choose_route
+    from qkv.kernels.call import check_call
+
+    fn, t = USER_FUNCTIONS[name], 300
+    q, k, v = (a.astype(np.float32) for a in inputs(31, 1, 3, 3, t, t, d=16, dv=8))
+    dense = np.stack([masks.dense_mask(fn, t, h=h) for h in range(3)])[None]
+    expected = dense_reference(q, k, v, dense)
+    built = masks.block_mask(fn, 1, 3, t, t)
+    for mask_mod in (fn, built):
+        call = check_call(q, k, v, mask_mod=mask_mod)
+        chosen = choose_route(call, route="flash_many").name.value
+        if name in ("window", "chunks"):
+            assert chosen == "flash_many", name
+        elif name == "every third":
+            assert chosen == "flash_rows"
+        for route in ("flash_many", "flash_rows", "py_walk", "numpy_walk", "plain"):
+            out = _attention(q, k, v, mask_mod=mask_mod, route=route)
+            np.testing.assert_allclose(out, expected, rtol=0, atol=4e-6, err_msg=f"{name} {route}")
+
+
+def test_user_function_analysis_is_kept_per_function_and_shape(monkeypatch):
+    """A plain function is analysed once per shape (kept with the function object); one whose
+    closure holds an array is never analysed automatically, so changing the array changes the
+    result (a kept analysis would be stale)."""
+    calls = []
+    real = masks._analyse_function
+    monkeypatch.setattr(masks, "_analyse_function", lambda *a, **kw: calls.append(a[1:5]) or real(*a, **kw))
+    t = 300
+    q, k, v = inputs(32, 1, 2, 2, t, t, d=8, dv=8)
+    fn = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx <= 20)   # noqa: E731
+    for _ in range(3):
+        qkv.attention(q, k, v, mask_mod=fn)
+    assert calls == [(1, 2, t, t)]
+    qkv.attention(q[..., :200, :], k[..., :200, :], v[..., :200, :], mask_mod=fn)
+    assert calls == [(1, 2, t, t), (1, 2, 200, 200)]
+    ids = np.repeat(np.arange(3), 100)
+    by_ids = lambda b, h, q_idx, kv_idx: ids[q_idx] == ids[kv_idx]   # noqa: E731
+    calls.clear()
+    first = qkv.attention(q, k, v, mask_mod=by_ids)
+    np.testing.assert_allclose(first, dense_reference(q, k, v, ids[:, None] == ids[None, :]), rtol=0, atol=TOL)
+    ids[:] = np.repeat(np.arange(5), 60)
+    second = qkv.attention(q, k, v, mask_mod=by_ids)
+    np.testing.assert_allclose(second, dense_reference(q, k, v, ids[:, None] == ids[None, :]), rtol=0, atol=TOL)
+    assert calls == []
+
+
+def test_block_mask_refuses_another_shape_and_bad_arguments():
+    built = masks.block_mask(USER_FUNCTIONS["window"], 1, 2, 64, 64)
+    q = np.zeros((1, 2, 65, 4))
+    with pytest.raises(ValueError, match=r"BlockMask built for \(B, H, Tq, Tk\) = \(1, 2, 64, 64\).*\(1, 2, 65, 65\)"):
+        qkv.attention(q, q, q, mask_mod=built)
+    with pytest.raises(ValueError, match="block_size must be ≥ 1"):
+        masks.block_mask(USER_FUNCTIONS["window"], 1, 1, 8, 8, block_size=0)
+    with pytest.raises(TypeError, match="mask_mod must be a function"):
+        masks.block_mask(3, 1, 1, 8, 8)
+
+
+# PyTorch's flex tests index captured tensors in steps: bias[b][q_idx], bias[0][b, h][q_idx].
+STEP_BIAS = torch.randn(2, 70, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+STEP_TABLE = torch.randn(1, 2, 3, 70, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+STEP_KEEP = torch.rand(2, 70, generator=torch.Generator().manual_seed(7)) < 0.7
+
+
+def step_score(score, b, h, q_idx, kv_idx):
+    return score + STEP_BIAS[b][q_idx] + STEP_TABLE[0][b, h][kv_idx]
+
+
+def step_mask(b, h, q_idx, kv_idx):
+    return STEP_KEEP[b][kv_idx] | (q_idx == kv_idx)
+
+
+@pytest.mark.parametrize("t", [9, 70])
+def test_functions_indexing_captured_tensors_in_steps_work_on_every_route(t):
+    """Called with scalar b and h on every route (NumPy plain path, the kernel, torch SDPA, torch's
+    plain path with return_lse), the same results as a dense float64 reference written here."""
+    q, k, v = inputs(33, 2, 3, 3, t, t, d=6, dv=4)
+    keep = STEP_KEEP.numpy()[:, :t]
+    allowed = (keep[:, None, None, :] | np.eye(t, dtype=bool))                     # (B, 1, T, T)
+    bias = STEP_BIAS.numpy()[:, None, :t, None] + STEP_TABLE.numpy()[0][:, :, None, :t]   # (B, H, T, T)
+    expected = dense_reference(q, k, v, allowed, scores_fn=lambda s: s + bias)
+    expected_mask_only = dense_reference(q, k, v, allowed)
+    for path, out in every_path(q, k, v, mask_mod=step_mask, score_mod=step_score).items():
+        np.testing.assert_allclose(out, expected, rtol=0, atol=TOL, err_msg=path)
+    for path, out in every_path(q, k, v, mask_mod=step_mask).items():
+        np.testing.assert_allclose(out, expected_mask_only, rtol=0, atol=TOL, err_msg=path)
+    t_q, t_k, t_v = (torch.from_numpy(a) for a in (q, k, v))
+    out, lse = qkv.attention(t_q, t_k, t_v, mask_mod=step_mask, return_lse=True)
+    np.testing.assert_allclose(out.numpy(), expected_mask_only, rtol=0, atol=TOL)

@@ -205,3 +205,33 @@ def test_a_model_file_of_the_wrong_kind_is_named_as_what_it_is(tmp_path, capsys,
         path.symlink_to("/dev/zero")
     line = _one_line(capsys, "generate", "--model", str(directory), "the cat")
     assert file in line and words in line and "missing" not in line
+
+
+@pytest.mark.parametrize("name, embeddings", [("gpt2", "transformer.wte.weight"), ("opt", "model.decoder.embed_tokens.weight"),
+                                              ("gemma2", "model.embed_tokens.weight")])
+def test_a_tied_model_may_also_hold_its_lm_head(tmp_path, name, embeddings):
+    """Some checkpoints save lm_head.weight beside the embeddings it is tied to (transformers ignores it);
+    old GPT-2 / GPT-NeoX files hold causal-mask buffers. Neither is an unused tensor."""
+    directory = (build_family if name in ("opt", "gemma2") else build_checkpoint)(tmp_path, name)
+    before = models.load(directory).logits(TEXT)
+
+    def add(tensors):
+        tensors["lm_head.weight"] = tensors[embeddings].copy()
+        if name == "gpt2":
+            tensors["transformer.h.0.attn.bias"] = np.tril(np.ones((1, 1, 8, 8), np.float32))
+    _edit_tensors(directory, add)
+    np.testing.assert_array_equal(models.load(directory).logits(TEXT), before)
+
+
+def test_flags_that_change_the_computation_are_used_or_refused(tmp_path):
+    """Gemma's use_bidirectional_attention would drop the causal mask: refused. Older GPT-NeoX configs name
+    θ rotary_emb_base: read as rope_theta."""
+    directory = build_family(tmp_path, "gemma2")
+    _edit_config(directory, use_bidirectional_attention=True)
+    assert "config.json: use_bidirectional_attention: True is not supported" in _error(directory)
+    directory = build_family(tmp_path / "b", "gpt_neox")
+    data = json.loads((directory / "config.json").read_text())
+    data["rotary_emb_base"], data["rotary_pct"] = 1234.0, data["rope_parameters"]["partial_rotary_factor"]
+    del data["rope_parameters"]
+    (directory / "config.json").write_text(json.dumps(data))
+    assert models.load(directory).blocks[0].attention.rope.theta == 1234.0

@@ -200,3 +200,56 @@ def test_inspect_heads_and_generate_on_the_command_line(name, directories, loade
     status, out, err = _cli(capsys, "generate", "--model", d, "The cat", "-n", "4", "--json")
     assert status == 0, err
     assert json.loads(out)["ids"] == loaded(name).generate("The cat", 4).ids.tolist()
+
+
+_MEASURE = """
+import sys
+from pathlib import Path
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) * 1024
+import qkv.models, safetensors, tokenizers, numpy
+before = rss()
+model = qkv.models.load(sys.argv[1])
+print(rss() - before, sum(p.stat().st_size for p in Path(sys.argv[1]).glob("*.safetensors")))
+"""
+
+
+@pytest.mark.parametrize("name, cls_name, kwargs", [
+    ("gpt_neox", "GPTNeoXConfig", dict(hidden_size=256, num_hidden_layers=3, num_attention_heads=4, intermediate_size=1024,
+                                       rotary_pct=0.25)),
+    ("mixtral", "MixtralConfig", dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                      intermediate_size=512, num_local_experts=4, num_experts_per_tok=2)),
+    ("gemma2", "Gemma2Config", dict(hidden_size=256, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                    head_dim=64, intermediate_size=768))])
+def test_memory_after_load_is_about_the_weights_size(name, cls_name, kwargs, tmp_path):
+    """Float32 tensors are used where the file's memory map holds them; converted ones (GPT-NeoX's re-ordered
+    q/k/v, Gemma's 1 + w) replace their maps. Measured in a fresh process: RSS growth ≈ the weights' size."""
+    import subprocess
+    import sys
+
+    from model_fixtures import train_tokenizer
+
+    config = getattr(transformers, cls_name)(vocab_size=6000, pad_token_id=0, bos_token_id=1, eos_token_id=2, **kwargs)
+    torch.manual_seed(0)
+    with _quiet():
+        transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / name)
+    train_tokenizer(bos=False).save(str(tmp_path / name / "tokenizer.json"))
+    result = subprocess.run([sys.executable, "-c", _MEASURE, str(tmp_path / name)], capture_output=True, text=True,
+                            timeout=300, check=True)
+    grown, size = map(int, result.stdout.split())
+    assert size > 10 * 2**20
+    assert 0.9 * size <= grown <= 1.1 * size + 8 * 2**20, (grown / 2**20, size / 2**20)
+
+
+def test_inspect_says_what_the_block_does(directories, capsys):
+    status, out, err = _cli(capsys, "inspect", "--model", str(directories["gemma2"]), TEXT)
+    assert status == 0, err
+    assert "sliding window on layers 0, 2: only the last 5 keys" in out
+    assert "4·tanh(s / 4)" in out and "3·tanh(z / 3)" in out and "scores scaled by 0.2887" in out
+    status, out, err = _cli(capsys, "inspect", "--model", str(directories["gpt_neox"]), TEXT)
+    assert "x + Attn(N₁(x)) + MLP(N₂(x))" in out and "RoPE turns the first 4 of each head's 10 columns" in out
+    status, out, err = _cli(capsys, "inspect", "--lang", "ko", "--model", str(directories["mixtral"]), TEXT)
+    assert status == 0, err
+    assert "MLP는 전문가 4개의 혼합이다: 토큰마다 상위 2개 전문가로 보낸다" in out

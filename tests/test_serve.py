@@ -1043,3 +1043,18 @@ def test_the_origin_is_the_host_the_request_was_sent_to(client):
         response = client.post("/api/whatif", content=body,
                                headers={"Host": host, "Origin": origin, "Content-Type": "application/json"})
         assert response.status_code == status, (host, origin, response.text)
+
+
+def test_any_command_line_option_is_named_as_an_api_field():
+    """The class, not a list: every option of every command, as a library error would name it."""
+    from qkv.cli import build_parser
+    from qkv.serve.app import api_field
+
+    parser = build_parser()
+    options = {option for action in parser._actions if hasattr(action, "choices") and isinstance(action.choices, dict)
+               for sub in action.choices.values() for a in sub._actions for option in a.option_strings}
+    assert len(options) > 30
+    for option in options:
+        name = api_field(option)
+        assert not name.startswith("-") and "-" not in name, (option, name)
+    assert api_field("--derive") == "word" and api_field("TEXT") == "text" and api_field("cells.x[0]") == "cells.x[0]"

@@ -4,7 +4,6 @@ Trace, no request leaving the server's origin, no console error (a CSP violation
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from urllib.parse import parse_qs, urlparse
@@ -30,22 +29,18 @@ def texts_ko(key: str) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """`qkv serve`'s app with MiniLM, a tiny BERT and a tiny Llama (GQA, RoPE) under uvicorn on 127.0.0.1."""
-    import uvicorn
-
+    """`qkv serve`'s app with MiniLM, a tiny BERT and a tiny Llama (GQA, RoPE) on 127.0.0.1, served as
+    `qkv serve` serves it (serve.listen, serve.server: its protocol, deadlines and same-origin check)."""
     from model_fixtures import build_checkpoint
 
     root = tmp_path_factory.mktemp("models")
     models = serve.load_models([tiny_bert(root / "tiny-bert"), build_checkpoint(root, "llama-gqa")])
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    sock = serve.listen("127.0.0.1", 0)
+    port = sock.getsockname()[1]
     translator, why = serve.load_translator()
     assert translator is not None, why
-    config = uvicorn.Config(serve.create_app(models, translator=translator), host="127.0.0.1", port=port,
-                            log_level="warning")
-    runner = uvicorn.Server(config)
-    thread = threading.Thread(target=runner.run, daemon=True)
+    runner = serve.server(serve.create_app(models, translator=translator), sock)
+    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not runner.started:
@@ -54,6 +49,7 @@ def server(tmp_path_factory):
     yield f"http://127.0.0.1:{port}", dict(models, translator=translator)
     runner.should_exit = True
     thread.join(10)
+    sock.close()
 
 
 class Walk:

@@ -16,7 +16,6 @@ Upstream cases not ported, and why (docs/torch.md lists them too; `NOT_APPLICABL
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import random
 from unittest import mock
@@ -27,7 +26,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import qkv.torch
 from qkv.torch import MultiheadAttention
 
 TorchMHA = torch.nn.modules.activation.MultiheadAttention

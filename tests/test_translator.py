@@ -131,8 +131,8 @@ def test_train_command_writes_a_checkpoint(tmp_path, capsys, monkeypatch):
                                                                n_decoder=1))
     out = tmp_path / "t.safetensors"
     assert main(["train", "translator", "--steps", "3", "--batch-size", "4", "--eval", "5", "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "held-out exact match" in printed and str(out) in printed
+    captured = capsys.readouterr()
+    assert "held-out exact match" in captured.out and f"wrote {out}" in captured.err     # `qkv: wrote FILE` (qkv.cli)
     assert load(out).config.d_model == 8
 
 
@@ -494,6 +494,24 @@ def test_a_malformed_checkpoint_is_one_error_line(kind, tmp_path, capsys):
     assert err.startswith("qkv: error:") and err.count("\n") == 1 and CHECKPOINT_CASES[kind] in err, err
     with pytest.raises(InputError, match=CHECKPOINT_CASES[kind].replace("(", r"\(").replace(")", r"\)")):
         load(path)
+
+
+def test_finite_weights_whose_output_overflows_are_refused_not_printed(tmp_path, capsys):
+    """One weight of 3e38 is finite, so the checkpoint loads, but the forward pass overflows: the old
+    code printed tokens (argmax of NaN) with exit 0; now one line, in English or Korean."""
+    tensors, metadata = _shipped()
+    big = tensors["decoder.0.mlp.w_in"].copy()
+    big[:, 0] = 3e38
+    path = _write(tmp_path / "big.safetensors", {**tensors, "decoder.0.mlp.w_in": big}, metadata)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # NumPy's overflow warnings would be lines of their own
+        assert main(["translate", "I love you", "--checkpoint", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "output scores are not finite" in err
+    assert main(["translate", "I love you", "--checkpoint", str(path), "--lang", "ko"]) == 2
+    assert "출력 점수가 유한하지 않다" in capsys.readouterr().err
 
 
 def test_save_refuses_non_finite_weights_and_writes_nothing(model, tmp_path):

@@ -120,13 +120,16 @@ def _softmax_lse(scores, mask=None, *, axis: int = -1):
     return _softmax_steps(scores, mask, axis=axis, record=None)
 
 
-def _softmax_steps(scores, mask=None, *, axis: int = -1, record: Recorder | None = None):
+def _softmax_steps(scores, mask=None, *, axis: int = -1, record: Recorder | None = None, shift=None):
     """softmax and lse, handing a recorder the steps a person follows: m, e^(s − m), Σ e^(s − m).
 
     softmax(s)ⱼ = e^(sⱼ − m) / Σₖ e^(sₖ − m) for any m; m is the row's largest allowed score, so no
     exponential overflows (every e^(s − m) ≤ 1). Recorded (only when ``record`` is given):
     ``softmax_max`` m (…, 1), ``exp_scores`` e^(s − m) (0 where masked), ``exp_sum`` Σ (…, 1); the
     weights are computed from what the recorder hands back (a by-hand recorder's rounded numbers).
+
+    shift: the scores are s·2^−shift (scores too large for the float range, see _overflow_shifts):
+    the weights are e^((s' − m')·2^shift), exact powers of two, and lse = m'·2^shift + log Σ.
     """
     xp = namespace(scores=scores, mask=mask)
     # A -inf score needs no special case: exp(-inf - max) = 0. Masked entries become -inf too.
@@ -135,11 +138,18 @@ def _softmax_steps(scores, mask=None, *, axis: int = -1, record: Recorder | None
     # A slice with nothing allowed has max -inf; subtracting 0 instead keeps exp(-inf) = 0 clean.
     row_max = xp.where(row_max == -xp.inf, xp.zeros_like(row_max), row_max)
     row_max = emit(record, SOFTMAX_MAX, row_max, formula="m = maxⱼ sⱼ")
-    exps = emit(record, EXP_SCORES, xp.exp(masked - row_max), formula="e^(s − m)")
+    if shift is None:
+        exps = emit(record, EXP_SCORES, xp.exp(masked - row_max), formula="e^(s − m)")
+    else:   # (s' − m') ≤ 0; times 2^shift it may reach −inf: its exponential is 0, as it should be
+        with np.errstate(over="ignore"):
+            exps = xp.exp(_ldexp(xp, masked - row_max, shift))
     total = emit(record, EXP_SUM, xp.sum(exps, axis=axis, keepdims=True), formula="Σ e^(s − m)")
-    nonempty = total > 0
-    safe_total = xp.where(nonempty, total, xp.ones_like(total))
-    lse = xp.where(nonempty, row_max + xp.log(safe_total), xp.full_like(total, -xp.inf))
+    # Empty means nothing allowed (the sum is 0); a NaN sum (scores that overflowed to inf) is not
+    # empty: its lse is NaN, never the −inf that marks an empty row.
+    empty = total == 0
+    safe_total = xp.where(empty, xp.ones_like(total), total)
+    top = row_max if shift is None else _ldexp(xp, row_max, shift)
+    lse = xp.where(empty, xp.full_like(total, -xp.inf), top + xp.log(safe_total))
     return exps / safe_total, lse
 
 
@@ -156,8 +166,10 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
       v: (…, Tk, Dv) values; Dv may differ from Dk.
       mask: boolean, broadcastable to (…, H, Tq, Tk); True = may attend.
       bias: additive float scores, broadcastable to (…, H, Tq, Tk); -inf blocks too.
+        A NumPy mask or bias given with torch q, k, v becomes a tensor on q's device (so
+        `causal_mask(T)` works with torch inputs); q, k and v themselves must be of one library.
       causal: also block keys in the future, aligned bottom-right (see `causal_mask`).
-      scale: multiplies q·kᵀ; default 1/√Dk. A finite real number.
+      scale: multiplies q·kᵀ; default 1/√Dk. A finite real number (not a bool).
       mask_mod: mask_mod(b, h, q_idx, kv_idx) -> bool (True = may attend), in flex_attention's
         style: called with broadcasting int64 index arrays (b: the batch index, the leading
         dimensions before the heads flattened; h: the head; q_idx (Tq, 1); kv_idx (Tk,)), on
@@ -243,24 +255,19 @@ def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, r
     xp, work = call.xp, call.work
     qc, kc, vc = (xp.astype(a, work) for a in (q, k, v))
     qg, kg = _group(call, qc), _group_kv(call, kc)        # (…, G, H/G, Tq, Dk), (…, G, 1, Tk, Dk)
-    scores = _ungroup(call, qg @ xp.matrix_transpose(kg))  # (…, H, Tq, Tk)
-    scores = emit(record, SCORES, scores, formula="Q·Kᵀ")
-    scaled = scores * _as_work(call, call.scale)
-    scaled = emit(record, SCALED_SCORES, scaled, formula=f"Q·Kᵀ · {call.scale:.6g}" + (" (= 1/√d_k)" if call.default_scale else ""))
-    if call.bias is not None:
-        scaled = scaled + xp.astype(call.bias, work)
-        scaled = emit(record, BIASED_SCORES, scaled, formula="Q·Kᵀ/√d_k + bias")
-    indices = index_arrays(call, like=q) if (call.mask_mod is not None or call.score_mod is not None) else None
-    if call.score_mod is not None:
-        modified = as_scores(call.score_mod(scaled, *indices), scaled)
-        scaled = xp.broadcast_to(xp.astype(modified, work), call.scores_shape)
-        scaled = emit(record, MODIFIED_SCORES, scaled,
-                       formula=getattr(call.score_mod, "formula", "score_mod(score, b, h, q, k)"))
-    allowed = _combined_mask(call, indices)
-    if allowed is not None and record is not None:
-        emit(record, MASK, xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
-              formula="0 (may attend) / −∞ (masked)")
-    weights, lse = _softmax_steps(scaled, allowed, record=record)
+    if is_torch(q):   # no data-dependent branch for torch.compile: shifts as tensors, 0 when not needed
+        weights, lse = _scores_to_weights(call, q, qg, kg, record, _overflow_shifts(call, qc, kc))
+    elif record is not None:
+        weights, lse = _scores_to_weights(call, q, qg, kg, record, None)
+    else:
+        # q·kᵀ as it is; only when a row's lse comes out NaN or +inf (scores beyond the float range)
+        # again with q and k divided by powers of two (_overflow_shifts): no cost for ordinary inputs
+        with np.errstate(over="ignore", invalid="ignore"):
+            weights, lse = _scores_to_weights(call, q, qg, kg, None, None)
+        if np.any(np.isnan(lse) | (lse == np.inf)):
+            shifts = _overflow_shifts(call, qc, kc)
+            if shifts is not None:
+                weights, lse = _scores_to_weights(call, q, qg, kg, None, shifts)
     weights = emit(record, WEIGHTS, weights, formula="e^(s − m) / Σ e^(s − m) = softmax(s)")
     out = _weights_times_values(call, weights, vc)            # (…, H, Tq, Dv)
     out = emit(record, OUT, out, formula="softmax(·)·V")
@@ -270,6 +277,78 @@ def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, r
     if return_lse:
         result += (xp.astype(lse[..., 0], call.dtype),)
     return result if len(result) > 1 else result[0]
+
+
+def _scores_to_weights(call: Call, q, qg, kg, record, shifts):
+    """_reference's steps from q·kᵀ to the weights and lse. shifts: None, or (a, b) from
+    _overflow_shifts: q·2^−a times k·2^−b, the power of two put back exactly."""
+    xp, work = call.xp, call.work
+    shift = None
+    if shifts is None:
+        scores = _ungroup(call, qg @ xp.matrix_transpose(kg))  # (…, H, Tq, Tk)
+        scores = emit(record, SCORES, scores, formula="Q·Kᵀ")
+        scaled = scores * _as_work(call, call.scale)
+        scaled = emit(record, SCALED_SCORES, scaled, formula=f"Q·Kᵀ · {call.scale:.6g}" + (" (= 1/√d_k)" if call.default_scale else ""))
+    else:
+        # |q|·|k|·Dk could overflow q·kᵀ although q·kᵀ·scale fits: multiply q·2^−a by k·2^−b (exact
+        # powers of two), scale, and put 2^(a+b) back (inf only where the scaled score itself overflows)
+        a, b = shifts
+        scaled = _ungroup(call, _ldexp(xp, qg, -a) @ xp.matrix_transpose(_ldexp(xp, kg, -b)))
+        scaled = scaled * _as_work(call, call.scale)            # the scores · 2^−(a+b)
+        if call.bias is not None or call.score_mod is not None:  # they need the scores themselves
+            scaled, shift = _ldexp(xp, scaled, a + b), None
+        else:                                                    # softmax takes the shift (exactly)
+            shift = a + b
+    if call.bias is not None:
+        scaled = scaled + xp.astype(call.bias, work)
+        scaled = emit(record, BIASED_SCORES, scaled, formula="Q·Kᵀ/√d_k + bias")
+    indices = q if (call.mask_mod is not None or call.score_mod is not None) else None
+    if call.score_mod is not None:
+        scaled = xp.broadcast_to(scaled, call.scores_shape)
+        modified = _evaluate(call, call.score_mod, q, score=scaled)
+        scaled = xp.broadcast_to(xp.astype(modified, work), call.scores_shape)
+        scaled = emit(record, MODIFIED_SCORES, scaled,
+                       formula=getattr(call.score_mod, "formula", "score_mod(score, b, h, q, k)"))
+    allowed = _combined_mask(call, indices)
+    if allowed is not None and record is not None:
+        emit(record, MASK, xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
+              formula="0 (may attend) / −∞ (masked)")
+    return _softmax_steps(scaled, allowed, record=record, shift=shift)
+
+
+def _overflow_shifts(call: Call, q, k):
+    """(a, b): powers of two to divide q and k by before q·kᵀ, when max|q|·max|k|·Dk could pass the
+    float range (else None). NumPy decides in Python; torch always takes the shifts as tensors (0
+    when not needed), so there is no data-dependent branch for torch.compile."""
+    xp = call.xp
+    if call.dk == 0:
+        return None
+    if is_torch(q):
+        import torch
+
+        top_q, top_k = torch.amax(torch.abs(q.detach())), torch.amax(torch.abs(k.detach()))
+        limit = torch.finfo(call.work).max
+        risk = (top_q.double() * top_k.double() * call.dk > limit / 4) & torch.isfinite(top_q) & torch.isfinite(top_k)
+        a, b = torch.frexp(top_q)[1], torch.frexp(top_k)[1]
+        zero = torch.zeros_like(a)
+        return torch.where(risk, a, zero), torch.where(risk, b, zero)
+    top_q, top_k = np.max(np.abs(q)), np.max(np.abs(k))
+    if not (np.isfinite(top_q) and np.isfinite(top_k)):
+        return None
+    limit = np.finfo(call.work).max
+    if top_q * (top_k / limit) * call.dk <= 0.25:   # divided first: the check itself must not overflow
+        return None
+    return int(np.frexp(top_q)[1]), int(np.frexp(top_k)[1])
+
+
+def _ldexp(xp, x, exponent):
+    """x·2^exponent, exact (the factor itself is never formed, so it cannot overflow)."""
+    if is_torch(x):
+        import torch
+
+        return torch.ldexp(x, torch.as_tensor(exponent, device=x.device)).to(x.dtype)
+    with np.errstate(over="ignore"):   # inf where the value itself is beyond the float range
+        return np.ldexp(x, exponent).astype(x.dtype, copy=False)
 
 
 def _weights_times_values(call: Call, weights, values):
@@ -328,7 +407,7 @@ def residual(r, y, *, record: Recorder | None = None):
 # --------------------------------------------------------------------------- internals
 def _as_work(call: Call, value: float):
     """A Python float in the compute dtype (NumPy's longdouble keeps its precision)."""
-    return np.longdouble(value) if call.work == np.longdouble else value
+    return np.longdouble(value) if isinstance(call.work, np.dtype) and call.work == np.longdouble else value
 
 
 def _group(call: Call, x):
@@ -352,8 +431,42 @@ def _ungroup(call: Call, x):
     return call.xp.reshape(x, tuple(x.shape[:-4]) + (call.heads,) + tuple(x.shape[-2:]))
 
 
-def _combined_mask(call: Call, indices=None):
-    """The boolean mask actually applied (user mask AND causal AND mask_mod), or None."""
+def _evaluate(call: Call, fn, like, *, score=None):
+    """A mask function's booleans (…, H, Tq, Tk), or a score function's scores from `score` (the
+    scores, (…, H, Tq, Tk)), in like's array library.
+
+    qkv.masks' functions (`broadcasts`) are called once with broadcasting index arrays (see
+    `index_arrays`); any other function once per (batch, head) pair with scalar b and h, as the
+    kernel calls it, so a function that indexes captured tensors in steps (`bias[b][q_idx]`) means
+    the same on every route. A score function must return one score per score it was given."""
+    xp = call.xp
+    b_all, h_all, q_idx, kv_idx = index_arrays(call, like=like)
+    if getattr(fn, "broadcasts", False):
+        if score is not None:
+            return as_scores(fn(score, b_all, h_all, q_idx, kv_idx), score)
+        return as_bool_mask(fn(b_all, h_all, q_idx, kv_idx), xp, call.device)
+    torch_scalar = is_torch(like)
+    if torch_scalar:
+        import torch
+    pairs = list(np.ndindex(*call.lead)) if call.lead else [()]
+    batch = call.lead[:-1]
+    results = []
+    for index in pairs:
+        b = int(np.ravel_multi_index(index[:-1], batch)) if len(index) > 1 else 0
+        h = int(index[-1]) if index else 0
+        b, h = ((torch.tensor(b, device=call.device), torch.tensor(h, device=call.device)) if torch_scalar
+                else (np.int64(b), np.int64(h)))
+        if score is not None:
+            results.append(as_scores(fn(score[index], b, h, q_idx, kv_idx), score[index]))
+        else:
+            allowed = as_bool_mask(fn(b, h, q_idx, kv_idx), xp, call.device)
+            results.append(xp.broadcast_to(allowed, (call.tq, call.tk)))
+    return xp.reshape(xp.stack(results), call.scores_shape)
+
+
+def _combined_mask(call: Call, like=None):
+    """The boolean mask actually applied (user mask AND causal AND mask_mod), or None. like: an
+    array of the call (q) when there is a mask_mod."""
     xp = call.xp
     allowed = call.mask
     if call.causal:
@@ -361,7 +474,7 @@ def _combined_mask(call: Call, indices=None):
         tri = xp.asarray(tri, device=call.device)
         allowed = tri if allowed is None else (allowed & tri)
     if call.mask_mod is not None:
-        modded = as_bool_mask(call.mask_mod(*indices), xp, call.device)
+        modded = _evaluate(call, call.mask_mod, like)
         allowed = modded if allowed is None else (allowed & modded)
     return allowed
 
@@ -394,6 +507,8 @@ def _plain_fused(call: Call, q, k, v):
     ref = np.full(rows.shape[0], -np.inf, dtype=np.float32)    # moves to each row's max on the first pass
     row_sum = np.zeros(rows.shape[0], dtype=np.float32)
     _fused_softmax_rows(q)(rows, ref, row_sum, np.empty_like(row_sum), None, 0.0)
+    if not np.all(np.isfinite(row_sum)):   # scores beyond the float range: the plain steps handle them
+        return _reference(call, q, k, v, return_weights=False, return_lse=False, record=None)
     scores /= row_sum.reshape(scores.shape[:-1] + (1,))
     return np.broadcast_to(_ungroup(call, scores @ vg), call.out_shape)   # (…, H, Tq, Dv)
 
@@ -408,8 +523,7 @@ def _torch_sdpa(call: Call, q, k, v):
     import torch
     import torch.nn.functional as F
 
-    indices = index_arrays(call, like=q) if call.mask_mod is not None else None
-    allowed = _combined_mask(call, indices)
+    allowed = _combined_mask(call, q)
     bias = call.bias
     if bias is not None:
         finite_bias = ~(torch.isinf(bias) & (bias < 0))

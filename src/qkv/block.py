@@ -240,7 +240,7 @@ class MoE:
 
     router (D, E): logits = x·router (…, T, E); p = softmax(logits) over the E experts (computed in
     float32 for float16/bfloat16 inputs, else in x's dtype); the top_k largest p are kept and divided
-    by their sum, w (…, T, top_k). out = Σ_k w_k · experts[e_k](x), summed in ascending expert order
+    by their sum, w (…, T, top_k). `out = Σ_k w_k · experts[e_k](x)`, summed in ascending expert order
     (as transformers adds them). experts: E `MLP`s D → D (Mixtral's are SwiGLU).
     """
 

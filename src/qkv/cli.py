@@ -48,8 +48,8 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if (action.default not in (None, False, argparse.SUPPRESS) and "default" not in text and action.option_strings
-                and "%(default)" not in text):
+        if (action.default not in (None, False, argparse.SUPPRESS, [], ()) and "default" not in text
+                and action.option_strings and "%(default)" not in text):
             text += " (default %(default)s)"
         return text
 

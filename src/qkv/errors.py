@@ -7,7 +7,7 @@ __all__ = ["InputError", "plural"]
 
 def plural(n: int, one: str, many: str | None = None) -> str:
     """A count with its noun, for messages: ``plural(1, "query", "queries")`` → "1 query", 2 → "2 queries"
-    (``many`` defaults to ``one + "s"``). Never "query(s)"."""
+    (``many`` defaults to ``one + "s"``), never a parenthesised plural."""
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 

@@ -58,14 +58,20 @@ def check_lang(value: Any, *, field: str = "--lang") -> str:
 
 
 # Control characters a terminal would act on: C0 (but newline and tab), DEL, C1, and the bidirectional
-# overrides that reorder what is shown. Colour sequences (ESC [ … m) pass: qkv writes them itself.
-_CONTROL = re.compile(r"\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# overrides that reorder what is shown. What qkv's own output needs passes whole: colour (ESC [ … m) and
+# rich's live progress — hide/show the cursor, and "back to the line start, [up,] erase the line", which
+# can only erase, never write text that looks like qkv's. Everything else (titles, clipboard, clear
+# screen, cursor moves, bells) is shown as an escape.
+_CONTROL = re.compile(r"\x1b\[[0-9;]*m|\x1b\[\?25[hl]|\r(?:\x1b\[[0-9]*A)*\x1b\[2K|"
+                      r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
     """``text`` safe for a terminal: every control character shown as an escape (``\\x1b``,
-    ``\\u202e``) instead of acted on, colour sequences kept. The command line passes everything it
-    prints to a terminal through this (tokens, titles and file names come from users and models)."""
+    ``\\u202e``) instead of acted on, colour and rich's progress sequences kept. The command line passes everything it
+    prints to a terminal through this (tokens, titles and file names come from users and models).
+    `qkv._io.printable` is the stricter one for a single string field read from a file (it escapes
+    newlines too, wherever the text goes); this one filters a whole terminal stream."""
     def shown(match: re.Match) -> str:
         found = match.group()
         if len(found) > 1:

@@ -30,7 +30,10 @@ for qkv's bottom-right causality with Tq < Tk (decoding after a cache) use
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import functools
+import threading
+import types
+import weakref
 from typing import Any, Callable
 
 import array_api_compat
@@ -39,7 +42,7 @@ import numpy as np
 from .kernels.call import EMPTY, FULL, PARTIAL
 
 __all__ = [
-    "MaskMod", "MaskInfo", "analyse", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
+    "MaskMod", "MaskInfo", "analyse", "BlockMask", "block_mask", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
     "causal", "sliding_window", "dilated_window", "global_tokens", "prefix_lm", "document", "sinks",
     "chunked", "and_masks", "or_masks", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
     "t5_bucket", "catalogue",
@@ -66,12 +69,15 @@ class MaskMod:
       band: (lo, hi) when the mask is exactly lo <= kv − q <= hi (None on a side: unbounded), else None.
       key_ranges(tq, tk) -> (lo, hi) int64 (Tq,) arrays when every query row q allows exactly the
         keys lo[q] <= kv < hi[q], the same for every batch and head; else None.
+      broadcasts: True when the function may be called with broadcasting b and h arrays (the
+        catalogue's are); otherwise qkv calls it once per (batch, head) with scalar b and h.
     """
 
     name = "mask"
     formula = ""
     relative = False
     band = None
+    broadcasts = False   # True: written for broadcasting index arrays (b (…, 1, 1, 1), h (H, 1, 1))
 
     def __call__(self, b, h, q_idx, kv_idx):
         raise NotImplementedError
@@ -101,8 +107,9 @@ class _Mask(MaskMod):
     documents with one sorted id row, and their `&`); the kernel masks partial blocks by these
     ranges in C."""
 
-    def __init__(self, name, formula, fn, kinds=None, relative=False, band=None, ranges=None):
+    def __init__(self, name, formula, fn, kinds=None, relative=False, band=None, ranges=None, broadcasts=True):
         self.name, self.formula, self._fn, self._kinds, self.relative = name, formula, fn, kinds, relative
+        self.broadcasts = broadcasts
         self.band = band
         self._ranges = ranges
 
@@ -124,39 +131,62 @@ class _Mask(MaskMod):
         return self._kinds(b, h, np.asarray(q_lo), np.asarray(q_hi), np.asarray(k_lo), np.asarray(k_hi))
 
 
-@dataclass(frozen=True)
 class MaskInfo:
     """What one call knows about its mask function, read once (`analyse`) when the call is checked;
     the route and the kernel use this, never the function's attributes again.
 
     fn: the mask function itself (b, h, q_idx, kv_idx) -> bool.
     block_kinds: kinds(b, h, q_lo, q_hi, k_lo, k_hi) -> int8 EMPTY / PARTIAL / FULL, or None (a
-      plain function: the kernel evaluates it block by block and skips blocks that come out empty).
+      function qkv could not analyse: the kernel evaluates it block by block and skips blocks that
+      come out empty).
     relative: allowed(q, kv) depends on kv − q only.
     band: (lo, hi): the mask is exactly lo <= kv − q <= hi (None on a side: unbounded), or None.
     key_ranges: (2, Tq) int64, row 0 the first allowed key and row 1 one past the last, the same for
-      every batch and head; or None.
+      every batch and head; or None. Computed on first use (a BlockMask's tiles are evaluated then).
+    block_size: the block size the analysis was made at (BlockMask), a hint for the kernel; or None.
     """
 
-    fn: Callable
-    block_kinds: Callable | None
-    relative: bool
-    band: tuple | None
-    key_ranges: np.ndarray | None
+    def __init__(self, fn, block_kinds, relative, band, ranges, block_size=None):
+        self.fn, self.block_kinds, self.relative, self.band = fn, block_kinds, relative, band
+        self.block_size = block_size
+        self._ranges = ranges
+
+    @functools.cached_property
+    def key_ranges(self):
+        found = self._ranges()   # (two threads may both compute it: the same value)
+        if found is None:
+            return None
+        tq = np.shape(found[0])[0] if np.ndim(found[0]) else None
+        lo, hi = (np.asarray(x, dtype=np.int64) for x in found)
+        found = np.ascontiguousarray(np.stack(np.broadcast_arrays(lo, hi)))
+        found.flags.writeable = False
+        return found if tq is None or found.shape[1] == tq else None
+
+    def __repr__(self):
+        return (f"MaskInfo(kinds={'yes' if self.block_kinds is not None else 'no'}, relative={self.relative}, "
+                f"band={self.band})")
 
 
-def analyse(mask_mod: Callable, tq: int, tk: int) -> MaskInfo:
-    """The MaskInfo of a mask function for Tq queries and Tk keys (see MaskMod's protocol)."""
+def analyse(mask_mod: Callable, tq: int, tk: int, *, batch: int = 1, heads: int = 1, numpy: bool = True) -> MaskInfo:
+    """The MaskInfo of a mask function for a call with `batch` × `heads` (b, h) pairs, Tq queries and
+    Tk keys (see MaskMod's protocol). A plain function (no block_kinds) on NumPy inputs is analysed
+    as `block_mask` does, once per function and shape (kept while the function lives), when it is
+    pure index arithmetic (see `block_mask`); otherwise nothing is known about it."""
+    if isinstance(mask_mod, BlockMask):
+        mask_mod.check_shape(batch, heads, tq, tk)
+    elif not callable(getattr(mask_mod, "block_kinds", None)) and numpy:
+        built = _auto_block_mask(mask_mod, batch, heads, tq, tk)
+        if built is not None:
+            mask_mod = built
     kinds = getattr(mask_mod, "block_kinds", None)
     kinds = kinds if callable(kinds) else None
     ranges = getattr(mask_mod, "key_ranges", None)
-    found = ranges(tq, tk) if callable(ranges) else None
-    if found is not None:
-        found = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(x, dtype=np.int64), (tq,)) for x in found]))
-        found.flags.writeable = False
     band = getattr(mask_mod, "band", None) if kinds is not None else None
-    return MaskInfo(fn=mask_mod, block_kinds=kinds, relative=bool(getattr(mask_mod, "relative", False)) and
-                    kinds is not None, band=None if band is None else tuple(band), key_ranges=found)
+    return MaskInfo(fn=mask_mod, block_kinds=kinds,
+                    relative=bool(getattr(mask_mod, "relative", False)) and kinds is not None,
+                    band=None if band is None else tuple(band),
+                    ranges=(lambda: ranges(tq, tk)) if callable(ranges) else (lambda: None),
+                    block_size=getattr(mask_mod, "block_size", None) if isinstance(mask_mod, BlockMask) else None)
 
 
 def _offsets(q_lo, q_hi, k_lo, k_hi):
@@ -348,6 +378,7 @@ def _combine(masks, word, pick, join):
     names = [getattr(m, "name", getattr(m, "__name__", "mask")) for m in masks]
     formulas = [f"({getattr(m, 'formula', '') or getattr(m, '__name__', 'mask')})" for m in masks]
     relative = all(getattr(m, "relative", False) for m in masks)
+    broadcasts = all(getattr(m, "broadcasts", False) for m in masks)
 
     def key_ranges(q, tq, tk):   # "and" of key ranges is their intersection; "or" is not a range
         if word != "and" or not all(callable(getattr(m, "key_ranges", None)) for m in masks):
@@ -358,12 +389,15 @@ def _combine(masks, word, pick, join):
         return (np.maximum.reduce([part[0] for part in parts]), np.minimum.reduce([part[1] for part in parts]))
 
     return _Mask(f" {word} ".join(names), f" {word} ".join(formulas), fn, kinds, relative=relative,
-                 ranges=key_ranges)
+                 ranges=key_ranges, broadcasts=broadcasts)
 
 
 # --------------------------------------------------------------------------- score functions
 class ScoreMod:
-    """A score function with a name and a formula (shown by the explainer)."""
+    """A score function with a name and a formula (shown by the explainer); written for broadcasting
+    index arrays (`broadcasts`)."""
+
+    broadcasts = True
 
     def __init__(self, name, formula, fn, params=None):
         self.name, self.formula, self._fn = name, formula, fn
@@ -529,6 +563,414 @@ def _ids(name: str, ids) -> np.ndarray:
         raise ValueError(f"{name} must be integers shaped (T,) or (B, T), got dtype {ids.dtype} and shape {ids.shape}")
     return ids.astype(np.int64, copy=False)
 
+
+
+# --------------------------------------------------------------------------- user-written masks
+class BlockMask(MaskMod):
+    """A mask function analysed once for one shape: what `block_mask` returns. Pass it as mask_mod
+    (again and again: the analysis is not repeated). Attributes:
+
+      fn: the function; batch, heads, tq, tk: the shape it was analysed for (b < batch, h < heads);
+      block_size: the analysis' block (query and key); kinds: int8 (query blocks, key blocks) EMPTY /
+      PARTIAL / FULL, the same for every (b, h) (a block is PARTIAL unless it is empty, or full, for
+      all of them); exact: whether every block was evaluated (False: blocks the index arithmetic
+      proved empty or full were not, see `block_mask`).
+    key_ranges(tq, tk): (lo, hi) int64 (Tq,) when every row allows one range of keys, the same for
+      every (b, h) (the kernel then masks partial blocks by those ranges, in C); else None.
+    block_kinds answers for any block bounds from the analysis' blocks (a block made of full ones is
+    full, of empty ones empty, anything else partial).
+    """
+
+    def __init__(self, fn, batch, heads, tq, tk, block_size, kinds, ranges, exact):
+        self.fn, self.batch, self.heads, self.tq, self.tk = fn, batch, heads, tq, tk
+        self.block_size, self.kinds, self._ranges, self.exact = block_size, kinds, ranges, exact
+        self.broadcasts = not exact   # proved by index arithmetic: fine with broadcasting b and h
+        self.name = f"block mask of {getattr(fn, '__name__', 'a function')}"
+        self.formula = getattr(fn, "formula", "")
+        # prefix sums of full and empty blocks: any rectangle of blocks is counted in O(1)
+        pad = ((1, 0), (1, 0))
+        self._full = np.pad((kinds == FULL).cumsum(0).cumsum(1), pad)
+        self._empty = np.pad((kinds == EMPTY).cumsum(0).cumsum(1), pad)
+
+    def __call__(self, b, h, q_idx, kv_idx):
+        return self.fn(b, h, q_idx, kv_idx)
+
+    def check_shape(self, batch, heads, tq, tk):
+        if (tq, tk) != (self.tq, self.tk) or batch > self.batch or heads > self.heads:
+            raise ValueError(f"mask_mod is a BlockMask built for (B, H, Tq, Tk) = ({self.batch}, {self.heads}, "
+                             f"{self.tq}, {self.tk}) but the call has ({batch}, {heads}, {tq}, {tk}); "
+                             "build one for this shape with qkv.masks.block_mask")
+
+    def block_kinds(self, b, h, q_lo, q_hi, k_lo, k_hi):
+        n = self.block_size
+        qa, qb = np.asarray(q_lo) // n, -(-np.asarray(q_hi) // n)
+        ka, kb = np.asarray(k_lo) // n, -(-np.asarray(k_hi) // n)
+
+        def count(table):
+            return table[qb, kb] - table[qa, kb] - table[qb, ka] + table[qa, ka]
+
+        total = (qb - qa) * (kb - ka)
+        return _kinds(count(self._full) == total, count(self._empty) != total)
+
+    def key_ranges(self, tq: int, tk: int):
+        if (tq, tk) != (self.tq, self.tk) or self._ranges is None:
+            return None
+        return self._ranges[0], self._ranges[1]
+
+    def __repr__(self):
+        counts = [int((self.kinds == kind).sum()) for kind in (EMPTY, PARTIAL, FULL)]
+        return (f"<BlockMask (B, H, Tq, Tk) = ({self.batch}, {self.heads}, {self.tq}, {self.tk}), "
+                f"{self.block_size}-blocks: {counts[0]} empty, {counts[1]} partial, {counts[2]} full; "
+                f"key ranges: {'yes' if self._ranges is not None else 'no'}>")
+
+
+def block_mask(mask_mod: Callable, B: int, H: int, Tq: int, Tk: int | None = None, *,
+               block_size: int = 128) -> BlockMask:
+    """Analyse a mask function once for B batches, H heads, Tq queries and Tk keys (flex_attention's
+    create_block_mask): which (block_size × block_size) blocks are empty, partial or full, and, where
+    every query row allows one range of keys, the ranges. Pass the result as mask_mod.
+
+    A function written as index arithmetic (+ − * // %, comparisons, & | ~ on b, h, q_idx, kv_idx
+    and numbers, e.g. `lambda b, h, q, kv: (q >= kv) & (q - kv <= 256)`) is first run on the blocks'
+    index intervals, which proves most blocks empty or full without evaluating them; only the rest
+    is evaluated, a block at a time. Other functions (indexing captured arrays, branching) are
+    evaluated on every block, once per (b, h). Results are exact either way; the work is O(T²) only
+    for those other functions.
+    """
+    tk = Tq if Tk is None else Tk
+    for name, n, low in (("B", B, 1), ("H", H, 1), ("Tq", Tq, 0), ("Tk", tk, 0), ("block_size", block_size, 1)):
+        _integer(name, n, minimum=low)
+    if not callable(mask_mod):
+        raise TypeError(f"mask_mod must be a function (b, h, q_idx, kv_idx), got {type(mask_mod).__name__}")
+    if isinstance(mask_mod, BlockMask):
+        mask_mod = mask_mod.fn
+    return _analyse_function(mask_mod, int(B), int(H), int(Tq), int(tk), int(block_size), intervals=True)
+
+
+def _analyse_function(fn, batch, heads, tq, tk, n, *, intervals: bool):
+    """The BlockMask of fn (see block_mask). Raises _NotIndexArithmetic when intervals is "only"."""
+    nq, nk = -(-tq // n), -(-tk // n)
+    q_lo = np.arange(nq, dtype=np.int64)[:, None] * n
+    k_lo = np.arange(nk, dtype=np.int64)[None, :] * n
+    q_hi, k_hi = np.minimum(q_lo + n, tq), np.minimum(k_lo + n, tk)
+    proven = None
+    if intervals and nq and nk:
+        try:
+            proven = _on_intervals(fn, batch, heads, q_lo, q_hi, k_lo, k_hi)
+        except _NotIndexArithmetic:
+            if intervals == "only":
+                raise
+    if proven is not None:
+        kinds = proven
+        pairs = [(np.int64(0), np.int64(0))]
+        by_arrays = True
+    else:
+        kinds = np.full((nq, nk), PARTIAL, np.int8)
+        pairs = [(np.int64(b), np.int64(h)) for b in range(batch) for h in range(heads)]
+        by_arrays = False
+    # per row: allowed keys counted, first and last (for the key ranges)
+    count = np.zeros(tq, np.int64)
+    first = np.full(tq, tk, np.int64)
+    last = np.full(tq, -1, np.int64)
+    same = True     # every (b, h) allows the same keys in the evaluated blocks
+    b_all = np.arange(batch, dtype=np.int64).reshape(batch, 1, 1, 1)
+    h_all = np.arange(heads, dtype=np.int64).reshape(heads, 1, 1)
+    for i in range(nq):
+        i0, i1 = int(q_lo[i, 0]), int(q_hi[i, 0])
+        partial = np.flatnonzero(kinds[i] == PARTIAL)
+        full = np.flatnonzero(kinds[i] == FULL)
+        for j in full:
+            j0, j1 = int(k_lo[0, j]), int(k_hi[0, j])
+            count[i0:i1] += j1 - j0
+            np.minimum(first[i0:i1], j0, out=first[i0:i1])
+            np.maximum(last[i0:i1], j1 - 1, out=last[i0:i1])
+        if not len(partial):
+            continue
+        cols = np.concatenate([np.arange(k_lo[0, j], k_hi[0, j], dtype=np.int64) for j in partial])
+        q_idx = np.arange(i0, i1, dtype=np.int64)[:, None]
+        if by_arrays:   # index arithmetic: all (b, h) at once, broadcasting
+            allowed = _evaluate(fn, b_all, h_all, q_idx, cols)
+            allowed = allowed.reshape((-1, i1 - i0, len(cols)))
+        else:
+            allowed = np.stack([_evaluate(fn, b, h, q_idx, cols) for b, h in pairs])
+        any_bh, all_bh = allowed.any(axis=0), allowed.all(axis=0)
+        same = same and bool(np.array_equal(any_bh, all_bh))
+        edges = np.cumsum([0] + [int(k_hi[0, j] - k_lo[0, j]) for j in partial])
+        for t, j in enumerate(partial):
+            block_any, block_all = any_bh[:, edges[t]:edges[t + 1]], all_bh[:, edges[t]:edges[t + 1]]
+            kinds[i, j] = FULL if block_all.all() else EMPTY if not block_any.any() else PARTIAL
+        rows = all_bh
+        has = rows.any(axis=1)
+        count[i0:i1] += rows.sum(axis=1)
+        lo_col = cols[np.argmax(rows, axis=1)]
+        hi_col = cols[len(cols) - 1 - np.argmax(rows[:, ::-1], axis=1)]
+        np.minimum(first[i0:i1], np.where(has, lo_col, tk), out=first[i0:i1])
+        np.maximum(last[i0:i1], np.where(has, hi_col, -1), out=last[i0:i1])
+    ranges = None
+    if same:
+        empty = count == 0
+        if np.all(empty | (last - first + 1 == count)):
+            ranges = (np.where(empty, 0, first), np.where(empty, 0, last + 1))
+    return BlockMask(fn, batch, heads, tq, tk, n, kinds, ranges, exact=proven is None)
+
+
+def _evaluate(fn, b, h, q_idx, kv_idx) -> np.ndarray:
+    """fn on index arrays as a NumPy bool array broadcast to (…, rows, cols) (leading dimensions
+    only where the result depends on b or h)."""
+    from .kernels.call import as_bool_mask
+
+    value = as_bool_mask(fn(b, h, q_idx, kv_idx), np)
+    return np.broadcast_to(value, np.broadcast_shapes(np.shape(value), (q_idx.shape[0], kv_idx.shape[0])))
+
+
+# Automatic analysis of plain functions (qkv.attention on NumPy inputs): kept per function object
+# while it lives, for a few shapes, and only for pure index arithmetic whose closure and globals are
+# plain numbers (nothing that could change between calls unseen: an array, a tensor, a list).
+_AUTO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_AUTO_SHAPES = 8
+_AUTO_LOCK = threading.Lock()
+
+
+def _auto_block_mask(fn, batch, heads, tq, tk):
+    key = _frozen_inputs(fn)
+    if key is None or not tq or not tk:
+        return None
+    key = key + (batch, heads, tq, tk)
+    try:
+        with _AUTO_LOCK:
+            kept = _AUTO.setdefault(fn, {})
+            found = kept.get(key)
+    except TypeError:   # not weak-referenceable
+        return None
+    if found is not None:
+        return found or None
+    try:
+        found = _analyse_function(fn, batch, heads, tq, tk, _AUTO_BLOCK, intervals="only")
+    except Exception:   # noqa: BLE001 — not index arithmetic, or it fails on index arrays: kept as
+        found = False   # "not analysable"; the call itself evaluates fn and reports its errors
+    with _AUTO_LOCK:
+        if len(kept) >= _AUTO_SHAPES:
+            kept.pop(next(iter(kept)))
+        kept[key] = found
+    return found or None
+
+
+_AUTO_BLOCK = 128
+_PLAIN = (int, float, bool, str, bytes, type(None), np.integer, np.floating, np.bool_)
+
+
+def _frozen_inputs(fn):
+    """(code, closure values, globals read) when they are all plain numbers/strings (or modules,
+    classes, functions of a library), else None: what makes an automatic analysis still valid."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not isinstance(fn, types.FunctionType):
+        return None
+    values = []
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            return None
+        if not isinstance(value, _PLAIN):
+            return None
+        values.append(value)
+    glob = fn.__globals__
+    for name in code.co_names:
+        if name in glob:
+            value = glob[name]
+            if isinstance(value, types.ModuleType):
+                continue
+            if not isinstance(value, _PLAIN):
+                return None
+            values.append((name, value))
+    if fn.__defaults__ and not all(isinstance(d, _PLAIN) for d in fn.__defaults__):
+        return None
+    return (code, tuple(values), fn.__defaults__)
+
+
+class _NotIndexArithmetic(Exception):
+    """The function did something interval arithmetic cannot follow."""
+
+
+def _on_intervals(fn, batch, heads, q_lo, q_hi, k_lo, k_hi):
+    """Block kinds of fn proved by interval arithmetic on each block's index ranges: FULL where every
+    index in the block is allowed, EMPTY where none is, PARTIAL where the arithmetic cannot tell."""
+    b = _Interval(np.int64(0), np.int64(batch - 1))
+    h = _Interval(np.int64(0), np.int64(heads - 1))
+    q = _Interval(q_lo, q_hi - 1)
+    kv = _Interval(k_lo, k_hi - 1)
+    try:
+        with np.errstate(all="ignore"):
+            result = fn(b, h, q, kv)
+    except _NotIndexArithmetic:
+        raise
+    except Exception as error:   # noqa: BLE001 — anything it cannot follow: evaluate instead
+        raise _NotIndexArithmetic(str(error)) from None
+    if isinstance(result, (bool, np.bool_)):
+        result = _Truth(np.bool_(result), np.bool_(not result))
+    if not isinstance(result, _Truth):
+        raise _NotIndexArithmetic(f"returned {type(result).__name__}")
+    shape = np.broadcast_shapes(q_lo.shape, k_lo.shape)
+    return _kinds(np.broadcast_to(result.always, shape), ~np.broadcast_to(result.never, shape))
+
+
+def _as_interval(x):
+    if isinstance(x, _Interval):
+        return x
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise _NotIndexArithmetic(f"an operand {type(x).__name__}")
+    return _Interval(np.int64(x), np.int64(x))
+
+
+class _Interval:
+    """Integer intervals [lo, hi] (broadcasting arrays): every value an index can take in a block."""
+
+    __array_ufunc__ = None   # NumPy defers to the reflected operators below
+
+    def __init__(self, lo, hi):
+        self.lo, self.hi = lo, hi
+
+    def __add__(self, other):
+        o = _as_interval(other)
+        return _Interval(self.lo + o.lo, self.hi + o.hi)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        o = _as_interval(other)
+        return _Interval(self.lo - o.hi, self.hi - o.lo)
+
+    def __rsub__(self, other):
+        return _as_interval(other) - self
+
+    def __neg__(self):
+        return _Interval(-self.hi, -self.lo)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        lo = np.where((self.lo <= 0) & (self.hi >= 0), 0, np.minimum(abs(self.lo), abs(self.hi)))
+        return _Interval(lo, np.maximum(abs(self.lo), abs(self.hi)))
+
+    def __mul__(self, other):
+        o = _as_interval(other)
+        corners = [self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi]
+        return _Interval(np.minimum.reduce(np.broadcast_arrays(*corners)),
+                         np.maximum.reduce(np.broadcast_arrays(*corners)))
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other):
+        o = _as_interval(other)
+        if not (np.all(o.lo == o.hi) and np.all(o.lo != 0)):
+            raise _NotIndexArithmetic("division by an index")
+        d = o.lo
+        a, c = self.lo // d, self.hi // d   # floor division is monotone in the dividend
+        return _Interval(np.minimum(a, c), np.maximum(a, c))
+
+    def __mod__(self, other):
+        o = _as_interval(other)
+        if not (np.all(o.lo == o.hi) and np.all(o.lo > 0)):
+            raise _NotIndexArithmetic("modulo by an index or a non-positive number")
+        m = o.lo
+        one_period = self.lo // m == self.hi // m
+        return _Interval(np.where(one_period, self.lo % m, 0), np.where(one_period, self.hi % m, m - 1))
+
+    def _compare(self, other, op):
+        o = _as_interval(other)
+        if op == "<":
+            return _Truth(self.hi < o.lo, self.lo >= o.hi)
+        if op == "<=":
+            return _Truth(self.hi <= o.lo, self.lo > o.hi)
+        if op == ">":
+            return _Truth(self.lo > o.hi, self.hi <= o.lo)
+        if op == ">=":
+            return _Truth(self.lo >= o.hi, self.hi < o.lo)
+        point = (self.lo == self.hi) & (o.lo == o.hi) & (self.lo == o.lo)
+        apart = (self.hi < o.lo) | (o.hi < self.lo)
+        return _Truth(point, apart) if op == "==" else _Truth(apart, point)
+
+    def __lt__(self, other):
+        return self._compare(other, "<")
+
+    def __le__(self, other):
+        return self._compare(other, "<=")
+
+    def __gt__(self, other):
+        return self._compare(other, ">")
+
+    def __ge__(self, other):
+        return self._compare(other, ">=")
+
+    def __eq__(self, other):
+        return self._compare(other, "==")
+
+    def __ne__(self, other):
+        return self._compare(other, "!=")
+
+    __hash__ = None
+
+    def __bool__(self):
+        raise _NotIndexArithmetic("an index used as a truth value")
+
+    def __index__(self):
+        raise _NotIndexArithmetic("an index used to index")
+
+    def __getattr__(self, name):
+        raise _NotIndexArithmetic(f"an index's .{name}")
+
+
+class _Truth:
+    """What a comparison says over a block: always (every index allowed), never (none allowed)."""
+
+    __array_ufunc__ = None
+
+    def __init__(self, always, never):
+        self.always, self.never = always, never
+
+    def __and__(self, other):
+        o = _as_truth(other)
+        return _Truth(self.always & o.always, self.never | o.never)
+
+    __rand__ = __and__
+
+    def __or__(self, other):
+        o = _as_truth(other)
+        return _Truth(self.always | o.always, self.never & o.never)
+
+    __ror__ = __or__
+
+    def __invert__(self):
+        return _Truth(self.never, self.always)
+
+    def __xor__(self, other):
+        o = _as_truth(other)
+        return _Truth((self.always & o.never) | (self.never & o.always), (self.always & o.always) | (self.never & o.never))
+
+    __rxor__ = __xor__
+
+    def __eq__(self, other):
+        return ~(self ^ other)
+
+    def __ne__(self, other):
+        return self ^ other
+
+    __hash__ = None
+
+    def __bool__(self):
+        raise _NotIndexArithmetic("a comparison used as a truth value")
+
+    def __getattr__(self, name):
+        raise _NotIndexArithmetic(f"a comparison's .{name}")
+
+
+def _as_truth(x):
+    if isinstance(x, _Truth):
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        return _Truth(np.bool_(x), np.bool_(not x))
+    raise _NotIndexArithmetic(f"an operand {type(x).__name__}")
 
 
 def catalogue(t: int) -> dict[str, MaskMod]:

@@ -29,7 +29,8 @@ import numpy as np
 from ._backend import to_numpy
 from .errors import InputError
 
-__all__ = ["Recorder", "emit", "scoped", "TraceInfo", "Step", "Trace", "STEPS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
+__all__ = ["Recorder", "emit", "scoped", "TraceInfo", "Step", "Trace", "STEPS", "SAVED_DTYPES", "MAX_SAVED_ELEMENTS",
+           "MAX_SAVED_DIMS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MODIFIED_SCORES",
            "MASK", "SOFTMAX_MAX", "EXP_SCORES", "EXP_SUM", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "BY_HAND", "DRIFT"]
 

@@ -50,7 +50,7 @@ def routes() -> dict:
     extension is there (the only route that uses it)."""
     import numpy as np
 
-    from ..kernels import blocked
+    from ..kernels import blas, blocked
 
     info: dict = {"extension": blocked._fused is not None, "extension_error": None, "width": None, "sgemm": None,
                   "torch": None, "numpy": np.__version__}
@@ -62,7 +62,7 @@ def routes() -> dict:
             info["extension_error"] = " ".join(str(exc).split()) or "not built"
     else:
         info["width"] = int(blocked._fused.vector_width())
-        info["sgemm"] = bool(blocked._sgemm_ready())
+        info["sgemm"] = bool(blas.sgemm_ready())
     if importlib.util.find_spec("torch") is not None:
         try:
             info["torch"] = importlib.metadata.version("torch")

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import math
 import os
+import signal
 import sys
 
 from .._io import int_option, write_atomic
@@ -42,8 +43,9 @@ def register(subparsers) -> None:
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32", metavar="float32|float64",
                         help="the tensors' floating-point type")
     parser.add_argument("--no-causal", action="store_true", help="attend to every token (default: causal)")
-    parser.add_argument("--strategies", default=",".join(STRATEGIES), metavar="LIST",
-                        help=f"comma-separated, from {', '.join(STRATEGIES)} (default all)")
+    parser.add_argument("--strategies", metavar="LIST",
+                        help=f"comma-separated, from {', '.join(STRATEGIES)} (default all; ulysses only when H is a "
+                        "multiple of P)")
     parser.add_argument("--repeats", type=int_option(low=1, high=1000), default=3, metavar="N",
                         help="timed steps per strategy, median reported")
     parser.add_argument("--check", action="store_true",
@@ -68,10 +70,18 @@ def _validate(args) -> list[str]:
     kv_heads = args.kv_heads or args.heads
     if kv_heads < 1 or args.heads % kv_heads:
         raise InputError(t("cli.ring.kv_heads", heads=args.heads, kv=kv_heads), field="--kv-heads")
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    for name in strategies or [args.strategies.strip()]:
+    chosen = args.strategies is not None
+    listed = args.strategies if chosen else ",".join(STRATEGIES)
+    strategies = [s.strip() for s in listed.split(",") if s.strip()]
+    for name in strategies or [listed.strip()]:
         frontdoor.check_choice(name, STRATEGIES, field="--strategies", lang=args.lang)
     world = _torchrun_world() or args.procs
+    if "ulysses" in strategies and args.heads % world:
+        if chosen:   # asked for by name: refused before any process starts (it would measure nothing)
+            raise InputError(t("cli.ring.ulysses_heads", heads=args.heads, world=world,
+                               fix=-(-args.heads // world) * world), field="--strategies")
+        strategies.remove("ulysses")   # the default list: the strategies that apply, and a note saying so
+        args.skipped_note = t("cli.ring.ulysses_skipped", heads=args.heads, world=world)
     need = max(n_chunks(world, s.partition(":")[2] or "contiguous") for s in strategies)
     if args.seq % need:
         raise InputError(t("cli.ring.seq", seq=args.seq, need=need, world=world, fix=-(-args.seq // need) * need),
@@ -90,7 +100,7 @@ def _torchrun_world() -> int | None:
 def handler(args) -> int:
     if importlib.util.find_spec("torch") is None:      # checked before any rank is launched
         raise InputError(words(check_lang(args.lang))("cli.ring.torch"))
-    from ..distributed import DistributedError, init_from_env, run_local
+    from ..distributed import DistributedError, Interrupted, init_from_env, run_local
     from ..distributed.demo import measure
 
     strategies = _validate(args)
@@ -115,6 +125,14 @@ def handler(args) -> int:
     except DistributedError as exc:
         print(f"qkv: error: {exc}", file=sys.stderr)
         return 1
+    except (Interrupted, KeyboardInterrupt) as exc:   # the ranks are stopped by now (run_local's finally)
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        said = words(args.lang)("cli.ring.stopped", signal=signal.Signals(signum).name,
+                                procs=_torchrun_world() or args.procs)
+        print(f"qkv: error: {said}", file=sys.stderr)
+        return 128 + signum
+    if getattr(args, "skipped_note", None):
+        print(args.skipped_note)
     print(format_table(every, args))
     if args.figure:                                   # `qkv: wrote FILE` on stderr for each (qkv.cli)
         _write_figure(args.figure, every, args)

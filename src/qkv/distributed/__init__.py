@@ -6,10 +6,10 @@
     init_from_env(timeout=...)    join under torchrun;   run_local(fn, P)   P local processes (gloo)
 """
 
-from .launch import DistributedError, init_from_env, run_local
+from .launch import DistributedError, Interrupted, init_from_env, run_local
 from .layout import LAYOUTS, causal_work, positions, shard, unshard
 from .ring import RingStats, ring_attention
 from .ulysses import ulysses_attention
 
 __all__ = ["ring_attention", "ulysses_attention", "RingStats", "shard", "unshard", "positions", "causal_work", "LAYOUTS",
-           "init_from_env", "run_local", "DistributedError"]
+           "init_from_env", "run_local", "DistributedError", "Interrupted"]

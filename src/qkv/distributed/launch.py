@@ -9,10 +9,18 @@ starts `procs` processes (multiprocessing "spawn"), each joins through env:// ex
 torchrun, runs `fn(*args)` and sends back its result. If any rank fails or dies, the others stop
 (their collectives and ring exchanges fail within the timeout) and `run_local` raises one
 `DistributedError` that names the first failure; no process is left behind.
+
+Signals: the ranks ignore SIGINT (a Ctrl-C reaches the whole terminal process group; the launcher
+answers it, not each rank with a traceback). While `run_local` waits, SIGTERM and SIGHUP to the
+launcher raise `Interrupted` in it (SIGINT raises KeyboardInterrupt as usual); either way the ranks
+are sent SIGTERM, then SIGKILL after `_STOP_GRACE` seconds, before the exception leaves. Each rank
+also watches the launcher's process: if the launcher disappears (even by SIGKILL, which cannot be
+answered), the rank exits within `_WATCH_INTERVAL` seconds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import multiprocessing as mp
 import multiprocessing.connection
@@ -20,15 +28,27 @@ import os
 import re
 import signal
 import socket
+import threading
 import time
 import traceback
 from typing import Any, Callable, Sequence
 
-__all__ = ["DistributedError", "init_from_env", "run_local", "free_port"]
+__all__ = ["DistributedError", "Interrupted", "init_from_env", "run_local", "free_port"]
+
+_STOP_GRACE = 3.0       # seconds the ranks get to exit after SIGTERM before SIGKILL
+_WATCH_INTERVAL = 0.5   # seconds between a rank's checks that its launcher is still there
 
 
 class DistributedError(RuntimeError):
     """A rank died, hung, or never joined; the message names which rank and what it saw."""
+
+
+class Interrupted(Exception):
+    """The launcher received SIGTERM or SIGHUP while its ranks ran; they have been stopped."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
 
 
 def init_from_env(*, backend: str | None = None, timeout: float = 60.0):
@@ -88,7 +108,8 @@ def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, 
         "forkserver" (ranks forked from one server that imported torch and qkv once, kept for the
         rest of this process: later groups start in a fraction of a second; tests use it).
     Raises `DistributedError` naming the first rank that failed or died and the message of every
-    rank that stopped because of it.
+    rank that stopped because of it; `Interrupted` when this process receives SIGTERM or SIGHUP
+    while waiting (KeyboardInterrupt for SIGINT), after the ranks have been stopped.
     """
     if procs < 1:
         raise ValueError(f"procs must be at least 1, got {procs}")
@@ -103,27 +124,78 @@ def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, 
     children, pipes = {}, {}
     saved = {name: os.environ.get(name) for name in (env or {})}
     os.environ.update(env or {})
+    with _signals_raise():
+        try:
+            with _sigint_ignored():   # inherited by spawned ranks: a Ctrl-C during their start stays quiet
+                for rank in ranks:
+                    receive, send = ctx.Pipe(duplex=False)
+                    child = ctx.Process(target=_rank_main, args=(rank, procs, port, threads, backend, timeout, fn,
+                                                                 args, send),
+                                        name=f"qkv-rank-{rank}", daemon=True)
+                    child.start()
+                    send.close()
+                    children[rank], pipes[rank] = child, receive
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            saved = {}
+            return _collect(children, pipes, timeout)
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            _stop(children.values())
+
+
+def _stop(children) -> None:
+    """SIGTERM to every rank still running, SIGKILL to those still there after _STOP_GRACE s; reaped."""
+    alive = [child for child in children if child.is_alive()]
+    for child in alive:
+        child.terminate()
+    deadline = time.monotonic() + _STOP_GRACE
+    for child in alive:
+        child.join(max(0.0, deadline - time.monotonic()))
+    for child in children:
+        if child.is_alive():
+            child.kill()
+        child.join(5)
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    """SIGTERM and SIGHUP raise `Interrupted` in this (main) thread while the block runs, so that its
+    finally-clauses stop the ranks; elsewhere than the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_interrupted(signum, frame):
+        raise Interrupted(signum)
+
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        previous[signum] = signal.signal(signum, raise_interrupted)
     try:
-        for rank in ranks:
-            receive, send = ctx.Pipe(duplex=False)
-            child = ctx.Process(target=_rank_main, args=(rank, procs, port, threads, backend, timeout, fn, args, send),
-                                name=f"qkv-rank-{rank}", daemon=True)
-            child.start()
-            send.close()
-            children[rank], pipes[rank] = child, receive
+        yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        return _collect(children, pipes, timeout)
+        yield
     finally:
-        for child in children.values():
-            if child.is_alive():
-                child.kill()
-            child.join(5)
+        signal.signal(signal.SIGINT, previous)
 
 
 def _collect(children: dict, pipes: dict, timeout: float) -> list[Any]:
@@ -188,8 +260,25 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {line}".strip()
 
 
+def _watch_launcher() -> None:
+    """Exit this rank when the process that started it is gone (the launcher, or the forkserver,
+    which ends with its launcher) — even killed by SIGKILL: its children are then handed to another
+    parent at once, whether or not anyone has reaped it yet, so the parent's pid changes."""
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(_WATCH_INTERVAL)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="qkv-launcher-watch", daemon=True).start()
+
+
 def _rank_main(rank, world, port, threads, backend, timeout, fn, args, conn) -> None:
     """Entry point of one spawned rank: join via env://, run fn, send ("ok", result) or ("error", text)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the launcher answers Ctrl-C and stops the ranks
+    _watch_launcher()
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")

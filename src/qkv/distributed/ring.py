@@ -100,8 +100,7 @@ def ring_attention(q, k, v, *, group=None, causal: bool = False, layout: str = "
         raise DistributedError("ring_attention needs an initialised torch.distributed process group "
                                "(torchrun + qkv.distributed.init_from_env, or qkv.distributed.run_local)")
     ring = _Ring(group)
-    spec = _check_shards(q, k, v, ring, layout)
-    scale = 1.0 / spec["dk"] ** 0.5 if scale is None else float(scale)
+    scale = _check_shards(q, k, v, ring, layout, causal, scale)
     return _ring_function().apply(q, k, v, ring, layout, causal, scale, stats if stats is not None else RingStats())
 
 
@@ -326,10 +325,28 @@ class _Exchange:
         return tuple(self.receives)
 
 
-def _check_shards(q, k, v, ring: _Ring, layout: str) -> dict:
-    """Shapes agree locally and across ranks (one small all_gather), or a ValueError naming them."""
+def _check_shards(q, k, v, ring: _Ring, layout: str, causal, scale) -> float:
+    """This rank's shards are well formed, and every rank was called alike (`agree`: one small
+    all_gather of shape, dtype, causal, layout and scale); else the same ValueError on every rank.
+    Returns the scale (default 1/√Dk)."""
+    from .agree import agree, header
+    from .layout import LAYOUTS
+
+    refused = None
+    try:
+        scale = _check_local(q, k, v, layout, causal, scale)
+    except (TypeError, ValueError) as exc:
+        refused = exc
+    agree("ring_attention", header(q, k, v, causal=causal, layout=layout, scale=scale, layouts=LAYOUTS), ring.group,
+          refused=refused, layouts=LAYOUTS)
+    return scale
+
+
+def _check_local(q, k, v, layout: str, causal, scale) -> float:
+    """The checks one rank can make alone; returns the scale (default 1/√Dk)."""
+    import math
+
     import torch
-    import torch.distributed as dist
 
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
@@ -338,6 +355,8 @@ def _check_shards(q, k, v, ring: _Ring, layout: str) -> dict:
             raise ValueError(f"{name} must be (B, heads, T/P, D), got shape {tuple(t.shape)}")
     if not (q.dtype == k.dtype == v.dtype) or not q.is_floating_point():
         raise TypeError(f"q, k and v must share one floating dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
     batch, heads, length, dk = q.shape
     if k.shape[0] != batch or k.shape[2] != length or k.shape[3] != dk or v.shape[:3] != k.shape[:3]:
         raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must be (B={batch}, G, T/P={length}, D) "
@@ -347,19 +366,9 @@ def _check_shards(q, k, v, ring: _Ring, layout: str) -> dict:
     if layout == "zigzag" and length % 2:
         raise ValueError(f"the zigzag layout holds two equal chunks per rank, so T/P must be even; got {length} "
                          "tokens on this rank (pad the sequence to a multiple of 2·P)")
-    mine = torch.tensor([batch, heads, length, dk, k.shape[1], v.shape[3]], dtype=torch.int64)
-    backend = dist.get_backend(ring.group)
-    mine = mine.cuda() if backend == "nccl" else mine
-    every = [torch.empty_like(mine) for _ in range(ring.world)]
-    try:
-        dist.all_gather(every, mine, group=ring.group)
-    except Exception as exc:
-        raise DistributedError(f"ring attention, rank {ring.rank} of {ring.world}: comparing shard shapes with the "
-                               f"other ranks failed — a rank died, hung or never joined ({_first_line(exc)})") from None
-    shapes = [tuple(int(x) for x in t.tolist()) for t in every]
-    if any(s != shapes[0] for s in shapes):
-        described = ", ".join(f"rank {r}: {s[2]} tokens (B={s[0]}, H={s[1]}, G={s[4]}, Dk={s[3]}, Dv={s[5]})"
-                              for r, s in enumerate(shapes))
-        raise ValueError(f"every rank must pass equally shaped shards (T/P tokens each); got {described}")
-    return {"dk": dk}
+    if scale is None:
+        return 1.0 / dk ** 0.5
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
+        raise ValueError(f"scale must be a finite real number, got {scale!r}")
+    return float(scale)
 

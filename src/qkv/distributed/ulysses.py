@@ -18,8 +18,9 @@ from __future__ import annotations
 import functools
 
 from ..attention import attention
+from .agree import agree, header
 from .launch import DistributedError, _first_line
-from .layout import check_layout, positions
+from .layout import LAYOUTS, check_layout, positions
 from .ring import RingStats
 
 __all__ = ["ulysses_attention"]
@@ -50,15 +51,16 @@ def ulysses_attention(q, k, v, *, group=None, causal: bool = False, layout: str 
     if not dist.is_initialized():
         raise DistributedError("ulysses_attention needs an initialised torch.distributed process group")
     world = dist.get_world_size(group)
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or t.ndim != 4:
-            raise ValueError(f"{name} must be a (B, heads, T/P, D) torch tensor, got {getattr(t, 'shape', type(t))}")
+    refused = None
+    try:
+        scale = _check_local(q, k, v, world, layout, causal, scale)
+    except (TypeError, ValueError) as exc:
+        refused = exc
+    # Every rank called alike, or the same ValueError on every rank (an all-to-all between shards of
+    # other sizes or dtypes aborts the process inside gloo).
+    agree("ulysses_attention", header(q, k, v, causal=causal, layout=layout, scale=scale, layouts=LAYOUTS), group,
+          refused=refused, layouts=LAYOUTS)
     heads, kv_heads, length = q.shape[1], k.shape[1], q.shape[2]
-    if heads % world:
-        raise ValueError(f"ulysses_attention splits the {heads} query heads across {world} ranks, so H must be "
-                         f"divisible by P; H={heads}, P={world} (use ring_attention, which has no such limit)")
-    if heads % kv_heads:
-        raise ValueError(f"q has {heads} heads but k has {kv_heads}; grouped-query attention needs H % G == 0")
     if kv_heads % world:  # too few key/value heads to split: give every query head its own copy
         k, v = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (k, v))
     stats = stats if stats is not None else RingStats()
@@ -75,6 +77,18 @@ def ulysses_attention(q, k, v, *, group=None, causal: bool = False, layout: str 
     if order is not None:
         out = out.index_select(-2, torch.argsort(order))
     return exchange(out, group, "to_sequence", stats)
+
+
+def _check_local(q, k, v, world: int, layout: str, causal, scale) -> float:
+    """The checks one rank can make alone (ring_attention's, and H % P == 0); returns the scale."""
+    from .ring import _check_local as ring_checks
+
+    scale = ring_checks(q, k, v, "contiguous", causal, scale)   # zigzag's even T/P is the ring's need only
+    heads = q.shape[1]
+    if heads % world:
+        raise ValueError(f"ulysses_attention splits the {heads} query heads across {world} ranks, so H must be "
+                         f"divisible by P; H={heads}, P={world} (use ring_attention, which has no such limit)")
+    return scale
 
 
 @functools.lru_cache(maxsize=1)

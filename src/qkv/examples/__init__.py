@@ -1,9 +1,9 @@
-"""The seed examples, shipped as TOML data, and the runner that turns one into a Trace.
+"""The worked examples of the three posts, shipped as TOML data, and the runner that turns one into a Trace.
 
     >>> import qkv.examples as ex
     >>> ex.names()
     ['self-attention', 'cross-attention', 'multi-head', 'projection', 'group-meeting']
-    >>> trace = ex.run("self-attention")          # follows "love", as seed 001 does
+    >>> trace = ex.run("self-attention")          # follows "love", as post 001 does
     >>> trace["weights"].value.shape               # (H, Tq, Tk)
     (1, 4, 4)
 
@@ -31,7 +31,7 @@ NAMES = ("self-attention", "cross-attention", "multi-head", "projection", "group
 
 
 def names() -> list[str]:
-    """The shipped examples, in the order the seeds introduce them."""
+    """The shipped examples, in the order the posts introduce them."""
     return list(NAMES)
 
 

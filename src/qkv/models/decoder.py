@@ -1,4 +1,4 @@
-"""A decoder-only language model (GPT-2, Llama, Mistral, Qwen2) run on qkv's one transformer block.
+"""A decoder-only language model (GPT-2, the Llama family, Gemma, Phi, GPT-NeoX, OPT, Mixtral) on qkv's one block.
 
     ids (T,) ─ token embeddings [+ learned positions] ─┐
     per layer:  qkv.block.TransformerBlock (pre-norm, causal; RoPE and GQA inside its MultiHeadAttention)

@@ -41,6 +41,9 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     read = ConfigReader(data, source)
     model_type = data["model_type"]
     gemma = model_type in GEMMA
+    if data.get("use_bidirectional_attention"):
+        raise read.fail("use_bidirectional_attention", f"{data['use_bidirectional_attention']!r} is not supported "
+                        "(an encoder-style Gemma without the causal mask; qkv runs these families as causal decoders)")
     act_key = "hidden_activation" if gemma and data.get("hidden_activation") is not None else "hidden_act"
     activation = read.choice(act_key, "gelu_pytorch_tanh" if gemma else "silu", GATED_ACTIVATIONS)
     d = read.integer("hidden_size")
@@ -227,7 +230,7 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
             norms.update(q_norm=norm(p + "self_attn.q_norm", dh), k_norm=norm(p + "self_attn.k_norm", dh))
         layers.append(LayerArrays(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o, **norms, **mlp))
     embeddings = get("model.embed_tokens.weight", v, d)                   # (V, D)
-    if config.tie_embeddings and "lm_head.weight" not in checkpoint:
+    if config.tie_embeddings:                  # a saved lm_head.weight is ignored, as transformers ties it
         unembedding = embeddings.T                                         # (D, V), a view
     else:
         unembedding = get("lm_head.weight", v, d).T                        # nn.Linear (V, D) → (D, V)

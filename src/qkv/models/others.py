@@ -35,6 +35,8 @@ def read_config(data: dict, source: str) -> DecoderConfig:
                   bos_token_id=read.optional_integer("bos_token_id"), eos_token_ids=read.token_ids("eos_token_id"),
                   pad_token_id=read.optional_integer("pad_token_id"))
     if model_type == "gpt_neox":
+        if data.get("rotary_emb_base") is not None and data.get("rope_theta") is None and not data.get("rope_parameters"):
+            read = ConfigReader({**data, "rope_theta": data["rotary_emb_base"]}, source)   # older configs' name for θ
         theta, scaling, partial = _rope(read, model_type)
         if data.get("rotary_pct") is not None:
             partial = read.number("rotary_pct", 1.0)

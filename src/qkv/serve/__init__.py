@@ -16,8 +16,8 @@ from pathlib import Path
 from ..errors import InputError
 from .app import CSP, ROUTES, Limits, create_app
 
-__all__ = ["create_app", "run", "listen", "load_models", "load_translator", "Limits", "ROUTES", "CSP", "LOOPBACK",
-           "REQUEST_SECONDS"]
+__all__ = ["create_app", "run", "listen", "server", "protocol", "load_models", "load_translator", "Limits", "ROUTES",
+           "CSP", "LOOPBACK", "REQUEST_SECONDS", "KEEP_ALIVE_SECONDS", "MAX_HEADER_BYTES"]
 
 LOOPBACK = "127.0.0.1"
 

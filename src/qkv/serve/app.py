@@ -338,14 +338,11 @@ def _example_title(name: str, lang: str) -> str:
 def _parse_upload(data: bytes, filename: str) -> dict:
     """The document of an uploaded example file, parsed by `qkv.spec.parse_document` as `qkv explain FILE`
     parses a file (the same bounds and one-line messages; the source is the file's name)."""
+    from .._io import decode_utf8
     from ..spec import parse_document
 
     suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=filename) from None
-    doc = parse_document(text, source=filename, suffix=suffix)
+    doc = parse_document(decode_utf8(data, source=filename), source=filename, suffix=suffix)
     for field in _ARRAY_FIELDS:   # a file name here would make the parser read that file: refuse it
         value = doc.get(field)
         if isinstance(value, dict) or (isinstance(value, str) and not (field == "mask" and value == "causal")):
@@ -851,9 +848,21 @@ _API_FIELDS = {"--query": "query", "--layer": "layer", "--head": "head", "--deri
                "--lang": "lang", "TEXT": "text"}
 
 
+def api_field(field: str | None) -> str | None:
+    """The API's name for a field a library message names as the command line does: `_API_FIELDS`,
+    else any other option without its dashes (``--max-tokens`` → ``max_tokens``), so an option added
+    later is never named in an API answer."""
+    if field is None:
+        return None
+    if field in _API_FIELDS:
+        return _API_FIELDS[field]
+    return field.lstrip("-").replace("-", "_") if field.startswith("-") else field
+
+
 async def _input_error(request: Request, exc: InputError) -> Response:
-    if exc.field in _API_FIELDS:
-        exc = InputError(exc.problem, source=exc.source, field=_API_FIELDS[exc.field], key=exc.key, values=exc.values)
+    field = api_field(exc.field)
+    if field != exc.field:
+        exc = InputError(exc.problem, source=exc.source, field=field, key=exc.key, values=exc.values)
     return _json({"error": exc.say(_lang_said(request))}, 400)
 
 

@@ -7,12 +7,19 @@
     '私は あなたを 愛してる'
     >>> t.cross_weights.shape                          # (layers, heads, generated words, English words)
     (2, 4, 3, 3)
+    >>> t.probabilities.shape, t.sequence_probability > 0.99   # how sure the model was of each chosen word
+    ((3,), True)
+    >>> model.translate("she waited in the park", "ja")  # known words, outside the grammar: refused
+    Traceback (most recent call last):
+    ...
+    qkv.translator.corpus.OutsideGrammar: TEXT: “in” is outside the translator's grammar: after “she waited” it expects: for
 
 Modules: `corpus` (the grammar, lexicon and held-out split), `model` (the encoder–decoder on
 `qkv.block.TransformerBlock`, checkpoints), `train` (torch autograd), `explain` (cross-attention
 per generated word, the alignment figure). See docs/translator.md.
 """
 
+from .corpus import OutsideGrammar
 from .model import Config, Translation, Translator, exact_match, load, save
 
-__all__ = ["Config", "Translation", "Translator", "exact_match", "load", "save"]
+__all__ = ["Config", "Translation", "Translator", "OutsideGrammar", "exact_match", "load", "save"]

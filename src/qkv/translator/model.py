@@ -291,7 +291,8 @@ class Translator:
         for i, row in enumerate(ids):
             source[i, : len(row)] = row
         source_mask = source != 0
-        memory = self.encode(source, source_mask)                          # (B, S, D)
+        with np.errstate(over="ignore", invalid="ignore"):                 # a non-finite memory shows in the logits
+            memory = self.encode(source, source_mask)                      # (B, S, D)
         caches = [KVCache() for _ in self.decoder] if use_cache else None
         sequence = np.full((len(ids), 1), self._target_index[LANG_TOKENS[lang]])   # (B, 1)
         eos = self._target_index[EOS]
@@ -299,8 +300,12 @@ class Translator:
         chosen_p = []                                                      # per step: (B,) float64
         for _ in range(self.config.max_len + 1):                           # max_len words, then </s>
             new = sequence[:, -1:] if use_cache else sequence
-            logits, cross = self.decode(new, memory, source_mask, caches=caches, return_weights=True)
+            with np.errstate(over="ignore", invalid="ignore"):             # overflow is checked just below, once
+                logits, cross = self.decode(new, memory, source_mask, caches=caches, return_weights=True)
             steps.append(np.stack([w[:, :, -1, :] for w in cross]))        # the newest query's rows
+            if not np.isfinite(logits[:, -1]).all():        # finite weights can still overflow float32 (3e38)
+                raise InputError("the translator's output scores are not finite (NaN or ±inf): its weights overflow "
+                                 "float32 on this text; the checkpoint is unusable", key="error.translator.non_finite")
             # softmax in float64 from the float32 logits: the probability of the chosen (most likely) token
             z = logits[:, -1].astype(np.float64)                           # (B, Vt)
             z -= z.max(axis=-1, keepdims=True)

@@ -520,12 +520,12 @@ def _sup(n: int) -> str:
 
 # ------------------------------------------------------------------ seed 000: the whole layer
 def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = None, max_rows: int = 8) -> Figure:
-    """The seed-000 picture of a `MultiHeadAttention` trace, every step with its numbers:
+    """The picture of «Attention의 projection: Q·K·V와 멀티 헤드» for a `MultiHeadAttention` trace, every step with its numbers:
 
         X · W_Q, W_K, W_V → Q, K, V → split into heads (T×d read as T×h×dₕ) → attention weights of
         each head (masked cells hatched) → head outputs → concatenated H → H·W_O = Y → R + Y.
 
-    Drawn from whatever of these steps is recorded (seed 001's multi-head example holds only the head
+    Drawn from whatever of these steps is recorded (post 001's multi-head example holds only the head
     outputs, concat, W_O and Y: heads side by side, concatenated, × W_O). Long sequences show their
     first ``max_rows`` tokens (the layout is the point). digits: default the trace's precision per
     step, else 4 (2 for the wide blocks of a model).
