@@ -297,7 +297,9 @@ _scored = None
 
 
 def _contiguous_numpy(t):
-    return t.detach().contiguous().numpy()
+    # NumPy's copy where one is needed (dout is often an expanded tensor): single-threaded, so torch's
+    # OpenMP workers are not woken to spin beside the kernel's threads after it
+    return np.ascontiguousarray(t.detach().numpy())
 
 
 def _forward_tensors(q, k, v, rows, scale, block_q, block_k):
