@@ -400,8 +400,11 @@ class ScoreMod:
 
     broadcasts = True
 
-    def __init__(self, name, formula, fn):
+    def __init__(self, name, formula, fn, params=None):
         self.name, self.formula, self._fn = name, formula, fn
+        # ("alibi", slopes (H,)) or ("soft_cap", cap) for the catalogue's functions the C backward
+        # computes with their derivatives (kernels/autograd.py); None for others
+        self.params = params
 
     def __call__(self, score, b, h, q_idx, kv_idx):
         return self._fn(score, b, h, q_idx, kv_idx)
@@ -437,7 +440,7 @@ def alibi(slopes) -> ScoreMod:
         slope = _table_on(table, score, cached)[h]
         return score + slope * (kv_idx - q_idx)
 
-    return ScoreMod(f"ALiBi ({len(table)} heads)", "s + m_h·(kv − q)", fn)
+    return ScoreMod(f"ALiBi ({len(table)} heads)", "s + m_h·(kv − q)", fn, params=("alibi", table))
 
 
 def soft_cap(cap: float) -> ScoreMod:
@@ -451,7 +454,7 @@ def soft_cap(cap: float) -> ScoreMod:
         xp = _xp(score)
         return xp.tanh(score / cap) * cap
 
-    return ScoreMod(f"soft-cap ({cap:g})", f"{cap:g}·tanh(s / {cap:g})", fn)
+    return ScoreMod(f"soft-cap ({cap:g})", f"{cap:g}·tanh(s / {cap:g})", fn, params=("soft_cap", cap))
 
 
 def t5_bucket(relative_position, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True):

@@ -180,15 +180,20 @@ struct bw_head {          /* one query head against one key/value head */
     const float *v;       /* (Tk, dv) */
     float *dk;            /* (Tk, dk) */
     float *dv;            /* (Tk, dv) */
+    float slope;          /* ALiBi: score += slope·(kv − q) */
 };
 
 struct bw_shape {
     Py_ssize_t dk, dv, bq, bk;
     float scale;
     const int64_t *rlo, *rhi;   /* (Tq,): row i sees keys rlo[i] <= j < rhi[i] */
-    float *s, *dp;              /* scratch, (bq, bk) each */
+    float *s, *dp, *th;         /* scratch, (bq, bk) each (th: soft-cap's tanh) */
     int width;
+    int score_kind;             /* SCORE_PLAIN, SCORE_ALIBI, SCORE_SOFT_CAP */
+    float cap;
 };
+
+enum { SCORE_PLAIN = 0, SCORE_ALIBI = 1, SCORE_SOFT_CAP = 2 };
 
 /* Query rows i0 … i0+rows−1 of one head against keys j0 … j0+cols−1: the steps in the file's comment.
  * full: every row sees every key of the block (no range to apply). */
@@ -199,8 +204,24 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
     float *s = sh->s, *dp = sh->dp;
     const float *q = h->q + i0 * dk, *dout = h->dout + i0 * dv;
     const float *k = h->k + j0 * dk, *v = h->v + j0 * dv;
-    /* S = scale·Q·Kᵀ */
+    /* S = scale·Q·Kᵀ, then the score function: ALiBi s + m·(kv − q) (derivative 1), or soft-cap
+     * cap·tanh(s / cap) (derivative 1 − tanh², kept in th for dS) */
     gemm(0, 1, rows, cols, dk, sh->scale, q, dk, k, dk, 0.0f, s, ld);
+    if (sh->score_kind == SCORE_ALIBI) {
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            float *row = s + r * ld, base = h->slope * (float)(j0 - (i0 + r));
+            for (Py_ssize_t c = 0; c < cols; c++)
+                row[c] += base + h->slope * (float)c;
+        }
+    } else if (sh->score_kind == SCORE_SOFT_CAP) {
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            float *row = s + r * ld, *t = sh->th + r * ld;
+            for (Py_ssize_t c = 0; c < cols; c++) {
+                t[c] = tanhf(row[c] / sh->cap);
+                row[c] = sh->cap * t[c];
+            }
+        }
+    }
     /* P = exp(S − lse) on each row's key range, 0 elsewhere */
     for (Py_ssize_t r = 0; r < rows; r++) {
         float *row = s + r * ld;
@@ -225,6 +246,13 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
     /* dP = dO·Vᵀ, then dS = P ∘ (dP − δ) in place of dP */
     gemm(0, 1, rows, cols, dv, 1.0f, dout, dv, v, dv, 0.0f, dp, ld);
     ds_rows(s, dp, ld, rows, cols, h->delta + i0, sh->width);
+    if (sh->score_kind == SCORE_SOFT_CAP)   /* through the cap: ∂(cap·tanh(s/cap))/∂s = 1 − tanh² */
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            float *d = dp + r * ld;
+            const float *t = sh->th + r * ld;
+            for (Py_ssize_t c = 0; c < cols; c++)
+                d[c] *= 1.0f - t[c] * t[c];
+        }
     /* dK += scale·dSᵀ·Q; dQ += scale·dS·K */
     gemm(1, 0, cols, dk, rows, sh->scale, dp, ld, q, dk, 1.0f, h->dk + j0 * dk, dk);
     gemm(0, 0, rows, dk, cols, sh->scale, dp, ld, k, dk, 1.0f, h->dq + i0 * dk, dk);
@@ -281,7 +309,7 @@ static PyObject *set_sgemm(PyObject *self, PyObject *args)
 
 PyDoc_STRVAR(backward_many_doc,
 "backward_many(q, k, v, dout, lse, delta, rows, dq, dk, dv, tasks, pairs, offsets, counter,\n"
-"              block_q, block_k, scale, budget=0) -> bool\n\n"
+"              block_q, block_k, scale, budget=0, score_kind=0, slopes=None, cap=1) -> bool\n\n"
 "Runs tasks (int64 (n, 4): kv head g, first key block, end key block, dq part) until none is\n"
 "left, taking the next from counter[0] (int64 (1,), shared by the threads calling at once).\n"
 "For each key block b of a task (keys b·block_k … min((b+1)·block_k, Tk) − 1), dk[g] and dv[g]\n"
@@ -292,7 +320,9 @@ PyDoc_STRVAR(backward_many_doc,
 "v (Nk, Tk, Dv), dout (Nq, Tq, Dv), lse and delta (Nq, Tq) (delta = rowsum(dout ∘ out) − dlse),\n"
 "dq (parts·Nq, Tq, Dk) zeroed by the caller, dk (Nk, Tk, Dk), dv (Nk, Tk, Dv); rows int64 (2, Tq):\n"
 "row i sees keys rows[0, i] <= j < rows[1, i]. Rows with lse = −inf get no gradient. The GIL is\n"
-"released while tasks run. budget > 0: take no new task after that many seconds. Returns True\n"
+"released while tasks run. budget > 0: take no new task after that many seconds. score_kind 1:\n"
+"ALiBi, score + slopes[head]·(kv − q) (slopes float32 (Nq,)); 2: soft-cap, cap·tanh(score / cap)\n"
+"(lse is then the forward's of the modified scores). Returns True\n"
 "while tasks are left. Needs set_sgemm first.");
 
 static PyObject *backward_many(PyObject *self, PyObject *args)
@@ -302,15 +332,19 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
     Py_ssize_t bq, bk;
     float scale;
     double budget = 0.0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOnnf|d", &o_q, &o_k, &o_v, &o_do, &o_lse, &o_delta, &o_rows, &o_dq,
-                          &o_dk, &o_dv, &o_tasks, &o_pairs, &o_off, &o_counter, &bq, &bk, &scale, &budget))
+    int score_kind = SCORE_PLAIN;
+    PyObject *o_slopes = Py_None;
+    float cap = 1.0f;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOnnf|diOf", &o_q, &o_k, &o_v, &o_do, &o_lse, &o_delta, &o_rows, &o_dq,
+                          &o_dk, &o_dv, &o_tasks, &o_pairs, &o_off, &o_counter, &bq, &bk, &scale, &budget,
+                          &score_kind, &o_slopes, &cap))
         return NULL;
     if (sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "backward_many needs a BLAS sgemm: call set_sgemm first");
         return NULL;
     }
-    Py_buffer vq, vk, vv, vdo, vlse, vdel, vrows, vdq, vdk, vdv, vt, vp, voff, vc;
-    Py_buffer *views[14];
+    Py_buffer vq, vk, vv, vdo, vlse, vdel, vrows, vdq, vdk, vdv, vt, vp, voff, vc, vsl;
+    Py_buffer *views[15];
     int held = 0;
     PyObject *result = NULL;
 #define HOLD(call, view) do { if ((call) < 0) goto done; views[held++] = (view); } while (0)
@@ -336,6 +370,23 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
         vdq.shape[0] % nq || vdq.shape[1] != tq || vdq.shape[2] != dk || vdk.shape[0] != nk || vdk.shape[1] != tk ||
         vdk.shape[2] != dk || vdv.shape[0] != nk || vdv.shape[1] != tk || vdv.shape[2] != dv || dk < 1 || dv < 1) {
         PyErr_SetString(PyExc_ValueError, "backward_many: the arrays' shapes do not agree (see the docstring)");
+        goto done;
+    }
+    const float *slopes = NULL;
+    if (score_kind == SCORE_ALIBI) {
+        HOLD(get_f32(o_slopes, &vsl, 0, 1, "slopes"), &vsl);
+        if (vsl.shape[0] != nq) {
+            PyErr_Format(PyExc_ValueError, "slopes must have one value per query head (%zd)", nq);
+            goto done;
+        }
+        slopes = vsl.buf;
+    } else if (score_kind == SCORE_SOFT_CAP) {
+        if (!(cap > 0.0f) || !isfinite(cap)) {
+            PyErr_SetString(PyExc_ValueError, "cap must be a positive finite number");
+            goto done;
+        }
+    } else if (score_kind != SCORE_PLAIN) {
+        PyErr_SetString(PyExc_ValueError, "score_kind must be 0 (none), 1 (ALiBi) or 2 (soft-cap)");
         goto done;
     }
     if (bq < 1 || bk < 1 || vc.shape[0] < 1) {
@@ -370,12 +421,13 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
     }
     {
         const int64_t *rows = vrows.buf;
-        float *scratch = PyMem_RawMalloc((size_t)(2 * bq * bk) * sizeof(float));
+        float *scratch = PyMem_RawMalloc((size_t)(3 * bq * bk) * sizeof(float));
         if (scratch == NULL) {
             PyErr_NoMemory();
             goto done;
         }
-        struct bw_shape sh = {dk, dv, bq, bk, scale, rows, rows + tq, scratch, scratch + bq * bk, vector_width()};
+        struct bw_shape sh = {dk, dv, bq, bk, scale, rows, rows + tq, scratch, scratch + bq * bk,
+                              scratch + 2 * bq * bk, vector_width(), score_kind, cap};
         Py_ssize_t groups = nq / nk;
         int64_t *counter = vc.buf;
         double started = budget > 0 ? monotonic_seconds() : 0.0;
@@ -399,7 +451,7 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
                                         (const float *)vlse.buf + head * tq, (const float *)vdel.buf + head * tq,
                                         (float *)vdq.buf + (part * nq + head) * tq * dk,
                                         (const float *)vk.buf + g * tk * dk, (const float *)vv.buf + g * tk * dv,
-                                        dk_g, dv_g};
+                                        dk_g, dv_g, slopes ? slopes[head] : 0.0f};
                     for (int64_t p = offsets[b]; p < offsets[b + 1]; p++) {
                         Py_ssize_t i0 = (Py_ssize_t)pairs[2 * p] * bq, n_rows = tq - i0 < bq ? tq - i0 : bq;
                         block_pair(&h, &sh, i0, n_rows, j0, cols, pairs[2 * p + 1] != 0);

@@ -37,7 +37,7 @@ try:   # the optional C extension (setup.py): the backward
 except ImportError:   # not built: torch tensors take the plain path or SDPA
     _backward = None
 
-__all__ = ["flash_attention", "op", "run", "available", "row_ranges", "values_ok", "block_backward"]
+__all__ = ["flash_attention", "op", "run", "available", "row_ranges", "values_ok", "block_backward", "score_spec"]
 
 # Blocks of both passes. 128×128 keeps each sgemm's operands in L2 and wastes little of a band's
 # partial blocks (see blocked._BAND_BLOCK).
@@ -239,11 +239,12 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
 
 
 def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: int = BLOCK_Q, bk: int = BLOCK_K,
-                    threads: int | None = None, delta=None):
+                    threads: int | None = None, delta=None, score=None):
     """dq (Nq, Tq, Dk), dk (Nk, Tk, Dk), dv (Nk, Tk, Dv) float32 from the forward's inputs, out and lse,
     and the gradients dout (Nq, Tq, Dv) and dlse (Nq, Tq) or None; C-contiguous float32. threads:
     None picks by the work. delta (Nq, Tq): rowsum(dO ∘ O) − dlse given by the caller (out and dlse
-    then unused) — a block of a longer attention (ring attention) passes the whole row's lse and δ."""
+    then unused) — a block of a longer attention (ring attention) passes the whole row's lse and δ.
+    score: None, or (kind, slopes, cap) of a catalogue score function (`_score_spec`)."""
     nq, tq, dk = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     bq, bk = min(bq, tq), min(bk, tk)
@@ -279,7 +280,9 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
 
     def step():
         return _backward.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
-                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S)
+                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra)
+
+    extra = () if score is None else (int(score[0]), score[1], float(score[2]))
 
     _run(step, threads)
     if parts > 1:
@@ -290,10 +293,13 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
 # --------------------------------------------------------------------------- the torch op
 _op = None
 _function = None
+_scored = None
 
 
 def _contiguous_numpy(t):
-    return t.detach().contiguous().numpy()
+    # NumPy's copy where one is needed (dout is often an expanded tensor): single-threaded, so torch's
+    # OpenMP workers are not woken to spin beside the kernel's threads after it
+    return np.ascontiguousarray(t.detach().numpy())
 
 
 def _forward_tensors(q, k, v, rows, scale, block_q, block_k):
@@ -313,6 +319,72 @@ def _backward_tensors(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block
                             _contiguous_numpy(out), _contiguous_numpy(lse), _contiguous_numpy(rows), scale,
                             None if dlse is None else _contiguous_numpy(dlse), block_q, block_k)
     return tuple(torch.from_numpy(g) for g in grads)
+
+
+_SCORE_KINDS = {"alibi": 1, "soft_cap": 2}
+
+
+def score_spec(call: Call):
+    """(kind, slopes, cap) for the C backward when the call's score_mod is one of the catalogue's it
+    differentiates (qkv.masks.alibi, soft_cap: their `params`), (0, None, 1.0) without score_mod,
+    else None. slopes: float32 (N·H,) per flattened query head for ALiBi, else None."""
+    if call.score_mod is None:
+        return 0, None, 1.0
+    params = getattr(call.score_mod, "params", None)
+    if not params or params[0] not in _SCORE_KINDS:
+        return None
+    if params[0] == "soft_cap":
+        return _SCORE_KINDS["soft_cap"], None, float(params[1])
+    table = np.asarray(params[1], np.float64)
+    heads = call.lead[-1] if call.lead else 1
+    if table.ndim != 1 or len(table) < heads:
+        return None   # the other paths say what is wrong
+    slopes = np.tile(table[:heads].astype(np.float32), int(np.prod(call.lead[:-1] or (1,))))
+    return _SCORE_KINDS["alibi"], np.ascontiguousarray(slopes), 1.0
+
+
+def _scored_function():
+    """The passes with a catalogue score function (eager only: the forward is the NumPy kernel's
+    score_mod walk, which takes the function itself): out, lse from qkv.attention on the float32
+    arrays shaped as the call's; the backward in C with the function's derivative."""
+    global _scored
+    if _scored is None:
+        import torch
+
+        class FlashAttentionScored(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, rows, scale, block_q, block_k, call, spec):
+                from ..attention import attention
+
+                lead = call.lead or (1,)
+                kv_heads = k.shape[0] // max(1, int(np.prod(lead[:-1])))
+                qn = _contiguous_numpy(q).reshape(tuple(lead) + (call.tq, call.dk))
+                kn = _contiguous_numpy(k).reshape(tuple(lead[:-1]) + (kv_heads, call.tk, call.dk))
+                vn = _contiguous_numpy(v).reshape(tuple(lead[:-1]) + (kv_heads, call.tk, call.dv))
+                out, lse = attention(qn, kn, vn, causal=call.causal, scale=scale, mask_mod=call.mask_mod,
+                                     score_mod=call.score_mod, return_lse=True)
+                out = torch.from_numpy(np.ascontiguousarray(out, np.float32).reshape(q.shape[0], call.tq, call.dv))
+                lse = torch.from_numpy(np.ascontiguousarray(lse, np.float32).reshape(q.shape[0], call.tq))
+                ctx.save_for_backward(q, k, v, out, lse, rows)
+                ctx.options = (scale, block_q, block_k, spec)
+                return out, lse
+
+            @staticmethod
+            @torch.autograd.function.once_differentiable
+            def backward(ctx, dout, dlse):
+                q, k, v, out, lse, rows = ctx.saved_tensors
+                scale, block_q, block_k, spec = ctx.options
+                if dout is None:
+                    dout = torch.zeros_like(out)
+                grads = backward_arrays(_contiguous_numpy(dout), _contiguous_numpy(q), _contiguous_numpy(k),
+                                        _contiguous_numpy(v), _contiguous_numpy(out), _contiguous_numpy(lse),
+                                        _contiguous_numpy(rows), scale,
+                                        None if dlse is None else _contiguous_numpy(dlse), block_q, block_k,
+                                        score=spec)
+                return tuple(torch.from_numpy(g) for g in grads) + (None,) * 6
+
+        _scored = FlashAttentionScored
+    return _scored.apply
 
 
 def op():
@@ -429,7 +501,12 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
     q3 = flat(q, heads, call.tq, call.dk)
     k3 = flat(k, kv_heads, call.tk, call.dk)
     v3 = flat(v, kv_heads, call.tk, call.dv)
-    out, lse = _eager_function()(q3, k3, v3, torch.from_numpy(rows), float(call.scale), int(block_q), int(block_k))
+    rows_t = torch.from_numpy(rows)
+    if call.score_mod is None:
+        out, lse = _eager_function()(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k))
+    else:   # a catalogue score function (route.torch_flash_why_not checked score_spec)
+        out, lse = _scored_function()(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k), call,
+                                      score_spec(call))
     out = out.reshape(call.out_shape).to(call.dtype)
     if return_lse:
         return out, lse.reshape(call.out_shape[:-1]).to(call.dtype)
@@ -452,7 +529,7 @@ def values_ok(q, k, v) -> bool:
     return all(math.isfinite(t) for t in tops) and tops[2] <= _MAX_VALUE
 
 
-def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask_mod=None,
+def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask_mod=None, score_mod=None,
                     return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K):
     """attention(q, k, v, causal=…, scale=…, mask_mod=…) through the TORCH_FLASH route only (tests,
     benchmarks, ring attention): CPU torch tensors, forward and backward in C, with the given block
@@ -460,7 +537,7 @@ def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None
     not take the call."""
     from .route import torch_flash_why_not
 
-    call = check_call(q, k, v, None, causal=causal, scale=scale, mask_mod=mask_mod)
+    call = check_call(q, k, v, None, causal=causal, scale=scale, mask_mod=mask_mod, score_mod=score_mod)
     why = torch_flash_why_not(call, pinned=True)
     if why is not None:
         raise ValueError(f"the C training route does not take this call: {why}")

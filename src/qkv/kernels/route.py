@@ -228,8 +228,10 @@ def torch_flash_why_not(call: Call, *, pinned: bool = False) -> str | None:
         return "float64: the plain path (torch autograd)"
     if call.dk == 0 or call.dv == 0:
         return "Dk or Dv is 0"
-    if call.mask is not None or call.bias is not None or call.score_mod is not None:
-        return "a mask array, bias or score_mod: the C backward takes masks of key ranges only"
+    if call.mask is not None or call.bias is not None:
+        return "a mask array or bias: the C backward takes masks of key ranges only"
+    if autograd.score_spec(call) is None:
+        return "a score_mod other than the catalogue's ALiBi or soft-cap: the plain path (torch autograd)"
     if autograd.row_ranges(call) is None:
         return "a mask function without key ranges (the same for every batch and head)"
     if not autograd.available():
