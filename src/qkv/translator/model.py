@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import unicodedata
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -252,9 +253,11 @@ class Translator:
         unknown = [w for w in words if w not in self._source_index or w == PAD]
         if unknown:
             known = ", ".join(w for w in self.config.source_vocab if w != PAD)
-            raise InputError(f"unknown word {unknown[0]!r}; the translator knows these English words: {known}",
+            # the word as typed can be any length: both languages show the same first 40 characters
+            shown = unknown[0] if len(unknown[0]) <= 40 else unknown[0][:39] + "…"
+            raise InputError(f"unknown word {shown!r}; the translator knows these English words: {known}",
                              field="TEXT", key="error.translator.unknown_word",
-                             values={"word": unknown[0][:40], "known": known})
+                             values={"word": shown, "known": known})
         if len(words) > self.config.max_len:
             raise InputError(f"{len(words)} words is over the translator's limit of {self.config.max_len}",
                              field="TEXT", key="error.translator.too_long",
@@ -354,11 +357,23 @@ def _grammar_problem(text: str) -> corpus.OutsideGrammar | None:
 
 
 def tokenize(text: str) -> list[str]:
-    """English text → the grammar's words: split on spaces, final .!? and commas dropped, lower
-    case except the pronoun I."""
+    """English text → the grammar's words: lower case except the pronoun I, split on white space
+    and commas, punctuation around a word dropped.
+
+    As typed, not as stored: NFKC first (full-width "Ｉ ｌｏｖｅ", the "ﬁ" ligature become plain
+    letters), invisible format characters removed (zero-width spaces and joiners, bidirectional
+    marks), then every Unicode punctuation mark at either end of a word (quotes “…” '…' «…», ;:…¡¿
+    as well as .!?) stripped. Punctuation inside a word stays ("I-love" is one unknown word).
+    """
+    text = "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
     words = []
     for raw in text.replace(",", " ").split():
-        word = raw.strip(".!?").lower()
+        start, stop = 0, len(raw)
+        while start < stop and unicodedata.category(raw[start]).startswith("P"):
+            start += 1
+        while stop > start and unicodedata.category(raw[stop - 1]).startswith("P"):
+            stop -= 1
+        word = raw[start:stop].lower()
         if word:
             words.append("I" if word == "i" else word)
     return words
