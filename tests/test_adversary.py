@@ -183,3 +183,15 @@ def test_a_forward_overflow_is_one_error_and_no_warnings(tmp_path, capsys, famil
         for argv in (["generate", "--model", str(directory), "the cat"],
                      ["heads", "--model", str(directory), "the cat sat on the mat"]):
             assert "forward pass is not finite" in _one_error(capsys, *argv)
+
+
+@pytest.mark.slow
+def test_a_library_warning_is_one_cli_line(tmp_path, capsys):
+    """transformers warns and loads an eos id outside the vocabulary; so does qkv — but the command line
+    printed Python's two-line form (``…/generate.py:91: UserWarning: …`` and the calling source line)."""
+    directory = _family(tmp_path, "opt")
+    _set(directory, eos_token_id=5000)
+    code, out, err = _run(capsys, "generate", "--model", str(directory), "the cat", "-n", "2")
+    assert code == 0 and out
+    assert err.splitlines() == [f"qkv: warning: {directory / 'config.json'}: eos_token_id 5000 is outside the "
+                                "vocabulary of 300 (ids 0 … 299); that token can never be produced"]

@@ -20,6 +20,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 from . import __version__
 from ._io import all_or_nothing, check_output
@@ -183,9 +184,20 @@ def main(argv: list[str] | None = None) -> int:
     real_out, real_err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = Output(real_out, "standard output"), Output(real_err, "standard error")
     try:
-        return _run(argv)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return _run(argv)
     finally:
         sys.stdout, sys.stderr = real_out, real_err
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning the library gives (transformers warns and loads; so does qkv) as one line,
+    ``qkv: warning: …``, not Python's two (the source file, the line of code that called it)."""
+    try:
+        print(f"qkv: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    except (InputError, OSError):
+        pass
 
 
 def _run(argv: list[str]) -> int:

@@ -963,7 +963,7 @@ def _origin_key(url: str) -> tuple[str, str, int] | None:
     """(scheme, host, port) of ``scheme://host[:port]`` as a browser's Origin header or the Host a
     request came to spells it — scheme and host lower case, one trailing dot dropped ("localhost." is
     "localhost"), the port given or the scheme's default (Host "x:80" is Origin "http://x"); None for
-    anything else ("null", a path, user info, a query or fragment, a scheme other than http(s), an
+    anything else ("null", a path, user info, a query or fragment, a scheme other than http or https, an
     empty host, a bad port), which is never this server's origin."""
     from urllib.parse import urlsplit
 
