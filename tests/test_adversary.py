@@ -195,3 +195,16 @@ def test_a_library_warning_is_one_cli_line(tmp_path, capsys):
     assert code == 0 and out
     assert err.splitlines() == [f"qkv: warning: {directory / 'config.json'}: eos_token_id 5000 is outside the "
                                 "vocabulary of 300 (ids 0 … 299); that token can never be produced"]
+
+
+@pytest.mark.parametrize("command", ["generate", "heads", "inspect"])
+def test_model_help_names_every_family_load_runs(capsys, command):
+    """`qkv generate --help` said "model_type gpt2, llama, mistral or qwen2" after nine families were added."""
+    from qkv.models import SUPPORTED
+
+    code, out, _ = _run(capsys, command, "--help")
+    text = " ".join(out.split())
+    assert code == 0
+    for model_type in SUPPORTED:
+        if model_type != "bert" or command != "generate":
+            assert model_type in text, (command, model_type)
