@@ -208,3 +208,32 @@ def test_model_help_names_every_family_load_runs(capsys, command):
     for model_type in SUPPORTED:
         if model_type != "bert" or command != "generate":
             assert model_type in text, (command, model_type)
+
+
+def _grammar_words(lang: str) -> set[str]:
+    """Every word the grammar writes in ``lang``, from the lexicon (corpus.target_words, one language)."""
+    phrases = [corpus.Phrase(pronoun=p) for p in corpus.PRONOUNS] + [
+        corpus.Phrase(determiner=d, adjective=a, noun=n) for d in corpus.DETERMINERS
+        for a in (None, *corpus.ADJECTIVES) for n in corpus.NOUNS]
+    particles = ["topic", "object", "에게"] if lang == "ko" else ["topic", "を", "に", "が"]
+    words = {w for phrase in phrases for particle in particles for w in phrase.target(lang, particle)}
+    words |= {w for v in corpus.VERBS for w in ((v.ko, v.ko_past) if lang == "ko" else (v.ja, v.ja_past))}
+    return words | {p.ko if lang == "ko" else p.ja for p in corpus.PLACES}
+
+
+def test_outside_the_grammar_a_translation_stays_in_its_language():
+    """`qkv translate "I I I" --to ja --outside-grammar` printed 私は … 나는 나는: the decoder's one
+    vocabulary holds both languages, and greedy decoding took the other language's word."""
+    import numpy as np
+
+    from qkv.translator.model import PAD, load
+
+    model = load(None)
+    vocab = [w for w in model.config.source_vocab if w != PAD]
+    rng = np.random.default_rng(7)
+    texts = ["I I I"] + [" ".join(rng.choice(vocab, int(rng.integers(1, 17)))) for _ in range(60)]
+    for lang in ("ko", "ja"):
+        words = _grammar_words(lang)
+        for translation in model.translate_batch(texts, lang, outside_grammar=True):
+            assert set(translation.target) <= words, (translation.source, lang, translation.target)
+            assert np.all((translation.probabilities > 0) & (translation.probabilities <= 1))

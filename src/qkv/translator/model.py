@@ -138,7 +138,8 @@ class Translation(NamedTuple):
     cross_weights: (L, H, T, S), layer l's cross-attention weights when token t was generated
     (query = the decoder state of the token before it, keys and values = the encoder's outputs).
     probabilities: (T,) float64, the probability the model gave each chosen token when it chose it
-    (softmax of that step's logits; greedy decoding chose the most likely, so each is ≥ 1/Vt).
+    (softmax of that step's logits over the whole target vocabulary; greedy decoding chose the most
+    likely word of the target language, so inside the grammar each is the most likely of all).
     end_probability: the probability of </s> at the step that ended the sentence; None when the
     decoding stopped at max_len words without </s>.
     outside_grammar: None when the grammar parses the English text; otherwise the
@@ -272,8 +273,10 @@ class Translator:
 
     def translate_batch(self, texts: list[str], lang: str, *, use_cache: bool = True,
                         outside_grammar: bool = False) -> list[Translation]:
-        """Greedy decoding (NumPy weights): at each step the most likely next word, until </s> or
-        max_len words. Texts of different lengths are padded; the masks hide the padding.
+        """Greedy decoding (NumPy weights): at each step the most likely next word of ``lang`` (or
+        </s>), until </s> or max_len words. The decoder has one vocabulary for both languages; outside
+        the grammar its most likely word can be the other language's ("I I I" → ja gave 나는), so the
+        choice is made among ``lang``'s words only, and each probability stays the model's own. Texts of different lengths are padded; the masks hide the padding.
 
         Text the grammar cannot parse is refused (`corpus.OutsideGrammar`, naming the part outside
         it); outside_grammar=True translates it anyway and records the problem in the result's
@@ -299,6 +302,7 @@ class Translator:
         caches = [KVCache() for _ in self.decoder] if use_cache else None
         sequence = np.full((len(ids), 1), self._target_index[LANG_TOKENS[lang]])   # (B, 1)
         eos = self._target_index[EOS]
+        allowed = np.array([w == EOS or _language_of(w) == lang for w in self.config.target_vocab])   # (Vt,)
         steps = []                                                         # per step: (L, B, H, S)
         chosen_p = []                                                      # per step: (B,) float64
         for _ in range(self.config.max_len + 1):                           # max_len words, then </s>
@@ -314,7 +318,7 @@ class Translator:
             z -= z.max(axis=-1, keepdims=True)
             p = np.exp(z)
             p /= p.sum(axis=-1, keepdims=True)
-            choice = np.argmax(logits[:, -1], axis=-1)
+            choice = np.argmax(np.where(allowed, logits[:, -1], -np.inf), axis=-1)
             chosen_p.append(p[np.arange(len(ids)), choice])
             sequence = np.concatenate([sequence, choice[:, None]], axis=1)
             if (sequence[:, 1:] == eos).any(axis=1).all():
@@ -346,6 +350,14 @@ def exact_match(translator: Translator, sentences: list[corpus.Sentence], lang: 
         raise ValueError("exact_match needs at least one sentence")
     found = translator.translate_batch([" ".join(s.english()) for s in sentences], lang)
     return sum(t.target == s.target(lang) for t, s in zip(found, sentences)) / len(sentences)
+
+
+def _language_of(word: str) -> str | None:
+    """"ko" for a word with Hangul in it, "ja" for any other word, None for <pad>, </s>, <ko>, <ja>."""
+    if word in (PAD, EOS) or word in LANG_TOKENS.values():
+        return None
+    hangul = any("\uac00" <= c <= "\ud7a3" or "\u1100" <= c <= "\u11ff" or "\u3130" <= c <= "\u318f" for c in word)
+    return "ko" if hangul else "ja"
 
 
 def _grammar_problem(text: str) -> corpus.OutsideGrammar | None:
