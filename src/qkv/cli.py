@@ -20,6 +20,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 from . import __version__
 from ._io import all_or_nothing, check_output
@@ -64,6 +65,35 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(self.prog, message)
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """argparse's, plus "did you mean" for a misspelled option (``--lnag`` → ``--lang``)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            message = f"unrecognized arguments: {' '.join(extras)}"
+            guess = self._guess_option(parsed, extras)
+            self.error(message + (f"; did you mean {guess!r}?" if guess else ""))
+        return parsed
+
+    def _guess_option(self, parsed: argparse.Namespace, extras: list[str]) -> str | None:
+        import difflib
+
+        command = getattr(parsed, "command", None)
+        parser = self
+        if command and self._subparsers is not None:
+            parser = self._subparsers._group_actions[0].choices.get(command, self)
+        options = {s.casefold(): s for p in {self, parser} for a in p._actions for s in a.option_strings
+                   if s.startswith("--")}
+        for extra in extras:
+            if extra.startswith("-") and extra != "-":
+                name = extra.split("=", 1)[0].casefold()
+                name = "--" + name.lstrip("-")
+                if name in options:
+                    return options[name]
+                close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
+                if close:
+                    return options[close[0]]
+        return None
 
     def _check_value(self, action: argparse.Action, value) -> None:  # type: ignore[override]
         if action.choices is not None and value not in action.choices:
@@ -147,14 +177,27 @@ def _isatty(stream) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0].startswith("-") and "--version" in argv[: argv.index("--") if "--" in argv else None]:
+        argv = ["--version"]                   # `qkv --lang ko --version`: the version, as anywhere before a command
     if not argv or (argv[0].startswith("-") and argv[0] not in TOP_LEVEL):
         argv = ["example", *argv]              # example's NAME defaults to self-attention
     real_out, real_err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = Output(real_out, "standard output"), Output(real_err, "standard error")
     try:
-        return _run(argv)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return _run(argv)
     finally:
         sys.stdout, sys.stderr = real_out, real_err
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning the library gives (transformers warns and loads; so does qkv) as one line,
+    ``qkv: warning: …``, not Python's two (the source file, the line of code that called it)."""
+    try:
+        print(f"qkv: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    except (InputError, OSError):
+        pass
 
 
 def _run(argv: list[str]) -> int:

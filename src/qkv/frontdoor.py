@@ -37,7 +37,12 @@ def not_one_of(value: Any, choices, *, field: str | None = None, lang: str = "en
     from .explain.texts import text
 
     choices = [str(c) for c in choices]
-    close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6) if isinstance(value, str) else []
+    close = []
+    if isinstance(value, str):
+        # case and surrounding spaces first ('KO', ' Doctor' → 'ko', 'doctor'), then spelling (difflib)
+        folded = {c.casefold(): c for c in choices}
+        close = [folded[value.strip().casefold()]] if value.strip().casefold() in folded else \
+            [folded[c] for c in difflib.get_close_matches(value.strip().casefold(), list(folded), n=1, cutoff=0.6)]
     values = {"value": short_repr(value), "choices": ", ".join(choices)}
     key = "cli.choices"
     if close:

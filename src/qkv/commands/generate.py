@@ -27,9 +27,12 @@ def register(subparsers) -> None:
         description="Continue PROMPT with a causal language model from a Hugging Face checkpoint directory, "
         "decoding with qkv's KV cache: greedy by default, or sampling with --sample.")
     parser.add_argument("prompt", metavar="PROMPT", help="the text to continue")
+    from ..models import SUPPORTED           # the families load() runs: the help cannot fall behind them
+
+    decoders = [t for t in SUPPORTED if t != "bert"]
     parser.add_argument("--model", required=True, metavar="DIR",
-                        help="a checkpoint directory: config.json (model_type gpt2, llama, mistral or qwen2), "
-                        "model.safetensors or a sharded index, tokenizer.json")
+                        help=f"a checkpoint directory: config.json (model_type {', '.join(decoders[:-1])} or "
+                        f"{decoders[-1]}), model.safetensors or a sharded index, tokenizer.json")
     parser.add_argument("-n", "--max-new-tokens", default="20", metavar="N", help="new tokens at most (default 20)")
     parser.add_argument("--sample", action="store_true", help="sample instead of taking the most likely token")
     parser.add_argument("--temperature", default="1.0", metavar="T", help="with --sample: divide the logits by T (default 1)")

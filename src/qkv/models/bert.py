@@ -241,10 +241,12 @@ class BertEncoder:
         for i, block in enumerate(self.weights.layers):
             scoped = None if record is None else (        # record: handed each block's steps as "layer {i}/…"
                 lambda name, value, _layer=i, **meta: record(f"layer {_layer}/{name}", value, **meta))
-            if weights:
-                x, layer_weights = block(x, lengths=lengths, return_weights=True, record=scoped)
-            else:
-                x, layer_weights = block(x, lengths=lengths, record=scoped), None
+            # an overflow is reported once, by check_finite_states below, not also as NumPy RuntimeWarnings
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                if weights:
+                    x, layer_weights = block(x, lengths=lengths, return_weights=True, record=scoped)
+                else:
+                    x, layer_weights = block(x, lengths=lengths, record=scoped), None
             check_finite_states(x, where=f"layer {i}'s output", source=str(self.directory), dtype=self.dtype)
             yield x, layer_weights
 

@@ -105,6 +105,10 @@ class DecoderConfig:
         return head // self.group_size
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""float32's largest finite number."""
+
+
 class ConfigReader:
     """Typed access to a parsed config.json; every problem is an InputError naming the file and field."""
 
@@ -130,11 +134,17 @@ class ConfigReader:
             raise self.fail(key, f"must be an integer ≥ {low} or null, got {value!r}")
         return value
 
-    def number(self, key: str, default: float, *, positive: bool = True) -> float:
+    def number(self, key: str, default: float, *, positive: bool = True, high: float | None = None) -> float:
+        """A finite number (> 0 when ``positive``) that float32 holds (≤ 3.4e38: an epsilon or soft-cap
+        beyond it is infinite in the float32 arithmetic, a norm of zeros), and ≤ ``high`` when given."""
         value = self.data.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                 or (positive and not value > 0):
             raise self.fail(key, f"must be a {'positive ' if positive else ''}number, got {value!r}")
+        if abs(value) > FLOAT32_MAX:
+            raise self.fail(key, f"{value!r} is beyond float32's largest number (3.4e38), where the model computes")
+        if high is not None and value > high:
+            raise self.fail(key, f"must be at most {high:g}, got {value!r}")
         return float(value)
 
     def optional_number(self, key: str) -> float | None:

@@ -372,8 +372,11 @@ class CausalLM:
             window = self.config.window_of(i)
             if window not in masks:
                 masks[window] = self.window_mask(x.shape[0], start + x.shape[0], i)
-            result = block(x, mask=masks[window], causal=True, cache=None if caches is None else caches[i],
-                           return_weights=weights, record=scoped(record, f"layer {i}"))
+            # an overflow inside the block is reported once, by check_finite_states just below, as one
+            # InputError: NumPy's RuntimeWarnings would print lines of their own before it
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                result = block(x, mask=masks[window], causal=True, cache=None if caches is None else caches[i],
+                               return_weights=weights, record=scoped(record, f"layer {i}"))
             x, layer_weights = result if weights else (result, None)
             check_finite_states(x, where=f"layer {i}'s output", source=str(self.directory), dtype=self.dtype)
             if weights:
@@ -381,16 +384,17 @@ class CausalLM:
             if hidden_states:
                 states.append(x)
         final = x[-1:] if last_only else x
-        if self.final_norm is not None:
-            final = self.final_norm(final)
-        logits = final @ self.arrays.unembedding                               # (T, V)
-        if self.arrays.unembedding_bias is not None:
-            logits += self.arrays.unembedding_bias
-        if self.config.final_softcap is not None:                              # Gemma 2: cap·tanh(logits / cap)
-            cap = logits.dtype.type(self.config.final_softcap)
-            logits /= cap
-            np.tanh(logits, out=logits)
-            logits *= cap
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):    # checked below, as above
+            if self.final_norm is not None:
+                final = self.final_norm(final)
+            logits = final @ self.arrays.unembedding                           # (T, V)
+            if self.arrays.unembedding_bias is not None:
+                logits += self.arrays.unembedding_bias
+            if self.config.final_softcap is not None:                          # Gemma 2: cap·tanh(logits / cap)
+                cap = logits.dtype.type(self.config.final_softcap)
+                logits /= cap
+                np.tanh(logits, out=logits)
+                logits *= cap
         check_finite_states(logits, where="the logits", source=str(self.directory), dtype=self.dtype, squared=False)
         return Output(logits, states, np.stack(all_weights) if weights else None)
 

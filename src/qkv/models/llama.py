@@ -76,7 +76,7 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     else:
         bias = False
     if model_type == "phi3" and data.get("partial_rotary_factor") not in (None, 1, 1.0):
-        partial = read.number("partial_rotary_factor", 1.0)
+        partial = read.number("partial_rotary_factor", 1.0, high=1.0)
     rotary = None
     if partial != 1.0:
         rotary = int(head_dim * partial)

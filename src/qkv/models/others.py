@@ -39,7 +39,7 @@ def read_config(data: dict, source: str) -> DecoderConfig:
             read = ConfigReader({**data, "rope_theta": data["rotary_emb_base"]}, source)   # older configs' name for θ
         theta, scaling, partial = _rope(read, model_type)
         if data.get("rotary_pct") is not None:
-            partial = read.number("rotary_pct", 1.0)
+            partial = read.number("rotary_pct", 1.0, high=1.0)         # a fraction of the head: (0, 1]
         bias = read.flag("attention_bias", True)
         return read.check_heads(DecoderConfig(
             **common, n_kv_heads=h, intermediate_size=read.integer("intermediate_size"),

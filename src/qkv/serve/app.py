@@ -886,6 +886,8 @@ class _HostCheck:
         if scope["type"] in ("http", "websocket") and "*" not in self.hosts:
             host = Headers(scope=scope).get("host", "")
             name = host if host.endswith("]") else host.rsplit(":", 1)[0]   # "[::1]:8000" → "[::1]"
+            # host names are case-blind and "localhost." (fully qualified) is "localhost"
+            name = name.lower().removesuffix(".")
             if name not in self.hosts:
                 shown = json.dumps(host[:60], ensure_ascii=False)
                 response = _json({"error": f"Host: {shown} is not this server's address ({', '.join(self.hosts)})"}, 400)
@@ -942,7 +944,7 @@ class _SameOrigin:
         scheme = scope.get("scheme", "http")
         own = f"{scheme}://{headers.get('host', '')}".lower()
         origin = headers.get("origin")
-        if origin is not None and origin.strip().lower() != own:
+        if origin is not None and (_origin_key(origin) is None or _origin_key(origin) != _origin_key(own)):
             return _say(lang, "error.cross_origin", origin=json.dumps(origin[:80], ensure_ascii=False), own=own)
         site = headers.get("sec-fetch-site")
         if site is not None and site.strip().lower() != "same-origin":
@@ -955,6 +957,26 @@ class _SameOrigin:
             return _say(lang, "error.content_type", got=json.dumps(media),
                         wanted="application/octet-stream" if path == "/api/upload" else "application/json")
         return None
+
+
+def _origin_key(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of ``scheme://host[:port]`` as a browser's Origin header or the Host a
+    request came to spells it — scheme and host lower case, one trailing dot dropped ("localhost." is
+    "localhost"), the port given or the scheme's default (Host "x:80" is Origin "http://x"); None for
+    anything else ("null", a path, user info, a query or fragment, a scheme other than http or https, an
+    empty host, a bad port), which is never this server's origin."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc or parts.path \
+            or parts.query or parts.fragment or url.strip().endswith(("?", "#")):
+        return None
+    return scheme, parts.hostname.lower().removesuffix("."), port if port is not None else (443 if scheme == "https" else 80)
 
 
 SECURITY_HEADERS = ((b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import unicodedata
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -137,7 +138,8 @@ class Translation(NamedTuple):
     cross_weights: (L, H, T, S), layer l's cross-attention weights when token t was generated
     (query = the decoder state of the token before it, keys and values = the encoder's outputs).
     probabilities: (T,) float64, the probability the model gave each chosen token when it chose it
-    (softmax of that step's logits; greedy decoding chose the most likely, so each is ≥ 1/Vt).
+    (softmax of that step's logits over the whole target vocabulary; greedy decoding chose the most
+    likely word of the target language, so inside the grammar each is the most likely of all).
     end_probability: the probability of </s> at the step that ended the sentence; None when the
     decoding stopped at max_len words without </s>.
     outside_grammar: None when the grammar parses the English text; otherwise the
@@ -252,9 +254,11 @@ class Translator:
         unknown = [w for w in words if w not in self._source_index or w == PAD]
         if unknown:
             known = ", ".join(w for w in self.config.source_vocab if w != PAD)
-            raise InputError(f"unknown word {unknown[0]!r}; the translator knows these English words: {known}",
+            # the word as typed can be any length: both languages show the same first 40 characters
+            shown = unknown[0] if len(unknown[0]) <= 40 else unknown[0][:39] + "…"
+            raise InputError(f"unknown word {shown!r}; the translator knows these English words: {known}",
                              field="TEXT", key="error.translator.unknown_word",
-                             values={"word": unknown[0][:40], "known": known})
+                             values={"word": shown, "known": known})
         if len(words) > self.config.max_len:
             raise InputError(f"{len(words)} words is over the translator's limit of {self.config.max_len}",
                              field="TEXT", key="error.translator.too_long",
@@ -269,8 +273,10 @@ class Translator:
 
     def translate_batch(self, texts: list[str], lang: str, *, use_cache: bool = True,
                         outside_grammar: bool = False) -> list[Translation]:
-        """Greedy decoding (NumPy weights): at each step the most likely next word, until </s> or
-        max_len words. Texts of different lengths are padded; the masks hide the padding.
+        """Greedy decoding (NumPy weights): at each step the most likely next word of ``lang`` (or
+        </s>), until </s> or max_len words. The decoder has one vocabulary for both languages; outside
+        the grammar its most likely word can be the other language's ("I I I" → ja gave 나는), so the
+        choice is made among ``lang``'s words only, and each probability stays the model's own. Texts of different lengths are padded; the masks hide the padding.
 
         Text the grammar cannot parse is refused (`corpus.OutsideGrammar`, naming the part outside
         it); outside_grammar=True translates it anyway and records the problem in the result's
@@ -296,6 +302,7 @@ class Translator:
         caches = [KVCache() for _ in self.decoder] if use_cache else None
         sequence = np.full((len(ids), 1), self._target_index[LANG_TOKENS[lang]])   # (B, 1)
         eos = self._target_index[EOS]
+        allowed = np.array([w == EOS or _language_of(w) == lang for w in self.config.target_vocab])   # (Vt,)
         steps = []                                                         # per step: (L, B, H, S)
         chosen_p = []                                                      # per step: (B,) float64
         for _ in range(self.config.max_len + 1):                           # max_len words, then </s>
@@ -311,7 +318,7 @@ class Translator:
             z -= z.max(axis=-1, keepdims=True)
             p = np.exp(z)
             p /= p.sum(axis=-1, keepdims=True)
-            choice = np.argmax(logits[:, -1], axis=-1)
+            choice = np.argmax(np.where(allowed, logits[:, -1], -np.inf), axis=-1)
             chosen_p.append(p[np.arange(len(ids)), choice])
             sequence = np.concatenate([sequence, choice[:, None]], axis=1)
             if (sequence[:, 1:] == eos).any(axis=1).all():
@@ -345,6 +352,14 @@ def exact_match(translator: Translator, sentences: list[corpus.Sentence], lang: 
     return sum(t.target == s.target(lang) for t, s in zip(found, sentences)) / len(sentences)
 
 
+def _language_of(word: str) -> str | None:
+    """"ko" for a word with Hangul in it, "ja" for any other word, None for <pad>, </s>, <ko>, <ja>."""
+    if word in (PAD, EOS) or word in LANG_TOKENS.values():
+        return None
+    hangul = any("\uac00" <= c <= "\ud7a3" or "\u1100" <= c <= "\u11ff" or "\u3130" <= c <= "\u318f" for c in word)
+    return "ko" if hangul else "ja"
+
+
 def _grammar_problem(text: str) -> corpus.OutsideGrammar | None:
     try:
         corpus.parse(tokenize(text))
@@ -354,11 +369,23 @@ def _grammar_problem(text: str) -> corpus.OutsideGrammar | None:
 
 
 def tokenize(text: str) -> list[str]:
-    """English text → the grammar's words: split on spaces, final .!? and commas dropped, lower
-    case except the pronoun I."""
+    """English text → the grammar's words: lower case except the pronoun I, split on white space
+    and commas, punctuation around a word dropped.
+
+    As typed, not as stored: NFKC first (full-width "Ｉ ｌｏｖｅ", the "ﬁ" ligature become plain
+    letters), invisible format characters removed (zero-width spaces and joiners, bidirectional
+    marks), then every Unicode punctuation mark at either end of a word (quotes “…” '…' «…», ;:…¡¿
+    as well as .!?) stripped. Punctuation inside a word stays ("I-love" is one unknown word).
+    """
+    text = "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
     words = []
     for raw in text.replace(",", " ").split():
-        word = raw.strip(".!?").lower()
+        start, stop = 0, len(raw)
+        while start < stop and unicodedata.category(raw[start]).startswith("P"):
+            start += 1
+        while stop > start and unicodedata.category(raw[stop - 1]).startswith("P"):
+            stop -= 1
+        word = raw[start:stop].lower()
         if word:
             words.append("I" if word == "i" else word)
     return words
