@@ -252,4 +252,4 @@ def test_inspect_says_what_the_block_does(directories, capsys):
     assert "x + Attn(N₁(x)) + MLP(N₂(x))" in out and "RoPE turns the first 4 of each head's 10 columns" in out
     status, out, err = _cli(capsys, "inspect", "--lang", "ko", "--model", str(directories["mixtral"]), TEXT)
     assert status == 0, err
-    assert "MLP는 전문가 4개의 혼합이다: 토큰마다 상위 2개 전문가로 보낸다" in out
+    assert "MLP는 전문가 4개의 혼합이다. 토큰마다 라우터가 고른 상위 전문가 2개로 보낸다" in out
