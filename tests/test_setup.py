@@ -123,6 +123,11 @@ def test_doctor_says_which_routes_are_live():
     width = _fused.vector_width()                           # what the CPU offers, asked of the extension itself
     assert f"vector width: {WIDTHS[width]} ({width} float" in out
     assert "BLAS sgemm: " in out and "torch: " in out
+    assert "C extension qkv.kernels._backward: built" in out         # this project's environment builds both
+    backward_missing = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.modules['qkv.kernels._backward'] = None; from qkv.cli import main; "
+         "sys.exit(main(['doctor']))"], capture_output=True, text=True, timeout=120, env=_env())
+    assert backward_missing.returncode == 0 and "C backward: not live" in backward_missing.stdout
     version = subprocess.run([sys.executable, "-m", "qkv", "--version"], capture_output=True, text=True, timeout=120,
                              env=_env())
     assert version.returncode == 0 and version.stdout.startswith("qkv 0.1.0 (C kernel built (" + WIDTHS[width])

@@ -9,6 +9,8 @@ The fast kernel has optional parts, each with a slower fallback that gives the s
 - its vector width, chosen at run time from the CPU: AVX-512 (16 floats), AVX2+FMA (8) or scalar;
 - NumPy's OpenBLAS ``cblas_sgemm``, handed to the extension: the fused flash route (both products
   inside C); without it the key blocks are walked in Python;
+- the C extension ``qkv.kernels._backward``: the backward for CPU torch tensors (route TORCH_FLASH:
+  the C forward and backward under autograd); without it torch calls take SDPA or the plain path;
 - torch: ``qkv.torch``, ``qkv ring`` and the reference checks need it; qkv itself does not.
 """
 
@@ -43,7 +45,9 @@ def register(subparsers) -> None:
 
 def routes() -> dict:
     """What is live: ``{"extension": bool, "extension_error": str | None, "width": int | None,
-    "sgemm": bool | None, "torch": str | None, "numpy": str}`` (None: not applicable or not installed).
+    "sgemm": bool | None, "backward": bool, "torch": str | None, "numpy": str}`` (None: not applicable
+    or not installed; ``backward``: the C backward for torch tensors can run — its extension, the
+    forward's and NumPy's sgemm).
 
     ``extension`` is the module the kernel really uses (`qkv.kernels.blocked._fused`), so a build that
     exists but fails to load counts as missing; ``sgemm`` looks for NumPy's cblas_sgemm only when the
@@ -53,7 +57,7 @@ def routes() -> dict:
     from ..kernels import blas, blocked
 
     info: dict = {"extension": blocked._fused is not None, "extension_error": None, "width": None, "sgemm": None,
-                  "torch": None, "numpy": np.__version__}
+                  "backward": False, "torch": None, "numpy": np.__version__}
     if blocked._fused is None:
         try:
             importlib.import_module("qkv.kernels._fused")
@@ -63,6 +67,11 @@ def routes() -> dict:
     else:
         info["width"] = int(blocked._fused.vector_width())
         info["sgemm"] = bool(blas.sgemm_ready())
+    try:
+        importlib.import_module("qkv.kernels._backward")
+        info["backward"] = bool(info["sgemm"])
+    except ImportError:
+        info["backward"] = False
     if importlib.util.find_spec("torch") is not None:
         try:
             info["torch"] = importlib.metadata.version("torch")
@@ -82,7 +91,8 @@ def summary(info: dict | None = None) -> str:
     info = routes() if info is None else info
     if info["extension"]:
         width = WIDTHS.get(info["width"], f"{info['width']} lanes")
-        kernel = f"C kernel built ({width}, {'BLAS sgemm' if info['sgemm'] else 'no BLAS sgemm'})"
+        kernel = (f"C kernel built ({width}, {'BLAS sgemm' if info['sgemm'] else 'no BLAS sgemm'}, "
+                  f"{'C backward' if info['backward'] else 'no C backward'})")
     else:
         kernel = "C kernel NOT built: NumPy path (see 'qkv doctor')"
     return f"{kernel}; {'torch ' + info['torch'] if info['torch'] else 'no torch'}"
@@ -104,6 +114,10 @@ def report(info: dict) -> str:
         lines.append(f"C extension qkv.kernels._fused: NOT built ({info['extension_error']}) — qkv runs on its slower "
                      "NumPy path (same numbers)")
         lines.append(f"to build it: {FIX}")
+    lines.append("C extension qkv.kernels._backward: built — torch tensors (CPU, float32) train through the C "
+                 "forward and backward (route torch_flash)" if info["backward"] else
+                 "C backward: not live (qkv.kernels._backward not built, or no BLAS sgemm) — torch tensors take "
+                 "SDPA or the plain path (same numbers)")
     lines.append(f"torch: {info['torch']} — qkv.torch, qkv ring and the reference checks are available"
                  if info["torch"] else
                  "torch: not installed — qkv.torch and qkv ring need it (pip install torch, or make test)")
