@@ -49,7 +49,7 @@ setup(
         Extension(
             "qkv.kernels._fused",
             ["src/qkv/kernels/_fused.c"],
-            depends=["src/qkv/kernels/_tile.h"],
+            depends=["src/qkv/kernels/_tile.h", "src/qkv/kernels/_exp.h"],
             extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
         ),
         Extension(   # the kernel's backward for torch tensors (kernels/autograd.py); missing: torch takes SDPA

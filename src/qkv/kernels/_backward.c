@@ -68,7 +68,7 @@ static int max_width = 16;
 
 static int vector_width(void)
 {
-#ifdef BW_X86
+#ifdef QKV_X86
     static int cached = -1;
     if (cached < 0) {
         __builtin_cpu_init();
@@ -86,18 +86,18 @@ static int vector_width(void)
 static void exp_span_scalar(float *row, Py_ssize_t lo, Py_ssize_t hi, float sub)
 {
     for (Py_ssize_t c = lo; c < hi; c++)
-        row[c] = bw_exp1(row[c] - sub);
+        row[c] = qkv_exp1(row[c] - sub);
 }
 
-#ifdef BW_X86
+#ifdef QKV_X86
 __attribute__((target("avx2,fma"))) static void exp_span_avx2(float *row, Py_ssize_t lo, Py_ssize_t hi, float sub)
 {
     __m256 s8 = _mm256_set1_ps(sub);
     Py_ssize_t c = lo;
     for (; c + 8 <= hi; c += 8)
-        _mm256_storeu_ps(row + c, bw_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + c), s8)));
+        _mm256_storeu_ps(row + c, qkv_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + c), s8)));
     for (; c < hi; c++)
-        row[c] = bw_exp1(row[c] - sub);
+        row[c] = qkv_exp1(row[c] - sub);
 }
 
 __attribute__((target("avx512f"))) static void exp_span_avx512(float *row, Py_ssize_t lo, Py_ssize_t hi, float sub)
@@ -105,17 +105,17 @@ __attribute__((target("avx512f"))) static void exp_span_avx512(float *row, Py_ss
     __m512 s16 = _mm512_set1_ps(sub);
     Py_ssize_t c = lo;
     for (; c + 16 <= hi; c += 16)
-        _mm512_storeu_ps(row + c, bw_exp16(_mm512_sub_ps(_mm512_loadu_ps(row + c), s16)));
+        _mm512_storeu_ps(row + c, qkv_exp16(_mm512_sub_ps(_mm512_loadu_ps(row + c), s16)));
     if (c < hi) {
         __mmask16 keep = (__mmask16)((1u << (hi - c)) - 1u);
-        _mm512_mask_storeu_ps(row + c, keep, bw_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(keep, row + c), s16)));
+        _mm512_mask_storeu_ps(row + c, keep, qkv_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(keep, row + c), s16)));
     }
 }
 #endif
 
 static void exp_span(float *row, Py_ssize_t lo, Py_ssize_t hi, float sub, int width)
 {
-#ifdef BW_X86
+#ifdef QKV_X86
     if (width >= 16) {
         exp_span_avx512(row, lo, hi, sub);
         return;
@@ -140,7 +140,7 @@ static void ds_rows_scalar(const float *p, float *dp, Py_ssize_t ld, Py_ssize_t 
     }
 }
 
-#ifdef BW_X86
+#ifdef QKV_X86
 __attribute__((target("avx2,fma"))) static void ds_rows_avx2(const float *p, float *dp, Py_ssize_t ld,
                                                             Py_ssize_t rows, Py_ssize_t cols, const float *delta)
 {
@@ -160,7 +160,7 @@ __attribute__((target("avx2,fma"))) static void ds_rows_avx2(const float *p, flo
 static void ds_rows(const float *p, float *dp, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t cols, const float *delta,
                     int width)
 {
-#ifdef BW_X86
+#ifdef QKV_X86
     if (width >= 8) {
         ds_rows_avx2(p, dp, ld, rows, cols, delta);
         return;

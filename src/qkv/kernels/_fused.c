@@ -8,7 +8,7 @@
  *   taken from a shared counter by each of the kernel's threads. See blocked.py for the routes.
  * - gelu, absmax, exp: the activation's fast path, the values' check, the exponential for tests.
  *
- * The exponential (fused_exp16 / fused_exp8 / fused_exp1) is Cephes' expf polynomial with a
+ * The exponential (qkv_exp16 / qkv_exp8 / qkv_exp1) is Cephes' expf polynomial with a
  * floor-based range reduction: n = floor(x·log2 e), r = x − (n + ½)·ln 2 ∈ [−½ln 2, ½ln 2), and
  * exp(x) = 2^n · √2·e^r with √2 folded into the polynomial's coefficients. x is clamped to
  * [−88, 89] first, so that 2^n is built from exponent bits with no blends:
@@ -43,41 +43,8 @@ static double monotonic_seconds(void)
 #include <immintrin.h>
 #endif
 
-#define EXP_LO (-88.0f)
-#define EXP_HI 89.0f
-#define LOG2E 1.44269504088896341f
-#define LN2_HI 0.693359375f          /* few bits: (n + ½)·LN2_HI is exact */
-#define LN2_LO (-2.12194440e-4f)
-/* Cephes expf coefficients, each times √2: √2·e^r ≈ √2 + √2·r + r²·(Q0·r⁵ + … + Q5). */
-#define SQRT2 1.41421356237309505f
-#define Q0 (1.9875691500e-4f * SQRT2)
-#define Q1 (1.3981999507e-3f * SQRT2)
-#define Q2 (8.3334519073e-3f * SQRT2)
-#define Q3 (4.1665795894e-2f * SQRT2)
-#define Q4 (1.6666665459e-1f * SQRT2)
-#define Q5 (5.0000001201e-1f * SQRT2)
+#include "_exp.h"      /* qkv_exp1/8/16: the one float32 exponential of the forward and the backward */
 
-static inline float fused_exp1(float x)
-{
-    if (x != x)
-        return x;
-    x = x < EXP_LO ? EXP_LO : (x > EXP_HI ? EXP_HI : x);
-    float n = floorf(x * LOG2E);
-    float t = n + 0.5f;
-    float r = x - t * LN2_HI;
-    r = r - t * LN2_LO;
-    float p = Q0;
-    p = p * r + Q1;
-    p = p * r + Q2;
-    p = p * r + Q3;
-    p = p * r + Q4;
-    p = p * r + Q5;
-    float y = p * (r * r) + (r * SQRT2 + SQRT2);
-    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return y * scale;
-}
 
 /* One row: the max over `cols` scores (NaNs ignored unless all are NaN). */
 static float row_max_scalar(const float *row, Py_ssize_t cols)
@@ -98,7 +65,7 @@ static float row_exp_scalar_lim(float *row, Py_ssize_t cols, float ref, Py_ssize
     float sum = 0.0f;
     Py_ssize_t j = 0;
     for (; j < cols && j < lim; j++) {
-        float e = fused_exp1(row[j] - ref);
+        float e = qkv_exp1(row[j] - ref);
         row[j] = e;
         sum += e;
     }
@@ -111,7 +78,7 @@ static float row_exp_scalar(float *row, Py_ssize_t cols, float ref)
 {
     float sum = 0.0f;
     for (Py_ssize_t j = 0; j < cols; j++) {
-        float e = fused_exp1(row[j] - ref);
+        float e = qkv_exp1(row[j] - ref);
         row[j] = e;
         sum += e;
     }
@@ -119,25 +86,6 @@ static float row_exp_scalar(float *row, Py_ssize_t cols, float ref)
 }
 
 #ifdef FUSED_X86
-__attribute__((target("avx2,fma"))) static inline __m256 fused_exp8(__m256 x)
-{
-    x = _mm256_max_ps(_mm256_set1_ps(EXP_LO), x);   /* second operand returned for NaN: kept */
-    x = _mm256_min_ps(_mm256_set1_ps(EXP_HI), x);
-    __m256 n = _mm256_floor_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)));
-    __m256 t = _mm256_add_ps(n, _mm256_set1_ps(0.5f));
-    __m256 r = _mm256_fnmadd_ps(t, _mm256_set1_ps(LN2_HI), x);
-    r = _mm256_fnmadd_ps(t, _mm256_set1_ps(LN2_LO), r);
-    __m256 p = _mm256_set1_ps(Q0);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(Q1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(Q2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(Q3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(Q4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(Q5));
-    __m256 y = _mm256_fmadd_ps(r, _mm256_set1_ps(SQRT2), _mm256_set1_ps(SQRT2));
-    y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), y);
-    __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(y, _mm256_castsi256_ps(bits));
-}
 
 __attribute__((target("avx2,fma"))) static float hmax8(__m256 v)
 {
@@ -183,13 +131,13 @@ __attribute__((target("avx2,fma"))) static float row_exp_avx2(float *row, Py_ssi
     __m256 s0 = _mm256_setzero_ps();   /* one vector per step: two spill (16 ymm registers) */
     Py_ssize_t j = 0;
     for (; j + 8 <= cols; j += 8) {
-        __m256 a = fused_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), r8));
+        __m256 a = qkv_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), r8));
         _mm256_storeu_ps(row + j, a);
         s0 = _mm256_add_ps(s0, a);
     }
     float sum = hsum8(s0);
     for (; j < cols; j++) {
-        float e = fused_exp1(row[j] - ref);
+        float e = qkv_exp1(row[j] - ref);
         row[j] = e;
         sum += e;
     }
@@ -206,7 +154,7 @@ __attribute__((target("avx2,fma"))) static float row_exp_avx2_lim(float *row, Py
     __m256 s0 = _mm256_setzero_ps();
     Py_ssize_t vend = cols - cols % 8, j = 0;
     for (; j + 8 <= lim && j + 8 <= cols; j += 8) {
-        __m256 a = fused_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), r8));
+        __m256 a = qkv_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), r8));
         _mm256_storeu_ps(row + j, a);
         s0 = _mm256_add_ps(s0, a);
     }
@@ -214,7 +162,7 @@ __attribute__((target("avx2,fma"))) static float row_exp_avx2_lim(float *row, Py
         float tmp[8];
         for (int c = 0; c < 8; c++)
             tmp[c] = j + c < lim ? row[j + c] : -INFINITY;
-        __m256 a = fused_exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), r8));
+        __m256 a = qkv_exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), r8));
         _mm256_storeu_ps(row + j, a);
         s0 = _mm256_add_ps(s0, a);
         j += 8;
@@ -224,7 +172,7 @@ __attribute__((target("avx2,fma"))) static float row_exp_avx2_lim(float *row, Py
     float sum = hsum8(s0);
     for (j = vend; j < cols; j++) {
         if (j < lim) {
-            float e = fused_exp1(row[j] - ref);
+            float e = qkv_exp1(row[j] - ref);
             row[j] = e;
             sum += e;
         } else {
@@ -238,33 +186,14 @@ __attribute__((target("avx2,fma"))) static void exp_avx2(const float *src, float
 {
     Py_ssize_t j = 0;
     for (; j + 8 <= n; j += 8)
-        _mm256_storeu_ps(dst + j, fused_exp8(_mm256_loadu_ps(src + j)));
+        _mm256_storeu_ps(dst + j, qkv_exp8(_mm256_loadu_ps(src + j)));
     for (; j < n; j++)
-        dst[j] = fused_exp1(src[j]);
+        dst[j] = qkv_exp1(src[j]);
 }
 
 /* ------------------------------------------------------------------------ AVX-512 (16 lanes)
- * The same polynomial and range reduction as fused_exp8, on 16 lanes; tails use lane masks
+ * The same polynomial and range reduction as qkv_exp8, on 16 lanes; tails use lane masks
  * instead of a scalar loop. Chosen at run time where the CPU has AVX-512F. */
-__attribute__((target("avx512f"))) static inline __m512 fused_exp16(__m512 x)
-{
-    x = _mm512_max_ps(_mm512_set1_ps(EXP_LO), x);   /* second operand returned for NaN: kept */
-    x = _mm512_min_ps(_mm512_set1_ps(EXP_HI), x);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    __m512 t = _mm512_add_ps(n, _mm512_set1_ps(0.5f));
-    __m512 r = _mm512_fnmadd_ps(t, _mm512_set1_ps(LN2_HI), x);
-    r = _mm512_fnmadd_ps(t, _mm512_set1_ps(LN2_LO), r);
-    __m512 p = _mm512_set1_ps(Q0);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(Q1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(Q2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(Q3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(Q4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(Q5));
-    __m512 y = _mm512_fmadd_ps(r, _mm512_set1_ps(SQRT2), _mm512_set1_ps(SQRT2));
-    y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), y);
-    __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
-}
 
 static inline uint16_t lanes(Py_ssize_t n)   /* the first n (< 16) lanes */
 {
@@ -302,14 +231,14 @@ __attribute__((target("avx512f"))) static float row_exp_avx512(float *row, Py_ss
     __m512 s0 = _mm512_setzero_ps();
     Py_ssize_t j = 0;
     for (; j + 16 <= lim; j += 16) {
-        __m512 a = fused_exp16(_mm512_sub_ps(_mm512_loadu_ps(row + j), r16));
+        __m512 a = qkv_exp16(_mm512_sub_ps(_mm512_loadu_ps(row + j), r16));
         _mm512_storeu_ps(row + j, a);
         s0 = _mm512_add_ps(s0, a);
     }
     if (j < lim) {   /* the vector holding the limit (or the row's end) */
         __mmask16 keep = lanes(lim - j);
         __mmask16 inside = cols - j >= 16 ? (__mmask16)0xFFFF : lanes(cols - j);
-        __m512 a = fused_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(keep, row + j), r16));
+        __m512 a = qkv_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(keep, row + j), r16));
         a = _mm512_maskz_mov_ps(keep, a);
         _mm512_mask_storeu_ps(row + j, inside, a);
         s0 = _mm512_add_ps(s0, a);
@@ -324,10 +253,10 @@ __attribute__((target("avx512f"))) static void exp_avx512(const float *src, floa
 {
     Py_ssize_t j = 0;
     for (; j + 16 <= n; j += 16)
-        _mm512_storeu_ps(dst + j, fused_exp16(_mm512_loadu_ps(src + j)));
+        _mm512_storeu_ps(dst + j, qkv_exp16(_mm512_loadu_ps(src + j)));
     if (j < n) {
         __mmask16 k = lanes(n - j);
-        _mm512_mask_storeu_ps(dst + j, k, fused_exp16(_mm512_maskz_loadu_ps(k, src + j)));
+        _mm512_mask_storeu_ps(dst + j, k, qkv_exp16(_mm512_maskz_loadu_ps(k, src + j)));
     }
 }
 #endif
@@ -421,7 +350,7 @@ static int softmax_block(float *scores, Py_ssize_t stride, Py_ssize_t rows, Py_s
             rmax[i] = m;
         float a = 1.0f, d = m - ref[i];
         if (d > headroom) {
-            a = fused_exp1(-d);
+            a = qkv_exp1(-d);
             ref[i] = m;
             moved = 1;
         } else if (l[i] == 0.0f && d < -headroom && isfinite(d)) {
@@ -1311,7 +1240,7 @@ static PyObject *fused_exp(PyObject *self, PyObject *args, PyObject *kwargs)
     else
 #endif
         for (Py_ssize_t j = 0; j < n; j++)
-            dst[j] = fused_exp1(src[j]);
+            dst[j] = qkv_exp1(src[j]);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&vdst);
     PyBuffer_Release(&vsrc);
@@ -1338,7 +1267,7 @@ static inline float gelu1(float x)
     p = (p + GELU_A3) * t;
     p = (p + GELU_A2) * t;
     p = (p + GELU_A1) * t;
-    float tail = p * fused_exp1(-0.5f * (x * x)) * a;
+    float tail = p * qkv_exp1(-0.5f * (x * x)) * a;
     return (x > 0.0f ? x : (x != x ? x : 0.0f)) - tail;
 }
 
@@ -1359,7 +1288,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 gelu8(__m256 x)
     p = _mm256_mul_ps(_mm256_add_ps(p, _mm256_set1_ps(GELU_A3)), t);
     p = _mm256_mul_ps(_mm256_add_ps(p, _mm256_set1_ps(GELU_A2)), t);
     p = _mm256_mul_ps(_mm256_add_ps(p, _mm256_set1_ps(GELU_A1)), t);
-    __m256 e = fused_exp8(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(x, x)));
+    __m256 e = qkv_exp8(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(x, x)));
     __m256 tail = _mm256_mul_ps(_mm256_mul_ps(p, e), a);
     return _mm256_sub_ps(_mm256_max_ps(_mm256_setzero_ps(), x), tail);   /* max returns x for NaN */
 }

@@ -11,12 +11,12 @@
  *      ≤ 16 rows; 16 accumulators, k broadcast from its rows, no packing). While a tile is in
  *      registers: the mask, causal limit and band start (a 32-bit "not allowed" row set per key,
  *      built once per group), the row max (a vertical max: one lane per row), P = exp(S − ref)
- *      with fused_exp16 against the row's reference as it was, the row sum (vertical adds, the
+ *      with qkv_exp16 against the row's reference as it was, the row sum (vertical adds, the
  *      tile's keys pairwise); Pᵀ and Sᵀ (keys × 32) go to per-thread buffers.
  *   3. softmax_block's reference rule on the group's row maxes (on these S: the ref, α and
  *      row_max softmax_block gives; l up to the order of its additions). Where a reference moves
  *      up by d ≤ 64, the row's P (all < e^64) is multiplied by α = exp(−d) (values below FLT_MIN
- *      become 0, as fused_exp16 gives them; P and l may differ from exp(S − m) by a rounding);
+ *      become 0, as qkv_exp16 gives them; P and l may differ from exp(S − m) by a rounding);
  *      where it moves up by more, or down (l = 0 and max − ref < −headroom), P and the sums are
  *      taken again from the stored Sᵀ. Both are rare (first blocks, or a row's max jumping past
  *      the headroom).
@@ -32,7 +32,7 @@
  * medians of 7): T = 4096, D = 64: 97 GFLOP/s against the BLAS step's 84 and torch SDPA's 81
  * (one thread, same rounds); causal 95 against 75; T = 512: 92 against 81, causal 77 against 42;
  * scores with spread 30 (references moving in most blocks) 93 against 80. The products
- * run at the core's FMA peak (~105 GFLOP/s; QK and PV measured alone); fused_exp16 (12 FMA-port
+ * run at the core's FMA peak (~105 GFLOP/s; QK and PV measured alone); qkv_exp16 (12 FMA-port
  * operations per 16 scores, against 128 FMAs of the two products) costs the rest.
  */
 
@@ -98,7 +98,7 @@ tile_scores(const float *qt, const float *k, Py_ssize_t ldk, Py_ssize_t dk, Py_s
             for (int v = 0; v < V; v++) {
                 Py_ssize_t at = (c0 + u) * TILE_G + 16 * v;
                 _mm512_storeu_ps(sc + at, a[u][v]);
-                __m512 e = fused_exp16(_mm512_sub_ps(a[u][v], r[v]));
+                __m512 e = qkv_exp16(_mm512_sub_ps(a[u][v], r[v]));
                 if (masked) {
                     __mmask16 keep = (__mmask16)~(off >> (16 * v));
                     m[v] = _mm512_mask_max_ps(m[v], keep, a[u][v], m[v]);   /* NaN in a: m kept */
@@ -145,8 +145,8 @@ __attribute__((target("avx512f"))) static void tile_exp_again(const float *sc, P
     const __m512 r0 = _mm512_loadu_ps(refs), r1 = _mm512_loadu_ps(refs + 16);
     __m512 s0 = _mm512_setzero_ps(), s1 = s0;
     for (Py_ssize_t c = 0; c < n; c++) {
-        __m512 e0 = fused_exp16(_mm512_sub_ps(_mm512_loadu_ps(sc + c * TILE_G), r0));
-        __m512 e1 = fused_exp16(_mm512_sub_ps(_mm512_loadu_ps(sc + c * TILE_G + 16), r1));
+        __m512 e0 = qkv_exp16(_mm512_sub_ps(_mm512_loadu_ps(sc + c * TILE_G), r0));
+        __m512 e1 = qkv_exp16(_mm512_sub_ps(_mm512_loadu_ps(sc + c * TILE_G + 16), r1));
         if (mt) {
             e0 = _mm512_maskz_mov_ps((__mmask16)~mt[c], e0);
             e1 = _mm512_maskz_mov_ps((__mmask16)~(mt[c] >> 16), e1);
@@ -308,7 +308,7 @@ __attribute__((target("avx512f"))) static int tile_block_avx512(const struct fla
                 t->rmax[i] = m;
             float d = m - refs[r];
             if (d > t->headroom) {
-                alpha[r] = fused_exp1(-d);
+                alpha[r] = qkv_exp1(-d);
                 refs[r] = m;
                 if (d <= TILE_RESCALE_MAX)
                     rescale = 1;
@@ -321,7 +321,7 @@ __attribute__((target("avx512f"))) static int tile_block_avx512(const struct fla
         }
         if (again) {   /* P against the moved references, from the stored S */
             tile_exp_again(sc, n, refs, p, sm, masked ? mt : NULL);
-        } else if (rescale) {   /* P = exp(S − old)·α; values below FLT_MIN to 0, as fused_exp16 */
+        } else if (rescale) {   /* P = exp(S − old)·α; values below FLT_MIN to 0, as qkv_exp16 */
             __m512 a0 = _mm512_loadu_ps(alpha), a1 = _mm512_loadu_ps(alpha + 16);
             __m512 tiny = _mm512_set1_ps(1.17549435e-38f);
             for (Py_ssize_t c = 0; c < n; c++) {
