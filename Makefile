@@ -30,10 +30,12 @@ $(DEMO): $(BIN)/python pyproject.toml setup.py src/qkv/kernels/_fused.c src/qkv/
 	touch $(DEMO)
 
 # Everything the tests use: torch pinned first (2.13.0 is a CPU build; an unpinned torch would pull CUDA).
-# One editable install with the extras (a superset of the demo's, so the C kernel is built once).
+# One editable install with the extras (a superset of the demo's, so the C kernel is built once);
+# --no-compile: Python compiles the modules the tests import when they are first imported, instead of pip
+# compiling every file of torch and transformers up front (about a minute of the set-up here).
 $(STAMP): $(BIN)/python pyproject.toml setup.py src/qkv/kernels/_fused.c src/qkv/kernels/_backward.c
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test,minilm]'
+	$(BIN)/pip install --quiet --no-compile torch==2.13.0
+	$(BIN)/pip install --quiet --no-compile -e '.[test,minilm]'
 	@$(BIN)/python -m qkv doctor --install-check
 	touch $(DEMO) $(STAMP)
 
