@@ -36,7 +36,9 @@ $(DEMO): $(BIN)/python pyproject.toml setup.py src/qkv/kernels/_fused.c src/qkv/
 $(STAMP): $(BIN)/python pyproject.toml setup.py src/qkv/kernels/_fused.c src/qkv/kernels/_backward.c
 	$(BIN)/pip install --quiet --no-compile torch==2.13.0
 	$(BIN)/pip install --quiet --no-compile -e '.[test,minilm]'
-	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null
+	@# Some files are written for newer Pythons (torch's testing/_internal/py312_intrinsics.py) and cannot
+	@# compile here; pip's own compile step skips them the same way, so compileall's status is not the set-up's.
+	-$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1
 	@$(BIN)/python -m qkv doctor --install-check
 	touch $(DEMO) $(STAMP)
 
