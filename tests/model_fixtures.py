@@ -91,6 +91,19 @@ def _config(family: str, vocab: int, kwargs: dict):
     return cls(**common, **kwargs)
 
 
+def spread_weights(model) -> None:
+    """Random init leaves norms at 1 and biases at 0: shift every vector and scale every matrix so that
+    each weight counts (the same draws, in parameter order, after the caller's torch.manual_seed)."""
+    import torch
+
+    with torch.no_grad():
+        for _, param in model.named_parameters():
+            if param.ndim == 1:
+                param.add_(0.2 * torch.randn_like(param))
+            else:
+                param.mul_(2.5)
+
+
 def build_checkpoint(root: Path, name: str, *, seed: int = 0) -> Path:
     """Make CHECKPOINTS[name] under root/name and return the directory."""
     import torch
@@ -103,12 +116,7 @@ def build_checkpoint(root: Path, name: str, *, seed: int = 0) -> Path:
     cls = {"bert": transformers.BertModel, "gpt2": transformers.GPT2LMHeadModel}.get(
         family, transformers.AutoModelForCausalLM)
     model = cls(config) if family in ("bert", "gpt2") else cls.from_config(config)
-    with torch.no_grad():  # random init leaves norms at 1 and biases at 0: make every weight count
-        for pname, param in model.named_parameters():
-            if param.ndim == 1:
-                param.add_(0.2 * torch.randn_like(param))
-            else:
-                param.mul_(2.5)
+    spread_weights(model)
     directory = root / name
     model.save_pretrained(directory, safe_serialization=True, **save)
     tokenizer.save(str(directory / "tokenizer.json"))
@@ -252,12 +260,7 @@ def build_family(root: Path, name: str, *, seed: int = 0) -> Path:
     config = getattr(transformers, cls_name)(vocab_size=tokenizer.get_vocab_size(), **{**ids, **kwargs})
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config)
-    with torch.no_grad():
-        for pname, param in model.named_parameters():
-            if param.ndim == 1:
-                param.add_(0.2 * torch.randn_like(param))
-            else:
-                param.mul_(2.5)
+    spread_weights(model)
     directory = root / name
     model.save_pretrained(directory, safe_serialization=True)
     tokenizer.save(str(directory / "tokenizer.json"))
