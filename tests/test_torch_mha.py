@@ -65,8 +65,11 @@ def test_multihead_attention_numpy_reference(average_attn_weights, add_key_paddi
                                              add_zero_attn, same_embed_dim):
     """PyTorch's test_multihead_attention: a decoder state attends to random source states, with an
     additive (0 / -inf) attn_mask, optional key padding, bias_k/v and zero attention; compared with
-    a NumPy reference built step by step. (Its saved_kv cases feed static_k/static_v, which only the
-    functional API takes, not the module's forward; they are not adapted.)"""
+    a NumPy reference built step by step, and with torch's own F.multi_head_attention_forward on the
+    module's parameters (the port of tests/test_torch_upstream.py kept here: one loop, both references;
+    query rows whose every key is masked compared as zeros, torch gives NaN there). (Its saved_kv cases
+    feed static_k/static_v, which only the functional API takes, not the module's forward; they are not
+    adapted.)"""
     rng, py = np.random.RandomState(13), random.Random(13)
     for _ in range(12):
         batch_sz, seq_len = py.randint(2, 10), py.randint(2, 10)
@@ -99,6 +102,17 @@ def test_multihead_attention_numpy_reference(average_attn_weights, add_key_paddi
         result, result_weight = module(query_t, source_t, source_t, key_padding_mask=key_padding_mask_tensor,
                                        need_weights=True, attn_mask=attn_mask_tensor,
                                        average_attn_weights=average_attn_weights)
+        ref, ref_weight_t = torch.nn.functional.multi_head_attention_forward(
+            query_t, source_t, source_t, d_model, nheads, module.in_proj_weight, module.in_proj_bias,
+            module.bias_k, module.bias_v, module.add_zero_attn, module.dropout, module.out_proj.weight,
+            module.out_proj.bias, training=module.training, key_padding_mask=key_padding_mask_tensor,
+            need_weights=True, attn_mask=attn_mask_tensor, use_separate_proj_weight=not module._qkv_same_embed_dim,
+            q_proj_weight=module.q_proj_weight, k_proj_weight=module.k_proj_weight,
+            v_proj_weight=module.v_proj_weight, average_attn_weights=average_attn_weights)
+        no_key = torch.isnan(ref).any(-1, keepdim=True)                      # rows with no key (torch: NaN)
+        assert tuple(result.shape) == tuple(ref.shape) == (1, batch_sz, d_model)
+        torch.testing.assert_close(result.masked_fill(no_key, 0), ref.masked_fill(no_key, 0), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(result_weight.nan_to_num(0.0), ref_weight_t.nan_to_num(0.0), atol=1e-5, rtol=1e-5)
         result = result.squeeze(0).detach().numpy()
 
         if module._qkv_same_embed_dim:

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 from unittest import mock
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -102,51 +100,9 @@ def _close(a, b, **kw):
 
 
 # =========================================================================== test_multihead_attention.py
-@pytest.mark.parametrize("average_attn_weights", [True, False])
-@pytest.mark.parametrize("add_key_padding_mask, add_bias_kv, add_zero_attn, same_embed_dim", [
-    (False, False, True, False),   # test_multihead_attn_add_zero_attn
-    (False, True, False, False),   # test_multihead_attn_add_bias_kv
-    (False, False, False, False),  # test_multihead_attn_no_masking
-    (True, False, False, False),   # test_multihead_attn_key_padding_mask
-    (True, True, True, False),     # test_multihead_attn_add_bias_kv_zero_attn
-])
-def test_multihead_attention(swap, average_attn_weights, add_key_padding_mask, add_bias_kv, add_zero_attn,
-                             same_embed_dim):
-    """test_multihead_attention: upstream builds the module (here qkv's) and runs torch's functional
-    multi_head_attention_forward on its parameters against a NumPy reference (test_torch_mha.py ports
-    that reference against qkv's forward). Here: the module's own forward equals torch's functional
-    on the same parameters, with the upstream random shapes and masks (query rows whose every key is
-    masked excluded: torch gives NaN there, qkv zeros)."""
-    rng, py = np.random.RandomState(0), random.Random(0)
-    for _ in range(5):                  # upstream: 100 random draws per case
-        batch_sz, seq_len = py.randint(2, 10), py.randint(2, 10)
-        d_head, nheads = py.randint(3, 10), py.randint(2, 5) * 2
-        d_model = d_head * nheads
-        kv_dim = d_model if same_embed_dim else py.randint(5, 20)
-        key_padding_mask = None
-        if add_key_padding_mask:
-            key_padding_mask = torch.from_numpy(np.repeat(rng.randint(0, 2, (1, seq_len)), batch_sz, axis=0) == 1)
-        attn_mask = torch.from_numpy(rng.randint(0, 2, size=(1, seq_len))).float()
-        attn_mask = attn_mask.masked_fill(attn_mask == 0, float("-inf")).masked_fill(attn_mask > 0, 0.0)
-        decoder_state = torch.from_numpy(rng.rand(batch_sz, d_model)).float()
-        source = torch.from_numpy(rng.rand(batch_sz, seq_len, kv_dim)).float().transpose(0, 1)
-        module = nn.MultiheadAttention(d_model, nheads, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn,
-                                       kdim=kv_dim, vdim=kv_dim)
-        assert isinstance(module, MultiheadAttention)
-        query = decoder_state.unsqueeze(0)                                  # (1, B, E)
-        out, weights = module(query, source, source, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-                              average_attn_weights=average_attn_weights)
-        ref, ref_weights = F.multi_head_attention_forward(
-            query, source, source, d_model, nheads, module.in_proj_weight, module.in_proj_bias, module.bias_k,
-            module.bias_v, module.add_zero_attn, module.dropout, module.out_proj.weight, module.out_proj.bias,
-            training=module.training, key_padding_mask=key_padding_mask, need_weights=True,
-            attn_mask=attn_mask, use_separate_proj_weight=not module._qkv_same_embed_dim,
-            q_proj_weight=module.q_proj_weight, k_proj_weight=module.k_proj_weight,
-            v_proj_weight=module.v_proj_weight, average_attn_weights=average_attn_weights)
-        blocked = torch.isnan(ref).any(-1, keepdim=True)                   # rows with no key (torch: NaN)
-        assert tuple(out.shape) == tuple(ref.shape) == (1, batch_sz, d_model)
-        _close(out.masked_fill(blocked, 0), ref.masked_fill(blocked, 0), atol=1e-5, rtol=1e-5)
-        _close(weights.nan_to_num(0.0), ref_weights.nan_to_num(0.0), atol=1e-5, rtol=1e-5)
+# test_multihead_attention (its six rows without saved k/v, both average_attn_weights) is ported once, in
+# tests/test_torch_mha.py::test_multihead_attention_numpy_reference: qkv's module against upstream's NumPy
+# reference and against torch's F.multi_head_attention_forward on the same parameters, in one loop.
 
 
 def test_multihead_attn_3d_attn_mask(swap):
