@@ -9,8 +9,9 @@ Pages: README.md (the site's home page) and docs/*.md. Per page, in a fresh temp
   must have one, so that a sample naming files that do not exist fails when a command reads it);
 - ```sh blocks are commands, ```console blocks `$ `-prompted commands followed by the output they
   print (each printed line must appear in what the command printed); every command must be a `qkv`
-  command, run as `python -m qkv …` with a time limit, and must exit 0 — or 2 where the page
-  shows its `qkv: error:` line;
+  command and must exit 0 — or 2 where the page shows its `qkv: error:` line; two run as
+  `python -m qkv …` processes with a time limit (SUBPROCESS: the front door's first command and
+  `qkv ring`), the rest through qkv.cli.main in this process (the same function, no interpreter start);
 - ```python {.no-run reason="…"}``` (likewise sh, console) is not run; the reason is required and
   shows in the page's source. Kept rare: a server that must be running, a torchrun script, set-up
   that installs packages, training for minutes;
@@ -27,6 +28,8 @@ by transformers from a config; nothing is downloaded).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import pathlib
 import re
@@ -107,20 +110,52 @@ def looks_like_commands(body: str) -> bool:
     return any(re.match(r"(\$ )?qkv\s", line.strip()) for line in body.splitlines())
 
 
+# The commands that run as real processes (`python -m qkv …`, the entry point a reader types): the front
+# door's first command and `qkv ring`, which starts processes of its own. Every other command runs in this
+# process through qkv.cli.main (the same function `python -m qkv` calls), which spares ~30 interpreter
+# start-ups (NumPy, torch, transformers imported again each time) and checks the same things: the exit
+# status and each printed line.
+SUBPROCESS = {("README.md", "qkv example cross-attention --lang ko"), ("docs/distributed.md", "qkv ring")}
+
+
+def in_subprocess(block: Block, argv: list[str]) -> bool:
+    return any(block.page == page and argv[:len(shlex.split(start))] == shlex.split(start)
+               for page, start in SUBPROCESS)
+
+
 def run_command(block: Block, command: str, expected: list[str], cwd: pathlib.Path) -> None:
     argv = shlex.split(command, comments=True)
     assert argv and argv[0] == "qkv", (
         f"{block.where}: `{command}` is not a qkv command; run it here or mark the block "
         f'{{.no-run reason="…"}}')
     assert not {"|", ">", "<", "&&", ";"} & set(argv), f"{block.where}: `{command}`: no shell syntax in a run block"
-    done = subprocess.run([sys.executable, "-m", "qkv", *argv[1:]], cwd=cwd, env=ENV, capture_output=True,
-                          text=True, timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
+    if in_subprocess(block, argv):
+        done = subprocess.run([sys.executable, "-m", "qkv", *argv[1:]], cwd=cwd, env=ENV, capture_output=True,
+                              text=True, timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
+        code, stdout, stderr = done.returncode, done.stdout, done.stderr
+    else:
+        code, stdout, stderr = run_in_process(argv[1:], cwd)
     status = 2 if any(line.startswith("qkv: error:") for line in expected) else 0   # a refusal shown on purpose
-    assert done.returncode == status, (
-        f"{block.where}: `{command}` exited {done.returncode}, expected {status}:\n{done.stderr[-2000:]}")
-    printed = " ".join((done.stdout + done.stderr).split())
+    assert code == status, f"{block.where}: `{command}` exited {code}, expected {status}:\n{stderr[-2000:]}"
+    printed = " ".join((stdout + stderr).split())
     for line in expected:
         assert " ".join(line.split()) in printed, f"{block.where}: `{command}` did not print {line!r}"
+
+
+def run_in_process(args: list[str], cwd: pathlib.Path) -> tuple[int, str, str]:
+    """``qkv ARGS`` through qkv.cli.main in this process, in cwd, with the environment a subprocess
+    would get (ENV) and nothing on standard input: (exit status, standard output, standard error)."""
+    from qkv.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("MPLBACKEND", "NO_COLOR", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            patch.setenv(name, ENV[name])
+        patch.chdir(cwd)
+        patch.setattr(sys, "stdin", io.StringIO(""))
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(args)
+    return code, out.getvalue(), err.getvalue()
 
 
 def make_llama(directory: pathlib.Path) -> None:
@@ -233,6 +268,11 @@ def test_every_block_is_run_or_says_why():
                 assert not looks_like_commands(block.body), (
                     f"{block.where}: a block of qkv commands must be labelled ```sh or ```console")
     assert len(unrun) <= 12, f"no-run blocks should stay rare: {unrun}"
+    # the commands picked to run as real processes are still on their pages (else none would)
+    for page, start in SUBPROCESS:
+        assert any(in_subprocess(block, shlex.split(command, comments=True))
+                   for block in blocks(page) if block.lang in ("sh", "console") and "no-run" not in block.classes
+                   for command, _ in commands(block)), (page, start)
 
 
 @SLOW
