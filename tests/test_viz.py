@@ -54,14 +54,30 @@ def long():
     return self_trace(512, d_model=16, heads=1)  # one head: the 512 × 512 heatmap and the chain
 
 
+@pytest.fixture(scope="module")
+def small_figures(small):
+    """The figures of the small trace that several tests read (built once; tests only read and draw them)."""
+    return {"projection": viz.projection_figure(small), "chain": viz.query_path(small, 2, head=1)}
+
+
+@pytest.fixture(scope="module")
+def small_files(small, tmp_path_factory):
+    """save_figure(small, …) once per format. The PNG is written under an upper-case name (FIGURE.PNG):
+    the same drawing serves the PNG checks, the upper-case extension and the 4-token size (three renders
+    of one figure before); lower-case .png is what every other save here writes."""
+    folder = tmp_path_factory.mktemp("small")
+    return {suffix: viz.save_figure(small, folder / name)
+            for suffix, name in ((".png", "FIGURE.PNG"), (".svg", "figure.svg"), (".pdf", "figure.pdf"))}
+
+
 def png_variance(path) -> float:
     return float(imread(str(path))[..., :3].std())
 
 
 # ------------------------------------------------------------------ formats
 @pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
-def test_each_format_is_written_and_valid(small, tmp_path, suffix):
-    path = viz.save_figure(small, tmp_path / f"figure{suffix}")
+def test_each_format_is_written_and_valid(small_files, suffix):
+    path = small_files[suffix]
     data = path.read_bytes()
     assert path.exists() and len(data) > 1000
     if suffix == ".png":
@@ -75,8 +91,9 @@ def test_each_format_is_written_and_valid(small, tmp_path, suffix):
         assert data.startswith(b"%PDF") and data.rstrip().endswith(b"%%EOF")
 
 
-def test_uppercase_extension_is_accepted(small, tmp_path):
-    assert viz.save_figure(small, tmp_path / "FIG.PNG").read_bytes().startswith(b"\x89PNG")
+def test_uppercase_extension_is_accepted(small_files):
+    path = small_files[".png"]
+    assert path.name == "FIGURE.PNG" and path.read_bytes().startswith(b"\x89PNG")
 
 
 @pytest.mark.parametrize("name", ["figure.jpg", "figure", "figure.png.txt"])
@@ -96,9 +113,8 @@ def test_missing_directory_is_an_input_error(small, tmp_path):
 
 # ------------------------------------------------------------------ sizes
 @pytest.mark.parametrize("n_tokens", [4, 512])
-def test_four_and_512_tokens_render(n_tokens, small, long, tmp_path):
-    trace = small if n_tokens == 4 else long
-    path = viz.save_figure(trace, tmp_path / "attention.png")
+def test_four_and_512_tokens_render(n_tokens, small_files, long, tmp_path):
+    path = small_files[".png"] if n_tokens == 4 else viz.save_figure(long, tmp_path / "attention.png")
     assert png_variance(path) > 0.05
 
 
@@ -143,16 +159,16 @@ def test_grid_of_layers_and_heads(tmp_path):
 
 
 # ------------------------------------------------------------------ each figure
-def test_public_functions_return_figures(small, long):
+def test_public_functions_return_figures(small, long, small_figures):
     tokens = small.meta["tokens"]
     weights = small["weights"].value
     figures = [
         viz.heatmap(weights[0], tokens, title="head 0"),
         viz.heatmap(weights[0], tokens, mask=small["mask"].value),
         viz.attention_grid(weights[None], tokens),
-        viz.projection_figure(small),
+        small_figures["projection"],
         viz.projection_figure(long),
-        viz.query_path(small, 2, head=1),
+        small_figures["chain"],
         viz.query_path(long, 300),
         viz.mask_figure(small["mask"].value, tokens),
         viz.mask_figure(np.array([[True, True, False, False]] * 4), tokens),
@@ -183,8 +199,8 @@ def test_query_path_writes_the_recorded_values(small):
     assert any("−∞" in text for text in written)      # the causal mask before softmax
 
 
-def test_projection_figure_draws_the_whole_layer(small):
-    fig = viz.projection_figure(small)
+def test_projection_figure_draws_the_whole_layer(small_figures):
+    fig = small_figures["projection"]
     labels = {t.get_text() for t in fig.axes[0].texts}
     # heads counted from 0, as --head and Python count them
     assert {"Q₀", "Q₁", "K₀", "V₁", "head 0", "head 1"} <= labels
@@ -194,9 +210,9 @@ def test_projection_figure_draws_the_whole_layer(small):
     assert "masked" in labels                                    # the causal mask, in the per-head attention
 
 
-def test_seed_000_projection_figure_has_every_step():
-    trace = qkv.examples.run("projection")                       # T = 3, d = 8, h = 2; the post's Head 1, Head 2
-    labels = {t.get_text() for t in viz.figure_for(trace).axes[0].texts}
+def test_seed_000_projection_figure_has_every_step(example_figures):
+    trace, fig = example_figures["projection", "en"]             # T = 3, d = 8, h = 2; the post's Head 1, Head 2
+    labels = {t.get_text() for t in fig.axes[0].texts}
     for wanted in ("X  (3×8)", "W_Q  (8×8)", "Q = X·W_Q  (3×8)", "Q₁", "Q₂", "H  (3×8)", "Y = H·W_O  (3×8)",
                    "R + Y (residual)  (3×8)", "attention of head 2: softmax(QₕKₕᵀ/√dₕ)"):
         assert wanted in labels, wanted
@@ -217,8 +233,9 @@ def test_cjk_tokens_do_not_crash_or_warn(tmp_path):
 HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
-def korean_figures(small):
-    """A Korean figure of every kind (tokens in Hangul, kana and a kanji Nanum lacks: 学)."""
+def korean_figures(small, example_figures):
+    """A Korean figure of every kind (tokens in Hangul, kana and a kanji Nanum lacks: 学); the worked
+    examples' are the module's (example_figures, built with warnings as errors too)."""
     tokens = ["나는", "私は", "学習", "좋아"]
     weights = small["weights"].value
     heads_trace = qkv.Trace("헤드", meta=dict(small.meta, tokens=tokens), steps=small.steps)
@@ -229,19 +246,19 @@ def korean_figures(small):
         "chain": viz.query_path(heads_trace, 2, head=1, lang="ko"),
         "mask": viz.mask_figure(small["mask"].value, tokens, lang="ko"),
         "attention": viz.attention_figure(heads_trace, lang="ko"),
-        "cross": viz.figure_for(qkv.examples.run("cross-attention"), lang="ko"),
-        "multi-head": viz.figure_for(qkv.examples.run("multi-head"), lang="ko"),
-        "scenes": viz.figure_for(qkv.examples.run("group-meeting"), lang="ko"),
+        "cross": example_figures["cross-attention", "ko"][1],
+        "multi-head": example_figures["multi-head", "ko"][1],
+        "scenes": example_figures["group-meeting", "ko"][1],
     }
 
 
-def test_a_korean_figure_of_every_kind_draws_every_glyph(small):
+def test_a_korean_figure_of_every_kind_draws_every_glyph(small, example_figures):
     """matplotlib warns "Glyph … missing from font(s)" for any character it draws as a box: an error here."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        figures = korean_figures(small)
+        figures = korean_figures(small, example_figures)
         for name, fig in figures.items():
             with viz.fonts.context():
                 FigureCanvasAgg(fig).draw()
@@ -310,9 +327,8 @@ def test_layer_and_head_figures_name_the_layer_and_head(tmp_path):
     assert {ax.get_ylabel() for ax in both.axes} >= {"layer 1", "layer 4"}
 
 
-def test_cross_attention_is_two_sentences():
-    trace = qkv.examples.run("cross-attention")
-    fig = viz.figure_for(trace)
+def test_cross_attention_is_two_sentences(example_figures):
+    trace, fig = example_figures["cross-attention", "en"]
     (ax,) = [a for a in fig.axes if a.get_legend() and "line width = weight" in
              [t.get_text() for t in a.get_legend().get_texts()]]
     where = {t.get_text(): t.get_position()[1] for t in ax.texts}
@@ -323,8 +339,8 @@ def test_cross_attention_is_two_sentences():
     assert np.argmax(lines) == np.argmax(weights)                 # the heaviest line is the largest weight
 
 
-def test_the_chain_reaches_z(small):
-    fig = viz.query_path(small, 2, head=1)
+def test_the_chain_reaches_z(small, small_figures):
+    fig = small_figures["chain"]
     written = {t.get_text() for ax in fig.axes for t in ax.texts}
     out = small["out"].value[1, 2]
     assert {f"{x:.4f}" for x in out} <= written                   # z = the recorded output of head 1, query 2
@@ -467,11 +483,11 @@ def test_one_weight_scale_for_figures_and_page():
         assert np.abs(figure - np.array(style.weight_shade(weight))).max() <= 1.5, weight
 
 
-def test_masked_cells_are_hatched_where_they_are(small):
+def test_masked_cells_are_hatched_where_they_are(small_figures):
     """Every "masked" cell label of the per-head attention lies inside a hatched rectangle, and only those."""
     from matplotlib.collections import PatchCollection
 
-    fig = viz.projection_figure(small)
+    fig = small_figures["projection"]
     ax = fig.axes[0]
     hatched = [c for c in ax.collections if isinstance(c, PatchCollection) and c.get_hatch()]
     boxes = [path.get_extents() for c in hatched for path in c.get_paths()]
@@ -481,10 +497,9 @@ def test_masked_cells_are_hatched_where_they_are(small):
         assert sum(b.x0 < x < b.x1 and b.y0 < y < b.y1 for b in boxes) == 1
 
 
-def test_blocks_of_numbers_never_overlap(small):
+def test_blocks_of_numbers_never_overlap(small_figures, example_figures):
     """The chain's value rows (and every figure built of blocks) place each matrix apart from the others."""
-    for fig in (viz.query_path(small, 2, head=1), viz.figure_for(qkv.examples.run("cross-attention")),
-                viz.projection_figure(small)):
+    for fig in (small_figures["chain"], example_figures["cross-attention", "en"][1], small_figures["projection"]):
         for ax in fig.axes:
             boxes = [image.get_extent() for image in ax.images]   # (left, right, bottom, top), y downward
             for a in range(len(boxes)):
@@ -602,11 +617,15 @@ def figure_texts(fig: Figure) -> list[str]:
 
 @pytest.fixture(scope="module")
 def example_figures():
+    """(trace, figure_for(trace, lang)) of each worked example in en and ko, built once for the module
+    with warnings as errors (the Korean glyph test draws the ko ones; several tests read them)."""
     figures = {}
-    for name in ("self-attention", "cross-attention", "multi-head", "group-meeting", "projection"):
-        trace = qkv.examples.run(name)
-        for lang in ("en", "ko"):
-            figures[name, lang] = (trace, viz.figure_for(trace, lang=lang))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in ("self-attention", "cross-attention", "multi-head", "group-meeting", "projection"):
+            trace = qkv.examples.run(name)
+            for lang in ("en", "ko"):
+                figures[name, lang] = (trace, viz.figure_for(trace, lang=lang))
     return figures
 
 
@@ -706,7 +725,7 @@ def test_multi_head_numbers_heads_as_the_post(example_figures):
     texts = figure_texts(fig)
     assert {"z⁽¹⁾", "z⁽²⁾", "z⁽³⁾"} <= set(texts) and "z⁽⁰⁾" not in " ".join(texts)
     assert any(t.startswith("z_final[0] = ") for t in texts)
-    projection = figure_texts(viz.figure_for(qkv.examples.run("projection")))
+    projection = figure_texts(example_figures["projection", "en"][1])
     assert {"Q₁", "Q₂", "head 1", "head 2"} <= set(projection) and "Q₀" not in projection
 
 
