@@ -490,11 +490,27 @@ def parse_int(value: Any, *, field: str | None = None, source: str | None = None
               high: int | None = None, what: str = "a whole number") -> int:
     """A strict integer (see `as_int`) within [low, high], or an InputError naming the field."""
     number = as_int(value)
+    if number is None or (low is not None and number < low) or (high is not None and number > high):
+        raise int_error(value, low=low, high=high, what=what, source=source, field=field)
+    return number
+
+
+# The words of `parse_int`'s refusal, by what is expected: text keys of `qkv.explain.texts`.
+_INT_KEYS = {"a whole number": "error.int", "a whole number of decimals": "error.decimals"}
+
+
+def int_error(value: Any, *, low: int | None = None, high: int | None = None, what: str = "a whole number",
+              source: str | None = None, field: str | None = None) -> InputError:
+    """``'x': expected a whole number from 1 to 64`` (the bounds given), keyed so that it is said in the
+    reader's language; a ``what`` outside `_INT_KEYS` is said in English only."""
     span = ("" if low is None and high is None else f" from {low} to {high}" if low is not None and high is not None
             else f" ≥ {low}" if low is not None else f" ≤ {high}")
-    if number is None or (low is not None and number < low) or (high is not None and number > high):
-        raise InputError(f"{short_repr(value)}: expected {what}{span}", source=source, field=field)
-    return number
+    if what in _INT_KEYS:
+        suffix = "" if not span else ".range" if low is not None and high is not None else \
+            ".low" if low is not None else ".high"
+        return InputError.keyed(_INT_KEYS[what] + suffix, source=source, field=field, value=short_repr(value),
+                                low=low, high=high)
+    return InputError(f"{short_repr(value)}: expected {what}{span}", source=source, field=field)
 
 
 def int_option(low: int | None = None, high: int | None = None, what: str = "a whole number") -> Callable[[str], int]:
@@ -504,7 +520,9 @@ def int_option(low: int | None = None, high: int | None = None, what: str = "a w
         try:
             return parse_int(text, low=low, high=high, what=what)
         except InputError as exc:
-            raise argparse.ArgumentTypeError(exc.problem) from None
+            error = argparse.ArgumentTypeError(exc.problem)
+            error.input_error = exc           # type: ignore[attr-defined]  # the command line words it in --lang
+            raise error from None
 
     convert.__name__ = "integer"
     return convert

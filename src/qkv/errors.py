@@ -24,6 +24,14 @@ class InputError(ValueError):
         parts = [p for p in (source, field) if p]
         super().__init__(": ".join(parts + [problem]))
 
+    @classmethod
+    def keyed(cls, key: str, *, source: str | None = None, field: str | None = None, **values) -> "InputError":
+        """The error whose words are the text ``key`` of `qkv.explain.texts` (English as its ``problem``,
+        every other language through `say`): one copy of each sentence, in the tables."""
+        from .explain import texts
+
+        return cls(texts.text("en", key, **values), source=source, field=field, key=key, values=values)
+
     def say(self, lang: str = "en") -> str:
         """The message in ``lang``: the text ``key`` of `qkv.explain.texts` with ``values`` where the error
         has one (the command line and serve answer in the reader's language), else the English problem."""
