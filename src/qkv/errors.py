@@ -40,5 +40,7 @@ class InputError(ValueError):
             from .explain import texts
 
             if lang in texts.LANGS and texts.has(lang, self.key):
-                problem = texts.text(lang, self.key, **self.values)
+                # values may hold "by_lang": {lang: {name: text}}, parts that are sentences of their own
+                values = {**self.values, **self.values.get("by_lang", {}).get(lang, {})}
+                problem = texts.text(lang, self.key, **values)
         return ": ".join([p for p in (self.source, self.field) if p] + [problem])

@@ -594,11 +594,22 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         _, to, make = translation(request)
 
         def compute() -> dict:
+            from ..translator.model import UNSURE
+
             result = make()
             levels = np.rint(np.clip(result.cross_weights, 0.0, 1.0) * 255).astype(np.uint8)   # (L, H, T, S)
+            least, lowest = result.least_likely
             return {"source": list(result.source), "target": list(result.target), "to": to,
                     "shape": list(levels.shape), "weights": base64.b64encode(levels.tobytes()).decode("ascii"),
-                    "scale": 255}
+                    "scale": 255,
+                    # how sure the model was (as `qkv translate` prints it): each chosen token's probability,
+                    # the end's (None: no </s> within max_len words), the sentence's; below UNSURE the least
+                    # likely choice is named (index len(target): the end)
+                    "probabilities": [float(p) for p in result.probabilities],
+                    "end_probability": None if result.end_probability is None else float(result.end_probability),
+                    "sequence_probability": float(result.sequence_probability), "unsure_below": UNSURE,
+                    "least_likely": {"index": least, "probability": lowest,
+                                     "token": result.target[least] if least < len(result.target) else None}}
 
         return _json(await gate().run(compute, lang=_lang_said(request)))
 
@@ -669,7 +680,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
                     for lang in LANGS}
 
         # the page's own words, and the shared views' (qkv/explain/views.js reads the page.* words)
-        return _json({"page": words("serve.ui."), "views": words("page.")})
+        return _json({"page": words("serve.ui."), "views": words("page."), "translate": words("cli.translate.")})
 
     async def api_tokens(request: Request) -> Response:
         model, text = entry(request), _text(request)
@@ -952,7 +963,9 @@ class _SameOrigin:
         media = headers.get("content-type", "").split(";")[0].strip().lower()
         path = scope.get("path", "")
         if path in JSON_ROUTES and media != "application/json":
-            return _say(lang, "error.content_type", got=json.dumps(media or "(none)"), wanted="application/json")
+            if not media:
+                return _say(lang, "error.content_type.none", wanted="application/json")
+            return _say(lang, "error.content_type", got=json.dumps(media), wanted="application/json")
         if media in SIMPLE_TYPES:
             return _say(lang, "error.content_type", got=json.dumps(media),
                         wanted="application/octet-stream" if path == "/api/upload" else "application/json")
