@@ -230,7 +230,7 @@ def _array_from_file(value: str | dict, *, source: str, field: str, base: Path |
     except InputError as exc:
         if "not found" in exc.problem and base is not None and not Path(name).is_absolute():
             raise _fail("error.spec.looked_in", source=source, field=field, folder=repr(str(path.parent)),
-                        parts=lambda lang: {"problem": exc.say(lang).split(": ")[-1] if exc.key else exc.problem}) from None
+                        parts=lambda lang: {"problem": exc.problem_in(lang)}) from None
         raise
     suffix = path.suffix.lower()
     try:
@@ -535,7 +535,7 @@ def read_saved_trace(doc: dict, *, source: str):
         trace = Trace.from_dict(data)       # checks dtypes and shapes before making any array
     except InputError as exc:
         raise _fail("error.trace.unreadable", source=source, field="trace",
-                    parts=lambda lang: {"problem": exc.say(lang)}) from None
+                    parts=lambda lang: {"problem": exc.problem_in(lang)}) from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, MemoryError) as exc:
         raise _fail("error.trace.broken", source=source, field="trace",
                     reason=f"{type(exc).__name__}: {short_repr(str(exc), 80)}") from None
