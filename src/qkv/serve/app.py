@@ -294,14 +294,14 @@ def _digits(request: Request) -> int | None:
     try:
         return frontdoor.check_digits(digits, field="digits")
     except InputError as exc:
-        raise ApiError(400, str(exc)) from None
+        raise ApiError(400, exc.say(_lang_said(request))) from None
 
 
 def _query(request: Request) -> int | str | None:
     """query= is a token (its first occurrence) or a row index, as `qkv inspect --query` takes it."""
     value = request.query_params.get("query")
     if value is not None and len(value) > 200:
-        raise ApiError(400, f"query: {len(value)} characters; a query is one token or a row index")
+        raise ApiError(400, f"query: {_say(_lang_said(request), 'error.query_long', n=len(value))}")
     return None if value in (None, "") else value
 
 
@@ -325,7 +325,7 @@ def _steps_filter(trace: Trace, request: Request) -> Trace:
     unknown = [n for n in names if n not in trace and not n.endswith("?")]      # "name?": only if recorded
     names = [n.removesuffix("?") for n in names]
     if unknown:
-        raise ApiError(400, f"steps: no step named {unknown[0]!r}; steps: {', '.join(trace.names())}")
+        raise ApiError(400, f"steps: {_say(_lang_said(request), 'error.no_step', name=repr(unknown[0]), steps=', '.join(trace.names()))}")
     return Trace(trace.title, trace.meta, [s for s in trace.steps if s.name in names])
 
 
@@ -587,7 +587,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         translator.source_ids(text)      # the translator's own checks (InputError, said in the page's language)
         to = request.query_params.get("to", "ko")
         if to not in TRANSLATOR_LANGS:
-            raise ApiError(400, f"to: {to!r}: expected one of {', '.join(TRANSLATOR_LANGS)}")
+            raise ApiError(400, frontdoor.not_one_of(to, TRANSLATOR_LANGS, field="to", lang=lang).say(lang))
         return text, to, lambda: cache.get(("translation", text, to), lambda: translator.translate(text, to))
 
     async def api_translate(request: Request) -> Response:
@@ -806,8 +806,8 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
                 if not is_saved_trace(doc):
                     raise
                 # as `qkv explain` says it: a saved trace is data from a file, so this is bad input
-                raise InputError(f"the saved trace's steps do not fit together ({type(exc).__name__}: "
-                                 f"{' '.join(str(exc).split())[:80]})", source=filename, field="trace") from None
+                raise InputError.keyed("error.trace.misfit", source=filename, field="trace",
+                                       reason=f"{type(exc).__name__}: {' '.join(str(exc).split())[:80]}") from None
 
         return _json(await gate().run(compute, lang=_lang_said(request)))
 
