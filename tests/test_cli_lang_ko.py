@@ -39,7 +39,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "qkv"
 SHOWN_AS_TYPED = {
     # names of programs, libraries, formats, file kinds and model families
     "Python", "NumPy", "OpenBLAS", "BLAS", "sgemm", "torch", "SDPA", "AVX", "AVX2", "FMA", "Debian",
-    "JSON", "TOML", "UTF", "NaN", "NUL", "FIFO", "Hugging", "Face", "BERT", "GPT", "Gemma", "Falcon", "ALiBi",
+    "JSON", "TOML", "HTML", "UTF", "NaN", "NUL", "FIFO", "Hugging", "Face", "BERT", "GPT", "Gemma", "Falcon", "ALiBi",
     "Phi", "OPT", "LayerNorm", "LayerNorms", "Llama", "transformers", "safetensors", "yarn", "llama3",
     "Transformer", "Pooling", "Normalize", "cls", "max", "mean", "SEP", "MLP", "RMS", "PYTHONIOENCODING",
     "BertLMHeadModel", "Gemma3ForCausalLM", "W_O", "Concat", "heads",
@@ -50,12 +50,13 @@ SHOWN_AS_TYPED = {
     # JSON/TOML values and the example format's words, shown as a file spells them
     "true", "false", "null", "None", "inf", "causal", "attention", "shown", "exact", "any", "by",
     "hand", "file", "key", "transpose", "step", "text", "value", "trace", "steps", "meta", "title", "query",
-    "tokens", "memory", "residual", "npy", "npz", "toml", "json", "proc", "sys",
+    "tokens", "memory", "residual", "npy", "npz", "toml", "json", "proc", "sys", "markdown",
     # metavariables of the options (the usage line's words)
     "TEXT", "FILE", "NAME", "COMMAND", "DIR", "PNG", "PATH", "TOKEN", "FORMAT",
 }
-# English sentences a message gives as examples of what to type (the translator reads English)
-EXAMPLE_WORDS = {"The", "the", "cat", "sat", "on", "mat", "love", "you", "my", "your"}
+# English sentences a message gives as examples of what to type (the translator reads English), and "lot",
+# the token the group-meeting post follows
+EXAMPLE_WORDS = {"The", "the", "cat", "sat", "on", "mat", "love", "you", "my", "your", "lot"}
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-/][A-Za-z0-9_]+)+|[A-Za-z]*_[A-Za-z0-9_]*|[A-Za-z]+[0-9][A-Za-z0-9]*")
 QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'|“[^”]*”|\{[^{}]*=[^{}]*\}")
 
@@ -179,7 +180,13 @@ def test_the_check_finds_english_in_a_message():
 
 
 # ------------------------------------------------------------------ 3. every raise site names a text
-RAISE_FILES = sorted((SRC / "models").glob("*.py")) + [SRC / "spec.py", SRC / "_io.py", SRC / "cli.py"]
+# the modules a --lang ko command reaches: reading models, example files, saved traces and files, the
+# command line, and the commands that have --lang (bench, train and serve have none: their words are English)
+LANG_COMMANDS = ["_options", "doctor", "embed", "example", "explain", "generate", "heads", "inspect", "masks", "ring",
+                 "translate"]
+RAISE_FILES = (sorted((SRC / "models").glob("*.py")) + sorted((SRC / "examples").glob("*.py"))
+               + [SRC / "spec.py", SRC / "_io.py", SRC / "cli.py", SRC / "frontdoor.py"]
+               + [SRC / "commands" / f"{name}.py" for name in LANG_COMMANDS])
 # the one English-only message left on purpose: parse_int for a `what` with no text (no caller passes one)
 ENGLISH_ONLY = {("_io.py", "int_error")}
 
@@ -215,7 +222,7 @@ KEY_CALL = re.compile(r"""(?:keyed|_fail|fail|_read_error|_error)\(\s*(?:f?)["']
 
 
 def test_every_key_a_raise_site_names_exists():
-    named = {k for path in RAISE_FILES + sorted((SRC / "commands").glob("*.py"))
+    named = {k for path in RAISE_FILES
              for k in KEY_CALL.findall(path.read_text(encoding="utf-8"))}
     complete = {k for k in named if not k.endswith(".")}
     assert len(complete) > 100, len(complete)

@@ -102,6 +102,5 @@ def trace_from_document(doc: dict, *, source: str, base: Path | None = None, que
     if query is not None:
         trace.meta["query"] = resolve_query(query, list(trace.info.tokens), source=None, field=field)
     if by_hand and not any(s.name.startswith(BY_HAND + "/") for s in trace.steps):
-        raise InputError("this saved trace has no by-hand steps (save it with --by-hand)", source=source,
-                         field="--by-hand")
+        raise InputError.keyed("error.trace.no_by_hand", source=source, field="--by-hand")
     return trace
