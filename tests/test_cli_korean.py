@@ -247,7 +247,7 @@ def test_embed_error_is_korean(capsys, monkeypatch):
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n"))
     code, out, err = run(capsys, "embed", "-", "--lang", "ko")
-    assert code == 2 and err == "qkv: error: TEXT: 임베딩할 텍스트가 없다 (표준 입력이 비어 있었다)\n", err
+    assert code == 2 and err == "qkv: 오류: TEXT: 임베딩할 텍스트가 없다 (표준 입력이 비어 있었다)\n", err
 
 
 COMMANDS_WITH_LANG = [["inspect", TEXT], ["heads", TEXT], ["masks"], ["ring"], ["embed", TEXT],

@@ -64,8 +64,9 @@ class _Plan:
     owner: tuple[int, int] | None = None      # (uid, gid) of the file replaced
 
 
-def _fail(problem: str, path: Any, field: str | None) -> InputError:
-    return InputError(problem, source=str(path) if str(path) else None, field=field)
+def _fail(key: str, path: Any, field: str | None, **values) -> InputError:
+    """An output path's refusal, worded by the text ``key`` (said in the reader's language)."""
+    return InputError.keyed(key, source=str(path) if str(path) else None, field=field, **values)
 
 
 def _in_kernel_fs(path: str) -> bool:
@@ -97,43 +98,43 @@ def _plan(path: str | os.PathLike, field: str | None = None) -> _Plan:
     if isinstance(text, bytes):
         text = os.fsdecode(text)
     if not text.strip():
-        raise InputError("the file name is empty", field=field)
+        raise InputError.keyed("error.out.empty", field=field)
     if "\0" in text:
-        raise _fail("the file name contains a NUL character", repr(text), field)
+        raise _fail("error.out.nul", repr(text), field)
     try:
         st = os.stat(text)                                            # follows symbolic links
     except FileNotFoundError:
         st = None
     except NotADirectoryError:
-        raise _fail("a part of the path is a file, not a directory", text, field) from None
+        raise _fail("error.out.part", text, field) from None
     except OSError as exc:
-        raise _fail(f"cannot use this path ({exc.strerror or exc})", text, field) from None
+        raise _fail("error.out.unusable", text, field, reason=exc.strerror or exc) from None
     if st is not None:
         kind = st.st_mode
         if stat.S_ISDIR(kind):
-            raise _fail("is a directory; name a file", text, field)
+            raise _fail("error.out.directory", text, field)
         if stat.S_ISFIFO(kind) or stat.S_ISCHR(kind):
             if not os.access(text, os.W_OK):
-                raise _fail("is not writable", text, field)
+                raise _fail("error.out.not_writable", text, field)
             return _Plan(Path(text), Path(text), direct=True)
         if not stat.S_ISREG(kind):
-            what = "a block device" if stat.S_ISBLK(kind) else "a socket" if stat.S_ISSOCK(kind) else "not a file"
-            raise _fail(f"is {what}; qkv writes only files, pipes and terminals", text, field)
+            raise _fail("error.out.block" if stat.S_ISBLK(kind) else "error.out.socket" if stat.S_ISSOCK(kind)
+                        else "error.out.not_file", text, field)
         if _through_descriptor(text) and not _in_kernel_fs(os.path.realpath(text)):
             # an open descriptor of this process (/dev/stdout redirected to a file): write through it
             return _Plan(Path(text), Path(text), direct=True, append=True)
     real = os.path.realpath(text)
     if _in_kernel_fs(real):
-        raise _fail("is in /proc or /sys (a kernel interface), not a file qkv writes", text, field)
+        raise _fail("error.out.kernel", text, field)
     target = Path(real)
     folder = target.parent
     if not folder.is_dir():
-        raise _fail(f"directory {str(Path(text).parent)!r} does not exist", text, field)
+        raise _fail("error.out.no_directory", text, field, folder=repr(str(Path(text).parent)))
     if st is not None and (not os.access(target, os.W_OK) or not st.st_mode & 0o222):
-        raise _fail("is read-only; qkv does not replace it", text, field)
+        raise _fail("error.out.read_only", text, field)
     # os.access says yes to root for any directory; its mode bits decide, as for a read-only file
     if not os.access(folder, os.W_OK | os.X_OK) or not folder.stat().st_mode & 0o222:
-        raise _fail(f"cannot create files in directory {str(folder)!r} (permission denied)", text, field)
+        raise _fail("error.out.permission", text, field, folder=repr(str(folder)))
     mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
     owner = (st.st_uid, st.st_gid) if st is not None else None
     return _Plan(Path(text), target, direct=False, mode=mode, owner=owner)
@@ -185,7 +186,7 @@ class _Batch:
                         os.replace(backup, target)
                     else:
                         os.unlink(target)
-            raise InputError(f"cannot write ({exc.strerror or exc}); the other output files were left as they were",
+            raise InputError.keyed("error.out.write_rest", reason=exc.strerror or exc,
                              source=getattr(exc, "filename", None)) from None
         finally:
             for _, backup in done:
@@ -246,12 +247,12 @@ def write_atomic_with(path: str | os.PathLike, writer: Callable) -> Path:
             try:
                 _write_direct(plan, buffer.getvalue())
             except OSError as exc:
-                raise InputError(f"cannot write ({exc.strerror or exc})", source=str(plan.path)) from None
+                raise InputError.keyed("error.out.write", source=str(plan.path), reason=exc.strerror or exc) from None
         return plan.path
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{plan.target.name}.", suffix=".tmp", dir=plan.target.parent)
     except OSError as exc:
-        raise InputError(f"cannot create a file in {str(plan.target.parent)!r} ({exc.strerror or exc})",
+        raise InputError.keyed("error.out.create", folder=repr(str(plan.target.parent)), reason=exc.strerror or exc,
                          source=str(plan.path)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -268,7 +269,7 @@ def write_atomic_with(path: str | os.PathLike, writer: Callable) -> Path:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError) and not isinstance(exc, (BrokenPipeError, InterruptedError)):
-            raise InputError(f"cannot write ({exc.strerror or exc})", source=str(plan.path)) from None
+            raise InputError.keyed("error.out.write", source=str(plan.path), reason=exc.strerror or exc) from None
         raise
     return plan.path
 
@@ -323,20 +324,20 @@ def check_input_file(path: str | os.PathLike, *, source: str | None = None, fiel
     """
     path = Path(path)
     limit = MAX_FILE_BYTES if limit is None else limit
-    name = f"{what} {short_repr(shown if shown is not None else str(path))} " if source is not None else ""
+    named = short_repr(shown if shown is not None else str(path)) if source is not None else None
 
-    def fail(problem: str) -> InputError:
-        return InputError(name + problem, source=source or str(path), field=field)
+    def fail(key: str, **values) -> InputError:
+        return _read_error(key, what, named, source=source or str(path), field=field, **values)
 
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise fail("is a symbolic link to a missing file" if os.path.islink(path)
-                   else "not found" if name else "file not found") from None
+        raise fail("error.read.dangling" if os.path.islink(path)
+                   else "error.read.not_found" if named else "error.read.file_not_found") from None
     except NotADirectoryError:
-        raise fail("not found (a part of the path is a file, not a directory)") from None
+        raise fail("error.read.part") from None
     except (OSError, ValueError) as exc:       # ValueError: a NUL in the name
-        raise fail(f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+        raise fail("error.read.unreadable", reason=getattr(exc, 'strerror', None) or exc) from None
     _check_kind(st, fail, fifo=fifo, limit=limit)
     return path
 
@@ -344,11 +345,36 @@ def check_input_file(path: str | os.PathLike, *, source: str | None = None, fiel
 def _check_kind(st: os.stat_result, fail: Callable[[str], InputError], *, fifo: bool, limit: int) -> None:
     kind = _kind(st.st_mode)
     if kind == "a directory":
-        raise fail("is a directory, not a file")
+        raise fail("error.read.directory")
     if kind is not None and not (fifo and stat.S_ISFIFO(st.st_mode)):
-        raise fail(f"is {kind}, not a regular file")
+        raise fail(_KIND_KEYS[kind])
     if kind is None and st.st_size > limit:
-        raise fail(f"is {size_text(st.st_size)}; qkv reads files of at most {size_text(limit)} here")
+        raise fail("error.read.size", size=size_text(st.st_size), limit=size_text(limit))
+
+
+# The refusal of each file kind `_kind` names (texts keys).
+_KIND_KEYS = {"a character device": "error.read.chr", "a block device": "error.read.blk",
+              "a named pipe (FIFO)": "error.read.fifo", "a socket": "error.read.sock",
+              "not a regular file": "error.read.other"}
+# What a named input is called in messages ("array file 'w.npy' not found").
+_WHAT_KEYS = {"file": "error.read.what.file", "array file": "error.read.what.array"}
+
+
+def _read_error(key: str, what: str, named: str | None, *, source: str, field: str | None, **values) -> InputError:
+    """A file's refusal in the reader's language: the text ``key``; when the file was named inside another
+    (``named``: an array file of an example), prefixed with what it is and its name."""
+    from .explain.texts import LANGS, text
+
+    if named is None:
+        return InputError.keyed(key, source=source, field=field, **values)
+
+    def parts(lang: str) -> dict:
+        return {"what": text(lang, _WHAT_KEYS[what]) if what in _WHAT_KEYS else what,
+                "problem": text(lang, key, **values)}
+
+    error = InputError.keyed("error.read.named", source=source, field=field, name=named, **parts("en"))
+    error.values["by_lang"] = {lang: parts(lang) for lang in LANGS}
+    return error
 
 
 def read_bytes(path: str | os.PathLike, *, limit: int, source: str | None = None, field: str | None = None,
@@ -364,15 +390,15 @@ def read_bytes(path: str | os.PathLike, *, limit: int, source: str | None = None
     """
     checked = check_input_file(path, source=source, field=field, what=what, fifo=fifo, shown=shown, limit=limit)
     where = source or str(checked)
-    name = f"{what} {short_repr(shown if shown is not None else str(checked))} " if source is not None else ""
+    named = short_repr(shown if shown is not None else str(checked)) if source is not None else None
 
-    def fail(problem: str) -> InputError:
-        return InputError(name + problem, source=where, field=field)
+    def fail(key: str, **values) -> InputError:
+        return _read_error(key, what, named, source=where, field=field, **values)
 
     try:
         fd = os.open(checked, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise fail(f"cannot be read ({exc.strerror or exc})") from None
+        raise fail("error.read.unreadable", reason=exc.strerror or exc) from None
     try:
         _check_kind(os.fstat(fd), fail, fifo=fifo, limit=limit)
         if fifo:
@@ -385,11 +411,11 @@ def read_bytes(path: str | os.PathLike, *, limit: int, source: str | None = None
             chunks.append(chunk)
             total += len(chunk)
     except OSError as exc:
-        raise fail(f"cannot be read ({exc.strerror or exc})") from None
+        raise fail("error.read.unreadable", reason=exc.strerror or exc) from None
     finally:
         os.close(fd)
     if total > limit:
-        raise fail(f"is larger than {size_text(limit)}, the most qkv reads here")
+        raise fail("error.read.larger", limit=size_text(limit))
     return b"".join(chunks)
 
 
@@ -402,12 +428,26 @@ def read_text(path: str | os.PathLike, *, source: str | None = None, field: str 
     return decode_utf8(data, source=source or str(path), field=field)
 
 
+# Python's UTF-8 decoder's reasons, in Korean (any other reason is shown as Python gives it)
+_CODEC_KO = {"invalid start byte": "잘못된 시작 바이트", "invalid continuation byte": "잘못된 연속 바이트",
+             "unexpected end of data": "데이터가 중간에 끝났다"}
+
+
 def decode_utf8(data: bytes, *, source: str | None, field: str | None = None) -> str:
     """``data`` as UTF-8 text, or one InputError: "not UTF-8 text (invalid start byte at byte 0)"."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source, field=field) from None
+        raise InputError.keyed("error.read.utf8", source=source, field=field, reason=exc.reason, at=exc.start,
+                               by_lang={"ko": {"reason": _CODEC_KO.get(exc.reason, exc.reason)}}) from None
+
+
+# Python's JSON decoder's messages, in Korean (any other is shown as Python gives it)
+_JSON_KO = {"Expecting value": "값이 와야 한다",
+            "Expecting property name enclosed in double quotes": "큰따옴표로 감싼 속성 이름이 와야 한다",
+            "Expecting ',' delimiter": "',' 구분자가 와야 한다", "Expecting ':' delimiter": "':' 구분자가 와야 한다",
+            "Extra data": "값 뒤에 남는 데이터가 있다", "Unterminated string starting at": "문자열이 닫히지 않았다",
+            "Invalid control character at": "잘못된 제어 문자가 있다", "Invalid \\escape": "잘못된 이스케이프이다"}
 
 
 def load_json(text: str, *, source: str) -> Any:
@@ -419,11 +459,12 @@ def load_json(text: str, *, source: str) -> Any:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", source=source) from None
+        raise InputError.keyed("error.json.malformed", source=source, reason=exc.msg, line=exc.lineno,
+                               column=exc.colno, by_lang={"ko": {"reason": _JSON_KO.get(exc.msg, exc.msg)}}) from None
     except RecursionError:
-        raise InputError(f"malformed JSON: nested more than {MAX_DEPTH} levels deep", source=source) from None
+        raise InputError.keyed("error.json.deep", source=source, depth=MAX_DEPTH) from None
     except ValueError as exc:          # e.g. an integer longer than Python's conversion limit (4300 digits)
-        raise InputError(f"malformed JSON: {_first_line(exc)}", source=source) from None
+        raise InputError.keyed("error.json.other", source=source, reason=_first_line(exc)) from None
     _check_depth(data, source)
     return data
 
@@ -435,11 +476,11 @@ def load_toml(text: str, *, source: str) -> dict:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"malformed TOML: {_first_line(exc)}", source=source) from None
+        raise InputError.keyed("error.toml.malformed", source=source, reason=_first_line(exc)) from None
     except RecursionError:
-        raise InputError(f"malformed TOML: nested more than {MAX_DEPTH} levels deep", source=source) from None
+        raise InputError.keyed("error.toml.deep", source=source, depth=MAX_DEPTH) from None
     except ValueError as exc:
-        raise InputError(f"malformed TOML: {_first_line(exc)}", source=source) from None
+        raise InputError.keyed("error.toml.malformed", source=source, reason=_first_line(exc)) from None
     _check_depth(data, source)
     return data
 
@@ -451,7 +492,7 @@ def _check_depth(data: Any, source: str) -> None:
         value, depth = stack.pop()
         if isinstance(value, (list, dict)):
             if depth > MAX_DEPTH:
-                raise InputError(f"nested more than {MAX_DEPTH} levels deep", source=source)
+                raise InputError.keyed("error.nested", source=source, depth=MAX_DEPTH)
             items = value.values() if isinstance(value, dict) else value
             stack.extend((item, depth + 1) for item in items if isinstance(item, (list, dict)))
 
@@ -490,11 +531,27 @@ def parse_int(value: Any, *, field: str | None = None, source: str | None = None
               high: int | None = None, what: str = "a whole number") -> int:
     """A strict integer (see `as_int`) within [low, high], or an InputError naming the field."""
     number = as_int(value)
+    if number is None or (low is not None and number < low) or (high is not None and number > high):
+        raise int_error(value, low=low, high=high, what=what, source=source, field=field)
+    return number
+
+
+# The words of `parse_int`'s refusal, by what is expected: text keys of `qkv.explain.texts`.
+_INT_KEYS = {"a whole number": "error.int", "a whole number of decimals": "error.decimals"}
+
+
+def int_error(value: Any, *, low: int | None = None, high: int | None = None, what: str = "a whole number",
+              source: str | None = None, field: str | None = None) -> InputError:
+    """``'x': expected a whole number from 1 to 64`` (the bounds given), keyed so that it is said in the
+    reader's language; a ``what`` outside `_INT_KEYS` is said in English only."""
     span = ("" if low is None and high is None else f" from {low} to {high}" if low is not None and high is not None
             else f" ≥ {low}" if low is not None else f" ≤ {high}")
-    if number is None or (low is not None and number < low) or (high is not None and number > high):
-        raise InputError(f"{short_repr(value)}: expected {what}{span}", source=source, field=field)
-    return number
+    if what in _INT_KEYS:
+        suffix = "" if not span else ".range" if low is not None and high is not None else \
+            ".low" if low is not None else ".high"
+        return InputError.keyed(_INT_KEYS[what] + suffix, source=source, field=field, value=short_repr(value),
+                                low=low, high=high)
+    return InputError(f"{short_repr(value)}: expected {what}{span}", source=source, field=field)
 
 
 def int_option(low: int | None = None, high: int | None = None, what: str = "a whole number") -> Callable[[str], int]:
@@ -504,7 +561,9 @@ def int_option(low: int | None = None, high: int | None = None, what: str = "a w
         try:
             return parse_int(text, low=low, high=high, what=what)
         except InputError as exc:
-            raise argparse.ArgumentTypeError(exc.problem) from None
+            error = argparse.ArgumentTypeError(exc.problem)
+            error.input_error = exc           # type: ignore[attr-defined]  # the command line words it in --lang
+            raise error from None
 
     convert.__name__ = "integer"
     return convert

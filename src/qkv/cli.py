@@ -17,6 +17,7 @@ tokens, titles and names are shown, not acted on).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -34,6 +35,13 @@ OUTPUT_OPTIONS = ("out", "figure", "json", "markdown")
 # Arguments that are paths (any bytes the file system allows); every other text argument must be UTF-8.
 PATH_METAVARS = ("FILE", "DIR", "PNG", "PATH")
 TOP_LEVEL = ("-h", "--help", "--version")
+# The streams `Output` wraps, and the part of their messages' text keys that names them.
+STREAMS = {"standard output": "stdout", "standard error": "stderr"}
+
+
+# The language of the messages while `main` runs: read from argv before parsing (`lang_of`), so that
+# argparse's own complaints, said before any option is parsed, are in the reader's language too.
+_LANG = "en"
 
 
 class UsageError(Exception):
@@ -42,6 +50,49 @@ class UsageError(Exception):
     def __init__(self, prog: str, message: str):
         super().__init__(message)
         self.prog, self.message = prog, message
+
+
+def lang_of(argv: list[str]) -> str:
+    """The language ``--lang`` asks for in ``argv`` (``--lang ko``, ``--lang=ko``; before ``--``), or
+    "en" when it is absent or not one of the languages (that value is refused later, in English)."""
+    from .explain.texts import LANGS
+
+    args = argv[: argv.index("--")] if "--" in argv else argv
+    found = "en"
+    for i, arg in enumerate(args):
+        if arg == "--lang" and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith("--lang="):
+            found = arg.split("=", 1)[1]
+    return found if found in LANGS else "en"
+
+
+@contextlib.contextmanager
+def argparse_words(lang: str):
+    """argparse's own words ("the following arguments are required", "expected one argument", "usage:",
+    "options") in ``lang`` while the block runs: argparse looks every one of them up through its module's
+    ``_`` and ``ngettext`` (gettext) at the moment it says it, so replacing those two translates them by
+    class. The table is `qkv.explain.texts`' ``argparse.*`` keys (English: argparse's exact message ids)."""
+    if lang == "en":
+        yield
+        return
+    from .explain import texts
+
+    table = {texts.EN[k]: texts.LANGS[lang][k] for k in texts.EN if k.startswith("argparse.")}
+    saved = argparse._, argparse.ngettext
+    argparse._ = lambda message: table.get(message, message)
+    argparse.ngettext = lambda one, many, n: table.get(one if n == 1 else many, one if n == 1 else many)
+    try:
+        yield
+    finally:
+        argparse._, argparse.ngettext = saved
+
+
+def say(key: str, **values) -> str:
+    """The sentence ``key`` of `qkv.explain.texts` in the language of this run's messages."""
+    from .explain.texts import text
+
+    return text(_LANG, key, **values)
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -70,9 +121,9 @@ class Parser(argparse.ArgumentParser):
         """argparse's, plus "did you mean" for a misspelled option (``--lnag`` → ``--lang``)."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            message = f"unrecognized arguments: {' '.join(extras)}"
             guess = self._guess_option(parsed, extras)
-            self.error(message + (f"; did you mean {guess!r}?" if guess else ""))
+            self.error(say("cli.unrecognized.guess" if guess else "cli.unrecognized", args=" ".join(extras),
+                           guess=repr(guess)))
         return parsed
 
     def _guess_option(self, parsed: argparse.Namespace, extras: list[str]) -> str | None:
@@ -95,10 +146,21 @@ class Parser(argparse.ArgumentParser):
                     return options[close[0]]
         return None
 
+    def _get_value(self, action: argparse.Action, arg_string: str):  # type: ignore[override]
+        """argparse's, but a qkv type (`qkv._io.int_option`) that refuses a value words it in the run's
+        language (its InputError carries a text key); argparse's own ``invalid int value`` otherwise."""
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError as exc:
+            error = getattr(exc.__context__, "input_error", None)
+            if isinstance(error, InputError):
+                raise argparse.ArgumentError(action, error.say(_LANG)) from None
+            raise
+
     def _check_value(self, action: argparse.Action, value) -> None:  # type: ignore[override]
         if action.choices is not None and value not in action.choices:
             field = action.option_strings[-1] if action.option_strings else (action.metavar or action.dest)
-            raise not_one_of(value, list(action.choices), field=str(field))
+            raise not_one_of(value, list(action.choices), field=str(field), lang=_LANG)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,7 +181,7 @@ class VersionAction(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         from .commands.doctor import summary
 
-        sys.stdout.write(f"qkv {__version__} ({summary()})\n")
+        sys.stdout.write(f"qkv {__version__} ({summary(lang=_LANG)})\n")
         parser.exit()
 
 
@@ -136,7 +198,7 @@ class Output:
 
     def write(self, text: str) -> int:
         if self._stream is None:
-            raise InputError(f"{self._name} is closed; nothing can be printed (redirect it, e.g. > FILE)")
+            raise InputError.keyed(f"cli.output.closed.{STREAMS[self._name]}")
         if self._tty:
             text = printable(text)
         try:
@@ -144,10 +206,10 @@ class Output:
         except BrokenPipeError:
             raise
         except UnicodeEncodeError as exc:
-            raise InputError(f"{self._name} uses the encoding {exc.encoding}, which cannot write "
-                             f"{exc.object[exc.start:exc.end]!r}; set PYTHONIOENCODING=utf-8") from None
+            raise InputError.keyed(f"cli.output.encoding.{STREAMS[self._name]}", encoding=exc.encoding,
+                                   text=repr(exc.object[exc.start:exc.end])) from None
         except OSError as exc:
-            raise InputError(f"cannot write to {self._name} ({exc.strerror or exc})") from None
+            raise InputError.keyed(f"cli.output.failed.{STREAMS[self._name]}", reason=exc.strerror or exc) from None
 
     def flush(self) -> None:
         if self._stream is None:
@@ -157,7 +219,7 @@ class Output:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise InputError(f"cannot write to {self._name} ({exc.strerror or exc})") from None
+            raise InputError.keyed(f"cli.output.failed.{STREAMS[self._name]}", reason=exc.strerror or exc) from None
 
     def isatty(self) -> bool:
         return self._tty
@@ -178,7 +240,8 @@ def _isatty(stream) -> bool:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0].startswith("-") and "--version" in argv[: argv.index("--") if "--" in argv else None]:
-        argv = ["--version"]                   # `qkv --lang ko --version`: the version, as anywhere before a command
+        lang = lang_of(argv)                   # `qkv --lang ko --version`: the version, as anywhere before a command
+        argv = ["--version"] + (["--lang", lang] if lang != "en" else [])
     if not argv or (argv[0].startswith("-") and argv[0] not in TOP_LEVEL):
         argv = ["example", *argv]              # example's NAME defaults to self-attention
     real_out, real_err = sys.stdout, sys.stderr
@@ -188,27 +251,30 @@ def main(argv: list[str] | None = None) -> int:
             warnings.showwarning = _show_warning
             return _run(argv)
     finally:
+        global _LANG
         sys.stdout, sys.stderr = real_out, real_err
+        _LANG = "en"
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """A warning the library gives (transformers warns and loads; so does qkv) as one line,
     ``qkv: warning: …``, not Python's two (the source file, the line of code that called it)."""
     try:
-        print(f"qkv: warning: {' '.join(str(message).split())}", file=sys.stderr)
+        print(f"qkv: {say('cli.warning', text=' '.join(str(message).split()))}", file=sys.stderr)
     except (InputError, OSError):
         pass
 
 
 def _run(argv: list[str]) -> int:
-    lang = "en"
+    global _LANG
+    lang = _LANG = lang_of(argv)                    # errors with a text key answer in the chosen language
     try:
-        parser = build_parser()
-        _check_command(argv)
-        args = parser.parse_args(argv)
-        lang = getattr(args, "lang", "en")          # errors with a text key answer in the chosen language
+        with argparse_words(lang):
+            parser = build_parser()
+            _check_command(argv)
+            args = parser.parse_args(argv)
         if getattr(args, "func", None) is None:
-            raise InputError(f"no command given; the commands are: {', '.join(COMMANDS)} (see 'qkv --help')")
+            raise InputError.keyed("cli.no_command", commands=", ".join(COMMANDS))
         check_text_arguments(parser, args)
         check_outputs(args)
         with all_or_nothing():
@@ -225,7 +291,7 @@ def _run(argv: list[str]) -> int:
             return _output_failed(error, lang)
         return code
     except UsageError as exc:
-        return fail(f"{exc.message} (see '{exc.prog} --help')")
+        return fail(say("cli.see_help", message=exc.message, prog=exc.prog))
     except InputError as exc:
         if exc.problem.startswith(("standard output ", "cannot write to standard output")):
             return _output_failed(exc, lang)
@@ -241,7 +307,7 @@ def _check_command(argv: list[str]) -> None:
     """A first word that is no command: the one invalid-choice line, with "did you mean"."""
     first = argv[0]
     if not first.startswith("-") and first not in COMMANDS:
-        raise not_one_of(first, COMMANDS, field="COMMAND")
+        raise not_one_of(first, COMMANDS, field="COMMAND", lang=_LANG)
 
 
 def _output_failed(error: InputError, lang: str) -> int:
@@ -284,8 +350,10 @@ def check_utf8(text: str, *, field: str) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         bad = text[exc.start]
-        byte = f"byte 0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else f"{bad!r}"
-        raise InputError(f"not UTF-8 text ({byte} at character {exc.start})", field=field) from None
+        if 0xDC80 <= ord(bad) <= 0xDCFF:                # a byte the OS passed that is not UTF-8
+            raise InputError.keyed("cli.not_utf8.byte", field=field, byte=f"0x{ord(bad) - 0xDC00:02x}",
+                                   at=exc.start) from None
+        raise InputError.keyed("cli.not_utf8.char", field=field, char=repr(bad), at=exc.start) from None
     return text
 
 
@@ -302,7 +370,7 @@ def check_outputs(args: argparse.Namespace) -> None:
             check_figure(value, field=option, lang=lang if lang in ("en", "ko") else "en")
         target = os.path.realpath(check_output(value, field=option))
         if target in seen:
-            raise InputError(f"names the same file as {seen[target]}", source=value, field=option)
+            raise InputError.keyed("cli.same_file", source=value, field=option, other=seen[target])
         seen[target] = option
 
 
@@ -323,7 +391,7 @@ def fail(message: str) -> int:
     line = " ".join(message.split()) if any(c in message for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029") else message
     if sys.stderr is not None:
         try:
-            print(f"qkv: error: {line}", file=sys.stderr)
+            print(f"qkv: {say('cli.error', text=line)}", file=sys.stderr)
         except (InputError, OSError):
             pass
     return 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ._io import FIGURE_SUFFIXES, check_output, parse_int, short_repr
+from ._io import FIGURE_SUFFIXES, check_output, int_error, parse_int, short_repr
 from ._io import printable as _printable
 from .errors import InputError, plural
 from .explain.texts import LANGS as _TEXT_LANGS
@@ -73,7 +73,7 @@ def check_digits(value: Any, *, field: str = "--digits") -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or (not isinstance(value, (int, str))):
-        raise InputError(f"{short_repr(value)}: expected a whole number of decimals from 0 to 12", field=field)
+        raise int_error(value, low=DIGITS[0], high=DIGITS[1], what="a whole number of decimals", field=field)
     return parse_int(str(value), field=field, low=DIGITS[0], high=DIGITS[1], what="a whole number of decimals")
 
 
@@ -82,7 +82,8 @@ def check_figure(path: str, *, field: str = "--figure", lang: str = "en") -> str
     from .explain.texts import text
 
     if Path(path).suffix.lower() not in FIGURE_SUFFIXES:
-        raise InputError(text(lang, "cli.figure_type", suffix=repr(Path(path).suffix or "(none)")),
+        raise InputError(text(lang, "cli.figure_type", suffix=repr(Path(path).suffix) if Path(path).suffix
+                              else text(lang, "cli.no_suffix")),
                          source=path, field=field)
     check_output(path, field=field)
     return path
@@ -101,6 +102,5 @@ def trace_from_document(doc: dict, *, source: str, base: Path | None = None, que
     if query is not None:
         trace.meta["query"] = resolve_query(query, list(trace.info.tokens), source=None, field=field)
     if by_hand and not any(s.name.startswith(BY_HAND + "/") for s in trace.steps):
-        raise InputError("this saved trace has no by-hand steps (save it with --by-hand)", source=source,
-                         field="--by-hand")
+        raise InputError.keyed("error.trace.no_by_hand", source=source, field="--by-hand")
     return trace

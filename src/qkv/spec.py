@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from ._io import as_int, check_input_file, load_json, load_toml, read_text, short_repr
-from .errors import InputError, plural
+from .errors import InputError
+from .explain.texts import text
 
 __all__ = ["Spec", "load_spec", "parse_spec", "read_document", "read_array", "resolve_query", "FIELDS",
            "MAX_MAGNITUDE", "MAX_NUMBERS", "MAX_TOKENS", "MAX_WIDTH", "MAX_SCORES"]
@@ -110,19 +111,19 @@ def parse_document(text: str, *, source: str, suffix: str) -> dict:
     uploads, held in memory, with it)."""
     _check_suffix(suffix, source)
     if text.count(",") > MAX_VALUES_IN_FILE:          # counted before parsing: a 10,000 × 10,000 example stops here
-        raise InputError(f"holds more than {MAX_VALUES_IN_FILE:,} values; qkv explains examples of at most "
-                         f"{MAX_NUMBERS:,} numbers (see docs/reliability.md)", source=source)
+        raise _fail("error.spec.file_values", source=source, values=f"{MAX_VALUES_IN_FILE:,}", most=f"{MAX_NUMBERS:,}")
     if suffix == ".toml":
         return load_toml(text, source=source)
     doc = load_json(text, source=source)
     if not isinstance(doc, dict):
-        raise InputError(f"the JSON must be an object with named fields, got {_describe(doc)}", source=source)
+        raise _fail("error.spec.json_object", source=source, parts=lambda lang: {"got": _describe(doc, lang)})
     return doc
 
 
 def _check_suffix(suffix: str, source: str) -> None:
     if suffix not in (".toml", ".json"):
-        raise InputError(f"unknown file type {suffix or '(none)'!r}; use .toml or .json", source=source)
+        raise _fail("error.spec.file_type", source=source,
+                    parts=lambda lang: {"suffix": repr(suffix) if suffix else text(lang, "cli.no_suffix")})
 
 
 def read_array(value: Any, *, source: str, field: str, base: Path | None, ndim: int | None = 2,
@@ -140,32 +141,30 @@ def read_array(value: Any, *, source: str, field: str, base: Path | None, ndim: 
         if boolean:
             array = _as_bool(array, source=source, field=field)
         elif not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
-            raise InputError(f"the array holds {array.dtype} values, not real numbers", source=source, field=field)
+            raise _fail("error.spec.dtype", source=source, field=field, dtype=array.dtype)
         else:
             array = array.astype(np.float64)
     elif isinstance(value, list):
         array = _array_from_lists(value, source=source, field=field, boolean=boolean, ndim=ndim)
     else:
-        raise InputError(f"expected a matrix (a list of rows) or an array file name, got {_describe(value)}",
-                         source=source, field=field)
+        raise _fail("error.spec.matrix_or_file", source=source, field=field,
+                    parts=lambda lang: {"got": _describe(value, lang)})
     if ndim is not None and array.ndim != ndim:
-        what = {1: "a list of numbers", 2: "a matrix (a list of rows)"}.get(ndim, f"{ndim}-D")
-        raise InputError(f"expected {what}, got an array of shape {_shape(array.shape)}", source=source, field=field)
+        raise _fail("error.spec.shape", source=source, field=field, shape=_shape(array.shape),
+                    parts=lambda lang: {"what": _expected(ndim, lang)})
     if array.size == 0:
-        raise InputError(f"is empty (shape {_shape(array.shape)})", source=source, field=field)
+        raise _fail("error.spec.empty", source=source, field=field, shape=_shape(array.shape))
     if array.size > MAX_NUMBERS:
-        raise InputError(f"has {array.size:,} numbers (shape {_shape(array.shape)}); an example array may hold "
-                         f"at most {MAX_NUMBERS:,}", source=source, field=field)
+        raise _fail("error.spec.too_many", source=source, field=field, count=f"{array.size:,}",
+                    shape=_shape(array.shape), most=f"{MAX_NUMBERS:,}")
     if not boolean:
         with np.errstate(invalid="ignore"):
             bad = ~np.isfinite(array) | (np.abs(array) > MAX_MAGNITUDE)
         if bad.any():
             where = np.argwhere(bad)[0]
-            raise InputError(f"{_position(where)} is {array[tuple(where)]}; {_RANGE}", source=source, field=field)
+            raise _fail("error.spec.out_of_range", source=source, field=field, value=array[tuple(where)],
+                        limit=f"{MAX_MAGNITUDE:g}", parts=lambda lang: {"where": _position(where, lang)})
     return array
-
-
-_RANGE = f"every number must be finite and within ±{MAX_MAGNITUDE:g} (so that every step stays finite)"
 
 
 def _array_from_lists(value: list, *, source: str, field: str, boolean: bool, ndim: int | None) -> np.ndarray:
@@ -174,21 +173,23 @@ def _array_from_lists(value: list, *, source: str, field: str, boolean: bool, nd
     def check(item: Any, index: tuple[int, ...]) -> Any:
         if isinstance(item, list):
             if len(index) >= deepest:
-                what = {1: "a list of numbers", 2: "a matrix (a list of rows)"}.get(ndim, f"{deepest}-D at most")
-                raise InputError(f"{_position(index)} is a list nested too deep: expected {what}",
-                                 source=source, field=field)
+                raise _fail("error.spec.too_deep", source=source, field=field, parts=lambda lang: {
+                    "where": _position(index, lang), "what": _expected(ndim or deepest, lang)})
             return [check(v, index + (i,)) for i, v in enumerate(item)]
         if boolean:
             if isinstance(item, bool) or (isinstance(item, (int, float)) and item in (0, 1)):
                 return bool(item)
-            raise InputError(f"{_position(index)} is {_describe(item)}, not true/false (or 1/0)",
-                             source=source, field=field)
+            raise _fail("error.spec.not_bool", source=source, field=field, parts=lambda lang: {
+                "where": _position(index, lang), "got": _describe(item, lang)})
         if isinstance(item, bool) or not isinstance(item, (int, float)):
-            raise InputError(f"{_position(index)} is {_describe(item)}, not a number", source=source, field=field)
+            raise _fail("error.spec.not_number", source=source, field=field, parts=lambda lang: {
+                "where": _position(index, lang), "got": _describe(item, lang)})
         if isinstance(item, int) and abs(item) > MAX_MAGNITUDE:
-            raise InputError(f"{_position(index)} is {_describe(item)}; {_RANGE}", source=source, field=field)
+            raise _fail("error.spec.out_of_range", source=source, field=field, limit=f"{MAX_MAGNITUDE:g}", parts=lambda lang: {"where": _position(index, lang),
+                                                                        "value": _describe(item, lang)})
         if not math.isfinite(item) or abs(item) > MAX_MAGNITUDE:
-            raise InputError(f"{_position(index)} is {item}; {_RANGE}", source=source, field=field)
+            raise _fail("error.spec.out_of_range", source=source, field=field, value=item,
+                        limit=f"{MAX_MAGNITUDE:g}", parts=lambda lang: {"where": _position(index, lang)})
         return item
 
     checked = check(value, ())
@@ -199,13 +200,13 @@ def _array_from_lists(value: list, *, source: str, field: str, boolean: bool, nd
 def _check_rectangular(value: list, index: tuple[int, ...], *, source: str, field: str) -> None:
     kinds = {isinstance(v, list) for v in value}
     if len(kinds) > 1:
-        raise InputError(f"{_position(index) + ' ' if index else ''}mixes numbers and lists", source=source, field=field)
+        raise _fail("error.spec.mixed_at" if index else "error.spec.mixed", source=source, field=field,
+                    parts=lambda lang: {"where": _position(index, lang) if index else ""})
     if kinds == {True}:
         lengths = [len(v) for v in value]
         for i, n in enumerate(lengths):
             if n != lengths[0]:
-                raise InputError(f"ragged rows: row {i + 1} has {plural(n, 'value')} but row 1 has {lengths[0]}",
-                                 source=source, field=field)
+                raise _fail("error.spec.ragged", source=source, field=field, row=i + 1, n=n, first=lengths[0])
         for i, v in enumerate(value):
             _check_rectangular(v, index + (i,), source=source, field=field)
 
@@ -214,54 +215,52 @@ def _array_from_file(value: str | dict, *, source: str, field: str, base: Path |
     if isinstance(value, dict):
         unknown = set(value) - {"file", "key", "transpose"}
         if unknown or "file" not in value:
-            raise InputError("an array file is given as {file = \"...\", key = \"...\", transpose = false}"
-                             + (f"; unknown key {sorted(unknown)[0]!r}" if unknown else "; 'file' is missing"),
-                             source=source, field=field)
+            raise _fail("error.spec.file_table.unknown" if unknown else "error.spec.file_table.no_file", source=source,
+                        field=field, key=repr(sorted(unknown)[0]) if unknown else "")
         name, key, transpose = value["file"], value.get("key"), value.get("transpose", False)
         if not isinstance(name, str) or (key is not None and not isinstance(key, str)) or not isinstance(transpose, bool):
-            raise InputError("file and key must be strings and transpose true or false", source=source, field=field)
+            raise _fail("error.spec.file_table.types", source=source, field=field)
     else:
         name, key, transpose = value, None, False
     path = Path(name) if base is None or Path(name).is_absolute() else base / name
     if not name:
-        raise InputError("the array file name is empty", source=source, field=field)
+        raise _fail("error.spec.file_name_empty", source=source, field=field)
     try:
         check_input_file(path, source=source, field=field, what="array file", fifo=False, shown=name)
     except InputError as exc:
         if "not found" in exc.problem and base is not None and not Path(name).is_absolute():
-            raise InputError(f"{exc.problem} (looked in {str(path.parent)!r})", source=source, field=field) from None
+            raise _fail("error.spec.looked_in", source=source, field=field, folder=repr(str(path.parent)),
+                        parts=lambda lang: {"problem": exc.problem_in(lang)}) from None
         raise
     suffix = path.suffix.lower()
     try:
         if suffix == ".npy":
             if key is not None:
-                raise InputError(f"{name!r} is a .npy file holding one array; it has no key {key!r}",
-                                 source=source, field=field)
+                raise _fail("error.spec.npy_key", source=source, field=field, name=repr(name), key=repr(key))
             array = np.load(path, allow_pickle=False, mmap_mode="r")
             _check_count(array.shape, name, source=source, field=field)
         elif suffix in (".npz", ".safetensors"):
             arrays = _load_many(path, suffix)
             if key is None:
                 if len(arrays) != 1:
-                    raise InputError(f"{name!r} holds {len(arrays)} arrays ({', '.join(sorted(arrays))}); "
-                                     "name one with key = \"...\"", source=source, field=field)
+                    raise _fail("error.spec.many_arrays", source=source, field=field, name=repr(name), n=len(arrays),
+                                names=", ".join(sorted(arrays)))
                 key = next(iter(arrays))
             if key not in arrays:
-                raise InputError(f"{name!r} has no array {key!r} (it has: {', '.join(sorted(arrays)) or 'none'})",
-                                 source=source, field=field)
+                raise _fail("error.spec.no_array" if arrays else "error.spec.no_arrays", source=source, field=field,
+                            name=repr(name), key=repr(key), names=", ".join(sorted(arrays)))
             array = arrays[key]
         else:
-            raise InputError(f"array file {name!r}: unknown type {suffix or '(none)'!r}; "
-                             "use .npy, .npz or .safetensors", source=source, field=field)
+            raise _fail("error.spec.array_type", source=source, field=field, name=repr(name),
+                        parts=lambda lang: {"suffix": repr(suffix) if suffix else text(lang, "cli.no_suffix")})
     except InputError:
         raise
     except Exception as exc:  # corrupt files raise many different exception types
-        raise InputError(f"cannot read array file {name!r}: {exc}", source=source, field=field) from None
+        raise _fail("error.spec.array_unreadable", source=source, field=field, name=repr(name), reason=exc) from None
     array = np.asarray(array)
     if transpose:
         if array.ndim != 2:
-            raise InputError(f"transpose = true needs a matrix, {name!r} holds shape {_shape(array.shape)}",
-                             source=source, field=field)
+            raise _fail("error.spec.transpose", source=source, field=field, name=repr(name), shape=_shape(array.shape))
         array = array.T
     return array
 
@@ -269,8 +268,8 @@ def _array_from_file(value: str | dict, *, source: str, field: str, base: Path |
 def _check_count(shape, name: str, *, source: str, field: str) -> None:
     count = int(np.prod(shape, dtype=object))
     if count > MAX_NUMBERS:
-        raise InputError(f"{name!r} holds {count:,} numbers (shape {_shape(shape)}); an example array may hold at "
-                         f"most {MAX_NUMBERS:,}", source=source, field=field)
+        raise _fail("error.spec.file_too_many", source=source, field=field, name=repr(name), count=f"{count:,}",
+                    shape=_shape(shape), most=f"{MAX_NUMBERS:,}")
 
 
 def _load_many(path: Path, suffix: str) -> dict[str, np.ndarray]:
@@ -290,31 +289,48 @@ def _as_bool(array: np.ndarray, *, source: str, field: str) -> np.ndarray:
         return array
     if np.issubdtype(array.dtype, np.number) and np.all((array == 0) | (array == 1)):
         return array.astype(bool)
-    raise InputError("expected true/false (or 1/0) values", source=source, field=field)
+    raise _fail("error.spec.bool_values", source=source, field=field)
 
 
-def _position(index) -> str:
+def _position(index, lang: str = "en") -> str:
+    """Where a value is, 1-based, in ``lang``: "row 2, column 3", "entry 4", "entry [1, 2, 3]"."""
     index = tuple(int(i) for i in index)
     if len(index) == 2:
-        return f"row {index[0] + 1}, column {index[1] + 1}"
+        return text(lang, "error.spec.cell", row=index[0] + 1, column=index[1] + 1)
     if len(index) == 1:
-        return f"entry {index[0] + 1}"
-    return "entry [" + ", ".join(str(i + 1) for i in index) + "]"
+        return text(lang, "error.spec.entry", n=index[0] + 1)
+    return text(lang, "error.spec.entry_at", n="[" + ", ".join(str(i + 1) for i in index) + "]")
 
 
-def _describe(value: Any) -> str:
-    """A short, one-line description of a field's value for messages."""
+def _describe(value: Any, lang: str = "en") -> str:
+    """A short, one-line description of a field's value for messages, in ``lang``."""
     if isinstance(value, str):
         return short_repr(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):
-        return "a table"
+        return text(lang, "error.spec.a_table")
     if isinstance(value, int) and abs(value) >= 10**18:
-        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+        return text(lang, "error.spec.big_int", digits=int(value.bit_length() * 0.30103) + 1)
     if isinstance(value, list):
-        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
-    return f"{value!r}" if isinstance(value, (int, float)) else f"a {type(value).__name__}"
+        return text(lang, "error.spec.a_list", n=len(value))
+    return f"{value!r}" if isinstance(value, (int, float)) else text(lang, "error.spec.a_type", type=type(value).__name__)
+
+
+def _expected(ndim: int | None, lang: str = "en") -> str:
+    """What an array of ``ndim`` dimensions is called in messages: "a matrix (a list of rows)", in ``lang``."""
+    return text(lang, f"error.spec.ndim.{ndim}") if ndim in (1, 2) else text(lang, "error.spec.ndim", n=ndim)
+
+
+def _fail(key: str, *, source: str | None, field: str | None = None, parts=None, **values) -> InputError:
+    """The InputError worded by the text ``key``; ``parts(lang)`` gives the values that are words themselves
+    (a value's description, a position) in each language, so that `InputError.say` words them too."""
+    from .explain.texts import LANGS
+
+    error = InputError.keyed(key, source=source, field=field, **values, **(parts("en") if parts else {}))
+    if parts:
+        error.values["by_lang"] = {lang: parts(lang) for lang in LANGS}
+    return error
 
 
 def _shape(shape) -> str:
@@ -325,16 +341,16 @@ def _shape(shape) -> str:
 def read_tokens(doc: dict, name: str, count: int, *, source: str, rows_of: str) -> list[str]:
     """A list of ``count`` token strings (one per row of ``rows_of``)."""
     if name not in doc:
-        raise InputError(f"missing: give one token string per row of {rows_of}", source=source, field=name)
+        raise _fail("error.spec.tokens_missing", source=source, field=name, rows_of=rows_of)
     tokens = doc[name]
     if not isinstance(tokens, list):
-        raise InputError(f"expected a list of strings, got {_describe(tokens)}", source=source, field=name)
+        raise _fail("error.spec.strings", source=source, field=name, parts=lambda lang: {"got": _describe(tokens, lang)})
     for i, token in enumerate(tokens):
         if not isinstance(token, str):
-            raise InputError(f"entry {i + 1} is {_describe(token)}, not a string (tokens are strings)",
+            raise _fail("error.spec.token_type", n=i + 1, parts=lambda lang: {"got": _describe(token, lang)},
                              source=source, field=name)
     if len(tokens) != count:
-        raise InputError(f"has {plural(len(tokens), 'token')} but {rows_of} has {plural(count, 'row')}", source=source, field=name)
+        raise _fail("error.spec.token_count", source=source, field=name, n=len(tokens), rows_of=rows_of, rows=count)
     return list(tokens)
 
 
@@ -346,26 +362,24 @@ def resolve_query(query: Any, tokens: list[str], *, source: str | None, field: s
     number = as_int(query)
     if number is not None and 0 <= number < len(tokens):
         return number
-    shown = ", ".join(tokens[:12]) + (f", … ({len(tokens)} tokens)" if len(tokens) > 12 else "")
-    raise InputError(f"{_describe(query)} is not one of the tokens ({shown}) nor a row index 0–{len(tokens) - 1}",
-                     source=source, field=field)
+    raise _fail("error.spec.query.more" if len(tokens) > 12 else "error.spec.query", source=source, field=field,
+                shown=", ".join(tokens[:12]), n=len(tokens), last=len(tokens) - 1,
+                parts=lambda lang: {"got": _describe(query, lang)})
 
 
 def _check_size(rows: int | None, columns: int, name: str, *, source: str) -> None:
     """MAX_TOKENS rows (tokens) and MAX_WIDTH columns at most, before any attention is computed."""
     if rows is not None and rows > MAX_TOKENS:
-        raise InputError(f"has {rows:,} rows (tokens); an example may have at most {MAX_TOKENS}", source=source,
-                         field=name)
+        raise _fail("error.spec.rows", source=source, field=name, rows=f"{rows:,}", most=MAX_TOKENS)
     if columns > MAX_WIDTH:
-        raise InputError(f"has {columns:,} columns; an example's widths are at most {MAX_WIDTH}", source=source,
-                         field=name)
+        raise _fail("error.spec.columns", source=source, field=name, columns=f"{columns:,}", most=MAX_WIDTH)
 
 
 def read_digits(doc: dict, *, source: str) -> dict[str, int]:
     digits = doc.get("digits", {})
     if not isinstance(digits, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 12
                                                for v in digits.values()):
-        raise InputError("expected a table of step name = number of decimals (0–12)", source=source, field="digits")
+        raise _fail("error.spec.digits", source=source, field="digits")
     return dict(digits)
 
 
@@ -373,15 +387,14 @@ def read_notes(doc: dict, *, source: str) -> list[dict]:
     notes = doc.get("notes", [])
     if not isinstance(notes, list) or not all(isinstance(n, dict) and isinstance(n.get("step"), str)
                                               and isinstance(n.get("text", n.get("key")), str) for n in notes):
-        raise InputError("expected a list of tables with step = \"...\" and text = \"...\"", source=source,
-                         field="notes")
+        raise _fail("error.spec.notes", source=source, field="notes")
     for i, note in enumerate(notes):
         if note.get("value", "shown") not in ("shown", "exact"):
-            raise InputError(f"{_describe(note['value'])}: expected \"shown\" or \"exact\" (which number {{value}} is)",
-                             source=source, field=f"notes[{i}].value")
+            raise _fail("error.spec.note_value", source=source, field=f"notes[{i}].value",
+                        parts=lambda lang: {"got": _describe(note["value"], lang)})
         if note.get("mode", "any") not in ("any", "exact", "by-hand"):
-            raise InputError(f"{_describe(note['mode'])}: expected \"any\", \"exact\" or \"by-hand\" (when the note "
-                             "is shown)", source=source, field=f"notes[{i}].mode")
+            raise _fail("error.spec.note_mode", source=source, field=f"notes[{i}].mode",
+                        parts=lambda lang: {"got": _describe(note["mode"], lang)})
     return [dict(n) for n in notes]
 
 
@@ -394,27 +407,26 @@ def load_spec(path: str | Path) -> Spec:
 def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
     """Validate a parsed example document; shapes must chain from x to y."""
     if not isinstance(doc, dict):
-        raise InputError(f"expected a table of named fields, got {_describe(doc)}", source=source)
+        raise _fail("error.spec.table", source=source, parts=lambda lang: {"got": _describe(doc, lang)})
     unknown = [k for k in doc if k not in FIELDS]
     if unknown:
-        raise InputError(f"unknown field (known fields: {', '.join(FIELDS)})", source=source,
+        raise _fail("error.spec.unknown_field", fields=", ".join(FIELDS), source=source,
                          field=short_repr(unknown[0], 40).strip("'"))
     kind = doc.get("kind", "attention")
     if kind != "attention":
-        raise InputError(f"{_describe(kind)} is not a kind of user example; use \"attention\" (or leave it out)",
-                         source=source, field="kind")
+        raise _fail("error.spec.kind", source=source, field="kind", parts=lambda lang: {"got": _describe(kind, lang)})
     for name in ("title", "example", "post", "seed"):
         if name in doc and not isinstance(doc[name], str):
-            raise InputError(f"expected a string, got {_describe(doc[name])}", source=source, field=name)
+            raise _fail("error.spec.string", source=source, field=name, parts=lambda lang: {"got": _describe(doc[name], lang)})
     head_base = doc.get("head_base", 0)
     if head_base not in (0, 1) or isinstance(head_base, bool):
-        raise InputError(f"expected 0 (heads counted from 0, as qkv's API) or 1 (from 1), got {_describe(head_base)}",
-                         source=source, field="head_base")
+        raise _fail("error.spec.head_base", source=source, field="head_base",
+                    parts=lambda lang: {"got": _describe(head_base, lang)})
 
     def array(name: str, required: bool = True, ndim: int = 2) -> np.ndarray | None:
         if name not in doc:
             if required:
-                raise InputError("missing: this matrix is required", source=source, field=name)
+                raise _fail("error.spec.matrix_missing", source=source, field=name)
             return None
         return read_array(doc[name], source=source, field=name, base=base, ndim=ndim)
 
@@ -427,8 +439,7 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
     if memory is not None:
         memory_tokens = read_tokens(doc, "memory_tokens", memory.shape[0], source=source, rows_of="memory")
     elif "memory_tokens" in doc:
-        raise InputError("given without memory (memory_tokens label the rows of memory)", source=source,
-                         field="memory_tokens")
+        raise _fail("error.spec.memory_tokens", source=source, field="memory_tokens")
     kv_source, d_kv = ("memory", memory.shape[1]) if memory is not None else ("x", d)
     if memory is not None:
         _check_size(*memory.shape, "memory", source=source)
@@ -438,58 +449,52 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
             _check_size(None, w.shape[1], name, source=source)
     for name, w, width, of in (("w_q", w_q, d, "x"), ("w_k", w_k, d_kv, kv_source), ("w_v", w_v, d_kv, kv_source)):
         if w.shape[0] != width:
-            raise InputError(f"has {plural(w.shape[0], 'row')} but {of} has {plural(width, 'column')}; {of}·{name.upper()} needs "
-                             f"one row of {name.upper()} per column of {of}", source=source, field=name)
+            raise _fail("error.spec.w_rows", source=source, field=name, rows=w.shape[0], of=of, columns=width,
+                        w=name.upper())
     if w_k.shape[1] != w_q.shape[1]:
-        raise InputError(f"has {w_k.shape[1]} columns but w_q has {w_q.shape[1]}; queries and keys must have "
-                         "the same width to be compared (Q·Kᵀ)", source=source, field="w_k")
+        raise _fail("error.spec.w_k", source=source, field="w_k", k=w_k.shape[1], q=w_q.shape[1])
     heads = doc.get("heads", 1)
     if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
-        raise InputError(f"expected a positive whole number, got {_describe(heads)}", source=source, field="heads")
+        raise _fail("error.spec.heads", source=source, field="heads", parts=lambda lang: {"got": _describe(heads, lang)})
     for name, w in (("w_q", w_q), ("w_v", w_v)):
         if w.shape[1] % heads:
-            raise InputError(f"{name} has {w.shape[1]} columns, which do not split into {heads} heads "
-                             f"({w.shape[1]} % {heads} = {w.shape[1] % heads})", source=source, field="heads")
+            raise _fail("error.spec.split", source=source, field="heads", name=name, columns=w.shape[1], heads=heads,
+                        rest=w.shape[1] % heads)
     if w_o is not None and w_o.shape[0] != w_v.shape[1]:
-        raise InputError(f"has {plural(w_o.shape[0], 'row')} but the concatenated heads ({heads}) have {plural(w_v.shape[1], 'value')} "
-                         "(the columns of w_v); Concat(heads)·W_O needs them equal", source=source, field="w_o")
+        raise _fail("error.spec.w_o", source=source, field="w_o", rows=w_o.shape[0], heads=heads, values=w_v.shape[1])
     biases = {}
     for name, width in (("b_q", w_q.shape[1]), ("b_k", w_k.shape[1]), ("b_v", w_v.shape[1]),
                         ("b_o", None if w_o is None else w_o.shape[1])):
         if name in doc:
             if width is None:
-                raise InputError("given without w_o", source=source, field=name)
+                raise _fail("error.spec.without_w_o", source=source, field=name)
             b = read_array(doc[name], source=source, field=name, base=base, ndim=1)
             if b.shape[0] != width:
-                raise InputError(f"has {plural(b.shape[0], 'value')} but needs {width}", source=source, field=name)
+                raise _fail("error.spec.bias", source=source, field=name, n=b.shape[0], width=width)
             biases[name] = b
     tk = tq if memory is None else memory.shape[0]
     total = sum(a.size for a in (x, memory, w_q, w_k, w_v, w_o, *biases.values()) if a is not None)
     if total > MAX_NUMBERS:
-        raise InputError(f"holds {total:,} numbers in all; an example may hold at most {MAX_NUMBERS:,} (the "
-                         "explanation records every step)", source=source)
+        raise _fail("error.spec.total", source=source, total=f"{total:,}", most=f"{MAX_NUMBERS:,}")
     if heads * tq * tk > MAX_SCORES:
-        raise InputError(f"{plural(heads, 'head')} × {plural(tq, 'query', 'queries')} × {plural(tk, 'key')} = {heads * tq * tk:,} scores; an example may "
-                         f"have at most {MAX_SCORES:,} (the explanation records every one)", source=source,
-                         field="heads" if heads > 1 else "x")
+        raise _fail("error.spec.scores", source=source, field="heads" if heads > 1 else "x", heads=heads, tq=tq,
+                    tk=tk, scores=f"{heads * tq * tk:,}", most=f"{MAX_SCORES:,}")
     mask, causal = None, False
     if "mask" in doc:
         if doc["mask"] == "causal":
             causal = True
         elif isinstance(doc["mask"], str) and not Path(doc["mask"]).suffix:
-            raise InputError(f"{doc['mask']!r}: expected \"causal\" or a {tq}×{tk} matrix of true/false",
-                             source=source, field="mask")
+            raise _fail("error.spec.mask", source=source, field="mask", value=repr(doc["mask"]), tq=tq, tk=tk)
         else:
             mask = read_array(doc["mask"], source=source, field="mask", base=base, boolean=True)
             if mask.shape != (tq, tk):
-                raise InputError(f"has shape {_shape(mask.shape)} but there are {plural(tq, 'query', 'queries')} and {plural(tk, 'key')} "
-                                 f"(expected ({tq}, {tk}))", source=source, field="mask")
+                raise _fail("error.spec.mask_shape", source=source, field="mask", shape=_shape(mask.shape), tq=tq, tk=tk)
     residual = doc.get("residual", False)
     if not isinstance(residual, bool):
-        raise InputError(f"expected true or false, got {_describe(residual)}", source=source, field="residual")
+        raise _fail("error.spec.residual", source=source, field="residual", parts=lambda lang: {"got": _describe(residual, lang)})
     if residual and (w_o is None or w_o.shape[1] != d):
-        raise InputError("R + Y needs w_o with as many columns as x" + ("" if w_o is None else
-                         f" ({d}); w_o has {w_o.shape[1]}"), source=source, field="residual")
+        raise _fail("error.spec.residual_w_o" if w_o is None else "error.spec.residual_width", source=source,
+                    field="residual", d=d, columns=None if w_o is None else w_o.shape[1])
     query = resolve_query(doc.get("query", tokens[-1]), tokens, source=source)
     title = doc.get("title", "")
     return Spec(source=source, tokens=tokens, x=x, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, heads=heads,
@@ -519,37 +524,39 @@ def read_saved_trace(doc: dict, *, source: str):
 
     data = doc.get("trace") if doc.get("format") == "qkv-explanation" else doc
     if not isinstance(data, dict):
-        raise InputError(f"a qkv-explanation needs its \"trace\" object, got {_describe(data) if data is not None else 'none'}",
-                         source=source, field="trace")
+        raise _fail("error.trace.object", source=source, field="trace",
+                    parts=lambda lang: {"got": _describe(data, lang) if data is not None else text(lang, "cli.no_suffix")})
     steps = data.get("steps")
     if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
-        raise InputError("\"steps\" must be a non-empty list of objects", source=source, field="trace")
+        raise _fail("error.trace.steps", source=source, field="trace")
     if not isinstance(data.get("meta", {}), dict):
-        raise InputError("\"meta\" must be an object", source=source, field="trace")
+        raise _fail("error.trace.meta", source=source, field="trace")
     try:
         trace = Trace.from_dict(data)       # checks dtypes and shapes before making any array
     except InputError as exc:
-        raise InputError(f"not a readable qkv trace: {exc.problem}", source=source, field="trace") from None
+        raise _fail("error.trace.unreadable", source=source, field="trace",
+                    parts=lambda lang: {"problem": exc.problem_in(lang)}) from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, MemoryError) as exc:
-        raise InputError(f"not a readable qkv trace ({type(exc).__name__}: {short_repr(str(exc), 80)})",
-                         source=source, field="trace") from None
+        raise _fail("error.trace.broken", source=source, field="trace",
+                    reason=f"{type(exc).__name__}: {short_repr(str(exc), 80)}") from None
     if not isinstance(trace.title, str) or not isinstance(trace.meta, dict):
-        raise InputError("the title must be a string and meta an object", source=source, field="trace")
+        raise _fail("error.trace.title", source=source, field="trace")
     for step in trace.steps:
         if not isinstance(step.name, str) or step.value.dtype.kind not in "biuf":
-            raise InputError(f"step {_describe(step.name)} does not hold numbers", source=source, field="trace")
+            raise _fail("error.trace.not_numbers", source=source, field="trace",
+                        parts=lambda lang: {"step": _describe(step.name, lang)})
         if step.value.dtype.kind == "f":
             allowed = np.isfinite(step.value)
             if step.name == "mask" or step.name.endswith("/mask"):
                 allowed |= np.isneginf(step.value)
             if not allowed.all():
-                raise InputError(f"step {_describe(step.name)} holds {step.value[~allowed].flat[0]}; saved values "
-                                 "must be finite (a mask may hold -inf)", source=source, field="trace")
+                raise _fail("error.trace.not_finite", source=source, field="trace", value=step.value[~allowed].flat[0],
+                            parts=lambda lang: {"step": _describe(step.name, lang)})
     meta = trace.meta
     for name in ("tokens", "key_tokens"):
         if name in meta and (not isinstance(meta[name], list) or not all(isinstance(t, str) for t in meta[name])):
-            raise InputError(f"meta.{name} must be a list of strings", source=source, field="trace")
+            raise _fail("error.trace.tokens", source=source, field="trace", name=name)
     if "query" in meta and as_int(meta["query"]) is None:
-        raise InputError(f"meta.query must be a row index, got {_describe(meta['query'])}", source=source,
-                         field="trace")
+        raise _fail("error.trace.query", source=source, field="trace",
+                    parts=lambda lang: {"got": _describe(meta["query"], lang)})
     return trace

@@ -287,7 +287,7 @@ class Trace:
         except InputError as exc:
             if exc.source is not None or source is None:
                 raise
-            raise InputError(exc.problem, source=source, field=exc.field) from None
+            raise InputError(exc.problem, source=source, field=exc.field, key=exc.key, values=exc.values) from None
 
     def _repr_html_(self) -> str | None:
         """Jupyter shows the interactive view: `HTML_VIEW`, which the package sets (the renderers sit

@@ -89,8 +89,7 @@ def check_options(args: argparse.Namespace) -> int | None:
     frontdoor.check_choice(args.format, EXPLANATION_FORMATS, field="--format", lang=args.lang)
     digits = frontdoor.check_digits(args.digits, field="--digits")
     if args.by_hand and args.format == "html":
-        raise InputError("the HTML page shows exact values; use --by-hand with text, markdown or json",
-                         field="--by-hand")
+        raise InputError.keyed("error.by_hand_html", field="--by-hand")
     if args.out is not None:
         check_output(args.out, field="--out")
     if args.figure is not None:

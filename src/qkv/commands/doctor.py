@@ -23,11 +23,14 @@ import importlib.util
 import platform
 import sys
 
+from ._options import add_lang_option, check_lang
+
 __all__ = ["routes", "summary", "missing_kernel_line", "FIX"]
 
-# The same fix setup.py prints when the build fails (one wording).
-FIX = ("install a C compiler and Python's headers (Debian: sudo apt-get install gcc python3-dev) and reinstall qkv "
-       "(pip install --force-reinstall --no-deps -e .)")
+# The same fix setup.py prints when the build fails (one wording); the commands are shown as they are typed.
+APT = "sudo apt-get install gcc python3-dev"
+PIP = "pip install --force-reinstall --no-deps -e ."
+FIX = f"install a C compiler and Python's headers (Debian: {APT}) and reinstall qkv ({PIP})"
 WIDTHS = {16: "AVX-512", 8: "AVX2+FMA", 1: "scalar"}
 
 
@@ -40,6 +43,7 @@ def register(subparsers) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     # `make demo` runs this after installing: one warning line when the extension is missing, else nothing.
     parser.add_argument("--install-check", action="store_true", help=argparse.SUPPRESS)
+    add_lang_option(parser, "the report")
     parser.set_defaults(func=handler)
 
 
@@ -86,41 +90,59 @@ def missing_kernel_line(info: dict) -> str:
             f"its slower NumPy path. To build it: {FIX}")
 
 
-def summary(info: dict | None = None) -> str:
-    """One line for ``qkv --version``: ``C kernel built (AVX2+FMA, BLAS sgemm); torch 2.13.0``."""
+def summary(info: dict | None = None, lang: str = "en") -> str:
+    """One line for ``qkv --version``: ``C kernel built (AVX2+FMA, BLAS sgemm, C backward); torch 2.13.0``
+    (in ``lang``)."""
+    from ..explain.texts import text
+
     info = routes() if info is None else info
     if info["extension"]:
-        width = WIDTHS.get(info["width"], f"{info['width']} lanes")
-        kernel = (f"C kernel built ({width}, {'BLAS sgemm' if info['sgemm'] else 'no BLAS sgemm'}, "
-                  f"{'C backward' if info['backward'] else 'no C backward'})")
+        kernel = text(lang, "doctor.summary.built", width=_width_name(info["width"], lang),
+                      sgemm=text(lang, "doctor.summary." + ("sgemm" if info["sgemm"] else "no_sgemm")),
+                      backward=text(lang, "doctor.summary." + ("backward" if info["backward"] else "no_backward")))
     else:
-        kernel = "C kernel NOT built: NumPy path (see 'qkv doctor')"
-    return f"{kernel}; {'torch ' + info['torch'] if info['torch'] else 'no torch'}"
+        kernel = text(lang, "doctor.summary.not_built")
+    torch = text(lang, "doctor.summary.torch", version=info["torch"]) if info["torch"] else \
+        text(lang, "doctor.summary.no_torch")
+    return f"{kernel}; {torch}"
 
 
-def report(info: dict) -> str:
+def _width_name(width: int | None, lang: str) -> str:
+    from ..explain.texts import text
+
+    if width == 1:
+        return text(lang, "doctor.width.scalar")
+    return WIDTHS.get(width, text(lang, "doctor.lanes", n=width))
+
+
+def _extension_error(info: dict, lang: str) -> str:
+    """Why the extension is missing: qkv's own words in ``lang``; an ImportError's text as Python gave it."""
+    from ..explain.texts import text
+
+    error = info["extension_error"]
+    return {"built but not loaded by qkv.kernels": text(lang, "doctor.not_loaded"),
+            "not built": text(lang, "doctor.not_built")}.get(error, error)
+
+
+def report(info: dict, lang: str = "en") -> str:
+    """The lines of ``qkv doctor`` in ``lang``."""
     from .. import __version__
+    from ..explain.texts import text
 
-    lines = [f"qkv {__version__} (Python {platform.python_version()}, NumPy {info['numpy']})"]
+    def t(key: str, **values) -> str:
+        return text(lang, key, **values)
+
+    lines = [t("doctor.head", version=__version__, python=platform.python_version(), numpy=info["numpy"])]
     if info["extension"]:
         width = info["width"]
-        lines.append("C extension qkv.kernels._fused: built — float32 softmax steps in one C pass")
-        lines.append(f"vector width: {WIDTHS.get(width, str(width))} ({width} float{'s' if width != 1 else ''} "
-                     "per instruction, chosen from this CPU)")
-        lines.append("BLAS sgemm: found in NumPy's OpenBLAS — the fused flash route (both products in C) is live"
-                     if info["sgemm"] else
-                     "BLAS sgemm: not found (NumPy's BLAS is not OpenBLAS) — key blocks are walked in Python")
+        lines.append(t("doctor.fused"))
+        lines.append(t("doctor.width", name=_width_name(width, lang), width=width))
+        lines.append(t("doctor.sgemm" if info["sgemm"] else "doctor.no_sgemm"))
     else:
-        lines.append(f"C extension qkv.kernels._fused: NOT built ({info['extension_error']}) — qkv runs on its slower "
-                     "NumPy path (same numbers)")
-        lines.append(f"to build it: {FIX}")
-    lines.append("C extension qkv.kernels._backward: built — torch tensors (CPU, float32) train through the C "
-                 "forward and backward (route torch_flash)" if info["backward"] else
-                 "C backward: not live (qkv.kernels._backward not built, or no BLAS sgemm) — torch tensors take "
-                 "SDPA or the plain path (same numbers)")
-    lines.append(f"torch: {info['torch']} — qkv.torch, qkv ring and the reference checks are available"
-                 if info["torch"] else
-                 "torch: not installed — qkv.torch and qkv ring need it (pip install torch, or make test)")
+        lines.append(t("doctor.no_fused", error=_extension_error(info, lang)))
+        lines.append(t("doctor.fix", fix=t("doctor.fix.steps", apt=APT, pip=PIP)))
+    lines.append(t("doctor.backward" if info["backward"] else "doctor.no_backward"))
+    lines.append(t("doctor.torch", version=info["torch"]) if info["torch"] else t("doctor.no_torch"))
     return "\n".join(lines) + "\n"
 
 
@@ -130,5 +152,5 @@ def handler(args: argparse.Namespace) -> int:
         if not info["extension"]:
             print(missing_kernel_line(info), file=sys.stderr)
         return 0
-    sys.stdout.write(report(info))
+    sys.stdout.write(report(info, check_lang(args.lang)))
     return 0

@@ -81,14 +81,14 @@ def _read_texts(arguments: list[str], t) -> list[str]:
 def _stdin_text() -> str:
     """Standard input as UTF-8 text (read as bytes: the tokenizer takes no undecodable characters)."""
     if sys.stdin is None:
-        raise InputError("is closed; nothing to read", source="standard input")
+        raise InputError.keyed("error.stdin.closed")       # the stream is named in the text, in each language
     stream = getattr(sys.stdin, "buffer", None)
     data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at byte {exc.start})",
-                         source="standard input") from None
+        raise InputError.keyed("error.stdin.utf8", byte=f"0x{data[exc.start]:02x}",
+                               at=exc.start) from None
 
 
 def _cosine(embeddings):

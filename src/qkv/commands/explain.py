@@ -38,5 +38,5 @@ def handler(args: argparse.Namespace) -> int:
         raise
     except (KeyError, IndexError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:
         # A saved trace is data from a file: one whose steps do not fit together is bad input.
-        raise InputError(f"the saved trace's steps do not fit together ({type(exc).__name__}: "
-                         f"{' '.join(str(exc).split())[:80]})", source=str(path), field="trace") from None
+        raise InputError.keyed("error.trace.misfit", source=str(path), field="trace",
+                               reason=f"{type(exc).__name__}: {' '.join(str(exc).split())[:80]}") from None

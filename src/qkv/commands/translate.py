@@ -26,8 +26,7 @@ from ..errors import InputError
 from ._options import add_lang_option, check_lang, words
 
 TARGETS = ("ko", "ja", "both")
-UNSURE = 0.5
-"""Below this probability of the whole sentence, the output names the least likely token."""
+from ..translator.model import UNSURE  # noqa: E402  (below it, the output names the least likely token)
 
 
 def register(subparsers) -> None:
@@ -112,9 +111,7 @@ def _sureness(translation, t) -> list[str]:
     total = translation.sequence_probability
     lines = [t("cli.translate.probabilities", tokens=" · ".join(shown), total=f"{total:.3f}")]
     if total < UNSURE:
-        i = int(np.argmin(translation.probabilities)) if len(translation.target) else 0
-        low = (translation.target[i], translation.probabilities[i]) if len(translation.target) else ("", 1.0)
-        if translation.end_probability is not None and translation.end_probability < low[1]:
-            low = (t("cli.translate.end_word"), translation.end_probability)
-        lines.append(t("cli.translate.unsure", word=low[0], p=f"{low[1]:.3f}"))
+        i, p = translation.least_likely
+        word = translation.target[i] if i < len(translation.target) else t("cli.translate.end_word")
+        lines.append(t("cli.translate.unsure", word=word, p=f"{p:.3f}"))
     return lines

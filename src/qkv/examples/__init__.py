@@ -50,7 +50,7 @@ def load(name: str) -> dict:
 
 def _check_name(name: str) -> None:
     if name not in NAMES:
-        raise InputError(f"unknown example {name!r}; the examples are: {', '.join(NAMES)}", field="example")
+        raise InputError.keyed("error.example.unknown", field="example", name=repr(name), names=", ".join(NAMES))
 
 
 # The inputs a what-if may edit, per example (the multi-head example's x and W_Q/W_K/W_V are its
@@ -108,7 +108,7 @@ def _check_changes(name: str, changes: "Changes") -> None:
         raise TypeError(f"changes must be a qkv.examples.Changes, got {type(changes).__name__}")
     if isinstance(changes.factor, bool) or not isinstance(changes.factor, (int, float)) or \
             not math.isfinite(changes.factor):
-        raise InputError(f"{changes.factor!r}: expected a finite number", field="factor")
+        raise InputError.keyed("error.example.factor", field="factor", value=repr(changes.factor))
     if not changes.sqrt_dk and name == "group-meeting":
         raise _said("sqrt_dk", "whatif.no_sqrt")
     unknown = [m for m in changes.cells if m not in EDITABLE[name]]
@@ -159,8 +159,8 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
         tokens = first.meta["tokens"]
         followed = resolve_query(doc["query"], tokens, source=where)
         if query is not None and resolve_query(query, tokens, source=None, field="--query") != followed:
-            raise InputError(f"{query!r}: the multi-head example follows {tokens[followed]!r} only (heads 2 and 3 "
-                             "are given for that token)", field="--query")
+            raise InputError.keyed("error.example.multi_head_query", field="--query", value=repr(query),
+                                   token=repr(tokens[followed]))
         data = {"given_heads": list(read_array(doc["given_heads"], source=where, field="given_heads", base=None)),
                 "w_o": read_array(doc["w_o"], source=where, field="w_o", base=None)}
         meta.update(tokens=tokens, query=followed, n_heads=1 + len(data["given_heads"]),
@@ -168,8 +168,7 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
         return trace_multi_head(data, first, query=followed, by_hand=by_hand, digits=digits, meta=meta)
     if kind == "group-meeting":
         if query is not None:
-            raise InputError("the group-meeting example has no --query (each meeting follows lot's question)",
-                             field="--query")
+            raise InputError.keyed("error.example.meeting_query", field="--query")
         scenes = []
         for i, scene in enumerate(doc["scenes"]):
             field = f"scenes[{i}]"
@@ -192,7 +191,7 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
                             scenes=", ".join(scene["name"] for scene in scenes))
         return trace_group_meeting({"scenes": scenes}, notation, by_hand=by_hand, digits=digits, meta=meta,
                                    scale=1.0 if changes is None else float(changes.factor))
-    raise InputError(f"unknown kind {kind!r}", source=where, field="kind")
+    raise InputError.keyed("error.example.kind", source=where, field="kind", kind=repr(kind))
 
 
 def variants(name: str, trace: Trace | None = None) -> dict | None:

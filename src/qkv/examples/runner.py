@@ -27,7 +27,7 @@ def check_digits(digits: Any) -> int | None:
     if digits is None:
         return None
     if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 12:
-        raise InputError(f"{digits!r}: expected a whole number of decimals from 0 to 12", field="--digits")
+        raise InputError.keyed("error.decimals.range", field="--digits", value=repr(digits), low=0, high=12)
     return digits
 
 

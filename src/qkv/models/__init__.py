@@ -31,8 +31,8 @@ __all__ = ["load", "SUPPORTED", "BertEncoder", "BertConfig", "BertWeights", "Poo
 SUPPORTED = ("bert", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "mixtral",
              "gpt_neox", "opt", "phi")
 # families refused, with what they lack
-MISSING = {"falcon": "Falcon's fused multi-query layout and ALiBi option are not built in",
-           "gemma3": "a multimodal Gemma 3 (vision tower); save its text model (Gemma3ForCausalLM, model_type gemma3_text)"}
+# model_types refused with a reason of their own (the text key error.model_type.NAME says it)
+MISSING = ("falcon", "gemma3")
 
 
 def load(model: str | Path = "minilm", *, dtype=np.float32):
@@ -54,8 +54,7 @@ def load(model: str | Path = "minilm", *, dtype=np.float32):
         return load_bert(text, dtype=dtype)
     directory = Path(text).expanduser()
     if not directory.is_dir():
-        raise InputError(f"unknown model: not one of {', '.join(sorted(PACKAGED))} and not a directory", source=text,
-                         key="error.model.unknown", values={"known": ", ".join(sorted(PACKAGED))})
+        raise InputError.keyed("error.model.unknown", source=text, known=", ".join(sorted(PACKAGED)))
     from .checkpoint import read_config
 
     data = read_config(directory)
@@ -63,12 +62,12 @@ def load(model: str | Path = "minilm", *, dtype=np.float32):
     if model_type == "bert":
         return load_bert(directory, dtype=dtype)
     if model_type in MISSING:
-        raise InputError(f"{model_type!r} is not supported: {MISSING[model_type]}", source=str(directory / "config.json"),
-                         field="model_type")
+        raise InputError.keyed(f"error.model_type.{model_type}", source=str(directory / "config.json"),
+                               field="model_type")
     if model_type not in SUPPORTED:
-        found = "missing" if model_type is None else f"{model_type!r} is not supported"
-        raise InputError(f"{found} (qkv runs: {', '.join(SUPPORTED)})", source=str(directory / "config.json"),
-                         field="model_type")
+        raise InputError.keyed("error.model_type.missing" if model_type is None else "error.model_type.unsupported",
+                               source=str(directory / "config.json"), field="model_type", value=repr(model_type),
+                               supported=", ".join(SUPPORTED))
     return _load_decoder(directory, data, text, dtype)
 
 
@@ -115,13 +114,12 @@ def _read_tokenizer(path: Path):
     from .files import is_present
 
     if not is_present(path):
-        raise InputError("missing (qkv reads the tokenizer from tokenizer.json; save it with the model's "
-                         "tokenizer.save_pretrained)", source=str(path))
+        raise InputError.keyed("error.tokenizer.missing", source=str(path))
     try:
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # the Rust side raises plain Exception for any parse problem
-        raise InputError(f"not a readable tokenizer file ({str(exc).strip() or type(exc).__name__})",
-                         source=str(path)) from None
+        raise InputError.keyed("error.tokenizer.unreadable", source=str(path),
+                               reason=str(exc).strip() or type(exc).__name__) from None
     tokenizer.no_padding()
     tokenizer.no_truncation()
     return tokenizer

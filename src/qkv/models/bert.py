@@ -62,46 +62,42 @@ class BertConfig:
         """Validate a parsed config.json; anything unusable is an InputError naming the field."""
         model_type = data.get("model_type")
         if model_type != "bert":
-            problem = "missing" if model_type is None else f"{model_type!r} is not supported"
-            raise InputError(f"{problem} (qkv runs BERT encoders: model_type \"bert\")", source=source,
-                             field="model_type")
+            raise InputError.keyed("error.bert.missing" if model_type is None else "error.bert.model_type",
+                                   source=source, field="model_type", value=repr(model_type))
         position_kind = data.get("position_embedding_type", "absolute")
         if position_kind != "absolute":
-            raise InputError(f"{position_kind!r} is not supported: relative positions (the distance_embedding "
-                             "tensors) are not built in; transformers 5 ignores this setting too and runs absolute "
-                             "positions, which is not the model the checkpoint was trained as", source=source,
-                             field="position_embedding_type")
-        for key, meaning in (("is_decoder", "a causal BERT (BertLMHeadModel): qkv runs BERT as a bidirectional encoder"),
-                             ("add_cross_attention", "cross-attention layers: qkv runs BERT as an encoder alone")):
+            raise InputError.keyed("error.bert.positions", source=source, field="position_embedding_type",
+                                   value=repr(position_kind))
+        for key in ("is_decoder", "add_cross_attention"):
             if data.get(key, False) not in (False, None):
-                raise InputError(f"{data[key]!r} is not supported ({meaning})", source=source, field=key)
+                raise InputError.keyed(f"error.bert.{key}", source=source, field=key, value=repr(data[key]))
         act = data.get("hidden_act", "gelu")
         if act not in ACTIVATIONS:
-            raise InputError(f"{act!r} is not supported (one of {', '.join(ACTIVATIONS)})", source=source,
+            raise InputError.keyed("error.config.choice", value=repr(act), choices=", ".join(ACTIVATIONS), source=source,
                              field="hidden_act")
 
         def integer(key: str, default: int | None = None, low: int = 1) -> int:
             value = data.get(key, default)
             if value is None:
-                raise InputError("missing", source=source, field=key)
+                raise InputError.keyed("error.field.missing", source=source, field=key)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _MAX_SIZE:
-                raise InputError(f"must be an integer in [{low}, 2³¹], got {value!r}", source=source, field=key)
+                raise InputError.keyed("error.config.integer_span", source=source, field=key, low=low, value=repr(value))
             return value
 
         eps = data.get("layer_norm_eps", 1e-12)
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or not 0 < eps < 1:
-            raise InputError(f"must be a finite number in (0, 1) (BERT uses 1e-12), got {eps!r}", source=source,
+            raise InputError.keyed("error.bert.eps", value=repr(eps), source=source,
                              field="layer_norm_eps")
         config = cls(integer("vocab_size"), integer("hidden_size"), integer("num_hidden_layers"),
                      integer("num_attention_heads"), integer("intermediate_size"),
                      integer("max_position_embeddings", 512, low=2), integer("type_vocab_size", 2),
                      float(eps), act, integer("pad_token_id", 0, low=0))
         if config.hidden_size % config.n_heads:
-            raise InputError(f"hidden_size {config.hidden_size} does not split into {config.n_heads} heads",
-                             source=source, field="num_attention_heads")
+            raise InputError.keyed("error.config.split", source=source, field="num_attention_heads",
+                                   width_key="hidden_size", width=config.hidden_size, heads=config.n_heads)
         if config.pad_token_id >= config.vocab_size:
-            raise InputError(f"{config.pad_token_id} is not a token id: vocab_size is {config.vocab_size} "
-                             f"(ids 0 … {config.vocab_size - 1})", source=source, field="pad_token_id")
+            raise InputError.keyed("error.bert.pad", source=source, field="pad_token_id", value=config.pad_token_id,
+                                   vocab_size=config.vocab_size, last=config.vocab_size - 1)
         return config
 
 
@@ -247,7 +243,7 @@ class BertEncoder:
                     x, layer_weights = block(x, lengths=lengths, return_weights=True, record=scoped)
                 else:
                     x, layer_weights = block(x, lengths=lengths, record=scoped), None
-            check_finite_states(x, where=f"layer {i}'s output", source=str(self.directory), dtype=self.dtype)
+            check_finite_states(x, layer=i, source=str(self.directory), dtype=self.dtype)
             yield x, layer_weights
 
     def hidden_states(self, text: str) -> list[np.ndarray]:

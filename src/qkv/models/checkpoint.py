@@ -39,8 +39,7 @@ def read_config(directory: Path) -> dict:
     """config.json of a checkpoint directory as a dict (InputError when missing or not JSON)."""
     path = directory / "config.json"
     if not is_present(path):
-        raise InputError("missing (a Hugging Face checkpoint directory needs config.json, model.safetensors "
-                         "or a sharded index, and tokenizer.json)", source=str(path))
+        raise InputError.keyed("error.checkpoint.config", source=str(path))
     return read_json(path)
 
 
@@ -67,8 +66,8 @@ class Checkpoint:
     def expect_family(self, name: str, model_type: str) -> None:
         """A tensor every checkpoint of ``model_type`` has; its absence means config.json and the weights disagree."""
         if name not in self.files:
-            raise InputError(f"has no tensor {name!r}: these weights do not look like config.json's model_type "
-                             f"{model_type!r}", source=str(self._describe()))
+            raise InputError.keyed("error.checkpoint.no_tensor", source=str(self._describe()), name=repr(name),
+                                   model_type=repr(model_type))
 
     def get(self, name: str, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
         """Tensor ``name`` as a C-contiguous, read-only array of ``dtype`` with exactly ``shape`` (else
@@ -76,17 +75,17 @@ class Checkpoint:
         A tensor holding NaN or ±inf is an InputError naming the file and the tensor (every family)."""
         path = self.files.get(name)
         if path is None:
-            raise InputError("tensor missing: config.json's model uses it and the weights lack it",
-                             source=str(self._describe()), field=name)
+            raise InputError.keyed("error.checkpoint.tensor_missing", source=str(self._describe()), field=name)
         self.used.add(name)
         handle = self._open(path)
         piece = handle.get_slice(name)
         stored = tuple(int(d) for d in piece.get_shape())
         if stored != tuple(shape):
-            raise InputError(f"has shape {stored}, config.json implies {tuple(shape)}", source=str(path), field=name)
+            raise InputError.keyed("error.checkpoint.shape", source=str(path), field=name, stored=stored,
+                                   expected=tuple(shape))
         kind = piece.get_dtype()
         if kind not in _STORED:
-            raise InputError(f"has dtype {kind}, expected a floating-point tensor", source=str(path), field=name)
+            raise InputError.keyed("error.checkpoint.dtype", source=str(path), field=name, kind=kind)
         value = self._map(path, name, stored, kind)
         if kind == "BF16":
             value = (value.astype(np.uint32) << 16).view(np.float32)              # exact: bf16 = float32's top half
@@ -108,8 +107,8 @@ class Checkpoint:
         stored = np.dtype(_STORED[kind])
         count = int(np.prod(shape, dtype=np.int64))
         if end - begin != count * stored.itemsize:
-            raise InputError(f"holds {end - begin} bytes, shape {shape} needs {count * stored.itemsize}",
-                             source=str(path), field=name)
+            raise InputError.keyed("error.checkpoint.bytes", source=str(path), field=name, held=end - begin,
+                                   shape=shape, needed=count * stored.itemsize)
         if count == 0:
             return np.zeros(shape, dtype=stored)
         return np.memmap(path, dtype=stored, mode="r", offset=8 + length + begin, shape=shape)
@@ -130,14 +129,12 @@ class Checkpoint:
         deeper = sorted({int(m.group(1)) for m in map(_LAYER.search, unused) if m and int(m.group(1)) >= n_layers})
         if deeper:
             first = next(n for n in unused if (m := _LAYER.search(n)) and int(m.group(1)) >= n_layers)
-            raise InputError(f"is not used: {config_source} says {n_layers} layers but the weights hold "
-                             f"{deeper[-1] + 1} or more; config.json and the weights do not belong together",
-                             source=str(self.files[first]), field=first)
-        shown = ", ".join(unused[1:4]) + (f" and {len(unused) - 4} more" if len(unused) > 4 else "")
-        raise InputError(f"is not used by the model {config_source} describes"
-                         + (f" (nor are {shown})" if shown else "")
-                         + ": config.json and the weights disagree (a flag such as attention_bias that the weights "
-                         "contradict, or another architecture)", source=str(self.files[unused[0]]), field=unused[0])
+            raise InputError.keyed("error.checkpoint.deeper", source=str(self.files[first]), field=first,
+                                   config=config_source, layers=n_layers, held=deeper[-1] + 1)
+        shown = ", ".join(unused[1:4])
+        key = "error.checkpoint.unused" + (".more" if len(unused) > 4 else ".others" if shown else "")
+        raise InputError.keyed(key, source=str(self.files[unused[0]]), field=unused[0], config=config_source,
+                               shown=shown, more=len(unused) - 4)
 
     def close(self) -> None:
         self._handles.clear()
@@ -169,25 +166,24 @@ def open_checkpoint(directory: Path) -> Checkpoint:
         data = read_json(index)
         weight_map = data.get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
-            raise InputError("has no \"weight_map\" object naming the shards", source=str(index), field="weight_map")
+            raise InputError.keyed("error.checkpoint.weight_map", source=str(index), field="weight_map")
         files: dict[str, Path] = {}
         checkpoint = Checkpoint(directory, files)
         for name, shard in weight_map.items():
             path = directory / str(shard)
             if Path(str(shard)).name != str(shard) or not is_present(path):
-                raise InputError(f"names the shard {shard!r}, which is not in the directory", source=str(index),
+                raise InputError.keyed("error.checkpoint.shard", shard=repr(shard), source=str(index),
                                  field=name)
             files[name] = path
         for path in sorted(set(files.values())):
             held = set(checkpoint._open(path).keys())
             absent = [name for name, p in files.items() if p == path and name not in held]
             if absent:
-                raise InputError(f"the index puts {absent[0]!r} in this shard, but it is not there", source=str(path))
+                raise InputError.keyed("error.checkpoint.absent", source=str(path), name=repr(absent[0]))
         return checkpoint
     pickled = [p.name for p in directory.glob("*.bin")] + [p.name for p in directory.glob("*.pt")]
-    hint = (f" (found {pickled[0]}: qkv reads safetensors only and never unpickles; convert it, e.g. "
-            "save_pretrained(..., safe_serialization=True))") if pickled else ""
-    raise InputError(f"missing: neither {SINGLE} nor {INDEX}{hint}", source=str(single))
+    raise InputError.keyed("error.checkpoint.pickled" if pickled else "error.checkpoint.no_weights", source=str(single),
+                           single=SINGLE, index=INDEX, found=pickled[0] if pickled else "")
 
 
 # a layer index inside a tensor name: "model.layers.3.", "h.3.", "encoder.layer.3.", "decoder.layers.3."
@@ -203,5 +199,5 @@ def _safe_open(path: Path):
     try:
         return safe_open(str(path), framework="numpy")
     except (SafetensorError, OSError, ValueError, TypeError) as exc:
-        raise InputError(f"not a readable safetensors file ({str(exc).strip() or type(exc).__name__})",
-                         source=str(path)) from None
+        raise InputError.keyed("error.safetensors.unreadable", source=str(path),
+                               reason=str(exc).strip() or type(exc).__name__) from None

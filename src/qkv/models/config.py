@@ -115,15 +115,17 @@ class ConfigReader:
     def __init__(self, data: dict, source: str):
         self.data, self.source = data, source
 
-    def fail(self, key: str, problem: str) -> InputError:
-        return InputError(problem, source=self.source, field=key)
+    def fail(self, key: str, text_key: str, **values) -> InputError:
+        """The refusal of config.json's field ``key``: the text ``text_key`` of `qkv.explain.texts`
+        (said in the reader's language), naming the file and the field."""
+        return InputError.keyed(text_key, source=self.source, field=key, **values)
 
     def integer(self, key: str, default: int | None = None, *, low: int = 1, names: tuple[str, ...] = ()) -> int:
         value = self._first(key, names, default)
         if value is None:
-            raise self.fail(key, f"missing (model_type {self.data.get('model_type')!r} needs it)")
+            raise self.fail(key, "error.config.missing", model_type=repr(self.data.get('model_type')))
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise self.fail(key, f"must be an integer ≥ {low}, got {value!r}")
+            raise self.fail(key, "error.config.integer", low=low, value=repr(value))
         return value
 
     def optional_integer(self, key: str, *, low: int = 0) -> int | None:
@@ -131,7 +133,7 @@ class ConfigReader:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise self.fail(key, f"must be an integer ≥ {low} or null, got {value!r}")
+            raise self.fail(key, "error.config.integer_or_null", low=low, value=repr(value))
         return value
 
     def number(self, key: str, default: float, *, positive: bool = True, high: float | None = None) -> float:
@@ -140,11 +142,11 @@ class ConfigReader:
         value = self.data.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                 or (positive and not value > 0):
-            raise self.fail(key, f"must be a {'positive ' if positive else ''}number, got {value!r}")
+            raise self.fail(key, "error.config.positive" if positive else "error.config.number", value=repr(value))
         if abs(value) > FLOAT32_MAX:
-            raise self.fail(key, f"{value!r} is beyond float32's largest number (3.4e38), where the model computes")
+            raise self.fail(key, "error.config.float32", value=repr(value))
         if high is not None and value > high:
-            raise self.fail(key, f"must be at most {high:g}, got {value!r}")
+            raise self.fail(key, "error.config.at_most", high=f"{high:g}", value=repr(value))
         return float(value)
 
     def optional_number(self, key: str) -> float | None:
@@ -158,8 +160,7 @@ class ConfigReader:
             return ()
         if not isinstance(value, list) or len(value) != n_layers or \
                 any(v not in ("sliding_attention", "full_attention") for v in value):
-            raise self.fail("layer_types", f"must list \"sliding_attention\" or \"full_attention\" for each of the "
-                            f"{n_layers} layers, got {value!r}")
+            raise self.fail("layer_types", "error.config.layer_types", layers=n_layers, value=repr(value))
         return tuple(value)
 
     def flag(self, key: str, default: bool) -> bool:
@@ -167,13 +168,13 @@ class ConfigReader:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self.fail(key, f"must be true or false, got {value!r}")
+            raise self.fail(key, "error.config.flag", value=repr(value))
         return value
 
     def choice(self, key: str, default: str, allowed: dict[str, str]) -> str:
         value = self.data.get(key, default)
         if value not in allowed:
-            raise self.fail(key, f"{value!r} is not supported (one of {', '.join(allowed)})")
+            raise self.fail(key, "error.config.choice", value=repr(value), choices=", ".join(allowed))
         return allowed[value]
 
     def token_ids(self, key: str) -> tuple[int, ...]:
@@ -183,7 +184,7 @@ class ConfigReader:
         values = value if isinstance(value, list) else [value]
         for v in values:
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise self.fail(key, f"must be a token id or a list of them, got {value!r}")
+                raise self.fail(key, "error.config.token_ids", value=repr(value))
         return tuple(values)
 
     def _first(self, key: str, names: tuple[str, ...], default):
@@ -195,9 +196,8 @@ class ConfigReader:
     def check_heads(self, config: DecoderConfig) -> DecoderConfig:
         """Sizes that must agree with each other (GQA divisibility, RoPE's even head width)."""
         if config.n_heads % config.n_kv_heads:
-            raise self.fail("num_key_value_heads", f"{config.n_kv_heads} does not divide num_attention_heads "
-                            f"{config.n_heads} (each key/value head serves a whole group of query heads)")
+            raise self.fail("num_key_value_heads", "error.config.kv_groups", kv=config.n_kv_heads, heads=config.n_heads)
         rotated = config.rotary_dim or config.head_dim
         if config.rope_theta is not None and rotated % 2:
-            raise self.fail("head_dim", f"RoPE would rotate {rotated} columns, an odd number; it rotates pairs")
+            raise self.fail("head_dim", "error.config.rope_odd", columns=rotated)
         return config

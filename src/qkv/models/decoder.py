@@ -20,7 +20,7 @@ import numpy as np
 
 from ..block import MLP, LayerNorm, MoE, RMSNorm, TransformerBlock
 from ..masks import soft_cap
-from ..errors import InputError, plural
+from ..errors import InputError
 from ..mha import KVCache, MultiHeadAttention
 from ..rope import RoPE
 from ..trace import (Recorder, scoped, BIASED_SCORES, K_HEADS, MASK, OUT, Q_HEADS, SCALED_SCORES, SCORES, V_HEADS, WEIGHTS, Trace,
@@ -234,11 +234,9 @@ def check_rope(config: DecoderConfig, source: str) -> None:
         top = freq.astype(np.float32) * np.float32(max(config.max_positions, 1))
     if not (np.isfinite(base).all() and np.isfinite(top).all()):
         scaled = np.isfinite(base).all()
-        raise InputError(f"RoPE's frequencies are not finite in float32 with rope_theta {config.rope_theta!r}"
-                         + (f" and scaling {dict(config.rope_scaling)}" if scaled else "")
-                         + f" (head width {d}): the model would compute NaN; rope_theta must be a moderate positive "
-                         "number (10000 in Llama 2, 500000 in Llama 3)", source=source,
-                         field="rope_scaling" if scaled else "rope_theta")
+        raise InputError.keyed("error.rope.scaled_not_finite" if scaled else "error.rope.not_finite", source=source,
+                               field="rope_scaling" if scaled else "rope_theta", theta=repr(config.rope_theta),
+                               scaling=dict(config.rope_scaling), width=d)
 
 
 @dataclass(frozen=True)
@@ -324,15 +322,15 @@ class CausalLM:
         if ids.ndim != 1 or ids.dtype.kind not in "iu":
             raise ValueError(f"ids must be a 1-D integer array, got shape {ids.shape} dtype {ids.dtype}")
         if ids.size and not 0 <= ids.min() <= ids.max() < self.config.vocab_size:
-            raise InputError(f"token id {int(ids.max() if ids.max() >= self.config.vocab_size else ids.min())} is "
-                             f"outside the vocabulary of {self.config.vocab_size}", field="ids")
+            raise InputError.keyed("error.decoder.token_id", field="ids", vocab_size=self.config.vocab_size,
+                                   id=int(ids.max() if ids.max() >= self.config.vocab_size else ids.min()))
         x = self.arrays.token_embeddings[ids]                                  # (T, D), a fresh array
         if self.config.embed_scale is not None:                                 # Gemma: ·√D, rounded to the dtype
             x *= x.dtype.type(self.config.embed_scale)
         if self.arrays.position_embeddings is not None:
             if start + len(ids) > self.config.max_positions:
-                raise InputError(f"{plural(start + len(ids), 'token')}, but the model has learned positions for "
-                                 f"{self.config.max_positions} (n_positions)", source=self.name)
+                raise InputError.keyed("error.decoder.positions", source=self.name, n=start + len(ids),
+                                       positions=self.config.max_positions)
             offset = self.config.position_offset + start                        # OPT's table starts at row 2
             x += self.arrays.position_embeddings[offset:offset + len(ids)]
         return x
@@ -359,12 +357,11 @@ class CausalLM:
         ids = np.asarray(ids)
         start = 0 if caches is None else caches[0].length
         if dict(self.config.rope_scaling).get("rope_type") == "dynamic" and start + len(ids) > self.config.max_positions:
-            raise InputError(f"{start + len(ids)} tokens: dynamic RoPE scaling changes the frequencies beyond "
-                             f"max_position_embeddings ({self.config.max_positions}), which qkv does not compute",
-                             source=self.name)
+            raise InputError.keyed("error.rope.dynamic", source=self.name, n=start + len(ids),
+                                   positions=self.config.max_positions)
         x = self.embed(ids, start)
         if x.shape[0] == 0:
-            raise InputError("the text has no tokens", source=self.name)
+            raise InputError.keyed("error.text.no_tokens", source=self.name)
         masks = {}
         states = [x] if hidden_states else None
         all_weights = []
@@ -378,7 +375,7 @@ class CausalLM:
                 result = block(x, mask=masks[window], causal=True, cache=None if caches is None else caches[i],
                                return_weights=weights, record=scoped(record, f"layer {i}"))
             x, layer_weights = result if weights else (result, None)
-            check_finite_states(x, where=f"layer {i}'s output", source=str(self.directory), dtype=self.dtype)
+            check_finite_states(x, layer=i, source=str(self.directory), dtype=self.dtype)
             if weights:
                 all_weights.append(layer_weights)
             if hidden_states:
@@ -395,7 +392,7 @@ class CausalLM:
                 logits /= cap
                 np.tanh(logits, out=logits)
                 logits *= cap
-        check_finite_states(logits, where="the logits", source=str(self.directory), dtype=self.dtype, squared=False)
+        check_finite_states(logits, layer=None, source=str(self.directory), dtype=self.dtype, squared=False)
         return Output(logits, states, np.stack(all_weights) if weights else None)
 
     def logits(self, text: str) -> np.ndarray:
@@ -504,15 +501,18 @@ def query_index(tokens: Sequence[str], query: int | str) -> int:
                 return tokens.index(candidate)
         number = as_int(query)
         if number is None:
-            raise InputError(f"{query!r} is not one of the tokens: {' '.join(tokens)}", field="query")
+            raise InputError.keyed("error.query.token", field="query", value=repr(query), tokens=" ".join(tokens))
         query = number
     if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 0 <= query < len(tokens):
-        raise InputError(f"row {query!r} is out of range: the text has {plural(len(tokens), 'token')} (0 … {len(tokens) - 1})",
-                         field="query")
+        raise InputError.keyed("error.query.row", field="query", value=repr(query), n=len(tokens), last=len(tokens) - 1)
     return int(query)
 
 
 def _check_index(name: str, value, count: int) -> int:
+    from ..explain import texts
+
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < count:
-        raise InputError(f"{value!r} is out of range: the model has {count} {name}s (0 … {count - 1})", field=name)
+        raise InputError.keyed("error.index.range", field=name, value=repr(value), count=count, last=count - 1,
+                               by_lang={lang: {"what": texts.text(lang, f"error.index.{name}")} for lang in texts.LANGS},
+                               what=texts.text("en", f"error.index.{name}"))
     return int(value)

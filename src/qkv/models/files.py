@@ -71,14 +71,11 @@ def locate(model: str | Path) -> ModelFiles:
         directory, name = Path(text).expanduser(), text
         if not directory.is_dir():
             known = ", ".join(sorted(PACKAGED))
-            raise InputError(f"unknown model: not one of {known} and not a directory", source=text,
-                             key="error.model.unknown", values={"known": known})
+            raise InputError.keyed("error.model.unknown", source=text, known=known)
     files = ModelFiles(directory, name)
     missing = [f for f in REQUIRED if not is_present(directory / f)]
     if missing:
-        raise InputError(f"missing in the model directory (a model needs config.json, tokenizer.json and "
-                         "model.safetensors or model.safetensors.index.json with its shards)",
-                         source=str(directory / missing[0]))
+        raise InputError.keyed("error.model.files", source=str(directory / missing[0]))
     return files
 
 
@@ -99,7 +96,7 @@ def is_present(path: Path) -> bool:
     except OSError:
         pass
     check_input_file(path, fifo=False)                 # raises, naming the kind
-    raise InputError("is not a regular file", source=str(path))
+    raise InputError.keyed("error.file.not_regular", source=str(path))
 
 
 def _packaged_directory(name: str) -> Path:
@@ -109,11 +106,10 @@ def _packaged_directory(name: str) -> Path:
     try:
         root = importlib.resources.files(package)
     except ModuleNotFoundError:
-        raise InputError(f"the model package is not installed; install it with: pip install {distribution}",
-                         source=name) from None
+        raise InputError.keyed("error.model.package", source=name, distribution=distribution) from None
     directory = Path(str(root / folder))
     if not directory.is_dir():
-        raise InputError(f"the package {distribution} has no {folder}/ directory; reinstall it", source=name)
+        raise InputError.keyed("error.model.package_folder", source=name, distribution=distribution, folder=folder)
     return directory
 
 
@@ -124,8 +120,8 @@ def read_json(path: Path, *, expect: type = dict) -> Any:
 
     data = load_json(read_text(path), source=str(path))
     if not isinstance(data, expect):
-        raise InputError(f"expected a JSON {'object' if expect is dict else 'array'}, got {type(data).__name__}",
-                         source=str(path))
+        raise InputError.keyed("error.json.object" if expect is dict else "error.json.array", source=str(path),
+                               got=type(data).__name__)
     return data
 
 
@@ -137,8 +133,8 @@ def read_tensors(path: Path) -> dict[str, np.ndarray]:
     try:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError, TypeError) as exc:
-        raise InputError(f"not a readable safetensors file ({str(exc).strip() or type(exc).__name__})",
-                         source=str(path)) from None
+        raise InputError.keyed("error.safetensors.unreadable", source=str(path),
+                               reason=str(exc).strip() or type(exc).__name__) from None
 
 
 def check_finite(array: np.ndarray, *, source: str, field: str) -> None:
@@ -156,25 +152,25 @@ def check_finite(array: np.ndarray, *, source: str, field: str) -> None:
         if bad.any():
             where = np.unravel_index(start + int(np.argmax(bad)), array.shape)
             value = flat[start + int(np.argmax(bad))]
-            raise InputError(f"holds a non-finite weight ({value} at index {tuple(int(i) for i in where)}); the "
-                             "file is corrupt", source=source, field=field)
+            raise InputError.keyed("error.weights.not_finite", source=source, field=field, value=value,
+                                   index=tuple(int(i) for i in where))
     # every value finite, only their float64 sum overflowed (float64 weights near 1e308): fine
 
 
-def check_finite_states(x: np.ndarray, *, where: str, source: str, dtype, squared: bool = True) -> None:
-    """InputError when a forward pass produced NaN or ±inf (``where``: "layer 3's output", "the logits").
+def check_finite_states(x: np.ndarray, *, layer: int | None, source: str, dtype, squared: bool = True) -> None:
+    """InputError when a forward pass produced NaN or ±inf (``layer``: whose output x is; None: x is the logits).
 
     The weights were finite when read (`check_finite`), so the model overflows in its own arithmetic
     (a weight of 3e38, a norm of huge activations): its outputs would be meaningless, so nothing
     downstream (tokens, heads, JSON) is made from them. One float64 sum of x (T×D), no temporary.
     squared: x feeds a norm (a layer's output does; the logits do not), which must not overflow either.
     """
-    hint = " (try dtype float64)" if np.dtype(dtype) == np.float32 else ""
+    where = {"where_key": "error.forward.logits" if layer is None else "error.forward.layer", "layer": layer,
+             "dtype": np.dtype(dtype).name, "hint": "error.forward.hint" if np.dtype(dtype) == np.float32 else None}
     with np.errstate(over="ignore", invalid="ignore"):
         finite = math.isfinite(float(np.add.reduce(x.reshape(-1), dtype=np.float64))) or bool(np.isfinite(x).all())
     if not finite:
-        raise InputError(f"the model's forward pass is not finite: {where} holds NaN or ±inf, its arithmetic "
-                         f"overflows {np.dtype(dtype).name}{hint}; the weights are unusable as they are", source=source)
+        raise _not_finite("error.forward.nan", source=source, **where)
     if not squared or not x.size:
         return
     # the next norm sums x² in the model's dtype: a row whose Σx² overflows becomes x/inf = 0 (all-equal logits)
@@ -184,9 +180,19 @@ def check_finite_states(x: np.ndarray, *, where: str, source: str, dtype, square
     rows = np.einsum("...d,...d->...", x, x, dtype=np.float64)
     if np.all(rows <= top):
         return
-    raise InputError(f"the model's forward pass is not finite: {where} reaches {largest:.3g}, whose squares "
-                     f"overflow {np.dtype(dtype).name} in the next norm{hint}; the weights are unusable as they are",
-                     source=source)
+    raise _not_finite("error.forward.squares", source=source, largest=f"{largest:.3g}", **where)
+
+
+def _not_finite(key: str, *, source: str, where_key: str, layer: int | None, hint: str | None, **values) -> InputError:
+    """The forward pass's refusal, each part a text (the layer or the logits, the float64 hint), in every language."""
+    from ..explain.texts import LANGS, text
+
+    error = InputError.keyed(key, source=source, where=text("en", where_key, layer=layer),
+                             hint=text("en", hint) if hint else "", **values)
+    for lang in LANGS:      # the parts in the reader's language too: `say` fills the sentence with them
+        error.values.setdefault("by_lang", {})[lang] = {
+            "where": text(lang, where_key, layer=layer), "hint": text(lang, hint) if hint else ""}
+    return error
 
 
 def check_token_ids(tokenizer, vocab_size: int, *, source: str, config: str = "config.json") -> None:
@@ -197,9 +203,7 @@ def check_token_ids(tokenizer, vocab_size: int, *, source: str, config: str = "c
     added = tokenizer.get_added_tokens_decoder()                       # id → token, the added ones only
     top = max(tokenizer.get_vocab_size(with_added_tokens=False) - 1, max(added, default=-1))
     if top >= vocab_size:
-        raise InputError(f"produces token ids up to {top}, but {config} says vocab_size {vocab_size}: ids ≥ "
-                         f"{vocab_size} have no embedding (the tokenizer and the model do not belong together)",
-                         source=source)
+        raise InputError.keyed("error.tokenizer.vocab", source=source, top=top, config=config, vocab_size=vocab_size)
 
 
 def read_tokenizer(path: Path, max_length: int):
@@ -209,8 +213,8 @@ def read_tokenizer(path: Path, max_length: int):
     try:
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # the Rust side raises plain Exception for any parse problem
-        raise InputError(f"not a readable tokenizer file ({str(exc).strip() or type(exc).__name__})",
-                         source=str(path)) from None
+        raise InputError.keyed("error.tokenizer.unreadable", source=str(path),
+                               reason=str(exc).strip() or type(exc).__name__) from None
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=max_length)
     return tokenizer
@@ -230,7 +234,8 @@ def read_pooling(directory: Path, max_positions: int) -> Pooling:
         value = read_json(sbert).get("max_seq_length", max_positions)
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value:
-                raise InputError(f"must be an integer ≥ 2, got {value!r}", source=str(sbert), field="max_seq_length")
+                raise InputError.keyed("error.config.integer", source=str(sbert), field="max_seq_length", low=2,
+                                       value=repr(value))
             max_seq_length = min(value, max_positions)
     modules_file = directory / "modules.json"
     if not modules_file.is_file():
@@ -241,8 +246,7 @@ def read_pooling(directory: Path, max_positions: int) -> Pooling:
     supported = {"Transformer", "Pooling", "Normalize"}
     for kind, full in zip(kinds, types):
         if kind not in supported:
-            raise InputError(f"module {full!r} is not supported (qkv runs Transformer, Pooling, Normalize)",
-                             source=str(modules_file))
+            raise InputError.keyed("error.sbert.module", source=str(modules_file), module=repr(full))
     modes: tuple[str, ...] = ("mean",)
     if "Pooling" in kinds:
         module = modules[kinds.index("Pooling")]
@@ -256,14 +260,13 @@ def _pooling_modes(config: dict, source: Path) -> tuple[str, ...]:
         named = {"cls": "cls", "max": "max", "mean": "mean", "mean_sqrt_len_tokens": "mean_sqrt_len"}
         mode = str(config["pooling_mode"])
         if mode not in named:
-            raise InputError(f"pooling mode {mode!r} is not supported", source=str(source), field="pooling_mode")
+            raise InputError.keyed("error.sbert.pooling", source=str(source), field="pooling_mode", mode=repr(mode))
         return (named[mode],)
     for key in ("pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"):
         if config.get(key):
-            raise InputError("this pooling mode is not supported (qkv pools with cls, max, mean, mean_sqrt_len)",
-                             source=str(source), field=key)
+            raise InputError.keyed("error.sbert.pooling_kind", source=str(source), field=key)
     if config.get("include_prompt") is False:
-        raise InputError("include_prompt=false is not supported", source=str(source), field="include_prompt")
+        raise InputError.keyed("error.sbert.include_prompt", source=str(source), field="include_prompt")
     order = (("pooling_mode_cls_token", "cls"), ("pooling_mode_max_tokens", "max"),
              ("pooling_mode_mean_tokens", "mean"), ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"))
     modes = tuple(mode for key, mode in order if config.get(key))

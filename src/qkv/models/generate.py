@@ -103,9 +103,8 @@ def choose(logits: np.ndarray, *, sample: bool, temperature: float, top_k: int |
     with np.errstate(over="ignore"):
         scores = scores / np.float32(temperature)
     if not np.isfinite(scores).all():
-        raise InputError(f"{temperature!r} is too small for these logits: logits / temperature overflow float32 "
-                         f"(the largest |logit| is {float(np.max(np.abs(logits))):.4g}; the division is in float32, as "
-                         "transformers makes it); greedy decoding is the limit of temperature → 0", field="temperature")
+        raise InputError.keyed("error.generate.overflow", field="temperature", value=repr(temperature),
+                               largest=f"{float(np.max(np.abs(logits))):.4g}")
     if top_k is not None and top_k < scores.shape[-1]:
         kth = np.partition(scores, -top_k)[-top_k]
         scores = np.where(scores < kth, np.float32(-np.inf), scores)
@@ -135,27 +134,25 @@ def generate(model, prompt: str | np.ndarray, max_new_tokens: int = 20, *, sampl
     temperature=…, top_k=top_k or 0, top_p=top_p or 1.0)`` after ``torch.manual_seed(seed)``.
     """
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise InputError(f"must be a positive integer, got {max_new_tokens!r}", field="max_new_tokens")
+        raise InputError.keyed("error.arg.positive_int", field="max_new_tokens", value=repr(max_new_tokens))
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0 \
             or not np.isfinite(temperature):
-        raise InputError(f"must be a positive number, got {temperature!r}", field="temperature")
+        raise InputError.keyed("error.config.positive", field="temperature", value=repr(temperature))
     if sample and not np.float32(temperature) > 0:
-        raise InputError(f"{temperature!r} is 0 in float32, the precision the logits are divided in (as transformers "
-                         "divides them); greedy decoding (no sampling) is the limit of temperature → 0",
-                         field="temperature")
+        raise InputError.keyed("error.generate.zero", field="temperature", value=repr(temperature))
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise InputError(f"must be a positive integer or None, got {top_k!r}", field="top_k")
+        raise InputError.keyed("error.arg.positive_int_or_none", field="top_k", value=repr(top_k))
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
-        raise InputError(f"must be a number in (0, 1] or None, got {top_p!r}", field="top_p")
+        raise InputError.keyed("error.arg.unit_or_none", field="top_p", value=repr(top_p))
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise InputError(f"must be a non-negative integer or None, got {seed!r}", field="seed")
+        raise InputError.keyed("error.arg.natural_or_none", field="seed", value=repr(seed))
     prompt_ids = model.token_ids(prompt) if isinstance(prompt, str) else np.asarray(prompt, dtype=np.int64)
     if prompt_ids.ndim != 1 or prompt_ids.size == 0:
-        raise InputError("the prompt has no tokens (the model needs at least one to continue from)", field="prompt")
+        raise InputError.keyed("error.generate.empty", field="prompt")
     limit = model.config.max_positions
     if model.arrays.position_embeddings is not None and len(prompt_ids) + max_new_tokens > limit:
-        raise InputError(f"{len(prompt_ids)} prompt tokens + {max_new_tokens} new ones exceed the {limit} positions the "
-                         "model has learned (n_positions)", field="max_new_tokens")
+        raise InputError.keyed("error.generate.positions", field="max_new_tokens", prompt=len(prompt_ids),
+                               new=max_new_tokens, limit=limit)
     draws = _Noise(seed, _noise_source(noise)) if sample else None
     stop = set(model.config.eos_token_ids) if stop_at_eos else set()
     caches = model.new_caches()

@@ -28,11 +28,11 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     """A GPT-2 config.json (model_type "gpt2") as a DecoderConfig; InputError naming any unusable field."""
     read = ConfigReader(data, source)
     if read.flag("add_cross_attention", False):
-        raise read.fail("add_cross_attention", "true is not supported (GPT-2 as the decoder of an encoder-decoder)")
+        raise read.fail("add_cross_attention", "error.gpt2.cross")
     d = read.integer("n_embd", names=("hidden_size",))
     h = read.integer("n_head", names=("num_attention_heads",))
     if d % h:
-        raise read.fail("n_head", f"n_embd {d} does not split into {h} heads")
+        raise read.fail("n_head", "error.config.split", width_key="n_embd", width=d, heads=h)
     inner = data.get("n_inner")
     return read.check_heads(DecoderConfig(
         model_type="gpt2", vocab_size=read.integer("vocab_size"), hidden_size=d,

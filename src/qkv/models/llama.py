@@ -42,14 +42,14 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     model_type = data["model_type"]
     gemma = model_type in GEMMA
     if data.get("use_bidirectional_attention"):
-        raise read.fail("use_bidirectional_attention", f"{data['use_bidirectional_attention']!r} is not supported "
-                        "(an encoder-style Gemma without the causal mask; qkv runs these families as causal decoders)")
+        raise read.fail("use_bidirectional_attention", "error.llama.bidirectional",
+                        value=repr(data['use_bidirectional_attention']))
     act_key = "hidden_activation" if gemma and data.get("hidden_activation") is not None else "hidden_act"
     activation = read.choice(act_key, "gelu_pytorch_tanh" if gemma else "silu", GATED_ACTIVATIONS)
     d = read.integer("hidden_size")
     h = read.integer("num_attention_heads")
     if data.get("head_dim") is None and d % h:
-        raise read.fail("num_attention_heads", f"hidden_size {d} does not split into {h} heads (and no head_dim)")
+        raise read.fail("num_attention_heads", "error.config.split_no_head_dim", width=d, heads=h)
     head_dim = read.integer("head_dim", d // h)
     n_layers = read.integer("num_hidden_layers")
     theta, scaling, partial = _rope(read, model_type)
@@ -81,12 +81,12 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     if partial != 1.0:
         rotary = int(head_dim * partial)
         if not 2 <= rotary <= head_dim:
-            raise read.fail("partial_rotary_factor", f"{partial} of head width {head_dim} rotates {rotary} columns")
+            raise read.fail("partial_rotary_factor", "error.config.partial", partial=partial, width=head_dim, rotary=rotary)
     experts = top_k = 0
     if model_type == "mixtral":
         experts, top_k = read.integer("num_local_experts"), read.integer("num_experts_per_tok")
         if top_k > experts:
-            raise read.fail("num_experts_per_tok", f"{top_k} exceeds num_local_experts {experts}")
+            raise read.fail("num_experts_per_tok", "error.config.experts", top_k=top_k, experts=experts)
     softcap = read.optional_number("attn_logit_softcapping") if model_type in ("gemma2", "gemma3_text") else None
     final_softcap = read.optional_number("final_logit_softcapping") if model_type in ("gemma2", "gemma3_text") else None
     scalar = read.number("query_pre_attn_scalar", head_dim) if model_type in ("gemma2", "gemma3_text") else None
@@ -118,12 +118,12 @@ def _local_theta(read: ConfigReader) -> float:
     if isinstance(parameters, dict) and isinstance(parameters.get("sliding_attention"), dict):
         local = parameters["sliding_attention"]
         if local.get("rope_type", "default") != "default":
-            raise read.fail("rope_parameters", "a scaled RoPE on sliding layers is not supported")
+            raise read.fail("rope_parameters", "error.rope.sliding_scaled")
         value = local.get("rope_theta", 10000.0)
     else:
         value = read.data.get("rope_local_base_freq", 10000.0)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not value > 0:
-        raise read.fail("rope_local_base_freq", f"must be a finite positive number, got {value!r}")
+        raise read.fail("rope_local_base_freq", "error.config.finite_positive", value=repr(value))
     return float(value)
 
 
@@ -148,33 +148,33 @@ def _rope(read: ConfigReader, model_type: str = "llama") -> tuple[float, tuple, 
     else:
         key, scaling = "rope_scaling", read.data.get("rope_scaling") or {}
         if not isinstance(scaling, dict):
-            raise read.fail(key, f"must be an object or null, got {scaling!r}")
+            raise read.fail(key, "error.config.object_or_null", value=repr(scaling))
         theta = read.data.get("rope_theta", 10000.0)
     kind = scaling.get("rope_type", scaling.get("type", "default"))
     if kind not in ROPE_TYPES:
-        raise read.fail(key, f"rope_type {kind!r} is not supported (one of {', '.join(ROPE_TYPES)})")
+        raise read.fail(key, "error.rope.type", kind=repr(kind), choices=", ".join(ROPE_TYPES))
     partial = scaling.get("partial_rotary_factor", read.data.get("partial_rotary_factor", 1.0))
     if isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
-        raise read.fail(key, f"partial_rotary_factor must be a number in (0, 1], got {partial!r}")
+        raise read.fail(key, "error.rope.partial", value=repr(partial))
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not math.isfinite(theta) or not theta > 0:
-        raise read.fail("rope_theta", f"must be a finite positive number, got {theta!r}")
+        raise read.fail("rope_theta", "error.config.finite_positive", value=repr(theta))
     values = [("rope_type", kind)] if kind != "default" else []
     for name in ROPE_TYPES[kind]:
         value = scaling.get(name, read.data.get(name) if name == "original_max_position_embeddings" else None)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not value > 0:
-            raise read.fail(key, f"{name} must be a finite positive number for rope_type {kind!r}, got {value!r}")
+            raise read.fail(key, "error.rope.factor", name=name, kind=repr(kind), value=repr(value))
         values.append((name, float(value)))
     for name in ROPE_OPTIONAL.get(kind, ()):
         value = scaling.get(name)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not value > 0:
-            raise read.fail(key, f"{name} must be a finite positive number for rope_type {kind!r}, got {value!r}")
+            raise read.fail(key, "error.rope.factor", name=name, kind=repr(kind), value=repr(value))
         values.append((name, float(value)))
     if kind == "yarn" and scaling.get("truncate", True) is not True:
-        raise read.fail(key, "yarn with truncate false is not supported")
+        raise read.fail(key, "error.rope.yarn_truncate")
     if kind == "llama3" and not scaling["high_freq_factor"] > scaling["low_freq_factor"]:
-        raise read.fail(key, "high_freq_factor must exceed low_freq_factor (llama3)")
+        raise read.fail(key, "error.rope.llama3_factors")
     return float(theta), tuple(sorted(values)), float(partial)
 
 

@@ -29,7 +29,7 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     d = read.integer("hidden_size")
     h = read.integer("num_attention_heads")
     if d % h:
-        raise read.fail("num_attention_heads", f"hidden_size {d} does not split into {h} heads")
+        raise read.fail("num_attention_heads", "error.config.split", width_key="hidden_size", width=d, heads=h)
     common = dict(model_type=model_type, vocab_size=read.integer("vocab_size"), hidden_size=d,
                   n_layers=read.integer("num_hidden_layers"), n_heads=h, head_dim=d // h, norm="layernorm",
                   bos_token_id=read.optional_integer("bos_token_id"), eos_token_ids=read.token_ids("eos_token_id"),
@@ -50,7 +50,7 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     if model_type == "phi":
         theta, scaling, partial = _rope(read, model_type)
         if read.flag("qk_layernorm", False):
-            raise read.fail("qk_layernorm", "true is not supported (Phi's per-head LayerNorms on q and k)")
+            raise read.fail("qk_layernorm", "error.phi.qk_layernorm")
         g = read.integer("num_key_value_heads", h)
         return read.check_heads(DecoderConfig(
             **{**common, "n_kv_heads": g}, intermediate_size=read.integer("intermediate_size"),
@@ -60,10 +60,9 @@ def read_config(data: dict, source: str) -> DecoderConfig:
             tie_embeddings=read.flag("tie_word_embeddings", False), parallel=True, shared_norm=True, lm_head_bias=True))
     # opt
     if read.integer("word_embed_proj_dim", d) != d:
-        raise read.fail("word_embed_proj_dim", f"{data['word_embed_proj_dim']} ≠ hidden_size {d} is not supported "
-                        "(OPT-350m's project_in/project_out)")
+        raise read.fail("word_embed_proj_dim", "error.opt.project", value=data['word_embed_proj_dim'], width=d)
     if not read.flag("layer_norm_elementwise_affine", True):
-        raise read.fail("layer_norm_elementwise_affine", "false is not supported (LayerNorms without weights)")
+        raise read.fail("layer_norm_elementwise_affine", "error.opt.affine")
     pre = read.flag("do_layer_norm_before", True)
     bias = read.flag("enable_bias", True)
     return read.check_heads(DecoderConfig(
@@ -80,7 +79,7 @@ def _rotary(read: ConfigReader, head_dim: int, partial: float) -> int | None:
         return None
     rotary = int(head_dim * partial)
     if rotary < 2:
-        raise read.fail("partial_rotary_factor", f"{partial} of head width {head_dim} rotates {rotary} columns")
+        raise read.fail("partial_rotary_factor", "error.config.partial", partial=partial, width=head_dim, rotary=rotary)
     return rotary
 
 

@@ -620,6 +620,7 @@
     ready.then(function (t) {
       var panel = el("div", "qkv-panel qkv-translation");
       panel.appendChild(el("h2", "qkv-translated", t.source.join(" ") + " → " + t.target.join(" ")));
+      panel.appendChild(sureness(t));
       if (state.view === "head" && state.layer !== null && state.head !== null) {
         ui.translateBody.appendChild(panel);
         return drawCrossHead(t);
@@ -631,6 +632,28 @@
       panel.appendChild(V.legend({ masked: false, label: W("legend") }));
       ui.translateBody.appendChild(panel);
     }, function (err) { say(ui.translateError, err.message); }).then(end, end);
+  }
+
+  // How sure the model was, worded as `qkv translate` prints it (texts.py cli.translate.*): each chosen
+  // token's probability, the end's (or that no end came), the sentence's; below t.unsure_below the least
+  // likely choice is named (index = number of words: the end).
+  function TW(key, values) {
+    var table = data.words.translate[state.lang] || data.words.translate.en;
+    return V.fill(table[key] !== undefined ? table[key] : key, values || {});
+  }
+  function sureness(t) {
+    var box = el("div", "qkv-sureness");
+    var shown = t.target.map(function (w, i) { return w + "\u00a0" + t.probabilities[i].toFixed(3); });  // a word and its number stay on one line
+    shown.push(t.end_probability === null ? TW("no_end", { limit: t.target.length })
+      : TW("end", { p: t.end_probability.toFixed(3) }));
+    box.appendChild(el("p", "qkv-probs", TW("probabilities",
+      { tokens: shown.join(" · "), total: t.sequence_probability.toFixed(3) })));
+    if (t.sequence_probability < t.unsure_below) {
+      var low = t.least_likely;
+      box.appendChild(el("p", "qkv-unsure", TW("unsure",
+        { word: low.token === null ? TW("end_word") : low.token, p: low.probability.toFixed(3) })));
+    }
+    return box;
   }
 
   function drawCrossHead(t) {

@@ -294,14 +294,14 @@ def _digits(request: Request) -> int | None:
     try:
         return frontdoor.check_digits(digits, field="digits")
     except InputError as exc:
-        raise ApiError(400, str(exc)) from None
+        raise ApiError(400, exc.say(_lang_said(request))) from None
 
 
 def _query(request: Request) -> int | str | None:
     """query= is a token (its first occurrence) or a row index, as `qkv inspect --query` takes it."""
     value = request.query_params.get("query")
     if value is not None and len(value) > 200:
-        raise ApiError(400, f"query: {len(value)} characters; a query is one token or a row index")
+        raise ApiError(400, f"query: {_say(_lang_said(request), 'error.query_long', n=len(value))}")
     return None if value in (None, "") else value
 
 
@@ -325,7 +325,7 @@ def _steps_filter(trace: Trace, request: Request) -> Trace:
     unknown = [n for n in names if n not in trace and not n.endswith("?")]      # "name?": only if recorded
     names = [n.removesuffix("?") for n in names]
     if unknown:
-        raise ApiError(400, f"steps: no step named {unknown[0]!r}; steps: {', '.join(trace.names())}")
+        raise ApiError(400, f"steps: {_say(_lang_said(request), 'error.no_step', name=repr(unknown[0]), steps=', '.join(trace.names()))}")
     return Trace(trace.title, trace.meta, [s for s in trace.steps if s.name in names])
 
 
@@ -587,18 +587,29 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         translator.source_ids(text)      # the translator's own checks (InputError, said in the page's language)
         to = request.query_params.get("to", "ko")
         if to not in TRANSLATOR_LANGS:
-            raise ApiError(400, f"to: {to!r}: expected one of {', '.join(TRANSLATOR_LANGS)}")
+            raise ApiError(400, frontdoor.not_one_of(to, TRANSLATOR_LANGS, field="to", lang=lang).say(lang))
         return text, to, lambda: cache.get(("translation", text, to), lambda: translator.translate(text, to))
 
     async def api_translate(request: Request) -> Response:
         _, to, make = translation(request)
 
         def compute() -> dict:
+            from ..translator.model import UNSURE
+
             result = make()
             levels = np.rint(np.clip(result.cross_weights, 0.0, 1.0) * 255).astype(np.uint8)   # (L, H, T, S)
+            least, lowest = result.least_likely
             return {"source": list(result.source), "target": list(result.target), "to": to,
                     "shape": list(levels.shape), "weights": base64.b64encode(levels.tobytes()).decode("ascii"),
-                    "scale": 255}
+                    "scale": 255,
+                    # how sure the model was (as `qkv translate` prints it): each chosen token's probability,
+                    # the end's (None: no </s> within max_len words), the sentence's; below UNSURE the least
+                    # likely choice is named (index len(target): the end)
+                    "probabilities": [float(p) for p in result.probabilities],
+                    "end_probability": None if result.end_probability is None else float(result.end_probability),
+                    "sequence_probability": float(result.sequence_probability), "unsure_below": UNSURE,
+                    "least_likely": {"index": least, "probability": lowest,
+                                     "token": result.target[least] if least < len(result.target) else None}}
 
         return _json(await gate().run(compute, lang=_lang_said(request)))
 
@@ -669,7 +680,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
                     for lang in LANGS}
 
         # the page's own words, and the shared views' (qkv/explain/views.js reads the page.* words)
-        return _json({"page": words("serve.ui."), "views": words("page.")})
+        return _json({"page": words("serve.ui."), "views": words("page."), "translate": words("cli.translate.")})
 
     async def api_tokens(request: Request) -> Response:
         model, text = entry(request), _text(request)
@@ -795,8 +806,8 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
                 if not is_saved_trace(doc):
                     raise
                 # as `qkv explain` says it: a saved trace is data from a file, so this is bad input
-                raise InputError(f"the saved trace's steps do not fit together ({type(exc).__name__}: "
-                                 f"{' '.join(str(exc).split())[:80]})", source=filename, field="trace") from None
+                raise InputError.keyed("error.trace.misfit", source=filename, field="trace",
+                                       reason=f"{type(exc).__name__}: {' '.join(str(exc).split())[:80]}") from None
 
         return _json(await gate().run(compute, lang=_lang_said(request)))
 
@@ -952,7 +963,9 @@ class _SameOrigin:
         media = headers.get("content-type", "").split(";")[0].strip().lower()
         path = scope.get("path", "")
         if path in JSON_ROUTES and media != "application/json":
-            return _say(lang, "error.content_type", got=json.dumps(media or "(none)"), wanted="application/json")
+            if not media:
+                return _say(lang, "error.content_type.none", wanted="application/json")
+            return _say(lang, "error.content_type", got=json.dumps(media), wanted="application/json")
         if media in SIMPLE_TYPES:
             return _say(lang, "error.content_type", got=json.dumps(media),
                         wanted="application/octet-stream" if path == "/api/upload" else "application/json")

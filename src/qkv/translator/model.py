@@ -44,6 +44,10 @@ DEFAULT_CHECKPOINT = Path(__file__).with_name("translator.safetensors")
 FORMAT = "qkv-translator/1"
 
 
+UNSURE = 0.5
+"""Below this probability of the whole translation, the command line and serve name its least likely token."""
+
+
 @dataclass(frozen=True)
 class Config:
     """Sizes and vocabularies. D = d_model, H = n_heads, F = d_ff; max_len bounds source and target."""
@@ -161,6 +165,19 @@ class Translation(NamedTuple):
         </s> included when the decoding ended with it."""
         p = float(np.prod(self.probabilities)) if self.probabilities is not None else float("nan")
         return p * (1.0 if self.end_probability is None else self.end_probability)
+
+    @property
+    def least_likely(self) -> tuple[int, float]:
+        """The least likely choice, ``(t, p)``: t indexes ``target``, or is ``len(target)`` for the end
+        (</s>), which is named only when strictly less likely than every word (ties: the first word).
+        With no word and no end: ``(0, 1.0)``. The command line and serve name it below `UNSURE`."""
+        t, p = 0, 1.0
+        if self.probabilities is not None and len(self.target):
+            t = int(np.argmin(self.probabilities))
+            p = float(self.probabilities[t])
+        if self.end_probability is not None and self.end_probability < p:
+            t, p = len(self.target), float(self.end_probability)
+        return t, p
 
 
 class Translator:
