@@ -112,8 +112,8 @@ class TrainCase:
 TRAINING = ("each implementation in its own process (a fresh interpreter: no thread pool, "
             "allocator or page cache state shared with the other), processes alternating qkv, SDPA, flex, then "
             "the order reversed; each process builds its inputs, takes one untimed step and times the next; "
-            "medians over all timed steps; peak memory = the process's resident high-water mark above what it "
-            "held once its inputs (and SDPA's dense mask) existed")
+            "medians over all timed steps; peak memory = the process's resident high-water mark, over all its steps, "
+            "above what it held once its inputs (and SDPA's dense mask) existed")
 
 
 @dataclass(frozen=True)
@@ -482,7 +482,8 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
 # --------------------------------------------------------------------------- training steps (torch)
 def _train_worker(kind: str, impl: str, t: int, heads: int, width: int, window: int, steps: int) -> dict:
     """In its own process: one implementation's training steps. Returns {"times": [s, …],
-    "peak_above_inputs_mib", "threads"} or {"error": "…"} (e.g. flex_attention's backward on the CPU)."""
+    "peak_above_inputs_mib" (the resident high-water mark above the RSS once the inputs existed, the
+    untimed first step included), "threads"} or {"error": "…"} (e.g. flex_attention's backward on the CPU)."""
     import torch
     import torch.nn.functional as F
 
@@ -515,12 +516,21 @@ def _train_worker(kind: str, impl: str, t: int, heads: int, width: int, window: 
         for x in (q, k, v):
             x.grad = None
 
-    try:
-        step()                                   # untimed: compiles, analyses the mask, warms the pools
-    except Exception as exc:   # noqa: BLE001 — reported in the row (flex: "does not support backward on CPU")
-        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"}
-    times = []
-    peak = _rss_peak(lambda: [times.append(_timed(step)) for _ in range(steps)])
+    times, failed = [], []
+
+    def run():
+        try:
+            step()                               # untimed: compiles, analyses the mask, warms the pools
+        except Exception as exc:   # noqa: BLE001 — reported in the row (flex: "does not support backward on CPU")
+            failed.append(f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}")
+            return
+        times.extend(_timed(step) for _ in range(steps))
+
+    # the high-water mark from the inputs on, the untimed first step included (its one-time buffers
+    # and the mask's analysis are part of what a training step needs)
+    peak = _rss_peak(run)
+    if failed:
+        return {"error": failed[0]}
     return {"times": times, "peak_above_inputs_mib": peak, "threads": torch.get_num_threads()}
 
 
@@ -551,8 +561,8 @@ def _spawn_worker(args: tuple, timeout: float) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say=None,
-                     timeout: float = 3600) -> list[Row]:
+def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say=None, timeout: float = 3600,
+                     no_flex: str = "not run with --quick (compiling takes ~15 s)") -> list[Row]:
     """Rows for one TrainCase: qkv, torch SDPA and (flex=True) compiled flex_attention, each side in its
     own processes, alternating (see TRAINING). seconds: median step time; vs_torch (qkv): SDPA's median /
     qkv's; qkv_speedup (peers): the peer's median / qkv's; peak_mib: the largest peak above the inputs."""
@@ -568,7 +578,7 @@ def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say
             row.skipped = "torch not installed"
         return list(rows.values())
     if not flex:
-        rows["flex"].skipped = "not run with --quick (compiling takes ~15 s)"
+        rows["flex"].skipped = no_flex
     live = [key for key in impls if not rows[key].skipped]
     peaks: dict = {key: [] for key in impls}
     for round_ in range(max(case.rounds, case.peer_rounds or case.rounds)):
