@@ -15,7 +15,8 @@ from qkv.bench import Plan, attention_flops, naive_attention, plain_attention, r
 from qkv.cli import main
 
 ROW_FIELDS = {"case", "impl", "batch", "heads", "t", "width", "causal", "seconds", "gflops", "vs_torch",
-              "vs_gemm", "peak_mib", "memory_method", "skipped", "times", "qkv_speedup", "pair", "mask"}
+              "vs_gemm", "peak_mib", "memory_method", "skipped", "times", "qkv_speedup", "pair", "mask", "vs_flex",
+              "vs_catalogue"}
 
 
 def positive(x):
@@ -30,7 +31,8 @@ def quick_json(tmp_path_factory):
 
 
 def test_quick_bench_json_fields(quick_json):
-    assert set(quick_json) >= {"machine", "rows", "memory", "decode", "notes", "memory_inputs_mib", "masked", "timing"}
+    assert set(quick_json) >= {"machine", "rows", "memory", "decode", "notes", "memory_inputs_mib", "masked", "timing",
+                               "training", "training_timing"}
     assert positive(quick_json["machine"]["gemm_gflops"])
     impls = {row["impl"] for row in quick_json["rows"]}
     assert impls == {"qkv blocked", "plain reference", "naive numpy", "torch sdpa"}
@@ -55,13 +57,67 @@ def test_quick_bench_json_fields(quick_json):
         assert set(row) == ROW_FIELDS
         if impl.startswith("torch flex_attention"):
             assert "--quick" in row["skipped"]   # compiling is left to the full run
+        elif impl == "qkv blocked (user lambda)":
+            # the same window as a plain function, timed in a pair with the catalogue's sliding_window
+            assert mask == "sliding window W=16" and row["pair"] == "qkv blocked (mask_mod)"
+            assert positive(row["seconds"]) and positive(row["vs_catalogue"]) and positive(row["peak_mib"])
+            assert row["vs_flex"] is None        # flex is not compiled with --quick
         elif impl.startswith("qkv"):
             assert positive(row["seconds"]) and positive(row["peak_mib"]) and positive(row["vs_torch"])
         else:
             assert positive(row["seconds"]) and positive(row["qkv_speedup"]) and row["pair"].startswith("qkv")
+    assert ("sliding window W=16", "qkv blocked (user lambda)") in masked
     decode = quick_json["decode"]
     for key in ("ms_per_token_with_cache", "ms_per_token_without_cache", "speedup"):
         assert positive(decode[key])
+
+
+def test_quick_bench_training_rows(quick_json):
+    """Forward + backward on torch tensors: qkv and SDPA per case, each in its own processes; flex's
+    row says why it was not run (--quick: not compiled)."""
+    training = {(row["mask"], row["impl"]): row for row in quick_json["training"]}
+    assert set(training) == {(mask, impl) for mask in ("causal", "sliding window W=16 (user lambda)")
+                             for impl in ("qkv.attention (C forward + backward)",
+                                          "torch sdpa (is_causal)" if mask == "causal" else "torch sdpa (dense mask)",
+                                          "torch flex_attention (compiled)")}
+    for (mask, impl), row in training.items():
+        assert set(row) == ROW_FIELDS and row["case"] == "training"
+        assert row["causal"] == (mask == "causal") and row["width"] == 64
+        if impl.startswith("torch flex"):
+            assert "--quick" in row["skipped"] and row["seconds"] is None
+            continue
+        assert row["skipped"] is None and positive(row["seconds"]) and all(positive(t) for t in row["times"])
+        assert row["memory_method"] == "rss-hwm (own process)"
+        assert math.isfinite(row["peak_mib"]) and row["peak_mib"] >= 0
+        if impl.startswith("qkv"):
+            assert positive(row["vs_torch"]) and row["pair"] is None
+        else:
+            assert positive(row["qkv_speedup"]) and row["vs_torch"] == 1.0
+            assert row["pair"] == "qkv.attention (C forward + backward)"
+
+
+def test_window_lambda_is_the_catalogue_window():
+    """The user lambda and masks.sliding_window(W) allow the same keys: the W keys before each query
+    and itself (built here from np.tri)."""
+    from qkv import masks
+    from qkv.bench import window_lambda
+
+    t, w = 40, 7
+    q_idx, kv_idx = np.arange(t)[:, None], np.arange(t)[None, :]
+    expected = np.tri(t, dtype=bool) & ~np.tri(t, k=-w - 1, dtype=bool)
+    np.testing.assert_array_equal(window_lambda(w)(0, 0, q_idx, kv_idx), expected)
+    np.testing.assert_array_equal(masks.sliding_window(w)(0, 0, q_idx, kv_idx), expected)
+
+
+def test_a_failing_training_worker_is_a_skipped_row():
+    """A worker that raises (here: a negative length) marks its row skipped with the worker's last
+    line; the other rows are still reported, nothing is raised."""
+    from qkv.bench import TrainCase, measure_training
+
+    rows = measure_training(TrainCase("causal", -1, 1, rounds=1, steps=1), 8, flex=False, timeout=120)
+    for row in rows:
+        assert row.skipped and row.seconds is None and row.times == []
+    assert "status" in rows[0].skipped and "Error" in rows[0].skipped
 
 
 def test_quick_bench_prints_a_table(capsys, tmp_path):
@@ -105,12 +161,36 @@ def test_markdown_from_a_saved_result(quick_json, tmp_path, capsys):
     result = quick_json
     table = out.read_text(encoding="utf-8")
     rows = [line for line in table.splitlines() if line.startswith("| ") and "implementation" not in line]
-    assert len(rows) == len(result["rows"]) + len(result["memory"]) + len(result["masked"])
+    assert len(rows) == len(result["rows"]) + len(result["memory"]) + len(result["masked"]) + len(result["training"])
     assert result["timing"] in table
     first = result["rows"][0]
     assert f"| {first['heads']} | {first['t']} |" in rows[0]
     assert f"{first['seconds'] * 1e3:.1f}" in rows[0] and f"{first['vs_torch']:.2f}" in rows[0]
     assert f"{result['decode']['speedup']:.0f}× faster" in table
+    ours = next(row for row in result["training"] if row["mask"] == "causal" and row["impl"].startswith("qkv"))
+    assert any(line.startswith("| causal |") and f"{ours['seconds'] * 1e3:.1f}" in line and f"{ours['vs_torch']:.2f}"
+               in line for line in rows)
+    lam = next(row for row in result["masked"] if row["impl"] == "qkv blocked (user lambda)")
+    assert any("user lambda" in line and f"{lam['vs_catalogue']:.2f}" in line for line in rows)
+
+
+def test_from_json_reads_results_saved_before_the_training_rows(quick_json, tmp_path):
+    """An older result (no masked or training tables, no vs_flex / vs_catalogue fields) still prints
+    and converts."""
+    import copy
+
+    old = copy.deepcopy(quick_json)
+    for key in ("masked", "training", "training_timing"):
+        del old[key]
+    for row in old["rows"] + old["memory"]:
+        del row["vs_flex"], row["vs_catalogue"]
+    saved, out = tmp_path / "old.json", tmp_path / "old.md"
+    saved.write_text(json.dumps(old))
+    assert main(["bench", "--from-json", str(saved), "--markdown", str(out)]) == 0
+    table = out.read_text(encoding="utf-8")
+    assert "Training steps" not in table and "| mask |" not in table
+    assert len([line for line in table.splitlines() if line.startswith("| ") and "implementation" not in line]) \
+        == len(old["rows"]) + len(old["memory"])
 
 
 def test_from_json_refuses_other_files(tmp_path, capsys):
@@ -191,7 +271,7 @@ def _mutations(result: dict):
 
     def places():
         yield ("machine",), {**command._MACHINE}
-        for table in ("rows", "memory", "masked"):
+        for table in ("rows", "memory", "masked", "training"):
             for n in range(len(result[table])):
                 yield (table, n), {**command._ROW}
         yield ("decode",), {**command._DECODE}

@@ -41,7 +41,8 @@ import numpy as np
 
 from .kernels import blocked_attention
 
-__all__ = ["Row", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "PAIRING"]
+__all__ = ["Row", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "TrainCase", "PAIRING", "TRAINING",
+           "measure_training", "window_lambda"]
 
 PAIRING = ("each peer timed in a pair with qkv alone: a 0.3 s pause (OpenBLAS's threads spin after a "
            "multi-threaded product), one warm-up call each, then qkv and the peer "
@@ -71,10 +72,48 @@ class MaskCase:
     heads: int
     repeats: int = 5
     dense_repeats: int = 3   # the dense-mask SDPA run is slow at long T
+    user_lambda: bool = False   # window only: also the same window written as a plain function (a lambda)
 
     @property
     def name(self) -> str:
         return f"sliding window W={self.param}" if self.kind == "window" else f"{self.param} documents"
+
+
+def window_lambda(width: int):
+    """The sliding window as a user would write it for flex_attention: each query sees itself and the
+    `width` keys before it (the same mask as qkv.masks.sliding_window(width)), a plain function that
+    qkv knows nothing about in advance."""
+    return lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx <= width)
+
+
+@dataclass(frozen=True)
+class TrainCase:
+    """A training step on torch tensors (float32, B = 1, D = 64): loss = Σ out·dout, backward to q, k, v.
+
+    kind "causal": qkv.attention(causal=True) vs SDPA(is_causal=True) vs compiled flex_attention with a
+    causal block mask; kind "window": the window of `window` keys written as a user lambda
+    (`window_lambda`) vs SDPA with the same window as a dense boolean (T, T) mask vs compiled
+    flex_attention with the lambda's block mask. Each side runs in its own process (see TRAINING)."""
+
+    kind: str              # "causal" | "window"
+    t: int
+    heads: int
+    window: int = 256
+    rounds: int = 3        # processes per implementation, alternating
+    steps: int = 3         # timed steps per process (after one untimed)
+    peer_rounds: int | None = None   # fewer for a slow peer (SDPA with a dense 16k² mask: ~30 s a step)
+    peer_steps: int | None = None
+
+    @property
+    def name(self) -> str:
+        return "causal" if self.kind == "causal" else f"sliding window W={self.window} (user lambda)"
+
+
+TRAINING = ("each implementation in its own process (a fresh interpreter: no thread pool, "
+            "allocator or page cache state shared with the other), processes alternating qkv, SDPA, flex, then "
+            "the order reversed; each process builds its inputs, takes one untimed step and times the next; "
+            "medians over all timed steps; peak memory = the process's resident high-water mark, over all its steps, "
+            "above what it held once its inputs (and SDPA's dense mask) existed")
 
 
 @dataclass(frozen=True)
@@ -93,16 +132,21 @@ class Plan:
     decode_steps: int = 8
     gemm_n: int = 2048
     mask_cases: tuple = (MaskCase("window", 256, 4096, 8), MaskCase("documents", 8, 16384, 4, dense_repeats=2),
+                         MaskCase("window", 256, 16384, 4, dense_repeats=2, user_lambda=True),
                          MaskCase("window", 256, 65536, 1, repeats=3, dense_repeats=1))
     compile_flex: bool = True   # torch.compile(flex_attention): compiled once per case (≈15 s), timed after
     quiet: float = _QUIET_S     # seconds of pause before each pair
+    train_cases: tuple = (TrainCase("causal", 2048, 8),
+                          TrainCase("window", 16384, 4, peer_rounds=2, peer_steps=1))
 
 
 FULL = Plan()
 QUICK = Plan(sizes=(128, 256), heads=4, repeats=3, quiet=0.02, memory_t=2048, decode_t=256, decode_steps=4, gemm_n=1024,
-             mask_cases=(MaskCase("window", 16, 256, 2, repeats=2, dense_repeats=2),
+             mask_cases=(MaskCase("window", 16, 256, 2, repeats=2, dense_repeats=2, user_lambda=True),
                          MaskCase("documents", 4, 384, 2, repeats=2, dense_repeats=2)),
-             compile_flex=False)
+             compile_flex=False,
+             train_cases=(TrainCase("causal", 128, 2, rounds=1, steps=1), TrainCase("window", 256, 2, window=16,
+                                                                                    rounds=1, steps=1)))
 
 
 @dataclass
@@ -127,6 +171,8 @@ class Row:
     memory_method: str | None = None
     skipped: str | None = None      # why this row was not run
     times: list = field(default_factory=list)
+    vs_flex: float | None = None    # compiled flex_attention seconds / this seconds, timed in a pair
+    vs_catalogue: float | None = None   # user lambda rows: the catalogue mask's seconds / this seconds, in a pair
 
 
 # --------------------------------------------------------------------------- implementations
@@ -346,18 +392,33 @@ def _mask_functions(case: MaskCase):
 
 def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: float = _QUIET_S) -> list[Row]:
     """qkv (mask_mod, block-sparse kernel) vs torch SDPA with the equivalent dense boolean mask and vs
-    torch.compile(flex_attention) with a block mask (compiled once, untimed, then timed)."""
+    torch.compile(flex_attention) with a block mask (compiled once, untimed, then timed). With
+    case.user_lambda, also the same window as a user lambda (`window_lambda`) through qkv.attention,
+    timed in a pair with the catalogue mask and in a pair with compiled flex_attention, whose block mask
+    is then built from that lambda (as a flex user would)."""
     import qkv
 
     q, k, v = _inputs(1, case.heads, case.t, width)
     mask_mod, dense = _mask_functions(case)
-    names = ("qkv blocked (mask_mod)", "torch sdpa (dense mask)", "torch flex_attention (compiled)")
+    names = ["qkv blocked (mask_mod)", "torch sdpa (dense mask)", "torch flex_attention (compiled)"]
+    lambda_name = "qkv blocked (user lambda)"
+    user = window_lambda(case.param) if case.user_lambda and case.kind == "window" else None
+    if user is not None:
+        names.insert(1, lambda_name)
     rows = {name: Row("masked", name, 1, case.heads, case.t, width, False, mask=case.name) for name in names}
     ours = rows[names[0]]
     run_qkv = lambda: qkv.attention(q, k, v, mask_mod=mask_mod)   # noqa: E731
+    run_user = lambda: qkv.attention(q, k, v, mask_mod=user)      # noqa: E731  (analysed on its first call)
+    if user is not None:
+        say(f"{case.name}, T={case.t}: the window as a user lambda")
+        mine, catalogue = _alternate(run_user, run_qkv, case.repeats, quiet=quiet)
+        row = rows[lambda_name]
+        row.times, row.pair = mine, names[0]
+        row.vs_catalogue = statistics.median(catalogue) / statistics.median(mine)
     torch_parts = _torch()
+    flex_name = names[-1]
     if torch_parts is None:
-        for name in names[1:]:
+        for name in ("torch sdpa (dense mask)", flex_name):
             rows[name].skipped = "torch not installed"
         ours.times = _alternate(run_qkv, lambda: None, case.repeats, quiet=quiet)[0]
     else:
@@ -376,11 +437,13 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
                                                                  attn_mask=allowed[i:i + chunk])
                                   for i in range(0, case.t, chunk)], dim=-2)
         qkv_times, sdpa_times = _alternate(run_qkv, run_sdpa, case.dense_repeats, quiet=quiet)
-        rows[names[1]].times, rows[names[1]].pair = sdpa_times, names[0]
-        ours.times, ours.pair = qkv_times, names[1]
+        sdpa_row = rows["torch sdpa (dense mask)"]
+        sdpa_row.times, sdpa_row.pair = sdpa_times, names[0]
+        sdpa_row.qkv_speedup = statistics.median(sdpa_times) / statistics.median(qkv_times)
+        ours.times, ours.pair = qkv_times, sdpa_row.impl
         ours.vs_torch = statistics.median(sdpa_times) / statistics.median(qkv_times)
         del allowed
-        flex_row = rows[names[2]]
+        flex_row = rows[flex_name]
         if not compile_flex:
             flex_row.skipped = "not run with --quick (compiling takes ~15 s)"
         else:
@@ -388,25 +451,166 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
                 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
                 say(f"{case.name}, T={case.t}: compiling flex_attention")
-                block_mask = create_block_mask(mask_mod, 1, case.heads, case.t, case.t, device="cpu")
+                # built beforehand, untimed (as flex users do); from the user's lambda when there is one
+                block_mask = create_block_mask(user or mask_mod, 1, case.heads, case.t, case.t, device="cpu")
                 compiled = torch.compile(flex_attention)
                 def run_flex():
                     with torch.no_grad():
                         return compiled(tq, tk, tv, block_mask=block_mask)
                 qkv_flex, flex_times = _alternate(run_qkv, run_flex, case.repeats, quiet=quiet)   # warm-up = compile
                 flex_row.times, flex_row.pair = flex_times, names[0]
-                ours.times, ours.pair = qkv_flex, names[2]
+                flex_row.qkv_speedup = statistics.median(flex_times) / statistics.median(qkv_flex)
+                ours.times, ours.pair = qkv_flex, flex_name
+                ours.vs_flex = flex_row.qkv_speedup
+                if user is not None:
+                    say(f"{case.name}, T={case.t}: the user lambda vs flex_attention")
+                    mine, flex_times = _alternate(run_user, run_flex, case.repeats, quiet=quiet)
+                    row = rows[lambda_name]
+                    row.times, row.pair = mine, flex_name
+                    row.vs_flex = statistics.median(flex_times) / statistics.median(mine)
             except Exception as exc:   # noqa: BLE001 — no compiler, an unsupported torch: say so in the row
                 flex_row.skipped = f"torch.compile(flex_attention) failed: {type(exc).__name__}: {str(exc)[:80]}"
-        for name in names[1:]:
-            row = rows[name]
-            if row.times:
-                row.seconds = statistics.median(row.times)
-                pair_qkv = statistics.median(qkv_times if name == names[1] else ours.times)
-                row.qkv_speedup = row.seconds / pair_qkv
-    ours.seconds = statistics.median(ours.times)
+    for row in rows.values():
+        if row.times:
+            row.seconds = statistics.median(row.times)
     ours.peak_mib, ours.memory_method = _numpy_peak(run_qkv), "tracemalloc"
+    if user is not None:
+        rows[lambda_name].peak_mib, rows[lambda_name].memory_method = _numpy_peak(run_user), "tracemalloc"
     return [rows[name] for name in names]
+
+
+# --------------------------------------------------------------------------- training steps (torch)
+def _train_worker(kind: str, impl: str, t: int, heads: int, width: int, window: int, steps: int) -> dict:
+    """In its own process: one implementation's training steps. Returns {"times": [s, …],
+    "peak_above_inputs_mib" (the resident high-water mark above the RSS once the inputs existed, the
+    untimed first step included), "threads"} or {"error": "…"} (e.g. flex_attention's backward on the CPU)."""
+    import torch
+    import torch.nn.functional as F
+
+    import qkv
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v, dout = (torch.randn((1, heads, t, width), generator=g) for _ in range(4))
+    q, k, v = (x.requires_grad_() for x in (q, k, v))
+    user = window_lambda(window)
+    if impl == "qkv":
+        attend = ((lambda: qkv.attention(q, k, v, causal=True)) if kind == "causal"
+                  else (lambda: qkv.attention(q, k, v, mask_mod=user)))   # analysed once, on the untimed step
+    elif impl == "sdpa":
+        if kind == "causal":
+            attend = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)   # noqa: E731
+        else:
+            i = torch.arange(t)
+            dense = user(0, 0, i[:, None], i[None, :])                     # (T, T) bool: part of the inputs
+            attend = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=dense)   # noqa: E731
+    else:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        fn = (lambda b, h, q_idx, kv_idx: q_idx >= kv_idx) if kind == "causal" else user
+        block_mask = create_block_mask(fn, 1, heads, t, t, device="cpu")   # built beforehand
+        compiled = torch.compile(flex_attention)
+        attend = lambda: compiled(q, k, v, block_mask=block_mask)   # noqa: E731
+
+    def step():
+        torch.autograd.backward(attend(), dout)
+        for x in (q, k, v):
+            x.grad = None
+
+    times, failed = [], []
+
+    def run():
+        try:
+            step()                               # untimed: compiles, analyses the mask, warms the pools
+        except Exception as exc:   # noqa: BLE001 — reported in the row (flex: "does not support backward on CPU")
+            failed.append(f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}")
+            return
+        times.extend(_timed(step) for _ in range(steps))
+
+    # the high-water mark from the inputs on, the untimed first step included (its one-time buffers
+    # and the mask's analysis are part of what a training step needs)
+    peak = _rss_peak(run)
+    if failed:
+        return {"error": failed[0]}
+    return {"times": times, "peak_above_inputs_mib": peak, "threads": torch.get_num_threads()}
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _spawn_worker(args: tuple, timeout: float) -> dict:
+    """_train_worker(*args) in a fresh interpreter (this qkv first on its path); its result, or {"error"}."""
+    import json
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))     # the directory holding qkv/
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+    code = ("import json, sys; from qkv.bench import _train_worker; "
+            "print(json.dumps(_train_worker(*json.loads(sys.argv[1]))))")
+    try:
+        done = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True,
+                              timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"took longer than {timeout:.0f} s"}
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"worker exited with status {done.returncode}: {tail[:160]}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say=None, timeout: float = 3600,
+                     no_flex: str = "not run with --quick (compiling takes ~15 s)") -> list[Row]:
+    """Rows for one TrainCase: qkv, torch SDPA and (flex=True) compiled flex_attention, each side in its
+    own processes, alternating (see TRAINING). seconds: median step time; vs_torch (qkv): SDPA's median /
+    qkv's; qkv_speedup (peers): the peer's median / qkv's; peak_mib: the largest peak above the inputs."""
+    say = say or (lambda message: None)
+    impls = {"qkv": "qkv.attention (C forward + backward)",
+             "sdpa": "torch sdpa" + (" (is_causal)" if case.kind == "causal" else " (dense mask)"),
+             "flex": "torch flex_attention (compiled)"}
+    rows = {key: Row("training", name, 1, case.heads, case.t, width, case.kind == "causal", mask=case.name,
+                     memory_method="rss-hwm (own process)", pair=None if key == "qkv" else impls["qkv"])
+            for key, name in impls.items()}
+    if _torch() is None:
+        for row in rows.values():
+            row.skipped = "torch not installed"
+        return list(rows.values())
+    if not flex:
+        rows["flex"].skipped = no_flex
+    live = [key for key in impls if not rows[key].skipped]
+    peaks: dict = {key: [] for key in impls}
+    for round_ in range(max(case.rounds, case.peer_rounds or case.rounds)):
+        for key in (live if round_ % 2 == 0 else live[::-1]):
+            rounds = case.rounds if key == "qkv" else (case.peer_rounds or case.rounds)
+            if round_ >= rounds or rows[key].skipped:
+                continue
+            steps = case.steps if key == "qkv" else (case.peer_steps or case.steps)
+            say(f"training, {case.name}, T={case.t}: {impls[key]}, process {round_ + 1}")
+            got = _spawn_worker((case.kind, key, case.t, case.heads, width, case.window, steps), timeout)
+            if "error" in got:
+                rows[key].skipped = (("torch 2.13 has no flex_attention backward on the CPU: " if key == "flex"
+                                      and "backward on CPU" in got["error"] else "") + got["error"])
+                continue
+            rows[key].times += got["times"]
+            if got["peak_above_inputs_mib"] is not None:
+                peaks[key].append(got["peak_above_inputs_mib"])
+    for key, row in rows.items():
+        if row.skipped:
+            row.times = []
+            continue
+        row.seconds = statistics.median(row.times) if row.times else None
+        row.peak_mib = max(peaks[key]) if peaks[key] else None
+    ours = rows["qkv"]
+    for key in ("sdpa", "flex"):
+        if ours.seconds and rows[key].seconds:
+            rows[key].qkv_speedup = rows[key].seconds / ours.seconds
+    if ours.seconds and rows["sdpa"].seconds:
+        ours.vs_torch, rows["sdpa"].vs_torch = rows["sdpa"].seconds / ours.seconds, 1.0
+    if ours.seconds and rows["flex"].seconds:
+        ours.vs_flex = rows["flex"].seconds / ours.seconds
+    return list(rows.values())
 
 
 def _decode(plan: Plan) -> dict:
@@ -465,6 +669,13 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
         "equivalent dense boolean mask (above T = 16,384 in query chunks of 2^28/T rows, so its float copy of "
         "the mask fits in memory) vs torch.compile(flex_attention) with create_block_mask (compiled "
         "once in the warm-up call, then timed); float32, B = 1, D = 64, non-causal besides the mask.",
+        "user lambda: the same window written as `lambda b, h, q, k: (q >= k) & (q - k <= W)` and passed to "
+        "qkv.attention as mask_mod (qkv analyses it on its first call, untimed like flex's block mask); timed in "
+        "a pair with the catalogue's masks.sliding_window(W) (×catalogue = its time / the lambda's) and in a "
+        "pair with compiled flex_attention given the lambda's block mask (×flex = flex's time / this one's).",
+        f"training: one step = forward + backward (loss = Σ out·dout, gradients of q, k, v) on torch float32 "
+        f"tensors; timing: {TRAINING}. ×torch = SDPA's step time / qkv's. torch 2.13's compiled flex_attention has no "
+        "backward on the CPU: its training row says what it raised.",
     ]
     if not has_torch:
         notes.append("torch is not installed: the torch rows are skipped and no ratio to torch is given.")
@@ -498,6 +709,10 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
     for case in plan.mask_cases:
         say(f"masked: {case.name}, T={case.t}, H={case.heads}")
         masked += _measure_masked(case, plan.width, plan.compile_flex and has_torch, say, plan.quiet)
+    training: list[Row] = []
+    for case in plan.train_cases:
+        say(f"training: {case.name}, T={case.t}, H={case.heads}")
+        training += measure_training(case, plan.width, flex=plan.compile_flex and has_torch, say=say)
     say(f"decode at T={plan.decode_t}")
     try:
         decode = _decode(plan)
@@ -505,8 +720,9 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
         decode = {"skipped": f"qkv.mha not available: {exc}"}
     inputs_mib = 3 * plan.memory_heads * plan.memory_t * plan.width * 4 / MiB
     machine["load_average_after"] = _load_average()
-    return {"machine": machine, "rows": [_clean(r) for r in rows], "memory": [_clean(r) for r in memory_rows],
-            "masked": [_clean(r) for r in masked], "memory_inputs_mib": inputs_mib, "decode": decode,
+    return {"machine": machine, "training_timing": TRAINING, "rows": [_clean(r) for r in rows], "memory": [_clean(r) for r in memory_rows],
+            "masked": [_clean(r) for r in masked], "training": [_clean(r) for r in training],
+            "memory_inputs_mib": inputs_mib, "decode": decode,
             "notes": notes, "timing": PAIRING}
 
 

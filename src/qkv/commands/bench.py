@@ -102,7 +102,8 @@ _MACHINE_MAYBE = {"cpu": (_STR, _OPTIONAL), "load_average_before": (_NUM, _OPTIO
 _ROW = {"impl": (_STR,), "heads": (_INT,), "t": (_INT,), "causal": (_BOOL,), "skipped": (_STR, _OPTIONAL),
         "seconds": (_NUM, _OPTIONAL), "gflops": (_NUM, _OPTIONAL), "vs_torch": (_NUM, _OPTIONAL),
         "vs_gemm": (_NUM, _OPTIONAL), "peak_mib": (_NUM, _OPTIONAL), "memory_method": (_STR, _OPTIONAL)}
-_ROW_MAYBE = {"qkv_speedup": (_NUM, _OPTIONAL), "mask": (_STR, _OPTIONAL)}
+_ROW_MAYBE = {"qkv_speedup": (_NUM, _OPTIONAL), "mask": (_STR, _OPTIONAL), "vs_flex": (_NUM, _OPTIONAL),
+              "vs_catalogue": (_NUM, _OPTIONAL)}
 _DECODE = {"t": (_INT,), "d_model": (_INT,), "heads": (_INT,), "ms_per_token_with_cache": (_NUM,),
            "ms_per_token_without_cache": (_NUM,), "speedup": (_NUM,)}
 
@@ -145,7 +146,7 @@ def check_result(result, source: str) -> dict:
     if missing:
         raise InputError(f"not a `qkv bench --json` result: no {', '.join(missing)}", source=source)
     _check_fields(result["machine"], _MACHINE, _MACHINE_MAYBE, "machine", source)
-    for table in ("rows", "memory", "masked"):
+    for table in ("rows", "memory", "masked", "training"):     # masked, training: absent from older results
         rows = result.get(table, [])
         if not isinstance(rows, list):
             raise InputError(f"{table} must be a list, got {_json_kind(rows)}", source=source)
@@ -162,8 +163,9 @@ def check_result(result, source: str) -> dict:
     notes = result["notes"]
     if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
         raise InputError("notes must be a list of strings", source=source)
-    if not isinstance(result.get("timing", ""), str):
-        raise InputError(f"timing must be a string, got {_json_kind(result['timing'])}", source=source)
+    for key in ("timing", "training_timing"):
+        if not isinstance(result.get(key, ""), str):
+            raise InputError(f"{key} must be a string, got {_json_kind(result[key])}", source=source)
     return _printable(result)
 
 
@@ -208,14 +210,30 @@ def to_markdown(result: dict) -> str:
         impl += " (skipped)" if row["skipped"] else ""
         lines.append(f"| {row['heads']} | {row['t']} | {'yes' if row['causal'] else 'no'} | {impl} | " + " | ".join(cells) + " |")
     if result.get("masked"):
-        lines += ["", "| mask | H | T | implementation | ms | qkv × faster | qkv peak MiB |", "|:--|--:|--:|:--|--:|--:|--:|"]
+        lines += ["", "| mask | H | T | implementation | ms | qkv × faster | ×flex | ×catalogue | qkv peak MiB |",
+                  "|:--|--:|--:|:--|--:|--:|--:|--:|--:|"]
         for row in result["masked"]:
             impl = f"**{row['impl']}**" if row["impl"].startswith("qkv") else row["impl"]
             if row["skipped"]:
-                lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} (skipped: {row['skipped']}) | — | — | — |")
+                lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} (skipped: {row['skipped']}) | "
+                             "— | — | — | — | — |")
                 continue
-            lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} | {_num(row['seconds'] * 1e3, '.1f')} | "
-                         f"{_num(row.get('qkv_speedup'), '.2f')} | {_num(row['peak_mib'], '.1f')} |")
+            lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} | {_ms(row['seconds'])} | "
+                         f"{_num(row.get('qkv_speedup'), '.2f')} | {_num(row.get('vs_flex'), '.2f')} | "
+                         f"{_num(row.get('vs_catalogue'), '.2f')} | {_num(row['peak_mib'], '.1f')} |")
+    if result.get("training"):
+        lines += ["", f"Training steps: {result.get('training_timing', 'each side in its own process')}.", "",
+                  "| step (forward + backward) | H | T | implementation | ms per step | ×torch | qkv × faster | "
+                  "peak MiB above inputs |", "|:--|--:|--:|:--|--:|--:|--:|--:|"]
+        for row in result["training"]:
+            impl = f"**{row['impl']}**" if row["impl"].startswith("qkv") else row["impl"]
+            if row["skipped"]:
+                lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} (skipped: {row['skipped']}) | "
+                             "— | — | — | — |")
+                continue
+            lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} | {_ms(row['seconds'])} | "
+                         f"{_num(row['vs_torch'], '.2f')} | {_num(row.get('qkv_speedup'), '.2f')} | "
+                         f"{_num(row['peak_mib'], '.0f')} |")
     d = result["decode"]
     if "skipped" in d:
         lines += ["", f"Decode: {d['skipped']}", ""]
@@ -226,6 +244,10 @@ def to_markdown(result: dict) -> str:
     lines += [f"- {note}" for note in result.get("notes", [])]
     lines.append("- † torch: resident-set high-water growth (its allocations are invisible to tracemalloc).")
     return "\n".join(lines) + "\n"
+
+
+def _ms(seconds):
+    return _num(seconds * 1e3 if seconds is not None else None, ".1f")
 
 
 def _num(x, fmt):
@@ -255,17 +277,25 @@ def print_result(result: dict, console) -> None:
                   f"BLAS: {machine['blas']}   numpy {machine['numpy']}   torch {machine['torch'] or 'not installed'}   "
                   f"load average before {_num(machine.get('load_average_before'), '.2f')} on {machine['cpus']} CPUs")
     short = {"qkv blocked": "qkv", "plain reference": "plain", "naive numpy": "naive", "torch sdpa": "torch",
-             "qkv blocked (mask_mod)": "qkv", "torch sdpa (dense mask)": "sdpa dense", "torch flex_attention (compiled)": "flex compiled"}
+             "qkv blocked (mask_mod)": "qkv", "torch sdpa (dense mask)": "sdpa dense", "torch flex_attention (compiled)": "flex compiled",
+             "qkv blocked (user lambda)": "qkv lambda", "qkv.attention (C forward + backward)": "qkv",
+             "torch sdpa (is_causal)": "sdpa causal"}
     skipped = []
     console.print(f"timing: {result.get('timing', 'round-robin')}", markup=False)
     for title, rows in ((f"attention, B=1, H={result['rows'][0]['heads'] if result['rows'] else '?'}, D=64, float32",
                          result["rows"]), ("long sequence (memory), B=1, non-causal", result["memory"]),
-                        ("masked attention, B=1, D=64, float32", result.get("masked", []))):
+                        ("masked attention, B=1, D=64, float32", result.get("masked", [])),
+                        ("training step (forward + backward), torch float32, B=1, D=64; each side in its own process",
+                         result.get("training", []))):
         if not rows:
             continue
         table = Table(title=escape(title))
-        columns = ("mask", "H", "T", "impl", "ms", "×torch", "qkv×", "MiB") if rows[0].get("mask") \
-            else ("H", "T", "causal", "impl", "ms", "GFLOP/s", "×torch", "qkv×", "×GEMM", "MiB")
+        if rows[0].get("case") == "training":
+            columns = ("step", "H", "T", "impl", "ms", "×torch", "qkv×", "MiB")
+        elif rows[0].get("mask"):
+            columns = ("mask", "H", "T", "impl", "ms", "×torch", "qkv×", "×flex", "×catalogue", "MiB")
+        else:
+            columns = ("H", "T", "causal", "impl", "ms", "GFLOP/s", "×torch", "qkv×", "×GEMM", "MiB")
         for column in columns:
             table.add_column(column, justify="left" if column in ("impl", "mask") else "right",
                              no_wrap=column == "impl")
@@ -275,7 +305,8 @@ def print_result(result: dict, console) -> None:
                 skipped.append(f"T={row['t']} {row['impl']}: {row['skipped']}")
                 name += " *"
             peak = _num(row["peak_mib"], ".1f") + (" †" if row["memory_method"] == "rss-hwm" else "")
-            cells = {"mask": row.get("mask") or "", "H": str(row["heads"]), "T": str(row["t"]),
+            cells = {"mask": row.get("mask") or "", "step": row.get("mask") or "",
+                     "×flex": _num(row.get("vs_flex"), ".2f"), "×catalogue": _num(row.get("vs_catalogue"), ".2f"), "H": str(row["heads"]), "T": str(row["t"]),
                      "causal": "yes" if row["causal"] else "no", "impl": name,
                      "ms": _num(row["seconds"] and row["seconds"] * 1e3, ".1f"), "GFLOP/s": _num(row["gflops"], ".1f"),
                      "×torch": _num(row["vs_torch"], ".2f"), "qkv×": _num(row.get("qkv_speedup"), ".2f"),
@@ -285,7 +316,8 @@ def print_result(result: dict, console) -> None:
     for line in skipped:
         console.print(f"* {line}", markup=False)
     console.print("qkv× = this row's time / qkv's time in the same pair (above 1: qkv is faster); "
-                  "MiB: peak memory (tracemalloc for NumPy rows)")
+                  "×flex, ×catalogue = compiled flex_attention's, the catalogue mask's time / this row's, in a pair; "
+                  "MiB: peak memory (tracemalloc for NumPy rows; training: above the inputs, own process)")
     console.print("† resident-set high-water growth (torch allocations are not visible to tracemalloc)")
     console.print(f"memory run inputs (q, k, v): {result['memory_inputs_mib']:.1f} MiB")
     decode = result["decode"]
