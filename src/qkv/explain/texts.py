@@ -681,7 +681,7 @@ EN: dict[str, str] = {
     "error.spec.token_type": "entry {n} is {got}, not a string (tokens are strings)",
     "error.spec.token_count": "has {n:token|tokens} but {rows_of} has {rows:row|rows}",
     "error.spec.query": "{got} is not one of the tokens ({shown}) nor a row index 0–{last}",
-    "error.spec.query.more": "{got} is not one of the tokens ({shown}, … ({n} tokens)) nor a row index 0–{last}",
+    "error.spec.query.more": "{got} is not one of the tokens ({shown}, … ({n:token|tokens})) nor a row index 0–{last}",
     "error.spec.rows": "has {rows} rows (tokens); an example may have at most {most}",
     "error.spec.columns": "has {columns} columns; an example's widths are at most {most}",
     "error.spec.digits": "expected a table of step name = number of decimals (0–12)",
