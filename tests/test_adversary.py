@@ -26,7 +26,7 @@ def _one_error(capsys, *argv) -> str:
     code, out, err = _run(capsys, *argv)
     assert code == 2 and out == "", (code, out, err)
     lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("qkv: error: "), err
+    assert len(lines) == 1 and lines[0].startswith(("qkv: error: ", "qkv: 오류: ")), err     # --lang ko: 오류
     return lines[0]
 
 

@@ -71,7 +71,9 @@ def test_a_config_with_fewer_layers_than_the_weights_is_refused(family):
     layers = data[key]
     _edit_config(directory, **{key: layers - 1}, **({"layer_types": data["layer_types"][:-1]} if "layer_types" in data else {}))
     message = _error(directory)
-    assert f"says {layers - 1} layers but the weights hold {layers} or more" in message and "not used" in message
+    from qkv.errors import plural
+
+    assert f"says {plural(layers - 1, 'layer')} but the weights hold {layers} or more" in message and "not used" in message
 
 
 def test_a_tensor_the_model_does_not_use_is_named(family):
