@@ -24,6 +24,13 @@ allocation made during the call: scores, temporaries, the output; the inputs are
 counted); torch's allocations are invisible to tracemalloc, so its row gives the growth of the
 process's resident-set high-water mark (VmHWM, reset through /proc/self/clear_refs) instead.
 Memory is measured in a separate, untimed run.
+
+A mask written by the user (`window_lambda`: the sliding window as a plain function) is timed in a
+pair with the catalogue's `masks.sliding_window` and in a pair with compiled flex_attention given
+the lambda's block mask. Training steps on torch tensors (`TrainCase`, `measure_training`: forward +
+backward against SDPA and compiled flex_attention) run each implementation in its own processes,
+alternating (see TRAINING): a heavy SDPA backward leaves gigabytes of freed memory and spinning
+OpenMP threads behind it, which pairs inside one process would charge to the next call.
 """
 
 from __future__ import annotations

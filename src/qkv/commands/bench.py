@@ -23,8 +23,10 @@ def register(subparsers) -> None:
         description="Side-by-side attention benchmark on float32 inputs (B=1, H=8, D=64): qkv's blocked "
         "kernel, the plain reference, naive NumPy and torch's scaled_dot_product_attention, each timed in a "
         "pair with qkv alone (alternating, medians); masked attention (sliding window, documents) against "
-        "torch SDPA with a dense mask and torch.compile(flex_attention); plus the machine's GEMM rate, a "
-        "long-sequence memory run and a KV-cache decode step. Progress goes to stderr (one line per stage "
+        "torch SDPA with a dense mask and torch.compile(flex_attention), and the same window as a user-written "
+        "lambda; training steps (forward + backward) on torch tensors against SDPA and compiled flex_attention, "
+        "each side in its own processes; plus the machine's GEMM rate, a long-sequence memory run and a KV-cache "
+        "decode step. Progress goes to stderr (one line per stage "
         "when stderr is not a terminal); the tables go to stdout, never cut to the terminal's width.")
     parser.add_argument("--quick", action="store_true", help="small sizes (a few seconds), for smoke tests")
     parser.add_argument("--sizes", metavar="T,T,…",
