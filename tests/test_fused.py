@@ -195,10 +195,11 @@ def test_kernel_through_the_c_step_matches_the_numpy_step(loops):
 
 @needs_fused
 def test_kernel_calls_take_the_c_walk(monkeypatch):
-    """float32 calls without a mask array, bias or score_mod run every task in C (flash_many: dense,
-    causal, band masks, masks with per-row key ranges such as sorted documents); a mask, or a mask
-    function that is neither (unsorted documents, sinks) go through flash_rows per task; bias,
-    score_mod, non-finite values and float64 take the Python walk."""
+    """float32 calls without a mask array, bias or a score_mod other than soft-cap / a relative bias
+    run every task in C (flash_many: dense, causal, band masks, masks with per-row key ranges such as
+    sorted documents); a mask, or a mask function that is neither (unsorted documents, sinks) go
+    through flash_rows per task; bias, other score_mods, non-finite values and float64 take the
+    Python walk."""
     import qkv
     from qkv import masks
     from qkv.kernels.call import check_call
@@ -218,6 +219,8 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
                           ({"mask_mod": masks.sliding_window(40)}, "flash_many"),
                           ({"mask_mod": masks.document(np.repeat(np.arange(3), 100))}, "flash_many"),
                           ({"mask_mod": masks.causal() & masks.prefix_lm(40)}, "flash_many"),
+                          ({"score_mod": masks.soft_cap(20.0)}, "flash_many"),          # score kinds in C
+                          ({"score_mod": masks.t5_relative_buckets(np.ones((2, 32))), "causal": True}, "flash_many"),
                           ({"mask": rng.random((300, 300)) < 0.5}, "flash_rows"),
                           ({"mask_mod": masks.document(np.tile(np.arange(3), 100))}, "flash_rows"),
                           ({"mask_mod": masks.sliding_window(20) | masks.sinks(4)}, "flash_rows")):
@@ -228,7 +231,8 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
     v_bad = v.copy()
     v_bad[0, 0, 3, 1] = np.nan
     for args, kwargs, route in (((q, k, v), {"bias": np.zeros((300, 300), np.float32)}, "py_walk"),
-                                ((q, k, v), {"score_mod": masks.soft_cap(20.0)}, "py_walk"), ((q, k, v_bad), {}, "py_walk"),
+                                ((q, k, v), {"score_mod": lambda s, b, h, qi, ki: s * 0.5}, "py_walk"),
+                                ((q, k, v_bad), {}, "py_walk"),
                                 ((q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)), {}, "numpy_walk")):
         calls.clear()
         blocked.blocked_attention(*args, **kwargs)
@@ -529,3 +533,31 @@ def test_absmax_is_max_abs_with_nan_and_inf(values, loops):
     assert (np.isnan(got) and np.isnan(expected)) or got == expected
     with pytest.raises(ValueError, match="C-contiguous float32"):
         _fused.absmax(x.astype(np.float64))
+
+
+# --------------------------------------------------------------------------- score functions in C
+@needs_fused
+@pytest.mark.parametrize("route", ["flash_many", "flash_rows"])
+@pytest.mark.parametrize("options", [{}, {"causal": True}, {"mask_mod": "window"}], ids=["none", "causal", "window"])
+def test_catalogue_score_functions_run_in_the_c_forward(route, options):
+    """float32 NumPy calls with ALiBi, soft-cap and T5's buckets (bidirectional and not) take the C
+    routes (a relative bias or soft-cap computed in C) and match float64 attention_reference
+    (rounding only: 2e-6 of the largest value; a wrong offset or head row gives ≥ 1e-2)."""
+    import qkv
+    import qkv.masks as masks
+    from qkv.kernels.call import check_call
+    from qkv.kernels.route import choose_route
+
+    if options.get("mask_mod") == "window":
+        options = {"mask_mod": masks.sliding_window(40)}
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 4, 150, 16)).astype(np.float32)
+    k, v = (rng.standard_normal((2, 2, 130, 16)).astype(np.float32) for _ in range(2))
+    table = rng.standard_normal((4, 32))
+    for score in (masks.alibi(4), masks.soft_cap(2.0), masks.t5_relative_buckets(table, max_distance=40),
+                  masks.t5_relative_buckets(table, bidirectional=False, max_distance=40)):
+        chosen = choose_route(check_call(q, k, v, score_mod=score, **options), route=route, block_q=32, block_k=16)
+        assert chosen.name.value == route and chosen.score is not None
+        want = qkv.attention_reference(*(x.astype(np.float64) for x in (q, k, v)), score_mod=score, **options)
+        got = blocked._attention(q, k, v, score_mod=score, route=route, block_q=32, block_k=16, **options)
+        assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max(), score

@@ -180,7 +180,8 @@ struct bw_head {          /* one query head against one key/value head */
     const float *v;       /* (Tk, dv) */
     float *dk;            /* (Tk, dk) */
     float *dv;            /* (Tk, dv) */
-    float slope;          /* ALiBi: score += slope·(kv − q) */
+    const float *rel;     /* relative bias: score += rel[kv − q] (rel points at kv − q = 0 of the
+                           * head's row of the table, Tq − 1 entries before it, Tk − 1 after), or NULL */
 };
 
 struct bw_shape {
@@ -189,11 +190,11 @@ struct bw_shape {
     const int64_t *rlo, *rhi;   /* (Tq,): row i sees keys rlo[i] <= j < rhi[i] */
     float *s, *dp, *th;         /* scratch, (bq, bk) each (th: soft-cap's tanh) */
     int width;
-    int score_kind;             /* SCORE_PLAIN, SCORE_ALIBI, SCORE_SOFT_CAP */
+    int score_kind;             /* SCORE_PLAIN, SCORE_RELATIVE, SCORE_SOFT_CAP */
     float cap;
 };
 
-enum { SCORE_PLAIN = 0, SCORE_ALIBI = 1, SCORE_SOFT_CAP = 2 };
+enum { SCORE_PLAIN = 0, SCORE_RELATIVE = 1, SCORE_SOFT_CAP = 2 };
 
 /* Query rows i0 … i0+rows−1 of one head against keys j0 … j0+cols−1: the steps in the file's comment.
  * full: every row sees every key of the block (no range to apply). */
@@ -204,14 +205,15 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
     float *s = sh->s, *dp = sh->dp;
     const float *q = h->q + i0 * dk, *dout = h->dout + i0 * dv;
     const float *k = h->k + j0 * dk, *v = h->v + j0 * dv;
-    /* S = scale·Q·Kᵀ, then the score function: ALiBi s + m·(kv − q) (derivative 1), or soft-cap
-     * cap·tanh(s / cap) (derivative 1 − tanh², kept in th for dS) */
+    /* S = scale·Q·Kᵀ, then the score function: a relative bias s + bias_h[kv − q] (ALiBi, T5's
+     * buckets; derivative 1), or soft-cap cap·tanh(s / cap) (derivative 1 − tanh², kept in th for dS) */
     gemm(0, 1, rows, cols, dk, sh->scale, q, dk, k, dk, 0.0f, s, ld);
-    if (sh->score_kind == SCORE_ALIBI) {
+    if (sh->score_kind == SCORE_RELATIVE) {
         for (Py_ssize_t r = 0; r < rows; r++) {
-            float *row = s + r * ld, base = h->slope * (float)(j0 - (i0 + r));
+            float *row = s + r * ld;
+            const float *bias = h->rel + (j0 - (i0 + r));
             for (Py_ssize_t c = 0; c < cols; c++)
-                row[c] += base + h->slope * (float)c;
+                row[c] += bias[c];
         }
     } else if (sh->score_kind == SCORE_SOFT_CAP) {
         for (Py_ssize_t r = 0; r < rows; r++) {
@@ -309,7 +311,7 @@ static PyObject *set_sgemm(PyObject *self, PyObject *args)
 
 PyDoc_STRVAR(backward_many_doc,
 "backward_many(q, k, v, dout, lse, delta, rows, dq, dk, dv, tasks, pairs, offsets, counter,\n"
-"              block_q, block_k, scale, budget=0, score_kind=0, slopes=None, cap=1) -> bool\n\n"
+"              block_q, block_k, scale, budget=0, score_kind=0, table=None, cap=1) -> bool\n\n"
 "Runs tasks (int64 (n, 4): kv head g, first key block, end key block, dq part) until none is\n"
 "left, taking the next from counter[0] (int64 (1,), shared by the threads calling at once).\n"
 "For each key block b of a task (keys b·block_k … min((b+1)·block_k, Tk) − 1), dk[g] and dv[g]\n"
@@ -321,7 +323,8 @@ PyDoc_STRVAR(backward_many_doc,
 "dq (parts·Nq, Tq, Dk) zeroed by the caller, dk (Nk, Tk, Dk), dv (Nk, Tk, Dv); rows int64 (2, Tq):\n"
 "row i sees keys rows[0, i] <= j < rows[1, i]. Rows with lse = −inf get no gradient. The GIL is\n"
 "released while tasks run. budget > 0: take no new task after that many seconds. score_kind 1:\n"
-"ALiBi, score + slopes[head]·(kv − q) (slopes float32 (Nq,)); 2: soft-cap, cap·tanh(score / cap)\n"
+"a relative bias, score + table[head, kv − q + Tq − 1] (table float32 (Nq, Tq + Tk − 1): ALiBi,\n"
+"T5's buckets); 2: soft-cap, cap·tanh(score / cap)\n"
 "(lse is then the forward's of the modified scores). Returns True\n"
 "while tasks are left. Needs set_sgemm first.");
 
@@ -333,11 +336,11 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
     float scale;
     double budget = 0.0;
     int score_kind = SCORE_PLAIN;
-    PyObject *o_slopes = Py_None;
+    PyObject *o_table = Py_None;
     float cap = 1.0f;
     if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOnnf|diOf", &o_q, &o_k, &o_v, &o_do, &o_lse, &o_delta, &o_rows, &o_dq,
                           &o_dk, &o_dv, &o_tasks, &o_pairs, &o_off, &o_counter, &bq, &bk, &scale, &budget,
-                          &score_kind, &o_slopes, &cap))
+                          &score_kind, &o_table, &cap))
         return NULL;
     if (sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "backward_many needs a BLAS sgemm: call set_sgemm first");
@@ -372,21 +375,22 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "backward_many: the arrays' shapes do not agree (see the docstring)");
         goto done;
     }
-    const float *slopes = NULL;
-    if (score_kind == SCORE_ALIBI) {
-        HOLD(get_f32(o_slopes, &vsl, 0, 1, "slopes"), &vsl);
-        if (vsl.shape[0] != nq) {
-            PyErr_Format(PyExc_ValueError, "slopes must have one value per query head (%zd)", nq);
+    const float *table = NULL;
+    if (score_kind == SCORE_RELATIVE) {
+        HOLD(get_f32(o_table, &vsl, 0, 2, "table"), &vsl);
+        if (vsl.shape[0] != nq || vsl.shape[1] != tq + tk - 1) {
+            PyErr_Format(PyExc_ValueError, "table must have shape (%zd, %zd): one row per query head, Tq + Tk − 1 "
+                         "relative positions", nq, tq + tk - 1);
             goto done;
         }
-        slopes = vsl.buf;
+        table = vsl.buf;
     } else if (score_kind == SCORE_SOFT_CAP) {
         if (!(cap > 0.0f) || !isfinite(cap)) {
             PyErr_SetString(PyExc_ValueError, "cap must be a positive finite number");
             goto done;
         }
     } else if (score_kind != SCORE_PLAIN) {
-        PyErr_SetString(PyExc_ValueError, "score_kind must be 0 (none), 1 (ALiBi) or 2 (soft-cap)");
+        PyErr_SetString(PyExc_ValueError, "score_kind must be 0 (none), 1 (relative bias) or 2 (soft-cap)");
         goto done;
     }
     if (bq < 1 || bk < 1 || vc.shape[0] < 1) {
@@ -451,7 +455,7 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
                                         (const float *)vlse.buf + head * tq, (const float *)vdel.buf + head * tq,
                                         (float *)vdq.buf + (part * nq + head) * tq * dk,
                                         (const float *)vk.buf + g * tk * dk, (const float *)vv.buf + g * tk * dv,
-                                        dk_g, dv_g, slopes ? slopes[head] : 0.0f};
+                                        dk_g, dv_g, table ? table + head * (tq + tk - 1) + (tq - 1) : NULL};
                     for (int64_t p = offsets[b]; p < offsets[b + 1]; p++) {
                         Py_ssize_t i0 = (Py_ssize_t)pairs[2 * p] * bq, n_rows = tq - i0 < bq ? tq - i0 : bq;
                         block_pair(&h, &sh, i0, n_rows, j0, cols, pairs[2 * p + 1] != 0);

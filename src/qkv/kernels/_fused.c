@@ -509,7 +509,38 @@ struct flash_task {
     float *scores;           /* scratch, at least (rows, cols) of any block, row stride lds */
     Py_ssize_t lds;
     int width;               /* vector_width() for this call */
+    int score_kind;          /* SCORE_PLAIN, SCORE_RELATIVE or SCORE_SOFT_CAP (below) */
+    const float *rel;        /* SCORE_RELATIVE: the head's bias over relative positions; row r of the block,
+                              * key j: rel[j − r + rel_offset] */
+    Py_ssize_t rel_offset;
+    float cap;               /* SCORE_SOFT_CAP: cap·tanh(s / cap) */
 };
+
+/* The catalogue's score functions the C routes compute (forward here, backward in _backward.c with
+ * their derivatives): a relative bias s + bias_h[kv − q] (ALiBi, T5's buckets, any score_mod declared
+ * relative: one table per head, evaluated by Python from the function itself) and soft-cap. */
+enum { SCORE_PLAIN = 0, SCORE_RELATIVE = 1, SCORE_SOFT_CAP = 2 };
+
+/* The score function on a block of scaled scores (rows × cols at row stride ld, keys j0 …). */
+static void apply_score(const struct flash_task *t, float *scores, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t j0,
+                        Py_ssize_t cols)
+{
+    if (t->score_kind == SCORE_RELATIVE) {
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            float *row = scores + r * ld;
+            const float *bias = t->rel + (j0 - r + t->rel_offset);
+            for (Py_ssize_t c = 0; c < cols; c++)
+                row[c] += bias[c];
+        }
+    } else if (t->score_kind == SCORE_SOFT_CAP) {
+        float cap = t->cap;
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            float *row = scores + r * ld;
+            for (Py_ssize_t c = 0; c < cols; c++)
+                row[c] = cap * tanhf(row[c] / cap);
+        }
+    }
+}
 
 /* The tables Python hands flash_rows and flash_many: C-contiguous int64 rows, one struct per row
  * (the same columns are named in qkv/kernels/blocked.py: BLOCK_COLUMNS, TASK_COLUMNS).
@@ -625,6 +656,8 @@ static void flash_block_blas(const struct flash_task *t, const struct flash_bloc
         small_rows(t, b->j0, cols, 1);
     else
         sgemm(1, rows, cols, t->dk, t->q, t->ldq, t->k + b->j0 * t->ldk, t->ldk, 0.0f, scores, t->lds);
+    if (t->score_kind != SCORE_PLAIN)
+        apply_score(t, scores, t->lds, rows, b->j0, cols);
     if (b->mask) {
         for (Py_ssize_t i = 0; i < rows; i++) {
             float *row = scores + i * t->lds;
@@ -764,6 +797,19 @@ static int get_matrix(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t r
     return 0;
 }
 
+static int check_score(int score_kind, float cap)
+{
+    if (score_kind != SCORE_PLAIN && score_kind != SCORE_RELATIVE && score_kind != SCORE_SOFT_CAP) {
+        PyErr_SetString(PyExc_ValueError, "score_kind must be 0 (none), 1 (relative bias) or 2 (soft-cap)");
+        return -1;
+    }
+    if (score_kind == SCORE_SOFT_CAP && !(cap > 0.0f && isfinite(cap))) {
+        PyErr_SetString(PyExc_ValueError, "cap must be a positive finite number");
+        return -1;
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(flash_rows_doc,
 "flash_rows(q, k, v, acc, ref, row_sum, alpha, row_max, scores, blocks, masks, headroom, scale=1.0,\n"
 "           finalize=False) -> None\n\n"
@@ -778,25 +824,29 @@ PyDoc_STRVAR(flash_rows_doc,
 "q (rows, Dk), k (Tk, Dk), v (Tk, Dv), acc (rows, Dv): float32 with contiguous rows; ref,\n"
 "row_sum, alpha, row_max (or None): float32 (rows,); scores: float32 scratch of at least\n"
 "(rows, max j1 − j0). q is multiplied by scale first (into a copy). finalize: at the end,\n"
-"acc /= row_sum row by row (rows with row_sum = 0 become 0). Needs set_sgemm first.");
+"acc /= row_sum row by row (rows with row_sum = 0 become 0). score_kind 1 (a relative bias:\n"
+"S[r, c] += table[j0 + c − r + offset], table float32 (L,), one head's bias over relative\n"
+"positions) or 2 (soft-cap: S = cap·tanh(S / cap)), applied before the masks. Needs set_sgemm first.");
 
 static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"q", "k", "v", "acc", "ref", "row_sum", "alpha", "row_max", "scores", "blocks", "masks",
-                             "headroom", "scale", "finalize", NULL};
+                             "headroom", "scale", "finalize", "score_kind", "table", "cap", "offset", NULL};
     PyObject *o_q, *o_k, *o_v, *o_acc, *o_ref, *o_sum, *o_alpha, *o_max, *o_scores, *o_blocks, *o_masks;
-    float headroom, scale = 1.0f;
-    int finalize = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOf|fp", kwlist, &o_q, &o_k, &o_v, &o_acc, &o_ref,
+    PyObject *o_table = Py_None;
+    float headroom, scale = 1.0f, cap = 1.0f;
+    int finalize = 0, score_kind = SCORE_PLAIN;
+    Py_ssize_t rel_offset = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOf|fpiOfn", kwlist, &o_q, &o_k, &o_v, &o_acc, &o_ref,
                                      &o_sum, &o_alpha, &o_max, &o_scores, &o_blocks, &o_masks, &headroom, &scale,
-                                     &finalize))
+                                     &finalize, &score_kind, &o_table, &cap, &rel_offset))
         return NULL;
     if (sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_rows needs a BLAS sgemm: call set_sgemm first");
         return NULL;
     }
-    Py_buffer vq, vk, vv, vacc, vr, vl, va, vm, vs, vb;
-    Py_buffer *views[10];
+    Py_buffer vq, vk, vv, vacc, vr, vl, va, vm, vs, vb, vtab;
+    Py_buffer *views[11];
     int held = 0, have_max = o_max != Py_None;
     Py_buffer *mviews = NULL;
     Py_ssize_t n_masks = 0, held_masks = 0;
@@ -844,6 +894,20 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
     const struct block_row *blocks = vb.buf;
     if (check_blocks(blocks, n_blocks, tk, vs.shape[1], 0) < 0)
         goto done;
+    const float *table = NULL;
+    if (check_score(score_kind, cap) < 0)
+        goto done;
+    if (score_kind == SCORE_RELATIVE) {   /* every (row, key) of every block reads inside the table */
+        HOLD(get_f32(o_table, &vtab, 1, "table"), &vtab);
+        for (Py_ssize_t b = 0; b < n_blocks && rows > 0; b++)
+            if (blocks[b].j0 - (rows - 1) + rel_offset < 0 || blocks[b].j1 - 1 + rel_offset >= vtab.shape[0]) {
+                PyErr_Format(PyExc_ValueError, "table (%zd relative positions) with offset %zd does not cover block "
+                             "%zd (keys %lld:%lld, %zd rows)", vtab.shape[0], rel_offset, b, (long long)blocks[b].j0,
+                             (long long)blocks[b].j1, rows);
+                goto done;
+            }
+        table = vtab.buf;
+    }
     if (o_masks != Py_None) {
         PyObject *seq = PySequence_Fast(o_masks, "masks must be None or a sequence");
         if (seq == NULL)
@@ -905,14 +969,14 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
             ldq = dk;
         }
         struct flash_task task = {q, ldq, k, ldk, v, ldv, acc, ldacc, rows, dk, dv, ref, l, alpha, rmax, headroom,
-                                  scores, lds, width};
+                                  scores, lds, width, score_kind, table, rel_offset, cap};
         for (Py_ssize_t b = 0; b < n_blocks; b++) {
             struct flash_block block = block_at(blocks + b, NULL, NULL);
             if (mviews && mviews[b].buf) {
                 block.mask = mviews[b].buf;
                 block.mstride = mviews[b].strides[0];
             }
-            if (!(tile_on && tile_block(&task, &block)))
+            if (!(tile_on && score_kind == SCORE_PLAIN && tile_block(&task, &block)))
                 flash_block_blas(&task, &block);
         }
         if (finalize)
@@ -977,7 +1041,7 @@ static int get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t co
 
 PyDoc_STRVAR(flash_many_doc,
 "flash_many(q, k, v, out, lse, tasks, blocks, counter, scores, vectors, headroom, scale, budget=0,\n"
-"           ranges=None)\n"
+"           ranges=None, score_kind=0, table=None, cap=1)\n"
 "    -> bool\n\n"
 "Runs tasks (int64 (n, 7): q head, kv head, out head, i0, i1, b0, b1) until none is left,\n"
 "taking the next one from counter[0] (int64, shared by the threads that call this at once):\n"
@@ -990,6 +1054,8 @@ PyDoc_STRVAR(flash_many_doc,
 "released while the tasks run. budget > 0: take no new task after that many seconds (so the\n"
 "caller can handle signals). ranges: None or int64 (2, Tq): query row i sees only keys\n"
 "ranges[0, i] <= j < ranges[1, i] in blocks whose flags have 4 (document-like masks).\n"
+"score_kind 1: a relative bias, score + table[out head, kv − q + Tq − 1] (table float32 (No,\n"
+"Tq + Tk − 1), rows contiguous); 2: soft-cap, cap·tanh(score / cap); before the masks.\n"
 "Returns True while tasks are left. Needs set_sgemm first.");
 
 static PyObject *flash_many(PyObject *self, PyObject *args)
@@ -997,20 +1063,24 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
     PyObject *o_q, *o_k, *o_v, *o_out, *o_lse, *o_tasks, *o_blocks, *o_counter, *o_scores, *o_vectors;
     float headroom, scale;
     double budget = 0.0;
-    PyObject *o_ranges = Py_None;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOff|dO", &o_q, &o_k, &o_v, &o_out, &o_lse, &o_tasks, &o_blocks, &o_counter,
-                          &o_scores, &o_vectors, &headroom, &scale, &budget, &o_ranges))
+    PyObject *o_ranges = Py_None, *o_table = Py_None;
+    int score_kind = SCORE_PLAIN;
+    float cap = 1.0f;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOff|dOiOf", &o_q, &o_k, &o_v, &o_out, &o_lse, &o_tasks, &o_blocks,
+                          &o_counter, &o_scores, &o_vectors, &headroom, &scale, &budget, &o_ranges, &score_kind,
+                          &o_table, &cap))
         return NULL;
     if (sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_many needs a BLAS sgemm: call set_sgemm first");
         return NULL;
     }
-    Py_buffer vq, vk, vv, vo, vlse, vt, vb, vc, vs, vvec, vrange;
-    Py_buffer *views[11];
+    Py_buffer vq, vk, vv, vo, vlse, vt, vb, vc, vs, vvec, vrange, vtab;
+    Py_buffer *views[12];
+    const float *table = NULL;
     int held = 0, have_lse = o_lse != Py_None;
     PyObject *result = NULL;
     float *scaled = NULL;
-    Py_ssize_t lds, ldvec;
+    Py_ssize_t lds, ldvec, ldtab = 0;
     const int64_t *row_lo = NULL, *row_hi = NULL;
 #define HOLD(call, view) do { if ((call) < 0) goto done; views[held++] = (view); } while (0)
     HOLD(get_tensor3(o_q, &vq, 0, "q"), &vq);
@@ -1056,6 +1126,12 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
         }
         row_lo = vrange.buf;
         row_hi = row_lo + tq;
+    }
+    if (check_score(score_kind, cap) < 0)
+        goto done;
+    if (score_kind == SCORE_RELATIVE) {
+        HOLD(get_matrix(o_table, &vtab, 0, vo.shape[0], tq + tk - 1, &ldtab, "table"), &vtab);
+        table = vtab.buf;
     }
     Py_ssize_t n_tasks = vt.shape[0], n_blocks = vb.shape[0], max_rows = 0;
     const struct task_row *tasks = vt.buf;
@@ -1119,11 +1195,12 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
             }
             struct flash_task task = {q, ldq, (const float *)vk.buf + tk_->kv_head * sk0, sk1 >= dk && sk1 > 0 ? sk1 : (dk > 0 ? dk : 1),
                                       (const float *)vv.buf + tk_->kv_head * sv0, sv1 >= dv && sv1 > 0 ? sv1 : (dv > 0 ? dv : 1), acc, ldacc, rows, dk,
-                                      dv, ref, l, alpha, NULL, headroom, vs.buf, lds, width};
+                                      dv, ref, l, alpha, NULL, headroom, vs.buf, lds, width, score_kind,
+                                      table ? table + tk_->out_head * ldtab : NULL, tq - 1 - i0, cap};
             for (int64_t b = tk_->b0; b < tk_->b1; b++) {
                 struct flash_block block = block_at(blocks + b, row_lo ? row_lo + i0 : NULL,
                                                     row_hi ? row_hi + i0 : NULL);
-                if (!(tile_on && tile_block(&task, &block)))
+                if (!(tile_on && score_kind == SCORE_PLAIN && tile_block(&task, &block)))
                     flash_block_blas(&task, &block);
             }
             finish_rows(acc, ldacc, rows, dv, ref, l, have_lse ? (float *)vlse.buf + tk_->out_head * sl0 + i0 : NULL);

@@ -32,6 +32,7 @@ to C, held to one thread) lives in `blas.py`, the thread pool and fork gate in `
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 
@@ -137,6 +138,7 @@ class _Problem:
     scale: float
     causal: bool
     own: tuple = ()        # (q, k, v) before broadcasting to lead (GQA already split), for flash_many
+    score_table: np.ndarray | None = None   # a relative bias: (heads of lead, Tq + Tk − 1) float32 (Route.score)
 
 
 def _prepare(call: Call, route: Route) -> _Problem:
@@ -270,6 +272,10 @@ def run(call: Call, route: Route, want: str = "out"):
     tq, dv = call.tq, call.dv
     prob = _prepare(call, route)
     heads = list(np.ndindex(*prob.lead))
+    if route.score is not None and route.score[1] is not None:
+        # a relative bias (route.score: its table per query head h): one row per (batch, head) of the loop
+        hs = np.array([int(batch_head(call, head)[1]) for head in heads], np.int64)
+        prob = dataclasses.replace(prob, score_table=np.ascontiguousarray(route.score[1][hs]))
     threads, big, ranges = route.threads, route.big, route.ranges
     keep_partial = want != "out" or ranges > 1
     if route.name == FLASH_MANY:
@@ -371,7 +377,8 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
         buf = ctx.scratch()
         try:
             while not stop and _fused.flash_many(q3, k3, v3, out3, lse2, tasks, blocks, counter, buf.scores,
-                                                 buf.vectors, _HEADROOM, ctx.scale, _FLASH_BUDGET_S, key_rows):
+                                                 buf.vectors, _HEADROOM, ctx.scale, _FLASH_BUDGET_S, key_rows,
+                                                 *ctx.score_args()):
                 pass
         except BaseException:
             stop.append(True)
@@ -455,6 +462,11 @@ class _Context:
         self.info = prob.call.mask_info
         self.relative = self.info is not None and self.info.relative
         self.relative_blocks = {}   # (kv − q offset, rows, cols) → bool "not allowed" block
+
+    def score_args(self):
+        """flash_many's score_kind, table, cap for the route's score function (none: kind 0)."""
+        score = self.route.score
+        return (0, None, 1.0) if score is None else (int(score[0]), self.prob.score_table, float(score[2]))
 
     def relative_block(self, offset, rows, cols, b, h):
         """The "not allowed" block of a mask that depends on kv − q only, for a block whose first key
@@ -574,9 +586,10 @@ class _Context:
                 masks.append(blocked)
                 held += 0 if blocked is None else blocked.size
                 if held > _FLASH_MASK_BYTES:
-                    self._flash(queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, False)
+                    self._flash(queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, False, head, i0)
                     chunk, masks, held = [], [], 0
-            self._flash(queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, not self.partial)
+            self._flash(queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, not self.partial, head,
+                        i0)
             if not self.partial:
                 return
         else:
@@ -601,11 +614,14 @@ class _Context:
         else:
             finalize_into(acc, l)
 
-    def _flash(self, queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, finalize):
+    def _flash(self, queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, finalize, head, i0):
         blocks = np.array(chunk, dtype=np.int64).reshape(-1, len(BLOCK_COLUMNS))
+        kind, table, cap = self.score_args()
+        if table is not None:   # this head's row; row r of the block, key j: table[j − r + offset]
+            table = table[int(np.ravel_multi_index(head, self.prob.lead)) if head else 0]
         self.flash(queries, keys, values, acc, ref, l, alpha, row_max if self.partial else None, buf.scores,
                    blocks, None if all(m is None for m in masks) else masks, _HEADROOM, scale=self.scale,
-                   finalize=finalize)
+                   finalize=finalize, score_kind=kind, table=table, cap=cap, offset=self.prob.call.tq - 1 - i0)
 
     def walk(self, plan, head, i0, i1, q_scaled, keys, values, acc, ref, block_max, alpha, l, block_sum, row_max,
              buf):
