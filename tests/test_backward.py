@@ -17,6 +17,7 @@ import torch
 import qkv
 import qkv.masks as masks
 from qkv.kernels import autograd as ag
+from qkv.kernels import blocked
 from qkv.kernels import route
 from qkv.kernels.call import check_call
 from qkv.kernels.route import choose_route
@@ -27,8 +28,8 @@ TOL = 2e-5
 
 
 def test_the_route_is_available_here():
-    # both C extensions are built in this project's environment (as tests/test_fused.py asserts for _fused)
-    assert ag._backward is not None and ag.available()
+    # the C extension, with its backward, is built in this project's environment (as tests/test_fused.py asserts)
+    assert hasattr(blocked._fused, "backward_many") and ag.available()
 
 
 def _inputs(q_shape, k_shape, v_shape, seed=0, dtype=torch.float64):
@@ -186,17 +187,20 @@ def test_gradient_through_lse():
         _close(g, w)
 
 
-def test_scalar_and_avx2_exp_loops_agree():
-    q, k, v = _inputs((2, 70, 16), (2, 70, 16), (2, 70, 16))
-    dout = torch.randn(2, 70, 16, dtype=torch.float64)
-    _, grads_ref, _ = _reference(q, k, v, dout, causal=True)
-    previous = ag._backward.set_width(1)
-    try:
-        _, grads, _ = _flash(q, k, v, dout, causal=True, block_q=16, block_k=16)
-    finally:
-        ag._backward.set_width(previous)
+@pytest.mark.parametrize("width", [1, 8, 16], ids=["scalar", "avx2", "avx512"])
+def test_every_vector_loop_of_the_backward(width):
+    # the loops are chosen per call (width=; 16 on a CPU without AVX-512 runs the widest it has)
+    assert ag.available()   # (hands NumPy's sgemm to the extension)
+    q, k, v, dout = (x.float().numpy() for x in _inputs((2, 70, 16), (2, 70, 16), (2, 70, 16)) +
+                     [torch.randn(2, 70, 16, dtype=torch.float64)])
+    rows = ag.row_ranges(check_call(q, k, v, causal=True))
+    out, lse = ag.forward_arrays(q, k, v, rows, 0.25, 16, 16)
+    out_ref = qkv.attention_reference(*(x.astype(np.float64) for x in (q, k, v)), causal=True, scale=0.25)
+    np.testing.assert_allclose(out, out_ref, atol=1e-5)
+    _, grads_ref, _ = _reference(*(torch.from_numpy(x) for x in (q, k, v, dout)), causal=True, scale=0.25)
+    grads = ag.backward_arrays(dout, q, k, v, out, lse, rows, 0.25, None, 16, 16, width=width)
     for got, want in zip(grads, grads_ref):
-        _close(got, want)
+        _close(torch.from_numpy(got), want)
 
 
 def test_arrays_threads_and_parts_agree():

@@ -24,26 +24,22 @@
  * scalar loops (same polynomial) are the fallback. The GIL is released around every loop so the
  * kernel's worker threads run in parallel.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"   /* what this file shares with _backward.c (one extension, one module table) */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
-static double monotonic_seconds(void)
+double qkv_monotonic_seconds(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#ifdef QKV_X86         /* (_exp.h: GCC-compatible compiler on x86) */
 #define FUSED_X86 1
-#include <immintrin.h>
 #endif
-
-#include "_exp.h"      /* qkv_exp1/8/16: the one float32 exponential of the forward and the backward */
 
 
 /* One row: the max over `cols` scores (NaNs ignored unless all are NaN). */
@@ -378,6 +374,37 @@ static int vector_width(void)
     return have_avx512() ? 16 : have_avx2() ? 8 : 1;
 }
 
+int qkv_vector_width(int requested)
+{
+    int w = vector_width();
+    return requested <= 0 || w <= requested ? w : (requested >= 8 && w >= 8 ? 8 : 1);
+}
+
+int qkv_check_width(int requested)
+{
+    if (requested != 0 && requested != 1 && requested != 8 && requested != 16) {
+        PyErr_Format(PyExc_ValueError, "width must be 0 (the widest loops the CPU has), 1, 8 or 16, got %d", requested);
+        return -1;
+    }
+    return 0;
+}
+
+int qkv_get_f32_contiguous(PyObject *obj, Py_buffer *view, int writable, int ndim, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    const char *fmt = view->format ? view->format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+        fmt++;
+    if (view->ndim != ndim || strcmp(fmt, "f") != 0 || view->itemsize != 4) {
+        PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous %s%d-D float32 array", name,
+                     writable ? "writable " : "", ndim);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ buffer helpers */
 static int get_f32(PyObject *obj, Py_buffer *view, int ndim, const char *name)
 {
@@ -477,19 +504,25 @@ typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, cons
                            int64_t, float, float *, int64_t);
 typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
                            float *, int);
-static void *sgemm_address = NULL;
+void *qkv_sgemm_address = NULL;
 static int sgemm_ilp64 = 0;
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+void qkv_gemm(int ta, int tb, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, float alpha, const float *a, Py_ssize_t lda,
+              const float *b, Py_ssize_t ldb, float beta, float *c, Py_ssize_t ldc)
+{
+    if (sgemm_ilp64)
+        ((sgemm64_fn)qkv_sgemm_address)(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, m, n, k, alpha, a,
+                                        lda, b, ldb, beta, c, ldc);
+    else
+        ((sgemm32_fn)qkv_sgemm_address)(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)m, (int)n,
+                                        (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
 
 static void sgemm(int trans_b, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, const float *a, Py_ssize_t lda,
                   const float *b, Py_ssize_t ldb, float beta, float *c, Py_ssize_t ldc)
 {
-    if (sgemm_ilp64)
-        ((sgemm64_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, trans_b ? TRANS : NO_TRANS, m, n, k, 1.0f, a, lda, b, ldb,
-                                    beta, c, ldc);
-    else
-        ((sgemm32_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, trans_b ? TRANS : NO_TRANS, (int)m, (int)n, (int)k, 1.0f, a,
-                                    (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    qkv_gemm(0, trans_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* One query block's walk: its inputs and running state (see flash_rows), and one key block of it. */
@@ -516,10 +549,6 @@ struct flash_task {
     float cap;               /* SCORE_SOFT_CAP: cap·tanh(s / cap) */
 };
 
-/* The catalogue's score functions the C routes compute (forward here, backward in _backward.c with
- * their derivatives): a relative bias s + bias_h[kv − q] (ALiBi, T5's buckets, any score_mod declared
- * relative: one table per head, evaluated by Python from the function itself) and soft-cap. */
-enum { SCORE_PLAIN = 0, SCORE_RELATIVE = 1, SCORE_SOFT_CAP = 2 };
 
 /* cap·tanh(s / cap) along a row, as cap·(1 − 2/(e^(2s/cap) + 1)) with the module's exponential
  * (tanhf one value at a time made soft-cap slower in C than in NumPy: 2.0 s against 1.2 s at
@@ -795,7 +824,8 @@ static void finish_rows(float *acc, Py_ssize_t ldacc, Py_ssize_t rows, Py_ssize_
 
 PyDoc_STRVAR(set_sgemm_doc,
 "set_sgemm(address, ilp64) -> None\n\n"
-"The address of a CBLAS cblas_sgemm (64-bit integers when ilp64) for flash_rows; 0 forgets it.");
+"The address of a CBLAS cblas_sgemm (64-bit integers when ilp64) for flash_rows, flash_many and\n"
+"backward_many; 0 forgets it.");
 
 static PyObject *fused_set_sgemm(PyObject *self, PyObject *args)
 {
@@ -803,7 +833,7 @@ static PyObject *fused_set_sgemm(PyObject *self, PyObject *args)
     int ilp64;
     if (!PyArg_ParseTuple(args, "Kp", &address, &ilp64))
         return NULL;
-    sgemm_address = (void *)(uintptr_t)address;
+    qkv_sgemm_address = (void *)(uintptr_t)address;
     sgemm_ilp64 = ilp64;
     Py_RETURN_NONE;
 }
@@ -882,7 +912,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
                                      &o_sum, &o_alpha, &o_max, &o_scores, &o_blocks, &o_masks, &headroom, &scale,
                                      &finalize, &score_kind, &o_table, &cap, &rel_offset))
         return NULL;
-    if (sgemm_address == NULL) {
+    if (qkv_sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_rows needs a BLAS sgemm: call set_sgemm first");
         return NULL;
     }
@@ -1061,7 +1091,7 @@ static int get_tensor3(PyObject *obj, Py_buffer *view, int writable, const char 
     return 0;
 }
 
-static int get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t cols, const char *name)
+int qkv_get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t cols, const char *name)
 {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return -1;
@@ -1111,7 +1141,7 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
                           &o_counter, &o_scores, &o_vectors, &headroom, &scale, &budget, &o_ranges, &score_kind,
                           &o_table, &cap))
         return NULL;
-    if (sgemm_address == NULL) {
+    if (qkv_sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_many needs a BLAS sgemm: call set_sgemm first");
         return NULL;
     }
@@ -1150,9 +1180,9 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    HOLD(get_int64(o_tasks, &vt, 0, 7, "tasks"), &vt);
-    HOLD(get_int64(o_blocks, &vb, 0, 5, "blocks"), &vb);
-    HOLD(get_int64(o_counter, &vc, 1, 0, "counter"), &vc);
+    HOLD(qkv_get_int64(o_tasks, &vt, 0, 7, "tasks"), &vt);
+    HOLD(qkv_get_int64(o_blocks, &vb, 0, 5, "blocks"), &vb);
+    HOLD(qkv_get_int64(o_counter, &vc, 1, 0, "counter"), &vc);
     HOLD(get_matrix(o_scores, &vs, 1, -1, -1, &lds, "scores"), &vs);
     HOLD(get_matrix(o_vectors, &vvec, 1, 3, -1, &ldvec, "vectors"), &vvec);
     if (vc.shape[0] < 1) {
@@ -1160,7 +1190,7 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
         goto done;
     }
     if (o_ranges != Py_None) {   /* (2, Tq): each query row's allowed keys [lo, hi) */
-        HOLD(get_int64(o_ranges, &vrange, 0, tq, "ranges"), &vrange);
+        HOLD(qkv_get_int64(o_ranges, &vrange, 0, tq, "ranges"), &vrange);
         if (vrange.shape[0] != 2) {
             PyErr_Format(PyExc_ValueError, "ranges must have shape (2, %zd)", tq);
             goto done;
@@ -1207,10 +1237,10 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
         Py_ssize_t sq0 = vq.strides[0] / 4, sq1 = vq.strides[1] / 4, sk0 = vk.strides[0] / 4, sk1 = vk.strides[1] / 4;
         Py_ssize_t sv0 = vv.strides[0] / 4, sv1 = vv.strides[1] / 4, so0 = vo.strides[0] / 4, so1 = vo.strides[1] / 4;
         Py_ssize_t sl0 = have_lse ? vlse.strides[0] / 4 : 0;
-        double started = budget > 0 ? monotonic_seconds() : 0.0;
+        double started = budget > 0 ? qkv_monotonic_seconds() : 0.0;
         Py_BEGIN_ALLOW_THREADS
         for (;;) {
-            if (budget > 0 && monotonic_seconds() - started > budget)
+            if (budget > 0 && qkv_monotonic_seconds() - started > budget)
                 break;   /* back to Python (signals, a stop flag); the caller calls again */
             int64_t i = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
             if (i >= n_tasks)
@@ -1506,6 +1536,8 @@ static PyMethodDef methods[] = {
     {"softmax_rows", softmax_rows, METH_VARARGS, softmax_rows_doc},
     {"flash_rows", (PyCFunction)(void (*)(void))flash_rows, METH_VARARGS | METH_KEYWORDS, flash_rows_doc},
     {"flash_many", flash_many, METH_VARARGS, flash_many_doc},
+    {"backward_many", (PyCFunction)(void (*)(void))qkv_backward_many, METH_VARARGS | METH_KEYWORDS,
+     qkv_backward_many_doc},
     {"absmax", fused_absmax, METH_O, absmax_doc},
     {"set_sgemm", fused_set_sgemm, METH_VARARGS, set_sgemm_doc},
     {"set_tile", fused_set_tile, METH_O,
@@ -1521,7 +1553,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "qkv.kernels._fused",
-    "The blocked kernel's C loops: the softmax step, the key walk (flash_rows, flash_many), gelu.",
+    "The blocked kernel's C loops: the softmax step, the key walk (flash_rows, flash_many), its backward "
+    "(backward_many, in _backward.c), gelu.",
     -1, methods,
 };
 

@@ -1,5 +1,6 @@
 """Training through qkv's kernel on CPU torch tensors: the C forward (flash_many, which also
-writes each row's log-sum-exp) and a FlashAttention-2-style backward in C (`_backward.c`), as one
+writes each row's log-sum-exp) and a FlashAttention-2-style backward in C (`_backward.c`, compiled
+into the same extension `_fused`: backward_many), as one
 torch custom op with its autograd formula, so `torch.compile(fullgraph=True)` keeps it.
 
 The op works on every mask whose query rows each see one contiguous range of keys (the same for
@@ -32,10 +33,6 @@ import numpy as np
 from . import blas, blocked, pool
 from .call import Call, check_call
 
-try:   # the optional C extension (setup.py): the backward
-    from . import _backward
-except ImportError:   # not built: torch tensors take the plain path or SDPA
-    _backward = None
 
 __all__ = ["flash_attention", "op", "run", "available", "row_ranges", "values_ok", "block_backward", "score_spec"]
 
@@ -57,14 +54,13 @@ _ready_state = None
 
 
 def available() -> bool:
-    """Whether this route can run: both C extensions built and NumPy's cblas_sgemm found."""
+    """Whether this route can run: the C extension built (its backward_many, kernels/_backward.c)
+    and NumPy's cblas_sgemm found (blas.sgemm_ready hands it to the extension, forward and backward)."""
     global _ready_state
     if _ready_state is None:
         with _ready_lock:
             if _ready_state is None:
-                ok = _backward is not None and blocked._fused is not None and blas.sgemm_ready()
-                if ok and blas.sgemm_found is not None:
-                    _backward.set_sgemm(*blas.sgemm_found)
+                ok = blocked._fused is not None and hasattr(blocked._fused, "backward_many") and blas.sgemm_ready()
                 _ready_state = bool(ok and blas.sgemm_found is not None)
     return _ready_state
 
@@ -243,13 +239,14 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
 
 
 def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: int = BLOCK_Q, bk: int = BLOCK_K,
-                    threads: int | None = None, delta=None, score=None):
+                    threads: int | None = None, delta=None, score=None, width: int = 0):
     """dq (Nq, Tq, Dk), dk (Nk, Tk, Dk), dv (Nk, Tk, Dv) float32 from the forward's inputs, out and lse,
     and the gradients dout (Nq, Tq, Dv) and dlse (Nq, Tq) or None; C-contiguous float32. threads:
     None picks by the work. delta (Nq, Tq): rowsum(dO ∘ O) − dlse given by the caller (out and dlse
     then unused) — a block of a longer attention (ring attention) passes the whole row's lse and δ.
     score: None, or (kind, table, cap) of a catalogue score function (`score_spec`, its table tiled to
-    the Nq heads: (Nq, Tq + Tk − 1))."""
+    the Nq heads: (Nq, Tq + Tk − 1)). width: the C vector loops (0: the widest the CPU has; 1, 8, 16:
+    at most that — tests run every loop)."""
     nq, tq, dk = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     bq, bk = min(bq, tq), min(bk, tk)
@@ -284,10 +281,10 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
     counter = np.zeros(1, np.int64)
 
     def step():
-        return _backward.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
-                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra)
+        return blocked._fused.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
+                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra, width=width)
 
-    extra = () if score is None else (int(score[0]), score[1], float(score[2]))
+    extra = (0, None, 1.0) if score is None else (int(score[0]), score[1], float(score[2]))
 
     _run(step, threads)
     if parts > 1:

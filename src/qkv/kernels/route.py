@@ -239,7 +239,7 @@ def torch_flash_why_not(call: Call, *, pinned: bool = False) -> str | None:
     if autograd.row_ranges(call) is None:
         return "a mask function without key ranges (the same for every batch and head)"
     if not autograd.available():
-        return "the C backward (kernels/_backward.c) or NumPy's BLAS is not available"
+        return "the C extension (its backward, kernels/_backward.c) or NumPy's BLAS is not available"
     if not autograd.values_ok(call.q, call.k, call.v):
         return "a non-finite value, or values above 2^60"
     return None
