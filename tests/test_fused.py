@@ -28,16 +28,13 @@ def test_extension_is_built_here():
 
 needs_fused = pytest.mark.skipif(_fused is None, reason="qkv.kernels._fused is not built")
 # The loops' widths: AVX-512 (16 lanes), AVX2+FMA (8) and scalar (1). On a CPU without AVX-512
-# (or AVX2) _fused.set_width(16) falls back to the widest loop the CPU has.
+# (or AVX2) width=16 falls back to the widest loop the CPU has. Every entry point takes the width
+# per call (Route.width on the kernel's routes), so no test changes module state.
 LOOPS = [pytest.param(16, id="avx512"), pytest.param(8, id="avx2"), pytest.param(1, id="scalar")]
 
 
 def _exp(x, out, width):
-    previous = _fused.set_width(width)
-    try:
-        _fused.exp(x, out)
-    finally:
-        _fused.set_width(previous)
+    _fused.exp(x, out, width=width)
 
 
 def ulps(out, x):
@@ -79,20 +76,24 @@ def _one(x, width):
     return out[0]
 
 
-def test_exp_vector_false_is_the_scalar_loop():
-    x = np.random.default_rng(3).uniform(-80, 80, 1000).astype(np.float32)
-    forced, scalar = np.empty_like(x), np.empty_like(x)
-    _fused.exp(x, forced, vector=False)
-    _exp(x, scalar, 1)
-    np.testing.assert_array_equal(forced, scalar)
+def test_width_argument_is_checked_by_every_entry_point():
+    x = np.ones(4, np.float32)
+    rows = np.zeros((1, 4), np.float32)
+    one = np.zeros(1, np.float32)
+    for call in (lambda: _fused.exp(x, x.copy(), width=4), lambda: _fused.gelu(x.copy(), width=2),
+                 lambda: _fused.absmax(x, width=-1),
+                 lambda: _fused.softmax_rows(rows, one, one.copy(), one.copy(), None, HEADROOM, width=32)):
+        with pytest.raises(ValueError, match="width must be 0 .*, 1, 8 or 16"):
+            call()
+    with pytest.raises(ValueError, match="width must be 0, 1, 8 or 16"):
+        blocked._attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), width=3)
+    assert not hasattr(_fused, "set_width") and not hasattr(_fused, "set_tile")   # no module state to flip
 
 
 @pytest.fixture(params=LOOPS)
 def loops(request):
-    """softmax_rows with the AVX-512 loops, the AVX2 loops, then the scalar fallback."""
-    previous = _fused.set_width(request.param)
-    yield request.param
-    _fused.set_width(previous)
+    """The width each test passes to the C calls: the AVX-512 loops, the AVX2 loops, then the scalar ones."""
+    return request.param
 
 
 def numpy_step(scores, ref, row_sum, row_max, headroom):
@@ -130,7 +131,7 @@ def test_softmax_rows_matches_the_numpy_steps(cols, loops):
     outside = buffer[:, cols:].copy()
     expected = numpy_step(scores, ref, row_sum, row_max, HEADROOM)
     alpha = np.empty(rows, np.float32)
-    moved = _fused.softmax_rows(scores, ref, row_sum, alpha, row_max, HEADROOM)
+    moved = _fused.softmax_rows(scores, ref, row_sum, alpha, row_max, HEADROOM, width=loops)
     assert moved is True
     probs, new_ref, new_sum, new_alpha, new_max = expected
     np.testing.assert_array_equal(ref, new_ref.astype(np.float32))
@@ -147,7 +148,7 @@ def test_softmax_rows_reports_no_move_and_skips_row_max(loops):
     scores = np.random.default_rng(5).standard_normal((4, 40)).astype(np.float32)
     ref, row_sum, alpha = np.zeros(4, np.float32), np.ones(4, np.float32), np.empty(4, np.float32)
     expected = np.exp(scores.astype(np.float64)).sum(1) + 1
-    assert _fused.softmax_rows(scores, ref, row_sum, alpha, None, HEADROOM) is False
+    assert _fused.softmax_rows(scores, ref, row_sum, alpha, None, HEADROOM, width=loops) is False
     np.testing.assert_array_equal(alpha, 1)
     np.testing.assert_allclose(row_sum, expected, rtol=2e-6)
 
@@ -181,10 +182,12 @@ def test_kernel_through_the_c_step_matches_the_numpy_step(loops):
     bias = np.where(rng.random((61, 61)) < 0.1, 50.0, 0.0)
     results = {}
     for path, route in (("flash", "flash_rows"), ("fused", "py_walk"), ("numpy", "numpy_walk")):
-        results[path] = (blocked._attention(q, k, v, mask, bias=bias, causal=True, block_q=16, block_k=13, route=route),
-                         blocked._attention(q, k, v, mask, bias=bias, want="partial", route=route),
-                         blocked._attention(q, k, v, mask, causal=True, block_q=16, block_k=13, route=route),
-                         blocked._attention(q, k, v, mask, want="partial", route=route))
+        results[path] = (blocked._attention(q, k, v, mask, bias=bias, causal=True, block_q=16, block_k=13, route=route,
+                                            width=loops),
+                         blocked._attention(q, k, v, mask, bias=bias, want="partial", route=route, width=loops),
+                         blocked._attention(q, k, v, mask, causal=True, block_q=16, block_k=13, route=route,
+                                            width=loops),
+                         blocked._attention(q, k, v, mask, want="partial", route=route, width=loops))
     for path in ("flash", "fused"):
         for mine, theirs in zip(results[path], results["numpy"]):
             mine = mine if isinstance(mine, tuple) else (mine,)
@@ -272,7 +275,8 @@ def test_flash_rows_matches_float64(dk, dv, cols, loops):
     ref, l, alpha = (np.zeros(rows, np.float32) for _ in range(3))
     row_max = np.full(rows, -np.inf, np.float32)
     scratch = np.full((rows + 2, cols + 3), np.nan, np.float32)   # larger than needed, as the kernel's
-    _fused.flash_rows(q, k, v, acc, ref, l, alpha, row_max, scratch, np.array(blocks, np.int64), masks, HEADROOM)
+    _fused.flash_rows(q, k, v, acc, ref, l, alpha, row_max, scratch, np.array(blocks, np.int64), masks, HEADROOM,
+                      width=loops)
     expected, top, _, _ = flash_reference(q, k, v, blocks, masks)
     got = np.where(l[:, None] > 0, acc / np.where(l > 0, l, 1)[:, None], 0)
     np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6 * max(1, np.abs(v).max()))
@@ -295,7 +299,7 @@ def test_flash_rows_scales_q_and_finalizes(loops):
     out = np.zeros((5, 16), np.float32)
     ref, l, alpha = (np.zeros(5, np.float32) for _ in range(3))
     _fused.flash_rows(q, k, v, out, ref, l, alpha, None, np.empty((5, 20), np.float32), np.array(blocks, np.int64),
-                      masks, HEADROOM, scale=0.3, finalize=True)
+                      masks, HEADROOM, scale=0.3, finalize=True, width=loops)
     expected = flash_reference(q * np.float32(0.3), k, v, blocks, masks)[0]
     np.testing.assert_allclose(out, expected, atol=2e-6)
     assert not out[2].any() and l[2] == 0
@@ -393,7 +397,7 @@ def test_gelu_matches_math_erf_and_the_numpy_path(loops):
 
     x = np.linspace(-12.0, 12.0, 24001).astype(np.float32)   # exact inputs: no rounding of x in the error
     mine = x.copy()
-    _fused.gelu(mine)
+    _fused.gelu(mine, width=loops)
     error = np.abs(mine - exact_gelu(x))
     assert np.all(error <= 1e-7 + 1.2e-7 * np.abs(x)), error.max()
     saved = layers._USE_FUSED
@@ -414,8 +418,8 @@ def test_gelu_adds_the_bias_per_row(cols, loops):
     bias = rng.standard_normal(cols).astype(np.float32)
     summed = x + bias
     expected = summed.copy()
-    _fused.gelu(expected)
-    _fused.gelu(x, bias)
+    _fused.gelu(expected, width=loops)
+    _fused.gelu(x, bias, width=loops)
     np.testing.assert_array_equal(x, expected)
     np.testing.assert_allclose(x, exact_gelu(summed), rtol=0, atol=1e-7 + 1.2e-7 * np.abs(summed).max())
 
@@ -423,7 +427,7 @@ def test_gelu_adds_the_bias_per_row(cols, loops):
 @needs_fused
 def test_gelu_special_values(loops):
     x = np.float32([0.0, -0.0, np.nan, -np.inf, -100.0, 100.0, 1e-30, -1e-30])
-    _fused.gelu(x)
+    _fused.gelu(x, width=loops)
     assert x[0] == 0 and x[1] == 0 and np.isnan(x[2])
     assert x[3] == 0 or np.isnan(x[3])          # −inf·Φ(−inf): 0 in the limit; NumPy's path gives NaN too
     assert x[4] == 0 and x[5] == 100.0
@@ -529,7 +533,7 @@ def test_absmax_is_max_abs_with_nan_and_inf(values, loops):
     """The kernel's one-pass check of the values: max |v| (NaN if any is NaN, inf if any is ±inf)."""
     x = (np.random.default_rng(0).standard_normal(1001) * 7 if values == "random" else np.array(values)).astype(np.float32)
     expected = np.nan if np.isnan(x).any() else (float(np.abs(x).max()) if x.size else 0.0)
-    got = _fused.absmax(x)
+    got = _fused.absmax(x, width=loops)
     assert (np.isnan(got) and np.isnan(expected)) or got == expected
     with pytest.raises(ValueError, match="C-contiguous float32"):
         _fused.absmax(x.astype(np.float64))

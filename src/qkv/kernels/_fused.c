@@ -285,18 +285,16 @@ static int cpu_avx512(void)
 #endif
 }
 
-/* The widest vector loops in use: 16 (AVX-512), 8 (AVX2) or 1 (scalar), at most what the CPU has.
- * set_width lowers it so that tests run every loop on this CPU. */
-static int max_width = 16;
-
+/* The widest vector loops the CPU has; every entry point takes a `width` argument (0: these; 1, 8,
+ * 16: at most that, so that tests run every loop on this CPU: qkv_vector_width). */
 static int have_avx2(void)
 {
-    return max_width >= 8 && cpu_avx2();
+    return cpu_avx2();
 }
 
 static int have_avx512(void)
 {
-    return max_width >= 16 && cpu_avx512();
+    return cpu_avx512();
 }
 
 /* ------------------------------------------------------------------------ the softmax step
@@ -423,7 +421,7 @@ static int get_f32(PyObject *obj, Py_buffer *view, int ndim, const char *name)
 }
 
 PyDoc_STRVAR(softmax_rows_doc,
-"softmax_rows(scores, ref, row_sum, alpha, row_max, headroom) -> bool\n\n"
+"softmax_rows(scores, ref, row_sum, alpha, row_max, headroom, limit=None, width=0) -> bool\n\n"
 "In place, for each row i of the float32 block scores (rows, cols), rows contiguous:\n"
 "  m = max_j scores[i, j]; row_max[i] = max(row_max[i], m) unless row_max is None;\n"
 "  if m - ref[i] > headroom: alpha[i] = exp(ref[i] - m), ref[i] = m      (reference moves up)\n"
@@ -434,14 +432,20 @@ PyDoc_STRVAR(softmax_rows_doc,
 "must then rescale its accumulated output rows by alpha).\n\n"
 "limit (optional int): causal masking in the same pass: row i keeps only columns j < limit + i;\n"
 "the others are treated as -inf scores (they take no exp, become 0 and are not read), the same\n"
-"result, bit for bit, as adding a 0/-inf band before the call (for finite scores).");
+"result, bit for bit, as adding a 0/-inf band before the call (for finite scores).\n"
+"width: the vector loops, 0 (the widest the CPU has) or at most 1, 8 or 16 (tests run each).");
 
-static PyObject *softmax_rows(PyObject *self, PyObject *args)
+static PyObject *softmax_rows(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"scores", "ref", "row_sum", "alpha", "row_max", "headroom", "limit", "width", NULL};
     PyObject *o_scores, *o_ref, *o_sum, *o_alpha, *o_max;
     float headroom;
     PyObject *o_limit = Py_None;
-    if (!PyArg_ParseTuple(args, "OOOOOf|O", &o_scores, &o_ref, &o_sum, &o_alpha, &o_max, &headroom, &o_limit))
+    int requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOf|Oi", kwlist, &o_scores, &o_ref, &o_sum, &o_alpha, &o_max,
+                                     &headroom, &o_limit, &requested))
+        return NULL;
+    if (qkv_check_width(requested) < 0)
         return NULL;
     int have_limit = o_limit != Py_None;
     Py_ssize_t limit = 0;
@@ -468,7 +472,7 @@ static PyObject *softmax_rows(PyObject *self, PyObject *args)
         goto fail_m;
     }
     float *scores = vs.buf, *ref = vr.buf, *l = vl.buf, *alpha = va.buf, *rmax = have_max ? vm.buf : NULL;
-    int moved, width = vector_width();
+    int moved, width = qkv_vector_width(requested);
     Py_BEGIN_ALLOW_THREADS
     moved = softmax_block(scores, stride, rows, cols, ref, l, alpha, rmax, headroom, have_limit, limit, 0, 0, NULL,
                           NULL, 0, width);
@@ -541,7 +545,7 @@ struct flash_task {
     float headroom;
     float *scores;           /* scratch, at least (rows, cols) of any block, row stride lds */
     Py_ssize_t lds;
-    int width;               /* vector_width() for this call */
+    int width;               /* qkv_vector_width(the call's width): 16, 8 or 1 */
     int score_kind;          /* SCORE_PLAIN, SCORE_RELATIVE or SCORE_SOFT_CAP (below) */
     const float *rel;        /* SCORE_RELATIVE: the head's bias over relative positions; row r of the block,
                               * key j: rel[j − r + rel_offset] */
@@ -753,19 +757,10 @@ static void flash_block_blas(const struct flash_task *t, const struct flash_bloc
 }
 
 /* tile_block (in _tile.h): the same step without BLAS, the exponentials taken on the score tile
- * while it is in registers; returns 0 where it does not apply (the caller then uses BLAS). */
-static int use_tile = 1;
+ * while it is in registers; returns 0 where it does not apply (the caller then uses BLAS). Whether
+ * it may be tried is the call's `tile` argument (the route's plan, Route.tile; tests pass False
+ * to run the BLAS step on the same blocks). */
 #include "_tile.h"
-
-static PyObject *fused_set_tile(PyObject *self, PyObject *arg)
-{
-    int enabled = PyObject_IsTrue(arg);
-    if (enabled < 0)
-        return NULL;
-    int previous = use_tile;
-    use_tile = enabled;
-    return PyBool_FromLong(previous);
-}
 
 /* The rows of a blocks table ((n, 5) int64: j0, j1, flags, limit, start) checked before any work:
  * 0 <= j0 < j1 <= tk, at most max_cols keys, flag 4 (row ranges) only where ranges were given. */
@@ -883,7 +878,7 @@ static int check_score(int score_kind, float cap)
 
 PyDoc_STRVAR(flash_rows_doc,
 "flash_rows(q, k, v, acc, ref, row_sum, alpha, row_max, scores, blocks, masks, headroom, scale=1.0,\n"
-"           finalize=False) -> None\n\n"
+"           finalize=False, score_kind=0, table=None, cap=1, offset=0, tile=True, width=0) -> None\n\n"
 "One query block of the blocked kernel, every key block in C (the GIL released throughout):\n"
 "for each row (j0, j1, flags, limit, start) of blocks (int64, (n, 5)):\n"
 "  S = q·k[j0:j1]ᵀ; S = −inf where masks[b] is True (masks: None, or a sequence of n entries,\n"
@@ -897,20 +892,25 @@ PyDoc_STRVAR(flash_rows_doc,
 "(rows, max j1 − j0). q is multiplied by scale first (into a copy). finalize: at the end,\n"
 "acc /= row_sum row by row (rows with row_sum = 0 become 0). score_kind 1 (a relative bias:\n"
 "S[r, c] += table[j0 + c − r + offset], table float32 (L,), one head's bias over relative\n"
-"positions) or 2 (soft-cap: S = cap·tanh(S / cap)), applied before the masks. Needs set_sgemm first.");
+"positions) or 2 (soft-cap: S = cap·tanh(S / cap)), applied before the masks. tile: False keeps\n"
+"every block on the BLAS step (no AVX-512 register tiles); width: the vector loops (0: the\n"
+"widest the CPU has; 1, 8, 16: at most that). Needs set_sgemm first.");
 
 static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"q", "k", "v", "acc", "ref", "row_sum", "alpha", "row_max", "scores", "blocks", "masks",
-                             "headroom", "scale", "finalize", "score_kind", "table", "cap", "offset", NULL};
+                             "headroom", "scale", "finalize", "score_kind", "table", "cap", "offset", "tile", "width",
+                             NULL};
     PyObject *o_q, *o_k, *o_v, *o_acc, *o_ref, *o_sum, *o_alpha, *o_max, *o_scores, *o_blocks, *o_masks;
     PyObject *o_table = Py_None;
     float headroom, scale = 1.0f, cap = 1.0f;
-    int finalize = 0, score_kind = SCORE_PLAIN;
+    int finalize = 0, score_kind = SCORE_PLAIN, tile_on = 1, requested = 0;
     Py_ssize_t rel_offset = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOf|fpiOfn", kwlist, &o_q, &o_k, &o_v, &o_acc, &o_ref,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOf|fpiOfnpi", kwlist, &o_q, &o_k, &o_v, &o_acc, &o_ref,
                                      &o_sum, &o_alpha, &o_max, &o_scores, &o_blocks, &o_masks, &headroom, &scale,
-                                     &finalize, &score_kind, &o_table, &cap, &rel_offset))
+                                     &finalize, &score_kind, &o_table, &cap, &rel_offset, &tile_on, &requested))
+        return NULL;
+    if (qkv_check_width(requested) < 0)
         return NULL;
     if (qkv_sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_rows needs a BLAS sgemm: call set_sgemm first");
@@ -1023,7 +1023,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
         const float *q = vq.buf, *k = vk.buf, *v = vv.buf;
         float *acc = vacc.buf, *ref = vr.buf, *l = vl.buf, *alpha = va.buf, *rmax = have_max ? vm.buf : NULL;
         float *scores = vs.buf, *scaled = NULL;
-        int width = vector_width(), tile_on = use_tile;
+        int width = qkv_vector_width(requested);
         if (scale != 1.0f && rows > 0) {   /* q·scale once, into a copy (the caller's q is read-only) */
             scaled = PyMem_RawMalloc((size_t)(rows * dk) * sizeof(float));
             if (scaled == NULL) {
@@ -1112,7 +1112,7 @@ int qkv_get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t cols,
 
 PyDoc_STRVAR(flash_many_doc,
 "flash_many(q, k, v, out, lse, tasks, blocks, counter, scores, vectors, headroom, scale, budget=0,\n"
-"           ranges=None, score_kind=0, table=None, cap=1)\n"
+"           ranges=None, score_kind=0, table=None, cap=1, tile=True, width=0)\n"
 "    -> bool\n\n"
 "Runs tasks (int64 (n, 7): q head, kv head, out head, i0, i1, b0, b1) until none is left,\n"
 "taking the next one from counter[0] (int64, shared by the threads that call this at once):\n"
@@ -1127,19 +1127,24 @@ PyDoc_STRVAR(flash_many_doc,
 "ranges[0, i] <= j < ranges[1, i] in blocks whose flags have 4 (document-like masks).\n"
 "score_kind 1: a relative bias, score + table[out head, kv − q + Tq − 1] (table float32 (No,\n"
 "Tq + Tk − 1), rows contiguous); 2: soft-cap, cap·tanh(score / cap); before the masks.\n"
+"tile, width: as flash_rows'.\n"
 "Returns True while tasks are left. Needs set_sgemm first.");
 
-static PyObject *flash_many(PyObject *self, PyObject *args)
+static PyObject *flash_many(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"q", "k", "v", "out", "lse", "tasks", "blocks", "counter", "scores", "vectors", "headroom",
+                             "scale", "budget", "ranges", "score_kind", "table", "cap", "tile", "width", NULL};
     PyObject *o_q, *o_k, *o_v, *o_out, *o_lse, *o_tasks, *o_blocks, *o_counter, *o_scores, *o_vectors;
     float headroom, scale;
     double budget = 0.0;
     PyObject *o_ranges = Py_None, *o_table = Py_None;
-    int score_kind = SCORE_PLAIN;
+    int score_kind = SCORE_PLAIN, tile_on = 1, requested = 0;
     float cap = 1.0f;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOff|dOiOf", &o_q, &o_k, &o_v, &o_out, &o_lse, &o_tasks, &o_blocks,
-                          &o_counter, &o_scores, &o_vectors, &headroom, &scale, &budget, &o_ranges, &score_kind,
-                          &o_table, &cap))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOff|dOiOfpi", kwlist, &o_q, &o_k, &o_v, &o_out, &o_lse,
+                                     &o_tasks, &o_blocks, &o_counter, &o_scores, &o_vectors, &headroom, &scale, &budget,
+                                     &o_ranges, &score_kind, &o_table, &cap, &tile_on, &requested))
+        return NULL;
+    if (qkv_check_width(requested) < 0)
         return NULL;
     if (qkv_sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_many needs a BLAS sgemm: call set_sgemm first");
@@ -1233,7 +1238,7 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
     {
         int64_t *counter = vc.buf;
         float *vectors = vvec.buf;
-        int width = vector_width(), tile_on = use_tile;
+        int width = qkv_vector_width(requested);
         Py_ssize_t sq0 = vq.strides[0] / 4, sq1 = vq.strides[1] / 4, sk0 = vk.strides[0] / 4, sk1 = vk.strides[1] / 4;
         Py_ssize_t sv0 = vv.strides[0] / 4, sv1 = vv.strides[1] / 4, so0 = vo.strides[0] / 4, so1 = vo.strides[1] / 4;
         Py_ssize_t sl0 = have_lse ? vlse.strides[0] / 4 : 0;
@@ -1288,7 +1293,7 @@ done:
 }
 
 PyDoc_STRVAR(absmax_doc,
-"absmax(x) -> float\n\n"
+"absmax(x, width=0) -> float\n\n"
 "max |x| over a C-contiguous float32 array in one pass: NaN when x holds a NaN, inf when it holds\n"
 "an infinity (and no NaN), 0 for an empty array. The GIL is released.");
 
@@ -1315,8 +1320,13 @@ __attribute__((target("avx512f"))) static void absmax_avx512(const float *x, Py_
 }
 #endif
 
-static PyObject *fused_absmax(PyObject *self, PyObject *arg)
+static PyObject *fused_absmax(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"x", "width", NULL};
+    PyObject *arg;
+    int requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|i", kwlist, &arg, &requested) || qkv_check_width(requested) < 0)
+        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
@@ -1331,7 +1341,7 @@ static PyObject *fused_absmax(PyObject *self, PyObject *arg)
     const float *x = view.buf;
     Py_ssize_t n = view.len / 4;
     float top = 0.0f;
-    int nan = 0, wide = have_avx512();
+    int nan = 0, wide = qkv_vector_width(requested) >= 16;
     Py_BEGIN_ALLOW_THREADS
 #ifdef FUSED_X86
     if (wide)
@@ -1352,16 +1362,18 @@ static PyObject *fused_absmax(PyObject *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(exp_doc,
-"exp(src, dst, vector=True)\n\n"
+"exp(src, dst, width=0)\n\n"
 "dst = exp(src) elementwise with this module's float32 exponential (for testing its accuracy);\n"
-"src and dst are 1-D float32 arrays of equal length. vector=False forces the scalar loop.");
+"src and dst are 1-D float32 arrays of equal length. width: the vector loops (0: the widest the\n"
+"CPU has; 1 the scalar loop, 8 AVX2, 16 AVX-512 at most).");
 
 static PyObject *fused_exp(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"src", "dst", "vector", NULL};
+    static char *kwlist[] = {"src", "dst", "width", NULL};
     PyObject *o_src, *o_dst;
-    int vector = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|p", kwlist, &o_src, &o_dst, &vector))
+    int requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|i", kwlist, &o_src, &o_dst, &requested) ||
+        qkv_check_width(requested) < 0)
         return NULL;
     Py_buffer vsrc, vdst;
     if (get_f32(o_src, &vsrc, 1, "src") < 0)
@@ -1379,11 +1391,12 @@ static PyObject *fused_exp(PyObject *self, PyObject *args, PyObject *kwargs)
     const float *src = vsrc.buf;
     float *dst = vdst.buf;
     Py_ssize_t n = vsrc.shape[0];
+    int width = qkv_vector_width(requested);
     Py_BEGIN_ALLOW_THREADS
 #ifdef FUSED_X86
-    if (vector && have_avx512())
+    if (width >= 16)
         exp_avx512(src, dst, n);
-    else if (vector && have_avx2())
+    else if (width >= 8)
         exp_avx2(src, dst, n);
     else
 #endif
@@ -1459,16 +1472,19 @@ __attribute__((target("avx2,fma"))) static void gelu_rows_avx2(float *x, const f
 #endif
 
 PyDoc_STRVAR(gelu_doc,
-"gelu(x, bias=None)\n\n"
+"gelu(x, bias=None, width=0)\n\n"
 "In place: x = gelu(x + bias) for a writable C-contiguous float32 array x (…, D), bias a float32\n"
 "(D,) array or None; the exact (erf) GELU with erf from Abramowitz & Stegun 7.1.26, as\n"
-"qkv.activations.gelu computes it in NumPy. Releases the GIL.");
+"qkv.activations.gelu computes it in NumPy. Releases the GIL. width: as exp's (the AVX2 loop or\n"
+"the scalar one).");
 
 static PyObject *fused_gelu(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"x", "bias", NULL};
+    static char *kwlist[] = {"x", "bias", "width", NULL};
     PyObject *o_x, *o_bias = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O", kwlist, &o_x, &o_bias))
+    int requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Oi", kwlist, &o_x, &o_bias, &requested) ||
+        qkv_check_width(requested) < 0)
         return NULL;
     Py_buffer vx, vb;
     if (PyObject_GetBuffer(o_x, &vx, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
@@ -1497,7 +1513,7 @@ static PyObject *fused_gelu(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     float *x = vx.buf;
     const float *bias = have_bias ? vb.buf : NULL;
-    int avx2 = have_avx2();
+    int avx2 = qkv_vector_width(requested) >= 8;
     Py_BEGIN_ALLOW_THREADS
 #ifdef FUSED_X86
     if (avx2)
@@ -1518,36 +1534,18 @@ static PyObject *fused_width(PyObject *self, PyObject *unused)
     return PyLong_FromLong(vector_width());
 }
 
-static PyObject *fused_set_width(PyObject *self, PyObject *arg)
-{
-    long width = PyLong_AsLong(arg);
-    if (width == -1 && PyErr_Occurred())
-        return NULL;
-    if (width != 1 && width != 8 && width != 16) {
-        PyErr_Format(PyExc_ValueError, "width must be 1, 8 or 16, got %ld", width);
-        return NULL;
-    }
-    int previous = max_width;
-    max_width = (int)width;
-    return PyLong_FromLong(previous);
-}
-
 static PyMethodDef methods[] = {
-    {"softmax_rows", softmax_rows, METH_VARARGS, softmax_rows_doc},
+    {"softmax_rows", (PyCFunction)(void (*)(void))softmax_rows, METH_VARARGS | METH_KEYWORDS, softmax_rows_doc},
     {"flash_rows", (PyCFunction)(void (*)(void))flash_rows, METH_VARARGS | METH_KEYWORDS, flash_rows_doc},
-    {"flash_many", flash_many, METH_VARARGS, flash_many_doc},
+    {"flash_many", (PyCFunction)(void (*)(void))flash_many, METH_VARARGS | METH_KEYWORDS, flash_many_doc},
     {"backward_many", (PyCFunction)(void (*)(void))qkv_backward_many, METH_VARARGS | METH_KEYWORDS,
      qkv_backward_many_doc},
-    {"absmax", fused_absmax, METH_O, absmax_doc},
+    {"absmax", (PyCFunction)(void (*)(void))fused_absmax, METH_VARARGS | METH_KEYWORDS, absmax_doc},
     {"set_sgemm", fused_set_sgemm, METH_VARARGS, set_sgemm_doc},
-    {"set_tile", fused_set_tile, METH_O,
-     "set_tile(enabled) -> previous: False makes flash_rows use BLAS for every block (for tests)."},
     {"exp", (PyCFunction)(void (*)(void))fused_exp, METH_VARARGS | METH_KEYWORDS, exp_doc},
     {"gelu", (PyCFunction)(void (*)(void))fused_gelu, METH_VARARGS | METH_KEYWORDS, gelu_doc},
     {"vector_width", fused_width, METH_NOARGS,
-     "vector_width() -> 16 (AVX-512 loops), 8 (AVX2+FMA) or 1 (scalar): the loops used now."},
-    {"set_width", fused_set_width, METH_O,
-     "set_width(w) -> previous: use loops at most w lanes wide (1, 8 or 16; for tests)."},
+     "vector_width() -> 16 (AVX-512 loops), 8 (AVX2+FMA) or 1 (scalar): the widest this CPU has (width=0)."},
     {NULL, NULL, 0, NULL},
 };
 

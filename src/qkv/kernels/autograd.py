@@ -197,11 +197,12 @@ def _run(step, threads: int) -> None:
 
 
 def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLOCK_K, threads: int | None = None,
-                   score=None):
+                   score=None, tile: bool = True, width: int = 0):
     """out (Nq, Tq, Dv) and lse (Nq, Tq) float32 from C-contiguous float32 q (Nq, Tq, Dk),
     k (Nk, Tk, Dk), v (Nk, Tk, Dv) and row ranges (2, Tq) (see the module docstring). threads:
     None picks by the work (one thread for small calls). score: None, or (kind, table, cap) of a
-    catalogue score function (`score_spec`, its table tiled to the Nq heads: (Nq, Tq + Tk − 1))."""
+    catalogue score function (`score_spec`, its table tiled to the Nq heads: (Nq, Tq + Tk − 1)).
+    tile, width: the C per-block choice (flash_many's; defaults: the hardware's best)."""
     nq, tq, _ = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     groups = nq // nk
@@ -229,7 +230,8 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
             local.scores = np.empty((bq, bk), np.float32)
             local.vectors = np.empty((3, bq), np.float32)
         return blocked._fused.flash_many(q, k, v, out, lse, tasks, plan.fwd_blocks, counter, local.scores,
-                                         local.vectors, blocked._HEADROOM, float(scale), _BUDGET_S, rows, *extra)
+                                         local.vectors, blocked._HEADROOM, float(scale), _BUDGET_S, rows, *extra,
+                                         tile=tile, width=width)
 
     extra = () if score is None else (int(score[0]), score[1], float(score[2]))
 

@@ -77,6 +77,10 @@ class Route:
     v_top: max |v| (NaN or inf when some value is not finite); None when not looked at.
     score: FLASH_MANY / FLASH_ROWS with a score_mod: (kind, table (H, Tq + Tk − 1) or None, cap), how
       C computes it (`kernels.autograd.score_spec`: soft-cap, or a relative bias); None otherwise.
+    tile, width: the C per-block choice, passed to every C call of the route: tile False keeps each
+      block on the BLAS step (no AVX-512 register tiles, _tile.h); width the vector loops (16 AVX-512,
+      8 AVX2+FMA, 1 scalar; 0: the widest the CPU has). The plan sets the hardware's best; tests
+      replace them (dataclasses.replace, or blocked._attention's tile=/width=) to run every loop.
     """
 
     name: RouteName
@@ -92,6 +96,8 @@ class Route:
     kinds: dict = field(default_factory=dict, repr=False, compare=False)
     v_top: float | None = None
     score: tuple | None = field(default=None, repr=False, compare=False)
+    tile: bool = True
+    width: int = 0
 
     @property
     def values_finite(self) -> bool:
@@ -391,7 +397,8 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
         tasks = plan_tasks(heads)
     return Route(name, reason, block_q=bq, block_k=bk, threads=threads, ranges=ranges, big=big, lead=lead,
                  tasks=tuple(tasks), kinds=kinds_by_head if sparse else {}, v_top=v_top,
-                 score=score if name in (FLASH_MANY, FLASH_ROWS) and call.score_mod is not None else None)
+                 score=score if name in (FLASH_MANY, FLASH_ROWS) and call.score_mod is not None else None,
+                 tile=True, width=int(fused.vector_width()) if fused is not None else 1)
 
 
 def loop_lead(call: Call) -> tuple:
