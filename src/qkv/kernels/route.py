@@ -14,7 +14,8 @@ Routes (fastest first on each ladder):
   short NumPy:     PLAIN_C_SOFTMAX (plain path, the C one-pass softmax; float32, unmasked; a row sum
                    that is not finite — scores beyond the float range — hands the call to PLAIN's steps)
                    > PLAIN (attention_reference's steps: the full Tq×Tk score matrix)
-  the kernel:      FLASH_MANY (every task in C, _fused.flash_many: no mask array, bias, score_mod)
+  the kernel:      FLASH_MANY (every task in C, _fused.flash_many: no mask array, bias, or score_mod
+                   other than soft-cap / a relative bias, which C computes: Route.score)
                    > FLASH_ROWS (each task's key blocks walked in C, _fused.flash_rows)
                    > PY_WALK (blocks walked in Python, the C softmax step; float32)
                    > NUMPY_WALK (all NumPy; float64, longdouble, or no C extension)
