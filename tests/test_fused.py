@@ -562,6 +562,16 @@ def test_catalogue_score_functions_run_in_the_c_forward(route, options):
                   masks.t5_relative_buckets(table, bidirectional=False, max_distance=40)):
         chosen = choose_route(check_call(q, k, v, score_mod=score, **options), route=route, block_q=32, block_k=16)
         assert chosen.name.value == route and chosen.score is not None
-        want = qkv.attention_reference(*(x.astype(np.float64) for x in (q, k, v)), score_mod=score, **options)
-        got = blocked._attention(q, k, v, score_mod=score, route=route, block_q=32, block_k=16, **options)
+        want, want_lse = qkv.attention_reference(*(x.astype(np.float64) for x in (q, k, v)), score_mod=score,
+                                                 return_lse=True, **options)
+        got, lse = blocked._attention(q, k, v, score_mod=score, route=route, block_q=32, block_k=16, want="lse",
+                                      **options)
+        assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max(), score
+        seen = np.isfinite(want_lse)   # causal with Tq > Tk: the first rows see no key (lse −inf)
+        assert np.array_equal(np.isfinite(lse), seen)
+        assert np.abs(lse[seen] - want_lse[seen]).max() <= 2e-6 * np.abs(want_lse[seen]).max(), score
+        # decoding (two query rows: the plain C loops instead of sgemm), the bias at the last rows' offsets
+        want = qkv.attention_reference(*(x.astype(np.float64) for x in (q[..., -2:, :], k, v)), score_mod=score,
+                                       **options)
+        got = blocked._attention(q[..., -2:, :], k, v, score_mod=score, route=route, block_k=16, **options)
         assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max(), score
