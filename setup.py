@@ -1,5 +1,5 @@
-"""Builds the optional C extensions qkv.kernels._fused (the kernel) and qkv.kernels._backward (its backward
-for torch tensors); all metadata lives in pyproject.toml.
+"""Builds the optional C extension qkv.kernels._fused (the kernel, _fused.c, and its backward for torch
+tensors, _backward.c: one extension, one module); all metadata lives in pyproject.toml.
 
 Where it does not compile (no C compiler, no Python headers, a compiler error) the install still
 succeeds and the blocked kernel uses its NumPy path; the build says so in one warning line on
@@ -46,16 +46,10 @@ def _reason(exc: BaseException) -> str:
 
 setup(
     ext_modules=[
-        Extension(
+        Extension(   # one extension, two sources: the forward (and the module table) and the backward
             "qkv.kernels._fused",
-            ["src/qkv/kernels/_fused.c"],
-            depends=["src/qkv/kernels/_tile.h", "src/qkv/kernels/_exp.h"],
-            extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
-        ),
-        Extension(   # the kernel's backward for torch tensors (kernels/autograd.py); missing: torch takes SDPA
-            "qkv.kernels._backward",
-            ["src/qkv/kernels/_backward.c"],
-            depends=["src/qkv/kernels/_exp.h"],
+            ["src/qkv/kernels/_fused.c", "src/qkv/kernels/_backward.c"],
+            depends=["src/qkv/kernels/_kernel.h", "src/qkv/kernels/_tile.h", "src/qkv/kernels/_exp.h"],
             extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
         ),
     ],

@@ -1,6 +1,6 @@
 """tile_block (_tile.h, AVX-512 register tiles) against flash_block_blas (OpenBLAS sgemm + the
 softmax step) on one core: a whole head through _fused.flash_rows, query blocks of 256 rows, key
-blocks of 512 keys, as blocked.py hands them over; set_tile(True) and set_tile(False) alternate
+blocks of 512 keys, as blocked.py hands them over; tile=True and tile=False (flash_rows' argument) alternate
 within each round, medians over the rounds. GFLOP/s = 4·T²·D / s (causal: the same count halved,
 the work the kernel must do).
 
@@ -17,7 +17,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from qkv.kernels import blocked
+from qkv.kernels import blas, blocked
 
 _fused = blocked._fused
 
@@ -40,8 +40,9 @@ def plan(t, bq, bk, causal):
     return tasks
 
 
-def head(q, k, v, tasks, bk):
-    """One head through flash_rows; returns the output (T, D)."""
+def head(q, k, v, tasks, bk, tile=True):
+    """One head through flash_rows (tile: the register tiles where they apply, else the BLAS step);
+    returns the output (T, D)."""
     t, d = q.shape
     out = np.zeros((t, v.shape[1]), np.float32)
     scores = np.empty((max(i1 - i0 for i0, i1, _ in tasks), bk), np.float32)
@@ -49,7 +50,7 @@ def head(q, k, v, tasks, bk):
         rows = i1 - i0
         ref, l, alpha = (np.zeros(rows, np.float32) for _ in range(3))
         _fused.flash_rows(q[i0:i1], k, v, out[i0:i1], ref, l, alpha, None, scores, blocks, None,
-                          blocked._HEADROOM, scale=1 / np.sqrt(d), finalize=True)
+                          blocked._HEADROOM, scale=1 / np.sqrt(d), finalize=True, tile=tile)
     return out
 
 
@@ -72,20 +73,15 @@ def measure(t, d, causal, rounds, bq=256, bk=512, spread=1.0, with_torch=False):
     times = {True: [], False: [], "torch": []}
     outs = {}
     sdpa = _torch_sdpa(q, k, v, causal) if with_torch else None
-    previous = _fused.set_tile(True)
-    try:
-        for _ in range(rounds):
-            for tile in (True, False):
-                _fused.set_tile(tile)
-                start = time.perf_counter()
-                outs[tile] = head(q, k, v, tasks, bk)
-                times[tile].append(time.perf_counter() - start)
-            if sdpa is not None:
-                start = time.perf_counter()
-                sdpa()
-                times["torch"].append(time.perf_counter() - start)
-    finally:
-        _fused.set_tile(previous)
+    for _ in range(rounds):
+        for tile in (True, False):
+            start = time.perf_counter()
+            outs[tile] = head(q, k, v, tasks, bk, tile)
+            times[tile].append(time.perf_counter() - start)
+        if sdpa is not None:
+            start = time.perf_counter()
+            sdpa()
+            times["torch"].append(time.perf_counter() - start)
     diff = float(np.abs(outs[True] - outs[False]).max())
     tile, blas = (float(np.median(times[x])) for x in (True, False))
     return {"T": t, "D": d, "causal": causal, "tile_gflops": flops / tile / 1e9, "blas_gflops": flops / blas / 1e9,
@@ -104,7 +100,7 @@ def main():
     parser.add_argument("--no-causal", action="store_true")
     parser.add_argument("--torch", action="store_true", help="also time torch's SDPA (one thread) in the rounds")
     args = parser.parse_args()
-    assert _fused is not None and blocked._sgemm_ready(), "needs qkv.kernels._fused with a BLAS sgemm"
+    assert _fused is not None and blas.sgemm_ready(), "needs qkv.kernels._fused with a BLAS sgemm"
     with threadpool_limits(limits=1, user_api="blas"):
         for t in (int(x) for x in args.sizes.split(",")):
             for causal in (False,) if args.no_causal else (False, True):

@@ -17,6 +17,7 @@ import torch
 import qkv
 import qkv.masks as masks
 from qkv.kernels import autograd as ag
+from qkv.kernels import blocked
 from qkv.kernels import route
 from qkv.kernels.call import check_call
 from qkv.kernels.route import choose_route
@@ -27,8 +28,8 @@ TOL = 2e-5
 
 
 def test_the_route_is_available_here():
-    # both C extensions are built in this project's environment (as tests/test_fused.py asserts for _fused)
-    assert ag._backward is not None and ag.available()
+    # the C extension, with its backward, is built in this project's environment (as tests/test_fused.py asserts)
+    assert hasattr(blocked._fused, "backward_many") and ag.available()
 
 
 def _inputs(q_shape, k_shape, v_shape, seed=0, dtype=torch.float64):
@@ -186,17 +187,20 @@ def test_gradient_through_lse():
         _close(g, w)
 
 
-def test_scalar_and_avx2_exp_loops_agree():
-    q, k, v = _inputs((2, 70, 16), (2, 70, 16), (2, 70, 16))
-    dout = torch.randn(2, 70, 16, dtype=torch.float64)
-    _, grads_ref, _ = _reference(q, k, v, dout, causal=True)
-    previous = ag._backward.set_width(1)
-    try:
-        _, grads, _ = _flash(q, k, v, dout, causal=True, block_q=16, block_k=16)
-    finally:
-        ag._backward.set_width(previous)
+@pytest.mark.parametrize("width", [1, 8, 16], ids=["scalar", "avx2", "avx512"])
+def test_every_vector_loop_of_the_backward(width):
+    # the loops are chosen per call (width=; 16 on a CPU without AVX-512 runs the widest it has)
+    assert ag.available()   # (hands NumPy's sgemm to the extension)
+    q, k, v, dout = (x.float().numpy() for x in _inputs((2, 70, 16), (2, 70, 16), (2, 70, 16)) +
+                     [torch.randn(2, 70, 16, dtype=torch.float64)])
+    rows = ag.row_ranges(check_call(q, k, v, causal=True))
+    out, lse = ag.forward_arrays(q, k, v, rows, 0.25, 16, 16)
+    out_ref = qkv.attention_reference(*(x.astype(np.float64) for x in (q, k, v)), causal=True, scale=0.25)
+    np.testing.assert_allclose(out, out_ref, atol=1e-5)
+    _, grads_ref, _ = _reference(*(torch.from_numpy(x) for x in (q, k, v, dout)), causal=True, scale=0.25)
+    grads = ag.backward_arrays(dout, q, k, v, out, lse, rows, 0.25, None, 16, 16, width=width)
     for got, want in zip(grads, grads_ref):
-        _close(got, want)
+        _close(torch.from_numpy(got), want)
 
 
 def test_arrays_threads_and_parts_agree():
@@ -370,8 +374,43 @@ def test_catalogue_score_functions_with_their_derivatives(score, options):
     assert choose_route(check_call(q, k, v, score_mod=score, **options)).name == route.TORCH_FLASH
 
 
+T5_TABLE = np.random.default_rng(7).standard_normal((4, 32))
+
+
+@pytest.mark.parametrize("bidirectional", [True, False], ids=["bidirectional", "one-way"])
+@pytest.mark.parametrize("options", [{}, {"causal": True}, {"mask_mod": masks.sliding_window(30)},
+                                     {"mask_mod": masks.sliding_window(12, 20)}],
+                         ids=["no mask", "causal", "window", "two-sided window"])
+def test_t5_buckets_as_a_relative_bias_with_their_derivative(bidirectional, options):
+    # T5's bias depends on (h, kv − q) only: one C score kind (a relative bias, ∂/∂s = 1) with its table
+    # taken from the ScoreMod itself; GQA, a batch dimension, Tq ≠ Tk, max_distance reached (bucket 31)
+    score = masks.t5_relative_buckets(T5_TABLE, max_distance=40, bidirectional=bidirectional)
+    _check((2, 4, 120, 8), (2, 2, 90, 8), (2, 2, 90, 8), block_q=32, block_k=16, score_mod=score, **options)
+    _check((1, 4, 70, 8), (1, 1, 130, 8), (1, 1, 130, 8), seed=3, block_q=16, block_k=32, score_mod=score, **options)
+    q, k, v = (x.float() for x in _inputs((2, 4, 120, 8), (2, 2, 90, 8), (2, 2, 90, 8)))
+    assert choose_route(check_call(q, k, v, score_mod=score, **options)).name == route.TORCH_FLASH
+
+
+def test_a_score_mod_declared_relative_takes_the_c_route():
+    # any ScoreMod(…, relative=True) is evaluated once on score 0 over the relative positions
+    table = torch.linspace(-1, 1, 300, dtype=torch.float64)
+
+    def fn(score, b, h, qi, ki):
+        t = table.numpy() if isinstance(score, np.ndarray) else table.to(score.dtype)
+        return score + t[ki - qi + 150] * (1 + h)
+
+    score = masks.ScoreMod("own", "s + t[kv − q]·(1 + h)", fn, relative=True)
+    _check((1, 3, 100, 8), (1, 3, 100, 8), (1, 3, 100, 8), block_q=32, block_k=16, score_mod=score, causal=True)
+    q, k, v = (x.float() for x in _inputs((1, 3, 100, 8), (1, 3, 100, 8), (1, 3, 100, 8)))
+    assert choose_route(check_call(q, k, v, score_mod=score)).name == route.TORCH_FLASH
+
+
 def test_other_score_functions_take_the_plain_path():
     q, k, v = (x.float() for x in _inputs((2, 70, 8), (2, 70, 8), (2, 70, 8)))
     own = lambda score, b, h, qi, ki: score * 0.5   # noqa: E731
-    for score in (own, masks.t5_relative_buckets(np.zeros((32, 2)))):
-        assert choose_route(check_call(q, k, v, score_mod=score)).name == route.PLAIN
+    too_few_slopes = masks.alibi(np.array([0.5]))   # two heads: the plain path says what is wrong
+    q3, k3, v3 = (x.float() for x in _inputs((2, 2, 70, 8), (2, 2, 70, 8), (2, 2, 70, 8)))
+    assert choose_route(check_call(q, k, v, score_mod=own)).name == route.PLAIN
+    assert choose_route(check_call(q3, k3, v3, score_mod=too_few_slopes)).name == route.PLAIN
+    with pytest.raises(IndexError):
+        qkv.attention(q3, k3, v3, score_mod=too_few_slopes)

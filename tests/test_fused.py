@@ -28,16 +28,13 @@ def test_extension_is_built_here():
 
 needs_fused = pytest.mark.skipif(_fused is None, reason="qkv.kernels._fused is not built")
 # The loops' widths: AVX-512 (16 lanes), AVX2+FMA (8) and scalar (1). On a CPU without AVX-512
-# (or AVX2) _fused.set_width(16) falls back to the widest loop the CPU has.
+# (or AVX2) width=16 falls back to the widest loop the CPU has. Every entry point takes the width
+# per call (Route.width on the kernel's routes), so no test changes module state.
 LOOPS = [pytest.param(16, id="avx512"), pytest.param(8, id="avx2"), pytest.param(1, id="scalar")]
 
 
 def _exp(x, out, width):
-    previous = _fused.set_width(width)
-    try:
-        _fused.exp(x, out)
-    finally:
-        _fused.set_width(previous)
+    _fused.exp(x, out, width=width)
 
 
 def ulps(out, x):
@@ -79,20 +76,24 @@ def _one(x, width):
     return out[0]
 
 
-def test_exp_vector_false_is_the_scalar_loop():
-    x = np.random.default_rng(3).uniform(-80, 80, 1000).astype(np.float32)
-    forced, scalar = np.empty_like(x), np.empty_like(x)
-    _fused.exp(x, forced, vector=False)
-    _exp(x, scalar, 1)
-    np.testing.assert_array_equal(forced, scalar)
+def test_width_argument_is_checked_by_every_entry_point():
+    x = np.ones(4, np.float32)
+    rows = np.zeros((1, 4), np.float32)
+    one = np.zeros(1, np.float32)
+    for call in (lambda: _fused.exp(x, x.copy(), width=4), lambda: _fused.gelu(x.copy(), width=2),
+                 lambda: _fused.absmax(x, width=-1),
+                 lambda: _fused.softmax_rows(rows, one, one.copy(), one.copy(), None, HEADROOM, width=32)):
+        with pytest.raises(ValueError, match="width must be 0 .*, 1, 8 or 16"):
+            call()
+    with pytest.raises(ValueError, match="width must be 0, 1, 8 or 16"):
+        blocked._attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), width=3)
+    assert not hasattr(_fused, "set_width") and not hasattr(_fused, "set_tile")   # no module state to flip
 
 
 @pytest.fixture(params=LOOPS)
 def loops(request):
-    """softmax_rows with the AVX-512 loops, the AVX2 loops, then the scalar fallback."""
-    previous = _fused.set_width(request.param)
-    yield request.param
-    _fused.set_width(previous)
+    """The width each test passes to the C calls: the AVX-512 loops, the AVX2 loops, then the scalar ones."""
+    return request.param
 
 
 def numpy_step(scores, ref, row_sum, row_max, headroom):
@@ -130,7 +131,7 @@ def test_softmax_rows_matches_the_numpy_steps(cols, loops):
     outside = buffer[:, cols:].copy()
     expected = numpy_step(scores, ref, row_sum, row_max, HEADROOM)
     alpha = np.empty(rows, np.float32)
-    moved = _fused.softmax_rows(scores, ref, row_sum, alpha, row_max, HEADROOM)
+    moved = _fused.softmax_rows(scores, ref, row_sum, alpha, row_max, HEADROOM, width=loops)
     assert moved is True
     probs, new_ref, new_sum, new_alpha, new_max = expected
     np.testing.assert_array_equal(ref, new_ref.astype(np.float32))
@@ -147,7 +148,7 @@ def test_softmax_rows_reports_no_move_and_skips_row_max(loops):
     scores = np.random.default_rng(5).standard_normal((4, 40)).astype(np.float32)
     ref, row_sum, alpha = np.zeros(4, np.float32), np.ones(4, np.float32), np.empty(4, np.float32)
     expected = np.exp(scores.astype(np.float64)).sum(1) + 1
-    assert _fused.softmax_rows(scores, ref, row_sum, alpha, None, HEADROOM) is False
+    assert _fused.softmax_rows(scores, ref, row_sum, alpha, None, HEADROOM, width=loops) is False
     np.testing.assert_array_equal(alpha, 1)
     np.testing.assert_allclose(row_sum, expected, rtol=2e-6)
 
@@ -181,10 +182,12 @@ def test_kernel_through_the_c_step_matches_the_numpy_step(loops):
     bias = np.where(rng.random((61, 61)) < 0.1, 50.0, 0.0)
     results = {}
     for path, route in (("flash", "flash_rows"), ("fused", "py_walk"), ("numpy", "numpy_walk")):
-        results[path] = (blocked._attention(q, k, v, mask, bias=bias, causal=True, block_q=16, block_k=13, route=route),
-                         blocked._attention(q, k, v, mask, bias=bias, want="partial", route=route),
-                         blocked._attention(q, k, v, mask, causal=True, block_q=16, block_k=13, route=route),
-                         blocked._attention(q, k, v, mask, want="partial", route=route))
+        results[path] = (blocked._attention(q, k, v, mask, bias=bias, causal=True, block_q=16, block_k=13, route=route,
+                                            width=loops),
+                         blocked._attention(q, k, v, mask, bias=bias, want="partial", route=route, width=loops),
+                         blocked._attention(q, k, v, mask, causal=True, block_q=16, block_k=13, route=route,
+                                            width=loops),
+                         blocked._attention(q, k, v, mask, want="partial", route=route, width=loops))
     for path in ("flash", "fused"):
         for mine, theirs in zip(results[path], results["numpy"]):
             mine = mine if isinstance(mine, tuple) else (mine,)
@@ -195,10 +198,11 @@ def test_kernel_through_the_c_step_matches_the_numpy_step(loops):
 
 @needs_fused
 def test_kernel_calls_take_the_c_walk(monkeypatch):
-    """float32 calls without a mask array, bias or score_mod run every task in C (flash_many: dense,
-    causal, band masks, masks with per-row key ranges such as sorted documents); a mask, or a mask
-    function that is neither (unsorted documents, sinks) go through flash_rows per task; bias,
-    score_mod, non-finite values and float64 take the Python walk."""
+    """float32 calls without a mask array, bias or a score_mod other than soft-cap / a relative bias
+    run every task in C (flash_many: dense, causal, band masks, masks with per-row key ranges such as
+    sorted documents); a mask, or a mask function that is neither (unsorted documents, sinks) go
+    through flash_rows per task; bias, other score_mods, non-finite values and float64 take the
+    Python walk."""
     import qkv
     from qkv import masks
     from qkv.kernels.call import check_call
@@ -218,6 +222,8 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
                           ({"mask_mod": masks.sliding_window(40)}, "flash_many"),
                           ({"mask_mod": masks.document(np.repeat(np.arange(3), 100))}, "flash_many"),
                           ({"mask_mod": masks.causal() & masks.prefix_lm(40)}, "flash_many"),
+                          ({"score_mod": masks.soft_cap(20.0)}, "flash_many"),          # score kinds in C
+                          ({"score_mod": masks.t5_relative_buckets(np.ones((2, 32))), "causal": True}, "flash_many"),
                           ({"mask": rng.random((300, 300)) < 0.5}, "flash_rows"),
                           ({"mask_mod": masks.document(np.tile(np.arange(3), 100))}, "flash_rows"),
                           ({"mask_mod": masks.sliding_window(20) | masks.sinks(4)}, "flash_rows")):
@@ -228,7 +234,8 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
     v_bad = v.copy()
     v_bad[0, 0, 3, 1] = np.nan
     for args, kwargs, route in (((q, k, v), {"bias": np.zeros((300, 300), np.float32)}, "py_walk"),
-                                ((q, k, v), {"score_mod": masks.soft_cap(20.0)}, "py_walk"), ((q, k, v_bad), {}, "py_walk"),
+                                ((q, k, v), {"score_mod": lambda s, b, h, qi, ki: s * 0.5}, "py_walk"),
+                                ((q, k, v_bad), {}, "py_walk"),
                                 ((q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)), {}, "numpy_walk")):
         calls.clear()
         blocked.blocked_attention(*args, **kwargs)
@@ -268,7 +275,8 @@ def test_flash_rows_matches_float64(dk, dv, cols, loops):
     ref, l, alpha = (np.zeros(rows, np.float32) for _ in range(3))
     row_max = np.full(rows, -np.inf, np.float32)
     scratch = np.full((rows + 2, cols + 3), np.nan, np.float32)   # larger than needed, as the kernel's
-    _fused.flash_rows(q, k, v, acc, ref, l, alpha, row_max, scratch, np.array(blocks, np.int64), masks, HEADROOM)
+    _fused.flash_rows(q, k, v, acc, ref, l, alpha, row_max, scratch, np.array(blocks, np.int64), masks, HEADROOM,
+                      width=loops)
     expected, top, _, _ = flash_reference(q, k, v, blocks, masks)
     got = np.where(l[:, None] > 0, acc / np.where(l > 0, l, 1)[:, None], 0)
     np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6 * max(1, np.abs(v).max()))
@@ -291,7 +299,7 @@ def test_flash_rows_scales_q_and_finalizes(loops):
     out = np.zeros((5, 16), np.float32)
     ref, l, alpha = (np.zeros(5, np.float32) for _ in range(3))
     _fused.flash_rows(q, k, v, out, ref, l, alpha, None, np.empty((5, 20), np.float32), np.array(blocks, np.int64),
-                      masks, HEADROOM, scale=0.3, finalize=True)
+                      masks, HEADROOM, scale=0.3, finalize=True, width=loops)
     expected = flash_reference(q * np.float32(0.3), k, v, blocks, masks)[0]
     np.testing.assert_allclose(out, expected, atol=2e-6)
     assert not out[2].any() and l[2] == 0
@@ -389,7 +397,7 @@ def test_gelu_matches_math_erf_and_the_numpy_path(loops):
 
     x = np.linspace(-12.0, 12.0, 24001).astype(np.float32)   # exact inputs: no rounding of x in the error
     mine = x.copy()
-    _fused.gelu(mine)
+    _fused.gelu(mine, width=loops)
     error = np.abs(mine - exact_gelu(x))
     assert np.all(error <= 1e-7 + 1.2e-7 * np.abs(x)), error.max()
     saved = layers._USE_FUSED
@@ -410,8 +418,8 @@ def test_gelu_adds_the_bias_per_row(cols, loops):
     bias = rng.standard_normal(cols).astype(np.float32)
     summed = x + bias
     expected = summed.copy()
-    _fused.gelu(expected)
-    _fused.gelu(x, bias)
+    _fused.gelu(expected, width=loops)
+    _fused.gelu(x, bias, width=loops)
     np.testing.assert_array_equal(x, expected)
     np.testing.assert_allclose(x, exact_gelu(summed), rtol=0, atol=1e-7 + 1.2e-7 * np.abs(summed).max())
 
@@ -419,7 +427,7 @@ def test_gelu_adds_the_bias_per_row(cols, loops):
 @needs_fused
 def test_gelu_special_values(loops):
     x = np.float32([0.0, -0.0, np.nan, -np.inf, -100.0, 100.0, 1e-30, -1e-30])
-    _fused.gelu(x)
+    _fused.gelu(x, width=loops)
     assert x[0] == 0 and x[1] == 0 and np.isnan(x[2])
     assert x[3] == 0 or np.isnan(x[3])          # −inf·Φ(−inf): 0 in the limit; NumPy's path gives NaN too
     assert x[4] == 0 and x[5] == 100.0
@@ -525,7 +533,45 @@ def test_absmax_is_max_abs_with_nan_and_inf(values, loops):
     """The kernel's one-pass check of the values: max |v| (NaN if any is NaN, inf if any is ±inf)."""
     x = (np.random.default_rng(0).standard_normal(1001) * 7 if values == "random" else np.array(values)).astype(np.float32)
     expected = np.nan if np.isnan(x).any() else (float(np.abs(x).max()) if x.size else 0.0)
-    got = _fused.absmax(x)
+    got = _fused.absmax(x, width=loops)
     assert (np.isnan(got) and np.isnan(expected)) or got == expected
     with pytest.raises(ValueError, match="C-contiguous float32"):
         _fused.absmax(x.astype(np.float64))
+
+
+# --------------------------------------------------------------------------- score functions in C
+@needs_fused
+@pytest.mark.parametrize("route", ["flash_many", "flash_rows"])
+@pytest.mark.parametrize("options", [{}, {"causal": True}, {"mask_mod": "window"}], ids=["none", "causal", "window"])
+def test_catalogue_score_functions_run_in_the_c_forward(route, options):
+    """float32 NumPy calls with ALiBi, soft-cap and T5's buckets (bidirectional and not) take the C
+    routes (a relative bias or soft-cap computed in C) and match float64 attention_reference
+    (rounding only: 2e-6 of the largest value; a wrong offset or head row gives ≥ 1e-2)."""
+    import qkv
+    import qkv.masks as masks
+    from qkv.kernels.call import check_call
+    from qkv.kernels.route import choose_route
+
+    if options.get("mask_mod") == "window":
+        options = {"mask_mod": masks.sliding_window(40)}
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 4, 150, 16)).astype(np.float32)
+    k, v = (rng.standard_normal((2, 2, 130, 16)).astype(np.float32) for _ in range(2))
+    table = rng.standard_normal((4, 32))
+    for score in (masks.alibi(4), masks.soft_cap(2.0), masks.t5_relative_buckets(table, max_distance=40),
+                  masks.t5_relative_buckets(table, bidirectional=False, max_distance=40)):
+        chosen = choose_route(check_call(q, k, v, score_mod=score, **options), route=route, block_q=32, block_k=16)
+        assert chosen.name.value == route and chosen.score is not None
+        want, want_lse = qkv.attention_reference(*(x.astype(np.float64) for x in (q, k, v)), score_mod=score,
+                                                 return_lse=True, **options)
+        got, lse = blocked._attention(q, k, v, score_mod=score, route=route, block_q=32, block_k=16, want="lse",
+                                      **options)
+        assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max(), score
+        seen = np.isfinite(want_lse)   # causal with Tq > Tk: the first rows see no key (lse −inf)
+        assert np.array_equal(np.isfinite(lse), seen)
+        assert np.abs(lse[seen] - want_lse[seen]).max() <= 2e-6 * np.abs(want_lse[seen]).max(), score
+        # decoding (two query rows: the plain C loops instead of sgemm), the bias at the last rows' offsets
+        want = qkv.attention_reference(*(x.astype(np.float64) for x in (q[..., -2:, :], k, v)), score_mod=score,
+                                       **options)
+        got = blocked._attention(q[..., -2:, :], k, v, score_mod=score, route=route, block_k=16, **options)
+        assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max(), score

@@ -546,24 +546,19 @@ def test_causal_mask_in_the_c_pass_is_bit_for_bit_the_band(tq, tk, bq, bk, width
     (the Python walk, route py_walk, where both ways exist: Route.causal_in_c)."""
     import dataclasses
 
-    from qkv.kernels import _fused
     from qkv.kernels.call import check_call
     from qkv.kernels.route import PY_WALK, choose_route
     rng = np.random.default_rng(tq * 1000 + tk)
     q, k, v = (rng.standard_normal((2, 3, t, 13)).astype(np.float32) * 3 for t in (tq, tk, tk))
     call = check_call(q, k, v, causal=True)
-    previous = _fused.set_width(width)
-    try:
-        results = []
-        for in_c in (False, True):
-            routes = {want: dataclasses.replace(choose_route(call, want=want, route=PY_WALK, block_q=bq, block_k=bk),
-                                                causal_in_c=in_c) for want in ("lse", "partial")}
-            assert {r.name for r in routes.values()} == {PY_WALK}
-            out, lse = blocked.run(call, routes["lse"], "lse")
-            part = blocked.run(call, routes["partial"], "partial")
-            results.append((out, lse, *part))
-    finally:
-        _fused.set_width(previous)
+    results = []
+    for in_c in (False, True):
+        routes = {want: dataclasses.replace(choose_route(call, want=want, route=PY_WALK, block_q=bq, block_k=bk),
+                                            causal_in_c=in_c, width=width) for want in ("lse", "partial")}
+        assert {r.name for r in routes.values()} == {PY_WALK}
+        out, lse = blocked.run(call, routes["lse"], "lse")
+        part = blocked.run(call, routes["partial"], "partial")
+        results.append((out, lse, *part))
     for band, in_c in zip(*results):
         np.testing.assert_array_equal(band, in_c)
 
@@ -722,19 +717,14 @@ def test_decoding_rows_match_float64(tq, dk, dv, width, softmax_step):
     """One or two query rows (decoding) take plain loops over k's and v's rows in C instead of BLAS:
     every loop width, head widths around the 16-lane steps, causal and a window, against float64."""
     from qkv import masks
-    from qkv.kernels import _fused
 
     rng = np.random.default_rng(tq * 1000 + dk + dv)
     q = rng.standard_normal((3, tq, dk)).astype(np.float32)
     k = rng.standard_normal((3, 700, dk)).astype(np.float32)
     v = rng.standard_normal((3, 700, dv)).astype(np.float32)
-    previous = _fused.set_width(width)
-    try:
-        for kwargs, dense in (({}, None), ({"causal": True}, None),
-                              ({"mask_mod": masks.sliding_window(100)},
-                               masks.dense_mask(masks.sliding_window(100), tq, 700))):
-            out = blocked_attention(softmax_step, q, k, v, **kwargs)
-            expected = reference(q, k, v, dense, causal=kwargs.get("causal", False))
-            np.testing.assert_allclose(out, expected, rtol=0, atol=F32_TOL)
-    finally:
-        _fused.set_width(previous)
+    for kwargs, dense in (({}, None), ({"causal": True}, None),
+                          ({"mask_mod": masks.sliding_window(100)},
+                           masks.dense_mask(masks.sliding_window(100), tq, 700))):
+        out = blocked_attention(softmax_step, q, k, v, width=width, **kwargs)   # the loops, per call
+        expected = reference(q, k, v, dense, causal=kwargs.get("causal", False))
+        np.testing.assert_allclose(out, expected, rtol=0, atol=F32_TOL)

@@ -102,7 +102,7 @@ def test_a_failed_c_build_installs_and_says_so_in_one_line(tmp_path):
     assert result.returncode == 0, result.stderr
     ours = [line for line in result.stderr.splitlines() if line.startswith("qkv: ")]
     assert len(ours) == 1, result.stderr
-    assert ours[0].startswith("qkv: warning: the C kernel (qkv.kernels._fused and qkv.kernels._backward) was not built (")
+    assert ours[0].startswith("qkv: warning: the C kernel (qkv.kernels._fused) was not built (")
     assert "NumPy path" in ours[0] and "apt-get install gcc python3-dev" in ours[0]
     assert not list(tmp_path.rglob("*.so"))
 
@@ -123,10 +123,11 @@ def test_doctor_says_which_routes_are_live():
     width = _fused.vector_width()                           # what the CPU offers, asked of the extension itself
     assert f"vector width: {WIDTHS[width]} ({width} float" in out
     assert "BLAS sgemm: " in out and "torch: " in out
-    assert "C extension qkv.kernels._backward: built" in out         # this project's environment builds both
-    backward_missing = subprocess.run(
-        [sys.executable, "-c", "import sys; sys.modules['qkv.kernels._backward'] = None; from qkv.cli import main; "
-         "sys.exit(main(['doctor']))"], capture_output=True, text=True, timeout=120, env=_env())
+    assert "C backward (qkv.kernels._fused.backward_many): live" in out   # one extension, forward and backward
+    backward_missing = subprocess.run(   # no BLAS sgemm: neither the fused forward route nor the backward
+        [sys.executable, "-c", "import sys; import qkv.kernels.blas as b; b.sgemm_ready = lambda: False; "
+         "from qkv.cli import main; sys.exit(main(['doctor']))"], capture_output=True, text=True, timeout=120,
+        env=_env())
     assert backward_missing.returncode == 0 and "C backward: not live" in backward_missing.stdout
     version = subprocess.run([sys.executable, "-m", "qkv", "--version"], capture_output=True, text=True, timeout=120,
                              env=_env())

@@ -1,5 +1,5 @@
 """tile_block (src/qkv/kernels/_tile.h): flash_rows' AVX-512 register-tiled step against a float64
-reference and against flash_block_blas (set_tile(False): the BLAS products and softmax_block).
+reference and against flash_block_blas (tile=False: the BLAS products and softmax_block).
 
 Tolerances, from float64 (both paths are held to them; measured maxima in brackets):
 |out − exact| ≤ 3e-6·max|v| where the top scores are moderate [1.0e-6], ≤ 1e-5·max|v| in the
@@ -29,20 +29,16 @@ TILES = _fused is not None and _fused.vector_width() >= 16
 
 
 def flash(q, k, v, blocks, masks, tile, row_max=True, width=16):
-    """flash_rows from a zero state with set_tile(tile) and set_width(width) (both restored);
-    returns acc, ref, l, alpha, row_max (or None) and the scratch (NaN where never written)."""
+    """flash_rows from a zero state with tile= and width= passed to the call; returns acc, ref, l,
+    alpha, row_max (or None) and the scratch (NaN where never written)."""
     assert _fused is not None and blas.sgemm_ready()
     rows, dv = q.shape[0], v.shape[1]
     acc = np.zeros((rows, dv), np.float32)
     ref, l, alpha = (np.zeros(rows, np.float32) for _ in range(3))
     top = np.full(rows, -np.inf, np.float32) if row_max else None
     scratch = np.full((rows + 1, max(j1 - j0 for j0, j1, *_ in blocks) + 3), np.nan, np.float32)
-    previous_tile, previous_width = _fused.set_tile(tile), _fused.set_width(width)
-    try:
-        _fused.flash_rows(q, k, v, acc, ref, l, alpha, top, scratch, np.array(blocks, np.int64), masks, HEADROOM)
-    finally:
-        _fused.set_tile(previous_tile)
-        _fused.set_width(previous_width)
+    _fused.flash_rows(q, k, v, acc, ref, l, alpha, top, scratch, np.array(blocks, np.int64), masks, HEADROOM,
+                      tile=tile, width=width)
     return acc, ref, l, alpha, top, scratch
 
 
@@ -252,3 +248,26 @@ def test_blocked_attention_threads_against_float64():
     allowed = np.ones((600, 600), bool)
     out = blocked.blocked_attention(q, k, v, num_threads=2)
     np.testing.assert_allclose(out, softmax64(q, k, v, allowed, 1 / 8), rtol=0, atol=2e-6)
+
+
+def test_the_route_plans_the_per_block_choice():
+    """The route's plan carries the C per-block choice (Route.tile, Route.width: the hardware's
+    best), and a call can replace it by argument: every flash_many / flash_rows call of the route
+    gets it, tiles or the BLAS step giving the same result to rounding (against float64)."""
+    from qkv.kernels.call import check_call
+    from qkv.kernels.route import FLASH_MANY, choose_route
+
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((2, 200, 32)).astype(np.float32) for _ in range(3))
+    planned = choose_route(check_call(q, k, v, causal=True), route=FLASH_MANY)
+    assert planned.tile is True and planned.width == _fused.vector_width()
+    s = np.einsum("hqd,hkd->hqk", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(32)
+    s = np.where(np.tri(200, dtype=bool), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    for route in ("flash_many", "flash_rows"):
+        for tile in (True, False):
+            for width in (16, 8, 1):
+                got = blocked._attention(q, k, v, causal=True, route=route, block_q=64, block_k=64, tile=tile,
+                                         width=width)
+                np.testing.assert_allclose(got, want, rtol=0, atol=3e-6 * np.abs(v).max())

@@ -400,11 +400,15 @@ class ScoreMod:
 
     broadcasts = True
 
-    def __init__(self, name, formula, fn, params=None):
+    def __init__(self, name, formula, fn, params=None, relative=False):
         self.name, self.formula, self._fn = name, formula, fn
-        # ("alibi", slopes (H,)) or ("soft_cap", cap) for the catalogue's functions the C backward
-        # computes with their derivatives (kernels/autograd.py); None for others
+        # ("alibi", slopes (H,)), ("soft_cap", cap) or ("t5_relative_buckets", table (H, buckets),
+        # num_buckets, max_distance, bidirectional) for the catalogue's functions; None for others
         self.params = params
+        # relative: fn(score, b, h, q, kv) = score + f(h, kv − q) (ALiBi, T5's buckets). The C routes
+        # then evaluate f once per call, on score 0 over the Tq + Tk − 1 relative positions (one row
+        # per head), and add it to each block (derivative 1 w.r.t. the score; kernels/autograd.py)
+        self.relative = bool(relative)
 
     def __call__(self, score, b, h, q_idx, kv_idx):
         return self._fn(score, b, h, q_idx, kv_idx)
@@ -440,7 +444,7 @@ def alibi(slopes) -> ScoreMod:
         slope = _table_on(table, score, cached)[h]
         return score + slope * (kv_idx - q_idx)
 
-    return ScoreMod(f"ALiBi ({len(table)} heads)", "s + m_h·(kv − q)", fn, params=("alibi", table))
+    return ScoreMod(f"ALiBi ({len(table)} heads)", "s + m_h·(kv − q)", fn, params=("alibi", table), relative=True)
 
 
 def soft_cap(cap: float) -> ScoreMod:
@@ -493,7 +497,8 @@ def t5_relative_buckets(table, *, num_buckets: int | None = None, max_distance: 
         bucket = t5_bucket(_like_index(kv_idx - q_idx, score), num_buckets, max_distance, bidirectional)
         return score + _table_on(table, score, cached)[h, bucket]
 
-    return ScoreMod(f"T5 relative buckets ({num_buckets})", "s + bias_h[bucket(kv − q)]", fn)
+    return ScoreMod(f"T5 relative buckets ({num_buckets})", "s + bias_h[bucket(kv − q)]", fn,
+                    params=("t5_relative_buckets", table, num_buckets, max_distance, bidirectional), relative=True)
 
 
 def _table_on(table: np.ndarray, like, cached: dict):

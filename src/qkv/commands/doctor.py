@@ -9,8 +9,9 @@ The fast kernel has optional parts, each with a slower fallback that gives the s
 - its vector width, chosen at run time from the CPU: AVX-512 (16 floats), AVX2+FMA (8) or scalar;
 - NumPy's OpenBLAS ``cblas_sgemm``, handed to the extension: the fused flash route (both products
   inside C); without it the key blocks are walked in Python;
-- the C extension ``qkv.kernels._backward``: the backward for CPU torch tensors (route TORCH_FLASH:
-  the C forward and backward under autograd); without it torch calls take SDPA or the plain path;
+- the same extension's backward (``_fused.backward_many``, kernels/_backward.c) for CPU torch tensors
+  (route TORCH_FLASH: the C forward and backward under autograd); without it torch calls take SDPA or
+  the plain path;
 - torch: ``qkv.torch``, ``qkv ring`` and the reference checks need it; qkv itself does not.
 """
 
@@ -71,11 +72,7 @@ def routes() -> dict:
     else:
         info["width"] = int(blocked._fused.vector_width())
         info["sgemm"] = bool(blas.sgemm_ready())
-    try:
-        importlib.import_module("qkv.kernels._backward")
-        info["backward"] = bool(info["sgemm"])
-    except ImportError:
-        info["backward"] = False
+    info["backward"] = bool(info["sgemm"]) and hasattr(blocked._fused, "backward_many")
     if importlib.util.find_spec("torch") is not None:
         try:
             info["torch"] = importlib.metadata.version("torch")

@@ -573,9 +573,9 @@ EN: dict[str, str] = {
     "doctor.not_built": "not built",
     "doctor.fix": "to build it: {fix}",
     "doctor.fix.steps": "install a C compiler and Python's headers (Debian: {apt}) and reinstall qkv ({pip})",
-    "doctor.backward": "C extension qkv.kernels._backward: built — torch tensors (CPU, float32) train through the C "
-                       "forward and backward (route torch_flash)",
-    "doctor.no_backward": "C backward: not live (qkv.kernels._backward not built, or no BLAS sgemm) — torch tensors "
+    "doctor.backward": "C backward (qkv.kernels._fused.backward_many): live — torch tensors (CPU, float32) train "
+                       "through the C forward and backward (route torch_flash)",
+    "doctor.no_backward": "C backward: not live (qkv.kernels._fused not built, or no BLAS sgemm) — torch tensors "
                           "take SDPA or the plain path (same numbers)",
     "doctor.torch": "torch: {version} — qkv.torch, qkv ring and the reference checks are available",
     "doctor.no_torch": "torch: not installed — qkv.torch and qkv ring need it (pip install torch, or make test)",
@@ -1627,9 +1627,9 @@ KO: dict[str, str] = {
     "doctor.not_built": "빌드되지 않았다",
     "doctor.fix": "빌드하려면: {fix}",
     "doctor.fix.steps": "C 컴파일러와 Python 헤더를 설치하고 (Debian: {apt}) qkv를 다시 설치하라 ({pip})",
-    "doctor.backward": "C 확장 qkv.kernels._backward: 빌드되어 있다 — torch 텐서(CPU, float32)를 C 순전파와 역전파로 "
-                       "학습한다 (경로 torch_flash)",
-    "doctor.no_backward": "C 역전파: 쓸 수 없다 (qkv.kernels._backward가 빌드되지 않았거나 BLAS sgemm이 없다) — torch "
+    "doctor.backward": "C 역전파 (qkv.kernels._fused.backward_many): 쓸 수 있다 — torch 텐서(CPU, float32)를 C "
+                       "순전파와 역전파로 학습한다 (경로 torch_flash)",
+    "doctor.no_backward": "C 역전파: 쓸 수 없다 (qkv.kernels._fused가 빌드되지 않았거나 BLAS sgemm이 없다) — torch "
                           "텐서는 SDPA나 기본 경로로 계산한다 (숫자는 같다)",
     "doctor.torch": "torch: {version} — qkv.torch, qkv ring, 참조 검증을 쓸 수 있다",
     "doctor.no_torch": "torch: 설치되어 있지 않다 — qkv.torch와 qkv ring에 필요하다 (pip install torch 또는 make test)",

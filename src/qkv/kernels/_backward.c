@@ -1,4 +1,4 @@
-/* qkv.kernels._backward: the backward of the blocked attention kernel (FlashAttention-2's
+/* qkv.kernels._fused, backward_many: the backward of the blocked attention kernel (FlashAttention-2's
  * algorithm), float32, in C with NumPy's own BLAS.
  *
  * Given the forward's inputs q, k, v, its output o and log-sum-exp lse (per query row), and the
@@ -24,62 +24,16 @@
  *
  * Threads: each of the kernel's threads calls backward_many once; tasks are taken from a shared
  * atomic counter (heaviest first, as the caller orders them); the GIL is released while they run.
- * The BLAS is NumPy's: blocked.py finds its cblas_sgemm, autograd.py hands its address to set_sgemm.
+ * The BLAS is NumPy's: blocked.py finds its cblas_sgemm and hands its address to set_sgemm (one
+ * pointer for the forward and the backward: this file is compiled into qkv.kernels._fused with
+ * _fused.c, which holds the module table; see _kernel.h).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"   /* shared with _fused.c: BLAS, argument checks, the exponential, vector width */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
-#include "_exp.h"
-
-static double monotonic_seconds(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
-}
-
-/* ------------------------------------------------------------------------ BLAS */
-typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *,
-                           int64_t, float, float *, int64_t);
-typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
-                           float *, int);
-static void *sgemm_address = NULL;
-static int sgemm_ilp64 = 0;
-enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
-
-/* C (m × n, row stride ldc) = alpha·op(A)·op(B) + beta·C, row-major; op = transpose where ta / tb. */
-static void gemm(int ta, int tb, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, float alpha, const float *a,
-                 Py_ssize_t lda, const float *b, Py_ssize_t ldb, float beta, float *c, Py_ssize_t ldc)
-{
-    if (sgemm_ilp64)
-        ((sgemm64_fn)sgemm_address)(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, m, n, k, alpha, a, lda,
-                                    b, ldb, beta, c, ldc);
-    else
-        ((sgemm32_fn)sgemm_address)(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)m, (int)n, (int)k,
-                                    alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-}
-
-/* ------------------------------------------------------------------------ vector width */
-static int max_width = 16;
-
-static int vector_width(void)
-{
-#ifdef QKV_X86
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        cached = avx2 && __builtin_cpu_supports("avx512f") ? 16 : avx2 ? 8 : 1;
-    }
-    return cached < max_width ? cached : (max_width >= 16 ? 16 : max_width >= 8 ? 8 : 1);
-#else
-    return 1;
-#endif
-}
+#define gemm qkv_gemm
 
 /* ------------------------------------------------------------------------ P = exp(S − lse) */
 /* row[c] = exp(row[c] − sub) for lo <= c < hi (lo < hi), the rest of the row's `cols` left as is. */
@@ -180,7 +134,8 @@ struct bw_head {          /* one query head against one key/value head */
     const float *v;       /* (Tk, dv) */
     float *dk;            /* (Tk, dk) */
     float *dv;            /* (Tk, dv) */
-    float slope;          /* ALiBi: score += slope·(kv − q) */
+    const float *rel;     /* relative bias: score += rel[kv − q] (rel points at kv − q = 0 of the
+                           * head's row of the table, Tq − 1 entries before it, Tk − 1 after), or NULL */
 };
 
 struct bw_shape {
@@ -189,11 +144,10 @@ struct bw_shape {
     const int64_t *rlo, *rhi;   /* (Tq,): row i sees keys rlo[i] <= j < rhi[i] */
     float *s, *dp, *th;         /* scratch, (bq, bk) each (th: soft-cap's tanh) */
     int width;
-    int score_kind;             /* SCORE_PLAIN, SCORE_ALIBI, SCORE_SOFT_CAP */
+    int score_kind;             /* SCORE_PLAIN, SCORE_RELATIVE, SCORE_SOFT_CAP */
     float cap;
 };
 
-enum { SCORE_PLAIN = 0, SCORE_ALIBI = 1, SCORE_SOFT_CAP = 2 };
 
 /* Query rows i0 … i0+rows−1 of one head against keys j0 … j0+cols−1: the steps in the file's comment.
  * full: every row sees every key of the block (no range to apply). */
@@ -204,14 +158,15 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
     float *s = sh->s, *dp = sh->dp;
     const float *q = h->q + i0 * dk, *dout = h->dout + i0 * dv;
     const float *k = h->k + j0 * dk, *v = h->v + j0 * dv;
-    /* S = scale·Q·Kᵀ, then the score function: ALiBi s + m·(kv − q) (derivative 1), or soft-cap
-     * cap·tanh(s / cap) (derivative 1 − tanh², kept in th for dS) */
+    /* S = scale·Q·Kᵀ, then the score function: a relative bias s + bias_h[kv − q] (ALiBi, T5's
+     * buckets; derivative 1), or soft-cap cap·tanh(s / cap) (derivative 1 − tanh², kept in th for dS) */
     gemm(0, 1, rows, cols, dk, sh->scale, q, dk, k, dk, 0.0f, s, ld);
-    if (sh->score_kind == SCORE_ALIBI) {
+    if (sh->score_kind == SCORE_RELATIVE) {
         for (Py_ssize_t r = 0; r < rows; r++) {
-            float *row = s + r * ld, base = h->slope * (float)(j0 - (i0 + r));
+            float *row = s + r * ld;
+            const float *bias = h->rel + (j0 - (i0 + r));
             for (Py_ssize_t c = 0; c < cols; c++)
-                row[c] += base + h->slope * (float)c;
+                row[c] += bias[c];
         }
     } else if (sh->score_kind == SCORE_SOFT_CAP) {
         for (Py_ssize_t r = 0; r < rows; r++) {
@@ -258,58 +213,10 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
     gemm(0, 0, rows, dk, cols, sh->scale, dp, ld, k, dk, 1.0f, h->dq + i0 * dk, dk);
 }
 
-/* ------------------------------------------------------------------------ argument checks */
-static int get_f32(PyObject *obj, Py_buffer *view, int writable, int ndim, const char *name)
-{
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-        return -1;
-    const char *fmt = view->format ? view->format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    if (view->ndim != ndim || strcmp(fmt, "f") != 0 || view->itemsize != 4) {
-        PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous %s%d-D float32 array", name,
-                     writable ? "writable " : "", ndim);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-static int get_i64(PyObject *obj, Py_buffer *view, int writable, int ndim, Py_ssize_t cols, const char *name)
-{
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-        return -1;
-    const char *fmt = view->format ? view->format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    if (view->itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0) || view->ndim != ndim ||
-        (ndim == 2 && view->shape[1] != cols)) {
-        PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous int64 array with %d dimension(s)%s", name, ndim,
-                     ndim == 2 ? " and the right number of columns" : "");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-PyDoc_STRVAR(set_sgemm_doc,
-"set_sgemm(address, ilp64) -> None\n\n"
-"The address of a CBLAS cblas_sgemm (64-bit integers when ilp64) for backward_many; 0 forgets it.");
-
-static PyObject *set_sgemm(PyObject *self, PyObject *args)
-{
-    unsigned long long address;
-    int ilp64;
-    if (!PyArg_ParseTuple(args, "Kp", &address, &ilp64))
-        return NULL;
-    sgemm_address = (void *)(uintptr_t)address;
-    sgemm_ilp64 = ilp64;
-    Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(backward_many_doc,
+/* ------------------------------------------------------------------------ the entry point */
+const char qkv_backward_many_doc[] =
 "backward_many(q, k, v, dout, lse, delta, rows, dq, dk, dv, tasks, pairs, offsets, counter,\n"
-"              block_q, block_k, scale, budget=0, score_kind=0, slopes=None, cap=1) -> bool\n\n"
+"              block_q, block_k, scale, budget=0, score_kind=0, table=None, cap=1, width=0) -> bool\n\n"
 "Runs tasks (int64 (n, 4): kv head g, first key block, end key block, dq part) until none is\n"
 "left, taking the next from counter[0] (int64 (1,), shared by the threads calling at once).\n"
 "For each key block b of a task (keys b·block_k … min((b+1)·block_k, Tk) − 1), dk[g] and dv[g]\n"
@@ -321,25 +228,33 @@ PyDoc_STRVAR(backward_many_doc,
 "dq (parts·Nq, Tq, Dk) zeroed by the caller, dk (Nk, Tk, Dk), dv (Nk, Tk, Dv); rows int64 (2, Tq):\n"
 "row i sees keys rows[0, i] <= j < rows[1, i]. Rows with lse = −inf get no gradient. The GIL is\n"
 "released while tasks run. budget > 0: take no new task after that many seconds. score_kind 1:\n"
-"ALiBi, score + slopes[head]·(kv − q) (slopes float32 (Nq,)); 2: soft-cap, cap·tanh(score / cap)\n"
+"a relative bias, score + table[head, kv − q + Tq − 1] (table float32 (Nq, Tq + Tk − 1): ALiBi,\n"
+"T5's buckets); 2: soft-cap, cap·tanh(score / cap)\n"
 "(lse is then the forward's of the modified scores). Returns True\n"
-"while tasks are left. Needs set_sgemm first.");
+"while tasks are left. width: the vector loops (0: the widest the CPU has; 1, 8 or 16 at most\n"
+"that: tests). Needs set_sgemm first.";
 
-static PyObject *backward_many(PyObject *self, PyObject *args)
+PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"q", "k", "v", "dout", "lse", "delta", "rows", "dq", "dk", "dv", "tasks", "pairs",
+                             "offsets", "counter", "block_q", "block_k", "scale", "budget", "score_kind", "table", "cap",
+                             "width", NULL};
     PyObject *o_q, *o_k, *o_v, *o_do, *o_lse, *o_delta, *o_rows, *o_dq, *o_dk, *o_dv, *o_tasks, *o_pairs, *o_off,
         *o_counter;
     Py_ssize_t bq, bk;
     float scale;
     double budget = 0.0;
     int score_kind = SCORE_PLAIN;
-    PyObject *o_slopes = Py_None;
+    PyObject *o_table = Py_None;
     float cap = 1.0f;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOnnf|diOf", &o_q, &o_k, &o_v, &o_do, &o_lse, &o_delta, &o_rows, &o_dq,
-                          &o_dk, &o_dv, &o_tasks, &o_pairs, &o_off, &o_counter, &bq, &bk, &scale, &budget,
-                          &score_kind, &o_slopes, &cap))
+    int width = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOOOOnnf|diOfi", kwlist, &o_q, &o_k, &o_v, &o_do, &o_lse,
+                                     &o_delta, &o_rows, &o_dq, &o_dk, &o_dv, &o_tasks, &o_pairs, &o_off, &o_counter,
+                                     &bq, &bk, &scale, &budget, &score_kind, &o_table, &cap, &width))
         return NULL;
-    if (sgemm_address == NULL) {
+    if (qkv_check_width(width) < 0)
+        return NULL;
+    if (qkv_sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "backward_many needs a BLAS sgemm: call set_sgemm first");
         return NULL;
     }
@@ -348,20 +263,20 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
     int held = 0;
     PyObject *result = NULL;
 #define HOLD(call, view) do { if ((call) < 0) goto done; views[held++] = (view); } while (0)
-    HOLD(get_f32(o_q, &vq, 0, 3, "q"), &vq);
-    HOLD(get_f32(o_k, &vk, 0, 3, "k"), &vk);
-    HOLD(get_f32(o_v, &vv, 0, 3, "v"), &vv);
-    HOLD(get_f32(o_do, &vdo, 0, 3, "dout"), &vdo);
-    HOLD(get_f32(o_lse, &vlse, 0, 2, "lse"), &vlse);
-    HOLD(get_f32(o_delta, &vdel, 0, 2, "delta"), &vdel);
-    HOLD(get_i64(o_rows, &vrows, 0, 2, vq.shape[1], "rows"), &vrows);
-    HOLD(get_f32(o_dq, &vdq, 1, 3, "dq"), &vdq);
-    HOLD(get_f32(o_dk, &vdk, 1, 3, "dk"), &vdk);
-    HOLD(get_f32(o_dv, &vdv, 1, 3, "dv"), &vdv);
-    HOLD(get_i64(o_tasks, &vt, 0, 2, 4, "tasks"), &vt);
-    HOLD(get_i64(o_pairs, &vp, 0, 2, 2, "pairs"), &vp);
-    HOLD(get_i64(o_off, &voff, 0, 1, 0, "offsets"), &voff);
-    HOLD(get_i64(o_counter, &vc, 1, 1, 0, "counter"), &vc);
+    HOLD(qkv_get_f32_contiguous(o_q, &vq, 0, 3, "q"), &vq);
+    HOLD(qkv_get_f32_contiguous(o_k, &vk, 0, 3, "k"), &vk);
+    HOLD(qkv_get_f32_contiguous(o_v, &vv, 0, 3, "v"), &vv);
+    HOLD(qkv_get_f32_contiguous(o_do, &vdo, 0, 3, "dout"), &vdo);
+    HOLD(qkv_get_f32_contiguous(o_lse, &vlse, 0, 2, "lse"), &vlse);
+    HOLD(qkv_get_f32_contiguous(o_delta, &vdel, 0, 2, "delta"), &vdel);
+    HOLD(qkv_get_int64(o_rows, &vrows, 0, vq.shape[1], "rows"), &vrows);
+    HOLD(qkv_get_f32_contiguous(o_dq, &vdq, 1, 3, "dq"), &vdq);
+    HOLD(qkv_get_f32_contiguous(o_dk, &vdk, 1, 3, "dk"), &vdk);
+    HOLD(qkv_get_f32_contiguous(o_dv, &vdv, 1, 3, "dv"), &vdv);
+    HOLD(qkv_get_int64(o_tasks, &vt, 0, 4, "tasks"), &vt);
+    HOLD(qkv_get_int64(o_pairs, &vp, 0, 2, "pairs"), &vp);
+    HOLD(qkv_get_int64(o_off, &voff, 0, 0, "offsets"), &voff);
+    HOLD(qkv_get_int64(o_counter, &vc, 1, 0, "counter"), &vc);
     Py_ssize_t nq = vq.shape[0], tq = vq.shape[1], dk = vq.shape[2];
     Py_ssize_t nk = vk.shape[0], tk = vk.shape[1], dv = vv.shape[2];
     if (nk < 1 || nq % nk || vk.shape[2] != dk || vv.shape[0] != nk || vv.shape[1] != tk || vdo.shape[0] != nq ||
@@ -372,21 +287,22 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "backward_many: the arrays' shapes do not agree (see the docstring)");
         goto done;
     }
-    const float *slopes = NULL;
-    if (score_kind == SCORE_ALIBI) {
-        HOLD(get_f32(o_slopes, &vsl, 0, 1, "slopes"), &vsl);
-        if (vsl.shape[0] != nq) {
-            PyErr_Format(PyExc_ValueError, "slopes must have one value per query head (%zd)", nq);
+    const float *table = NULL;
+    if (score_kind == SCORE_RELATIVE) {
+        HOLD(qkv_get_f32_contiguous(o_table, &vsl, 0, 2, "table"), &vsl);
+        if (vsl.shape[0] != nq || vsl.shape[1] != tq + tk - 1) {
+            PyErr_Format(PyExc_ValueError, "table must have shape (%zd, %zd): one row per query head, Tq + Tk − 1 "
+                         "relative positions", nq, tq + tk - 1);
             goto done;
         }
-        slopes = vsl.buf;
+        table = vsl.buf;
     } else if (score_kind == SCORE_SOFT_CAP) {
         if (!(cap > 0.0f) || !isfinite(cap)) {
             PyErr_SetString(PyExc_ValueError, "cap must be a positive finite number");
             goto done;
         }
     } else if (score_kind != SCORE_PLAIN) {
-        PyErr_SetString(PyExc_ValueError, "score_kind must be 0 (none), 1 (ALiBi) or 2 (soft-cap)");
+        PyErr_SetString(PyExc_ValueError, "score_kind must be 0 (none), 1 (relative bias) or 2 (soft-cap)");
         goto done;
     }
     if (bq < 1 || bk < 1 || vc.shape[0] < 1) {
@@ -427,13 +343,13 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
             goto done;
         }
         struct bw_shape sh = {dk, dv, bq, bk, scale, rows, rows + tq, scratch, scratch + bq * bk,
-                              scratch + 2 * bq * bk, vector_width(), score_kind, cap};
+                              scratch + 2 * bq * bk, qkv_vector_width(width), score_kind, cap};
         Py_ssize_t groups = nq / nk;
         int64_t *counter = vc.buf;
-        double started = budget > 0 ? monotonic_seconds() : 0.0;
+        double started = budget > 0 ? qkv_monotonic_seconds() : 0.0;
         Py_BEGIN_ALLOW_THREADS
         for (;;) {
-            if (budget > 0 && monotonic_seconds() - started > budget)
+            if (budget > 0 && qkv_monotonic_seconds() - started > budget)
                 break;
             int64_t i = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
             if (i >= n_tasks)
@@ -451,7 +367,7 @@ static PyObject *backward_many(PyObject *self, PyObject *args)
                                         (const float *)vlse.buf + head * tq, (const float *)vdel.buf + head * tq,
                                         (float *)vdq.buf + (part * nq + head) * tq * dk,
                                         (const float *)vk.buf + g * tk * dk, (const float *)vv.buf + g * tk * dv,
-                                        dk_g, dv_g, slopes ? slopes[head] : 0.0f};
+                                        dk_g, dv_g, table ? table + head * (tq + tk - 1) + (tq - 1) : NULL};
                     for (int64_t p = offsets[b]; p < offsets[b + 1]; p++) {
                         Py_ssize_t i0 = (Py_ssize_t)pairs[2 * p] * bq, n_rows = tq - i0 < bq ? tq - i0 : bq;
                         block_pair(&h, &sh, i0, n_rows, j0, cols, pairs[2 * p + 1] != 0);
@@ -468,41 +384,4 @@ done:
     while (held > 0)
         PyBuffer_Release(views[--held]);
     return result;
-}
-
-static PyObject *bw_set_width(PyObject *self, PyObject *arg)
-{
-    long w = PyLong_AsLong(arg);
-    if (w == -1 && PyErr_Occurred())
-        return NULL;
-    if (w != 1 && w != 8 && w != 16) {
-        PyErr_SetString(PyExc_ValueError, "set_width takes 1, 8 or 16");
-        return NULL;
-    }
-    int previous = max_width;
-    max_width = (int)w;
-    return PyLong_FromLong(previous);
-}
-
-static PyObject *bw_width(PyObject *self, PyObject *unused)
-{
-    return PyLong_FromLong(vector_width());
-}
-
-static PyMethodDef methods[] = {
-    {"backward_many", backward_many, METH_VARARGS, backward_many_doc},
-    {"set_sgemm", set_sgemm, METH_VARARGS, set_sgemm_doc},
-    {"vector_width", bw_width, METH_NOARGS, "vector_width() -> 16, 8 or 1: the exp loops used now."},
-    {"set_width", bw_set_width, METH_O, "set_width(w) -> previous: exp loops at most w lanes wide (for tests)."},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "qkv.kernels._backward",
-    "The attention kernel's backward in C (FlashAttention-2's algorithm, float32, NumPy's BLAS).", -1, methods,
-};
-
-PyMODINIT_FUNC PyInit__backward(void)
-{
-    return PyModule_Create(&module);
 }

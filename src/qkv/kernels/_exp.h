@@ -1,10 +1,10 @@
-/* qkv.kernels._exp.h: the float32 exponential of the kernels' backward (_backward.c), one lane
+/* qkv.kernels._exp.h: the float32 exponential of the kernel, forward (_fused.c) and backward (_backward.c), one lane
  * (qkv_exp1), 8 lanes (AVX2+FMA, qkv_exp8) and 16 lanes (AVX-512F, qkv_exp16).
  *
- * The same polynomial and range reduction as _fused.c's fused_exp1/8/16 (Cephes' expf, √2 folded
- * into the coefficients; x clamped to [−88, 89]: below ln(FLT_MIN) exactly 0, −inf → 0, NaN kept),
+ * Cephes' expf polynomial and range reduction (√2 folded into the coefficients; x clamped to
+ * [−88, 89]: below ln(FLT_MIN) exactly 0, −inf → 0, NaN kept); one definition for both sources,
  * so the backward's P = exp(S − lse) rounds as the forward's does. ≤ 2 ulps against float64 exp
- * over [−87.3, 88.7] (tests/test_fused.py measures the forward's copy). */
+ * over [−87.3, 88.7] (tests/test_fused.py measures it through _fused.exp). */
 #ifndef QKV_EXP_H
 #define QKV_EXP_H
 

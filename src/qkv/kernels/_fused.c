@@ -24,26 +24,22 @@
  * scalar loops (same polynomial) are the fallback. The GIL is released around every loop so the
  * kernel's worker threads run in parallel.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_kernel.h"   /* what this file shares with _backward.c (one extension, one module table) */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
-static double monotonic_seconds(void)
+double qkv_monotonic_seconds(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#ifdef QKV_X86         /* (_exp.h: GCC-compatible compiler on x86) */
 #define FUSED_X86 1
-#include <immintrin.h>
 #endif
-
-#include "_exp.h"      /* qkv_exp1/8/16: the one float32 exponential of the forward and the backward */
 
 
 /* One row: the max over `cols` scores (NaNs ignored unless all are NaN). */
@@ -289,18 +285,16 @@ static int cpu_avx512(void)
 #endif
 }
 
-/* The widest vector loops in use: 16 (AVX-512), 8 (AVX2) or 1 (scalar), at most what the CPU has.
- * set_width lowers it so that tests run every loop on this CPU. */
-static int max_width = 16;
-
+/* The widest vector loops the CPU has; every entry point takes a `width` argument (0: these; 1, 8,
+ * 16: at most that, so that tests run every loop on this CPU: qkv_vector_width). */
 static int have_avx2(void)
 {
-    return max_width >= 8 && cpu_avx2();
+    return cpu_avx2();
 }
 
 static int have_avx512(void)
 {
-    return max_width >= 16 && cpu_avx512();
+    return cpu_avx512();
 }
 
 /* ------------------------------------------------------------------------ the softmax step
@@ -378,6 +372,37 @@ static int vector_width(void)
     return have_avx512() ? 16 : have_avx2() ? 8 : 1;
 }
 
+int qkv_vector_width(int requested)
+{
+    int w = vector_width();
+    return requested <= 0 || w <= requested ? w : (requested >= 8 && w >= 8 ? 8 : 1);
+}
+
+int qkv_check_width(int requested)
+{
+    if (requested != 0 && requested != 1 && requested != 8 && requested != 16) {
+        PyErr_Format(PyExc_ValueError, "width must be 0 (the widest loops the CPU has), 1, 8 or 16, got %d", requested);
+        return -1;
+    }
+    return 0;
+}
+
+int qkv_get_f32_contiguous(PyObject *obj, Py_buffer *view, int writable, int ndim, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    const char *fmt = view->format ? view->format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
+        fmt++;
+    if (view->ndim != ndim || strcmp(fmt, "f") != 0 || view->itemsize != 4) {
+        PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous %s%d-D float32 array", name,
+                     writable ? "writable " : "", ndim);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ buffer helpers */
 static int get_f32(PyObject *obj, Py_buffer *view, int ndim, const char *name)
 {
@@ -396,7 +421,7 @@ static int get_f32(PyObject *obj, Py_buffer *view, int ndim, const char *name)
 }
 
 PyDoc_STRVAR(softmax_rows_doc,
-"softmax_rows(scores, ref, row_sum, alpha, row_max, headroom) -> bool\n\n"
+"softmax_rows(scores, ref, row_sum, alpha, row_max, headroom, limit=None, width=0) -> bool\n\n"
 "In place, for each row i of the float32 block scores (rows, cols), rows contiguous:\n"
 "  m = max_j scores[i, j]; row_max[i] = max(row_max[i], m) unless row_max is None;\n"
 "  if m - ref[i] > headroom: alpha[i] = exp(ref[i] - m), ref[i] = m      (reference moves up)\n"
@@ -407,14 +432,20 @@ PyDoc_STRVAR(softmax_rows_doc,
 "must then rescale its accumulated output rows by alpha).\n\n"
 "limit (optional int): causal masking in the same pass: row i keeps only columns j < limit + i;\n"
 "the others are treated as -inf scores (they take no exp, become 0 and are not read), the same\n"
-"result, bit for bit, as adding a 0/-inf band before the call (for finite scores).");
+"result, bit for bit, as adding a 0/-inf band before the call (for finite scores).\n"
+"width: the vector loops, 0 (the widest the CPU has) or at most 1, 8 or 16 (tests run each).");
 
-static PyObject *softmax_rows(PyObject *self, PyObject *args)
+static PyObject *softmax_rows(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"scores", "ref", "row_sum", "alpha", "row_max", "headroom", "limit", "width", NULL};
     PyObject *o_scores, *o_ref, *o_sum, *o_alpha, *o_max;
     float headroom;
     PyObject *o_limit = Py_None;
-    if (!PyArg_ParseTuple(args, "OOOOOf|O", &o_scores, &o_ref, &o_sum, &o_alpha, &o_max, &headroom, &o_limit))
+    int requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOf|Oi", kwlist, &o_scores, &o_ref, &o_sum, &o_alpha, &o_max,
+                                     &headroom, &o_limit, &requested))
+        return NULL;
+    if (qkv_check_width(requested) < 0)
         return NULL;
     int have_limit = o_limit != Py_None;
     Py_ssize_t limit = 0;
@@ -441,7 +472,7 @@ static PyObject *softmax_rows(PyObject *self, PyObject *args)
         goto fail_m;
     }
     float *scores = vs.buf, *ref = vr.buf, *l = vl.buf, *alpha = va.buf, *rmax = have_max ? vm.buf : NULL;
-    int moved, width = vector_width();
+    int moved, width = qkv_vector_width(requested);
     Py_BEGIN_ALLOW_THREADS
     moved = softmax_block(scores, stride, rows, cols, ref, l, alpha, rmax, headroom, have_limit, limit, 0, 0, NULL,
                           NULL, 0, width);
@@ -477,19 +508,25 @@ typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, cons
                            int64_t, float, float *, int64_t);
 typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
                            float *, int);
-static void *sgemm_address = NULL;
+void *qkv_sgemm_address = NULL;
 static int sgemm_ilp64 = 0;
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+void qkv_gemm(int ta, int tb, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, float alpha, const float *a, Py_ssize_t lda,
+              const float *b, Py_ssize_t ldb, float beta, float *c, Py_ssize_t ldc)
+{
+    if (sgemm_ilp64)
+        ((sgemm64_fn)qkv_sgemm_address)(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, m, n, k, alpha, a,
+                                        lda, b, ldb, beta, c, ldc);
+    else
+        ((sgemm32_fn)qkv_sgemm_address)(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)m, (int)n,
+                                        (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
 
 static void sgemm(int trans_b, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, const float *a, Py_ssize_t lda,
                   const float *b, Py_ssize_t ldb, float beta, float *c, Py_ssize_t ldc)
 {
-    if (sgemm_ilp64)
-        ((sgemm64_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, trans_b ? TRANS : NO_TRANS, m, n, k, 1.0f, a, lda, b, ldb,
-                                    beta, c, ldc);
-    else
-        ((sgemm32_fn)sgemm_address)(ROW_MAJOR, NO_TRANS, trans_b ? TRANS : NO_TRANS, (int)m, (int)n, (int)k, 1.0f, a,
-                                    (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    qkv_gemm(0, trans_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* One query block's walk: its inputs and running state (see flash_rows), and one key block of it. */
@@ -508,8 +545,76 @@ struct flash_task {
     float headroom;
     float *scores;           /* scratch, at least (rows, cols) of any block, row stride lds */
     Py_ssize_t lds;
-    int width;               /* vector_width() for this call */
+    int width;               /* qkv_vector_width(the call's width): 16, 8 or 1 */
+    int score_kind;          /* SCORE_PLAIN, SCORE_RELATIVE or SCORE_SOFT_CAP (below) */
+    const float *rel;        /* SCORE_RELATIVE: the head's bias over relative positions; row r of the block,
+                              * key j: rel[j − r + rel_offset] */
+    Py_ssize_t rel_offset;
+    float cap;               /* SCORE_SOFT_CAP: cap·tanh(s / cap) */
 };
+
+
+/* cap·tanh(s / cap) along a row, as cap·(1 − 2/(e^(2s/cap) + 1)) with the module's exponential
+ * (tanhf one value at a time made soft-cap slower in C than in NumPy: 2.0 s against 1.2 s at
+ * T = 2048, H = 8). Absolute error ≤ ~1e-7·cap against tanhf; e^(2s/cap) = inf gives cap, 0 gives −cap. */
+static void soft_cap_row_scalar(float *row, Py_ssize_t cols, float cap)
+{
+    for (Py_ssize_t c = 0; c < cols; c++)
+        row[c] = cap * tanhf(row[c] / cap);
+}
+
+#ifdef FUSED_X86
+__attribute__((target("avx2,fma"))) static void soft_cap_row_avx2(float *row, Py_ssize_t cols, float cap)
+{
+    __m256 two_over = _mm256_set1_ps(2.0f / cap), one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+    __m256 c8 = _mm256_set1_ps(cap);
+    Py_ssize_t c = 0;
+    for (; c + 8 <= cols; c += 8) {
+        __m256 e = qkv_exp8(_mm256_mul_ps(_mm256_loadu_ps(row + c), two_over));
+        __m256 t = _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(e, one)));
+        _mm256_storeu_ps(row + c, _mm256_mul_ps(c8, t));
+    }
+    soft_cap_row_scalar(row + c, cols - c, cap);
+}
+
+__attribute__((target("avx512f"))) static void soft_cap_row_avx512(float *row, Py_ssize_t cols, float cap)
+{
+    __m512 two_over = _mm512_set1_ps(2.0f / cap), one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+    __m512 c16 = _mm512_set1_ps(cap);
+    for (Py_ssize_t c = 0; c < cols; c += 16) {
+        __mmask16 k = cols - c >= 16 ? (__mmask16)0xFFFF : lanes(cols - c);
+        __m512 e = qkv_exp16(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), two_over));
+        __m512 t = _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(e, one)));
+        _mm512_mask_storeu_ps(row + c, k, _mm512_mul_ps(c16, t));
+    }
+}
+#endif
+
+/* The score function on a block of scaled scores (rows × cols at row stride ld, keys j0 …). */
+static void apply_score(const struct flash_task *t, float *scores, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t j0,
+                        Py_ssize_t cols)
+{
+    if (t->score_kind == SCORE_RELATIVE) {
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            float *row = scores + r * ld;
+            const float *bias = t->rel + (j0 - r + t->rel_offset);
+            for (Py_ssize_t c = 0; c < cols; c++)
+                row[c] += bias[c];
+        }
+    } else if (t->score_kind == SCORE_SOFT_CAP) {
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            float *row = scores + r * ld;
+#ifdef FUSED_X86
+            if (t->width >= 16)
+                soft_cap_row_avx512(row, cols, t->cap);
+            else if (t->width >= 8)
+                soft_cap_row_avx2(row, cols, t->cap);
+            else
+#endif
+                soft_cap_row_scalar(row, cols, t->cap);
+        }
+    }
+}
 
 /* The tables Python hands flash_rows and flash_many: C-contiguous int64 rows, one struct per row
  * (the same columns are named in qkv/kernels/blocked.py: BLOCK_COLUMNS, TASK_COLUMNS).
@@ -625,6 +730,8 @@ static void flash_block_blas(const struct flash_task *t, const struct flash_bloc
         small_rows(t, b->j0, cols, 1);
     else
         sgemm(1, rows, cols, t->dk, t->q, t->ldq, t->k + b->j0 * t->ldk, t->ldk, 0.0f, scores, t->lds);
+    if (t->score_kind != SCORE_PLAIN)
+        apply_score(t, scores, t->lds, rows, b->j0, cols);
     if (b->mask) {
         for (Py_ssize_t i = 0; i < rows; i++) {
             float *row = scores + i * t->lds;
@@ -650,19 +757,10 @@ static void flash_block_blas(const struct flash_task *t, const struct flash_bloc
 }
 
 /* tile_block (in _tile.h): the same step without BLAS, the exponentials taken on the score tile
- * while it is in registers; returns 0 where it does not apply (the caller then uses BLAS). */
-static int use_tile = 1;
+ * while it is in registers; returns 0 where it does not apply (the caller then uses BLAS). Whether
+ * it may be tried is the call's `tile` argument (the route's plan, Route.tile; tests pass False
+ * to run the BLAS step on the same blocks). */
 #include "_tile.h"
-
-static PyObject *fused_set_tile(PyObject *self, PyObject *arg)
-{
-    int enabled = PyObject_IsTrue(arg);
-    if (enabled < 0)
-        return NULL;
-    int previous = use_tile;
-    use_tile = enabled;
-    return PyBool_FromLong(previous);
-}
 
 /* The rows of a blocks table ((n, 5) int64: j0, j1, flags, limit, start) checked before any work:
  * 0 <= j0 < j1 <= tk, at most max_cols keys, flag 4 (row ranges) only where ranges were given. */
@@ -721,7 +819,8 @@ static void finish_rows(float *acc, Py_ssize_t ldacc, Py_ssize_t rows, Py_ssize_
 
 PyDoc_STRVAR(set_sgemm_doc,
 "set_sgemm(address, ilp64) -> None\n\n"
-"The address of a CBLAS cblas_sgemm (64-bit integers when ilp64) for flash_rows; 0 forgets it.");
+"The address of a CBLAS cblas_sgemm (64-bit integers when ilp64) for flash_rows, flash_many and\n"
+"backward_many; 0 forgets it.");
 
 static PyObject *fused_set_sgemm(PyObject *self, PyObject *args)
 {
@@ -729,7 +828,7 @@ static PyObject *fused_set_sgemm(PyObject *self, PyObject *args)
     int ilp64;
     if (!PyArg_ParseTuple(args, "Kp", &address, &ilp64))
         return NULL;
-    sgemm_address = (void *)(uintptr_t)address;
+    qkv_sgemm_address = (void *)(uintptr_t)address;
     sgemm_ilp64 = ilp64;
     Py_RETURN_NONE;
 }
@@ -764,9 +863,22 @@ static int get_matrix(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t r
     return 0;
 }
 
+static int check_score(int score_kind, float cap)
+{
+    if (score_kind != SCORE_PLAIN && score_kind != SCORE_RELATIVE && score_kind != SCORE_SOFT_CAP) {
+        PyErr_SetString(PyExc_ValueError, "score_kind must be 0 (none), 1 (relative bias) or 2 (soft-cap)");
+        return -1;
+    }
+    if (score_kind == SCORE_SOFT_CAP && !(cap > 0.0f && isfinite(cap))) {
+        PyErr_SetString(PyExc_ValueError, "cap must be a positive finite number");
+        return -1;
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(flash_rows_doc,
 "flash_rows(q, k, v, acc, ref, row_sum, alpha, row_max, scores, blocks, masks, headroom, scale=1.0,\n"
-"           finalize=False) -> None\n\n"
+"           finalize=False, score_kind=0, table=None, cap=1, offset=0, tile=True, width=0) -> None\n\n"
 "One query block of the blocked kernel, every key block in C (the GIL released throughout):\n"
 "for each row (j0, j1, flags, limit, start) of blocks (int64, (n, 5)):\n"
 "  S = q·k[j0:j1]ᵀ; S = −inf where masks[b] is True (masks: None, or a sequence of n entries,\n"
@@ -778,25 +890,34 @@ PyDoc_STRVAR(flash_rows_doc,
 "q (rows, Dk), k (Tk, Dk), v (Tk, Dv), acc (rows, Dv): float32 with contiguous rows; ref,\n"
 "row_sum, alpha, row_max (or None): float32 (rows,); scores: float32 scratch of at least\n"
 "(rows, max j1 − j0). q is multiplied by scale first (into a copy). finalize: at the end,\n"
-"acc /= row_sum row by row (rows with row_sum = 0 become 0). Needs set_sgemm first.");
+"acc /= row_sum row by row (rows with row_sum = 0 become 0). score_kind 1 (a relative bias:\n"
+"S[r, c] += table[j0 + c − r + offset], table float32 (L,), one head's bias over relative\n"
+"positions) or 2 (soft-cap: S = cap·tanh(S / cap)), applied before the masks. tile: False keeps\n"
+"every block on the BLAS step (no AVX-512 register tiles); width: the vector loops (0: the\n"
+"widest the CPU has; 1, 8, 16: at most that). Needs set_sgemm first.");
 
 static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"q", "k", "v", "acc", "ref", "row_sum", "alpha", "row_max", "scores", "blocks", "masks",
-                             "headroom", "scale", "finalize", NULL};
+                             "headroom", "scale", "finalize", "score_kind", "table", "cap", "offset", "tile", "width",
+                             NULL};
     PyObject *o_q, *o_k, *o_v, *o_acc, *o_ref, *o_sum, *o_alpha, *o_max, *o_scores, *o_blocks, *o_masks;
-    float headroom, scale = 1.0f;
-    int finalize = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOf|fp", kwlist, &o_q, &o_k, &o_v, &o_acc, &o_ref,
+    PyObject *o_table = Py_None;
+    float headroom, scale = 1.0f, cap = 1.0f;
+    int finalize = 0, score_kind = SCORE_PLAIN, tile_on = 1, requested = 0;
+    Py_ssize_t rel_offset = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOf|fpiOfnpi", kwlist, &o_q, &o_k, &o_v, &o_acc, &o_ref,
                                      &o_sum, &o_alpha, &o_max, &o_scores, &o_blocks, &o_masks, &headroom, &scale,
-                                     &finalize))
+                                     &finalize, &score_kind, &o_table, &cap, &rel_offset, &tile_on, &requested))
         return NULL;
-    if (sgemm_address == NULL) {
+    if (qkv_check_width(requested) < 0)
+        return NULL;
+    if (qkv_sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_rows needs a BLAS sgemm: call set_sgemm first");
         return NULL;
     }
-    Py_buffer vq, vk, vv, vacc, vr, vl, va, vm, vs, vb;
-    Py_buffer *views[10];
+    Py_buffer vq, vk, vv, vacc, vr, vl, va, vm, vs, vb, vtab;
+    Py_buffer *views[11];
     int held = 0, have_max = o_max != Py_None;
     Py_buffer *mviews = NULL;
     Py_ssize_t n_masks = 0, held_masks = 0;
@@ -844,6 +965,20 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
     const struct block_row *blocks = vb.buf;
     if (check_blocks(blocks, n_blocks, tk, vs.shape[1], 0) < 0)
         goto done;
+    const float *table = NULL;
+    if (check_score(score_kind, cap) < 0)
+        goto done;
+    if (score_kind == SCORE_RELATIVE) {   /* every (row, key) of every block reads inside the table */
+        HOLD(get_f32(o_table, &vtab, 1, "table"), &vtab);
+        for (Py_ssize_t b = 0; b < n_blocks && rows > 0; b++)
+            if (blocks[b].j0 - (rows - 1) + rel_offset < 0 || blocks[b].j1 - 1 + rel_offset >= vtab.shape[0]) {
+                PyErr_Format(PyExc_ValueError, "table (%zd relative positions) with offset %zd does not cover block "
+                             "%zd (keys %lld:%lld, %zd rows)", vtab.shape[0], rel_offset, b, (long long)blocks[b].j0,
+                             (long long)blocks[b].j1, rows);
+                goto done;
+            }
+        table = vtab.buf;
+    }
     if (o_masks != Py_None) {
         PyObject *seq = PySequence_Fast(o_masks, "masks must be None or a sequence");
         if (seq == NULL)
@@ -888,7 +1023,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
         const float *q = vq.buf, *k = vk.buf, *v = vv.buf;
         float *acc = vacc.buf, *ref = vr.buf, *l = vl.buf, *alpha = va.buf, *rmax = have_max ? vm.buf : NULL;
         float *scores = vs.buf, *scaled = NULL;
-        int width = vector_width(), tile_on = use_tile;
+        int width = qkv_vector_width(requested);
         if (scale != 1.0f && rows > 0) {   /* q·scale once, into a copy (the caller's q is read-only) */
             scaled = PyMem_RawMalloc((size_t)(rows * dk) * sizeof(float));
             if (scaled == NULL) {
@@ -905,14 +1040,14 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
             ldq = dk;
         }
         struct flash_task task = {q, ldq, k, ldk, v, ldv, acc, ldacc, rows, dk, dv, ref, l, alpha, rmax, headroom,
-                                  scores, lds, width};
+                                  scores, lds, width, score_kind, table, rel_offset, cap};
         for (Py_ssize_t b = 0; b < n_blocks; b++) {
             struct flash_block block = block_at(blocks + b, NULL, NULL);
             if (mviews && mviews[b].buf) {
                 block.mask = mviews[b].buf;
                 block.mstride = mviews[b].strides[0];
             }
-            if (!(tile_on && tile_block(&task, &block)))
+            if (!(tile_on && score_kind == SCORE_PLAIN && tile_block(&task, &block)))
                 flash_block_blas(&task, &block);
         }
         if (finalize)
@@ -956,7 +1091,7 @@ static int get_tensor3(PyObject *obj, Py_buffer *view, int writable, const char 
     return 0;
 }
 
-static int get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t cols, const char *name)
+int qkv_get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t cols, const char *name)
 {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return -1;
@@ -977,7 +1112,7 @@ static int get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t co
 
 PyDoc_STRVAR(flash_many_doc,
 "flash_many(q, k, v, out, lse, tasks, blocks, counter, scores, vectors, headroom, scale, budget=0,\n"
-"           ranges=None)\n"
+"           ranges=None, score_kind=0, table=None, cap=1, tile=True, width=0)\n"
 "    -> bool\n\n"
 "Runs tasks (int64 (n, 7): q head, kv head, out head, i0, i1, b0, b1) until none is left,\n"
 "taking the next one from counter[0] (int64, shared by the threads that call this at once):\n"
@@ -990,27 +1125,38 @@ PyDoc_STRVAR(flash_many_doc,
 "released while the tasks run. budget > 0: take no new task after that many seconds (so the\n"
 "caller can handle signals). ranges: None or int64 (2, Tq): query row i sees only keys\n"
 "ranges[0, i] <= j < ranges[1, i] in blocks whose flags have 4 (document-like masks).\n"
+"score_kind 1: a relative bias, score + table[out head, kv − q + Tq − 1] (table float32 (No,\n"
+"Tq + Tk − 1), rows contiguous); 2: soft-cap, cap·tanh(score / cap); before the masks.\n"
+"tile, width: as flash_rows'.\n"
 "Returns True while tasks are left. Needs set_sgemm first.");
 
-static PyObject *flash_many(PyObject *self, PyObject *args)
+static PyObject *flash_many(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"q", "k", "v", "out", "lse", "tasks", "blocks", "counter", "scores", "vectors", "headroom",
+                             "scale", "budget", "ranges", "score_kind", "table", "cap", "tile", "width", NULL};
     PyObject *o_q, *o_k, *o_v, *o_out, *o_lse, *o_tasks, *o_blocks, *o_counter, *o_scores, *o_vectors;
     float headroom, scale;
     double budget = 0.0;
-    PyObject *o_ranges = Py_None;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOff|dO", &o_q, &o_k, &o_v, &o_out, &o_lse, &o_tasks, &o_blocks, &o_counter,
-                          &o_scores, &o_vectors, &headroom, &scale, &budget, &o_ranges))
+    PyObject *o_ranges = Py_None, *o_table = Py_None;
+    int score_kind = SCORE_PLAIN, tile_on = 1, requested = 0;
+    float cap = 1.0f;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOff|dOiOfpi", kwlist, &o_q, &o_k, &o_v, &o_out, &o_lse,
+                                     &o_tasks, &o_blocks, &o_counter, &o_scores, &o_vectors, &headroom, &scale, &budget,
+                                     &o_ranges, &score_kind, &o_table, &cap, &tile_on, &requested))
         return NULL;
-    if (sgemm_address == NULL) {
+    if (qkv_check_width(requested) < 0)
+        return NULL;
+    if (qkv_sgemm_address == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "flash_many needs a BLAS sgemm: call set_sgemm first");
         return NULL;
     }
-    Py_buffer vq, vk, vv, vo, vlse, vt, vb, vc, vs, vvec, vrange;
-    Py_buffer *views[11];
+    Py_buffer vq, vk, vv, vo, vlse, vt, vb, vc, vs, vvec, vrange, vtab;
+    Py_buffer *views[12];
+    const float *table = NULL;
     int held = 0, have_lse = o_lse != Py_None;
     PyObject *result = NULL;
     float *scaled = NULL;
-    Py_ssize_t lds, ldvec;
+    Py_ssize_t lds, ldvec, ldtab = 0;
     const int64_t *row_lo = NULL, *row_hi = NULL;
 #define HOLD(call, view) do { if ((call) < 0) goto done; views[held++] = (view); } while (0)
     HOLD(get_tensor3(o_q, &vq, 0, "q"), &vq);
@@ -1039,9 +1185,9 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    HOLD(get_int64(o_tasks, &vt, 0, 7, "tasks"), &vt);
-    HOLD(get_int64(o_blocks, &vb, 0, 5, "blocks"), &vb);
-    HOLD(get_int64(o_counter, &vc, 1, 0, "counter"), &vc);
+    HOLD(qkv_get_int64(o_tasks, &vt, 0, 7, "tasks"), &vt);
+    HOLD(qkv_get_int64(o_blocks, &vb, 0, 5, "blocks"), &vb);
+    HOLD(qkv_get_int64(o_counter, &vc, 1, 0, "counter"), &vc);
     HOLD(get_matrix(o_scores, &vs, 1, -1, -1, &lds, "scores"), &vs);
     HOLD(get_matrix(o_vectors, &vvec, 1, 3, -1, &ldvec, "vectors"), &vvec);
     if (vc.shape[0] < 1) {
@@ -1049,13 +1195,19 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
         goto done;
     }
     if (o_ranges != Py_None) {   /* (2, Tq): each query row's allowed keys [lo, hi) */
-        HOLD(get_int64(o_ranges, &vrange, 0, tq, "ranges"), &vrange);
+        HOLD(qkv_get_int64(o_ranges, &vrange, 0, tq, "ranges"), &vrange);
         if (vrange.shape[0] != 2) {
             PyErr_Format(PyExc_ValueError, "ranges must have shape (2, %zd)", tq);
             goto done;
         }
         row_lo = vrange.buf;
         row_hi = row_lo + tq;
+    }
+    if (check_score(score_kind, cap) < 0)
+        goto done;
+    if (score_kind == SCORE_RELATIVE) {
+        HOLD(get_matrix(o_table, &vtab, 0, vo.shape[0], tq + tk - 1, &ldtab, "table"), &vtab);
+        table = vtab.buf;
     }
     Py_ssize_t n_tasks = vt.shape[0], n_blocks = vb.shape[0], max_rows = 0;
     const struct task_row *tasks = vt.buf;
@@ -1086,14 +1238,14 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
     {
         int64_t *counter = vc.buf;
         float *vectors = vvec.buf;
-        int width = vector_width(), tile_on = use_tile;
+        int width = qkv_vector_width(requested);
         Py_ssize_t sq0 = vq.strides[0] / 4, sq1 = vq.strides[1] / 4, sk0 = vk.strides[0] / 4, sk1 = vk.strides[1] / 4;
         Py_ssize_t sv0 = vv.strides[0] / 4, sv1 = vv.strides[1] / 4, so0 = vo.strides[0] / 4, so1 = vo.strides[1] / 4;
         Py_ssize_t sl0 = have_lse ? vlse.strides[0] / 4 : 0;
-        double started = budget > 0 ? monotonic_seconds() : 0.0;
+        double started = budget > 0 ? qkv_monotonic_seconds() : 0.0;
         Py_BEGIN_ALLOW_THREADS
         for (;;) {
-            if (budget > 0 && monotonic_seconds() - started > budget)
+            if (budget > 0 && qkv_monotonic_seconds() - started > budget)
                 break;   /* back to Python (signals, a stop flag); the caller calls again */
             int64_t i = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
             if (i >= n_tasks)
@@ -1119,11 +1271,12 @@ static PyObject *flash_many(PyObject *self, PyObject *args)
             }
             struct flash_task task = {q, ldq, (const float *)vk.buf + tk_->kv_head * sk0, sk1 >= dk && sk1 > 0 ? sk1 : (dk > 0 ? dk : 1),
                                       (const float *)vv.buf + tk_->kv_head * sv0, sv1 >= dv && sv1 > 0 ? sv1 : (dv > 0 ? dv : 1), acc, ldacc, rows, dk,
-                                      dv, ref, l, alpha, NULL, headroom, vs.buf, lds, width};
+                                      dv, ref, l, alpha, NULL, headroom, vs.buf, lds, width, score_kind,
+                                      table ? table + tk_->out_head * ldtab : NULL, tq - 1 - i0, cap};
             for (int64_t b = tk_->b0; b < tk_->b1; b++) {
                 struct flash_block block = block_at(blocks + b, row_lo ? row_lo + i0 : NULL,
                                                     row_hi ? row_hi + i0 : NULL);
-                if (!(tile_on && tile_block(&task, &block)))
+                if (!(tile_on && score_kind == SCORE_PLAIN && tile_block(&task, &block)))
                     flash_block_blas(&task, &block);
             }
             finish_rows(acc, ldacc, rows, dv, ref, l, have_lse ? (float *)vlse.buf + tk_->out_head * sl0 + i0 : NULL);
@@ -1140,7 +1293,7 @@ done:
 }
 
 PyDoc_STRVAR(absmax_doc,
-"absmax(x) -> float\n\n"
+"absmax(x, width=0) -> float\n\n"
 "max |x| over a C-contiguous float32 array in one pass: NaN when x holds a NaN, inf when it holds\n"
 "an infinity (and no NaN), 0 for an empty array. The GIL is released.");
 
@@ -1167,8 +1320,13 @@ __attribute__((target("avx512f"))) static void absmax_avx512(const float *x, Py_
 }
 #endif
 
-static PyObject *fused_absmax(PyObject *self, PyObject *arg)
+static PyObject *fused_absmax(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"x", "width", NULL};
+    PyObject *arg;
+    int requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|i", kwlist, &arg, &requested) || qkv_check_width(requested) < 0)
+        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
@@ -1183,7 +1341,7 @@ static PyObject *fused_absmax(PyObject *self, PyObject *arg)
     const float *x = view.buf;
     Py_ssize_t n = view.len / 4;
     float top = 0.0f;
-    int nan = 0, wide = have_avx512();
+    int nan = 0, wide = qkv_vector_width(requested) >= 16;
     Py_BEGIN_ALLOW_THREADS
 #ifdef FUSED_X86
     if (wide)
@@ -1204,16 +1362,18 @@ static PyObject *fused_absmax(PyObject *self, PyObject *arg)
 }
 
 PyDoc_STRVAR(exp_doc,
-"exp(src, dst, vector=True)\n\n"
+"exp(src, dst, width=0)\n\n"
 "dst = exp(src) elementwise with this module's float32 exponential (for testing its accuracy);\n"
-"src and dst are 1-D float32 arrays of equal length. vector=False forces the scalar loop.");
+"src and dst are 1-D float32 arrays of equal length. width: the vector loops (0: the widest the\n"
+"CPU has; 1 the scalar loop, 8 AVX2, 16 AVX-512 at most).");
 
 static PyObject *fused_exp(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"src", "dst", "vector", NULL};
+    static char *kwlist[] = {"src", "dst", "width", NULL};
     PyObject *o_src, *o_dst;
-    int vector = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|p", kwlist, &o_src, &o_dst, &vector))
+    int requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|i", kwlist, &o_src, &o_dst, &requested) ||
+        qkv_check_width(requested) < 0)
         return NULL;
     Py_buffer vsrc, vdst;
     if (get_f32(o_src, &vsrc, 1, "src") < 0)
@@ -1231,11 +1391,12 @@ static PyObject *fused_exp(PyObject *self, PyObject *args, PyObject *kwargs)
     const float *src = vsrc.buf;
     float *dst = vdst.buf;
     Py_ssize_t n = vsrc.shape[0];
+    int width = qkv_vector_width(requested);
     Py_BEGIN_ALLOW_THREADS
 #ifdef FUSED_X86
-    if (vector && have_avx512())
+    if (width >= 16)
         exp_avx512(src, dst, n);
-    else if (vector && have_avx2())
+    else if (width >= 8)
         exp_avx2(src, dst, n);
     else
 #endif
@@ -1311,16 +1472,19 @@ __attribute__((target("avx2,fma"))) static void gelu_rows_avx2(float *x, const f
 #endif
 
 PyDoc_STRVAR(gelu_doc,
-"gelu(x, bias=None)\n\n"
+"gelu(x, bias=None, width=0)\n\n"
 "In place: x = gelu(x + bias) for a writable C-contiguous float32 array x (…, D), bias a float32\n"
 "(D,) array or None; the exact (erf) GELU with erf from Abramowitz & Stegun 7.1.26, as\n"
-"qkv.activations.gelu computes it in NumPy. Releases the GIL.");
+"qkv.activations.gelu computes it in NumPy. Releases the GIL. width: as exp's (the AVX2 loop or\n"
+"the scalar one).");
 
 static PyObject *fused_gelu(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"x", "bias", NULL};
+    static char *kwlist[] = {"x", "bias", "width", NULL};
     PyObject *o_x, *o_bias = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O", kwlist, &o_x, &o_bias))
+    int requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|Oi", kwlist, &o_x, &o_bias, &requested) ||
+        qkv_check_width(requested) < 0)
         return NULL;
     Py_buffer vx, vb;
     if (PyObject_GetBuffer(o_x, &vx, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
@@ -1349,7 +1513,7 @@ static PyObject *fused_gelu(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     float *x = vx.buf;
     const float *bias = have_bias ? vb.buf : NULL;
-    int avx2 = have_avx2();
+    int avx2 = qkv_vector_width(requested) >= 8;
     Py_BEGIN_ALLOW_THREADS
 #ifdef FUSED_X86
     if (avx2)
@@ -1370,40 +1534,25 @@ static PyObject *fused_width(PyObject *self, PyObject *unused)
     return PyLong_FromLong(vector_width());
 }
 
-static PyObject *fused_set_width(PyObject *self, PyObject *arg)
-{
-    long width = PyLong_AsLong(arg);
-    if (width == -1 && PyErr_Occurred())
-        return NULL;
-    if (width != 1 && width != 8 && width != 16) {
-        PyErr_Format(PyExc_ValueError, "width must be 1, 8 or 16, got %ld", width);
-        return NULL;
-    }
-    int previous = max_width;
-    max_width = (int)width;
-    return PyLong_FromLong(previous);
-}
-
 static PyMethodDef methods[] = {
-    {"softmax_rows", softmax_rows, METH_VARARGS, softmax_rows_doc},
+    {"softmax_rows", (PyCFunction)(void (*)(void))softmax_rows, METH_VARARGS | METH_KEYWORDS, softmax_rows_doc},
     {"flash_rows", (PyCFunction)(void (*)(void))flash_rows, METH_VARARGS | METH_KEYWORDS, flash_rows_doc},
-    {"flash_many", flash_many, METH_VARARGS, flash_many_doc},
-    {"absmax", fused_absmax, METH_O, absmax_doc},
+    {"flash_many", (PyCFunction)(void (*)(void))flash_many, METH_VARARGS | METH_KEYWORDS, flash_many_doc},
+    {"backward_many", (PyCFunction)(void (*)(void))qkv_backward_many, METH_VARARGS | METH_KEYWORDS,
+     qkv_backward_many_doc},
+    {"absmax", (PyCFunction)(void (*)(void))fused_absmax, METH_VARARGS | METH_KEYWORDS, absmax_doc},
     {"set_sgemm", fused_set_sgemm, METH_VARARGS, set_sgemm_doc},
-    {"set_tile", fused_set_tile, METH_O,
-     "set_tile(enabled) -> previous: False makes flash_rows use BLAS for every block (for tests)."},
     {"exp", (PyCFunction)(void (*)(void))fused_exp, METH_VARARGS | METH_KEYWORDS, exp_doc},
     {"gelu", (PyCFunction)(void (*)(void))fused_gelu, METH_VARARGS | METH_KEYWORDS, gelu_doc},
     {"vector_width", fused_width, METH_NOARGS,
-     "vector_width() -> 16 (AVX-512 loops), 8 (AVX2+FMA) or 1 (scalar): the loops used now."},
-    {"set_width", fused_set_width, METH_O,
-     "set_width(w) -> previous: use loops at most w lanes wide (1, 8 or 16; for tests)."},
+     "vector_width() -> 16 (AVX-512 loops), 8 (AVX2+FMA) or 1 (scalar): the widest this CPU has (width=0)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "qkv.kernels._fused",
-    "The blocked kernel's C loops: the softmax step, the key walk (flash_rows, flash_many), gelu.",
+    "The blocked kernel's C loops: the softmax step, the key walk (flash_rows, flash_many), its backward "
+    "(backward_many, in _backward.c), gelu.",
     -1, methods,
 };
 

@@ -1,5 +1,6 @@
 """Training through qkv's kernel on CPU torch tensors: the C forward (flash_many, which also
-writes each row's log-sum-exp) and a FlashAttention-2-style backward in C (`_backward.c`), as one
+writes each row's log-sum-exp) and a FlashAttention-2-style backward in C (`_backward.c`, compiled
+into the same extension `_fused`: backward_many), as one
 torch custom op with its autograd formula, so `torch.compile(fullgraph=True)` keeps it.
 
 The op works on every mask whose query rows each see one contiguous range of keys (the same for
@@ -32,10 +33,6 @@ import numpy as np
 from . import blas, blocked, pool
 from .call import Call, check_call
 
-try:   # the optional C extension (setup.py): the backward
-    from . import _backward
-except ImportError:   # not built: torch tensors take the plain path or SDPA
-    _backward = None
 
 __all__ = ["flash_attention", "op", "run", "available", "row_ranges", "values_ok", "block_backward", "score_spec"]
 
@@ -57,14 +54,13 @@ _ready_state = None
 
 
 def available() -> bool:
-    """Whether this route can run: both C extensions built and NumPy's cblas_sgemm found."""
+    """Whether this route can run: the C extension built (its backward_many, kernels/_backward.c)
+    and NumPy's cblas_sgemm found (blas.sgemm_ready hands it to the extension, forward and backward)."""
     global _ready_state
     if _ready_state is None:
         with _ready_lock:
             if _ready_state is None:
-                ok = _backward is not None and blocked._fused is not None and blas.sgemm_ready()
-                if ok and blas.sgemm_found is not None:
-                    _backward.set_sgemm(*blas.sgemm_found)
+                ok = blocked._fused is not None and hasattr(blocked._fused, "backward_many") and blas.sgemm_ready()
                 _ready_state = bool(ok and blas.sgemm_found is not None)
     return _ready_state
 
@@ -200,10 +196,13 @@ def _run(step, threads: int) -> None:
         pool.run_all(work, [()] * threads, threads)
 
 
-def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLOCK_K, threads: int | None = None):
+def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLOCK_K, threads: int | None = None,
+                   score=None, tile: bool = True, width: int = 0):
     """out (Nq, Tq, Dv) and lse (Nq, Tq) float32 from C-contiguous float32 q (Nq, Tq, Dk),
     k (Nk, Tk, Dk), v (Nk, Tk, Dv) and row ranges (2, Tq) (see the module docstring). threads:
-    None picks by the work (one thread for small calls)."""
+    None picks by the work (one thread for small calls). score: None, or (kind, table, cap) of a
+    catalogue score function (`score_spec`, its table tiled to the Nq heads: (Nq, Tq + Tk − 1)).
+    tile, width: the C per-block choice (flash_many's; defaults: the hardware's best)."""
     nq, tq, _ = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     groups = nq // nk
@@ -231,7 +230,10 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
             local.scores = np.empty((bq, bk), np.float32)
             local.vectors = np.empty((3, bq), np.float32)
         return blocked._fused.flash_many(q, k, v, out, lse, tasks, plan.fwd_blocks, counter, local.scores,
-                                         local.vectors, blocked._HEADROOM, float(scale), _BUDGET_S, rows)
+                                         local.vectors, blocked._HEADROOM, float(scale), _BUDGET_S, rows, *extra,
+                                         tile=tile, width=width)
+
+    extra = () if score is None else (int(score[0]), score[1], float(score[2]))
 
     if len(tasks):
         _run(step, threads)
@@ -239,12 +241,14 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
 
 
 def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: int = BLOCK_Q, bk: int = BLOCK_K,
-                    threads: int | None = None, delta=None, score=None):
+                    threads: int | None = None, delta=None, score=None, width: int = 0):
     """dq (Nq, Tq, Dk), dk (Nk, Tk, Dk), dv (Nk, Tk, Dv) float32 from the forward's inputs, out and lse,
     and the gradients dout (Nq, Tq, Dv) and dlse (Nq, Tq) or None; C-contiguous float32. threads:
     None picks by the work. delta (Nq, Tq): rowsum(dO ∘ O) − dlse given by the caller (out and dlse
     then unused) — a block of a longer attention (ring attention) passes the whole row's lse and δ.
-    score: None, or (kind, slopes, cap) of a catalogue score function (`_score_spec`)."""
+    score: None, or (kind, table, cap) of a catalogue score function (`score_spec`, its table tiled to
+    the Nq heads: (Nq, Tq + Tk − 1)). width: the C vector loops (0: the widest the CPU has; 1, 8, 16:
+    at most that — tests run every loop)."""
     nq, tq, dk = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     bq, bk = min(bq, tq), min(bk, tk)
@@ -279,10 +283,10 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
     counter = np.zeros(1, np.int64)
 
     def step():
-        return _backward.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
-                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra)
+        return blocked._fused.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
+                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra, width=width)
 
-    extra = () if score is None else (int(score[0]), score[1], float(score[2]))
+    extra = (0, None, 1.0) if score is None else (int(score[0]), score[1], float(score[2]))
 
     _run(step, threads)
     if parts > 1:
@@ -321,50 +325,82 @@ def _backward_tensors(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block
     return tuple(torch.from_numpy(g) for g in grads)
 
 
-_SCORE_KINDS = {"alibi": 1, "soft_cap": 2}
+# The C routes' score kinds (_fused.c / _backward.c: SCORE_RELATIVE, SCORE_SOFT_CAP)
+SCORE_RELATIVE, SCORE_SOFT_CAP = 1, 2
+_SPECS: dict = {}
+_SPECS_KEPT = 16
+_specs_lock = threading.Lock()
+
+
+def relative_table(score_mod, heads: int, tq: int, tk: int):
+    """float64 (heads, Tq + Tk − 1): column kv − q + Tq − 1 of row h holds f(h, kv − q) of a score_mod
+    declared relative (score_mod(s, b, h, q, kv) = s + f(h, kv − q)), from the function itself on
+    score 0 (one implementation of the math); q and kv are kept inside 0 … Tq − 1, 0 … Tk − 1.
+    None when the function fails there or gives a value that is not finite (the other paths then
+    run it and say what is wrong)."""
+    d = np.arange(-(tq - 1), tk, dtype=np.int64)[None, :]          # kv − q
+    q_idx, kv_idx = np.maximum(-d, 0), np.maximum(d, 0)
+    h = np.arange(heads, dtype=np.int64)[:, None]
+    score = np.zeros((heads, d.shape[1]), np.float64)
+    try:
+        bias = np.broadcast_to(np.asarray(score_mod(score, np.int64(0), h, q_idx, kv_idx), np.float64), score.shape)
+    except (IndexError, ValueError, TypeError, ZeroDivisionError, FloatingPointError):
+        return None
+    if not np.isfinite(bias).all():
+        return None
+    return bias
 
 
 def score_spec(call: Call):
-    """(kind, slopes, cap) for the C backward when the call's score_mod is one of the catalogue's it
-    differentiates (qkv.masks.alibi, soft_cap: their `params`), (0, None, 1.0) without score_mod,
-    else None. slopes: float32 (N·H,) per flattened query head for ALiBi, else None."""
-    if call.score_mod is None:
+    """How the C routes compute the call's score_mod: (0, None, 1.0) without one; (SCORE_SOFT_CAP,
+    None, cap) for qkv.masks.soft_cap; (SCORE_RELATIVE, table, 1.0) for a score_mod declared
+    relative (qkv.masks.alibi, t5_relative_buckets, or any ScoreMod(…, relative=True)), table float32
+    (H, Tq + Tk − 1) per query head h (`relative_table`); None for other score functions (the plain
+    path or the NumPy kernel's walk). Kept per (function, H, Tq, Tk): evaluated once per shape."""
+    mod = call.score_mod
+    if mod is None:
         return 0, None, 1.0
-    params = getattr(call.score_mod, "params", None)
-    if not params or params[0] not in _SCORE_KINDS:
+    params = getattr(mod, "params", None)
+    if params and params[0] == "soft_cap":
+        return SCORE_SOFT_CAP, None, float(params[1])
+    if not getattr(mod, "relative", False):
         return None
-    if params[0] == "soft_cap":
-        return _SCORE_KINDS["soft_cap"], None, float(params[1])
-    table = np.asarray(params[1], np.float64)
     heads = call.lead[-1] if call.lead else 1
-    if table.ndim != 1 or len(table) < heads:
-        return None   # the other paths say what is wrong
-    slopes = np.tile(table[:heads].astype(np.float32), int(np.prod(call.lead[:-1] or (1,))))
-    return _SCORE_KINDS["alibi"], np.ascontiguousarray(slopes), 1.0
+    key = (id(mod), heads, call.tq, call.tk)
+    found = _SPECS.get(key)
+    if found is not None and found[0] is mod:
+        return found[1]
+    table = relative_table(mod, heads, call.tq, call.tk)
+    spec = None if table is None else (SCORE_RELATIVE, np.ascontiguousarray(table, np.float32), 1.0)
+    with _specs_lock:   # the function kept with its spec, so its id is not reused while cached
+        if len(_SPECS) >= _SPECS_KEPT:
+            _SPECS.pop(next(iter(_SPECS)), None)
+        _SPECS[key] = (mod, spec)
+    return spec
+
+
+def _flat_spec(spec, n_heads: int):
+    """spec with its (H, L) table tiled to the op's N·H flattened query heads (batch-major)."""
+    if spec is None or spec[1] is None:
+        return spec
+    table = spec[1]
+    return spec[0], np.ascontiguousarray(np.tile(table, (n_heads // table.shape[0], 1))), spec[2]
 
 
 def _scored_function():
-    """The passes with a catalogue score function (eager only: the forward is the NumPy kernel's
-    score_mod walk, which takes the function itself): out, lse from qkv.attention on the float32
-    arrays shaped as the call's; the backward in C with the function's derivative."""
+    """The passes with a catalogue score function (eager only): both in C, the forward (flash_many)
+    and the backward with the function's derivative; spec: `score_spec` with its table tiled to the
+    N·H query heads (`_flat_spec`)."""
     global _scored
     if _scored is None:
         import torch
 
         class FlashAttentionScored(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, q, k, v, rows, scale, block_q, block_k, call, spec):
-                from ..attention import attention
-
-                lead = call.lead or (1,)
-                kv_heads = k.shape[0] // max(1, int(np.prod(lead[:-1])))
-                qn = _contiguous_numpy(q).reshape(tuple(lead) + (call.tq, call.dk))
-                kn = _contiguous_numpy(k).reshape(tuple(lead[:-1]) + (kv_heads, call.tk, call.dk))
-                vn = _contiguous_numpy(v).reshape(tuple(lead[:-1]) + (kv_heads, call.tk, call.dv))
-                out, lse = attention(qn, kn, vn, causal=call.causal, scale=scale, mask_mod=call.mask_mod,
-                                     score_mod=call.score_mod, return_lse=True)
-                out = torch.from_numpy(np.ascontiguousarray(out, np.float32).reshape(q.shape[0], call.tq, call.dv))
-                lse = torch.from_numpy(np.ascontiguousarray(lse, np.float32).reshape(q.shape[0], call.tq))
+            def forward(ctx, q, k, v, rows, scale, block_q, block_k, spec):
+                out, lse = forward_arrays(_contiguous_numpy(q), _contiguous_numpy(k), _contiguous_numpy(v),
+                                          _contiguous_numpy(rows), scale, block_q, block_k, score=spec)
+                out, lse = torch.from_numpy(out), torch.from_numpy(lse)
                 ctx.save_for_backward(q, k, v, out, lse, rows)
                 ctx.options = (scale, block_q, block_k, spec)
                 return out, lse
@@ -381,7 +417,7 @@ def _scored_function():
                                         _contiguous_numpy(rows), scale,
                                         None if dlse is None else _contiguous_numpy(dlse), block_q, block_k,
                                         score=spec)
-                return tuple(torch.from_numpy(g) for g in grads) + (None,) * 6
+                return tuple(torch.from_numpy(g) for g in grads) + (None,) * 5
 
         _scored = FlashAttentionScored
     return _scored.apply
@@ -505,8 +541,8 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
     if call.score_mod is None:
         out, lse = _eager_function()(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k))
     else:   # a catalogue score function (route.torch_flash_why_not checked score_spec)
-        out, lse = _scored_function()(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k), call,
-                                      score_spec(call))
+        out, lse = _scored_function()(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k),
+                                      _flat_spec(score_spec(call), q3.shape[0]))
     out = out.reshape(call.out_shape).to(call.dtype)
     if return_lse:
         return out, lse.reshape(call.out_shape[:-1]).to(call.dtype)

@@ -32,6 +32,7 @@ to C, held to one thread) lives in `blas.py`, the thread pool and fork gate in `
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 
@@ -137,6 +138,7 @@ class _Problem:
     scale: float
     causal: bool
     own: tuple = ()        # (q, k, v) before broadcasting to lead (GQA already split), for flash_many
+    score_table: np.ndarray | None = None   # a relative bias: (heads of lead, Tq + Tk − 1) float32 (Route.score)
 
 
 def _prepare(call: Call, route: Route) -> _Problem:
@@ -238,11 +240,14 @@ def _block_row(j0, j1, limit, start, ranged=False) -> tuple:
 
 
 def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_mod=None, score_mod=None,
-               block_q=None, block_k=None, num_threads=None, want="out", call: Call | None = None, route=None):
+               block_q=None, block_k=None, num_threads=None, want="out", call: Call | None = None, route=None,
+               tile: bool | None = None, width: int | None = None):
     """The kernel. want: "out" (the output), "lse" ((out, lse)) or "partial" (the un-normalised
     `Partial`). `call` skips validation when the caller (qkv.attention) has checked already.
     route: a Route chosen already (qkv.attention), or the fastest kernel route allowed (a RouteName
-    or its value: "flash_many", "flash_rows", "py_walk", "numpy_walk"; default flash_many)."""
+    or its value: "flash_many", "flash_rows", "py_walk", "numpy_walk"; default flash_many).
+    tile, width: replace the route's C per-block choice (Route.tile, Route.width: tests run the BLAS
+    step and every vector loop this way); None keeps the plan's."""
     for name, value in (("block_q", block_q), ("block_k", block_k), ("num_threads", num_threads)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -255,6 +260,11 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     if not isinstance(route, Route):
         route = choose_route(call, want=want, route=FLASH_MANY if route is None else route, block_q=block_q,
                              block_k=block_k, num_threads=num_threads)
+    if width is not None and width not in (0, 1, 8, 16):
+        raise ValueError(f"width must be 0, 1, 8 or 16, got {width!r}")
+    if tile is not None or width is not None:
+        route = dataclasses.replace(route, tile=route.tile if tile is None else bool(tile),
+                                    width=route.width if width is None else int(width))
     return run(call, route, want)
 
 
@@ -270,6 +280,10 @@ def run(call: Call, route: Route, want: str = "out"):
     tq, dv = call.tq, call.dv
     prob = _prepare(call, route)
     heads = list(np.ndindex(*prob.lead))
+    if route.score is not None and route.score[1] is not None:
+        # a relative bias (route.score: its table per query head h): one row per (batch, head) of the loop
+        hs = np.array([int(batch_head(call, head)[1]) for head in heads], np.int64)
+        prob = dataclasses.replace(prob, score_table=np.ascontiguousarray(route.score[1][hs]))
     threads, big, ranges = route.threads, route.big, route.ranges
     keep_partial = want != "out" or ranges > 1
     if route.name == FLASH_MANY:
@@ -371,7 +385,8 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
         buf = ctx.scratch()
         try:
             while not stop and _fused.flash_many(q3, k3, v3, out3, lse2, tasks, blocks, counter, buf.scores,
-                                                 buf.vectors, _HEADROOM, ctx.scale, _FLASH_BUDGET_S, key_rows):
+                                                 buf.vectors, _HEADROOM, ctx.scale, _FLASH_BUDGET_S, key_rows,
+                                                 *ctx.score_args(), tile=ctx.route.tile, width=ctx.route.width):
                 pass
         except BaseException:
             stop.append(True)
@@ -455,6 +470,11 @@ class _Context:
         self.info = prob.call.mask_info
         self.relative = self.info is not None and self.info.relative
         self.relative_blocks = {}   # (kv − q offset, rows, cols) → bool "not allowed" block
+
+    def score_args(self):
+        """flash_many's score_kind, table, cap for the route's score function (none: kind 0)."""
+        score = self.route.score
+        return (0, None, 1.0) if score is None else (int(score[0]), self.prob.score_table, float(score[2]))
 
     def relative_block(self, offset, rows, cols, b, h):
         """The "not allowed" block of a mask that depends on kv − q only, for a block whose first key
@@ -574,9 +594,10 @@ class _Context:
                 masks.append(blocked)
                 held += 0 if blocked is None else blocked.size
                 if held > _FLASH_MASK_BYTES:
-                    self._flash(queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, False)
+                    self._flash(queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, False, head, i0)
                     chunk, masks, held = [], [], 0
-            self._flash(queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, not self.partial)
+            self._flash(queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, not self.partial, head,
+                        i0)
             if not self.partial:
                 return
         else:
@@ -601,11 +622,15 @@ class _Context:
         else:
             finalize_into(acc, l)
 
-    def _flash(self, queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, finalize):
+    def _flash(self, queries, keys, values, acc, ref, l, alpha, row_max, buf, chunk, masks, finalize, head, i0):
         blocks = np.array(chunk, dtype=np.int64).reshape(-1, len(BLOCK_COLUMNS))
+        kind, table, cap = self.score_args()
+        if table is not None:   # this head's row; row r of the block, key j: table[j − r + offset]
+            table = table[int(np.ravel_multi_index(head, self.prob.lead)) if head else 0]
         self.flash(queries, keys, values, acc, ref, l, alpha, row_max if self.partial else None, buf.scores,
                    blocks, None if all(m is None for m in masks) else masks, _HEADROOM, scale=self.scale,
-                   finalize=finalize)
+                   finalize=finalize, score_kind=kind, table=table, cap=cap, offset=self.prob.call.tq - 1 - i0,
+                   tile=self.route.tile, width=self.route.width)
 
     def walk(self, plan, head, i0, i1, q_scaled, keys, values, acc, ref, block_max, alpha, l, block_sum, row_max,
              buf):
@@ -642,7 +667,8 @@ class _Context:
                 # Steps 3–5 in C (_fused.c), float32: the same reference rule row by row, then
                 # P = exp(S − r) and l = α·l + rowsum(P) in one pass (future keys of a causal
                 # block set to 0 there, no band added, no exp taken); True when some r moved up.
-                if self.fused(scores, ref, l, alpha, row_max if self.partial else None, _HEADROOM, limit):
+                if self.fused(scores, ref, l, alpha, row_max if self.partial else None, _HEADROOM, limit,
+                              width=self.route.width):
                     acc *= alpha[:, None]
             else:
                 # Step 3. Block row max; move a row's reference only where the headroom requires it

@@ -14,7 +14,8 @@ Routes (fastest first on each ladder):
   short NumPy:     PLAIN_C_SOFTMAX (plain path, the C one-pass softmax; float32, unmasked; a row sum
                    that is not finite — scores beyond the float range — hands the call to PLAIN's steps)
                    > PLAIN (attention_reference's steps: the full Tq×Tk score matrix)
-  the kernel:      FLASH_MANY (every task in C, _fused.flash_many: no mask array, bias, score_mod)
+  the kernel:      FLASH_MANY (every task in C, _fused.flash_many: no mask array, bias, or score_mod
+                   other than soft-cap / a relative bias, which C computes: Route.score)
                    > FLASH_ROWS (each task's key blocks walked in C, _fused.flash_rows)
                    > PY_WALK (blocks walked in Python, the C softmax step; float32)
                    > NUMPY_WALK (all NumPy; float64, longdouble, or no C extension)
@@ -75,6 +76,12 @@ class Route:
       FLASH_MANY only the first head's (every head has the same key blocks).
     kinds: head → (query blocks, key blocks) int8 block-kind map, for masks that declare kinds.
     v_top: max |v| (NaN or inf when some value is not finite); None when not looked at.
+    score: FLASH_MANY / FLASH_ROWS with a score_mod: (kind, table (H, Tq + Tk − 1) or None, cap), how
+      C computes it (`kernels.autograd.score_spec`: soft-cap, or a relative bias); None otherwise.
+    tile, width: the C per-block choice, passed to every C call of the route: tile False keeps each
+      block on the BLAS step (no AVX-512 register tiles, _tile.h); width the vector loops (16 AVX-512,
+      8 AVX2+FMA, 1 scalar; 0: the widest the CPU has). The plan sets the hardware's best; tests
+      replace them (dataclasses.replace, or blocked._attention's tile=/width=) to run every loop.
     """
 
     name: RouteName
@@ -89,6 +96,9 @@ class Route:
     tasks: tuple = field(default=(), repr=False, compare=False)
     kinds: dict = field(default_factory=dict, repr=False, compare=False)
     v_top: float | None = None
+    score: tuple | None = field(default=None, repr=False, compare=False)
+    tile: bool = True
+    width: int = 0
 
     @property
     def values_finite(self) -> bool:
@@ -231,11 +241,12 @@ def torch_flash_why_not(call: Call, *, pinned: bool = False) -> str | None:
     if call.mask is not None or call.bias is not None:
         return "a mask array or bias: the C backward takes masks of key ranges only"
     if autograd.score_spec(call) is None:
-        return "a score_mod other than the catalogue's ALiBi or soft-cap: the plain path (torch autograd)"
+        return ("a score_mod neither soft-cap nor declared relative (ALiBi, T5's buckets): the plain path "
+                "(torch autograd)")
     if autograd.row_ranges(call) is None:
         return "a mask function without key ranges (the same for every batch and head)"
     if not autograd.available():
-        return "the C backward (kernels/_backward.c) or NumPy's BLAS is not available"
+        return "the C extension (its backward, kernels/_backward.c) or NumPy's BLAS is not available"
     if not autograd.values_ok(call.q, call.k, call.v):
         return "a non-finite value, or values above 2^60"
     return None
@@ -304,8 +315,14 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
     # The ladder, from the ceiling down: the first route this call can take.
     names = KERNEL[KERNEL.index(ceiling):]
     float32 = np.dtype(call.work) == np.float32 and fused is not None
-    simple = (call.bias is None and call.score_mod is None and bool(np.isfinite(v_top)) and call.dk > 0
-              and call.dv > 0)
+    # A score_mod C computes (soft-cap, a relative bias: ALiBi, T5's buckets) keeps the C routes
+    score = None
+    if float32 and call.score_mod is not None:
+        from . import autograd
+
+        score = autograd.score_spec(call)
+    simple = (call.bias is None and (call.score_mod is None or score is not None) and bool(np.isfinite(v_top))
+              and call.dk > 0 and call.dv > 0)
     k_lead, v_lead = tuple(call.k.shape[:-2]), tuple(call.v.shape[:-2])
     same_kv = k_lead == v_lead
     no_rows = info is not None and not (info.block_kinds is not None and
@@ -317,11 +334,12 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
                 continue
             if not blas.sgemm_ready():
                 continue
-            name, reason = FLASH_MANY, "float32, no mask array, bias or score_mod: every task in C"
+            name, reason = FLASH_MANY, "float32, no mask array, bias or score_mod C does not take: every task in C"
         elif candidate == FLASH_ROWS:
             if not float32 or not simple or not blas.sgemm_ready():
                 continue
-            name, reason = FLASH_ROWS, "float32 without bias or score_mod, finite values: each task walked in C"
+            name, reason = FLASH_ROWS, ("float32 without bias or a score_mod C does not take, finite values: "
+                                        "each task walked in C")
         elif candidate == PY_WALK:
             if not float32:
                 continue
@@ -379,7 +397,9 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
                   "each walked in C")
         tasks = plan_tasks(heads)
     return Route(name, reason, block_q=bq, block_k=bk, threads=threads, ranges=ranges, big=big, lead=lead,
-                 tasks=tuple(tasks), kinds=kinds_by_head if sparse else {}, v_top=v_top)
+                 tasks=tuple(tasks), kinds=kinds_by_head if sparse else {}, v_top=v_top,
+                 score=score if name in (FLASH_MANY, FLASH_ROWS) and call.score_mod is not None else None,
+                 tile=True, width=int(fused.vector_width()) if fused is not None else 1)
 
 
 def loop_lead(call: Call) -> tuple:
