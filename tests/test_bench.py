@@ -133,7 +133,7 @@ def test_bad_sizes_exit_with_status_2(capsys):
 
 def test_long_rows_skip_the_full_score_matrix():
     plan = Plan(sizes=(16,), heads=1, repeats=1, memory_t=16384, decode_t=32, decode_steps=1, gemm_n=64,
-                mask_cases=(), compile_flex=False)
+                mask_cases=(), compile_flex=False, train_cases=())
     # only check the skip bookkeeping: run the real thing at a size where skipping applies
     result = run_benchmark(plan, sizes=(16,))
     skipped = {row["impl"]: row["skipped"] for row in result["memory"]}
