@@ -17,7 +17,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from qkv.kernels import blocked
+from qkv.kernels import blas, blocked
 
 _fused = blocked._fused
 
@@ -104,7 +104,7 @@ def main():
     parser.add_argument("--no-causal", action="store_true")
     parser.add_argument("--torch", action="store_true", help="also time torch's SDPA (one thread) in the rounds")
     args = parser.parse_args()
-    assert _fused is not None and blocked._sgemm_ready(), "needs qkv.kernels._fused with a BLAS sgemm"
+    assert _fused is not None and blas.sgemm_ready(), "needs qkv.kernels._fused with a BLAS sgemm"
     with threadpool_limits(limits=1, user_api="blas"):
         for t in (int(x) for x in args.sizes.split(",")):
             for causal in (False,) if args.no_causal else (False, True):

@@ -1,5 +1,5 @@
-"""tile_block (src/qkv/kernels/_tile.h): flash_rows' AVX-512 register-tiled step against a float64
-reference and against flash_block_blas (set_tile(False): the BLAS products and softmax_block).
+"""tile_block (src/qkv/kernels/_tile.h): flash_rows' register-tiled step (AVX-512, or AVX2+FMA) against
+a float64 reference and against flash_block_blas (set_tile(False): the BLAS products and softmax_block).
 
 Tolerances, from float64 (both paths are held to them; measured maxima in brackets):
 |out − exact| ≤ 3e-6·max|v| where the top scores are moderate [1.0e-6], ≤ 1e-5·max|v| in the
@@ -22,10 +22,12 @@ from qkv.kernels import blas
 
 _fused = blocked._fused
 HEADROOM = blocked._HEADROOM
-# tile_block is AVX-512 code: on a CPU without AVX-512 (an AVX2 AMD EPYC, say) flash_rows declines it and
-# the BLAS step computes every block. These tests check whichever path this CPU runs, against float64,
-# and that the tile runs exactly where it can.
-TILES = _fused is not None and _fused.vector_width() >= 16
+# tile_block has AVX-512 and AVX2+FMA register tiles: with the scalar loops only (set_width(1), or a CPU
+# without AVX2) flash_rows declines it and the BLAS step computes every block. These tests check
+# whichever path this CPU runs, against float64, and that the tile runs exactly where it can; on an
+# AVX-512 CPU the AVX2 tiles are tested too (set_width(8)).
+TILES = _fused is not None and _fused.vector_width() >= 8
+WIDTHS = [16, 8] if _fused is not None and _fused.vector_width() >= 16 else [8]
 
 
 def flash(q, k, v, blocks, masks, tile, row_max=True, width=16):
@@ -82,12 +84,13 @@ CASES = [(256, 512, 64, 64), (255, 512, 64, 64), (1, 1, 64, 64), (7, 17, 64, 64)
 @pytest.mark.parametrize("rows, cols, dk, dv", CASES)
 @pytest.mark.parametrize("row_max", [True, False], ids=["row_max", "no_row_max"])
 @pytest.mark.parametrize("big", [True, False], ids=["big_key", "moderate"])
-def test_tile_matches_float64_and_blas(rows, cols, dk, dv, row_max, big):
+@pytest.mark.parametrize("width", WIDTHS)
+def test_tile_matches_float64_and_blas(rows, cols, dk, dv, row_max, big, width):
     q, k, v, blocks, masks = problem(rows, cols, dk, dv, seed=rows * 1000 + cols + dk, big=big)
     expected, top, total, smax = flash_reference(q, k, v, blocks, masks)
     tol = (1e-5 if big else 3e-6) * np.abs(v).max()
-    tile = flash(q, k, v, blocks, masks, True, row_max)
-    blas = flash(q, k, v, blocks, masks, False, row_max)
+    tile = flash(q, k, v, blocks, masks, True, row_max, width=width)
+    blas = flash(q, k, v, blocks, masks, False, row_max, width=width)
     # 1 or 2 rows: declined (BLAS's matrix-vector product is faster); otherwise the tile takes every block
     assert np.isnan(tile[5]).all() == (rows >= 3 and TILES), "tile_block took or declined the wrong blocks"
     assert not np.isnan(blas[5]).all()
@@ -153,9 +156,9 @@ def test_reference_moves_by_rescaling_or_recomputing(jump, masked):
     np.testing.assert_allclose(l * np.exp(ref.astype(np.float64) - top), total, rtol=1e-5 + 4e-7 * smax)
 
 
-@pytest.mark.parametrize("dk, dv, width", [(64, 20, 16), (130, 64, 16), (64, 144, 16), (64, 64, 8)])
+@pytest.mark.parametrize("dk, dv, width", [(64, 20, 16), (130, 64, 16), (64, 144, 16), (64, 20, 8), (64, 64, 1)])
 def test_declined_shapes_take_blas_bit_for_bit(dk, dv, width):
-    """dv not a multiple of 16 or above 128, dk above 128, no AVX-512 loops: BLAS computes the block."""
+    """dv not a multiple of 16 or above 128, dk above 128, only the scalar loops: BLAS computes the block."""
     q, k, v, blocks, masks = problem(20, 48, dk, dv, seed=3)
     on = flash(q, k, v, blocks, masks, True, width=width)
     off = flash(q, k, v, blocks, masks, False, width=width)
