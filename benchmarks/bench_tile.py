@@ -1,4 +1,4 @@
-"""tile_block (_tile.h, AVX-512 register tiles) against flash_block_blas (OpenBLAS sgemm + the
+"""tile_block (_tile.h, AVX-512 or AVX2+FMA register tiles) against flash_block_blas (OpenBLAS sgemm + the
 softmax step) on one core: a whole head through _fused.flash_rows, query blocks of 256 rows, key
 blocks of 512 keys, as blocked.py hands them over; set_tile(True) and set_tile(False) alternate
 within each round, medians over the rounds. GFLOP/s = 4·T²·D / s (causal: the same count halved,

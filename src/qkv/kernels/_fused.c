@@ -4,7 +4,7 @@
  *   the row max, the lazy reference moved exactly as blocked.py's NumPy path does (see _HEADROOM
  *   there), then, while the row is still in L1, P = exp(S - ref) in place and its sum into l.
  * - flash_rows: one query block's whole walk over its key blocks (both products in NumPy's own
- *   BLAS, or tile_block's AVX-512 register tiles from _tile.h); flash_many: every task of a call,
+ *   BLAS, or tile_block's AVX-512 / AVX2 register tiles from _tile.h); flash_many: every task of a call,
  *   taken from a shared counter by each of the kernel's threads. See blocked.py for the routes.
  * - gelu, absmax, exp: the activation's fast path, the values' check, the exponential for tests.
  *
