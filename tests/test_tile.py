@@ -276,3 +276,30 @@ def test_causal_calls_on_the_c_walks_build_no_causal_band(route, monkeypatch):
     w = np.exp(s - s.max(-1, keepdims=True))
     expected = np.einsum("bhqk,bhkd->bhqd", w / w.sum(-1, keepdims=True), v.astype(np.float64))
     np.testing.assert_allclose(out, expected, rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_shapes_and_block_kinds_match_float64(seed):
+    """Random rows (3-299: every group shape), keys, Dk (1-128), Dv (16-128), and key blocks that are
+    plain, causal-limited, band-started, both, with or without a mask array: the tile (at the
+    widest loops here) and the BLAS step both give float64's answer, and the tile takes every block."""
+    rng = np.random.default_rng(seed)
+    rows, cols = int(rng.integers(3, 300)), int(rng.integers(1, 513))
+    dk, dv, n_blocks = int(rng.integers(1, 129)), 16 * int(rng.integers(1, 9)), int(rng.integers(1, 4))
+    q = (rng.standard_normal((rows, dk)) * rng.uniform(0.1, 4) / np.sqrt(dk)).astype(np.float32)
+    k = rng.standard_normal((cols * n_blocks, dk)).astype(np.float32)
+    v = rng.standard_normal((cols * n_blocks, dv)).astype(np.float32)
+    blocks, masks = [], []
+    for b in range(n_blocks):
+        flags = int(rng.integers(0, 4))
+        limit = int(rng.integers(-rows, cols + rows)) if flags & 1 else 0
+        start = int(rng.integers(-rows, cols)) if flags & 2 else 0
+        blocks.append((b * cols, (b + 1) * cols, flags, limit, start))
+        masks.append(rng.random((rows, cols)) < 0.3 if rng.random() < 0.3 else None)
+    masks = None if all(m is None for m in masks) else masks
+    expected, top, total, smax = flash_reference(q, k, v, blocks, masks)
+    tile, blas = flash(q, k, v, blocks, masks, True), flash(q, k, v, blocks, masks, False)
+    assert np.isnan(tile[5]).all() == TILES
+    for acc, ref, l, *_ in (tile, blas):
+        np.testing.assert_allclose(normalised(acc, l), expected, rtol=0, atol=3e-6 * np.abs(v).max())
+        assert np.array_equal(l > 0, np.isfinite(top))
