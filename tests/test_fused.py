@@ -528,10 +528,19 @@ def test_ctrl_c_stops_a_long_call_promptly(tmp_path):
 
 @needs_fused
 @pytest.mark.parametrize("values", [[1, -5, 3], [], [1, np.inf, -2], [-np.inf, 3], [np.nan, 1e30], [0.0, -0.0],
-                                    "random"])
+                                    "random", "nan_inside", "inf_inside", "nan_and_inf_inside"])
 def test_absmax_is_max_abs_with_nan_and_inf(values, loops):
-    """The kernel's one-pass check of the values: max |v| (NaN if any is NaN, inf if any is ±inf)."""
-    x = (np.random.default_rng(0).standard_normal(1001) * 7 if values == "random" else np.array(values)).astype(np.float32)
+    """The kernel's one-pass check of the values: max |v| (NaN if any is NaN, inf if any is ±inf),
+    also where the NaN or inf lies in the vector loops' part (not only in the scalar tail)."""
+    if isinstance(values, str):
+        x = np.random.default_rng(0).standard_normal(1001) * 7
+        if "nan" in values:
+            x[37] = np.nan
+        if "inf" in values:
+            x[500] = -np.inf
+    else:
+        x = np.array(values)
+    x = x.astype(np.float32)
     expected = np.nan if np.isnan(x).any() else (float(np.abs(x).max()) if x.size else 0.0)
     got = _fused.absmax(x, width=loops)
     assert (np.isnan(got) and np.isnan(expected)) or got == expected

@@ -1,5 +1,5 @@
-"""tile_block (src/qkv/kernels/_tile.h): flash_rows' AVX-512 register-tiled step against a float64
-reference and against flash_block_blas (tile=False: the BLAS products and softmax_block).
+"""tile_block (src/qkv/kernels/_tile.h): flash_rows' register-tiled step (AVX-512, or AVX2+FMA) against
+a float64 reference and against flash_block_blas (tile=False: the BLAS products and softmax_block).
 
 Tolerances, from float64 (both paths are held to them; measured maxima in brackets):
 |out − exact| ≤ 3e-6·max|v| where the top scores are moderate [1.0e-6], ≤ 1e-5·max|v| in the
@@ -22,10 +22,12 @@ from qkv.kernels import blas
 
 _fused = blocked._fused
 HEADROOM = blocked._HEADROOM
-# tile_block is AVX-512 code: on a CPU without AVX-512 (an AVX2 AMD EPYC, say) flash_rows declines it and
-# the BLAS step computes every block. These tests check whichever path this CPU runs, against float64,
-# and that the tile runs exactly where it can.
-TILES = _fused is not None and _fused.vector_width() >= 16
+# tile_block has AVX-512 and AVX2+FMA register tiles: with the scalar loops only (width=1, or a CPU
+# without AVX2) flash_rows declines it and the BLAS step computes every block. These tests check
+# whichever path this CPU runs, against float64, and that the tile runs exactly where it can; on an
+# AVX-512 CPU the AVX2 tiles are tested too (width=8).
+TILES = _fused is not None and _fused.vector_width() >= 8
+WIDTHS = [16, 8] if _fused is not None and _fused.vector_width() >= 16 else [8]
 
 
 def flash(q, k, v, blocks, masks, tile, row_max=True, width=16):
@@ -78,12 +80,13 @@ CASES = [(256, 512, 64, 64), (255, 512, 64, 64), (1, 1, 64, 64), (7, 17, 64, 64)
 @pytest.mark.parametrize("rows, cols, dk, dv", CASES)
 @pytest.mark.parametrize("row_max", [True, False], ids=["row_max", "no_row_max"])
 @pytest.mark.parametrize("big", [True, False], ids=["big_key", "moderate"])
-def test_tile_matches_float64_and_blas(rows, cols, dk, dv, row_max, big):
+@pytest.mark.parametrize("width", WIDTHS)
+def test_tile_matches_float64_and_blas(rows, cols, dk, dv, row_max, big, width):
     q, k, v, blocks, masks = problem(rows, cols, dk, dv, seed=rows * 1000 + cols + dk, big=big)
     expected, top, total, smax = flash_reference(q, k, v, blocks, masks)
     tol = (1e-5 if big else 3e-6) * np.abs(v).max()
-    tile = flash(q, k, v, blocks, masks, True, row_max)
-    blas = flash(q, k, v, blocks, masks, False, row_max)
+    tile = flash(q, k, v, blocks, masks, True, row_max, width=width)
+    blas = flash(q, k, v, blocks, masks, False, row_max, width=width)
     # 1 or 2 rows: declined (BLAS's matrix-vector product is faster); otherwise the tile takes every block
     assert np.isnan(tile[5]).all() == (rows >= 3 and TILES), "tile_block took or declined the wrong blocks"
     assert not np.isnan(blas[5]).all()
@@ -149,9 +152,9 @@ def test_reference_moves_by_rescaling_or_recomputing(jump, masked):
     np.testing.assert_allclose(l * np.exp(ref.astype(np.float64) - top), total, rtol=1e-5 + 4e-7 * smax)
 
 
-@pytest.mark.parametrize("dk, dv, width", [(64, 20, 16), (130, 64, 16), (64, 144, 16), (64, 64, 8)])
+@pytest.mark.parametrize("dk, dv, width", [(64, 20, 16), (130, 64, 16), (64, 144, 16), (64, 20, 8), (64, 64, 1)])
 def test_declined_shapes_take_blas_bit_for_bit(dk, dv, width):
-    """dv not a multiple of 16 or above 128, dk above 128, no AVX-512 loops: BLAS computes the block."""
+    """dv not a multiple of 16 or above 128, dk above 128, only the scalar loops: BLAS computes the block."""
     q, k, v, blocks, masks = problem(20, 48, dk, dv, seed=3)
     on = flash(q, k, v, blocks, masks, True, width=width)
     off = flash(q, k, v, blocks, masks, False, width=width)
@@ -271,3 +274,51 @@ def test_the_route_plans_the_per_block_choice():
                 got = blocked._attention(q, k, v, causal=True, route=route, block_q=64, block_k=64, tile=tile,
                                          width=width)
                 np.testing.assert_allclose(got, want, rtol=0, atol=3e-6 * np.abs(v).max())
+
+
+@pytest.mark.parametrize("route", ["flash_many", "flash_rows"])
+def test_causal_calls_on_the_c_walks_build_no_causal_band(route, monkeypatch):
+    """The 0/−inf band (_causal_band, ~1 MiB at block_q = 256) is for the Python walks that add it;
+    the C walks mask the diagonal themselves, so a causal call there never builds it (it took
+    0.2–0.5 ms of every causal call); the result is still float64's."""
+    assert blocked._fused is not None and blas.sgemm_ready()
+
+    def refuse(*args):
+        raise AssertionError("the causal band was built on a C walk")
+
+    monkeypatch.setattr(blocked, "_causal_band", refuse)
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, 2, 300, 32)).astype(np.float32) for _ in range(3))
+    out = blocked._attention(q, k, v, causal=True, route=route)
+    s = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(32)
+    s = np.where(np.tril(np.ones((300, 300), bool)), s, -np.inf)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    expected = np.einsum("bhqk,bhkd->bhqd", w / w.sum(-1, keepdims=True), v.astype(np.float64))
+    np.testing.assert_allclose(out, expected, rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_shapes_and_block_kinds_match_float64(seed):
+    """Random rows (3-299: every group shape), keys, Dk (1-128), Dv (16-128), and key blocks that are
+    plain, causal-limited, band-started, both, with or without a mask array: the tile (at the
+    widest loops here) and the BLAS step both give float64's answer, and the tile takes every block."""
+    rng = np.random.default_rng(seed)
+    rows, cols = int(rng.integers(3, 300)), int(rng.integers(1, 513))
+    dk, dv, n_blocks = int(rng.integers(1, 129)), 16 * int(rng.integers(1, 9)), int(rng.integers(1, 4))
+    q = (rng.standard_normal((rows, dk)) * rng.uniform(0.1, 4) / np.sqrt(dk)).astype(np.float32)
+    k = rng.standard_normal((cols * n_blocks, dk)).astype(np.float32)
+    v = rng.standard_normal((cols * n_blocks, dv)).astype(np.float32)
+    blocks, masks = [], []
+    for b in range(n_blocks):
+        flags = int(rng.integers(0, 4))
+        limit = int(rng.integers(-rows, cols + rows)) if flags & 1 else 0
+        start = int(rng.integers(-rows, cols)) if flags & 2 else 0
+        blocks.append((b * cols, (b + 1) * cols, flags, limit, start))
+        masks.append(rng.random((rows, cols)) < 0.3 if rng.random() < 0.3 else None)
+    masks = None if all(m is None for m in masks) else masks
+    expected, top, total, smax = flash_reference(q, k, v, blocks, masks)
+    tile, blas = flash(q, k, v, blocks, masks, True), flash(q, k, v, blocks, masks, False)
+    assert np.isnan(tile[5]).all() == TILES
+    for acc, ref, l, *_ in (tile, blas):
+        np.testing.assert_allclose(normalised(acc, l), expected, rtol=0, atol=3e-6 * np.abs(v).max())
+        assert np.array_equal(l > 0, np.isfinite(top))
