@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 
-
 from .. import frontdoor
 from .._io import int_option
 from ..errors import InputError
