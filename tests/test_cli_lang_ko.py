@@ -310,8 +310,9 @@ def test_unknown_model_is_korean(capsys, tmp_path):
     ("a.json", "[1, 2]"),
     ("a.txt", "x = 1"),
     ("a.json", "{\"format\": \"qkv-explanation\", \"trace\": 3}"),
+    ("a.toml", "x = {file = \"a.npy\", kye = \"w\"}"),
 ], ids=["ragged", "not-number", "no-tokens", "array-file", "too-big", "heads", "unknown-field", "bad-toml",
-        "bad-json", "json-list", "suffix", "saved-trace"])
+        "bad-json", "json-list", "suffix", "saved-trace", "array-table-key"])
 def test_example_file_errors_are_korean(capsys, tmp_path, name, body):
     path = tmp_path / name
     path.write_text(body, encoding="utf-8")
@@ -330,3 +331,16 @@ def test_file_and_output_errors_are_korean(capsys, tmp_path):
                  ["example", "--out", str(tmp_path / "nowhere" / "x.txt")], ["example", "--out", str(tmp_path)],
                  ["masks", "--figure", str(tmp_path / "m.gif")], ["masks", "--figure", str(tmp_path / "m")]):
         assert_one_korean_error(capsys, [*argv, "--lang", "ko"], words_of(tmp_path, "gif"))
+
+
+def test_an_ascii_standard_error_gets_the_english_line():
+    """Under --lang ko with PYTHONIOENCODING=ascii the Korean line cannot be written: the English one is."""
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "qkv", "--lang", "ko", "--digits", "x"], capture_output=True,
+                            text=True, timeout=120, env=dict(os.environ, PYTHONIOENCODING="ascii",
+                                                             PYTHONPATH=str(SRC.parent)))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == "qkv: error: --digits: 'x': expected a whole number of decimals from 0 to 12\n"

@@ -394,17 +394,20 @@ def test_standard_output_full_closed_or_ascii_is_one_line(argv):
         result = subprocess.run(_qkv_command(argv), stdout=full, stderr=subprocess.PIPE, text=True, env=_env(),
                                 timeout=120)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith("qkv: error: cannot write to standard output (No space left on device)")
+    korean = "ko" in argv                        # --lang ko: the same line in Korean
+    assert result.stderr.startswith("qkv: 오류: 표준 출력에 쓸 수 없다 (" if korean else
+                                    "qkv: error: cannot write to standard output (No space left on device)"), result.stderr
     closed = subprocess.run(_qkv_command(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(),
                             timeout=120, pass_fds=(), preexec_fn=lambda: os.close(1))
     assert closed.returncode == 2 and closed.stderr.count("\n") == 1, closed.stderr
-    assert closed.stderr.startswith("qkv: error: standard output is closed")
+    assert closed.stderr.startswith("qkv: 오류: 표준 출력이 닫혀 있어" if korean else "qkv: error: standard output is closed")
     ascii_run = subprocess.run(_qkv_command(argv), capture_output=True, text=True, timeout=120,
                                env=_env(PYTHONIOENCODING="ascii"))
     if ascii_run.returncode == 0:                  # nothing outside ASCII to print: the output is whole
         assert ascii_run.stdout.isascii() and ascii_run.stdout and "Traceback" not in ascii_run.stderr
     else:
         assert ascii_run.returncode == 2 and ascii_run.stderr.count("\n") == 1, ascii_run.stderr
+        # (in English under --lang ko too: an ASCII standard error cannot show the Korean line)
         assert "uses the encoding ascii, which cannot write" in ascii_run.stderr and "PYTHONIOENCODING=utf-8" in ascii_run.stderr
 
 

@@ -193,12 +193,14 @@ def test_a_learners_walk(browser_context, server, tmp_path, capsys, width, heigh
     walk.no_sideways_scroll("example")
     bad = b'tokens = ["a", "b"]\nx = [[1.0, 2.0], [3.0]]\n'
     (tmp_path / "bad.toml").write_bytes(bad)
-    assert cli_main(["explain", str(tmp_path / "bad.toml")]) == 2
+    lang = walk.state().get("lang", "en")          # the page's language: its error line is the CLI's in that language
+    assert cli_main(["explain", str(tmp_path / "bad.toml"), "--lang", lang]) == 2
     cli_line = capsys.readouterr().err.strip()
     page.set_input_files("#qkv-upload", files=[{"name": "bad.toml", "mimeType": "text/plain", "buffer": bad}])
     page.wait_for_selector(".qkv-example-error:not(:empty)")
     shown = page.locator(".qkv-example-error").text_content()
-    assert shown.split(": ", 1)[1] == cli_line.removeprefix("qkv: error: ").replace(str(tmp_path / "bad.toml"), "bad.toml")
+    prefix = "qkv: 오류: " if lang == "ko" else "qkv: error: "
+    assert shown.split(": ", 1)[1] == cli_line.removeprefix(prefix).replace(str(tmp_path / "bad.toml"), "bad.toml")
     walk.no_sideways_scroll("upload error")
     page.screenshot(path=str(tmp_path / f"upload-{width}.png"), full_page=True)
 

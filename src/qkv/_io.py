@@ -64,7 +64,7 @@ class _Plan:
     owner: tuple[int, int] | None = None      # (uid, gid) of the file replaced
 
 
-def _fail(key: str, path: Any, field: str | None, **values) -> InputError:
+def _fail(key: str, path: Any, field: str | None, /, **values) -> InputError:
     """An output path's refusal, worded by the text ``key`` (said in the reader's language)."""
     return InputError.keyed(key, source=str(path) if str(path) else None, field=field, **values)
 
@@ -360,7 +360,7 @@ _KIND_KEYS = {"a character device": "error.read.chr", "a block device": "error.r
 _WHAT_KEYS = {"file": "error.read.what.file", "array file": "error.read.what.array"}
 
 
-def _read_error(key: str, what: str, named: str | None, *, source: str, field: str | None, **values) -> InputError:
+def _read_error(key: str, what: str, named: str | None, /, *, source: str, field: str | None, **values) -> InputError:
     """A file's refusal in the reader's language: the text ``key``; when the file was named inside another
     (``named``: an array file of an example), prefixed with what it is and its name."""
     from .explain.texts import LANGS, text

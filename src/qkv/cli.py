@@ -267,7 +267,10 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def _run(argv: list[str]) -> int:
     global _LANG
-    lang = _LANG = lang_of(argv)                    # errors with a text key answer in the chosen language
+    lang = lang_of(argv)                            # errors with a text key answer in the chosen language,
+    if not _stderr_writes(lang):                    # unless standard error cannot encode it (PYTHONIOENCODING=
+        lang = "en"                                 # ascii): then in English, so that the one line is still said
+    _LANG = lang
     try:
         with argparse_words(lang):
             parser = build_parser()
@@ -301,6 +304,18 @@ def _run(argv: list[str]) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 0
+
+
+def _stderr_writes(lang: str) -> bool:
+    """Whether standard error's encoding holds the messages of ``lang`` (its word for "error")."""
+    from .explain.texts import text
+
+    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+    try:
+        text(lang, "cli.error", text="").encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def _check_command(argv: list[str]) -> None:

@@ -25,7 +25,7 @@ class InputError(ValueError):
         super().__init__(": ".join(parts + [problem]))
 
     @classmethod
-    def keyed(cls, key: str, *, source: str | None = None, field: str | None = None, **values) -> "InputError":
+    def keyed(cls, key: str, /, *, source: str | None = None, field: str | None = None, **values) -> "InputError":
         """The error whose words are the text ``key`` of `qkv.explain.texts` (English as its ``problem``,
         every other language through `say`): one copy of each sentence, in the tables."""
         from .explain import texts

@@ -322,7 +322,7 @@ def _expected(ndim: int | None, lang: str = "en") -> str:
     return text(lang, f"error.spec.ndim.{ndim}") if ndim in (1, 2) else text(lang, "error.spec.ndim", n=ndim)
 
 
-def _fail(key: str, *, source: str | None, field: str | None = None, parts=None, **values) -> InputError:
+def _fail(key: str, /, *, source: str | None, field: str | None = None, parts=None, **values) -> InputError:
     """The InputError worded by the text ``key``; ``parts(lang)`` gives the values that are words themselves
     (a value's description, a position) in each language, so that `InputError.say` words them too."""
     from .explain.texts import LANGS

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from .. import frontdoor
 from .._io import int_option
 from ..errors import InputError
+from ..translator.model import UNSURE  # below it, the output names the least likely token
 from ._options import add_lang_option, check_lang, words
 
 TARGETS = ("ko", "ja", "both")
-from ..translator.model import UNSURE  # noqa: E402  (below it, the output names the least likely token)
 
 
 def register(subparsers) -> None:

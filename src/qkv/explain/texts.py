@@ -2247,7 +2247,7 @@ class _Counts(string.Formatter):
 _COUNTS = _Counts()
 
 
-def text(lang: str, key: str, **values) -> str:
+def text(lang: str, key: str, /, **values) -> str:
     """The sentence ``key`` in ``lang`` with its placeholders filled (``{n:token|tokens}``: a count and
     its noun, singular for 1)."""
     check_lang(lang)

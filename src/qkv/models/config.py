@@ -115,7 +115,7 @@ class ConfigReader:
     def __init__(self, data: dict, source: str):
         self.data, self.source = data, source
 
-    def fail(self, key: str, text_key: str, **values) -> InputError:
+    def fail(self, key: str, text_key: str, /, **values) -> InputError:
         """The refusal of config.json's field ``key``: the text ``text_key`` of `qkv.explain.texts`
         (said in the reader's language), naming the file and the field."""
         return InputError.keyed(text_key, source=self.source, field=key, **values)
