@@ -9,7 +9,8 @@ name, path and type. Everything else — an English sentence, a header such as "
 failure; `test_the_check_catches_english` shows that it fails on English.
 
 Commands: inspect (every layer × head, one head; MiniLM and a tiny Llama with RoPE and
-grouped-query attention), heads, masks, ring, embed, generate, translate, and the errors each
+grouped-query attention), heads, masks, ring (its real run: in tests/test_distributed.py, with
+this file's check), embed, generate, translate, and the errors each
 raises itself. `qkv inspect --layer L --head H` prints its own summary and then the derivation of
 `qkv.explain` (the worked examples' renderer, checked by its own tests); the summary is checked
 here.
@@ -20,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -202,17 +202,9 @@ def test_translate_in_korean(capsys, tmp_path):
     assert_korean(out + err, words_of(figure))
 
 
-def test_ring_in_korean(tmp_path):
-    """A real run (two local processes): the table, its notes and the 'wrote' line."""
-    out_json = tmp_path / "ring.json"
-    result = subprocess.run(
-        [sys.executable, "-m", "qkv.cli", "ring", "--procs", "2", "--seq", "16", "--heads", "2", "--dim", "4",
-         "--repeats", "1", "--check", "--lang", "ko", "--json", str(out_json)],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    assert result.returncode == 0, result.stderr
-    assert "랭크" in result.stdout and "가장 느린 랭크 ÷ 가장 빠른 랭크" in result.stdout
-    assert result.stderr == f"qkv: 저장했다: {out_json}\n"
-    assert_korean(result.stdout + result.stderr, words_of(out_json))
+# `qkv ring --lang ko` (a real run of two local processes: the table, its notes, the 'wrote' lines) is checked
+# in tests/test_distributed.py::test_qkv_ring_under_torchrun_and_local, whose successful local run is this one
+# too (one launch instead of two; assert_korean and words_of from here).
 
 
 # ------------------------------------------------------------------ errors and the --lang flag

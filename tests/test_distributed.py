@@ -8,6 +8,7 @@ bounded: run_local's timeout makes a hung rank fail, not the test suite hang.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -328,7 +329,8 @@ def test_qkv_ring_refuses_a_length_the_layout_cannot_split(capsys):
 
 @pytest.mark.slow
 def test_qkv_ring_under_torchrun_and_local(tmp_path):
-    """The command as a user runs it: torchrun's env:// rendezvous, then the local spawner with a figure."""
+    """The command as a user runs it: torchrun's env:// rendezvous, then the local spawner: a rank that
+    dies, and a run with a figure, --check and --json in Korean (test_cli_korean's run, merged here)."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
                 str(__import__("qkv.distributed.launch", fromlist=["free_port"]).free_port()),
@@ -347,9 +349,19 @@ def test_qkv_ring_under_torchrun_and_local(tmp_path):
     assert done.returncode == 1 and not figure.exists()
     errors = [line for line in done.stderr.splitlines() if line.startswith("qkv: error:")]
     assert len(errors) == 1 and errors[0].startswith("qkv: error: rank 1: died (exit code 1)"), done.stderr
-    done = subprocess.run(local, capture_output=True, text=True, timeout=120, env=env)
+    # The run that succeeds is also test_cli_korean's (it was a launch of its own, 3 processes importing
+    # torch): --check, --json and --lang ko, the table, its notes and the 'wrote' lines in Korean.
+    from test_cli_korean import assert_korean, words_of
+
+    out_json = tmp_path / "ring.json"
+    done = subprocess.run(local + ["--check", "--lang", "ko", "--json", str(out_json)], capture_output=True,
+                          text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads(out_json.read_text(encoding="utf-8"))
+    assert "랭크" in done.stdout and "가장 느린 랭크 ÷ 가장 빠른 랭크" in done.stdout
+    assert done.stderr == f"qkv: 저장했다: {figure}\nqkv: 저장했다: {out_json}\n"
+    assert_korean(done.stdout + done.stderr, words_of(figure, out_json))
 
 
 def test_qkv_ring_refuses_ulysses_when_the_heads_do_not_split(capsys):

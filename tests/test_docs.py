@@ -9,9 +9,9 @@ Pages: README.md (the site's home page) and docs/*.md. Per page, in a fresh temp
   must have one, so that a sample naming files that do not exist fails when a command reads it);
 - ```sh blocks are commands, ```console blocks `$ `-prompted commands followed by the output they
   print (each printed line must appear in what the command printed); every command must be a `qkv`
-  command and must exit 0 — or 2 where the page shows its `qkv: error:` line; two run as
-  `python -m qkv …` processes with a time limit (SUBPROCESS: the front door's first command and
-  `qkv ring`), the rest through qkv.cli.main in this process (the same function, no interpreter start);
+  command and must exit 0 — or 2 where the page shows its `qkv: error:` line; `qkv ring` runs as a
+  `python -m qkv …` process with a time limit (SUBPROCESS), the rest through qkv.cli.main in this
+  process (the same function, no interpreter start; test_cli.py runs the installed script);
 - ```python {.no-run reason="…"}``` (likewise sh, console) is not run; the reason is required and
   shows in the page's source. Kept rare: a server that must be running, a torchrun script, set-up
   that installs packages, training for minutes;
@@ -110,12 +110,13 @@ def looks_like_commands(body: str) -> bool:
     return any(re.match(r"(\$ )?qkv\s", line.strip()) for line in body.splitlines())
 
 
-# The commands that run as real processes (`python -m qkv …`, the entry point a reader types): the front
-# door's first command and `qkv ring`, which starts processes of its own. Every other command runs in this
-# process through qkv.cli.main (the same function `python -m qkv` calls), which spares ~30 interpreter
-# start-ups (NumPy, torch, transformers imported again each time) and checks the same things: the exit
-# status and each printed line.
-SUBPROCESS = {("README.md", "qkv example cross-attention --lang ko"), ("docs/distributed.md", "qkv ring")}
+# The commands that run as real processes (`python -m qkv …`): `qkv ring`, which starts processes of its
+# own. Every other command runs in this process through qkv.cli.main (the function `python -m qkv` and the
+# installed `qkv` script call), which spares ~30 interpreter start-ups (NumPy, torch, transformers imported
+# again each time) and checks the same things: the exit status and each printed line. The installed script
+# itself runs the front door's first command, `qkv example cross-attention --lang ko`, in
+# tests/test_cli.py::test_installed_script.
+SUBPROCESS = {("docs/distributed.md", "qkv ring")}
 
 
 def in_subprocess(block: Block, argv: list[str]) -> bool:
