@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import InputError
 from .bert import BertConfig, BertEncoder, BertWeights, Tokens
 from .bert import load as load_bert
-from .files import PACKAGED, Pooling
+from .files import PACKAGED, Pooling, read_tokenizer
 
 __all__ = ["load", "SUPPORTED", "BertEncoder", "BertConfig", "BertWeights", "Pooling", "Tokens",
            "CausalLM", "Generation"]
@@ -94,7 +94,7 @@ def _load_decoder(directory: Path, data: dict, name: str, dtype):
             warnings.warn(f"{directory / 'config.json'}: {key} {outside[0]} is outside the vocabulary of "
                           f"{config.vocab_size} (ids 0 … {config.vocab_size - 1}); that token can never be produced",
                           stacklevel=3)
-    tokenizer = _read_tokenizer(directory / "tokenizer.json")
+    tokenizer = read_tokenizer(directory / "tokenizer.json")
     checkpoint = open_checkpoint(directory)
     try:
         arrays = reader.read_weights(checkpoint, config, dtype)
@@ -105,24 +105,6 @@ def _load_decoder(directory: Path, data: dict, name: str, dtype):
         checkpoint.close()
     blocks, final_norm = build(config, arrays)
     return CausalLM(name, config, arrays, blocks, final_norm, tokenizer, directory)
-
-
-def _read_tokenizer(path: Path):
-    """A `tokenizers.Tokenizer` that neither truncates nor pads (one text at a time)."""
-    from tokenizers import Tokenizer
-
-    from .files import is_present
-
-    if not is_present(path):
-        raise InputError.keyed("error.tokenizer.missing", source=str(path))
-    try:
-        tokenizer = Tokenizer.from_file(str(path))
-    except Exception as exc:  # the Rust side raises plain Exception for any parse problem
-        raise InputError.keyed("error.tokenizer.unreadable", source=str(path),
-                               reason=str(exc).strip() or type(exc).__name__) from None
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
-    return tokenizer
 
 
 def __getattr__(name: str):

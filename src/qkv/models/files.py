@@ -206,17 +206,23 @@ def check_token_ids(tokenizer, vocab_size: int, *, source: str, config: str = "c
         raise InputError.keyed("error.tokenizer.vocab", source=source, top=top, config=config, vocab_size=vocab_size)
 
 
-def read_tokenizer(path: Path, max_length: int):
-    """A `tokenizers.Tokenizer` that truncates to ``max_length`` tokens and never pads (qkv pads)."""
+def read_tokenizer(path: Path, max_length: int | None = None):
+    """A `tokenizers.Tokenizer` that never pads (qkv pads) and truncates to ``max_length`` tokens
+    (None: never truncates; the decoders read one text at a time). A missing file is named as missing."""
     from tokenizers import Tokenizer
 
+    if not is_present(path):
+        raise InputError.keyed("error.tokenizer.missing", source=str(path))
     try:
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # the Rust side raises plain Exception for any parse problem
         raise InputError.keyed("error.tokenizer.unreadable", source=str(path),
                                reason=str(exc).strip() or type(exc).__name__) from None
     tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=max_length)
+    if max_length is None:
+        tokenizer.no_truncation()
+    else:
+        tokenizer.enable_truncation(max_length=max_length)
     return tokenizer
 
 
