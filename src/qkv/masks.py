@@ -30,7 +30,9 @@ for qkv's bottom-right causality with Tq < Tk (decoding after a cache) use
 from __future__ import annotations
 
 import math
+import ast
 import functools
+import itertools
 import threading
 import types
 import weakref
@@ -75,6 +77,7 @@ class MaskMod:
 
     name = "mask"
     formula = ""
+    recipe = None        # how the catalogue built it, a string of plain values (see _recorded); or None
     relative = False
     band = None
     broadcasts = False   # True: written for broadcasting index arrays (b (…, 1, 1, 1), h (H, 1, 1))
@@ -196,6 +199,64 @@ def _offsets(q_lo, q_hi, k_lo, k_hi):
 
 
 # --------------------------------------------------------------------------- masks
+# A catalogue mask remembers how it was built, in plain values: `recipe` = repr((factory name, its
+# arguments, keyword arguments)) with masks as their own recipes — a string, as Dynamo keeps strings
+# constant where it would make a changed int symbolic. torch.compile needs this: a mask built inside a
+# compiled function is, while Dynamo traces, an object whose attributes are not yet set, so the
+# traced route (kernels/route.py, _static_torch_plan) rebuilds it from its recipe, eagerly.
+_RECORDED: dict = {}
+_LIVE: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+_TOKENS = itertools.count()
+
+
+def _recipe_part(value):
+    if isinstance(value, MaskMod):
+        return None if value.recipe is None else ("mask", value._recipe)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return ("value", value)
+    if isinstance(value, (np.integer, np.floating)):
+        return ("value", value.item())
+    return None   # an array (document ids): no recipe
+
+
+def _recorded(factory):
+    """The factory, its masks given `recipe` (None when an argument is not a plain value or a mask with
+    a recipe)."""
+    _RECORDED[factory.__name__] = factory
+
+    @functools.wraps(factory)
+    def build(*args, **kwargs):
+        mask = factory(*args, **kwargs)
+        parts = tuple(_recipe_part(a) for a in args)
+        named = tuple((key, _recipe_part(kwargs[key])) for key in sorted(kwargs))
+        if all(p is not None for p in parts) and all(p is not None for _, p in named):
+            mask._recipe = (factory.__name__, parts, named)
+            mask.recipe = repr(mask._recipe)
+        else:   # built from arrays (documents' ids): the object itself, by a number (built outside
+            token = next(_TOKENS)   # torch.compile, where this runs eagerly)
+            _LIVE[token] = mask
+            mask._recipe = ("_object", token, ())
+            mask.recipe = repr(mask._recipe)
+        return mask
+
+    return build
+
+
+def from_recipe(recipe) -> MaskMod:
+    """The catalogue mask a `recipe` describes (see _recorded), built anew. recipe: the string (or its
+    tuple)."""
+    name, parts, named = ast.literal_eval(recipe) if isinstance(recipe, str) else recipe
+    if name == "_object":
+        return _LIVE[parts]
+
+    def value(part):
+        kind, x = part
+        return from_recipe(x) if kind == "mask" else x
+
+    return _RECORDED[name](*(value(p) for p in parts), **{key: value(p) for key, p in named})
+
+
+@_recorded
 def causal(offset: int = 0) -> MaskMod:
     """kv_idx <= q_idx + offset: no key in the future. offset = Tk − Tq aligns bottom-right."""
     offset = _integer("offset", offset, minimum=None)
@@ -209,6 +270,7 @@ def causal(offset: int = 0) -> MaskMod:
                  ranges=lambda q, tq, tk: (0, q + offset + 1))
 
 
+@_recorded
 def sliding_window(left: int | None, right: int | None = 0) -> MaskMod:
     """q_idx − left <= kv_idx <= q_idx + right: `left` keys before the query, `right` after (None:
     unbounded on that side). sliding_window(W) is the causal window of Mistral/Gemma: each query
@@ -238,6 +300,7 @@ def sliding_window(left: int | None, right: int | None = 0) -> MaskMod:
                  ranges=lambda q, tq, tk: (0 if left is None else q - left, tk if right is None else q + right + 1))
 
 
+@_recorded
 def dilated_window(left: int, right: int = 0, dilation: int = 2) -> MaskMod:
     """A sliding window that sees every `dilation`-th key: q − left <= kv <= q + right and
     (q − kv) divisible by dilation (Longformer's dilated attention)."""
@@ -255,6 +318,7 @@ def dilated_window(left: int, right: int = 0, dilation: int = 2) -> MaskMod:
                  f"q − {left} ≤ kv ≤ q + {right} and (q − kv) mod {dilation} = 0", fn, kinds, relative=True)
 
 
+@_recorded
 def global_tokens(n: int) -> MaskMod:
     """The first n tokens are global: they see every key and every query sees them
     (Longformer/BigBird). Combine with a window by `|`."""
@@ -267,6 +331,7 @@ def global_tokens(n: int) -> MaskMod:
                  lambda b, h, q_idx, kv_idx: (q_idx < n) | (kv_idx < n), kinds)
 
 
+@_recorded
 def prefix_lm(prefix: int) -> MaskMod:
     """Prefix-LM (T5, PaLI): the first `prefix` keys are seen by every query (bidirectional
     prefix), the rest causally: kv < prefix or kv <= q."""
@@ -281,6 +346,7 @@ def prefix_lm(prefix: int) -> MaskMod:
                  ranges=lambda q, tq, tk: (0, np.maximum(prefix, q + 1)))
 
 
+@_recorded
 def sinks(n: int) -> MaskMod:
     """Attention sinks (StreamingLLM): the first n keys are always visible. Combine with a window
     by `|`: sliding_window(W) | sinks(4)."""
@@ -293,6 +359,7 @@ def sinks(n: int) -> MaskMod:
     return _Mask(f"sinks ({n})", f"kv < {n}", lambda b, h, q_idx, kv_idx: (kv_idx < n) & (q_idx >= 0), kinds)
 
 
+@_recorded
 def chunked(size: int) -> MaskMod:
     """Chunked local attention (Llama 4): queries see only keys of their own chunk of `size`
     positions, q // size == kv // size. Combine with causal() by `&`."""
@@ -307,6 +374,7 @@ def chunked(size: int) -> MaskMod:
                  ranges=lambda q, tq, tk: (q // size * size, q // size * size + size))
 
 
+@_recorded
 def document(ids, kv_ids=None) -> MaskMod:
     """Document (segment) masking: a query sees only keys of its own document,
     ids[q] == kv_ids[kv] — block-diagonal for packed sequences. ids: (T,) or (B, T) integers,
@@ -348,11 +416,13 @@ def document(ids, kv_ids=None) -> MaskMod:
     return _Mask("document", "doc[q] = doc[kv]", fn, kinds, ranges=key_ranges)
 
 
+@_recorded
 def and_masks(*masks) -> MaskMod:
     """Allowed where every mask allows (block kinds: the least of theirs)."""
     return _combine(masks, "and", np.minimum, lambda a, b: a & b)
 
 
+@_recorded
 def or_masks(*masks) -> MaskMod:
     """Allowed where any mask allows (block kinds: the greatest of theirs)."""
     return _combine(masks, "or", np.maximum, lambda a, b: a | b)

@@ -37,7 +37,7 @@ import numpy as np
 
 from .call import Call
 
-__all__ = ["RouteName", "Route", "choose_route", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
+__all__ = ["RouteName", "Route", "choose_route", "traced_torch_route", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
            "FLASH_MANY", "FLASH_ROWS", "PY_WALK", "NUMPY_WALK"]
 
 
@@ -75,6 +75,8 @@ class Route:
       FLASH_MANY only the first head's (every head has the same key blocks).
     kinds: head → (query blocks, key blocks) int8 block-kind map, for masks that declare kinds.
     v_top: max |v| (NaN or inf when some value is not finite); None when not looked at.
+    key_rows: TORCH_FLASH under torch.compile (`traced_torch_route`): the (2, Tq) int64 key-range
+      tables, as torch tensors, the op is run with (a constant of the compiled graph); else ().
     """
 
     name: RouteName
@@ -89,6 +91,7 @@ class Route:
     tasks: tuple = field(default=(), repr=False, compare=False)
     kinds: dict = field(default_factory=dict, repr=False, compare=False)
     v_top: float | None = None
+    key_rows: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def values_finite(self) -> bool:
@@ -211,6 +214,91 @@ def _torch_route(call: Call, want: str, ceiling) -> Route:
             # SDPA multiplies masked keys' scores and values by 0: NaN where one is not finite
             return Route(PLAIN, "torch under a mask with a non-finite key or value: SDPA would read it")
     return Route(TORCH_SDPA, "torch tensors: torch's fused scaled_dot_product_attention")
+
+
+def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
+    """choose_route for torch tensors while torch.compile traces (`qkv.attention` under
+    torch.compile(fullgraph=True)): decided from what is known before any value is read — shapes,
+    dtypes, device, the mask and score functions — so the trace has no data-dependent branch.
+
+    The decision and the mask's key ranges are computed once per compiled graph, eagerly, by
+    `_static_torch_plan` (marked for Dynamo as a function with a constant result: a mask function
+    is analysed as on eager calls, plain lambdas included). The checks that read values move: the
+    op (`torch.ops.qkv.flash_attention`) refuses non-finite inputs itself, and a masked call that
+    cannot take TORCH_FLASH takes PLAIN, whose steps handle non-finite values without a branch
+    (SDPA, which would read masked keys' values, is kept for unmasked calls)."""
+    ceiling = _name(route)
+    if call.empty:
+        return Route(EMPTY, "Tq, Tk or a leading dimension is 0")
+    if want == "weights":
+        return Route(PLAIN, "the weights or a trace were asked for: the full score matrix")
+    if ceiling is not None and ceiling not in _LADDERS[2]:
+        raise ValueError(f"route {ceiling.value} takes NumPy arrays; torch tensors take torch_sdpa or plain")
+    import torch
+
+    # a catalogue mask is passed as its recipe when it has one (one built inside the compiled
+    # function is not yet a whole object while Dynamo traces); anything else as itself
+    recipe = getattr(call.mask_mod, "recipe", None)
+    # int(f"{n}"): a size torch.compile made symbolic (a second shape seen) becomes a number again,
+    # with a guard on it (the key ranges depend on it: another size compiles another graph)
+    tq, tk, batch, heads, dk, dv = (int(f"{n}") for n in (call.tq, call.tk, call.batch if call.lead else 1,
+                                                         call.heads, call.dk, call.dv))
+    name, reason, rows = _static_torch_plan(
+        call.mask_mod if recipe is None else None, recipe, call.score_mod is not None, call.causal,
+        call.mask is not None, call.bias is not None, tq, tk, batch, heads, call.work == torch.float32,
+        call.device.type, dk, dv, want, None if ceiling is None else ceiling.value)
+    return Route(RouteName(name), reason, key_rows=rows)
+
+
+def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq, tk, batch, heads, float32, device,
+                       dk, dv, want, ceiling):
+    """(route value, reason, key-range tables) of a traced torch call (see traced_torch_route): the
+    same rules as torch_flash_why_not's and _torch_route's on what a trace knows. Run eagerly, once
+    per compiled graph: Dynamo bakes its result into the graph (`_dynamo_marked_constant`)."""
+    import types
+
+    import torch
+
+    from . import autograd
+    from ..masks import analyse, from_recipe
+
+    if recipe is not None:
+        mask_mod = from_recipe(recipe)
+    if ceiling == PLAIN.value:
+        return PLAIN.value, "plain path asked for", ()
+    if ceiling in (None, TORCH_FLASH.value):
+        pinned = ceiling == TORCH_FLASH.value
+        why = None
+        if not pinned and tq * tk < _C_KERNEL_MIN_SCORES:
+            why = "short call"
+        elif device != "cpu" or not float32 or dk == 0 or dv == 0 or has_mask or has_bias:
+            why = "not CPU float32/16/bf16 without a mask array or bias"
+        elif scored:
+            why = "a score_mod: its C passes are not an op torch.compile keeps"
+        elif not autograd.available():
+            why = "the C backward is not built"
+        rows = None
+        if why is None:
+            info = None if mask_mod is None else analyse(mask_mod, tq, tk, batch=batch, heads=heads, numpy=True)
+            rows = autograd.row_ranges(types.SimpleNamespace(mask=None, tq=tq, tk=tk, causal=causal,
+                                                             mask_mod=mask_mod, mask_info=info))
+            why = None if rows is not None else "a mask function without key ranges"
+        if why is None:
+            autograd.op()   # registered here, eagerly: the trace only calls it
+            return (TORCH_FLASH.value, "traced: CPU float32/16/bf16, a mask of key ranges: the C op "
+                    "(which checks the values itself)", (torch.from_numpy(rows),))
+    if want == "lse":
+        return PLAIN.value, "traced torch with return_lse: SDPA gives no lse", ()
+    if scored:
+        return PLAIN.value, "traced torch with a score_mod: SDPA takes none", ()
+    if causal or has_mask or mask_mod is not None or has_bias:
+        return PLAIN.value, "traced torch under a mask: the plain path (its value checks have no branch)", ()
+    return TORCH_SDPA.value, "traced torch tensors: torch's fused scaled_dot_product_attention", ()
+
+
+# Dynamo calls it eagerly and keeps its result as a constant of the graph (what
+# torch.compiler.assume_constant_result sets; set here so importing this module never imports torch)
+_static_torch_plan._dynamo_marked_constant = True
 
 
 def torch_flash_why_not(call: Call, *, pinned: bool = False) -> str | None:
