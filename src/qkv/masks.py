@@ -761,11 +761,14 @@ def _analyse_function(fn, batch, heads, tq, tk, n, *, intervals: bool):
         q_idx = np.arange(i0, i1, dtype=np.int64)[:, None]
         if by_arrays:   # index arithmetic: all (b, h) at once, broadcasting
             allowed = _evaluate(fn, b_all, h_all, q_idx, cols)
-            allowed = allowed.reshape((-1, i1 - i0, len(cols)))
         else:
             allowed = np.stack([_evaluate(fn, b, h, q_idx, cols) for b, h in pairs])
-        any_bh, all_bh = allowed.any(axis=0), allowed.all(axis=0)
-        same = same and bool(np.array_equal(any_bh, all_bh))
+        if allowed.ndim == 2 or allowed.shape[0] == 1:   # the same for every (b, h): nothing to reduce
+            any_bh = all_bh = allowed.reshape((i1 - i0, len(cols)))
+        else:
+            allowed = allowed.reshape((-1, i1 - i0, len(cols)))
+            any_bh, all_bh = allowed.any(axis=0), allowed.all(axis=0)
+            same = same and bool(np.array_equal(any_bh, all_bh))
         edges = np.cumsum([0] + [int(k_hi[0, j] - k_lo[0, j]) for j in partial])
         for t, j in enumerate(partial):
             block_any, block_all = any_bh[:, edges[t]:edges[t + 1]], all_bh[:, edges[t]:edges[t + 1]]
@@ -794,11 +797,15 @@ def _evaluate(fn, b, h, q_idx, kv_idx) -> np.ndarray:
     return np.broadcast_to(value, np.broadcast_shapes(np.shape(value), (q_idx.shape[0], kv_idx.shape[0])))
 
 
-# Automatic analysis of plain functions (qkv.attention on NumPy inputs): kept per function object
-# while it lives, for a few shapes, and only for pure index arithmetic whose closure and globals are
-# plain numbers (nothing that could change between calls unseen: an array, a tensor, a list).
-_AUTO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_AUTO_SHAPES = 8
+# Automatic analysis of plain functions (qkv.attention on NumPy inputs, torch outside torch.compile):
+# only for pure index arithmetic whose closure cells, defaults and globals read are plain immutable
+# values (numbers, strings, None, tuples of them). It is kept by what the function computes, not by the
+# function object: (code object, those values with their types, shape), so a lambda written afresh on
+# every call (`mask_mod=lambda b, h, q, kv: q - kv <= w`) is analysed once per w and shape. A function
+# that captures anything else — an array, a tensor, a list, another function — is never cached: its
+# contents could change between calls unseen (a mutated array), and nothing cheap proves they did not.
+_AUTO: dict = {}         # insertion-ordered: the oldest entry goes first
+_AUTO_KEPT = 64
 _AUTO_LOCK = threading.Lock()
 
 
@@ -807,12 +814,8 @@ def _auto_block_mask(fn, batch, heads, tq, tk):
     if key is None or not tq or not tk:
         return None
     key = key + (batch, heads, tq, tk)
-    try:
-        with _AUTO_LOCK:
-            kept = _AUTO.setdefault(fn, {})
-            found = kept.get(key)
-    except TypeError:   # not weak-referenceable
-        return None
+    with _AUTO_LOCK:
+        found = _AUTO.get(key)
     if found is not None:
         return found or None
     try:
@@ -820,9 +823,9 @@ def _auto_block_mask(fn, batch, heads, tq, tk):
     except Exception:   # noqa: BLE001 — not index arithmetic, or it fails on index arrays: kept as
         found = False   # "not analysable"; the call itself evaluates fn and reports its errors
     with _AUTO_LOCK:
-        if len(kept) >= _AUTO_SHAPES:
-            kept.pop(next(iter(kept)))
-        kept[key] = found
+        while len(_AUTO) >= _AUTO_KEPT:
+            _AUTO.pop(next(iter(_AUTO)))
+        _AUTO[key] = found
     return found or None
 
 
@@ -830,33 +833,46 @@ _AUTO_BLOCK = 128
 _PLAIN = (int, float, bool, str, bytes, type(None), np.integer, np.floating, np.bool_)
 
 
+def _plain_value(value):
+    """(type name, value) for a plain immutable value or a tuple of them (the type kept: 1, 1.0 and True
+    are equal as keys but not as index arithmetic); None for anything else."""
+    if isinstance(value, _PLAIN):
+        return (type(value).__name__, value)
+    if type(value) is tuple:
+        parts = tuple(_plain_value(x) for x in value)
+        return None if any(p is None for p in parts) else ("tuple", parts)
+    return None
+
+
 def _frozen_inputs(fn):
-    """(code, closure values, globals read) when they are all plain numbers/strings (or modules,
-    classes, functions of a library), else None: what makes an automatic analysis still valid."""
+    """(code, closure values, globals read, defaults) when they are all plain immutable values (modules
+    read as globals are skipped), else None: what an automatic analysis is kept by (see _AUTO)."""
     code = getattr(fn, "__code__", None)
     if code is None or not isinstance(fn, types.FunctionType):
         return None
     values = []
     for cell in fn.__closure__ or ():
         try:
-            value = cell.cell_contents
-        except ValueError:
+            value = _plain_value(cell.cell_contents)
+        except ValueError:   # an empty cell
             return None
-        if not isinstance(value, _PLAIN):
+        if value is None:
             return None
         values.append(value)
     glob = fn.__globals__
     for name in code.co_names:
         if name in glob:
-            value = glob[name]
-            if isinstance(value, types.ModuleType):
+            if isinstance(glob[name], types.ModuleType):
                 continue
-            if not isinstance(value, _PLAIN):
+            value = _plain_value(glob[name])
+            if value is None:
                 return None
             values.append((name, value))
-    if fn.__defaults__ and not all(isinstance(d, _PLAIN) for d in fn.__defaults__):
+    defaults = _plain_value(fn.__defaults__ or ())
+    kwdefaults = _plain_value(tuple(sorted((fn.__kwdefaults__ or {}).items())))
+    if defaults is None or kwdefaults is None:
         return None
-    return (code, tuple(values), fn.__defaults__)
+    return (code, tuple(values), defaults, kwdefaults)
 
 
 class _NotIndexArithmetic(Exception):
