@@ -231,11 +231,47 @@ def _run(call: Call, route: "_route.Route", *, return_weights: bool, return_lse:
         return _plain_fused(call, call.q, call.k, call.v)
     if name == _route.TORCH_SDPA:
         return _torch_sdpa(call, call.q, call.k, call.v)
+    if route.key_rows:   # one pass per key range (and batch), merged by lse
+        return _by_key_ranges(call, route, return_lse=return_lse)
     if name == _route.TORCH_FLASH:   # the C forward + backward on CPU torch tensors (kernels/autograd.py)
-        if route.key_rows:   # under torch.compile: the op, with the graph's constant key ranges
-            return _kernel_autograd.run(call, return_lse=return_lse, rows=route.key_rows[0], traced=True)
         return _kernel_autograd.run(call, return_lse=return_lse)
     return _kernel_module.run(call, route, "lse" if return_lse else "out")
+
+
+def _by_key_ranges(call: Call, route: "_route.Route", *, return_lse: bool):
+    """A route with key_rows: for each batch (one entry: all batches at once) and each of its key
+    ranges, one pass of the route with that range alone (TORCH_FLASH: the C forward and backward under
+    torch autograd, the op under torch.compile; the kernel's routes: the ranges as the mask), their
+    (out, lse) merged exactly (`merge_lse`, differentiable). out (…, H, Tq, Dv), lse (…, H, Tq)."""
+    import dataclasses
+
+    from .kernels.merge import merge_lse
+
+    xp = call.xp
+    torch_flash = route.name == _route.TORCH_FLASH
+    traced = is_torch(call.q) and _compiling()
+    outs, lses = [], []
+    for b, per_range in enumerate(route.key_rows):
+        base = _route.batch_call(call, b) if len(route.key_rows) > 1 else call
+        parts = []
+        for r, rows in enumerate(per_range):
+            if torch_flash:   # rows alone say which keys each query sees
+                import torch
+
+                bare = dataclasses.replace(base, mask_mod=None, mask_info=None, causal=False)
+                rows = rows if traced else torch.from_numpy(rows)
+                out, lse = _kernel_autograd.run(bare, return_lse=True, rows=rows, traced=traced)
+            else:
+                sub = _route.split_call(base, rows, 0, 0)
+                out, lse = _kernel_module.run(sub, _route.choose_route(sub, want="lse", route=route.name), "lse")
+            parts.append((xp.astype(out, call.work), xp.astype(lse, call.work)))
+        out, lse = merge_lse(parts) if len(parts) > 1 else parts[0]
+        outs.append(out)
+        lses.append(lse)
+    if len(outs) > 1:
+        out, lse = xp.reshape(xp.stack(outs), call.out_shape), xp.reshape(xp.stack(lses), call.out_shape[:-1])
+    out, lse = xp.astype(out, call.dtype), xp.astype(lse, call.dtype)
+    return (out, lse) if return_lse else out
 
 
 def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,

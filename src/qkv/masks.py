@@ -46,7 +46,7 @@ from .kernels.call import EMPTY, FULL, PARTIAL
 __all__ = [
     "MaskMod", "MaskInfo", "analyse", "BlockMask", "block_mask", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
     "causal", "sliding_window", "dilated_window", "global_tokens", "prefix_lm", "document", "sinks",
-    "chunked", "and_masks", "or_masks", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
+    "chunked", "and_masks", "or_masks", "key_range_mask", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
     "t5_bucket", "catalogue",
 ]
 
@@ -93,6 +93,13 @@ class MaskMod:
         """(lo, hi) int64 (Tq,): query q allows exactly keys lo[q] <= kv < hi[q]; None when unknown."""
         return None
 
+    def key_range_table(self, tq: int, tk: int, batch: int = 1):
+        """(B', K, 2, Tq) int64: batch b's query q allows exactly the keys of its K disjoint ranges
+        table[b, r, 0, q] <= kv < table[b, r, 1, q] (B' = 1: the same for every batch; an empty range
+        has lo = hi); the same for every head. None when unknown. By default key_ranges as one range."""
+        found = self.key_ranges(tq, tk)
+        return None if found is None else _range_table(np.stack(np.broadcast_arrays(*found))[None, None], tk)
+
     def __and__(self, other):
         return and_masks(self, other)
 
@@ -110,11 +117,18 @@ class _Mask(MaskMod):
     documents with one sorted id row, and their `&`); the kernel masks partial blocks by these
     ranges in C."""
 
-    def __init__(self, name, formula, fn, kinds=None, relative=False, band=None, ranges=None, broadcasts=True):
+    def __init__(self, name, formula, fn, kinds=None, relative=False, band=None, ranges=None, broadcasts=True,
+                 table=None):
         self.name, self.formula, self._fn, self._kinds, self.relative = name, formula, fn, kinds, relative
         self.broadcasts = broadcasts
         self.band = band
         self._ranges = ranges
+        self._table = table   # table(tq, tk, batch) -> key_range_table, when not one range per row
+
+    def key_range_table(self, tq: int, tk: int, batch: int = 1):
+        if self._table is None:
+            return super().key_range_table(tq, tk, batch)
+        return self._table(tq, tk, batch)
 
     def key_ranges(self, tq: int, tk: int):
         if self._ranges is None:
@@ -146,17 +160,35 @@ class MaskInfo:
     band: (lo, hi): the mask is exactly lo <= kv − q <= hi (None on a side: unbounded), or None.
     key_ranges: (2, Tq) int64, row 0 the first allowed key and row 1 one past the last, the same for
       every batch and head; or None. Computed on first use (a BlockMask's tiles are evaluated then).
+    range_table: (B', K, 2, Tq) int64, K disjoint key ranges per row, per batch (B' = the call's
+      batch) or for all (B' = 1); or None (MaskMod.key_range_table). Masks with more than one run of
+      keys per row (sinks | window, global tokens) or per-batch documents go to the C routes by it.
     block_size: the block size the analysis was made at (BlockMask), a hint for the kernel; or None.
     """
 
-    def __init__(self, fn, block_kinds, relative, band, ranges, block_size=None):
+    def __init__(self, fn, block_kinds, relative, band, ranges, block_size=None, table=None):
         self.fn, self.block_kinds, self.relative, self.band = fn, block_kinds, relative, band
         self.block_size = block_size
         self._ranges = ranges
+        self._table = table if table is not None else (lambda: None)
+
+    @functools.cached_property
+    def range_table(self):
+        """(B', K, 2, Tq) int64 key ranges (see MaskMod.key_range_table), or None. Computed on first use."""
+        found = self._table()
+        if found is None:
+            return None
+        found = np.ascontiguousarray(found, dtype=np.int64)
+        found.flags.writeable = False
+        return found
 
     @functools.cached_property
     def key_ranges(self):
         found = self._ranges()   # (two threads may both compute it: the same value)
+        if found is None:   # a table of one range, the same for every batch (an `|` that stays one run)
+            table = self.range_table if self.block_kinds is not None else None
+            if table is not None and table.shape[:2] == (1, 1):
+                found = (table[0, 0, 0], table[0, 0, 1])
         if found is None:
             return None
         tq = np.shape(found[0])[0] if np.ndim(found[0]) else None
@@ -185,11 +217,13 @@ def analyse(mask_mod: Callable, tq: int, tk: int, *, batch: int = 1, heads: int 
     kinds = getattr(mask_mod, "block_kinds", None)
     kinds = kinds if callable(kinds) else None
     ranges = getattr(mask_mod, "key_ranges", None)
+    table = getattr(mask_mod, "key_range_table", None)
     band = getattr(mask_mod, "band", None) if kinds is not None else None
     return MaskInfo(fn=mask_mod, block_kinds=kinds,
                     relative=bool(getattr(mask_mod, "relative", False)) and kinds is not None,
                     band=None if band is None else tuple(band),
                     ranges=(lambda: ranges(tq, tk)) if callable(ranges) else (lambda: None),
+                    table=(lambda: table(tq, tk, batch)) if callable(table) else None,
                     block_size=getattr(mask_mod, "block_size", None) if isinstance(mask_mod, BlockMask) else None)
 
 
@@ -328,7 +362,8 @@ def global_tokens(n: int) -> MaskMod:
         return _kinds((q_hi <= n) | (k_hi <= n), (q_lo < n) | (k_lo < n))
 
     return _Mask(f"global tokens ({n})", f"q < {n} or kv < {n}",
-                 lambda b, h, q_idx, kv_idx: (q_idx < n) | (kv_idx < n), kinds)
+                 lambda b, h, q_idx, kv_idx: (q_idx < n) | (kv_idx < n), kinds,
+                 ranges=lambda q, tq, tk: (0, np.where(q < n, tk, min(n, tk))))
 
 
 @_recorded
@@ -356,7 +391,8 @@ def sinks(n: int) -> MaskMod:
         return _kinds(np.broadcast_to(k_hi <= n, np.broadcast_shapes(q_lo.shape, k_lo.shape)),
                       np.broadcast_to(k_lo < n, np.broadcast_shapes(q_lo.shape, k_lo.shape)))
 
-    return _Mask(f"sinks ({n})", f"kv < {n}", lambda b, h, q_idx, kv_idx: (kv_idx < n) & (q_idx >= 0), kinds)
+    return _Mask(f"sinks ({n})", f"kv < {n}", lambda b, h, q_idx, kv_idx: (kv_idx < n) & (q_idx >= 0), kinds,
+                 ranges=lambda q, tq, tk: (0, min(n, tk)))
 
 
 @_recorded
@@ -413,7 +449,23 @@ def document(ids, kv_ids=None) -> MaskMod:
         mine = q_ids[:tq]
         return np.searchsorted(keys, mine, side="left"), np.searchsorted(keys, mine, side="right")
 
-    return _Mask("document", "doc[q] = doc[kv]", fn, kinds, ranges=key_ranges)
+    def table(tq, tk, batch):   # a (B, T) id table: each batch's own ranges (its keys' ids sorted)
+        if q_ids.ndim == 1 and k_ids.ndim == 1:
+            found = key_ranges(None, tq, tk)
+            return None if found is None else _range_table(np.stack(found)[None, None], tk)
+        rows = []
+        for b in range(batch):
+            mine = q_ids if q_ids.ndim == 1 else q_ids[b] if b < q_ids.shape[0] else None
+            keys = k_ids if k_ids.ndim == 1 else k_ids[b] if b < k_ids.shape[0] else None
+            if mine is None or keys is None or mine.shape[0] < tq or keys.shape[0] < tk:
+                return None
+            mine, keys = mine[:tq], keys[:tk]
+            if tk > 1 and np.any(keys[1:] < keys[:-1]):
+                return None
+            rows.append(np.stack([np.searchsorted(keys, mine, side="left"), np.searchsorted(keys, mine, side="right")]))
+        return _range_table(np.stack(rows)[:, None], tk)
+
+    return _Mask("document", "doc[q] = doc[kv]", fn, kinds, ranges=key_ranges, table=table)
 
 
 @_recorded
@@ -459,8 +511,99 @@ def _combine(masks, word, pick, join):
             return None
         return (np.maximum.reduce([part[0] for part in parts]), np.minimum.reduce([part[1] for part in parts]))
 
+    def table(tq, tk, batch):   # "or": the union of the masks' ranges; "and": their intersections
+        parts = [m.key_range_table(tq, tk, batch) if callable(getattr(m, "key_range_table", None)) else None
+                 for m in masks]
+        if any(part is None for part in parts):
+            return None
+        result = parts[0]
+        for part in parts[1:]:
+            if word == "or":
+                b = max(result.shape[0], part.shape[0])
+                joined = np.concatenate([np.broadcast_to(result, (b,) + result.shape[1:]),
+                                         np.broadcast_to(part, (b,) + part.shape[1:])], axis=1)
+            else:   # every range of one against every range of the other: disjoint again
+                lo = np.maximum(result[:, :, None, 0], part[:, None, :, 0])
+                hi = np.minimum(result[:, :, None, 1], part[:, None, :, 1])
+                joined = np.stack([lo, hi], axis=3)
+                joined = joined.reshape((joined.shape[0], -1) + joined.shape[3:])
+            result = _range_table(joined, tk)
+            if result is None:
+                return None
+        return result
+
     return _Mask(f" {word} ".join(names), f" {word} ".join(formulas), fn, kinds, relative=relative,
-                 ranges=key_ranges, broadcasts=broadcasts)
+                 ranges=key_ranges, broadcasts=broadcasts, table=table)
+
+
+def key_range_mask(lo, hi) -> MaskMod:
+    """The mask of given key ranges: query q sees keys lo[q] <= kv < hi[q] (int arrays (Tq,)), with
+    exact block kinds and key_ranges (the C routes' one-range pass of a split call, kernels/route.py)."""
+    lo = np.ascontiguousarray(lo, dtype=np.int64)
+    hi = np.ascontiguousarray(hi, dtype=np.int64)
+    tq = lo.shape[0]
+
+    def fn(b, h, q_idx, kv_idx):
+        if array_api_compat.is_torch_array(q_idx):
+            import torch
+
+            low, high = torch.as_tensor(lo, device=q_idx.device), torch.as_tensor(hi, device=q_idx.device)
+        else:
+            low, high = lo, hi
+        return (kv_idx >= low[q_idx]) & (kv_idx < high[q_idx])
+
+    def kinds(b, h, q_lo, q_hi, k_lo, k_hi):
+        starts = np.asarray(q_lo).reshape(-1)
+        if not tq:
+            return np.full(np.broadcast_shapes(np.shape(q_lo), np.shape(k_lo)), EMPTY, np.int8)
+        lo_min, lo_max = (f.reduceat(lo, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
+        hi_min, hi_max = (f.reduceat(hi, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
+        # FULL: every row covers the block; EMPTY: no row reaches into it (PARTIAL is always safe)
+        return _kinds((lo_max <= k_lo) & (hi_min >= k_hi), (lo_min < k_hi) & (hi_max > k_lo) & (hi_max > lo_min))
+
+    return _Mask("key ranges", "lo[q] ≤ kv < hi[q]", fn, kinds, ranges=lambda q, tq_, tk: (lo, hi),
+                 broadcasts=True)
+
+
+# Most key ranges per row a table keeps (each one is a pass of the kernel); more: None (no table).
+_MAX_RANGES = 4
+
+
+def _range_table(table: np.ndarray, tk: int):
+    """A (B', K, 2, Tq) table of key ranges made disjoint and sorted per row (overlapping or touching
+    ranges joined, empty ones last as (Tk, Tk)), ranges empty in every row dropped; None when more than
+    _MAX_RANGES remain."""
+    table = np.clip(np.asarray(table, dtype=np.int64), 0, tk)
+    lo, hi = table[:, :, 0], table[:, :, 1]                  # (B', K, Tq)
+    empty = hi <= lo
+    lo, hi = np.where(empty, tk, lo), np.where(empty, tk, hi)
+    order = np.argsort(lo, axis=1, kind="stable")
+    lo, hi = np.take_along_axis(lo, order, axis=1), np.take_along_axis(hi, order, axis=1)
+    out_lo, out_hi = np.full_like(lo, tk), np.full_like(hi, tk)
+    slot = np.zeros(lo[:, 0].shape, np.int64)
+    cur_lo, cur_hi = lo[:, 0].copy(), hi[:, 0].copy()
+
+    def emit(where):
+        index = np.where(where, slot, lo.shape[1])[:, None]   # out of range: dropped (mode "clip" below)
+        keep = index < lo.shape[1]
+        np.put_along_axis(out_lo, np.minimum(index, lo.shape[1] - 1),
+                          np.where(keep, cur_lo[:, None], np.take_along_axis(out_lo, np.minimum(index, lo.shape[1] - 1), 1)), 1)
+        np.put_along_axis(out_hi, np.minimum(index, lo.shape[1] - 1),
+                          np.where(keep, cur_hi[:, None], np.take_along_axis(out_hi, np.minimum(index, lo.shape[1] - 1), 1)), 1)
+
+    for r in range(1, lo.shape[1]):
+        nxt_lo, nxt_hi = lo[:, r], hi[:, r]
+        join = nxt_lo <= cur_hi
+        emit(~join)
+        slot = slot + ~join
+        cur_hi = np.where(join, np.maximum(cur_hi, nxt_hi), nxt_hi)
+        cur_lo = np.where(join, cur_lo, nxt_lo)
+    emit(np.ones_like(slot, bool))
+    used = np.flatnonzero((out_hi > out_lo).any(axis=(0, 2)))
+    if len(used) > _MAX_RANGES:
+        return None
+    used = used if len(used) else np.arange(1)
+    return np.ascontiguousarray(np.stack([out_lo[:, used], out_hi[:, used]], axis=2))
 
 
 # --------------------------------------------------------------------------- score functions

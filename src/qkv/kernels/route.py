@@ -37,7 +37,7 @@ import numpy as np
 
 from .call import Call
 
-__all__ = ["RouteName", "Route", "choose_route", "traced_torch_route", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
+__all__ = ["RouteName", "Route", "choose_route", "traced_torch_route", "range_split", "split_call", "batch_call", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
            "FLASH_MANY", "FLASH_ROWS", "PY_WALK", "NUMPY_WALK"]
 
 
@@ -75,8 +75,10 @@ class Route:
       FLASH_MANY only the first head's (every head has the same key blocks).
     kinds: head → (query blocks, key blocks) int8 block-kind map, for masks that declare kinds.
     v_top: max |v| (NaN or inf when some value is not finite); None when not looked at.
-    key_rows: TORCH_FLASH under torch.compile (`traced_torch_route`): the (2, Tq) int64 key-range
-      tables, as torch tensors, the op is run with (a constant of the compiled graph); else ().
+    key_rows: a split call (`range_split`: several key ranges per row, or ranges by batch) and every
+      TORCH_FLASH call under torch.compile: per batch b (one entry when the same for all), per range r,
+      the (2, Tq) int64 key ranges [lo, hi) of one pass (torch tensors under torch.compile: constants
+      of the graph); the passes' results are merged by their lse. () otherwise.
     """
 
     name: RouteName
@@ -192,6 +194,13 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
                              v_top=v_top)
             return Route(PLAIN, f"short call ({call.tq}·{call.tk} scores per head); {why}", v_top=v_top)
         return Route(PLAIN, "plain path asked for", v_top=v_top)
+    table = range_split(call) if want != "partial" else None
+    if table is not None:   # several key ranges per row, or per batch: the kernel once per range
+        sub = choose_route(split_call(call, table, 0, 0), want="lse", route=ceiling, block_q=block_q,
+                           block_k=block_k, num_threads=num_threads)
+        if sub.name in (FLASH_MANY, FLASH_ROWS):
+            return Route(sub.name, f"{_split_words(table)}: {sub.name.value} once per range, merged by lse",
+                         v_top=v_top, key_rows=_rows_of(table))
     return _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads)
 
 
@@ -203,6 +212,11 @@ def _torch_route(call: Call, want: str, ceiling) -> Route:
         if why is None:
             return Route(TORCH_FLASH, "CPU torch, float32/16/bf16, a mask of key ranges, finite values: "
                                       "the C kernel forward and backward")
+        table = range_split(call)
+        if table is not None and torch_flash_why_not(split_call(call, table, 0, 0), pinned=ceiling == TORCH_FLASH) \
+                is None and (table.shape[0] == 1 or _values_ok(call)):
+            return Route(TORCH_FLASH, f"{_split_words(table)}: the C kernel forward and backward once per range, "
+                                      "merged by lse (torch autograd through the merge)", key_rows=_rows_of(table))
     if want == "lse":
         return Route(PLAIN, "torch with return_lse: SDPA gives no lse")
     if call.score_mod is not None:
@@ -246,12 +260,13 @@ def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
     name, reason, rows = _static_torch_plan(
         call.mask_mod if recipe is None else None, recipe, call.score_mod is not None, call.causal,
         call.mask is not None, call.bias is not None, tq, tk, batch, heads, call.work == torch.float32,
-        call.device.type, dk, dv, want, None if ceiling is None else ceiling.value)
+        call.device.type, dk, dv, want, None if ceiling is None else ceiling.value,
+        min(call.q.ndim, call.k.ndim, call.v.ndim))
     return Route(RouteName(name), reason, key_rows=rows)
 
 
 def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq, tk, batch, heads, float32, device,
-                       dk, dv, want, ceiling):
+                       dk, dv, want, ceiling, ndim):
     """(route value, reason, key-range tables) of a traced torch call (see traced_torch_route): the
     same rules as torch_flash_why_not's and _torch_route's on what a trace knows. Run eagerly, once
     per compiled graph: Dynamo bakes its result into the graph (`_dynamo_marked_constant`)."""
@@ -282,11 +297,23 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
             info = None if mask_mod is None else analyse(mask_mod, tq, tk, batch=batch, heads=heads, numpy=True)
             rows = autograd.row_ranges(types.SimpleNamespace(mask=None, tq=tq, tk=tk, causal=causal,
                                                              mask_mod=mask_mod, mask_info=info))
-            why = None if rows is not None else "a mask function without key ranges"
+            split = None
+            if rows is None and info is not None:
+                split = range_split(types.SimpleNamespace(
+                    mask_info=info, mask=None, bias=None, score_mod=None, tq=tq, tk=tk, causal=causal, batch=batch,
+                    q=types.SimpleNamespace(ndim=ndim), k=types.SimpleNamespace(ndim=ndim),
+                    v=types.SimpleNamespace(ndim=ndim)))
+            why = None if rows is not None or split is not None else "a mask function without key ranges"
         if why is None:
             autograd.op()   # registered here, eagerly: the trace only calls it
-            return (TORCH_FLASH.value, "traced: CPU float32/16/bf16, a mask of key ranges: the C op "
-                    "(which checks the values itself)", (torch.from_numpy(rows),))
+            if rows is not None:
+                rows = ((rows,),)
+                reason = "traced: CPU float32/16/bf16, a mask of key ranges: the C op (which checks the values itself)"
+            else:
+                rows = _rows_of(split)
+                reason = f"traced: {_split_words(split)}: the C op once per range, merged by lse"
+            return (TORCH_FLASH.value, reason, tuple(tuple(torch.from_numpy(r) for r in per_batch)
+                                                     for per_batch in rows))
     if want == "lse":
         return PLAIN.value, "traced torch with return_lse: SDPA gives no lse", ()
     if scored:
@@ -299,6 +326,78 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
 # Dynamo calls it eagerly and keeps its result as a constant of the graph (what
 # torch.compiler.assume_constant_result sets; set here so importing this module never imports torch)
 _static_torch_plan._dynamo_marked_constant = True
+
+
+def range_split(call: Call):
+    """(B', K, 2, Tq) int64 key ranges when the call's mask is K > 1 disjoint runs of keys per row or
+    differs by batch (B' = the batch), with causal folded in (`MaskInfo.range_table`); None when the
+    call has one range (or none) for every batch, a mask array, a bias or a score_mod. Each (b, r) is
+    then a one-range call (`split_call`) for the C routes, and the results are merged by their lse."""
+    info = call.mask_info
+    if info is None or call.mask is not None or call.bias is not None or call.score_mod is not None:
+        return None
+    if info.key_ranges is not None or info.block_kinds is None:
+        return None
+    table = info.range_table
+    if table is None or table.shape[:2] == (1, 1) or table.shape[-1] != call.tq:
+        return None
+    if table.shape[0] > 1 and (table.shape[0] != call.batch or min(call.q.ndim, call.k.ndim, call.v.ndim) < 3):
+        return None
+    if call.causal:   # bottom-right: row i sees j <= i + Tk − Tq
+        limit = np.arange(call.tq, dtype=np.int64) + (call.tk - call.tq) + 1
+        table = table.copy()
+        table[:, :, 1] = np.maximum(np.minimum(table[:, :, 1], limit), table[:, :, 0])
+    return table
+
+
+def _split_words(table) -> str:
+    ranges = f"{table.shape[1]} key ranges per row" if table.shape[1] > 1 else "one key range per row"
+    return ranges + (f", by batch ({table.shape[0]})" if table.shape[0] > 1 else "")
+
+
+def _rows_of(table) -> tuple:
+    """Route.key_rows of a split: per batch b (one when the same for all), per range r, (2, Tq)."""
+    return tuple(tuple(np.ascontiguousarray(table[b, r]) for r in range(table.shape[1]))
+                 for b in range(table.shape[0]))
+
+
+def _values_ok(call: Call) -> bool:
+    from . import autograd
+
+    return autograd.values_ok(call.q, call.k, call.v)
+
+
+def split_call(call: Call, table, b: int, r: int) -> Call:
+    """The one-range call of batch b (every batch when the table has one) and range r of a split
+    (see range_split): its mask is those key ranges (`qkv.masks.key_range_mask`), causal folded in.
+    table: (B', K, 2, Tq), or one (2, Tq) range table for `call` itself (b and r unused)."""
+    import dataclasses
+
+    from ..masks import analyse, key_range_mask
+
+    if getattr(table, "ndim", 0) == 2:   # one pass's (2, Tq) rows already: the call as it is
+        rows, base = table, call
+    else:
+        rows = table[b if len(table) > 1 else 0][r]
+        base = batch_call(call, b) if len(table) > 1 else call
+    mask = key_range_mask(rows[0], rows[1])
+    info = analyse(mask, base.tq, base.tk, batch=base.batch if base.lead else 1, heads=base.heads)
+    return dataclasses.replace(base, mask_mod=mask, mask_info=info, causal=False)
+
+
+def batch_call(call: Call, b: int) -> Call:
+    """The call of batch b alone (the leading dimensions before the heads flattened, C order): q, k
+    and v broadcast to the call's batch and sliced, lead (H,)."""
+    import dataclasses
+
+    xp = call.xp
+    batch = call.lead[:-1]
+
+    def take(x):
+        full = xp.broadcast_to(x, batch + tuple(x.shape[-3:]))
+        return xp.reshape(full, (-1,) + tuple(x.shape[-3:]))[b]
+
+    return dataclasses.replace(call, q=take(call.q), k=take(call.k), v=take(call.v), lead=call.lead[-1:])
 
 
 def torch_flash_why_not(call: Call, *, pinned: bool = False) -> str | None:
