@@ -245,7 +245,7 @@ def _by_key_ranges(call: Call, route: "_route.Route", *, return_lse: bool):
     (out, lse) merged exactly (`merge_lse`, differentiable). out (…, H, Tq, Dv), lse (…, H, Tq)."""
     import dataclasses
 
-    from .kernels.merge import merge_lse
+    from .kernels.merge import merge_lse, merge_lse_into
 
     xp = call.xp
     torch_flash = route.name == _route.TORCH_FLASH
@@ -259,13 +259,23 @@ def _by_key_ranges(call: Call, route: "_route.Route", *, return_lse: bool):
                 import torch
 
                 bare = dataclasses.replace(base, mask_mod=None, mask_info=None, causal=False)
+                # (under torch.compile the rows are the graph's constants: the default key block)
+                block_k = _kernel_autograd.BLOCK_K if traced else \
+                    _route.pass_block_k(rows, _kernel_autograd.BLOCK_K) or _kernel_autograd.BLOCK_K
                 rows = rows if traced else torch.from_numpy(rows)
-                out, lse = _kernel_autograd.run(bare, return_lse=True, rows=rows, traced=traced)
+                out, lse = _kernel_autograd.run(bare, return_lse=True, rows=rows, traced=traced, block_k=block_k)
             else:
                 sub = _route.split_call(base, rows, 0, 0)
-                out, lse = _kernel_module.run(sub, _route.choose_route(sub, want="lse", route=route.name), "lse")
-            parts.append((xp.astype(out, call.work), xp.astype(lse, call.work)))
-        out, lse = merge_lse(parts) if len(parts) > 1 else parts[0]
+                chosen = _route.choose_route(sub, want="lse", route=route.name, v_top=route.v_top,
+                                             block_k=_route.pass_block_k(rows, _route._SPARSE_BLOCK_K))
+                out, lse = _kernel_module.run(sub, chosen, "lse")
+            parts.append((xp.astype(out, call.work, copy=False), xp.astype(lse, call.work, copy=False)))
+        if is_torch(call.q):   # differentiable, no branch on the values
+            out, lse = merge_lse(parts) if len(parts) > 1 else parts[0]
+        else:                  # in place on the first pass's fresh arrays: no temporaries per pass
+            out, lse = parts[0]
+            for more in parts[1:]:
+                merge_lse_into(out, lse, *more)
         outs.append(out)
         lses.append(lse)
     if len(outs) > 1:

@@ -516,18 +516,23 @@ def _combine(masks, word, pick, join):
                  for m in masks]
         if any(part is None for part in parts):
             return None
+        if word == "or":   # the widest part kept whole (a window stays a band for the kernel), the others
+            parts.sort(key=lambda part: -int((part[:, :, 1] - part[:, :, 0]).sum()) / part.shape[0])
         result = parts[0]
         for part in parts[1:]:
-            if word == "or":
-                b = max(result.shape[0], part.shape[0])
-                joined = np.concatenate([np.broadcast_to(result, (b,) + result.shape[1:]),
-                                         np.broadcast_to(part, (b,) + part.shape[1:])], axis=1)
+            b = max(result.shape[0], part.shape[0])
+            result, part = (np.broadcast_to(x, (b,) + x.shape[1:]) for x in (result, part))
+            if word == "or":   # ... less what the earlier ones cover: disjoint pieces
+                joined = np.concatenate([result, _subtract(part, result)], axis=1)
             else:   # every range of one against every range of the other: disjoint again
                 lo = np.maximum(result[:, :, None, 0], part[:, None, :, 0])
                 hi = np.minimum(result[:, :, None, 1], part[:, None, :, 1])
                 joined = np.stack([lo, hi], axis=3)
                 joined = joined.reshape((joined.shape[0], -1) + joined.shape[3:])
             result = _range_table(joined, tk)
+            if result is None and word == "or":   # too many pieces: join overlapping ranges instead
+                b = max(part.shape[0] for part in parts)
+                return _joined_table(np.concatenate([np.broadcast_to(x, (b,) + x.shape[1:]) for x in parts], axis=1), tk)
             if result is None:
                 return None
         return result
@@ -561,18 +566,44 @@ def key_range_mask(lo, hi) -> MaskMod:
         # FULL: every row covers the block; EMPTY: no row reaches into it (PARTIAL is always safe)
         return _kinds((lo_max <= k_lo) & (hi_min >= k_hi), (lo_min < k_hi) & (hi_max > k_lo) & (hi_max > lo_min))
 
+    band = _band_of(lo, hi)
+    if band is not None:   # a window's pass: the kernel masks its partial blocks as a band
+        a, b = band
+        kinds_of_band = sliding_window(None if a is None else -a, None if b is None else b - 1).block_kinds
+        return _Mask("key ranges (a band)", "lo[q] ≤ kv < hi[q]", fn, kinds_of_band, relative=True,
+                     band=(a, None if b is None else b - 1), ranges=lambda q, tq_, tk: (lo, hi), broadcasts=True)
     return _Mask("key ranges", "lo[q] ≤ kv < hi[q]", fn, kinds, ranges=lambda q, tq_, tk: (lo, hi),
                  broadcasts=True)
+
+
+def _band_of(lo, hi):
+    """(a, b) when the ranges are exactly max(q + a, 0) <= kv < q + b for every row q, with at least one
+    row cut by each bound (a None: from 0, b None: to the end); else None. Rows are not clipped at Tk
+    here: hi past Tk would differ from q + b, so only bands inside [0, Tk) on the right are found."""
+    tq = lo.shape[0]
+    if not tq:
+        return None
+    i = np.arange(tq, dtype=np.int64)
+    inner = np.flatnonzero(lo > 0)
+    a = None if not len(inner) else int(lo[inner[0]] - inner[0])
+    b = int(hi[0])   # row 0 ends at 0 + b
+    want_lo = np.zeros(tq, np.int64) if a is None else np.maximum(i + a, 0)
+    want_hi = np.maximum(i + b, want_lo)
+    if not (np.array_equal(lo, want_lo) and np.array_equal(np.maximum(hi, lo), want_hi)):
+        return None
+    if a is not None and a > b:
+        return None
+    return a, b
 
 
 # Most key ranges per row a table keeps (each one is a pass of the kernel); more: None (no table).
 _MAX_RANGES = 4
 
 
-def _range_table(table: np.ndarray, tk: int):
-    """A (B', K, 2, Tq) table of key ranges made disjoint and sorted per row (overlapping or touching
+def _joined_table(table: np.ndarray, tk: int):
+    """A (B', K, 2, Tq) table of any key ranges made disjoint and sorted per row (overlapping or touching
     ranges joined, empty ones last as (Tk, Tk)), ranges empty in every row dropped; None when more than
-    _MAX_RANGES remain."""
+    _MAX_RANGES remain (the union's fallback when cutting pieces gives too many)."""
     table = np.clip(np.asarray(table, dtype=np.int64), 0, tk)
     lo, hi = table[:, :, 0], table[:, :, 1]                  # (B', K, Tq)
     empty = hi <= lo
@@ -604,6 +635,36 @@ def _range_table(table: np.ndarray, tk: int):
         return None
     used = used if len(used) else np.arange(1)
     return np.ascontiguousarray(np.stack([out_lo[:, used], out_hi[:, used]], axis=2))
+
+
+def _subtract(part: np.ndarray, cover: np.ndarray) -> np.ndarray:
+    """The ranges of `part` (B, K, 2, Tq) less every range of `cover` (B, K', 2, Tq): each range cut by
+    each covering one into what lies left and right of it; (B, K·2^K', 2, Tq), empty ones lo = hi."""
+    pieces = [part]
+    for r in range(cover.shape[1]):
+        c_lo, c_hi = cover[:, r:r + 1, 0], cover[:, r:r + 1, 1]
+        cut = []
+        for x in pieces:
+            lo, hi = x[:, :, 0], x[:, :, 1]
+            left = np.stack([lo, np.minimum(hi, np.maximum(c_lo, lo))], axis=2)     # [lo, min(hi, c_lo))
+            right = np.stack([np.maximum(lo, np.minimum(c_hi, hi)), hi], axis=2)    # [max(lo, c_hi), hi)
+            empty_cover = (c_hi <= c_lo)[:, :, None]                                # covers nothing: x whole
+            cut += [np.where(empty_cover, x, left), np.where(empty_cover, np.stack([hi, hi], axis=2), right)]
+        pieces = cut
+    return np.concatenate(pieces, axis=1)
+
+
+def _range_table(table: np.ndarray, tk: int):
+    """A (B', K, 2, Tq) table of disjoint key ranges clipped to [0, Tk), an empty range written lo = hi,
+    ranges empty in every row dropped (one kept if all are); None when more than _MAX_RANGES remain.
+    Ranges are not joined or reordered: a window stays exactly a band (the kernel's fast masking)."""
+    table = np.clip(np.asarray(table, dtype=np.int64), 0, tk)
+    lo, hi = table[:, :, 0], np.maximum(table[:, :, 1], table[:, :, 0])
+    used = np.flatnonzero((hi > lo).any(axis=(0, 2)))
+    if len(used) > _MAX_RANGES:
+        return None
+    used = used if len(used) else np.arange(1)
+    return np.ascontiguousarray(np.stack([lo[:, used], hi[:, used]], axis=2))
 
 
 # --------------------------------------------------------------------------- score functions

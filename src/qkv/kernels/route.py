@@ -153,13 +153,14 @@ def _name(route) -> RouteName | None:
 
 
 def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | None = None,
-                 block_k: int | None = None, num_threads: int | None = None) -> Route:
+                 block_k: int | None = None, num_threads: int | None = None, v_top: float | None = None) -> Route:
     """The route of one checked call (see the module docstring).
 
     want: "out" (the output), "lse" (also the log-sum-exp), "partial" (the kernel's un-normalised
       Partial) or "weights" (the weights or a trace: the full score matrix).
     route: None (choose), or the fastest route allowed (a RouteName or its value).
     block_q, block_k, num_threads: the kernel's block sizes and threads when given.
+    v_top: max |v| when already known (a split call's passes share the call's v), else looked up.
     """
     ceiling = _name(route)
     if call.empty:
@@ -173,7 +174,7 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
         return _torch_route(call, want, ceiling)
     if ceiling in (TORCH_FLASH, TORCH_SDPA):
         raise ValueError(f"route {ceiling.value} takes torch tensors")
-    v_top = _value_top(call.v)
+    v_top = _value_top(call.v) if v_top is None else v_top
     if ceiling is None:
         if want == "partial":
             ceiling = FLASH_MANY
@@ -197,7 +198,7 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
     table = range_split(call) if want != "partial" else None
     if table is not None:   # several key ranges per row, or per batch: the kernel once per range
         sub = choose_route(split_call(call, table, 0, 0), want="lse", route=ceiling, block_q=block_q,
-                           block_k=block_k, num_threads=num_threads)
+                           block_k=block_k, num_threads=num_threads, v_top=v_top)
         if sub.name in (FLASH_MANY, FLASH_ROWS):
             return Route(sub.name, f"{_split_words(table)}: {sub.name.value} once per range, merged by lse",
                          v_top=v_top, key_rows=_rows_of(table))
@@ -359,6 +360,17 @@ def _rows_of(table) -> tuple:
     """Route.key_rows of a split: per batch b (one when the same for all), per range r, (2, Tq)."""
     return tuple(tuple(np.ascontiguousarray(table[b, r]) for r in range(table.shape[1]))
                  for b in range(table.shape[0]))
+
+
+def pass_block_k(rows, default: int) -> int | None:
+    """The key block of one pass of a split whose ranges are all narrow (attention sinks, global
+    tokens: a few keys per row): the power of two ≥ the widest range, at least 16, so the pass does not
+    compute whole default-size key blocks to keep four keys of each; None (the default) otherwise."""
+    rows = np.asarray(rows)
+    width = int((rows[1] - rows[0]).max(initial=0))
+    if width >= default // 2:
+        return None
+    return max(16, 1 << max(width - 1, 0).bit_length())
 
 
 def _values_ok(call: Call) -> bool:
