@@ -566,3 +566,48 @@ def test_a_user_lambda_on_torch_takes_the_c_route_with_gradients():
     torch.testing.assert_close(out.double(), expected.detach(), rtol=0, atol=2e-6)
     for mine, theirs in zip(leaves32, leaves64):
         torch.testing.assert_close(mine.grad.double(), theirs.grad, rtol=0, atol=2e-5)
+
+
+def _window_of(w):
+    """A window lambda made afresh on each call (a new function object and closure every time)."""
+    return lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx <= w)
+
+
+def test_fresh_lambdas_are_analysed_once_per_captured_value_and_shape(monkeypatch):
+    """A lambda written afresh on every call is kept by its code, captured values and shape: analysed
+    once; a changed captured int is another analysis (never the old one's result)."""
+    calls = []
+    real = masks._analyse_function
+    monkeypatch.setattr(masks, "_analyse_function", lambda *a, **kw: calls.append(a[1:5]) or real(*a, **kw))
+    monkeypatch.setattr(masks, "_AUTO", {})
+    t = 300
+    q, k, v = inputs(34, 1, 2, 2, t, t, d=8, dv=8)
+    rows, cols = np.arange(t)[:, None], np.arange(t)[None, :]
+    for w in (20, 20, 20, 50, 20, 50):
+        out = qkv.attention(q, k, v, mask_mod=_window_of(w))
+        np.testing.assert_allclose(out, dense_reference(q, k, v, (rows >= cols) & (rows - cols <= w)), rtol=0, atol=TOL)
+    assert calls == [(1, 2, t, t), (1, 2, t, t)]   # w = 20 once, w = 50 once
+    # equal values of other types are other keys (1 == 1.0 == True, but not as index arithmetic)
+    keys = {masks._frozen_inputs(_window_of(x)) for x in (1, 1.0, True, np.int64(1), (1, 2))}
+    assert len(keys) == 5 and None not in keys
+
+
+def test_a_mutated_captured_array_is_never_served_from_a_cache(monkeypatch):
+    """A lambda that captures an array (or a list, or another function) has no cache key: each call sees
+    the array as it is now, on fresh closures and on one kept function alike."""
+    monkeypatch.setattr(masks, "_AUTO", {})
+    t = 300
+    q, k, v = inputs(35, 1, 2, 2, t, t, d=8, dv=8)
+    rows, cols = np.arange(t)[:, None], np.arange(t)[None, :]
+    width = np.array([20])
+    make = lambda: (lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx <= width[0]))   # noqa: E731
+    kept = make()
+    for w in (20, 60, 5):
+        width[0] = w
+        want = dense_reference(q, k, v, (rows >= cols) & (rows - cols <= w))
+        for fn in (make(), kept):
+            np.testing.assert_allclose(qkv.attention(q, k, v, mask_mod=fn), want, rtol=0, atol=TOL)
+    for captured in (width, [20], lambda: 20):
+        assert masks._frozen_inputs(lambda b, h, q_idx, kv_idx, c=captured: q_idx >= kv_idx) is None
+        assert masks._frozen_inputs(lambda b, h, q_idx, kv_idx: q_idx - kv_idx <= len(str(captured))) is None
+    assert masks._AUTO == {}

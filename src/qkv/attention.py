@@ -18,6 +18,7 @@ an array (same shape and type) replaces the intermediate: the rest is computed f
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable
 
 import numpy as np
@@ -26,7 +27,7 @@ from ._backend import is_numpy, is_torch, namespace, shape_str
 from .kernels import autograd as _kernel_autograd
 from .kernels import blocked as _kernel_module
 from .kernels import route as _route
-from .kernels.call import Call, as_bool_mask, as_scores, check_call, index_arrays
+from .kernels.call import Call, _compiling, as_bool_mask, as_scores, check_call, index_arrays
 from .trace import (BIASED_SCORES, EXP_SCORES, EXP_SUM, MASK, MODIFIED_SCORES, OUT, RESIDUAL, SCALED_SCORES, SCORES,
                     SOFTMAX_MAX, WEIGHTS, Recorder, emit)
 
@@ -141,8 +142,11 @@ def _softmax_steps(scores, mask=None, *, axis: int = -1, record: Recorder | None
     if shift is None:
         exps = emit(record, EXP_SCORES, xp.exp(masked - row_max), formula="e^(s − m)")
     else:   # (s' − m') ≤ 0; times 2^shift it may reach −inf: its exponential is 0, as it should be
-        with np.errstate(over="ignore"):
+        if is_torch(masked):   # (torch warns of nothing; np.errstate cannot be traced by torch.compile)
             exps = xp.exp(_ldexp(xp, masked - row_max, shift))
+        else:
+            with np.errstate(over="ignore"):
+                exps = xp.exp(_ldexp(xp, masked - row_max, shift))
     total = emit(record, EXP_SUM, xp.sum(exps, axis=axis, keepdims=True), formula="Σ e^(s − m)")
     # Empty means nothing allowed (the sum is 0); a NaN sum (scores that overflowed to inf) is not
     # empty: its lse is NaN, never the −inf that marks an empty row.
@@ -208,7 +212,10 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     (`choose_route`), and the route executed."""
     call = check_call(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod, score_mod=score_mod)
     want = "weights" if return_weights or record is not None else "lse" if return_lse else "out"
-    chosen = _route.choose_route(call, want=want, route=route)
+    if is_torch(q) and _compiling():   # torch.compile: a route decided without reading values
+        chosen = _route.traced_torch_route(call, want=want, route=route)
+    else:
+        chosen = _route.choose_route(call, want=want, route=route)
     return _run(call, chosen, return_weights=return_weights, return_lse=return_lse, record=record)
 
 
@@ -224,9 +231,57 @@ def _run(call: Call, route: "_route.Route", *, return_weights: bool, return_lse:
         return _plain_fused(call, call.q, call.k, call.v)
     if name == _route.TORCH_SDPA:
         return _torch_sdpa(call, call.q, call.k, call.v)
+    if route.key_rows:   # one pass per key range (and batch), merged by lse
+        return _by_key_ranges(call, route, return_lse=return_lse)
     if name == _route.TORCH_FLASH:   # the C forward + backward on CPU torch tensors (kernels/autograd.py)
         return _kernel_autograd.run(call, return_lse=return_lse)
     return _kernel_module.run(call, route, "lse" if return_lse else "out")
+
+
+def _by_key_ranges(call: Call, route: "_route.Route", *, return_lse: bool):
+    """A route with key_rows: for each batch (one entry: all batches at once) and each of its key
+    ranges, one pass of the route with that range alone (TORCH_FLASH: the C forward and backward under
+    torch autograd, the op under torch.compile; the kernel's routes: the ranges as the mask), their
+    (out, lse) merged exactly (`merge_lse`, differentiable). out (…, H, Tq, Dv), lse (…, H, Tq)."""
+    import dataclasses
+
+    from .kernels.merge import merge_lse, merge_lse_into
+
+    xp = call.xp
+    torch_flash = route.name == _route.TORCH_FLASH
+    traced = is_torch(call.q) and _compiling()
+    outs, lses = [], []
+    for b, per_range in enumerate(route.key_rows):
+        base = _route.batch_call(call, b) if len(route.key_rows) > 1 else call
+        parts = []
+        for r, rows in enumerate(per_range):
+            if torch_flash:   # rows alone say which keys each query sees
+                import torch
+
+                bare = dataclasses.replace(base, mask_mod=None, mask_info=None, causal=False)
+                # (under torch.compile the rows are the graph's constants: the default key block)
+                block_k = _kernel_autograd.BLOCK_K if traced else \
+                    _route.pass_block_k(rows, _kernel_autograd.BLOCK_K) or _kernel_autograd.BLOCK_K
+                rows = rows if traced else torch.from_numpy(rows)
+                out, lse = _kernel_autograd.run(bare, return_lse=True, rows=rows, traced=traced, block_k=block_k)
+            else:
+                sub = _route.split_call(base, rows, 0, 0)
+                chosen = _route.choose_route(sub, want="lse", route=route.name, v_top=route.v_top,
+                                             block_k=_route.pass_block_k(rows, _route._SPARSE_BLOCK_K))
+                out, lse = _kernel_module.run(sub, chosen, "lse")
+            parts.append((xp.astype(out, call.work, copy=False), xp.astype(lse, call.work, copy=False)))
+        if is_torch(call.q):   # differentiable, no branch on the values
+            out, lse = merge_lse(parts) if len(parts) > 1 else parts[0]
+        else:                  # in place on the first pass's fresh arrays: no temporaries per pass
+            out, lse = parts[0]
+            for more in parts[1:]:
+                merge_lse_into(out, lse, *more)
+        outs.append(out)
+        lses.append(lse)
+    if len(outs) > 1:
+        out, lse = xp.reshape(xp.stack(outs), call.out_shape), xp.reshape(xp.stack(lses), call.out_shape[:-1])
+    out, lse = xp.astype(out, call.dtype), xp.astype(lse, call.dtype)
+    return (out, lse) if return_lse else out
 
 
 def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,
@@ -356,6 +411,8 @@ def _weights_times_values(call: Call, weights, values):
     the rows that give it weight > 0 (a product 0·NaN would otherwise poison every row)."""
     xp = call.xp
     finite = xp.isfinite(values)
+    if is_torch(values) and _compiling():   # no data-dependent branch under torch.compile
+        return _weights_times_values_traced(call, weights, values, finite)
     if bool(xp.all(finite)):
         return _ungroup(call, _group(call, weights) @ _group_kv(call, values))
     clean = xp.where(finite, values, xp.zeros_like(values))
@@ -364,9 +421,31 @@ def _weights_times_values(call: Call, weights, values):
     keys = xp.nonzero(xp.any(bad, axis=0))[0]                    # the keys with a non-finite value
     w = _group(call, xp.take(weights, keys, axis=-1))[..., None]  # (…, Tq, n, 1)
     vb = _group_kv(call, xp.take(values, keys, axis=-2))          # (…, n, Dv)
+    # only those keys' non-finite entries: their finite ones are in `out` already
+    vb = xp.where(_group_kv(call, xp.take(finite, keys, axis=-2)), xp.zeros_like(vb), vb)
     vb = xp.expand_dims(vb, axis=-3)                              # (…, 1, n, Dv)
     terms = w * xp.where(w > 0, vb, xp.zeros_like(vb))            # 0 where the row gives no weight
     return out + _ungroup(call, xp.sum(terms, axis=-2))
+
+
+def _weights_times_values_traced(call: Call, weights, values, finite):
+    """_weights_times_values without a branch on the values (torch.compile): weights·v over the finite
+    values, then each (row, column) that gives weight > 0 to a key whose value there is +inf, −inf or
+    NaN gets what the sum would: NaN for NaN or for both infinities, else that infinity. Three more
+    products (Tq, Tk)·(Tk, Dv), of 0/1 indicators."""
+    import torch
+
+    clean = torch.where(finite, values, torch.zeros_like(values))
+    out = _ungroup(call, _group(call, weights) @ _group_kv(call, clean))
+    seen = _group(call, (weights > 0).to(values.dtype))
+
+    def reached(flags):   # (…, H, Tq, Dv): rows that give weight to a key flagged in that column
+        return _ungroup(call, seen @ _group_kv(call, flags.to(values.dtype))) > 0
+
+    pos, neg, nan = reached(values == torch.inf), reached(values == -torch.inf), reached(torch.isnan(values))
+    out = torch.where(pos, torch.full_like(out, torch.inf), out)
+    out = torch.where(neg, torch.full_like(out, -torch.inf), out)
+    return torch.where(nan | (pos & neg), torch.full_like(out, torch.nan), out)
 
 
 def attention_columns(q, k, v, *, scale: float | None = None, return_weights: bool = False):
@@ -448,12 +527,12 @@ def _evaluate(call: Call, fn, like, *, score=None):
     torch_scalar = is_torch(like)
     if torch_scalar:
         import torch
-    pairs = list(np.ndindex(*call.lead)) if call.lead else [()]
-    batch = call.lead[:-1]
+    # (itertools, not np.ndindex: torch.compile traces this loop)
+    pairs = list(itertools.product(*(range(n) for n in call.lead))) if call.lead else [()]
+    heads = call.lead[-1] if call.lead else 1
     results = []
-    for index in pairs:
-        b = int(np.ravel_multi_index(index[:-1], batch)) if len(index) > 1 else 0
-        h = int(index[-1]) if index else 0
+    for number, index in enumerate(pairs):
+        b, h = divmod(number, heads)   # the leading dimensions flattened in C order, heads last
         b, h = ((torch.tensor(b, device=call.device), torch.tensor(h, device=call.device)) if torch_scalar
                 else (np.int64(b), np.int64(h)))
         if score is not None:

@@ -30,7 +30,9 @@ for qkv's bottom-right causality with Tq < Tk (decoding after a cache) use
 from __future__ import annotations
 
 import math
+import ast
 import functools
+import itertools
 import threading
 import types
 import weakref
@@ -44,7 +46,7 @@ from .kernels.call import EMPTY, FULL, PARTIAL
 __all__ = [
     "MaskMod", "MaskInfo", "analyse", "BlockMask", "block_mask", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
     "causal", "sliding_window", "dilated_window", "global_tokens", "prefix_lm", "document", "sinks",
-    "chunked", "and_masks", "or_masks", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
+    "chunked", "and_masks", "or_masks", "key_range_mask", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
     "t5_bucket", "catalogue",
 ]
 
@@ -75,6 +77,7 @@ class MaskMod:
 
     name = "mask"
     formula = ""
+    recipe = None        # how the catalogue built it, a string of plain values (see _recorded); or None
     relative = False
     band = None
     broadcasts = False   # True: written for broadcasting index arrays (b (…, 1, 1, 1), h (H, 1, 1))
@@ -89,6 +92,13 @@ class MaskMod:
     def key_ranges(self, tq: int, tk: int):
         """(lo, hi) int64 (Tq,): query q allows exactly keys lo[q] <= kv < hi[q]; None when unknown."""
         return None
+
+    def key_range_table(self, tq: int, tk: int, batch: int = 1):
+        """(B', K, 2, Tq) int64: batch b's query q allows exactly the keys of its K disjoint ranges
+        table[b, r, 0, q] <= kv < table[b, r, 1, q] (B' = 1: the same for every batch; an empty range
+        has lo = hi); the same for every head. None when unknown. By default key_ranges as one range."""
+        found = self.key_ranges(tq, tk)
+        return None if found is None else _range_table(np.stack(np.broadcast_arrays(*found))[None, None], tk)
 
     def __and__(self, other):
         return and_masks(self, other)
@@ -107,11 +117,18 @@ class _Mask(MaskMod):
     documents with one sorted id row, and their `&`); the kernel masks partial blocks by these
     ranges in C."""
 
-    def __init__(self, name, formula, fn, kinds=None, relative=False, band=None, ranges=None, broadcasts=True):
+    def __init__(self, name, formula, fn, kinds=None, relative=False, band=None, ranges=None, broadcasts=True,
+                 table=None):
         self.name, self.formula, self._fn, self._kinds, self.relative = name, formula, fn, kinds, relative
         self.broadcasts = broadcasts
         self.band = band
         self._ranges = ranges
+        self._table = table   # table(tq, tk, batch) -> key_range_table, when not one range per row
+
+    def key_range_table(self, tq: int, tk: int, batch: int = 1):
+        if self._table is None:
+            return super().key_range_table(tq, tk, batch)
+        return self._table(tq, tk, batch)
 
     def key_ranges(self, tq: int, tk: int):
         if self._ranges is None:
@@ -143,17 +160,35 @@ class MaskInfo:
     band: (lo, hi): the mask is exactly lo <= kv − q <= hi (None on a side: unbounded), or None.
     key_ranges: (2, Tq) int64, row 0 the first allowed key and row 1 one past the last, the same for
       every batch and head; or None. Computed on first use (a BlockMask's tiles are evaluated then).
+    range_table: (B', K, 2, Tq) int64, K disjoint key ranges per row, per batch (B' = the call's
+      batch) or for all (B' = 1); or None (MaskMod.key_range_table). Masks with more than one run of
+      keys per row (sinks | window, global tokens) or per-batch documents go to the C routes by it.
     block_size: the block size the analysis was made at (BlockMask), a hint for the kernel; or None.
     """
 
-    def __init__(self, fn, block_kinds, relative, band, ranges, block_size=None):
+    def __init__(self, fn, block_kinds, relative, band, ranges, block_size=None, table=None):
         self.fn, self.block_kinds, self.relative, self.band = fn, block_kinds, relative, band
         self.block_size = block_size
         self._ranges = ranges
+        self._table = table if table is not None else (lambda: None)
+
+    @functools.cached_property
+    def range_table(self):
+        """(B', K, 2, Tq) int64 key ranges (see MaskMod.key_range_table), or None. Computed on first use."""
+        found = self._table()
+        if found is None:
+            return None
+        found = np.ascontiguousarray(found, dtype=np.int64)
+        found.flags.writeable = False
+        return found
 
     @functools.cached_property
     def key_ranges(self):
         found = self._ranges()   # (two threads may both compute it: the same value)
+        if found is None:   # a table of one range, the same for every batch (an `|` that stays one run)
+            table = self.range_table if self.block_kinds is not None else None
+            if table is not None and table.shape[:2] == (1, 1):
+                found = (table[0, 0, 0], table[0, 0, 1])
         if found is None:
             return None
         tq = np.shape(found[0])[0] if np.ndim(found[0]) else None
@@ -182,11 +217,13 @@ def analyse(mask_mod: Callable, tq: int, tk: int, *, batch: int = 1, heads: int 
     kinds = getattr(mask_mod, "block_kinds", None)
     kinds = kinds if callable(kinds) else None
     ranges = getattr(mask_mod, "key_ranges", None)
+    table = getattr(mask_mod, "key_range_table", None)
     band = getattr(mask_mod, "band", None) if kinds is not None else None
     return MaskInfo(fn=mask_mod, block_kinds=kinds,
                     relative=bool(getattr(mask_mod, "relative", False)) and kinds is not None,
                     band=None if band is None else tuple(band),
                     ranges=(lambda: ranges(tq, tk)) if callable(ranges) else (lambda: None),
+                    table=(lambda: table(tq, tk, batch)) if callable(table) else None,
                     block_size=getattr(mask_mod, "block_size", None) if isinstance(mask_mod, BlockMask) else None)
 
 
@@ -196,6 +233,64 @@ def _offsets(q_lo, q_hi, k_lo, k_hi):
 
 
 # --------------------------------------------------------------------------- masks
+# A catalogue mask remembers how it was built, in plain values: `recipe` = repr((factory name, its
+# arguments, keyword arguments)) with masks as their own recipes — a string, as Dynamo keeps strings
+# constant where it would make a changed int symbolic. torch.compile needs this: a mask built inside a
+# compiled function is, while Dynamo traces, an object whose attributes are not yet set, so the
+# traced route (kernels/route.py, _static_torch_plan) rebuilds it from its recipe, eagerly.
+_RECORDED: dict = {}
+_LIVE: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+_TOKENS = itertools.count()
+
+
+def _recipe_part(value):
+    if isinstance(value, MaskMod):
+        return None if value.recipe is None else ("mask", value._recipe)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return ("value", value)
+    if isinstance(value, (np.integer, np.floating)):
+        return ("value", value.item())
+    return None   # an array (document ids): no recipe
+
+
+def _recorded(factory):
+    """The factory, its masks given `recipe` (None when an argument is not a plain value or a mask with
+    a recipe)."""
+    _RECORDED[factory.__name__] = factory
+
+    @functools.wraps(factory)
+    def build(*args, **kwargs):
+        mask = factory(*args, **kwargs)
+        parts = tuple(_recipe_part(a) for a in args)
+        named = tuple((key, _recipe_part(kwargs[key])) for key in sorted(kwargs))
+        if all(p is not None for p in parts) and all(p is not None for _, p in named):
+            mask._recipe = (factory.__name__, parts, named)
+            mask.recipe = repr(mask._recipe)
+        else:   # built from arrays (documents' ids): the object itself, by a number (built outside
+            token = next(_TOKENS)   # torch.compile, where this runs eagerly)
+            _LIVE[token] = mask
+            mask._recipe = ("_object", token, ())
+            mask.recipe = repr(mask._recipe)
+        return mask
+
+    return build
+
+
+def from_recipe(recipe) -> MaskMod:
+    """The catalogue mask a `recipe` describes (see _recorded), built anew. recipe: the string (or its
+    tuple)."""
+    name, parts, named = ast.literal_eval(recipe) if isinstance(recipe, str) else recipe
+    if name == "_object":
+        return _LIVE[parts]
+
+    def value(part):
+        kind, x = part
+        return from_recipe(x) if kind == "mask" else x
+
+    return _RECORDED[name](*(value(p) for p in parts), **{key: value(p) for key, p in named})
+
+
+@_recorded
 def causal(offset: int = 0) -> MaskMod:
     """kv_idx <= q_idx + offset: no key in the future. offset = Tk − Tq aligns bottom-right."""
     offset = _integer("offset", offset, minimum=None)
@@ -209,6 +304,7 @@ def causal(offset: int = 0) -> MaskMod:
                  ranges=lambda q, tq, tk: (0, q + offset + 1))
 
 
+@_recorded
 def sliding_window(left: int | None, right: int | None = 0) -> MaskMod:
     """q_idx − left <= kv_idx <= q_idx + right: `left` keys before the query, `right` after (None:
     unbounded on that side). sliding_window(W) is the causal window of Mistral/Gemma: each query
@@ -238,6 +334,7 @@ def sliding_window(left: int | None, right: int | None = 0) -> MaskMod:
                  ranges=lambda q, tq, tk: (0 if left is None else q - left, tk if right is None else q + right + 1))
 
 
+@_recorded
 def dilated_window(left: int, right: int = 0, dilation: int = 2) -> MaskMod:
     """A sliding window that sees every `dilation`-th key: q − left <= kv <= q + right and
     (q − kv) divisible by dilation (Longformer's dilated attention)."""
@@ -255,6 +352,7 @@ def dilated_window(left: int, right: int = 0, dilation: int = 2) -> MaskMod:
                  f"q − {left} ≤ kv ≤ q + {right} and (q − kv) mod {dilation} = 0", fn, kinds, relative=True)
 
 
+@_recorded
 def global_tokens(n: int) -> MaskMod:
     """The first n tokens are global: they see every key and every query sees them
     (Longformer/BigBird). Combine with a window by `|`."""
@@ -264,9 +362,11 @@ def global_tokens(n: int) -> MaskMod:
         return _kinds((q_hi <= n) | (k_hi <= n), (q_lo < n) | (k_lo < n))
 
     return _Mask(f"global tokens ({n})", f"q < {n} or kv < {n}",
-                 lambda b, h, q_idx, kv_idx: (q_idx < n) | (kv_idx < n), kinds)
+                 lambda b, h, q_idx, kv_idx: (q_idx < n) | (kv_idx < n), kinds,
+                 ranges=lambda q, tq, tk: (0, np.where(q < n, tk, min(n, tk))))
 
 
+@_recorded
 def prefix_lm(prefix: int) -> MaskMod:
     """Prefix-LM (T5, PaLI): the first `prefix` keys are seen by every query (bidirectional
     prefix), the rest causally: kv < prefix or kv <= q."""
@@ -281,6 +381,7 @@ def prefix_lm(prefix: int) -> MaskMod:
                  ranges=lambda q, tq, tk: (0, np.maximum(prefix, q + 1)))
 
 
+@_recorded
 def sinks(n: int) -> MaskMod:
     """Attention sinks (StreamingLLM): the first n keys are always visible. Combine with a window
     by `|`: sliding_window(W) | sinks(4)."""
@@ -290,9 +391,11 @@ def sinks(n: int) -> MaskMod:
         return _kinds(np.broadcast_to(k_hi <= n, np.broadcast_shapes(q_lo.shape, k_lo.shape)),
                       np.broadcast_to(k_lo < n, np.broadcast_shapes(q_lo.shape, k_lo.shape)))
 
-    return _Mask(f"sinks ({n})", f"kv < {n}", lambda b, h, q_idx, kv_idx: (kv_idx < n) & (q_idx >= 0), kinds)
+    return _Mask(f"sinks ({n})", f"kv < {n}", lambda b, h, q_idx, kv_idx: (kv_idx < n) & (q_idx >= 0), kinds,
+                 ranges=lambda q, tq, tk: (0, min(n, tk)))
 
 
+@_recorded
 def chunked(size: int) -> MaskMod:
     """Chunked local attention (Llama 4): queries see only keys of their own chunk of `size`
     positions, q // size == kv // size. Combine with causal() by `&`."""
@@ -307,6 +410,7 @@ def chunked(size: int) -> MaskMod:
                  ranges=lambda q, tq, tk: (q // size * size, q // size * size + size))
 
 
+@_recorded
 def document(ids, kv_ids=None) -> MaskMod:
     """Document (segment) masking: a query sees only keys of its own document,
     ids[q] == kv_ids[kv] — block-diagonal for packed sequences. ids: (T,) or (B, T) integers,
@@ -345,14 +449,32 @@ def document(ids, kv_ids=None) -> MaskMod:
         mine = q_ids[:tq]
         return np.searchsorted(keys, mine, side="left"), np.searchsorted(keys, mine, side="right")
 
-    return _Mask("document", "doc[q] = doc[kv]", fn, kinds, ranges=key_ranges)
+    def table(tq, tk, batch):   # a (B, T) id table: each batch's own ranges (its keys' ids sorted)
+        if q_ids.ndim == 1 and k_ids.ndim == 1:
+            found = key_ranges(None, tq, tk)
+            return None if found is None else _range_table(np.stack(found)[None, None], tk)
+        rows = []
+        for b in range(batch):
+            mine = q_ids if q_ids.ndim == 1 else q_ids[b] if b < q_ids.shape[0] else None
+            keys = k_ids if k_ids.ndim == 1 else k_ids[b] if b < k_ids.shape[0] else None
+            if mine is None or keys is None or mine.shape[0] < tq or keys.shape[0] < tk:
+                return None
+            mine, keys = mine[:tq], keys[:tk]
+            if tk > 1 and np.any(keys[1:] < keys[:-1]):
+                return None
+            rows.append(np.stack([np.searchsorted(keys, mine, side="left"), np.searchsorted(keys, mine, side="right")]))
+        return _range_table(np.stack(rows)[:, None], tk)
+
+    return _Mask("document", "doc[q] = doc[kv]", fn, kinds, ranges=key_ranges, table=table)
 
 
+@_recorded
 def and_masks(*masks) -> MaskMod:
     """Allowed where every mask allows (block kinds: the least of theirs)."""
     return _combine(masks, "and", np.minimum, lambda a, b: a & b)
 
 
+@_recorded
 def or_masks(*masks) -> MaskMod:
     """Allowed where any mask allows (block kinds: the greatest of theirs)."""
     return _combine(masks, "or", np.maximum, lambda a, b: a | b)
@@ -389,8 +511,160 @@ def _combine(masks, word, pick, join):
             return None
         return (np.maximum.reduce([part[0] for part in parts]), np.minimum.reduce([part[1] for part in parts]))
 
+    def table(tq, tk, batch):   # "or": the union of the masks' ranges; "and": their intersections
+        parts = [m.key_range_table(tq, tk, batch) if callable(getattr(m, "key_range_table", None)) else None
+                 for m in masks]
+        if any(part is None for part in parts):
+            return None
+        if word == "or":   # the widest part kept whole (a window stays a band for the kernel), the others
+            parts.sort(key=lambda part: -int((part[:, :, 1] - part[:, :, 0]).sum()) / part.shape[0])
+        result = parts[0]
+        for part in parts[1:]:
+            b = max(result.shape[0], part.shape[0])
+            result, part = (np.broadcast_to(x, (b,) + x.shape[1:]) for x in (result, part))
+            if word == "or":   # ... less what the earlier ones cover: disjoint pieces
+                joined = np.concatenate([result, _subtract(part, result)], axis=1)
+            else:   # every range of one against every range of the other: disjoint again
+                lo = np.maximum(result[:, :, None, 0], part[:, None, :, 0])
+                hi = np.minimum(result[:, :, None, 1], part[:, None, :, 1])
+                joined = np.stack([lo, hi], axis=3)
+                joined = joined.reshape((joined.shape[0], -1) + joined.shape[3:])
+            result = _range_table(joined, tk)
+            if result is None and word == "or":   # too many pieces: join overlapping ranges instead
+                b = max(part.shape[0] for part in parts)
+                return _joined_table(np.concatenate([np.broadcast_to(x, (b,) + x.shape[1:]) for x in parts], axis=1), tk)
+            if result is None:
+                return None
+        return result
+
     return _Mask(f" {word} ".join(names), f" {word} ".join(formulas), fn, kinds, relative=relative,
-                 ranges=key_ranges, broadcasts=broadcasts)
+                 ranges=key_ranges, broadcasts=broadcasts, table=table)
+
+
+def key_range_mask(lo, hi) -> MaskMod:
+    """The mask of given key ranges: query q sees keys lo[q] <= kv < hi[q] (int arrays (Tq,)), with
+    exact block kinds and key_ranges (the C routes' one-range pass of a split call, kernels/route.py)."""
+    lo = np.ascontiguousarray(lo, dtype=np.int64)
+    hi = np.ascontiguousarray(hi, dtype=np.int64)
+    tq = lo.shape[0]
+
+    def fn(b, h, q_idx, kv_idx):
+        if array_api_compat.is_torch_array(q_idx):
+            import torch
+
+            low, high = torch.as_tensor(lo, device=q_idx.device), torch.as_tensor(hi, device=q_idx.device)
+        else:
+            low, high = lo, hi
+        return (kv_idx >= low[q_idx]) & (kv_idx < high[q_idx])
+
+    def kinds(b, h, q_lo, q_hi, k_lo, k_hi):
+        starts = np.asarray(q_lo).reshape(-1)
+        if not tq:
+            return np.full(np.broadcast_shapes(np.shape(q_lo), np.shape(k_lo)), EMPTY, np.int8)
+        lo_min, lo_max = (f.reduceat(lo, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
+        hi_min, hi_max = (f.reduceat(hi, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
+        # FULL: every row covers the block; EMPTY: no row reaches into it (PARTIAL is always safe)
+        return _kinds((lo_max <= k_lo) & (hi_min >= k_hi), (lo_min < k_hi) & (hi_max > k_lo) & (hi_max > lo_min))
+
+    band = _band_of(lo, hi)
+    if band is not None:   # a window's pass: the kernel masks its partial blocks as a band
+        a, b = band
+        kinds_of_band = sliding_window(None if a is None else -a, None if b is None else b - 1).block_kinds
+        return _Mask("key ranges (a band)", "lo[q] ≤ kv < hi[q]", fn, kinds_of_band, relative=True,
+                     band=(a, None if b is None else b - 1), ranges=lambda q, tq_, tk: (lo, hi), broadcasts=True)
+    return _Mask("key ranges", "lo[q] ≤ kv < hi[q]", fn, kinds, ranges=lambda q, tq_, tk: (lo, hi),
+                 broadcasts=True)
+
+
+def _band_of(lo, hi):
+    """(a, b) when the ranges are exactly max(q + a, 0) <= kv < q + b for every row q, with at least one
+    row cut by each bound (a None: from 0, b None: to the end); else None. Rows are not clipped at Tk
+    here: hi past Tk would differ from q + b, so only bands inside [0, Tk) on the right are found."""
+    tq = lo.shape[0]
+    if not tq:
+        return None
+    i = np.arange(tq, dtype=np.int64)
+    inner = np.flatnonzero(lo > 0)
+    a = None if not len(inner) else int(lo[inner[0]] - inner[0])
+    b = int(hi[0])   # row 0 ends at 0 + b
+    want_lo = np.zeros(tq, np.int64) if a is None else np.maximum(i + a, 0)
+    want_hi = np.maximum(i + b, want_lo)
+    if not (np.array_equal(lo, want_lo) and np.array_equal(np.maximum(hi, lo), want_hi)):
+        return None
+    if a is not None and a > b:
+        return None
+    return a, b
+
+
+# Most key ranges per row a table keeps (each one is a pass of the kernel); more: None (no table).
+_MAX_RANGES = 4
+
+
+def _joined_table(table: np.ndarray, tk: int):
+    """A (B', K, 2, Tq) table of any key ranges made disjoint and sorted per row (overlapping or touching
+    ranges joined, empty ones last as (Tk, Tk)), ranges empty in every row dropped; None when more than
+    _MAX_RANGES remain (the union's fallback when cutting pieces gives too many)."""
+    table = np.clip(np.asarray(table, dtype=np.int64), 0, tk)
+    lo, hi = table[:, :, 0], table[:, :, 1]                  # (B', K, Tq)
+    empty = hi <= lo
+    lo, hi = np.where(empty, tk, lo), np.where(empty, tk, hi)
+    order = np.argsort(lo, axis=1, kind="stable")
+    lo, hi = np.take_along_axis(lo, order, axis=1), np.take_along_axis(hi, order, axis=1)
+    out_lo, out_hi = np.full_like(lo, tk), np.full_like(hi, tk)
+    slot = np.zeros(lo[:, 0].shape, np.int64)
+    cur_lo, cur_hi = lo[:, 0].copy(), hi[:, 0].copy()
+
+    def emit(where):
+        index = np.where(where, slot, lo.shape[1])[:, None]   # out of range: dropped (mode "clip" below)
+        keep = index < lo.shape[1]
+        np.put_along_axis(out_lo, np.minimum(index, lo.shape[1] - 1),
+                          np.where(keep, cur_lo[:, None], np.take_along_axis(out_lo, np.minimum(index, lo.shape[1] - 1), 1)), 1)
+        np.put_along_axis(out_hi, np.minimum(index, lo.shape[1] - 1),
+                          np.where(keep, cur_hi[:, None], np.take_along_axis(out_hi, np.minimum(index, lo.shape[1] - 1), 1)), 1)
+
+    for r in range(1, lo.shape[1]):
+        nxt_lo, nxt_hi = lo[:, r], hi[:, r]
+        join = nxt_lo <= cur_hi
+        emit(~join)
+        slot = slot + ~join
+        cur_hi = np.where(join, np.maximum(cur_hi, nxt_hi), nxt_hi)
+        cur_lo = np.where(join, cur_lo, nxt_lo)
+    emit(np.ones_like(slot, bool))
+    used = np.flatnonzero((out_hi > out_lo).any(axis=(0, 2)))
+    if len(used) > _MAX_RANGES:
+        return None
+    used = used if len(used) else np.arange(1)
+    return np.ascontiguousarray(np.stack([out_lo[:, used], out_hi[:, used]], axis=2))
+
+
+def _subtract(part: np.ndarray, cover: np.ndarray) -> np.ndarray:
+    """The ranges of `part` (B, K, 2, Tq) less every range of `cover` (B, K', 2, Tq): each range cut by
+    each covering one into what lies left and right of it; (B, K·2^K', 2, Tq), empty ones lo = hi."""
+    pieces = [part]
+    for r in range(cover.shape[1]):
+        c_lo, c_hi = cover[:, r:r + 1, 0], cover[:, r:r + 1, 1]
+        cut = []
+        for x in pieces:
+            lo, hi = x[:, :, 0], x[:, :, 1]
+            left = np.stack([lo, np.minimum(hi, np.maximum(c_lo, lo))], axis=2)     # [lo, min(hi, c_lo))
+            right = np.stack([np.maximum(lo, np.minimum(c_hi, hi)), hi], axis=2)    # [max(lo, c_hi), hi)
+            empty_cover = (c_hi <= c_lo)[:, :, None]                                # covers nothing: x whole
+            cut += [np.where(empty_cover, x, left), np.where(empty_cover, np.stack([hi, hi], axis=2), right)]
+        pieces = cut
+    return np.concatenate(pieces, axis=1)
+
+
+def _range_table(table: np.ndarray, tk: int):
+    """A (B', K, 2, Tq) table of disjoint key ranges clipped to [0, Tk), an empty range written lo = hi,
+    ranges empty in every row dropped (one kept if all are); None when more than _MAX_RANGES remain.
+    Ranges are not joined or reordered: a window stays exactly a band (the kernel's fast masking)."""
+    table = np.clip(np.asarray(table, dtype=np.int64), 0, tk)
+    lo, hi = table[:, :, 0], np.maximum(table[:, :, 1], table[:, :, 0])
+    used = np.flatnonzero((hi > lo).any(axis=(0, 2)))
+    if len(used) > _MAX_RANGES:
+        return None
+    used = used if len(used) else np.arange(1)
+    return np.ascontiguousarray(np.stack([lo[:, used], hi[:, used]], axis=2))
 
 
 # --------------------------------------------------------------------------- score functions
@@ -696,11 +970,14 @@ def _analyse_function(fn, batch, heads, tq, tk, n, *, intervals: bool):
         q_idx = np.arange(i0, i1, dtype=np.int64)[:, None]
         if by_arrays:   # index arithmetic: all (b, h) at once, broadcasting
             allowed = _evaluate(fn, b_all, h_all, q_idx, cols)
-            allowed = allowed.reshape((-1, i1 - i0, len(cols)))
         else:
             allowed = np.stack([_evaluate(fn, b, h, q_idx, cols) for b, h in pairs])
-        any_bh, all_bh = allowed.any(axis=0), allowed.all(axis=0)
-        same = same and bool(np.array_equal(any_bh, all_bh))
+        if allowed.ndim == 2 or allowed.shape[0] == 1:   # the same for every (b, h): nothing to reduce
+            any_bh = all_bh = allowed.reshape((i1 - i0, len(cols)))
+        else:
+            allowed = allowed.reshape((-1, i1 - i0, len(cols)))
+            any_bh, all_bh = allowed.any(axis=0), allowed.all(axis=0)
+            same = same and bool(np.array_equal(any_bh, all_bh))
         edges = np.cumsum([0] + [int(k_hi[0, j] - k_lo[0, j]) for j in partial])
         for t, j in enumerate(partial):
             block_any, block_all = any_bh[:, edges[t]:edges[t + 1]], all_bh[:, edges[t]:edges[t + 1]]
@@ -729,11 +1006,15 @@ def _evaluate(fn, b, h, q_idx, kv_idx) -> np.ndarray:
     return np.broadcast_to(value, np.broadcast_shapes(np.shape(value), (q_idx.shape[0], kv_idx.shape[0])))
 
 
-# Automatic analysis of plain functions (qkv.attention on NumPy inputs): kept per function object
-# while it lives, for a few shapes, and only for pure index arithmetic whose closure and globals are
-# plain numbers (nothing that could change between calls unseen: an array, a tensor, a list).
-_AUTO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_AUTO_SHAPES = 8
+# Automatic analysis of plain functions (qkv.attention on NumPy inputs, torch outside torch.compile):
+# only for pure index arithmetic whose closure cells, defaults and globals read are plain immutable
+# values (numbers, strings, None, tuples of them). It is kept by what the function computes, not by the
+# function object: (code object, those values with their types, shape), so a lambda written afresh on
+# every call (`mask_mod=lambda b, h, q, kv: q - kv <= w`) is analysed once per w and shape. A function
+# that captures anything else — an array, a tensor, a list, another function — is never cached: its
+# contents could change between calls unseen (a mutated array), and nothing cheap proves they did not.
+_AUTO: dict = {}         # insertion-ordered: the oldest entry goes first
+_AUTO_KEPT = 64
 _AUTO_LOCK = threading.Lock()
 
 
@@ -742,12 +1023,8 @@ def _auto_block_mask(fn, batch, heads, tq, tk):
     if key is None or not tq or not tk:
         return None
     key = key + (batch, heads, tq, tk)
-    try:
-        with _AUTO_LOCK:
-            kept = _AUTO.setdefault(fn, {})
-            found = kept.get(key)
-    except TypeError:   # not weak-referenceable
-        return None
+    with _AUTO_LOCK:
+        found = _AUTO.get(key)
     if found is not None:
         return found or None
     try:
@@ -755,9 +1032,9 @@ def _auto_block_mask(fn, batch, heads, tq, tk):
     except Exception:   # noqa: BLE001 — not index arithmetic, or it fails on index arrays: kept as
         found = False   # "not analysable"; the call itself evaluates fn and reports its errors
     with _AUTO_LOCK:
-        if len(kept) >= _AUTO_SHAPES:
-            kept.pop(next(iter(kept)))
-        kept[key] = found
+        while len(_AUTO) >= _AUTO_KEPT:
+            _AUTO.pop(next(iter(_AUTO)))
+        _AUTO[key] = found
     return found or None
 
 
@@ -765,33 +1042,46 @@ _AUTO_BLOCK = 128
 _PLAIN = (int, float, bool, str, bytes, type(None), np.integer, np.floating, np.bool_)
 
 
+def _plain_value(value):
+    """(type name, value) for a plain immutable value or a tuple of them (the type kept: 1, 1.0 and True
+    are equal as keys but not as index arithmetic); None for anything else."""
+    if isinstance(value, _PLAIN):
+        return (type(value).__name__, value)
+    if type(value) is tuple:
+        parts = tuple(_plain_value(x) for x in value)
+        return None if any(p is None for p in parts) else ("tuple", parts)
+    return None
+
+
 def _frozen_inputs(fn):
-    """(code, closure values, globals read) when they are all plain numbers/strings (or modules,
-    classes, functions of a library), else None: what makes an automatic analysis still valid."""
+    """(code, closure values, globals read, defaults) when they are all plain immutable values (modules
+    read as globals are skipped), else None: what an automatic analysis is kept by (see _AUTO)."""
     code = getattr(fn, "__code__", None)
     if code is None or not isinstance(fn, types.FunctionType):
         return None
     values = []
     for cell in fn.__closure__ or ():
         try:
-            value = cell.cell_contents
-        except ValueError:
+            value = _plain_value(cell.cell_contents)
+        except ValueError:   # an empty cell
             return None
-        if not isinstance(value, _PLAIN):
+        if value is None:
             return None
         values.append(value)
     glob = fn.__globals__
     for name in code.co_names:
         if name in glob:
-            value = glob[name]
-            if isinstance(value, types.ModuleType):
+            if isinstance(glob[name], types.ModuleType):
                 continue
-            if not isinstance(value, _PLAIN):
+            value = _plain_value(glob[name])
+            if value is None:
                 return None
             values.append((name, value))
-    if fn.__defaults__ and not all(isinstance(d, _PLAIN) for d in fn.__defaults__):
+    defaults = _plain_value(fn.__defaults__ or ())
+    kwdefaults = _plain_value(tuple(sorted((fn.__kwdefaults__ or {}).items())))
+    if defaults is None or kwdefaults is None:
         return None
-    return (code, tuple(values), fn.__defaults__)
+    return (code, tuple(values), defaults, kwdefaults)
 
 
 class _NotIndexArithmetic(Exception):

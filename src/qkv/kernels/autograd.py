@@ -475,6 +475,12 @@ def _register():
         "(Tensor q, Tensor k, Tensor v, Tensor rows, float scale, int block_q, int block_k) -> (Tensor, Tensor)"))
     def flash_attention_op(q: Tensor, k: Tensor, v: Tensor, rows: Tensor, scale: float, block_q: int,
                            block_k: int) -> tuple[Tensor, Tensor]:
+        # qkv.attention checks the values before it picks this route; under torch.compile that check
+        # cannot branch, so the op makes it (one C pass over each tensor)
+        if not values_ok(q, k, v):
+            raise ValueError("qkv.flash_attention: q, k or v has a non-finite value or a value above 2^60, "
+                             "which the C kernel does not take; outside torch.compile qkv.attention sends such "
+                             "calls to its plain path")
         return _forward_tensors(q, k, v, rows, scale, block_q, block_k)
 
     @flash_attention_op.register_fake
@@ -512,18 +518,21 @@ def _register():
 
 
 # --------------------------------------------------------------------------- qkv.attention's route
-def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K):
+def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K, rows=None,
+        traced: bool = False):
     """Execute the TORCH_FLASH route (chosen by qkv.kernels.route.choose_route) on a checked call.
 
     call.q (…, H, Tq, Dk), call.k and call.v (…, G, Tk, ·) as `check_call` accepted them (GQA,
     broadcasting, 2-D inputs). Returns out (…, H, Tq, Dv) in q's dtype, or (out, lse (…, H, Tq))
     with return_lse (−inf for rows that see no key). Broadcast batch dimensions are expanded under
     autograd (their gradients summed by torch); float16/bfloat16 are cast to float32 and back.
+    rows: a (2, Tq) int64 tensor of key ranges (default `row_ranges(call)`). traced: under
+    torch.compile, run the custom op (registered beforehand) instead of the eager Function.
     """
     import torch
 
     q, k, v = call.q, call.k, call.v
-    rows = row_ranges(call)
+    rows_t = torch.from_numpy(row_ranges(call)) if rows is None else rows
     lead = call.lead or (1,)
     heads = lead[-1]
     kv_heads = int(k.shape[-3]) if k.ndim >= 3 else 1
@@ -537,8 +546,9 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
     q3 = flat(q, heads, call.tq, call.dk)
     k3 = flat(k, kv_heads, call.tk, call.dk)
     v3 = flat(v, kv_heads, call.tk, call.dv)
-    rows_t = torch.from_numpy(rows)
-    if call.score_mod is None:
+    if traced:
+        out, lse = torch.ops.qkv.flash_attention(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k))
+    elif call.score_mod is None:
         out, lse = _eager_function()(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k))
     else:   # a catalogue score function (route.torch_flash_why_not checked score_spec)
         out, lse = _scored_function()(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k),

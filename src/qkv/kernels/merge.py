@@ -50,7 +50,8 @@ import numpy as np
 
 from .._backend import namespace
 
-__all__ = ["Partial", "merge_partials", "finalize", "lse_of", "merge_into", "merge_lse_into", "finalize_into"]
+__all__ = ["Partial", "merge_partials", "merge_lse", "finalize", "lse_of", "merge_into", "merge_lse_into",
+           "finalize_into"]
 
 
 class Partial(NamedTuple):
@@ -105,6 +106,36 @@ def merge_partials(a: Partial, b: Partial) -> Partial:
     out, row_max, row_sum = (xp.astype(x, dtype, copy=True) for x in a)
     merge_into(out, row_max, row_sum, *(xp.astype(x, dtype, copy=False) for x in b))
     return Partial(out, row_max, row_sum)
+
+
+def merge_lse(parts) -> tuple:
+    """(out, lse): exact attention over the union of disjoint key sets, from each set's normalised
+    output and log-sum-exp — parts = [(out (…, Tq, Dv), lse (…, Tq)), …], as `qkv.attention(...,
+    return_lse=True)` gives them. Not in place and without a branch on the values, so torch autograd
+    differentiates it (through out and lse) and torch.compile traces it:
+
+        m = maxₖ lseₖ (0 where every lseₖ is −inf),  wₖ = exp(lseₖ − m),  Σ = Σₖ wₖ
+        lse = m + log Σ (−inf where Σ = 0),          out = Σₖ (wₖ / Σ)·outₖ
+
+    A row empty in every part gives out 0 and lse −inf (log and division take 1 there, discarded by
+    `where`: no NaN in the values or the gradients)."""
+    outs, lses = [p[0] for p in parts], [p[1] for p in parts]
+    xp = _namespace(**{f"out{i}": o for i, o in enumerate(outs)}, **{f"lse{i}": x for i, x in enumerate(lses)})
+    top = lses[0]
+    for lse in lses[1:]:
+        top = xp.maximum(top, lse)
+    top = xp.where(top == -xp.inf, xp.zeros_like(top), top)
+    weights = [xp.exp(lse - top) for lse in lses]
+    total = weights[0]
+    for w in weights[1:]:
+        total = total + w
+    empty = total == 0
+    safe = xp.where(empty, xp.ones_like(total), total)
+    out = outs[0] * (weights[0] / safe)[..., None]
+    for o, w in zip(outs[1:], weights[1:]):
+        out = out + o * (w / safe)[..., None]
+    lse = xp.where(empty, xp.full_like(total, -xp.inf), top + xp.log(safe))
+    return out, lse
 
 
 def lse_of(partial: Partial) -> Any:

@@ -38,7 +38,7 @@ import numpy as np
 
 from .call import Call
 
-__all__ = ["RouteName", "Route", "choose_route", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
+__all__ = ["RouteName", "Route", "choose_route", "traced_torch_route", "range_split", "split_call", "batch_call", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
            "FLASH_MANY", "FLASH_ROWS", "PY_WALK", "NUMPY_WALK"]
 
 
@@ -82,6 +82,10 @@ class Route:
       block on the BLAS step (no AVX-512 register tiles, _tile.h); width the vector loops (16 AVX-512,
       8 AVX2+FMA, 1 scalar; 0: the widest the CPU has). The plan sets the hardware's best; tests
       replace them (dataclasses.replace, or blocked._attention's tile=/width=) to run every loop.
+    key_rows: a split call (`range_split`: several key ranges per row, or ranges by batch) and every
+      TORCH_FLASH call under torch.compile: per batch b (one entry when the same for all), per range r,
+      the (2, Tq) int64 key ranges [lo, hi) of one pass (torch tensors under torch.compile: constants
+      of the graph); the passes' results are merged by their lse. () otherwise.
     """
 
     name: RouteName
@@ -99,6 +103,7 @@ class Route:
     score: tuple | None = field(default=None, repr=False, compare=False)
     tile: bool = True
     width: int = 0
+    key_rows: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def values_finite(self) -> bool:
@@ -158,13 +163,14 @@ def _name(route) -> RouteName | None:
 
 
 def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | None = None,
-                 block_k: int | None = None, num_threads: int | None = None) -> Route:
+                 block_k: int | None = None, num_threads: int | None = None, v_top: float | None = None) -> Route:
     """The route of one checked call (see the module docstring).
 
     want: "out" (the output), "lse" (also the log-sum-exp), "partial" (the kernel's un-normalised
       Partial) or "weights" (the weights or a trace: the full score matrix).
     route: None (choose), or the fastest route allowed (a RouteName or its value).
     block_q, block_k, num_threads: the kernel's block sizes and threads when given.
+    v_top: max |v| when already known (a split call's passes share the call's v), else looked up.
     """
     ceiling = _name(route)
     if call.empty:
@@ -178,7 +184,7 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
         return _torch_route(call, want, ceiling)
     if ceiling in (TORCH_FLASH, TORCH_SDPA):
         raise ValueError(f"route {ceiling.value} takes torch tensors")
-    v_top = _value_top(call.v)
+    v_top = _value_top(call.v) if v_top is None else v_top
     if ceiling is None:
         if want == "partial":
             ceiling = FLASH_MANY
@@ -199,6 +205,13 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
                              v_top=v_top)
             return Route(PLAIN, f"short call ({call.tq}·{call.tk} scores per head); {why}", v_top=v_top)
         return Route(PLAIN, "plain path asked for", v_top=v_top)
+    table = range_split(call) if want != "partial" else None
+    if table is not None:   # several key ranges per row, or per batch: the kernel once per range
+        sub = choose_route(split_call(call, table, 0, 0), want="lse", route=ceiling, block_q=block_q,
+                           block_k=block_k, num_threads=num_threads, v_top=v_top)
+        if sub.name in (FLASH_MANY, FLASH_ROWS):
+            return Route(sub.name, f"{_split_words(table)}: {sub.name.value} once per range, merged by lse",
+                         v_top=v_top, key_rows=_rows_of(table))
     return _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads)
 
 
@@ -210,6 +223,11 @@ def _torch_route(call: Call, want: str, ceiling) -> Route:
         if why is None:
             return Route(TORCH_FLASH, "CPU torch, float32/16/bf16, a mask of key ranges, finite values: "
                                       "the C kernel forward and backward")
+        table = range_split(call)
+        if table is not None and torch_flash_why_not(split_call(call, table, 0, 0), pinned=ceiling == TORCH_FLASH) \
+                is None and (table.shape[0] == 1 or _values_ok(call)):
+            return Route(TORCH_FLASH, f"{_split_words(table)}: the C kernel forward and backward once per range, "
+                                      "merged by lse (torch autograd through the merge)", key_rows=_rows_of(table))
     if want == "lse":
         return Route(PLAIN, "torch with return_lse: SDPA gives no lse")
     if call.score_mod is not None:
@@ -221,6 +239,187 @@ def _torch_route(call: Call, want: str, ceiling) -> Route:
             # SDPA multiplies masked keys' scores and values by 0: NaN where one is not finite
             return Route(PLAIN, "torch under a mask with a non-finite key or value: SDPA would read it")
     return Route(TORCH_SDPA, "torch tensors: torch's fused scaled_dot_product_attention")
+
+
+def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
+    """choose_route for torch tensors while torch.compile traces (`qkv.attention` under
+    torch.compile(fullgraph=True)): decided from what is known before any value is read — shapes,
+    dtypes, device, the mask and score functions — so the trace has no data-dependent branch.
+
+    The decision and the mask's key ranges are computed once per compiled graph, eagerly, by
+    `_static_torch_plan` (marked for Dynamo as a function with a constant result: a mask function
+    is analysed as on eager calls, plain lambdas included). The checks that read values move: the
+    op (`torch.ops.qkv.flash_attention`) refuses non-finite inputs itself, and a masked call that
+    cannot take TORCH_FLASH takes PLAIN, whose steps handle non-finite values without a branch
+    (SDPA, which would read masked keys' values, is kept for unmasked calls)."""
+    ceiling = _name(route)
+    if call.empty:
+        return Route(EMPTY, "Tq, Tk or a leading dimension is 0")
+    if want == "weights":
+        return Route(PLAIN, "the weights or a trace were asked for: the full score matrix")
+    if ceiling is not None and ceiling not in _LADDERS[2]:
+        raise ValueError(f"route {ceiling.value} takes NumPy arrays; torch tensors take torch_sdpa or plain")
+    import torch
+
+    # a catalogue mask is passed as its recipe when it has one (one built inside the compiled
+    # function is not yet a whole object while Dynamo traces); anything else as itself
+    recipe = getattr(call.mask_mod, "recipe", None)
+    # int(f"{n}"): a size torch.compile made symbolic (a second shape seen) becomes a number again,
+    # with a guard on it (the key ranges depend on it: another size compiles another graph)
+    tq, tk, batch, heads, dk, dv = (int(f"{n}") for n in (call.tq, call.tk, call.batch if call.lead else 1,
+                                                         call.heads, call.dk, call.dv))
+    name, reason, rows = _static_torch_plan(
+        call.mask_mod if recipe is None else None, recipe, call.score_mod is not None, call.causal,
+        call.mask is not None, call.bias is not None, tq, tk, batch, heads, call.work == torch.float32,
+        call.device.type, dk, dv, want, None if ceiling is None else ceiling.value,
+        min(call.q.ndim, call.k.ndim, call.v.ndim))
+    return Route(RouteName(name), reason, key_rows=rows)
+
+
+def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq, tk, batch, heads, float32, device,
+                       dk, dv, want, ceiling, ndim):
+    """(route value, reason, key-range tables) of a traced torch call (see traced_torch_route): the
+    same rules as torch_flash_why_not's and _torch_route's on what a trace knows. Run eagerly, once
+    per compiled graph: Dynamo bakes its result into the graph (`_dynamo_marked_constant`)."""
+    import types
+
+    import torch
+
+    from . import autograd
+    from ..masks import analyse, from_recipe
+
+    if recipe is not None:
+        mask_mod = from_recipe(recipe)
+    if ceiling == PLAIN.value:
+        return PLAIN.value, "plain path asked for", ()
+    if ceiling in (None, TORCH_FLASH.value):
+        pinned = ceiling == TORCH_FLASH.value
+        why = None
+        if not pinned and tq * tk < _C_KERNEL_MIN_SCORES:
+            why = "short call"
+        elif device != "cpu" or not float32 or dk == 0 or dv == 0 or has_mask or has_bias:
+            why = "not CPU float32/16/bf16 without a mask array or bias"
+        elif scored:
+            why = "a score_mod: its C passes are not an op torch.compile keeps"
+        elif not autograd.available():
+            why = "the C backward is not built"
+        rows = None
+        if why is None:
+            info = None if mask_mod is None else analyse(mask_mod, tq, tk, batch=batch, heads=heads, numpy=True)
+            rows = autograd.row_ranges(types.SimpleNamespace(mask=None, tq=tq, tk=tk, causal=causal,
+                                                             mask_mod=mask_mod, mask_info=info))
+            split = None
+            if rows is None and info is not None:
+                split = range_split(types.SimpleNamespace(
+                    mask_info=info, mask=None, bias=None, score_mod=None, tq=tq, tk=tk, causal=causal, batch=batch,
+                    q=types.SimpleNamespace(ndim=ndim), k=types.SimpleNamespace(ndim=ndim),
+                    v=types.SimpleNamespace(ndim=ndim)))
+            why = None if rows is not None or split is not None else "a mask function without key ranges"
+        if why is None:
+            autograd.op()   # registered here, eagerly: the trace only calls it
+            if rows is not None:
+                rows = ((rows,),)
+                reason = "traced: CPU float32/16/bf16, a mask of key ranges: the C op (which checks the values itself)"
+            else:
+                rows = _rows_of(split)
+                reason = f"traced: {_split_words(split)}: the C op once per range, merged by lse"
+            return (TORCH_FLASH.value, reason, tuple(tuple(torch.from_numpy(r) for r in per_batch)
+                                                     for per_batch in rows))
+    if want == "lse":
+        return PLAIN.value, "traced torch with return_lse: SDPA gives no lse", ()
+    if scored:
+        return PLAIN.value, "traced torch with a score_mod: SDPA takes none", ()
+    if causal or has_mask or mask_mod is not None or has_bias:
+        return PLAIN.value, "traced torch under a mask: the plain path (its value checks have no branch)", ()
+    return TORCH_SDPA.value, "traced torch tensors: torch's fused scaled_dot_product_attention", ()
+
+
+# Dynamo calls it eagerly and keeps its result as a constant of the graph (what
+# torch.compiler.assume_constant_result sets; set here so importing this module never imports torch)
+_static_torch_plan._dynamo_marked_constant = True
+
+
+def range_split(call: Call):
+    """(B', K, 2, Tq) int64 key ranges when the call's mask is K > 1 disjoint runs of keys per row or
+    differs by batch (B' = the batch), with causal folded in (`MaskInfo.range_table`); None when the
+    call has one range (or none) for every batch, a mask array, a bias or a score_mod. Each (b, r) is
+    then a one-range call (`split_call`) for the C routes, and the results are merged by their lse."""
+    info = call.mask_info
+    if info is None or call.mask is not None or call.bias is not None or call.score_mod is not None:
+        return None
+    if info.key_ranges is not None or info.block_kinds is None:
+        return None
+    table = info.range_table
+    if table is None or table.shape[:2] == (1, 1) or table.shape[-1] != call.tq:
+        return None
+    if table.shape[0] > 1 and (table.shape[0] != call.batch or min(call.q.ndim, call.k.ndim, call.v.ndim) < 3):
+        return None
+    if call.causal:   # bottom-right: row i sees j <= i + Tk − Tq
+        limit = np.arange(call.tq, dtype=np.int64) + (call.tk - call.tq) + 1
+        table = table.copy()
+        table[:, :, 1] = np.maximum(np.minimum(table[:, :, 1], limit), table[:, :, 0])
+    return table
+
+
+def _split_words(table) -> str:
+    ranges = f"{table.shape[1]} key ranges per row" if table.shape[1] > 1 else "one key range per row"
+    return ranges + (f", by batch ({table.shape[0]})" if table.shape[0] > 1 else "")
+
+
+def _rows_of(table) -> tuple:
+    """Route.key_rows of a split: per batch b (one when the same for all), per range r, (2, Tq)."""
+    return tuple(tuple(np.ascontiguousarray(table[b, r]) for r in range(table.shape[1]))
+                 for b in range(table.shape[0]))
+
+
+def pass_block_k(rows, default: int) -> int | None:
+    """The key block of one pass of a split whose ranges are all narrow (attention sinks, global
+    tokens: a few keys per row): the power of two ≥ the widest range, at least 16, so the pass does not
+    compute whole default-size key blocks to keep four keys of each; None (the default) otherwise."""
+    rows = np.asarray(rows)
+    width = int((rows[1] - rows[0]).max(initial=0))
+    if width >= default // 2:
+        return None
+    return max(16, 1 << max(width - 1, 0).bit_length())
+
+
+def _values_ok(call: Call) -> bool:
+    from . import autograd
+
+    return autograd.values_ok(call.q, call.k, call.v)
+
+
+def split_call(call: Call, table, b: int, r: int) -> Call:
+    """The one-range call of batch b (every batch when the table has one) and range r of a split
+    (see range_split): its mask is those key ranges (`qkv.masks.key_range_mask`), causal folded in.
+    table: (B', K, 2, Tq), or one (2, Tq) range table for `call` itself (b and r unused)."""
+    import dataclasses
+
+    from ..masks import analyse, key_range_mask
+
+    if getattr(table, "ndim", 0) == 2:   # one pass's (2, Tq) rows already: the call as it is
+        rows, base = table, call
+    else:
+        rows = table[b if len(table) > 1 else 0][r]
+        base = batch_call(call, b) if len(table) > 1 else call
+    mask = key_range_mask(rows[0], rows[1])
+    info = analyse(mask, base.tq, base.tk, batch=base.batch if base.lead else 1, heads=base.heads)
+    return dataclasses.replace(base, mask_mod=mask, mask_info=info, causal=False)
+
+
+def batch_call(call: Call, b: int) -> Call:
+    """The call of batch b alone (the leading dimensions before the heads flattened, C order): q, k
+    and v broadcast to the call's batch and sliced, lead (H,)."""
+    import dataclasses
+
+    xp = call.xp
+    batch = call.lead[:-1]
+
+    def take(x):
+        full = xp.broadcast_to(x, batch + tuple(x.shape[-3:]))
+        return xp.reshape(full, (-1,) + tuple(x.shape[-3:]))[b]
+
+    return dataclasses.replace(call, q=take(call.q), k=take(call.k), v=take(call.v), lead=call.lead[-1:])
 
 
 def torch_flash_why_not(call: Call, *, pinned: bool = False) -> str | None:

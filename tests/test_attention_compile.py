@@ -1,0 +1,177 @@
+"""qkv.attention itself under torch.compile(fullgraph=True): the traced route (kernels/route.py
+`traced_torch_route`) decides without reading values, the C op keeps forward and backward, and the
+plain path's value handling has no data-dependent branch. Outputs and gradients are compared with
+the eager call and with float64 torch autograd through the plain path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import qkv
+from qkv import masks
+from qkv.attention import _attention
+from qkv.kernels import autograd as ag
+
+T = 256
+
+
+def _window_lambda(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx <= 40)
+
+
+def _inputs(seed=0, shape=(2, 2, T, 16)):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(shape, generator=g) for _ in range(3)]
+
+
+_WINDOW = masks.sliding_window(32)
+_BLOCK_MASK = masks.block_mask(_window_lambda, 2, 2, T, T)
+_DOCS = masks.document(np.repeat(np.arange(4), T // 4))
+_BATCH_DOCS = masks.document(np.stack([np.repeat(np.arange(4), T // 4), np.repeat(np.arange(2), T // 2)]))
+# each case's keyword arguments, made inside the compiled function (so masks built there are traced)
+CASES = {
+    "causal": lambda: dict(causal=True),
+    "catalogue window": lambda: dict(mask_mod=_WINDOW),
+    "catalogue built inside": lambda: dict(mask_mod=masks.sinks(3) | masks.sliding_window(32) & masks.causal()),
+    "catalogue with ids": lambda: dict(mask_mod=_DOCS & masks.causal()),
+    "per-batch documents": lambda: dict(mask_mod=_BATCH_DOCS | masks.sinks(2)),   # two ranges, by batch
+    "lambda": lambda: dict(mask_mod=_window_lambda),
+    "lambda made inside": lambda: dict(mask_mod=lambda b, h, q_idx, kv_idx: q_idx - kv_idx <= 40),
+    "BlockMask": lambda: dict(mask_mod=_BLOCK_MASK),
+    "unmasked": lambda: {},
+}
+
+
+def _grads(fn, q, k, v, dout):
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    out = fn(*leaves)
+    out.backward(dout)
+    return out.detach(), [x.grad for x in leaves]
+
+
+@pytest.fixture
+def forward_calls(monkeypatch):
+    """How many times the C forward ran (the custom op's body calls it)."""
+    calls = []
+    real = ag._forward_tensors
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(ag, "_forward_tensors", counted)
+    return calls
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("route", [None, "plain"])
+def test_fullgraph_compile_of_attention_matches_eager(name, route, forward_calls):
+    make = CASES[name]
+    torch._dynamo.reset()
+    q, k, v = _inputs()
+    dout = _inputs(1)[0]
+
+    def fn(q, k, v):
+        return _attention(q, k, v, route=route, **make())
+
+    compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
+    eager_out, eager_grads = _grads(fn, q, k, v, dout)
+    forward_calls.clear()
+    out, grads = _grads(compiled, q, k, v, dout)
+    torch.testing.assert_close(out, eager_out, rtol=1e-6, atol=1e-6)
+    for got, want in zip(grads, eager_grads):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    # without route="plain" the compiled call ran the C op (CPU float32 of 256² scores per head)
+    assert bool(forward_calls) == (route is None)
+    # and both agree with float64 torch autograd through the plain path
+    ref_out, ref_grads = _grads(lambda *x: _attention(*x, route="plain", **make()),
+                                *(x.double() for x in (q, k, v)), dout.double())
+    torch.testing.assert_close(out.double(), ref_out, rtol=2e-5, atol=2e-5)
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got.double(), want, rtol=2e-4, atol=2e-4)
+
+
+def test_inductor_compiles_attention_with_a_catalogue_mask():
+    torch._dynamo.reset()
+    q, k, v = _inputs(2)
+    dout = _inputs(3)[0]
+
+    def fn(q, k, v):
+        return qkv.attention(q, k, v, mask_mod=masks.sliding_window(32))
+
+    eager_out, eager_grads = _grads(fn, q, k, v, dout)
+    out, grads = _grads(torch.compile(fn, fullgraph=True), q, k, v, dout)
+    torch.testing.assert_close(out, eager_out, rtol=1e-6, atol=1e-6)
+    for got, want in zip(grads, eager_grads):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_new_mask_object_is_not_served_the_old_graphs_key_ranges():
+    """The route and key ranges are constants of a compiled graph: a different mask must not reuse them."""
+    torch._dynamo.reset()
+    q, k, v = _inputs(4)
+    holder = [masks.sliding_window(8)]
+
+    def fn(q, k, v):
+        return qkv.attention(q, k, v, mask_mod=holder[0])
+
+    compiled = torch.compile(fn, fullgraph=True, backend="eager")
+    torch.testing.assert_close(compiled(q, k, v), fn(q, k, v))
+    holder[0] = masks.sliding_window(100)
+    torch.testing.assert_close(compiled(q, k, v), fn(q, k, v))
+    ref = _attention(*(x.double() for x in (q, k, v)), mask_mod=masks.sliding_window(100), route="plain")
+    torch.testing.assert_close(compiled(q, k, v).double(), ref, rtol=1e-5, atol=1e-5)
+    # another length: the sizes are guarded numbers, not symbols the key ranges would be baked for
+    q, k, v = _inputs(5, (1, 2, T + 64, 16))
+    ref = _attention(*(x.double() for x in (q, k, v)), mask_mod=masks.sliding_window(100), route="plain")
+    torch.testing.assert_close(compiled(q, k, v).double(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_traced_plain_path_keeps_non_finite_values_of_masked_keys_out():
+    """Under compile the plain path has no branch on the values: a NaN or inf value of a key a row may
+    not see does not reach that row; rows that see it get what the sum gives (NaN or that inf)."""
+    torch._dynamo.reset()
+    q, k, v = (x.double() for x in _inputs(5, (1, 2, 12, 4)))
+    v = v.clone()
+    v[0, 0, 5, 1] = float("nan")
+    v[0, 1, 7, 2] = float("inf")
+    v[0, 1, 8, 2] = float("-inf")
+    v[0, 0, 9, 3] = float("inf")
+
+    def fn(q, k, v):
+        return qkv.attention(q, k, v, causal=True)
+
+    out = torch.compile(fn, fullgraph=True, backend="eager")(q, k, v)
+    expected = fn(q, k, v)
+    torch.testing.assert_close(out, expected, equal_nan=True)
+    # float64 by hand: softmax over each row's keys j <= i, then Σ w·v column by column (0·NaN never formed)
+    qn, kn, vn = (x.numpy() for x in (q, k, v))
+    for head in range(2):
+        for i in range(12):
+            s = qn[0, head, i] @ kn[0, head, :i + 1].T / 2.0
+            w = np.exp(s - s.max())
+            w /= w.sum()
+            want = [sum(w[j] * vn[0, head, j, c] for j in range(i + 1)) for c in range(4)]
+            np.testing.assert_allclose(out[0, head, i].numpy(), want, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(expected[0, head, i].numpy(), want, rtol=1e-12, atol=1e-12)
+    assert torch.isfinite(out[0, 0, :5]).all() and torch.isnan(out[0, 0, 5:, 1]).all()
+    assert torch.isnan(out[0, 1, 8:, 2]).all() and (out[0, 1, 7, 2] == float("inf"))
+    assert (out[0, 0, 9:, 3] == float("inf")).all()
+
+
+def test_the_op_refuses_non_finite_values_under_compile():
+    """Outside compile such a call takes the plain path; the compiled graph cannot branch, so the op
+    itself says what is wrong."""
+    torch._dynamo.reset()
+    q, k, v = _inputs(6)
+    v = v.clone()
+    v[0, 0, 3, 0] = float("nan")
+
+    def fn(q, k, v):
+        return qkv.attention(q, k, v, causal=True)
+
+    with pytest.raises(ValueError, match="non-finite value"):
+        torch.compile(fn, fullgraph=True, backend="eager")(q, k, v)
+    assert torch.isnan(fn(q, k, v)[0, 0, 3:, 0]).all()   # eager: the plain path
