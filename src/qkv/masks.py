@@ -708,8 +708,10 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
 
 def alibi(slopes) -> ScoreMod:
     """ALiBi: score + slope[h]·(kv − q), a linear penalty on distance. slopes: an int H (the
-    standard slopes, `alibi_slopes(H)`) or an array (H,)."""
-    table = alibi_slopes(slopes) if isinstance(slopes, (int, np.integer)) else np.asarray(slopes, np.float64)
+    standard slopes, `alibi_slopes(H)`) or an array (H,), copied (later changes to it are not seen)."""
+    # a copy: the function is fixed when made (changing the caller's array afterwards changes
+    # nothing; the C routes keep a table computed from it per shape)
+    table = alibi_slopes(slopes) if isinstance(slopes, (int, np.integer)) else np.array(slopes, np.float64)
     if table.ndim != 1:
         raise ValueError(f"slopes must be a number of heads or an array (H,), got shape {table.shape}")
     cached = {}
@@ -760,8 +762,9 @@ def t5_bucket(relative_position, num_buckets: int = 32, max_distance: int = 128,
 def t5_relative_buckets(table, *, num_buckets: int | None = None, max_distance: int = 128,
                         bidirectional: bool = True) -> ScoreMod:
     """T5's relative position bias: score + table[h, bucket(kv − q)]. table: (H, num_buckets)
-    learned biases (transformers stores its transpose, relative_attention_bias.weight)."""
-    table = np.asarray(table, dtype=np.float64)
+    learned biases (transformers stores its transpose, relative_attention_bias.weight), copied: later
+    changes to the caller's array are not seen."""
+    table = np.array(table, dtype=np.float64)   # a copy: fixed when made (see alibi)
     if table.ndim != 2:
         raise ValueError(f"table must be (H, num_buckets), got shape {table.shape}")
     num_buckets = table.shape[1] if num_buckets is None else num_buckets
