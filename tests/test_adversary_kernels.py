@@ -7,6 +7,8 @@ Classes covered:
   a declaration that is false (the function reads q, kv or b on its own), a function reading an
   array or a global that changes between calls, a function written with torch methods, a function
   whose result does not have one score per score, a function reading a tensor that is trained;
+- the automatic mask-analysis cache (h/masks): a value read through a module attribute or from a
+  nested code object (comprehension, inner lambda) changed between calls;
 """
 
 from __future__ import annotations
@@ -192,3 +194,72 @@ def test_relative_function_with_the_wrong_result_shape(result):
         with pytest.raises(ValueError, match="one score per score"):
             _attention(*(x.astype(np.float32) for x in (q, k, v)), score_mod=mod, route=route)
     assert "score_mod" in str(want.value)
+
+
+# --------------------------------------------------------------------------- the mask-analysis cache
+# (h/masks: masks._frozen_inputs keys an automatic analysis by code and the plain values it reads.)
+# A mask analysed with one value and then served after the value changed gives wrong block kinds:
+# keys skipped, or kept, that the function no longer allows. Each case builds the lambda afresh, as
+# a user writing it inline would, so only the key can tell the two calls apart.
+def _mask_error(make):
+    q, k, v = _inputs(b=1, h=2, tq=600, tk=600)
+    mod = make()
+    got = _attention(*(x.astype(np.float32) for x in (q, k, v)), mask_mod=mod, route="flash_many")
+    return float(np.max(np.abs(got - plain(q, k, v, mask_mod=mod))))
+
+
+_WINDOW = 10
+
+
+def _set_window(value):
+    global _WINDOW
+    _WINDOW = value
+
+
+def _module_with(**values):
+    import types
+
+    module = types.ModuleType("adversary_settings")
+    module.__dict__.update(values)
+    return module
+
+
+settings = _module_with(WINDOW=10, inner=_module_with(WINDOW=10))
+
+STALE_CASES = {
+    # a module attribute (a settings module read as cfg.WINDOW), one level and two levels down
+    "module attribute": (lambda: (lambda b, h, q, kv: (q >= kv) & (q - kv <= settings.WINDOW)),
+                         lambda w: setattr(settings, "WINDOW", w)),
+    "submodule attribute": (lambda: (lambda b, h, q, kv: (q >= kv) & (q - kv <= settings.inner.WINDOW)),
+                            lambda w: setattr(settings.inner, "WINDOW", w)),
+    # a global read only inside a comprehension or an inner lambda (a code object of its own)
+    "global in a comprehension": (lambda: (lambda b, h, q, kv: (q >= kv) & [q - kv <= _WINDOW for _ in (0,)][0]),
+                                  _set_window),
+    "global in an inner lambda": (lambda: (lambda b, h, q, kv: (q >= kv) & (lambda d: d <= _WINDOW)(q - kv)),
+                                  _set_window),
+    # the plain cases the cache already handled, kept as guards
+    "global": (lambda: (lambda b, h, q, kv: (q >= kv) & (q - kv <= _WINDOW)), _set_window),
+}
+
+
+@needs_fused
+@pytest.mark.parametrize("name", list(STALE_CASES))
+def test_mask_cache_serves_no_stale_analysis(name):
+    make, change = STALE_CASES[name]
+    try:
+        for window in (10, 200, 3, 10):
+            change(window)
+            assert _mask_error(make) < TOL, window
+    finally:
+        change(10)
+
+
+def test_mask_cache_still_keeps_library_calls():
+    """Reading NumPy's functions and constants (np.abs, np.pi) does not make a function uncacheable."""
+    from qkv.masks import _frozen_inputs
+
+    w = 12
+    assert _frozen_inputs(lambda b, h, q, kv: np.abs(q - kv) <= w + int(np.pi)) is not None
+    assert _frozen_inputs(lambda b, h, q, kv: np.abs(q - kv) <= settings.WINDOW) is not None
+    table = np.zeros(3)
+    assert _frozen_inputs(lambda b, h, q, kv: q - kv <= table[0]) is None

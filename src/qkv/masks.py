@@ -1057,8 +1057,10 @@ def _plain_value(value):
 
 
 def _frozen_inputs(fn):
-    """(code, closure values, globals read, defaults) when they are all plain immutable values (modules
-    read as globals are skipped), else None: what an automatic analysis is kept by (see _AUTO)."""
+    """(code, closure values, globals read, module attributes read, defaults) when they are all plain
+    immutable values, else None: what an automatic analysis is kept by (see _AUTO). Names are those of
+    the code and of its nested code objects (comprehensions, inner lambdas); a module read as a global
+    is not a key itself, the plain values of its attributes the code may read are."""
     code = getattr(fn, "__code__", None)
     if code is None or not isinstance(fn, types.FunctionType):
         return None
@@ -1072,19 +1074,54 @@ def _frozen_inputs(fn):
             return None
         values.append(value)
     glob = fn.__globals__
-    for name in code.co_names:
+    names = _names_read(code)
+    modules = []
+    for name in names:
         if name in glob:
             if isinstance(glob[name], types.ModuleType):
+                modules.append(glob[name])
                 continue
             value = _plain_value(glob[name])
             if value is None:
                 return None
             values.append((name, value))
+    # A module's attributes the code may read (`cfg.WINDOW`): plain values are keys like globals;
+    # functions, classes and modules (np.where, torch.float32) are taken as fixed; anything else
+    # (an array in a module) leaves the function uncached.
+    seen = {id(m) for m in modules}
+    while modules:
+        module = modules.pop()
+        for name in names:
+            try:
+                value = getattr(module, name)
+            except Exception:   # noqa: BLE001 — not an attribute of this module (or a lazy import failing)
+                continue
+            if isinstance(value, types.ModuleType):
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    modules.append(value)
+                continue
+            plain = _plain_value(value)
+            if plain is not None:
+                values.append((module.__name__, name, plain))
+            elif not callable(value):
+                return None
     defaults = _plain_value(fn.__defaults__ or ())
     kwdefaults = _plain_value(tuple(sorted((fn.__kwdefaults__ or {}).items())))
     if defaults is None or kwdefaults is None:
         return None
     return (code, tuple(values), defaults, kwdefaults)
+
+
+def _names_read(code) -> tuple:
+    """The global and attribute names code reads, its nested code objects' too (a comprehension or
+    an inner lambda is a code object of its own in co_consts, with its own co_names)."""
+    names, stack = [], [code]
+    while stack:
+        c = stack.pop()
+        names.extend(c.co_names)
+        stack.extend(x for x in c.co_consts if isinstance(x, types.CodeType))
+    return tuple(dict.fromkeys(names))
 
 
 class _NotIndexArithmetic(Exception):
