@@ -270,8 +270,10 @@ def _by_key_ranges(call: Call, route: "_route.Route", *, return_lse: bool):
                                              block_k=_route.pass_block_k(rows, _route._SPARSE_BLOCK_K))
                 out, lse = _kernel_module.run(sub, chosen, "lse")
             parts.append((xp.astype(out, call.work, copy=False), xp.astype(lse, call.work, copy=False)))
-        if is_torch(call.q):   # differentiable, no branch on the values
+        if is_torch(call.q) and traced:   # differentiable, no branch on the values
             out, lse = merge_lse(parts) if len(parts) > 1 else parts[0]
+        elif is_torch(call.q):
+            out, lse = _merged_function()(*(x for part in parts for x in part)) if len(parts) > 1 else parts[0]
         else:                  # in place on the first pass's fresh arrays: no temporaries per pass
             out, lse = parts[0]
             for more in parts[1:]:
@@ -282,6 +284,54 @@ def _by_key_ranges(call: Call, route: "_route.Route", *, return_lse: bool):
         out, lse = xp.reshape(xp.stack(outs), call.out_shape), xp.reshape(xp.stack(lses), call.out_shape[:-1])
     out, lse = xp.astype(out, call.dtype), xp.astype(lse, call.dtype)
     return (out, lse) if return_lse else out
+
+
+_MERGED = None
+
+
+def _merged_function():
+    """merge_lse of eager torch passes as a torch.autograd.Function computed in NumPy (float32, one
+    thread): torch's own elementwise ops here wake its OpenMP workers, which then spin beside the C
+    kernel's threads in the next pass (measured: the sinks + window backward 2× slower). Inputs
+    out₁, lse₁, out₂, lse₂, …; outputs (out, lse). Backward, with aₖ = exp(lseₖ − lse) (0 for an empty
+    pass): d outₖ = aₖ·dO, d lseₖ = aₖ·(dL + rowsum(dO ∘ (outₖ − O)))."""
+    global _MERGED
+    if _MERGED is None:
+        import torch
+
+        from .kernels.merge import merge_lse_into
+
+        def arrays(tensors):
+            return [np.ascontiguousarray(t.detach().numpy()) for t in tensors]
+
+        class MergedPasses(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, *flat):
+                outs, lses = arrays(flat[0::2]), arrays(flat[1::2])
+                out, lse = outs[0].copy(), lses[0].copy()
+                for more in zip(outs[1:], lses[1:]):
+                    merge_lse_into(out, lse, *more)
+                out_t, lse_t = torch.from_numpy(out), torch.from_numpy(lse)
+                ctx.save_for_backward(*flat, out_t, lse_t)
+                return out_t, lse_t
+
+            @staticmethod
+            @torch.autograd.function.once_differentiable
+            def backward(ctx, d_out, d_lse):
+                saved = ctx.saved_tensors
+                flat, out, lse = arrays(saved[:-2]), saved[-2].numpy(), saved[-1].numpy()
+                d_out = np.zeros_like(out) if d_out is None else np.ascontiguousarray(d_out.numpy())
+                d_lse = np.zeros_like(lse) if d_lse is None else np.ascontiguousarray(d_lse.numpy())
+                safe = np.where(lse == -np.inf, 0, lse)
+                grads = []
+                for o, l in zip(flat[0::2], flat[1::2]):
+                    a = np.exp(l - safe)                     # 0 where the pass (or every pass) is empty
+                    spread = np.einsum("...d,...d->...", d_out, o - out, optimize=False)
+                    grads += [torch.from_numpy(d_out * a[..., None]), torch.from_numpy(a * (d_lse + spread))]
+                return tuple(grads)
+
+        _MERGED = MergedPasses
+    return _MERGED.apply
 
 
 def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,

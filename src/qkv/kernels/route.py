@@ -368,7 +368,7 @@ def _split_words(table) -> str:
 
 def _rows_of(table) -> tuple:
     """Route.key_rows of a split: per batch b (one when the same for all), per range r, (2, Tq)."""
-    return tuple(tuple(np.ascontiguousarray(table[b, r]) for r in range(table.shape[1]))
+    return tuple(tuple(np.array(table[b, r], order="C") for r in range(table.shape[1]))
                  for b in range(table.shape[0]))
 
 
