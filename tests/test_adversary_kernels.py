@@ -263,3 +263,32 @@ def test_mask_cache_still_keeps_library_calls():
     assert _frozen_inputs(lambda b, h, q, kv: np.abs(q - kv) <= settings.WINDOW) is not None
     table = np.zeros(3)
     assert _frozen_inputs(lambda b, h, q, kv: q - kv <= table[0]) is None
+
+
+# --------------------------------------------------------------------------- several key ranges per row
+# (h/masks: a split call's passes are key_range_mask; a pass that is a band keeps the kernel's band
+# masking, with the block kinds of sliding_window(−a, b − 1).) A band beside the diagonal — the window
+# part of chunked | sliding_window under causal=True becomes kv < q in some passes — raised
+# "ValueError: right must be ≥ 0, got -1" on every C route, though the plain path computes it.
+BESIDE_THE_DIAGONAL = {
+    "chunked | window, causal": (lambda: masks.or_masks(masks.chunked(8), masks.sliding_window(36)), True, 61),
+    "document | causal, causal": (lambda: masks.or_masks(masks.document(np.repeat(np.arange(4), 15)[:58]),
+                                                         masks.causal()), True, 58),
+    "key ranges ahead of q": (lambda: masks.key_range_mask(np.arange(90) + 3, np.arange(90) + 20), False, 90),
+    "key ranges behind q": (lambda: masks.key_range_mask(np.maximum(np.arange(90) - 20, 0), np.arange(90) - 2),
+                            False, 90),
+}
+
+
+@needs_fused
+@pytest.mark.parametrize("name", list(BESIDE_THE_DIAGONAL))
+def test_split_pass_band_beside_the_diagonal(name):
+    make, causal, t = BESIDE_THE_DIAGONAL[name]
+    q, k, v = _inputs(b=2, h=2, tq=t, tk=t)
+    mod = make()
+    want, want_lse = plain(q, k, v, mask_mod=mod, causal=causal, return_lse=True)
+    for route in ("flash_many", "flash_rows"):
+        got, lse = _attention(*(x.astype(np.float32) for x in (q, k, v)), mask_mod=mod, causal=causal,
+                              return_lse=True, route=route)
+        np.testing.assert_allclose(got, want, atol=TOL, rtol=0)
+        np.testing.assert_allclose(lse, want_lse, atol=TOL, rtol=0)

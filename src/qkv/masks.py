@@ -593,6 +593,10 @@ def _band_of(lo, hi):
         return None
     if a is not None and a > b:
         return None
+    # the band's block kinds are sliding_window(−a, b − 1)'s, a window around the diagonal: a band
+    # beside it (a split pass of chunked(8) | sliding_window(36) with causal: kv < q) is plain ranges
+    if (a is not None and a > 0) or b < 1:
+        return None
     return a, b
 
 
