@@ -1117,6 +1117,42 @@ def _frozen_inputs(fn):
     return (code, tuple(values), defaults, kwdefaults)
 
 
+def reads_module_state(fn) -> bool:
+    """Whether a plain function reads a value of a global or of a module's attribute that could change
+    between calls (anything but modules, functions and classes: `W` in `q - kv <= W`, `cfg.WINDOW`),
+    in its own code or its nested code objects. torch.compile guards what the trace reads, and a
+    mask function's analysis runs beside the trace (kernels/route.py, _static_torch_plan): such a
+    function's key ranges could be baked into a graph that a later value no longer matches."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not isinstance(fn, types.FunctionType):
+        return False
+    glob = fn.__globals__
+    names = _names_read(code)
+    modules, seen = [], set()
+    for name in names:
+        if name in glob:
+            value = glob[name]
+            if isinstance(value, types.ModuleType):
+                modules.append(value)
+                seen.add(id(value))
+            elif not callable(value):
+                return True
+    while modules:
+        module = modules.pop()
+        for name in names:
+            try:
+                value = getattr(module, name)
+            except Exception:   # noqa: BLE001 — not an attribute of this module
+                continue
+            if isinstance(value, types.ModuleType):
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    modules.append(value)
+            elif not callable(value) and module.__name__.split(".")[0] not in ("numpy", "torch", "math"):
+                return True
+    return False
+
+
 def _names_read(code) -> tuple:
     """The global and attribute names code reads, its nested code objects' too (a comprehension or
     an inner lambda is a code object of its own in co_consts, with its own co_names)."""
