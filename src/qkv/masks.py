@@ -593,6 +593,10 @@ def _band_of(lo, hi):
         return None
     if a is not None and a > b:
         return None
+    # the band's block kinds are sliding_window(−a, b − 1)'s, a window around the diagonal: a band
+    # beside it (a split pass of chunked(8) | sliding_window(36) with causal: kv < q) is plain ranges
+    if (a is not None and a > 0) or b < 1:
+        return None
     return a, b
 
 
@@ -708,8 +712,10 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
 
 def alibi(slopes) -> ScoreMod:
     """ALiBi: score + slope[h]·(kv − q), a linear penalty on distance. slopes: an int H (the
-    standard slopes, `alibi_slopes(H)`) or an array (H,)."""
-    table = alibi_slopes(slopes) if isinstance(slopes, (int, np.integer)) else np.asarray(slopes, np.float64)
+    standard slopes, `alibi_slopes(H)`) or an array (H,), copied (later changes to it are not seen)."""
+    # a copy: the function is fixed when made (changing the caller's array afterwards changes
+    # nothing; the C routes keep a table computed from it per shape)
+    table = alibi_slopes(slopes) if isinstance(slopes, (int, np.integer)) else np.array(slopes, np.float64)
     if table.ndim != 1:
         raise ValueError(f"slopes must be a number of heads or an array (H,), got shape {table.shape}")
     cached = {}
@@ -760,8 +766,9 @@ def t5_bucket(relative_position, num_buckets: int = 32, max_distance: int = 128,
 def t5_relative_buckets(table, *, num_buckets: int | None = None, max_distance: int = 128,
                         bidirectional: bool = True) -> ScoreMod:
     """T5's relative position bias: score + table[h, bucket(kv − q)]. table: (H, num_buckets)
-    learned biases (transformers stores its transpose, relative_attention_bias.weight)."""
-    table = np.asarray(table, dtype=np.float64)
+    learned biases (transformers stores its transpose, relative_attention_bias.weight), copied: later
+    changes to the caller's array are not seen."""
+    table = np.array(table, dtype=np.float64)   # a copy: fixed when made (see alibi)
     if table.ndim != 2:
         raise ValueError(f"table must be (H, num_buckets), got shape {table.shape}")
     num_buckets = table.shape[1] if num_buckets is None else num_buckets
@@ -1054,8 +1061,10 @@ def _plain_value(value):
 
 
 def _frozen_inputs(fn):
-    """(code, closure values, globals read, defaults) when they are all plain immutable values (modules
-    read as globals are skipped), else None: what an automatic analysis is kept by (see _AUTO)."""
+    """(code, closure values, globals read, module attributes read, defaults) when they are all plain
+    immutable values, else None: what an automatic analysis is kept by (see _AUTO). Names are those of
+    the code and of its nested code objects (comprehensions, inner lambdas); a module read as a global
+    is not a key itself, the plain values of its attributes the code may read are."""
     code = getattr(fn, "__code__", None)
     if code is None or not isinstance(fn, types.FunctionType):
         return None
@@ -1069,19 +1078,90 @@ def _frozen_inputs(fn):
             return None
         values.append(value)
     glob = fn.__globals__
-    for name in code.co_names:
+    names = _names_read(code)
+    modules = []
+    for name in names:
         if name in glob:
             if isinstance(glob[name], types.ModuleType):
+                modules.append(glob[name])
                 continue
             value = _plain_value(glob[name])
             if value is None:
                 return None
             values.append((name, value))
+    # A module's attributes the code may read (`cfg.WINDOW`): plain values are keys like globals;
+    # functions, classes and modules (np.where, torch.float32) are taken as fixed; anything else
+    # (an array in a module) leaves the function uncached.
+    seen = {id(m) for m in modules}
+    while modules:
+        module = modules.pop()
+        for name in names:
+            try:
+                value = getattr(module, name)
+            except Exception:   # noqa: BLE001 — not an attribute of this module (or a lazy import failing)
+                continue
+            if isinstance(value, types.ModuleType):
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    modules.append(value)
+                continue
+            plain = _plain_value(value)
+            if plain is not None:
+                values.append((module.__name__, name, plain))
+            elif not callable(value):
+                return None
     defaults = _plain_value(fn.__defaults__ or ())
     kwdefaults = _plain_value(tuple(sorted((fn.__kwdefaults__ or {}).items())))
     if defaults is None or kwdefaults is None:
         return None
     return (code, tuple(values), defaults, kwdefaults)
+
+
+def reads_module_state(fn) -> bool:
+    """Whether a plain function reads a value of a global or of a module's attribute that could change
+    between calls (anything but modules, functions and classes: `W` in `q - kv <= W`, `cfg.WINDOW`),
+    in its own code or its nested code objects. torch.compile guards what the trace reads, and a
+    mask function's analysis runs beside the trace (kernels/route.py, _static_torch_plan): such a
+    function's key ranges could be baked into a graph that a later value no longer matches."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not isinstance(fn, types.FunctionType):
+        return False
+    glob = fn.__globals__
+    names = _names_read(code)
+    modules, seen = [], set()
+    for name in names:
+        if name in glob:
+            value = glob[name]
+            if isinstance(value, types.ModuleType):
+                modules.append(value)
+                seen.add(id(value))
+            elif not callable(value):
+                return True
+    while modules:
+        module = modules.pop()
+        for name in names:
+            try:
+                value = getattr(module, name)
+            except Exception:   # noqa: BLE001 — not an attribute of this module
+                continue
+            if isinstance(value, types.ModuleType):
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    modules.append(value)
+            elif not callable(value) and module.__name__.split(".")[0] not in ("numpy", "torch", "math"):
+                return True
+    return False
+
+
+def _names_read(code) -> tuple:
+    """The global and attribute names code reads, its nested code objects' too (a comprehension or
+    an inner lambda is a code object of its own in co_consts, with its own co_names)."""
+    names, stack = [], [code]
+    while stack:
+        c = stack.pop()
+        names.extend(c.co_names)
+        stack.extend(x for x in c.co_consts if isinstance(x, types.CodeType))
+    return tuple(dict.fromkeys(names))
 
 
 class _NotIndexArithmetic(Exception):

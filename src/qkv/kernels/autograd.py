@@ -332,31 +332,84 @@ _SPECS_KEPT = 16
 _specs_lock = threading.Lock()
 
 
-def relative_table(score_mod, heads: int, tq: int, tk: int):
+def relative_table(score_mod, heads: int, tq: int, tk: int, batch: int = 1, like=None):
     """float64 (heads, Tq + Tk − 1): column kv − q + Tq − 1 of row h holds f(h, kv − q) of a score_mod
     declared relative (score_mod(s, b, h, q, kv) = s + f(h, kv − q)), from the function itself on
     score 0 (one implementation of the math); q and kv are kept inside 0 … Tq − 1, 0 … Tk − 1.
-    None when the function fails there or gives a value that is not finite (the other paths then
-    run it and say what is wrong)."""
+
+    The declaration is checked, not trusted: each diagonal kv − q is evaluated at three places (its
+    first, middle and last row) and three batch indices (0, batch // 2, batch − 1); a function whose
+    values differ there (it reads q, kv or b on their own) is not relative, and the C routes would add a
+    wrong bias. like: a torch tensor when the call is on torch (the function then gets CPU float64 /
+    int64 tensors, as the plain path gives it torch tensors); NumPy arrays otherwise.
+
+    None — the plain path (or the NumPy walk) then evaluates the function on every score, says what
+    is wrong when something is, and carries gradients into captured tensors — when the function
+    fails on the probe (any exception), returns anything but one score per score it is given, gives a
+    value that is not finite, differs along a diagonal, or returns a tensor that requires grad (it
+    reads a trained tensor: the C backward gives no gradient to it)."""
     d = np.arange(-(tq - 1), tk, dtype=np.int64)[None, :]          # kv − q
-    q_idx, kv_idx = np.maximum(-d, 0), np.maximum(d, 0)
+    first = np.maximum(-d, 0)                                       # the diagonal's first row
+    last = np.minimum(tq - 1, tk - 1 - d)                           # and its last
     h = np.arange(heads, dtype=np.int64)[:, None]
-    score = np.zeros((heads, d.shape[1]), np.float64)
+    places = ((0, first), (max(batch - 1, 0), last), (max(batch - 1, 0) // 2, (first + last) // 2))
+    table = None
+    for b, q_idx in places:
+        bias = _probe(score_mod, b, h, q_idx, q_idx + d, like)
+        if bias is None or not np.isfinite(bias).all():
+            return None
+        if table is None:
+            table = bias
+        # the C table is float32: differences below its rounding are the same bias
+        elif not np.allclose(bias, table, rtol=1e-7, atol=1e-7):
+            return None
+    return table
+
+
+def _probe(score_mod, b, h, q_idx, kv_idx, like):
+    """score_mod on score 0 at the given indices as float64 (h.shape[0], q_idx.shape[1]); None when
+    it fails or returns something the plain path would not take (see relative_table)."""
+    shape = (h.shape[0], q_idx.shape[1])
+    score = np.zeros(shape, np.float64)
+    args = (score, np.int64(b), h, q_idx, kv_idx)
+    torch_call = like is not None and type(like).__module__.startswith("torch")
     try:
-        bias = np.broadcast_to(np.asarray(score_mod(score, np.int64(0), h, q_idx, kv_idx), np.float64), score.shape)
-    except (IndexError, ValueError, TypeError, ZeroDivisionError, FloatingPointError):
+        if torch_call:
+            import torch
+
+            args = tuple(torch.as_tensor(a) for a in args)
+            value = score_mod(*args)
+            if not isinstance(value, torch.Tensor) or value.requires_grad or tuple(value.shape) != shape:
+                return None
+            value = value.detach().to("cpu", torch.float64).numpy()
+        else:
+            value = score_mod(*args)
+            if tuple(np.shape(value)) != shape:
+                return None
+            value = np.asarray(value)
+            if not (np.issubdtype(value.dtype, np.floating) or np.issubdtype(value.dtype, np.integer)):
+                return None
+            value = value.astype(np.float64)
+    except Exception:   # noqa: BLE001 — whatever it is, the plain path runs the function and reports it
         return None
-    if not np.isfinite(bias).all():
-        return None
-    return bias
+    return value
+
+
+def _catalogue_relative(mod) -> bool:
+    """The catalogue's relative functions (ALiBi, T5's buckets): their tables are copies
+    arrays made at construction, so a table computed once per shape stays true."""
+    params = getattr(mod, "params", None)
+    return bool(params) and params[0] in ("alibi", "t5_relative_buckets")
 
 
 def score_spec(call: Call):
     """How the C routes compute the call's score_mod: (0, None, 1.0) without one; (SCORE_SOFT_CAP,
     None, cap) for qkv.masks.soft_cap; (SCORE_RELATIVE, table, 1.0) for a score_mod declared
-    relative (qkv.masks.alibi, t5_relative_buckets, or any ScoreMod(…, relative=True)), table float32
-    (H, Tq + Tk − 1) per query head h (`relative_table`); None for other score functions (the plain
-    path or the NumPy kernel's walk). Kept per (function, H, Tq, Tk): evaluated once per shape."""
+    relative (qkv.masks.alibi, t5_relative_buckets, or any ScoreMod(…, relative=True)) that passes
+    `relative_table`'s check, table float32 (H, Tq + Tk − 1) per query head h; None for other score
+    functions (the plain path or the NumPy kernel's walk). The catalogue's tables are kept per
+    (function, H, Tq, Tk); a user's function is evaluated on every call (it may read an array
+    or a global that changed since: a kept table would be stale)."""
     mod = call.score_mod
     if mod is None:
         return 0, None, 1.0
@@ -366,16 +419,26 @@ def score_spec(call: Call):
     if not getattr(mod, "relative", False):
         return None
     heads = call.lead[-1] if call.lead else 1
-    key = (id(mod), heads, call.tq, call.tk)
-    found = _SPECS.get(key)
-    if found is not None and found[0] is mod:
-        return found[1]
-    table = relative_table(mod, heads, call.tq, call.tk)
+    batch = call.batch if call.lead else 1
+    keep = _catalogue_relative(mod)
+    key = (id(mod), heads, batch, call.tq, call.tk)
+    if keep:
+        found = _SPECS.get(key)
+        if found is not None and found[0] is mod:
+            return found[1]
+    like = call.q
+    if like is not None and type(like).__module__.startswith("torch"):
+        from .call import _compiling
+
+        if _compiling():   # a trace may not run eager tensor code on the side: probe on NumPy
+            like = None
+    table = relative_table(mod, heads, call.tq, call.tk, batch, like)
     spec = None if table is None else (SCORE_RELATIVE, np.ascontiguousarray(table, np.float32), 1.0)
-    with _specs_lock:   # the function kept with its spec, so its id is not reused while cached
-        if len(_SPECS) >= _SPECS_KEPT:
-            _SPECS.pop(next(iter(_SPECS)), None)
-        _SPECS[key] = (mod, spec)
+    if keep:
+        with _specs_lock:   # the function kept with its spec, so its id is not reused while cached
+            if len(_SPECS) >= _SPECS_KEPT:
+                _SPECS.pop(next(iter(_SPECS)), None)
+            _SPECS[key] = (mod, spec)
     return spec
 
 

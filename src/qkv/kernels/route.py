@@ -286,12 +286,16 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
     import torch
 
     from . import autograd
-    from ..masks import analyse, from_recipe
+    from ..masks import analyse, from_recipe, reads_module_state
 
     if recipe is not None:
         mask_mod = from_recipe(recipe)
     if ceiling == PLAIN.value:
         return PLAIN.value, "plain path asked for", ()
+    if recipe is None and mask_mod is not None and reads_module_state(mask_mod):
+        # Dynamo guards what it traces; this analysis is not traced, so a later W would be served
+        # this graph's key ranges. The plain path traces the function itself (guarded).
+        return PLAIN.value, "traced torch with a mask function reading a global or module value: the plain path", ()
     if ceiling in (None, TORCH_FLASH.value):
         pinned = ceiling == TORCH_FLASH.value
         why = None
