@@ -175,3 +175,33 @@ def test_the_op_refuses_non_finite_values_under_compile():
     with pytest.raises(ValueError, match="non-finite value"):
         torch.compile(fn, fullgraph=True, backend="eager")(q, k, v)
     assert torch.isnan(fn(q, k, v)[0, 0, 3:, 0]).all()   # eager: the plain path
+
+
+def test_compiling_attention_prints_no_warning_about_array_api_compats_caches():
+    """Dynamo warns once per lru_cache-wrapped function it traces; array-api-compat's type checks are
+    such functions (pure in their key). Compiling qkv.attention in a fresh process (Dynamo's warn_once
+    has seen nothing) prints no warning at all; a global W read by the mask is guarded (a changed W
+    recompiles: the result follows it)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import warnings
+        warnings.simplefilter("default")
+        import torch, qkv
+        g = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(1, 2, 256, 32, generator=g) for _ in range(3))
+        W = 16
+        def f(q, k, v):
+            return qkv.attention(q, k, v, mask_mod=lambda b, h, i, j: (i >= j) & (i - j <= W))
+        compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+        errors = []
+        for W in (16, 64):
+            errors.append(float((compiled(q, k, v) - f(q, k, v)).abs().max()))
+        print(max(errors))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.split()[-1]) < 1e-5
+    assert "Warning" not in done.stderr, done.stderr

@@ -8,10 +8,19 @@ refuses mixed inputs with a readable message, and handles the low-precision poli
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import array_api_compat
 import numpy as np
+
+# torch.compile(qkv.attention) traces array-api-compat's type checks (is_numpy_array, is_torch_array,
+# is_numpy_namespace), which sit behind functools.lru_cache keyed by the type or namespace: Dynamo
+# warns once per check that it ignores the cache. The cached value is a pure function of its key,
+# so tracing through it changes nothing; without this filter every compile printed such warnings at
+# users. Only that message, where it names array_api_compat (its file or the calling line), is hidden.
+warnings.filterwarnings("ignore", message=r"(?s)Dynamo detected a call to a `functools\.lru_cache`-wrapped function"
+                                          r".*array_api_compat", category=UserWarning)
 
 __all__ = ["namespace", "is_numpy", "is_torch", "compute_dtype", "to_numpy", "shape_str"]
 
