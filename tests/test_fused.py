@@ -211,6 +211,9 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
     def named(*args, **kwargs):   # the route qkv.kernels.route names for the call
         return choose_route(check_call(*args, **kwargs), route="flash_many").name.value
 
+    # the first sgemm_ready() probes the BLAS with one small flash_rows call: done before recording (run
+    # alone, this test's first call was that probe's)
+    assert blas.sgemm_ready()
     calls = []
     for name in ("flash_rows", "flash_many"):
         real = getattr(blocked._fused, name)
@@ -226,7 +229,8 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
                           ({"score_mod": masks.t5_relative_buckets(np.ones((2, 32))), "causal": True}, "flash_many"),
                           ({"mask": rng.random((300, 300)) < 0.5}, "flash_rows"),
                           ({"mask_mod": masks.document(np.tile(np.arange(3), 100))}, "flash_rows"),
-                          ({"mask_mod": masks.sliding_window(20) | masks.sinks(4)}, "flash_rows")):
+                          # several key ranges per row: one flash_many pass per range, merged by lse
+                          ({"mask_mod": masks.sliding_window(20) | masks.sinks(4)}, "flash_many")):
         calls.clear()
         blocked.blocked_attention(q, k, v, **kwargs)
         assert calls and set(calls) == {route}, (kwargs, calls)
@@ -584,3 +588,21 @@ def test_catalogue_score_functions_run_in_the_c_forward(route, options):
                                        **options)
         got = blocked._attention(q[..., -2:, :], k, v, score_mod=score, route=route, block_k=16, **options)
         assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max(), score
+
+
+def test_blocked_attention_runs_split_calls_as_qkv_attention_does():
+    """blocked_attention (the kernel's own entry point) with a mask of several key ranges per row
+    runs the split passes merged by lse, as qkv.attention does; before, it ran the split route's
+    empty task table and raised. Against float64 (the NumPy walk)."""
+    from qkv import masks
+
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1, 2, 300, 16)).astype(np.float32) for _ in range(3))
+    for mask_mod in (masks.sliding_window(20) | masks.sinks(4), masks.global_tokens(3)):
+        want = blocked.blocked_attention(*(x.astype(np.float64) for x in (q, k, v)), mask_mod=mask_mod)
+        want_out, want_lse = blocked.blocked_attention(*(x.astype(np.float64) for x in (q, k, v)),
+                                                       mask_mod=mask_mod, return_lse=True)
+        out, lse = blocked.blocked_attention(q, k, v, mask_mod=mask_mod, return_lse=True)
+        np.testing.assert_allclose(blocked.blocked_attention(q, k, v, mask_mod=mask_mod), want, rtol=0, atol=2e-6)
+        np.testing.assert_allclose(out, want_out, rtol=0, atol=2e-6)
+        np.testing.assert_allclose(lse, want_lse, rtol=0, atol=2e-5)

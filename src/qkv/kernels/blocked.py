@@ -265,6 +265,11 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     if tile is not None or width is not None:
         route = dataclasses.replace(route, tile=route.tile if tile is None else bool(tile),
                                     width=route.width if width is None else int(width))
+    if route.key_rows:   # several key ranges per row, or per batch: one pass per range, merged by lse,
+        # executed where qkv.attention executes it (imported here: qkv.attention imports this module)
+        from ..attention import _by_key_ranges
+
+        return _by_key_ranges(call, route, return_lse=want == "lse")
     return run(call, route, want)
 
 
