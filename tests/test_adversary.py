@@ -90,6 +90,20 @@ def test_version_after_the_default_examples_options(capsys, argv):
     assert code == 0 and err == "" and out.startswith(f"qkv {qkv.__version__} (")
 
 
+def test_options_before_a_command_word_are_the_commands(capsys):
+    """`qkv --lang ko doctor` read doctor as the default example's NAME ("NAME: 'doctor' is not one of
+    …"); the options before a command word are now that command's. A value of an option is no command
+    word (`--figure doctor.png` stays the example's), and `qkv --lang ko` alone is still the example."""
+    from qkv.commands.doctor import report, routes
+
+    code, out, err = _run(capsys, "--lang", "ko", "doctor")
+    assert code == 0 and err == "" and out == report(routes(), "ko")
+    code, out, err = _run(capsys, "--lang", "ko", "masks", "--help")
+    assert code == 0 and out.startswith("사용법: qkv masks")
+    code, out, err = _run(capsys, "--digits", "2", "cross-attention")
+    assert code == 0 and out.startswith("Cross-attention")
+
+
 # ---------------------------------------------------------------- serve: the page's own origin, spelt differently
 @pytest.mark.parametrize("host, origin, allowed", [
     ("127.0.0.1:80", "http://127.0.0.1", True),           # the default port: in Host, not in Origin

@@ -243,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         lang = lang_of(argv)                   # `qkv --lang ko --version`: the version, as anywhere before a command
         argv = ["--version"] + (["--lang", lang] if lang != "en" else [])
     if not argv or (argv[0].startswith("-") and argv[0] not in TOP_LEVEL):
+        argv = _command_first(argv)            # `qkv --lang ko doctor`: doctor, in Korean
+    if not argv or (argv[0].startswith("-") and argv[0] not in TOP_LEVEL):
         argv = ["example", *argv]              # example's NAME defaults to self-attention
     real_out, real_err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = Output(real_out, "standard output"), Output(real_err, "standard error")
@@ -254,6 +256,24 @@ def main(argv: list[str] | None = None) -> int:
         global _LANG
         sys.stdout, sys.stderr = real_out, real_err
         _LANG = "en"
+
+
+def _command_first(argv: list[str]) -> list[str]:
+    """Options before a command word (`qkv --lang ko doctor`) moved after it, as the command reads
+    them; argv as it is when its first positional word is no command (then the options are the
+    default example's: `qkv --lang ko`, `qkv --digits 2 cross-attention`). A value of an option that
+    takes one (`--figure doctor`) is not a positional word."""
+    takes_value = set()
+    example = build_parser()._subparsers._group_actions[0].choices["example"]
+    for action in example._actions:
+        if action.option_strings and action.nargs != 0:
+            takes_value.update(action.option_strings)
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
+        i += 2 if argv[i] in takes_value else 1
+    if i < len(argv) and argv[i] in COMMANDS and argv[i] != "example":
+        return [argv[i], *argv[:i], *argv[i + 1:]]
+    return argv
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
