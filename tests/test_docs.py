@@ -9,7 +9,7 @@ Pages: README.md (the site's home page) and docs/*.md. Per page, in a fresh temp
   must have one, so that a sample naming files that do not exist fails when a command reads it);
 - ```sh blocks are commands, ```console blocks `$ `-prompted commands followed by the output they
   print (each printed line must appear in what the command printed); every command must be a `qkv`
-  command and must exit 0 — or 2 where the page shows its `qkv: error:` line; `qkv ring` runs as a
+  command and must exit 0 — or 2 where the page shows its `qkv: error:` line (`qkv: 오류:` under `--lang ko`); `qkv ring` runs as a
   `python -m qkv …` process with a time limit (SUBPROCESS), the rest through qkv.cli.main in this
   process (the same function, no interpreter start; test_cli.py runs the installed script);
 - ```python {.no-run reason="…"}``` (likewise sh, console) is not run; the reason is required and
@@ -136,7 +136,7 @@ def run_command(block: Block, command: str, expected: list[str], cwd: pathlib.Pa
         code, stdout, stderr = done.returncode, done.stdout, done.stderr
     else:
         code, stdout, stderr = run_in_process(argv[1:], cwd)
-    status = 2 if any(line.startswith("qkv: error:") for line in expected) else 0   # a refusal shown on purpose
+    status = 2 if any(line.startswith(("qkv: error:", "qkv: 오류:")) for line in expected) else 0   # a refusal shown on purpose
     assert code == status, f"{block.where}: `{command}` exited {code}, expected {status}:\n{stderr[-2000:]}"
     printed = " ".join((stdout + stderr).split())
     for line in expected:
