@@ -18,6 +18,7 @@ PROCESSES = {"test_distributed.py"}                                             
 # end with one long file running alone; the order inside a file is kept.
 LONGEST_FIRST = ["test_viz.py", "test_browser.py", "test_distributed.py", "test_kernels.py", "test_docs.py",
                  "test_serve_browser.py", "test_torch_upstream.py", "test_models_families.py", "test_attention.py",
+                 "test_attention_compile.py", "test_cli_lang_ko.py", "test_adversary_kernels.py",
                  "test_cli_models.py", "test_fuzz_files.py", "test_fuzz_cli.py", "test_bench.py", "test_serve.py",
                  "test_notebook.py", "test_cli.py", "test_torch_mha.py", "test_models.py", "test_cli_korean.py",
                  "test_masks.py"]

@@ -24,10 +24,22 @@ def positive(x):
 
 
 @pytest.fixture(scope="module")
-def quick_json(tmp_path_factory):
+def quick_run(tmp_path_factory):
+    """One `qkv bench --quick --json FILE` run for the module: (its JSON, what it printed on stdout).
+    (A second quick run only for the printed table cost ~20 s of CPU.)"""
+    import contextlib
+    import io
+
     path = tmp_path_factory.mktemp("bench") / "bench.json"
-    assert main(["bench", "--quick", "--json", str(path)]) == 0
-    return json.loads(path.read_text())
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["bench", "--quick", "--json", str(path)]) == 0
+    return json.loads(path.read_text()), printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def quick_json(quick_run):
+    return quick_run[0]
 
 
 def test_quick_bench_json_fields(quick_json):
@@ -120,9 +132,8 @@ def test_a_failing_training_worker_is_a_skipped_row():
     assert "status" in rows[0].skipped and "Error" in rows[0].skipped
 
 
-def test_quick_bench_prints_a_table(capsys, tmp_path):
-    assert main(["bench", "--quick", "--sizes", "32", "--repeats", "1"]) == 0
-    out = capsys.readouterr().out
+def test_quick_bench_prints_a_table(quick_run):
+    out = quick_run[1]
     assert "qkv" in out and "GFLOP/s" in out and "GEMM" in out and "sdpa dense" in out and "alternate" in out
 
 
