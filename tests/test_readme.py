@@ -92,9 +92,19 @@ def test_headline_numbers_are_measured_rows():
     measured = table_rows(BENCHMARKS)
     headline = table_rows(section("Headline numbers"))
     attention = [row for row in headline if row[0].startswith(("dense", "causal"))]
+    training = [row for row in headline if row[0].startswith("training step")]
     masks = [row for row in headline if row[0].startswith(("sliding", "8 documents"))]
+    lambdas = [row for row in headline if row[0].startswith("the same window as a lambda")]
     models = [row for row in headline if row[0].startswith(("MiniLM", "GPT-2", "Llama"))]
-    assert len(attention) == 5 and len(masks) == 3 and len(models) == 3
+    assert len(attention) >= 5 and len(training) == 2 and len(masks) >= 3 and len(lambdas) == 1 and len(models) == 3
+    for kind, T, qkv_ms, sdpa_ms, ratio in training:   # the training table of qkv bench (docs/benchmarks.md)
+        step = "causal" if "causal" in kind else "sliding window W=256 (user lambda)"
+        h = kind.split("H=")[1]
+        ours = next(r for r in measured if r[:4] == [step, h, T, "**qkv.attention (C forward + backward)**"])
+        theirs = next(r for r in measured if r[:3] == [step, h, T] and r[3].startswith("torch sdpa"))
+        assert (ours[4], ours[5], theirs[4]) == (qkv_ms, ratio, sdpa_ms.split(" (")[0]), kind
+    for name, h, T, qkv_ms, *_ in lambdas:
+        assert any(r[1:5] == [h, T, "**qkv blocked (user lambda)**", qkv_ms] for r in measured), name
     for kind, T, qkv_ms, sdpa_ms, ratio in attention:
         h, causal = kind.split("H=")[1], "yes" if kind.startswith("causal") else "no"
         assert [h, T, causal, "**qkv blocked**", qkv_ms] == measured_row(measured, h, T, causal, "**qkv blocked**")[:5]
