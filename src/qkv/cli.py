@@ -242,10 +242,6 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0].startswith("-") and "--version" in argv[: argv.index("--") if "--" in argv else None]:
         lang = lang_of(argv)                   # `qkv --lang ko --version`: the version, as anywhere before a command
         argv = ["--version"] + (["--lang", lang] if lang != "en" else [])
-    if not argv or (argv[0].startswith("-") and argv[0] not in TOP_LEVEL):
-        argv = _command_first(argv)            # `qkv --lang ko doctor`: doctor, in Korean
-    if not argv or (argv[0].startswith("-") and argv[0] not in TOP_LEVEL):
-        argv = ["example", *argv]              # example's NAME defaults to self-attention
     real_out, real_err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = Output(real_out, "standard output"), Output(real_err, "standard error")
     try:
@@ -258,13 +254,16 @@ def main(argv: list[str] | None = None) -> int:
         _LANG = "en"
 
 
-def _command_first(argv: list[str]) -> list[str]:
-    """Options before a command word (`qkv --lang ko doctor`) moved after it, as the command reads
-    them; argv as it is when its first positional word is no command (then the options are the
-    default example's: `qkv --lang ko`, `qkv --digits 2 cross-attention`). A value of an option that
-    takes one (`--figure doctor`) is not a positional word."""
+def _with_command(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """argv with its command first. Options before a command word (`qkv --lang ko doctor`) move after
+    it, as the command reads them; with no command word the options are the default example's
+    (`qkv`, `qkv --lang ko`, `qkv --digits 2 cross-attention`: example's NAME defaults to
+    self-attention). A value of an option that takes one (`--figure doctor`) is not a command word.
+    `parser` is the one the call parses with (built once)."""
+    if argv and not (argv[0].startswith("-") and argv[0] not in TOP_LEVEL):
+        return argv
     takes_value = set()
-    example = build_parser()._subparsers._group_actions[0].choices["example"]
+    example = parser._subparsers._group_actions[0].choices["example"]
     for action in example._actions:
         if action.option_strings and action.nargs != 0:
             takes_value.update(action.option_strings)
@@ -273,7 +272,7 @@ def _command_first(argv: list[str]) -> list[str]:
         i += 2 if argv[i] in takes_value else 1
     if i < len(argv) and argv[i] in COMMANDS and argv[i] != "example":
         return [argv[i], *argv[:i], *argv[i + 1:]]
-    return argv
+    return ["example", *argv]
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -294,6 +293,7 @@ def _run(argv: list[str]) -> int:
     try:
         with argparse_words(lang):
             parser = build_parser()
+            argv = _with_command(argv, parser)
             _check_command(argv)
             args = parser.parse_args(argv)
         if getattr(args, "func", None) is None:
