@@ -126,7 +126,8 @@ def _run_heads_separately(spec: Spec, trace: Trace, scale: float | None = None) 
 # --------------------------------------------------------------------------- multi-head (post 001)
 def trace_multi_head(data: dict, first_head: Trace, *, query: int, by_hand: bool, digits: int | None,
                      meta: dict) -> Trace:
-    """Seed 001's multi-head step: three head outputs for one token, concatenated, times W_O.
+    """The multi-head step of «도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention,
+    Multi-head Attention»: three head outputs for one token, concatenated, times W_O.
 
     Head 1's output is taken from ``first_head`` (the self-attention example's trace, computed);
     heads 2 and 3 are given numbers. In by-hand mode each is rounded to the digits shown first,
@@ -150,11 +151,11 @@ def trace_multi_head(data: dict, first_head: Trace, *, query: int, by_hand: bool
 # --------------------------------------------------------------------------- group meeting (post 002)
 def trace_group_meeting(data: dict, notation: Trace, *, by_hand: bool, digits: int | None, meta: dict,
                         scale: float = 1.0) -> Trace:
-    """Seed 002: compatibility scores → softmax weights → a blend of answers, in two meetings;
-    then the paper's row form next to the column form, on post 001's Q, K, V.
+    """«어텐션이 조모임이라면»: compatibility scores → softmax weights → a blend of answers, in two meetings;
+    then the paper's row form next to the column form, on the Q, K, V of «도해와 최소 사례로 …».
 
     Each meeting's scores are fed to `qkv.attention` as keys of width 1 with the query [1] and
-    scale 1 (post 002 does not scale its scores), so Q·Kᵀ is exactly the given scores; a what-if's
+    scale 1 (the post does not scale its scores), so Q·Kᵀ is exactly the given scores; a what-if's
     ``scale`` multiplies them.
     """
     trace = Trace(meta.get("example", "group-meeting"), meta)

@@ -1,6 +1,6 @@
 """Writing the blocks out: terminal text (rich), Markdown with LaTeX, an HTML fragment, JSON.
 
-Heads are coloured as in the seed figures (`qkv.explain.style.HEAD_COLOURS`, the one palette of every
+Heads are coloured as in the posts' figures (`qkv.explain.style.HEAD_COLOURS`, the one palette of every
 renderer): head 0 blue, head 1 green (then orange, purple, …).
 """
 

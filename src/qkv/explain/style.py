@@ -13,7 +13,7 @@ __all__ = ["DIGITS", "HEAD_COLOURS", "head_colour", "WEIGHT_GAMMA", "WEIGHT_CMAP
 DIGITS = 4
 """Decimals shown when neither the caller nor the trace asks for another precision (every format)."""
 
-# Heads as in the seed figures: head 0 blue, head 1 green, then orange, purple, teal, red.
+# Heads as in the posts' figures: head 0 blue, head 1 green, then orange, purple, teal, red.
 # Each entry: (hex for HTML and figures, rich's colour name for the terminal, LaTeX's colour name).
 HEAD_COLOURS = [("#1f6fd1", "blue", "blue"), ("#2a9d3c", "green", "green"), ("#e07b00", "dark_orange", "orange"),
                 ("#9b3fb5", "magenta", "purple"), ("#138a9e", "cyan", "teal"), ("#c8372d", "red", "red")]

@@ -6,7 +6,7 @@
 
 Every block is a `qkv.block.TransformerBlock` (pre-norm, GELU MLP); a decoder block's middle
 sublayer is its cross-attention: queries from the decoder, keys and values from the encoder's
-output (seed 001). The same code runs on NumPy arrays (inference, `Translator.translate`) and on
+output (as in «도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention»). The same code runs on NumPy arrays (inference, `Translator.translate`) and on
 torch tensors (training with autograd, `qkv.translator.train`): only the weights' array type differs.
 
 Weights live in one flat dict of named arrays (``params``), which is also the checkpoint's layout
