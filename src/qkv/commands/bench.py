@@ -7,6 +7,7 @@ import math
 
 from .._io import write_atomic, int_option
 from ..errors import InputError
+from ._options import add_lang_option
 
 
 MAX_T = 65_536          # the longest --sizes entry: the long-sequence memory run's length
@@ -14,32 +15,20 @@ MAX_REPEATS = 1_000     # --repeats at most (each round times every implementati
 FROM_JSON_BYTES = 16 * 2**20   # the largest --from-json file read (a full run's JSON is about 40 KiB)
 
 
-def register(subparsers) -> None:
+def register(subparsers, t) -> None:
     from ..bench import FULL, QUICK
 
-    sizes = ",".join(map(str, FULL.sizes))
-    parser = subparsers.add_parser(
-        "bench", help="time qkv's blocked kernel against the plain path, naive NumPy and torch",
-        description="Side-by-side attention benchmark on float32 inputs (B=1, H=8, D=64): qkv's blocked "
-        "kernel, the plain reference, naive NumPy and torch's scaled_dot_product_attention, each timed in a "
-        "pair with qkv alone (alternating, medians); masked attention (sliding window, documents) against "
-        "torch SDPA with a dense mask and torch.compile(flex_attention), and the same window as a user-written "
-        "lambda; training steps (forward + backward) on torch tensors against SDPA and compiled flex_attention, "
-        "each side in its own processes; plus the machine's GEMM rate, a long-sequence memory run and a KV-cache "
-        "decode step. Progress goes to stderr (one line per stage "
-        "when stderr is not a terminal); the tables go to stdout, never cut to the terminal's width.")
-    parser.add_argument("--quick", action="store_true", help="small sizes (a few seconds), for smoke tests")
+    parser = subparsers.add_parser("bench", help=t("bench"), description=t("bench.about"))
+    parser.add_argument("--quick", action="store_true", help=t("bench.quick"))
     parser.add_argument("--sizes", metavar="T,T,…",
-                        help=f"comma-separated sequence lengths T, each 1 to {MAX_T:,} (default {sizes}; "
-                        f"--quick: {','.join(map(str, QUICK.sizes))})")
+                        help=t("bench.sizes", max_t=f"{MAX_T:,}", sizes=",".join(map(str, FULL.sizes)),
+                               quick=",".join(map(str, QUICK.sizes))))
     parser.add_argument("--repeats", type=int_option(1, MAX_REPEATS), metavar="N",
-                        help=f"timed runs per implementation, the median is reported (default {FULL.repeats}; "
-                        f"--quick: {QUICK.repeats})")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
-    parser.add_argument("--markdown", metavar="FILE", help="also write the results as a Markdown table to FILE")
-    parser.add_argument("--from-json", metavar="FILE",
-                        help="do not measure: print (and convert) a saved --json result "
-                        f"(at most {FROM_JSON_BYTES // 2**20} MiB)")
+                        help=t("bench.repeats", repeats=FULL.repeats, quick=QUICK.repeats))
+    parser.add_argument("--json", metavar="FILE", help=t("bench.json"))
+    parser.add_argument("--markdown", metavar="FILE", help=t("bench.markdown"))
+    parser.add_argument("--from-json", metavar="FILE", help=t("bench.from_json", mib=FROM_JSON_BYTES // 2**20))
+    add_lang_option(parser, t, "bench")
     parser.set_defaults(func=handler)
 
 

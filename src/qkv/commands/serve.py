@@ -14,21 +14,17 @@ import ipaddress
 import sys
 
 from ..errors import InputError
+from ._options import add_lang_option
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "serve", help="a local web app: type text, open every layer and head, click a cell for its derivation",
-        description="Serve a local web page (and a JSON API) to explore attention: MiniLM and every --model DIR "
-        "on your text, the worked examples and your own example files. Bound to 127.0.0.1 unless --host says so.")
-    parser.add_argument("--port", type=int, default=8000, metavar="N", help="port to listen on (default 8000)")
-    parser.add_argument("--host", default="127.0.0.1", metavar="H",
-                        help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to your network)")
-    parser.add_argument("--model", action="append", default=[], metavar="DIR",
-                        help="also load this model directory (config.json, model.safetensors, tokenizer.json); repeatable")
-    parser.add_argument("--no-minilm", action="store_true", help="do not load MiniLM (serve only the --model directories)")
-    parser.add_argument("--no-translator", action="store_true",
-                        help="do not load qkv's English→Korean/Japanese translator (its cross-attention tab)")
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("serve", help=t("serve"), description=t("serve.about"))
+    parser.add_argument("--port", type=int, default=8000, metavar="N", help=t("serve.port"))
+    parser.add_argument("--host", default="127.0.0.1", metavar="H", help=t("serve.host"))
+    parser.add_argument("--model", action="append", default=[], metavar="DIR", help=t("serve.model"))
+    parser.add_argument("--no-minilm", action="store_true", help=t("serve.no_minilm"))
+    parser.add_argument("--no-translator", action="store_true", help=t("serve.no_translator"))
+    add_lang_option(parser, t, "serve")
     parser.set_defaults(func=handler)
 
 

@@ -19,6 +19,7 @@ import time
 
 from .._io import int_option
 from ..errors import InputError
+from ._options import add_lang_option
 
 MODELS = ("translator",)
 MAX_EVAL = 10_000          # held-out sentences scored after training (decoded in batches of _EVAL_BATCH)
@@ -38,26 +39,23 @@ def _learning_rate(text: str) -> float:
     return value
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "train", help="train qkv's tiny English → Korean/Japanese translator (torch, CPU, minutes)",
-        description="Train a small encoder–decoder transformer, built from qkv's blocks, on a synthetic "
-        "English → Korean / Japanese corpus, with torch autograd on the CPU.")
-    parser.add_argument("model", choices=MODELS, help="what to train (translator)")
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("train", help=t("train"), description=t("train.about"))
+    parser.add_argument("model", choices=MODELS, help=t("train.model"))
     from ..translator.train import MAX_BATCH, MAX_LEARNING_RATE, MAX_SEED, MAX_STEPS
 
     parser.add_argument("--steps", type=int_option(low=1, high=MAX_STEPS), default=None, metavar="N",
-                        help=f"training steps, 1 … {MAX_STEPS:,} (default 1000)")
+                        help=t("train.steps", max=f"{MAX_STEPS:,}"))
     parser.add_argument("--batch-size", type=int_option(low=1, high=MAX_BATCH), default=None, metavar="N",
-                        help=f"sentences per step, each trained into both languages, 1 … {MAX_BATCH} (default 64)")
+                        help=t("train.batch_size", max=MAX_BATCH))
     parser.add_argument("--learning-rate", type=_learning_rate, default=None, metavar="LR",
-                        help=f"peak learning rate, greater than 0 and at most {MAX_LEARNING_RATE:g} (default 3e-3)")
+                        help=t("train.learning_rate", max=f"{MAX_LEARNING_RATE:g}"))
     parser.add_argument("--seed", type=int_option(low=0, high=MAX_SEED), default=0, metavar="S",
-                        help=f"random seed: weights and sentences, 0 … {MAX_SEED} (default 0)")
-    parser.add_argument("--out", default="translator.safetensors", metavar="FILE",
-                        help="checkpoint to write (default translator.safetensors)")
+                        help=t("train.seed", max=MAX_SEED))
+    parser.add_argument("--out", default="translator.safetensors", metavar="FILE", help=t("train.out"))
     parser.add_argument("--eval", type=int_option(low=0, high=MAX_EVAL), default=300, metavar="N",
-                        help=f"held-out sentences to score after training, 0 … {MAX_EVAL:,} (default 300; 0 skips)")
+                        help=t("train.eval", max=f"{MAX_EVAL:,}"))
+    add_lang_option(parser, t, "train")
     parser.set_defaults(func=handler)
 
 

