@@ -263,7 +263,7 @@ class Output:
             raise InputError.keyed(f"cli.output.encoding.{STREAMS[self._name]}", encoding=exc.encoding,
                                    text=repr(exc.object[exc.start:exc.end])) from None
         except OSError as exc:
-            raise InputError.keyed(f"cli.output.failed.{STREAMS[self._name]}", reason=exc.strerror or exc) from None
+            raise InputError.keyed(f"cli.output.failed.{STREAMS[self._name]}", reason=exc) from None
 
     def flush(self) -> None:
         if self._stream is None:
@@ -273,7 +273,7 @@ class Output:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise InputError.keyed(f"cli.output.failed.{STREAMS[self._name]}", reason=exc.strerror or exc) from None
+            raise InputError.keyed(f"cli.output.failed.{STREAMS[self._name]}", reason=exc) from None
 
     def isatty(self) -> bool:
         return self._tty

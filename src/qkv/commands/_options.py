@@ -44,8 +44,10 @@ def load_model(name: str):
 
 
 def add_lang_option(parser: argparse.ArgumentParser, t, command: str) -> None:
-    """``--lang en|ko`` (default en); its help is the text ``help.COMMAND.lang`` (what the language is of)."""
-    parser.add_argument("--lang", default="en", metavar="|".join(LANGS), help=t(f"{command}.lang"))
+    """``--lang en|ko`` (default en); its help is the text ``help.COMMAND.lang`` (what the language is of).
+    Its value is checked as it is parsed (``--lang: 'fr' is not one of en, ko``), before a missing argument
+    is reported, so a command's own check (`check_lang`) is only a second guard."""
+    parser.add_argument("--lang", default="en", choices=tuple(LANGS), metavar="|".join(LANGS), help=t(f"{command}.lang"))
 
 
 def check_lang(lang: str) -> str:

@@ -14,7 +14,7 @@ import ipaddress
 import sys
 
 from ..errors import InputError
-from ._options import add_lang_option
+from ._options import add_lang_option, check_lang, words
 
 
 def register(subparsers, t) -> None:
@@ -29,16 +29,16 @@ def register(subparsers, t) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
+    check_lang(args.lang)
     if not 0 <= args.port <= 65535:
-        raise InputError(f"{args.port}: expected a port number from 0 to 65535", field="--port")
+        raise InputError.keyed("cli.serve.port", value=args.port, field="--port")
     if args.host != "localhost":
         try:
             ipaddress.ip_address(args.host)
         except ValueError:
-            raise InputError(f"{args.host!r} is not an IP address (e.g. 127.0.0.1, or 0.0.0.0 for every interface)",
-                             field="--host") from None
+            raise InputError.keyed("cli.serve.host", value=repr(args.host), field="--host") from None
     if args.no_minilm and not args.model:
-        raise InputError("--no-minilm leaves no model: give --model DIR", field="--no-minilm")
+        raise InputError.keyed("cli.serve.no_model", field="--no-minilm")
 
 
 def _allowed_hosts(host: str) -> list[str]:
@@ -53,8 +53,7 @@ def handler(args: argparse.Namespace) -> int:
     try:
         from .. import serve
     except ImportError as exc:
-        raise InputError(f"qkv serve needs starlette and uvicorn ({exc.name} is missing): pip install 'qkv[serve]'",
-                         field="serve") from None
+        raise InputError.keyed("cli.serve.needs", name=exc.name, field="serve") from None
     # bound before the models load and held until uvicorn serves on it: a port in use is one line at
     # once, and the port printed (a free one for --port 0) is the port served
     sock = serve.listen("localhost" if args.host == "localhost" else args.host, args.port)
@@ -65,15 +64,17 @@ def handler(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, serve, sock) -> int:
+    t = words(args.lang)
     models = serve.load_models(args.model, minilm=not args.no_minilm)
-    translator, why = (None, "--no-translator") if args.no_translator else serve.load_translator()
+    translator, why = (None, "--no-translator") if args.no_translator else serve.load_translator(args.lang)
     if translator is None and not args.no_translator:
-        print(f"qkv serve: the translator is not available ({why}); serving without it", file=sys.stderr)
-    app = serve.create_app(models, translator=translator, allowed_hosts=_allowed_hosts(args.host))
+        print(f"qkv serve: {t('cli.serve.no_translator', why=why)}", file=sys.stderr)
+    app = serve.create_app(models, translator=translator, allowed_hosts=_allowed_hosts(args.host), lang=args.lang)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     port = sock.getsockname()[1]
-    print(f"qkv serve: {', '.join(models)}{' and the translator' if translator else ''} at http://{shown}:{port}/  (Ctrl-C stops)", file=sys.stderr)
+    print(f"qkv serve: {t('cli.serve.at', models=', '.join(models), url=f'http://{shown}:{port}/', and_translator=t('cli.serve.and_translator') if translator else '')}",
+          file=sys.stderr)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"qkv serve: warning: bound to {args.host}: other machines can reach this server", file=sys.stderr)
+        print(f"qkv serve: {t('cli.serve.exposed', host=args.host)}", file=sys.stderr)
     serve.run(app, host=args.host, port=port, sock=sock)
     return 0
