@@ -33,10 +33,16 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def assert_korean_error(capsys, argv, *allowed) -> None:
+def assert_korean_error(capsys, argv, key, *allowed) -> None:
+    """One Korean line, and it is the text ``key`` (its longest fixed part), not another complaint (an old
+    parser's "unrecognized arguments: --lang ko" is Korean too)."""
+    import re
+
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("qkv: 오류: "), (argv, err)
     assert HANGUL.search(err[len("qkv: 오류: "):]) and korean_only(err, words_of(*argv, *allowed)) == [], (argv, err)
+    fixed = max(re.split(r"\{[^{}]*\}", texts.KO[key]), key=len)
+    assert fixed in err, (argv, key, fixed, err)
 
 
 # ------------------------------------------------------------------ bench
@@ -87,13 +93,15 @@ def test_bench_english_and_json_are_unchanged(capsys, monkeypatch, tiny_run, tmp
     assert english.startswith("float32 GEMM (") and "load average before" in english
 
 
-@pytest.mark.parametrize("document", [[1, 2], {"machine": {}}, {"machine": {}, "rows": [], "memory": [], "decode": {},
-                                      "notes": [], "memory_inputs_mib": "x"}],
-                         ids=["list", "incomplete", "wrong-type"])
-def test_bench_saved_result_errors_are_korean(capsys, tmp_path, document):
+@pytest.mark.parametrize("document, key", [
+    ([1, 2], "cli.bench.json.not_result"),
+    ({"machine": {}}, "cli.bench.json.incomplete"),
+    ({"machine": {}, "rows": [], "memory": [], "decode": {}, "notes": [], "memory_inputs_mib": "x"},
+     "cli.bench.json.missing")], ids=["list", "incomplete", "missing"])
+def test_bench_saved_result_errors_are_korean(capsys, tmp_path, document, key):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(document), encoding="utf-8")
-    assert_korean_error(capsys, ["bench", "--from-json", str(path), "--lang", "ko"], tmp_path, "rows", "memory",
+    assert_korean_error(capsys, ["bench", "--from-json", str(path), "--lang", "ko"], key, tmp_path, "rows", "memory",
                         "decode", "notes", "memory_inputs_mib", "machine", "gemm_n", "null")
 
 
@@ -104,19 +112,24 @@ def test_bench_field_type_is_worded_in_korean(capsys, tmp_path, tiny_run):
     path.write_text(json.dumps(result), encoding="utf-8")
     code, _, english = run(capsys, "bench", "--from-json", str(path))
     assert english.endswith("rows[0].t must be a whole number, got 'x'\n"), english     # the old wording
-    assert_korean_error(capsys, ["bench", "--from-json", str(path), "--lang", "ko"], tmp_path, "rows")
+    assert_korean_error(capsys, ["bench", "--from-json", str(path), "--lang", "ko"], "cli.bench.json.type", tmp_path,
+                        "rows")
 
 
-@pytest.mark.parametrize("sizes", ["12,x", "0", ",".join(["8"] * 17)])
-def test_bench_size_errors_are_korean(capsys, sizes):
-    assert_korean_error(capsys, ["bench", "--sizes", sizes, "--lang", "ko"])
+@pytest.mark.parametrize("sizes, key", [("12,x", "cli.bench.sizes.format"), ("0", "cli.bench.sizes.range"),
+                                       (",".join(["8"] * 17), "cli.bench.sizes.many")], ids=["format", "range", "many"])
+def test_bench_size_errors_are_korean(capsys, sizes, key):
+    assert_korean_error(capsys, ["bench", "--sizes", sizes, "--lang", "ko"], key)
 
 
 # ------------------------------------------------------------------ train
-@pytest.mark.parametrize("argv", [["--out", "x.txt"], ["--out", "nowhere/x.safetensors"], ["--learning-rate", "0"],
-                                  ["--learning-rate", "nan"]], ids=["suffix", "folder", "rate-0", "rate-nan"])
-def test_train_refusals_are_korean(capsys, argv):
-    assert_korean_error(capsys, ["train", "translator", *argv, "--lang", "ko"], "safetensors")
+@pytest.mark.parametrize("argv, key", [(["--out", "x.txt"], "cli.train.suffix"),
+                                       (["--out", "nowhere/x.safetensors"], "error.out.no_directory"),
+                                       (["--learning-rate", "0"], "cli.train.learning_rate"),
+                                       (["--learning-rate", "nan"], "cli.train.learning_rate")],
+                         ids=["suffix", "folder", "rate-0", "rate-nan"])
+def test_train_refusals_are_korean(capsys, argv, key):
+    assert_korean_error(capsys, ["train", "translator", *argv, "--lang", "ko"], key, "safetensors")
 
 
 def test_train_progress_and_report_words_are_korean(capsys):
@@ -135,10 +148,10 @@ def test_train_progress_and_report_words_are_korean(capsys):
 
 
 # ------------------------------------------------------------------ serve
-@pytest.mark.parametrize("argv", [["--port", "70000"], ["--host", "nope"], ["--no-minilm"]],
-                         ids=["port", "host", "no-model"])
-def test_serve_refusals_are_korean(capsys, argv):
-    assert_korean_error(capsys, ["serve", *argv, "--lang", "ko"], *SHOWN)
+@pytest.mark.parametrize("argv, key", [(["--port", "70000"], "cli.serve.port"), (["--host", "nope"], "cli.serve.host"),
+                                       (["--no-minilm"], "cli.serve.no_model")], ids=["port", "host", "no-model"])
+def test_serve_refusals_are_korean(capsys, argv, key):
+    assert_korean_error(capsys, ["serve", *argv, "--lang", "ko"], key)
 
 
 def test_serve_port_in_use_is_korean():
