@@ -1986,10 +1986,10 @@ KO: dict[str, str] = {
                              "8·T²개를 담는다)",
     "cli.bench.sizes.many": "크기가 {n}개이다. 최대 16개까지 줄 수 있다",
     "cli.bench.json.object": "{where}: 객체여야 한다 (받은 값: {kind})",
-    "cli.bench.json.missing": "{where}에 \"{key}\"가 없다 (“qkv bench --json” 결과에는 있다)",
-    "cli.bench.json.type": "{where}.{key}: {expected}여야 한다 (받은 값: {kind})",
+    "cli.bench.json.missing": "{where}에 \"{key}\" 항목이 없다 (“qkv bench --json” 결과에는 있다)",
+    "cli.bench.json.type": "{where}.{key}: {expected} 값이어야 한다 (받은 값: {kind})",
     "cli.bench.json.not_result": "“qkv bench --json” 결과(객체)가 아니다 (받은 값: {kind})",
-    "cli.bench.json.incomplete": "“qkv bench --json” 결과가 아니다: {missing}이(가) 없다",
+    "cli.bench.json.incomplete": "“qkv bench --json” 결과가 아니다 (빠진 항목: {missing})",
     "cli.bench.json.list": "{where}: 목록이어야 한다 (받은 값: {kind})",
     "cli.bench.json.number": "{where}: 수여야 한다 (받은 값: {kind})",
     "cli.bench.json.notes": "“notes”는 문자열의 목록이어야 한다",
@@ -2015,10 +2015,10 @@ KO: dict[str, str] = {
     "cli.serve.no_model": "--no-minilm만 주면 모델이 하나도 남지 않는다: --model DIR을 함께 지정하라",
     "cli.serve.needs": "“qkv serve”에는 “starlette”와 “uvicorn”이 필요하다 ({name} 모듈이 없다): pip install 'qkv[serve]'",
     "cli.serve.no_module": "{name} 모듈이 없다",
-    "cli.serve.no_translator": "번역기를 쓸 수 없다 ({why}). 번역기 없이 제공한다",
+    "cli.serve.no_translator": "번역기를 쓸 수 없다 ({why}). 번역기 없이 서버를 연다",
     "cli.serve.at": "{url}  (모델: {models}{and_translator}. Ctrl-C로 멈춘다)",
     "cli.serve.and_translator": ", 번역기",
-    "cli.serve.exposed": "경고: {host}에 묶였다. 다른 기계에서도 이 서버에 접속할 수 있다",
+    "cli.serve.exposed": "경고: {host}에 바인딩했다. 다른 기계에서도 이 서버에 접속할 수 있다",
     "cli.serve.in_use": "포트 {port}: {host}에서 이미 사용 중이다. 다른 포트를 지정하라 (--port 0이면 빈 포트를 고른다)",
     "cli.serve.listen": "{host}:{port}에서 연결을 받을 수 없다 ({reason})",
     "cli.tokens": "토큰",
@@ -2169,8 +2169,8 @@ KO: dict[str, str] = {
     "help.generate.json": "JSON으로 출력한다: id, 토큰, 텍스트, 단계마다의 확률",
     "help.generate.lang": "출력의 언어 (기본값 en)",
     "help.heads": "실제 모델의 헤드별 점수: 엔트로피, 싱크, 이전 토큰, 인덕션, 롤아웃",
-    "help.heads.about": "실제 모델(기본값 MiniLM)의 모든 층 × 헤드를 TEXT와, 무작위 토큰 시퀀스를 반복한 탐침에서 "
-                        "채점한다: 엔트로피, 첫 토큰(싱크), 이전 토큰, 자기 자신, 중복 토큰, 인덕션 점수와 어텐션 "
+    "help.heads.about": "실제 모델(기본값 MiniLM)의 모든 층 × 헤드를 TEXT와, 무작위 토큰 시퀀스를 두 번 이어 붙인 반복 "
+                        "시퀀스에서 채점한다: 엔트로피, 첫 토큰(싱크), 이전 토큰, 자기 자신, 중복 토큰, 인덕션 점수와 어텐션 "
                         "롤아웃. previous_token, duplicate_token, induction은 TransformerLens의 detect_head 점수"
                         "(\"mul\")이다. 헤드의 전체 어텐션(T개 행 모두) 가운데 그 패턴에 간 몫이므로, 완벽한 이전 "
                         "토큰 헤드의 점수는 (T − 1)/T이다. previous_token_rows는 qkv 자체의 이전 토큰 점수이다: Key "
@@ -2178,8 +2178,8 @@ KO: dict[str, str] = {
     "help.heads.text": "어텐션을 요약할 텍스트",
     "help.heads.sort": "행의 순서: layer(기본값, 층 순서) 또는 점수 하나(높은 것부터. {scores})",
     "help.heads.top": "처음 N개 행만 보인다 (기본값: 모든 행)",
-    "help.heads.probe": "탐침에서 반복하는 무작위 시퀀스의 길이 (기본값 20)",
-    "help.heads.seed": "탐침의 난수 시드 (기본값 0)",
+    "help.heads.probe": "반복 시퀀스에서 두 번 이어 붙이는 무작위 토큰의 수 (기본값 20)",
+    "help.heads.seed": "반복 시퀀스의 난수 시드 (기본값 0)",
     "help.heads.figure": "점수 지도와 롤아웃 그림도 저장한다 (.png .svg .pdf)",
     "help.heads.json": "모든 점수를 JSON으로도 쓴다 (원자적으로)",
     "help.heads.out": "표준 출력 대신 표를 FILE에 쓴다 (원자적으로)",
@@ -2226,16 +2226,16 @@ KO: dict[str, str] = {
                             "때만)",
     "help.ring.repeats": "전략마다 시간을 재는 단계 수. 중앙값을 보고한다",
     "help.ring.check": "출력과 기울기를 단일 프로세스 qkv.attention과도 비교한다",
-    "help.ring.timeout": "랭크가 다른 랭크를 기다리다 실패로 끝내기까지의 초",
+    "help.ring.timeout": "랭크가 다른 랭크를 기다리는 최대 시간(초). 넘으면 실패한다",
     "help.ring.figure": "랭크마다 무엇을 가졌는지와 인과 마스크의 작업량을 그린다 (.png .svg .pdf)",
     "help.ring.json": "랭크마다 잰 값을 모두 JSON으로도 쓴다",
     "help.ring.lang": "출력의 언어 (기본값 en)",
     "help.serve": "로컬 웹 앱: 텍스트를 입력하고, 모든 층과 헤드를 열어 보고, 칸을 누르면 그 계산 과정이 나온다",
     "help.serve.about": "어텐션을 살펴보는 로컬 웹 페이지(와 JSON API)를 띄운다: MiniLM과 모든 --model DIR을 텍스트에 "
                         "실행한 결과, 글의 예제, 직접 만든 예제 파일. --host로 다른 주소를 주지 않으면 127.0.0.1에만 "
-                        "묶인다.",
+                        "바인딩한다.",
     "help.serve.port": "요청을 받을 포트 (기본값 8000)",
-    "help.serve.host": "묶을 주소 (기본값 127.0.0.1: 이 기계에서만. 0.0.0.0은 네트워크 전체에 연다)",
+    "help.serve.host": "바인딩할 주소 (기본값 127.0.0.1: 이 기계에서만 접속할 수 있다. 0.0.0.0은 네트워크 전체에 연다)",
     "help.serve.model": "이 모델 디렉터리도 불러온다 (config.json, model.safetensors, tokenizer.json). 여러 번 줄 수 "
                         "있다",
     "help.serve.no_minilm": "MiniLM을 불러오지 않는다 (--model 디렉터리만 제공한다)",
@@ -2248,7 +2248,7 @@ KO: dict[str, str] = {
     "help.train.steps": "학습 단계 수, 1 … {max} (기본값 1000)",
     "help.train.batch_size": "단계마다의 문장 수 (문장마다 두 언어로 학습한다), 1 … {max} (기본값 64)",
     "help.train.learning_rate": "최대 학습률, 0보다 크고 {max} 이하 (기본값 3e-3)",
-    "help.train.seed": "난수 시드: 가중치와 문장을 정한다, 0 … {max} (기본값 0)",
+    "help.train.seed": "난수 시드 (가중치와 문장을 정한다), 0 … {max} (기본값 0)",
     "help.train.out": "쓸 체크포인트 (기본값 translator.safetensors)",
     "help.train.eval": "학습 뒤 채점할, 학습에 쓰지 않은 문장의 수, 0 … {max} (기본값 300. 0이면 건너뛴다)",
     "help.train.lang": "진행 막대, 결과 보고, 메시지의 언어 (기본값 en)",
