@@ -108,7 +108,7 @@ def _plan(path: str | os.PathLike, field: str | None = None) -> _Plan:
     except NotADirectoryError:
         raise _fail("error.out.part", text, field) from None
     except OSError as exc:
-        raise _fail("error.out.unusable", text, field, reason=exc.strerror or exc) from None
+        raise _fail("error.out.unusable", text, field, reason=exc) from None
     if st is not None:
         kind = st.st_mode
         if stat.S_ISDIR(kind):
@@ -186,7 +186,7 @@ class _Batch:
                         os.replace(backup, target)
                     else:
                         os.unlink(target)
-            raise InputError.keyed("error.out.write_rest", reason=exc.strerror or exc,
+            raise InputError.keyed("error.out.write_rest", reason=exc,
                              source=getattr(exc, "filename", None)) from None
         finally:
             for _, backup in done:
@@ -247,12 +247,12 @@ def write_atomic_with(path: str | os.PathLike, writer: Callable) -> Path:
             try:
                 _write_direct(plan, buffer.getvalue())
             except OSError as exc:
-                raise InputError.keyed("error.out.write", source=str(plan.path), reason=exc.strerror or exc) from None
+                raise InputError.keyed("error.out.write", source=str(plan.path), reason=exc) from None
         return plan.path
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{plan.target.name}.", suffix=".tmp", dir=plan.target.parent)
     except OSError as exc:
-        raise InputError.keyed("error.out.create", folder=repr(str(plan.target.parent)), reason=exc.strerror or exc,
+        raise InputError.keyed("error.out.create", folder=repr(str(plan.target.parent)), reason=exc,
                          source=str(plan.path)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -269,7 +269,7 @@ def write_atomic_with(path: str | os.PathLike, writer: Callable) -> Path:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError) and not isinstance(exc, (BrokenPipeError, InterruptedError)):
-            raise InputError.keyed("error.out.write", source=str(plan.path), reason=exc.strerror or exc) from None
+            raise InputError.keyed("error.out.write", source=str(plan.path), reason=exc) from None
         raise
     return plan.path
 
@@ -336,8 +336,10 @@ def check_input_file(path: str | os.PathLike, *, source: str | None = None, fiel
                    else "error.read.not_found" if named else "error.read.file_not_found") from None
     except NotADirectoryError:
         raise fail("error.read.part") from None
-    except (OSError, ValueError) as exc:       # ValueError: a NUL in the name
-        raise fail("error.read.unreadable", reason=getattr(exc, 'strerror', None) or exc) from None
+    except ValueError:                         # os.stat's refusal of a NUL in the name
+        raise fail("error.read.nul") from None
+    except OSError as exc:
+        raise fail("error.read.unreadable", reason=exc) from None
     _check_kind(st, fail, fifo=fifo, limit=limit)
     return path
 
@@ -363,6 +365,7 @@ _WHAT_KEYS = {"file": "error.read.what.file", "array file": "error.read.what.arr
 def _read_error(key: str, what: str, named: str | None, /, *, source: str, field: str | None, **values) -> InputError:
     """A file's refusal in the reader's language: the text ``key``; when the file was named inside another
     (``named``: an array file of an example), prefixed with what it is and its name."""
+    from .errors import worded
     from .explain.texts import LANGS, text
 
     if named is None:
@@ -370,7 +373,7 @@ def _read_error(key: str, what: str, named: str | None, /, *, source: str, field
 
     def parts(lang: str) -> dict:
         return {"what": text(lang, _WHAT_KEYS[what]) if what in _WHAT_KEYS else what,
-                "problem": text(lang, key, **values)}
+                "problem": text(lang, key, **worded(values, lang))}
 
     error = InputError.keyed("error.read.named", source=source, field=field, name=named, **parts("en"))
     error.values["by_lang"] = {lang: parts(lang) for lang in LANGS}
@@ -398,7 +401,7 @@ def read_bytes(path: str | os.PathLike, *, limit: int, source: str | None = None
     try:
         fd = os.open(checked, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise fail("error.read.unreadable", reason=exc.strerror or exc) from None
+        raise fail("error.read.unreadable", reason=exc) from None
     try:
         _check_kind(os.fstat(fd), fail, fifo=fifo, limit=limit)
         if fifo:
@@ -411,7 +414,7 @@ def read_bytes(path: str | os.PathLike, *, limit: int, source: str | None = None
             chunks.append(chunk)
             total += len(chunk)
     except OSError as exc:
-        raise fail("error.read.unreadable", reason=exc.strerror or exc) from None
+        raise fail("error.read.unreadable", reason=exc) from None
     finally:
         os.close(fd)
     if total > limit:
@@ -475,8 +478,8 @@ def load_toml(text: str, *, source: str) -> dict:
 
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError.keyed("error.toml.malformed", source=source, reason=_first_line(exc)) from None
+    except tomllib.TOMLDecodeError as exc:      # worded by `qkv.errors.reason`: Korean says the line and column
+        raise InputError.keyed("error.toml.malformed", source=source, reason=exc) from None
     except RecursionError:
         raise InputError.keyed("error.toml.deep", source=source, depth=MAX_DEPTH) from None
     except ValueError as exc:

@@ -48,15 +48,43 @@ import numpy as np
 
 from .kernels import blocked_attention
 
-__all__ = ["Row", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "TrainCase", "PAIRING", "TRAINING",
+__all__ = ["Row", "Said", "said", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "TrainCase", "PAIRING", "TRAINING",
            "measure_training", "window_lambda"]
 
-PAIRING = ("each peer timed in a pair with qkv alone: a 0.3 s pause (OpenBLAS's threads spin after a "
-           "multi-threaded product), one warm-up call each, then qkv and the peer "
-           "alternate (order flipped every round), nothing else in between; calls under 0.25 s timed in "
-           "their own steady state (untimed calls of the same implementation, two and 30 ms at least, right "
-           "before each timed one: torch's OpenMP threads spin for milliseconds after each call); medians; "
-           "ratios within one pair")
+class Said(str):
+    """A sentence the benchmark says (a progress line, a note, a skip reason, the timing method): its English
+    text, which is what JSON saves, plus the text key of `qkv.explain.texts` and the values that say it in
+    another language (`in_lang`; `qkv bench --lang ko` prints a fresh run's sentences in Korean)."""
+
+    key: str
+    values: dict
+
+    def in_lang(self, lang: str) -> str:
+        from .explain.texts import text
+
+        if lang == "en":
+            return str(self)
+        return text(lang, self.key, **{name: value.in_lang(lang) if isinstance(value, Said) else value
+                                       for name, value in self.values.items()})
+
+
+def said(key: str, /, **values) -> Said:
+    """The sentence ``key`` (`Said`) with ``values``; its text is the English one."""
+    from .explain.texts import text
+
+    sentence = Said(text("en", key, **values))
+    sentence.key, sentence.values = key, values
+    return sentence
+
+
+def _mask_name(name: str):
+    """A mask case's name (window, documents, causal) as a `Said`, so it is worded in the reader's language."""
+    from .explain.texts import has
+
+    return said(f"cli.bench.mask.{name}") if has("en", f"cli.bench.mask.{name}") else name
+
+
+PAIRING = said("cli.bench.pairing")
 # Calls shorter than this get _BURST_WARM untimed calls before each timed one (see the docstring).
 _BURST_BELOW_S = 0.25
 _BURST_WARM = 2
@@ -116,11 +144,7 @@ class TrainCase:
         return "causal" if self.kind == "causal" else f"sliding window W={self.window} (user lambda)"
 
 
-TRAINING = ("each implementation in its own process (a fresh interpreter: no thread pool, "
-            "allocator or page cache state shared with the other), processes alternating qkv, SDPA, flex, then "
-            "the order reversed; each process builds its inputs, takes one untimed step and times the next; "
-            "medians over all timed steps; peak memory = the process's resident high-water mark, over all its steps, "
-            "above what it held once its inputs (and SDPA's dense mask) existed")
+TRAINING = said("cli.bench.training_timing")
 
 
 @dataclass(frozen=True)
@@ -417,7 +441,7 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
     run_qkv = lambda: qkv.attention(q, k, v, mask_mod=mask_mod)   # noqa: E731
     run_user = lambda: qkv.attention(q, k, v, mask_mod=user)      # noqa: E731  (analysed on its first call)
     if user is not None:
-        say(f"{case.name}, T={case.t}: the window as a user lambda")
+        say(said("cli.bench.progress.lambda", name=_mask_name(case.name), t=case.t))
         mine, catalogue = _alternate(run_user, run_qkv, case.repeats, quiet=quiet)
         row = rows[lambda_name]
         row.times, row.pair = mine, names[0]
@@ -426,12 +450,12 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
     flex_name = names[-1]
     if torch_parts is None:
         for name in ("torch sdpa (dense mask)", flex_name):
-            rows[name].skipped = "torch not installed"
+            rows[name].skipped = said("cli.bench.skip.torch")
         ours.times = _alternate(run_qkv, lambda: None, case.repeats, quiet=quiet)[0]
     else:
         torch, F = torch_parts
         tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
-        say(f"{case.name}, T={case.t}: dense mask")
+        say(said("cli.bench.progress.dense", name=_mask_name(case.name), t=case.t))
         allowed = torch.from_numpy(dense())
         # SDPA turns a boolean mask into a float one of the same size: at T = 65,536 that is 16 GiB,
         # so long inputs go through SDPA in query chunks whose float mask stays ≤ 1 GiB (same work).
@@ -452,12 +476,12 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
         del allowed
         flex_row = rows[flex_name]
         if not compile_flex:
-            flex_row.skipped = "not run with --quick (compiling takes ~15 s)"
+            flex_row.skipped = said("cli.bench.skip.quick")
         else:
             try:
                 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-                say(f"{case.name}, T={case.t}: compiling flex_attention")
+                say(said("cli.bench.progress.compiling", name=_mask_name(case.name), t=case.t))
                 # built beforehand, untimed (as flex users do); from the user's lambda when there is one
                 block_mask = create_block_mask(user or mask_mod, 1, case.heads, case.t, case.t, device="cpu")
                 compiled = torch.compile(flex_attention)
@@ -470,13 +494,13 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
                 ours.times, ours.pair = qkv_flex, flex_name
                 ours.vs_flex = flex_row.qkv_speedup
                 if user is not None:
-                    say(f"{case.name}, T={case.t}: the user lambda vs flex_attention")
+                    say(said("cli.bench.progress.lambda_flex", name=_mask_name(case.name), t=case.t))
                     mine, flex_times = _alternate(run_user, run_flex, case.repeats, quiet=quiet)
                     row = rows[lambda_name]
                     row.times, row.pair = mine, flex_name
                     row.vs_flex = statistics.median(flex_times) / statistics.median(mine)
             except Exception as exc:   # noqa: BLE001 — no compiler, an unsupported torch: say so in the row
-                flex_row.skipped = f"torch.compile(flex_attention) failed: {type(exc).__name__}: {str(exc)[:80]}"
+                flex_row.skipped = said("cli.bench.skip.flex_failed", error=f"{type(exc).__name__}: {str(exc)[:80]}")
     for row in rows.values():
         if row.times:
             row.seconds = statistics.median(row.times)
@@ -569,7 +593,7 @@ def _spawn_worker(args: tuple, timeout: float) -> dict:
 
 
 def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say=None, timeout: float = 3600,
-                     no_flex: str = "not run with --quick (compiling takes ~15 s)") -> list[Row]:
+                     no_flex: str | None = None) -> list[Row]:
     """Rows for one TrainCase: qkv, torch SDPA and (flex=True) compiled flex_attention, each side in its
     own processes, alternating (see TRAINING). seconds: median step time; vs_torch (qkv): SDPA's median /
     qkv's; qkv_speedup (peers): the peer's median / qkv's; peak_mib: the largest peak above the inputs."""
@@ -582,10 +606,10 @@ def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say
             for key, name in impls.items()}
     if _torch() is None:
         for row in rows.values():
-            row.skipped = "torch not installed"
+            row.skipped = said("cli.bench.skip.torch")
         return list(rows.values())
     if not flex:
-        rows["flex"].skipped = no_flex
+        rows["flex"].skipped = no_flex if no_flex is not None else said("cli.bench.skip.quick")
     live = [key for key in impls if not rows[key].skipped]
     peaks: dict = {key: [] for key in impls}
     for round_ in range(max(case.rounds, case.peer_rounds or case.rounds)):
@@ -594,11 +618,11 @@ def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say
             if round_ >= rounds or rows[key].skipped:
                 continue
             steps = case.steps if key == "qkv" else (case.peer_steps or case.steps)
-            say(f"training, {case.name}, T={case.t}: {impls[key]}, process {round_ + 1}")
+            say(said("cli.bench.progress.process", name=_mask_name(case.name), t=case.t, impl=impls[key], n=round_ + 1))
             got = _spawn_worker((case.kind, key, case.t, case.heads, width, case.window, steps), timeout)
             if "error" in got:
-                rows[key].skipped = (("torch 2.13 has no flex_attention backward on the CPU: " if key == "flex"
-                                      and "backward on CPU" in got["error"] else "") + got["error"])
+                rows[key].skipped = (said("cli.bench.skip.no_flex_backward", error=got["error"]) if key == "flex"
+                                     and "backward on CPU" in got["error"] else got["error"])
                 continue
             rows[key].times += got["times"]
             if got["peak_above_inputs_mib"] is not None:
@@ -664,30 +688,14 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
     sizes = tuple(sizes) if sizes else plan.sizes
     repeats = repeats or plan.repeats
     has_torch = _torch() is not None
-    notes = [
-        "GFLOP/s counts 4·B·H·T·T·D (q·kᵀ and P·v); causal rows count half of that.",
-        "vs_torch = torch seconds / this seconds (above 1: faster than torch); vs_gemm = GFLOP/s / GEMM GFLOP/s.",
-        "peak MiB: tracemalloc (NumPy allocations during the call, inputs excluded) for NumPy rows; "
-        "resident-set high-water growth for torch.",
-        f"timing: {PAIRING}; {repeats} rounds per pair (masked cases: their own counts); "
-        "the long-sequence memory run: one run, no warm-up.",
-        "qkv_speedup = this row's median / qkv's median in the same pair (above 1: qkv is faster).",
-        "masked: qkv.attention(q, k, v, mask_mod=qkv.masks.…) (block-sparse kernel) vs torch SDPA with the "
-        "equivalent dense boolean mask (above T = 16,384 in query chunks of 2^28/T rows, so its float copy of "
-        "the mask fits in memory) vs torch.compile(flex_attention) with create_block_mask (compiled "
-        "once in the warm-up call, then timed); float32, B = 1, D = 64, non-causal besides the mask.",
-        "user lambda: the same window written as `lambda b, h, q, k: (q >= k) & (q - k <= W)` and passed to "
-        "qkv.attention as mask_mod (qkv analyses it on its first call, untimed like flex's block mask); timed in "
-        "a pair with the catalogue's masks.sliding_window(W) (×catalogue = its time / the lambda's) and in a "
-        "pair with compiled flex_attention given the lambda's block mask (×flex = flex's time / this one's).",
-        f"training: one step = forward + backward (loss = Σ out·dout, gradients of q, k, v) on torch float32 "
-        f"tensors; timing: {TRAINING}. ×torch = SDPA's step time / qkv's. torch 2.13's compiled flex_attention has no "
-        "backward on the CPU: its training row says what it raised.",
-    ]
+    notes = [said("cli.bench.note.flops"), said("cli.bench.note.ratios"), said("cli.bench.note.peak"),
+             said("cli.bench.note.timing", pairing=PAIRING, repeats=repeats), said("cli.bench.note.speedup"),
+             said("cli.bench.note.masked"), said("cli.bench.note.lambda"),
+             said("cli.bench.note.training", training=TRAINING)]
     if not has_torch:
-        notes.append("torch is not installed: the torch rows are skipped and no ratio to torch is given.")
+        notes.append(said("cli.bench.note.no_torch"))
     load_before = _load_average()
-    say("measuring the float32 GEMM rate")
+    say(said("cli.bench.progress.gemm"))
     machine = {
         "load_average_before": load_before,
         "gemm_gflops": gemm_gflops(plan.gemm_n), "gemm_n": plan.gemm_n, "cpus": os.cpu_count(),
@@ -695,16 +703,16 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
         "blas": _blas_name(), "python": platform.python_version(), "machine": platform.machine(),
         "cpu": _cpu_name(),
     }
-    torch_skip = None if has_torch else "torch not installed"
+    torch_skip = None if has_torch else said("cli.bench.skip.torch")
     rows: list[Row] = []
     for t in sizes:
         for causal in (False, True):
-            say(f"T={t} causal={causal}")
+            say(said("cli.bench.progress.shape", t=t, causal=said(f"cli.bench.causal.{bool(causal)}")))
             rows += _measure_shape("attention", list(IMPLEMENTATIONS), plan.batch, plan.heads, t, plan.width,
                                    causal, repeats, {"torch sdpa": torch_skip}, quiet=plan.quiet)
-    say(f"memory: T={plan.memory_t}, H={plan.memory_heads}")
+    say(said("cli.bench.progress.memory", t=plan.memory_t, h=plan.memory_heads))
     full_gib = plan.memory_heads * plan.memory_t**2 * 4 / 2**30
-    too_big = f"skipped: the full {plan.memory_t}² float32 score matrix alone needs {full_gib:.3g} GiB"
+    too_big = said("cli.bench.skip.too_big", t=plan.memory_t, gib=f"{full_gib:.3g}")
     memory_rows = _measure_shape("memory", list(IMPLEMENTATIONS), 1, plan.memory_heads, plan.memory_t,
                                  plan.width, False, 1,
                                  {"plain reference": too_big, "naive numpy": too_big, "torch sdpa": torch_skip}
@@ -714,17 +722,17 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
         _ratios(group, machine["gemm_gflops"])
     masked: list[Row] = []
     for case in plan.mask_cases:
-        say(f"masked: {case.name}, T={case.t}, H={case.heads}")
+        say(said("cli.bench.progress.masked", name=_mask_name(case.name), t=case.t, h=case.heads))
         masked += _measure_masked(case, plan.width, plan.compile_flex and has_torch, say, plan.quiet)
     training: list[Row] = []
     for case in plan.train_cases:
-        say(f"training: {case.name}, T={case.t}, H={case.heads}")
+        say(said("cli.bench.progress.training", name=_mask_name(case.name), t=case.t, h=case.heads))
         training += measure_training(case, plan.width, flex=plan.compile_flex and has_torch, say=say)
-    say(f"decode at T={plan.decode_t}")
+    say(said("cli.bench.progress.decode", t=plan.decode_t))
     try:
         decode = _decode(plan)
     except ImportError as exc:  # the layer with the cache is not there
-        decode = {"skipped": f"qkv.mha not available: {exc}"}
+        decode = {"skipped": said("cli.bench.skip.no_mha", error=str(exc))}
     inputs_mib = 3 * plan.memory_heads * plan.memory_t * plan.width * 4 / MiB
     machine["load_average_after"] = _load_average()
     return {"machine": machine, "training_timing": TRAINING, "rows": [_clean(r) for r in rows], "memory": [_clean(r) for r in memory_rows],

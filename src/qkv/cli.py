@@ -96,23 +96,71 @@ def say(key: str, **values) -> str:
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """Every option's help ends with its default (``(default 20)``) unless the text already says it."""
+    """Every option's help ends with its default (``(default 20)``, ``(기본값 20)``) unless the text already
+    says it. ``lang`` is the parser's language (`Parser.lang`): the word and the ending are
+    `qkv.explain.texts`' ``help.default*`` keys."""
+
+    lang = "en"
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if (action.default not in (None, False, argparse.SUPPRESS, [], ()) and "default" not in text
-                and action.option_strings and "%(default)" not in text):
-            text += " (default %(default)s)"
-        return text
+        from .explain.texts import text
+
+        help_text = action.help or ""
+        if (action.default not in (None, False, argparse.SUPPRESS, [], ()) and action.option_strings
+                and text(self.lang, "help.default.word") not in help_text and "%(default)" not in help_text):
+            help_text += text(self.lang, "help.default")
+        return help_text
+
+    # argparse wraps by len(), but a terminal shows Hangul (and kana, Hanja) two columns wide: lines are
+    # wrapped by the width they show, so Korean help fits the terminal as English does.
+    # Text with no wide character is left to argparse (English help is wrapped exactly as before).
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        if _columns(text) == len(text):
+            return super()._split_lines(text, width)
+        return _wrap(self._whitespace_matcher.sub(" ", text).strip(), width)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if _columns(text) == len(text):
+            return super()._fill_text(text, width, indent)
+        lines = _wrap(self._whitespace_matcher.sub(" ", text).strip(), width - len(indent))
+        return "\n".join(indent + line for line in lines)
+
+
+def _columns(text: str) -> int:
+    """The columns ``text`` takes in a terminal: East Asian wide and full-width characters count two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` columns (`_columns`), broken at spaces; a longer word stays whole."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        if line and _columns(line) + 1 + _columns(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line] if line else lines
 
 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are exceptions (one line, exit 2) instead of usage + exit, whose
-    invalid choices are worded as everywhere else in qkv, and whose help shows every default."""
+    invalid choices are worded as everywhere else in qkv, and whose help shows every default.
+    ``lang``: the language its help is written in (the descriptions come from `qkv.explain.texts`'
+    ``help.*`` keys, built by `build_parser`); argparse's own words follow `argparse_words`."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, lang: str = "en", **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
+        self.lang = lang
         super().__init__(*args, **kwargs)
+
+    def _get_formatter(self):
+        formatter = super()._get_formatter()
+        formatter.lang = self.lang
+        return formatter
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(self.prog, message)
@@ -163,15 +211,21 @@ class Parser(argparse.ArgumentParser):
             raise not_one_of(value, list(action.choices), field=str(field), lang=_LANG)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
-        prog="qkv", description="Transformer attention, exact and explained. With no command: the seed's "
-        "self-attention worked example; options before any command are that example's (qkv --lang ko).")
-    parser.add_argument("--version", action=VersionAction, nargs=0,
-                        help="print qkv's version and which kernel routes are live, then exit")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+def build_parser(lang: str = "en") -> argparse.ArgumentParser:
+    """The `qkv` parser with every description and option help in ``lang`` (`qkv.explain.texts`' ``help.*``
+    keys; `main` builds it in the language `lang_of` reads from the whole command line, so ``--lang ko``
+    before or after ``--help`` gives the same Korean help)."""
+    import functools
+
+    from .commands._options import help_words
+
+    t = help_words(lang)
+    parser = Parser(prog="qkv", description=t("qkv.about"), lang=lang)
+    parser.add_argument("--version", action=VersionAction, nargs=0, help=t("qkv.version"))
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                       parser_class=functools.partial(Parser, lang=lang))
     for name in COMMANDS:
-        importlib.import_module(f"qkv.commands.{name}").register(subparsers)
+        importlib.import_module(f"qkv.commands.{name}").register(subparsers, t)
     return parser
 
 
@@ -209,7 +263,7 @@ class Output:
             raise InputError.keyed(f"cli.output.encoding.{STREAMS[self._name]}", encoding=exc.encoding,
                                    text=repr(exc.object[exc.start:exc.end])) from None
         except OSError as exc:
-            raise InputError.keyed(f"cli.output.failed.{STREAMS[self._name]}", reason=exc.strerror or exc) from None
+            raise InputError.keyed(f"cli.output.failed.{STREAMS[self._name]}", reason=exc) from None
 
     def flush(self) -> None:
         if self._stream is None:
@@ -219,7 +273,7 @@ class Output:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise InputError.keyed(f"cli.output.failed.{STREAMS[self._name]}", reason=exc.strerror or exc) from None
+            raise InputError.keyed(f"cli.output.failed.{STREAMS[self._name]}", reason=exc) from None
 
     def isatty(self) -> bool:
         return self._tty
@@ -262,6 +316,8 @@ def _with_command(argv: list[str], parser: argparse.ArgumentParser) -> list[str]
     `parser` is the one the call parses with (built once)."""
     if argv and not (argv[0].startswith("-") and argv[0] not in TOP_LEVEL):
         return argv
+    if _only_lang_and_help(argv):                 # `qkv --lang ko --help`: qkv's own help, as `qkv --help --lang ko`
+        return ["--help"]
     takes_value = set()
     example = parser._subparsers._group_actions[0].choices["example"]
     for action in example._actions:
@@ -273,6 +329,22 @@ def _with_command(argv: list[str], parser: argparse.ArgumentParser) -> list[str]
     if i < len(argv) and argv[i] in COMMANDS and argv[i] != "example":
         return [argv[i], *argv[:i], *argv[i + 1:]]
     return ["example", *argv]
+
+
+def _only_lang_and_help(argv: list[str]) -> bool:
+    """Whether ``argv`` is ``--help`` (or ``-h``) with nothing else but ``--lang`` options: the top-level help
+    in that language, whichever comes first (the language is read from the whole line by `lang_of`)."""
+    rest, i, helped = argv[: argv.index("--")] if "--" in argv else argv, 0, False
+    while i < len(rest):
+        if rest[i] in ("-h", "--help"):
+            helped, i = True, i + 1
+        elif rest[i] == "--lang":
+            i += 2
+        elif rest[i].startswith("--lang="):
+            i += 1
+        else:
+            return False
+    return helped
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -292,7 +364,7 @@ def _run(argv: list[str]) -> int:
     _LANG = lang
     try:
         with argparse_words(lang):
-            parser = build_parser()
+            parser = build_parser(lang)
             argv = _with_command(argv, parser)
             _check_command(argv)
             args = parser.parse_args(argv)

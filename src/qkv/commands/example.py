@@ -14,14 +14,11 @@ import argparse
 from .. import frontdoor
 from ._options import add_output_options, check_lang, check_options, emit
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "example", help="a worked example of the posts, derived step by step",
-        description="A worked example from the posts, every number computed and explained step by step.")
-    parser.add_argument("name", nargs="?", default="self-attention", metavar="NAME",
-                        help="the example (default self-attention); see --list")
-    parser.add_argument("--list", action="store_true", help="list the examples and exit")
-    add_output_options(parser)
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("example", help=t("example"), description=t("example.about"))
+    parser.add_argument("name", nargs="?", default="self-attention", metavar="NAME", help=t("example.name"))
+    parser.add_argument("--list", action="store_true", help=t("example.list"))
+    add_output_options(parser, t)
     parser.set_defaults(func=handler)
 
 

@@ -15,12 +15,10 @@ from ..frontdoor import trace_from_document
 from ._options import add_output_options, check_options, emit
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "explain", help="explain your own example file (TOML/JSON) step by step",
-        description="Derive the step-by-step walkthrough for an example file of your own (see docs/examples.md).")
-    parser.add_argument("file", metavar="FILE", help="a .toml or .json example file, or a saved JSON trace")
-    add_output_options(parser)
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("explain", help=t("explain"), description=t("explain.about"))
+    parser.add_argument("file", metavar="FILE", help=t("explain.file"))
+    add_output_options(parser, t)
     parser.set_defaults(func=handler)
 
 

@@ -21,32 +21,25 @@ from ..errors import InputError
 from ._options import add_lang_option, check_lang, words, write_text
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "generate", help="continue a prompt with a causal language model (GPT-2, Llama, Mistral, Qwen2)",
-        description="Continue PROMPT with a causal language model from a Hugging Face checkpoint directory, "
-        "decoding with qkv's KV cache: greedy by default, or sampling with --sample.")
-    parser.add_argument("prompt", metavar="PROMPT", help="the text to continue")
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("generate", help=t("generate"), description=t("generate.about"))
+    parser.add_argument("prompt", metavar="PROMPT", help=t("generate.prompt"))
     from ..models import SUPPORTED           # the families load() runs: the help cannot fall behind them
 
-    decoders = [t for t in SUPPORTED if t != "bert"]
+    decoders = [name for name in SUPPORTED if name != "bert"]
     parser.add_argument("--model", required=True, metavar="DIR",
-                        help=f"a checkpoint directory: config.json (model_type {', '.join(decoders[:-1])} or "
-                        f"{decoders[-1]}), model.safetensors or a sharded index, tokenizer.json")
-    parser.add_argument("-n", "--max-new-tokens", default="20", metavar="N", help="new tokens at most (default 20)")
-    parser.add_argument("--sample", action="store_true", help="sample instead of taking the most likely token")
-    parser.add_argument("--temperature", default="1.0", metavar="T", help="with --sample: divide the logits by T (default 1)")
-    parser.add_argument("--top-k", default=None, metavar="K",
-                        help="with --sample: draw from the K most likely tokens only (default: every token)")
-    parser.add_argument("--top-p", default=None, metavar="P",
-                        help="with --sample: draw from the smallest set of likeliest tokens holding probability P "
-                        "(default 1: every token)")
-    parser.add_argument("--seed", default=None, metavar="S", help="with --sample: the random seed (default: a fresh one)")
-    parser.add_argument("--no-stop", action="store_true", help="do not stop at the end-of-sequence token")
-    parser.add_argument("--top", default="3", metavar="K", help="alternatives shown per step (default 3)")
-    parser.add_argument("--json", action="store_true", help="print JSON: ids, tokens, text and each step's probabilities")
-    parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
-    add_lang_option(parser)
+                        help=t("generate.model", kinds=t("model.types", types=", ".join(decoders[:-1]), last=decoders[-1])))
+    parser.add_argument("-n", "--max-new-tokens", default="20", metavar="N", help=t("generate.max_new_tokens"))
+    parser.add_argument("--sample", action="store_true", help=t("generate.sample"))
+    parser.add_argument("--temperature", default="1.0", metavar="T", help=t("generate.temperature"))
+    parser.add_argument("--top-k", default=None, metavar="K", help=t("generate.top_k"))
+    parser.add_argument("--top-p", default=None, metavar="P", help=t("generate.top_p"))
+    parser.add_argument("--seed", default=None, metavar="S", help=t("generate.seed"))
+    parser.add_argument("--no-stop", action="store_true", help=t("generate.no_stop"))
+    parser.add_argument("--top", default="3", metavar="K", help=t("generate.top"))
+    parser.add_argument("--json", action="store_true", help=t("generate.json"))
+    parser.add_argument("--out", metavar="FILE", help=t("out"))
+    add_lang_option(parser, t, "generate")
     parser.set_defaults(func=handler)
 
 

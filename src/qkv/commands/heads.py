@@ -27,29 +27,21 @@ from ..explain.model_text import render_rich
 from ._options import add_lang_option, add_model_option, check_lang, load_model, words, write_text
 
 
-def register(subparsers) -> None:
+def register(subparsers, t) -> None:
     from ..analysis import SCORES
 
-    parser = subparsers.add_parser(
-        "heads", help="per-head scores of a real model: entropy, sink, previous-token, induction, rollout",
-        description="Score every layer × head of a real model (MiniLM by default) on TEXT and on a repeated "
-        "random-token probe: entropy, first-token (sink), previous-token, self, duplicate-token and induction "
-        "scores, and attention rollout. previous_token, duplicate_token and induction are TransformerLens's "
-        "detect_head scores (\"mul\"): the share of the head's whole attention, all T rows, on the pattern, "
-        "so a perfect previous-token head scores (T − 1)/T. previous_token_rows is qkv's own previous-token "
-        "score: the mean weight on key i − 1 over the T − 1 rows that have one (a perfect head scores 1).")
-    parser.add_argument("text", metavar="TEXT", help="the text whose attention is summarised")
-    add_model_option(parser)
+    parser = subparsers.add_parser("heads", help=t("heads"), description=t("heads.about"))
+    parser.add_argument("text", metavar="TEXT", help=t("heads.text"))
+    add_model_option(parser, t)
     parser.add_argument("--sort", default="layer", choices=("layer",) + SCORES, metavar="SCORE",
-                        help=f"order of the rows: layer (default) or a score, highest first ({', '.join(SCORES)})")
-    parser.add_argument("--top", type=int_option(low=1), default=None, metavar="N", help="show only the first N rows (default: every row)")
-    parser.add_argument("--probe", type=int_option(low=2, high=100_000), default=20, metavar="N",
-                        help="length of the random sequence repeated in the probe (default 20)")
-    parser.add_argument("--seed", type=int_option(low=0, high=2**32 - 1), default=0, metavar="N", help="seed of the probe (default 0)")
-    parser.add_argument("--figure", metavar="FILE", help="also save the score maps and the rollout (.png .svg .pdf)")
-    parser.add_argument("--json", metavar="FILE", help="also write every score as JSON (atomically)")
-    parser.add_argument("--out", metavar="FILE", help="write the table to FILE (atomically) instead of standard output")
-    add_lang_option(parser)
+                        help=t("heads.sort", scores=", ".join(SCORES)))
+    parser.add_argument("--top", type=int_option(low=1), default=None, metavar="N", help=t("heads.top"))
+    parser.add_argument("--probe", type=int_option(low=2, high=100_000), default=20, metavar="N", help=t("heads.probe"))
+    parser.add_argument("--seed", type=int_option(low=0, high=2**32 - 1), default=0, metavar="N", help=t("heads.seed"))
+    parser.add_argument("--figure", metavar="FILE", help=t("heads.figure"))
+    parser.add_argument("--json", metavar="FILE", help=t("heads.json"))
+    parser.add_argument("--out", metavar="FILE", help=t("heads.out"))
+    add_lang_option(parser, t, "heads")
     parser.set_defaults(func=handler)
 
 

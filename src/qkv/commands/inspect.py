@@ -36,29 +36,20 @@ from ._options import add_lang_option, add_model_option, check_lang, load_model,
 FORMATS = ("text", "markdown", "json", "html")
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "inspect", help="a real model's attention on your text, head by head (MiniLM by default)",
-        description="Run a real model (all-MiniLM-L6-v2 by default, or a Hugging Face checkpoint directory: BERT, "
-        "GPT-2, Llama, Mistral, Qwen2) on TEXT and show its attention: one head step by step (--layer L --head H), "
-        "or every layer and head (the default).")
-    parser.add_argument("text", metavar="TEXT", help="the text to run through the model")
-    add_model_option(parser)
-    parser.add_argument("--layer", default="all", metavar="L|all", help="layer index from 0, or all (default all)")
-    parser.add_argument("--head", default="all", metavar="H|all", help="head index from 0, or all (default all)")
-    parser.add_argument("--query", metavar="TOKEN",
-                        help="the query token to follow (a token or a row index; default the first token after [CLS], "
-                        "or the last token for a causal model)")
-    parser.add_argument("--top", type=int_option(), default=5, metavar="K", help="how many top keys to list (default 5)")
-    parser.add_argument("--format", default=None, metavar="FORMAT", help="text | markdown | json | html (default text)")
-    add_lang_option(parser, "the output, the derivation and the figure")
-    parser.add_argument("--digits", type=int_option(), default=3, metavar="N", help="decimals shown (default 3)")
-    parser.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of standard output")
-    parser.add_argument("--figure", metavar="FILE",
-                        help="save the figure (.png .svg .pdf): the grid of every chosen layer and head, or one head's "
-                        "weights; then nothing else is printed unless --format or --out asks for the text too")
-    parser.add_argument("--full", action="store_true",
-                        help="print every number of the derivation (long matrices are otherwise shown as 4 + … + 4)")
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("inspect", help=t("inspect"), description=t("inspect.about"))
+    parser.add_argument("text", metavar="TEXT", help=t("inspect.text"))
+    add_model_option(parser, t)
+    parser.add_argument("--layer", default="all", metavar="L|all", help=t("inspect.layer"))
+    parser.add_argument("--head", default="all", metavar="H|all", help=t("inspect.head"))
+    parser.add_argument("--query", metavar="TOKEN", help=t("inspect.query"))
+    parser.add_argument("--top", type=int_option(), default=5, metavar="K", help=t("inspect.top"))
+    parser.add_argument("--format", default=None, metavar="FORMAT", help=t("inspect.format"))
+    add_lang_option(parser, t, "inspect")
+    parser.add_argument("--digits", type=int_option(), default=3, metavar="N", help=t("inspect.digits"))
+    parser.add_argument("--out", metavar="FILE", help=t("out"))
+    parser.add_argument("--figure", metavar="FILE", help=t("inspect.figure"))
+    parser.add_argument("--full", action="store_true", help=t("inspect.full"))
     parser.set_defaults(func=handler)
 
 

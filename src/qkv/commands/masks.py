@@ -23,20 +23,14 @@ from ._options import add_lang_option, check_lang, words
 _KIND_LETTER = {0: "S", 1: "P", 2: "F"}
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "masks", help="draw every mask of the catalogue with the kernel's block map",
-        description="Print (and with --figure draw) each mask of qkv.masks as a T×T matrix, with the "
-        "blocked kernel's map of skipped / full / partial blocks overlaid.")
-    parser.add_argument("--length", "-T", type=int_option(1, 4096), default=16, metavar="T",
-                        help="sequence length T (default 16; 1 … 4096)")
-    parser.add_argument("--block", type=int_option(1, 4096), default=None, metavar="B",
-                        help="the kernel's block size for queries and keys (default T/4, at least 1)")
-    parser.add_argument("--only", metavar="NAME", default=None,
-                        help="just this mask (a name as printed, e.g. 'document')")
-    parser.add_argument("--figure", metavar="FILE", help="also draw the matrices (.png .svg .pdf)")
-    parser.add_argument("--out", metavar="FILE", help="write the text to FILE (atomically) instead of standard output")
-    add_lang_option(parser, "the output and the figure")
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("masks", help=t("masks"), description=t("masks.about"))
+    parser.add_argument("--length", "-T", type=int_option(1, 4096), default=16, metavar="T", help=t("masks.length"))
+    parser.add_argument("--block", type=int_option(1, 4096), default=None, metavar="B", help=t("masks.block"))
+    parser.add_argument("--only", metavar="NAME", default=None, help=t("masks.only"))
+    parser.add_argument("--figure", metavar="FILE", help=t("masks.figure"))
+    parser.add_argument("--out", metavar="FILE", help=t("masks.out"))
+    add_lang_option(parser, t, "masks")
     parser.set_defaults(func=handler)
 
 

@@ -24,40 +24,26 @@ from ._options import add_lang_option, check_lang, words
 STRATEGIES = ("ring:contiguous", "ring:zigzag", "ulysses")
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "ring", help="ring attention across P local processes: time, bytes sent and memory per rank",
-        description="Splits a random sequence of --seq tokens across --procs processes (gloo on 127.0.0.1; or the "
-        "ranks of torchrun), runs a training step (forward + backward) of ring attention in the contiguous and "
-        "zigzag layouts and of Ulysses attention, and prints per rank: wall time, compute (CPU seconds), exposed "
-        "wait, bytes sent (counted, by formula, and as the OS saw them written) and peak memory.")
-    parser.add_argument("--procs", type=int_option(low=1, high=64), default=2, metavar="P",
-                        help="number of local processes P (1 … 64)")
-    parser.add_argument("--seq", type=int_option(low=1, high=1 << 24), default=1024, metavar="T",
-                        help="sequence length T, a multiple of 2·P")
-    parser.add_argument("--batch", type=int_option(low=1, high=1 << 16), default=1, metavar="B", help="batch size B")
-    parser.add_argument("--heads", type=int_option(low=1, high=1 << 12), default=8, metavar="H", help="query heads H")
-    parser.add_argument("--kv-heads", type=int_option(low=1, high=1 << 12), metavar="G",
-                        help="key/value heads G, a divisor of H (grouped-query attention; default H)")
-    parser.add_argument("--dim", type=int_option(low=1, high=1 << 14), default=64, metavar="D", help="head width D")
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("ring", help=t("ring"), description=t("ring.about"))
+    parser.add_argument("--procs", type=int_option(low=1, high=64), default=2, metavar="P", help=t("ring.procs"))
+    parser.add_argument("--seq", type=int_option(low=1, high=1 << 24), default=1024, metavar="T", help=t("ring.seq"))
+    parser.add_argument("--batch", type=int_option(low=1, high=1 << 16), default=1, metavar="B", help=t("ring.batch"))
+    parser.add_argument("--heads", type=int_option(low=1, high=1 << 12), default=8, metavar="H", help=t("ring.heads"))
+    parser.add_argument("--kv-heads", type=int_option(low=1, high=1 << 12), metavar="G", help=t("ring.kv_heads"))
+    parser.add_argument("--dim", type=int_option(low=1, high=1 << 14), default=64, metavar="D", help=t("ring.dim"))
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32", metavar="float32|float64",
-                        help="the tensors' floating-point type")
-    parser.add_argument("--no-causal", action="store_true", help="attend to every token (default: causal)")
-    parser.add_argument("--strategies", metavar="LIST",
-                        help=f"comma-separated, from {', '.join(STRATEGIES)} (default all; ulysses only when H is a "
-                        "multiple of P)")
-    parser.add_argument("--repeats", type=int_option(low=1, high=1000), default=3, metavar="N",
-                        help="timed steps per strategy, median reported")
-    parser.add_argument("--check", action="store_true",
-                        help="also compare output and gradients with single-process qkv.attention")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                        help="seconds a rank waits for another before failing")
-    parser.add_argument("--figure", metavar="FILE",
-                        help="write who-holds-what and the causal work per rank (.png .svg .pdf)")
-    parser.add_argument("--json", metavar="FILE", help="also write every rank's measurements as JSON")
+                        help=t("ring.dtype"))
+    parser.add_argument("--no-causal", action="store_true", help=t("ring.no_causal"))
+    parser.add_argument("--strategies", metavar="LIST", help=t("ring.strategies", strategies=", ".join(STRATEGIES)))
+    parser.add_argument("--repeats", type=int_option(low=1, high=1000), default=3, metavar="N", help=t("ring.repeats"))
+    parser.add_argument("--check", action="store_true", help=t("ring.check"))
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help=t("ring.timeout"))
+    parser.add_argument("--figure", metavar="FILE", help=t("ring.figure"))
+    parser.add_argument("--json", metavar="FILE", help=t("ring.json"))
     # For tests only (rehearses a failure: rank R exits abruptly before its first step); not in --help.
     parser.add_argument("--fail-rank", type=int_option(low=0, high=63), metavar="R", help=argparse.SUPPRESS)
-    add_lang_option(parser)
+    add_lang_option(parser, t, "ring")
     parser.set_defaults(func=handler)
 
 

@@ -14,35 +14,31 @@ import ipaddress
 import sys
 
 from ..errors import InputError
+from ._options import add_lang_option, check_lang, words
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "serve", help="a local web app: type text, open every layer and head, click a cell for its derivation",
-        description="Serve a local web page (and a JSON API) to explore attention: MiniLM and every --model DIR "
-        "on your text, the worked examples and your own example files. Bound to 127.0.0.1 unless --host says so.")
-    parser.add_argument("--port", type=int, default=8000, metavar="N", help="port to listen on (default 8000)")
-    parser.add_argument("--host", default="127.0.0.1", metavar="H",
-                        help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to your network)")
-    parser.add_argument("--model", action="append", default=[], metavar="DIR",
-                        help="also load this model directory (config.json, model.safetensors, tokenizer.json); repeatable")
-    parser.add_argument("--no-minilm", action="store_true", help="do not load MiniLM (serve only the --model directories)")
-    parser.add_argument("--no-translator", action="store_true",
-                        help="do not load qkv's English→Korean/Japanese translator (its cross-attention tab)")
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("serve", help=t("serve"), description=t("serve.about"))
+    parser.add_argument("--port", type=int, default=8000, metavar="N", help=t("serve.port"))
+    parser.add_argument("--host", default="127.0.0.1", metavar="H", help=t("serve.host"))
+    parser.add_argument("--model", action="append", default=[], metavar="DIR", help=t("serve.model"))
+    parser.add_argument("--no-minilm", action="store_true", help=t("serve.no_minilm"))
+    parser.add_argument("--no-translator", action="store_true", help=t("serve.no_translator"))
+    add_lang_option(parser, t, "serve")
     parser.set_defaults(func=handler)
 
 
 def _check(args: argparse.Namespace) -> None:
+    check_lang(args.lang)
     if not 0 <= args.port <= 65535:
-        raise InputError(f"{args.port}: expected a port number from 0 to 65535", field="--port")
+        raise InputError.keyed("cli.serve.port", value=args.port, field="--port")
     if args.host != "localhost":
         try:
             ipaddress.ip_address(args.host)
         except ValueError:
-            raise InputError(f"{args.host!r} is not an IP address (e.g. 127.0.0.1, or 0.0.0.0 for every interface)",
-                             field="--host") from None
+            raise InputError.keyed("cli.serve.host", value=repr(args.host), field="--host") from None
     if args.no_minilm and not args.model:
-        raise InputError("--no-minilm leaves no model: give --model DIR", field="--no-minilm")
+        raise InputError.keyed("cli.serve.no_model", field="--no-minilm")
 
 
 def _allowed_hosts(host: str) -> list[str]:
@@ -57,8 +53,7 @@ def handler(args: argparse.Namespace) -> int:
     try:
         from .. import serve
     except ImportError as exc:
-        raise InputError(f"qkv serve needs starlette and uvicorn ({exc.name} is missing): pip install 'qkv[serve]'",
-                         field="serve") from None
+        raise InputError.keyed("cli.serve.needs", name=exc.name, field="serve") from None
     # bound before the models load and held until uvicorn serves on it: a port in use is one line at
     # once, and the port printed (a free one for --port 0) is the port served
     sock = serve.listen("localhost" if args.host == "localhost" else args.host, args.port)
@@ -69,15 +64,17 @@ def handler(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, serve, sock) -> int:
+    t = words(args.lang)
     models = serve.load_models(args.model, minilm=not args.no_minilm)
-    translator, why = (None, "--no-translator") if args.no_translator else serve.load_translator()
+    translator, why = (None, "--no-translator") if args.no_translator else serve.load_translator(args.lang)
     if translator is None and not args.no_translator:
-        print(f"qkv serve: the translator is not available ({why}); serving without it", file=sys.stderr)
-    app = serve.create_app(models, translator=translator, allowed_hosts=_allowed_hosts(args.host))
+        print(f"qkv serve: {t('cli.serve.no_translator', why=why)}", file=sys.stderr)
+    app = serve.create_app(models, translator=translator, allowed_hosts=_allowed_hosts(args.host), lang=args.lang)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     port = sock.getsockname()[1]
-    print(f"qkv serve: {', '.join(models)}{' and the translator' if translator else ''} at http://{shown}:{port}/  (Ctrl-C stops)", file=sys.stderr)
+    print(f"qkv serve: {t('cli.serve.at', models=', '.join(models), url=f'http://{shown}:{port}/', and_translator=t('cli.serve.and_translator') if translator else '')}",
+          file=sys.stderr)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"qkv serve: warning: bound to {args.host}: other machines can reach this server", file=sys.stderr)
+        print(f"qkv serve: {t('cli.serve.exposed', host=args.host)}", file=sys.stderr)
     serve.run(app, host=args.host, port=port, sock=sock)
     return 0

@@ -19,6 +19,7 @@ import time
 
 from .._io import int_option
 from ..errors import InputError
+from ._options import add_lang_option, words
 
 MODELS = ("translator",)
 MAX_EVAL = 10_000          # held-out sentences scored after training (decoded in batches of _EVAL_BATCH)
@@ -33,37 +34,37 @@ def _learning_rate(text: str) -> float:
     # ASCII decimal notation only: float() also takes '１', '٣', 'infinity' and '1_0'
     value = float(text) if _DECIMAL.fullmatch(text.strip()) else None
     if value is None or not 0 < value <= MAX_LEARNING_RATE:     # NaN and ±inf fail this too
-        raise argparse.ArgumentTypeError(f"{text[:40]!r}: expected a number greater than 0 and at most "
-                                         f"{MAX_LEARNING_RATE:g}")
+        exc = InputError.keyed("cli.train.learning_rate", value=repr(text[:40]), max=f"{MAX_LEARNING_RATE:g}")
+        error = argparse.ArgumentTypeError(exc.problem)
+        error.input_error = exc           # type: ignore[attr-defined]  # the command line words it in --lang
+        raise error
     return value
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "train", help="train qkv's tiny English → Korean/Japanese translator (torch, CPU, minutes)",
-        description="Train a small encoder–decoder transformer, built from qkv's blocks, on a synthetic "
-        "English → Korean / Japanese corpus, with torch autograd on the CPU.")
-    parser.add_argument("model", choices=MODELS, help="what to train (translator)")
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("train", help=t("train"), description=t("train.about"))
+    parser.add_argument("model", choices=MODELS, help=t("train.model"))
     from ..translator.train import MAX_BATCH, MAX_LEARNING_RATE, MAX_SEED, MAX_STEPS
 
     parser.add_argument("--steps", type=int_option(low=1, high=MAX_STEPS), default=None, metavar="N",
-                        help=f"training steps, 1 … {MAX_STEPS:,} (default 1000)")
+                        help=t("train.steps", max=f"{MAX_STEPS:,}"))
     parser.add_argument("--batch-size", type=int_option(low=1, high=MAX_BATCH), default=None, metavar="N",
-                        help=f"sentences per step, each trained into both languages, 1 … {MAX_BATCH} (default 64)")
+                        help=t("train.batch_size", max=MAX_BATCH))
     parser.add_argument("--learning-rate", type=_learning_rate, default=None, metavar="LR",
-                        help=f"peak learning rate, greater than 0 and at most {MAX_LEARNING_RATE:g} (default 3e-3)")
+                        help=t("train.learning_rate", max=f"{MAX_LEARNING_RATE:g}"))
     parser.add_argument("--seed", type=int_option(low=0, high=MAX_SEED), default=0, metavar="S",
-                        help=f"random seed: weights and sentences, 0 … {MAX_SEED} (default 0)")
-    parser.add_argument("--out", default="translator.safetensors", metavar="FILE",
-                        help="checkpoint to write (default translator.safetensors)")
+                        help=t("train.seed", max=MAX_SEED))
+    parser.add_argument("--out", default="translator.safetensors", metavar="FILE", help=t("train.out"))
     parser.add_argument("--eval", type=int_option(low=0, high=MAX_EVAL), default=300, metavar="N",
-                        help=f"held-out sentences to score after training, 0 … {MAX_EVAL:,} (default 300; 0 skips)")
+                        help=t("train.eval", max=f"{MAX_EVAL:,}"))
+    add_lang_option(parser, t, "train")
     parser.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
     from ..translator.train import TrainConfig
 
+    t = words(args.lang)
     defaults = TrainConfig()
     steps = defaults.steps if args.steps is None else args.steps
     batch = defaults.batch_size if args.batch_size is None else args.batch_size
@@ -72,28 +73,28 @@ def handler(args: argparse.Namespace) -> int:
     try:
         import torch  # noqa: F401
     except ImportError:
-        raise InputError("training needs torch: pip install 'qkv[torch]'") from None
+        raise InputError.keyed("cli.train.needs_torch") from None
     from ..translator import corpus
     from ..translator.model import exact_match, save
     from ..translator.train import train
 
     config = TrainConfig(steps=steps, batch_size=batch, learning_rate=rate, seed=args.seed)
     started = time.perf_counter()
-    with _progress(steps) as on_step:
+    with _progress(steps, t) as on_step:
         model, losses = train(config, on_step=on_step)
     seconds = time.perf_counter() - started
     model = model.to_numpy()
     metadata = {"seed": args.seed, "steps": steps, "batch_size": batch, "learning_rate": rate,
                 "final_loss": losses[-1], "train_seconds": round(seconds, 1)}
-    lines = [f"trained {steps} steps in {seconds:.1f} s; final loss {losses[-1]:.4f}"]
+    lines = [t("cli.train.done", steps=steps, seconds=f"{seconds:.1f}", loss=f"{losses[-1]:.4f}")]
     if args.eval:
         held_out = corpus.held_out_sentences(args.eval)
         scores = {lang: sum(exact_match(model, held_out[i: i + _EVAL_BATCH], lang) * len(held_out[i: i + _EVAL_BATCH])
                             for i in range(0, len(held_out), _EVAL_BATCH)) / len(held_out)
                   for lang in corpus.LANGUAGES}
         metadata["held_out_exact_match"] = scores
-        lines.append(f"held-out exact match ({args.eval} sentences of unseen compositions): "
-                     + ", ".join(f"{lang} {score:.1%}" for lang, score in scores.items()))
+        lines.append(t("cli.train.held_out", n=args.eval,
+                       scores=", ".join(f"{lang} {score:.1%}" for lang, score in scores.items())))
     save(args.out, model, metadata=metadata)      # `qkv: wrote FILE` on stderr (qkv.cli)
     print("\n".join(lines))
     return 0
@@ -104,24 +105,25 @@ def _check_out(out: str) -> None:
 
     target = Path(out)
     if target.suffix != ".safetensors":
-        raise InputError("the checkpoint is a safetensors file; name it *.safetensors", source=out)
+        raise InputError.keyed("cli.train.suffix", source=out)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
-        raise InputError(f"directory {str(folder)!r} does not exist", source=out)
+        raise InputError.keyed("cli.no_directory", path=repr(str(folder)), source=out)
 
 
 class _progress:
-    """A rich progress bar on stderr: step, loss, token accuracy, elapsed and remaining time."""
+    """A rich progress bar on stderr: step, loss, token accuracy, elapsed and remaining time, worded by
+    ``t`` (`words` of the run's --lang)."""
 
-    def __init__(self, steps: int):
+    def __init__(self, steps: int, t):
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
             TimeRemainingColumn
 
-        self.progress = Progress(TextColumn("training"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("loss {task.fields[loss]:.4f}"),
-                                 TextColumn("accuracy {task.fields[accuracy]:.1%}"),
-                                 TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+        self.progress = Progress(TextColumn(t("cli.train.bar.training")), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn(t("cli.train.bar.loss") + " {task.fields[loss]:.4f}"),
+                                 TextColumn(t("cli.train.bar.accuracy") + " {task.fields[accuracy]:.1%}"),
+                                 TimeElapsedColumn(), TextColumn(t("cli.train.bar.left")), TimeRemainingColumn(),
                                  console=Console(file=sys.stderr), transient=False)
         self.task = self.progress.add_task("train", total=steps, loss=float("nan"), accuracy=0.0)
 

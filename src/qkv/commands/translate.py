@@ -27,29 +27,19 @@ from ._options import add_lang_option, check_lang, words
 TARGETS = ("ko", "ja", "both")
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "translate", help="translate English into Korean or Japanese with qkv's tiny trained transformer",
-        description="Translate an English sentence of the translator's small grammar (pronouns, a few nouns, "
-        "verbs and places) into Korean and/or Japanese, say how sure the model was of each word, and show the "
-        "cross-attention that did it. A sentence outside the grammar is refused with the part that is outside it "
-        "(--outside-grammar translates it anyway, as the model's guess).")
-    parser.add_argument("text", metavar="TEXT", help='English text, e.g. "I love you"')
-    parser.add_argument("--to", default="both", metavar="ko|ja|both", help="target language (default both)")
-    parser.add_argument("--explain", action="store_true",
-                        help="show each generated word's cross-attention over the English words")
-    add_lang_option(parser, "the output, --explain, --derive and --figure")
-    parser.add_argument("--derive", type=int_option(), default=None, metavar="N",
-                        help="derive, step by step (qkv.explain), the cross-attention that produced word N (from 1); "
-                        "needs --to ko or ja")
-    parser.add_argument("--figure", metavar="FILE", help="save the alignment matrix (.png .svg .pdf); needs --to ko or ja")
-    parser.add_argument("--layer", type=int_option(), default=None, metavar="L", help="decoder layer shown (default: the last)")
-    parser.add_argument("--head", type=int_option(), default=None, metavar="H", help="one head (default: the mean of the heads)")
-    parser.add_argument("--digits", type=int_option(), default=2, metavar="N", help="decimals of the weights (default 2)")
-    parser.add_argument("--checkpoint", metavar="FILE", help="a translator checkpoint (default: the one shipped with qkv)")
-    parser.add_argument("--outside-grammar", action="store_true",
-                        help="translate even text the translator's grammar cannot parse (refused by default); the "
-                        "output then says which part is outside the grammar, and the words are the model's guess")
+def register(subparsers, t) -> None:
+    parser = subparsers.add_parser("translate", help=t("translate"), description=t("translate.about"))
+    parser.add_argument("text", metavar="TEXT", help=t("translate.text"))
+    parser.add_argument("--to", default="both", metavar="ko|ja|both", help=t("translate.to"))
+    parser.add_argument("--explain", action="store_true", help=t("translate.explain"))
+    add_lang_option(parser, t, "translate")
+    parser.add_argument("--derive", type=int_option(), default=None, metavar="N", help=t("translate.derive"))
+    parser.add_argument("--figure", metavar="FILE", help=t("translate.figure"))
+    parser.add_argument("--layer", type=int_option(), default=None, metavar="L", help=t("translate.layer"))
+    parser.add_argument("--head", type=int_option(), default=None, metavar="H", help=t("translate.head"))
+    parser.add_argument("--digits", type=int_option(), default=2, metavar="N", help=t("translate.digits"))
+    parser.add_argument("--checkpoint", metavar="FILE", help=t("translate.checkpoint"))
+    parser.add_argument("--outside-grammar", action="store_true", help=t("translate.outside_grammar"))
     parser.set_defaults(func=handler)
 
 

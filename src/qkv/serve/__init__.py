@@ -41,13 +41,21 @@ def load_models(directories=(), *, minilm: bool = True) -> dict:
     return loaded
 
 
-def load_translator():
-    """The shipped `qkv.translator` model, or (None, why) when it cannot be loaded: (model, None)."""
+def load_translator(lang: str = "en"):
+    """The shipped `qkv.translator` model, or (None, why) when it cannot be loaded: (model, None).
+    ``why`` is one line in ``lang`` (`qkv serve --lang`)."""
+    from ..errors import reason
+    from ..explain.texts import text
+
     try:
         from .. import translator
         return translator.load(), None
-    except (ImportError, InputError, OSError) as exc:
-        return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    except InputError as exc:
+        return None, exc.say(lang).splitlines()[0]
+    except ImportError as exc:
+        return None, text(lang, "cli.serve.no_module", name=repr(exc.name)) if exc.name else reason(exc, lang)
+    except OSError as exc:
+        return None, reason(exc, lang)
 
 
 REQUEST_SECONDS = 10.0
@@ -75,9 +83,8 @@ def listen(host: str = LOOPBACK, port: int = 8000):
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise InputError(f"port {port} is in use on {host}: choose another port (--port 0 picks a free one)",
-                             field="--port") from None
-        raise InputError(f"cannot listen on {host}:{port} ({exc.strerror or exc})", field="--port") from None
+            raise InputError.keyed("cli.serve.in_use", port=port, host=host, field="--port") from None
+        raise InputError.keyed("cli.serve.listen", host=host, port=port, reason=exc, field="--port") from None
     sock.set_inheritable(True)
     return sock
 

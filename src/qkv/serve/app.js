@@ -10,8 +10,10 @@
   var V = window.qkvViews;
   var DIGITS = 4;
   var root = document.getElementById("app");
+  // the language a link without ?lang= opens in: <html lang> as the server wrote it (`qkv serve --lang ko`)
+  var DEFAULT_LANG = document.documentElement.lang === "ko" ? "ko" : "en";
   var state = { tab: "example", model: "", text: "", view: "", layer: null, head: null, cell: null,
-    example: "self-attention", part: 0, lang: "en", source: "", to: "ko", whatif: null };
+    example: "self-attention", part: 0, lang: DEFAULT_LANG, source: "", to: "ko", whatif: null };
   var data = { models: [], examples: [], words: null, overview: null, trace: null, traceKey: "", uploaded: null,
     translator: null, translation: null, base: {}, result: null };
   var busy = 0;
@@ -42,7 +44,7 @@
     state.cell = c.length === 2 && c[0] !== "" ? [+c[0], +c[1]] : null;
     state.example = p.get("example") || "self-attention";      // an uploaded file is not in the link
     state.part = +(p.get("part") || 0);
-    state.lang = p.get("lang") === "ko" ? "ko" : "en";
+    state.lang = p.get("lang") === "ko" || p.get("lang") === "en" ? p.get("lang") : DEFAULT_LANG;
     state.whatif = null;
     if (p.get("whatif")) { try { state.whatif = normalWhatIf(JSON.parse(p.get("whatif"))); } catch (e) { state.whatif = null; } }
   }
@@ -64,7 +66,7 @@
       if (state.view === "head") { p.set("layer", state.layer); p.set("head", state.head); }
     }
     if (state.cell) p.set("cell", state.cell.join(","));
-    if (state.lang !== "en") p.set("lang", state.lang);
+    if (state.lang !== DEFAULT_LANG) p.set("lang", state.lang);
     var url = location.pathname + (p.toString() ? "?" + p.toString() : "");
     if (url !== location.pathname + location.search) history[push ? "pushState" : "replaceState"](null, "", url);
   }

@@ -520,12 +520,13 @@ def _editable(name: str) -> dict:
 
 # ---------------------------------------------------------------------------------------------- the app
 def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits = Limits(),
-               allowed_hosts: list[str] | None = None) -> Starlette:
+               allowed_hosts: list[str] | None = None, lang: str = "en") -> Starlette:
     """The web app serving ``models`` (name → a loaded model, e.g. ``{"minilm": qkv.models.load("minilm")}``).
 
     translator: a loaded `qkv.translator` model (its cross-attention gets a tab and /api/translate…), or None.
     allowed_hosts: Host header values accepted (default: the loopback names 127.0.0.1, localhost, [::1]);
     ["*"] accepts any (use with a --host other than loopback).
+    lang: the page's language when a link names none (``?lang=`` still chooses; `qkv serve --lang`).
     """
     if not models:
         raise ValueError("models is empty: give at least one loaded model")
@@ -533,6 +534,10 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     package = resources.files("qkv")
     assets = {name: (package.joinpath(file).read_bytes(), media) for name, (file, media) in ASSETS.items()}
     index_html = package.joinpath("serve/index.html").read_bytes()
+    if lang != "en":                       # app.js opens in <html lang> when the link has no ?lang=
+        from ..frontdoor import check_lang
+
+        index_html = index_html.replace(b'<html lang="en">', f'<html lang="{check_lang(lang)}">'.encode(), 1)
     cache = Cache(limits.cache_bytes)
     from .. import examples
 
