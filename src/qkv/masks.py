@@ -46,7 +46,7 @@ from .kernels.call import EMPTY, FULL, PARTIAL
 __all__ = [
     "MaskMod", "MaskInfo", "analyse", "BlockMask", "block_mask", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
     "causal", "sliding_window", "dilated_window", "global_tokens", "prefix_lm", "document", "sinks",
-    "chunked", "and_masks", "or_masks", "key_range_mask", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
+    "chunked", "and_masks", "or_masks", "key_range_mask", "mask_ranges", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
     "t5_bucket", "catalogue",
 ]
 
@@ -543,9 +543,19 @@ def _combine(masks, word, pick, join):
 
 def key_range_mask(lo, hi) -> MaskMod:
     """The mask of given key ranges: query q sees keys lo[q] <= kv < hi[q] (int arrays (Tq,)), with
-    exact block kinds and key_ranges (the C routes' one-range pass of a split call, kernels/route.py)."""
+    exact block kinds and key_ranges (the C routes' one-range pass of a split call, kernels/route.py).
+    lo, hi (B, Tq): batch b's query q sees lo[b, q] <= kv < hi[b, q] (a key-padding mask's ranges,
+    `mask_ranges`): then key_range_table gives each batch's ranges and key_ranges is None (unless every
+    batch has the same ranges: then it is the (Tq,) mask). An empty range (lo >= hi) allows no key."""
     lo = np.ascontiguousarray(lo, dtype=np.int64)
     hi = np.ascontiguousarray(hi, dtype=np.int64)
+    if lo.shape != hi.shape or lo.ndim not in (1, 2):
+        raise ValueError(f"lo and hi must share one shape (Tq,) or (B, Tq), got {lo.shape} and {hi.shape}")
+    if lo.ndim == 2:
+        if lo.shape[0] == 1 or (np.array_equal(lo, lo[:1].repeat(lo.shape[0], 0))
+                                and np.array_equal(hi, hi[:1].repeat(hi.shape[0], 0))):
+            return key_range_mask(lo[0], hi[0])
+        return _batch_key_range_mask(lo, hi)
     tq = lo.shape[0]
 
     def fn(b, h, q_idx, kv_idx):
@@ -558,13 +568,7 @@ def key_range_mask(lo, hi) -> MaskMod:
         return (kv_idx >= low[q_idx]) & (kv_idx < high[q_idx])
 
     def kinds(b, h, q_lo, q_hi, k_lo, k_hi):
-        starts = np.asarray(q_lo).reshape(-1)
-        if not tq:
-            return np.full(np.broadcast_shapes(np.shape(q_lo), np.shape(k_lo)), EMPTY, np.int8)
-        lo_min, lo_max = (f.reduceat(lo, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
-        hi_min, hi_max = (f.reduceat(hi, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
-        # FULL: every row covers the block; EMPTY: no row reaches into it (PARTIAL is always safe)
-        return _kinds((lo_max <= k_lo) & (hi_min >= k_hi), (lo_min < k_hi) & (hi_max > k_lo) & (hi_max > lo_min))
+        return _range_kinds(lo, hi, q_lo, k_lo, k_hi)
 
     band = _band_of(lo, hi)
     if band is not None:   # a window's pass: the kernel masks its partial blocks as a band
@@ -574,6 +578,92 @@ def key_range_mask(lo, hi) -> MaskMod:
                      band=(a, None if b is None else b - 1), ranges=lambda q, tq_, tk: (lo, hi), broadcasts=True)
     return _Mask("key ranges", "lo[q] ≤ kv < hi[q]", fn, kinds, ranges=lambda q, tq_, tk: (lo, hi),
                  broadcasts=True)
+
+
+def _range_kinds(lo, hi, q_lo, k_lo, k_hi):
+    """Block kinds of the ranges lo[q] <= kv < hi[q] ((Tq,) int64) for blocks whose query ranges start
+    at q_lo and run to the next start (the kernel's grid) and key ranges [k_lo, k_hi)."""
+    starts = np.asarray(q_lo).reshape(-1)
+    if not lo.shape[0]:
+        return np.full(np.broadcast_shapes(np.shape(q_lo), np.shape(k_lo)), EMPTY, np.int8)
+    lo_min, lo_max = (f.reduceat(lo, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
+    hi_min, hi_max = (f.reduceat(hi, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
+    # FULL: every row covers the block; EMPTY: no row reaches into it (PARTIAL is always safe)
+    return _kinds((lo_max <= k_lo) & (hi_min >= k_hi), (lo_min < k_hi) & (hi_max > k_lo) & (hi_max > lo_min))
+
+
+def _batch_key_range_mask(lo, hi) -> MaskMod:
+    """key_range_mask with ranges per batch, lo and hi (B, Tq) int64 (B > 1, not all the same)."""
+    batch, tq = lo.shape
+
+    def fn(b, h, q_idx, kv_idx):
+        if array_api_compat.is_torch_array(q_idx):
+            import torch
+
+            low, high = torch.as_tensor(lo, device=q_idx.device), torch.as_tensor(hi, device=q_idx.device)
+            b = torch.as_tensor(b, device=q_idx.device)
+        else:
+            low, high = lo, hi
+        return (kv_idx >= low[b, q_idx]) & (kv_idx < high[b, q_idx])
+
+    def kinds(b, h, q_lo, q_hi, k_lo, k_hi):
+        if np.ndim(b) == 0:   # one batch (the kernel's loop): its own ranges
+            return _range_kinds(lo[int(b)], hi[int(b)], q_lo, k_lo, k_hi)
+        # several batches at once: a block is FULL / EMPTY only when it is so for every batch
+        each = np.stack([_range_kinds(lo[i], hi[i], q_lo, k_lo, k_hi) for i in range(batch)])
+        return np.where((each == FULL).all(0), FULL, np.where((each == EMPTY).all(0), EMPTY, PARTIAL)).astype(np.int8)
+
+    def table(tq_, tk, batch_):
+        if tq_ != tq or batch_ != batch:
+            return None
+        return _range_table(np.stack([lo, hi], axis=1)[:, None], tk)   # (B, 1, 2, Tq)
+
+    return _Mask(f"key ranges ({batch} batches)", "lo[b, q] ≤ kv < hi[b, q]", fn, kinds, broadcasts=True,
+                 table=table)
+
+
+def mask_ranges(mask, lead: tuple, tq: int, tk: int):
+    """(lo, hi), each (B', Tq) int64, when a boolean mask array allows each query row one contiguous run
+    of keys, lo <= kv < hi (a row with no allowed key: lo = hi = 0), the same for every head; else None.
+
+    mask: broadcastable to the scores lead + (Tq, Tk), lead = (…, H) (NumPy or torch, True = may attend):
+    key padding (B, 1, 1, Tk), causal + padding (B, 1, Tq, Tk), (Tq, Tk), …. B' = 1 when the mask is the
+    same for every batch, else B = prod(lead[:-1]) (the batch dimensions flattened in C order, as b
+    numbers them). None for a mask with a hole in some row or that differs between heads.
+    Work O(size of the mask): (B, 1, 1, Tk) costs O(B·Tk); a mask with a query dimension O(B·Tq·Tk)."""
+    if array_api_compat.is_torch_array(mask):
+        mask = mask.detach().cpu().numpy()
+    mask = np.asarray(mask)
+    full = tuple(lead) + (tq, tk)
+    if mask.dtype != np.bool_ or mask.ndim > len(full):
+        return None
+    mask = mask.reshape((1,) * (len(full) - mask.ndim) + mask.shape)
+    if lead:   # one head's mask: the same for every head, or not ranges
+        if mask.shape[-3] > 1:
+            if not np.array_equal(mask, np.broadcast_to(mask[..., :1, :, :], mask.shape)):
+                return None
+            mask = mask[..., :1, :, :]
+        mask = mask[..., 0, :, :]                       # (…batch, Tq', Tk')
+        batch_shape = tuple(lead[:-1])
+        if all(n == 1 for n in mask.shape[:-2]):
+            mask = mask.reshape((1,) + mask.shape[-2:])
+        else:
+            mask = np.broadcast_to(mask, batch_shape + mask.shape[-2:]).reshape((-1,) + mask.shape[-2:])
+    else:
+        mask = mask[None]                               # (1, Tq', Tk')
+    mask = np.broadcast_to(mask, mask.shape[:2] + (tk,))   # (B', Tq', Tk)
+    if tk == 0:
+        return None
+    count = np.count_nonzero(mask, axis=-1)
+    first = np.argmax(mask, axis=-1)
+    end = tk - np.argmax(mask[..., ::-1], axis=-1)
+    empty = count == 0
+    if not np.all(empty | (end - first == count)):
+        return None
+    lo = np.where(empty, 0, first).astype(np.int64)
+    hi = np.where(empty, 0, end).astype(np.int64)
+    lo, hi = (np.ascontiguousarray(np.broadcast_to(x, (x.shape[0], tq))) for x in (lo, hi))
+    return lo, hi
 
 
 def _band_of(lo, hi):
