@@ -93,6 +93,10 @@ class MaskMod:
         """(lo, hi) int64 (Tq,): query q allows exactly keys lo[q] <= kv < hi[q]; None when unknown."""
         return None
 
+    def check_shape(self, batch: int, heads: int, tq: int, tk: int) -> None:
+        """Raise InputError when an array the mask was built from (per-batch ids, per-row ranges) does not
+        fit a call of (B, H, Tq, Tk) = (batch, heads, tq, tk); called once per call (`analyse`)."""
+
     def key_range_table(self, tq: int, tk: int, batch: int = 1):
         """(B', K, 2, Tq) int64: batch b's query q allows exactly the keys of its K disjoint ranges
         table[b, r, 0, q] <= kv < table[b, r, 1, q] (B' = 1: the same for every batch; an empty range
@@ -118,12 +122,17 @@ class _Mask(MaskMod):
     ranges in C."""
 
     def __init__(self, name, formula, fn, kinds=None, relative=False, band=None, ranges=None, broadcasts=True,
-                 table=None):
+                 table=None, shape=None):
         self.name, self.formula, self._fn, self._kinds, self.relative = name, formula, fn, kinds, relative
+        self._shape = shape   # shape(batch, heads, tq, tk): raises InputError when its arrays do not fit
         self.broadcasts = broadcasts
         self.band = band
         self._ranges = ranges
         self._table = table   # table(tq, tk, batch) -> key_range_table, when not one range per row
+
+    def check_shape(self, batch: int, heads: int, tq: int, tk: int) -> None:
+        if self._shape is not None:
+            self._shape(batch, heads, tq, tk)
 
     def key_range_table(self, tq: int, tk: int, batch: int = 1):
         if self._table is None:
@@ -208,8 +217,11 @@ def analyse(mask_mod: Callable, tq: int, tk: int, *, batch: int = 1, heads: int 
     does, once per function and shape (kept while the function lives), when it is pure index
     arithmetic (see `block_mask`) and `numpy` (NumPy inputs, or torch outside torch.compile);
     otherwise nothing is known about it."""
+    check = getattr(mask_mod, "check_shape", None)
+    if callable(check):   # per-batch / per-row arrays against the call's shape (a BlockMask: its own shape)
+        check(batch, heads, tq, tk)
     if isinstance(mask_mod, BlockMask):
-        mask_mod.check_shape(batch, heads, tq, tk)
+        pass
     elif not callable(getattr(mask_mod, "block_kinds", None)) and numpy:
         built = _auto_block_mask(mask_mod, batch, heads, tq, tk)
         if built is not None:
@@ -418,6 +430,8 @@ def document(ids, kv_ids=None) -> MaskMod:
     sorted ids the kernel's cost is the sum of the documents' squares."""
     q_ids = _ids("ids", ids)
     k_ids = q_ids if kv_ids is None else _ids("kv_ids", kv_ids)
+    # one row given as (1, T): the same ids for every batch, as (T,)
+    q_ids, k_ids = (x[0] if x.ndim == 2 and x.shape[0] == 1 else x for x in (q_ids, k_ids))
     def lookup(table, b, index, like):
         if array_api_compat.is_torch_array(like):
             import torch
@@ -465,7 +479,15 @@ def document(ids, kv_ids=None) -> MaskMod:
             rows.append(np.stack([np.searchsorted(keys, mine, side="left"), np.searchsorted(keys, mine, side="right")]))
         return _range_table(np.stack(rows)[:, None], tk)
 
-    return _Mask("document", "doc[q] = doc[kv]", fn, kinds, ranges=key_ranges, table=table)
+    def shape(batch, heads, tq, tk):   # rows: 1 or the batch; positions: every query's (and key's) id
+        checks = [("ids", q_ids, tq if kv_ids is not None else max(tq, tk))]
+        if kv_ids is not None:
+            checks.append(("kv_ids", k_ids, tk))
+        for arg, table_, need in checks:
+            _check_rows(arg, table_, batch, heads, tq, tk)
+            _check_length(arg, table_, need, batch, heads, tq, tk)
+
+    return _Mask("document", "doc[q] = doc[kv]", fn, kinds, ranges=key_ranges, table=table, shape=shape)
 
 
 @_recorded
@@ -537,8 +559,14 @@ def _combine(masks, word, pick, join):
                 return None
         return result
 
+    def shape(batch, heads, tq, tk):
+        for mask in masks:
+            check = getattr(mask, "check_shape", None)
+            if callable(check):
+                check(batch, heads, tq, tk)
+
     return _Mask(f" {word} ".join(names), f" {word} ".join(formulas), fn, kinds, relative=relative,
-                 ranges=key_ranges, broadcasts=broadcasts, table=table)
+                 ranges=key_ranges, broadcasts=broadcasts, table=table, shape=shape)
 
 
 def key_range_mask(lo, hi) -> MaskMod:
@@ -567,6 +595,9 @@ def key_range_mask(lo, hi) -> MaskMod:
             low, high = lo, hi
         return (kv_idx >= low[q_idx]) & (kv_idx < high[q_idx])
 
+    def shape(batch, heads, tq_, tk):
+        _check_length("lo", lo, tq_, batch, heads, tq_, tk)
+
     def kinds(b, h, q_lo, q_hi, k_lo, k_hi):
         return _range_kinds(lo, hi, q_lo, k_lo, k_hi)
 
@@ -575,9 +606,10 @@ def key_range_mask(lo, hi) -> MaskMod:
         a, b = band
         kinds_of_band = sliding_window(None if a is None else -a, None if b is None else b - 1).block_kinds
         return _Mask("key ranges (a band)", "lo[q] ≤ kv < hi[q]", fn, kinds_of_band, relative=True,
-                     band=(a, None if b is None else b - 1), ranges=lambda q, tq_, tk: (lo, hi), broadcasts=True)
+                     band=(a, None if b is None else b - 1), ranges=lambda q, tq_, tk: (lo, hi), broadcasts=True,
+                     shape=shape)
     return _Mask("key ranges", "lo[q] ≤ kv < hi[q]", fn, kinds, ranges=lambda q, tq_, tk: (lo, hi),
-                 broadcasts=True)
+                 broadcasts=True, shape=shape)
 
 
 def _range_kinds(lo, hi, q_lo, k_lo, k_hi):
@@ -618,8 +650,12 @@ def _batch_key_range_mask(lo, hi) -> MaskMod:
             return None
         return _range_table(np.stack([lo, hi], axis=1)[:, None], tk)   # (B, 1, 2, Tq)
 
+    def shape(batch_, heads, tq_, tk):
+        _check_rows("lo", lo, batch_, heads, tq_, tk)
+        _check_length("lo", lo, tq_, batch_, heads, tq_, tk)
+
     return _Mask(f"key ranges ({batch} batches)", "lo[b, q] ≤ kv < hi[b, q]", fn, kinds, broadcasts=True,
-                 table=table)
+                 table=table, shape=shape)
 
 
 def mask_ranges(mask, lead: tuple, tq: int, tk: int):
@@ -768,8 +804,9 @@ class ScoreMod:
 
     broadcasts = True
 
-    def __init__(self, name, formula, fn, params=None, relative=False):
+    def __init__(self, name, formula, fn, params=None, relative=False, shape=None):
         self.name, self.formula, self._fn = name, formula, fn
+        self._shape = shape   # shape(batch, heads, tq, tk): raises InputError when its tables do not fit
         # ("alibi", slopes (H,)), ("soft_cap", cap) or ("t5_relative_buckets", table (H, buckets),
         # num_buckets, max_distance, bidirectional) for the catalogue's functions; None for others
         self.params = params
@@ -780,6 +817,12 @@ class ScoreMod:
 
     def __call__(self, score, b, h, q_idx, kv_idx):
         return self._fn(score, b, h, q_idx, kv_idx)
+
+    def check_shape(self, batch: int, heads: int, tq: int, tk: int) -> None:
+        """Raise InputError when a per-head table (ALiBi's slopes, T5's biases) has fewer rows than the
+        call (B, H, Tq, Tk) has heads; called once per call (`check_call`)."""
+        if self._shape is not None:
+            self._shape(batch, heads, tq, tk)
 
     def __repr__(self):
         return f"<score {self.name}: {self.formula}>"
@@ -814,7 +857,8 @@ def alibi(slopes) -> ScoreMod:
         slope = _table_on(table, score, cached)[h]
         return score + slope * (kv_idx - q_idx)
 
-    return ScoreMod(f"ALiBi ({len(table)} heads)", "s + m_h·(kv − q)", fn, params=("alibi", table), relative=True)
+    return ScoreMod(f"ALiBi ({len(table)} heads)", "s + m_h·(kv − q)", fn, params=("alibi", table), relative=True,
+                    shape=lambda batch, heads, tq, tk: _check_heads("slopes", table, batch, heads, tq, tk))
 
 
 def soft_cap(cap: float) -> ScoreMod:
@@ -869,7 +913,8 @@ def t5_relative_buckets(table, *, num_buckets: int | None = None, max_distance: 
         return score + _table_on(table, score, cached)[h, bucket]
 
     return ScoreMod(f"T5 relative buckets ({num_buckets})", "s + bias_h[bucket(kv − q)]", fn,
-                    params=("t5_relative_buckets", table, num_buckets, max_distance, bidirectional), relative=True)
+                    params=("t5_relative_buckets", table, num_buckets, max_distance, bidirectional), relative=True,
+                    shape=lambda batch, heads, tq, tk: _check_heads("table", table, batch, heads, tq, tk))
 
 
 def _table_on(table: np.ndarray, like, cached: dict):
@@ -930,6 +975,32 @@ def _integer(name: str, value: Any, *, minimum: int | None = 0) -> int:
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be ≥ {minimum}, got {value}")
     return int(value)
+
+
+def _shape_error(key: str, arg: str, array: np.ndarray, call: tuple, **values):
+    """InputError naming the argument, its shape and the call's (B, H, Tq, Tk)."""
+    from ._backend import shape_str
+    from .errors import InputError
+
+    return InputError.keyed(key, arg=arg, shape=shape_str(np.shape(array)), call=shape_str(call), **values)
+
+
+def _check_rows(arg: str, array: np.ndarray, batch, heads, tq, tk) -> None:
+    """A (B, T) array's rows are per batch: 1 row (shared) or the call's B."""
+    if np.ndim(array) == 2 and array.shape[0] not in (1, batch):
+        raise _shape_error("error.mask.rows", arg, array, (batch, heads, tq, tk), rows=array.shape[0], batch=batch)
+
+
+def _check_length(arg: str, array: np.ndarray, need: int, batch, heads, tq, tk) -> None:
+    """A (…, T) array gives one value per position: at least `need` of them."""
+    if array.shape[-1] < need:
+        raise _shape_error("error.mask.length", arg, array, (batch, heads, tq, tk), length=array.shape[-1], need=need)
+
+
+def _check_heads(arg: str, array: np.ndarray, batch, heads, tq, tk) -> None:
+    """A per-head table (H, …): a row for every head of the call (h indexes it)."""
+    if array.shape[0] < heads:
+        raise _shape_error("error.mask.heads", arg, array, (batch, heads, tq, tk), rows=array.shape[0], heads=heads)
 
 
 def _ids(name: str, ids) -> np.ndarray:
