@@ -666,3 +666,50 @@ def test_one_id_row_serves_every_batch_and_padding_masks_name_their_shape():
     with pytest.raises(ValueError, match=r"mask has shape \(2, 1, 1, 12\) but must broadcast to the scores' shape "
                                          r"\(4, 3, 12, 12\)"):
         qkv.attention(q, q, q, qkv.padding_mask([12, 5], 12))
+
+
+# --------------------------------------------------------------------------- mask functions made inside torch.compile
+# (h/masks) A mask lambda made inside the compiled function that captures a tensor of an enclosing function
+# crashed Dynamo (ClosureConversionError: qkv handed the function to its eager analysis, which makes Dynamo
+# rebuild it from its closure); a catalogue mask `&` such a lambda inside the trace broke the graph (a weak
+# reference made in the trace). Now the first takes the plain path (traced), the second too; a closure over
+# numbers still reaches the C op. Expected values: float64 torch autograd through the plain path, eagerly.
+def _compiled_cases(window_tensor, window_int):
+    return {
+        "closure over an enclosing tensor": (lambda: lambda b, h, q, kv: (q >= kv) & (q - kv <= window_tensor), False),
+        "catalogue & a lambda made inside": (lambda: masks.causal() & (lambda b, h, q, kv: q - kv <= window_int), False),
+        "closure over an enclosing int": (lambda: lambda b, h, q, kv: (q >= kv) & (q - kv <= window_int), True),
+    }
+
+
+@pytest.mark.parametrize("name", list(_compiled_cases(None, None)))
+def test_mask_lambdas_made_inside_torch_compile(name, monkeypatch):
+    from qkv.kernels import autograd as ag
+
+    calls = []
+    real = ag._forward_tensors
+    monkeypatch.setattr(ag, "_forward_tensors", lambda *args: calls.append(1) or real(*args))
+
+    def build(window):   # the enclosing function whose variable the mask captures
+        make, c_route = _compiled_cases(torch.tensor(window), window)[name]
+
+        def fn(q, k, v):
+            return qkv.attention(q, k, v, mask_mod=make())
+
+        return torch.compile(fn, fullgraph=True, backend="aot_eager"), c_route
+
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(3)
+    q, k, v, dout = (torch.randn(2, 2, 128, 16, generator=g) for _ in range(4))
+    compiled, c_route = build(20)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    out = compiled(*leaves)
+    out.backward(dout)
+    assert bool(calls) == c_route
+    ref = [x.double().requires_grad_() for x in (q, k, v)]
+    allowed = torch.from_numpy(np.tri(128, dtype=bool) & ~np.tri(128, k=-21, dtype=bool))   # q − 20 ≤ kv ≤ q
+    want = _attention(*ref, allowed, route="plain")
+    want.backward(dout.double())
+    torch.testing.assert_close(out.detach().double(), want.detach(), rtol=0, atol=2e-6)
+    for got, expected in zip(leaves, ref):
+        torch.testing.assert_close(got.grad.double(), expected.grad, rtol=2e-5, atol=2e-5)

@@ -274,6 +274,10 @@ def _recorded(factory):
     def build(*args, **kwargs):
         mask = factory(*args, **kwargs)
         parts = tuple(_recipe_part(a) for a in args)
+        whole = all(p is not None for p in parts) and all(_recipe_part(kwargs[key]) is not None for key in kwargs)
+        if not whole and _tracing():   # built inside torch.compile from a function or an array: no
+            mask._recipe, mask.recipe, mask.in_trace = None, None, True   # token (a weak reference cannot
+            return mask                                                    # be made in a trace)
         named = tuple((key, _recipe_part(kwargs[key])) for key in sorted(kwargs))
         if all(p is not None for p in parts) and all(p is not None for _, p in named):
             mask._recipe = (factory.__name__, parts, named)
@@ -286,6 +290,37 @@ def _recorded(factory):
         return mask
 
     return build
+
+
+def _tracing() -> bool:
+    """Whether torch.compile is tracing (False when torch was never imported)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.compiler.is_compiling())
+
+
+def passes_into_a_trace(mask_mod) -> bool:
+    """Whether torch.compile can hand mask_mod, as a Python value, to a function it runs eagerly (the
+    traced route's analysis, kernels/route.py `_static_torch_plan`). Called while Dynamo traces.
+
+    Dynamo rebuilds a function made inside the compiled code from its closure cells' values, and fails
+    (`ClosureConversionError`) when one is a tensor or an array — a mask lambda capturing a tensor of a
+    function enclosing the compiled one. Such a function, and a catalogue mask combined inside the
+    trace with one (`in_trace`), are not handed over: the call takes the plain path, which traces the
+    function itself. A function with a closure is probed once on Python ints (b = h = q = kv = 0): pure
+    index arithmetic on captured numbers gives a bool and is handed over (its key ranges still reach the
+    C op); a tensor result, or an error, means a closure Dynamo may not convert."""
+    if getattr(mask_mod, "in_trace", False):
+        return False
+    code = getattr(mask_mod, "__code__", None)
+    if code is None or not code.co_freevars:
+        return True
+    try:
+        probe = mask_mod(0, 0, 0, 0)
+    except Exception:   # noqa: BLE001 — not arithmetic on ints: its closure is not known to be constants
+        return False
+    return isinstance(probe, (bool, np.bool_))
 
 
 def from_recipe(recipe) -> MaskMod:

@@ -314,6 +314,11 @@ def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
     # a catalogue mask is passed as its recipe when it has one (one built inside the compiled
     # function is not yet a whole object while Dynamo traces); anything else as itself
     recipe = getattr(call.mask_mod, "recipe", None)
+    from ..masks import passes_into_a_trace
+
+    if recipe is None and call.mask_mod is not None and not passes_into_a_trace(call.mask_mod):
+        return Route(PLAIN, "traced torch with a mask function Dynamo cannot hand to an eager analysis (a "
+                            "closure over a tensor or an array): the plain path traces it")
     # int(f"{n}"): a size torch.compile made symbolic (a second shape seen) becomes a number again,
     # with a guard on it (the key ranges depend on it: another size compiles another graph)
     tq, tk, batch, heads, dk, dv = (int(f"{n}") for n in (call.tq, call.tk, call.batch if call.lead else 1,
