@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import qkv
+from qkv.errors import InputError
 import qkv.masks as masks
 from qkv.kernels import autograd as ag
 from qkv.kernels import blocked
@@ -408,9 +409,8 @@ def test_a_score_mod_declared_relative_takes_the_c_route():
 def test_other_score_functions_take_the_plain_path():
     q, k, v = (x.float() for x in _inputs((2, 70, 8), (2, 70, 8), (2, 70, 8)))
     own = lambda score, b, h, qi, ki: score * 0.5   # noqa: E731
-    too_few_slopes = masks.alibi(np.array([0.5]))   # two heads: the plain path says what is wrong
+    too_few_slopes = masks.alibi(np.array([0.5]))   # two heads: refused when the call is checked
     q3, k3, v3 = (x.float() for x in _inputs((2, 2, 70, 8), (2, 2, 70, 8), (2, 2, 70, 8)))
     assert choose_route(check_call(q, k, v, score_mod=own)).name == route.PLAIN
-    assert choose_route(check_call(q3, k3, v3, score_mod=too_few_slopes)).name == route.PLAIN
-    with pytest.raises(IndexError):
+    with pytest.raises(InputError, match=r"slopes has shape \(1,\): 1 heads, but the call .* has 2 heads"):
         qkv.attention(q3, k3, v3, score_mod=too_few_slopes)

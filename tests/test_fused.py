@@ -87,6 +87,13 @@ def test_width_argument_is_checked_by_every_entry_point():
             call()
     with pytest.raises(ValueError, match="width must be 0, 1, 8 or 16"):
         blocked._attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), width=3)
+    # (h/masks) a truthy non-bool tile, and width True / 8.0, were taken as choices
+    for bad in ("no", 1, 0.0, [True]):
+        with pytest.raises(TypeError, match="tile must be True, False or None"):
+            blocked._attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), tile=bad)
+    for bad in (True, 8.0, "8"):
+        with pytest.raises(ValueError, match="width must be 0, 1, 8 or 16"):
+            blocked._attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), width=bad)
     assert not hasattr(_fused, "set_width") and not hasattr(_fused, "set_tile")   # no module state to flip
 
 

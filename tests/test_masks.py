@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import qkv
 from qkv import masks
-from qkv.attention import attention_reference
+from qkv.attention import _attention, attention_reference
 from qkv.kernels import blocked_attention
 
 TOL = 1e-12
@@ -611,3 +611,105 @@ def test_a_mutated_captured_array_is_never_served_from_a_cache(monkeypatch):
         assert masks._frozen_inputs(lambda b, h, q_idx, kv_idx, c=captured: q_idx >= kv_idx) is None
         assert masks._frozen_inputs(lambda b, h, q_idx, kv_idx: q_idx - kv_idx <= len(str(captured))) is None
     assert masks._AUTO == {}
+
+
+# --------------------------------------------------------------------------- arrays against the call's shape
+# (h/masks) A constructor's per-batch, per-position or per-head array is checked against the call's
+# (B, H, Tq, Tk) when the call is made: one InputError naming the argument, its shape and the call's
+# (before: a bare IndexError from deep inside the route, or on some routes none).
+SHAPE_CASES = {
+    "document: fewer id rows than the batch": (lambda: masks.document(np.zeros((2, 12), int)), {},
+                                               r"ids has shape \(2, 12\): 2 rows, but the call \(B, H, Tq, Tk\) = "
+                                               r"\(4, 3, 12, 12\) has 4 batches"),
+    "document: more id rows than the batch": (lambda: masks.document(np.zeros((5, 12), int)), {},
+                                              r"ids has shape \(5, 12\): 5 rows"),
+    "document: fewer ids than positions": (lambda: masks.document(np.zeros(11, int)), {},
+                                           r"ids has shape \(11,\): 11 positions, .* needs at least 12"),
+    "document: fewer key ids than keys": (lambda: masks.document(np.zeros(12, int), kv_ids=np.zeros((4, 9), int)), {},
+                                          r"kv_ids has shape \(4, 9\): 9 positions"),
+    "document inside & and |": (lambda: masks.causal() & (masks.sinks(2) | masks.document(np.zeros((3, 12), int))),
+                                {}, r"ids has shape \(3, 12\): 3 rows"),
+    "key ranges: fewer rows than queries": (lambda: masks.key_range_mask(np.zeros(7, int), np.ones(7, int)), {},
+                                            r"lo has shape \(7,\): 7 positions"),
+    "key ranges per batch: other batch": (lambda: masks.key_range_mask(np.zeros((2, 12), int),
+                                                                       np.arange(24).reshape(2, 12)), {},
+                                          r"lo has shape \(2, 12\): 2 rows"),
+    "ALiBi: fewer slopes than heads": (None, {"score_mod": masks.alibi(2)}, r"slopes has shape \(2,\): 2 heads, "
+                                       r"but the call \(B, H, Tq, Tk\) = \(4, 3, 12, 12\) has 3 heads"),
+    "T5: fewer table rows than heads": (None, {"score_mod": masks.t5_relative_buckets(np.zeros((1, 32)))},
+                                        r"table has shape \(1, 32\): 1 heads"),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPE_CASES))
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_constructor_arrays_are_checked_against_the_call(name, library):
+    from qkv.errors import InputError
+
+    make, options, message = SHAPE_CASES[name]
+    q = np.random.default_rng(0).standard_normal((4, 3, 12, 8))
+    if library == "torch":
+        q = torch.from_numpy(q)
+    for route in (None, "plain"):
+        with pytest.raises(InputError, match=message):
+            _attention(q, q, q, mask_mod=make() if make else None, route=route, **options)
+
+
+def test_one_id_row_serves_every_batch_and_padding_masks_name_their_shape():
+    """document ids (1, T) are the same ids for every batch (before: an IndexError past batch 0); a
+    padding_mask for another batch is refused naming both shapes."""
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((4, 3, 12, 8))
+    ids = np.repeat(np.arange(3), 4)
+    np.testing.assert_allclose(qkv.attention(q, q, q, mask_mod=masks.document(ids[None])),
+                               qkv.attention(q, q, q, mask_mod=masks.document(ids)), rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"mask has shape \(2, 1, 1, 12\) but must broadcast to the scores' shape "
+                                         r"\(4, 3, 12, 12\)"):
+        qkv.attention(q, q, q, qkv.padding_mask([12, 5], 12))
+
+
+# --------------------------------------------------------------------------- mask functions made inside torch.compile
+# (h/masks) A mask lambda made inside the compiled function that captures a tensor of an enclosing function
+# crashed Dynamo (ClosureConversionError: qkv handed the function to its eager analysis, which makes Dynamo
+# rebuild it from its closure); a catalogue mask `&` such a lambda inside the trace broke the graph (a weak
+# reference made in the trace). Now the first takes the plain path (traced), the second too; a closure over
+# numbers still reaches the C op. Expected values: float64 torch autograd through the plain path, eagerly.
+def _compiled_cases(window_tensor, window_int):
+    return {
+        "closure over an enclosing tensor": (lambda: lambda b, h, q, kv: (q >= kv) & (q - kv <= window_tensor), False),
+        "catalogue & a lambda made inside": (lambda: masks.causal() & (lambda b, h, q, kv: q - kv <= window_int), False),
+        "closure over an enclosing int": (lambda: lambda b, h, q, kv: (q >= kv) & (q - kv <= window_int), True),
+    }
+
+
+@pytest.mark.parametrize("name", list(_compiled_cases(None, None)))
+def test_mask_lambdas_made_inside_torch_compile(name, monkeypatch):
+    from qkv.kernels import autograd as ag
+
+    calls = []
+    real = ag._forward_tensors
+    monkeypatch.setattr(ag, "_forward_tensors", lambda *args: calls.append(1) or real(*args))
+
+    def build(window):   # the enclosing function whose variable the mask captures
+        make, c_route = _compiled_cases(torch.tensor(window), window)[name]
+
+        def fn(q, k, v):
+            return qkv.attention(q, k, v, mask_mod=make())
+
+        return torch.compile(fn, fullgraph=True, backend="aot_eager"), c_route
+
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(3)
+    q, k, v, dout = (torch.randn(2, 2, 128, 16, generator=g) for _ in range(4))
+    compiled, c_route = build(20)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    out = compiled(*leaves)
+    out.backward(dout)
+    assert bool(calls) == c_route
+    ref = [x.double().requires_grad_() for x in (q, k, v)]
+    allowed = torch.from_numpy(np.tri(128, dtype=bool) & ~np.tri(128, k=-21, dtype=bool))   # q − 20 ≤ kv ≤ q
+    want = _attention(*ref, allowed, route="plain")
+    want.backward(dout.double())
+    torch.testing.assert_close(out.detach().double(), want.detach(), rtol=0, atol=2e-6)
+    for got, expected in zip(leaves, ref):
+        torch.testing.assert_close(got.grad.double(), expected.grad, rtol=2e-5, atol=2e-5)

@@ -215,7 +215,7 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     if is_torch(q) and _compiling():   # torch.compile: a route decided without reading values
         chosen = _route.traced_torch_route(call, want=want, route=route)
     else:
-        chosen = _route.choose_route(call, want=want, route=route)
+        call, chosen = _route.choose_call_route(call, want=want, route=route)   # (a mask array of key ranges: as ranges)
     return _run(call, chosen, return_weights=return_weights, return_lse=return_lse, record=record)
 
 

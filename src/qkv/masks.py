@@ -46,7 +46,7 @@ from .kernels.call import EMPTY, FULL, PARTIAL
 __all__ = [
     "MaskMod", "MaskInfo", "analyse", "BlockMask", "block_mask", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
     "causal", "sliding_window", "dilated_window", "global_tokens", "prefix_lm", "document", "sinks",
-    "chunked", "and_masks", "or_masks", "key_range_mask", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
+    "chunked", "and_masks", "or_masks", "key_range_mask", "mask_ranges", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
     "t5_bucket", "catalogue",
 ]
 
@@ -93,6 +93,10 @@ class MaskMod:
         """(lo, hi) int64 (Tq,): query q allows exactly keys lo[q] <= kv < hi[q]; None when unknown."""
         return None
 
+    def check_shape(self, batch: int, heads: int, tq: int, tk: int) -> None:
+        """Raise InputError when an array the mask was built from (per-batch ids, per-row ranges) does not
+        fit a call of (B, H, Tq, Tk) = (batch, heads, tq, tk); called once per call (`analyse`)."""
+
     def key_range_table(self, tq: int, tk: int, batch: int = 1):
         """(B', K, 2, Tq) int64: batch b's query q allows exactly the keys of its K disjoint ranges
         table[b, r, 0, q] <= kv < table[b, r, 1, q] (B' = 1: the same for every batch; an empty range
@@ -118,12 +122,17 @@ class _Mask(MaskMod):
     ranges in C."""
 
     def __init__(self, name, formula, fn, kinds=None, relative=False, band=None, ranges=None, broadcasts=True,
-                 table=None):
+                 table=None, shape=None):
         self.name, self.formula, self._fn, self._kinds, self.relative = name, formula, fn, kinds, relative
+        self._shape = shape   # shape(batch, heads, tq, tk): raises InputError when its arrays do not fit
         self.broadcasts = broadcasts
         self.band = band
         self._ranges = ranges
         self._table = table   # table(tq, tk, batch) -> key_range_table, when not one range per row
+
+    def check_shape(self, batch: int, heads: int, tq: int, tk: int) -> None:
+        if self._shape is not None:
+            self._shape(batch, heads, tq, tk)
 
     def key_range_table(self, tq: int, tk: int, batch: int = 1):
         if self._table is None:
@@ -208,8 +217,11 @@ def analyse(mask_mod: Callable, tq: int, tk: int, *, batch: int = 1, heads: int 
     does, once per function and shape (kept while the function lives), when it is pure index
     arithmetic (see `block_mask`) and `numpy` (NumPy inputs, or torch outside torch.compile);
     otherwise nothing is known about it."""
+    check = getattr(mask_mod, "check_shape", None)
+    if callable(check):   # per-batch / per-row arrays against the call's shape (a BlockMask: its own shape)
+        check(batch, heads, tq, tk)
     if isinstance(mask_mod, BlockMask):
-        mask_mod.check_shape(batch, heads, tq, tk)
+        pass
     elif not callable(getattr(mask_mod, "block_kinds", None)) and numpy:
         built = _auto_block_mask(mask_mod, batch, heads, tq, tk)
         if built is not None:
@@ -262,6 +274,10 @@ def _recorded(factory):
     def build(*args, **kwargs):
         mask = factory(*args, **kwargs)
         parts = tuple(_recipe_part(a) for a in args)
+        whole = all(p is not None for p in parts) and all(_recipe_part(kwargs[key]) is not None for key in kwargs)
+        if not whole and _tracing():   # built inside torch.compile from a function or an array: no
+            mask._recipe, mask.recipe, mask.in_trace = None, None, True   # token (a weak reference cannot
+            return mask                                                    # be made in a trace)
         named = tuple((key, _recipe_part(kwargs[key])) for key in sorted(kwargs))
         if all(p is not None for p in parts) and all(p is not None for _, p in named):
             mask._recipe = (factory.__name__, parts, named)
@@ -274,6 +290,37 @@ def _recorded(factory):
         return mask
 
     return build
+
+
+def _tracing() -> bool:
+    """Whether torch.compile is tracing (False when torch was never imported)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.compiler.is_compiling())
+
+
+def passes_into_a_trace(mask_mod) -> bool:
+    """Whether torch.compile can hand mask_mod, as a Python value, to a function it runs eagerly (the
+    traced route's analysis, kernels/route.py `_static_torch_plan`). Called while Dynamo traces.
+
+    Dynamo rebuilds a function made inside the compiled code from its closure cells' values, and fails
+    (`ClosureConversionError`) when one is a tensor or an array — a mask lambda capturing a tensor of a
+    function enclosing the compiled one. Such a function, and a catalogue mask combined inside the
+    trace with one (`in_trace`), are not handed over: the call takes the plain path, which traces the
+    function itself. A function with a closure is probed once on Python ints (b = h = q = kv = 0): pure
+    index arithmetic on captured numbers gives a bool and is handed over (its key ranges still reach the
+    C op); a tensor result, or an error, means a closure Dynamo may not convert."""
+    if getattr(mask_mod, "in_trace", False):
+        return False
+    code = getattr(mask_mod, "__code__", None)
+    if code is None or not code.co_freevars:
+        return True
+    try:
+        probe = mask_mod(0, 0, 0, 0)
+    except Exception:   # noqa: BLE001 — not arithmetic on ints: its closure is not known to be constants
+        return False
+    return isinstance(probe, (bool, np.bool_))
 
 
 def from_recipe(recipe) -> MaskMod:
@@ -418,6 +465,8 @@ def document(ids, kv_ids=None) -> MaskMod:
     sorted ids the kernel's cost is the sum of the documents' squares."""
     q_ids = _ids("ids", ids)
     k_ids = q_ids if kv_ids is None else _ids("kv_ids", kv_ids)
+    # one row given as (1, T): the same ids for every batch, as (T,)
+    q_ids, k_ids = (x[0] if x.ndim == 2 and x.shape[0] == 1 else x for x in (q_ids, k_ids))
     def lookup(table, b, index, like):
         if array_api_compat.is_torch_array(like):
             import torch
@@ -465,7 +514,15 @@ def document(ids, kv_ids=None) -> MaskMod:
             rows.append(np.stack([np.searchsorted(keys, mine, side="left"), np.searchsorted(keys, mine, side="right")]))
         return _range_table(np.stack(rows)[:, None], tk)
 
-    return _Mask("document", "doc[q] = doc[kv]", fn, kinds, ranges=key_ranges, table=table)
+    def shape(batch, heads, tq, tk):   # rows: 1 or the batch; positions: every query's (and key's) id
+        checks = [("ids", q_ids, tq if kv_ids is not None else max(tq, tk))]
+        if kv_ids is not None:
+            checks.append(("kv_ids", k_ids, tk))
+        for arg, table_, need in checks:
+            _check_rows(arg, table_, batch, heads, tq, tk)
+            _check_length(arg, table_, need, batch, heads, tq, tk)
+
+    return _Mask("document", "doc[q] = doc[kv]", fn, kinds, ranges=key_ranges, table=table, shape=shape)
 
 
 @_recorded
@@ -537,15 +594,31 @@ def _combine(masks, word, pick, join):
                 return None
         return result
 
+    def shape(batch, heads, tq, tk):
+        for mask in masks:
+            check = getattr(mask, "check_shape", None)
+            if callable(check):
+                check(batch, heads, tq, tk)
+
     return _Mask(f" {word} ".join(names), f" {word} ".join(formulas), fn, kinds, relative=relative,
-                 ranges=key_ranges, broadcasts=broadcasts, table=table)
+                 ranges=key_ranges, broadcasts=broadcasts, table=table, shape=shape)
 
 
 def key_range_mask(lo, hi) -> MaskMod:
     """The mask of given key ranges: query q sees keys lo[q] <= kv < hi[q] (int arrays (Tq,)), with
-    exact block kinds and key_ranges (the C routes' one-range pass of a split call, kernels/route.py)."""
+    exact block kinds and key_ranges (the C routes' one-range pass of a split call, kernels/route.py).
+    lo, hi (B, Tq): batch b's query q sees lo[b, q] <= kv < hi[b, q] (a key-padding mask's ranges,
+    `mask_ranges`): then key_range_table gives each batch's ranges and key_ranges is None (unless every
+    batch has the same ranges: then it is the (Tq,) mask). An empty range (lo >= hi) allows no key."""
     lo = np.ascontiguousarray(lo, dtype=np.int64)
     hi = np.ascontiguousarray(hi, dtype=np.int64)
+    if lo.shape != hi.shape or lo.ndim not in (1, 2):
+        raise ValueError(f"lo and hi must share one shape (Tq,) or (B, Tq), got {lo.shape} and {hi.shape}")
+    if lo.ndim == 2:
+        if lo.shape[0] == 1 or (np.array_equal(lo, lo[:1].repeat(lo.shape[0], 0))
+                                and np.array_equal(hi, hi[:1].repeat(hi.shape[0], 0))):
+            return key_range_mask(lo[0], hi[0])
+        return _batch_key_range_mask(lo, hi)
     tq = lo.shape[0]
 
     def fn(b, h, q_idx, kv_idx):
@@ -557,23 +630,111 @@ def key_range_mask(lo, hi) -> MaskMod:
             low, high = lo, hi
         return (kv_idx >= low[q_idx]) & (kv_idx < high[q_idx])
 
+    def shape(batch, heads, tq_, tk):
+        _check_length("lo", lo, tq_, batch, heads, tq_, tk)
+
     def kinds(b, h, q_lo, q_hi, k_lo, k_hi):
-        starts = np.asarray(q_lo).reshape(-1)
-        if not tq:
-            return np.full(np.broadcast_shapes(np.shape(q_lo), np.shape(k_lo)), EMPTY, np.int8)
-        lo_min, lo_max = (f.reduceat(lo, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
-        hi_min, hi_max = (f.reduceat(hi, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
-        # FULL: every row covers the block; EMPTY: no row reaches into it (PARTIAL is always safe)
-        return _kinds((lo_max <= k_lo) & (hi_min >= k_hi), (lo_min < k_hi) & (hi_max > k_lo) & (hi_max > lo_min))
+        return _range_kinds(lo, hi, q_lo, k_lo, k_hi)
 
     band = _band_of(lo, hi)
     if band is not None:   # a window's pass: the kernel masks its partial blocks as a band
         a, b = band
         kinds_of_band = sliding_window(None if a is None else -a, None if b is None else b - 1).block_kinds
         return _Mask("key ranges (a band)", "lo[q] ≤ kv < hi[q]", fn, kinds_of_band, relative=True,
-                     band=(a, None if b is None else b - 1), ranges=lambda q, tq_, tk: (lo, hi), broadcasts=True)
+                     band=(a, None if b is None else b - 1), ranges=lambda q, tq_, tk: (lo, hi), broadcasts=True,
+                     shape=shape)
     return _Mask("key ranges", "lo[q] ≤ kv < hi[q]", fn, kinds, ranges=lambda q, tq_, tk: (lo, hi),
-                 broadcasts=True)
+                 broadcasts=True, shape=shape)
+
+
+def _range_kinds(lo, hi, q_lo, k_lo, k_hi):
+    """Block kinds of the ranges lo[q] <= kv < hi[q] ((Tq,) int64) for blocks whose query ranges start
+    at q_lo and run to the next start (the kernel's grid) and key ranges [k_lo, k_hi)."""
+    starts = np.asarray(q_lo).reshape(-1)
+    if not lo.shape[0]:
+        return np.full(np.broadcast_shapes(np.shape(q_lo), np.shape(k_lo)), EMPTY, np.int8)
+    lo_min, lo_max = (f.reduceat(lo, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
+    hi_min, hi_max = (f.reduceat(hi, starts).reshape(np.shape(q_lo)) for f in (np.minimum, np.maximum))
+    # FULL: every row covers the block; EMPTY: no row reaches into it (PARTIAL is always safe)
+    return _kinds((lo_max <= k_lo) & (hi_min >= k_hi), (lo_min < k_hi) & (hi_max > k_lo) & (hi_max > lo_min))
+
+
+def _batch_key_range_mask(lo, hi) -> MaskMod:
+    """key_range_mask with ranges per batch, lo and hi (B, Tq) int64 (B > 1, not all the same)."""
+    batch, tq = lo.shape
+
+    def fn(b, h, q_idx, kv_idx):
+        if array_api_compat.is_torch_array(q_idx):
+            import torch
+
+            low, high = torch.as_tensor(lo, device=q_idx.device), torch.as_tensor(hi, device=q_idx.device)
+            b = torch.as_tensor(b, device=q_idx.device)
+        else:
+            low, high = lo, hi
+        return (kv_idx >= low[b, q_idx]) & (kv_idx < high[b, q_idx])
+
+    def kinds(b, h, q_lo, q_hi, k_lo, k_hi):
+        if np.ndim(b) == 0:   # one batch (the kernel's loop): its own ranges
+            return _range_kinds(lo[int(b)], hi[int(b)], q_lo, k_lo, k_hi)
+        # several batches at once: a block is FULL / EMPTY only when it is so for every batch
+        each = np.stack([_range_kinds(lo[i], hi[i], q_lo, k_lo, k_hi) for i in range(batch)])
+        return np.where((each == FULL).all(0), FULL, np.where((each == EMPTY).all(0), EMPTY, PARTIAL)).astype(np.int8)
+
+    def table(tq_, tk, batch_):
+        if tq_ != tq or batch_ != batch:
+            return None
+        return _range_table(np.stack([lo, hi], axis=1)[:, None], tk)   # (B, 1, 2, Tq)
+
+    def shape(batch_, heads, tq_, tk):
+        _check_rows("lo", lo, batch_, heads, tq_, tk)
+        _check_length("lo", lo, tq_, batch_, heads, tq_, tk)
+
+    return _Mask(f"key ranges ({batch} batches)", "lo[b, q] ≤ kv < hi[b, q]", fn, kinds, broadcasts=True,
+                 table=table, shape=shape)
+
+
+def mask_ranges(mask, lead: tuple, tq: int, tk: int):
+    """(lo, hi), each (B', Tq) int64, when a boolean mask array allows each query row one contiguous run
+    of keys, lo <= kv < hi (a row with no allowed key: lo = hi = 0), the same for every head; else None.
+
+    mask: broadcastable to the scores lead + (Tq, Tk), lead = (…, H) (NumPy or torch, True = may attend):
+    key padding (B, 1, 1, Tk), causal + padding (B, 1, Tq, Tk), (Tq, Tk), …. B' = 1 when the mask is the
+    same for every batch, else B = prod(lead[:-1]) (the batch dimensions flattened in C order, as b
+    numbers them). None for a mask with a hole in some row or that differs between heads.
+    Work O(size of the mask): (B, 1, 1, Tk) costs O(B·Tk); a mask with a query dimension O(B·Tq·Tk)."""
+    if array_api_compat.is_torch_array(mask):
+        mask = mask.detach().cpu().numpy()
+    mask = np.asarray(mask)
+    full = tuple(lead) + (tq, tk)
+    if mask.dtype != np.bool_ or mask.ndim > len(full):
+        return None
+    mask = mask.reshape((1,) * (len(full) - mask.ndim) + mask.shape)
+    if lead:   # one head's mask: the same for every head, or not ranges
+        if mask.shape[-3] > 1:
+            if not np.array_equal(mask, np.broadcast_to(mask[..., :1, :, :], mask.shape)):
+                return None
+            mask = mask[..., :1, :, :]
+        mask = mask[..., 0, :, :]                       # (…batch, Tq', Tk')
+        batch_shape = tuple(lead[:-1])
+        if all(n == 1 for n in mask.shape[:-2]):
+            mask = mask.reshape((1,) + mask.shape[-2:])
+        else:
+            mask = np.broadcast_to(mask, batch_shape + mask.shape[-2:]).reshape((-1,) + mask.shape[-2:])
+    else:
+        mask = mask[None]                               # (1, Tq', Tk')
+    mask = np.broadcast_to(mask, mask.shape[:2] + (tk,))   # (B', Tq', Tk)
+    if tk == 0:
+        return None
+    count = np.count_nonzero(mask, axis=-1)
+    first = np.argmax(mask, axis=-1)
+    end = tk - np.argmax(mask[..., ::-1], axis=-1)
+    empty = count == 0
+    if not np.all(empty | (end - first == count)):
+        return None
+    lo = np.where(empty, 0, first).astype(np.int64)
+    hi = np.where(empty, 0, end).astype(np.int64)
+    lo, hi = (np.ascontiguousarray(np.broadcast_to(x, (x.shape[0], tq))) for x in (lo, hi))
+    return lo, hi
 
 
 def _band_of(lo, hi):
@@ -678,8 +839,9 @@ class ScoreMod:
 
     broadcasts = True
 
-    def __init__(self, name, formula, fn, params=None, relative=False):
+    def __init__(self, name, formula, fn, params=None, relative=False, shape=None):
         self.name, self.formula, self._fn = name, formula, fn
+        self._shape = shape   # shape(batch, heads, tq, tk): raises InputError when its tables do not fit
         # ("alibi", slopes (H,)), ("soft_cap", cap) or ("t5_relative_buckets", table (H, buckets),
         # num_buckets, max_distance, bidirectional) for the catalogue's functions; None for others
         self.params = params
@@ -690,6 +852,12 @@ class ScoreMod:
 
     def __call__(self, score, b, h, q_idx, kv_idx):
         return self._fn(score, b, h, q_idx, kv_idx)
+
+    def check_shape(self, batch: int, heads: int, tq: int, tk: int) -> None:
+        """Raise InputError when a per-head table (ALiBi's slopes, T5's biases) has fewer rows than the
+        call (B, H, Tq, Tk) has heads; called once per call (`check_call`)."""
+        if self._shape is not None:
+            self._shape(batch, heads, tq, tk)
 
     def __repr__(self):
         return f"<score {self.name}: {self.formula}>"
@@ -724,7 +892,8 @@ def alibi(slopes) -> ScoreMod:
         slope = _table_on(table, score, cached)[h]
         return score + slope * (kv_idx - q_idx)
 
-    return ScoreMod(f"ALiBi ({len(table)} heads)", "s + m_h·(kv − q)", fn, params=("alibi", table), relative=True)
+    return ScoreMod(f"ALiBi ({len(table)} heads)", "s + m_h·(kv − q)", fn, params=("alibi", table), relative=True,
+                    shape=lambda batch, heads, tq, tk: _check_heads("slopes", table, batch, heads, tq, tk))
 
 
 def soft_cap(cap: float) -> ScoreMod:
@@ -779,7 +948,8 @@ def t5_relative_buckets(table, *, num_buckets: int | None = None, max_distance: 
         return score + _table_on(table, score, cached)[h, bucket]
 
     return ScoreMod(f"T5 relative buckets ({num_buckets})", "s + bias_h[bucket(kv − q)]", fn,
-                    params=("t5_relative_buckets", table, num_buckets, max_distance, bidirectional), relative=True)
+                    params=("t5_relative_buckets", table, num_buckets, max_distance, bidirectional), relative=True,
+                    shape=lambda batch, heads, tq, tk: _check_heads("table", table, batch, heads, tq, tk))
 
 
 def _table_on(table: np.ndarray, like, cached: dict):
@@ -840,6 +1010,32 @@ def _integer(name: str, value: Any, *, minimum: int | None = 0) -> int:
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be ≥ {minimum}, got {value}")
     return int(value)
+
+
+def _shape_error(key: str, arg: str, array: np.ndarray, call: tuple, **values):
+    """InputError naming the argument, its shape and the call's (B, H, Tq, Tk)."""
+    from ._backend import shape_str
+    from .errors import InputError
+
+    return InputError.keyed(key, arg=arg, shape=shape_str(np.shape(array)), call=shape_str(call), **values)
+
+
+def _check_rows(arg: str, array: np.ndarray, batch, heads, tq, tk) -> None:
+    """A (B, T) array's rows are per batch: 1 row (shared) or the call's B."""
+    if np.ndim(array) == 2 and array.shape[0] not in (1, batch):
+        raise _shape_error("error.mask.rows", arg, array, (batch, heads, tq, tk), rows=array.shape[0], batch=batch)
+
+
+def _check_length(arg: str, array: np.ndarray, need: int, batch, heads, tq, tk) -> None:
+    """A (…, T) array gives one value per position: at least `need` of them."""
+    if array.shape[-1] < need:
+        raise _shape_error("error.mask.length", arg, array, (batch, heads, tq, tk), length=array.shape[-1], need=need)
+
+
+def _check_heads(arg: str, array: np.ndarray, batch, heads, tq, tk) -> None:
+    """A per-head table (H, …): a row for every head of the call (h indexes it)."""
+    if array.shape[0] < heads:
+        raise _shape_error("error.mask.heads", arg, array, (batch, heads, tq, tk), rows=array.shape[0], heads=heads)
 
 
 def _ids(name: str, ids) -> np.ndarray:

@@ -670,6 +670,12 @@ EN: dict[str, str] = {
     "error.int.range": "{value}: expected a whole number from {low} to {high}",
     "error.int.low": "{value}: expected a whole number ≥ {low}",
     "error.int.high": "{value}: expected a whole number ≤ {high}",
+    "error.mask.rows": "{arg} has shape {shape}: {rows} rows, but the call (B, H, Tq, Tk) = {call} has {batch} "
+                       "batches; give 1 row or {batch}",
+    "error.mask.length": "{arg} has shape {shape}: {length} positions, but the call (B, H, Tq, Tk) = {call} needs "
+                         "at least {need}",
+    "error.mask.heads": "{arg} has shape {shape}: {rows} heads, but the call (B, H, Tq, Tk) = {call} has {heads} "
+                        "heads; give one row per head",
     "error.decimals": "{value}: expected a whole number of decimals",
     "error.decimals.range": "{value}: expected a whole number of decimals from {low} to {high}",
     "error.decimals.low": "{value}: expected a whole number of decimals ≥ {low}",
@@ -2075,6 +2081,12 @@ KO: dict[str, str] = {
     "error.int.range": "{value}: {low}부터 {high}까지의 정수여야 한다",
     "error.int.low": "{value}: {low} 이상의 정수여야 한다",
     "error.int.high": "{value}: {high} 이하의 정수여야 한다",
+    "error.mask.rows": "{arg}의 형태 {shape}: 행이 {rows}개인데 호출 (B, H, Tq, Tk) = {call}의 배치는 {batch}개다. "
+                       "행은 1개 또는 {batch}개여야 한다",
+    "error.mask.length": "{arg}의 형태 {shape}: 위치가 {length}개인데 호출 (B, H, Tq, Tk) = {call}에는 {need}개 이상이 "
+                         "필요하다",
+    "error.mask.heads": "{arg}의 형태 {shape}: 헤드가 {rows}개인데 호출 (B, H, Tq, Tk) = {call}의 헤드는 {heads}개다. "
+                        "헤드마다 한 행이 필요하다",
     "error.decimals": "{value}: 소수 자릿수는 정수여야 한다",
     "error.decimals.range": "{value}: 소수 자릿수는 {low}부터 {high}까지의 정수여야 한다",
     "error.decimals.low": "{value}: 소수 자릿수는 {low} 이상의 정수여야 한다",

@@ -251,6 +251,12 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     for name, value in (("block_q", block_q), ("block_k", block_k), ("num_threads", num_threads)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    # (before the route: a bad value is refused whatever the call; bool is an int to Python, so checked first)
+    if tile is not None and not isinstance(tile, (bool, np.bool_)):
+        raise TypeError(f"tile must be True, False or None, got {tile!r}")
+    if width is not None and (isinstance(width, (bool, np.bool_)) or not isinstance(width, (int, np.integer))
+                              or width not in (0, 1, 8, 16)):
+        raise ValueError(f"width must be 0, 1, 8 or 16, got {width!r}")
     if call is None:
         q, k, v = (np.asarray(x) if isinstance(x, (list, tuple)) else x for x in (q, k, v))
         call = check_call(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod,
@@ -260,8 +266,6 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
     if not isinstance(route, Route):
         route = choose_route(call, want=want, route=FLASH_MANY if route is None else route, block_q=block_q,
                              block_k=block_k, num_threads=num_threads)
-    if width is not None and width not in (0, 1, 8, 16):
-        raise ValueError(f"width must be 0, 1, 8 or 16, got {width!r}")
     if tile is not None or width is not None:
         route = dataclasses.replace(route, tile=route.tile if tile is None else bool(tile),
                                     width=route.width if width is None else int(width))

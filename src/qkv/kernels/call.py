@@ -197,6 +197,8 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
 
         info = analyse(mask_mod, tq, tk, batch=math.prod(lead[:-1]) if lead else 1, heads=lead[-1] if lead else 1,
                        numpy=array_api_compat.is_numpy_namespace(xp) or not _compiling())
+    if callable(getattr(score_mod, "check_shape", None)):   # per-head tables against the call (h/masks)
+        score_mod.check_shape(math.prod(lead[:-1]) if lead else 1, lead[-1] if lead else 1, tq, tk)
     return Call(
         xp=xp, dtype=q.dtype, work=work, device=array_api_compat.device(q),
         tq=tq, tk=tk, dk=dk, dv=dv, heads=lead[-1] if lead else 1, kv_heads=kv_heads,

@@ -38,7 +38,7 @@ import numpy as np
 
 from .call import Call
 
-__all__ = ["RouteName", "Route", "choose_route", "traced_torch_route", "range_split", "split_call", "batch_call", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
+__all__ = ["RouteName", "Route", "choose_route", "choose_call_route", "mask_as_ranges", "traced_torch_route", "range_split", "split_call", "batch_call", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
            "FLASH_MANY", "FLASH_ROWS", "PY_WALK", "NUMPY_WALK"]
 
 
@@ -215,6 +215,56 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
     return _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads)
 
 
+def choose_call_route(call: Call, *, want: str = "out", route=None) -> tuple[Call, Route]:
+    """(call, its Route): choose_route, with a boolean mask array whose rows are key ranges taken as
+    those ranges (`mask_as_ranges`) when that lets a C route run it (TORCH_FLASH, FLASH_MANY,
+    FLASH_ROWS): key padding (B, 1, 1, Tk) and causal + padding masks then reach the C forward and
+    backward instead of SDPA or a dense mask. The call returned is the one the route executes."""
+    ranged = mask_as_ranges(call, want=want, route=route)
+    if ranged is not None:
+        chosen = choose_route(ranged, want=want, route=route)
+        if chosen.name in (TORCH_FLASH, FLASH_MANY, FLASH_ROWS):
+            return ranged, chosen
+    return call, choose_route(call, want=want, route=route)
+
+
+def mask_as_ranges(call: Call, *, want: str = "out", route=None) -> Call | None:
+    """The call with its mask array replaced by a mask function of the same key ranges
+    (`qkv.masks.mask_ranges`, `key_range_mask`; ANDed with the call's own mask function's analysis),
+    or None: no mask array, not ranges (a hole in a row, heads that differ), or a call no C route would
+    take anyway (checked before the mask is read: torch off the CPU or below the size floor, not
+    float32 work, a bias, NumPy the plain path's size, a pinned route that is not a C one)."""
+    import dataclasses
+
+    ceiling = _name(route)
+    if call.mask is None or call.bias is not None or call.empty or want in ("weights", "partial"):
+        return None
+    if array_api_compat.is_numpy_namespace(call.xp):
+        if ceiling not in (None, FLASH_MANY, FLASH_ROWS) or np.dtype(call.work) != np.float32 or _c() is None:
+            return None
+        if ceiling is None and call.tq * call.tk <= _PLAIN_MAX_SCORES:
+            return None
+    else:
+        import torch
+
+        if ceiling not in (None, TORCH_FLASH) or call.device.type != "cpu" or call.work != torch.float32:
+            return None
+        if ceiling is None and call.tq * call.tk < _C_KERNEL_MIN_SCORES:
+            return None
+    from ..masks import and_masks, analyse, key_range_mask, mask_ranges
+
+    found = mask_ranges(call.mask, call.lead, call.tq, call.tk)
+    if found is None:
+        return None
+    mask_mod = key_range_mask(*found)
+    if call.mask_mod is not None:
+        if call.mask_info is None or call.mask_info.block_kinds is None:
+            return None   # a function qkv could not analyse: no ranges to meet
+        mask_mod = and_masks(mask_mod, call.mask_info.fn)
+    info = analyse(mask_mod, call.tq, call.tk, batch=call.batch if call.lead else 1, heads=call.heads)
+    return dataclasses.replace(call, mask=None, mask_mod=mask_mod, mask_info=info)
+
+
 def _torch_route(call: Call, want: str, ceiling) -> Route:
     if ceiling == PLAIN:
         return Route(PLAIN, "plain path asked for")
@@ -264,6 +314,11 @@ def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
     # a catalogue mask is passed as its recipe when it has one (one built inside the compiled
     # function is not yet a whole object while Dynamo traces); anything else as itself
     recipe = getattr(call.mask_mod, "recipe", None)
+    from ..masks import passes_into_a_trace
+
+    if recipe is None and call.mask_mod is not None and not passes_into_a_trace(call.mask_mod):
+        return Route(PLAIN, "traced torch with a mask function Dynamo cannot hand to an eager analysis (a "
+                            "closure over a tensor or an array): the plain path traces it")
     # int(f"{n}"): a size torch.compile made symbolic (a second shape seen) becomes a number again,
     # with a guard on it (the key ranges depend on it: another size compiles another graph)
     tq, tk, batch, heads, dk, dv = (int(f"{n}") for n in (call.tq, call.tk, call.batch if call.lead else 1,
