@@ -41,7 +41,7 @@ ALLOWED = {
     # acronyms and units
     "RoPE", "GQA", "MQA", "KV", "LM", "CLS", "SEP", "CPU", "OS", "MiB", "ms", "L2",
     # symbols in formulas
-    "ln", "mod", "doc", "kv", "exp", "q_m", "k_n", "d_k",
+    "ln", "mod", "doc", "kv", "exp", "q_m", "k_n", "d_k", "Tq", "Tk",
     # step names of the trace, shown as code
     "q_heads", "k_heads", "v_heads", "rope_angles", "q_rotated", "k_rotated",
     # option values and metavariables the hints name

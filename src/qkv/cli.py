@@ -1,6 +1,6 @@
 """The `qkv` command: parses arguments, calls the library, prints. Exit codes: 0 ok, 2 bad input.
 
-With no command it runs the seed's self-attention worked example (`qkv example self-attention`);
+With no command it runs the self-attention worked example of the post “도해와 최소 사례로 직관적으로 이해하는 Self-attention, …” (`qkv example self-attention`);
 options before any command are that example's (`qkv --lang ko`, `qkv --by-hand`, `qkv --digits 2`).
 
 Every error a user can cause — a bad option (argparse's too), a bad file, an unusable output

@@ -1,6 +1,6 @@
 """Multi-head attention: W_Q, W_K, W_V projections, heads, core attention, W_O — and a KV cache.
 
-As in «Attention의 projection: Q·K·V와 멀티 헤드»: X (T×D) → Q = X·W_Q, K = X·W_K, V = X·W_V → each seen as T×H×Dh (a reshape) →
+As in “Attention의 projection: Q·K·V와 멀티 헤드”: X (T×D) → Q = X·W_Q, K = X·W_K, V = X·W_V → each seen as T×H×Dh (a reshape) →
 attention per head → heads concatenated, H (T×H·Dv) → Y = H·W_O. The residual R + Y is
 `qkv.residual`. Projections act on each token alone; only the core attention mixes tokens.
 

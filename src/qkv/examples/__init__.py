@@ -3,7 +3,7 @@
     >>> import qkv.examples as ex
     >>> ex.names()
     ['self-attention', 'cross-attention', 'multi-head', 'projection', 'group-meeting']
-    >>> trace = ex.run("self-attention")          # follows "love", as «도해와 최소 사례로 …» does
+    >>> trace = ex.run("self-attention")          # follows "love", as “도해와 최소 사례로 …” does
     >>> trace["weights"].value.shape               # (H, Tq, Tk)
     (1, 4, 4)
 

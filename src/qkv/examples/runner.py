@@ -151,8 +151,8 @@ def trace_multi_head(data: dict, first_head: Trace, *, query: int, by_hand: bool
 # --------------------------------------------------------------------------- group meeting (post 002)
 def trace_group_meeting(data: dict, notation: Trace, *, by_hand: bool, digits: int | None, meta: dict,
                         scale: float = 1.0) -> Trace:
-    """«어텐션이 조모임이라면»: compatibility scores → softmax weights → a blend of answers, in two meetings;
-    then the paper's row form next to the column form, on the Q, K, V of «도해와 최소 사례로 …».
+    """“어텐션이 조모임이라면”: compatibility scores → softmax weights → a blend of answers, in two meetings;
+    then the paper's row form next to the column form, on the Q, K, V of “도해와 최소 사례로 …”.
 
     Each meeting's scores are fed to `qkv.attention` as keys of width 1 with the query [1] and
     scale 1 (the post does not scale its scores), so Q·Kᵀ is exactly the given scores; a what-if's

@@ -148,7 +148,7 @@ class Part:
 
 def attention_parts(trace: Trace) -> list[Part]:
     """The attention computations a trace holds, in order: the layers of a model (``layer {l}/``), the
-    plain single layer (no prefix), or scoped scenes such as ``question/`` (the group meeting of «어텐션이 조모임이라면»,
+    plain single layer (no prefix), or scoped scenes such as ``question/`` (the group meeting of “어텐션이 조모임이라면”,
     whose tokens come from trace.meta["scenes"]). Empty when the trace records no weights."""
     found = sorted({int(m.group(1)) for name in trace.names() if (m := _LAYER.match(name))})
     if found:

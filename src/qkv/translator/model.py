@@ -6,7 +6,7 @@
 
 Every block is a `qkv.block.TransformerBlock` (pre-norm, GELU MLP); a decoder block's middle
 sublayer is its cross-attention: queries from the decoder, keys and values from the encoder's
-output (as in «도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention»). The same code runs on NumPy arrays (inference, `Translator.translate`) and on
+output (as in “도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention”). The same code runs on NumPy arrays (inference, `Translator.translate`) and on
 torch tensors (training with autograd, `qkv.translator.train`): only the weights' array type differs.
 
 Weights live in one flat dict of named arrays (``params``), which is also the checkpoint's layout
@@ -391,7 +391,7 @@ def tokenize(text: str) -> list[str]:
 
     As typed, not as stored: NFKC first (full-width "Ｉ ｌｏｖｅ", the "ﬁ" ligature become plain
     letters), invisible format characters removed (zero-width spaces and joiners, bidirectional
-    marks), then every Unicode punctuation mark at either end of a word (quotes “…” '…' «…», ;:…¡¿
+    marks), then every Unicode punctuation mark at either end of a word (quotes “…” '…' “…”, ;:…¡¿
     as well as .!?) stripped. Punctuation inside a word stays ("I-love" is one unknown word).
     """
     text = "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
