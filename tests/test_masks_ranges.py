@@ -17,6 +17,7 @@ import qkv
 from qkv import masks
 from qkv.attention import _attention
 from qkv.kernels import RouteName, choose_route
+from qkv.kernels import autograd
 from qkv.kernels import route as route_module
 from qkv.kernels.call import check_call
 from qkv.kernels.merge import merge_lse
@@ -103,8 +104,12 @@ def test_torch_takes_the_c_route_per_range_with_gradients(name):
     q, k, v = (torch.randn(2, 4, T, 16, generator=g) for _ in range(3))
     k, v = k[:, :2], v[:, :2]                                             # GQA: 4 query heads, 2 kv heads
     dout, dlse = torch.randn(2, 4, T, 16, generator=g), torch.randn(2, 4, T, generator=g)
-    chosen = choose_route(check_call(q, k, v, mask_mod=mask_mod))
-    assert chosen.name == RouteName.TORCH_FLASH and chosen.key_rows, chosen.reason
+    call = check_call(q, k, v, mask_mod=mask_mod)
+    chosen = choose_route(call)
+    # several ranges per row: one pass per range (key_rows); one range per row by batch: every batch in
+    # one C call, each with its own rows (autograd.row_ranges' per_batch)
+    assert chosen.name == RouteName.TORCH_FLASH, chosen.reason
+    assert chosen.key_rows or autograd.row_ranges(call, per_batch=True).shape == (2, 2, T)
     results = {}
     for route, dtype in ((None, torch.float32), ("plain", torch.float64)):
         leaves = [x.to(dtype).clone().requires_grad_() for x in (q, k, v)]
@@ -322,3 +327,21 @@ def test_short_and_pinned_calls_keep_the_mask_array():
     assert route_module.mask_as_ranges(check_call(big, big, big, pad_big), want="weights") is None
     assert route_module.mask_as_ranges(check_call(big, big, big, pad_big), route="torch_sdpa") is None
     assert route_module.mask_as_ranges(check_call(big.double(), big.double(), big.double(), pad_big)) is None
+
+
+def test_key_padding_runs_every_batch_in_one_c_call(monkeypatch):
+    """One range per row that differs by batch (key padding) is one C forward and one C backward over all
+    batches, each batch with its own rows (no torch op between batches; before: a pass per batch)."""
+    calls = []
+    forward, backward = autograd._forward_tensors, autograd._backward_tensors
+    monkeypatch.setattr(autograd, "_forward_tensors", lambda *a: calls.append("f") or forward(*a))
+    monkeypatch.setattr(autograd, "_backward_tensors", lambda *a: calls.append("b") or backward(*a))
+    pad = torch.from_numpy(_array_cases()["key padding (B, 1, 1, Tk)"][0])
+    g = torch.Generator().manual_seed(16)
+    leaves = [torch.randn(4, 3, TA, 8, generator=g).requires_grad_() for _ in range(3)]
+    qkv.attention(*leaves, pad).sum().backward()
+    assert calls == ["f", "b"]
+    ref = [x.detach().double().requires_grad_() for x in leaves]
+    _attention(*ref, pad, route="plain").sum().backward()
+    for a, b in zip(leaves, ref):
+        torch.testing.assert_close(a.grad.double(), b.grad, rtol=2e-5, atol=2e-5)

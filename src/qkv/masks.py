@@ -514,10 +514,12 @@ def document(ids, kv_ids=None) -> MaskMod:
             rows.append(np.stack([np.searchsorted(keys, mine, side="left"), np.searchsorted(keys, mine, side="right")]))
         return _range_table(np.stack(rows)[:, None], tk)
 
+    q_shape, k_shape = tuple(int(n) for n in q_ids.shape), tuple(int(n) for n in k_ids.shape)
+
     def shape(batch, heads, tq, tk):   # rows: 1 or the batch; positions: every query's (and key's) id
-        checks = [("ids", q_ids, tq if kv_ids is not None else max(tq, tk))]
+        checks = [("ids", q_shape, tq if kv_ids is not None else max(tq, tk))]
         if kv_ids is not None:
-            checks.append(("kv_ids", k_ids, tk))
+            checks.append(("kv_ids", k_shape, tk))
         for arg, table_, need in checks:
             _check_rows(arg, table_, batch, heads, tq, tk)
             _check_length(arg, table_, need, batch, heads, tq, tk)
@@ -630,8 +632,10 @@ def key_range_mask(lo, hi) -> MaskMod:
             low, high = lo, hi
         return (kv_idx >= low[q_idx]) & (kv_idx < high[q_idx])
 
+    lo_shape = tuple(int(n) for n in lo.shape)
+
     def shape(batch, heads, tq_, tk):
-        _check_length("lo", lo, tq_, batch, heads, tq_, tk)
+        _check_length("lo", lo_shape, tq_, batch, heads, tq_, tk)
 
     def kinds(b, h, q_lo, q_hi, k_lo, k_hi):
         return _range_kinds(lo, hi, q_lo, k_lo, k_hi)
@@ -685,9 +689,11 @@ def _batch_key_range_mask(lo, hi) -> MaskMod:
             return None
         return _range_table(np.stack([lo, hi], axis=1)[:, None], tk)   # (B, 1, 2, Tq)
 
+    lo_shape = (int(batch), int(tq))
+
     def shape(batch_, heads, tq_, tk):
-        _check_rows("lo", lo, batch_, heads, tq_, tk)
-        _check_length("lo", lo, tq_, batch_, heads, tq_, tk)
+        _check_rows("lo", lo_shape, batch_, heads, tq_, tk)
+        _check_length("lo", lo_shape, tq_, batch_, heads, tq_, tk)
 
     return _Mask(f"key ranges ({batch} batches)", "lo[b, q] ≤ kv < hi[b, q]", fn, kinds, broadcasts=True,
                  table=table, shape=shape)
@@ -893,7 +899,7 @@ def alibi(slopes) -> ScoreMod:
         return score + slope * (kv_idx - q_idx)
 
     return ScoreMod(f"ALiBi ({len(table)} heads)", "s + m_h·(kv − q)", fn, params=("alibi", table), relative=True,
-                    shape=lambda batch, heads, tq, tk: _check_heads("slopes", table, batch, heads, tq, tk))
+                    shape=lambda batch, heads, tq, tk: _check_heads("slopes", (len(table),), batch, heads, tq, tk))
 
 
 def soft_cap(cap: float) -> ScoreMod:
@@ -941,6 +947,7 @@ def t5_relative_buckets(table, *, num_buckets: int | None = None, max_distance: 
     if table.ndim != 2:
         raise ValueError(f"table must be (H, num_buckets), got shape {table.shape}")
     num_buckets = table.shape[1] if num_buckets is None else num_buckets
+    table_shape = tuple(int(n) for n in table.shape)
     cached = {}
 
     def fn(score, b, h, q_idx, kv_idx):
@@ -949,7 +956,7 @@ def t5_relative_buckets(table, *, num_buckets: int | None = None, max_distance: 
 
     return ScoreMod(f"T5 relative buckets ({num_buckets})", "s + bias_h[bucket(kv − q)]", fn,
                     params=("t5_relative_buckets", table, num_buckets, max_distance, bidirectional), relative=True,
-                    shape=lambda batch, heads, tq, tk: _check_heads("table", table, batch, heads, tq, tk))
+                    shape=lambda batch, heads, tq, tk: _check_heads("table", table_shape, batch, heads, tq, tk))
 
 
 def _table_on(table: np.ndarray, like, cached: dict):
@@ -1012,30 +1019,32 @@ def _integer(name: str, value: Any, *, minimum: int | None = 0) -> int:
     return int(value)
 
 
-def _shape_error(key: str, arg: str, array: np.ndarray, call: tuple, **values):
+# The checks take the array's shape as a tuple of ints, read when the mask was made: under torch.compile
+# they run in the trace, where a NumPy array's attributes are traced as tensor ops (a graph break).
+def _shape_error(key: str, arg: str, shape: tuple, call: tuple, **values):
     """InputError naming the argument, its shape and the call's (B, H, Tq, Tk)."""
     from ._backend import shape_str
     from .errors import InputError
 
-    return InputError.keyed(key, arg=arg, shape=shape_str(np.shape(array)), call=shape_str(call), **values)
+    return InputError.keyed(key, arg=arg, shape=shape_str(shape), call=shape_str(call), **values)
 
 
-def _check_rows(arg: str, array: np.ndarray, batch, heads, tq, tk) -> None:
+def _check_rows(arg: str, shape: tuple, batch, heads, tq, tk) -> None:
     """A (B, T) array's rows are per batch: 1 row (shared) or the call's B."""
-    if np.ndim(array) == 2 and array.shape[0] not in (1, batch):
-        raise _shape_error("error.mask.rows", arg, array, (batch, heads, tq, tk), rows=array.shape[0], batch=batch)
+    if len(shape) == 2 and shape[0] not in (1, batch):
+        raise _shape_error("error.mask.rows", arg, shape, (batch, heads, tq, tk), rows=shape[0], batch=batch)
 
 
-def _check_length(arg: str, array: np.ndarray, need: int, batch, heads, tq, tk) -> None:
+def _check_length(arg: str, shape: tuple, need: int, batch, heads, tq, tk) -> None:
     """A (…, T) array gives one value per position: at least `need` of them."""
-    if array.shape[-1] < need:
-        raise _shape_error("error.mask.length", arg, array, (batch, heads, tq, tk), length=array.shape[-1], need=need)
+    if shape[-1] < need:
+        raise _shape_error("error.mask.length", arg, shape, (batch, heads, tq, tk), length=shape[-1], need=need)
 
 
-def _check_heads(arg: str, array: np.ndarray, batch, heads, tq, tk) -> None:
+def _check_heads(arg: str, shape: tuple, batch, heads, tq, tk) -> None:
     """A per-head table (H, …): a row for every head of the call (h indexes it)."""
-    if array.shape[0] < heads:
-        raise _shape_error("error.mask.heads", arg, array, (batch, heads, tq, tk), rows=array.shape[0], heads=heads)
+    if shape[0] < heads:
+        raise _shape_error("error.mask.heads", arg, shape, (batch, heads, tq, tk), rows=shape[0], heads=heads)
 
 
 def _ids(name: str, ids) -> np.ndarray:

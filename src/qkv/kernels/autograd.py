@@ -66,10 +66,13 @@ def available() -> bool:
 
 
 # --------------------------------------------------------------------------- masks as row ranges
-def row_ranges(call: Call):
+def row_ranges(call: Call, *, per_batch: bool = False):
     """(2, Tq) int64: query row i sees keys rows[0, i] <= j < rows[1, i] (an empty range: no key),
     from causal and the mask function's `key_ranges`; None when the call's mask is not of that
-    kind (a mask array, a mask function without key ranges, or ranges that differ by batch/head)."""
+    kind (a mask array, a mask function without key ranges, or ranges that differ by batch/head).
+    per_batch: also (B, 2, Tq), batch b's rows[b], when the mask is one range per row that differs by
+    batch (a key-padding mask, MaskInfo.range_table (B, 1, 2, Tq); no score_mod): the eager C forward
+    and backward then run every batch in one call (`_forward_tensors`), no torch op between batches."""
     if call.mask is not None:
         return None
     tq, tk = call.tq, call.tk
@@ -79,14 +82,27 @@ def row_ranges(call: Call):
         np.minimum(hi, np.arange(tq, dtype=np.int64) + (tk - tq) + 1, out=hi)
     if call.mask_mod is not None:
         found = None if call.mask_info is None else call.mask_info.key_ranges   # the validator's analysis
+        if found is None and per_batch:
+            found = _batch_ranges(call)
         if found is None:
             return None
-        np.maximum(lo, found[0], out=lo)
-        np.minimum(hi, found[1], out=hi)
-    np.clip(lo, 0, tk, out=lo)
-    np.clip(hi, 0, tk, out=hi)
-    np.maximum(hi, lo, out=hi)
-    return np.ascontiguousarray(np.stack([lo, hi]))
+        lo, hi = np.maximum(lo, found[0]), np.minimum(hi, found[1])
+    lo, hi = np.clip(lo, 0, tk), np.clip(hi, 0, tk)   # (lo, hi may have become (B, Tq))
+    hi = np.maximum(hi, lo)
+    return np.ascontiguousarray(np.stack([lo, hi], axis=-2))
+
+
+def _batch_ranges(call: Call):
+    """(lo, hi) each (B, Tq), the call's per-batch one-range table (see row_ranges' per_batch), or None."""
+    info = call.mask_info
+    if info is None or info.block_kinds is None or call.score_mod is not None or not call.lead or call.batch < 2:
+        return None
+    if min(call.q.ndim, call.k.ndim, call.v.ndim) < 3:
+        return None
+    table = info.range_table
+    if table is None or table.shape[:2] != (call.batch, 1) or table.shape[-1] != call.tq:
+        return None
+    return table[:, 0, 0], table[:, 0, 1]
 
 
 # --------------------------------------------------------------------------- block plans
@@ -306,11 +322,22 @@ def _contiguous_numpy(t):
     return np.ascontiguousarray(t.detach().numpy())
 
 
+def _by_batch(rows, *arrays):
+    """rows (2, Tq): [(rows, arrays)]; rows (B, 2, Tq) (row_ranges' per_batch): per batch b, (rows[b], each
+    array's b-th of B equal parts along axis 0 (its heads: (B·H, …) → (H, …)), contiguous views)."""
+    if rows.ndim == 2:
+        return [(rows, arrays)]
+    n = rows.shape[0]
+    return [(rows[b], tuple(None if a is None else a.reshape((n, -1) + a.shape[1:])[b] for a in arrays))
+            for b in range(n)]
+
+
 def _forward_tensors(q, k, v, rows, scale, block_q, block_k):
     import torch
 
-    out, lse = forward_arrays(_contiguous_numpy(q), _contiguous_numpy(k), _contiguous_numpy(v),
-                              _contiguous_numpy(rows), scale, block_q, block_k)
+    parts = [forward_arrays(*arrays, np.ascontiguousarray(r), scale, block_q, block_k) for r, arrays in
+             _by_batch(_contiguous_numpy(rows), _contiguous_numpy(q), _contiguous_numpy(k), _contiguous_numpy(v))]
+    out, lse = (parts[0][i] if len(parts) == 1 else np.concatenate([p[i] for p in parts]) for i in (0, 1))
     return torch.from_numpy(out), torch.from_numpy(lse)
 
 
@@ -319,9 +346,11 @@ def _backward_tensors(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block
 
     if dout is None:
         dout = torch.zeros_like(out)
-    grads = backward_arrays(_contiguous_numpy(dout), _contiguous_numpy(q), _contiguous_numpy(k), _contiguous_numpy(v),
-                            _contiguous_numpy(out), _contiguous_numpy(lse), _contiguous_numpy(rows), scale,
-                            None if dlse is None else _contiguous_numpy(dlse), block_q, block_k)
+    arrays = (_contiguous_numpy(dout), _contiguous_numpy(q), _contiguous_numpy(k), _contiguous_numpy(v),
+              _contiguous_numpy(out), _contiguous_numpy(lse), None if dlse is None else _contiguous_numpy(dlse))
+    parts = [backward_arrays(*a[:6], np.ascontiguousarray(r), scale, a[6], block_q, block_k)
+             for r, a in _by_batch(_contiguous_numpy(rows), *arrays)]
+    grads = parts[0] if len(parts) == 1 else [np.concatenate([p[i] for p in parts]) for i in range(3)]
     return tuple(torch.from_numpy(g) for g in grads)
 
 
@@ -595,7 +624,7 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
     import torch
 
     q, k, v = call.q, call.k, call.v
-    rows_t = torch.from_numpy(row_ranges(call)) if rows is None else rows
+    rows_t = torch.from_numpy(row_ranges(call, per_batch=not traced)) if rows is None else rows
     lead = call.lead or (1,)
     heads = lead[-1]
     kv_heads = int(k.shape[-3]) if k.ndim >= 3 else 1

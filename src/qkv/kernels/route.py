@@ -501,13 +501,19 @@ def torch_flash_why_not(call: Call, *, pinned: bool = False) -> str | None:
     if autograd.score_spec(call) is None:
         return ("a score_mod neither soft-cap nor declared relative (ALiBi, T5's buckets): the plain path "
                 "(torch autograd)")
-    if autograd.row_ranges(call) is None:
+    if autograd.row_ranges(call, per_batch=not _compiling_now()) is None:
         return "a mask function without key ranges (the same for every batch and head)"
     if not autograd.available():
         return "the C extension (its backward, kernels/_backward.c) or NumPy's BLAS is not available"
     if not autograd.values_ok(call.q, call.k, call.v):
         return "a non-finite value, or values above 2^60"
     return None
+
+
+def _compiling_now() -> bool:
+    from .call import _compiling
+
+    return _compiling()
 
 
 def _value_top(v) -> float:
