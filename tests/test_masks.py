@@ -651,8 +651,10 @@ def test_constructor_arrays_are_checked_against_the_call(name, library):
     if library == "torch":
         q = torch.from_numpy(q)
     for route in (None, "plain"):
-        with pytest.raises(InputError, match=message):
+        with pytest.raises(InputError, match=message) as caught:
             _attention(q, q, q, mask_mod=make() if make else None, route=route, **options)
+    korean = caught.value.say("ko")   # the same facts in Korean (texts.py), no English words
+    assert "형태" in korean and not any(word in korean for word in ("shape", "rows", "heads", "batches", "call"))
 
 
 def test_one_id_row_serves_every_batch_and_padding_masks_name_their_shape():
