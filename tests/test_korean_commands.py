@@ -208,3 +208,19 @@ def test_the_three_commands_refuse_a_bad_lang_as_the_others(capsys):
     for argv in (["bench"], ["train", "translator"], ["serve"], ["inspect", "a cat"]):
         code, _, err = run(capsys, *argv, "--lang", "fr")
         assert code == 2 and err.startswith("qkv: error: --lang: 'fr' is not one of en, ko"), (argv, err)
+
+
+def test_serve_says_why_the_translator_is_missing_in_korean(monkeypatch, tmp_path):
+    """The translator's checkpoint cannot be read (a class of OSError): the reason in each language."""
+    import errno
+    import os
+
+    from qkv import serve, translator
+
+    def refuse():
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(tmp_path / "translator.safetensors"))
+
+    monkeypatch.setattr(translator, "load", refuse)
+    model, why = serve.load_translator()
+    assert model is None and why.startswith("[Errno 13] Permission denied")        # English as before
+    assert why.by_lang["ko"] == texts.KO["error.os.EACCES"]
