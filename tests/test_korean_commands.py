@@ -224,3 +224,12 @@ def test_serve_says_why_the_translator_is_missing_in_korean(monkeypatch, tmp_pat
     model, why = serve.load_translator()
     assert model is None and why.startswith("[Errno 13] Permission denied")        # English as before
     assert why.by_lang["ko"] == texts.KO["error.os.EACCES"]
+
+
+# ------------------------------------------------------------------ translate's ranges (translator/explain.py)
+@pytest.mark.parametrize("argv, key", [(["--layer", "9", "--explain"], "error.translator.layer"),
+                                       (["--head", "9", "--explain"], "error.translator.head"),
+                                       (["--derive", "9", "--to", "ko"], "error.translator.word")],
+                         ids=["layer", "head", "word"])
+def test_translate_ranges_are_korean(capsys, argv, key):
+    assert_korean_error(capsys, ["translate", "I love you", *argv, "--lang", "ko"], key)
