@@ -208,3 +208,52 @@ def test_the_three_commands_refuse_a_bad_lang_as_the_others(capsys):
     for argv in (["bench"], ["train", "translator"], ["serve"], ["inspect", "a cat"]):
         code, _, err = run(capsys, *argv, "--lang", "fr")
         assert code == 2 and err.startswith("qkv: error: --lang: 'fr' is not one of en, ko"), (argv, err)
+
+
+def test_serve_says_why_the_translator_is_missing_in_korean(monkeypatch, tmp_path):
+    """The translator's checkpoint cannot be read (a class of OSError): the reason in each language."""
+    import errno
+    import os
+
+    from qkv import serve, translator
+
+    def refuse():
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(tmp_path / "translator.safetensors"))
+
+    monkeypatch.setattr(translator, "load", refuse)
+    model, why = serve.load_translator()
+    assert model is None and why.startswith("[Errno 13] Permission denied")        # English as before
+    assert why.by_lang["ko"] == texts.KO["error.os.EACCES"]
+
+
+# ------------------------------------------------------------------ translate's ranges (translator/explain.py)
+@pytest.mark.parametrize("argv, key", [(["--layer", "9", "--explain"], "error.translator.layer"),
+                                       (["--head", "9", "--explain"], "error.translator.head"),
+                                       (["--derive", "9", "--to", "ko"], "error.translator.word")],
+                         ids=["layer", "head", "word"])
+def test_translate_ranges_are_korean(capsys, argv, key):
+    assert_korean_error(capsys, ["translate", "I love you", *argv, "--lang", "ko"], key)
+
+
+# ------------------------------------------------------------------ a broken translator checkpoint
+def _checkpoint_kinds():
+    from test_translator import CHECKPOINT_CASES
+
+    return [kind for kind in CHECKPOINT_CASES if kind not in ("device", "directory", "fifo")]   # the reader's own
+
+
+# the library's own description of what it could not parse (json, safetensors) is shown as it says it
+LIBRARY_WORDED = {"header not JSON", "config not JSON", "truncated"}
+
+
+@pytest.mark.parametrize("kind", _checkpoint_kinds())
+def test_a_malformed_checkpoint_is_korean(kind, tmp_path, capsys):
+    from test_translator import _malformed
+
+    path = _malformed(kind, tmp_path)
+    code, _, err = run(capsys, "translate", "I love you", "--checkpoint", path, "--lang", "ko")
+    assert code == 2 and err.startswith("qkv: 오류: ") and err.count("\n") == 1, err
+    assert HANGUL.search(err[len("qkv: 오류: "):]), err
+    if kind not in LIBRARY_WORDED:
+        # the file's own words: tensor and field names, dtype codes, a JSON type's Python name
+        assert korean_only(err, words_of(path, "list", "config", "format", "dtype", "shape")) == [], err

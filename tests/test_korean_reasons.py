@@ -133,3 +133,56 @@ def test_toml_errors_say_where_in_korean(capsys, tmp_path, body, where):
     assert english == f"qkv: error: {path}: malformed TOML: {str(caught.value).splitlines()[0]}\n"
     at = f"(at line {where[0]}, column {where[1]})" if where else "(at end of document)"
     assert english.endswith(at + "\n"), english                # tomllib agrees with the constructed position
+
+
+# ------------------------------------------------------------------ saved traces
+def _step(**fields):
+    return {"format": "qkv-trace", "title": "t", "meta": {}, "steps": [{"name": "x", "shape": [2], "values": [1, 2],
+                                                                         **fields}]}
+
+
+# (document, the English the message has said since saved traces were read: an independent wording check)
+TRACE_CASES = [
+    (_step(name=1), 'a step\'s "name" must be a string, got 1'),
+    (_step(dtype="U5"), 'step "x": dtype "U5" is not a number type'),
+    (_step(shape=[2, "a"]), 'step "x": shape [2, "a"] is not a list of at most'),
+    (_step(shape=[2], values=[1]), 'step "x": the values do not have shape [2] (a list of 1 where a list of 2 belongs'),
+    (_step(shape=[2], values=7), 'step "x": the values do not have shape [2] (7 where a list of 2 belongs'),
+    (_step(values=[1, "a"]), 'step "x": "a" is not a number'),
+    (_step(note=3), 'step "x": "note" must be a string'),
+    (_step(meta=[]), 'step "x": "meta" must be an object'),
+]
+# the documents `qkv explain` refuses before the trace reader sees them (spec.read_saved_trace): read by the
+# library (Trace.from_json, as serve's uploads and a notebook read them)
+LIBRARY_CASES = [
+    ({"format": "qkv-trace", "steps": 3}, '"steps" must be a list, got int'),
+    ({"format": "qkv-trace", "steps": [5]}, "a step must be an object, got int"),
+    ({"format": "qkv-trace", "steps": [], "meta": [], "title": "t"}, '"meta" must be an object and "title" a string'),
+    ({"format": "other"}, 'not a qkv trace: the JSON has no "format": "qkv-trace" field'),
+]
+
+
+@pytest.mark.parametrize("document, english", LIBRARY_CASES, ids=[f"library{i}" for i in range(len(LIBRARY_CASES))])
+def test_trace_reader_errors_are_korean(document, english):
+    import json
+
+    from qkv.errors import InputError
+    from qkv.trace import Trace
+
+    with pytest.raises(InputError) as caught:
+        Trace.from_json(json.dumps(document), source="saved.json")
+    assert caught.value.say("en") == f"saved.json: {english}"
+    said = caught.value.say("ko")
+    assert HANGUL.search(said) and korean_only(said, words_of("steps", "meta", "title", "format")) == [], said
+
+
+@pytest.mark.parametrize("document, english", TRACE_CASES, ids=[f"trace{i}" for i in range(len(TRACE_CASES))])
+def test_saved_trace_errors_are_korean(capsys, tmp_path, document, english):
+    path = tmp_path / "saved.json"
+    path.write_text(__import__("json").dumps(document), encoding="utf-8")
+    code, _, said = run(capsys, "explain", str(path))
+    assert code == 2 and english in said, said
+    code, _, err = run(capsys, "explain", str(path), "--lang", "ko")
+    assert code == 2
+    # the fields and dtype names as the file spells them
+    assert_korean_line(err, tmp_path, "U5", "note", "meta", "name", "dtype", "bool")

@@ -160,38 +160,37 @@ class Step:
         is at most `MAX_SAVED_ELEMENTS` and equals the number of values given. Raises InputError (one
         line) naming the step."""
         if not isinstance(data, dict):
-            raise InputError(f"a step must be an object, got {type(data).__name__}")
+            raise _fail("error.trace.step.object", shown={"type": data}, english={"type": type(data).__name__})
         name = data.get("name")
         if not isinstance(name, str):
-            raise InputError(f"a step's \"name\" must be a string, got {_shown(name)}")
-        where = f"step {_shown(name)}"
+            raise _fail("error.trace.step.name", shown={"value": name})
+        where = {"step": name}
         dtype = data.get("dtype", "float64")
         if not isinstance(dtype, str) or dtype not in SAVED_DTYPES:
-            raise InputError(f"{where}: dtype {_shown(dtype)} is not a number type "
-                             f"(one of {', '.join(SAVED_DTYPES)})")
+            raise _fail("error.trace.step.dtype", **where, shown={"value": dtype}, dtypes=", ".join(SAVED_DTYPES))
         shape = data.get("shape")
         if (not isinstance(shape, list) or len(shape) > MAX_SAVED_DIMS
                 or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_SAVED_ELEMENTS
                            for n in shape)):
-            raise InputError(f"{where}: shape {_shown(shape)} is not a list of at most {MAX_SAVED_DIMS} "
-                             f"whole numbers from 0 to {MAX_SAVED_ELEMENTS:,}")
+            raise _fail("error.trace.step.shape", **where, shown={"value": shape}, dims=MAX_SAVED_DIMS,
+                        max=f"{MAX_SAVED_ELEMENTS:,}")
         size = 1
         for n in shape:
             size *= n
         if size > MAX_SAVED_ELEMENTS:
-            raise InputError(f"{where}: shape {_shown(shape)} holds {size:,} values; a saved step holds "
-                             f"at most {MAX_SAVED_ELEMENTS:,}")
-        values = _decode(data.get("values"), shape, where)
+            raise _fail("error.trace.step.size", **where, shown={"value": shape}, size=f"{size:,}",
+                        max=f"{MAX_SAVED_ELEMENTS:,}")
+        values = _decode(data.get("values"), shape, name)
         for key in ("formula", "note"):
             if not isinstance(data.get(key, ""), str):
-                raise InputError(f"{where}: \"{key}\" must be a string")
+                raise _fail("error.trace.step.text", **where, key=key)
         meta = data.get("meta", {})
         if not isinstance(meta, dict):
-            raise InputError(f"{where}: \"meta\" must be an object")
+            raise _fail("error.trace.step.meta", **where)
         try:
             value = np.array(values, dtype=dtype).reshape(shape)
         except OverflowError:
-            raise InputError(f"{where}: a value does not fit in {dtype}") from None
+            raise _fail("error.trace.step.overflow", **where, dtype=dtype) from None
         return cls(name, value, data.get("formula", ""), data.get("note", ""), dict(meta))
 
 
@@ -266,12 +265,12 @@ class Trace:
         `Step.from_dict`: numeric dtypes only, bounded shapes); anything else raises InputError
         (a ValueError) with one line, e.g. "step 'x': dtype 'U50000000' is not a number type …"."""
         if not isinstance(data, dict) or data.get("format") != "qkv-trace":
-            raise InputError("not a qkv trace: the JSON has no \"format\": \"qkv-trace\" field")
+            raise _fail("error.trace.doc.format")
         steps, meta, title = data.get("steps", []), data.get("meta", {}), data.get("title", "")
         if not isinstance(steps, list):
-            raise InputError(f"\"steps\" must be a list, got {type(steps).__name__}")
+            raise _fail("error.trace.doc.steps", shown={"type": steps}, english={"type": type(steps).__name__})
         if not isinstance(meta, dict) or not isinstance(title, str):
-            raise InputError("\"meta\" must be an object and \"title\" a string")
+            raise _fail("error.trace.doc.meta")
         return cls(title, meta, [Step.from_dict(s) for s in steps])
 
     @classmethod
@@ -358,44 +357,70 @@ def _encode(value: np.ndarray) -> Any:
     return value.tolist()
 
 
-def _decode(values: Any, shape: list, where: str = "a step") -> list:
+def _decode(values: Any, shape: list, step: Any = None) -> list:
     """The values of a saved step of ``shape``, flattened (row-major) without recursion: nested lists
     exactly ``shape`` deep and long, holding numbers, booleans, or the strings "inf", "-inf", "nan"
-    that `_encode` writes. Anything else is an InputError naming what is wrong."""
+    that `_encode` writes. Anything else is an InputError naming what is wrong (and the step's name,
+    ``step``, when given)."""
     flat: list = []
     stack = [(values, 0)]
     while stack:
         value, depth = stack.pop()
         if depth < len(shape):
             if not isinstance(value, list) or len(value) != shape[depth]:
-                got = f"a list of {len(value)}" if isinstance(value, list) else _shown(value)
-                raise InputError(f"{where}: the values do not have shape {shape} ({got} where a list of "
-                                 f"{shape[depth]} belongs at depth {depth + 1})")
+                raise _fail("error.trace.values.shape", step=step, shape=shape, n=shape[depth], depth=depth + 1,
+                            **({"listed": {"got": len(value)}} if isinstance(value, list) else {"shown": {"got": value}}))
             stack.extend((item, depth + 1) for item in reversed(value))
         elif isinstance(value, (bool, int, float)):
             flat.append(value)
         elif isinstance(value, str) and value.strip().lower() in _NON_FINITE:
             flat.append(float(value))
         else:
-            raise InputError(f"{where}: {_shown(value)} is not a number")
+            raise _fail("error.trace.values.number", step=step, shown={"value": value})
     return flat
 
 
 _NON_FINITE = ("inf", "-inf", "+inf", "nan", "infinity", "-infinity")
 
 
-def _shown(value: Any) -> str:
-    """A short picture of a JSON value for a message (a list or object is described, never dumped)."""
+def _shown(value: Any, lang: str = "en") -> str:
+    """A short picture of a JSON value for a message (a list or object is described, never dumped), in ``lang``."""
+    from .explain.texts import text
+
     if isinstance(value, list):
-        return f"a list of {len(value)}" if len(value) > 8 or any(isinstance(v, (list, dict)) for v in value) \
-            else json.dumps(value, ensure_ascii=False)
+        return text(lang, "error.trace.shown.list", n=len(value)) if len(value) > 8 or \
+            any(isinstance(v, (list, dict)) for v in value) else json.dumps(value, ensure_ascii=False)
     if isinstance(value, dict):
-        return "an object"
+        return text(lang, "error.trace.shown.object")
     if isinstance(value, str):
         value = value[:60]
     text = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float, bool, type(None))) \
         else type(value).__name__
     return text if len(text) <= 40 else text[:39] + "…"
+
+
+_NO_STEP = object()
+
+
+def _fail(key: str, /, *, step: Any = _NO_STEP, shown: dict | None = None, listed: dict | None = None,
+          english: dict | None = None, **values) -> InputError:
+    """The InputError ``key`` of `qkv.explain.texts` about a saved trace, worded in each language: ``step`` (a
+    step's name) becomes ``where`` ("step 'x'"; None: "a step"), each of ``shown`` is a value pictured by
+    `_shown`, each of ``listed`` a list's length ("a list of 3"), and ``english`` overrides a value in English
+    only (a Python type name, as the message always said)."""
+    from .explain.texts import LANGS, text
+
+    def parts(lang: str) -> dict:
+        said = {name: _shown(value, lang) for name, value in (shown or {}).items()}
+        if step is not _NO_STEP:
+            said["where"] = text(lang, "error.trace.where", name=_shown(step, lang)) if step is not None \
+                else text(lang, "error.trace.where.any")
+        said.update({name: text(lang, "error.trace.shown.list", n=n) for name, n in (listed or {}).items()})
+        return {**said, **(english or {})} if lang == "en" else said
+
+    error = InputError.keyed(key, **values, **parts("en"))
+    error.values["by_lang"] = {lang: parts(lang) for lang in LANGS}
+    return error
 
 
 def _jsonable(meta: Any) -> Any:

@@ -66,8 +66,9 @@ def handler(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, serve, sock) -> int:
     t = words(args.lang)
     models = serve.load_models(args.model, minilm=not args.no_minilm)
-    translator, why = (None, "--no-translator") if args.no_translator else serve.load_translator(args.lang)
+    translator, why = (None, "--no-translator") if args.no_translator else serve.load_translator()
     if translator is None and not args.no_translator:
+        why = getattr(why, "by_lang", {}).get(args.lang, why)
         print(f"qkv serve: {t('cli.serve.no_translator', why=why)}", file=sys.stderr)
     app = serve.create_app(models, translator=translator, allowed_hosts=_allowed_hosts(args.host), lang=args.lang)
     shown = f"[{args.host}]" if ":" in args.host else args.host

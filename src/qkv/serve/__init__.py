@@ -41,21 +41,32 @@ def load_models(directories=(), *, minilm: bool = True) -> dict:
     return loaded
 
 
-def load_translator(lang: str = "en"):
+class Why(str):
+    """Why the translator is not available: the English line, plus ``by_lang`` (language → the line in it)."""
+
+    by_lang: dict
+
+
+def load_translator():
     """The shipped `qkv.translator` model, or (None, why) when it cannot be loaded: (model, None).
-    ``why`` is one line in ``lang`` (`qkv serve --lang`)."""
+    ``why`` is one English line (a `Why`: ``why.by_lang["ko"]`` says it in Korean, for `qkv serve --lang`)."""
     from ..errors import reason
-    from ..explain.texts import text
+    from ..explain.texts import LANGS, text
 
     try:
         from .. import translator
         return translator.load(), None
-    except InputError as exc:
-        return None, exc.say(lang).splitlines()[0]
-    except ImportError as exc:
-        return None, text(lang, "cli.serve.no_module", name=repr(exc.name)) if exc.name else reason(exc, lang)
-    except OSError as exc:
-        return None, reason(exc, lang)
+    except (ImportError, InputError, OSError) as exc:
+        def said(lang: str) -> str:
+            if isinstance(exc, InputError):
+                return exc.say(lang).splitlines()[0]
+            if isinstance(exc, ImportError) and exc.name:
+                return text(lang, "cli.serve.no_module", name=repr(exc.name))
+            return reason(exc, lang) if lang != "en" else (str(exc).splitlines() or [type(exc).__name__])[0]
+
+        why = Why(said("en"))
+        why.by_lang = {lang: said(lang) for lang in LANGS}
+        return None, why
 
 
 REQUEST_SECONDS = 10.0

@@ -346,9 +346,7 @@ def _parse_upload(data: bytes, filename: str) -> dict:
     for field in _ARRAY_FIELDS:   # a file name here would make the parser read that file: refuse it
         value = doc.get(field)
         if isinstance(value, dict) or (isinstance(value, str) and not (field == "mask" and value == "causal")):
-            raise InputError("an uploaded example gives its arrays as numbers; array files (.npy, .npz, "
-                             ".safetensors) can be used with `qkv explain FILE` on your machine",
-                             source=filename, field=field)
+            raise InputError.keyed("error.upload.array_file", source=filename, field=field)
     return doc
 
 

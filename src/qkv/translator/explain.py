@@ -56,9 +56,9 @@ def alignment(translation: Translation, *, layer: int | None = None, head: int |
     n_layers, n_heads = translation.cross_weights.shape[:2]
     layer = n_layers - 1 if layer is None else layer
     if not 0 <= layer < n_layers:
-        raise InputError(f"{layer}: the translator has decoder layers 0 … {n_layers - 1}", field="--layer")
+        raise InputError.keyed("error.translator.layer", value=layer, last=n_layers - 1, field="--layer")
     if head is not None and not 0 <= head < n_heads:
-        raise InputError(f"{head}: the translator has heads 0 … {n_heads - 1}", field="--head")
+        raise InputError.keyed("error.translator.head", value=head, last=n_heads - 1, field="--head")
     weights = translation.cross_weights[layer]                          # (H, T, S)
     return weights.mean(axis=0) if head is None else weights[head]
 
@@ -67,7 +67,7 @@ def explain_text(translation: Translation, *, lang: str = "en", layer: int | Non
                  head: int | None = None, digits: int = 2, top: int = 2) -> str:
     """The explanation as plain text in ``lang`` ("en" or "ko")."""
     if lang not in _TEXTS:
-        raise InputError(f"{lang!r}: the explanation is written in en or ko", field="--lang")
+        raise InputError.keyed("error.translator.explain_lang", value=repr(lang), field="--lang")
     words = _TEXTS[lang]
     n_layers, n_heads = translation.cross_weights.shape[:2]
     layer_shown = n_layers - 1 if layer is None else layer
@@ -142,9 +142,9 @@ def cross_attention_trace(model: Translator, translation: Translation, *, word: 
     n_layers = len(model.decoder)
     layer = n_layers - 1 if layer is None else layer
     if not 0 <= layer < n_layers:
-        raise InputError(f"{layer}: the translator has decoder layers 0 … {n_layers - 1}", field="--layer")
+        raise InputError.keyed("error.translator.layer", value=layer, last=n_layers - 1, field="--layer")
     if not 1 <= word <= len(translation.target):
-        raise InputError(f"{word}: the translation has words 1 … {len(translation.target)}", field="--derive")
+        raise InputError.keyed("error.translator.word", value=word, last=len(translation.target), field="--derive")
     source = np.asarray([[model.config.source_vocab.index(w) for w in translation.source]])
     inputs = [LANG_TOKENS[translation.lang], *translation.target[:-1]]
     target = np.asarray([[model.config.target_vocab.index(w) for w in inputs]])

@@ -452,32 +452,32 @@ def load(path: str | os.PathLike | None = None) -> Translator:
     data = _read_checkpoint(target)
     header, metadata = _header(data, source)
     if metadata.get("format") != FORMAT:
-        raise InputError(f"not a qkv translator checkpoint (format {short_repr(metadata.get('format'))}, "
-                         f"expected {FORMAT!r})", source=source)
+        raise InputError.keyed("error.translator.ckpt.format", format=short_repr(metadata.get("format")),
+                               expected=repr(FORMAT), source=source)
     config = _config(metadata.get("config"), source)
     shapes = param_shapes(config)
     names = {k for k in header if k != "__metadata__"}
     if names != set(shapes):
         missing, unexpected = sorted(set(shapes) - names), sorted(names - set(shapes))
-        raise InputError(f"the weights do not match the checkpoint's config (missing {len(missing)}: "
-                         f"{', '.join(missing[:3]) or '-'}; unexpected {len(unexpected)}: "
-                         f"{', '.join(short_repr(u, 40) for u in unexpected[:3]) or '-'})", source=source)
+        raise InputError.keyed("error.translator.ckpt.weights", n_missing=len(missing),
+                               missing=", ".join(missing[:3]) or "-", n_unexpected=len(unexpected),
+                               unexpected=", ".join(short_repr(u, 40) for u in unexpected[:3]) or "-", source=source)
     for name, shape in shapes.items():
         entry = header[name]
         if entry.get("dtype") != "F32":
-            raise InputError(f"weight {name} is {short_repr(entry.get('dtype'))}; a translator checkpoint holds "
-                             f"float32 (F32) weights", source=source)
+            raise InputError.keyed("error.translator.ckpt.dtype", name=name, dtype=short_repr(entry.get("dtype")),
+                                   source=source)
         if tuple(entry.get("shape", ())) != shape:
-            raise InputError(f"weight {name} has shape {tuple(entry.get('shape', ()))}; the config needs {shape}",
-                             source=source)
+            raise InputError.keyed("error.translator.ckpt.shape", name=name, shape=tuple(entry.get("shape", ())),
+                                   needed=shape, source=source)
     try:
         tensors = from_bytes(data)
     except Exception as exc:                  # safetensors' own checks (offsets, sizes): one line, whatever its type
-        raise InputError(f"not a valid safetensors file ({_first_line(exc)})", source=source) from None
+        raise InputError.keyed("error.translator.ckpt.invalid", reason=_first_line(exc), source=source) from None
     for name in shapes:
         bad = int(np.size(tensors[name]) - np.count_nonzero(np.isfinite(tensors[name])))
         if bad:
-            raise InputError(f"weight {name} holds {bad} values that are not finite (NaN or ±inf)", source=source)
+            raise InputError.keyed("error.translator.ckpt.finite", name=name, bad=bad, source=source)
     return Translator(config, tensors)
 
 
@@ -503,61 +503,61 @@ def _read_checkpoint(target: Path) -> bytes:
 def _header(data: bytes, source: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The safetensors header (a JSON object: tensor name → {dtype, shape, data_offsets}) and its
     ``__metadata__`` (str → str), or InputError."""
-    def fail(problem: str) -> InputError:
-        return InputError(f"not a safetensors file ({problem})", source=source)
+    def fail(key: str, **values) -> InputError:
+        return InputError.keyed(f"error.translator.header.{key}", source=source, **values)
 
     if len(data) < 8:
-        raise fail(f"{len(data)} bytes, shorter than the 8-byte header length")
+        raise fail("short", n=len(data))
     n = int.from_bytes(data[:8], "little")
     if n > len(data) - 8:
-        raise fail(f"the header says {n} bytes, the file has {len(data) - 8} after the length")
+        raise fail("size", n=n, m=len(data) - 8)
     try:
         header = json.loads(data[8: 8 + n].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise fail(f"the header is not JSON: {_first_line(exc)}") from None
+        raise fail("json", reason=_first_line(exc)) from None
     if not isinstance(header, dict):
-        raise fail(f"the header is a JSON {type(header).__name__}, not an object")
+        raise fail("type", type=type(header).__name__)
     metadata = header.get("__metadata__") or {}
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
-        raise fail("__metadata__ is not an object of strings")
+        raise fail("metadata")
     for name, entry in header.items():
         if name != "__metadata__" and not (isinstance(entry, dict) and isinstance(entry.get("shape"), list)
                                            and all(_whole(x) and x >= 0 for x in entry["shape"])):
-            raise fail(f"tensor {short_repr(name, 40)} has no valid dtype and shape")
+            raise fail("tensor", name=short_repr(name, 40))
     return header, metadata
 
 
 def _config(text: Any, source: str) -> Config:
     """The Config stored in a checkpoint's metadata, checked field by field (InputError)."""
-    def fail(problem: str) -> InputError:
-        return InputError(f"the checkpoint's config {problem}", source=source)
+    def fail(key: str, **values) -> InputError:
+        return InputError.keyed(f"error.translator.config.{key}", source=source, **values)
 
     if not isinstance(text, str):
-        raise fail("is missing (metadata key 'config')")
+        raise fail("missing")
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise fail(f"is not JSON ({_first_line(exc)})") from None
+        raise fail("json", reason=_first_line(exc)) from None
     if not isinstance(data, dict):
-        raise fail(f"is a JSON {type(data).__name__}, not an object")
+        raise fail("type", type=type(data).__name__)
     known = {f.name for f in fields(Config)}
     if set(data) != known:
         missing, extra = sorted(known - set(data)), sorted(set(data) - known)
-        raise fail(f"has the wrong fields (missing: {', '.join(missing) or '-'}; "
-                   f"unknown: {', '.join(short_repr(x, 30) for x in extra[:3]) or '-'})")
+        raise fail("fields", missing=", ".join(missing) or "-",
+                   unknown=", ".join(short_repr(x, 30) for x in extra[:3]) or "-")
     for name, limit in _SIZE_LIMITS.items():
         if not (_whole(data[name]) and 1 <= data[name] <= limit):
-            raise fail(f"{name} is {short_repr(data[name])}; expected a whole number 1 … {limit}")
+            raise fail("size", name=name, value=short_repr(data[name]), limit=limit)
     if data["d_model"] % data["n_heads"]:
-        raise fail(f"d_model {data['d_model']} does not split into {data['n_heads']} heads of equal width")
+        raise fail("split", d=data["d_model"], h=data["n_heads"])
     for name, needed in (("source_vocab", (PAD,)), ("target_vocab", (PAD, EOS, *LANG_TOKENS.values()))):
         vocab = data[name]
         if not (isinstance(vocab, list) and 0 < len(vocab) <= _VOCAB_LIMIT and all(isinstance(w, str) for w in vocab)):
-            raise fail(f"{name} is not a list of at most {_VOCAB_LIMIT:,} words")
+            raise fail("vocab", name=name, limit=f"{_VOCAB_LIMIT:,}")
         if len(set(vocab)) != len(vocab):
-            raise fail(f"{name} lists a word twice")
+            raise fail("twice", name=name)
         if vocab[0] != PAD or not set(needed) <= set(vocab):
-            raise fail(f"{name} must start with {PAD} and hold {', '.join(needed)}")
+            raise fail("start", name=name, pad=PAD, needed=", ".join(needed))
     data["source_vocab"], data["target_vocab"] = tuple(data["source_vocab"]), tuple(data["target_vocab"])
     return Config(**data)
 
