@@ -255,3 +255,24 @@ def test_torch_kept_route_autograd_matches_fresh():
     assert route.name.value == "torch_flash"
     for a, b in zip(*grads):
         assert torch.equal(a, b)
+
+
+def test_threads_sharing_the_caches_while_entries_are_dropped(monkeypatch):
+    """Several threads calling at once (as MiniLM's encode does) with more shapes than the caches keep:
+    every result is its own call's (float64 reference), and no thread sees a cache error."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(call_module, "_CHECKED_KEPT", 2)
+    monkeypatch.setattr(route_module, "_ROUTES_KEPT", 2)
+    _clear()
+    cases = [(_inputs((1, 2, t, 16), seed=t), t % 2 == 0) for t in (20, 33, 48, 65, 80)]
+    expected = [_reference(*qkv_, causal=causal) for qkv_, causal in cases]
+
+    def work(i):
+        j = i % len(cases)
+        (q, k, v), causal = cases[j]
+        out = qkv.attention(q, k, v, causal=causal)
+        np.testing.assert_allclose(out, expected[j], rtol=2e-5, atol=2e-6)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(work, range(200)))

@@ -79,9 +79,10 @@ def row_ranges(call: Call):
         if rows is None:
             rows = _ranges(tq, tk, call.causal, None)
             rows.flags.writeable = False
-            if len(_SIMPLE_ROWS) >= _PLANS_KEPT:
-                _SIMPLE_ROWS.pop(next(iter(_SIMPLE_ROWS), None), None)
-            _SIMPLE_ROWS[key] = rows
+            with _plans_lock:
+                if len(_SIMPLE_ROWS) >= _PLANS_KEPT:
+                    _SIMPLE_ROWS.pop(next(iter(_SIMPLE_ROWS), None), None)
+                _SIMPLE_ROWS[key] = rows
         return rows
     found = None if call.mask_info is None else call.mask_info.key_ranges   # the validator's analysis
     if found is None:

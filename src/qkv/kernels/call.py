@@ -29,6 +29,7 @@ Block kinds (`EMPTY`, `PARTIAL`, `FULL`) are how a mask function tells the block
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -127,6 +128,7 @@ def _short(value) -> str:
 # (~3 µs against ~50 µs). 256 kept, the oldest dropped first.
 _CHECKED: dict = {}
 _CHECKED_KEPT = 256
+_checked_lock = threading.Lock()
 _ARRAYS = ("q", "k", "v", "mask", "bias")
 
 
@@ -180,9 +182,11 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
     call = _check_call(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod, score_mod=score_mod)
     if key is not None:
         object.__setattr__(call, "key", key)
-        if len(_CHECKED) >= _CHECKED_KEPT:
-            _CHECKED.pop(next(iter(_CHECKED), None), None)
-        _CHECKED[key] = {name: value for name, value in call.__dict__.items() if name not in _ARRAYS + ("key",)}
+        kept = {name: value for name, value in call.__dict__.items() if name not in _ARRAYS + ("key",)}
+        with _checked_lock:   # (lookups need no lock; two threads dropping the oldest at once would)
+            if len(_CHECKED) >= _CHECKED_KEPT:
+                _CHECKED.pop(next(iter(_CHECKED), None), None)
+            _CHECKED[key] = kept
     return call
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import math
+import threading
 from dataclasses import dataclass, field
 
 import array_api_compat
@@ -169,6 +170,7 @@ def _name(route) -> RouteName | None:
 # Measured at T = 512: ~10 µs against ~60–120 µs of deciding and planning. 256 kept, oldest dropped.
 _ROUTES: dict = {}
 _ROUTES_KEPT = 256
+_routes_lock = threading.Lock()
 
 
 class _Looks:
@@ -243,9 +245,10 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
     chosen = _choose_route(call, want, route, block_q, block_k, num_threads, looks)
     for task in chosen.tasks:   # shared by every call of the key: nobody may write into it
         task[3].flags.writeable = False
-    if len(_ROUTES) >= _ROUTES_KEPT:
-        _ROUTES.pop(next(iter(_ROUTES), None), None)
-    _ROUTES[key] = (chosen, tuple(looks.trail))
+    with _routes_lock:   # (lookups need no lock; two threads dropping the oldest at once would)
+        if len(_ROUTES) >= _ROUTES_KEPT:
+            _ROUTES.pop(next(iter(_ROUTES), None), None)
+        _ROUTES[key] = (chosen, tuple(looks.trail))
     return chosen
 
 
