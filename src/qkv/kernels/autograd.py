@@ -76,16 +76,35 @@ def row_ranges(call: Call, *, per_batch: bool = False):
     if call.mask is not None:
         return None
     tq, tk = call.tq, call.tk
+    if call.mask_mod is None:   # causal or none: one read-only table per shape, kept
+        key = (tq, tk, bool(call.causal))
+        rows = _SIMPLE_ROWS.get(key)
+        if rows is None:
+            rows = _ranges(tq, tk, call.causal, None)
+            rows.flags.writeable = False
+            with _plans_lock:
+                if len(_SIMPLE_ROWS) >= _PLANS_KEPT:
+                    _SIMPLE_ROWS.pop(next(iter(_SIMPLE_ROWS), None), None)
+                _SIMPLE_ROWS[key] = rows
+        return rows
+    found = None if call.mask_info is None else call.mask_info.key_ranges   # the validator's analysis
+    if found is None and per_batch:
+        found = _batch_ranges(call)
+    if found is None:
+        return None
+    return _ranges(tq, tk, call.causal, found)
+
+
+_SIMPLE_ROWS: dict = {}
+
+
+def _ranges(tq: int, tk: int, causal: bool, found):
+    """row_ranges' table from causal and a mask function's key ranges (found (2, Tq), or None)."""
     lo = np.zeros(tq, np.int64)
     hi = np.full(tq, tk, np.int64)
-    if call.causal:   # bottom-right: row i sees j <= i + Tk − Tq
+    if causal:   # bottom-right: row i sees j <= i + Tk − Tq
         np.minimum(hi, np.arange(tq, dtype=np.int64) + (tk - tq) + 1, out=hi)
-    if call.mask_mod is not None:
-        found = None if call.mask_info is None else call.mask_info.key_ranges   # the validator's analysis
-        if found is None and per_batch:
-            found = _batch_ranges(call)
-        if found is None:
-            return None
+    if found is not None:   # (2, Tq), or per batch (lo, hi) each (B, Tq)
         lo, hi = np.maximum(lo, found[0]), np.minimum(hi, found[1])
     lo, hi = np.clip(lo, 0, tk), np.clip(hi, 0, tk)   # (lo, hi may have become (B, Tq))
     hi = np.maximum(hi, lo)
@@ -161,6 +180,7 @@ class _Plan:
         self.visited = int((seen * q_rows[:, None]).sum()) * bk
         for a in (self.fwd_blocks, self.fwd_rows, self.pairs, self.offsets):
             a.flags.writeable = False
+        self.kept = {}   # the task tables built from this plan, by head counts and threads (read-only)
 
 
 def _band_of(rows: np.ndarray, tq: int, tk: int):
@@ -224,17 +244,21 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
     groups = nq // nk
     bq, bk = min(bq, tq), min(bk, tk)
     plan = _plan(rows, tq, tk, bq, bk)
-    rows_of = plan.fwd_rows
-    heads = np.arange(nq, dtype=np.int64)
-    tasks = np.empty((nq, len(rows_of), 7), np.int64)
-    tasks[:, :, 0] = heads[:, None]
-    tasks[:, :, 1] = (heads // groups)[:, None]
-    tasks[:, :, 2] = heads[:, None]
-    tasks[:, :, 3:] = rows_of[None]
-    tasks = tasks.reshape(-1, 7)
-    weight = (tasks[:, 4] - tasks[:, 3]) * (tasks[:, 6] - tasks[:, 5])
-    tasks = np.ascontiguousarray(tasks[np.argsort(-weight, kind="stable")])
-    tasks = tasks[tasks[:, 6] > tasks[:, 5]] if len(tasks) else tasks   # rows that see no key: below
+    tasks = plan.kept.get(("forward", nq, groups))
+    if tasks is None:   # the same for every call of this plan and head count: built once
+        rows_of = plan.fwd_rows
+        heads = np.arange(nq, dtype=np.int64)
+        tasks = np.empty((nq, len(rows_of), 7), np.int64)
+        tasks[:, :, 0] = heads[:, None]
+        tasks[:, :, 1] = (heads // groups)[:, None]
+        tasks[:, :, 2] = heads[:, None]
+        tasks[:, :, 3:] = rows_of[None]
+        tasks = tasks.reshape(-1, 7)
+        weight = (tasks[:, 4] - tasks[:, 3]) * (tasks[:, 6] - tasks[:, 5])
+        tasks = np.ascontiguousarray(tasks[np.argsort(-weight, kind="stable")])
+        tasks = tasks[tasks[:, 6] > tasks[:, 5]] if len(tasks) else tasks   # rows that see no key: below
+        tasks.flags.writeable = False
+        plan.kept[("forward", nq, groups)] = tasks
     out = np.zeros((nq, tq, dv), np.float32)
     lse = np.full((nq, tq), -np.inf, np.float32)
     counter = np.zeros(1, np.int64)
@@ -275,6 +299,30 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
             delta -= dlse                # lse's own gradient: ∂lse/∂s = P, so dS = P∘(dP − δ + dlse)
     delta = np.ascontiguousarray(delta, np.float32)
     threads = threads or _threads(plan.visited * nq)
+    kept = plan.kept.get(("backward", nk, threads))
+    if kept is None:
+        kept = plan.kept[("backward", nk, threads)] = _backward_tasks(plan, nk, threads)
+    tasks, parts = kept
+    dq = np.zeros((parts * nq, tq, dk), np.float32)
+    dk_ = np.empty((nk, tk, dk), np.float32)
+    dv_ = np.empty((nk, tk, dv), np.float32)
+    counter = np.zeros(1, np.int64)
+
+    def step():
+        return blocked._fused.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
+                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra, width=width)
+
+    extra = (0, None, 1.0) if score is None else (int(score[0]), score[1], float(score[2]))
+
+    _run(step, threads)
+    if parts > 1:
+        dq = dq.reshape(parts, nq, tq, dk).sum(axis=0, dtype=np.float32)
+    return dq, dk_, dv_
+
+
+def _backward_tasks(plan: "_Plan", nk: int, threads: int):
+    """(tasks (n, 4) int64 read-only: (key/value head, first key block, end key block, dQ part),
+    heaviest first; parts: dQ parts) of backward_arrays, the same for every call of the plan."""
     n_kb = len(plan.offsets) - 1
     # One key range per head when there are enough heads to keep the threads busy; otherwise each head's key blocks into ranges of about equal work, each with its own dQ part.
     # split each head's key blocks into ranges of about equal work, each with its own dQ part
@@ -293,21 +341,8 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
             tasks.append((g, a, b, part, int(plan.kb_weight[a:b].sum())))
     tasks.sort(key=lambda t: -t[4])
     tasks = np.ascontiguousarray(np.array([t[:4] for t in tasks], np.int64).reshape(-1, 4))
-    dq = np.zeros((parts * nq, tq, dk), np.float32)
-    dk_ = np.empty((nk, tk, dk), np.float32)
-    dv_ = np.empty((nk, tk, dv), np.float32)
-    counter = np.zeros(1, np.int64)
-
-    def step():
-        return blocked._fused.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
-                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra, width=width)
-
-    extra = (0, None, 1.0) if score is None else (int(score[0]), score[1], float(score[2]))
-
-    _run(step, threads)
-    if parts > 1:
-        dq = dq.reshape(parts, nq, tq, dk).sum(axis=0, dtype=np.float32)
-    return dq, dk_, dv_
+    tasks.flags.writeable = False
+    return tasks, parts
 
 
 # --------------------------------------------------------------------------- the torch op
@@ -624,7 +659,7 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
     import torch
 
     q, k, v = call.q, call.k, call.v
-    rows_t = torch.from_numpy(row_ranges(call, per_batch=not traced)) if rows is None else rows
+    rows_t = torch.from_numpy(row_ranges(call, per_batch=not traced).copy()) if rows is None else rows   # (kept tables are read-only)
     lead = call.lead or (1,)
     heads = lead[-1]
     kv_heads = int(k.shape[-3]) if k.ndim >= 3 else 1

@@ -29,6 +29,7 @@ Block kinds (`EMPTY`, `PARTIAL`, `FULL`) are how a mask function tells the block
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -69,6 +70,11 @@ class Call:
     q: Any = field(default=None, repr=False, compare=False)   # the arrays as given
     k: Any = field(default=None, repr=False, compare=False)
     v: Any = field(default=None, repr=False, compare=False)
+    # What the call's checks and its route were decided from, when it is all in static properties
+    # (`signature`: types, shapes, dtypes, devices, flags, scale); None otherwise. Not an argument:
+    # dataclasses.replace (a split's or a batch's call) leaves it None, so a derived call is never
+    # served its parent's route (route.choose_route keeps routes by it).
+    key: Any = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def scores_shape(self) -> tuple:
@@ -117,9 +123,76 @@ def _short(value) -> str:
     return text if len(text) <= 40 else text[:37] + "…"
 
 
+# Calls already checked, by `signature`: the Call's fields but the arrays. A call whose signature
+# was checked once passes every check again (they read nothing else), so it costs a dict lookup
+# (~3 µs against ~50 µs). 256 kept, the oldest dropped first.
+_CHECKED: dict = {}
+_CHECKED_KEPT = 256
+_checked_lock = threading.Lock()
+_ARRAYS = ("q", "k", "v", "mask", "bias")
+
+
+def signature(q, k, v, mask=None, bias=None, causal=False, scale=None, mask_mod=None, score_mod=None):
+    """Everything check_call reads from a call without functions (mask_mod and score_mod None), as a
+    hashable key: the arrays' exact types, shapes, dtypes (and torch devices), causal and scale with
+    their types (True and 1, 1.0 and True hash alike but are not checked alike). None when the call
+    has a function, a mask or bias of another library than q (converted per call), a causal or scale
+    of another type, or is being traced by torch.compile (Dynamo would guard on the cache)."""
+    if mask_mod is not None or score_mod is not None:
+        return None
+    kind = type(q)
+    if type(k) is not kind or type(v) is not kind:
+        return None
+    causal_type, scale_type = type(causal), type(scale)
+    if causal_type is not bool or scale_type not in (float, int, type(None)) or scale == 0:   # (0.0 is −0.0)
+        return None
+    if kind is np.ndarray:
+        devices = None
+    elif kind.__module__.startswith("torch") and not _compiling():
+        devices = (q.device, k.device, v.device)
+    else:
+        return None
+    extras = []
+    for extra in (mask, bias):
+        if extra is None:
+            extras.append(None)
+            continue
+        if type(extra) is not kind:
+            return None
+        extras.append((tuple(extra.shape), extra.dtype, None if devices is None else extra.device))
+    return (kind, tuple(q.shape), tuple(k.shape), tuple(v.shape), q.dtype, k.dtype, v.dtype, devices,
+            extras[0], extras[1], causal, scale_type, scale)
+
+
 def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=None,
                mask_mod: Callable | None = None, score_mod: Callable | None = None) -> Call:
-    """Validate one attention call (see the module docstring for the rules) and describe it."""
+    """Validate one attention call (see the module docstring for the rules) and describe it.
+
+    A call whose `signature` was checked before is described from the kept fields (its arrays
+    swapped in) without checking again: the checks read nothing the signature does not hold."""
+    key = signature(q, k, v, mask, bias, causal, scale, mask_mod, score_mod)
+    if key is not None:
+        kept = _CHECKED.get(key)
+        if kept is not None:
+            call = object.__new__(Call)   # (frozen: its fields set as dataclass __init__ would)
+            fields = call.__dict__
+            fields.update(kept)
+            fields.update(q=q, k=k, v=v, mask=mask, bias=bias, key=key)
+            return call
+    call = _check_call(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod, score_mod=score_mod)
+    if key is not None:
+        object.__setattr__(call, "key", key)
+        kept = {name: value for name, value in call.__dict__.items() if name not in _ARRAYS + ("key",)}
+        with _checked_lock:   # (lookups need no lock; two threads dropping the oldest at once would)
+            if len(_CHECKED) >= _CHECKED_KEPT:
+                _CHECKED.pop(next(iter(_CHECKED), None), None)
+            _CHECKED[key] = kept
+    return call
+
+
+def _check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=None,
+                mask_mod: Callable | None = None, score_mod: Callable | None = None) -> Call:
+    """check_call's checks, every one (see the module docstring for the rules)."""
     xp = namespace(q=q, k=k, v=v)
     mask, bias = (_follow(extra, q, name) for name, extra in (("mask", mask), ("bias", bias)))
     for name, a, letters in (("q", q, "Tq, Dk"), ("k", k, "Tk, Dk"), ("v", v, "Tk, Dv")):
