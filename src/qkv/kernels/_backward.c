@@ -16,9 +16,11 @@
  *     dQ_i += scale·dS·K_j                 (sgemm, β = 1)
  *
  * Five products per visited block (the forward has two). A task is one key/value head and a range
- * of its key blocks, so dK and dV rows have one writer; dQ of a task goes to its own part
- * (dq[part]): with one key range per head (part 0 for all) each query head's dQ has one writer too,
- * and with more ranges (fewer heads than threads) the caller sums the parts. No atomics.
+ * of its key blocks, so dK and dV rows have one writer. dQ goes to a part of dq that no other
+ * thread adds to: the calling thread's own (`part`; the caller sums the threads' parts at the end),
+ * so tasks can be as small as one key block and the threads finish together (one key/value head
+ * per task left one thread idle for up to a head's time: 50 ms of a 650 ms dense T = 2048 pass);
+ * or the task's own column (one key range per head: part 0 for all). No atomics.
  * Block pairs that no row of the query block can see are never visited (the caller's pair lists):
  * the same block sparsity as the forward. Memory: two (block_q × block_k) scratch blocks per thread.
  *
@@ -216,7 +218,7 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
 /* ------------------------------------------------------------------------ the entry point */
 const char qkv_backward_many_doc[] =
 "backward_many(q, k, v, dout, lse, delta, rows, dq, dk, dv, tasks, pairs, offsets, counter,\n"
-"              block_q, block_k, scale, budget=0, score_kind=0, table=None, cap=1, width=0) -> bool\n\n"
+"              block_q, block_k, scale, budget=0, score_kind=0, table=None, cap=1, width=0, part=-1) -> bool\n\n"
 "Runs tasks (int64 (n, 4): kv head g, first key block, end key block, dq part) until none is\n"
 "left, taking the next from counter[0] (int64 (1,), shared by the threads calling at once).\n"
 "For each key block b of a task (keys b·block_k … min((b+1)·block_k, Tk) − 1), dk[g] and dv[g]\n"
@@ -232,13 +234,15 @@ const char qkv_backward_many_doc[] =
 "T5's buckets); 2: soft-cap, cap·tanh(score / cap)\n"
 "(lse is then the forward's of the modified scores). Returns True\n"
 "while tasks are left. width: the vector loops (0: the widest the CPU has; 1, 8 or 16 at most\n"
-"that: tests). Needs set_sgemm first.";
+"that: tests). part >= 0: every task's dQ goes to dq[part·Nq + head] instead of its own column (each\n"
+"thread its own part, summed by the caller: tasks of any size, no two threads adding to one row).\n"
+"Needs set_sgemm first.";
 
 PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"q", "k", "v", "dout", "lse", "delta", "rows", "dq", "dk", "dv", "tasks", "pairs",
                              "offsets", "counter", "block_q", "block_k", "scale", "budget", "score_kind", "table", "cap",
-                             "width", NULL};
+                             "width", "part", NULL};
     PyObject *o_q, *o_k, *o_v, *o_do, *o_lse, *o_delta, *o_rows, *o_dq, *o_dk, *o_dv, *o_tasks, *o_pairs, *o_off,
         *o_counter;
     Py_ssize_t bq, bk;
@@ -248,9 +252,10 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *o_table = Py_None;
     float cap = 1.0f;
     int width = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOOOOnnf|diOfi", kwlist, &o_q, &o_k, &o_v, &o_do, &o_lse,
+    Py_ssize_t own_part = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOOOOnnf|diOfin", kwlist, &o_q, &o_k, &o_v, &o_do, &o_lse,
                                      &o_delta, &o_rows, &o_dq, &o_dk, &o_dv, &o_tasks, &o_pairs, &o_off, &o_counter,
-                                     &bq, &bk, &scale, &budget, &score_kind, &o_table, &cap, &width))
+                                     &bq, &bk, &scale, &budget, &score_kind, &o_table, &cap, &width, &own_part))
         return NULL;
     if (qkv_check_width(width) < 0)
         return NULL;
@@ -327,6 +332,10 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
                          (long long)pairs[2 * p], n_qb);
             goto done;
         }
+    if (own_part < -1 || own_part >= parts) {
+        PyErr_Format(PyExc_ValueError, "part %zd is out of range: dq holds %zd parts", own_part, parts);
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < n_tasks; i++) {
         const int64_t *t = tasks + 4 * i;
         if (t[0] < 0 || t[0] >= nk || t[1] < 0 || t[2] < t[1] || t[2] > n_kb || t[3] < 0 || t[3] >= parts) {
@@ -355,7 +364,7 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
             if (i >= n_tasks)
                 break;
             const int64_t *t = tasks + 4 * i;
-            Py_ssize_t g = (Py_ssize_t)t[0], part = (Py_ssize_t)t[3];
+            Py_ssize_t g = (Py_ssize_t)t[0], part = own_part >= 0 ? own_part : (Py_ssize_t)t[3];
             float *dk_g = (float *)vdk.buf + g * tk * dk, *dv_g = (float *)vdv.buf + g * tk * dv;
             for (int64_t b = t[1]; b < t[2]; b++) {
                 Py_ssize_t j0 = (Py_ssize_t)b * bk, cols = tk - j0 < bk ? tk - j0 : bk;

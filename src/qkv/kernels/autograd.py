@@ -25,6 +25,7 @@ their gradients are summed by torch).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import threading
 
@@ -46,8 +47,6 @@ _PARALLEL_MIN_SCORES = 1 << 18
 _BUDGET_S = 0.05
 # Values above this are left to the other paths (the forward's e^16 headroom must not overflow P·v).
 _MAX_VALUE = 2.0 ** 60
-# The backward's tasks (key/value head, key range) per thread, at least, where heads allow.
-_TASKS_PER_THREAD = 2
 
 _ready_lock = threading.Lock()
 _ready_state = None
@@ -259,39 +258,50 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
             delta -= dlse                # lse's own gradient: ∂lse/∂s = P, so dS = P∘(dP − δ + dlse)
     delta = np.ascontiguousarray(delta, np.float32)
     threads = threads or _threads(plan.visited * nq)
-    n_kb = len(plan.offsets) - 1
-    # One key range per head when there are enough heads to keep the threads busy; otherwise each head's key blocks into ranges of about equal work, each with its own dQ part.
-    # split each head's key blocks into ranges of about equal work, each with its own dQ part
-    # (summed at the end): at least _TASKS_PER_THREAD tasks per thread, so that a thread slowed by
-    # other work on the machine does not hold the others up.
-    parts = 1 if nk >= _TASKS_PER_THREAD * threads or threads == 1 else \
-        min(n_kb, -(-_TASKS_PER_THREAD * threads // nk))
-    cuts = np.searchsorted(np.cumsum(plan.kb_weight), np.linspace(0, plan.kb_weight.sum(), parts + 1)[1:-1],
-                           side="right") if parts > 1 else np.zeros(0, np.int64)
-    edges = np.unique(np.concatenate([[0], cuts, [n_kb]]))
-    parts = len(edges) - 1
-    tasks = []
-    for g in range(nk):
-        for part in range(parts):
-            a, b = int(edges[part]), int(edges[part + 1])
-            tasks.append((g, a, b, part, int(plan.kb_weight[a:b].sum())))
-    tasks.sort(key=lambda t: -t[4])
-    tasks = np.ascontiguousarray(np.array([t[:4] for t in tasks], np.int64).reshape(-1, 4))
+    tasks = _backward_tasks(plan, nk, threads)
+    # dQ: one part per thread (each adds only to its own; summed below), so a task can be a single
+    # key block: the threads finish within about one block's time of each other.
+    parts = threads
     dq = np.zeros((parts * nq, tq, dk), np.float32)
     dk_ = np.empty((nk, tk, dk), np.float32)
     dv_ = np.empty((nk, tk, dv), np.float32)
     counter = np.zeros(1, np.int64)
+    slots = itertools.count()
+    local = threading.local()
 
     def step():
+        if not hasattr(local, "part"):
+            local.part = next(slots)   # this thread's part of dq (run_all: at most `threads` threads)
         return blocked._fused.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
-                                       plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra, width=width)
+                                            plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra,
+                                            width=width, part=local.part)
 
     extra = (0, None, 1.0) if score is None else (int(score[0]), score[1], float(score[2]))
 
     _run(step, threads)
-    if parts > 1:
-        dq = dq.reshape(parts, nq, tq, dk).sum(axis=0, dtype=np.float32)
-    return dq, dk_, dv_
+    dq = dq.reshape(parts, nq, tq, dk)
+    whole = dq[0]
+    for part in dq[1:next(slots)]:   # the parts a thread wrote to (a thread that took no task has none)
+        whole += part
+    return whole, dk_, dv_
+
+
+def _backward_tasks(plan: _Plan, nk: int, threads: int) -> np.ndarray:
+    """backward_many's tasks (n, 4) int64: (key/value head, first key block, end key block, 0), heaviest first.
+
+    One thread: one task per head (nothing to balance). Otherwise one task per key block, ordered
+    by the rows that see it (causal: the first key blocks are the heaviest),
+    so the last tasks taken are the lightest and no thread waits long for another."""
+    n_kb = len(plan.offsets) - 1
+    if threads <= 1:
+        return np.array([(g, 0, n_kb, 0) for g in range(nk)], np.int64).reshape(-1, 4)
+    # every key block, the unseen ones (weight 0) last: their task only zeroes their dK and dV rows
+    order = np.argsort(-plan.kb_weight, kind="stable")
+    tasks = np.zeros((len(order), nk, 4), np.int64)
+    tasks[:, :, 0] = np.arange(nk)[None, :]
+    tasks[:, :, 1] = order[:, None]
+    tasks[:, :, 2] = order[:, None] + 1
+    return np.ascontiguousarray(tasks.reshape(-1, 4))
 
 
 # --------------------------------------------------------------------------- the torch op

@@ -327,7 +327,7 @@ def run(call: Call, route: Route, want: str = "out"):
 
 # flash_many returns to Python after this many seconds (and is called again): Ctrl-C stays prompt.
 _FLASH_BUDGET_S = 0.05
-# flash_many's key-block tables by (Tq, Tk, block_q, block_k, causal, band), and its task tables by
+# flash_many's key-block tables by (Tq, Tk, block_q, block_k, causal, band, query block starts), and its task tables by
 # that and the heads' shapes: the same for every call of that shape (a model's layers), so built
 # once (~0.1 ms each at T = 512). Read-only; 64 kept, the oldest dropped first.
 _TABLES: dict = {}
@@ -352,7 +352,9 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     band = None if info is None else info.band
     key_rows = info.key_ranges if info is not None and band is None else None
     # Key ranges from data (documents' ids): a table per call; otherwise one per shape, kept.
-    key = None if key_rows is not None else (tq, tk, ctx.bq, ctx.bk, prob.causal, band)
+    # The query blocks are part of the key: the plan cuts the lightest one into pieces with threads.
+    key = None if key_rows is not None else (tq, tk, ctx.bq, ctx.bk, prob.causal, band,
+                                             tuple(task[1] for task in first_head))
     cached = None if key is None else _TABLES.get(key)
     if cached is None:
         rows, table = [], []
