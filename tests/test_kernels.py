@@ -317,6 +317,47 @@ def test_few_query_blocks_split_the_keys_across_threads(tq, causal, softmax_step
     np.testing.assert_allclose(finalize(part), reference(q, k, v), rtol=0, atol=F32_TOL)
 
 
+@pytest.mark.parametrize("mask", ["none", "causal", "window", "documents"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_lightest_query_block_is_cut_into_pieces_with_threads(mask, dtype, softmax_step):
+    """With threads, each head's lightest query block (causal: the first; dense: the last) is cut
+    into 4 pieces (route._split_lightest) that are taken last, so the threads finish together.
+    The pieces keep their block's key blocks and causal limits: out and lse equal the float64
+    reference, and the one-thread route (no pieces)."""
+    from qkv import masks
+    from qkv.kernels.call import check_call
+    from qkv.kernels.route import choose_route
+
+    rng = np.random.default_rng(11)
+    q, k, v = inputs(rng, (3,), 512, 512, 16, 8, dtype)
+    options = {"none": {}, "causal": {"causal": True}, "window": {"mask_mod": masks.sliding_window(50)},
+               "documents": {"mask_mod": masks.document(np.repeat(np.arange(3), [100, 200, 212]))}}[mask]
+    route = choose_route(check_call(q, k, v, **options), route=softmax_step, block_q=128, block_k=64,
+                         num_threads=2)
+    assert route.threads == 2 and route.ranges == 1
+    heads = len({task[0] for task in route.tasks})
+    short = [task for task in route.tasks if task[2] - task[1] < 128]
+    assert len(short) == 4 * heads and all(task[2] - task[1] == 32 for task in short)
+    starts = sorted({task[1] for task in short})
+    assert len(starts) == 4 and starts[0] % 128 == 0 and np.all(np.diff(starts) == 32)   # one block, cut in 4
+    if mask == "causal":
+        assert starts == [0, 32, 64, 96]     # the first block: the lightest
+    if mask == "none":
+        assert starts == [384, 416, 448, 480]  # equal blocks: the last
+    dense = None
+    if mask != "none" and mask != "causal":
+        qi, ki = np.arange(512)[:, None], np.arange(512)[None, :]
+        dense = np.broadcast_to(np.asarray(options["mask_mod"](0, 0, qi, ki)), (512, 512))
+    expected = reference(q, k, v, dense, causal=mask == "causal")
+    out, lse = blocked_attention(softmax_step, q, k, v, return_lse=True, block_q=128, block_k=64, num_threads=2,
+                                 **options)
+    assert_close(out, expected, dtype)
+    one, lse_one = blocked_attention(softmax_step, q, k, v, return_lse=True, block_q=128, block_k=64,
+                                     num_threads=1, **options)
+    np.testing.assert_allclose(out, one, rtol=0, atol=F32_TOL if dtype == np.float32 else F64_TOL)
+    np.testing.assert_allclose(lse, lse_one, rtol=0, atol=F32_TOL if dtype == np.float32 else F64_TOL)
+
+
 # --------------------------------------------------------------------------- hypothesis
 @settings(max_examples=60, deadline=None)
 @given(
