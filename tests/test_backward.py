@@ -424,6 +424,31 @@ def test_catalogue_score_functions_with_their_derivatives(score, options):
     assert choose_route(check_call(q, k, v, score_mod=score, **options)).name == route.TORCH_FLASH
 
 
+@pytest.mark.parametrize("width", [1, 8, 16], ids=["scalar", "avx2", "avx512"])
+def test_soft_cap_backward_on_every_vector_loop(width):
+    """Soft-cap's backward computes tanh with the forward's own vector function (qkv_soft_cap_row:
+    the module's exponential, 8 or 16 lanes, a scalar tail) and 1 − tanh² on vectors too. Scores
+    up to ~±12 against caps of 3 reach tanh's flat ends, where a wrong derivative shows; 101 keys
+    in blocks of 24 leave tails on every loop. Against float64 autograd through the plain path."""
+    assert ag.available()
+    cap = 3.0
+    q, k, v = _inputs((3, 101, 16), (3, 101, 16), (3, 101, 8), seed=21)
+    q = q * 3
+    dout = torch.randn(3, 101, 8, generator=torch.Generator().manual_seed(22), dtype=torch.float64)
+    out_ref, grads_ref, lse_ref = _reference(q, k, v, dout, causal=True, score_mod=masks.soft_cap(cap))
+    q32, k32, v32, d32 = (np.ascontiguousarray(x.float().numpy()) for x in (q, k, v, dout))
+    rows = ag.row_ranges(check_call(q32, k32, v32, causal=True))
+    spec = (2, None, cap)   # score_kind 2: soft-cap (kernels/_kernel.h)
+    out, lse = ag.forward_arrays(q32, k32, v32, rows, 0.25, 16, 24, score=spec, width=width)
+    _close(torch.from_numpy(out), out_ref, what="out")
+    _close(torch.from_numpy(lse), lse_ref, what="lse")
+    for threads in (1, 2):
+        grads = ag.backward_arrays(d32, q32, k32, v32, out, lse, rows, 0.25, None, 16, 24, threads=threads,
+                                   score=spec, width=width)
+        for letter, got, want in zip("qkv", grads, grads_ref):
+            _close(torch.from_numpy(got), want, what=f"d{letter}")
+
+
 T5_TABLE = np.random.default_rng(7).standard_normal((4, 32))
 
 

@@ -125,6 +125,44 @@ static void ds_rows(const float *p, float *dp, Py_ssize_t ld, Py_ssize_t rows, P
     ds_rows_scalar(p, dp, ld, rows, cols, delta);
 }
 
+/* d ← d·(1 − t²), rows × cols (row stride ld): dS through soft-cap, t = tanh(s / cap) */
+static void cap_derivative_scalar(float *d, const float *t, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t cols)
+{
+    for (Py_ssize_t r = 0; r < rows; r++)
+        for (Py_ssize_t c = 0; c < cols; c++)
+            d[r * ld + c] *= 1.0f - t[r * ld + c] * t[r * ld + c];
+}
+
+#ifdef QKV_X86
+__attribute__((target("avx2,fma"))) static void cap_derivative_avx2(float *d, const float *t, Py_ssize_t ld,
+                                                                   Py_ssize_t rows, Py_ssize_t cols)
+{
+    __m256 one = _mm256_set1_ps(1.0f);
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        float *dr = d + r * ld;
+        const float *tr = t + r * ld;
+        Py_ssize_t c = 0;
+        for (; c + 8 <= cols; c += 8) {
+            __m256 t8 = _mm256_loadu_ps(tr + c);
+            _mm256_storeu_ps(dr + c, _mm256_mul_ps(_mm256_loadu_ps(dr + c), _mm256_fnmadd_ps(t8, t8, one)));
+        }
+        for (; c < cols; c++)
+            dr[c] *= 1.0f - tr[c] * tr[c];
+    }
+}
+#endif
+
+static void cap_derivative(float *d, const float *t, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t cols, int width)
+{
+#ifdef QKV_X86
+    if (width >= 8) {
+        cap_derivative_avx2(d, t, ld, rows, cols);
+        return;
+    }
+#endif
+    cap_derivative_scalar(d, t, ld, rows, cols);
+}
+
 /* ------------------------------------------------------------------------ one block pair */
 struct bw_head {          /* one query head against one key/value head */
     const float *q;       /* (Tq, dk) */
@@ -170,14 +208,9 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
             for (Py_ssize_t c = 0; c < cols; c++)
                 row[c] += bias[c];
         }
-    } else if (sh->score_kind == SCORE_SOFT_CAP) {
-        for (Py_ssize_t r = 0; r < rows; r++) {
-            float *row = s + r * ld, *t = sh->th + r * ld;
-            for (Py_ssize_t c = 0; c < cols; c++) {
-                t[c] = tanhf(row[c] / sh->cap);
-                row[c] = sh->cap * t[c];
-            }
-        }
+    } else if (sh->score_kind == SCORE_SOFT_CAP) {   /* the forward's own function (same weights) */
+        for (Py_ssize_t r = 0; r < rows; r++)
+            qkv_soft_cap_row(s + r * ld, sh->th + r * ld, cols, sh->cap, sh->width);
     }
     /* P = exp(S − lse) on each row's key range, 0 elsewhere */
     for (Py_ssize_t r = 0; r < rows; r++) {
@@ -204,12 +237,7 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
     gemm(0, 1, rows, cols, dv, 1.0f, dout, dv, v, dv, 0.0f, dp, ld);
     ds_rows(s, dp, ld, rows, cols, h->delta + i0, sh->width);
     if (sh->score_kind == SCORE_SOFT_CAP)   /* through the cap: ∂(cap·tanh(s/cap))/∂s = 1 − tanh² */
-        for (Py_ssize_t r = 0; r < rows; r++) {
-            float *d = dp + r * ld;
-            const float *t = sh->th + r * ld;
-            for (Py_ssize_t c = 0; c < cols; c++)
-                d[c] *= 1.0f - t[c] * t[c];
-        }
+        cap_derivative(dp, sh->th, ld, rows, cols, sh->width);
     /* dK += scale·dSᵀ·Q; dQ += scale·dS·K */
     gemm(1, 0, cols, dk, rows, sh->scale, dp, ld, q, dk, 1.0f, h->dk + j0 * dk, dk);
     gemm(0, 0, rows, dk, cols, sh->scale, dp, ld, k, dk, 1.0f, h->dq + i0 * dk, dk);
