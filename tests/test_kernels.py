@@ -358,6 +358,43 @@ def test_the_lightest_query_block_is_cut_into_pieces_with_threads(mask, dtype, s
     np.testing.assert_allclose(lse, lse_one, rtol=0, atol=F32_TOL if dtype == np.float32 else F64_TOL)
 
 
+@pytest.mark.parametrize("written,catalogue", [
+    ("window", "sliding_window(40)"), ("two-sided", "sliding_window(20, 30)"), ("causal", "causal()"),
+    ("offset", "causal(-5)"), ("prefix", None)])
+def test_a_lambda_that_is_a_band_takes_the_catalogues_blocks(written, catalogue):
+    """A user-written mask whose analysed key ranges form a band of kv − q (Route.band) runs as the
+    catalogue's mask does: the same route, blocks and band edges (limit/start, register tiles), so
+    the same bits. A lambda that is not a band (prefix-LM: each row one range, not i + const)
+    keeps its per-row ranges. float32 against the float64 reference with the dense mask too."""
+    from qkv import masks
+    from qkv.kernels.call import check_call
+    from qkv.kernels.route import FLASH_MANY, choose_route
+
+    lambdas = {"window": lambda b, h, q, k: (q >= k) & (q - k <= 40),
+               "two-sided": lambda b, h, q, k: (k - q >= -20) & (k - q <= 30),
+               "causal": lambda b, h, q, k: k <= q,
+               "offset": lambda b, h, q, k: k <= q - 5,
+               "prefix": lambda b, h, q, k: (k <= q) | (k < 100)}
+    rng = np.random.default_rng(3)
+    q, k, v = inputs(rng, (1, 3), 700, 700, 16, 16, np.float32)
+    lam = lambdas[written]
+    route = choose_route(check_call(q, k, v, mask_mod=lam), num_threads=2)
+    assert route.name == FLASH_MANY
+    qi, ki = np.arange(700)[:, None], np.arange(700)[None, :]
+    expected = reference(q, k, v, np.broadcast_to(lam(0, 0, qi, ki), (700, 700)))
+    out = blocked_attention(FLASH_MANY, q, k, v, mask_mod=lam, num_threads=2)
+    assert_close(out, expected, np.float32)
+    if catalogue is None:
+        assert route.band is None
+        return
+    mask = eval(f"masks.{catalogue}")
+    want = choose_route(check_call(q, k, v, mask_mod=mask), num_threads=2)
+    assert route.band == want.band == mask.band
+    assert (route.block_q, route.block_k) == (want.block_q, want.block_k)
+    assert [(t[1], t[2], list(t[3]), t[4]) for t in route.tasks] == [(t[1], t[2], list(t[3]), t[4]) for t in want.tasks]
+    np.testing.assert_array_equal(out, blocked_attention(FLASH_MANY, q, k, v, mask_mod=mask, num_threads=2))
+
+
 # --------------------------------------------------------------------------- hypothesis
 @settings(max_examples=60, deadline=None)
 @given(

@@ -151,7 +151,11 @@ def _band_of(rows: np.ndarray, tq: int, tk: int):
     from 0; b None: to Tk) — causal, windows —, else None."""
     lo, hi = rows
     i = np.arange(tq, dtype=np.int64)
-    inner_lo, inner_hi = np.flatnonzero(lo > 0), np.flatnonzero(hi < tk)
+    # each edge read off a row where it is not clipped (0 < edge < Tk); no such row: unbounded when
+    # the edge never moves off its end (lo all 0, hi all Tk), else undecided (not taken as a band)
+    inner_lo, inner_hi = np.flatnonzero((lo > 0) & (lo < tk)), np.flatnonzero((hi > 0) & (hi < tk))
+    if (not len(inner_lo) and np.any(lo > 0)) or (not len(inner_hi) and np.any(hi < tk)):
+        return None
     a = None if not len(inner_lo) else int(lo[inner_lo[0]] - inner_lo[0])
     b = None if not len(inner_hi) else int(hi[inner_hi[0]] - inner_hi[0])
     want_lo = np.zeros(tq, np.int64) if a is None else np.clip(i + a, 0, tk)

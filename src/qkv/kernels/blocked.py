@@ -349,7 +349,7 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     call = prob.call
     tq, tk, dk, dv = call.tq, call.tk, call.dk, call.dv
     info = call.mask_info
-    band = None if info is None else info.band
+    band = ctx.route.band   # the mask's band, declared or found from its key ranges (Route.band)
     key_rows = info.key_ranges if info is not None and band is None else None
     # Key ranges from data (documents' ids): a table per call; otherwise one per shape, kept.
     # The query blocks are part of the key: the plan cuts the lightest one into pieces with threads.
@@ -536,7 +536,7 @@ class _Context:
         mask = prob.mask[head] if prob.mask is not None else None   # (Tq, Tk) view, no copy
         kinds = self.kinds_row(head, i0)                            # (key blocks,) or None
         info = self.info
-        band = info.band if ranges and kinds is not None and mask is None else None
+        band = self.route.band if ranges and kinds is not None and mask is None else None
         by_rows = key_rows and band is None and kinds is not None and mask is None and info.key_ranges is not None
         if call.mask_mod is not None:
             b, h = batch_head(call, head)

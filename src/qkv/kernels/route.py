@@ -86,6 +86,11 @@ class Route:
       TORCH_FLASH call under torch.compile: per batch b (one entry when the same for all), per range r,
       the (2, Tq) int64 key ranges [lo, hi) of one pass (torch tensors under torch.compile: constants
       of the graph); the passes' results are merged by their lse. () otherwise.
+    band: FLASH_MANY with a mask function that is a band of kv − q for this call's Tq, Tk: (lo, hi),
+      lo <= kv − q <= hi (None on a side: unbounded). The mask's declared band (the catalogue's
+      windows), or found from its analysed key ranges (each row one range clip(i + lo) … clip(i + hi)):
+      a window written as a lambda then takes the catalogue's blocks, their edges as the C walk's
+      limit/start (register tiles) instead of per-row ranges (the BLAS step). None otherwise.
     """
 
     name: RouteName
@@ -104,6 +109,7 @@ class Route:
     tile: bool = True
     width: int = 0
     key_rows: tuple = field(default=(), repr=False, compare=False)
+    band: tuple | None = None
 
     @property
     def values_finite(self) -> bool:
@@ -613,9 +619,28 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
     elif threads > 1 and ranges == 1 and bq >= 2 * _TAIL_ROWS:
         tasks = plan_tasks(heads[:1] if many else heads, split_tail=True)
     return Route(name, reason, block_q=bq, block_k=bk, threads=threads, ranges=ranges, big=big, lead=lead,
+                 band=_band(call) if name == FLASH_MANY and sparse else None,
                  tasks=tuple(tasks), kinds=kinds_by_head if sparse else {}, v_top=v_top,
                  score=score if name in (FLASH_MANY, FLASH_ROWS) and call.score_mod is not None else None,
                  tile=True, width=int(fused.vector_width()) if fused is not None else 1)
+
+
+def _band(call: Call):
+    """The band (lo, hi) of kv − q the call's mask function is (see Route.band), or None."""
+    info = call.mask_info
+    if info.band is not None:
+        return info.band
+    rows = info.key_ranges
+    if rows is None:
+        return None
+    from .autograd import _band_of
+
+    lo, hi = np.clip(rows, 0, call.tk)   # as the C walk reads them: clipped to the keys, empty as lo = hi
+    found = _band_of(np.stack([lo, np.maximum(lo, hi)]), call.tq, call.tk)   # (a, b): clip(i + a) <= j < clip(i + b)
+    if found is None:
+        return None
+    a, b = found
+    return a, None if b is None else b - 1
 
 
 def _split_lightest(head_tasks: list, bq: int, task) -> list:
