@@ -245,14 +245,16 @@ def test_threaded_backward_one_key_block_per_task(name, threads):
     assert len(tasks) == kv_heads * 13 and np.all(tasks[:, 2] - tasks[:, 1] == 1)   # 200 keys / 16: 13 blocks
     weights = plan.kb_weight[tasks[::kv_heads, 1]]
     assert np.all(np.diff(weights) <= 0), "heaviest key blocks first"
-    grads = ag.backward_arrays(d32, q32, k32, v32, out, lse, rows, scale, None, 32, 16, threads=threads)
-    for letter, got, want in zip("qkv", grads, grads_ref):
-        _close(torch.from_numpy(got), want, what=f"d{letter}")
-    if name == "unseen keys":
-        assert np.all(grads[1][:, 130:] == 0) and np.all(grads[2][:, 130:] == 0)
+    for group in (1, 2, 3):   # consecutive query blocks of a key block as one taller block (backward_many's group)
+        grads = ag.backward_arrays(d32, q32, k32, v32, out, lse, rows, scale, None, 32, 16, threads=threads,
+                                   group=group)
+        for letter, got, want in zip("qkv", grads, grads_ref):
+            _close(torch.from_numpy(got), want, what=f"d{letter}, group {group}")
+        if name == "unseen keys":
+            assert np.all(grads[1][:, 130:] == 0) and np.all(grads[2][:, 130:] == 0)
 
 
-def test_backward_part_out_of_range_is_refused():
+def test_backward_part_and_group_out_of_range_are_refused():
     assert ag.available()
     q = np.zeros((1, 8, 4), np.float32)
     rows = ag.row_ranges(check_call(q, q, q, causal=True))
@@ -260,10 +262,14 @@ def test_backward_part_out_of_range_is_refused():
     plan = ag._plan(rows, 8, 8, 8, 8)
     dq, dk, dv = np.zeros((2, 8, 4), np.float32), np.empty((1, 8, 4), np.float32), np.empty((1, 8, 4), np.float32)
     tasks = np.array([[0, 0, 1, 0]], np.int64)
+    args = (q, q, q, q, lse, np.zeros((1, 8), np.float32), rows, dq, dk, dv, tasks, plan.pairs, plan.offsets,
+            np.zeros(1, np.int64), 8, 8, 0.5)
     for part in (2, -2):
         with pytest.raises(ValueError, match="part"):
-            blocked._fused.backward_many(q, q, q, q, lse, np.zeros((1, 8), np.float32), rows, dq, dk, dv, tasks,
-                                         plan.pairs, plan.offsets, np.zeros(1, np.int64), 8, 8, 0.5, part=part)
+            blocked._fused.backward_many(*args, part=part)
+    for group in (0, 65):
+        with pytest.raises(ValueError, match="group"):
+            blocked._fused.backward_many(*args, group=group)
 
 
 # --------------------------------------------------------------------------- qkv.attention's route
@@ -447,6 +453,10 @@ def test_soft_cap_backward_on_every_vector_loop(width):
                                    score=spec, width=width)
         for letter, got, want in zip("qkv", grads, grads_ref):
             _close(torch.from_numpy(got), want, what=f"d{letter}")
+    grads = ag.backward_arrays(d32, q32, k32, v32, out, lse, rows, 0.25, None, 16, 24, threads=1, score=spec,
+                               width=width, group=4)   # a taller block: rows of full and partial blocks
+    for letter, got, want in zip("qkv", grads, grads_ref):
+        _close(torch.from_numpy(got), want, what=f"d{letter}, group 4")
 
 
 T5_TABLE = np.random.default_rng(7).standard_normal((4, 32))
