@@ -47,8 +47,11 @@ _PARALLEL_MIN_SCORES = 1 << 18
 _BUDGET_S = 0.05
 # The backward computes up to this many consecutive query blocks of a key block as one taller
 # block (backward_many's group): fewer, larger sgemm; S and dP of 256 × 128 floats (256 KiB) stay
-# in a Zen 3 core's 512 KiB L2. Single-thread CPU time at causal T = 2048, H = 8, D = 64, 14
-# alternating runs on a machine at load 11 (noisy): medians 1174 / 1079 / 1026 ms for 1 / 2 / 4.
+# in a Zen 3 core's 512 KiB L2. Measured at causal T = 2048, H = 8, D = 64, one thread, on a machine
+# at load 11–16 (so per step, not per call: each of the five sgemm, the exp and dS timed with rdtsc
+# per block pair, their medians summed): 541 / 469 / 436 M cycles per call for group 1 / 2 / 4 (a
+# second run: – / 392 / 492–521; by each step's 10th percentile 358 / 268–321 / 198–234). The five
+# sgemm are ~88 % of a block pair, the exp ~6 %, dS ~4 %. 2: the gain without 768 KiB of scratch.
 _BACKWARD_GROUP = 2
 # Values above this are left to the other paths (the forward's e^16 headroom must not overflow P·v).
 _MAX_VALUE = 2.0 ** 60

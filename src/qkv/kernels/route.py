@@ -86,7 +86,7 @@ class Route:
       TORCH_FLASH call under torch.compile: per batch b (one entry when the same for all), per range r,
       the (2, Tq) int64 key ranges [lo, hi) of one pass (torch tensors under torch.compile: constants
       of the graph); the passes' results are merged by their lse. () otherwise.
-    band: FLASH_MANY with a mask function that is a band of kv − q for this call's Tq, Tk: (lo, hi),
+    band: a mask function that is a band of kv − q for this call's Tq, Tk: (lo, hi),
       lo <= kv − q <= hi (None on a side: unbounded). The mask's declared band (the catalogue's
       windows), or found from its analysed key ranges (each row one range clip(i + lo) … clip(i + hi)):
       a window written as a lambda then takes the catalogue's blocks, their edges as the C walk's
@@ -619,7 +619,7 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
     elif threads > 1 and ranges == 1 and bq >= 2 * _TAIL_ROWS:
         tasks = plan_tasks(heads[:1] if many else heads, split_tail=True)
     return Route(name, reason, block_q=bq, block_k=bk, threads=threads, ranges=ranges, big=big, lead=lead,
-                 band=_band(call) if name == FLASH_MANY and sparse else None,
+                 band=_band(call) if sparse else None,
                  tasks=tuple(tasks), kinds=kinds_by_head if sparse else {}, v_top=v_top,
                  score=score if name in (FLASH_MANY, FLASH_ROWS) and call.score_mod is not None else None,
                  tile=True, width=int(fused.vector_width()) if fused is not None else 1)
