@@ -358,10 +358,8 @@ def test_the_lightest_query_block_is_cut_into_pieces_with_threads(mask, dtype, s
     np.testing.assert_allclose(lse, lse_one, rtol=0, atol=F32_TOL if dtype == np.float32 else F64_TOL)
 
 
-@pytest.mark.parametrize("written,catalogue", [
-    ("window", "sliding_window(40)"), ("two-sided", "sliding_window(20, 30)"), ("causal", "causal()"),
-    ("offset", "causal(-5)"), ("prefix", None)])
-def test_a_lambda_that_is_a_band_takes_the_catalogues_blocks(written, catalogue):
+@pytest.mark.parametrize("written", ["window", "two-sided", "causal", "offset", "prefix"])
+def test_a_lambda_that_is_a_band_takes_the_catalogues_blocks(written):
     """A user-written mask whose analysed key ranges form a band of kv − q (Route.band) runs as the
     catalogue's mask does: the same route, blocks and band edges (limit/start, register tiles), so
     the same bits. A lambda that is not a band (prefix-LM: each row one range, not i + const)
@@ -384,10 +382,12 @@ def test_a_lambda_that_is_a_band_takes_the_catalogues_blocks(written, catalogue)
     expected = reference(q, k, v, np.broadcast_to(lam(0, 0, qi, ki), (700, 700)))
     out = blocked_attention(FLASH_MANY, q, k, v, mask_mod=lam, num_threads=2)
     assert_close(out, expected, np.float32)
-    if catalogue is None:
+    catalogue = {"window": masks.sliding_window(40), "two-sided": masks.sliding_window(20, 30),
+                 "causal": masks.causal(), "offset": masks.causal(-5)}
+    if written not in catalogue:
         assert route.band is None
         return
-    mask = eval(f"masks.{catalogue}")
+    mask = catalogue[written]
     want = choose_route(check_call(q, k, v, mask_mod=mask), num_threads=2)
     assert route.band == want.band == mask.band
     assert (route.block_q, route.block_k) == (want.block_q, want.block_k)
