@@ -9,7 +9,8 @@ every batch and head): no mask, causal (bottom-right), and qkv.masks functions w
 `&`). Per row i the range is rows[0, i] <= j < rows[1, i]; both passes visit only the
 (query block, key block) pairs some row of the block can see, and mask the rest of a partial
 block by the ranges, so a window of width W costs O(T·W) forward and backward. Memory: O(T·D)
-beyond the inputs (out, lse, the gradients, and two block_q × block_k scratch blocks per thread).
+beyond the inputs (out, lse, the gradients, one dQ part per thread, and per thread the forward's
+block_q × block_k and the backward's three _BACKWARD_GROUP·block_q × block_k scratch blocks).
 
 Numbers: float32 (float16/bfloat16 inputs are computed in float32 and cast back; gradients flow
 through the casts). Other dtypes, other devices, a mask array, a bias, a score_mod, non-finite
