@@ -217,6 +217,62 @@ def test_arrays_threads_and_parts_agree():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * np.abs(a).max())
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("name", ["none", "causal", "sliding window", "documents", "unseen keys", "gqa"])
+def test_threaded_backward_one_key_block_per_task(name, threads):
+    """With threads, every task is one key block and each thread adds dQ into its own part (summed
+    at the end): against float64 autograd, on GQA heads and on key blocks no query sees (their dK,
+    dV must be exactly 0: the arrays start uninitialised, so a skipped block would leave garbage)."""
+    assert ag.available()   # (hands NumPy's sgemm to the extension)
+    heads, kv_heads = (4, 2) if name == "gqa" else (3, 3)
+    q, k, v, dout = _inputs((heads, 200, 16), (kv_heads, 200, 16), (kv_heads, 200, 8), seed=7) + \
+        [torch.randn(heads, 200, 8, generator=torch.Generator().manual_seed(8), dtype=torch.float64)]
+    ids_k = np.repeat(np.arange(3), [60, 70, 70])
+    options = {"causal": {"causal": True}, "gqa": {"causal": True},
+               "sliding window": {"mask_mod": masks.sliding_window(20)},
+               "documents": {"mask_mod": masks.document(ids_k)},
+               # the last 70 keys belong to a document none of the queries is in
+               "unseen keys": {"mask_mod": masks.document(np.repeat(np.arange(2), [120, 80]), ids_k)},
+               }.get(name, {})
+    out_ref, grads_ref, _ = _reference(q, k, v, dout, **options)
+    q32, k32, v32, d32 = (np.ascontiguousarray(x.float().numpy()) for x in (q, k, v, dout))
+    call = check_call(q32, k32, v32, **options)
+    rows = ag.row_ranges(call)
+    scale = 16 ** -0.5
+    out, lse = ag.forward_arrays(q32, k32, v32, rows, scale, 32, 16, threads=threads)
+    _close(torch.from_numpy(out), out_ref, what="out")
+    plan = ag._plan(rows, 200, 200, 32, 16)
+    tasks = ag._backward_tasks(plan, kv_heads, threads)
+    assert len(tasks) == kv_heads * 13 and np.all(tasks[:, 2] - tasks[:, 1] == 1)   # 200 keys / 16: 13 blocks
+    weights = plan.kb_weight[tasks[::kv_heads, 1]]
+    assert np.all(np.diff(weights) <= 0), "heaviest key blocks first"
+    for group in (1, 2, 3):   # consecutive query blocks of a key block as one taller block (backward_many's group)
+        grads = ag.backward_arrays(d32, q32, k32, v32, out, lse, rows, scale, None, 32, 16, threads=threads,
+                                   group=group)
+        for letter, got, want in zip("qkv", grads, grads_ref):
+            _close(torch.from_numpy(got), want, what=f"d{letter}, group {group}")
+        if name == "unseen keys":
+            assert np.all(grads[1][:, 130:] == 0) and np.all(grads[2][:, 130:] == 0)
+
+
+def test_backward_part_and_group_out_of_range_are_refused():
+    assert ag.available()
+    q = np.zeros((1, 8, 4), np.float32)
+    rows = ag.row_ranges(check_call(q, q, q, causal=True))
+    out, lse = ag.forward_arrays(q, q, q, rows, 0.5, 8, 8)
+    plan = ag._plan(rows, 8, 8, 8, 8)
+    dq, dk, dv = np.zeros((2, 8, 4), np.float32), np.empty((1, 8, 4), np.float32), np.empty((1, 8, 4), np.float32)
+    tasks = np.array([[0, 0, 1, 0]], np.int64)
+    args = (q, q, q, q, lse, np.zeros((1, 8), np.float32), rows, dq, dk, dv, tasks, plan.pairs, plan.offsets,
+            np.zeros(1, np.int64), 8, 8, 0.5)
+    for part in (2, -2):
+        with pytest.raises(ValueError, match="part"):
+            blocked._fused.backward_many(*args, part=part)
+    for group in (0, 65):
+        with pytest.raises(ValueError, match="group"):
+            blocked._fused.backward_many(*args, group=group)
+
+
 # --------------------------------------------------------------------------- qkv.attention's route
 def _node_names(t):
     names, todo = [], [t.grad_fn]
@@ -373,6 +429,35 @@ def test_catalogue_score_functions_with_their_derivatives(score, options):
     _check((2, 4, 120, 8), (2, 2, 120, 8), (2, 2, 120, 8), block_q=32, block_k=16, score_mod=score, **options)
     q, k, v = (x.float() for x in _inputs((2, 4, 120, 8), (2, 2, 120, 8), (2, 2, 120, 8)))
     assert choose_route(check_call(q, k, v, score_mod=score, **options)).name == route.TORCH_FLASH
+
+
+@pytest.mark.parametrize("width", [1, 8, 16], ids=["scalar", "avx2", "avx512"])
+def test_soft_cap_backward_on_every_vector_loop(width):
+    """Soft-cap's backward computes tanh with the forward's own vector function (qkv_soft_cap_row:
+    the module's exponential, 8 or 16 lanes, a scalar tail) and 1 − tanh² on vectors too. Scores
+    up to ~±12 against caps of 3 reach tanh's flat ends, where a wrong derivative shows; 101 keys
+    in blocks of 24 leave tails on every loop. Against float64 autograd through the plain path."""
+    assert ag.available()
+    cap = 3.0
+    q, k, v = _inputs((3, 101, 16), (3, 101, 16), (3, 101, 8), seed=21)
+    q = q * 3
+    dout = torch.randn(3, 101, 8, generator=torch.Generator().manual_seed(22), dtype=torch.float64)
+    out_ref, grads_ref, lse_ref = _reference(q, k, v, dout, causal=True, score_mod=masks.soft_cap(cap))
+    q32, k32, v32, d32 = (np.ascontiguousarray(x.float().numpy()) for x in (q, k, v, dout))
+    rows = ag.row_ranges(check_call(q32, k32, v32, causal=True))
+    spec = (2, None, cap)   # score_kind 2: soft-cap (kernels/_kernel.h)
+    out, lse = ag.forward_arrays(q32, k32, v32, rows, 0.25, 16, 24, score=spec, width=width)
+    _close(torch.from_numpy(out), out_ref, what="out")
+    _close(torch.from_numpy(lse), lse_ref, what="lse")
+    for threads in (1, 2):
+        grads = ag.backward_arrays(d32, q32, k32, v32, out, lse, rows, 0.25, None, 16, 24, threads=threads,
+                                   score=spec, width=width)
+        for letter, got, want in zip("qkv", grads, grads_ref):
+            _close(torch.from_numpy(got), want, what=f"d{letter}")
+    grads = ag.backward_arrays(d32, q32, k32, v32, out, lse, rows, 0.25, None, 16, 24, threads=1, score=spec,
+                               width=width, group=4)   # a taller block: rows of full and partial blocks
+    for letter, got, want in zip("qkv", grads, grads_ref):
+        _close(torch.from_numpy(got), want, what=f"d{letter}, group 4")
 
 
 T5_TABLE = np.random.default_rng(7).standard_normal((4, 32))

@@ -317,6 +317,84 @@ def test_few_query_blocks_split_the_keys_across_threads(tq, causal, softmax_step
     np.testing.assert_allclose(finalize(part), reference(q, k, v), rtol=0, atol=F32_TOL)
 
 
+@pytest.mark.parametrize("mask", ["none", "causal", "window", "documents"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_lightest_query_block_is_cut_into_pieces_with_threads(mask, dtype, softmax_step):
+    """With threads, each head's lightest query block (causal: the first; dense: the last) is cut
+    into 4 pieces (route._split_lightest) that are taken last, so the threads finish together.
+    The pieces keep their block's key blocks and causal limits: out and lse equal the float64
+    reference, and the one-thread route (no pieces)."""
+    from qkv import masks
+    from qkv.kernels.call import check_call
+    from qkv.kernels.route import choose_route
+
+    rng = np.random.default_rng(11)
+    q, k, v = inputs(rng, (3,), 512, 512, 16, 8, dtype)
+    options = {"none": {}, "causal": {"causal": True}, "window": {"mask_mod": masks.sliding_window(50)},
+               "documents": {"mask_mod": masks.document(np.repeat(np.arange(3), [100, 200, 212]))}}[mask]
+    route = choose_route(check_call(q, k, v, **options), route=softmax_step, block_q=128, block_k=64,
+                         num_threads=2)
+    assert route.threads == 2 and route.ranges == 1
+    heads = len({task[0] for task in route.tasks})
+    short = [task for task in route.tasks if task[2] - task[1] < 128]
+    assert len(short) == 4 * heads and all(task[2] - task[1] == 32 for task in short)
+    starts = sorted({task[1] for task in short})
+    assert len(starts) == 4 and starts[0] % 128 == 0 and np.all(np.diff(starts) == 32)   # one block, cut in 4
+    if mask == "causal":
+        assert starts == [0, 32, 64, 96]     # the first block: the lightest
+    if mask == "none":
+        assert starts == [384, 416, 448, 480]  # equal blocks: the last
+    dense = None
+    if mask != "none" and mask != "causal":
+        qi, ki = np.arange(512)[:, None], np.arange(512)[None, :]
+        dense = np.broadcast_to(np.asarray(options["mask_mod"](0, 0, qi, ki)), (512, 512))
+    expected = reference(q, k, v, dense, causal=mask == "causal")
+    out, lse = blocked_attention(softmax_step, q, k, v, return_lse=True, block_q=128, block_k=64, num_threads=2,
+                                 **options)
+    assert_close(out, expected, dtype)
+    one, lse_one = blocked_attention(softmax_step, q, k, v, return_lse=True, block_q=128, block_k=64,
+                                     num_threads=1, **options)
+    np.testing.assert_allclose(out, one, rtol=0, atol=F32_TOL if dtype == np.float32 else F64_TOL)
+    np.testing.assert_allclose(lse, lse_one, rtol=0, atol=F32_TOL if dtype == np.float32 else F64_TOL)
+
+
+@pytest.mark.parametrize("written", ["window", "two-sided", "causal", "offset", "prefix"])
+def test_a_lambda_that_is_a_band_takes_the_catalogues_blocks(written):
+    """A user-written mask whose analysed key ranges form a band of kv − q (Route.band) runs as the
+    catalogue's mask does: the same route, blocks and band edges (limit/start, register tiles), so
+    the same bits. A lambda that is not a band (prefix-LM: each row one range, not i + const)
+    keeps its per-row ranges. float32 against the float64 reference with the dense mask too."""
+    from qkv import masks
+    from qkv.kernels.call import check_call
+    from qkv.kernels.route import FLASH_MANY, choose_route
+
+    lambdas = {"window": lambda b, h, q, k: (q >= k) & (q - k <= 40),
+               "two-sided": lambda b, h, q, k: (k - q >= -20) & (k - q <= 30),
+               "causal": lambda b, h, q, k: k <= q,
+               "offset": lambda b, h, q, k: k <= q - 5,
+               "prefix": lambda b, h, q, k: (k <= q) | (k < 100)}
+    rng = np.random.default_rng(3)
+    q, k, v = inputs(rng, (1, 3), 700, 700, 16, 16, np.float32)
+    lam = lambdas[written]
+    route = choose_route(check_call(q, k, v, mask_mod=lam), num_threads=2)
+    assert route.name == FLASH_MANY
+    qi, ki = np.arange(700)[:, None], np.arange(700)[None, :]
+    expected = reference(q, k, v, np.broadcast_to(lam(0, 0, qi, ki), (700, 700)))
+    out = blocked_attention(FLASH_MANY, q, k, v, mask_mod=lam, num_threads=2)
+    assert_close(out, expected, np.float32)
+    catalogue = {"window": masks.sliding_window(40), "two-sided": masks.sliding_window(20, 30),
+                 "causal": masks.causal(), "offset": masks.causal(-5)}
+    if written not in catalogue:
+        assert route.band is None
+        return
+    mask = catalogue[written]
+    want = choose_route(check_call(q, k, v, mask_mod=mask), num_threads=2)
+    assert route.band == want.band == mask.band
+    assert (route.block_q, route.block_k) == (want.block_q, want.block_k)
+    assert [(t[1], t[2], list(t[3]), t[4]) for t in route.tasks] == [(t[1], t[2], list(t[3]), t[4]) for t in want.tasks]
+    np.testing.assert_array_equal(out, blocked_attention(FLASH_MANY, q, k, v, mask_mod=mask, num_threads=2))
+
+
 # --------------------------------------------------------------------------- hypothesis
 @settings(max_examples=60, deadline=None)
 @given(

@@ -16,11 +16,15 @@
  *     dQ_i += scale·dS·K_j                 (sgemm, β = 1)
  *
  * Five products per visited block (the forward has two). A task is one key/value head and a range
- * of its key blocks, so dK and dV rows have one writer; dQ of a task goes to its own part
- * (dq[part]): with one key range per head (part 0 for all) each query head's dQ has one writer too,
- * and with more ranges (fewer heads than threads) the caller sums the parts. No atomics.
+ * of its key blocks, so dK and dV rows have one writer. dQ goes to a part of dq that no other
+ * thread adds to: the calling thread's own (`part`; the caller sums the threads' parts at the end),
+ * so tasks can be as small as one key block and the threads finish together (one key/value head
+ * per task left one thread idle for up to a head's time: 50 ms of a 650 ms dense T = 2048 pass);
+ * or the task's own column (one key range per head: part 0 for all). No atomics.
  * Block pairs that no row of the query block can see are never visited (the caller's pair lists):
- * the same block sparsity as the forward. Memory: two (block_q × block_k) scratch blocks per thread.
+ * the same block sparsity as the forward. Up to `group` consecutive query blocks of a key block run as
+ * one taller block (fewer, larger sgemm). Memory: three (group·block_q × block_k) scratch blocks per
+ * thread (S/P, dP/dS, soft-cap's tanh).
  *
  * Threads: each of the kernel's threads calls backward_many once; tasks are taken from a shared
  * atomic counter (heaviest first, as the caller orders them); the GIL is released while they run.
@@ -123,6 +127,44 @@ static void ds_rows(const float *p, float *dp, Py_ssize_t ld, Py_ssize_t rows, P
     ds_rows_scalar(p, dp, ld, rows, cols, delta);
 }
 
+/* d ← d·(1 − t²), rows × cols (row stride ld): dS through soft-cap, t = tanh(s / cap) */
+static void cap_derivative_scalar(float *d, const float *t, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t cols)
+{
+    for (Py_ssize_t r = 0; r < rows; r++)
+        for (Py_ssize_t c = 0; c < cols; c++)
+            d[r * ld + c] *= 1.0f - t[r * ld + c] * t[r * ld + c];
+}
+
+#ifdef QKV_X86
+__attribute__((target("avx2,fma"))) static void cap_derivative_avx2(float *d, const float *t, Py_ssize_t ld,
+                                                                   Py_ssize_t rows, Py_ssize_t cols)
+{
+    __m256 one = _mm256_set1_ps(1.0f);
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        float *dr = d + r * ld;
+        const float *tr = t + r * ld;
+        Py_ssize_t c = 0;
+        for (; c + 8 <= cols; c += 8) {
+            __m256 t8 = _mm256_loadu_ps(tr + c);
+            _mm256_storeu_ps(dr + c, _mm256_mul_ps(_mm256_loadu_ps(dr + c), _mm256_fnmadd_ps(t8, t8, one)));
+        }
+        for (; c < cols; c++)
+            dr[c] *= 1.0f - tr[c] * tr[c];
+    }
+}
+#endif
+
+static void cap_derivative(float *d, const float *t, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t cols, int width)
+{
+#ifdef QKV_X86
+    if (width >= 8) {
+        cap_derivative_avx2(d, t, ld, rows, cols);
+        return;
+    }
+#endif
+    cap_derivative_scalar(d, t, ld, rows, cols);
+}
+
 /* ------------------------------------------------------------------------ one block pair */
 struct bw_head {          /* one query head against one key/value head */
     const float *q;       /* (Tq, dk) */
@@ -142,7 +184,7 @@ struct bw_shape {
     Py_ssize_t dk, dv, bq, bk;
     float scale;
     const int64_t *rlo, *rhi;   /* (Tq,): row i sees keys rlo[i] <= j < rhi[i] */
-    float *s, *dp, *th;         /* scratch, (bq, bk) each (th: soft-cap's tanh) */
+    float *s, *dp, *th;         /* scratch, (group·bq, bk) each (th: soft-cap's tanh) */
     int width;
     int score_kind;             /* SCORE_PLAIN, SCORE_RELATIVE, SCORE_SOFT_CAP */
     float cap;
@@ -168,14 +210,9 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
             for (Py_ssize_t c = 0; c < cols; c++)
                 row[c] += bias[c];
         }
-    } else if (sh->score_kind == SCORE_SOFT_CAP) {
-        for (Py_ssize_t r = 0; r < rows; r++) {
-            float *row = s + r * ld, *t = sh->th + r * ld;
-            for (Py_ssize_t c = 0; c < cols; c++) {
-                t[c] = tanhf(row[c] / sh->cap);
-                row[c] = sh->cap * t[c];
-            }
-        }
+    } else if (sh->score_kind == SCORE_SOFT_CAP) {   /* the forward's own function (same weights) */
+        for (Py_ssize_t r = 0; r < rows; r++)
+            qkv_soft_cap_row(s + r * ld, sh->th + r * ld, cols, sh->cap, sh->width);
     }
     /* P = exp(S − lse) on each row's key range, 0 elsewhere */
     for (Py_ssize_t r = 0; r < rows; r++) {
@@ -202,12 +239,7 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
     gemm(0, 1, rows, cols, dv, 1.0f, dout, dv, v, dv, 0.0f, dp, ld);
     ds_rows(s, dp, ld, rows, cols, h->delta + i0, sh->width);
     if (sh->score_kind == SCORE_SOFT_CAP)   /* through the cap: ∂(cap·tanh(s/cap))/∂s = 1 − tanh² */
-        for (Py_ssize_t r = 0; r < rows; r++) {
-            float *d = dp + r * ld;
-            const float *t = sh->th + r * ld;
-            for (Py_ssize_t c = 0; c < cols; c++)
-                d[c] *= 1.0f - t[c] * t[c];
-        }
+        cap_derivative(dp, sh->th, ld, rows, cols, sh->width);
     /* dK += scale·dSᵀ·Q; dQ += scale·dS·K */
     gemm(1, 0, cols, dk, rows, sh->scale, dp, ld, q, dk, 1.0f, h->dk + j0 * dk, dk);
     gemm(0, 0, rows, dk, cols, sh->scale, dp, ld, k, dk, 1.0f, h->dq + i0 * dk, dk);
@@ -216,7 +248,8 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
 /* ------------------------------------------------------------------------ the entry point */
 const char qkv_backward_many_doc[] =
 "backward_many(q, k, v, dout, lse, delta, rows, dq, dk, dv, tasks, pairs, offsets, counter,\n"
-"              block_q, block_k, scale, budget=0, score_kind=0, table=None, cap=1, width=0) -> bool\n\n"
+"              block_q, block_k, scale, budget=0, score_kind=0, table=None, cap=1, width=0, part=-1,\n"
+"              group=1) -> bool\n\n"
 "Runs tasks (int64 (n, 4): kv head g, first key block, end key block, dq part) until none is\n"
 "left, taking the next from counter[0] (int64 (1,), shared by the threads calling at once).\n"
 "For each key block b of a task (keys b·block_k … min((b+1)·block_k, Tk) − 1), dk[g] and dv[g]\n"
@@ -232,13 +265,17 @@ const char qkv_backward_many_doc[] =
 "T5's buckets); 2: soft-cap, cap·tanh(score / cap)\n"
 "(lse is then the forward's of the modified scores). Returns True\n"
 "while tasks are left. width: the vector loops (0: the widest the CPU has; 1, 8 or 16 at most\n"
-"that: tests). Needs set_sgemm first.";
+"that: tests). part >= 0: every task's dQ goes to dq[part·Nq + head] instead of its own column (each\n"
+"thread its own part, summed by the caller: tasks of any size, no two threads adding to one row).\n"
+"group: up to that many consecutive query blocks of a key block computed as one taller block\n"
+"(group·block_q rows: fewer, larger sgemm; scratch 3·group·block_q·block_k floats per thread).\n"
+"Needs set_sgemm first.";
 
 PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"q", "k", "v", "dout", "lse", "delta", "rows", "dq", "dk", "dv", "tasks", "pairs",
                              "offsets", "counter", "block_q", "block_k", "scale", "budget", "score_kind", "table", "cap",
-                             "width", NULL};
+                             "width", "part", "group", NULL};
     PyObject *o_q, *o_k, *o_v, *o_do, *o_lse, *o_delta, *o_rows, *o_dq, *o_dk, *o_dv, *o_tasks, *o_pairs, *o_off,
         *o_counter;
     Py_ssize_t bq, bk;
@@ -248,9 +285,11 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *o_table = Py_None;
     float cap = 1.0f;
     int width = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOOOOnnf|diOfi", kwlist, &o_q, &o_k, &o_v, &o_do, &o_lse,
-                                     &o_delta, &o_rows, &o_dq, &o_dk, &o_dv, &o_tasks, &o_pairs, &o_off, &o_counter,
-                                     &bq, &bk, &scale, &budget, &score_kind, &o_table, &cap, &width))
+    Py_ssize_t own_part = -1, group = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOOOOnnf|diOfinn", kwlist, &o_q, &o_k, &o_v, &o_do,
+                                     &o_lse, &o_delta, &o_rows, &o_dq, &o_dk, &o_dv, &o_tasks, &o_pairs, &o_off,
+                                     &o_counter, &bq, &bk, &scale, &budget, &score_kind, &o_table, &cap, &width,
+                                     &own_part, &group))
         return NULL;
     if (qkv_check_width(width) < 0)
         return NULL;
@@ -305,8 +344,9 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_ValueError, "score_kind must be 0 (none), 1 (relative bias) or 2 (soft-cap)");
         goto done;
     }
-    if (bq < 1 || bk < 1 || vc.shape[0] < 1) {
-        PyErr_SetString(PyExc_ValueError, "backward_many: block sizes must be positive and counter hold one value");
+    if (bq < 1 || bk < 1 || vc.shape[0] < 1 || group < 1 || group > 64) {
+        PyErr_SetString(PyExc_ValueError, "backward_many: block sizes must be positive, group 1 to 64 and counter "
+                        "hold one value");
         goto done;
     }
     Py_ssize_t n_kb = (tk + bk - 1) / bk, n_qb = (tq + bq - 1) / bq, parts = vdq.shape[0] / nq;
@@ -327,6 +367,10 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
                          (long long)pairs[2 * p], n_qb);
             goto done;
         }
+    if (own_part < -1 || own_part >= parts) {
+        PyErr_Format(PyExc_ValueError, "part %zd is out of range: dq holds %zd parts", own_part, parts);
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < n_tasks; i++) {
         const int64_t *t = tasks + 4 * i;
         if (t[0] < 0 || t[0] >= nk || t[1] < 0 || t[2] < t[1] || t[2] > n_kb || t[3] < 0 || t[3] >= parts) {
@@ -337,13 +381,14 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     {
         const int64_t *rows = vrows.buf;
-        float *scratch = PyMem_RawMalloc((size_t)(3 * bq * bk) * sizeof(float));
+        Py_ssize_t tall = group * bq;   /* rows of the tallest step */
+        float *scratch = PyMem_RawMalloc((size_t)(3 * tall * bk) * sizeof(float));
         if (scratch == NULL) {
             PyErr_NoMemory();
             goto done;
         }
-        struct bw_shape sh = {dk, dv, bq, bk, scale, rows, rows + tq, scratch, scratch + bq * bk,
-                              scratch + 2 * bq * bk, qkv_vector_width(width), score_kind, cap};
+        struct bw_shape sh = {dk, dv, bq, bk, scale, rows, rows + tq, scratch, scratch + tall * bk,
+                              scratch + 2 * tall * bk, qkv_vector_width(width), score_kind, cap};
         Py_ssize_t groups = nq / nk;
         int64_t *counter = vc.buf;
         double started = budget > 0 ? qkv_monotonic_seconds() : 0.0;
@@ -355,7 +400,7 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
             if (i >= n_tasks)
                 break;
             const int64_t *t = tasks + 4 * i;
-            Py_ssize_t g = (Py_ssize_t)t[0], part = (Py_ssize_t)t[3];
+            Py_ssize_t g = (Py_ssize_t)t[0], part = own_part >= 0 ? own_part : (Py_ssize_t)t[3];
             float *dk_g = (float *)vdk.buf + g * tk * dk, *dv_g = (float *)vdv.buf + g * tk * dv;
             for (int64_t b = t[1]; b < t[2]; b++) {
                 Py_ssize_t j0 = (Py_ssize_t)b * bk, cols = tk - j0 < bk ? tk - j0 : bk;
@@ -368,9 +413,17 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
                                         (float *)vdq.buf + (part * nq + head) * tq * dk,
                                         (const float *)vk.buf + g * tk * dk, (const float *)vv.buf + g * tk * dv,
                                         dk_g, dv_g, table ? table + head * (tq + tk - 1) + (tq - 1) : NULL};
-                    for (int64_t p = offsets[b]; p < offsets[b + 1]; p++) {
-                        Py_ssize_t i0 = (Py_ssize_t)pairs[2 * p] * bq, n_rows = tq - i0 < bq ? tq - i0 : bq;
-                        block_pair(&h, &sh, i0, n_rows, j0, cols, pairs[2 * p + 1] != 0);
+                    /* up to `group` consecutive query blocks as one taller block: fewer, larger sgemm */
+                    for (int64_t p = offsets[b]; p < offsets[b + 1];) {
+                        int64_t first = pairs[2 * p], n = 1;
+                        int full = pairs[2 * p + 1] != 0;
+                        while (n < group && p + n < offsets[b + 1] && pairs[2 * (p + n)] == first + n) {
+                            full = full && pairs[2 * (p + n) + 1] != 0;
+                            n++;
+                        }
+                        Py_ssize_t i0 = (Py_ssize_t)first * bq, i1 = (Py_ssize_t)(first + n) * bq;
+                        block_pair(&h, &sh, i0, (i1 < tq ? i1 : tq) - i0, j0, cols, full);
+                        p += n;
                     }
                 }
             }

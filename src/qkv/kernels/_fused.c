@@ -556,15 +556,21 @@ struct flash_task {
 
 /* cap·tanh(s / cap) along a row, as cap·(1 − 2/(e^(2s/cap) + 1)) with the module's exponential
  * (tanhf one value at a time made soft-cap slower in C than in NumPy: 2.0 s against 1.2 s at
- * T = 2048, H = 8). Absolute error ≤ ~1e-7·cap against tanhf; e^(2s/cap) = inf gives cap, 0 gives −cap. */
-static void soft_cap_row_scalar(float *row, Py_ssize_t cols, float cap)
+ * T = 2048, H = 8). Absolute error ≤ ~1e-7·cap against tanhf; e^(2s/cap) = inf gives cap, 0 gives −cap.
+ * th (or NULL): also each tanh(s / cap), for the backward's derivative 1 − tanh². The forward and
+ * the backward both call this one function, so the backward's recomputed weights are the forward's. */
+static void soft_cap_row_scalar(float *row, float *th, Py_ssize_t cols, float cap)
 {
-    for (Py_ssize_t c = 0; c < cols; c++)
-        row[c] = cap * tanhf(row[c] / cap);
+    for (Py_ssize_t c = 0; c < cols; c++) {
+        float t = tanhf(row[c] / cap);
+        if (th)
+            th[c] = t;
+        row[c] = cap * t;
+    }
 }
 
 #ifdef FUSED_X86
-__attribute__((target("avx2,fma"))) static void soft_cap_row_avx2(float *row, Py_ssize_t cols, float cap)
+__attribute__((target("avx2,fma"))) static void soft_cap_row_avx2(float *row, float *th, Py_ssize_t cols, float cap)
 {
     __m256 two_over = _mm256_set1_ps(2.0f / cap), one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
     __m256 c8 = _mm256_set1_ps(cap);
@@ -572,12 +578,14 @@ __attribute__((target("avx2,fma"))) static void soft_cap_row_avx2(float *row, Py
     for (; c + 8 <= cols; c += 8) {
         __m256 e = qkv_exp8(_mm256_mul_ps(_mm256_loadu_ps(row + c), two_over));
         __m256 t = _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(e, one)));
+        if (th)
+            _mm256_storeu_ps(th + c, t);
         _mm256_storeu_ps(row + c, _mm256_mul_ps(c8, t));
     }
-    soft_cap_row_scalar(row + c, cols - c, cap);
+    soft_cap_row_scalar(row + c, th ? th + c : NULL, cols - c, cap);
 }
 
-__attribute__((target("avx512f"))) static void soft_cap_row_avx512(float *row, Py_ssize_t cols, float cap)
+__attribute__((target("avx512f"))) static void soft_cap_row_avx512(float *row, float *th, Py_ssize_t cols, float cap)
 {
     __m512 two_over = _mm512_set1_ps(2.0f / cap), one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
     __m512 c16 = _mm512_set1_ps(cap);
@@ -585,10 +593,24 @@ __attribute__((target("avx512f"))) static void soft_cap_row_avx512(float *row, P
         __mmask16 k = cols - c >= 16 ? (__mmask16)0xFFFF : lanes(cols - c);
         __m512 e = qkv_exp16(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + c), two_over));
         __m512 t = _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(e, one)));
+        if (th)
+            _mm512_mask_storeu_ps(th + c, k, t);
         _mm512_mask_storeu_ps(row + c, k, _mm512_mul_ps(c16, t));
     }
 }
 #endif
+
+void qkv_soft_cap_row(float *row, float *th, Py_ssize_t cols, float cap, int width)
+{
+#ifdef FUSED_X86
+    if (width >= 16)
+        soft_cap_row_avx512(row, th, cols, cap);
+    else if (width >= 8)
+        soft_cap_row_avx2(row, th, cols, cap);
+    else
+#endif
+        soft_cap_row_scalar(row, th, cols, cap);
+}
 
 /* The score function on a block of scaled scores (rows × cols at row stride ld, keys j0 …). */
 static void apply_score(const struct flash_task *t, float *scores, Py_ssize_t ld, Py_ssize_t rows, Py_ssize_t j0,
@@ -602,17 +624,8 @@ static void apply_score(const struct flash_task *t, float *scores, Py_ssize_t ld
                 row[c] += bias[c];
         }
     } else if (t->score_kind == SCORE_SOFT_CAP) {
-        for (Py_ssize_t r = 0; r < rows; r++) {
-            float *row = scores + r * ld;
-#ifdef FUSED_X86
-            if (t->width >= 16)
-                soft_cap_row_avx512(row, cols, t->cap);
-            else if (t->width >= 8)
-                soft_cap_row_avx2(row, cols, t->cap);
-            else
-#endif
-                soft_cap_row_scalar(row, cols, t->cap);
-        }
+        for (Py_ssize_t r = 0; r < rows; r++)
+            qkv_soft_cap_row(scores + r * ld, NULL, cols, t->cap, t->width);
     }
 }
 

@@ -43,4 +43,8 @@ QKV_SHARED extern const char qkv_backward_many_doc[];
  * the function itself; derivative 1) and soft-cap cap·tanh(s / cap) (derivative 1 − tanh²). */
 enum { SCORE_PLAIN = 0, SCORE_RELATIVE = 1, SCORE_SOFT_CAP = 2 };
 
+/* Soft-cap along a row: row[c] = cap·tanh(row[c] / cap), and th[c] = tanh(row[c] / cap) unless th is
+ * NULL (the backward's derivative 1 − th²), on the vector loops of `width` (qkv_vector_width). */
+QKV_SHARED void qkv_soft_cap_row(float *row, float *th, Py_ssize_t cols, float cap, int width);
+
 #endif

@@ -343,7 +343,7 @@ def run(call: Call, route: Route, want: str = "out"):
 
 # flash_many returns to Python after this many seconds (and is called again): Ctrl-C stays prompt.
 _FLASH_BUDGET_S = 0.05
-# flash_many's key-block tables by (Tq, Tk, block_q, block_k, causal, band), and its task tables by
+# flash_many's key-block tables by (Tq, Tk, block_q, block_k, causal, band, query block starts), and its task tables by
 # that and the heads' shapes: the same for every call of that shape (a model's layers), so built
 # once (~0.1 ms each at T = 512). Read-only; 64 kept, the oldest dropped first.
 _TABLES: dict = {}
@@ -365,10 +365,12 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     call = prob.call
     tq, tk, dk, dv = call.tq, call.tk, call.dk, call.dv
     info = call.mask_info
-    band = None if info is None else info.band
+    band = ctx.route.band   # the mask's band, declared or found from its key ranges (Route.band)
     key_rows = info.key_ranges if info is not None and band is None else None
     # Key ranges from data (documents' ids): a table per call; otherwise one per shape, kept.
-    key = None if key_rows is not None else (tq, tk, ctx.bq, ctx.bk, prob.causal, band)
+    # The query blocks are part of the key: the plan cuts the lightest one into pieces with threads.
+    key = None if key_rows is not None else (tq, tk, ctx.bq, ctx.bk, prob.causal, band,
+                                             tuple(task[1] for task in first_head))
     cached = None if key is None else _TABLES.get(key)
     if cached is None:
         rows, table = [], []
@@ -550,7 +552,7 @@ class _Context:
         mask = prob.mask[head] if prob.mask is not None else None   # (Tq, Tk) view, no copy
         kinds = self.kinds_row(head, i0)                            # (key blocks,) or None
         info = self.info
-        band = info.band if ranges and kinds is not None and mask is None else None
+        band = self.route.band if ranges and kinds is not None and mask is None else None
         by_rows = key_rows and band is None and kinds is not None and mask is None and info.key_ranges is not None
         if call.mask_mod is not None:
             b, h = batch_head(call, head)

@@ -10,9 +10,17 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["run_all", "fork_gate", "available_cpus"]
+
+# The thread tail's probe (benchmarks/bench_threads.py): when a list, every run_all on more than one
+# thread appends one (call, thread, start, end, cpu) row per thread — perf_counter seconds when it
+# began and stopped taking jobs, and its CPU seconds meanwhile — so the idle tail (last end − first
+# end) and each thread's busy time can be read without trusting wall clocks on a loaded machine.
+probe: list | None = None
+_probe_calls = 0
 
 _pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -31,8 +39,23 @@ def run_all(run, jobs, threads) -> None:
     pending = iter(jobs)
     lock = threading.Lock()
     failed = []
+    rows = probe
+    if rows is not None:
+        global _probe_calls
+        _probe_calls += 1
+        call = _probe_calls
 
     def drain():
+        if rows is not None:
+            start, cpu = time.perf_counter(), time.thread_time()
+            try:
+                take()
+            finally:
+                rows.append((call, threading.get_ident(), start, time.perf_counter(), time.thread_time() - cpu))
+        else:
+            take()
+
+    def take():
         while not failed:
             with lock:
                 job = next(pending, None)

@@ -87,6 +87,11 @@ class Route:
       TORCH_FLASH call under torch.compile: per batch b (one entry when the same for all), per range r,
       the (2, Tq) int64 key ranges [lo, hi) of one pass (torch tensors under torch.compile: constants
       of the graph); the passes' results are merged by their lse. () otherwise.
+    band: a mask function that is a band of kv − q for this call's Tq, Tk: (lo, hi),
+      lo <= kv − q <= hi (None on a side: unbounded). The mask's declared band (the catalogue's
+      windows), or found from its analysed key ranges (each row one range clip(i + lo) … clip(i + hi)):
+      a window written as a lambda then takes the catalogue's blocks, their edges as the C walk's
+      limit/start (register tiles) instead of per-row ranges (the BLAS step). None otherwise.
     """
 
     name: RouteName
@@ -105,6 +110,7 @@ class Route:
     tile: bool = True
     width: int = 0
     key_rows: tuple = field(default=(), repr=False, compare=False)
+    band: tuple | None = None
 
     @property
     def values_finite(self) -> bool:
@@ -140,6 +146,10 @@ _BAND_BLOCK = 128
 # ~3–5 % faster at T = 512 and 1024, no gain at T = 4096 (more blocks, more Python per block).
 _CAUSAL_BLOCK_K = 256
 _CAUSAL_SQUARE_MAX_TK = 2048
+# With threads, each head's lightest query block is cut into this many pieces of at least
+# _TAIL_ROWS rows (_split_lightest): the last tasks taken are short, so no thread waits long.
+_TAIL_PIECES = 4
+_TAIL_ROWS = 32
 # Below this many score elements (summed over heads) a thread pool costs more than it gains.
 _PARALLEL_MIN_SCORES = 1 << 18
 # ... where a score of a one- or two-row block counts this many (it reads a k and a v row: one query
@@ -712,16 +722,23 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
     heads = list(np.ndindex(*lead))
     kinds_by_head = {}
 
-    def plan_tasks(for_heads):
+    def plan_tasks(for_heads, split_tail=False):
         planned = []
         for h in for_heads:
-            kinds = kinds_by_head[h] = block_kinds(call, h, bq, bk) if sparse else None
-            for qb, i0 in enumerate(range(0, tq, bq)):
-                i1 = min(i0 + bq, tq)
+            kinds = kinds_by_head.get(h)
+            if kinds is None and sparse:
+                kinds = kinds_by_head[h] = block_kinds(call, h, bq, bk)
+
+            def task(qb, i0, i1):
                 key_end = min(tk, i1 + shift) if call.causal else tk   # keys past this are all future
                 last = -(-max(key_end, 0) // bk)
                 blocks = np.arange(last) if kinds is None else np.flatnonzero(kinds[qb, :last])
-                planned.append((h, i0, i1, blocks, key_end))
+                return (h, i0, i1, blocks, key_end)
+
+            head_tasks = [task(qb, i0, min(i0 + bq, tq)) for qb, i0 in enumerate(range(0, tq, bq))]
+            if split_tail:
+                head_tasks = _split_lightest(head_tasks, bq, task)
+            planned += head_tasks
         return planned
 
     many = name == FLASH_MANY
@@ -741,10 +758,48 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
         reason = (f"fewer tasks ({n_tasks}) than threads ({threads}): key ranges split per task and merged, "
                   "each walked in C")
         tasks = plan_tasks(heads)
+    elif threads > 1 and ranges == 1 and bq >= 2 * _TAIL_ROWS:
+        tasks = plan_tasks(heads[:1] if many else heads, split_tail=True)
     return Route(name, reason, block_q=bq, block_k=bk, threads=threads, ranges=ranges, big=big, lead=lead,
+                 band=_band(call) if sparse else None,
                  tasks=tuple(tasks), kinds=kinds_by_head if sparse else {}, v_top=v_top,
                  score=score if name in (FLASH_MANY, FLASH_ROWS) and call.score_mod is not None else None,
                  tile=True, width=int(fused.vector_width()) if fused is not None else 1)
+
+
+def _band(call: Call):
+    """The band (lo, hi) of kv − q the call's mask function is (see Route.band), or None."""
+    info = call.mask_info
+    if info.band is not None:
+        return info.band
+    rows = info.key_ranges
+    if rows is None:
+        return None
+    from .autograd import _band_of
+
+    lo, hi = np.clip(rows, 0, call.tk)   # as the C walk reads them: clipped to the keys, empty as lo = hi
+    found = _band_of(np.stack([lo, np.maximum(lo, hi)]), call.tq, call.tk)   # (a, b): clip(i + a) <= j < clip(i + b)
+    if found is None:
+        return None
+    a, b = found
+    return a, None if b is None else b - 1
+
+
+def _split_lightest(head_tasks: list, bq: int, task) -> list:
+    """One head's tasks with its lightest query block (fewest rows × key blocks; the last of equals)
+    cut into _TAIL_PIECES pieces of at least _TAIL_ROWS rows. Tasks are taken heaviest first, so
+    every head's pieces are the last ones taken: the threads then finish within about a piece's time
+    of each other instead of a whole block's (at T = 512, H = 8, dense: 16 tasks of 256 rows, one
+    of them 1/8 of a thread's work). task(qb, i0, i1): the task of rows i0:i1 of query block qb."""
+    weights = [(t[2] - t[1]) * len(t[3]) for t in head_tasks]
+    if not weights or max(weights) == 0:
+        return head_tasks
+    lightest = max((i for i, w in enumerate(weights) if w > 0), key=lambda i: (-weights[i], i))
+    _, i0, i1, _, _ = head_tasks[lightest]
+    qb = i0 // bq
+    step = max(_TAIL_ROWS, -(-(i1 - i0) // _TAIL_PIECES))
+    pieces = [task(qb, a, min(a + step, i1)) for a in range(i0, i1, step)]
+    return head_tasks[:lightest] + pieces + head_tasks[lightest + 1:]
 
 
 def loop_lead(call: Call) -> tuple:
