@@ -111,3 +111,321 @@ def test_single_head_torch_alibi_matches_float64():
         expected = _head_reference(layer, x, i, lambda j: slopes[j] * rel, np.tril(np.ones((t, t), bool)))
         _, alone = tl.single(i)(torch.from_numpy(x), causal=True, return_weights=True)
         np.testing.assert_allclose(alone[0].numpy(), expected, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- 1. the per-call fast path: no stale answers
+B, H, T, D = 2, 4, 80, 32          # 6400 scores per head: above the C routes' size floor
+
+
+def _sdpa64(q, k, v, mask=None, causal=False, scale=None):
+    """torch's own float64 attention (GQA by repeating key/value heads); fully masked rows → 0 (qkv's rule)."""
+    q, k, v = (torch.from_numpy(np.array(a.detach().numpy() if torch.is_tensor(a) else a, np.float64))
+               for a in (q, k, v))
+    if k.shape[-3] != q.shape[-3]:
+        k, v = (a.repeat_interleave(q.shape[-3] // a.shape[-3], dim=-3) for a in (k, v))
+    allowed = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool)
+    if causal:
+        allowed = torch.ones_like(allowed).tril(k.shape[-2] - q.shape[-2])
+    if mask is not None:
+        allowed = allowed & torch.as_tensor(np.asarray(mask))
+    allowed = allowed.expand(q.shape[:-1] + (k.shape[-2],))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=scale)
+    return torch.where(allowed.any(-1, keepdim=True), out, 0.0).numpy()
+
+
+def _qkv(seed, dtype=torch.float32, g=H, grad=False):
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, H, T, D, generator=gen, dtype=dtype)
+    k = torch.randn(B, g, T, D, generator=gen, dtype=dtype)
+    v = torch.randn(B, g, T, D, generator=gen, dtype=dtype)
+    return tuple(a.requires_grad_(grad) for a in (q, k, v))
+
+
+def _close(got, expected, tol=2e-5):
+    got = got.detach().numpy() if torch.is_tensor(got) else np.asarray(got)
+    np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tol, atol=tol)
+
+
+def _variants():
+    """(name, make) pairs: each makes (q, k, v) of the same shapes (B, H, T, D) with another property."""
+    def transposed(seed):
+        q, k, v = (a.transpose(1, 2).contiguous().transpose(1, 2) for a in _qkv(seed))   # (B, H, T, D) views
+        return q, k, v
+
+    def expanded(seed):
+        q, k, v = _qkv(seed)
+        return q, k[:, :1].expand(B, H, T, D), v[:, :1].expand(B, H, T, D)
+
+    def sliced(seed):
+        gen = torch.Generator().manual_seed(seed)
+        big = torch.randn(3, B, H, T, 2 * D, generator=gen)
+        return big[0, ..., ::2], big[1, ..., 1::2], big[2, ..., :D]
+
+    def float64(seed):
+        return _qkv(seed, torch.float64)
+
+    return [("plain", _qkv), ("transposed", transposed), ("expanded", expanded), ("sliced", sliced),
+            ("float64", float64)]
+
+
+@pytest.mark.parametrize("first", [name for name, _ in _variants()])
+@pytest.mark.parametrize("causal", [False, True])
+def test_layouts_after_one_another_are_never_stale(first, causal):
+    makers = dict(_variants())
+    order = [first] + [name for name in makers if name != first] + [first]
+    for n, name in enumerate(order):
+        q, k, v = makers[name](n)
+        _close(qkv.attention(q, k, v, causal=causal), _sdpa64(q, k, v, causal=causal),
+               1e-10 if name == "float64" else 2e-5)
+
+
+@pytest.mark.parametrize("mode", ["grad", "no_grad", "inference", "plain"])
+def test_grad_modes_after_one_another(mode):
+    import contextlib
+    for n, current in enumerate(["plain", mode, "grad", mode]):
+        q, k, v = _qkv(10 + n, grad=current == "grad")
+        context = {"no_grad": torch.no_grad, "inference": torch.inference_mode}.get(current, contextlib.nullcontext)
+        with context():
+            out = qkv.attention(q, k, v, causal=True)
+        _close(out, _sdpa64(q, k, v, causal=True))
+        if current == "grad":
+            gen = torch.Generator().manual_seed(99)
+            g = torch.randn(out.shape, generator=gen)
+            (out * g).sum().backward()
+            q64, k64, v64 = (a.detach().double().requires_grad_() for a in (q, k, v))
+            ref = F.scaled_dot_product_attention(q64, k64, v64, is_causal=True)
+            (ref * g.double()).sum().backward()
+            for a, b in ((q, q64), (k, k64), (v, v64)):
+                np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_scale_causal_groups_changes_between_calls():
+    for n, (scale, causal, g) in enumerate([(None, False, H), (0.5, False, H), (0.5, True, H), (None, True, 2),
+                                            (0.25, True, 1), (None, False, H), (0.5, True, H)]):
+        q, k, v = _qkv(20 + n, g=g)
+        _close(qkv.attention(q, k, v, causal=causal, scale=scale), _sdpa64(q, k, v, causal=causal, scale=scale))
+
+
+def test_torch_threads_changed_between_calls():
+    before = torch.get_num_threads()
+    try:
+        for n, threads in enumerate([1, 2, 1, before]):
+            torch.set_num_threads(threads)
+            q, k, v = _qkv(30 + n)
+            _close(qkv.attention(q, k, v), _sdpa64(q, k, v))
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("bad", ["v_inf", "v_nan", "k_inf", "q_huge", "v_huge"])
+def test_values_turn_bad_after_a_finite_call(lib, bad):
+    q, k, v = (a.detach().numpy().copy() for a in _qkv(40))
+    first = qkv.attention(q, k, v) if lib == "numpy" else qkv.attention(*map(torch.from_numpy, (q, k, v)))
+    _close(first, _sdpa64(q, k, v))
+    q2, k2, v2 = q.copy(), k.copy(), v.copy()
+    where = (0, 1, 5, 3)
+    {"v_inf": v2, "v_nan": v2, "k_inf": k2, "q_huge": q2, "v_huge": v2}[bad][where] = \
+        {"v_inf": np.inf, "v_nan": np.nan, "k_inf": np.inf, "q_huge": 3e37, "v_huge": 3e37}[bad]
+    arrays = (q2, k2, v2) if lib == "numpy" else tuple(map(torch.from_numpy, (q2, k2, v2)))
+    got = qkv.attention(*arrays)
+    got = got.numpy() if torch.is_tensor(got) else got
+    # the same call with the caches emptied: what the uncached path gives
+    from qkv.kernels import call as call_module, route as route_module
+    call_module._CHECKED.clear()
+    route_module._ROUTES.clear()
+    fresh = qkv.attention(*arrays)
+    fresh = fresh.numpy() if torch.is_tensor(fresh) else fresh
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(fresh))
+    np.testing.assert_allclose(np.nan_to_num(got.astype(np.float64)), np.nan_to_num(fresh.astype(np.float64)),
+                               rtol=1e-6, atol=1e-6)
+    if bad in ("v_huge",):          # finite: float64 reference of the same numbers (float32 v_huge ~3e37)
+        ref = _sdpa64(q2, k2, v2)
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-3 * np.abs(ref).max())
+
+
+def test_in_place_mutation_between_calls():
+    q, k, v = _qkv(50)
+    _close(qkv.attention(q, k, v, causal=True), _sdpa64(q, k, v, causal=True))
+    with torch.no_grad():
+        v.mul_(100.0)
+        k[:, :, :7] = -k[:, :, :7]
+    _close(qkv.attention(q, k, v, causal=True), _sdpa64(q, k, v, causal=True), 2e-3)
+
+
+def test_numpy_then_torch_then_numpy_same_shapes():
+    for n, lib in enumerate(["numpy", "torch", "numpy", "torch"]):
+        q, k, v = _qkv(60 + n)
+        if lib == "numpy":
+            q, k, v = (a.numpy() for a in (q, k, v))
+        out = qkv.attention(q, k, v, causal=True)
+        assert (type(out) is np.ndarray) == (lib == "numpy")
+        _close(out, _sdpa64(q, k, v, causal=True))
+
+
+def test_more_signatures_than_kept_then_the_first_again():
+    from qkv.kernels import call as call_module
+    small = [(1, 1, 4 + n % 40, 8 + 8 * (n // 40)) for n in range(300)]
+    rng = np.random.default_rng(70)
+    first = None
+    for shape in small:
+        q, k, v = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
+        out = qkv.attention(q, k, v, causal=True)
+        first = first or (q, k, v, out)
+        np.testing.assert_allclose(out, _sdpa64(q, k, v, causal=True), rtol=2e-5, atol=2e-5)
+    assert len(call_module._CHECKED) <= call_module._CHECKED_KEPT
+    q, k, v, _ = first
+    np.testing.assert_allclose(qkv.attention(q, k, v, causal=True), _sdpa64(q, k, v, causal=True), rtol=2e-5, atol=2e-5)
+
+
+def test_python_threads_calling_at_once_with_their_own_values():
+    errors, results = [], {}
+
+    def work(n):
+        try:
+            for r in range(4):
+                q, k, v = _qkv(100 + 10 * n + r, g=[H, 2, 1][n % 3])
+                scale, causal = [None, 0.3][r % 2], bool(n % 2)
+                out = qkv.attention(q, k, v, causal=causal, scale=scale)
+                results[(n, r)] = (out, _sdpa64(q, k, v, causal=causal, scale=scale))
+        except Exception as error:    # reported below, with its thread
+            errors.append((n, error))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    assert len(results) == 24
+    for got, expected in results.values():
+        _close(got, expected)
+
+
+@pytest.mark.parametrize("bad", ["k_width", "v_rows", "mask_shape"])
+def test_errors_name_the_bad_input_after_kept_calls(bad):
+    q, k, v = (a.numpy() for a in _qkv(80))
+    for _ in range(2):
+        qkv.attention(q, k, v, mask=np.ones((T, T), bool))
+    if bad == "k_width":
+        k = k[..., :D - 1]
+    elif bad == "v_rows":
+        v = v[..., :T - 1, :]
+    mask = np.ones((T, T + 1), bool) if bad == "mask_shape" else np.ones((T, T), bool)
+    name = {"k_width": "k", "v_rows": "v", "mask_shape": "mask"}[bad]
+    with pytest.raises((ValueError, InputError), match=rf"\b{name}\b"):
+        qkv.attention(q, k, v, mask=mask)
+
+
+def _np_variants(seed, t=160):
+    """NumPy float32 (B, H, t, D) triples of one shape in other layouts: C order, transposed views, a key
+    broadcast over heads (stride 0), reversed rows (negative strides), Fortran order, read-only."""
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((B, H, t, D)).astype(np.float32) for _ in range(3))
+    yield "c", (q, k, v)
+    yield "transposed", tuple(np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2) for a in (q, k, v))
+    yield "broadcast", (q, np.broadcast_to(k[:, :1], k.shape), np.broadcast_to(v[:, :1], v.shape))
+    yield "reversed", (q[..., ::-1, :], k[..., ::-1, :], v)
+    yield "fortran", tuple(np.asfortranarray(a) for a in (q, k, v))
+    ro = tuple(a.copy() for a in (q, k, v))
+    for a in ro:
+        a.flags.writeable = False
+    yield "read-only", ro
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_numpy_layouts_on_the_c_routes_after_one_another(causal):
+    for n in range(2):
+        for name, (q, k, v) in _np_variants(200 + n):
+            _close(qkv.attention(q, k, v, causal=causal), _sdpa64(q, k, v, causal=causal))
+
+
+def test_numpy_in_place_mutation_and_kept_tables_not_written():
+    rng = np.random.default_rng(210)
+    q, k, v = (rng.standard_normal((B, H, 160, D)).astype(np.float32) for _ in range(3))
+    _close(qkv.attention(q, k, v, causal=True), _sdpa64(q, k, v, causal=True))
+    v *= 50.0
+    q[:, :, 10:20] = 0.0
+    _close(qkv.attention(q, k, v, causal=True), _sdpa64(q, k, v, causal=True), 1e-3)
+    out = qkv.attention(q, k, v, causal=True)
+    out[...] = 7.0                                    # the caller's own result: writing it changes nothing kept
+    _close(qkv.attention(q, k, v, causal=True), _sdpa64(q, k, v, causal=True), 1e-3)
+
+
+# ---------------------------------------------------------------- 2. mask arrays as key ranges
+def _masks(t=160):
+    """(name, mask) for B=2, H=4: ranges, and masks that are almost ranges."""
+    pad = np.ones((B, 1, 1, t), bool)
+    pad[0, ..., 100:] = False
+    pad[1, ..., 37:] = False
+    causal = np.tril(np.ones((t, t), bool))
+    out = [("padding", pad), ("causal+padding", causal & pad)]
+    hole = pad.copy()
+    hole[1, 0, 0, 5] = False                          # one hole in one batch
+    out.append(("hole one batch", hole))
+    heads = np.broadcast_to(pad, (B, H, 1, t)).copy()
+    heads[1, 2, 0, 30:] = False                       # one head's range differs
+    out.append(("one head differs", heads))
+    rows = np.broadcast_to(causal & pad, (B, H, t, t)).copy()
+    rows[0, 1, 50] = False                            # a row fully masked in one head
+    out.append(("empty row one head", rows))
+    allrow = np.broadcast_to(causal & pad, (B, 1, t, t)).copy()
+    allrow[:, :, 3] = False                           # a row fully masked in every head
+    out.append(("empty row every head", allrow))
+    per_head_same = np.broadcast_to(pad, (B, H, t, t)).copy()   # per head but the same ranges everywhere
+    out.append(("per head same", per_head_same))
+    gap = np.ones((t, t), bool)
+    gap[:, 60:70] = False                             # two ranges per row (a gap), (Tq, Tk)
+    out.append(("gap", gap))
+    window = np.tril(np.ones((t, t), bool)) & ~np.tril(np.ones((t, t), bool), -20)
+    out.append(("window", window))
+    noncontig = np.ones((B, 1, 1, 2 * t), bool)
+    noncontig[0, ..., 200:] = False
+    out.append(("strided view", noncontig[..., ::2]))
+    return out
+
+
+@pytest.mark.parametrize("name", [name for name, _ in _masks()])
+def test_mask_arrays_numpy_match_float64(name):
+    mask = dict(_masks())[name]
+    rng = np.random.default_rng(300)
+    q, k, v = (rng.standard_normal((B, H, 160, D)).astype(np.float32) for _ in range(3))
+    for causal in (False, True):
+        _close(qkv.attention(q, k, v, mask=mask, causal=causal), _sdpa64(q, k, v, mask=mask, causal=causal))
+
+
+@pytest.mark.parametrize("name", [name for name, _ in _masks()])
+def test_mask_arrays_torch_autograd_match_float64(name):
+    mask = torch.from_numpy(np.ascontiguousarray(dict(_masks())[name]))
+    gen = torch.Generator().manual_seed(301)
+    q, k, v = (torch.randn(B, H, 160, D, generator=gen).requires_grad_() for _ in range(3))
+    out = qkv.attention(q, k, v, mask=mask)
+    _close(out, _sdpa64(q, k, v, mask=mask.numpy()))
+    g = torch.randn(out.shape, generator=gen)
+    (out * g).sum().backward()
+    q64, k64, v64 = (a.detach().double().requires_grad_() for a in (q, k, v))
+    allowed = mask.expand(B, H, 160, 160)
+    ref = F.scaled_dot_product_attention(q64, k64, v64, attn_mask=allowed)
+    ref = torch.where(allowed.any(-1, keepdim=True), ref, 0.0)
+    (ref * g.double()).sum().backward()
+    for a, b in ((q, q64), (k, k64), (v, v64)):
+        np.testing.assert_allclose(a.grad.numpy(), np.nan_to_num(b.grad.numpy()), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "uint8"])
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_non_bool_masks(kind, lib):
+    """The API promises a boolean mask; an int or float 0/1 mask must either be refused with a line naming
+    mask, or mean the same as its boolean (never another meaning, e.g. an additive bias)."""
+    pad = dict(_masks())["padding"]
+    mask = pad.astype({"int": np.int64, "float": np.float32, "uint8": np.uint8}[kind])
+    rng = np.random.default_rng(310)
+    q, k, v = (rng.standard_normal((B, H, 160, D)).astype(np.float32) for _ in range(3))
+    if lib == "torch":
+        q, k, v, mask = (torch.from_numpy(a) for a in (q, k, v, mask))
+    try:
+        out = qkv.attention(q, k, v, mask=mask)
+    except (TypeError, ValueError, InputError) as error:
+        assert "mask" in str(error)
+        return
+    _close(out, _sdpa64(q, k, v, mask=pad))
