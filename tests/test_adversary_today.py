@@ -119,7 +119,7 @@ B, H, T, D = 2, 4, 80, 32          # 6400 scores per head: above the C routes' s
 
 def _sdpa64(q, k, v, mask=None, causal=False, scale=None):
     """torch's own float64 attention (GQA by repeating key/value heads); fully masked rows → 0 (qkv's rule)."""
-    q, k, v = (torch.from_numpy(np.array(a.detach().numpy() if torch.is_tensor(a) else a, np.float64))
+    q, k, v = (a.detach().double() if torch.is_tensor(a) else torch.from_numpy(np.array(a, np.float64))
                for a in (q, k, v))
     if k.shape[-3] != q.shape[-3]:
         k, v = (a.repeat_interleave(q.shape[-3] // a.shape[-3], dim=-3) for a in (k, v))
@@ -412,20 +412,82 @@ def test_mask_arrays_torch_autograd_match_float64(name):
         np.testing.assert_allclose(a.grad.numpy(), np.nan_to_num(b.grad.numpy()), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kind", ["int", "float", "uint8"])
+@pytest.mark.parametrize("kind", ["int", "float", "uint8", "additive"])
 @pytest.mark.parametrize("lib", ["numpy", "torch"])
-def test_non_bool_masks(kind, lib):
-    """The API promises a boolean mask; an int or float 0/1 mask must either be refused with a line naming
-    mask, or mean the same as its boolean (never another meaning, e.g. an additive bias)."""
+def test_non_bool_masks_are_refused_naming_mask(kind, lib):
+    """The API promises a boolean mask (True = may attend); an int/float 0/1 mask or torch's additive float
+    mask (0 / −inf) is refused with one line naming mask — after a boolean mask of the same shape was kept."""
     pad = dict(_masks())["padding"]
-    mask = pad.astype({"int": np.int64, "float": np.float32, "uint8": np.uint8}[kind])
+    mask = pad.astype({"int": np.int64, "float": np.float32, "uint8": np.uint8, "additive": np.float32}[kind])
+    if kind == "additive":
+        mask = np.where(pad, 0.0, -np.inf).astype(np.float32)
     rng = np.random.default_rng(310)
     q, k, v = (rng.standard_normal((B, H, 160, D)).astype(np.float32) for _ in range(3))
     if lib == "torch":
-        q, k, v, mask = (torch.from_numpy(a) for a in (q, k, v, mask))
-    try:
-        out = qkv.attention(q, k, v, mask=mask)
-    except (TypeError, ValueError, InputError) as error:
-        assert "mask" in str(error)
-        return
-    _close(out, _sdpa64(q, k, v, mask=pad))
+        q, k, v, mask, pad = (torch.from_numpy(a) for a in (q, k, v, mask, pad))
+    for _ in range(2):
+        _close(qkv.attention(q, k, v, mask=pad), _sdpa64(q, k, v, mask=np.asarray(pad)))
+    with pytest.raises(TypeError, match=r"^mask must be boolean"):
+        qkv.attention(q, k, v, mask=mask)
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_mask_values_change_between_calls_of_one_shape(lib):
+    """One mask shape, other values each call: ranges, then holes, then other ranges, then empty rows."""
+    rng = np.random.default_rng(320)
+    q, k, v = (rng.standard_normal((B, H, 160, D)).astype(np.float32) for _ in range(3))
+    if lib == "torch":
+        q, k, v = (torch.from_numpy(a) for a in (q, k, v))
+    for n in range(6):
+        mask = np.ones((B, 1, 160, 160), bool)
+        mask &= np.arange(160) < rng.integers(1, 161, size=(B, 1, 1, 1))       # key padding per batch
+        if n % 2:
+            mask &= rng.random(mask.shape) < 0.8                              # holes
+        if n == 4:
+            mask[:, :, 7] = False                                             # an empty row
+        given = torch.from_numpy(mask) if lib == "torch" else mask
+        _close(qkv.attention(q, k, v, mask=given), _sdpa64(q, k, v, mask=mask))
+        _close(qkv.attention(q, k, v, mask=given, causal=True), _sdpa64(q, k, v, mask=mask, causal=True))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_dtypes_after_float32_of_one_shape(dtype):
+    for n, current in enumerate([torch.float32, dtype, torch.float32, dtype]):
+        q, k, v = (a.to(current) for a in _qkv(330 + n))
+        out = qkv.attention(q, k, v, causal=True)
+        assert out.dtype == current
+        _close(out.float(), _sdpa64(q, k, v, causal=True), 2e-5 if current == torch.float32 else 2e-2)
+
+
+@pytest.mark.parametrize("which", ["q", "kv", "expanded_kv", "transposed"])
+def test_partial_requires_grad_and_views(which):
+    """Gradients reach only what asks for them, through views (expand, transpose), vs float64 autograd."""
+    gen = torch.Generator().manual_seed(340)
+    base = [torch.randn(B, H, T, D, generator=gen) for _ in range(3)]
+    if which == "expanded_kv":
+        base[1], base[2] = (torch.randn(B, 1, T, D, generator=gen) for _ in range(2))
+    if which == "transposed":
+        base = [torch.randn(B, T, H, D, generator=gen) for _ in range(3)]
+    leaves = [a.clone().requires_grad_(which == "transposed" or (i == 0) == (which == "q")) for i, a in enumerate(base)]
+
+    def shaped(arrays):
+        if which == "expanded_kv":
+            return arrays[0], arrays[1].expand(B, H, T, D), arrays[2].expand(B, H, T, D)
+        if which == "transposed":
+            return tuple(a.transpose(1, 2) for a in arrays)
+        return tuple(arrays)
+
+    for _ in range(2):                                    # the second call is served from the kept route
+        for a in leaves:
+            a.grad = None
+        out = qkv.attention(*shaped(leaves), causal=True)
+        g = torch.randn(out.shape, generator=gen)
+        (out * g).sum().backward()
+        leaves64 = [a.detach().double().requires_grad_(a.requires_grad) for a in leaves]
+        ref = F.scaled_dot_product_attention(*shaped(leaves64), is_causal=True)
+        _close(out, ref.detach().numpy())
+        (ref * g.double()).sum().backward()
+        for a, b in zip(leaves, leaves64):
+            assert (a.grad is None) == (b.grad is None)
+            if a.grad is not None:
+                np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
