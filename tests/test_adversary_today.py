@@ -121,7 +121,7 @@ def _sdpa64(q, k, v, mask=None, causal=False, scale=None):
     """torch's own float64 attention (GQA by repeating key/value heads); fully masked rows → 0 (qkv's rule)."""
     q, k, v = (a.detach().double() if torch.is_tensor(a) else torch.from_numpy(np.array(a, np.float64))
                for a in (q, k, v))
-    if k.shape[-3] != q.shape[-3]:
+    if q.ndim > 2 and k.shape[-3] != q.shape[-3]:
         k, v = (a.repeat_interleave(q.shape[-3] // a.shape[-3], dim=-3) for a in (k, v))
     allowed = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool)
     if causal:
@@ -491,3 +491,25 @@ def test_partial_requires_grad_and_views(which):
             assert (a.grad is None) == (b.grad is None)
             if a.grad is not None:
                 np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("lead", [(), (3,), (3, 2), (2, 3, 2)])
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_range_masks_on_other_leading_shapes(lead, lib):
+    """q of 2 to 5 dimensions with a key-padding mask over its first leading axis (per "batch", where the
+    only leading axis is the heads' one for 3-D q) and a (Tq, Tk) causal+gap mask, vs float64."""
+    t = 160
+    rng = np.random.default_rng(350 + len(lead))
+    q, k, v = (rng.standard_normal(lead + (t, D)).astype(np.float32) for _ in range(3))
+    masks_ = []
+    if lead:
+        pad = np.arange(t) < rng.integers(1, t + 1, size=(lead[0],) + (1,) * len(lead))
+        masks_.append(pad.reshape((lead[0],) + (1,) * (len(lead) - 1) + (1, t)))
+    gap = np.tril(np.ones((t, t), bool))
+    gap[:, 40:45] = False
+    masks_.append(gap)
+    for mask in masks_:
+        given = (q, k, v, mask) if lib == "numpy" else tuple(torch.from_numpy(a) for a in (q, k, v, mask))
+        for causal in (False, True):
+            got = qkv.attention(*given[:3], mask=given[3], causal=causal)
+            _close(got, _sdpa64(q, k, v, mask=mask, causal=causal))
