@@ -513,3 +513,39 @@ def test_range_masks_on_other_leading_shapes(lead, lib):
         for causal in (False, True):
             got = qkv.attention(*given[:3], mask=given[3], causal=causal)
             _close(got, _sdpa64(q, k, v, mask=mask, causal=causal))
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("kind", ["alibi", "t5"])
+def test_single_head_score_mod_on_the_c_routes(lib, kind):
+    """Long enough for the C routes (relative tables per head): head i alone vs float64 by hand."""
+    h, t, d = 4, 160, 32
+    rel = np.arange(t)[None, :] - np.arange(t)[:, None]
+    table = np.random.default_rng(360).standard_normal((h, 32))
+    if kind == "alibi":
+        slopes = masks.alibi_slopes(h)
+        mod, bias = masks.alibi(h), (lambda i: slopes[i] * rel)
+    else:
+        mod = masks.t5_relative_buckets(table)
+        buckets = masks.t5_bucket(rel.astype(np.int64), 32, 128, True)
+        bias = lambda i: table[i][buckets]
+    layer = _layer(h, 2, d=d, score_mod=mod, seed=361)
+    x = np.random.default_rng(362).standard_normal((2, t, d))
+    if lib == "torch":
+        layer32 = qkv.MultiHeadAttention(*(torch.from_numpy(a.astype(np.float32)) for a in
+                                           (layer.w_q, layer.w_k, layer.w_v, layer.w_o)), h, n_kv_heads=2,
+                                         score_mod=mod)
+        given = torch.from_numpy(x.astype(np.float32))
+    else:
+        layer32 = qkv.MultiHeadAttention(*(a.astype(np.float32) for a in (layer.w_q, layer.w_k, layer.w_v, layer.w_o)),
+                                         h, n_kv_heads=2, score_mod=mod)
+        given = x.astype(np.float32)
+    allowed = np.tril(np.ones((t, t), bool))
+    x32 = x.astype(np.float32).astype(np.float64)
+    for i in range(h):
+        own = layer32.head(i)
+        wq, wk, wv, wo = (np.asarray(a, np.float64) for a in (own.w_q, own.w_k, own.w_v, own.w_o))
+        heads, _ = _reference(x32 @ wq, x32 @ wk, x32 @ wv, allowed, bias=bias(i))
+        expected = heads @ wo                                                  # head i's share of y
+        got = layer32.single(i)(given, causal=True)
+        _close(got, expected, 1e-3)

@@ -277,7 +277,11 @@ class MultiHeadAttention:
 
     def single(self, i: int) -> "MultiHeadAttention":
         """Head i alone as a one-head layer: its slices (see `head`) and every option of this layer (RoPE,
-        q/k norms, scale, score_mod). Its output is head i's share of y (b_O, shared, is left out)."""
+        q/k norms, scale, score_mod). Its output is head i's share of y (b_O, shared, is left out).
+
+        What differs per head stays head i's: ALiBi's slope i, row i of T5's bias table, a score function
+        called with h + i (it runs as head 0), and a mask array whose head axis (−3) has H entries —
+        the full layer's mask (…, H, Tq, Tk) may be passed unchanged — read at head i."""
         own = self.head(i)
         layer = MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v,
                                    rope=self.rope, q_norm=self.q_norm, k_norm=self.k_norm,
