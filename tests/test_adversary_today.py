@@ -549,3 +549,34 @@ def test_single_head_score_mod_on_the_c_routes(lib, kind):
         expected = heads @ wo                                                  # head i's share of y
         got = layer32.single(i)(given, causal=True)
         _close(got, expected, 1e-3)
+
+
+@pytest.mark.parametrize("tq, tk", [(160, 160), (32, 256), (256, 48)])
+@pytest.mark.parametrize("g", [H, 2, 1])
+def test_per_batch_padding_with_an_empty_batch_gqa_and_gradients(tq, tk, g):
+    """Key padding per batch (one batch has no key at all) with causal, Tq ≠ Tk and GQA: output and
+    gradients of q, k, v vs float64 autograd (fully masked rows: output 0, no gradient)."""
+    gen = torch.Generator().manual_seed(370 + g)
+    nb = 3
+    q = torch.randn(nb, H, tq, D, generator=gen).requires_grad_()
+    k, v = (torch.randn(nb, g, tk, D, generator=gen).requires_grad_() for _ in range(2))
+    lengths = torch.tensor([tk, 0, tk // 3])
+    mask = (torch.arange(tk) < lengths[:, None]).reshape(nb, 1, 1, tk)
+    for causal in (False, True):
+        for a in (q, k, v):
+            a.grad = None
+        out = qkv.attention(q, k, v, mask=mask, causal=causal, scale=0.2)
+        grad = torch.randn(out.shape, generator=gen)
+        (out * grad).sum().backward()
+        q64, k64, v64 = (a.detach().double().requires_grad_() for a in (q, k, v))
+        kk, vv = (a.repeat_interleave(H // g, dim=1) for a in (k64, v64))
+        allowed = mask.expand(nb, H, tq, tk)
+        if causal:
+            allowed = allowed & torch.ones(tq, tk, dtype=torch.bool).tril(tk - tq)
+        s = (q64 @ kk.transpose(-1, -2) * 0.2).masked_fill(~allowed, -torch.inf)
+        w = torch.softmax(s, -1).nan_to_num(0.0)
+        ref = w @ vv
+        (ref * grad.double()).sum().backward()
+        _close(out, ref.detach().numpy())
+        for a, b in ((q, q64), (k, k64), (v, v64)):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
