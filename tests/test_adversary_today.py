@@ -580,3 +580,24 @@ def test_per_batch_padding_with_an_empty_batch_gqa_and_gradients(tq, tk, g):
         _close(out, ref.detach().numpy())
         for a, b in ((q, q64), (k, k64), (v, v64)):
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def _odd_shaped_masks(t=160):
+    rng = np.random.default_rng(380)
+    keys = np.arange(t) < 100
+    rows = (np.arange(t) % 7 != 3)[:, None]                        # (Tq, 1): whole rows hidden
+    return [("scalar true", np.array(True)), ("scalar false", np.array(False)), ("keys (Tk,)", keys),
+            ("keys (1, Tk)", keys[None]), ("rows (Tq, 1)", rows), ("rows per batch (B,1,Tq,1)",
+            rng.random((B, 1, t, 1)) < 0.7), ("heads (H,1,1)", np.array([True, False, True, True])[:, None, None]),
+            ("keys per head (1,H,1,Tk)", np.arange(t)[None, None, None] < np.array([160, 5, 80, 1])[None, :, None, None])]
+
+
+@pytest.mark.parametrize("name", [name for name, _ in _odd_shaped_masks()])
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_odd_shaped_masks(name, lib):
+    mask = dict(_odd_shaped_masks())[name]
+    rng = np.random.default_rng(381)
+    q, k, v = (rng.standard_normal((B, H, 160, D)).astype(np.float32) for _ in range(3))
+    given = (q, k, v, mask) if lib == "numpy" else tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in (q, k, v, mask))
+    for causal in (False, True):
+        _close(qkv.attention(*given[:3], mask=given[3], causal=causal), _sdpa64(q, k, v, mask=mask, causal=causal))
