@@ -601,3 +601,29 @@ def test_odd_shaped_masks(name, lib):
     given = (q, k, v, mask) if lib == "numpy" else tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in (q, k, v, mask))
     for causal in (False, True):
         _close(qkv.attention(*given[:3], mask=given[3], causal=causal), _sdpa64(q, k, v, mask=mask, causal=causal))
+
+
+@pytest.mark.parametrize("g", [H, 2, 1])
+def test_small_torch_calls_sdpa_route_layouts_and_masks(g):
+    """Below the C floor (torch's SDPA or the plain path): GQA, transposed and expanded views, a per-head
+    mask with an empty row, float32 then float64 of one shape; output and gradients vs float64 autograd."""
+    gen = torch.Generator().manual_seed(390 + g)
+    t = 12
+    mask = torch.rand(B, H, t, t, generator=gen) < 0.7
+    mask[0, 1, 4] = False
+    for n, dtype in enumerate([torch.float32, torch.float64, torch.float32]):
+        q = torch.randn(B, t, H, D, generator=gen, dtype=dtype).transpose(1, 2).requires_grad_()
+        base_k, base_v = (torch.randn(B, g, t, D, generator=gen, dtype=dtype).requires_grad_() for _ in range(2))
+        out = qkv.attention(q, base_k, base_v, mask=mask, causal=bool(n % 2))
+        grad = torch.randn(out.shape, generator=gen, dtype=dtype)
+        (out * grad).sum().backward()
+        q64, k64, v64 = (a.detach().double().requires_grad_() for a in (q, base_k, base_v))
+        kk, vv = (a.repeat_interleave(H // g, dim=1) for a in (k64, v64))
+        allowed = mask & torch.ones(t, t, dtype=torch.bool).tril() if n % 2 else mask
+        w = torch.softmax((q64 @ kk.transpose(-1, -2) * D ** -0.5).masked_fill(~allowed, -torch.inf), -1).nan_to_num(0.0)
+        ref = w @ vv
+        (ref * grad.double()).sum().backward()
+        tol = 1e-10 if dtype == torch.float64 else 2e-5
+        _close(out, ref.detach().numpy(), tol)
+        for a, b in ((q, q64), (base_k, k64), (base_v, v64)):
+            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=max(tol, 1e-4) if dtype == torch.float32 else tol, atol=max(tol, 1e-4) if dtype == torch.float32 else tol)
