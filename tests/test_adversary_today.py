@@ -627,3 +627,23 @@ def test_small_torch_calls_sdpa_route_layouts_and_masks(g):
         _close(out, ref.detach().numpy(), tol)
         for a, b in ((q, q64), (base_k, k64), (base_v, v64)):
             np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=max(tol, 1e-4) if dtype == torch.float32 else tol, atol=max(tol, 1e-4) if dtype == torch.float32 else tol)
+
+
+@pytest.mark.parametrize("t", [12, 160])
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_value_under_the_mask_after_a_finite_call(t, lib, bad):
+    """A NaN/inf in a key and value that every query has masked out (key padding) must not reach the output,
+    also when the call before (same shapes, finite) kept its route."""
+    rng = np.random.default_rng(400)
+    q, k, v = (rng.standard_normal((B, H, t, D)).astype(np.float32) for _ in range(3))
+    mask = np.ones((B, 1, 1, t), bool)
+    mask[:, ..., t - 3:] = False
+    k2, v2 = k.copy(), v.copy()
+    k2[:, :, t - 2], v2[:, :, t - 1] = bad, bad
+    expected = _sdpa64(q, k, v, mask=mask)          # the hidden keys' values do not matter
+    for arrays in ((q, k, v), (q, k2, v2), (q, k, v), (q, k2, v2)):
+        given = arrays + (mask,)
+        if lib == "torch":
+            given = tuple(torch.from_numpy(a) for a in given)
+        _close(qkv.attention(*given[:3], mask=given[3]), expected)
