@@ -647,3 +647,32 @@ def test_non_finite_value_under_the_mask_after_a_finite_call(t, lib, bad):
         if lib == "torch":
             given = tuple(torch.from_numpy(a) for a in given)
         _close(qkv.attention(*given[:3], mask=given[3]), expected)
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_mask_views_transposed_strided_expanded(lib):
+    """The same key ranges given as a transposed view, a strided view and an expand()ed mask, and a window mask
+    as a transposed view of its transpose: each vs float64, forward and (torch) backward through TORCH_FLASH."""
+    t = 160
+    rng = np.random.default_rng(410)
+    q, k, v = (rng.standard_normal((B, H, t, D)).astype(np.float32) for _ in range(3))
+    window = np.tril(np.ones((t, t), bool)) & ~np.tril(np.ones((t, t), bool), -30)
+    pad = np.arange(t)[None, :] < np.array([[150], [70]])                     # (B, Tk)
+    dense = np.broadcast_to(pad[:, None, None, :], (B, 1, t, t))
+    views = [window.T.copy().T, np.repeat(window, 2, axis=1)[:, ::2], np.asfortranarray(dense)]
+    for mask in views:
+        expected = _sdpa64(q, k, v, mask=mask)
+        if lib == "numpy":
+            _close(qkv.attention(q, k, v, mask=mask), expected)
+            continue
+        tq_, tk_, tv_ = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
+        m = torch.from_numpy(np.ascontiguousarray(mask.T)).T if mask.ndim == 2 else \
+            torch.from_numpy(pad)[:, None, None, :].expand(B, 1, t, t)
+        out = qkv.attention(tq_, tk_, tv_, mask=m)
+        _close(out, expected)
+        out.sum().backward()
+        q64, k64, v64 = (torch.from_numpy(a.astype(np.float64)).requires_grad_() for a in (q, k, v))
+        allowed = torch.from_numpy(np.ascontiguousarray(mask)).expand(B, H, t, t)
+        F.scaled_dot_product_attention(q64, k64, v64, attn_mask=allowed).sum().backward()
+        for a, b in ((tq_, q64), (tk_, k64), (tv_, v64)):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
