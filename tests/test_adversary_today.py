@@ -676,3 +676,21 @@ def test_mask_views_transposed_strided_expanded(lib):
         F.scaled_dot_product_attention(q64, k64, v64, attn_mask=allowed).sum().backward()
         for a, b in ((tq_, q64), (tk_, k64), (tv_, v64)):
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_cpu_affinity_changed_between_calls(lib):
+    """The kept route's thread split follows the CPUs this process may use (os.sched_setaffinity between
+    calls of one signature, big enough to run in parallel): every result vs float64."""
+    import os
+    cpus = os.sched_getaffinity(0)
+    rng = np.random.default_rng(420)
+    q, k, v = (rng.standard_normal((B, H, 256, D)).astype(np.float32) for _ in range(3))
+    given = (q, k, v) if lib == "numpy" else tuple(torch.from_numpy(a) for a in (q, k, v))
+    expected = _sdpa64(q, k, v, causal=True)
+    try:
+        for n, allowed in enumerate([cpus, {min(cpus)}, cpus, {min(cpus)}]):
+            os.sched_setaffinity(0, allowed)
+            _close(qkv.attention(*given, causal=True), expected)
+    finally:
+        os.sched_setaffinity(0, cpus)
