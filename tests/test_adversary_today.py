@@ -694,3 +694,17 @@ def test_cpu_affinity_changed_between_calls(lib):
             _close(qkv.attention(*given, causal=True), expected)
     finally:
         os.sched_setaffinity(0, cpus)
+
+
+def test_single_head_with_too_few_alibi_slopes_is_refused_as_the_layer_is():
+    """A table with fewer rows than the layer's heads: head i alone is refused naming the table and the
+    layer's head count, as the whole layer is (not as a table of 0 rows)."""
+    layer = _layer(4, 4, score_mod=masks.alibi(np.array([0.5, 0.25])))
+    x = np.random.default_rng(430).standard_normal((5, 16))
+    with pytest.raises(InputError) as whole:
+        layer(x)
+    for i in (0, 3):
+        with pytest.raises(InputError) as alone:
+            layer.single(i)(x)
+        assert "slopes" in str(alone.value) and "(2,)" in str(alone.value)
+        assert str(alone.value) == str(whole.value)

@@ -420,7 +420,9 @@ def _score_mod_of_head(score_mod, i: int, heads: int):
         return None
     params = getattr(score_mod, "params", None)
     if isinstance(score_mod, masks.ScoreMod) and params is not None:
-        if params[0] == "alibi":
+        if params[0] in ("alibi", "t5_relative_buckets") and len(params[1]) < heads:
+            pass   # too few rows for the layer: the shifted function below, whose check refuses it as the layer's
+        elif params[0] == "alibi":
             return masks.alibi(params[1][i:i + 1])
         if params[0] == "t5_relative_buckets":
             _, table, num_buckets, max_distance, bidirectional = params
