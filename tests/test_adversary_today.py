@@ -708,3 +708,17 @@ def test_single_head_with_too_few_alibi_slopes_is_refused_as_the_layer_is():
             layer.single(i)(x)
         assert "slopes" in str(alone.value) and "(2,)" in str(alone.value)
         assert str(alone.value) == str(whole.value)
+
+
+@pytest.mark.parametrize("t", [12, 160])
+def test_numpy_dtypes_alternating_on_one_shape(t):
+    rng = np.random.default_rng(440)
+    base = [rng.standard_normal((B, H, t, D)) for _ in range(3)]
+    for dtype in (np.float32, np.float16, np.float64, np.longdouble, np.float32, np.float64):
+        q, k, v = (a.astype(dtype) for a in base)
+        for scale in (None, 0.3, 1):
+            out = qkv.attention(q, k, v, causal=True, scale=scale)
+            assert out.dtype == dtype
+            tol = {np.float16: 5e-3, np.float32: 2e-5}.get(dtype, 1e-12)
+            _close(out.astype(np.float64), _sdpa64(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64),
+                                                   causal=True, scale=scale), tol)
