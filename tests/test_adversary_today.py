@@ -722,3 +722,28 @@ def test_numpy_dtypes_alternating_on_one_shape(t):
             tol = {np.float16: 5e-3, np.float32: 2e-5}.get(dtype, 1e-12)
             _close(out.astype(np.float64), _sdpa64(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64),
                                                    causal=True, scale=scale), tol)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float", "bool+causal"])
+def test_torch_dropin_key_padding_on_the_range_route_matches_torch(kind):
+    """qkv.torch.MultiheadAttention with a key-padding mask long enough for the C range route, vs
+    torch.nn.MultiheadAttention in float64 with the same weights: output and every parameter's gradient."""
+    from qkv.torch.mha import MultiheadAttention
+    torch.manual_seed(450)
+    e, h, t, nb = 32, 4, 96, 3
+    ours = MultiheadAttention(e, h, batch_first=True)
+    ref = torch.nn.MultiheadAttention(e, h, batch_first=True, dtype=torch.float64)
+    ref.load_state_dict({name: p.double() for name, p in ours.state_dict().items()})
+    x = torch.randn(nb, t, e)
+    padded = torch.arange(t)[None, :] >= torch.tensor([[t], [40], [1]])          # True = ignore (torch's)
+    kpm = padded if kind != "float" else torch.zeros(nb, t).masked_fill(padded, -torch.inf)
+    causal = torch.ones(t, t, dtype=torch.bool).triu(1) if kind == "bool+causal" else None
+    out, _ = ours(x, x, x, key_padding_mask=kpm, attn_mask=causal, need_weights=False)
+    expected, _ = ref(x.double(), x.double(), x.double(), key_padding_mask=kpm if kind != "float" else kpm.double(),
+                      attn_mask=causal, need_weights=False)
+    _close(out, expected.detach().numpy(), 1e-4)
+    g = torch.randn(out.shape)
+    (out * g).sum().backward()
+    (expected * g.double()).sum().backward()
+    for (name, a), (_, b) in zip(ours.named_parameters(), ref.named_parameters()):
+        np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-3, atol=1e-3, err_msg=name)
