@@ -747,3 +747,34 @@ def test_torch_dropin_key_padding_on_the_range_route_matches_torch(kind):
     (expected * g.double()).sum().backward()
     for (name, a), (_, b) in zip(ours.named_parameters(), ref.named_parameters()):
         np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-3, atol=1e-3, err_msg=name)
+
+
+def test_numpy_threads_with_masks_and_shapes_at_once():
+    """Python threads calling NumPy attention at once on the C routes: per-batch padding masks (the range
+    route), masks with holes, causal, GQA, their own values each; every result vs float64."""
+    errors, results = [], []
+
+    def work(n):
+        rng = np.random.default_rng(460 + n)
+        try:
+            for r in range(3):
+                g = [H, 2, 1][(n + r) % 3]
+                q = rng.standard_normal((B, H, 160, D)).astype(np.float32)
+                k, v = (rng.standard_normal((B, g, 160, D)).astype(np.float32) for _ in range(2))
+                mask = np.arange(160) < rng.integers(1, 161, size=(B, 1, 1, 1))
+                if r == 1:
+                    mask = mask & (rng.random((B, 1, 160, 160)) < 0.9)
+                causal = bool((n + r) % 2)
+                results.append((qkv.attention(q, k, v, mask=mask, causal=causal), _sdpa64(q, k, v, mask=mask, causal=causal)))
+        except Exception as error:   # reported below
+            errors.append((n, error))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    assert len(results) == 12
+    for got, expected in results:
+        _close(got, expected)
