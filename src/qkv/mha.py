@@ -73,6 +73,9 @@ class MultiHeadAttention:
     _xp: Any = field(default=None, init=False, repr=False)
     _w_qkv: Any = field(default=None, init=False, repr=False)   # set by `fused`: [W_Q | W_K | W_V]
     _b_qkv: Any = field(default=None, init=False, repr=False)
+    # set by `single`: (i, H) when this one-head layer is head i of an H-head layer. A mask array with
+    # an H-long head axis is read at head i (the full layer's mask passes unchanged)
+    _head_of: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         xp = namespace(w_q=self.w_q, w_k=self.w_k, w_v=self.w_v, w_o=self.w_o,
@@ -274,11 +277,21 @@ class MultiHeadAttention:
 
     def single(self, i: int) -> "MultiHeadAttention":
         """Head i alone as a one-head layer: its slices (see `head`) and every option of this layer (RoPE,
-        q/k norms, scale, score_mod). Its output is head i's share of y (b_O, shared, is left out)."""
+        q/k norms, scale, score_mod). Its output is head i's share of y (b_O, shared, is left out).
+
+        What differs per head stays head i's: ALiBi's slope i, row i of T5's bias table, a score function
+        called with h + i (it runs as head 0), and a mask array whose head axis (−3) has H entries —
+        the full layer's mask (…, H, Tq, Tk) may be passed unchanged — read at head i."""
         own = self.head(i)
-        return MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v,
-                                  rope=self.rope, q_norm=self.q_norm, k_norm=self.k_norm,
-                                  scale=self.d_k ** -0.5 if self.scale is None else self.scale, score_mod=self.score_mod)
+        layer = MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v,
+                                   rope=self.rope, q_norm=self.q_norm, k_norm=self.k_norm,
+                                   scale=self.d_k ** -0.5 if self.scale is None else self.scale,
+                                   score_mod=_score_mod_of_head(self.score_mod, i, self.n_heads))
+        # per-head things stay head i's: a one-head layer runs as head 0, so its score_mod is head i's
+        # (ALiBi's slope, T5's table row, a function's h shifted) and a per-head mask is read at head i
+        outer = (self._head_of[0] + i, self._head_of[1]) if self._head_of is not None else (i, self.n_heads)
+        object.__setattr__(layer, "_head_of", outer)
+        return layer
 
     # ------------------------------------------------------------------ forward
     def project(self, x, memory=None, *, record: Recorder | None = None):
@@ -346,6 +359,8 @@ class MultiHeadAttention:
         Returns:
           y (…, Tq, D_out) = concat(heads)·W_O (+ b_O), or (y, weights).
         """
+        if self._head_of is not None and mask is not None:
+            mask = _mask_of_head(mask, *self._head_of)
         q, k, v = self.project(x, memory, record=record)
         if self.rope is not None:
             q, k = self._rotate(q, k, memory, cache, positions, record)
@@ -391,6 +406,48 @@ class MultiHeadAttention:
         if a.ndim < 2 or a.shape[-1] != width:
             raise ValueError(f"{name} has shape {shape_str(a.shape)} but {weight} has shape "
                              f"{shape_str(getattr(self, weight).shape)} (expected (…, T, {width}))")
+
+
+def _score_mod_of_head(score_mod, i: int, heads: int):
+    """score_mod as head i of `heads` sees it, for a one-head layer (which calls it with h = 0).
+
+    The catalogue's per-head tables (ALiBi's slopes (H,), T5's biases (H, buckets)) keep row i alone (the
+    C routes read them from `params`); soft-capping has no head; any other function is called with h + i.
+    """
+    from . import masks
+
+    if score_mod is None:
+        return None
+    params = getattr(score_mod, "params", None)
+    if isinstance(score_mod, masks.ScoreMod) and params is not None:
+        if params[0] in ("alibi", "t5_relative_buckets") and len(params[1]) < heads:
+            pass   # too few rows for the layer: the shifted function below, whose check refuses it as the layer's
+        elif params[0] == "alibi":
+            return masks.alibi(params[1][i:i + 1])
+        if params[0] == "t5_relative_buckets":
+            _, table, num_buckets, max_distance, bidirectional = params
+            return masks.t5_relative_buckets(table[i:i + 1], num_buckets=num_buckets, max_distance=max_distance,
+                                             bidirectional=bidirectional)
+        if params[0] == "soft_cap":
+            return score_mod
+
+    def shifted(score, b, h, q_idx, kv_idx):
+        return score_mod(score, b, h + i, q_idx, kv_idx)
+
+    if isinstance(score_mod, masks.ScoreMod):
+        # its table checks see the whole layer's heads (a table of fewer than H rows is still refused)
+        return masks.ScoreMod(f"{score_mod.name}, head {i}", score_mod.formula, shifted, relative=score_mod.relative,
+                              shape=lambda batch, h, tq, tk: score_mod.check_shape(batch, heads, tq, tk))
+    return shifted
+
+
+def _mask_of_head(mask, i: int, heads: int):
+    """A mask array broadcastable to the H-head layer's (…, H, Tq, Tk), as head i alone sees it: its head
+    axis (−3) is kept at i:i+1 when it has H entries (a mask without one, or with one head, unchanged)."""
+    shape = getattr(mask, "shape", None)
+    if shape is None or len(shape) < 3 or heads == 1 or shape[-3] != heads:
+        return mask
+    return mask[..., i:i + 1, :, :]
 
 
 def _converter(like, dtype):
