@@ -94,7 +94,7 @@ def row_ranges(call: Call, *, per_batch: bool = False):
                 if len(_SIMPLE_ROWS) >= _PLANS_KEPT:
                     _SIMPLE_ROWS.pop(next(iter(_SIMPLE_ROWS), None), None)
                 _SIMPLE_ROWS[key] = rows
-        return rows
+        return rows.copy()   # the caller's own (writable, as torch.from_numpy wants), ~1 µs
     found = None if call.mask_info is None else call.mask_info.key_ranges   # the validator's analysis
     if found is None and per_batch:
         found = _batch_ranges(call)
@@ -677,7 +677,7 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
     import torch
 
     q, k, v = call.q, call.k, call.v
-    rows_t = torch.from_numpy(row_ranges(call, per_batch=not traced).copy()) if rows is None else rows   # (kept tables are read-only)
+    rows_t = torch.from_numpy(row_ranges(call, per_batch=not traced)) if rows is None else rows
     lead = call.lead or (1,)
     heads = lead[-1]
     kv_heads = int(k.shape[-3]) if k.ndim >= 3 else 1

@@ -472,7 +472,7 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
             else:
                 rows = _rows_of(split)
                 reason = f"traced: {_split_words(split)}: the C op once per range, merged by lse"
-            return (TORCH_FLASH.value, reason, tuple(tuple(torch.from_numpy(np.array(r)) for r in per_batch)
+            return (TORCH_FLASH.value, reason, tuple(tuple(torch.from_numpy(r) for r in per_batch)
                                                      for per_batch in rows))
     if want == "lse":
         return PLAIN.value, "traced torch with return_lse: SDPA gives no lse", ()
