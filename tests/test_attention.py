@@ -747,3 +747,40 @@ def test_the_mask_is_read_once_per_call():
     assert reads["band"] == 1 and reads["key_ranges"] <= 1
     assert reads["block_kinds"] == 1        # flash_many: one head's map, the same for every head
     np.testing.assert_allclose(out, qkv.attention(q, k, v, mask_mod=masks.sliding_window(40)), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype, grow", [("float32", 1e19), ("float16", 40.0), ("bfloat16", 1e19)])
+@pytest.mark.parametrize("t", [16, 160, 600])     # SDPA's sizes, the C kernel's (TORCH_FLASH), and longer
+@pytest.mark.parametrize("causal", [False, True])
+def test_torch_scores_beyond_the_float_range_stay_finite(dtype, grow, t, causal):
+    """|q|·|k|·Dk past the float range: every torch route would compute inf scores and NaN weights, so
+    the call takes the plain path, which divides q and k by exact powers of two first (as NumPy's calls
+    do). Output and gradients equal float64 autograd on the same values (no NaN, no inf)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(t)
+    q, k, v = (rng.standard_normal((1, 2, t, 32)) for _ in range(3))
+    q, k = q * grow, k * grow
+    work = getattr(torch, dtype)
+    q32, k32, v32 = (torch.tensor(x, dtype=work, requires_grad=True) for x in (q, k, v))
+    # the reference: float64 autograd on the values the low-precision tensors hold
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q32, k32, v32))
+    scores = q64 @ k64.transpose(-1, -2) / np.sqrt(32)
+    if causal:
+        scores = scores.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), -torch.inf)
+    expected = torch.softmax(scores, dim=-1) @ v64
+    out = qkv.attention(q32, k32, v32, causal=causal)
+    dout = torch.tensor(rng.standard_normal(out.shape), dtype=work)
+    (out * dout).sum().backward()
+    (expected * dout.double()).sum().backward()
+    tol = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 5e-2}[dtype]
+    assert torch.isfinite(out).all()
+    np.testing.assert_allclose(out.detach().double().numpy(), expected.detach().numpy(), rtol=tol, atol=tol)
+    # each gradient against its own size bound (|dS| ≤ 2·|dout|·|v| per weight): dq ≲ |dout|·|v|·|k|·t/√Dk,
+    # dk ≲ |dout|·|v|·|q|·t/√Dk, dv ≲ |dout|·t; the low-precision routes round P and dP at that size
+    top = lambda x: float(x.detach().abs().max())   # noqa: E731
+    bounds = {"q": top(dout) * top(v64) * top(k64) * t / np.sqrt(32), "k": top(dout) * top(v64) * top(q64) * t / np.sqrt(32),
+              "v": top(dout) * t}
+    for name, mine, ref in (("q", q32, q64), ("k", k32, k64), ("v", v32, v64)):
+        assert torch.isfinite(mine.grad).all(), name
+        np.testing.assert_allclose(mine.grad.double().numpy() / bounds[name], ref.grad.numpy() / bounds[name],
+                                   atol=tol * 1e-2, err_msg=name)

@@ -708,16 +708,29 @@ def values_ok(q, k, v) -> bool:
     """Every value of q, k, v finite and |v| <= 2^60 (the forward's e^16 headroom must not overflow
     P·v): one C pass over each contiguous float32 tensor (no temporaries, no torch threads), torch's
     isfinite otherwise."""
+    return tops_ok(value_tops(q, k, v))
+
+
+def tops_ok(tops) -> bool:
+    """values_ok from value_tops' (max|q|, max|k|, max|v|)."""
+    return all(math.isfinite(t) for t in tops) and tops[2] <= _MAX_VALUE
+
+
+def value_tops(*tensors) -> tuple:
+    """max |x| of each torch tensor as a Python float (NaN or inf when one is; 0.0 when empty): one C
+    pass over a contiguous CPU float32 tensor (no temporaries, no torch threads), torch's abs().max()
+    otherwise."""
     import torch
 
     tops = []
-    for x in (q, k, v):
+    for x in tensors:
         x = x.detach()
-        if x.dtype == torch.float32 and x.is_contiguous() and x.numel():
+        if x.dtype == torch.float32 and x.device.type == "cpu" and x.is_contiguous() and x.numel() \
+                and blocked._fused is not None:
             tops.append(float(blocked._fused.absmax(x.numpy().reshape(-1))))
         else:
             tops.append(float(x.abs().max()) if x.numel() else 0.0)
-    return all(math.isfinite(t) for t in tops) and tops[2] <= _MAX_VALUE
+    return tuple(tops)
 
 
 def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask_mod=None, score_mod=None,

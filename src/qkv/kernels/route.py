@@ -189,10 +189,18 @@ class _Looks:
     .v for the route), "overflow" (`_scores_may_overflow`), "values_ok" (autograd.values_ok: the C
     training route's check), "kv_finite" (torch keys and values all finite, for SDPA under a mask)."""
 
-    __slots__ = ("call", "v", "trail", "_answers")
+    __slots__ = ("call", "v", "trail", "_answers", "_tops")
 
     def __init__(self, call: Call, v_top: float | None = None):
-        self.call, self.v, self.trail, self._answers = call, v_top, [], {}
+        self.call, self.v, self.trail, self._answers, self._tops = call, v_top, [], {}, None
+
+    def _torch_tops(self) -> tuple:
+        """(max|q|, max|k|, max|v|) of a torch call, read once for every look that needs them."""
+        if self._tops is None:
+            from . import autograd
+
+            self._tops = autograd.value_tops(self.call.q, self.call.k, self.call.v)
+        return self._tops
 
     def ask(self, name: str) -> bool:
         answer = self._answers.get(name)
@@ -203,9 +211,15 @@ class _Looks:
                     self.v = _value_top(call.v)
                 answer = bool(np.isfinite(self.v))
             elif name == "overflow":
-                answer = _scores_may_overflow(call)
+                if array_api_compat.is_numpy_namespace(call.xp):
+                    answer = _scores_may_overflow(call)
+                else:
+                    top_q, top_k, _ = self._torch_tops()
+                    answer = _tops_may_overflow(top_q, top_k, call)
             elif name == "values_ok":
-                answer = _values_ok(call)
+                from . import autograd
+
+                answer = autograd.tops_ok(self._torch_tops())
             else:   # "kv_finite"
                 import torch
 
@@ -360,6 +374,9 @@ def mask_as_ranges(call: Call, *, want: str = "out", route=None) -> Call | None:
 def _torch_route(call: Call, want: str, ceiling, looks: _Looks) -> Route:
     if ceiling == PLAIN:
         return Route(PLAIN, "plain path asked for")
+    if looks.ask("overflow"):   # SDPA and the C kernel would give inf and NaN; the plain path shifts q and k
+        return Route(PLAIN, "|q|·|k|·Dk near the float range: the plain path multiplies q and k by exact "
+                            "powers of two (SDPA's and the kernel's scores would overflow)")
     if ceiling in (None, TORCH_FLASH):
         why = torch_flash_why_not(call, pinned=ceiling == TORCH_FLASH, looks=looks)
         if why is None:
@@ -532,12 +549,6 @@ def pass_block_k(rows, default: int) -> int | None:
     return max(16, 1 << max(width - 1, 0).bit_length())
 
 
-def _values_ok(call: Call) -> bool:
-    from . import autograd
-
-    return autograd.values_ok(call.q, call.k, call.v)
-
-
 def split_call(call: Call, table, b: int, r: int) -> Call:
     """The one-range call of batch b (every batch when the table has one) and range r of a split
     (see range_split): its mask is those key ranges (`qkv.masks.key_range_mask`), causal folded in.
@@ -625,10 +636,19 @@ def _scores_may_overflow(call: Call) -> bool:
     """Whether max|q|·max|k|·Dk passes a quarter of the float range (q·kᵀ could overflow)."""
     if call.dk == 0 or call.tq == 0 or call.tk == 0:
         return False
-    top_q, top_k = _value_top(call.q), _value_top(call.k)
-    if not (np.isfinite(top_q) and np.isfinite(top_k)):
+    return _tops_may_overflow(_value_top(call.q), _value_top(call.k), call)
+
+
+def _tops_may_overflow(top_q: float, top_k: float, call: Call) -> bool:
+    """_scores_may_overflow from max|q| and max|k| (either NaN or inf: False, the value checks say so)."""
+    if call.dk == 0 or not (np.isfinite(top_q) and np.isfinite(top_k)):
         return False
-    limit = np.finfo(call.work).max
+    if type(call.work).__module__ == "torch":   # a torch dtype (torch is imported: the call holds tensors)
+        import torch
+
+        limit = float(torch.finfo(call.work).max)
+    else:
+        limit = float(np.finfo(call.work).max)
     return top_q * (top_k / limit) * call.dk > 0.25
 
 
