@@ -22,6 +22,9 @@ $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { echo "qkv: needs Python 3.11 or newer as $(PYTHON) (make PYTHON=python3.11 …)" >&2; exit 1; }
 	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "qkv: $(PYTHON) -m venv needs Debian's python3-venv: install it (sudo apt-get install python3-venv) and run make again" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
+	@# The venv's own pip (23.2 from Python 3.11's ensurepip) took 47 CPU-seconds to resolve the test set-up's
+	@# 127 packages; pip 26 resolves the same 127 versions in 18.
+	$(BIN)/python -m pip install --quiet --upgrade 'pip>=26,<27'
 
 # What the demo needs: qkv and its own dependencies (NumPy, matplotlib, rich, tokenizers …), no torch, no test stack.
 $(DEMO): $(BIN)/python pyproject.toml setup.py src/qkv/kernels/_fused.c src/qkv/kernels/_backward.c
@@ -29,16 +32,13 @@ $(DEMO): $(BIN)/python pyproject.toml setup.py src/qkv/kernels/_fused.c src/qkv/
 	@$(BIN)/python -m qkv doctor --install-check
 	touch $(DEMO)
 
-# Everything the tests use: torch pinned first (2.13.0 is a CPU build; an unpinned torch would pull CUDA).
-# One editable install with the extras (a superset of the demo's, so the C kernel is built once);
-# pip byte-compiles one file at a time; --no-compile and then compileall on every core does the same work in
-# parallel (the .pyc files must exist up front: the test ranks run Python with -B and would recompile torch).
+# Everything the tests use, in one pip call (one resolution: a second call re-read every index page, torch's
+# too): torch pinned (2.13.0 is a CPU build; an unpinned torch would pull CUDA), and one editable install with
+# the extras (a superset of the demo's, so the C kernel is built once). --no-compile: pip byte-compiles one
+# file at a time, every file of torch, transformers, scipy and sympy; the tests import a fraction of them, and
+# `make test` lets Python write each module's .pyc as it is first imported (see test: below).
 $(STAMP): $(BIN)/python pyproject.toml setup.py src/qkv/kernels/_fused.c src/qkv/kernels/_backward.c
-	$(BIN)/pip install --quiet --no-compile torch==2.13.0
-	$(BIN)/pip install --quiet --no-compile -e '.[test,minilm]'
-	@# Some files are written for newer Pythons (torch's testing/_internal/py312_intrinsics.py) and cannot
-	@# compile here; pip's own compile step skips them the same way, so compileall's status is not the set-up's.
-	-$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1
+	$(BIN)/pip install --quiet --no-compile torch==2.13.0 -e '.[test,minilm]'
 	@$(BIN)/python -m qkv doctor --install-check
 	touch $(DEMO) $(STAMP)
 
@@ -56,9 +56,14 @@ fonts:
 	@$(APT) "$$(fc-list 2>/dev/null | grep -q 'Noto Sans CJK' || echo fonts-noto-cjk)" "the figures (Japanese kanji)"
 
 # Two workers, one test file each at a time (--dist loadfile keeps a file's module fixtures in one process):
-# the browser, figure and process tests overlap with the CPU-bound ones (about 5 min instead of 8 here).
+# the browser, figure and process tests overlap with the CPU-bound ones. --no-loadscope-reorder keeps the
+# order of tests/conftest.py (the longest files first); xdist's default reorders files by their number of
+# tests, which left a long file (test_viz) running alone at the end.
+# PYTHONDONTWRITEBYTECODE= : a shell or CI that sets it (Python -B) would have every worker, rank and CLI
+# subprocess compile torch again in memory; here the first import writes the .pyc and the others read it
+# (the set-up does not byte-compile the whole venv up front: about 90 CPU-seconds, mostly files no test imports).
 test: $(STAMP) system
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 doctor: $(DEMO)
 	$(BIN)/qkv doctor

@@ -1,4 +1,5 @@
-"""Markers by file: the slow kinds of test (a browser, transformers as a reference, several processes).
+"""Markers by file: the slow kinds of test (a browser, transformers as a reference, several processes,
+torch.compile graphs).
 
 `make test` runs everything; `pytest -m "not slow"` runs the fast part alone (a developer's loop).
 """
@@ -11,17 +12,21 @@ BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py"}      
 REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py", "test_models_families.py",
               "test_models_consistency.py"}  # transformers, torch's own tests
 PROCESSES = {"test_distributed.py"}                                                # torch.distributed ranks
+COMPILES = {"test_attention_compile.py"}        # 23 torch.compile graphs (aot_eager and inductor), about a minute
 
 
-# The longest files first (seconds of one worker, measured December; test_docs moved down once its commands
-# ran in-process, about a third less), so that `make test`'s two workers (`-n 2 --dist loadfile`) do not
-# end with one long file running alone; the order inside a file is kept.
-LONGEST_FIRST = ["test_viz.py", "test_browser.py", "test_distributed.py", "test_kernels.py", "test_docs.py",
-                 "test_serve_browser.py", "test_torch_upstream.py", "test_models_families.py", "test_attention.py",
-                 "test_attention_compile.py", "test_cli_lang_ko.py", "test_adversary_kernels.py",
-                 "test_cli_models.py", "test_fuzz_files.py", "test_fuzz_cli.py", "test_bench.py", "test_serve.py",
-                 "test_notebook.py", "test_cli.py", "test_torch_mha.py", "test_models.py", "test_cli_korean.py",
-                 "test_masks.py"]
+# The longest files first, so that `make test`'s two workers (`-n 2 --dist loadfile --no-loadscope-reorder`)
+# do not end with one long file running alone; the order inside a file is kept. Ordered by the seconds each
+# file took on one worker, measured 2 December on a loaded machine (load 8-12: the ratios matter, not the
+# seconds), test_kernels after its cut. Without --no-loadscope-reorder, xdist (>= 3.5) sorts the files by
+# their number of tests and ignores this order.
+LONGEST_FIRST = ["test_viz.py", "test_docs.py", "test_browser.py", "test_distributed.py", "test_kernels.py",
+                 "test_attention_compile.py", "test_models_families.py", "test_cli.py", "test_attention.py",
+                 "test_torch_upstream.py", "test_torch_mha.py", "test_serve_browser.py", "test_serve.py",
+                 "test_translator.py", "test_backward.py", "test_cli_models.py", "test_fuzz_files.py",
+                 "test_fuzz_cli.py", "test_bench.py", "test_notebook.py", "test_models.py", "test_cli_korean.py",
+                 "test_masks.py", "test_adversary_kernels.py", "test_tile.py", "test_adversary.py",
+                 "test_cli_lang_ko.py"]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -31,5 +36,5 @@ def pytest_collection_modifyitems(config, items):
         name = item.path.name
         if name in BROWSER:
             item.add_marker(pytest.mark.browser)
-        if name in BROWSER | REFERENCES | PROCESSES:
+        if name in BROWSER | REFERENCES | PROCESSES | COMPILES:
             item.add_marker(pytest.mark.slow)
