@@ -497,5 +497,5 @@ def test_other_score_functions_take_the_plain_path():
     too_few_slopes = masks.alibi(np.array([0.5]))   # two heads: refused when the call is checked
     q3, k3, v3 = (x.float() for x in _inputs((2, 2, 70, 8), (2, 2, 70, 8), (2, 2, 70, 8)))
     assert choose_route(check_call(q, k, v, score_mod=own)).name == route.PLAIN
-    with pytest.raises(InputError, match=r"slopes has shape \(1,\): 1 heads, but the call .* has 2 heads"):
+    with pytest.raises(InputError, match=r"slopes has shape \(1,\): its first axis is 1, but the call .* has H = 2"):
         qkv.attention(q3, k3, v3, score_mod=too_few_slopes)

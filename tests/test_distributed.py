@@ -394,6 +394,15 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+def _sigint_as_at_a_terminal():
+    """In the child before exec: SIGINT back to its default, as in a program started at a terminal.
+    A shell runs background commands with SIGINT ignored (`make test &`), children inherit that, and
+    Python then installs no KeyboardInterrupt handler: the Ctrl-C cases would test nothing real."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_long_ring(tmp_path):
     """`qkv ring` with 2 ranks and enough work to still be running seconds later, in its own session
     (so that a signal to its process group is what a terminal's Ctrl-C is); returns (process, rank pids)."""
@@ -403,7 +412,7 @@ def _start_long_ring(tmp_path):
     command = [sys.executable, "-m", "qkv.cli", "ring", "--procs", "2", "--seq", "2048", "--heads", "2", "--dim", "16",
                "--repeats", "1000", "--strategies", "ring:zigzag", "--timeout", "20"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                               start_new_session=True, cwd=tmp_path)
+                               start_new_session=True, cwd=tmp_path, preexec_fn=_sigint_as_at_a_terminal)
     deadline = time.monotonic() + 60
     ranks = set()
     while time.monotonic() < deadline and len(ranks) < 2:

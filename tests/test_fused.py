@@ -524,7 +524,10 @@ def test_ctrl_c_stops_a_long_call_promptly(tmp_path):
         "    print('finished', time.perf_counter() - start, flush=True)\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted', time.perf_counter() - start, flush=True)\n")
-    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    # SIGINT at its default in the child, as at a terminal (a shell's background job, `make test &`,
+    # ignores SIGINT and its children inherit that: Python would then install no handler)
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert child.stdout.readline().strip() == "ready"
         time.sleep(0.3)

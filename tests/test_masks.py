@@ -619,25 +619,25 @@ def test_a_mutated_captured_array_is_never_served_from_a_cache(monkeypatch):
 # (before: a bare IndexError from deep inside the route, or on some routes none).
 SHAPE_CASES = {
     "document: fewer id rows than the batch": (lambda: masks.document(np.zeros((2, 12), int)), {},
-                                               r"ids has shape \(2, 12\): 2 rows, but the call \(B, H, Tq, Tk\) = "
-                                               r"\(4, 3, 12, 12\) has 4 batches"),
+                                               r"ids has shape \(2, 12\): its first axis is 2, but the call \(B, H, Tq, Tk\) = "
+                                               r"\(4, 3, 12, 12\) has B = 4"),
     "document: more id rows than the batch": (lambda: masks.document(np.zeros((5, 12), int)), {},
-                                              r"ids has shape \(5, 12\): 5 rows"),
+                                              r"ids has shape \(5, 12\): its first axis is 5,"),
     "document: fewer ids than positions": (lambda: masks.document(np.zeros(11, int)), {},
-                                           r"ids has shape \(11,\): 11 positions, .* needs at least 12"),
+                                           r"ids has shape \(11,\): its last axis is 11, .* needs at least 12"),
     "document: fewer key ids than keys": (lambda: masks.document(np.zeros(12, int), kv_ids=np.zeros((4, 9), int)), {},
-                                          r"kv_ids has shape \(4, 9\): 9 positions"),
+                                          r"kv_ids has shape \(4, 9\): its last axis is 9,"),
     "document inside & and |": (lambda: masks.causal() & (masks.sinks(2) | masks.document(np.zeros((3, 12), int))),
-                                {}, r"ids has shape \(3, 12\): 3 rows"),
+                                {}, r"ids has shape \(3, 12\): its first axis is 3,"),
     "key ranges: fewer rows than queries": (lambda: masks.key_range_mask(np.zeros(7, int), np.ones(7, int)), {},
-                                            r"lo has shape \(7,\): 7 positions"),
+                                            r"lo has shape \(7,\): its last axis is 7,"),
     "key ranges per batch: other batch": (lambda: masks.key_range_mask(np.zeros((2, 12), int),
                                                                        np.arange(24).reshape(2, 12)), {},
-                                          r"lo has shape \(2, 12\): 2 rows"),
-    "ALiBi: fewer slopes than heads": (None, {"score_mod": masks.alibi(2)}, r"slopes has shape \(2,\): 2 heads, "
-                                       r"but the call \(B, H, Tq, Tk\) = \(4, 3, 12, 12\) has 3 heads"),
+                                          r"lo has shape \(2, 12\): its first axis is 2,"),
+    "ALiBi: fewer slopes than heads": (None, {"score_mod": masks.alibi(2)}, r"slopes has shape \(2,\): its first axis is 2, "
+                                       r"but the call \(B, H, Tq, Tk\) = \(4, 3, 12, 12\) has H = 3"),
     "T5: fewer table rows than heads": (None, {"score_mod": masks.t5_relative_buckets(np.zeros((1, 32)))},
-                                        r"table has shape \(1, 32\): 1 heads"),
+                                        r"table has shape \(1, 32\): its first axis is 1,"),
 }
 
 
@@ -654,7 +654,7 @@ def test_constructor_arrays_are_checked_against_the_call(name, library):
         with pytest.raises(InputError, match=message) as caught:
             _attention(q, q, q, mask_mod=make() if make else None, route=route, **options)
     korean = caught.value.say("ko")   # the same facts in Korean (texts.py), no English words
-    assert "형태" in korean and not any(word in korean for word in ("shape", "rows", "heads", "batches", "call"))
+    assert "형태" in korean and not any(word in korean for word in ("shape", "axis", "rows", "heads", "call", "give"))
 
 
 def test_one_id_row_serves_every_batch_and_padding_masks_name_their_shape():

@@ -670,12 +670,12 @@ EN: dict[str, str] = {
     "error.int.range": "{value}: expected a whole number from {low} to {high}",
     "error.int.low": "{value}: expected a whole number ≥ {low}",
     "error.int.high": "{value}: expected a whole number ≤ {high}",
-    "error.mask.rows": "{arg} has shape {shape}: {rows} rows, but the call (B, H, Tq, Tk) = {call} has {batch} "
-                       "batches; give 1 row or {batch}",
-    "error.mask.length": "{arg} has shape {shape}: {length} positions, but the call (B, H, Tq, Tk) = {call} needs "
-                         "at least {need}",
-    "error.mask.heads": "{arg} has shape {shape}: {rows} heads, but the call (B, H, Tq, Tk) = {call} has {heads} "
-                        "heads; give one row per head",
+    "error.mask.rows": "{arg} has shape {shape}: its first axis is {rows}, but the call (B, H, Tq, Tk) = {call} "
+                       "has B = {batch}; give 1 row or B",
+    "error.mask.length": "{arg} has shape {shape}: its last axis is {length}, but the call (B, H, Tq, Tk) = {call} "
+                         "needs at least {need}",
+    "error.mask.heads": "{arg} has shape {shape}: its first axis is {rows}, but the call (B, H, Tq, Tk) = {call} "
+                        "has H = {heads}; give one row per head",
     "error.decimals": "{value}: expected a whole number of decimals",
     "error.decimals.range": "{value}: expected a whole number of decimals from {low} to {high}",
     "error.decimals.low": "{value}: expected a whole number of decimals ≥ {low}",
