@@ -648,7 +648,7 @@ def _tops_may_overflow(top_q: float, top_k: float, call: Call) -> bool:
 
         limit = float(torch.finfo(call.work).max)
     else:
-        limit = float(np.finfo(call.work).max)
+        limit = np.finfo(call.work).max   # (kept a NumPy scalar: longdouble's maximum is beyond a Python float)
     return top_q * (top_k / limit) * call.dk > 0.25
 
 
