@@ -63,7 +63,7 @@ fonts:
 # subprocess compile torch again in memory; here the first import writes the .pyc and the others read it
 # (the set-up does not byte-compile the whole venv up front: about 90 CPU-seconds, mostly files no test imports).
 test: $(STAMP) system
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 doctor: $(DEMO)
 	$(BIN)/qkv doctor
