@@ -42,6 +42,7 @@ import array_api_compat
 import numpy as np
 
 from .kernels.call import EMPTY, FULL, PARTIAL
+from ._keep import keep
 
 __all__ = [
     "MaskMod", "MaskInfo", "analyse", "BlockMask", "block_mask", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
@@ -1243,10 +1244,7 @@ def _auto_block_mask(fn, batch, heads, tq, tk):
         found = _analyse_function(fn, batch, heads, tq, tk, _AUTO_BLOCK, intervals="only")
     except Exception:   # noqa: BLE001 — not index arithmetic, or it fails on index arrays: kept as
         found = False   # "not analysable"; the call itself evaluates fn and reports its errors
-    with _AUTO_LOCK:
-        while len(_AUTO) >= _AUTO_KEPT:
-            _AUTO.pop(next(iter(_AUTO)))
-        _AUTO[key] = found
+    keep(_AUTO, key, found, _AUTO_KEPT, _AUTO_LOCK)
     return found or None
 
 

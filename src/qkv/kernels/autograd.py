@@ -32,6 +32,7 @@ import threading
 
 import numpy as np
 
+from .. import _keep
 from . import blas, blocked, pool
 from .call import Call, check_call
 
@@ -90,10 +91,7 @@ def row_ranges(call: Call, *, per_batch: bool = False):
         if rows is None:
             rows = _ranges(tq, tk, call.causal, None)
             rows.flags.writeable = False
-            with _plans_lock:
-                if len(_SIMPLE_ROWS) >= _PLANS_KEPT:
-                    _SIMPLE_ROWS.pop(next(iter(_SIMPLE_ROWS), None), None)
-                _SIMPLE_ROWS[key] = rows
+            _keep.keep(_SIMPLE_ROWS, key, rows, _PLANS_KEPT, _plans_lock)
         return rows.copy()   # the caller's own (writable, as torch.from_numpy wants), ~1 µs
     found = None if call.mask_info is None else call.mask_info.key_ranges   # the validator's analysis
     if found is None and per_batch:
@@ -215,10 +213,7 @@ def _plan(rows: np.ndarray, tq: int, tk: int, bq: int, bk: int) -> _Plan:
     plan = _PLANS.get(key)
     if plan is None:
         plan = _Plan(rows, tq, tk, bq, bk)
-        with _plans_lock:
-            if len(_PLANS) >= _PLANS_KEPT:
-                _PLANS.pop(next(iter(_PLANS)), None)
-            _PLANS[key] = plan
+        _keep.keep(_PLANS, key, plan, _PLANS_KEPT, _plans_lock)
     return plan
 
 
@@ -516,11 +511,8 @@ def score_spec(call: Call):
             like = None
     table = relative_table(mod, heads, call.tq, call.tk, batch, like)
     spec = None if table is None else (SCORE_RELATIVE, np.ascontiguousarray(table, np.float32), 1.0)
-    if keep:
-        with _specs_lock:   # the function kept with its spec, so its id is not reused while cached
-            if len(_SPECS) >= _SPECS_KEPT:
-                _SPECS.pop(next(iter(_SPECS)), None)
-            _SPECS[key] = (mod, spec)
+    if keep:   # the function kept with its spec, so its id is not reused while cached
+        _keep.keep(_SPECS, key, (mod, spec), _SPECS_KEPT, _specs_lock)
     return spec
 
 

@@ -40,6 +40,7 @@ import numpy as np
 
 import array_api_compat
 
+from .._keep import keep
 from . import blas, pool
 from .call import PARTIAL, Call, as_bool_mask, as_scores, check_call
 from .merge import Partial, finalize, finalize_into, lse_of, merge_partials
@@ -350,12 +351,6 @@ _TABLES: dict = {}
 _TABLES_KEPT = 64
 
 
-def _keep_table(key, value) -> None:
-    if len(_TABLES) >= _TABLES_KEPT:
-        _TABLES.pop(next(iter(_TABLES)), None)
-    _TABLES[key] = value
-
-
 def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want: str):
     """Every (head, query block) task in C: one flash_many call per thread, each taking the next task
     from a shared counter (heaviest first), so no Python runs per task. first_head: the first head's
@@ -385,7 +380,7 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
         for array in cached:
             array.flags.writeable = False
         if key is not None:
-            _keep_table(key, cached)
+            keep(_TABLES, key, cached, _TABLES_KEPT)
     blocks, query_blocks = cached
     lead = prob.lead
     q_own, k_own, v_own = prob.own
@@ -394,7 +389,7 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     if tasks is None:
         tasks = _task_table(query_blocks, lead, q_own.shape[:-2], k_own.shape[:-2])
         if task_key is not None:
-            _keep_table(task_key, tasks)
+            keep(_TABLES, task_key, tasks, _TABLES_KEPT)
     q3, k3, v3 = _heads(q_own, tq, dk), _heads(k_own, tk, dk), _heads(v_own, tk, dv)
     out = np.empty(lead + (tq, dv), np.float32)
     lse = np.empty(lead + (tq,), np.float32) if want == "lse" else None

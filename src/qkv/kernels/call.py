@@ -37,6 +37,7 @@ import array_api_compat
 import numpy as np
 
 from .._backend import compute_dtype, is_torch, namespace, shape_str
+from .._keep import keep
 
 __all__ = ["Call", "check_call", "index_arrays", "EMPTY", "PARTIAL", "FULL", "as_bool_mask", "check_scale"]
 
@@ -183,10 +184,7 @@ def check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=Non
     if key is not None:
         object.__setattr__(call, "key", key)
         kept = {name: value for name, value in call.__dict__.items() if name not in _ARRAYS + ("key",)}
-        with _checked_lock:   # (lookups need no lock; two threads dropping the oldest at once would)
-            if len(_CHECKED) >= _CHECKED_KEPT:
-                _CHECKED.pop(next(iter(_CHECKED), None), None)
-            _CHECKED[key] = kept
+        keep(_CHECKED, key, kept, _CHECKED_KEPT, _checked_lock)
     return call
 
 

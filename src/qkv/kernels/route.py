@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import array_api_compat
 import numpy as np
 
+from .._keep import keep
 from .call import Call
 
 __all__ = ["RouteName", "Route", "choose_route", "choose_call_route", "mask_as_ranges", "traced_torch_route", "range_split", "split_call", "batch_call", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
@@ -268,10 +269,7 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
     chosen = _choose_route(call, want, route, block_q, block_k, num_threads, looks)
     for task in chosen.tasks:   # shared by every call of the key: nobody may write into it
         task[3].flags.writeable = False
-    with _routes_lock:   # (lookups need no lock; two threads dropping the oldest at once would)
-        if len(_ROUTES) >= _ROUTES_KEPT:
-            _ROUTES.pop(next(iter(_ROUTES), None), None)
-        _ROUTES[key] = (chosen, tuple(looks.trail))
+    keep(_ROUTES, key, (chosen, tuple(looks.trail)), _ROUTES_KEPT, _routes_lock)
     return chosen
 
 
