@@ -165,6 +165,111 @@ static void cap_derivative(float *d, const float *t, Py_ssize_t ld, Py_ssize_t r
     cap_derivative_scalar(d, t, ld, rows, cols);
 }
 
+/* ------------------------------------------------------------------------ AVX2+FMA register tiles
+ * The five products of a block pair without BLAS (`tile` path; AVX2+FMA CPUs, dk and dv multiples
+ * of 8). All five are one register tile, C (M × 8·NV) = Σ_p A(u, p)·B(p, ·): B read as rows of 8·NV
+ * floats (row stride ldb), A broadcast one value at a time from a[u·sa + p·sp], so the same tile
+ * serves A = Q, dO, dS (sa = row stride, sp = 1) and A = Pᵀ, dSᵀ (sa = 1, sp = row stride) without
+ * transposing anything. 6 rows × 16 values: 12 accumulators, 2 B vectors, 1 broadcast (15 of the
+ * 16 ymm registers), 12 FMAs per 8 loads. Kᵀ and Vᵀ of the key block are packed once per key block
+ * (dk × cp, cp = block_k rounded up to 16, zero past the block's keys) and reused by every query
+ * block and head of the task. What the tile does with its accumulators (mode):
+ *   BT_ACC   C += acc (dV += Pᵀ·dO, dK += dSᵀ·Q, dQ += dS·K: C loaded first, stored back)
+ *   BT_SCALE C = scale·acc (S, when a score function follows)
+ *   BT_EXP   C = exp(scale·acc − lse[row]) (S → P in registers)
+ *   BT_DS    C = scale·P ∘ (acc − δ[row]) (dP → dS in registers; P read from the same place of the
+ *            P block; scale folded in here serves both dK and dQ)
+ */
+#ifdef QKV_X86
+enum { BT_ACC = 0, BT_SCALE = 1, BT_EXP = 2, BT_DS = 3 };
+#define BT_M 6
+
+struct bt_epi {
+    float scale;
+    const float *rowv;   /* lse (BT_EXP) or δ (BT_DS), indexed by the tile's first row */
+    const float *p;      /* BT_DS: P, same layout as C */
+};
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+bt_tile(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b, Py_ssize_t ldb, Py_ssize_t kdim, float *c,
+        Py_ssize_t ldc, const float *rowv, const float *p, float scale, const int M, const int NV, const int mode)
+{
+    __m256 acc[BT_M][2];
+#pragma GCC unroll 6
+    for (int u = 0; u < M; u++)
+#pragma GCC unroll 2
+        for (int j = 0; j < NV; j++)
+            acc[u][j] = mode == BT_ACC ? _mm256_loadu_ps(c + u * ldc + 8 * j) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (Py_ssize_t k = 0; k < kdim; k++) {
+        __m256 bv[2];
+#pragma GCC unroll 2
+        for (int j = 0; j < NV; j++)
+            bv[j] = _mm256_loadu_ps(b + k * ldb + 8 * j);
+        const float *ak = a + k * sp;
+#pragma GCC unroll 6
+        for (int u = 0; u < M; u++) {
+            __m256 x = _mm256_broadcast_ss(ak + u * sa);
+#pragma GCC unroll 2
+            for (int j = 0; j < NV; j++)
+                acc[u][j] = _mm256_fmadd_ps(x, bv[j], acc[u][j]);
+        }
+    }
+    const __m256 s8 = _mm256_set1_ps(scale);
+#pragma GCC unroll 6
+    for (int u = 0; u < M; u++) {
+        __m256 r8 = mode == BT_EXP || mode == BT_DS ? _mm256_set1_ps(rowv[u]) : s8;
+#pragma GCC unroll 2
+        for (int j = 0; j < NV; j++) {
+            __m256 x = acc[u][j];
+            if (mode == BT_SCALE)
+                x = _mm256_mul_ps(x, s8);
+            else if (mode == BT_EXP)
+                x = qkv_exp8(_mm256_fmsub_ps(x, s8, r8));
+            else if (mode == BT_DS)
+                x = _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(p + u * ldc + 8 * j), s8), _mm256_sub_ps(x, r8));
+            _mm256_storeu_ps(c + u * ldc + 8 * j, x);
+        }
+    }
+}
+
+#define BT_FN(MODE, M, NV)                                                                                           \
+    __attribute__((target("avx2,fma"))) static void bt_##MODE##_##M##_##NV(                                         \
+        const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b, Py_ssize_t ldb, Py_ssize_t kdim, float *c,     \
+        Py_ssize_t ldc, const float *rowv, const float *p, float scale)                                              \
+    {                                                                                                                \
+        bt_tile(a, sa, sp, b, ldb, kdim, c, ldc, rowv, p, scale, M, NV, MODE);                                       \
+    }
+#define BT_FNS(MODE) BT_FN(MODE, 1, 1) BT_FN(MODE, 2, 1) BT_FN(MODE, 3, 1) BT_FN(MODE, 4, 1) BT_FN(MODE, 5, 1)          \
+    BT_FN(MODE, 6, 1) BT_FN(MODE, 1, 2) BT_FN(MODE, 2, 2) BT_FN(MODE, 3, 2) BT_FN(MODE, 4, 2) BT_FN(MODE, 5, 2)    \
+    BT_FN(MODE, 6, 2)
+BT_FNS(0) BT_FNS(1) BT_FNS(2) BT_FNS(3)
+
+typedef void (*bt_fn)(const float *, Py_ssize_t, Py_ssize_t, const float *, Py_ssize_t, Py_ssize_t, float *,
+                      Py_ssize_t, const float *, const float *, float);
+#define BT_ROW(MODE) {{bt_##MODE##_1_1, bt_##MODE##_2_1, bt_##MODE##_3_1, bt_##MODE##_4_1, bt_##MODE##_5_1,          \
+                       bt_##MODE##_6_1},                                                                             \
+                      {bt_##MODE##_1_2, bt_##MODE##_2_2, bt_##MODE##_3_2, bt_##MODE##_4_2, bt_##MODE##_5_2,          \
+                       bt_##MODE##_6_2}}
+static const bt_fn bt_table[4][2][BT_M] = {BT_ROW(0), BT_ROW(1), BT_ROW(2), BT_ROW(3)};
+
+/* C (m × n, n a multiple of 8) by tiles of 6 rows × 16 values, B's 16-value panel outer (it stays in
+ * L1 while A's rows stream past), the mode's epilogue per tile (see above). */
+static void bt_gemm(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b, Py_ssize_t ldb, Py_ssize_t kdim,
+                    float *c, Py_ssize_t ldc, Py_ssize_t m, Py_ssize_t n, int mode, const float *rowv, const float *p,
+                    float scale)
+{
+    for (Py_ssize_t j0 = 0; j0 < n; j0 += 16) {
+        int nv = n - j0 >= 16 ? 2 : 1;
+        for (Py_ssize_t i0 = 0; i0 < m; i0 += BT_M) {
+            int rows = m - i0 < BT_M ? (int)(m - i0) : BT_M;
+            bt_table[mode][nv - 1][rows - 1](a + i0 * sa, sa, sp, b + j0, ldb, kdim, c + i0 * ldc + j0, ldc,
+                                             rowv ? rowv + i0 : NULL, p ? p + i0 * ldc + j0 : NULL, scale);
+        }
+    }
+}
+#endif
+
 /* ------------------------------------------------------------------------ one block pair */
 struct bw_head {          /* one query head against one key/value head */
     const float *q;       /* (Tq, dk) */
@@ -184,7 +289,10 @@ struct bw_shape {
     Py_ssize_t dk, dv, bq, bk;
     float scale;
     const int64_t *rlo, *rhi;   /* (Tq,): row i sees keys rlo[i] <= j < rhi[i] */
-    float *s, *dp, *th;         /* scratch, (group·bq, bk) each (th: soft-cap's tanh) */
+    float *s, *dp, *th;         /* scratch, (group·bq, ld) each (th: soft-cap's tanh) */
+    Py_ssize_t ld;              /* the scratch blocks' row stride: bk, or bk rounded up to 16 (tiles) */
+    int tiled;                  /* the AVX2 register tiles (bt_gemm) instead of BLAS */
+    float *kt, *vt;             /* tiles: the key block's Kᵀ (dk × ld) and Vᵀ (dv × ld), zero past its keys */
     int width;
     int score_kind;             /* SCORE_PLAIN, SCORE_RELATIVE, SCORE_SOFT_CAP */
     float cap;
@@ -196,13 +304,27 @@ struct bw_shape {
 static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ssize_t i0, Py_ssize_t rows,
                        Py_ssize_t j0, Py_ssize_t cols, int full)
 {
-    Py_ssize_t dk = sh->dk, dv = sh->dv, ld = sh->bk;
+    Py_ssize_t dk = sh->dk, dv = sh->dv, ld = sh->ld;
     float *s = sh->s, *dp = sh->dp;
     const float *q = h->q + i0 * dk, *dout = h->dout + i0 * dv;
     const float *k = h->k + j0 * dk, *v = h->v + j0 * dv;
+    int plain = sh->score_kind == SCORE_PLAIN;
+#ifdef QKV_X86
+    /* tiles: all ld (≥ cols) columns of S and dP are computed against the zero-padded panels; the
+     * columns past `cols` are never read (the products that read P and dS stop at cols) */
+    const int tiled = sh->tiled;
+#else
+    const int tiled = 0;
+#endif
     /* S = scale·Q·Kᵀ, then the score function: a relative bias s + bias_h[kv − q] (ALiBi, T5's
-     * buckets; derivative 1), or soft-cap cap·tanh(s / cap) (derivative 1 − tanh², kept in th for dS) */
-    gemm(0, 1, rows, cols, dk, sh->scale, q, dk, k, dk, 0.0f, s, ld);
+     * buckets; derivative 1), or soft-cap cap·tanh(s / cap) (derivative 1 − tanh², kept in th for dS).
+     * Tiles with no score function: P = exp(S − lse) straight from the registers. */
+#ifdef QKV_X86
+    if (tiled)
+        bt_gemm(q, dk, 1, sh->kt, ld, dk, s, ld, rows, ld, plain ? BT_EXP : BT_SCALE, h->lse + i0, NULL, sh->scale);
+    else
+#endif
+        gemm(0, 1, rows, cols, dk, sh->scale, q, dk, k, dk, 0.0f, s, ld);
     if (sh->score_kind == SCORE_RELATIVE) {
         for (Py_ssize_t r = 0; r < rows; r++) {
             float *row = s + r * ld;
@@ -214,7 +336,9 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
         for (Py_ssize_t r = 0; r < rows; r++)
             qkv_soft_cap_row(s + r * ld, sh->th + r * ld, cols, sh->cap, sh->width);
     }
-    /* P = exp(S − lse) on each row's key range, 0 elsewhere */
+    /* P = exp(S − lse) on each row's key range, 0 elsewhere (tiles, plain: exp taken already; only
+     * the zeros are written) */
+    int exp_done = tiled && plain;
     for (Py_ssize_t r = 0; r < rows; r++) {
         float *row = s + r * ld;
         float lse = h->lse[i0 + r];
@@ -228,11 +352,23 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
             lo = hi = 0;
         if (lo > 0)
             memset(row, 0, (size_t)lo * sizeof(float));
-        if (hi > lo)
+        if (hi > lo && !exp_done)
             exp_span(row, lo, hi, lse, sh->width);
         if (hi < cols)
             memset(row + hi, 0, (size_t)(cols - hi) * sizeof(float));
     }
+#ifdef QKV_X86
+    if (tiled) {
+        /* dV += Pᵀ·dO; dS = scale·P ∘ (dO·Vᵀ − δ) from the registers; dK += dSᵀ·Q; dQ += dS·K */
+        bt_gemm(s, 1, ld, dout, dv, rows, h->dv + j0 * dv, dv, cols, dv, BT_ACC, NULL, NULL, 1.0f);
+        bt_gemm(dout, dv, 1, sh->vt, ld, dv, dp, ld, rows, ld, BT_DS, h->delta + i0, s, sh->scale);
+        if (sh->score_kind == SCORE_SOFT_CAP)
+            cap_derivative(dp, sh->th, ld, rows, cols, sh->width);
+        bt_gemm(dp, 1, ld, q, dk, rows, h->dk + j0 * dk, dk, cols, dk, BT_ACC, NULL, NULL, 1.0f);
+        bt_gemm(dp, ld, 1, k, dk, cols, h->dq + i0 * dk, dk, rows, dk, BT_ACC, NULL, NULL, 1.0f);
+        return;
+    }
+#endif
     /* dV += Pᵀ·dO */
     gemm(1, 0, cols, dv, rows, 1.0f, s, ld, dout, dv, 1.0f, h->dv + j0 * dv, dv);
     /* dP = dO·Vᵀ, then dS = P ∘ (dP − δ) in place of dP */
@@ -245,11 +381,23 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
     gemm(0, 0, rows, dk, cols, sh->scale, dp, ld, k, dk, 1.0f, h->dq + i0 * dk, dk);
 }
 
+/* Kᵀ (or Vᵀ) of keys j0 … j0+cols−1 into out (d × ld), zero for columns cols … ld−1. */
+static void pack_transposed(const float *x, Py_ssize_t d, Py_ssize_t cols, Py_ssize_t ld, float *out)
+{
+    for (Py_ssize_t e = 0; e < d; e++) {
+        float *o = out + e * ld;
+        for (Py_ssize_t c = 0; c < cols; c++)
+            o[c] = x[c * d + e];
+        for (Py_ssize_t c = cols; c < ld; c++)
+            o[c] = 0.0f;
+    }
+}
+
 /* ------------------------------------------------------------------------ the entry point */
 const char qkv_backward_many_doc[] =
 "backward_many(q, k, v, dout, lse, delta, rows, dq, dk, dv, tasks, pairs, offsets, counter,\n"
 "              block_q, block_k, scale, budget=0, score_kind=0, table=None, cap=1, width=0, part=-1,\n"
-"              group=1) -> bool\n\n"
+"              group=1, tile=-1) -> bool\n\n"
 "Runs tasks (int64 (n, 4): kv head g, first key block, end key block, dq part) until none is\n"
 "left, taking the next from counter[0] (int64 (1,), shared by the threads calling at once).\n"
 "For each key block b of a task (keys b·block_k … min((b+1)·block_k, Tk) − 1), dk[g] and dv[g]\n"
@@ -269,13 +417,16 @@ const char qkv_backward_many_doc[] =
 "thread its own part, summed by the caller: tasks of any size, no two threads adding to one row).\n"
 "group: up to that many consecutive query blocks of a key block computed as one taller block\n"
 "(group·block_q rows: fewer, larger sgemm; scratch 3·group·block_q·block_k floats per thread).\n"
+"tile: the five products of a block pair in AVX2+FMA register tiles instead of sgemm (1), in sgemm (0),\n"
+"or −1: the tiles where they serve (vector loops of width 8 — an AVX2+FMA CPU without AVX-512, or\n"
+"width=8 — and Dk, Dv multiples of 8), sgemm otherwise. tile=1 where they do not serve: ValueError.\n"
 "Needs set_sgemm first.";
 
 PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"q", "k", "v", "dout", "lse", "delta", "rows", "dq", "dk", "dv", "tasks", "pairs",
                              "offsets", "counter", "block_q", "block_k", "scale", "budget", "score_kind", "table", "cap",
-                             "width", "part", "group", NULL};
+                             "width", "part", "group", "tile", NULL};
     PyObject *o_q, *o_k, *o_v, *o_do, *o_lse, *o_delta, *o_rows, *o_dq, *o_dk, *o_dv, *o_tasks, *o_pairs, *o_off,
         *o_counter;
     Py_ssize_t bq, bk;
@@ -286,10 +437,11 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
     float cap = 1.0f;
     int width = 0;
     Py_ssize_t own_part = -1, group = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOOOOnnf|diOfinn", kwlist, &o_q, &o_k, &o_v, &o_do,
+    int tile = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOOOOnnf|diOfinni", kwlist, &o_q, &o_k, &o_v, &o_do,
                                      &o_lse, &o_delta, &o_rows, &o_dq, &o_dk, &o_dv, &o_tasks, &o_pairs, &o_off,
                                      &o_counter, &bq, &bk, &scale, &budget, &score_kind, &o_table, &cap, &width,
-                                     &own_part, &group))
+                                     &own_part, &group, &tile))
         return NULL;
     if (qkv_check_width(width) < 0)
         return NULL;
@@ -381,14 +533,30 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     {
         const int64_t *rows = vrows.buf;
+        int lanes = qkv_vector_width(width);
+        /* the tiles: measured against OpenBLAS's sgemm on AVX2 (Zen 3) only, so AVX-512 CPUs keep
+         * their (16-lane) BLAS unless asked */
+        int servable = lanes >= 8 && dk % 8 == 0 && dv % 8 == 0;
+#ifndef QKV_X86
+        servable = 0;
+#endif
+        if (tile < -1 || tile > 1 || (tile == 1 && !servable)) {
+            PyErr_SetString(PyExc_ValueError, tile == 1 ? "tile=1 needs AVX2+FMA vector loops (width 0 or 8 on such "
+                            "a CPU) and Dk, Dv multiples of 8" : "tile must be -1, 0 or 1");
+            goto done;
+        }
+        int tiled = tile == 1 || (tile == -1 && servable && lanes == 8);
         Py_ssize_t tall = group * bq;   /* rows of the tallest step */
-        float *scratch = PyMem_RawMalloc((size_t)(3 * tall * bk) * sizeof(float));
+        Py_ssize_t ld = tiled ? (bk + 15) / 16 * 16 : bk;
+        Py_ssize_t extra = tiled ? (dk + dv) * ld : 0;
+        float *scratch = PyMem_RawMalloc((size_t)(3 * tall * ld + extra) * sizeof(float));
         if (scratch == NULL) {
             PyErr_NoMemory();
             goto done;
         }
-        struct bw_shape sh = {dk, dv, bq, bk, scale, rows, rows + tq, scratch, scratch + tall * bk,
-                              scratch + 2 * tall * bk, qkv_vector_width(width), score_kind, cap};
+        struct bw_shape sh = {dk, dv, bq, bk, scale, rows, rows + tq, scratch, scratch + tall * ld,
+                              scratch + 2 * tall * ld, ld, tiled, scratch + 3 * tall * ld,
+                              scratch + 3 * tall * ld + dk * ld, tiled ? 8 : lanes, score_kind, cap};
         Py_ssize_t groups = nq / nk;
         int64_t *counter = vc.buf;
         double started = budget > 0 ? qkv_monotonic_seconds() : 0.0;
@@ -406,6 +574,10 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
                 Py_ssize_t j0 = (Py_ssize_t)b * bk, cols = tk - j0 < bk ? tk - j0 : bk;
                 memset(dk_g + j0 * dk, 0, (size_t)(cols * dk) * sizeof(float));
                 memset(dv_g + j0 * dv, 0, (size_t)(cols * dv) * sizeof(float));
+                if (tiled) {   /* Kᵀ and Vᵀ of the block, once for all its query blocks and heads */
+                    pack_transposed((const float *)vk.buf + (g * tk + j0) * dk, dk, cols, ld, sh.kt);
+                    pack_transposed((const float *)vv.buf + (g * tk + j0) * dv, dv, cols, ld, sh.vt);
+                }
                 for (Py_ssize_t hh = 0; hh < groups; hh++) {
                     Py_ssize_t head = g * groups + hh;
                     struct bw_head h = {(const float *)vq.buf + head * tq * dk, (const float *)vdo.buf + head * tq * dv,

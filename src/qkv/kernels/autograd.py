@@ -288,7 +288,8 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
 
 
 def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: int = BLOCK_Q, bk: int = BLOCK_K,
-                    threads: int | None = None, delta=None, score=None, width: int = 0, group: int | None = None):
+                    threads: int | None = None, delta=None, score=None, width: int = 0, group: int | None = None,
+                    tile: int = -1):
     """dq (Nq, Tq, Dk), dk (Nk, Tk, Dk), dv (Nk, Tk, Dv) float32 from the forward's inputs, out and lse,
     and the gradients dout (Nq, Tq, Dv) and dlse (Nq, Tq) or None; C-contiguous float32. threads:
     None picks by the work. delta (Nq, Tq): rowsum(dO ∘ O) − dlse given by the caller (out and dlse
@@ -296,7 +297,8 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
     score: None, or (kind, table, cap) of a catalogue score function (`score_spec`, its table tiled to
     the Nq heads: (Nq, Tq + Tk − 1)). width: the C vector loops (0: the widest the CPU has; 1, 8, 16:
     at most that — tests run every loop). group: consecutive query blocks computed as one taller
-    block (default _BACKWARD_GROUP)."""
+    block (default _BACKWARD_GROUP). tile: backward_many's products in AVX2 register tiles (1), in
+    sgemm (0), or where the tiles serve (-1) — tests compare the two."""
     nq, tq, dk = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     bq, bk = min(bq, tq), min(bk, tk)
@@ -328,7 +330,8 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
             local.part = next(slots)   # this thread's part of dq (run_all: at most `threads` threads)
         return blocked._fused.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
                                             plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra,
-                                            width=width, part=local.part, group=group or _BACKWARD_GROUP)
+                                            width=width, part=local.part, group=group or _BACKWARD_GROUP,
+                                            tile=tile)
 
     extra = (0, None, 1.0) if score is None else (int(score[0]), score[1], float(score[2]))
 
