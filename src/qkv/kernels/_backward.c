@@ -180,6 +180,7 @@ static void cap_derivative(float *d, const float *t, Py_ssize_t ld, Py_ssize_t r
  *   BT_DS    C = scale·P ∘ (acc − δ[row]) (dP → dS in registers; P read from the same place of the
  *            P block; scale folded in here serves both dK and dQ)
  */
+#define BT_KC 128   /* bt_gemm's chunk of the inner dimension when it packs B (BT_ACC) */
 #ifdef QKV_X86
 enum { BT_ACC = 0, BT_SCALE = 1, BT_EXP = 2, BT_DS = 3 };
 #define BT_M 6
@@ -257,14 +258,30 @@ static const bt_fn bt_table[4][2][BT_M] = {BT_ROW(0), BT_ROW(1), BT_ROW(2), BT_R
  * L1 while A's rows stream past), the mode's epilogue per tile (see above). */
 static void bt_gemm(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b, Py_ssize_t ldb, Py_ssize_t kdim,
                     float *c, Py_ssize_t ldc, Py_ssize_t m, Py_ssize_t n, int mode, const float *rowv, const float *p,
-                    float scale)
+                    float scale, float *pack)
 {
-    for (Py_ssize_t j0 = 0; j0 < n; j0 += 16) {
-        int nv = n - j0 >= 16 ? 2 : 1;
-        for (Py_ssize_t i0 = 0; i0 < m; i0 += BT_M) {
-            int rows = m - i0 < BT_M ? (int)(m - i0) : BT_M;
-            bt_table[mode][nv - 1][rows - 1](a + i0 * sa, sa, sp, b + j0, ldb, kdim, c + i0 * ldc + j0, ldc,
-                                             rowv ? rowv + i0 : NULL, p ? p + i0 * ldc + j0 : NULL, scale);
+    /* pack (BT_ACC): the inner dimension in chunks of BT_KC steps, B's 16-value panel of a chunk
+     * copied to one contiguous stream (B's rows are a power-of-two stride apart, so its panel
+     * would fall into a few of L1's sets) */
+    Py_ssize_t kc = pack ? BT_KC : kdim;
+    for (Py_ssize_t k0 = 0; k0 < kdim; k0 += kc) {
+        Py_ssize_t kn = kdim - k0 < kc ? kdim - k0 : kc;
+        for (Py_ssize_t j0 = 0; j0 < n; j0 += 16) {
+            int nv = n - j0 >= 16 ? 2 : 1;
+            const float *panel = b + k0 * ldb + j0;
+            Py_ssize_t ldp = ldb;
+            if (pack) {
+                ldp = 8 * nv;
+                for (Py_ssize_t k = 0; k < kn; k++)
+                    for (Py_ssize_t e = 0; e < ldp; e++)
+                        pack[k * ldp + e] = panel[k * ldb + e];
+                panel = pack;
+            }
+            for (Py_ssize_t i0 = 0; i0 < m; i0 += BT_M) {
+                int rows = m - i0 < BT_M ? (int)(m - i0) : BT_M;
+                bt_table[mode][nv - 1][rows - 1](a + i0 * sa + k0 * sp, sa, sp, panel, ldp, kn, c + i0 * ldc + j0,
+                                                 ldc, rowv ? rowv + i0 : NULL, p ? p + i0 * ldc + j0 : NULL, scale);
+            }
         }
     }
 }
@@ -293,6 +310,7 @@ struct bw_shape {
     Py_ssize_t ld;              /* the scratch blocks' row stride: bk, or bk rounded up to 16 (tiles) */
     int tiled;                  /* the AVX2 register tiles (bt_gemm) instead of BLAS */
     float *kt, *vt;             /* tiles: the key block's Kᵀ (dk × ld) and Vᵀ (dv × ld), zero past its keys */
+    float *pk;                  /* tiles: BT_KC × 16 floats, bt_gemm's packed panel */
     int width;
     int score_kind;             /* SCORE_PLAIN, SCORE_RELATIVE, SCORE_SOFT_CAP */
     float cap;
@@ -310,9 +328,10 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
     const float *k = h->k + j0 * dk, *v = h->v + j0 * dv;
     int plain = sh->score_kind == SCORE_PLAIN;
 #ifdef QKV_X86
-    /* tiles: all ld (≥ cols) columns of S and dP are computed against the zero-padded panels; the
-     * columns past `cols` are never read (the products that read P and dS stop at cols) */
+    /* tiles: the cols of S and dP rounded up to 16 (≤ ld) are computed against the zero-padded
+     * panels; the columns past `cols` are never read (the products that read P and dS stop at cols) */
     const int tiled = sh->tiled;
+    const Py_ssize_t wide = (cols + 15) / 16 * 16;
 #else
     const int tiled = 0;
 #endif
@@ -321,7 +340,8 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
      * Tiles with no score function: P = exp(S − lse) straight from the registers. */
 #ifdef QKV_X86
     if (tiled)
-        bt_gemm(q, dk, 1, sh->kt, ld, dk, s, ld, rows, ld, plain ? BT_EXP : BT_SCALE, h->lse + i0, NULL, sh->scale);
+        bt_gemm(q, dk, 1, sh->kt, ld, dk, s, ld, rows, wide, plain ? BT_EXP : BT_SCALE, h->lse + i0, NULL, sh->scale,
+                NULL);
     else
 #endif
         gemm(0, 1, rows, cols, dk, sh->scale, q, dk, k, dk, 0.0f, s, ld);
@@ -360,12 +380,12 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
 #ifdef QKV_X86
     if (tiled) {
         /* dV += Pᵀ·dO; dS = scale·P ∘ (dO·Vᵀ − δ) from the registers; dK += dSᵀ·Q; dQ += dS·K */
-        bt_gemm(s, 1, ld, dout, dv, rows, h->dv + j0 * dv, dv, cols, dv, BT_ACC, NULL, NULL, 1.0f);
-        bt_gemm(dout, dv, 1, sh->vt, ld, dv, dp, ld, rows, ld, BT_DS, h->delta + i0, s, sh->scale);
+        bt_gemm(s, 1, ld, dout, dv, rows, h->dv + j0 * dv, dv, cols, dv, BT_ACC, NULL, NULL, 1.0f, sh->pk);
+        bt_gemm(dout, dv, 1, sh->vt, ld, dv, dp, ld, rows, wide, BT_DS, h->delta + i0, s, sh->scale, NULL);
         if (sh->score_kind == SCORE_SOFT_CAP)
             cap_derivative(dp, sh->th, ld, rows, cols, sh->width);
-        bt_gemm(dp, 1, ld, q, dk, rows, h->dk + j0 * dk, dk, cols, dk, BT_ACC, NULL, NULL, 1.0f);
-        bt_gemm(dp, ld, 1, k, dk, cols, h->dq + i0 * dk, dk, rows, dk, BT_ACC, NULL, NULL, 1.0f);
+        bt_gemm(dp, 1, ld, q, dk, rows, h->dk + j0 * dk, dk, cols, dk, BT_ACC, NULL, NULL, 1.0f, sh->pk);
+        bt_gemm(dp, ld, 1, k, dk, cols, h->dq + i0 * dk, dk, rows, dk, BT_ACC, NULL, NULL, 1.0f, sh->pk);
         return;
     }
 #endif
@@ -547,16 +567,22 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
         }
         int tiled = tile == 1 || (tile == -1 && servable && lanes == 8);
         Py_ssize_t tall = group * bq;   /* rows of the tallest step */
-        Py_ssize_t ld = tiled ? (bk + 15) / 16 * 16 : bk;
-        Py_ssize_t extra = tiled ? (dk + dv) * ld : 0;
-        float *scratch = PyMem_RawMalloc((size_t)(3 * tall * ld + extra) * sizeof(float));
+        /* tiles: rows of an odd number of 64-byte lines, so a column of S, P or dS (read down by dV
+         * and dK's products) spreads over all of L1's sets instead of 1/8 of them */
+        Py_ssize_t ld = tiled ? ((bk + 15) / 16 | 1) * 16 : bk;
+        Py_ssize_t extra = tiled ? (dk + dv) * ld + BT_KC * 16 : 0;
+        /* 64-byte aligned (every block below starts a multiple of 16 floats in): the tiles' 32-byte
+         * loads then never straddle two cache lines (16-byte aligned, half of them did: −20 %) */
+        float *held_scratch = PyMem_RawMalloc((size_t)(3 * tall * ld + extra + 16) * sizeof(float));
+        float *scratch = held_scratch ? (float *)(((uintptr_t)held_scratch + 63) & ~(uintptr_t)63) : NULL;
         if (scratch == NULL) {
             PyErr_NoMemory();
             goto done;
         }
         struct bw_shape sh = {dk, dv, bq, bk, scale, rows, rows + tq, scratch, scratch + tall * ld,
                               scratch + 2 * tall * ld, ld, tiled, scratch + 3 * tall * ld,
-                              scratch + 3 * tall * ld + dk * ld, tiled ? 8 : lanes, score_kind, cap};
+                              scratch + 3 * tall * ld + dk * ld, scratch + 3 * tall * ld + (dk + dv) * ld,
+                              tiled ? 8 : lanes, score_kind, cap};
         Py_ssize_t groups = nq / nk;
         int64_t *counter = vc.buf;
         double started = budget > 0 ? qkv_monotonic_seconds() : 0.0;
@@ -601,7 +627,7 @@ PyObject *qkv_backward_many(PyObject *self, PyObject *args, PyObject *kwargs)
             }
         }
         Py_END_ALLOW_THREADS
-        PyMem_RawFree(scratch);
+        PyMem_RawFree(held_scratch);
         result = PyBool_FromLong(__atomic_load_n(counter, __ATOMIC_RELAXED) < n_tasks);
     }
 done:
