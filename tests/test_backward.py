@@ -499,3 +499,113 @@ def test_other_score_functions_take_the_plain_path():
     assert choose_route(check_call(q, k, v, score_mod=own)).name == route.PLAIN
     with pytest.raises(InputError, match=r"slopes has shape \(1,\): its first axis is 1, but the call .* has H = 2"):
         qkv.attention(q3, k3, v3, score_mod=too_few_slopes)
+
+
+# --------------------------------------------------------------------------- register tiles against sgemm
+# backward_many computes a block pair's five products either in its AVX2+FMA register tiles
+# (_backward.c, bt_gemm) or through NumPy's sgemm (tile=1 / tile=0; −1 picks the tiles on an AVX2
+# CPU without AVX-512 when Dk and Dv are multiples of 8). Both against float64 autograd, and
+# against each other, on odd sizes (rows and keys not multiples of the 6 × 16 tile or of the
+# blocks), every D the tiles serve, masks, GQA, score functions, threads and groups.
+_HAS_AVX2 = blocked._fused.vector_width() >= 8 if blocked._fused is not None else False
+_TILE_ROUTES = (1, 0) if _HAS_AVX2 else (0,)   # (a CPU without AVX2: test_tile_choice_and_refusals checks tile=1 is refused)
+
+TILE_CASES = [
+    # (T, Dk, Dv, heads, kv_heads, options, blocks (q, k), threads, group)
+    (1, 8, 8, 2, 1, {}, (128, 128), 1, 2),
+    (7, 16, 16, 2, 2, {"causal": True}, (128, 128), 2, 1),
+    (63, 40, 40, 4, 2, {"causal": True}, (32, 16), 1, 4),
+    (65, 64, 64, 2, 1, {"mask_mod": masks.sliding_window(9)}, (32, 48), 2, 2),
+    (130, 72, 72, 2, 2, {}, (64, 40), 1, 2),
+    (130, 128, 64, 2, 1, {"causal": True}, (128, 128), 2, 4),
+    (130, 64, 128, 3, 3, {"mask_mod": masks.document(np.repeat(np.arange(3), [50, 1, 79]))}, (32, 24), 2, 1),
+    (1000, 64, 64, 2, 1, {"causal": True}, (128, 128), 2, 2),
+    (200, 16, 8, 4, 2, {"mask_mod": masks.prefix_lm(37)}, (48, 32), 1, 1),
+]
+
+
+def _tile_inputs(t, dk, dv, heads, kv_heads, options, seed=31):
+    q, k, v = _inputs((heads, t, dk), (kv_heads, t, dk), (kv_heads, t, dv), seed)
+    dout = torch.randn(heads, t, dv, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+    _, grads_ref, _ = _reference(q, k, v, dout, **options)
+    q32, k32, v32, d32 = (np.ascontiguousarray(x.float().numpy()) for x in (q, k, v, dout))
+    return (q32, k32, v32, d32), grads_ref
+
+
+@pytest.mark.parametrize("t,dk,dv,heads,kv_heads,options,blocks,threads,group", TILE_CASES,
+                         ids=[f"T{c[0]}-D{c[1]}x{c[2]}-{c[3]}/{c[4]}h-{'+'.join(c[5]) or 'none'}-t{c[7]}-g{c[8]}"
+                              for c in TILE_CASES])
+def test_tiles_and_sgemm_both_match_float64(t, dk, dv, heads, kv_heads, options, blocks, threads, group):
+    assert ag.available()
+    (q, k, v, dout), grads_ref = _tile_inputs(t, dk, dv, heads, kv_heads, options)
+    rows = ag.row_ranges(check_call(q, k, v, **options))
+    scale = dk ** -0.5
+    out, lse = ag.forward_arrays(q, k, v, rows, scale, *blocks)
+    found = {}
+    for tile in _TILE_ROUTES:
+        found[tile] = ag.backward_arrays(dout, q, k, v, out, lse, rows, scale, None, *blocks, threads=threads,
+                                         group=group, tile=tile)
+        for letter, got, want in zip("qkv", found[tile], grads_ref):
+            _close(torch.from_numpy(got), want, what=f"d{letter}, tile={tile}")
+    for letter, a, b in zip("qkv", found[_TILE_ROUTES[0]], found[0]):   # the two routes agree to float32 rounding
+        np.testing.assert_allclose(a, b, rtol=0, atol=2e-5 * max(np.abs(b).max(), 0.1), err_msg=f"d{letter}")
+
+
+@pytest.mark.parametrize("score,options", [
+    (masks.alibi(4), {"causal": True}),
+    (masks.soft_cap(2.0), {"mask_mod": masks.sliding_window(40)}),
+    (masks.t5_relative_buckets(T5_TABLE, bidirectional=True), {}),
+], ids=["alibi causal", "soft-cap window", "t5"])
+def test_tiles_with_score_functions(score, options):
+    """Score functions run between the tiles' products (S = scale·Q·Kᵀ stored, the bias or cap, then
+    exp; dS through the cap's derivative): against float64, both routes, threads 1 and 2."""
+    assert ag.available()
+    q, k, v = _inputs((4, 150, 24), (2, 150, 24), (2, 150, 16), seed=41)
+    q = q * 2
+    dout = torch.randn(4, 150, 16, generator=torch.Generator().manual_seed(42), dtype=torch.float64)
+    _, grads_ref, _ = _reference(q, k, v, dout, score_mod=score, **options)
+    q32, k32, v32, d32 = (np.ascontiguousarray(x.float().numpy()) for x in (q, k, v, dout))
+    call = check_call(q32, k32, v32, score_mod=score, **options)
+    spec = ag.score_spec(call)
+    assert spec is not None and spec[0] != 0
+    rows = ag.row_ranges(call)
+    scale = 24 ** -0.5
+    out, lse = ag.forward_arrays(q32, k32, v32, rows, scale, 32, 40, score=spec)
+    for tile in _TILE_ROUTES:
+        for threads in (1, 2):
+            grads = ag.backward_arrays(d32, q32, k32, v32, out, lse, rows, scale, None, 32, 40, threads=threads,
+                                       score=spec, tile=tile, group=2)
+            for letter, got, want in zip("qkv", grads, grads_ref):
+                _close(torch.from_numpy(got), want, what=f"d{letter}, tile={tile}, threads={threads}")
+
+
+def test_tile_choice_and_refusals():
+    """tile=-1 takes the tiles exactly where they serve (same bits as tile=1) and sgemm elsewhere
+    (same bits as tile=0): D not a multiple of 8, the scalar loops; tile=1 where they do not serve
+    is refused with the reason."""
+    assert ag.available()
+    rng = np.random.default_rng(3)
+
+    def grads(d, **kw):
+        q, k, v, dout = (rng.standard_normal((2, 90, d)).astype(np.float32) for _ in range(4))
+        rows = ag.row_ranges(check_call(q, k, v, causal=True))
+        out, lse = ag.forward_arrays(q, k, v, rows, 0.3, 32, 32)
+        return lambda **more: ag.backward_arrays(dout, q, k, v, out, lse, rows, 0.3, None, 32, 32, threads=1,
+                                                 **kw, **more)
+
+    odd = grads(12)   # 12: not a multiple of 8, so the sgemm route
+    for a, b in zip(odd(tile=-1), odd(tile=0)):
+        assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="multiples of 8"):
+        odd(tile=1)
+    scalar = grads(16, width=1)   # the scalar loops: sgemm
+    for a, b in zip(scalar(tile=-1), scalar(tile=0)):
+        assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="AVX2"):
+        scalar(tile=1)
+    with pytest.raises(ValueError, match="tile must be"):
+        grads(16)(tile=2)
+    if blocked._fused.vector_width() == 8:   # AVX2 without AVX-512: the tiles by default
+        served = grads(16)
+        for a, b, c in zip(served(tile=-1), served(tile=1), served(tile=0)):
+            assert np.array_equal(a, b) and not np.array_equal(a, c)

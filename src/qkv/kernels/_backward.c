@@ -264,6 +264,9 @@ static void bt_gemm(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b
      * copied to one contiguous stream (B's rows are a power-of-two stride apart, so its panel
      * would fall into a few of L1's sets) */
     Py_ssize_t kc = pack ? BT_KC : kdim;
+    /* rows by tiles of 6; a last tile of 1 or 2 rows (2 or 4 FMA chains: bound by the FMA's latency)
+     * is merged with the one before into two tiles of 3-4 rows */
+    Py_ssize_t split = m % BT_M != 0 && m % BT_M <= 2 && m > BT_M ? m - BT_M - m % BT_M : m;
     for (Py_ssize_t k0 = 0; k0 < kdim; k0 += kc) {
         Py_ssize_t kn = kdim - k0 < kc ? kdim - k0 : kc;
         for (Py_ssize_t j0 = 0; j0 < n; j0 += 16) {
@@ -277,10 +280,13 @@ static void bt_gemm(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b
                         pack[k * ldp + e] = panel[k * ldb + e];
                 panel = pack;
             }
-            for (Py_ssize_t i0 = 0; i0 < m; i0 += BT_M) {
-                int rows = m - i0 < BT_M ? (int)(m - i0) : BT_M;
+            for (Py_ssize_t i0 = 0; i0 < m;) {
+                int rows = i0 < split ? (m - i0 < BT_M ? (int)(m - i0) : BT_M) : (int)((m - i0 + 1) / 2);
+                if (i0 >= split && m - i0 <= 4)
+                    rows = (int)(m - i0);
                 bt_table[mode][nv - 1][rows - 1](a + i0 * sa + k0 * sp, sa, sp, panel, ldp, kn, c + i0 * ldc + j0,
                                                  ldc, rowv ? rowv + i0 : NULL, p ? p + i0 * ldc + j0 : NULL, scale);
+                i0 += rows;
             }
         }
     }
