@@ -229,6 +229,20 @@ def build_parser(lang: str = "en") -> argparse.ArgumentParser:
     return parser
 
 
+# `main`'s parser for each language, built on its first call in a process. A command line runs `main`
+# once, but a program that calls it many times in one process (the test suite calls it thousands of times,
+# a notebook may) rebuilt all ~260 sub-parsers each time, about 0.1 s a call. Parsing leaves a parser as it
+# was (each call gets a new Namespace), so the one kept parser gives the same answers as a new one.
+_PARSERS: dict[str, argparse.ArgumentParser] = {}
+
+
+def _parser(lang: str) -> argparse.ArgumentParser:
+    """`build_parser(lang)`, kept for the process (call inside `argparse_words(lang)`, as it was built)."""
+    if lang not in _PARSERS:
+        _PARSERS[lang] = build_parser(lang)
+    return _PARSERS[lang]
+
+
 class VersionAction(argparse.Action):
     """``qkv --version``: ``qkv 0.1.0 (C kernel built (AVX2+FMA, BLAS sgemm); torch 2.13.0)``."""
 
@@ -364,7 +378,7 @@ def _run(argv: list[str]) -> int:
     _LANG = lang
     try:
         with argparse_words(lang):
-            parser = build_parser(lang)
+            parser = _parser(lang)
             argv = _with_command(argv, parser)
             _check_command(argv)
             args = parser.parse_args(argv)
