@@ -494,6 +494,10 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
         return PLAIN.value, "traced torch with a score_mod: SDPA takes none", ()
     if causal or has_mask or mask_mod is not None or has_bias:
         return PLAIN.value, "traced torch under a mask: the plain path (its value checks have no branch)", ()
+    if tq * tk < _C_KERNEL_MIN_SCORES:
+        # SDPA cannot be told of scores past the float range and a trace cannot branch on them; the
+        # plain path divides q and k by powers of two as tensors (0 when not needed): no branch
+        return PLAIN.value, "traced short torch call: the plain path (its overflow shift has no branch)", ()
     return TORCH_SDPA.value, "traced torch tensors: torch's fused scaled_dot_product_attention", ()
 
 
@@ -646,7 +650,16 @@ def _tops_may_overflow(top_q: float, top_k: float, call: Call) -> bool:
         limit = float(torch.finfo(call.work).max)
     else:
         limit = np.finfo(call.work).max   # (kept a NumPy scalar: longdouble's maximum is beyond a Python float)
-    return top_q * (top_k / limit) * call.dk > 0.25
+    return tops_may_overflow(top_q, top_k, call.dk, limit)
+
+
+def tops_may_overflow(top_q, top_k, dk: int, limit) -> bool:
+    """Whether max|q|·max|k|·Dk passes a quarter of `limit` (the working dtype's largest finite value):
+    the one overflow rule of every route (the eager route's look, the C op's own under torch.compile).
+    NaN or inf maxima: False (the value checks answer for those)."""
+    if dk == 0 or not (np.isfinite(top_q) and np.isfinite(top_k)):
+        return False
+    return top_q * (top_k / limit) * dk > 0.25   # divided first: the check itself must not overflow
 
 
 def _whole_in_c(call: Call) -> bool:
