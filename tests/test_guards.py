@@ -50,3 +50,85 @@ def test_the_c_op_computes_scores_past_float32s_range_as_the_eager_route_does(t,
     torch.testing.assert_close(lse.detach().double()[fits], expected[fits], rtol=1e-6, atol=1e-5)
     assert (lse[~fits] == torch.inf).all()
     check_against_float64(out.reshape(2, 2, t, 16), leaves, dout, allowed, 0.25, "float32")
+
+
+# ---------------------------------------------------------------- per-head tables: exactly one row per head
+def _tables(rows: int):
+    """The catalogue's per-head score functions with `rows` rows: (argument name, score_mod)."""
+    rng = np.random.default_rng(rows)
+    return [("slopes", __import__("qkv").masks.alibi(rng.uniform(0.1, 1.0, rows))),
+            ("table", __import__("qkv").masks.t5_relative_buckets(rng.standard_normal((rows, 8)), num_buckets=8))]
+
+
+def _each_route(heads: int, kv_heads: int):
+    """(name, q, k, v) for a call of `heads` query heads on `kv_heads` kv heads on each route: NumPy
+    short (plain path) and long float32 (the C kernel), torch short and long float32 (the C op)."""
+    rng = np.random.default_rng(heads * 10 + kv_heads)
+    out = []
+    for name, t, torch_ in (("numpy short", 9, False), ("numpy long", 200, False), ("torch short", 9, True),
+                            ("torch long", 200, True)):
+        q = rng.standard_normal((2, heads, t, 8)).astype(np.float32)
+        k, v = (rng.standard_normal((2, kv_heads, t, 8)).astype(np.float32) for _ in range(2))
+        if torch_:
+            q, k, v = (torch.from_numpy(x) for x in (q, k, v))
+        out.append((name, q, k, v))
+    return out
+
+
+@pytest.mark.parametrize("heads, kv_heads", [(3, 3), (4, 2)])   # (4, 2): GQA, the table is per query head
+@pytest.mark.parametrize("extra", [1, 3])
+def test_a_per_head_table_with_more_rows_than_heads_is_refused_on_every_route(heads, kv_heads, extra):
+    """ALiBi's slopes or T5's table with H + extra rows (more than the call's H query heads) were read
+    as if their first H rows were the call's: now one InputError naming the argument, its shape, its
+    number of rows and H, in English and in Korean, before any route runs. H rows still work."""
+    from qkv import attention
+    from qkv.errors import InputError
+
+    for (arg, wrong), (_, right) in zip(_tables(heads + extra), _tables(heads)):
+        for route, q, k, v in _each_route(heads, kv_heads):
+            with pytest.raises(InputError) as refused:
+                attention(q, k, v, causal=True, score_mod=wrong)
+            rows = heads + extra
+            message = str(refused.value)
+            assert message.startswith(f"{arg} has shape ({rows}") and f"first axis is {rows}" in message, route
+            assert f"has H = {heads}" in message, route
+            korean = refused.value.say("ko")
+            assert korean.startswith(f"{arg}의 형태 ({rows}") and f"헤드가 {rows}개" in korean, route
+            assert f"헤드는 {heads}개다" in korean, route
+            assert attention(q, k, v, causal=True, score_mod=right).shape == q.shape, route
+
+
+@pytest.mark.parametrize("score", ["alibi", "t5"])
+def test_one_head_of_a_layer_keeps_its_row_and_a_wrong_table_is_refused_as_the_layers(score):
+    """MultiHeadAttention.single(i) keeps row i of an H-row table (its output is head i's share of the
+    layer's, float64); a table of H + 1 rows is refused by the layer and by each head alone, with the
+    same message (the layer's H, not 1)."""
+    from qkv import MultiHeadAttention, masks
+    from qkv.errors import InputError
+
+    rng = np.random.default_rng(7)
+    d, heads = 12, 3
+
+    def layer(rows):
+        table = rng.uniform(0.1, 1.0, rows) if score == "alibi" else rng.standard_normal((rows, 8))
+        mod = masks.alibi(table) if score == "alibi" else masks.t5_relative_buckets(table, num_buckets=8)
+        w = [rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(4)]
+        return MultiHeadAttention(*w, heads, score_mod=mod)
+
+    x = rng.standard_normal((2, 7, d))
+    good = layer(heads)
+    q, k, v = good.project(x)
+    expected = __import__("qkv").attention(q, k, v, causal=True, score_mod=good.score_mod)   # (2, H, 7, Dh)
+    dh = d // heads
+    for i in range(heads):
+        alone = good.single(i)
+        # head i's share of y: its heads' output times its rows of W_O
+        want = expected[:, i] @ good.w_o[i * dh:(i + 1) * dh]
+        np.testing.assert_allclose(alone(x, causal=True), want, rtol=1e-12, atol=1e-12)
+    bad = layer(heads + 1)
+    with pytest.raises(InputError) as refused:
+        bad(x)
+    for i in (0, heads - 1):
+        with pytest.raises(InputError) as alone:
+            bad.single(i)(x)
+        assert str(alone.value) == str(refused.value) and f"has H = {heads}" in str(alone.value)
