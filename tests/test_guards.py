@@ -132,3 +132,56 @@ def test_one_head_of_a_layer_keeps_its_row_and_a_wrong_table_is_refused_as_the_l
         with pytest.raises(InputError) as alone:
             bad.single(i)(x)
         assert str(alone.value) == str(refused.value) and f"has H = {heads}" in str(alone.value)
+
+
+# ---------------------------------------------------------------- one route through a layer's heads
+def _spy_single(monkeypatch):
+    """Counts MultiHeadAttention.single(i) calls (the one way to run one head of a layer)."""
+    from qkv.mha import MultiHeadAttention
+
+    calls = []
+    real = MultiHeadAttention.single
+    monkeypatch.setattr(MultiHeadAttention, "single", lambda self, i: calls.append(i) or real(self, i))
+    return calls
+
+
+@pytest.mark.parametrize("memory, causal, with_w_o", [(False, True, True), (True, False, True), (False, False, False)])
+def test_an_examples_heads_alone_run_through_single_and_equal_the_layers_head_slices(monkeypatch, memory,
+                                                                                      causal, with_w_o):
+    """examples/runner.py runs each head alone through MultiHeadAttention.single(i): head i's out equals
+    an independent float64 computation of head i (its column slices, biases, mask, cross-attention) and
+    the fused layer's head slice; its share of y is out_i·W_O's rows of head i."""
+    from qkv.examples.runner import trace_spec
+    from qkv.spec import Spec
+
+    calls = _spy_single(monkeypatch)
+    rng = np.random.default_rng(11)
+    tq, tk, d, heads, dh = 4, 5 if memory else 4, 6, 3, 2
+    x = rng.standard_normal((tq, d))
+    mem = rng.standard_normal((tk, d)) if memory else None
+    w_q, w_k, w_v = (rng.standard_normal((d, heads * dh)) for _ in range(3))
+    w_o = rng.standard_normal((heads * dh, d)) if with_w_o else None
+    biases = {n: rng.standard_normal(heads * dh) for n in ("b_q", "b_k", "b_v")}
+    mask = None if causal else rng.random((tq, tk)) < 0.7
+    if mask is not None:
+        mask[:, 0] = True
+    spec = Spec(source="test", tokens=[f"t{i}" for i in range(tq)], x=x, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o,
+                heads=heads, memory=mem, memory_tokens=None if mem is None else [f"m{i}" for i in range(tk)],
+                mask=mask, causal=causal, biases=biases)
+    trace = trace_spec(spec)
+    assert calls == list(range(heads))
+    source = x if mem is None else mem
+    allowed = np.tril(np.ones((tq, tk), bool)) if causal else (np.ones((tq, tk), bool) if mask is None else mask)
+    for i in range(heads):
+        cols = slice(i * dh, (i + 1) * dh)
+        q = x @ w_q[:, cols] + biases["b_q"][cols]
+        k = source @ w_k[:, cols] + biases["b_k"][cols]
+        v = source @ w_v[:, cols] + biases["b_v"][cols]
+        s = np.where(allowed, q @ k.T / np.sqrt(dh), -np.inf)
+        w = np.exp(s - s.max(1, keepdims=True))
+        expected = (w / w.sum(1, keepdims=True)) @ v
+        alone = trace[f"head {i + 1}/out"].value[0]
+        np.testing.assert_allclose(alone, expected, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(alone, trace["out"].value[i], rtol=0, atol=1e-13)
+        if with_w_o:
+            np.testing.assert_allclose(trace[f"head {i + 1}/y"].value, expected @ w_o[cols], rtol=0, atol=1e-12)
