@@ -217,6 +217,7 @@ _OVERFLOWING = torch.compile(lambda q, k, v, causal: qkv.attention(q, k, v, caus
     ("float32", 1e19, 160, True),
     ("bfloat16", 1e19, 160, False),   # computed in float32 inside the op: past its range too
     ("float16", 40.0, 160, True),     # past float16's range, not float32's: the C passes in float32
+    ("float64", 1e154, 80, False),    # traced SDPA: inside qkv's op, which reads the values
 ])
 def test_compiled_scores_past_the_float_range_stay_finite(dtype, grow, t, causal):
     """|q|·|k|·Dk past the float range under torch.compile(fullgraph=True): the traced route reads no

@@ -185,3 +185,15 @@ def test_an_examples_heads_alone_run_through_single_and_equal_the_layers_head_sl
         np.testing.assert_allclose(alone, trace["out"].value[i], rtol=0, atol=1e-13)
         if with_w_o:
             np.testing.assert_allclose(trace[f"head {i + 1}/y"].value, expected @ w_o[cols], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype, grow", [("float32", 1e19), ("bfloat16", 1e19), ("float16", 40.0)])
+def test_the_dropin_modules_op_keeps_scores_past_the_float_range_finite(dtype, grow):
+    """qkv::mha_attention (the torch drop-in's op under torch.compile; its body runs eagerly on the real
+    tensors) and its backward op: q·kᵀ past the dtype's range takes the plain path's exact shift inside
+    them, as eager calls do; output and gradients against float64 autograd."""
+    import qkv.torch.mha  # noqa: F401  (registers the op)
+
+    leaves, dout = big_inputs(dtype, grow, (2, 2, 40, 16), seed=3)
+    heads, _ = torch.ops.qkv.mha_attention(*leaves, None, None, None, False)
+    check_against_float64(heads, leaves, dout, None, 0.25, dtype)

@@ -740,6 +740,78 @@ def in_fresh_thread(fn):
     return box["result"]
 
 
+# --------------------------------------------------------------------------- traced SDPA, checked
+_sdpa_op = None
+
+
+def sdpa_op():
+    """The torch custom op `torch.ops.qkv.checked_sdpa(q, k, v, scale) -> out` (defined on first call,
+    eagerly: a trace only calls it), which traced unmasked calls take instead of torch's SDPA.
+
+    q (…, H, Tq, Dk), k and v (…, G, Tk, ·) expanded to the call's batch (H % G == 0), scale a float;
+    out (…, H, Tq, Dv). Its body is eager qkv.attention on the real tensors — the eager route's value
+    looks included: scores past the float range take the plain path's exact shift, where SDPA would
+    give inf and NaN (a trace cannot branch on values). Its backward op (qkv::checked_sdpa_backward)
+    differentiates the same eager call (the forward is computed once more)."""
+    global _sdpa_op
+    if _sdpa_op is not None:
+        return _sdpa_op
+    import torch
+    from torch import Tensor
+
+    def attend(q, k, v, scale):
+        from ..attention import _attention
+
+        return _attention(q, k, v, scale=scale)
+
+    @torch.library.custom_op("qkv::checked_sdpa", mutates_args=(), schema="(Tensor q, Tensor k, Tensor v, float scale) -> Tensor")
+    def checked_sdpa(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
+        return attend(q, k, v, scale).contiguous().clone()   # fresh: an op's output may not alias an input
+
+    @checked_sdpa.register_fake
+    def _(q, k, v, scale):
+        return q.new_empty(q.shape[:-1] + v.shape[-1:])
+
+    @torch.library.custom_op("qkv::checked_sdpa_backward", mutates_args=(), schema=(
+        "(Tensor dout, Tensor q, Tensor k, Tensor v, float scale) -> (Tensor, Tensor, Tensor)"))
+    def checked_sdpa_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+        def gradients():
+            leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+            with torch.enable_grad():
+                found = torch.autograd.grad(attend(*leaves, scale), leaves, dout, allow_unused=True)
+            return tuple((torch.zeros_like(x) if g is None else g).contiguous() for g, x in zip(found, leaves))
+
+        return in_fresh_thread(gradients)
+
+    @checked_sdpa_backward.register_fake
+    def _(dout, q, k, v, scale):
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+    def setup_context(ctx, inputs, output):
+        q, k, v, scale = inputs
+        ctx.save_for_backward(q, k, v)
+        ctx.scale = scale
+
+    def backward(ctx, dout):
+        q, k, v = ctx.saved_tensors
+        return (*checked_sdpa_backward(dout, q, k, v, ctx.scale), None)
+
+    checked_sdpa.register_autograd(backward, setup_context=setup_context)
+    _sdpa_op = checked_sdpa
+    return _sdpa_op
+
+
+def checked_sdpa(call: Call):
+    """A traced unmasked torch call through `sdpa_op`'s op: out (…, H, Tq, Dv) in the call's dtype."""
+    import torch
+
+    lead = call.lead
+    q = call.q.expand(lead + tuple(call.q.shape[-2:]))
+    kv_lead = lead[:-1] + (call.kv_heads,) if call.groups > 1 else lead
+    k, v = (x.expand(kv_lead + tuple(x.shape[-2:])) for x in (call.k, call.v))
+    return torch.ops.qkv.checked_sdpa(q, k, v, float(call.scale)).reshape(call.out_shape)
+
+
 # --------------------------------------------------------------------------- qkv.attention's route
 def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K, rows=None,
         traced: bool = False):

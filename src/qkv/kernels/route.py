@@ -498,7 +498,9 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
         # SDPA cannot be told of scores past the float range and a trace cannot branch on them; the
         # plain path divides q and k by powers of two as tensors (0 when not needed): no branch
         return PLAIN.value, "traced short torch call: the plain path (its overflow shift has no branch)", ()
-    return TORCH_SDPA.value, "traced torch tensors: torch's fused scaled_dot_product_attention", ()
+    autograd.sdpa_op()   # registered here, eagerly: the trace only calls it
+    return TORCH_SDPA.value, ("traced torch tensors: torch's fused scaled_dot_product_attention inside qkv's op "
+                              "(which reads the values: scores past the float range take the plain path)"), ()
 
 
 # Dynamo calls it eagerly and keeps its result as a constant of the graph (what
