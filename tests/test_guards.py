@@ -197,3 +197,16 @@ def test_the_dropin_modules_op_keeps_scores_past_the_float_range_finite(dtype, g
     leaves, dout = big_inputs(dtype, grow, (2, 2, 40, 16), seed=3)
     heads, _ = torch.ops.qkv.mha_attention(*leaves, None, None, None, False)
     check_against_float64(heads, leaves, dout, None, 0.25, dtype)
+
+
+def test_the_pinned_c_training_route_refuses_scores_past_float32s_range():
+    """kernels.autograd.flash_attention (the C training route alone: tests, benchmarks) ran the kernel on
+    q·kᵀ past float32's range (NaN out); it now refuses, naming why, as it refuses non-finite values;
+    qkv.attention's own route takes the plain path for the same call (finite, as float64 says)."""
+    import qkv
+
+    leaves, dout = big_inputs("float32", 1e19, (1, 2, 100, 16), seed=5)
+    with pytest.raises(ValueError, match=r"\|q\|·\|k\|·Dk near float32's range"):
+        ag.flash_attention(*leaves, causal=True)
+    out = qkv.attention(*leaves, causal=True)
+    check_against_float64(out, leaves, dout, torch.ones(100, 100, dtype=torch.bool).tril(), 0.25, "float32")

@@ -610,8 +610,11 @@ def torch_flash_why_not(call: Call, *, pinned: bool = False, looks: _Looks | Non
         return "a mask function without key ranges (the same for every batch and head)"
     if not autograd.available():
         return "the C extension (its backward, kernels/_backward.c) or NumPy's BLAS is not available"
-    if not (looks.ask("values_ok") if looks is not None else autograd.values_ok(call.q, call.k, call.v)):
+    looks = _Looks(call) if looks is None else looks   # (one read of max|q|, max|k|, max|v| for both looks)
+    if not looks.ask("values_ok"):
         return "a non-finite value, or values above 2^60"
+    if looks.ask("overflow"):   # (route="torch_flash" pinned included: the kernel would give inf and NaN)
+        return "|q|·|k|·Dk near float32's range: the plain path multiplies q and k by exact powers of two"
     return None
 
 
