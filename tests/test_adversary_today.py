@@ -278,28 +278,41 @@ def test_more_signatures_than_kept_then_the_first_again():
     np.testing.assert_allclose(qkv.attention(q, k, v, causal=True), _sdpa64(q, k, v, causal=True), rtol=2e-5, atol=2e-5)
 
 
-def test_python_threads_calling_at_once_with_their_own_values():
-    errors, results = [], {}
+def _run_threads(work, threads: int, calls_each: int) -> None:
+    """work(n, rng) -> [(got, expected), …] on `threads` Python threads at once (each with its own
+    generator, seeded by n); every thread must finish without an error, give `calls_each` pairs, and
+    every result must equal its float64 expectation."""
+    errors, results = [], []
 
-    def work(n):
+    def run(n):
         try:
-            for r in range(4):
-                q, k, v = _qkv(100 + 10 * n + r, g=[H, 2, 1][n % 3])
-                scale, causal = [None, 0.3][r % 2], bool(n % 2)
-                out = qkv.attention(q, k, v, causal=causal, scale=scale)
-                results[(n, r)] = (out, _sdpa64(q, k, v, causal=causal, scale=scale))
+            results.extend(work(n, np.random.default_rng(460 + n)))
         except Exception as error:    # reported below, with its thread
             errors.append((n, error))
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
-    for t in threads:
+    started = [threading.Thread(target=run, args=(n,)) for n in range(threads)]
+    for t in started:
         t.start()
-    for t in threads:
+    for t in started:
         t.join(120)
+    assert not any(t.is_alive() for t in started), "a thread did not finish in 120 s"
     assert not errors
-    assert len(results) == 24
-    for got, expected in results.values():
+    assert len(results) == threads * calls_each
+    for got, expected in results:
         _close(got, expected)
+
+
+def test_python_threads_calling_at_once_with_their_own_values():
+    def work(n, _):
+        pairs = []
+        for r in range(4):
+            q, k, v = _qkv(100 + 10 * n + r, g=[H, 2, 1][n % 3])
+            scale, causal = [None, 0.3][r % 2], bool(n % 2)
+            pairs.append((qkv.attention(q, k, v, causal=causal, scale=scale),
+                          _sdpa64(q, k, v, causal=causal, scale=scale)))
+        return pairs
+
+    _run_threads(work, 6, 4)
 
 
 @pytest.mark.parametrize("bad", ["k_width", "v_rows", "mask_shape"])
@@ -752,29 +765,17 @@ def test_torch_dropin_key_padding_on_the_range_route_matches_torch(kind):
 def test_numpy_threads_with_masks_and_shapes_at_once():
     """Python threads calling NumPy attention at once on the C routes: per-batch padding masks (the range
     route), masks with holes, causal, GQA, their own values each; every result vs float64."""
-    errors, results = [], []
+    def work(n, rng):
+        pairs = []
+        for r in range(3):
+            g = [H, 2, 1][(n + r) % 3]
+            q = rng.standard_normal((B, H, 160, D)).astype(np.float32)
+            k, v = (rng.standard_normal((B, g, 160, D)).astype(np.float32) for _ in range(2))
+            mask = np.arange(160) < rng.integers(1, 161, size=(B, 1, 1, 1))
+            if r == 1:
+                mask = mask & (rng.random((B, 1, 160, 160)) < 0.9)
+            causal = bool((n + r) % 2)
+            pairs.append((qkv.attention(q, k, v, mask=mask, causal=causal), _sdpa64(q, k, v, mask=mask, causal=causal)))
+        return pairs
 
-    def work(n):
-        rng = np.random.default_rng(460 + n)
-        try:
-            for r in range(3):
-                g = [H, 2, 1][(n + r) % 3]
-                q = rng.standard_normal((B, H, 160, D)).astype(np.float32)
-                k, v = (rng.standard_normal((B, g, 160, D)).astype(np.float32) for _ in range(2))
-                mask = np.arange(160) < rng.integers(1, 161, size=(B, 1, 1, 1))
-                if r == 1:
-                    mask = mask & (rng.random((B, 1, 160, 160)) < 0.9)
-                causal = bool((n + r) % 2)
-                results.append((qkv.attention(q, k, v, mask=mask, causal=causal), _sdpa64(q, k, v, mask=mask, causal=causal)))
-        except Exception as error:   # reported below
-            errors.append((n, error))
-
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors
-    assert len(results) == 12
-    for got, expected in results:
-        _close(got, expected)
+    _run_threads(work, 4, 3)

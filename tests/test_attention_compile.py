@@ -205,3 +205,28 @@ def test_compiling_attention_prints_no_warning_about_array_api_compats_caches():
     assert done.returncode == 0, done.stderr
     assert float(done.stdout.split()[-1]) < 1e-5
     assert "Warning" not in done.stderr, done.stderr
+
+
+_OVERFLOWING = torch.compile(lambda q, k, v, causal: qkv.attention(q, k, v, causal=causal), fullgraph=True,
+                             backend="aot_eager")
+
+
+@pytest.mark.parametrize("dtype, grow, t, causal", [
+    ("float32", 1e19, 16, False),     # a short call: traced SDPA before, the plain path now
+    ("float32", 1e19, 160, False),    # the C op: its body asks the overflow look and takes the plain path
+    ("float32", 1e19, 160, True),
+    ("bfloat16", 1e19, 160, False),   # computed in float32 inside the op: past its range too
+    ("float16", 40.0, 160, True),     # past float16's range, not float32's: the C passes in float32
+    ("float64", 1e154, 80, False),    # traced SDPA: inside qkv's op, which reads the values
+])
+def test_compiled_scores_past_the_float_range_stay_finite(dtype, grow, t, causal):
+    """|q|·|k|·Dk past the float range under torch.compile(fullgraph=True): the traced route reads no
+    values, so the op's body (run with the real tensors) or the plain path's branch-free shift does the
+    eager route's work; output and gradients against float64 autograd, as the eager test does
+    (tests/test_attention.py). One compiled function serves every case (a new dtype or shape retraces)."""
+    from overflow_reference import big_inputs, check_against_float64
+
+    leaves, dout = big_inputs(dtype, grow, (1, 2, t, 32), seed=t)
+    out = _OVERFLOWING(*leaves, causal)
+    allowed = torch.ones(t, t, dtype=torch.bool).tril() if causal else None
+    check_against_float64(out, leaves, dout, allowed, 1 / np.sqrt(32), dtype)

@@ -558,3 +558,24 @@ print((peak - before) / size, size)
     assert result.returncode == 0, result.stderr
     ratio, size = result.stdout.split()
     assert int(size) > 25e6 and 0.5 < float(ratio) <= 1.3, result.stdout
+
+
+def test_each_heads_trace_runs_through_single_and_equals_the_layers_head_slice(model64, monkeypatch):
+    """model.trace(layer=l, head=h) runs head h through MultiHeadAttention.single(h) (the one route to one
+    head of a layer), and in float64 its out equals the whole layer's out at head h, its y that slice
+    times head h's rows of W_O."""
+    from qkv.mha import MultiHeadAttention
+
+    calls = []
+    real = MultiHeadAttention.single
+    monkeypatch.setattr(MultiHeadAttention, "single", lambda self, i: calls.append(i) or real(self, i))
+    text = "The cat sat on the mat."
+    layer = model64.trace(text, layer=3)
+    w_o = model64.weights.layers[3].attention.w_o
+    dh = w_o.shape[0] // 12
+    for head in range(12):
+        alone = model64.trace(text, layer=3, head=head)
+        np.testing.assert_allclose(alone["out"].value[0], layer["out"].value[head], rtol=0, atol=1e-13)
+        np.testing.assert_allclose(alone["y"].value, layer["out"].value[head] @ w_o[head * dh:(head + 1) * dh],
+                                   rtol=0, atol=1e-12)
+    assert calls == list(range(12))

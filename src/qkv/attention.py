@@ -230,6 +230,8 @@ def _run(call: Call, route: "_route.Route", *, return_weights: bool, return_lse:
     if name == _route.PLAIN_C_SOFTMAX:
         return _plain_fused(call, call.q, call.k, call.v)
     if name == _route.TORCH_SDPA:
+        if _compiling():   # traced (unmasked): in an op that reads the values, as eager calls do
+            return _kernel_autograd.checked_sdpa(call)
         return _torch_sdpa(call, call.q, call.k, call.v)
     if route.key_rows:   # one pass per key range (and batch), merged by lse
         return _by_key_ranges(call, route, return_lse=return_lse)

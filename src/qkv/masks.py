@@ -861,8 +861,8 @@ class ScoreMod:
         return self._fn(score, b, h, q_idx, kv_idx)
 
     def check_shape(self, batch: int, heads: int, tq: int, tk: int) -> None:
-        """Raise InputError when a per-head table (ALiBi's slopes, T5's biases) has fewer rows than the
-        call (B, H, Tq, Tk) has heads; called once per call (`check_call`)."""
+        """Raise InputError when a per-head table (ALiBi's slopes, T5's biases) has not exactly one row per
+        head of the call (B, H, Tq, Tk); called once per call (`check_call`)."""
         if self._shape is not None:
             self._shape(batch, heads, tq, tk)
 
@@ -1043,8 +1043,10 @@ def _check_length(arg: str, shape: tuple, need: int, batch, heads, tq, tk) -> No
 
 
 def _check_heads(arg: str, shape: tuple, batch, heads, tq, tk) -> None:
-    """A per-head table (H, …): a row for every head of the call (h indexes it)."""
-    if shape[0] < heads:
+    """A per-head table (H, …): exactly one row per head of the call (h indexes it). Fewer rows would
+    index past the end; more would be read as if they were the first H heads' (a table made for another
+    layer, or the whole layer's table given to one head): both refused."""
+    if shape[0] != heads:
         raise _shape_error("error.mask.heads", arg, shape, (batch, heads, tq, tk), rows=shape[0], heads=heads)
 
 

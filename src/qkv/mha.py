@@ -420,11 +420,11 @@ def _score_mod_of_head(score_mod, i: int, heads: int):
         return None
     params = getattr(score_mod, "params", None)
     if isinstance(score_mod, masks.ScoreMod) and params is not None:
-        if params[0] in ("alibi", "t5_relative_buckets") and len(params[1]) < heads:
-            pass   # too few rows for the layer: the shifted function below, whose check refuses it as the layer's
+        if params[0] in ("alibi", "t5_relative_buckets") and len(params[1]) != heads:
+            pass   # not one row per head of the layer: the shifted function below, whose check refuses it as the layer's
         elif params[0] == "alibi":
             return masks.alibi(params[1][i:i + 1])
-        if params[0] == "t5_relative_buckets":
+        elif params[0] == "t5_relative_buckets":
             _, table, num_buckets, max_distance, bidirectional = params
             return masks.t5_relative_buckets(table[i:i + 1], num_buckets=num_buckets, max_distance=max_distance,
                                              bidirectional=bidirectional)
@@ -435,7 +435,7 @@ def _score_mod_of_head(score_mod, i: int, heads: int):
         return score_mod(score, b, h + i, q_idx, kv_idx)
 
     if isinstance(score_mod, masks.ScoreMod):
-        # its table checks see the whole layer's heads (a table of fewer than H rows is still refused)
+        # its table checks see the whole layer's heads (a table without one row per head is still refused)
         return masks.ScoreMod(f"{score_mod.name}, head {i}", score_mod.formula, shifted, relative=score_mod.relative,
                               shape=lambda batch, h, tq, tk: score_mod.check_shape(batch, heads, tq, tk))
     return shifted

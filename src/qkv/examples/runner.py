@@ -98,7 +98,8 @@ def _run_attention(spec: Spec, record: Recorder, inputs: Callable, scale: float 
 
 
 def _run_heads_separately(spec: Spec, trace: Trace, scale: float | None = None) -> None:
-    """Each head alone, with its own column slices (`MultiHeadAttention.head`), under "head i/…".
+    """Each head alone, as the layer's one-head layer (`MultiHeadAttention.single`: its own column slices
+    and the layer's options), under "head i/…".
 
     Records heads_check/concat and heads_check/y: separate minus fused (zero up to rounding).
     """
@@ -107,10 +108,8 @@ def _run_heads_separately(spec: Spec, trace: Trace, scale: float | None = None) 
                                **spec.biases)
     outs, shares = [], []
     for i in range(spec.heads):
-        own = fused.head(i)
-        single = MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v)
         record = scoped(trace, f"head {i + 1}")
-        share = single(spec.x, spec.memory, mask=spec.mask, causal=spec.causal, scale=scale, record=record)
+        share = fused.single(i)(spec.x, spec.memory, mask=spec.mask, causal=spec.causal, scale=scale, record=record)
         outs.append(trace[f"head {i + 1}/out"].value[0])
         shares.append(share)
     concat = np.concatenate(outs, axis=-1)                                         # (Tq, H·Dv)

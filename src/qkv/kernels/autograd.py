@@ -617,10 +617,13 @@ def _register():
                            block_k: int) -> tuple[Tensor, Tensor]:
         # qkv.attention checks the values before it picks this route; under torch.compile that check
         # cannot branch, so the op makes it (one C pass over each tensor)
-        if not values_ok(q, k, v):
+        tops = value_tops(q, k, v)
+        if not tops_ok(tops):
             raise ValueError("qkv.flash_attention: q, k or v has a non-finite value or a value above 2^60, "
                              "which the C kernel does not take; outside torch.compile qkv.attention sends such "
                              "calls to its plain path")
+        if _overflows(tops, q.shape[-1]):   # the eager route's overflow look, made here on the real values
+            return _plain_forward(q, k, v, rows, scale)
         return _forward_tensors(q, k, v, rows, scale, block_q, block_k)
 
     @flash_attention_op.register_fake
@@ -633,6 +636,8 @@ def _register():
     def flash_attention_backward_op(dout: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
                                     lse: Tensor, rows: Tensor, scale: float, block_q: int,
                                     block_k: int) -> tuple[Tensor, Tensor, Tensor]:
+        if _overflows(value_tops(q, k), q.shape[-1]):   # the forward took the plain path: so does its gradient
+            return _plain_backward(dout, dlse, q, k, v, rows, scale)
         return _backward_tensors(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block_k)
 
     @flash_attention_backward_op.register_fake
@@ -655,6 +660,159 @@ def _register():
     flash_attention_op.register_autograd(backward, setup_context=setup_context)
     _op = flash_attention_op
     return _op
+
+
+# --------------------------------------------------------------------------- scores past float32's range
+# Under torch.compile the traced route reads no values, so the op's body (which runs eagerly, on the
+# real tensors, inside the compiled graph) asks the eager route's overflow look itself and, when
+# max|q|·max|k|·Dk could pass float32's range, computes the call as the eager route would: on the
+# plain path, which divides q and k by exact powers of two (attention._overflow_shifts). The C kernel
+# would give inf scores and NaN weights there.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _overflows(tops, dk: int) -> bool:
+    """route.tops_may_overflow for the op's float32 work, from value_tops' (max|q|, max|k|, …)."""
+    from .route import tops_may_overflow
+
+    return tops_may_overflow(tops[0], tops[1], int(dk), _FLOAT32_MAX)
+
+
+def _plain_inputs(q, k, v, rows):
+    """The op's layout as the plain path's call: q (Nq, Tq, Dk) → (B, Nk/B, G, Tq, Dk), k and v
+    (Nk, Tk, ·) → (B, Nk/B, 1, Tk, ·) (query head n reads kv head n // G: broadcast, no copy), and
+    the boolean mask (B, 1, 1, Tq, Tk) of rows' key ranges (rows (2, Tq): B = 1; (B, 2, Tq): per batch)."""
+    import torch
+
+    nq, tq, dk = q.shape
+    nk, tk, dv = v.shape
+    rows3 = rows.reshape((-1,) + tuple(rows.shape[-2:]))                  # (B, 2, Tq)
+    batch = rows3.shape[0]
+    keys = torch.arange(tk, device=rows.device)
+    allowed = (keys >= rows3[:, 0, :, None]) & (keys < rows3[:, 1, :, None])   # (B, Tq, Tk)
+    return (q.reshape(batch, nk // batch, nq // nk, tq, dk), k.reshape(batch, nk // batch, 1, tk, dk),
+            v.reshape(batch, nk // batch, 1, tk, dv), allowed[:, None, None])
+
+
+def _plain_forward(q, k, v, rows, scale):
+    """(out (Nq, Tq, Dv), lse (Nq, Tq)) of the op's call on qkv's plain path (float32, fresh tensors)."""
+    from ..attention import attention_reference
+
+    q5, k5, v5, allowed = _plain_inputs(q, k, v, rows)
+    out, lse = attention_reference(q5, k5, v5, allowed, scale=float(scale), return_lse=True)
+    return out.reshape(q.shape[:-1] + v.shape[-1:]).contiguous().clone(), lse.reshape(q.shape[:-1]).contiguous().clone()
+
+
+def _plain_backward(dout, dlse, q, k, v, rows, scale):
+    """(dq, dk, dv) of _plain_forward by torch autograd through the plain path (in a fresh thread:
+    see in_fresh_thread). dout (Nq, Tq, Dv) or None, dlse (Nq, Tq) or None."""
+    import torch
+
+    def gradients():
+        leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+        with torch.enable_grad():
+            out, lse = _plain_forward(*leaves, rows, scale)
+            outputs, grads = [], []
+            for value, grad in ((out, dout), (lse, dlse)):
+                if grad is not None:
+                    outputs.append(value)
+                    grads.append(grad)
+            found = torch.autograd.grad(outputs, leaves, grads, allow_unused=True) if outputs else (None,) * 3
+        return tuple((torch.zeros_like(x) if g is None else g).contiguous() for g, x in zip(found, leaves))
+
+    return in_fresh_thread(gradients)
+
+
+def in_fresh_thread(fn):
+    """fn() in a new thread. A custom op's body runs with autograd switched off for its thread
+    (torch's dispatcher excludes the autograd keys); a new thread starts with torch's defaults, so
+    autograd can differentiate the plain path there. The caller waits: nothing runs concurrently."""
+    box = {}
+
+    def run():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:   # noqa: BLE001 — handed back to the caller as it was raised
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="qkv-attention-backward")
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+# --------------------------------------------------------------------------- traced SDPA, checked
+_sdpa_op = None
+
+
+def sdpa_op():
+    """The torch custom op `torch.ops.qkv.checked_sdpa(q, k, v, scale) -> out` (defined on first call,
+    eagerly: a trace only calls it), which traced unmasked calls take instead of torch's SDPA.
+
+    q (…, H, Tq, Dk), k and v (…, G, Tk, ·) expanded to the call's batch (H % G == 0), scale a float;
+    out (…, H, Tq, Dv). Its body is eager qkv.attention on the real tensors — the eager route's value
+    looks included: scores past the float range take the plain path's exact shift, where SDPA would
+    give inf and NaN (a trace cannot branch on values). Its backward op (qkv::checked_sdpa_backward)
+    differentiates the same eager call (the forward is computed once more)."""
+    global _sdpa_op
+    if _sdpa_op is not None:
+        return _sdpa_op
+    import torch
+    from torch import Tensor
+
+    def attend(q, k, v, scale):
+        from ..attention import _attention
+
+        return _attention(q, k, v, scale=scale)
+
+    @torch.library.custom_op("qkv::checked_sdpa", mutates_args=(), schema="(Tensor q, Tensor k, Tensor v, float scale) -> Tensor")
+    def checked_sdpa(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
+        return attend(q, k, v, scale).contiguous().clone()   # fresh: an op's output may not alias an input
+
+    @checked_sdpa.register_fake
+    def _(q, k, v, scale):
+        return q.new_empty(q.shape[:-1] + v.shape[-1:])
+
+    @torch.library.custom_op("qkv::checked_sdpa_backward", mutates_args=(), schema=(
+        "(Tensor dout, Tensor q, Tensor k, Tensor v, float scale) -> (Tensor, Tensor, Tensor)"))
+    def checked_sdpa_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+        def gradients():
+            leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+            with torch.enable_grad():
+                found = torch.autograd.grad(attend(*leaves, scale), leaves, dout, allow_unused=True)
+            return tuple((torch.zeros_like(x) if g is None else g).contiguous() for g, x in zip(found, leaves))
+
+        return in_fresh_thread(gradients)
+
+    @checked_sdpa_backward.register_fake
+    def _(dout, q, k, v, scale):
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+    def setup_context(ctx, inputs, output):
+        q, k, v, scale = inputs
+        ctx.save_for_backward(q, k, v)
+        ctx.scale = scale
+
+    def backward(ctx, dout):
+        q, k, v = ctx.saved_tensors
+        return (*checked_sdpa_backward(dout, q, k, v, ctx.scale), None)
+
+    checked_sdpa.register_autograd(backward, setup_context=setup_context)
+    _sdpa_op = checked_sdpa
+    return _sdpa_op
+
+
+def checked_sdpa(call: Call):
+    """A traced unmasked torch call through `sdpa_op`'s op: out (…, H, Tq, Dv) in the call's dtype."""
+    import torch
+
+    lead = call.lead
+    q = call.q.expand(lead + tuple(call.q.shape[-2:]))
+    kv_lead = lead[:-1] + (call.kv_heads,) if call.groups > 1 else lead
+    k, v = (x.expand(kv_lead + tuple(x.shape[-2:])) for x in (call.k, call.v))
+    return torch.ops.qkv.checked_sdpa(q, k, v, float(call.scale)).reshape(call.out_shape)
 
 
 # --------------------------------------------------------------------------- qkv.attention's route

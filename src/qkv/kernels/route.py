@@ -494,7 +494,13 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
         return PLAIN.value, "traced torch with a score_mod: SDPA takes none", ()
     if causal or has_mask or mask_mod is not None or has_bias:
         return PLAIN.value, "traced torch under a mask: the plain path (its value checks have no branch)", ()
-    return TORCH_SDPA.value, "traced torch tensors: torch's fused scaled_dot_product_attention", ()
+    if tq * tk < _C_KERNEL_MIN_SCORES:
+        # SDPA cannot be told of scores past the float range and a trace cannot branch on them; the
+        # plain path divides q and k by powers of two as tensors (0 when not needed): no branch
+        return PLAIN.value, "traced short torch call: the plain path (its overflow shift has no branch)", ()
+    autograd.sdpa_op()   # registered here, eagerly: the trace only calls it
+    return TORCH_SDPA.value, ("traced torch tensors: torch's fused scaled_dot_product_attention inside qkv's op "
+                              "(which reads the values: scores past the float range take the plain path)"), ()
 
 
 # Dynamo calls it eagerly and keeps its result as a constant of the graph (what
@@ -604,8 +610,11 @@ def torch_flash_why_not(call: Call, *, pinned: bool = False, looks: _Looks | Non
         return "a mask function without key ranges (the same for every batch and head)"
     if not autograd.available():
         return "the C extension (its backward, kernels/_backward.c) or NumPy's BLAS is not available"
-    if not (looks.ask("values_ok") if looks is not None else autograd.values_ok(call.q, call.k, call.v)):
+    looks = _Looks(call) if looks is None else looks   # (one read of max|q|, max|k|, max|v| for both looks)
+    if not looks.ask("values_ok"):
         return "a non-finite value, or values above 2^60"
+    if looks.ask("overflow"):   # (route="torch_flash" pinned included: the kernel would give inf and NaN)
+        return "|q|·|k|·Dk near float32's range: the plain path multiplies q and k by exact powers of two"
     return None
 
 
@@ -646,7 +655,16 @@ def _tops_may_overflow(top_q: float, top_k: float, call: Call) -> bool:
         limit = float(torch.finfo(call.work).max)
     else:
         limit = np.finfo(call.work).max   # (kept a NumPy scalar: longdouble's maximum is beyond a Python float)
-    return top_q * (top_k / limit) * call.dk > 0.25
+    return tops_may_overflow(top_q, top_k, call.dk, limit)
+
+
+def tops_may_overflow(top_q, top_k, dk: int, limit) -> bool:
+    """Whether max|q|·max|k|·Dk passes a quarter of `limit` (the working dtype's largest finite value):
+    the one overflow rule of every route (the eager route's look, the C op's own under torch.compile).
+    NaN or inf maxima: False (the value checks answer for those)."""
+    if dk == 0 or not (np.isfinite(top_q) and np.isfinite(top_k)):
+        return False
+    return top_q * (top_k / limit) * dk > 0.25   # divided first: the check itself must not overflow
 
 
 def _whole_in_c(call: Call) -> bool:

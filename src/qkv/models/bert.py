@@ -367,10 +367,8 @@ class BertEncoder:
             return trace
         head = _check_index("head", head, self.config.n_heads)
         meta["head"] = head
-        own = mha.head(head)
-        single = MultiHeadAttention(own.w_q, own.w_k, own.w_v, own.w_o, 1, b_q=own.b_q, b_k=own.b_k, b_v=own.b_v)
         trace = Trace(f"{self.name}: layer {layer}, head {head}", meta)
-        single(x, record=trace)
+        mha.single(head)(x, record=trace)   # the layer's own one-head route (its slices and options)
         return trace
 
     @staticmethod

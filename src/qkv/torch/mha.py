@@ -23,7 +23,6 @@ float mask) gets a zero output row, zero weights and zero gradients. torch.nn.Mu
 returns NaN there.
 """
 
-import threading
 from typing import Optional, Tuple
 
 import torch
@@ -34,6 +33,7 @@ from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
 
 from ..attention import attention, causal_mask
 from ..heads import merge_heads, split_heads
+from ..kernels.autograd import in_fresh_thread
 
 __all__ = ["MultiheadAttention", "InputShapeError", "MaskDtypeError"]
 
@@ -388,27 +388,7 @@ def _attention_backward_op(grad_heads: Tensor, grad_weights: Tensor, q: Tensor, 
         found = [g.contiguous() for g in found]
         return found[0], found[1], found[2], (found[3] if bias_in is not None else q.new_empty(0))
 
-    return _in_fresh_thread(gradients)
-
-
-def _in_fresh_thread(fn):
-    """fn() in a new thread. An operator's body runs with autograd switched off for its thread
-    (torch's dispatcher excludes the autograd keys); a new thread starts with torch's defaults, so
-    autograd can differentiate `_attend` there. The caller waits: nothing runs concurrently."""
-    box = {}
-
-    def run():
-        try:
-            box["result"] = fn()
-        except BaseException as exc:   # noqa: BLE001 — handed back to the caller as it was raised
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, name="qkv-attention-backward")
-    worker.start()
-    worker.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+    return in_fresh_thread(gradients)
 
 
 @_attention_backward_op.register_fake
