@@ -112,7 +112,7 @@ def _match(message: str, table: list, prefix: str = "error.lib.") -> str | None:
 
 
 def _serde(message: str, lang: str):
-    """serde_json's message (tokenizers, safetensors' header) → (its words in ``lang``, where) or None."""
+    """serde_json's message (tokenizers, safetensors' header) → (its words in ``lang``, where)."""
     from .explain import texts
 
     at = _SERDE_AT.match(message)
@@ -120,8 +120,8 @@ def _serde(message: str, lang: str):
     key, missing = _match(body, _SERDE), _MISSING.match(body)
     if missing:
         return texts.text(lang, "error.lib.missing_field", name=repr(missing.group(1).lower())), where
-    if key is None:
-        return None
+    if key is None:                                  # a message this table does not know: said where, at least
+        return texts.text(lang, "error.lib.other"), where
     named = _NAMED.search(body)
     return texts.text(lang, key, name=repr(named.group(1)) if named else "?"), where
 
@@ -154,8 +154,6 @@ def _library(exc: BaseException, first: str, lang: str):
         key = _match(body, _SAFETENSORS) or "error.lib.other"
         if key == "error.lib.st.json":                       # the detail is serde_json's: the same table words it
             detail = _serde(body[len("invalid JSON in header: "):], lang)
-            if detail is None:
-                return texts.text(lang, "error.lib.other"), None
             inner = detail[0] if detail[1] is None else texts.text(lang, "error.lib.at", what=detail[0],
                                                                    line=detail[1][0], column=detail[1][1])
             return texts.text(lang, key, detail=inner), None
@@ -165,7 +163,7 @@ def _library(exc: BaseException, first: str, lang: str):
     if isinstance(exc, (zipfile.BadZipFile, EOFError)) or (isinstance(exc, ValueError) and numpy):
         return texts.text(lang, numpy or "error.lib.npy.zip"), None
     if type(exc) is Exception:      # tokenizers: serde_json's words (or its own), as a plain Exception
-        return _serde(first, lang) or (texts.text(lang, "error.lib.other"), None)
+        return _serde(first, lang)
     return None
 
 

@@ -2588,7 +2588,7 @@ KO: dict[str, str] = {
     "error.lib.npy.magic": "첫 바이트가 .npy 파일의 것이 아니다",
     "error.lib.npy.pickle": "pickle로 저장한 Python 객체이거나 알 수 없는 형식이라 NumPy 배열로 읽지 않는다",
     "error.lib.npy.object": "Python 객체를 담은 배열이라 읽지 않는다",
-    "error.lib.npy.zip": ".npz(ZIP) 파일이 아니거나 망가졌다",
+    "error.lib.npy.zip": "압축 파일(.npz)이 아니거나 망가졌다",
     "error.lib.npy.huge": "풀면 예제의 배열이 담을 수 있는 양보다 커진다",
     "error.lib.other": "라이브러리가 영어로만 설명하는 형식 오류이다. 그 설명은 --lang en으로 볼 수 있다",
     "error.nested": "{depth}단계보다 깊이 중첩되어 있다",
