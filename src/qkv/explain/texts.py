@@ -536,6 +536,9 @@ EN: dict[str, str] = {
     "cli.bench.mask.window": "window",
     "cli.bench.mask.documents": "documents",
     "cli.bench.mask.causal": "causal",
+    "cli.bench.mask.sliding": "sliding window W={w}",
+    "cli.bench.mask.docs": "{n} documents",
+    "cli.bench.mask.sliding_lambda": "sliding window W={w} (user lambda)",
     "cli.bench.skip.torch": "torch not installed",
     "cli.bench.skip.quick": "not run with --quick (compiling takes ~15 s)",
     "cli.bench.skip.flex_failed": "torch.compile(flex_attention) failed: {error}",
@@ -576,6 +579,21 @@ EN: dict[str, str] = {
     "cli.bench.decode": "decode at T={t} (D={d}, H={h}): {cached} ms/token with the KV cache, {recomputed} ms/token "
                         "recomputing — {speedup}× faster",
     "cli.bench.decode.skipped": "decode: {reason}",
+    # qkv bench --markdown (the README's tables): English as the README has always shown them
+    "cli.bench.md.machine": "Machine: {cpus} CPUs{cpu}, float32 GEMM ({n}²) {gflops} GFLOP/s, BLAS {blas}, numpy {numpy}, "
+                            "torch {torch}, load average before the run {before}, after {after}.",
+    "cli.bench.md.timing": "Timing: {timing}.",
+    "cli.bench.md.head.rows": "| H | T | causal | implementation | ms | GFLOP/s | ×torch | qkv × faster | ×GEMM | peak MiB |",
+    "cli.bench.md.head.masked": "| mask | H | T | implementation | ms | qkv × faster | ×flex | ×catalogue | qkv peak MiB |",
+    "cli.bench.md.head.training": "| step (forward + backward) | H | T | implementation | ms per step | ×torch | "
+                                  "qkv × faster | peak MiB above inputs |",
+    "cli.bench.md.skipped": " (skipped)",
+    "cli.bench.md.skipped_why": " (skipped: {reason})",
+    "cli.bench.md.training": "Training steps: {timing}.",
+    "cli.bench.md.decode": "Decode at T={t} (D={d}, H={h}): {cached} ms/token with the KV cache, {recomputed} ms/token "
+                           "recomputing ({speedup}× faster).",
+    "cli.bench.md.decode.skipped": "Decode: {reason}",
+    "cli.bench.md.rss": "- † torch: resident-set high-water growth (its allocations are invisible to tracemalloc).",
     "cli.bench.sizes.format": "expected whole numbers separated by commas, got {value}",
     "cli.bench.sizes.range": "{value}: expected a sequence length from 1 to {max} (the plain and naive rows hold 8·T² "
                              "float32 scores)",
@@ -2058,6 +2076,9 @@ KO: dict[str, str] = {
     "cli.bench.mask.window": "윈도",
     "cli.bench.mask.documents": "문서",
     "cli.bench.mask.causal": "인과",
+    "cli.bench.mask.sliding": "슬라이딩 윈도 W={w}",
+    "cli.bench.mask.docs": "문서 {n}개",
+    "cli.bench.mask.sliding_lambda": "슬라이딩 윈도 W={w} (사용자 람다 함수)",
     "cli.bench.skip.torch": "torch가 설치되어 있지 않다",
     "cli.bench.skip.quick": "--quick에서는 실행하지 않는다 (컴파일에 15초쯤 걸린다)",
     "cli.bench.skip.flex_failed": "torch.compile(flex_attention)이 실패했다: {error}",
@@ -2098,6 +2119,21 @@ KO: dict[str, str] = {
     "cli.bench.decode": "T={t}에서 디코딩 (D={d}, H={h}): KV 캐시를 쓰면 토큰당 {cached} ms, 다시 계산하면 토큰당 "
                         "{recomputed} ms — {speedup}배 빠르다",
     "cli.bench.decode.skipped": "디코딩: {reason}",
+    # qkv bench --markdown
+    "cli.bench.md.machine": "기계: CPU {cpus}개{cpu}, float32 행렬 곱({n}²) {gflops} GFLOP/s, BLAS {blas}, NumPy {numpy}, "
+                            "torch {torch}, 실행 전 부하 평균 {before}, 실행 후 {after}.",
+    "cli.bench.md.timing": "시간 재는 방식: {timing}.",
+    "cli.bench.md.head.rows": "| H | T | 인과 | 구현 | ms | GFLOP/s | ×torch | qkv가 빠른 배수 | ×GEMM | 최대 MiB |",
+    "cli.bench.md.head.masked": "| 마스크 | H | T | 구현 | ms | qkv가 빠른 배수 | ×flex | ×카탈로그 | qkv 최대 MiB |",
+    "cli.bench.md.head.training": "| 단계 (순전파 + 역전파) | H | T | 구현 | 단계당 ms | ×torch | qkv가 빠른 배수 | "
+                                  "입력 외 최대 MiB |",
+    "cli.bench.md.skipped": " (건너뜀)",
+    "cli.bench.md.skipped_why": " (건너뜀: {reason})",
+    "cli.bench.md.training": "학습 단계: {timing}.",
+    "cli.bench.md.decode": "T={t}에서 디코딩 (D={d}, H={h}): KV 캐시를 쓰면 토큰당 {cached} ms, 다시 계산하면 토큰당 "
+                           "{recomputed} ms ({speedup}배 빠르다).",
+    "cli.bench.md.decode.skipped": "디코딩: {reason}",
+    "cli.bench.md.rss": "- † torch: 상주 메모리 최고치의 증가량 (torch의 할당은 tracemalloc.get_traced_memory에 보이지 않는다).",
     "cli.bench.sizes.format": "쉼표로 구분한 정수여야 한다 (받은 값: {value})",
     "cli.bench.sizes.range": "{value}: 1부터 {max}까지의 시퀀스 길이여야 한다 (일반 구현과 단순 구현의 행은 float32 점수 "
                              "8·T²개를 담는다)",
