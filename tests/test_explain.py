@@ -341,7 +341,7 @@ def test_rope_head_the_printed_q_and_k_give_the_printed_scores(llama, lang):
     blocks = _blocks(trace, lang)
     q = _calc_vector(blocks, "RoPE(q)")
     (keys,) = [np.array(b["values"], dtype=float) for b in blocks if b["type"] == "matrix" and b["label"] == "RoPE(K)"]
-    scores = _calc_vector(blocks, "scores")
+    scores = _calc_vector(blocks, texts.text(lang, "sym.scores"))      # "점수" in Korean
     np.testing.assert_allclose(keys @ q, scores, rtol=1e-5, atol=1e-6)
     # and as printed (4 decimals): the product of the printed numbers is the printed score to their rounding
     def printed(symbol):
@@ -351,7 +351,7 @@ def test_rope_head_the_printed_q_and_k_give_the_printed_scores(llama, lang):
                     return np.array([float(t.replace("−", "-")) for t in [p for p in line if "vector" in p][-1]["text"]])
 
     (k_text,) = [np.array(b["text"], dtype=float) for b in blocks if b["type"] == "matrix" and b["label"] == "RoPE(K)"]
-    q_text, s_text = printed("RoPE(q)"), printed("scores")
+    q_text, s_text = printed("RoPE(q)"), printed(texts.text(lang, "sym.scores"))
     bound = 0.5e-4 * (np.abs(k_text).sum(1) + np.abs(q_text).sum() + 0.5e-4 * q_text.size) + 0.5e-4
     assert np.all(np.abs(k_text @ q_text - s_text) <= bound), (k_text @ q_text, s_text)
     # the unrotated q and k (printed above as Q and K) do not give these scores: RoPE matters here

@@ -99,6 +99,8 @@ EN: dict[str, str] = {
     # core attention
     "h.head": "Head {h}",
     "h.scores": "Step 2 — scores: the query against every key",
+    # the name of the followed query's row of scores in the derivation ("scores = [1.158, …]")
+    "sym.scores": "scores",
     "head.explain": "Head {h} uses its own {dk:column|columns} of Q and K (array columns {first}–{last}) and its own "
                     "columns of V.",
     "note.head_numbers": "The post numbers its heads from 1, and so does this explanation; in qkv's API (arrays, "
@@ -1606,7 +1608,7 @@ KO: dict[str, str] = {
     "title.projection": "Q·K·V 투영과 멀티 헤드: T = 3, d = 8, h = 2일 때 각 단계의 형태",
     "title.group-meeting": "어텐션이 조모임이라면: 찰떡궁합점수, softmax, 그리고 두 가지 표기법",
     "title.user": "단계별로 따라가는 어텐션",
-    "title.model.all": "{model}: 모든 층과 헤드의 attention",
+    "title.model.all": "{model}: 모든 층과 헤드의 어텐션",
     "title.model.layer": "{model}: 층 {layer}, 헤드 {n}개 전체",
     "title.model.head": "{model}: 층 {layer}, 헤드 {head}",
     "title.model.kv_head": "{model}: 층 {layer}, 헤드 {head} (Key/Value 헤드 {kv})",
@@ -1634,7 +1636,7 @@ KO: dict[str, str] = {
     "intro.group-meeting": "컨텍스트 윈도우의 토큰들이 다음 단어를 정하기 위해 조모임을 한다고 생각해 보자. Query Q는 토론의 질문, Key K는 각 토큰이 줄 수 있는 대답의 결, "
                            "Value V는 실제 대답이다. 질문과 대답의 내적 Q·K가 찰떡궁합점수이고, softmax는 이 절대적인 점수를 상대적인 가중치로 바꾼다.",
     "intro.user.self-attention": "Self-attention: 각 토큰이 같은 시퀀스의 모든 토큰을 참조한다.",
-    "intro.user.cross-attention": "Cross-attention: Query는 x에서, Key와 Value는 memory에서 온다.",
+    "intro.user.cross-attention": "Cross-attention: Query는 x에서, Key와 Value는 memory(다른 시퀀스)에서 온다.",
     "intro.user.projection": "Multi-head attention: Q·K·V 투영, 헤드별 Core Attention, 출력 투영.",
     "intro.model.head": "실제 모델({model})의 헤드 하나를 입력 텍스트에 적용한다: 층 {layer}, 헤드 {head} (전체 {n_heads}개 중). {x} W_Q, W_K, "
                         "W_V는 층의 투영 행렬 가운데 이 헤드가 학습한 열들이다 ({bias}). Y는 층의 어텐션 출력 가운데 이 헤드의 몫이다.",
@@ -1675,6 +1677,7 @@ KO: dict[str, str] = {
     # core attention
     "h.head": "헤드 {h}",
     "h.scores": "2단계 — 점수: Query와 모든 Key의 비교",
+    "sym.scores": "점수",
     "head.explain": "헤드 {h}에서는 Q와 K 가운데 자기 몫인 열 {dk}개(배열의 {first}–{last}번 열)와 V의 자기 몫 열만 쓴다.",
     "note.head_numbers": "글은 헤드를 1부터 세고, 이 설명도 그렇게 센다. qkv의 API(배열, --head)에서는 헤드 1이 인덱스 0이다.",
     "scores.explain": "{token}의 Query와 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
@@ -1697,7 +1700,7 @@ KO: dict[str, str] = {
     "softmax.explain": "softmax는 스케일링한 점수를 0과 1 사이의 가중치로 바꾸고, 가중치의 합이 1이 되게 한다. 각 점수의 exp를 모든 exp의 합으로 나누는 것이다 (마스크 "
                        "때문에 볼 수 있는 Key가 하나도 없는 Query는 모든 가중치가 0이다):",
     "softmax.steps": "softmax를 한 단계씩 계산한다. 모든 점수에서 같은 수를 빼도 가중치는 변하지 않으므로, qkv는 먼저 그 행의 가장 큰 점수 m을 모든 점수에서 뺀다 (여기서 m "
-                     "= {m}). 그러면 e^의 값이 넘치지 않는다. 각 가중치는 e^(s − m)을 그 합으로 나눈 값이다:",
+                     "= {m}). 그러면 e^(s − m)은 1을 넘지 않으므로 계산이 넘치지 않는다. 각 가중치는 e^(s − m)을 그 합으로 나눈 값이다:",
     "col.key": "Key",
     "col.score": "스케일링한 점수",
     "col.score.final": "softmax에 들어가는 점수",
@@ -1721,8 +1724,8 @@ KO: dict[str, str] = {
     "y.explain": "Y = H·W_O ({t} × {d}):",
     "residual.explain": "잔차 연결은 Y를 이 층의 입력 R(여기서는 R = X)에 더한다. R + Y가 다음 단계로 이어진다.",
     "h.heads_check": "헤드를 하나씩 따로 계산해도 숫자는 같다",
-    "heads_check.explain": "헤드 {h}개를 하나씩, 자기 몫의 W_Q, W_K, W_V 열(Q와 K는 {dk}개씩)과 W_O의 자기 몫 행만으로 따로 계산해도, 한꺼번에 한 계산과 같은 "
-                           "계산이다:",
+    "heads_check.explain": "헤드 {h}개를 하나씩, 자기 몫의 W_Q, W_K, W_V 열(Q와 K는 {dk}개씩)과 W_O의 자기 몫 행만으로 따로 "
+                           "계산하는 것은 한꺼번에 하는 계산과 같은 계산이다:",
     "head": "헤드 {h}",
     "col.head": "헤드",
     "col.columns": "사용하는 열",
@@ -2737,7 +2740,7 @@ KO: dict[str, str] = {
     "error.bert.eps": "(0, 1) 범위의 유한한 수여야 한다 (BERT는 1e-12를 쓴다. 받은 값: {value})",
     "error.bert.pad": "{value}: 토큰 id가 아니다. vocab_size는 {vocab_size}이다 (id 0 … {last})",
     "error.rope.not_finite": "rope_theta {theta}(헤드 폭 {width})에서는 RoPE의 주파수가 float32로 유한하지 않다. 모델이 NaN을 계산하게 된다. rope_theta는 적당한 크기의 양수여야 한다 (Llama 2는 10000, Llama 3는 500000)",
-    "error.rope.scaled_not_finite": "rope_theta {theta}와 배율 설정 {scaling}(헤드 폭 {width})에서는 RoPE의 주파수가 float32로 유한하지 않다. 모델이 NaN을 계산하게 된다. rope_theta는 적당한 크기의 양수여야 한다 (Llama 2는 10000, Llama 3는 500000)",
+    "error.rope.scaled_not_finite": "rope_theta = {theta}, 배율 설정 {scaling}(헤드 폭 {width})에서는 RoPE의 주파수가 float32로 유한하지 않다. 모델이 NaN을 계산하게 된다. rope_theta는 적당한 크기의 양수여야 한다 (Llama 2는 10000, Llama 3는 500000)",
     "error.decoder.token_id": "토큰 id {id}: 어휘({vocab_size}개) 밖이다",
     "error.decoder.positions": "토큰이 {n}개인데 모델이 학습한 위치는 {positions}개뿐이다 (n_positions)",
     "error.rope.dynamic": "토큰 {n}개: 동적 RoPE 배율 조정은 max_position_embeddings({positions})를 넘으면 주파수를 바꾸는데, qkv는 그 계산을 하지 않는다",
