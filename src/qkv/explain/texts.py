@@ -2690,7 +2690,7 @@ KO: dict[str, str] = {
     "error.spec.head_base": "0(qkv의 API처럼 헤드를 0부터 센다)이나 1(1부터 센다)이어야 한다 (받은 값: {got})",
     "error.spec.matrix_missing": "없다: 꼭 있어야 하는 행렬이다",
     "error.spec.memory_tokens": "memory 없이 주어졌다 (memory_tokens는 memory의 행 이름이다)",
-    "error.spec.w_rows": "행이 {rows}개인데 {of}의 열은 {columns}개이다. {of}·{w}를 계산하려면 {of}의 열마다 {w}의 행이 하나씩 있어야 한다",
+    "error.spec.w_rows": "행이 {rows}개인데 {of}의 열은 {columns}개이다. {of}·{w}의 곱을 계산하려면 {of}의 열마다 {w}의 행이 하나씩 있어야 한다",
     "error.spec.w_k": "열이 {k}개인데 w_q의 열은 {q}개이다. Query와 Key를 비교하려면(Q·Kᵀ) 폭이 같아야 한다",
     "error.spec.heads": "양의 정수여야 한다 (받은 값: {got})",
     "error.spec.split": "{name}의 열 {columns}개를 헤드 {heads}개로 똑같이 나눌 수 없다 ({columns} % {heads} = {rest})",
@@ -2841,7 +2841,7 @@ KO: dict[str, str] = {
     "cli.heads.probe_vocab": "{length}: 이 모델의 일반 토큰은 {ordinary}개뿐이다",
     "cli.masks.header": "{name}: {formula}   (T = {t}, 쌍 {total}개 중 {allowed}개 허용)",
     "cli.masks.blocks": "  {b}×{b} 블록: 건너뜀(S) {skipped}개, 전체(F) {full}개, 부분(P) {partial}개. 커널은 점수 "
-                        "행렬의 {share}를 계산한다",
+                        "행렬 가운데 {share}만 계산한다",
     "cli.masks.and": "그리고",
     "cli.masks.or": "또는",
     "cli.masks.computes": "{share} 계산",
