@@ -45,7 +45,7 @@ ALLOWED = {
     # step names of the trace, shown as code
     "q_heads", "k_heads", "v_heads", "rope_angles", "q_rotated", "k_rotated",
     # option values and metavariables the hints name
-    "all", "html", "png", "svg", "pdf", "FILE", "qkv", "masks", "ko", "ja", "both",
+    "all", "html", "png", "svg", "pdf", "FILE", "qkv", "masks", "ko", "ja", "en", "both",
     "gpt2", "llama", "mistral", "qwen2", "float32", "float64",
     # the library whose head-detector definitions `qkv heads` uses, named as the source of its scores
     "TransformerLens",

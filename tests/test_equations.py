@@ -149,7 +149,7 @@ def check(text: str) -> tuple[int, int, list[str]]:
         if m:
             table.append((dec(m.group(1)), [dec(v) for v in vec(m.group(2))]))
             continue
-        m = re.fullmatch(rf"softmax\(scores\)·V ([=≈]) {VEC}", line)
+        m = re.fullmatch(rf"softmax\((?:scores|점수)\)·V ([=≈]) {VEC}", line)     # 점수: Korean
         if m and table:
             verdict(weighted_sum_prints(table, vec(m.group(2))), line, m.group(1))
             table = []

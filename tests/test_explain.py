@@ -341,7 +341,7 @@ def test_rope_head_the_printed_q_and_k_give_the_printed_scores(llama, lang):
     blocks = _blocks(trace, lang)
     q = _calc_vector(blocks, "RoPE(q)")
     (keys,) = [np.array(b["values"], dtype=float) for b in blocks if b["type"] == "matrix" and b["label"] == "RoPE(K)"]
-    scores = _calc_vector(blocks, "scores")
+    scores = _calc_vector(blocks, texts.text(lang, "sym.scores"))      # "점수" in Korean
     np.testing.assert_allclose(keys @ q, scores, rtol=1e-5, atol=1e-6)
     # and as printed (4 decimals): the product of the printed numbers is the printed score to their rounding
     def printed(symbol):
@@ -351,7 +351,7 @@ def test_rope_head_the_printed_q_and_k_give_the_printed_scores(llama, lang):
                     return np.array([float(t.replace("−", "-")) for t in [p for p in line if "vector" in p][-1]["text"]])
 
     (k_text,) = [np.array(b["text"], dtype=float) for b in blocks if b["type"] == "matrix" and b["label"] == "RoPE(K)"]
-    q_text, s_text = printed("RoPE(q)"), printed("scores")
+    q_text, s_text = printed("RoPE(q)"), printed(texts.text(lang, "sym.scores"))
     bound = 0.5e-4 * (np.abs(k_text).sum(1) + np.abs(q_text).sum() + 0.5e-4 * q_text.size) + 0.5e-4
     assert np.all(np.abs(k_text @ q_text - s_text) <= bound), (k_text @ q_text, s_text)
     # the unrotated q and k (printed above as Q and K) do not give these scores: RoPE matters here
@@ -406,3 +406,62 @@ def test_score_mod_step_is_explained_with_its_numbers(lang):
         weights = np.array([row[2]["number"] for row in table["rows"]])
         e = np.exp(expected[h] - expected[h].max())
         np.testing.assert_allclose(weights, e / e.sum(), rtol=1e-9)
+
+
+# ------------------------------------------------------------------ Korean: what a learner reads first
+# Words a Korean explanation of the shipped examples may show in Latin letters beyond the allowlist of
+# test_cli_korean (Query, Key, Value, softmax, symbols), and why: the step names of the trace shown as code in
+# the shapes and by-hand tables (q_heads, scores, …), the posts' own terms as they write them, and LaTeX.
+POST_TERMS = {
+    "Core", "Attention", "Concat", "reshape",     # post 000 writes “Core Attention”, “reshape”; Concat(head₁, …)
+    "head", "heads", "QK",                         # symbols head_h, Concat(heads), QKᵀ of the paper's formula
+    "Is", "All", "You", "Need",                   # the paper's title, named by post 002
+    "dec", "enc", "final", "concat",              # subscripts of the posts' symbols: X_dec, M_enc, z_final, z_concat
+}
+LATEX = re.compile(r"\\[A-Za-z]+(?:\{[a-z]+\})?|\{(?:blue|orange|green|red|purple|teal|gray)\}")
+
+
+def _korean_foreign(rendered: str, trace) -> list[str]:
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from test_cli_lang_ko import korean_only
+    from qkv.trace import STEPS
+
+    tokens = set(trace.meta.get("tokens") or []) | set(trace.meta.get("key_tokens") or [])
+    tokens |= set(trace.meta.get("answers") or [])             # the group meeting's answers (“.”, “of”)
+    for scene in trace.meta.get("scenes") or []:
+        tokens |= set(scene.get("tokens", []))
+    allowed = {w for t in tokens for w in re.findall(r"[A-Za-z]+", str(t))}
+    allowed |= {w for name in STEPS for w in re.findall(r"[A-Za-z]+", name)} | POST_TERMS
+    allowed |= {w for key in ("post.000", "post.001", "post.002") for w in re.findall(r"[A-Za-z]+", texts.KO[key])}
+    return korean_only(LATEX.sub(" ", rendered), allowed)
+
+
+@pytest.mark.parametrize("by_hand", [False, True])
+@pytest.mark.parametrize("name", ex.names())
+def test_korean_explanations_leave_no_english(name, by_hand):
+    """Every shipped example, in Korean text and Markdown (its LaTeX commands set aside): no Latin word but
+    Query/Key/Value/softmax, symbols, tokens, step names shown as code and the posts' own terms. (Before:
+    “scores = […]” and “softmax(scores)·V” in every derivation, “attention” in a model's title.)"""
+    trace = ex.run(name, by_hand=by_hand)
+    for fmt in ("text", "markdown"):
+        rendered = render(trace, fmt, lang="ko", by_hand=by_hand)
+        assert _korean_foreign(rendered, trace) == [], (fmt, _korean_foreign(rendered, trace))
+
+
+def test_korean_check_catches_english():
+    trace = ex.run("self-attention")
+    assert _korean_foreign("점수 = [1.0]: every row sums to one", trace) == ["every", "one", "row", "sums", "to"]
+
+
+# 은/는, 이/가, 을/를, 와/과 and (으)로 follow the sound of the word before them: after a value only known when the
+# sentence is filled (a token, a number, a name) the right one cannot be chosen, so no Korean text puts one there.
+# Particles that do not change (의, 에, 에서, 도, 만, 까지) and the copula 이다 (correct after any word) are fine.
+PARTICLE_AFTER_VALUE = re.compile(r"(?<!\})\}(?:(?:은|는|이|가|을|를|와|과|으로|로)(?![가-힣])"
+                                  r"|(?:이|가)\s|(?:은|는|을|를|와|과)(?=[\s,.)]))")     # ({{…}}: a literal brace)
+
+
+def test_no_korean_particle_depends_on_a_value():
+    bad = {key: value for key, value in texts.KO.items() if PARTICLE_AFTER_VALUE.search(value)}
+    assert bad == {}, bad
+    assert PARTICLE_AFTER_VALUE.search("rope_theta {theta}와 배율")                # the sentence it caught
+    assert not PARTICLE_AFTER_VALUE.search("{token}의 Query는 {top}에 가장 큰 가중치를 준다. 정확한 값은 {value}이다")

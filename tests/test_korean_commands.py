@@ -10,6 +10,7 @@ SHOWN with why. Each check fails on the code before these commands had --lang (t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -120,6 +121,95 @@ def test_bench_field_type_is_worded_in_korean(capsys, tmp_path, tiny_run):
                                        (",".join(["8"] * 17), "cli.bench.sizes.many")], ids=["format", "range", "many"])
 def test_bench_size_errors_are_korean(capsys, sizes, key):
     assert_korean_error(capsys, ["bench", "--sizes", sizes, "--lang", "ko"], key)
+
+
+# ------------------------------------------------------------------ bench --markdown and --from-json
+def _with_masks_and_training(result: dict) -> dict:
+    """A saved result (JSON) with masked and training rows added, named as the benchmark names its cases
+    (`MaskCase.name`, `TrainCase.name`), some skipped with the reasons it gives."""
+    from qkv.bench import MaskCase, TrainCase, said
+
+    saved = json.loads(json.dumps(result))
+
+    def row(case, impl, mask, skipped=None, **numbers):
+        base = {"case": case, "impl": impl, "batch": 1, "heads": 4, "t": 256, "width": 64, "causal": False,
+                "seconds": None, "gflops": None, "vs_torch": None, "qkv_speedup": None, "pair": None, "mask": str(mask),
+                "vs_gemm": None, "peak_mib": None, "memory_method": None, "skipped": skipped and str(skipped),
+                "times": [], "vs_flex": None, "vs_catalogue": None}
+        return {**base, **numbers}
+
+    window, documents = MaskCase("window", 64, 256, 4).name, MaskCase("documents", 8, 256, 4).name
+    saved["masked"] = [row("masked", "qkv blocked (mask_mod)", window, seconds=0.0125, peak_mib=1.5),
+                       row("masked", "torch sdpa (dense mask)", window, seconds=0.0371, qkv_speedup=2.968),
+                       row("masked", "torch flex_attention (compiled)", documents, said("cli.bench.skip.quick")),
+                       row("masked", "qkv blocked (user lambda)", window, seconds=0.0131, vs_catalogue=0.954)]
+    causal, lambda_ = TrainCase("causal", 256, 4).name, TrainCase("window", 256, 4, window=64).name
+    saved["training"] = [row("training", "qkv.attention (C forward + backward)", causal, seconds=0.021, vs_torch=1.11,
+                             peak_mib=12.0),
+                         row("training", "torch sdpa (is_causal)", causal, seconds=0.0233, qkv_speedup=1.11, peak_mib=20.0),
+                         row("training", "torch flex_attention (compiled)", lambda_,
+                             said("cli.bench.skip.no_flex_backward", error="NotImplementedError"))]
+    return saved
+
+
+def _numbers(markdown: str) -> list[str]:
+    """The numbers of every table row, in order (cells that are numbers, — for none)."""
+    import re
+
+    cells = [cell.strip() for line in markdown.splitlines() if line.startswith("| ") and not line.startswith("|--")
+             for cell in line.strip("|").split("|")]
+    return [cell for cell in cells if re.fullmatch(r"[\d.]+( †)?|—", cell)]
+
+
+def test_bench_markdown_in_korean(capsys, tmp_path, tiny_run):
+    saved = tmp_path / "r.json"
+    saved.write_text(json.dumps(_with_masks_and_training(tiny_run[0])), encoding="utf-8")
+    english, korean = tmp_path / "en.md", tmp_path / "ko.md"
+    assert run(capsys, "bench", "--from-json", str(saved), "--markdown", str(english))[0] == 0
+    assert run(capsys, "bench", "--from-json", str(saved), "--markdown", str(korean), "--lang", "ko")[0] == 0
+    en, ko = english.read_text(encoding="utf-8"), korean.read_text(encoding="utf-8")
+    machine = words_of(*(str(v) for v in tiny_run[0]["machine"].values()))
+    assert HANGUL.search(ko) and korean_only(ko, SHOWN | machine | {"NotImplementedError"}) == [], \
+        (korean_only(ko, SHOWN | machine), ko)
+    numbers = _numbers(en)
+    assert len(numbers) > 60 and _numbers(ko) == numbers                  # the same numbers in both languages
+    assert len(ko.splitlines()) == len(en.splitlines())
+    # English is unchanged: its column headings are the ones docs/benchmarks.md shows (written by earlier runs)
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    for heading in [line for line in en.splitlines() if line.startswith("| H |") or line.startswith("| mask |")]:
+        assert heading in docs, heading
+    assert not HANGUL.search(en) and "sliding window W=64" in en and "8 documents" in en
+
+
+def test_bench_from_json_in_korean_says_the_saved_sentences_in_korean(capsys, tmp_path, tiny_run):
+    saved = tmp_path / "r.json"
+    saved.write_text(json.dumps(_with_masks_and_training(tiny_run[0])), encoding="utf-8")
+    code, out, _ = run(capsys, "bench", "--from-json", str(saved), "--lang", "ko")
+    machine = words_of(*(str(v) for v in tiny_run[0]["machine"].values()))
+    assert code == 0 and korean_only(out, SHOWN | machine | {"NotImplementedError"}) == [], \
+        (korean_only(out, SHOWN | machine), out)
+    flat = " ".join(out.split())
+    for note in tiny_run[0]["notes"]:
+        assert " ".join(note.in_lang("ko").split()) in flat
+
+
+def test_every_sentence_a_result_saves_is_read_back():
+    """`heard` turns the English a result saves back into its sentence: for each sentence the benchmark
+    saves (notes, timing methods, skip reasons, mask names), said in Korean from its saved English equals
+    it said in Korean from the sentence itself."""
+    from qkv.bench import PAIRING, TRAINING, MaskCase, TrainCase, heard, said
+
+    sentences = [PAIRING, TRAINING, said("cli.bench.note.timing", pairing=PAIRING, repeats=5),
+                 said("cli.bench.note.training", training=TRAINING), said("cli.bench.skip.too_big", t=65536, gib="16"),
+                 said("cli.bench.skip.flex_failed", error="RuntimeError: x; y"), said("cli.bench.skip.quick"),
+                 said("cli.bench.skip.no_mha", error="ImportError: no"), said("cli.bench.skip.torch"),
+                 MaskCase("window", 256, 4096, 8).name, MaskCase("documents", 8, 16384, 4).name,
+                 TrainCase("causal", 2048, 8).name, TrainCase("window", 16384, 4).name]
+    sentences += [said(key) for key in texts.EN if key.startswith("cli.bench.note.") and not texts.placeholders(texts.EN[key])]
+    for sentence in sentences:
+        back = heard(str(sentence))
+        assert back.in_lang("ko") == sentence.in_lang("ko") and HANGUL.search(back.in_lang("ko")), str(sentence)
+    assert heard("some text no sentence has") == "some text no sentence has"
 
 
 # ------------------------------------------------------------------ train
@@ -242,8 +332,6 @@ def _checkpoint_kinds():
     return [kind for kind in CHECKPOINT_CASES if kind not in ("device", "directory", "fifo")]   # the reader's own
 
 
-# the library's own description of what it could not parse (json, safetensors) is shown as it says it
-LIBRARY_WORDED = {"header not JSON", "config not JSON", "truncated"}
 
 
 @pytest.mark.parametrize("kind", _checkpoint_kinds())
@@ -254,6 +342,6 @@ def test_a_malformed_checkpoint_is_korean(kind, tmp_path, capsys):
     code, _, err = run(capsys, "translate", "I love you", "--checkpoint", path, "--lang", "ko")
     assert code == 2 and err.startswith("qkv: 오류: ") and err.count("\n") == 1, err
     assert HANGUL.search(err[len("qkv: 오류: "):]), err
-    if kind not in LIBRARY_WORDED:
-        # the file's own words: tensor and field names, dtype codes, a JSON type's Python name
-        assert korean_only(err, words_of(path, "list", "config", "format", "dtype", "shape")) == [], err
+    # the file's own words: tensor and field names, dtype codes, a JSON type's Python name; the library's
+    # own description of what it could not parse (json, safetensors) is worded in Korean too
+    assert korean_only(err, words_of(path, "list", "config", "format", "dtype", "shape")) == [], err

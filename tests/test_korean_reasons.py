@@ -1,11 +1,12 @@
-"""The OS's reasons (errno) and TOML's parse errors inside a `--lang ko` error line are Korean, by class.
+"""The OS's reasons (errno) and the parsing libraries' own descriptions (json, tomllib, safetensors, tokenizers,
+NumPy's .npy/.npz readers) inside a `--lang ko` error line are Korean, by class.
 
-English keeps the OS's own words (strerror) and tomllib's message. Korean says each errno with
-qkv.explain.texts' ``error.os.NAME`` (``error.os.other`` with its number for one the table lacks) and a
-TOML error by where tomllib stopped (line and column, or the end of the document). Checked on every
-errno Python knows, on real runs (a full device, a name too long, a file that cannot be opened for each
-OSError class) and on TOML documents whose error position is known by construction. The English
-detector is test_cli_lang_ko's `korean_only`.
+English keeps the OS's own words (strerror) and each library's message. Korean says each errno with
+qkv.explain.texts' ``error.os.NAME`` (``error.os.other`` with its number for one the table lacks), and a
+library's complaint by its class (``error.lib.*``) with where it stopped (line and column, or the end of the
+document). Checked on every errno Python knows, on real runs (a full device, a name too long, a file that
+cannot be opened for each OSError class) and on documents and files broken in one known way each, whose
+error position is known by construction. The English detector is test_cli_lang_ko's `korean_only`.
 """
 
 from __future__ import annotations
@@ -107,18 +108,28 @@ def test_a_file_that_cannot_be_opened_is_korean(capsys, tmp_path, monkeypatch, e
 
 
 # ------------------------------------------------------------------ TOML
-# (document, where tomllib stops: (line, column) or None for the end of the document), by construction
+# (document, where tomllib stops: (line, column) or None for the end of the document, the class's text key),
+# by construction
 TOML_CASES = [
-    ("x = = 1\n", (1, 5)),                              # a value expected after '='
-    ("a = 1\nb = = 2\n", (2, 5)),
-    ("a = 1\na = 2\n", (2, 6)),                         # a key given twice
-    ("x = [1, 2\n", None),                              # an array never closed
-    ("x 1\n", (1, 3)),                                  # no '=' after the key
+    ("x = = 1\n", (1, 5), "toml.value"),                     # a value expected after '='
+    ("a = 1\nb = = 2\n", (2, 5), "toml.value"),
+    ("a = 1\na = 2\n", (2, 6), "toml.redefined"),            # a key given twice
+    ("x = [1, 2\n", None, "toml.unclosed_array"),           # an array never closed
+    ("x 1\n", (1, 3), "toml.equals"),                       # no '=' after the key
+    ("[table\n", (1, 7), "toml.table_end"),                 # a table header never closed
+    ("[[rows]\n", (1, 7), "toml.array_table_end"),
+    ("x = 1 y\n", (1, 7), "toml.newline"),                  # two statements on one line
+    ("x = {a = 1\n", (1, 11), "toml.unclosed_table"),
+    ('x = "abc\n', (1, 9), "toml.character"),             # a line break inside a one-line string
+    ('x = """abc', None, "unterminated"),
+    ("= 1\n", (1, 1), "toml.statement"),
+    ('x = "\\q"\n', (1, 8), "escape"),
+    ("x = 1979-13-27\n", (1, 9), "toml.newline"),           # not a date: read as 1979, then "-13-27"
 ]
 
 
-@pytest.mark.parametrize("body, where", TOML_CASES, ids=[f"toml{i}" for i in range(len(TOML_CASES))])
-def test_toml_errors_say_where_in_korean(capsys, tmp_path, body, where):
+@pytest.mark.parametrize("body, where, kind", TOML_CASES, ids=[f"toml{i}" for i in range(len(TOML_CASES))])
+def test_toml_errors_say_what_and_where_in_korean(capsys, tmp_path, body, where, kind):
     import tomllib
 
     with pytest.raises(tomllib.TOMLDecodeError) as caught:
@@ -126,13 +137,227 @@ def test_toml_errors_say_where_in_korean(capsys, tmp_path, body, where):
     path = tmp_path / "bad.toml"
     path.write_text(body, encoding="utf-8")
     code, _, err = run(capsys, "explain", str(path), "--lang", "ko")
-    expected = texts.text("ko", "error.toml.at", line=where[0], column=where[1]) if where else texts.KO["error.toml.end"]
+    what = texts.KO[f"error.lib.{kind}"]
+    expected = (texts.text("ko", "error.lib.at", what=what, line=where[0], column=where[1]) if where
+                else texts.text("ko", "error.lib.at_end", what=what))
     assert code == 2 and err.endswith(f"TOML 형식이 잘못되었다: {expected}\n"), err
     assert_korean_line(err, tmp_path)
     code, _, english = run(capsys, "explain", str(path))
     assert english == f"qkv: error: {path}: malformed TOML: {str(caught.value).splitlines()[0]}\n"
     at = f"(at line {where[0]}, column {where[1]})" if where else "(at end of document)"
     assert english.endswith(at + "\n"), english                # tomllib agrees with the constructed position
+
+
+# ------------------------------------------------------------------ a parsing library's own words, by class
+# JSON documents and the class of Python's json decoder's complaint, with where it stops (line, column), by
+# construction
+JSON_CASES = [
+    ('{"a": 1 "b": 2}', (1, 9), "comma"),
+    ('{"a": }', (1, 7), "value"),
+    ("{'a': 1}", (1, 2), "key_name"),
+    ('{"a" 1}', (1, 6), "colon"),
+    ('{"a": 1} x', (1, 10), "extra"),
+    ('{"a": "abc', (1, 7), "unterminated"),
+    ('{"a": "a\tb"}', (1, 9), "control"),
+    ('{"a": "\\q"}', (1, 8), "escape"),
+    ('{"a": "\\u12"}', (1, 9), "escape"),
+    ('{\n  "a": 1,\n  "b": \n}', (4, 1), "value"),
+]
+
+
+@pytest.mark.parametrize("body, where, kind", JSON_CASES, ids=[f"json{i}" for i in range(len(JSON_CASES))])
+def test_json_errors_say_what_and_where_in_korean(capsys, tmp_path, body, where, kind):
+    import json
+
+    with pytest.raises(json.JSONDecodeError) as caught:
+        json.loads(body)
+    assert (caught.value.lineno, caught.value.colno) == where       # the construction is right
+    path = tmp_path / "bad.json"
+    path.write_text(body, encoding="utf-8")
+    code, _, err = run(capsys, "explain", str(path), "--lang", "ko")
+    assert code == 2 and err.endswith(f"JSON 형식이 잘못되었다: {texts.KO[f'error.lib.{kind}']} "
+                                      f"({where[0]}행 {where[1]}열)\n"), err
+    assert_korean_line(err, tmp_path)
+    code, _, english = run(capsys, "explain", str(path))
+    assert english == f"qkv: error: {path}: malformed JSON: {caught.value.msg} (line {where[0]}, column {where[1]})\n"
+
+
+def test_a_huge_json_integer_is_korean(capsys, tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text('{"x": ' + "9" * 5000 + "}", encoding="utf-8")
+    code, _, err = run(capsys, "explain", str(path), "--lang", "ko")
+    assert code == 2 and err.endswith(texts.KO["error.lib.digits"] + "\n"), err
+    assert_korean_line(err, tmp_path)
+
+
+def _raw_safetensors(header: bytes, tail: bytes = b"") -> bytes:
+    return len(header).to_bytes(8, "little") + header + tail
+
+
+def _good_safetensors() -> bytes:
+    import numpy as np
+    from safetensors.numpy import save
+
+    return save({"w": np.arange(64, dtype=np.float32)})
+
+
+# safetensors files broken in each way its reader names, with the class's text key
+SAFETENSORS_CASES = {
+    "short": (lambda: b"abc", "st.small"),
+    "length": (lambda: b"\xff" * 8 + b"xx", "st.large"),
+    "json": (lambda: _raw_safetensors(b"{x   "), "st.json"),
+    "truncated": (lambda: _good_safetensors()[:-100], "st.incomplete"),
+    "offsets": (lambda: _raw_safetensors(b'{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,8]}}', b"\0" * 8),
+                "st.tensor"),
+}
+
+
+def _readers():
+    """Every reader of a safetensors file a command uses: a model's weights (whole and lazily opened), an
+    example's array file, the translator's checkpoint; each returns the InputError it raises."""
+    from qkv.errors import InputError
+    from qkv.models import checkpoint, files
+
+    def catch(call):
+        with pytest.raises(InputError) as caught:
+            call()
+        return caught.value
+
+    return {"read_tensors": lambda p: catch(lambda: files.read_tensors(p)),
+            "safe_open": lambda p: catch(lambda: checkpoint._safe_open(p))}
+
+
+@pytest.mark.parametrize("case", sorted(SAFETENSORS_CASES))
+@pytest.mark.parametrize("reader", sorted(_readers()))
+def test_safetensors_errors_are_korean_by_class(tmp_path, case, reader):
+    make, kind = SAFETENSORS_CASES[case]
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(make())
+    error = _readers()[reader](path)
+    said = error.say("ko")
+    assert texts.KO[f"error.lib.{kind}"].split("{")[0] in said, said
+    assert HANGUL.search(said) and korean_only(said, words_of(tmp_path)) == [], said
+    assert "Error while deserializing" in error.say("en")           # English: the library's own words
+
+
+@pytest.mark.parametrize("case", sorted(SAFETENSORS_CASES))
+def test_an_example_array_in_a_broken_safetensors_file_is_korean(capsys, tmp_path, case):
+    make, kind = SAFETENSORS_CASES[case]
+    (tmp_path / "x.safetensors").write_bytes(make())
+    spec = tmp_path / "spec.toml"
+    spec.write_text('tokens = ["a", "b"]\nx = "x.safetensors"\n', encoding="utf-8")
+    code, _, err = run(capsys, "explain", str(spec), "--lang", "ko")
+    assert code == 2 and texts.KO[f"error.lib.{kind}"].split("{")[0] in err, err
+    assert_korean_line(err, tmp_path, "x.safetensors")
+
+
+def _npy() -> bytes:
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.arange(6.0).reshape(2, 3))
+    return buffer.getvalue()
+
+
+def _npz() -> bytes:
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.savez(buffer, x=np.arange(6.0).reshape(2, 3))
+    return buffer.getvalue()
+
+
+# .npy/.npz files broken in each way NumPy names, with the class's text key
+ARRAY_CASES = [
+    ("x.npy", lambda: b"", "npy.empty"),
+    ("x.npy", lambda: b"not an array at all", "npy.pickle"),
+    ("x.npy", lambda: _npy()[:-8], "npy.short"),
+    ("x.npy", lambda: _npy()[:20], "npy.header"),
+    ("x.npz", lambda: b"PK\x03\x04 broken", "npy.zip"),
+    ("x.npz", lambda: _npz()[:40], "npy.zip"),
+]
+
+
+@pytest.mark.parametrize("name, make, kind", ARRAY_CASES, ids=[f"array{i}" for i in range(len(ARRAY_CASES))])
+def test_a_broken_array_file_is_korean_by_class(capsys, tmp_path, name, make, kind):
+    (tmp_path / name).write_bytes(make())
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'tokens = ["a", "b"]\nx = "{name}"\n', encoding="utf-8")
+    code, _, err = run(capsys, "explain", str(spec), "--lang", "ko")
+    assert code == 2 and texts.KO[f"error.lib.{kind}"] in err, err
+    assert_korean_line(err, tmp_path, name)
+    code, _, english = run(capsys, "explain", str(spec))
+    assert code == 2 and "cannot read array file" in english, english
+
+
+# tokenizer.json documents, each refused by tokenizers (serde_json's words, or its own) for one class
+TOKENIZER_CASES = [
+    ('{"version": "1.0"', "eof", (1, 17)),
+    ("[]", "type", (1, 2)),
+    ("{}", "missing_field", (1, 2)),
+    ('{"version": "1.0", "model": {"type": "Nope"}}', "no_variant", None),
+    ("{x}", "key_string", (1, 2)),
+    ("", "eof", (1, 0)),
+]
+
+
+@pytest.mark.parametrize("body, kind, where", TOKENIZER_CASES, ids=[f"tokenizer{i}" for i in range(len(TOKENIZER_CASES))])
+def test_a_broken_tokenizer_is_korean_by_class(tmp_path, body, kind, where):
+    from qkv.errors import InputError
+    from qkv.models.files import read_tokenizer
+
+    path = tmp_path / "tokenizer.json"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read_tokenizer(path)
+    english, said = caught.value.say("en"), caught.value.say("ko")
+    assert texts.KO[f"error.lib.{kind}"].split("{")[0] in said, said
+    if where is not None:
+        assert f"at line {where[0]} column {where[1]})" in english, english     # the library says where
+        assert f"{where[0]}행 {where[1]}열: " in said, said
+    assert HANGUL.search(said) and korean_only(said, words_of(tmp_path)) == [], said
+
+
+def test_a_tokenizer_that_is_not_utf8_is_korean(tmp_path):
+    from qkv.errors import InputError
+    from qkv.models.files import read_tokenizer
+
+    path = tmp_path / "tokenizer.json"
+    path.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(InputError) as caught:
+        read_tokenizer(path)
+    assert texts.KO["error.lib.not_utf8"] in caught.value.say("ko")
+    assert korean_only(caught.value.say("ko"), words_of(tmp_path)) == []
+
+
+def test_every_library_class_names_a_text_both_tables_have():
+    """The class tables of `qkv.errors` name only keys both languages have, with the same placeholders."""
+    from qkv import errors
+
+    keys = {"error.lib." + key for table in (errors._JSON, errors._TOML, errors._SERDE, errors._SAFETENSORS,
+                                             errors._NUMPY) for _, key in table}
+    keys |= {k for k in texts.EN if k.startswith("error.lib.")}
+    for key in keys:
+        assert key in texts.EN and key in texts.KO, key
+        assert texts.placeholders(texts.EN[key]) == texts.placeholders(texts.KO[key]), key
+        assert HANGUL.search(texts.KO[key]) and korean_only(texts.text("ko", key, what="값", name="'x'", detail="값",
+                                                                        line=1, column=2, at=3)) == [], key
+
+
+def test_an_unknown_library_message_is_korean_and_points_to_english():
+    import json
+
+    from qkv.errors import reason
+
+    unknown = Exception("something new the library says at line 2 column 3")
+    assert reason(unknown, "en") == str(unknown)
+    said = reason(unknown, "ko")
+    assert said == texts.text("ko", "error.lib.at", what=texts.KO["error.lib.other"], line=2, column=3)
+    assert reason(json.JSONDecodeError("A message json never had", "x", 0), "ko").startswith("1행 1열: ")
 
 
 # ------------------------------------------------------------------ saved traces

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .errors import InputError
+from .errors import InputError, describe
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 """The figure files qkv writes (the format follows the suffix): one list for viz, the CLI and serve."""
@@ -445,14 +445,6 @@ def decode_utf8(data: bytes, *, source: str | None, field: str | None = None) ->
                                by_lang={"ko": {"reason": _CODEC_KO.get(exc.reason, exc.reason)}}) from None
 
 
-# Python's JSON decoder's messages, in Korean (any other is shown as Python gives it)
-_JSON_KO = {"Expecting value": "값이 와야 한다",
-            "Expecting property name enclosed in double quotes": "큰따옴표로 감싼 속성 이름이 와야 한다",
-            "Expecting ',' delimiter": "',' 구분자가 와야 한다", "Expecting ':' delimiter": "':' 구분자가 와야 한다",
-            "Extra data": "값 뒤에 남는 데이터가 있다", "Unterminated string starting at": "문자열이 닫히지 않았다",
-            "Invalid control character at": "잘못된 제어 문자가 있다", "Invalid \\escape": "잘못된 이스케이프이다"}
-
-
 def load_json(text: str, *, source: str) -> Any:
     """Parse JSON text: malformed text, huge integers and deep nesting are InputErrors naming ``source``.
 
@@ -462,12 +454,13 @@ def load_json(text: str, *, source: str) -> Any:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        # the decoder's description in each language (`qkv.errors.describe`); the template says where
         raise InputError.keyed("error.json.malformed", source=source, reason=exc.msg, line=exc.lineno,
-                               column=exc.colno, by_lang={"ko": {"reason": _JSON_KO.get(exc.msg, exc.msg)}}) from None
+                               column=exc.colno, by_lang={"ko": {"reason": describe(exc, "ko")}}) from None
     except RecursionError:
         raise InputError.keyed("error.json.deep", source=source, depth=MAX_DEPTH) from None
     except ValueError as exc:          # e.g. an integer longer than Python's conversion limit (4300 digits)
-        raise InputError.keyed("error.json.other", source=source, reason=_first_line(exc)) from None
+        raise InputError.keyed("error.json.other", source=source, reason=exc) from None
     _check_depth(data, source)
     return data
 
@@ -478,12 +471,12 @@ def load_toml(text: str, *, source: str) -> dict:
 
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:      # worded by `qkv.errors.reason`: Korean says the line and column
+    except tomllib.TOMLDecodeError as exc:      # worded by `qkv.errors.reason`: Korean by class, line and column
         raise InputError.keyed("error.toml.malformed", source=source, reason=exc) from None
     except RecursionError:
         raise InputError.keyed("error.toml.deep", source=source, depth=MAX_DEPTH) from None
     except ValueError as exc:
-        raise InputError.keyed("error.toml.malformed", source=source, reason=_first_line(exc)) from None
+        raise InputError.keyed("error.toml.malformed", source=source, reason=exc) from None
     _check_depth(data, source)
     return data
 
@@ -498,14 +491,6 @@ def _check_depth(data: Any, source: str) -> None:
                 raise InputError.keyed("error.nested", source=source, depth=MAX_DEPTH)
             items = value.values() if isinstance(value, dict) else value
             stack.extend((item, depth + 1) for item in items if isinstance(item, (list, dict)))
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    if "Exceeds the limit" in text and "digits" in text:     # Python's guard against huge int conversions
-        return "an integer has more than 4300 digits"
-    lines = text.splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 # =========================================================================== integers

@@ -35,6 +35,8 @@ OpenMP threads behind it, which pairs inside one process would charge to the nex
 
 from __future__ import annotations
 
+import string
+
 import math
 import os
 import platform
@@ -77,11 +79,45 @@ def said(key: str, /, **values) -> Said:
     return sentence
 
 
-def _mask_name(name: str):
-    """A mask case's name (window, documents, causal) as a `Said`, so it is worded in the reader's language."""
-    from .explain.texts import has
+# The sentences a result saves (notes, skip reasons, the timing methods, mask names): a saved result
+# (--from-json) holds their English, which `heard` reads back into the sentence it was.
+_SAVED_FAMILIES = ("cli.bench.note.", "cli.bench.skip.", "cli.bench.mask.", "cli.bench.pairing",
+                   "cli.bench.training_timing")
+_HEARD: list = []
 
-    return said(f"cli.bench.mask.{name}") if has("en", f"cli.bench.mask.{name}") else name
+
+def heard(text):
+    """``text`` as the `Said` sentence it is the English of (a note, skip reason, timing method or mask name
+    a saved result holds), its values read back from the text (a value that is itself such a sentence
+    too), so that it can be said in another language; any other text (or a `Said`) as it is."""
+    import re
+
+    from .explain.texts import EN
+
+    if isinstance(text, Said) or not isinstance(text, str):
+        return text
+    if not _HEARD:
+        patterns = []
+        saved = {key: template for key, template in EN.items() if key.startswith(_SAVED_FAMILIES)}
+        fixed = "|".join(re.escape(template) for template in sorted(saved.values(), key=len, reverse=True)
+                         if "{" not in template and len(template) > 40)
+        fixed = f"(?:{fixed})" if fixed else "(?!)"
+        for key, template in saved.items():
+            parts, seen = [], set()
+            for literal, name, _, _ in string.Formatter().parse(template):
+                parts.append(re.escape(literal))
+                if name:      # a whole saved sentence first (the timing note holds the pairing one), else any text
+                    parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>{fixed}|.+?)")
+                    seen.add(name)
+            patterns.append((len(template), key, re.compile("".join(parts), re.S)))
+        _HEARD.extend(sorted(patterns, key=lambda entry: -entry[0]))   # the most specific first
+    for _, key, pattern in _HEARD:
+        match = pattern.fullmatch(text)
+        if match:
+            sentence = Said(text)
+            sentence.key, sentence.values = key, {name: heard(value) for name, value in match.groupdict().items()}
+            return sentence
+    return text
 
 
 PAIRING = said("cli.bench.pairing")
@@ -111,7 +147,9 @@ class MaskCase:
 
     @property
     def name(self) -> str:
-        return f"sliding window W={self.param}" if self.kind == "window" else f"{self.param} documents"
+        # a `Said`: its English is what a result saves, and it is worded in the reader's language
+        return said("cli.bench.mask.sliding", w=self.param) if self.kind == "window" else said("cli.bench.mask.docs",
+                                                                                                  n=self.param)
 
 
 def window_lambda(width: int):
@@ -141,7 +179,8 @@ class TrainCase:
 
     @property
     def name(self) -> str:
-        return "causal" if self.kind == "causal" else f"sliding window W={self.window} (user lambda)"
+        return said("cli.bench.mask.causal") if self.kind == "causal" else said("cli.bench.mask.sliding_lambda",
+                                                                                    w=self.window)
 
 
 TRAINING = said("cli.bench.training_timing")
@@ -441,7 +480,7 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
     run_qkv = lambda: qkv.attention(q, k, v, mask_mod=mask_mod)   # noqa: E731
     run_user = lambda: qkv.attention(q, k, v, mask_mod=user)      # noqa: E731  (analysed on its first call)
     if user is not None:
-        say(said("cli.bench.progress.lambda", name=_mask_name(case.name), t=case.t))
+        say(said("cli.bench.progress.lambda", name=case.name, t=case.t))
         mine, catalogue = _alternate(run_user, run_qkv, case.repeats, quiet=quiet)
         row = rows[lambda_name]
         row.times, row.pair = mine, names[0]
@@ -455,7 +494,7 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
     else:
         torch, F = torch_parts
         tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
-        say(said("cli.bench.progress.dense", name=_mask_name(case.name), t=case.t))
+        say(said("cli.bench.progress.dense", name=case.name, t=case.t))
         allowed = torch.from_numpy(dense())
         # SDPA turns a boolean mask into a float one of the same size: at T = 65,536 that is 16 GiB,
         # so long inputs go through SDPA in query chunks whose float mask stays ≤ 1 GiB (same work).
@@ -481,7 +520,7 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
             try:
                 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-                say(said("cli.bench.progress.compiling", name=_mask_name(case.name), t=case.t))
+                say(said("cli.bench.progress.compiling", name=case.name, t=case.t))
                 # built beforehand, untimed (as flex users do); from the user's lambda when there is one
                 block_mask = create_block_mask(user or mask_mod, 1, case.heads, case.t, case.t, device="cpu")
                 compiled = torch.compile(flex_attention)
@@ -494,7 +533,7 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
                 ours.times, ours.pair = qkv_flex, flex_name
                 ours.vs_flex = flex_row.qkv_speedup
                 if user is not None:
-                    say(said("cli.bench.progress.lambda_flex", name=_mask_name(case.name), t=case.t))
+                    say(said("cli.bench.progress.lambda_flex", name=case.name, t=case.t))
                     mine, flex_times = _alternate(run_user, run_flex, case.repeats, quiet=quiet)
                     row = rows[lambda_name]
                     row.times, row.pair = mine, flex_name
@@ -618,7 +657,7 @@ def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say
             if round_ >= rounds or rows[key].skipped:
                 continue
             steps = case.steps if key == "qkv" else (case.peer_steps or case.steps)
-            say(said("cli.bench.progress.process", name=_mask_name(case.name), t=case.t, impl=impls[key], n=round_ + 1))
+            say(said("cli.bench.progress.process", name=case.name, t=case.t, impl=impls[key], n=round_ + 1))
             got = _spawn_worker((case.kind, key, case.t, case.heads, width, case.window, steps), timeout)
             if "error" in got:
                 rows[key].skipped = (said("cli.bench.skip.no_flex_backward", error=got["error"]) if key == "flex"
@@ -722,11 +761,11 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
         _ratios(group, machine["gemm_gflops"])
     masked: list[Row] = []
     for case in plan.mask_cases:
-        say(said("cli.bench.progress.masked", name=_mask_name(case.name), t=case.t, h=case.heads))
+        say(said("cli.bench.progress.masked", name=case.name, t=case.t, h=case.heads))
         masked += _measure_masked(case, plan.width, plan.compile_flex and has_torch, say, plan.quiet)
     training: list[Row] = []
     for case in plan.train_cases:
-        say(said("cli.bench.progress.training", name=_mask_name(case.name), t=case.t, h=case.heads))
+        say(said("cli.bench.progress.training", name=case.name, t=case.t, h=case.heads))
         training += measure_training(case, plan.width, flex=plan.compile_flex and has_torch, say=say)
     say(said("cli.bench.progress.decode", t=plan.decode_t))
     try:

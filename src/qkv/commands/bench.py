@@ -79,7 +79,7 @@ def handler(args) -> int:
             result = run_benchmark(QUICK if args.quick else FULL, sizes=sizes, repeats=args.repeats, progress=say)
             say(t("cli.bench.done"))
     print_result(result, console, lang=args.lang)
-    for path, write in ((args.json, lambda: json.dumps(result, indent=2)), (args.markdown, lambda: to_markdown(result))):
+    for path, write in ((args.json, lambda: json.dumps(result, indent=2)), (args.markdown, lambda: to_markdown(result, args.lang))):
         if path:
             write_atomic(path, write())        # `qkv: wrote FILE` on stderr (qkv.cli)
     return 0
@@ -208,16 +208,31 @@ def load_result(path: str) -> dict:
     return check_result(load_json(read_text(path, limit=FROM_JSON_BYTES), source=path), path)
 
 
-def to_markdown(result: dict) -> str:
-    """The measured tables as Markdown (what the README shows), from a run_benchmark result."""
+def to_markdown(result: dict, lang: str = "en") -> str:
+    """The measured tables as Markdown (what the README shows), from a run_benchmark result, worded in
+    ``lang`` (headings, column names, notes; the numbers are the same in every language). A saved result's
+    sentences are read back (`qkv.bench.heard`) so that they are said in ``lang`` too."""
+    from ..bench import heard
+
+    t = words(lang)
+
+    def said(message) -> str:
+        message = heard(message)
+        return message.in_lang(lang) if hasattr(message, "in_lang") else str(message)
+
+    def impl_of(row) -> str:      # English: the full name, as the README shows it; else the short name's words
+        name = row["impl"] if lang == "en" else _word(lang, "impl", _SHORT.get(row["impl"], row["impl"]))
+        return f"**{name}**" if row["impl"].startswith("qkv") else name
+
+    def mask_of(row) -> str:
+        return said(row["mask"])
+
     m = result["machine"]
-    lines = [f"Machine: {m['cpus']} CPUs{' (' + m['cpu'] + ')' if m.get('cpu') else ''}, float32 GEMM ({m['gemm_n']}²) "
-             f"{m['gemm_gflops']:.1f} GFLOP/s, BLAS {m['blas']}, numpy {m['numpy']}, torch {m.get('torch') or '—'}, "
-             f"load average before the run {_num(m.get('load_average_before'), '.2f')}"
-             f", after {_num(m.get('load_average_after'), '.2f')}.", "",
-             f"Timing: {result.get('timing', 'round-robin')}.", "",
-             "| H | T | causal | implementation | ms | GFLOP/s | ×torch | qkv × faster | ×GEMM | peak MiB |",
-             "|--:|--:|:--:|:--|--:|--:|--:|--:|--:|--:|"]
+    lines = [t("cli.bench.md.machine", cpus=m["cpus"], cpu=f" ({m['cpu']})" if m.get("cpu") else "", n=m["gemm_n"],
+               gflops=f"{m['gemm_gflops']:.1f}", blas=m["blas"], numpy=m["numpy"], torch=m.get("torch") or "—",
+               before=_num(m.get("load_average_before"), ".2f"), after=_num(m.get("load_average_after"), ".2f")), "",
+             t("cli.bench.md.timing", timing=said(result.get("timing", "round-robin"))), "",
+             t("cli.bench.md.head.rows"), "|--:|--:|:--:|:--|--:|--:|--:|--:|--:|--:|"]
     for row in result["rows"] + result["memory"]:
         if row["skipped"]:
             cells = ["—"] * 6
@@ -226,44 +241,53 @@ def to_markdown(result: dict) -> str:
                      _num(row["gflops"], ".1f"), _num(row["vs_torch"], ".2f"), _num(row.get("qkv_speedup"), ".2f"),
                      _num(row["vs_gemm"], ".2f"),
                      _num(row["peak_mib"], ".1f") + (" †" if row["memory_method"] == "rss-hwm" else "")]
-        impl = f"**{row['impl']}**" if row["impl"].startswith("qkv") else row["impl"]
-        impl += " (skipped)" if row["skipped"] else ""
-        lines.append(f"| {row['heads']} | {row['t']} | {'yes' if row['causal'] else 'no'} | {impl} | " + " | ".join(cells) + " |")
+        impl = impl_of(row) + (t("cli.bench.md.skipped") if row["skipped"] else "")
+        causal = t("cli.bench.yes") if row["causal"] else t("cli.bench.no")
+        lines.append(f"| {row['heads']} | {row['t']} | {causal} | {impl} | " + " | ".join(cells) + " |")
     if result.get("masked"):
-        lines += ["", "| mask | H | T | implementation | ms | qkv × faster | ×flex | ×catalogue | qkv peak MiB |",
-                  "|:--|--:|--:|:--|--:|--:|--:|--:|--:|"]
+        lines += ["", t("cli.bench.md.head.masked"), "|:--|--:|--:|:--|--:|--:|--:|--:|--:|"]
         for row in result["masked"]:
-            impl = f"**{row['impl']}**" if row["impl"].startswith("qkv") else row["impl"]
             if row["skipped"]:
-                lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} (skipped: {row['skipped']}) | "
-                             "— | — | — | — | — |")
+                lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)}"
+                             f"{t('cli.bench.md.skipped_why', reason=said(row['skipped']))} | — | — | — | — | — |")
                 continue
-            lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} | {_ms(row['seconds'])} | "
+            lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)} | {_ms(row['seconds'])} | "
                          f"{_num(row.get('qkv_speedup'), '.2f')} | {_num(row.get('vs_flex'), '.2f')} | "
                          f"{_num(row.get('vs_catalogue'), '.2f')} | {_num(row['peak_mib'], '.1f')} |")
     if result.get("training"):
-        lines += ["", f"Training steps: {result.get('training_timing', 'each side in its own process')}.", "",
-                  "| step (forward + backward) | H | T | implementation | ms per step | ×torch | qkv × faster | "
-                  "peak MiB above inputs |", "|:--|--:|--:|:--|--:|--:|--:|--:|"]
+        lines += ["", t("cli.bench.md.training", timing=said(result.get("training_timing", "each side in its own process"))),
+                  "", t("cli.bench.md.head.training"), "|:--|--:|--:|:--|--:|--:|--:|--:|"]
         for row in result["training"]:
-            impl = f"**{row['impl']}**" if row["impl"].startswith("qkv") else row["impl"]
             if row["skipped"]:
-                lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} (skipped: {row['skipped']}) | "
-                             "— | — | — | — |")
+                lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)}"
+                             f"{t('cli.bench.md.skipped_why', reason=said(row['skipped']))} | — | — | — | — |")
                 continue
-            lines.append(f"| {row['mask']} | {row['heads']} | {row['t']} | {impl} | {_ms(row['seconds'])} | "
+            lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)} | {_ms(row['seconds'])} | "
                          f"{_num(row['vs_torch'], '.2f')} | {_num(row.get('qkv_speedup'), '.2f')} | "
                          f"{_num(row['peak_mib'], '.0f')} |")
     d = result["decode"]
     if "skipped" in d:
-        lines += ["", f"Decode: {d['skipped']}", ""]
+        lines += ["", t("cli.bench.md.decode.skipped", reason=said(d["skipped"])), ""]
     else:
-        lines += ["", f"Decode at T={d['t']} (D={d['d_model']}, H={d['heads']}): {d['ms_per_token_with_cache']:.2f} "
-                  f"ms/token with the KV cache, {d['ms_per_token_without_cache']:.1f} ms/token recomputing "
-                  f"({d['speedup']:.0f}× faster).", ""]
-    lines += [f"- {note}" for note in result.get("notes", [])]
-    lines.append("- † torch: resident-set high-water growth (its allocations are invisible to tracemalloc).")
+        lines += ["", t("cli.bench.md.decode", t=d["t"], d=d["d_model"], h=d["heads"],
+                        cached=f"{d['ms_per_token_with_cache']:.2f}", recomputed=f"{d['ms_per_token_without_cache']:.1f}",
+                        speedup=f"{d['speedup']:.0f}"), ""]
+    lines += [f"- {said(note)}" for note in result.get("notes", [])]
+    lines.append(t("cli.bench.md.rss"))
     return "\n".join(lines) + "\n"
+
+
+# the implementations' short names (`cli.bench.impl.*` words them in each language)
+_SHORT = {"qkv blocked": "qkv", "plain reference": "plain", "naive numpy": "naive", "torch sdpa": "torch",
+          "qkv blocked (mask_mod)": "qkv", "torch sdpa (dense mask)": "sdpa dense",
+          "torch flex_attention (compiled)": "flex compiled", "qkv blocked (user lambda)": "qkv lambda",
+          "qkv.attention (C forward + backward)": "qkv", "torch sdpa (is_causal)": "sdpa causal"}
+
+
+def _word(lang: str, kind: str, name: str) -> str:
+    """A short implementation or mask name, in ``lang`` (as it is where the table has no words for it)."""
+    key = f"cli.bench.{kind}.{name.replace(' ', '_')}"
+    return text(lang, key) if has(lang, key) else name
 
 
 def _ms(seconds):
@@ -290,29 +314,26 @@ def _print_table(console, table) -> None:
 
 def print_result(result: dict, console, lang: str = "en") -> None:
     """The tables and notes of a result, worded in ``lang``. A fresh run's notes, skip reasons and timing
-    method are `qkv.bench.Said` sentences, said in ``lang``; a saved result's (--from-json) are its own text."""
+    method are `qkv.bench.Said` sentences, said in ``lang``; a saved result's (--from-json) English is read
+    back into those sentences (`qkv.bench.heard`), and any text it does not know is printed as saved."""
     from rich.markup import escape
     from rich.table import Table
 
-    from ..bench import Said
+    from ..bench import Said, heard
 
     t = words(lang)
 
-    def said(message) -> str:
+    def said(message) -> str:            # a saved result's sentences are read back to be said in ``lang``
+        message = heard(message)
         return message.in_lang(lang) if isinstance(message, Said) else str(message)
 
     def word(kind: str, name: str) -> str:        # a short implementation or mask name, in ``lang``
-        key = f"cli.bench.{kind}.{name.replace(' ', '_')}"
-        return text(lang, key) if has(lang, key) else name
+        return _word(lang, kind, name)
 
     machine = {key: escape(value) if isinstance(value, str) else value for key, value in result["machine"].items()}
     console.print(t("cli.bench.machine", n=machine["gemm_n"], gflops=f"[bold]{machine['gemm_gflops']:.1f} GFLOP/s[/]", blas=machine["blas"],
                     numpy=machine["numpy"], torch=machine["torch"] or t("cli.bench.not_installed"),
                     load=_num(machine.get("load_average_before"), ".2f"), cpus=machine["cpus"]))
-    short = {"qkv blocked": "qkv", "plain reference": "plain", "naive numpy": "naive", "torch sdpa": "torch",
-             "qkv blocked (mask_mod)": "qkv", "torch sdpa (dense mask)": "sdpa dense", "torch flex_attention (compiled)": "flex compiled",
-             "qkv blocked (user lambda)": "qkv lambda", "qkv.attention (C forward + backward)": "qkv",
-             "torch sdpa (is_causal)": "sdpa causal"}
     skipped = []
     console.print(t("cli.bench.timing", timing=said(result.get("timing", "round-robin"))), markup=False)
     heads = result["rows"][0]["heads"] if result["rows"] else "?"
@@ -334,12 +355,12 @@ def print_result(result: dict, console, lang: str = "en") -> None:
             table.add_column(headings.get(column, column), justify="left" if column in ("impl", "mask") else "right",
                              no_wrap=column == "impl")
         for row in rows:
-            name = word("impl", short.get(row["impl"], row["impl"]))
+            name = word("impl", _SHORT.get(row["impl"], row["impl"]))
             if row["skipped"]:
                 skipped.append(f"T={row['t']} {row['impl'] if lang == 'en' else name}: {said(row['skipped'])}")
                 name += " *"
             peak = _num(row["peak_mib"], ".1f") + (" †" if row["memory_method"] == "rss-hwm" else "")
-            mask = word("mask", row.get("mask") or "")
+            mask = said(row.get("mask") or "")
             cells = {"mask": mask, "step": mask,
                      "×flex": _num(row.get("vs_flex"), ".2f"), "×catalogue": _num(row.get("vs_catalogue"), ".2f"), "H": str(row["heads"]), "T": str(row["t"]),
                      "causal": t("cli.bench.yes") if row["causal"] else t("cli.bench.no"), "impl": name,

@@ -535,7 +535,8 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
                                       [ctx.num(k_name, k_mat[j, i], colour) for i in range(dk)],
                                       ctx.num("scores", scores[query, j]), [sub("q", qtok), DOT, sub("k", key)])
                       for j, key in enumerate(keys)]))
-    ctx.add(Calc([[sym("scores"), EQ, ctx.vec("scores", scores[query])]]))
+    named = ctx.t("sym.scores")                                 # a word in Korean: LaTeX sets it as text
+    ctx.add(Calc([[sym(named, named if named.isascii() else rf"\text{{{named}}}"), EQ, ctx.vec("scores", scores[query])]]))
     if scores.shape[0] > 1:
         ctx.add(Para(ctx.t("scores.matrix", t=scores.shape[0], tk=scores.shape[1])),
                 ctx.matrix("scores", sym("QKᵀ", "QK^\\top"), scores, rows=tokens, cols=keys, highlight=query))
@@ -777,8 +778,9 @@ def _group_meeting(ctx: Context) -> None:
         if ctx.has(f"{name}/exp_scores") and len(tokens) <= 12:
             _softmax_steps(ctx, 0, 0, tokens, f"{name}/scaled_scores", scaled, lambda i, j: False, prefix=f"{name}/")
         _notes(ctx, f"{name}/weights", 0, keys=tokens)
+        named = ctx.t("sym.scores")
         ctx.add(Para(ctx.t("gm.blend")),
-                Calc([[sym("softmax(scores)·V", r"\operatorname{softmax}(\text{scores})\,V"), EQ if holds else APPROX,
+                Calc([[sym(f"softmax({named})·V", rf"\operatorname{{softmax}}(\text{{{named}}})\,V"), EQ if holds else APPROX,
                        ctx.vec(f"{name}/out", out)]]))
         if out.size and answers:
             ctx.add(Para(ctx.t(f"gm.{name}.conclusion", answer=answers[int(np.argmax(out))])))

@@ -200,4 +200,4 @@ def _safe_open(path: Path):
         return safe_open(str(path), framework="numpy")
     except (SafetensorError, OSError, ValueError, TypeError) as exc:
         raise InputError.keyed("error.safetensors.unreadable", source=str(path),
-                               reason=exc if isinstance(exc, OSError) else (str(exc).strip() or type(exc).__name__)) from None
+                               reason=exc) from None

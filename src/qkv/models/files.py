@@ -134,7 +134,7 @@ def read_tensors(path: Path) -> dict[str, np.ndarray]:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError, TypeError) as exc:
         raise InputError.keyed("error.safetensors.unreadable", source=str(path),
-                               reason=exc if isinstance(exc, OSError) else (str(exc).strip() or type(exc).__name__)) from None
+                               reason=exc) from None
 
 
 def check_finite(array: np.ndarray, *, source: str, field: str) -> None:
@@ -217,7 +217,7 @@ def read_tokenizer(path: Path, max_length: int | None = None):
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # the Rust side raises plain Exception for any parse problem
         raise InputError.keyed("error.tokenizer.unreadable", source=str(path),
-                               reason=exc if isinstance(exc, OSError) else (str(exc).strip() or type(exc).__name__)) from None
+                               reason=exc) from None
     tokenizer.no_padding()
     if max_length is None:
         tokenizer.no_truncation()

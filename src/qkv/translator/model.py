@@ -473,7 +473,7 @@ def load(path: str | os.PathLike | None = None) -> Translator:
     try:
         tensors = from_bytes(data)
     except Exception as exc:                  # safetensors' own checks (offsets, sizes): one line, whatever its type
-        raise InputError.keyed("error.translator.ckpt.invalid", reason=_first_line(exc), source=source) from None
+        raise InputError.keyed("error.translator.ckpt.invalid", reason=exc, source=source) from None
     for name in shapes:
         bad = int(np.size(tensors[name]) - np.count_nonzero(np.isfinite(tensors[name])))
         if bad:
@@ -514,7 +514,7 @@ def _header(data: bytes, source: str) -> tuple[dict[str, Any], dict[str, str]]:
     try:
         header = json.loads(data[8: 8 + n].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise fail("json", reason=_first_line(exc)) from None
+        raise fail("json", reason=exc) from None
     if not isinstance(header, dict):
         raise fail("type", type=type(header).__name__)
     metadata = header.get("__metadata__") or {}
@@ -537,7 +537,7 @@ def _config(text: Any, source: str) -> Config:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise fail("json", reason=_first_line(exc)) from None
+        raise fail("json", reason=exc) from None
     if not isinstance(data, dict):
         raise fail("type", type=type(data).__name__)
     known = {f.name for f in fields(Config)}
@@ -564,7 +564,3 @@ def _config(text: Any, source: str) -> Config:
 
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
