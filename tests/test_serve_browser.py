@@ -325,6 +325,10 @@ def test_serve_opens_on_the_worked_examples(browser_context, server, tmp_path, w
         for english in ("What if", "score factor", "From the post", "Edit", "back to", "Choose File"):
             assert english not in visible, english
     walk.no_sideways_scroll(f"examples {lang} {width}")
+    # each matrix caption of the explanation on one line ("W_Q (2 × 2)" broke after "×" in a narrow table)
+    lines = page.locator(".qkv-example-pane .qkv-steps caption").evaluate_all(
+        "els => els.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).lineHeight))")
+    assert len(lines) >= 4 and max(lines) < 1.5, lines
     page.screenshot(path=str(tmp_path / f"examples-{lang}-{width}.png"), full_page=True)
     assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
     assert walk.errors == []
@@ -456,6 +460,24 @@ def test_the_step_through_follows_the_arrow_keys(browser_context, server):  # no
     assert seen == ["x", "w", "qkv", "dot", "scale", "softmax", "weighted", "z"]
     page.keyboard.press("ArrowLeft")
     assert stepper.get_attribute("data-step") == "weighted"
+    # the matrix by keyboard: Tab reaches it, the arrows move the chosen cell (love → its strongest key is
+    # "learning", cell 1,3), not the step-through; its derivation prints the example's weight
+    import qkv.examples
+
+    weights = qkv.examples.run("self-attention")["weights"].value[0]
+    canvas = page.locator(".qkv-example-pane .qkv-matrix-canvas")
+    assert canvas.get_attribute("tabindex") == "0" and canvas.get_attribute("aria-label")
+    canvas.focus()
+    cell = page.locator(".qkv-example-pane .qkv-cell")
+    assert cell.get_attribute("data-cell") == f"1,{int(np.argmax(weights[1]))}" == "1,3"
+    for key, want in (("ArrowDown", "2,3"), ("ArrowLeft", "2,2"), ("ArrowLeft", "2,1"), ("ArrowUp", "1,1"),
+                      ("ArrowRight", "1,2"), ("ArrowDown", "2,2"), ("ArrowDown", "3,2"), ("ArrowDown", "3,2")):
+        page.keyboard.press(key)
+        assert cell.get_attribute("data-cell") == want, key
+        i, j = (int(v) for v in want.split(","))
+        assert_printed(numbers(page, "weights", ".qkv-example-pane"), [weights[i, j]], want)
+    assert stepper.get_attribute("data-step") == "weighted"
+    assert walk.state().get("cell") == "3,2"                                # the permalink holds it
     page.click(".qkv-ex-item[data-example='multi-head']")                  # heads → concat → W_O as steps
     walk.ready(tab="example")
     flow = page.locator(".qkv-example-pane .qkv-stepper")

@@ -500,7 +500,7 @@
     var H = weights.length, tq = weights[0].length, tk = weights[0][0].length, h = headIndex;
     var kvHeads = src.has("k_heads") ? src.shape("k_heads")[0] : H, kv = Math.floor(h / Math.max(1, H / kvHeads));
     var box = el("div", "qkv-trace"), left = el("div", "qkv-trace-matrix"), right = el("div", "qkv-trace-cell");
-    left.appendChild(el("p", "qkv-note", W("cellHint")));
+    left.appendChild(el("p", "qkv-note", W("cellHint") + " " + W("cellKeys")));
     var scroll = el("div", "qkv-matrix-box");
     left.appendChild(scroll);
     var view = V.matrix(scroll, {
@@ -510,6 +510,10 @@
       masked: function (i, j) { return src.masked(h, i, j); }
     });
     view.canvas.classList.add("qkv-matrix-canvas");
+    // the keyboard reaches every cell as the mouse does: Tab to the matrix, the arrow keys move the chosen cell
+    view.canvas.tabIndex = 0;
+    view.canvas.setAttribute("role", "img");
+    view.canvas.setAttribute("aria-label", W("matrixLabel"));
     var info = el("div", "qkv-info"); left.appendChild(info);
     left.appendChild(V.legend({ masked: true, label: W("legend") }));
     var cellBox = el("div", "qkv-cell qkv-panel"); cellBox.hidden = true; right.appendChild(cellBox);
@@ -546,16 +550,30 @@
     }
     stepKeys = stepper;
 
+    function describe(i, j) {          // the line under the matrix: the cell under the pointer (or the keys' cell)
+      var shown = src.masked(h, i, j) ? W("blocked") : src.text("weights", h, i, j);
+      info.textContent = opts.hover ? opts.hover(i, j, shown) : W("hover", { i: i, q: qTokens[i], j: j, k: kTokens[j], w: shown });
+    }
     view.canvas.addEventListener("mousemove", function (e) {
       var c = view.cellAt(e);
       if (!c) { info.textContent = ""; return; }
-      var shown = src.masked(h, c[0], c[1]) ? W("blocked") : src.text("weights", h, c[0], c[1]);
-      info.textContent = opts.hover ? opts.hover(c[0], c[1], shown)
-        : W("hover", { i: c[0], q: qTokens[c[0]], j: c[1], k: kTokens[c[1]], w: shown });
+      describe(c[0], c[1]);
     });
     view.canvas.addEventListener("click", function (e) {
       var c = view.cellAt(e); if (!c) return;
       showCell(c[0], c[1], true);
+      if (opts.onCell) opts.onCell(c);
+    });
+    var MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    view.canvas.addEventListener("keydown", function (e) {
+      var move = MOVES[e.key];
+      if (!move && e.key !== "Enter" && e.key !== " ") return;
+      if (e.altKey || e.ctrlKey || e.metaKey) return;
+      e.preventDefault(); e.stopPropagation();         // the arrows move the cell here, not the step-through
+      var at = state.cell && state.cell[0] < tq && state.cell[1] < tk ? state.cell : [followed, focusKey(followed)];
+      var c = move ? [Math.min(tq - 1, Math.max(0, at[0] + move[0])), Math.min(tk - 1, Math.max(0, at[1] + move[1]))] : at;
+      showCell(c[0], c[1], false);
+      describe(c[0], c[1]);
       if (opts.onCell) opts.onCell(c);
     });
 
