@@ -230,6 +230,9 @@ def test_a_decoder_head_shows_its_mask_and_rope(browser_context, server, tmp_pat
     assert page.locator('.qkv-derivation-cell tr[data-step="weights"] td').text_content() == masked_word
     assert page.locator('.qkv-derivation-cell tr[data-step="weights"] .qkv-n').count() == 0   # the word, no number
     assert trace["weights"].value[0, 2, 5] == 0 and trace["mask"].value[0, 2, 5] == -np.inf
+    legend = page.locator(".qkv-model-pane .qkv-legend")             # masked cells here: the legend names them
+    assert legend.locator(".qkv-masked-swatch").count() == 1
+    assert legend.locator(".qkv-legend-label").text_content() == page.evaluate("qkvServe.data.words.page.en.legend")
     walk.ready(view="head")
     walk.no_sideways_scroll("decoder head")
     page.screenshot(path=str(tmp_path / "decoder-390.png"), full_page=True)
@@ -250,6 +253,12 @@ def test_the_translators_cross_attention(browser_context, server, tmp_path, widt
     page.goto(base + "/")
     walk.ready()
     page.click('button[data-tab="translate"]')
+    # a word the translator does not know: the line under the box says the problem, not the API's "text:"
+    page.fill("#qkv-source", "my big dog saw the elephant")
+    page.click(".qkv-translate-pane .qkv-run")
+    page.wait_for_selector(".qkv-translate-error:not(:empty)")
+    assert page.locator(".qkv-translate-error").text_content().startswith("error: unknown word 'elephant'")
+    walk.errors.clear()                                             # the 400 the browser logged
     text = "my big dog saw the cat in the park"
     page.fill("#qkv-source", text)
     page.select_option("#qkv-to", "ja")
@@ -325,6 +334,10 @@ def test_serve_opens_on_the_worked_examples(browser_context, server, tmp_path, w
         for english in ("What if", "score factor", "From the post", "Edit", "back to", "Choose File"):
             assert english not in visible, english
     walk.no_sideways_scroll(f"examples {lang} {width}")
+    # nothing is masked in self-attention's matrix: its legend names no hatching
+    legend = page.locator(".qkv-example-pane .qkv-trace .qkv-legend")
+    assert legend.locator(".qkv-masked-swatch").count() == 0
+    assert legend.locator(".qkv-legend-label").text_content() == texts.text(lang, "serve.ui.legendPlain")
     # each matrix caption of the explanation on one line ("W_Q (2 × 2)" broke after "×" in a narrow table)
     lines = page.locator(".qkv-example-pane .qkv-steps caption").evaluate_all(
         "els => els.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).lineHeight))")
