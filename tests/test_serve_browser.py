@@ -230,6 +230,9 @@ def test_a_decoder_head_shows_its_mask_and_rope(browser_context, server, tmp_pat
     assert page.locator('.qkv-derivation-cell tr[data-step="weights"] td').text_content() == masked_word
     assert page.locator('.qkv-derivation-cell tr[data-step="weights"] .qkv-n').count() == 0   # the word, no number
     assert trace["weights"].value[0, 2, 5] == 0 and trace["mask"].value[0, 2, 5] == -np.inf
+    legend = page.locator(".qkv-model-pane .qkv-legend")             # masked cells here: the legend names them
+    assert legend.locator(".qkv-masked-swatch").count() == 1
+    assert legend.locator(".qkv-legend-label").text_content() == page.evaluate("qkvServe.data.words.page.en.legend")
     walk.ready(view="head")
     walk.no_sideways_scroll("decoder head")
     page.screenshot(path=str(tmp_path / "decoder-390.png"), full_page=True)
@@ -250,6 +253,12 @@ def test_the_translators_cross_attention(browser_context, server, tmp_path, widt
     page.goto(base + "/")
     walk.ready()
     page.click('button[data-tab="translate"]')
+    # a word the translator does not know: the line under the box says the problem, not the API's "text:"
+    page.fill("#qkv-source", "my big dog saw the elephant")
+    page.click(".qkv-translate-pane .qkv-run")
+    page.wait_for_selector(".qkv-translate-error:not(:empty)")
+    assert page.locator(".qkv-translate-error").text_content().startswith("error: unknown word 'elephant'")
+    walk.errors.clear()                                             # the 400 the browser logged
     text = "my big dog saw the cat in the park"
     page.fill("#qkv-source", text)
     page.select_option("#qkv-to", "ja")
@@ -325,6 +334,14 @@ def test_serve_opens_on_the_worked_examples(browser_context, server, tmp_path, w
         for english in ("What if", "score factor", "From the post", "Edit", "back to", "Choose File"):
             assert english not in visible, english
     walk.no_sideways_scroll(f"examples {lang} {width}")
+    # nothing is masked in self-attention's matrix: its legend names no hatching
+    legend = page.locator(".qkv-example-pane .qkv-trace .qkv-legend")
+    assert legend.locator(".qkv-masked-swatch").count() == 0
+    assert legend.locator(".qkv-legend-label").text_content() == texts.text(lang, "serve.ui.legendPlain")
+    # each matrix caption of the explanation on one line ("W_Q (2 × 2)" broke after "×" in a narrow table)
+    lines = page.locator(".qkv-example-pane .qkv-steps caption").evaluate_all(
+        "els => els.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).lineHeight))")
+    assert len(lines) >= 4 and max(lines) < 1.5, lines
     page.screenshot(path=str(tmp_path / f"examples-{lang}-{width}.png"), full_page=True)
     assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
     assert walk.errors == []
@@ -456,6 +473,24 @@ def test_the_step_through_follows_the_arrow_keys(browser_context, server):  # no
     assert seen == ["x", "w", "qkv", "dot", "scale", "softmax", "weighted", "z"]
     page.keyboard.press("ArrowLeft")
     assert stepper.get_attribute("data-step") == "weighted"
+    # the matrix by keyboard: Tab reaches it, the arrows move the chosen cell (love → its strongest key is
+    # "learning", cell 1,3), not the step-through; its derivation prints the example's weight
+    import qkv.examples
+
+    weights = qkv.examples.run("self-attention")["weights"].value[0]
+    canvas = page.locator(".qkv-example-pane .qkv-matrix-canvas")
+    assert canvas.get_attribute("tabindex") == "0" and canvas.get_attribute("aria-label")
+    canvas.focus()
+    cell = page.locator(".qkv-example-pane .qkv-cell")
+    assert cell.get_attribute("data-cell") == f"1,{int(np.argmax(weights[1]))}" == "1,3"
+    for key, want in (("ArrowDown", "2,3"), ("ArrowLeft", "2,2"), ("ArrowLeft", "2,1"), ("ArrowUp", "1,1"),
+                      ("ArrowRight", "1,2"), ("ArrowDown", "2,2"), ("ArrowDown", "3,2"), ("ArrowDown", "3,2")):
+        page.keyboard.press(key)
+        assert cell.get_attribute("data-cell") == want, key
+        i, j = (int(v) for v in want.split(","))
+        assert_printed(numbers(page, "weights", ".qkv-example-pane"), [weights[i, j]], want)
+    assert stepper.get_attribute("data-step") == "weighted"
+    assert walk.state().get("cell") == "3,2"                                # the permalink holds it
     page.click(".qkv-ex-item[data-example='multi-head']")                  # heads → concat → W_O as steps
     walk.ready(tab="example")
     flow = page.locator(".qkv-example-pane .qkv-stepper")

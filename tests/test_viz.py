@@ -890,3 +890,28 @@ def test_heads_figure_in_korean_draws_hangul_with_a_cjk_font():
     assert cjk                  # the set-up installs NanumGothic (koreanize-matplotlib) and Noto Sans CJK
     for text in hangul:        # matplotlib falls back along the family list glyph by glyph: a CJK family is in it
         assert cjk & set(text.get_fontfamily()), (text.get_text(), text.get_fontfamily())
+
+
+def test_a_models_figure_is_titled_in_the_figures_language():
+    """A model's head (and a whole model's grid) drawn with lang="ko": the title is the explanation's Korean
+    one (texts title.model.*: "toy: 층 2, 헤드 3"), never the English title the model recorded; no English
+    word is left but the allowed terms, the tokens and the model's name."""
+    from qkv.explain import texts as words
+
+    head = one_head_of_a_model(head=3)
+    head.meta["model"] = "toy"
+    whole = qkv.Trace("toy: attention weights of every layer and head",
+                      meta={"kind": "model", "model": "toy", "tokens": [f"w{i}" for i in range(5)], "n_heads": 2})
+    x = np.random.default_rng(4).standard_normal((5, 8))
+    for layer in range(2):
+        qkv.MultiHeadAttention.random(8, n_heads=2, seed=layer)(x, record=whole.scoped(f"layer {layer}"))
+    for trace, key, values in ((head, "title.model.head", {"layer": 2, "head": 3}),
+                               (whole, "title.model.all", {})):
+        for lang in ("en", "ko"):
+            found = figure_texts(viz.figure_for(trace, lang=lang))
+            want = words.text(lang, key, model="toy", **values)
+            assert any(want in t for t in found), (lang, want, found)
+            if lang == "ko":
+                assert not any(trace.title in t for t in found), found
+                english = {w for t in found for w in re.findall(r"[A-Za-z]{2,}", t) if not (w.isupper() and len(w) <= 3)}
+                assert english <= _ALLOWED_LATIN | {"toy"}, sorted(english - _ALLOWED_LATIN)

@@ -1598,6 +1598,11 @@ EN: dict[str, str] = {
     "serve.ui.compareOut": "the output of “{q}”, Concat(heads)·W_O",
     "serve.ui.multiHeadNote": "Only head 1 is computed from inputs (the self-attention example); heads 2 and 3 are "
                               "outputs the post gives, so a change reaches the result through head 1 and W_O.",
+    "serve.ui.cellKeys": "By keyboard: Tab to the matrix, then the arrow keys move the cell.",
+    "serve.ui.matrixLabel": "attention weights, rows: queries, columns: keys; the arrow keys move the chosen cell and "
+                            "its derivation follows",
+    "serve.ui.legendPlain": "colour: the weight, 0 (white) to 1 (dark blue), shaded by √weight so small weights stay "
+                            "visible",
 }
 
 KO: dict[str, str] = {
@@ -3124,6 +3129,10 @@ KO: dict[str, str] = {
     "serve.ui.compareOut": "“{q}”의 출력 Concat(헤드)·W_O",
     "serve.ui.multiHeadNote": "입력에서 계산되는 헤드는 헤드 1(Self-attention 예제)뿐이다. 헤드 2와 3은 글에 주어진 "
                               "출력이므로, 바꾼 값은 헤드 1과 W_O를 거쳐서만 결과에 닿는다.",
+    "serve.ui.cellKeys": "키보드로는 Tab으로 행렬에 간 뒤 화살표 키로 칸을 옮긴다.",
+    "serve.ui.matrixLabel": "어텐션 가중치. 행은 Query, 열은 Key다. 화살표 키로 칸을 옮기면 그 칸의 계산 과정이 나온다",
+    "serve.ui.legendPlain": "색: 가중치 0(흰색)에서 1(진한 파랑)까지. 작은 가중치도 보이도록 가중치의 제곱근에 따라 "
+                            "칠한다.",
 }
 
 LANGS = {"en": EN, "ko": KO}

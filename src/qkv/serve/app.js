@@ -76,7 +76,11 @@
     var q = new URLSearchParams(params || {}).toString();
     return fetch("/api/" + path + (q ? "?" + q : ""), options || {}).then(function (r) {
       return r.json().then(function (answer) {
-        if (!r.ok) throw new Error(answer.error || ("HTTP " + r.status));
+        if (!r.ok) {
+          var error = new Error(answer.error || ("HTTP " + r.status));
+          error.field = answer.field; error.problem = answer.problem;     // one parameter's problem, apart
+          throw error;
+        }
         return answer;
       });
     });
@@ -85,7 +89,16 @@
   function setReady(flag) { root.setAttribute("data-ready", flag ? "1" : "0"); }
   function begin() { busy++; setReady(false); }
   function end() { busy = Math.max(0, busy - 1); if (!busy) setReady(true); }
-  function say(box, message) { box.textContent = message ? W("error") + ": " + message : ""; }
+  // An error line under the form: a problem with the text box right above it says just the problem; the
+  // layer, head, target language and model are named in the page's words, not as the API's parameters.
+  function say(box, err) {
+    if (!err) { box.textContent = ""; return; }
+    var named = { layer: W("layer"), head: W("head"), to: W("into"), model: W("model") };
+    var message = err.message;
+    if (err.problem && err.field === "text") message = err.problem;
+    else if (err.problem && named[err.field]) message = named[err.field] + ": " + err.problem;
+    box.textContent = W("error") + ": " + message;
+  }
 
   // ------------------------------------------------------------------ Trace helpers
   function stepOf(trace, name) {
@@ -247,7 +260,7 @@
         data.uploaded = { bytes: held, name: file.name, result: result, lang: state.lang };
         state.example = ""; state.part = 0; state.cell = null; state.whatif = null; ui.exampleError.textContent = "";
         writeURL(true); markExample(); drawExample(result);
-      }, function (err) { say(ui.exampleError, err.message); }).then(end, end);
+      }, function (err) { say(ui.exampleError, err); }).then(end, end);
       ui.uploadInput.value = "";          // choosing the same file again fires change again
     });
   }
@@ -363,7 +376,7 @@
       : api("overview", { model: state.model, text: state.text, lang: state.lang }).then(function (o) { o.key = key; data.overview = o; return o; });
     ready.then(drawOverview, showModelError).then(end, end);
   }
-  function showModelError(err) { say(ui.modelError, err.message); }
+  function showModelError(err) { say(ui.modelError, err); }
 
   function drawOverview(o) {
     ui.modelBody.textContent = "";
@@ -372,7 +385,7 @@
       W("tokenCount", { n: o.shape[2] })));
     box.appendChild(el("p", "qkv-note", W("overviewHint")));
     box.appendChild(thumbnails(o, openHead));
-    box.appendChild(V.legend({ masked: true, label: W("legend") }));
+    box.appendChild(V.legend({ masked: false, label: W("legendPlain") }));     // a thumbnail draws no hatching
     ui.modelBody.appendChild(box);
   }
 
@@ -500,7 +513,7 @@
     var H = weights.length, tq = weights[0].length, tk = weights[0][0].length, h = headIndex;
     var kvHeads = src.has("k_heads") ? src.shape("k_heads")[0] : H, kv = Math.floor(h / Math.max(1, H / kvHeads));
     var box = el("div", "qkv-trace"), left = el("div", "qkv-trace-matrix"), right = el("div", "qkv-trace-cell");
-    left.appendChild(el("p", "qkv-note", W("cellHint")));
+    left.appendChild(el("p", "qkv-note", W("cellHint") + " " + W("cellKeys")));
     var scroll = el("div", "qkv-matrix-box");
     left.appendChild(scroll);
     var view = V.matrix(scroll, {
@@ -510,8 +523,14 @@
       masked: function (i, j) { return src.masked(h, i, j); }
     });
     view.canvas.classList.add("qkv-matrix-canvas");
+    // the keyboard reaches every cell as the mouse does: Tab to the matrix, the arrow keys move the chosen cell
+    view.canvas.tabIndex = 0;
+    view.canvas.setAttribute("role", "img");
+    view.canvas.setAttribute("aria-label", W("matrixLabel"));
     var info = el("div", "qkv-info"); left.appendChild(info);
-    left.appendChild(V.legend({ masked: true, label: W("legend") }));
+    var anyMasked = false;            // the hatched swatch and its words only where a cell is masked
+    for (var mi = 0; mi < tq && !anyMasked; mi++) for (var mj = 0; mj < tk; mj++) if (src.masked(h, mi, mj)) { anyMasked = true; break; }
+    left.appendChild(V.legend({ masked: anyMasked, label: W(anyMasked ? "legend" : "legendPlain") }));
     var cellBox = el("div", "qkv-cell qkv-panel"); cellBox.hidden = true; right.appendChild(cellBox);
     box.appendChild(left); box.appendChild(right);
     var stepBox = el("section", "qkv-panel qkv-stepper");
@@ -546,16 +565,30 @@
     }
     stepKeys = stepper;
 
+    function describe(i, j) {          // the line under the matrix: the cell under the pointer (or the keys' cell)
+      var shown = src.masked(h, i, j) ? W("blocked") : src.text("weights", h, i, j);
+      info.textContent = opts.hover ? opts.hover(i, j, shown) : W("hover", { i: i, q: qTokens[i], j: j, k: kTokens[j], w: shown });
+    }
     view.canvas.addEventListener("mousemove", function (e) {
       var c = view.cellAt(e);
       if (!c) { info.textContent = ""; return; }
-      var shown = src.masked(h, c[0], c[1]) ? W("blocked") : src.text("weights", h, c[0], c[1]);
-      info.textContent = opts.hover ? opts.hover(c[0], c[1], shown)
-        : W("hover", { i: c[0], q: qTokens[c[0]], j: c[1], k: kTokens[c[1]], w: shown });
+      describe(c[0], c[1]);
     });
     view.canvas.addEventListener("click", function (e) {
       var c = view.cellAt(e); if (!c) return;
       showCell(c[0], c[1], true);
+      if (opts.onCell) opts.onCell(c);
+    });
+    var MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    view.canvas.addEventListener("keydown", function (e) {
+      var move = MOVES[e.key];
+      if (!move && e.key !== "Enter" && e.key !== " ") return;
+      if (e.altKey || e.ctrlKey || e.metaKey) return;
+      e.preventDefault(); e.stopPropagation();         // the arrows move the cell here, not the step-through
+      var at = state.cell && state.cell[0] < tq && state.cell[1] < tk ? state.cell : [followed, focusKey(followed)];
+      var c = move ? [Math.min(tq - 1, Math.max(0, at[0] + move[0])), Math.min(tk - 1, Math.max(0, at[1] + move[1]))] : at;
+      showCell(c[0], c[1], false);
+      describe(c[0], c[1]);
       if (opts.onCell) opts.onCell(c);
     });
 
@@ -631,9 +664,9 @@
       panel.appendChild(thumbnails(t, function (l, h) {
         state.view = "head"; state.layer = l; state.head = h; state.cell = null; writeURL(true); render();
       }));
-      panel.appendChild(V.legend({ masked: false, label: W("legend") }));
+      panel.appendChild(V.legend({ masked: false, label: W("legendPlain") }));
       ui.translateBody.appendChild(panel);
-    }, function (err) { say(ui.translateError, err.message); }).then(end, end);
+    }, function (err) { say(ui.translateError, err); }).then(end, end);
   }
 
   // How sure the model was, worded as `qkv translate` prints it (texts.py cli.translate.*): each chosen
@@ -684,7 +717,7 @@
       ui.translateBody.appendChild(panel);
       ui.crossSteps = el("div", "qkv-steps"); ui.translateBody.appendChild(ui.crossSteps);
       if (state.cell) crossSteps(state.cell[0]);
-    }, function (err) { say(ui.translateError, err.message); }).then(end, end);
+    }, function (err) { say(ui.translateError, err); }).then(end, end);
   }
 
   function crossSteps(row) {
@@ -704,7 +737,7 @@
         api("upload", { filename: data.uploaded.name, lang: state.lang }, { method: "POST", body: data.uploaded.bytes,
           headers: { "Content-Type": "application/octet-stream" } }).then(function (r) {
           data.uploaded.result = r; data.uploaded.lang = state.lang; drawExample(r);
-        }, function (err) { say(ui.exampleError, err.message); }).then(end, end);
+        }, function (err) { say(ui.exampleError, err); }).then(end, end);
         return;
       }
       drawExample(data.uploaded.result);
@@ -721,7 +754,7 @@
       ui.resultBox = el("div", "qkv-result"); ui.exampleBody.appendChild(ui.resultBox);
       if (state.whatif && changed(state.whatif)) return recompute(true);
       showResult(base);
-    }, function (err) { say(ui.exampleError, err.message); }).then(end, end);
+    }, function (err) { say(ui.exampleError, err); }).then(end, end);
   }
   // the example as its post has it (cached per language): the what-if compares with it
   function baseOf(name, lang) {
@@ -835,7 +868,7 @@
       var b = body(w); b.name = state.example;
       api("whatif", { lang: state.lang }, { method: "POST", body: JSON.stringify(b), headers: { "Content-Type": "application/json" } })
         .then(function (r) { if (ticket === pending) showResult(r); },
-          function (err) { if (ticket === pending) say(ui.whatIfError, err.message); })
+          function (err) { if (ticket === pending) say(ui.whatIfError, err); })
         .then(end, end);
     };
     if (now) run(); else timer = setTimeout(run, 120);

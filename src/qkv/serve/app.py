@@ -20,7 +20,7 @@ Routes (documented for people in docs/serve.md; ``GET /api`` lists them for scri
     POST /api/whatif           [?lang=]  body: {name, factor, sqrt_dk, cells, scores} → as /api/example
 
 Errors answer ``{"error": "one line"}``: 400 bad input (the library's `InputError` message, the
-CLI's line), 404 unknown route, model or example, 405 wrong method, 413 upload too large,
+CLI's line; about one parameter, ``field`` and ``problem`` give its name and the line after it apart), 404 unknown route, model or example, 405 wrong method, 413 upload too large,
 422 text longer than the model takes, 429 too many requests at once (with Retry-After).
 
 Security: the only files read are the model directories loaded at start-up (before the app is
@@ -137,9 +137,13 @@ class Limits:
 class ApiError(Exception):
     """An answer other than 200: the status and one line for the user."""
 
-    def __init__(self, status: int, message: str, headers: dict | None = None):
-        super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers or {}
+    def __init__(self, status: int, message: str, headers: dict | None = None, *, field: str | None = None):
+        """field: the parameter the message is about; the line is then "field: message" and the answer
+        also gives ``field`` and ``problem`` (message) apart."""
+        line = f"{field}: {message}" if field else message
+        super().__init__(line)
+        self.status, self.message, self.headers = status, line, headers or {}
+        self.field, self.problem = field, message
 
 
 # ---------------------------------------------------------------------------------------------- models
@@ -160,17 +164,17 @@ class ModelEntry:
         """422 when the text is longer than the model takes (the tokenizer would silently cut it)."""
         _check_chars(text, limits, lang)
         if not text.strip():
-            raise ApiError(400, f"text: {_say(lang, 'error.empty_text')}")
+            raise ApiError(400, _say(lang, 'error.empty_text'), field="text")
         if self.max_tokens is None:
             return
         count = len(self._counter.encode(text).ids) if self._counter is not None else len(self.model.tokens(text))
         if count > self.max_tokens:
-            raise ApiError(422, f"text: {_say(lang, 'error.tokens', count=count, model=self.name, limit=self.max_tokens)}")
+            raise ApiError(422, _say(lang, 'error.tokens', count=count, model=self.name, limit=self.max_tokens), field="text")
 
 
 def _check_chars(text: str, limits: Limits, lang: str) -> None:
     if len(text) > limits.text_chars:
-        raise ApiError(422, f"text: {_say(lang, 'error.chars', count=f'{len(text):,}', limit=f'{limits.text_chars:,}')}")
+        raise ApiError(422, _say(lang, 'error.chars', count=f'{len(text):,}', limit=f'{limits.text_chars:,}'), field="text")
 
 
 def _named(entry: ModelEntry, trace: Trace) -> Trace:
@@ -267,13 +271,13 @@ def _int_param(request: Request, name: str, *, required: bool = True) -> int | N
     value = request.query_params.get(name)
     if value is None or value == "":
         if required:
-            raise ApiError(400, f"{name}: {_say(_lang_said(request), 'error.missing_number')}")
+            raise ApiError(400, _say(_lang_said(request), 'error.missing_number'), field=name)
         return None
     from .._io import as_int
 
     number = as_int(value.strip())
     if number is None or len(value.strip().lstrip("+-")) > 18:
-        raise ApiError(400, f"{name}: {_say(_lang_said(request), 'error.whole', value=repr(value[:20]))}")
+        raise ApiError(400, _say(_lang_said(request), 'error.whole', value=repr(value[:20])), field=name)
     return number
 
 
@@ -281,7 +285,7 @@ def _lang(request: Request) -> str:
     try:
         return frontdoor.check_lang(request.query_params.get("lang", "en"), field="lang")
     except InputError as exc:
-        raise ApiError(400, str(exc)) from None
+        raise exc from None             # `_input_error`: "lang: …", field and problem apart
 
 
 def _lang_said(request: Request) -> str:
@@ -294,21 +298,21 @@ def _digits(request: Request) -> int | None:
     try:
         return frontdoor.check_digits(digits, field="digits")
     except InputError as exc:
-        raise ApiError(400, exc.say(_lang_said(request))) from None
+        raise exc from None
 
 
 def _query(request: Request) -> int | str | None:
     """query= is a token (its first occurrence) or a row index, as `qkv inspect --query` takes it."""
     value = request.query_params.get("query")
     if value is not None and len(value) > 200:
-        raise ApiError(400, f"query: {_say(_lang_said(request), 'error.query_long', n=len(value))}")
+        raise ApiError(400, _say(_lang_said(request), 'error.query_long', n=len(value)), field="query")
     return None if value in (None, "") else value
 
 
 def _text(request: Request) -> str:
     text = request.query_params.get("text")
     if text is None:
-        raise ApiError(400, f"text: {_say(_lang_said(request), 'error.no_text')}")
+        raise ApiError(400, _say(_lang_said(request), 'error.no_text'), field="text")
     return text
 
 
@@ -325,7 +329,7 @@ def _steps_filter(trace: Trace, request: Request) -> Trace:
     unknown = [n for n in names if n not in trace and not n.endswith("?")]      # "name?": only if recorded
     names = [n.removesuffix("?") for n in names]
     if unknown:
-        raise ApiError(400, f"steps: {_say(_lang_said(request), 'error.no_step', name=repr(unknown[0]), steps=', '.join(trace.names()))}")
+        raise ApiError(400, _say(_lang_said(request), 'error.no_step', name=repr(unknown[0]), steps=', '.join(trace.names())), field="steps")
     return Trace(trace.title, trace.meta, [s for s in trace.steps if s.name in names])
 
 
@@ -372,7 +376,7 @@ def _say(lang: str, key: str, **values) -> str:
 
 
 def _bad(lang: str, field: str, key: str, **values) -> ApiError:
-    return ApiError(400, f"{field}: {_say(lang, key, **values)}")
+    return ApiError(400, _say(lang, key, **values), field=field)
 
 
 def _finite(value: Any, field: str, lang: str, low: float, high: float) -> float:
@@ -411,7 +415,7 @@ class WhatIf:
             raise _bad(lang, str(unknown[0])[:40], "whatif.unknown_field", fields=", ".join(WHATIF_FIELDS))
         name = body.get("name")
         if name not in names:
-            raise ApiError(404, f"name: {_say(lang, 'whatif.name', name=json.dumps(name, ensure_ascii=False)[:60], names=', '.join(names))}")
+            raise ApiError(404, _say(lang, 'whatif.name', name=json.dumps(name, ensure_ascii=False)[:60], names=', '.join(names)), field="name")
         self.name, self.lang = name, lang
         self.query = body.get("query")
         if isinstance(self.query, bool) or not isinstance(self.query, (str, int, type(None))):
@@ -552,7 +556,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     def entry(request: Request) -> ModelEntry:
         name = request.query_params.get("model") or next(iter(entries))
         if name not in entries:
-            raise ApiError(404, f"model: {_say(_lang_said(request), 'error.model', name=repr(name[:60]), loaded=', '.join(entries))}")
+            raise ApiError(404, _say(_lang_said(request), 'error.model', name=repr(name[:60]), loaded=', '.join(entries)), field="model")
         return entries[name]
 
     def weights_of(model: ModelEntry, text: str) -> np.ndarray:
@@ -590,7 +594,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         translator.source_ids(text)      # the translator's own checks (InputError, said in the page's language)
         to = request.query_params.get("to", "ko")
         if to not in TRANSLATOR_LANGS:
-            raise ApiError(400, frontdoor.not_one_of(to, TRANSLATOR_LANGS, field="to", lang=lang).say(lang))
+            raise frontdoor.not_one_of(to, TRANSLATOR_LANGS, field="to", lang=lang)
         return text, to, lambda: cache.get(("translation", text, to), lambda: translator.translate(text, to))
 
     async def api_translate(request: Request) -> Response:
@@ -626,13 +630,13 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         word = 1 if word is None else word
         layers = len(translator.decoder)
         if not 0 <= layer < layers:
-            raise ApiError(400, f"layer: {_say(lang, 'error.layer', layer=layer, last=layers - 1)}")
+            raise ApiError(400, _say(lang, 'error.layer', layer=layer, last=layers - 1), field="layer")
         key = ("cross trace", text, to, layer, word)
 
         def compute() -> Trace:
             translated = make()
             if not 1 <= word <= len(translated.target):      # word counts from 1: 0 is refused, never read as 1
-                raise ApiError(400, f"word: {_say(lang, 'error.word', word=word, last=len(translated.target))}")
+                raise ApiError(400, _say(lang, 'error.word', word=word, last=len(translated.target)), field="word")
             return cache.get(key, lambda: cross_attention_trace(translator, translated, word=word, layer=layer))
 
         return compute
@@ -742,7 +746,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
 
         name = request.query_params.get("name", "")
         if name not in examples.names():
-            raise ApiError(404, f"name: {_say(_lang_said(request), 'whatif.name', name=repr(name[:60]), names=', '.join(examples.names()))}")
+            raise ApiError(404, _say(_lang_said(request), 'whatif.name', name=repr(name[:60]), names=', '.join(examples.names())), field="name")
         lang, digits, query = _lang(request), _digits(request), _query(request)
 
         def compute() -> dict:
@@ -851,7 +855,10 @@ def _explained(trace: Trace, name: str | None, title: str, lang: str, digits: in
 
 
 async def _api_error(request: Request, exc: ApiError) -> Response:
-    response = _json({"error": exc.message}, exc.status)
+    answer = {"error": exc.message}
+    if exc.field:
+        answer.update(field=exc.field, problem=exc.problem)
+    response = _json(answer, exc.status)
     response.headers.update(exc.headers)
     return response
 
@@ -874,10 +881,17 @@ def api_field(field: str | None) -> str | None:
 
 
 async def _input_error(request: Request, exc: InputError) -> Response:
+    """``{"error": "field: problem"}``; a message about one parameter (no file named) also gives ``field`` and
+    ``problem`` apart, so the page can name the box the reader typed in, in the reader's words, instead of
+    the API's parameter ("text")."""
     field = api_field(exc.field)
     if field != exc.field:
         exc = InputError(exc.problem, source=exc.source, field=field, key=exc.key, values=exc.values)
-    return _json({"error": exc.say(_lang_said(request))}, 400)
+    lang = _lang_said(request)
+    answer = {"error": exc.say(lang)}
+    if field and not exc.source:
+        answer.update(field=field, problem=exc.problem_in(lang))
+    return _json(answer, 400)
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:

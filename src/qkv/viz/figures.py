@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 
 from ..explain import style as shared
 from ..explain.parts import (MODIFIED_SCORES, Part, as_heads, as_layers, attention_parts, layer_weights, step_heads,
-                            token_labels)
+                            title_of, token_labels)
 from ..trace import (CONCAT, K, K_HEADS, MASK, MEMORY, OUT, Q, Q_HEADS, RESIDUAL, SCALED_SCORES, SCORES, V, V_HEADS,
                      W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, BIASED_SCORES, Trace, head_number)
 from ..errors import plural
@@ -493,14 +493,15 @@ def _arrow(ax, start, end, text: str = "", *, side: str = "above") -> None:
 
 
 def _title(trace: Trace, words) -> str:
-    """The figure's title: a worked example's title in the figure's language, else the trace's own."""
+    """The figure's title in the figure's language: a worked example's figure title (texts
+    ``fig.title.<example>``), else what the explanation heads it with (`title_of`: the example's title,
+    a model's "minilm: layer 2, head 3" from what the trace records), else the trace's own."""
     from ..explain import texts
 
     example = trace.info.example
-    for key in (f"fig.title.{example}", f"title.{example}"):
-        if example and texts.has(words.lang, key):
-            return texts.text(words.lang, key)
-    return trace.title
+    if example and texts.has(words.lang, f"fig.title.{example}"):
+        return texts.text(words.lang, f"fig.title.{example}")
+    return title_of(trace, words.lang)
 
 
 def _rows(value: np.ndarray) -> np.ndarray:
@@ -1698,7 +1699,7 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
         weights = layer_weights(trace)
         first = parts[0]
         layers = [int(p.prefix.split()[1].rstrip("/")) for p in parts]
-        return attention_grid(weights, first.q_tokens, first.k_tokens, title=trace.title or None, lang=lang,
+        return attention_grid(weights, first.q_tokens, first.k_tokens, title=title_of(trace, lang) or None, lang=lang,
                               layers=layers)
     if (kind in ("projection", "multi-head") or not parts or (several_heads and kind != "model")) and drawable_heads:
         return projection_figure(trace, lang=lang)
