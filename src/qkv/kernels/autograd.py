@@ -239,6 +239,15 @@ def _run(step, threads: int) -> None:
         pool.run_all(work, [()] * threads, threads)
 
 
+def _need_sgemm() -> None:
+    """The C forward and backward call NumPy's cblas_sgemm, handed over by blas.sgemm_ready() the
+    first time a route is chosen. The ops (torch.ops.qkv.flash_attention…) can be called before any
+    route was: look for it here, and refuse clearly where this process has none."""
+    if not blas.sgemm_ready():
+        raise RuntimeError("qkv's C attention needs NumPy's OpenBLAS cblas_sgemm, and this process has none "
+                           "(qkv doctor shows what was found); qkv.attention takes the plain path instead")
+
+
 def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLOCK_K, threads: int | None = None,
                    score=None, tile: bool = True, width: int = 0):
     """out (Nq, Tq, Dv) and lse (Nq, Tq) float32 from C-contiguous float32 q (Nq, Tq, Dk),
@@ -246,6 +255,7 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
     None picks by the work (one thread for small calls). score: None, or (kind, table, cap) of a
     catalogue score function (`score_spec`, its table tiled to the Nq heads: (Nq, Tq + Tk − 1)).
     tile, width: the C per-block choice (flash_many's; defaults: the hardware's best)."""
+    _need_sgemm()
     nq, tq, _ = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     groups = nq // nk
@@ -299,6 +309,7 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
     at most that — tests run every loop). group: consecutive query blocks computed as one taller
     block (default _BACKWARD_GROUP). tile: backward_many's products in AVX2 register tiles (1), in
     sgemm (0), or where the tiles serve (-1) — tests compare the two."""
+    _need_sgemm()
     nq, tq, dk = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     bq, bk = min(bq, tq), min(bk, tk)
