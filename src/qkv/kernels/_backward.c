@@ -1,5 +1,5 @@
 /* qkv.kernels._fused, backward_many: the backward of the blocked attention kernel (FlashAttention-2's
- * algorithm), float32, in C with NumPy's own BLAS.
+ * algorithm), float32, in C: AVX2+FMA register tiles (below), or NumPy's own BLAS.
  *
  * Given the forward's inputs q, k, v, its output o and log-sum-exp lse (per query row), and the
  * output's gradient dO, it computes dQ, dK, dV without the Tq×Tk weight matrix: for every key block
@@ -7,15 +7,17 @@
  * some key of K_j (each row i sees the keys rows_lo[i] <= j < rows_hi[i]: causal, windows, documents,
  * prefix-LM, chunked — qkv.masks' key ranges), the weights are recomputed from lse:
  *
- *     S  = scale·Q_i·K_jᵀ                 (rows × cols, sgemm)
+ *     S  = scale·Q_i·K_jᵀ                 (rows × cols)
  *     P  = exp(S − lse_i), 0 outside the row's key range and for rows with lse = −inf (no key)
- *     dV_j += Pᵀ·dO_i                      (sgemm, β = 1)
- *     dP = dO_i·V_jᵀ                       (sgemm)
+ *     dV_j += Pᵀ·dO_i
+ *     dP = dO_i·V_jᵀ
  *     dS = P ∘ (dP − δ_i),  δ_i = rowsum(dO_i ∘ O_i) − dlse_i    (δ from the caller)
- *     dK_j += scale·dSᵀ·Q_i                (sgemm, β = 1)
- *     dQ_i += scale·dS·K_j                 (sgemm, β = 1)
+ *     dK_j += scale·dSᵀ·Q_i
+ *     dQ_i += scale·dS·K_j
  *
- * Five products per visited block (the forward has two). A task is one key/value head and a range
+ * Five products per visited block (the forward has two), each either one sgemm or bt_gemm's
+ * register tiles (`tile`: the tiles on AVX2+FMA CPUs without AVX-512 when Dk and Dv are multiples
+ * of 8; sgemm on other CPUs and shapes, and always for the scalar loops). A task is one key/value head and a range
  * of its key blocks, so dK and dV rows have one writer. dQ goes to a part of dq that no other
  * thread adds to: the calling thread's own (`part`; the caller sums the threads' parts at the end),
  * so tasks can be as small as one key block and the threads finish together (one key/value head
@@ -23,8 +25,10 @@
  * or the task's own column (one key range per head: part 0 for all). No atomics.
  * Block pairs that no row of the query block can see are never visited (the caller's pair lists):
  * the same block sparsity as the forward. Up to `group` consecutive query blocks of a key block run as
- * one taller block (fewer, larger sgemm). Memory: three (group·block_q × block_k) scratch blocks per
- * thread (S/P, dP/dS, soft-cap's tanh).
+ * one taller block (fewer, larger sgemm). Memory: three (group·block_q × ld) scratch blocks per
+ * thread (S/P, dP/dS, soft-cap's tanh; ld = block_k, or for the tiles block_k rounded up to an odd
+ * number of 16 floats), and for the tiles Kᵀ and Vᵀ of the key block (Dk + Dv) × ld and a
+ * 128 × 16 panel.
  *
  * Threads: each of the kernel's threads calls backward_many once; tasks are taken from a shared
  * atomic counter (heaviest first, as the caller orders them); the GIL is released while they run.
@@ -171,14 +175,30 @@ static void cap_derivative(float *d, const float *t, Py_ssize_t ld, Py_ssize_t r
  * floats (row stride ldb), A broadcast one value at a time from a[u·sa + p·sp], so the same tile
  * serves A = Q, dO, dS (sa = row stride, sp = 1) and A = Pᵀ, dSᵀ (sa = 1, sp = row stride) without
  * transposing anything. 6 rows × 16 values: 12 accumulators, 2 B vectors, 1 broadcast (15 of the
- * 16 ymm registers), 12 FMAs per 8 loads. Kᵀ and Vᵀ of the key block are packed once per key block
- * (dk × cp, cp = block_k rounded up to 16, zero past the block's keys) and reused by every query
- * block and head of the task. What the tile does with its accumulators (mode):
+ * 16 ymm registers), 12 FMAs per 8 loads (the k loop unrolled 4 times: 1.2-1.3× over not unrolled,
+ * the loop's own instructions had crowded the front end). Kᵀ and Vᵀ of the key block are packed once
+ * per key block (dk × ld, zero past the block's keys) and reused by every query block and head of
+ * the task. ld, the row stride of those panels and of S, P and dS, is block_k rounded up to an odd
+ * number of 16 floats (144 for 128): dV's and dK's products read P and dS down their columns, and at
+ * a stride of 128 floats those 256 lines fell into 8 of L1's 64 sets (the transposed products ran at
+ * 0.9× sgemm's speed in the backward until then). The three accumulating products copy B's 16-value
+ * panel (rows of q, dO or k: 256 bytes apart, the same set trouble) to one contiguous 128-step run
+ * first (without: 1.10× slower per call). What the tile does with its accumulators (mode):
  *   BT_ACC   C += acc (dV += Pᵀ·dO, dK += dSᵀ·Q, dQ += dS·K: C loaded first, stored back)
  *   BT_SCALE C = scale·acc (S, when a score function follows)
  *   BT_EXP   C = exp(scale·acc − lse[row]) (S → P in registers)
  *   BT_DS    C = scale·P ∘ (acc − δ[row]) (dP → dS in registers; P read from the same place of the
  *            P block; scale folded in here serves both dK and dQ)
+ *
+ * Measured (2-core AMD EPYC Zen 3, AVX2, no AVX-512; the machine shared with other work at load
+ * 5-13, so CPU time, tiles and sgemm alternating, medians): one block pair of 256 query rows × 128
+ * keys, D = 64, its operands cycling through 8 heads × 2,048 rows as in a call: 75 GFLOP/s (five
+ * products 280 µs) against sgemm's 64 (NumPy's OpenBLAS 0.3, one thread; the core's FMA peak
+ * measured 101). Whole calls, one thread's CPU time inside backward_many (benchmarks/
+ * bench_backward_tiles.py): causal T = 2048, H = 8: 194 against 208-212 ms (1.07-1.09×, groups 1
+ * and 2; 1.01× at group 4); dense T = 1024 1.02-1.06×; causal T = 512 1.08×. Per product, in
+ * the cycling harness: S with its exp 62-69 µs, dV 55-65, dS 46-57, dK 48-57, dQ 47-53 (the FMAs
+ * alone: 42). The exp is most of what S costs above dS.
  */
 #define BT_KC 128   /* bt_gemm's chunk of the inner dimension when it packs B (BT_ACC) */
 #ifdef QKV_X86
