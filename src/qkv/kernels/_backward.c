@@ -276,10 +276,67 @@ static const bt_fn bt_table[4][2][BT_M] = {BT_ROW(0), BT_ROW(1), BT_ROW(2), BT_R
 
 /* C (m × n, n a multiple of 8) by tiles of 6 rows × 16 values, B's 16-value panel outer (it stays in
  * L1 while A's rows stream past), the mode's epilogue per tile (see above). */
+/* Which part of a product can be skipped on a block pair whose rows see only part of its keys
+ * (row i of the pair sees keys lo[i] − key0 <= c < hi[i] − key0 of the block; P and dS are 0
+ * elsewhere): BT_ALONG_ROWS, m runs over the pair's rows (S, dP: panels of keys no row of a tile
+ * sees are not computed — P's are zeroed by the caller, dS's here; dQ: only the keys the tile's rows
+ * see); BT_ALONG_KEYS, m runs over keys and k over rows (dV, dK: only the rows that see some key of
+ * the tile). Without (full pairs, score functions): everything. */
+enum { BT_ALL = 0, BT_ALONG_ROWS = 1, BT_ALONG_KEYS = 2 };
+struct bt_ranges {
+    int along;
+    const int64_t *lo, *hi;   /* the pair's first row's entries */
+    Py_ssize_t key0, rows;    /* the block's first key; the pair's rows */
+};
+#define BT_MAX_TILES 256
+
+/* [*first, *end) ⊂ [0, count): the rows (along keys) or keys (along rows) the tile i0 … i0+n−1 may
+ * need, as described above */
+static void bt_span(const struct bt_ranges *rg, Py_ssize_t i0, int n, Py_ssize_t count, Py_ssize_t *first,
+                    Py_ssize_t *end)
+{
+    Py_ssize_t f = count, e = 0;
+    if (rg->along == BT_ALONG_ROWS) {
+        for (int u = 0; u < n; u++) {
+            Py_ssize_t a = (Py_ssize_t)rg->lo[i0 + u] - rg->key0, z = (Py_ssize_t)rg->hi[i0 + u] - rg->key0;
+            if (z > a) {
+                f = a < f ? a : f;
+                e = z > e ? z : e;
+            }
+        }
+    } else {
+        Py_ssize_t c0 = i0 + rg->key0, c1 = c0 + n;
+        for (Py_ssize_t r = 0; r < rg->rows; r++)
+            if (rg->lo[r] < c1 && rg->hi[r] > c0 && rg->hi[r] > rg->lo[r]) {
+                f = r < f ? r : f;
+                e = r + 1;
+            }
+    }
+    *first = f < 0 ? 0 : f;
+    *end = e > count ? count : e;
+}
+
 static void bt_gemm(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b, Py_ssize_t ldb, Py_ssize_t kdim,
                     float *c, Py_ssize_t ldc, Py_ssize_t m, Py_ssize_t n, int mode, const float *rowv, const float *p,
-                    float scale, float *pack)
+                    float scale, float *pack, const struct bt_ranges *rg)
 {
+    if (m > BT_M * (BT_MAX_TILES - 12)) {   /* taller than the tile list: in two calls */
+        Py_ssize_t h = BT_M * (BT_MAX_TILES - 12);
+        struct bt_ranges rest;
+        if (rg) {
+            rest = *rg;
+            if (rg->along == BT_ALONG_ROWS) {
+                rest.lo += h;
+                rest.hi += h;
+            } else {
+                rest.key0 += h;
+            }
+        }
+        bt_gemm(a, sa, sp, b, ldb, kdim, c, ldc, h, n, mode, rowv, p, scale, pack, rg);
+        bt_gemm(a + h * sa, sa, sp, b, ldb, kdim, c + h * ldc, ldc, m - h, n, mode, rowv ? rowv + h : NULL,
+                p ? p + h * ldc : NULL, scale, pack, rg ? &rest : NULL);
+        return;
+    }
     /* pack (BT_ACC): the inner dimension in chunks of BT_KC steps, B's 16-value panel of a chunk
      * copied to one contiguous stream (B's rows are a power-of-two stride apart, so its panel
      * would fall into a few of L1's sets) */
@@ -287,6 +344,23 @@ static void bt_gemm(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b
     /* rows by tiles of 6; a last tile of 1 or 2 rows (2 or 4 FMA chains: bound by the FMA's latency)
      * is merged with the one before into two tiles of 3-4 rows */
     Py_ssize_t split = m % BT_M != 0 && m % BT_M <= 2 && m > BT_M ? m - BT_M - m % BT_M : m;
+    Py_ssize_t starts[BT_MAX_TILES + 1], spans[2 * BT_MAX_TILES];
+    int tiles = 0;
+    for (Py_ssize_t i0 = 0; i0 < m; tiles++) {
+        int rows = i0 < split ? (m - i0 < BT_M ? (int)(m - i0) : BT_M) : (int)((m - i0 + 1) / 2);
+        if (i0 >= split && m - i0 <= 4)
+            rows = (int)(m - i0);
+        starts[tiles] = i0;
+        /* the span of the other dimension this tile needs: keys (n for S and dP, k for dQ) or rows (k) */
+        if (rg && rg->along)
+            bt_span(rg, i0, rows, mode == BT_ACC ? kdim : n, spans + 2 * tiles, spans + 2 * tiles + 1);
+        else {
+            spans[2 * tiles] = 0;
+            spans[2 * tiles + 1] = mode == BT_ACC ? kdim : n;
+        }
+        i0 += rows;
+    }
+    starts[tiles] = m;
     for (Py_ssize_t k0 = 0; k0 < kdim; k0 += kc) {
         Py_ssize_t kn = kdim - k0 < kc ? kdim - k0 : kc;
         for (Py_ssize_t j0 = 0; j0 < n; j0 += 16) {
@@ -300,13 +374,22 @@ static void bt_gemm(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b
                         pack[k * ldp + e] = panel[k * ldb + e];
                 panel = pack;
             }
-            for (Py_ssize_t i0 = 0; i0 < m;) {
-                int rows = i0 < split ? (m - i0 < BT_M ? (int)(m - i0) : BT_M) : (int)((m - i0 + 1) / 2);
-                if (i0 >= split && m - i0 <= 4)
-                    rows = (int)(m - i0);
-                bt_table[mode][nv - 1][rows - 1](a + i0 * sa + k0 * sp, sa, sp, panel, ldp, kn, c + i0 * ldc + j0,
-                                                 ldc, rowv ? rowv + i0 : NULL, p ? p + i0 * ldc + j0 : NULL, scale);
-                i0 += rows;
+            for (int t = 0; t < tiles; t++) {
+                Py_ssize_t i0 = starts[t], f = spans[2 * t], e = spans[2 * t + 1];
+                int rows = (int)(starts[t + 1] - i0);
+                float *ct = c + i0 * ldc + j0;
+                if (mode == BT_ACC) {   /* only the steps k0 … k0+kn−1 inside the tile's span */
+                    Py_ssize_t from = f > k0 ? f : k0, to = e < k0 + kn ? e : k0 + kn;
+                    if (to > from)
+                        bt_table[mode][nv - 1][rows - 1](a + i0 * sa + from * sp, sa, sp, panel + (from - k0) * ldp,
+                                                         ldp, to - from, ct, ldc, NULL, NULL, scale);
+                } else if (j0 < e && j0 + 8 * nv > f) {
+                    bt_table[mode][nv - 1][rows - 1](a + i0 * sa + k0 * sp, sa, sp, panel, ldp, kn, ct, ldc,
+                                                     rowv ? rowv + i0 : NULL, p ? p + i0 * ldc + j0 : NULL, scale);
+                } else if (mode == BT_DS) {   /* no row of the tile sees these keys: dS = 0 */
+                    for (int u = 0; u < rows; u++)
+                        memset(ct + u * ldc, 0, (size_t)(8 * nv) * sizeof(float));
+                }
             }
         }
     }
@@ -358,6 +441,11 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
      * panels; the columns past `cols` are never read (the products that read P and dS stop at cols) */
     const int tiled = sh->tiled;
     const Py_ssize_t wide = (cols + 15) / 16 * 16;
+    /* a pair whose rows see only part of its keys: the tiles skip what is 0 (causal's diagonal
+     * blocks: a quarter of S and dP, and of dV, dK, dQ's steps, in a 256 × 128 pair) */
+    struct bt_ranges rg_rows = {BT_ALONG_ROWS, sh->rlo + i0, sh->rhi + i0, j0, rows};
+    struct bt_ranges rg_keys = {BT_ALONG_KEYS, sh->rlo + i0, sh->rhi + i0, j0, rows};
+    const struct bt_ranges *along_rows = full ? NULL : &rg_rows, *along_keys = full ? NULL : &rg_keys;
 #else
     const int tiled = 0;
 #endif
@@ -367,7 +455,7 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
 #ifdef QKV_X86
     if (tiled)
         bt_gemm(q, dk, 1, sh->kt, ld, dk, s, ld, rows, wide, plain ? BT_EXP : BT_SCALE, h->lse + i0, NULL, sh->scale,
-                NULL);
+                NULL, plain ? along_rows : NULL);
     else
 #endif
         gemm(0, 1, rows, cols, dk, sh->scale, q, dk, k, dk, 0.0f, s, ld);
@@ -406,12 +494,13 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
 #ifdef QKV_X86
     if (tiled) {
         /* dV += Pᵀ·dO; dS = scale·P ∘ (dO·Vᵀ − δ) from the registers; dK += dSᵀ·Q; dQ += dS·K */
-        bt_gemm(s, 1, ld, dout, dv, rows, h->dv + j0 * dv, dv, cols, dv, BT_ACC, NULL, NULL, 1.0f, sh->pk);
-        bt_gemm(dout, dv, 1, sh->vt, ld, dv, dp, ld, rows, wide, BT_DS, h->delta + i0, s, sh->scale, NULL);
+        bt_gemm(s, 1, ld, dout, dv, rows, h->dv + j0 * dv, dv, cols, dv, BT_ACC, NULL, NULL, 1.0f, sh->pk, along_keys);
+        bt_gemm(dout, dv, 1, sh->vt, ld, dv, dp, ld, rows, wide, BT_DS, h->delta + i0, s, sh->scale, NULL,
+                along_rows);
         if (sh->score_kind == SCORE_SOFT_CAP)
             cap_derivative(dp, sh->th, ld, rows, cols, sh->width);
-        bt_gemm(dp, 1, ld, q, dk, rows, h->dk + j0 * dk, dk, cols, dk, BT_ACC, NULL, NULL, 1.0f, sh->pk);
-        bt_gemm(dp, ld, 1, k, dk, cols, h->dq + i0 * dk, dk, rows, dk, BT_ACC, NULL, NULL, 1.0f, sh->pk);
+        bt_gemm(dp, 1, ld, q, dk, rows, h->dk + j0 * dk, dk, cols, dk, BT_ACC, NULL, NULL, 1.0f, sh->pk, along_keys);
+        bt_gemm(dp, ld, 1, k, dk, cols, h->dq + i0 * dk, dk, rows, dk, BT_ACC, NULL, NULL, 1.0f, sh->pk, along_rows);
         return;
     }
 #endif
