@@ -609,3 +609,21 @@ def test_tile_choice_and_refusals():
         served = grads(16)
         for a, b, c in zip(served(tile=-1), served(tile=1), served(tile=0)):
             assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_tiles_taller_and_wider_than_one_tile_list():
+    """bt_gemm lists a product's row tiles up to 1,464 rows and does taller ones in two calls (the
+    ranges of a partial pair shifted with them): one pair of 1,500 query rows (group 2 of 750) ×
+    1,500 keys, a window of 200 keys before each query (so a span shifted wrongly misses keys), so S,
+    dS and dQ (rows) and dV, dK (keys) all take the second call."""
+    assert ag.available()
+    window = {"mask_mod": masks.sliding_window(200)}
+    (q, k, v, dout), grads_ref = _tile_inputs(1500, 8, 8, 1, 1, window, seed=51)
+    rows = ag.row_ranges(check_call(q, k, v, **window))
+    scale = 8 ** -0.5   # the reference's default
+    out, lse = ag.forward_arrays(q, k, v, rows, scale, 750, 1500)
+    for tile in _TILE_ROUTES:
+        grads = ag.backward_arrays(dout, q, k, v, out, lse, rows, scale, None, 750, 1500, threads=1, group=2,
+                                   tile=tile)
+        for letter, got, want in zip("qkv", grads, grads_ref):
+            _close(torch.from_numpy(got), want, tol=5e-5, what=f"d{letter}, tile={tile}")

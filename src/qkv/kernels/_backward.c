@@ -1,5 +1,5 @@
 /* qkv.kernels._fused, backward_many: the backward of the blocked attention kernel (FlashAttention-2's
- * algorithm), float32, in C with NumPy's own BLAS.
+ * algorithm), float32, in C: AVX2+FMA register tiles (below), or NumPy's own BLAS.
  *
  * Given the forward's inputs q, k, v, its output o and log-sum-exp lse (per query row), and the
  * output's gradient dO, it computes dQ, dK, dV without the Tq×Tk weight matrix: for every key block
@@ -7,15 +7,17 @@
  * some key of K_j (each row i sees the keys rows_lo[i] <= j < rows_hi[i]: causal, windows, documents,
  * prefix-LM, chunked — qkv.masks' key ranges), the weights are recomputed from lse:
  *
- *     S  = scale·Q_i·K_jᵀ                 (rows × cols, sgemm)
+ *     S  = scale·Q_i·K_jᵀ                 (rows × cols)
  *     P  = exp(S − lse_i), 0 outside the row's key range and for rows with lse = −inf (no key)
- *     dV_j += Pᵀ·dO_i                      (sgemm, β = 1)
- *     dP = dO_i·V_jᵀ                       (sgemm)
+ *     dV_j += Pᵀ·dO_i
+ *     dP = dO_i·V_jᵀ
  *     dS = P ∘ (dP − δ_i),  δ_i = rowsum(dO_i ∘ O_i) − dlse_i    (δ from the caller)
- *     dK_j += scale·dSᵀ·Q_i                (sgemm, β = 1)
- *     dQ_i += scale·dS·K_j                 (sgemm, β = 1)
+ *     dK_j += scale·dSᵀ·Q_i
+ *     dQ_i += scale·dS·K_j
  *
- * Five products per visited block (the forward has two). A task is one key/value head and a range
+ * Five products per visited block (the forward has two), each either one sgemm or bt_gemm's
+ * register tiles (`tile`: the tiles on AVX2+FMA CPUs without AVX-512 when Dk and Dv are multiples
+ * of 8; sgemm on other CPUs and shapes, and always for the scalar loops). A task is one key/value head and a range
  * of its key blocks, so dK and dV rows have one writer. dQ goes to a part of dq that no other
  * thread adds to: the calling thread's own (`part`; the caller sums the threads' parts at the end),
  * so tasks can be as small as one key block and the threads finish together (one key/value head
@@ -23,8 +25,10 @@
  * or the task's own column (one key range per head: part 0 for all). No atomics.
  * Block pairs that no row of the query block can see are never visited (the caller's pair lists):
  * the same block sparsity as the forward. Up to `group` consecutive query blocks of a key block run as
- * one taller block (fewer, larger sgemm). Memory: three (group·block_q × block_k) scratch blocks per
- * thread (S/P, dP/dS, soft-cap's tanh).
+ * one taller block (fewer, larger sgemm). Memory: three (group·block_q × ld) scratch blocks per
+ * thread (S/P, dP/dS, soft-cap's tanh; ld = block_k, or for the tiles block_k rounded up to an odd
+ * number of 16 floats), and for the tiles Kᵀ and Vᵀ of the key block (Dk + Dv) × ld and a
+ * 128 × 16 panel.
  *
  * Threads: each of the kernel's threads calls backward_many once; tasks are taken from a shared
  * atomic counter (heaviest first, as the caller orders them); the GIL is released while they run.
@@ -171,14 +175,32 @@ static void cap_derivative(float *d, const float *t, Py_ssize_t ld, Py_ssize_t r
  * floats (row stride ldb), A broadcast one value at a time from a[u·sa + p·sp], so the same tile
  * serves A = Q, dO, dS (sa = row stride, sp = 1) and A = Pᵀ, dSᵀ (sa = 1, sp = row stride) without
  * transposing anything. 6 rows × 16 values: 12 accumulators, 2 B vectors, 1 broadcast (15 of the
- * 16 ymm registers), 12 FMAs per 8 loads. Kᵀ and Vᵀ of the key block are packed once per key block
- * (dk × cp, cp = block_k rounded up to 16, zero past the block's keys) and reused by every query
- * block and head of the task. What the tile does with its accumulators (mode):
+ * 16 ymm registers), 12 FMAs per 8 loads (the k loop unrolled 4 times: 1.2-1.3× over not unrolled,
+ * the loop's own instructions had crowded the front end). Kᵀ and Vᵀ of the key block are packed once
+ * per key block (dk × ld, zero past the block's keys) and reused by every query block and head of
+ * the task. ld, the row stride of those panels and of S, P and dS, is block_k rounded up to an odd
+ * number of 16 floats (144 for 128): dV's and dK's products read P and dS down their columns, and at
+ * a stride of 128 floats those 256 lines fell into 8 of L1's 64 sets (the transposed products ran at
+ * 0.9× sgemm's speed in the backward until then). The three accumulating products copy B's 16-value
+ * panel (rows of q, dO or k: 256 bytes apart, the same set trouble) to one contiguous 128-step run
+ * first (without: 1.10× slower per call). What the tile does with its accumulators (mode):
  *   BT_ACC   C += acc (dV += Pᵀ·dO, dK += dSᵀ·Q, dQ += dS·K: C loaded first, stored back)
  *   BT_SCALE C = scale·acc (S, when a score function follows)
  *   BT_EXP   C = exp(scale·acc − lse[row]) (S → P in registers)
  *   BT_DS    C = scale·P ∘ (acc − δ[row]) (dP → dS in registers; P read from the same place of the
  *            P block; scale folded in here serves both dK and dQ)
+ *
+ * Measured (2-core AMD EPYC Zen 3, AVX2, no AVX-512; the machine shared with other work at load
+ * 5-13, so CPU time, tiles and sgemm alternating, medians): one block pair of 256 query rows × 128
+ * keys, D = 64, its operands cycling through 8 heads × 2,048 rows as in a call: 75 GFLOP/s (five
+ * products 280 µs) against sgemm's 64 (NumPy's OpenBLAS 0.3, one thread; the core's FMA peak
+ * measured 101). Whole calls, one thread's CPU time inside backward_many (benchmarks/
+ * bench_backward_tiles.py): causal T = 2048, H = 8: 194 against 208-212 ms (1.07-1.09×, groups 1
+ * and 2; 1.01× at group 4); dense T = 1024 1.02-1.06×; causal T = 512 1.08×. Per product, in
+ * the cycling harness: S with its exp 62-69 µs, dV 55-65, dS 46-57, dK 48-57, dQ 47-53 (the FMAs
+ * alone: 42). The exp is most of what S costs above dS. On a pair whose rows see only part of its
+ * keys (bt_ranges), tiles skip what is 0 for all their rows: a window of 64 keys, T = 2048, one
+ * thread: 26-31 against 49-53 ms per call (sgemm 48-52); causal's diagonal pairs: within the noise.
  */
 #define BT_KC 128   /* bt_gemm's chunk of the inner dimension when it packs B (BT_ACC) */
 #ifdef QKV_X86
@@ -256,10 +278,67 @@ static const bt_fn bt_table[4][2][BT_M] = {BT_ROW(0), BT_ROW(1), BT_ROW(2), BT_R
 
 /* C (m × n, n a multiple of 8) by tiles of 6 rows × 16 values, B's 16-value panel outer (it stays in
  * L1 while A's rows stream past), the mode's epilogue per tile (see above). */
+/* Which part of a product can be skipped on a block pair whose rows see only part of its keys
+ * (row i of the pair sees keys lo[i] − key0 <= c < hi[i] − key0 of the block; P and dS are 0
+ * elsewhere): BT_ALONG_ROWS, m runs over the pair's rows (S, dP: panels of keys no row of a tile
+ * sees are not computed — P's are zeroed by the caller, dS's here; dQ: only the keys the tile's rows
+ * see); BT_ALONG_KEYS, m runs over keys and k over rows (dV, dK: only the rows that see some key of
+ * the tile). Without (full pairs, score functions): everything. */
+enum { BT_ALL = 0, BT_ALONG_ROWS = 1, BT_ALONG_KEYS = 2 };
+struct bt_ranges {
+    int along;
+    const int64_t *lo, *hi;   /* the pair's first row's entries */
+    Py_ssize_t key0, rows;    /* the block's first key; the pair's rows */
+};
+#define BT_MAX_TILES 256
+
+/* [*first, *end) ⊂ [0, count): the rows (along keys) or keys (along rows) the tile i0 … i0+n−1 may
+ * need, as described above */
+static void bt_span(const struct bt_ranges *rg, Py_ssize_t i0, int n, Py_ssize_t count, Py_ssize_t *first,
+                    Py_ssize_t *end)
+{
+    Py_ssize_t f = count, e = 0;
+    if (rg->along == BT_ALONG_ROWS) {
+        for (int u = 0; u < n; u++) {
+            Py_ssize_t a = (Py_ssize_t)rg->lo[i0 + u] - rg->key0, z = (Py_ssize_t)rg->hi[i0 + u] - rg->key0;
+            if (z > a) {
+                f = a < f ? a : f;
+                e = z > e ? z : e;
+            }
+        }
+    } else {
+        Py_ssize_t c0 = i0 + rg->key0, c1 = c0 + n;
+        for (Py_ssize_t r = 0; r < rg->rows; r++)
+            if (rg->lo[r] < c1 && rg->hi[r] > c0 && rg->hi[r] > rg->lo[r]) {
+                f = r < f ? r : f;
+                e = r + 1;
+            }
+    }
+    *first = f < 0 ? 0 : f;
+    *end = e > count ? count : e;
+}
+
 static void bt_gemm(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b, Py_ssize_t ldb, Py_ssize_t kdim,
                     float *c, Py_ssize_t ldc, Py_ssize_t m, Py_ssize_t n, int mode, const float *rowv, const float *p,
-                    float scale, float *pack)
+                    float scale, float *pack, const struct bt_ranges *rg)
 {
+    if (m > BT_M * (BT_MAX_TILES - 12)) {   /* taller than the tile list: in two calls */
+        Py_ssize_t h = BT_M * (BT_MAX_TILES - 12);
+        struct bt_ranges rest;
+        if (rg) {
+            rest = *rg;
+            if (rg->along == BT_ALONG_ROWS) {
+                rest.lo += h;
+                rest.hi += h;
+            } else {
+                rest.key0 += h;
+            }
+        }
+        bt_gemm(a, sa, sp, b, ldb, kdim, c, ldc, h, n, mode, rowv, p, scale, pack, rg);
+        bt_gemm(a + h * sa, sa, sp, b, ldb, kdim, c + h * ldc, ldc, m - h, n, mode, rowv ? rowv + h : NULL,
+                p ? p + h * ldc : NULL, scale, pack, rg ? &rest : NULL);
+        return;
+    }
     /* pack (BT_ACC): the inner dimension in chunks of BT_KC steps, B's 16-value panel of a chunk
      * copied to one contiguous stream (B's rows are a power-of-two stride apart, so its panel
      * would fall into a few of L1's sets) */
@@ -267,6 +346,23 @@ static void bt_gemm(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b
     /* rows by tiles of 6; a last tile of 1 or 2 rows (2 or 4 FMA chains: bound by the FMA's latency)
      * is merged with the one before into two tiles of 3-4 rows */
     Py_ssize_t split = m % BT_M != 0 && m % BT_M <= 2 && m > BT_M ? m - BT_M - m % BT_M : m;
+    Py_ssize_t starts[BT_MAX_TILES + 1], spans[2 * BT_MAX_TILES];
+    int tiles = 0;
+    for (Py_ssize_t i0 = 0; i0 < m; tiles++) {
+        int rows = i0 < split ? (m - i0 < BT_M ? (int)(m - i0) : BT_M) : (int)((m - i0 + 1) / 2);
+        if (i0 >= split && m - i0 <= 4)
+            rows = (int)(m - i0);
+        starts[tiles] = i0;
+        /* the span of the other dimension this tile needs: keys (n for S and dP, k for dQ) or rows (k) */
+        if (rg && rg->along)
+            bt_span(rg, i0, rows, mode == BT_ACC ? kdim : n, spans + 2 * tiles, spans + 2 * tiles + 1);
+        else {
+            spans[2 * tiles] = 0;
+            spans[2 * tiles + 1] = mode == BT_ACC ? kdim : n;
+        }
+        i0 += rows;
+    }
+    starts[tiles] = m;
     for (Py_ssize_t k0 = 0; k0 < kdim; k0 += kc) {
         Py_ssize_t kn = kdim - k0 < kc ? kdim - k0 : kc;
         for (Py_ssize_t j0 = 0; j0 < n; j0 += 16) {
@@ -280,13 +376,22 @@ static void bt_gemm(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b
                         pack[k * ldp + e] = panel[k * ldb + e];
                 panel = pack;
             }
-            for (Py_ssize_t i0 = 0; i0 < m;) {
-                int rows = i0 < split ? (m - i0 < BT_M ? (int)(m - i0) : BT_M) : (int)((m - i0 + 1) / 2);
-                if (i0 >= split && m - i0 <= 4)
-                    rows = (int)(m - i0);
-                bt_table[mode][nv - 1][rows - 1](a + i0 * sa + k0 * sp, sa, sp, panel, ldp, kn, c + i0 * ldc + j0,
-                                                 ldc, rowv ? rowv + i0 : NULL, p ? p + i0 * ldc + j0 : NULL, scale);
-                i0 += rows;
+            for (int t = 0; t < tiles; t++) {
+                Py_ssize_t i0 = starts[t], f = spans[2 * t], e = spans[2 * t + 1];
+                int rows = (int)(starts[t + 1] - i0);
+                float *ct = c + i0 * ldc + j0;
+                if (mode == BT_ACC) {   /* only the steps k0 … k0+kn−1 inside the tile's span */
+                    Py_ssize_t from = f > k0 ? f : k0, to = e < k0 + kn ? e : k0 + kn;
+                    if (to > from)
+                        bt_table[mode][nv - 1][rows - 1](a + i0 * sa + from * sp, sa, sp, panel + (from - k0) * ldp,
+                                                         ldp, to - from, ct, ldc, NULL, NULL, scale);
+                } else if (j0 < e && j0 + 8 * nv > f) {
+                    bt_table[mode][nv - 1][rows - 1](a + i0 * sa + k0 * sp, sa, sp, panel, ldp, kn, ct, ldc,
+                                                     rowv ? rowv + i0 : NULL, p ? p + i0 * ldc + j0 : NULL, scale);
+                } else if (mode == BT_DS) {   /* no row of the tile sees these keys: dS = 0 */
+                    for (int u = 0; u < rows; u++)
+                        memset(ct + u * ldc, 0, (size_t)(8 * nv) * sizeof(float));
+                }
             }
         }
     }
@@ -338,6 +443,11 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
      * panels; the columns past `cols` are never read (the products that read P and dS stop at cols) */
     const int tiled = sh->tiled;
     const Py_ssize_t wide = (cols + 15) / 16 * 16;
+    /* a pair whose rows see only part of its keys: the tiles skip what is 0 (causal's diagonal
+     * blocks: a quarter of S and dP, and of dV, dK, dQ's steps, in a 256 × 128 pair) */
+    struct bt_ranges rg_rows = {BT_ALONG_ROWS, sh->rlo + i0, sh->rhi + i0, j0, rows};
+    struct bt_ranges rg_keys = {BT_ALONG_KEYS, sh->rlo + i0, sh->rhi + i0, j0, rows};
+    const struct bt_ranges *along_rows = full ? NULL : &rg_rows, *along_keys = full ? NULL : &rg_keys;
 #else
     const int tiled = 0;
 #endif
@@ -347,7 +457,7 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
 #ifdef QKV_X86
     if (tiled)
         bt_gemm(q, dk, 1, sh->kt, ld, dk, s, ld, rows, wide, plain ? BT_EXP : BT_SCALE, h->lse + i0, NULL, sh->scale,
-                NULL);
+                NULL, plain ? along_rows : NULL);
     else
 #endif
         gemm(0, 1, rows, cols, dk, sh->scale, q, dk, k, dk, 0.0f, s, ld);
@@ -386,12 +496,13 @@ static void block_pair(const struct bw_head *h, const struct bw_shape *sh, Py_ss
 #ifdef QKV_X86
     if (tiled) {
         /* dV += Pᵀ·dO; dS = scale·P ∘ (dO·Vᵀ − δ) from the registers; dK += dSᵀ·Q; dQ += dS·K */
-        bt_gemm(s, 1, ld, dout, dv, rows, h->dv + j0 * dv, dv, cols, dv, BT_ACC, NULL, NULL, 1.0f, sh->pk);
-        bt_gemm(dout, dv, 1, sh->vt, ld, dv, dp, ld, rows, wide, BT_DS, h->delta + i0, s, sh->scale, NULL);
+        bt_gemm(s, 1, ld, dout, dv, rows, h->dv + j0 * dv, dv, cols, dv, BT_ACC, NULL, NULL, 1.0f, sh->pk, along_keys);
+        bt_gemm(dout, dv, 1, sh->vt, ld, dv, dp, ld, rows, wide, BT_DS, h->delta + i0, s, sh->scale, NULL,
+                along_rows);
         if (sh->score_kind == SCORE_SOFT_CAP)
             cap_derivative(dp, sh->th, ld, rows, cols, sh->width);
-        bt_gemm(dp, 1, ld, q, dk, rows, h->dk + j0 * dk, dk, cols, dk, BT_ACC, NULL, NULL, 1.0f, sh->pk);
-        bt_gemm(dp, ld, 1, k, dk, cols, h->dq + i0 * dk, dk, rows, dk, BT_ACC, NULL, NULL, 1.0f, sh->pk);
+        bt_gemm(dp, 1, ld, q, dk, rows, h->dk + j0 * dk, dk, cols, dk, BT_ACC, NULL, NULL, 1.0f, sh->pk, along_keys);
+        bt_gemm(dp, ld, 1, k, dk, cols, h->dq + i0 * dk, dk, rows, dk, BT_ACC, NULL, NULL, 1.0f, sh->pk, along_rows);
         return;
     }
 #endif

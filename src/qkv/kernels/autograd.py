@@ -54,6 +54,9 @@ _BUDGET_S = 0.05
 # per block pair, their medians summed): 541 / 469 / 436 M cycles per call for group 1 / 2 / 4 (a
 # second run: – / 392 / 492–521; by each step's 10th percentile 358 / 268–321 / 198–234). The five
 # sgemm are ~88 % of a block pair, the exp ~6 %, dS ~4 %. 2: the gain without 768 KiB of scratch.
+# With the register tiles (AVX2, _backward.c's bt_gemm) group hardly matters: one thread's CPU time per
+# call, causal T = 2048, medians at load ~7: 194 / 194 / 199 ms for group 1 / 2 / 4 (sgemm 212 / 208 /
+# 201 in the same rounds), so 2 stays for both.
 _BACKWARD_GROUP = 2
 # Values above this are left to the other paths (the forward's e^16 headroom must not overflow P·v).
 _MAX_VALUE = 2.0 ** 60
