@@ -62,6 +62,8 @@ fonts:
 # PYTHONDONTWRITEBYTECODE= : a shell or CI that sets it (Python -B) would have every worker, rank and CLI
 # subprocess compile torch again in memory; here the first import writes the .pyc and the others read it
 # (the set-up does not byte-compile the whole venv up front: about 90 CPU-seconds, mostly files no test imports).
+# A developer's fast loop, after one `make test`: `.venv/bin/python -m pytest -m "not slow"` (no Chromium, no
+# models, processes, benchmark runs, compiled graphs or full figure renders; tests/conftest.py lists the files).
 test: $(STAMP) system
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 

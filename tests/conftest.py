@@ -1,5 +1,5 @@
-"""Markers by file: the slow kinds of test (a browser, transformers as a reference, several processes,
-torch.compile graphs).
+"""Markers by file: the slow kinds of test (a browser, transformers as a reference or the installed MiniLM,
+several processes or a benchmark run, torch.compile graphs, hundreds of full figure renders).
 
 `make test` runs everything; `pytest -m "not slow"` runs the fast part alone (a developer's loop).
 """
@@ -10,9 +10,12 @@ import pytest
 
 BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py"}       # Chromium (and a kernel)
 REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py", "test_models_families.py",
-              "test_models_consistency.py"}  # transformers, torch's own tests
-PROCESSES = {"test_distributed.py"}                                                # torch.distributed ranks
+              "test_models_consistency.py",  # transformers, torch's own tests
+              "test_cli_models.py"}          # `qkv inspect` / `qkv embed` on the installed MiniLM
+PROCESSES = {"test_distributed.py",                                                # torch.distributed ranks
+             "test_bench.py"}               # `qkv bench --quick`, training rows in worker processes
 COMPILES = {"test_attention_compile.py"}        # 23 torch.compile graphs (aot_eager and inductor), about a minute
+FIGURES = {"test_viz.py"}                       # matplotlib figures drawn in full, about 90 s of rendering
 
 
 # The longest files first, so that `make test`'s two workers (`-n 2 --dist loadfile --no-loadscope-reorder`)
@@ -36,5 +39,5 @@ def pytest_collection_modifyitems(config, items):
         name = item.path.name
         if name in BROWSER:
             item.add_marker(pytest.mark.browser)
-        if name in BROWSER | REFERENCES | PROCESSES | COMPILES:
+        if name in BROWSER | REFERENCES | PROCESSES | COMPILES | FIGURES:
             item.add_marker(pytest.mark.slow)

@@ -293,7 +293,9 @@ def test_notebook_outputs_render_in_each_front_end(executed, minilm_reference, b
             for n in range(3):     # each output on its own, once painted (Colab's iframes paint when in view)
                 output = harness.page.locator(f"#out{n}")
                 output.scroll_into_view_if_needed()
-                harness.page.wait_for_timeout(500)
+                # two animation frames of the output's own frame (the iframe's in Colab): one painted since
+                # it came into view (was a fixed 500 ms; _not_blank still fails a screenshot taken too early)
+                views[n][0].evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
                 shot = tmp_path / f"notebook-{mode}-{n}.png"
                 output.screenshot(path=str(shot))
                 _not_blank(shot)
