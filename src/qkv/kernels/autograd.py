@@ -14,8 +14,14 @@ block_q × block_k and the backward's three _BACKWARD_GROUP·block_q × block_k 
 
 Numbers: float32 (float16/bfloat16 inputs are computed in float32 and cast back; gradients flow
 through the casts). Other dtypes, other devices, a mask array, a bias, a score_mod, non-finite
-inputs or values above 2^60 are not taken (qkv.kernels.route.torch_flash_why_not says why;
-qkv.attention then uses its other paths).
+inputs, values above 2^60 or max|q|·max|k|·Dk near float32's range are not taken
+(qkv.kernels.route.torch_flash_why_not says why; qkv.attention then uses its other paths).
+
+Under torch.compile the route reads no values, so the ops' bodies (run eagerly, on the real tensors,
+inside the compiled graph) make the eager route's value looks themselves: `op()` refuses non-finite
+values and computes scores past float32's range on the plain path (forward and backward op);
+`mask_op()` reads a boolean mask array as key ranges (or takes the plain path); `sdpa_op()` wraps the
+eager unmasked call that SDPA serves (so its overflow look runs too).
 
 Layout inside the op: q (Nq, Tq, Dk), k (Nk, Tk, Dk), v (Nk, Tk, Dv), Nq = Nk·G: query head n reads
 key/value head n // G (grouped-query attention without copying k or v). `run` brings a
@@ -37,7 +43,8 @@ from . import blas, blocked, pool
 from .call import Call, check_call
 
 
-__all__ = ["flash_attention", "op", "run", "available", "row_ranges", "values_ok", "block_backward", "score_spec"]
+__all__ = ["flash_attention", "op", "mask_op", "sdpa_op", "run", "available", "row_ranges", "values_ok",
+           "block_backward", "score_spec", "in_fresh_thread"]
 
 # Blocks of both passes. 128×128 keeps each sgemm's operands in L2 and wastes little of a band's
 # partial blocks (see blocked._BAND_BLOCK).
@@ -870,7 +877,8 @@ def sdpa_op():
 
         return _attention(q, k, v, scale=scale)
 
-    @torch.library.custom_op("qkv::checked_sdpa", mutates_args=(), schema="(Tensor q, Tensor k, Tensor v, float scale) -> Tensor")
+    @torch.library.custom_op("qkv::checked_sdpa", mutates_args=(),
+                             schema="(Tensor q, Tensor k, Tensor v, float scale) -> Tensor")
     def checked_sdpa(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
         return attend(q, k, v, scale).contiguous().clone()   # fresh: an op's output may not alias an input
 
@@ -880,7 +888,8 @@ def sdpa_op():
 
     @torch.library.custom_op("qkv::checked_sdpa_backward", mutates_args=(), schema=(
         "(Tensor dout, Tensor q, Tensor k, Tensor v, float scale) -> (Tensor, Tensor, Tensor)"))
-    def checked_sdpa_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+    def checked_sdpa_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor,
+                              scale: float) -> tuple[Tensor, Tensor, Tensor]:
         def gradients():
             leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
             with torch.enable_grad():
