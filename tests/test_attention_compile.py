@@ -230,3 +230,60 @@ def test_compiled_scores_past_the_float_range_stay_finite(dtype, grow, t, causal
     out = _OVERFLOWING(*leaves, causal)
     allowed = torch.ones(t, t, dtype=torch.bool).tril() if causal else None
     check_against_float64(out, leaves, dout, allowed, 1 / np.sqrt(32), dtype)
+
+
+_MASKED = torch.compile(lambda q, k, v, mask, causal: qkv.attention(q, k, v, mask, causal=causal), fullgraph=True,
+                        backend="aot_eager")
+
+
+def _mask_array(kind: str, t: int):
+    """(B = 3, 1 or H = 2, 1 or T, T) boolean masks: key padding (one run per row), with causal, a
+    random hole pattern (not ranges), heads that differ (not ranges)."""
+    g = torch.Generator().manual_seed(7)
+    mask = (torch.arange(t)[None, :] < torch.tensor([t, 70, 1])[:, None])[:, None, None, :]
+    if kind == "holes":
+        mask = mask & (torch.rand(3, 1, t, t, generator=g) < 0.9)
+    if kind == "heads differ":
+        mask = mask.expand(3, 2, 1, t).clone()
+        mask[0, 1, 0, 5] = False
+    return mask
+
+
+@pytest.mark.parametrize("kind, causal, ranges", [("padding", False, True), ("padding", True, True),
+                                                  ("holes", False, False), ("heads differ", True, False)])
+def test_compiled_mask_arrays_are_read_as_key_ranges_inside_the_op(kind, causal, ranges, forward_calls):
+    """A boolean mask array under torch.compile: the op qkv::flash_attention_mask reads it at run time as
+    the eager route does (each row one run of keys, heads alike: the C forward and backward on those
+    ranges, every batch in one pass), else computes the plain path inside the op. Output and gradients
+    against float64 autograd with the same mask (and the eager call)."""
+    t = 200
+    q, k, v = _inputs(3, (3, 2, t, 16))
+    dout = _inputs(4, (3, 2, t, 16))[0]
+    mask = _mask_array(kind, t)
+    out, grads = _grads(lambda *a: _MASKED(*a, mask, causal), q, k, v, dout)
+    assert bool(forward_calls) == ranges
+    allowed = mask & torch.ones(t, t, dtype=torch.bool).tril() if causal else mask
+    q64, k64, v64 = (x.double().requires_grad_() for x in (q, k, v))
+    scores = (q64 @ k64.transpose(-1, -2) / 4).masked_fill(~allowed, -torch.inf)
+    weights = torch.nan_to_num(torch.softmax(scores, dim=-1))           # a row with no key: zeros
+    expected = weights @ v64
+    expected.backward(dout.double())
+    torch.testing.assert_close(out.double(), expected.detach(), rtol=2e-5, atol=2e-5)
+    for mine, ref in zip(grads, (q64, k64, v64)):
+        torch.testing.assert_close(mine.double(), ref.grad, rtol=1e-4, atol=1e-4)
+    eager, eager_grads = _grads(lambda *a: qkv.attention(*a, mask, causal=causal), q, k, v, dout)
+    torch.testing.assert_close(out, eager, rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_mask_array_with_scores_past_float32s_range_stays_finite():
+    """The masked op asks the overflow look too: q·kᵀ past float32's range with a key-padding mask gives
+    float64 autograd's answer, not NaN."""
+    from overflow_reference import big_inputs, check_against_float64
+
+    t = 160
+    leaves, dout = big_inputs("float32", 1e19, (3, 2, t, 16), seed=9)
+    mask = _mask_array("padding", t)
+    mask = mask.clone()
+    mask[2] = True   # (no empty row: float64's softmax would give NaN there)
+    out = _MASKED(*leaves, mask, False)
+    check_against_float64(out, leaves, dout, mask, 0.25, "float32")

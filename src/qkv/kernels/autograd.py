@@ -14,8 +14,14 @@ block_q × block_k and the backward's three _BACKWARD_GROUP·block_q × block_k 
 
 Numbers: float32 (float16/bfloat16 inputs are computed in float32 and cast back; gradients flow
 through the casts). Other dtypes, other devices, a mask array, a bias, a score_mod, non-finite
-inputs or values above 2^60 are not taken (qkv.kernels.route.torch_flash_why_not says why;
-qkv.attention then uses its other paths).
+inputs, values above 2^60 or max|q|·max|k|·Dk near float32's range are not taken
+(qkv.kernels.route.torch_flash_why_not says why; qkv.attention then uses its other paths).
+
+Under torch.compile the route reads no values, so the ops' bodies (run eagerly, on the real tensors,
+inside the compiled graph) make the eager route's value looks themselves: `op()` refuses non-finite
+values and computes scores past float32's range on the plain path (forward and backward op);
+`mask_op()` reads a boolean mask array as key ranges (or takes the plain path); `sdpa_op()` wraps the
+eager unmasked call that SDPA serves (so its overflow look runs too).
 
 Layout inside the op: q (Nq, Tq, Dk), k (Nk, Tk, Dk), v (Nk, Tk, Dv), Nq = Nk·G: query head n reads
 key/value head n // G (grouped-query attention without copying k or v). `run` brings a
@@ -37,7 +43,8 @@ from . import blas, blocked, pool
 from .call import Call, check_call
 
 
-__all__ = ["flash_attention", "op", "run", "available", "row_ranges", "values_ok", "block_backward", "score_spec"]
+__all__ = ["flash_attention", "op", "mask_op", "sdpa_op", "run", "available", "row_ranges", "values_ok",
+           "block_backward", "score_spec", "in_fresh_thread"]
 
 # Blocks of both passes. 128×128 keeps each sgemm's operands in L2 and wastes little of a band's
 # partial blocks (see blocked._BAND_BLOCK).
@@ -757,6 +764,112 @@ def in_fresh_thread(fn):
     return box["result"]
 
 
+# --------------------------------------------------------------------------- mask arrays under compile
+_mask_op = None
+
+
+def _mask_rows(mask, lead, tq: int, tk: int, causal: bool):
+    """The eager route's reading of a boolean mask array (`masks.mask_ranges`) at run time: (2, Tq) or
+    (B, 2, Tq) int64 key ranges (causal folded in), or None when some row is not one run of keys or the
+    heads differ."""
+    from ..masks import mask_ranges
+
+    found = mask_ranges(mask, tuple(lead), tq, tk)
+    if found is None:
+        return None
+    rows = _ranges(tq, tk, causal, found)            # (B', 2, Tq)
+    return rows[0] if rows.shape[0] == 1 else rows
+
+
+def _masked_plain_forward(q, k, v, mask, lead, causal, scale):
+    """(out (N·H, Tq, Dv), lse (N·H, Tq)) of the masked op's call on qkv's plain path (fresh tensors):
+    q (N·H, Tq, Dk), k and v (N·G, Tk, ·) back in the call's layout lead + (…)."""
+    from ..attention import attention_reference
+
+    lead = tuple(lead)
+    kv_lead = lead[:-1] + (k.shape[0] // max(1, math.prod(lead[:-1])),)
+    out, lse = attention_reference(q.reshape(lead + q.shape[1:]), k.reshape(kv_lead + k.shape[1:]),
+                                   v.reshape(kv_lead + v.shape[1:]), mask, causal=causal, scale=float(scale),
+                                   return_lse=True)
+    return (out.reshape(q.shape[:-1] + v.shape[-1:]).contiguous().clone(),
+            lse.reshape(q.shape[:-1]).contiguous().clone())
+
+
+def mask_op():
+    """The torch custom op `torch.ops.qkv.flash_attention_mask(q, k, v, mask, lead, causal, scale, block_q,
+    block_k) -> (out, lse)` (defined on first call, eagerly), which traced calls with a boolean mask array
+    take: its body reads the mask as the eager route does (`masks.mask_ranges`: each row one run of keys,
+    the heads alike) and runs the C forward on those key ranges (one pass over every batch); a mask of
+    another kind, or scores past float32's range, on the plain path. Its backward op does the same.
+
+    q (N·H, Tq, Dk), k and v (N·G, Tk, ·) float32 (`run`'s flat layout), mask bool broadcastable to
+    lead + (Tq, Tk), lead the call's (…, H) as ints, causal bottom-right; out (N·H, Tq, Dv), lse (N·H, Tq)."""
+    global _mask_op
+    if _mask_op is not None:
+        return _mask_op
+    import torch
+    from torch import Tensor
+
+    def ranges_or_none(q, k, v, mask, lead, causal):
+        tops = value_tops(q, k, v)
+        if not tops_ok(tops) or _overflows(tops, q.shape[-1]):   # the plain path handles both
+            return None
+        return _mask_rows(mask, lead, q.shape[1], k.shape[1], causal)
+
+    @torch.library.custom_op("qkv::flash_attention_mask", mutates_args=(), schema=(
+        "(Tensor q, Tensor k, Tensor v, Tensor mask, int[] lead, bool causal, float scale, int block_q, "
+        "int block_k) -> (Tensor, Tensor)"))
+    def masked(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, lead: list[int], causal: bool, scale: float,
+               block_q: int, block_k: int) -> tuple[Tensor, Tensor]:
+        rows = ranges_or_none(q, k, v, mask, lead, causal)
+        if rows is None:
+            return _masked_plain_forward(q, k, v, mask, lead, causal, scale)
+        return _forward_tensors(q, k, v, torch.from_numpy(rows), scale, block_q, block_k)
+
+    @masked.register_fake
+    def _(q, k, v, mask, lead, causal, scale, block_q, block_k):
+        return q.new_empty(q.shape[:-1] + v.shape[-1:]), q.new_empty(q.shape[:-1])
+
+    @torch.library.custom_op("qkv::flash_attention_mask_backward", mutates_args=(), schema=(
+        "(Tensor dout, Tensor? dlse, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor mask, int[] lead, "
+        "bool causal, float scale, int block_q, int block_k) -> (Tensor, Tensor, Tensor)"))
+    def masked_backward(dout: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
+                        lse: Tensor, mask: Tensor, lead: list[int], causal: bool, scale: float, block_q: int,
+                        block_k: int) -> tuple[Tensor, Tensor, Tensor]:
+        rows = ranges_or_none(q, k, v, mask, lead, causal)
+        if rows is not None:
+            return _backward_tensors(dout, dlse, q, k, v, out, lse, torch.from_numpy(rows), scale, block_q, block_k)
+
+        def gradients():
+            leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+            with torch.enable_grad():
+                found_out, found_lse = _masked_plain_forward(*leaves, mask, lead, causal, scale)
+                pairs = [(o, g) for o, g in ((found_out, dout), (found_lse, dlse)) if g is not None]
+                found = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
+            return tuple((torch.zeros_like(x) if g is None else g).contiguous() for g, x in zip(found, leaves))
+
+        return in_fresh_thread(gradients)
+
+    @masked_backward.register_fake
+    def _(dout, dlse, q, k, v, out, lse, mask, lead, causal, scale, block_q, block_k):
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+    def setup_context(ctx, inputs, output):
+        q, k, v, mask, lead, causal, scale, block_q, block_k = inputs
+        ctx.save_for_backward(q, k, v, *output, mask)
+        ctx.options = (lead, causal, scale, block_q, block_k)
+
+    def backward(ctx, dout, dlse):
+        q, k, v, out, lse, mask = ctx.saved_tensors
+        if dout is None:
+            dout = torch.zeros_like(out)
+        return (*masked_backward(dout, dlse, q, k, v, out, lse, mask, *ctx.options), None, None, None, None, None, None)
+
+    masked.register_autograd(backward, setup_context=setup_context)
+    _mask_op = masked
+    return _mask_op
+
+
 # --------------------------------------------------------------------------- traced SDPA, checked
 _sdpa_op = None
 
@@ -781,7 +894,8 @@ def sdpa_op():
 
         return _attention(q, k, v, scale=scale)
 
-    @torch.library.custom_op("qkv::checked_sdpa", mutates_args=(), schema="(Tensor q, Tensor k, Tensor v, float scale) -> Tensor")
+    @torch.library.custom_op("qkv::checked_sdpa", mutates_args=(),
+                             schema="(Tensor q, Tensor k, Tensor v, float scale) -> Tensor")
     def checked_sdpa(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
         return attend(q, k, v, scale).contiguous().clone()   # fresh: an op's output may not alias an input
 
@@ -791,7 +905,8 @@ def sdpa_op():
 
     @torch.library.custom_op("qkv::checked_sdpa_backward", mutates_args=(), schema=(
         "(Tensor dout, Tensor q, Tensor k, Tensor v, float scale) -> (Tensor, Tensor, Tensor)"))
-    def checked_sdpa_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+    def checked_sdpa_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor,
+                              scale: float) -> tuple[Tensor, Tensor, Tensor]:
         def gradients():
             leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
             with torch.enable_grad():
@@ -844,7 +959,8 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
     import torch
 
     q, k, v = call.q, call.k, call.v
-    rows_t = torch.from_numpy(row_ranges(call, per_batch=not traced)) if rows is None else rows
+    rows_t = None if call.mask is not None else \
+        torch.from_numpy(row_ranges(call, per_batch=not traced)) if rows is None else rows
     lead = call.lead or (1,)
     heads = lead[-1]
     kv_heads = int(k.shape[-3]) if k.ndim >= 3 else 1
@@ -858,7 +974,11 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
     q3 = flat(q, heads, call.tq, call.dk)
     k3 = flat(k, kv_heads, call.tk, call.dk)
     v3 = flat(v, kv_heads, call.tk, call.dv)
-    if traced:
+    if call.mask is not None:   # traced only (eager calls have their mask read as ranges before): see mask_op
+        mask = call.mask.reshape((1,) * (len(lead) + 2 - call.mask.ndim) + tuple(call.mask.shape))
+        out, lse = torch.ops.qkv.flash_attention_mask(q3, k3, v3, mask, [int(n) for n in lead], bool(call.causal),
+                                                      float(call.scale), int(block_q), int(block_k))
+    elif traced:
         out, lse = torch.ops.qkv.flash_attention(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k))
     elif call.score_mod is None:
         out, lse = _eager_function()(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k))

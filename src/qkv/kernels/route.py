@@ -460,8 +460,17 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
         why = None
         if not pinned and tq * tk < _C_KERNEL_MIN_SCORES:
             why = "short call"
-        elif device != "cpu" or not float32 or dk == 0 or dv == 0 or has_mask or has_bias:
-            why = "not CPU float32/16/bf16 without a mask array or bias"
+        elif device != "cpu" or not float32 or dk == 0 or dv == 0 or has_bias:
+            why = "not CPU float32/16/bf16 without a bias"
+        elif has_mask and (mask_mod is not None or recipe is not None or scored):
+            why = "a mask array with a mask or score function"
+        elif has_mask:   # read at run time inside the op, as the eager route reads it (else the plain path there)
+            if not autograd.available():
+                why = "the C backward is not built"
+            else:
+                autograd.mask_op()   # registered here, eagerly: the trace only calls it
+                return (TORCH_FLASH.value, "traced: a boolean mask array, read as key ranges inside the C op "
+                                           "(the plain path there when it is not ranges)", ())
         elif scored:
             why = "a score_mod: its C passes are not an op torch.compile keeps"
         elif not autograd.available():
