@@ -162,7 +162,7 @@ def test_heads_in_korean(capsys, minilm):
 def test_masks_in_korean(capsys, tmp_path):
     code, out, err = run(capsys, "masks", "--lang", "ko", "--length", "16", "--figure", str(tmp_path / "m.png"))
     assert code == 0, err
-    assert "인과: kv ≤ q" in out and "커널은 점수 행렬의" in out and (tmp_path / "m.png").stat().st_size > 5000
+    assert "인과: kv ≤ q" in out and "커널은 점수 행렬 가운데" in out and (tmp_path / "m.png").stat().st_size > 5000
     assert_korean(out)
     code, out, err = run(capsys, "masks", "--lang", "ko", "--length", "8", "--only", "문서 + 인과")
     assert code == 0 and out.startswith("문서 + 인과: (doc[q] = doc[kv]) 그리고 (kv ≤ q)"), (out, err)
