@@ -493,14 +493,16 @@ def _arrow(ax, start, end, text: str = "", *, side: str = "above") -> None:
 
 
 def _title(trace: Trace, words) -> str:
-    """The figure's title: a worked example's title in the figure's language, else the trace's own."""
+    """The figure's title in the figure's language: a worked example's figure title, else what the
+    renderers call it (`qkv.explain.parts.title_of`: the example's title, a model's layer and head, else
+    the trace's own title)."""
     from ..explain import texts
+    from ..explain.parts import title_of
 
     example = trace.info.example
-    for key in (f"fig.title.{example}", f"title.{example}"):
-        if example and texts.has(words.lang, key):
-            return texts.text(words.lang, key)
-    return trace.title
+    if example and texts.has(words.lang, f"fig.title.{example}"):
+        return texts.text(words.lang, f"fig.title.{example}")
+    return title_of(trace, words.lang)
 
 
 def _rows(value: np.ndarray) -> np.ndarray:
@@ -1698,8 +1700,8 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
         weights = layer_weights(trace)
         first = parts[0]
         layers = [int(p.prefix.split()[1].rstrip("/")) for p in parts]
-        return attention_grid(weights, first.q_tokens, first.k_tokens, title=trace.title or None, lang=lang,
-                              layers=layers)
+        return attention_grid(weights, first.q_tokens, first.k_tokens, title=_title(trace, _style.words(lang)) or None,
+                              lang=lang, layers=layers)
     if (kind in ("projection", "multi-head") or not parts or (several_heads and kind != "model")) and drawable_heads:
         return projection_figure(trace, lang=lang)
     if not parts:
