@@ -101,6 +101,9 @@ EN: dict[str, str] = {
     "h.scores": "Step 2 — scores: the query against every key",
     # the name of the followed query's row of scores in the derivation ("scores = [1.158, …]")
     "sym.scores": "scores",
+    "sym.mask": "mask",
+    # a step's formula recorded with words in it (qkv.attention's mask step), said in each language
+    "formula.mask": "0 (may attend) / −∞ (masked)",
     "head.explain": "Head {h} uses its own {dk:column|columns} of Q and K (array columns {first}–{last}) and its own "
                     "columns of V.",
     "note.head_numbers": "The post numbers its heads from 1, and so does this explanation; in qkv's API (arrays, "
@@ -1679,6 +1682,8 @@ KO: dict[str, str] = {
     "h.head": "헤드 {h}",
     "h.scores": "2단계 — 점수: Query와 모든 Key의 비교",
     "sym.scores": "점수",
+    "sym.mask": "마스크",
+    "formula.mask": "0 (볼 수 있음) / −∞ (가려짐)",
     "head.explain": "헤드 {h}에서는 Q와 K 가운데 자기 몫인 열 {dk}개(배열의 {first}–{last}번 열)와 V의 자기 몫 열만 쓴다.",
     "note.head_numbers": "글은 헤드를 1부터 세고, 이 설명도 그렇게 센다. qkv의 API(배열, --head)에서는 헤드 1이 인덱스 0이다.",
     "scores.explain": "{token}의 Query와 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
