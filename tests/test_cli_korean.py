@@ -129,6 +129,23 @@ def test_inspect_one_head_summary_in_korean(capsys, minilm):
     assert_korean(summary, words_of(*minilm.tokens(TEXT), minilm.name))
 
 
+
+@pytest.mark.parametrize("layer, head", [(2, 5), (2, None), (None, None)], ids=["head", "layer", "model"])
+def test_a_model_figure_in_korean_has_no_english(minilm, layer, head):
+    """The figure of a model's head, layer or whole model is titled in the figure's language (its title was
+    the trace's English "minilm: layer 2, head 5"); no text of the Korean figure is English."""
+    import matplotlib.text
+
+    from qkv.viz.figures import figure_for
+
+    trace = minilm.trace(TEXT, layer=layer, head=head)
+    fig = figure_for(trace, lang="ko")
+    shown = [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+    assert any(HANGUL.search(t) for t in shown)
+    from test_cli_lang_ko import korean_only        # symbols such as q_cats and k_[CLS] are set aside
+
+    assert korean_only(" ".join(shown), words_of(*minilm.tokens(TEXT), minilm.name)) == [], shown
+
 def test_inspect_causal_model_in_korean(capsys, checkpoints):
     from qkv import models
 
@@ -162,7 +179,7 @@ def test_heads_in_korean(capsys, minilm):
 def test_masks_in_korean(capsys, tmp_path):
     code, out, err = run(capsys, "masks", "--lang", "ko", "--length", "16", "--figure", str(tmp_path / "m.png"))
     assert code == 0, err
-    assert "인과: kv ≤ q" in out and "커널은 점수 행렬의" in out and (tmp_path / "m.png").stat().st_size > 5000
+    assert "인과: kv ≤ q" in out and "커널은 점수 행렬 가운데" in out and (tmp_path / "m.png").stat().st_size > 5000
     assert_korean(out)
     code, out, err = run(capsys, "masks", "--lang", "ko", "--length", "8", "--only", "문서 + 인과")
     assert code == 0 and out.startswith("문서 + 인과: (doc[q] = doc[kv]) 그리고 (kv ≤ q)"), (out, err)

@@ -39,6 +39,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "qkv"
 SHOWN_AS_TYPED = {
     # names of programs, libraries, formats, file kinds and model families
     "Python", "NumPy", "OpenBLAS", "BLAS", "sgemm", "torch", "SDPA", "AVX", "AVX2", "FMA", "Debian",
+    "GEMM", "flex",       # bench's column headings ×GEMM and ×flex (ratios, written as ×torch is)
     "JSON", "TOML", "HTML", "UTF", "NaN", "NUL", "FIFO", "Hugging", "Face", "BERT", "GPT", "Gemma", "Falcon", "ALiBi",
     "Phi", "OPT", "LayerNorm", "LayerNorms", "Llama", "transformers", "safetensors", "yarn", "llama3",
     "Transformer", "Pooling", "Normalize", "cls", "max", "mean", "SEP", "MLP", "RMS", "PYTHONIOENCODING",

@@ -465,3 +465,19 @@ def test_no_korean_particle_depends_on_a_value():
     assert bad == {}, bad
     assert PARTICLE_AFTER_VALUE.search("rope_theta {theta}와 배율")                # the sentence it caught
     assert not PARTICLE_AFTER_VALUE.search("{token}의 Query는 {top}에 가장 큰 가중치를 준다. 정확한 값은 {value}이다")
+
+
+def test_a_user_example_in_korean_leaves_no_english():
+    """The shipped user example (examples/my-example.toml: two heads, a causal mask): the mask's matrix and
+    its recorded formula were English (“mask”, “0 (may attend) / −∞ (masked)”); its own title is the user's."""
+    from pathlib import Path
+
+    from qkv.frontdoor import trace_from_document
+    from qkv.spec import read_document
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "my-example.toml"
+    trace = trace_from_document(read_document(path), source=str(path), base=path.parent)
+    rendered = render(trace, "text", lang="ko")
+    assert texts.KO["formula.mask"] in rendered and "may attend" not in rendered
+    title = set(re.findall(r"[A-Za-z]+", trace.title))
+    assert [w for w in _korean_foreign(rendered, trace) if w not in title] == []

@@ -411,3 +411,19 @@ def test_saved_trace_errors_are_korean(capsys, tmp_path, document, english):
     assert code == 2
     # the fields and dtype names as the file spells them
     assert_korean_line(err, tmp_path, "U5", "note", "meta", "name", "dtype", "bool")
+
+
+def test_python_own_words_about_a_saved_trace_are_not_english_in_korean(capsys, tmp_path):
+    """A saved trace whose steps do not fit: English gives what Python said (the exception's class and
+    words); Korean says that Python said it in English only and where to read it, with no English."""
+    import json
+
+    saved = tmp_path / "saved.json"
+    saved.write_text(json.dumps({"format": "qkv-trace", "meta": {"tokens": ["a"], "query": 0},
+                                 "steps": [{"name": "weights", "values": [1.0], "shape": [1]}]}), encoding="utf-8")
+    out = ["--format", "html", "--out", str(tmp_path / "o.html")]          # the page reads every step
+    code, _, english = run(capsys, "explain", str(saved), *out)
+    assert code == 2 and "the saved trace's steps do not fit together (" in english and "Error: " in english, english
+    code, _, err = run(capsys, "explain", str(saved), *out, "--lang", "ko")
+    assert code == 2 and texts.KO["error.python"] in err, err
+    assert_korean_line(err, tmp_path, "trace")

@@ -814,9 +814,9 @@ def test_no_drawing_panel_is_mostly_blank(example_figures):
 
 
 # Latin words a Korean figure may show: the posts' own terms (Query, Key, Value, softmax, the titles'
-# Self-attention …), function names in formulas, symbol names (X_dec, z_final) and 3Blue1Brown.
+# Self-attention …), function names in formulas, symbol names (X_dec, z_final, z_concat) and 3Blue1Brown.
 _ALLOWED_LATIN = {"Query", "Key", "Value", "softmax", "Self", "Cross", "Multi", "attention", "head", "projection",
-                  "Concat", "exp", "max", "qkv", "dec", "enc", "final", "Blue", "Brown"}
+                  "Concat", "exp", "max", "qkv", "dec", "enc", "final", "concat", "Blue", "Brown"}   # z_concat: post 001
 
 
 def test_korean_figures_hold_no_english_words(example_figures):

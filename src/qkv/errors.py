@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["InputError", "describe", "plural", "reason"]
+__all__ = ["InputError", "describe", "plural", "python_reason", "reason"]
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -165,6 +165,17 @@ def _library(exc: BaseException, first: str, lang: str):
     if type(exc) is Exception:      # tokenizers: serde_json's words (or its own), as a plain Exception
         return _serde(first, lang)
     return None
+
+
+def python_reason(english: str) -> dict:
+    """The values for a message whose ``reason`` is an exception Python raised on data that does not fit
+    (a saved trace's KeyError, IndexError, …): ``english`` (its class and words) in English, and in another
+    language the text ``error.python`` (Python says it in English only; it points to ``--lang en``). For
+    ``InputError.keyed(key, …, **python_reason(text))``."""
+    from .explain import texts
+
+    return {"reason": english, "by_lang": {lang: {"reason": texts.text(lang, "error.python")}
+                                           for lang in texts.LANGS if lang != "en"}}
 
 
 def worded(values: dict, lang: str) -> dict:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ._io import as_int, check_input_file, load_json, load_toml, read_text, short_repr
-from .errors import InputError
+from .errors import InputError, python_reason
 from .explain.texts import text
 
 __all__ = ["Spec", "load_spec", "parse_spec", "read_document", "read_array", "resolve_query", "FIELDS",
@@ -537,8 +537,8 @@ def read_saved_trace(doc: dict, *, source: str):
         raise _fail("error.trace.unreadable", source=source, field="trace",
                     parts=lambda lang: {"problem": exc.problem_in(lang)}) from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, MemoryError) as exc:
-        raise _fail("error.trace.broken", source=source, field="trace",
-                    reason=f"{type(exc).__name__}: {short_repr(str(exc), 80)}") from None
+        raise InputError.keyed("error.trace.broken", source=source, field="trace",
+                               **python_reason(f"{type(exc).__name__}: {short_repr(str(exc), 80)}")) from None
     if not isinstance(trace.title, str) or not isinstance(trace.meta, dict):
         raise _fail("error.trace.title", source=source, field="trace")
     for step in trace.steps:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, python_reason
 from ..frontdoor import trace_from_document
 from ._options import add_output_options, check_options, emit
 
@@ -37,4 +37,4 @@ def handler(args: argparse.Namespace) -> int:
     except (KeyError, IndexError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:
         # A saved trace is data from a file: one whose steps do not fit together is bad input.
         raise InputError.keyed("error.trace.misfit", source=str(path), field="trace",
-                               reason=f"{type(exc).__name__}: {' '.join(str(exc).split())[:80]}") from None
+                               **python_reason(f"{type(exc).__name__}: {' '.join(str(exc).split())[:80]}")) from None

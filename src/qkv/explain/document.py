@@ -565,7 +565,7 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
         mask = mask[h] if mask.ndim == 3 else mask
         blocked = [keys[j] for j in range(len(keys)) if np.isinf(mask[query, j])]
         ctx.add(Para(ctx.t("mask.explain", token=qtok, blocked=", ".join(blocked) if blocked else ctx.t("none"))),
-                ctx.matrix("mask", sym("mask"), mask, rows=tokens, cols=keys, highlight=query))
+                ctx.matrix("mask", sym(ctx.t("sym.mask")), mask, rows=tokens, cols=keys, highlight=query))
     weights = ctx.value("weights")[h]
     row = weights[query]
     blocked = None
@@ -694,7 +694,11 @@ def _shapes(ctx: Context) -> None:
     for s in ctx.trace.steps:
         if "/" in s.name:
             continue
-        rows.append([s.name, s.formula, " × ".join(str(d) for d in s.shape)])
+        # a formula recorded with words in it (the mask's) is said in the reader's language: the text
+        # ``formula.<step>`` when the recorded one is its English
+        key = f"formula.{s.name}"
+        formula = ctx.t(key) if texts.has("en", key) and s.formula == texts.text("en", key) else s.formula
+        rows.append([s.name, formula, " × ".join(str(d) for d in s.shape)])
     ctx.add(Table([ctx.t("col.step"), ctx.t("col.formula"), ctx.t("col.shape")], rows))
 
 

@@ -54,7 +54,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import frontdoor
-from ..errors import InputError
+from ..errors import InputError, python_reason
 from ..trace import Trace
 
 __all__ = ["Limits", "create_app", "ROUTES", "CSP", "LANGS"]
@@ -814,7 +814,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
                     raise
                 # as `qkv explain` says it: a saved trace is data from a file, so this is bad input
                 raise InputError.keyed("error.trace.misfit", source=filename, field="trace",
-                                       reason=f"{type(exc).__name__}: {' '.join(str(exc).split())[:80]}") from None
+                                       **python_reason(f"{type(exc).__name__}: {' '.join(str(exc).split())[:80]}")) from None
 
         return _json(await gate().run(compute, lang=_lang_said(request)))
 

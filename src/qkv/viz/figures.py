@@ -2,7 +2,7 @@
 Q·K·V와 멀티 헤드" (X → W_Q/W_K/W_V → Q/K/V → heads → attention per head → concat → W_O → Y → R + Y),
 one query's whole chain (q·k → ÷√dₖ → softmax → each value row × its weight → z), the worked examples
 from their inputs (X → W_Q, W_K, W_V → q, k, v; cross-attention's decoder row and encoder rows), the
-multi-head step (z⁽¹⁾ … → Concat → H·W_O), the group meeting of "어텐션이 조모임이라면", and masks.
+multi-head step (z⁽¹⁾ … → Concat → z_concat·W_O), the group meeting of "어텐션이 조모임이라면", and masks.
 
 Every function returns a `matplotlib.figure.Figure` (no pyplot state); `save_figure` writes one as
 PNG, SVG or PDF. Figures only read recorded numbers; the arithmetic they write out (a sum of
@@ -681,8 +681,8 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
 
 def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
     """Post 001's multi-head step for one token: the heads' outputs z⁽¹⁾, z⁽²⁾, … (numbered as the post
-    numbers them, `qkv.trace.head_number`) → concatenated H → H·W_O = z_final. H is also stood on its
-    side beside W_O, each of its numbers next to the row of W_O it multiplies, and each number of
+    numbers them, `qkv.trace.head_number`) → concatenated z_concat → z_concat·W_O = z_final (the post's
+    names). z_concat is also stood on its side beside W_O, each of its numbers next to the row of W_O it multiplies, and each number of
     z_final is written out as its sum of products (true as printed)."""
     out = as_heads(trace[OUT].value, OUT)                     # (h, T, Dv)
     concat, w_o, y_val = _rows(trace[CONCAT].value), trace[W_O].value, _rows(trace[Y].value)
@@ -701,7 +701,7 @@ def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
     with fonts.context():
         fig = Figure(layout="constrained")
         ax = fig.add_subplot()
-        # Row A: each head's output → concatenated H
+        # Row A: each head's output → concatenated z_concat
         x = 0.0
         ax.text(0.0, -1.5, words("mh_heads", token=token) if token else words["per_head"], fontsize=9,
                 ha="left", va="bottom", color="#333333")
@@ -716,12 +716,12 @@ def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
                             col_heads=head_of_row,
                             label=words("mh_concat", heads=", ".join(names)) + f"  (1×{concat.shape[1]})")
         right = cx + cw
-        # Row B: H on its side × W_O; each number of z_final as a sum of products
+        # Row B: z_concat on its side × W_O; each number of z_final as a sum of products
         top = 4.2
         hx = 2.6
         column = concat[row][:, None]
         _draw_block(ax, hx, top, column, cell=cell, row_cell=1.0, digits=dc, fontsize=fs, row_heads=head_of_row,
-                    label="H")
+                    label="z_concat")          # the post's name for the concatenated outputs (001: z_concat·W_O)
         for h in range(n_heads):
             rows_h = np.flatnonzero(head_of_row == h)
             y0, y1 = top + rows_h[0] + 0.1, top + rows_h[-1] + 0.9
@@ -745,7 +745,7 @@ def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
             ax.text(ex, top + 1.0 + 1.2 * c, f"z_final[{c}] = {line}", ha="left", va="center", fontsize=8.5)
         zy = top + 1.0 + 1.2 * len(lines) + 1.2
         zw, _ = _draw_block(ax, ex + 3.0, zy, y_val[row:row + 1], cell=1.6, row_cell=1.0, digits=dy, fontsize=fs + 0.5,
-                            label=f"z_final = H·W_O  (1×{y_val.shape[1]})")
+                            label=f"z_final = z_concat·W_O  (1×{y_val.shape[1]})")
         text_right = ex + max(_text_inches(f"z_final[0] = {line}", 8.5) for line in lines) / 0.3
         right = max(right, ex + 3.0 + zw, text_right)
         bottom = top + max(oh, zy + 1.0 - top) + 1.6
