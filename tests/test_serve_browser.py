@@ -491,6 +491,10 @@ def test_the_step_through_follows_the_arrow_keys(browser_context, server):  # no
         assert_printed(numbers(page, "weights", ".qkv-example-pane"), [weights[i, j]], want)
     assert stepper.get_attribute("data-step") == "weighted"
     assert walk.state().get("cell") == "3,2"                                # the permalink holds it
+    # a query token's label follows that query (the step-through's hint says so): its strongest key
+    page.locator(".qkv-example-pane .qkv-mx-row[data-index='2']").click()
+    assert cell.get_attribute("data-cell") == f"2,{int(np.argmax(weights[2]))}"
+    assert_printed(numbers(page, "weights", ".qkv-example-pane"), [weights[2].max()])
     page.click(".qkv-ex-item[data-example='multi-head']")                  # heads → concat → W_O as steps
     walk.ready(tab="example")
     flow = page.locator(".qkv-example-pane .qkv-stepper")

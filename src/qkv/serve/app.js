@@ -579,6 +579,14 @@
       showCell(c[0], c[1], true);
       if (opts.onCell) opts.onCell(c);
     });
+    // a query token's label follows that query, as the step-through's hint says: its strongest key's cell
+    scroll.addEventListener("click", function (e) {
+      var row = e.target.closest && e.target.closest(".qkv-mx-row");
+      if (!row) return;
+      var i = +row.getAttribute("data-index"), c = [i, focusKey(i)];
+      showCell(c[0], c[1], true);
+      if (opts.onCell) opts.onCell(c);
+    });
     var MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
     view.canvas.addEventListener("keydown", function (e) {
       var move = MOVES[e.key];
