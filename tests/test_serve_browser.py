@@ -453,6 +453,15 @@ def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server, tmp_p
     page.wait_for_selector(".qkv-whatif-error:not(:empty)")
     assert "cells.x[0]" in page.locator(".qkv-whatif-error").text_content()
     assert "유한한 수" in page.locator(".qkv-whatif-error").text_content()
+    # the projection example's 8-column matrices fit the phone's editor: no number hidden past its right edge
+    page.goto(base + "/?example=projection&lang=ko")
+    walk.ready(tab="example", lang="ko")
+    page.click(".qkv-editor summary")
+    over = page.locator(".qkv-edit-table").evaluate_all(
+        "ts => ts.map(t => t.getBoundingClientRect().right - t.closest('.qkv-editor-tables').getBoundingClientRect().right)")
+    assert len(over) == 5 and max(over) <= 0, over
+    clipped = page.locator(".qkv-edit").evaluate_all("es => es.filter(e => e.scrollWidth > e.clientWidth).map(e => e.value)")
+    assert page.locator(".qkv-edit").count() == 3 * 8 + 4 * 64 and clipped == [], clipped    # each number whole
     assert [e for e in walk.errors if "400" not in e] == []
     page.close()
 

@@ -997,6 +997,9 @@
         var values = (base.inputs || {})[m];
         if (!values) return;
         var t = el("table", "qkv-mt qkv-edit-table"); t.setAttribute("data-matrix", m);
+        var chars = 3;                    // the longest number as shown: a phone sizes the boxes to it (serve.css)
+        values.forEach(function (r) { r.forEach(function (v) { chars = Math.max(chars, String(v).length); }); });
+        t.style.setProperty("--qkv-chars", String(chars));
         t.appendChild(el("caption", null, m === "x" ? "X" : m === "memory" ? VW()["st.memory"] || "memory" : "W_" + m.slice(2).toUpperCase()));
         // X's rows are the tokens (the decoder's for cross-attention), memory's the encoder's words
         var labels = m === "x" ? trace.meta.tokens : m === "memory" ? trace.meta.key_tokens : null;
