@@ -342,6 +342,12 @@ def test_serve_opens_on_the_worked_examples(browser_context, server, tmp_path, w
     lines = page.locator(".qkv-example-pane .qkv-steps caption").evaluate_all(
         "els => els.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).lineHeight))")
     assert len(lines) >= 4 and max(lines) < 1.5, lines
+    page.click(".qkv-ex-item[data-example='cross-attention']")             # its step-through: X and memory
+    walk.ready(tab="example", lang=lang)
+    page.wait_for_selector(".qkv-example-pane .qkv-stepper caption")
+    lines = page.locator(".qkv-example-pane .qkv-stepper caption").evaluate_all(     # line-height "normal" here:
+        "els => els.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).fontSize))")
+    assert len(lines) == 2 and max(lines) < 2.0, lines                                # one line ≈ 1.2 em, two ≥ 2.3
     page.screenshot(path=str(tmp_path / f"examples-{lang}-{width}.png"), full_page=True)
     assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
     assert walk.errors == []
