@@ -785,8 +785,13 @@ def test_every_example_page_fits_a_phone_and_reads_one_letter_tokens(browser_con
     try:
         p = page.page
         assert page.overflow() <= 0, f"{name} {lang}: {page.overflow()} px too wide"
+        # the step-through's matrix captions on one line ("memory (the encoder's sentence) (4 ×" / "2)")
+        lines = ("() => Array.from(document.querySelectorAll('.qkv-stepbody caption'))"
+                 ".map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).fontSize))")
+        assert max(p.evaluate(lines), default=0) < 2.0, p.evaluate(lines)          # one line ≈ 1.3 em
         p.click(".qkv-next")
         assert page.overflow() <= 0
+        assert max(p.evaluate(lines), default=0) < 2.0, p.evaluate(lines)
         if lang == "ko":
             assert p.evaluate("() => getComputedStyle(document.querySelector('.qkv-lead')).wordBreak") == "keep-all"
         headers = p.locator(".qkv-mx-col")

@@ -342,6 +342,12 @@ def test_serve_opens_on_the_worked_examples(browser_context, server, tmp_path, w
     lines = page.locator(".qkv-example-pane .qkv-steps caption").evaluate_all(
         "els => els.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).lineHeight))")
     assert len(lines) >= 4 and max(lines) < 1.5, lines
+    page.click(".qkv-ex-item[data-example='cross-attention']")             # its step-through: X and memory
+    walk.ready(tab="example", lang=lang)
+    page.wait_for_selector(".qkv-example-pane .qkv-stepper caption")
+    lines = page.locator(".qkv-example-pane .qkv-stepper caption").evaluate_all(     # line-height "normal" here:
+        "els => els.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).fontSize))")
+    assert len(lines) == 2 and max(lines) < 2.0, lines                                # one line ≈ 1.2 em, two ≥ 2.3
     page.screenshot(path=str(tmp_path / f"examples-{lang}-{width}.png"), full_page=True)
     assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
     assert walk.errors == []
@@ -453,6 +459,15 @@ def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server, tmp_p
     page.wait_for_selector(".qkv-whatif-error:not(:empty)")
     assert "cells.x[0]" in page.locator(".qkv-whatif-error").text_content()
     assert "유한한 수" in page.locator(".qkv-whatif-error").text_content()
+    # the projection example's 8-column matrices fit the phone's editor: no number hidden past its right edge
+    page.goto(base + "/?example=projection&lang=ko")
+    walk.ready(tab="example", lang="ko")
+    page.click(".qkv-editor summary")
+    over = page.locator(".qkv-edit-table").evaluate_all(
+        "ts => ts.map(t => t.getBoundingClientRect().right - t.closest('.qkv-editor-tables').getBoundingClientRect().right)")
+    assert len(over) == 5 and max(over) <= 0, over
+    clipped = page.locator(".qkv-edit").evaluate_all("es => es.filter(e => e.scrollWidth > e.clientWidth).map(e => e.value)")
+    assert page.locator(".qkv-edit").count() == 3 * 8 + 4 * 64 and clipped == [], clipped    # each number whole
     assert [e for e in walk.errors if "400" not in e] == []
     page.close()
 
@@ -491,6 +506,10 @@ def test_the_step_through_follows_the_arrow_keys(browser_context, server):  # no
         assert_printed(numbers(page, "weights", ".qkv-example-pane"), [weights[i, j]], want)
     assert stepper.get_attribute("data-step") == "weighted"
     assert walk.state().get("cell") == "3,2"                                # the permalink holds it
+    # a query token's label follows that query (the step-through's hint says so): its strongest key
+    page.locator(".qkv-example-pane .qkv-mx-row[data-index='2']").click()
+    assert cell.get_attribute("data-cell") == f"2,{int(np.argmax(weights[2]))}"
+    assert_printed(numbers(page, "weights", ".qkv-example-pane"), [weights[2].max()])
     page.click(".qkv-ex-item[data-example='multi-head']")                  # heads → concat → W_O as steps
     walk.ready(tab="example")
     flow = page.locator(".qkv-example-pane .qkv-stepper")

@@ -915,3 +915,16 @@ def test_a_models_figure_is_titled_in_the_figures_language():
                 assert not any(trace.title in t for t in found), found
                 english = {w for t in found for w in re.findall(r"[A-Za-z]{2,}", t) if not (w.isupper() and len(w) <= 3)}
                 assert english <= _ALLOWED_LATIN | {"toy"}, sorted(english - _ALLOWED_LATIN)
+
+
+def test_a_grid_names_each_panel_once():
+    """`--layer 2 --head all`: "head h" over each of the 12 panels and "layer 2" once at the row's start (twelve
+    "layer 2, head h" titles squeezed the panels); `--layer all --head 3`: each panel "layer l, head 3"."""
+    rng = np.random.default_rng(5)
+    weights = rng.dirichlet(np.ones(6), size=(6, 12, 6))                       # (L, H, T, T), rows sum to 1
+    one_layer = viz.attention_grid(weights[[2]], layers=[2])
+    assert [ax.get_title() for ax in one_layer.axes if ax.get_title()] == [f"head {h}" for h in range(12)]
+    assert [ax.get_ylabel() for ax in one_layer.axes if ax.images and ax.get_ylabel()] == ["layer 2"]  # not the legend's
+    one_head = viz.attention_grid(weights[:, [3]], heads=[3], lang="ko")
+    assert [ax.get_title() for ax in one_head.axes if ax.get_title()] == [f"층 {l}, 헤드 3" for l in range(6)]
+    assert not any(ax.get_ylabel() for ax in one_head.axes if ax.images)

@@ -579,6 +579,14 @@
       showCell(c[0], c[1], true);
       if (opts.onCell) opts.onCell(c);
     });
+    // a query token's label follows that query, as the step-through's hint says: its strongest key's cell
+    scroll.addEventListener("click", function (e) {
+      var row = e.target.closest && e.target.closest(".qkv-mx-row");
+      if (!row) return;
+      var i = +row.getAttribute("data-index"), c = [i, focusKey(i)];
+      showCell(c[0], c[1], true);
+      if (opts.onCell) opts.onCell(c);
+    });
     var MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
     view.canvas.addEventListener("keydown", function (e) {
       var move = MOVES[e.key];
@@ -989,6 +997,9 @@
         var values = (base.inputs || {})[m];
         if (!values) return;
         var t = el("table", "qkv-mt qkv-edit-table"); t.setAttribute("data-matrix", m);
+        var chars = 3;                    // the longest number as shown: a phone sizes the boxes to it (serve.css)
+        values.forEach(function (r) { r.forEach(function (v) { chars = Math.max(chars, String(v).length); }); });
+        t.style.setProperty("--qkv-chars", String(chars));
         t.appendChild(el("caption", null, m === "x" ? "X" : m === "memory" ? VW()["st.memory"] || "memory" : "W_" + m.slice(2).toUpperCase()));
         // X's rows are the tokens (the decoder's for cross-attention), memory's the encoder's words
         var labels = m === "x" ? trace.meta.tokens : m === "memory" ? trace.meta.key_tokens : null;

@@ -388,10 +388,13 @@ def attention_grid(weights: Any, tokens: Sequence[str] | None = None, k_tokens: 
                 pooled = pooled or factor > 1
                 ax.set_xticks([])
                 ax.set_yticks([])
-                if l == 0 or n_layers * n_heads <= 4:
-                    ax.set_title(words("layer_head", l=layer_ids[l], h=head_ids[h]) if n_layers == 1 or n_heads == 1
-                                 else words("head", h=head_ids[h]), fontsize=9)
-                if h == 0 and n_layers > 1:
+                # one head: each panel says its layer and head; several heads: "head h" over the columns and
+                # the layer once at the row's start (one layer's twelve "layer 2, head h" squeezed the panels)
+                if n_heads == 1:
+                    ax.set_title(words("layer_head", l=layer_ids[l], h=head_ids[h]), fontsize=9)
+                elif l == 0 or n_layers * n_heads <= 4:
+                    ax.set_title(words("head", h=head_ids[h]), fontsize=9)
+                if h == 0 and n_heads > 1:
                     ax.set_ylabel(words("layer", l=layer_ids[l]), fontsize=9)
         if label_room:  # small enough to name the tokens on the outer panels
             for h in range(n_heads):
