@@ -475,6 +475,9 @@ def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server, tmp_p
     lines = page.locator(".qkv-whatif caption").evaluate_all(
         "els => els.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).fontSize))")
     assert len(lines) == 2 and max(lines) < 2.0, lines
+    over = page.locator(".qkv-edit-table").evaluate_all(
+        "ts => ts.map(t => t.getBoundingClientRect().right - t.closest('.qkv-editor-tables').getBoundingClientRect().right)")
+    assert len(over) == 2 and max(over) <= 0, over
     walk.no_sideways_scroll("the meetings' editor at 390 px")
     assert [e for e in walk.errors if "400" not in e] == []
     page.close()
