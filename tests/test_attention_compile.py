@@ -287,3 +287,27 @@ def test_compiled_mask_array_with_scores_past_float32s_range_stays_finite():
     mask[2] = True   # (no empty row: float64's softmax would give NaN there)
     out = _MASKED(*leaves, mask, False)
     check_against_float64(out, leaves, dout, mask, 0.25, "float32")
+
+
+@pytest.mark.parametrize("q_shape, kv_shape", [((2, 4, 150, 8), (2, 2, 150, 8)),          # GQA
+                                               ((2, 3, 2, 150, 8), (2, 3, 2, 150, 8))])   # two batch dimensions
+def test_compiled_mask_arrays_as_ranges_keep_gqa_and_batch_dimensions(q_shape, kv_shape):
+    """The masked op's layouts: GQA heads and several batch dimensions, per-batch key padding with causal;
+    output against float64 (a row with no key: zeros) and gradients equal to the eager call's (the same
+    C passes)."""
+    g = torch.Generator().manual_seed(12)
+    q = torch.randn(q_shape, generator=g)
+    k, v = (torch.randn(kv_shape, generator=g) for _ in range(2))
+    lengths = torch.randint(1, 151, q_shape[:-3] + (1, 1, 1), generator=g)
+    mask = torch.arange(150) < lengths                                   # (…, 1, 1, Tk)
+    dout = torch.randn(q_shape, generator=g)
+    out, grads = _grads(lambda *a: _MASKED(*a, mask, True), q, k, v, dout)
+    eager, eager_grads = _grads(lambda *a: qkv.attention(*a, mask, causal=True), q, k, v, dout)
+    allowed = mask & torch.ones(150, 150, dtype=torch.bool).tril()
+    groups = q_shape[-3] // kv_shape[-3]
+    k64, v64 = (x.double().repeat_interleave(groups, dim=-3) for x in (k, v))
+    scores = (q.double() @ k64.transpose(-1, -2) / np.sqrt(8)).masked_fill(~allowed, -torch.inf)
+    expected = torch.nan_to_num(torch.softmax(scores, dim=-1)) @ v64
+    torch.testing.assert_close(out.double(), expected, rtol=2e-5, atol=2e-5)
+    for mine, theirs in zip(grads, eager_grads):
+        torch.testing.assert_close(mine, theirs, rtol=1e-6, atol=1e-6)

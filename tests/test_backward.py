@@ -508,7 +508,8 @@ def test_other_score_functions_take_the_plain_path():
 # against each other, on odd sizes (rows and keys not multiples of the 6 × 16 tile or of the
 # blocks), every D the tiles serve, masks, GQA, score functions, threads and groups.
 _HAS_AVX2 = blocked._fused.vector_width() >= 8 if blocked._fused is not None else False
-_TILE_ROUTES = (1, 0) if _HAS_AVX2 else (0,)   # (a CPU without AVX2: test_tile_choice_and_refusals checks tile=1 is refused)
+# (on a CPU without AVX2, test_tile_choice_and_refusals checks that tile=1 is refused)
+_TILE_ROUTES = (1, 0) if _HAS_AVX2 else (0,)
 
 TILE_CASES = [
     # (T, Dk, Dv, heads, kv_heads, options, blocks (q, k), threads, group)

@@ -430,8 +430,11 @@ def _korean_foreign(rendered: str, trace) -> list[str]:
     tokens |= set(trace.meta.get("answers") or [])             # the group meeting's answers (“.”, “of”)
     for scene in trace.meta.get("scenes") or []:
         tokens |= set(scene.get("tokens", []))
-    allowed = {w for t in tokens for w in re.findall(r"[A-Za-z]+", str(t))}
-    allowed |= {w for name in STEPS for w in re.findall(r"[A-Za-z]+", name)} | POST_TERMS
+    allowed = {w for t in tokens for w in re.findall(r"[A-Za-z]+", str(t))} | POST_TERMS
+    # a step's name is code only where a table lists the steps (its first column: the shapes and by-hand
+    # tables); anywhere else (“scores = […]”) it is a word
+    names = "|".join(sorted((re.escape(n) for n in STEPS if "/" not in n), key=len, reverse=True))
+    rendered = re.sub(rf"(?m)^(\s*\|?\s*)(?:{names})(?=\s{{2,}}(?!\(\d)|\s*\|)", r"\1", rendered)  # not “mask  (4 × 4)”
     allowed |= {w for key in ("post.000", "post.001", "post.002") for w in re.findall(r"[A-Za-z]+", texts.KO[key])}
     return korean_only(LATEX.sub(" ", rendered), allowed)
 

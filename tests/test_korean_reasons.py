@@ -301,6 +301,7 @@ TOKENIZER_CASES = [
     ("{}", "missing_field", (1, 2)),
     ('{"version": "1.0", "model": {"type": "Nope"}}', "no_variant", None),
     ("{x}", "key_string", (1, 2)),
+    ('{"version" "1.0"}', "expected", (1, 12)),             # serde: expected `:`
     ("", "eof", (1, 0)),
 ]
 
@@ -315,7 +316,9 @@ def test_a_broken_tokenizer_is_korean_by_class(tmp_path, body, kind, where):
     with pytest.raises(InputError) as caught:
         read_tokenizer(path)
     english, said = caught.value.say("en"), caught.value.say("ko")
-    assert texts.KO[f"error.lib.{kind}"].split("{")[0] in said, said
+    assert texts.KO[f"error.lib.{kind}"].split("{")[0] in said or kind == "expected", said
+    if kind == "expected":
+        assert texts.text("ko", "error.lib.expected", what="':'") in said, said
     if where is not None:
         assert f"at line {where[0]} column {where[1]})" in english, english     # the library says where
         assert f"{where[0]}행 {where[1]}열: " in said, said

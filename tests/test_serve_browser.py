@@ -468,6 +468,17 @@ def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server, tmp_p
     assert len(over) == 5 and max(over) <= 0, over
     clipped = page.locator(".qkv-edit").evaluate_all("es => es.filter(e => e.scrollWidth > e.clientWidth).map(e => e.value)")
     assert page.locator(".qkv-edit").count() == 3 * 8 + 4 * 64 and clipped == [], clipped    # each number whole
+    # the meetings' score tables: each caption on one line, inside the panel
+    page.goto(base + "/?example=group-meeting&lang=ko")
+    walk.ready(tab="example", lang="ko")
+    page.click(".qkv-editor summary")
+    lines = page.locator(".qkv-whatif caption").evaluate_all(
+        "els => els.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).fontSize))")
+    assert len(lines) == 2 and max(lines) < 2.0, lines
+    over = page.locator(".qkv-edit-table").evaluate_all(
+        "ts => ts.map(t => t.getBoundingClientRect().right - t.closest('.qkv-editor-tables').getBoundingClientRect().right)")
+    assert len(over) == 2 and max(over) <= 0, over
+    walk.no_sideways_scroll("the meetings' editor at 390 px")
     assert [e for e in walk.errors if "400" not in e] == []
     page.close()
 

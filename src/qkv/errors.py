@@ -80,6 +80,7 @@ _TOML = [("Invalid value", "toml.value"), ("Invalid statement", "toml.statement"
          ("Found invalid character", "toml.character"), ("Invalid date", "toml.date"), ("Invalid hex", "escape"),
          ("Escaped character", "escape"), ("Unescaped '\\'", "escape"), ("Invalid number", "number")]
 _SERDE = [("EOF while parsing", "eof"), ("expected value", "value"), ("expected ident", "value"),
+          ("expected `", "expected"),
           ("key must be a string", "key_string"), ("trailing characters", "extra"), ("trailing comma", "trailing_comma"),
           ("invalid escape", "escape"), ("invalid number", "number"), ("number out of range", "number"),
           ("control character", "control"), ("invalid unicode", "escape"), ("lone leading surrogate", "escape"),
@@ -122,8 +123,10 @@ def _serde(message: str, lang: str):
         return texts.text(lang, "error.lib.missing_field", name=repr(missing.group(1).lower())), where
     if key is None:                                  # a message this table does not know: said where, at least
         return texts.text(lang, "error.lib.other"), where
-    named = _NAMED.search(body)
-    return texts.text(lang, key, name=repr(named.group(1)) if named else "?"), where
+    named = _NAMED.findall(body)
+    if key == "error.lib.expected":                  # "expected `,` or `}`": the symbols, each as typed
+        return texts.text(lang, key, what=texts.text(lang, "error.lib.or").join(repr(n) for n in named)), where
+    return texts.text(lang, key, name=repr(named[0]) if named else "?"), where
 
 
 def _library(exc: BaseException, first: str, lang: str):

@@ -263,7 +263,7 @@ bt_tile(const float *a, Py_ssize_t sa, Py_ssize_t sp, const float *b, Py_ssize_t
     {                                                                                                                \
         bt_tile(a, sa, sp, b, ldb, kdim, c, ldc, rowv, p, scale, M, NV, MODE);                                       \
     }
-#define BT_FNS(MODE) BT_FN(MODE, 1, 1) BT_FN(MODE, 2, 1) BT_FN(MODE, 3, 1) BT_FN(MODE, 4, 1) BT_FN(MODE, 5, 1)          \
+#define BT_FNS(MODE) BT_FN(MODE, 1, 1) BT_FN(MODE, 2, 1) BT_FN(MODE, 3, 1) BT_FN(MODE, 4, 1) BT_FN(MODE, 5, 1)         \
     BT_FN(MODE, 6, 1) BT_FN(MODE, 1, 2) BT_FN(MODE, 2, 2) BT_FN(MODE, 3, 2) BT_FN(MODE, 4, 2) BT_FN(MODE, 5, 2)    \
     BT_FN(MODE, 6, 2)
 BT_FNS(0) BT_FNS(1) BT_FNS(2) BT_FNS(3)
