@@ -18,6 +18,7 @@ import qkv
 from qkv.errors import InputError
 import qkv.masks as masks
 from qkv.kernels import autograd as ag
+from qkv.kernels import blas
 from qkv.kernels import blocked
 from qkv.kernels import route
 from qkv.kernels.call import check_call
@@ -628,3 +629,35 @@ def test_tiles_taller_and_wider_than_one_tile_list():
                                    tile=tile)
         for letter, got, want in zip("qkv", grads, grads_ref):
             _close(torch.from_numpy(got), want, tol=5e-5, what=f"d{letter}, tile={tile}")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_blas_held_to_one_thread_inside_big_calls(monkeypatch, threads):
+    """With threads=1 as with 2, a big forward_arrays / backward_arrays call holds NumPy's BLAS to one
+    thread while the C kernel runs (where a product still goes to sgemm — the scalar loops, D not a
+    multiple of 8 — OpenBLAS's own threads would otherwise spin against ours). The BLAS thread count
+    is read (threadpoolctl) inside the kernel call, with the process's BLAS set to 2 threads outside."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not threadpoolctl.threadpool_info() or not any(i["user_api"] == "blas" for i in threadpoolctl.threadpool_info()):
+        pytest.fail("NumPy's BLAS is not visible to threadpoolctl in this environment")
+    assert blas.sgemm_ready()   # the C calls below use it (ag.available() finds it on the torch route)
+    seen = []
+
+    def spy(original):
+        def call(*args, **kwargs):
+            seen.append(max(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"))
+            return original(*args, **kwargs)
+        return call
+
+    for name in ("flash_many", "backward_many"):
+        monkeypatch.setattr(blocked._fused, name, spy(getattr(blocked._fused, name)))
+    rng = np.random.default_rng(8)
+    # 1 head × 1024 × 1024 scores, D 12 (not a multiple of 8: sgemm products) — above the pool threshold
+    q, k, v, dout = (rng.standard_normal((1, 1024, 12)).astype(np.float32) for _ in range(4))
+    rows = ag.row_ranges(check_call(q, k, v))
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        out, lse = ag.forward_arrays(q, k, v, rows, 0.25, threads=threads, width=1)
+        ag.backward_arrays(dout, q, k, v, out, lse, rows, 0.25, None, threads=threads, width=1)
+        after = max(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas")
+    assert seen and set(seen) == {1}, seen
+    assert after == 2   # the limit is given back when the call ends

@@ -228,13 +228,12 @@ def _plan(rows: np.ndarray, tq: int, tk: int, bq: int, bk: int) -> _Plan:
 
 
 # --------------------------------------------------------------------------- the two passes (NumPy)
-def _threads(work: int) -> int:
-    return pool.available_cpus() if work >= _PARALLEL_MIN_SCORES else 1
-
-
-def _run(step, threads: int) -> None:
+def _run(step, threads: int, big: bool) -> None:
     """step(scratch) on `threads` threads until it returns False (it takes tasks from a shared
-    counter); BLAS held to one thread, no fork meanwhile (see pool.fork_gate)."""
+    counter); no fork meanwhile (see pool.fork_gate). BLAS is held to one thread whenever the work
+    is big (the route's rule), also with threads=1: where a product still goes to sgemm (no AVX2,
+    D not a multiple of 8, the scalar loops) OpenBLAS would otherwise spin its own threads
+    (measured: 4.6 s wall for 0.2 s of CPU on a busy machine). Small calls skip the ~70 µs limit."""
     stop = []
 
     def work():
@@ -245,7 +244,7 @@ def _run(step, threads: int) -> None:
             stop.append(True)
             raise
 
-    with pool.fork_gate(), (blas.single_thread() if threads > 1 else contextlib.nullcontext()):
+    with pool.fork_gate(), (blas.single_thread() if big or threads > 1 else contextlib.nullcontext()):
         pool.run_all(work, [()] * threads, threads)
 
 
@@ -289,7 +288,8 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
     out = np.zeros((nq, tq, dv), np.float32)
     lse = np.full((nq, tq), -np.inf, np.float32)
     counter = np.zeros(1, np.int64)
-    threads = threads or _threads(plan.visited * nq)
+    big = plan.visited * nq >= _PARALLEL_MIN_SCORES
+    threads = threads or (pool.available_cpus() if big else 1)
     local = threading.local()
 
     def step():
@@ -303,7 +303,7 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
     extra = () if score is None else (int(score[0]), score[1], float(score[2]))
 
     if len(tasks):
-        _run(step, threads)
+        _run(step, threads, big)
     return out, lse
 
 
@@ -329,7 +329,8 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
         if dlse is not None:
             delta -= dlse                # lse's own gradient: ∂lse/∂s = P, so dS = P∘(dP − δ + dlse)
     delta = np.ascontiguousarray(delta, np.float32)
-    threads = threads or _threads(plan.visited * nq)
+    big = plan.visited * nq >= _PARALLEL_MIN_SCORES
+    threads = threads or (pool.available_cpus() if big else 1)
     kept = plan.kept.get(("backward", nk, threads))   # the same tasks for every call of the plan
     if kept is None:
         kept = _backward_tasks(plan, nk, threads)
@@ -356,7 +357,7 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
 
     extra = (0, None, 1.0) if score is None else (int(score[0]), score[1], float(score[2]))
 
-    _run(step, threads)
+    _run(step, threads, big)
     dq = dq.reshape(parts, nq, tq, dk)
     whole = dq[0]
     for part in dq[1:next(slots)]:   # the parts a thread wrote to (a thread that took no task has none)
