@@ -14,7 +14,7 @@ REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py"
               "test_cli_models.py"}          # `qkv inspect` / `qkv embed` on the installed MiniLM
 PROCESSES = {"test_distributed.py",                                                # torch.distributed ranks
              "test_bench.py"}               # `qkv bench --quick`, training rows in worker processes
-COMPILES = {"test_attention_compile.py"}        # 23 torch.compile graphs (aot_eager and inductor), about a minute
+COMPILES = {"test_attention_compile.py"}        # 36 torch.compile cases (aot_eager and inductor), about two minutes
 FIGURES = {"test_viz.py"}                       # matplotlib figures drawn in full, about 90 s of rendering
 
 
@@ -23,8 +23,8 @@ FIGURES = {"test_viz.py"}                       # matplotlib figures drawn in fu
 # file took on one worker, measured 2 December on a loaded machine (load 8-12: the ratios matter, not the
 # seconds), test_kernels after its cut. Without --no-loadscope-reorder, xdist (>= 3.5) sorts the files by
 # their number of tests and ignores this order.
-LONGEST_FIRST = ["test_viz.py", "test_docs.py", "test_browser.py", "test_distributed.py", "test_kernels.py",
-                 "test_attention_compile.py", "test_models_families.py", "test_cli.py", "test_attention.py",
+LONGEST_FIRST = ["test_attention_compile.py", "test_viz.py", "test_docs.py", "test_browser.py", "test_distributed.py",
+                 "test_kernels.py", "test_models_families.py", "test_cli.py", "test_attention.py",
                  "test_torch_upstream.py", "test_torch_mha.py", "test_serve_browser.py", "test_serve.py",
                  "test_translator.py", "test_backward.py", "test_cli_models.py", "test_fuzz_files.py",
                  "test_fuzz_cli.py", "test_bench.py", "test_notebook.py", "test_models.py", "test_cli_korean.py",
