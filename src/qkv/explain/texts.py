@@ -99,7 +99,7 @@ EN: dict[str, str] = {
     # core attention
     "h.head": "Head {h}",
     "h.scores": "Step 2 — scores: the query against every key",
-    # the name of the followed query's row of scores in the derivation ("scores = [1.158, …]")
+    # the name of the followed query's row of scores in the derivation ("scores = […]")
     "sym.scores": "scores",
     "sym.mask": "mask",
     # a step's formula recorded with words in it (qkv.attention's mask step), said in each language
