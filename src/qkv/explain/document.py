@@ -13,7 +13,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from ..trace import BY_HAND, DRIFT, Step, Trace, head_number
+from ..trace import BY_HAND, DRIFT, Step, Trace, head_number, in_language
 from . import texts
 from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES, title_of
 from .numbers import digits_for, fmt, fmt_decimal, shown_decimal
@@ -261,6 +261,7 @@ def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand:
     if by_hand and not any(s.name.startswith(BY_HAND + "/") for s in trace.steps):
         raise ValueError("this trace has no by-hand steps; make it with by_hand=True "
                          "(qkv.examples.run(..., by_hand=True) or `--by-hand`)")
+    trace = in_language(trace, lang)        # the example's token names in the reader's language ("토큰 3")
     ctx = Context(trace, lang, digits, by_hand, full)
     kind = ctx.info.kind
     if kind == "multi-head":
