@@ -563,14 +563,15 @@ def all_steps(page) -> list[dict]:
 
 
 def shown_rows_follow_the_post(page, name: str, lang: str) -> None:
-    """The page numbers query and key rows as the example's post does (the TOML's token_base, else 0,
-    qkv's API) and names its tokens in the page's language (tokens_ko): every "query N “t”" it writes,
+    """The page numbers query and key rows as the example's post does (from 1 in the projection post,
+    else from 0, qkv's API) and names its tokens in the page's language (tokens_ko): every "query N “t”" it writes,
     in the cell's derivation (the followed query's first key opened), the step-through and the what-if,
     has N = t's row in the TOML + that base, and the value row is v[key + base]."""
     doc = qkv.examples.load(name)
     if "tokens" not in doc or "w_q" not in doc:          # the multi-head and meeting examples: no rows of their own
         return
-    base = int(doc.get("token_base", 0))
+    # «Attention의 projection: Q·K·V와 멀티 헤드» counts its tokens from 1 ("토큰 3"); the others' rows keep qkv's 0
+    base = 1 if name == "projection" else 0
     tokens = doc.get("tokens_ko", doc["tokens"]) if lang == "ko" else doc["tokens"]
     p = page.page
     point = p.evaluate("() => { var v = document.querySelector('.qkv-view').qkv; return v.cellPoint(v.state.selected[0] || 0, 0); }")
