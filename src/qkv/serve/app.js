@@ -1011,7 +1011,8 @@
         t.style.setProperty("--qkv-chars", String(chars));
         t.appendChild(el("caption", null, m === "x" ? "X" : m === "memory" ? VW()["st.memory"] || "memory" : "W_" + m.slice(2).toUpperCase()));
         // X's rows are the tokens (the decoder's for cross-attention), memory's the encoder's words
-        var labels = m === "x" ? trace.meta.tokens : m === "memory" ? trace.meta.key_tokens : null;
+        // (named in the page's language where the example names them per language, as everywhere)
+        var labels = m === "x" ? tokensFor(trace, "", values.length, 0).q : m === "memory" ? tokensFor(trace, "", 0, values.length).k : null;
         values.forEach(function (r, i) {
           var tr = el("tr"); tr.appendChild(el("th", null, labels && labels[i] !== undefined ? String(labels[i]) : String(i)));
           r.forEach(function (v, j) {
