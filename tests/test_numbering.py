@@ -146,6 +146,8 @@ def test_english_explanations_never_pair_query_2_with_token_3(capsys, projection
     assert code == 0 and err == ""
     pairs_follow(out, POST_TOKENS["en"], 1)
     assert "token 3" in out and not re.search(r"query 2 “token 3”", out, re.I)
+    # the note says how the page's numbers meet the API's: query 3 of the page is row 2 of every array
+    assert "query 3 = “token 3”" in " ".join(out.split()) and "index 2" in out
 
 
 def test_figures_number_the_followed_query_as_the_post(projection):
@@ -185,6 +187,7 @@ def test_korean_outputs_name_no_english_token(capsys, projection):
         else:
             assert "token" not in out.lower(), [line for line in out.splitlines() if "token" in line.lower()][:3]
             assert "토큰 3" in out
+            assert "Query 3 = “토큰 3”" in " ".join(out.split())
     for fig in (viz.figure_for(projection, lang="ko"), viz.query_path(projection, lang="ko")):
         text = "\n".join(figure_texts(fig))
         assert "token" not in text.lower(), text[:300]

@@ -13,7 +13,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from ..trace import BY_HAND, DRIFT, Step, Trace, head_number, in_language
+from ..trace import BY_HAND, DRIFT, Step, Trace, head_number, in_language, token_number
 from . import texts
 from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES, title_of
 from .numbers import digits_for, fmt, fmt_decimal, shown_decimal
@@ -285,6 +285,9 @@ def _title(ctx: Context) -> None:
         ctx.add(Para(ctx.t("post", title=ctx.t(f"post.{info.post}"), gloss=ctx.t(f"post.{info.post}.gloss"))))
     if info.head_base == 1:
         ctx.add(Note(ctx.t("note.head_numbers")))
+    if info.token_base == 1 and 0 <= info.query < len(info.tokens):   # pages and figures say "query 3" for row 2
+        ctx.add(Note(ctx.t("note.token_numbers", n=token_number(ctx.trace.meta, info.query),
+                           token=f"“{info.tokens[info.query]}”", index=info.query)))
     if ctx.by_hand:
         shown = ctx.digits if ctx.digits is not None else None
         ctx.add(Note(ctx.t("byhand.intro") + " " + (ctx.t("byhand.digits", digits=shown) if shown is not None

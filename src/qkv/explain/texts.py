@@ -108,6 +108,8 @@ EN: dict[str, str] = {
                     "columns of V.",
     "note.head_numbers": "The post numbers its heads from 1, and so does this explanation; in qkv's API (arrays, "
                          "--head) head 1 is index 0.",
+    "note.token_numbers": "The post numbers its tokens from 1, and so do the pages and figures (query {n} = {token}); "
+                          "in qkv's API (arrays, --query) that row is index {index}.",
     "scores.explain": "The query of {token} is compared with every key by a dot product (raw attention scores):",
     "scores.explain.cross": "The decoder's query for {token} is compared with every encoder key by a dot product "
                             "(raw attention scores):",
@@ -1697,6 +1699,8 @@ KO: dict[str, str] = {
     "formula.mask": "0 (볼 수 있음) / −∞ (가려짐)",
     "head.explain": "헤드 {h}에서는 Q와 K 가운데 자기 몫인 열 {dk}개(배열의 {first}–{last}번 열)와 V의 자기 몫 열만 쓴다.",
     "note.head_numbers": "글은 헤드를 1부터 세고, 이 설명도 그렇게 센다. qkv의 API(배열, --head)에서는 헤드 1이 인덱스 0이다.",
+    "note.token_numbers": "글은 토큰을 1부터 세고, 페이지와 그림도 그렇게 센다 (Query {n} = {token}). "
+                          "qkv의 API(배열, --query)에서는 그 행의 인덱스가 {index}이다.",
     "scores.explain": "{token}의 Query와 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
     "scores.explain.cross": "디코더 토큰 {token}의 Query와 인코더의 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
     "scores.explain.rope": "회전한 {token}의 Query와 회전한 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
