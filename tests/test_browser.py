@@ -568,12 +568,17 @@ def shown_rows_follow_the_post(page, name: str, lang: str) -> None:
     in the cell's derivation (the followed query's first key opened), the step-through and the what-if,
     has N = t's row in the TOML + that base, and the value row is v[key + base]."""
     doc = qkv.examples.load(name)
+    p = page.page
+    if name == "group-meeting":       # its scores are given (the post types them in), not q·k: labelled so
+        point = p.evaluate("() => document.querySelector('.qkv-view').qkv.cellPoint(0, 0)")
+        p.mouse.click(point["x"], point["y"])
+        label = p.locator('.qkv-cell tr[data-step="scores"] th').inner_text()
+        assert label == qkv.explain.texts.text(lang, "page.score_given") and "q·k (" not in label, label
     if "tokens" not in doc or "w_q" not in doc:          # the multi-head and meeting examples: no rows of their own
         return
     # «Attention의 projection: Q·K·V와 멀티 헤드» counts its tokens from 1 ("토큰 3"); the others' rows keep qkv's 0
     base = 1 if name == "projection" else 0
     tokens = doc.get("tokens_ko", doc["tokens"]) if lang == "ko" else doc["tokens"]
-    p = page.page
     point = p.evaluate("() => { var v = document.querySelector('.qkv-view').qkv; return v.cellPoint(v.state.selected[0] || 0, 0); }")
     p.mouse.click(point["x"], point["y"])
     cell = p.locator(".qkv-cell")
