@@ -231,3 +231,23 @@ def test_a_meetings_scores_are_labelled_as_given():
     prefix = next(step.name.split("/")[0] for step in trace if step.name.endswith("/weights"))
     text = figure_texts(viz.query_path(trace, part=prefix + "/"))
     assert texts.text("en", "fig.scores_given") in text and texts.text("en", "fig.scores") not in text
+
+
+def test_a_saved_korean_explanation_keeps_the_apis_names_and_the_numbering(capsys, tmp_path):
+    """--format json --lang ko saves the trace as computed (tokens as in the file, tokens_ko and token_base
+    beside them): explained again in English it says token 3, in Korean 토큰 3, and its figure says query 3."""
+    import json
+
+    code, out, err = run(capsys, "example", "projection", "--format", "json", "--lang", "ko")
+    assert code == 0 and err == ""
+    saved = json.loads(out)["trace"]
+    assert saved["meta"]["tokens"] == POST_TOKENS["en"] and saved["meta"]["tokens_ko"] == POST_TOKENS["ko"]
+    assert saved["meta"]["token_base"] == 1
+    path = tmp_path / "saved.json"
+    path.write_text(out, encoding="utf-8")
+    for lang in ("en", "ko"):
+        code, text, err = run(capsys, "explain", str(path), "--lang", lang)
+        assert code == 0 and err == "", err
+        assert POST_TOKENS[lang][2] in text and (lang == "en" or "token" not in text.lower())
+    trace = qkv.Trace.from_dict(saved)
+    assert "query 3 “token 3”" in "\n".join(figure_texts(viz.query_path(trace, lang="en")))

@@ -131,6 +131,7 @@ class Context:
     by_hand: bool = False
     full: bool = False                # True: print every number of every matrix and vector (no ellipses)
     blocks: list = field(default_factory=list)
+    saved: Trace | None = None        # the trace as given (the API's token names), what a JSON file keeps
 
     def __post_init__(self) -> None:
         self.info = self.trace.info           # the trace's metadata, typed (qkv.trace.TraceInfo)
@@ -261,8 +262,7 @@ def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand:
     if by_hand and not any(s.name.startswith(BY_HAND + "/") for s in trace.steps):
         raise ValueError("this trace has no by-hand steps; make it with by_hand=True "
                          "(qkv.examples.run(..., by_hand=True) or `--by-hand`)")
-    trace = in_language(trace, lang)        # the example's token names in the reader's language ("토큰 3")
-    ctx = Context(trace, lang, digits, by_hand, full)
+    ctx = Context(in_language(trace, lang), lang, digits, by_hand, full, saved=trace)   # names in the reader's language
     kind = ctx.info.kind
     if kind == "multi-head":
         _multi_head(ctx)
