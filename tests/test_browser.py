@@ -574,6 +574,7 @@ def shown_rows_follow_the_post(page, name: str, lang: str) -> None:
         p.mouse.click(point["x"], point["y"])
         label = p.locator('.qkv-cell tr[data-step="scores"] th').inner_text()
         assert label == qkv.explain.texts.text(lang, "page.score_given") and "q·k (" not in label, label
+        assert "Q·K" not in p.locator('.qkv-cell tr[data-step="scaled_scores"] th').inner_text()
     if "tokens" not in doc or "w_q" not in doc:          # the multi-head and meeting examples: no rows of their own
         return
     # «Attention의 projection: Q·K·V와 멀티 헤드» counts its tokens from 1 ("토큰 3"); the others' rows keep qkv's 0

@@ -213,6 +213,7 @@ def test_the_cell_derivation_words_read_right():
         assert scaled.count("(") == 1, scaled                 # no brackets inside brackets
         for key in ("page.scaled", "fig.scaled"):
             assert "√dₖ" not in texts.text(lang, key) and "√d_k" in texts.text(lang, key)
+        assert "(" not in texts.text(lang, "page.sum1")          # the page writes it in brackets
         given = texts.text(lang, "page.score_given")
         assert "raw" not in given and given != texts.text(lang, "page.score")
     assert texts.text("en", "page.value", j=3) == "the value row v[3] this weight multiplies"

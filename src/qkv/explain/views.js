@@ -286,7 +286,9 @@
     var f = src.has("scaled_scores") ? src.formula("scaled_scores") : "";
     // the recorded formula when there is one ("scaled score = Q·Kᵀ · 0.707107 (= 1/√d_k)": one notation,
     // no brackets inside brackets); else "÷ √d_k" only where the scale is 1/√d_k, "× the scale" otherwise
-    var scaledLabel = f && W.scaled_is ? fill(W.scaled_is, { formula: f }) : /1\/√d_k/.test(f) || !W.scaled_by ? W.scaled : W.scaled_by;
+    // (given scores have no Q·Kᵀ to name: their scale alone)
+    var scaledLabel = f && W.scaled_is && !givenScores ? fill(W.scaled_is, { formula: f })
+      : /1\/√d_k/.test(f) || !W.scaled_by ? W.scaled : W.scaled_by;
     add("scaled_scores", scaledLabel, with_("scaled_scores", function () { return numberHtml(src, "scaled_scores", h, i, j); }));
     if (src.has("biased_scores")) add("biased_scores", W.biased, numberHtml(src, "biased_scores", h, i, j));
     if (src.has("modified_scores")) {
