@@ -6,6 +6,7 @@ These tests run in CI and never skip: without Chromium they fail with the comman
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -561,12 +562,45 @@ def all_steps(page) -> list[dict]:
         p.click(".qkv-next")
 
 
+def shown_rows_follow_the_post(page, name: str, lang: str) -> None:
+    """The page numbers query and key rows as the example's post does (from 1 in the projection post,
+    else from 0, qkv's API) and names its tokens in the page's language (tokens_ko): every "query N “t”" it writes,
+    in the cell's derivation (the followed query's first key opened), the step-through and the what-if,
+    has N = t's row in the TOML + that base, and the value row is v[key + base]."""
+    doc = qkv.examples.load(name)
+    p = page.page
+    if name == "group-meeting":       # its scores are given (the post types them in), not q·k: labelled so
+        point = p.evaluate("() => document.querySelector('.qkv-view').qkv.cellPoint(0, 0)")
+        p.mouse.click(point["x"], point["y"])
+        label = p.locator('.qkv-cell tr[data-step="scores"] th').inner_text()
+        assert label == qkv.explain.texts.text(lang, "page.score_given") and "q·k (" not in label, label
+        assert "Q·K" not in p.locator('.qkv-cell tr[data-step="scaled_scores"] th').inner_text()
+    if "tokens" not in doc or "w_q" not in doc:          # the multi-head and meeting examples: no rows of their own
+        return
+    # «Attention의 projection: Q·K·V와 멀티 헤드» counts its tokens from 1 ("토큰 3"); the others' rows keep qkv's 0
+    base = 1 if name == "projection" else 0
+    tokens = doc.get("tokens_ko", doc["tokens"]) if lang == "ko" else doc["tokens"]
+    point = p.evaluate("() => { var v = document.querySelector('.qkv-view').qkv; return v.cellPoint(v.state.selected[0] || 0, 0); }")
+    p.mouse.click(point["x"], point["y"])
+    cell = p.locator(".qkv-cell")
+    text = p.inner_text(".qkv-app")
+    pairs = re.findall(r"(?:query|Query) (\d+) “([^”]+)”", text)
+    assert pairs, text[:400]
+    for number, token in pairs:
+        if token in tokens:
+            assert int(number) == tokens.index(token) + base, (number, token)
+    assert f"v[{base}]" in cell.locator('tr[data-step="v_heads"]').inner_text()
+    if lang == "ko":
+        assert "token" not in text.lower() or name != "projection", text[:400]
+
+
 @pytest.mark.parametrize("lang", ["en", "ko"])
 @pytest.mark.parametrize("name", qkv.examples.names())
 def test_every_equation_of_the_step_through_holds_as_printed(browser_context, example_folder, name, lang):  # noqa: F811
     page = example_page(browser_context, example_folder, name, lang)
     try:
         p = page.page
+        shown_rows_follow_the_post(page, name, lang)
         steps = all_steps(page)
         assert steps and page.errors == []
         checked = [check_equation(line) for step in steps for line in step["lines"]]

@@ -468,6 +468,14 @@ def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server, tmp_p
     assert len(over) == 5 and max(over) <= 0, over
     clipped = page.locator(".qkv-edit").evaluate_all("es => es.filter(e => e.scrollWidth > e.clientWidth).map(e => e.value)")
     assert page.locator(".qkv-edit").count() == 3 * 8 + 4 * 64 and clipped == [], clipped    # each number whole
+    # its post counts tokens from 1 and names them 토큰 1…3: the cell of token 3 → token 1 says so, v[1] its value row
+    page.wait_for_selector(".qkv-example .qkv-matrix-canvas")
+    walk.click_cell(2, 0, pane=".qkv-example-pane")
+    page.wait_for_selector('.qkv-example-pane .qkv-cell[data-cell="2,0"]')
+    derivation = page.locator('.qkv-example-pane .qkv-cell[data-cell="2,0"]')
+    assert "Query 3 “토큰 3” → Key 1 “토큰 1”" in derivation.locator("h3").text_content()
+    assert "v[1]" in derivation.locator('tr[data-step="v_heads"]').text_content()
+    assert "token" not in page.locator(".qkv-example-pane").inner_text().lower()
     # the meetings' score tables: each caption on one line, inside the panel
     page.goto(base + "/?example=group-meeting&lang=ko")
     walk.ready(tab="example", lang="ko")

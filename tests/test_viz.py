@@ -865,14 +865,14 @@ def test_heads_figure_speaks_korean_and_keeps_i_upright():
 
 
 def test_the_scaling_panel_says_what_was_done():
-    """÷√dₖ only for the default scale; a temperature (scale=0.3) is "× scale"; no scaling, no panel."""
+    """÷√d_k only for the default scale; a temperature (scale=0.3) is "× scale"; no scaling, no panel."""
     q, k, v = np.random.default_rng(0).standard_normal((3, 4, 2))
     labels = {}
     for name, scale in (("default", None), ("temperature", 0.3), ("none", 1.0)):
         trace = qkv.Trace(name, meta={"tokens": list("abcd"), "query": 1})
         qkv.attention(q, k, v, scale=scale, record=trace)
         labels[name] = [ax.get_ylabel() for ax in viz.query_path(trace).axes if ax.get_ylabel()]
-    assert labels["default"][1].startswith("÷ √dₖ")
+    assert labels["default"][1].startswith("÷ √d_k")      # the notation of every other label
     assert labels["temperature"][1].startswith("× scale") and not any("√" in x for x in labels["temperature"])
     assert len(labels["none"]) == 2 and not any("√" in x for x in labels["none"])
 

@@ -46,7 +46,7 @@ MAX_VALUES_IN_FILE = 16 * MAX_NUMBERS   # commas in a document (a saved explanat
 
 FIELDS = ("title", "tokens", "query", "x", "memory", "memory_tokens", "w_q", "w_k", "w_v", "w_o",
           "b_q", "b_k", "b_v", "b_o", "heads", "mask", "residual", "digits", "notes", "kind", "example",
-          "post", "seed", "head_base")
+          "post", "seed", "head_base", "token_base", "tokens_ko")
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +77,8 @@ class Spec:
     example: str | None = None
     post: str | None = None           # the post a worked example comes from ("000", "001", "002"); "seed" is read too
     head_base: int = 0                # 1: heads are shown numbered from 1, as the example's post numbers them
+    token_base: int = 0               # 1: query/key rows are shown numbered from 1, as the example's post numbers them
+    tokens_ko: list[str] | None = None  # the tokens' names on Korean output (default: ``tokens``)
     biases: dict = field(default_factory=dict)
     digits: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
@@ -422,6 +424,10 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
     if head_base not in (0, 1) or isinstance(head_base, bool):
         raise _fail("error.spec.head_base", source=source, field="head_base",
                     parts=lambda lang: {"got": _describe(head_base, lang)})
+    token_base = doc.get("token_base", 0)
+    if token_base not in (0, 1) or isinstance(token_base, bool):
+        raise _fail("error.spec.token_base", source=source, field="token_base",
+                    parts=lambda lang: {"got": _describe(token_base, lang)})
 
     def array(name: str, required: bool = True, ndim: int = 2) -> np.ndarray | None:
         if name not in doc:
@@ -434,6 +440,7 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
     tq, d = x.shape
     _check_size(tq, d, "x", source=source)
     tokens = read_tokens(doc, "tokens", tq, source=source, rows_of="x")
+    tokens_ko = read_tokens(doc, "tokens_ko", tq, source=source, rows_of="x") if "tokens_ko" in doc else None
     memory = array("memory", required=False)
     memory_tokens = None
     if memory is not None:
@@ -500,7 +507,8 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
     return Spec(source=source, tokens=tokens, x=x, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, heads=heads,
                 memory=memory, memory_tokens=memory_tokens, mask=mask, causal=causal, residual=residual,
                 query=query, title=title, example=doc.get("example"),
-                post=doc.get("post", doc.get("seed")), head_base=head_base, biases=biases,
+                post=doc.get("post", doc.get("seed")), head_base=head_base, token_base=token_base,
+                tokens_ko=tokens_ko, biases=biases,
                 digits=read_digits(doc, source=source), notes=read_notes(doc, source=source))
 
 

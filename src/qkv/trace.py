@@ -32,7 +32,7 @@ from .errors import InputError
 __all__ = ["Recorder", "emit", "scoped", "TraceInfo", "Step", "Trace", "STEPS", "SAVED_DTYPES", "MAX_SAVED_ELEMENTS",
            "MAX_SAVED_DIMS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MODIFIED_SCORES",
-           "MASK", "SOFTMAX_MAX", "EXP_SCORES", "EXP_SUM", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "BY_HAND", "DRIFT"]
+           "MASK", "SOFTMAX_MAX", "EXP_SCORES", "EXP_SUM", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "token_number", "in_language", "BY_HAND", "DRIFT"]
 
 FORMAT_VERSION = 1
 
@@ -127,6 +127,42 @@ def head_number(meta: dict, head: int) -> int:
     ``--head`` does. Renderers label heads with this, never with ``head`` itself.
     """
     return int(head) + int(meta.get("head_base", 0) or 0)
+
+
+def token_number(meta: dict, row: int) -> int:
+    """The number a reader sees for query or key row ``row`` (0-based in the API and every array).
+
+    A worked example whose post numbers its tokens from 1 (the projection example: "토큰 3의 입력")
+    sets ``meta["token_base"] = 1``; models and user files count from 0, as ``--query`` does.
+    Renderers label rows ("query 3", "q[3]") with this, never with ``row`` itself; indices used
+    for computation never change.
+    """
+    return int(row) + int(meta.get("token_base", 0) or 0)
+
+
+def in_language(trace: "Trace", lang: str) -> "Trace":
+    """``trace`` as a reader of ``lang`` sees it: the tokens named in that language where the
+    example gives names per language (``meta["tokens_ko"]``: one name per query row, e.g. "토큰 3"
+    for "token 3"; the key side and the page's what-if, ``meta["variants"]``, follow when they name
+    the same sequence). The steps are shared, not copied; a trace without such names is returned as
+    it is. Renderers call this first; the trace's own meta keeps the API's names.
+    """
+    names = trace.meta.get(f"tokens_{lang}")
+    tokens = trace.meta.get("tokens")
+    if not names or not tokens or len(names) != len(tokens):
+        return trace
+    meta = dict(trace.meta, tokens=list(names))
+    keys = trace.meta.get("key_tokens")
+    if keys is None or list(keys) == list(tokens):
+        meta["key_tokens"] = list(names)
+    variants = trace.meta.get("variants")      # the page's what-ifs name the tokens too
+    if isinstance(variants, dict) and list(variants.get("tokens") or []) == list(tokens):
+        meta["variants"] = dict(variants, tokens=list(names))
+        if variants.get("qToken") in tokens:
+            meta["variants"]["qToken"] = names[list(tokens).index(variants["qToken"])]
+    shown = Trace(trace.title, meta)
+    shown.steps = trace.steps
+    return shown
 
 
 def layer_step(layer: int, name: str) -> str:
@@ -304,7 +340,8 @@ class TraceInfo:
 
     kind: "self-attention" | "cross-attention" | "multi-head" | "projection" | "group-meeting" | "model"
     example: the worked example's name; post: the post it comes from ("000", "001", "002");
-    head_base: 1 where the post numbers heads from 1 (see `head_number`); tokens / key_tokens: the
+    head_base: 1 where the post numbers heads from 1 (see `head_number`); token_base: 1 where it
+    numbers query/key rows from 1 (see `token_number`); tokens / key_tokens: the
     query-side and key-side token strings (key_tokens defaults to tokens); query: the followed query
     (row index); n_heads; head and layer: the head and layer shown (0-based); model: the model's name;
     digits: decimals per step; notes: the example's notes; scenes, answers, notation: the group
@@ -316,6 +353,7 @@ class TraceInfo:
     example: str | None = None
     post: str | None = None
     head_base: int = 0
+    token_base: int = 0
     tokens: tuple = ()
     key_tokens: tuple = ()
     query: int = 0
@@ -347,6 +385,7 @@ class TraceInfo:
             values["key_tokens"] = values.get("tokens", ())
         values["query"] = int(values.get("query", 0) or 0)
         values["head_base"] = int(values.get("head_base", 0) or 0)
+        values["token_base"] = int(values.get("token_base", 0) or 0)
         return cls(**values)
 
 

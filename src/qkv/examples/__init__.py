@@ -134,6 +134,7 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
     where = f"qkv/examples/{name}.toml"
     kind = doc.get("kind", "attention")
     meta = {"example": name, "kind": name, "post": doc.get("post"), "head_base": int(doc.get("head_base", 0)),
+            "token_base": int(doc.get("token_base", 0)),
             "digits": read_digits(doc, source=where),
             "notes": read_notes(doc, source=where)}
     if changes is not None:

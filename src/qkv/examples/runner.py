@@ -56,10 +56,14 @@ def trace_spec(spec: Spec, *, query: Any = None, by_hand: bool = False, digits: 
 
     scale: what multiplies q·kᵀ (default 1/√d_k): a what-if's temperature, or 1 for no √d_k.
     """
+    if query is not None and spec.tokens_ko and query in spec.tokens_ko and query not in spec.tokens:
+        query = spec.tokens_ko.index(query)          # "토큰 3" names the row "token 3" names
     followed = spec.query if query is None else resolve_query(query, spec.tokens, source=None, field="--query")
     info = {"kind": spec.kind, "tokens": spec.tokens, "key_tokens": spec.key_tokens, "query": followed,
             "n_heads": spec.heads, "digits": spec.digits, "notes": spec.notes, "source": spec.source,
-            "causal": spec.causal, "head_base": spec.head_base}
+            "causal": spec.causal, "head_base": spec.head_base, "token_base": spec.token_base}
+    if spec.tokens_ko:
+        info["tokens_ko"] = list(spec.tokens_ko)
     if spec.example:
         info["example"] = spec.example
     if spec.post:

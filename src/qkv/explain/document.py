@@ -13,7 +13,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from ..trace import BY_HAND, DRIFT, Step, Trace, head_number
+from ..trace import BY_HAND, DRIFT, Step, Trace, head_number, in_language, token_number
 from . import texts
 from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES, title_of
 from .numbers import digits_for, fmt, fmt_decimal, shown_decimal
@@ -131,6 +131,7 @@ class Context:
     by_hand: bool = False
     full: bool = False                # True: print every number of every matrix and vector (no ellipses)
     blocks: list = field(default_factory=list)
+    saved: Trace | None = None        # the trace as given (the API's token names), what a JSON file keeps
 
     def __post_init__(self) -> None:
         self.info = self.trace.info           # the trace's metadata, typed (qkv.trace.TraceInfo)
@@ -261,7 +262,7 @@ def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand:
     if by_hand and not any(s.name.startswith(BY_HAND + "/") for s in trace.steps):
         raise ValueError("this trace has no by-hand steps; make it with by_hand=True "
                          "(qkv.examples.run(..., by_hand=True) or `--by-hand`)")
-    ctx = Context(trace, lang, digits, by_hand, full)
+    ctx = Context(in_language(trace, lang), lang, digits, by_hand, full, saved=trace)   # names in the reader's language
     kind = ctx.info.kind
     if kind == "multi-head":
         _multi_head(ctx)
@@ -284,6 +285,9 @@ def _title(ctx: Context) -> None:
         ctx.add(Para(ctx.t("post", title=ctx.t(f"post.{info.post}"), gloss=ctx.t(f"post.{info.post}.gloss"))))
     if info.head_base == 1:
         ctx.add(Note(ctx.t("note.head_numbers")))
+    if info.token_base == 1 and 0 <= info.query < len(info.tokens):   # pages and figures say "query 3" for row 2
+        ctx.add(Note(ctx.t("note.token_numbers", n=token_number(ctx.trace.meta, info.query),
+                           token=f"“{info.tokens[info.query]}”", index=info.query)))
     if ctx.by_hand:
         shown = ctx.digits if ctx.digits is not None else None
         ctx.add(Note(ctx.t("byhand.intro") + " " + (ctx.t("byhand.digits", digits=shown) if shown is not None

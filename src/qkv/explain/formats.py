@@ -375,5 +375,6 @@ def to_json(ctx: Context) -> str:
             blocks.append({"type": "table", "header": block.header,
                            "rows": [[_json_part(c) for c in row] for row in block.rows]})
     document = {"format": "qkv-explanation", "version": 1, "lang": ctx.lang, "digits": ctx.digits,
-                "by_hand": ctx.by_hand, "title": ctx.trace.title, "blocks": blocks, "trace": ctx.trace.to_dict()}
+                "by_hand": ctx.by_hand, "title": ctx.trace.title, "blocks": blocks,
+                "trace": (ctx.saved or ctx.trace).to_dict()}      # the API's names: read back in any language
     return json.dumps(document, ensure_ascii=False, indent=1, allow_nan=False) + "\n"

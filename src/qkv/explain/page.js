@@ -91,6 +91,9 @@
     (window.qkvPages = window.qkvPages || {})[root.id] = api;
     var base = payload.headBase || 0;  // a post that numbers its heads from 1 (qkv.trace.head_number)
     function headNumber(h) { return h + base; }
+    // a post that numbers its tokens from 1 (qkv.trace.token_number): rows are shown from it, indexed from 0
+    var tokenBase = payload.tokenBase || 0;
+    function rowNumber(r) { return r + tokenBase; }
 
     if (payload.lead) app.appendChild(el("p", "qkv-lead", payload.lead));
     if (typeof DecompressionStream === "undefined" && payload.compressed) {
@@ -274,7 +277,7 @@
       root.setAttribute("data-query", rs.join(","));
       root.setAttribute("data-selected", state.selected.slice().sort(function (a, b) { return a - b; }).join(","));
       root.setAttribute("data-scale", String(sum ? n : 1));
-      sumLine.textContent = sum ? W.selected + ": " + rs.map(function (i) { return i + " “" + p.qTokens[i] + "”"; }).join(", ") + " — " + label : "";
+      sumLine.textContent = sum ? W.selected + ": " + rs.map(function (i) { return rowNumber(i) + " “" + p.qTokens[i] + "”"; }).join(", ") + " — " + label : "";
       sumLegend.textContent = "";
       if (sum) sumLegend.appendChild(V.legend({ top: n, width: 160, label: V.fill(W.sum_legend, { n: n }) }));
       lockButton.textContent = state.locked ? W.unlock : W.lock;
@@ -356,8 +359,9 @@
       state.cell = [i, j];
       cellBox.hidden = false;
       var title = W.derivation + " — " + (payload.parts.length > 1 ? p.label + ", " : "") +
-        headName(h) + ": " + W.query + " " + i + " “" + p.qTokens[i] + "” → " + W.key + " " + j + " “" + p.kTokens[j] + "”";
-      V.derivation(cellBox, title, V.cellRows(source(), { h: h, kv: kvHead(h), i: i, j: j, rotated: p.rotated }, W), W);
+        headName(h) + ": " + W.query + " " + rowNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”";
+      V.derivation(cellBox, title, V.cellRows(source(), { h: h, kv: kvHead(h), i: i, j: j, rotated: p.rotated, base: tokenBase,
+        given: payload.kind === "group-meeting" }, W), W);
       root.setAttribute("data-cell", i + "," + j);
       if (state.selected.indexOf(i) < 0 || state.selected.length !== 1) { state.selected = [i]; state.fresh = false; }
       refresh(true);
@@ -380,7 +384,7 @@
     function rebuildSteps(keep) {
       var p = part(), i = followed(), h = state.head;
       stepper.set(V.steps(source(), { h: h, kv: kvHead(h), i: i, j: focusKey(i), qTokens: p.qTokens, kTokens: p.kTokens,
-        heads: p.heads, headLabel: function (x) { return headName(x); } }, W), keep);
+        heads: p.heads, base: tokenBase, headLabel: function (x) { return headName(x); } }, W), keep);
     }
 
     function refresh(keepSteps) {
@@ -416,7 +420,7 @@
       var c = mx.cellAt(e), p = part();
       if (!c) { info.textContent = ""; return; }
       var w = step("weights");
-      info.textContent = W.query + " " + c[0] + " “" + p.qTokens[c[0]] + "” → " + W.key + " " + c[1] + " “" + p.kTokens[c[1]] + "”: " +
+      info.textContent = W.query + " " + rowNumber(c[0]) + " “" + p.qTokens[c[0]] + "” → " + W.key + " " + rowNumber(c[1]) + " “" + p.kTokens[c[1]] + "”: " +
         (isMasked(c[0], c[1]) ? W.masked : fmt(w, at(w, state.head, c[0], c[1])));
       if (!state.locked && state.hover !== c[0]) setHover(c[0]);
     });
@@ -499,7 +503,7 @@
         shown.textContent = String(v.score);
         box.setAttribute("data-score", String(v.score));
         var html = '<table class="qkv-mt"><tr><th></th>' + w.tokens.map(function (t) { return "<th>" + esc(t) + "</th>"; }).join("") + "</tr>";
-        html += "<tr><th>" + esc(W.score) + "</th>" + w.tokens.map(function (t, k) {
+        html += "<tr><th>" + esc(W.score_given || W.score) + "</th>" + w.tokens.map(function (t, k) {
           var s = w.asked.indexOf(k) >= 0 ? v.score : k === w.lot ? w.lotScore : null;
           return '<td class="qkv-n">' + (s === null ? "" : esc(String(s))) + "</td>"; }).join("") + "</tr>";
         html += "<tr><th>" + esc(W.weight) + "</th>" + v.weights.map(function (x, k) {

@@ -29,7 +29,8 @@ import numpy as np
 
 from .. import trace as _steps
 from ..trace import (BIASED_SCORES, CONCAT, K, K_HEADS, MASK, MEMORY, OUT, Q, Q_HEADS, RESIDUAL, SCALED_SCORES, SCORES,
-                     V, V_HEADS, W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, Trace, head_number)
+                     V, V_HEADS, W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, Trace, head_number,
+                     in_language, token_number)
 from . import texts
 from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, as_heads, as_layers, attention_parts, title_of, token_labels
 from .style import BLUES_STOPS, DIGITS, LEGEND_TICKS, WEIGHT_GAMMA
@@ -142,7 +143,8 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     several = bool(parts) and parts[0]["heads"] > 1
     payload = {"title": trace.title, "parts": parts, "isModel": is_model,
                "head": int(label or 0) if several else 0, "lead": _lead(_lead_titles(trace), parts, is_model),
-               "headBase": head_number(trace.meta, 0), "kind": trace.info.kind or "",
+               "headBase": head_number(trace.meta, 0), "tokenBase": token_number(trace.meta, 0),
+               "kind": trace.info.kind or "",
                "query": _followed(trace, parts)}
     if not parts:                 # no weights (the multi-head example): the steps around the heads
         payload["flow"] = _flow(trace, digits)
@@ -309,6 +311,7 @@ def trace_html(trace: Trace, *, lang: str = "en", digits: int = DIGITS, inline: 
         interactive views above it always hold every recorded number).
     Returns the HTML text. The step-by-step derivation of `qkv.explain.derivation_html` follows the view.
     """
+    trace = in_language(trace, lang)        # the example's token names in the page's language ("토큰 3")
     payload = _payload(trace, digits, lang)
     return _page(payload, title=_titles(trace)[lang] if lang in ("en", "ko") else trace.title, lang=lang, digits=digits,
                  derivation=_derivation(trace, lang, digits, full), inline=inline)

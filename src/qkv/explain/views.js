@@ -37,7 +37,10 @@
    The derivation of one cell
      V.cellRows(src, at, words) → rows          one row per recorded step, in order: q, k, q·k, scaled,
                                     [biased], [modified], [mask], weight, value row, output row
-                                    at {h, kv, i, j, rotated}: head, key/value head (GQA), query, key
+                                    at {h, kv, i, j, rotated, base, given}: head, key/value head (GQA), query, key
+                                    (indices from 0); base: the number shown for row 0 (1 where the post
+                                    counts tokens from 1, payload.tokenBase; default 0); given: the
+                                    scores were typed in, not computed as q·k (the group meeting)
      V.derivation(box, title, rows)             draws them: <h3>title</h3><table> with tr[data-step]
                                     and the numbers in span[data-step] (vectors "[a, b, c]")
      words: the page.* words of qkv.explain.texts without "page." (qrow, krow, rotated, score, scaled,
@@ -45,7 +48,7 @@
 
    The guided step-through (X → W → q, k, v → q·k → ÷√d_k → softmax → weights × v → z → concat → W_O → R + Y)
      V.steps(src, ctx, words) → [{id, title, text, html, read, write}]   the steps src records, in order;
-                                    ctx {h, kv, i, j, qTokens, kTokens, headLabel(h), heads}; read/write:
+                                    ctx {h, kv, i, j, qTokens, kTokens, headLabel(h), heads, base (as in cellRows)}; read/write:
                                     [[i, j]…] cells of the weights matrix the step reads / writes (softmax
                                     writes row i, weights × v and z read it; for m.draw); in html, numbers a step reads carry .qkv-read, those it writes
                                     .qkv-write. Every number is a recorded one; the only arithmetic is on
@@ -277,20 +280,25 @@
       add("q_heads", W.qrow + turned, with_("q_heads", function () { return vectorHtml(src, "q_heads", h, i); }));
       add("k_heads", W.krow + turned, with_("k_heads", function () { return vectorHtml(src, "k_heads", kv, j); }));
     }
-    add("scores", W.score, with_("scores", function () { return numberHtml(src, "scores", h, i, j); }));
+    // scores typed in (the group meeting: at.given) are labelled as given, not as q·k
+    var givenScores = at.given && W.score_given;
+    add("scores", givenScores ? W.score_given : W.score, with_("scores", function () { return numberHtml(src, "scores", h, i, j); }));
     var f = src.has("scaled_scores") ? src.formula("scaled_scores") : "";
-    // "÷ √d_k" only where the scale is 1/√d_k; a given scale (a what-if, the meeting's 1) says "× scale"
-    var scaledLabel = /1\/√d_k/.test(f) || !W.scaled_by ? W.scaled : W.scaled_by;
-    add("scaled_scores", scaledLabel + (f ? "  (" + f + ")" : ""), with_("scaled_scores", function () { return numberHtml(src, "scaled_scores", h, i, j); }));
+    // the recorded formula when there is one ("scaled score = Q·Kᵀ · 0.707107 (= 1/√d_k)": one notation,
+    // no brackets inside brackets); else "÷ √d_k" only where the scale is 1/√d_k, "× the scale" otherwise
+    // (given scores have no Q·Kᵀ to name: their scale alone)
+    var scaledLabel = f && W.scaled_is && !givenScores ? fill(W.scaled_is, { formula: f })
+      : /1\/√d_k/.test(f) || !W.scaled_by ? W.scaled : W.scaled_by;
+    add("scaled_scores", scaledLabel, with_("scaled_scores", function () { return numberHtml(src, "scaled_scores", h, i, j); }));
     if (src.has("biased_scores")) add("biased_scores", W.biased, numberHtml(src, "biased_scores", h, i, j));
     if (src.has("modified_scores")) {
       f = src.formula("modified_scores");
-      add("modified_scores", W.modified + (f ? "  (" + f + ")" : ""), numberHtml(src, "modified_scores", h, i, j));
+      add("modified_scores", f && W.modified_is ? fill(W.modified_is, { formula: f }) : W.modified, numberHtml(src, "modified_scores", h, i, j));
     }
     if (src.has("mask")) add("mask", W.mask, '<span data-step="mask">' + esc(masked ? W.blocked : W.allowed) + "</span>");
     add("weights", W.share, masked ? '<span class="qkv-num" data-step="weights">' + esc(W.masked) + "</span>" :
       with_("weights", function () { return numberHtml(src, "weights", h, i, j) + ' <span class="qkv-note">(' + esc(W.sum1) + ")</span>"; }));
-    add("v_heads", W.value + " v[" + j + "]", with_("v_heads", function () { return vectorHtml(src, "v_heads", kv, j); }));
+    add("v_heads", fill(W.value, { j: j + (at.base || 0) }), with_("v_heads", function () { return vectorHtml(src, "v_heads", kv, j); }));
     add("out", W.out, with_("out", function () { return vectorHtml(src, "out", h, i); }));
     return rows;
   };
@@ -433,7 +441,7 @@
 
     if (src.has("x")) {
       var sx = src.shape("x"), html = tableHtml(src, "x", 0, { caption: "X", rowLabel: qLabel, mark: rowI, keepRows: [i] });
-      var text = fill(W["st.x.text"], { t: sx[1], d: sx[2], tok: q(tok), i: i });
+      var text = fill(W["st.x.text"], { t: sx[1], d: sx[2], tok: q(tok), i: i + (ctx.base || 0) });
       if (src.has("memory")) {
         var sm = src.shape("memory");
         text = fill(W["st.x.cross"], { tq: sx[1], tk: sm[1], tok: q(tok) });
@@ -481,7 +489,7 @@
         if (eq) html += line("q·k[" + q(kLabel(jj)) + "] = " + eq);
       });
       if (detail.length && detail.length < tk) html += '<p class="qkv-note">' + esc(fill(W["st.dot.one"], { key: q(kLabel(j)), n: tk })) + "</p>";
-      html += tableHtml(src, "scores", h, { caption: W.score, rows: [i], rowLabel: qLabel, colLabel: kLabel, keepCols: [j],
+      html += tableHtml(src, "scores", h, { caption: (!qName || !kName) && W.score_given ? W.score_given : W.score, rows: [i], rowLabel: qLabel, colLabel: kLabel, keepCols: [j],
         mark: function () { return "qkv-write"; } });
       var given = !qName || !kName;     // scores typed in (the group meeting), not q·k
       steps.push({ id: "dot", title: W[given ? "st.scores" : "st.dot"], text: fill(W[given ? "st.scores.text" : "st.dot.text"], { tok: q(tok), dk: dk }),

@@ -124,6 +124,12 @@
   }
   function tokensFor(trace, prefix, tq, tk) {
     var meta = trace.meta || {}, q = meta.tokens, k = meta.key_tokens || meta.tokens;
+    // an example that names its tokens per language (meta.tokens_ko: "토큰 3" for "token 3", qkv.trace.in_language)
+    var named = meta["tokens_" + state.lang];
+    if (named && q && named.length === q.length) {
+      if (!meta.key_tokens || meta.key_tokens.join("\u0000") === q.join("\u0000")) k = named;
+      q = named;
+    }
     (meta.scenes || []).forEach(function (s) { if (prefix === s.name + "/") { q = s.tokens.slice(-tq); k = s.tokens; } });
     (meta.scenes || []).forEach(function (s) {          // a meeting follows one question: its query token
       if (prefix === s.name + "/" && tq === 1) q = [typeof s.query === "string" ? s.query : s.tokens[s.query]];
@@ -135,6 +141,8 @@
     return { q: fit(q, tq), k: fit(k, tk) };
   }
   function headBase(trace) { return (trace.meta && trace.meta.head_base) || 0; }
+  // the number shown for query/key row 0: 1 where the example's post counts tokens from 1 (qkv.trace.token_number)
+  function tokenBase(trace) { return (trace.meta && trace.meta.token_base) || 0; }
   // a meeting of the group-meeting example by its place ("the first meeting"), not its name in the data
   function meetingName(trace, name) {
     var scenes = (trace.meta && trace.meta.scenes) || [], n = 0;
@@ -561,13 +569,13 @@
     }
     function steps(keep) {
       stepper.set(V.steps(src, { h: h, kv: kv, i: followed, j: focusKey(followed), qTokens: qTokens, kTokens: kTokens,
-        heads: H, headLabel: opts.headLabel || function (x) { return W("head") + " " + (x + headBase(trace)); } }, VW()), keep);
+        heads: H, base: tokenBase(trace), headLabel: opts.headLabel || function (x) { return W("head") + " " + (x + headBase(trace)); } }, VW()), keep);
     }
     stepKeys = stepper;
 
     function describe(i, j) {          // the line under the matrix: the cell under the pointer (or the keys' cell)
       var shown = src.masked(h, i, j) ? W("blocked") : src.text("weights", h, i, j);
-      info.textContent = opts.hover ? opts.hover(i, j, shown) : W("hover", { i: i, q: qTokens[i], j: j, k: kTokens[j], w: shown });
+      info.textContent = opts.hover ? opts.hover(i, j, shown) : W("hover", { i: i + tokenBase(trace), q: qTokens[i], j: j + tokenBase(trace), k: kTokens[j], w: shown });
     }
     view.canvas.addEventListener("mousemove", function (e) {
       var c = view.cellAt(e);
@@ -605,8 +613,9 @@
       cellBox.hidden = false;
       cellBox.setAttribute("data-cell", i + "," + j);
       var title = opts.cellTitle ? opts.cellTitle(i, j)
-        : W("derivation", { i: i, q: qTokens[i], j: j, k: kTokens[j] });
-      var rows = V.cellRows(cellSrc, { h: h, kv: kv, i: i, j: j, rotated: false }, VW());
+        : W("derivation", { i: i + tokenBase(trace), q: qTokens[i], j: j + tokenBase(trace), k: kTokens[j] });
+      var rows = V.cellRows(cellSrc, { h: h, kv: kv, i: i, j: j, rotated: false, base: tokenBase(trace),
+        given: (trace.meta || {}).kind === "group-meeting" }, VW());
       V.derivation(cellBox, title, rotatedRows(rows, i, j), VW()).classList.add("qkv-derivation-cell");
       draw(); steps(true);
       if (fromUser) bringIntoView(cellBox);
@@ -618,8 +627,8 @@
       rows.forEach(function (r) {
         out.push(r);
         if (r.step === "k_heads") {
-          out.push({ step: "q_rotated", label: W("qrot", { i: i }), html: V.vectorHtml(src, "q_rotated", h, i) });
-          if (src.has("k_rotated")) out.push({ step: "k_rotated", label: W("krot", { j: j }), html: V.vectorHtml(src, "k_rotated", kv, j) });
+          out.push({ step: "q_rotated", label: W("qrot", { i: i + tokenBase(trace) }), html: V.vectorHtml(src, "q_rotated", h, i) });
+          if (src.has("k_rotated")) out.push({ step: "k_rotated", label: W("krot", { j: j + tokenBase(trace) }), html: V.vectorHtml(src, "k_rotated", kv, j) });
         }
       });
       return out;
@@ -1002,7 +1011,8 @@
         t.style.setProperty("--qkv-chars", String(chars));
         t.appendChild(el("caption", null, m === "x" ? "X" : m === "memory" ? VW()["st.memory"] || "memory" : "W_" + m.slice(2).toUpperCase()));
         // X's rows are the tokens (the decoder's for cross-attention), memory's the encoder's words
-        var labels = m === "x" ? trace.meta.tokens : m === "memory" ? trace.meta.key_tokens : null;
+        // (named in the page's language where the example names them per language, as everywhere)
+        var labels = m === "x" ? tokensFor(trace, "", values.length, 0).q : m === "memory" ? tokensFor(trace, "", 0, values.length).k : null;
         values.forEach(function (r, i) {
           var tr = el("tr"); tr.appendChild(el("th", null, labels && labels[i] !== undefined ? String(labels[i]) : String(i)));
           r.forEach(function (v, j) {

@@ -28,7 +28,8 @@ from ..explain import style as shared
 from ..explain.parts import (MODIFIED_SCORES, Part, as_heads, as_layers, attention_parts, layer_weights, step_heads,
                             title_of, token_labels)
 from ..trace import (CONCAT, K, K_HEADS, MASK, MEMORY, OUT, Q, Q_HEADS, RESIDUAL, SCALED_SCORES, SCORES, V, V_HEADS,
-                     W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, BIASED_SCORES, Trace, head_number)
+                     W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, BIASED_SCORES, Trace, head_number,
+                     in_language, token_number)
 from ..errors import plural
 from . import _style
 from . import fonts
@@ -279,6 +280,16 @@ def _text_inches(text: str, points: float) -> float:
 
     ems = sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.6 for c in text)
     return ems * points / 72.0
+
+
+def _halves(text: str) -> str:
+    """``text`` on two lines broken at the space nearest its middle ("헤드 출력 / 이어 붙이기", not
+    "헤드 / 출력 이어 붙이기"); a text with no space stays on one line."""
+    spaces = [k for k, c in enumerate(text) if c == " "]
+    if not spaces:
+        return text
+    k = min(spaces, key=lambda at: abs(2 * at - len(text)))
+    return text[:k] + "\n" + text[k + 1:]
 
 
 def _wrapped(text: str, inches: float, points: float) -> str:
@@ -534,6 +545,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
     first ``max_rows`` tokens (the layout is the point). digits: default the trace's precision per
     step, else 4 (2 for the wide blocks of a model).
     """
+    trace = in_language(trace, lang)      # the example's token names in the reader's language
     has = lambda *names: all(n in trace for n in names)     # noqa: E731
     top = has(X, Q, K, V, Q_HEADS, K_HEADS, V_HEADS)
     bottom = has(OUT, CONCAT, W_O, Y)
@@ -780,7 +792,7 @@ def _output_row(ax, trace, y, rows, rows_total, cell, gap, words, dg, fs, top, t
     concat, w_o, y_val = _rows(trace[CONCAT].value)[:rows], trace[W_O].value, _rows(trace[Y].value)[:rows]
     cx = block_x + gap + 1.4
     _arrow(ax, (block_x, y + rows / 2), (cx - 0.2, y + rows / 2))
-    ax.text((block_x + cx) / 2, y + rows / 2 - 0.5, words["concat"].replace(" ", "\n", 1), ha="center",
+    ax.text((block_x + cx) / 2, y + rows / 2 - 0.5, _halves(words["concat"]), ha="center",
             va="bottom", fontsize=8)
     cw, _ = _draw_block(ax, cx, y, concat, cell=cell, row_cell=1.0, digits=dg(CONCAT), fontsize=fs,
                         col_heads=np.arange(concat.shape[1]) // max(1, concat.shape[1] // n_heads),
@@ -886,7 +898,9 @@ def _chain(trace: Trace, query: int, head: int, words, digits: int | None, prefi
             (f"q_{q_tok} · k_{k_toks[j]} = " + text, ok)
             for j in range(n_keys)
             for text, ok in [_sop(list(zip(q_row, k_rows[j])), scores[j], dq + e, dk + e, ds, keep=(dq, dk))]])
-    panels.append(_Panel(SCORES, words["scores"], lines))
+    # scores typed in (the group meeting records no q and k) are the given scores, not q·k
+    given = q_heads is None and k_heads is None and trace.info.kind == "group-meeting"
+    panels.append(_Panel(SCORES, words["scores_given" if given else "scores"], lines))
     # ÷ √d_k — only where the example scales (post 002's meetings do not)
     if SCALED_SCORES in names:
         how, d_k = _scale_of(trace, prefix, head, query)
@@ -1163,6 +1177,7 @@ def query_path(trace: Trace, query: int | None = None, *, head: int | None = Non
     trace.meta["layer"], else 0); part picks a scoped computation by prefix, e.g. "question".
     Masked keys are hatched: "→ −∞" before softmax, "masked" after.
     """
+    trace = in_language(trace, lang)      # the example's token names in the reader's language
     chosen = _part(trace, _layer_prefix(trace, layer) if part is None else part)
     weights = step_heads(trace, chosen.prefix + WEIGHTS)
     query, head = _followed(trace, chosen.query if query is None else query, head, weights.shape[1],
@@ -1173,7 +1188,7 @@ def query_path(trace: Trace, query: int | None = None, *, head: int | None = Non
         fig = Figure(figsize=(max(5.5, min(12.0, 1.6 + 0.6 * n_keys)), 7.5 if n_keys <= 12 else 6.2),
                      layout="constrained")
         _draw_path(fig, trace, query, head, words, digits, chosen.prefix)
-        fig.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words),
+        fig.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words, trace.meta),
                      fontsize=10.5)
         _room_for_labels(fig)
     return fig
@@ -1197,9 +1212,10 @@ def _head_label(trace: Trace, part: Part, head: int, n_heads: int, words) -> str
     return words("head", h=head_no)
 
 
-def _path_title(part: Part, query: int, head_label: str, words) -> str:
+def _path_title(part: Part, query: int, head_label: str, words, meta: dict | None = None) -> str:
+    """"query 3 “token 3”": the row shown from the example's token base (`qkv.trace.token_number`)."""
     where = f"{part.prefix.rstrip('/')}: " if part.prefix and not part.prefix.startswith("layer ") else ""
-    text = where + words("query", i=query, token=_style.short(part.q_tokens[query], 20))
+    text = where + words("query", i=token_number(meta or {}, query), token=_style.short(part.q_tokens[query], 20))
     return text + (f" — {head_label}" if head_label else "")
 
 
@@ -1471,6 +1487,7 @@ def cross_figure(trace: Trace, *, lang: str = "en", digits: int | None = None, h
     → q and the encoder's rows M_enc → K, V (above); the two sentences, lines weighted (left); the
     followed query's chain, q·k as sums of products → ÷√dₖ → exp / Σ exp (right); each value row × its
     weight → z (below the sentences)."""
+    trace = in_language(trace, lang)      # the example's token names in the reader's language
     chosen = _part(trace, None)
     weights = step_heads(trace, chosen.prefix + WEIGHTS)
     query, head = _followed(trace, chosen.query, head, weights.shape[1], weights.shape[0])
@@ -1493,7 +1510,7 @@ def cross_figure(trace: Trace, *, lang: str = "en", digits: int | None = None, h
                             _digits(trace, WEIGHTS, digits), _head_mask(trace, chosen.prefix, head))
         sentences.suptitle(words["attention"], fontsize=10)
         _draw_path(right, trace, query, head, words, digits, chosen.prefix, panels=panels, values_into=values)
-        right.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words),
+        right.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words, trace.meta),
                        fontsize=10)
         if _title(trace, words):
             fig.suptitle(_title(trace, words), fontsize=11)
@@ -1517,6 +1534,7 @@ def meeting_figure(trace: Trace, *, lang: str = "en", digits: int | None = None)
     weighted and summed give z. Below: softmax(QKᵀ/√d_k)·V (row vectors, softmax per row) next to
     V·softmax(KᵀQ/√d_k) (column vectors, softmax per column) from the recorded rows/ and columns/ steps.
     """
+    trace = in_language(trace, lang)      # the example's token names in the reader's language
     words = _style.words(lang)
     scenes = _scenes(trace)
     answers = [str(a) for a in trace.info.answers] or None
@@ -1619,6 +1637,7 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
     The mask panel appears when a mask was recorded, the chain when scores were. part: the step
     prefix of a scoped computation (e.g. "layer 3" or "question"); default the first.
     """
+    trace = in_language(trace, lang)      # the example's token names in the reader's language
     chosen = _part(trace, part)
     prefix = chosen.prefix
     weights = step_heads(trace, prefix + WEIGHTS)
@@ -1676,7 +1695,7 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
         at += 1
         if with_path:
             _draw_path(subs[at], trace, query, head, words, digits, prefix, panels=panels, values_into=values_into)
-            subs[at].suptitle(_path_title(chosen, query, head_label, words), fontsize=9.5)
+            subs[at].suptitle(_path_title(chosen, query, head_label, words, trace.meta), fontsize=9.5)
         if _title(trace, words):
             fig.suptitle(_title(trace, words), fontsize=11)
         _room_for_labels(fig)
@@ -1694,6 +1713,7 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
     - the group meeting ("어텐션이 조모임이라면"): `meeting_figure`; other scoped single-query
       scenes: their chains side by side.
     """
+    trace = in_language(trace, lang)      # the example's token names in the reader's language
     parts = attention_parts(trace)
     kind = trace.info.kind
     drawable_heads = all(n in trace for n in (X, Q, K, V, Q_HEADS)) or all(n in trace for n in (OUT, CONCAT, W_O, Y))
@@ -1727,7 +1747,7 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
         subs = fig.subfigures(1, len(single), width_ratios=widths, squeeze=False)[0]
         for sub, chosen in zip(subs, single):
             _draw_path(sub, trace, chosen.query, 0, words, None, chosen.prefix)
-            sub.suptitle(_path_title(chosen, chosen.query, "", words), fontsize=10)
+            sub.suptitle(_path_title(chosen, chosen.query, "", words, trace.meta), fontsize=10)
         if _title(trace, words):
             fig.suptitle(_title(trace, words), fontsize=11)
     return fig

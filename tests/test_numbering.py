@@ -1,0 +1,254 @@
+"""Rows and tokens numbered and named as the posts do, and the worked examples' wording.
+
+«Attention의 projection: Q·K·V와 멀티 헤드» counts its tokens from 1 ("토큰 3의 입력으로 Q·K·V 각각의 세 번째
+행") and its heads from 1 ("Head 1", "Head 2"): the projection example says so (token_base = 1,
+head_base = 1) and names its tokens in Korean (tokens_ko). Every renderer then shows query/key rows
+from that base and the names in the reader's language; the indices used for computation, and every
+other example (the self-attention post counts from 0 as qkv's API does), stay as they were.
+The expected numbers come from the post (token 3 is its third row, the followed one) and from the
+example files' token lists, never from qkv's output.
+"""
+
+from __future__ import annotations
+
+import re
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+
+import qkv  # noqa: E402
+import qkv.examples  # noqa: E402
+from qkv import viz  # noqa: E402
+from qkv.cli import main  # noqa: E402
+from qkv.errors import InputError  # noqa: E402
+from qkv.explain import texts  # noqa: E402
+from qkv.explain.page import trace_html  # noqa: E402
+from qkv.spec import parse_spec  # noqa: E402
+from qkv.trace import in_language, token_number  # noqa: E402
+
+# the post's names for the projection example's three tokens, and which of them it follows (its third row)
+POST_TOKENS = {"en": ["token 1", "token 2", "token 3"], "ko": ["토큰 1", "토큰 2", "토큰 3"]}
+QUERY_PAIR = re.compile(r"(?:query|Query) (\d+) “([^”]+)”")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def figure_texts(fig) -> list[str]:
+    return [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+
+
+def pairs_follow(text: str, names: list[str], base: int) -> int:
+    """Every "query N “name”" in ``text`` has N = the name's row + base; returns how many were checked."""
+    checked = 0
+    for number, name in QUERY_PAIR.findall(text):
+        if name in names:
+            assert int(number) == names.index(name) + base, (number, name)
+            checked += 1
+    return checked
+
+
+def small_doc(**extra) -> dict:
+    doc = {"tokens": ["a", "b"], "x": [[1.0, 0.0], [0.0, 1.0]], "w_q": [[1.0, 0.0], [0.0, 1.0]],
+           "w_k": [[1.0, 0.0], [0.0, 1.0]], "w_v": [[1.0, 0.0], [0.0, 1.0]]}
+    doc.update(extra)
+    return doc
+
+
+# --------------------------------------------------------------------------- the example file's fields
+@pytest.mark.parametrize("bad", [2, -1, True, "1", [1]])
+def test_a_bad_token_base_is_one_clear_error_in_each_language(bad):
+    with pytest.raises(InputError) as caught:
+        parse_spec(small_doc(token_base=bad), source="my.toml", base=None)
+    error = caught.value
+    assert error.field == "token_base"
+    english = str(error)
+    assert "\n" not in english and "token_base" in english and "0" in english and "1" in english
+    korean = texts.text("ko", "error.spec.token_base", got="2")
+    assert "0부터" in korean and "1부터" in korean
+    assert set(re.findall(r"[A-Za-z_]+", korean)) <= {"qkv", "API", "Query", "Key"}, korean
+
+
+@pytest.mark.parametrize("bad, says", [(["가"], "tokens_ko"), ("가 나", "tokens_ko"), ([1, 2], "tokens_ko")])
+def test_korean_names_must_name_every_row(bad, says):
+    with pytest.raises(InputError) as caught:
+        parse_spec(small_doc(tokens_ko=bad), source="my.toml", base=None)
+    assert caught.value.field == says
+
+
+def test_the_cli_says_a_bad_token_base_in_one_line_with_status_2(capsys, tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('tokens = ["a", "b"]\ntoken_base = 2\nx = [[1, 0], [0, 1]]\nw_q = [[1, 0], [0, 1]]\n'
+                    'w_k = [[1, 0], [0, 1]]\nw_v = [[1, 0], [0, 1]]\n', encoding="utf-8")
+    for lang in ("en", "ko"):
+        code, out, err = run(capsys, "explain", str(path), "--lang", lang)
+        assert code == 2 and out == ""
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("qkv: ") and "token_base" in lines[0], err
+        if lang == "ko":
+            assert "1부터" in lines[0]
+
+
+def test_a_user_file_keeps_rows_from_0_and_may_count_them_from_1(tmp_path):
+    spec = parse_spec(small_doc(), source="my.toml", base=None)
+    assert spec.token_base == 0 and spec.tokens_ko is None
+    spec = parse_spec(small_doc(token_base=1, tokens_ko=["가", "나"]), source="my.toml", base=None)
+    assert spec.token_base == 1 and spec.tokens_ko == ["가", "나"]
+
+
+# --------------------------------------------------------------------------- the projection example
+@pytest.fixture(scope="module")
+def projection():
+    trace = qkv.examples.run("projection")
+    trace.meta["variants"] = qkv.examples.variants("projection", trace)     # what `--format html` adds
+    return trace
+
+
+def test_the_projection_example_counts_as_its_post(projection):
+    doc = qkv.examples.load("projection")
+    assert doc["tokens"] == POST_TOKENS["en"] and doc["tokens_ko"] == POST_TOKENS["ko"]
+    assert projection.meta["token_base"] == 1 and projection.meta["head_base"] == 1
+    # the indices used for computation never change: token 3 is row 2 of every array
+    assert projection.meta["query"] == 2 and projection.info.tokens[2] == "token 3"
+    assert token_number(projection.meta, 2) == 3
+    q = projection["q"].value
+    x, w_q = np.array(doc["x"], dtype=np.float64), np.array(doc["w_q"], dtype=np.float64)
+    np.testing.assert_allclose(q[2], x[2] @ w_q, rtol=0, atol=1e-12)
+
+
+def test_a_korean_name_follows_the_same_row(projection):
+    assert qkv.examples.run("projection", query="토큰 2").meta["query"] == 1
+    assert qkv.examples.run("projection", query="token 2").meta["query"] == 1
+    assert qkv.examples.run("projection", query=1).meta["query"] == 1      # --query N stays the API's row
+
+
+def test_in_language_names_the_tokens_and_leaves_the_trace_alone(projection):
+    shown = in_language(projection, "ko")
+    assert list(shown.info.tokens) == POST_TOKENS["ko"] and list(shown.info.key_tokens) == POST_TOKENS["ko"]
+    assert shown.meta["variants"]["qToken"] == "토큰 3" and shown.meta["variants"]["tokens"] == POST_TOKENS["ko"]
+    assert shown.steps is projection.steps
+    assert list(projection.info.tokens) == POST_TOKENS["en"]                 # the API's names kept
+    assert projection.meta["variants"]["qToken"] == "token 3"
+    assert in_language(projection, "en") is projection
+    plain = qkv.examples.run("self-attention")
+    assert in_language(plain, "ko") is plain
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_english_explanations_never_pair_query_2_with_token_3(capsys, projection, fmt):
+    code, out, err = run(capsys, "example", "projection", "--format", fmt)
+    assert code == 0 and err == ""
+    pairs_follow(out, POST_TOKENS["en"], 1)
+    assert "token 3" in out and not re.search(r"query 2 “token 3”", out, re.I)
+    # the note says how the page's numbers meet the API's: query 3 of the page is row 2 of every array
+    assert "query 3 = “token 3”" in " ".join(out.split()) and "index 2" in out
+
+
+def test_figures_number_the_followed_query_as_the_post(projection):
+    for lang in ("en", "ko"):
+        text = "\n".join(figure_texts(viz.query_path(projection, lang=lang)))
+        assert pairs_follow(text, POST_TOKENS[lang], 1) >= 1, text
+        assert ("query 3 “token 3”" if lang == "en" else "Query 3 “토큰 3”") in text
+        assert "query 2" not in text.lower()
+
+
+def payload_of(html: str) -> dict:
+    """The page's data, as its script reads it."""
+    import json
+
+    match = re.search(r'<script type="application/json" id="[^"]+">(.*?)</script>', html, re.S)
+    assert match
+    return json.loads(match.group(1))
+
+
+def test_the_page_payload_counts_rows_from_1(projection):
+    for lang in ("en", "ko"):
+        payload = payload_of(trace_html(projection, lang=lang))
+        names = POST_TOKENS[lang]
+        assert payload["tokenBase"] == 1 and payload["headBase"] == 1
+        assert all(part["qTokens"] == names and part["kTokens"] == names for part in payload["parts"])
+        assert payload["whatIf"]["qToken"] == names[2] and payload["whatIf"]["tokens"] == names
+        assert payload["query"] == 2                    # the index the page computes with stays the API's
+
+
+def test_korean_outputs_name_no_english_token(capsys, projection):
+    for fmt in ("text", "markdown", "html"):
+        code, out, err = run(capsys, "example", "projection", "--format", fmt, "--lang", "ko")
+        assert code == 0 and err == ""
+        if fmt == "html":     # the page's script has the word "token" in its code; no name of a token
+            assert not re.search(r"token \d", out, re.I)
+            assert "토큰 3" in out
+        else:
+            assert "token" not in out.lower(), [line for line in out.splitlines() if "token" in line.lower()][:3]
+            assert "토큰 3" in out
+            assert "Query 3 = “토큰 3”" in " ".join(out.split())
+    for fig in (viz.figure_for(projection, lang="ko"), viz.query_path(projection, lang="ko")):
+        text = "\n".join(figure_texts(fig))
+        assert "token" not in text.lower(), text[:300]
+
+
+def test_the_self_attention_example_stays_counted_from_0():
+    trace = qkv.examples.run("self-attention")
+    doc = qkv.examples.load("self-attention")
+    assert trace.meta.get("token_base", 0) == 0
+    love = doc["tokens"].index("love")            # the post follows “love”, its row in the example file
+    for lang in ("en", "ko"):
+        text = "\n".join(figure_texts(viz.query_path(trace, lang=lang)))
+        assert f"{'query' if lang == 'en' else 'Query'} {love} “love”" in text
+        assert payload_of(trace_html(trace, lang=lang))["tokenBase"] == 0
+
+
+# --------------------------------------------------------------------------- wording
+def test_the_cell_derivation_words_read_right():
+    for lang in ("en", "ko"):
+        value = texts.text(lang, "page.value", j=3)
+        assert "v[3]" in value and "it weights" not in value
+        scaled = texts.text(lang, "page.scaled_is", formula="Q·Kᵀ · 0.707107 (= 1/√d_k)")
+        assert scaled.count("(") == 1, scaled                 # no brackets inside brackets
+        for key in ("page.scaled", "fig.scaled"):
+            assert "√dₖ" not in texts.text(lang, key) and "√d_k" in texts.text(lang, key)
+        assert "(" not in texts.text(lang, "page.sum1")          # the page writes it in brackets
+        given = texts.text(lang, "page.score_given")
+        assert "raw" not in given and given != texts.text(lang, "page.score")
+    assert texts.text("en", "page.value", j=3) == "the value row v[3] this weight multiplies"
+
+
+def test_the_concat_label_breaks_at_its_middle():
+    trace = qkv.examples.run("projection")
+    labels = [t for t in figure_texts(viz.figure_for(trace, lang="ko")) if "이어 붙이기" in t]
+    assert labels == ["헤드 출력\n이어 붙이기"]
+    labels = [t for t in figure_texts(viz.figure_for(trace, lang="en")) if "concatenated" in t and "\n" in t]
+    assert labels == ["heads\nconcatenated"]
+
+
+def test_a_meetings_scores_are_labelled_as_given():
+    trace = qkv.examples.run("group-meeting")
+    prefix = next(step.name.split("/")[0] for step in trace if step.name.endswith("/weights"))
+    text = figure_texts(viz.query_path(trace, part=prefix + "/"))
+    assert texts.text("en", "fig.scores_given") in text and texts.text("en", "fig.scores") not in text
+
+
+def test_a_saved_korean_explanation_keeps_the_apis_names_and_the_numbering(capsys, tmp_path):
+    """--format json --lang ko saves the trace as computed (tokens as in the file, tokens_ko and token_base
+    beside them): explained again in English it says token 3, in Korean 토큰 3, and its figure says query 3."""
+    import json
+
+    code, out, err = run(capsys, "example", "projection", "--format", "json", "--lang", "ko")
+    assert code == 0 and err == ""
+    saved = json.loads(out)["trace"]
+    assert saved["meta"]["tokens"] == POST_TOKENS["en"] and saved["meta"]["tokens_ko"] == POST_TOKENS["ko"]
+    assert saved["meta"]["token_base"] == 1
+    path = tmp_path / "saved.json"
+    path.write_text(out, encoding="utf-8")
+    for lang in ("en", "ko"):
+        code, text, err = run(capsys, "explain", str(path), "--lang", lang)
+        assert code == 0 and err == "", err
+        assert POST_TOKENS[lang][2] in text and (lang == "en" or "token" not in text.lower())
+    trace = qkv.Trace.from_dict(saved)
+    assert "query 3 “token 3”" in "\n".join(figure_texts(viz.query_path(trace, lang="en")))
