@@ -636,7 +636,9 @@ def test_blas_held_to_one_thread_inside_big_calls(monkeypatch, threads):
     """With threads=1 as with 2, a big forward_arrays / backward_arrays call holds NumPy's BLAS to one
     thread while the C kernel runs (where a product still goes to sgemm — the scalar loops, D not a
     multiple of 8 — OpenBLAS's own threads would otherwise spin against ours). The BLAS thread count
-    is read (threadpoolctl) inside the kernel call, with the process's BLAS set to 2 threads outside."""
+    is read (threadpoolctl) inside the kernel call, with the process's BLAS set to 2 threads outside.
+    The library read is the one whose sgemm the kernel calls (NumPy's OpenBLAS): other BLAS libraries a
+    process may load later (SciPy's own OpenBLAS) are never called by the kernel."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
     if not threadpoolctl.threadpool_info() or not any(i["user_api"] == "blas" for i in threadpoolctl.threadpool_info()):
         pytest.fail("NumPy's BLAS is not visible to threadpoolctl in this environment")
@@ -645,7 +647,8 @@ def test_blas_held_to_one_thread_inside_big_calls(monkeypatch, threads):
 
     def spy(original):
         def call(*args, **kwargs):
-            seen.append(max(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"))
+            seen.append(next(i["num_threads"] for i in threadpoolctl.threadpool_info()
+                             if i["filepath"] == blas.sgemm_path))
             return original(*args, **kwargs)
         return call
 
@@ -658,6 +661,6 @@ def test_blas_held_to_one_thread_inside_big_calls(monkeypatch, threads):
     with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
         out, lse = ag.forward_arrays(q, k, v, rows, 0.25, threads=threads, width=1)
         ag.backward_arrays(dout, q, k, v, out, lse, rows, 0.25, None, threads=threads, width=1)
-        after = max(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas")
+        after = next(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["filepath"] == blas.sgemm_path)
     assert seen and set(seen) == {1}, seen
     assert after == 2   # the limit is given back when the call ends

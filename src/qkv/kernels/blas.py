@@ -23,6 +23,7 @@ __all__ = ["sgemm_ready", "single_thread"]
 _sgemm_lock = threading.Lock()
 _sgemm_state = None   # None: not looked for yet; False: not found; True: handed to _fused
 sgemm_found = None    # (address, ilp64) of the checked cblas_sgemm, also handed to the backward (autograd.py)
+sgemm_path = None     # the file of the BLAS library it came from (NumPy's OpenBLAS)
 
 
 def sgemm_ready() -> bool:
@@ -78,8 +79,9 @@ def _find_sgemm() -> bool:
             except Exception:   # pragma: no cover - a BLAS that refuses the call
                 acc[:] = np.nan
             if np.allclose(acc, expected, rtol=1e-4, atol=1e-4):
-                global sgemm_found
+                global sgemm_found, sgemm_path
                 sgemm_found = (ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
+                sgemm_path = path
                 return True
     _fused.set_sgemm(0, False)
     return False
