@@ -726,20 +726,24 @@ def _plain_forward(q, k, v, rows, scale):
 
 
 def _plain_backward(dout, dlse, q, k, v, rows, scale):
-    """(dq, dk, dv) of _plain_forward by torch autograd through the plain path (in a fresh thread:
-    see in_fresh_thread). dout (Nq, Tq, Dv) or None, dlse (Nq, Tq) or None."""
+    """(dq, dk, dv) of _plain_forward by torch autograd through the plain path (see `_vjp`).
+    dout (Nq, Tq, Dv) or None, dlse (Nq, Tq) or None."""
+    return _vjp(lambda q, k, v: _plain_forward(q, k, v, rows, scale), (q, k, v), (dout, dlse))
+
+
+def _vjp(forward, inputs, grads):
+    """The gradients of forward(*inputs) (a tuple of tensors) with respect to inputs, given each
+    output's gradient (None: that output is not used), by torch autograd in a fresh thread (a custom
+    op's body runs with autograd off: see in_fresh_thread); zeros for an input no output depends on.
+    The ops' backward bodies that differentiate an eager computation share it."""
     import torch
 
     def gradients():
-        leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+        leaves = [x.detach().requires_grad_(True) for x in inputs]
         with torch.enable_grad():
-            out, lse = _plain_forward(*leaves, rows, scale)
-            outputs, grads = [], []
-            for value, grad in ((out, dout), (lse, dlse)):
-                if grad is not None:
-                    outputs.append(value)
-                    grads.append(grad)
-            found = torch.autograd.grad(outputs, leaves, grads, allow_unused=True) if outputs else (None,) * 3
+            pairs = [(out, grad) for out, grad in zip(forward(*leaves), grads) if grad is not None]
+            found = (torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
+                     if pairs else (None,) * len(leaves))
         return tuple((torch.zeros_like(x) if g is None else g).contiguous() for g, x in zip(found, leaves))
 
     return in_fresh_thread(gradients)
@@ -841,15 +845,8 @@ def mask_op():
         if rows is not None:
             return _backward_tensors(dout, dlse, q, k, v, out, lse, torch.from_numpy(rows), scale, block_q, block_k)
 
-        def gradients():
-            leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
-            with torch.enable_grad():
-                found_out, found_lse = _masked_plain_forward(*leaves, mask, lead, causal, scale)
-                pairs = [(o, g) for o, g in ((found_out, dout), (found_lse, dlse)) if g is not None]
-                found = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
-            return tuple((torch.zeros_like(x) if g is None else g).contiguous() for g, x in zip(found, leaves))
-
-        return in_fresh_thread(gradients)
+        return _vjp(lambda q, k, v: _masked_plain_forward(q, k, v, mask, lead, causal, scale), (q, k, v),
+                    (dout, dlse))
 
     @masked_backward.register_fake
     def _(dout, dlse, q, k, v, out, lse, mask, lead, causal, scale, block_q, block_k):
@@ -908,13 +905,7 @@ def sdpa_op():
         "(Tensor dout, Tensor q, Tensor k, Tensor v, float scale) -> (Tensor, Tensor, Tensor)"))
     def checked_sdpa_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor,
                               scale: float) -> tuple[Tensor, Tensor, Tensor]:
-        def gradients():
-            leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
-            with torch.enable_grad():
-                found = torch.autograd.grad(attend(*leaves, scale), leaves, dout, allow_unused=True)
-            return tuple((torch.zeros_like(x) if g is None else g).contiguous() for g, x in zip(found, leaves))
-
-        return in_fresh_thread(gradients)
+        return _vjp(lambda q, k, v: (attend(q, k, v, scale),), (q, k, v), (dout,))
 
     @checked_sdpa_backward.register_fake
     def _(dout, q, k, v, scale):
