@@ -3158,6 +3158,12 @@ KO: dict[str, str] = {
                             "칠한다.",
 }
 
+# `qkv practice` and `qkv why` keep their sentences in their own file (same keys in both languages)
+from .texts_learn import EN as _LEARN_EN, KO as _LEARN_KO  # noqa: E402
+
+EN.update(_LEARN_EN)
+KO.update(_LEARN_KO)
+
 LANGS = {"en": EN, "ko": KO}
 
 # The sections `qkv inspect` prints for a causal language model (its mask, key/value heads and
