@@ -71,3 +71,97 @@ class OpenPage:
 
     def close(self) -> None:
         self.page.close()
+
+
+# ---------------------------------------------------------------------------------------------- contrast
+# What a reader sees as text: every visible element's own text (and the step list's "1." numbers, written by
+# ::before), with its colour and the colour behind it, read from the page's computed styles. The backdrop is
+# found by walking up to the first opaque background (translucent ones are blended over what is behind them);
+# a gradient background (the hatched masked tokens) gives each of its colours, and the worst one counts.
+# Disabled controls are left out: WCAG's contrast rule exempts inactive components.
+_TEXT_COLOURS_JS = r"""
+() => {
+  const parse = (c) => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return null;
+    const v = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number); return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
+  const over = (top, under) => top[3] >= 1 ? top.slice(0, 3) : top.slice(0, 3).map((c, k) => c * top[3] + under[k] * (1 - top[3]));
+  function backdrops(el) {
+    const chain = [];
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) chain.push(e);
+    let under = [[255, 255, 255]];
+    for (let k = chain.length - 1; k >= 0; k--) {
+      const st = getComputedStyle(chain[k]);
+      const grads = (st.backgroundImage.match(/rgba?\([^)]+\)/g) || []).map(parse);
+      const bg = parse(st.backgroundColor);
+      let here = under;
+      if (bg && bg[3] > 0) here = under.map((u) => over(bg, u));
+      if (grads.length) here = grads.map((g) => over(g, here[0]));
+      under = here;
+    }
+    return under;
+  }
+  const out = [];
+  function visible(el) {
+    const r = el.getBoundingClientRect(), st = getComputedStyle(el);
+    return r.width > 0 && r.height > 0 && st.visibility !== "hidden" && st.display !== "none" && !el.closest("[hidden]");
+  }
+  function add(el, text, colour) {
+    const fg = parse(colour); if (!fg) return;
+    for (const bg of backdrops(el)) out.push({ text: text.slice(0, 40), fg: over(fg, bg), bg: bg,
+      where: (el.className && String(el.className)) || el.tagName.toLowerCase() });
+  }
+  for (const el of document.querySelectorAll("body *")) {
+    if (["SCRIPT", "STYLE", "CANVAS", "NOSCRIPT"].includes(el.tagName)) continue;
+    if (el.closest(":disabled")) continue;
+    const own = Array.from(el.childNodes).filter((n) => n.nodeType === 3).map((n) => n.textContent).join("").trim();
+    const field = (el.tagName === "INPUT" && ["text", "search", "number", ""].includes(el.type)) || el.tagName === "TEXTAREA" || el.tagName === "SELECT";
+    const text = field ? (el.value || el.placeholder || "") : own;
+    if (text && visible(el)) add(el, text, getComputedStyle(el).color);
+    const before = getComputedStyle(el, "::before");
+    if (before.content && before.content !== "none" && before.content !== "normal" && before.content !== '""' && visible(el))
+      add(el, "::before " + before.content, before.color);
+  }
+  return out;
+}
+"""
+
+
+def wcag_contrast(a, b) -> float:
+    """WCAG 2.x contrast ratio of two sRGB colours (0…255 each), written out from the definition (relative
+    luminance with the sRGB transfer curve), apart from qkv's own copies in style.py and views.js."""
+    def lum(c):
+        lin = [(x / 255) / 12.92 if x / 255 <= 0.04045 else ((x / 255 + 0.055) / 1.055) ** 2.4 for x in c[:3]]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    la, lb = lum(a), lum(b)
+    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+
+
+def low_contrast_text(page, ratio: float = 4.5) -> list[str]:
+    """Every visible text on ``page`` whose colour contrasts less than ``ratio`` with what is behind it."""
+    bad = []
+    for item in page.evaluate(_TEXT_COLOURS_JS):
+        r = wcag_contrast(item["fg"], item["bg"])
+        if r < ratio:
+            bad.append(f"{item['text']!r} ({item['where']}): {r:.2f}:1, text {[round(c) for c in item['fg']]} "
+                       f"on {[round(c) for c in item['bg']]}")
+    return sorted(set(bad))
+
+
+_MATRIX_INKS_JS = r"""
+() => Array.from(document.querySelectorAll("canvas.qkv-mx-cells")).filter((c) => c.qkvMatrix).map((c) => {
+  const view = c.qkvMatrix, g = c.getContext("2d"), dpr = c.width / parseFloat(c.style.width), cell = view.geometry.cell;
+  return view.inks.map((k) => { const x = Math.round((k.j * cell + 6) * dpr), y = Math.round((k.i * cell + 6) * dpr);
+    return { i: k.i, j: k.j, ink: k.ink, fill: k.fill, pixel: Array.from(g.getImageData(x, y, 1, 1).data).slice(0, 3) }; });
+})
+"""
+
+
+def matrix_number_contrasts(page) -> list[tuple[float, dict]]:
+    """For every number the matrix views wrote on their canvases: (contrast of its text colour with the cell's
+    colour as painted on the canvas, the record). The cell colour is read back from the canvas's pixels."""
+    out = []
+    for view in page.evaluate(_MATRIX_INKS_JS):
+        for k in view:
+            ink = (0, 0, 0) if k["ink"] in ("#000", "#000000") else (255, 255, 255) if k["ink"] in ("#fff", "#ffffff") else None
+            assert ink is not None, k
+            out.append((wcag_contrast(ink, k["pixel"]), k))
+    return out

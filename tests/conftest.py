@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py"}       # Chromium (and a kernel)
+BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py", "test_page_access.py"}       # Chromium (and a kernel)
 REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py", "test_models_families.py",
               "test_models_consistency.py",  # transformers, torch's own tests
               "test_cli_models.py"}          # `qkv inspect` / `qkv embed` on the installed MiniLM

@@ -150,8 +150,15 @@ def test_heads_are_coloured_as_in_the_seed_figures(traces):
     markdown = render(traces["projection"], "markdown")
     assert r"{\color{blue}" in markdown and r"{\color{green}" in markdown
     fragment = derivation_html(traces["projection"])
-    # heads are counted from 0 everywhere (as --head and Python): head 0 blue, head 1 green
-    assert 'qkv-head-0" style="color:#1f6fd1"' in fragment and 'qkv-head-1" style="color:#2a9d3c"' in fragment
+    # heads are counted from 0 everywhere (as --head and Python): head 0 blue, head 1 green — as text on white,
+    # each darkened only as far as WCAG AA's 4.5:1 needs (blue #1f6fd1 is 4.94:1 already; green #2a9d3c is 3.51:1)
+    assert 'qkv-head-0" style="color:#1f6fd1"' in fragment
+    green = re.search(r'qkv-head-1" style="color:#([0-9a-f]{6})"', fragment).group(1)
+    rgb = [int(green[k:k + 2], 16) for k in (0, 2, 4)]
+    lum = lambda c: sum(w * ((x / 255) / 12.92 if x / 255 <= 0.04045 else ((x / 255 + 0.055) / 1.055) ** 2.4)
+                        for w, x in zip((0.2126, 0.7152, 0.0722), c))
+    assert 4.5 <= 1.05 / (lum(rgb) + 0.05) < 5.0                   # readable, and still the palette's green
+    assert rgb[1] > rgb[0] and rgb[1] > rgb[2]
     assert "qkv-head-2" not in fragment
     coloured = render(traces["projection"], "text", color=True)
     assert "\x1b[" in coloured and "\x1b[" not in render(traces["projection"], "text")

@@ -199,8 +199,8 @@ def variants(name: str, trace: Trace | None = None) -> dict | None:
     """What-ifs an offline page can show without a server, each computed by `run` with `Changes`.
 
     The group meeting: meeting 2 again with the question's words scored s (1 … 1000) instead of 1000, so
-    lot's weight goes from ~1 to ~0. Other worked examples without a mask: the followed query's weights
-    and output for score scales 0 … 4 (0: every key alike; 1/√d_k: as recorded; 1: no ÷√d_k). The page
+    lot's weight goes from ~1 to ~0. Other worked examples without a mask: every query's weights (H, Tq, Tk)
+    and output (H, Tq, Dv) for score scales 0 … 4 (0: every key alike; 1/√d_k: as recorded; 1: no ÷√d_k). The page
     only looks these numbers up (`trace_html` reads ``trace.meta["variants"]``). None: nothing to vary.
     """
     trace = trace if trace is not None else run(name)
@@ -219,6 +219,7 @@ def variants(name: str, trace: Trace | None = None) -> dict | None:
                          "out": changed[f"{scenes[1]['name']}/out"].value.reshape(-1).tolist()})
         return {"kind": "meeting", "tokens": tokens, "asked": asked, "lot": len(tokens) - 1,
                 "recorded": float(scores[asked[0]]), "lotScore": float(scores[-1]),
+                "scores": [float(s) for s in scores],          # every token's given score (the asked ones vary)
                 "answers": [str(a) for a in info.answers], "variants": rows}
     if name not in EDITABLE or name == "multi-head" or "mask" in trace or "q_heads" not in trace:
         return None
@@ -228,12 +229,12 @@ def variants(name: str, trace: Trace | None = None) -> dict | None:
     scales = [(0.0, ""), (0.25 / root, ""), (0.5 / root, ""), (1 / root, "recorded"), (1.0, "plain"), (2.0, ""),
               (4.0, "")]
     rows = []
-    for scale, role in sorted(scales):
+    for scale, role in sorted(scales):          # every query's row: the page follows whichever query is chosen
         changed = trace if role == "recorded" else run(name, changes=Changes(factor=scale, sqrt_dk=False))
-        rows.append({"scale": scale, "role": role, "weights": changed["weights"].value[:, query].tolist(),
-                     "out": changed["out"].value[:, query].tolist()})
-    return {"kind": "scale", "dk": d_k, "query": query, "qToken": info.tokens[query], "tokens": list(info.key_tokens),
-            "variants": rows}
+        rows.append({"scale": scale, "role": role, "weights": changed["weights"].value.tolist(),
+                     "out": changed["out"].value.tolist()})
+    return {"kind": "scale", "dk": d_k, "query": query, "qToken": info.tokens[query],
+            "tokens": list(info.key_tokens), "variants": rows}
 
 
 def path(name: str) -> Path:

@@ -19,7 +19,7 @@ from .style import HEAD_COLOURS, head_colour
 
 __all__ = ["to_text", "to_markdown", "to_html", "to_json", "HEAD_COLOURS"]
 
-_WHICH = {0: "rich", 1: "hex", 2: "latex"}
+_WHICH = {0: "rich", 1: "text", 2: "latex"}      # HTML: the head colour darkened to 4.5:1 on white
 
 
 def _colour(group: int | None, which: int) -> str | None:

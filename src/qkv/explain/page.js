@@ -86,6 +86,7 @@
     // fresh: the selection is the one the page chose on open; the first click replaces it
     var state = { part: 0, head: 0, hover: null, selected: [], fresh: true, locked: false, cell: null, zoom: 1, width: 0 };
     var cache = {};                    // "part/step" → unpacked array
+    var whatIfFollows = null;          // the what-if's redraw, when it follows the chosen query
     var api = { state: state, payload: payload, ready: false };
     root.qkv = api;
     (window.qkvPages = window.qkvPages || {})[root.id] = api;
@@ -124,16 +125,20 @@
     var lockButton = el("button", "qkv-lock", W.lock); lockButton.type = "button"; bar.appendChild(lockButton);
     var clearButton = el("button", "qkv-clear", W.clear); clearButton.type = "button"; bar.appendChild(clearButton);
     app.appendChild(bar);
-    app.appendChild(el("p", "qkv-note", W.hint));
+    app.appendChild(el("p", "qkv-note", W.hint + " " + W.matrix_keys));
     app.appendChild(el("p", "qkv-note", W.storage.replace(/\{d\}/g, payload.digits)));
 
+    // the views in one column, the step-through beside them where the window is wide enough (below on a
+    // phone): at 1366 × 900 the first step's text is on the first screen
+    var main = el("div", "qkv-main"), col = el("div", "qkv-col");
+    main.appendChild(col); app.appendChild(main);
     // overview: a fixed grid, one row per layer (or part), one column per head
     var several = payload.parts.length > 1 || payload.parts[0].heads > 1;
     var overview = el("section", "qkv-panel qkv-overview"), thumbs = el("div", "qkv-thumbs");
     if (several) {
       overview.appendChild(el("h3", null, payload.isModel ? W.overview : payload.parts.length > 1 ? W.overview_parts : W.overview_heads));
       overview.appendChild(thumbs);
-      app.appendChild(overview);
+      col.appendChild(overview);
     }
 
     // head view and matrix view
@@ -142,6 +147,7 @@
     var scroll = el("div", "qkv-hv-scroll"), grid = el("div", "qkv-hv-grid");
     var left = el("div", "qkv-tokens qkv-left"), right = el("div", "qkv-tokens qkv-right");
     var lines = document.createElement("canvas"); lines.className = "qkv-lines";
+    lines.setAttribute("role", "img"); lines.setAttribute("aria-label", W.lines_label);
     grid.appendChild(el("div", "qkv-colhead qkv-colhead-q", W.queries_col)); grid.appendChild(el("div"));
     grid.appendChild(el("div", "qkv-colhead qkv-colhead-k", W.keys_col));
     grid.appendChild(left); grid.appendChild(lines); grid.appendChild(right);
@@ -163,15 +169,17 @@
       get qTokens() { return part().qTokens; }, get kTokens() { return part().kTokens; },
       value: function (i, j) { return weight(i, j); },
       text: function (i, j) { var w = step("weights"); return fmt(w, at(w, state.head, i, j)); },
-      masked: function (i, j) { return isMasked(i, j); }
+      masked: function (i, j) { return isMasked(i, j); },
+      label: W.matrix_label
     };
     var mx = V.matrix(pan, matrixGrid);
     var info = el("div", "qkv-info"); mv.appendChild(info);
+    info.setAttribute("aria-live", "polite");        // the cell the arrow keys moved to, read out
     mv.appendChild(V.legend({ masked: true, label: W.legend }));
     views.appendChild(mv);
-    app.appendChild(views);
-    var cellBox = el("div", "qkv-panel qkv-cell"); cellBox.hidden = true; app.appendChild(cellBox);
-    var stepBox = el("section", "qkv-panel qkv-stepper"); app.appendChild(stepBox);
+    col.appendChild(views);
+    var cellBox = el("div", "qkv-panel qkv-cell"); cellBox.hidden = true; col.appendChild(cellBox);
+    var stepBox = el("section", "qkv-panel qkv-stepper"); main.appendChild(stepBox);
     var marks = { read: [], write: [] };
     var stepper = V.stepper(stepBox, W, function (s) {
       marks = s ? { read: s.read || [], write: s.write || [] } : { read: [], write: [] };
@@ -190,12 +198,18 @@
       var p = part();
       rowH = Math.max(p.tq, p.tk) <= 64 ? 20 : 14;
       left.textContent = ""; right.textContent = "";
+      // every token is a control the keyboard reaches (Tab; Enter or Space acts as a click): a query token
+      // chooses that query (aria-pressed: chosen), a key token shows the chosen query's cell with that key
       p.qTokens.forEach(function (t, i) {
-        var d = el("div", "qkv-tok", t); d.style.height = rowH + "px"; d.setAttribute("data-index", i); d.title = i + ": " + t;
+        var d = el("div", "qkv-tok", t); d.style.height = rowH + "px"; d.setAttribute("data-index", i); d.title = rowNumber(i) + ": " + t;
+        d.tabIndex = 0; d.setAttribute("role", "button"); d.setAttribute("aria-pressed", "false");
+        d.setAttribute("aria-label", W.query + " " + rowNumber(i) + " “" + t + "”");
         left.appendChild(d);
       });
       p.kTokens.forEach(function (t, j) {
-        var d = el("div", "qkv-tok", t); d.style.height = rowH + "px"; d.setAttribute("data-index", j); d.title = j + ": " + t;
+        var d = el("div", "qkv-tok", t); d.style.height = rowH + "px"; d.setAttribute("data-index", j); d.title = rowNumber(j) + ": " + t;
+        d.tabIndex = 0; d.setAttribute("role", "button");
+        d.setAttribute("aria-label", W.key + " " + rowNumber(j) + " “" + t + "”");
         right.appendChild(d);
       });
       headSelect.textContent = "";
@@ -262,17 +276,20 @@
       Array.prototype.forEach.call(left.children, function (d, i) {
         d.classList.toggle("qkv-active", !!chosen[i]);
         d.classList.toggle("qkv-pinned", state.selected.indexOf(i) >= 0);
+        d.setAttribute("aria-pressed", state.selected.indexOf(i) >= 0 ? "true" : "false");
       });
       // one query: its weights on the 0–1 scale; several: their sum on its own scale, 0 to N
       var label = sum ? V.fill(W.sum_of, { n: n }) : W.weight;
       Array.prototype.forEach.call(right.children, function (d, j) {
-        if (!n) { d.style.background = ""; d.style.color = ""; d.removeAttribute("data-weight"); d.classList.remove("qkv-masked"); d.title = j + ": " + p.kTokens[j]; return; }
+        var name = W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”";
+        if (!n) { d.style.background = ""; d.style.color = ""; d.removeAttribute("data-weight"); d.classList.remove("qkv-masked"); d.title = rowNumber(j) + ": " + p.kTokens[j]; d.setAttribute("aria-label", name); return; }
         var s = summed(rs, j), masked = s.text === W.masked, c = masked ? null : V.colourOf(s.value, n);
         d.classList.toggle("qkv-masked", masked);
         d.style.background = masked ? "" : "rgb(" + c.join(",") + ")";
-        d.style.color = !masked && V.dark(s.value, n) ? "#fff" : "";
+        d.style.color = masked ? "" : V.ink(c);           // black or white, by contrast with the key's colour
         d.setAttribute("data-weight", s.text);
-        d.title = j + ": " + p.kTokens[j] + " — " + label + " " + s.text;
+        d.title = rowNumber(j) + ": " + p.kTokens[j] + " — " + label + " " + s.text;
+        d.setAttribute("aria-label", name + ": " + label + " " + s.text);
       });
       root.setAttribute("data-query", rs.join(","));
       root.setAttribute("data-selected", state.selected.slice().sort(function (a, b) { return a - b; }).join(","));
@@ -313,6 +330,7 @@
           var box = el("button", "qkv-thumb"); box.type = "button";
           box.setAttribute("data-part", index); box.setAttribute("data-head", h);
           var c = document.createElement("canvas");
+          c.setAttribute("aria-hidden", "true");        // the button's label names it
           var sx = p.tk / px, sy = p.tq / px, img;
           c.width = px; c.height = px; c.style.width = px + "px"; c.style.height = px + "px";
           var g = c.getContext("2d"); img = g.createImageData(px, px);
@@ -389,6 +407,7 @@
 
     function refresh(keepSteps) {
       paintTokens(); drawLines(); drawMatrix(); markThumb();
+      if (whatIfFollows && api.ready) whatIfFollows();
       if (api.ready) rebuildSteps(keepSteps !== false);
     }
     function setHover(value) { state.hover = value; paintTokens(); drawLines(); drawMatrix(); }
@@ -415,14 +434,28 @@
     clearButton.addEventListener("click", function () { state.selected = []; state.fresh = false; state.hover = null; refresh(); });
     zoomIn.addEventListener("click", function () { state.zoom = Math.min(16, state.zoom * 2); drawMatrix(); });
     zoomOut.addEventListener("click", function () { state.zoom = Math.max(1 / 8, state.zoom / 2); drawMatrix(); });
+    // Enter or Space on a focused token is its click
+    [left, right].forEach(function (side) {
+      side.addEventListener("keydown", function (e) {
+        if ((e.key !== "Enter" && e.key !== " ") || !e.target.closest(".qkv-tok")) return;
+        e.preventDefault(); e.target.click();
+      });
+    });
     var matrix = mx.canvas;
+    function describe(i, j) {          // the line under the matrix: the cell under the pointer or the keys' cell
+      var p = part(), w = step("weights");
+      info.textContent = W.query + " " + rowNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”: " +
+        (isMasked(i, j) ? W.masked : fmt(w, at(w, state.head, i, j)));
+    }
     matrix.addEventListener("mousemove", function (e) {
-      var c = mx.cellAt(e), p = part();
+      var c = mx.cellAt(e);
       if (!c) { info.textContent = ""; return; }
-      var w = step("weights");
-      info.textContent = W.query + " " + rowNumber(c[0]) + " “" + p.qTokens[c[0]] + "” → " + W.key + " " + rowNumber(c[1]) + " “" + p.kTokens[c[1]] + "”: " +
-        (isMasked(c[0], c[1]) ? W.masked : fmt(w, at(w, state.head, c[0], c[1])));
+      describe(c[0], c[1]);
       if (!state.locked && state.hover !== c[0]) setHover(c[0]);
+    });
+    mx.keys({                          // Tab to the matrix, the arrow keys move the chosen cell (views.js)
+      current: function () { var i = followed(); return state.cell || [i, focusKey(i)]; },
+      choose: function (i, j) { state.hover = null; showCell(i, j, false); describe(i, j); }
     });
     matrix.addEventListener("mouseleave", function () { info.textContent = ""; if (state.hover !== null) setHover(null); });
     matrix.addEventListener("click", function (e) { var c = mx.cellAt(e); if (c) showCell(c[0], c[1], true); });
@@ -504,8 +537,9 @@
         box.setAttribute("data-score", String(v.score));
         var html = '<table class="qkv-mt"><tr><th></th>' + w.tokens.map(function (t) { return "<th>" + esc(t) + "</th>"; }).join("") + "</tr>";
         html += "<tr><th>" + esc(W.score_given || W.score) + "</th>" + w.tokens.map(function (t, k) {
-          var s = w.asked.indexOf(k) >= 0 ? v.score : k === w.lot ? w.lotScore : null;
-          return '<td class="qkv-n">' + (s === null ? "" : esc(String(s))) + "</td>"; }).join("") + "</tr>";
+          // every token's given score: the question's words take the slider's, the others keep theirs (1 is a score too)
+          var s = w.asked.indexOf(k) >= 0 ? v.score : w.scores ? w.scores[k] : k === w.lot ? w.lotScore : null;
+          return '<td class="qkv-n" data-key="' + k + '">' + (s === null || s === undefined ? "" : esc(String(s))) + "</td>"; }).join("") + "</tr>";
         html += "<tr><th>" + esc(W.weight) + "</th>" + v.weights.map(function (x, k) {
           return '<td class="qkv-n' + (k === w.lot ? " qkv-write" : "") + '" data-key="' + k + '">' + V.fmt(x, w.digits) + "</td>"; }).join("") + "</tr></table>";
         var best = v.out[0] >= v.out[1] ? 0 : 1;
@@ -520,7 +554,7 @@
 
     // a worked example's softmax at other score scales (each variant computed by qkv when the page was built)
     function scaleWhatIf(box, w) {
-      box.appendChild(el("p", null, V.fill(W.whatif_scale, { tok: "“" + w.qToken + "”", dk: w.dk })));
+      var intro = el("p"); box.appendChild(intro);
       var label = el("label", "qkv-whatif-label"), slider = el("input");
       slider.type = "range"; slider.min = 0; slider.max = w.variants.length - 1; slider.step = 1; slider.className = "qkv-whatif-slider";
       w.variants.forEach(function (v, k) { if (v.role === "recorded") slider.value = k; });
@@ -530,21 +564,30 @@
       box.appendChild(label);
       var out = el("div", "qkv-whatif-out"); box.appendChild(out);
       box.appendChild(el("p", "qkv-note", W.whatif_scale_note));
+      // the query the page follows (the one chosen above, else the example's own): its row of every variant
+      function query() {
+        var i = payload.parts.length ? followed() : w.query, rowsHeld = w.variants[0].weights[0].length;
+        return i < rowsHeld ? i : w.query;
+      }
       function show() {
-        var v = w.variants[+slider.value], d = w.digits;
+        var v = w.variants[+slider.value], d = w.digits, i = query();
+        var tok = payload.parts.length && part().qTokens[i] !== undefined ? part().qTokens[i] : w.qToken;
+        intro.textContent = V.fill(W.whatif_scale, { tok: "“" + tok + "”", dk: w.dk });
+        box.setAttribute("data-query", String(i));
         shown.textContent = V.fmt(v.scale, d) + (v.role === "recorded" ? " = 1/√" + w.dk + " (" + W.whatif_recorded + ")" :
           v.role === "plain" ? " (" + W.whatif_no_root + ")" : "");
         box.setAttribute("data-scale", String(v.scale));
         var html = '<table class="qkv-mt"><tr><th></th>' + w.tokens.map(function (t) { return "<th>" + esc(t) + "</th>"; }).join("") + "<th>z</th></tr>";
-        v.weights.forEach(function (row, h) {
-          html += "<tr><th>" + esc(v.weights.length > 1 ? headName(h) : W.weight) + "</th>" + row.map(function (x, j) {
+        v.weights.forEach(function (rows, h) {
+          html += "<tr><th>" + esc(v.weights.length > 1 ? headName(h) : W.weight) + "</th>" + rows[i].map(function (x, j) {
             return '<td class="qkv-n" data-head="' + h + '" data-key="' + j + '">' + V.fmt(x, d) + "</td>"; }).join("") +
-            '<td class="qkv-n">[' + v.out[h].map(function (x) { return V.fmt(x, d); }).join(", ") + "]</td></tr>";
+            '<td class="qkv-n">[' + v.out[h][i].map(function (x) { return V.fmt(x, d); }).join(", ") + "]</td></tr>";
         });
         out.innerHTML = '<div class="qkv-table-scroll">' + html + "</table></div>";
       }
       slider.addEventListener("input", show);
       show();
+      whatIfFollows = show;          // a newly chosen query redraws it (refresh)
       return box;
     }
 
@@ -552,9 +595,15 @@
     function flowOnly() {
       var flow = payload.flow || { arrays: {} }, names = Object.keys(flow.arrays), fcache = {};
       if (!names.length || !flow.arrays.out) { app.appendChild(el("p", "qkv-note", W.no_data)); root.setAttribute("data-ready", "1"); return; }
-      var box = el("section", "qkv-panel qkv-stepper"); app.appendChild(box);
+      // the picture (heads → concat → W_O → y) beside the step-through, as the views of the other pages
+      var main = el("div", "qkv-main"), pictureBox = el("section", "qkv-panel qkv-col qkv-flow"), picture = null;
+      var box = el("section", "qkv-panel qkv-stepper");
+      main.appendChild(pictureBox); main.appendChild(box); app.appendChild(main);
       app.appendChild(whatIfBox());
-      var ctl = V.stepper(box, W, function (s) { root.setAttribute("data-step", s ? s.id : ""); }, W.stepper_hint_flow);
+      var ctl = V.stepper(box, W, function (s) {
+        root.setAttribute("data-step", s ? s.id : "");
+        if (picture) picture.show(s ? s.id : "");
+      }, W.stepper_hint_flow);
       api.stepper = ctl;
       arrowKeys(root, ctl);
       Promise.all(names.map(function (n) { return unpack(flow.arrays[n]).then(function (a) { fcache[n] = a; }); })).then(function () {
@@ -569,6 +618,8 @@
         var tokens = flow.tokens || [], i = payload.query || 0;
         var rowsOut = fcache.out.shape[1];
         var shownTokens = rowsOut === 1 && tokens[i] !== undefined ? [tokens[i]] : tokens;   // one followed token
+        picture = V.flowPicture(pictureBox, src, { i: rowsOut === 1 ? 0 : i, heads: flow.heads, headNumber: headNumber,
+          colours: payload.headColours, token: tokens[i] }, W);
         ctl.set(V.flowSteps(src, { i: rowsOut === 1 ? 0 : i, h: 0, qTokens: shownTokens, heads: flow.heads,
           headLabel: function (h) { return W.head + " " + headNumber(h); }, headNumber: headNumber }, W, false));
         api.ready = true; root.setAttribute("data-ready", "1");

@@ -33,7 +33,7 @@ from ..trace import (BIASED_SCORES, CONCAT, K, K_HEADS, MASK, MEMORY, OUT, Q, Q_
                      in_language, token_number)
 from . import texts
 from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, as_heads, as_layers, attention_parts, title_of, token_labels
-from .style import BLUES_STOPS, DIGITS, LEGEND_TICKS, WEIGHT_GAMMA
+from .style import BLUES_STOPS, DIGITS, HEAD_COLOURS, LEGEND_TICKS, WEIGHT_GAMMA
 
 __all__ = ["trace_html", "attention_page", "pack"]
 
@@ -258,6 +258,7 @@ def _page(payload: dict, *, title: str, lang: str, digits: int, derivation: str,
     if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 12:
         raise ValueError(f"digits must be an integer from 0 to 12, got {digits!r}")
     payload = dict(payload, lang=lang, digits=digits, words=_words(lang), gamma=WEIGHT_GAMMA,
+                   headColours=[colour for colour, _, _ in HEAD_COLOURS],
                    stops=[list(stop) for stop in BLUES_STOPS],
                    legendTicks=list(LEGEND_TICKS), lead=(payload.get("lead") or {}).get(lang, ""),
                    compressed=any(a["z"] for p in payload["parts"] + [payload.get("flow") or {"arrays": {}}]

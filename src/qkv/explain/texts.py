@@ -382,6 +382,13 @@ EN: dict[str, str] = {
     "page.legend": "weight (one scale everywhere: 0 to 1, shaded by √weight); hatched grey: masked",
     "page.zoom_in": "zoom in",
     "page.zoom_out": "zoom out",
+    "page.matrix_label": "attention weights, rows: queries, columns: keys; the arrow keys move the chosen cell and "
+                         "its derivation follows",
+    "page.matrix_keys": "By keyboard: Tab to a token or to the matrix; Enter chooses; in the matrix the arrow keys "
+                        "move the cell.",
+    "page.flow_picture": "The heads' outputs for {tok} become one output: side by side (concat), then times W_O",
+    "page.lines_label": "lines from each chosen query to the keys; the darker the line, the larger the weight (the "
+                        "key tokens on the right show the same weights as colours)",
     "page.decode_fail": "This browser cannot unpack the embedded numbers (it needs DecompressionStream: Chrome 80+, "
                         "Firefox 113+, Safari 16.4+).",
     "page.steps": "Step by step",
@@ -1951,6 +1958,10 @@ KO: dict[str, str] = {
                    "빗금 친 회색: 마스크",
     "page.zoom_in": "확대",
     "page.zoom_out": "축소",
+    "page.matrix_label": "어텐션 가중치. 행은 Query, 열은 Key다. 화살표 키로 칸을 옮기면 그 칸의 계산 과정이 나온다",
+    "page.matrix_keys": "키보드로는 Tab으로 토큰이나 행렬로 가서 Enter로 고른다. 행렬에서는 화살표 키로 칸을 옮긴다.",
+    "page.flow_picture": "{tok}에 대한 헤드들의 출력이 하나의 출력이 된다: 나란히 이은 뒤(concat) W_O를 곱한다",
+    "page.lines_label": "고른 Query에서 각 Key로 가는 선. 선이 진할수록 가중치가 크다 (오른쪽 Key 토큰의 색이 같은 가중치를 나타낸다)",
     "page.decode_fail": "이 브라우저는 내장된 숫자를 풀 수 없다 (DecompressionStream 필요: Chrome 80+, Firefox 113+, "
                         "Safari 16.4+).",
     "page.steps": "단계별 계산",

@@ -10,6 +10,8 @@
                                     payload, serve's /api/style); masked: [r, g, b] or "#rrggbb"
      V.colour(w) → [r, g, b]        a weight w in [0, 1] (clamped): the stops at w^γ
      V.colourOf(v, top) → [r, g, b] v on a scale from 0 to top (a sum of N rows of weights: top = N)
+     V.contrast(a, b) → 1 … 21      the WCAG contrast ratio of two colours; V.ink(rgb) → "#000" | "#fff", the
+                                    one that contrasts more with rgb (always ≥ 4.58:1)
      V.fmt(v, digits) → string      fixed decimals, a true minus "−", ∞ / −∞ / NaN, never "−0.00"
      V.fmtInt(n, exp) → string      the exact decimal of the integer n · 10^−exp (n a Number or BigInt)
      V.decimal(text) → {n: BigInt, exp} | null   a shown number read back exactly ("−0.125" → −125, 3)
@@ -29,6 +31,11 @@
                                     Labels are DOM nodes (.qkv-mx-row / .qkv-mx-col, data-index): a label
                                     that fits its column is written upright ("I" stays "I"), a longer
                                     one turned to read bottom-up.
+     m.keys({current, choose})                  the keyboard: the canvas is reached with Tab (tabindex 0,
+                                    role img, aria-label grid.label); ↑ ↓ ← → Home End move from current() and
+                                    call choose(i, j), as Enter / Space do for the current cell
+     m.inks                                     after a draw: [{i, j, fill, ink}] each written number's cell
+                                    colour and text colour (V.ink: the one of black / white that contrasts more)
      m.cellAt(event) → [i, j] | null            the cell under a mouse event
      m.cellPoint(i, j) → {x, y}                 a cell's centre in the window's coordinates
      m.canvas, m.geometry {cell, left, top}     left/top: the label margins
@@ -95,8 +102,18 @@
     return [Math.round(a[0] + f * (b[0] - a[0])), Math.round(a[1] + f * (b[1] - a[1])), Math.round(a[2] + f * (b[2] - a[2]))];
   };
   V.colourOf = function (v, top) { return V.colour(v / (top || 1)); };
-  // whether text on the colour of v (scale 0 … top) should be white
-  V.dark = function (v, top) { return Math.pow(Math.max(0, Math.min(1, v / (top || 1))), STYLE.gamma) > 0.6; };
+  // WCAG 2 contrast: relative luminance of an sRGB colour, and the ratio of two colours (1 … 21)
+  V.luminance = function (rgb) {
+    var c = rgbOf(rgb).map(function (x) { x /= 255; return x <= 0.04045 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  };
+  V.contrast = function (a, b) {
+    var la = V.luminance(a), lb = V.luminance(b);
+    return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
+  };
+  // the text colour for a background: black or white, whichever contrasts more (one of them always
+  // reaches 4.58:1, above WCAG AA's 4.5:1, whatever the background)
+  V.ink = function (rgb) { return V.contrast(rgb, [0, 0, 0]) >= V.contrast(rgb, [255, 255, 255]) ? "#000" : "#fff"; };
 
   V.fmt = function (v, digits) {
     if (typeof v === "string") v = v === "inf" ? Infinity : v === "-inf" ? -Infinity : NaN;
@@ -137,6 +154,8 @@
     var top = opts.top || 1, w = opts.width || 220, h = 12;
     var box = el("div", "qkv-legend"), c = document.createElement("canvas");
     c.width = w; c.height = h; c.style.width = w + "px"; c.style.height = h + "px";
+    c.setAttribute("role", "img");          // the bar itself: its ticks and label below say the same in words
+    c.setAttribute("aria-label", opts.label || "0 … " + top);
     var g = c.getContext("2d");
     for (var x = 0; x < w; x++) {
       var rgb = V.colour(Math.pow(x / (w - 1), 1 / STYLE.gamma)); g.fillStyle = "rgb(" + rgb.join(",") + ")"; g.fillRect(x, 0, 1, h);
@@ -162,9 +181,15 @@
   V.matrix = function (box, grid) {
     var wrap = el("div", "qkv-mx"), canvas = document.createElement("canvas"), labels = el("div", "qkv-mx-labels");
     canvas.className = "qkv-mx-cells";
+    // the keyboard reaches every cell as the mouse does: Tab to the matrix, the arrow keys move the chosen
+    // cell (view.keys); a screen reader hears the label, and the caller's line under the matrix (aria-live)
+    canvas.tabIndex = 0;
+    canvas.setAttribute("role", "img");
+    if (grid.label) canvas.setAttribute("aria-label", grid.label);
     wrap.appendChild(labels); wrap.appendChild(canvas); box.appendChild(wrap);
     var measure = document.createElement("canvas").getContext("2d"); measure.font = LABEL_FONT;
-    var view = { canvas: canvas, box: wrap, geometry: { cell: 1, left: 0, top: 0 } }, labelKey = "";
+    var view = { canvas: canvas, box: wrap, geometry: { cell: 1, left: 0, top: 0 }, inks: [] }, labelKey = "";
+    canvas.qkvMatrix = view;          // tests and tools reach the view from its canvas
 
     function widthOf(t) { return measure.measureText(t).width; }
 
@@ -223,11 +248,13 @@
       }
       g.putImageData(image, 0, 0);
       g.setTransform(dpr, 0, 0, dpr, 0, 0);
+      view.inks = [];                   // each written number's cell colour and text colour (for tests and tools)
       if (cell >= 40) {                 // the numbers themselves, when they fit
         g.textAlign = "center"; g.textBaseline = "middle"; g.font = Math.min(11, Math.floor(cell / 4.2)) + "px ui-monospace, monospace";
         for (var a = 0; a < tq; a++) for (var b = 0; b < tk; b++) {
           var off = grid.masked(a, b);
-          g.fillStyle = !off && V.dark(grid.value(a, b), top) ? "#fff" : "#222";
+          g.fillStyle = V.ink(off ? masked : colours[a * tk + b]);     // chosen by contrast with the cell's colour
+          view.inks.push({ i: a, j: b, fill: off ? masked : colours[a * tk + b], ink: g.fillStyle });
           g.fillText(off ? (opts.maskedText || "−∞") : grid.text(a, b), (b + 0.5) * cell, (a + 0.5) * cell, cell - 2);
         }
       }
@@ -251,6 +278,22 @@
       var r = canvas.getBoundingClientRect(), cell = view.geometry.cell;
       var j = Math.floor((e.clientX - r.left) / cell), i = Math.floor((e.clientY - r.top) / cell);
       return (i >= 0 && j >= 0 && i < grid.tq && j < grid.tk) ? [i, j] : null;
+    };
+    // keys({current() → [i, j], choose(i, j)}): ↑ ↓ ← → move the chosen cell, Home / End to the row's first /
+    // last key, Enter and Space choose the current one; the arrows go no further than the matrix's edge
+    var MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    view.keys = function (opts) {
+      canvas.addEventListener("keydown", function (e) {
+        if (e.altKey || e.ctrlKey || e.metaKey) return;
+        var move = MOVES[e.key], at = opts.current(), c;
+        if (move) c = [Math.min(grid.tq - 1, Math.max(0, at[0] + move[0])), Math.min(grid.tk - 1, Math.max(0, at[1] + move[1]))];
+        else if (e.key === "Home") c = [at[0], 0];
+        else if (e.key === "End") c = [at[0], grid.tk - 1];
+        else if (e.key === "Enter" || e.key === " ") c = at;
+        else return;
+        e.preventDefault(); e.stopPropagation();        // the arrows move the cell here, not the step-through
+        opts.choose(c[0], c[1]);
+      });
     };
     view.cellPoint = function (i, j) {
       var r = canvas.getBoundingClientRect(), cell = view.geometry.cell;
@@ -651,6 +694,79 @@
     }
     return steps;
   };
+
+  // The picture of multi-head's last steps, from the recorded numbers only: each head's output z⁽ⁿ⁾ (one
+  // row per head, tinted in the head's colour), their concat (each number keeps its head's tint), W_O (its
+  // rows in bands of the head they multiply) and y. Every number is written as text (a screen reader reads
+  // the tables); show(id) marks the part the step-through's step id ("heads", "concat", "wo") is about.
+  // ctx {i, heads, headNumber(h), colours: ["#rrggbb"…] (qkv.explain.style.HEAD_COLOURS), token}
+  V.flowPicture = function (box, src, ctx, W) {
+    var fig = el("figure", "qkv-flowpic"), row = el("div", "qkv-flowpic-row");
+    fig.appendChild(el("figcaption", null, fill(W.flow_picture, { tok: "“" + (ctx.token || "") + "”" })));
+    var H = ctx.heads || 1, colours = ctx.colours || [], num = ctx.headNumber || function (h) { return h; };
+    function tint(h) {                  // the head's colour mixed with 80 % white: dark text stays readable on it
+      var c = rgbOf(colours[h % Math.max(1, colours.length)] || "#cccccc");
+      return "rgb(" + c.map(function (x) { return Math.round(x + 0.8 * (255 - x)); }).join(",") + ")";
+    }
+    function edge(h) { return colours[h % Math.max(1, colours.length)] || "#999"; }
+    function cell(text, h, cls) {
+      var td = el("td", "qkv-n" + (cls ? " " + cls : ""), text);
+      if (h !== null) { td.style.background = tint(h); td.style.boxShadow = "inset 0 -3px 0 " + edge(h); }
+      return td;
+    }
+    function block(id, title) {
+      var b = el("div", "qkv-flowpic-block"); b.setAttribute("data-part", id);
+      b.appendChild(el("div", "qkv-flowpic-title", title)); row.appendChild(b); return b;
+    }
+    function arrow(text) { row.appendChild(el("div", "qkv-flowpic-arrow", text)); }
+    var out = src.shape("out"), dv = out[2], zr = Math.min(ctx.i || 0, out[1] - 1);
+    var zs = block("heads", W["st.heads"]), t = el("table", "qkv-flowpic-t");
+    for (var h = 0; h < out[0]; h++) {
+      var tr = el("tr"); tr.appendChild(el("th", null, "z" + sup(num(h))));
+      for (var d = 0; d < dv; d++) tr.appendChild(cell(src.text("out", h, zr, d), h));
+      t.appendChild(tr);
+    }
+    zs.appendChild(t);
+    if (src.has("concat")) {
+      arrow("→");
+      var cs = src.shape("concat"), cr = Math.min(ctx.i || 0, cs[1] - 1), width = cs[2], per = Math.max(1, Math.round(width / H));
+      var cb = block("concat", W["st.concat"]), ct = el("table", "qkv-flowpic-t"), ctr = el("tr");
+      for (var c = 0; c < width; c++) ctr.appendChild(cell(src.text("concat", 0, cr, c), Math.floor(c / per)));
+      ct.appendChild(ctr); cb.appendChild(ct);
+      cb.appendChild(el("div", "qkv-note", "1 × " + width));
+      if (src.has("w_o")) {
+        arrow("×");
+        var ws = src.shape("w_o"), wb = block("wo", "W_O"), wt = el("table", "qkv-flowpic-t");
+        for (var r = 0; r < ws[1]; r++) {
+          var wr = el("tr");
+          for (var c2 = 0; c2 < ws[2]; c2++) wr.appendChild(cell(src.text("w_o", 0, r, c2), Math.floor(r / per)));
+          wt.appendChild(wr);
+        }
+        wb.appendChild(wt); wb.appendChild(el("div", "qkv-note", ws[1] + " × " + ws[2]));
+        if (src.has("y")) {
+          arrow("=");
+          var ys = src.shape("y"), yr = Math.min(ctx.i || 0, ys[1] - 1), yb = block("y", "y"), yt = el("table", "qkv-flowpic-t"), ytr = el("tr");
+          for (var c3 = 0; c3 < ys[2]; c3++) ytr.appendChild(cell(src.text("y", 0, yr, c3), null, "qkv-flowpic-y"));
+          yt.appendChild(ytr); yb.appendChild(yt); yb.appendChild(el("div", "qkv-note", "1 × " + ys[2]));
+        }
+      }
+    }
+    fig.appendChild(row); box.appendChild(fig);
+    return {
+      node: fig,
+      show: function (id) {            // the step's parts: z for "heads", z → concat for "concat", concat × W_O = y for "wo"
+        var on = { heads: ["heads"], concat: ["heads", "concat"], wo: ["concat", "wo", "y"] }[id] || [];
+        Array.prototype.forEach.call(row.querySelectorAll(".qkv-flowpic-block"), function (b) {
+          b.classList.toggle("qkv-on", on.indexOf(b.getAttribute("data-part")) >= 0);
+        });
+        fig.setAttribute("data-step", id || "");
+      }
+    };
+  };
+  function sup(n) {
+    var map = { "0": "⁰", "1": "¹", "2": "²", "3": "³", "4": "⁴", "5": "⁵", "6": "⁶", "7": "⁷", "8": "⁸", "9": "⁹" };
+    return "⁽" + String(n).split("").map(function (c) { return map[c] || c; }).join("") + "⁾";
+  }
 
   // the step-through panel
   V.stepper = function (box, W, onStep, hint) {

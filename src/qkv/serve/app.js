@@ -525,17 +525,14 @@
     var scroll = el("div", "qkv-matrix-box");
     left.appendChild(scroll);
     var view = V.matrix(scroll, {
-      tq: tq, tk: tk, qTokens: qTokens, kTokens: kTokens,
+      tq: tq, tk: tk, qTokens: qTokens, kTokens: kTokens, label: W("matrixLabel"),
       value: function (i, j) { return src.value("weights", h, i, j); },
       text: function (i, j) { return src.text("weights", h, i, j); },
       masked: function (i, j) { return src.masked(h, i, j); }
     });
     view.canvas.classList.add("qkv-matrix-canvas");
-    // the keyboard reaches every cell as the mouse does: Tab to the matrix, the arrow keys move the chosen cell
-    view.canvas.tabIndex = 0;
-    view.canvas.setAttribute("role", "img");
-    view.canvas.setAttribute("aria-label", W("matrixLabel"));
     var info = el("div", "qkv-info"); left.appendChild(info);
+    info.setAttribute("aria-live", "polite");          // the cell the keys moved to, read out
     var anyMasked = false;            // the hatched swatch and its words only where a cell is masked
     for (var mi = 0; mi < tq && !anyMasked; mi++) for (var mj = 0; mj < tk; mj++) if (src.masked(h, mi, mj)) { anyMasked = true; break; }
     left.appendChild(V.legend({ masked: anyMasked, label: W(anyMasked ? "legend" : "legendPlain") }));
@@ -595,17 +592,9 @@
       showCell(c[0], c[1], true);
       if (opts.onCell) opts.onCell(c);
     });
-    var MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
-    view.canvas.addEventListener("keydown", function (e) {
-      var move = MOVES[e.key];
-      if (!move && e.key !== "Enter" && e.key !== " ") return;
-      if (e.altKey || e.ctrlKey || e.metaKey) return;
-      e.preventDefault(); e.stopPropagation();         // the arrows move the cell here, not the step-through
-      var at = state.cell && state.cell[0] < tq && state.cell[1] < tk ? state.cell : [followed, focusKey(followed)];
-      var c = move ? [Math.min(tq - 1, Math.max(0, at[0] + move[0])), Math.min(tk - 1, Math.max(0, at[1] + move[1]))] : at;
-      showCell(c[0], c[1], false);
-      describe(c[0], c[1]);
-      if (opts.onCell) opts.onCell(c);
+    view.keys({                         // the keyboard: the shared matrix's keys (views.js)
+      current: function () { return state.cell && state.cell[0] < tq && state.cell[1] < tk ? state.cell : [followed, focusKey(followed)]; },
+      choose: function (i, j) { showCell(i, j, false); describe(i, j); if (opts.onCell) opts.onCell([i, j]); }
     });
 
     function showCell(i, j, fromUser) {
@@ -1059,8 +1048,8 @@
         var tr = el("tr"); tr.appendChild(el("th", null, pair[0]));
         pair[1][0][i].forEach(function (v) {
           var td = el("td", "qkv-n", fmt(v)); td.setAttribute("data-value", String(v));
-          td.style.background = "rgb(" + V.colour(v).join(",") + ")";
-          if (V.dark(v, 1)) td.style.color = "#fff";
+          var fill = V.colour(v);
+          td.style.background = "rgb(" + fill.join(",") + ")"; td.style.color = V.ink(fill);
           tr.appendChild(td);
         });
         if (n === 1) tr.setAttribute("data-row", "now");
