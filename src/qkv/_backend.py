@@ -11,7 +11,6 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import array_api_compat
 import numpy as np
 
 # torch.compile(qkv.attention) traces array-api-compat's type checks (is_numpy_array, is_torch_array,
@@ -25,10 +24,45 @@ warnings.filterwarnings("ignore", message=r"(?s)Dynamo detected a call to a `fun
 __all__ = ["namespace", "is_numpy", "is_torch", "compute_dtype", "to_numpy", "shape_str"]
 
 
+# array-api-compat is imported on first use, never at `import qkv`: its NumPy namespace
+# (array_api_compat.numpy) pulls in numpy.f2py, numpy.testing, numpy.ma and numpy.polynomial,
+# ~150 ms that a learner paid for every `qkv` command. Every module of the core reaches it only
+# through these functions (same names as array-api-compat's own). The import statement inside each
+# costs a dict lookup after the first call, and torch.compile traces it (Dynamo's IMPORT_NAME).
+def is_numpy_array(x: Any) -> bool:
+    import array_api_compat
+    return array_api_compat.is_numpy_array(x)
+
+
+def is_torch_array(x: Any) -> bool:
+    import array_api_compat
+    return array_api_compat.is_torch_array(x)
+
+
+def is_numpy_namespace(xp: Any) -> bool:
+    import array_api_compat
+    return array_api_compat.is_numpy_namespace(xp)
+
+
+def is_torch_namespace(xp: Any) -> bool:
+    import array_api_compat
+    return array_api_compat.is_torch_namespace(xp)
+
+
+def device(x: Any):
+    import array_api_compat
+    return array_api_compat.device(x)
+
+
+def array_namespace(*arrays: Any):
+    import array_api_compat
+    return array_api_compat.array_namespace(*arrays)
+
+
 def _kind(x: Any) -> str:
-    if array_api_compat.is_numpy_array(x):
+    if is_numpy_array(x):
         return "NumPy"
-    if array_api_compat.is_torch_array(x):
+    if is_torch_array(x):
         return "torch"
     return type(x).__name__
 
@@ -41,21 +75,21 @@ def namespace(**arrays: Any):
     """
     present = {name: a for name, a in arrays.items() if a is not None}
     for name, a in present.items():
-        if not (array_api_compat.is_numpy_array(a) or array_api_compat.is_torch_array(a)):
+        if not (is_numpy_array(a) or is_torch_array(a)):
             raise TypeError(f"{name} must be a NumPy array or a torch tensor, got {type(a).__name__}")
     kinds = {name: _kind(a) for name, a in present.items()}
     if len(set(kinds.values())) > 1:
         described = ", ".join(f"{name} is {kind}" for name, kind in kinds.items())
         raise TypeError(f"mixed array types: {described}; convert them to one library first")
-    return array_api_compat.array_namespace(*present.values())
+    return array_namespace(*present.values())
 
 
 def is_numpy(x: Any) -> bool:
-    return array_api_compat.is_numpy_array(x)
+    return is_numpy_array(x)
 
 
 def is_torch(x: Any) -> bool:
-    return array_api_compat.is_torch_array(x)
+    return is_torch_array(x)
 
 
 def compute_dtype(xp, dtype):
@@ -69,7 +103,7 @@ def compute_dtype(xp, dtype):
 
 def to_numpy(x: Any) -> np.ndarray:
     """A NumPy copy/view of x (torch tensors are detached and moved to the CPU)."""
-    if array_api_compat.is_torch_array(x):
+    if is_torch_array(x):
         import torch
 
         t = x.detach().cpu()

@@ -38,9 +38,9 @@ import types
 import weakref
 from typing import Any, Callable
 
-import array_api_compat
 import numpy as np
 
+from . import _backend as compat  # array-api-compat, imported on first use
 from .kernels.call import EMPTY, FULL, PARTIAL
 from ._keep import keep
 
@@ -53,7 +53,7 @@ __all__ = [
 
 
 def _xp(*arrays):
-    return array_api_compat.array_namespace(*[a for a in arrays if hasattr(a, "shape")])
+    return compat.array_namespace(*[a for a in arrays if hasattr(a, "shape")])
 
 
 def _kinds(all_allowed, any_allowed):
@@ -469,7 +469,7 @@ def document(ids, kv_ids=None) -> MaskMod:
     # one row given as (1, T): the same ids for every batch, as (T,)
     q_ids, k_ids = (x[0] if x.ndim == 2 and x.shape[0] == 1 else x for x in (q_ids, k_ids))
     def lookup(table, b, index, like):
-        if array_api_compat.is_torch_array(like):
+        if compat.is_torch_array(like):
             import torch
 
             table = torch.as_tensor(table, device=like.device)
@@ -625,7 +625,7 @@ def key_range_mask(lo, hi) -> MaskMod:
     tq = lo.shape[0]
 
     def fn(b, h, q_idx, kv_idx):
-        if array_api_compat.is_torch_array(q_idx):
+        if compat.is_torch_array(q_idx):
             import torch
 
             low, high = torch.as_tensor(lo, device=q_idx.device), torch.as_tensor(hi, device=q_idx.device)
@@ -669,7 +669,7 @@ def _batch_key_range_mask(lo, hi) -> MaskMod:
     batch, tq = lo.shape
 
     def fn(b, h, q_idx, kv_idx):
-        if array_api_compat.is_torch_array(q_idx):
+        if compat.is_torch_array(q_idx):
             import torch
 
             low, high = torch.as_tensor(lo, device=q_idx.device), torch.as_tensor(hi, device=q_idx.device)
@@ -709,7 +709,7 @@ def mask_ranges(mask, lead: tuple, tq: int, tk: int):
     same for every batch, else B = prod(lead[:-1]) (the batch dimensions flattened in C order, as b
     numbers them). None for a mask with a hole in some row or that differs between heads.
     Work O(size of the mask): (B, 1, 1, Tk) costs O(B·Tk); a mask with a query dimension O(B·Tq·Tk)."""
-    if array_api_compat.is_torch_array(mask):
+    if compat.is_torch_array(mask):
         mask = mask.detach().cpu().numpy()
     mask = np.asarray(mask)
     full = tuple(lead) + (tq, tk)
@@ -963,7 +963,7 @@ def t5_relative_buckets(table, *, num_buckets: int | None = None, max_distance: 
 def _table_on(table: np.ndarray, like, cached: dict):
     """The table in like's array library and float dtype. Not cached for torch: flex_attention
     traces score functions, and a trace may not write to a dict outside it."""
-    if array_api_compat.is_torch_array(like):
+    if compat.is_torch_array(like):
         import torch
 
         return torch.as_tensor(table, dtype=like.dtype, device=like.device)
@@ -971,7 +971,7 @@ def _table_on(table: np.ndarray, like, cached: dict):
 
 
 def _like_index(x, like):
-    if array_api_compat.is_torch_array(like) and not array_api_compat.is_torch_array(x):
+    if compat.is_torch_array(like) and not compat.is_torch_array(x):
         import torch
 
         return torch.as_tensor(x, device=like.device)
@@ -986,7 +986,7 @@ def dense_mask(mask_mod: Callable, tq: int, tk: int | None = None, *, b: int = 0
     q_idx = np.arange(tq, dtype=np.int64)[:, None]
     kv_idx = np.arange(tk, dtype=np.int64)
     value = mask_mod(np.int64(b), np.int64(h), q_idx, kv_idx)
-    if array_api_compat.is_torch_array(value):
+    if compat.is_torch_array(value):
         value = value.detach().cpu().numpy()
     return np.broadcast_to(np.asarray(value, bool), (tq, tk)).copy()
 
@@ -1051,7 +1051,7 @@ def _check_heads(arg: str, shape: tuple, batch, heads, tq, tk) -> None:
 
 
 def _ids(name: str, ids) -> np.ndarray:
-    if array_api_compat.is_torch_array(ids):
+    if compat.is_torch_array(ids):
         ids = ids.detach().cpu().numpy()
     ids = np.asarray(ids)
     if ids.ndim not in (1, 2) or not np.issubdtype(ids.dtype, np.integer):

@@ -620,10 +620,10 @@ class KVCache:
                                                       (self._k.requires_grad or self._v.requires_grad))
 
     def _grow(self, xp, held, new, capacity: int):
-        import array_api_compat
+        from ._backend import device
 
         buffer = xp.zeros(tuple(new.shape[:-2]) + (capacity, new.shape[-1]), dtype=new.dtype,
-                          device=array_api_compat.device(new))
+                          device=device(new))
         if held is not None:
             buffer[..., : self.length, :] = held[..., : self.length, :]
         return buffer

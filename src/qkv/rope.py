@@ -17,9 +17,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import array_api_compat
 import numpy as np
 
+from . import _backend as compat  # array-api-compat, imported on first use
 from ._backend import namespace, shape_str
 
 __all__ = ["RoPE", "rotate_half"]
@@ -70,7 +70,7 @@ class RoPE:
         if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not math.isfinite(theta) or theta <= 0:
             raise ValueError(f"theta must be a finite positive number, got {theta!r}")
         if self.inv_freq is not None:
-            freq = np.asarray(self.inv_freq.detach().cpu() if array_api_compat.is_torch_array(self.inv_freq)
+            freq = np.asarray(self.inv_freq.detach().cpu() if compat.is_torch_array(self.inv_freq)
                               else self.inv_freq, dtype=np.float64)
             if freq.shape != (r // 2,) or not np.all(np.isfinite(freq)):
                 raise ValueError(f"inv_freq must hold {r // 2} finite numbers (rotary_dim/2), got shape "
@@ -90,7 +90,7 @@ class RoPE:
 
     def angles(self, positions, xp=np, device=None):
         """positions (…, T) integers → angles (…, T, rotary_dim/2) = position·θᵢ (float64, or float32)."""
-        if array_api_compat.is_torch_array(positions) and not array_api_compat.is_torch_namespace(xp):
+        if compat.is_torch_array(positions) and not compat.is_torch_namespace(xp):
             positions = np.asarray(positions.detach().cpu())
         positions = xp.asarray(positions, device=device)
         if not xp.isdtype(positions.dtype, "integral"):
@@ -108,7 +108,7 @@ class RoPE:
         if x.ndim < 2 or x.shape[-1] != self.head_dim:
             raise ValueError(f"x has shape {shape_str(x.shape)} but RoPE expects heads of width {self.head_dim} "
                              f"(…, T, {self.head_dim})")
-        angles = self.angles(positions, xp, array_api_compat.device(x))      # (…, T, r/2)
+        angles = self.angles(positions, xp, compat.device(x))      # (…, T, r/2)
         if angles.ndim < 2 or angles.shape[-2] != x.shape[-2]:
             raise ValueError(f"positions have shape {shape_str(angles.shape[:-1])} but x has T={x.shape[-2]} "
                              f"(shape {shape_str(x.shape)})")

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import array_api_compat
 
+from .. import _backend as compat  # array-api-compat, imported on first use
 from .._keep import keep
 from . import blas, pool
 from .call import PARTIAL, Call, as_bool_mask, as_scores, check_call
@@ -274,7 +274,7 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
         q, k, v = (np.asarray(x) if isinstance(x, (list, tuple)) else x for x in (q, k, v))
         call = check_call(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod,
                           score_mod=score_mod)
-    if not array_api_compat.is_numpy_namespace(call.xp):
+    if not compat.is_numpy_namespace(call.xp):
         raise TypeError("the blocked kernel takes NumPy arrays; pass torch tensors to qkv.attention")
     if not isinstance(route, Route):
         route = choose_route(call, want=want, route=FLASH_MANY if route is None else route, block_q=block_q,

@@ -33,9 +33,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import array_api_compat
 import numpy as np
 
+from .. import _backend as compat  # array-api-compat, imported on first use
 from .._backend import compute_dtype, is_torch, namespace, shape_str
 from .._keep import keep
 
@@ -255,11 +255,11 @@ def _check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=No
     value, default = check_scale(scale)
     if default:
         value = 1.0 / math.sqrt(dk) if dk else 1.0
-    numpy = array_api_compat.is_numpy_namespace(xp)
+    numpy = compat.is_numpy_namespace(xp)
     work = _work_dtype(xp, q.dtype)
     if numpy and work == np.longdouble:   # keep the scale's own precision (a float would round it to float64)
         value = np.longdouble(scale) if not default else np.longdouble(1) / np.sqrt(np.longdouble(max(dk, 1)))
-    if array_api_compat.is_numpy_namespace(xp):
+    if compat.is_numpy_namespace(xp):
         mask_mod = _numpy_ready(mask_mod, score=False)
         score_mod = _numpy_ready(score_mod, score=True)
     info = None
@@ -267,11 +267,11 @@ def _check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=No
         from ..masks import analyse   # qkv.masks imports this module
 
         info = analyse(mask_mod, tq, tk, batch=math.prod(lead[:-1]) if lead else 1, heads=lead[-1] if lead else 1,
-                       numpy=array_api_compat.is_numpy_namespace(xp) or not _compiling())
+                       numpy=compat.is_numpy_namespace(xp) or not _compiling())
     if callable(getattr(score_mod, "check_shape", None)):   # per-head tables against the call (h/masks)
         score_mod.check_shape(math.prod(lead[:-1]) if lead else 1, lead[-1] if lead else 1, tq, tk)
     return Call(
-        xp=xp, dtype=q.dtype, work=work, device=array_api_compat.device(q),
+        xp=xp, dtype=q.dtype, work=work, device=compat.device(q),
         tq=tq, tk=tk, dk=dk, dv=dv, heads=lead[-1] if lead else 1, kv_heads=kv_heads,
         groups=heads // kv_heads if grouped else 1, lead=tuple(lead), scale=value, default_scale=default,
         causal=bool(causal), mask=mask, bias=bias, mask_mod=mask_mod, score_mod=score_mod, mask_info=info,
@@ -292,7 +292,7 @@ def _follow(extra, q, name: str):
     `causal_mask(T)` works with torch inputs); other mixes are refused naming the arguments."""
     if extra is None:
         return None
-    if array_api_compat.is_torch_array(q) and isinstance(extra, np.ndarray):
+    if compat.is_torch_array(q) and isinstance(extra, np.ndarray):
         import torch
 
         if extra.dtype == np.longdouble:
@@ -311,7 +311,7 @@ def _numpy_ready(fn, *, score: bool):
     probe = (np.int64(0), np.int64(0), np.zeros((1, 1), np.int64), np.zeros(1, np.int64))
     head = (np.zeros((1, 1)),) if score else ()
     try:
-        if not array_api_compat.is_torch_array(fn(*head, *probe)):
+        if not compat.is_torch_array(fn(*head, *probe)):
             return fn
     except Exception:   # noqa: BLE001 — any failure: see whether tensors work; if not, keep fn
         pass
@@ -331,13 +331,13 @@ def _numpy_ready(fn, *, score: bool):
 def _real_floating(xp, dtype) -> bool:
     # NumPy's namespace is asked first: a torch dtype is never compared with a NumPy one (which
     # torch.compile cannot trace)
-    if xp is not None and array_api_compat.is_numpy_namespace(xp) and dtype == np.longdouble:
+    if xp is not None and compat.is_numpy_namespace(xp) and dtype == np.longdouble:
         return True
     return xp.isdtype(dtype, "real floating")
 
 
 def _work_dtype(xp, dtype):
-    if array_api_compat.is_numpy_namespace(xp) and dtype == np.longdouble:
+    if compat.is_numpy_namespace(xp) and dtype == np.longdouble:
         return np.dtype(np.longdouble)
     return compute_dtype(xp, dtype)
 
@@ -365,14 +365,14 @@ def index_arrays(call: Call, like=None):
 def as_bool_mask(value, xp, device=None, *, name: str = "mask_mod"):
     """A mask function's result converted to xp's boolean array (NumPy ↔ torch when a function built
     on the other library's arrays returned them)."""
-    if array_api_compat.is_torch_array(value) and array_api_compat.is_numpy_namespace(xp):
+    if compat.is_torch_array(value) and compat.is_numpy_namespace(xp):
         value = value.detach().cpu().numpy()
-    elif array_api_compat.is_numpy_namespace(xp):
+    elif compat.is_numpy_namespace(xp):
         value = np.asarray(value)
     else:
         import torch
 
-        if not array_api_compat.is_torch_array(value):
+        if not compat.is_torch_array(value):
             value = torch.as_tensor(np.asarray(value), device=device)
     if value.dtype != xp.bool:
         raise TypeError(f"{name} must return booleans (True = may attend), got dtype {value.dtype}")
@@ -382,16 +382,16 @@ def as_bool_mask(value, xp, device=None, *, name: str = "mask_mod"):
 def as_scores(value, like, *, name: str = "score_mod"):
     """A score function's result in the array library of `like` (the scores it was handed), which
     it must match in shape: a result of another shape is refused, not broadcast."""
-    if array_api_compat.is_numpy_array(like):
-        if array_api_compat.is_torch_array(value):
+    if compat.is_numpy_array(like):
+        if compat.is_torch_array(value):
             value = value.detach().cpu().numpy()
         value = np.asarray(value)
-    elif not array_api_compat.is_torch_array(value):
+    elif not compat.is_torch_array(value):
         import torch
 
         value = torch.as_tensor(np.asarray(value), device=like.device)
-    if not (array_api_compat.is_numpy_array(value) and np.issubdtype(value.dtype, np.floating)
-            or array_api_compat.is_torch_array(value) and value.is_floating_point()):
+    if not (compat.is_numpy_array(value) and np.issubdtype(value.dtype, np.floating)
+            or compat.is_torch_array(value) and value.is_floating_point()):
         raise TypeError(f"{name} must return floating-point scores, got dtype {value.dtype}")
     if tuple(value.shape) != tuple(like.shape):
         raise ValueError(f"{name} returned shape {shape_str(value.shape)} for scores of shape "

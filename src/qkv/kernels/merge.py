@@ -45,9 +45,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import array_api_compat
 import numpy as np
 
+from .. import _backend as compat  # array-api-compat, imported on first use
 from .._backend import namespace
 
 __all__ = ["Partial", "merge_partials", "merge_lse", "finalize", "lse_of", "merge_into", "merge_lse_into",
@@ -69,14 +69,17 @@ class Partial(NamedTuple):
     row_sum: Any
 
 
-_NUMPY = array_api_compat.array_namespace(np.empty(0))
+_NUMPY = None   # array-api-compat's NumPy namespace, resolved on the first call (not at import)
 
 
 def _namespace(**arrays):
     """The named arrays' namespace (`qkv._backend.namespace`: mixed NumPy/torch or non-arrays are
     refused, naming them). Plain NumPy arrays skip its checks: finalize_into sits on the blocked
     kernel's per-query-block path, where those checks cost about as much as the arithmetic."""
+    global _NUMPY
     if all(type(a) is np.ndarray for a in arrays.values()):
+        if _NUMPY is None:
+            _NUMPY = compat.array_namespace(np.empty(0))
         return _NUMPY
     return namespace(**arrays)
 

@@ -34,9 +34,9 @@ import math
 import threading
 from dataclasses import dataclass, field
 
-import array_api_compat
 import numpy as np
 
+from .. import _backend as compat  # array-api-compat, imported on first use
 from .._keep import keep
 from .call import Call
 
@@ -212,7 +212,7 @@ class _Looks:
                     self.v = _value_top(call.v)
                 answer = bool(np.isfinite(self.v))
             elif name == "overflow":
-                if array_api_compat.is_numpy_namespace(call.xp):
+                if compat.is_numpy_namespace(call.xp):
                     answer = _scores_may_overflow(call)
                 else:
                     top_q, top_k, _ = self._torch_tops()
@@ -280,7 +280,7 @@ def _choose_route(call: Call, want: str, route, block_q, block_k, num_threads, l
         return Route(EMPTY, "Tq, Tk or a leading dimension is 0")
     if want == "weights":
         return Route(PLAIN, "the weights or a trace were asked for: the full score matrix")
-    torch = not array_api_compat.is_numpy_namespace(call.xp)
+    torch = not compat.is_numpy_namespace(call.xp)
     if torch:
         if ceiling is not None and ceiling not in _LADDERS[2]:
             raise ValueError(f"route {ceiling.value} takes NumPy arrays; torch tensors take torch_sdpa or plain")
@@ -342,7 +342,7 @@ def mask_as_ranges(call: Call, *, want: str = "out", route=None) -> Call | None:
     ceiling = _name(route)
     if call.mask is None or call.bias is not None or call.empty or want in ("weights", "partial"):
         return None
-    if array_api_compat.is_numpy_namespace(call.xp):
+    if compat.is_numpy_namespace(call.xp):
         if ceiling not in (None, FLASH_MANY, FLASH_ROWS) or np.dtype(call.work) != np.float32 or _c() is None:
             return None
         if ceiling is None and call.tq * call.tk <= _PLAIN_MAX_SCORES:
