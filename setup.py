@@ -6,8 +6,11 @@ succeeds and the blocked kernel uses its NumPy path; the build says so in one wa
 standard error (pip shows it with -v; `make demo` and `qkv doctor` say it too), with how to fix it.
 tests/test_fused.py asserts the extension is built in this project's environment.
 No -march: the AVX2 and AVX-512 code is chosen at run time (see _fused.c).
+No debug information: Python's own CFLAGS carry -g, which made the wheel's .so 1.78 MB; it is built with -g0
+and linked stripped on Linux (QKV_DEBUG=1 in the environment keeps both, for gdb or perf annotate).
 """
 
+import os
 import sys
 
 from setuptools import Extension, setup
@@ -16,6 +19,11 @@ from setuptools.command.build_ext import build_ext
 # One line, the same one `qkv doctor` gives when the extension is missing (qkv/commands/doctor.py).
 FIX = ("install a C compiler and Python's headers (Debian: sudo apt-get install gcc python3-dev) and reinstall qkv "
        "(pip install --force-reinstall --no-deps -e .)")
+
+
+DEBUG = os.environ.get("QKV_DEBUG", "") not in ("", "0")
+NO_DEBUG_INFO = [] if DEBUG else ["-g0"]                                       # after Python's own -g: it wins
+STRIP = [] if DEBUG or not sys.platform.startswith("linux") else ["-s"]      # GNU ld: drop the symbol table too
 
 
 class BuildReporting(build_ext):
@@ -50,7 +58,8 @@ setup(
             "qkv.kernels._fused",
             ["src/qkv/kernels/_fused.c", "src/qkv/kernels/_backward.c"],
             depends=["src/qkv/kernels/_kernel.h", "src/qkv/kernels/_tile.h", "src/qkv/kernels/_exp.h"],
-            extra_compile_args=["-O3", "-fno-math-errno", "-Wall"],
+            extra_compile_args=["-O3", "-fno-math-errno", "-Wall", *NO_DEBUG_INFO],
+            extra_link_args=STRIP,
         ),
     ],
     cmdclass={"build_ext": BuildReporting},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -453,7 +454,30 @@ def test_ring_without_torch_is_the_install_hint(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)                  # find_spec("torch") → None: not installed
     monkeypatch.setattr(qkv.distributed, "run_local", lambda *a, **k: pytest.fail("a rank was launched"))
     err = one_line(capsys, "ring", "--procs", "2", "--seq", "16")
-    assert err == "qkv: error: qkv ring needs torch (its ranks run torch.distributed): pip install 'qkv[torch]'\n"
+    assert err == "qkv: error: qkv ring needs torch (its ranks run torch.distributed): pip install torch (in a checkout: make torch, the CPU build)\n"
+
+
+def test_serve_without_starlette_names_an_install_that_exists(capsys, monkeypatch):
+    """The hint said `pip install 'qkv[serve]'`, but no package named qkv is on PyPI: it names the two packages
+    pip can fetch, and what installs them in a checkout."""
+    for name in [name for name in sys.modules if name == "qkv.serve" or name.startswith("qkv.serve.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "starlette", None)              # import starlette → ImportError
+    err = one_line(capsys, "serve", "--port", "0")
+    assert err.startswith("qkv: error: serve: qkv serve needs starlette and uvicorn (starlette")
+    assert err.endswith(" is missing): pip install starlette uvicorn (in a checkout: make demo)\n"), err
+
+
+def test_no_install_hint_names_a_package_pypi_lacks():
+    """Every install hint in English and Korean names packages that exist (`qkv[...]` is not on PyPI) or a
+    make target of the checkout."""
+    from qkv.explain.texts import LANGS
+
+    for lang, texts in LANGS.items():
+        for key, text in texts.items():
+            assert "qkv[" not in text, (lang, key, text)
+            for target in re.findall(r"\bmake (\w+)", text):
+                assert re.search(rf"^{target}:", (ROOT / "Makefile").read_text(encoding="utf-8"), re.M), (key, target)
 
 
 def test_documented_submodules_import_lazily():

