@@ -16,10 +16,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 BENCHMARKS = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
 
 
-def section(title: str) -> str:
-    start = README.index(f"\n## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start:end if end > 0 else None]
+def section(title: str, text: str = README) -> str:
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -64,7 +64,7 @@ def test_setup_it_names_exists():
     for target in ("demo", "test", "docs"):
         assert f"make {target}" in README
         assert re.search(rf"^{target}:", makefile, flags=re.M), f"the Makefile has no {target} target"
-    prerequisites = section("Prerequisites")
+    prerequisites = section("Set-up")
     assert "python3-venv" in prerequisites and "chromium" in prerequisites and "fonts-noto-cjk" in prerequisites
     assert ".venv/bin/qkv" in README and "source .venv/bin/activate" in README   # how to reach qkv after set-up
 
@@ -88,9 +88,20 @@ def test_command_table_is_the_cli():
     assert not named - set(COMMANDS), f"README's command table names {sorted(named - set(COMMANDS))}, not qkv commands"
 
 
+def test_readme_headline_rows_are_the_benchmarks_headline_rows():
+    """The README keeps a short table; each of its rows is a row of docs/benchmarks.md's headline section,
+    which the next test checks against the measured tables."""
+    ours = table_rows(section("Headline numbers"))
+    full = table_rows(section("Headline numbers", BENCHMARKS))
+    assert len(ours) >= 4 and all(row in full for row in ours), [row for row in ours if row not in full]
+    assert len(README.splitlines()) <= 100       # the front door: what it is, the set-up, the first commands
+
+
 def test_headline_numbers_are_measured_rows():
-    measured = table_rows(BENCHMARKS)
-    headline = table_rows(section("Headline numbers"))
+    """docs/benchmarks.md's headline rows (the README quotes some) are rows of the measured tables below them."""
+    headline_section = section("Headline numbers", BENCHMARKS)
+    measured = table_rows(BENCHMARKS.replace(headline_section, "\n"))       # the measured tables, not the headline
+    headline = table_rows(headline_section)
     attention = [row for row in headline if row[0].startswith(("dense", "causal"))]
     training = [row for row in headline if row[0].startswith("training step")]
     masks = [row for row in headline if row[0].startswith(("sliding", "8 documents"))]
