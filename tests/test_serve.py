@@ -1064,3 +1064,32 @@ def test_any_command_line_option_is_named_as_an_api_field():
         name = api_field(option)
         assert not name.startswith("-") and "-" not in name, (option, name)
     assert api_field("--derive") == "word" and api_field("TEXT") == "text" and api_field("cells.x[0]") == "cells.x[0]"
+
+
+# ------------------------------------------------------------------ does the model read the text? (issue 29)
+def test_tokens_and_overview_count_the_pieces_the_tokenizer_does_not_read(client, decoders):
+    """Korean into MiniLM: jamo and [UNK], counted from the tokenizer's own output; English: none. A byte-level
+    tokenizer (GPT-2) splits a Hangul syllable into bytes, each of which decodes alone to "�"."""
+    from qkv import models
+
+    tokenizer = models.load("minilm").tokenizer
+    korean = "고양이가 매트 위에 앉았다."
+    encoding = tokenizer.encode(korean)
+    pieces = [t for t, special in zip(encoding.tokens, encoding.special_tokens_mask) if not special]
+    jamo = [t for t in pieces if any("\u1100" <= c <= "\u11ff" for c in t)]       # Hangul Jamo block
+    unknown = [t for t in pieces if t == "[UNK]"]
+    assert jamo and unknown
+    for route in ("tokens", "overview"):
+        reading = client.get(f"/api/{route}", params={"model": "minilm", "text": korean}).json()["reading"]
+        assert (reading["pieces"], reading["unknown"], reading["split"]) == (len(pieces), len(unknown), len(jamo))
+        assert reading["hangul"] == sum("\uac00" <= c <= "\ud7a3" for c in korean) == 11
+        assert reading["korean"] == "bert-base-multilingual-cased"
+        english = client.get(f"/api/{route}", params={"model": "minilm", "text": "The cat sat on the mat."}).json()
+        assert english["reading"]["unknown"] == english["reading"]["split"] == 0
+    # accents a tokenizer drops are still read ("café" → "cafe")
+    accented = client.get("/api/tokens", params={"model": "minilm", "text": "café naïve Über"}).json()["reading"]
+    assert accented["unknown"] == accented["split"] == 0
+    with TestClient(serve.create_app(decoders), base_url=BASE) as byte_level:
+        name = next(n for n in decoders if "gpt2" in n)
+        reading = byte_level.get("/api/tokens", params={"model": name, "text": "안녕 ok"}).json()["reading"]
+        assert reading["split"] >= 2 and reading["hangul"] == 2       # two syllables, 3 UTF-8 bytes each

@@ -453,12 +453,21 @@ def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server, tmp_p
     assert "바꾼 것" in page.locator(".qkv-changed").text_content()
     walk.no_sideways_scroll("what-if at 390 px")
     page.screenshot(path=str(tmp_path / "whatif-ko-390.png"), full_page=True)
-    # a bad number: the server's Korean line, naming the field
+    # a bad number: said at once in the reader's words (the matrix, the row's token, the column), never as the
+    # API's path ("cells.x[0]: expected a finite number"); the box is marked invalid
     cell.fill("abc")
     cell.press("Enter")
     page.wait_for_selector(".qkv-whatif-error:not(:empty)")
-    assert "cells.x[0]" in page.locator(".qkv-whatif-error").text_content()
-    assert "유한한 수" in page.locator(".qkv-whatif-error").text_content()
+    said = page.locator(".qkv-whatif-error").text_content()
+    assert "X, 행 love, 열 0" in said and "수가 아닌 값(“abc”)" in said and "cells" not in said, said
+    assert cell.get_attribute("aria-invalid") == "true"
+    # a number out of range: the server's Korean line, its field read back to the cell it names
+    cell.fill("1e9")
+    cell.press("Enter")
+    page.wait_for_function("() => /범위/.test(document.querySelector('.qkv-whatif-error').textContent)")
+    said = page.locator(".qkv-whatif-error").text_content()
+    assert "X, 행 love, 열 0: " in said and "cells" not in said and "[" not in said, said
+    assert cell.get_attribute("aria-invalid") is None
     # the projection example's 8-column matrices fit the phone's editor: no number hidden past its right edge
     page.goto(base + "/?example=projection&lang=ko")
     walk.ready(tab="example", lang="ko")
@@ -560,3 +569,60 @@ def test_a_long_text_keeps_its_labels(browser_context, server):  # noqa: F811
     page.wait_for_selector('.qkv-model-pane .qkv-cell[data-cell="150,40"]')
     assert walk.errors == []
     page.close()
+
+
+def test_korean_typed_into_minilm_is_said_to_be_unread(browser_context, server):  # noqa: F811
+    """MiniLM takes Hangul apart into jamo and [UNK]: the overview says so (in the page's language), with the
+    counts from the tokenizer's own output, and names a model that reads Korean; English text gets no note."""
+    from qkv import models
+    from qkv.models.reading import READS_KOREAN
+
+    base, _ = server
+    tokenizer = models.load("minilm").tokenizer
+    text = "고양이가 매트 위에 앉았다."
+    encoding = tokenizer.encode(text)
+    pieces = [t for t, special in zip(encoding.tokens, encoding.special_tokens_mask) if not special]
+    # independently of qkv.models.reading: a piece is unread when it is [UNK] or a Hangul jamo (U+1100–U+11FF)
+    unread = [t for t in pieces if t == "[UNK]" or any("\u1100" <= c <= "\u11ff" for c in t)]
+    assert 0 < len(unread) <= len(pieces)
+    for lang, words in (("en", ("does not read Korean", f"{len(unread)} of the {len(pieces)} pieces")),
+                        ("ko", ("한국어를 읽지 못한다", f"조각 {len(pieces)}개 가운데 {len(unread)}개"))):
+        walk = Walk(browser_context, base, 390, 844)
+        page = walk.page
+        page.goto(base + f"/?tab=model&model=minilm&view=overview&lang={lang}&text=" + text)
+        walk.ready(view="overview")
+        note = page.locator(".qkv-reading")
+        assert note.count() == 1 and note.get_attribute("role") == "note"
+        said = note.text_content()
+        assert all(w in said for w in words) and READS_KOREAN in said and "--model" in said, said
+        assert note.get_attribute("data-unread") == str(len(unread))
+        walk.no_sideways_scroll(f"the Korean note ({lang})")
+        page.goto(base + f"/?tab=model&model=minilm&view=overview&lang={lang}&text={TEXT}")
+        walk.ready(view="overview")
+        page.wait_for_selector(".qkv-thumb")
+        assert page.locator(".qkv-reading").count() == 0
+        assert walk.errors == []
+        page.close()
+
+
+def test_serve_pages_reach_four_and_a_half_to_one(browser_context, server):  # noqa: F811
+    """Every text of serve's worked-example page and of a model's head (en, ko) against its background."""
+    from browser_support import low_contrast_text, matrix_number_contrasts
+
+    base, _ = server
+    for lang in ("en", "ko"):
+        walk = Walk(browser_context, base, 1366, 900)
+        page = walk.page
+        page.goto(base + f"/?lang={lang}")
+        walk.ready(tab="example", lang=lang)
+        page.wait_for_selector(".qkv-example .qkv-matrix-canvas")
+        page.wait_for_timeout(200)
+        bad = low_contrast_text(page)
+        numbers = matrix_number_contrasts(page)
+        assert numbers and all(r >= 4.5 for r, _ in numbers), [n for n in numbers if n[0] < 4.5]
+        page.goto(base + f"/?tab=model&model=minilm&view=head&layer=2&head=5&lang={lang}&text={TEXT}")
+        walk.ready(view="head")
+        page.wait_for_selector(".qkv-matrix-canvas")
+        bad += low_contrast_text(page)
+        assert sorted(set(bad)) == [], lang
+        page.close()

@@ -1544,6 +1544,14 @@ EN: dict[str, str] = {
     "serve.ui.overview": "Every layer × head",
     "serve.ui.tokenCount": "{n:token|tokens}",
     "serve.ui.overviewHint": "Each square is one head: rows are queries, columns are keys. Click one to open it.",
+    "serve.ui.readingKorean": "{model} does not read Korean: {n} of the {total} pieces it sees are [UNK] (a piece it "
+                              "does not know) or letters taken apart into jamo ({examples}), so its attention here is "
+                              "between those pieces, not between your words. A model whose vocabulary holds Hangul "
+                              "syllables reads Korean, e.g. {korean}: download its folder (config.json, "
+                              "model.safetensors, tokenizer.json) and run qkv serve --model DIR.",
+    "serve.ui.readingOther": "{model} does not read part of this text: {n} of the {total} pieces it sees are [UNK] (a "
+                             "piece it does not know) or pieces taken apart ({examples}); there its attention is "
+                             "between those pieces, not between your words.",
     "serve.ui.layer": "layer",
     "serve.ui.head": "head",
     "serve.ui.layerHead": "layer {layer}, head {head}",
@@ -1608,6 +1616,9 @@ EN: dict[str, str] = {
     "serve.ui.changed": "changed from the post: {what}",
     "serve.ui.unchanged": "the post's numbers",
     "serve.ui.meeting": "{meeting}: “{tokens}”",
+    "serve.ui.notNumber": "{where}: “{value}” is not a number. Type a number such as 0.5 or −1.2.",
+    "serve.ui.cellPlace": "{matrix}, row {row}, column {column}",
+    "serve.ui.scorePlace": "{meeting}, the score of “{token}”",
     "serve.ui.meeting.1": "the first meeting",
     "serve.ui.meeting.2": "the second meeting",
     "serve.ui.meetingN": "meeting {n}",
@@ -3091,6 +3102,14 @@ KO: dict[str, str] = {
     "serve.ui.overview": "모든 층 × 헤드",
     "serve.ui.tokenCount": "토큰 {n}개",
     "serve.ui.overviewHint": "네모 하나가 헤드 하나이다. 행은 Query, 열은 Key이다. 누르면 그 헤드가 열린다.",
+    "serve.ui.readingKorean": "{model} 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
+                              "[UNK](모르는 조각)이거나 자모로 쪼개진 글자({examples})이다. 그래서 여기 보이는 어텐션은 "
+                              "입력한 단어들 사이가 아니라 이 조각들 사이의 어텐션이다. 한국어를 읽는 모델은 어휘에 한글 "
+                              "음절이 들어 있는 모델이다. 예: {korean}. 그 모델 폴더(config.json, model.safetensors, "
+                              "tokenizer.json)를 내려받아 qkv serve --model DIR로 실행한다.",
+    "serve.ui.readingOther": "{model} 모델은 이 글의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
+                             "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그 부분의 어텐션은 입력한 단어들 "
+                             "사이가 아니라 이 조각들 사이의 어텐션이다.",
     "serve.ui.layer": "층",
     "serve.ui.head": "헤드",
     "serve.ui.layerHead": "{layer}번 층, {head}번 헤드",
@@ -3154,6 +3173,9 @@ KO: dict[str, str] = {
     "serve.ui.changed": "글에서 바꾼 것: {what}",
     "serve.ui.unchanged": "글의 숫자 그대로",
     "serve.ui.meeting": "{meeting}: “{tokens}”",
+    "serve.ui.notNumber": "{where}: 수가 아닌 값(“{value}”)이 들어왔다. 0.5나 −1.2 같은 수를 입력한다.",
+    "serve.ui.cellPlace": "{matrix}, 행 {row}, 열 {column}",
+    "serve.ui.scorePlace": "{meeting}에서 “{token}”의 점수",
     "serve.ui.meeting.1": "첫 번째 조모임",
     "serve.ui.meeting.2": "두 번째 조모임",
     "serve.ui.meetingN": "{n}번째 조모임",

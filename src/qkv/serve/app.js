@@ -392,9 +392,22 @@
     box.appendChild(el("h2", null, W("overview") + " — " + o.model + ": " + o.shape[0] + " × " + o.shape[1] + ", " +
       W("tokenCount", { n: o.shape[2] })));
     box.appendChild(el("p", "qkv-note", W("overviewHint")));
+    var note = readingNote(o);
+    if (note) box.insertBefore(note, box.children[1]);
     box.appendChild(thumbnails(o, openHead));
     box.appendChild(V.legend({ masked: false, label: W("legendPlain") }));     // a thumbnail draws no hatching
     ui.modelBody.appendChild(box);
+  }
+
+  // the model does not read (part of) the text: its tokenizer's [UNK] and taken-apart pieces, counted by the
+  // server from the tokenizer's output (qkv.models.reading); Korean text gets a model that reads it named
+  function readingNote(o) {
+    var r = o.reading;
+    if (!r || !(r.unknown + r.split > 0)) return null;
+    var values = { model: o.model, n: r.unknown + r.split, total: r.pieces, examples: r.examples.join(" "), korean: r.korean };
+    var p = el("p", "qkv-reading", W(r.hangul > 0 ? "readingKorean" : "readingOther", values));
+    p.setAttribute("role", "note"); p.setAttribute("data-unread", String(r.unknown + r.split));
+    return p;
   }
 
   // every layer × head of weights [L, H, T, S] sent as base64 uint8: one small picture each
@@ -872,12 +885,37 @@
       if (!changed(w)) { baseOf(state.example, state.lang).then(function (r) { if (ticket === pending) showResult(r); }); return; }
       begin();
       var b = body(w); b.name = state.example;
+      ui.sentBody = b;               // an error's field (cells.x[1]) is read back to the cell it names
       api("whatif", { lang: state.lang }, { method: "POST", body: JSON.stringify(b), headers: { "Content-Type": "application/json" } })
         .then(function (r) { if (ticket === pending) showResult(r); },
-          function (err) { if (ticket === pending) say(ui.whatIfError, err); })
+          function (err) { if (ticket === pending) say(ui.whatIfError, placed(err)); })
         .then(end, end);
     };
     if (now) run(); else timer = setTimeout(run, 120);
+  }
+
+  // the what-if's names of a place, in the page's words
+  function matrixName(m) { return m === "x" ? "X" : m === "memory" ? VW()["st.memory"] || "memory" : "W_" + m.slice(2).toUpperCase(); }
+  function cellPlace(m, row, column) { return W("cellPlace", { matrix: matrixName(m), row: row, column: column }); }
+  function scorePlace(trace, scene, j) {
+    var s = ((trace.meta || {}).scenes || []).filter(function (x) { return x.name === scene; })[0];
+    return W("scorePlace", { meeting: meetingName(trace, scene), token: s ? s.tokens[j] : String(j) });
+  }
+  // the server names an edit by its place in the request ("cells.x[1]", "scores.question[0]"): said as the cell
+  function placed(err) {
+    var m = /^(cells|scores)\.([^\[]+)\[(\d+)\]$/.exec(err.field || ""), b = ui.sentBody;
+    if (!m || !b || !err.problem) return err;
+    var edit = ((b[m[1]] || {})[m[2]] || [])[+m[3]];
+    if (!edit) return err;
+    var trace = (data.base[state.example + "\u0000" + state.lang] || {}).trace;
+    var where = m[1] === "cells" ? cellPlace(m[2], rowName(trace, m[2], edit[0]), edit[1]) : scorePlace(trace || {}, m[2], edit[0]);
+    return { message: where + ": " + err.problem };
+  }
+  function rowName(trace, m, i) {
+    if (!trace || (m !== "x" && m !== "memory")) return String(i);
+    var meta = trace.meta || {}, n = ((m === "x" ? meta.tokens : meta.key_tokens || meta.tokens) || []).length;
+    var names = m === "x" ? tokensFor(trace, "", n, 0).q : tokensFor(trace, "", 0, n).k;     // as the editor's rows
+    return names && names[i] !== undefined ? String(names[i]) : String(i);
   }
 
   function whatIfPanel(name, base) {
@@ -961,12 +999,21 @@
     details.appendChild(el("summary", null, meeting ? W("editScores") : name === "multi-head" ? W("editHeadOne") : W("editInputs")));
     var matrices = { "self-attention": ["x", "w_q", "w_k", "w_v"], "cross-attention": ["x", "memory", "w_q", "w_k", "w_v"],
       "projection": ["x", "w_q", "w_k", "w_v", "w_o"], "multi-head": ["x", "w_q", "w_k", "w_v", "w_o"] }[name] || [];
-    function cellInput(value, edited, onValue) {
+    // one box per number; place: where it is, in the reader's words ("W_Q, row 1, column 0"). What is not a
+    // number is said at once, in those words, and not sent (the server would name an API path)
+    function cellInput(value, edited, onValue, place) {
       var input = el("input", "qkv-edit" + (edited ? " qkv-edited" : "")); input.type = "text"; input.inputMode = "decimal";
       input.value = String(value).replace("-", "−"); input.size = 5;
+      input.setAttribute("aria-label", place);
       input.addEventListener("change", function () {
-        var t = input.value.trim().replace("−", "-"), v = Number(t);
-        onValue(t === "" || !isFinite(v) ? input.value : v);      // not a number: the server names the field
+        var t = input.value.trim().replace(/−/g, "-"), v = Number(t);
+        if (t === "" || !/^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(t) || !isFinite(v)) {
+          input.setAttribute("aria-invalid", "true"); input.classList.add("qkv-invalid");
+          ui.whatIfError.textContent = W("error") + ": " + W("notNumber", { where: place, value: input.value.trim() });
+          return;
+        }
+        input.removeAttribute("aria-invalid"); input.classList.remove("qkv-invalid");
+        onValue(v);
         input.classList.add("qkv-edited"); recompute(true);
       });
       return input;
@@ -983,7 +1030,7 @@
           var mine = w.scores[s.name] && w.scores[s.name][j] !== undefined;
           var input = cellInput(mine ? w.scores[s.name][j] : scores[j], mine, function (v) {
             w.scores[s.name] = w.scores[s.name] || {}; w.scores[s.name][j] = v;
-          });
+          }, scorePlace(trace, s.name, j));
           (ui.scoreInputs[s.name] = ui.scoreInputs[s.name] || {})[j] = input;
           var td = el("td"); td.appendChild(input);
           row.appendChild(td);
@@ -998,7 +1045,7 @@
         var chars = 3;                    // the longest number as shown: a phone sizes the boxes to it (serve.css)
         values.forEach(function (r) { r.forEach(function (v) { chars = Math.max(chars, String(v).length); }); });
         t.style.setProperty("--qkv-chars", String(chars));
-        t.appendChild(el("caption", null, m === "x" ? "X" : m === "memory" ? VW()["st.memory"] || "memory" : "W_" + m.slice(2).toUpperCase()));
+        t.appendChild(el("caption", null, matrixName(m)));
         // X's rows are the tokens (the decoder's for cross-attention), memory's the encoder's words
         // (named in the page's language where the example names them per language, as everywhere)
         var labels = m === "x" ? tokensFor(trace, "", values.length, 0).q : m === "memory" ? tokensFor(trace, "", 0, values.length).k : null;
@@ -1008,7 +1055,7 @@
             var key = i + "," + j, mine = w.cells[m] && w.cells[m][key] !== undefined;
             var td = el("td"); td.appendChild(cellInput(mine ? w.cells[m][key] : v, mine, function (value) {
               w.cells[m] = w.cells[m] || {}; w.cells[m][key] = value;
-            }));
+            }, cellPlace(m, labels && labels[i] !== undefined ? String(labels[i]) : String(i), j)));
             tr.appendChild(td);
           });
           t.appendChild(tr);

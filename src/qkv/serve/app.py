@@ -160,6 +160,16 @@ class ModelEntry:
         return {"name": self.name, "layers": int(self.config.n_layers), "heads": int(self.config.n_heads),
                 "max_tokens": self.max_tokens, "kind": type(self.model).__name__}
 
+    def reading(self, text: str) -> dict | None:
+        """How many of the text's pieces the tokenizer does not read ([UNK], letters taken apart), counted from
+        its own output (`qkv.models.reading`); None for a model without a `tokenizers.Tokenizer`."""
+        from ..models.reading import READS_KOREAN, reading
+
+        tokenizer = self._counter if self._counter is not None else getattr(self.model, "tokenizer", None)
+        if tokenizer is None or not hasattr(tokenizer, "encode"):
+            return None
+        return dict(reading(text, tokenizer).describe(), korean=READS_KOREAN)
+
     def check_text(self, text: str, limits: Limits, lang: str = "en") -> None:
         """422 when the text is longer than the model takes (the tokenizer would silently cut it)."""
         _check_chars(text, limits, lang)
@@ -692,7 +702,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     async def api_tokens(request: Request) -> Response:
         model, text = entry(request), _text(request)
         model.check_text(text, limits, _lang_said(request))      # tokenising is quick (check_text has just done it): no queue
-        return _json({"model": model.name, "tokens": list(model.model.tokens(text))})
+        return _json({"model": model.name, "tokens": list(model.model.tokens(text)), "reading": model.reading(text)})
 
     async def api_overview(request: Request) -> Response:
         model, text = entry(request), _text(request)
@@ -703,7 +713,8 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
             tokens = list(model.model.tokens(text))
             levels = np.rint(np.clip(weights, 0.0, 1.0) * 255).astype(np.uint8)
             return {"model": model.name, "tokens": tokens, "shape": list(weights.shape),
-                    "weights": base64.b64encode(levels.tobytes()).decode("ascii"), "scale": 255}
+                    "weights": base64.b64encode(levels.tobytes()).decode("ascii"), "scale": 255,
+                    "reading": model.reading(text)}
 
         return _json(await gate().run(compute, lang=_lang_said(request)))
 

@@ -1,0 +1,89 @@
+"""Does a model's tokenizer read a text? Counted from the tokenizer's own output, never guessed from the text.
+
+MiniLM's tokenizer (BERT uncased) strips accents by decomposing letters (NFD), which takes a Hangul syllable
+apart into its jamo: "안녕" becomes "ᄋ ##ᅡ ##ᆫ ##ᄂ ##ᅧ ##ᆼ", and a syllable it has no jamo for becomes
+[UNK]. Its attention over such pieces says little about the words. `reading` counts, among the pieces that
+are not special tokens ([CLS], [SEP], …):
+
+- unknown: the tokenizer's unknown token ([UNK], <unk>);
+- split: a piece whose letters do not occur in the text as written (compared after the comparisons any
+  tokenizer may make: case folded, accents dropped), e.g. a jamo cut out of a syllable, or a byte of a
+  character a byte-level tokenizer split (decoded alone it is "�").
+
+    >>> from qkv import models
+    >>> r = reading("안녕 ok", models.load("minilm").tokenizer)
+    >>> (r.pieces, r.unknown, r.split, r.hangul)
+    (7, 0, 6, 2)
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = ["Reading", "reading", "READS_KOREAN"]
+
+READS_KOREAN = "bert-base-multilingual-cased"
+"""A BERT checkpoint whose vocabulary holds Hangul syllables and whose tokenizer keeps them whole (cased:
+no accent stripping, no NFD): `qkv serve --model DIR` and `qkv.models.load(DIR)` read it (config.json,
+model.safetensors, tokenizer.json)."""
+
+_PREFIXES = ("##", "Ġ", "▁")       # WordPiece's continuation, byte-level BPE's and SentencePiece's space marks
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a tokenizer made of a text: pieces (special tokens left out), unknown ones, split ones, the text's
+    Hangul syllables, and up to 6 of the unread pieces as examples."""
+
+    pieces: int
+    unknown: int
+    split: int
+    hangul: int
+    examples: tuple[str, ...]
+
+    @property
+    def unread(self) -> int:
+        return self.unknown + self.split
+
+    def describe(self) -> dict:
+        return {"pieces": self.pieces, "unknown": self.unknown, "split": self.split, "hangul": self.hangul,
+                "examples": list(self.examples)}
+
+
+def _plain(text: str) -> str:
+    """The text as a tokenizer may compare it: accents dropped (NFD, marks removed, NFC again), case folded."""
+    decomposed = unicodedata.normalize("NFD", text)
+    kept = "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
+    return unicodedata.normalize("NFC", kept).casefold()
+
+
+def _is_hangul(c: str) -> bool:
+    return "\uac00" <= c <= "\ud7a3"
+
+
+def reading(text: str, tokenizer) -> Reading:
+    """Count the pieces of ``text`` that ``tokenizer`` (a `tokenizers.Tokenizer`) does not read (see the module)."""
+    encoding = tokenizer.encode(text)
+    unk = getattr(getattr(tokenizer, "model", None), "unk_token", None)
+    byte_level = "ByteLevel" in repr(getattr(tokenizer, "pre_tokenizer", None))
+    plain = _plain(text)
+    pieces = unknown = split = 0
+    examples: list[str] = []
+    for token, token_id, special in zip(encoding.tokens, encoding.ids, encoding.special_tokens_mask):
+        if special:
+            continue
+        pieces += 1
+        if unk is not None and token == unk:
+            unknown += 1
+            examples.append(token)
+            continue
+        piece = tokenizer.decode([token_id], skip_special_tokens=False) if byte_level else token
+        for prefix in _PREFIXES:
+            if piece.startswith(prefix) and len(piece) > len(prefix):
+                piece = piece[len(prefix):]
+        piece = piece.strip()
+        if piece and (_plain(piece) not in plain or "\ufffd" in piece):
+            split += 1
+            examples.append(token)
+    return Reading(pieces, unknown, split, sum(map(_is_hangul, text)), tuple(dict.fromkeys(examples))[:6])
