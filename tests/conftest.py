@@ -6,7 +6,16 @@ several processes or a benchmark run, torch.compile graphs, hundreds of full fig
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The tests expect English wherever they give no --lang: a run under a Korean locale (LANG=ko_KR.UTF-8) would
+# otherwise answer in Korean (`qkv.frontdoor.locale_lang`). The message locale is pinned to C for the tests
+# and the processes they start; tests/test_locale.py sets its own. LC_CTYPE (the encoding) is left alone.
+for _name in ("LC_ALL", "LANGUAGE"):
+    os.environ.pop(_name, None)
+os.environ["LC_MESSAGES"] = "C.UTF-8"
 
 BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py", "test_page_access.py"}       # Chromium (and a kernel)
 REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py", "test_models_families.py",

@@ -277,9 +277,9 @@ def test_every_command_words_and_checks_lang_as_example_does(capsys, argv):
     code, out, err = run(capsys, *argv, "--lang", "xx")
     assert code == 2 and out == "" and err == example_error, err
     mine, example = lang_option(argv[0]), lang_option("example")
-    assert (mine.default, mine.metavar) == (example.default, example.metavar) == ("en", "en|ko")
-    assert mine.help.startswith("language of ") and mine.help.endswith(" (default en)")
-    assert example.help.startswith("language of ") and example.help.endswith(" (default en)")
+    assert (mine.default, mine.metavar) == (example.default, example.metavar) == (None, "en|ko")   # None: the locale's
+    assert mine.help.startswith("language of ") and mine.help.endswith(" (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)")
+    assert example.help.startswith("language of ") and example.help.endswith(" (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)")
 
 
 def test_no_command_imports_another():

