@@ -11,7 +11,7 @@ Routes (documented for people in docs/serve.md; ``GET /api`` lists them for scri
     GET  /api                  this route list, as JSON
     GET  /api/models           the models loaded at start-up: name, layers, heads, max_tokens
     GET  /api/examples         the worked examples: name and title (en, ko)
-    GET  /api/tokens           ?model=&text=                      → tokens
+    GET  /api/tokens           ?model=&text=                      → tokens, reading (unread pieces)
     GET  /api/overview         ?model=&text=                      → every layer × head's weights (uint8)
     GET  /api/trace            ?model=&text=&layer=&head=[&query=][&steps=a,b] → Trace JSON
     GET  /api/explain          ?model=&text=&layer=&head=[&query=][&lang=][&digits=] → derivation HTML
@@ -90,7 +90,8 @@ ROUTES = [
     ("GET", "/api/examples", "the worked examples: name, title in en and ko, the post they come from (id, title)"),
     ("GET", "/api/words", "the page's words in en and ko (qkv.explain.texts, keys serve.ui.*)"),
     ("GET", "/api/style", "the one colour scale of weights (qkv.explain.style): gamma, Blues stops, legend ticks, masked colour"),
-    ("GET", "/api/tokens?model=&text=", "the tokens the model sees"),
+    ("GET", "/api/tokens?model=&text=", "the tokens the model sees, and how many of them it does not read "
+     "(reading: unknown, split, pieces, hangul, examples, korean)"),
     ("GET", "/api/overview?model=&text=",
      "every layer × head: tokens, shape [L, H, T, T] and the weights as base64 uint8, round(weight·255), "
      "row-major (for thumbnails; exact numbers come from /api/trace)"),
