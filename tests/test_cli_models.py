@@ -252,3 +252,27 @@ def test_model_config_nesting_and_huge_integers_are_one_line(capsys, tmp_path, c
     (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
     err = one_line_error(capsys, "inspect", TEXT, "--model", str(tmp_path))
     assert "config.json" in err and words in err
+
+
+def test_inspect_names_the_heaviest_key_the_strongest_and_the_sink(capsys, model):
+    """Issue 29: [CLS] has weight 0.748 but ‖w·v‖ 0.059 for “cat” (layer 2, head 5); cat contributes most.
+    Expected: ‖wⱼ·vⱼ‖ from the head's recorded weights and value rows, by NumPy here."""
+    trace = model.trace(TEXT, layer=2, head=5, query=2)
+    w, v = trace["weights"].value[0, 2], trace["v_heads"].value[0]
+    c = w * np.linalg.norm(v, axis=1)
+    assert np.argmax(w) == 0 and np.argmax(c) == 2
+    code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "5", "--query", "cat", "--format", "json")
+    doc = json.loads(out)
+    said = doc["weight_vs_contribution"]
+    assert (said["largest_weight"], said["contributes_most"], said["sink"]) == (0, 2, 0)
+    np.testing.assert_allclose(said["contributions"], c, rtol=1e-5)
+    np.testing.assert_allclose(said["shares"], c / c.sum(), rtol=1e-5)
+    assert doc["top_keys"][0]["token"] == "[CLS]"
+    np.testing.assert_allclose(doc["top_keys"][0]["contribution"], c[0], rtol=1e-5)
+    for lang, words in (("en", ("[CLS] has the largest weight (0.748), but cat contributes most",
+                                "[CLS] is an attention sink for cat")),
+                        ("ko", ("가중치가 가장 큰 Key는 [CLS](0.748)이지만", "어텐션 싱크: cat의 Query에서 [CLS]의 가중치는"))):
+        code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "5", "--query", "cat", "--lang", lang)
+        text = " ".join(out.split())
+        assert all(word in text for word in words), lang
+        assert "therefore contributes most" not in text

@@ -71,8 +71,12 @@ def test_self_attention_printed_numbers_and_note():
                          ("learning", "[0.78, 1.74]", "[-0.18, 1.86]", "[0.36, 1.44, 0.84]")):
         line = next(line for line in text.splitlines() if line.strip().startswith(tok + " ") and q in line)
         assert k in line and v in line
-    weights_rows = {line.split()[0]: line.split()[-1] for line in text.splitlines()
-                    if re.match(r"^ (I|love|machine|learning) +\d\.\d{4} +\d\.\d{4} *$", line)}
+    weights_rows = {}      # the softmax table (key, score, weight, ‖w·v‖, share) comes before the 4 × 4 matrix
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["key", "scaled"])
+    for line in lines[start:start + 7]:
+        if re.match(r"^ (I|love|machine|learning) +\d\.\d{4} +\d\.\d{4} +\d\.\d{4} +\d\.\d{4} *$", line):
+            weights_rows.setdefault(line.split()[0], line.split()[2])
     assert weights_rows == {"I": "0.1688", "love": "0.2472", "machine": "0.2457", "learning": "0.3382"}
     # the exact value is printed, and a note says the seed prints something else
     assert "the post prints the weight of learning one unit higher" in flat(text)
@@ -181,7 +185,7 @@ def test_group_meeting_softmax_and_notation():
     np.testing.assert_allclose(t["columns/weights"].value.sum(0), 1.0, rtol=1e-14)   # per column
     text = flat(render(t, "text"))
     assert "1.0e-43" in text                                # e^-99 is tiny, not zero
-    assert "the next word is “.”" in text and "the conclusion is “of”" in text
+    assert "The conclusion is “.”" in text and "The conclusion is “of”" in text
 
 
 # ----------------------------------------------------------------------------- trace, JSON, by hand

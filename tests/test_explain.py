@@ -227,7 +227,9 @@ def test_long_matrices_are_elided_with_the_full_shape_stated():
     # the followed query's row of Q (48 values > 32) is elided; its weights row (20 keys) is complete
     q_line = next(line for line in text.splitlines() if "q_w10 = x_w10" in line)
     assert q_line.count("…") == 2
-    softmax_rows = [line for line in text.splitlines() if re.match(r"^\s*w\d+\s+-?\d+\.\d+\s+\d\.\d+\s*$", line)]
+    # key, score, weight, ‖w·v‖, share
+    softmax_rows = [line for line in text.splitlines()
+                    if re.match(r"^\s*w\d+\s+-?\d+\.\d+\s+\d\.\d+\s+\S+\s+\S+\s*$", line)]
     assert len(softmax_rows) == 20
     assert "layer 2, head 3 of 12" in text          # the intro names the model's head (meta head is a label)
 
@@ -261,7 +263,8 @@ def test_many_keys_keep_the_strongest_in_the_softmax_table():
     t = one_head_trace(40, 8, query=3)
     row = t["weights"].value[0, 3]
     text = render(t, "text", digits=4)
-    table = [line.split()[0] for line in text.splitlines() if re.match(r"^\s*w\d+\s+-?\d+\.\d+\s+\d\.\d+\s*$", line)]
+    table = [line.split()[0] for line in text.splitlines()
+             if re.match(r"^\s*w\d+\s+-?\d+\.\d+\s+\d\.\d+\s+\S+\s+\S+\s*$", line)]   # key, score, weight, ‖w·v‖, share
     strongest = {f"w{j}" for j in np.argsort(-row)[:4]}
     assert strongest <= set(table) and len(table) < 40
     assert {"w0", "w1", "w2", "w3", "w36", "w37", "w38", "w39"} <= set(table)

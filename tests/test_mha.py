@@ -237,7 +237,8 @@ def test_trace_records_every_step_in_order():
     y = mha(x, record=trace)
     total = qkv.residual(x, y, record=trace)
     assert trace.names() == ["x", "w_q", "q", "q_heads", "w_k", "k", "k_heads", "w_v", "v", "v_heads",
-                             "scores", "scaled_scores", "softmax_max", "exp_scores", "exp_sum", "weights", "out", "concat", "w_o", "y", "residual"]
+                             "scores", "scaled_scores", "softmax_max", "exp_scores", "exp_sum", "weights", "out", "contributions", "shares",
+                             "concat", "w_o", "y", "residual"]
     assert trace["q_heads"].shape == (2, 3, 4) and trace["weights"].shape == (2, 3, 3)
     np.testing.assert_allclose(trace["scaled_scores"].value, trace["scores"].value / 2.0, rtol=1e-15)
     np.testing.assert_array_equal(trace["residual"].value, total)

@@ -221,7 +221,8 @@ def test_head_trace_steps_meta_and_share_of_w_o(model):
     trace = model.trace(text, layer=2, head=5, query="cat")
     t = len(model.tokens(text))
     assert trace.names() == ["x", "w_q", "q", "q_heads", "w_k", "k", "k_heads", "w_v", "v", "v_heads", "scores",
-                             "scaled_scores", "softmax_max", "exp_scores", "exp_sum", "weights", "out", "concat", "w_o", "y"]
+                             "scaled_scores", "softmax_max", "exp_scores", "exp_sum", "weights", "out", "contributions",
+                             "shares", "concat", "w_o", "y"]
     assert trace.meta["kind"] == "model" and trace.meta["layer"] == 2 and trace.meta["head"] == 5
     assert trace.meta["tokens"][trace.meta["query"]] == "cat"
     assert trace["x"].shape == (t, 384) and trace["q"].shape == (t, 32) and trace["w_o"].shape == (32, 384)

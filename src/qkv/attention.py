@@ -28,8 +28,8 @@ from .kernels import autograd as _kernel_autograd
 from .kernels import blocked as _kernel_module
 from .kernels import route as _route
 from .kernels.call import Call, _compiling, as_bool_mask, as_scores, check_call, index_arrays
-from .trace import (BIASED_SCORES, EXP_SCORES, EXP_SUM, MASK, MODIFIED_SCORES, OUT, RESIDUAL, SCALED_SCORES, SCORES,
-                    SOFTMAX_MAX, WEIGHTS, Recorder, emit)
+from .trace import (BIASED_SCORES, CONTRIBUTIONS, EXP_SCORES, EXP_SUM, MASK, MODIFIED_SCORES, OUT, RESIDUAL,
+                    SCALED_SCORES, SCORES, SHARES, SOFTMAX_MAX, WEIGHTS, Recorder, emit)
 
 __all__ = [
     "attention",
@@ -378,12 +378,31 @@ def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, r
     weights = emit(record, WEIGHTS, weights, formula="e^(s − m) / Σ e^(s − m) = softmax(s)")
     out = _weights_times_values(call, weights, vc)            # (…, H, Tq, Dv)
     out = emit(record, OUT, out, formula="softmax(·)·V")
+    if record is not None:
+        _record_contributions(call, weights, vc, record)
     result = (xp.astype(out, call.dtype),)
     if return_weights:
         result += (xp.astype(weights, call.dtype),)
     if return_lse:
         result += (xp.astype(lse[..., 0], call.dtype),)
     return result if len(result) > 1 else result[0]
+
+
+def _record_contributions(call: Call, weights, values, record: Recorder) -> None:
+    """Record what each key adds to each query's output (a weight is not a contribution):
+    contributions ‖wⱼ·vⱼ‖ = wⱼ·‖vⱼ‖ (…, H, Tq, Tk) (weights are ≥ 0) and shares, each row's
+    contributions over their sum (all 0 for a row with no weight). Only when recording."""
+    xp = call.xp
+    norms = xp.sqrt(xp.sum(values * values, axis=-1))                 # (…, G, Tk): ‖vⱼ‖
+    norms = xp.expand_dims(norms, axis=-2)                            # (…, G, 1, Tk)
+    products = _group(call, weights) * _group_kv(call, norms)         # (…, G, H/G, Tq, Tk)
+    given = _group(call, weights) > 0                                 # 0·inf would be NaN: no weight, no share
+    contributions = _ungroup(call, xp.where(given, products, xp.zeros_like(products)))
+    total = xp.sum(contributions, axis=-1, keepdims=True)
+    shares = xp.where(total > 0, contributions / xp.where(total > 0, total, xp.ones_like(total)),
+                      xp.zeros_like(contributions))
+    emit(record, CONTRIBUTIONS, contributions, formula="‖wⱼ·vⱼ‖ = wⱼ·‖vⱼ‖")
+    emit(record, SHARES, shares, formula="‖wⱼ·vⱼ‖ / Σₖ ‖wₖ·vₖ‖")
 
 
 def _scores_to_weights(call: Call, q, qg, kg, record, shifts):

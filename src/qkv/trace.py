@@ -32,7 +32,8 @@ from .errors import InputError
 __all__ = ["Recorder", "emit", "scoped", "TraceInfo", "Step", "Trace", "STEPS", "SAVED_DTYPES", "MAX_SAVED_ELEMENTS",
            "MAX_SAVED_DIMS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MODIFIED_SCORES",
-           "MASK", "SOFTMAX_MAX", "EXP_SCORES", "EXP_SUM", "WEIGHTS", "OUT", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "token_number", "in_language", "BY_HAND", "DRIFT"]
+           "MASK", "SOFTMAX_MAX", "EXP_SCORES", "EXP_SUM", "WEIGHTS", "OUT", "CONTRIBUTIONS", "SHARES",
+           "SINK_WEIGHT", "SINK_RATIO", "Reading", "read_row", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "token_number", "in_language", "BY_HAND", "DRIFT"]
 
 FORMAT_VERSION = 1
 
@@ -99,6 +100,8 @@ EXP_SCORES = "exp_scores"        # (H, Tq, Tk) e^(s − m): the softmax's numera
 EXP_SUM = "exp_sum"              # (H, Tq, 1)  Σ e^(s − m): the softmax's denominator
 WEIGHTS = "weights"              # (H, Tq, Tk) softmax per row; each row sums to 1 (all 0 when every key is masked)
 OUT = "out"                      # (H, Tq, Dv) weights · V, one output row per query and head
+CONTRIBUTIONS = "contributions"  # (H, Tq, Tk) ‖wⱼ·vⱼ‖ = wⱼ·‖vⱼ‖: how much key j adds to the query's output
+SHARES = "shares"                # (H, Tq, Tk) ‖wⱼ·vⱼ‖ / Σₖ ‖wₖ·vₖ‖: key j's share of the output (a row sums to 1, or is all 0)
 CONCAT = "concat"                # (Tq, H·Dv)  the heads side by side
 W_O = "w_o"                      # (H·Dv, D)
 Y = "y"                          # (Tq, D)     Concat(heads)·W_O
@@ -113,10 +116,57 @@ STEPS: dict[str, str] = {
     V_HEADS: "(G, Tk, Dv)", ROPE_ANGLES: "(T, Dk/2)", Q_ROTATED: "(H, Tq, Dk)", K_ROTATED: "(G, Tk, Dk)",
     SCORES: "(H, Tq, Tk)", SCALED_SCORES: "(H, Tq, Tk)", BIASED_SCORES: "(H, Tq, Tk)",
     MODIFIED_SCORES: "(H, Tq, Tk)", MASK: "(H or 1, Tq, Tk)", SOFTMAX_MAX: "(H, Tq, 1)", EXP_SCORES: "(H, Tq, Tk)",
-    EXP_SUM: "(H, Tq, 1)", WEIGHTS: "(H, Tq, Tk)", OUT: "(H, Tq, Dv)", CONCAT: "(Tq, H·Dv)", W_O: "(H·Dv, D)",
+    EXP_SUM: "(H, Tq, 1)", WEIGHTS: "(H, Tq, Tk)", OUT: "(H, Tq, Dv)", CONTRIBUTIONS: "(H, Tq, Tk)",
+    SHARES: "(H, Tq, Tk)", CONCAT: "(Tq, H·Dv)", W_O: "(H·Dv, D)",
     Y: "(Tq, D)", RESIDUAL: "(Tq, D)",
 }
 """Every step name above → its shape, in recording order."""
+
+
+# ----------------------------------------------------------------------------------- weight vs contribution
+# A weight is not a contribution: key j adds wⱼ·vⱼ to the query's output, so a key with a large weight
+# but a short value vector adds little (the core records both, CONTRIBUTIONS and SHARES). The rule
+# every reader (text, JSON, pages) uses to name an attention sink, written once:
+SINK_WEIGHT = 0.5   # the key holds at least this much of the weight (most of it) …
+SINK_RATIO = 0.5    # … and its share of the output is at most this fraction of its weight
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one query's row says about its keys (`read_row`): indices into the row.
+
+    heaviest: the key with the largest weight; strongest: the key with the largest ‖wⱼ·vⱼ‖ (the one
+    that contributes most); sink: the key that is an attention sink for this query, or None.
+    """
+
+    heaviest: int
+    strongest: int
+    sink: int | None
+
+    @property
+    def same(self) -> bool:
+        return self.heaviest == self.strongest
+
+
+def read_row(weights: Any, contributions: Any) -> "Reading | None":
+    """The keys a query's row names (see `Reading`): weights and contributions of one query, (Tk,).
+
+    An attention sink is the key with the largest weight when it holds most of the weight
+    (w ≥ SINK_WEIGHT) yet gives at most SINK_RATIO of that as its share of the output
+    (share = ‖w·v‖ / Σₖ ‖wₖ·vₖ‖ ≤ SINK_RATIO·w), and it is not the key that contributes most.
+    None for a row with no weight (every key masked).
+    """
+    w = np.asarray(weights, dtype=float).reshape(-1)
+    c = np.asarray(contributions, dtype=float).reshape(-1)
+    if w.size == 0 or not np.any(w > 0):
+        return None
+    heaviest = int(np.argmax(w))
+    strongest = int(np.argmax(np.where(np.isfinite(c), c, -np.inf))) if np.any(np.isfinite(c)) else heaviest
+    total = float(np.sum(c[np.isfinite(c)]))
+    share = float(c[heaviest]) / total if total > 0 else 0.0
+    sink = heaviest if (heaviest != strongest and w[heaviest] >= SINK_WEIGHT
+                        and share <= SINK_RATIO * w[heaviest]) else None
+    return Reading(heaviest, strongest, sink)
 
 
 def head_number(meta: dict, head: int) -> int:

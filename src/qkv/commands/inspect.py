@@ -29,7 +29,7 @@ import numpy as np
 from .._io import as_int, int_option, short_repr
 from .. import frontdoor
 from ..errors import InputError
-from ..explain.model_text import (grid_summary, head_summary, is_causal, structure_json, top_keys,
+from ..explain.model_text import (contribution_json, grid_summary, head_summary, is_causal, structure_json, top_keys,
                                   truncated)
 from ._options import add_lang_option, add_model_option, check_lang, load_model, words, write_text
 
@@ -107,9 +107,14 @@ def _one_head(model, args, layer: int, head: int, query: int, text_wanted: bool 
     if args.format == "json":
         weights = trace["weights"].value[0]                             # (T, T): this head's only head
         top = top_keys(weights[query], tokens, args.top)
+        reading = contribution_json(weights[query], trace["contributions"].value[0][query],
+                                    trace["shares"].value[0][query])
         return json.dumps({"format": "qkv-inspect", "model": model.name, "layer": layer, "head": head,
                            "tokens": tokens, "query": query,
-                           "top_keys": [{"index": j, "token": tokens[j], "weight": w} for j, w in top],
+                           "top_keys": [{"index": j, "token": tokens[j], "weight": w,
+                                         "contribution": reading["contributions"][j], "share": reading["shares"][j]}
+                                        for j, w in top],
+                           "weight_vs_contribution": reading,
                            "weights": weights.tolist(), **structure_json(model, head),
                            "explanation": json.loads(derivation)},
                           ensure_ascii=False) + "\n"

@@ -13,7 +13,8 @@ from typing import Any, Union
 
 import numpy as np
 
-from ..trace import BY_HAND, DRIFT, Step, Trace, head_number, in_language, token_number
+from ..trace import (BY_HAND, CONTRIBUTIONS, DRIFT, SHARES, SINK_RATIO, SINK_WEIGHT, Step, Trace, head_number,
+                     in_language, read_row, token_number)
 from . import texts
 from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES, title_of
 from .numbers import digits_for, fmt, fmt_decimal, shown_decimal
@@ -546,10 +547,12 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
                 ctx.matrix("scores", sym("QKᵀ", "QK^\\top"), scores, rows=tokens, cols=keys, highlight=query))
     scaled = ctx.value("scaled_scores")[h]
     formula = ctx.step("scaled_scores").formula
-    ctx.add(Para(ctx.t("scale.explain", dk=dk) if "1/√d_k" in formula else ctx.t("scale.given", formula=formula)))
+    unscaled = "1/√d_k" not in formula and np.array_equal(scaled, scores)    # a scale of 1 (√d_k off)
+    ctx.add(Para(ctx.t("scale.explain", dk=dk) if "1/√d_k" in formula else
+                 ctx.t("scale.none") if unscaled else ctx.t("scale.given", formula=formula)))
     if "1/√d_k" in formula:
         ctx.add(Calc([_divided_by_root(ctx, scores[query], scaled[query], dk)]))
-    else:
+    elif not unscaled:
         ctx.add(Calc([[sym("scores·scale", r"\text{scores}\cdot\text{scale}"), EQ, ctx.vec("scaled_scores", scaled[query])]]))
     _notes(ctx, "scaled_scores", query)
     if ctx.has("biased_scores"):
@@ -578,19 +581,24 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
         blocked = np.broadcast_to(np.isneginf(mask_h[h] if mask_h.ndim == 3 else mask_h), weights.shape)
     masked = (lambda i, j: blocked is not None and bool(blocked[i, j]))      # noqa: E731
     strongest = tuple(int(j) for j in np.argsort(-row, kind="stable")[:EDGE])   # kept when keys are elided
-    ctx.add(Para(ctx.t("softmax.explain")))
+    ctx.add(Para(ctx.t("softmax.explain.mask" if blocked is not None else "softmax.explain")))
     if ctx.has("exp_scores") and ctx.has("exp_sum") and ctx.has("softmax_max") and len(keys) <= 12:
         _softmax_steps(ctx, h, query, keys, final, scaled[query], masked)
-    ctx.add(Table([ctx.t("col.key"), ctx.t("col.score" if final == "scaled_scores" else "col.score.final"),
-                   ctx.t("col.weight")],
+    contributions = _head_row(ctx, CONTRIBUTIONS, h, query)
+    shares = _head_row(ctx, SHARES, h, query)
+    header = [ctx.t("col.key"), ctx.t("col.score" if final == "scaled_scores" and not unscaled else "col.score.final"),
+              ctx.t("col.weight")] + ([ctx.t("col.contribution"), ctx.t("col.share")] if contributions is not None else [])
+    extra = (lambda j: [ctx.num(CONTRIBUTIONS, contributions[j]), ctx.num(SHARES, shares[j])]) \
+        if contributions is not None else (lambda j: [])
+    ctx.add(Table(header,
                   [[key, _fmt_plain(ctx.num(final, scaled[query, j])) + " → −∞", ctx.t("masked")]
+                   + (["0", "0"] if contributions is not None else [])
                    if masked(query, j) else
-                   [key, ctx.num(final, scaled[query, j]), ctx.num("weights", row[j])]
+                   [key, ctx.num(final, scaled[query, j]), ctx.num("weights", row[j])] + extra(j)
                    for j, key in enumerate(keys)], limit=VECTOR_LIMIT, keep=strongest))
     _notes(ctx, "weights", query)
-    if row.size and np.any(row > 0):
-        top = int(np.argmax(row))
-        ctx.add(Para(ctx.t("weights.top", token=qtok, top=keys[top])))
+    if contributions is not None:
+        ctx.add(*_weight_vs_contribution(ctx, qtok, keys, row, contributions, shares))
     out = ctx.value("out")[h]
     ctx.add(Para(ctx.t("out.explain.cross" if cross else "out.explain", token=qtok)))
     if len(keys) <= 12 and v_mat.shape[1] <= 6:
@@ -598,11 +606,45 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     ctx.add(Calc([[sub("z", qtok), EQ, ctx.vec("out", out[query])]]))
     _notes(ctx, "out", query)
     if weights.shape[0] > 1:
-        ctx.add(Para(ctx.t("weights.matrix")),
+        ctx.add(Para(ctx.t("weights.matrix.mask" if blocked is not None else "weights.matrix")),
                 ctx.matrix("weights", sym("softmax", r"\operatorname{softmax}"), weights, rows=tokens, cols=keys,
                            highlight=query, masked=blocked),
                 ctx.matrix("out", sym(f"Z_{shown_h}", f"Z_{{{shown_h}}}") if n_heads > 1 else sym("Z"), out,
                            rows=tokens, highlight=query))          # Z_h: the head's output, numbered as shown
+
+
+def _head_row(ctx: Context, name: str, h: int, query: int) -> np.ndarray | None:
+    """Head ``h``'s row ``query`` of a recorded (H, Tq, Tk) step, or None where the trace lacks it."""
+    if not ctx.has(name):
+        return None
+    values = ctx.value(name)
+    return values[min(h, values.shape[0] - 1)][query] if values.ndim == 3 else values[query]
+
+
+def _weight_vs_contribution(ctx: Context, qtok: str, keys: list, weights: np.ndarray, contributions: np.ndarray,
+                            shares: np.ndarray) -> list:
+    """What the row says, generated from its numbers (`qkv.trace.read_row`): the key with the largest
+    weight, the key that contributes most (largest ‖w·v‖), and an attention sink where there is one."""
+    reading = read_row(weights, contributions)
+    if reading is None:
+        return []
+    top, most = reading.heaviest, reading.strongest
+
+    def said(j: int) -> dict:
+        return {"w": _fmt_plain(ctx.num("weights", weights[j])), "c": _fmt_plain(ctx.num(CONTRIBUTIONS, contributions[j])),
+                "share": _fmt_plain(ctx.num(SHARES, shares[j]))}
+
+    blocks: list = [Para(ctx.t("weights.contribution"))]
+    if reading.same:
+        blocks.append(Para(ctx.t("weights.top.same", token=qtok, top=keys[top], **said(top))))
+    else:
+        shown = said(most)
+        blocks.append(Para(ctx.t("weights.top.differ", token=qtok, top=keys[top], most=keys[most],
+                                 **said(top), w_most=shown["w"], c_most=shown["c"], share_most=shown["share"])))
+    if reading.sink is not None:
+        blocks.append(Para(ctx.t("weights.sink", token=qtok, sink=keys[reading.sink], **said(reading.sink),
+                                 weight_rule=_fmt_plain(Num(SINK_WEIGHT, 1)), ratio=_fmt_plain(Num(SINK_RATIO, 1)))))
+    return blocks
 
 
 def _divided_by_root(ctx: Context, scores: np.ndarray, scaled: np.ndarray, dk: int) -> list:
@@ -791,12 +833,12 @@ def _group_meeting(ctx: Context) -> None:
                 Calc([[sym(f"softmax({named})·V", rf"\operatorname{{softmax}}(\text{{{named}}})\,V"), EQ if holds else APPROX,
                        ctx.vec(f"{name}/out", out)]]))
         if out.size and answers:
-            ctx.add(Para(ctx.t(f"gm.{name}.conclusion", answer=answers[int(np.argmax(out))])))
-        lot_weights.append((name, weights[target]))
+            ctx.add(*_meeting_conclusion(ctx, name, tokens, target, weights, values, out, answers))
+        lot_weights.append((name, target))
     if len(lot_weights) == 2:
-        (first, before), (second, after) = lot_weights
-        ctx.add(Para(ctx.t("gm.weaker", before=_fmt_plain(ctx.num(f"{first}/weights", before)),
-                           after=_fmt_plain(ctx.num(f"{second}/weights", after)))))
+        (first, i), (second, j) = lot_weights
+        ctx.add(Para(ctx.t("gm.weaker", token=info.scenes[0]["query"], **_meeting_reading(ctx, first, i, "1"),
+                           **_meeting_reading(ctx, second, j, "2"))))
     if "rows/weights" in ctx.trace:
         tokens = list(info.tokens)
         w_rows, w_cols = ctx.value("rows/weights"), ctx.value("columns/weights")
@@ -817,6 +859,40 @@ def _group_meeting(ctx: Context) -> None:
 
             diff = ctx.trace["columns/difference"].meta.get("max_abs", 0.0)
             ctx.add(Para(ctx.t("gm.notation.same", diff=fmt_small(diff))))
+
+
+def _meeting_conclusion(ctx: Context, name: str, tokens: list, target: int, weights: np.ndarray, values: np.ndarray,
+                        out: np.ndarray, answers: list) -> list:
+    """The meeting's conclusion, generated from its numbers: each answer's share of the vote (out), the
+    winner, and what the followed token's weight says (most of the weight and its answer wins: the
+    group follows it; the largest weight but not most; or a weaker voice than another token's)."""
+    votes = ", ".join(f"“{a}” {_fmt_plain(ctx.num(f'{name}/out', v))}" for a, v in zip(answers, out))
+    winner = int(np.argmax(out))
+    blocks = [Para(ctx.t("gm.conclusion", votes=votes, answer=answers[winner])
+                   if out[winner] > 0 else ctx.t("gm.conclusion.none", votes=votes))]
+    token, w = tokens[target], weights[target]
+    top = int(np.argmax(weights))
+    said = {"token": token, "w": _fmt_plain(ctx.num(f"{name}/weights", w))}
+    own = values[target]
+    if w >= 0.5 and own.size and np.any(own > 0) and int(np.argmax(own)) == winner:
+        blocks.append(Para(ctx.t("gm.follows", answer=answers[winner], **said)))
+    elif top == target or weights[top] == w:
+        blocks.append(Para(ctx.t("gm.largest", rest=_fmt_plain(ctx.num(f"{name}/weights", 1.0 - w)), **said)))
+    else:
+        blocks.append(Para(ctx.t("gm.weak", top=tokens[top], top_w=_fmt_plain(ctx.num(f"{name}/weights", weights[top])),
+                                 **said)))
+    return blocks
+
+
+def _meeting_reading(ctx: Context, name: str, target: int, suffix: str) -> dict:
+    """The followed token's score into the softmax, m − s (how far below the row's largest) and weight,
+    in meeting ``name``: the values of gm.weaker's placeholders s1, d1, w1 (suffix "1") or s2, d2, w2."""
+    scaled = ctx.value(f"{name}/scaled_scores")[0]
+    m = float(ctx.value(f"{name}/softmax_max").reshape(-1)[0]) if ctx.has(f"{name}/softmax_max") else float(np.max(scaled))
+    s = float(scaled[target])
+    return {f"s{suffix}": _fmt_plain(ctx.num(f"{name}/scaled_scores", s)),
+            f"d{suffix}": _fmt_plain(ctx.num(f"{name}/scaled_scores", m - s)),
+            f"w{suffix}": _fmt_plain(ctx.num(f"{name}/weights", ctx.value(f"{name}/weights")[0][target]))}
 
 
 # --------------------------------------------------------------------------- anything else

@@ -15,10 +15,11 @@ import io
 
 import numpy as np
 
+from ..trace import SINK_RATIO, SINK_WEIGHT, read_row
 from .texts import CAUSAL_MODEL_TEXTS, text
 
 __all__ = ["render_rich", "pad", "table", "sections", "token_line", "truncated", "is_causal", "causal_structure",
-           "structure_json", "rope_section", "top_keys", "head_summary", "grid_summary", "SPECIAL"]
+           "structure_json", "rope_section", "top_keys", "head_summary", "contribution_json", "contribution_sentences", "grid_summary", "SPECIAL"]
 
 SPECIAL = ("[CLS]", "[SEP]")
 
@@ -204,11 +205,53 @@ def head_summary(model, trace, *, query: int, top: int, digits: int, fmt: str, l
         title += t("cli.inspect.kv", g=meta["kv_head"], heads=_list(meta["kv_group"]))
     parts = [(t("cli.tokens"), token_line(tokens))] + causal_structure(model, lang)
     parts += rope_section(trace, tokens, query, lang=lang, digits=digits, full=full)
-    parts += [(t("cli.inspect.weights", head=head), _matrix(weights, tokens, digits, fmt, query, t)),
-              (t("cli.inspect.top", n=len(best), q=query, token=tokens[query]),
-               table([t("cli.inspect.col.key"), t("cli.inspect.col.token"), t("cli.inspect.col.weight")],
-                     [[str(j), tokens[j], f"{w:.{digits}f}"] for j, w in best], fmt))]
+    parts += [(t("cli.inspect.weights", head=head), _matrix(weights, tokens, digits, fmt, query, t))]
+    if "contributions" in trace and "shares" in trace:
+        contributions, shares = trace["contributions"].value[0][query], trace["shares"].value[0][query]
+        body = table([t("cli.inspect.col.key"), t("cli.inspect.col.token"), t("cli.inspect.col.weight"),
+                      t("col.contribution"), t("col.share")],
+                     [[str(j), tokens[j], f"{w:.{digits}f}", f"{contributions[j]:.{digits}f}", f"{shares[j]:.{digits}f}"]
+                      for j, w in best], fmt)
+        said = contribution_sentences(weights[query], contributions, shares, tokens, query, digits=digits, lang=lang)
+        parts += [(t("cli.inspect.top", n=len(best), q=query, token=tokens[query]),
+                   body if not said else (body if fmt == "markdown" else render_rich(body).rstrip()) + "\n\n" + said)]
+    else:
+        parts += [(t("cli.inspect.top", n=len(best), q=query, token=tokens[query]),
+                   table([t("cli.inspect.col.key"), t("cli.inspect.col.token"), t("cli.inspect.col.weight")],
+                         [[str(j), tokens[j], f"{w:.{digits}f}"] for j, w in best], fmt))]
     return sections(title, parts, fmt)
+
+
+def contribution_json(weights, contributions, shares) -> dict:
+    """The weight-vs-contribution reading of one query's row, for a JSON document: every key's
+    ‖w·v‖ and share, the key with the largest weight, the one that contributes most, and the sink
+    (None when there is none) by `qkv.trace.read_row`'s rule."""
+    reading = read_row(weights, contributions)
+    return {"contributions": [float(c) for c in contributions], "shares": [float(x) for x in shares],
+            "largest_weight": None if reading is None else reading.heaviest,
+            "contributes_most": None if reading is None else reading.strongest,
+            "sink": None if reading is None else reading.sink,
+            "sink_rule": {"weight_at_least": SINK_WEIGHT, "share_at_most_times_weight": SINK_RATIO}}
+
+
+def contribution_sentences(weights, contributions, shares, tokens, query: int, *, digits: int, lang: str) -> str:
+    """The sentences that name the key with the largest weight, the key that contributes most and an
+    attention sink (`qkv.trace.read_row`), generated from one query's row; "" for a row with no weight."""
+    reading = read_row(weights, contributions)
+    if reading is None:
+        return ""
+
+    def said(j: int) -> dict:
+        return {"w": f"{weights[j]:.{digits}f}", "c": f"{contributions[j]:.{digits}f}", "share": f"{shares[j]:.{digits}f}"}
+
+    top, most, token = reading.heaviest, reading.strongest, tokens[query]
+    lines = [text(lang, "weights.top.same", token=token, top=tokens[top], **said(top)) if reading.same else
+             text(lang, "weights.top.differ", token=token, top=tokens[top], most=tokens[most], **said(top),
+                  w_most=said(most)["w"], c_most=said(most)["c"], share_most=said(most)["share"])]
+    if reading.sink is not None:
+        lines.append(text(lang, "weights.sink", token=token, sink=tokens[reading.sink], **said(reading.sink),
+                          weight_rule=f"{SINK_WEIGHT:g}", ratio=f"{SINK_RATIO:g}"))
+    return "\n".join(lines)
 
 
 def _matrix(weights, tokens, digits: int, fmt: str, query: int, t):

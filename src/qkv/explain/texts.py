@@ -125,6 +125,7 @@ EN: dict[str, str] = {
     "scores.matrix": "All queries against all keys at once, Q·Kᵀ ({t} × {tk}); the followed query's row is marked:",
     "scale.explain": "Q and K have d_k = {dk:number|numbers} each, so the scores are divided by √d_k = √{dk}:",
     "scale.given": "The scores are scaled: {formula}.",
+    "scale.none": "The scores are not scaled (the scale is 1): the softmax reads Q·Kᵀ as it is.",
     "bias.explain": "An additive bias is added to the scaled scores:",
     "modified.explain": "A score function (score_mod) changes each score before the softmax: {formula}. "
                         "ALiBi adds a penalty growing with the distance kv − q; soft-capping squashes scores into (−cap, cap):",
@@ -132,9 +133,11 @@ EN: dict[str, str] = {
                     "Blocked for {token}: {blocked}.",
     "none": "none",
     "masked": "masked",
-    "softmax.explain": "Softmax turns the scaled scores into weights between 0 and 1 that add up to 1 "
-                       "(exp of each score divided by the sum of the exps; a query the mask lets see no key "
-                       "gets weight 0 everywhere):",
+    "softmax.explain": "Softmax turns these scores into weights between 0 and 1 that add up to 1 "
+                       "(exp of each score divided by the sum of the exps):",
+    "softmax.explain.mask": "Softmax turns these scores into weights between 0 and 1 that add up to 1 "
+                            "(exp of each score divided by the sum of the exps; a query the mask lets see no key "
+                            "gets weight 0 everywhere):",
     "softmax.steps": "Softmax step by step. Subtracting one number from every score does not change the weights, so "
                      "qkv first subtracts the row's largest score, m = {m} (then no e^ can overflow). Each weight is "
                      "e^(s − m) divided by the sum of them all:",
@@ -142,14 +145,26 @@ EN: dict[str, str] = {
     "col.score": "scaled score",
     "col.score.final": "score into softmax",
     "col.weight": "weight",
-    "weights.top": "{token} attends most strongly to {top}, which therefore contributes most to its new "
-                   "representation.",
+    "col.contribution": "‖w·v‖",
+    "col.share": "share of output",
+    "weights.contribution": "A weight is not a contribution: key j adds wⱼ·vⱼ to the output, so what it contributes "
+                            "is ‖wⱼ·vⱼ‖ = wⱼ·‖vⱼ‖ (its weight times the length of its value vector), and its share "
+                            "is that divided by the sum over all keys.",
+    "weights.top.same": "{top} has the largest weight ({w}) and also contributes most to the output of {token}: "
+                        "‖w·v‖ = {c}, a share of {share}.",
+    "weights.top.differ": "{top} has the largest weight ({w}), but {most} contributes most to the output of {token}: "
+                          "‖w·v‖ = {c_most} (weight {w_most}, share {share_most}) against {c} for {top} (share "
+                          "{share}).",
+    "weights.sink": "{sink} is an attention sink for {token}: it holds most of the weight ({w}) yet gives only {share} "
+                    "of the output (‖w·v‖ = {c}). qkv calls a key a sink when it has the largest weight, at least "
+                    "{weight_rule}, another key contributes more, and its share is at most {ratio} × its weight.",
     "out.explain": "The output for {token} is the weighted sum of the value vectors:",
     "out.explain.cross": "The output for {token} is the weighted sum of the encoder's value vectors: information "
                          "from the source sentence, mixed by the weights. It is not the next word itself but an "
                          "intermediate vector the decoder uses to predict it.",
-    "weights.matrix": "The weights of every query (each row adds up to 1, or is all 0 where the mask lets a "
-                      "query see no key) and every token's output:",
+    "weights.matrix": "The weights of every query (each row adds up to 1) and every token's output:",
+    "weights.matrix.mask": "The weights of every query (each row adds up to 1, or is all 0 where the mask lets a "
+                           "query see no key) and every token's output:",
     # heads together
     "h.concat": "Concatenating the heads",
     "concat.explain": "The {h} heads' outputs are put side by side: H is {t} × {width}.",
@@ -200,10 +215,17 @@ EN: dict[str, str] = {
     "gm.col.answer": "answer V (votes for {answers})",
     "gm.blend": "The meeting's conclusion is the weighted sum of the answers:",
     "gm.scaled": "In this what-if every score is multiplied by {factor} before the softmax:",
-    "gm.lot.conclusion": "The group follows lot's answer: the next word is “{answer}”.",
-    "gm.question.conclusion": "lot's voice is now relatively weak: the conclusion is “{answer}”.",
-    "gm.weaker": "lot's weight was {before} in the first meeting and is {after} in the second: softmax only "
-                 "cares about scores relative to each other.",
+    "gm.conclusion": "The votes: {votes}. The conclusion is “{answer}”.",
+    "gm.conclusion.none": "The votes: {votes}. No answer gets a vote: the weight goes to tokens whose answer votes "
+                          "for nothing.",
+    "gm.follows": "{token} holds most of the weight ({w}) and the conclusion is its answer: the group follows {token}.",
+    "gm.largest": "{token} holds the largest weight ({w}) but not most of it: the other tokens together hold {rest}.",
+    "gm.weak": "{token}'s voice is relatively weak: its weight is {w}, against {top_w} for {top}.",
+    "gm.weaker": "{token}'s score into the softmax is {s1} in the first meeting and {s2} in the second; its weight "
+                 "is {w1} in the first and {w2} in the second. A weight depends only on the differences between the "
+                 "scores: the row's largest score m minus {token}'s is {d1} in the first meeting and {d2} in the "
+                 "second. So adding one number to every score changes no weight, but multiplying every score by a "
+                 "factor multiplies the differences and changes the weights (a temperature, or the division by √d_k).",
     "gm.notation.title": "Two notations, one computation",
     "gm.notation.intro": "Attention Is All You Need writes tokens as rows; 3Blue1Brown's video writes them as "
                          "columns. Both are shown here on the Q, K, V of the {example} example.",
@@ -444,8 +466,8 @@ EN: dict[str, str] = {
     "page.st.softmax.m": "the row's largest score",
     "page.st.softmax.norec": "This trace records the weights but not the exponentials e^(s − m) and their sum.",
     "page.st.weighted": "weights × value rows",
-    "page.st.weighted.text": "Each key's value row v is multiplied by that key's weight: a key with a large weight "
-                             "contributes most.",
+    "page.st.weighted.text": "Each key's value row v is multiplied by that key's weight. What a key adds is w·v: "
+                             "its weight times its value row, so a large weight with a short value row can add little.",
     "page.st.z": "z: the sum of the weighted value rows",
     "page.st.z.text": "Adding the weighted value rows gives z, the output of {tok}.",
     "page.st.z.text.head": "Adding the weighted value rows gives z, the output of {tok} in {hn}.",
@@ -1735,26 +1757,41 @@ KO: dict[str, str] = {
     "scores.matrix": "모든 Query와 모든 Key를 한꺼번에 비교한 Q·Kᵀ ({t} × {tk}). 따라가는 Query의 행을 표시했다:",
     "scale.explain": "Q와 K는 성분이 d_k = {dk}개인 벡터이므로, 점수를 √d_k(= √{dk})로 나누어 스케일링한다:",
     "scale.given": "점수를 스케일링한다: {formula}.",
+    "scale.none": "점수를 스케일링하지 않는다(스케일이 1이다): softmax는 Q·Kᵀ를 그대로 받는다.",
     "bias.explain": "스케일링한 점수에 더하는 편향:",
     "modified.explain": "점수 함수(score_mod)가 softmax 전에 각 점수를 바꾼다: {formula}. ALiBi는 거리 kv − q에 비례하는 벌점을 더하고, 소프트캡은 점수를 "
                         "(−cap, cap) 안으로 눌러 담는다:",
     "mask.explain": "마스크는 Query가 보면 안 되는 Key를 막는다 (softmax 전에 −∞를 더하므로 가중치가 0이 된다). {token}에서 막힌 Key: {blocked}.",
     "none": "없음",
     "masked": "마스크",
-    "softmax.explain": "softmax는 스케일링한 점수를 0과 1 사이의 가중치로 바꾸고, 가중치의 합이 1이 되게 한다. 각 점수의 exp를 모든 exp의 합으로 나누는 것이다 (마스크 "
-                       "때문에 볼 수 있는 Key가 하나도 없는 Query는 모든 가중치가 0이다):",
+    "softmax.explain": "softmax는 이 점수들을 0과 1 사이의 가중치로 바꾸고, 가중치의 합이 1이 되게 한다. 각 점수의 exp를 "
+                       "모든 exp의 합으로 나누는 것이다:",
+    "softmax.explain.mask": "softmax는 이 점수들을 0과 1 사이의 가중치로 바꾸고, 가중치의 합이 1이 되게 한다. 각 점수의 exp를 "
+                            "모든 exp의 합으로 나누는 것이다 (마스크 때문에 볼 수 있는 Key가 하나도 없는 Query는 모든 가중치가 0이다):",
     "softmax.steps": "softmax를 한 단계씩 계산한다. 모든 점수에서 같은 수를 빼도 가중치는 변하지 않으므로, qkv는 먼저 그 행의 가장 큰 점수 m을 모든 점수에서 뺀다 (여기서 m "
                      "= {m}). 그러면 e^(s − m)은 1을 넘지 않으므로 계산이 넘치지 않는다. 각 가중치는 e^(s − m)을 그 합으로 나눈 값이다:",
     "col.key": "Key",
     "col.score": "스케일링한 점수",
     "col.score.final": "softmax에 들어가는 점수",
     "col.weight": "가중치",
-    "weights.top": "{token}의 Query는 {top}에 가장 큰 가중치를 준다. 따라서 {top}의 Value가 {token}의 업데이트된 표현에 가장 크게 기여한다.",
+    "col.contribution": "‖w·v‖",
+    "col.share": "출력 기여 비율",
+    "weights.contribution": "가중치가 곧 기여도는 아니다. Key j가 출력에 더하는 것은 wⱼ·vⱼ이므로, 기여도는 "
+                            "‖wⱼ·vⱼ‖ = wⱼ·‖vⱼ‖(가중치 × Value 벡터의 길이)이고, 기여 비율은 이것을 모든 Key의 합으로 나눈 값이다.",
+    "weights.top.same": "가중치가 가장 큰 Key는 {top}({w})이고, {token}의 출력에 가장 크게 기여하는 Key도 {top}이다: "
+                        "‖w·v‖ = {c}, 기여 비율 {share}.",
+    "weights.top.differ": "가중치가 가장 큰 Key는 {top}({w})이지만, {token}의 출력에 가장 크게 기여하는 Key는 {most}이다: "
+                          "‖w·v‖ = {c_most}(가중치 {w_most}, 기여 비율 {share_most}), {top}의 ‖w·v‖는 {c}(기여 비율 "
+                          "{share}).",
+    "weights.sink": "어텐션 싱크: {token}의 Query에서 {sink}의 가중치는 {w}이고 대부분을 차지하지만, 출력 기여 비율은 "
+                    "{share}(‖w·v‖ = {c})에 그친다. qkv는 가중치가 가장 크고 {weight_rule} 이상이면서, 더 크게 기여하는 "
+                    "다른 Key가 있고, 기여 비율이 가중치의 {ratio}배 이하인 Key를 어텐션 싱크라고 부른다.",
     "out.explain": "{token}의 출력은 Value 벡터들의 가중합이다:",
     "out.explain.cross": "{token}의 출력은 인코더 Value 벡터들의 가중합으로, 소스 문장의 정보를 가중치에 따라 섞은 "
                          "것이다. 이것은 다음 단어 그 자체가 아니라, 디코더가 다음 토큰을 예측하는 데 쓰는 "
                          "중간 벡터이다.",
-    "weights.matrix": "모든 Query의 가중치(각 행의 합은 1, 모든 Key가 마스크로 가려진 행은 모두 0)와 모든 토큰의 출력:",
+    "weights.matrix": "모든 Query의 가중치(각 행의 합은 1)와 모든 토큰의 출력:",
+    "weights.matrix.mask": "모든 Query의 가중치(각 행의 합은 1, 모든 Key가 마스크로 가려진 행은 모두 0)와 모든 토큰의 출력:",
     # heads together
     "h.concat": "헤드 출력 결합 (Concat)",
     "concat.explain": "헤드 {h}개의 출력을 나란히 이어 붙인다: H는 {t} × {width} 형태이다.",
@@ -1800,9 +1837,16 @@ KO: dict[str, str] = {
     "gm.col.answer": "대답 V ({answers}에 대한 투표)",
     "gm.scaled": "값을 바꿔 본 이 계산에서는 softmax에 넣기 전에 모든 점수를 {factor}배 한다:",
     "gm.blend": "조모임의 결론은 대답들을 가중치만큼 걸러 들은 가중합이다:",
-    "gm.lot.conclusion": "모두 lot의 대답을 따른다: 다음 단어는 “{answer}”이다.",
-    "gm.question.conclusion": "lot의 목소리는 상대적으로 약해졌다: 결론은 “{answer}”이다.",
-    "gm.weaker": "lot의 가중치는 첫 번째 조모임에서 {before}, 두 번째 조모임에서 {after}이다. softmax에서 중요한 것은 점수의 절댓값이 아니라 점수끼리의 상대적인 크기이다.",
+    "gm.conclusion": "투표 결과: {votes}. 결론은 “{answer}”이다.",
+    "gm.conclusion.none": "투표 결과: {votes}. 표를 얻은 대답이 없다. 가중치가 아무 대답에도 투표하지 않는 토큰들에게 갔다.",
+    "gm.follows": "{token}의 가중치는 {w}이고 대부분을 차지하며, 결론도 {token}의 대답이다: 모두 {token}의 대답을 따른다.",
+    "gm.largest": "{token}의 가중치({w})가 가장 크지만 대부분은 아니다: 나머지 토큰들의 가중치를 합하면 {rest}이다.",
+    "gm.weak": "{token}의 목소리는 상대적으로 약하다: 가중치가 {w}이고, {top}의 가중치는 {top_w}이다.",
+    "gm.weaker": "softmax에 들어가는 {token}의 점수는 첫 번째 조모임에서 {s1}, 두 번째 조모임에서 {s2}이고, 가중치는 "
+                 "첫 번째 조모임에서 {w1}, 두 번째 조모임에서 {w2}이다. 가중치를 정하는 것은 점수들 사이의 차이뿐이다. "
+                 "그 행의 가장 큰 점수 m에서 {token}의 점수를 뺀 값은 첫 번째 조모임에서 {d1}, 두 번째 조모임에서 {d2}이다. "
+                 "그래서 모든 점수에 같은 수를 더해도 가중치는 변하지 않지만, 모든 점수에 같은 수를 곱하면 차이도 그만큼 "
+                 "곱해져서 가중치가 바뀐다(temperature, √d_k로 나누기).",
     "gm.notation.title": "두 가지 표기법, 하나의 계산",
     "gm.notation.intro": "Attention Is All You Need 논문은 토큰을 행벡터로, 3Blue1Brown 영상은 열벡터로 쓴다. "
                          "{example} 예제의 Q, K, V로 두 표기법을 나란히 계산해 보자.",
@@ -2029,7 +2073,8 @@ KO: dict[str, str] = {
     "page.st.softmax.m": "행에서 가장 큰 점수",
     "page.st.softmax.norec": "이 기록에는 가중치만 있고, e^(s − m) 값과 그 합은 없다.",
     "page.st.weighted": "가중치 × Value 행",
-    "page.st.weighted.text": "Key마다 Value 행 v에 그 Key의 가중치를 곱한다. 가중치가 큰 Key일수록 많이 기여한다.",
+    "page.st.weighted.text": "Key마다 Value 행 v에 그 Key의 가중치를 곱한다. Key가 더하는 것은 w·v, 즉 가중치와 Value 행의 곱이므로 "
+                             "가중치가 커도 Value 행이 짧으면 조금만 기여할 수 있다.",
     "page.st.z": "z: 가중치를 곱한 Value 행의 합",
     "page.st.z.text": "가중치를 곱한 Value 행을 모두 더하면 {tok}의 출력 z가 된다.",
     "page.st.z.text.head": "가중치를 곱한 Value 행을 모두 더하면 {hn}에서 {tok}의 출력 z가 된다.",
