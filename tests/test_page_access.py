@@ -293,7 +293,9 @@ def test_the_multi_head_page_draws_heads_concat_w_o_and_y(browser_context, folde
                 "rows => rows.map(r => Array.from(r.querySelectorAll('td')).map(td => td.textContent))")]
         out = trace["out"].value                       # (heads, 1, 3): the heads' outputs
         assert np.allclose(block("heads"), out[:, 0, :], atol=0.5e-4)
-        assert np.allclose(block("concat"), trace["concat"].value, atol=0.5e-4)
+        concat = block("concat")                       # one row per head's columns, in order
+        assert len(concat) == out.shape[0]
+        assert np.allclose(np.concatenate(concat)[None, :], trace["concat"].value, atol=0.5e-4)
         assert np.allclose(block("wo"), trace["w_o"].value, atol=0.5e-4)
         assert np.allclose(block("y"), trace["y"].value, atol=0.5e-4)
         # concat's cells keep their head's colour: head n's tint on columns 3n … 3n + 2

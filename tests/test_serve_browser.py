@@ -606,7 +606,8 @@ def test_korean_typed_into_minilm_is_said_to_be_unread(browser_context, server):
 
 
 def test_serve_pages_reach_four_and_a_half_to_one(browser_context, server):  # noqa: F811
-    """Every text of serve's worked-example page and of a model's head (en, ko) against its background."""
+    """Every text of serve's worked-example page and of a model's head (en, ko) against its background; every
+    canvas labelled."""
     from browser_support import low_contrast_text, matrix_number_contrasts
 
     base, _ = server
@@ -625,4 +626,12 @@ def test_serve_pages_reach_four_and_a_half_to_one(browser_context, server):  # n
         page.wait_for_selector(".qkv-matrix-canvas")
         bad += low_contrast_text(page)
         assert sorted(set(bad)) == [], lang
+        # every canvas is a labelled image, or hidden inside a labelled button (the overview's thumbnails)
+        page.goto(base + f"/?tab=model&model=minilm&view=overview&lang={lang}&text={TEXT}")
+        walk.ready(view="overview")
+        page.wait_for_selector(".qkv-thumb canvas")
+        canvases = page.evaluate("""() => Array.from(document.querySelectorAll("canvas")).map((c) => {
+          const b = c.closest("button"); return { named: c.getAttribute("role") === "img" && !!c.getAttribute("aria-label"),
+            inside: c.getAttribute("aria-hidden") === "true" && !!(b && b.getAttribute("aria-label")) }; })""")
+        assert len(canvases) > 72 and all(c["named"] or c["inside"] for c in canvases)
         page.close()

@@ -730,9 +730,13 @@
     if (src.has("concat")) {
       arrow("→");
       var cs = src.shape("concat"), cr = Math.min(ctx.i || 0, cs[1] - 1), width = cs[2], per = Math.max(1, Math.round(width / H));
-      var cb = block("concat", W["st.concat"]), ct = el("table", "qkv-flowpic-t"), ctr = el("tr");
-      for (var c = 0; c < width; c++) ctr.appendChild(cell(src.text("concat", 0, cr, c), Math.floor(c / per)));
-      ct.appendChild(ctr); cb.appendChild(ct);
+      // one small table per head's columns, side by side: a phone wraps them instead of cutting the row
+      var cb = block("concat", W["st.concat"]), groups = el("div", "qkv-flowpic-groups"), ct = null, ctr = null;
+      for (var c = 0; c < width; c++) {
+        if (c % per === 0) { ct = el("table", "qkv-flowpic-t"); ctr = el("tr"); ct.appendChild(ctr); groups.appendChild(ct); }
+        ctr.appendChild(cell(src.text("concat", 0, cr, c), Math.floor(c / per)));
+      }
+      cb.appendChild(groups);
       cb.appendChild(el("div", "qkv-note", "1 × " + width));
       if (src.has("w_o")) {
         arrow("×");

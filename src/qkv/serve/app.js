@@ -426,6 +426,7 @@
         b.title = W("layerHead", { layer: l, head: h });
         b.setAttribute("aria-label", b.title);
         var canvas = document.createElement("canvas"); canvas.width = S; canvas.height = T;
+        canvas.setAttribute("aria-hidden", "true");      // the button's label names the head
         if (S !== T) canvas.className = "qkv-thumb-wide";
         var g = canvas.getContext("2d"), image = g.createImageData(S, T), base = ((l * H) + h) * T * S;
         for (var k = 0; k < T * S; k++) {
