@@ -130,6 +130,8 @@ def test_a_failing_training_worker_is_a_skipped_row():
     for row in rows:
         assert row.skipped and row.seconds is None and row.times == []
     assert "status" in rows[0].skipped and "Error" in rows[0].skipped
+    korean = rows[0].skipped.in_lang("ko")         # the worker's English line is not printed as Korean output
+    assert "Error" not in korean and "건너뛰었다" in korean, korean
 
 
 def test_quick_bench_prints_a_table(quick_run):

@@ -79,6 +79,15 @@ def said(key: str, /, **values) -> Said:
     return sentence
 
 
+def python_said(english: str) -> Said:
+    """An exception's own words (torch's, Python's: ``RuntimeError: …``) as a `Said` value: English as they
+    are (what JSON saves); in another language the text ``error.python``, which names them and points to
+    ``--lang en`` (Python and torch say them in English only)."""
+    sentence = Said(english)
+    sentence.key, sentence.values = "error.python", {}
+    return sentence
+
+
 # The sentences a result saves (notes, skip reasons, the timing methods, mask names): a saved result
 # (--from-json) holds their English, which `heard` reads back into the sentence it was.
 _SAVED_FAMILIES = ("cli.bench.note.", "cli.bench.skip.", "cli.bench.mask.", "cli.bench.pairing",
@@ -539,7 +548,8 @@ def _measure_masked(case: MaskCase, width: int, compile_flex: bool, say, quiet: 
                     row.times, row.pair = mine, flex_name
                     row.vs_flex = statistics.median(flex_times) / statistics.median(mine)
             except Exception as exc:   # noqa: BLE001 — no compiler, an unsupported torch: say so in the row
-                flex_row.skipped = said("cli.bench.skip.flex_failed", error=f"{type(exc).__name__}: {str(exc)[:80]}")
+                flex_row.skipped = said("cli.bench.skip.flex_failed",
+                                        error=python_said(f"{type(exc).__name__}: {str(exc)[:80]}"))
     for row in rows.values():
         if row.times:
             row.seconds = statistics.median(row.times)
@@ -660,8 +670,9 @@ def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say
             say(said("cli.bench.progress.process", name=case.name, t=case.t, impl=impls[key], n=round_ + 1))
             got = _spawn_worker((case.kind, key, case.t, case.heads, width, case.window, steps), timeout)
             if "error" in got:
-                rows[key].skipped = (said("cli.bench.skip.no_flex_backward", error=got["error"]) if key == "flex"
-                                     and "backward on CPU" in got["error"] else got["error"])
+                error = python_said(got["error"])
+                rows[key].skipped = (said("cli.bench.skip.no_flex_backward", error=error) if key == "flex"
+                                     and "backward on CPU" in got["error"] else said("cli.bench.skip.failed", error=error))
                 continue
             rows[key].times += got["times"]
             if got["peak_above_inputs_mib"] is not None:
@@ -771,7 +782,7 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
     try:
         decode = _decode(plan)
     except ImportError as exc:  # the layer with the cache is not there
-        decode = {"skipped": said("cli.bench.skip.no_mha", error=str(exc))}
+        decode = {"skipped": said("cli.bench.skip.no_mha", error=python_said(str(exc)))}
     inputs_mib = 3 * plan.memory_heads * plan.memory_t * plan.width * 4 / MiB
     machine["load_average_after"] = _load_average()
     return {"machine": machine, "training_timing": TRAINING, "rows": [_clean(r) for r in rows], "memory": [_clean(r) for r in memory_rows],

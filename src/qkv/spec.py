@@ -356,17 +356,20 @@ def read_tokens(doc: dict, name: str, count: int, *, source: str, rows_of: str) 
     return list(tokens)
 
 
-def resolve_query(query: Any, tokens: list[str], *, source: str | None, field: str = "query") -> int:
+def resolve_query(query: Any, tokens: list[str], *, source: str | None, field: str = "query",
+                  tokens_ko: list[str] | None = None) -> int:
     """The row index of ``query``: a token string (its first occurrence), or an integer row index
-    (an int, or a string of ASCII digits that is no token; parsed by `qkv._io.as_int`)."""
+    (an int, or a string of ASCII digits that is no token; parsed by `qkv._io.as_int`). ``tokens_ko``: the
+    tokens' names on Korean output, which the Korean error lists."""
     if isinstance(query, str) and query in tokens:
         return tokens.index(query)
     number = as_int(query)
     if number is not None and 0 <= number < len(tokens):
         return number
+    named = {"ko": tokens_ko or tokens}
     raise _fail("error.spec.query.more" if len(tokens) > 12 else "error.spec.query", source=source, field=field,
-                shown=", ".join(tokens[:12]), n=len(tokens), last=len(tokens) - 1,
-                parts=lambda lang: {"got": _describe(query, lang)})
+                n=len(tokens), last=len(tokens) - 1,
+                parts=lambda lang: {"got": _describe(query, lang), "shown": ", ".join(named.get(lang, tokens)[:12])})
 
 
 def _check_size(rows: int | None, columns: int, name: str, *, source: str) -> None:

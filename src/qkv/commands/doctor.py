@@ -111,9 +111,15 @@ def _extension_error(info: dict, lang: str) -> str:
     """Why the extension is missing: qkv's own words in ``lang``; an ImportError's text as Python gave it."""
     from ..explain.texts import text
 
+    import re
+
     error = info["extension_error"]
-    return {"built but not loaded by qkv.kernels": text(lang, "doctor.not_loaded"),
-            "not built": text(lang, "doctor.not_built")}.get(error, error)
+    own = {"built but not loaded by qkv.kernels": text(lang, "doctor.not_loaded"),
+           "not built": text(lang, "doctor.not_built")}
+    if error in own or lang == "en":
+        return own.get(error, error)
+    missing = re.fullmatch(r"No module named ('[^']+')", error)      # the usual ImportError, said in lang
+    return text(lang, "cli.serve.no_module", name=missing[1]) if missing else text(lang, "error.python")
 
 
 def report(info: dict, lang: str = "en") -> str:

@@ -159,7 +159,8 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
             doc = changes.apply(doc, ("w_o",))
         tokens = first.meta["tokens"]
         followed = resolve_query(doc["query"], tokens, source=where)
-        if query is not None and resolve_query(query, tokens, source=None, field="--query") != followed:
+        if query is not None and resolve_query(query, tokens, source=None, field="--query",
+                                                 tokens_ko=first.meta.get("tokens_ko")) != followed:
             raise InputError.keyed("error.example.multi_head_query", field="--query", value=repr(query),
                                    token=repr(tokens[followed]))
         data = {"given_heads": list(read_array(doc["given_heads"], source=where, field="given_heads", base=None)),

@@ -176,6 +176,13 @@ def sym(plain: str, latex: str | None = None) -> Sym:
     return Sym(plain, plain if latex is None else latex)
 
 
+def _worded(plain: str) -> Sym:
+    """A symbol made of words (``scores·scale``, ``점수·스케일``): LaTeX sets each word as text."""
+    import re
+
+    return Sym(plain, re.sub(r"[^\W\d_]+", lambda m: rf"\text{{{m[0]}}}", plain).replace("·", r"\cdot "))
+
+
 def sub(base: str, token: str) -> Sym:
     """x_love, written x_{\\text{love}} in LaTeX."""
     return Sym(f"{base}_{token}", f"{base}_{{\\text{{{_latex_text(token)}}}}}")
@@ -283,7 +290,9 @@ def _title(ctx: Context) -> None:
     title = title_of(ctx.trace, ctx.lang) or ctx.t("title.user")     # in the reader's language
     ctx.add(Heading(title, 1))
     if info.post and texts.has(ctx.lang, f"post.{info.post}"):
-        ctx.add(Para(ctx.t("post", title=ctx.t(f"post.{info.post}"), gloss=ctx.t(f"post.{info.post}.gloss"))))
+        # the posts are Korean: a Korean reader needs no gloss after the title (an English one does)
+        key = "post.native" if ctx.lang == "ko" else "post"
+        ctx.add(Para(ctx.t(key, title=ctx.t(f"post.{info.post}"), gloss=ctx.t(f"post.{info.post}.gloss"))))
     if info.head_base == 1:
         ctx.add(Note(ctx.t("note.head_numbers")))
     if info.token_base == 1 and 0 <= info.query < len(info.tokens):   # pages and figures say "query 3" for row 2
@@ -553,11 +562,11 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     if "1/√d_k" in formula:
         ctx.add(Calc([_divided_by_root(ctx, scores[query], scaled[query], dk)]))
     elif not unscaled:
-        ctx.add(Calc([[sym("scores·scale", r"\text{scores}\cdot\text{scale}"), EQ, ctx.vec("scaled_scores", scaled[query])]]))
+        ctx.add(Calc([[_worded(ctx.t("sym.scores_scale")), EQ, ctx.vec("scaled_scores", scaled[query])]]))
     _notes(ctx, "scaled_scores", query)
     if ctx.has("biased_scores"):
         ctx.add(Para(ctx.t("bias.explain")),
-                Calc([[sym("+ bias"), EQ, ctx.vec("biased_scores", ctx.value("biased_scores")[h][query])]]))
+                Calc([[_worded(ctx.t("sym.bias")), EQ, ctx.vec("biased_scores", ctx.value("biased_scores")[h][query])]]))
     final = "scaled_scores"                                     # what the softmax read
     if ctx.has(MODIFIED_SCORES):
         modified = ctx.value(MODIFIED_SCORES)
@@ -744,7 +753,7 @@ def _shapes(ctx: Context) -> None:
         # ``formula.<step>`` when the recorded one is its English
         key = f"formula.{s.name}"
         formula = ctx.t(key) if texts.has("en", key) and s.formula == texts.text("en", key) else s.formula
-        rows.append([s.name, formula, " × ".join(str(d) for d in s.shape)])
+        rows.append([texts.step_name(ctx.lang, s.name), formula, " × ".join(str(d) for d in s.shape)])
     ctx.add(Table([ctx.t("col.step"), ctx.t("col.formula"), ctx.t("col.shape")], rows))
 
 
@@ -903,7 +912,8 @@ def _generic(ctx: Context) -> None:
     for s in ctx.trace.steps:
         if s.name.startswith((BY_HAND + "/", DRIFT + "/")):
             continue
-        ctx.add(Heading(f"{s.name}  ({' × '.join(str(d) for d in s.shape) or 'scalar'})", 3))
+        shape = ' × '.join(str(d) for d in s.shape) or ctx.t("step.scalar")
+        ctx.add(Heading(f"{texts.step_name(ctx.lang, s.name)}  ({shape})", 3))
         if s.name.rsplit("/", 1)[-1] == MODIFIED_SCORES:     # ALiBi, soft-capping, …: say what score_mod does
             ctx.add(Para(ctx.t("modified.explain", formula=s.formula or "score_mod")))
         elif s.formula:
@@ -946,7 +956,7 @@ def _drift(ctx: Context) -> None:
             return values
 
         d = ctx.d(name)
-        rows.append([name, Vec(tuple(float(v) for v in row_of(by_hand)), d),
+        rows.append([texts.step_name(ctx.lang, name), Vec(tuple(float(v) for v in row_of(by_hand)), d),
                      Vec(tuple(float(v) for v in row_of(exact)), max(d, 4) + 2),
                      fmt_small(s.meta.get("max_abs", 0.0))])
     ctx.add(Table([ctx.t("col.step"), ctx.t("col.by_hand"), ctx.t("col.exact"), ctx.t("col.drift")], rows))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import string
 
-__all__ = ["EN", "KO", "LANGS", "CAUSAL_MODEL_TEXTS", "text", "has", "check_lang", "placeholders"]
+__all__ = ["EN", "KO", "LANGS", "CAUSAL_MODEL_TEXTS", "text", "has", "check_lang", "placeholders", "step_name"]
 
 EN: dict[str, str] = {
     # titles
@@ -24,6 +24,8 @@ EN: dict[str, str] = {
     "title.model.kv_head": "{model}: layer {layer}, head {head} (key/value head {kv})",
     "post": "A worked example from the post “{title}” ({gloss}); every number below is computed by qkv from the "
             "inputs.",
+    # the post's title is in the reader's language: no gloss after it
+    "post.native": "A worked example from the post “{title}”; every number below is computed by qkv from the inputs.",
     "post.000": "Attention의 projection: Q·K·V와 멀티 헤드",
     "post.001": "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention",
     "post.002": "어텐션이 조모임이라면",
@@ -583,6 +585,7 @@ EN: dict[str, str] = {
     "cli.bench.skip.quick": "not run with --quick (compiling takes ~15 s)",
     "cli.bench.skip.flex_failed": "torch.compile(flex_attention) failed: {error}",
     "cli.bench.skip.no_flex_backward": "torch 2.13 has no flex_attention backward on the CPU: {error}",
+    "cli.bench.skip.failed": "failed: {error}",
     "cli.bench.skip.too_big": "skipped: the full {t}² float32 score matrix alone needs {gib} GiB",
     "cli.bench.skip.no_mha": "qkv.mha not available: {error}",
     "cli.bench.machine": "float32 GEMM ({n}²): {gflops}   BLAS: {blas}   numpy {numpy}   torch {torch}   "
@@ -1675,6 +1678,7 @@ KO: dict[str, str] = {
     "title.model.head": "{model}: 층 {layer}, 헤드 {head}",
     "title.model.kv_head": "{model}: 층 {layer}, 헤드 {head} (Key/Value 헤드 {kv})",
     "post": "글 「{title}」({gloss})의 예제이다. 아래의 모든 숫자는 입력으로부터 qkv가 직접 계산한 값이다.",
+    "post.native": "글 「{title}」의 예제이다. 아래의 모든 숫자는 입력으로부터 qkv가 직접 계산한 값이다.",
     "post.000": "Attention의 projection: Q·K·V와 멀티 헤드",
     "post.001": "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention",
     "post.002": "어텐션이 조모임이라면",
@@ -1698,7 +1702,7 @@ KO: dict[str, str] = {
     "intro.group-meeting": "컨텍스트 윈도우의 토큰들이 다음 단어를 정하기 위해 조모임을 한다고 생각해 보자. Query Q는 토론의 질문, Key K는 각 토큰이 줄 수 있는 대답의 결, "
                            "Value V는 실제 대답이다. 질문과 대답의 내적 Q·K가 찰떡궁합점수이고, softmax는 이 절대적인 점수를 상대적인 가중치로 바꾼다.",
     "intro.user.self-attention": "Self-attention: 각 토큰이 같은 시퀀스의 모든 토큰을 참조한다.",
-    "intro.user.cross-attention": "Cross-attention: Query는 x에서, Key와 Value는 memory(다른 시퀀스)에서 온다.",
+    "intro.user.cross-attention": "Cross-attention: Query는 x에서, Key와 Value는 메모리(다른 시퀀스)에서 온다.",
     "intro.user.projection": "Multi-head attention: Q·K·V 투영, 헤드별 Core Attention, 출력 투영.",
     "intro.model.head": "실제 모델({model})의 헤드 하나를 입력 텍스트에 적용한다: 층 {layer}, 헤드 {head} (전체 {n_heads}개 중). {x} W_Q, W_K, "
                         "W_V는 층의 투영 행렬 가운데 이 헤드가 학습한 열들이다 ({bias}). Y는 층의 어텐션 출력 가운데 이 헤드의 몫이다.",
@@ -1746,9 +1750,9 @@ KO: dict[str, str] = {
     "note.head_numbers": "글은 헤드를 1부터 세고, 이 설명도 그렇게 센다. qkv의 API(배열, --head)에서는 헤드 1이 인덱스 0이다.",
     "note.token_numbers": "글은 토큰을 1부터 세고, 페이지와 그림도 그렇게 센다 (Query {n} = {token}). "
                           "qkv의 API(배열, --query)에서는 그 행의 인덱스가 {index}이다.",
-    "scores.explain": "{token}의 Query와 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
-    "scores.explain.cross": "디코더 토큰 {token}의 Query와 인코더의 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
-    "scores.explain.rope": "회전한 {token}의 Query와 회전한 각 Key의 내적이 가공되지 않은 어텐션 점수이다:",
+    "scores.explain": "{token}의 Query와 각 Key의 내적이 스케일링하기 전의 어텐션 점수이다:",
+    "scores.explain.cross": "디코더 토큰 {token}의 Query와 인코더의 각 Key의 내적이 스케일링하기 전의 어텐션 점수이다:",
+    "scores.explain.rope": "회전한 {token}의 Query와 회전한 각 Key의 내적이 스케일링하기 전의 어텐션 점수이다:",
     "h.rope": "1b단계 — RoPE: q와 k를 위치만큼 회전",
     "rope.explain": "이 모델은 위치를 회전으로 나타낸다 (RoPE, θ = {theta}). 투영한 뒤 q와 k의 열을 i번과 (i + {half})번끼리 짝지어, 각 쌍을 각도 "
                     "위치·θ^(−2i/{dk})만큼 돌린다. 길이는 그대로이고, 아래 점수는 회전한 q와 k로 계산하므로 q_m·k_n은 거리 m − n에만 달려 있다.",
@@ -1769,7 +1773,7 @@ KO: dict[str, str] = {
     "softmax.explain.mask": "softmax는 이 점수들을 0과 1 사이의 가중치로 바꾸고, 가중치의 합이 1이 되게 한다. 각 점수의 exp를 "
                             "모든 exp의 합으로 나누는 것이다 (마스크 때문에 볼 수 있는 Key가 하나도 없는 Query는 모든 가중치가 0이다):",
     "softmax.steps": "softmax를 한 단계씩 계산한다. 모든 점수에서 같은 수를 빼도 가중치는 변하지 않으므로, qkv는 먼저 그 행의 가장 큰 점수 m을 모든 점수에서 뺀다 (여기서 m "
-                     "= {m}). 그러면 e^(s − m)은 1을 넘지 않으므로 계산이 넘치지 않는다. 각 가중치는 e^(s − m)을 그 합으로 나눈 값이다:",
+                     "= {m}). 그러면 e^(s − m)은 1을 넘지 않으므로 오버플로가 일어나지 않는다. 각 가중치는 e^(s − m)을 그 합으로 나눈 값이다:",
     "col.key": "Key",
     "col.score": "스케일링한 점수",
     "col.score.final": "softmax에 들어가는 점수",
@@ -1805,8 +1809,8 @@ KO: dict[str, str] = {
     "y.explain": "Y = H·W_O ({t} × {d}):",
     "residual.explain": "잔차 연결은 Y를 이 층의 입력 R(여기서는 R = X)에 더한다. R + Y가 다음 단계로 이어진다.",
     "h.heads_check": "헤드를 하나씩 따로 계산해도 숫자는 같다",
-    "heads_check.explain": "헤드 {h}개를 하나씩, 자기 몫의 W_Q, W_K, W_V 열(Q와 K는 {dk}개씩)과 W_O의 자기 몫 행만으로 따로 "
-                           "계산하는 것은 한꺼번에 하는 계산과 같은 계산이다:",
+    "heads_check.explain": "헤드 {h}개를 하나씩 자기 몫의 W_Q, W_K, W_V 열(Q와 K는 {dk}개씩)과 W_O의 자기 몫 행만으로 따로 "
+                           "계산해도, 한꺼번에 계산한 것과 결과가 같다:",
     "head": "헤드 {h}",
     "col.head": "헤드",
     "col.columns": "사용하는 열",
@@ -1823,8 +1827,8 @@ KO: dict[str, str] = {
     "mh.given": "나머지 헤드 {n}개도 각자의 투영 행렬로 같은 절차를 수행한다. 여기서는 그 출력이 주어져 있다고 하자.",
     "mh.concat": "출력 {h}개를 이어 붙여 성분 {width}개의 벡터 하나를 만든다. 헤드 출력을 나란히 붙였으므로 차원이 늘어난다:",
     "mh.final.explain": "z_final = z_concat·W_O를 성분별로 계산하면 (W_O에서 0이 아닌 항만 적었다):",
-    "mh.final": "이것이 {token}에 대한 multi-head attention의 출력이다. 서로 다른 관계에 초점을 맞추기 쉬운 여러 "
-                "헤드가 얻은 정보를 결합한 것이다.",
+    "mh.final": "이것이 {token}에 대한 multi-head attention의 출력이다. 저마다 다른 관계를 포착하기 쉬운 여러 "
+                "헤드의 정보를 하나로 합친 것이다.",
     # group meeting
     "gm.lot.title": "조모임 1: “{sentence}”",
     "gm.lot.explain": "토론의 질문은 Q_{query}, 즉 “일반적으로 {query} 뒤에 어떤 단어가 따라오는가?”이다. "
@@ -1836,7 +1840,7 @@ KO: dict[str, str] = {
     "gm.col.score": "찰떡궁합점수 Q_{query}·K",
     "gm.col.answer": "대답 V ({answers}에 대한 투표)",
     "gm.scaled": "값을 바꿔 본 이 계산에서는 softmax에 넣기 전에 모든 점수를 {factor}배 한다:",
-    "gm.blend": "조모임의 결론은 대답들을 가중치만큼 걸러 들은 가중합이다:",
+    "gm.blend": "조모임의 결론은 각 대답을 가중치만큼 반영한 가중합이다:",
     "gm.conclusion": "투표 결과: {votes}. 결론은 “{answer}”이다.",
     "gm.conclusion.none": "투표 결과: {votes}. 표를 얻은 대답이 없다. 가중치가 아무 대답에도 투표하지 않는 토큰들에게 갔다.",
     "gm.follows": "{token}의 가중치는 {w}이고 대부분을 차지하며, 결론도 {token}의 대답이다: 모두 {token}의 대답을 따른다.",
@@ -1927,7 +1931,7 @@ KO: dict[str, str] = {
     "fig.eq_scores": "q·k: 같은 자리끼리 곱해서 더한다",
     "fig.eq_scaled": "√d_k로 나눈다. d_k = {dk} (q와 k의 차원)",
     "fig.eq_softmax": "softmax: w_j = exp(s_j) / Σₖ exp(s_k)",
-    "fig.eq_shift": "qkv는 exp(s − m)을 쓴다 (m = max s = {m}).\n비율은 같고, 너무 커서 넘치는 값이 생기지 않는다",
+    "fig.eq_shift": "qkv는 exp(s − m)을 쓴다 (m = max s = {m}).\n비율은 그대로이고 오버플로가 일어나지 않는다",
     "fig.eq_underflow": "exp(s − m)이 약 10⁻³⁰⁸보다 작으면 64비트 부동소수점에서 0이 된다",
     "fig.inputs": "X에서 q, k, v로: X의 각 행에 W_Q, W_K, W_V를 곱한다",
     "fig.inputs_dec": "디코더 → Q: 디코더의 행 X_dec에 W_Q를 곱한다",
@@ -2020,7 +2024,7 @@ KO: dict[str, str] = {
     "page.zoom_out": "축소",
     "page.matrix_label": "어텐션 가중치. 행은 Query, 열은 Key다. 화살표 키로 칸을 옮기면 그 칸의 계산 과정이 나온다",
     "page.matrix_keys": "키보드로는 Tab으로 토큰이나 행렬로 가서 Enter로 고른다. 행렬에서는 화살표 키로 칸을 옮긴다.",
-    "page.flow_picture": "{tok}에 대한 헤드들의 출력이 하나의 출력이 된다: 나란히 이은 뒤(concat) W_O를 곱한다",
+    "page.flow_picture": "{tok}에 대한 헤드들의 출력이 하나의 출력이 된다: 나란히 이어 붙인 뒤 W_O를 곱한다",
     "page.lines_label": "고른 Query에서 각 Key로 가는 선. 선이 진할수록 가중치가 크다 (오른쪽 Key 토큰의 색이 같은 가중치를 나타낸다)",
     "page.decode_fail": "이 브라우저는 내장된 숫자를 풀 수 없다 (DecompressionStream 필요: Chrome 80+, Firefox 113+, "
                         "Safari 16.4+).",
@@ -2045,8 +2049,8 @@ KO: dict[str, str] = {
     "page.st.x": "X: 입력, 토큰마다 한 행",
     "page.st.x.text": "X는 토큰 {t}개의 행으로 되어 있고, 행마다 숫자가 {d}개이다. {tok}의 행(Query {i})을 따라간다.",
     "page.st.x.cross": "Cross-attention은 두 문장을 읽는다. Query는 디코더 문장(X, {tq}행, 여기서는 {tok})에서, Key와 "
-                       "Value는 인코더 문장(memory, {tk}행)에서 온다.",
-    "page.st.memory": "memory (인코더 문장)",
+                       "Value는 인코더 문장(메모리, {tk}행)에서 온다.",
+    "page.st.memory": "메모리 (인코더 문장)",
     "page.st.w": "W_Q, W_K, W_V: 학습된 세 행렬",
     "page.st.w.text": "각각 {d} × {w} 행렬이다. X의 한 행에 W_Q를 곱하면 그 토큰의 Query, W_K를 곱하면 Key, W_V를 곱하면 "
                       "Value가 된다.",
@@ -2068,7 +2072,7 @@ KO: dict[str, str] = {
     "page.st.mask.text": "마스크된 Key는 softmax 전에 −∞가 되므로 가중치가 정확히 0이다.",
     "page.st.softmax": "softmax: e^s ÷ Σ e^s",
     "page.st.softmax.text": "각 Key의 가중치는 e^(s − m)을 행 전체의 e^(s − m) 합으로 나눈 값이다 (m은 행에서 가장 큰 "
-                            "점수다. e^가 넘치지 않도록 먼저 빼며, 나눗셈에서 약분되어 결과는 같다). 한 행의 가중치를 "
+                            "점수다. e^의 오버플로를 막으려고 먼저 빼며, 나눗셈에서 약분되므로 결과는 같다). 한 행의 가중치를 "
                             "모두 더하면 1이다.",
     "page.st.softmax.m": "행에서 가장 큰 점수",
     "page.st.softmax.norec": "이 기록에는 가중치만 있고, e^(s − m) 값과 그 합은 없다.",
@@ -2082,7 +2086,7 @@ KO: dict[str, str] = {
     "page.st.some_keys": "(Key {m}개 중 {n}개만 보였다: 앞쪽 Key들과 지금 보는 Key)",
     "page.st.heads": "각 헤드의 출력 z",
     "page.st.heads.text": "헤드 {n}개가 {tok}에 대해 각자의 출력 z를 계산했다. 헤드마다 W_Q, W_K, W_V가 따로 있다.",
-    "page.st.concat": "결합(concat): 헤드 출력을 나란히 잇기",
+    "page.st.concat": "결합: 헤드 출력을 나란히 이어 붙이기",
     "page.st.concat.text": "헤드 {n}개의 출력을 한 행에 나란히 적는다 (계산은 없다).",
     "page.st.wo": "× W_O: 모든 헤드에서 하나의 출력으로",
     "page.st.wo.text": "이어 붙인 행에 W_O를 곱한다. W_O가 헤드들이 찾은 것을 섞는다.",
@@ -2137,13 +2141,13 @@ KO: dict[str, str] = {
                                  "프로세스의 상주 메모리 최고치(모든 단계에 걸친 값)에서 입력(과 SDPA의 밀집 마스크)을 "
                                  "만든 직후의 사용량을 뺀 값이다",
     "cli.bench.note.flops": "GFLOP/s는 4·B·H·T·T·D(q·kᵀ와 P·v)로 센다. 인과 마스크 행은 그 절반으로 센다.",
-    "cli.bench.note.ratios": "vs_torch = torch의 시간 / 이 행의 시간 (1보다 크면 torch보다 빠르다). vs_gemm = "
-                             "GFLOP/s / 행렬 곱의 GFLOP/s.",
+    "cli.bench.note.ratios": "×torch = torch의 시간 / 이 행의 시간 (1보다 크면 torch보다 빠르다). ×GEMM = 이 행의 "
+                             "GFLOP/s / 행렬 곱(GEMM)의 GFLOP/s.",
     "cli.bench.note.peak": "최대 MiB: NumPy 행은 호출 중 NumPy가 할당한 양의 최고치(tracemalloc.get_traced_memory, 입력 "
                            "제외), torch 행은 상주 메모리 최고치의 증가량.",
     "cli.bench.note.timing": "시간 재는 방식: {pairing}. 짝마다 {repeats}라운드 (마스크 사례는 각자 정한 횟수). 긴 "
                              "시퀀스의 메모리 측정은 예열 없이 한 번만 실행한다.",
-    "cli.bench.note.speedup": "qkv_speedup = 같은 짝 안에서 이 행의 중앙값 / qkv의 중앙값 (1보다 크면 qkv가 더 "
+    "cli.bench.note.speedup": "qkv× = 같은 짝 안에서 이 행의 중앙값 / qkv의 중앙값 (1보다 크면 qkv가 더 "
                               "빠르다).",
     "cli.bench.note.masked": "마스크: qkv.attention(q, k, v, mask_mod=qkv.masks.…)(블록 희소 커널)을, 같은 뜻의 밀집 "
                              "불리언 마스크를 쓴 torch SDPA(T = 16,384보다 길면 마스크의 float 사본이 메모리에 "
@@ -2183,6 +2187,7 @@ KO: dict[str, str] = {
     "cli.bench.skip.quick": "--quick에서는 실행하지 않는다 (컴파일에 15초쯤 걸린다)",
     "cli.bench.skip.flex_failed": "torch.compile(flex_attention)이 실패했다: {error}",
     "cli.bench.skip.no_flex_backward": "torch 2.13에는 CPU용 flex_attention 역전파가 없다: {error}",
+    "cli.bench.skip.failed": "실행하지 못해 건너뛰었다: {error}",
     "cli.bench.skip.too_big": "건너뛰었다: {t}² 크기의 float32 점수 행렬 하나에만 {gib}기비바이트가 필요하다",
     "cli.bench.skip.no_mha": "qkv.mha를 쓸 수 없다: {error}",
     "cli.bench.machine": "float32 행렬 곱 ({n}²): {gflops}   BLAS: {blas}   NumPy {numpy}   torch {torch}   "
@@ -2202,7 +2207,7 @@ KO: dict[str, str] = {
     "cli.bench.col.impl": "구현",
     "cli.bench.col.catalogue": "×카탈로그",
     "cli.bench.yes": "예",
-    "cli.bench.no": "아니오",
+    "cli.bench.no": "아니요",
     "cli.bench.impl.qkv": "qkv",
     "cli.bench.impl.plain": "일반",
     "cli.bench.impl.naive": "단순",
@@ -2744,7 +2749,7 @@ KO: dict[str, str] = {
     "error.spec.ndim": "{n}차원 배열",
     "error.spec.range": "모든 수는 유한하고 ±{limit} 안에 있어야 한다 (그래야 모든 단계가 유한하다)",
     "error.spec.file_values": "값이 {values}개보다 많다. qkv가 설명하는 예제에는 수가 {most}개까지만 들어갈 수 있다 (docs/reliability.md 참고)",
-    "error.spec.json_object": "JSON은 이름 붙은 필드를 가진 객체여야 한다 (받은 값: {got})",
+    "error.spec.json_object": "JSON은 이름 붙은 필드로 이루어진 객체여야 한다 (받은 값: {got})",
     "error.spec.file_type": "알 수 없는 파일 형식 {suffix}: .toml이나 .json을 쓰라",
     "error.spec.dtype": "배열의 값이 실수가 아니다 (dtype {dtype})",
     "error.spec.matrix_or_file": "행렬(행의 목록)이나 배열 파일 이름이어야 한다 (받은 값: {got})",
@@ -3248,6 +3253,11 @@ from .texts_learn import EN as _LEARN_EN, KO as _LEARN_KO  # noqa: E402
 
 EN.update(_LEARN_EN)
 KO.update(_LEARN_KO)
+# the names of a trace's steps as tables show them (`step_name`)
+from .texts_steps import EN as _STEPS_EN, KO as _STEPS_KO  # noqa: E402
+
+EN.update(_STEPS_EN)
+KO.update(_STEPS_KO)
 
 LANGS = {"en": EN, "ko": KO}
 
@@ -3345,6 +3355,22 @@ def text(lang: str, key: str, /, **values) -> str:
     its noun, singular for 1)."""
     check_lang(lang)
     return _COUNTS.format(LANGS[lang][key], **values)
+
+
+def step_name(lang: str, name: str) -> str:
+    """A trace step's name in ``lang``: ``scaled_scores`` in English (the API's name), 스케일링한 점수 in
+    Korean; each part of ``head 1/scores`` by its own key (``step.NAME``, ``step.part.head``), a part with no
+    key (a user's own step name) as it is."""
+    import re
+
+    parts = []
+    for part in name.split("/"):
+        numbered = re.fullmatch(r"(head|layer) (\d+)", part)
+        if numbered:
+            parts.append(text(lang, f"step.part.{numbered[1]}", n=numbered[2]))
+        else:
+            parts.append(text(lang, f"step.{part}") if has(lang, f"step.{part}") else part)
+    return text(lang, "step.sep").join(parts)
 
 
 def placeholders(template: str) -> set[str]:

@@ -146,7 +146,7 @@ KO: dict[str, str] = {
     "practice.given.scaled_row": "{q} 행의 스케일링한 점수: {row}. 가장 큰 값: m = {m}.",
     "practice.given.meeting_max": "질문 {q}에 대한 찰떡궁합점수 (조모임에서는 나누지 않는다): {row}. 가장 큰 값: m = {m}.",
     "practice.given.exp_row": "{q} 행의 Key마다 e^(s − m): {row}.",
-    "practice.given.scores_row": "{q} 행의 가공되지 않은 점수 q·k: {row}. d_k = {dk}.",
+    "practice.given.scores_row": "{q} 행의 스케일링하기 전 점수 q·k: {row}. d_k = {dk}.",
     "practice.given.meeting_row": "질문 {q}에 대한 찰떡궁합점수 (조모임에서는 나누지 않는다): {row}.",
     "practice.given.weights_row": "{q} 행의 가중치: {row}.",
     "practice.given.v_column": "각 Value 벡터 v의 성분 {c}: {row}.",
