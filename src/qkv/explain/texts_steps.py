@@ -28,6 +28,8 @@ _STEPS = {
     "exp_sum": ("exp_sum", "Σ e^(s − m)"),
     "weights": ("weights", "가중치"),
     "out": ("out", "어텐션 출력"),
+    "contributions": ("contributions", "기여 ‖wⱼ·vⱼ‖"),
+    "shares": ("shares", "출력에서 차지하는 몫"),
     "concat": ("concat", "이어 붙인 헤드 출력"),
     "y": ("y", "출력 투영 Y"),
     "residual": ("residual", "잔차 연결 R + Y"),
