@@ -115,7 +115,7 @@ def emit(trace: Trace, args: argparse.Namespace, digits: int | None) -> int:
     if args.figure is not None:
         from ..viz import save_figure
 
-        save_figure(trace, args.figure, lang=args.lang)
+        save_figure(trace, args.figure, lang=args.lang, digits=digits)   # its numbers as the text prints them
     if args.out is not None:
         write_atomic(args.out, text_out)
     else:

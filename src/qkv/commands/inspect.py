@@ -98,7 +98,7 @@ def _one_head(model, args, layer: int, head: int, query: int, text_wanted: bool 
     if args.figure:
         from ..viz import save_figure
 
-        save_figure(trace, args.figure, lang=args.lang)
+        save_figure(trace, args.figure, lang=args.lang, digits=args.digits)   # numbers as the text prints them
     if not text_wanted:
         return ""
     derivation = render(trace, args.format, lang=args.lang, digits=args.digits, full=args.full)

@@ -666,6 +666,37 @@ def _divided_by_root(ctx: Context, scores: np.ndarray, scaled: np.ndarray, dk: i
             EQ if holds else APPROX, ctx.vec("scaled_scores", scaled)]
 
 
+def softmax_digits(exps, total: float, weights, open_keys: list, base: int, d_w: int) -> tuple[int, bool] | None:
+    """The decimals d for the e^(s − m) values and their sum Σ in a softmax written out by hand: the fewest
+    from ``base`` (the step's own, up to MORE_DIGITS more) that make Σ and every e^(s − m) / Σ (shown at
+    d_w) true as printed; and whether Σ holds at d. None when a value cannot be shown. One rule for
+    every renderer: the text formats and the figures (qkv.viz) write these lines with the same d."""
+    for extra in range(MORE_DIGITS + 1):
+        d = base + extra
+        shown = {j: shown_decimal(exps[j], d) for j in open_keys}
+        shown_total = shown_decimal(total, d)
+        if shown_total is None or not shown_total or any(v is None for v in shown.values()):
+            return None
+        if _matches(sum(shown.values(), Decimal(0)), d, fmt(total, d)) and all(
+                _matches(shown[j] / shown_total, d_w, fmt(weights[j], d_w)) for j in open_keys):
+            break
+    holds = extra < MORE_DIGITS or _matches(sum(shown.values(), Decimal(0)), d, fmt(total, d))
+    return d, holds
+
+
+# A sum written out term by term (a figure's q·k of 32 products) is shortened beyond MATRIX_LIMIT terms: its
+# first SUM_EDGE terms, "…", its last term, then the total of every term (the line stays true: the total
+# is checked with all the terms, `fit`).
+SUM_EDGE = 2
+
+
+def shown_terms(n: int) -> list:
+    """The indices of the terms of an n-term sum to write, None where "…" stands (see SUM_EDGE)."""
+    if n <= MATRIX_LIMIT:
+        return list(range(n))
+    return [*range(SUM_EDGE), None, n - 1]
+
+
 def _softmax_steps(ctx: Context, h: int, query: int, keys: list, final: str, scores: np.ndarray, masked,
                    prefix: str = "") -> None:
     """softmax as a person computes it: m, e^(s − m) for each key, their sum, each e^(s − m) / Σ.
@@ -681,18 +712,13 @@ def _softmax_steps(ctx: Context, h: int, query: int, keys: list, final: str, sco
 
     m, exps, total, weights = float(row("softmax_max")[0]), row("exp_scores"), float(row("exp_sum")[0]), row("weights")
     open_keys = [j for j in range(len(keys)) if not masked(query, j)]
-    base = ctx.d(prefix + "exp_scores")
-    for extra in range(MORE_DIGITS + 1):
-        d = base + extra
-        shown = {j: shown_decimal(exps[j], d) for j in open_keys}
-        shown_total = shown_decimal(total, d)
-        if shown_total is None or not shown_total or any(v is None for v in shown.values()):
-            return
-        d_w = ctx.d(prefix + "weights")
-        if _matches(sum(shown.values(), Decimal(0)), d, fmt(total, d)) and all(
-                _matches(shown[j] / shown_total, d_w, fmt(weights[j], d_w)) for j in open_keys):
-            break
-    holds = extra < MORE_DIGITS or _matches(sum(shown.values(), Decimal(0)), d, fmt(total, d))
+    d_w = ctx.d(prefix + "weights")
+    chosen = softmax_digits(exps, total, weights, open_keys, ctx.d(prefix + "exp_scores"), d_w)
+    if chosen is None:
+        return
+    d, holds = chosen
+    shown = {j: shown_decimal(exps[j], d) for j in open_keys}
+    shown_total = shown_decimal(total, d)
     ctx.add(Para(ctx.t("softmax.steps", m=fmt(m, ctx.d(final)))))
     lines = []
     for j, key in enumerate(keys):

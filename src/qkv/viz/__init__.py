@@ -52,15 +52,16 @@ def write_figure(figure, path: str | os.PathLike) -> Path:
                                                                        metadata=metadata or None))
 
 
-def save_figure(trace: Trace, path: str | os.PathLike, *, lang: str = "en") -> Path:
+def save_figure(trace: Trace, path: str | os.PathLike, *, lang: str = "en", digits: int | None = None) -> Path:
     """Draw the figure that suits ``trace`` (see `figure_for`) and write it to ``path``.
 
     The format follows the extension: .png, .svg or .pdf; anything else raises InputError naming
     the path and the allowed extensions (checked before drawing). lang: "en" or "ko" (Korean labels,
-    drawn with the CJK font `qkv.viz.fonts` finds; one warning when there is none). Returns the Path.
+    drawn with the CJK font `qkv.viz.fonts` finds; one warning when there is none). digits: the decimals
+    of every number (as the text's --digits; default the trace's own per step). Returns the Path.
     """
     target = Path(path)
     _format_of(target)
     with fonts.context():
-        figure = figure_for(trace, lang=lang)
+        figure = figure_for(trace, lang=lang, digits=digits)
     return write_figure(figure, target)

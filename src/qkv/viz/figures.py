@@ -7,7 +7,8 @@ multi-head step (z⁽¹⁾ … → Concat → z_concat·W_O), the group meeting 
 Every function returns a `matplotlib.figure.Figure` (no pyplot state); `save_figure` writes one as
 PNG, SVG or PDF. Figures only read recorded numbers; the arithmetic they write out (a sum of
 products, a quotient, a sum) is formed from recorded numbers beside the recorded result, and is true
-as printed (`_true_lines`). Conventions shared by every view:
+as printed (`_sop`, `_quot`: the operands' decimals chosen as the text formats choose them). Conventions
+shared by every view:
 - counting starts at 0 (layers, heads, tokens, columns), as the CLI's --layer/--head and Python; a
   worked example's heads are numbered as its post numbers them (`qkv.trace.head_number`);
 - one colour scale for weights (`qkv.explain.style`): the absolute weight 0…1, shaded by √weight,
@@ -103,36 +104,26 @@ _MORE_DIGITS = 4   # at most this many more decimals on operands before a line s
 
 
 def _sop(pairs: Sequence[tuple[float, float]], result: float, da: int, db: int, dr: int, *,
-         keep: tuple[int, int] | None = None) -> tuple[str, bool]:
-    """"a₁ × b₁ + a₂ × b₂ + … = r" with the operands at da and db decimals and the recorded result r at
-    dr, and whether it is true as printed (the shown products, summed exactly and rounded half away
-    from zero, print as r); "≈" in place of "=" when it is not. keep: the step's own decimals for a
-    and b; extra decimals that are zeros are not written (1.020, not 1.02000)."""
-    shown = [(_shown(a, da), _shown(b, db)) for a, b in pairs]
-    ok = all(a is not None and b is not None for a, b in shown) and \
-        _agrees(sum((a * b for a, b in shown), start=_decimal_zero()), result, dr)
-    ka, kb = keep if keep is not None else (da, db)
-    terms = " + ".join(f"{_trim(_operand(a, da), ka)} × {_trim(_operand(b, db), kb)}" for a, b in pairs)
-    return f"{terms} {'=' if ok else '≈'} {_num(result, dr)}", ok
+         words=None) -> tuple[str, bool]:
+    """"a₁ × b₁ + a₂ × b₂ + … = r" with the recorded result r at dr decimals, and whether it is true as
+    printed. The operands are written as the text formats write the same line (`qkv.explain.document.fit`,
+    one rule for every renderer): each at its step's decimals (da, db), and where the shown products
+    would not add up to r, those not already exact get the fewest extra decimals that make it true;
+    "≈" in place of "=" when none do. A sum of more than MATRIX_LIMIT products is shortened to its first
+    terms, "…", its last (`shown_terms`); r is the total of all of them."""
+    from ..explain.document import Num, _dot, fit, shown_terms
 
-
-def _trim(text: str, keep: int) -> str:
-    """Drop trailing zeros past ``keep`` decimals ("1.02000" → "1.020" at keep 3); the value is unchanged."""
-    if "." not in text or "e" in text:
-        return text
-    closing = ")" if text.endswith(")") else ""
-    body = text[:-1] if closing else text
-    whole, _, decimals = body.partition(".")
-    while len(decimals) > keep and decimals.endswith("0"):
-        decimals = decimals[:-1]
-    return f"{whole}.{decimals}{closing}" if decimals else whole + closing
-
-
-def _sumline(terms: Sequence[float], result: float, dt: int, dr: int) -> tuple[str, bool]:
-    """"t₁ + t₂ + … = r" and whether the shown terms add up to the shown r."""
-    shown = [_shown(t, dt) for t in terms]
-    ok = all(t is not None for t in shown) and _agrees(sum(shown, start=_decimal_zero()), result, dr)
-    return " + ".join(_num(t, dt) for t in terms) + f" {'=' if ok else '≈'} {_num(result, dr)}", ok
+    n = len(pairs)
+    ops, ok = fit([Num(float(a), da) for a, _ in pairs] + [Num(float(b), db) for _, b in pairs],
+                  [Num(float(result), dr)], _dot(n))
+    terms = []
+    for i in shown_terms(n):
+        if i is None:
+            hidden = n - len(shown_terms(n)) + 1
+            terms.append(words("more_terms", n=hidden) if words is not None else "…")
+        else:
+            terms.append(f"{_operand(ops[i].value, ops[i].digits)} × {_operand(ops[n + i].value, ops[n + i].digits)}")
+    return f"{' + '.join(terms)} {'=' if ok else '≈'} {_num(result, dr)}", ok
 
 
 def _quot(numerator: float, denominator: float, result: float, dt: int, dr: int, *, denominator_text: str | None = None,
@@ -146,22 +137,10 @@ def _quot(numerator: float, denominator: float, result: float, dt: int, dr: int,
     return f"{_num(numerator, dt)} / {shown_b} {'=' if ok else '≈'} {_num(result, dr)}", ok
 
 
-def _true_lines(make) -> list[str]:
-    """Lines written with the fewest extra decimals (0 … _MORE_DIGITS, the same for every line of the
-    block) that make all of them true as printed; ``make(extra)`` returns [(text, ok)]. When no count
-    does, the lines at the step's own decimals, each false one written with "≈"."""
-    for extra in range(_MORE_DIGITS + 1):
-        lines = make(extra)
-        if all(ok for _, ok in lines):
-            return [text for text, _ in lines]
-    return [text for text, _ in make(0)]
-
-
 def _sum_of_products(pairs: Sequence[tuple[float, float]], result: float, digits_a: int, digits_b: int,
                      digits_result: int) -> str:
-    """One line "a₁ × b₁ + … = r", true as printed (operands with more decimals when needed, `_true_lines`)."""
-    return _true_lines(lambda e: [_sop(pairs, result, digits_a + e, digits_b + e, digits_result,
-                                       keep=(digits_a, digits_b))])[0]
+    """One line "a₁ × b₁ + … = r", true as printed (`_sop`)."""
+    return _sop(pairs, result, digits_a, digits_b, digits_result)[0]
 
 
 def _decimal_zero():
@@ -384,19 +363,37 @@ def attention_grid(weights: Any, tokens: Sequence[str] | None = None, k_tokens: 
     words = _style.words(lang)
     panel = 1.35 if n_heads > 4 else 2.4
     label_room = 0.0 if max(tq, tk) > 32 else 0.9
+    note = words("grid_note", tq=tq, tk=tk)
+    pooled = max(tq, tk) > int(panel * 150)        # _max_pool shrinks the panels (see below)
+    if pooled:
+        note += "; " + words["pooled"]
+    heading = f"{title}\n{note}" if title else note
+    # Placed by hand, in inches: 72 panels under constrained layout (and shared axes) took seconds to lay
+    # out; every panel has the same size, so the layout is arithmetic (issue 29, "Speed a learner feels").
+    every_panel_titled = n_heads == 1 or n_layers * n_heads <= 4
+    title_room = 0.28                                    # a panel title of 9 pt
+    gap_x, gap_y = 0.1, (title_room if every_panel_titled else 0.1)
+    left = 0.15 + (0.3 if n_heads > 1 else 0.0) + label_room
+    bar_room = 1.25                                      # the legend's bar, its ticks and its label
+    top = 0.25 + 0.2 * len(heading.split("\n")) + title_room    # the suptitle's lines, the first row's titles
+    bottom = 0.15 + 0.7 * label_room
+    width = left + n_heads * panel + (n_heads - 1) * gap_x + bar_room
+    height = top + n_layers * panel + (n_layers - 1) * gap_y + bottom
     with fonts.context():
-        fig = Figure(figsize=(n_heads * panel + 2.0 + label_room, n_layers * panel + 1.4 + label_room),
-                     layout="constrained")
-        axes = fig.subplots(n_layers, n_heads, squeeze=False, sharex=True, sharey=True)
+        fig = Figure(figsize=(width, height))
+        axes = []
         pixels = int(panel * 150)        # the panel's size in pixels at the saved resolution
-        pooled, image = False, None
+        image = None
         for l in range(n_layers):
+            row = []
             for h in range(n_heads):
-                ax = axes[l][h]
-                w, factor = _max_pool(array[l, h], pixels)
+                x0 = left + h * (panel + gap_x)
+                y0 = height - top - (l + 1) * panel - l * gap_y
+                ax = fig.add_axes((x0 / width, y0 / height, panel / width, panel / height))
+                row.append(ax)
+                w, _ = _max_pool(array[l, h], pixels)
                 image = ax.imshow(w, cmap=_cmap(), norm=_norm(), aspect="auto", interpolation="nearest",
                                   extent=(-0.5, tk - 0.5, tq - 0.5, -0.5))
-                pooled = pooled or factor > 1
                 ax.set_xticks([])
                 ax.set_yticks([])
                 # one head: each panel says its layer and head; several heads: "head h" over the columns and
@@ -407,16 +404,28 @@ def attention_grid(weights: Any, tokens: Sequence[str] | None = None, k_tokens: 
                     ax.set_title(words("head", h=head_ids[h]), fontsize=9)
                 if h == 0 and n_heads > 1:
                     ax.set_ylabel(words("layer", l=layer_ids[l]), fontsize=9)
+            axes.append(row)
         if label_room:  # small enough to name the tokens on the outer panels
             for h in range(n_heads):
                 _set_token_ticks(axes[-1][h], "x", k_labels, panel)
             for l in range(n_layers):
                 _set_token_ticks(axes[l][0], "y", q_labels, panel)
-        _legend(fig, image, axes, words, shrink=0.6)
-        note = words("grid_note", tq=tq, tk=tk)
-        if pooled:
-            note += "; " + words["pooled"]
-        fig.suptitle(f"{title}\n{note}" if title else note, fontsize=10)
+        grid_height = n_layers * panel + (n_layers - 1) * gap_y
+        bar_height = max(1.0, 0.6 * grid_height)
+        bar_x = left + n_heads * panel + (n_heads - 1) * gap_x + 0.2
+        bar_y = height - top - grid_height / 2 - bar_height / 2
+        cax = fig.add_axes((bar_x / width, bar_y / height, 0.14 / width, bar_height / height))
+        bar = fig.colorbar(image, cax=cax, ticks=list(shared.LEGEND_TICKS))
+        bar.set_label(_wrapped(words["legend"], bar_height, 7.5), fontsize=7.5)
+        bar.ax.tick_params(labelsize=7)
+        needed = max(_text_inches(line, 10) for line in heading.split("\n")) + 0.4
+        if needed > width:               # a long title widens the figure rather than being cut
+            scale = width / needed
+            fig.set_size_inches(needed, height)
+            for ax in fig.axes:
+                x0, y0, w0, h0 = ax.get_position().bounds
+                ax.set_position(((x0 * width + (needed - width) / 2) / needed, y0, w0 * scale, h0))
+        fig.suptitle(heading, fontsize=10, y=1 - 0.12 / height, va="top")
     return fig
 
 
@@ -749,10 +758,8 @@ def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
                              row_heads=head_of_row, label=f"W_O  ({w_o.shape[0]}×{w_o.shape[1]})")
         ax.text(hx - 2.4, top + oh + 0.9, words["mh_column"], ha="left", va="top", fontsize=8, color="#555555")
         # the sums of products: only the rows where W_O is not 0 (said in the note)
-        lines = _true_lines(lambda e: [
-            _sop([(concat[row, i], w_o[i, c]) for i in np.flatnonzero(w_o[:, c])], y_val[row, c], dc + e, dw, dy,
-                 keep=(dc, dw))
-            for c in range(w_o.shape[1])])
+        lines = [_sop([(concat[row, i], w_o[i, c]) for i in np.flatnonzero(w_o[:, c])], y_val[row, c], dc, dw, dy)[0]
+                 for c in range(w_o.shape[1])]
         ex = ox + ow + 1.6
         _arrow(ax, (ox + ow + 0.2, top + 2.0), (ex - 0.2, top + 2.0))
         ax.text(ex, top - 0.3, words["mh_sum"], ha="left", va="bottom", fontsize=8, color="#555555")
@@ -894,10 +901,9 @@ def _chain(trace: Trace, query: int, head: int, words, digits: int | None, prefi
         k_rows = k_heads[head // max(1, q_heads.shape[0] // k_heads.shape[0])]
         dq, dk, ds = (_digits(trace, prefix + n, digits) for n in (q_name, k_name, SCORES))
         lines.append(words("eq_scores", q=q_tok))
-        lines += _true_lines(lambda e: [
-            (f"q_{q_tok} · k_{k_toks[j]} = " + text, ok)
-            for j in range(n_keys)
-            for text, ok in [_sop(list(zip(q_row, k_rows[j])), scores[j], dq + e, dk + e, ds, keep=(dq, dk))]])
+        lines += [f"q_{q_tok} · k_{k_toks[j]} = " + _sop(list(zip(q_row, k_rows[j])), scores[j], dq, dk, ds,
+                                                          words=words)[0]
+                  for j in range(n_keys)]
     # scores typed in (the group meeting records no q and k) are the given scores, not q·k
     given = q_heads is None and k_heads is None and trace.info.kind == "group-meeting"
     panels.append(_Panel(SCORES, words["scores_given" if given else "scores"], lines))
@@ -913,10 +919,15 @@ def _chain(trace: Trace, query: int, head: int, words, digits: int | None, prefi
                 ds, dss = _digits(trace, prefix + SCORES, digits), _digits(trace, prefix + SCALED_SCORES, digits)
                 root = Decimal(d_k).sqrt()
                 lines.append(words("eq_scaled", dk=d_k))
-                lines += _true_lines(lambda e: [
-                    (f"s_{k_toks[j]} = " + text, ok) for j in range(n_keys)
-                    for text, ok in [_quot(scores[j], 0.0, scaled[j], ds + e, dss, denominator_text=f"√{d_k}",
-                                           exact_denominator=root)]])
+                # the scores at the decimals the text formats divide them with (`fit` over the row, the
+                # most any of them needs, as `qkv.explain.document._divided_by_root` writes the vector)
+                from ..explain.document import Num, fit
+
+                ops, _ = fit([Num(float(v), ds) for v in scores], [Num(float(v), dss) for v in scaled],
+                             lambda v: [x / root for x in v])
+                ds = max((o.digits for o in ops), default=ds)
+                lines += [f"s_{k_toks[j]} = " + _quot(scores[j], 0.0, scaled[j], ds, dss, denominator_text=f"√{d_k}",
+                                                      exact_denominator=root)[0] for j in range(n_keys)]
             # a scale other than 1/√d_k (a temperature, scale=): the panel must not claim ÷√d_k
             panels.append(_Panel(SCALED_SCORES, words["scaled"] if how == "sqrt" else words["scaled_other"], lines))
     for name, key in ((BIASED_SCORES, "biased"), (MODIFIED_SCORES, "modified")):
@@ -930,12 +941,21 @@ def _chain(trace: Trace, query: int, head: int, words, digits: int | None, prefi
         numerators = step_heads(trace, prefix + _EXP_SCORES)[head, query]
         total = float(step_heads(trace, prefix + _EXP_SUM)[head, query].reshape(-1)[0])
         dw, dsm = _digits(trace, prefix + WEIGHTS, digits), _digits(trace, prefix + s_name, digits)
-        de = max(dw, 4)
-        lines.append(words["eq_softmax"])
-        lines += words("eq_shift", m=_num(m, dsm)).split("\n")
-        lines += _true_lines(lambda e: [("Σ = " + text, ok) for text, ok in [_sumline(numerators, total, de + e, de + e)]]
-                             + [(f"w_{k_toks[j]} = " + text, ok) for j in range(n_keys)
-                                for text, ok in [_quot(numerators[j], total, weights[head, query, j], de + e, dw)]])
+        # the e^(s − m) and Σ at the decimals the text formats write them with (one rule: softmax_digits)
+        from ..explain.document import softmax_digits
+
+        blocked = _head_mask(trace, prefix, head)
+        open_keys = [j for j in range(n_keys) if blocked is None or not blocked[query, j]]
+        chosen = softmax_digits(numerators, total, weights[head, query], open_keys,
+                                _digits(trace, prefix + _EXP_SCORES, digits), dw)
+        if chosen is not None:
+            de, holds = chosen
+            lines.append(words["eq_softmax"])
+            lines += words("eq_shift", m=_num(m, dsm)).split("\n")
+            lines.append("Σ = " + " + ".join(_num(numerators[j], de) for j in open_keys)
+                         + f" {'=' if holds else '≈'} {_num(total, de)}")
+            lines += [f"w_{k_toks[j]} = " + _quot(numerators[j], total, weights[head, query, j], de, dw)[0]
+                      for j in open_keys]
         if any(n == 0.0 for n in numerators) and np.isfinite(step_heads(trace, prefix + s_name)[head, query]).all():
             lines.append(words["eq_underflow"])
     panels.append(_Panel(WEIGHTS, words["weights"], lines))
@@ -1268,9 +1288,8 @@ def _products_of(row: np.ndarray, matrix: np.ndarray, result: np.ndarray, digits
                  digits_result: int) -> str:
     """"[a × b + c × d, …] = [r₁, …]": a row times a matrix, each output number as its sum of products,
     true as printed (`_sum_of_products`)."""
-    lines = _true_lines(lambda e: [_sop(list(zip(row, matrix[:, c])), result[c], digits_row + e, digits_matrix + e,
-                                        digits_result, keep=(digits_row, digits_matrix))
-                                   for c in range(matrix.shape[1])])
+    lines = [_sop(list(zip(row, matrix[:, c])), result[c], digits_row, digits_matrix, digits_result)[0]
+             for c in range(matrix.shape[1])]
     parts = [line.rsplit(" = " if " = " in line else " ≈ ", 1) for line in lines]
     sign = "=" if all(" = " in line for line in lines) else "≈"
     return f"[{', '.join(p[0] for p in parts)}] {sign} [{', '.join(p[1] for p in parts)}]"
@@ -1702,8 +1721,8 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
     return fig
 
 
-def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
-    """The figure that suits the trace.
+def figure_for(trace: Trace, *, lang: str = "en", digits: int | None = None) -> Figure:
+    """The figure that suits the trace, its numbers at ``digits`` decimals (default the trace's own per step).
 
     - a whole model (steps ``layer {l}/weights``): `attention_grid` of layers × heads;
     - MultiHeadAttention with projections or head outputs (kind "projection" / "multi-head", or any
@@ -1725,7 +1744,7 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
         return attention_grid(weights, first.q_tokens, first.k_tokens, title=title_of(trace, lang) or None, lang=lang,
                               layers=layers)
     if (kind in ("projection", "multi-head") or not parts or (several_heads and kind != "model")) and drawable_heads:
-        return projection_figure(trace, lang=lang)
+        return projection_figure(trace, lang=lang, digits=digits)
     if not parts:
         raise ValueError("nothing to draw: the trace records neither attention weights nor the steps of "
                          f"multi-head attention; steps: {', '.join(trace.names()) or 'none'}")
@@ -1733,20 +1752,20 @@ def figure_for(trace: Trace, *, lang: str = "en") -> Figure:
         weights = step_heads(trace, WEIGHTS)
         cross = kind == "cross-attention" or "memory" in trace
         if cross and weights.shape[1] <= 8 and weights.shape[2] <= 16 and SCORES in trace:
-            return cross_figure(trace, lang=lang)
-        return attention_figure(trace, lang=lang)
+            return cross_figure(trace, lang=lang, digits=digits)
+        return attention_figure(trace, lang=lang, digits=digits)
     if kind == "group-meeting" and _scenes(trace):
-        return meeting_figure(trace, lang=lang)
+        return meeting_figure(trace, lang=lang, digits=digits)
     single = [p for p in parts if step_heads(trace, p.prefix + WEIGHTS).shape[1] == 1]
     if not single:
-        return attention_figure(trace, part=parts[0].prefix, lang=lang)
+        return attention_figure(trace, part=parts[0].prefix, lang=lang, digits=digits)
     words = _style.words(lang)
     widths = [max(5.0, min(10.0, 1.4 + 0.55 * len(p.k_tokens))) for p in single]
     with fonts.context():
         fig = Figure(figsize=(sum(widths) + 0.5, 7.5), layout="constrained")
         subs = fig.subfigures(1, len(single), width_ratios=widths, squeeze=False)[0]
         for sub, chosen in zip(subs, single):
-            _draw_path(sub, trace, chosen.query, 0, words, None, chosen.prefix)
+            _draw_path(sub, trace, chosen.query, 0, words, digits, chosen.prefix)
             sub.suptitle(_path_title(chosen, chosen.query, "", words, trace.meta), fontsize=10)
         if _title(trace, words):
             fig.suptitle(_title(trace, words), fontsize=11)

@@ -1,0 +1,123 @@
+"""The speed a learner feels: `import qkv`, each example's --figure, and a model's figures (issue 29).
+
+    .venv/bin/python benchmarks/bench_figures.py [--rounds 5] [--json FILE]
+
+Every number is a median over --rounds, wall and CPU time (the process's; on a busy shared machine the
+CPU time is the steadier of the two), each round in a fresh interpreter (a learner runs one command
+in a new process; a warm process would hide matplotlib's and the fonts' first-use costs):
+  import qkv       the time of `import qkv` (and of `import numpy` alone, which it cannot beat);
+  <example>        `qkv example NAME --figure`'s figure part: draw the figure that suits the example's
+                   trace (qkv.viz.figure_for) and write it as a PNG, matplotlib's import included;
+  minilm grid      `qkv inspect TEXT --figure`'s figure: the 6 × 12 layers × heads grid of MiniLM;
+  minilm head      `qkv inspect TEXT --layer 2 --head 3 --figure`'s figure (one head, its chain).
+The model runs before the clock starts (it is not the figure's time). Prints the CPU model, the core
+count and the load average: a shared machine's other work changes every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ("self-attention", "cross-attention", "multi-head", "projection", "group-meeting")
+TEXT = "The cat sat on the mat."
+
+_IMPORT = """
+import time
+t, c = time.perf_counter(), time.process_time(); import numpy
+numpy_s, numpy_c = time.perf_counter() - t, time.process_time() - c
+t, c = time.perf_counter(), time.process_time(); import qkv
+print(numpy_s + time.perf_counter() - t, numpy_c + time.process_time() - c, numpy_s, numpy_c)
+"""
+
+_EXAMPLE = """
+import sys, time, tempfile, os
+import qkv.examples
+trace = qkv.examples.run(sys.argv[1])
+out = os.path.join(tempfile.mkdtemp(), "f.png")
+t, c = time.perf_counter(), time.process_time()
+from qkv.viz import save_figure
+save_figure(trace, out, lang=sys.argv[2])
+print(time.perf_counter() - t, time.process_time() - c)
+"""
+
+_MODEL = """
+import sys, time, tempfile, os
+from qkv.models import load
+model = load("minilm")
+out = os.path.join(tempfile.mkdtemp(), "f.png")
+if sys.argv[1] == "grid":
+    weights = model.attention_weights(sys.argv[2])
+    tokens = model.tokens(sys.argv[2])
+    t, c = time.perf_counter(), time.process_time()
+    from qkv.viz import attention_grid, write_figure
+    write_figure(attention_grid(weights, tokens, title="minilm"), out)
+else:
+    trace = model.trace(sys.argv[2], layer=2, head=3, query=1)
+    t, c = time.perf_counter(), time.process_time()
+    from qkv.viz import save_figure
+    save_figure(trace, out)
+print(time.perf_counter() - t, time.process_time() - c)
+"""
+
+
+def _run(code: str, *args: str) -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+                          check=True)
+    return [float(x) for x in done.stdout.split()]
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--only", help="comma-separated rows to run (import, example names, grid, head)")
+    args = parser.parse_args()
+    only = set(args.only.split(",")) if args.only else None
+    print(f"{_cpu()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
+    rows: dict[str, float] = {}
+
+    print(f"  {'':<22} {'wall':>7}   {'CPU':>7}   (median of {args.rounds} fresh processes; CPU range)")
+
+    def record(name: str, runs: list[list[float]], goal: float) -> None:
+        wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+        rows[name] = {"wall": wall, "cpu": cpu}
+        spread = f"{min(r[1] for r in runs):.3f}–{max(r[1] for r in runs):.3f}"
+        print(f"  {name:<22} {wall:7.3f} s {cpu:7.3f} s   ({spread}; goal ≤ {goal:g} s)", flush=True)
+
+    if only is None or "import" in only:
+        runs = [_run(_IMPORT) for _ in range(args.rounds)]
+        record("import qkv", [r[:2] for r in runs], 0.15)
+        record("  of which numpy", [r[2:] for r in runs], 0.15)
+    for name in EXAMPLES:
+        for lang in ("en", "ko"):
+            row = f"{name}" + (" (ko)" if lang == "ko" else "")
+            if only is None or name in only:
+                record(row, [_run(_EXAMPLE, name, lang) for _ in range(args.rounds)], 1.0)
+    for kind, goal in (("grid", 2.0), ("head", 1.0)):
+        if only is None or kind in only:
+            record(f"minilm {kind}", [_run(_MODEL, kind, TEXT) for _ in range(args.rounds)], goal)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cpu": _cpu(), "cores": os.cpu_count(), "seconds": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

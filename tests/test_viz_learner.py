@@ -1,0 +1,90 @@
+"""Pictures a learner can read (issue 29): a figure's numbers print as the text prints them (one digits
+rule), long sums are shortened so a model's head is a screen wide, the model grid is laid out without
+shared axes, and the projection figure of "Attention의 projection: Q·K·V와 멀티 헤드" is readable at
+screen size with each head in its colour, a legend, R + Y drawn from R and Y, and the followed token
+outlined. Expected lines come from the text renderer (`qkv.explain.render`), an independent code path."""
+
+from __future__ import annotations
+
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.text
+import numpy as np
+import pytest
+
+import qkv
+import qkv.examples
+import qkv.models
+from qkv import viz
+from qkv.explain import render
+
+
+def _texts(fig) -> list[str]:
+    return [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+
+
+def _plain(line: str) -> str:
+    """A line as both renderers write it: the figure's typographic minus as '-', spaces squeezed."""
+    return re.sub(r"\s+", " ", line.replace("−", "-")).strip()
+
+
+@pytest.fixture(scope="module")
+def minilm_head():
+    model = qkv.models.load("minilm")
+    return model.trace("I love you", layer=2, head=3, query=1)
+
+
+def test_a_model_heads_figure_is_a_screen_wide_with_long_sums_shortened(minilm_head):
+    # 32-term q·k sums were one line each: the figure was 64 inches (9,667 px) wide
+    fig = viz.figure_for(minilm_head, digits=3)
+    assert fig.get_size_inches()[0] <= 20.0, fig.get_size_inches()
+    sums = [t for t in _texts(fig) if t.startswith("q_")]
+    scores = minilm_head["scores"].value[0, 1]
+    assert len(sums) == len(scores)
+    for line, score in zip(sums, scores):
+        assert "29 more products" in line                     # 2 shown, "…", the last: 3 of 32
+        assert line.count(" × ") == 3
+        assert line.endswith(f"= {score:.3f}".replace("-", "−"))   # the total of all 32, as printed at 3 decimals
+
+
+def test_a_model_heads_softmax_lines_print_as_the_text_prints_them(minilm_head):
+    fig = viz.figure_for(minilm_head, digits=3)
+    text = render(minilm_head, "text", digits=3)
+    cli = [_plain(l) for l in text.splitlines() if l.strip().startswith(("Σ =", "w_"))]
+    drawn = [_plain(t) for t in _texts(fig) if t.startswith(("Σ =", "w_"))]
+    assert cli and drawn == cli
+
+
+def test_multi_head_sums_print_as_the_text_prints_them():
+    trace = qkv.examples.run("multi-head")
+    fig = viz.figure_for(trace)
+    cli = [_plain(l) for l in render(trace, "text").splitlines() if l.strip().startswith("z_final[")]
+    drawn = [_plain(t) for t in _texts(fig) if t.startswith("z_final[")]
+    assert len(cli) == 3 and drawn == cli                  # was 0.89335 × 0.40 in the figure, 0.8933 in the text
+
+
+def test_save_figure_takes_the_texts_digits(tmp_path, minilm_head):
+    fig = viz.figure_for(minilm_head, digits=2)
+    weights = minilm_head["weights"].value[0, 1]
+    assert any(t == f"{weights[0]:.2f}" for t in _texts(fig))
+    assert viz.save_figure(minilm_head, tmp_path / "h.png", digits=2).stat().st_size > 0
+
+
+def test_the_model_grid_has_no_shared_axes_and_names_every_panel():
+    weights = np.random.default_rng(0).dirichlet(np.ones(9), size=(6, 12, 9))
+    fig = viz.attention_grid(weights, [f"t{i}" for i in range(9)], title="six layers")
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 72
+    # sharex/sharey joined all 72 panels (seconds of get_siblings at draw time); none is joined now
+    assert all(len(ax.get_shared_x_axes().get_siblings(ax)) == 1 for ax in panels)
+    assert fig.get_layout_engine() is None
+    assert [ax.get_title() for ax in panels[:12]] == [f"head {h}" for h in range(12)]
+    assert [ax.get_ylabel() for ax in panels[::12]] == [f"layer {l}" for l in range(6)]
+    # panels do not overlap and stay inside the figure
+    boxes = [ax.get_position() for ax in panels]
+    assert all(0 <= b.x0 and b.x1 <= 1 and 0 <= b.y0 and b.y1 <= 1 for b in boxes)
+    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
