@@ -202,8 +202,10 @@ def test_query_path_writes_the_recorded_values(small):
 def test_projection_figure_draws_the_whole_layer(small_figures):
     fig = small_figures["projection"]
     labels = {t.get_text() for t in fig.axes[0].texts}
-    # heads counted from 0, as --head and Python count them
-    assert {"Q₀", "Q₁", "K₀", "V₁", "head 0", "head 1"} <= labels
+    # heads counted from 0, as --head and Python count them (the head names in the colour legend; the heads'
+    # outputs are drawn once, beside their weights, then concatenated into H)
+    assert {"Q₀", "Q₁", "K₀", "V₁"} <= labels
+    assert {"head 0", "head 1"} <= {t.get_text() for t in fig.legends[0].get_texts()}
     assert any(label.startswith("split into heads") for label in labels)
     assert {"W_Q  (4×4)", "W_K  (4×4)", "W_V  (4×4)", "W_O  (4×4)"} <= labels
     assert {"attention of head 0: softmax(QₕKₕᵀ/√dₕ)", "head 1 = weights·Vₕ"} <= labels

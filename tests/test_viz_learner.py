@@ -88,3 +88,53 @@ def test_the_model_grid_has_no_shared_axes_and_names_every_panel():
     boxes = [ax.get_position() for ax in panels]
     assert all(0 <= b.x0 and b.x1 <= 1 and 0 <= b.y0 and b.y1 <= 1 for b in boxes)
     assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+@pytest.fixture(scope="module")
+def projection():
+    trace = qkv.examples.run("projection")
+    return trace, viz.figure_for(trace)
+
+
+def test_the_projection_figure_is_readable_at_screen_size(projection):
+    _, fig = projection
+    width, height = fig.get_size_inches()
+    assert width <= 15.0, (width, height)                  # was 18 × 16 in with 5-pixel cell numbers
+    numbers = [t for t in fig.findobj(matplotlib.text.Text) if re.fullmatch(r"−?\d+\.\d{2,4}", t.get_text())]
+    assert numbers and min(t.get_fontsize() for t in numbers) >= 7.0
+
+
+def test_each_head_of_the_projection_is_drawn_in_its_colour_with_a_legend(projection):
+    from matplotlib.colors import to_rgb
+
+    from qkv.viz._style import HEAD_COLOURS
+
+    _, fig = projection
+    legend = fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()][:2] == ["head 1", "head 2"]
+    assert [to_rgb(h.get_facecolor()) for h in legend.legend_handles[:2]] == [to_rgb(c) for c in HEAD_COLOURS[:2]]
+    # the two weight maps (3 × 3 images): head 1's in blue, head 2's in green (it was head 1's blue)
+    ax = fig.axes[0]
+    maps = [im.get_array() for im in ax.images if im.get_array().shape[:2] == (3, 3)]
+    assert len(maps) == 2
+    for image, channel in zip(maps, (2, 1)):                  # blue, green: the head's strongest channel
+        darkest = image.reshape(-1, 3)[np.argmin(image.reshape(-1, 3).sum(axis=1))]
+        assert np.argmax(darkest) == channel, darkest
+
+
+def test_the_projection_draws_r_plus_y_from_r_and_y_and_outlines_the_followed_token(projection):
+    trace, fig = projection
+    ax = fig.axes[0]
+    texts = _texts(fig)
+    assert any(t.startswith("R = X") for t in texts) and "+" in texts and any(t.startswith("R + Y") for t in texts)
+    # the numbers of R, of Y and of R + Y are all written: R + Y's first cell is R's plus Y's
+    x, y, r = (np.asarray(trace[n].value).reshape(3, 8) for n in ("x", "y", "residual"))
+    np.testing.assert_allclose(r, x + y, atol=1e-12)       # what the drawn sum claims (float64)
+    for value in (x[0, 0], y[0, 0], r[0, 0]):
+        assert f"{value:.2f}"[:4].replace("-", "−") in " ".join(texts)
+    outlines = [p for p in ax.patches if p.get_gid() == "followed"]
+    assert len(outlines) >= 10                              # X, Q, K, V, their heads, weights, outputs, H, Y, R + Y
+    followed = trace.info.query
+    assert all(abs(p.get_height() - 1.0) < 1e-9 or p.get_height() < 1.5 for p in outlines)
+    token_labels = [t for t in ax.texts if t.get_text() == f"token {followed + 1}" and t.get_rotation() == 0]
+    assert token_labels and all(t.get_color() == "#d1495b" for t in token_labels)

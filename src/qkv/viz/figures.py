@@ -458,8 +458,15 @@ def _tint(values: np.ndarray, col_heads: np.ndarray | None, row_heads: np.ndarra
     return 1.0 - strength[..., None] * (1.0 - base)
 
 
-def _weights_rgb(values: np.ndarray, blocked: np.ndarray | None) -> np.ndarray:
-    rgb = _cmap()(_norm()(np.clip(values, 0.0, 1.0)))[..., :3]
+def _head_cmap(head: int) -> mcolors.Colormap:
+    """The weight scale in a head's colour: white at 0 to the head's colour at 1 (shaded by √weight)."""
+    colour = _style.HEAD_COLOURS[head % len(_style.HEAD_COLOURS)]
+    return mcolors.LinearSegmentedColormap.from_list(f"qkv-head-{head}", ["#ffffff", colour])
+
+
+def _weights_rgb(values: np.ndarray, blocked: np.ndarray | None, head: int | None = None) -> np.ndarray:
+    cmap = _cmap() if head is None else _head_cmap(head)
+    rgb = cmap(_norm()(np.clip(values, 0.0, 1.0)))[..., :3]
     if blocked is not None:
         rgb[blocked] = mcolors.to_rgb(shared.MASKED_COLOUR)
     return rgb
@@ -468,15 +475,16 @@ def _weights_rgb(values: np.ndarray, blocked: np.ndarray | None) -> np.ndarray:
 def _draw_block(ax, x0: float, y0: float, values: np.ndarray, *, cell: float, row_cell: float | None = None,
                 label: str = "", col_heads=None, row_heads=None, digits: int = 2, fontsize: float = 6.5,
                 weights: bool = False, blocked: np.ndarray | None = None, masked_word: str = "masked",
-                numbers: bool = True) -> tuple[float, float]:
+                numbers: bool = True, head: int | None = None, outline_row: int | None = None) -> tuple[float, float]:
     """Draw a matrix with its top-left corner at (x0, y0) (y grows downwards); returns (width, height).
 
     cell is a column's width, row_cell a row's height (default: cell). weights=True shades cells on the
-    shared weight scale (masked cells hatched) instead of the head colours."""
+    shared weight scale (masked cells hatched) instead of the head colours; with ``head`` the scale runs
+    from white to that head's colour. outline_row: a row (the followed token's) outlined in red."""
     rows, cols = values.shape
     row_cell = cell if row_cell is None else row_cell
     width, height = cols * cell, rows * row_cell
-    image = _weights_rgb(values, blocked) if weights else _tint(values, col_heads, row_heads)
+    image = _weights_rgb(values, blocked, head) if weights else _tint(values, col_heads, row_heads)
     ax.imshow(image, extent=(x0, x0 + width, y0 + height, y0), interpolation="nearest", zorder=1)
     if blocked is not None and blocked.any():
         _hatch_cells(ax, blocked, x0, y0, cell, row_cell)
@@ -488,15 +496,22 @@ def _draw_block(ax, x0: float, y0: float, values: np.ndarray, *, cell: float, ro
                 text = masked_word if masked else _num(values[i, j], digits)
                 dark = weights and not masked and values[i, j] > 0.35
                 ax.text(x0 + (j + 0.5) * cell, y0 + (i + 0.5) * row_cell, text, ha="center", va="center",
-                        fontsize=fontsize if len(text) <= 5 else fontsize * 0.86, fontfamily=_NUMBER_FONT
+                        fontsize=fontsize if len(text) <= (7 if cell >= 1.2 else 5) else fontsize * 0.86,
+                        fontfamily=_NUMBER_FONT
                         if not masked else fonts.families(), color="white" if dark else "#111111", zorder=3)
         for j in range(1, cols):
             ax.plot([x0 + j * cell] * 2, [y0, y0 + height], color="white", linewidth=0.6, zorder=2)
         for i in range(1, rows):
             ax.plot([x0, x0 + width], [y0 + i * row_cell] * 2, color="white", linewidth=0.6, zorder=2)
+    if outline_row is not None and 0 <= outline_row < rows:
+        ax.add_patch(_rect(x0, y0 + outline_row * row_cell, width, row_cell))
+        ax.patches[-1].set(edgecolor=FOLLOWED_COLOUR, linewidth=1.8, zorder=6, gid="followed")
     if label:
-        ax.text(x0 + width / 2, y0 - 0.3, label, ha="center", va="bottom", fontsize=8.5, zorder=3)
+        ax.text(x0 + width / 2, y0 - 0.3, label, ha="center", va="bottom", fontsize=9, zorder=3)
     return width, height
+
+
+FOLLOWED_COLOUR = "#d1495b"    # the followed token's row, outlined in every block that has one
 
 
 def _rect(x, y, w, h):
@@ -578,7 +593,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
 
     widths = [trace[n].value.shape[-1] for n in ((X, Q, K, V) if top else (CONCAT, Y))]
     cell = 1.2 if max(widths) <= 16 else 19.2 / max(widths)     # matrices at most ~19 units wide
-    gap = 2.6
+    gap = 1.6
 
     def dg(name: str) -> int:
         return _digits(trace, name, digits) if cell >= 0.9 else 2
@@ -588,68 +603,76 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
     if rows_total == 1 and isinstance(followed, int) and 0 <= followed < len(meta_tokens):
         tokens = [str(meta_tokens[followed])]            # one row: the followed query's (seed 001's "love")
     with fonts.context():
-        fig = Figure(layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure()
+        ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
         right_edge, y, n_heads, width_d = 0.0, 0.0, 1, widths[-1]
-        fs = 6.0
+        fs = 7.5 if cell >= 1.2 else 6.0       # digits that fit a cell of 1.2 units (0.48 in) at the figure's scale
+        w_cell, w_row = (1.0, 0.75) if cell >= 1.2 else (cell, cell)   # weight matrices: 2 decimals, narrower cells
+        followed_row = followed if isinstance(followed, int) and 0 <= followed < rows and rows_total > 1 else None
 
         def token_names(y0: float, names=tokens, count=rows, x0: float = -0.3) -> None:
             for i in range(count):
-                ax.text(x0, y0 + i + 0.5, _style.short(names[i], 10), ha="right", va="center", fontsize=8)
+                ax.text(x0, y0 + i + 0.5, _style.short(names[i], 10), ha="right", va="center", fontsize=8.5,
+                        color=FOLLOWED_COLOUR if i == followed_row else "#111111")
 
         if top:
             x = first_rows(X)
             heads = {n: as_heads(trace[f"{n}_heads"].value, f"{n}_heads")[:, :rows] for n in (Q, K, V)}
             n_heads = heads[Q].shape[0]
-            # Row 1: X and the three weight matrices.
             has_w = has(W_Q, W_K, W_V)
+            # Row 1: X alone, above the Q column; Row 2: the three weight matrices, one column each for Q, K, V
             x_w, _ = _draw_block(ax, 0.0, y, x, cell=cell, row_cell=1.0, digits=dg(X), fontsize=fs,
-                                 label=f"X  ({rows_total}×{x.shape[1]})")
+                                 label=f"X  ({rows_total}×{x.shape[1]})", outline_row=followed_row)
             token_names(y)
-            cursor, centres, w_height = x_w + gap, {}, 0.0
+            ax.text(x_w + 0.6, y + rows / 2, "Q = X·W_Q,  K = X·W_K,  V = X·W_V  ↓", ha="left", va="center",
+                    fontsize=9.5, color="#333333")
+            y += rows + 2.0
+            cursor, centres, w_height = 0.0, {}, 0.0
             for name, w_name in ((Q, W_Q), (K, W_K), (V, W_V)):
                 out_cols = trace[name].value.shape[-1]
+                span = out_cols * cell
                 if has_w:
                     w = trace[w_name].value
-                    ww, wh = _draw_block(ax, cursor, y, w, cell=cell, row_cell=cell, digits=dg(w_name), fontsize=fs,
+                    ww, wh = _draw_block(ax, cursor + (span - w.shape[1] * w_cell) / 2, y, w, cell=w_cell, row_cell=w_row,
+                                         digits=dg(w_name), fontsize=fs,
                                          col_heads=np.arange(w.shape[1]) // max(1, w.shape[1] // heads[name].shape[0]),
                                          label=f"{w_name.upper()}  ({w.shape[0]}×{w.shape[1]})")
                     w_height = max(w_height, wh)
-                else:
-                    ww = out_cols * cell
-                centres[name] = (cursor, max(ww, out_cols * cell))
-                cursor += max(ww, out_cols * cell) + gap
-            _arrow(ax, (x_w + 0.2, 0.5 * rows), (x_w + gap - 0.2, 0.5 * rows), "X·")
-            right_edge = cursor - gap
-            y += max(w_height, rows) + 2.4
-            # Row 2: Q, K, V.
+                    span = max(span, ww)
+                centres[name] = (cursor, span)
+                cursor += span + gap
+            right_edge = max(right_edge, cursor - gap, x_w)
+            y += w_height + 2.2
+            # Row 3: Q, K, V.
             for name in (Q, K, V):
                 start, span = centres[name]
                 matrix = first_rows(name)
-                _arrow(ax, (start + span / 2, y - 2.1), (start + span / 2, y - 0.9))
+                _arrow(ax, (start + span / 2, y - 1.9), (start + span / 2, y - 0.9))
                 _draw_block(ax, start, y, matrix, cell=cell, row_cell=1.0, digits=dg(name), fontsize=fs,
                             col_heads=np.arange(matrix.shape[1]) // max(1, matrix.shape[1] // heads[name].shape[0]),
-                            label=f"{name.upper()} = {source(name)}·W_{name.upper()}  ({matrix.shape[0]}×{matrix.shape[1]})")
-            token_names(y, x0=centres[Q][0] - 0.3)
+                            label=f"{name.upper()} = {source(name)}·W_{name.upper()}  ({matrix.shape[0]}×{matrix.shape[1]})",
+                            outline_row=followed_row if source(name) == "X" else None)
+            token_names(y)
             y += rows + 2.6
-            # Row 3: each projection seen as T×h×dₕ — the same numbers, one block per head.
-            ax.text(centres[Q][0] - 0.6, y - 1.4, words["reshape"], fontsize=8, ha="right", va="center",
-                    color="#333333")
+            # Row 4: each projection seen as T×h×dₕ — the same numbers, one block per head.
+            ax.text(0.0, y - 2.1, words["reshape"], fontsize=8.5, ha="left", va="center", color="#333333")
             for name in (Q, K, V):
                 start, span = centres[name]
                 split = heads[name]                                   # (h, T, dₕ)
                 block_x = start
-                _arrow(ax, (start + span / 2, y - 2.3), (start + span / 2, y - 0.9),
+                _arrow(ax, (start + span / 2, y - 1.7), (start + span / 2, y - 0.9),
                        f"{rows_total}×{split.shape[0]}×{split.shape[2]}", side="right")
+                inner = max(0.3, (span - split.shape[0] * split.shape[2] * cell) / max(1, split.shape[0] - 1))
                 for h in range(split.shape[0]):
                     bw, _ = _draw_block(ax, block_x, y, split[h], cell=cell, row_cell=1.0, digits=dg(name),
                                         fontsize=fs, col_heads=np.full(split.shape[2], h),
-                                        label=f"{name.upper()}{_sub(shown(h))}" if split.shape[0] <= 4 else "")
-                    block_x += bw + 0.5
-                right_edge = max(right_edge, block_x - 0.5)
+                                        label=f"{name.upper()}{_sub(shown(h))}" if split.shape[0] <= 4 else "",
+                                        outline_row=followed_row if source(name) == "X" else None)
+                    block_x += bw + inner
+                right_edge = max(right_edge, block_x - inner)
             y += rows + 2.6
             width_d = first_rows(Q).shape[1]
-            # Row 4: attention weights of each head and its output.
+            # Row 5: attention weights of each head (in the head's colour) and its output.
             if has(WEIGHTS, OUT):
                 weights = as_heads(trace[WEIGHTS].value)
                 outs = as_heads(trace[OUT].value)
@@ -658,49 +681,78 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
                 for h in range(weights.shape[0]):
                     blocked = _head_mask(trace, "", h)
                     blocked = None if blocked is None else blocked[:rows, :keys_shown]
-                    aw, _ = _draw_block(ax, block_x, y, weights[h, :rows, :keys_shown], cell=1.2, row_cell=1.0,
-                                        digits=_digits(trace, WEIGHTS, digits), fontsize=fs, weights=True,
-                                        blocked=blocked, masked_word=words["masked"],
+                    aw, _ = _draw_block(ax, block_x, y, weights[h, :rows, :keys_shown], cell=cell, row_cell=1.0,
+                                        digits=_digits(trace, WEIGHTS, digits), fontsize=fs, weights=True, head=h,
+                                        blocked=blocked, masked_word=words["masked"], outline_row=followed_row,
                                         label=narrow(words("attention_head", h=shown(h))))
                     for j in range(keys_shown):
-                        ax.text(block_x + (j + 0.5) * 1.2, y + rows + 0.15, _style.short(keys[j], 8), ha="right",
-                                va="top", fontsize=6.5, rotation=0 if len(keys[j]) <= 3 else 35, rotation_mode="anchor")
-                    block_x += aw + 0.4
-                    ax.text(block_x + 0.8, y + rows / 2, "·V" + _sub(shown(h)) + " =", ha="center", va="center", fontsize=9)
-                    block_x += 2.0
+                        ax.text(block_x + (j + 0.5) * cell, y + rows + 0.15, _style.short(keys[j], 8), ha="right",
+                                va="top", fontsize=7.5, rotation=0 if len(keys[j]) <= 3 else 35, rotation_mode="anchor")
+                    block_x += aw + 0.3
+                    ax.text(block_x + 0.8, y + rows / 2, "·V" + _sub(shown(h)) + " =", ha="center", va="center", fontsize=10)
+                    block_x += 1.9
                     ow, _ = _draw_block(ax, block_x, y, outs[h, :rows], cell=cell, row_cell=1.0, digits=dg(OUT),
-                                        fontsize=fs, col_heads=np.full(outs.shape[2], h),
+                                        fontsize=fs, col_heads=np.full(outs.shape[2], h), outline_row=followed_row,
                                         label=narrow(words("head_out", h=shown(h))))
                     block_x += ow + gap
                 right_edge = max(right_edge, block_x - gap)
                 token_names(y)
-                y += rows + 3.0
+                y += rows + 3.2
         if bottom:
-            y, right = _output_row(ax, trace, y, rows, rows_total, cell, gap, words, dg, fs, top, token_names)
+            y, right = _output_row(ax, trace, y, rows, rows_total, cell, gap, words, dg, fs, top, token_names,
+                                   followed_row, w_cell, w_row)
             n_heads = as_heads(trace[OUT].value).shape[0]
             right_edge = max(right_edge, right)
         if rows < rows_total:
             ax.text(0, y - 1.0, words("rows_shown", last=rows - 1, total=rows_total), fontsize=8, va="top")
             y += 0.6
-        top_y, left = -1.8, -3.2
+        # the legend, in drawing units below everything: each head's colour, the weight scale per head,
+        # the followed token's outline
+        legend_y = y
+        y += 3.2
+        top_y, left = -3.4, -3.4
         ax.set_xlim(left, right_edge + 0.5)
-        ax.set_ylim(y - 0.8, top_y)
+        ax.set_ylim(y, top_y)
         ax.set_aspect("equal")
         ax.axis("off")
-        units_w, units_h = right_edge + 0.5 - left, y - 0.8 - top_y
-        scale = min(0.36, 24.0 / units_w)
-        fig.set_size_inches(max(6.0, units_w * scale), max(3.0, units_h * scale + 0.7))
-        if top and has(WEIGHTS, OUT):        # the per-head weights use the one scale: its legend
-            from matplotlib.cm import ScalarMappable
-
-            bar = fig.colorbar(ScalarMappable(norm=_norm(), cmap=_cmap()), ax=ax, orientation="horizontal",
-                               shrink=0.3, pad=0.01, aspect=30, ticks=list(shared.LEGEND_TICKS))
-            bar.set_label(words["legend"], fontsize=7.5)
-            bar.ax.tick_params(labelsize=7)
+        units_w, units_h = right_edge + 0.5 - left, y - top_y
+        scale = min(0.4, 15.0 / units_w)          # inches per unit: at most 15 in wide
+        fig.set_size_inches(max(6.0, units_w * scale), units_h * scale)
+        _projection_legend(fig, ax, n_heads, words, legend_y, left, units_w, y, top_y,
+                           weights=top and has(WEIGHTS, OUT), followed=followed_row is not None, shown=shown)
         shape = f"T={rows_total}, d={width_d}, h={n_heads}" + (f", dₕ={width_d // n_heads}" if top else "")
         title = _title(trace, words) or words["projection"]
-        fig.suptitle(title if "T = " in title else f"{title}  ({shape})", fontsize=11)   # no shape said twice
+        fig.suptitle(title if "T = " in title else f"{title}  ({shape})", fontsize=12, y=1 - 0.25 / (units_h * scale),
+                     va="top")
     return fig
+
+
+def _projection_legend(fig, ax, n_heads: int, words, legend_y: float, left: float, units_w: float, bottom_y: float,
+                       top_y: float, *, weights: bool, followed: bool, shown) -> None:
+    """The projection figure's legend (drawn, not constrained): a swatch per head colour and, when the
+    heads' weights are drawn, each head's weight scale (white → the head's colour, √-shaded, 0 … 1)."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.patches import Patch, Rectangle
+
+    handles = [Patch(facecolor=_style.HEAD_COLOURS[h % len(_style.HEAD_COLOURS)], label=words("head", h=shown(h)))
+               for h in range(n_heads)]
+    if followed:
+        handles.append(Rectangle((0, 0), 1, 1, fill=False, edgecolor=FOLLOWED_COLOUR, linewidth=1.8,
+                                 label=words["followed_token"]))
+    to_fig = lambda yy: 1.0 - (yy - top_y) / (bottom_y - top_y)       # noqa: E731  drawing y → figure fraction
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.02, to_fig(legend_y)), ncols=len(handles),
+               fontsize=9, frameon=False, title=words["head_colours"], title_fontsize=9, alignment="left")
+    if weights:
+        width_in, height_in = fig.get_size_inches()
+        bar_w = min(0.2, 0.42 / max(1, n_heads) - 0.04)
+        for h in range(n_heads):
+            x0 = 0.52 + h * (bar_w + 0.04)
+            cax = fig.add_axes((x0, to_fig(legend_y) - 0.9 / height_in, bar_w, 0.12 / height_in))
+            bar = fig.colorbar(ScalarMappable(norm=_norm(), cmap=_head_cmap(h)), cax=cax, orientation="horizontal",
+                               ticks=list(shared.LEGEND_TICKS))
+            bar.ax.tick_params(labelsize=7)
+            bar.ax.set_title(words("head", h=shown(h)), fontsize=8, pad=2)
+        fig.text(0.5, to_fig(legend_y) - 1.35 / height_in, words["legend"], fontsize=7.5, va="top")
 
 
 def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
@@ -783,40 +835,65 @@ def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
     return fig
 
 
-def _output_row(ax, trace, y, rows, rows_total, cell, gap, words, dg, fs, top, token_names) -> tuple[float, float]:
-    """Heads side by side → concatenated H → × W_O → Y (→ R + Y); returns (the y below it, right edge)."""
+def _output_row(ax, trace, y, rows, rows_total, cell, gap, words, dg, fs, top, token_names, followed_row=None,
+                w_cell=None, w_row=None) -> tuple[float, float]:
+    """(Heads side by side →) concatenated H → × W_O → Y, then R + Y drawn from R and Y; returns (the y
+    below it, right edge). With the heads' outputs drawn above (``top``), H starts the row."""
     out = as_heads(trace[OUT].value, OUT)[:, :rows]          # (h, T, Dv)
     n_heads = out.shape[0]
     block_x = 0.0
+    token_names(y)
     if not top:
-        token_names(y)
-    for h in range(n_heads):
-        bw, _ = _draw_block(ax, block_x, y, out[h], cell=cell, row_cell=1.0, col_heads=np.full(out.shape[2], h),
-                            label=words("head", h=head_number(trace.meta, h)) if n_heads <= 4 else "", digits=dg(OUT),
-                            fontsize=fs)
-        block_x += bw + 0.5
-    ax.text(block_x / 2, y + rows + 0.4, words["per_head"], ha="center", va="top", fontsize=8.5)
+        for h in range(n_heads):
+            bw, _ = _draw_block(ax, block_x, y, out[h], cell=cell, row_cell=1.0, col_heads=np.full(out.shape[2], h),
+                                label=words("head", h=head_number(trace.meta, h)) if n_heads <= 4 else "",
+                                digits=dg(OUT), fontsize=fs, outline_row=followed_row)
+            block_x += bw + 0.5
+        ax.text(block_x / 2, y + rows + 0.4, words["per_head"], ha="center", va="top", fontsize=8.5)
     concat, w_o, y_val = _rows(trace[CONCAT].value)[:rows], trace[W_O].value, _rows(trace[Y].value)[:rows]
-    cx = block_x + gap + 1.4
-    _arrow(ax, (block_x, y + rows / 2), (cx - 0.2, y + rows / 2))
-    ax.text((block_x + cx) / 2, y + rows / 2 - 0.5, _halves(words["concat"]), ha="center",
-            va="bottom", fontsize=8)
+    if top:
+        cx = 0.0
+        ax.text(0.0, y - 1.6, _halves(words["concat"]).replace("\n", " ") + " ↓", ha="left", va="bottom",
+                fontsize=8.5, color="#333333")
+    else:
+        cx = block_x + gap + 1.4
+        _arrow(ax, (block_x, y + rows / 2), (cx - 0.2, y + rows / 2))
+        ax.text((block_x + cx) / 2, y + rows / 2 - 0.5, _halves(words["concat"]), ha="center",
+                va="bottom", fontsize=8)
     cw, _ = _draw_block(ax, cx, y, concat, cell=cell, row_cell=1.0, digits=dg(CONCAT), fontsize=fs,
                         col_heads=np.arange(concat.shape[1]) // max(1, concat.shape[1] // n_heads),
-                        label=f"H  ({rows_total}×{concat.shape[1]})")
+                        label=f"H  ({rows_total}×{concat.shape[1]})", outline_row=followed_row)
     ox = cx + cw + 1.4
     ax.text(cx + cw + 0.7, y + rows / 2, "×", ha="center", va="center", fontsize=14)
-    o_cell = cell if w_o.shape[0] * cell <= 24 else 24.0 / w_o.shape[0]
-    ow, oh = _draw_block(ax, ox, y, w_o, cell=cell, row_cell=o_cell, digits=dg(W_O), fontsize=fs,
+    o_col = w_cell if w_cell is not None else cell
+    o_cell = w_row if w_row is not None else (cell if w_o.shape[0] * cell <= 24 else 24.0 / w_o.shape[0])
+    ow, oh = _draw_block(ax, ox, y, w_o, cell=o_col, row_cell=o_cell, digits=dg(W_O), fontsize=fs,
                          row_heads=np.arange(w_o.shape[0]) // max(1, w_o.shape[0] // n_heads),
-                         numbers=o_cell >= 0.9, label=f"W_O  ({w_o.shape[0]}×{w_o.shape[1]})")
+                         numbers=o_cell >= 0.7, label=f"W_O  ({w_o.shape[0]}×{w_o.shape[1]})")
     yx = ox + ow + 1.4
     ax.text(ox + ow + 0.7, y + rows / 2, "=", ha="center", va="center", fontsize=14)
     yw, _ = _draw_block(ax, yx, y, y_val, cell=cell, row_cell=1.0, digits=dg(Y), fontsize=fs,
-                        label=f"Y = H·W_O  ({rows_total}×{y_val.shape[1]})")
+                        label=f"Y = H·W_O  ({rows_total}×{y_val.shape[1]})", outline_row=followed_row)
     right = yx + yw
     bottom = y + max(rows, oh)
-    if RESIDUAL in trace:
+    if RESIDUAL in trace and X in trace:
+        # R + Y: the layer's input R (here X) and Y, added number by number
+        res = _rows(trace[RESIDUAL].value)[:rows]
+        r_val = _rows(trace[X].value)[:rows]
+        ry = bottom + 2.2
+        token_names(ry)
+        rw, _ = _draw_block(ax, cx, ry, r_val, cell=cell, row_cell=1.0, digits=dg(X), fontsize=fs,
+                            label=f"R = X  ({rows_total}×{r_val.shape[1]})", outline_row=followed_row)
+        ax.text(cx + rw + 0.7, ry + rows / 2, "+", ha="center", va="center", fontsize=14)
+        y2x = cx + rw + 1.4
+        y2w, _ = _draw_block(ax, y2x, ry, y_val, cell=cell, row_cell=1.0, digits=dg(Y), fontsize=fs,
+                             label=f"Y  ({rows_total}×{y_val.shape[1]})", outline_row=followed_row)
+        ax.text(y2x + y2w + 0.7, ry + rows / 2, "=", ha="center", va="center", fontsize=14)
+        _draw_block(ax, y2x + y2w + 1.4, ry, res, cell=cell, row_cell=1.0, digits=dg(RESIDUAL), fontsize=fs,
+                    label=words["residual"] + f"  ({rows_total}×{res.shape[1]})", outline_row=followed_row)
+        right = max(right, y2x + y2w + 1.4 + res.shape[1] * cell)
+        bottom = ry + rows
+    elif RESIDUAL in trace:
         res = _rows(trace[RESIDUAL].value)[:rows]
         ry = y + rows + 2.6
         _arrow(ax, (yx + yw / 2, y + rows + 0.3), (yx + yw / 2, ry - 0.9))
