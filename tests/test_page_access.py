@@ -221,6 +221,12 @@ def test_the_first_step_text_is_on_the_first_screen_and_no_page_scrolls_sideways
             top = page.page.evaluate("() => document.querySelector('.qkv-steptext').getBoundingClientRect().top")
             assert top < DESKTOP[1] - 60, f"{name}: the step's text starts at {top:.0f} px"
             assert page.overflow() <= 0
+            # nothing sticks out of its panel (the legend's bar did, past a 3-token matrix's panel)
+            out = page.page.evaluate("""() => Array.from(document.querySelectorAll('.qkv-panel canvas, .qkv-panel .qkv-ticks span'))
+              .filter((e) => !e.closest('.qkv-pan, .qkv-hv-scroll, .qkv-flow, .qkv-thumbs'))
+              .map((e) => e.getBoundingClientRect().right - e.closest('.qkv-panel').getBoundingClientRect().right)
+              .filter((d) => d > 0.5)""")
+            assert out == [], f"{name}: {out}"
         finally:
             page.close()
         page = page_of(browser_context, folder, name, lang, viewport=PHONE)
