@@ -46,7 +46,8 @@ from browser_support import browser_context  # noqa: F401  (fixture)
 SLOW = pytest.mark.slow     # the site build and the pages: 7 minutes here, measured with the 2 cores shared (load ~13)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAGES = ["README.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+PAGES = (["README.md", "README.ko.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+         + sorted(f"docs/ko/{p.name}" for p in (ROOT / "docs" / "ko").glob("*.md")))
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 ATTRS = re.compile(r"\{([^}]*)\}")
 KEY_VALUE = re.compile(r'([\w-]+)="([^"]*)"')
