@@ -14,6 +14,7 @@ reads by contrast, and the page's what-ifs: Chromium, headless, driven by Playwr
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -315,5 +316,25 @@ def test_the_multi_head_page_draws_heads_concat_w_o_and_y(browser_context, folde
         p.click(".qkv-next"); assert marked() == ["heads", "concat"]
         p.click(".qkv-next"); assert marked() == ["concat", "wo", "y"]
         assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_a_cells_derivation_shows_the_keys_contribution_beside_its_weight(browser_context, folder):  # noqa: F811
+    """A weight is not a contribution: the cell's rows give ‖wⱼ·vⱼ‖ and its share, computed here in float64
+    from the recorded weights and value rows."""
+    trace = qkv.examples.run("self-attention")
+    w, v = trace["weights"].value[0], trace["v_heads"].value[0]
+    page = page_of(browser_context, folder, "self-attention")
+    p = page.page
+    try:
+        p.click('.qkv-left .qkv-tok[data-index="1"]')
+        for j in range(w.shape[1]):
+            p.click(f'.qkv-right .qkv-tok[data-index="{j}"]')
+            row = p.text_content('.qkv-cell tr[data-step="contributions"] td')
+            contribution = w[1] * np.linalg.norm(v, axis=1)
+            shown = [float(x) for x in re.findall(r"\d+\.\d+", row)]
+            assert abs(shown[0] - contribution[j]) <= 0.5e-4 + 1e-12, (j, row)
+            assert abs(shown[1] - contribution[j] / contribution.sum()) <= 0.5e-4 + 1e-12, (j, row)
     finally:
         page.close()

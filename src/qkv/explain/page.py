@@ -43,7 +43,8 @@ EXP_SCORES = getattr(_steps, "EXP_SCORES", "exp_scores")
 EXP_SUM = getattr(_steps, "EXP_SUM", "exp_sum")
 # Steps the page can show for one attention part, in derivation order.
 _STEPS = (Q_HEADS, K_HEADS, V_HEADS, SCORES, SCALED_SCORES, BIASED_SCORES, MODIFIED_SCORES, MASK, SOFTMAX_MAX,
-          EXP_SCORES, EXP_SUM, WEIGHTS, OUT)
+          EXP_SCORES, EXP_SUM, WEIGHTS, OUT, getattr(_steps, "CONTRIBUTIONS", "contributions"),
+          getattr(_steps, "SHARES", "shares"))
 # Steps around the attention core that the step-through shows where they were recorded (X → W → Q, K, V;
 # concat → W_O → Y → R + Y). Kept only up to _FLOW_LIMIT numbers each: a model's 384 × 384 W_Q is left out.
 _FLOW = (X, MEMORY, W_Q, W_K, W_V, Q, K, V, CONCAT, W_O, Y, RESIDUAL)

@@ -414,6 +414,8 @@ EN: dict[str, str] = {
     "page.matrix_keys": "By keyboard: Tab to a token or to the matrix; Enter chooses; in the matrix the arrow keys "
                         "move the cell.",
     "page.flow_picture": "The heads' outputs for {tok} become one output: side by side (concat), then times W_O",
+    "page.contribution": "contribution of this key to the output  ‖wⱼ·vⱼ‖ = wⱼ·‖vⱼ‖",
+    "page.contribution_share": "share of the output: {share}",
     "page.lines_label": "lines from each chosen query to the keys; the darker the line, the larger the weight (the "
                         "key tokens on the right show the same weights as colours)",
     "page.decode_fail": "This browser cannot unpack the embedded numbers (it needs DecompressionStream: Chrome 80+, "
@@ -2031,6 +2033,8 @@ KO: dict[str, str] = {
     "page.matrix_label": "어텐션 가중치. 행은 Query, 열은 Key다. 화살표 키로 칸을 옮기면 그 칸의 계산 과정이 나온다",
     "page.matrix_keys": "키보드로는 Tab으로 토큰이나 행렬로 가서 Enter로 고른다. 행렬에서는 화살표 키로 칸을 옮긴다.",
     "page.flow_picture": "{tok}에 대한 헤드들의 출력이 하나의 출력이 된다: 나란히 이어 붙인 뒤 W_O를 곱한다",
+    "page.contribution": "이 Key의 출력 기여도  ‖wⱼ·vⱼ‖ = wⱼ·‖vⱼ‖",
+    "page.contribution_share": "출력 기여 비율: {share}",
     "page.lines_label": "고른 Query에서 각 Key로 가는 선. 선이 진할수록 가중치가 크다 (오른쪽 Key 토큰의 색이 같은 가중치를 나타낸다)",
     "page.decode_fail": "이 브라우저는 내장된 숫자를 풀 수 없다 (DecompressionStream 필요: Chrome 80+, Firefox 113+, "
                         "Safari 16.4+).",

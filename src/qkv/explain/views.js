@@ -342,6 +342,10 @@
     add("weights", W.share, masked ? '<span class="qkv-num" data-step="weights">' + esc(W.masked) + "</span>" :
       with_("weights", function () { return numberHtml(src, "weights", h, i, j) + ' <span class="qkv-note">(' + esc(W.sum1) + ")</span>"; }));
     add("v_heads", fill(W.value, { j: j + (at.base || 0) }), with_("v_heads", function () { return vectorHtml(src, "v_heads", kv, j); }));
+    // a weight is not a contribution: what key j adds to the output is ‖wⱼ·vⱼ‖, and its share of the sum (recorded)
+    if (src.has("contributions") && W.contribution)
+      add("contributions", W.contribution, masked ? null : numberHtml(src, "contributions", h, i, j) +
+        (src.has("shares") ? ' <span class="qkv-note">(' + esc(fill(W.contribution_share, { share: src.text("shares", h, i, j) })) + ")</span>" : ""));
     add("out", W.out, with_("out", function () { return vectorHtml(src, "out", h, i); }));
     return rows;
   };
