@@ -109,7 +109,18 @@ class Matrix:
 
 @dataclass(frozen=True)
 class Calc:
+    """Lines of arithmetic, each a list of Parts. A negative term after "+" is written "− |term|"
+    ("+ -0.5000 × 0.75" reads as a typo): the value is the same, the sign moves to the operator."""
+
     lines: list                       # each a list of Parts
+
+    def __post_init__(self) -> None:
+        for line in self.lines:
+            for i in range(1, len(line)):
+                part = line[i]
+                if (line[i - 1] is PLUS and isinstance(part, Num) and not part.paren and part.value < 0
+                        and fmt(part.value, part.digits).startswith("-")):
+                    line[i - 1], line[i] = MINUS, replace(part, value=-part.value)
 
 
 @dataclass(frozen=True)
@@ -423,8 +434,10 @@ def _attention(ctx: Context) -> None:
                                highlight=query if name == "q" else None))
     if n_heads > 1:
         t, hd = ctx.value("q").shape
-        ctx.add(Para(ctx.t("split", t=t, d=hd, h=n_heads, dh=dk, last=dk - 1, h0=head_number(tr.meta, 0),
-                           h1=head_number(tr.meta, 1),
+        listed = n_heads if n_heads <= 4 else 2            # every head's columns, or the first two and "so on"
+        columns = [ctx.t("split.head", first=h * dk, last=(h + 1) * dk - 1, h=head_number(tr.meta, h))
+                   for h in range(listed)] + ([ctx.t("split.more", dh=dk)] if listed < n_heads else [])
+        ctx.add(Para(ctx.t("split", t=t, d=hd, h=n_heads, dh=dk, columns=", ".join(columns),
                            shape=" × ".join(str(s) for s in ctx.value("q_heads").shape))))
     if ctx.has(Q_ROTATED) and ctx.has(K_ROTATED):
         theta = info.rope_theta
@@ -719,14 +732,21 @@ def _softmax_steps(ctx: Context, h: int, query: int, keys: list, final: str, sco
     d, holds = chosen
     shown = {j: shown_decimal(exps[j], d) for j in open_keys}
     shown_total = shown_decimal(total, d)
-    ctx.add(Para(ctx.t("softmax.steps", m=fmt(m, ctx.d(final)))))
     lines = []
+    # one precision for s and m in every line of the block (the most any line needs to be true as printed;
+    # a number exact at fewer decimals, 1.5 or 0, keeps them): no 0.818830 beside 1.20038
+    fitted = {j: fit([ctx.num(final, scores[j]), ctx.num(final, m)], [Num(float(exps[j]), d)],
+                     lambda v: [(v[0] - v[1]).exp()]) for j in open_keys}
+    d_s = max((o.digits for ops, _ in fitted.values() for o in ops if not _exact_at(o)), default=ctx.d(final))
+    m_num = ctx.num(final, m)
+    ctx.add(Para(ctx.t("softmax.steps", m=fmt(m, m_num.digits if _exact_at(m_num) else d_s))))   # m as the lines write it
     for j, key in enumerate(keys):
         if masked(query, j):
             lines.append([sym(f"e^(−∞)", r"e^{-\infty}"), EQ, Num(0.0, 0), f"  ({key}: {ctx.t('masked')})"])
             continue
-        ops, ok = fit([ctx.num(final, scores[j]), ctx.num(final, m)], [Num(float(exps[j]), d)],
-                      lambda v: [(v[0] - v[1]).exp()])
+        ops = [o if _exact_at(o) else replace(o, digits=d_s) for o in fitted[j][0]]
+        shown_ops = [shown_decimal(o.value, o.digits) for o in ops]
+        ok = None not in shown_ops and _matches((shown_ops[0] - shown_ops[1]).exp(), d, fmt(float(exps[j]), d))
         a, b = (fmt(o.value, o.digits) for o in ops)
         lines.append([sym(f"e^({a} − {b})", f"e^{{{a} - {b}}}"), EQ if ok else APPROX, Num(float(exps[j]), d),
                       f"  ({key})"])

@@ -96,8 +96,9 @@ EN: dict[str, str] = {
     "col.token": "token",
     "col.encoder_token": "encoder token",
     "split": "Splitting into heads is a reshape, not a multiplication: Q ({t} × {d}) is read as {t} × {h} × {dh} "
-             "(stored as {shape}, heads first). Columns 0 to {last} are head {h0}, the next {dh} are head {h1}, "
-             "and so on.",
+             "(stored as {shape}, heads first). Its columns by head: {columns}.",
+    "split.head": "{first}–{last} → head {h}",
+    "split.more": "and so on, {dh} columns per head",
     # core attention
     "h.head": "Head {h}",
     "h.scores": "Step 2 — scores: the query against every key",
@@ -1744,7 +1745,9 @@ KO: dict[str, str] = {
     "col.token": "토큰",
     "col.encoder_token": "인코더 토큰",
     "split": "헤드로 나누는 것은 곱셈이 아니라 형태만 바꾸는 reshape이다. Q({t} × {d})를 {t} × {h} × {dh} 형태로 본다 (저장할 때는 헤드 축을 앞에 둔다: "
-             "{shape}). 0번부터 {last}번까지의 열이 헤드 {h0}, 그다음 열 {dh}개가 헤드 {h1}이며, 나머지 헤드도 같은 방식으로 이어진다.",
+             "{shape}). 헤드별 열: {columns}.",
+    "split.head": "{first}–{last}번 → 헤드 {h}",
+    "split.more": "나머지 헤드도 {dh}열씩 같은 방식",
     # core attention
     "h.head": "헤드 {h}",
     "h.scores": "2단계 — 점수: Query와 모든 Key의 비교",
