@@ -200,3 +200,36 @@ def test_the_no_key_clause_appears_only_under_a_mask(lang):
     mha(rng.standard_normal((3, 4)), causal=True, record=trace)
     text = flat(render(trace, "text", lang=lang))
     assert clause in text and matrix_clause in text
+
+
+# ----------------------------------------------------------------------------- notes and lines true as printed
+def test_a_by_hand_note_shows_no_decimals_it_does_not_have():
+    # from the printed weights 0.1688, 0.2472, 0.2457, 0.3382 and v's second column: 0.929432, not "0.92900"
+    total = 0.1688 * 0.40 + 0.2472 * 0.96 + 0.2457 * 0.56 + 0.3382 * 1.44
+    assert abs(total - 0.929432) < 1e-9
+    text = flat(render(ex.run("self-attention", by_hand=True), "text", by_hand=True))
+    assert "0.92900" not in text and f"is {total:.3f}." in text
+
+
+@pytest.mark.parametrize("name,by_hand", [("self-attention", False), ("self-attention", True), ("multi-head", False),
+                                          ("multi-head", True)])
+def test_notes_about_the_posts_decimals_only_at_the_posts_decimals(name, by_hand):
+    trace = ex.run(name, by_hand=by_hand, digits=2)
+    text = flat(render(trace, "text", by_hand=by_hand, digits=2))
+    assert "one unit higher" not in text and "the result is the post's" not in text
+    default = flat(render(ex.run(name, by_hand=by_hand), "text", by_hand=by_hand))
+    assert "Note:" in default
+
+
+def test_no_plus_minus_and_every_head_listed():
+    text = render(ex.run("projection"), "text")
+    assert "+ -" not in text and "− 0.5000 × (-1.5000)" in text           # (−0.5)·(−1.5): the sign moved
+    assert "and so on" not in text and "0–3 → head 1, 4–7 → head 2" in text
+
+
+def test_one_precision_for_the_exponents_of_a_softmax_block():
+    for name in ("self-attention", "cross-attention"):
+        lines = [line for line in render(ex.run(name), "text").splitlines() if line.startswith("  e^(")]
+        decimals = {len(number.split(".")[1]) for line in lines
+                    for number in re.findall(r"-?\d+\.\d+", line.split("=")[0])}
+        assert len(lines) == 4 and len(decimals) == 1, (name, lines)

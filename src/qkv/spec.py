@@ -397,6 +397,9 @@ def read_notes(doc: dict, *, source: str) -> list[dict]:
         if note.get("value", "shown") not in ("shown", "exact"):
             raise _fail("error.spec.note_value", source=source, field=f"notes[{i}].value",
                         parts=lambda lang: {"got": _describe(note["value"], lang)})
+        if note.get("precision", "any") not in ("any", "post"):
+            raise _fail("error.spec.note_mode", source=source, field=f"notes[{i}].precision",
+                        parts=lambda lang: {"got": _describe(note["precision"], lang)})
         if note.get("mode", "any") not in ("any", "exact", "by-hand"):
             raise _fail("error.spec.note_mode", source=source, field=f"notes[{i}].mode",
                         parts=lambda lang: {"got": _describe(note["mode"], lang)})

@@ -336,8 +336,12 @@ def _notes(ctx: Context, step: str, query: int | None = None, keys: list | None 
             values = values[0]
         if values.ndim == 2:
             values = values[query if query is not None and query < values.shape[0] else 0]
+        if note.get("precision") == "post" and not _at_post_precision(ctx):
+            continue                  # it speaks of the post's printed decimals, which --digits changed
         index = note.get("index")
-        more = ctx.d(step) + 2
+        # an exact value gets two more decimals; a by-hand number is rounded to its step's decimals, and more
+        # would print zeros it does not have (0.92900 for a sum of 0.929432)
+        more = ctx.d(step) + (0 if shown_by_hand else 2)
         if index is not None:
             shown = "0" if values[index] == 0 else _fmt_plain(Num(float(values[index]), more))
         else:
@@ -347,6 +351,12 @@ def _notes(ctx: Context, step: str, query: int | None = None, keys: list | None 
             ctx.add(Note(ctx.t(note["key"], value=shown, token=token)))
         elif "text" in note:
             ctx.add(Note(str(note["text"]).replace("{value}", shown).replace("{token}", token)))
+
+
+def _at_post_precision(ctx: Context) -> bool:
+    """Every step is shown at the decimals its post prints (no --digits, or --digits equal to all of them)."""
+    table = ctx.info.digits if isinstance(ctx.info.digits, dict) else {}
+    return ctx.digits is None or all(int(v) == ctx.digits for v in table.values())
 
 
 def _fmt_plain(part: Part) -> str:

@@ -264,7 +264,7 @@ EN: dict[str, str] = {
                                           "decimals, and the result is the post's; the exact result is {value}.",
     "note.post001.byhand_out": "Note: the post's number here is one unit higher in the last decimal: it multiplies "
                                "by its own printed weight of learning, which is one unit higher (see the note on the "
-                               "weights). From the weights shown here the sum is {value}.",
+                               "weights). From the weights shown here the sum, rounded to the decimals shown, is {value}.",
     "note.post002.underflow": "Note: the weight of {token} here is e^(100 − 1000) divided by the sum, about 10^−391: "
                               "smaller than the smallest float64, so the computation gives exactly {value}. In the "
                               "post's words lot's voice is relatively weakened; with scores this far apart it is "
@@ -1889,7 +1889,7 @@ KO: dict[str, str] = {
     "note.post001.rounded_heads_by_hand": "참고: 글과 같이 z⁽¹⁾을 적힌 그대로, 즉 소수점 아래 세 자리로 반올림한 값으로 "
                                           "곱했으므로 결과가 글의 숫자와 같다. 정확한 결과는 {value}이다.",
     "note.post001.byhand_out": "참고: 글에서는 이 숫자가 마지막 자리에서 1만큼 크다. 글은 learning의 가중치로 자기가 적은 값(마지막 자리가 1만큼 큰 값, 위의 가중치에 "
-                               "대한 참고를 보라)을 곱했기 때문이다. 여기에 적힌 가중치로 계산하면 합은 {value}이다.",
+                               "대한 참고를 보라)을 곱했기 때문이다. 여기에 적힌 가중치로 계산한 합을 적힌 자릿수로 반올림하면 {value}이다.",
     "note.post002.underflow": "참고: 여기서 {token}의 가중치는 e^(100 − 1000)을 합으로 나눈 값으로, 약 10^−391이다. "
                               "float64가 나타낼 수 있는 가장 작은 수보다 작기 때문에 계산 결과는 정확히 {value}이다. "
                               "글의 표현대로 lot의 목소리는 상대적으로 약해지는데, 점수 차이가 이만큼 크면 사실상 "
