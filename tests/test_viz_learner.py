@@ -138,3 +138,20 @@ def test_the_projection_draws_r_plus_y_from_r_and_y_and_outlines_the_followed_to
     assert all(abs(p.get_height() - 1.0) < 1e-9 or p.get_height() < 1.5 for p in outlines)
     token_labels = [t for t in ax.texts if t.get_text() == f"token {followed + 1}" and t.get_rotation() == 0]
     assert token_labels and all(t.get_color() == "#d1495b" for t in token_labels)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_masks_figures_labels_keep_apart(lang):
+    """A row's "key" label touched the next row's titles (3 pt apart, Korean glyphs reaching across)."""
+    from qkv import masks
+    from qkv.commands.masks import masks_figure
+
+    entries = {f"mask {i}": (masks.causal() if i % 2 else masks.sliding_window(2)) for i in range(6)}
+    fig = masks_figure(entries, 16, 4, lang=lang)
+    fig.draw_without_rendering()
+    renderer = fig._get_renderer()
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.images]
+    first, second = axes[0], axes[5]                       # one above the other
+    label_bottom = first.xaxis.label.get_window_extent(renderer).y0
+    title_top = second.title.get_window_extent(renderer).y1
+    assert label_bottom - title_top >= 0.1 * fig.dpi, (label_bottom, title_top)
