@@ -233,3 +233,12 @@ def test_one_precision_for_the_exponents_of_a_softmax_block():
         decimals = {len(number.split(".")[1]) for line in lines
                     for number in re.findall(r"-?\d+\.\d+", line.split("=")[0])}
         assert len(lines) == 4 and len(decimals) == 1, (name, lines)
+
+
+def test_the_notation_difference_is_of_the_matrices_shown():
+    t = ex.run("group-meeting", by_hand=True)
+    rows, columns = t["by hand/rows/out"].value, t["by hand/columns/out"].value.T
+    largest = float(np.max(np.abs(columns - rows)))
+    assert largest > 0                                   # by hand the two forms round at different places
+    text = flat(render(t, "text", by_hand=True))
+    assert "differs from the row form by at most 0." not in text and f"by at most {largest:.1e}" in text

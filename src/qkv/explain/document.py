@@ -919,10 +919,10 @@ def _group_meeting(ctx: Context) -> None:
                            w_cols, rows=_labels(w_cols.shape[0], tokens), cols=_labels(w_cols.shape[1], tokens)),
                 ctx.matrix("columns/out", sym("V·softmax(KᵀQ/√d_k)", r"V\operatorname{softmax}\!\left(\frac{K^\top Q}{\sqrt{d_k}}\right)"),
                            cols=_labels(w_cols.shape[1], tokens)))
-        if "columns/difference" in ctx.trace:
+        if ctx.has("columns/difference"):      # the difference of the matrices shown (by hand: of the rounded ones)
             from .numbers import fmt_small
 
-            diff = ctx.trace["columns/difference"].meta.get("max_abs", 0.0)
+            diff = ctx.step("columns/difference").meta.get("max_abs", 0.0)
             ctx.add(Para(ctx.t("gm.notation.same", diff=fmt_small(diff))))
 
 
