@@ -242,3 +242,13 @@ def test_the_notation_difference_is_of_the_matrices_shown():
     assert largest > 0                                   # by hand the two forms round at different places
     text = flat(render(t, "text", by_hand=True))
     assert "differs from the row form by at most 0." not in text and f"by at most {largest:.1e}" in text
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_multi_head_by_hand_says_how_its_first_head_was_rounded(lang):
+    first = ex.run("self-attention")["out"].value[0, 1]              # love's exact z: 0.929535 → 0.930 once
+    by_hand = ex.run("self-attention", by_hand=True)["by hand/out"].value[0, 1]
+    assert round(first[1], 3) == 0.930 and by_hand[1] == 0.929       # rounded once vs at every step
+    text = flat(render(ex.run("multi-head", by_hand=True), "text", lang=lang, by_hand=True))
+    assert texts.text(lang, "mh.z1.by_hand", z="z⁽¹⁾_love", token="love", example="self-attention")[:20] in text
+    assert "0.930" in text

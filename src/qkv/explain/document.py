@@ -827,7 +827,7 @@ def _multi_head(ctx: Context) -> None:
         return sym(f"z{_sup(shown)}_{token}", f"z^{{({shown})}}_{{\\text{{{_latex_text(token)}}}}}")
 
     ctx.add(Heading(ctx.t("h.mh.heads")),
-            Para(ctx.t("mh.z1", z=z(0).plain, token=token, example=info.first_head or "self-attention")),
+            Para(ctx.t("mh.z1.by_hand" if ctx.by_hand else "mh.z1", z=z(0).plain, token=token, example=info.first_head or "self-attention")),
             Para(ctx.t("mh.given", n=n_heads - 1)),
             Calc([[z(h), EQ, Vec(tuple(float(v) for v in heads[h, 0]), ctx.d("out"), 0)] for h in range(n_heads)]))
     concat = ctx.value("concat")

@@ -199,6 +199,8 @@ EN: dict[str, str] = {
     # multi-head
     "h.mh.heads": "The heads' outputs for one token",
     "mh.z1": "{z} is the output for {token} computed in the {example} example (not typed in).",
+    "mh.z1.by_hand": "{z} is the exact output for {token} of the {example} example (not typed in), rounded once to the "
+                     "decimals shown; the {example} example by hand rounds every step and can differ in the last decimal.",
     "mh.given": "The other {n:head|heads} would run the same procedure with their own projection matrices; their "
                 "outputs are given here.",
     "mh.concat": "The {h} outputs are concatenated into one vector of {width:number|numbers}; the width grows because "
@@ -1832,6 +1834,8 @@ KO: dict[str, str] = {
     # multi-head
     "h.mh.heads": "토큰 하나에 대한 헤드별 출력",
     "mh.z1": "{z}: {example} 예제에서 계산한 {token}의 출력이다 (직접 입력한 값이 아니다).",
+    "mh.z1.by_hand": "{z}: {example} 예제에서 정확히 계산한 {token}의 출력(직접 입력한 값이 아니다)을 적힌 자릿수로 한 번만 "
+                     "반올림한 값이다. {example} 예제의 손 계산은 단계마다 반올림하므로 마지막 자리가 다를 수 있다.",
     "mh.given": "나머지 헤드 {n}개도 각자의 투영 행렬로 같은 절차를 수행한다. 여기서는 그 출력이 주어져 있다고 하자.",
     "mh.concat": "출력 {h}개를 이어 붙여 성분 {width}개의 벡터 하나를 만든다. 헤드 출력을 나란히 붙였으므로 차원이 늘어난다:",
     "mh.final.explain": "z_final = z_concat·W_O를 성분별로 계산하면 (W_O에서 0이 아닌 항만 적었다):",
