@@ -651,8 +651,9 @@ def _plain_fused(call: Call, q, k, v):
     sum) done as one C pass per row: scores = q·kᵀ·scale, exp(scores − row max) in place, ÷ row sum, ·v.
     Every row has a key (no mask), so every row sum is ≥ 1."""
     qg, kg, vg = _group(call, q), _group_kv(call, k), _group_kv(call, v)
-    scores = qg @ np.swapaxes(kg, -1, -2)                      # (…, [G, H/G,] Tq, Tk), a fresh array
-    scores *= np.float32(call.scale)
+    with np.errstate(over="ignore"):   # scores past float32's range become inf, found below: the plain steps take over
+        scores = qg @ np.swapaxes(kg, -1, -2)                  # (…, [G, H/G,] Tq, Tk), a fresh array
+        scores *= np.float32(call.scale)
     rows = scores.reshape(-1, call.tk)                         # a view: one row per query
     ref = np.full(rows.shape[0], -np.inf, dtype=np.float32)    # moves to each row's max on the first pass
     row_sum = np.zeros(rows.shape[0], dtype=np.float32)

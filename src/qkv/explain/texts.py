@@ -2288,7 +2288,7 @@ KO: dict[str, str] = {
     "cli.serve.port": "{value}: 0부터 65535까지의 포트 번호여야 한다",
     "cli.serve.host": "{value}: 올바른 네트워크 주소가 아니다 (예: 127.0.0.1. 모든 인터페이스에 열려면 0.0.0.0)",
     "cli.serve.no_model": "--no-minilm만 주면 모델이 하나도 남지 않는다: --model DIR을 함께 지정하라",
-    "cli.serve.needs": "“qkv serve”에는 “starlette”와 “uvicorn”이 필요하다 ({name} 모듈이 없다): pip install starlette uvicorn (저장소 사본에서는 make demo)",
+    "cli.serve.needs": "“qkv serve”에는 “starlette”와 “uvicorn”이 필요하다 ({name} 모듈이 없다): pip install 'starlette' 'uvicorn' (저장소 사본에서는 'make demo')",
     "cli.serve.no_module": "{name} 모듈이 없다",
     "cli.serve.no_translator": "번역기를 쓸 수 없다 ({why}). 번역기 없이 서버를 연다",
     "cli.serve.at": "{url}  (모델: {models}{and_translator}. Ctrl-C로 멈춘다)",

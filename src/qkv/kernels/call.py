@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -311,15 +312,21 @@ def _numpy_ready(fn, *, score: bool):
     probe = (np.int64(0), np.int64(0), np.zeros((1, 1), np.int64), np.zeros(1, np.int64))
     head = (np.zeros((1, 1)),) if score else ()
     try:
-        if not compat.is_torch_array(fn(*head, *probe)):
+        with warnings.catch_warnings():   # a trial: what a tensor-holding fn says about NumPy arguments (NumPy's
+            warnings.simplefilter("ignore")   # __array_wrap__ deprecation from `tensor * array`) is not the user's
+            tried = fn(*head, *probe)
+        if not compat.is_torch_array(tried):
             return fn
     except Exception:   # noqa: BLE001 — any failure: see whether tensors work; if not, keep fn
         pass
     try:
         import torch
 
+        def tensor(a):   # torch warns on a read-only array (a broadcast index grid): those few are copied
+            return torch.as_tensor(a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a)
+
         def through_torch(*args):
-            return fn(*(torch.as_tensor(a) for a in args))
+            return fn(*(tensor(a) for a in args))
 
         through_torch(*head, *probe)
     except Exception:   # noqa: BLE001 — neither works on the probe: the real call reports it
