@@ -1,5 +1,5 @@
 """Markers by file: the slow kinds of test (a browser, transformers as a reference or the installed MiniLM,
-several processes or a benchmark run, torch.compile graphs, hundreds of full figure renders).
+several processes or a benchmark run, torch.compile graphs, hundreds of full figure renders, property sweeps).
 
 `make test` runs everything; `pytest -m "not slow"` runs the fast part alone (a developer's loop).
 """
@@ -25,6 +25,7 @@ PROCESSES = {"test_distributed.py",                                             
              "test_bench.py"}               # `qkv bench --quick`, training rows in worker processes
 COMPILES = {"test_attention_compile.py"}        # 36 torch.compile cases (aot_eager and inductor), about two minutes
 FIGURES = {"test_viz.py", "test_viz_learner.py"}                     # matplotlib figures drawn in full, about 90 s of rendering
+SWEEPS = {"test_magnitudes.py"}                 # 690 cases by magnitude, dtype and route, long-double references, ~50 s
 
 
 # The longest files first, so that `make test`'s two workers (`-n 2 --dist loadfile --no-loadscope-reorder`)
@@ -32,7 +33,7 @@ FIGURES = {"test_viz.py", "test_viz_learner.py"}                     # matplotli
 # file took on one worker, measured 2 December on a loaded machine (load 8-12: the ratios matter, not the
 # seconds), test_kernels after its cut. Without --no-loadscope-reorder, xdist (>= 3.5) sorts the files by
 # their number of tests and ignores this order.
-LONGEST_FIRST = ["test_attention_compile.py", "test_viz.py", "test_docs.py", "test_browser.py", "test_distributed.py",
+LONGEST_FIRST = ["test_attention_compile.py", "test_viz.py", "test_magnitudes.py", "test_docs.py", "test_browser.py", "test_distributed.py",
                  "test_kernels.py", "test_models_families.py", "test_cli.py", "test_attention.py",
                  "test_torch_upstream.py", "test_torch_mha.py", "test_serve_browser.py", "test_serve.py",
                  "test_translator.py", "test_backward.py", "test_cli_models.py", "test_fuzz_files.py",
@@ -48,5 +49,5 @@ def pytest_collection_modifyitems(config, items):
         name = item.path.name
         if name in BROWSER:
             item.add_marker(pytest.mark.browser)
-        if name in BROWSER | REFERENCES | PROCESSES | COMPILES | FIGURES:
+        if name in BROWSER | REFERENCES | PROCESSES | COMPILES | FIGURES | SWEEPS:
             item.add_marker(pytest.mark.slow)

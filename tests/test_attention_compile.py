@@ -311,3 +311,46 @@ def test_compiled_mask_arrays_as_ranges_keep_gqa_and_batch_dimensions(q_shape, k
     torch.testing.assert_close(out.double(), expected, rtol=2e-5, atol=2e-5)
     for mine, theirs in zip(grads, eager_grads):
         torch.testing.assert_close(mine, theirs, rtol=1e-6, atol=1e-6)
+
+
+_BIASED = torch.compile(lambda q, k, v, bias, slopes: qkv.attention(
+    q, k, v, bias=bias, score_mod=None if slopes is None else masks.alibi(slopes)), fullgraph=True, backend="aot_eager")
+
+
+@pytest.mark.parametrize("dtype, grow, t, what", [
+    ("float32", 4e19, 16, "zero bias"),    # the traced plain path: the bias divided by the shift (NaN rows before)
+    ("float32", 4e19, 16, "bias"),
+    ("float32", 4e19, 16, "alibi"),        # a relative score function: its term divided by the shift
+    ("bfloat16", 1e4, 160, "none"),        # the C op: its backward takes the plain one (the lse loses dv)
+])
+def test_compiled_large_scores_with_a_bias_or_alibi_match_float64(dtype, grow, t, what):
+    """issue 31 §1 under torch.compile(fullgraph=True): output and gradients against float64 autograd of
+    softmax(q·kᵀ·scale + bias + slope_h·(kv − q))·v written here."""
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(3)
+    tdt = getattr(torch, dtype)
+    q, k = (torch.rand(1, 2, t, 16, generator=g, dtype=torch.float64) * 2 - 1 for _ in range(2))
+    v, dout = (torch.randn(1, 2, t, 16, generator=g, dtype=torch.float64) for _ in range(2))
+    leaves = [(x * s).to(tdt).requires_grad_() for x, s in ((q, grow), (k, grow), (v, 1.0))]
+    bias = None if what in ("none", "alibi") else torch.zeros(1, 2, t, t, dtype=tdt) if what == "zero bias" \
+        else (torch.randn(1, 2, t, t, generator=g, dtype=torch.float64) * 1e37).to(tdt)
+    slopes = np.array([0.5, 0.25]) if what == "alibi" else None
+    out = _BIASED(*leaves, bias, slopes)
+    (out.double() * dout).sum().backward()
+    ref = [x.detach().double().requires_grad_() for x in leaves]
+    s = ref[0] @ ref[1].transpose(-1, -2) * 0.25
+    if bias is not None:
+        s = s + bias.double()
+    if slopes is not None:
+        pos = torch.arange(t, dtype=torch.float64)
+        s = s + torch.tensor(slopes)[:, None, None] * (pos[None, :] - pos[:, None])
+    want = torch.softmax(s, dim=-1) @ ref[2]
+    (want * dout).sum().backward()
+    tol = 1e-5 if dtype == "float32" else 2e-2
+    assert torch.isfinite(out).all()
+    np.testing.assert_allclose(out.detach().double().numpy(), want.detach().numpy(), atol=tol, rtol=tol)
+    for name, mine, theirs in zip("qkv", leaves, ref):
+        bound = float(theirs.grad.abs().max()) + tol
+        assert torch.isfinite(mine.grad).all(), name
+        np.testing.assert_allclose(mine.grad.double().numpy() / bound, theirs.grad.numpy() / bound, atol=5 * tol,
+                                   err_msg=name)

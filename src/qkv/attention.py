@@ -19,6 +19,7 @@ an array (same shape and type) replaces the intermediate: the rest is computed f
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -358,23 +359,25 @@ def attention_reference(q, k, v, mask=None, *, bias=None, causal: bool = False,
 
 
 def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, record: Recorder | None):
-    """attention_reference's steps on a checked call."""
-    xp, work = call.xp, call.work
+    """attention_reference's steps on a checked call.
+
+    Scores past the float range are decided before any product (`_magnitude_plan`, one rule in
+    Python floats from max|q|, max|k|, Dk): float16/bfloat16/float32 then compute in float64 ("wider
+    work"; NumPy float64 in long double where it is wider) and cast back; torch float64 and traced
+    calls divide q and k by exact powers of two (`_overflow_shifts`) and carry the shift through
+    bias, relative score terms and softmax."""
+    xp = call.xp
+    shifts, wider = _magnitude_plan(call, q, k)
+    if wider is not None:
+        import dataclasses
+
+        call = dataclasses.replace(call, work=wider)
+    work = call.work
     qc, kc, vc = (xp.astype(a, work) for a in (q, k, v))
     qg, kg = _group(call, qc), _group_kv(call, kc)        # (…, G, H/G, Tq, Dk), (…, G, 1, Tk, Dk)
-    if is_torch(q):   # no data-dependent branch for torch.compile: shifts as tensors, 0 when not needed
-        weights, lse = _scores_to_weights(call, q, qg, kg, record, _overflow_shifts(call, qc, kc))
-    elif record is not None:
-        weights, lse = _scores_to_weights(call, q, qg, kg, record, None)
-    else:
-        # q·kᵀ as it is; only when a row's lse comes out NaN or +inf (scores beyond the float range)
-        # again with q and k divided by powers of two (_overflow_shifts): no cost for ordinary inputs
-        with np.errstate(over="ignore", invalid="ignore"):
-            weights, lse = _scores_to_weights(call, q, qg, kg, None, None)
-        if np.any(np.isnan(lse) | (lse == np.inf)):
-            shifts = _overflow_shifts(call, qc, kc)
-            if shifts is not None:
-                weights, lse = _scores_to_weights(call, q, qg, kg, None, shifts)
+    if isinstance(shifts, str):   # traced: no data-dependent branch, shifts as tensors (0 when not needed)
+        shifts = _overflow_shifts(call, qc, kc)
+    weights, lse = _scores_to_weights(call, q, qg, kg, record, shifts)
     weights = emit(record, WEIGHTS, weights, formula="e^(s − m) / Σ e^(s − m) = softmax(s)")
     out = _weights_times_values(call, weights, vc)            # (…, H, Tq, Dv)
     out = emit(record, OUT, out, formula="softmax(·)·V")
@@ -383,8 +386,12 @@ def _reference(call: Call, q, k, v, *, return_weights: bool, return_lse: bool, r
     result = (xp.astype(out, call.dtype),)
     if return_weights:
         result += (xp.astype(weights, call.dtype),)
-    if return_lse:
-        result += (xp.astype(lse[..., 0], call.dtype),)
+    if return_lse:   # (from wider work: inf where the true lse is beyond the dtype, as documented)
+        if is_torch(lse):
+            result += (xp.astype(lse[..., 0], call.dtype),)
+        else:
+            with np.errstate(over="ignore"):
+                result += (xp.astype(lse[..., 0], call.dtype),)
     return result if len(result) > 1 else result[0]
 
 
@@ -405,6 +412,35 @@ def _record_contributions(call: Call, weights, values, record: Recorder) -> None
     emit(record, SHARES, shares, formula="‖wⱼ·vⱼ‖ / Σₖ ‖wₖ·vₖ‖")
 
 
+def _magnitude_plan(call: Call, q, k):
+    """(shifts, wider) for the plain path: shifts "traced" (torch.compile: `_overflow_shifts` as
+    tensors), (a, b) ints or None; wider the work dtype to compute in instead of call.work, or None.
+    Decided before any product, from max|q| and max|k| as Python floats (`route.tops_may_overflow`)."""
+    if is_torch(q) and _compiling():
+        return "traced", None
+    if call.dk == 0 or call.empty:
+        return None, None
+    if is_torch(q):
+        import torch
+
+        from .kernels.autograd import value_tops
+
+        top_q, top_k = value_tops(q, k)
+        if not _route.tops_may_overflow(top_q, top_k, call.dk, float(torch.finfo(call.work).max)):
+            return None, None
+        if call.work != torch.float64:
+            return None, torch.float64
+        return (int(math.frexp(top_q)[1]), int(math.frexp(top_k)[1])), None
+    top_q, top_k = _route._value_top(q), _route._value_top(k)
+    if not _route.tops_may_overflow(top_q, top_k, call.dk, np.finfo(call.work).max):
+        return None, None
+    if np.dtype(call.work) == np.float32:
+        return None, np.dtype(np.float64)
+    if np.dtype(call.work) == np.float64 and np.finfo(np.longdouble).max > np.finfo(np.float64).max:
+        return None, np.dtype(np.longdouble)
+    return (int(np.frexp(top_q)[1]), int(np.frexp(top_k)[1])), None
+
+
 def _scores_to_weights(call: Call, q, qg, kg, record, shifts):
     """_reference's steps from q·kᵀ to the weights and lse. shifts: None, or (a, b) from
     _overflow_shifts: q·2^−a times k·2^−b, the power of two put back exactly."""
@@ -421,17 +457,21 @@ def _scores_to_weights(call: Call, q, qg, kg, record, shifts):
         a, b = shifts
         scaled = _ungroup(call, _ldexp(xp, qg, -a) @ xp.matrix_transpose(_ldexp(xp, kg, -b)))
         scaled = scaled * _as_work(call, call.scale)            # the scores · 2^−(a+b)
-        if call.bias is not None or call.score_mod is not None:  # they need the scores themselves
-            scaled, shift = _ldexp(xp, scaled, a + b), None
-        else:                                                    # softmax takes the shift (exactly)
-            shift = a + b
-    if call.bias is not None:
-        scaled = scaled + xp.astype(call.bias, work)
+        shift = a + b                                            # softmax takes the shift (exactly)
+    if shift is not None and call.score_mod is not None and not getattr(call.score_mod, "relative", False):
+        scaled, shift = _ldexp(xp, scaled, shift), None          # the function needs the scores themselves
+    if call.bias is not None:   # (on shifted scores: the bias divided by the same power of two)
+        bias = xp.astype(call.bias, work)
+        scaled = scaled + (bias if shift is None else _ldexp(xp, bias, -shift))
         scaled = emit(record, BIASED_SCORES, scaled, formula="Q·Kᵀ/√d_k + bias")
     indices = q if (call.mask_mod is not None or call.score_mod is not None) else None
     if call.score_mod is not None:
         scaled = xp.broadcast_to(scaled, call.scores_shape)
-        modified = _evaluate(call, call.score_mod, q, score=scaled)
+        if shift is None:
+            modified = _evaluate(call, call.score_mod, q, score=scaled)
+        else:   # relative: score + f(h, kv − q); the term (the function at score 0) shifted as the scores are
+            term = xp.astype(_evaluate(call, call.score_mod, q, score=xp.zeros_like(scaled)), work)
+            modified = scaled + _ldexp(xp, term, -shift)
         scaled = xp.broadcast_to(xp.astype(modified, work), call.scores_shape)
         scaled = emit(record, MODIFIED_SCORES, scaled,
                        formula=getattr(call.score_mod, "formula", "score_mod(score, b, h, q, k)"))

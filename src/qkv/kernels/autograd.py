@@ -658,7 +658,10 @@ def _register():
     def flash_attention_backward_op(dout: Tensor, dlse: Tensor | None, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
                                     lse: Tensor, rows: Tensor, scale: float, block_q: int,
                                     block_k: int) -> tuple[Tensor, Tensor, Tensor]:
-        if _overflows(value_tops(q, k), q.shape[-1]):   # the forward took the plain path: so does its gradient
+        tops = value_tops(q, k)
+        if _overflows(tops, q.shape[-1]) or _loses_lse(tops, q.shape[-1], scale):
+            # the forward took the plain path (or its lse cannot give the weights back precisely): the
+            # gradient of the plain path
             return _plain_backward(dout, dlse, q, k, v, rows, scale)
         return _backward_tensors(dout, dlse, q, k, v, out, lse, rows, scale, block_q, block_k)
 
@@ -691,6 +694,7 @@ def _register():
 # plain path, which divides q and k by exact powers of two (attention._overflow_shifts). The C kernel
 # would give inf scores and NaN weights there.
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_FLOAT32_EPS = float(np.finfo(np.float32).eps)
 
 
 def _overflows(tops, dk: int) -> bool:
@@ -698,6 +702,14 @@ def _overflows(tops, dk: int) -> bool:
     from .route import tops_may_overflow
 
     return tops_may_overflow(tops[0], tops[1], int(dk), _FLOAT32_MAX)
+
+
+def _loses_lse(tops, dk: int, scale: float) -> bool:
+    """route.tops_lose_lse for the op's float32 work: scores so large that the C backward's weights,
+    recomputed from the stored lse, would lose the gradients (the plain path's backward is taken)."""
+    from .route import tops_lose_lse
+
+    return tops_lose_lse(tops[0], tops[1], int(dk), scale, _FLOAT32_EPS)
 
 
 def _plain_inputs(q, k, v, rows):
@@ -842,7 +854,7 @@ def mask_op():
                         lse: Tensor, mask: Tensor, lead: list[int], causal: bool, scale: float, block_q: int,
                         block_k: int) -> tuple[Tensor, Tensor, Tensor]:
         rows = ranges_or_none(q, k, v, mask, lead, causal)
-        if rows is not None:
+        if rows is not None and not _loses_lse(value_tops(q, k), q.shape[-1], scale):
             return _backward_tensors(dout, dlse, q, k, v, out, lse, torch.from_numpy(rows), scale, block_q, block_k)
 
         return _vjp(lambda q, k, v: _masked_plain_forward(q, k, v, mask, lead, causal, scale), (q, k, v),

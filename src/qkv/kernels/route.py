@@ -187,7 +187,7 @@ _routes_lock = threading.Lock()
 class _Looks:
     """choose_route's looks at a call's values, each computed at most once and written down in the
     order asked with its answer (`trail`): "v_top" (is max |v| finite; the value itself is kept in
-    .v for the route), "overflow" (`_scores_may_overflow`), "values_ok" (autograd.values_ok: the C
+    .v for the route), "overflow" (`_scores_may_overflow`), "lse" (`tops_lose_lse`, torch), "values_ok" (autograd.values_ok: the C
     training route's check), "kv_finite" (torch keys and values all finite, for SDPA under a mask)."""
 
     __slots__ = ("call", "v", "trail", "_answers", "_tops")
@@ -217,6 +217,11 @@ class _Looks:
                 else:
                     top_q, top_k, _ = self._torch_tops()
                     answer = _tops_may_overflow(top_q, top_k, call)
+            elif name == "lse":   # (torch) scores large enough that a stored lse would lose the gradients
+                import torch
+
+                top_q, top_k, _ = self._torch_tops()
+                answer = tops_lose_lse(top_q, top_k, call.dk, call.scale, torch.finfo(call.work).eps)
             elif name == "values_ok":
                 from . import autograd
 
@@ -252,7 +257,8 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
     from . import autograd, blas, pool
 
     fused = _c()
-    key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, fused,
+    graded = not compat.is_numpy_namespace(call.xp) and _differentiated(call)   # (asks the "lse" look)
+    key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, graded, fused,
            fused is not None and blas.sgemm_ready(), pool.available_cpus(),
            fused is not None and autograd.available())
     looks = _Looks(call, v_top)
@@ -291,11 +297,11 @@ def _choose_route(call: Call, want: str, route, block_q, block_k, num_threads, l
     if ceiling is None:
         if want == "partial":
             ceiling = FLASH_MANY
+        elif looks.ask("overflow"):   # decided before any product: no inf score, no retry, no warning
+            return Route(PLAIN, "|q|·|k|·Dk near the float range: the plain path computes the scores in a wider "
+                                "dtype (float64; long double for float64) where they fit", v_top=v_top)
         elif call.tq * call.tk <= _PLAIN_MAX_SCORES and not _whole_in_c(call):
             ceiling = PLAIN_C_SOFTMAX
-        elif looks.ask("overflow"):   # (the plain path checks for itself, after the fact)
-            return Route(PLAIN, "|q|·|k|·Dk near the float range: the plain path multiplies q and k by exact "
-                                "powers of two (the kernel's scores would overflow)", v_top=v_top)
         else:
             ceiling = FLASH_MANY
     if ceiling in (PLAIN_C_SOFTMAX, PLAIN):
@@ -371,9 +377,12 @@ def mask_as_ranges(call: Call, *, want: str = "out", route=None) -> Call | None:
 def _torch_route(call: Call, want: str, ceiling, looks: _Looks) -> Route:
     if ceiling == PLAIN:
         return Route(PLAIN, "plain path asked for")
-    if looks.ask("overflow"):   # SDPA and the C kernel would give inf and NaN; the plain path shifts q and k
-        return Route(PLAIN, "|q|·|k|·Dk near the float range: the plain path multiplies q and k by exact "
-                            "powers of two (SDPA's and the kernel's scores would overflow)")
+    if looks.ask("overflow"):   # SDPA and the C kernel would give inf and NaN
+        return Route(PLAIN, "|q|·|k|·Dk near the float range: the plain path computes the scores in float64 "
+                            "(float64 itself: q and k divided by exact powers of two)")
+    if _differentiated(call) and looks.ask("lse"):
+        return Route(PLAIN, "differentiated, scores so large that a stored log-sum-exp loses the gradients "
+                            "(|s|·eps > 2^-13): the plain path keeps the weights themselves")
     if ceiling in (None, TORCH_FLASH):
         why = torch_flash_why_not(call, pinned=ceiling == TORCH_FLASH, looks=looks)
         if why is None:
@@ -393,6 +402,14 @@ def _torch_route(call: Call, want: str, ceiling, looks: _Looks) -> Route:
             # SDPA multiplies masked keys' scores and values by 0: NaN where one is not finite
             return Route(PLAIN, "torch under a mask with a non-finite key or value: SDPA would read it")
     return Route(TORCH_SDPA, "torch tensors: torch's fused scaled_dot_product_attention")
+
+
+def _differentiated(call: Call) -> bool:
+    """Whether torch autograd records this call (a gradient may be asked of it)."""
+    import torch
+
+    return torch.is_grad_enabled() and any(getattr(x, "requires_grad", False)
+                                           for x in (call.q, call.k, call.v, call.bias))
 
 
 def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
@@ -667,13 +684,33 @@ def _tops_may_overflow(top_q: float, top_k: float, call: Call) -> bool:
     return tops_may_overflow(top_q, top_k, call.dk, limit)
 
 
+# A differentiated call whose scores reach |s| with |s|·eps above this loses its gradients on the routes
+# whose backward recomputes the weights from a stored log-sum-exp (the C training route, SDPA's): the lse,
+# rounded at |s|, gives weights exp(s − lse) off by |s|·eps relative, and the gradient's dS = P∘(dP − D)
+# no longer cancels (measured: bf16 |q|,|k| = 1e4 dv off 1e13 relative; float32 ≥ 1e10 and float64 ≥ 1e10
+# NaN). The plain path keeps P itself (the weights of its forward) and stays within the dtype's error.
+LSE_PRECISION = 2.0 ** -13
+
+
+def tops_lose_lse(top_q, top_k, dk: int, scale, eps) -> bool:
+    """Whether scores as large as max|q|·max|k|·Dk·|scale| lose the log-sum-exp's precision in a dtype
+    of machine epsilon eps (|s|·eps > 2^-13, `LSE_PRECISION`): the rule that sends differentiated torch
+    calls to the plain path and the C op's backward to the plain backward. Computed in Python floats
+    (no product of the tensors); NaN or inf maxima: False (the value checks answer for those)."""
+    if dk == 0 or not (math.isfinite(top_q) and math.isfinite(top_k)):
+        return False
+    return float(top_q) * float(top_k) * dk * abs(float(scale)) * float(eps) > LSE_PRECISION
+
+
 def tops_may_overflow(top_q, top_k, dk: int, limit) -> bool:
     """Whether max|q|·max|k|·Dk passes a quarter of `limit` (the working dtype's largest finite value):
     the one overflow rule of every route (the eager route's look, the C op's own under torch.compile).
     NaN or inf maxima: False (the value checks answer for those)."""
     if dk == 0 or not (np.isfinite(top_q) and np.isfinite(top_k)):
         return False
-    return top_q * (top_k / limit) * dk > 0.25   # divided first: the check itself must not overflow
+    # in Python floats (long double for long double's range): divided first, so the check itself never overflows
+    num = np.longdouble if np.longdouble(limit) > np.finfo(np.float64).max else float
+    return num(top_q) * (num(top_k) / num(limit)) * dk > 0.25
 
 
 def _whole_in_c(call: Call) -> bool:
