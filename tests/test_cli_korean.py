@@ -163,7 +163,7 @@ def test_inspect_causal_model_in_korean(capsys, checkpoints):
 
     title = texts.text("ko", "title.model.kv_head", model=model.name, layer=1, head=3, kv=1)
     summary = out[: out.index("\n" + title + "\n")]
-    assert "층 1, 헤드 3 (층 3개 × 헤드 4개 중) — Key/Value 헤드 1, 이를 공유하는 Query 헤드: 2, 3" in summary
+    assert "층 1 (0–2 중), 헤드 3 (0–3 중) — Key/Value 헤드 1, 이를 공유하는 Query 헤드: 2, 3" in summary
     assert "회전 전 q" in summary and "회전 후 k" in summary and "길이는 그대로이다" in summary
     assert_korean(summary, allowed)
 

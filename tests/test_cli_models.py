@@ -61,7 +61,7 @@ def test_inspect_one_head_json_matches_the_model(capsys, model):
 
 def test_inspect_one_head_markdown_html_and_figure(capsys, tmp_path):
     code, out, _ = run(capsys, "inspect", TEXT, "--layer", "0", "--head", "1", "--format", "markdown")
-    assert code == 0 and out.startswith("# minilm: layer 0, head 1") and "| key | token | weight |" in out
+    assert code == 0 and out.startswith("# minilm: layer 0 of 0–5, head 1 of 0–11") and "| key | token | weight |" in out
     page, figure = tmp_path / "head.html", tmp_path / "head.png"
     code, out, _ = run(capsys, "inspect", TEXT, "--layer", "0", "--head", "1", "--format", "html",
                        "--out", str(page), "--figure", str(figure))
@@ -82,7 +82,7 @@ def test_inspect_one_head_is_short_and_names_the_real_head(capsys, tmp_path):
     assert "X  (9 × 384; 8 of 9 rows shown" not in out      # 9 tokens: every row shown
     assert "X  (9 × 384; 8 of 384 columns shown)" in out
     assert "W_Q  (384 × 32; 8 of 384 rows shown, 8 of 32 columns shown)" in out
-    assert "layer 2, head 3 of 12" in out
+    assert "layer 2, head 3 of 0–11" in out and "layer 2 of 0–5, head 3 of 0–11" in out   # models count from 0
     code, out, _ = run(capsys, "inspect", TEXT, "--layer", "2", "--head", "3", "--format", "markdown")
     assert code == 0 and r"\cdots" in out and r"\ddots" in out and "8 of 384 columns shown" in out
     assert len(out) < 40_000                                  # was ~520 kB of LaTeX

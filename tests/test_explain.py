@@ -231,7 +231,7 @@ def test_long_matrices_are_elided_with_the_full_shape_stated():
     softmax_rows = [line for line in text.splitlines()
                     if re.match(r"^\s*w\d+\s+-?\d+\.\d+\s+\d\.\d+\s+\S+\s+\S+\s*$", line)]
     assert len(softmax_rows) == 20
-    assert "layer 2, head 3 of 12" in text          # the intro names the model's head (meta head is a label)
+    assert "layer 2, head 3 of 0–11" in text          # the intro names the model's head (meta head is a label)
 
 
 def test_long_matrices_in_markdown_and_html():

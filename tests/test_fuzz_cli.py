@@ -183,7 +183,7 @@ def semantic_cases(rng: random.Random, folder: Path, bad_paths: list[str]) -> li
     cases = [["explain", f, "--out", out] for f in files]
     cases += [["explain", good, "--digits", v] for v in ["13", "-1", *BAD_INTS]]
     cases += [["explain", good, "--query", v] for v in ["²", "١", "2", "-1", "zz", "", "9" * 30]]
-    cases += [["example", "--query", v] for v in ["²", "١", "4", "zz", "1_0"]]
+    cases += [["example", "--query", v] for v in ["²", "١", "0", "5", "zz", "1_0"]]    # rows 1–4, as shown
     cases += [["example", "--digits", v] for v in ["13", "-1", *BAD_INTS]]
     cases += [["example", name] for name in ["nope", "", "SELF-ATTENTION", "../x"]]
     cases += [["example", "--lang", "fr"], ["example", "--format", "pdf"], ["example", "--by-hand", "--format", "html"],

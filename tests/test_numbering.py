@@ -2,11 +2,14 @@
 
 «Attention의 projection: Q·K·V와 멀티 헤드» counts its tokens from 1 ("토큰 3의 입력으로 Q·K·V 각각의 세 번째
 행") and its heads from 1 ("Head 1", "Head 2"): the projection example says so (token_base = 1,
-head_base = 1) and names its tokens in Korean (tokens_ko). Every renderer then shows query/key rows
-from that base and the names in the reader's language; the indices used for computation, and every
-other example (the self-attention post counts from 0 as qkv's API does), stay as they were.
-The expected numbers come from the post (token 3 is its third row, the followed one) and from the
-example files' token lists, never from qkv's output.
+head_base = 1) and names its tokens in Korean (tokens_ko). The other two posts count from 1 too
+(«도해와 최소 사례로 …»: 헤드 1, 2, 3, W_Q^(1), "첫 번째 인코더 층"; «어텐션이 조모임이라면»: A_1 … A_n), so every
+example counts its tokens and heads from 1. Every renderer then shows query/key rows from that base
+and the names in the reader's language, --query reads a number in the same base (`qkv.trace.Shown`),
+an out-of-range one is refused naming the range in that base, and each explanation says once how its
+numbers meet the API's 0-based index; the indices used for computation, and the API's query=N, stay.
+The expected numbers come from the posts (token 3 is its third row, love the second word of
+"I love machine learning") and from the example files' token lists, never from qkv's output.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from qkv.errors import InputError  # noqa: E402
 from qkv.explain import texts  # noqa: E402
 from qkv.explain.page import trace_html  # noqa: E402
 from qkv.spec import parse_spec  # noqa: E402
-from qkv.trace import in_language, token_number  # noqa: E402
+from qkv.trace import Shown, in_language, token_number  # noqa: E402
 
 # the post's names for the projection example's three tokens, and which of them it follows (its third row)
 POST_TOKENS = {"en": ["token 1", "token 2", "token 3"], "ko": ["토큰 1", "토큰 2", "토큰 3"]}
@@ -125,7 +128,9 @@ def test_the_projection_example_counts_as_its_post(projection):
 def test_a_korean_name_follows_the_same_row(projection):
     assert qkv.examples.run("projection", query="토큰 2").meta["query"] == 1
     assert qkv.examples.run("projection", query="token 2").meta["query"] == 1
-    assert qkv.examples.run("projection", query=1).meta["query"] == 1      # --query N stays the API's row
+    assert qkv.examples.run("projection", query=Shown("토큰 2")).meta["query"] == 1
+    assert qkv.examples.run("projection", query=1).meta["query"] == 1      # the API's query=N is the row index
+    assert qkv.examples.run("projection", query=Shown("2")).meta["query"] == 1   # --query N the row shown as N
 
 
 def test_in_language_names_the_tokens_and_leaves_the_trace_alone(projection):
@@ -146,8 +151,9 @@ def test_english_explanations_never_pair_query_2_with_token_3(capsys, projection
     assert code == 0 and err == ""
     pairs_follow(out, POST_TOKENS["en"], 1)
     assert "token 3" in out and not re.search(r"query 2 “token 3”", out, re.I)
-    # the note says how the page's numbers meet the API's: query 3 of the page is row 2 of every array
-    assert "query 3 = “token 3”" in " ".join(out.split()) and "index 2" in out
+    # the note says how the numbers shown meet the API's: token 3 is row 2 of every array, --query 3 reads it
+    said = " ".join(out.split())
+    assert "(“token 3” is token 3)" in said and "index 2" in said and "(--query 3)" in said and "(query=2)" in said
 
 
 def test_figures_number_the_followed_query_as_the_post(projection):
@@ -187,21 +193,10 @@ def test_korean_outputs_name_no_english_token(capsys, projection):
         else:
             assert "token" not in out.lower(), [line for line in out.splitlines() if "token" in line.lower()][:3]
             assert "토큰 3" in out
-            assert "Query 3 = “토큰 3”" in " ".join(out.split())
+            assert "(“토큰 3” = 토큰 3)" in " ".join(out.split())
     for fig in (viz.figure_for(projection, lang="ko"), viz.query_path(projection, lang="ko")):
         text = "\n".join(figure_texts(fig))
         assert "token" not in text.lower(), text[:300]
-
-
-def test_the_self_attention_example_stays_counted_from_0():
-    trace = qkv.examples.run("self-attention")
-    doc = qkv.examples.load("self-attention")
-    assert trace.meta.get("token_base", 0) == 0
-    love = doc["tokens"].index("love")            # the post follows “love”, its row in the example file
-    for lang in ("en", "ko"):
-        text = "\n".join(figure_texts(viz.query_path(trace, lang=lang)))
-        assert f"{'query' if lang == 'en' else 'Query'} {love} “love”" in text
-        assert payload_of(trace_html(trace, lang=lang))["tokenBase"] == 0
 
 
 # --------------------------------------------------------------------------- wording
@@ -252,3 +247,135 @@ def test_a_saved_korean_explanation_keeps_the_apis_names_and_the_numbering(capsy
         assert POST_TOKENS[lang][2] in text and (lang == "en" or "token" not in text.lower())
     trace = qkv.Trace.from_dict(saved)
     assert "query 3 “token 3”" in "\n".join(figure_texts(viz.query_path(trace, lang="en")))
+
+
+# --------------------------------------------------------------------------- every example counts as its post
+# the row the post follows, counted from 1 by its position in the post's sentence (independent of qkv)
+FOLLOWED = {"self-attention": ("love", 2), "cross-attention": ("私は", 1), "multi-head": ("love", 2),
+            "projection": ("token 3", 3), "group-meeting": ("lot", 4)}
+
+
+@pytest.mark.parametrize("name", sorted(FOLLOWED))
+def test_every_example_counts_from_1_and_says_so_once(capsys, name):
+    token, number = FOLLOWED[name]
+    for lang in ("en", "ko"):
+        code, out, err = run(capsys, "example", name, "--lang", lang)
+        assert code == 0 and err == ""
+        said = " ".join(out.split())
+        needle = f"(“{token}” is token {number})" if lang == "en" else f"(“{token}” = 토큰 {number})"
+        if name == "projection" and lang == "ko":
+            needle = "(“토큰 3” = 토큰 3)"
+        assert said.count(needle) == 1, said[:400]
+        assert ("index " if lang == "en" else "인덱스는 ") + f"{number - 1}" in said
+    trace = qkv.examples.run(name)
+    assert trace.meta["token_base"] == 1 and trace.meta["head_base"] == 1
+
+
+@pytest.mark.parametrize("name", ["self-attention", "cross-attention", "multi-head", "projection"])
+def test_the_json_explanation_carries_the_numbers_shown(capsys, name):
+    import json
+
+    token, number = FOLLOWED[name]
+    code, out, err = run(capsys, "example", name, "--format", "json")
+    assert code == 0 and err == ""
+    saved = json.loads(out)
+    notes = [b["text"] for b in saved["blocks"] if b["type"] == "note" and "API counts from 0" in b["text"]]
+    assert len(notes) == 1 and f"is token {number})" in notes[0] and f"(--query {number})" in notes[0]
+    meta = saved["trace"]["meta"]
+    assert meta["token_base"] == 1 and meta["query"] == number - 1     # the index stays the API's
+
+
+@pytest.mark.parametrize("name", ["self-attention", "cross-attention", "projection"])
+def test_query_reads_the_number_shown(capsys, name):
+    import json
+
+    tokens = qkv.examples.load(name)["tokens"]
+    for number, row in ((1, 0), (len(tokens), len(tokens) - 1)):
+        code, out, err = run(capsys, "example", name, "--query", str(number), "--format", "json")
+        assert code == 0 and err == "", err
+        assert json.loads(out)["trace"]["meta"]["query"] == row
+    # the API's query=N stays the 0-based row
+    assert qkv.examples.run(name, query=len(tokens) - 1).meta["query"] == len(tokens) - 1
+
+
+def test_projection_query_3_is_token_3_and_self_attention_query_2_is_love(capsys):
+    import json
+
+    code, out, err = run(capsys, "example", "projection", "--query", "3", "--format", "json")
+    assert code == 0 and json.loads(out)["trace"]["meta"]["query"] == 2
+    code, out, err = run(capsys, "example", "self-attention", "--query", "2")
+    assert code == 0 and "(“love” is token 2)" in " ".join(out.split())
+    code, out, err = run(capsys, "example", "multi-head", "--query", "2")      # love, the one it follows
+    assert code == 0 and err == ""
+
+
+@pytest.mark.parametrize("name, bad", [("self-attention", "0"), ("self-attention", "5"), ("projection", "4"),
+                                       ("cross-attention", "2")])
+def test_an_out_of_range_query_names_the_range_shown(capsys, name, bad):
+    n = len(qkv.examples.load(name)["tokens"])
+    for lang in ("en", "ko"):
+        code, out, err = run(capsys, "example", name, "--query", bad, "--lang", lang)
+        assert code == 2 and out == ""
+        line = err.strip()
+        assert "\n" not in line and "--query" in line and f"1–{n}" in line and f"0–{n - 1}" not in line, line
+        if lang == "ko":
+            assert "행 번호" in line
+
+
+def test_a_user_file_reads_its_query_in_its_own_base(tmp_path, capsys):
+    import json
+
+    spec = parse_spec(small_doc(token_base=1, query=2), source="my.toml", base=None)
+    assert spec.query == 1
+    assert parse_spec(small_doc(query=1), source="my.toml", base=None).query == 1
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(small_doc(token_base=1)), encoding="utf-8")
+    code, out, err = run(capsys, "explain", str(path), "--query", "1", "--format", "json")
+    assert code == 0 and json.loads(out)["trace"]["meta"]["query"] == 0
+    code, out, err = run(capsys, "explain", str(path), "--query", "3")
+    assert code == 2 and "1–2" in err
+
+
+@pytest.mark.parametrize("name", ["self-attention", "cross-attention", "projection"])
+def test_figures_label_the_followed_query_as_the_post(name):
+    token, number = FOLLOWED[name]
+    trace = qkv.examples.run(name)
+    text = "\n".join(figure_texts(viz.query_path(trace, lang="en")))
+    assert f"query {number} “{token}”" in text and f"query {number - 1} " not in text
+    assert "head 0" not in text
+
+
+def test_the_projection_path_names_its_head_as_the_post():
+    trace = qkv.examples.run("projection")
+    for head, lang, said in ((0, "en", "head 1"), (1, "en", "head 2"), (0, "ko", "헤드 1")):
+        titles = [t for t in figure_texts(viz.query_path(trace, head=head, lang=lang)) if "“" in t]
+        assert any(title.endswith(said) for title in titles), titles
+
+
+@pytest.mark.parametrize("name", sorted(FOLLOWED))
+def test_every_page_counts_from_1(name):
+    trace = qkv.examples.run(name)
+    for lang in ("en", "ko"):
+        payload = payload_of(trace_html(trace, lang=lang))
+        assert payload["tokenBase"] == 1 and payload["headBase"] == 1
+
+
+
+# --------------------------------------------------------------------------- models and the translator: from 0
+def test_the_translator_names_its_layer_and_head_counted_from_0():
+    """A model counts layers and heads from 0, as its arrays: the last of 2 layers is "layer 1 of 0–1"
+    (it said "layer 1 of 2", which reads as the first of two), in both languages, text and figure."""
+    from qkv import translator
+    from qkv.translator.explain import alignment_figure, explain_text
+
+    model = translator.load()
+    translation = model.translate("I love the cat", "ko")
+    n_layers, n_heads = translation.cross_weights.shape[:2]
+    last = n_layers - 1
+    text = explain_text(translation, lang="en")
+    assert f"layer {last} of 0–{last}" in text and f"of {n_layers}," not in text
+    assert f"head 1 of 0–{n_heads - 1}" in explain_text(translation, lang="en", head=1)
+    assert f"층 {last} (0–{last} 중)" in explain_text(translation, lang="ko")
+    assert f"헤드 1 (0–{n_heads - 1} 중)" in explain_text(translation, lang="ko", head=1)
+    title = "\n".join(figure_texts(alignment_figure(translation, head=0)))
+    assert f"layer {last} of 0–{last}, head 0 of 0–{n_heads - 1}" in title

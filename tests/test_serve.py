@@ -184,6 +184,17 @@ def test_worked_examples(client, name):
     assert body["html"] == derivation_html(expected, lang="ko")
 
 
+def test_examples_are_numbered_as_their_posts(client):
+    """Every post counts from 1: serve sends each example's base with its trace (the page labels rows
+    with it) and the note saying how the numbers shown meet the API's index; query= stays that index."""
+    for name, token, number in (("self-attention", "love", 2), ("group-meeting", "lot", 4)):
+        body = client.get("/api/example", params={"name": name}).json()
+        assert body["trace"]["meta"]["token_base"] == 1 and body["trace"]["meta"]["head_base"] == 1
+        assert f"“{token}” is token {number})" in body["html"] or f"&#8220;{token}&#8221; is token {number})" in body["html"]
+    body = client.get("/api/example", params={"name": "self-attention", "query": "1"}).json()
+    assert body["trace"]["meta"]["query"] == 1          # the HTTP API takes the 0-based index, as qkv's API
+
+
 def test_style_is_the_one_colour_scale(client):
     from qkv.explain import style
 

@@ -248,7 +248,7 @@ def test_total_numbers_are_bounded():
     ("title = [1]\n", "title", "expected a string, got a list of 1 item"),
     ('seed = {a = 1}\n', "seed", "expected a string, got a table"),
     ('query = "²"\n', "query", "'²' is not one of the tokens"),
-    ("query = 7\n", "query", "7 is not one of the tokens (a, b) nor a row index 0–1"),
+    ("query = 7\n", "query", "7 is not one of the tokens (a, b) nor a row number 0–1"),
     ("w_o = " + "[" * 900 + "1" + "]" * 900 + "\n", None, "nested more than 64 levels deep"),
     ("w_o = [[[1.0]]]\n", "w_o", "row 1, column 1 is a list nested too deep: expected a matrix"),
     ("w_o = [[1" + "0" * 400 + "]]\n", "w_o", "is an integer of about 401 digits"),

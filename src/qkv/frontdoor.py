@@ -126,7 +126,7 @@ def trace_from_document(doc: dict, *, source: str, base: Path | None = None, que
     trace = read_saved_trace(doc, source=source)
     if query is not None:
         trace.meta["query"] = resolve_query(query, list(trace.info.tokens), source=None, field=field,
-                                            tokens_ko=trace.meta.get("tokens_ko"))
+                                            base=trace.info.token_base, tokens_ko=trace.meta.get("tokens_ko"))
     if by_hand and not any(s.name.startswith(BY_HAND + "/") for s in trace.steps):
         raise InputError.keyed("error.trace.no_by_hand", source=source, field="--by-hand")
     return trace

@@ -31,6 +31,7 @@ import numpy as np
 
 from ._io import as_int, check_input_file, load_json, load_toml, read_text, short_repr
 from .errors import InputError, python_reason
+from .trace import Shown
 from .explain.texts import text
 
 __all__ = ["Spec", "load_spec", "parse_spec", "read_document", "read_array", "resolve_query", "FIELDS",
@@ -356,19 +357,27 @@ def read_tokens(doc: dict, name: str, count: int, *, source: str, rows_of: str) 
     return list(tokens)
 
 
-def resolve_query(query: Any, tokens: list[str], *, source: str | None, field: str = "query",
-                  tokens_ko: list[str] | None = None) -> int:
-    """The row index of ``query``: a token string (its first occurrence), or an integer row index
-    (an int, or a string of ASCII digits that is no token; parsed by `qkv._io.as_int`). ``tokens_ko``: the
-    tokens' names on Korean output, which the Korean error lists."""
+def resolve_query(query: Any, tokens: list[str], *, source: str | None, field: str = "query", base: int = 0,
+                  shown: bool | None = None, tokens_ko: list[str] | None = None) -> int:
+    """The row index (from 0) of ``query``: a token string (its first occurrence), or a row number (an int,
+    or a string of ASCII digits that is no token; parsed by `qkv._io.as_int`).
+
+    A number counts from 0, the API's index, unless ``query`` is a `qkv.trace.Shown` (what a reader
+    types, ``--query 2``): then it counts from ``base``, the example's token base, as the rows are shown
+    (`qkv.trace.token_number`), and so does any ``query`` when ``shown`` is True (an example file's own
+    ``query`` counts from its ``token_base``). The error names the numbers in the base they were read in.
+    ``tokens_ko``: the tokens' names on Korean output, which the Korean error lists.
+    """
+    if not (isinstance(query, Shown) if shown is None else shown):
+        base = 0
     if isinstance(query, str) and query in tokens:
         return tokens.index(query)
     number = as_int(query)
-    if number is not None and 0 <= number < len(tokens):
-        return number
+    if number is not None and 0 <= number - base < len(tokens):
+        return number - base
     named = {"ko": tokens_ko or tokens}
     raise _fail("error.spec.query.more" if len(tokens) > 12 else "error.spec.query", source=source, field=field,
-                n=len(tokens), last=len(tokens) - 1,
+                n=len(tokens), first=base, last=len(tokens) - 1 + base,
                 parts=lambda lang: {"got": _describe(query, lang), "shown": ", ".join(named.get(lang, tokens)[:12])})
 
 
@@ -508,7 +517,7 @@ def parse_spec(doc: dict, *, source: str, base: Path | None) -> Spec:
     if residual and (w_o is None or w_o.shape[1] != d):
         raise _fail("error.spec.residual_w_o" if w_o is None else "error.spec.residual_width", source=source,
                     field="residual", d=d, columns=None if w_o is None else w_o.shape[1])
-    query = resolve_query(doc.get("query", tokens[-1]), tokens, source=source)
+    query = resolve_query(doc.get("query", tokens[-1]), tokens, source=source, base=token_base, shown=True)
     title = doc.get("title", "")
     return Spec(source=source, tokens=tokens, x=x, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, heads=heads,
                 memory=memory, memory_tokens=memory_tokens, mask=mask, causal=causal, residual=residual,

@@ -33,7 +33,7 @@ __all__ = ["Recorder", "emit", "scoped", "TraceInfo", "Step", "Trace", "STEPS", 
            "MAX_SAVED_DIMS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MODIFIED_SCORES",
            "MASK", "SOFTMAX_MAX", "EXP_SCORES", "EXP_SUM", "WEIGHTS", "OUT", "CONTRIBUTIONS", "SHARES",
-           "SINK_WEIGHT", "SINK_RATIO", "Reading", "read_row", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "token_number", "in_language", "BY_HAND", "DRIFT"]
+           "SINK_WEIGHT", "SINK_RATIO", "Reading", "read_row", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "token_number", "Shown", "in_language", "BY_HAND", "DRIFT"]
 
 FORMAT_VERSION = 1
 
@@ -188,6 +188,17 @@ def token_number(meta: dict, row: int) -> int:
     for computation never change.
     """
     return int(row) + int(meta.get("token_base", 0) or 0)
+
+
+class Shown(str):
+    """A row as a reader names it (``qkv example --query 2``, ``qkv explain --query 2``): a token, or a
+    number counted from the example's token base as every renderer shows it (`token_number`), so
+    ``Shown("2")`` is "love" (row 1) in the self-attention example, whose post counts from 1. The API's
+    plain ``query=1`` (or "1") stays the 0-based row. `qkv.spec.resolve_query` reads both; a str, so
+    every check of text arguments applies to it unchanged.
+    """
+
+    __slots__ = ()
 
 
 def in_language(trace: "Trace", lang: str) -> "Trace":

@@ -14,7 +14,7 @@ from .. import frontdoor
 from .._io import check_output
 from ..errors import InputError
 from ..explain.texts import LANGS, text
-from ..trace import Trace
+from ..trace import Shown, Trace
 
 __all__ = ["help_words", "add_model_option", "load_model", "add_lang_option", "check_lang", "words", "write_text",
            "add_output_options", "check_options", "emit", "EXPLANATION_FORMATS"]
@@ -85,7 +85,8 @@ def add_output_options(parser: argparse.ArgumentParser, t) -> None:
     add_lang_option(parser, t, "output")
     parser.add_argument("--format", default="text", metavar="FORMAT", dest="format", help=t("output.format"))
     parser.add_argument("--out", metavar="FILE", help=t("out"))
-    parser.add_argument("--query", metavar="TOKEN", help=t("output.query"))
+    # a number is read as the rows are shown (the example's token base, qkv.trace.token_number)
+    parser.add_argument("--query", metavar="TOKEN", type=Shown, help=t("output.query"))
     parser.add_argument("--digits", metavar="N", help=t("output.digits"))
     parser.add_argument("--by-hand", action="store_true", help=t("output.by_hand"))
     parser.add_argument("--figure", metavar="FILE", help=t("output.figure"))

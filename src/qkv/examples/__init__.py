@@ -123,7 +123,8 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
         changes: Changes | None = None) -> Trace:
     """Compute example ``name`` with recording on and return its Trace.
 
-    query: the token to follow (a token string or a row index); default the post's.
+    query: the token to follow: a token string or a row index (from 0, the API's), or a
+      `qkv.trace.Shown` number counted as the example shows its rows (``--query``); default the post's.
     by_hand: also run every step on numbers rounded to the digits shown (``digits`` for all steps,
       or the post's own precision per step when None) and record the drift from the exact result.
     changes: a what-if (`Changes`): edited inputs, a factor on the scores, √d_k off. The trace then
@@ -160,7 +161,7 @@ def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | No
         tokens = first.meta["tokens"]
         followed = resolve_query(doc["query"], tokens, source=where)
         if query is not None and resolve_query(query, tokens, source=None, field="--query",
-                                                 tokens_ko=first.meta.get("tokens_ko")) != followed:
+                                               base=first.info.token_base, tokens_ko=first.meta.get("tokens_ko")) != followed:
             raise InputError.keyed("error.example.multi_head_query", field="--query", value=repr(query),
                                    token=repr(tokens[followed]))
         data = {"given_heads": list(read_array(doc["given_heads"], source=where, field="given_heads", base=None)),

@@ -59,7 +59,7 @@ def trace_spec(spec: Spec, *, query: Any = None, by_hand: bool = False, digits: 
     if query is not None and spec.tokens_ko and query in spec.tokens_ko and query not in spec.tokens:
         query = spec.tokens_ko.index(query)          # "토큰 3" names the row "token 3" names
     followed = spec.query if query is None else resolve_query(query, spec.tokens, source=None, field="--query",
-                                                                     tokens_ko=spec.tokens_ko)
+                                                              base=spec.token_base, tokens_ko=spec.tokens_ko)
     info = {"kind": spec.kind, "tokens": spec.tokens, "key_tokens": spec.key_tokens, "query": followed,
             "n_heads": spec.heads, "digits": spec.digits, "notes": spec.notes, "source": spec.source,
             "causal": spec.causal, "head_base": spec.head_base, "token_base": spec.token_base}

@@ -296,6 +296,25 @@ def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand:
     return ctx
 
 
+def _numbering(ctx: Context) -> None:
+    """Once per example whose post counts from 1: how the numbers shown meet the API's 0-based index."""
+    info = ctx.info
+    if not (info.token_base or info.head_base):
+        return
+    tokens, row = list(info.tokens), info.query
+    if info.scenes:                                       # the group meeting: the question its meetings follow
+        tokens = list(info.scenes[0]["tokens"])
+        row = tokens.index(info.scenes[0]["query"])
+    if not 0 <= row < len(tokens):
+        return
+    parts = [ctx.t("note.numbering", n=token_number(ctx.trace.meta, row), token=f"“{tokens[row]}”", index=row)]
+    if info.head_base and (info.n_heads or 1) > 1:
+        parts.append(ctx.t("note.numbering.heads"))
+    if not info.scenes:                                   # the group meeting takes no --query
+        parts.append(ctx.t("note.numbering.query", n=token_number(ctx.trace.meta, row), index=row))
+    ctx.add(Note(" ".join(parts)))
+
+
 def _title(ctx: Context) -> None:
     info = ctx.info
     title = title_of(ctx.trace, ctx.lang) or ctx.t("title.user")     # in the reader's language
@@ -304,11 +323,7 @@ def _title(ctx: Context) -> None:
         # the posts are Korean: a Korean reader needs no gloss after the title (an English one does)
         key = "post.native" if ctx.lang == "ko" else "post"
         ctx.add(Para(ctx.t(key, title=ctx.t(f"post.{info.post}"), gloss=ctx.t(f"post.{info.post}.gloss"))))
-    if info.head_base == 1:
-        ctx.add(Note(ctx.t("note.head_numbers")))
-    if info.token_base == 1 and 0 <= info.query < len(info.tokens):   # pages and figures say "query 3" for row 2
-        ctx.add(Note(ctx.t("note.token_numbers", n=token_number(ctx.trace.meta, info.query),
-                           token=f"“{info.tokens[info.query]}”", index=info.query)))
+    _numbering(ctx)
     if ctx.by_hand:
         shown = ctx.digits if ctx.digits is not None else None
         ctx.add(Note(ctx.t("byhand.intro") + " " + (ctx.t("byhand.digits", digits=shown) if shown is not None
@@ -391,7 +406,7 @@ def _attention(ctx: Context) -> None:
     if model_head:   # the words follow the trace: a normalised input (pre-norm), biases only where recorded
         biased = any("+ b" in ctx.step(name).formula for name in ("q", "k", "v"))
         ctx.add(Para(ctx.t("intro.model.head", model=info.model or "?", layer="?" if info.layer is None else info.layer,
-                           head=info.head, n_heads=info.n_heads or "?",
+                           head=info.head, last_head=info.n_heads - 1 if info.n_heads else "?",
                            x=ctx.t("intro.model.x.normed" if ctx.has("normed") else "intro.model.x"),
                            bias=ctx.t("intro.model.bias" if biased else "intro.model.nobias"))))
     elif texts.has(ctx.lang, intro):

@@ -200,7 +200,9 @@ def head_summary(model, trace, *, query: int, top: int, digits: int, fmt: str, l
     layer, head, tokens = meta["layer"], meta["head"], meta["tokens"]
     weights = trace["weights"].value[0]                                 # (T, T): this head's only head
     best = top_keys(weights[query], tokens, top)
-    title = t("cli.inspect.title", model=model.name, layer=layer, head=head, layers=c.n_layers, heads=c.n_heads)
+    # models count from 0, as their arrays: "layer 2 of 0–5", never "of 6" (which reads as 1-based)
+    title = t("cli.inspect.title", model=model.name, layer=layer, head=head, last_layer=c.n_layers - 1,
+              last_head=c.n_heads - 1)
     if is_causal(model) and c.n_kv_heads < c.n_heads:
         title += t("cli.inspect.kv", g=meta["kv_head"], heads=_list(meta["kv_group"]))
     parts = [(t("cli.tokens"), token_line(tokens))] + causal_structure(model, lang)

@@ -58,7 +58,7 @@ EN: dict[str, str] = {
     "intro.user.cross-attention": "Cross-attention: the queries come from x, the keys and values from memory.",
     "intro.user.projection": "Multi-head attention: Q·K·V projection, core attention per head, output projection.",
     "intro.model.head": "One head of a real model ({model}) on your text: layer {layer}, head {head} of "
-                        "{n_heads}. {x} W_Q, W_K, W_V are this head's learned columns of the layer's "
+                        "0–{last_head}. {x} W_Q, W_K, W_V are this head's learned columns of the layer's "
                         "projections ({bias}), and Y is this head's share of the layer's attention output.",
     "intro.model.x": "X is the layer's input.",
     "intro.model.x.normed": "X is the layer's input after the block's normalisation, N₁(x): a pre-norm block, "
@@ -109,10 +109,11 @@ EN: dict[str, str] = {
     "formula.mask": "0 (may attend) / −∞ (masked)",
     "head.explain": "Head {h} uses its own {dk:column|columns} of Q and K (array columns {first}–{last}) and its own "
                     "columns of V.",
-    "note.head_numbers": "The post numbers its heads from 1, and so does this explanation; in qkv's API (arrays, "
-                         "--head) head 1 is index 0.",
-    "note.token_numbers": "The post numbers its tokens from 1, and so do the pages and figures (query {n} = {token}); "
-                          "in qkv's API (arrays, --query) that row is index {index}.",
+    "note.numbering": "Numbers count from 1 here, as in the post ({token} is token {n}); qkv's API counts from 0: in "
+                      "the arrays that row is index {index}.",
+    "note.numbering.heads": "Heads too: head 1 is head index 0 in the arrays.",
+    "note.numbering.query": "--query reads the numbers shown here (--query {n}), qkv.examples.run the index "
+                            "(query={index}).",
     "scores.explain": "The query of {token} is compared with every key by a dot product (raw attention scores):",
     "scores.explain.cross": "The decoder's query for {token} is compared with every encoder key by a dot product "
                             "(raw attention scores):",
@@ -687,7 +688,7 @@ EN: dict[str, str] = {
     "cli.serve.listen": "cannot listen on {host}:{port} ({reason})",
     "cli.tokens": "tokens",
     "cli.truncated": "the text is longer than this model reads; only its first {n:token|tokens} are used",
-    "cli.inspect.title": "{model}: layer {layer}, head {head} of {layers:layer|layers} × {heads:head|heads}",
+    "cli.inspect.title": "{model}: layer {layer} of 0–{last_layer}, head {head} of 0–{last_head}",
     "cli.inspect.kv": " (key/value head {g}, shared by query heads {heads})",
     "cli.inspect.weights": "weights of head {head} (rows: queries, columns: keys; each row sums to 1)",
     "cli.inspect.first_tokens": "(first {shown} of {total:token|tokens}; --format html shows all)",
@@ -783,7 +784,7 @@ EN: dict[str, str] = {
     "help.model.types": "{types} or {last}",
     "help.output.lang": "language of the explanation (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.output.format": "text | markdown | html | json (default text)",
-    "help.output.query": "the token to follow (a token, or a row index; default: the one the post follows)",
+    "help.output.query": "the token to follow (a token, or its row number as the explanation shows it: from 1 in the posts' examples; default: the one the post follows)",
     "help.output.digits": "decimals shown (default: the precision the post prints, else 4)",
     "help.output.by_hand": "round every intermediate to the digits shown, as with a calculator, and show the drift",
     "help.output.figure": "also save the figure that suits the example (.png .svg .pdf)",
@@ -1198,8 +1199,8 @@ EN: dict[str, str] = {
     "error.spec.strings": "expected a list of strings, got {got}",
     "error.spec.token_type": "entry {n} is {got}, not a string (tokens are strings)",
     "error.spec.token_count": "has {n:token|tokens} but {rows_of} has {rows:row|rows}",
-    "error.spec.query": "{got} is not one of the tokens ({shown}) nor a row index 0–{last}",
-    "error.spec.query.more": "{got} is not one of the tokens ({shown}, … ({n:token|tokens})) nor a row index 0–{last}",
+    "error.spec.query": "{got} is not one of the tokens ({shown}) nor a row number {first}–{last}",
+    "error.spec.query.more": "{got} is not one of the tokens ({shown}, … ({n:token|tokens})) nor a row number {first}–{last}",
     "error.spec.rows": "has {rows:row|rows} (tokens); an example may have at most {most}",
     "error.spec.columns": "has {columns} columns; an example's widths are at most {most}",
     "error.spec.digits": "expected a table of step name = number of decimals (0–12)",
@@ -1712,7 +1713,7 @@ KO: dict[str, str] = {
     "intro.user.self-attention": "Self-attention: 각 토큰이 같은 시퀀스의 모든 토큰을 참조한다.",
     "intro.user.cross-attention": "Cross-attention: Query는 x에서, Key와 Value는 메모리(다른 시퀀스)에서 온다.",
     "intro.user.projection": "Multi-head attention: Q·K·V 투영, 헤드별 Core Attention, 출력 투영.",
-    "intro.model.head": "실제 모델({model})의 헤드 하나를 입력 텍스트에 적용한다: 층 {layer}, 헤드 {head} (전체 {n_heads}개 중). {x} W_Q, W_K, "
+    "intro.model.head": "실제 모델({model})의 헤드 하나를 입력 텍스트에 적용한다: 층 {layer}, 헤드 {head} (0–{last_head} 중). {x} W_Q, W_K, "
                         "W_V는 층의 투영 행렬 가운데 이 헤드가 학습한 열들이다 ({bias}). Y는 층의 어텐션 출력 가운데 이 헤드의 몫이다.",
     "intro.model.x": "X는 그 층의 입력이다.",
     "intro.model.x.normed": "X는 층의 입력을 블록의 정규화에 통과시킨 N₁(x)이다. 정규화가 앞에 오는(pre-norm) 블록이므로 헤드는 정규화된 입력을 읽는다.",
@@ -1757,9 +1758,11 @@ KO: dict[str, str] = {
     "sym.mask": "마스크",
     "formula.mask": "0 (볼 수 있음) / −∞ (가려짐)",
     "head.explain": "헤드 {h}에서는 Q와 K 가운데 자기 몫인 열 {dk}개(배열의 {first}–{last}번 열)와 V의 자기 몫 열만 쓴다.",
-    "note.head_numbers": "글은 헤드를 1부터 세고, 이 설명도 그렇게 센다. qkv의 API(배열, --head)에서는 헤드 1이 인덱스 0이다.",
-    "note.token_numbers": "글은 토큰을 1부터 세고, 페이지와 그림도 그렇게 센다 (Query {n} = {token}). "
-                          "qkv의 API(배열, --query)에서는 그 행의 인덱스가 {index}이다.",
+    "note.numbering": "번호는 글처럼 1부터 센다 ({token} = 토큰 {n}). qkv의 API는 0부터 센다: 배열에서 그 행의 "
+                      "인덱스는 {index}이다.",
+    "note.numbering.heads": "헤드도 마찬가지로, 헤드 1이 배열에서는 헤드 인덱스 0이다.",
+    "note.numbering.query": "--query는 여기 보이는 번호로(--query {n}), qkv.examples.run은 인덱스로(query={index}) "
+                            "읽는다.",
     "scores.explain": "{token}의 Query와 각 Key의 내적이 스케일링하기 전의 어텐션 점수이다:",
     "scores.explain.cross": "디코더 토큰 {token}의 Query와 인코더의 각 Key의 내적이 스케일링하기 전의 어텐션 점수이다:",
     "scores.explain.rope": "회전한 {token}의 Query와 회전한 각 Key의 내적이 스케일링하기 전의 어텐션 점수이다:",
@@ -2298,7 +2301,7 @@ KO: dict[str, str] = {
     "cli.serve.listen": "{host}:{port}에서 연결을 받을 수 없다 ({reason})",
     "cli.tokens": "토큰",
     "cli.truncated": "텍스트가 이 모델이 읽을 수 있는 길이보다 길다. 앞의 토큰 {n}개만 쓴다",
-    "cli.inspect.title": "{model}: 층 {layer}, 헤드 {head} (층 {layers}개 × 헤드 {heads}개 중)",
+    "cli.inspect.title": "{model}: 층 {layer} (0–{last_layer} 중), 헤드 {head} (0–{last_head} 중)",
     "cli.inspect.kv": " — Key/Value 헤드 {g}, 이를 공유하는 Query 헤드: {heads}",
     "cli.inspect.weights": "헤드 {head}의 가중치 (행: Query, 열: Key, 각 행의 합은 1)",
     "cli.inspect.first_tokens": "(토큰 {total}개 중 처음 {shown}개. --format html은 모두 보인다)",
@@ -2392,7 +2395,7 @@ KO: dict[str, str] = {
     "help.model.types": "{types} 또는 {last}",
     "help.output.lang": "설명의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.output.format": "text | markdown | html | json (기본값 text)",
-    "help.output.query": "따라갈 토큰 (토큰이나 행 번호. 기본값: 글이 따라가는 토큰)",
+    "help.output.query": "따라갈 토큰 (토큰이나, 설명에 보이는 대로의 행 번호: 글의 예제는 1부터. 기본값: 글이 따라가는 토큰)",
     "help.output.digits": "보여 줄 소수 자릿수 (기본값: 글에 나온 정밀도, 없으면 4)",
     "help.output.by_hand": "계산기로 하듯 중간값을 모두 보이는 자릿수로 반올림하고, 그 때문에 생긴 오차를 보인다",
     "help.output.figure": "예제에 맞는 그림도 저장한다 (.png .svg .pdf)",
@@ -2798,8 +2801,8 @@ KO: dict[str, str] = {
     "error.spec.strings": "문자열의 목록이어야 한다 (받은 값: {got})",
     "error.spec.token_type": "{n}번째 항목이 {got}이다. 토큰은 문자열이어야 한다",
     "error.spec.token_count": "토큰은 {n}개인데 {rows_of}의 행은 {rows}개이다",
-    "error.spec.query": "{got}: 토큰({shown}) 중 하나도, 행 번호 0–{last}도 아니다",
-    "error.spec.query.more": "{got}: 토큰({shown}, … 모두 {n}개) 중 하나도, 행 번호 0–{last}도 아니다",
+    "error.spec.query": "{got}: 토큰({shown}) 중 하나도, 행 번호 {first}–{last}도 아니다",
+    "error.spec.query.more": "{got}: 토큰({shown}, … 모두 {n}개) 중 하나도, 행 번호 {first}–{last}도 아니다",
     "error.spec.rows": "행(토큰)이 {rows}개이다. 예제의 행은 {most}개까지이다",
     "error.spec.columns": "열이 {columns}개이다. 예제의 폭은 {most}까지이다",
     "error.spec.digits": "단계 이름 = 소수 자릿수(0–12) 꼴의 표여야 한다",

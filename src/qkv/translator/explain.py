@@ -23,10 +23,10 @@ _TEXTS = {
                   "Multi-head Attention”, learned by a small translator: to generate each word, the decoder's state for the token "
                   "before it is the query Q; the encoder's outputs for the English words are the keys K and the "
                   "values V. The weights softmax(Q·Kᵀ/√d_k) say which English words each generated word read."),
-        "which": "layer {layer} of {layers}, {heads}",
+        "which": "layer {layer} of 0–{last}, {heads}",
         "rows": "row: the decoder's input at that step (the token before) → the word it generated",
         "mean": "mean of the {n} heads",
-        "head": "head {head} of {n}",
+        "head": "head {head} of 0–{last}",
         "step": "{i}. {word}  (query: the decoder's state for {prev}) reads {reads}",
         "matrix": "weights (rows: generated words; columns: English words; each row sums to 1):",
         "order": "English order → {lang} order: {pairs}",
@@ -38,10 +38,10 @@ _TEXTS = {
                   "cross-attention을 학습된 번역기에서 본다. 단어 하나를 생성할 때, 그 단어 바로 앞 토큰에서의 디코더 "
                   "상태가 Query Q가 되고, 인코더가 영어 단어들에 대해 만든 출력이 Key K와 Value V가 된다. 가중치 "
                   "softmax(Q·Kᵀ/√d_k)는 생성된 각 단어가 어떤 영어 단어를 읽었는지 보여 준다."),
-        "which": "층 {layers}개 중 {layer}번 층, {heads}",
+        "which": "층 {layer} (0–{last} 중), {heads}",
         "rows": "행: 그 단계의 디코더 입력(앞 토큰) → 그 단계에서 생성한 단어",
         "mean": "헤드 {n}개의 평균",
-        "head": "헤드 {n}개 중 {head}번",
+        "head": "헤드 {head} (0–{last} 중)",
         "step": "{i}. {word}  (Query: ‘{prev}’에서의 디코더 상태) → {reads}",
         "matrix": "가중치 (행: 생성된 단어, 열: 영어 단어, 각 행의 합은 1):",
         "order": "영어 어순 → {lang} 어순: {pairs}",
@@ -72,9 +72,9 @@ def explain_text(translation: Translation, *, lang: str = "en", layer: int | Non
     n_layers, n_heads = translation.cross_weights.shape[:2]
     layer_shown = n_layers - 1 if layer is None else layer
     weights = alignment(translation, layer=layer, head=head)            # (T, S)
-    heads = words["mean"].format(n=n_heads) if head is None else words["head"].format(head=head, n=n_heads)
+    heads = words["mean"].format(n=n_heads) if head is None else words["head"].format(head=head, last=n_heads - 1)
     lines = [words["title"].format(source=" ".join(translation.source), target=" ".join(translation.target)), "",
-             words["story"], words["which"].format(layer=layer_shown, layers=n_layers, heads=heads), ""]
+             words["story"], words["which"].format(layer=layer_shown, last=n_layers - 1, heads=heads), ""]
     previous = ["<" + translation.lang + ">"] + translation.target[:-1]
     for i, (word, prev, row) in enumerate(zip(translation.target, previous, weights), start=1):
         strongest = np.argsort(-row, kind="stable")[:top]
@@ -113,9 +113,9 @@ def alignment_figure(translation: Translation, *, layer: int | None = None, head
     n_layers, n_heads = translation.cross_weights.shape[:2]
     layer_shown = n_layers - 1 if layer is None else layer
     words = _TEXTS[lang]
-    which = words["which"].format(layer=layer_shown, layers=n_layers,
+    which = words["which"].format(layer=layer_shown, last=n_layers - 1,
                                   heads=words["mean"].format(n=n_heads) if head is None
-                                  else words["head"].format(head=head, n=n_heads))
+                                  else words["head"].format(head=head, last=n_heads - 1))
     title = f"{' '.join(translation.source)} → {' '.join(translation.target)}\n{which}\n{words['rows']}"
     previous = ["<" + translation.lang + ">"] + translation.target[:-1]
     rows = [f"{before} → {word}" for before, word in zip(previous, translation.target)]

@@ -1292,16 +1292,16 @@ def query_path(trace: Trace, query: int | None = None, *, head: int | None = Non
 
 
 def _head_label(trace: Trace, part: Part, head: int, n_heads: int, words) -> str:
-    """Which head is drawn, for titles, counted from 0: "head 2" for an index into several recorded
+    """Which head is drawn, for titles, numbered as `qkv.trace.head_number` says: "head 2" for an index into several recorded
     heads; for a one-head trace of a model the model's own numbers from trace.meta ("layer 2, head 5"),
     else "" (nothing to name). A model trace's part prefix ("layer 3/") names the layer."""
     info = trace.info
     if part.prefix.startswith("layer "):
         return words("layer_head", l=int(part.prefix.split()[1].rstrip("/")), h=head)
     if n_heads > 1:
-        head_no = head
+        head_no = head_number(trace.meta, head)              # as the example's post numbers its heads
     elif info.head is not None:
-        head_no = int(info.head)
+        head_no = head_number(trace.meta, int(info.head))
     else:
         return ""
     if info.layer is not None:
