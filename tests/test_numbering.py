@@ -216,10 +216,13 @@ def test_the_cell_derivation_words_read_right():
 
 def test_the_concat_label_breaks_at_its_middle():
     trace = qkv.examples.run("projection")
-    labels = [t for t in figure_texts(viz.figure_for(trace, lang="ko")) if "이어 붙이기" in t]
-    assert labels == ["헤드 출력\n이어 붙이기"]
-    labels = [t for t in figure_texts(viz.figure_for(trace, lang="en")) if "concatenated" in t and "\n" in t]
-    assert labels == ["heads\nconcatenated"]
+    # a label broken across lines breaks between its words' groups, never inside "헤드 출력" or "이어 붙이기"
+    for lang, phrases in (("ko", ("헤드 출력", "이어 붙이기")), ("en", ("heads", "concatenated"))):
+        labels = [t for t in figure_texts(viz.figure_for(trace, lang=lang)) if phrases[1] in t]
+        assert labels, lang
+        for label in labels:
+            lines = label.split("\n")
+            assert all(any(p in line for p in phrases) or not line.strip(" ↓") for line in lines), label
 
 
 def test_a_meetings_scores_are_labelled_as_given():
