@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ import numpy as np
 from ..errors import InputError
 from .files import check_finite, is_present, read_json
 
-__all__ = ["Checkpoint", "open_checkpoint", "read_config"]
+__all__ = ["Checkpoint", "open_checkpoint", "read_config", "rotary_width"]
 
 INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
@@ -95,6 +96,25 @@ class Checkpoint:
         converted = value.astype(dtype)
         converted.flags.writeable = False
         return converted
+
+    def unembedding(self, name: str, embeddings: np.ndarray, tie: bool, dtype) -> np.ndarray:
+        """The output matrix (D, V) as transformers 5.25 reads it (every family): the head ``name`` (an nn.Linear
+        (V, D)) when the folder holds it — even under ``tie_word_embeddings: true``, where transformers keeps a
+        saved head that differs from the embeddings (and says so; so does qkv) —, else the embeddings'
+        transpose when tied, else an InputError (transformers would fill the missing head with random numbers)."""
+        vocab, width = embeddings.shape
+        if name in self.files:
+            head = self.get(name, (vocab, width), dtype)
+            if not tie:
+                return head.T
+            if np.array_equal(head, embeddings):
+                return embeddings.T                                   # the same numbers: keep the one copy
+            warnings.warn(f"{self._describe()}: {name}: " + _texts().text("en", "warn.checkpoint.untied_head"),
+                          UserWarning, stacklevel=4)
+            return head.T
+        if tie:
+            return embeddings.T                                       # (D, V), a view
+        raise InputError.keyed("error.checkpoint.no_head", source=str(self._describe()), field=name)
 
     def _map(self, path: Path, name: str, shape: tuple[int, ...], kind: str) -> np.ndarray:
         """The tensor's bytes in the file, memory-mapped read-only, (shape) of the stored dtype."""
@@ -201,3 +221,28 @@ def _safe_open(path: Path):
     except (SafetensorError, OSError, ValueError, TypeError) as exc:
         raise InputError.keyed("error.safetensors.unreadable", source=str(path),
                                reason=exc) from None
+
+
+def _texts():
+    from ..explain import texts
+
+    return texts
+
+
+def rotary_width(read, head_dim: int, partial: float, *, frequency_width: int | None = None,
+                 odd: bool = True) -> tuple[int | None, int | None]:
+    """RoPE's (rotated columns, frequency width d of θᵢ = θ^(−2i/d)) for a partial rotary factor, as transformers
+    5.25 computes them: d = int(frequency_width · partial) (frequency_width: config.json's head_dim where the
+    family's rotary embedding reads it, else the head width), ⌈d/2⌉ frequencies, so 2·⌈d/2⌉ columns turn — one
+    more than d when d is odd (GPT-NeoX, Phi-3 slice by the cos table's width). (None, None): every column turns
+    at the plain frequencies. odd=False: a family whose attention slices d columns (Phi) cannot run an odd d,
+    refused. InputError when no column or more than the head would turn."""
+    width = head_dim if frequency_width is None else frequency_width
+    if partial == 1.0 and width == head_dim:
+        return None, None
+    frequencies = int(width * partial)
+    rotated = 2 * ((frequencies + 1) // 2)
+    if frequencies < 2 or rotated > head_dim or (frequencies % 2 and not odd):
+        raise read.fail("partial_rotary_factor", "error.config.partial", partial=partial, width=head_dim,
+                        rotary=frequencies)
+    return rotated, (None if frequencies == rotated else frequencies)

@@ -30,7 +30,8 @@ class DecoderConfig:
     generation stops at any of them.
 
     Options of the other families (defaults: off): rotary_dim, RoPE on a head's first columns only
-    (partial rotary: GPT-NeoX, Phi); gated, a gated MLP with activation ``mlp`` (Gemma's GeGLU; "swiglu"
+    (partial rotary: GPT-NeoX, Phi); rope_dim, the d of θᵢ = θ^(−2i/d) when it is not rotary_dim (transformers
+    turns 2·⌈d/2⌉ columns for an odd d); gated, a gated MLP with activation ``mlp`` (Gemma's GeGLU; "swiglu"
     is always gated); parallel, x + Attn(N₁(x)) + MLP(N₂(x)) (GPT-NeoX, Phi; shared_norm: N₂ is N₁,
     Phi); qk_norm, an RMSNorm over each query and key head (Qwen3, Gemma 3); sandwich, norms on the
     sublayers' outputs too (Gemma 2/3); norm_offset, RMSNorm's weight is (offset + w) (Gemma: 1);
@@ -67,6 +68,7 @@ class DecoderConfig:
     eos_token_ids: tuple[int, ...] = ()
     pad_token_id: int | None = None
     rotary_dim: int | None = None
+    rope_dim: int | None = None
     gated: bool = False
     parallel: bool = False
     shared_norm: bool = False

@@ -165,14 +165,16 @@ def rope_frequencies(config: DecoderConfig, float32: bool) -> np.ndarray | None:
     """
     scaling = dict(config.rope_scaling)
     kind = scaling.pop("rope_type", "default")
-    if kind in ("default", "dynamic"):      # dynamic: the plain θᵢ within max_position_embeddings (see forward)
-        return None
     dtype = np.float32 if float32 else np.float64
-    d = config.rotary_dim or config.head_dim
-    base = 1.0 / (config.rope_theta ** (np.arange(0, d, 2).astype(dtype) / d))      # (d/2,)
+    d = config.rope_dim or config.rotary_dim or config.head_dim      # an odd d: ⌈d/2⌉ frequencies (transformers)
+    base = 1.0 / (config.rope_theta ** (np.arange(0, d, 2).astype(dtype) / d))      # (⌈d/2⌉,)
+    if kind in ("default", "dynamic"):      # dynamic: the plain θᵢ within max_position_embeddings (see forward)
+        return None if config.rope_dim is None else base
     factor = scaling["factor"]
     if kind == "linear":
         return base / factor
+    if config.rope_dim is not None:         # odd frequency widths are read only where transformers runs them plainly
+        raise InputError.keyed("error.rope.odd_scaled", field="rope_scaling", kind=repr(kind), width=d)
     if kind == "yarn":                      # transformers' _compute_yarn_parameters (truncate=True)
         original = scaling.get("original_max_position_embeddings", config.max_positions)
         fast, slow = scaling.get("beta_fast", 32.0), scaling.get("beta_slow", 1.0)
@@ -226,7 +228,7 @@ def check_rope(config: DecoderConfig, source: str) -> None:
     would compute NaN. Frequencies that underflow to 0 are fine (those columns are not turned)."""
     if config.rope_theta is None:
         return
-    d = config.rotary_dim or config.head_dim
+    d = config.rope_dim or config.rotary_dim or config.head_dim
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         base = 1.0 / (np.float32(config.rope_theta) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d)))
         freq = rope_frequencies(config, True)

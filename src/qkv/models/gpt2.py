@@ -53,7 +53,7 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
     """The arrays of every layer, row-vector convention, from GPT-2's tensor names.
 
     Names may carry the "transformer." prefix (GPT2LMHeadModel) or not (GPT2Model). A separate
-    lm_head.weight (V, D) — nn.Linear, (out, in) — is used, transposed, when the config unties it.
+    lm_head.weight (V, D) — nn.Linear, (out, in) — is used, transposed, whenever it is saved (`Checkpoint.unembedding`).
     """
     prefix = "transformer." if "transformer.wte.weight" in checkpoint else ""
     checkpoint.expect_family(prefix + "wte.weight", "gpt2")
@@ -75,9 +75,6 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
             w_in=get(p + "mlp.c_fc.weight", d, f), b_in=get(p + "mlp.c_fc.bias", f),
             w_out=get(p + "mlp.c_proj.weight", f, d), b_out=get(p + "mlp.c_proj.bias", d)))
     embeddings = get("wte.weight", v, d)                                   # (V, D)
-    if config.tie_embeddings or "lm_head.weight" not in checkpoint:
-        unembedding = embeddings.T                                         # (D, V), a view
-    else:
-        unembedding = checkpoint.get("lm_head.weight", (v, d), dtype).T   # nn.Linear (V, D) → (D, V)
+    unembedding = checkpoint.unembedding("lm_head.weight", embeddings, config.tie_embeddings, dtype)   # (D, V)
     return DecoderArrays(embeddings, get("wpe.weight", config.max_positions, d), tuple(layers),
                          (get("ln_f.weight", d), get("ln_f.bias", d)), unembedding)

@@ -14,10 +14,12 @@ nn.Linear stored (out, in) and is transposed to qkv's row-vector (in, out) — a
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
-from .checkpoint import Checkpoint
+from ..explain import texts
+from .checkpoint import Checkpoint, rotary_width
 from .config import ConfigReader, DecoderConfig
 from .decoder import DecoderArrays, LayerArrays
 
@@ -75,19 +77,27 @@ def read_config(data: dict, source: str) -> DecoderConfig:
             bias = False
     else:
         bias = False
-    if model_type == "phi3" and data.get("partial_rotary_factor") not in (None, 1, 1.0):
-        partial = read.number("partial_rotary_factor", 1.0, high=1.0)
-    rotary = None
-    if partial != 1.0:
-        rotary = int(head_dim * partial)
-        if not 2 <= rotary <= head_dim:
-            raise read.fail("partial_rotary_factor", "error.config.partial", partial=partial, width=head_dim, rotary=rotary)
+    rotary = rope_dim = None
+    if model_type == "phi3":                 # Phi-3 rotates the first partial_rotary_factor of each head
+        if data.get("partial_rotary_factor") not in (None, 1, 1.0):
+            partial = read.number("partial_rotary_factor", 1.0, high=1.0)
+        rotary, rope_dim = rotary_width(read, head_dim, partial)
+    elif partial != 1.0 and dict(scaling).get("rope_type", "default") != "default":
+        # transformers' scaled frequencies honour the factor, its attention rotates whole heads: it cannot run
+        raise read.fail("partial_rotary_factor", "error.llama.partial_scaled", model_type=model_type, partial=partial)
+    # else: the other families' default RoPE turns every column whatever partial_rotary_factor says (transformers
+    # 5.25's LlamaRotaryEmbedding and its copies read head_dim alone), and so does qkv
     experts = top_k = 0
     if model_type == "mixtral":
         experts, top_k = read.integer("num_local_experts"), read.integer("num_experts_per_tok")
         if top_k > experts:
             raise read.fail("num_experts_per_tok", "error.config.experts", top_k=top_k, experts=experts)
-    softcap = read.optional_number("attn_logit_softcapping") if model_type in ("gemma2", "gemma3_text") else None
+    softcap = read.optional_number("attn_logit_softcapping") if model_type == "gemma2" else None
+    if model_type == "gemma3_text" and read.optional_number("attn_logit_softcapping") is not None:
+        # transformers 5.25's Gemma 3 keeps the field but never passes it to its attention: qkv follows the numbers
+        # transformers computes, and says so
+        warnings.warn(f"{source}: attn_logit_softcapping: " + texts.text("en", "warn.gemma3.softcap", value=data["attn_logit_softcapping"]),
+                      UserWarning, stacklevel=3)
     final_softcap = read.optional_number("final_logit_softcapping") if model_type in ("gemma2", "gemma3_text") else None
     scalar = read.number("query_pre_attn_scalar", head_dim) if model_type in ("gemma2", "gemma3_text") else None
     local_theta = None
@@ -99,11 +109,11 @@ def read_config(data: dict, source: str) -> DecoderConfig:
         head_dim=head_dim, intermediate_size=read.integer("intermediate_size"),
         max_positions=read.integer("max_position_embeddings", 2048), norm="rmsnorm",
         norm_eps=read.number("rms_norm_eps", 1e-6), mlp="swiglu" if activation == "silu" else activation,
-        rope_theta=theta, bias_qkv=bias, bias_out=bias and model_type not in ("qwen2", "qwen3"),
+        rope_theta=theta, bias_qkv=bias, bias_out=bias and model_type != "qwen2",
         bias_mlp=read.flag("mlp_bias", False) if model_type == "llama" else False,
         tie_embeddings=read.flag("tie_word_embeddings", gemma), sliding_window=window, rope_scaling=scaling,
         bos_token_id=read.optional_integer("bos_token_id"), eos_token_ids=read.token_ids("eos_token_id"),
-        pad_token_id=read.optional_integer("pad_token_id"), rotary_dim=rotary, gated=True,
+        pad_token_id=read.optional_integer("pad_token_id"), rotary_dim=rotary, rope_dim=rope_dim, gated=True,
         qk_norm=model_type in ("qwen3", "gemma3_text"), sandwich=model_type in ("gemma2", "gemma3_text"),
         norm_offset=1.0 if gemma else 0.0,
         # transformers keeps √D in a float32 buffer (torch.tensor(hidden_size ** 0.5)) cast to the weights' dtype
@@ -230,8 +240,5 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
             norms.update(q_norm=norm(p + "self_attn.q_norm", dh), k_norm=norm(p + "self_attn.k_norm", dh))
         layers.append(LayerArrays(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o, **norms, **mlp))
     embeddings = get("model.embed_tokens.weight", v, d)                   # (V, D)
-    if config.tie_embeddings:                  # a saved lm_head.weight is ignored, as transformers ties it
-        unembedding = embeddings.T                                         # (D, V), a view
-    else:
-        unembedding = get("lm_head.weight", v, d).T                        # nn.Linear (V, D) → (D, V)
+    unembedding = checkpoint.unembedding("lm_head.weight", embeddings, config.tie_embeddings, dtype)   # (D, V)
     return DecoderArrays(embeddings, None, tuple(layers), norm("model.norm"), unembedding)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, rotary_width
 from .config import ConfigReader, DecoderConfig
 from .decoder import DecoderArrays, LayerArrays
 from .gpt2 import ACTIVATIONS
@@ -28,10 +28,13 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     model_type = data["model_type"]
     d = read.integer("hidden_size")
     h = read.integer("num_attention_heads")
-    if d % h:
+    # Phi's attention reads head_dim (q_proj is (H·head_dim, D)); GPT-NeoX's splits hidden_size, and its rotary
+    # embedding alone reads head_dim (the width its frequencies are computed for)
+    if (model_type != "phi" or data.get("head_dim") is None) and d % h:
         raise read.fail("num_attention_heads", "error.config.split", width_key="hidden_size", width=d, heads=h)
+    head_dim = read.integer("head_dim", d // h) if model_type == "phi" else d // h
     common = dict(model_type=model_type, vocab_size=read.integer("vocab_size"), hidden_size=d,
-                  n_layers=read.integer("num_hidden_layers"), n_heads=h, head_dim=d // h, norm="layernorm",
+                  n_layers=read.integer("num_hidden_layers"), n_heads=h, head_dim=head_dim, norm="layernorm",
                   bos_token_id=read.optional_integer("bos_token_id"), eos_token_ids=read.token_ids("eos_token_id"),
                   pad_token_id=read.optional_integer("pad_token_id"))
     if model_type == "gpt_neox":
@@ -45,7 +48,8 @@ def read_config(data: dict, source: str) -> DecoderConfig:
             **common, n_kv_heads=h, intermediate_size=read.integer("intermediate_size"),
             max_positions=read.integer("max_position_embeddings", 2048), norm_eps=read.number("layer_norm_eps", 1e-5),
             mlp=read.choice("hidden_act", "gelu", ACTIVATIONS), rope_theta=theta, rope_scaling=scaling,
-            rotary_dim=_rotary(read, d // h, partial), bias_qkv=bias, bias_out=bias, bias_mlp=True,
+            **_rotary(read, head_dim, partial, frequency_width=read.integer("head_dim", head_dim)),
+            bias_qkv=bias, bias_out=bias, bias_mlp=True,
             tie_embeddings=read.flag("tie_word_embeddings", False), parallel=read.flag("use_parallel_residual", True)))
     if model_type == "phi":
         theta, scaling, partial = _rope(read, model_type)
@@ -56,7 +60,7 @@ def read_config(data: dict, source: str) -> DecoderConfig:
             **{**common, "n_kv_heads": g}, intermediate_size=read.integer("intermediate_size"),
             max_positions=read.integer("max_position_embeddings", 2048), norm_eps=read.number("layer_norm_eps", 1e-5),
             mlp=read.choice("hidden_act", "gelu_new", ACTIVATIONS), rope_theta=theta, rope_scaling=scaling,
-            rotary_dim=_rotary(read, d // h, partial), bias_qkv=True, bias_out=True, bias_mlp=True,
+            **_rotary(read, head_dim, partial, odd=False), bias_qkv=True, bias_out=True, bias_mlp=True,
             tie_embeddings=read.flag("tie_word_embeddings", False), parallel=True, shared_norm=True, lm_head_bias=True))
     # opt
     if read.integer("word_embed_proj_dim", d) != d:
@@ -74,13 +78,9 @@ def read_config(data: dict, source: str) -> DecoderConfig:
         final_norm=pre and not read.flag("_remove_final_layer_norm", False)))
 
 
-def _rotary(read: ConfigReader, head_dim: int, partial: float) -> int | None:
-    if partial == 1.0:
-        return None
-    rotary = int(head_dim * partial)
-    if rotary < 2:
-        raise read.fail("partial_rotary_factor", "error.config.partial", partial=partial, width=head_dim, rotary=rotary)
-    return rotary
+def _rotary(read: ConfigReader, head_dim: int, partial: float, **options) -> dict:
+    rotary, rope_dim = rotary_width(read, head_dim, partial, **options)
+    return dict(rotary_dim=rotary, rope_dim=rope_dim)
 
 
 def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> DecoderArrays:
@@ -115,7 +115,7 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
                                       norm1=norm(p + "input_layernorm"), norm2=norm(p + "post_attention_layernorm"),
                                       w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out))
         embeddings = get(root + "embed_in.weight", v, d)
-        unembedding = embeddings.T if config.tie_embeddings else get("embed_out.weight", v, d).T
+        unembedding = checkpoint.unembedding("embed_out.weight", embeddings, config.tie_embeddings, dtype)
         return DecoderArrays(embeddings, None, tuple(layers), norm(root + "final_layer_norm"), unembedding)
     if config.model_type == "phi":
         checkpoint.expect_family("model.embed_tokens.weight", "phi")
@@ -150,9 +150,6 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
                                   w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out))
     embeddings = get(root + "embed_tokens.weight", v, d)
     positions = get(root + "embed_positions.weight", config.max_positions + config.position_offset, d)
-    if config.tie_embeddings or "lm_head.weight" not in checkpoint:
-        unembedding = embeddings.T
-    else:
-        unembedding = get("lm_head.weight", v, d).T
+    unembedding = checkpoint.unembedding("lm_head.weight", embeddings, config.tie_embeddings, dtype)
     final = norm(root + "final_layer_norm") if config.final_norm else None
     return DecoderArrays(embeddings, positions, tuple(layers), final, unembedding)

@@ -1,0 +1,190 @@
+"""Checkpoints read as transformers reads them (issue 32 §3): the same folder, loaded by transformers and by
+qkv, gives the same logits (float32, ≤ 1e-5 absolute), or qkv refuses it in one line (a `qkv.InputError`
+naming the file and the field). Never a silent difference.
+
+Each case starts from a tiny random model of a family (model_fixtures.FAMILIES or a config given here),
+saves it, then edits the saved folder the way real checkpoints differ: a config flag changed after saving,
+a tensor added or removed. transformers 5.25's behaviour on each edit is the reference (read on the same
+folder in the same run), so the test follows transformers if it changes.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from model_fixtures import FAMILIES, spread_weights, train_tokenizer
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+safetensors_torch = pytest.importorskip("safetensors.torch")
+
+from qkv import InputError, models  # noqa: E402
+
+TEXT = "The cat sat on the mat. the the cat sat on"
+
+# name → (config class, keyword arguments, tokenizer adds BOS)
+BASE = dict(FAMILIES)
+BASE.update({
+    "gpt2": ("GPT2Config", dict(n_embd=20, n_layer=2, n_head=4, n_positions=64), False),
+    "llama": ("LlamaConfig", dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                  intermediate_size=40, max_position_embeddings=64), True),
+    "qwen2": ("Qwen2Config", dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                  intermediate_size=40, max_position_embeddings=64), False),
+    "mistral": ("MistralConfig", dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                      intermediate_size=40, max_position_embeddings=64), True),
+})
+
+
+def _build(root, name, *, edit_config=None, **overrides):
+    """A random `name` model with config ``overrides``, saved under root; edit_config(dict) then rewrites the
+    saved config.json (an edit transformers' config class would not have let us make)."""
+    cls_name, kwargs, bos = BASE[name]
+    tokenizer = train_tokenizer(bos=bos)
+    ids = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    config = getattr(transformers, cls_name)(vocab_size=tokenizer.get_vocab_size(), **{**ids, **kwargs, **overrides})
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    spread_weights(model)
+    directory = root / name
+    model.save_pretrained(directory, safe_serialization=True)
+    tokenizer.save(str(directory / "tokenizer.json"))
+    if edit_config is not None:
+        path = directory / "config.json"
+        data = json.loads(path.read_text())
+        edit_config(data)
+        path.write_text(json.dumps(data))
+    return directory
+
+
+def _tensors(directory):
+    return safetensors_torch.load_file(str(directory / "model.safetensors"))
+
+
+def _save_tensors(directory, tensors):
+    safetensors_torch.save_file(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
+
+
+def _reference_logits(directory, ids):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.AutoModelForCausalLM.from_pretrained(directory, attn_implementation="eager").eval()
+    with torch.no_grad():
+        return model(torch.as_tensor(ids)[None]).logits[0].numpy()
+
+
+def _same_or_refused(directory):
+    """qkv's logits equal transformers' on this folder, or qkv refuses it with an InputError; returns which."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = models.load(directory)
+    except InputError as error:
+        assert "\n" not in str(error).strip(), str(error)
+        assert "config.json" in str(error) or "safetensors" in str(error), str(error)
+        return "refused"
+    ids = model.token_ids(TEXT)
+    logits = _reference_logits(directory, ids)
+    ours = model.forward(ids).logits
+    np.testing.assert_allclose(ours, logits, rtol=0, atol=1e-5)
+    return "same"
+
+
+# --- tie_word_embeddings: true, with a saved lm_head.weight that differs from the embeddings ----------------------
+TIED = ["gpt2", "llama", "qwen2", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "mixtral", "gpt_neox",
+        "opt", "phi", "llama-yarn", "qwen2-window", "gpt_neox-sequential"]
+
+
+def _untied_head_saved_as_tied(data):
+    data["tie_word_embeddings"] = True
+
+
+@pytest.mark.parametrize("name", TIED)
+def test_a_saved_head_under_tie_word_embeddings_is_read_as_transformers_reads_it(name, tmp_path):
+    directory = _build(tmp_path, name, tie_word_embeddings=False, edit_config=_untied_head_saved_as_tied)
+    tensors = _tensors(directory)
+    head = [key for key in tensors if key in ("lm_head.weight", "embed_out.weight")]
+    assert head, sorted(tensors)          # the saved folder holds a head of its own, different from the embeddings
+    assert _same_or_refused(directory) == "same"
+
+
+# --- an untied config whose folder has no head ------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["gpt2", "opt", "llama", "gpt_neox"])
+def test_an_untied_config_without_a_saved_head_is_refused(name, tmp_path):
+    directory = _build(tmp_path, name, tie_word_embeddings=False)
+    tensors = _tensors(directory)
+    for key in ("lm_head.weight", "embed_out.weight"):
+        tensors.pop(key, None)
+    _save_tensors(directory, tensors)
+    # transformers fills the missing head with random numbers: no reference to agree with; qkv says so
+    with pytest.raises(InputError, match="lm_head|embed_out|tie_word_embeddings"):
+        models.load(directory)
+
+
+# --- partial_rotary_factor where a family ignores it, and where it uses it ---------------------------------------
+@pytest.mark.parametrize("name", ["llama", "qwen2", "mistral", "phi3", "mixtral", "qwen3", "gemma"])
+def test_partial_rotary_factor_is_read_as_the_family_reads_it(name, tmp_path):
+    def edit(data):
+        data["partial_rotary_factor"] = 0.5
+        if isinstance(data.get("rope_parameters"), dict):
+            data["rope_parameters"]["partial_rotary_factor"] = 0.5
+
+    directory = _build(tmp_path, name, edit_config=edit)
+    assert _same_or_refused(directory) == "same"
+
+
+# --- an explicit head_dim on families whose attention splits hidden_size evenly -----------------------------------
+@pytest.mark.parametrize("name, head_dim", [("phi", 8), ("phi", 12), ("gpt_neox", 6), ("gpt_neox", 20)])
+def test_an_explicit_head_dim_is_read_as_transformers_reads_it(name, head_dim, tmp_path):
+    # Phi's attention reads head_dim (its projections have H·head_dim columns); GPT-NeoX's rotary embedding alone does
+    directory = _build(tmp_path, name, head_dim=head_dim)
+    assert json.loads((directory / "config.json").read_text())["head_dim"] == head_dim
+    assert _same_or_refused(directory) == "same"
+
+
+# --- GPT-NeoX with an odd rotary width ---------------------------------------------------------------------------
+@pytest.mark.parametrize("rotary_pct, hidden, heads", [(0.4, 16, 2), (0.3, 30, 3), (0.75, 20, 4)])
+def test_gpt_neox_odd_rotary_widths_rotate_what_transformers_rotates(rotary_pct, hidden, heads, tmp_path):
+    directory = _build(tmp_path, "gpt_neox", rotary_pct=rotary_pct, hidden_size=hidden, num_attention_heads=heads)
+    assert _same_or_refused(directory) == "same"
+
+
+# --- Gemma 3 with attn_logit_softcapping ---------------------------------------------------------------------
+def test_gemma3_follows_transformers_on_attention_soft_capping_and_says_so(tmp_path):
+    directory = _build(tmp_path, "gemma3", attn_logit_softcapping=2.0)
+    with pytest.warns(UserWarning, match="attn_logit_softcapping"):
+        models.load(directory)
+    assert _same_or_refused(directory) == "same"
+
+
+# --- Qwen3 with attention_bias ------------------------------------------------------------------------------
+def test_qwen3_attention_bias_biases_q_k_v_and_o_as_transformers(tmp_path):
+    directory = _build(tmp_path, "qwen3", attention_bias=True)
+    assert any(key.endswith("o_proj.bias") for key in _tensors(directory))
+    assert _same_or_refused(directory) == "same"
+
+
+def test_phi_with_an_odd_rotary_width_is_refused_where_transformers_fails(tmp_path):
+    # head_dim 6 × 0.5 = 3 columns: Phi slices 3 columns but its cos table is 4 wide
+    directory = _build(tmp_path, "phi", head_dim=6)
+    with pytest.raises(RuntimeError):
+        _reference_logits(directory, [1, 2, 3])
+    with pytest.raises(InputError, match="partial_rotary_factor"):
+        models.load(directory)
+
+
+def test_a_partial_factor_with_scaled_rope_is_refused_where_transformers_fails(tmp_path):
+    def edit(data):
+        data["rope_parameters"] = {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0,
+                                   "partial_rotary_factor": 0.5}
+
+    directory = _build(tmp_path, "llama", edit_config=edit)
+    with pytest.raises(RuntimeError):
+        _reference_logits(directory, [1, 2, 3])
+    with pytest.raises(InputError, match="partial_rotary_factor"):
+        models.load(directory)
