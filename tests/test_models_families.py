@@ -210,6 +210,7 @@ def rss():
         if line.startswith("VmRSS"):
             return int(line.split()[1]) * 1024
 import qkv.models, safetensors, tokenizers, numpy
+import array_api_compat.numpy    # imported on first use since `import qkv` went light: a module, not the weights
 before = rss()
 model = qkv.models.load(sys.argv[1])
 print(rss() - before, sum(p.stat().st_size for p in Path(sys.argv[1]).glob("*.safetensors")))
