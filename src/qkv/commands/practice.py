@@ -4,7 +4,7 @@
     qkv practice projection --seed 7      # post 000: one head's chain, then z_concat and Y over both heads
     qkv practice group-meeting --lang ko
     qkv practice multi-head --fresh       # new inputs of the same shapes
-    printf '1.6888\\n1.2\\n' | qkv practice --seed 3     # answers from a pipe, one a line
+    printf '0.25\\n1.2\\n' | qkv practice --seed 3     # answers from a pipe, one a line
 
 The questions, the checking and the diagnosis of a wrong answer are `qkv.practice`'s; this module reads
 the answers from standard input and prints.

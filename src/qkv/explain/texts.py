@@ -2922,15 +2922,15 @@ KO: dict[str, str] = {
     "error.rope.yarn_truncate": "truncate가 false인 yarn은 지원하지 않는다",
     "error.rope.llama3_factors": "high_freq_factor가 low_freq_factor보다 커야 한다 (llama3)",
     "error.phi.qk_layernorm": "true는 지원하지 않는다 (Phi가 헤드마다 q와 k에 거는 LayerNorm)",
-    "warn.gemma3.softcap": "{value}은 적용하지 않는다: transformers 5.25의 Gemma 3는 이 값을 읽어 두기만 하고 "
+    "warn.gemma3.softcap": "적용하지 않는다 (값: {value}). transformers 5.25의 Gemma 3는 이 값을 읽어 두기만 하고 "
                            "어텐션 점수를 제한하지 않으며, qkv는 transformers와 같은 값을 계산한다",
     "warn.checkpoint.untied_head": "tie_word_embeddings가 true인데도 토큰 임베딩과 값이 다르다: transformers처럼 "
                                    "저장된 값을 그대로 쓴다",
     "error.checkpoint.no_head": "tie_word_embeddings가 false인데 없다: 폴더에 출력 행렬이 없다 (transformers라면 "
                                 "임의의 수로 채운다)",
-    "error.llama.partial_scaled": "배율 조정 RoPE와 함께 쓴 {partial}은 지원하지 않는다: transformers의 "
-                                  "{model_type}은 헤드 일부의 주파수만 계산하고 헤드 전체를 돌리려다 실패한다",
-    "error.rope.odd_scaled": "회전 폭 {width}이 홀수일 때 rope_type {kind}는 지원하지 않는다",
+    "error.llama.partial_scaled": "배율 조정 RoPE와 함께 쓴 값({partial})은 지원하지 않는다: transformers의 "
+                                  "{model_type} 모델은 헤드 일부의 주파수만 계산하고 헤드 전체를 돌리려다 실패한다",
+    "error.rope.odd_scaled": "회전 폭이 홀수({width})일 때 rope_type {kind} 방식은 지원하지 않는다",
     "error.opt.project": "{value} ≠ hidden_size {width}: 지원하지 않는다 (OPT-350m의 project_in/project_out)",
     "error.opt.affine": "false는 지원하지 않는다 (가중치 없는 LayerNorm)",
     "error.model_type.falcon": "'falcon': 지원하지 않는다. Falcon의 융합 다중 Query 배치와 ALiBi 옵션은 구현되어 있지 않다",

@@ -129,8 +129,8 @@ KO: dict[str, str] = {
     "help.practice.lang": "문제의 언어 (기본값 en)",
     "practice.error.seed": "시드는 0 이상의 정수여야 한다. 받은 값: {value}",
     "practice.head": " (헤드 {head})",
-    "practice.header": "연습: {title}. 문제 {n}개, 시드 {seed} (qkv practice {example} --seed {seed}{fresh}로 같은 "
-                       "문제를 다시 풀 수 있다). 답을 입력하고 Enter를 누른다.",
+    "practice.header": "연습: {title}. 문제 {n}개, 시드 {seed} (같은 문제를 다시 풀려면: qkv practice {example} "
+                       "--seed {seed}{fresh}). 답을 입력하고 Enter를 누른다.",
     "practice.question": "문제 {number}/{n} — {what}",
     "practice.kind.score": "점수 q·k",
     "practice.kind.scaled": "스케일링한 점수",
