@@ -577,8 +577,9 @@ def shown_rows_follow_the_post(page, name: str, lang: str) -> None:
         assert "Q·K" not in p.locator('.qkv-cell tr[data-step="scaled_scores"] th').inner_text()
     if "tokens" not in doc or "w_q" not in doc:          # the multi-head and meeting examples: no rows of their own
         return
-    # «Attention의 projection: Q·K·V와 멀티 헤드» counts its tokens from 1 ("토큰 3"); the others' rows keep qkv's 0
-    base = 1 if name == "projection" else 0
+    # every post counts its tokens from 1 ("토큰 3"; A₁ … Aₙ): the base the example's TOML declares, read here
+    # from the file, not from the page
+    base = doc["token_base"]
     tokens = doc.get("tokens_ko", doc["tokens"]) if lang == "ko" else doc["tokens"]
     point = p.evaluate("() => { var v = document.querySelector('.qkv-view').qkv; return v.cellPoint(v.state.selected[0] || 0, 0); }")
     p.mouse.click(point["x"], point["y"])
