@@ -402,9 +402,10 @@ def _record_contributions(call: Call, weights, values, record: Recorder) -> None
     xp = call.xp
     norms = xp.sqrt(xp.sum(values * values, axis=-1))                 # (…, G, Tk): ‖vⱼ‖
     norms = xp.expand_dims(norms, axis=-2)                            # (…, G, 1, Tk)
-    products = _group(call, weights) * _group_kv(call, norms)         # (…, G, H/G, Tq, Tk)
-    given = _group(call, weights) > 0                                 # 0·inf would be NaN: no weight, no share
-    contributions = _ungroup(call, xp.where(given, products, xp.zeros_like(products)))
+    grouped = _group(call, weights)                                   # (…, G, H/G, Tq, Tk)
+    given = grouped > 0                   # 0·inf would be NaN (a masked key's value may be inf): no weight, no share
+    norms = xp.where(given, _group_kv(call, norms), xp.ones_like(grouped))
+    contributions = _ungroup(call, grouped * norms)                   # 0 where no weight, never computed as 0·inf
     total = xp.sum(contributions, axis=-1, keepdims=True)
     shares = xp.where(total > 0, contributions / xp.where(total > 0, total, xp.ones_like(total)),
                       xp.zeros_like(contributions))
