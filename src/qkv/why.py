@@ -414,7 +414,8 @@ def _example_tokens():
     return _example("self-attention").meta["tokens"]
 
 
-def _heat(ax, matrix, tokens, title, allowed=None):
+def _heat(ax, matrix, tokens, title, t, allowed=None):
+    """A weights matrix, queries down and keys across, each cell's number written (— where ``allowed`` hides it)."""
     matrix = np.asarray(matrix, dtype=float)
     ax.imshow(matrix, cmap="Blues", vmin=0, vmax=1)
     for (r, c), value in np.ndenumerate(matrix):
@@ -424,6 +425,8 @@ def _heat(ax, matrix, tokens, title, allowed=None):
     ax.set_xticks(range(len(tokens)), tokens, fontsize=8)
     ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
     ax.set_title(title, fontsize=9)
+    ax.set_xlabel(t("why.fig.keys"), fontsize=8)
+    ax.set_ylabel(t("why.fig.queries"), fontsize=8)
 
 
 def _order_figure(found: Found, t):
@@ -432,9 +435,7 @@ def _order_figure(found: Found, t):
     columns = np.asarray(data["columns"]).T
     for ax, matrix, key in zip(axes, (data["weights"], data["swapped"], columns, data["axis"]),
                                ("why.row.rows", "why.row.swapped", "why.row.columns", "why.row.axis")):
-        _heat(ax, matrix, data["tokens"], t(key))
-        ax.set_xlabel(t("why.fig.keys"), fontsize=8)
-        ax.set_ylabel(t("why.fig.queries"), fontsize=8)
+        _heat(ax, matrix, data["tokens"], t(key), t)
     fig.suptitle(t("why.title.order"), fontsize=11)
     return fig
 
@@ -464,11 +465,8 @@ def _temperature_figure(found: Found, t):
 def _mask_figure(found: Found, t):
     data = found.data
     fig, axes = _new(9, 4.2, 2)
-    _heat(axes[0], data["plain"], data["tokens"], t("why.fig.plain"))
-    _heat(axes[1], data["masked"], data["tokens"], t("why.fig.masked"), allowed=data["allowed"])
-    for ax in axes:
-        ax.set_xlabel(t("why.fig.keys"), fontsize=8)
-        ax.set_ylabel(t("why.fig.queries"), fontsize=8)
+    _heat(axes[0], data["plain"], data["tokens"], t("why.fig.plain"), t)
+    _heat(axes[1], data["masked"], data["tokens"], t("why.fig.masked"), t, allowed=data["allowed"])
     fig.suptitle(t("why.title.mask"), fontsize=11)
     return fig
 

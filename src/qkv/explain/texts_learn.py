@@ -218,6 +218,16 @@ KO: dict[str, str] = {
 }
 
 # ------------------------------------------------------------------ qkv why
+# symbols and formulas, written the same in every language
+SYMBOLS: dict[str, str] = {
+    "why.col.dk": "d_k", "why.col.root": "√d_k", "why.col.std": "std(q·k)",
+    "why.col.k": "k", "why.col.length": "|k|", "why.col.cos": "cos θ", "why.col.angle": "θ (°)",
+    "why.col.product": "|q|·|k|·cos θ", "why.col.dot": "q·k",
+    "why.row.s": "s", "why.row.minus": "s − {c}", "why.row.plus": "s + {c}", "why.row.times": "{a}·s",
+}
+
+EN.update(SYMBOLS)
+KO.update(SYMBOLS)
 EN.update({
     "help.why": "why attention is built as it is: an experiment per choice, a table and a figure",
     "help.why.about": "Test one choice of attention's formula on numbers and print a short table; every sentence "
@@ -244,7 +254,6 @@ EN.update({
     "why.about.mask": "The self-attention example with a causal mask: query i may attend to keys 0 … i.",
     "why.about.dot-product": "The self-attention example has d_k = 2, so q and every k are arrows in the plane "
                              "(add --figure to draw them).",
-    "why.col.dk": "d_k", "why.col.root": "√d_k", "why.col.std": "std(q·k)",
     "why.col.top_scaled": "top weight ÷√d_k", "why.col.top_plain": "top weight, no ÷",
     "why.col.grad_scaled": "w(1 − w) ÷√d_k", "why.col.grad_plain": "w(1 − w), no ÷",
     "why.col.scores": "scores", "why.col.values": "values", "why.col.raw_sum": "their sum",
@@ -256,9 +265,7 @@ EN.update({
     "why.col.out2": "meeting 2: votes",
     "why.col.token": "query", "why.col.sees": "may see", "why.col.masked": "weights with the mask",
     "why.col.plain": "weights without it",
-    "why.col.key": "key", "why.col.k": "k", "why.col.length": "|k|", "why.col.cos": "cos θ", "why.col.angle": "θ (°)",
-    "why.col.product": "|q|·|k|·cos θ", "why.col.dot": "q·k",
-    "why.row.s": "s", "why.row.minus": "s − {c}", "why.row.plus": "s + {c}", "why.row.times": "{a}·s",
+    "why.col.key": "key",
     "why.row.rows": "softmax(QKᵀ/√d_k)·V", "why.row.swapped": "softmax(KQᵀ/√d_k)·V (Q and K swapped)",
     "why.row.columns": "(V·softmax(KᵀQ/√d_k))ᵀ", "why.row.axis": "softmax per column of QKᵀ/√d_k, ·V",
     "why.sqrt.std": "std(q·k) grows as √d_k: from {first} at d_k = {d0} to {last} at d_k = {d1} (√{d1} = {root}); "
@@ -354,7 +361,6 @@ KO.update({
     "why.about.mask": "Self-attention 예제에 인과 마스크를 씌운다: Query i는 Key 0 … i만 볼 수 있다.",
     "why.about.dot-product": "Self-attention 예제는 d_k = 2이므로 q와 모든 k를 평면 위의 화살표로 그릴 수 있다 "
                              "(--figure로 그린다).",
-    "why.col.dk": "d_k", "why.col.root": "√d_k", "why.col.std": "std(q·k)",
     "why.col.top_scaled": "최대 가중치 (÷√d_k)", "why.col.top_plain": "최대 가중치 (나누지 않음)",
     "why.col.grad_scaled": "w(1 − w) (÷√d_k)", "why.col.grad_plain": "w(1 − w) (나누지 않음)",
     "why.col.scores": "점수", "why.col.values": "값", "why.col.raw_sum": "합",
@@ -366,9 +372,7 @@ KO.update({
     "why.col.out2": "조모임 2: 표",
     "why.col.token": "Query", "why.col.sees": "볼 수 있는 Key", "why.col.masked": "마스크를 씌운 가중치",
     "why.col.plain": "마스크 없는 가중치",
-    "why.col.key": "Key", "why.col.k": "k", "why.col.length": "|k|", "why.col.cos": "cos θ", "why.col.angle": "θ (°)",
-    "why.col.product": "|q|·|k|·cos θ", "why.col.dot": "q·k",
-    "why.row.s": "s", "why.row.minus": "s − {c}", "why.row.plus": "s + {c}", "why.row.times": "{a}·s",
+    "why.col.key": "Key",
     "why.row.rows": "softmax(QKᵀ/√d_k)·V", "why.row.swapped": "softmax(KQᵀ/√d_k)·V (Q와 K를 바꿈)",
     "why.row.columns": "(V·softmax(KᵀQ/√d_k))ᵀ", "why.row.axis": "QKᵀ/√d_k의 열마다 softmax, ·V",
     "why.sqrt.std": "std(q·k)는 √d_k처럼 커진다: d_k = {d0}에서 {first}, d_k = {d1}에서 {last} (√{d1} = {root}). "
