@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..explain import texts
 from .files import check_finite, is_present, read_json
 
-__all__ = ["Checkpoint", "open_checkpoint", "read_config", "rotary_width"]
+__all__ = ["Checkpoint", "open_checkpoint", "read_config"]
 
 INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
@@ -109,7 +110,7 @@ class Checkpoint:
                 return head.T
             if np.array_equal(head, embeddings):
                 return embeddings.T                                   # the same numbers: keep the one copy
-            warnings.warn(f"{self._describe()}: {name}: " + _texts().text("en", "warn.checkpoint.untied_head"),
+            warnings.warn(f"{self._describe()}: {name}: " + texts.text("en", "warn.checkpoint.untied_head"),
                           UserWarning, stacklevel=4)
             return head.T
         if tie:
@@ -222,27 +223,3 @@ def _safe_open(path: Path):
         raise InputError.keyed("error.safetensors.unreadable", source=str(path),
                                reason=exc) from None
 
-
-def _texts():
-    from ..explain import texts
-
-    return texts
-
-
-def rotary_width(read, head_dim: int, partial: float, *, frequency_width: int | None = None,
-                 odd: bool = True) -> tuple[int | None, int | None]:
-    """RoPE's (rotated columns, frequency width d of θᵢ = θ^(−2i/d)) for a partial rotary factor, as transformers
-    5.25 computes them: d = int(frequency_width · partial) (frequency_width: config.json's head_dim where the
-    family's rotary embedding reads it, else the head width), ⌈d/2⌉ frequencies, so 2·⌈d/2⌉ columns turn — one
-    more than d when d is odd (GPT-NeoX, Phi-3 slice by the cos table's width). (None, None): every column turns
-    at the plain frequencies. odd=False: a family whose attention slices d columns (Phi) cannot run an odd d,
-    refused. InputError when no column or more than the head would turn."""
-    width = head_dim if frequency_width is None else frequency_width
-    if partial == 1.0 and width == head_dim:
-        return None, None
-    frequencies = int(width * partial)
-    rotated = 2 * ((frequencies + 1) // 2)
-    if frequencies < 2 or rotated > head_dim or (frequencies % 2 and not odd):
-        raise read.fail("partial_rotary_factor", "error.config.partial", partial=partial, width=head_dim,
-                        rotary=frequencies)
-    return rotated, (None if frequencies == rotated else frequencies)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 
-__all__ = ["DecoderConfig", "ConfigReader"]
+__all__ = ["DecoderConfig", "ConfigReader", "rotary_width"]
 
 
 @dataclass(frozen=True)
@@ -203,3 +203,22 @@ class ConfigReader:
         if config.rope_theta is not None and rotated % 2:
             raise self.fail("head_dim", "error.config.rope_odd", columns=rotated)
         return config
+
+
+def rotary_width(read: ConfigReader, head_dim: int, partial: float, *, frequency_width: int | None = None,
+                 odd: bool = True) -> tuple[int | None, int | None]:
+    """RoPE's (rotated columns, frequency width d of θᵢ = θ^(−2i/d)) for a partial rotary factor, as transformers
+    5.25 computes them: d = int(frequency_width · partial) (frequency_width: config.json's head_dim where the
+    family's rotary embedding reads it, else the head width), ⌈d/2⌉ frequencies, so 2·⌈d/2⌉ columns turn — one
+    more than d when d is odd (GPT-NeoX, Phi-3 slice by the cos table's width). (None, None): every column turns
+    at the plain frequencies. odd=False: a family whose attention slices d columns (Phi) cannot run an odd d,
+    refused. InputError when no column or more than the head would turn."""
+    width = head_dim if frequency_width is None else frequency_width
+    if partial == 1.0 and width == head_dim:
+        return None, None
+    frequencies = int(width * partial)
+    rotated = 2 * ((frequencies + 1) // 2)
+    if frequencies < 2 or rotated > head_dim or (frequencies % 2 and not odd):
+        raise read.fail("partial_rotary_factor", "error.config.partial", partial=partial, width=head_dim,
+                        rotary=frequencies)
+    return rotated, (None if frequencies == rotated else frequencies)

@@ -19,8 +19,8 @@ import warnings
 import numpy as np
 
 from ..explain import texts
-from .checkpoint import Checkpoint, rotary_width
-from .config import ConfigReader, DecoderConfig
+from .checkpoint import Checkpoint
+from .config import ConfigReader, DecoderConfig, rotary_width
 from .decoder import DecoderArrays, LayerArrays
 
 __all__ = ["FAMILY", "read_config", "read_weights"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checkpoint import Checkpoint, rotary_width
-from .config import ConfigReader, DecoderConfig
+from .checkpoint import Checkpoint
+from .config import ConfigReader, DecoderConfig, rotary_width
 from .decoder import DecoderArrays, LayerArrays
 from .gpt2 import ACTIVATIONS
 from .llama import _rope
