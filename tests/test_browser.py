@@ -1029,3 +1029,32 @@ def test_matrix_labels_follow_the_part_shown(browser_context, example_folder):  
         assert page.errors == []
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_meetings_question_has_its_tokens_number_on_the_page(browser_context, example_folder, lang):  # noqa: F811
+    """“query 1 'lot'” on the page against “lot is token 4” in the text: every label of a meeting's query row
+    (the token's aria-label, the line under the matrix, the derivation's title) names lot by its place in the
+    sentence, read from the example's TOML (token_base and the scene's tokens), as its key is named."""
+    import tomllib
+
+    doc = tomllib.loads((Path(qkv.examples.__file__).parent / "group-meeting.toml").read_text(encoding="utf-8"))
+    word = {"en": "query", "ko": "Query"}[lang]
+    page = example_page(browser_context, example_folder, "group-meeting", lang)
+    try:
+        p = page.page
+        for index, scene in enumerate(doc["scenes"]):
+            p.select_option(".qkv-part", str(index))
+            p.wait_for_selector('.qkv-view[data-ready="1"]')
+            number = len(scene["tokens"]) - 1 - scene["tokens"][::-1].index(scene["query"]) + doc["token_base"]
+            said = f"{word} {number} “{scene['query']}”"
+            assert p.locator(".qkv-left .qkv-tok").first.get_attribute("aria-label") == said
+            keys = [k.get_attribute("aria-label") for k in p.locator(".qkv-right .qkv-tok").all()]
+            assert f"{number} “{scene['query']}”" in keys[number - doc["token_base"]], keys
+            p.locator(".qkv-left .qkv-tok").first.click()
+            p.locator(".qkv-right .qkv-tok").last.click()
+            text = " ".join(p.locator(".qkv-cell h3").all_inner_texts() + p.locator(".qkv-info").all_inner_texts())
+            assert said in text and not re.search(rf"{word} (?!{number}\b)\d+ “{scene['query']}”", text), text
+        assert page.errors == []
+    finally:
+        page.close()

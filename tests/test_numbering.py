@@ -382,3 +382,35 @@ def test_the_translator_names_its_layer_and_head_counted_from_0():
     assert f"헤드 1 (0–{n_heads - 1} 중)" in explain_text(translation, lang="ko", head=1)
     title = "\n".join(figure_texts(alignment_figure(translation, head=0)))
     assert f"layer {last} of 0–{last}, head 0 of 0–{n_heads - 1}" in title
+
+
+# --------------------------------------------------------------------------- a meeting's question: one number
+def _meeting_numbers() -> dict[str, tuple[int, str]]:
+    """From the group meeting's TOML itself (not qkv's output): each scene's question and the number its
+    token has in the scene's sentence, counted from the file's token_base (lot is token 4 of “I have a lot”)."""
+    import tomllib
+    from pathlib import Path
+
+    doc = tomllib.loads((Path(qkv.examples.__file__).parent / "group-meeting.toml").read_text(encoding="utf-8"))
+    base = doc["token_base"]
+    return {s["name"]: (len(s["tokens"]) - 1 - s["tokens"][::-1].index(s["query"]) + base, s["query"])
+            for s in doc["scenes"]}
+
+
+def test_a_meetings_question_is_numbered_as_its_token_on_the_page():
+    """The page numbered lot's query row from the row (“query 1 'lot'”) while the text says “lot is token 4”:
+    each meeting's part now carries the number of its query row 0, the question's place in its sentence."""
+    trace = qkv.examples.run("group-meeting")
+    expected = _meeting_numbers()
+    for lang in ("en", "ko"):
+        parts = {p.get("name"): p for p in payload_of(trace_html(trace, lang=lang))["parts"]}
+        for name, (number, token) in expected.items():
+            assert parts[name]["qTokens"] == [token] and parts[name]["qFrom"] == number, (lang, name, parts[name])
+        # the notation part (rows/columns): queries are the sentence's own tokens, numbered from the base
+        assert all(p["qFrom"] == 1 for n, p in parts.items() if n not in expected)
+
+
+def test_a_self_attention_page_numbers_queries_and_keys_alike():
+    trace = qkv.examples.run("self-attention")
+    (part,) = payload_of(trace_html(trace, lang="en"))["parts"]
+    assert part["qTokens"] == part["kTokens"] and part["qFrom"] == 1

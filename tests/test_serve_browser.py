@@ -635,3 +635,34 @@ def test_serve_pages_reach_four_and_a_half_to_one(browser_context, server):  # n
             inside: c.getAttribute("aria-hidden") === "true" && !!(b && b.getAttribute("aria-label")) }; })""")
         assert len(canvases) > 72 and all(c["named"] or c["inside"] for c in canvases)
         page.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_meetings_question_is_named_by_its_tokens_number(browser_context, server, lang):  # noqa: F811
+    """serve's group meeting named lot's query row “query 1 'lot'” (its row in Q) where the text says
+    “lot is token 4”: the cell of each meeting's question → its last key names the question by its
+    place in the sentence, read from the example's TOML (token_base and the scene's tokens)."""
+    import tomllib
+    from pathlib import Path
+
+    import qkv.examples
+
+    doc = tomllib.loads((Path(qkv.examples.__file__).parent / "group-meeting.toml").read_text(encoding="utf-8"))
+    base, _ = server
+    walk = Walk(browser_context, base, 1280, 800)
+    page = walk.page
+    word = {"en": "query", "ko": "Query"}[lang]
+    for index, scene in enumerate(doc["scenes"]):
+        page.goto(base + f"/?example=group-meeting&lang={lang}")
+        walk.ready(tab="example", lang=lang)
+        page.select_option(".qkv-pick-part", str(index))
+        walk.ready(tab="example", lang=lang)
+        page.wait_for_selector(".qkv-example .qkv-matrix-canvas")
+        last = len(scene["tokens"]) - 1
+        walk.click_cell(0, last, pane=".qkv-example-pane")
+        page.wait_for_selector(f'.qkv-example-pane .qkv-cell[data-cell="0,{last}"]')
+        title = page.locator(f'.qkv-example-pane .qkv-cell[data-cell="0,{last}"] h3').text_content()
+        number = last - scene["tokens"][::-1].index(scene["query"]) + doc["token_base"]
+        assert f"{word} {number} “{scene['query']}”" in title, title
+    assert walk.errors == []
+    page.close()

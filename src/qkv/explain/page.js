@@ -95,6 +95,9 @@
     // a post that numbers its tokens from 1 (qkv.trace.token_number): rows are shown from it, indexed from 0
     var tokenBase = payload.tokenBase || 0;
     function rowNumber(r) { return r + tokenBase; }
+    // a query row by the same number as its token: a meeting's question (lot) is the last token of its
+    // sentence, row 0 of Q but the 4th of “I have a lot” (the part's qFrom, qkv.explain.parts.Part.q_from)
+    function queryNumber(i) { var p = part(); return i + (p.qFrom !== undefined ? p.qFrom : tokenBase); }
 
     if (payload.lead) app.appendChild(el("p", "qkv-lead", payload.lead));
     if (typeof DecompressionStream === "undefined" && payload.compressed) {
@@ -201,9 +204,9 @@
       // every token is a control the keyboard reaches (Tab; Enter or Space acts as a click): a query token
       // chooses that query (aria-pressed: chosen), a key token shows the chosen query's cell with that key
       p.qTokens.forEach(function (t, i) {
-        var d = el("div", "qkv-tok", t); d.style.height = rowH + "px"; d.setAttribute("data-index", i); d.title = rowNumber(i) + ": " + t;
+        var d = el("div", "qkv-tok", t); d.style.height = rowH + "px"; d.setAttribute("data-index", i); d.title = queryNumber(i) + ": " + t;
         d.tabIndex = 0; d.setAttribute("role", "button"); d.setAttribute("aria-pressed", "false");
-        d.setAttribute("aria-label", W.query + " " + rowNumber(i) + " “" + t + "”");
+        d.setAttribute("aria-label", W.query + " " + queryNumber(i) + " “" + t + "”");
         left.appendChild(d);
       });
       p.kTokens.forEach(function (t, j) {
@@ -294,7 +297,7 @@
       root.setAttribute("data-query", rs.join(","));
       root.setAttribute("data-selected", state.selected.slice().sort(function (a, b) { return a - b; }).join(","));
       root.setAttribute("data-scale", String(sum ? n : 1));
-      sumLine.textContent = sum ? W.selected + ": " + rs.map(function (i) { return rowNumber(i) + " “" + p.qTokens[i] + "”"; }).join(", ") + " — " + label : "";
+      sumLine.textContent = sum ? W.selected + ": " + rs.map(function (i) { return queryNumber(i) + " “" + p.qTokens[i] + "”"; }).join(", ") + " — " + label : "";
       sumLegend.textContent = "";
       if (sum) sumLegend.appendChild(V.legend({ top: n, width: 160, label: V.fill(W.sum_legend, { n: n }) }));
       lockButton.textContent = state.locked ? W.unlock : W.lock;
@@ -377,7 +380,7 @@
       state.cell = [i, j];
       cellBox.hidden = false;
       var title = W.derivation + " — " + (payload.parts.length > 1 ? p.label + ", " : "") +
-        headName(h) + ": " + W.query + " " + rowNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”";
+        headName(h) + ": " + W.query + " " + queryNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”";
       V.derivation(cellBox, title, V.cellRows(source(), { h: h, kv: kvHead(h), i: i, j: j, rotated: p.rotated, base: tokenBase,
         given: payload.kind === "group-meeting" }, W), W);
       root.setAttribute("data-cell", i + "," + j);
@@ -402,7 +405,7 @@
     function rebuildSteps(keep) {
       var p = part(), i = followed(), h = state.head;
       stepper.set(V.steps(source(), { h: h, kv: kvHead(h), i: i, j: focusKey(i), qTokens: p.qTokens, kTokens: p.kTokens,
-        heads: p.heads, base: tokenBase, headLabel: function (x) { return headName(x); } }, W), keep);
+        heads: p.heads, base: tokenBase, qBase: queryNumber(0), headLabel: function (x) { return headName(x); } }, W), keep);
     }
 
     function refresh(keepSteps) {
@@ -444,7 +447,7 @@
     var matrix = mx.canvas;
     function describe(i, j) {          // the line under the matrix: the cell under the pointer or the keys' cell
       var p = part(), w = step("weights");
-      info.textContent = W.query + " " + rowNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”: " +
+      info.textContent = W.query + " " + queryNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”: " +
         (isMasked(i, j) ? W.masked : fmt(w, at(w, state.head, i, j)));
     }
     matrix.addEventListener("mousemove", function (e) {

@@ -135,6 +135,7 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
         parts.append(_part_payload(_part_label(trace, part.prefix, label, lang), part.q_tokens, part.k_tokens,
                                    steps, formulas, digits, part.query))
         parts[-1]["rotated"] = rotated
+        parts[-1]["qFrom"] = token_number(trace.meta, part.q_from)   # the number shown for query row 0
         if part.prefix and not part.prefix.startswith("layer "):
             parts[-1]["name"] = part.prefix.rstrip("/")
     is_model = bool(parts) and attention_parts(trace)[0].prefix.startswith("layer ")

@@ -137,10 +137,18 @@ _SKIP = ("by hand/", "drift/", "columns/")
 
 
 class Part:
-    """One attention computation inside a trace: its step-name prefix, label, tokens and followed query."""
+    """One attention computation inside a trace: its step-name prefix, label, tokens and followed query.
 
-    def __init__(self, prefix: str, label: str, q_tokens: list[str], k_tokens: list[str], query: int):
+    ``q_from`` is the place of query row 0 in the token sequence the trace numbers: 0 where the queries
+    are that sequence (self-attention) or a sequence of their own (cross-attention); in a scene whose
+    queries are the last tokens of its sentence (the group meeting's one question, lot) it is their
+    first place, so query row 0 is shown as the same number as that token ("lot" is token 4, query 4).
+    """
+
+    def __init__(self, prefix: str, label: str, q_tokens: list[str], k_tokens: list[str], query: int,
+                 q_from: int = 0):
         self.prefix, self.label, self.q_tokens, self.k_tokens, self.query = prefix, label, q_tokens, k_tokens, query
+        self.q_from = q_from
 
     def __repr__(self) -> str:
         return f"Part({self.prefix!r}, {len(self.q_tokens)}×{len(self.k_tokens)})"
@@ -179,5 +187,7 @@ def attention_parts(trace: Trace) -> list[Part]:
             query = q_tokens.index(query) if query in q_tokens else 0
         query = int(query) if isinstance(query, (int, np.integer)) and 0 <= int(query) < weights.shape[1] else 0
         label = prefix.rstrip("/") or (trace.title or "attention")
-        parts.append(Part(prefix, label, q_tokens, k_tokens, query))
+        scene_tokens = scene.get("tokens") or []
+        q_from = len(scene_tokens) - weights.shape[1] if 0 < weights.shape[1] < len(scene_tokens) else 0
+        parts.append(Part(prefix, label, q_tokens, k_tokens, query, q_from))
     return parts

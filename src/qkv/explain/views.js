@@ -55,7 +55,8 @@
 
    The guided step-through (X → W → q, k, v → q·k → ÷√d_k → softmax → weights × v → z → concat → W_O → R + Y)
      V.steps(src, ctx, words) → [{id, title, text, html, read, write}]   the steps src records, in order;
-                                    ctx {h, kv, i, j, qTokens, kTokens, headLabel(h), heads, base (as in cellRows)}; read/write:
+                                    ctx {h, kv, i, j, qTokens, kTokens, headLabel(h), heads, base (as in cellRows), qBase (the number
+                                    shown for query row 0 where it is not base: a meeting's question)}; read/write:
                                     [[i, j]…] cells of the weights matrix the step reads / writes (softmax
                                     writes row i, weights × v and z read it; for m.draw); in html, numbers a step reads carry .qkv-read, those it writes
                                     .qkv-write. Every number is a recorded one; the only arithmetic is on
@@ -488,7 +489,7 @@
 
     if (src.has("x")) {
       var sx = src.shape("x"), html = tableHtml(src, "x", 0, { caption: "X", rowLabel: qLabel, mark: rowI, keepRows: [i] });
-      var text = fill(W["st.x.text"], { t: sx[1], d: sx[2], tok: q(tok), i: i + (ctx.base || 0) });
+      var text = fill(W["st.x.text"], { t: sx[1], d: sx[2], tok: q(tok), i: i + (ctx.qBase !== undefined ? ctx.qBase : ctx.base || 0) });
       if (src.has("memory")) {
         var sm = src.shape("memory");
         text = fill(W["st.x.cross"], { tq: sx[1], tk: sm[1], tok: q(tok) });

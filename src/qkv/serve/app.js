@@ -130,7 +130,10 @@
       if (!meta.key_tokens || meta.key_tokens.join("\u0000") === q.join("\u0000")) k = named;
       q = named;
     }
-    (meta.scenes || []).forEach(function (s) { if (prefix === s.name + "/") { q = s.tokens.slice(-tq); k = s.tokens; } });
+    var qFrom = 0;      // the place of query row 0 among the tokens: a meeting's question is its sentence's last token
+    (meta.scenes || []).forEach(function (s) {
+      if (prefix === s.name + "/") { q = s.tokens.slice(-tq); k = s.tokens; qFrom = Math.max(0, s.tokens.length - tq); }
+    });
     (meta.scenes || []).forEach(function (s) {          // a meeting follows one question: its query token
       if (prefix === s.name + "/" && tq === 1) q = [typeof s.query === "string" ? s.query : s.tokens[s.query]];
     });
@@ -138,7 +141,7 @@
       if (list && list.length === n) return list.map(String);
       var out = []; for (var i = 0; i < n; i++) out.push(String(i)); return out;
     }
-    return { q: fit(q, tq), k: fit(k, tk) };
+    return { q: fit(q, tq), k: fit(k, tk), qFrom: qFrom };
   }
   function headBase(trace) { return (trace.meta && trace.meta.head_base) || 0; }
   // the number shown for query/key row 0: 1 where the example's post counts tokens from 1 (qkv.trace.token_number)
@@ -533,6 +536,7 @@
     var src = V.jsonSource(trace, prefix, DIGITS), cellSrc = sourceOf(trace, prefix);
     var weights = as3(stepOf(trace, prefix + "weights"));
     var H = weights.length, tq = weights[0].length, tk = weights[0][0].length, h = headIndex;
+    var qBase = tokenBase(trace) + (opts.qFrom || 0);   // query row 0 shown as its token's number (tokensFor's qFrom)
     var kvHeads = src.has("k_heads") ? src.shape("k_heads")[0] : H, kv = Math.floor(h / Math.max(1, H / kvHeads));
     var box = el("div", "qkv-trace"), left = el("div", "qkv-trace-matrix"), right = el("div", "qkv-trace-cell");
     left.appendChild(el("p", "qkv-note", W("cellHint") + " " + W("cellKeys")));
@@ -580,13 +584,13 @@
     }
     function steps(keep) {
       stepper.set(V.steps(src, { h: h, kv: kv, i: followed, j: focusKey(followed), qTokens: qTokens, kTokens: kTokens,
-        heads: H, base: tokenBase(trace), headLabel: opts.headLabel || function (x) { return W("head") + " " + (x + headBase(trace)); } }, VW()), keep);
+        heads: H, base: tokenBase(trace), qBase: qBase, headLabel: opts.headLabel || function (x) { return W("head") + " " + (x + headBase(trace)); } }, VW()), keep);
     }
     stepKeys = stepper;
 
     function describe(i, j) {          // the line under the matrix: the cell under the pointer (or the keys' cell)
       var shown = src.masked(h, i, j) ? W("blocked") : src.text("weights", h, i, j);
-      info.textContent = opts.hover ? opts.hover(i, j, shown) : W("hover", { i: i + tokenBase(trace), q: qTokens[i], j: j + tokenBase(trace), k: kTokens[j], w: shown });
+      info.textContent = opts.hover ? opts.hover(i, j, shown) : W("hover", { i: i + qBase, q: qTokens[i], j: j + tokenBase(trace), k: kTokens[j], w: shown });
     }
     view.canvas.addEventListener("mousemove", function (e) {
       var c = view.cellAt(e);
@@ -616,7 +620,7 @@
       cellBox.hidden = false;
       cellBox.setAttribute("data-cell", i + "," + j);
       var title = opts.cellTitle ? opts.cellTitle(i, j)
-        : W("derivation", { i: i + tokenBase(trace), q: qTokens[i], j: j + tokenBase(trace), k: kTokens[j] });
+        : W("derivation", { i: i + qBase, q: qTokens[i], j: j + tokenBase(trace), k: kTokens[j] });
       var rows = V.cellRows(cellSrc, { h: h, kv: kv, i: i, j: j, rotated: false, base: tokenBase(trace),
         given: (trace.meta || {}).kind === "group-meeting" }, VW());
       V.derivation(cellBox, title, rotatedRows(rows, i, j), VW()).classList.add("qkv-derivation-cell");
@@ -630,7 +634,7 @@
       rows.forEach(function (r) {
         out.push(r);
         if (r.step === "k_heads") {
-          out.push({ step: "q_rotated", label: W("qrot", { i: i + tokenBase(trace) }), html: V.vectorHtml(src, "q_rotated", h, i) });
+          out.push({ step: "q_rotated", label: W("qrot", { i: i + qBase }), html: V.vectorHtml(src, "q_rotated", h, i) });
           if (src.has("k_rotated")) out.push({ step: "k_rotated", label: W("krot", { j: j + tokenBase(trace) }), html: V.vectorHtml(src, "k_rotated", kv, j) });
         }
       });
@@ -812,7 +816,7 @@
       var holder = el("div");
       var tok = tokensFor(trace, part.prefix, w[0].length, w[0][0].length);
       var viewFor = function (h) {
-        return traceView(trace, part.prefix, tok.q, tok.k, h, { onCell: function () { writeURL(false); }, autoCell: true });
+        return traceView(trace, part.prefix, tok.q, tok.k, h, { onCell: function () { writeURL(false); }, autoCell: true, qFrom: tok.qFrom });
       };
       if (H > 1) {
         var base = headBase(trace), wrapH = el("label", null, W("head") + " "), pick = el("select", "qkv-pick-head");
