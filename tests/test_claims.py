@@ -252,3 +252,28 @@ def test_multi_head_by_hand_says_how_its_first_head_was_rounded(lang):
     text = flat(render(ex.run("multi-head", by_hand=True), "text", lang=lang, by_hand=True))
     assert texts.text(lang, "mh.z1.by_hand", z="z⁽¹⁾_love", token="love", example="self-attention")[:20] in text
     assert "0.930" in text
+
+
+# What the posts print, read from the posts themselves: «Attention의 projection: Q·K·V와 멀티 헤드» prints no
+# value at all (its figures show shapes: T = 3, d = 8, h = 2), «어텐션이 조모임이라면» only whole-number scores
+# (100, 1, 1,000) and no weight. Their examples' precisions are the examples' own, not the posts'.
+POSTS_PRINT_NO_DECIMALS = ("projection", "group-meeting")
+POST_PRECISION = {"en": ("precision the post prints", "decimals the post prints"),
+                  "ko": ("글에 적힌 자릿수로 반올림", "글에 나온 정밀도")}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("name", POSTS_PRINT_NO_DECIMALS)
+def test_no_precision_is_called_the_posts_where_the_post_prints_none(capsys, name, lang):
+    """--by-hand said "rounded to the precision the post prints for that step" and --help "default: the
+    precision the post prints" for every example, also where the post prints no such number."""
+    from qkv.cli import main
+
+    for argv in (["example", name, "--by-hand"], ["example", "--help"], ["explain", "--help"]):
+        try:
+            main([*argv, "--lang", lang])
+        except SystemExit:
+            pass
+        said = flat(capsys.readouterr().out)
+        for claim in POST_PRECISION[lang]:
+            assert claim not in said, (argv, claim)

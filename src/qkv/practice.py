@@ -18,7 +18,7 @@ learner's number parts from the true one is named.
 A drill follows a post's steps in order (score → scaled score → e^(s − m) → Σ → weight → output; then
 Concat and Y for the multi-head examples; the group meeting's two scenes). ``seed`` makes the choice of
 keys, heads and components (and ``fresh`` inputs) repeatable; ``fresh`` draws new inputs of the same
-shapes (one decimal, as the posts' inputs), computed by the same example code (`qkv.examples.Changes`).
+shapes (one decimal, as the self-attention post's X and W's; whole-number scores for the group meeting), computed by the same example code (`qkv.examples.Changes`).
 """
 
 from __future__ import annotations
@@ -128,7 +128,8 @@ def drill(example: str = "self-attention", *, lang: str = "en", seed: int | None
 
 
 def _fresh_changes(example: str, rng: np.random.Generator):
-    """New inputs of the example's shapes: every editable input (one decimal in −1 … 2, as the posts'),
+    """New inputs of the example's shapes: every editable input (one decimal in −1 … 2, as the self-attention
+    post's X and W's),
     or the group meeting's scores (whole numbers 0 … 6)."""
     from . import examples
 

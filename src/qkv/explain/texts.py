@@ -35,7 +35,7 @@ EN: dict[str, str] = {
     "byhand.intro": "By hand: every intermediate is rounded to the digits shown and the next step is "
                     "computed from the rounded numbers, as with a calculator.",
     "byhand.digits": "Each number is rounded to {digits} decimals.",
-    "byhand.seed_digits": "Each number is rounded to the precision the post prints for that step.",
+    "byhand.seed_digits": "Each number is rounded to the decimals the example sets for its step (the post's, where the post prints that step).",
     # intros
     "intro.self-attention": "In self-attention every token looks at every token of the same sentence, itself "
                             "included, and decides which of them are most useful for updating its own "
@@ -785,7 +785,7 @@ EN: dict[str, str] = {
     "help.output.lang": "language of the explanation (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.output.format": "text | markdown | html | json (default text)",
     "help.output.query": "the token to follow (a token, or its row number as the explanation shows it: from 1 in the posts' examples; default: the one the post follows)",
-    "help.output.digits": "decimals shown (default: the precision the post prints, else 4)",
+    "help.output.digits": "decimals shown (default: each step at the example's precision, the post's where the post prints that step; else 4)",
     "help.output.by_hand": "round every intermediate to the digits shown, as with a calculator, and show the drift",
     "help.output.figure": "also save the figure that suits the example (.png .svg .pdf)",
     "help.bench": "time qkv's blocked kernel against the plain path, naive NumPy and torch",
@@ -1705,7 +1705,7 @@ KO: dict[str, str] = {
     "post.002.gloss": "Query·Key·Value를 조모임에 빗대어 이해하기",
     "byhand.intro": "손 계산: 계산기로 계산하듯 모든 중간 결과를 화면에 보이는 자릿수로 반올림하고, 다음 단계는 반올림한 숫자로 계산한다.",
     "byhand.digits": "모든 숫자를 소수점 아래 {digits}자리로 반올림한다.",
-    "byhand.seed_digits": "각 단계의 숫자는 글에 적힌 자릿수로 반올림한다.",
+    "byhand.seed_digits": "각 단계의 숫자는 예제가 그 단계에 정한 자릿수로 반올림한다 (글에 적힌 단계는 글의 자릿수를 따른다).",
     # intros
     "intro.self-attention": "Self-attention에서는 각 토큰이 같은 문장 안의 모든 토큰(자기 자신 포함)을 참조하고, "
                             "자신의 표현을 갱신하는 데 어떤 토큰이 가장 유용한지를 판단한다. 여기서는 "
@@ -2405,7 +2405,7 @@ KO: dict[str, str] = {
     "help.output.lang": "설명의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.output.format": "text | markdown | html | json (기본값 text)",
     "help.output.query": "따라갈 토큰 (토큰이나, 설명에 보이는 대로의 행 번호: 글의 예제는 1부터. 기본값: 글이 따라가는 토큰)",
-    "help.output.digits": "보여 줄 소수 자릿수 (기본값: 글에 나온 정밀도, 없으면 4)",
+    "help.output.digits": "보여 줄 소수 자릿수 (기본값: 단계마다 예제가 정한 자릿수로, 글에 적힌 단계는 글의 자릿수를 따른다. 그 밖에는 4)",
     "help.output.by_hand": "계산기로 하듯 중간값을 모두 보이는 자릿수로 반올림하고, 그 때문에 생긴 오차를 보인다",
     "help.output.figure": "예제에 맞는 그림도 저장한다 (.png .svg .pdf)",
     "help.bench": "qkv의 블록 커널을 일반 경로, 단순 NumPy, torch와 나란히 놓고 시간을 잰다",

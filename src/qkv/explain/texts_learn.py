@@ -19,7 +19,7 @@ EN: dict[str, str] = {
     "help.practice.example": "the worked example (default self-attention; qkv example --list names them)",
     "help.practice.seed": "a whole number that picks the hidden numbers (and --fresh inputs): the same seed "
                           "gives the same drill (default: a new one, printed at the start)",
-    "help.practice.fresh": "new random inputs of the same shapes (one decimal, as the posts' inputs)",
+    "help.practice.fresh": "new random inputs of the same shapes (one decimal, as the self-attention post's X and W; whole-number scores for the group meeting)",
     "help.practice.lang": "language of the questions (default en)",
     "practice.error.seed": "the seed must be a whole number ≥ 0, got {value}",
     "practice.head": " (head {head})",
@@ -125,7 +125,7 @@ KO: dict[str, str] = {
     "help.practice.example": "풀어 볼 예제 (기본값 self-attention. 예제 이름은 qkv example --list로 본다)",
     "help.practice.seed": "가릴 숫자(와 --fresh의 입력)를 고르는 정수. 같은 시드는 같은 문제를 낸다 (기본값: 새로 "
                           "뽑고, 시작할 때 알려 준다)",
-    "help.practice.fresh": "같은 형태의 새 무작위 입력 (글의 입력처럼 소수 한 자리)",
+    "help.practice.fresh": "같은 형태의 새 무작위 입력 (Self-attention 글의 X와 W처럼 소수 한 자리, 조모임은 정수 점수)",
     "help.practice.lang": "문제의 언어 (기본값 en)",
     "practice.error.seed": "시드는 0 이상의 정수여야 한다. 받은 값: {value}",
     "practice.head": " (헤드 {head})",
