@@ -17,7 +17,8 @@ for _name in ("LC_ALL", "LANGUAGE"):
     os.environ.pop(_name, None)
 os.environ["LC_MESSAGES"] = "C.UTF-8"
 
-BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py", "test_page_access.py"}       # Chromium (and a kernel)
+BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py", "test_page_access.py",
+           "test_practice_browser.py"}       # Chromium (and a kernel)
 REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py", "test_models_families.py",
               "test_models_consistency.py", "test_models_parity.py",  # transformers, torch's own tests
               "test_cli_models.py"}          # `qkv inspect` / `qkv embed` on the installed MiniLM

@@ -840,6 +840,8 @@ def _post_routes(app) -> list[str]:
 def _good_body(path: str) -> tuple[bytes, str, dict]:
     if path == "/api/whatif":
         return json.dumps({"name": "self-attention", "factor": 2}).encode(), "application/json", {}
+    if path == "/api/practice/check":
+        return json.dumps({"name": "self-attention", "seed": 0, "question": 0, "answer": "1"}).encode(), "application/json", {}
     return GOOD_EXAMPLE.encode(), "application/octet-stream", {"filename": "mine.toml"}
 
 
@@ -864,7 +866,7 @@ def test_every_post_route_refuses_cross_origin_requests(client):
     """A text/plain POST with Origin: http://evil.example was accepted (any page the user visits could
     send one). Every state-changing route, each hostile header set: 403, one JSON line, CSP, no work."""
     routes = _post_routes(client.app)
-    assert routes == ["/api/upload", "/api/whatif"]
+    assert routes == ["/api/practice/check", "/api/upload", "/api/whatif"]
     count = 0
     for path in routes:
         body, media, params = _good_body(path)
@@ -883,7 +885,7 @@ def test_every_post_route_refuses_cross_origin_requests(client):
         assert ok.status_code == 200, (path, ok.text)
         # a script without browser headers passes too (curl, httpx), with a non-form type
         assert client.post(path, params=params, content=body, headers={"Content-Type": media}).status_code == 200
-    assert count == 2 * len(HOSTILE_HEADERS) * 2
+    assert count == len(routes) * len(HOSTILE_HEADERS) * 2
 
 
 def test_json_routes_take_application_json_only(client):

@@ -125,7 +125,7 @@ def view(obj: Any, *, text: str | None = None, lang: str = "en", head: int | Non
             raise TypeError("text= is for a model (qkv.show(model, text=...)); a Trace already holds its tokens")
         trace = obj
     elif isinstance(obj, str) and text is None:
-        trace = _example(obj, query)
+        trace = _example(obj, query, lang)
         query = None                                   # the example runner followed it already
     elif isinstance(obj, str) or _is_model(obj):
         trace = _model_trace(obj, text, query)
@@ -197,14 +197,16 @@ def _is_model(obj: Any) -> bool:
     return isinstance(obj, (BertEncoder, CausalLM))
 
 
-def _example(name: str, query: Any) -> Trace:
-    from . import examples
+def _example(name: str, query: Any, lang: str = "en") -> Trace:
+    from . import examples, practice
 
     if name not in examples.names():
         raise ValueError(f"obj: {name!r} is no worked example (they are: {', '.join(examples.names())}); "
                          "for a model pass text= as well")
     trace = examples.run(name, query=query)
     trace.meta["variants"] = examples.variants(name, trace)     # the offline what-ifs (see qkv.examples.variants)
+    if name in practice.NAMES:       # the practice drills, checked in the view as on the offline page
+        trace.meta["practice"] = practice.offline(name, lang=lang)
     return trace
 
 

@@ -35,7 +35,8 @@ from .explain.numbers import digits_for, fmt
 from .explain.texts import text
 from .trace import Trace, head_number, in_language
 
-__all__ = ["Slip", "Question", "Drill", "Verdict", "drill", "check", "play", "parse_answer", "NAMES"]
+__all__ = ["Slip", "Question", "Drill", "Verdict", "drill", "check", "play", "parse_answer", "NAMES", "shown",
+           "offline", "PAGE_DRILLS"]
 
 NAMES = ("self-attention", "cross-attention", "multi-head", "projection", "group-meeting")
 """The worked examples a drill can follow (`qkv.examples.names()`)."""
@@ -512,14 +513,20 @@ def check(question: Question, typed: str, lang: str = "en") -> Verdict:
     near = [slip for slip in question.slips if _close(value, slip.value, 2 * tolerance)]
     if near:
         slip = min(near, key=lambda s: abs(s.value - value))
-        said = [t(key, **values) for key, values in slip.parts]
-        return Verdict("wrong", (t("practice.wrong.slip", yours=typed.strip(), first=said[0],
-                                   rest="".join(t("practice.then", part=p) for p in said[1:])),), slip)
+        return Verdict("wrong", (_slip_line(t, slip, typed.strip()),), slip)
     places = _decimals(typed)
     if places < question.digits and _close(value, round(question.answer, places), 10.0 ** -places / 2 + 1e-12):
         return Verdict("bad", (t("practice.bad.places", places=places, digits=question.digits),))
-    hints = [t(key, **values) for key, values in question.hint]
-    return Verdict("wrong", (t("practice.wrong.unknown", yours=typed.strip()), *hints))
+    return Verdict("wrong", _unknown_lines(t, question, typed.strip()))
+
+
+def _slip_line(t: Callable[..., str], slip: Slip, yours: str) -> str:
+    said = [t(key, **values) for key, values in slip.parts]
+    return t("practice.wrong.slip", yours=yours, first=said[0], rest="".join(t("practice.then", part=p) for p in said[1:]))
+
+
+def _unknown_lines(t: Callable[..., str], question: Question, yours: str) -> tuple[str, ...]:
+    return (t("practice.wrong.unknown", yours=yours), *(t(key, **values) for key, values in question.hint))
 
 
 # ------------------------------------------------------------------ a session
@@ -566,3 +573,57 @@ def play(session: Drill, read: Callable[[], str | None], write: Callable[[str], 
     write("")
     write(t("practice.summary", right=tally["right"], first=tally["first_try"], asked=tally["asked"]))
     return tally
+
+
+# ------------------------------------------------------------------ pages (the offline page, qkv serve, qkv.show)
+PAGE_DRILLS = ((0, False), (1, True), (2, True), (3, True))
+"""The drills an offline page carries, as (seed, fresh): the post's own numbers, then three sets of new numbers of
+the same shapes. More need `qkv serve` (any seed, computed on request) or `qkv practice --fresh --seed N`."""
+
+YOURS, VALUE = "{yours}", "{value}"
+"""Placeholders left in an offline page's lines: the page puts the typed answer there (as `check` does)."""
+
+
+def shown(session: Drill) -> dict:
+    """What a page shows of a drill, in its language, without the answers: {"example", "lang", "seed", "fresh",
+    "attempts", "header", "lines", "questions": [{"kind", "title", "given", "ask", "digits"}]} (``qkv serve``
+    checks each answer with `check` on the server). ``lines``: the lines that do not depend on a question (a bad
+    answer's, "try again", the summary), with ``{value}``, ``{right}``, ``{first}``, ``{asked}`` left to fill."""
+    t = _words(session.lang)
+    n = len(session.questions)
+    return {"example": session.example, "lang": session.lang, "seed": session.seed, "fresh": session.fresh,
+            "attempts": ATTEMPTS,
+            "header": t("practice.header", title=t(f"title.{session.example}"), n=n, seed=session.seed,
+                        example=session.example, fresh=" --fresh" if session.fresh else ""),
+            "lines": {"empty": t("practice.bad.empty"), "text": t("practice.bad.text", value=VALUE),
+                      "nan": t("practice.bad.nan", value=VALUE), "inf": t("practice.bad.inf", value=VALUE),
+                      "again": t("practice.again"),
+                      "summary": t("practice.summary", right="{right}", first="{first}", asked="{asked}")},
+            "questions": [{"kind": q.kind, "digits": q.digits,
+                           "title": t("practice.question", number=k, n=n, what=t(f"practice.kind.{q.kind}")),
+                           "given": [t(key, **values) for key, values in q.given],
+                           "ask": t(q.ask[0], **q.ask[1])} for k, q in enumerate(session.questions, 1)]}
+
+
+def offline(example: str, *, lang: str = "en", drills: Sequence[tuple[int, bool]] = PAGE_DRILLS) -> dict:
+    """What a page without a server needs to check answers as `check` does, computed here: for each drill of
+    ``drills`` ((seed, fresh) pairs), `shown` plus, per question, the true and by-hand values, the tolerance,
+    the rounded answer at each shorter number of decimals, every slip's value with its line, and the lines of
+    every other verdict. The page's script only compares the typed number with these values and picks a line
+    (``{yours}`` / ``{value}`` in a line: the typed text). JSON-ready."""
+    t = _words(lang)
+    sets = []
+    for seed, fresh in drills:
+        session = drill(example, lang=lang, seed=seed, fresh=fresh)
+        data = shown(session)
+        for entry, q in zip(data["questions"], session.questions):
+            how = t(q.how[0], **q.how[1])
+            entry.update(
+                answer=q.answer, byHand=q.by_hand, tolerance=q.tolerance,
+                right=t("practice.right", how=how), reveal=t("practice.reveal", how=how),
+                slips=[{"value": s.value, "line": _slip_line(t, s, YOURS)} for s in q.slips],
+                places=[{"rounded": round(q.answer, p), "line": t("practice.bad.places", places=p, digits=q.digits)}
+                        for p in range(q.digits)],
+                unknown=list(_unknown_lines(t, q, YOURS)))
+        sets.append(data)
+    return {"example": example, "lang": lang, "attempts": ATTEMPTS, "drills": sets}

@@ -23,7 +23,7 @@ def register(subparsers, t) -> None:
 
 
 def handler(args: argparse.Namespace) -> int:
-    from .. import examples
+    from .. import examples, practice
     from ..explain import texts
 
     check_lang(args.lang)
@@ -38,4 +38,6 @@ def handler(args: argparse.Namespace) -> int:
     trace = examples.run(args.name, query=args.query, by_hand=args.by_hand, digits=digits)
     if args.format == "html":          # the offline page's what-ifs, computed here by the examples' runner
         trace.meta["variants"] = examples.variants(args.name, trace)
+        if args.name in practice.NAMES:    # the practice drills, computed here by qkv.practice (the page checks)
+            trace.meta["practice"] = practice.offline(args.name, lang=args.lang)
     return emit(trace, args, digits)

@@ -190,6 +190,7 @@
       if (api.ready) drawMatrix();
     });
     app.appendChild(whatIfBox());
+    if (payload.practice) app.appendChild(practiceBox());
 
     var rowH = 18;
 
@@ -594,6 +595,32 @@
       return box;
     }
 
+    // ---------------------------------------------------------------- practice
+    // the drills qkv.practice.offline computed when the page was made (the post's numbers, then a few sets of new
+    // numbers of the same shapes); an answer is compared with its precomputed values (views.js), nothing is computed
+    function practiceBox() {
+      var pr = payload.practice, box = el("section", "qkv-panel qkv-practice");
+      box.appendChild(el("h3", null, W.practice));
+      box.appendChild(el("p", null, W.practice_intro));
+      var bar = el("div", "qkv-bar"), label = el("label", null, W.practice_numbers + " "), pick = el("select", "qkv-pr-pick");
+      pr.drills.forEach(function (d, n) {
+        var o = el("option", null, V.fill(d.fresh ? W.practice_fresh : W.practice_post, { seed: d.seed })); o.value = n;
+        pick.appendChild(o);
+      });
+      label.appendChild(pick); bar.appendChild(label); box.appendChild(bar);
+      var fresh = pr.drills.filter(function (d) { return d.fresh; }).length;
+      box.appendChild(el("p", "qkv-note", V.fill(W.practice_more, { n: fresh, example: pr.example })));
+      var run = el("div", "qkv-pr-run"); box.appendChild(run);
+      function start() {
+        var d = pr.drills[+pick.value];
+        V.practiceRun(run, d, W, function (k, typed) { return V.practiceCheck(d.questions[k], typed, d.lines); });
+      }
+      pick.addEventListener("change", start);
+      start();
+      api.practice = { start: function (n) { pick.value = n; start(); } };
+      return box;
+    }
+
     // ---------------------------------------------------------------- a trace without weights
     function flowOnly() {
       var flow = payload.flow || { arrays: {} }, names = Object.keys(flow.arrays), fcache = {};
@@ -603,6 +630,7 @@
       var box = el("section", "qkv-panel qkv-stepper");
       main.appendChild(pictureBox); main.appendChild(box); app.appendChild(main);
       app.appendChild(whatIfBox());
+      if (payload.practice) app.appendChild(practiceBox());
       var ctl = V.stepper(box, W, function (s) {
         root.setAttribute("data-step", s ? s.id : "");
         if (picture) picture.show(s ? s.id : "");

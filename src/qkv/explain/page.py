@@ -152,6 +152,9 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
         payload["flow"] = _flow(trace, digits)
         payload["lead"] = {language: _untitled(texts.text(language, "page.lead.flow", title=_lead_titles(trace)[language]))
                            for language in ("en", "ko")}
+    drills = trace.meta.get("practice")         # computed by qkv.practice.offline, read here, never computed
+    if isinstance(drills, dict) and drills.get("lang") == lang and drills.get("drills"):
+        payload["practice"] = drills
     variants = trace.meta.get("variants")      # computed by qkv.examples.variants, read here, never computed
     if isinstance(variants, dict) and variants.get("kind") in ("meeting", "scale"):
         payload["whatIf"] = {**variants, "digits": digits}

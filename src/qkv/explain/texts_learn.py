@@ -439,3 +439,52 @@ KO.update({
     "why.fig.plain": "마스크 없음", "why.fig.masked": "인과 마스크 (— 가려짐)",
     "why.fig.dot": "q_{token} 및 Key들 (d_k = 2): q·k = |q|·|k|·cos θ. 점선: 각 k를 q 방향에 내린 그림자",
 })
+
+# ------------------------------------------------------------------ practice on the pages (page.js, serve's app.js)
+EN.update({
+    "page.practice": "Practice: compute the hidden numbers",
+    "page.practice_intro": "One number of this example is hidden at a time, in the order of the post: compute it and "
+                           "type it. An answer within the printed rounding counts; a wrong one is compared with the "
+                           "usual slips, and the first step where your number and the true one part is named.",
+    "page.practice_numbers": "Numbers",
+    "page.practice_post": "the post's numbers (seed {seed})",
+    "page.practice_fresh": "new numbers of the same shapes (seed {seed})",
+    "page.practice_more": "This page holds {n:set|sets} of new numbers, made when it was written. For more, run qkv serve "
+                          "(any seed), or qkv practice {example} --fresh --seed N in a terminal.",
+    "page.practice_check": "Check",
+    "page.practice_next": "Next question →",
+    "page.practice_finish": "See the result",
+    "page.practice_again": "Start again",
+    "page.practice_seed": "Seed",
+    "page.practice_fresh_box": "new numbers of the same shapes",
+    "page.practice_start": "Start",
+    "page.practice_new": "New numbers",
+    "serve.practice.fresh": "expected true or false, got {value}",
+    "serve.practice.answer": "expected the typed answer as text, got {value}",
+    "serve.practice.question": "question {value} is outside 0 … {last}",
+    "page.practice_serve": "Any seed gives a drill: the same seed, the same drill. “New numbers” draws a seed and new "
+                           "inputs of the same shapes; the server computes them.",
+})
+KO.update({
+    "page.practice": "연습: 가려진 숫자 계산하기",
+    "page.practice_intro": "이 예제의 숫자를 글의 순서대로 하나씩 가린다. 직접 계산해서 입력하면 화면에 보이는 자릿수 "
+                           "안에서 맞았는지 확인하고, 틀린 답은 흔한 실수와 비교하여 참값과 처음 갈라지는 단계를 짚어 준다.",
+    "page.practice_numbers": "숫자",
+    "page.practice_post": "글의 숫자 (시드 {seed})",
+    "page.practice_fresh": "같은 형태의 새 숫자 (시드 {seed})",
+    "page.practice_more": "이 페이지에는 페이지를 만들 때 계산한 새 숫자 묶음이 {n}개 들어 있다. 더 풀려면 qkv serve에서 "
+                          "아무 시드나 고르거나, 터미널에서 qkv practice {example} --fresh --seed N을 실행한다.",
+    "page.practice_check": "확인",
+    "page.practice_next": "다음 문제 →",
+    "page.practice_finish": "결과 보기",
+    "page.practice_again": "처음부터 다시",
+    "page.practice_seed": "시드",
+    "page.practice_fresh_box": "같은 형태의 새 숫자",
+    "page.practice_start": "시작",
+    "page.practice_new": "새 숫자로",
+    "serve.practice.fresh": "true나 false여야 한다 (받은 값: {value})",
+    "serve.practice.answer": "입력한 답은 문자열이어야 한다 (받은 값: {value})",
+    "serve.practice.question": "문제 번호는 0 … {last} 범위여야 한다 (받은 값: {value})",
+    "page.practice_serve": "시드마다 문제가 정해진다. 같은 시드는 같은 문제를 낸다. ‘새 숫자로’는 시드를 새로 뽑아 같은 "
+                           "형태의 새 입력으로 문제를 내며, 그 숫자는 서버가 계산한다.",
+})

@@ -827,6 +827,116 @@
     return ctl;
   };
 
+  // ------------------------------------------------------------------ practice (qkv.practice's drills)
+  // The questions, the true values, the tolerance, the slips and every line said are qkv.practice's, computed in
+  // Python (qkv.practice.offline for a page without a server; qkv serve asks its server, which calls
+  // qkv.practice.check). Here a typed answer is only read as a number and compared with those values, in the
+  // order qkv.practice.check compares them: not a number → right (the recorded or the by-hand value, within one
+  // unit of the last printed decimal) → the nearest slip within two units → right to fewer decimals → none.
+  var NUMBER = /^[+-]?(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?$/;  // Python's float()
+  function pyRepr(s) {                 // repr() of a Python str, as qkv.practice writes a text that is no number
+    var quote = s.indexOf("'") >= 0 && s.indexOf('"') < 0 ? '"' : "'";
+    return quote + s.replace(/[\\\n\r\t\x00-\x1f\x7f]/g, function (c) {
+      return { "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" }[c] || "\\x" + ("0" + c.charCodeAt(0).toString(16)).slice(-2);
+    }).split(quote).join(quote === "'" ? "\\'" : quote) + quote;
+  }
+  function closeTo(a, b, tolerance) { return isFinite(b) && Math.abs(a - b) <= tolerance * (1 + 1e-9) + 1e-12; }
+  function put(line, name, value) { return String(line).split("{" + name + "}").join(value); }
+  function decimalsTyped(typed) {
+    var t = typed.replace(/−/g, "-");
+    if (/e/i.test(t)) return 99;
+    return t.indexOf(".") < 0 ? 0 : t.slice(t.indexOf(".") + 1).length;
+  }
+  // q: one question of qkv.practice.offline; lines: its drill's lines. → {status, lines, reveal}
+  V.practiceCheck = function (q, typed, lines) {
+    var raw = String(typed).trim(), t = raw.replace(/−/g, "-"), cut = Array.from(raw).slice(0, 40).join("");
+    function said(status, list) { return { status: status, lines: list, reveal: q.reveal }; }
+    if (!raw) return said("bad", [lines.empty]);
+    var value;
+    if (NUMBER.test(t)) value = Number(t.replace(/_/g, ""));
+    else if (/^[+-]?(?:inf|infinity)$/i.test(t)) value = Infinity;
+    else if (/^[+-]?nan$/i.test(t)) value = NaN;
+    else return said("bad", [put(lines.text, "value", pyRepr(cut))]);
+    if (isNaN(value)) return said("bad", [put(lines.nan, "value", cut)]);
+    if (!isFinite(value)) return said("bad", [put(lines.inf, "value", cut)]);
+    if (closeTo(value, q.answer, q.tolerance) || closeTo(value, q.byHand, q.tolerance)) return said("right", [q.right]);
+    var best = null;
+    q.slips.forEach(function (s) {
+      if (closeTo(value, s.value, 2 * q.tolerance) && (!best || Math.abs(s.value - value) < Math.abs(best.value - value))) best = s;
+    });
+    if (best) return said("wrong", [put(best.line, "yours", raw)]);
+    var places = decimalsTyped(raw);
+    if (places < q.digits && closeTo(value, q.places[places].rounded, Math.pow(10, -places) / 2 + 1e-12))
+      return said("bad", [q.places[places].line]);
+    return said("wrong", q.unknown.map(function (line) { return put(line, "yours", raw); }));
+  };
+
+  // One drill, question after question (qkv.practice.shown: header, questions, lines). check(k, typed) gives a
+  // promise of qkv.practice's verdict on question k. A bad answer is said and asked again (no try used); after
+  // `attempts` wrong answers the answer is shown. box gets data-question (0-based), data-status, data-done.
+  V.practiceRun = function (box, drill, W, check) {
+    box.textContent = "";
+    box.setAttribute("data-seed", String(drill.seed)); box.setAttribute("data-fresh", drill.fresh ? "1" : "0");
+    box.appendChild(el("p", "qkv-note qkv-pr-header", drill.header));
+    var stage = el("div", "qkv-pr-stage"); box.appendChild(stage);
+    var tally = { asked: 0, right: 0, first: 0 }, k = 0, wrong = 0, done = false, busy = false, uid = "qkv-pr-" + Math.random().toString(36).slice(2, 9);
+    var input, verdict, next, submit;
+    function ask() {
+      var q = drill.questions[k];
+      stage.textContent = ""; wrong = 0; done = false; tally.asked++;
+      box.setAttribute("data-question", String(k)); box.setAttribute("data-status", ""); box.setAttribute("data-done", "0");
+      stage.appendChild(el("h4", "qkv-pr-title", q.title));
+      q.given.forEach(function (g) { stage.appendChild(el("p", "qkv-pr-given", g)); });
+      var form = el("form", "qkv-pr-form");
+      var label = el("label", "qkv-pr-ask", q.ask); label.htmlFor = uid;
+      input = el("input", "qkv-pr-input"); input.id = uid; input.type = "text"; input.inputMode = "decimal";
+      input.autocomplete = "off"; input.spellcheck = false; input.setAttribute("autocapitalize", "off");
+      submit = el("button", "qkv-pr-check", W.practice_check); submit.type = "submit";
+      form.appendChild(label); var row = el("div", "qkv-pr-row"); row.appendChild(input); row.appendChild(submit); form.appendChild(row);
+      stage.appendChild(form);
+      verdict = el("div", "qkv-pr-verdict"); verdict.setAttribute("role", "status"); verdict.setAttribute("aria-live", "polite");
+      stage.appendChild(verdict);
+      next = el("button", "qkv-pr-next", k + 1 < drill.questions.length ? W.practice_next : W.practice_finish);
+      next.type = "button"; next.hidden = true; stage.appendChild(next);
+      form.addEventListener("submit", function (e) { e.preventDefault(); answer(); });
+      next.addEventListener("click", function () { k++; if (k < drill.questions.length) { ask(); input.focus(); } else finish(); });
+    }
+    function answer() {
+      if (done || busy) return;
+      busy = true;
+      var typed = input.value;
+      Promise.resolve(check(k, typed)).then(function (v) {
+        busy = false;
+        var said = v.lines.slice();
+        if (v.status === "right") { tally.right++; if (!wrong) tally.first++; done = true; }
+        else if (v.status === "wrong") {
+          wrong++;
+          if (wrong >= drill.attempts) { said.push(v.reveal); done = true; } else said.push(drill.lines.again);
+        }
+        verdict.textContent = "";
+        said.forEach(function (line, n) { verdict.appendChild(el("p", n ? "qkv-pr-more" : "qkv-pr-" + v.status, line)); });
+        box.setAttribute("data-status", v.status);
+        if (done) { input.readOnly = true; submit.disabled = true; next.hidden = false; box.setAttribute("data-done", "1"); next.focus(); }
+        else input.select();
+      }, function (err) {
+        busy = false;
+        verdict.textContent = ""; verdict.appendChild(el("p", "qkv-error", String(err && err.message || err)));
+        box.setAttribute("data-status", "error");
+      });
+    }
+    function finish() {
+      stage.textContent = "";
+      box.setAttribute("data-question", String(drill.questions.length)); box.setAttribute("data-done", "1");
+      var line = el("p", "qkv-pr-summary", put(put(put(drill.lines.summary, "right", tally.right), "first", tally.first), "asked", tally.asked));
+      line.setAttribute("role", "status"); stage.appendChild(line);
+      var again = el("button", "qkv-pr-again", W.practice_again); again.type = "button";
+      again.addEventListener("click", function () { tally = { asked: 0, right: 0, first: 0 }; k = 0; ask(); input.focus(); });
+      stage.appendChild(again); again.focus();
+    }
+    ask();
+    return { tally: function () { return tally; } };
+  };
+
   // ------------------------------------------------------------------ a Source over a Trace's JSON (serve)
   function num(v) { return typeof v === "string" ? (v === "inf" ? Infinity : v === "-inf" ? -Infinity : NaN) : v; }
   V.jsonSource = function (trace, prefix, digits) {

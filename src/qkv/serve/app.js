@@ -776,6 +776,7 @@
       ui.exampleBody.appendChild(el("h2", "qkv-example-title", base.title));
       ui.exampleBody.appendChild(whatIfPanel(name, base));
       ui.resultBox = el("div", "qkv-result"); ui.exampleBody.appendChild(ui.resultBox);
+      ui.exampleBody.appendChild(practicePanel(name));
       if (state.whatif && changed(state.whatif)) return recompute(true);
       showResult(base);
     }, function (err) { say(ui.exampleError, err); }).then(end, end);
@@ -844,6 +845,47 @@
     var one = src.shape("out")[1] === 1;
     ctl.set(V.flowSteps(src, { i: one ? 0 : i, h: 0, qTokens: one && tokens[i] !== undefined ? [tokens[i]] : tokens,
       heads: meta.n_heads, headLabel: function (h) { return W("head") + " " + (h + headBase(trace)); } }, VW(), false));
+    return box;
+  }
+
+  // ---------------------------------------------------------------- practice
+  // qkv.practice on the server: GET /api/practice gives a drill's questions (any seed; fresh: new numbers of the same
+  // shapes), POST /api/practice/check checks each typed answer (qkv.practice.check). views.js runs the questions.
+  function practicePanel(name) {
+    var WV = VW(), box = el("section", "qkv-panel qkv-practice"); box.setAttribute("data-example", name);
+    box.appendChild(el("h3", null, WV.practice));
+    box.appendChild(el("p", null, WV.practice_intro));
+    var form = el("form", "qkv-bar qkv-pr-choose");
+    var seedLabel = el("label", null, WV.practice_seed + " "), seed = el("input", "qkv-pr-seed");
+    seed.type = "text"; seed.inputMode = "numeric"; seed.size = 9; seed.value = "0"; seed.autocomplete = "off";
+    seedLabel.appendChild(seed); form.appendChild(seedLabel);
+    var freshLabel = el("label", "qkv-toggle"), fresh = el("input", "qkv-pr-fresh"); fresh.type = "checkbox";
+    freshLabel.appendChild(fresh); freshLabel.appendChild(el("span", null, " " + WV.practice_fresh_box)); form.appendChild(freshLabel);
+    var start = el("button", "qkv-pr-start", WV.practice_start); start.type = "submit"; form.appendChild(start);
+    var newer = button("qkv-pr-new", WV.practice_new); form.appendChild(newer);
+    box.appendChild(form);
+    box.appendChild(el("p", "qkv-note", WV.practice_serve));
+    var error = el("p", "qkv-error qkv-pr-error"); box.appendChild(error);
+    var run = el("div", "qkv-pr-run"); box.appendChild(run);
+    function load(params) {
+      error.textContent = "";
+      begin();
+      return api("practice", params).then(function (d) {
+        seed.value = String(d.seed); fresh.checked = d.fresh;
+        V.practiceRun(run, d, WV, function (k, typed) {
+          begin();
+          return api("practice/check", { lang: state.lang }, { method: "POST", headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ name: name, seed: d.seed, fresh: d.fresh, question: k, answer: typed }) })
+            .then(function (v) { end(); return v; }, function (e) { end(); throw e; });
+        });
+      }, function (e) { say(error, e); }).then(end, end);
+    }
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      load({ name: name, lang: state.lang, seed: seed.value.trim() || "0", fresh: fresh.checked ? 1 : 0 });
+    });
+    newer.addEventListener("click", function () { load({ name: name, lang: state.lang, fresh: 1 }); });
+    load({ name: name, lang: state.lang, seed: 0 });
     return box;
   }
 

@@ -18,6 +18,8 @@ Routes (documented for people in docs/serve.md; ``GET /api`` lists them for scri
     GET  /api/example          ?name=[&query=][&lang=][&digits=]   → Trace JSON + derivation HTML
     POST /api/upload           ?filename=NAME.toml|.json[&lang=]  body: the file → as /api/example
     POST /api/whatif           [?lang=]  body: {name, factor, sqrt_dk, cells, scores} → as /api/example
+    GET  /api/practice         ?name=[&seed=][&fresh=1][&lang=]    → a drill's questions (qkv.practice.shown)
+    POST /api/practice/check   [?lang=]  body: {name, seed, fresh, question, answer} → qkv.practice.check's verdict
 
 Errors answer ``{"error": "one line"}``: 400 bad input (the library's `InputError` message, the
 CLI's line; about one parameter, ``field`` and ``problem`` give its name and the line after it apart), 404 unknown route, model or example, 405 wrong method, 413 upload too large,
@@ -37,6 +39,7 @@ import asyncio
 import base64
 import functools
 import json
+import random
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -109,6 +112,12 @@ ROUTES = [
      "{\"question\": [[position, score], …]})}: as /api/example plus \"what_if\""),
     ("POST", "/api/upload?filename=NAME.toml|NAME.json[&lang=][&digits=]",
      "an example file of your own (the request body; held in memory, arrays given inline): as /api/example"),
+    ("GET", "/api/practice?name=[&seed=N][&fresh=1][&lang=]",
+     "a practice drill of a worked example (qkv.practice): {\"seed\", \"fresh\", \"header\", \"attempts\", "
+     "\"lines\", \"questions\": [{\"title\", \"given\", \"ask\", \"digits\"}]}, without the answers; no seed: one is drawn"),
+    ("POST", "/api/practice/check[?lang=]",
+     "check a typed answer; body: {\"name\", \"seed\", \"fresh\", \"question\" (from 0), \"answer\" (the typed text)}: "
+     "{\"status\": right|wrong|bad, \"lines\", \"reveal\"} (qkv.practice.check)"),
     ("GET", "/api/translate?text=&to=ko|ja",
      "the translator (when loaded): source and target words, cross-attention [L, H, T, S] as base64 uint8"),
     ("GET", "/api/translate/trace?text=&to=&layer=[&word=N][&steps=]",
@@ -377,6 +386,7 @@ WHATIF_EDITS = 256                # cells changed in one request, at most
 WHATIF_CELL = 1e4                 # |a cell| or |a score| at most (the group meeting's 1000 fits)
 WHATIF_FACTOR = (0.0, 100.0)      # the factor multiplying the scores (1: as the example has it)
 WHATIF_FIELDS = ("name", "query", "factor", "sqrt_dk", "cells", "scores")
+PRACTICE_BYTES = 4 * 1024         # the largest practice answer body (a typed answer and where it belongs)
 
 
 def _say(lang: str, key: str, **values) -> str:
@@ -830,6 +840,81 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
 
         return _json(await gate().run(compute, lang=_lang_said(request)))
 
+    # ------------------------------------------------------------------ practice (qkv.practice computes, checks, says)
+    @functools.lru_cache(maxsize=64)
+    def drill_of(name: str, lang: str, seed: int, fresh: bool):
+        from .. import practice
+
+        return practice.drill(name, lang=lang, seed=seed, fresh=fresh)
+
+    def practice_name(name: Any, lang: str) -> str:
+        from .. import practice
+
+        if not isinstance(name, str) or name not in practice.NAMES:
+            shown = json.dumps(name, ensure_ascii=False)[:60] if not isinstance(name, str) else repr(name[:60])
+            raise ApiError(404, _say(lang, "whatif.name", name=shown, names=", ".join(practice.NAMES)), field="name")
+        return name
+
+    def fresh_of(value: Any, lang: str) -> bool:
+        if isinstance(value, bool):
+            return value
+        if value in (None, "", "0", "false"):
+            return False
+        if value in ("1", "true"):
+            return True
+        raise _bad(lang, "fresh", "practice.fresh", value=json.dumps(value, ensure_ascii=False)[:40])
+
+    async def api_practice(request: Request) -> Response:
+        from .. import practice
+
+        lang = _lang(request)
+        name = practice_name(request.query_params.get("name", ""), lang)
+        seed = _int_param(request, "seed", required=False)
+        fresh = fresh_of(request.query_params.get("fresh"), lang)
+
+        def compute() -> dict:
+            chosen = seed if seed is not None else random.SystemRandom().randrange(1_000_000)
+            return practice.shown(drill_of(name, lang, chosen, fresh))
+
+        return _json(await gate().run(compute, lang=lang))
+
+    async def api_practice_check(request: Request) -> Response:
+        from .. import practice
+        from ..explain import texts
+
+        lang = _lang(request)
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > PRACTICE_BYTES:
+                raise ApiError(413, _say(lang, "whatif.too_large", limit=f"{PRACTICE_BYTES:,}"))
+        try:
+            asked = json.loads(bytes(body).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise ApiError(400, _say(lang, "whatif.json", problem=str(exc).splitlines()[0][:80])) from None
+        if not isinstance(asked, dict):
+            raise ApiError(400, _say(lang, "whatif.json", problem=type(asked).__name__))
+        name = practice_name(asked.get("name"), lang)
+        seed, fresh = asked.get("seed"), fresh_of(asked.get("fresh", False), lang)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 10**18:
+            raise InputError.keyed("practice.error.seed", field="seed", value=json.dumps(seed, ensure_ascii=False)[:40])
+        answer = asked.get("answer")
+        if not isinstance(answer, str):
+            raise _bad(lang, "answer", "practice.answer", value=json.dumps(answer, ensure_ascii=False)[:40])
+        number = _index(asked.get("question"), "question", lang)
+
+        def compute() -> dict:
+            session = drill_of(name, lang, seed, fresh)
+            if not 0 <= number < len(session.questions):
+                raise _bad(lang, "question", "practice.question", value=number, last=len(session.questions) - 1)
+            question = session.questions[number]
+            verdict = practice.check(question, answer, lang)
+            how = texts.text(lang, question.how[0], **question.how[1])
+            return {"status": verdict.status, "lines": list(verdict.lines),
+                    "reveal": texts.text(lang, "practice.reveal", how=how)}
+
+        return _json(await gate().run(compute, lang=lang))
+
     routes = [
         Route("/", page, methods=["GET"]),
         Route("/static/{name}", static, methods=["GET"]),
@@ -845,6 +930,8 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         Route("/api/example", api_example, methods=["GET"]),
         Route("/api/upload", api_upload, methods=["POST"]),
         Route("/api/whatif", api_whatif, methods=["POST"]),
+        Route("/api/practice", api_practice, methods=["GET"]),
+        Route("/api/practice/check", api_practice_check, methods=["POST"]),
         Route("/api/translate", api_translate, methods=["GET"]),
         Route("/api/translate/trace", api_translate_trace, methods=["GET"]),
         Route("/api/translate/explain", api_translate_explain, methods=["GET"]),
@@ -937,7 +1024,7 @@ class _HostCheck:
 
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-JSON_ROUTES = ("/api/whatif",)
+JSON_ROUTES = ("/api/whatif", "/api/practice/check")
 """Routes whose body is JSON: they take Content-Type application/json only (a type a cross-site page
 cannot send without the browser asking this server first, which it never allows)."""
 SIMPLE_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")

@@ -1,0 +1,260 @@
+"""Practice in a real browser (Debian's Chromium, headless, Playwright): a full session through each worked
+example, in English and Korean, on the offline page (`qkv example NAME --format html`, checked by the page's
+script against the values `qkv.practice.offline` embedded) and on `qkv serve` (each answer posted to
+/api/practice/check). Every question gets a bad answer (empty, text, NaN, 1e400), a wrong one (a known
+slip's number), and the right one, computed by tests/test_practice.py's float64 NumPy reference; the last
+question gets three wrong answers and shows the answer. Each line the browser shows is the line
+`qkv.practice.check` says for the same typed text: the page's script and the server agree with the library.
+Then the reader's side: the keyboard reaches the drill picker, the answer box and its button (the box is
+labelled by its question), the verdict is a live region, every text reaches 4.5:1, no sideways scroll at
+390 px.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from qkv import practice, serve
+from qkv.cli import main
+from qkv.explain import texts
+
+from browser_support import OpenPage, browser_context, low_contrast_text  # noqa: F401  (fixture)
+from test_practice import EXAMPLES, ref_value, reference
+from test_serve import tiny_bert
+
+pytestmark = pytest.mark.browser
+
+LANGS = ("en", "ko")
+BAD = ("", "abc", "nan", "1e400")
+DESKTOP, PHONE = (1366, 900), (390, 844)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """`qkv serve` (a tiny BERT: the worked examples need no model) on 127.0.0.1, as `qkv serve` runs it."""
+    models = serve.load_models([tiny_bert(tmp_path_factory.mktemp("models") / "tiny-bert")], minilm=False)
+    sock = serve.listen("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    runner = serve.server(serve.create_app(models), sock)
+    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not runner.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    runner.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("practice-pages")
+
+
+def page_file(folder: Path, name: str, lang: str) -> Path:
+    path = folder / f"{name}-{lang}.html"
+    if not path.exists():
+        assert main(["example", name, "--format", "html", "--lang", lang, "--out", str(path)]) == 0
+    return path
+
+
+class Served(OpenPage):
+    """A `qkv serve` page, opened on a worked example."""
+
+    def __init__(self, context, url: str, viewport=DESKTOP):
+        self.requests, self.errors = [], []
+        self.page = context.new_page()
+        self.page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.goto(url)
+        self.page.wait_for_selector('.qkv-view[data-ready="1"] .qkv-practice .qkv-pr-input', timeout=120_000)
+
+
+def said(page) -> list[str]:
+    return page.locator(".qkv-practice .qkv-pr-verdict p").all_text_contents()
+
+
+def answer(page, typed: str) -> list[str]:
+    """Type into the answer box, press Enter, wait for the verdict; its lines."""
+    run = page.locator(".qkv-practice .qkv-pr-run")
+    page.evaluate("() => document.querySelector('.qkv-practice .qkv-pr-run').setAttribute('data-status', '')")
+    box = page.locator(".qkv-practice .qkv-pr-input")
+    box.fill(typed)
+    box.press("Enter")
+    page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-status')",
+                           timeout=30_000)
+    assert run.get_attribute("data-status") != "error", said(page)
+    return said(page)
+
+
+def expected(question, typed: str, lang: str, wrong_before: int) -> list[str]:
+    verdict = practice.check(question, typed, lang)
+    lines = list(verdict.lines)
+    if verdict.status == "wrong":
+        if wrong_before + 1 >= practice.ATTEMPTS:
+            how = texts.text(lang, question.how[0], **question.how[1])
+            lines.append(texts.text(lang, "practice.reveal", how=how))
+        else:
+            lines.append(texts.text(lang, "practice.again"))
+    return lines
+
+
+def wrong_number(question) -> str:
+    """A known slip's number (the first that is not the by-hand value), else a number far from every slip."""
+    for slip in question.slips:
+        if abs(slip.value - question.by_hand) > 2 * question.tolerance:
+            return repr(slip.value)
+    return repr(question.answer + 1000.5)
+
+
+def play_session(page, session, lang: str, right_of) -> None:
+    """Every question of ``session`` on the open page: shown as qkv.practice words it; answered bad, wrong,
+    right (the last one: wrong three times, then the answer is shown); the summary at the end."""
+    run = page.locator(".qkv-practice .qkv-pr-run")
+    shown = practice.shown(session)
+    assert run.get_attribute("data-seed") == str(session.seed)
+    assert page.locator(".qkv-practice .qkv-pr-header").text_content() == shown["header"]
+    n = len(session.questions)
+    for k, question in enumerate(session.questions):
+        view = shown["questions"][k]
+        assert run.get_attribute("data-question") == str(k)
+        assert page.locator(".qkv-practice .qkv-pr-title").text_content() == view["title"]
+        assert page.locator(".qkv-practice .qkv-pr-given").all_text_contents() == view["given"]
+        assert page.locator(".qkv-practice label.qkv-pr-ask").text_content() == view["ask"]
+        bad = BAD[k % len(BAD)]
+        assert answer(page, bad) == expected(question, bad, lang, 0)
+        assert run.get_attribute("data-status") == "bad"
+        last = k == n - 1
+        for tries in range(practice.ATTEMPTS if last else 1):
+            typed = wrong_number(question) if tries == 0 else repr(question.answer + 1000.5 + tries)
+            assert answer(page, typed) == expected(question, typed, lang, tries), (k, typed)
+        if not last:
+            right = f"{right_of(question):.{question.digits}f}"
+            assert answer(page, right) == expected(question, right, lang, 1)
+            assert run.get_attribute("data-status") == "right"
+        assert run.get_attribute("data-done") == "1"
+        # the next button takes the focus: Enter moves on
+        assert page.evaluate("() => document.activeElement.className") == "qkv-pr-next"
+        page.keyboard.press("Enter")
+    summary = texts.text(lang, "practice.summary", right=n - 1, first=0, asked=n)
+    assert page.locator(".qkv-practice .qkv-pr-summary").text_content() == summary
+    assert run.get_attribute("data-question") == str(n)
+
+
+def right_from_reference(name: str):
+    ref = reference(name)
+    return lambda question: ref_value(ref, question)
+
+
+# ------------------------------------------------------------------ the offline page
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_a_session_on_the_offline_page(browser_context, folder, name, lang):  # noqa: F811
+    opened = OpenPage(browser_context, page_file(folder, name, lang))
+    page = opened.page
+    try:
+        play_session(page, practice.drill(name, lang=lang, seed=0), lang, right_from_reference(name))
+        # new numbers of the same shapes: the page's second drill, picked with the keyboard
+        page.locator(".qkv-practice .qkv-pr-pick").focus()
+        page.keyboard.press("ArrowDown")
+        run = page.locator(".qkv-practice .qkv-pr-run")
+        assert run.get_attribute("data-fresh") == "1" and run.get_attribute("data-seed") == "1"
+        fresh = practice.drill(name, lang=lang, seed=1, fresh=True)
+        first = fresh.questions[0]
+        assert answer(page, f"{first.answer:.{first.digits}f}") == expected(first, f"{first.answer:.{first.digits}f}", lang, 0)
+        assert "--fresh" in page.locator(".qkv-practice .qkv-pr-header").text_content()
+        assert opened.outside_requests() == [] and opened.errors == [], opened.errors
+    finally:
+        opened.close()
+
+
+# ------------------------------------------------------------------ qkv serve
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_a_session_on_serve(browser_context, server, name, lang):  # noqa: F811
+    opened = Served(browser_context, f"{server}/?example={name}&lang={lang}")
+    page = opened.page
+    try:
+        play_session(page, practice.drill(name, lang=lang, seed=0), lang, right_from_reference(name))
+        run = page.locator(".qkv-practice .qkv-pr-run")
+        # new numbers: the server draws a seed and computes them
+        page.locator(".qkv-practice .qkv-pr-new").click()
+        page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-fresh') === '1'")
+        seed = int(run.get_attribute("data-seed"))
+        assert page.locator(".qkv-practice .qkv-pr-seed").input_value() == str(seed)
+        fresh = practice.drill(name, lang=lang, seed=seed, fresh=True)
+        first, typed = fresh.questions[0], repr(fresh.questions[0].answer)
+        assert answer(page, typed) == expected(first, typed, lang, 0)
+        # a seed typed by hand repeats a drill; a seed that is no number is refused in one line
+        page.locator(".qkv-practice .qkv-pr-seed").fill("12")
+        page.locator(".qkv-practice .qkv-pr-fresh").uncheck()
+        page.locator(".qkv-practice .qkv-pr-start").click()
+        page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-seed') === '12'")
+        again = practice.drill(name, lang=lang, seed=12)
+        assert page.locator(".qkv-practice .qkv-pr-title").text_content() == practice.shown(again)["questions"][0]["title"]
+        assert page.locator(".qkv-practice .qkv-pr-ask").text_content() == practice.shown(again)["questions"][0]["ask"]
+        page.locator(".qkv-practice .qkv-pr-seed").fill("twelve")
+        page.locator(".qkv-practice .qkv-pr-start").click()
+        page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-error').textContent.length > 0")
+        line = page.locator(".qkv-practice .qkv-pr-error").text_content()
+        assert "twelve" in line and "\n" not in line
+        assert [e for e in opened.errors if "400 (Bad Request)" not in e] == [], opened.errors
+    finally:
+        opened.close()
+
+
+# ------------------------------------------------------------------ the reader's side
+def reader_checks(opened, width: int, name: str, lang: str, shots: Path) -> None:
+    page = opened.page
+    box = page.locator(".qkv-practice .qkv-pr-input")
+    # the keyboard: from the drill's first control, Tab reaches the answer box, then its button
+    first = page.locator(".qkv-practice .qkv-pr-pick, .qkv-practice .qkv-pr-new").last
+    first.focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.className") == "qkv-pr-input"
+    label = page.evaluate("() => Array.from(document.activeElement.labels).map((l) => l.textContent).join(' ')")
+    assert label == page.locator(".qkv-practice .qkv-pr-ask").text_content() and label
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.className") == "qkv-pr-check"
+    verdict = page.locator(".qkv-practice .qkv-pr-verdict")
+    assert verdict.get_attribute("role") == "status" and verdict.get_attribute("aria-live") == "polite"
+    # every kind of verdict drawn, then every text on the page against its background
+    for typed in ("1e400", "123456.5"):
+        answer(page, typed)
+        assert low_contrast_text(page) == [], (typed, low_contrast_text(page))
+    session = practice.drill(name, lang=lang, seed=0)
+    right = f"{session.questions[0].answer:.{session.questions[0].digits}f}"
+    answer(page, right)
+    assert low_contrast_text(page) == []
+    assert opened.overflow() <= 0, opened.overflow()
+    box.scroll_into_view_if_needed()
+    page.locator(".qkv-practice").screenshot(path=str(shots / f"practice-{name}-{lang}-{width}.png"))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1366", "390"])
+def test_the_page_practice_for_a_reader(browser_context, folder, tmp_path, size, lang):  # noqa: F811
+    opened = OpenPage(browser_context, page_file(folder, "projection", lang), viewport=size)
+    try:
+        reader_checks(opened, size[0], "projection", lang, tmp_path)
+        assert opened.errors == []
+    finally:
+        opened.close()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1366", "390"])
+def test_serve_practice_for_a_reader(browser_context, server, tmp_path, size, lang):  # noqa: F811
+    opened = Served(browser_context, f"{server}/?example=self-attention&lang={lang}", viewport=size)
+    try:
+        reader_checks(opened, size[0], "self-attention", lang, tmp_path)
+        assert opened.errors == []
+    finally:
+        opened.close()
