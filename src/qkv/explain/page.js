@@ -609,7 +609,7 @@
       });
       label.appendChild(pick); bar.appendChild(label); box.appendChild(bar);
       var fresh = pr.drills.filter(function (d) { return d.fresh; }).length;
-      box.appendChild(el("p", "qkv-note", V.fill(W.practice_more, { n: fresh, example: pr.example })));
+      box.appendChild(V.withCommands(el("p", "qkv-note"), V.fill(W.practice_more, { n: fresh, example: pr.example })));
       var run = el("div", "qkv-pr-run"); box.appendChild(run);
       function start() {
         var d = pr.drills[+pick.value];

@@ -871,13 +871,29 @@
     return said("wrong", q.unknown.map(function (line) { return put(line, "yours", raw); }));
   };
 
+  // a line with commands in it ("qkv practice group-meeting --seed 0"): each command one unbreakable <code>
+  // (a narrow screen broke them at their hyphens); the text copied is the command as typed
+  var COMMAND = /qkv (?:practice|serve)(?: (?:self-attention|cross-attention|multi-head|projection|group-meeting|--[a-z]+|\d+|N))*/g;
+  V.withCommands = function (node, text) {
+    var at = 0, m;
+    node.textContent = "";
+    COMMAND.lastIndex = 0;
+    while ((m = COMMAND.exec(text))) {
+      if (m.index > at) node.appendChild(document.createTextNode(text.slice(at, m.index)));
+      node.appendChild(el("code", "qkv-cmd", m[0]));
+      at = m.index + m[0].length;
+    }
+    if (at < text.length) node.appendChild(document.createTextNode(text.slice(at)));
+    return node;
+  };
+
   // One drill, question after question (qkv.practice.shown: header, questions, lines). check(k, typed) gives a
   // promise of qkv.practice's verdict on question k. A bad answer is said and asked again (no try used); after
   // `attempts` wrong answers the answer is shown. box gets data-question (0-based), data-status, data-done.
   V.practiceRun = function (box, drill, W, check) {
     box.textContent = "";
     box.setAttribute("data-seed", String(drill.seed)); box.setAttribute("data-fresh", drill.fresh ? "1" : "0");
-    box.appendChild(el("p", "qkv-note qkv-pr-header", drill.header));
+    box.appendChild(V.withCommands(el("p", "qkv-note qkv-pr-header"), drill.header));
     var stage = el("div", "qkv-pr-stage"); box.appendChild(stage);
     var tally = { asked: 0, right: 0, first: 0 }, k = 0, wrong = 0, done = false, busy = false, uid = "qkv-pr-" + Math.random().toString(36).slice(2, 9);
     var input, verdict, next, submit;
