@@ -18,9 +18,10 @@ for _name in ("LC_ALL", "LANGUAGE"):
 os.environ["LC_MESSAGES"] = "C.UTF-8"
 
 BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py", "test_page_access.py",
-           "test_practice_browser.py"}       # Chromium (and a kernel)
+           "test_practice_browser.py", "test_lenses_browser.py"}       # Chromium (and a kernel)
 REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py", "test_models_families.py",
               "test_models_consistency.py", "test_models_parity.py",  # transformers, torch's own tests
+              "test_nexttoken.py",          # the next token against transformers' logits and float64 head moves
               "test_cli_models.py"}          # `qkv inspect` / `qkv embed` on the installed MiniLM
 PROCESSES = {"test_distributed.py",                                                # torch.distributed ranks
              "test_bench.py"}               # `qkv bench --quick`, training rows in worker processes

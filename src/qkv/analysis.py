@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["rollout", "head_scores", "detect_head", "detection_pattern", "repeated_random_ids", "SCORES", "PATTERNS",
+__all__ = ["rollout", "head_scores", "detect_head", "detection_pattern", "repeated_random_ids", "score_terms", "SCORES", "PATTERNS",
            "HEAD_NAMES"]
 
 PATTERNS = ("previous_token", "duplicate_token", "induction")
@@ -223,3 +223,33 @@ def repeated_random_ids(length: int, vocab_size: int, *, seed: int = 0, prefix=(
         raise ValueError(f"length {length} needs that many distinct ids, but only {allowed.size} are allowed")
     sequence = np.random.default_rng(seed).choice(allowed, size=length, replace=False)
     return np.concatenate([np.asarray(list(prefix), dtype=np.int64), sequence, sequence]).astype(np.int64)
+
+
+def score_terms(trace, *, query: int, key: int, head: int = 0, prefix: str = "") -> dict:
+    """The score of one query/key pair of a recorded head as a sum of per-dimension products (a neuron view).
+
+    Reads the Trace's ``prefix + q_heads`` (H, Tq, Dk) and ``k_heads`` (G, Tk, Dk) — their RoPE-rotated
+    forms ``q_rotated``/``k_rotated`` where recorded, which are what the scores used — and ``scores``,
+    ``scaled_scores`` (H, Tq, Tk). Key/value head of ``head``: head // (H / G) (grouped-query attention).
+    Returns {"q", "k": the two vectors (Dk,), "terms": q_i·k_i (Dk,), "sum": Σ_i q_i·k_i, all float64;
+    "score", "scaled": the recorded q·k and scaled score of that cell; "rotated": bool; "kv_head": int}.
+    Σ terms is the recorded score up to the rounding of the recorded dtype (the model computed it as one
+    matrix product). Raises KeyError naming a missing step, IndexError naming an index out of range.
+    """
+    rotated = prefix + "q_rotated" in trace and prefix + "k_rotated" in trace
+    q_all = np.asarray(trace[prefix + ("q_rotated" if rotated else "q_heads")].value, dtype=np.float64)
+    k_all = np.asarray(trace[prefix + ("k_rotated" if rotated else "k_heads")].value, dtype=np.float64)
+    if q_all.ndim == 2:                         # one head recorded as (T, Dk)
+        q_all, k_all = q_all[None], k_all[None]
+    heads, kv_heads = q_all.shape[0], k_all.shape[0]
+    for name, value, count in (("head", head, heads), ("query", query, q_all.shape[1]), ("key", key, k_all.shape[1])):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < count:
+            raise IndexError(f"{name}={value!r} is out of range: the trace has {count} (0 … {count - 1})")
+    kv_head = head // max(1, heads // kv_heads)
+    q, k = q_all[head, query], k_all[kv_head, key]
+    terms = q * k
+    scores = np.asarray(trace[prefix + "scores"].value, dtype=np.float64)
+    scaled = np.asarray(trace[prefix + "scaled_scores"].value, dtype=np.float64)
+    scores, scaled = (scores[None], scaled[None]) if scores.ndim == 2 else (scores, scaled)
+    return {"q": q, "k": k, "terms": terms, "sum": float(terms.sum()), "score": float(scores[head, query, key]),
+            "scaled": float(scaled[head, query, key]), "rotated": rotated, "kv_head": int(kv_head)}

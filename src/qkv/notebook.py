@@ -145,7 +145,8 @@ def show(obj: Any, *, text: str | None = None, lang: str = "en", head: int | Non
       obj: a `qkv.Trace`; a worked example's name ("self-attention", "cross-attention", "multi-head",
         "projection", "group-meeting"); or a loaded model (`qkv.models.load(...)`) or a model's name or
         directory, with ``text``: the model is run on it with every layer's steps recorded
-        (``model.trace(text, derivation=True)``; texts over 64 tokens record the weights only).
+        (``model.trace(text, derivation=True)``; texts over 64 tokens record the weights only). A decoder's
+        view also shows its next token and the heads that moved the last token (`qkv.models.next_token`).
       text: the text for a model (required with a model, refused otherwise).
       lang: "en" or "ko", the view's words.
       head: the head (0-based index, as everywhere in the API) the view opens on; default the trace's.
@@ -221,7 +222,14 @@ def _model_trace(model: Any, text: Any, query: Any) -> Trace:
         from . import models
 
         model = models.load(model)
-    return model.trace(text, query=query, derivation=True)
+    trace = model.trace(text, query=query, derivation=True)
+    from .models.decoder import CausalLM
+
+    if isinstance(model, CausalLM):        # a decoder: its next token and the heads that moved the last token
+        from .models.nexttoken import next_token
+
+        trace.meta["next_token"] = next_token(model, text).to_dict()
+    return trace
 
 
 def _focus(trace: Trace, *, head: Any, layer: Any, query: Any, lang: str = "en") -> Trace:

@@ -155,6 +155,7 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     drills = trace.meta.get("practice")         # computed by qkv.practice.offline, read here, never computed
     if isinstance(drills, dict) and drills.get("lang") == lang and drills.get("drills"):
         payload["practice"] = drills
+    payload.update(_lenses(trace))
     variants = trace.meta.get("variants")      # computed by qkv.examples.variants, read here, never computed
     if isinstance(variants, dict) and variants.get("kind") in ("meeting", "scale"):
         payload["whatIf"] = {**variants, "digits": digits}
@@ -166,6 +167,13 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     if label is not None and not several:     # the page writes "layer 2, head 3" in its language
         payload["headName"] = {"layer": trace.info.layer, "head": head_number(trace.meta, int(label))}
     return payload
+
+
+def _lenses(trace: Trace) -> dict:
+    """What the lenses (lenses.js) draw beside the views, as the library computed it and the trace's meta holds
+    it: a decoder's next token (meta "next_token", `qkv.models.NextToken.to_dict`, put there by `qkv.show`)."""
+    next_token = trace.meta.get("next_token")
+    return {"nextToken": next_token} if isinstance(next_token, dict) else {}
 
 
 def _part_label(trace: Trace, prefix: str, label: str, lang: str) -> str:
@@ -273,10 +281,12 @@ def _page(payload: dict, *, title: str, lang: str, digits: int, derivation: str,
     body = (f'<div class="qkv-view" id="{view_id}" data-ready="0" lang="{lang}">{heading}'
             f'<div class="qkv-app"></div>{derivation}</div>\n'
             f'<script type="application/json" id="{view_id}-data">{_json_for_script(payload)}</script>\n'
-            f"<script>{_asset('views.js')}\n{_asset('page.js')}\n"
+            f"<script>{_asset('views.js')}\n{_asset('lenses.js')}\n{_asset('page.js')}\n"
             f'qkvView(document.getElementById("{view_id}"), '
+            f'JSON.parse(document.getElementById("{view_id}-data").textContent));\n'
+            f'qkvLenses.page(document.getElementById("{view_id}"), '
             f'JSON.parse(document.getElementById("{view_id}-data").textContent));</script>\n')
-    style = f"<style>{_asset('page.css')}</style>\n"
+    style = f"<style>{_asset('page.css')}\n{_asset('lenses.css')}</style>\n"
     if inline:
         return style + body
     return (f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n'

@@ -3296,6 +3296,11 @@ from .texts_steps import EN as _STEPS_EN, KO as _STEPS_KO  # noqa: E402
 
 EN.update(_STEPS_EN)
 KO.update(_STEPS_KO)
+# the next-token view and the several-heads views (qkv.models.nexttoken, explain/lenses.js)
+from .texts_lens import EN as _LENS_EN, KO as _LENS_KO  # noqa: E402
+
+EN.update(_LENS_EN)
+KO.update(_LENS_KO)
 
 LANGS = {"en": EN, "ko": KO}
 

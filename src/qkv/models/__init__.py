@@ -23,9 +23,10 @@ from ..errors import InputError
 from .bert import BertConfig, BertEncoder, BertWeights, Tokens
 from .bert import load as load_bert
 from .files import PACKAGED, Pooling, read_tokenizer
+from .nexttoken import NextToken, next_token
 
 __all__ = ["load", "SUPPORTED", "BertEncoder", "BertConfig", "BertWeights", "Pooling", "Tokens",
-           "CausalLM", "Generation"]
+           "CausalLM", "Generation", "NextToken", "next_token"]
 
 # config.json "model_type" values qkv runs, and the module that reads each.
 SUPPORTED = ("bert", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "mixtral",

@@ -400,6 +400,19 @@
     box.appendChild(thumbnails(o, openHead));
     box.appendChild(V.legend({ masked: false, label: W("legendPlain") }));     // a thumbnail draws no hatching
     ui.modelBody.appendChild(box);
+    var m = modelInfo();
+    if (m && m.kind === "CausalLM") drawNext(o);
+  }
+
+  // a decoder's next token and the heads that moved the last token (GET /api/next: qkv.models.next_token)
+  function drawNext(o) {
+    var box = el("div", "qkv-next-box"); ui.modelBody.appendChild(box);
+    var key = o.key;
+    begin();
+    var ready = data.next && data.next.key === key ? Promise.resolve(data.next)
+      : api("next", { model: state.model, text: state.text, lang: state.lang }).then(function (n) { n.key = key; data.next = n; return n; });
+    ready.then(function (n) { window.qkvLenses.nextToken(box, n, VW(), { digits: DIGITS }); },
+      function (err) { box.appendChild(el("p", "qkv-error", W("error") + ": " + err.message)); }).then(end, end);
   }
 
   // the model does not read (part of) the text: its tokenizer's [UNK] and taken-apart pieces, counted by the
@@ -474,14 +487,49 @@
         (grouped ? " (" + W("kvHead", { n: meta.kv_head }) + ")" : "")));
       var tokens = meta.tokens.map(String);
       ui.stepsBox = el("div", "qkv-steps");
+      var lenses = el("div", "qkv-lens-box");
       panel.appendChild(traceView(trace, "", tokens, tokens, 0, {
-        onCell: function (cell) { state.cell = cell; writeURL(false); loadSteps(cell[0]); },
+        onCell: function (cell) { state.cell = cell; writeURL(false); loadSteps(cell[0]); if (lenses.follow) lenses.follow(cell); },
         headLabel: function () { return W("head") + " " + state.head; }
       }));
       ui.modelBody.appendChild(panel);
+      ui.modelBody.appendChild(lenses);
+      drawLenses(lenses, trace, tokens);
       ui.modelBody.appendChild(ui.stepsBox);
       if (state.cell) loadSteps(state.cell[0]);
     }, showModelError).then(end, end);
+  }
+
+  // Several heads at once, text coloured by attention and the neuron view of the chosen cell (lenses.js): the
+  // layer's weights from /api/trace (the library's Trace), the products from /api/neuron (qkv.analysis.score_terms)
+  function drawLenses(box, trace, tokens) {
+    var layer = state.layer, head = state.head, T = tokens.length;
+    var weightsOf = as3(stepOf(trace, "weights"))[0], first = state.cell ? state.cell[0] : T - 1;
+    function strongest(i) { var best = 0; for (var j = 0; j < T; j++) if (weightsOf[i][j] > weightsOf[i][best]) best = j; return best; }
+    var neuronBox = el("div", "qkv-neuron-box"), overlayBox = el("div"), textBox = el("div");
+    box.appendChild(overlayBox); box.appendChild(textBox); box.appendChild(neuronBox);
+    var panels = [];
+    begin();
+    api("trace", { model: state.model, text: state.text, steps: "layer " + layer + "/weights", lang: state.lang }).then(function (whole) {
+      var w = as3(whole.steps[0]), fmtw = function (v) { return V.fmt(v, DIGITS); };
+      var ctx = { tokens: tokens, heads: w.length, query: first, head: head, inks: data.inks,
+        weight: function (h, i, j) { return w[h][i][j]; }, text: function (h, i, j) { return fmtw(w[h][i][j]); },
+        masked: function (h, i, j) { return j > i; },                   // every model here with a next token is causal
+        headLabel: function (h) { return W("head") + " " + h; }, title: VW()["lens.overlay.title"] + " — " + W("layerN", { layer: layer }) };
+      if (!(trace.meta && trace.meta.causal)) ctx.masked = function () { return false; };
+      panels.push(window.qkvLenses.headsOverlay(overlayBox, ctx, VW()));
+      panels.push(window.qkvLenses.textColour(textBox, ctx, VW()));
+    }, function (err) { overlayBox.appendChild(el("p", "qkv-error", W("error") + ": " + err.message)); }).then(end, end);
+    function neuron(i, j) {
+      begin();
+      api("neuron", { model: state.model, text: state.text, layer: layer, head: head, query: i, key: j, lang: state.lang }).then(function (n) {
+        neuronBox.textContent = "";
+        window.qkvLenses.neuron(neuronBox, n, VW(), { digits: DIGITS });
+        neuronBox.appendChild(el("p", "qkv-note", VW()["lens.neuron.pick"]));
+      }, function (err) { neuronBox.textContent = ""; neuronBox.appendChild(el("p", "qkv-error", W("error") + ": " + err.message)); }).then(end, end);
+    }
+    neuron(first, state.cell ? state.cell[1] : strongest(first));
+    box.follow = function (cell) { panels.forEach(function (p) { p.setQuery(cell[0]); }); neuron(cell[0], cell[1]); };
   }
 
   // One explanation of a cell's steps into box: "loading", then the library's HTML in an open
@@ -1186,7 +1234,7 @@
   build();
   begin();
   Promise.all([api("models"), api("examples"), api("style"), api("words")]).then(function (r) {
-    V.setStyle(r[2]);
+    V.setStyle(r[2]); data.inks = r[2].inks;
     data.models = r[0].models; data.examples = r[1].examples; data.translator = r[0].translator; data.words = r[3];
     if (state.tab === "translate" && !data.translator) state.tab = "example";
     data.models.forEach(function (m) {

@@ -15,6 +15,8 @@ Routes (documented for people in docs/serve.md; ``GET /api`` lists them for scri
     GET  /api/overview         ?model=&text=                      → every layer × head's weights (uint8)
     GET  /api/trace            ?model=&text=&layer=&head=[&query=][&steps=a,b] → Trace JSON
     GET  /api/explain          ?model=&text=&layer=&head=[&query=][&lang=][&digits=] → derivation HTML
+    GET  /api/next             ?model=&text=[&k=][&temperature=]   → a decoder's next token and its heads' moves
+    GET  /api/neuron           ?model=&text=&layer=&head=&query=&key= → q_i·k_i of one pair (the neuron view)
     GET  /api/example          ?name=[&query=][&lang=][&digits=]   → Trace JSON + derivation HTML
     POST /api/upload           ?filename=NAME.toml|.json[&lang=]  body: the file → as /api/example
     POST /api/whatif           [?lang=]  body: {name, factor, sqrt_dk, cells, scores} → as /api/example
@@ -76,7 +78,9 @@ img-src and font-src allow no outside address)."""
 ASSETS = {
     "app.js": ("serve/app.js", "text/javascript; charset=utf-8"),
     "views.js": ("explain/views.js", "text/javascript; charset=utf-8"),   # the views shared with the static page
+    "lenses.js": ("explain/lenses.js", "text/javascript; charset=utf-8"),   # next token, several heads (shared too)
     "serve.css": ("serve/serve.css", "text/css; charset=utf-8"),
+    "lenses.css": ("explain/lenses.css", "text/css; charset=utf-8"),
     "page.css": ("explain/page.css", "text/css; charset=utf-8"),   # the static page's visual language
 }
 
@@ -104,6 +108,13 @@ ROUTES = [
      "layer and head, the whole model's weights (steps 'layer L/weights')"),
     ("GET", "/api/explain?model=&text=&layer=&head=[&query=][&lang=en|ko][&digits=N]",
      "the step-by-step derivation of that head for the query, as an HTML fragment: {\"html\": …}"),
+    ("GET", "/api/neuron?model=&text=&layer=&head=&query=&key=",
+     "the neuron view of one query/key pair of a head (qkv.analysis.score_terms): q and k (after RoPE where the "
+     "model turns them), the products q_i·k_i ('terms'), their 'sum', and the recorded 'score' and 'scaled' score"),
+    ("GET", "/api/next?model=&text=[&k=][&temperature=]",
+     "a decoder's next token after the text (qkv.models.next_token): the k likeliest (default 10, at most 50) with "
+     "their logits and softmax(logit / T) at each of 'temperatures' (and at temperature=, in 'at'), and each head's "
+     "‖z^h·W_O^h‖ at the last position with its share of its layer ('head_norms', 'head_shares' [L][H])"),
     ("GET", "/api/example?name=[&query=][&lang=][&digits=]",
      "a worked example: {\"name\", \"title\", \"trace\": Trace JSON, \"html\": derivation}"),
     ("POST", "/api/whatif[?lang=][&digits=]",
@@ -261,6 +272,8 @@ class Cache:
 def _nbytes(value: Any) -> int:
     if isinstance(value, Trace):
         return sum(step.value.nbytes for step in value.steps) + 1024
+    if hasattr(value, "head_norms"):                 # a next token (qkv.models.NextToken)
+        return int(value.logits.nbytes + 2 * value.head_norms.nbytes) + 1024
     if hasattr(value, "cross_weights"):              # a translation
         return int(value.cross_weights.nbytes) + 1024
     return int(getattr(value, "nbytes", 1024))
@@ -686,7 +699,8 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         from ..explain import style
 
         return _json({"gamma": style.WEIGHT_GAMMA, "stops": [list(c) for c in style.BLUES_STOPS],
-                      "ticks": list(style.LEGEND_TICKS), "masked": style.MASKED_COLOUR})
+                      "ticks": list(style.LEGEND_TICKS), "masked": style.MASKED_COLOUR,
+                      "inks": [style.head_colour(h, "text") for h in range(len(style.HEAD_COLOURS))]})
 
     async def api_examples(request: Request) -> Response:
         from .. import examples
@@ -762,6 +776,26 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
             return {"html": derivation_html(trace, lang=lang, digits=digits), "query": trace.meta.get("query")}
 
         return _json(await gate().run(compute, lang=_lang_said(request)))
+
+    async def api_neuron(request: Request) -> Response:
+        model, make = head_trace(request)
+        lang = _lang_said(request)
+        if request.query_params.get("layer") in (None, "") or request.query_params.get("head") in (None, ""):
+            raise ApiError(400, "layer and head: both needed (the neuron view reads one head)")
+        query, key = _int_param(request, "query"), _int_param(request, "key")
+
+        def compute() -> dict:
+            return _neuron(make(), query, key, lang)
+
+        return _json(await gate().run(compute, lang=lang))
+
+    async def api_next(request: Request) -> Response:
+        model, text = entry(request), _text(request)
+        model.check_text(text, limits, _lang_said(request))
+        k = _int_param(request, "k", required=False)
+        temperature = _float_param(request, "temperature")
+        return _json(await gate().run(lambda: _next_token(model, text, 10 if k is None else k, temperature, cache),
+                                      lang=_lang_said(request)))
 
     async def api_example(request: Request) -> Response:
         from .. import examples
@@ -927,6 +961,8 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         Route("/api/overview", api_overview, methods=["GET"]),
         Route("/api/trace", api_trace, methods=["GET"]),
         Route("/api/explain", api_explain, methods=["GET"]),
+        Route("/api/next", api_next, methods=["GET"]),
+        Route("/api/neuron", api_neuron, methods=["GET"]),
         Route("/api/example", api_example, methods=["GET"]),
         Route("/api/upload", api_upload, methods=["POST"]),
         Route("/api/whatif", api_whatif, methods=["POST"]),
@@ -944,6 +980,44 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     app.state.limits = limits
     app.state.gate_inside = lambda: sum(g.inside for g in gates.values())   # requests inside the gate now
     return _SecurityHeaders(app)
+
+
+def _float_param(request: Request, name: str) -> float | None:
+    """A decimal query parameter (None when absent); the library checks its range."""
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return float(value.strip()[:40])
+    except ValueError:
+        raise ApiError(400, _say(_lang_said(request), "whatif.number", value=json.dumps(value[:40], ensure_ascii=False)),
+                       field=name) from None
+
+
+def _neuron(trace: Trace, query: int, key: int, lang: str) -> dict:
+    """/api/neuron: `qkv.analysis.score_terms` of one pair of the head's Trace (row ``query``, column ``key``)."""
+    from ..analysis import score_terms
+
+    tokens = list(trace.meta.get("tokens") or [])
+    for name, value in (("query", query), ("key", key)):
+        if not 0 <= value < len(tokens):
+            raise InputError.keyed("error.query.row", field=name, value=repr(value), n=len(tokens), last=len(tokens) - 1)
+    found = score_terms(trace, query=query, key=key)
+    return {"query": query, "key": key, "query_token": tokens[query], "key_token": tokens[key],
+            "q": found["q"].tolist(), "k": found["k"].tolist(), "terms": found["terms"].tolist(),
+            "sum": found["sum"], "score": found["score"], "scaled": found["scaled"], "rotated": found["rotated"],
+            "kv_head": found["kv_head"]}
+
+
+def _next_token(model: ModelEntry, text: str, k: int, temperature: float | None, cache: Cache) -> dict:
+    """/api/next: `qkv.models.next_token` on the text (kept in the cache per model, text and k), as JSON, the
+    model named as this server names it."""
+    from ..models.nexttoken import check_temperature, next_token
+
+    if temperature is not None:
+        check_temperature(temperature)
+    found = cache.get(("next", model.name, text, k), lambda: next_token(model.model, text, k=k))
+    return dict(found.to_dict(temperature), model=model.name)
 
 
 def _explained(trace: Trace, name: str | None, title: str, lang: str, digits: int | None) -> dict:

@@ -1,0 +1,123 @@
+"""The words of the next-token view and the several-heads views (qkv.models.nexttoken, explain/lenses.js), in
+English and Korean: same keys, same placeholders. `qkv.explain.texts` merges them into its EN and KO tables;
+the page words are ``page.*`` keys, so both pages (the offline page and `qkv serve`) receive them with the rest.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EN", "KO"]
+
+EN: dict[str, str] = {
+    # ------------------------------------------------------------------ errors
+    "error.next.not_decoder": "the next token needs a decoder (a causal language model: GPT-2, Llama, …); this model "
+                              "is a {kind}, which predicts no next token",
+    "error.next.temperature": "the temperature must be a number greater than 0, got {value}",
+    "error.next.k": "k must be a whole number from 1 to {top}, got {value}",
+    # ------------------------------------------------------------------ the next token
+    "page.next.title": "The next token",
+    "page.next.lead": "After “{last}” (token {position}) the model gives each of its {vocab} tokens a logit ℓ; the "
+                      "probabilities are p = softmax(ℓ / T) over all of them. The {k:likeliest token|likeliest tokens}:",
+    "page.next.temperature": "temperature T = {t}",
+    "page.next.slider": "Each temperature's probabilities were computed by qkv in Python, softmax(ℓ / T) over all "
+                        "{vocab} tokens; the slider picks one of them ({n} temperatures), the page computes nothing.",
+    "page.next.rank": "#",
+    "page.next.token": "token",
+    "page.next.logit": "logit ℓ",
+    "page.next.p": "probability",
+    "page.next.rest": "the other {n:token|tokens} together: {p}",
+    "page.next.top_is": "At T = {t} the likeliest token, “{token}”, has probability {p}.",
+    "page.next.table": "the {k} likeliest next tokens at temperature {t}",
+    "page.heads.title": "Which heads moved the last token",
+    "page.heads.lead": "In each layer, head h's part of the attention output at “{last}” is c_h = z^h·W_O^h (its output "
+                       "times its own rows of W_O; Σ_h c_h + b_O = Y). ‖c_h‖ is how far that head moved the last "
+                       "token's residual stream; its share is ‖c_h‖ / Σ_g ‖c_g‖ over the layer's heads. The parts can "
+                       "point different ways, so ‖Y − b_O‖ ≤ Σ_g ‖c_g‖.",
+    "page.heads.most": "Moved it most: {list}.",
+    "page.heads.item": "layer {l} head {h} (‖c‖ = {n})",
+    "page.heads.layer": "layer {l}",
+    "page.heads.y": "‖Y‖",
+    "page.heads.cell": "layer {l}, head {h}: ‖c_h‖ = {n}, share {s}",
+    "page.heads.grid": "each head's ‖c_h‖ at the last token and its share of its layer; darker: a larger share",
+    "page.heads.normed": "In this model each layer adds N_out(Y), a norm of the attention output, to the residual "
+                         "stream: c_h are the heads' parts of Y before that norm.",
+    "page.heads.post_norm": "In this model the residual stream is normalised after the addition, N(x + Y): c_h are the "
+                            "heads' parts of Y before that norm.",
+    # ------------------------------------------------------------------ several heads at once
+    "page.lens.query": "query",
+    "page.lens.overlay.title": "Several heads at once",
+    "page.lens.overlay.lead": "The heads of this layer overlaid: from the chosen query (left) a line to every key "
+                              "(right) in each shown head's colour, as thick and as opaque as its weight. Switch "
+                              "heads on and off below; the weights are written in the table under the lines.",
+    "page.lens.overlay.toggles": "heads shown",
+    "page.lens.overlay.label": "lines from “{q}” to every key, one colour per head, thickness by weight",
+    "page.lens.overlay.table": "weights of “{q}”, one row per shown head",
+    "page.lens.text.title": "Text coloured by attention",
+    "page.lens.text.lead": "Each token's background is its weight from the chosen query in {head}; the weight is "
+                           "written under it.",
+    "page.lens.text.legend": "background: the weight, 0 (white) to 1 (dark blue)",
+    "page.lens.neuron.title": "Neuron view: q·k dimension by dimension",
+    "page.lens.neuron.lead": "The score of “{q}” (query) and “{k}” (key) is the sum of {dk} products q_i·k_i, "
+                             "one per dimension; each bar is one product (blue: positive, red: negative).",
+    "page.lens.neuron.sum": "Σ q_i·k_i = {sum}; the score q·k the model computed: {score}.",
+    "page.lens.neuron.same": "They are equal to {d} decimals.",
+    "page.lens.neuron.differs": "They differ in the last of {d} decimals: the model computed the score as one "
+                                "matrix product in its own precision, the products here are summed in float64.",
+    "page.lens.neuron.scaled": "Then the scaled score: {scaled}.",
+    "page.lens.neuron.pick": "Click a cell of the matrix for its pair.",
+}
+
+KO: dict[str, str] = {
+    "error.next.not_decoder": "다음 토큰은 디코더(GPT-2, Llama 같은 인과 언어 모델)만 예측한다. 이 모델은 {kind}라서 "
+                              "다음 토큰을 예측하지 않는다",
+    "error.next.temperature": "온도는 0보다 큰 수여야 한다. 받은 값: {value}",
+    "error.next.k": "k는 1부터 {top}까지의 정수여야 한다. 받은 값: {value}",
+    "page.next.title": "다음 토큰",
+    "page.next.lead": "“{last}”(토큰 {position}) 다음에 올 토큰으로, 모델은 어휘의 토큰 {vocab}개 각각에 로짓 ℓ을 준다. "
+                      "확률은 이 모두에 대한 p = softmax(ℓ / T)다. 가장 가능성이 높은 토큰 {k}개:",
+    "page.next.temperature": "온도 T = {t}",
+    "page.next.slider": "온도마다의 확률은 qkv가 Python에서 토큰 {vocab}개 모두에 대해 softmax(ℓ / T)로 계산했다. "
+                        "슬라이더는 그중 하나(온도 {n}개)를 고를 뿐이고, 페이지는 아무것도 계산하지 않는다.",
+    "page.next.rank": "순위",
+    "page.next.token": "토큰",
+    "page.next.logit": "로짓 ℓ",
+    "page.next.p": "확률",
+    "page.next.rest": "나머지 토큰 {n}개의 합: {p}",
+    "page.next.top_is": "T = {t}에서 가장 가능성이 높은 토큰 “{token}”의 확률은 {p}이다.",
+    "page.next.table": "온도 {t}에서 가장 가능성이 높은 다음 토큰 {k}개",
+    "page.heads.title": "마지막 토큰을 가장 많이 움직인 헤드",
+    "page.heads.lead": "층마다 “{last}” 위치의 어텐션 출력 중 헤드 h의 몫은 c_h = z^h·W_O^h다(헤드의 출력에 W_O 중 그 "
+                       "헤드의 행들을 곱한 것. Σ_h c_h + b_O = Y). ‖c_h‖는 그 헤드가 마지막 토큰의 잔차 스트림을 "
+                       "움직인 거리이고, 비중은 그 층의 헤드들에 대한 ‖c_h‖ / Σ_g ‖c_g‖다. 몫들은 서로 다른 방향을 "
+                       "가리킬 수 있으므로 ‖Y − b_O‖ ≤ Σ_g ‖c_g‖다.",
+    "page.heads.most": "가장 많이 움직인 헤드: {list}.",
+    "page.heads.item": "층 {l} 헤드 {h} (‖c‖ = {n})",
+    "page.heads.layer": "층 {l}",
+    "page.heads.y": "‖Y‖",
+    "page.heads.cell": "층 {l}, 헤드 {h}: ‖c_h‖ = {n}, 비중 {s}",
+    "page.heads.grid": "마지막 토큰에서 헤드마다의 ‖c_h‖와 그 층 안에서의 비중. 색이 진할수록 비중이 크다",
+    "page.heads.normed": "이 모델은 층마다 어텐션 출력을 정규화한 N_out(Y)를 잔차 스트림에 더한다. c_h는 그 정규화 "
+                         "전의 Y를 헤드별로 나눈 몫이다.",
+    "page.heads.post_norm": "이 모델은 더한 뒤에 잔차 스트림을 정규화한다(N(x + Y)). c_h는 그 정규화 전의 Y를 헤드별로 "
+                            "나눈 몫이다.",
+    "page.lens.query": "Query",
+    "page.lens.overlay.title": "여러 헤드를 한꺼번에",
+    "page.lens.overlay.lead": "이 층의 헤드들을 겹쳐 그렸다. 고른 Query(왼쪽)에서 모든 Key(오른쪽)로, 보이는 헤드마다 "
+                              "그 헤드의 색으로 선을 긋고, 가중치가 클수록 선이 굵고 진하다. 아래에서 헤드를 켜고 끌 "
+                              "수 있고, 가중치는 선 아래 표에 숫자로 적었다.",
+    "page.lens.overlay.toggles": "보이는 헤드",
+    "page.lens.overlay.label": "“{q}”에서 모든 Key로 가는 선. 헤드마다 한 색, 굵기는 가중치",
+    "page.lens.overlay.table": "“{q}”의 가중치. 보이는 헤드마다 한 행",
+    "page.lens.text.title": "어텐션으로 칠한 문장",
+    "page.lens.text.lead": "토큰마다 {head}에서 고른 Query가 그 토큰에 주는 가중치로 배경을 칠했다. 가중치는 토큰 아래에 "
+                           "숫자로 적었다.",
+    "page.lens.text.legend": "배경: 가중치 0(흰색)에서 1(진한 파랑)까지",
+    "page.lens.neuron.title": "뉴런 보기: 차원마다의 q·k",
+    "page.lens.neuron.lead": "“{q}”(Query)와 “{k}”(Key)의 점수는 차원마다 하나씩인 곱 q_i·k_i {dk}개의 합이다. 막대 "
+                             "하나가 곱 하나다(파랑: 양수, 빨강: 음수).",
+    "page.lens.neuron.sum": "Σ q_i·k_i = {sum}, 모델이 계산한 점수 q·k: {score}.",
+    "page.lens.neuron.same": "소수 {d}자리까지 같다.",
+    "page.lens.neuron.differs": "소수 {d}자리의 마지막 자리에서 다르다. 모델은 점수를 자기 정밀도의 행렬곱 하나로 "
+                                "계산했고, 여기의 곱은 float64로 더했다.",
+    "page.lens.neuron.scaled": "그다음 스케일한 점수: {scaled}.",
+    "page.lens.neuron.pick": "행렬의 칸을 누르면 그 쌍이 나온다.",
+}
