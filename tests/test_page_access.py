@@ -4,7 +4,8 @@ reads by contrast, and the page's what-ifs: Chromium, headless, driven by Playwr
 - Keyboard: every query token, key token and the matrix are reached with Tab; Enter / Space on a token act
   as its click; in the matrix the arrow keys move the chosen cell (the shared views.js, as in `qkv serve`).
 - Labels: every canvas is an image with a label, or hidden inside a control that has one.
-- Contrast (WCAG AA, 4.5:1): every text of every worked example's page, in both languages and at both
+- Contrast (WCAG AA, 4.5:1): every text of every worked example's page (its practice panel included, as
+  `qkv example --format html` writes it; the practice's own checks are tests/test_practice_browser.py), in both languages and at both
   sizes, and every number the matrix writes on its canvas, computed from the colours actually painted.
 - Layout: the first step's text starts on the first screen at 1366 × 900; no sideways scroll at 390 px.
 - What-ifs: the scale what-if follows the chosen query; the group meeting's "given score" row names
@@ -23,6 +24,7 @@ import pytest
 import qkv
 import qkv.examples
 import qkv.notebook
+import qkv.practice
 from qkv.explain.style import BLUES_STOPS, WEIGHT_GAMMA
 from qkv.viz.html import trace_html
 
@@ -44,6 +46,7 @@ def page_of(context, folder: Path, name: str, lang: str = "en", viewport=DESKTOP
     if not path.exists():
         trace = qkv.examples.run(name)
         trace.meta["variants"] = qkv.examples.variants(name, trace)     # what `qkv example --format html` adds
+        trace.meta["practice"] = qkv.practice.offline(name, lang=lang)   # (and its practice panel)
         path.write_text(trace_html(trace, lang=lang, digits=4), encoding="utf-8")
     return OpenPage(context, path, viewport=viewport)
 

@@ -258,3 +258,35 @@ def test_serve_practice_for_a_reader(browser_context, server, tmp_path, size, la
         assert opened.errors == []
     finally:
         opened.close()
+
+
+# ------------------------------------------------------------------ the page reads a typed answer as Python does
+TYPED = ["0.25", " 0.25 ", "+.5", "5.", "−0.5", "-0", "1_0", "1__0", "_1", "1_", "1e3", "1E-3", "1e-400", "1e400",
+         "-1e400", "inf", "-Infinity", "iNf", "nan", "NaN", "+nan", "0,25", "0x10", "abc", "a'b", "a'b\"c", "\\", "",
+         "   ", "1 2", "2.14", "2.140", "2.1408", "2.14080", "2.1409", "2.1407", "-2.1408", "1e0", "0.3382", ".3382",
+         "1.5138", "1.51", "1.5", "2", "3", "0.893", "0.89", "9" * 30, "٣", "１"]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_page_says_what_practice_check_says_for_any_typed_text(browser_context, folder, lang):  # noqa: F811
+    """Every question of the self-attention and group-meeting pages' post drills, ~50 typed texts each (numbers
+    Python's float() reads and does not, right to fewer decimals, slips, text): the page's status and lines
+    are `qkv.practice.check`'s. (Python reads other scripts' digits, "٣" and "１"; the page does not: they
+    are the one difference, said as "not a number".)"""
+    for name in ("self-attention", "group-meeting"):
+        opened = OpenPage(browser_context, page_file(folder, name, lang))
+        try:
+            session = practice.drill(name, lang=lang, seed=0)
+            for k, question in enumerate(session.questions):
+                typed = TYPED + [repr(s.value) for s in question.slips] + [f"{question.answer:.{p}f}" for p in range(6)]
+                got = opened.page.evaluate("""([k, typed]) => { const pr = document.querySelector('.qkv-view').qkv.payload.practice;
+                    const d = pr.drills[0]; return typed.map((t) => window.qkvViews.practiceCheck(d.questions[k], t, d.lines)); }""",
+                                           [k, typed])
+                for text, verdict in zip(typed, got):
+                    if text in ("٣", "１"):
+                        assert verdict["status"] == "bad", verdict
+                        continue
+                    said = practice.check(question, text, lang)
+                    assert (verdict["status"], verdict["lines"]) == (said.status, list(said.lines)), (name, k, text)
+        finally:
+            opened.close()
