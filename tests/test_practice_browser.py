@@ -290,3 +290,35 @@ def test_the_page_says_what_practice_check_says_for_any_typed_text(browser_conte
                     assert (verdict["status"], verdict["lines"]) == (said.status, list(said.lines)), (name, k, text)
         finally:
             opened.close()
+
+
+# ------------------------------------------------------------------ qkv.show: the same panel, two views in one notebook
+def test_two_notebook_views_practise_apart(browser_context, tmp_path):  # noqa: F811
+    """Two `qkv.show` outputs on one page (as a notebook shows them): each panel has its own labelled box and
+    checks against its own drills."""
+    import qkv.notebook
+
+    first, second = qkv.notebook.view("self-attention"), qkv.notebook.view("group-meeting", lang="ko")
+    path = tmp_path / "notebook.html"
+    path.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{first.fragment()}"
+                    f"{second.fragment()}</body></html>", encoding="utf-8")
+    opened = OpenPage(browser_context, path)
+    page = opened.page
+    try:
+        page.wait_for_function("() => document.querySelectorAll('.qkv-view[data-ready=\"1\"]').length === 2")
+        boxes = page.locator(".qkv-practice .qkv-pr-input")
+        assert boxes.count() == 2
+        ids = [boxes.nth(n).get_attribute("id") for n in range(2)]
+        assert len(set(ids)) == 2
+        for n, (name, lang) in enumerate((("self-attention", "en"), ("group-meeting", "ko"))):
+            question = practice.drill(name, lang=lang, seed=0).questions[0]
+            label = page.evaluate("(id) => document.getElementById(id).labels[0].textContent", ids[n])
+            assert label == practice.shown(practice.drill(name, lang=lang, seed=0))["questions"][0]["ask"]
+            typed = f"{question.answer:.{question.digits}f}"
+            boxes.nth(n).fill(typed)
+            boxes.nth(n).press("Enter")
+            verdict = page.locator(".qkv-practice .qkv-pr-verdict").nth(n)
+            assert verdict.locator("p").first.text_content() == practice.check(question, typed, lang).lines[0]
+        assert opened.errors == []
+    finally:
+        opened.close()
