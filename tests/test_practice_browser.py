@@ -189,6 +189,7 @@ def test_a_session_on_serve(browser_context, server, name, lang):  # noqa: F811
         page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-fresh') === '1'")
         seed = int(run.get_attribute("data-seed"))
         assert page.locator(".qkv-practice .qkv-pr-seed").input_value() == str(seed)
+        assert f"practice={seed}f" in page.url            # the drill is part of the permalink
         fresh = practice.drill(name, lang=lang, seed=seed, fresh=True)
         first, typed = fresh.questions[0], repr(fresh.questions[0].answer)
         assert answer(page, typed) == expected(first, typed, lang, 0)
@@ -199,6 +200,10 @@ def test_a_session_on_serve(browser_context, server, name, lang):  # noqa: F811
         page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-seed') === '12'")
         again = practice.drill(name, lang=lang, seed=12)
         assert page.locator(".qkv-practice .qkv-pr-title").text_content() == practice.shown(again)["questions"][0]["title"]
+        assert page.locator(".qkv-practice .qkv-pr-ask").text_content() == practice.shown(again)["questions"][0]["ask"]
+        assert "practice=12" in page.url and "practice=12f" not in page.url
+        page.goto(page.url)                                # the permalink opens the same drill
+        page.wait_for_selector('.qkv-view[data-ready="1"] .qkv-practice .qkv-pr-run[data-seed="12"] .qkv-pr-input')
         assert page.locator(".qkv-practice .qkv-pr-ask").text_content() == practice.shown(again)["questions"][0]["ask"]
         page.locator(".qkv-practice .qkv-pr-seed").fill("twelve")
         page.locator(".qkv-practice .qkv-pr-start").click()

@@ -45,6 +45,7 @@
     state.example = p.get("example") || "self-attention";      // an uploaded file is not in the link
     state.part = +(p.get("part") || 0);
     state.lang = p.get("lang") === "ko" || p.get("lang") === "en" ? p.get("lang") : DEFAULT_LANG;
+    state.practice = /^\d{1,15}f?$/.test(p.get("practice") || "") ? p.get("practice") : "";   // seed, f: new numbers
     state.whatif = null;
     if (p.get("whatif")) { try { state.whatif = normalWhatIf(JSON.parse(p.get("whatif"))); } catch (e) { state.whatif = null; } }
   }
@@ -54,6 +55,7 @@
       if (state.example && state.example !== "self-attention") p.set("example", state.example);
       if (state.part) p.set("part", state.part);
       if (state.whatif && changed(state.whatif)) p.set("whatif", JSON.stringify(body(state.whatif)));
+      if (state.practice && state.practice !== "0") p.set("practice", state.practice);
     } else if (state.tab === "translate") {
       p.set("tab", "translate");
       if (state.source) { p.set("source", state.source); p.set("to", state.to); }
@@ -358,6 +360,7 @@
         b.setAttribute("data-example", x.name);
         b.addEventListener("click", function () {
           state.example = x.name; state.part = 0; state.cell = null; state.whatif = null; data.uploaded = null;
+          state.practice = "";
           writeURL(true); render();
           if (window.innerWidth < 900 && ui.exampleBody.scrollIntoView) ui.exampleBody.scrollIntoView({ block: "start" });
         });
@@ -920,6 +923,7 @@
       begin();
       return api("practice", params).then(function (d) {
         seed.value = String(d.seed); fresh.checked = d.fresh;
+        state.practice = d.seed + (d.fresh ? "f" : ""); writeURL(false);       // the drill is part of the permalink
         V.practiceRun(run, d, WV, function (k, typed) {
           begin();
           return api("practice/check", { lang: state.lang }, { method: "POST", headers: { "Content-Type": "application/json" },
@@ -933,7 +937,8 @@
       load({ name: name, lang: state.lang, seed: seed.value.trim() || "0", fresh: fresh.checked ? 1 : 0 });
     });
     newer.addEventListener("click", function () { load({ name: name, lang: state.lang, fresh: 1 }); });
-    load({ name: name, lang: state.lang, seed: 0 });
+    var linked = /^(\d+)(f?)$/.exec(state.practice || "");
+    load({ name: name, lang: state.lang, seed: linked ? linked[1] : 0, fresh: linked && linked[2] ? 1 : 0 });
     return box;
   }
 

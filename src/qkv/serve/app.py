@@ -90,7 +90,7 @@ TRANSLATOR_LANGS = ("ko", "ja")
 _ARRAY_FIELDS = ("x", "memory", "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "mask")
 
 ROUTES = [
-    ("GET", "/", "the page; its state (model, text, view, layer, head, cell, example, lang) is in the URL"),
+    ("GET", "/", "the page; its state (model, text, view, layer, head, cell, example, practice, lang) is in the URL"),
     ("GET", "/static/{name}", "the page's script and styles: " + ", ".join(ASSETS)),
     ("GET", "/api", "this list"),
     ("GET", "/api/models", "the models loaded at start-up: name, layers, heads, max_tokens, kind"),
