@@ -250,7 +250,8 @@ def test_multi_head_by_hand_says_how_its_first_head_was_rounded(lang):
     by_hand = ex.run("self-attention", by_hand=True)["by hand/out"].value[0, 1]
     assert round(first[1], 3) == 0.930 and by_hand[1] == 0.929       # rounded once vs at every step
     text = flat(render(ex.run("multi-head", by_hand=True), "text", lang=lang, by_hand=True))
-    assert texts.text(lang, "mh.z1.by_hand", z="z⁽¹⁾_love", token="love", example="self-attention")[:20] in text
+    named = texts.text(lang, "example.name.self-attention")         # the example as the language names it
+    assert texts.text(lang, "mh.z1.by_hand", z="z⁽¹⁾_love", token="love", example=named)[:20] in text
     assert "0.930" in text
 
 

@@ -128,7 +128,7 @@ def test_a_full_session_in_korean_has_no_english(capsys, monkeypatch, name):
     code, out, err = play(capsys, monkeypatch, answers, name, "--seed", "4", "--lang", "ko")
     n = len(drill.questions)
     assert code == 0 and HANGUL.search(out)
-    assert out.count("맞았다: ") == n and out.count("아쉽다. ") == n and out.count("답이 없다") == n, out
+    assert out.count("맞았다: ") == n and out.count("정답이 아니다. ") == n and out.count("답이 없다") == n, out
     tokens = set()
     for key in ("tokens", "key_tokens"):
         tokens |= words_of(*(drill.trace.meta.get(key) or ()))

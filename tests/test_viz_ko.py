@@ -3,7 +3,7 @@
 labels, legends, tick labels, cell numbers, colour-bar labels) is read word by word: a Latin word is
 allowed only when it is a symbol or variable name the figures write the same in every language
 (q, k_love, W_Q, softmax, exp, Concat …), a token string of the input, or one of the post's own terms
-the Korean posts write in Latin letters (Query, Key, Value). The list of allowed words is written
+the Korean posts write in Latin letters (Query, Key, Value; Self-attention, Cross-attention, Multi-head attention). The list of allowed words is written
 here, not read from the code under test."""
 
 from __future__ import annotations
@@ -27,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Written the same in Korean: the formulas' functions and the posts' terms for Q, K, V (the Korean posts
 # write "Query·Key·Value"), the library's name, and one proper name ("3Blue1Brown", post 002).
-SYMBOLS = {"softmax", "exp", "max", "Concat", "Query", "Key", "Value", "qkv", "3Blue1Brown", "score_mod"}
+SYMBOLS = {"softmax", "exp", "max", "Concat", "Query", "Key", "Value", "qkv", "3Blue1Brown", "score_mod",
+           # «도해와 최소 사례로 …» writes its three attentions in Latin letters in its Korean text and title
+           # ("Self-attention, Cross-attention, Multi-head Attention"); the text output and serve use the same
+           "Self", "Cross", "Multi", "head", "attention"}
 _WORD = re.compile(r"[0-9]*[A-Za-z][A-Za-z0-9_]*")
 
 
@@ -138,5 +141,6 @@ def test_a_models_figures_have_no_english_under_ko(minilm):
 
 def test_the_checker_finds_english():
     # the check itself: an English title is found, symbols and tokens are not
-    assert _english("Multi-head attention: love에 대한 세 헤드", {"love"}) == ["Multi", "head", "attention"]
+    assert _english("Outputs of three heads: love에 대한 세 헤드", {"love"}) == ["Outputs", "three", "heads"]
+    assert _english("Multi-head attention: love에 대한 세 헤드", {"love"}) == []      # the post's own term
     assert _english("q_love · k_I = 0.92 × 0.45 = softmax(QKᵀ/√d_k) Query", {"love", "I"}) == []

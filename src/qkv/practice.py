@@ -346,8 +346,9 @@ def _attention_questions(c: _Chain, i: int, j: int, comp: int, *, ask_qk: bool) 
         ask=("practice.ask.weight" if ask_qk else "practice.ask.weight.meeting", {"q": qt, "k": kt, "digits": dw}),
         how=("practice.how.weight", {"e": _num(exps_row[j], de), "sum": _num(c.sums[i], dsum),
                                      "answer": _num(answer, dw)}),
-        hint=(("practice.hint.weight", {"row": _labelled(row, c.key_tokens, dss), "m": _num(m, dss),
-                                        "exps": _vector(exps_row, de), "sum": _num(c.sums[i], dsum)}),),
+        hint=(("practice.hint.weight" if ask_qk else "practice.hint.weight.meeting",
+               {"row": _labelled(row, c.key_tokens, dss), "m": _num(m, dss),
+                "exps": _vector(exps_row, de), "sum": _num(c.sums[i], dsum)}),),
         slips=_slips(answer, 10.0 ** -dw, cands)))
     # one component of the output
     do, dv = c.digits("out"), c.digits("v")
@@ -516,7 +517,8 @@ def check(question: Question, typed: str, lang: str = "en") -> Verdict:
         return Verdict("wrong", (_slip_line(t, slip, typed.strip()),), slip)
     places = _decimals(typed)
     if places < question.digits and _close(value, round(question.answer, places), 10.0 ** -places / 2 + 1e-12):
-        return Verdict("bad", (t("practice.bad.places", places=places, digits=question.digits),))
+        return Verdict("bad", (t("practice.bad.places" if places else "practice.bad.whole", places=places,
+                                 digits=question.digits),))
     return Verdict("wrong", _unknown_lines(t, question, typed.strip()))
 
 

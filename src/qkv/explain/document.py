@@ -315,6 +315,13 @@ def _numbering(ctx: Context) -> None:
     ctx.add(Note(" ".join(parts)))
 
 
+def _example_name(ctx: Context, name: str) -> str:
+    """A worked example named in a sentence: as the reader's language writes it where it has a name of its own
+    (Korean writes the post's "Self-attention"), else as typed on the command line."""
+    key = f"example.name.{name}"
+    return ctx.t(key) if texts.has(ctx.lang, key) else name
+
+
 def _title(ctx: Context) -> None:
     info = ctx.info
     title = title_of(ctx.trace, ctx.lang) or ctx.t("title.user")     # in the reader's language
@@ -824,6 +831,7 @@ def _shapes(ctx: Context) -> None:
         # ``formula.<step>`` when the recorded one is its English
         key = f"formula.{s.name}"
         formula = ctx.t(key) if texts.has("en", key) and s.formula == texts.text("en", key) else s.formula
+        formula = formula.replace("Concat(heads)", ctx.t("sym.concat_heads"))     # Y's, with or without + b_O
         rows.append([texts.step_name(ctx.lang, s.name), formula, " × ".join(str(d) for d in s.shape)])
     ctx.add(Table([ctx.t("col.step"), ctx.t("col.formula"), ctx.t("col.shape")], rows))
 
@@ -842,7 +850,7 @@ def _multi_head(ctx: Context) -> None:
         return sym(f"z{_sup(shown)}_{token}", f"z^{{({shown})}}_{{\\text{{{_latex_text(token)}}}}}")
 
     ctx.add(Heading(ctx.t("h.mh.heads")),
-            Para(ctx.t("mh.z1.by_hand" if ctx.by_hand else "mh.z1", z=z(0).plain, token=token, example=info.first_head or "self-attention")),
+            Para(ctx.t("mh.z1.by_hand" if ctx.by_hand else "mh.z1", z=z(0).plain, token=token, example=_example_name(ctx, info.first_head or "self-attention"))),
             Para(ctx.t("mh.given", n=n_heads - 1)),
             Calc([[z(h), EQ, Vec(tuple(float(v) for v in heads[h, 0]), ctx.d("out"), 0)] for h in range(n_heads)]))
     concat = ctx.value("concat")
@@ -923,7 +931,7 @@ def _group_meeting(ctx: Context) -> None:
         tokens = list(info.tokens)
         w_rows, w_cols = ctx.value("rows/weights"), ctx.value("columns/weights")
         ctx.add(Heading(ctx.t("gm.notation.title")),
-                Para(ctx.t("gm.notation.intro", example=info.notation or "self-attention")),
+                Para(ctx.t("gm.notation.intro", example=_example_name(ctx, info.notation or "self-attention"))),
                 Para(ctx.t("gm.notation.rows")),
                 ctx.matrix("rows/weights", sym("softmax(QKᵀ/√d_k)", r"\operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)"),
                            w_rows, rows=_labels(w_rows.shape[0], tokens), cols=_labels(w_rows.shape[1], tokens)),

@@ -199,6 +199,7 @@ EN: dict[str, str] = {
     "col.formula": "formula",
     # multi-head
     "h.mh.heads": "The heads' outputs for one token",
+    "example.name.self-attention": "self-attention",
     "mh.z1": "{z} is the output for {token} computed in the {example} example (not typed in).",
     "mh.z1.by_hand": "{z} is the exact output for {token} of the {example} example (not typed in), rounded once to the "
                      "decimals shown; the {example} example by hand rounds every step and can differ in the last decimal.",
@@ -1781,7 +1782,7 @@ KO: dict[str, str] = {
     "rope.query": "Query {token}의 위치는 {pos}이다. 회전 전과 후의 Q 행:",
     "rope.keys": "회전한 뒤의 K 행 (각 Key는 자기 위치만큼 돈다). 점수는 이 Key들로 계산한다:",
     "scores.matrix": "모든 Query와 모든 Key를 한꺼번에 비교한 Q·Kᵀ ({t} × {tk}). 따라가는 Query의 행을 표시했다:",
-    "scale.explain": "Q와 K는 성분이 d_k = {dk}개인 벡터이므로, 점수를 √d_k(= √{dk})로 나누어 스케일링한다:",
+    "scale.explain": "Q와 K는 d_k = {dk}차원 벡터이므로, 점수를 √d_k(= √{dk})로 나누어 스케일링한다:",
     "scale.given": "점수를 스케일링한다: {formula}.",
     "scale.none": "점수를 스케일링하지 않는다(스케일이 1이다): softmax는 Q·Kᵀ를 그대로 받는다.",
     "bias.explain": "스케일링한 점수에 더하는 편향:",
@@ -1795,7 +1796,7 @@ KO: dict[str, str] = {
     "softmax.explain.mask": "softmax는 이 점수들을 0과 1 사이의 가중치로 바꾸고, 가중치의 합이 1이 되게 한다. 각 점수의 exp를 "
                             "모든 exp의 합으로 나누는 것이다 (마스크 때문에 볼 수 있는 Key가 하나도 없는 Query는 모든 가중치가 0이다):",
     "softmax.steps": "softmax를 한 단계씩 계산한다. 모든 점수에서 같은 수를 빼도 가중치는 변하지 않으므로, qkv는 먼저 그 행의 가장 큰 점수 m을 모든 점수에서 뺀다 (여기서 m "
-                     "= {m}). 그러면 e^(s − m)은 1을 넘지 않으므로 오버플로가 일어나지 않는다. 각 가중치는 e^(s − m)을 그 합으로 나눈 값이다:",
+                     "= {m}). 그러면 e^(s − m)이 1을 넘지 않아 오버플로가 일어나지 않는다. 각 가중치는 e^(s − m)을 그 합으로 나눈 값이다:",
     "col.key": "Key",
     "col.score": "스케일링한 점수",
     "col.score.final": "softmax에 들어가는 점수",
@@ -1845,6 +1846,7 @@ KO: dict[str, str] = {
     "col.formula": "식",
     # multi-head
     "h.mh.heads": "토큰 하나에 대한 헤드별 출력",
+    "example.name.self-attention": "Self-attention",
     "mh.z1": "{z}: {example} 예제에서 계산한 {token}의 출력이다 (직접 입력한 값이 아니다).",
     "mh.z1.by_hand": "{z}: {example} 예제에서 정확히 계산한 {token}의 출력(직접 입력한 값이 아니다)을 적힌 자릿수로 한 번만 "
                      "반올림한 값이다. {example} 예제의 손 계산은 단계마다 반올림하므로 마지막 자리가 다를 수 있다.",
@@ -1874,7 +1876,7 @@ KO: dict[str, str] = {
                  "첫 번째 조모임에서 {w1}, 두 번째 조모임에서 {w2}이다. 가중치를 정하는 것은 점수들 사이의 차이뿐이다. "
                  "그 행의 가장 큰 점수 m에서 {token}의 점수를 뺀 값은 첫 번째 조모임에서 {d1}, 두 번째 조모임에서 {d2}이다. "
                  "그래서 모든 점수에 같은 수를 더해도 가중치는 변하지 않지만, 모든 점수에 같은 수를 곱하면 차이도 그만큼 "
-                 "곱해져서 가중치가 바뀐다(temperature, √d_k로 나누기).",
+                 "곱해져서 가중치가 바뀐다(온도, √d_k로 나누기).",
     "gm.notation.title": "두 가지 표기법, 하나의 계산",
     "gm.notation.intro": "Attention Is All You Need 논문은 토큰을 행벡터로, 3Blue1Brown 영상은 열벡터로 쓴다. "
                          "{example} 예제의 Q, K, V로 두 표기법을 나란히 계산해 보자.",
@@ -1975,7 +1977,7 @@ KO: dict[str, str] = {
     "fig.meeting_scores": "찰떡궁합점수 (주어짐)",
     "fig.meeting_no_scale": "여기서는 √d_k로 나누지 않는다: 글은 주어진 점수에 바로 softmax를 적용한다",
     "fig.meeting_answers": "v: 각 토큰의 대답 (열: 다음 단어 후보)",
-    "fig.notations": "표기는 둘, 계산은 하나 (셀프 어텐션 예제의 “{sentence}”에서 나온 Q, K, V)",
+    "fig.notations": "표기는 둘, 계산은 하나 (Self-attention 예제의 “{sentence}”에서 나온 Q, K, V)",
     "fig.rows_form": "행벡터 표기 (논문): softmax(QKᵀ/√d_k), 행마다 softmax를 적용해 각 행의 합이 1이다",
     "fig.columns_form": "열벡터 표기 (3Blue1Brown): softmax(KᵀQ/√d_k), 열마다 softmax를 적용해 각 열의 합이 1이다",
     "fig.rows_out": "softmax(QKᵀ/√d_k)·V: 토큰마다 한 행",
@@ -1991,9 +1993,9 @@ KO: dict[str, str] = {
     "fig.heads.position": "위치",
     "fig.rows_axes": "행: Query · 열: Key",
     "fig.columns_axes": "행: Key · 열: Query",
-    "fig.title.self-attention": "셀프 어텐션: love가 X에서 z까지 문맥을 담는 과정",
-    "fig.title.cross-attention": "크로스 어텐션: 디코더 토큰 私は가 인코더에 묻는다",
-    "fig.title.multi-head": "멀티 헤드 어텐션: love에 대한 세 헤드의 출력을 이어 붙여 W_O로 투영한다",
+    "fig.title.self-attention": "Self-attention: love가 X에서 z까지 문맥을 담는 과정",
+    "fig.title.cross-attention": "Cross-attention: 디코더 토큰 私は가 인코더에 묻는다",
+    "fig.title.multi-head": "Multi-head attention: love에 대한 세 헤드의 출력을 이어 붙여 W_O로 투영한다",
     "fig.title.projection": "Q·K·V 투영과 멀티 헤드: T = 3, d = 8, h = 2일 때 각 단계의 형태",
     "fig.title.group-meeting": "어텐션이 조모임이라면: 찰떡궁합점수, softmax, 두 가지 표기법",
     "fig.no_cjk_font": "qkv: CJK 글꼴이 없어 한국어와 일본어가 빈 네모로 그려진다. koreanize-matplotlib(pip) 또는 fonts-noto-cjk(apt)를 설치하라",
@@ -2061,9 +2063,9 @@ KO: dict[str, str] = {
     "page.too_large": "이 기록에는 숫자가 {n}개 있어 단계별 설명은 이 페이지에서 뺐다. 더 짧은 입력으로 qkv explain을 실행하면 읽을 수 있다.",
     "page.sum_of": "Query {n}개의 가중치 합",
     "page.sum_legend": "Key의 색: Query {n}개의 가중치 합, 0부터 {n}까지 (한 행의 합은 1)",
-    "page.part.rows": "행벡터 표기 (논문): self-attention 예제의 Q, K, V",
+    "page.part.rows": "행벡터 표기 (논문): Self-attention 예제의 Q, K, V",
     "page.lead.flow": "{title}: 헤드들의 출력이 하나의 출력이 되는 과정(결합 → W_O)을 한 단계씩 본다 (이 예제는 각 헤드의 "
-                      "출력 z에서 시작한다. 헤드 하나의 계산은 self-attention 예제에 있다).",
+                      "출력 z에서 시작한다. 헤드 하나의 계산은 Self-attention 예제에 있다).",
     "page.stepper": "한 단계씩 따라가기",
     "page.stepper_hint": "“다음” / “이전” 버튼(또는 → ← 키)을 누르면 따라가는 Query의 계산이 한 단계씩 나온다 (다른 Query를 따라가려면 왼쪽 토큰을 클릭하라). 주황 "
                          "점선: 이 단계가 읽는 값, 진한 테두리: 이 단계가 쓰는 값. 결과는 모두 기록된 값이고, 곱은 화면에 보이는 숫자끼리 곱한 것이다.",
@@ -2512,7 +2514,7 @@ KO: dict[str, str] = {
     "help.ring.batch": "배치 크기 B",
     "help.ring.heads": "Query 헤드 수 H",
     "help.ring.kv_heads": "Key/Value 헤드 수 G, H의 약수 (그룹 Query 어텐션. 기본값 H)",
-    "help.ring.dim": "헤드 폭 D",
+    "help.ring.dim": "헤드 차원 D",
     "help.ring.dtype": "텐서의 부동소수점 형식",
     "help.ring.no_causal": "모든 토큰을 본다 (기본값: 인과 마스크)",
     "help.ring.strategies": "쉼표로 구분한 목록, {strategies} 중에서 고른다 (기본값 all. ulysses는 H가 P의 배수일 "
@@ -2813,7 +2815,7 @@ KO: dict[str, str] = {
     "error.spec.query": "{got}: 토큰({shown}) 중 하나도, 행 번호 {first}–{last}도 아니다",
     "error.spec.query.more": "{got}: 토큰({shown}, … 모두 {n}개) 중 하나도, 행 번호 {first}–{last}도 아니다",
     "error.spec.rows": "행(토큰)이 {rows}개이다. 예제의 행은 {most}개까지이다",
-    "error.spec.columns": "열이 {columns}개이다. 예제의 폭은 {most}까지이다",
+    "error.spec.columns": "열이 {columns}개이다. 예제의 열은 {most}개까지이다",
     "error.spec.digits": "단계 이름 = 소수 자릿수(0–12) 꼴의 표여야 한다",
     "error.spec.notes": "step = \"...\"와 text = \"...\"가 있는 표의 목록이어야 한다",
     "error.spec.note_value": "{got}: \"shown\"이나 \"exact\"여야 한다 ({{value}}가 어느 수인지)",
@@ -2827,10 +2829,10 @@ KO: dict[str, str] = {
     "error.spec.matrix_missing": "없다: 꼭 있어야 하는 행렬이다",
     "error.spec.memory_tokens": "memory 없이 주어졌다 (memory_tokens는 memory의 행 이름이다)",
     "error.spec.w_rows": "행이 {rows}개인데 {of}의 열은 {columns}개이다. {of}·{w}의 곱을 계산하려면 {of}의 열마다 {w}의 행이 하나씩 있어야 한다",
-    "error.spec.w_k": "열이 {k}개인데 w_q의 열은 {q}개이다. Query와 Key를 비교하려면(Q·Kᵀ) 폭이 같아야 한다",
+    "error.spec.w_k": "열이 {k}개인데 w_q의 열은 {q}개이다. Query와 Key를 비교하려면(Q·Kᵀ) 열 수가 같아야 한다",
     "error.spec.heads": "양의 정수여야 한다 (받은 값: {got})",
     "error.spec.split": "{name}의 열 {columns}개를 헤드 {heads}개로 똑같이 나눌 수 없다 ({columns} % {heads} = {rest})",
-    "error.spec.w_o": "행이 {rows}개인데 이어 붙인 헤드({heads}개)의 값은 {values}개이다 (w_v의 열). Concat(heads)·W_O를 계산하려면 둘이 같아야 한다",
+    "error.spec.w_o": "행이 {rows}개인데 이어 붙인 헤드({heads}개)의 값은 {values}개이다 (w_v의 열). Concat(헤드)·W_O를 계산하려면 둘이 같아야 한다",
     "error.spec.without_w_o": "w_o 없이 주어졌다",
     "error.spec.bias": "값이 {n}개인데 {width}개가 필요하다",
     "error.spec.total": "수가 모두 {total}개이다. 예제에는 {most}개까지 담을 수 있다 (설명이 모든 단계를 기록한다)",
@@ -2875,8 +2877,8 @@ KO: dict[str, str] = {
     "error.config.integer_span": "[{low}, 2³¹] 범위의 정수여야 한다 (받은 값: {value})",
     "error.bert.eps": "(0, 1) 범위의 유한한 수여야 한다 (BERT는 1e-12를 쓴다. 받은 값: {value})",
     "error.bert.pad": "{value}: 토큰 id가 아니다. vocab_size는 {vocab_size}이다 (id 0 … {last})",
-    "error.rope.not_finite": "rope_theta {theta}(헤드 폭 {width})에서는 RoPE의 주파수가 float32로 유한하지 않다. 모델이 NaN을 계산하게 된다. rope_theta는 적당한 크기의 양수여야 한다 (Llama 2는 10000, Llama 3는 500000)",
-    "error.rope.scaled_not_finite": "rope_theta = {theta}, 배율 설정 {scaling}(헤드 폭 {width})에서는 RoPE의 주파수가 float32로 유한하지 않다. 모델이 NaN을 계산하게 된다. rope_theta는 적당한 크기의 양수여야 한다 (Llama 2는 10000, Llama 3는 500000)",
+    "error.rope.not_finite": "rope_theta {theta}(헤드 차원 {width})에서는 RoPE의 주파수가 float32로 유한하지 않다. 모델이 NaN을 계산하게 된다. rope_theta는 적당한 크기의 양수여야 한다 (Llama 2는 10000, Llama 3는 500000)",
+    "error.rope.scaled_not_finite": "rope_theta = {theta}, 배율 설정 {scaling}(헤드 차원 {width})에서는 RoPE의 주파수가 float32로 유한하지 않다. 모델이 NaN을 계산하게 된다. rope_theta는 적당한 크기의 양수여야 한다 (Llama 2는 10000, Llama 3는 500000)",
     "error.decoder.token_id": "토큰 id {id}: 어휘({vocab_size}개) 밖이다",
     "error.decoder.positions": "토큰이 {n}개인데 모델이 학습한 위치는 {positions}개뿐이다 (n_positions)",
     "error.rope.dynamic": "토큰 {n}개: 동적 RoPE 배율 조정은 max_position_embeddings({positions})를 넘으면 주파수를 바꾸는데, qkv는 그 계산을 하지 않는다",
@@ -2911,7 +2913,7 @@ KO: dict[str, str] = {
     "error.config.split": "{width_key} {width}: 헤드 {heads}개로 똑같이 나눌 수 없다",
     "error.llama.bidirectional": "{value}: 지원하지 않는다 (인과 마스크가 없는 인코더식 Gemma이다. qkv는 이 계열을 인과 디코더로만 실행한다)",
     "error.config.split_no_head_dim": "hidden_size {width}: 헤드 {heads}개로 똑같이 나눌 수 없다 (head_dim도 없다)",
-    "error.config.partial": "헤드 폭 {width}의 {partial}이면 열 {rotary}개를 돌리게 된다",
+    "error.config.partial": "헤드 차원 {width}의 {partial}이면 열 {rotary}개를 돌리게 된다",
     "error.config.experts": "{top_k}: num_local_experts {experts}보다 크다",
     "error.rope.sliding_scaled": "슬라이딩 윈도 층의 배율 조정 RoPE는 지원하지 않는다",
     "error.config.finite_positive": "유한한 양수여야 한다 (받은 값: {value})",
@@ -2930,7 +2932,7 @@ KO: dict[str, str] = {
                                 "임의의 수로 채운다)",
     "error.llama.partial_scaled": "배율 조정 RoPE와 함께 쓴 값({partial})은 지원하지 않는다: transformers의 "
                                   "{model_type} 모델은 헤드 일부의 주파수만 계산하고 헤드 전체를 돌리려다 실패한다",
-    "error.rope.odd_scaled": "회전 폭이 홀수({width})일 때 rope_type {kind} 방식은 지원하지 않는다",
+    "error.rope.odd_scaled": "회전 차원이 홀수({width})일 때 rope_type {kind} 방식은 지원하지 않는다",
     "error.opt.project": "{value} ≠ hidden_size {width}: 지원하지 않는다 (OPT-350m의 project_in/project_out)",
     "error.opt.affine": "false는 지원하지 않는다 (가중치 없는 LayerNorm)",
     "error.model_type.falcon": "'falcon': 지원하지 않는다. Falcon의 융합 다중 Query 배치와 ALiBi 옵션은 구현되어 있지 않다",
@@ -3113,7 +3115,7 @@ KO: dict[str, str] = {
     "error.translator.config.fields": "체크포인트의 설정 항목이 맞지 않는다 (빠진 항목: {missing}. 모르는 항목: "
                                       "{unknown})",
     "error.translator.config.size": "체크포인트의 설정 {name}: {value}. 1 … {limit}의 정수여야 한다",
-    "error.translator.config.split": "체크포인트의 설정: d_model {d}: 같은 폭의 헤드 {h}개로 나눌 수 없다",
+    "error.translator.config.split": "체크포인트의 설정: d_model {d}: 같은 차원의 헤드 {h}개로 나눌 수 없다",
     "error.translator.config.vocab": "체크포인트의 설정 {name}: 단어 {limit}개 이하의 목록이어야 한다",
     "error.translator.config.twice": "체크포인트의 설정 {name}: 같은 단어가 두 번 나온다",
     "error.translator.config.start": "체크포인트의 설정 {name}: 첫 단어가 {pad}이고 다음 단어를 담아야 한다: {needed}",
@@ -3268,7 +3270,7 @@ KO: dict[str, str] = {
     "serve.ui.changed": "글에서 바꾼 것: {what}",
     "serve.ui.unchanged": "글의 숫자 그대로",
     "serve.ui.meeting": "{meeting}: “{tokens}”",
-    "serve.ui.notNumber": "{where}: 수가 아닌 값(“{value}”)이 들어왔다. 0.5나 −1.2 같은 수를 입력한다.",
+    "serve.ui.notNumber": "{where}: 수가 아닌 값(“{value}”)이 들어왔다. 0.5나 −1.2 같은 수를 입력하라.",
     "serve.ui.cellPlace": "{matrix}, 행 {row}, 열 {column}",
     "serve.ui.scorePlace": "{meeting}에서 “{token}”의 점수",
     "serve.ui.meeting.1": "첫 번째 조모임",

@@ -71,6 +71,7 @@ EN: dict[str, str] = {
     "practice.hint.diff": "For {k}: s − m = {diff}.",
     "practice.hint.count": "Σ adds all {n:number|numbers} of the row.",
     "practice.hint.weight": "Compare step by step: scaled scores {row}; m = {m}; e^(s − m) = {exps}; Σ = {sum}.",
+    "practice.hint.weight.meeting": "Compare step by step: the scores {row} (not divided by √d_k); m = {m}; e^(s − m) = {exps}; Σ = {sum}.",
     "practice.hint.products": "Compare your products wⱼ·vⱼ with these: {terms}.",
     "practice.hint.blocks": "z_concat puts the outputs of {heads:head|heads} side by side, {dv:number|numbers} each, in head order "
                             "(entries count from 0).",
@@ -105,6 +106,8 @@ EN: dict[str, str] = {
     "practice.bad.inf": "{value} is beyond the range of numbers here: type a finite number, such as 0.25.",
     "practice.bad.places": "That is right to {places:decimal|decimals}; the step prints {digits}: type it with {digits} "
                            "decimals.",
+    "practice.bad.whole": "That is right rounded to a whole number; the step prints {digits:decimal|decimals}: type it with "
+                          "{digits}.",
     "practice.right": "Right: {how}",
     "practice.wrong.slip": "Not quite. Your {yours} comes from this slip: {first}{rest}.",
     "practice.then": "; and then {part}",
@@ -130,7 +133,7 @@ KO: dict[str, str] = {
     "practice.error.seed": "시드는 0 이상의 정수여야 한다. 받은 값: {value}",
     "practice.head": " (헤드 {head})",
     "practice.header": "연습: {title}. 문제 {n}개, 시드 {seed} (같은 문제를 다시 풀려면: qkv practice {example} "
-                       "--seed {seed}{fresh}). 답을 입력하고 Enter를 누른다.",
+                       "--seed {seed}{fresh}). 답을 입력하고 Enter를 누르면 된다.",
     "practice.question": "문제 {number}/{n} — {what}",
     "practice.kind.score": "점수 q·k",
     "practice.kind.scaled": "스케일링한 점수",
@@ -142,12 +145,12 @@ KO: dict[str, str] = {
     "practice.kind.y": "Y = z_concat·W_O의 성분",
     "practice.given.q": "q_{token}{head} = {vector}",
     "practice.given.k": "k_{token}{head} = {vector}",
-    "practice.given.score": "s = q_{q}·k_{k} = {score}. q와 k의 성분은 d_k = {dk}개씩이다.",
+    "practice.given.score": "s = q_{q}·k_{k} = {score}. q와 k는 d_k = {dk}차원이다.",
     "practice.given.scaled_row": "{q} 행의 스케일링한 점수: {row}. 가장 큰 값: m = {m}.",
-    "practice.given.meeting_max": "질문 {q}에 대한 찰떡궁합점수 (조모임에서는 나누지 않는다): {row}. 가장 큰 값: m = {m}.",
+    "practice.given.meeting_max": "질문 {q}에 대한 찰떡궁합점수 (조모임에서는 √d_k로 나누지 않는다): {row}. 가장 큰 값: m = {m}.",
     "practice.given.exp_row": "{q} 행의 Key마다 e^(s − m): {row}.",
     "practice.given.scores_row": "{q} 행의 스케일링하기 전 점수 q·k: {row}. d_k = {dk}.",
-    "practice.given.meeting_row": "질문 {q}에 대한 찰떡궁합점수 (조모임에서는 나누지 않는다): {row}.",
+    "practice.given.meeting_row": "질문 {q}에 대한 찰떡궁합점수 (조모임에서는 √d_k로 나누지 않는다): {row}.",
     "practice.given.weights_row": "{q} 행의 가중치: {row}.",
     "practice.given.v_column": "각 Value 벡터 v의 성분 {c}: {row}.",
     "practice.given.head_out": "{q}에 대한 헤드 {head}의 출력: {vector}",
@@ -169,13 +172,14 @@ KO: dict[str, str] = {
     "practice.how.weight": "e^(s − m) / Σ = {e} / {sum} = {answer}",
     "practice.how.out": "Σⱼ wⱼ·vⱼ[{c}] = {sum} = {answer}",
     "practice.how.concat": "z_concat[{col}] = 헤드 {head} 출력의 성분 {within} = {answer}",
-    "practice.how.y": "Y[{c}] = 헤드 {heads}개의 몫의 합 {shares} = {answer}",
-    "practice.hint.terms": "자신이 구한 곱을 다음 값과 비교해 보자: {terms}.",
+    "practice.how.y": "Y[{c}] = 헤드 {heads}개가 각각 보탠 값의 합 {shares} = {answer}",
+    "practice.hint.terms": "직접 구한 곱을 다음 값과 비교해 보자: {terms}.",
     "practice.hint.root": "√{dk} = {root}.",
     "practice.hint.diff": "{k}의 s − m = {diff}.",
     "practice.hint.count": "Σ는 그 행의 숫자 {n}개를 모두 더한다.",
     "practice.hint.weight": "한 단계씩 비교해 보자: 스케일링한 점수 {row}, m = {m}, e^(s − m) = {exps}, Σ = {sum}.",
-    "practice.hint.products": "자신이 구한 곱 wⱼ·vⱼ를 다음 값과 비교해 보자: {terms}.",
+    "practice.hint.weight.meeting": "한 단계씩 비교해 보자: 점수 {row} (√d_k로 나누지 않는다), m = {m}, e^(s − m) = {exps}, Σ = {sum}.",
+    "practice.hint.products": "직접 구한 곱 wⱼ·vⱼ를 다음 값과 비교해 보자: {terms}.",
     "practice.hint.blocks": "z_concat은 헤드 {heads}개의 출력을 헤드 순서대로 {dv}개씩 나란히 이어 붙인 것이다 (성분 "
                             "번호는 0부터 센다).",
     "practice.hint.shares": "z_concat은 헤드 {heads}개 × 성분 {dv}개이다. Y는 모든 헤드의 곱 {n}개를 전부 더한다.",
@@ -199,22 +203,23 @@ KO: dict[str, str] = {
     "practice.slip.unweighted": "Value를 가중치 없이 그냥 더했다. 각 Value에 자기 가중치를 곱해서 더해야 한다",
     "practice.slip.other_head": "헤드 {wanted}의 구간 대신 헤드 {used}의 구간에서 같은 자리의 값을 썼다",
     "practice.slip.offset": "z_concat[{wanted}] 옆의 성분 z_concat[{used}]의 값을 썼다 (성분 번호는 0부터 센다)",
-    "practice.slip.one_head": "헤드 {head}의 몫(곱 {n}개)만 더했다. Y는 모든 헤드의 z_concat 성분에 걸쳐 더한다 "
+    "practice.slip.one_head": "헤드 {head}의 곱 {n}개만 더했다. Y는 모든 헤드의 z_concat 성분에 걸쳐 더한다 "
                               "(곱 {total}개)",
     "practice.slip.column_wo": "W_O의 열 {wanted} 대신 열 {used}의 값을 썼다",
-    "practice.bad.empty": "답이 없다: 0.25처럼 숫자를 입력한다.",
-    "practice.bad.text": "입력({value})이 숫자가 아니다: 0.25처럼 숫자를 입력한다.",
-    "practice.bad.nan": "입력({value})이 숫자가 아니다: 0.25처럼 유한한 숫자를 입력한다.",
-    "practice.bad.inf": "입력({value})이 다룰 수 있는 수의 범위를 벗어난다: 0.25처럼 유한한 숫자를 입력한다.",
-    "practice.bad.places": "소수점 아래 {places}자리까지는 맞다. 이 단계는 {digits}자리로 보이므로 {digits}자리로 입력한다.",
+    "practice.bad.empty": "답이 없다: 0.25처럼 숫자를 입력하라.",
+    "practice.bad.text": "입력({value})이 숫자가 아니다: 0.25처럼 숫자를 입력하라.",
+    "practice.bad.nan": "입력({value})이 숫자가 아니다: 0.25처럼 유한한 숫자를 입력하라.",
+    "practice.bad.inf": "입력({value})이 다룰 수 있는 수의 범위를 벗어난다: 0.25처럼 유한한 숫자를 입력하라.",
+    "practice.bad.places": "소수점 아래 {places}자리까지는 맞다. 이 단계는 소수점 아래 {digits}자리까지 보이므로 {digits}자리까지 입력하라.",
+    "practice.bad.whole": "정수로 반올림하면 맞다. 이 단계는 소수점 아래 {digits}자리까지 보이므로 {digits}자리까지 입력하라.",
     "practice.right": "맞았다: {how}",
-    "practice.wrong.slip": "아쉽다. 입력한 값({yours})은 이렇게 하면 나온다: {first}{rest}.",
-    "practice.then": ". 게다가 {part}",
-    "practice.wrong.unknown": "아쉽다. 입력한 값({yours})은 흔한 실수로 나오는 값이 아니다.",
+    "practice.wrong.slip": "정답이 아니다. 입력한 값({yours})은 이런 실수에서 나온다: {first}{rest}.",
+    "practice.then": ". 또 {part}",
+    "practice.wrong.unknown": "정답이 아니다. 입력한 값({yours})은 흔한 실수 어느 것으로도 설명되지 않는다.",
     "practice.again": "다시 해 보자.",
     "practice.reveal": "정답: {how}",
     "practice.stopped": "문제 {number}/{n}에서 입력이 끝났다.",
-    "practice.summary": "{asked}문제 중 {right}문제를 맞혔다 (처음 시도에 맞힌 것은 {first}문제).",
+    "practice.summary": "{asked}문제 중 {right}문제를 맞혔다 (첫 시도에 맞힌 것은 {first}문제).",
 }
 
 # ------------------------------------------------------------------ qkv why
@@ -251,7 +256,7 @@ EN.update({
     "why.about.order": "The self-attention example's Q, K, V: the weights and output of love in four forms.",
     "why.about.temperature": "The scores of “어텐션이 조모임이라면” multiplied by a factor (1/temperature) before "
                              "softmax; the answers are votes for the next word.",
-    "why.about.mask": "The self-attention example with a causal mask: query i may attend to keys 0 … i.",
+    "why.about.mask": "The self-attention example with a causal mask: each query may attend to its own key and the keys before it.",
     "why.about.dot-product": "The self-attention example has d_k = 2, so q and every k are arrows in the plane "
                              "(add --figure to draw them).",
     "why.col.top_scaled": "top weight ÷√d_k", "why.col.top_plain": "top weight, no ÷",
@@ -351,14 +356,14 @@ KO.update({
     "why.title.temperature": "온도: 조모임의 점수에 배율을 곱하면",
     "why.title.mask": "“I love machine learning”의 인과 마스크",
     "why.title.dot-product": "방향의 일치로 본 q·k: Query와 Key를 화살표로",
-    "why.about.sqrt-dk": "무작위 q와 k(모든 성분을 표준정규분포에서 뽑는다)로, 너비 d_k마다 Query 256개와 Key 16개를 "
-                         "비교한다. √d_k로 나눈 가중치와 나누지 않은(배율 1) 가중치를 비교한다.",
+    "why.about.sqrt-dk": "무작위 q와 k(모든 성분을 표준정규분포에서 뽑는다)로, 차원 d_k마다 Query 256개를 Key 16개와 "
+                         "맞춰 보고 √d_k로 나눈 가중치와 나누지 않은(배율 1) 가중치를 비교한다.",
     "why.about.softmax": "Self-attention 예제에서 love의 스케일링한 점수를 그대로 가중치로 쓸 때와 softmax를 거칠 때를 "
                          "비교한다. 이어서 상수를 더하고 배율을 곱해 본다.",
     "why.about.order": "Self-attention 예제의 Q, K, V로 love의 가중치와 출력을 네 가지 형태로 계산한다.",
     "why.about.temperature": "「어텐션이 조모임이라면」의 점수에 softmax 전에 배율(1/온도)을 곱한다. 대답은 다음 단어에 대한 "
                              "표이다.",
-    "why.about.mask": "Self-attention 예제에 인과 마스크를 씌운다: Query i는 Key 0 … i만 볼 수 있다.",
+    "why.about.mask": "Self-attention 예제에 인과 마스크를 씌운다: 각 Query는 자기 자신과 그 앞의 Key만 볼 수 있다.",
     "why.about.dot-product": "Self-attention 예제는 d_k = 2이므로 q와 모든 k를 평면 위의 화살표로 그릴 수 있다 "
                              "(--figure로 그린다).",
     "why.col.top_scaled": "최대 가중치 (÷√d_k)", "why.col.top_plain": "최대 가중치 (나누지 않음)",
@@ -375,22 +380,22 @@ KO.update({
     "why.col.key": "Key",
     "why.row.rows": "softmax(QKᵀ/√d_k)·V", "why.row.swapped": "softmax(KQᵀ/√d_k)·V (Q와 K를 바꿈)",
     "why.row.columns": "(V·softmax(KᵀQ/√d_k))ᵀ", "why.row.axis": "QKᵀ/√d_k의 열마다 softmax, ·V",
-    "why.sqrt.std": "std(q·k)는 √d_k처럼 커진다: d_k = {d0}에서 {first}, d_k = {d1}에서 {last} (√{d1} = {root}). "
+    "why.sqrt.std": "std(q·k)는 √d_k에 비례해 커진다: d_k = {d0}에서 {first}, d_k = {d1}에서 {last} (√{d1} = {root}). "
                     "std(q·k)/√d_k는 {low}에서 {high} 사이에 머문다.",
     "why.sqrt.plain.onehot": "√d_k로 나누지 않으면 가장 큰 가중치가 {first}에서 d_k = {d1}일 때 {last}까지 커진다: softmax가 "
                              "거의 원-핫이 되어 Key 하나가 거의 모든 가중치를 가져간다.",
     "why.sqrt.plain.grows": "√d_k로 나누지 않으면 가장 큰 가중치가 {first}에서 d_k = {d1}일 때 {last}까지 커진다.",
-    "why.sqrt.grad.falls": "그 기울기 w(1 − w)는 {first}에서 {last}까지 떨어진다 ({times}배 작아진다): 포화된 softmax는 기울기를 "
-                           "거의 전하지 못하므로 점수가 거의 학습되지 않는다.",
-    "why.sqrt.scaled": "√d_k로 나누면 모든 너비에서 가장 큰 가중치는 {low}에서 {high} 사이, w(1 − w)는 {glow}에서 "
+    "why.sqrt.grad.falls": "softmax의 기울기 w(1 − w)는 {first}에서 {last}까지 떨어진다 ({times}배 작아진다): 포화된 softmax는 "
+                           "기울기를 거의 전달하지 못하므로 점수가 거의 학습되지 않는다.",
+    "why.sqrt.scaled": "√d_k로 나누면 모든 차원에서 가장 큰 가중치는 {low}에서 {high} 사이, w(1 − w)는 {glow}에서 "
                        "{ghigh} 사이에 머문다.",
-    "why.softmax.sum": "{token}의 스케일링한 점수를 그대로 가중치로 쓰면 합이 1이 아니라 {sum}이다: 출력은 섞은 것이 아니라 "
-                       "더한 것이 된다.",
+    "why.softmax.sum": "{token}의 스케일링한 점수를 그대로 가중치로 쓰면 합이 1이 아니라 {sum}이다: 출력은 Value들을 섞은 것(가중 "
+                       "평균)이 아니라 부풀려 더한 것이 된다.",
     "why.softmax.negative": "2를 빼면 점수 {n}개 중 {count}개가 음수가 되고 합은 {sum}이다: 음수 가중치는 대답을 빼 버린다.",
     "why.softmax.constant.same": "softmax는 s, s − 2, s + 5에 같은 가중치를 준다 (가장 큰 변화 {change}, 반올림 오차): 더한 "
                                  "상수는 각 e^s와 Σ 사이에서 약분된다.",
     "why.softmax.constant.differs": "상수를 더했더니 가중치가 {change}만큼 바뀌었다.",
-    "why.softmax.factor.differs": "2, 0.5, 10을 곱하면 가중치가 {low}에서 {high}까지 바뀐다: softmax는 더한 상수는 무시하지만 "
+    "why.softmax.factor.differs": "2, 0.5, 10을 곱하면 가중치가 바뀐다 (가장 큰 변화는 배율에 따라 {low}에서 {high}): softmax는 더한 상수는 무시하지만 "
                                   "곱한 배율은 무시하지 않는다.",
     "why.softmax.factor.same": "배율을 곱했더니 가중치가 최대 {high}만큼 바뀌었다.",
     "why.softmax.length": "문장을 {n}번 반복하면(T = {t}) 점수의 합은 {sum1}이다 (반복하지 않으면 {sum0}). 점수를 그대로 "
@@ -402,13 +407,13 @@ KO.update({
     "why.order.swapped.same": "여기서는 Q와 K를 바꿔도 출력이 {diff}만큼만 바뀌었다.",
     "why.order.columns": "「어텐션이 조모임이라면」의 열벡터 표기 V·softmax(KᵀQ/√d_k)를 전치하면 같은 계산이다: 가장 큰 차이는 {diff}이다.",
     "why.order.columns.differs": "열벡터 표기와의 차이는 {diff}이다.",
-    "why.order.axis": "softmax를 엉뚱한 축(QKᵀ의 각 열)으로 적용하면 출력이 최대 {diff}만큼 바뀐다. 이때 love의 가중치의 "
+    "why.order.axis": "softmax를 엉뚱한 축(QKᵀ의 열 방향)으로 적용하면 출력이 최대 {diff}만큼 바뀐다. 이때 love의 가중치 "
                       "합은 1이 아니라 {sum}이다.",
     "why.order.axis.same": "여기서는 softmax의 축을 바꿔도 출력이 {diff}만큼만 바뀌었다.",
     "why.temperature.none": "배율 {factor}: 조모임 2에서 lot의 가중치는 {lot}, 표는 “{a}” {dot}, “{b}” {of}이다. lot의 대답은 "
                             "들리지 않는다.",
     "why.temperature.blend": "배율 {factor}: 조모임 2에서 lot의 가중치는 {lot}, 표는 “{a}” {dot}, “{b}” {of}이다. 두 대답을 "
-                             "섞되 “{b}” 쪽이 여전히 이긴다. 글이 말하는 “적당히 걸러들어”이다.",
+                             "섞되 “{b}” 쪽이 여전히 이긴다. 글에서 말한 “적당히 걸러들어”가 바로 이것이다.",
     "why.temperature.lot_wins": "배율 {factor}: 조모임 2에서 lot의 가중치는 {lot}, 표는 “{a}” {dot}, “{b}” {of}이다. “{a}” 쪽이 "
                                 "이긴다.",
     "why.temperature.first": "조모임 1에서 lot의 가중치는 배율 {factor}일 때 {high}에서 {low}까지 떨어진다: 배율이 작을수록(온도가 "
@@ -416,7 +421,7 @@ KO.update({
     "why.mask.sees": "Query {token} — 볼 수 있는 Key: {seen}. 뒤에 와서 가려지는 Key: {hidden}. 마스크가 없을 때 가려진 "
                      "Key들이 가져가던 가중치({share})를 마스크가 있으면 보이는 Key들이 나누어 가진다 (행의 합 {sum}).",
     "why.mask.all": "마지막 토큰 {token}의 Query는 모든 토큰을 본다: 가중치가 그대로이다 (가장 큰 차이 {diff}).",
-    "why.mask.why": "이유: 디코더는 왼쪽에서 오른쪽으로 쓰므로, 어떤 토큰 다음 단어를 예측할 때 그 뒤의 단어는 아직 없다. "
+    "why.mask.why": "이유: 디코더는 왼쪽에서 오른쪽으로 쓰므로, 어떤 토큰의 다음 단어를 예측할 때 그 뒤의 단어는 아직 없다. "
                     "학습은 문장 전체를 한꺼번에 계산하므로, 마스크가 각 토큰의 미래를 가려서 학습 때도 생성할 때와 같은 "
                     "것만 보게 한다. 첫 토큰 {first}의 Query는 자기 자신만 본다: 가중치 {weight}.",
     "why.dot.rule": "q_{token} = {q}, |q| = {length}. q·k = |q|·|k|·cos θ: k가 q 방향을 얼마나 향하는지(cos θ)에 두 길이를 "
@@ -427,7 +432,7 @@ KO.update({
     "why.dot.worst": "q·k가 가장 작은 것은 {worst}({score})이다 (θ = {angle}°).",
     "why.dot.worst.short": "q·k가 가장 작은 것은 {worst}({score})이다. 거의 q 방향을 향하지만(θ = {angle}°) 그 Key가 가장 "
                            "짧다 (|k| = {length}).",
-    "why.fig.std": "측정한 std(q·k)", "why.fig.std.title": "q·k의 퍼짐은 √d_k처럼 커진다",
+    "why.fig.std": "측정한 std(q·k)", "why.fig.std.title": "q·k의 표준편차는 √d_k에 비례해 커진다",
     "why.fig.top_plain": "최대 가중치 (나누지 않음)", "why.fig.top_scaled": "최대 가중치 (÷√d_k)",
     "why.fig.grad_plain": "w(1 − w) (나누지 않음)", "why.fig.grad_scaled": "w(1 − w) (÷√d_k)",
     "why.fig.top.title": "√d_k로 나누지 않으면 softmax가 포화된다",

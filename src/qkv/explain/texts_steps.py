@@ -28,8 +28,8 @@ _STEPS = {
     "exp_sum": ("exp_sum", "Σ e^(s − m)"),
     "weights": ("weights", "가중치"),
     "out": ("out", "어텐션 출력"),
-    "contributions": ("contributions", "기여 ‖wⱼ·vⱼ‖"),
-    "shares": ("shares", "출력에서 차지하는 몫"),
+    "contributions": ("contributions", "기여도 ‖wⱼ·vⱼ‖"),
+    "shares": ("shares", "출력 기여 비율"),
     "concat": ("concat", "이어 붙인 헤드 출력"),
     "y": ("y", "출력 투영 Y"),
     "residual": ("residual", "잔차 연결 R + Y"),
@@ -51,7 +51,7 @@ KO: dict[str, str] = {f"step.{name}": ko for name, (_, ko) in _STEPS.items()}
 EN.update({"formula.concat": "Concat(head₁, …, head_h)"})
 KO.update({"formula.concat": "Concat(헤드₁, …, 헤드_h)"})
 # the scores multiplied by a scale other than 1/√d_k, and the bias added to them, named in words
-EN.update({"sym.scores_scale": "scores·scale", "sym.bias": "+ bias"})
-KO.update({"sym.scores_scale": "점수·스케일", "sym.bias": "+ 편향"})
+EN.update({"sym.scores_scale": "scores·scale", "sym.bias": "+ bias", "sym.concat_heads": "Concat(heads)"})
+KO.update({"sym.scores_scale": "점수·스케일", "sym.bias": "+ 편향", "sym.concat_heads": "Concat(헤드)"})
 EN.update({"step.part.head": "head {n}", "step.part.layer": "layer {n}", "step.sep": "/", "step.scalar": "scalar"})
 KO.update({"step.part.head": "헤드 {n}", "step.part.layer": "층 {n}", "step.sep": " / ", "step.scalar": "스칼라"})

@@ -1,0 +1,180 @@
+"""The Korean a learner reads (`qkv example`, `qkv practice`, `qkv why` under --lang ko, and the page, serve
+and figure words) read by classes a native review found (issue 29's "have them read again"):
+
+- no English prose: a stricter net than test_korean_everywhere's (whose allow-list admits words such as
+  "temperature", "exact" or "heads" anywhere because commands and file fields spell them): here only the
+  input's tokens, the posts' own Latin terms and formula symbols pass, and code (--options, dotted names,
+  name=value, `qkv …` commands) is set aside;
+- one term per thing, the posts' own: 차원 for a width (the posts' "모델 차원 d", "head 하나의 차원 dh",
+  "2차원 벡터"), never 너비/폭; the three attentions as «도해와 최소 사례로 …» writes them (Self-attention,
+  Cross-attention, Multi-head attention) in the text, the figures and the pages alike; a Key's contribution
+  named as the table names it (기여도, 기여 비율), not 몫 ("quotient");
+- one register: 한다체 throughout, and the reader told what to type in 하라체 ("입력하라"), not described
+  ("입력한다");
+- what a sentence says is true of its example: the group meeting's scores are not "scaled"; the causal
+  mask is not said as "keys 0 … i" in examples that count from 1; an answer right in its whole part is not
+  "right to 0 decimals".
+The expected words are written here, from the posts, not read from the code under test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+
+import pytest
+
+from qkv import examples, practice
+from qkv.cli import main
+from qkv.explain import texts
+
+WHY = ["sqrt-dk", "softmax", "order", "temperature", "mask", "dot-product"]
+
+# Latin words that are not English prose under --lang ko: the posts' own terms (Query/Key/Value and softmax
+# as posts 000 and 001 write them; their titles' "Self-attention, Cross-attention, Multi-head Attention",
+# "Core Attention", "reshape", "projection"; the paper's title; 3Blue1Brown), symbols of the formulas, and
+# the row/column glosses post 002 writes itself ("행마다(row-wise)").
+POST_TERMS = {"Query", "Key", "Value", "softmax", "Self", "Cross", "Multi", "head", "attention", "Attention",
+              "cross", "multi",          # the post's prose: "cross-attention을 통해", "multi-head attention에서는"
+              "Core", "reshape", "projection", "Is", "All", "You", "Need", "row", "column", "wise",
+              "Concat", "exp", "cos", "std", "Enter", "abc"}            # abc: the drill's own echo of a typed answer
+WORD = re.compile(r"(?<![\w.\-=/])[A-Za-z]+(?![\w.=(/])")
+CODE = re.compile(r"--[\w-]+|\b\w+(?:\.\w+)+\b|\b\w+=\S*|qkv (?:example|practice|why|explain) [\w-]+")
+WRONG_ANSWERS = "0.5\nabc\n1\n1\n1\n2\n2\n2\n0.3\n0.3\n0.3\n" * 3
+
+
+def _tokens() -> set[str]:
+    found = set()
+    for name in examples.names():
+        meta = examples.run(name).meta
+        for token in [*meta.get("tokens", []), *meta.get("key_tokens", []),
+                      *[t for scene in meta.get("scenes", []) for t in scene["tokens"]], *meta.get("answers", [])]:
+            found |= set(re.findall(r"[A-Za-z]+", str(token)))
+    return found
+
+
+ALLOWED = POST_TERMS | _tokens()
+
+
+def run_ko(*argv: str, stdin: str = "") -> str:
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "stdin", io.StringIO(stdin))
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*argv, "--lang", "ko"])
+    assert code == 0, (argv, err.getvalue()[-500:])
+    return out.getvalue() + err.getvalue()
+
+
+def english_prose(text: str) -> list[str]:
+    """Latin words of ``text`` that are prose: not a symbol (one letter or a subscripted name), not a token of
+    the input, not one of the posts' terms, not inside code (an option, a dotted name, name=value, a command)."""
+    words = WORD.findall(CODE.sub(" ", text))
+    return sorted({w for w in words if len(w) > 1 and w not in ALLOWED})
+
+
+# ------------------------------------------------------------------------------------------ no English prose
+@pytest.mark.parametrize("mode", [[], ["--by-hand"]], ids=["default", "by-hand"])
+@pytest.mark.parametrize("name", examples.names())
+def test_a_korean_example_has_no_english_prose(name, mode):
+    assert english_prose(run_ko("example", name, *mode)) == []
+
+
+@pytest.mark.parametrize("name", examples.names())
+def test_a_korean_drill_has_no_english_prose(name):
+    """Wrong answers, a non-number and a whole number reach the drill's hints, slips and refusals."""
+    assert english_prose(run_ko("practice", name, "--seed", "3", stdin=WRONG_ANSWERS)) == []
+
+
+@pytest.mark.parametrize("topic", WHY)
+def test_a_korean_why_has_no_english_prose(topic):
+    assert english_prose(run_ko("why", topic)) == []
+
+
+def test_the_net_catches_what_it_should():
+    assert english_prose("가중치가 바뀐다(temperature, √d_k로 나누기). Y = Concat(heads)·W_O") == ["heads", "temperature"]
+    assert english_prose("q_love · k_I = 0.92 × 0.45, --query 2, qkv.examples.run(query=1), qkv example self-attention") == []
+
+
+# ------------------------------------------------------------------------------------------ one term per thing
+def test_a_width_is_called_차원_as_the_posts_call_it():
+    """Post 000: "모델 차원 d", "head 하나의 차원 dh"; post 001: "Q와 K는 2차원 벡터이므로". 너비 and 폭
+    (calques of "width") said the same thing in other words; a SIMD register's 벡터 폭 and the terminal's
+    width are other things."""
+    found = {key: value for key, value in texts.KO.items()
+             if re.search(r"너비|(?<!벡터 )(?<!터미널 )폭", re.sub(r"\{[^}]*\}", "", value))}
+    assert found == {}, found
+    assert "2차원 벡터" in run_ko("example", "self-attention")           # the post's own wording
+
+
+def test_the_three_attentions_are_named_alike_in_text_figures_and_pages():
+    """«도해와 최소 사례로 …» writes "Self-attention", "Cross-attention", "Multi-head attention" in its Korean
+    text: the text's titles, the figures' titles and the sentences naming the self-attention example use the
+    same words (the figures had said 셀프 어텐션, 크로스 어텐션, 멀티 헤드 어텐션 beside the text's Latin)."""
+    for name, term in (("self-attention", "Self-attention"), ("cross-attention", "Cross-attention"),
+                       ("multi-head", "Multi-head attention")):
+        assert texts.KO[f"title.{name}"].startswith(term + ":"), name
+        assert texts.KO[f"fig.title.{name}"].startswith(term + ":"), name
+    said = run_ko("example", "multi-head") + run_ko("example", "group-meeting")
+    assert "Self-attention 예제" in said and "self-attention 예제" not in said
+    for key, value in texts.KO.items():
+        assert not re.search(r"셀프 어텐션|크로스 어텐션|self-attention 예제", value), key
+
+
+def test_a_contribution_is_named_as_the_table_names_it():
+    """The table's columns say ‖w·v‖ and 출력 기여 비율, the sentence 기여도: the step names and the drill say the
+    same (they said 기여, 출력에서 차지하는 몫, and a head's "몫" of Y, which reads as a quotient)."""
+    assert texts.KO["col.share"] == texts.KO["step.shares"] == "출력 기여 비율"
+    assert texts.KO["step.contributions"].startswith("기여도")
+    drill = run_ko("practice", "multi-head", "--seed", "3", stdin=WRONG_ANSWERS)
+    assert "몫" not in drill and "보탠 값의 합" in drill
+
+
+# ------------------------------------------------------------------------------------------ one register
+FORMAL = re.compile(r"(?<!아)니다|세요|해요|어요|아요|이에요|예요|십시오")     # 합니다체, 해요체 (아니다 is 한다체)
+
+
+def test_one_register_한다체():
+    found = {key: value for key, value in texts.KO.items() if FORMAL.search(value)}
+    assert found == {}, found
+
+
+def test_the_reader_is_told_what_to_type_in_하라체():
+    """“0.25처럼 숫자를 입력한다.” describes; the drill and serve tell the reader: “입력하라.”"""
+    told = {key: value for key, value in texts.KO.items() if re.search(r"처럼[^.]*입력한다\.", value)}
+    assert told == {}, told
+    said = run_ko("practice", "self-attention", "--seed", "3", stdin="abc\n\n")
+    assert "0.25처럼 숫자를 입력하라." in said
+
+
+# ------------------------------------------------------------------------------------------ true of its example
+@pytest.mark.parametrize("lang,scaled", [("en", "scaled"), ("ko", "스케일링")])
+def test_a_meetings_hint_never_calls_its_scores_scaled(lang, scaled):
+    """The group meeting applies softmax to the scores as given (no ÷√d_k); the weight question's hint said
+    "scaled scores"."""
+    drill = practice.drill("group-meeting", lang=lang, seed=3)
+    weights = [q for q in drill.questions if q.kind == "weight"]
+    assert weights
+    for question in weights:
+        said = " ".join(practice.check(question, "7", lang=lang).lines)
+        assert scaled not in said and "m =" in said, said
+
+
+@pytest.mark.parametrize("lang,whole", [("en", "right rounded to a whole number"), ("ko", "정수로 반올림하면 맞다")])
+def test_an_answer_right_as_a_whole_number_is_told_so(lang, whole):
+    """2 for a score of 1.6976 was "right to 0 decimals" (“소수점 아래 0자리까지는 맞다”): it is right rounded
+    to a whole number, and is said so."""
+    drill = practice.drill("self-attention", lang=lang, seed=3)
+    question = next(q for q in drill.questions if q.digits >= 2 and abs(q.answer) >= 1)
+    said = " ".join(practice.check(question, str(round(question.answer)), lang=lang).lines)
+    assert whole in said and "0 decimals" not in said and "0자리" not in said, said
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_causal_mask_is_said_without_a_zero_based_range(lang):
+    """The self-attention example counts its tokens from 1: “query i may attend to keys 0 … i” named a key 0
+    that it has not. The rule is said without numbers."""
+    said = texts.text(lang, "why.about.mask")
+    assert not re.search(r"0 … i|0–i|0 to i", said), said
