@@ -624,7 +624,8 @@ def offline(example: str, *, lang: str = "en", drills: Sequence[tuple[int, bool]
                 answer=q.answer, byHand=q.by_hand, tolerance=q.tolerance,
                 right=t("practice.right", how=how), reveal=t("practice.reveal", how=how),
                 slips=[{"value": s.value, "line": _slip_line(t, s, YOURS)} for s in q.slips],
-                places=[{"rounded": round(q.answer, p), "line": t("practice.bad.places", places=p, digits=q.digits)}
+                places=[{"rounded": round(q.answer, p),
+                         "line": t("practice.bad.places" if p else "practice.bad.whole", places=p, digits=q.digits)}
                         for p in range(q.digits)],
                 unknown=list(_unknown_lines(t, q, YOURS)))
         sets.append(data)
