@@ -42,7 +42,7 @@ FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
 __all__ = ["write_atomic", "write_atomic_with", "check_output", "all_or_nothing", "read_bytes", "read_text",
            "decode_utf8", "size_text", "printable", "load_json",
-           "load_toml", "parse_int", "as_int", "int_option", "check_input_file", "MAX_FILE_BYTES", "MAX_DEPTH",
+           "load_toml", "parse_int", "as_int", "int_option", "check_input_file", "open_input", "MAX_FILE_BYTES", "MAX_DEPTH",
            "MAX_INT_DIGITS"]
 
 MAX_FILE_BYTES = 256 * 2**20      # the largest TOML/JSON document read (example files, saved traces, configs)
@@ -380,17 +380,12 @@ def _read_error(key: str, what: str, named: str | None, /, *, source: str, field
     return error
 
 
-def read_bytes(path: str | os.PathLike, *, limit: int, source: str | None = None, field: str | None = None,
-               what: str = "file", shown: str | None = None, fifo: bool = False) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes: the one bounded reader.
-
-    Refused with one InputError naming the kind before anything is read: a missing file, a
-    directory, a character or block device (/dev/zero, /dev/urandom), a named pipe (unless
-    ``fifo``), a socket, a file whose size is over ``limit``. The file is opened without blocking
-    and checked again on the open descriptor (a path swapped after the first check is caught), and
-    at most ``limit + 1`` bytes are ever read (a file that grows, or a /proc file that reports size
-    0, is still bounded). Each caller documents its own ``limit``.
-    """
+def _open_checked(path: str | os.PathLike, *, limit: int, source: str | None, field: str | None, what: str,
+                  shown: str | None, fifo: bool) -> tuple[int, Callable[..., InputError]]:
+    """``path`` checked by name (`check_input_file`), opened once without blocking, and checked again on the
+    open descriptor: (the descriptor, the function that words a refusal). Whatever is read next is read from
+    that descriptor, never by name again, so a file swapped for a named pipe after the check is refused by
+    its kind instead of hanging the reader. A named pipe (``fifo``) is set blocking for its writer."""
     checked = check_input_file(path, source=source, field=field, what=what, fifo=fifo, shown=shown, limit=limit)
     where = source or str(checked)
     named = short_repr(shown if shown is not None else str(checked)) if source is not None else None
@@ -404,8 +399,37 @@ def read_bytes(path: str | os.PathLike, *, limit: int, source: str | None = None
         raise fail("error.read.unreadable", reason=exc) from None
     try:
         _check_kind(os.fstat(fd), fail, fifo=fifo, limit=limit)
-        if fifo:
-            os.set_blocking(fd, True)      # a pipe's writer may come later; its size is bounded below
+        os.set_blocking(fd, True)          # a regular file never blocks; a pipe's writer may come later
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, fail
+
+
+def open_input(path: str | os.PathLike, *, limit: int, source: str | None = None, field: str | None = None,
+               what: str = "file", shown: str | None = None) -> io.BufferedReader:
+    """A regular file of at most ``limit`` bytes, opened once for reading (binary) and checked on the open
+    descriptor, with `read_bytes`'s refusals: for readers that read a file in parts (an .npy header and then
+    its data, a safetensors header and then each tensor) and must not open it by name a second time. The
+    caller closes it. Its size may still change under the caller (another process writing the file), so a
+    reader that trusts a header checks that each read returned every byte it asked for."""
+    fd, _ = _open_checked(path, limit=limit, source=source, field=field, what=what, shown=shown, fifo=False)
+    return os.fdopen(fd, "rb")
+
+
+def read_bytes(path: str | os.PathLike, *, limit: int, source: str | None = None, field: str | None = None,
+               what: str = "file", shown: str | None = None, fifo: bool = False) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes: the one bounded reader.
+
+    Refused with one InputError naming the kind before anything is read: a missing file, a
+    directory, a character or block device (/dev/zero, /dev/urandom), a named pipe (unless
+    ``fifo``), a socket, a file whose size is over ``limit``. The file is opened without blocking
+    and checked again on the open descriptor (a path swapped after the first check is caught), and
+    at most ``limit + 1`` bytes are ever read (a file that grows, or a /proc file that reports size
+    0, is still bounded). Each caller documents its own ``limit``.
+    """
+    fd, fail = _open_checked(path, limit=limit, source=source, field=field, what=what, shown=shown, fifo=fifo)
+    try:
         chunks, total = [], 0
         while total <= limit:
             chunk = os.read(fd, min(1 << 20, limit + 1 - total))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -424,6 +425,21 @@ def _run(argv: list[str]) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 0
+    except MemoryError as exc:                     # NumPy's "Unable to allocate", an mmap's ENOMEM (os error 12)
+        return _out_of_memory(exc)
+    except OSError as exc:
+        if exc.errno != errno.ENOMEM:
+            raise
+        return _out_of_memory(exc)
+
+
+def _out_of_memory(exc: BaseException) -> int:
+    """One line for a command that ran out of memory (a MemoryError or ENOMEM anywhere), naming the size
+    NumPy could not allocate when it says it; all_or_nothing has already discarded every output."""
+    import re
+
+    size = re.match(r"Unable to allocate ([0-9.]+ [KMGTPE]?i?B)", str(exc))
+    return fail(say("cli.out_of_memory.size", size=size.group(1)) if size else say("cli.out_of_memory"))
 
 
 def _stderr_writes(lang: str) -> bool:

@@ -97,7 +97,8 @@ _SAFETENSORS = [("header too small", "st.small"), ("header too large", "st.large
                 ("overflow", "st.overflow"), ("Dtype not understood", "st.dtype"), ("Unknown dtype", "st.dtype")]
 _NUMPY = [("No data left in file", "npy.empty"), ("EOF: reading array header", "npy.header"),
           ("mmap length is greater than file size", "npy.short"), ("cannot reshape array", "npy.short"),
-          ("EOF: reading array data", "npy.short"), ("the magic string is not correct", "npy.magic"),
+          ("EOF: reading array data", "npy.short"), ("Failed to read all data for array", "npy.short"),
+          ("the magic string is not correct", "npy.magic"),
           ("This file contains pickled", "npy.pickle"), ("Failed to interpret file", "npy.pickle"),
           ("Array can't be memory-mapped: Python objects", "npy.object"),
           ("Object arrays cannot be loaded", "npy.object"), ("File is not a zip file", "npy.zip"),

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ._io import as_int, check_input_file, load_json, load_toml, read_text, short_repr
+from ._io import MAX_FILE_BYTES, as_int, check_input_file, load_json, load_toml, open_input, read_text, short_repr
 from .errors import InputError, python_reason
 from .trace import Shown
 from .explain.texts import text
@@ -228,38 +228,39 @@ def _array_from_file(value: str | dict, *, source: str, field: str, base: Path |
     path = Path(name) if base is None or Path(name).is_absolute() else base / name
     if not name:
         raise _fail("error.spec.file_name_empty", source=source, field=field)
-    try:
-        check_input_file(path, source=source, field=field, what="array file", fifo=False, shown=name)
+    try:       # opened once and read through that descriptor only (a file swapped after the check is not read)
+        handle = open_input(path, limit=MAX_FILE_BYTES, source=source, field=field, what="array file", shown=name)
     except InputError as exc:
         if "not found" in exc.problem and base is not None and not Path(name).is_absolute():
             raise _fail("error.spec.looked_in", source=source, field=field, folder=repr(str(path.parent)),
                         parts=lambda lang: {"problem": exc.problem_in(lang)}) from None
         raise
     suffix = path.suffix.lower()
-    try:
-        if suffix == ".npy":
-            if key is not None:
-                raise _fail("error.spec.npy_key", source=source, field=field, name=repr(name), key=repr(key))
-            array = np.load(path, allow_pickle=False, mmap_mode="r")
-            _check_count(array.shape, name, source=source, field=field)
-        elif suffix in (".npz", ".safetensors"):
-            arrays = _load_many(path, suffix)
-            if key is None:
-                if len(arrays) != 1:
-                    raise _fail("error.spec.many_arrays", source=source, field=field, name=repr(name), n=len(arrays),
-                                names=", ".join(sorted(arrays)))
-                key = next(iter(arrays))
-            if key not in arrays:
-                raise _fail("error.spec.no_array" if arrays else "error.spec.no_arrays", source=source, field=field,
-                            name=repr(name), key=repr(key), names=", ".join(sorted(arrays)))
-            array = arrays[key]
-        else:
-            raise _fail("error.spec.array_type", source=source, field=field, name=repr(name),
-                        parts=lambda lang: {"suffix": repr(suffix) if suffix else text(lang, "cli.no_suffix")})
-    except InputError:
-        raise
-    except Exception as exc:  # corrupt files raise many different exception types
-        raise _fail("error.spec.array_unreadable", source=source, field=field, name=repr(name), reason=exc) from None
+    with handle:
+        try:
+            if suffix == ".npy":
+                if key is not None:
+                    raise _fail("error.spec.npy_key", source=source, field=field, name=repr(name), key=repr(key))
+                array = _read_npy(handle, name, source=source, field=field)
+            elif suffix in (".npz", ".safetensors"):
+                arrays = _load_many(handle, path, suffix)
+                if key is None:
+                    if len(arrays) != 1:
+                        raise _fail("error.spec.many_arrays", source=source, field=field, name=repr(name),
+                                    n=len(arrays), names=", ".join(sorted(arrays)))
+                    key = next(iter(arrays))
+                if key not in arrays:
+                    raise _fail("error.spec.no_array" if arrays else "error.spec.no_arrays", source=source,
+                                field=field, name=repr(name), key=repr(key), names=", ".join(sorted(arrays)))
+                array = arrays[key]
+            else:
+                raise _fail("error.spec.array_type", source=source, field=field, name=repr(name),
+                            parts=lambda lang: {"suffix": repr(suffix) if suffix else text(lang, "cli.no_suffix")})
+        except InputError:
+            raise
+        except Exception as exc:  # corrupt files raise many different exception types
+            raise _fail("error.spec.array_unreadable", source=source, field=field, name=repr(name),
+                        reason=exc) from None
     array = np.asarray(array)
     if transpose:
         if array.ndim != 2:
@@ -275,16 +276,38 @@ def _check_count(shape, name: str, *, source: str, field: str) -> None:
                     shape=_shape(shape), most=f"{MAX_NUMBERS:,}")
 
 
-def _load_many(path: Path, suffix: str) -> dict[str, np.ndarray]:
+def _read_npy(handle, name: str, *, source: str, field: str) -> np.ndarray:
+    """An .npy file from its open handle: the header read and its count bounded before the data is read
+    (into memory of its own: never memory-mapped, so a file cut short is refused, never a SIGBUS)."""
+    from numpy.lib import format as npy
+
+    if handle.read(len(npy.MAGIC_PREFIX)) == npy.MAGIC_PREFIX:
+        handle.seek(0)
+        version = npy.read_magic(handle)
+        header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0   # 3.0: as 2.0
+        shape, _, _ = header(handle)
+        _check_count(shape, name, source=source, field=field)
+    handle.seek(0)
+    return np.load(handle, allow_pickle=False)      # NumPy's own refusals (pickled, empty, short) by its words
+
+
+def _load_many(handle, path: Path, suffix: str) -> dict[str, np.ndarray]:
     if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as archive:
+        with np.load(handle, allow_pickle=False) as archive:
             # refuse a small archive that expands to something huge before decompressing it
             if sum(info.file_size for info in archive.zip.infolist()) > 16 * MAX_NUMBERS * 8:
                 raise ValueError("it expands to more than an example's arrays may hold")
             return {k: archive[k] for k in archive.files}
-    from safetensors.numpy import load_file
+    from ._safetensors import SafetensorsFile, widen
 
-    return load_file(str(path))
+    try:
+        opened = SafetensorsFile(path, handle=handle)
+        return {k: widen(opened.read(k), opened.dtype(k)) for k in opened.names()}
+    except InputError as exc:        # the library's reason, worded as any other array file's
+        reason = exc.values.get("reason")
+        if isinstance(reason, Exception):
+            raise reason from None
+        raise
 
 
 def _as_bool(array: np.ndarray, *, source: str, field: str) -> np.ndarray:

@@ -6,20 +6,21 @@
       tokenizer.json                       a `tokenizers` tokenizer
 
 Weights are safetensors, never unpickled: a directory holding only pytorch_model.bin is refused.
-The safetensors library opens and checks each file (``safe_open``: the header parses, the data
-covers it — a truncated file is refused — and gives each tensor's dtype and shape); the tensor's
-bytes are then memory-mapped (`numpy.memmap` at the offsets of the same header), so a tensor
-already in the dtype asked for is used where it lies, without a copy, and resident memory stays
-about the size of the weights. Other dtypes are converted one tensor at a time; bfloat16 (which
-NumPy lacks) is widened to float32 exactly (its bits are float32's upper half). Every problem is
-one `qkv.InputError` naming the file and, where there is one, the tensor or field.
+Each file is opened once and read through that descriptor (`qkv._safetensors.SafetensorsFile`): its
+header is checked as the safetensors library checks it (the data covers it exactly — a truncated file
+is refused — and each tensor's dtype and shape fit its bytes), and each tensor is read into memory of
+its own, never memory-mapped. So a loaded model's numbers never change when its file is rewritten in
+place, a file cut short under a running model cannot kill it (SIGBUS), and a file swapped for a named
+pipe after the check is refused by its kind, never waited on. Resident memory stays about the size of
+the weights: a tensor stored in the dtype asked for is used as read; other dtypes are converted one
+tensor at a time; bfloat16 (which NumPy lacks) is widened to float32 exactly (its bits are float32's
+upper half). Every problem is one `qkv.InputError` naming the file and, where there is one, the tensor
+or field.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import struct
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..explain import texts
+from .._safetensors import SafetensorsFile, widen
 from .files import check_finite, is_present, read_json
 
 __all__ = ["Checkpoint", "open_checkpoint", "read_config"]
@@ -56,8 +58,7 @@ class Checkpoint:
     directory: Path
     files: dict[str, Path]                       # tensor name → file
     used: set[str] = field(default_factory=set, repr=False)   # the names `get` has read
-    _handles: dict[Path, Any] = field(default_factory=dict, repr=False)
-    _headers: dict[Path, tuple[int, dict]] = field(default_factory=dict, repr=False)
+    _handles: dict[Path, Any] = field(default_factory=dict, repr=False)     # file → its open SafetensorsFile
 
     def __contains__(self, name: str) -> bool:
         return name in self.files
@@ -73,30 +74,26 @@ class Checkpoint:
 
     def get(self, name: str, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
         """Tensor ``name`` as a C-contiguous, read-only array of ``dtype`` with exactly ``shape`` (else
-        InputError): a memory map of the file when it is stored in ``dtype``, else a converted copy.
+        InputError), read from the file's open descriptor into memory of its own (never a memory map).
         A tensor holding NaN or ±inf is an InputError naming the file and the tensor (every family)."""
         path = self.files.get(name)
         if path is None:
             raise InputError.keyed("error.checkpoint.tensor_missing", source=str(self._describe()), field=name)
         self.used.add(name)
         handle = self._open(path)
-        piece = handle.get_slice(name)
-        stored = tuple(int(d) for d in piece.get_shape())
+        stored = handle.shape(name)
         if stored != tuple(shape):
             raise InputError.keyed("error.checkpoint.shape", source=str(path), field=name, stored=stored,
                                    expected=tuple(shape))
-        kind = piece.get_dtype()
-        if kind not in _STORED:
+        kind = handle.dtype(name)
+        if kind not in _FLOATS:
             raise InputError.keyed("error.checkpoint.dtype", source=str(path), field=name, kind=kind)
-        value = self._map(path, name, stored, kind)
-        if kind == "BF16":
-            value = (value.astype(np.uint32) << 16).view(np.float32)              # exact: bf16 = float32's top half
+        value = widen(handle.read(name), kind)                  # read into memory of its own, never mapped
         check_finite(value, source=str(path), field=name)                     # NaN/inf: a corrupt file, named
-        if value.dtype == np.dtype(dtype):
-            return value
-        converted = value.astype(dtype)
-        converted.flags.writeable = False
-        return converted
+        if value.dtype != np.dtype(dtype):
+            value = value.astype(dtype)
+        value.flags.writeable = False
+        return value
 
     def unembedding(self, name: str, embeddings: np.ndarray, tie: bool, dtype) -> np.ndarray:
         """The output matrix (D, V) as transformers 5.25 reads it (every family): the head ``name`` (an nn.Linear
@@ -116,23 +113,6 @@ class Checkpoint:
         if tie:
             return embeddings.T                                       # (D, V), a view
         raise InputError.keyed("error.checkpoint.no_head", source=str(self._describe()), field=name)
-
-    def _map(self, path: Path, name: str, shape: tuple[int, ...], kind: str) -> np.ndarray:
-        """The tensor's bytes in the file, memory-mapped read-only, (shape) of the stored dtype."""
-        if path not in self._headers:
-            with open(path, "rb") as handle:
-                (length,) = struct.unpack("<Q", handle.read(8))
-                self._headers[path] = (length, json.loads(handle.read(length)))
-        length, header = self._headers[path]
-        begin, end = header[name]["data_offsets"]
-        stored = np.dtype(_STORED[kind])
-        count = int(np.prod(shape, dtype=np.int64))
-        if end - begin != count * stored.itemsize:
-            raise InputError.keyed("error.checkpoint.bytes", source=str(path), field=name, held=end - begin,
-                                   shape=shape, needed=count * stored.itemsize)
-        if count == 0:
-            return np.zeros(shape, dtype=stored)
-        return np.memmap(path, dtype=stored, mode="r", offset=8 + length + begin, shape=shape)
 
     def check_all_used(self, config_source: str, *, n_layers: int, optional: tuple[str, ...] = ()) -> None:
         """Refuse a checkpoint holding tensors the model config.json describes never read (every family).
@@ -158,8 +138,9 @@ class Checkpoint:
                                shown=shown, more=len(unused) - 4)
 
     def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
         self._handles.clear()
-        self._headers.clear()
 
     def _open(self, path: Path):
         if path not in self._handles:
@@ -210,16 +191,11 @@ def open_checkpoint(directory: Path) -> Checkpoint:
 # a layer index inside a tensor name: "model.layers.3.", "h.3.", "encoder.layer.3.", "decoder.layers.3."
 _LAYER = re.compile(r"(?:^|\.)(?:layers?|h|blocks)\.(\d+)\.")
 
-# safetensors dtype → the NumPy dtype its bytes are read as (bfloat16 as its raw 16 bits)
-_STORED = {"F16": "<f2", "F32": "<f4", "F64": "<f8", "BF16": "<u2"}
+# the safetensors dtypes a model's weights may have
+_FLOATS = ("F16", "F32", "F64", "BF16")
 
 
-def _safe_open(path: Path):
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        return safe_open(str(path), framework="numpy")
-    except (SafetensorError, OSError, ValueError, TypeError) as exc:
-        raise InputError.keyed("error.safetensors.unreadable", source=str(path),
-                               reason=exc) from None
+def _safe_open(path: Path) -> SafetensorsFile:
+    """``path`` opened once and its header checked (`qkv._safetensors.SafetensorsFile`); the caller closes it."""
+    return SafetensorsFile(path)
 

