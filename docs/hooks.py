@@ -2,7 +2,8 @@
 
 README.md links the guide as `docs/NAME.md` (right on GitHub and in a clone); on the site the
 pages sit at the top, so those links lose their `docs/` prefix. README.ko.md, the Korean front door, is
-ko/index.md the same way (README.md's link to it points there). Nothing else is changed.
+ko/index.md the same way (README.md's link to it points there). The pages under ko/ are rendered with the
+theme in Korean (`<html lang="ko">`, the theme's own words in Korean); nothing else is changed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,24 @@ def korean_home_markdown(readme_ko: str) -> str:
     `](README.md)` → `](../index.md)`."""
     text = readme_ko.replace("](docs/ko/", "](").replace("](README.md)", "](../index.md)")
     return _LINK.sub("](../", text)
+
+
+def page_language(src_uri: str) -> str:
+    """The language a page is written in: the pages under ko/ (README.ko.md among them) are Korean."""
+    return "ko" if src_uri.startswith("ko/") else "en"
+
+
+def on_page_context(context, page, config, nav):
+    """Render each page in its own language: the theme's words (search, contents, "copy"), `<html lang>` and
+    the search's language follow the page. Pages are rendered one at a time, so the theme's language is set
+    just before each render and read by the theme's templates during it."""
+    config.theme["language"] = page_language(page.file.src_uri)
+    return context
+
+
+def on_post_page(output, page, config):
+    config.theme["language"] = "en"         # the site's own language for whatever renders next (404, sitemap)
+    return output
 
 
 def on_files(files, config):

@@ -224,6 +224,41 @@ def test_site_builds_strict_and_offline(site):
         assert "@import url(http" not in sheet.read_text(encoding="utf-8"), sheet
 
 
+# The learning pages, each with a Korean page under docs/ko/ (README.ko.md is the Korean front door, ko/index.md)
+LEARNING = ("posts", "examples", "practice", "serve", "translator")
+
+
+def test_every_learning_page_has_a_korean_page_in_the_nav():
+    """The guide's learning pages are in Korean as well as English: docs/ko/NAME.md for each, in the site's
+    nav, opening with a link to its English page (and the English page's nav entry stays). Fast."""
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for name in LEARNING:
+        page = ROOT / "docs" / "ko" / f"{name}.md"
+        assert page.is_file(), page
+        first = page.read_text(encoding="utf-8").splitlines()[0]
+        assert first.startswith("# ") and f"[English](../{name}.md)" in first, first
+        assert re.search(r"[가-힣]", first), first
+        assert f": ko/{name}.md" in nav and f": {name}.md" in nav, name
+
+
+@SLOW
+def test_korean_pages_are_rendered_in_korean(site):
+    """<html lang> and the theme's own words follow the page's language: ko/ pages Korean, the rest English
+    (the theme's language was `en` for every page)."""
+    for page in site.rglob("*.html"):
+        relative = page.relative_to(site).as_posix()
+        html = page.read_text(encoding="utf-8")
+        found = re.search(r'<html lang="([\w-]+)"', html)
+        if found is None:                       # a fragment mkdocstrings or the theme writes without <html>
+            continue
+        korean = relative.startswith("ko/")
+        assert found.group(1) == ("ko" if korean else "en"), relative
+        if 'class="md-search__input"' in html:
+            assert ('placeholder="검색"' if korean else 'placeholder="Search"') in html, relative
+    for name in ("index",) + LEARNING:
+        assert (site / "ko" / f"{name}.html").is_file(), name
+
+
 @SLOW
 @pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 390])
@@ -231,6 +266,7 @@ def test_site_in_chromium(site, browser_context, width):
     """Opened from disk at desktop and phone widths: nothing fetched from elsewhere, no script error,
     no sideways scrolling; the figures and the API signatures are there."""
     for path, selector in (("index.html", "#quickstart"), ("pictures.html", 'img[alt="self-attention, Korean"]'),
+                           ("ko/practice.html", 'img[src="../why-dot-product-ko.png"]'),
                            ("api/qkv.html", '[id="qkv.attention.attention"]')):
         page = browser_context.new_page()
         requests, errors = [], []
@@ -246,7 +282,7 @@ def test_site_in_chromium(site, browser_context, width):
             assert overflow <= 0, f"{path} at {width} px scrolls sideways by {overflow} px"
             assert not [u for u in requests if not u.startswith(("file:", "data:", "blob:"))], (path, requests)
             assert not errors, (path, errors)
-            if path == "pictures.html":        # the figure loaded (a broken image has no natural width)
+            if path.endswith("practice.html") or path == "pictures.html":   # the figure loaded (a broken image has no natural width)
                 assert page.eval_on_selector(selector, "img => img.naturalWidth") > 0
         finally:
             page.close()
