@@ -14,6 +14,8 @@ them from ``model.attention_weights(text)``. Nothing here computes attention.
   under its names, or any (T, T) pattern; its ``exclude_bos``, ``exclude_current_token`` and
   ``error_measure="abs"`` options.
 - `repeated_random_ids`: the probe those detectors run on — a random token sequence repeated twice.
+- `score_terms`, `score_products`: a recorded head's scores as sums of per-dimension products q_i·k_i (the
+  neuron view), read from a Trace's q and k (after RoPE where recorded).
 
 The two previous-token scores differ only in the denominator: TransformerLens divides the weight on
 key i − 1 by the head's whole attention (T for T softmax rows, row 0 included though it has no
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["rollout", "head_scores", "detect_head", "detection_pattern", "repeated_random_ids", "score_terms", "SCORES", "PATTERNS",
+__all__ = ["rollout", "head_scores", "detect_head", "detection_pattern", "repeated_random_ids", "score_terms", "score_products", "SCORES", "PATTERNS",
            "HEAD_NAMES"]
 
 PATTERNS = ("previous_token", "duplicate_token", "induction")
@@ -225,6 +227,35 @@ def repeated_random_ids(length: int, vocab_size: int, *, seed: int = 0, prefix=(
     return np.concatenate([np.asarray(list(prefix), dtype=np.int64), sequence, sequence]).astype(np.int64)
 
 
+
+def _score_vectors(trace, prefix: str):
+    """(q (H, Tq, Dk), k (H, Tk, Dk) — each query head's key/value head's keys —, rotated, G) as the scores used them."""
+    rotated = prefix + "q_rotated" in trace and prefix + "k_rotated" in trace
+    q_all = np.asarray(trace[prefix + ("q_rotated" if rotated else "q_heads")].value, dtype=np.float64)
+    k_all = np.asarray(trace[prefix + ("k_rotated" if rotated else "k_heads")].value, dtype=np.float64)
+    if q_all.ndim == 2:                         # one head recorded as (T, Dk)
+        q_all, k_all = q_all[None], k_all[None]
+    heads, kv_heads = q_all.shape[0], k_all.shape[0]
+    per_head = np.repeat(k_all, max(1, heads // kv_heads), axis=0)      # (H, Tk, Dk): GQA's sharing
+    return q_all, per_head, rotated, kv_heads
+
+
+def _recorded(trace, name: str) -> np.ndarray:
+    value = np.asarray(trace[name].value, dtype=np.float64)
+    return value[None] if value.ndim == 2 else value
+
+
+def score_products(trace, prefix: str = "") -> dict:
+    """Every query/key pair's score as per-dimension products: `score_terms` for all pairs of all heads at once.
+
+    Returns {"terms": (H, Tq, Tk, Dk) q_i·k_i, "sums": (H, Tq, Tk) Σ_i q_i·k_i (float64), "scores": the recorded
+    q·k (H, Tq, Tk), "rotated": bool}. Memory: H·Tq·Tk·Dk float64 numbers (callers bound it).
+    """
+    q, k, rotated, _ = _score_vectors(trace, prefix)
+    terms = q[:, :, None, :] * k[:, None, :, :]                          # (H, Tq, Tk, Dk)
+    return {"terms": terms, "sums": terms.sum(axis=-1), "scores": _recorded(trace, prefix + "scores"), "rotated": rotated}
+
+
 def score_terms(trace, *, query: int, key: int, head: int = 0, prefix: str = "") -> dict:
     """The score of one query/key pair of a recorded head as a sum of per-dimension products (a neuron view).
 
@@ -236,20 +267,13 @@ def score_terms(trace, *, query: int, key: int, head: int = 0, prefix: str = "")
     Σ terms is the recorded score up to the rounding of the recorded dtype (the model computed it as one
     matrix product). Raises KeyError naming a missing step, IndexError naming an index out of range.
     """
-    rotated = prefix + "q_rotated" in trace and prefix + "k_rotated" in trace
-    q_all = np.asarray(trace[prefix + ("q_rotated" if rotated else "q_heads")].value, dtype=np.float64)
-    k_all = np.asarray(trace[prefix + ("k_rotated" if rotated else "k_heads")].value, dtype=np.float64)
-    if q_all.ndim == 2:                         # one head recorded as (T, Dk)
-        q_all, k_all = q_all[None], k_all[None]
-    heads, kv_heads = q_all.shape[0], k_all.shape[0]
+    q_all, k_all, rotated, kv_heads = _score_vectors(trace, prefix)
+    heads = q_all.shape[0]
     for name, value, count in (("head", head, heads), ("query", query, q_all.shape[1]), ("key", key, k_all.shape[1])):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < count:
             raise IndexError(f"{name}={value!r} is out of range: the trace has {count} (0 … {count - 1})")
-    kv_head = head // max(1, heads // kv_heads)
-    q, k = q_all[head, query], k_all[kv_head, key]
+    q, k = q_all[head, query], k_all[head, key]
     terms = q * k
-    scores = np.asarray(trace[prefix + "scores"].value, dtype=np.float64)
-    scaled = np.asarray(trace[prefix + "scaled_scores"].value, dtype=np.float64)
-    scores, scaled = (scores[None], scaled[None]) if scores.ndim == 2 else (scores, scaled)
+    scores, scaled = _recorded(trace, prefix + "scores"), _recorded(trace, prefix + "scaled_scores")
     return {"q": q, "k": k, "terms": terms, "sum": float(terms.sum()), "score": float(scores[head, query, key]),
-            "scaled": float(scaled[head, query, key]), "rotated": rotated, "kv_head": int(kv_head)}
+            "scaled": float(scaled[head, query, key]), "rotated": rotated, "kv_head": head // max(1, heads // kv_heads)}

@@ -63,12 +63,13 @@ class View:
     trace: Trace
     lang: str = "en"
     digits: int = DIGITS
+    lenses: dict | None = None           # several heads, text colour, the neuron view's products (`_lenses`)
 
     def html(self) -> str:
         """The standalone page (a full HTML document with its Content-Security-Policy)."""
         from .explain.page import trace_html
 
-        return trace_html(self.trace, lang=self.lang, digits=self.digits)
+        return trace_html(self.trace, lang=self.lang, digits=self.digits, lenses=self.lenses)
 
     def save(self, path: str | Path) -> Path:
         """Write the standalone page to ``path`` (atomically) and return the path."""
@@ -90,7 +91,7 @@ class View:
                 f'<p class="qkv-show-note" id="{note_id}" style="border:1px solid #d1495b;border-radius:4px;'
                 f'padding:6px 8px;margin:4px 0;background:#fff5f5;color:#1a1a1a;font:13px/1.4 system-ui,sans-serif;'
                 f'{"word-break:keep-all;" if self.lang == "ko" else ""}">{note}</p>\n'
-                f"{trace_html(self.trace, lang=self.lang, digits=self.digits, inline=True)}"
+                f"{trace_html(self.trace, lang=self.lang, digits=self.digits, inline=True, lenses=self.lenses)}"
                 f'<script>(function () {{ var n = document.getElementById("{note_id}"); '
                 f"if (n) n.parentNode.removeChild(n); }})();</script></div>\n")
 
@@ -134,7 +135,7 @@ def view(obj: Any, *, text: str | None = None, lang: str = "en", head: int | Non
         raise TypeError(f"qkv.show takes a Trace, a worked example's name or a loaded model (with text=), "
                         f"got {type(obj).__name__}")
     trace = _focus(trace, head=head, layer=layer, query=query, lang=lang)
-    return View(trace, lang, DIGITS if digits is None else digits)
+    return View(trace, lang, DIGITS if digits is None else digits, _lenses(trace))
 
 
 def show(obj: Any, *, text: str | None = None, lang: str = "en", head: int | None = None,
@@ -168,6 +169,37 @@ def show(obj: Any, *, text: str | None = None, lang: str = "en", head: int | Non
 
     warnings.warn(texts.text(lang, "show.outside"), stacklevel=2)
     return shown
+
+
+NEURON_NUMBERS = 400_000
+"""The most products q_i·k_i a view embeds for its neuron view (every pair of every head of every part shown);
+beyond, the neuron view is left out and the view says so (`qkv serve` computes any pair on request)."""
+
+
+def _lenses(trace: Trace) -> dict:
+    """What the view adds to the page's own (`View.lenses`, for `trace_html(lenses=)`): several heads at once and
+    text coloured by attention (from the weights), and the neuron view's products, computed here by
+    `qkv.analysis.score_products` for every part that records q, k and the scores — unless there are more than
+    NEURON_NUMBERS of them ("neuron_left_out": how many)."""
+    from .analysis import score_products
+    from .explain.parts import attention_parts
+
+    parts = [p.prefix for p in attention_parts(trace)
+             if all(p.prefix + name in trace for name in ("q_heads", "k_heads", "scores", "scaled_scores"))]
+    count = 0
+    for prefix in parts:
+        q, k = trace[prefix + "q_heads"].value, trace[prefix + "k_heads"].value
+        heads = q.shape[0] if q.ndim == 3 else 1
+        count += heads * q.shape[-2] * k.shape[-2] * q.shape[-1]
+    lenses: dict = {"neuron": {}, "neuron_limit": NEURON_NUMBERS}
+    if count > NEURON_NUMBERS:
+        lenses["neuron_left_out"] = count
+    else:
+        for prefix in parts:
+            found = score_products(trace, prefix)
+            lenses["neuron"][prefix] = {"terms": found["terms"], "sums": found["sums"],
+                                        "rotated": found["rotated"]}
+    return lenses
 
 
 # --------------------------------------------------------------------------------------------- helpers

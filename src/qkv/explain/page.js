@@ -60,6 +60,7 @@
     return V.fmtInt(v, arr.exp);
   }
   var el = V.el, esc = V.esc;
+  window.qkvPacked = { unpack: unpack, at: at, num: num, fmt: fmt };   // for lenses.js: the same unpacking
 
   // ← → step through the view the reader last touched (the first one on a page of several, e.g. a
   // notebook), unless a form control has the keys
@@ -413,6 +414,7 @@
       paintTokens(); drawLines(); drawMatrix(); markThumb();
       if (whatIfFollows && api.ready) whatIfFollows();
       if (api.ready) rebuildSteps(keepSteps !== false);
+      if (api.ready && api.onRefresh) api.onRefresh();          // lenses.js follows the part, head and query
     }
     function setHover(value) { state.hover = value; paintTokens(); drawLines(); drawMatrix(); }
     function toggle(i) {

@@ -155,7 +155,7 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     drills = trace.meta.get("practice")         # computed by qkv.practice.offline, read here, never computed
     if isinstance(drills, dict) and drills.get("lang") == lang and drills.get("drills"):
         payload["practice"] = drills
-    payload.update(_lenses(trace))
+
     variants = trace.meta.get("variants")      # computed by qkv.examples.variants, read here, never computed
     if isinstance(variants, dict) and variants.get("kind") in ("meeting", "scale"):
         payload["whatIf"] = {**variants, "digits": digits}
@@ -169,11 +169,33 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
     return payload
 
 
-def _lenses(trace: Trace) -> dict:
-    """What the lenses (lenses.js) draw beside the views, as the library computed it and the trace's meta holds
-    it: a decoder's next token (meta "next_token", `qkv.models.NextToken.to_dict`, put there by `qkv.show`)."""
+def _lenses(trace: Trace, digits: int, lang: str, lenses: dict | None = None) -> dict:
+    """What the lenses (lenses.js) draw beside the views, as the library computed it (both given by `qkv.show`): a
+    decoder's next token (meta "next_token", `qkv.models.NextToken.to_dict`); ``lenses`` (`qkv.notebook`'s
+    `View.lenses`): several heads and text coloured by attention (from the weights the page holds anyway), the
+    heads' text colours (`style.head_colour(h, "text")`, AA on white) and, per part, the neuron view's products
+    ("neuron": prefix → `qkv.analysis.score_products`' terms (H, Tq, Tk, Dk) and sums, packed here) or, when
+    they were left out for size, a note."""
+    out = {}
     next_token = trace.meta.get("next_token")
-    return {"nextToken": next_token} if isinstance(next_token, dict) else {}
+    if isinstance(next_token, dict):
+        out["nextToken"] = next_token
+    if isinstance(lenses, dict):
+        from .style import HEAD_COLOURS, head_colour
+
+        neuron, index = {}, {part.prefix: n for n, part in enumerate(attention_parts(trace))}
+        for prefix, found in (lenses.get("neuron") or {}).items():
+            if prefix in index:
+                terms = np.asarray(found["terms"], dtype=np.float64)                  # (H, Tq, Tk, Dk)
+                heads, tq, tk, dk = terms.shape
+                neuron[index[prefix]] = {"terms": pack(terms.reshape(heads, tq, tk * dk), digits), "dk": dk,
+                                         "sums": pack(np.asarray(found["sums"], dtype=np.float64), digits),
+                                         "rotated": bool(found.get("rotated"))}
+        left_out = lenses.get("neuron_left_out")
+        out["lenses"] = {"inks": [head_colour(h, "text") for h in range(len(HEAD_COLOURS))], "neuron": neuron,
+                         "neuronNote": texts.text(lang, "page.lens.neuron.left_out", n=f"{left_out:,}",
+                                                  limit=f"{lenses.get('neuron_limit', 0):,}") if left_out else ""}
+    return out
 
 
 def _part_label(trace: Trace, prefix: str, label: str, lang: str) -> str:
@@ -314,7 +336,7 @@ def _derivation(trace: Trace, lang: str, digits: int, full: bool = False) -> str
 
 
 def trace_html(trace: Trace, *, lang: str = "en", digits: int = DIGITS, inline: bool = False,
-               full: bool = False) -> str:
+               full: bool = False, lenses: dict | None = None) -> str:
     """The interactive page of a Trace, as one self-contained HTML document (or a fragment when inline).
 
     Args:
@@ -325,10 +347,13 @@ def trace_html(trace: Trace, *, lang: str = "en", digits: int = DIGITS, inline: 
       inline: a fragment (styles + view + script) for Jupyter's ``_repr_html_``; else a full page.
       full: the derivation prints every number of long matrices (default: NumPy-style ellipses; the
         interactive views above it always hold every recorded number).
+      lenses: `qkv.show`'s additions (`qkv.notebook.View.lenses`): several heads at once, text coloured by
+        attention and the neuron view's products; None: the page's own views only.
     Returns the HTML text. The step-by-step derivation of `qkv.explain.derivation_html` follows the view.
     """
     trace = in_language(trace, lang)        # the example's token names in the page's language ("토큰 3")
     payload = _payload(trace, digits, lang)
+    payload.update(_lenses(trace, digits, lang, lenses))
     return _page(payload, title=_titles(trace)[lang] if lang in ("en", "ko") else trace.title, lang=lang, digits=digits,
                  derivation=_derivation(trace, lang, digits, full), inline=inline)
 

@@ -64,6 +64,9 @@ EN: dict[str, str] = {
                                 "matrix product in its own precision, the products here are summed in float64.",
     "page.lens.neuron.scaled": "Then the scaled score: {scaled}.",
     "page.lens.neuron.pick": "Click a cell of the matrix for its pair.",
+    "page.lens.neuron.left_out": "The neuron view is left out: every pair of this view is {n} products q_i·k_i, more "
+                                 "than the {limit} a view holds. Show one layer (layer=) or a shorter text, or open "
+                                 "the head in qkv serve, which computes any pair.",
 }
 
 KO: dict[str, str] = {
@@ -120,4 +123,7 @@ KO: dict[str, str] = {
                                 "계산했고, 여기의 곱은 float64로 더했다.",
     "page.lens.neuron.scaled": "그다음 스케일한 점수: {scaled}.",
     "page.lens.neuron.pick": "행렬의 칸을 누르면 그 쌍이 나온다.",
+    "page.lens.neuron.left_out": "뉴런 보기는 뺐다. 이 보기의 모든 쌍은 곱 q_i·k_i {n}개로, 한 보기에 담는 {limit}개보다 "
+                                 "많다. 층 하나만 보이거나(layer=) 더 짧은 문장을 쓰거나, qkv serve에서 그 헤드를 열면 "
+                                 "어떤 쌍이든 계산해 준다.",
 }
