@@ -178,3 +178,18 @@ def test_the_causal_mask_is_said_without_a_zero_based_range(lang):
     that it has not. The rule is said without numbers."""
     said = texts.text(lang, "why.about.mask")
     assert not re.search(r"0 … i|0–i|0 to i", said), said
+
+
+def test_no_part_of_a_sum_reads_as_a_quotient():
+    """몫 is a share and a quotient: "Y를 헤드별로 나눈 몫" (the heads' parts of Y, in the next-token view) and
+    "헤드 3개의 몫의 합" (the drill's Y) read as division. A head's part of a sum is its 부분 (its own columns
+    and rows, "자기 몫인 열", stay idiomatic)."""
+    found = {key: value for key, value in texts.KO.items() if re.search(r"나눈 몫|몫의 합|몫들", value)}
+    assert found == {}, found
+
+
+def test_a_scaled_score_has_one_name():
+    """The posts' "스케일링 (Scaling)": 스케일링한 점수 everywhere (the neuron view said 스케일한 점수)."""
+    found = {key: value for key, value in texts.KO.items() if "스케일한" in value}
+    assert found == {}, found
+    assert all("스케일링한 점수" in texts.KO[key] for key in ("col.score", "step.scaled_scores", "page.lens.neuron.scaled"))

@@ -70,15 +70,15 @@ EN: dict[str, str] = {
 }
 
 KO: dict[str, str] = {
-    "error.next.not_decoder": "다음 토큰은 디코더(GPT-2, Llama 같은 인과 언어 모델)만 예측한다. 이 모델은 {kind}라서 "
-                              "다음 토큰을 예측하지 않는다",
+    "error.next.not_decoder": "다음 토큰은 디코더(GPT-2, Llama 같은 인과 언어 모델)만 예측한다. 이 모델({kind})은 디코더가 "
+                              "아니어서 다음 토큰을 예측하지 않는다",
     "error.next.temperature": "온도는 0보다 큰 수여야 한다. 받은 값: {value}",
     "error.next.k": "k는 1부터 {top}까지의 정수여야 한다. 받은 값: {value}",
     "page.next.title": "다음 토큰",
     "page.next.lead": "“{last}”(토큰 {position}) 다음에 올 토큰으로, 모델은 어휘의 토큰 {vocab}개 각각에 로짓 ℓ을 준다. "
                       "확률은 이 모두에 대한 p = softmax(ℓ / T)다. 가장 가능성이 높은 토큰 {k}개:",
     "page.next.temperature": "온도 T = {t}",
-    "page.next.slider": "온도마다의 확률은 qkv가 Python에서 토큰 {vocab}개 모두에 대해 softmax(ℓ / T)로 계산했다. "
+    "page.next.slider": "각 온도의 확률은 qkv가 Python에서 토큰 {vocab}개 모두에 대해 softmax(ℓ / T)로 계산했다. "
                         "슬라이더는 그중 하나(온도 {n}개)를 고를 뿐이고, 페이지는 아무것도 계산하지 않는다.",
     "page.next.rank": "순위",
     "page.next.token": "토큰",
@@ -88,20 +88,20 @@ KO: dict[str, str] = {
     "page.next.top_is": "T = {t}에서 가장 가능성이 높은 토큰 “{token}”의 확률은 {p}이다.",
     "page.next.table": "온도 {t}에서 가장 가능성이 높은 다음 토큰 {k}개",
     "page.heads.title": "마지막 토큰을 가장 많이 움직인 헤드",
-    "page.heads.lead": "층마다 “{last}” 위치의 어텐션 출력 중 헤드 h의 몫은 c_h = z^h·W_O^h다(헤드의 출력에 W_O 중 그 "
+    "page.heads.lead": "층마다 “{last}” 위치의 어텐션 출력 가운데 헤드 h가 맡은 부분은 c_h = z^h·W_O^h이다(헤드의 출력에 W_O 중 그 "
                        "헤드의 행들을 곱한 것. Σ_h c_h + b_O = Y). ‖c_h‖는 그 헤드가 마지막 토큰의 잔차 스트림을 "
-                       "움직인 거리이고, 비중은 그 층의 헤드들에 대한 ‖c_h‖ / Σ_g ‖c_g‖다. 몫들은 서로 다른 방향을 "
+                       "움직인 거리이고, 비중은 그 층의 헤드들에 대한 ‖c_h‖ / Σ_g ‖c_g‖이다. 이 부분들은 서로 다른 방향을 "
                        "가리킬 수 있으므로 ‖Y − b_O‖ ≤ Σ_g ‖c_g‖다.",
     "page.heads.most": "가장 많이 움직인 헤드: {list}.",
     "page.heads.item": "층 {l} 헤드 {h} (‖c‖ = {n})",
     "page.heads.layer": "층 {l}",
     "page.heads.y": "‖Y‖",
     "page.heads.cell": "층 {l}, 헤드 {h}: ‖c_h‖ = {n}, 비중 {s}",
-    "page.heads.grid": "마지막 토큰에서 헤드마다의 ‖c_h‖와 그 층 안에서의 비중. 색이 진할수록 비중이 크다",
+    "page.heads.grid": "마지막 토큰에서 각 헤드의 ‖c_h‖와 그 층 안에서의 비중. 색이 진할수록 비중이 크다",
     "page.heads.normed": "이 모델은 층마다 어텐션 출력을 정규화한 N_out(Y)를 잔차 스트림에 더한다. c_h는 그 정규화 "
-                         "전의 Y를 헤드별로 나눈 몫이다.",
+                         "전의 Y를 헤드별로 나눈 부분이다.",
     "page.heads.post_norm": "이 모델은 더한 뒤에 잔차 스트림을 정규화한다(N(x + Y)). c_h는 그 정규화 전의 Y를 헤드별로 "
-                            "나눈 몫이다.",
+                            "나눈 부분이다.",
     "page.lens.query": "Query",
     "page.lens.overlay.title": "여러 헤드를 한꺼번에",
     "page.lens.overlay.lead": "이 층의 헤드들을 겹쳐 그렸다. 고른 Query(왼쪽)에서 모든 Key(오른쪽)로, 보이는 헤드마다 "
@@ -114,14 +114,14 @@ KO: dict[str, str] = {
     "page.lens.text.lead": "토큰마다 {head}에서 고른 Query가 그 토큰에 주는 가중치로 배경을 칠했다. 가중치는 토큰 아래에 "
                            "숫자로 적었다.",
     "page.lens.text.legend": "배경: 가중치 0(흰색)에서 1(진한 파랑)까지",
-    "page.lens.neuron.title": "뉴런 보기: 차원마다의 q·k",
+    "page.lens.neuron.title": "뉴런 보기: 차원별 q·k",
     "page.lens.neuron.lead": "“{q}”(Query)와 “{k}”(Key)의 점수는 차원마다 하나씩인 곱 q_i·k_i {dk}개의 합이다. 막대 "
                              "하나가 곱 하나다(파랑: 양수, 빨강: 음수).",
     "page.lens.neuron.sum": "Σ q_i·k_i = {sum}, 모델이 계산한 점수 q·k: {score}.",
-    "page.lens.neuron.same": "소수 {d}자리까지 같다.",
-    "page.lens.neuron.differs": "소수 {d}자리의 마지막 자리에서 다르다. 모델은 점수를 자기 정밀도의 행렬곱 하나로 "
+    "page.lens.neuron.same": "소수점 아래 {d}자리까지 같다.",
+    "page.lens.neuron.differs": "소수점 아래 {d}자리의 마지막 자리에서 다르다. 모델은 점수를 자기 정밀도의 행렬곱 하나로 "
                                 "계산했고, 여기의 곱은 float64로 더했다.",
-    "page.lens.neuron.scaled": "그다음 스케일한 점수: {scaled}.",
+    "page.lens.neuron.scaled": "그다음, 스케일링한 점수: {scaled}.",
     "page.lens.neuron.pick": "행렬의 칸을 누르면 그 쌍이 나온다.",
     "page.lens.neuron.left_out": "뉴런 보기는 뺐다. 이 보기의 모든 쌍은 곱 q_i·k_i {n}개로, 한 보기에 담는 {limit}개보다 "
                                  "많다. 층 하나만 보이거나(layer=) 더 짧은 문장을 쓰거나, qkv serve에서 그 헤드를 열면 "
