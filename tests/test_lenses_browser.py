@@ -25,7 +25,7 @@ def decoders(tmp_path_factory):
     from model_fixtures import build_checkpoint
 
     root = tmp_path_factory.mktemp("lens-models")
-    return {name: models.load(build_checkpoint(root, name)) for name in ("gpt2", "llama-gqa")}
+    return {name: models.load(build_checkpoint(root, name)) for name in ("gpt2", "llama-gqa", "mistral")}
 
 
 @pytest.fixture(scope="module")
@@ -227,3 +227,22 @@ def test_a_long_view_leaves_the_neuron_view_out_and_says_so(browser_context, dec
     assert "left out" in note and "qkv serve" in note and opened.page.locator(".qkv-neuron").count() == 0
     assert opened.page.locator(".qkv-overlay").count() == 1 and opened.errors == []
     opened.close()
+
+
+def test_serve_masks_are_the_models_own(browser_context, server, decoders):  # noqa: F811
+    """Mistral's sliding window (6 keys) is shorter than the text: the keys it hides from the last query are said
+    masked in the overlay's table and the coloured text — the library's recorded mask, not a causal rule."""
+    model = decoders["mistral"]
+    tokens = model.tokens(TEXT)
+    window = model.window_mask(len(tokens), len(tokens), 0)
+    assert window is not None and not window[-1].all()
+    page, errors = _page(browser_context, f"{server}/?tab=model&model=mistral&text={TEXT}&view=head&layer=0&head=0",
+                         1366)
+    page.wait_for_selector(".qkv-colourtext", timeout=60_000)
+    page.wait_for_selector('#app[data-ready="1"]', timeout=60_000)
+    shown = page.locator(".qkv-colourtext .qkv-ct-w").all_inner_texts()
+    assert [t == "masked" for t in shown] == [not allowed for allowed in window[-1]]
+    first_row = page.locator(".qkv-overlay-weights tr[data-head='0'] td").all_inner_texts()
+    assert [t == "masked" for t in first_row] == [not allowed for allowed in window[-1]]
+    assert errors == []
+    page.close()

@@ -508,6 +508,7 @@
   function drawLenses(box, trace, tokens) {
     var layer = state.layer, head = state.head, T = tokens.length;
     var weightsOf = as3(stepOf(trace, "weights"))[0], first = state.cell ? state.cell[0] : T - 1;
+    var recorded = V.jsonSource(trace, "", DIGITS);
     function strongest(i) { var best = 0; for (var j = 0; j < T; j++) if (weightsOf[i][j] > weightsOf[i][best]) best = j; return best; }
     var neuronBox = el("div", "qkv-neuron-box"), overlayBox = el("div"), textBox = el("div");
     box.appendChild(overlayBox); box.appendChild(textBox); box.appendChild(neuronBox);
@@ -517,9 +518,9 @@
       var w = as3(whole.steps[0]), fmtw = function (v) { return V.fmt(v, DIGITS); };
       var ctx = { tokens: tokens, heads: w.length, query: first, head: head, inks: data.inks,
         weight: function (h, i, j) { return w[h][i][j]; }, text: function (h, i, j) { return fmtw(w[h][i][j]); },
-        masked: function (h, i, j) { return j > i; },                   // every model here with a next token is causal
+        // the open head's recorded mask (causal, a sliding window): a model's mask is the same for every head
+        masked: function (h, i, j) { return recorded.masked(0, i, j); },
         headLabel: function (h) { return W("head") + " " + h; }, title: VW()["lens.overlay.title"] + " — " + W("layerN", { layer: layer }) };
-      if (!(trace.meta && trace.meta.causal)) ctx.masked = function () { return false; };
       panels.push(window.qkvLenses.headsOverlay(overlayBox, ctx, VW()));
       panels.push(window.qkvLenses.textColour(textBox, ctx, VW()));
     }, function (err) { overlayBox.appendChild(el("p", "qkv-error", W("error") + ": " + err.message)); }).then(end, end);
