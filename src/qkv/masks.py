@@ -35,6 +35,7 @@ import functools
 import itertools
 import threading
 import types
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -985,7 +986,7 @@ def dense_mask(mask_mod: Callable, tq: int, tk: int | None = None, *, b: int = 0
     tk = tq if tk is None else tk
     q_idx = np.arange(tq, dtype=np.int64)[:, None]
     kv_idx = np.arange(tk, dtype=np.int64)
-    value = mask_mod(np.int64(b), np.int64(h), q_idx, kv_idx)
+    value = call_mask(mask_mod, np.int64(b), np.int64(h), q_idx, kv_idx)
     if compat.is_torch_array(value):
         value = value.detach().cpu().numpy()
     return np.broadcast_to(np.asarray(value, bool), (tq, tk)).copy()
@@ -1088,7 +1089,7 @@ class BlockMask(MaskMod):
         self._empty = np.pad((kinds == EMPTY).cumsum(0).cumsum(1), pad)
 
     def __call__(self, b, h, q_idx, kv_idx):
-        return self.fn(b, h, q_idx, kv_idx)
+        return call_mask(self.fn, b, h, q_idx, kv_idx)
 
     def check_shape(self, batch, heads, tq, tk):
         if (tq, tk) != (self.tq, self.tk) or batch > self.batch or heads > self.heads:
@@ -1214,11 +1215,94 @@ def _analyse_function(fn, batch, heads, tq, tk, n, *, intervals: bool):
 
 def _evaluate(fn, b, h, q_idx, kv_idx) -> np.ndarray:
     """fn on index arrays as a NumPy bool array broadcast to (…, rows, cols) (leading dimensions
-    only where the result depends on b or h)."""
+    only where the result depends on b or h); see `call_mask`."""
     from .kernels.call import as_bool_mask
 
-    value = as_bool_mask(fn(b, h, q_idx, kv_idx), np)
+    value = as_bool_mask(call_mask(fn, b, h, q_idx, kv_idx), np)
     return np.broadcast_to(value, np.broadcast_shapes(np.shape(value), (q_idx.shape[0], kv_idx.shape[0])))
+
+
+def call_mask(fn, b, h, q_idx, kv_idx):
+    """fn(b, h, q_idx, kv_idx) on broadcasting index arrays, its result in the indices' library.
+
+    fn is called first with the index arrays themselves (qkv's own functions, NumPy or torch index
+    arithmetic); when that fails, or gives a result that does not fit the indices' broadcast shape
+    (`bias[q_idx][kv_idx]` on arrays indexes the wrong axis), it is evaluated as flex_attention
+    evaluates it: one (b, h, q_idx, kv_idx) at a time as 0-d torch tensors under torch.vmap
+    (`elementwise`), so torch-only writing (`(q - kv).abs()`, `q.clamp(…)`, `torch.abs`, torch's
+    and_masks/or_masks, indexing captured tensors) works on NumPy calls too."""
+    shape = np.broadcast_shapes(*(tuple(np.shape(x)) for x in (b, h, q_idx, kv_idx)))
+    numpy = not compat.is_torch_array(q_idx)
+    try:
+        with warnings.catch_warnings():   # a trial: what a torch-only fn says about NumPy arguments
+            warnings.simplefilter("ignore")
+            value = fn(b, h, q_idx, kv_idx)
+        fits = np.broadcast_shapes(tuple(np.shape(value)), shape) == shape
+    except Exception as error:   # noqa: BLE001 — not index arithmetic on these arrays: element by element
+        value, fits, failed = None, False, error
+    else:
+        failed = None
+    if fits:
+        return value
+    if numpy:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            if failed is not None:
+                raise failed
+            raise ValueError(_result_shape_words("mask_mod", np.shape(value), shape)) from None
+    value = elementwise(fn, b, h, q_idx, kv_idx, name="mask_mod")
+    return value.detach().cpu().numpy() if numpy else value
+
+
+def _result_shape_words(name: str, got, want) -> str:
+    return (f"{name} returned shape {tuple(got)} for index arrays broadcasting to {tuple(want)}; it must "
+            "return one value per (b, h, q_idx, kv_idx)")
+
+
+def elementwise(fn, *args, name: str = "mask_mod"):
+    """fn evaluated as torch's flex_attention evaluates a mask_mod or score_mod: at every element of
+    its broadcasting arguments (score, b, h, q_idx, kv_idx; NumPy arrays or torch tensors), as 0-d torch
+    tensors under nested torch.vmap (one level per dimension longer than 1) with indexing by a tensor
+    made an index op (torch's TransformGetItemToIndex: `bias[q_idx][kv_idx]`, `table[h]`), so a
+    function written for flex_attention means here what it means there, differentiably and under
+    torch.compile. Returns a torch tensor of the arguments' broadcast shape. A function that fails, or
+    returns more than one value per element, raises naming `name` (mask_mod or score_mod)."""
+    import torch
+    from torch._dynamo._trace_wrapped_higher_order_op import TransformGetItemToIndex
+
+    device = next((a.device for a in args if torch.is_tensor(a)), None)
+    tensors = [a if torch.is_tensor(a) else torch.as_tensor(np.ascontiguousarray(a), device=device) for a in args]
+    shape = tuple(torch.broadcast_shapes(*(t.shape for t in tensors)))
+    n = len(shape)
+    full = [t.reshape((1,) * (n - t.dim()) + tuple(t.shape)) for t in tensors]
+    levels = [d for d in range(n) if shape[d] != 1]
+    squeezed = [t.reshape(tuple(t.shape[d] for d in levels if t.shape[d] != 1)) for t in full]
+
+    def one(*xs):
+        value = fn(*xs)
+        return value if torch.is_tensor(value) else torch.as_tensor(value, device=device)
+
+    mapped = one
+    for d in reversed(levels):
+        mapped = torch.vmap(mapped, in_dims=tuple(0 if t.shape[d] != 1 else None for t in full))
+    label = getattr(fn, "__name__", type(fn).__name__)
+    try:
+        with TransformGetItemToIndex():
+            out = mapped(*squeezed)
+    except Exception as error:   # noqa: BLE001 — torch's words, with the function named
+        words = (f"{name} {label!r} failed on flex_attention's scalar index tensors (b, h, q_idx, kv_idx"
+                 f"{'' if name == 'mask_mod' else ', with score first'}): {type(error).__name__}: {error}")
+        try:
+            named = type(error)(words)
+        except Exception:   # noqa: BLE001 — an exception class that takes other arguments
+            named = RuntimeError(words)
+        raise named from error
+    want = tuple(shape[d] for d in levels)
+    if tuple(out.shape) != want:
+        raise ValueError(f"{name} {label!r} returned shape {tuple(out.shape)[len(want):] or tuple(out.shape)} "
+                         "per element; it must return one value (a 0-d tensor) per (b, h, q_idx, kv_idx)")
+    return out.reshape(shape)
 
 
 # Automatic analysis of plain functions (qkv.attention on NumPy inputs, torch outside torch.compile):
