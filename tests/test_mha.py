@@ -178,6 +178,23 @@ def test_gradients_flow_through_a_cached_decode_on_torch():
     torch.testing.assert_close(torch.cat(plain, dim=1), mha(x, causal=True).detach(), rtol=1e-12, atol=1e-12)
 
 
+def test_cached_keys_without_gradients_beside_a_query_that_needs_one():
+    """Issue 32 §4: a query that needs a gradient attends to cached keys and values that do not; the
+    next append used to write into the storage the first step's graph had saved, and backward failed
+    ("modified by an inplace operation"). Expected: the gradient of one run over the whole sequence."""
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(2, 5, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    k, v = (torch.randn(2, 5, 4, dtype=torch.float64, generator=g) for _ in range(2))
+    cache = qkv.KVCache()
+    outs = []
+    for t in range(5):
+        keys, values = cache.append(k[:, t:t + 1], v[:, t:t + 1])
+        outs.append(qkv.attention(q[:, t:t + 1], keys, values))
+    got = torch.autograd.grad(torch.cat(outs, dim=1).square().sum(), q)[0]
+    want = torch.autograd.grad(qkv.attention(q, k, v, causal=True).square().sum(), q)[0]
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-12), (np.float32, 2e-5)])
 @pytest.mark.parametrize("c_softmax", [True, False])
 def test_lengths_equal_a_padding_mask_on_the_real_rows(dtype, tol, c_softmax, monkeypatch):

@@ -28,7 +28,7 @@ from ._backend import is_numpy, is_torch, namespace, shape_str
 from .kernels import autograd as _kernel_autograd
 from .kernels import blocked as _kernel_module
 from .kernels import route as _route
-from .kernels.call import Call, _compiling, as_bool_mask, as_scores, check_call, index_arrays
+from .kernels.call import Call, _compiling, as_bool_mask, as_scores, call_mask, call_score, check_call, index_arrays
 from .trace import (BIASED_SCORES, CONTRIBUTIONS, EXP_SCORES, EXP_SUM, MASK, MODIFIED_SCORES, OUT, RESIDUAL,
                     SCALED_SCORES, SCORES, SHARES, SOFTMAX_MAX, WEIGHTS, Recorder, emit)
 
@@ -634,8 +634,8 @@ def _evaluate(call: Call, fn, like, *, score=None):
     b_all, h_all, q_idx, kv_idx = index_arrays(call, like=like)
     if getattr(fn, "broadcasts", False):
         if score is not None:
-            return as_scores(fn(score, b_all, h_all, q_idx, kv_idx), score)
-        return as_bool_mask(fn(b_all, h_all, q_idx, kv_idx), xp, call.device)
+            return as_scores(call_score(fn, score, b_all, h_all, q_idx, kv_idx), score)
+        return as_bool_mask(call_mask(fn, b_all, h_all, q_idx, kv_idx), xp, call.device)
     torch_scalar = is_torch(like)
     if torch_scalar:
         import torch
@@ -648,9 +648,9 @@ def _evaluate(call: Call, fn, like, *, score=None):
         b, h = ((torch.tensor(b, device=call.device), torch.tensor(h, device=call.device)) if torch_scalar
                 else (np.int64(b), np.int64(h)))
         if score is not None:
-            results.append(as_scores(fn(score[index], b, h, q_idx, kv_idx), score[index]))
+            results.append(as_scores(call_score(fn, score[index], b, h, q_idx, kv_idx), score[index]))
         else:
-            allowed = as_bool_mask(fn(b, h, q_idx, kv_idx), xp, call.device)
+            allowed = as_bool_mask(call_mask(fn, b, h, q_idx, kv_idx), xp, call.device)
             results.append(xp.broadcast_to(allowed, (call.tq, call.tk)))
     return xp.reshape(xp.stack(results), call.scores_shape)
 

@@ -42,14 +42,14 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _backend as compat  # array-api-compat, imported on first use
-from .kernels.call import EMPTY, FULL, PARTIAL
+from .kernels.call import EMPTY, FULL, PARTIAL, call_mask, call_score, elementwise  # noqa: F401 (elementwise: public here)
 from ._keep import keep
 
 __all__ = [
     "MaskMod", "MaskInfo", "analyse", "BlockMask", "block_mask", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
     "causal", "sliding_window", "dilated_window", "global_tokens", "prefix_lm", "document", "sinks",
     "chunked", "and_masks", "or_masks", "key_range_mask", "mask_ranges", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
-    "t5_bucket", "catalogue",
+    "t5_bucket", "catalogue", "elementwise", "call_mask", "call_score", "captured_tensors",
 ]
 
 
@@ -1083,6 +1083,8 @@ class BlockMask(MaskMod):
         self.broadcasts = not exact   # proved by index arithmetic: fine with broadcasting b and h
         self.name = f"block mask of {getattr(fn, '__name__', 'a function')}"
         self.formula = getattr(fn, "formula", "")
+        # the tensors fn reads, with their in-place versions: a call after one changed is refused
+        self._watched = [(what, t, t._version) for what, t in captured_tensors(fn)]
         # prefix sums of full and empty blocks: any rectangle of blocks is counted in O(1)
         pad = ((1, 0), (1, 0))
         self._full = np.pad((kinds == FULL).cumsum(0).cumsum(1), pad)
@@ -1092,10 +1094,23 @@ class BlockMask(MaskMod):
         return call_mask(self.fn, b, h, q_idx, kv_idx)
 
     def check_shape(self, batch, heads, tq, tk):
+        self.check_fresh()
         if (tq, tk) != (self.tq, self.tk) or batch > self.batch or heads > self.heads:
             raise ValueError(f"mask_mod is a BlockMask built for (B, H, Tq, Tk) = ({self.batch}, {self.heads}, "
                              f"{self.tq}, {self.tk}) but the call has ({batch}, {heads}, {tq}, {tk}); "
                              "build one for this shape with qkv.masks.block_mask")
+
+    def check_fresh(self):
+        """Raise ValueError when a tensor the function reads changed in place after the analysis (its
+        blocks and key ranges would be stale). NumPy arrays have no version counter: one changed after
+        block_mask is not seen; build the BlockMask again after changing it."""
+        if _tracing():
+            return
+        for what, tensor, version in self._watched:
+            if tensor._version != version:
+                raise ValueError(f"mask_mod is a stale BlockMask: {what} was changed in place after "
+                                 "qkv.masks.block_mask analysed it, so its empty and full blocks and key ranges "
+                                 "describe the old values; build it again with qkv.masks.block_mask")
 
     def block_kinds(self, b, h, q_lo, q_hi, k_lo, k_hi):
         n = self.block_size
@@ -1220,89 +1235,6 @@ def _evaluate(fn, b, h, q_idx, kv_idx) -> np.ndarray:
 
     value = as_bool_mask(call_mask(fn, b, h, q_idx, kv_idx), np)
     return np.broadcast_to(value, np.broadcast_shapes(np.shape(value), (q_idx.shape[0], kv_idx.shape[0])))
-
-
-def call_mask(fn, b, h, q_idx, kv_idx):
-    """fn(b, h, q_idx, kv_idx) on broadcasting index arrays, its result in the indices' library.
-
-    fn is called first with the index arrays themselves (qkv's own functions, NumPy or torch index
-    arithmetic); when that fails, or gives a result that does not fit the indices' broadcast shape
-    (`bias[q_idx][kv_idx]` on arrays indexes the wrong axis), it is evaluated as flex_attention
-    evaluates it: one (b, h, q_idx, kv_idx) at a time as 0-d torch tensors under torch.vmap
-    (`elementwise`), so torch-only writing (`(q - kv).abs()`, `q.clamp(…)`, `torch.abs`, torch's
-    and_masks/or_masks, indexing captured tensors) works on NumPy calls too."""
-    shape = np.broadcast_shapes(*(tuple(np.shape(x)) for x in (b, h, q_idx, kv_idx)))
-    numpy = not compat.is_torch_array(q_idx)
-    try:
-        with warnings.catch_warnings():   # a trial: what a torch-only fn says about NumPy arguments
-            warnings.simplefilter("ignore")
-            value = fn(b, h, q_idx, kv_idx)
-        fits = np.broadcast_shapes(tuple(np.shape(value)), shape) == shape
-    except Exception as error:   # noqa: BLE001 — not index arithmetic on these arrays: element by element
-        value, fits, failed = None, False, error
-    else:
-        failed = None
-    if fits:
-        return value
-    if numpy:
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            if failed is not None:
-                raise failed
-            raise ValueError(_result_shape_words("mask_mod", np.shape(value), shape)) from None
-    value = elementwise(fn, b, h, q_idx, kv_idx, name="mask_mod")
-    return value.detach().cpu().numpy() if numpy else value
-
-
-def _result_shape_words(name: str, got, want) -> str:
-    return (f"{name} returned shape {tuple(got)} for index arrays broadcasting to {tuple(want)}; it must "
-            "return one value per (b, h, q_idx, kv_idx)")
-
-
-def elementwise(fn, *args, name: str = "mask_mod"):
-    """fn evaluated as torch's flex_attention evaluates a mask_mod or score_mod: at every element of
-    its broadcasting arguments (score, b, h, q_idx, kv_idx; NumPy arrays or torch tensors), as 0-d torch
-    tensors under nested torch.vmap (one level per dimension longer than 1) with indexing by a tensor
-    made an index op (torch's TransformGetItemToIndex: `bias[q_idx][kv_idx]`, `table[h]`), so a
-    function written for flex_attention means here what it means there, differentiably and under
-    torch.compile. Returns a torch tensor of the arguments' broadcast shape. A function that fails, or
-    returns more than one value per element, raises naming `name` (mask_mod or score_mod)."""
-    import torch
-    from torch._dynamo._trace_wrapped_higher_order_op import TransformGetItemToIndex
-
-    device = next((a.device for a in args if torch.is_tensor(a)), None)
-    tensors = [a if torch.is_tensor(a) else torch.as_tensor(np.ascontiguousarray(a), device=device) for a in args]
-    shape = tuple(torch.broadcast_shapes(*(t.shape for t in tensors)))
-    n = len(shape)
-    full = [t.reshape((1,) * (n - t.dim()) + tuple(t.shape)) for t in tensors]
-    levels = [d for d in range(n) if shape[d] != 1]
-    squeezed = [t.reshape(tuple(t.shape[d] for d in levels if t.shape[d] != 1)) for t in full]
-
-    def one(*xs):
-        value = fn(*xs)
-        return value if torch.is_tensor(value) else torch.as_tensor(value, device=device)
-
-    mapped = one
-    for d in reversed(levels):
-        mapped = torch.vmap(mapped, in_dims=tuple(0 if t.shape[d] != 1 else None for t in full))
-    label = getattr(fn, "__name__", type(fn).__name__)
-    try:
-        with TransformGetItemToIndex():
-            out = mapped(*squeezed)
-    except Exception as error:   # noqa: BLE001 — torch's words, with the function named
-        words = (f"{name} {label!r} failed on flex_attention's scalar index tensors (b, h, q_idx, kv_idx"
-                 f"{'' if name == 'mask_mod' else ', with score first'}): {type(error).__name__}: {error}")
-        try:
-            named = type(error)(words)
-        except Exception:   # noqa: BLE001 — an exception class that takes other arguments
-            named = RuntimeError(words)
-        raise named from error
-    want = tuple(shape[d] for d in levels)
-    if tuple(out.shape) != want:
-        raise ValueError(f"{name} {label!r} returned shape {tuple(out.shape)[len(want):] or tuple(out.shape)} "
-                         "per element; it must return one value (a 0-d tensor) per (b, h, q_idx, kv_idx)")
-    return out.reshape(shape)
 
 
 # Automatic analysis of plain functions (qkv.attention on NumPy inputs, torch outside torch.compile):
@@ -1451,6 +1383,47 @@ def _names_read(code) -> tuple:
         names.extend(c.co_names)
         stack.extend(x for x in c.co_consts if isinstance(x, types.CodeType))
     return tuple(dict.fromkeys(names))
+
+
+def captured_tensors(fn, *, depth: int = 6):
+    """[(what, tensor)]: the tensors a function reads from outside its arguments — closure cells,
+    globals it names, defaults, a functools.partial's arguments, an object's attributes — following
+    functions it holds (torch's and_masks/or_masks keep their parts in a closure)."""
+    found, seen = [], set()
+
+    def visit(value, what, level):
+        if id(value) in seen or level > depth:
+            return
+        seen.add(id(value))
+        if compat.is_torch_array(value):
+            found.append((what, value))
+        elif isinstance(value, (list, tuple)):
+            for i, x in enumerate(value):
+                visit(x, f"{what}[{i}]", level + 1)
+        elif isinstance(value, dict):
+            for k, x in list(value.items())[:256]:
+                visit(x, f"{what}[{k!r}]", level + 1)
+        elif isinstance(value, types.FunctionType):
+            name = value.__name__
+            for var, cell in zip(value.__code__.co_freevars, value.__closure__ or ()):
+                try:
+                    visit(cell.cell_contents, f"{var!r} captured by {name}", level + 1)
+                except ValueError:   # an empty cell
+                    pass
+            for var in _names_read(value.__code__):
+                if var in value.__globals__ and not isinstance(value.__globals__[var], types.ModuleType):
+                    visit(value.__globals__[var], f"the global {var!r} read by {name}", level + 1)
+            visit(value.__defaults__ or (), f"{name}'s defaults", level + 1)
+        elif hasattr(value, "func") and hasattr(value, "args"):   # functools.partial
+            visit(value.func, what, level + 1)
+            visit(value.args, f"{what}'s arguments", level + 1)
+            visit(dict(value.keywords or {}), f"{what}'s keywords", level + 1)
+        elif callable(value) and hasattr(value, "__dict__") and not isinstance(value, type):
+            for k, x in vars(value).items():
+                visit(x, f"{what}.{k}", level + 1)
+
+    visit(fn, "mask_mod", 0)
+    return found
 
 
 class _NotIndexArithmetic(Exception):

@@ -541,10 +541,12 @@ def _attend_lengths(q, k, v, lengths, *, mask, memory, cache, causal, return_wei
 class KVCache:
     """Keys (…, G, T, Dk) and values (…, G, T, Dv) of the tokens seen so far, for decoding.
 
-    `append` adds a step's keys and values and returns everything held. NumPy (and torch without
-    gradients): storage grows by doubling, so a decode step costs O(T) (attention over T keys), not
-    O(T²). torch tensors that need gradients are concatenated into new tensors instead (no in-place
-    writes, so backward works through every cached step). The cache is an explicit object the caller
+    `append` adds a step's keys and values and returns everything held. NumPy (and torch under
+    `torch.no_grad()` / `torch.inference_mode()`): storage grows by doubling, so a decode step costs
+    O(T) (attention over T keys), not O(T²). torch tensors with autograd on are concatenated into new
+    tensors instead, whether or not k and v need gradients (no in-place writes into anything a graph
+    may have saved, so backward works through every cached step, also for a query that needs a
+    gradient beside keys that do not). The cache is an explicit object the caller
     owns and passes to `MultiHeadAttention.__call__`; a call that fails leaves it as it was.
     """
 
@@ -609,15 +611,15 @@ class KVCache:
         return self._k, self._v, self.length
 
     def _needs_graph(self, k, v) -> bool:
-        """torch tensors with autograd on: concatenate (in-place writes would break backward)."""
+        """torch tensors with autograd on: concatenate, never write in place. A graph may have saved
+        what an earlier `append` returned even when k and v need no gradient (attention saves keys and
+        values to differentiate a query that needs one), and a write into the same storage's spare
+        capacity would make its backward fail ("modified by an inplace operation")."""
         if not is_torch(k):
             return False
         import torch
 
-        if not torch.is_grad_enabled():
-            return False
-        return k.requires_grad or v.requires_grad or (self._k is not None and
-                                                      (self._k.requires_grad or self._v.requires_grad))
+        return torch.is_grad_enabled()
 
     def _grow(self, xp, held, new, capacity: int):
         from ._backend import device

@@ -42,7 +42,7 @@ import numpy as np
 from .. import _backend as compat  # array-api-compat, imported on first use
 from .._keep import keep
 from . import blas, pool
-from .call import PARTIAL, Call, as_bool_mask, as_scores, check_call
+from .call import PARTIAL, Call, as_bool_mask, as_scores, call_mask, call_score, check_call
 from .merge import Partial, finalize, finalize_into, lse_of, merge_partials
 from .route import EMPTY, FLASH_MANY, FLASH_ROWS, NUMPY_WALK, Route, batch_head, choose_route
 
@@ -512,7 +512,7 @@ class _Context:
         if block is None:
             q_idx = np.arange(rows, dtype=np.int64)[:, None]
             kv_idx = np.arange(offset, offset + cols, dtype=np.int64)
-            allowed = as_bool_mask(self.prob.call.mask_mod(b, h, q_idx, kv_idx), np)
+            allowed = as_bool_mask(call_mask(self.prob.call.mask_mod, b, h, q_idx, kv_idx), np)
             block = ~np.broadcast_to(allowed, (rows, cols))
             self.relative_blocks[key] = block
         return block
@@ -575,7 +575,7 @@ class _Context:
                     blocked = self.relative_block(j0 - i0, rows, cols, b, h)
                 else:
                     kv_idx = np.arange(j0, j1, dtype=np.int64)
-                    modded = np.broadcast_to(as_bool_mask(call.mask_mod(b, h, q_idx, kv_idx), np), (rows, cols))
+                    modded = np.broadcast_to(as_bool_mask(call_mask(call.mask_mod, b, h, q_idx, kv_idx), np), (rows, cols))
                     allowed = modded if allowed is None else (allowed & modded)
             if allowed is not None:
                 if not allowed.any():
@@ -683,7 +683,8 @@ class _Context:
                 np.add(scores, bias[i0:i1, j0:j1], out=scores, casting="same_kind")
             if call.score_mod is not None:
                 kv_idx = np.arange(j0, j1, dtype=np.int64)
-                np.copyto(scores, as_scores(call.score_mod(scores, b, h, q_idx, kv_idx), scores), casting="same_kind")
+                np.copyto(scores, as_scores(call_score(call.score_mod, scores, b, h, q_idx, kv_idx), scores),
+                          casting="same_kind")
             if blocked is not None:
                 np.copyto(scores, -np.inf, where=blocked)
             if limit is not None and not (self.fused is not None and self.causal_in_c):

@@ -31,7 +31,6 @@ Differences from torch: `kernel_options` (Triton tuning) are accepted and not us
 from __future__ import annotations
 
 import math
-import types
 import weakref
 
 import torch
@@ -39,7 +38,7 @@ from torch.nn.attention import flex_attention as _torch_flex
 from torch.nn.attention.flex_attention import BlockMask, and_masks, noop_mask, or_masks
 
 from ..attention import attention
-from ..masks import elementwise
+from ..masks import captured_tensors, elementwise
 
 __all__ = ["flex_attention", "create_block_mask", "and_masks", "or_masks", "noop_mask", "BlockMask"]
 
@@ -254,53 +253,3 @@ def _watched(block_mask):
                   ("block_mask.full_kv_indices", block_mask.full_kv_indices)]
     found += captured_tensors(block_mask.mask_mod)
     return [(what, t, t._version) for what, t in found]
-
-
-def captured_tensors(fn, *, depth: int = 6):
-    """[(what, tensor)]: the tensors a function reads from outside its arguments — closure cells,
-    globals it names, defaults, a functools.partial's arguments, an object's attributes — following
-    functions it holds (torch's and_masks/or_masks keep their parts in a closure)."""
-    found, seen = [], set()
-
-    def visit(value, what, level):
-        if id(value) in seen or level > depth:
-            return
-        seen.add(id(value))
-        if isinstance(value, torch.Tensor):
-            found.append((what, value))
-        elif isinstance(value, (list, tuple)):
-            for i, x in enumerate(value):
-                visit(x, f"{what}[{i}]", level + 1)
-        elif isinstance(value, dict):
-            for k, x in list(value.items())[:256]:
-                visit(x, f"{what}[{k!r}]", level + 1)
-        elif isinstance(value, types.FunctionType):
-            name = value.__name__
-            for var, cell in zip(value.__code__.co_freevars, value.__closure__ or ()):
-                try:
-                    visit(cell.cell_contents, f"{var!r} captured by {name}", level + 1)
-                except ValueError:   # an empty cell
-                    pass
-            for var in _names(value.__code__):
-                if var in value.__globals__ and not isinstance(value.__globals__[var], types.ModuleType):
-                    visit(value.__globals__[var], f"the global {var!r} read by {name}", level + 1)
-            visit(value.__defaults__ or (), f"{name}'s defaults", level + 1)
-        elif hasattr(value, "func") and hasattr(value, "args"):   # functools.partial
-            visit(value.func, what, level + 1)
-            visit(value.args, f"{what}'s arguments", level + 1)
-            visit(dict(value.keywords or {}), f"{what}'s keywords", level + 1)
-        elif callable(value) and hasattr(value, "__dict__") and not isinstance(value, type):
-            for k, x in vars(value).items():
-                visit(x, f"{what}.{k}", level + 1)
-
-    visit(fn, "mask_mod", 0)
-    return found
-
-
-def _names(code):
-    names, stack = [], [code]
-    while stack:
-        c = stack.pop()
-        names.extend(c.co_names)
-        stack.extend(x for x in c.co_consts if isinstance(x, types.CodeType))
-    return dict.fromkeys(names)
