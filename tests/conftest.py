@@ -26,7 +26,8 @@ REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py"
 PROCESSES = {"test_distributed.py",                                                # torch.distributed ranks
              "test_bench.py",               # `qkv bench --quick`, training rows in worker processes
              "test_stress_files.py"}        # files cut short or swapped under fresh interpreters (SIGBUS, hangs)
-COMPILES = {"test_attention_compile.py"}        # 36 torch.compile cases (aot_eager and inductor), about two minutes
+COMPILES = {"test_attention_compile.py",      # 36 torch.compile cases (aot_eager and inductor), about two minutes
+            "test_flex_compile.py"}           # inductor: qkv.torch.flex_attention compiled, torch's own CPU flex forward
 FIGURES = {"test_viz.py", "test_viz_learner.py", "test_viz_ko.py"}                   # matplotlib figures drawn in full, about 90 s of rendering
 SWEEPS = {"test_magnitudes.py"}                 # 690 cases by magnitude, dtype and route, long-double references, ~50 s
 

@@ -474,8 +474,11 @@ def _fits(value, shape, exact: bool) -> bool:
 
 def _called(fn, args, shape, name, *, exact=False):
     numpy = not compat.is_torch_array(args[-1])
-    if not numpy and _compiling():   # in a trace: no try, no warnings filter (Dynamo follows fn itself)
-        value = fn(*args)
+    if not numpy and _compiling():   # in a trace: no try, no warnings filter (Dynamo follows fn itself);
+        from torch._dynamo._trace_wrapped_higher_order_op import TransformGetItemToIndex
+
+        with TransformGetItemToIndex():   # indexing by a 0-d tensor (`am[b, …]`) an index op, as flex_attention
+            value = fn(*args)             # traces it (else a data-dependent int: GuardOnDataDependentSymNode)
         return value if _fits(value, shape, exact) else elementwise(fn, *args, name=name)
     try:
         with warnings.catch_warnings():   # a trial: what a torch-only fn says about NumPy arguments
@@ -495,8 +498,24 @@ def _called(fn, args, shape, name, *, exact=False):
             if failed is not None:
                 raise failed
             return value   # the caller's check names the shape
-    value = elementwise(fn, *args, name=name)
+    if failed is None:   # it ran but gave another shape: element by element if that works, else the
+        try:             # shape it gave is what is wrong (`s[..., :1]` cannot run on 0-d tensors)
+            value = elementwise(fn, *args, name=name)
+        except _OneValueEach:
+            raise
+        except Exception:   # noqa: BLE001
+            if exact:   # as_scores words it
+                return value
+            got = tuple(value.shape) if hasattr(value, "shape") else tuple(np.shape(value))
+            raise ValueError(f"{name} returned shape {got} for index arrays broadcasting to {shape}; it must "
+                             "return one value per (b, h, q_idx, kv_idx)") from None
+    else:
+        value = elementwise(fn, *args, name=name)
     return value.detach().cpu().numpy() if numpy else value
+
+
+class _OneValueEach(ValueError):
+    """A mask or score function returned more than one value for one (b, h, q_idx, kv_idx)."""
 
 
 def elementwise(fn, *args, name: str = "mask_mod"):
@@ -539,6 +558,6 @@ def elementwise(fn, *args, name: str = "mask_mod"):
         raise named from error
     want = tuple(shape[d] for d in levels)
     if tuple(out.shape) != want:
-        raise ValueError(f"{name} {label!r} returned shape {tuple(out.shape)[len(want):] or tuple(out.shape)} "
+        raise _OneValueEach(f"{name} {label!r} returned shape {tuple(out.shape)[len(want):] or tuple(out.shape)} "
                          "per element; it must return one value (a 0-d tensor) per (b, h, q_idx, kv_idx)")
     return out.reshape(shape)
