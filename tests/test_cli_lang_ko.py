@@ -46,7 +46,7 @@ SHOWN_AS_TYPED = {
     "BertLMHeadModel", "Gemma3ForCausalLM", "W_O", "Concat", "heads",
     "LANG",               # the locale variables --lang falls back to (LC_ALL, LC_MESSAGES are identifiers)
     # the commands a message tells the reader to type, and the commands and models it names
-    "pip", "install", "make", "test", "demo", "starlette", "uvicorn", "qkv", "help", "embed", "generate", "bert", "minilm", "pickle",
+    "pip", "install", "make", "test", "demo", "ulimit", "starlette", "uvicorn", "qkv", "help", "embed", "generate", "bert", "minilm", "pickle",
     # fields, arguments and types named as the code and config.json spell them
     "dtype", "id", "logits", "temperature", "truncate", "float", "API", "True",
     # JSON/TOML values and the example format's words, shown as a file spells them
@@ -60,7 +60,7 @@ SHOWN_AS_TYPED = {
 # the token the group-meeting post follows
 EXAMPLE_WORDS = {"The", "the", "cat", "sat", "on", "mat", "love", "you", "my", "your", "lot"}
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-/][A-Za-z0-9_]+)+|[A-Za-z]*_[A-Za-z0-9_]*|[A-Za-z]+[0-9][A-Za-z0-9]*")
-QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'|“[^”]*”|\{[^{}]*=[^{}]*\}")
+QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'|“[^”]*”|「[^」]*」|\{[^{}]*=[^{}]*\}")   # 「…」: a post's title, as written
 
 
 def korean_only(output: str, allowed=()) -> list[str]:

