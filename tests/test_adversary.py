@@ -228,10 +228,14 @@ def _grammar_words(lang: str) -> set[str]:
     """Every word the grammar writes in ``lang``, from the lexicon (corpus.target_words, one language)."""
     phrases = [corpus.Phrase(pronoun=p) for p in corpus.PRONOUNS] + [
         corpus.Phrase(determiner=d, adjective=a, noun=n) for d in corpus.DETERMINERS
-        for a in (None, *corpus.ADJECTIVES) for n in corpus.NOUNS]
+        for a in (None, *corpus.ADJECTIVES) for n in corpus.NOUNS] + [
+        corpus.Phrase(determiner=None, noun=n) for n in corpus.MASS_NOUNS]
     particles = ["topic", "object", "에게"] if lang == "ko" else ["topic", "を", "に", "が"]
     words = {w for phrase in phrases for particle in particles for w in phrase.target(lang, particle)}
-    words |= {w for v in corpus.VERBS for w in ((v.ko, v.ko_past) if lang == "ko" else (v.ja, v.ja_past))}
+    words |= {w for v in corpus.VERBS for form in ((v.ko, v.ko_past) if lang == "ko" else (v.ja, v.ja_past))
+              for w in form.split()}                                    # たくさん 持ってる: two words
+    nouns = corpus.NOUNS + corpus.MASS_NOUNS                             # choice questions: 현금이에요? …
+    words |= {w for a in nouns for b in nouns if a != b for w in corpus.Choice(a, b).target(lang)}
     return words | {p.ko if lang == "ko" else p.ja for p in corpus.PLACES}
 
 

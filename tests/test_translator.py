@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -223,20 +224,27 @@ ISSUE_SENTENCES = [   # issue 20 item 6: known words outside the grammar, which 
 
 def grammar_regex():
     """The grammar's sentences as one regular expression over the lexicon (an independent statement of
-    corpus.py's rules: subject, verb agreeing unless past, object, then nothing or one place)."""
+    corpus.py's rules: subject, verb agreeing unless past, object, then nothing or one place; or subject
+    and "have a lot" alone; or a choice, noun or another noun, without determiners)."""
     import re
 
     def alt(words):
         return "(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + ")"
 
-    noun_phrase = f"{alt(corpus.DETERMINERS)}(?: {alt(corpus.ADJECTIVES)})? {alt(n.en for n in corpus.NOUNS)}"
+    mass = alt(n.en for n in corpus.MASS_NOUNS)
+    noun_phrase = f"{alt(corpus.DETERMINERS)}(?: {alt(corpus.ADJECTIVES)})? {alt(n.en for n in corpus.NOUNS)}|{mass}"
     third = alt([p.subject for p in corpus.PRONOUNS if p.third_singular]) + "|" + noun_phrase
     other = alt([p.subject for p in corpus.PRONOUNS if not p.third_singular])
-    past = [v.past for v in corpus.VERBS]
-    verb_third, verb_other = alt([v.third for v in corpus.VERBS] + past), alt([v.base for v in corpus.VERBS] + past)
+    transitive = [v for v in corpus.VERBS if v.transitive]
+    past = [v.past for v in transitive]
+    verb_third, verb_other = alt([v.third for v in transitive] + past), alt([v.base for v in transitive] + past)
     obj = alt([p.object for p in corpus.PRONOUNS]) + "|" + noun_phrase
     place = alt(p.en for p in corpus.PLACES)
-    return re.compile(f"(?:(?:{third}) {verb_third}|(?:{other}) {verb_other}) (?:{obj})(?: {place})?")
+    statement = f"(?:(?:{third}) {verb_third}|(?:{other}) {verb_other}) (?:{obj})(?: {place})?"
+    have = f"(?:(?:{third}) (?:has|had) a lot|(?:{other}) (?:have|had) a lot)"
+    item = alt(n.en for n in corpus.NOUNS + corpus.MASS_NOUNS)
+    choice = f"(?P<first>{item}) or (?!(?P=first)$){item}"          # two different nouns
+    return re.compile(f"{statement}|{have}|{choice}")
 
 
 def test_parse_reads_back_every_generated_sentence():
@@ -316,7 +324,7 @@ def test_a_sentence_that_stops_early_says_what_should_follow(model):
         model.source_ids("I love the")
 
 
-def test_outside_grammar_on_the_command_line(capsys):
+def test_outside_grammar_on_the_command_line(capsys, model):
     assert main(["translate", "the child called my friend at the park", "--to", "ja"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "“at the park” is outside the translator's grammar" in err
@@ -325,7 +333,10 @@ def test_outside_grammar_on_the_command_line(capsys):
     assert main(["translate", "she waited in the park", "--outside-grammar"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("“in” is outside the translator's grammar") and out[0].endswith("the model's guess")
-    assert out[1].startswith("ko: ") and out[4].startswith("ja: ") and "unsure" in out[3]
+    # each language's block: the words, the probabilities, and "unsure" below 0.5 (the model's guess decides)
+    unsure = model.translate("she waited in the park", "ko", outside_grammar=True).sequence_probability < 0.5
+    ja = 3 + unsure
+    assert out[1].startswith("ko: ") and out[ja].startswith("ja: ") and ("unsure" in out[3]) == unsure
     assert main(["translate", "she waited in the park", "--outside-grammar", "--to", "ko", "--lang", "ko"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("그래서 아래 번역은 모델의 추측이다") and out[2].startswith("모델이 고른 각 토큰의 확률: ")
@@ -570,3 +581,284 @@ def test_training_that_goes_non_finite_stops_and_writes_nothing(tmp_path, capsys
     assert [line for line in err if line.startswith("qkv:")] == err[-1:]
     assert "training diverged at step 1 of 5" in err[-1] and "lower the learning rate (it was 0.003)" in err[-1]
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- the posts' own sentences (issue 30 §6)
+def reference_model(path=None):
+    """The checkpoint's weights in float64 torch tensors and its config, read straight from the safetensors
+    file (not through qkv.translator.load)."""
+    import json
+
+    from safetensors.numpy import load_file
+
+    from qkv.translator.model import DEFAULT_CHECKPOINT, checkpoint_metadata
+
+    target = path or DEFAULT_CHECKPOINT
+    weights = {k: torch.from_numpy(v.astype(np.float64)) for k, v in load_file(str(target)).items()}
+    return weights, json.loads(checkpoint_metadata(target)["config"])
+
+
+def reference_forward(weights, config, source, target):
+    """An independent float64 forward of the encoder–decoder (torch functional ops, written from the
+    architecture: pre-norm blocks, exact GELU, sinusoidal positions, tied output embedding): source (B, S)
+    and target (B, T) integer arrays, 0 = padding → logits (B, T, Vt), the cross-attention weights
+    [(B, H, T, S) per decoder layer] and their raw scores q·k (same shapes)."""
+    import torch.nn.functional as F
+
+    d, h = config["d_model"], config["n_heads"]
+    source, target = torch.as_tensor(source), torch.as_tensor(target)
+    n = max(source.shape[1], target.shape[1])
+    position = torch.arange(n, dtype=torch.float64)[:, None]
+    rate = 1.0 / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(position * rate), torch.cos(position * rate)
+
+    def norm(x, name):
+        return F.layer_norm(x, (d,), weights[f"{name}.weight"], weights[f"{name}.bias"], eps=1e-5)
+
+    def attend(x, memory, name, allowed):
+        def split(t):
+            return t.reshape(t.shape[0], t.shape[1], h, d // h).transpose(1, 2)
+        q = split(x @ weights[f"{name}.w_q"] + weights[f"{name}.b_q"])
+        k = split(memory @ weights[f"{name}.w_k"] + weights[f"{name}.b_k"])
+        v = split(memory @ weights[f"{name}.w_v"] + weights[f"{name}.b_v"])
+        raw = q @ k.transpose(-1, -2)
+        w = torch.softmax((raw / math.sqrt(d // h)).masked_fill(~allowed, float("-inf")), dim=-1)
+        out = (w @ v).transpose(1, 2).reshape(x.shape[0], x.shape[1], d)
+        return out @ weights[f"{name}.w_o"] + weights[f"{name}.b_o"], w, raw
+
+    def mlp(x, name):
+        return F.gelu(x @ weights[f"{name}.w_in"] + weights[f"{name}.b_in"]) @ weights[f"{name}.w_out"] \
+            + weights[f"{name}.b_out"]
+
+    keys = (source != 0)[:, None, None, :]                              # (B, 1, 1, S)
+    x = weights["source_embedding"][source] * math.sqrt(d) + pe[: source.shape[1]]
+    for i in range(config["n_encoder"]):
+        x = x + attend(norm(x, f"encoder.{i}.norm1"), norm(x, f"encoder.{i}.norm1"), f"encoder.{i}.attention", keys)[0]
+        x = x + mlp(norm(x, f"encoder.{i}.norm2"), f"encoder.{i}.mlp")
+    memory = norm(x, "encoder_norm")
+    t = target.shape[1]
+    causal = torch.ones(t, t, dtype=torch.bool).tril()[None, None]
+    y = weights["target_embedding"][target] * math.sqrt(d) + pe[:t]
+    cross, raws = [], []
+    for i in range(config["n_decoder"]):
+        y = y + attend(norm(y, f"decoder.{i}.norm1"), norm(y, f"decoder.{i}.norm1"), f"decoder.{i}.attention",
+                       causal)[0]
+        out, w, raw = attend(norm(y, f"decoder.{i}.cross_norm"), memory, f"decoder.{i}.cross_attention", keys)
+        y = y + out
+        cross.append(w)
+        raws.append(raw)
+        y = y + mlp(norm(y, f"decoder.{i}.norm2"), f"decoder.{i}.mlp")
+    return norm(y, "decoder_norm") @ weights["target_embedding"].T, cross, raws
+
+
+def reference_greedy(weights, config, sentences, lang):
+    """Greedy decoding by `reference_forward`, rerun on the whole prefix each step (no cache), choosing
+    among </s> and the words written in ``lang``'s script (Hangul for ko, none for ja)."""
+    vocab = config["target_vocab"]
+    hangul = [any("\uac00" <= c <= "\ud7a3" for c in w) for w in vocab]
+    special = {"<pad>", "<ko>", "<ja>", "</s>"}
+    allowed = torch.tensor([w == "</s>" or (w not in special and hangul[i] == (lang == "ko"))
+                            for i, w in enumerate(vocab)])
+    index = {w: i for i, w in enumerate(config["source_vocab"])}
+    rows = [[index[w] for w in s.english()] for s in sentences]
+    source = np.zeros((len(rows), max(map(len, rows))), np.int64)
+    for i, row in enumerate(rows):
+        source[i, : len(row)] = row
+    target = np.full((len(rows), 1), vocab.index(f"<{lang}>"))
+    for _ in range(config["max_len"] + 1):
+        logits = reference_forward(weights, config, source, target)[0][:, -1]
+        choice = torch.where(allowed, logits, torch.tensor(float("-inf"), dtype=logits.dtype)).argmax(-1).numpy()
+        target = np.concatenate([target, choice[:, None]], axis=1)
+        if (target[:, 1:] == vocab.index("</s>")).any(axis=1).all():
+            break
+    out = []
+    for row in target[:, 1:].tolist():
+        words = [vocab[i] for i in row]
+        out.append(words[: words.index("</s>")] if "</s>" in words else words)
+    return out
+
+
+HELD_OUT = 400     # held-out sentences per language, decoded by the reference
+
+
+def test_held_out_sentences_are_translated_exactly_by_an_independent_decode():
+    """The shipped checkpoint translates every one of 400 held-out sentences (compositions never trained on;
+    statements, "have a lot" and choice questions) exactly, in both languages — decoded by an independent
+    float64 forward from the safetensors file, not by `Translator.translate`."""
+    weights, config = reference_model()
+    held = corpus.held_out_sentences(HELD_OUT)
+    assert any(isinstance(s, corpus.Choice) for s in held) and any(s.object is None for s in held
+                                                                    if isinstance(s, corpus.Sentence))
+    for lang in corpus.LANGUAGES:
+        found = reference_greedy(weights, config, held, lang)
+        wrong = [(" ".join(s.english()), got) for s, got in zip(held, found) if got != s.target(lang)]
+        assert wrong == [], (lang, wrong[:5])
+
+
+POSTS = [   # each English sentence of the posts, as written there, and its translations (by hand: Korean and Japanese grammar)
+    ("I love machine learning", "나는 기계 학습을 사랑해", "私は 機械 学習を 愛してる"),   # the post translates into Japanese
+    ("I have a lot", "나는 많아", "私は たくさん 持ってる"),              # the group-meeting post: "나는 많아."
+    # the group-meeting post writes 신용카드에요; after a final vowel the standard spelling is 예요 (현금 ends in ㅁ: 이에요)
+    ("Cash or credit card?", "현금이에요? 신용카드예요?", "現金ですか？ クレジットカードですか？"),
+]
+
+
+@pytest.mark.parametrize("text, ko, ja", POSTS)
+def test_the_posts_sentences_translate(model, text, ko, ja, capsys):
+    assert model.translate(text, "ko").target == ko.split()
+    assert model.translate(text, "ja").target == ja.split()
+    weights, config = reference_model()
+    sentence = corpus.parse(__import__("qkv.translator.model", fromlist=["tokenize"]).tokenize(text))
+    assert reference_greedy(weights, config, [sentence], "ja") == [ja.split()]
+    assert main(["translate", text]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"ko: {ko}" and out[2] == f"ja: {ja}"
+
+
+def test_the_posts_sentences_are_the_corpus_list_and_the_cut_sentence_is_refused(model):
+    """corpus.POST_SENTENCES names exactly the sentences above; the post's query token 私は starts the
+    Japanese; the group-meeting post's "I have a lot of" (cut before its next word on purpose) is refused
+    at "of" (an unknown word, and the grammar ends the sentence at "lot"), in both languages; "cash or cash"
+    is no choice."""
+    assert [s[0] for s in corpus.POST_SENTENCES] == [p[0] for p in POSTS]
+    from qkv import examples
+
+    query = examples.load("cross-attention")["query"]
+    assert model.translate("I love machine learning", "ja").target[0] == query
+    from qkv.errors import InputError
+
+    with pytest.raises(InputError, match="unknown word 'of'"):          # a word the translator never saw
+        model.translate("I have a lot of", "ko")
+    with pytest.raises(corpus.OutsideGrammar) as caught:                # and the grammar ends at "lot"
+        corpus.parse(["I", "have", "a", "lot", "of"])
+    assert "“of” is outside the translator's grammar: the sentence ends with “I have a lot”" in str(caught.value)
+    assert "“of”: 번역기의 문법 밖이다. 문장은 “I have a lot”에서 끝난다" in caught.value.say("ko")
+    with pytest.raises(corpus.OutsideGrammar, match="two different nouns"):
+        model.translate("cash or cash", "ko")
+    with pytest.raises(corpus.OutsideGrammar, match="after “I love machine” it expects: learning"):
+        model.translate("I love machine", "ja")
+
+
+# --------------------------------------------------------------------------- learned vs the post's hand-made weights
+def _post_weights_float64():
+    """The post's cross-attention weights recomputed in float64 from the example's TOML inputs."""
+    from qkv import examples
+
+    data = examples.load("cross-attention")
+    x, memory = np.array(data["x"], float), np.array(data["memory"], float)
+    q, k = x @ np.array(data["w_q"], float), memory @ np.array(data["w_k"], float)
+    s = (q @ k.T)[0] / math.sqrt(q.shape[1])
+    e = np.exp(s - s.max())
+    return e / e.sum(), data
+
+
+def _learned_float64():
+    """The translator's cross-attention for 私は's row, every layer and head, recomputed by the reference
+    forward on the translation the checkpoint gives: (L, H, S), the row's step, the translation."""
+    weights, config = reference_model()
+    sentence = corpus.parse(["I", "love", "machine", "learning"])
+    target_words = reference_greedy(weights, config, [sentence], "ja")[0]
+    vocab, source_vocab = config["target_vocab"], config["source_vocab"]
+    inputs = ["<ja>", *target_words]
+    source = np.array([[source_vocab.index(w) for w in sentence.english()]])
+    target = np.array([[vocab.index(w) for w in inputs]])
+    _, cross, raws = reference_forward(weights, config, source, target)
+    step = inputs.index("私は")
+    return np.stack([w[0, :, step].numpy() for w in cross]), step, target_words, [r[0].numpy() for r in raws], inputs
+
+
+def test_compare_post_puts_the_learned_row_next_to_the_posts(model, capsys):
+    from qkv.translator import compare
+
+    post, data = _post_weights_float64()
+    learned, step, target_words, _, _ = _learned_float64()
+    c = compare.post_comparison(model, model.translate("I love machine learning", "ja"))
+    np.testing.assert_allclose(c.post, post, rtol=1e-12)
+    np.testing.assert_allclose(c.learned, learned, atol=2e-5)
+    assert c.query == data["query"] and c.keys == data["memory_tokens"] and c.generated == target_words[step]
+    assert c.post_dk == 2 and c.learned_dk == 16
+    assert main(["translate", "I love machine learning", "--to", "ja", "--compare-post"]) == 0
+    out = capsys.readouterr().out
+    mean = learned[-1].mean(axis=0)
+    keys = data["memory_tokens"]
+    top_post, top_learned = keys[int(np.argmax(post))], keys[int(np.argmax(mean))]
+    if top_post == top_learned:
+        assert f"the largest weight falls on the same word, {top_post}: the post {post.max():.4f}" in out
+    else:
+        assert f"the post's is {top_post} ({post.max():.4f}), the translator's (layer 1, mean of the heads) is " \
+               f"{top_learned} ({mean.max():.4f})" in out
+    entropy = -(post * np.log2(post)).sum()
+    assert f"within {post.max() - post.min():.4f} of each other (entropy {entropy:.3f} of 2 bits" in out
+    peaks = learned.max(axis=-1)
+    assert f"heads puts between {peaks.min():.4f} and {peaks.max():.4f} on a single word" in out
+    heads_top = int((np.argmax(learned, axis=-1) == int(np.argmax(post))).sum())
+    assert f"{heads_top} of the translator's 8 heads read {top_post} most" in out
+    table = {" ".join(line.split()[:4]): line.split()[4:8] for line in out.splitlines() if line.startswith("layer ")}
+    for layer in range(2):
+        for head in range(4):
+            shown = np.array(table[f"layer {layer} head {head}"], dtype=float)
+            np.testing.assert_allclose(shown, learned[layer, head], atol=5.1e-5)     # printed at 4 decimals
+    code = main(["translate", "I love machine learning", "--to", "ja", "--compare-post", "--lang", "ko"])
+    out_ko = capsys.readouterr().out
+    from test_cli_lang_ko import korean_only
+
+    assert code == 0 and "같은 점:" in out_ko and "다른 점:" in out_ko
+    assert korean_only(out_ko, ["I", "love", "machine", "learning", "Self", "attention", "Cross", "Multi", "head",
+                                "Attention", "Query", "Key", "Value", "softmax", "d_k"]) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["translate", "I love you", "--to", "ja", "--compare-post"], "--compare-post needs that sentence with --to ja"),
+    (["translate", "I love machine learning", "--to", "ko", "--compare-post"], "(got “I love machine learning” into ko)"),
+])
+def test_compare_post_refuses_another_sentence_or_language(capsys, args, message):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_compare_post_figure(tmp_path, capsys, lang):
+    path = tmp_path / f"compare-{lang}.png"
+    assert main(["translate", "I love machine learning", "--to", "ja", "--compare-post", "--lang", lang,
+                 "--figure", str(path)]) == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --------------------------------------------------------------------------- qkv why sqrt-dk: a saturated head of the translator
+def test_why_sqrt_dk_finds_the_translators_most_saturated_head(capsys):
+    """The head `qkv why sqrt-dk` shows is the cross-attention row (of the post's sentence into Japanese,
+    teacher-forced, the rows that chose a word) farthest toward one-hot, found here from the reference
+    forward's float64 scores; its weights with and without ÷√d_k are those scores' softmax."""
+    from qkv import why
+
+    _, _, target_words, raws, inputs = _learned_float64()
+    best = None
+    for layer, raw in enumerate(raws):                                  # (H, T, S)
+        for head in range(raw.shape[0]):
+            for step in range(len(target_words)):
+                s = raw[head, step] / 4.0
+                w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+                rest = np.sort(w)[:-1].sum()
+                if best is None or rest < best[0]:
+                    best = (rest, layer, head, step)
+    rest, layer, head, step = best
+    found = why.run("sqrt-dk").data["translator"]
+    assert (found["layer"], found["head"], found["step"]) == (layer, head, step)
+    scores = raws[layer][head, step]
+    np.testing.assert_allclose(found["scores"], scores, rtol=1e-4, atol=1e-3)
+    plain = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+    np.testing.assert_allclose(found["plain"], plain, rtol=1e-3, atol=1e-300)
+    assert found["rest"] == pytest.approx(rest, rel=1e-2)
+    assert found["query"] == inputs[step] and found["generated"] == target_words[step]
+    assert main(["why", "sqrt-dk"]) == 0
+    out = capsys.readouterr().out
+    assert f"decoder layer {layer} of 0–1, head {head} of 0–3, the decoder's state for {inputs[step]}" in out
+    words = ["I", "love", "machine", "learning"]
+    top = int(np.argmax(scores))
+    assert (f"its largest weight is 1 − {rest:.1e}, on {words[top]}" in out) == (rest < 5e-5)
+    others = np.delete(plain, top).sum()
+    assert f"its gradient w(1 − w) falls from {(1 - rest) * rest:.1e} to {plain[top] * others:.1e}" in out
+    assert main(["why", "sqrt-dk", "--lang", "ko"]) == 0
+    assert f"디코더 층 {layer} (0–1 중)의 헤드 {head} (0–3 중)" in capsys.readouterr().out

@@ -120,8 +120,98 @@ def _sqrt_dk(seed: int) -> Found:
     said.append(("why.sqrt.scaled", {"low": _n(min(data["top_scaled"]), 3), "high": _n(max(data["top_scaled"]), 3),
                                      "glow": _n(min(data["grad_scaled"]), 3), "ghigh": _n(max(data["grad_scaled"]), 3)}))
     data["ratios"] = ratios
+    head = _translator_head()
+    data["translator"] = head
+    said += _translator_said(head)
     return Found("sqrt-dk", ("why.col.dk", "why.col.root", "why.col.std", "why.col.top_scaled", "why.col.top_plain",
                              "why.col.grad_scaled", "why.col.grad_plain"), tuple(rows), tuple(said), data)
+
+
+def _translator_head(text: str | None = None, lang: str | None = None) -> dict:
+    """The shipped translator's most saturated cross-attention row on the post's sentence: every decoder
+    layer's cross-attention is recorded while the decoder reads its own translation (teacher forcing,
+    `qkv.translator.explain.cross_attention_trace`'s way), and the (layer, head, step) whose largest weight
+    is the largest is kept, with its q·k, q·k/√d_k, its weights and softmax(q·k) — the weights the same
+    learned q and k would give without ÷√d_k."""
+    from .attention import softmax
+    from .translator import corpus
+    from .translator.model import LANG_TOKENS, load
+
+    if text is None:
+        text, _, lang = corpus.POST_SENTENCES[0]          # “I love machine learning” into the post's Japanese
+    model = load()
+    translation = model.translate(text, lang)
+    source = np.asarray([[model.config.source_vocab.index(w) for w in translation.source]])          # (1, S)
+    inputs = [LANG_TOKENS[lang], *translation.target]
+    target = np.asarray([[model.config.target_vocab.index(w) for w in inputs]])                    # (1, T + 1)
+    found: dict[str, np.ndarray] = {}
+
+    def record(name: str, value, **meta):
+        layer, _, step = name.partition("/")
+        if step in ("cross_attention/scores", "cross_attention/weights", "cross_attention/q_heads"):
+            found[f"{layer}/{step.rpartition('/')[2]}"] = np.asarray(value[0], dtype=np.float64)
+        return None
+
+    model.decode(target, model.encode(source), record=record)
+    # how far each row is from one-hot, 1 − max w = the other weights' sum, in float64 from the recorded
+    # q·k (the float32 weights round a largest weight of 1 − 1e-8 to 1)
+    best = None
+    for layer in range(len(model.decoder)):
+        scores = found[f"decoder {layer}/scores"][:, :-1]              # (H, T, S): the rows that chose a word
+        d_k = found[f"decoder {layer}/q_heads"].shape[-1]
+        weights = np.asarray(softmax(scores / math.sqrt(d_k)), dtype=np.float64)
+        rest = np.sort(weights, axis=-1)[..., :-1].sum(axis=-1)          # (H, T)
+        h, t = np.unravel_index(int(np.argmin(rest)), rest.shape)
+        if best is None or rest[h, t] < best[3]:
+            best = (layer, int(h), int(t), float(rest[h, t]))
+    layer, h, t, _ = best
+    scores = found[f"decoder {layer}/scores"][h, t]                       # (S,) q·k, recorded
+    d_k = found[f"decoder {layer}/q_heads"].shape[-1]
+    weights = np.asarray(softmax(scores / math.sqrt(d_k)), dtype=np.float64)   # as the model weighs (÷√d_k)
+    recorded = found[f"decoder {layer}/weights"][h, t]                    # the decoding's own float32 weights
+    plain = np.asarray(softmax(scores), dtype=np.float64)                 # the same q, k without ÷√d_k
+    order = np.sort(scores)[::-1]
+    top = int(np.argmax(weights))
+    return {"text": text, "lang": lang, "target": translation.target, "keys": translation.source, "layer": layer,
+            "head": h, "step": t, "query": inputs[t], "generated": translation.target[t], "d_k": int(d_k),
+            "layers": len(model.decoder), "heads": model.config.n_heads, "scores": scores.tolist(),
+            "scaled": (scores / math.sqrt(d_k)).tolist(), "weights": weights.tolist(), "recorded": recorded.tolist(),
+            "plain": plain.tolist(), "gap": float(order[0] - order[1]),
+            "gap_scaled": float(order[0] - order[1]) / math.sqrt(d_k), "top": float(weights[top]),
+            "rest": float(np.delete(weights, top).sum()), "top_plain": float(plain[top]),
+            "rest_plain": float(np.delete(plain, top).sum()), "word": translation.source[top]}
+
+
+def _near_one(value: float, rest: float) -> str:
+    """A weight near 1 written so that its distance from 1 shows: 0.9731, or 1 − 3.3e-08."""
+    return _n(value) if rest >= 5e-5 else f"1 − {rest:.1e}"
+
+
+def _translator_said(head: dict) -> list[tuple[str, dict]]:
+    top, plain = head["top"], head["top_plain"]
+    grad, grad_plain = top * head["rest"], plain * head["rest_plain"]        # w(1 − w), 1 − w summed, not subtracted
+    said = [("why.sqrt.translator.head" if top > 0.9 else "why.sqrt.translator.head.spread",
+             {"text": head["text"], "target": " ".join(head["target"]), "layer": head["layer"],
+              "last": head["layers"] - 1, "head": head["head"], "hlast": head["heads"] - 1, "query": head["query"],
+              "generated": head["generated"], "top": _near_one(top, head["rest"]), "word": head["word"]}),
+            ("why.sqrt.translator.spread", {"scores": _vec(head["scores"], 2), "gap": _n(head["gap"], 2),
+                                            "dk": head["d_k"], "root": _n(math.sqrt(head["d_k"]), 0),
+                                            "scaled": _vec(head["scaled"], 2), "gap_scaled": _n(head["gap_scaled"], 2),
+                                            "weights": _vec(head["weights"])})]
+    said.append(("why.sqrt.translator.without",
+                 {"plain": _vec(head["plain"]), "top_plain": _near_one(plain, head["rest_plain"]),
+                  "grad": _n(grad) if grad >= 5e-5 else f"{grad:.1e}",
+                  "grad_plain": _n(grad_plain) if grad_plain >= 5e-5 else f"{grad_plain:.1e}",
+                  "times": _times(grad, grad_plain)}))
+    return said
+
+
+def _times(a: float, b: float) -> str:
+    """a / b as a whole number, in powers of ten past a million (2.6e+22), ∞ when b underflowed to 0."""
+    if b == 0:
+        return "∞"
+    ratio = a / b
+    return _n(ratio, 0) if ratio < 1e6 else f"{ratio:.1e}"
 
 
 # ------------------------------------------------------------------ softmax
@@ -355,7 +445,7 @@ def _new(width: float, height: float, columns: int = 1):
 
 def _sqrt_figure(found: Found, t):
     data = found.data
-    fig, (left, right) = _new(11, 4.2, 2)
+    fig, (left, right, learned) = _new(16, 4.4, 3)
     widths = np.array(data["widths"], dtype=float)
     left.plot(widths, data["std"], "o-", color="#1f77b4", label=t("why.fig.std"))
     left.plot(widths, np.sqrt(widths), "--", color="0.4", label="√d_k")
@@ -375,8 +465,32 @@ def _sqrt_figure(found: Found, t):
     right.set_xlabel("d_k")
     right.set_title(t("why.fig.top.title"), fontsize=10)
     right.legend(fontsize=8)
+    _translator_panel(learned, data["translator"], t)
     fig.suptitle(t("why.title.sqrt-dk"), fontsize=11)
     return fig
+
+
+def _translator_panel(ax, head: dict, t) -> None:
+    """The translator's most saturated row: its weights with ÷√d_k (as it runs) and without, on a log scale
+    (the small weights are the point: without the division they fall by many powers of ten)."""
+    keys = head["keys"]
+    x = np.arange(len(keys))
+    floor = 1e-300                                      # a weight that underflowed to 0 is drawn at the floor
+    for n, (name, color, label) in enumerate((("weights", "#1f77b4", t("why.fig.translator.scaled", dk=head["d_k"])),
+                                              ("plain", "#d62728", t("why.fig.translator.plain")))):
+        values = np.maximum(np.asarray(head[name], dtype=float), floor)
+        ax.bar(x + (n - 0.5) * 0.38, values, 0.38, color=color, label=label)
+        for j, v in enumerate(values):
+            ax.text(x[j] + (n - 0.5) * 0.38, v * 1.5, _n(v, 4) if v >= 5e-5 else f"{v:.0e}", ha="center",
+                    fontsize=7, rotation=90, va="bottom")
+    ax.set_yscale("log")
+    low = max(min(min(head["plain"]), min(head["weights"])), floor)
+    ax.set_ylim(low / 10, 1e4)                          # room above 1 for the labels
+    ax.set_xticks(x, keys, fontsize=8)
+    ax.set_ylabel(t("why.fig.translator.axis"), fontsize=8)
+    ax.set_title(t("why.fig.translator.title", layer=head["layer"], head=head["head"], query=head["query"],
+                   generated=head["generated"]), fontsize=9)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)   # below: the bars fill the axes
 
 
 def _softmax_figure(found: Found, t):

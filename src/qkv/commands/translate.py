@@ -4,6 +4,7 @@
     qkv translate "the big dog saw my cat" --explain --lang ko
     qkv translate "she helped the teacher" --to ko --figure alignment.png
     qkv translate "I love you" --to ja --derive 2 --lang ko     # seed 001's derivation, learned weights
+    qkv translate "I love machine learning" --to ja --compare-post   # learned vs the post's hand-made weights
 
 Greedy decoding with a KV cache, on the checkpoint shipped with qkv (or --checkpoint FILE, as
 written by `qkv train translator`). The text is parsed with the grammar first: outside it, one
@@ -11,7 +12,9 @@ error line names the part (--outside-grammar translates anyway and flags it). Un
 translation: the probability of each chosen word, of the end, and of the whole sentence. --explain shows the decoder's cross-attention for each
 generated word (query from the decoder, keys and values from the encoder); --figure draws that
 alignment matrix, where the reordering (the English verb read last) is visible; --derive N
-prints the step-by-step derivation (qkv.explain) of the cross-attention that produced word N.
+prints the step-by-step derivation (qkv.explain) of the cross-attention that produced word N;
+--compare-post puts the learned weights of the decoder's state for 私は next to the post's hand-made
+ones (`qkv.translator.compare`; with --figure, the comparison is what is drawn).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def register(subparsers, t) -> None:
     parser.add_argument("--digits", type=int_option(), default=2, metavar="N", help=t("translate.digits"))
     parser.add_argument("--checkpoint", metavar="FILE", help=t("translate.checkpoint"))
     parser.add_argument("--outside-grammar", action="store_true", help=t("translate.outside_grammar"))
+    parser.add_argument("--compare-post", action="store_true", help=t("translate.compare_post"))
     parser.set_defaults(func=handler)
 
 
@@ -76,6 +80,12 @@ def handler(args: argparse.Namespace) -> int:
         else:
             parts.append(f"{t('cli.translate.lang.' + translation.lang)}: {sentence}" if len(langs) > 1 else sentence)
         parts.extend(indent + line for line in _sureness(translation, t))
+    comparison = None
+    if args.compare_post:
+        from ..translator import compare
+
+        comparison = compare.post_comparison(model, translations[-1])     # --to both: the Japanese one
+        parts.append(compare.comparison_text(comparison, lang=args.lang, digits=max(args.digits, 4)))
     if args.derive is not None:
         from ..explain import render
 
@@ -84,7 +94,10 @@ def handler(args: argparse.Namespace) -> int:
     if args.figure:                       # written before anything is printed: an error leaves nothing half-done
         from ..viz import write_figure
 
-        figure = explain.alignment_figure(translations[0], layer=args.layer, head=args.head, lang=args.lang)
+        if comparison is not None:
+            figure = compare.comparison_figure(comparison, lang=args.lang, digits=max(args.digits, 4))
+        else:
+            figure = explain.alignment_figure(translations[0], layer=args.layer, head=args.head, lang=args.lang)
         write_figure(figure, args.figure)        # `qkv: wrote FILE` on stderr (qkv.cli)
     print("\n".join(parts))
     return 0

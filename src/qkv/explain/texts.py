@@ -952,6 +952,8 @@ EN: dict[str, str] = {
     "help.translate.head": "one head (default: the mean of the heads)",
     "help.translate.digits": "decimals of the weights (default 2)",
     "help.translate.checkpoint": "a translator checkpoint (default: the one shipped with qkv)",
+    "help.translate.compare_post": "put the learned cross-attention of 私は next to the hand-made numbers of the post "
+                                   "(“I love machine learning” --to ja); with --figure, draw the comparison",
     "help.translate.outside_grammar": "translate even text the translator's grammar cannot parse (refused by default); "
                                       "the output then says which part is outside the grammar, and the words are the "
                                       "model's guess",
@@ -1486,6 +1488,9 @@ EN: dict[str, str] = {
     "error.translator.head": "{value}: the translator has heads 0 … {last}",
     "error.translator.explain_lang": "{value}: the explanation is written in en or ko",
     "error.translator.word": "{value}: the translation has words 1 … {last}",
+    "error.translator.compare_post": "the post's cross-attention is “{sentence}” into Japanese, asked by the decoder's "
+                                     "state for {query}: --compare-post needs that sentence with --to ja (got “{got}” "
+                                     "into {lang})",
     # a translator checkpoint (translator/model.py: load, _header, _config)
     "error.translator.ckpt.format": "not a qkv translator checkpoint (format {format}, expected {expected})",
     "error.translator.ckpt.weights": "the weights do not match the checkpoint's config (missing {n_missing}: {missing}; "
@@ -1521,7 +1526,8 @@ EN: dict[str, str] = {
                             "longer finite, so nothing was written; lower the learning rate (it was {rate})",
     # the translator's grammar (qkv.translator.corpus.parse): which part is outside it, and what fits there
     "error.translator.grammar.start": "“{part}” is outside the translator's grammar: a sentence begins with its "
-                                      "subject ({expected})",
+                                      "subject ({expected}), or is a choice between two nouns (as in “cash or "
+                                      "credit card”)",
     "error.translator.grammar.expected": "“{part}” is outside the translator's grammar: after “{before}” it expects: "
                                          "{expected}",
     "error.translator.grammar.stops": "the sentence stops too early for the translator's grammar: after “{before}” "
@@ -1539,6 +1545,10 @@ EN: dict[str, str] = {
                                       "sentence ends, or one place follows ({places})",
     "error.translator.grammar.after_place": "“{part}” is outside the translator's grammar: the sentence ends with "
                                             "the place “{before}”",
+    "error.translator.grammar.ends": "“{part}” is outside the translator's grammar: the sentence ends with "
+                                     "“{before}”",
+    "error.translator.grammar.choice_same": "“{part}” is outside the translator's grammar: a choice is between two "
+                                            "different nouns, and the first is already “{first}”",
     "serve.error.layer": "{layer}: the translator has decoder layers 0 … {last}",
     "serve.error.word": "{word}: the translation has words 1 … {last} (counted from 1)",
     "serve.error.missing_number": "missing (a whole number from 0)",
@@ -2571,6 +2581,8 @@ KO: dict[str, str] = {
     "help.translate.head": "헤드 하나 (기본값: 헤드들의 평균)",
     "help.translate.digits": "가중치의 소수 자릿수 (기본값 2)",
     "help.translate.checkpoint": "번역기 체크포인트 (기본값: qkv와 함께 배포된 것)",
+    "help.translate.compare_post": "학습된 私は의 cross-attention을 글의 손으로 정한 수와 나란히 보인다 (“I love "
+                                   "machine learning” --to ja). --figure가 있으면 비교 그림을 그린다",
     "help.translate.outside_grammar": "번역기의 문법으로 분석할 수 없는 텍스트도 번역한다 (기본값은 거절). 이때 출력은 "
                                       "어느 부분이 문법 밖인지 밝히며, 단어들은 모델의 추측이다",
     # qkv doctor and qkv --version
@@ -3102,6 +3114,9 @@ KO: dict[str, str] = {
     "error.translator.head": "{value}: 번역기의 헤드 번호는 0부터 {last}까지이다",
     "error.translator.explain_lang": "{value}: 설명의 언어는 'en'이나 'ko'여야 한다",
     "error.translator.word": "{value}: 번역문의 단어 번호는 1부터 {last}까지이다",
+    "error.translator.compare_post": "글의 cross-attention은 “{sentence}”를 일본어로 옮길 때 {query}에서의 디코더 "
+                                     "상태가 묻는 것이다. --compare-post에는 그 문장과 --to ja가 필요하다 (받은 것: "
+                                     "“{got}”, {lang})",
     # 번역기 체크포인트
     "error.translator.ckpt.format": "qkv 번역기 체크포인트가 아니다 (형식 {format}, 와야 할 값 {expected})",
     "error.translator.ckpt.weights": "가중치가 체크포인트의 설정과 맞지 않는다 (빠진 것 {n_missing}개: {missing}. "
@@ -3134,7 +3149,8 @@ KO: dict[str, str] = {
                                    "매개변수 때문에 float32 범위를 넘으므로 이 체크포인트는 쓸 수 없다",
     "error.train.diverged": "학습이 {steps}단계 중 {step}단계에서 발산했다 (손실 {loss}). 손실이나 매개변수가 더 이상 "
                             "유한하지 않아 파일에는 아무것도 쓰지 않았다. 학습률을 낮추라 (이번 학습률: {rate})",
-    "error.translator.grammar.start": "“{part}”: 번역기의 문법 밖이다. 문장은 주어로 시작한다 ({expected})",
+    "error.translator.grammar.start": "“{part}”: 번역기의 문법 밖이다. 문장은 주어로 시작하거나 ({expected}), "
+                                      "두 명사 중 하나를 고르는 질문이다 (예: “cash or credit card”)",
     "error.translator.grammar.expected": "“{part}”: 번역기의 문법 밖이다. “{before}” 뒤에 올 수 있는 말: "
                                          "{expected}",
     "error.translator.grammar.stops": "문장이 너무 일찍 끝나 번역기의 문법에 맞지 않는다. “{before}” 뒤에 올 "
@@ -3151,6 +3167,9 @@ KO: dict[str, str] = {
     "error.translator.grammar.place": "“{part}”: 번역기의 문법 밖이다. 목적어 “{before}” 뒤에는 문장이 "
                                       "끝나거나 장소 하나가 온다 ({places})",
     "error.translator.grammar.after_place": "“{part}”: 번역기의 문법 밖이다. 문장은 장소 “{before}”에서 끝난다",
+    "error.translator.grammar.ends": "“{part}”: 번역기의 문법 밖이다. 문장은 “{before}”에서 끝난다",
+    "error.translator.grammar.choice_same": "“{part}”: 번역기의 문법 밖이다. 고르는 질문은 서로 다른 두 명사 사이에서 "
+                                            "고르는데, 첫 명사가 이미 “{first}”이다",
     "serve.error.layer": "{layer}: 번역기의 디코더 층 번호는 0 … {last}이다",
     "serve.error.word": "{word}: 번역문의 단어 번호는 1 … {last}이다 (1부터 센다)",
     "serve.error.missing_number": "없다 (0부터 세는 정수가 필요하다)",

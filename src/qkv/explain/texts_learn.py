@@ -282,6 +282,22 @@ EN.update({
                            "softmax passes little gradient back, so the scores barely learn.",
     "why.sqrt.scaled": "With ÷√d_k the largest weight stays between {low} and {high}, and w(1 − w) between {glow} and "
                        "{ghigh}, at every width.",
+    "why.sqrt.translator.head": "A trained head can be near one-hot even with ÷√d_k. In the shipped translator, "
+                                "translating “{text}” into Japanese ({target}), the most saturated cross-attention row "
+                                "is decoder layer {layer} of 0–{last}, head {head} of 0–{hlast}, the decoder's state for "
+                                "{query} (the step that wrote {generated}): its largest weight is {top}, on {word}.",
+    "why.sqrt.translator.head.spread": "In the shipped translator, translating “{text}” into Japanese ({target}), the "
+                                       "most concentrated cross-attention row is decoder layer {layer} of 0–{last}, "
+                                       "head {head} of 0–{hlast}, the decoder's state for {query} (the step that wrote "
+                                       "{generated}): its largest weight is {top}, on {word}; no row is near one-hot.",
+    "why.sqrt.translator.spread": "Its scores q·k are {scores}, the largest {gap} above the next; divided by "
+                                  "√d_k = √{dk} = {root} they are {scaled} (a gap of {gap_scaled}), and softmax gives "
+                                  "{weights}.",
+    "why.sqrt.translator.without": "Without ÷√d_k the same learned q and k would give {plain}: the largest weight "
+                                   "{top_plain}, and its gradient w(1 − w) falls from {grad} to {grad_plain} ({times} "
+                                   "times smaller). The model learned its q and k with ÷√d_k; trained without it, it "
+                                   "would have learned other weights — this shows what the division does to these "
+                                   "scores, not another model.",
     "why.softmax.sum": "Used as weights, {token}'s scaled scores add up to {sum}, not 1: the output would be a sum, "
                        "not a blend.",
     "why.softmax.negative": "Minus 2, {count} of the {n:score|scores} are negative and they add up to {sum}: negative "
@@ -331,6 +347,11 @@ EN.update({
     "why.fig.top_plain": "largest weight, no ÷√d_k", "why.fig.top_scaled": "largest weight, ÷√d_k",
     "why.fig.grad_plain": "w(1 − w), no ÷√d_k", "why.fig.grad_scaled": "w(1 − w), ÷√d_k",
     "why.fig.top.title": "without ÷√d_k softmax saturates",
+    "why.fig.translator.scaled": "÷√d_k (d_k = {dk}), as the model runs",
+    "why.fig.translator.plain": "no ÷: the same q, k",
+    "why.fig.translator.axis": "weight (log scale)",
+    "why.fig.translator.title": "the translator's decoder layer {layer} head {head}, query {query} (→ {generated}):\n"
+                                "its most saturated cross-attention row",
     "why.fig.raw": "{what} used as weights", "why.fig.softmax_any": "softmax: the same for s, s − 2, s + 5",
     "why.fig.raw.title": "{token}'s scores as weights, and softmax",
     "why.fig.weights.title": "softmax weights: + c changes nothing, × a changes everything",
@@ -389,6 +410,21 @@ KO.update({
                            "기울기를 거의 전달하지 못하므로 점수가 거의 학습되지 않는다.",
     "why.sqrt.scaled": "√d_k로 나누면 모든 차원에서 가장 큰 가중치는 {low}에서 {high} 사이, w(1 − w)는 {glow}에서 "
                        "{ghigh} 사이에 머문다.",
+    "why.sqrt.translator.head": "학습된 헤드는 √d_k로 나누어도 원-핫에 가까워질 수 있다. 배포된 번역기가 문장 “{text}”을 "
+                                "일본어로 옮길 때({target}) 가장 포화된 cross-attention 행은 디코더 층 {layer} (0–{last} "
+                                "중)의 헤드 {head} (0–{hlast} 중)에서 {query}에서의 디코더 상태(그 단계에서 쓴 단어: "
+                                "{generated})이다. 가장 큰 가중치는 {word}에 간 {top}이다.",
+    "why.sqrt.translator.head.spread": "배포된 번역기가 문장 “{text}”을 일본어로 옮길 때({target}) 가장 몰린 "
+                                       "cross-attention 행은 디코더 층 {layer} (0–{last} 중)의 헤드 {head} (0–{hlast} "
+                                       "중)에서 {query}에서의 디코더 상태(그 단계에서 쓴 단어: {generated})이다. 가장 큰 "
+                                       "가중치는 {word}에 간 {top}이다: 원-핫에 가까운 행은 없다.",
+    "why.sqrt.translator.spread": "그 점수 q·k는 {scores}이고, 가장 큰 값이 다음 값보다 {gap} 크다. √d_k = √{dk} = {root}로 "
+                                  "나누면 {scaled} (차이 {gap_scaled})가 되고, softmax의 결과는 {weights}이다.",
+    "why.sqrt.translator.without": "√d_k로 나누지 않으면 같은 학습된 q와 k의 가중치는 {plain}이다: 가장 큰 가중치는 "
+                                   "{top_plain}, 그 기울기 w(1 − w)는 {grad}에서 {grad_plain}으로 떨어진다 ({times}배 "
+                                   "작아진다). 모델은 √d_k로 나누면서 q와 k를 학습했다. 나누지 않고 학습했다면 다른 "
+                                   "가중치를 배웠을 것이다: 이것은 같은 점수에 나눗셈이 하는 일을 보여 줄 뿐, 다른 모델이 "
+                                   "아니다.",
     "why.softmax.sum": "{token}의 스케일링한 점수를 그대로 가중치로 쓰면 합이 1이 아니라 {sum}이다: 출력은 Value들을 섞은 것(가중 "
                        "평균)이 아니라 부풀려 더한 것이 된다.",
     "why.softmax.negative": "2를 빼면 점수 {n}개 중 {count}개가 음수가 되고 합은 {sum}이다: 음수 가중치는 대답을 빼 버린다.",
@@ -436,6 +472,11 @@ KO.update({
     "why.fig.top_plain": "최대 가중치 (나누지 않음)", "why.fig.top_scaled": "최대 가중치 (÷√d_k)",
     "why.fig.grad_plain": "w(1 − w) (나누지 않음)", "why.fig.grad_scaled": "w(1 − w) (÷√d_k)",
     "why.fig.top.title": "√d_k로 나누지 않으면 softmax가 포화된다",
+    "why.fig.translator.scaled": "÷√d_k (d_k = {dk}): 모델이 계산하는 대로",
+    "why.fig.translator.plain": "나누지 않음: 같은 q, k",
+    "why.fig.translator.axis": "가중치 (로그 눈금)",
+    "why.fig.translator.title": "번역기의 디코더 층 {layer} 헤드 {head}, Query {query} (→ {generated}):\n가장 포화된 "
+                                "cross-attention 행",
     "why.fig.raw": "{what}: 그대로 가중치로", "why.fig.softmax_any": "softmax: s, s − 2, s + 5 모두 같다",
     "why.fig.raw.title": "{token}의 점수를 가중치로 쓸 때와 softmax",
     "why.fig.weights.title": "softmax 가중치: 상수를 더하면 그대로, 배율을 곱하면 달라진다",

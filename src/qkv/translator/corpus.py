@@ -7,18 +7,31 @@ forms. The target order differs from the source order, so a model must learn to 
     Korean    subject+는  [place+에서]  object+를  verb    나는  너를  사랑해
     Japanese  subject+は  [place+で]    object+を  verb    私は  あなたを  愛してる
 
-A noun phrase is a pronoun, or [the | my | your] [adjective] noun ("my big dog" → "내 큰 개" /
-"私の 大きい 犬"). Verbs come in present and past ("loves", "saw"); English adds -s for a
-third-person subject. Japanese marks some objects with に or が instead of を (電話する, 好きだ), Korean
-with 에게 instead of 을/를 (전화해); 은/는 and 을/를 follow the noun's last syllable.
+A noun phrase is a pronoun, [the | my | your] [adjective] noun ("my big dog" → "내 큰 개" /
+"私の 大きい 犬"), or a mass noun alone ("machine learning" → "기계 학습" / "機械 学習"). Verbs come
+in present and past ("loves", "saw"); English adds -s for a third-person subject. Japanese marks
+some objects with に or が instead of を (電話する, 好きだ), Korean with 에게 instead of 을/를
+(전화해); 은/는 and 을/를 follow the noun's last syllable. One verb phrase takes no object and no
+place: "have a lot" (나는 많아 / 私は たくさん 持ってる).
+
+A second kind of sentence is a choice question between two different nouns without a determiner, "cash or
+credit card" (the question mark is punctuation: `tokenize` drops it) → "현금이에요? 신용카드예요?" /
+"現金ですか？ クレジットカードですか？" (polite, as a shop assistant asks; 이에요 after a final
+consonant, 예요 after a vowel).
+
+The posts' own English sentences are in the grammar: "I love machine learning" (the post
+“도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention”), "I
+have a lot" and "Cash or credit card?" (the post “어텐션이 조모임이라면”); see `POST_SENTENCES`.
 
 Held-out compositions: a sentence's *composition* is its (subject head, verb, object head)
-triple, e.g. (dog, see, teacher). About 12 % of the triples never occur in training (chosen
-from the seed); `held_out_sentences` draws test sentences only from those, so a model that
-translates them has composed words it only ever saw in other combinations.
+triple, e.g. (dog, see, teacher) — (first, "or", second) for a choice, (subject, "have a lot", "")
+for the verb without an object. About 12 % of the triples never occur in training (chosen from
+the seed); `held_out_sentences` draws test sentences only from those, so a model that translates
+them has composed words it only ever saw in other combinations. The posts' sentences and the
+docs' example are always in training (`_SHOWCASE`).
 
 Tokens are words: English words as written (lower case, "I"), target words with their particle
-attached ("너를" is one token), as in seed 001 (私は is one decoder token).
+attached ("너를" is one token), as in the post's cross-attention (私は is one decoder token).
 """
 
 from __future__ import annotations
@@ -31,9 +44,9 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["parse", "OutsideGrammar", "Pronoun", "Noun", "Verb", "Place", "PRONOUNS", "NOUNS", "VERBS", "PLACES", "ADJECTIVES",
-           "DETERMINERS", "Sentence", "sample_sentence", "is_held_out", "training_sentences",
-           "held_out_sentences", "source_words", "target_words", "LANGUAGES"]
+__all__ = ["parse", "OutsideGrammar", "Pronoun", "Noun", "Verb", "Place", "PRONOUNS", "NOUNS", "MASS_NOUNS", "VERBS",
+           "PLACES", "ADJECTIVES", "DETERMINERS", "POST_SENTENCES", "Phrase", "Sentence", "Choice", "sample_sentence",
+           "is_held_out", "training_sentences", "held_out_sentences", "source_words", "target_words", "LANGUAGES"]
 
 LANGUAGES = ("ko", "ja")
 
@@ -47,8 +60,8 @@ class Pronoun(NamedTuple):
 
 
 class Noun(NamedTuple):
-    en: str
-    ko: str
+    en: str               # one word, or two ("credit card", "machine learning")
+    ko: str               # one token, or two ("기계 학습"): the particle goes on the last
     ja: str
 
 
@@ -58,10 +71,11 @@ class Verb(NamedTuple):
     past: str             # "loved", "waited for"
     ko: str               # present, casual: 사랑해
     ko_past: str          # 사랑했어
-    ja: str               # 愛してる
+    ja: str               # 愛してる ("たくさん 持ってる": two tokens)
     ja_past: str          # 愛してた
     ja_particle: str      # the particle Japanese puts on the object: を, に or が
     ko_particle: str = "object"  # Korean: 을/를 by the last syllable, or 에게
+    transitive: bool = True      # False: no object and no place follow ("have a lot")
 
 
 class Place(NamedTuple):
@@ -79,7 +93,7 @@ PRONOUNS = (
     Pronoun("they", "them", False, "그들", "彼ら"),
 )
 
-NOUNS = (
+NOUNS = (             # countable: after the, my or your
     Noun("cat", "고양이", "猫"),
     Noun("dog", "개", "犬"),
     Noun("teacher", "선생님", "先生"),
@@ -88,6 +102,15 @@ NOUNS = (
     Noun("horse", "말", "馬"),
     Noun("bird", "새", "鳥"),
     Noun("king", "왕", "王"),
+    Noun("credit card", "신용카드", "クレジットカード"),
+)
+
+MASS_NOUNS = (        # alone, without a determiner or an adjective
+    Noun("machine learning", "기계 학습", "機械 学習"),
+    Noun("music", "음악", "音楽"),
+    Noun("coffee", "커피", "コーヒー"),
+    Noun("cash", "현금", "現金"),
+    Noun("math", "수학", "数学"),
 )
 
 # English determiner → Korean, Japanese words before the noun ("" = nothing).
@@ -105,6 +128,9 @@ VERBS = (
     Verb("phone", "phones", "phoned", "전화해", "전화했어", "電話する", "電話した", "に", "에게"),
     Verb("call", "calls", "called", "불러", "불렀어", "呼ぶ", "呼んだ", "を"),
     Verb("wait for", "waits for", "waited for", "기다려", "기다렸어", "待つ", "待った", "を"),
+    # "have a lot" (of something the context names): Korean says the subject has much, 많아
+    Verb("have a lot", "has a lot", "had a lot", "많아", "많았어", "たくさん 持ってる", "たくさん 持ってた", "",
+         transitive=False),
 )
 
 PLACES = (
@@ -114,17 +140,42 @@ PLACES = (
     Place("in the city", "도시에서", "町で"),
 )
 
-# Triples always kept in training, whatever the seed: the examples the docs show.
-_SHOWCASE = {("I", "love", "you")}
+POST_SENTENCES = (
+    # (English as the post writes it, the post's title, the target language the post translates into)
+    ("I love machine learning",
+     "도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention", "ja"),
+    ("I have a lot", "어텐션이 조모임이라면", "ko"),
+    ("Cash or credit card?", "어텐션이 조모임이라면", "ko"),
+)
+"""Every English sentence the three posts use (“Attention의 projection: Q·K·V와 멀티 헤드” uses none).
+The group-meeting post's "Cash or credit card? I have a lot" is two of them; its "I have a lot of"
+is a sentence cut off on purpose (its next word is the post's question) and stays outside."""
+
+# Triples always kept in training, whatever the seed: the posts' sentences and the docs' example.
+_SHOWCASE = {("I", "love", "you"), ("I", "love", "machine learning"), ("I", "have a lot", ""),
+             ("cash", "or", "credit card")}
 _HELD_OUT_FRACTION = 0.12
+_CHOICE_FRACTION = 0.08      # of sampled sentences, choice questions
+_QUESTION = {"ko": ("이에요?", "예요?"), "ja": "ですか？"}
+
+
+def _batchim(word: str) -> bool:
+    """Whether a Korean word's last syllable ends in a consonant (받침)."""
+    last = ord(word[-1]) - 0xAC00
+    return 0 <= last < 11172 and last % 28 != 0
+
+
+def _noun_words(noun: Noun, lang: str) -> list[str]:
+    return (noun.ko if lang == "ko" else noun.ja).split()
 
 
 @dataclass(frozen=True)
 class Phrase:
-    """A noun phrase: a pronoun, or determiner + optional adjective + noun."""
+    """A noun phrase: a pronoun, determiner + optional adjective + noun, or a mass noun alone
+    (determiner None)."""
 
     pronoun: Pronoun | None = None
-    determiner: str = "the"
+    determiner: str | None = "the"
     adjective: str | None = None
     noun: Noun | None = None
 
@@ -135,7 +186,8 @@ class Phrase:
     def english(self, role: str) -> list[str]:
         if self.pronoun:
             return [self.pronoun.subject if role == "subject" else self.pronoun.object]
-        return [self.determiner] + ([self.adjective] if self.adjective else []) + [self.noun.en]
+        return ([self.determiner] if self.determiner else []) + ([self.adjective] if self.adjective else []) \
+            + self.noun.en.split()
 
     def target(self, lang: str, particle: str) -> list[str]:
         """Words in ``lang`` with the particle attached to the last one."""
@@ -143,31 +195,33 @@ class Phrase:
         if self.pronoun:
             words = [self.pronoun.ko if lang == "ko" else self.pronoun.ja]
         else:
-            words = [w for w in (DETERMINERS[self.determiner][i],
-                                 ADJECTIVES[self.adjective][i] if self.adjective else "", self.noun[1 + i]) if w]
+            before = [DETERMINERS[self.determiner][i] if self.determiner else "",
+                      ADJECTIVES[self.adjective][i] if self.adjective else ""]
+            words = [w for w in before if w] + _noun_words(self.noun, lang)
         return words[:-1] + [words[-1] + _particle(words[-1], lang, particle)]
 
 
 @dataclass(frozen=True)
 class Sentence:
-    """One sentence of the grammar and its translations."""
+    """One statement of the grammar and its translations (object None: the verb takes none)."""
 
     subject: Phrase
     verb: Verb
-    object: Phrase
+    object: Phrase | None
     past: bool = False
     place: Place | None = None
 
     @property
     def composition(self) -> tuple[str, str, str]:
         """(subject head, verb, object head): what the held-out split is made of."""
-        return (self.subject.head, self.verb.base, self.object.head)
+        return (self.subject.head, self.verb.base, self.object.head if self.object else "")
 
     def english(self) -> list[str]:
         third = self.subject.pronoun.third_singular if self.subject.pronoun else True
         verb = self.verb.past if self.past else (self.verb.third if third else self.verb.base)
         place = self.place.en.split() if self.place else []
-        return self.subject.english("subject") + verb.split() + self.object.english("object") + place
+        obj = self.object.english("object") if self.object else []
+        return self.subject.english("subject") + verb.split() + obj + place
 
     def target(self, lang: str) -> list[str]:
         if lang not in LANGUAGES:
@@ -175,23 +229,53 @@ class Sentence:
         v = self.verb
         verb = (v.ko_past if self.past else v.ko) if lang == "ko" else (v.ja_past if self.past else v.ja)
         place = [self.place.ko if lang == "ko" else self.place.ja] if self.place else []
-        obj = v.ko_particle if lang == "ko" else v.ja_particle
-        return self.subject.target(lang, "topic") + place + self.object.target(lang, obj) + [verb]
+        particle = v.ko_particle if lang == "ko" else v.ja_particle
+        obj = self.object.target(lang, particle) if self.object else []
+        return self.subject.target(lang, "topic") + place + obj + verb.split()
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A choice question between two different nouns without a determiner: "cash or credit card" →
+    현금이에요? 신용카드예요? / 現金ですか？ クレジットカードですか？"""
+
+    first: Noun
+    second: Noun
+
+    @property
+    def composition(self) -> tuple[str, str, str]:
+        return (self.first.en, "or", self.second.en)
+
+    def english(self) -> list[str]:
+        return self.first.en.split() + ["or"] + self.second.en.split()
+
+    def target(self, lang: str) -> list[str]:
+        if lang not in LANGUAGES:
+            raise ValueError(f"lang must be one of {LANGUAGES}, got {lang!r}")
+        return _asked(self.first, lang) + _asked(self.second, lang)
+
+
+def _asked(noun: Noun, lang: str) -> list[str]:
+    """A noun as a polite question, "is it …?": 현금이에요? 신용카드예요? / 現金ですか？"""
+    words = _noun_words(noun, lang)
+    ending = _QUESTION["ja"] if lang == "ja" else _QUESTION["ko"][0 if _batchim(words[-1]) else 1]
+    return words[:-1] + [words[-1] + ending]
 
 
 def _particle(word: str, lang: str, kind: str) -> str:
     """The particle that follows ``word``: topic 은/는 は, object 을/를 を (or Japanese に, が)."""
     if lang == "ja" or kind not in ("topic", "object"):
         return {"topic": "は", "object": "を"}.get(kind, kind)
-    last = ord(word[-1]) - 0xAC00
-    batchim = 0 <= last < 11172 and last % 28 != 0        # the syllable ends in a consonant
-    return {"topic": ("는", "은"), "object": ("를", "을")}[kind][batchim]
+    return {"topic": ("는", "은"), "object": ("를", "을")}[kind][_batchim(word)]
 
 
 # --------------------------------------------------------------------------- sampling
 def _phrase(rng: np.random.Generator) -> Phrase:
-    if rng.random() < 0.35:
+    draw = rng.random()
+    if draw < 0.3:
         return Phrase(pronoun=PRONOUNS[rng.integers(len(PRONOUNS))])
+    if draw < 0.45:
+        return Phrase(determiner=None, noun=MASS_NOUNS[rng.integers(len(MASS_NOUNS))])
     adjectives = list(ADJECTIVES)
     adjective = adjectives[rng.integers(len(adjectives))] if rng.random() < 0.5 else None
     determiners = list(DETERMINERS)
@@ -199,9 +283,17 @@ def _phrase(rng: np.random.Generator) -> Phrase:
                   noun=NOUNS[rng.integers(len(NOUNS))])
 
 
-def sample_sentence(rng: np.random.Generator) -> Sentence:
+def sample_sentence(rng: np.random.Generator) -> Sentence | Choice:
     """One sentence drawn from the grammar (any composition)."""
-    subject, verb, obj = _phrase(rng), VERBS[rng.integers(len(VERBS))], _phrase(rng)
+    if rng.random() < _CHOICE_FRACTION:
+        nouns = NOUNS + MASS_NOUNS
+        first = int(rng.integers(len(nouns)))
+        second = (first + 1 + int(rng.integers(len(nouns) - 1))) % len(nouns)      # another noun
+        return Choice(nouns[first], nouns[second])
+    subject, verb = _phrase(rng), VERBS[rng.integers(len(VERBS))]
+    if not verb.transitive:
+        return Sentence(subject, verb, None, past=bool(rng.random() < 0.5))
+    obj = _phrase(rng)
     place = PLACES[rng.integers(len(PLACES))] if rng.random() < 0.3 else None
     return Sentence(subject, verb, obj, past=bool(rng.random() < 0.5), place=place)
 
@@ -214,7 +306,7 @@ def is_held_out(composition: tuple[str, str, str], seed: int = 0) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < _HELD_OUT_FRACTION
 
 
-def training_sentences(rng: np.random.Generator, *, split_seed: int = 0) -> Iterator[Sentence]:
+def training_sentences(rng: np.random.Generator, *, split_seed: int = 0) -> Iterator[Sentence | Choice]:
     """An endless stream of sentences whose composition is not held out."""
     while True:
         sentence = sample_sentence(rng)
@@ -222,10 +314,10 @@ def training_sentences(rng: np.random.Generator, *, split_seed: int = 0) -> Iter
             yield sentence
 
 
-def held_out_sentences(n: int, *, seed: int = 1234, split_seed: int = 0) -> list[Sentence]:
+def held_out_sentences(n: int, *, seed: int = 1234, split_seed: int = 0) -> list[Sentence | Choice]:
     """n distinct sentences whose composition never occurs in training."""
     rng = np.random.default_rng(seed)
-    found: dict[tuple[str, ...], Sentence] = {}
+    found: dict[tuple[str, ...], Sentence | Choice] = {}
     while len(found) < n:
         sentence = sample_sentence(rng)
         if is_held_out(sentence.composition, split_seed):
@@ -236,7 +328,9 @@ def held_out_sentences(n: int, *, seed: int = 1234, split_seed: int = 0) -> list
 # --------------------------------------------------------------------------- vocabularies
 def source_words() -> list[str]:
     """Every English word the grammar uses, sorted."""
-    words = {p.subject for p in PRONOUNS} | {p.object for p in PRONOUNS} | {n.en for n in NOUNS}
+    words = {p.subject for p in PRONOUNS} | {p.object for p in PRONOUNS} | {"or"}
+    for n in NOUNS + MASS_NOUNS:
+        words |= set(n.en.split())
     words |= set(DETERMINERS) | set(ADJECTIVES)
     for v in VERBS:
         words |= set(v.base.split()) | set(v.third.split()) | set(v.past.split())
@@ -248,7 +342,7 @@ def source_words() -> list[str]:
 def target_words() -> list[str]:
     """Every Korean and Japanese word the grammar can produce, sorted."""
     words: set[str] = set()
-    phrases = [Phrase(pronoun=p) for p in PRONOUNS] + [
+    phrases = [Phrase(pronoun=p) for p in PRONOUNS] + [Phrase(determiner=None, noun=n) for n in MASS_NOUNS] + [
         Phrase(determiner=d, adjective=a, noun=n) for d in DETERMINERS for a in (None, *ADJECTIVES) for n in NOUNS]
     for lang in LANGUAGES:
         particles = ["topic", "object", "에게"] if lang == "ko" else ["topic", "を", "に", "が"]
@@ -256,9 +350,11 @@ def target_words() -> list[str]:
             for particle in particles:
                 words |= set(phrase.target(lang, particle))
         for v in VERBS:
-            words |= {v.ko, v.ko_past} if lang == "ko" else {v.ja, v.ja_past}
+            words |= set((v.ko + " " + v.ko_past).split()) if lang == "ko" else set((v.ja + " " + v.ja_past).split())
         for p in PLACES:
             words.add(p.ko if lang == "ko" else p.ja)
+        for n in NOUNS + MASS_NOUNS:
+            words |= set(_asked(n, lang))
     return sorted(words)
 
 
@@ -286,20 +382,54 @@ def _said(words: list[str]) -> str:
 
 def _phrase_starts(role: str) -> str:
     pronouns = [p.subject if role == "subject" else p.object for p in PRONOUNS]
-    return ", ".join(pronouns + [f"{d} …" for d in DETERMINERS])
+    return ", ".join(pronouns + [f"{d} …" for d in DETERMINERS] + [n.en for n in MASS_NOUNS])
 
 
-def parse(words: list[str]) -> Sentence:
-    """The grammar's Sentence for a list of English words (as `qkv.translator.model.tokenize` gives
-    them), or `OutsideGrammar` naming the first part it cannot parse.
+def _mismatch(words: list[str], i: int, parts: list[str]) -> int | None:
+    """The first k where words[i + k] is not parts[k] (k == len(words) − i when the words stop first),
+    or None when all of parts follow at i."""
+    for k, part in enumerate(parts):
+        if i + k >= len(words) or words[i + k] != part:
+            return k
+    return None
 
-    The grammar: subject, verb, object, then nothing or one place. A noun phrase is a pronoun in
-    its subject or object form, or the|my|your [adjective] noun; the verb is past, or present
-    agreeing with the subject (third-person singular: "loves"). Every sentence `sample_sentence`
-    draws parses back to itself, and nothing else parses.
+
+def parse(words: list[str]) -> Sentence | Choice:
+    """The grammar's Sentence (or Choice) for a list of English words (as
+    `qkv.translator.model.tokenize` gives them), or `OutsideGrammar` naming the first part it cannot
+    parse.
+
+    The grammar: subject, verb, object, then nothing or one place; or subject and "have a lot" (no
+    object, no place); or a choice question, noun "or" another noun, both without a determiner. A noun
+    phrase is a pronoun in its subject or object form, the|my|your [adjective] noun, or a mass noun
+    alone; the verb is past, or present agreeing with the subject (third-person singular: "loves").
+    Every sentence `sample_sentence` draws parses back to itself, and nothing else parses.
     """
     words = list(words)
     n = len(words)
+
+    def fail_inside(i: int, parts: list[str], k: int):
+        """parts[:k] matched at i, parts[k] did not (or the words stopped)."""
+        if i + k >= n:
+            raise OutsideGrammar("stops", n, n, before=_said(words), expected=_said(parts[k:]))
+        raise OutsideGrammar("expected", i + k, i + k + 1, part=words[i + k], before=_said(words[:i + k]),
+                             expected=_said(parts[k:]))
+
+    def noun_at(i: int, nouns) -> tuple[Noun, int] | None:
+        """The noun of ``nouns`` written at i (all its words), or None if none starts there;
+        OutsideGrammar when a two-word noun's first word is not followed by its second."""
+        for noun in nouns:
+            parts = noun.en.split()
+            if i < n and words[i] == parts[0]:
+                k = _mismatch(words, i, parts)
+                if k is not None:
+                    fail_inside(i, parts, k)
+                return noun, i + len(parts)
+        return None
+
+    def ends_here(i: int, before: list[str]) -> None:
+        if i < n:
+            raise OutsideGrammar("ends", i, n, part=_said(words[i:]), before=_said(before))
 
     def phrase(i: int, role: str) -> tuple[Phrase, int]:
         before = _said(words[:i])
@@ -313,23 +443,43 @@ def parse(words: list[str]) -> Sentence:
             if word in (p.subject, p.object):          # the other form: "me love you", "I love I"
                 right = p.subject if role == "subject" else p.object
                 raise OutsideGrammar(f"{role}_form", i, i + 1, part=word, right=right)
-        if word in ADJECTIVES or word in {x.en for x in NOUNS}:
-            raise OutsideGrammar("determiner", i, i + 1, part=word, example=f"the {word}")
+        mass = noun_at(i, MASS_NOUNS)
+        if mass is not None:
+            return Phrase(determiner=None, noun=mass[0]), mass[1]
+        firsts = {x.en.split()[0]: x for x in NOUNS}
+        if word in ADJECTIVES or word in firsts:
+            example = f"the {firsts[word].en}" if word in firsts else f"the {word}"
+            raise OutsideGrammar("determiner", i, i + 1, part=word, example=example)
         if word not in DETERMINERS:
             if i == 0:
                 raise OutsideGrammar("start", 0, 1, part=word, expected=_phrase_starts("subject"))
             raise OutsideGrammar("expected", i, i + 1, part=word, before=before, expected=_phrase_starts(role))
-        nouns = {x.en: x for x in NOUNS}
         adjective = None
         j = i + 1
         if j < n and words[j] in ADJECTIVES:
             adjective, j = words[j], j + 1
-        expected = ", ".join(([] if adjective else list(ADJECTIVES)) + list(nouns))
+        expected = ", ".join(([] if adjective else list(ADJECTIVES)) + [x.en for x in NOUNS])
         if j == n:
             raise OutsideGrammar("stops", n, n, before=_said(words[:j]), expected=expected)
-        if words[j] not in nouns:
+        found = noun_at(j, NOUNS)
+        if found is None:
             raise OutsideGrammar("expected", j, j + 1, part=words[j], before=_said(words[:j]), expected=expected)
-        return Phrase(determiner=word, adjective=adjective, noun=nouns[words[j]]), j + 1
+        return Phrase(determiner=word, adjective=adjective, noun=found[0]), found[1]
+
+    # a choice question: a noun without a determiner, then "or"
+    first = noun_at(0, NOUNS + MASS_NOUNS)
+    if first is not None and first[1] < n and words[first[1]] == "or":
+        i = first[1] + 1
+        items = ", ".join(x.en for x in NOUNS + MASS_NOUNS)
+        if i == n:
+            raise OutsideGrammar("stops", n, n, before=_said(words), expected=items)
+        second = noun_at(i, NOUNS + MASS_NOUNS)
+        if second is None:
+            raise OutsideGrammar("expected", i, i + 1, part=words[i], before=_said(words[:i]), expected=items)
+        if second[0] == first[0]:
+            raise OutsideGrammar("choice_same", i, second[1], part=second[0].en, first=first[0].en)
+        ends_here(second[1], words[:second[1]])
+        return Choice(first[0], second[0])
 
     subject, i = phrase(0, "subject")
     # the verb: its form must agree with the subject unless it is past
@@ -339,7 +489,8 @@ def parse(words: list[str]) -> Sentence:
     def form(v: Verb, past: bool) -> list[str]:
         return (v.past if past else v.third if third else v.base).split()
 
-    expected_verbs = ", ".join(_said(form(v, past)) for v, past in agreeing)
+    choices = ["or"] if subject.noun is not None and subject.determiner is None else []   # "cash" may start a choice
+    expected_verbs = ", ".join([_said(form(v, past)) for v, past in agreeing] + choices)
     if i == n:
         raise OutsideGrammar("stops", n, n, before=_said(words), expected=expected_verbs)
     verb = past = None
@@ -348,11 +499,9 @@ def parse(words: list[str]) -> Sentence:
             parts = written.split()
             if words[i] != parts[0]:
                 continue
-            if words[i: i + len(parts)] != parts:           # "waited" without "for"
-                if i + 1 == n:
-                    raise OutsideGrammar("stops", n, n, before=_said(words), expected=_said(parts[1:]))
-                raise OutsideGrammar("expected", i + 1, i + 2, part=words[i + 1], before=_said(words[:i + 1]),
-                                     expected=_said(parts[1:]))
+            k = _mismatch(words, i, parts)
+            if k is not None:                                # "waited" without "for", "have a" without "lot"
+                fail_inside(i, parts, k)
             if not is_past and written != (v.third if third else v.base):
                 raise OutsideGrammar("agreement", i, i + len(parts), part=written, subject=_said(words[:i]),
                                      right=v.third if third else v.base, past=v.past)
@@ -362,6 +511,9 @@ def parse(words: list[str]) -> Sentence:
             break
     if verb is None:
         raise OutsideGrammar("expected", i, i + 1, part=words[i], before=_said(words[:i]), expected=expected_verbs)
+    if not verb.transitive:
+        ends_here(i, words[:i])
+        return Sentence(subject, verb, None, past=past)
     obj, i = phrase(i, "object")
     place = None
     if i < n:

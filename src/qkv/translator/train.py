@@ -54,7 +54,7 @@ class TrainConfig:
     rate (linear warm-up over ``warmup`` steps, then cosine decay to 5 %), seed. Out-of-bounds
     values raise ValueError when the config is made (bounds in the module's docstring)."""
 
-    steps: int = 1000
+    steps: int = 1500
     batch_size: int = 64
     learning_rate: float = 3e-3
     warmup: int = 100
