@@ -52,6 +52,10 @@ def _tokens() -> set[str]:
         for token in [*meta.get("tokens", []), *meta.get("key_tokens", []),
                       *[t for scene in meta.get("scenes", []) for t in scene["tokens"]], *meta.get("answers", [])]:
             found |= set(re.findall(r"[A-Za-z]+", str(token)))
+    # `qkv why sqrt-dk` also reads the translator on the post's sentence: its decoder's tokens <ko>, <ja> are input
+    from qkv.translator.model import LANG_TOKENS
+
+    found |= {word for token in LANG_TOKENS.values() for word in re.findall(r"[A-Za-z]+", token)}
     return found
 
 

@@ -159,9 +159,10 @@ _TEXTS = {
                  "{same}개의 순서가 같다",
         "spread_post": ("글의 가중치는 서로 {spread:.{d}f} 안에 있다 (엔트로피 {entropy:.3f}비트, 최대 {most:.0f}비트: "
                         "거의 고르다)"),
-        "spread_post_uneven": "글의 가중치는 {spread:.{d}f} 폭에 걸쳐 있다 (엔트로피 {entropy:.3f}비트, 최대 {most:.0f}비트)",
-        "spread_learned": ("번역기(층 {layer}, 평균)의 가중치는 {spread:.{d}f} 폭에 걸쳐 있다 (엔트로피 {entropy:.3f}비트). "
-                           "글보다 {how}"),
+        "spread_post_uneven": ("글의 가중치는 가장 큰 것과 가장 작은 것의 차이가 {spread:.{d}f}이다 (엔트로피 "
+                               "{entropy:.3f}비트, 최대 {most:.0f}비트)"),
+        "spread_learned": ("번역기(층 {layer}, 평균)의 가중치는 가장 큰 것과 가장 작은 것의 차이가 {spread:.{d}f}이다 "
+                           "(엔트로피 {entropy:.3f}비트). 글보다 {how}"),
         "more": "한곳에 더 몰려 있다",
         "heads_peak": ("번역기의 헤드 {total}개가 저마다 한 단어에 주는 가중치는 {low:.{d}f}에서 {high:.{d}f} 사이이다. "
                        "글의 헤드 하나가 어느 단어에 주는 가중치는 많아야 {post:.{d}f}이다"),
