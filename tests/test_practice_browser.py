@@ -128,6 +128,9 @@ def play_session(page, session, lang: str, right_of) -> None:
         assert page.locator(".qkv-practice .qkv-pr-title").text_content() == view["title"]
         assert page.locator(".qkv-practice .qkv-pr-given").all_text_contents() == view["given"]
         assert page.locator(".qkv-practice label.qkv-pr-ask").text_content() == view["ask"]
+        steps = page.locator(".qkv-practice .qkv-pr-steps li")        # the drill's steps, in the post's order
+        assert steps.all_text_contents() == [q["what"] for q in shown["questions"]]
+        assert [steps.nth(m).get_attribute("aria-current") for m in range(n)] == ["step" if m == k else "false" for m in range(n)]
         bad = BAD[k % len(BAD)]
         assert answer(page, bad) == expected(question, bad, lang, 0)
         assert run.get_attribute("data-status") == "bad"
@@ -140,6 +143,7 @@ def play_session(page, session, lang: str, right_of) -> None:
             assert answer(page, right) == expected(question, right, lang, 1)
             assert run.get_attribute("data-status") == "right"
         assert run.get_attribute("data-done") == "1"
+        assert steps.nth(k).get_attribute("data-mark") == ("shown" if last else "right")
         # the next button takes the focus: Enter moves on
         assert page.evaluate("() => document.activeElement.className") == "qkv-pr-next"
         page.keyboard.press("Enter")

@@ -588,7 +588,7 @@ YOURS, VALUE = "{yours}", "{value}"
 
 def shown(session: Drill) -> dict:
     """What a page shows of a drill, in its language, without the answers: {"example", "lang", "seed", "fresh",
-    "attempts", "header", "lines", "questions": [{"kind", "title", "given", "ask", "digits"}]} (``qkv serve``
+    "attempts", "header", "lines", "questions": [{"kind", "what", "title", "given", "ask", "digits"}]} (``qkv serve``
     checks each answer with `check` on the server). ``lines``: the lines that do not depend on a question (a bad
     answer's, "try again", the summary), with ``{value}``, ``{right}``, ``{first}``, ``{asked}`` left to fill."""
     t = _words(session.lang)
@@ -601,7 +601,7 @@ def shown(session: Drill) -> dict:
                       "nan": t("practice.bad.nan", value=VALUE), "inf": t("practice.bad.inf", value=VALUE),
                       "again": t("practice.again"),
                       "summary": t("practice.summary", right="{right}", first="{first}", asked="{asked}")},
-            "questions": [{"kind": q.kind, "digits": q.digits,
+            "questions": [{"kind": q.kind, "digits": q.digits, "what": t(f"practice.kind.{q.kind}"),
                            "title": t("practice.question", number=k, n=n, what=t(f"practice.kind.{q.kind}")),
                            "given": [t(key, **values) for key, values in q.given],
                            "ask": t(q.ask[0], **q.ask[1])} for k, q in enumerate(session.questions, 1)]}

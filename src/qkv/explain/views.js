@@ -894,12 +894,26 @@
     box.textContent = "";
     box.setAttribute("data-seed", String(drill.seed)); box.setAttribute("data-fresh", drill.fresh ? "1" : "0");
     box.appendChild(V.withCommands(el("p", "qkv-note qkv-pr-header"), drill.header));
+    // the drill's steps in the post's order: the current one marked, each done one ✓ (right) or – (answer shown)
+    var steps = el("ol", "qkv-pr-steps");
+    drill.questions.forEach(function (q) { steps.appendChild(el("li", null, q.what)); });
+    box.appendChild(steps);
     var stage = el("div", "qkv-pr-stage"); box.appendChild(stage);
+    function mark(k, how) {
+      Array.prototype.forEach.call(steps.children, function (li, n) {
+        if (n === k && how) { li.classList.add(how === "right" ? "qkv-pr-ok" : "qkv-pr-shown"); li.setAttribute("data-mark", how); }
+        if (how === null) { li.className = ""; li.removeAttribute("data-mark"); }
+        li.setAttribute("aria-current", n === k && !how ? "step" : "false");
+        li.classList.toggle("qkv-on", n === k && !how);
+      });
+    }
     var tally = { asked: 0, right: 0, first: 0 }, k = 0, wrong = 0, done = false, busy = false, uid = "qkv-pr-" + Math.random().toString(36).slice(2, 9);
     var input, verdict, next, submit;
     function ask() {
       var q = drill.questions[k];
       stage.textContent = ""; wrong = 0; done = false; tally.asked++;
+      if (k === 0) mark(-1, null);
+      mark(k);
       box.setAttribute("data-question", String(k)); box.setAttribute("data-status", ""); box.setAttribute("data-done", "0");
       stage.appendChild(el("h4", "qkv-pr-title", q.title));
       q.given.forEach(function (g) { stage.appendChild(el("p", "qkv-pr-given", g)); });
@@ -924,10 +938,10 @@
       Promise.resolve(check(k, typed)).then(function (v) {
         busy = false;
         var said = v.lines.slice();
-        if (v.status === "right") { tally.right++; if (!wrong) tally.first++; done = true; }
+        if (v.status === "right") { tally.right++; if (!wrong) tally.first++; done = true; mark(k, "right"); }
         else if (v.status === "wrong") {
           wrong++;
-          if (wrong >= drill.attempts) { said.push(v.reveal); done = true; } else said.push(drill.lines.again);
+          if (wrong >= drill.attempts) { said.push(v.reveal); done = true; mark(k, "shown"); } else said.push(drill.lines.again);
         }
         verdict.textContent = "";
         said.forEach(function (line, n) { verdict.appendChild(el("p", n ? "qkv-pr-more" : "qkv-pr-" + v.status, line)); });
