@@ -16,7 +16,8 @@
 
 Modules: `corpus` (the grammar, lexicon and held-out split), `model` (the encoder–decoder on
 `qkv.block.TransformerBlock`, checkpoints), `train` (torch autograd), `explain` (cross-attention
-per generated word, the alignment figure). See docs/translator.md.
+per generated word, the alignment figure), `compare` (the learned cross-attention of 私は on the post's own
+sentence next to the post's hand-made weights). See docs/translator.md.
 """
 
 from .corpus import OutsideGrammar
