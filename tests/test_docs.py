@@ -225,7 +225,7 @@ def test_site_builds_strict_and_offline(site):
 
 
 # The learning pages, each with a Korean page under docs/ko/ (README.ko.md is the Korean front door, ko/index.md)
-LEARNING = ("posts", "examples", "practice", "serve", "translator")
+LEARNING = ("posts", "examples", "practice", "pictures", "serve", "translator")
 
 
 def test_every_learning_page_has_a_korean_page_in_the_nav():
