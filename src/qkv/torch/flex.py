@@ -38,7 +38,7 @@ from torch.nn.attention import flex_attention as _torch_flex
 from torch.nn.attention.flex_attention import BlockMask, and_masks, noop_mask, or_masks
 
 from ..attention import attention
-from ..masks import captured_tensors, elementwise
+from ..masks import MaskMod, captured_tensors, elementwise, key_range_mask, mask_ranges
 
 __all__ = ["flex_attention", "create_block_mask", "and_masks", "or_masks", "noop_mask", "BlockMask"]
 
@@ -135,9 +135,12 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
         raise NotImplementedError("qkv.torch.flex_attention does not compute max_scores "
                                   "(return_aux=AuxRequest(max_scores=True)); ask for lse only")
     mask = None if block_mask is None else _mask_of(block_mask, query, key)
+    mask_mod = None
+    if isinstance(mask, MaskMod):   # the BlockMask's rows as key ranges (kept once, see _Plan)
+        mask, mask_mod = None, mask
     if scale is None:
         scale = 1.0 / math.sqrt(query.size(-1))
-    out, lse = attention(query, key, value, mask, scale=scale,
+    out, lse = attention(query, key, value, mask, scale=scale, mask_mod=mask_mod,
                          score_mod=None if score_mod is None or score_mod is _torch_flex._identity else _Score(score_mod),
                          return_lse=True)
     if query.dtype in (torch.float16, torch.bfloat16):
@@ -201,7 +204,9 @@ def _mask_of(block_mask, query, key):
                              "(create_block_mask) after changing what its mask_mod reads")
         return plan.mask
     watched = _watched(block_mask)
-    plan = _Plan(_dense(block_mask, B, H, L, S, query.device), watched)
+    dense = _dense(block_mask, B, H, L, S, query.device)
+    ranges = mask_ranges(dense, (B, H), L, S)   # rows of one run of keys, the same for every head: kept
+    plan = _Plan(dense if ranges is None else key_range_mask(*ranges), watched)   # as ranges (O(L), the C route)
     plans[shape] = plan
     return plan.mask
 
@@ -222,22 +227,32 @@ def _dense(block_mask, B, H, L, S, device):
         return dense[:, :, rows][:, :, :, cols]   # (B', H', L, S)
 
     partial = blocks(block_mask.kv_num_blocks, block_mask.kv_indices)
-    allowed = None
     mask_mod = block_mask.mask_mod
     if mask_mod is not None and mask_mod is not noop_mask:
         b = torch.arange(B, device=device).view(B, 1, 1, 1)
         h = torch.arange(H, device=device).view(1, H, 1, 1)
         q_idx = torch.arange(L, device=device).view(1, 1, L, 1)
         kv_idx = torch.arange(S, device=device).view(1, 1, 1, S)
-        with torch.no_grad():
-            fresh = elementwise(mask_mod, b, h, q_idx, kv_idx, name="mask_mod")
-        if fresh.dtype != torch.bool:
-            raise TypeError(f"mask_mod {getattr(mask_mod, '__name__', '')!r} must return booleans (True = may "
-                            f"attend), got dtype {fresh.dtype}")
-        # vmap leaves a result that does not depend on b (or h) expanded, stride 0: keep one
-        fresh = fresh[:1] if fresh.stride(0) == 0 else fresh
-        fresh = fresh[:, :1] if fresh.stride(1) == 0 else fresh
-        allowed = partial & fresh
+        with torch.no_grad():   # by blocks of query rows: vmap's integer temporaries are rows × S, not L × S
+            step = L if torch.compiler.is_compiling() else max(1, (1 << 22) // max(S, 1))
+            parts = [elementwise(mask_mod, b, h, q_idx[:, :, i:i + step], kv_idx, name="mask_mod")
+                     for i in range(0, L, step)]
+        pieces = []
+        for i, fresh in zip(range(0, L, step), parts):
+            if fresh.dtype != torch.bool:
+                raise TypeError(f"mask_mod {getattr(mask_mod, '__name__', '')!r} must return booleans (True = may "
+                                f"attend), got dtype {fresh.dtype}")
+            # vmap leaves a result that does not depend on b (or h) expanded, stride 0: keep one
+            fresh = fresh[:1] if fresh.stride(0) == 0 else fresh
+            fresh = fresh[:, :1] if fresh.stride(1) == 0 else fresh
+            pieces.append(partial[:, :, i:i + step] & fresh)
+        if len(pieces) == 1:
+            allowed = pieces[0]
+        elif not pieces:   # no query rows
+            allowed = partial
+        else:
+            lead = (max(p.shape[0] for p in pieces), max(p.shape[1] for p in pieces))
+            allowed = torch.cat([p.expand(*lead, *p.shape[2:]) for p in pieces], dim=2)
     else:
         allowed = partial
     if block_mask.full_kv_num_blocks is not None:
