@@ -85,13 +85,13 @@ def test_quick_bench_json_fields(quick_json):
 
 
 def test_quick_bench_training_rows(quick_json):
-    """Forward + backward on torch tensors: qkv and SDPA per case, each in its own processes; flex's
-    row says why it was not run (--quick: not compiled)."""
+    """Forward + backward on torch tensors: qkv, SDPA and qkv.torch.flex_attention per case, each in its own
+    processes; compiled flex's row says why it was not run (--quick: not compiled)."""
     training = {(row["mask"], row["impl"]): row for row in quick_json["training"]}
     assert set(training) == {(mask, impl) for mask in ("causal", "sliding window W=16 (user lambda)")
                              for impl in ("qkv.attention (C forward + backward)",
                                           "torch sdpa (is_causal)" if mask == "causal" else "torch sdpa (dense mask)",
-                                          "torch flex_attention (compiled)")}
+                                          "qkv.torch.flex_attention", "torch flex_attention (compiled)")}
     for (mask, impl), row in training.items():
         assert set(row) == ROW_FIELDS and row["case"] == "training"
         assert row["causal"] == (mask == "causal") and row["width"] == 64
@@ -101,7 +101,10 @@ def test_quick_bench_training_rows(quick_json):
         assert row["skipped"] is None and positive(row["seconds"]) and all(positive(t) for t in row["times"])
         assert row["memory_method"] == "rss-hwm (own process)"
         assert math.isfinite(row["peak_mib"]) and row["peak_mib"] >= 0
-        if impl.startswith("qkv"):
+        if impl == "qkv.torch.flex_attention":   # the flex drop-in: against SDPA and against qkv.attention
+            assert positive(row["vs_torch"]) and positive(row["qkv_speedup"])
+            assert row["pair"] == "qkv.attention (C forward + backward)"
+        elif impl.startswith("qkv"):
             assert positive(row["vs_torch"]) and row["pair"] is None
         else:
             assert positive(row["qkv_speedup"]) and row["vs_torch"] == 1.0

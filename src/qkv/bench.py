@@ -583,6 +583,12 @@ def _train_worker(kind: str, impl: str, t: int, heads: int, width: int, window: 
             i = torch.arange(t)
             dense = user(0, 0, i[:, None], i[None, :])                     # (T, T) bool: part of the inputs
             attend = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=dense)   # noqa: E731
+    elif impl == "qkv_flex":   # torch's flex_attention call with the import swapped (qkv.torch)
+        from qkv.torch import create_block_mask, flex_attention
+
+        fn = (lambda b, h, q_idx, kv_idx: q_idx >= kv_idx) if kind == "causal" else user
+        block_mask = create_block_mask(fn, None, None, t, t)   # built beforehand; kept as key ranges on the first step
+        attend = lambda: flex_attention(q, k, v, block_mask=block_mask)   # noqa: E731
     else:
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
@@ -643,12 +649,14 @@ def _spawn_worker(args: tuple, timeout: float) -> dict:
 
 def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say=None, timeout: float = 3600,
                      no_flex: str | None = None) -> list[Row]:
-    """Rows for one TrainCase: qkv, torch SDPA and (flex=True) compiled flex_attention, each side in its
-    own processes, alternating (see TRAINING). seconds: median step time; vs_torch (qkv): SDPA's median /
+    """Rows for one TrainCase: qkv, torch SDPA, qkv.torch.flex_attention (torch's flex call with the import
+    swapped) and (flex=True) compiled flex_attention, each side in its own processes, alternating (see
+    TRAINING); the qkv.torch.flex_attention row's vs_torch is SDPA's median / its own. seconds: median step time; vs_torch (qkv): SDPA's median /
     qkv's; qkv_speedup (peers): the peer's median / qkv's; peak_mib: the largest peak above the inputs."""
     say = say or (lambda message: None)
     impls = {"qkv": "qkv.attention (C forward + backward)",
              "sdpa": "torch sdpa" + (" (is_causal)" if case.kind == "causal" else " (dense mask)"),
+             "qkv_flex": "qkv.torch.flex_attention",
              "flex": "torch flex_attention (compiled)"}
     rows = {key: Row("training", name, 1, case.heads, case.t, width, case.kind == "causal", mask=case.name,
                      memory_method="rss-hwm (own process)", pair=None if key == "qkv" else impls["qkv"])
@@ -684,11 +692,13 @@ def measure_training(case: TrainCase, width: int = 64, *, flex: bool = True, say
         row.seconds = statistics.median(row.times) if row.times else None
         row.peak_mib = max(peaks[key]) if peaks[key] else None
     ours = rows["qkv"]
-    for key in ("sdpa", "flex"):
+    for key in ("sdpa", "qkv_flex", "flex"):
         if ours.seconds and rows[key].seconds:
             rows[key].qkv_speedup = rows[key].seconds / ours.seconds
     if ours.seconds and rows["sdpa"].seconds:
         ours.vs_torch, rows["sdpa"].vs_torch = rows["sdpa"].seconds / ours.seconds, 1.0
+    if rows["qkv_flex"].seconds and rows["sdpa"].seconds:   # the flex drop-in against SDPA's equivalent mask
+        rows["qkv_flex"].vs_torch = rows["sdpa"].seconds / rows["qkv_flex"].seconds
     if ours.seconds and rows["flex"].seconds:
         ours.vs_flex = rows["flex"].seconds / ours.seconds
     return list(rows.values())

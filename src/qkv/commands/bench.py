@@ -281,7 +281,8 @@ def to_markdown(result: dict, lang: str = "en") -> str:
 _SHORT = {"qkv blocked": "qkv", "plain reference": "plain", "naive numpy": "naive", "torch sdpa": "torch",
           "qkv blocked (mask_mod)": "qkv", "torch sdpa (dense mask)": "sdpa dense",
           "torch flex_attention (compiled)": "flex compiled", "qkv blocked (user lambda)": "qkv lambda",
-          "qkv.attention (C forward + backward)": "qkv", "torch sdpa (is_causal)": "sdpa causal"}
+          "qkv.attention (C forward + backward)": "qkv", "torch sdpa (is_causal)": "sdpa causal",
+          "qkv.torch.flex_attention": "qkv flex"}
 
 
 def _word(lang: str, kind: str, name: str) -> str:

@@ -624,6 +624,7 @@ EN: dict[str, str] = {
     "cli.bench.impl.flex_compiled": "flex compiled",
     "cli.bench.impl.qkv_lambda": "qkv lambda",
     "cli.bench.impl.sdpa_causal": "sdpa causal",
+    "cli.bench.impl.qkv_flex": "qkv flex",
     "cli.bench.legend": "qkv× = this row's time / qkv's time in the same pair (above 1: qkv is faster); ×flex, "
                         "×catalogue = compiled flex_attention's, the catalogue mask's time / this row's, in a pair; "
                         "MiB: peak memory (tracemalloc for NumPy rows; training: above the inputs, own process)",
@@ -2261,6 +2262,7 @@ KO: dict[str, str] = {
     "cli.bench.impl.flex_compiled": "flex_attention 컴파일",
     "cli.bench.impl.qkv_lambda": "qkv 람다",
     "cli.bench.impl.sdpa_causal": "SDPA 인과",
+    "cli.bench.impl.qkv_flex": "qkv flex_attention",
     "cli.bench.legend": "qkv× = 같은 짝 안에서 이 행의 시간 / qkv의 시간 (1보다 크면 qkv가 더 빠르다). “×flex”와 "
                         "×카탈로그 = 컴파일한 flex_attention의 시간, 카탈로그 마스크의 시간 / 이 행의 시간 (짝 안에서). MiB: 최대 "
                         "메모리 (NumPy 행은 tracemalloc.get_traced_memory, 학습 행은 입력을 뺀 자기 프로세스의 값)",
