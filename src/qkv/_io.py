@@ -42,7 +42,7 @@ FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
 __all__ = ["write_atomic", "write_atomic_with", "check_output", "all_or_nothing", "read_bytes", "read_text",
            "decode_utf8", "size_text", "printable", "load_json",
-           "load_toml", "parse_int", "as_int", "int_option", "check_input_file", "open_input", "MAX_FILE_BYTES", "MAX_DEPTH",
+           "load_toml", "parse_int", "as_int", "int_option", "check_input_file", "open_input", "check_strings", "MAX_FILE_BYTES", "MAX_DEPTH",
            "MAX_INT_DIGITS"]
 
 MAX_FILE_BYTES = 256 * 2**20      # the largest TOML/JSON document read (example files, saved traces, configs)
@@ -506,15 +506,46 @@ def load_toml(text: str, *, source: str) -> dict:
 
 
 def _check_depth(data: Any, source: str) -> None:
-    """Refuse documents nested deeper than MAX_DEPTH (walked without recursion)."""
+    """Refuse documents nested deeper than MAX_DEPTH, and strings holding a lone surrogate (`check_strings`)
+    (walked without recursion)."""
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
         if isinstance(value, (list, dict)):
             if depth > MAX_DEPTH:
                 raise InputError.keyed("error.nested", source=source, depth=MAX_DEPTH)
-            items = value.values() if isinstance(value, dict) else value
-            stack.extend((item, depth + 1) for item in items if isinstance(item, (list, dict)))
+            items = [*value, *value.values()] if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items if isinstance(item, (list, dict, str)))
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            raise _surrogate(value, source)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate(value: str, source: str | None, field: str | None = None) -> InputError:
+    found = _SURROGATE.search(value).group()
+    return InputError.keyed("error.json.surrogate", source=source, field=field, value=short_repr(value, 40),
+                            char=f"\\u{ord(found):04x}")
+
+
+def check_strings(data: Any, *, source: str | None = None, field: str | None = None) -> Any:
+    """``data`` (parsed JSON) when none of its strings, keys included, holds a lone surrogate; else an InputError
+    naming the string. JSON may write "\\ud800" alone, and Python's json reads it, but it is no character: no
+    UTF-8 text can hold it, so it would fail wherever the string is printed, saved or sent. `load_json` checks
+    every document; a server checks the JSON bodies it parses itself."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                raise _surrogate(value, source, field)
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return data
 
 
 # =========================================================================== integers

@@ -356,6 +356,23 @@ class Trace:
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
 
+    def iter_json(self, numbers: int = 1 << 14) -> Iterator[str]:
+        """`to_json()`'s text in pieces (joined, exactly `to_json()`), each holding at most about ``numbers``
+        values: a whole model's trace (about 100 MB of JSON for MiniLM at 256 tokens) written or sent without
+        its whole text, or its whole nested-list form, in memory at once."""
+        head = json.dumps({"format": "qkv-trace", "version": FORMAT_VERSION, "title": self.title,
+                           "meta": _jsonable(self.meta), "steps": []}, ensure_ascii=False)
+        yield head[:-2]                                            # up to the steps' "["
+        for i, step in enumerate(self.steps):
+            if i:
+                yield ", "
+            yield json.dumps({"name": step.name, "formula": step.formula, "note": step.note,
+                              "shape": list(step.shape), "dtype": str(step.value.dtype)},
+                             ensure_ascii=False)[:-1] + ', "values": '
+            yield from _json_values(step.value, numbers)
+            yield ', "meta": ' + json.dumps(step.meta, ensure_ascii=False) + "}"
+        yield "]}"
+
     @classmethod
     def from_dict(cls, data: dict) -> "Trace":
         """A Trace from its `to_dict` form. Every step is checked before its array is made (see
@@ -448,6 +465,19 @@ class TraceInfo:
         values["head_base"] = int(values.get("head_base", 0) or 0)
         values["token_base"] = int(values.get("token_base", 0) or 0)
         return cls(**values)
+
+
+def _json_values(value: np.ndarray, numbers: int) -> Iterator[str]:
+    """``json.dumps(_encode(value))`` in pieces of at most about ``numbers`` values (split along the first axes)."""
+    if value.ndim == 0 or value.size <= numbers:
+        yield json.dumps(_encode(value), ensure_ascii=False)
+        return
+    yield "["
+    for i in range(value.shape[0]):
+        if i:
+            yield ", "
+        yield from _json_values(value[i], numbers)
+    yield "]"
 
 
 def _encode(value: np.ndarray) -> Any:

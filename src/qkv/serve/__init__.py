@@ -17,7 +17,7 @@ from ..errors import InputError
 from .app import CSP, ROUTES, Limits, create_app
 
 __all__ = ["create_app", "run", "listen", "server", "protocol", "load_models", "load_translator", "Limits", "ROUTES",
-           "CSP", "LOOPBACK", "REQUEST_SECONDS", "KEEP_ALIVE_SECONDS", "MAX_HEADER_BYTES"]
+           "CSP", "LOOPBACK", "REQUEST_SECONDS", "KEEP_ALIVE_SECONDS", "WRITE_SECONDS", "MAX_HEADER_BYTES"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -75,6 +75,9 @@ to start one after connecting: then the connection is closed. A connection that 
 line every few seconds (slowloris) would otherwise be held open forever: uvicorn times out only
 idle keep-alive connections. Computing the answer is not counted."""
 KEEP_ALIVE_SECONDS = 5          # an idle connection between requests (uvicorn's timeout_keep_alive)
+WRITE_SECONDS = 30.0
+"""How long an answer may wait for a client that has stopped reading it (the connection's send buffer full)
+before the connection is closed and what was waiting to be sent is dropped."""
 MAX_HEADER_BYTES = 16 * 1024    # headers still unfinished after this many bytes are refused (400, h11's limit)
 
 
@@ -105,6 +108,8 @@ def protocol():
 
     - a deadline per request (`REQUEST_SECONDS` from its first byte, or from the connection's start,
       until the whole request has arrived), so a partial-header connection is closed;
+    - a deadline per stalled answer (`WRITE_SECONDS` while the send buffer stays full: the client has
+      stopped reading), after which the connection is dropped with what it still held;
     - its own 400 (a malformed request, headers unfinished after `MAX_HEADER_BYTES`) answered as every other error:
       JSON ``{"error": …}`` with the security headers (uvicorn's is plain text without them).
     """
@@ -117,6 +122,26 @@ def protocol():
 
     class Protocol(H11Protocol):
         _deadline = None
+        _stalled = None
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._stalled is None:
+                self._stalled = self.loop.call_later(WRITE_SECONDS, self._not_reading)
+
+        def resume_writing(self) -> None:
+            self._unstall()
+            super().resume_writing()
+
+        def _unstall(self) -> None:
+            if self._stalled is not None:
+                self._stalled.cancel()
+                self._stalled = None
+
+        def _not_reading(self) -> None:
+            self._stalled = None
+            if not self.transport.is_closing():
+                self.transport.abort()           # close now, dropping the unsent bytes (close() would send them)
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
@@ -132,6 +157,7 @@ def protocol():
 
         def connection_lost(self, exc) -> None:
             self._disarm()
+            self._unstall()
             super().connection_lost(exc)
 
         def _arm(self) -> None:

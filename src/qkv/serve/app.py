@@ -354,6 +354,65 @@ def _json(data: Any, status: int = 200) -> Response:
                     media_type="application/json")
 
 
+STREAM_CHUNK = 256 * 1024         # the bytes of a streamed trace sent at a time
+
+
+def _trace_response(trace: Trace) -> Response:
+    """A trace's JSON (exactly `Trace.to_json()`), made and sent a piece at a time (`Trace.iter_json`), never
+    held whole: a whole model's trace is about 100 MB of JSON (MiniLM, 256 tokens), and a client that asks
+    for it and reads slowly, or never, holds only the pieces in flight (uvicorn waits for the client before
+    it takes the next; `qkv.serve.WRITE_SECONDS` closes a connection that stops reading)."""
+    from starlette.responses import StreamingResponse
+
+    def pieces():
+        held: list[bytes] = []
+        size = 0
+        for text in trace.iter_json():
+            data = text.encode("utf-8")
+            held.append(data)
+            size += len(data)
+            if size >= STREAM_CHUNK:
+                yield b"".join(held)
+                held, size = [], 0
+        if held:
+            yield b"".join(held)
+
+    return StreamingResponse(pieces(), media_type="application/json")
+
+
+async def _body(request: Request, limit: int, too_large: Callable[[], ApiError]) -> bytes | None:
+    """A request's body, at most ``limit`` bytes (else ``too_large()`` is raised), or None when the client went
+    away before sending all of it (a body cut off: there is nobody to answer, and nothing to log)."""
+    from starlette.requests import ClientDisconnect
+
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise too_large()
+    except ClientDisconnect:
+        return None
+    return bytes(body)
+
+
+def _gone() -> Response:
+    """The answer to a request whose client went away mid-body: never sent (uvicorn drops it), never logged."""
+    return Response(status_code=400)
+
+
+def _body_json(body: bytes, lang: str) -> Any:
+    """A JSON request body parsed, or a 400 naming what is wrong: not UTF-8, not JSON, nested too deep, or a
+    string holding a lone surrogate ("\\ud800": JSON may write it, but it is no character; `qkv._io.check_strings`)."""
+    from .._io import check_strings
+
+    try:
+        payload = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:      # RecursionError: nested too deep
+        raise ApiError(400, _say(lang, "whatif.json", problem=str(exc).splitlines()[0][:80])) from None
+    return check_strings(payload, source="request")
+
+
 def _steps_filter(trace: Trace, request: Request) -> Trace:
     wanted = request.query_params.get("steps")
     if not wanted:
@@ -678,10 +737,10 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     async def api_translate_trace(request: Request) -> Response:
         make = cross_trace(request)
 
-        def compute() -> str:
-            return _steps_filter(make(), request).to_json()
+        def compute() -> Trace:
+            return _steps_filter(make(), request)
 
-        return Response(await gate().run(compute, lang=_lang_said(request)), media_type="application/json")
+        return _trace_response(await gate().run(compute, lang=_lang_said(request)))
 
     async def api_translate_explain(request: Request) -> Response:
         lang, digits = _lang(request), _digits(request)
@@ -758,10 +817,10 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     async def api_trace(request: Request) -> Response:
         _, make = head_trace(request)
 
-        def compute() -> str:
-            return _steps_filter(make(), request).to_json()
+        def compute() -> Trace:
+            return _steps_filter(make(), request)
 
-        return Response(await gate().run(compute, lang=_lang_said(request)), media_type="application/json")
+        return _trace_response(await gate().run(compute, lang=_lang_said(request)))
 
     async def api_explain(request: Request) -> Response:
         lang, digits = _lang(request), _digits(request)
@@ -817,15 +876,11 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         from .. import examples
 
         lang, digits = _lang(request), _digits(request)
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > WHATIF_BYTES:
-                raise ApiError(413, _say(lang, "whatif.too_large", limit=f"{WHATIF_BYTES:,}"))
-        try:
-            payload = json.loads(bytes(body).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:      # RecursionError: nested too deep
-            raise ApiError(400, _say(lang, "whatif.json", problem=str(exc).splitlines()[0][:80])) from None
+        body = await _body(request, WHATIF_BYTES, lambda: ApiError(413, _say(lang, "whatif.too_large",
+                                                                              limit=f"{WHATIF_BYTES:,}")))
+        if body is None:
+            return _gone()
+        payload = _body_json(body, lang)
         what = WhatIf(payload, lang, examples.names())
 
         def compute() -> dict:
@@ -850,11 +905,9 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limits.upload_bytes:
             raise ApiError(413, f"{filename}: {_say(lang, 'error.upload_size', size=f'{int(declared):,}', limit=f'{limits.upload_bytes:,}')}")
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limits.upload_bytes:
-                raise ApiError(413, f"{filename}: {_say(lang, 'error.upload_size', size='> ' + f'{limits.upload_bytes:,}', limit=f'{limits.upload_bytes:,}')}")
+        body = await _body(request, limits.upload_bytes, lambda: ApiError(413, f"{filename}: {_say(lang, 'error.upload_size', size='> ' + f'{limits.upload_bytes:,}', limit=f'{limits.upload_bytes:,}')}"))
+        if body is None:
+            return _gone()
 
         def compute() -> dict:
             from ..spec import is_saved_trace
@@ -917,15 +970,11 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         from ..explain import texts
 
         lang = _lang(request)
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > PRACTICE_BYTES:
-                raise ApiError(413, _say(lang, "whatif.too_large", limit=f"{PRACTICE_BYTES:,}"))
-        try:
-            asked = json.loads(bytes(body).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise ApiError(400, _say(lang, "whatif.json", problem=str(exc).splitlines()[0][:80])) from None
+        body = await _body(request, PRACTICE_BYTES, lambda: ApiError(413, _say(lang, "whatif.too_large",
+                                                                                limit=f"{PRACTICE_BYTES:,}")))
+        if body is None:
+            return _gone()
+        asked = _body_json(body, lang)
         if not isinstance(asked, dict):
             raise ApiError(400, _say(lang, "whatif.json", problem=type(asked).__name__))
         name = practice_name(asked.get("name"), lang)
