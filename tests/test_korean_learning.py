@@ -188,7 +188,7 @@ def test_no_part_of_a_sum_reads_as_a_quotient():
     """몫 is a share and a quotient: "Y를 헤드별로 나눈 몫" (the heads' parts of Y, in the next-token view) and
     "헤드 3개의 몫의 합" (the drill's Y) read as division. A head's part of a sum is its 부분 (its own columns
     and rows, "자기 몫인 열", stay idiomatic)."""
-    found = {key: value for key, value in texts.KO.items() if re.search(r"나눈 몫|몫의 합|몫들", value)}
+    found = {key: value for key, value in texts.KO.items() if re.search(r"나눈 몫|몫의 합|몫들|몫을 더한|몫 head", value)}
     assert found == {}, found
 
 

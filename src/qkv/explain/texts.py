@@ -1740,7 +1740,7 @@ KO: dict[str, str] = {
     "intro.user.cross-attention": "Cross-attention: Query는 x에서, Key와 Value는 메모리(다른 시퀀스)에서 온다.",
     "intro.user.projection": "Multi-head attention: Q·K·V 투영, 헤드별 Core Attention, 출력 투영.",
     "intro.model.head": "실제 모델({model})의 헤드 하나를 입력 텍스트에 적용한다: 층 {layer}, 헤드 {head} (0–{last_head} 중). {x} W_Q, W_K, "
-                        "W_V는 층의 투영 행렬 가운데 이 헤드가 학습한 열들이다 ({bias}). Y는 층의 어텐션 출력 가운데 이 헤드의 몫이다.",
+                        "W_V는 층의 투영 행렬 가운데 이 헤드가 학습한 열들이다 ({bias}). Y는 층의 어텐션 출력 가운데 이 헤드가 맡은 부분이다.",
     "intro.model.x": "X는 그 층의 입력이다.",
     "intro.model.x.normed": "X는 층의 입력을 블록의 정규화에 통과시킨 N₁(x)이다. 정규화가 앞에 오는(pre-norm) 블록이므로 헤드는 정규화된 입력을 읽는다.",
     "intro.model.bias": "각각 편향 b가 더해진다",
@@ -1840,9 +1840,9 @@ KO: dict[str, str] = {
     "concat.explain": "헤드 {h}개의 출력을 나란히 이어 붙인다: H는 {t} × {width} 형태이다.",
     "h.output": "출력 투영 W_O",
     "wo.explain": "W_O ({rows} × {cols})는 같은 토큰 위치의 여러 헤드 결과를 하나의 벡터로 조합한다. W_O는 모든 토큰에 똑같이 적용된다.",
-    "wo.explain.model": "층의 W_O 가운데 이 헤드의 몫인 행 {rows}개({rows} × {cols})가 출력 Z를 다시 모델 차원으로 되돌린다. 층은 모든 헤드의 몫을 더한다 (편향도 "
+    "wo.explain.model": "층의 W_O 가운데 이 헤드의 몫인 행 {rows}개({rows} × {cols})가 출력 Z를 다시 모델 차원으로 되돌린다. 층은 모든 헤드가 맡은 부분을 더한다 (편향도 "
                         "더한다).",
-    "wo.explain.model.nobias": "층의 W_O 가운데 이 헤드의 몫인 행 {rows}개({rows} × {cols})가 출력 Z를 다시 모델 차원으로 되돌린다. 층은 모든 헤드의 몫을 "
+    "wo.explain.model.nobias": "층의 W_O 가운데 이 헤드의 몫인 행 {rows}개({rows} × {cols})가 출력 Z를 다시 모델 차원으로 되돌린다. 층은 모든 헤드가 맡은 부분을 "
                                "더한다 (편향은 없다).",
     "y.explain.model": "Y = Z·W_O ({t} × {d}):",
     "y.explain": "Y = H·W_O ({t} × {d}):",
@@ -1855,7 +1855,7 @@ KO: dict[str, str] = {
     "col.columns": "사용하는 열",
     "col.shape": "형태",
     "heads_check.concat": "따로 계산한 헤드 출력을 이어 붙인 것과 한꺼번에 계산한 H 사이의 가장 큰 차이: {diff}.",
-    "heads_check.y": "각 헤드의 몫 head_h·W_O[h의 행]을 더한 것과 Y 사이의 가장 큰 차이: {diff}.",
+    "heads_check.y": "각 헤드가 맡은 부분 head_h·W_O[h의 행]을 더한 것과 Y 사이의 가장 큰 차이: {diff}.",
     "h.shapes": "각 단계의 형태",
     "shapes.explain": "기록된 모든 단계의 식과 형태 (헤드가 있으면 헤드 축이 앞에 온다):",
     "col.step": "단계",
