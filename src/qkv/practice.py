@@ -35,7 +35,7 @@ from .explain.numbers import digits_for, fmt
 from .explain.texts import text
 from .trace import Trace, head_number, in_language
 
-__all__ = ["Slip", "Question", "Drill", "Verdict", "drill", "check", "play", "parse_answer", "NAMES", "shown",
+__all__ = ["Slip", "Question", "Drill", "Verdict", "drill", "check", "reveal", "play", "parse_answer", "NAMES", "shown",
            "offline", "PAGE_DRILLS"]
 
 NAMES = ("self-attention", "cross-attention", "multi-head", "projection", "group-meeting")
@@ -517,9 +517,19 @@ def check(question: Question, typed: str, lang: str = "en") -> Verdict:
         return Verdict("wrong", (_slip_line(t, slip, typed.strip()),), slip)
     places = _decimals(typed)
     if places < question.digits and _close(value, round(question.answer, places), 10.0 ** -places / 2 + 1e-12):
-        return Verdict("bad", (t("practice.bad.places" if places else "practice.bad.whole", places=places,
-                                 digits=question.digits),))
+        return Verdict("bad", (_places_line(t, places, question.digits),))
     return Verdict("wrong", _unknown_lines(t, question, typed.strip()))
+
+
+def reveal(question: Question, lang: str = "en") -> str:
+    """The line that shows the answer with its working (after the last wrong attempt; the pages show it too)."""
+    t = _words(lang)
+    return t("practice.reveal", how=t(question.how[0], **question.how[1]))
+
+
+def _places_line(t: Callable[..., str], places: int, digits: int) -> str:
+    """An answer right to ``places`` decimals where the step prints ``digits`` (check's line, and the offline page's)."""
+    return t("practice.bad.places" if places else "practice.bad.whole", places=places, digits=digits)
 
 
 def _slip_line(t: Callable[..., str], slip: Slip, yours: str) -> str:
@@ -569,7 +579,7 @@ def play(session: Drill, read: Callable[[], str | None], write: Callable[[str], 
             if verdict.status == "wrong":
                 wrong += 1
                 if wrong >= attempts:
-                    write("  " + t("practice.reveal", how=t(question.how[0], **question.how[1])))
+                    write("  " + reveal(question, session.lang))
                     break
                 write("  " + t("practice.again"))
     write("")
@@ -622,11 +632,9 @@ def offline(example: str, *, lang: str = "en", drills: Sequence[tuple[int, bool]
             how = t(q.how[0], **q.how[1])
             entry.update(
                 answer=q.answer, byHand=q.by_hand, tolerance=q.tolerance,
-                right=t("practice.right", how=how), reveal=t("practice.reveal", how=how),
+                right=t("practice.right", how=how), reveal=reveal(q, lang),
                 slips=[{"value": s.value, "line": _slip_line(t, s, YOURS)} for s in q.slips],
-                places=[{"rounded": round(q.answer, p),
-                         "line": t("practice.bad.places" if p else "practice.bad.whole", places=p, digits=q.digits)}
-                        for p in range(q.digits)],
+                places=[{"rounded": round(q.answer, p), "line": _places_line(t, p, q.digits)} for p in range(q.digits)],
                 unknown=list(_unknown_lines(t, q, YOURS)))
         sets.append(data)
     return {"example": example, "lang": lang, "attempts": ATTEMPTS, "drills": sets}

@@ -967,7 +967,6 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
 
     async def api_practice_check(request: Request) -> Response:
         from .. import practice
-        from ..explain import texts
 
         lang = _lang(request)
         body = await _body(request, PRACTICE_BYTES, lambda: ApiError(413, _say(lang, "whatif.too_large",
@@ -992,9 +991,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
                 raise _bad(lang, "question", "practice.question", value=number, last=len(session.questions) - 1)
             question = session.questions[number]
             verdict = practice.check(question, answer, lang)
-            how = texts.text(lang, question.how[0], **question.how[1])
-            return {"status": verdict.status, "lines": list(verdict.lines),
-                    "reveal": texts.text(lang, "practice.reveal", how=how)}
+            return {"status": verdict.status, "lines": list(verdict.lines), "reveal": practice.reveal(question, lang)}
 
         return _json(await gate().run(compute, lang=lang))
 
