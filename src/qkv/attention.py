@@ -448,7 +448,11 @@ def _scores_to_weights(call: Call, q, qg, kg, record, shifts):
     xp, work = call.xp, call.work
     shift = None
     if shifts is None:
-        scores = _ungroup(call, qg @ xp.matrix_transpose(kg))  # (…, H, Tq, Tk)
+        if is_torch(qg):
+            scores = _ungroup(call, qg @ xp.matrix_transpose(kg))  # (…, H, Tq, Tk)
+        else:   # a NaN or inf in q or k makes some products NaN (0·inf, inf − inf): a masked key's are dropped
+            with np.errstate(invalid="ignore"):   # before the softmax (a right result, no warning), others reach the
+                scores = _ungroup(call, qg @ xp.matrix_transpose(kg))   # output as NaN, as from the input
         scores = emit(record, SCORES, scores, formula="Q·Kᵀ")
         scaled = scores * _as_work(call, call.scale)
         scaled = emit(record, SCALED_SCORES, scaled, formula=f"Q·Kᵀ · {call.scale:.6g}" + (" (= 1/√d_k)" if call.default_scale else ""))
