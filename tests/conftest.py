@@ -17,6 +17,20 @@ for _name in ("LC_ALL", "LANGUAGE"):
     os.environ.pop(_name, None)
 os.environ["LC_MESSAGES"] = "C.UTF-8"
 
+# torch.compile's inductor caches compiled graphs and their C++ builds on disk, by default in
+# /tmp/torchinductor_$USER, which outlives the run: a second run (or another checkout on the same machine)
+# then skips the compilation a fresh machine does, and the suite looks faster than it is. A run gets its own
+# empty directory instead (xdist's workers and the processes the tests start inherit it), removed when the
+# process that made it exits; a directory given in TORCHINDUCTOR_CACHE_DIR is used as given and kept.
+if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    _inductor_cache = tempfile.mkdtemp(prefix="qkv-tests-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = _inductor_cache
+    atexit.register(shutil.rmtree, _inductor_cache, ignore_errors=True)
+
 BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py", "test_page_access.py",
            "test_practice_browser.py", "test_lenses_browser.py"}       # Chromium (and a kernel)
 REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py", "test_models_families.py",
