@@ -58,11 +58,11 @@ def test_held_out_compositions_never_reach_training():
 
 # --------------------------------------------------------------------------- the shipped model
 def test_shipped_checkpoint_translates_held_out_sentences(model):
-    """≥ 95 % exact match on 300 sentences whose (subject, verb, object) composition never occurs
+    """100 % exact match on 300 sentences whose (subject, verb, object) composition never occurs
     in training, for both languages; the examples of the docs are exact."""
     held = corpus.held_out_sentences(300)
     for lang in corpus.LANGUAGES:
-        assert exact_match(model, held, lang) >= 0.95
+        assert exact_match(model, held, lang) == 1.0
     assert " ".join(model.translate("I love you", "ja").target) == "私は あなたを 愛してる"
     assert " ".join(model.translate("I love you.", "ko").target) == "나는 너를 사랑해"
 
@@ -598,11 +598,12 @@ def reference_model(path=None):
     return weights, json.loads(checkpoint_metadata(target)["config"])
 
 
-def reference_forward(weights, config, source, target):
+def reference_forward(weights, config, source, target, memory=None):
     """An independent float64 forward of the encoder–decoder (torch functional ops, written from the
     architecture: pre-norm blocks, exact GELU, sinusoidal positions, tied output embedding): source (B, S)
     and target (B, T) integer arrays, 0 = padding → logits (B, T, Vt), the cross-attention weights
-    [(B, H, T, S) per decoder layer] and their raw scores q·k (same shapes)."""
+    [(B, H, T, S) per decoder layer], their raw scores q·k (same shapes) and the encoder's output (B, S, D),
+    which a later call may pass back as ``memory`` (the source's encoding is then not recomputed)."""
     import torch.nn.functional as F
 
     d, h = config["d_model"], config["n_heads"]
@@ -632,11 +633,13 @@ def reference_forward(weights, config, source, target):
             + weights[f"{name}.b_out"]
 
     keys = (source != 0)[:, None, None, :]                              # (B, 1, 1, S)
-    x = weights["source_embedding"][source] * math.sqrt(d) + pe[: source.shape[1]]
-    for i in range(config["n_encoder"]):
-        x = x + attend(norm(x, f"encoder.{i}.norm1"), norm(x, f"encoder.{i}.norm1"), f"encoder.{i}.attention", keys)[0]
-        x = x + mlp(norm(x, f"encoder.{i}.norm2"), f"encoder.{i}.mlp")
-    memory = norm(x, "encoder_norm")
+    if memory is None:
+        x = weights["source_embedding"][source] * math.sqrt(d) + pe[: source.shape[1]]
+        for i in range(config["n_encoder"]):
+            x = x + attend(norm(x, f"encoder.{i}.norm1"), norm(x, f"encoder.{i}.norm1"), f"encoder.{i}.attention",
+                           keys)[0]
+            x = x + mlp(norm(x, f"encoder.{i}.norm2"), f"encoder.{i}.mlp")
+        memory = norm(x, "encoder_norm")
     t = target.shape[1]
     causal = torch.ones(t, t, dtype=torch.bool).tril()[None, None]
     y = weights["target_embedding"][target] * math.sqrt(d) + pe[:t]
@@ -649,7 +652,7 @@ def reference_forward(weights, config, source, target):
         cross.append(w)
         raws.append(raw)
         y = y + mlp(norm(y, f"decoder.{i}.norm2"), f"decoder.{i}.mlp")
-    return norm(y, "decoder_norm") @ weights["target_embedding"].T, cross, raws
+    return norm(y, "decoder_norm") @ weights["target_embedding"].T, cross, raws, memory
 
 
 def reference_greedy(weights, config, sentences, lang):
@@ -666,12 +669,19 @@ def reference_greedy(weights, config, sentences, lang):
     for i, row in enumerate(rows):
         source[i, : len(row)] = row
     target = np.full((len(rows), 1), vocab.index(f"<{lang}>"))
-    for _ in range(config["max_len"] + 1):
-        logits = reference_forward(weights, config, source, target)[0][:, -1]
-        choice = torch.where(allowed, logits, torch.tensor(float("-inf"), dtype=logits.dtype)).argmax(-1).numpy()
-        target = np.concatenate([target, choice[:, None]], axis=1)
-        if (target[:, 1:] == vocab.index("</s>")).any(axis=1).all():
-            break
+    memory = None
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)               # small matrices: a second thread only waits (on shared cores, far slower)
+    try:
+        for _ in range(config["max_len"] + 1):
+            logits, _, _, memory = reference_forward(weights, config, source, target, memory)
+            logits = logits[:, -1]
+            choice = torch.where(allowed, logits, torch.tensor(float("-inf"), dtype=logits.dtype)).argmax(-1).numpy()
+            target = np.concatenate([target, choice[:, None]], axis=1)
+            if (target[:, 1:] == vocab.index("</s>")).any(axis=1).all():
+                break
+    finally:
+        torch.set_num_threads(threads)
     out = []
     for row in target[:, 1:].tolist():
         words = [vocab[i] for i in row]
@@ -763,7 +773,7 @@ def _learned_float64():
     inputs = ["<ja>", *target_words]
     source = np.array([[source_vocab.index(w) for w in sentence.english()]])
     target = np.array([[vocab.index(w) for w in inputs]])
-    _, cross, raws = reference_forward(weights, config, source, target)
+    _, cross, raws, _ = reference_forward(weights, config, source, target)
     step = inputs.index("私は")
     return np.stack([w[0, :, step].numpy() for w in cross]), step, target_words, [r[0].numpy() for r in raws], inputs
 
