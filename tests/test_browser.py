@@ -574,7 +574,8 @@ def shown_rows_follow_the_post(page, name: str, lang: str) -> None:
         p.mouse.click(point["x"], point["y"])
         label = p.locator('.qkv-cell tr[data-step="scores"] th').inner_text()
         assert label == qkv.explain.texts.text(lang, "page.score_given") and "q·k (" not in label, label
-        assert "Q·K" not in p.locator('.qkv-cell tr[data-step="scaled_scores"] th').inner_text()
+        # softmax reads its scores as given (a scale of 1): no "scaled" row repeats them
+        assert p.locator('.qkv-cell tr[data-step="scaled_scores"]').count() == 0
     if "tokens" not in doc or "w_q" not in doc:          # the multi-head and meeting examples: no rows of their own
         return
     # every post counts its tokens from 1 ("토큰 3"; A₁ … Aₙ): the base the example's TOML declares, read here
@@ -1058,3 +1059,30 @@ def test_a_meetings_question_has_its_tokens_number_on_the_page(browser_context, 
         assert page.errors == []
     finally:
         page.close()
+
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_scale_of_1_is_no_step(browser_context, example_folder, lang):  # noqa: F811
+    """The group meeting applies softmax to its scores as given (“여기서는 √d_k로 나누지 않는다”): its step-through
+    showed a step “the scale: scaled scores … (Q·Kᵀ · 1)” and its cells a “scaled” row repeating the scores.
+    A scale of 1 has no step and no row; the self-attention example keeps its ÷√d_k step."""
+    def step_ids(page):
+        return [step["id"] for step in all_steps(page)]
+
+    meeting = example_page(browser_context, example_folder, "group-meeting", lang)
+    try:
+        ids = step_ids(meeting)
+        assert "scale" not in ids and ids[0] == "dot" and "softmax" in ids, ids
+        point = meeting.page.evaluate("() => document.querySelector('.qkv-view').qkv.cellPoint(0, 0)")
+        meeting.page.mouse.click(point["x"], point["y"])
+        assert meeting.page.locator('.qkv-cell tr[data-step="scores"]').count() == 1
+        assert meeting.page.locator('.qkv-cell tr[data-step="scaled_scores"]').count() == 0
+        assert meeting.errors == []
+    finally:
+        meeting.close()
+    love = example_page(browser_context, example_folder, "self-attention", lang)
+    try:
+        assert "scale" in step_ids(love)
+    finally:
+        love.close()

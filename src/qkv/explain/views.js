@@ -304,6 +304,8 @@
   };
 
   // ------------------------------------------------------------------ the derivation of one cell
+  // a recorded scale of exactly 1 ("Q·Kᵀ · 1"): the scaled scores are the scores
+  var IDENTITY_SCALE = /·\s*1\s*$/;
   function vectorHtml(src, step, a, b) {
     var s = src.shape(step), parts = [];
     for (var d = 0; d < s[2]; d++) parts.push('<span class="qkv-n">' + esc(src.text(step, a, b, d)) + "</span>");
@@ -333,7 +335,8 @@
     // (given scores have no Q·Kᵀ to name: their scale alone)
     var scaledLabel = f && W.scaled_is && !givenScores ? fill(W.scaled_is, { formula: f })
       : /1\/√d_k/.test(f) || !W.scaled_by ? W.scaled : W.scaled_by;
-    add("scaled_scores", scaledLabel, with_("scaled_scores", function () { return numberHtml(src, "scaled_scores", h, i, j); }));
+    if (!IDENTITY_SCALE.test(f))        // a scale of 1 leaves the scores as they are: no row that repeats them
+      add("scaled_scores", scaledLabel, with_("scaled_scores", function () { return numberHtml(src, "scaled_scores", h, i, j); }));
     if (src.has("biased_scores")) add("biased_scores", W.biased, numberHtml(src, "biased_scores", h, i, j));
     if (src.has("modified_scores")) {
       f = src.formula("modified_scores");
@@ -543,7 +546,10 @@
       steps.push({ id: "dot", title: W[given ? "st.scores" : "st.dot"], text: fill(W[given ? "st.scores.text" : "st.dot.text"], { tok: q(tok), dk: dk }),
         html: html, read: [], write: [] });
     }
-    if (src.has("scaled_scores")) {
+    // a scale of exactly 1 (the group meeting's given scores; ÷√d_k switched off at factor 1) scales nothing:
+    // no step of its own, softmax reads the scores as they are
+    var unscaled = src.has("scaled_scores") && IDENTITY_SCALE.test(src.formula("scaled_scores"));
+    if (src.has("scaled_scores") && !unscaled) {
       var formula = src.formula("scaled_scores"), byRoot = /1\/√d_k/.test(formula) && dk > 0;
       var factor = (/·\s*([0-9.eE+-]+)/.exec(formula) || [])[1];
       html = "";
