@@ -481,8 +481,11 @@ def _called(fn, args, shape, name, *, exact=False):
             value = fn(*args)             # traces it (else a data-dependent int: GuardOnDataDependentSymNode)
         return value if _fits(value, shape, exact) else elementwise(fn, *args, name=name)
     try:
-        with warnings.catch_warnings():   # a trial: what a torch-only fn says about NumPy arguments
-            warnings.simplefilter("ignore")
+        if threading.current_thread() is threading.main_thread():
+            with warnings.catch_warnings():   # a trial: what a torch-only fn says about NumPy arguments
+                warnings.simplefilter("ignore")
+                value = fn(*args)
+        else:   # the kernel's threads: catch_warnings swaps process-wide state, which threads would race on
             value = fn(*args)
         fits = _fits(value, shape, exact)
     except Exception as error:   # noqa: BLE001 — not index arithmetic on these arrays: element by element
