@@ -337,6 +337,11 @@ def test_gqa_and_key_batch_broadcast():
     check(q, k, v, _rel_bias, block_mask, enable_gqa=True)
     with pytest.raises(ValueError, match="Try setting enable_gqa=True"):
         flex_attention(q, k, v)
+    # keys and values of batch 1 under queries of batch 2 (torch allows it with a BlockMask of the queries' batch)
+    k1, v1 = (x[:1].detach().requires_grad_() for x in (k, v))
+    check(q, k1, v1, None, block_mask, enable_gqa=True)
+    with pytest.raises(ValueError, match="same batch size"):
+        flex_attention(q, k1, v1, enable_gqa=True)
 
 
 def test_from_kv_blocks_without_mask_mod_and_tq_ne_tk():
