@@ -220,3 +220,22 @@ def test_a_post_is_named_in_its_brackets():
             for found in re.finditer(re.escape(start), value):
                 assert value[found.start() - 1:found.start()] == "「", (key, value)
     assert "「" in TEXTS["ko"]["story"]
+
+
+def test_numbered_layers_and_heads_are_written_one_way():
+    """A numbered layer or head reads "층 3", "헤드 2" in every Korean text — serve's own labels, the shared page
+    words on the same serve page, the figures, the CLI and the translator's story (which counts from 0 and says
+    so: "층 {layer} (0–{last} 중)") — never "3번 층" / "2번 헤드" beside it."""
+    from qkv.translator import explain as translator_explain
+
+    found = {key: value for key, value in texts.KO.items() if isinstance(value, str)}
+    story = translator_explain._TEXTS          # the translator's own words table
+    for key, value in (story.get("ko", {}) if isinstance(story, dict) else {}).items():
+        if isinstance(value, str):
+            found[f"translator.{key}"] = value
+    other = {key: value for key, value in found.items() if re.search(r"\{\w+\}\s*번\s*(층|헤드)", value)}
+    assert other == {}
+    # the layer and head labels serve shows next to the page's own words say the number after the noun
+    assert texts.text("ko", "serve.ui.layerHead", layer=2, head=5) == "층 2, 헤드 5"
+    assert texts.text("ko", "serve.ui.layerN", layer=2) == texts.text("ko", "page.heads.layer", l=2) == "층 2"
+    assert texts.text("ko", "serve.ui.crossOf", layer=1, head=0).endswith("층 1, 헤드 0")

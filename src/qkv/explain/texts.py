@@ -3240,8 +3240,8 @@ KO: dict[str, str] = {
                              "사이가 아니라 이 조각들 사이의 어텐션이다.",
     "serve.ui.layer": "층",
     "serve.ui.head": "헤드",
-    "serve.ui.layerHead": "{layer}번 층, {head}번 헤드",
-    "serve.ui.layerN": "{layer}번 층",
+    "serve.ui.layerHead": "층 {layer}, 헤드 {head}",
+    "serve.ui.layerN": "층 {layer}",
     "serve.ui.back": "← 모든 헤드",
     "serve.ui.kvHead": "Key/Value 헤드 {n}",
     "serve.ui.cellHint": "칸(Query 행, Key 열)을 누르면 그 칸의 계산 과정이 나온다.",
@@ -3280,7 +3280,7 @@ KO: dict[str, str] = {
     "serve.ui.translate": "번역하기",
     "serve.ui.crossHint": "디코더의 cross-attention을 모든 층 × 헤드에 걸쳐 보인다. 행 t는 번역문의 t번째 단어, "
                           "열은 영어 단어이다. 누르면 그 헤드가 열린다.",
-    "serve.ui.crossOf": "cross-attention, {layer}번 층, {head}번 헤드",
+    "serve.ui.crossOf": "cross-attention, 층 {layer}, 헤드 {head}",
     "serve.ui.crossRows": "행 t는 번역문의 t번째 단어이다 (qkv translate의 그림과 같다). 이 행의 Query는 t번째 단어 "
                           "바로 앞 토큰(첫 단어라면 언어 토큰 {lang})에서의 디코더 상태이다. 이 상태가 영어 단어들을 "
                           "읽고 t번째 단어를 예측한다.",
