@@ -32,7 +32,8 @@ if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, _inductor_cache, ignore_errors=True)
 
 BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py", "test_page_access.py",
-           "test_practice_browser.py", "test_lenses_browser.py"}       # Chromium (and a kernel)
+           "test_practice_browser.py", "test_lenses_browser.py",
+           "test_example_lenses_browser.py"}       # Chromium (and a kernel)
 REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py", "test_models_families.py",
               "test_models_consistency.py", "test_models_parity.py",  # transformers, torch's own tests
               "test_nexttoken.py",          # the next token against transformers' logits and float64 head moves

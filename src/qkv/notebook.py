@@ -47,7 +47,7 @@ import numpy as np
 from .explain.style import DIGITS
 from .trace import WEIGHTS, Trace
 
-__all__ = ["show", "view", "View"]
+__all__ = ["show", "view", "View", "page_lenses", "NEURON_NUMBERS"]
 
 _LANGS = ("en", "ko")
 
@@ -63,7 +63,7 @@ class View:
     trace: Trace
     lang: str = "en"
     digits: int = DIGITS
-    lenses: dict | None = None           # several heads, text colour, the neuron view's products (`_lenses`)
+    lenses: dict | None = None           # several heads, text colour, the neuron view's products (`page_lenses`)
 
     def html(self) -> str:
         """The standalone page (a full HTML document with its Content-Security-Policy)."""
@@ -135,7 +135,7 @@ def view(obj: Any, *, text: str | None = None, lang: str = "en", head: int | Non
         raise TypeError(f"qkv.show takes a Trace, a worked example's name or a loaded model (with text=), "
                         f"got {type(obj).__name__}")
     trace = _focus(trace, head=head, layer=layer, query=query, lang=lang)
-    return View(trace, lang, DIGITS if digits is None else digits, _lenses(trace))
+    return View(trace, lang, DIGITS if digits is None else digits, page_lenses(trace))
 
 
 def show(obj: Any, *, text: str | None = None, lang: str = "en", head: int | None = None,
@@ -176,7 +176,7 @@ NEURON_NUMBERS = 400_000
 beyond, the neuron view is left out and the view says so (`qkv serve` computes any pair on request)."""
 
 
-def _lenses(trace: Trace) -> dict:
+def page_lenses(trace: Trace) -> dict:
     """What the view adds to the page's own (`View.lenses`, for `trace_html(lenses=)`): several heads at once and
     text coloured by attention (from the weights), and the neuron view's products, computed here by
     `qkv.analysis.score_products` for every part that records q, k and the scores — unless there are more than

@@ -89,6 +89,8 @@ def add_output_options(parser: argparse.ArgumentParser, t) -> None:
     parser.add_argument("--query", metavar="TOKEN", type=Shown, help=t("output.query"))
     parser.add_argument("--digits", metavar="N", help=t("output.digits"))
     parser.add_argument("--by-hand", action="store_true", help=t("output.by_hand"))
+    parser.add_argument("--terms", action="store_true", help=t("output.terms"))
+    parser.add_argument("--key", metavar="TOKEN", type=Shown, help=t("output.key"))
     parser.add_argument("--figure", metavar="FILE", help=t("output.figure"))
 
 
@@ -99,6 +101,10 @@ def check_options(args: argparse.Namespace) -> int | None:
     digits = frontdoor.check_digits(args.digits, field="--digits")
     if args.by_hand and args.format == "html":
         raise InputError.keyed("error.by_hand_html", field="--by-hand")
+    if getattr(args, "key", None) is not None and not getattr(args, "terms", False):
+        raise InputError.keyed("error.terms.key_alone", field="--key")
+    if getattr(args, "terms", False) and (args.format != "text" or args.figure is not None or args.by_hand):
+        raise InputError.keyed("error.terms.format", field="--terms")
     if args.out is not None:
         check_output(args.out, field="--out")
     if args.figure is not None:
@@ -111,8 +117,16 @@ def emit(trace: Trace, args: argparse.Namespace, digits: int | None) -> int:
     from .._io import write_atomic
     from ..explain import render
 
+    if getattr(args, "terms", False):            # the neuron view as text: q_i·k_i, Σ, ÷ √d_k (qkv.explain.terms)
+        return _emit_terms(trace, args, digits)
     color = args.format == "text" and args.out is None and sys.stdout.isatty()
-    text_out = render(trace, args.format, lang=args.lang, digits=digits, by_hand=args.by_hand, color=color)
+    lenses = None
+    if args.format == "html":      # several heads, coloured text, the neuron view's q_i·k_i: computed here, in Python
+        from ..notebook import page_lenses
+
+        lenses = page_lenses(trace)
+    text_out = render(trace, args.format, lang=args.lang, digits=digits, by_hand=args.by_hand, color=color,
+                      lenses=lenses)
     if args.figure is not None:
         from ..viz import save_figure
 
@@ -122,4 +136,19 @@ def emit(trace: Trace, args: argparse.Namespace, digits: int | None) -> int:
     else:
         sys.stdout.write(text_out)
         sys.stdout.flush()
+    return 0
+
+
+def _emit_terms(trace: Trace, args: argparse.Namespace, digits: int | None) -> int:
+    from ..explain.terms import terms_text
+    from ..spec import resolve_query
+    from ..trace import in_language
+
+    key = None
+    if args.key is not None:
+        shown = in_language(trace, args.lang).meta
+        keys = list(shown.get("key_tokens") or shown.get("tokens") or [])
+        key = resolve_query(args.key, keys, source=None, field="--key", base=int(trace.meta.get("token_base", 0) or 0),
+                            tokens_ko=keys)
+    write_text(terms_text(trace, lang=args.lang, key=key, digits=4 if digits is None else digits), args.out)
     return 0

@@ -40,7 +40,7 @@ def _check(fmt: str | None, digits: int | None) -> None:
 
 
 def render(trace: Trace, fmt: str, *, lang: str = "en", digits: int | None = None, by_hand: bool = False,
-           color: bool = False, full: bool = False) -> str:
+           color: bool = False, full: bool = False, lenses: dict | None = None) -> str:
     """The explanation of ``trace`` as text | markdown | html | json.
 
     text: plain text laid out by rich (``color=True`` adds terminal colours: heads as in the posts' figures);
@@ -48,12 +48,13 @@ def render(trace: Trace, fmt: str, *, lang: str = "en", digits: int | None = Non
     `qkv.explain.page.trace_html` (which embeds `derivation_html`); json: the blocks of the explanation
     with their formatted numbers plus the full Trace (``Trace.from_dict(doc["trace"])`` reads it back).
     full: every row and column of every matrix, no ellipses (text, markdown, html; json is always full).
+    lenses: html only — the several-heads views and the neuron view's products (`qkv.notebook.page_lenses`).
     """
     _check(fmt, digits)
     if fmt == "html":
         from .page import trace_html        # the interactive page; it embeds derivation_html
 
-        return trace_html(trace, lang=lang, digits=DIGITS if digits is None else digits, full=full)
+        return trace_html(trace, lang=lang, digits=DIGITS if digits is None else digits, full=full, lenses=lenses)
     from . import formats
 
     ctx = build(trace, lang=lang, digits=digits, by_hand=by_hand, full=full)

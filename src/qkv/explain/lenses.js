@@ -132,12 +132,13 @@
   //      lines from the chosen query to every key, as thick and as opaque as the weight; the weights as text.
   var DASHES = ["", "7 4", "2 3", "9 3 2 3"];
   L.headsOverlay = function (box, ctx, W) {
-    var panel = el("section", "qkv-panel qkv-lens qkv-overlay"), T = ctx.tokens.length, H = ctx.heads;
+    var panel = el("section", "qkv-panel qkv-lens qkv-overlay"), H = ctx.heads;
+    var qTokens = ctx.qTokens || ctx.tokens, kTokens = ctx.kTokens || ctx.tokens, T = qTokens.length, Tk = kTokens.length;
     panel.appendChild(el("h3", null, ctx.title || W["lens.overlay.title"]));
     panel.appendChild(el("p", "qkv-note", W["lens.overlay.lead"]));
     var on = [], query = Math.min(T - 1, ctx.query || 0);
     var controls = el("div", "qkv-overlay-controls");
-    var pick = querySelect(ctx.tokens, query, W, function (i) { query = i; draw(); }, ctx.base);
+    var pick = querySelect(qTokens, query, W, function (i) { query = i; draw(); }, ctx.base);
     controls.appendChild(pick);
     var toggles = el("fieldset", "qkv-overlay-toggles");
     toggles.appendChild(el("legend", null, W["lens.overlay.toggles"]));
@@ -164,10 +165,10 @@
     function dash(k) { return DASHES[Math.floor(k / ctx.inks.length) % DASHES.length]; }
     function draw() {
       var row = 20, width = Math.max(240, Math.min(560, (panel.clientWidth || 560) - 4)), labelW = Math.min(110, width * 0.3);
-      var x0 = labelW, x1 = width - labelW, height = T * row + 6;
+      var x0 = labelW, x1 = width - labelW, height = Math.max(T, Tk) * row + 6;
       svg.setAttribute("width", width); svg.setAttribute("height", height);
       svg.setAttribute("viewBox", "0 0 " + width + " " + height);
-      svg.setAttribute("aria-label", fill(W["lens.overlay.label"], { q: ctx.tokens[query] }));
+      svg.setAttribute("aria-label", fill(W["lens.overlay.label"], { q: qTokens[query] }));
       while (svg.firstChild) svg.removeChild(svg.firstChild);
       function text(x, y, t, anchor, bold) {
         var n = document.createElementNS(NS, "text");
@@ -176,13 +177,11 @@
         n.textContent = t.length > 14 ? t.slice(0, 13) + "…" : t;
         svg.appendChild(n);
       }
-      ctx.tokens.forEach(function (t, i) {
-        text(x0 - 6, 3 + (i + 0.5) * row, t, "end", i === query);
-        text(x1 + 6, 3 + (i + 0.5) * row, t, "start", false);
-      });
+      qTokens.forEach(function (t, i) { text(x0 - 6, 3 + (i + 0.5) * row, t, "end", i === query); });
+      kTokens.forEach(function (t, j) { text(x1 + 6, 3 + (j + 0.5) * row, t, "start", false); });
       for (var k = 0; k < H; k++) {
         if (!on[k]) continue;
-        for (var j = 0; j < T; j++) {
+        for (var j = 0; j < Tk; j++) {
           if (ctx.masked(k, query, j)) continue;
           var w = ctx.weight(k, query, j);
           if (!(w > 0.002)) continue;
@@ -198,12 +197,12 @@
         }
       }
       // the same weights as text: one row per head shown, one column per key
-      var html = '<table class="qkv-mt"><caption>' + V.esc(fill(W["lens.overlay.table"], { q: ctx.tokens[query] })) +
-        "</caption><tr><th></th>" + ctx.tokens.map(function (t) { return "<th>" + V.esc(t) + "</th>"; }).join("") + "</tr>";
+      var html = '<table class="qkv-mt"><caption>' + V.esc(fill(W["lens.overlay.table"], { q: qTokens[query] })) +
+        "</caption><tr><th></th>" + kTokens.map(function (t) { return "<th>" + V.esc(t) + "</th>"; }).join("") + "</tr>";
       for (k = 0; k < H; k++) {
         if (!on[k]) continue;
         html += '<tr data-head="' + k + '"><th style="color:' + ink(k) + '">' + V.esc(ctx.headLabel(k)) + "</th>";
-        for (j = 0; j < T; j++) html += '<td class="qkv-n">' + (ctx.masked(k, query, j) ? V.esc(W.masked) : V.esc(ctx.text(k, query, j))) + "</td>";
+        for (j = 0; j < Tk; j++) html += '<td class="qkv-n">' + (ctx.masked(k, query, j) ? V.esc(W.masked) : V.esc(ctx.text(k, query, j))) + "</td>";
         html += "</tr>";
       }
       table.innerHTML = html + "</table>";
@@ -230,22 +229,23 @@
   // text coloured by attention (circuitsvis): each token's background is its weight from the chosen query in
   // one head; the weight is written under it. ctx as headsOverlay's, plus head (the one shown).
   L.textColour = function (box, ctx, W) {
-    var panel = el("section", "qkv-panel qkv-lens qkv-colourtext"), T = ctx.tokens.length, query = Math.min(T - 1, ctx.query || 0);
+    var qTokens = ctx.qTokens || ctx.tokens, kTokens = ctx.kTokens || ctx.tokens;
+    var panel = el("section", "qkv-panel qkv-lens qkv-colourtext"), T = qTokens.length, query = Math.min(T - 1, ctx.query || 0);
     panel.appendChild(el("h3", null, W["lens.text.title"]));
     panel.appendChild(el("p", "qkv-note", fill(W["lens.text.lead"], { head: ctx.headLabel(ctx.head) })));
-    var pick = querySelect(ctx.tokens, query, W, function (i) { query = i; draw(); }, ctx.base);
+    var pick = querySelect(qTokens, query, W, function (i) { query = i; draw(); }, ctx.base);
     panel.appendChild(pick);
     var line = el("p", "qkv-colour-line"); panel.appendChild(line);
     panel.appendChild(V.legend({ masked: false, label: W["lens.text.legend"] }));
     function draw() {
       line.textContent = "";
-      ctx.tokens.forEach(function (t, j) {
+      kTokens.forEach(function (t, j) {
         var span = el("span", "qkv-ct-token"), masked = ctx.masked(ctx.head, query, j);
         var w = masked ? 0 : ctx.weight(ctx.head, query, j), c = V.colour(w);
         span.setAttribute("data-key", j);
         if (masked) span.classList.add("qkv-ct-masked");
         else { span.style.background = "rgb(" + c.join(",") + ")"; span.style.color = V.ink(c); }
-        if (j === query) span.classList.add("qkv-ct-query");
+        if (j === query && ctx.kTokens === undefined) span.classList.add("qkv-ct-query");
         span.appendChild(el("span", "qkv-ct-text", t));
         span.appendChild(el("span", "qkv-n qkv-ct-w", masked ? W.masked : ctx.text(ctx.head, query, j)));
         line.appendChild(span);
@@ -265,7 +265,8 @@
     var digits = opts.digits === undefined ? 4 : opts.digits, f = function (v) { return V.fmt(v, digits); };
     var panel = el("section", "qkv-panel qkv-lens qkv-neuron");
     panel.appendChild(el("h3", null, W["lens.neuron.title"]));
-    panel.appendChild(el("p", "qkv-note", fill(W["lens.neuron.lead"], { q: n.query_token, k: n.key_token, dk: n.terms.length }) +
+    panel.appendChild(el("p", "qkv-note", fill(W["lens.neuron.lead"], { q: n.query_token, k: n.key_token, dk: n.terms.length,
+      qn: n.query_number !== undefined ? n.query_number : n.query, kn: n.key_number !== undefined ? n.key_number : n.key }) +
       (n.rotated ? " " + W.rotated : "")));
     var top = 0;
     n.terms.forEach(function (t) { top = Math.max(top, Math.abs(t)); });
@@ -278,9 +279,24 @@
     });
     var wrap = el("div", "qkv-table-scroll qkv-neuron-scroll"); wrap.innerHTML = html + "</table>"; panel.appendChild(wrap);
     var same = f(n.sum) === f(n.score);
-    panel.appendChild(el("p", "qkv-neuron-sum", fill(W["lens.neuron.sum"], { sum: f(n.sum), score: f(n.score) }) + " " +
+    // a few products are written out: Σ = t_0 + t_1 + … ; "=" only when the printed products add up to the printed
+    // sum (in whole units of the last decimal), else "≈" and the sum is said to be of the unrounded products
+    var sumText = f(n.sum);
+    if (n.terms.length <= 8) {
+      var units = 0, scale = Math.pow(10, digits);
+      n.terms.forEach(function (t) { units += Math.round(Number(f(t).replace("−", "-")) * scale); });
+      var adds = units === Math.round(Number(sumText.replace("−", "-")) * scale);
+      sumText = n.terms.map(function (t, i) { var s = f(t); return i && s.charAt(0) === "−" ? "(" + s + ")" : s; }).join(" + ") +
+        (adds ? " = " : " ≈ ") + sumText + (adds ? "" : " " + (W.from_unrounded_short || ""));
+    }
+    panel.appendChild(el("p", "qkv-neuron-sum", fill(W["lens.neuron.sum"], { sum: sumText, score: f(n.score) }) + " " +
       (same ? fill(W["lens.neuron.same"], { d: digits }) : fill(W["lens.neuron.differs"], { d: digits }))));
-    panel.appendChild(el("p", "qkv-note", fill(W["lens.neuron.scaled"], { scaled: f(n.scaled) })));
+    if (opts.dk) {            // the scores were divided by √d_k (the formula says so): the division, as printed
+      var holds = Math.abs(Number(f(n.score).replace("−", "-")) / Math.sqrt(opts.dk) - Number(f(n.scaled).replace("−", "-"))) <=
+        0.5 * Math.pow(10, -digits) + 1e-12;
+      panel.appendChild(el("p", "qkv-neuron-scaled", fill(W["lens.neuron.divided"], { score: f(n.score), dk: opts.dk,
+        eq: holds ? "=" : "≈", scaled: f(n.scaled) }) + (holds ? "" : " " + (W.from_unrounded_short || ""))));
+    } else panel.appendChild(el("p", "qkv-note", fill(W["lens.neuron.scaled"], { scaled: f(n.scaled) })));
     panel.setAttribute("data-pair", n.query + "," + n.key);
     box.appendChild(panel);
     return panel;
@@ -313,11 +329,14 @@
       return best;
     }
     function headLabel(h) { return W.head + " " + (h + (payload.headBase || 0)); }
+    // query row i is shown as number i + qFrom (a meeting's question is the last token of its sentence), key j as j + tokenBase
+    function qBase() { var p = part(); return p.qFrom !== undefined ? p.qFrom : (payload.tokenBase || 0); }
     function build() {
       var p = part(), H = p.heads;
       holder.textContent = ""; panels = [];
-      if (p.tq !== p.tk) return;                 // self-attention parts: one token list on both sides
-      var ctx = { tokens: p.qTokens, heads: H, query: followed(), head: api.state.head, inks: lens.inks, base: payload.tokenBase || 0,
+      var same = p.tq === p.tk && p.qTokens.every(function (t, i) { return t === p.kTokens[i]; });
+      var ctx = { tokens: p.qTokens, qTokens: p.qTokens, kTokens: same ? undefined : p.kTokens, heads: H, query: followed(),
+        head: api.state.head, inks: lens.inks, base: qBase(),
         weight: function (h, i, j) { return api.value("weights", h, i, j); },
         text: function (h, i, j) { return api.text("weights", h, i, j); },
         masked: masked, headLabel: headLabel,
@@ -337,6 +356,7 @@
       ready.then(function (r) {
         var terms = r[0], sums = r[1], dk = entry.dk, kv = Math.floor(h / Math.max(1, p.heads / p.kvHeads)), n = {
           query: i, key: j, query_token: p.qTokens[i], key_token: p.kTokens[j], rotated: entry.rotated,
+          query_number: i + qBase(), key_number: j + (payload.tokenBase || 0),
           q: [], k: [], terms: [], sum: P.num(sums, P.at(sums, h, i, j)),
           score: api.value("scores", h, i, j), scaled: api.value("scaled_scores", h, i, j) };
         for (var d = 0; d < dk; d++) {
@@ -345,7 +365,8 @@
         }
         if (api.state.part !== index || api.state.head !== h) return;     // the page moved on meanwhile
         neuronBox.textContent = "";
-        L.neuron(neuronBox, n, W, { digits: payload.digits });
+        var root2 = /1\/√d_k/.test((p.formulas || {}).scaled_scores || "");
+        L.neuron(neuronBox, n, W, { digits: payload.digits, dk: root2 ? dk : 0 });
         neuronBox.appendChild(el("p", "qkv-note", W["lens.neuron.pick"]));
       });
     }

@@ -56,17 +56,40 @@ EN: dict[str, str] = {
                            "written under it.",
     "page.lens.text.legend": "background: the weight, 0 (white) to 1 (dark blue)",
     "page.lens.neuron.title": "Neuron view: q·k dimension by dimension",
-    "page.lens.neuron.lead": "The score of “{q}” (query) and “{k}” (key) is the sum of {dk} products q_i·k_i, "
-                             "one per dimension; each bar is one product (blue: positive, red: negative).",
-    "page.lens.neuron.sum": "Σ q_i·k_i = {sum}; the score q·k the model computed: {score}.",
+    "page.lens.neuron.lead": "The score q·k of the query “{q}” (token {qn}) and the key “{k}” (token {kn}) is the sum of "
+                             "{dk} products q_i·k_i, one per dimension i; each bar is one product (blue: positive, red: "
+                             "negative).",
+    "page.lens.neuron.sum": "Σ q_i·k_i = {sum}; the recorded score q·k: {score}.",
     "page.lens.neuron.same": "They are equal to {d} decimals.",
     "page.lens.neuron.differs": "They differ in the last of {d} decimals: the model computed the score as one "
                                 "matrix product in its own precision, the products here are summed in float64.",
     "page.lens.neuron.scaled": "Then the scaled score: {scaled}.",
+    "page.lens.neuron.divided": "The scaled score divides it by √d_k: {score} ÷ √{dk} {eq} {scaled}.",
     "page.lens.neuron.pick": "Click a cell of the matrix for its pair.",
     "page.lens.neuron.left_out": "The neuron view is left out: every pair of this view is {n} products q_i·k_i, more "
                                  "than the {limit} a view holds. Show one layer (layer=) or a shorter text, or open "
                                  "the head in qkv serve, which computes any pair.",
+    # ------------------------------------------------------------------ the neuron view as text (--terms)
+    "help.output.key": "with --terms: only this key (a token, or its number as the explanation shows it; default: "
+                       "every key)",
+    "help.output.terms": "write the followed query's score with each key term by term: each product q_i·k_i, their "
+                         "sum q·k and q·k ÷ √d_k (the neuron view, as text)",
+    "error.terms.no_qk": "--terms writes q·k term by term, but this trace records no q and k beside its scores (its "
+                         "scores were given, or it holds only the heads' outputs)",
+    "error.terms.format": "--terms writes text; leave out --format (or give --format text)",
+    "error.terms.key_alone": "--key picks the key that --terms writes out; give --terms too",
+    "error.terms.key": "--key {value} is no key: the keys are numbered {first} to {last}",
+    "terms.title": "The score q·k term by term: query “{q}” (token {qn}), head {head}",
+    "terms.lead": "d_k = {dk}: each score q·k is the sum of {dk} products q_i·k_i, one per dimension i; divided by √d_k "
+                  "it is the scaled score.",
+    "terms.rotated": "(after RoPE: the q and k the scores use)",
+    "terms.pair": "key “{k}” (token {kn}):",
+    "terms.products_unrounded": "(each product is of the unrounded q_i and k_i)",
+    "terms.sum_unrounded": "(the sum of the unrounded products)",
+    "terms.recorded": "the recorded score q·k: {score}",
+    "terms.scaled": "(the scaled score)",
+    "terms.scaled_unrounded": "(from the unrounded score)",
+    "terms.scaled_other": "the scaled score, {formula}: {scaled}",
 }
 
 KO: dict[str, str] = {
@@ -115,15 +138,36 @@ KO: dict[str, str] = {
                            "숫자로 적었다.",
     "page.lens.text.legend": "배경: 가중치 0(흰색)에서 1(진한 파랑)까지",
     "page.lens.neuron.title": "뉴런 보기: 차원별 q·k",
-    "page.lens.neuron.lead": "“{q}”(Query)와 “{k}”(Key)의 점수는 차원마다 하나씩인 곱 q_i·k_i {dk}개의 합이다. 막대 "
-                             "하나가 곱 하나다(파랑: 양수, 빨강: 음수).",
-    "page.lens.neuron.sum": "Σ q_i·k_i = {sum}, 모델이 계산한 점수 q·k: {score}.",
+    "page.lens.neuron.lead": "Query “{q}”(토큰 {qn})의 q와 Key “{k}”(토큰 {kn})의 k로 계산한 점수 q·k는 차원 i마다 하나씩인 "
+                             "곱 q_i·k_i {dk}개의 합이다. 막대 하나가 곱 하나다(파랑: 양수, 빨강: 음수).",
+    "page.lens.neuron.sum": "Σ q_i·k_i = {sum}, 기록된 점수 q·k: {score}.",
     "page.lens.neuron.same": "소수점 아래 {d}자리까지 같다.",
     "page.lens.neuron.differs": "소수점 아래 {d}자리의 마지막 자리에서 다르다. 모델은 점수를 자기 정밀도의 행렬곱 하나로 "
                                 "계산했고, 여기의 곱은 float64로 더했다.",
     "page.lens.neuron.scaled": "그다음, 스케일링한 점수: {scaled}.",
+    "page.lens.neuron.divided": "스케일링한 점수는 이것을 √d_k로 나눈 값이다: {score} ÷ √{dk} {eq} {scaled}.",
     "page.lens.neuron.pick": "행렬의 칸을 누르면 그 쌍이 나온다.",
     "page.lens.neuron.left_out": "뉴런 보기는 뺐다. 이 보기의 모든 쌍은 곱 q_i·k_i {n}개로, 한 보기에 담는 {limit}개보다 "
                                  "많다. 층 하나만 보이거나(layer=) 더 짧은 문장을 쓰거나, qkv serve에서 그 헤드를 열면 "
                                  "어떤 쌍이든 계산해 준다.",
+    # ------------------------------------------------------------------ 뉴런 보기를 텍스트로 (--terms)
+    "help.output.key": "--terms와 함께: 이 Key만 적는다 (토큰이나, 설명에 보이는 대로의 번호. 기본값: 모든 Key)",
+    "help.output.terms": "따라가는 Query와 각 Key의 점수를 차원별로 적는다: 곱 q_i·k_i, 그 합 q·k, q·k ÷ √d_k "
+                         "(뉴런 보기를 텍스트로)",
+    "error.terms.no_qk": "--terms는 q·k를 차원별로 적는데, 이 트레이스에는 점수 옆에 q와 k가 기록되어 있지 않다(점수가 "
+                         "주어졌거나 헤드의 출력만 있다)",
+    "error.terms.format": "--terms는 텍스트로 적는다. --format을 빼거나 --format text로 쓰라",
+    "error.terms.key_alone": "--key는 --terms가 적을 Key를 고른다. --terms도 함께 쓰라",
+    "error.terms.key": "--key {value}에 해당하는 Key가 없다. Key 번호는 {first}부터 {last}까지다",
+    "terms.title": "차원별 q·k: Query “{q}”(토큰 {qn}), 헤드 {head}",
+    "terms.lead": "d_k = {dk}. 점수 q·k는 차원 i마다 하나씩인 곱 q_i·k_i {dk}개의 합이고, 이를 √d_k로 나누면 스케일링한 "
+                  "점수다.",
+    "terms.rotated": "(RoPE로 회전한 뒤의 q와 k: 점수는 이것으로 계산한다)",
+    "terms.pair": "Key “{k}”(토큰 {kn}):",
+    "terms.products_unrounded": "(곱은 반올림하지 않은 q_i와 k_i로 계산했다)",
+    "terms.sum_unrounded": "(반올림하지 않은 곱의 합)",
+    "terms.recorded": "기록된 점수 q·k: {score}",
+    "terms.scaled": "(스케일링한 점수)",
+    "terms.scaled_unrounded": "(반올림하지 않은 점수로 계산했다)",
+    "terms.scaled_other": "스케일링한 점수({formula}): {scaled}",
 }
