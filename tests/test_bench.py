@@ -44,7 +44,7 @@ def quick_json(quick_run):
 
 def test_quick_bench_json_fields(quick_json):
     assert set(quick_json) >= {"machine", "rows", "memory", "decode", "notes", "memory_inputs_mib", "masked", "timing",
-                               "training", "training_timing"}
+                               "training", "training_timing", "half"}
     assert positive(quick_json["machine"]["gemm_gflops"])
     impls = {row["impl"] for row in quick_json["rows"]}
     assert impls == {"qkv blocked", "plain reference", "naive numpy", "torch sdpa"}
@@ -109,6 +109,32 @@ def test_quick_bench_training_rows(quick_json):
         else:
             assert positive(row["qkv_speedup"]) and row["vs_torch"] == 1.0
             assert row["pair"] == "qkv.attention (C forward + backward)"
+
+
+def test_quick_bench_half_precision_rows(quick_json):
+    """torch bfloat16/float16 (issue 31 §3): qkv.attention and SDPA timed in a pair on the same tensors; the
+    qkv row names the route it took, which is the route `choose_route` takes for that call now."""
+    import torch
+
+    from qkv.kernels import route as route_mod
+    from qkv.kernels.call import check_call
+
+    rows = quick_json["half"]
+    assert [row["impl"] for row in rows] == ["qkv.attention (torch tensors)", "torch sdpa"] * 2
+    for ours, sdpa in zip(rows[::2], rows[1::2]):
+        assert set(ours) == ROW_FIELDS and ours["case"] == sdpa["case"] == "half"
+        assert (ours["t"], ours["heads"], ours["causal"]) == (sdpa["t"], sdpa["heads"], sdpa["causal"])
+        assert ours["pair"] == "torch sdpa" and sdpa["pair"] == "qkv.attention (torch tensors)"
+        assert positive(ours["seconds"]) and positive(sdpa["seconds"]) and all(positive(t) for t in ours["times"])
+        assert ours["vs_torch"] == pytest.approx(sdpa["seconds"] / ours["seconds"])
+        assert sdpa["qkv_speedup"] == pytest.approx(ours["vs_torch"]) and sdpa["vs_torch"] == 1.0
+        dtype = sdpa["mask"].split(",")[0]
+        train = "backward" in sdpa["mask"]
+        assert dtype in ("bfloat16", "float16") and ours["mask"].startswith(sdpa["mask"] + " (route ")
+        q = torch.zeros(1, ours["heads"], ours["t"], 64, dtype=getattr(torch, dtype), requires_grad=train)
+        with torch.set_grad_enabled(train):
+            taken = route_mod.choose_call_route(check_call(q, q, q, causal=ours["causal"]))[1].name.value
+        assert ours["mask"].endswith(f"(route {taken})")
 
 
 def test_window_lambda_is_the_catalogue_window():
@@ -177,7 +203,8 @@ def test_markdown_from_a_saved_result(quick_json, tmp_path, capsys):
     result = quick_json
     table = out.read_text(encoding="utf-8")
     rows = [line for line in table.splitlines() if line.startswith("| ") and "implementation" not in line]
-    assert len(rows) == len(result["rows"]) + len(result["memory"]) + len(result["masked"]) + len(result["training"])
+    assert len(rows) == (len(result["rows"]) + len(result["memory"]) + len(result["masked"]) + len(result["training"])
+                         + len(result["half"]))
     assert result["timing"] in table
     first = result["rows"][0]
     assert f"| {first['heads']} | {first['t']} |" in rows[0]
@@ -196,7 +223,7 @@ def test_from_json_reads_results_saved_before_the_training_rows(quick_json, tmp_
     import copy
 
     old = copy.deepcopy(quick_json)
-    for key in ("masked", "training", "training_timing"):
+    for key in ("masked", "training", "training_timing", "half"):
         del old[key]
     for row in old["rows"] + old["memory"]:
         del row["vs_flex"], row["vs_catalogue"]

@@ -719,16 +719,20 @@ def _torch_sdpa(call: Call, q, k, v):
     import torch
     import torch.nn.functional as F
 
-    allowed = _combined_mask(call, q)
-    bias = call.bias
-    if bias is not None:
-        finite_bias = ~(torch.isinf(bias) & (bias < 0))
-        allowed = finite_bias if allowed is None else (allowed & finite_bias)
     lead = call.lead
     q_b = q.expand(lead + tuple(q.shape[-2:]))
     kv_lead = lead[:-1] + (call.kv_heads,) if call.groups > 1 else lead
     k_b = k.expand(kv_lead + tuple(k.shape[-2:]))
     v_b = v.expand(kv_lead + tuple(v.shape[-2:]))
+    if call.causal and call.tq == call.tk and call.mask is None and call.mask_mod is None and call.bias is None:
+        # square causal: torch's is_causal (top-left) is qkv's (bottom-right); every row sees a key
+        return F.scaled_dot_product_attention(q_b, k_b, v_b, is_causal=True, scale=call.scale,
+                                              enable_gqa=call.groups > 1)
+    allowed = _combined_mask(call, q)
+    bias = call.bias
+    if bias is not None:
+        finite_bias = ~(torch.isinf(bias) & (bias < 0))
+        allowed = finite_bias if allowed is None else (allowed & finite_bias)
     any_allowed = None
     attn_mask = None
     if allowed is not None:

@@ -196,6 +196,33 @@ TRAINING = said("cli.bench.training_timing")
 
 
 @dataclass(frozen=True)
+class HalfCase:
+    """torch tensors in half precision: qkv.attention (its route: the C kernel or SDPA, whichever
+    kernels/speed.py says is faster here) against torch's SDPA on the same tensors, B = 1."""
+
+    dtype: str           # "bfloat16" | "float16"
+    t: int
+    heads: int
+    causal: bool = False
+    train: bool = False  # forward + backward (a gradient of every input)
+    repeats: int = 5
+
+    def said_as(self, route: str | None = None):
+        """The case's name (`Said`, heard back from a saved result), with the route qkv took when given."""
+        key = f"cli.bench.mask.half_{'causal' if self.causal else 'full'}_{'train' if self.train else 'forward'}"
+        return said(key, dtype=self.dtype) if route is None else said(key + "_route", dtype=self.dtype, route=route)
+
+    @property
+    def name(self):
+        return self.said_as()
+
+
+_HALF = tuple(HalfCase(dtype, t, 8, causal, train, repeats=5 if t <= 1024 else 3)
+              for dtype in ("bfloat16", "float16") for train, sizes in ((False, (1024, 4096)), (True, (1024,)))
+              for t in sizes for causal in (False, True))
+
+
+@dataclass(frozen=True)
 class Plan:
     """What to measure: (B, H, T, D) shapes for throughput, one long shape for memory, decode."""
 
@@ -217,6 +244,7 @@ class Plan:
     quiet: float = _QUIET_S     # seconds of pause before each pair
     train_cases: tuple = (TrainCase("causal", 2048, 8),
                           TrainCase("window", 16384, 4, peer_rounds=2, peer_steps=1))
+    half_cases: tuple = _HALF
 
 
 FULL = Plan()
@@ -225,7 +253,8 @@ QUICK = Plan(sizes=(128, 256), heads=4, repeats=3, quiet=0.02, memory_t=2048, de
                          MaskCase("documents", 4, 384, 2, repeats=2, dense_repeats=2)),
              compile_flex=False,
              train_cases=(TrainCase("causal", 128, 2, rounds=1, steps=1), TrainCase("window", 256, 2, window=16,
-                                                                                    rounds=1, steps=1)))
+                                                                                    rounds=1, steps=1)),
+             half_cases=(HalfCase("bfloat16", 128, 2, repeats=2), HalfCase("float16", 128, 2, True, True, repeats=2)))
 
 
 @dataclass
@@ -444,6 +473,46 @@ def _measure_shape(case, impls, batch, heads, t, width, causal, repeats, skip, w
             row.peak_mib = _numpy_peak(run[name])
             row.memory_method = "tracemalloc"
     return [rows[name] for name in impls]
+
+
+# --------------------------------------------------------------------------- half precision (torch)
+def _measure_half(case: HalfCase, width: int, quiet: float = _QUIET_S) -> list[Row]:
+    """qkv.attention and torch's SDPA (is_causal for causal) on the same bfloat16/float16 tensors,
+    timed in a pair (`_alternate`); the qkv row's mask column names the route it took."""
+    import torch
+    import torch.nn.functional as F
+
+    from .attention import attention
+    from .kernels import route as route_mod
+    from .kernels.call import check_call
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, case.heads, case.t, width, generator=gen).to(getattr(torch, case.dtype))
+               .requires_grad_(case.train) for _ in range(3))
+
+    def step(fn):
+        def run():
+            out = fn()
+            if case.train:
+                out.backward(torch.ones_like(out))
+        return run
+
+    ours = step(lambda: attention(q, k, v, causal=case.causal))
+    peer = step(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=case.causal))
+    with torch.set_grad_enabled(case.train):
+        taken = route_mod.choose_call_route(check_call(q, k, v, causal=case.causal))[1].name.value
+    qkv_times, sdpa_times = _alternate(ours, peer, case.repeats, quiet=quiet)
+    rows = []
+    for impl, times in (("qkv.attention (torch tensors)", qkv_times), ("torch sdpa", sdpa_times)):
+        row = Row("half", impl, 1, case.heads, case.t, width, case.causal, mask=case.name, times=times)
+        row.seconds = statistics.median(times)
+        rows.append(row)
+    ours_row, sdpa_row = rows
+    ours_row.vs_torch = sdpa_row.seconds / ours_row.seconds
+    ours_row.pair, sdpa_row.pair = "torch sdpa", "qkv.attention (torch tensors)"
+    sdpa_row.vs_torch, sdpa_row.qkv_speedup = 1.0, sdpa_row.seconds / ours_row.seconds
+    ours_row.mask = case.said_as(taken)
+    return rows
 
 
 # --------------------------------------------------------------------------- masked attention
@@ -788,6 +857,10 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
     for case in plan.train_cases:
         say(said("cli.bench.progress.training", name=case.name, t=case.t, h=case.heads))
         training += measure_training(case, plan.width, flex=plan.compile_flex and has_torch, say=say)
+    half: list[Row] = []
+    for case in plan.half_cases if has_torch else ():
+        say(said("cli.bench.progress.half", name=case.name, t=case.t, h=case.heads))
+        half += _measure_half(case, plan.width, plan.quiet)
     say(said("cli.bench.progress.decode", t=plan.decode_t))
     try:
         decode = _decode(plan)
@@ -797,6 +870,7 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
     machine["load_average_after"] = _load_average()
     return {"machine": machine, "training_timing": TRAINING, "rows": [_clean(r) for r in rows], "memory": [_clean(r) for r in memory_rows],
             "masked": [_clean(r) for r in masked], "training": [_clean(r) for r in training],
+            "half": [_clean(r) for r in half],
             "memory_inputs_mib": inputs_mib, "decode": decode,
             "notes": notes, "timing": PAIRING}
 

@@ -167,7 +167,7 @@ def check_result(result, source: str) -> dict:
     if missing:
         raise _fail("cli.bench.json.incomplete", source, missing=", ".join(missing))
     _check_fields(result["machine"], _MACHINE, _MACHINE_MAYBE, "machine", source)
-    for table in ("rows", "memory", "masked", "training"):     # masked, training: absent from older results
+    for table in ("rows", "memory", "masked", "training", "half"):   # masked, training, half: absent from older results
         rows = result.get(table, [])
         if not isinstance(rows, list):
             raise _fail("cli.bench.json.list", source, where=table, kind=rows)
@@ -265,6 +265,11 @@ def to_markdown(result: dict, lang: str = "en") -> str:
             lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)} | {_ms(row['seconds'])} | "
                          f"{_num(row['vs_torch'], '.2f')} | {_num(row.get('qkv_speedup'), '.2f')} | "
                          f"{_num(row['peak_mib'], '.0f')} |")
+    if result.get("half"):
+        lines += ["", t("cli.bench.md.half"), "", t("cli.bench.md.head.half"), "|:--|--:|--:|:--|--:|--:|--:|"]
+        for row in result["half"]:
+            lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)} | {_ms(row['seconds'])} | "
+                         f"{_num(row['vs_torch'], '.2f')} | {_num(row.get('qkv_speedup'), '.2f')} |")
     d = result["decode"]
     if "skipped" in d:
         lines += ["", t("cli.bench.md.decode.skipped", reason=said(d["skipped"])), ""]
@@ -282,7 +287,7 @@ _SHORT = {"qkv blocked": "qkv", "plain reference": "plain", "naive numpy": "naiv
           "qkv blocked (mask_mod)": "qkv", "torch sdpa (dense mask)": "sdpa dense",
           "torch flex_attention (compiled)": "flex compiled", "qkv blocked (user lambda)": "qkv lambda",
           "qkv.attention (C forward + backward)": "qkv", "torch sdpa (is_causal)": "sdpa causal",
-          "qkv.torch.flex_attention": "qkv flex"}
+          "qkv.torch.flex_attention": "qkv flex", "qkv.attention (torch tensors)": "qkv"}
 
 
 def _word(lang: str, kind: str, name: str) -> str:
@@ -342,12 +347,15 @@ def print_result(result: dict, console, lang: str = "en") -> None:
                 "impl": t("cli.bench.col.impl"), "×catalogue": t("cli.bench.col.catalogue")}
     for title, rows in ((t("cli.bench.title.rows", h=heads), result["rows"]), (t("cli.bench.title.memory"), result["memory"]),
                         (t("cli.bench.title.masked"), result.get("masked", [])),
-                        (t("cli.bench.title.training"), result.get("training", []))):
+                        (t("cli.bench.title.training"), result.get("training", [])),
+                        (t("cli.bench.title.half"), result.get("half", []))):
         if not rows:
             continue
         table = Table(title=escape(title))
         if rows[0].get("case") == "training":
             columns = ("step", "H", "T", "impl", "ms", "×torch", "qkv×", "MiB")
+        elif rows[0].get("case") == "half":
+            columns = ("step", "H", "T", "impl", "ms", "×torch", "qkv×")
         elif rows[0].get("mask"):
             columns = ("mask", "H", "T", "impl", "ms", "×torch", "qkv×", "×flex", "×catalogue", "MiB")
         else:

@@ -39,6 +39,7 @@ def register(subparsers, t) -> None:
     parser = subparsers.add_parser("doctor", help=t("doctor"), description=t("doctor.about"))
     # `make demo` runs this after installing: one warning line when the extension is missing, else nothing.
     parser.add_argument("--install-check", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--calibrate", action="store_true", help=t("doctor.calibrate"))
     add_lang_option(parser, t, "doctor")
     parser.set_defaults(func=handler)
 
@@ -141,7 +142,64 @@ def report(info: dict, lang: str = "en") -> str:
         lines.append(t("doctor.fix", fix=t("doctor.fix.steps", apt=APT, pip=PIP)))
     lines.append(t("doctor.backward" if info["backward"] else "doctor.no_backward"))
     lines.append(t("doctor.torch", version=info["torch"]) if info["torch"] else t("doctor.no_torch"))
+    if info["torch"] and info["backward"]:
+        lines.extend(speed_lines(lang))
     return "\n".join(lines) + "\n"
+
+
+def speed_lines(lang: str = "en") -> list[str]:
+    """Which route CPU torch calls take where the C kernel and SDPA both compute them (kernels/speed.py),
+    by dtype and pass, at the sizes calibrated, and where that comes from."""
+    from ..explain.texts import text
+    from ..kernels import speed
+
+    table, source = speed.load()
+    if table is not None:
+        where = text(lang, "doctor.speed.calibrated", path=source)
+    elif source == "rules":
+        where = text(lang, "doctor.speed.rules")
+    else:
+        where = text(lang, "doctor.speed.unreadable")
+    lines = [text(lang, "doctor.speed", source=where)]
+    names = {speed.SDPA: "SDPA", speed.C_KERNEL: text(lang, "doctor.speed.c_kernel")}
+    sizes = (512, 1024, 2048, 4096)
+    for dtype in speed.DTYPES:
+        for train in (False, True):
+            for causal in (False, True):
+                picks = ", ".join(f"T={t}: {names[speed.faster(dtype, causal, train, t, t)]}" for t in sizes)
+                lines.append(text(lang, "doctor.speed.row", dtype=dtype,
+                                  kind=text(lang, "doctor.speed." + ("causal" if causal else "full")),
+                                  step=text(lang, "doctor.speed." + ("train" if train else "forward")), picks=picks))
+    return lines
+
+
+def calibrate(lang: str = "en") -> int:
+    """`qkv doctor --calibrate`: time both routes here, save the table, print what was measured."""
+    from ..explain.texts import text
+    from ..kernels import speed
+
+    if importlib.util.find_spec("torch") is None:
+        print(text(lang, "doctor.calibrate.no_torch"), file=sys.stderr)
+        return 2
+    info = routes()
+    if not info["backward"]:
+        print(text(lang, "doctor.calibrate.no_backward"), file=sys.stderr)
+        return 2
+    print(text(lang, "doctor.calibrate.start"), file=sys.stderr, flush=True)
+
+    def progress(case):
+        print(text(lang, "doctor.calibrate.case", dtype=case["dtype"],
+                   kind=text(lang, "doctor.speed." + ("causal" if case["causal"] else "full")),
+                   step=text(lang, "doctor.speed." + ("train" if case["train"] else "forward")), t=case["t"],
+                   c=f"{case['c_kernel_s']:.4f}", s=f"{case['sdpa_s']:.4f}",
+                   ratio=f"{case['sdpa_s'] / case['c_kernel_s']:.2f}",
+                   winner="SDPA" if case["winner"] == speed.SDPA else text(lang, "doctor.speed.c_kernel")),
+              flush=True)
+
+    table = speed.calibrate(progress=progress)
+    path = speed.save(table)
+    print(text(lang, "doctor.calibrate.saved", path=str(path)))
+    return 0
 
 
 def handler(args: argparse.Namespace) -> int:
@@ -150,5 +208,7 @@ def handler(args: argparse.Namespace) -> int:
         if not info["extension"]:
             print(missing_kernel_line(info), file=sys.stderr)
         return 0
+    if args.calibrate:
+        return calibrate(check_lang(args.lang))
     sys.stdout.write(report(info, check_lang(args.lang)))
     return 0

@@ -579,6 +579,7 @@ EN: dict[str, str] = {
     "cli.bench.progress.memory": "memory: T={t}, H={h}",
     "cli.bench.progress.masked": "masked: {name}, T={t}, H={h}",
     "cli.bench.progress.training": "training: {name}, T={t}, H={h}",
+    "cli.bench.progress.half": "torch half precision: {name}, T={t}, H={h}",
     "cli.bench.progress.decode": "decode at T={t}",
     "cli.bench.progress.lambda": "{name}, T={t}: the window as a user lambda",
     "cli.bench.progress.dense": "{name}, T={t}: dense mask",
@@ -591,6 +592,14 @@ EN: dict[str, str] = {
     "cli.bench.mask.sliding": "sliding window W={w}",
     "cli.bench.mask.docs": "{n} documents",
     "cli.bench.mask.sliding_lambda": "sliding window W={w} (user lambda)",
+    "cli.bench.mask.half_full_forward": "{dtype}, unmasked, forward",
+    "cli.bench.mask.half_causal_forward": "{dtype}, causal, forward",
+    "cli.bench.mask.half_full_train": "{dtype}, unmasked, forward + backward",
+    "cli.bench.mask.half_causal_train": "{dtype}, causal, forward + backward",
+    "cli.bench.mask.half_full_forward_route": "{dtype}, unmasked, forward (route {route})",
+    "cli.bench.mask.half_causal_forward_route": "{dtype}, causal, forward (route {route})",
+    "cli.bench.mask.half_full_train_route": "{dtype}, unmasked, forward + backward (route {route})",
+    "cli.bench.mask.half_causal_train_route": "{dtype}, causal, forward + backward (route {route})",
     "cli.bench.skip.torch": "torch not installed",
     "cli.bench.skip.quick": "not run with --quick (compiling takes ~15 s)",
     "cli.bench.skip.flex_failed": "torch.compile(flex_attention) failed: {error}",
@@ -609,6 +618,8 @@ EN: dict[str, str] = {
     "cli.bench.title.masked": "masked attention, B=1, D=64, float32",
     "cli.bench.title.training": "training step (forward + backward), torch float32, B=1, D=64; each side in its own "
                                 "process",
+    "cli.bench.title.half": "torch half precision (bfloat16, float16), B=1, D=64: qkv.attention (the C kernel or "
+                            "SDPA, whichever is faster here: qkv doctor) against torch's SDPA, in a pair",
     "cli.bench.col.step": "step",
     "cli.bench.col.mask": "mask",
     "cli.bench.col.causal": "causal",
@@ -644,6 +655,9 @@ EN: dict[str, str] = {
     "cli.bench.md.skipped": " (skipped)",
     "cli.bench.md.skipped_why": " (skipped: {reason})",
     "cli.bench.md.training": "Training steps: {timing}.",
+    "cli.bench.md.half": "torch half precision: qkv.attention (the C kernel or SDPA, whichever is faster here: qkv "
+                         "doctor) and torch's SDPA (is_causal for causal) on the same tensors, in a pair.",
+    "cli.bench.md.head.half": "| dtype, mask, pass | H | T | implementation | ms | ×torch | qkv × faster |",
     "cli.bench.md.decode": "Decode at T={t} (D={d}, H={h}): {cached} ms/token with the KV cache, {recomputed} ms/token "
                            "recomputing ({speedup}× faster).",
     "cli.bench.md.decode.skipped": "Decode: {reason}",
@@ -986,6 +1000,27 @@ EN: dict[str, str] = {
     "doctor.summary.torch": "torch {version}",
     "doctor.summary.no_torch": "no torch",
     "doctor.lanes": "{n} lanes",
+    "help.doctor.calibrate": "time the C kernel against torch's SDPA on this machine (about two minutes) and keep the "
+                        "faster route for each kind of call (kept in ~/.cache/qkv; $QKV_CACHE_DIR moves it)",
+    "doctor.speed": "CPU torch calls that both the C kernel and SDPA compute (no mask but causal, no bias or score "
+                    "function) take the faster of the two, by {source}:",
+    "doctor.speed.rules": "rules measured on CPUs the project has met (qkv doctor --calibrate measures this machine)",
+    "doctor.speed.calibrated": "this machine's own measurements ({path})",
+    "doctor.speed.unreadable": "the rules: the calibration file could not be read (qkv doctor --calibrate writes it "
+                               "again)",
+    "doctor.speed.row": "  {dtype} {kind}, {step}: {picks}",
+    "doctor.speed.c_kernel": "C kernel",
+    "doctor.speed.full": "unmasked",
+    "doctor.speed.causal": "causal",
+    "doctor.speed.forward": "forward",
+    "doctor.speed.train": "forward + backward",
+    "doctor.calibrate.start": "qkv: timing the C kernel and SDPA on this machine (B=1, H=8, D=64; medians of 3 "
+                              "alternations); keep the machine otherwise idle",
+    "doctor.calibrate.case": "{dtype} {kind}, {step}, T={t}: C kernel {c} s, SDPA {s} s (SDPA/C ×{ratio}): {winner}",
+    "doctor.calibrate.saved": "saved: {path}",
+    "doctor.calibrate.no_torch": "qkv doctor: --calibrate times torch calls: install torch first (make torch)",
+    "doctor.calibrate.no_backward": "qkv doctor: --calibrate compares the C kernel with SDPA, and the C kernel is not "
+                                    "built here (see qkv doctor)",
     "error.by_hand_html": "the HTML page shows exact values; use --by-hand with text, markdown or json",
     "error.example.unknown": "unknown example {name}; the examples are: {names}",
     "error.example.multi_head_query": "{value}: the multi-head example follows {token} only (heads 2 and 3 are given for that token)",
@@ -2218,6 +2253,7 @@ KO: dict[str, str] = {
     "cli.bench.progress.memory": "메모리: T={t}, H={h}",
     "cli.bench.progress.masked": "마스크: {name}, T={t}, H={h}",
     "cli.bench.progress.training": "학습: {name}, T={t}, H={h}",
+    "cli.bench.progress.half": "torch 반정밀도: {name}, T={t}, H={h}",
     "cli.bench.progress.decode": "T={t}에서 디코딩",
     "cli.bench.progress.lambda": "{name}, T={t}: 사용자 람다 함수로 쓴 윈도",
     "cli.bench.progress.dense": "{name}, T={t}: 밀집 마스크",
@@ -2230,6 +2266,14 @@ KO: dict[str, str] = {
     "cli.bench.mask.sliding": "슬라이딩 윈도 W={w}",
     "cli.bench.mask.docs": "문서 {n}개",
     "cli.bench.mask.sliding_lambda": "슬라이딩 윈도 W={w} (사용자 람다 함수)",
+    "cli.bench.mask.half_full_forward": "{dtype}, 마스크 없음, 순전파",
+    "cli.bench.mask.half_causal_forward": "{dtype}, 인과 마스크, 순전파",
+    "cli.bench.mask.half_full_train": "{dtype}, 마스크 없음, 순전파 + 역전파",
+    "cli.bench.mask.half_causal_train": "{dtype}, 인과 마스크, 순전파 + 역전파",
+    "cli.bench.mask.half_full_forward_route": "{dtype}, 마스크 없음, 순전파 (경로 {route})",
+    "cli.bench.mask.half_causal_forward_route": "{dtype}, 인과 마스크, 순전파 (경로 {route})",
+    "cli.bench.mask.half_full_train_route": "{dtype}, 마스크 없음, 순전파 + 역전파 (경로 {route})",
+    "cli.bench.mask.half_causal_train_route": "{dtype}, 인과 마스크, 순전파 + 역전파 (경로 {route})",
     "cli.bench.skip.torch": "torch가 설치되어 있지 않다",
     "cli.bench.skip.quick": "--quick에서는 실행하지 않는다 (컴파일에 15초쯤 걸린다)",
     "cli.bench.skip.flex_failed": "torch.compile(flex_attention)이 실패했다: {error}",
@@ -2248,6 +2292,8 @@ KO: dict[str, str] = {
     "cli.bench.title.masked": "마스크 어텐션, B=1, D=64, float32",
     "cli.bench.title.training": "학습 한 단계 (순전파 + 역전파), torch float32, B=1, D=64. 양쪽이 각자 자기 프로세스에서 "
                                 "실행된다",
+    "cli.bench.title.half": "torch 반정밀도 (bfloat16, float16), B=1, D=64: qkv.attention (C 커널과 SDPA 중 여기서 "
+                            "더 빠른 쪽: qkv doctor) 대 torch의 SDPA, 짝지어 잼",
     "cli.bench.col.step": "단계",
     "cli.bench.col.mask": "마스크",
     "cli.bench.col.causal": "인과",
@@ -2283,6 +2329,9 @@ KO: dict[str, str] = {
     "cli.bench.md.skipped": " (건너뜀)",
     "cli.bench.md.skipped_why": " (건너뜀: {reason})",
     "cli.bench.md.training": "학습 단계: {timing}.",
+    "cli.bench.md.half": "torch 반정밀도: 같은 텐서에서 qkv.attention (C 커널과 SDPA 중 여기서 더 빠른 쪽: qkv "
+                         "doctor)과 torch의 SDPA (인과 마스크는 is_causal)를 짝지어 쟀다.",
+    "cli.bench.md.head.half": "| dtype, 마스크, 단계 | H | T | 구현 | ms | ×torch | qkv가 빠른 배수 |",
     "cli.bench.md.decode": "T={t}에서 디코딩 (D={d}, H={h}): KV 캐시를 쓰면 토큰당 {cached} ms, 다시 계산하면 토큰당 "
                            "{recomputed} ms ({speedup}배 빠르다).",
     "cli.bench.md.decode.skipped": "디코딩: {reason}",
@@ -2617,6 +2666,26 @@ KO: dict[str, str] = {
     "doctor.summary.torch": "torch {version}",
     "doctor.summary.no_torch": "torch 없음",
     "doctor.lanes": "레인 {n}개",
+    "help.doctor.calibrate": "이 컴퓨터에서 C 커널과 torch의 SDPA를 함께 재어 (2분쯤 걸린다) 호출 종류마다 더 빠른 경로를 "
+                        "기억한다 (~/.cache/qkv에 저장하며, $QKV_CACHE_DIR로 위치를 바꿀 수 있다)",
+    "doctor.speed": "C 커널과 SDPA가 둘 다 계산할 수 있는 CPU torch 호출(인과 마스크 말고는 마스크가 없고 편향도 점수 함수도 "
+                    "없는 호출)은 둘 중 더 빠른 쪽으로 간다. 근거: {source}",
+    "doctor.speed.rules": "이 프로젝트가 겪어 본 CPU들에서 잰 규칙 (이 컴퓨터를 직접 재려면 qkv doctor --calibrate)",
+    "doctor.speed.calibrated": "이 컴퓨터에서 직접 잰 결과 ({path})",
+    "doctor.speed.unreadable": "규칙 — 측정 파일을 읽지 못했다 (qkv doctor --calibrate로 다시 만든다)",
+    "doctor.speed.row": "  {dtype} {kind}, {step}: {picks}",
+    "doctor.speed.c_kernel": "C 커널",
+    "doctor.speed.full": "마스크 없음",
+    "doctor.speed.causal": "인과 마스크",
+    "doctor.speed.forward": "순전파",
+    "doctor.speed.train": "순전파 + 역전파",
+    "doctor.calibrate.start": "qkv: 이 컴퓨터에서 C 커널과 SDPA를 재는 중 (B=1, H=8, D=64; 번갈아 3번 잰 중앙값). "
+                              "그동안 다른 작업은 멈춰 두는 것이 좋다",
+    "doctor.calibrate.case": "{dtype} {kind}, {step}, T={t}: C 커널 {c}초, SDPA {s}초 (SDPA/C ×{ratio}): {winner}",
+    "doctor.calibrate.saved": "저장했다: {path}",
+    "doctor.calibrate.no_torch": "qkv doctor: --calibrate는 torch 호출을 잰다. 먼저 torch를 설치하라 (make torch)",
+    "doctor.calibrate.no_backward": "qkv doctor: --calibrate는 C 커널과 SDPA를 비교하는데, 여기에는 C 커널이 "
+                                    "빌드되어 있지 않다 (qkv doctor 참고)",
     "error.by_hand_html": "HTML 페이지는 정확한 값을 보인다. --by-hand는 text, markdown, json과 함께 쓰라",
     "error.example.unknown": "없는 예제이다: {name}. 예제: {names}",
     "error.example.multi_head_query": "{value}: 멀티 헤드 예제는 {token}만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 주어져 있다)",

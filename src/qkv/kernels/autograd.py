@@ -885,7 +885,7 @@ _sdpa_op = None
 
 
 def sdpa_op():
-    """The torch custom op `torch.ops.qkv.checked_sdpa(q, k, v, scale) -> out` (defined on first call,
+    """The torch custom op `torch.ops.qkv.checked_sdpa(q, k, v, scale, causal) -> out` (defined on first call,
     eagerly: a trace only calls it), which traced unmasked calls take instead of torch's SDPA.
 
     q (…, H, Tq, Dk), k and v (…, G, Tk, ·) expanded to the call's batch (H % G == 0), scale a float;
@@ -899,38 +899,38 @@ def sdpa_op():
     import torch
     from torch import Tensor
 
-    def attend(q, k, v, scale):
+    def attend(q, k, v, scale, causal):
         from ..attention import _attention
 
-        return _attention(q, k, v, scale=scale)
+        return _attention(q, k, v, scale=scale, causal=causal)
 
     @torch.library.custom_op("qkv::checked_sdpa", mutates_args=(),
-                             schema="(Tensor q, Tensor k, Tensor v, float scale) -> Tensor")
-    def checked_sdpa(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
-        return attend(q, k, v, scale).contiguous().clone()   # fresh: an op's output may not alias an input
+                             schema="(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor")
+    def checked_sdpa(q: Tensor, k: Tensor, v: Tensor, scale: float, causal: bool) -> Tensor:
+        return attend(q, k, v, scale, causal).contiguous().clone()   # fresh: an op's output may not alias an input
 
     @checked_sdpa.register_fake
-    def _(q, k, v, scale):
+    def _(q, k, v, scale, causal):
         return q.new_empty(q.shape[:-1] + v.shape[-1:])
 
     @torch.library.custom_op("qkv::checked_sdpa_backward", mutates_args=(), schema=(
-        "(Tensor dout, Tensor q, Tensor k, Tensor v, float scale) -> (Tensor, Tensor, Tensor)"))
+        "(Tensor dout, Tensor q, Tensor k, Tensor v, float scale, bool causal) -> (Tensor, Tensor, Tensor)"))
     def checked_sdpa_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor,
-                              scale: float) -> tuple[Tensor, Tensor, Tensor]:
-        return _vjp(lambda q, k, v: (attend(q, k, v, scale),), (q, k, v), (dout,))
+                              scale: float, causal: bool) -> tuple[Tensor, Tensor, Tensor]:
+        return _vjp(lambda q, k, v: (attend(q, k, v, scale, causal),), (q, k, v), (dout,))
 
     @checked_sdpa_backward.register_fake
-    def _(dout, q, k, v, scale):
+    def _(dout, q, k, v, scale, causal):
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
     def setup_context(ctx, inputs, output):
-        q, k, v, scale = inputs
+        q, k, v, scale, causal = inputs
         ctx.save_for_backward(q, k, v)
-        ctx.scale = scale
+        ctx.scale, ctx.causal = scale, causal
 
     def backward(ctx, dout):
         q, k, v = ctx.saved_tensors
-        return (*checked_sdpa_backward(dout, q, k, v, ctx.scale), None)
+        return (*checked_sdpa_backward(dout, q, k, v, ctx.scale, ctx.causal), None, None)
 
     checked_sdpa.register_autograd(backward, setup_context=setup_context)
     _sdpa_op = checked_sdpa
@@ -938,14 +938,14 @@ def sdpa_op():
 
 
 def checked_sdpa(call: Call):
-    """A traced unmasked torch call through `sdpa_op`'s op: out (…, H, Tq, Dv) in the call's dtype."""
+    """A traced unmasked (or square causal) torch call through `sdpa_op`'s op: out (…, H, Tq, Dv) in the call's dtype."""
     import torch
 
     lead = call.lead
     q = call.q.expand(lead + tuple(call.q.shape[-2:]))
     kv_lead = lead[:-1] + (call.kv_heads,) if call.groups > 1 else lead
     k, v = (x.expand(kv_lead + tuple(x.shape[-2:])) for x in (call.k, call.v))
-    return torch.ops.qkv.checked_sdpa(q, k, v, float(call.scale)).reshape(call.out_shape)
+    return torch.ops.qkv.checked_sdpa(q, k, v, float(call.scale), bool(call.causal)).reshape(call.out_shape)
 
 
 # --------------------------------------------------------------------------- qkv.attention's route

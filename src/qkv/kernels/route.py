@@ -254,13 +254,13 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
     """
     if call.key is None:
         return _choose_route(call, want, route, block_q, block_k, num_threads, _Looks(call, v_top))
-    from . import autograd, blas, pool
+    from . import autograd, blas, pool, speed
 
     fused = _c()
     graded = not compat.is_numpy_namespace(call.xp) and _differentiated(call)   # (asks the "lse" look)
     key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, graded, fused,
            fused is not None and blas.sgemm_ready(), pool.available_cpus(),
-           fused is not None and autograd.available())
+           fused is not None and autograd.available(), speed.generation)
     looks = _Looks(call, v_top)
     kept = _ROUTES.get(key)
     if kept is not None:
@@ -386,6 +386,11 @@ def _torch_route(call: Call, want: str, ceiling, looks: _Looks) -> Route:
     if ceiling in (None, TORCH_FLASH):
         why = torch_flash_why_not(call, pinned=ceiling == TORCH_FLASH, looks=looks)
         if why is None:
+            if ceiling is None and _sdpa_computes_same(call, want):
+                winner, reason = _measured_winner(str(call.dtype).removeprefix("torch."), call.causal,
+                                                  _differentiated(call), call.tq, call.tk)
+                if winner is not None:
+                    return Route(TORCH_SDPA, reason)
             return Route(TORCH_FLASH, "CPU torch, float32/16/bf16, a mask of key ranges, finite values: "
                                       "the C kernel forward and backward")
         table = range_split(call)
@@ -402,6 +407,28 @@ def _torch_route(call: Call, want: str, ceiling, looks: _Looks) -> Route:
             # SDPA multiplies masked keys' scores and values by 0: NaN where one is not finite
             return Route(PLAIN, "torch under a mask with a non-finite key or value: SDPA would read it")
     return Route(TORCH_SDPA, "torch tensors: torch's fused scaled_dot_product_attention")
+
+
+def _sdpa_computes_same(call: Call, want: str) -> bool:
+    """Whether torch's SDPA computes this call (one TORCH_FLASH takes) with the same numbers: only the
+    output asked, no score function, no mask but `causal` on a square (torch's is_causal: top-left and
+    bottom-right agree), no bias. The values were checked finite by TORCH_FLASH's own looks."""
+    return (want == "out" and call.score_mod is None and call.mask is None and call.mask_mod is None
+            and call.bias is None and (not call.causal or call.tq == call.tk))
+
+
+def _measured_winner(dtype: str, causal: bool, train: bool, tq: int, tk: int):
+    """(TORCH_SDPA, the reason) when kernels/speed.py says SDPA is faster here for this kind of call,
+    else (None, None)."""
+    from . import speed
+
+    if speed.faster(dtype, causal, train, tq, tk) != speed.SDPA:
+        return None, None
+    _, source = speed.load()
+    where = "measured on this machine" if source.endswith(".json") else "by the rules measured on CPUs like it"
+    return TORCH_SDPA, (f"CPU torch {dtype}{', causal' if causal else ''}{', with autograd' if train else ''}: "
+                        f"the C kernel and SDPA give the same numbers; SDPA is faster here ({where}, "
+                        "kernels/speed.py)")
 
 
 def _differentiated(call: Call) -> bool:
@@ -448,12 +475,12 @@ def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
         call.mask_mod if recipe is None else None, recipe, call.score_mod is not None, call.causal,
         call.mask is not None, call.bias is not None, tq, tk, batch, heads, call.work == torch.float32,
         call.device.type, dk, dv, want, None if ceiling is None else ceiling.value,
-        min(call.q.ndim, call.k.ndim, call.v.ndim))
+        min(call.q.ndim, call.k.ndim, call.v.ndim), str(call.dtype).removeprefix("torch."), _differentiated(call))
     return Route(RouteName(name), reason, key_rows=rows)
 
 
 def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq, tk, batch, heads, float32, device,
-                       dk, dv, want, ceiling, ndim):
+                       dk, dv, want, ceiling, ndim, dtype="float32", train=False):
     """(route value, reason, key-range tables) of a traced torch call (see traced_torch_route): the
     same rules as torch_flash_why_not's and _torch_route's on what a trace knows. Run eagerly, once
     per compiled graph: Dynamo bakes its result into the graph (`_dynamo_marked_constant`)."""
@@ -504,6 +531,12 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
                     q=types.SimpleNamespace(ndim=ndim), k=types.SimpleNamespace(ndim=ndim),
                     v=types.SimpleNamespace(ndim=ndim)))
             why = None if rows is not None or split is not None else "a mask function without key ranges"
+        if why is None and not pinned and mask_mod is None and recipe is None and not scored and not has_mask \
+                and want == "out" and (not causal or tq == tk):
+            winner, reason = _measured_winner(dtype, causal, train, tq, tk)
+            if winner is not None:
+                autograd.sdpa_op()   # registered here, eagerly: the trace only calls it
+                return TORCH_SDPA.value, "traced: " + reason + " (inside qkv's checked op)", ()
         if why is None:
             autograd.op()   # registered here, eagerly: the trace only calls it
             if rows is not None:

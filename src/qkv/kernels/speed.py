@@ -1,0 +1,210 @@
+"""Which of two right routes is faster on this CPU: the C kernel (TORCH_FLASH) or torch's SDPA.
+
+For a CPU torch call that both can compute with the same numbers — no score function, no mask other
+than `causal` (Tq = Tk: torch's own `is_causal`), no bias, finite values, no log-sum-exp asked —
+`choose_route` takes the one this table says is faster (kernels/route.py, eager and traced alike).
+Everything else about a route is decided by correctness alone; this module only breaks a tie between
+two correct routes.
+
+The table, in order of trust:
+1. A calibration measured on this machine (`qkv doctor --calibrate`): both routes timed alternately on
+   the same inputs (B = 1, H = 8, D = 64; float32, bfloat16, float16; unmasked and causal; forward
+   and forward + backward; T = 512, 1024, 2048), medians. It is kept as JSON in the cache directory
+   ($QKV_CACHE_DIR, else $XDG_CACHE_HOME/qkv, else ~/.cache/qkv), named by a key of what decides speed
+   (CPU model and its vector flags, torch version, qkv version, usable CPUs): another CPU, torch or
+   thread count reads the rules, never another machine's measurements.
+2. Rules from measurements on the CPUs the project has met (below), when no calibration fits.
+
+Measured (medians of 5 alternations, B = 1, H = 8, D = 64; "×r" = SDPA time / C kernel time, > 1
+means the C kernel is faster), on an AMD EPYC with AVX-512 and avx512_bf16 (no AMX), 2 cores, torch
+2.13.0 (MKL, oneDNN), loaded cores:
+  bfloat16 forward   T = 1024 ×0.31 (causal ×0.43), T = 4096 ×1.01 (×1.13)
+  bfloat16 train     T = 1024 ×0.73 (causal ×0.86), T = 4096 ×0.88 (×1.00)
+  float16 forward    T = 1024 ×0.49 (causal ×0.38), T = 4096 ×1.57 (×1.02)
+  float16 train      T = 1024 ×3.66 (causal ×4.12), T = 4096 ×7.44 (SDPA's float16 backward is slow here)
+  float32 forward    T = 1024 ×0.83 (causal ×1.00), T = 2048 ×1.15 (×1.16)
+  float32 train      T = 1024 ×1.45 (causal ×1.80), T = 2048 ×1.02 (×1.34)
+and on an Intel Xeon with AVX-512 and AMX (docs/benchmarks.md): bfloat16 forward T = 4096 ×0.27–0.49.
+So the rules: bfloat16 takes SDPA (never slower on either CPU); float16 takes SDPA forward up to
+T ≈ 2048 and the C kernel for training and longer forwards; float32 takes the C kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import threading
+from pathlib import Path
+
+__all__ = ["SDPA", "C_KERNEL", "faster", "machine_key", "cache_path", "load", "calibrate", "save",
+           "CALIBRATION_SIZES"]
+
+SDPA, C_KERNEL = "sdpa", "c_kernel"
+DTYPES = ("float32", "bfloat16", "float16")
+CALIBRATION_SIZES = {"forward": (512, 1024, 2048), "train": (512, 1024)}
+_FORMAT = 1
+
+_lock = threading.Lock()
+_loaded: dict = {}   # machine key -> (table or None, where it came from)
+generation = 0       # bumped whenever the table is read again (kernels/route.py keys its kept routes by it)
+
+
+def _rules(dtype: str, causal: bool, train: bool, t: float) -> str:
+    """The rules when this machine has no calibration (the measurements in the module docstring)."""
+    if dtype == "bfloat16":
+        return SDPA
+    if dtype == "float16":
+        return SDPA if not train and t <= 2048 else C_KERNEL
+    return C_KERNEL
+
+
+@functools.lru_cache(maxsize=1)
+def machine_key() -> str:
+    """What decides which route is faster here, as one short string (the calibration file's name)."""
+    import importlib.metadata
+    import platform
+
+    from . import pool
+    from .. import __version__
+
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = "none"
+    model, flags = _cpu()
+    wanted = sorted(f for f in flags if f.startswith(("avx512", "amx", "avx2", "fma", "avx_vnni")))
+    text = "|".join([platform.machine(), model, " ".join(wanted), torch_version, __version__,
+                     str(pool.available_cpus())])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _cpu() -> tuple[str, list]:
+    try:
+        with open("/proc/cpuinfo", "rb") as f:
+            info = f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        import platform
+
+        return platform.processor() or "unknown", []
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                 "unknown")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    return model, flags
+
+
+def cache_path(key: str | None = None) -> Path:
+    base = os.environ.get("QKV_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = os.path.join(xdg, "qkv") if xdg else os.path.join(os.path.expanduser("~"), ".cache", "qkv")
+    return Path(base) / f"speed-{key or machine_key()}.json"
+
+
+def load(refresh: bool = False) -> tuple[dict | None, str]:
+    """(the calibration table for this machine or None, a description of the source). A file that is
+    unreadable or not a table of this format counts as none (the rules apply; `qkv doctor` says so)."""
+    global generation
+    key = machine_key()
+    with _lock:
+        if refresh or key not in _loaded:
+            generation += 1
+            path = cache_path(key)
+            table, source = None, "rules"
+            try:
+                with open(path, "rb") as f:
+                    data = json.loads(f.read(1 << 20))
+                if data.get("format") == _FORMAT and data.get("key") == key and isinstance(data.get("cases"), list):
+                    table = {}
+                    for case in data["cases"]:
+                        dtype, causal, train, t, winner = (case["dtype"], bool(case["causal"]), bool(case["train"]),
+                                                           int(case["t"]), case["winner"])
+                        if dtype in DTYPES and winner in (SDPA, C_KERNEL) and t > 0:
+                            table.setdefault((dtype, causal, train), []).append((t, winner))
+                    for rows in table.values():
+                        rows.sort()
+                    source = str(path)
+                else:
+                    source = "rules (unreadable calibration)"
+            except FileNotFoundError:
+                pass
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                source = "rules (unreadable calibration)"
+            _loaded[key] = (table or None, source)
+        return _loaded[key]
+
+
+def faster(dtype: str, causal: bool, train: bool, tq: int, tk: int) -> str:
+    """SDPA or C_KERNEL: the faster of the two for a call both compute with the same numbers. dtype:
+    the inputs' dtype name ("float32", "bfloat16", "float16"); train: autograd records the call."""
+    t = math.sqrt(max(tq, 1) * max(tk, 1))
+    table, _ = load()
+    rows = None if table is None else table.get((dtype, causal, train))
+    if rows:   # the measured size nearest on a log scale
+        return min(rows, key=lambda row: abs(math.log(row[0] / t)))[1]
+    return _rules(dtype, causal, train, t)
+
+
+def calibrate(*, sizes: dict | None = None, repeats: int = 3, heads: int = 8, width: int = 64,
+              progress=None) -> dict:
+    """Time both routes on this machine (module docstring) and return the table as saved by `save`.
+    Each case: one warm-up of each, then `repeats` alternations (C kernel, SDPA), medians. Needs torch."""
+    import statistics
+    import time
+
+    import torch
+
+    from ..attention import _attention
+
+    sizes = CALIBRATION_SIZES if sizes is None else sizes
+    cases = []
+    gen = torch.Generator().manual_seed(0)
+    for dtype in DTYPES:
+        for train in (False, True):
+            for t in sizes["train" if train else "forward"]:
+                for causal in (False, True):
+                    q, k, v = (torch.randn(1, heads, t, width, generator=gen).to(getattr(torch, dtype))
+                               .requires_grad_(train) for _ in range(3))
+
+                    def once(route):
+                        out = _attention(q, k, v, causal=causal, route=route)
+                        if train:
+                            out.sum().backward()
+
+                    timings = {C_KERNEL: [], SDPA: []}
+                    for route in ("torch_flash", "torch_sdpa"):
+                        once(route)
+                    for _ in range(repeats):
+                        for name, route in ((C_KERNEL, "torch_flash"), (SDPA, "torch_sdpa")):
+                            start = time.perf_counter()
+                            once(route)
+                            timings[name].append(time.perf_counter() - start)
+                    c, s = statistics.median(timings[C_KERNEL]), statistics.median(timings[SDPA])
+                    cases.append({"dtype": dtype, "causal": causal, "train": train, "t": t,
+                                  "c_kernel_s": c, "sdpa_s": s, "winner": C_KERNEL if c <= s else SDPA})
+                    if progress is not None:
+                        progress(cases[-1])
+    model, _ = _cpu()
+    return {"format": _FORMAT, "key": machine_key(), "cpu": model, "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "heads": heads, "width": width, "repeats": repeats, "load": _load_average(), "cases": cases}
+
+
+def _load_average():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def save(table: dict) -> Path:
+    """Write a calibration (from `calibrate`) for this machine, whole or not at all; return its path."""
+    from .._io import write_atomic
+
+    path = cache_path(table["key"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(table, indent=1) + "\n")
+    load(refresh=True)
+    return path
