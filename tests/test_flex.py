@@ -5,7 +5,7 @@ Upstream sources (the functions below are copied from them, with the test-only C
 - pytorch/pytorch test/inductor/test_flex_attention.py at commit 00125ef3dad64a9f8dd8768e81326a34ed7ba91d:
   the score_mods _causal, _rel_bias, _rel_causal, _generate_alibi_bias, _inverse_causal, _times_two, _squared,
   _head_offset (captured buffer), _trig, _trig2; the mask_mods _causal_mask, _inverse_causal_mask, noop_mask;
-  its pairing `test_score_mask_mod_map`.
+  its pairing `test_score_mask_mod_map`; the score_mods of its captured-buffer tests (`_captured`).
 - meta-pytorch/attention-gym attn_gym/masks and attn_gym/mods at commit 7fdb85d0b96668397adee48de54b6f1036497717:
   causal_mask, generate_sliding_window (and_masks), generate_prefix_lm_mask (or_masks), generate_doc_mask_mod
   (offsets, captured tensors indexed by q_idx), generate_natten (clamp, abs), generate_dilated_sliding_window
@@ -100,6 +100,90 @@ UPSTREAM = [   # test_score_mask_mod_map, plus _trig/_trig2 (upstream's "joint g
     ("rel_bias", _rel_bias, noop_mask), ("rel_causal", _rel_causal, _causal_mask),
     ("alibi", _generate_alibi_bias(8), noop_mask), ("trig", _trig, noop_mask), ("trig2", _trig2, _causal_mask),
 ]
+
+
+def _captured(B, H, S, dtype):
+    """The score_mods of test_flex_attention.py's captured-buffer tests (test_function_composition,
+    test_captured_buffers_all_dims, test_seq_masking, test_load_from_bias_seq_only / _seq_batch /
+    _head_seq_batch, test_load_rel_bias, test_dependent_causal_bidirectional, test_natten_2d,
+    test_silu_on_score, test_padded_dense_causal, test_captured_scale), their buffers made for (B, H, S)
+    on the CPU from a seeded generator (upstream: torch.randn on "cuda")."""
+    g = torch.Generator().manual_seed(7)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, dtype=dtype)
+
+    def score_mod_1(score, b, h, m, n):
+        return score + (m - n)
+
+    def score_mod_2(score, b, h, m, n):
+        return torch.where(m <= n, score, float("-inf"))
+
+    def composed_score_mod(score, b, h, m, n):
+        return score_mod_2(score_mod_1(score, b, h, m, n), b, h, m, n)
+
+    head_scale, batch_scale, tok_scale = randn(H), randn(B), randn(S)
+
+    def all_bias(score, batch, head, token_q, token_kv):
+        score = score + tok_scale[token_q]
+        score = score + batch_scale[batch]
+        score = score + head_scale[head]
+        return score
+
+    seq_idx = torch.zeros(S, dtype=torch.bool)
+    seq_idx[S // 2:] = 1
+
+    def seq_mask_mod(score, b, h, q, kv):
+        return torch.where(seq_idx[q] == seq_idx[kv], score, float("-inf"))
+
+    bias_seq, bias_batch, bias_all, rel_bias = randn(S, S), randn(B, S, S), randn(B, H, S, S), randn(2 * S)
+
+    def bias_seq_only(score, b, h, q, kv):
+        return score + bias_seq[q, kv]
+
+    def bias_seq_batch(score, b, h, q, kv):
+        return score + bias_batch[b, q, kv]
+
+    def bias_head_seq_batch(score, b, h, q, kv):
+        return score + bias_all[b, h, q, kv]
+
+    def load_rel_bias(score, b, h, q, kv):
+        return score + rel_bias[(q - kv) + S]
+
+    num_bidirectional = torch.randint(0, S, (B,), generator=g, dtype=torch.int32)
+
+    def dependent_causal_bidirectional(score, b, h, q, kv):
+        causal_attention = q >= kv
+        cur_num_bidirectional = num_bidirectional[b]
+        bidirectional_attention_on_video = (q <= cur_num_bidirectional) & (kv <= cur_num_bidirectional)
+        return torch.where(bidirectional_attention_on_video | causal_attention, score, -float("inf"))
+
+    W, WINDOW = 4, 1   # upstream: H = 32 rows of W = S // 32, WINDOW = 3
+
+    def natten_mask(score, b, h, q, kv):
+        q_x, q_y = q / W, q % W
+        kv_x, kv_y = kv / W, kv % W
+        return torch.where(((q_x - kv_x).abs() <= WINDOW) | ((q_y - kv_y).abs() <= WINDOW), score, float("-inf"))
+
+    def silu_score(score, b, h, q, kv):
+        return torch.nn.functional.silu(score)
+
+    seq_len = torch.arange(B, dtype=torch.int32) + 1
+
+    def njt_score_mod(qk, b, h, q, kv):
+        return torch.where(qk <= seq_len[b], _causal(qk, b, h, q, kv), -float("inf"))
+
+    scale = torch.ones((), dtype=torch.int32)
+
+    def score_mod_scale(qk, b, h, q, kv):
+        return qk + scale
+
+    return {"function_composition": composed_score_mod, "captured_buffers_all_dims": all_bias,
+            "seq_masking": seq_mask_mod, "load_from_bias_seq_only": bias_seq_only,
+            "load_from_bias_seq_batch": bias_seq_batch, "load_from_bias_head_seq_batch": bias_head_seq_batch,
+            "load_rel_bias": load_rel_bias, "dependent_causal_bidirectional": dependent_causal_bidirectional,
+            "natten_2d": natten_mask, "silu_on_score": silu_score, "padded_dense_causal": njt_score_mod,
+            "captured_scale": score_mod_scale}
 
 
 # --------- meta-pytorch/attention-gym attn_gym (7fdb85d) ---------
@@ -293,6 +377,15 @@ def test_upstream_captured_buffer_score_mod():
     """_head_offset: a score_mod indexing a captured tensor by h (upstream's captured_buffers_map)."""
     q, k, v = inputs(1, 3, 7, 4, torch.float64)
     check(q, k, v, _head_offset(torch.float64, 3), None)
+
+
+@pytest.mark.parametrize("name", list(_captured(1, 1, 2, torch.float64)))
+def test_upstream_captured_buffer_tests(name):
+    """test_flex_attention.py's tests whose score_mod reads captured tensors by b, h, q and kv, forward and
+    backward (float64, B = 2, H = 2, S = 12)."""
+    B, H, S = 2, 2, 12
+    q, k, v = inputs(B, H, S, 4, torch.float64)
+    check(q, k, v, _captured(B, H, S, torch.float64)[name], None)
 
 
 @pytest.mark.parametrize("name", list(GYM_MASKS))
