@@ -230,7 +230,7 @@ def test_a_decoder_head_shows_its_mask_and_rope(browser_context, server, tmp_pat
     assert page.locator('.qkv-derivation-cell tr[data-step="weights"] td').text_content() == masked_word
     assert page.locator('.qkv-derivation-cell tr[data-step="weights"] .qkv-n').count() == 0   # the word, no number
     assert trace["weights"].value[0, 2, 5] == 0 and trace["mask"].value[0, 2, 5] == -np.inf
-    legend = page.locator(".qkv-model-pane .qkv-legend")             # masked cells here: the legend names them
+    legend = page.locator(".qkv-model-pane .qkv-info + .qkv-legend")  # the heatmap's legend (not the coloured text's): it names masked cells
     assert legend.locator(".qkv-masked-swatch").count() == 1
     assert legend.locator(".qkv-legend-label").text_content() == page.evaluate("qkvServe.data.words.page.en.legend")
     walk.ready(view="head")

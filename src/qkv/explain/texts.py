@@ -2293,7 +2293,7 @@ KO: dict[str, str] = {
     "cli.bench.title.training": "학습 한 단계 (순전파 + 역전파), torch float32, B=1, D=64. 양쪽이 각자 자기 프로세스에서 "
                                 "실행된다",
     "cli.bench.title.half": "torch 반정밀도 (bfloat16, float16), B=1, D=64: qkv.attention (C 커널과 SDPA 중 여기서 "
-                            "더 빠른 쪽: qkv doctor) 대 torch의 SDPA, 짝지어 잼",
+                            "더 빠른 쪽: 'qkv doctor') 대 torch의 SDPA, 짝지어 잼",
     "cli.bench.col.step": "단계",
     "cli.bench.col.mask": "마스크",
     "cli.bench.col.causal": "인과",
@@ -2329,8 +2329,8 @@ KO: dict[str, str] = {
     "cli.bench.md.skipped": " (건너뜀)",
     "cli.bench.md.skipped_why": " (건너뜀: {reason})",
     "cli.bench.md.training": "학습 단계: {timing}.",
-    "cli.bench.md.half": "torch 반정밀도: 같은 텐서에서 qkv.attention (C 커널과 SDPA 중 여기서 더 빠른 쪽: qkv "
-                         "doctor)과 torch의 SDPA (인과 마스크는 is_causal)를 짝지어 쟀다.",
+    "cli.bench.md.half": "torch 반정밀도: 같은 텐서에서 qkv.attention (C 커널과 SDPA 중 여기서 더 빠른 쪽: 'qkv "
+                         "doctor')과 torch의 SDPA (인과 마스크는 is_causal)를 짝지어 쟀다.",
     "cli.bench.md.head.half": "| dtype, 마스크, 단계 | H | T | 구현 | ms | ×torch | qkv가 빠른 배수 |",
     "cli.bench.md.decode": "T={t}에서 디코딩 (D={d}, H={h}): KV 캐시를 쓰면 토큰당 {cached} ms, 다시 계산하면 토큰당 "
                            "{recomputed} ms ({speedup}배 빠르다).",
@@ -2670,9 +2670,9 @@ KO: dict[str, str] = {
                         "기억한다 (~/.cache/qkv에 저장하며, $QKV_CACHE_DIR로 위치를 바꿀 수 있다)",
     "doctor.speed": "C 커널과 SDPA가 둘 다 계산할 수 있는 CPU torch 호출(인과 마스크 말고는 마스크가 없고 편향도 점수 함수도 "
                     "없는 호출)은 둘 중 더 빠른 쪽으로 간다. 근거: {source}",
-    "doctor.speed.rules": "이 프로젝트가 겪어 본 CPU들에서 잰 규칙 (이 컴퓨터를 직접 재려면 qkv doctor --calibrate)",
+    "doctor.speed.rules": "이 프로젝트가 겪어 본 CPU들에서 잰 규칙 (이 컴퓨터를 직접 재려면 'qkv doctor --calibrate')",
     "doctor.speed.calibrated": "이 컴퓨터에서 직접 잰 결과 ({path})",
-    "doctor.speed.unreadable": "규칙 — 측정 파일을 읽지 못했다 (qkv doctor --calibrate로 다시 만든다)",
+    "doctor.speed.unreadable": "규칙 — 측정 파일을 읽지 못했다 ('qkv doctor --calibrate'로 다시 만든다)",
     "doctor.speed.row": "  {dtype} {kind}, {step}: {picks}",
     "doctor.speed.c_kernel": "C 커널",
     "doctor.speed.full": "마스크 없음",
@@ -2683,9 +2683,9 @@ KO: dict[str, str] = {
                               "그동안 다른 작업은 멈춰 두는 것이 좋다",
     "doctor.calibrate.case": "{dtype} {kind}, {step}, T={t}: C 커널 {c}초, SDPA {s}초 (SDPA/C ×{ratio}): {winner}",
     "doctor.calibrate.saved": "저장했다: {path}",
-    "doctor.calibrate.no_torch": "qkv doctor: --calibrate는 torch 호출을 잰다. 먼저 torch를 설치하라 (make torch)",
-    "doctor.calibrate.no_backward": "qkv doctor: --calibrate는 C 커널과 SDPA를 비교하는데, 여기에는 C 커널이 "
-                                    "빌드되어 있지 않다 (qkv doctor 참고)",
+    "doctor.calibrate.no_torch": "'qkv doctor --calibrate'는 torch 호출을 잰다. 먼저 torch를 설치하라 ('make torch')",
+    "doctor.calibrate.no_backward": "'qkv doctor --calibrate'는 C 커널과 SDPA를 비교하는데, 여기에는 C 커널이 "
+                                    "빌드되어 있지 않다 ('qkv doctor' 참고)",
     "error.by_hand_html": "HTML 페이지는 정확한 값을 보인다. --by-hand는 text, markdown, json과 함께 쓰라",
     "error.example.unknown": "없는 예제이다: {name}. 예제: {names}",
     "error.example.multi_head_query": "{value}: 멀티 헤드 예제는 {token}만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 주어져 있다)",
@@ -2751,7 +2751,7 @@ KO: dict[str, str] = {
     "error.read.larger": "여기서 qkv가 읽는 최대 크기 {limit}보다 크다",
     "error.read.utf8": "UTF-8 텍스트가 아니다 (바이트 위치 {at}: {reason})",
     "error.json.malformed": "JSON 형식이 잘못되었다: {reason} ({line}행 {column}열)",
-    "error.json.surrogate": "문자열 {value}에 짝이 없는 UTF-16 서로게이트 {char}가 있다. 이것은 문자가 아니다 (JSON의 \\ud800–\\udfff 이스케이프는 둘이 짝을 이룬다). 문자 자체를 적어라",
+    "error.json.surrogate": "문자열 {value}에 짝이 없는 UTF-16 서로게이트 {char}가 있다. 이것은 문자가 아니다 (JSON의 '\\ud800'–'\\udfff' 이스케이프는 둘이 짝을 이룬다). 문자 자체를 적으라",
     "error.json.deep": "JSON 형식이 잘못되었다: {depth}단계보다 깊이 중첩되어 있다",
     "error.json.other": "JSON 형식이 잘못되었다: {reason}",
     "error.toml.malformed": "TOML 형식이 잘못되었다: {reason}",
