@@ -155,3 +155,30 @@ def test_the_masks_figures_labels_keep_apart(lang):
     label_bottom = first.xaxis.label.get_window_extent(renderer).y0
     title_top = second.title.get_window_extent(renderer).y1
     assert label_bottom - title_top >= 0.1 * fig.dpi, (label_bottom, title_top)
+
+
+def test_a_model_heads_figure_names_the_attention_sink_beside_the_weights():
+    # issue 29: `inspect "The cat sat on the mat." --layer 2 --head 5 --query cat`: [CLS] has weight 0.748 but
+    # ‖w·v‖ 0.059, cat contributes more. Expected from the recorded weights and value rows (float64), by the
+    # rule qkv.trace documents (largest weight ≥ SINK_WEIGHT, share ≤ SINK_RATIO × weight, another key stronger)
+    from qkv.trace import SINK_RATIO, SINK_WEIGHT
+
+    model = qkv.models.load("minilm")
+    trace = model.trace("The cat sat on the mat.", layer=2, head=5, query="cat")
+    query = trace.meta["query"]
+    weights = np.asarray(trace["weights"].value, dtype=np.float64)[0, query]
+    v = np.asarray(trace["v_heads"].value, dtype=np.float64)[0]
+    contributions = weights * np.linalg.norm(v, axis=-1)
+    heaviest, strongest = int(np.argmax(weights)), int(np.argmax(contributions))
+    share = contributions[heaviest] / contributions.sum()
+    assert heaviest != strongest and weights[heaviest] >= SINK_WEIGHT and share <= SINK_RATIO * weights[heaviest]
+    tokens = trace.meta["tokens"]
+    for lang, sink_word in (("en", "attention sink: "), ("ko", "어텐션 싱크: ")):
+        fig = viz.figure_for(trace, lang=lang)
+        panel = [ax for ax in fig.axes if ax.get_ylabel().startswith("‖wⱼ·vⱼ‖")]
+        assert len(panel) == 1
+        heights = [bar.get_height() for bar in panel[0].patches if bar.get_width() > 0.5]
+        np.testing.assert_allclose(heights, contributions, rtol=1e-5)
+        note = panel[0].get_title(loc="left").replace("\n", " ")
+        assert sink_word + tokens[heaviest] in note
+        assert tokens[strongest] in note

@@ -472,6 +472,17 @@ def _weights_rgb(values: np.ndarray, blocked: np.ndarray | None, head: int | Non
     return rgb
 
 
+def _put(ax, x: float, y: float, text: str, **kwargs):
+    """``ax.text`` sharing one clip path per axes: matplotlib builds a new TransformedPatchPath for every
+    text it adds (a tenth of a figure of 600 numbers, issue 29); axes texts are not clipped anyway."""
+    clip = ax.__dict__.get("_qkv_clip")
+    if clip is None:
+        from matplotlib.transforms import TransformedPatchPath
+
+        clip = ax._qkv_clip = TransformedPatchPath(ax.patch)
+    return ax.text(x, y, text, clip_path=clip, **kwargs)
+
+
 def _draw_block(ax, x0: float, y0: float, values: np.ndarray, *, cell: float, row_cell: float | None = None,
                 label: str = "", col_heads=None, row_heads=None, digits: int = 2, fontsize: float = 6.5,
                 weights: bool = False, blocked: np.ndarray | None = None, masked_word: str = "masked",
@@ -495,14 +506,16 @@ def _draw_block(ax, x0: float, y0: float, values: np.ndarray, *, cell: float, ro
                 masked = blocked is not None and blocked[i, j]
                 text = masked_word if masked else _num(values[i, j], digits)
                 dark = weights and not masked and values[i, j] > 0.35
-                ax.text(x0 + (j + 0.5) * cell, y0 + (i + 0.5) * row_cell, text, ha="center", va="center",
-                        fontsize=fontsize if len(text) <= (7 if cell >= 1.2 else 5) else fontsize * 0.86,
-                        fontfamily=_NUMBER_FONT
-                        if not masked else fonts.families(), color="white" if dark else "#111111", zorder=3)
-        for j in range(1, cols):
-            ax.plot([x0 + j * cell] * 2, [y0, y0 + height], color="white", linewidth=0.6, zorder=2)
-        for i in range(1, rows):
-            ax.plot([x0, x0 + width], [y0 + i * row_cell] * 2, color="white", linewidth=0.6, zorder=2)
+                _put(ax, x0 + (j + 0.5) * cell, y0 + (i + 0.5) * row_cell, text, ha="center", va="center",
+                     fontsize=fontsize if len(text) <= (7 if cell >= 1.2 else 5) else fontsize * 0.86,
+                     fontfamily=_NUMBER_FONT
+                     if not masked else fonts.families(), color="white" if dark else "#111111", zorder=3)
+        from matplotlib.collections import LineCollection
+
+        grid = [((x0 + j * cell, y0), (x0 + j * cell, y0 + height)) for j in range(1, cols)] + \
+            [((x0, y0 + i * row_cell), (x0 + width, y0 + i * row_cell)) for i in range(1, rows)]
+        if grid:    # the white lines between the cells, one collection (a Line2D each took a tenth of the time)
+            ax.add_collection(LineCollection(grid, colors="white", linewidths=0.6, zorder=2), autolim=False)
     if outline_row is not None and 0 <= outline_row < rows:
         ax.add_patch(_rect(x0, y0 + outline_row * row_cell, width, row_cell))
         ax.patches[-1].set(edgecolor=FOLLOWED_COLOUR, linewidth=1.8, zorder=6, gid="followed")
@@ -677,6 +690,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
                 weights = as_heads(trace[WEIGHTS].value)
                 outs = as_heads(trace[OUT].value)
                 keys_shown = min(weights.shape[2], max_rows)
+                contributions = step_heads(trace, _CONTRIBUTIONS) if followed_row is not None else None
                 block_x = 0.0
                 for h in range(weights.shape[0]):
                     blocked = _head_mask(trace, "", h)
@@ -688,6 +702,9 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
                     for j in range(keys_shown):
                         ax.text(block_x + (j + 0.5) * cell, y + rows + 0.15, _style.short(keys[j], 8), ha="right",
                                 va="top", fontsize=7.5, rotation=0 if len(keys[j]) <= 3 else 35, rotation_mode="anchor")
+                    if contributions is not None:    # beside the followed row's weights: what each key adds
+                        _contribution_row(ax, block_x, y + rows + 1.5, contributions, h, followed_row, keys,
+                                          keys_shown, weights, cell, fs, words, trace, digits)
                     block_x += aw + 0.3
                     ax.text(block_x + 0.8, y + rows / 2, "·V" + _sub(shown(h)) + " =", ha="center", va="center", fontsize=10)
                     block_x += 1.9
@@ -697,7 +714,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
                     block_x += ow + gap
                 right_edge = max(right_edge, block_x - gap)
                 token_names(y)
-                y += rows + 3.2
+                y += rows + (6.6 if contributions is not None else 3.2)
         if bottom:
             y, right = _output_row(ax, trace, y, rows, rows_total, cell, gap, words, dg, fs, top, token_names,
                                    followed_row, w_cell, w_row)
@@ -725,6 +742,26 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
         fig.suptitle(title if "T = " in title else f"{title}  ({shape})", fontsize=12, y=1 - 0.25 / (units_h * scale),
                      va="top")
     return fig
+
+
+def _contribution_row(ax, x0: float, y0: float, contributions: np.ndarray, head: int, row: int, keys, shown: int,
+                      weights: np.ndarray, cell: float, fs: float, words, trace: Trace, digits: int | None) -> None:
+    """Under a head's weights: the followed row's ‖wⱼ·vⱼ‖ (grey cells: not the weights' scale) with what
+    it says (`qkv.trace.read_row`): the key with the largest weight, the one that contributes most, a sink."""
+    from ..trace import read_row
+
+    values = contributions[min(head, contributions.shape[0] - 1), row]
+    dc = _digits(trace, _CONTRIBUTIONS, digits)
+    _draw_block(ax, x0, y0, values[None, :shown], cell=cell, row_cell=0.8, digits=dc, fontsize=fs)
+    name = _style.short(token_labels(trace.meta, row + 1, row + 1)[0][row], 10)
+    lines = [words("contribution_row", token=name)]
+    reading = read_row(weights[head, row], values)
+    if reading is not None:
+        top, most = (_style.short(keys[j], 8) for j in (reading.heaviest, reading.strongest))
+        lines.append(words("row_same", top=top) if reading.same else words("row_differ", top=top, most=most))
+        if reading.sink is not None:
+            lines.append(words("row_sink", sink=_style.short(keys[reading.sink], 8)))
+    ax.text(x0, y0 + 1.0, "\n".join(lines), ha="left", va="top", fontsize=7.5, color="#333333", linespacing=1.3)
 
 
 def _projection_legend(fig, ax, n_heads: int, words, legend_y: float, left: float, units_w: float, bottom_y: float,
@@ -775,8 +812,8 @@ def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
     cell, fs = 1.3, 7.0
     head_of_row = np.arange(concat.shape[1]) // max(1, concat.shape[1] // n_heads)
     with fonts.context():
-        fig = Figure(layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure()
+        ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))          # placed below, once its size is known
         # Row A: each head's output → concatenated z_concat
         x = 0.0
         ax.text(0.0, -1.5, words("mh_heads", token=token) if token else words["per_head"], fontsize=9,
@@ -829,9 +866,12 @@ def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
         ax.axis("off")
         units_w, units_h = right + 1.5, bottom + 2.2
         scale = 0.3                     # inches per unit: the text width above assumes this scale
-        fig.set_size_inches(units_w * scale + 0.4, units_h * scale + 0.8)
+        width_in, height_in = units_w * scale + 0.4, units_h * scale + 0.8
+        fig.set_size_inches(width_in, height_in)
+        ax.set_position((0.2 / width_in, 0.1 / height_in, units_w * scale / width_in, units_h * scale / height_in))
         shape = f"T={concat.shape[0]}, d={y_val.shape[1]}, h={n_heads}"
-        fig.suptitle(f"{_title(trace, words) or words['projection']}  ({shape})", fontsize=11)
+        fig.suptitle(f"{_title(trace, words) or words['projection']}  ({shape})", fontsize=11, y=1 - 0.12 / height_in,
+                     va="top")
     return fig
 
 
@@ -923,6 +963,8 @@ def _followed(trace: Trace, query: int | None, head: int | None, n_queries: int,
 
 # The softmax's own recorded steps (qkv.trace SOFTMAX_MAX, EXP_SCORES, EXP_SUM): m, e^(s − m), Σ e^(s − m).
 _SOFTMAX_MAX, _EXP_SCORES, _EXP_SUM = "softmax_max", "exp_scores", "exp_sum"
+_CONTRIBUTIONS = "contributions"      # qkv.trace.CONTRIBUTIONS: ‖wⱼ·vⱼ‖, a bar panel of its own colour
+_CONTRIBUTION_COLOUR = "#b7791f"       # not the weights' blue: a weight is not a contribution
 _EQUATION_KEYS = 8    # up to this many keys each step of the chain writes its arithmetic beside its bars
 _LINE_POINTS = 7.5    # the arithmetic's font size
 
@@ -1036,7 +1078,54 @@ def _chain(trace: Trace, query: int, head: int, words, digits: int | None, prefi
         if any(n == 0.0 for n in numerators) and np.isfinite(step_heads(trace, prefix + s_name)[head, query]).all():
             lines.append(words["eq_underflow"])
     panels.append(_Panel(WEIGHTS, words["weights"], lines))
+    contribution = _contribution_panel(trace, query, head, words, digits, prefix, part.k_tokens, write)
+    if contribution is not None:
+        panels.append(contribution)
     return panels
+
+
+def _contribution_panel(trace: Trace, query: int, head: int, words, digits: int | None, prefix: str,
+                        k_tokens: Sequence[str], write: bool) -> _Panel | None:
+    """Beside the weights, what each key adds to the output: ‖wⱼ·vⱼ‖ (recorded, `qkv.trace.CONTRIBUTIONS`),
+    labelled as a different quantity, and what the row says (`qkv.trace.read_row`: the key with the largest
+    weight, the key that contributes most, an attention sink where there is one) as its note; with ≤ 8 keys
+    each key's share of z written as ‖wⱼ·vⱼ‖ / Σₖ ‖wₖ·vₖ‖ (true as printed). None when not recorded."""
+    from ..trace import CONTRIBUTIONS, SHARES, read_row
+
+    contributions, shares = step_heads(trace, prefix + CONTRIBUTIONS), step_heads(trace, prefix + SHARES)
+    if contributions is None or shares is None:
+        return None
+    weights = step_heads(trace, prefix + WEIGHTS)[head, query]
+    row = contributions[min(head, contributions.shape[0] - 1), query]
+    share = shares[min(head, shares.shape[0] - 1), query]
+    reading = read_row(weights, row)
+    dw, dc, dsh = (_digits(trace, prefix + n, digits) for n in (WEIGHTS, CONTRIBUTIONS, SHARES))
+    notes = []
+    if reading is not None:
+        said = lambda j: {"w": _num(weights[j], dw), "c": _num(row[j], dc), "share": _num(share[j], dsh)}  # noqa: E731
+        top, most = reading.heaviest, reading.strongest
+        if reading.same:
+            notes.append(words("read_same", top=_style.short(k_tokens[top], 12), **said(top)))
+        else:
+            shown = said(most)
+            notes.append(words("read_differ", top=_style.short(k_tokens[top], 12), most=_style.short(k_tokens[most], 12),
+                               **said(top), w_most=shown["w"], c_most=shown["c"], share_most=shown["share"]))
+        if reading.sink is not None:
+            notes.append(words("read_sink", sink=_style.short(k_tokens[reading.sink], 12), **said(reading.sink)))
+    lines = []
+    total = float(np.sum(row[np.isfinite(row)]))
+    if write and total > 0 and len(row) <= 6:      # each share written out; more keys would crowd the column
+        # the ‖wⱼ·vⱼ‖ and their sum at the fewest extra decimals that make every quotient true as printed
+        for de in range(dc, dc + _MORE_DIGITS + 1):
+            quotients = [_quot(row[j], total, share[j], de, dsh) for j in range(len(row))]
+            if all(ok for _, ok in quotients):
+                break
+        lines.append(words["contribution_note"])
+        lines.append(words("eq_share", total=_num(total, de)))
+        lines += [f"p_{_style.short(k_tokens[j], 10)} = {text}" for j, (text, _) in enumerate(quotients)]
+    else:
+        notes.insert(0, words["contribution_note"])
+    return _Panel(CONTRIBUTIONS, words["contribution"], lines, note="\n".join(notes))
 
 
 def _chain_text_inches(panels: list[_Panel]) -> float:
@@ -1044,11 +1133,93 @@ def _chain_text_inches(panels: list[_Panel]) -> float:
     return max((_text_inches(line, _LINE_POINTS) for p in panels for line in p.lines), default=0.0)
 
 
-def _draw_path(fig_or_sub, trace: Trace, query: int, head: int, words, digits: int | None, prefix: str = "",
-               *, panels: list[_Panel] | None = None, values_into=None, answers: Sequence[str] | None = None):
-    """Bars over the keys, one row per step (q·k, ÷√dₖ, (+ bias), softmax), each with its arithmetic
-    beside it (≤ 8 keys); then each value row × its weight and their sum z (into ``values_into``, a
-    subfigure, when given, else below the bars). Returns the bar axes."""
+# ------------------------------------------------------------------ laid out by hand
+class _Sheet:
+    """A figure laid out by hand, in inches from its top-left corner (issue 29: constrained layout took a
+    third of a worked example's figure time, and saving it drew everything twice). Every box is arithmetic
+    on sizes the figure already knows: the matrices' cells, the fonts' points, the number of lines."""
+
+    def __init__(self, width: float, height: float):
+        self.fig = Figure(figsize=(width, height))
+        self.width, self.height = width, height
+
+    def axes(self, x: float, y: float, w: float, h: float, **kwargs):
+        """Axes filling the box whose top-left corner is (x, y), w × h inches."""
+        return self.fig.add_axes((x / self.width, 1.0 - (y + h) / self.height, max(w, 0.01) / self.width,
+                                  max(h, 0.01) / self.height), **kwargs)
+
+    def text(self, x: float, y: float, text: str, **kwargs):
+        return self.fig.text(x / self.width, 1.0 - y / self.height, text, **kwargs)
+
+    def title(self, text: str, fontsize: float = 11.0) -> None:
+        self.text(self.width / 2, 0.12, text, ha="center", va="top", fontsize=fontsize)
+
+
+def _title_room(text: str, points: float = 11.0) -> float:
+    """Inches above everything for a title of ``text`` (0 when there is none)."""
+    return 0.3 + 0.2 * (text.count("\n") + 1) * points / 11.0 if text else 0.1
+
+
+_CHAIN_LEFT = 0.95     # inches left of the bars: a step's name (two lines of 8 pt) and its tick labels
+_PANEL = 1.7           # inches of one bar panel at its most natural
+_NOTE_LINE = 0.15      # inches per line of a panel's note (7.5 pt)
+
+
+def _turned_room(tokens: Sequence[str], inches: float, size: float = 8.0) -> float:
+    """Inches below an axis for its token labels as `_set_token_ticks` draws them (upright, 45° or 90°)."""
+    n = len(tokens)
+    picked = _style.thin_ticks(n, _style.ticks_room(inches, 7.5))
+    texts = [_style.short(tokens[i]) if len(picked) == n else f"{_style.short(tokens[i], 10)} ({i})" for i in picked]
+    size = 8 if n <= 64 else 7
+    room_pt = inches * 72 / max(1, len(picked))
+    widest_pt = max((len(t) for t in texts), default=0) * 0.62 * size
+    if widest_pt <= 0.9 * room_pt:
+        return 0.25
+    if len(picked) <= 8 and widest_pt <= 2.0 * room_pt:
+        return 0.15 + 0.72 * widest_pt / 72
+    return 0.15 + widest_pt / 72
+
+
+def _chain_size(panels: list[_Panel], k_tokens: Sequence[str]) -> tuple[float, float]:
+    """(width, height) in inches the chain wants: its bars, its text column, its notes, its key labels."""
+    n_keys = len(k_tokens)
+    bars = max(3.9, min(8.4, 0.6 * n_keys))
+    text = _chain_text_inches(panels)
+    width = _CHAIN_LEFT + bars + (text + 0.35 if text else 0.2)
+    notes = sum(_NOTE_LINE * _note_lines(p, bars) + 0.1 for p in panels if p.note)
+    lines = max((len(p.lines) for p in panels), default=0)
+    panel = max(_PANEL, 0.19 * lines + 0.1)
+    return width, len(panels) * panel + 0.18 * (len(panels) - 1) + notes + _turned_room(k_tokens, bars) + 0.35
+
+
+def _note_lines(panel: _Panel, inches: float) -> int:
+    return sum(_wrapped(line, inches, 7.5).count("\n") + 1 for line in panel.note.split("\n")) if panel.note else 0
+
+
+def _wrap(text: str, inches: float, points: float) -> str:
+    """``text`` broken at spaces into lines no wider than ``inches`` (greedy; a word wider stays whole)."""
+    out = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split(" "):
+            trial = f"{line} {word}" if line else word
+            if line and _text_inches(trial, points) > inches:
+                out.append(line)
+                line = word
+            else:
+                line = trial
+        out.append(line)
+    return "\n".join(out)
+
+
+def _draw_path(sheet: _Sheet, box: tuple[float, float, float, float], trace: Trace, query: int, head: int, words,
+               digits: int | None, prefix: str = "", *, panels: list[_Panel] | None = None,
+               values_box: tuple[float, float, float, float] | None = None, answers: Sequence[str] | None = None,
+               title: str = "", title_size: float = 10.0):
+    """Bars over the keys, one row per step (q·k, ÷√dₖ, (+ bias), softmax, ‖wⱼ·vⱼ‖), each with its
+    arithmetic beside it (≤ 8 keys), in the box (x, y, w, h) inches of ``sheet``; then each value row ×
+    its weight and their sum z (in ``values_box`` when given, else below the bars). Returns the bar axes."""
+    x0, y0, width, height = box
     weights = step_heads(trace, prefix + WEIGHTS)
     n_keys = weights.shape[-1]
     panels = _chain(trace, query, head, words, digits, prefix) if panels is None else panels
@@ -1056,23 +1227,31 @@ def _draw_path(fig_or_sub, trace: Trace, query: int, head: int, words, digits: i
     blocked = blocked[query] if blocked is not None else np.zeros(n_keys, bool)
     k_tokens = _part(trace, prefix).k_tokens
     values_panel = _value_rows(trace, prefix, head) if n_keys <= 12 else None
-    below = values_panel is not None and values_into is None
-    ratios = [1.0 + 0.06 * max(0, max(len(p.lines) for p in panels) - 6)] * len(panels) + \
-        ([0.35 * (n_keys + 1.5)] if below else [])
+    below = values_panel is not None and values_box is None
     text_inches = _chain_text_inches(panels)
-    columns = 2 if text_inches else 1
-    grid = fig_or_sub.add_gridspec(len(ratios), columns, height_ratios=ratios,
-                                   width_ratios=[1.0, max(0.6, text_inches / 4.0)] if columns == 2 else None)
-    axes = [fig_or_sub.add_subplot(grid[0, 0])]
-    for i in range(1, len(panels)):
-        axes.append(fig_or_sub.add_subplot(grid[i, 0], sharex=axes[0]))
+    bars_w = width - _CHAIN_LEFT - (text_inches + 0.35 if text_inches else 0.2)
+    top = y0 + (_title_room(title, title_size) if title else 0.05)
+    if title:
+        sheet.text(x0 + width / 2, y0 + 0.08, title, ha="center", va="top", fontsize=title_size)
+    bottom = _turned_room(k_tokens, bars_w) + 0.35
+    values_h = 0.36 * (n_keys + 3.8) if below else 0.0
+    notes = [_wrap(p.note, bars_w, 7.5) if p.note else "" for p in panels]
+    notes_h = [(_NOTE_LINE * (n.count("\n") + 1) + 0.1) if n else 0.0 for n in notes]
+    gap = 0.18
+    panel_h = max(0.6, (y0 + height - top - bottom - values_h - sum(notes_h) - gap * (len(panels) - 1)) / len(panels))
     positions = np.arange(n_keys)
-    for ax, panel in zip(axes, panels):
+    axes = []
+    cursor = top
+    text_x = x0 + _CHAIN_LEFT + bars_w + 0.3
+    for panel, note, note_h in zip(panels, notes, notes_h):
+        cursor += note_h
+        ax = sheet.axes(x0 + _CHAIN_LEFT, cursor, bars_w, panel_h)
+        axes.append(ax)
         name = panel.name
         values = step_heads(trace, prefix + name)[head, query]
         digits_here = _digits(trace, prefix + name, digits)
         finite = np.where(np.isfinite(values), values, 0.0)
-        colour = "#2b6cb0" if name == WEIGHTS else "#7f9cc4"
+        colour = {WEIGHTS: "#2b6cb0", _CONTRIBUTIONS: _CONTRIBUTION_COLOUR}.get(name, "#7f9cc4")
         bars = ax.bar(positions, np.where(blocked, 0.0, finite) if name != SCORES else finite, color=colour,
                       width=0.8 if n_keys <= 64 else 1.0)
         if name != SCORES:
@@ -1080,51 +1259,63 @@ def _draw_path(fig_or_sub, trace: Trace, query: int, head: int, words, digits: i
                 bars[j].set_hatch(shared.MASKED_HATCH)
                 bars[j].set_facecolor(shared.MASKED_COLOUR)
                 bars[j].set_edgecolor("#888888")
-                bars[j].set_height(0.0 if name == WEIGHTS else max(0.05, 0.15 * float(np.abs(finite).max() or 1)))
+                bars[j].set_height(0.0 if name in (WEIGHTS, _CONTRIBUTIONS)
+                                   else max(0.05, 0.15 * float(np.abs(finite).max() or 1)))
         ax.axhline(0, color="#444444", linewidth=0.6)
         ax.set_ylabel(_wrapped(panel.label, 1.6, 8), fontsize=8)
         ax.tick_params(labelsize=7)
+        ax.set_xlim(-0.6, n_keys - 0.4)
         _label_bars(ax, positions, finite, blocked if name != SCORES else None, name, digits_here, n_keys, words)
         ax.margins(y=0.25)
-        if ax is not axes[-1]:
-            ax.tick_params(labelbottom=False)
-    if columns == 2:   # one text column beside the bars, each step's arithmetic level with its bars
-        written = [i for i, p in enumerate(panels) if p.lines]
-        first, last = written[0], written[-1] + 1
-        text_ax = fig_or_sub.add_subplot(grid[first:last, 1])
-        text_ax.axis("off")
-        _write_lines(text_ax, [p.lines for p in panels[first:last]], ratios[first:last])
-    for ax, panel in zip(axes, panels):
-        if panel.note:
-            ax.set_title(panel.note, fontsize=7.5, color="#555555", loc="left")
-    _set_token_ticks(axes[-1], "x", k_tokens, 6.0)
+        if note:
+            ax.set_title(note, fontsize=7.5, color="#555555", loc="left")
+        if panel.lines:   # the step's arithmetic level with its bars: what it does in grey, then the lines
+            step = min(0.2, (panel_h + note_h) / max(4.0, len(panel.lines) + 0.3))
+            line_y = cursor - note_h + 0.6 * step
+            for i, line in enumerate(panel.lines):
+                sheet.text(text_x, line_y + i * step, line, ha="left", va="center", fontsize=_LINE_POINTS,
+                           color="#555555" if i == 0 else "#111111")
+        if ax is not axes[0]:
+            ax.sharex(axes[0])
+        cursor += panel_h + gap
+    for ax in axes[:-1]:
+        ax.tick_params(labelbottom=False)
+    _set_token_ticks(axes[-1], "x", k_tokens, bars_w)
     if blocked.any():  # say what the hatching means, above the first panel after the mask
-        axes[min(1, len(axes) - 1)].text(1.0, 1.02, words["masked_key"], transform=axes[min(1, len(axes) - 1)].transAxes,
-                                          ha="right", va="bottom", fontsize=7, color="#555555")
+        target = axes[min(1, len(axes) - 1)]
+        target.text(1.0, 1.02, words["masked_key"], transform=target.transAxes, ha="right", va="bottom", fontsize=7,
+                    color="#555555")
+    axes[-1].set_xlabel(words["keys"])
     if values_panel is not None:
-        target = values_into.add_subplot() if values_into is not None else \
-            fig_or_sub.add_subplot(grid[len(panels), :])
+        if values_box is None:
+            values_box = (x0, y0 + height - values_h, width, values_h)
+        target = sheet.axes(*values_box)
         _draw_value_rows(target, values_panel, query, k_tokens, blocked, words,
                          _digits(trace, prefix + OUT, digits), _digits(trace, prefix + WEIGHTS, digits),
                          _digits(trace, prefix + V, digits), answers=answers)
-    axes[-1].set_xlabel(words["keys"])
     return axes
 
 
-def _write_lines(ax, blocks: list[list[str]], heights: list[float]) -> None:
-    """Each step's arithmetic in its own band of the text column (bands as tall as the bar panels), top
-    to bottom; a block's first line (what the step does) in grey."""
-    total = sum(heights)
-    top = 1.0
-    for lines, height in zip(blocks, heights):
-        band = height / total
-        step = band / max(4.0, len(lines) + 0.3)
-        for i, line in enumerate(lines):
-            ax.text(0.0, top - (i + 0.6) * step, line, transform=ax.transAxes, ha="left", va="center",
-                    fontsize=_LINE_POINTS, color="#555555" if i == 0 else "#111111")
-        top -= band
-    ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(0.0, 1.0)
+def _values_height(trace: Trace, prefix: str, head: int) -> float:
+    """Inches the value rows (`_draw_value_rows`) want under the bars; 0 when they are not drawn."""
+    n_keys = step_heads(trace, prefix + WEIGHTS).shape[-1]
+    return 0.36 * (n_keys + 3.8) if n_keys <= 12 and _value_rows(trace, prefix, head) is not None else 0.0
+
+
+def _legend_bar(sheet: _Sheet, image, box: tuple[float, float, float, float], words) -> float:
+    """The shared scale's colour bar, lying in the box's top 0.14 in, ticks and label below it. Returns the
+    inches it takes."""
+    x, y, w, _ = box
+    cax = sheet.axes(x, y, w, 0.14)
+    bar = sheet.fig.colorbar(image, cax=cax, orientation="horizontal", ticks=list(shared.LEGEND_TICKS))
+    label = _wrap(words["legend"], w, 7.5)
+    bar.set_label(label, fontsize=7.5)
+    bar.ax.tick_params(labelsize=7)
+    return 0.14 + 0.22 + 0.15 * (label.count("\n") + 1) + 0.1
+
+
+def _legend_height(words, inches: float) -> float:
+    return 0.14 + 0.22 + 0.15 * (_wrap(words["legend"], inches, 7.5).count("\n") + 1) + 0.1
 
 
 def _value_rows(trace: Trace, prefix: str, head: int):
@@ -1222,7 +1413,7 @@ def _label_bars(ax, positions, values, blocked, name, digits, n_keys, words) -> 
     that no label, minus sign included, runs outside its panel."""
     if n_keys <= 24:
         chosen = range(n_keys)
-    elif name == WEIGHTS:   # the five strongest, skipping near-zero ones whose labels would pile up
+    elif name in (WEIGHTS, _CONTRIBUTIONS):   # the five strongest, skipping near-zero ones whose labels would pile up
         chosen = [j for j in np.argsort(values)[-5:] if values[j] >= 0.1 * values.max()]
     else:
         return
@@ -1232,7 +1423,7 @@ def _label_bars(ax, positions, values, blocked, name, digits, n_keys, words) -> 
         value = values[j]
         text = _num(value, digits)
         if blocked is not None and blocked[j]:  # before softmax the mask makes it −∞; after, weight 0
-            text, value = (words["masked"], 0.0) if name == WEIGHTS else (f"{text} → −∞", value)
+            text, value = (words["masked"], 0.0) if name in (WEIGHTS, _CONTRIBUTIONS) else (f"{text} → −∞", value)
         labels.append(ax.annotate(text, (positions[j], value), xytext=(0, 2 if value >= 0 else -2),
                                   textcoords="offset points", ha="center", va="bottom" if value >= 0 else "top",
                                   fontsize=6.5, rotation=rotate, annotation_clip=False))
@@ -1242,24 +1433,26 @@ def _label_bars(ax, positions, values, blocked, name, digits, n_keys, words) -> 
 def _room_for_labels(fig: Figure) -> None:
     """Widen each bar panel's value axis so that every bar label lies inside the panel (a label past the
     panel's edge is hidden by the next panel or cut by the figure: "−14.3105" lost its minus sign).
-    One layout pass without rendering measures the labels; the axis then grows by what sticks out."""
+    The labels are measured where the hand layout put them (no drawing pass); the axis then grows by what
+    sticks out."""
     # Upright labels fit in the panels' 25 % margins; only turned ones (more than 8 keys) can stick out.
     axes = [ax for ax in fig.axes if any(t.get_rotation() for t in getattr(ax, "_qkv_bar_labels", []))]
     if not axes:
         return
-    fig.draw_without_rendering()
     renderer = fig._get_renderer()
     for ax in axes:
-        box = ax.get_window_extent(renderer)
-        low, high = ax.get_ylim()
-        per_pixel = (high - low) / max(1.0, box.height)
-        extents = [t.get_window_extent(renderer) for t in ax._qkv_bar_labels]
-        over_top = max((e.y1 - box.y1 for e in extents), default=-1e9) + 4.0      # 4 px of air
-        over_bottom = max((box.y0 - e.y0 for e in extents), default=-1e9) + 4.0
-        # growing the range shrinks every label's share of it, so grow by a little more than what sticks out
-        grow_top = max(0.0, over_top) * per_pixel * 1.5
-        grow_bottom = max(0.0, over_bottom) * per_pixel * 1.5
-        if grow_top or grow_bottom:
+        for _ in range(4):                        # growing moves the labels: measure again until all fit
+            low, high = ax.get_ylim()             # the limits after autoscaling, before measuring against them
+            box = ax.get_window_extent(renderer)
+            per_pixel = (high - low) / max(1.0, box.height)
+            extents = [t.get_window_extent(renderer) for t in ax._qkv_bar_labels]
+            over_top = max((e.y1 - box.y1 for e in extents), default=-1e9) + 4.0      # 4 px of air
+            over_bottom = max((box.y0 - e.y0 for e in extents), default=-1e9) + 4.0
+            # growing the range shrinks every label's share of it: grow by a little more than what sticks out
+            grow_top = max(0.0, over_top) * per_pixel * 1.5
+            grow_bottom = max(0.0, over_bottom) * per_pixel * 1.5
+            if not (grow_top or grow_bottom):
+                break
             ax.set_ylim(low - grow_bottom, high + grow_top)
 
 
@@ -1282,13 +1475,17 @@ def query_path(trace: Trace, query: int | None = None, *, head: int | None = Non
     words = _style.words(lang)
     n_keys = weights.shape[-1]
     with fonts.context():
-        fig = Figure(figsize=(max(5.5, min(12.0, 1.6 + 0.6 * n_keys)), 7.5 if n_keys <= 12 else 6.2),
-                     layout="constrained")
-        _draw_path(fig, trace, query, head, words, digits, chosen.prefix)
-        fig.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words, trace.meta),
-                     fontsize=10.5)
-        _room_for_labels(fig)
-    return fig
+        panels = _chain(trace, query, head, words, digits, chosen.prefix)
+        width, height = _chain_size(panels, chosen.k_tokens)
+        title = _path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words, trace.meta)
+        top = _title_room(title, 10.5)
+        height += _values_height(trace, chosen.prefix, head)
+        sheet = _Sheet(max(5.5, width + 0.2), top + height)
+        sheet.title(title, 10.5)
+        _draw_path(sheet, (0.1, top, sheet.width - 0.2, height), trace, query, head, words, digits, chosen.prefix,
+                   panels=panels)
+        _room_for_labels(sheet.fig)
+    return sheet.fig
 
 
 def _head_label(trace: Trace, part: Part, head: int, n_heads: int, words) -> str:
@@ -1414,7 +1611,8 @@ def _outline(ax, x: float, y: float, w: float, h: float) -> None:
     ax.add_patch(box)
 
 
-def _draw_inputs(sub, trace: Trace, query: int, words, digits_arg: int | None, inches: tuple[float, float]) -> None:
+def _draw_inputs(sheet: "_Sheet", box: tuple[float, float, float, float], trace: Trace, query: int, words,
+                 digits_arg: int | None) -> None:
     """Post 001's figure 1 begins here: X (for cross-attention the decoder's row X_dec and the encoder's
     rows M_enc) times W_Q, W_K, W_V gives q, k and v; beside it, the followed query's q and the first
     key's k written out as sums of products, so that every later number traces back to X and W."""
@@ -1426,7 +1624,6 @@ def _draw_inputs(sub, trace: Trace, query: int, words, digits_arg: int | None, i
     w_q, w_k, w_v = (trace[n].value for n in (W_Q, W_K, W_V))
     part = _part(trace, None)
     q_tokens, k_tokens = part.q_tokens, part.k_tokens
-    text_ax_index = 1
     # q of the followed query and k of the first key, each number as its sum of products
     dx, dw, dq, dk = digits(X), digits(W_Q), digits(Q), digits(K)
     source_rows, source_name = (_rows(trace[MEMORY].value), "M_enc") if cross else (x, "X")
@@ -1438,13 +1635,9 @@ def _draw_inputs(sub, trace: Trace, query: int, words, digits_arg: int | None, i
              f"k_{k_name} = {source_name}[{k_name}] · W_K",
              "    = " + _products_of(source_rows[0], w_k, k[0], d_source, digits(W_K), dk),
              words["followed"]]
+    bx, by, bw, bh = box
     text_inches = max(_text_inches(line, _LINE_POINTS) for line in lines) + 0.3
-    text_rows = min(0.9, 0.42 * len(lines) / (0.85 * inches[1]))        # about 0.42 in a line
-    grid = sub.add_gridspec(3, 2, width_ratios=[max(1.0, inches[0] - text_inches), text_inches],
-                            height_ratios=[(1.0 - text_rows) / 2, text_rows, (1.0 - text_rows) / 2])
-    ax = sub.add_subplot(grid[:, 0])
-    text_ax = sub.add_subplot(grid[1, text_ax_index])
-    text_ax.axis("off")
+    ax = sheet.axes(bx, by, bw - text_inches - 0.2, bh - (0.35 if cross else 0.05))
     if cross:
         memory = source_rows
         right = _draw_products(ax, 0.0, x, "X_dec", q_tokens, [("W_Q", w_q, "q", q)], _digit_names(digits),
@@ -1467,9 +1660,11 @@ def _draw_inputs(sub, trace: Trace, query: int, words, digits_arg: int | None, i
     ax.set_ylim(height + 0.6, -2.3)
     ax.set_aspect("equal")
     ax.axis("off")
+    step = min(0.36, 0.9 * bh / len(lines))              # the lines, level with the matrices' middle
+    first = by + (bh - step * len(lines)) / 2 + step / 2
     for i, line in enumerate(lines):
-        text_ax.text(0.0, 1.0 - (i + 0.5) / len(lines), line, transform=text_ax.transAxes, ha="left", va="center",
-                     fontsize=_LINE_POINTS, color="#555555" if i in (0, len(lines) - 1) else "#111111")
+        sheet.text(bx + bw - text_inches, first + i * step, line, ha="left", va="center", fontsize=_LINE_POINTS,
+                   color="#555555" if i in (0, len(lines) - 1) else "#111111")
 
 
 def _digit_names(digits):
@@ -1590,28 +1785,32 @@ def cross_figure(trace: Trace, *, lang: str = "en", digits: int | None = None, h
     words = _style.words(lang)
     with fonts.context():
         panels = _chain(trace, query, head, words, digits, chosen.prefix)
-        text_inches = _chain_text_inches(panels)
         inputs = _inputs_drawable(trace)
-        chain_width = max(5.5, min(10.0, 1.6 + 0.6 * weights.shape[-1])) + text_inches
-        fig = Figure(figsize=(chain_width + 6.5, 10.5 + (4.3 if inputs else 0.0)), layout="constrained")
+        chain_w, chain_h = _chain_size(panels, chosen.k_tokens)
+        path_title = _path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words,
+                                 trace.meta)
+        left_w, sentences_h = 6.5, 4.6
+        values_h = max(_values_height(trace, chosen.prefix, head), 0.5) + 0.3
+        body = max(sentences_h + values_h, chain_h + _title_room(path_title, 10.0))
+        strip = 4.3 if inputs else 0.0
+        title = _title(trace, words)
+        top = _title_room(title)
+        sheet = _Sheet(left_w + chain_w + 0.3, top + strip + body)
+        if title:
+            sheet.title(title)
+        y = top
         if inputs:
-            top, rest = fig.subfigures(2, 1, height_ratios=[4.3, 10.5])
-            _draw_inputs(top, trace, query, words, digits, (chain_width + 6.5, 4.3))
-        else:
-            rest = fig
-        left, right = rest.subfigures(1, 2, width_ratios=[6.5, chain_width])
-        sentences, values = left.subfigures(2, 1, height_ratios=[1.0, 1.2])
-        ax = sentences.add_subplot()
+            _draw_inputs(sheet, (0.1, y, sheet.width - 0.2, strip), trace, query, words, digits)
+            y += strip
+        sheet.text(0.1 + left_w / 2, y + 0.1, words["attention"], ha="center", va="top", fontsize=10)
+        ax = sheet.axes(0.1, y + 0.45, left_w - 0.2, sentences_h - 0.45)
         _draw_two_sentences(ax, weights[head], chosen.q_tokens, chosen.k_tokens, query, words,
                             _digits(trace, WEIGHTS, digits), _head_mask(trace, chosen.prefix, head))
-        sentences.suptitle(words["attention"], fontsize=10)
-        _draw_path(right, trace, query, head, words, digits, chosen.prefix, panels=panels, values_into=values)
-        right.suptitle(_path_title(chosen, query, _head_label(trace, chosen, head, weights.shape[0], words), words, trace.meta),
-                       fontsize=10)
-        if _title(trace, words):
-            fig.suptitle(_title(trace, words), fontsize=11)
-        _room_for_labels(fig)
-    return fig
+        _draw_path(sheet, (0.1 + left_w, y, chain_w, body), trace, query, head, words, digits, chosen.prefix,
+                   panels=panels, values_box=(0.1, y + sentences_h, left_w - 0.2, body - sentences_h),
+                   title=path_title)
+        _room_for_labels(sheet.fig)
+    return sheet.fig
 
 
 # ------------------------------------------------------------------ post 002: the group meeting
@@ -1643,27 +1842,34 @@ def meeting_figure(trace: Trace, *, lang: str = "en", digits: int | None = None)
             panels[0].label = words["meeting_scores"]
             panels[0].note = words["meeting_no_scale"]
             chains.append(panels)
-        text_inches = max((_chain_text_inches(p) for p in chains), default=0.0)
-        bars = max(4.5, 1.2 + 0.55 * max(len(p.k_tokens) for p, _ in scenes)) if scenes else 4.5
-        width = bars + text_inches + 5.2
-        heights = [4.6] * len(scenes) + ([4.4] if notations else [])
-        fig = Figure(figsize=(max(width, 15.0), sum(heights) + 0.8), layout="constrained")
-        rows = fig.subfigures(len(heights), 1, height_ratios=heights, squeeze=False)[:, 0]
-        for sub, (part, scene), panels in zip(rows, scenes, chains):
-            chain_sub, values_sub = sub.subfigures(1, 2, width_ratios=[bars + text_inches, 5.2])
-            _draw_path(chain_sub, trace, part.query, 0, words, digits, part.prefix, panels=panels,
-                       values_into=values_sub, answers=answers)
-            sub.suptitle(words("meeting", sentence=" ".join(str(t) for t in scene.get("tokens", [])),
-                               token=str(scene.get("query", part.q_tokens[part.query]))), fontsize=10.5)
+        sizes = [_chain_size(panels, part.k_tokens) for (part, _), panels in zip(scenes, chains)]
+        values_w = 5.8            # the value rows and the room their column names and "z — their sum" take
+        width = max(15.0, max((w for w, _ in sizes), default=0.0) + values_w + 0.3)
+        heights = [max(h, 0.36 * (len(part.k_tokens) + 3.8)) + 0.45 for (part, _), (_, h) in zip(scenes, sizes)]
+        notations_h = 4.4 if notations else 0.0
+        title = _title(trace, words)
+        top = _title_room(title, 11.5)
+        sheet = _Sheet(width, top + sum(heights) + notations_h + 0.1)
+        if title:
+            sheet.title(title, 11.5)
+        y = top
+        chain_w = width - values_w - 0.3
+        for (part, scene), panels, row_h in zip(scenes, chains, heights):
+            sheet.text(width / 2, y + 0.05, words("meeting", sentence=" ".join(str(t) for t in scene.get("tokens", [])),
+                                                 token=str(scene.get("query", part.q_tokens[part.query]))),
+                       ha="center", va="top", fontsize=10.5)
+            _draw_path(sheet, (0.1, y + 0.4, chain_w, row_h - 0.45), trace, part.query, 0, words, digits, part.prefix,
+                       panels=panels, values_box=(0.1 + chain_w, y + 0.4, values_w - 0.5, row_h - 0.45),
+                       answers=answers)
+            y += row_h
         if notations:
-            _draw_notations(rows[-1], trace, words, digits)
-        if _title(trace, words):
-            fig.suptitle(_title(trace, words), fontsize=11.5)
-        _room_for_labels(fig)
-    return fig
+            _draw_notations(sheet, (0.1, y, width - 0.2, notations_h), trace, words, digits)
+        _room_for_labels(sheet.fig)
+    return sheet.fig
 
 
-def _draw_notations(sub, trace: Trace, words, digits_arg: int | None) -> None:
+def _draw_notations(sheet: "_Sheet", box: tuple[float, float, float, float], trace: Trace, words,
+                    digits_arg: int | None) -> None:
     """softmax(QKᵀ/√d_k) (softmax per row) and its ·V, beside softmax(KᵀQ/√d_k) (per column) and V·it:
     the recorded steps rows/… and columns/…, the same numbers transposed."""
     from ..explain.numbers import fmt_small
@@ -1674,7 +1880,10 @@ def _draw_notations(sub, trace: Trace, words, digits_arg: int | None) -> None:
     if len(tokens) != rows_w.shape[0]:
         tokens = [str(i) for i in range(rows_w.shape[0])]
     dw, do = _digits(trace, f"rows/{WEIGHTS}", digits_arg), _digits(trace, f"rows/{OUT}", digits_arg)
-    ax = sub.add_subplot()
+    bx, by, bw, bh = box
+    sheet.text(bx + bw / 2, by + 0.05, words("notations", sentence=" ".join(tokens)), ha="center", va="top",
+               fontsize=10.5)
+    ax = sheet.axes(bx, by + 0.4, bw, bh - 0.4)
     cell, fs = 1.35, 6.8
     t = rows_w.shape[0]
 
@@ -1721,7 +1930,6 @@ def _draw_notations(sub, trace: Trace, words, digits_arg: int | None) -> None:
     ax.set_ylim(y0 + t + 3.0, -0.6)
     ax.set_aspect("equal")
     ax.axis("off")
-    sub.suptitle(words("notations", sentence=" ".join(tokens)), fontsize=10.5)
 
 
 # ------------------------------------------------------------------ the figure that suits a trace
@@ -1748,54 +1956,69 @@ def attention_figure(trace: Trace, *, head: int | None = None, query: int | None
     width, height = _axis_side(tk), _axis_side(tq)
     with fonts.context():
         panels = _chain(trace, query, head, words, digits, prefix) if with_path else []
-        chain_width = max(5.5, min(10.0, 1.6 + 0.6 * tk)) + _chain_text_inches(panels)
+        chain_w, chain_h = _chain_size(panels, k_tokens) if with_path else (0.0, 0.0)
         # with the inputs drawn above (a worked example), the value rows go under the heatmap
-        values_below_heatmap = inputs and _value_rows(trace, prefix, head) is not None
-        columns = ([width + 1.6] if blocked is not None else []) + \
-            [max(width + 2.4, 6.0 if values_below_heatmap else 0.0)] + ([chain_width] if with_path else [])
-        body = max(height + 2.6, 7.5 if with_path and tk <= 12 else 5.5)
+        values_h = _values_height(trace, prefix, head) if inputs else 0.0
+        label_w = max(_text_inches(_style.short(t), 8) for t in q_tokens) + 0.55     # token labels, axis label
+        heat_w = max(label_w + width + 0.4, 6.0 if values_h else 0.0)
+        drawn_w = heat_w - label_w - 0.4                  # the heatmap fills its column
+        mask_w = label_w + width + 0.4 if blocked is not None else 0.0
+        masked_any = blocked is not None and bool(blocked.any())
+        head_pad = 0.55 if blocked is not None else 0.35  # the panels' titles (the mask's takes two lines)
+        legend_w = 0.7 * drawn_w
+        heat_h = head_pad + height + _turned_room(k_tokens, drawn_w) + 0.3 + _legend_height(words, legend_w) + \
+            (0.3 if masked_any else 0.0)
+        path_title = ""
+        head_label = _head_label(trace, chosen, head, n_heads, words)
+        if with_path:
+            path_title = _path_title(chosen, query, head_label, words, trace.meta)
+        body = max(heat_h + values_h + 0.1, chain_h + (_title_room(path_title, 9.5) if with_path else 0.0) +
+                   (0.0 if values_h else _values_height(trace, prefix, head)))
         strip = 4.0 if inputs else 0.0
-        fig = Figure(figsize=(sum(columns) + 0.8, body + strip), layout="constrained")
+        title = _title(trace, words)
+        top = _title_room(title)
+        sheet = _Sheet(mask_w + heat_w + chain_w + 0.3, top + strip + body)
+        if title:
+            sheet.title(title)
+        y = top
         if inputs:
-            top, rest = fig.subfigures(2, 1, height_ratios=[strip, body])
-            _draw_inputs(top, trace, query, words, digits, (sum(columns) + 0.8, strip))
-        else:
-            rest = fig
-        subs = rest.subfigures(1, len(columns), width_ratios=columns, squeeze=False)[0]
-        at = 0
+            _draw_inputs(sheet, (0.1, y, sheet.width - 0.2, strip), trace, query, words, digits)
+            y += strip
+        x = 0.1
         if blocked is not None:
-            ax = subs[at].add_subplot()
+            ax = sheet.axes(x + label_w, y + head_pad, width, height)
             _draw_mask(ax, blocked, q_tokens, k_tokens, (width, height))
             ax.set_title(f"{words['mask']}\n{words['mask_note']}", fontsize=9.5)
             ax.set_xlabel(words["keys_enc"] if cross else words["keys"])
             ax.set_ylabel(words["queries_dec"] if cross else words["queries"])
-            at += 1
-        values_into = None
-        if values_below_heatmap:
-            heat_sub, values_into = subs[at].subfigures(2, 1, height_ratios=[1.25, 1.0])
-        else:
-            heat_sub = subs[at]
-        ax = heat_sub.add_subplot()
+            x += mask_w
+        ax = sheet.axes(x + label_w, y + head_pad, drawn_w, height)
         image = _draw_weights(ax, weights[head], q_tokens, k_tokens, blocked=blocked,
-                              digits=_digits(trace, prefix + WEIGHTS, digits), inches=(width, height), words=words)
+                              digits=_digits(trace, prefix + WEIGHTS, digits), inches=(drawn_w, height), words=words)
         if tq <= 64:  # outline the followed query's row
             ax.add_patch(_rect(-0.5, query - 0.5, tk, 1.0))
             ax.patches[-1].set_edgecolor("#d1495b")
             ax.patches[-1].set_linewidth(1.6)
-        head_label = _head_label(trace, chosen, head, n_heads, words)
         ax.set_title(f"{words['attention']} — {head_label}" if head_label else words["attention"], fontsize=9.5)
         ax.set_xlabel(words["keys_enc"] if cross else words["keys"])
         ax.set_ylabel(words["queries_dec"] if cross else words["queries"])
-        _legend(heat_sub, image, ax, words, blocked=blocked is not None and bool(blocked.any()), shrink=0.7,
-                orientation="horizontal")
-        at += 1
+        legend_y = y + head_pad + height + _turned_room(k_tokens, drawn_w) + 0.3
+        used = _legend_bar(sheet, image, (x + label_w + 0.15 * drawn_w, legend_y, legend_w, 0.0), words)
+        if masked_any:
+            from matplotlib.patches import Patch
+
+            sheet.fig.legend(handles=[Patch(facecolor=shared.MASKED_COLOUR, edgecolor="#8a8a8a",
+                                            hatch=shared.MASKED_HATCH, label=words["masked_key"])],
+                             loc="upper center", bbox_to_anchor=((x + label_w + drawn_w / 2) / sheet.width,
+                                                                 1.0 - (legend_y + used) / sheet.height),
+                             fontsize=7, frameon=False)
+        values_box = (x, y + heat_h, heat_w, values_h) if values_h else None
+        x += heat_w
         if with_path:
-            _draw_path(subs[at], trace, query, head, words, digits, prefix, panels=panels, values_into=values_into)
-            subs[at].suptitle(_path_title(chosen, query, head_label, words, trace.meta), fontsize=9.5)
-        if _title(trace, words):
-            fig.suptitle(_title(trace, words), fontsize=11)
-        _room_for_labels(fig)
-    return fig
+            _draw_path(sheet, (x, y, chain_w, body), trace, query, head, words, digits, prefix, panels=panels,
+                       values_box=values_box, title=path_title, title_size=9.5)
+        _room_for_labels(sheet.fig)
+    return sheet.fig
 
 
 def figure_for(trace: Trace, *, lang: str = "en", digits: int | None = None) -> Figure:
@@ -1837,13 +2060,19 @@ def figure_for(trace: Trace, *, lang: str = "en", digits: int | None = None) -> 
     if not single:
         return attention_figure(trace, part=parts[0].prefix, lang=lang, digits=digits)
     words = _style.words(lang)
-    widths = [max(5.0, min(10.0, 1.4 + 0.55 * len(p.k_tokens))) for p in single]
     with fonts.context():
-        fig = Figure(figsize=(sum(widths) + 0.5, 7.5), layout="constrained")
-        subs = fig.subfigures(1, len(single), width_ratios=widths, squeeze=False)[0]
-        for sub, chosen in zip(subs, single):
-            _draw_path(sub, trace, chosen.query, 0, words, digits, chosen.prefix)
-            sub.suptitle(_path_title(chosen, chosen.query, "", words, trace.meta), fontsize=10)
-        if _title(trace, words):
-            fig.suptitle(_title(trace, words), fontsize=11)
-    return fig
+        chains = [_chain(trace, p.query, 0, words, digits, p.prefix) for p in single]
+        sizes = [_chain_size(panels, p.k_tokens) for panels, p in zip(chains, single)]
+        heights = [h + _values_height(trace, p.prefix, 0) for (_, h), p in zip(sizes, single)]
+        title = _title(trace, words)
+        top = _title_room(title)
+        sheet = _Sheet(sum(w for w, _ in sizes) + 0.3, top + max(heights) + 0.45)
+        if title:
+            sheet.title(title)
+        x = 0.1
+        for chosen, panels, (w, _) in zip(single, chains, sizes):
+            _draw_path(sheet, (x, top, w, max(heights) + 0.45), trace, chosen.query, 0, words, digits, chosen.prefix,
+                       panels=panels, title=_path_title(chosen, chosen.query, "", words, trace.meta))
+            x += w
+        _room_for_labels(sheet.fig)
+    return sheet.fig

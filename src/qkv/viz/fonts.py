@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import threading
 import warnings
 from pathlib import Path
 from typing import Iterator
@@ -105,15 +106,60 @@ def font_kwargs() -> dict:
     return {"fontfamily": list(families())}
 
 
+_LOOKUPS = threading.Lock()
+_DEPTH = [0]
+
+
+@contextlib.contextmanager
+def _remembered_lookups() -> Iterator[None]:
+    """While any `context()` is open, the font manager answers a repeated font look-up from a table.
+
+    matplotlib looks the files up again for every text it measures and draws: three families (DejaVu Sans,
+    the CJK fallbacks), each a `findfont` that reads eleven rcParams and hashes a FontProperties (about a
+    sixth of a figure's CPU time, issue 29). Inside the block the rcParams are fixed, so the answer for the
+    same properties is the same; the table lives as long as the outermost block and is dropped after."""
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    with _LOOKUPS:
+        _DEPTH[0] += 1
+        if _DEPTH[0] == 1:
+            find = manager._find_fonts_by_props          # the class's method, bound
+            table: dict = {}
+
+            def remembered(prop, fontext="ttf", directory=None, fallback_to_default=True, rebuild_if_missing=True):
+                if isinstance(prop, font_manager.FontProperties):
+                    key = (tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(),
+                           prop.get_stretch(), prop.get_size_in_points(), prop.get_file(),
+                           prop.get_math_fontfamily(), fontext, directory, fallback_to_default)
+                else:
+                    key = (prop, fontext, directory, fallback_to_default)
+                found = table.get(key)
+                if found is None:
+                    found = table[key] = find(prop, fontext, directory, fallback_to_default, rebuild_if_missing)
+                return list(found)
+
+            manager._find_fonts_by_props = remembered
+    try:
+        yield
+    finally:
+        with _LOOKUPS:
+            _DEPTH[0] -= 1
+            if _DEPTH[0] == 0:
+                manager.__dict__.pop("_find_fonts_by_props", None)
+
+
 @contextlib.contextmanager
 def context() -> Iterator[None]:
     """Inside the block, new text uses `families()` and SVG keeps text as <text> elements (font type
     "none"); matplotlib's rcParams are restored on exit. Without a CJK font, matplotlib's per-glyph
-    warnings are silenced: the one NoCJKFontWarning already said so."""
+    warnings are silenced: the one NoCJKFontWarning already said so. Repeated font look-ups are answered
+    from a table while any such block is open (`_remembered_lookups`)."""
     import matplotlib
 
     chosen = list(families())
-    with matplotlib.rc_context({"font.family": chosen, "svg.fonttype": "none"}), warnings.catch_warnings():
+    with matplotlib.rc_context({"font.family": chosen, "svg.fonttype": "none"}), warnings.catch_warnings(), \
+            _remembered_lookups():
         if len(chosen) == 1:
             warnings.filterwarnings("ignore", message=r".*[Gg]lyph .* missing from")
         yield
