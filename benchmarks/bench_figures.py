@@ -1,6 +1,6 @@
 """The speed a learner feels: `import qkv`, each example's --figure, and a model's figures (issue 29).
 
-    .venv/bin/python benchmarks/bench_figures.py [--rounds 5] [--json FILE]
+    .venv/bin/python benchmarks/bench_figures.py [--rounds 5] [--json FILE] [--only ROWS] [--baseline REF]
 
 Every number is a median over --rounds, wall and CPU time (the process's; on a busy shared machine the
 CPU time is the steadier of the two), each round in a fresh interpreter (a learner runs one command
@@ -10,8 +10,11 @@ in a new process; a warm process would hide matplotlib's and the fonts' first-us
                    trace (qkv.viz.figure_for) and write it as a PNG, matplotlib's import included;
   minilm grid      `qkv inspect TEXT --figure`'s figure: the 6 × 12 layers × heads grid of MiniLM;
   minilm head      `qkv inspect TEXT --layer 2 --head 3 --figure`'s figure (one head, its chain).
-The model runs before the clock starts (it is not the figure's time). Prints the CPU model, the core
-count and the load average: a shared machine's other work changes every number.
+The model runs before the clock starts (it is not the figure's time). Prints the CPU model (name, family
+and model numbers), the core count and the load average: a shared machine's other work changes every number.
+With --baseline REF (a git commit) each row also runs the code of REF (its src/ exported to a temporary
+folder, this checkout's built C extension copied in), alternating round by round with the current code, so
+that before and after see the same load.
 """
 
 from __future__ import annotations
@@ -67,21 +70,46 @@ print(time.perf_counter() - t, time.process_time() - c)
 """
 
 
-def _run(code: str, *args: str) -> list[float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+def _run(code: str, *args: str, src: Path | None = None) -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(src or ROOT / "src")}
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
                           check=True)
     return [float(x) for x in done.stdout.split()]
 
 
 def _cpu() -> str:
+    """"AMD EPYC (family 25, model 17)": the name /proc/cpuinfo gives and, as a virtual machine's name
+    may be generic, the family and model numbers that name the generation."""
     try:
+        fields = {}
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+            if not line.strip():
+                break
+        name = fields.get("model name", "unknown CPU")
+        if "cpu family" in fields and "model" in fields:
+            name += f" (family {fields['cpu family']}, model {fields['model']})"
+        return name
     except OSError:
-        pass
-    return "unknown CPU"
+        return "unknown CPU"
+
+
+def _export(ref: str) -> Path:
+    """src/ of the commit ``ref`` in a temporary folder, with this checkout's built C extension."""
+    import shutil
+    import tarfile
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="qkv-baseline-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "src"], capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    for built in (ROOT / "src").rglob("*.so"):
+        target = folder / built.relative_to(ROOT)
+        if target.parent.is_dir() and not target.exists():
+            shutil.copy2(built, target)
+    return folder / "src"
 
 
 def main() -> None:
@@ -89,7 +117,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", metavar="FILE")
     parser.add_argument("--only", help="comma-separated rows to run (import, example names, grid, head)")
+    parser.add_argument("--baseline", metavar="REF", help="also time the code of this git commit, alternating")
     args = parser.parse_args()
+    baseline = _export(args.baseline) if args.baseline else None
     only = set(args.only.split(",")) if args.only else None
     print(f"{_cpu()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
     rows: dict[str, float] = {}
@@ -102,6 +132,17 @@ def main() -> None:
         spread = f"{min(r[1] for r in runs):.3f}–{max(r[1] for r in runs):.3f}"
         print(f"  {name:<22} {wall:7.3f} s {cpu:7.3f} s   ({spread}; goal ≤ {goal:g} s)", flush=True)
 
+    def timed(name: str, code: str, argv: tuple, goal: float) -> None:
+        """The row, and with --baseline the same row of the old code, their rounds alternating."""
+        now, before = [], []
+        for _ in range(args.rounds):
+            now.append(_run(code, *argv))
+            if baseline is not None:
+                before.append(_run(code, *argv, src=baseline))
+        if baseline is not None:
+            record(f"{name} (before)", before, goal)
+        record(name, now, goal)
+
     if only is None or "import" in only:
         runs = [_run(_IMPORT) for _ in range(args.rounds)]
         record("import qkv", [r[:2] for r in runs], 0.15)
@@ -110,10 +151,10 @@ def main() -> None:
         for lang in ("en", "ko"):
             row = f"{name}" + (" (ko)" if lang == "ko" else "")
             if only is None or name in only:
-                record(row, [_run(_EXAMPLE, name, lang) for _ in range(args.rounds)], 1.0)
+                timed(row, _EXAMPLE, (name, lang), 1.0)
     for kind, goal in (("grid", 2.0), ("head", 1.0)):
         if only is None or kind in only:
-            record(f"minilm {kind}", [_run(_MODEL, kind, TEXT) for _ in range(args.rounds)], goal)
+            timed(f"minilm {kind}", _MODEL, (kind, TEXT), goal)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     if args.json:
         Path(args.json).write_text(json.dumps({"cpu": _cpu(), "cores": os.cpu_count(), "seconds": rows}, indent=1))

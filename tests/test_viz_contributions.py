@@ -110,3 +110,19 @@ def test_the_projection_figure_puts_each_heads_contributions_under_its_weights()
         assert said in block
         for c in contributions[h]:
             assert f"{c:.4f}" in texts_drawn
+
+
+def test_a_users_example_names_the_followed_token_under_each_heads_weights():
+    # examples/my-example.toml follows "sat" (row 2): the row is named by its token, not by its index
+    import matplotlib.text
+    from pathlib import Path
+
+    from qkv.examples.runner import trace_spec
+    from qkv.spec import parse_spec, read_document
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "my-example.toml"
+    trace = trace_spec(parse_spec(read_document(path), source=str(path), base=path.parent))
+    token = trace.meta["tokens"][trace.meta["query"]]
+    fig = viz.figure_for(trace, lang="en")
+    blocks = [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text().startswith("‖wⱼ·vⱼ‖ of ")]
+    assert len(blocks) == 2 and all(b.startswith(f"‖wⱼ·vⱼ‖ of {token}'s row") for b in blocks), blocks

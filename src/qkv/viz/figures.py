@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 from matplotlib import colors as mcolors
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ..explain import style as shared
 from ..explain.parts import (MODIFIED_SCORES, Part, as_heads, as_layers, attention_parts, layer_weights, step_heads,
@@ -704,7 +705,7 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
                                 va="top", fontsize=7.5, rotation=0 if len(keys[j]) <= 3 else 35, rotation_mode="anchor")
                     if contributions is not None:    # beside the followed row's weights: what each key adds
                         _contribution_row(ax, block_x, y + rows + 1.5, contributions, h, followed_row, keys,
-                                          keys_shown, weights, cell, fs, words, trace, digits)
+                                          keys_shown, weights, cell, fs, words, trace, digits, tokens[followed_row])
                     block_x += aw + 0.3
                     ax.text(block_x + 0.8, y + rows / 2, "·V" + _sub(shown(h)) + " =", ha="center", va="center", fontsize=10)
                     block_x += 1.9
@@ -745,7 +746,8 @@ def projection_figure(trace: Trace, *, lang: str = "en", digits: int | None = No
 
 
 def _contribution_row(ax, x0: float, y0: float, contributions: np.ndarray, head: int, row: int, keys, shown: int,
-                      weights: np.ndarray, cell: float, fs: float, words, trace: Trace, digits: int | None) -> None:
+                      weights: np.ndarray, cell: float, fs: float, words, trace: Trace, digits: int | None,
+                      token: str) -> None:
     """Under a head's weights: the followed row's ‖wⱼ·vⱼ‖ (grey cells: not the weights' scale) with what
     it says (`qkv.trace.read_row`): the key with the largest weight, the one that contributes most, a sink."""
     from ..trace import read_row
@@ -753,8 +755,7 @@ def _contribution_row(ax, x0: float, y0: float, contributions: np.ndarray, head:
     values = contributions[min(head, contributions.shape[0] - 1), row]
     dc = _digits(trace, _CONTRIBUTIONS, digits)
     _draw_block(ax, x0, y0, values[None, :shown], cell=cell, row_cell=0.8, digits=dc, fontsize=fs)
-    name = _style.short(token_labels(trace.meta, row + 1, row + 1)[0][row], 10)
-    lines = [words("contribution_row", token=name)]
+    lines = [words("contribution_row", token=_style.short(token, 10))]
     reading = read_row(weights[head, row], values)
     if reading is not None:
         top, most = (_style.short(keys[j], 8) for j in (reading.heaviest, reading.strongest))
@@ -1275,11 +1276,13 @@ def _draw_path(sheet: _Sheet, box: tuple[float, float, float, float], trace: Tra
             for i, line in enumerate(panel.lines):
                 sheet.text(text_x, line_y + i * step, line, ha="left", va="center", fontsize=_LINE_POINTS,
                            color="#555555" if i == 0 else "#111111")
-        if ax is not axes[0]:
-            ax.sharex(axes[0])
+        # a few value ticks, no key ticks but under the last panel: each tick is two texts and two lines to
+        # make and measure (ticks took a quarter of the meeting figure's time); the panels share their
+        # x limits, not an axis (a shared axis measures its siblings' labels too)
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
         cursor += panel_h + gap
     for ax in axes[:-1]:
-        ax.tick_params(labelbottom=False)
+        ax.set_xticks([])
     _set_token_ticks(axes[-1], "x", k_tokens, bars_w)
     if blocked.any():  # say what the hatching means, above the first panel after the mask
         target = axes[min(1, len(axes) - 1)]
