@@ -815,11 +815,11 @@ def test_no_drawing_panel_is_mostly_blank(example_figures):
             assert share >= 0.5, (name, [t.get_text()[:30] for t in ax.texts[:2]], share)
 
 
-# Latin words a Korean figure may show: the posts' own terms (Query, Key, Value, softmax), function names in
-# formulas, symbol names (X_dec, z_final, z_concat) and 3Blue1Brown. The titles say 셀프 어텐션, 멀티 헤드 어텐션
-# (they began "Self-attention:", "Multi-head attention:"); tests/test_viz_ko.py reads every figure kind.
-_ALLOWED_LATIN = {"Query", "Key", "Value", "softmax", "Concat", "exp", "max", "qkv", "dec", "enc", "final", "concat",
-                  "Blue", "Brown"}   # z_concat: post 001
+# Latin words a Korean figure may show: the posts' own terms (Query, Key, Value, softmax, the titles'
+# Self-attention …, as the Korean post writes them), function names in formulas, symbol names (X_dec, z_final,
+# z_concat) and 3Blue1Brown; tests/test_viz_ko.py reads every figure kind the same way.
+_ALLOWED_LATIN = {"Query", "Key", "Value", "softmax", "Self", "Cross", "Multi", "attention", "head", "projection",
+                  "Concat", "exp", "max", "qkv", "dec", "enc", "final", "concat", "Blue", "Brown"}   # z_concat: post 001
 
 
 def test_korean_figures_hold_no_english_words(example_figures):
