@@ -134,18 +134,22 @@ def test_korean_terms_have_no_english(capsys, name):
     _check_true_as_printed(_blocks(out)[0], "(반올림하지 않은 곱의 합)", "(반올림하지 않은 점수로 계산했다)")
 
 
-@pytest.mark.parametrize("argv, field", [
-    (["example", "group-meeting", "--terms"], "--terms"),            # the meeting's scores are given, not q·k
-    (["example", "multi-head", "--terms"], "--terms"),               # only the heads' outputs
-    (["example", "self-attention", "--key", "4"], "--key"),
-    (["example", "self-attention", "--terms", "--format", "html"], "--terms"),
-    (["example", "self-attention", "--terms", "--key", "9"], "--key"),
+NO_QK = {"en": "records no q and k", "ko": "q와 k가 기록되어 있지 않다"}
+
+
+@pytest.mark.parametrize("argv, field, says", [
+    (["example", "group-meeting", "--terms"], "--terms", NO_QK),          # the meeting's scores are given, not q·k
+    (["example", "multi-head", "--terms"], "--terms", NO_QK),             # only the heads' outputs
+    (["example", "self-attention", "--key", "4"], "--key", {"en": "give --terms too", "ko": "--terms도 함께 쓰라"}),
+    (["example", "self-attention", "--terms", "--format", "html"], "--terms", {"en": "--terms writes text",
+                                                                             "ko": "텍스트로 적는다"}),
+    (["example", "self-attention", "--terms", "--key", "9"], "--key", {"en": "nor a row number 1–4", "ko": "행 번호 1–4"}),
 ])
 @pytest.mark.parametrize("lang", ["en", "ko"])
-def test_bad_terms_options_are_one_line_errors(capsys, argv, field, lang):
+def test_bad_terms_options_are_one_line_errors(capsys, argv, field, says, lang):
     code, out, err = _run(capsys, *argv, "--lang", lang)
     assert code != 0 and out == ""
-    assert len(err.strip().splitlines()) == 1 and field in err
+    assert len(err.strip().splitlines()) == 1 and field in err and says[lang] in err, err
     if lang == "ko":
         assert_korean(err, allowed=words_of("love machine learning I") | {"text"})     # --format text, as typed
 
