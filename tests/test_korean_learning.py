@@ -239,3 +239,12 @@ def test_numbered_layers_and_heads_are_written_one_way():
     assert texts.text("ko", "serve.ui.layerHead", layer=2, head=5) == "층 2, 헤드 5"
     assert texts.text("ko", "serve.ui.layerN", layer=2) == texts.text("ko", "page.heads.layer", l=2) == "층 2"
     assert texts.text("ko", "serve.ui.crossOf", layer=1, head=0).endswith("층 1, 헤드 0")
+
+
+def test_no_particle_hangs_on_a_quoted_placeholder():
+    """A particle after “{sentence}” agrees with a text the sentence does not know: “I love machine learning”를
+    (learning ends in ㅇ: 을) and “{text}”을 were both written. A quoted placeholder takes no particle; the
+    sentence is built around it (문장 “…”의, “…” → …에서)."""
+    particle = re.compile(r"“\{[^}]+\}”(?:을|를|은|는|이|가|과|와|으로|로)(?![가-힣])")
+    found = {key: value for key, value in texts.KO.items() if particle.search(value)}
+    assert found == {}, found

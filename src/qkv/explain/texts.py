@@ -2653,8 +2653,8 @@ KO: dict[str, str] = {
     "help.translate.head": "헤드 하나 (기본값: 헤드들의 평균)",
     "help.translate.digits": "가중치의 소수 자릿수 (기본값 2)",
     "help.translate.checkpoint": "번역기 체크포인트 (기본값: qkv와 함께 배포된 것)",
-    "help.translate.compare_post": "학습된 私は의 cross-attention을 글의 손으로 정한 수와 나란히 보인다 (“I love "
-                                   "machine learning” --to ja). --figure가 있으면 비교 그림을 그린다",
+    "help.translate.compare_post": "私は에서의 학습된 cross-attention 가중치를 글에서 손으로 정한 가중치와 나란히 보인다 "
+                                   "(“I love machine learning” --to ja). --figure가 있으면 비교 그림을 그린다",
     "help.translate.outside_grammar": "번역기의 문법으로 분석할 수 없는 텍스트도 번역한다 (기본값은 거절). 이때 출력은 "
                                       "어느 부분이 문법 밖인지 밝히며, 단어들은 모델의 추측이다",
     # qkv doctor and qkv --version
@@ -2771,7 +2771,7 @@ KO: dict[str, str] = {
     "error.read.larger": "여기서 qkv가 읽는 최대 크기 {limit}보다 크다",
     "error.read.utf8": "UTF-8 텍스트가 아니다 (바이트 위치 {at}: {reason})",
     "error.json.malformed": "JSON 형식이 잘못되었다: {reason} ({line}행 {column}열)",
-    "error.json.surrogate": "문자열 {value}에 짝이 없는 UTF-16 서로게이트 {char}가 있다. 이것은 문자가 아니다 (JSON의 '\\ud800'–'\\udfff' 이스케이프는 둘이 짝을 이룬다). 문자 자체를 적으라",
+    "error.json.surrogate": "문자열 {value}에 짝이 없는 UTF-16 서로게이트({char})가 있다. 이것은 문자가 아니다 (JSON의 “\\ud800”–“\\udfff” 이스케이프는 둘이 짝을 이룬다). 문자 자체를 적으라",
     "error.json.deep": "JSON 형식이 잘못되었다: {depth}단계보다 깊이 중첩되어 있다",
     "error.json.other": "JSON 형식이 잘못되었다: {reason}",
     "error.toml.malformed": "TOML 형식이 잘못되었다: {reason}",
@@ -3207,8 +3207,8 @@ KO: dict[str, str] = {
     "error.translator.head": "{value}: 번역기의 헤드 번호는 0부터 {last}까지이다",
     "error.translator.explain_lang": "{value}: 설명의 언어는 'en'이나 'ko'여야 한다",
     "error.translator.word": "{value}: 번역문의 단어 번호는 1부터 {last}까지이다",
-    "error.translator.compare_post": "글의 cross-attention은 “{sentence}”를 일본어로 옮길 때 {query}에서의 디코더 "
-                                     "상태가 묻는 것이다. --compare-post에는 그 문장과 --to ja가 필요하다 (받은 것: "
+    "error.translator.compare_post": "글의 cross-attention은 문장 “{sentence}”의 일본어 번역에서 {query}에서의 "
+                                     "디코더 상태가 묻는 것이다. --compare-post에는 그 문장과 --to ja가 필요하다 (받은 것: "
                                      "“{got}”, {lang})",
     # 번역기 체크포인트
     "error.translator.ckpt.format": "qkv 번역기 체크포인트가 아니다 (형식 {format}, 와야 할 값 {expected})",

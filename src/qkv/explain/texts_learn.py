@@ -410,18 +410,18 @@ KO.update({
                            "기울기를 거의 전달하지 못하므로 점수가 거의 학습되지 않는다.",
     "why.sqrt.scaled": "√d_k로 나누면 모든 차원에서 가장 큰 가중치는 {low}에서 {high} 사이, w(1 − w)는 {glow}에서 "
                        "{ghigh} 사이에 머문다.",
-    "why.sqrt.translator.head": "학습된 헤드는 √d_k로 나누어도 원-핫에 가까워질 수 있다. 배포된 번역기가 문장 “{text}”을 "
-                                "일본어로 옮길 때({target}) 가장 포화된 cross-attention 행은 디코더 층 {layer} (0–{last} "
+    "why.sqrt.translator.head": "학습된 헤드는 √d_k로 나누어도 원-핫에 가까워질 수 있다. 배포된 번역기가 일본어로 옮긴 "
+                                "문장 “{text}” → {target}에서 가장 포화된 cross-attention 행은 디코더 층 {layer} (0–{last} "
                                 "중)의 헤드 {head} (0–{hlast} 중)에서 “{query}”에서의 디코더 상태(그 단계에서 쓴 단어: "
                                 "{generated})이다. 가장 큰 가중치는 {word}에 간 {top}이다.",
-    "why.sqrt.translator.head.spread": "배포된 번역기가 문장 “{text}”을 일본어로 옮길 때({target}) 가장 몰린 "
+    "why.sqrt.translator.head.spread": "배포된 번역기가 일본어로 옮긴 문장 “{text}” → {target}에서 가장 몰린 "
                                        "cross-attention 행은 디코더 층 {layer} (0–{last} 중)의 헤드 {head} (0–{hlast} "
                                        "중)에서 “{query}”에서의 디코더 상태(그 단계에서 쓴 단어: {generated})이다. 가장 큰 "
                                        "가중치는 {word}에 간 {top}이다: 원-핫에 가까운 행은 없다.",
     "why.sqrt.translator.spread": "그 점수 q·k는 {scores}이고, 가장 큰 값이 다음 값보다 {gap} 크다. √d_k = √{dk} = {root}로 "
                                   "나누면 {scaled} (차이 {gap_scaled})가 되고, softmax의 결과는 {weights}이다.",
     "why.sqrt.translator.without": "√d_k로 나누지 않으면 같은 학습된 q와 k의 가중치는 {plain}이다: 가장 큰 가중치는 "
-                                   "{top_plain}, 그 기울기 w(1 − w)는 {grad}에서 {grad_plain}으로 떨어진다 ({times}배 "
+                                   "{top_plain}, 그 기울기 w(1 − w)는 {grad}에서 {grad_plain}까지 떨어진다 ({times}배 "
                                    "작아진다). 모델은 √d_k로 나누면서 q와 k를 학습했다. 나누지 않고 학습했다면 다른 "
                                    "가중치를 배웠을 것이다: 이것은 같은 점수에 나눗셈이 하는 일을 보여 줄 뿐, 다른 모델이 "
                                    "아니다.",

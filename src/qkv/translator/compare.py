@@ -157,7 +157,7 @@ _TEXTS = {
         "heads_top": "번역기의 헤드 {total}개 중 {count}개가 글과 같은 단어({word})를 가장 많이 읽는다",
         "order": "가중치 순서: 글 {post_order} / 번역기(층 {layer}, 평균) {learned_order}. 단어 쌍 {pairs}개 중 "
                  "{same}개의 순서가 같다",
-        "spread_post": ("글의 가중치는 서로 {spread:.{d}f} 안에 있다 (엔트로피 {entropy:.3f}비트, 최대 {most:.0f}비트: "
+        "spread_post": ("글의 가중치는 가장 큰 것과 가장 작은 것의 차이가 {spread:.{d}f}뿐이다 (엔트로피 {entropy:.3f}비트, 최대 {most:.0f}비트: "
                         "거의 고르다)"),
         "spread_post_uneven": ("글의 가중치는 가장 큰 것과 가장 작은 것의 차이가 {spread:.{d}f}이다 (엔트로피 "
                                "{entropy:.3f}비트, 최대 {most:.0f}비트)"),
