@@ -178,14 +178,20 @@ class _Batch:
                 os.replace(tmp, target)
                 done.append((target, backup))
             for plan, data in self.direct:
-                _write_direct(plan, data)
-        except OSError as exc:
+                try:
+                    _write_direct(plan, data)
+                except OSError as exc:              # named: os.write's error carries no file name
+                    exc.filename = exc.filename or str(plan.path)
+                    raise
+        except BaseException as exc:       # a failed write, or a signal (SIGTERM: `qkv.cli.Stopped`) midway
             for target, backup in reversed(done):
                 with contextlib.suppress(OSError):
                     if backup is not None:
                         os.replace(backup, target)
                     else:
                         os.unlink(target)
+            if not isinstance(exc, OSError):
+                raise
             raise InputError.keyed("error.out.write_rest", reason=exc,
                              source=getattr(exc, "filename", None)) from None
         finally:
@@ -219,7 +225,11 @@ def all_or_nothing() -> Iterator[None]:
         raise
     finally:
         _PENDING.reset(token)
-    batch.commit()
+    try:
+        batch.commit()
+    except BaseException:
+        batch.discard()          # commit removes its temporary files itself; this covers a signal before it began
+        raise
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:

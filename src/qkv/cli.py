@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import errno
 import importlib
+import io
 import os
 import sys
 import warnings
@@ -401,9 +402,11 @@ def _run(argv: list[str]) -> int:
             raise InputError.keyed("cli.no_command", commands=", ".join(COMMANDS))
         check_text_arguments(parser, args)
         check_outputs(args)
-        with all_or_nothing():
-            code = int(args.func(args) or 0)
-            sys.stdout.flush()
+        with _signals_stop(), _stdout_after_files(args) as printed:
+            with all_or_nothing():
+                code = int(args.func(args) or 0)
+                sys.stdout.flush()
+            printed()
         if code == 0:
             say_written(args, lang)
         return code
@@ -422,6 +425,8 @@ def _run(argv: list[str]) -> int:
         return fail(exc.say(lang))
     except KeyboardInterrupt:
         return 130
+    except Stopped as exc:                         # SIGTERM or SIGHUP: every output discarded, nothing said
+        return 128 + exc.signum
     except BrokenPipeError:
         _silence_stdout()
         return 0
@@ -431,6 +436,81 @@ def _run(argv: list[str]) -> int:
         if exc.errno != errno.ENOMEM:
             raise
         return _out_of_memory(exc)
+
+
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP arrived while a command ran (raised in the main thread by `_signals_stop`). A
+    BaseException, so that no command's ``except Exception`` keeps it: it unwinds through `all_or_nothing`
+    and `write_atomic_with`, which remove their temporary files, and `main` exits with 128 + the signal."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(signum)
+
+
+@contextlib.contextmanager
+def _signals_stop():
+    """While a command runs (main thread only), SIGTERM and SIGHUP raise `Stopped` instead of ending the
+    process where it stands: a write in progress would leave its hidden temporary file behind
+    (``.name.XXXX.tmp``). The handlers before are put back afterwards (`qkv ring` installs its own inside)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Stopped(signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class _Held(io.StringIO):
+    """Standard output held back while a command that writes files runs (see `_stdout_after_files`); it
+    answers ``isatty`` and ``encoding`` as the stream it stands for."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self._stream = stream
+
+    def isatty(self) -> bool:
+        return _isatty(self._stream)
+
+    @property
+    def encoding(self):                             # type: ignore[override]
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+
+@contextlib.contextmanager
+def _stdout_after_files(args: argparse.Namespace):
+    """What a command that writes files (``--out``, ``--figure``, ``--json FILE``, ``--markdown``) prints on
+    standard output is printed after every file has been written, never before: if a file cannot be
+    written (``--json /dev/full``), the one error line is all that is said, and no table precedes it as if
+    the command had succeeded. Yields ``printed()``, called once the files are in place. Commands writing no
+    file print as they go."""
+    writes = any(isinstance(getattr(args, dest, None), str) for dest in OUTPUT_OPTIONS)
+    if not writes:
+        yield lambda: None
+        return
+    stream = sys.stdout
+    held = _Held(stream)
+    sys.stdout = held
+
+    def printed() -> None:
+        sys.stdout = stream
+        stream.write(held.getvalue())
+        stream.flush()
+
+    try:
+        yield printed
+    finally:
+        sys.stdout = stream
 
 
 def _out_of_memory(exc: BaseException) -> int:

@@ -191,10 +191,17 @@ class BertEncoder:
 
     # ------------------------------------------------------------------ tokens
     def tokenize(self, texts: Sequence[str]) -> Tokens:
-        """Token ids padded on the right with pad_token_id to the longest text (after truncation)."""
+        """Token ids padded on the right with pad_token_id to the longest text (after truncation). A text with
+        no tokens at all (a tokenizer that adds no [CLS]/[SEP], given "" or spaces) is an InputError naming it."""
         texts = _check_texts(texts)
         encodings = self.tokenizer.encode_batch(texts) if texts else []
         lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
+        if lengths.size and lengths.min() == 0:     # a tokenizer that adds no [CLS]/[SEP], given "" or only spaces
+            empty = int(np.argmin(lengths))
+            if len(texts) == 1:
+                raise InputError.keyed("error.text.no_tokens", source=self.name)
+            raise InputError.keyed("error.text.no_tokens.which", source=self.name, n=empty + 1, count=len(texts),
+                                   text=repr(texts[empty][:40]))
         ids = np.full((len(texts), int(lengths.max(initial=0))), self.config.pad_token_id, dtype=np.int64)
         for row, encoding in enumerate(encodings):
             ids[row, : lengths[row]] = encoding.ids
