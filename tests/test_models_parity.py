@@ -188,3 +188,44 @@ def test_a_partial_factor_with_scaled_rope_is_refused_where_transformers_fails(t
         _reference_logits(directory, [1, 2, 3])
     with pytest.raises(InputError, match="partial_rotary_factor"):
         models.load(directory)
+
+
+# --- configs transformers runs that qkv refused (issue 32 §3, the remainder) ---------------------------------
+TEXTS = ("The cat sat on the mat. the the cat sat on", "A dog chased the cat around the garden while the birds sang.",
+         "Queries ask")
+
+
+def _same_on_texts(directory, texts=TEXTS):
+    """qkv loads the folder (no refusal) and its float32 logits equal transformers' (≤ 1e-5) on every text."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = models.load(directory)
+    for text in texts:
+        ids = model.token_ids(text)
+        np.testing.assert_allclose(model.forward(ids).logits, _reference_logits(directory, ids), rtol=0, atol=1e-5)
+    return model
+
+
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_phi_qk_layernorm_normalises_each_query_and_key_head_as_transformers(kv_heads, tmp_path):
+    directory = _build(tmp_path, "phi", qk_layernorm=True, num_key_value_heads=kv_heads)
+    assert any(key.endswith("self_attn.q_layernorm.bias") for key in _tensors(directory))
+    model = _same_on_texts(directory)
+    # one route: the explained head's trace computes the layer's output the model computed
+    trace = model.trace(TEXTS[0], layer=1)
+    hidden = model.forward(model.token_ids(TEXTS[0]), hidden_states=True).hidden_states[2]
+    np.testing.assert_array_equal(trace["output"].value, hidden)
+
+
+def test_mixtral_fused_experts_are_read_as_transformers_reads_them(tmp_path):
+    directory = _build(tmp_path, "mixtral")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.AutoModelForCausalLM.from_pretrained(directory)
+    fused = tmp_path / "fused"
+    model.save_pretrained(fused, save_original_format=False)        # the layout transformers keeps in memory
+    (fused / "tokenizer.json").write_bytes((directory / "tokenizer.json").read_bytes())
+    names = set(_tensors(fused))
+    assert "model.layers.0.mlp.experts.gate_up_proj" in names and not any("block_sparse_moe" in n for n in names)
+    _same_on_texts(fused)
+    _same_on_texts(directory)                                       # and the original layout still

@@ -1363,7 +1363,6 @@ EN: dict[str, str] = {
     "error.rope.factor": "{name} must be a finite positive number for rope_type {kind}, got {value}",
     "error.rope.yarn_truncate": "yarn with truncate false is not supported",
     "error.rope.llama3_factors": "high_freq_factor must exceed low_freq_factor (llama3)",
-    "error.phi.qk_layernorm": "true is not supported (Phi's per-head LayerNorms on q and k)",
     "warn.gemma3.softcap": "{value} is not applied: transformers 5.25's Gemma 3 keeps the field but never caps its "
                            "attention scores, and qkv computes what transformers computes",
     "warn.checkpoint.untied_head": "differs from the token embeddings although tie_word_embeddings is true: used as "
@@ -3036,7 +3035,6 @@ KO: dict[str, str] = {
     "error.rope.factor": "rope_type {kind}의 {name}: 유한한 양수여야 한다 (받은 값: {value})",
     "error.rope.yarn_truncate": "truncate가 false인 yarn은 지원하지 않는다",
     "error.rope.llama3_factors": "high_freq_factor가 low_freq_factor보다 커야 한다 (llama3)",
-    "error.phi.qk_layernorm": "true는 지원하지 않는다 (Phi가 헤드마다 q와 k에 거는 LayerNorm)",
     "warn.gemma3.softcap": "적용하지 않는다 (값: {value}). transformers 5.25의 Gemma 3는 이 값을 읽어 두기만 하고 "
                            "어텐션 점수를 제한하지 않으며, qkv는 transformers와 같은 값을 계산한다",
     "warn.checkpoint.untied_head": "tie_word_embeddings가 true인데도 토큰 임베딩과 값이 다르다: transformers처럼 "

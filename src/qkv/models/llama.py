@@ -218,7 +218,15 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
             w_v, b_v = linear(p + "self_attn.v_proj", d, g * dh, config.bias_qkv)
         w_o, b_o = linear(p + "self_attn.o_proj", h * dh, d, config.bias_out)
         mlp: dict = {}
-        if config.n_experts:
+        if config.n_experts and p + "mlp.experts.gate_up_proj" in checkpoint:
+            # the layout transformers 5.25 keeps in memory (save_pretrained(save_original_format=False) writes it):
+            # gate_up_proj (E, 2F, D) = [w1 | w3] per expert, down_proj (E, D, F), the router at mlp.gate
+            e = config.n_experts
+            mlp["router"] = get(p + "mlp.gate.weight", e, d).T                             # (D, E)
+            gate_up = get(p + "mlp.experts.gate_up_proj", e, 2 * f, d)
+            down = get(p + "mlp.experts.down_proj", e, d, f)
+            mlp["experts"] = tuple((gate_up[i, :f].T, gate_up[i, f:].T, down[i].T) for i in range(e))
+        elif config.n_experts:                       # the original layout: one w1, w3, w2 per expert
             moe = p + "block_sparse_moe."
             mlp["router"] = get(moe + "gate.weight", config.n_experts, d).T                  # (D, E)
             mlp["experts"] = tuple((linear(f"{moe}experts.{e}.w1", d, f, False)[0], linear(f"{moe}experts.{e}.w3", d, f, False)[0],

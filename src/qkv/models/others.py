@@ -6,7 +6,7 @@
     opt:      learned positions at rows p + 2 (OPT's offset), ReLU, pre-norm (do_layer_norm_before)
               or post-norm; biases everywhere; tied lm_head.
     phi:      x + Attn(LN(x)) + MLP(LN(x)) with one LayerNorm, partial rotary, GELU (tanh), a dense
-              output projection, lm_head with a bias.
+              output projection, lm_head with a bias; qk_layernorm: a LayerNorm over each q and k head.
 Every nn.Linear (out, in) is transposed to qkv's (in, out).
 """
 
@@ -53,15 +53,14 @@ def read_config(data: dict, source: str) -> DecoderConfig:
             tie_embeddings=read.flag("tie_word_embeddings", False), parallel=read.flag("use_parallel_residual", True)))
     if model_type == "phi":
         theta, scaling, partial = _rope(read, model_type)
-        if read.flag("qk_layernorm", False):
-            raise read.fail("qk_layernorm", "error.phi.qk_layernorm")
         g = read.integer("num_key_value_heads", h)
         return read.check_heads(DecoderConfig(
             **{**common, "n_kv_heads": g}, intermediate_size=read.integer("intermediate_size"),
             max_positions=read.integer("max_position_embeddings", 2048), norm_eps=read.number("layer_norm_eps", 1e-5),
             mlp=read.choice("hidden_act", "gelu_new", ACTIVATIONS), rope_theta=theta, rope_scaling=scaling,
             **_rotary(read, head_dim, partial, odd=False), bias_qkv=True, bias_out=True, bias_mlp=True,
-            tie_embeddings=read.flag("tie_word_embeddings", False), parallel=True, shared_norm=True, lm_head_bias=True))
+            tie_embeddings=read.flag("tie_word_embeddings", False), parallel=True, shared_norm=True, lm_head_bias=True,
+            qk_norm=read.flag("qk_layernorm", False)))
     # opt
     if read.integer("word_embed_proj_dim", d) != d:
         raise read.fail("word_embed_proj_dim", "error.opt.project", value=data['word_embed_proj_dim'], width=d)
@@ -129,8 +128,11 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
             w_in, b_in = linear(p + "mlp.fc1", d, f)
             w_out, b_out = linear(p + "mlp.fc2", f, d)
             shared = norm(p + "input_layernorm")
+            # qk_layernorm: a LayerNorm (weight and bias) over each query and key head, before RoPE
+            heads = dict(q_norm=norm(p + "self_attn.q_layernorm", dh), k_norm=norm(p + "self_attn.k_layernorm", dh)) \
+                if config.qk_norm else {}
             layers.append(LayerArrays(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
-                                      norm1=shared, norm2=shared, w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out))
+                                      norm1=shared, norm2=shared, w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out, **heads))
         embeddings = get("model.embed_tokens.weight", v, d)
         unembedding, bias = linear("lm_head", d, v)
         return DecoderArrays(embeddings, None, tuple(layers), norm("model.final_layernorm"), unembedding, bias)
