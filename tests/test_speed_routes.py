@@ -140,12 +140,14 @@ def test_both_routes_give_the_reference_to_the_dtypes_rounding(dtype, causal, pi
 
 
 def test_a_traced_call_follows_the_same_table():
-    """torch.compile (fullgraph): the traced plan asks the same table (bfloat16 → SDPA inside qkv's checked
-    op; float32 → the C op), and the compiled results match the reference."""
-    for dtype, expected in ((torch.bfloat16, route_mod.TORCH_SDPA), (torch.float32, route_mod.TORCH_FLASH)):
-        q, k, v = _inputs(dtype, grad=True)
+    """torch.compile (fullgraph): a traced forward asks the same table (bfloat16 → SDPA inside qkv's checked
+    op; float32 → the C op); under autograd it keeps the C op (the checked op's backward would compute the
+    forward again); the compiled results match the reference."""
+    for dtype, train, expected in ((torch.bfloat16, False, route_mod.TORCH_SDPA),
+                                   (torch.float32, False, route_mod.TORCH_FLASH),
+                                   (torch.bfloat16, True, route_mod.TORCH_FLASH)):
         plan = route_mod._static_torch_plan(None, None, False, True, False, False, T, T, 2, 4, True, "cpu", 32, 32,
-                                            "out", None, 4, str(dtype).removeprefix("torch."), True)
+                                            "out", None, 4, str(dtype).removeprefix("torch."), train)
         assert plan[0] == expected.value, plan[1]
     q, k, v = _inputs(torch.bfloat16, grad=True, seed=5)
     compiled = torch.compile(lambda q, k, v: _attention(q, k, v, causal=True), fullgraph=True, backend="aot_eager")
