@@ -35,6 +35,10 @@ from .explain.numbers import digits_for, fmt
 from .explain.texts import text
 from .trace import Trace, head_number, in_language
 
+SEED_MAX = 10**9
+"""The largest seed of a drill: `qkv practice --seed`, qkv serve's GET /api/practice and POST /api/practice/check
+take the same range, so the command a drill's header prints replays every drill serve can show."""
+
 __all__ = ["Slip", "Question", "Drill", "Verdict", "drill", "check", "reveal", "play", "parse_answer", "NAMES", "shown",
            "offline", "PAGE_DRILLS"]
 
@@ -116,8 +120,8 @@ def drill(example: str = "self-attention", *, lang: str = "en", seed: int | None
     check_choice(example, NAMES, field="EXAMPLE", lang=lang)
     if seed is None:
         seed = random.SystemRandom().randrange(1_000_000)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError.keyed("practice.error.seed", field="--seed", value=repr(seed))
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+        raise InputError.keyed("practice.error.seed", field="--seed", value=repr(seed), high=SEED_MAX)
     pick = random.Random(seed)
     changes = _fresh_changes(example, np.random.default_rng(seed)) if fresh else None
     trace = examples.run(example, changes=changes)
@@ -483,8 +487,11 @@ def parse_answer(raw: str) -> tuple[float | None, tuple[str, dict] | None]:
     typed = raw.strip()
     if not typed:
         return None, ("practice.bad.empty", {})
+    plain = typed.replace("−", "-")
     try:
-        value = float(typed.replace("−", "-"))
+        if not plain.isascii():         # float() reads "٣" and "１"; the pages' Number() does not: one rule, 0–9
+            raise ValueError(plain)
+        value = float(plain)
     except ValueError:
         return None, ("practice.bad.text", {"value": repr(typed[:40])})
     if math.isnan(value):

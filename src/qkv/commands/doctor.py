@@ -185,6 +185,7 @@ def calibrate(lang: str = "en") -> int:
     if not info["backward"]:
         print(text(lang, "doctor.calibrate.no_backward"), file=sys.stderr)
         return 2
+    speed.writable_cache()              # a cache directory that cannot take the file is said now, not after the timing
     print(text(lang, "doctor.calibrate.start"), file=sys.stderr, flush=True)
 
     def progress(case):

@@ -20,12 +20,12 @@ from ._options import add_lang_option, check_lang
 
 
 def register(subparsers, t) -> None:
-    from ..practice import NAMES
+    from ..practice import NAMES, SEED_MAX
 
     parser = subparsers.add_parser("practice", help=t("practice"), description=t("practice.about"))
     parser.add_argument("example", nargs="?", default="self-attention", metavar="EXAMPLE",
                         help=t("practice.example", names=", ".join(NAMES)))
-    parser.add_argument("--seed", type=int_option(0, 10**9), metavar="N", default=None, help=t("practice.seed"))
+    parser.add_argument("--seed", type=int_option(0, SEED_MAX), metavar="N", default=None, help=t("practice.seed"))
     parser.add_argument("--fresh", action="store_true", help=t("practice.fresh"))
     add_lang_option(parser, t, "practice")
     parser.set_defaults(func=handler)

@@ -21,7 +21,7 @@ EN: dict[str, str] = {
                           "gives the same drill (default: a new one, printed at the start)",
     "help.practice.fresh": "new random inputs of the same shapes (one decimal, as the self-attention post's X and W; whole-number scores for the group meeting)",
     "help.practice.lang": "language of the questions (default en)",
-    "practice.error.seed": "the seed must be a whole number ≥ 0, got {value}",
+    "practice.error.seed": "the seed must be a whole number from 0 to {high}, got {value}",
     "practice.head": " (head {head})",
     "practice.header": "Practice: {title}. {n:question|questions}; seed {seed} (qkv practice {example} --seed {seed}{fresh} "
                        "repeats this drill). Type each answer and press Enter.",
@@ -130,7 +130,7 @@ KO: dict[str, str] = {
                           "뽑고, 시작할 때 알려 준다)",
     "help.practice.fresh": "같은 형태의 새 무작위 입력 (Self-attention 글의 X와 W처럼 소수 한 자리, 조모임은 정수 점수)",
     "help.practice.lang": "문제의 언어 (기본값 en)",
-    "practice.error.seed": "시드는 0 이상의 정수여야 한다. 받은 값: {value}",
+    "practice.error.seed": "시드는 0부터 {high}까지의 정수여야 한다. 받은 값: {value}",
     "practice.head": " (헤드 {head})",
     "practice.header": "연습: {title}. 문제 {n}개, 시드 {seed} (같은 문제를 다시 풀려면: qkv practice {example} "
                        "--seed {seed}{fresh}). 답을 입력하고 Enter를 누르면 된다.",

@@ -31,6 +31,7 @@ T ≈ 2048 and the C kernel for training and longer forwards; float32 takes the 
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import json
@@ -130,7 +131,9 @@ def load(refresh: bool = False) -> tuple[dict | None, str]:
                     source = "rules (unreadable calibration)"
             except FileNotFoundError:
                 pass
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, ArithmeticError, RecursionError):
+                # any content a file can hold that is not this table ("t": 1e999 → int(inf): OverflowError;
+                # a file of nested brackets: RecursionError) counts as no calibration, never as a failed call
                 source = "rules (unreadable calibration)"
             _loaded[key] = (table or None, source)
         return _loaded[key]
@@ -199,12 +202,36 @@ def _load_average():
         return None
 
 
+def writable_cache(key: str | None = None) -> Path:
+    """The calibration file's path, its directory made and a file tried in it — or InputError with one line
+    naming the directory ($QKV_CACHE_DIR a file, read-only, under a file). `qkv doctor --calibrate` asks
+    before minutes of timing, `save` again before writing."""
+    import tempfile
+
+    from .._io import _plan
+    from ..errors import InputError
+
+    path = cache_path(key)
+    try:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:                      # $QKV_CACHE_DIR names a file: say what it is not
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
+        _plan(path)                                  # the file itself: a directory or a device there is named
+        fd, probe = tempfile.mkstemp(prefix=".qkv-probe.", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError.keyed("error.out.create", folder=repr(str(path.parent)), reason=exc,
+                               source=str(path)) from None
+    return path
+
+
 def save(table: dict) -> Path:
     """Write a calibration (from `calibrate`) for this machine, whole or not at all; return its path."""
     from .._io import write_atomic
 
-    path = cache_path(table["key"])
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = writable_cache(table["key"])
     write_atomic(path, json.dumps(table, indent=1) + "\n")
     load(refresh=True)
     return path

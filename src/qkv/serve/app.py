@@ -314,6 +314,10 @@ def _int_param(request: Request, name: str, *, required: bool = True) -> int | N
     return number
 
 
+def _missing_layer_or_head(request: Request) -> str:
+    return "layer" if request.query_params.get("layer") in (None, "") else "head"
+
+
 def _lang(request: Request) -> str:
     try:
         return frontdoor.check_lang(request.query_params.get("lang", "en"), field="lang")
@@ -349,9 +353,37 @@ def _text(request: Request) -> str:
     return text
 
 
-def _json(data: Any, status: int = 200) -> Response:
+def _json(data: Any, status: int = 200, headers: dict | None = None) -> Response:
     return Response(json.dumps(data, ensure_ascii=False, allow_nan=False), status_code=status,
-                    media_type="application/json")
+                    media_type="application/json", headers=headers)
+
+
+def _scope_lang(scope) -> str:
+    """The language of a middleware's answer, read from the raw query (lang=ko: Korean), as `_lang_said`."""
+    from urllib.parse import parse_qs
+
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    return "ko" if query.get("lang", [""])[0] == "ko" else "en"
+
+
+def _query_problem(scope) -> dict | None:
+    """A query string whose percent-encoded bytes are not UTF-8 (a lone surrogate "%ED%A0%80", a stray "%FF"):
+    starlette would read each such byte as U+FFFD and the request would run on text nobody sent. The answer
+    names the parameter and the bytes; None when every name and value is UTF-8."""
+    from urllib.parse import unquote_to_bytes
+
+    for part in scope.get("query_string", b"").split(b"&"):
+        name, _, value = part.partition(b"=")
+        for piece in (name, value):
+            raw = unquote_to_bytes(piece.replace(b"+", b" "))
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                field = unquote_to_bytes(name.replace(b"+", b" ")).decode("utf-8", "replace")[:40]
+                bad = "".join(f"%{b:02X}" for b in raw[exc.start:exc.end][:8])
+                problem = _say(_scope_lang(scope), "error.query_utf8", bytes=bad)
+                return {"error": f"{field}: {problem}", "field": field, "problem": problem}
+    return None
 
 
 STREAM_CHUNK = 256 * 1024         # the bytes of a streamed trace sent at a time
@@ -408,9 +440,16 @@ def _body_json(body: bytes, lang: str) -> Any:
 
     try:
         payload = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:      # RecursionError: nested too deep
-        raise ApiError(400, _say(lang, "whatif.json", problem=str(exc).splitlines()[0][:80])) from None
-    return check_strings(payload, source="request")
+    except UnicodeDecodeError as exc:
+        problem = _say(lang, "json.utf8", at=exc.start + 1)
+    except json.JSONDecodeError as exc:
+        problem = _say(lang, "json.syntax", line=exc.lineno, column=exc.colno)
+    except (ValueError, RecursionError):      # RecursionError: nested too deep (ValueError: the same, as json says it)
+        problem = _say(lang, "json.deep")
+    else:
+        return check_strings(payload, source="request")
+    # the problem in the request's language (Python's own words, "Expecting value: …", are English)
+    raise ApiError(400, _say(lang, "whatif.json", problem=problem))
 
 
 def _steps_filter(trace: Trace, request: Request) -> Trace:
@@ -662,7 +701,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in assets:      # a table lookup: no request path ever reaches the file system
-            raise ApiError(404, f"no such file: {name!r}")
+            raise ApiError(404, _say(_lang_said(request), "error.no_file", name=repr(name[:60])))
         body, media = assets[name]
         return Response(body, media_type=media, headers={"Cache-Control": "no-cache"})
 
@@ -808,7 +847,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         head = _int_param(request, "head", required=False)
         query = _query(request)
         if head is not None and layer is None:
-            raise ApiError(400, "head: needs layer too (the same head index exists in every layer)")
+            raise ApiError(400, _say(_lang_said(request), "error.head_needs_layer"), field="head")
         model.check_text(text, limits, _lang_said(request))
         key = ("trace", model.name, text, layer, head, query)
         return model, lambda: cache.get(key, lambda: _named(model, model.model.trace(text, layer=layer, head=head,
@@ -826,7 +865,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         lang, digits = _lang(request), _digits(request)
         _, make = head_trace(request)
         if request.query_params.get("layer") in (None, "") or request.query_params.get("head") in (None, ""):
-            raise ApiError(400, "layer and head: both needed (the derivation follows one head)")
+            raise ApiError(400, _say(_lang_said(request), "error.layer_and_head.derivation"), field=_missing_layer_or_head(request))
 
         def compute() -> dict:
             from ..explain import derivation_html
@@ -840,7 +879,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
         model, make = head_trace(request)
         lang = _lang_said(request)
         if request.query_params.get("layer") in (None, "") or request.query_params.get("head") in (None, ""):
-            raise ApiError(400, "layer and head: both needed (the neuron view reads one head)")
+            raise ApiError(400, _say(lang, "error.layer_and_head.neuron"), field=_missing_layer_or_head(request))
         query, key = _int_param(request, "query"), _int_param(request, "key")
 
         def compute() -> dict:
@@ -975,11 +1014,12 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
             return _gone()
         asked = _body_json(body, lang)
         if not isinstance(asked, dict):
-            raise ApiError(400, _say(lang, "whatif.json", problem=type(asked).__name__))
+            raise ApiError(400, _say(lang, "practice.body"))
         name = practice_name(asked.get("name"), lang)
         seed, fresh = asked.get("seed"), fresh_of(asked.get("fresh", False), lang)
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 10**18:
-            raise InputError.keyed("practice.error.seed", field="seed", value=json.dumps(seed, ensure_ascii=False)[:40])
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= practice.SEED_MAX:
+            raise InputError.keyed("practice.error.seed", field="seed", value=json.dumps(seed, ensure_ascii=False)[:40],
+                                   high=practice.SEED_MAX)
         answer = asked.get("answer")
         if not isinstance(answer, str):
             raise _bad(lang, "answer", "practice.answer", value=json.dumps(answer, ensure_ascii=False)[:40])
@@ -1029,12 +1069,17 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
 
 
 def _float_param(request: Request, name: str) -> float | None:
-    """A decimal query parameter (None when absent); the library checks its range."""
+    """A decimal query parameter (None when absent); the library checks its range. Digits 0–9 only, as
+    `_int_param` reads them (Python's float() also reads "٣", "１" and "1_0"; the page's Number() does not)."""
     value = request.query_params.get(name)
     if value is None or value == "":
         return None
+    typed = value.strip()
+    if not typed.isascii() or "_" in typed:
+        raise ApiError(400, _say(_lang_said(request), "error.ascii_number", value=json.dumps(typed[:40], ensure_ascii=False)),
+                       field=name)
     try:
-        return float(value.strip()[:40])
+        return float(typed[:40])
     except ValueError:
         raise ApiError(400, _say(_lang_said(request), "whatif.number", value=json.dumps(value[:40], ensure_ascii=False)),
                        field=name) from None
@@ -1114,8 +1159,16 @@ async def _input_error(request: Request, exc: InputError) -> Response:
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
-    messages = {404: "not found", 405: "method not allowed"}
-    return _json({"error": messages.get(exc.status_code, str(exc.detail))}, exc.status_code)
+    """404 and 405 in the request's language (lang=ko: Korean), naming the path or the methods taken."""
+    lang = _lang_said(request)
+    if exc.status_code == 404:
+        line = _say(lang, "error.not_found", path=json.dumps(request.url.path[:80], ensure_ascii=False))
+    elif exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "GET")
+        line = _say(lang, "error.method", method=request.method[:10], allowed=allowed)
+    else:
+        line = " ".join(str(exc.detail).split())[:200]
+    return _json({"error": line}, exc.status_code, headers=exc.headers)
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
@@ -1137,8 +1190,14 @@ class _HostCheck:
             name = name.lower().removesuffix(".")
             if name not in self.hosts:
                 shown = json.dumps(host[:60], ensure_ascii=False)
-                response = _json({"error": f"Host: {shown} is not this server's address ({', '.join(self.hosts)})"}, 400)
+                response = _json({"error": _say(_scope_lang(scope), "error.host", host=shown,
+                                                hosts=", ".join(self.hosts))}, 400)
                 await response(scope, receive, send)
+                return
+        if scope["type"] == "http":
+            problem = _query_problem(scope)       # every route reads its query as UTF-8: checked once, here
+            if problem is not None:
+                await _json(problem, 400)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
