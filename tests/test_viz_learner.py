@@ -182,3 +182,13 @@ def test_a_model_heads_figure_names_the_attention_sink_beside_the_weights():
         note = panel[0].get_title(loc="left").replace("\n", " ")
         assert sink_word + tokens[heaviest] in note
         assert tokens[strongest] in note
+
+
+def test_a_model_heads_scaled_scores_are_called_divided_by_root_dk():
+    # MiniLM scales by 1/√32 in float32: the panel said "× scale" (an exact float64 comparison failed by 2e-7)
+    model = qkv.models.load("minilm")
+    trace = model.trace("The cat sat on the mat.", layer=2, head=5, query="cat")
+    scores, scaled = (np.asarray(trace[n].value, dtype=np.float64) for n in ("scores", "scaled_scores"))
+    np.testing.assert_allclose(scaled, scores / np.sqrt(32), rtol=1e-6)     # MiniLM's heads are 32 wide
+    labels = [ax.get_ylabel().replace("\n", " ") for ax in viz.figure_for(trace).axes]
+    assert any(label.startswith("÷ √d_k") for label in labels) and not any(l.startswith("× scale") for l in labels)
