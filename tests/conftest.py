@@ -42,7 +42,8 @@ PROCESSES = {"test_distributed.py",                                             
              "test_bench.py",               # `qkv bench --quick`, training rows in worker processes
              "test_stress_files.py",        # files cut short or swapped under fresh interpreters (SIGBUS, hangs)
              "test_stress_serve.py",        # uvicorn in a thread: stalled clients, bodies cut off
-             "test_stress_cli.py"}          # signals sent to qkv mid-write, in fresh interpreters
+             "test_stress_cli.py",          # signals sent to qkv mid-write, in fresh interpreters
+             "test_stress_ring.py"}         # `qkv ring` ranks by hand and a launcher killed
 COMPILES = {"test_attention_compile.py",      # 36 torch.compile cases (aot_eager and inductor), about two minutes
             "test_flex_compile.py"}           # inductor: qkv.torch.flex_attention compiled, torch's own CPU flex forward
 FIGURES = {"test_viz.py", "test_viz_learner.py", "test_viz_ko.py"}                   # matplotlib figures drawn in full, about 90 s of rendering

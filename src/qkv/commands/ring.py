@@ -98,10 +98,17 @@ def handler(args) -> int:
             import torch.distributed as dist
 
             init_from_env(timeout=args.timeout)
-            mine = job()
-            every = [None] * dist.get_world_size()
-            dist.all_gather_object(every, mine)
-            dist.destroy_process_group()
+            try:
+                mine = job()
+                every = [None] * dist.get_world_size()
+                dist.all_gather_object(every, mine)
+            except ValueError as exc:
+                # the ranks were started alike by hand or by torchrun but disagree (qkv.distributed.agree's
+                # refusal, the same on every rank): one line per rank, as a spawned rank's failure is said
+                raise DistributedError(f"rank {dist.get_rank()} of {dist.get_world_size()}: "
+                                       f"{' '.join(str(exc).split())}") from None
+            finally:
+                dist.destroy_process_group()
             if mine["rank"] != 0:
                 return 0
         else:

@@ -293,11 +293,16 @@ def _rank_main(rank, world, port, threads, backend, timeout, fn, args, conn) -> 
         finally:
             if dist.is_initialized():
                 dist.destroy_process_group()
-        conn.send(("ok", result))
+        report = ("ok", result)
     except DistributedError as exc:
-        conn.send(("error", str(exc)))
+        report = ("error", str(exc))
     except Exception as exc:  # a bug or bad input in fn: the message and where it came from
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        conn.send(("error", f"{_first_line(exc)} (at {os.path.basename(where.filename)}:{where.lineno})"))
-    finally:
+        report = ("error", f"{_first_line(exc)} (at {os.path.basename(where.filename)}:{where.lineno})")
+    try:
+        conn.send(report)
         conn.close()
+    except (OSError, EOFError):
+        # the launcher is gone (killed, even by SIGKILL, while this rank was busy in a call that held the
+        # interpreter, so the watch could not see it): nobody is left to tell, and nothing to print
+        os._exit(1)

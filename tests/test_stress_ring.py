@@ -1,0 +1,110 @@
+"""`qkv ring` under stress (issue 32 §4): ranks started by hand (torchrun-style) that disagree, and a launcher killed
+with SIGKILL while its ranks run. The refusals stay; what is said is one line per rank, or nothing when nobody is
+left to hear it. Every process runs with a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+TIMEOUT = 150
+
+pytest.importorskip("torch")
+
+
+def _env(**extra: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=SRC, OMP_NUM_THREADS="1", **extra)
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        if name not in extra:
+            env.pop(name, None)
+    return env
+
+
+@pytest.mark.parametrize("differ", [["--seq", "64"], ["--heads", "4"], ["--dtype", "float64"]],
+                         ids=["seq", "heads", "dtype"])
+def test_ranks_started_alike_by_hand_that_disagree_say_one_line_each(differ):
+    """Two ranks joined through torchrun's env:// variables, rank 1 with another size: before, each printed a
+    27-line traceback ending in agree()'s refusal; now each says it in one line naming its rank (exit 1)."""
+    from qkv.distributed.launch import free_port
+
+    port = str(free_port())
+    procs = []
+    for rank in (0, 1):
+        argv = [sys.executable, "-m", "qkv", "ring", "--seq", "32", "--heads", "2", "--dim", "8", "--repeats", "1",
+                "--timeout", "60"] + (differ if rank == 1 else [])
+        env = _env(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    try:
+        outputs = [proc.communicate(timeout=TIMEOUT) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    for rank, (proc, (out, err)) in enumerate(zip(procs, outputs)):
+        lines = err.splitlines()
+        assert proc.returncode == 1 and len(lines) == 1, (rank, proc.returncode, err[-3000:])
+        assert lines[0].startswith(f"qkv: error: rank {rank} of 2: ring_attention: every rank must be called alike")
+        assert out == ""
+
+
+REPORT_TO_NOBODY = """
+import multiprocessing, sys
+from qkv.distributed import launch
+
+def works():
+    return {"rank": 0}
+
+def fails():
+    raise ValueError("bad input")
+
+receive, send = multiprocessing.Pipe(duplex=False)
+receive.close()                 # the launcher is gone: nobody reads what this rank reports
+launch._rank_main(0, 1, launch.free_port(), 1, "gloo", 30, works if sys.argv[1] == "works" else fails, (), send)
+print("returned")
+"""
+
+
+@pytest.mark.parametrize("outcome", ["works", "fails"])
+def test_a_rank_whose_launcher_is_gone_exits_quietly(outcome):
+    """A rank that finishes (or fails) after its launcher was killed: before, its report to the launcher
+    raised BrokenPipeError twice, printed as a traceback (44 lines for two ranks after SIGKILL to
+    `qkv ring`); now it exits 1 and says nothing: nobody is left to hear it."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(REPORT_TO_NOBODY), outcome], capture_output=True,
+                          text=True, timeout=TIMEOUT, env=_env())
+    assert done.returncode == 1 and done.stdout == "" and done.stderr == "", (done.returncode, done.stderr[-3000:])
+
+
+def test_sigkill_to_the_launcher_leaves_no_rank_behind_and_nothing_said():
+    import psutil
+
+    argv = [sys.executable, "-m", "qkv", "ring", "--procs", "2", "--seq", "8192", "--heads", "8", "--repeats", "400",
+            "--timeout", "30"]
+    launcher = subprocess.Popen(argv, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        ranks: list = []
+        while time.monotonic() < deadline and len(ranks) < 2:
+            ranks = [p for p in psutil.Process(launcher.pid).children() if "spawn" in " ".join(p.cmdline())]
+            time.sleep(0.2)
+        assert len(ranks) == 2, "the ranks never started"
+        time.sleep(4.0)                                   # the ranks are joined and measuring
+        launcher.send_signal(signal.SIGKILL)
+        out, err = launcher.communicate(timeout=TIMEOUT)   # the ranks hold stderr: it closes when they are gone
+        gone, alive = psutil.wait_procs(ranks, timeout=TIMEOUT)
+        assert alive == []
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait(10)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err[-3000:]
+    assert len(err.splitlines()) <= 2, err[-3000:]
