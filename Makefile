@@ -24,7 +24,7 @@ APT = sh -c 'missing=$$(echo $$1); why="$$2"; [ -n "$$missing" ] || exit 0; \
 	else echo "qkv: $$why need the Debian packages $$missing: install them (sudo apt-get install $$missing) and run make again" >&2; exit 1; fi; \
 	$$run apt-get update -qq && $$run apt-get install -y -qq $$missing >/dev/null' apt
 
-.PHONY: demo test torch bench browser fonts system doctor pictures docs clean
+.PHONY: demo test check torch bench browser fonts system doctor pictures docs clean
 
 # python3 -m venv fails on Debian without python3-venv (no ensurepip): check first and say so.
 $(BIN)/python:
@@ -74,10 +74,18 @@ fonts:
 # PYTHONDONTWRITEBYTECODE= : a shell or CI that sets it (Python -B) would have every worker, rank and CLI
 # subprocess compile torch again in memory; here the first import writes the .pyc and the others read it
 # (the set-up does not byte-compile the whole venv up front: about 90 CPU-seconds, mostly files no test imports).
-# A developer's fast loop, after one `make test`: `.venv/bin/python -m pytest -m "not slow"` (no Chromium, no
-# models, processes, benchmark runs, compiled graphs or full figure renders; tests/conftest.py lists the files).
 test: $(STAMP) system
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
+
+# The fast tier, before every commit (about 90 s on two quiet cores, after one `make test` has set up): every
+# test not marked slow, i.e. the NumPy and torch attention and its backward, the C kernel through qkv.attention,
+# masks, the worked examples, explanations and their texts (English and Korean), the CLI, serve's API, the
+# translator, the README's quickstart and the docs' blocks checked for labels. It leaves to `make test` the
+# files in tests/conftest.py's sets: Chromium, transformers/MiniLM/torch's own tests as references, several
+# processes or a built wheel, torch.compile graphs, full figure renders, and the sweeps (the kernel's layout
+# matrix, magnitudes, the adversarial passes, fuzzing), plus the docs site and pages (tests/test_docs.py).
+check: $(STAMP)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow"
 
 # torch alone, for the README's torch lines, qkv.torch, training and qkv ring after `make demo` (CPU build, as above).
 torch: $(DEMO)

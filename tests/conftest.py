@@ -1,7 +1,8 @@
 """Markers by file: the slow kinds of test (a browser, transformers as a reference or the installed MiniLM,
 several processes or a benchmark run, torch.compile graphs, hundreds of full figure renders, property sweeps).
 
-`make test` runs everything; `pytest -m "not slow"` runs the fast part alone (a developer's loop).
+`make test` runs everything; `make check` (`pytest -m "not slow"` on two workers) runs the fast part alone,
+a developer's check before each commit: the sets below are what it leaves to `make test`.
 """
 
 from __future__ import annotations
@@ -37,31 +38,41 @@ BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py", "test
 REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py", "test_models_families.py",
               "test_models_consistency.py", "test_models_parity.py",  # transformers, torch's own tests
               "test_nexttoken.py",          # the next token against transformers' logits and float64 head moves
+              "test_torch_upstream.py",     # torch's own MHA / Transformer tests, ported (as test_torch_mha)
+              "test_models.py",             # MiniLM against sentence-transformers and transformers' BertModel
               "test_cli_models.py"}          # `qkv inspect` / `qkv embed` on the installed MiniLM
 PROCESSES = {"test_distributed.py",                                                # torch.distributed ranks
              "test_bench.py",               # `qkv bench --quick`, training rows in worker processes
              "test_stress_files.py",        # files cut short or swapped under fresh interpreters (SIGBUS, hangs)
              "test_stress_serve.py",        # uvicorn in a thread: stalled clients, bodies cut off
              "test_stress_cli.py",          # signals sent to qkv mid-write, in fresh interpreters
-             "test_stress_ring.py"}         # `qkv ring` ranks by hand and a launcher killed
+             "test_stress_ring.py",         # `qkv ring` ranks by hand and a launcher killed
+             "test_ops_fresh.py",           # the torch ops as the first call of fresh interpreters
+             "test_setup.py"}               # the Makefile's recipes in a scratch tree, a wheel built
 COMPILES = {"test_attention_compile.py",      # 36 torch.compile cases (aot_eager and inductor), about two minutes
             "test_flex_compile.py"}           # inductor: qkv.torch.flex_attention compiled, torch's own CPU flex forward
 FIGURES = {"test_viz.py", "test_viz_learner.py", "test_viz_ko.py"}                   # matplotlib figures drawn in full, about 90 s of rendering
-SWEEPS = {"test_magnitudes.py"}                 # 690 cases by magnitude, dtype and route, long-double references, ~50 s
+SWEEPS = {"test_magnitudes.py",                 # 690 cases by magnitude, dtype and route, long-double references, ~50 s
+          "test_kernels.py",                    # 872 cases: the C routes by layout, shape, Dv and thread split
+          "test_adversary_today.py",            # 141 adversarial cases: caches, views, threads, bad values between calls
+          "test_adversary_kernels.py",          # adversarial mask and score functions (inductor-compiled globals too)
+          "test_fuzz_files.py", "test_fuzz_cli.py"}   # random mutations of input files and command lines
 
 
 # The longest files first, so that `make test`'s two workers (`-n 2 --dist loadfile --no-loadscope-reorder`)
-# do not end with one long file running alone; the order inside a file is kept. Ordered by the seconds each
-# file took on one worker, measured 2 December on a loaded machine (load 8-12: the ratios matter, not the
-# seconds), test_kernels after its cut. Without --no-loadscope-reorder, xdist (>= 3.5) sorts the files by
-# their number of tests and ignores this order.
-LONGEST_FIRST = ["test_attention_compile.py", "test_viz.py", "test_magnitudes.py", "test_docs.py", "test_browser.py", "test_distributed.py",
-                 "test_kernels.py", "test_models_families.py", "test_cli.py", "test_attention.py",
-                 "test_torch_upstream.py", "test_torch_mha.py", "test_serve_browser.py", "test_serve.py",
-                 "test_translator.py", "test_backward.py", "test_cli_models.py", "test_fuzz_files.py",
-                 "test_fuzz_cli.py", "test_bench.py", "test_notebook.py", "test_models.py", "test_cli_korean.py",
-                 "test_masks.py", "test_adversary_kernels.py", "test_tile.py", "test_adversary.py",
-                 "test_cli_lang_ko.py"]
+# do not end with one long file running alone; the order inside a file is kept. Ordered by the CPU-seconds
+# each file took in one process, measured 6 December (test_distributed, which mostly waits for its ranks,
+# after the compile file); files not named here (under ~5 CPU-seconds, or new) come after them. Without
+# --no-loadscope-reorder, xdist (>= 3.5) sorts the files by their number of tests and ignores this order.
+LONGEST_FIRST = ["test_attention_compile.py", "test_distributed.py", "test_viz.py", "test_magnitudes.py",
+                 "test_kernels.py", "test_models.py", "test_adversary_today.py", "test_browser.py", "test_docs.py",
+                 "test_page_access.py", "test_bench.py", "test_torch_mha.py", "test_masks.py",
+                 "test_serve_browser.py", "test_models_families.py", "test_torch_upstream.py", "test_attention.py",
+                 "test_cli_models.py", "test_adversary_kernels.py", "test_backward.py", "test_fuzz_files.py",
+                 "test_setup.py", "test_cli_korean.py", "test_masks_ranges.py", "test_notebook.py",
+                 "test_models_hf.py", "test_fuzz_cli.py", "test_cli.py", "test_serve.py", "test_translator.py",
+                 "test_models_parity.py", "test_serve_sureness.py", "test_tile.py", "test_heads_cli.py",
+                 "test_viz_learner.py", "test_numbering.py", "test_why.py"]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -69,7 +80,9 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))        # stable: each file keeps its order
     for item in items:
         name = item.path.name
-        if name in BROWSER:
+        # a test that drives Chromium (browser_support's browser_context fixture) is a browser test wherever it is
+        browser = name in BROWSER or "browser_context" in getattr(item, "fixturenames", ())
+        if browser:
             item.add_marker(pytest.mark.browser)
-        if name in BROWSER | REFERENCES | PROCESSES | COMPILES | FIGURES | SWEEPS:
+        if browser or name in REFERENCES | PROCESSES | COMPILES | FIGURES | SWEEPS:
             item.add_marker(pytest.mark.slow)

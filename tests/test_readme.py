@@ -61,7 +61,7 @@ def test_quickstart_runs_as_written(capsys):
 
 def test_setup_it_names_exists():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    for target in ("demo", "test", "docs"):
+    for target in ("demo", "test", "check", "docs"):
         assert f"make {target}" in README
         assert re.search(rf"^{target}:", makefile, flags=re.M), f"the Makefile has no {target} target"
     prerequisites = section("Set-up")
