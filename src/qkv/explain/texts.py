@@ -3282,7 +3282,7 @@ KO: dict[str, str] = {
     "serve.error.missing_number": "없다 (0부터 세는 정수가 필요하다)",
     "serve.error.whole": "{value}: 정수가 아니다 (최대 18자리)",
     "serve.error.head_needs_layer": "층 번호도 함께 필요하다 (같은 헤드 번호가 모든 층에 있다)",
-    "serve.error.layer_and_head.derivation": "층 번호와 헤드 번호가 둘 다 필요하다 (유도 과정은 헤드 하나를 따라간다)",
+    "serve.error.layer_and_head.derivation": "층 번호와 헤드 번호가 둘 다 필요하다 (한 칸의 계산 과정은 헤드 하나를 따라간다)",
     "serve.error.layer_and_head.neuron": "층 번호와 헤드 번호가 둘 다 필요하다 (뉴런 보기는 헤드 하나를 읽는다)",
     "serve.error.not_found": "없는 경로이다: {path}",
     "serve.error.method": "이 경로는 {method} 요청을 받지 않는다 (받는 요청: {allowed})",
