@@ -59,6 +59,19 @@ SWEEPS = {"test_magnitudes.py",                 # 690 cases by magnitude, dtype 
           "test_fuzz_files.py", "test_fuzz_cli.py"}   # random mutations of input files and command lines
 
 
+# Single tests of the same slow kinds inside files that are otherwise fast (make check runs the rest of the file),
+# with their seconds in one process under load (6 December; load 12, ~4× the CPU-seconds)
+SLOW_TESTS = {
+    "test_masks.py": {"test_catalogue_matches_flex_attention_and_dense_reference",   # torch's flex_attention as a
+                      "test_score_functions_match_flex_attention_and_their_formulas",  # reference (63 s, 14 s)
+                      "test_t5_bucket_matches_transformers",          # transformers' T5 as a reference (10 s)
+                      "test_mask_lambdas_made_inside_torch_compile",  # torch.compile graphs (45 s)
+                      "test_masks_command_figure_and_errors"},        # a full figure render (11 s)
+    "test_translator.py": {"test_held_out_sentences_are_translated_exactly_by_an_independent_decode"},  # 400 float64 decodes (73 s)
+    "test_cli_korean.py": {"test_notes_are_korean"},                  # MiniLM on 256 tokens, inspect and embed (13 s)
+    "test_cli.py": {"test_documented_submodules_import_lazily"},      # a fresh interpreter importing every module (8 s)
+}
+
 # The longest files first, so that `make test`'s two workers (`-n 2 --dist loadfile --no-loadscope-reorder`)
 # do not end with one long file running alone; the order inside a file is kept. Ordered by the CPU-seconds
 # each file took in one process, measured 6 December (test_distributed, which mostly waits for its ranks,
@@ -84,5 +97,6 @@ def pytest_collection_modifyitems(config, items):
         browser = name in BROWSER or "browser_context" in getattr(item, "fixturenames", ())
         if browser:
             item.add_marker(pytest.mark.browser)
-        if browser or name in REFERENCES | PROCESSES | COMPILES | FIGURES | SWEEPS:
+        if (browser or name in REFERENCES | PROCESSES | COMPILES | FIGURES | SWEEPS
+                or getattr(item, "originalname", item.name) in SLOW_TESTS.get(name, ())):
             item.add_marker(pytest.mark.slow)
