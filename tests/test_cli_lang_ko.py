@@ -41,7 +41,7 @@ SHOWN_AS_TYPED = {
     "Python", "NumPy", "OpenBLAS", "BLAS", "sgemm", "torch", "SDPA", "AVX", "AVX2", "FMA", "Debian",
     "GEMM", "flex",       # bench's column headings ×GEMM and ×flex (ratios, written as ×torch is)
     "JSON", "TOML", "HTML", "UTF", "NaN", "NUL", "FIFO", "Hugging", "Face", "BERT", "GPT", "Gemma", "Falcon", "ALiBi",
-    "Phi", "OPT", "LayerNorm", "LayerNorms", "Llama", "transformers", "safetensors", "yarn", "llama3",
+    "Phi", "OPT", "LayerNorm", "LayerNorms", "Llama", "transformers", "safetensors", "yarn", "llama3", "longrope",
     "Transformer", "Pooling", "Normalize", "cls", "max", "mean", "SEP", "MLP", "RMS", "PYTHONIOENCODING",
     "BertLMHeadModel", "Gemma3ForCausalLM", "W_O", "Concat", "heads",
     "LANG",               # the locale variables --lang falls back to (LC_ALL, LC_MESSAGES are identifiers)

@@ -406,7 +406,10 @@ def test_bad_checkpoints_are_one_line_exit_2_nothing_written(checkpoints, tmp_pa
     cases.append((d, "num_key_value_heads: 3 does not divide num_attention_heads 4"))
     d = _broken(checkpoints, tmp_path, "llama-gqa", "scaled-rope")
     _edit_config(d, rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "factor": 4.0})
-    cases.append((d, "rope_type 'longrope' is not supported"))
+    cases.append((d, "longrope's short_factor must be a list of finite positive numbers, got None"))
+    d = _broken(checkpoints, tmp_path, "llama-gqa", "unknown-rope")
+    _edit_config(d, rope_parameters={"rope_type": "ntk", "rope_theta": 10000.0, "factor": 4.0})
+    cases.append((d, "rope_type 'ntk' is not supported"))
     for directory, words in cases:
         for argv in (["inspect", "--model", str(directory), "hi", "--out", str(tmp_path / "out.txt")],
                      ["generate", "--model", str(directory), "hi", "--out", str(tmp_path / "out.txt")]):

@@ -229,3 +229,77 @@ def test_mixtral_fused_experts_are_read_as_transformers_reads_them(tmp_path):
     assert "model.layers.0.mlp.experts.gate_up_proj" in names and not any("block_sparse_moe" in n for n in names)
     _same_on_texts(fused)
     _same_on_texts(directory)                                       # and the original layout still
+
+
+@pytest.mark.parametrize("name, options", [
+    ("opt", dict(word_embed_proj_dim=12)),                                   # project_in / project_out
+    ("opt-postnorm", dict(word_embed_proj_dim=12)),                          # as OPT-350m: post-norm and projected
+    ("opt", dict(layer_norm_elementwise_affine=False)),
+    ("opt-postnorm", dict(layer_norm_elementwise_affine=False, word_embed_proj_dim=28)),
+    ("opt", dict(word_embed_proj_dim=12, tie_word_embeddings=False)),
+])
+def test_opt_projections_and_layernorms_without_weights_are_read_as_transformers(name, options, tmp_path):
+    directory = _build(tmp_path, name, **options)
+    names = set(_tensors(directory))
+    if "word_embed_proj_dim" in options:
+        assert "model.decoder.project_in.weight" in names and "model.decoder.project_out.weight" in names
+    if options.get("layer_norm_elementwise_affine") is False:
+        assert not any("layer_norm" in n for n in names), sorted(names)
+    model = _same_on_texts(directory)
+    # one route: the explained layer's trace computes the model's own layer output
+    trace = model.trace(TEXTS[1], layer=0)
+    hidden = model.forward(model.token_ids(TEXTS[1]), hidden_states=True).hidden_states[1]
+    np.testing.assert_array_equal(trace["output"].value, hidden)
+
+
+def _longrope(frequencies, **extra):
+    # short factors near 1, long factors up to 4: each frequency scaled by its own factor, as Phi-3's lists
+    short = [1.0 + 0.05 * i for i in range(frequencies)]
+    long = [1.0 + 3.0 * i / max(frequencies - 1, 1) for i in range(frequencies)]
+    return {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": short, "long_factor": long, **extra}
+
+
+LONG_TEXTS = ("Queries ask",                                                           # within the original 16
+              "The cat sat on the mat. the the cat sat on",
+              "A dog chased the cat around the garden while the birds sang. Attention is all you need; "
+              "transformers replaced recurrence with attention.")                     # past it
+
+
+@pytest.mark.parametrize("name, options", [
+    ("phi3", dict(original_max_position_embeddings=16, rope_parameters=_longrope(6))),
+    ("phi3", dict(original_max_position_embeddings=16, rope_parameters=_longrope(6, attention_factor=1.3))),
+    ("phi3", dict(original_max_position_embeddings=16, partial_rotary_factor=0.5,
+                  rope_parameters=_longrope(3, partial_rotary_factor=0.5))),
+    ("llama", dict(rope_parameters=_longrope(6, original_max_position_embeddings=16, factor=4.0))),
+    ("mistral", dict(rope_parameters=_longrope(6, original_max_position_embeddings=16))),
+])
+def test_longrope_uses_the_short_or_long_factors_by_length_as_transformers(name, options, tmp_path):
+    directory = _build(tmp_path, name, **options)
+    model = _same_on_texts(directory, LONG_TEXTS)
+    lengths = [len(model.token_ids(text)) for text in LONG_TEXTS]
+    assert min(lengths) <= 16 < max(lengths), lengths      # both sets are compared
+    # one route: the explained head's rotated keys are the model's own, past the original context too
+    ids = model.token_ids(LONG_TEXTS[-1])
+    trace = model.trace(LONG_TEXTS[-1], layer=0, head=1)
+    rope = model.blocks[0].attention.rope
+    np.testing.assert_array_equal(trace["rope_angles"].value, rope.angles(np.arange(len(ids))))
+    short, long = rope.frequencies(), rope.frequencies(long=True)
+    assert not np.array_equal(short, long)
+    np.testing.assert_array_equal(rope.angles(np.arange(16)), np.arange(16)[:, None].astype(np.float32) * short)
+    np.testing.assert_array_equal(rope.angles(np.arange(17)), np.arange(17)[:, None].astype(np.float32) * long)
+
+
+def test_longrope_while_decoding_follows_transformers_cache_step_by_step(tmp_path):
+    # transformers picks the set per call by its last position: keys cached before the switch keep the short set
+    directory = _build(tmp_path, "phi3", original_max_position_embeddings=16, rope_parameters=_longrope(6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = models.load(directory)
+        reference = transformers.AutoModelForCausalLM.from_pretrained(directory, attn_implementation="eager").eval()
+    ids = model.token_ids(LONG_TEXTS[-1])[:24]
+    caches, cache = model.new_caches(), transformers.DynamicCache(config=reference.config)
+    for start, stop in [(0, 12)] + [(t, t + 1) for t in range(12, 24)]:
+        ours = model.forward(ids[start:stop], caches=caches).logits
+        with torch.no_grad():
+            theirs = reference(torch.as_tensor(ids[start:stop])[None], cache=cache, use_cache=True).logits[0]
+        np.testing.assert_allclose(ours, theirs.numpy(), rtol=0, atol=1e-5)

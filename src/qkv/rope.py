@@ -46,6 +46,9 @@ class RoPE:
       1e-10); default False: angles in float64, exact.
     attention_factor: cos and sin are multiplied by it (YaRN's "mscale", 0.1·ln(factor) + 1), which
       scales every q·k score by its square; default 1.
+    long_inv_freq, long_after: a second set of frequencies (rotary_dim/2 numbers) used for a call whose
+      last position + 1 exceeds long_after (LongRoPE, Phi-3: short_factor within the original context,
+      long_factor beyond it, chosen per call as transformers chooses them); default: one set.
     """
 
     head_dim: int
@@ -54,6 +57,8 @@ class RoPE:
     inv_freq: Any = None
     float32_angles: bool = False
     attention_factor: float = 1.0
+    long_inv_freq: Any = None
+    long_after: int | None = None
 
     def __post_init__(self) -> None:
         d = self.head_dim
@@ -76,9 +81,24 @@ class RoPE:
                 raise ValueError(f"inv_freq must hold {r // 2} finite numbers (rotary_dim/2), got shape "
                                  f"{shape_str(freq.shape)}")
             object.__setattr__(self, "inv_freq", freq)
+        if (self.long_inv_freq is None) != (self.long_after is None):
+            raise ValueError("long_inv_freq and long_after go together (LongRoPE's second set and where it starts)")
+        if self.long_inv_freq is not None:
+            long = np.asarray(self.long_inv_freq, dtype=np.float64)
+            if long.shape != (r // 2,) or not np.all(np.isfinite(long)):
+                raise ValueError(f"long_inv_freq must hold {r // 2} finite numbers (rotary_dim/2), got shape "
+                                 f"{shape_str(long.shape)}")
+            after = self.long_after
+            if isinstance(after, bool) or not isinstance(after, int) or after < 1:
+                raise ValueError(f"long_after must be a positive integer, got {after!r}")
+            object.__setattr__(self, "long_inv_freq", long)
 
-    def frequencies(self, xp=np, device=None):
-        """θᵢ (rotary_dim/2,) in namespace xp: float64, or float32 when float32_angles."""
+    def frequencies(self, xp=np, device=None, *, long: bool = False):
+        """θᵢ (rotary_dim/2,) in namespace xp: float64, or float32 when float32_angles. long: the second set
+        (LongRoPE's long_factor), when there is one."""
+        if long and self.long_inv_freq is not None:
+            freq = xp.asarray(self.long_inv_freq, device=device)
+            return xp.astype(freq, xp.float32) if self.float32_angles else freq
         if self.inv_freq is not None:
             freq = xp.asarray(self.inv_freq, device=device)
             return xp.astype(freq, xp.float32) if self.float32_angles else freq
@@ -89,13 +109,16 @@ class RoPE:
         return 1.0 / (float(self.theta) ** (steps / self.rotary_dim))
 
     def angles(self, positions, xp=np, device=None):
-        """positions (…, T) integers → angles (…, T, rotary_dim/2) = position·θᵢ (float64, or float32)."""
+        """positions (…, T) integers → angles (…, T, rotary_dim/2) = position·θᵢ (float64, or float32). With
+        two sets (LongRoPE), the long one when the last position + 1 exceeds long_after."""
         if compat.is_torch_array(positions) and not compat.is_torch_namespace(xp):
             positions = np.asarray(positions.detach().cpu())
         positions = xp.asarray(positions, device=device)
         if not xp.isdtype(positions.dtype, "integral"):
             raise TypeError(f"positions must be integers, got dtype {positions.dtype}")
-        freq = self.frequencies(xp, device)
+        long = self.long_after is not None and math.prod(positions.shape) > 0 \
+            and int(xp.max(positions)) + 1 > self.long_after
+        freq = self.frequencies(xp, device, long=long)
         return xp.astype(positions, freq.dtype)[..., None] * freq
 
     def __call__(self, x, positions):

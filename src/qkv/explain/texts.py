@@ -1372,8 +1372,8 @@ EN: dict[str, str] = {
     "error.llama.partial_scaled": "{partial} with a scaled RoPE is not supported: transformers' {model_type} "
                                   "computes frequencies for part of each head but turns whole heads, and fails",
     "error.rope.odd_scaled": "rope_type {kind} with an odd rotary width {width} is not supported",
-    "error.opt.project": "{value} ≠ hidden_size {width} is not supported (OPT-350m's project_in/project_out)",
-    "error.opt.affine": "false is not supported (LayerNorms without weights)",
+    "error.rope.longrope_factors": "longrope's {name} must be a list of finite positive numbers, got {value}",
+    "error.rope.longrope_length": "longrope's {name} holds {count} numbers; the rotary width {width} has {frequencies} frequencies",
     "error.model_type.falcon": "'falcon' is not supported: Falcon's fused multi-query layout and ALiBi option are not built in",
     "error.model_type.gemma3": "'gemma3' is not supported: a multimodal Gemma 3 (vision tower); save its text model (Gemma3ForCausalLM, model_type gemma3_text)",
     "error.model_type.missing": "missing (qkv runs: {supported})",
@@ -3058,8 +3058,8 @@ KO: dict[str, str] = {
     "error.llama.partial_scaled": "배율 조정 RoPE와 함께 쓴 값({partial})은 지원하지 않는다: transformers의 "
                                   "{model_type} 모델은 헤드 일부의 주파수만 계산하고 헤드 전체를 돌리려다 실패한다",
     "error.rope.odd_scaled": "회전 차원이 홀수({width})일 때 rope_type {kind} 방식은 지원하지 않는다",
-    "error.opt.project": "{value} ≠ hidden_size {width}: 지원하지 않는다 (OPT-350m의 project_in/project_out)",
-    "error.opt.affine": "false는 지원하지 않는다 (가중치 없는 LayerNorm)",
+    "error.rope.longrope_factors": "longrope의 {name}: 유한한 양수의 목록이어야 한다 (받은 값: {value})",
+    "error.rope.longrope_length": "longrope의 {name}에 수가 {count}개 있다. 회전 차원 {width}의 주파수는 {frequencies}개다",
     "error.model_type.falcon": "'falcon': 지원하지 않는다. Falcon의 융합 다중 Query 배치와 ALiBi 옵션은 구현되어 있지 않다",
     "error.model_type.gemma3": "'gemma3': 지원하지 않는다. 비전 타워가 있는 멀티모달 Gemma 3이다. 텍스트 모델(Gemma3ForCausalLM, model_type gemma3_text)만 저장해 쓰라",
     "error.model_type.missing": "없다 (qkv가 실행하는 model_type: {supported})",

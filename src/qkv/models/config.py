@@ -42,7 +42,10 @@ class DecoderConfig:
     RoPE's θ on sliding layers (Gemma 3); position_offset, learned positions start at this row (OPT: 2);
     norm_position, "pre" or "post" (OPT-350m); final_norm, a norm before the unembedding; lm_head_bias
     (Phi); n_experts, experts_per_token, a sparse mixture-of-experts MLP (Mixtral); scale_by_layer, layer l's
-    attention scale divided by l + 1 (GPT-2's scale_attn_by_inverse_layer_idx).
+    attention scale divided by l + 1 (GPT-2's scale_attn_by_inverse_layer_idx); embed_width, the token
+    embeddings' and the output head's width P when it is not D (OPT's word_embed_proj_dim: project_in (P, D)
+    after the embeddings, project_out (D, P) before the head); norm_affine False, LayerNorms with no weight and
+    bias (OPT's layer_norm_elementwise_affine).
     """
 
     model_type: str
@@ -88,6 +91,8 @@ class DecoderConfig:
     n_experts: int = 0
     experts_per_token: int = 0
     scale_by_layer: bool = False
+    embed_width: int | None = None
+    norm_affine: bool = True
 
     def window_of(self, layer: int) -> int | None:
         """The sliding window of layer ``layer`` (None: it sees every earlier key)."""

@@ -94,7 +94,8 @@ class LayerArrays:
 @dataclass(frozen=True, eq=False)
 class DecoderArrays:
     """token_embeddings (V, D), position_embeddings (P, D) or None (RoPE), layers, final_norm (weight, bias|None),
-    unembedding (D, V): logits = final_norm(x) @ unembedding (a view of token_embeddingsᵀ when tied)."""
+    unembedding (D, V): logits = final_norm(x) @ unembedding (a view of token_embeddingsᵀ when tied). With OPT's
+    projections, token_embeddings (V, P) and unembedding (P, V) around project_in (P, D) and project_out (D, P)."""
 
     token_embeddings: np.ndarray
     position_embeddings: np.ndarray | None
@@ -102,6 +103,8 @@ class DecoderArrays:
     final_norm: tuple | None
     unembedding: np.ndarray
     unembedding_bias: np.ndarray | None = None       # (V,): Phi's lm_head bias
+    project_in: np.ndarray | None = None             # (P, D): OPT's word_embed_proj_dim P ≠ D, after the embeddings (V, P)
+    project_out: np.ndarray | None = None            # (D, P): after the final norm, before the unembedding (P, V)
 
 
 def _norm(config: DecoderConfig, weight_bias: tuple | None):
@@ -124,9 +127,12 @@ def build(config: DecoderConfig, arrays: DecoderArrays) -> tuple[tuple[Transform
     float32_angles = arrays.token_embeddings.dtype == np.float32
     ropes = {}
     if config.rope_theta is not None:
+        long = rope_frequencies(config, float32_angles, long=True)          # LongRoPE's second set, else None
         ropes["full_attention"] = RoPE(config.head_dim, config.rope_theta, rotary_dim=config.rotary_dim,
                                        inv_freq=rope_frequencies(config, float32_angles), float32_angles=float32_angles,
-                                       attention_factor=rope_attention_factor(config))
+                                       attention_factor=rope_attention_factor(config), long_inv_freq=long,
+                                       long_after=None if long is None else
+                                       int(dict(config.rope_scaling)["original_max_position_embeddings"]))
         ropes["sliding_attention"] = ropes["full_attention"] if config.local_rope_theta is None else \
             RoPE(config.head_dim, config.local_rope_theta, rotary_dim=config.rotary_dim, float32_angles=float32_angles)
     activation = "silu" if config.mlp == "swiglu" else config.mlp
@@ -154,19 +160,31 @@ def build(config: DecoderConfig, arrays: DecoderArrays) -> tuple[tuple[Transform
     return tuple(blocks), _norm(config, arrays.final_norm)
 
 
-def rope_frequencies(config: DecoderConfig, float32: bool) -> np.ndarray | None:
+def rope_frequencies(config: DecoderConfig, float32: bool, *, long: bool = False) -> np.ndarray | None:
     """RoPE's θᵢ after the config's frequency scaling, or None for the plain θᵢ = theta^(−2i/d).
 
     linear: θᵢ / factor. llama3 (Llama 3.1+): wavelengths λᵢ = 2π/θᵢ longer than
     original_max_position_embeddings / low_freq_factor are divided by factor, those shorter than
     … / high_freq_factor kept, and those between interpolated with
     s = (original / λᵢ − low_freq_factor) / (high_freq_factor − low_freq_factor):
-    θᵢ ← (1 − s)·θᵢ/factor + s·θᵢ. Computed in float32 when ``float32`` (as transformers does), else float64.
+    θᵢ ← (1 − s)·θᵢ/factor + s·θᵢ. longrope (Phi-3): θᵢ / short_factorᵢ, or with long=True θᵢ / long_factorᵢ
+    (the set for calls past original_max_position_embeddings; long=True of any other kind: None). Computed in
+    float32 when ``float32`` (as transformers does), else float64.
     """
     scaling = dict(config.rope_scaling)
     kind = scaling.pop("rope_type", "default")
+    if long and kind != "longrope":
+        return None
     dtype = np.float32 if float32 else np.float64
     d = config.rope_dim or config.rotary_dim or config.head_dim      # an odd d: ⌈d/2⌉ frequencies (transformers)
+    if kind == "longrope":                  # transformers: 1.0 / (ext_factors * base ** (arange(0, d, 2).float() / d))
+        if config.rope_dim is not None:
+            raise InputError.keyed("error.rope.odd_scaled", field="rope_scaling", kind=repr(kind), width=d)
+        factors = np.asarray(scaling["long_factor" if long else "short_factor"], dtype=dtype)
+        if factors.shape != (d // 2,):
+            raise InputError.keyed("error.rope.longrope_length", field="rope_scaling", width=d, frequencies=d // 2,
+                                   name="long_factor" if long else "short_factor", count=len(factors))
+        return 1.0 / (factors * config.rope_theta ** (np.arange(0, d, 2).astype(dtype) / d))
     base = 1.0 / (config.rope_theta ** (np.arange(0, d, 2).astype(dtype) / d))      # (⌈d/2⌉,)
     if kind in ("default", "dynamic"):      # dynamic: the plain θᵢ within max_position_embeddings (see forward)
         return None if config.rope_dim is None else base
@@ -206,8 +224,11 @@ def _layer_scale(config: DecoderConfig, index: int) -> float | None:
 
 
 def rope_attention_factor(config: DecoderConfig) -> float:
-    """YaRN's factor on cos and sin: attention_factor, or 0.1·mscale·ln(factor) + 1 (a ratio with mscale_all_dim)."""
+    """YaRN's factor on cos and sin: attention_factor, or 0.1·mscale·ln(factor) + 1 (a ratio with mscale_all_dim);
+    LongRoPE's, as read with the config (`llama._longrope`)."""
     scaling = dict(config.rope_scaling)
+    if scaling.get("rope_type") == "longrope":
+        return scaling["attention_factor"]
     if scaling.get("rope_type") != "yarn":
         return 1.0
     if "attention_factor" in scaling:
@@ -233,6 +254,8 @@ def check_rope(config: DecoderConfig, source: str) -> None:
         base = 1.0 / (np.float32(config.rope_theta) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d)))
         freq = rope_frequencies(config, True)
         freq = base if freq is None else freq
+        long = rope_frequencies(config, True, long=True)
+        freq = freq if long is None else np.concatenate([freq, long])
         top = freq.astype(np.float32) * np.float32(max(config.max_positions, 1))
     if not (np.isfinite(base).all() and np.isfinite(top).all()):
         scaled = np.isfinite(base).all()
@@ -327,6 +350,8 @@ class CausalLM:
             raise InputError.keyed("error.decoder.token_id", field="ids", vocab_size=self.config.vocab_size,
                                    id=int(ids.max() if ids.max() >= self.config.vocab_size else ids.min()))
         x = self.arrays.token_embeddings[ids]                                  # (T, D), a fresh array
+        if self.arrays.project_in is not None:                                  # OPT: (T, P) · project_in → (T, D)
+            x = x @ self.arrays.project_in
         if self.config.embed_scale is not None:                                 # Gemma: ·√D, rounded to the dtype
             x *= x.dtype.type(self.config.embed_scale)
         if self.arrays.position_embeddings is not None:
@@ -386,6 +411,8 @@ class CausalLM:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):    # checked below, as above
             if self.final_norm is not None:
                 final = self.final_norm(final)
+            if self.arrays.project_out is not None:                            # OPT: (T, D) · project_out → (T, P)
+                final = final @ self.arrays.project_out
             logits = final @ self.arrays.unembedding                           # (T, V)
             if self.arrays.unembedding_bias is not None:
                 logits += self.arrays.unembedding_bias

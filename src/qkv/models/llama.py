@@ -140,7 +140,7 @@ def _local_theta(read: ConfigReader) -> float:
 # rope_type → the parameters it needs besides rope_theta (transformers' names)
 ROPE_TYPES = {"default": (), "linear": ("factor",), "dynamic": ("factor",),
               "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
-              "yarn": ("factor",)}
+              "yarn": ("factor",), "longrope": ()}
 # parameters a rope_type may give (transformers' defaults otherwise)
 ROPE_OPTIONAL = {"yarn": ("original_max_position_embeddings", "beta_fast", "beta_slow", "attention_factor",
                           "mscale", "mscale_all_dim")}
@@ -161,6 +161,10 @@ def _rope(read: ConfigReader, model_type: str = "llama") -> tuple[float, tuple, 
             raise read.fail(key, "error.config.object_or_null", value=repr(scaling))
         theta = read.data.get("rope_theta", 10000.0)
     kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if model_type == "phi3" and kind in ("su", "yarn"):
+        kind = "longrope"                    # Phi3Config reads its older names "su" and "yarn" as longrope
+    elif model_type == "phi3" and kind not in ("default", "longrope"):
+        raise read.fail(key, "error.config.choice", value=repr(kind), choices="default, longrope")   # as Phi3Config
     if kind not in ROPE_TYPES:
         raise read.fail(key, "error.rope.type", kind=repr(kind), choices=", ".join(ROPE_TYPES))
     partial = scaling.get("partial_rotary_factor", read.data.get("partial_rotary_factor", 1.0))
@@ -181,11 +185,48 @@ def _rope(read: ConfigReader, model_type: str = "llama") -> tuple[float, tuple, 
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not value > 0:
             raise read.fail(key, "error.rope.factor", name=name, kind=repr(kind), value=repr(value))
         values.append((name, float(value)))
+    if kind == "longrope":
+        values += _longrope(read, key, scaling, model_type)
     if kind == "yarn" and scaling.get("truncate", True) is not True:
         raise read.fail(key, "error.rope.yarn_truncate")
     if kind == "llama3" and not scaling["high_freq_factor"] > scaling["low_freq_factor"]:
         raise read.fail(key, "error.rope.llama3_factors")
     return float(theta), tuple(sorted(values)), float(partial)
+
+
+def _longrope(read: ConfigReader, key: str, scaling: dict, model_type: str) -> list[tuple]:
+    """LongRoPE's parameters as transformers 5.25 reads them (`_compute_longrope_parameters`): short_factor and
+    long_factor (one number per frequency: θᵢ ÷ factorᵢ), original_max_position_embeddings (config.json's top-level
+    field wins over the rope dict's, as `standardize_rope_params` gives it priority; Phi3Config's default is 4096;
+    else max_position_embeddings), factor (else max_position_embeddings / original) and attention_factor (else
+    √(1 + ln factor / ln original) for factor > 1, else 1)."""
+    values = []
+    for name in ("short_factor", "long_factor"):
+        factors = scaling.get(name)
+        if not isinstance(factors, list) or not factors or any(
+                isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or not f > 0 for f in factors):
+            raise read.fail(key, "error.rope.longrope_factors", name=name, value=repr(factors)[:80])
+        values.append((name, tuple(float(f) for f in factors)))
+    top = read.data.get("original_max_position_embeddings")
+    if top is None and model_type == "phi3":
+        top = 4096                                        # Phi3Config's class default, which transformers prefers
+    original = top if top is not None else scaling.get("original_max_position_embeddings",
+                                                       read.data.get("max_position_embeddings", 2048))
+    if isinstance(original, bool) or not isinstance(original, int) or original < 1:
+        raise read.fail("original_max_position_embeddings", "error.config.integer", low=1, value=repr(original))
+    factor = scaling.get("factor")
+    if factor is None:
+        factor = read.integer("max_position_embeddings", 2048) / original
+    elif isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or not factor > 0:
+        raise read.fail(key, "error.rope.factor", name="factor", kind="'longrope'", value=repr(factor))
+    attention = scaling.get("attention_factor")
+    if attention is None:
+        attention = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+    elif isinstance(attention, bool) or not isinstance(attention, (int, float)) or not math.isfinite(attention) \
+            or not attention > 0:
+        raise read.fail(key, "error.rope.factor", name="attention_factor", kind="'longrope'", value=repr(attention))
+    return values + [("original_max_position_embeddings", int(original)), ("factor", float(factor)),
+                     ("attention_factor", float(attention))]
 
 
 def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> DecoderArrays:

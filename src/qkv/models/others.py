@@ -4,7 +4,9 @@
               the first rotary_pct of each head; query_key_value (3D, D) interleaved per head
               [q_h | k_h | v_h], re-ordered into W_Q, W_K, W_V at load; untied embed_out.
     opt:      learned positions at rows p + 2 (OPT's offset), ReLU, pre-norm (do_layer_norm_before)
-              or post-norm; biases everywhere; tied lm_head.
+              or post-norm; biases everywhere; tied lm_head; word_embed_proj_dim P ≠ D: embeddings (V, P)
+              · project_in (P, D), and project_out (D, P) before the head (V, P); layer_norm_elementwise_affine
+              false: LayerNorms without weight and bias.
     phi:      x + Attn(LN(x)) + MLP(LN(x)) with one LayerNorm, partial rotary, GELU (tanh), a dense
               output projection, lm_head with a bias; qk_layernorm: a LayerNorm over each q and k head.
 Every nn.Linear (out, in) is transposed to qkv's (in, out).
@@ -62,10 +64,7 @@ def read_config(data: dict, source: str) -> DecoderConfig:
             tie_embeddings=read.flag("tie_word_embeddings", False), parallel=True, shared_norm=True, lm_head_bias=True,
             qk_norm=read.flag("qk_layernorm", False)))
     # opt
-    if read.integer("word_embed_proj_dim", d) != d:
-        raise read.fail("word_embed_proj_dim", "error.opt.project", value=data['word_embed_proj_dim'], width=d)
-    if not read.flag("layer_norm_elementwise_affine", True):
-        raise read.fail("layer_norm_elementwise_affine", "error.opt.affine")
+    projection = read.integer("word_embed_proj_dim", d)          # ≠ D: project_in / project_out (OPT-350m)
     pre = read.flag("do_layer_norm_before", True)
     bias = read.flag("enable_bias", True)
     return read.check_heads(DecoderConfig(
@@ -74,7 +73,8 @@ def read_config(data: dict, source: str) -> DecoderConfig:
         mlp=read.choice("activation_function", "relu", ACTIVATIONS), rope_theta=None,
         bias_qkv=bias, bias_out=bias, bias_mlp=bias, tie_embeddings=read.flag("tie_word_embeddings", True),
         position_offset=2, norm_position="pre" if pre else "post",
-        final_norm=pre and not read.flag("_remove_final_layer_norm", False)))
+        final_norm=pre and not read.flag("_remove_final_layer_norm", False),
+        embed_width=None if projection == d else projection, norm_affine=read.flag("layer_norm_elementwise_affine", True)))
 
 
 def _rotary(read: ConfigReader, head_dim: int, partial: float, **options) -> dict:
@@ -92,6 +92,8 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
         return get(f"{name}.weight", d_out, d_in).T, (get(f"{name}.bias", d_out) if bias else None)
 
     def norm(name: str, width: int = d):
+        if not config.norm_affine:           # OPT's layer_norm_elementwise_affine false: x̂ · 1 + 0, exactly x̂
+            return np.ones(width, dtype), np.zeros(width, dtype)
         return get(name + ".weight", width), get(name + ".bias", width)
 
     layers = []
@@ -150,8 +152,14 @@ def read_weights(checkpoint: Checkpoint, config: DecoderConfig, dtype) -> Decode
         layers.append(LayerArrays(w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
                                   norm1=norm(p + "self_attn_layer_norm"), norm2=norm(p + "final_layer_norm"),
                                   w_in=w_in, b_in=b_in, w_out=w_out, b_out=b_out))
-    embeddings = get(root + "embed_tokens.weight", v, d)
+    p = config.embed_width or d                   # word_embed_proj_dim: the embeddings' and the head's width
+    embeddings = get(root + "embed_tokens.weight", v, p)
     positions = get(root + "embed_positions.weight", config.max_positions + config.position_offset, d)
     unembedding = checkpoint.unembedding("lm_head.weight", embeddings, config.tie_embeddings, dtype)
     final = norm(root + "final_layer_norm") if config.final_norm else None
-    return DecoderArrays(embeddings, positions, tuple(layers), final, unembedding)
+    project_in = project_out = None
+    if config.embed_width is not None:            # nn.Linear without bias, (out, in) → (in, out)
+        project_in, _ = linear(root + "project_in", p, d, False)
+        project_out, _ = linear(root + "project_out", d, p, False)
+    return DecoderArrays(embeddings, positions, tuple(layers), final, unembedding, project_in=project_in,
+                         project_out=project_out)
