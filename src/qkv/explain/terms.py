@@ -75,7 +75,7 @@ def terms_text(trace: Trace, *, lang: str = "en", key: int | None = None, digits
             q_txt = [_fmt(v, digits) for v in found["q"]]
             k_txt = [_fmt(v, digits) for v in found["k"]]
             p_txt = [_fmt(v, digits) for v in found["terms"]]
-            width = max(len(s) for s in q_txt + k_txt + p_txt + ["q_i·k_i"])
+            width = max(len(cell) for cell in q_txt + k_txt + p_txt + ["q_i·k_i"])
             lines.append(f"  {'i':>3}  {'q_i':>{width}}  {'k_i':>{width}}  {'q_i·k_i':>{width}}")
             exact_products = True
             for i in range(dk):

@@ -2449,7 +2449,7 @@ KO: dict[str, str] = {
     "cli.unrecognized.guess": "알 수 없는 인수: {args}. 혹시 {guess}인가?",
     "cli.no_command": "명령을 주지 않았다. 쓸 수 있는 명령: {commands} ('qkv --help' 참고)",
     "cli.out_of_memory": "메모리가 모자란다: 시스템이 이 명령에 메모리를 더 내주지 않았다 (메모리를 비우거나 프로세스의 한도를 올리라: ulimit -v). 아무 파일도 쓰지 않았다",
-    "cli.out_of_memory.size": "메모리가 모자란다: {size}를 더 할당하지 못했다 (메모리를 비우거나 프로세스의 한도를 올리라: ulimit -v). 아무 파일도 쓰지 않았다",
+    "cli.out_of_memory.size": "메모리가 모자란다: {size}만큼 더 할당하지 못했다 (메모리를 비우거나 프로세스의 한도를 올리라: ulimit -v). 아무 파일도 쓰지 않았다",
     "cli.not_utf8.byte": "UTF-8 텍스트가 아니다 (글자 위치 {at}: 바이트 {byte})",
     "cli.not_utf8.char": "UTF-8 텍스트가 아니다 (글자 위치 {at}: {char})",
     "cli.same_file": "{other}에 준 파일과 같다",

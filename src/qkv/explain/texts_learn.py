@@ -418,7 +418,7 @@ KO.update({
                                        "cross-attention 행은 디코더 층 {layer} (0–{last} 중)의 헤드 {head} (0–{hlast} "
                                        "중)에서 “{query}”에서의 디코더 상태(그 단계에서 쓴 단어: {generated})이다. 가장 큰 "
                                        "가중치는 {word}에 간 {top}이다: 원-핫에 가까운 행은 없다.",
-    "why.sqrt.translator.spread": "그 점수 q·k는 {scores}이고, 가장 큰 값이 다음 값보다 {gap} 크다. √d_k = √{dk} = {root}로 "
+    "why.sqrt.translator.spread": "그 점수 q·k는 {scores}이고, 가장 큰 값이 다음 값보다 {gap} 크다. √d_k(= √{dk} = {root})로 "
                                   "나누면 {scaled} (차이 {gap_scaled})가 되고, softmax의 결과는 {weights}이다.",
     "why.sqrt.translator.without": "√d_k로 나누지 않으면 같은 학습된 q와 k의 가중치는 {plain}이다: 가장 큰 가중치는 "
                                    "{top_plain}, 그 기울기 w(1 − w)는 {grad}에서 {grad_plain}까지 떨어진다 ({times}배 "

@@ -15,11 +15,11 @@ EN: dict[str, str] = {
     "error.next.k": "k must be a whole number from 1 to {top}, got {value}",
     # ------------------------------------------------------------------ the next token
     "page.next.title": "The next token",
-    "page.next.lead": "After “{last}” (token {position}) the model gives each of its {vocab} tokens a logit ℓ; the "
+    "page.next.lead": "After “{last}” (token {position}) the model gives each of its {vocab:token|tokens} a logit ℓ; the "
                       "probabilities are p = softmax(ℓ / T) over all of them. The {k:likeliest token|likeliest tokens}:",
     "page.next.temperature": "temperature T = {t}",
     "page.next.slider": "Each temperature's probabilities were computed by qkv in Python, softmax(ℓ / T) over all "
-                        "{vocab} tokens; the slider picks one of them ({n} temperatures), the page computes nothing.",
+                        "{vocab:token|tokens}; the slider picks one of them ({n:temperature|temperatures}), the page computes nothing.",
     "page.next.rank": "#",
     "page.next.token": "token",
     "page.next.logit": "logit ℓ",
