@@ -138,3 +138,29 @@ def test_a_command_that_writes_files_still_prints_its_table_after_them(capsys, t
     out = tmp_path / "h.json"
     code, printed, err = _main(capsys, "heads", "--model", str(bert), "the cat sat", "--json", str(out))
     assert code == 0 and out.is_file() and "layer" in printed and f"wrote {out}" in err
+
+
+# ------------------------------------------------------------------ out of memory, wherever it is raised
+@pytest.mark.parametrize("raised", [
+    MemoryError("Unable to allocate 2.25 MiB for an array with shape (1536, 384) and data type float32"),
+    MemoryError("Cannot allocate memory (os error 12)"),                     # a Rust library's mmap ENOMEM
+    OSError(12, "Cannot allocate memory"),                                   # mmap.mmap, os.* calls
+    ImportError("x.so: failed to map segment from shared object"),           # a late import's dlopen ENOMEM
+], ids=["numpy", "rust", "errno", "dlopen"])
+def test_running_out_of_memory_anywhere_is_one_line(capsys, tmp_path, monkeypatch, raised):
+    import qkv.commands.example as example
+
+    def exhausted(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(example, "handler", exhausted)
+    from qkv.cli import _PARSERS
+
+    _PARSERS.clear()                                  # the parser binds the handler when it is built
+    try:
+        code, out, err = _main(capsys, "example", "self-attention", "--out", str(tmp_path / "o.txt"))
+    finally:
+        _PARSERS.clear()
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("qkv: error: out of memory"), err
+    assert ("2.25 MiB" in err) == ("2.25 MiB" in str(raised))
+    assert list(tmp_path.iterdir()) == []

@@ -436,6 +436,10 @@ def _run(argv: list[str]) -> int:
         if exc.errno != errno.ENOMEM:
             raise
         return _out_of_memory(exc)
+    except ImportError as exc:                     # a module loaded late whose library could not be mapped
+        if not any(words in str(exc) for words in ("failed to map segment", "Cannot allocate memory")):
+            raise
+        return _out_of_memory(exc)
 
 
 class Stopped(BaseException):
