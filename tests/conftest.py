@@ -40,7 +40,8 @@ REFERENCES = {"test_models_hf.py", "test_torch_mha.py", "test_models_corrupt.py"
               "test_nexttoken.py",          # the next token against transformers' logits and float64 head moves
               "test_torch_upstream.py",     # torch's own MHA / Transformer tests, ported (as test_torch_mha)
               "test_models.py",             # MiniLM against sentence-transformers and transformers' BertModel
-              "test_cli_models.py"}          # `qkv inspect` / `qkv embed` on the installed MiniLM
+              "test_cli_models.py",          # `qkv inspect` / `qkv embed` on the installed MiniLM
+              "test_adversary_entry.py"}     # serve under hostile requests: a tiny GPT-2 built by transformers, ~25 s
 PROCESSES = {"test_distributed.py",                                                # torch.distributed ranks
              "test_bench.py",               # `qkv bench --quick`, training rows in worker processes
              "test_stress_files.py",        # files cut short or swapped under fresh interpreters (SIGBUS, hangs)

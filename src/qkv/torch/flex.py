@@ -65,10 +65,34 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cpu", BLOCK_SIZE=12
     Returns:
         torch.nn.attention.flex_attention.BlockMask.
     """
+    _check_sizes(B=B, H=H, Q_LEN=Q_LEN, KV_LEN=KV_LEN, BLOCK_SIZE=BLOCK_SIZE)
     return _torch_flex.create_block_mask(
         mask_mod, B, H, Q_LEN, KV_LEN, device="cpu" if device is None else device, BLOCK_SIZE=BLOCK_SIZE,
         _compile=_compile, separate_full_blocks=separate_full_blocks,
         compute_dq_write_order=compute_dq_write_order, dq_kv_order=dq_kv_order)
+
+
+def _check_sizes(**sizes) -> None:
+    """create_block_mask's sizes named when wrong: torch divides by them (Q_LEN=0, BLOCK_SIZE=0:
+    ZeroDivisionError), builds a mask of length 1.5, or fails on a negative shape in its own words."""
+    for name, value in sizes.items():
+        if name == "BLOCK_SIZE" and isinstance(value, (tuple, list)):
+            if len(value) != 2:
+                raise ValueError(f"BLOCK_SIZE must be an int or a pair (query block, key block), got {value!r}")
+            for part in value:
+                _check_size("BLOCK_SIZE", part, whole=value)
+        elif value is not None or name not in ("B", "H"):
+            _check_size(name, value)
+
+
+def _check_size(name: str, value, whole=None) -> None:
+    shown = value if whole is None else whole
+    if isinstance(value, bool) or not isinstance(value, (int, torch.SymInt)) and not (
+            isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_floating_point()):
+        raise TypeError(f"{name} must be a whole number ≥ 1{' or None' if name in ('B', 'H') else ''}, "
+                        f"got {shown!r}")
+    if isinstance(value, int) and value < 1:
+        raise ValueError(f"{name} must be ≥ 1, got {shown!r}")
 
 
 class _Score:
@@ -224,7 +248,13 @@ def _dense(block_mask, B, H, L, S, device):
         where = torch.where(valid, indices.long(), n_cols)
         dense = torch.zeros(indices.shape[:-1] + (n_cols + 1,), dtype=torch.bool, device=device)
         dense = dense.scatter(-1, where, True)[..., :n_cols]
-        return dense[:, :, rows][:, :, :, cols]   # (B', H', L, S)
+        # a table of B' batches (H' heads) read for the call's B (H) as torch's kernels read it: batch b uses
+        # row b % B', head h row h % H' (a BlockMask of B=1 or H=1 serves every batch or head as before)
+        if dense.shape[0] not in (1, B):
+            dense = dense[torch.arange(B, device=device) % dense.shape[0]]
+        if dense.shape[1] not in (1, H):
+            dense = dense[:, torch.arange(H, device=device) % dense.shape[1]]
+        return dense[:, :, rows][:, :, :, cols]   # (B' or B, H' or H, L, S)
 
     partial = blocks(block_mask.kv_num_blocks, block_mask.kv_indices)
     mask_mod = block_mask.mask_mod
