@@ -49,6 +49,7 @@ SHOWN_AS_TYPED = {
     "pip", "install", "make", "test", "demo", "ulimit", "starlette", "uvicorn", "qkv", "help", "embed", "generate", "bert", "minilm", "pickle",
     # fields, arguments and types named as the code and config.json spell them
     "dtype", "id", "logits", "temperature", "truncate", "float", "API", "True",
+    "eager", "sdpa",      # transformers' attn_implementation values
     # JSON/TOML values and the example format's words, shown as a file spells them
     "true", "false", "null", "None", "inf", "causal", "attention", "shown", "exact", "any", "by",
     "hand", "file", "key", "transpose", "step", "text", "value", "trace", "steps", "meta", "title", "query",

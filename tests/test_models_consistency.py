@@ -226,11 +226,11 @@ def test_a_tied_model_may_also_hold_its_lm_head(tmp_path, name, embeddings):
 
 
 def test_flags_that_change_the_computation_are_used_or_refused(tmp_path):
-    """Gemma's use_bidirectional_attention would drop the causal mask: refused. Older GPT-NeoX configs name
+    """Gemma 2's use_bidirectional_attention (the causal mask kept by eager attention, dropped by sdpa): refused. Older GPT-NeoX configs name
     θ rotary_emb_base: read as rope_theta."""
     directory = build_family(tmp_path, "gemma2")
     _edit_config(directory, use_bidirectional_attention=True)
-    assert "config.json: use_bidirectional_attention: True is not supported" in _error(directory)
+    assert "config.json: use_bidirectional_attention: true is refused for gemma2" in _error(directory)
     directory = build_family(tmp_path / "b", "gpt_neox")
     data = json.loads((directory / "config.json").read_text())
     data["rotary_emb_base"], data["rotary_pct"] = 1234.0, data["rope_parameters"]["partial_rotary_factor"]

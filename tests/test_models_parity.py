@@ -303,3 +303,55 @@ def test_longrope_while_decoding_follows_transformers_cache_step_by_step(tmp_pat
         with torch.no_grad():
             theirs = reference(torch.as_tensor(ids[start:stop])[None], cache=cache, use_cache=True).logits[0]
         np.testing.assert_allclose(ours, theirs.numpy(), rtol=0, atol=1e-5)
+
+
+def test_gemma3_bidirectional_attention_without_a_window_is_refused_where_transformers_fails(tmp_path):
+    directory = _build(tmp_path, "gemma3", edit_config=lambda data: data.update(use_bidirectional_attention=True,
+                                                                                 sliding_window=None))
+    with pytest.raises(TypeError):
+        _reference_logits(directory, [1, 2, 3])
+    with pytest.raises(InputError, match="sliding_window"):
+        models.load(directory)
+
+
+@pytest.mark.parametrize("window", [4, 9])
+def test_gemma3_bidirectional_attention_drops_the_causal_mask_as_transformers(window, tmp_path):
+    def edit(data):
+        data["use_bidirectional_attention"] = True
+        data["sliding_window"] = window            # config.json's value; transformers halves it: |i − j| < w // 2 + 1
+
+    directory = _build(tmp_path, "gemma3", edit_config=edit)
+    model = _same_on_texts(directory)
+    assert not model.is_causal
+    # position 0's logits now depend on the tokens after it (no causal mask)
+    ids = model.token_ids(TEXTS[1])
+    assert not np.allclose(model.forward(ids).logits[0], model.forward(ids[:3]).logits[0], atol=1e-3)
+    # one route: the explained head's weights are the model's own, non-zero right of the diagonal
+    weights = model.attention_weights(TEXTS[1])
+    trace = model.trace(TEXTS[1], layer=1, head=2)
+    np.testing.assert_allclose(trace["weights"].value[0], weights[1, 2], rtol=0, atol=1e-6)   # one head's slices
+    assert np.triu(weights[1, 2], 1).sum() > 0
+
+
+@pytest.mark.parametrize("name", ["gemma", "gemma2"])
+def test_bidirectional_gemma_and_gemma2_are_refused_where_transformers_disagrees_with_itself(name, tmp_path):
+    directory = _build(tmp_path, name, use_bidirectional_attention=True)
+    if name == "gemma":   # eager keeps the causal mask, sdpa drops it: two different answers from one folder
+        ids = torch.arange(3, 15)[None]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            eager, sdpa = (transformers.AutoModelForCausalLM.from_pretrained(directory, attn_implementation=kind).eval()
+                           for kind in ("eager", "sdpa"))
+        with torch.no_grad():
+            assert (eager(ids).logits - sdpa(ids).logits).abs().max() > 1e-2
+    with pytest.raises(InputError, match="use_bidirectional_attention") as error:
+        models.load(directory)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen3", "mistral"])
+def test_bidirectional_attention_where_the_family_never_reads_it_runs_causal_as_transformers_and_says_so(name, tmp_path):
+    directory = _build(tmp_path, name, edit_config=lambda data: data.update(use_bidirectional_attention=True))
+    with pytest.warns(UserWarning, match="use_bidirectional_attention"):
+        models.load(directory)
+    assert _same_on_texts(directory).is_causal

@@ -45,7 +45,9 @@ class DecoderConfig:
     attention scale divided by l + 1 (GPT-2's scale_attn_by_inverse_layer_idx); embed_width, the token
     embeddings' and the output head's width P when it is not D (OPT's word_embed_proj_dim: project_in (P, D)
     after the embeddings, project_out (D, P) before the head); norm_affine False, LayerNorms with no weight and
-    bias (OPT's layer_norm_elementwise_affine).
+    bias (OPT's layer_norm_elementwise_affine); causal False, no causal mask (Gemma 3's
+    use_bidirectional_attention: a sliding layer then sees the keys less than sliding_window tokens away on
+    either side).
     """
 
     model_type: str
@@ -93,6 +95,7 @@ class DecoderConfig:
     scale_by_layer: bool = False
     embed_width: int | None = None
     norm_affine: bool = True
+    causal: bool = True
 
     def window_of(self, layer: int) -> int | None:
         """The sliding window of layer ``layer`` (None: it sees every earlier key)."""

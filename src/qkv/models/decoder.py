@@ -296,7 +296,8 @@ class CausalLM:
 
     @property
     def is_causal(self) -> bool:
-        return True
+        """Whether the attention is causal (False: Gemma 3's use_bidirectional_attention)."""
+        return self.config.causal
 
     # ------------------------------------------------------------------ tokens
     def token_ids(self, text: str) -> np.ndarray:
@@ -370,6 +371,8 @@ class CausalLM:
         if window is None or tk <= window:
             return None
         query_positions = np.arange(tk - tq, tk)[:, None]                       # (Tq, 1)
+        if not self.config.causal:                                              # both sides: |i − j| < window
+            return np.abs(np.arange(tk)[None, :] - query_positions) < window
         return np.arange(tk)[None, :] > query_positions - window                # (Tq, Tk)
 
     def forward(self, ids, *, caches: list[KVCache] | None = None, hidden_states: bool = False,
@@ -399,7 +402,7 @@ class CausalLM:
             # an overflow inside the block is reported once, by check_finite_states just below, as one
             # InputError: NumPy's RuntimeWarnings would print lines of their own before it
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                result = block(x, mask=masks[window], causal=True, cache=None if caches is None else caches[i],
+                result = block(x, mask=masks[window], causal=self.config.causal, cache=None if caches is None else caches[i],
                                return_weights=weights, record=scoped(record, f"layer {i}"))
             x, layer_weights = result if weights else (result, None)
             check_finite_states(x, layer=i, source=str(self.directory), dtype=self.dtype)
@@ -480,7 +483,7 @@ class CausalLM:
         c = self.config
         meta = {"kind": "model", "model": self.name, "model_type": c.model_type, "tokens": tokens,
                 "n_layers": c.n_layers, "n_heads": c.n_heads, "n_kv_heads": c.n_kv_heads, "kv_groups": self.kv_groups(),
-                "causal": True, "rope_theta": c.rope_theta, "sliding_window": c.sliding_window, "bias_out": c.bias_out}
+                "causal": c.causal, "rope_theta": c.rope_theta, "sliding_window": c.sliding_window, "bias_out": c.bias_out}
         if query is not None:
             meta["query"] = query_index(tokens, query)
         if layer is None:
@@ -499,7 +502,7 @@ class CausalLM:
         mask = self.window_mask(len(ids), len(ids), layer)
         if head is None:
             trace = Trace(f"{self.name}: layer {layer} (the whole block, {c.n_heads} heads)", meta)
-            block(x, mask=mask, causal=True, record=trace)
+            block(x, mask=mask, causal=c.causal, record=trace)
             return trace
         head = _check_index("head", head, c.n_heads)
         kv_head = c.kv_head_of(head)
@@ -508,7 +511,7 @@ class CausalLM:
         trace = Trace(f"{self.name}: layer {layer}, head {head} (key/value head {kv_head})", meta)
         normed = block.norm1(x) if block.norm_position == "pre" else x      # post-norm: attention reads x itself
         trace("normed", normed, formula="N₁(x)" if block.norm_position == "pre" else "x")
-        single(normed, mask=mask, causal=True, record=trace)
+        single(normed, mask=mask, causal=c.causal, record=trace)
         return trace
 
     @staticmethod

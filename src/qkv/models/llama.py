@@ -43,9 +43,17 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     read = ConfigReader(data, source)
     model_type = data["model_type"]
     gemma = model_type in GEMMA
-    if data.get("use_bidirectional_attention"):
-        raise read.fail("use_bidirectional_attention", "error.llama.bidirectional",
-                        value=repr(data['use_bidirectional_attention']))
+    # use_bidirectional_attention: Gemma 3 drops the causal mask (full layers see every key; sliding layers the keys
+    # less than sliding_window // 2 + 1 away on either side, as Gemma3TextConfig halves the window); Gemma and
+    # Gemma 2 keep the mask under eager attention and drop it under sdpa (refused); the others never read it (warned)
+    bidirectional = read.flag("use_bidirectional_attention", False)
+    if bidirectional and model_type in ("gemma", "gemma2"):
+        raise read.fail("use_bidirectional_attention", "error.llama.bidirectional", model_type=model_type)
+    if bidirectional and model_type != "gemma3_text":
+        warnings.warn(f"{source}: use_bidirectional_attention: " + texts.text("en", "warn.llama.bidirectional",
+                                                                               model_type=model_type),
+                      UserWarning, stacklevel=3)
+        bidirectional = False
     act_key = "hidden_activation" if gemma and data.get("hidden_activation") is not None else "hidden_act"
     activation = read.choice(act_key, "gelu_pytorch_tanh" if gemma else "silu", GATED_ACTIVATIONS)
     d = read.integer("hidden_size")
@@ -66,6 +74,8 @@ def read_config(data: dict, source: str) -> DecoderConfig:
                 "sliding_attention" if i >= first else "full_attention" for i in range(n_layers))
     elif model_type in ("gemma2", "gemma3_text"):
         window = read.optional_integer("sliding_window", low=1)
+        if bidirectional:                            # Gemma3TextConfig: |i − j| < sliding_window // 2 + 1 (it fails
+            window = read.integer("sliding_window") // 2 + 1     # without a window, and so does qkv)
         pattern = 2 if model_type == "gemma2" else read.integer("sliding_window_pattern", 6, names=("_sliding_window_pattern",))
         layer_types = read.layer_types(n_layers) or tuple(
             "full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n_layers))
@@ -119,7 +129,8 @@ def read_config(data: dict, source: str) -> DecoderConfig:
         # transformers keeps √D in a float32 buffer (torch.tensor(hidden_size ** 0.5)) cast to the weights' dtype
         embed_scale=float(np.float32(d ** 0.5)) if gemma else None,
         attn_scale=None if scalar is None else scalar ** -0.5, attn_softcap=softcap, final_softcap=final_softcap,
-        layer_types=layer_types, local_rope_theta=local_theta, n_experts=experts, experts_per_token=top_k))
+        layer_types=layer_types, local_rope_theta=local_theta, n_experts=experts, experts_per_token=top_k,
+        causal=not bidirectional))
 
 
 def _local_theta(read: ConfigReader) -> float:
