@@ -249,3 +249,44 @@ def test_calibrate_interrupted_leaves_no_file(tmp_path, monkeypatch):
         doctor.calibrate("en")
     cache = tmp_path / "cache"
     assert not cache.exists() or os.listdir(cache) == []
+
+
+# ------------------------------------------------------------------ class 8: a parameter or a JSON key given twice
+@pytest.mark.parametrize("path, query, field", [
+    ("/api/next", "model=gpt2&text=The+cat&k=3&k=50", "k"),
+    ("/api/next", "model=gpt2&text=The+cat&temperature=1&temperature=0.5", "temperature"),
+    ("/api/practice", "name=self-attention&seed=1&seed=2", "seed"),
+    ("/api/neuron", "model=gpt2&text=The+cat&layer=0&head=0&query=0&key=0&key=1", "key"),
+    ("/api/tokens", "model=gpt2&text=a&text=b", "text"),
+])
+def test_a_parameter_given_twice_is_refused(client, path, query, field):
+    """k=3&k=50: starlette keeps the last and the answer was for k=50 without a word; now a 400 naming it."""
+    for lang in ("en", "ko"):
+        response = get(client, path, f"{query}&lang={lang}")
+        assert response.status_code == 400, response.text
+        body = response.json()
+        assert body["field"] == field and korean(body["error"]) == (lang == "ko"), body
+    once = get(client, path, query.rsplit("&", 1)[0])
+    assert once.status_code == 200, once.text
+
+
+@pytest.mark.parametrize("body", [
+    b'{"name": "self-attention", "seed": 0, "seed": 5, "question": 0, "answer": "1"}',
+    b'{"name": "x", "name": "self-attention", "seed": 0, "question": 0, "answer": "1"}',
+])
+def test_a_json_key_given_twice_is_refused(client, body):
+    """Python's json keeps the last of {"seed": 0, "seed": 5}: the check answered for a drill the page did not show."""
+    for path in ("/api/practice/check", "/api/whatif"):
+        for lang in ("en", "ko"):
+            response = client.post(f"{path}?lang={lang}", content=body, headers=JSON)
+            assert response.status_code == 400, response.text
+            line = error(response)
+            assert korean(line) == (lang == "ko") and '"' + ("seed" if b'"seed": 5' in body else "name") + '"' in line
+
+
+def test_the_pages_own_address_is_not_refused(client):
+    """The checks of classes 2 and 8 are the API's: a bookmark of the page with a repeated or odd parameter still
+    opens the page (its script reads the address)."""
+    for query in ("model=gpt2&model=gpt2", "text=%FF"):
+        response = get(client, "/", query)
+        assert response.status_code == 200 and "text/html" in response.headers["content-type"]

@@ -1613,6 +1613,8 @@ EN: dict[str, str] = {
     "serve.json.utf8": "not UTF-8 text at byte {at}",
     "serve.json.syntax": "not valid JSON at line {line}, column {column}",
     "serve.json.deep": "nested too deep",
+    "serve.json.repeated": "the key {name} is given more than once",
+    "serve.error.repeated": "given more than once: give each parameter once",
     "serve.practice.body": "the body must be a JSON object, e.g. {{\"name\": \"self-attention\", \"seed\": 0, "
                            "\"question\": 0, \"answer\": \"2.14\"}}",
     "serve.error.model": "{name} is not loaded; loaded: {loaded}",
@@ -3295,6 +3297,8 @@ KO: dict[str, str] = {
     "serve.json.utf8": "{at}번째 바이트가 UTF-8 텍스트가 아니다",
     "serve.json.syntax": "{line}번째 줄 {column}번째 글자에서 JSON 문법이 틀렸다",
     "serve.json.deep": "너무 깊게 중첩되어 있다",
+    "serve.json.repeated": "같은 키가 두 번 이상 나온다: {name}",
+    "serve.error.repeated": "두 번 이상 주어졌다. 매개변수는 한 번씩만 보내라",
     "serve.practice.body": "본문은 JSON 객체여야 한다 (예: {{\"name\": \"self-attention\", \"seed\": 0, "
                            "\"question\": 0, \"answer\": \"2.14\"}})",
     "serve.error.model": "불러오지 않은 모델이다: {name}. 불러온 모델: {loaded}",

@@ -372,8 +372,15 @@ def _query_problem(scope) -> dict | None:
     names the parameter and the bytes; None when every name and value is UTF-8."""
     from urllib.parse import unquote_to_bytes
 
+    seen: set[bytes] = set()
     for part in scope.get("query_string", b"").split(b"&"):
         name, _, value = part.partition(b"=")
+        plain = unquote_to_bytes(name.replace(b"+", b" "))
+        if plain and plain in seen:       # k=3&k=50: one would silently win (starlette keeps the last)
+            field = plain.decode("utf-8", "replace")[:40]
+            problem = _say(_scope_lang(scope), "error.repeated")
+            return {"error": f"{field}: {problem}", "field": field, "problem": problem}
+        seen.add(plain)
         for piece in (name, value):
             raw = unquote_to_bytes(piece.replace(b"+", b" "))
             try:
@@ -433,13 +440,28 @@ def _gone() -> Response:
     return Response(status_code=400)
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _no_repeated_keys(pairs: list) -> dict:
+    found: dict = {}
+    for key, value in pairs:
+        if key in found:
+            raise _RepeatedKey(key)
+        found[key] = value
+    return found
+
+
 def _body_json(body: bytes, lang: str) -> Any:
     """A JSON request body parsed, or a 400 naming what is wrong: not UTF-8, not JSON, nested too deep, or a
     string holding a lone surrogate ("\\ud800": JSON may write it, but it is no character; `qkv._io.check_strings`)."""
     from .._io import check_strings
 
     try:
-        payload = json.loads(body.decode("utf-8"))
+        payload = json.loads(body.decode("utf-8"), object_pairs_hook=_no_repeated_keys)
+    except _RepeatedKey as exc:          # {"seed": 0, "seed": 5}: Python's json keeps the last without a word
+        problem = _say(lang, "json.repeated", name=json.dumps(exc.args[0][:40], ensure_ascii=False))
     except UnicodeDecodeError as exc:
         problem = _say(lang, "json.utf8", at=exc.start + 1)
     except json.JSONDecodeError as exc:
@@ -1194,8 +1216,9 @@ class _HostCheck:
                                                 hosts=", ".join(self.hosts))}, 400)
                 await response(scope, receive, send)
                 return
-        if scope["type"] == "http":
-            problem = _query_problem(scope)       # every route reads its query as UTF-8: checked once, here
+        if scope["type"] == "http" and scope.get("path", "").startswith("/api"):
+            problem = _query_problem(scope)       # every API route reads its query: checked once, here (the page's
+            # own address is read by its script, which says what it cannot use)
             if problem is not None:
                 await _json(problem, 400)(scope, receive, send)
                 return
