@@ -85,3 +85,16 @@ def test_good_sizes_still_build_torchs_block_mask():
         theirs = flex.create_block_mask(by_batch, device="cpu", **sizes)
         assert ours.shape == theirs.shape and ours.BLOCK_SIZE == theirs.BLOCK_SIZE
         assert torch.equal(ours.kv_num_blocks, theirs.kv_num_blocks) and torch.equal(ours.kv_indices, theirs.kv_indices)
+
+
+def test_queries_and_keys_of_width_0():
+    """E = 0: q·kᵀ is 0 everywhere, so each row is the mean of v (SDPA's answer); the default scale 1/√E
+    divided by zero (ZeroDivisionError, as torch's own flex_attention does)."""
+    v = torch.randn(2, 3, 5, 4, dtype=torch.float64)
+    q = torch.randn(2, 3, 5, 0, dtype=torch.float64)
+    ours = qt.flex_attention(q, q, v)
+    torch.testing.assert_close(ours, v.mean(-2, keepdim=True).expand_as(v), rtol=0, atol=1e-12)
+    torch.testing.assert_close(ours, torch.nn.functional.scaled_dot_product_attention(q, q, v), rtol=0, atol=1e-12)
+    causal = qt.flex_attention(q, q, v, block_mask=qt.create_block_mask(lambda b, h, i, j: i >= j, None, None, 5, 5))
+    want = torch.cumsum(v, -2) / torch.arange(1, 6, dtype=torch.float64).view(5, 1)
+    torch.testing.assert_close(causal, want, rtol=0, atol=1e-12)

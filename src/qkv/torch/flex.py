@@ -163,7 +163,8 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
     if isinstance(mask, MaskMod):   # the BlockMask's rows as key ranges (kept once, see _Plan)
         mask, mask_mod = None, mask
     if scale is None:
-        scale = 1.0 / math.sqrt(query.size(-1))
+        # E = 0: every score is 0 whatever the scale (torch's flex divides by √0; SDPA gives the mean of v)
+        scale = 1.0 / math.sqrt(query.size(-1)) if query.size(-1) else 1.0
     out, lse = attention(query, key, value, mask, scale=scale, mask_mod=mask_mod,
                          score_mod=None if score_mod is None or score_mod is _torch_flex._identity else _Score(score_mod),
                          return_lse=True)
