@@ -355,3 +355,15 @@ def test_bidirectional_attention_where_the_family_never_reads_it_runs_causal_as_
     with pytest.warns(UserWarning, match="use_bidirectional_attention"):
         models.load(directory)
     assert _same_on_texts(directory).is_causal
+
+
+LLAMA3 = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 16}
+
+
+@pytest.mark.parametrize("name, options", [("llama-yarn", {}), ("llama", dict(rope_parameters=LLAMA3))])
+def test_a_top_level_original_max_position_embeddings_wins_over_the_rope_dicts_as_in_transformers(name, options, tmp_path):
+    # transformers' standardize_rope_params copies config.json's top-level field over the rope dict's
+    directory = _build(tmp_path, name, edit_config=lambda data: data.update(original_max_position_embeddings=32),
+                       **options)
+    assert _same_or_refused(directory) == "same"

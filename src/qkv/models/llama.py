@@ -185,12 +185,16 @@ def _rope(read: ConfigReader, model_type: str = "llama") -> tuple[float, tuple, 
         raise read.fail("rope_theta", "error.config.finite_positive", value=repr(theta))
     values = [("rope_type", kind)] if kind != "default" else []
     for name in ROPE_TYPES[kind]:
-        value = scaling.get(name, read.data.get(name) if name == "original_max_position_embeddings" else None)
+        value = scaling.get(name)
+        if name == "original_max_position_embeddings" and read.data.get(name) is not None:
+            value = read.data[name]        # config.json's top-level field wins, as transformers' standardize_rope_params
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not value > 0:
             raise read.fail(key, "error.rope.factor", name=name, kind=repr(kind), value=repr(value))
         values.append((name, float(value)))
     for name in ROPE_OPTIONAL.get(kind, ()):
         value = scaling.get(name)
+        if name == "original_max_position_embeddings" and read.data.get(name) is not None:
+            value = read.data[name]        # as above (yarn)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not value > 0:
