@@ -367,3 +367,19 @@ def test_a_top_level_original_max_position_embeddings_wins_over_the_rope_dicts_a
     directory = _build(tmp_path, name, edit_config=lambda data: data.update(original_max_position_embeddings=32),
                        **options)
     assert _same_or_refused(directory) == "same"
+
+
+@pytest.mark.parametrize("name, scaling", [
+    ("llama", {"rope_type": "linear", "factor": 4.0}),
+    ("mistral", {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}),
+    ("phi3", dict(_longrope(6), original_max_position_embeddings=16)),
+])
+def test_a_non_empty_rope_scaling_wins_over_rope_parameters_as_in_transformers(name, scaling, tmp_path):
+    # transformers' convert_rope_params_to_dict reads `rope_scaling or rope_parameters`
+    def edit(data):
+        data["rope_scaling"] = {k: v for k, v in scaling.items() if k != "rope_theta"}
+        data["rope_theta"] = 10000.0
+
+    directory = _build(tmp_path, name, edit_config=edit)
+    assert json.loads((directory / "config.json").read_text())["rope_parameters"]["rope_type"] == "default"
+    _same_on_texts(directory, LONG_TEXTS)

@@ -161,9 +161,13 @@ def _rope(read: ConfigReader, model_type: str = "llama") -> tuple[float, tuple, 
     """θ, the frequency scaling and the partial rotary factor from rope_parameters (transformers ≥ 5) or
     rope_theta + rope_scaling (older)."""
     parameters = read.data.get("rope_parameters")
-    if isinstance(parameters, dict) and isinstance(parameters.get("full_attention"), dict):   # per layer type (Gemma 3)
+    nested = isinstance(parameters, dict) and isinstance(parameters.get("full_attention"), dict)
+    if nested:                                                       # per layer type (Gemma 3)
         parameters = parameters["full_attention"]
-    if isinstance(parameters, dict) and "rope_type" in parameters:   # one set for every layer
+    # a non-empty rope_scaling wins over rope_parameters (transformers' convert_rope_params_to_dict:
+    # rope_scaling or rope_parameters)
+    legacy = bool(read.data.get("rope_scaling")) and not nested
+    if isinstance(parameters, dict) and "rope_type" in parameters and not legacy:   # one set for every layer
         key, scaling = "rope_parameters", parameters
         theta = parameters.get("rope_theta", read.data.get("rope_theta", 10000.0))
     else:
