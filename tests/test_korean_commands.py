@@ -49,11 +49,14 @@ def assert_korean_error(capsys, argv, key, *allowed) -> None:
 # ------------------------------------------------------------------ bench
 @pytest.fixture(scope="module")
 def tiny_run():
-    """A real run of the benchmark at toy sizes (no mask or training cases: seconds), with its progress."""
-    from qkv.bench import Plan, run_benchmark
+    """A real run of the benchmark at toy sizes (no mask or training cases: seconds), with its progress; the
+    half-precision rows at toy sizes too (Plan's default, bfloat16/float16 up to T = 4096 with training, took
+    ~40 CPU-seconds here once they were added)."""
+    from qkv.bench import HalfCase, Plan, run_benchmark
 
     plan = Plan(sizes=(16,), heads=1, repeats=1, memory_t=64, decode_t=32, decode_steps=1, gemm_n=64,
-                mask_cases=(), compile_flex=False, train_cases=())
+                mask_cases=(), compile_flex=False, train_cases=(),
+                half_cases=(HalfCase("bfloat16", 16, 1, repeats=1), HalfCase("float16", 16, 1, True, True, repeats=1)))
     said = []
     result = run_benchmark(plan, progress=said.append)
     return result, said
