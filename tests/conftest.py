@@ -71,6 +71,9 @@ SLOW_TESTS = {
     "test_translator.py": {"test_held_out_sentences_are_translated_exactly_by_an_independent_decode"},  # 400 float64 decodes (73 s)
     "test_cli_korean.py": {"test_notes_are_korean"},                  # MiniLM on 256 tokens, inspect and embed (13 s)
     "test_cli.py": {"test_documented_submodules_import_lazily"},      # a fresh interpreter importing every module (8 s)
+    "test_heads_cli.py": {"test_json_scores_match_bert_model_attentions"},   # transformers' BertModel as a reference (27 s)
+    "test_backward.py": {"test_compile_fullgraph_keeps_the_op"},      # a torch.compile graph (12 s)
+    "test_speed_routes.py": {"test_a_traced_call_follows_the_same_table"},   # a torch.compile graph (14 s)
 }
 
 # The longest files first, so that `make test`'s two workers (`-n 2 --dist loadfile --no-loadscope-reorder`)
