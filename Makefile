@@ -77,11 +77,12 @@ fonts:
 test: $(STAMP) system
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
-# The fast tier, before every commit (176 CPU-seconds, 3,346 tests on 6 December: about 90 s on two quiet cores;
-# after one `make test` has set up): every test not marked slow, i.e. the NumPy and torch attention and
-# its backward, the C kernel through qkv.attention, masks, the worked examples, explanations and their texts (English and Korean), the CLI, serve's API, the
-# translator, the README's quickstart and the docs' blocks checked for labels. It leaves to `make test` the
-# files in tests/conftest.py's sets, and single tests of those kinds (SLOW_TESTS there): Chromium, transformers/MiniLM/torch's own tests as references, several
+# The fast tier, before every commit (176 CPU-seconds, 3,346 tests on 6 December: about 90 s on two quiet
+# cores; after one `make test` has set up): every test not marked slow, i.e. the NumPy and torch attention and
+# its backward, the C kernel through qkv.attention, masks, the worked examples, explanations and their texts
+# (English and Korean), the CLI, serve's API, the translator, the README's quickstart and the docs' blocks
+# checked for labels. It leaves to `make test` the files in tests/conftest.py's sets, and single tests of
+# those kinds (SLOW_TESTS there): Chromium, transformers/MiniLM/torch's own tests as references, several
 # processes or a built wheel, torch.compile graphs, full figure renders, and the sweeps (the kernel's layout
 # matrix, magnitudes, the adversarial passes, fuzzing), plus the docs site and pages (tests/test_docs.py).
 check: $(STAMP)
