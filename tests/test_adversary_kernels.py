@@ -184,10 +184,11 @@ def test_relative_function_reading_a_trained_tensor():
 
 # --------------------------------------------------------------------------- the result's shape
 @needs_fused
-@pytest.mark.parametrize("result", [lambda s: 1.0, lambda s: s[..., :1] + 1.0, lambda s: s[0]])
+@pytest.mark.parametrize("result", [lambda s: s[..., :1] + 1.0, lambda s: s[0]])
 def test_relative_function_with_the_wrong_result_shape(result):
-    """One score per score, on every route: a relative function returning a scalar or a broadcastable
-    shape is refused on float32 as on the plain path (before: the C route took it silently)."""
+    """One score per score, on every route: a relative function returning a broadcastable shape that is
+    not one score per score (and cannot run on one score either) is refused on float32 as on the plain path
+    (before: the C route took it silently)."""
     mod = masks.ScoreMod("bad", "?", lambda s, b, h, q, kv: result(s), relative=True)
     q, k, v = _inputs()
     with pytest.raises(ValueError, match="one score per score") as want:
@@ -196,6 +197,20 @@ def test_relative_function_with_the_wrong_result_shape(result):
         with pytest.raises(ValueError, match="one score per score"):
             _attention(*(x.astype(np.float32) for x in (q, k, v)), score_mod=mod, route=route)
     assert "score_mod" in str(want.value)
+
+
+@needs_fused
+def test_a_constant_score_function_means_the_same_on_every_route():
+    """A score function returning one number (`lambda s, b, h, q, kv: 1.0`) is read as torch's flex_attention
+    reads a score_mod — once per score, evaluated element by element — so every score is 1.0 and every
+    query's weights are even: the output is the mean of the values (float64 by NumPy), on every route."""
+    mod = masks.ScoreMod("constant", "1", lambda s, b, h, q, kv: 1.0, relative=True)
+    q, k, v = _inputs()
+    expected = np.broadcast_to(v.mean(axis=-2, keepdims=True), q.shape[:-1] + (v.shape[-1],))
+    np.testing.assert_allclose(plain(q, k, v, score_mod=mod), expected, rtol=0, atol=1e-12)
+    for route in NUMPY_ROUTES:
+        got = _attention(*(x.astype(np.float32) for x in (q, k, v)), score_mod=mod, route=route)
+        np.testing.assert_allclose(got, expected, rtol=0, atol=TOL)
 
 
 # --------------------------------------------------------------------------- the mask-analysis cache

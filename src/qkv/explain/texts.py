@@ -3041,7 +3041,7 @@ KO: dict[str, str] = {
     "error.gpt2.cross": "true는 지원하지 않는다 (인코더-디코더의 디코더로 쓰는 GPT-2)",
     "error.config.split": "{width_key} {width}: 헤드 {heads}개로 똑같이 나눌 수 없다",
     "error.llama.bidirectional": "{model_type}에서는 true를 받지 않는다: transformers 5.25는 attn_implementation이 eager이면 인과 마스크를 두고 sdpa이면 없애서, 서로 다른 두 모델이 된다 (gemma3_text는 실행한다)",
-    "warn.llama.bidirectional": "무시한다: transformers 5.25의 {model_type}는 이 값을 읽지 않고 인과 어텐션을 계산하며, qkv는 transformers와 같은 값을 계산한다",
+    "warn.llama.bidirectional": "무시한다: transformers 5.25에서 {model_type} 모델은 이 값을 읽지 않고 인과 어텐션을 계산하며, qkv는 transformers와 같은 값을 계산한다",
     "error.config.split_no_head_dim": "hidden_size {width}: 헤드 {heads}개로 똑같이 나눌 수 없다 (head_dim도 없다)",
     "error.config.partial": "헤드 차원 {width}의 {partial}이면 열 {rotary}개를 돌리게 된다",
     "error.config.experts": "{top_k}: num_local_experts {experts}보다 크다",
