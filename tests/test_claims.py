@@ -204,10 +204,23 @@ def test_the_no_key_clause_appears_only_under_a_mask(lang):
 
 # ----------------------------------------------------------------------------- notes and lines true as printed
 def test_a_by_hand_note_shows_no_decimals_it_does_not_have():
-    # from the printed weights 0.1688, 0.2472, 0.2457, 0.3382 and v's second column: 0.929432, not "0.92900"
-    total = 0.1688 * 0.40 + 0.2472 * 0.96 + 0.2457 * 0.56 + 0.3382 * 1.44
-    assert abs(total - 0.929432) < 1e-9
-    text = flat(render(ex.run("self-attention", by_hand=True), "text", by_hand=True))
+    """The note gives the sum of the weighted values as printed (0.1688·0.40 + … + 0.3382·1.44 = 0.929432) at
+    the decimals shown, 0.929, not "0.92900". The sum is recomputed here from the printed terms, and the printed
+    weights and values are checked against float64 from the example's TOML (0.3382: the post prints 0.3383)."""
+    from decimal import Decimal
+
+    raw = render(ex.run("self-attention", by_hand=True), "text", by_hand=True)
+    terms = re.findall(r"^\s*\+?\s*(\d\.\d{4}) · \[(-?\d+\.\d+), (-?\d+\.\d+), (-?\d+\.\d+)\]", raw, re.M)
+    assert len(terms) == 4, terms
+    doc = ex.load("self-attention")
+    x, w_q, w_k, w_v = (np.array(doc[name], dtype=np.float64) for name in ("x", "w_q", "w_k", "w_v"))
+    love = doc["tokens"].index("love")
+    weights = softmax_rows((x @ w_q)[love] @ (x @ w_k).T / np.sqrt(w_q.shape[1]))
+    printed = np.array([[float(n) for n in term] for term in terms])
+    np.testing.assert_allclose(printed[:, 0], weights, rtol=0, atol=0.5e-4 + 1e-12)
+    np.testing.assert_allclose(printed[:, 1:], x @ w_v, rtol=0, atol=0.5e-2 + 1e-12)
+    total = sum(Decimal(term[0]) * Decimal(term[2]) for term in terms)          # the second component, as printed
+    text = flat(raw)
     assert "0.92900" not in text and f"is {total:.3f}." in text
 
 
@@ -272,9 +285,10 @@ def test_no_precision_is_called_the_posts_where_the_post_prints_none(capsys, nam
 
     for argv in (["example", name, "--by-hand"], ["example", "--help"], ["explain", "--help"]):
         try:
-            main([*argv, "--lang", lang])
-        except SystemExit:
-            pass
+            code = main([*argv, "--lang", lang])
+        except SystemExit as done:          # --help: argparse prints the help and exits 0
+            code = done.code
         said = flat(capsys.readouterr().out)
+        assert code == 0 and said, (argv, code)     # the words checked below were printed, not an error instead
         for claim in POST_PRECISION[lang]:
             assert claim not in said, (argv, claim)
