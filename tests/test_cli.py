@@ -457,13 +457,24 @@ def test_ring_without_torch_is_the_install_hint(capsys, monkeypatch):
     assert err == "qkv: error: qkv ring needs torch (its ranks run torch.distributed): pip install torch (in a checkout: make torch, the CPU build)\n"
 
 
-def test_serve_hint_names_an_install_that_exists():
+def test_serve_hint_names_an_install_that_exists(capsys, monkeypatch):
     """The hint said `pip install 'qkv[serve]'`, but no package named qkv is on PyPI: it names the two packages
-    pip can fetch, and what installs them in a checkout."""
+    pip can fetch, and what installs them in a checkout — in the table, and as `qkv serve` says it when
+    starlette is missing (one line, exit 2, in the language asked for)."""
     from qkv.explain.texts import EN, KO
 
     assert EN["cli.serve.needs"].endswith("pip install starlette uvicorn (in a checkout: make demo)")
     assert KO["cli.serve.needs"].endswith("pip install 'starlette' 'uvicorn' (저장소 사본에서는 'make demo')")
+    for name in [name for name in sys.modules if name == "qkv.serve" or name.startswith("qkv.serve.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "starlette", None)              # import starlette → ImportError
+    err = one_line(capsys, "serve", "--port", "0")
+    assert err.startswith("qkv: error: serve: qkv serve needs starlette and uvicorn (starlette")
+    assert err.endswith(" is missing): pip install starlette uvicorn (in a checkout: make demo)\n"), err
+    code, out, err = run(capsys, "serve", "--port", "0", "--lang", "ko")
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("qkv: 오류: serve: "), err
+    assert "“starlette”와 “uvicorn”이 필요하다 (starlette" in err, err
+    assert err.endswith("pip install 'starlette' 'uvicorn' (저장소 사본에서는 'make demo')\n"), err
 
 
 def test_no_install_hint_names_a_package_pypi_lacks():
