@@ -30,6 +30,8 @@ from qkv import examples, practice
 from qkv.cli import main
 from qkv.explain import texts
 
+from browser_support import OpenPage, browser_context  # noqa: F401  (fixture: the page's test below)
+
 WHY = ["sqrt-dk", "softmax", "order", "temperature", "mask", "dot-product"]
 
 # Latin words that are not English prose under --lang ko: the posts' own terms (Query/Key/Value and softmax
@@ -248,3 +250,90 @@ def test_no_particle_hangs_on_a_quoted_placeholder():
     particle = re.compile(r"“\{[^}]+\}”(?:을|를|은|는|이|가|과|와|으로|로)(?![가-힣])")
     found = {key: value for key, value in texts.KO.items() if particle.search(value)}
     assert found == {}, found
+
+
+# ------------------------------------------------------------------------------------------ no token glossed by itself
+# The projection example's tokens are named by their numbers (“토큰 3”, as post 000 writes them): a gloss of such
+# a name by its number says nothing — “(“토큰 3” = 토큰 3)”, query “token 3” (token 3), query 3 “token 3”.
+SELF_GLOSS = re.compile(r"“((?:token|토큰) )?(\d+)”\S*(?: \S+)? ?\((?:token|토큰|query|Query) \2\)"
+                        r"|(?<![\d.])(\d+) “(?:(?:token|토큰) )?\3”"
+                        r"|“(?:(?:token|토큰) )?(\d+)” (?:=|is) (?:token|토큰) \4")
+
+
+def test_the_self_gloss_net_catches_what_it_should():
+    assert SELF_GLOSS.search("번호는 글처럼 1부터 센다 (“토큰 3” = 토큰 3).")
+    assert SELF_GLOSS.search("as in the post (“token 3” is token 3)")
+    assert SELF_GLOSS.search("query “token 3” (token 3), head 1") and SELF_GLOSS.search("Key “토큰 1”(토큰 1):")
+    assert SELF_GLOSS.search("“토큰 3”의 행(Query 3)을") and SELF_GLOSS.search("query 3 “token 3” → key 1 “1”")
+    assert not SELF_GLOSS.search("(“love” = 토큰 2)") and not SELF_GLOSS.search("query 2 “love” → key 3 “machine”")
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("mode", [[], ["--by-hand"], ["--terms"]], ids=["default", "by-hand", "terms"])
+def test_no_token_is_glossed_by_its_own_number(lang, mode):
+    said = run_ko("example", "projection", *mode) if lang == "ko" else _run_en("example", "projection", *mode)
+    said = " ".join(said.split())                      # rich wraps lines at the terminal's width
+    assert SELF_GLOSS.findall(said) == [], SELF_GLOSS.findall(said)
+    # what the gloss said is still said where it means something: the row index, and a named token's number
+    assert ("배열에서 토큰 3의 행 인덱스는 2이다" if lang == "ko" else "token 3 is row index 2") in said or mode == ["--terms"]
+    other = run_ko("example", "self-attention") if lang == "ko" else _run_en("example", "self-attention")
+    other = " ".join(other.split())
+    assert ("(“love” = 토큰 2)" if lang == "ko" else "(“love” is token 2)") in other
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_every_sentence_with_a_token_and_its_number_drops_the_self_gloss(lang):
+    """The rule is the formatter's (texts.text), so it holds for every sentence that names a token beside a
+    number — the page, serve and figure words too — for a token named by its number and for a user file's
+    position label ("2"), and leaves a real word's gloss alone."""
+    found = {}
+    for key, template in texts.LANGS[lang].items():
+        names = texts.placeholders(template) if isinstance(template, str) else set()
+        if not names:
+            continue
+        numbered = {name: 3 for name in names}
+        for token_name in names:
+            for label in ("token 3" if lang == "en" else "토큰 3", "3"):
+                values = {**numbered, token_name: label}
+                try:
+                    said = texts.text(lang, key, **values)
+                except (KeyError, ValueError, IndexError):
+                    continue
+                if SELF_GLOSS.search(said):
+                    found[key] = said
+    assert found == {}, found
+    assert texts.text(lang, "serve.ui.hover", i=2, q="love", j=3, k="machine", w="0.2") in (
+        "query 2 “love” → key 3 “machine”: 0.2", "Query 2 “love” → Key 3 “machine”: 0.2")
+
+
+def test_the_page_drops_the_self_gloss_as_the_cli_does(browser_context, tmp_path):  # noqa: F811
+    """views.js's fill (the offline page and serve) applies texts.unglossed's rules in the browser."""
+    from qkv.explain.page import trace_html
+
+    trace = examples.run("projection")
+    path = tmp_path / "projection-ko.html"
+    path.write_text(trace_html(trace, lang="ko"), encoding="utf-8")
+    page = OpenPage(browser_context, path)
+    try:
+        p = page.page
+        p.wait_for_selector('.qkv-view[data-ready="1"]', timeout=60_000)
+        fill = "([t, v]) => window.qkvViews.fill(t, v)"
+        assert p.evaluate(fill, [texts.KO["page.st.x.text"], {"t": 3, "d": 8, "tok": "“토큰 3”", "i": 3}]).endswith(
+            "토큰 3의 행을 따라간다.")
+        assert p.evaluate(fill, [texts.EN["serve.ui.hover"], {"i": 3, "q": "token 3", "j": 1, "k": "1", "w": "0.5"}]) == \
+            "query 3 → key 1: 0.5"
+        assert p.evaluate(fill, [texts.EN["serve.ui.hover"], {"i": 2, "q": "love", "j": 3, "k": "machine", "w": "0.2"}]) == \
+            "query 2 “love” → key 3 “machine”: 0.2"
+        said = p.inner_text("body")
+        assert SELF_GLOSS.findall(said) == [], SELF_GLOSS.findall(said)
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def _run_en(*argv: str) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([*argv, "--lang", "en"])
+    assert code == 0, (argv, err.getvalue()[-500:])
+    return out.getvalue() + err.getvalue()

@@ -153,14 +153,17 @@ def test_english_explanations_never_pair_query_2_with_token_3(capsys, projection
     assert "token 3" in out and not re.search(r"query 2 “token 3”", out, re.I)
     # the note says how the numbers shown meet the API's: token 3 is row 2 of every array, --query 3 reads it
     said = " ".join(out.split())
-    assert "(“token 3” is token 3)" in said and "index 2" in said and "(--query 3)" in said and "(query=2)" in said
+    # a token named by its number is not glossed by it (“token 3” is token 3 said nothing)
+    assert "token 3 is row index 2" in said and "(--query 3)" in said and "(query=2)" in said
+    assert "“token 3” is token 3" not in said
 
 
 def test_figures_number_the_followed_query_as_the_post(projection):
     for lang in ("en", "ko"):
         text = "\n".join(figure_texts(viz.query_path(projection, lang=lang)))
-        assert pairs_follow(text, POST_TOKENS[lang], 1) >= 1, text
-        assert ("query 3 “token 3”" if lang == "en" else "Query 3 “토큰 3”") in text
+        pairs_follow(text, POST_TOKENS[lang], 1)           # its tokens are named by their numbers: no pair left
+        assert ("query 3" if lang == "en" else "Query 3") in text
+        assert not re.search(r"query 3 “(token|토큰) 3”", text, re.I)          # not glossed by its own name
         assert "query 2" not in text.lower()
 
 
@@ -193,7 +196,7 @@ def test_korean_outputs_name_no_english_token(capsys, projection):
         else:
             assert "token" not in out.lower(), [line for line in out.splitlines() if "token" in line.lower()][:3]
             assert "토큰 3" in out
-            assert "(“토큰 3” = 토큰 3)" in " ".join(out.split())
+            assert "배열에서 토큰 3의 행 인덱스는 2이다" in " ".join(out.split())
     for fig in (viz.figure_for(projection, lang="ko"), viz.query_path(projection, lang="ko")):
         text = "\n".join(figure_texts(fig))
         assert "token" not in text.lower(), text[:300]
@@ -249,7 +252,7 @@ def test_a_saved_korean_explanation_keeps_the_apis_names_and_the_numbering(capsy
         assert code == 0 and err == "", err
         assert POST_TOKENS[lang][2] in text and (lang == "en" or "token" not in text.lower())
     trace = qkv.Trace.from_dict(saved)
-    assert "query 3 “token 3”" in "\n".join(figure_texts(viz.query_path(trace, lang="en")))
+    assert "query 3" in "\n".join(figure_texts(viz.query_path(trace, lang="en")))
 
 
 # --------------------------------------------------------------------------- every example counts as its post
@@ -266,8 +269,8 @@ def test_every_example_counts_from_1_and_says_so_once(capsys, name):
         assert code == 0 and err == ""
         said = " ".join(out.split())
         needle = f"(“{token}” is token {number})" if lang == "en" else f"(“{token}” = 토큰 {number})"
-        if name == "projection" and lang == "ko":
-            needle = "(“토큰 3” = 토큰 3)"
+        if name == "projection":            # a token named by its number: the note names its row only
+            needle = "token 3 is row index 2" if lang == "en" else "배열에서 토큰 3의 행 인덱스는 2이다"
         assert said.count(needle) == 1, said[:400]
         assert ("index " if lang == "en" else "인덱스는 ") + f"{number - 1}" in said
     trace = qkv.examples.run(name)
@@ -283,7 +286,8 @@ def test_the_json_explanation_carries_the_numbers_shown(capsys, name):
     assert code == 0 and err == ""
     saved = json.loads(out)
     notes = [b["text"] for b in saved["blocks"] if b["type"] == "note" and "API counts from 0" in b["text"]]
-    assert len(notes) == 1 and f"is token {number})" in notes[0] and f"(--query {number})" in notes[0]
+    said = f"{token} is row index {number - 1}" if name == "projection" else f"is token {number})"
+    assert len(notes) == 1 and said in notes[0] and f"(--query {number})" in notes[0]
     meta = saved["trace"]["meta"]
     assert meta["token_base"] == 1 and meta["query"] == number - 1     # the index stays the API's
 
@@ -344,14 +348,15 @@ def test_figures_label_the_followed_query_as_the_post(name):
     token, number = FOLLOWED[name]
     trace = qkv.examples.run(name)
     text = "\n".join(figure_texts(viz.query_path(trace, lang="en")))
-    assert f"query {number} “{token}”" in text and f"query {number - 1} " not in text
+    said = f"query {number}" if name == "projection" else f"query {number} “{token}”"   # “token 3” not glossed
+    assert said in text and f"query {number - 1} " not in text
     assert "head 0" not in text
 
 
 def test_the_projection_path_names_its_head_as_the_post():
     trace = qkv.examples.run("projection")
     for head, lang, said in ((0, "en", "head 1"), (1, "en", "head 2"), (0, "ko", "헤드 1")):
-        titles = [t for t in figure_texts(viz.query_path(trace, head=head, lang=lang)) if "“" in t]
+        titles = [t for t in figure_texts(viz.query_path(trace, head=head, lang=lang)) if " — " in t]
         assert any(title.endswith(said) for title in titles), titles
 
 

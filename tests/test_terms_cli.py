@@ -83,7 +83,10 @@ def test_terms_are_the_float64_products_and_every_equation_holds(capsys, name):
     assert len(blocks) == heads * keys
     base = ref["doc"].get("token_base", 0)
     for h in range(heads):
-        assert f"query “{ref['doc']['query']}” (token {ref['query'] + base}), head {h + ref['doc']['head_base']}" in out
+        token, number = ref['doc']['query'], ref['query'] + base
+        # the projection's “token 3” is named by its number: not glossed by it (“token 3” (token 3))
+        named = token if name == "projection" else f"“{token}” (token {number})"
+        assert f"query {named}, head {h + ref['doc']['head_base']}" in out
         for j in range(keys):
             block = blocks[h * keys + j]
             q, k = ref["q"][h, ref["query"]], ref["k"][h, j]
@@ -94,7 +97,8 @@ def test_terms_are_the_float64_products_and_every_equation_holds(capsys, name):
             assert abs(float(re.findall(r"-?\d+\.\d+", block["sum"])[-1]) - ref["scores"][h, ref["query"], j]) <= HALF
             assert abs(float(re.findall(r"-?\d+\.\d+", block["scaled"])[-1]) - ref["scaled"][h, ref["query"], j]) <= HALF
             _check_true_as_printed(block, "(the sum of the unrounded products)", "(from the unrounded score)")
-        assert f"key “{ref['keys'][0]}” (token {base})" in out
+        first = ref['keys'][0]
+        assert (f"key {first}:" if name == "projection" else f"key “{first}” (token {base})") in out
 
 
 def test_post_001_love_and_learning_as_the_post_prints_it(capsys):

@@ -307,7 +307,9 @@ def _numbering(ctx: Context) -> None:
         row = tokens.index(info.scenes[0]["query"])
     if not 0 <= row < len(tokens):
         return
-    parts = [ctx.t("note.numbering", n=token_number(ctx.trace.meta, row), token=f"“{tokens[row]}”", index=row)]
+    n = token_number(ctx.trace.meta, row)
+    own = texts.names_its_number(tokens[row], n)           # “token 3” is token 3: say only what it is in the arrays
+    parts = [ctx.t("note.numbering.own" if own else "note.numbering", n=n, token=f"“{tokens[row]}”", index=row)]
     if info.head_base and (info.n_heads or 1) > 1:
         parts.append(ctx.t("note.numbering.heads"))
     if not info.scenes:                                   # the group meeting takes no --query

@@ -6,9 +6,10 @@ seed posts (plain written style, technical terms kept in English where Korean wr
 
 from __future__ import annotations
 
+import re
 import string
 
-__all__ = ["EN", "KO", "LANGS", "CAUSAL_MODEL_TEXTS", "text", "has", "check_lang", "placeholders", "step_name"]
+__all__ = ["EN", "KO", "LANGS", "CAUSAL_MODEL_TEXTS", "text", "has", "check_lang", "names_its_number", "unglossed", "placeholders", "step_name"]
 
 EN: dict[str, str] = {
     # titles
@@ -111,6 +112,8 @@ EN: dict[str, str] = {
                     "columns of V.",
     "note.numbering": "Numbers count from 1 here, as in the post ({token} is token {n}); qkv's API counts from 0: in "
                       "the arrays that row is index {index}.",
+    "note.numbering.own": "Numbers count from 1 here, as in the post; qkv's API counts from 0: in the arrays token {n} "
+                          "is row index {index}.",
     "note.numbering.heads": "Heads too: head 1 is head index 0 in the arrays.",
     "note.numbering.query": "--query reads the numbers shown here (--query {n}), qkv.examples.run the index "
                             "(query={index}).",
@@ -1848,6 +1851,7 @@ KO: dict[str, str] = {
     "head.explain": "헤드 {h}에서는 Q와 K 가운데 자기 몫인 열 {dk}개(배열의 {first}–{last}번 열)와 V의 자기 몫 열만 쓴다.",
     "note.numbering": "번호는 글처럼 1부터 센다 ({token} = 토큰 {n}). qkv의 API는 0부터 센다: 배열에서 그 행의 "
                       "인덱스는 {index}이다.",
+    "note.numbering.own": "번호는 글처럼 1부터 센다. qkv의 API는 0부터 센다: 배열에서 토큰 {n}의 행 인덱스는 {index}이다.",
     "note.numbering.heads": "헤드도 마찬가지로, 헤드 1이 배열에서는 헤드 인덱스 0이다.",
     "note.numbering.query": "--query는 여기 보이는 번호로(--query {n}), qkv.examples.run은 인덱스로(query={index}) "
                             "읽는다.",
@@ -3548,20 +3552,35 @@ class _Counts(string.Formatter):
 
 _COUNTS = _Counts()
 
+# A token whose name is its own number (the projection example's “token 3” / “토큰 3”, a user file's row "2"
+# with no tokens) is never glossed by that number: “token 3” (token 3) reads as token 3, “토큰 3”의 행(Query 3) as
+# 토큰 3의 행, query 3 “token 3” as query 3. views.js's ``fill`` applies the same two rules in the browser.
+_NAMED = r"(?:(?:token|토큰) )?"
+_SELF_GLOSSED = re.compile(rf"“({_NAMED}(\d+))”((?:[가-힣]+(?: [가-힣]+)?)?) ?\((?:token|토큰|query|Query) \2\)")
+_SELF_QUOTED = re.compile(rf"(?<![\d.])(\d+) “{_NAMED}\1”")
+
+
+def names_its_number(label: object, number: int) -> bool:
+    """True where a token's label says nothing but its number (``token 3``, ``토큰 3``, ``3``)."""
+    return re.fullmatch(rf"{_NAMED}{int(number)}", str(label)) is not None
+
+
+def unglossed(sentence: str) -> str:
+    """``sentence`` without the gloss of a token by its own number (see _SELF_GLOSSED, _SELF_QUOTED)."""
+    return _SELF_QUOTED.sub(r"\1", _SELF_GLOSSED.sub(r"\1\3", sentence))
+
 
 def text(lang: str, key: str, /, **values) -> str:
     """The sentence ``key`` in ``lang`` with its placeholders filled (``{n:token|tokens}``: a count and
-    its noun, singular for 1)."""
+    its noun, singular for 1); a token named by its own number is not glossed by it (`unglossed`)."""
     check_lang(lang)
-    return _COUNTS.format(LANGS[lang][key], **values)
+    return unglossed(_COUNTS.format(LANGS[lang][key], **values))
 
 
 def step_name(lang: str, name: str) -> str:
     """A trace step's name in ``lang``: ``scaled_scores`` in English (the API's name), 스케일링한 점수 in
     Korean; each part of ``head 1/scores`` by its own key (``step.NAME``, ``step.part.head``), a part with no
     key (a user's own step name) as it is."""
-    import re
-
     parts = []
     for part in name.split("/"):
         numbered = re.fullmatch(r"(head|layer) (\d+)", part)

@@ -455,11 +455,16 @@
   }
   V.tableHtml = tableHtml;
   // {name} → the value; {n:token|tokens} → "1 token", "2 tokens" (texts.py's counts, same form)
+  // a token whose name is its own number (the projection example's tokens, a row "2") is not glossed by it: texts.unglossed
+  function unglossed(text) {
+    return text.replace(/“((?:(?:token|토큰) )?(\d+))”((?:[가-힣]+(?: [가-힣]+)?)?) ?\((?:token|토큰|query|Query) \2\)/g, "$1$3")
+      .replace(/(^|[^\d.])(\d+) “(?:(?:token|토큰) )?\2”/g, "$1$2");
+  }
   function fill(text, values) {
-    return String(text || "").replace(/\{(\w+)(?::([^|{}]*)\|([^{}]*))?\}/g, function (m, k, one, many) {
+    return unglossed(String(text || "").replace(/\{(\w+)(?::([^|{}]*)\|([^{}]*))?\}/g, function (m, k, one, many) {
       if (!(k in values)) return m;
       return one === undefined ? values[k] : values[k] + " " + (String(values[k]) === "1" ? one : many);
-    });
+    }));
   }
   V.fill = fill;
   function line(html) { return '<div class="qkv-eq">' + html + "</div>"; }
