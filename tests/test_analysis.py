@@ -185,3 +185,30 @@ def test_detect_head_takes_a_pattern_array_and_refuses_what_transformerlens_refu
         detect_head(weights, "copy_head", ids)
     with pytest.raises(ValueError, match="needs the token ids"):
         detect_head(weights, "induction_head")
+
+
+def test_score_terms_and_products_pair_each_query_head_with_its_shared_key_head():
+    """score_terms / score_products (the neuron view) on a grouped-query layer, 4 query heads over 2 key/value
+    heads: each pair's products are q of head h times k of key/value head h // 2 — written out here from the
+    recorded q_heads (H, T, Dk) and k_heads (G, T, Dk) — and their sum is the layer's recorded score (float64)."""
+    import qkv
+    from qkv.analysis import score_products, score_terms
+
+    mha = qkv.MultiHeadAttention.random(12, n_heads=4, n_kv_heads=2, seed=3)
+    trace = qkv.Trace("gqa", {"tokens": list("abcde"), "query": 1})
+    mha(np.random.default_rng(5).standard_normal((5, 12)), record=trace)
+    q, k, scores = (np.asarray(trace[name].value, dtype=np.float64) for name in ("q_heads", "k_heads", "scores"))
+    assert q.shape[0] == 4 and k.shape[0] == 2
+    products = score_products(trace)
+    for h in range(4):
+        for i in range(5):
+            for j in range(5):
+                found = score_terms(trace, query=i, key=j, head=h)
+                want = q[h, i] * k[h // 2, j]
+                np.testing.assert_array_equal(found["terms"], want)
+                np.testing.assert_array_equal(products["terms"][h, i, j], want)
+                assert found["kv_head"] == h // 2
+                assert found["sum"] == pytest.approx(scores[h, i, j], rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(products["sums"], scores, rtol=1e-12, atol=1e-12)
+    with pytest.raises(IndexError, match="head=4 is out of range"):
+        score_terms(trace, query=0, key=0, head=4)
