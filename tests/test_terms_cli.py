@@ -170,3 +170,29 @@ def test_explain_file_terms(capsys, tmp_path):
     assert "query “b” (token 1)" in out and "key “a” (token 0)" in out
     assert "Σ q_i·k_i = 0.2500 + (-4.0000) = -3.7500 = q·k" in out
     assert f"-3.7500 ÷ √2 = {-3.75 / np.sqrt(2):.4f}" in out
+
+
+def test_equations_that_do_not_hold_as_printed_say_so(capsys, tmp_path):
+    """Numbers that round against each other: q_b = [0.12345, 0.5], k_a = [2.34567, 0.25]. The printed 0.1235 ×
+    2.3457 rounds to 0.2897, not to the printed product 0.2896 (of the unrounded numbers), and the printed score
+    0.4146 ÷ √2 is 0.2932, not the printed scaled score 0.2931: the lines say so ("≈" and why), never "=". The
+    posts' examples print equations that all hold, so the tests above never reach these lines."""
+    path = tmp_path / "rounding.toml"
+    path.write_text('tokens = ["a", "b"]\nquery = "b"\nx = [[2.34567, 0.25], [0.12345, 0.5]]\n'
+                    'w_q = [[1.0, 0.0], [0.0, 1.0]]\nw_k = [[1.0, 0.0], [0.0, 1.0]]\nw_v = [[1.0, 0.0], [0.0, 1.0]]\n',
+                    encoding="utf-8")
+    code, out, err = _run(capsys, "explain", str(path), "--terms", "--key", "0", "--lang", "en")
+    assert code == 0 and err == ""
+    q, k = np.array([0.12345, 0.5]), np.array([2.34567, 0.25])          # w_q = w_k = I
+    (block,) = _blocks(out)
+    printed = np.array([[float(v) for v in row] for row in block["rows"]])
+    np.testing.assert_allclose(printed, np.stack([q, k, q * k], axis=1), rtol=0, atol=HALF)
+    rows_hold = [round(Decimal(a) * Decimal(b), DIGITS) == Decimal(p) for a, b, p in block["rows"]]
+    assert not all(rows_hold)                                             # the case this test is for
+    assert ("(each product is of the unrounded q_i and k_i)" in out) == (not all(rows_hold))
+    score, scaled = (q * k).sum(), (q * k).sum() / np.sqrt(2)
+    assert abs(float(re.findall(r"-?\d+\.\d+", block["sum"])[-1]) - score) <= HALF
+    assert abs(float(re.findall(r"-?\d+\.\d+", block["scaled"])[-1]) - scaled) <= HALF
+    assert abs(float(f"{score:.4f}") / np.sqrt(2) - float(f"{scaled:.4f}")) > HALF   # 0.4146 ÷ √2 ≠ 0.2931
+    _check_true_as_printed(block, "(the sum of the unrounded products)", "(from the unrounded score)")
+    assert " ≈ " in block["scaled"]
