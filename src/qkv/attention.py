@@ -442,6 +442,15 @@ def _magnitude_plan(call: Call, q, k):
     return (int(np.frexp(top_q)[1]), int(np.frexp(top_k)[1])), None
 
 
+def _scale_formula(call: Call) -> str:
+    """The scaled scores' formula: "Q·Kᵀ · 0.176777 (= 1/√d_k)" wherever the scale is 1/√d_k — the default, or
+    given as 1/√d_k (MultiHeadAttention and the models pass it, computed in float32 or float64) — else the
+    scale alone (a temperature, GPT-2's ÷ layer, Gemma's query_pre_attn_scalar: the models' meta says why)."""
+    scale = float(call.scale)
+    root = call.default_scale or (call.dk > 0 and abs(scale * math.sqrt(call.dk) - 1.0) <= 2.0 ** -22)
+    return f"Q·Kᵀ · {scale:.6g}" + (" (= 1/√d_k)" if root else "")
+
+
 def _scores_to_weights(call: Call, q, qg, kg, record, shifts):
     """_reference's steps from q·kᵀ to the weights and lse. shifts: None, or (a, b) from
     _overflow_shifts: q·2^−a times k·2^−b, the power of two put back exactly."""
@@ -455,7 +464,7 @@ def _scores_to_weights(call: Call, q, qg, kg, record, shifts):
                 scores = _ungroup(call, qg @ xp.matrix_transpose(kg))   # output as NaN, as from the input
         scores = emit(record, SCORES, scores, formula="Q·Kᵀ")
         scaled = scores * _as_work(call, call.scale)
-        scaled = emit(record, SCALED_SCORES, scaled, formula=f"Q·Kᵀ · {call.scale:.6g}" + (" (= 1/√d_k)" if call.default_scale else ""))
+        scaled = emit(record, SCALED_SCORES, scaled, formula=_scale_formula(call))
     else:
         # |q|·|k|·Dk could overflow q·kᵀ although q·kᵀ·scale fits: multiply q·2^−a by k·2^−b (exact
         # powers of two), scale, and put 2^(a+b) back (inf only where the scaled score itself overflows)

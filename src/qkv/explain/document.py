@@ -339,6 +339,18 @@ def _title(ctx: Context) -> None:
                                                       else ctx.t("byhand.seed_digits"))))
 
 
+def _scale_given(ctx: Context, formula: str, dk: int) -> str:
+    """A scale other than 1/√d_k, said with what it is where the model's meta says why (decoder.trace's
+    ``scale_reason``): GPT-2's scale_attn_by_inverse_layer_idx (1/√d_k ÷ (layer + 1)), Gemma's
+    query_pre_attn_scalar (1/√scalar in place of 1/√d_k); else the formula alone (a temperature, scale=)."""
+    reason = ctx.trace.meta.get("scale_reason")
+    if isinstance(reason, dict) and reason.get("by_layer"):
+        return ctx.t("scale.by_layer", formula=formula, n=reason["by_layer"], layer=reason["by_layer"] - 1)
+    if isinstance(reason, dict) and reason.get("query_pre_attn_scalar"):
+        return ctx.t("scale.scalar", formula=formula, m=f"{reason['query_pre_attn_scalar']:g}", dk=dk)
+    return ctx.t("scale.given", formula=formula)
+
+
 def _notes(ctx: Context, step: str, query: int | None = None, keys: list | None = None) -> None:
     """The notes the trace carries for ``step`` (and for this query, when a note names one)."""
     tokens = ctx.info.tokens
@@ -605,7 +617,7 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     formula = ctx.step("scaled_scores").formula
     unscaled = "1/√d_k" not in formula and np.array_equal(scaled, scores)    # a scale of 1 (√d_k off)
     ctx.add(Para(ctx.t("scale.explain", dk=dk) if "1/√d_k" in formula else
-                 ctx.t("scale.none") if unscaled else ctx.t("scale.given", formula=formula)))
+                 ctx.t("scale.none") if unscaled else _scale_given(ctx, formula, dk)))
     if "1/√d_k" in formula:
         ctx.add(Calc([_divided_by_root(ctx, scores[query], scaled[query], dk)]))
     elif not unscaled:

@@ -139,7 +139,11 @@ def _block_options(c, words) -> list[str]:
         options.append(words["qk_norm"])
     if getattr(c, "rotary_dim", None):
         options.append(words["partial"].format(r=c.rotary_dim, d=c.head_dim))
-    if getattr(c, "attn_scale", None) is not None:
+    if getattr(c, "scale_by_layer", False):                    # GPT-2's scale_attn_by_inverse_layer_idx
+        options.append(words["scale_by_layer"])
+    if getattr(c, "attn_scale", None) is not None and c.attn_scale != 1.0:   # Gemma 2/3: query_pre_attn_scalar^−½
+        options.append(words["scale_scalar"].format(s=f"{c.attn_scale:.4g}", m=f"{round(c.attn_scale ** -2, 6):g}"))
+    elif getattr(c, "attn_scale", None) is not None:           # GPT-2's scale_attn_weights false
         options.append(words["scale"].format(s=f"{c.attn_scale:.4g}"))
     if getattr(c, "attn_softcap", None) is not None:
         options.append(words["softcap"].format(c=f"{c.attn_softcap:g}"))

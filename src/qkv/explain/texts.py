@@ -132,6 +132,10 @@ EN: dict[str, str] = {
     "scores.matrix": "All queries against all keys at once, Q·Kᵀ ({t} × {tk}); the followed query's row is marked:",
     "scale.explain": "Q and K have d_k = {dk:number|numbers} each, so the scores are divided by √d_k = √{dk}:",
     "scale.given": "The scores are scaled: {formula}.",
+    "scale.by_layer": "The scores are scaled: {formula} (= 1/(√d_k · {n})): this model divides each layer's 1/√d_k "
+                      "by its layer index + 1 (GPT-2's scale_attn_by_inverse_layer_idx), here {layer} + 1 = {n}.",
+    "scale.scalar": "The scores are scaled: {formula} (= 1/√{m}): this model scales by its query_pre_attn_scalar "
+                    "= {m} in place of d_k = {dk} (Gemma 2 and 3).",
     "scale.none": "The scores are not scaled (the scale is 1): the softmax reads Q·Kᵀ as it is.",
     "bias.explain": "An additive bias is added to the scaled scores:",
     "modified.explain": "A score function (score_mod) changes each score before the softmax: {formula}. "
@@ -1866,6 +1870,10 @@ KO: dict[str, str] = {
     "scores.matrix": "모든 Query와 모든 Key를 한꺼번에 비교한 Q·Kᵀ ({t} × {tk}). 따라가는 Query의 행을 표시했다:",
     "scale.explain": "Q와 K는 d_k = {dk}차원 벡터이므로, 점수를 √d_k(= √{dk})로 나누어 스케일링한다:",
     "scale.given": "점수를 스케일링한다: {formula}.",
+    "scale.by_layer": "점수를 스케일링한다: {formula} (= 1/(√d_k · {n})). 이 모델은 층마다 1/√d_k를 층 인덱스에 1을 "
+                      "더한 값으로 나눈다 (GPT-2의 scale_attn_by_inverse_layer_idx). 여기서는 {layer} + 1 = {n}이다.",
+    "scale.scalar": "점수를 스케일링한다: {formula} (= 1/√{m}). 이 모델은 d_k(= {dk}) 대신 설정의 "
+                    "query_pre_attn_scalar(= {m})로 스케일링한다 (Gemma 2와 3).",
     "scale.none": "점수를 스케일링하지 않는다(스케일이 1이다): softmax는 Q·Kᵀ를 그대로 받는다.",
     "bias.explain": "스케일링한 점수에 더하는 편향:",
     "modified.explain": "점수 함수(score_mod)가 softmax 전에 각 점수를 바꾼다: {formula}. ALiBi는 거리 kv − q에 비례하는 벌점을 더하고, 소프트캡은 점수를 "
@@ -3492,6 +3500,8 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "postnorm": "post-norm: N(x + Sub(x))",
         "softcap": "scores soft-capped before the mask: {c}·tanh(s / {c}) (step modified_scores)",
         "scale": "scores scaled by {s} instead of 1/√d_k",
+        "scale_scalar": "scores scaled by {s} = 1/√{m} (the config's query_pre_attn_scalar) instead of 1/√d_k",
+        "scale_by_layer": "layer l's scores scaled by 1/(√d_k · (l + 1)) (the config's scale_attn_by_inverse_layer_idx)",
         "qk_norm": "each query and key head is RMS-normalised before RoPE",
         "partial": "RoPE turns the first {r} of each head's {d} columns",
         "moe": "the MLP is a mixture of {e} experts; each token goes to its top {k}",
@@ -3521,6 +3531,8 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "postnorm": "사후 정규화: N(x + Sub(x))",
         "softcap": "마스크 전에 점수를 부드럽게 자른다: {c}·tanh(s / {c}) (단계 modified_scores)",
         "scale": "점수에 곱하는 배율이 1/√d_k가 아니라 {s}이다",
+        "scale_scalar": "점수에 곱하는 배율이 1/√d_k가 아니라 {s}(= 1/√{m}, 설정의 query_pre_attn_scalar)이다",
+        "scale_by_layer": "층 l의 점수에 곱하는 배율이 1/(√d_k · (l + 1))이다 (설정의 scale_attn_by_inverse_layer_idx)",
         "qk_norm": "각 Query 헤드와 Key 헤드를 RoPE 전에 RMS 정규화한다",
         "partial": "RoPE는 각 헤드의 열 {d}개 중 앞의 {r}개만 돌린다",
         "moe": "MLP는 전문가 {e}개의 혼합이다. 토큰마다 라우터가 고른 상위 전문가 {k}개로 보낸다",

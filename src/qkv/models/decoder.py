@@ -497,6 +497,10 @@ class CausalLM:
             return trace
         layer = _check_index("layer", layer, c.n_layers)
         meta["layer"] = layer
+        if c.scale_by_layer and c.attn_scale is None:         # why the scale is not 1/√d_k, for the explanation
+            meta["scale_reason"] = {"by_layer": layer + 1}
+        elif c.attn_scale is not None and c.attn_scale != 1.0 and not c.scale_by_layer:
+            meta["scale_reason"] = {"query_pre_attn_scalar": round(c.attn_scale ** -2, 6)}
         x = self.forward(ids, hidden_states=True).hidden_states[layer]       # (T, D): the layer's input
         block = self.blocks[layer]
         mask = self.window_mask(len(ids), len(ids), layer)
