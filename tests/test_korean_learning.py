@@ -188,10 +188,20 @@ def test_the_causal_mask_is_said_without_a_zero_based_range(lang):
 
 def test_no_part_of_a_sum_reads_as_a_quotient():
     """몫 is a share and a quotient: "Y를 헤드별로 나눈 몫" (the heads' parts of Y, in the next-token view) and
-    "헤드 3개의 몫의 합" (the drill's Y) read as division. A head's part of a sum is its 부분 (its own columns
-    and rows, "자기 몫인 열", stay idiomatic)."""
-    found = {key: value for key, value in texts.KO.items() if re.search(r"나눈 몫|몫의 합|몫들|몫을 더한|몫 head", value)}
+    "헤드 3개의 몫의 합" (the drill's Y) read as division. One term per thing: a head's part is what it 맡은
+    (its columns, its rows of W_O, its part of Y: "이 헤드의 몫인 행" sat beside "모든 헤드가 맡은 부분" in one
+    sentence); a fraction of a whole is a 비율 (rollout's “가져오는 몫” is how much of the position comes from
+    each token; a head's attention on a pattern). No Korean text says 몫."""
+    from qkv.translator import explain as translator_explain
+
+    found = {key: value for key, value in texts.KO.items() if isinstance(value, str) and "몫" in value}
+    found |= {key: value for key, value in texts.CAUSAL_MODEL_TEXTS["ko"].items() if "몫" in value}
+    found |= {key: value for key, value in translator_explain._TEXTS["ko"].items() if isinstance(value, str) and "몫" in value}
     assert found == {}, found
+    rollout = " ".join(run_ko("heads", "The cat sat on the mat.").split())
+    assert "각 토큰에서 가져오는 비율: “[CLS]”" in rollout and "몫" not in rollout
+    said = " ".join(run_ko("example", "projection").split())
+    assert "헤드 1에서는 Q와 K 가운데 이 헤드가 맡은 열 4개" in said
 
 
 def test_a_scaled_score_has_one_name():

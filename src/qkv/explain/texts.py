@@ -1852,7 +1852,7 @@ KO: dict[str, str] = {
     "sym.scores": "점수",
     "sym.mask": "마스크",
     "formula.mask": "0 (볼 수 있음) / −∞ (가려짐)",
-    "head.explain": "헤드 {h}에서는 Q와 K 가운데 자기 몫인 열 {dk}개(배열의 {first}–{last}번 열)와 V의 자기 몫 열만 쓴다.",
+    "head.explain": "헤드 {h}에서는 Q와 K 가운데 이 헤드가 맡은 열 {dk}개(배열의 {first}–{last}번 열)와 V에서 맡은 열만 쓴다.",
     "note.numbering": "번호는 글처럼 1부터 센다 ({token} = 토큰 {n}). qkv의 API는 0부터 센다: 배열에서 그 행의 "
                       "인덱스는 {index}이다.",
     "note.numbering.own": "번호는 글처럼 1부터 센다. qkv의 API는 0부터 센다: 배열에서 토큰 {n}의 행 인덱스는 {index}이다.",
@@ -1914,15 +1914,15 @@ KO: dict[str, str] = {
     "concat.explain": "헤드 {h}개의 출력을 나란히 이어 붙인다: H는 {t} × {width} 형태이다.",
     "h.output": "출력 투영 W_O",
     "wo.explain": "W_O ({rows} × {cols})는 같은 토큰 위치의 여러 헤드 결과를 하나의 벡터로 조합한다. W_O는 모든 토큰에 똑같이 적용된다.",
-    "wo.explain.model": "층의 W_O 가운데 이 헤드의 몫인 행 {rows}개({rows} × {cols})가 출력 Z를 다시 모델 차원으로 되돌린다. 층은 모든 헤드가 맡은 부분을 더한다 (편향도 "
+    "wo.explain.model": "층의 W_O 가운데 이 헤드가 맡은 행 {rows}개({rows} × {cols})가 출력 Z를 다시 모델 차원으로 되돌린다. 층은 모든 헤드가 맡은 부분을 더한다 (편향도 "
                         "더한다).",
-    "wo.explain.model.nobias": "층의 W_O 가운데 이 헤드의 몫인 행 {rows}개({rows} × {cols})가 출력 Z를 다시 모델 차원으로 되돌린다. 층은 모든 헤드가 맡은 부분을 "
+    "wo.explain.model.nobias": "층의 W_O 가운데 이 헤드가 맡은 행 {rows}개({rows} × {cols})가 출력 Z를 다시 모델 차원으로 되돌린다. 층은 모든 헤드가 맡은 부분을 "
                                "더한다 (편향은 없다).",
     "y.explain.model": "Y = Z·W_O ({t} × {d}):",
     "y.explain": "Y = H·W_O ({t} × {d}):",
     "residual.explain": "잔차 연결은 Y를 이 층의 입력 R(여기서는 R = X)에 더한다. R + Y가 다음 단계로 이어진다.",
     "h.heads_check": "헤드를 하나씩 따로 계산해도 숫자는 같다",
-    "heads_check.explain": "헤드 {h}개를 하나씩 자기 몫의 W_Q, W_K, W_V 열(Q와 K는 {dk}개씩)과 W_O의 자기 몫 행만으로 따로 "
+    "heads_check.explain": "헤드 {h}개를 하나씩, 각자 맡은 W_Q, W_K, W_V 열(Q와 K는 {dk}개씩)과 W_O에서 맡은 행만으로 따로 "
                            "계산해도, 한꺼번에 계산한 것과 결과가 같다:",
     "head": "헤드 {h}",
     "col.head": "헤드",
@@ -2584,7 +2584,7 @@ KO: dict[str, str] = {
     "help.heads.about": "실제 모델(기본값 MiniLM)의 모든 층 × 헤드를 TEXT와, 무작위 토큰 시퀀스를 두 번 이어 붙인 반복 "
                         "시퀀스에서 채점한다: 엔트로피, 첫 토큰(싱크), 이전 토큰, 자기 자신, 중복 토큰, 인덕션 점수와 어텐션 "
                         "롤아웃. previous_token, duplicate_token, induction은 TransformerLens의 detect_head 점수"
-                        "(\"mul\")이다. 헤드의 전체 어텐션(T개 행 모두) 가운데 그 패턴에 간 몫이므로, 완벽한 이전 "
+                        "(\"mul\")이다. 헤드의 전체 어텐션(T개 행 모두) 가운데 그 패턴에 간 비율이므로, 완벽한 이전 "
                         "토큰 헤드의 점수는 (T − 1)/T이다. previous_token_rows는 qkv 자체의 이전 토큰 점수이다: Key "
                         "i − 1이 있는 T − 1개 행에서 그 Key에 간 가중치의 평균이다 (완벽한 헤드의 점수는 1이다).",
     "help.heads.text": "어텐션을 요약할 텍스트",
@@ -3124,8 +3124,8 @@ KO: dict[str, str] = {
     "cli.heads.col.self": "자기 자신",
     "cli.heads.col.duplicate_token": "중복 토큰",
     "cli.heads.col.induction": "인덕션",
-    "cli.heads.rollout": "어텐션 롤아웃 (잔차 연결 포함), 층 {layers}개를 모두 지난 뒤 “{token}” 자리가 각 토큰에서 "
-                         "가져오는 몫: {shares}",
+    "cli.heads.rollout": "어텐션 롤아웃(잔차 연결 포함)으로 본, 층 {layers}개를 모두 지난 뒤 “{token}” 자리가 각 "
+                         "토큰에서 가져오는 비율: {shares}",
     "cli.heads.figure": "{model}: 토큰 {tokens}개",
     "cli.heads.probe_long": "{length}: 검사용 시퀀스(토큰 2 × {length}개)가 모델의 위치 {positions}개보다 길다",
     "cli.heads.probe_vocab": "{length}: 이 모델의 일반 토큰은 {ordinary}개뿐이다",
