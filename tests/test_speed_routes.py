@@ -66,6 +66,9 @@ def test_the_rules_send_bfloat16_to_sdpa_and_float32_to_the_c_kernel():
     assert _chosen(*_inputs(torch.bfloat16, grad=True)).name == route_mod.TORCH_SDPA
     reason = _chosen(*_inputs(torch.bfloat16)).reason
     assert "SDPA is faster here" in reason and "rules" in reason
+    # float16 forward: SDPA up to T ≈ 2048, the C kernel beyond (×1.57 at T = 4096 in the measurements)
+    assert speed.faster("float16", False, False, 2048, 2048) == speed.SDPA
+    assert speed.faster("float16", False, False, 4096, 4096) == speed.C_KERNEL
 
 
 @pytest.mark.parametrize("kw", [
@@ -96,6 +99,8 @@ def test_a_calibration_decides_over_the_rules(own_cache):
         assert near.name == route_mod.TORCH_SDPA and "measured on this machine" in near.reason
         assert _chosen(*_inputs(torch.bfloat16)).name == route_mod.TORCH_FLASH
     assert speed.faster("float32", False, False, 3000, 3000) == speed.C_KERNEL
+    # T = 700: nearer 64 by difference (636 against 3396), nearer 4096 on a log scale (×10.9 against ×5.9)
+    assert speed.faster("float32", False, False, 700, 700) == speed.C_KERNEL
     assert speed.faster("float32", True, False, 96, 96) == speed.C_KERNEL   # not calibrated: the rules
 
 
