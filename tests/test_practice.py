@@ -260,6 +260,56 @@ def test_an_answer_from_the_printed_numbers_is_accepted():
     assert verdict.status == "bad" and "right to 2 decimals" in verdict.lines[0]
 
 
+def _far_from_every_number(q, value: float) -> bool:
+    """Not within one unit of the answer or the by-hand value, nor within two of any slip's number."""
+    tol = q.tolerance
+    return (abs(value - q.answer) > 1.5 * tol and abs(value - q.by_hand) > 1.5 * tol
+            and all(abs(value - slip.value) > 2.5 * tol for slip in q.slips))
+
+
+def test_right_to_fewer_decimals_means_the_answer_rounded_there():
+    """"Right to N decimals" (a bad answer: asked again, no attempt used) is said of the float64 answer rounded to N
+    decimals; one unit off at those decimals is a wrong answer, not one "right to N decimals"."""
+    from qkv import practice
+
+    said, wrong = 0, 0
+    for name in EXAMPLES:
+        ref = reference(name)
+        for q in practice.drill(name, seed=5).questions:
+            right = ref_value(ref, q)
+            for places in range(1, q.digits):
+                verdict = practice.check(q, f"{round(right, places):.{places}f}")
+                if verdict.status == "bad":
+                    said += 1
+                    assert f"right to {places} decimal" in verdict.lines[0], verdict
+                for off in (round(right, places) - 10.0 ** -places, round(right, places) + 10.0 ** -places):
+                    if _far_from_every_number(q, off):
+                        verdict = practice.check(q, f"{off:.{places}f}")
+                        assert verdict.status == "wrong" and verdict.slip is None, (name, q.kind, places, off, verdict)
+                        wrong += 1
+    assert said >= 10 and wrong >= 20, (said, wrong)
+
+
+def test_a_slip_is_named_only_near_its_own_number():
+    """A slip is named when the typed number is within two units of the slip's value (the answer's last printed
+    decimal); five units away, and near no other number, the answer is wrong without a slip named."""
+    from qkv import practice
+
+    checked = 0
+    for name in EXAMPLES:
+        for q in practice.drill(name, seed=5).questions:
+            for slip in q.slips:
+                for typed in (slip.value + 5 * q.tolerance, slip.value - 5 * q.tolerance):
+                    if _far_from_every_number(q, typed):
+                        verdict = practice.check(q, repr(typed))
+                        assert verdict.status == "wrong" and verdict.slip is None, (name, q.kind, typed, verdict)
+                        checked += 1
+                near = practice.check(q, repr(slip.value + 1.5 * q.tolerance))
+                if near.status == "wrong" and abs(slip.value - q.by_hand) > 3 * q.tolerance:
+                    assert near.slip is not None                  # within two units: a slip is named (this or a nearer one)
+    assert checked >= 50, checked
+
+
 # ------------------------------------------------------------------ seed and fresh inputs
 def test_the_same_seed_gives_the_same_drill(capsys, monkeypatch):
     outputs = {seed: play(capsys, monkeypatch, [], "projection", "--seed", seed)[1] for seed in ("3", "3", "9")}
