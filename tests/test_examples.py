@@ -201,6 +201,22 @@ def test_trace_json_round_trip(name):
     assert render(back, "markdown") == render(t, "markdown")
 
 
+def test_iter_json_pieces_join_to_to_json_and_stay_small():
+    """Trace.iter_json: joined, exactly to_json's text; each piece holds at most about ``numbers`` values (the
+    server streams a whole model's trace with it) — a long 1-D step as well as rows of a matrix."""
+    from qkv.trace import Step
+
+    rng = np.random.default_rng(2)
+    trace = qkv.Trace("pieces", {"tokens": ["a"]}, [Step("long", rng.standard_normal(5000)),
+                                                    Step("matrix", rng.standard_normal((300, 7))),
+                                                    Step("cube", np.arange(2400.0).reshape(4, 20, 30)),
+                                                    Step("odd", np.array([np.inf, -np.inf, np.nan, 0.5]))])
+    pieces = list(trace.iter_json(numbers=100))
+    assert "".join(pieces) == trace.to_json()
+    longest = max(len(piece) for piece in pieces)
+    assert longest <= 100 * 26 + 200, longest     # 100 float64 values of at most ~25 characters, and a step's head
+
+
 def test_by_hand_recorder_rounds_and_the_core_continues_from_the_rounded_numbers():
     rng = np.random.default_rng(3)
     q, k, v = rng.standard_normal((2, 3)), rng.standard_normal((4, 3)), rng.standard_normal((4, 2))
