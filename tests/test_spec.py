@@ -261,6 +261,23 @@ def test_malformed_fields_are_one_line_errors(tmp_path, text, field, words):
     assert info.value.field == field and words in info.value.problem and "\n" not in str(info.value)
 
 
+def test_resolve_query_reads_a_repeated_token_as_its_first_row():
+    """resolve_query, as its docstring says: a token string names its first occurrence; a string of digits that is
+    also a token names the token; a number is the API's row index from 0, or counted from the example's base when
+    it is what a reader typed (`qkv.trace.Shown`, --query)."""
+    from qkv.spec import resolve_query
+    from qkv.trace import Shown
+
+    tokens = ["the", "cat", "the", "2"]
+    assert resolve_query("the", tokens, source=None) == 0
+    assert resolve_query(Shown("the"), tokens, source=None, base=1) == 0
+    assert resolve_query("2", tokens, source=None) == 3 and resolve_query(Shown("2"), tokens, source=None, base=1) == 3
+    assert resolve_query(1, tokens, source=None, base=1) == 1               # the API's index: the base is not read
+    assert resolve_query(Shown("3"), tokens, source=None, base=1) == 2      # row 3 as shown from 1
+    with pytest.raises(qkv.InputError, match="1–4"):
+        resolve_query(Shown("5"), tokens, source=None, base=1)
+
+
 def test_tokens_message_names_the_entry(tmp_path):
     with pytest.raises(qkv.InputError, match=r"tokens: entry 2 is 1, not a string"):
         parse_spec({"tokens": ["a", 1], "x": [[1.0], [2.0]]}, source="t.toml", base=None)
