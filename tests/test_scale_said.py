@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import qkv
+import qkv.examples
 from qkv.cli import main
 
 
@@ -32,6 +33,10 @@ def test_a_scale_given_as_1_over_root_dk_is_said_so(dtype):
         assert formula_of(scale, dtype).endswith("(= 1/√d_k)"), scale
     for scale in (0.2, 1.0, 1 / (math.sqrt(32) * 3), 12 ** -0.5, 1 / math.sqrt(32) * (1 + 1e-5)):
         assert "√" not in formula_of(scale, dtype), scale
+    # a scale of 1 given with d_k = 1 is "not scaled" (the group meeting's given scores), not 1/√1
+    assert formula_of(1.0, dtype, dk=1) == "Q·Kᵀ · 1" and formula_of(None, dtype, dk=1).endswith("(= 1/√d_k)")
+    meeting = qkv.examples.run("group-meeting")
+    assert [s.formula for s in meeting if s.name in ("lot/scaled_scores", "question/scaled_scores")] == ["Q·Kᵀ · 1"] * 2
 
 
 def test_multi_head_attention_says_its_scale_is_1_over_root_dk():

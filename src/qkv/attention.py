@@ -447,7 +447,8 @@ def _scale_formula(call: Call) -> str:
     given as 1/√d_k (MultiHeadAttention and the models pass it, computed in float32 or float64) — else the
     scale alone (a temperature, GPT-2's ÷ layer, Gemma's query_pre_attn_scalar: the models' meta says why)."""
     scale = float(call.scale)
-    root = call.default_scale or (call.dk > 0 and abs(scale * math.sqrt(call.dk) - 1.0) <= 2.0 ** -22)
+    # a scale of 1 given is "not scaled" even where d_k = 1 makes it 1/√1 (the group meeting's given scores)
+    root = call.default_scale or (call.dk > 1 and abs(scale * math.sqrt(call.dk) - 1.0) <= 2.0 ** -22)
     return f"Q·Kᵀ · {scale:.6g}" + (" (= 1/√d_k)" if root else "")
 
 
