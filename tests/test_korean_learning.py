@@ -347,3 +347,95 @@ def _run_en(*argv: str) -> str:
         code = main([*argv, "--lang", "en"])
     assert code == 0, (argv, err.getvalue()[-500:])
     return out.getvalue() + err.getvalue()
+
+
+# ------------------------------------------------------------------------------------------ the native read of 7 December
+def _korean_tables() -> dict[str, str]:
+    """Every Korean sentence a learner can meet: the texts, the model structure's words, the translator's story and
+    its comparison with the post."""
+    from qkv.translator import compare, explain as translator_explain
+
+    found = {key: value for key, value in texts.KO.items() if isinstance(value, str)}
+    found |= {f"causal.{key}": value for key, value in texts.CAUSAL_MODEL_TEXTS["ko"].items()}
+    found |= {f"translator.{key}": value for key, value in translator_explain._TEXTS["ko"].items() if isinstance(value, str)}
+    found |= {f"compare.{key}": value for key, value in compare._TEXTS["ko"].items() if isinstance(value, str)}
+    return found
+
+
+def _korean_docs() -> dict[str, str]:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    return {str(path.relative_to(root)): path.read_text(encoding="utf-8")
+            for path in [root / "README.ko.md", *sorted((root / "docs" / "ko").glob("*.md"))]}
+
+
+def test_n_decimals_are_said_one_way():
+    """소수점 아래 N자리 (the drill, the notes, the docs): the help and the errors said 소수 자릿수, the rounding note
+    소수점 아래 세 자리, the drill's help 소수 한 자리."""
+    wrong = re.compile(r"소수 자릿수|소수 [한두세네]\s?자리|소수점 아래 [한두세네다섯여]+ 자리")
+    found = {key: value for key, value in {**_korean_tables(), **_korean_docs()}.items() if wrong.search(value)}
+    assert found == {}, {key: wrong.findall(value) for key, value in found.items()}
+    assert "소수점 아래 자릿수" in texts.KO["help.output.digits"]
+
+
+def test_every_post_title_is_in_its_brackets_in_the_comparison_and_the_docs():
+    """The translator's comparison with «도해와 최소 사례로 …» wrote its title “…” (test_a_post_is_named_in_its_brackets
+    read only the translator's story)."""
+    starts = ("도해와 최소 사례로", "Attention의 projection", "어텐션이 조모임이라면")
+    where = {**{k: v for k, v in _korean_tables().items() if not k.startswith(("post.", "title.", "fig.title."))},
+             **_korean_docs()}
+    for key, value in where.items():
+        for start in starts:
+            for found in re.finditer(re.escape(start), value):
+                before = value[found.start() - 1:found.start()]
+                assert before in ("「", "#", " ") and (before == "「" or value[found.start() - 3:found.start()] != "글 “"), \
+                    (key, value[max(0, found.start() - 20):found.start() + 30])
+    said = " ".join(run_ko("translate", "I love machine learning", "--to", "ja", "--compare-post").split())
+    assert "글 「도해와 최소 사례로 직관적으로 이해하는 Self-attention, Cross-attention, Multi-head Attention」의" in said
+
+
+def test_the_help_says_the_default_language_truly():
+    """practice and why answer in Korean under LANG=ko_KR (qkv.frontdoor.locale_lang) as every command does;
+    their help said "(default en)"."""
+    for lang in ("en", "ko"):
+        for key, value in texts.LANGS[lang].items():
+            if re.fullmatch(r"help(\.\w+)*\.lang", key):
+                assert "LC_ALL" in value, (lang, key, value)
+
+
+def test_the_multi_head_example_is_named_as_the_post_names_it():
+    """«도해와 최소 사례로 …» writes "Multi-head Attention"; the texts call the example Multi-head attention 예제 —
+    the errors and the docs said 멀티 헤드 예제 and Multi-head 예제 beside it."""
+    found = {key: value for key, value in {**_korean_tables(), **_korean_docs()}.items()
+             if re.search(r"멀티 헤드 예제|Multi-head 예제", value)}
+    assert found == {}, found
+
+
+def test_attention_is_one_word_and_a_key_is_not_a_technician():
+    """The projection rule said V is what a token gives when it receives 주의 (a second word for 어텐션) and K a
+    기술자 (a descriptor, and a technician)."""
+    found = {key: value for key, value in _korean_tables().items() if re.search(r"주의를|기술자", value)}
+    assert found == {}, found
+    assert "어텐션을 받을 때" in texts.KO["projection.rule"]
+
+
+def test_no_quote_inside_a_quote_and_no_english_link_in_the_korean_tables():
+    """The docs wrote love as “Query 2 “love””; the Korean README's command table linked [real models], [masks] …
+    (an English document is said to be one: "(영어)")."""
+    nested = re.compile(r"“[^”]*“")
+    for name, text in {**_korean_docs(), **_korean_tables()}.items():
+        assert not nested.search(text), (name, nested.search(text).group())
+    readme = _korean_docs()["README.ko.md"]
+    table = [line for line in readme.splitlines() if line.startswith("| `qkv")]
+    labels = [label for line in table for label in re.findall(r"\[([^\]]+)\]\(", line)]
+    assert labels and all(re.search(r"[가-힣]", label) for label in labels), labels
+
+
+def test_the_reader_is_told_to_run_a_model_in_하라체_and_sentences_end():
+    """serve's Korean-text warning described running another model ("…로 실행한다") where it tells the reader to;
+    the contribution sentence ended on a bare number ("…0.3358(기여 비율 0.2451).")."""
+    assert texts.KO["serve.ui.readingKorean"].endswith("실행하라.")
+    said = texts.text("ko", "weights.top.differ", top="learning", w="0.2558", token="私は", most="machine",
+                      c_most="0.3699", w_most="0.2515", share_most="0.2700", c="0.3358", share="0.2451")
+    assert said.endswith("(기여 비율 0.2451)이다."), said

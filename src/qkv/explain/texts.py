@@ -1828,7 +1828,7 @@ KO: dict[str, str] = {
     # projection
     "h.projection": "1단계 — Q, K, V: 같은 입력, 서로 다른 가중치",
     "projection.rule": "Q = X·W_Q, K = X·W_K, V = X·W_V: 모든 토큰의 행에 같은 행렬을 곱한다. Q는 현재 토큰이 "
-                       "찾고 있는 것, K는 그 토큰이 가진 내용을 나타내는 기술자, V는 주의를 받았을 때 제공하는 "
+                       "찾고 있는 것, K는 그 토큰이 가진 내용을 알리는 꼬리표, V는 어텐션을 받을 때 내주는 "
                        "정보이다.",
     "projection.rule.cross": "Q = X_dec·W_Q는 디코더에서 오고, K = M_enc·W_K와 V = M_enc·W_V는 인코더의 출력에서 "
                              "온다.",
@@ -1899,7 +1899,7 @@ KO: dict[str, str] = {
                         "‖w·v‖ = {c}, 기여 비율 {share}.",
     "weights.top.differ": "가중치가 가장 큰 Key는 {top}({w})이지만, {token}의 출력에 가장 크게 기여하는 Key는 {most}이다: "
                           "‖w·v‖ = {c_most}(가중치 {w_most}, 기여 비율 {share_most}), {top}의 ‖w·v‖는 {c}(기여 비율 "
-                          "{share}).",
+                          "{share})이다.",
     "weights.sink": "어텐션 싱크: {token}의 Query에서 {sink}의 가중치는 {w}이고 대부분을 차지하지만, 출력 기여 비율은 "
                     "{share}(‖w·v‖ = {c})에 그친다. qkv는 가중치가 가장 크고 {weight_rule} 이상이면서, 더 크게 기여하는 "
                     "다른 Key가 있고, 기여 비율이 가중치의 {ratio}배 이하인 Key를 어텐션 싱크라고 부른다.",
@@ -1943,7 +1943,7 @@ KO: dict[str, str] = {
     "mh.given": "나머지 헤드 {n}개도 각자의 투영 행렬로 같은 절차를 수행한다. 여기서는 그 출력이 주어져 있다고 하자.",
     "mh.concat": "출력 {h}개를 이어 붙여 성분 {width}개의 벡터 하나를 만든다. 헤드 출력을 나란히 붙였으므로 차원이 늘어난다:",
     "mh.final.explain": "z_final = z_concat·W_O를 성분별로 계산하면 (W_O에서 0이 아닌 항만 적었다):",
-    "mh.final": "이것이 {token}에 대한 multi-head attention의 출력이다. 저마다 다른 관계를 포착하기 쉬운 여러 "
+    "mh.final": "이것이 {token}에 대한 multi-head attention의 출력이다. 저마다 다른 관계를 잡아내는 여러 "
                 "헤드의 정보를 하나로 합친 것이다.",
     # group meeting
     "gm.lot.title": "조모임 1: “{sentence}”",
@@ -1991,10 +1991,10 @@ KO: dict[str, str] = {
     "note.post001.weight_sum": "참고: 글은 {token}의 가중치를 마지막 자리에서 1만큼 크게 적었다 (그러면 적힌 "
                                "네 가중치의 합이 정확히 1이 된다). 정확한 값은 {value}이고, 여기서는 이를 "
                                "반올림해 적었다.",
-    "note.post001.rounded_heads": "참고: 글은 헤드 출력을 적힌 그대로, 즉 z⁽¹⁾을 소수점 아래 세 자리로 반올림한 값으로 곱했기 때문에 최종 벡터가 정확한 값과 소수점 아래 "
+    "note.post001.rounded_heads": "참고: 글은 헤드 출력을 적힌 그대로, 즉 z⁽¹⁾을 소수점 아래 3자리로 반올림한 값으로 곱했기 때문에 최종 벡터가 정확한 값과 소수점 아래 "
                                   "넷째 자리에서 다르다. 위에서는 z⁽¹⁾을 더 많은 자릿수로 적어 정확한 결과 {value}에 맞췄다. 손 계산 모드(--by-hand)는 글과 "
                                   "같은 방식으로 반올림하여 글의 숫자를 그대로 재현한다.",
-    "note.post001.rounded_heads_by_hand": "참고: 글과 같이 z⁽¹⁾을 적힌 그대로, 즉 소수점 아래 세 자리로 반올림한 값으로 "
+    "note.post001.rounded_heads_by_hand": "참고: 글과 같이 z⁽¹⁾을 적힌 그대로, 즉 소수점 아래 3자리로 반올림한 값으로 "
                                           "곱했으므로 결과가 글의 숫자와 같다. 정확한 결과는 {value}이다.",
     "note.post001.byhand_out": "참고: 글에서는 이 숫자가 마지막 자리에서 1만큼 크다. 글은 learning의 가중치로 자기가 적은 값(마지막 자리가 1만큼 큰 값, 위의 가중치에 "
                                "대한 참고를 보라)을 곱했기 때문이다. 여기에 적힌 가중치로 계산한 합을 적힌 자릿수로 반올림하면 {value}이다.",
@@ -2487,10 +2487,10 @@ KO: dict[str, str] = {
                          "필요하다",
     "error.mask.heads": "{arg}의 형태 {shape}: 헤드가 {rows}개인데 호출 (B, H, Tq, Tk) = {call}의 헤드는 {heads}개다. "
                         "헤드마다 한 행이 필요하다",
-    "error.decimals": "{value}: 소수 자릿수는 정수여야 한다",
-    "error.decimals.range": "{value}: 소수 자릿수는 {low}부터 {high}까지의 정수여야 한다",
-    "error.decimals.low": "{value}: 소수 자릿수는 {low} 이상의 정수여야 한다",
-    "error.decimals.high": "{value}: 소수 자릿수는 {high} 이하의 정수여야 한다",
+    "error.decimals": "{value}: 소수점 아래 자릿수는 정수여야 한다",
+    "error.decimals.range": "{value}: 소수점 아래 자릿수는 {low}부터 {high}까지의 정수여야 한다",
+    "error.decimals.low": "{value}: 소수점 아래 자릿수는 {low} 이상의 정수여야 한다",
+    "error.decimals.high": "{value}: 소수점 아래 자릿수는 {high} 이하의 정수여야 한다",
     # argparse's own messages (cli.argparse_words); the %-placeholders are argparse's
     "argparse.usage": "사용법: ",
     "argparse.positionals": "위치 인수",
@@ -2524,7 +2524,7 @@ KO: dict[str, str] = {
     "help.output.lang": "설명의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.output.format": "text | markdown | html | json (기본값 text)",
     "help.output.query": "따라갈 토큰 (토큰이나, 설명에 보이는 대로의 행 번호: 글의 예제는 1부터. 기본값: 글이 따라가는 토큰)",
-    "help.output.digits": "보여 줄 소수 자릿수 (기본값: 단계마다 예제가 정한 자릿수로, 글에 적힌 단계는 글의 자릿수를 따른다. 그 밖에는 4)",
+    "help.output.digits": "보여 줄 소수점 아래 자릿수 (기본값: 단계마다 예제가 정한 자릿수로, 글에 적힌 단계는 글의 자릿수를 따른다. 그 밖에는 4)",
     "help.output.by_hand": "계산기로 하듯 중간값을 모두 보이는 자릿수로 반올림하고, 그 때문에 생긴 오차를 보인다",
     "help.output.figure": "예제에 맞는 그림도 저장한다 (.png .svg .pdf)",
     "help.bench": "qkv의 블록 커널을 일반 경로, 단순 NumPy, torch와 나란히 놓고 시간을 잰다",
@@ -2608,7 +2608,7 @@ KO: dict[str, str] = {
     "help.inspect.top": "나열할 상위 Key의 수 (기본값 5)",
     "help.inspect.format": "text | markdown | json | html (기본값 text)",
     "help.inspect.lang": "출력, 계산 과정, 그림의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
-    "help.inspect.digits": "보여 줄 소수 자릿수 (기본값 3)",
+    "help.inspect.digits": "보여 줄 소수점 아래 자릿수 (기본값 3)",
     "help.inspect.figure": "그림을 저장한다 (.png .svg .pdf): 고른 모든 층과 헤드의 격자, 또는 헤드 하나의 가중치. "
                            "이때 --format이나 --out으로 텍스트도 요청하지 않으면 그 밖에는 아무것도 출력하지 않는다",
     "help.inspect.full": "계산 과정의 숫자를 모두 출력한다 (주지 않으면 긴 행렬은 4 + … + 4로 줄여 보인다)",
@@ -2680,7 +2680,7 @@ KO: dict[str, str] = {
     "help.translate.figure": "정렬 행렬을 저장한다 (.png .svg .pdf). --to ko나 ja가 필요하다",
     "help.translate.layer": "보여 줄 디코더 층 (기본값: 마지막 층)",
     "help.translate.head": "헤드 하나 (기본값: 헤드들의 평균)",
-    "help.translate.digits": "가중치의 소수 자릿수 (기본값 2)",
+    "help.translate.digits": "가중치의 소수점 아래 자릿수 (기본값 2)",
     "help.translate.checkpoint": "번역기 체크포인트 (기본값: qkv와 함께 배포된 것)",
     "help.translate.compare_post": "私は에서의 학습된 cross-attention 가중치를 글에서 손으로 정한 가중치와 나란히 보인다 "
                                    "(“I love machine learning” --to ja). --figure가 있으면 비교 그림을 그린다",
@@ -2737,7 +2737,7 @@ KO: dict[str, str] = {
                                     "빌드되어 있지 않다 ('qkv doctor' 참고)",
     "error.by_hand_html": "HTML 페이지는 정확한 값을 보인다. --by-hand는 text, markdown, json과 함께 쓰라",
     "error.example.unknown": "없는 예제이다: {name}. 예제: {names}",
-    "error.example.multi_head_query": "{value}: 멀티 헤드 예제는 {token}만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 주어져 있다)",
+    "error.example.multi_head_query": "{value}: Multi-head attention 예제는 {token}만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 주어져 있다)",
     "error.example.factor": "{value}: 유한한 수여야 한다",
     "error.example.kind": "없는 종류이다: {kind}",
     "error.example.meeting_query": "조모임 예제에는 --query가 없다 (두 모임 모두 lot의 질문을 따라간다)",
@@ -2956,7 +2956,7 @@ KO: dict[str, str] = {
     "error.spec.query.more": "{got}: 토큰({shown}, … 모두 {n}개) 중 하나도, 행 번호 {first}–{last}도 아니다",
     "error.spec.rows": "행(토큰)이 {rows}개이다. 예제의 행은 {most}개까지이다",
     "error.spec.columns": "열이 {columns}개이다. 예제의 열은 {most}개까지이다",
-    "error.spec.digits": "단계 이름 = 소수 자릿수(0–12) 꼴의 표여야 한다",
+    "error.spec.digits": "단계 이름 = 소수점 아래 자릿수(0–12) 꼴의 표여야 한다",
     "error.spec.notes": "step = \"...\"와 text = \"...\"가 있는 표의 목록이어야 한다",
     "error.spec.note_value": "{got}: \"shown\"이나 \"exact\"여야 한다 ({{value}}가 어느 수인지)",
     "error.spec.note_mode": "{got}: \"any\", \"exact\", \"by-hand\" 중 하나여야 한다 (메모를 언제 보일지)",
@@ -3348,7 +3348,7 @@ KO: dict[str, str] = {
     "whatif.scene": "없는 모임이다: '{scene}'. 모임: {scenes}",
     "serve.whatif.score_cell": "[위치, 점수]여야 한다 (받은 값: {value})",
     "whatif.score_index": "위치 {index}: 이 모임의 점수 {count}개 밖이다 (0부터 센다)",
-    "serve.whatif.multi_head_query": "멀티 헤드 예제는 '{token}'만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 "
+    "serve.whatif.multi_head_query": "Multi-head attention 예제는 '{token}'만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 "
                                      "주어져 있다)",
     "serve.whatif.meeting_query": "조모임 예제에서는 Query를 고를 수 없다 (두 모임 모두 lot의 질문을 따라간다)",
     "serve.ui.title": "qkv — 어텐션을 한 단계씩",
@@ -3369,7 +3369,7 @@ KO: dict[str, str] = {
                               "[UNK](모르는 조각)이거나 자모로 쪼개진 글자({examples})이다. 그래서 여기 보이는 어텐션은 "
                               "입력한 단어들 사이가 아니라 이 조각들 사이의 어텐션이다. 한국어를 읽는 모델은 어휘에 한글 "
                               "음절이 들어 있는 모델이다. 예: {korean}. 그 모델 폴더(config.json, model.safetensors, "
-                              "tokenizer.json)를 내려받아 qkv serve --model DIR로 실행한다.",
+                              "tokenizer.json)를 내려받아 qkv serve --model DIR로 실행하라.",
     "serve.ui.readingOther": "{model} 모델은 이 글의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
                              "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그 부분의 어텐션은 입력한 단어들 "
                              "사이가 아니라 이 조각들 사이의 어텐션이다.",

@@ -19,8 +19,8 @@ EN: dict[str, str] = {
     "help.practice.example": "the worked example (default self-attention; qkv example --list names them)",
     "help.practice.seed": "a whole number that picks the hidden numbers (and --fresh inputs): the same seed "
                           "gives the same drill (default: a new one, printed at the start)",
-    "help.practice.fresh": "new random inputs of the same shapes (one decimal, as the self-attention post's X and W; whole-number scores for the group meeting)",
-    "help.practice.lang": "language of the questions (default en)",
+    "help.practice.fresh": "new random inputs of the same shapes (one decimal, as the self-attention example's X and W; whole-number scores for the group meeting)",
+    "help.practice.lang": "language of the questions (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "practice.error.seed": "the seed must be a whole number from 0 to {high}, got {value}",
     "practice.head": " (head {head})",
     "practice.header": "Practice: {title}. {n:question|questions}; seed {seed} (qkv practice {example} --seed {seed}{fresh} "
@@ -128,8 +128,8 @@ KO: dict[str, str] = {
     "help.practice.example": "풀어 볼 예제 (기본값 self-attention. 예제 이름은 qkv example --list로 본다)",
     "help.practice.seed": "가릴 숫자(와 --fresh의 입력)를 고르는 정수. 같은 시드는 같은 문제를 낸다 (기본값: 새로 "
                           "뽑고, 시작할 때 알려 준다)",
-    "help.practice.fresh": "같은 형태의 새 무작위 입력 (Self-attention 글의 X와 W처럼 소수 한 자리, 조모임은 정수 점수)",
-    "help.practice.lang": "문제의 언어 (기본값 en)",
+    "help.practice.fresh": "같은 형태의 새 무작위 입력 (Self-attention 예제의 X와 W처럼 소수점 아래 1자리, 조모임은 정수 점수)",
+    "help.practice.lang": "문제의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "practice.error.seed": "시드는 0부터 {high}까지의 정수여야 한다. 받은 값: {value}",
     "practice.head": " (헤드 {head})",
     "practice.header": "연습: {title}. 문제 {n}개, 시드 {seed} (같은 문제를 다시 풀려면: qkv practice {example} "
@@ -242,7 +242,7 @@ EN.update({
     "help.why.topic": "the experiment: {topics}",
     "help.why.figure": "also draw the experiment (.png .svg .pdf)",
     "help.why.seed": "a whole number that draws sqrt-dk's random q and k (default 0)",
-    "help.why.lang": "language of the output and the figure (default en)",
+    "help.why.lang": "language of the output and the figure (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "why.title.sqrt-dk": "Why divide by √d_k",
     "why.title.softmax": "Why softmax, not the raw scores",
     "why.title.order": "Why the order of Q and K matters",
@@ -370,7 +370,7 @@ KO.update({
     "help.why.topic": "실험: {topics}",
     "help.why.figure": "실험을 그림으로도 그린다 (.png .svg .pdf)",
     "help.why.seed": "sqrt-dk의 무작위 q와 k를 뽑는 정수 (기본값 0)",
-    "help.why.lang": "출력과 그림의 언어 (기본값 en)",
+    "help.why.lang": "출력과 그림의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "why.title.sqrt-dk": "왜 √d_k로 나누는가",
     "why.title.softmax": "왜 점수를 그대로 쓰지 않고 softmax를 쓰는가",
     "why.title.order": "왜 Q와 K의 순서가 중요한가",

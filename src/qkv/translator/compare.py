@@ -134,12 +134,12 @@ _TEXTS = {
         "colour": "weight (0 to 1)",
     },
     "ko": {
-        "title": "글 “{post}”의 cross-attention과 번역기의 cross-attention: {query} → {sentence}",
+        "title": "글 「{post}」의 cross-attention과 번역기의 cross-attention: {query} → {sentence}",
         "same": ("두 경우 모두 {query}에서의 디코더 상태가 Query이고, 인코더가 영어 단어 {keys}에 대해 만든 출력이 "
                  "Key와 Value이다. softmax(Q·Kᵀ/√d_k)는 영어 단어마다 가중치를 하나씩 준다."),
         "differ_setup": ("글의 입력은 손으로 정한 값(글이 말하는 더미 값)이고 헤드 하나, d_k = {post_dk}이다. 번역기의 "
                          "가중치는 말뭉치에서 학습되었고 디코더 {layers}층 × 헤드 {heads}개, d_k = {dk}이다. 같은 "
-                         "계산의 수가 아니므로 일치할 필요가 없다."),
+                         "값으로 하는 계산이 아니므로 숫자가 일치할 필요는 없다."),
         "step": "이 단계에서 번역기가 생성한 단어: {generated} (디코더 입력 {query} → {generated}).",
         "header_rows": "{query}의 가중치",
         "post_row": "글 (손으로 정한 값)",
@@ -167,7 +167,7 @@ _TEXTS = {
         "heads_peak": ("번역기의 헤드 {total}개가 저마다 한 단어에 주는 가중치는 {low:.{d}f}에서 {high:.{d}f} 사이이다. "
                        "글의 헤드 하나가 어느 단어에 주는 가중치는 많아야 {post:.{d}f}이다"),
         "less": "더 고르다",
-        "figure_title": "“{sentence}”에 대한 {query}의 가중치: 글 “{post}”(손으로 정한 값)과 번역기(학습된 값)",
+        "figure_title": "“{sentence}”에 대한 {query}의 가중치: 글 「{post}」(손으로 정한 값)과 번역기(학습된 값)",
         "figure_rows": "누구의 가중치인가 (Query: {query}에서의 디코더 상태)",
         "colour": "가중치 (0에서 1)",
     },
