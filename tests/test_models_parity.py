@@ -78,7 +78,7 @@ def _reference_logits(directory, ids):
         return model(torch.as_tensor(ids)[None]).logits[0].numpy()
 
 
-def _same_or_refused(directory):
+def _same_or_refused(directory, atol=1e-5):
     """qkv's logits equal transformers' on this folder, or qkv refuses it with an InputError; returns which."""
     try:
         with warnings.catch_warnings():
@@ -91,7 +91,7 @@ def _same_or_refused(directory):
     ids = model.token_ids(TEXT)
     logits = _reference_logits(directory, ids)
     ours = model.forward(ids).logits
-    np.testing.assert_allclose(ours, logits, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(ours, logits, rtol=0, atol=atol)
     return "same"
 
 
@@ -383,3 +383,144 @@ def test_a_non_empty_rope_scaling_wins_over_rope_parameters_as_in_transformers(n
     directory = _build(tmp_path, name, edit_config=edit)
     assert json.loads((directory / "config.json").read_text())["rope_parameters"]["rope_type"] == "default"
     _same_on_texts(directory, LONG_TEXTS)
+
+
+# --- a field left out of config.json: the family's default, as transformers' config class gives it ----------------
+# Each family is saved whole, then every field of its config.json is removed in turn (rope_theta from inside
+# rope_parameters too, and Gemma 3's per-layer-type ones) and the folder loaded by transformers and by qkv. A field
+# whose default differs by family (rope_theta: Mixtral's and Gemma 3's 10⁶; rms_norm_eps: Phi-3's and Mixtral's
+# 10⁻⁵; GPT-NeoX's rotary_pct 0.25 and Phi's partial_rotary_factor 0.5; Gemma 2's soft-caps 50 and 30 and
+# query_pre_attn_scalar 256; Qwen3's and the Gemmas' head_dim …) gives the same logits, or qkv refuses it in one
+# line. Where the logits cannot show a default (a window or a context longer than the text), the parsed config is
+# compared with transformers' own: each layer's window, the context length and the norms' epsilon.
+FAMILY_NAMES = ["gpt2", "llama", "qwen2", "mistral", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "mixtral",
+                "gpt_neox", "opt", "phi", "qwen2-window", "llama-yarn"]
+META = ("model_type", "architectures", "transformers_version")
+# fields that only training or generation reads (dropout rates, initialisation, the cache, the router's loss):
+# removing one changes no logit in eval mode, and each costs a load
+TRAINING = ("attention_dropout", "hidden_dropout", "classifier_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
+            "dropout", "layerdrop", "initializer_range", "init_std", "use_cache", "router_aux_loss_coef",
+            "router_jitter_noise", "output_router_logits", "summary_activation", "summary_first_dropout",
+            "summary_proj_to_labels", "summary_type", "summary_use_proj")
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")   # transformers may fail on its own default ids
+                                                               # (Phi-3's pad 32000 ≥ vocab); they change no number
+
+
+def _removals(data):
+    """(label, edited config.json) for each field removed in turn."""
+    for key in sorted(data):
+        if key not in META + TRAINING:
+            yield key, {k: v for k, v in data.items() if k != key}
+    parameters = data.get("rope_parameters")
+    if isinstance(parameters, dict):
+        nested = {k: v for k, v in parameters.items() if isinstance(v, dict)}
+        for layer_type, inner in (nested.items() if nested else [(None, parameters)]):
+            for key in sorted(inner):
+                edited = json.loads(json.dumps(data))
+                (edited["rope_parameters"][layer_type] if layer_type else edited["rope_parameters"]).pop(key)
+                yield f"rope_parameters.{layer_type + '.' if layer_type else ''}{key}", edited
+
+
+def _transformers_view(config):
+    """Each layer's sliding window, the context length and the norms' epsilon, as transformers' config says."""
+    n = config.num_hidden_layers
+    types = getattr(config, "layer_types", None) or ["sliding_attention"] * n
+    window = getattr(config, "sliding_window", None) if config.model_type in (
+        "mistral", "mixtral", "phi3", "qwen2", "qwen3", "gemma2", "gemma3_text") else None
+    windows = [window if types[i] == "sliding_attention" else None for i in range(n)]
+    context = getattr(config, "max_position_embeddings", getattr(config, "n_positions", None))
+    eps = next((getattr(config, k) for k in ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon")
+                if hasattr(config, k)), 1e-5)
+    return windows, context, eps
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_a_field_left_out_of_config_json_takes_the_familys_default_as_in_transformers(name, tmp_path):
+    directory = _build(tmp_path, name)
+    data = json.loads((directory / "config.json").read_text())
+    wrong = []
+    for label, edited in _removals(data):
+        folder = tmp_path / f"without-{label}"
+        folder.mkdir()
+        for file in directory.iterdir():
+            (folder / file.name).write_bytes(file.read_bytes())
+        (folder / "config.json").write_text(json.dumps(edited))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ours = models.load(folder)
+        except InputError as error:
+            if "\n" in str(error).strip():
+                wrong.append(f"{label}: a refusal of more than one line: {error}")
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                config = transformers.AutoConfig.from_pretrained(folder)
+                reference = transformers.AutoModelForCausalLM.from_pretrained(
+                    folder, attn_implementation="eager").eval()
+        except Exception as error:                  # noqa: BLE001 — any failure of transformers'
+            if label not in TOKEN_IDS:
+                wrong.append(f"{label}: qkv runs what transformers refuses ({type(error).__name__})")
+            continue
+        ids = ours.token_ids(TEXT)
+        with torch.no_grad():
+            expected = reference(torch.as_tensor(ids)[None]).logits[0].numpy()
+        gap = float(np.max(np.abs(ours.forward(ids).logits - expected)))
+        if not gap <= 1e-5:
+            wrong.append(f"{label}: logits differ by {gap:.2g}")
+        windows, context, eps = _transformers_view(config)
+        c = ours.config
+        if [c.window_of(i) for i in range(c.n_layers)] != windows:
+            wrong.append(f"{label}: windows {[c.window_of(i) for i in range(c.n_layers)]}, transformers {windows}")
+        if c.max_positions != context:
+            wrong.append(f"{label}: context {c.max_positions}, transformers {context}")
+        if c.norm_eps != eps:
+            wrong.append(f"{label}: epsilon {c.norm_eps}, transformers {eps}")
+    assert not wrong, f"{name}: " + "; ".join(wrong)
+
+
+# --- fields one family reads and another ignores, or reads under another name ---------------------------------------
+def _pop(data, *path):
+    inner = data
+    for key in path[:-1]:
+        inner = inner[key]
+    inner.pop(path[-1])
+
+
+FIELD_EDITS = {
+    # GemmaConfig reads hidden_act alone, a legacy "gelu" as the tanh form; Gemma 2 and 3 read hidden_activation alone
+    # (exact GELU and its tanh form move these logits by ~5e-6 only: compared at 1e-6, float32's noise is ~2e-7)
+    "gemma: hidden_act gelu": ("gemma", lambda d: d.update(hidden_act="gelu"), 1e-6),
+    "gemma: hidden_activation beside hidden_act": ("gemma", lambda d: d.update(hidden_activation="relu")),
+    "gemma2: hidden_act beside hidden_activation": ("gemma2", lambda d: d.update(hidden_act="relu")),
+    "gemma3: hidden_act beside hidden_activation": ("gemma3", lambda d: d.update(hidden_act="silu")),
+    # Gemma3TextConfig builds layer_types from sliding_window_pattern, never from the _sliding_window_pattern it saves
+    "gemma3: _sliding_window_pattern": ("gemma3", lambda d: (d.pop("layer_types"), d.update(
+        _sliding_window_pattern=2, num_hidden_layers=3))),
+    "gemma3: sliding_window_pattern": ("gemma3", lambda d: (d.pop("layer_types"), d.update(sliding_window_pattern=2))),
+    # a nested sliding_attention dict without its θ takes rope_local_base_freq
+    "gemma3: rope_local_base_freq": ("gemma3", lambda d: (_pop(d, "rope_parameters", "sliding_attention", "rope_theta"),
+                                                           d.update(rope_local_base_freq=50.0))),
+    # GPTNeoXConfig: θ and the rotated fraction from the rope dict, else rotary_emb_base and rotary_pct; a top-level
+    # rope_theta or partial_rotary_factor is ignored
+    "gpt_neox: top-level rope_theta": ("gpt_neox", lambda d: (_pop(d, "rope_parameters", "rope_theta"),
+                                                              d.update(rope_theta=50.0))),
+    "gpt_neox: top-level partial_rotary_factor": ("gpt_neox", lambda d: (
+        _pop(d, "rope_parameters", "partial_rotary_factor"), d.update(partial_rotary_factor=1.0))),
+    "gpt_neox: rotary_pct under the rope dict's": ("gpt_neox", lambda d: d.update(rotary_pct=1.0)),
+    "gpt_neox: rotary_emb_base": ("gpt_neox", lambda d: (_pop(d, "rope_parameters", "rope_theta"),
+                                                         d.update(rotary_emb_base=50.0))),
+    # a rope dict without rope_type is the default kind, and its θ counts
+    "llama: rope_parameters without rope_type": ("llama", lambda d: (
+        _pop(d, "rope_parameters", "rope_type"), d["rope_parameters"].update(rope_theta=50.0))),
+    "mixtral: rope_scaling's own rope_theta": ("mixtral", lambda d: (d.pop("rope_parameters"), d.update(
+        rope_scaling={"rope_type": "linear", "factor": 2.0, "rope_theta": 50.0}))),
+}
+
+
+@pytest.mark.parametrize("case", FIELD_EDITS)
+def test_a_field_is_read_where_the_familys_config_class_reads_it(case, tmp_path):
+    name, edit, *atol = FIELD_EDITS[case]
+    directory = _build(tmp_path, name, edit_config=edit)
+    assert _same_or_refused(directory, *atol) == "same"

@@ -11,7 +11,51 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 
-__all__ = ["DecoderConfig", "ConfigReader", "rotary_width"]
+__all__ = ["DecoderConfig", "ConfigReader", "rotary_width", "DEFAULTS", "with_defaults"]
+
+# transformers 5.25's config classes, field by field where the default is not the same for every family: a field
+# left out of config.json takes its family's value, as the config class gives it (a field written as null stays
+# null, as there). Shapes (hidden_size, vocab_size, …) have no default here: transformers' would contradict the
+# weights, and qkv refuses their absence. tests/test_models_parity.py removes each field in turn and compares.
+DEFAULTS: dict[str, dict] = {
+    "gpt2": dict(n_positions=1024, layer_norm_epsilon=1e-5, activation_function="gelu_new", tie_word_embeddings=True),
+    "llama": dict(max_position_embeddings=2048, rms_norm_eps=1e-6, hidden_act="silu", rope_theta=10_000.0,
+                  attention_bias=False, mlp_bias=False, tie_word_embeddings=False),
+    "mistral": dict(max_position_embeddings=4096 * 32, rms_norm_eps=1e-6, hidden_act="silu", rope_theta=10_000.0,
+                    num_key_value_heads=8, sliding_window=4096, tie_word_embeddings=False),
+    "mixtral": dict(max_position_embeddings=4096 * 32, rms_norm_eps=1e-5, hidden_act="silu", rope_theta=1_000_000.0,
+                    num_key_value_heads=8, sliding_window=None, num_local_experts=8, num_experts_per_tok=2,
+                    tie_word_embeddings=False),
+    "qwen2": dict(max_position_embeddings=32768, rms_norm_eps=1e-6, hidden_act="silu", rope_theta=10_000.0,
+                  num_key_value_heads=32, use_sliding_window=False, sliding_window=4096, max_window_layers=28,
+                  tie_word_embeddings=False),
+    "qwen3": dict(max_position_embeddings=32768, rms_norm_eps=1e-6, hidden_act="silu", rope_theta=10_000.0,
+                  num_key_value_heads=32, head_dim=128, attention_bias=False, use_sliding_window=False,
+                  sliding_window=4096, max_window_layers=28, tie_word_embeddings=False),
+    "gemma": dict(max_position_embeddings=8192, rms_norm_eps=1e-6, hidden_act="gelu_pytorch_tanh", rope_theta=10_000.0,
+                  num_key_value_heads=16, head_dim=256, attention_bias=False, tie_word_embeddings=True),
+    "gemma2": dict(max_position_embeddings=8192, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+                   rope_theta=10_000.0, num_key_value_heads=4, head_dim=256, attention_bias=False,
+                   query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=50.0,
+                   final_logit_softcapping=30.0, tie_word_embeddings=True),
+    "gemma3_text": dict(max_position_embeddings=131_072, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+                        rope_theta=1_000_000.0, rope_local_base_freq=10_000.0, num_key_value_heads=4, head_dim=256,
+                        attention_bias=False, query_pre_attn_scalar=256, sliding_window=4096,
+                        attn_logit_softcapping=None, final_logit_softcapping=None, tie_word_embeddings=True),
+    "phi3": dict(max_position_embeddings=4096, original_max_position_embeddings=4096, rms_norm_eps=1e-5,
+                 hidden_act="silu", rope_theta=10_000.0, sliding_window=None, tie_word_embeddings=False),
+    "gpt_neox": dict(max_position_embeddings=2048, layer_norm_eps=1e-5, hidden_act="gelu", rotary_emb_base=10_000.0,
+                     rotary_pct=0.25, attention_bias=True, use_parallel_residual=True, tie_word_embeddings=False),
+    "phi": dict(max_position_embeddings=2048, layer_norm_eps=1e-5, hidden_act="gelu_new", rope_theta=10_000.0,
+                partial_rotary_factor=0.5, qk_layernorm=False, tie_word_embeddings=False),
+    "opt": dict(max_position_embeddings=2048, activation_function="relu", do_layer_norm_before=True,
+                enable_bias=True, layer_norm_elementwise_affine=True, tie_word_embeddings=True),
+}
+
+
+def with_defaults(data: dict) -> dict:
+    """config.json's fields, with each absent one its family's default (`DEFAULTS`)."""
+    return {**DEFAULTS.get(data.get("model_type"), {}), **data}
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .checkpoint import Checkpoint
-from .config import ConfigReader, DecoderConfig
+from .config import ConfigReader, DecoderConfig, with_defaults
 from .decoder import DecoderArrays, LayerArrays
 
 __all__ = ["read_config", "read_weights"]
@@ -26,7 +26,7 @@ ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_
 
 def read_config(data: dict, source: str) -> DecoderConfig:
     """A GPT-2 config.json (model_type "gpt2") as a DecoderConfig; InputError naming any unusable field."""
-    read = ConfigReader(data, source)
+    read = ConfigReader(with_defaults(data), source)
     if read.flag("add_cross_attention", False):
         raise read.fail("add_cross_attention", "error.gpt2.cross")
     d = read.integer("n_embd", names=("hidden_size",))

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..explain import texts
 from .checkpoint import Checkpoint
-from .config import ConfigReader, DecoderConfig, rotary_width
+from .config import ConfigReader, DecoderConfig, rotary_width, with_defaults
 from .decoder import DecoderArrays, LayerArrays
 
 __all__ = ["FAMILY", "read_config", "read_weights"]
@@ -40,6 +40,7 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     sandwich norms, attention and final logit soft-capping, query_pre_attn_scalar, alternating
     windows), gemma3_text (+ q/k norms, a local RoPE θ on sliding layers), phi3 (fused qkv_proj and
     gate_up_proj, split at load), mixtral (a sparse mixture of experts)."""
+    data = with_defaults(data)
     read = ConfigReader(data, source)
     model_type = data["model_type"]
     gemma = model_type in GEMMA
@@ -54,8 +55,12 @@ def read_config(data: dict, source: str) -> DecoderConfig:
                                                                                model_type=model_type),
                       UserWarning, stacklevel=3)
         bidirectional = False
-    act_key = "hidden_activation" if gemma and data.get("hidden_activation") is not None else "hidden_act"
+    # Gemma 2 and 3 read hidden_activation alone, the others hidden_act; GemmaConfig reads a legacy "gelu" as the
+    # tanh form its releases meant
+    act_key = "hidden_activation" if model_type in ("gemma2", "gemma3_text") else "hidden_act"
     activation = read.choice(act_key, "gelu_pytorch_tanh" if gemma else "silu", GATED_ACTIVATIONS)
+    if model_type == "gemma" and activation == "gelu":
+        activation = "gelu_tanh"
     d = read.integer("hidden_size")
     h = read.integer("num_attention_heads")
     if data.get("head_dim") is None and d % h:
@@ -69,16 +74,20 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     elif model_type in ("qwen2", "qwen3"):
         if read.flag("use_sliding_window", False):
             window = read.optional_integer("sliding_window", low=1)
-            first = read.integer("max_window_layers", n_layers, low=0)     # layers from this one on are windowed
-            layer_types = read.layer_types(n_layers) or tuple(
-                "sliding_attention" if i >= first else "full_attention" for i in range(n_layers))
+        first = read.integer("max_window_layers", 28, low=0)     # layers from this one on are windowed
+        layer_types = read.layer_types(n_layers) or tuple(
+            "sliding_attention" if window is not None and i >= first else "full_attention" for i in range(n_layers))
     elif model_type in ("gemma2", "gemma3_text"):
         window = read.optional_integer("sliding_window", low=1)
         if bidirectional:                            # Gemma3TextConfig: |i − j| < sliding_window // 2 + 1 (it fails
             window = read.integer("sliding_window") // 2 + 1     # without a window, and so does qkv)
-        pattern = 2 if model_type == "gemma2" else read.integer("sliding_window_pattern", 6, names=("_sliding_window_pattern",))
+        # Gemma3TextConfig reads sliding_window_pattern, never the _sliding_window_pattern it writes
+        pattern = 2 if model_type == "gemma2" else read.integer("sliding_window_pattern", 6)
         layer_types = read.layer_types(n_layers) or tuple(
             "full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n_layers))
+    sliding = [i for i, kind in enumerate(layer_types) if kind == "sliding_attention"]
+    if window is None and sliding:               # transformers' sliding-window mask then fails on every call
+        raise read.fail("layer_types", "error.config.sliding_without_window", indices=", ".join(map(str, sliding)))
     if model_type == "qwen2":
         bias = True                      # Qwen2Attention builds q/k/v with bias=True whatever attention_bias says
     elif model_type in ("llama", "qwen3", "gemma", "gemma2", "gemma3_text", "mixtral"):
@@ -140,7 +149,7 @@ def _local_theta(read: ConfigReader) -> float:
         local = parameters["sliding_attention"]
         if local.get("rope_type", "default") != "default":
             raise read.fail("rope_parameters", "error.rope.sliding_scaled")
-        value = local.get("rope_theta", 10000.0)
+        value = local.get("rope_theta", read.data.get("rope_local_base_freq", 10000.0))
     else:
         value = read.data.get("rope_local_base_freq", 10000.0)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not value > 0:
@@ -167,14 +176,14 @@ def _rope(read: ConfigReader, model_type: str = "llama") -> tuple[float, tuple, 
     # a non-empty rope_scaling wins over rope_parameters (transformers' convert_rope_params_to_dict:
     # rope_scaling or rope_parameters)
     legacy = bool(read.data.get("rope_scaling")) and not nested
-    if isinstance(parameters, dict) and "rope_type" in parameters and not legacy:   # one set for every layer
+    if isinstance(parameters, dict) and parameters and not legacy:   # one set for every layer (rope_type: default)
         key, scaling = "rope_parameters", parameters
-        theta = parameters.get("rope_theta", read.data.get("rope_theta", 10000.0))
     else:
         key, scaling = "rope_scaling", read.data.get("rope_scaling") or {}
         if not isinstance(scaling, dict):
             raise read.fail(key, "error.config.object_or_null", value=repr(scaling))
-        theta = read.data.get("rope_theta", 10000.0)
+    # the rope dict's own θ, else config.json's rope_theta, else the family's default (config.DEFAULTS)
+    theta = scaling.get("rope_theta", read.data.get("rope_theta", 10000.0))
     kind = scaling.get("rope_type", scaling.get("type", "default"))
     if model_type == "phi3" and kind in ("su", "yarn"):
         kind = "longrope"                    # Phi3Config reads its older names "su" and "yarn" as longrope
@@ -226,9 +235,7 @@ def _longrope(read: ConfigReader, key: str, scaling: dict, model_type: str) -> l
                 isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or not f > 0 for f in factors):
             raise read.fail(key, "error.rope.longrope_factors", name=name, value=repr(factors)[:80])
         values.append((name, tuple(float(f) for f in factors)))
-    top = read.data.get("original_max_position_embeddings")
-    if top is None and model_type == "phi3":
-        top = 4096                                        # Phi3Config's class default, which transformers prefers
+    top = read.data.get("original_max_position_embeddings")     # Phi3Config's class default 4096 among them
     original = top if top is not None else scaling.get("original_max_position_embeddings",
                                                        read.data.get("max_position_embeddings", 2048))
     if isinstance(original, bool) or not isinstance(original, int) or original < 1:

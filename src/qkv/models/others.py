@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .checkpoint import Checkpoint
-from .config import ConfigReader, DecoderConfig, rotary_width
+from .config import ConfigReader, DecoderConfig, rotary_width, with_defaults
 from .decoder import DecoderArrays, LayerArrays
 from .gpt2 import ACTIVATIONS
 from .llama import _rope
@@ -26,6 +26,7 @@ __all__ = ["read_config", "read_weights"]
 
 
 def read_config(data: dict, source: str) -> DecoderConfig:
+    data = with_defaults(data)
     read = ConfigReader(data, source)
     model_type = data["model_type"]
     d = read.integer("hidden_size")
@@ -40,11 +41,12 @@ def read_config(data: dict, source: str) -> DecoderConfig:
                   bos_token_id=read.optional_integer("bos_token_id"), eos_token_ids=read.token_ids("eos_token_id"),
                   pad_token_id=read.optional_integer("pad_token_id"))
     if model_type == "gpt_neox":
-        if data.get("rotary_emb_base") is not None and data.get("rope_theta") is None and not data.get("rope_parameters"):
-            read = ConfigReader({**data, "rope_theta": data["rotary_emb_base"]}, source)   # older configs' name for θ
-        theta, scaling, partial = _rope(read, model_type)
-        if data.get("rotary_pct") is not None:
-            partial = read.number("rotary_pct", 1.0, high=1.0)         # a fraction of the head: (0, 1]
+        # GPTNeoXConfig takes θ and the rotated fraction of each head from rotary_emb_base and rotary_pct (10000 and
+        # 0.25 when absent) where the rope dict gives none, and ignores a top-level rope_theta or partial_rotary_factor
+        fraction = read.number("rotary_pct", 0.25, high=1.0)         # a fraction of the head: (0, 1]
+        rope_read = ConfigReader({**data, "rope_theta": read.number("rotary_emb_base", 10_000.0),
+                                  "partial_rotary_factor": fraction}, source)
+        theta, scaling, partial = _rope(rope_read, model_type)
         bias = read.flag("attention_bias", True)
         return read.check_heads(DecoderConfig(
             **common, n_kv_heads=h, intermediate_size=read.integer("intermediate_size"),
