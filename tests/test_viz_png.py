@@ -1,0 +1,81 @@
+"""`qkv.viz.write_figure`'s PNG writer (`qkv.viz._png`): the pixels matplotlib's savefig draws, decoded by an
+independent reader (Pillow), the dpi recorded, RGB for an opaque figure and RGBA otherwise."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from PIL import Image
+
+from qkv import viz
+from qkv.viz import _png, fonts
+
+
+def _decoded(data: bytes) -> tuple[np.ndarray, Image.Image]:
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    return np.asarray(image.convert("RGBA")), image
+
+
+def _savefig_pixels(figure: Figure) -> np.ndarray:
+    buffer = io.BytesIO()
+    with fonts.context():
+        figure.savefig(buffer, format="png", dpi=viz._DPI)
+    return _decoded(buffer.getvalue())[0]
+
+
+def _figure(size: tuple[float, float], *, facecolor="white") -> Figure:
+    figure = Figure(figsize=size, facecolor=facecolor)
+    ax = figure.add_axes((0.1, 0.1, 0.8, 0.8))
+    ax.imshow(np.arange(12.0).reshape(3, 4), cmap="viridis")
+    ax.text(1, 1, "0.8743 쿼리", color="white", **fonts.font_kwargs())
+    return figure
+
+
+# (9.4, 5.9) in at 150 dpi is 884.99999… pixels high: matplotlib makes it 885 rows; (3, 3) is square
+@pytest.mark.parametrize("size", [(4.0, 3.0), (9.4, 5.9), (3.0, 3.0), (2.37, 1.13)])
+def test_png_has_savefigs_pixels_and_dpi(size, tmp_path, monkeypatch):
+    figure = _figure(size)
+    monkeypatch.setattr(_png, "_savefig_png", None)  # the canvas's size is found: no second drawing
+    path = viz.write_figure(figure, tmp_path / "f.png")
+    pixels, image = _decoded(path.read_bytes())
+    expected = _savefig_pixels(figure)
+    assert pixels.shape == expected.shape
+    assert np.array_equal(pixels, expected)
+    assert image.mode == "RGB"                       # opaque: no alpha channel written
+    assert image.info["dpi"] == pytest.approx((viz._DPI, viz._DPI), abs=0.02)
+
+
+def test_a_transparent_figure_keeps_its_alpha(tmp_path):
+    figure = _figure((3.0, 2.0), facecolor=(1, 1, 1, 0))
+    path = viz.write_figure(figure, tmp_path / "f.png")
+    pixels, image = _decoded(path.read_bytes())
+    assert image.mode == "RGBA"
+    assert np.array_equal(pixels, _savefig_pixels(figure))
+    assert (pixels[..., 3] == 0).any() and (pixels[..., 3] == 255).any()
+
+
+@pytest.mark.parametrize("opaque", [True, False])
+def test_png_bytes_decode_to_the_array(opaque):
+    rng = np.random.default_rng(7)
+    pixels = rng.integers(0, 256, (37, 53, 4), dtype=np.uint8)
+    if opaque:
+        pixels[..., 3] = 255
+    image = Image.open(io.BytesIO(_png.png_bytes(pixels, 96.0, "qkv test")))
+    image.load()
+    assert image.size == (53, 37)
+    assert image.mode == ("RGB" if opaque else "RGBA")
+    assert np.array_equal(np.asarray(image.convert("RGBA")), pixels)
+    assert image.info["Software"] == "qkv test"
+
+
+def test_png_bytes_refuses_another_layout():
+    with pytest.raises(ValueError, match=r"\(H, W, 4\) uint8"):
+        _png.png_bytes(np.zeros((4, 5, 3), dtype=np.uint8), 150.0)
