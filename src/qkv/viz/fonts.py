@@ -117,7 +117,10 @@ def _remembered_lookups() -> Iterator[None]:
     matplotlib looks the files up again for every text it measures and draws: three families (DejaVu Sans,
     the CJK fallbacks), each a `findfont` that reads eleven rcParams and hashes a FontProperties (about a
     sixth of a figure's CPU time, issue 29). Inside the block the rcParams are fixed, so the answer for the
-    same properties is the same; the table lives as long as the outermost block and is dropped after."""
+    same properties is the same; the table lives as long as the outermost block and is dropped after. The
+    size is not part of the question while every known font is scalable (TrueType and OpenType files are):
+    a scalable font scores the same at any size (font_manager.score_size), so a figure's dozen text sizes
+    need one look-up, not one each (each a pass over every installed font)."""
     from matplotlib import font_manager
 
     manager = font_manager.fontManager
@@ -126,11 +129,12 @@ def _remembered_lookups() -> Iterator[None]:
         if _DEPTH[0] == 1:
             find = manager._find_fonts_by_props          # the class's method, bound
             table: dict = {}
+            sized = any(entry.size != "scalable" for entry in (*manager.ttflist, *manager.afmlist))
 
             def remembered(prop, fontext="ttf", directory=None, fallback_to_default=True, rebuild_if_missing=True):
                 if isinstance(prop, font_manager.FontProperties):
                     key = (tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(),
-                           prop.get_stretch(), prop.get_size_in_points(), prop.get_file(),
+                           prop.get_stretch(), prop.get_size_in_points() if sized else None, prop.get_file(),
                            prop.get_math_fontfamily(), fontext, directory, fallback_to_default)
                 else:
                     key = (prop, fontext, directory, fallback_to_default)
@@ -154,12 +158,17 @@ def context() -> Iterator[None]:
     """Inside the block, new text uses `families()` and SVG keeps text as <text> elements (font type
     "none"); matplotlib's rcParams are restored on exit. Without a CJK font, matplotlib's per-glyph
     warnings are silenced: the one NoCJKFontWarning already said so. Repeated font look-ups are answered
-    from a table while any such block is open (`_remembered_lookups`)."""
+    from a table while any such block is open (`_remembered_lookups`).
+
+    Text is drawn without hinting (``text.hinting: no_hinting``, as matplotlib's SVG and PDF writers measure
+    it): FreeType's hinting of every glyph was a third of a worked example's drawing time in the PNG (issue
+    29), and at the figures' 150 dpi the unhinted numbers read as well (stems no longer snapped to pixels;
+    "−0.75" no longer touches its cell's edges)."""
     import matplotlib
 
     chosen = list(families())
-    with matplotlib.rc_context({"font.family": chosen, "svg.fonttype": "none"}), warnings.catch_warnings(), \
-            _remembered_lookups():
+    with matplotlib.rc_context({"font.family": chosen, "svg.fonttype": "none", "text.hinting": "no_hinting"}), \
+            warnings.catch_warnings(), _remembered_lookups():
         if len(chosen) == 1:
             warnings.filterwarnings("ignore", message=r".*[Gg]lyph .* missing from")
         yield
