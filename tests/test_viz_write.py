@@ -1,5 +1,6 @@
-"""`qkv.viz.write_figure`'s PNG writer (`qkv.viz._png`): the pixels matplotlib's savefig draws, decoded by an
-independent reader (Pillow), the dpi recorded, RGB for an opaque figure and RGBA otherwise."""
+"""How a figure is written (issue 29's speed): `qkv.viz.write_figure`'s PNG writer (`qkv.viz._png`) gives the
+pixels matplotlib's savefig draws, decoded by an independent reader (Pillow), the dpi recorded, RGB for an
+opaque figure and RGBA otherwise; inside `fonts.context()` a font is looked up once, not once per text size."""
 
 from __future__ import annotations
 
@@ -79,3 +80,28 @@ def test_png_bytes_decode_to_the_array(opaque):
 def test_png_bytes_refuses_another_layout():
     with pytest.raises(ValueError, match=r"\(H, W, 4\) uint8"):
         _png.png_bytes(np.zeros((4, 5, 3), dtype=np.uint8), 150.0)
+
+
+def test_fonts_are_looked_up_once_per_family_not_per_size(monkeypatch):
+    from matplotlib import font_manager
+
+    asked = []
+    real = font_manager.FontManager._find_fonts_by_props
+
+    def counted(self, prop, *args, **kwargs):
+        asked.append(prop.get_size_in_points())
+        return real(self, prop, *args, **kwargs)
+
+    monkeypatch.setattr(font_manager.FontManager, "_find_fonts_by_props", counted)
+    figure = Figure(figsize=(3, 2))
+    with fonts.context():
+        for k, size in enumerate((6.5, 7.0, 7.5, 8.0, 9.0, 11.0)):
+            figure.text(0.1, 0.1 + 0.12 * k, f"{k} 쿼리", fontsize=size)
+        figure.savefig(io.BytesIO(), format="rgba", dpi=100)
+        assert len(asked) == 1                    # six sizes, one family list: one look-up
+        first = font_manager.fontManager._find_fonts_by_props(
+            font_manager.FontProperties(family=list(fonts.families()), size=6.5))
+        other = font_manager.fontManager._find_fonts_by_props(
+            font_manager.FontProperties(family=list(fonts.families()), size=30.0))
+    assert first == other == real(font_manager.fontManager,
+                                  font_manager.FontProperties(family=list(fonts.families()), size=30.0))
