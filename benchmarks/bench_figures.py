@@ -8,9 +8,14 @@ in a new process; a warm process would hide matplotlib's and the fonts' first-us
   import qkv       the time of `import qkv` (and of `import numpy` alone, which it cannot beat);
   <example>        `qkv example NAME --figure`'s figure part: draw the figure that suits the example's
                    trace (qkv.viz.figure_for) and write it as a PNG, matplotlib's import included;
+  <example> page   `qkv example NAME --format html --out FILE`, the whole command (the offline page: the
+                   interpreter's start, `import qkv`, the example's run and the page), wall and CPU time of the
+                   process (its rusage);
   minilm grid      `qkv inspect TEXT --figure`'s figure: the 6 × 12 layers × heads grid of MiniLM;
   minilm head      `qkv inspect TEXT --layer 2 --head 3 --figure`'s figure (one head, its chain).
-The model runs before the clock starts (it is not the figure's time). Prints the CPU model (name, family
+The model runs before the clock starts (it is not the figure's time). Python's bytecode is compiled before
+the first round (`compileall`, as an installed package has it): with PYTHONDONTWRITEBYTECODE set, each fresh
+process would otherwise compile qkv's modules again (about 0.1 s of every row). Prints the CPU model (name, family
 and model numbers), the core count and the load average: a shared machine's other work changes every number.
 With --baseline REF (a git commit) each row also runs the code of REF (its src/ exported to a temporary
 folder, this checkout's built C extension copied in), alternating round by round with the current code, so
@@ -77,6 +82,27 @@ def _run(code: str, *args: str, src: Path | None = None) -> list[float]:
     return [float(x) for x in done.stdout.split()]
 
 
+def _command(*args: str, src: Path | None = None) -> list[float]:
+    """Wall and CPU seconds (user + system, from the child's rusage) of ``qkv ARGS`` in a fresh process."""
+    import resource
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(src or ROOT / "src")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "qkv", *args], capture_output=True, env=env, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return [wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime]
+
+
+def _compile(src: Path) -> None:
+    """Bytecode for every module under ``src`` (read even where PYTHONDONTWRITEBYTECODE stops writing it)."""
+    import compileall
+
+    compileall.compile_dir(str(src), quiet=1)
+
+
 def _cpu() -> str:
     """"AMD EPYC (family 25, model 17)": the name /proc/cpuinfo gives and, as a virtual machine's name
     may be generic, the family and model numbers that name the generation."""
@@ -116,29 +142,37 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", metavar="FILE")
-    parser.add_argument("--only", help="comma-separated rows to run (import, example names, grid, head)")
+    parser.add_argument("--only", help="comma-separated rows to run (import, example names, page (every example's "
+                                       "page) or 'NAME page', grid, head)")
     parser.add_argument("--baseline", metavar="REF", help="also time the code of this git commit, alternating")
     args = parser.parse_args()
     baseline = _export(args.baseline) if args.baseline else None
+    for src in (ROOT / "src", baseline):
+        if src is not None:
+            _compile(src)
     only = set(args.only.split(",")) if args.only else None
     print(f"{_cpu()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
     rows: dict[str, float] = {}
 
-    print(f"  {'':<22} {'wall':>7}   {'CPU':>7}   (median of {args.rounds} fresh processes; CPU range)")
+    print(f"  {'':<26} {'wall':>7}   {'CPU':>7}   (median of {args.rounds} fresh processes; CPU range)")
 
     def record(name: str, runs: list[list[float]], goal: float) -> None:
         wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
         rows[name] = {"wall": wall, "cpu": cpu}
         spread = f"{min(r[1] for r in runs):.3f}–{max(r[1] for r in runs):.3f}"
-        print(f"  {name:<22} {wall:7.3f} s {cpu:7.3f} s   ({spread}; goal ≤ {goal:g} s)", flush=True)
+        print(f"  {name:<26} {wall:7.3f} s {cpu:7.3f} s   ({spread}; goal ≤ {goal:g} s)", flush=True)
 
-    def timed(name: str, code: str, argv: tuple, goal: float) -> None:
-        """The row, and with --baseline the same row of the old code, their rounds alternating."""
+    def timed(name: str, code: str | None, argv: tuple, goal: float) -> None:
+        """The row, and with --baseline the same row of the old code, their rounds alternating; code None:
+        argv is a qkv command line, timed whole."""
+        def once(src: Path | None = None) -> list[float]:
+            return _command(*argv, src=src) if code is None else _run(code, *argv, src=src)
+
         now, before = [], []
         for _ in range(args.rounds):
-            now.append(_run(code, *argv))
+            now.append(once())
             if baseline is not None:
-                before.append(_run(code, *argv, src=baseline))
+                before.append(once(baseline))
         if baseline is not None:
             record(f"{name} (before)", before, goal)
         record(name, now, goal)
@@ -152,6 +186,14 @@ def main() -> None:
             row = f"{name}" + (" (ko)" if lang == "ko" else "")
             if only is None or name in only:
                 timed(row, _EXAMPLE, (name, lang), 1.0)
+    import tempfile
+
+    page = Path(tempfile.mkdtemp(prefix="qkv-bench-page-")) / "page.html"
+    for name in EXAMPLES:
+        for lang in ("en", "ko"):
+            row = f"{name} page" + (" (ko)" if lang == "ko" else "")
+            if only is None or "page" in only or f"{name} page" in only:
+                timed(row, None, ("example", name, "--format", "html", "--lang", lang, "--out", str(page)), 1.0)
     for kind, goal in (("grid", 2.0), ("head", 1.0)):
         if only is None or kind in only:
             timed(f"minilm {kind}", _MODEL, (kind, TEXT), goal)
