@@ -54,34 +54,40 @@ def _reference_logits(directory: Path, text: str, model) -> np.ndarray:
         return hf(ids).logits[0, -1].double().numpy()
 
 
-def _reference_head_norms(directory: Path, text: str, model) -> tuple[np.ndarray, list[int]]:
+def _reference_head_norms(directory: Path, text: str, model) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
     """(L, H) ‖z^h·W_O^h‖ at the last position, float64: z^h from transformers' float64 model (what enters its
-    output projection), W_O from the checkpoint's files."""
+    output projection), W_O from the checkpoint's files; the layers; (L,) ‖Y[t]‖, what leaves the output
+    projection there (its bias included); (L,) ‖b_O‖ from the files (0 without a bias)."""
     import torch
 
     hf = reference(directory, dtype=torch.float64)
     keep_float64_everywhere(hf)
     tensors = _saved_tensors(directory)
-    inputs, layers = {}, {}
+    inputs, outputs, layers = {}, {}, {}
     for name, module in hf.named_modules():
         match = OUT_PROJECTION.search(name)
         if match:
             layer = int(match.group(1))
             layers[layer] = (name, type(module).__name__)
             module.register_forward_pre_hook(lambda mod, args, layer=layer: inputs.__setitem__(layer, args[0][0, -1]))
+            module.register_forward_hook(lambda mod, args, out, layer=layer: outputs.__setitem__(layer, out[0, -1]))
     ids = torch.from_numpy(model.token_ids(text)[None])
     with torch.no_grad(), float64_softmax():
         hf(ids)
     heads = model.config.n_heads
     norms = np.zeros((len(layers), heads))
+    y_norms, b_norms = np.zeros(len(layers)), np.zeros(len(layers))
     for layer, (name, kind) in sorted(layers.items()):
+        y_norms[layer] = np.linalg.norm(outputs[layer].numpy())
+        if name + ".bias" in tensors:
+            b_norms[layer] = np.linalg.norm(tensors[name + ".bias"].astype(np.float64))
         weight = tensors[name + ".weight"].astype(np.float64)
         w_o = weight if kind == "Conv1D" else weight.T                 # (H·Dv, D): GPT-2's Conv1D stores (in, out)
         z = inputs[layer].numpy()                                      # (H·Dv,)
         width = z.shape[0] // heads
         for h in range(heads):
             norms[layer, h] = np.linalg.norm(z[h * width:(h + 1) * width] @ w_o[h * width:(h + 1) * width])
-    return norms, sorted(layers)
+    return norms, sorted(layers), y_norms, b_norms
 
 
 @pytest.mark.parametrize("name", CHECKPOINT_NAMES + FAMILY_NAMES)
@@ -106,10 +112,12 @@ def test_probabilities_are_transformers_softmax(directories, name):
 
 @pytest.mark.parametrize("name", CHECKPOINT_NAMES + FAMILY_NAMES)
 def test_head_moves_match_a_float64_computation_from_the_saved_weights(directories, name):
-    want, layers = _reference_head_norms(directories[name], TEXT, models.load(directories[name]))
+    want, layers, y_norms, b_norms = _reference_head_norms(directories[name], TEXT, models.load(directories[name]))
     assert layers == list(range(want.shape[0])) and want.min() > 0
     exact = models.next_token(models.load(directories[name], dtype=np.float64), TEXT)
     np.testing.assert_allclose(exact.head_norms, want, rtol=1e-9, atol=0)
+    np.testing.assert_allclose(exact.attention_norms, y_norms, rtol=1e-9, atol=0)       # ‖Y[t]‖, b_O included
+    np.testing.assert_allclose(exact.bias_norms, b_norms, rtol=1e-12, atol=0)
     single = models.next_token(models.load(directories[name]), TEXT)         # the float32 model a page shows
     np.testing.assert_allclose(single.head_norms, want, rtol=1e-5, atol=0)
     np.testing.assert_allclose(exact.head_shares, want / want.sum(axis=1, keepdims=True), rtol=1e-9)
