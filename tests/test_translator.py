@@ -800,10 +800,19 @@ def test_compare_post_puts_the_learned_row_next_to_the_posts(model, capsys):
                f"{top_learned} ({mean.max():.4f})" in out
     entropy = -(post * np.log2(post)).sum()
     assert f"within {post.max() - post.min():.4f} of each other (entropy {entropy:.3f} of 2 bits" in out
+    learned_entropy = -(mean * np.log2(mean)).sum()
+    how = "more concentrated" if learned_entropy < entropy else "more even"
+    assert (f"the translator's (layer 1, mean) range over {mean.max() - mean.min():.4f} (entropy "
+            f"{learned_entropy:.3f} bits): {how} than the post's") in " ".join(out.split())
     peaks = learned.max(axis=-1)
     assert f"heads puts between {peaks.min():.4f} and {peaks.max():.4f} on a single word" in out
     heads_top = int((np.argmax(learned, axis=-1) == int(np.argmax(post))).sum())
     assert f"{heads_top} of the translator's 8 heads read {top_post} most" in out
+    # the words by weight, and how many of the 6 pairs of words the two rows order alike (counted here)
+    same = sum((post[i] - post[j]) * (mean[i] - mean[j]) > 0 for i in range(4) for j in range(i + 1, 4))
+    by_post, by_mean = (" > ".join(keys[i] for i in sorted(range(4), key=lambda i: -row[i])) for row in (post, mean))
+    assert (f"the post {by_post}; the translator (layer 1, mean) {by_mean}: they order {same} of 6 pairs of words "
+            f"the same way") in " ".join(out.split())
     table = {" ".join(line.split()[:4]): line.split()[4:8] for line in out.splitlines() if line.startswith("layer ")}
     for layer in range(2):
         for head in range(4):
