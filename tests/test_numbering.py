@@ -217,14 +217,16 @@ def test_the_cell_derivation_words_read_right():
     assert texts.text("en", "page.value", j=3) == "the value row v[3] this weight multiplies"
 
 
-def test_the_concat_label_breaks_at_its_middle():
+def test_the_concat_label_keeps_its_phrases_whole():
     trace = qkv.examples.run("projection")
-    # a label broken across lines breaks between its words' groups, never inside "헤드 출력" or "이어 붙이기"
+    # the label names both phrases ("헤드 출력", "이어 붙이기"; "heads", "concatenated"), each whole on one line:
+    # broken across lines (as it once was) it breaks between them, never inside one
     for lang, phrases in (("ko", ("헤드 출력", "이어 붙이기")), ("en", ("heads", "concatenated"))):
         labels = [t for t in figure_texts(viz.figure_for(trace, lang=lang)) if phrases[1] in t]
         assert labels, lang
         for label in labels:
             lines = label.split("\n")
+            assert all(any(p in line for line in lines) for p in phrases), label
             assert all(any(p in line for p in phrases) or not line.strip(" ↓") for line in lines), label
 
 
