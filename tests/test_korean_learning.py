@@ -439,3 +439,33 @@ def test_the_reader_is_told_to_run_a_model_in_하라체_and_sentences_end():
     said = texts.text("ko", "weights.top.differ", top="learning", w="0.2558", token="私は", most="machine",
                       c_most="0.3699", w_most="0.2515", share_most="0.2700", c="0.3358", share="0.2451")
     assert said.endswith("(기여 비율 0.2451)이다."), said
+
+
+# ------------------------------------------------------------------------------------------ the pages, looked at
+def _page_data(html: str) -> dict:
+    import json
+
+    return json.loads(re.search(r'<script type="application/json" id="[^"]+">(.*?)</script>', html, re.S).group(1))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_pages_first_line_does_not_repeat_its_heading(lang):
+    """The model page read "minilm: attention of every layer and head" as its heading and again as the start of
+    its first line ("minilm: attention of every layer and head: attention of 6 layers × 12 heads …"); a worked
+    example's page already left its title out of the first line."""
+    import numpy as np
+
+    import qkv
+    from qkv.explain.page import attention_page, trace_html
+
+    trace = qkv.Trace("two heads, causal", meta={"tokens": ["I", "love", "machine", "learning", "!"]})
+    qkv.MultiHeadAttention.random(8, n_heads=2, seed=3)(np.random.default_rng(3).standard_normal((5, 8)),
+                                                        causal=True, record=trace)
+    weights = np.full((2, 3, 4, 4), 0.25)
+    for html, title in ((trace_html(trace, lang=lang), "two heads, causal"),
+                        (attention_page(weights, ["a", "b", "c", "d"], title="512 tokens", lang=lang), "512 tokens"),
+                        (trace_html(examples.run("self-attention"), lang=lang), texts.text(lang, "title.self-attention"))):
+        assert f"<h1>{title}</h1>" in html
+        lead = _page_data(html)["lead"]
+        assert lead and title not in lead, lead
+        assert ("Query" in lead and "Key" in lead) if lang == "ko" else ("quer" in lead.lower())

@@ -236,8 +236,9 @@ def _titles(trace: Trace) -> dict[str, str]:
 
 
 def _lead_titles(trace: Trace) -> dict[str, str]:
-    """The title the first line starts with: none for a worked example (its heading already says it)."""
-    return {language: "" if trace.info.example else (title_of(trace, language) or "qkv") for language in texts.LANGS}
+    """The title the first line starts with: none where the page's heading already says it (a worked example, and
+    any trace with a title: "minilm: attention of every layer and head" was said twice, heading and first line)."""
+    return {language: "" if (trace.info.example or title_of(trace, language)) else "qkv" for language in texts.LANGS}
 
 
 def _untitled(line: str) -> str:
@@ -255,7 +256,7 @@ def _lead(title: str | dict, parts: list[dict], is_model: bool, lang: str = "en"
     first = parts[0]
     out = {}
     for language in ("en", "ko"):
-        name = title.get(language, "") if isinstance(title, dict) else (title or "qkv")
+        name = title.get(language, "") if isinstance(title, dict) else title      # "": the heading says it
         if is_model:
             out[language] = texts.text(language, "page.lead.model", title=name, layers=len(parts),
                                        heads=first["heads"], tokens=first["tq"])
@@ -377,5 +378,6 @@ def attention_page(weights: Any, q_tokens: Sequence[str] | None = None, k_tokens
     names = list(layer_names) if layer_names is not None else [texts.text(lang, "fig.layer", l=l) for l in range(n_layers)]
     queries, keys = token_labels({"tokens": q_tokens, "key_tokens": k_tokens}, tq, tk)
     parts = [_part_payload(names[l], queries, keys, {"weights": array[l]}, {}, digits) for l in range(n_layers)]
-    payload = {"title": title, "parts": parts, "isModel": True, "head": 0, "lead": _lead(title, parts, True)}
+    payload = {"title": title, "parts": parts, "isModel": True, "head": 0,
+               "lead": _lead("" if title else "qkv", parts, True)}     # the heading says the title
     return _page(payload, title=title, lang=lang, digits=digits, derivation="", inline=False)
