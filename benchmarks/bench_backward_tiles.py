@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     parser.add_argument("--groups", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
-    from qkv.kernels import autograd as ag, blocked
+    from qkv.kernels import autograd as ag, native
 
     if not ag.available():
         print("the C backward is not available here")
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     plan = ag._plan(rows, t, t, min(ag.BLOCK_Q, t), min(ag.BLOCK_K, t))
     flops = 5 * 2 * plan.visited * h * d       # five products over the visited block pairs
     inner = [0.0]
-    real = blocked._fused
+    real = native.fused
 
     class Timed:   # backward_many timed by the calling thread's CPU clock
         def __getattr__(self, name):
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
 
     variants = [(tile, g) for g in args.groups for tile in (1, 0)]
     found = {key: [] for key in variants}
-    blocked._fused = Timed()
+    native.fused = Timed()
     try:
         for key in variants:   # warm-up
             ag.backward_arrays(dout, q, k, v, out, lse, rows, scale, threads=args.threads, group=key[1], tile=key[0])
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
                     ag.backward_arrays(dout, q, k, v, out, lse, rows, scale, threads=args.threads, group=g, tile=tile)
                     found[(tile, g)].append((inner[0], time.process_time() - c0))
     finally:
-        blocked._fused = real
+        native.fused = real
     with open("/proc/loadavg") as f:
         load = f.read().split()[0]
     print(f"T={t} H={h} D={d} {'dense' if args.dense else 'causal'}, threads={args.threads}, load {load}; "

@@ -21,8 +21,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from qkv.kernels import blas, blocked
+from qkv.kernels import native
 
-_fused = blocked._fused
+_fused = native.fused
 
 
 def plan(t, bq, bk, causal):

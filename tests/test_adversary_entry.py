@@ -220,7 +220,7 @@ def test_calibrate_names_an_unusable_cache_before_timing(tmp_path, monkeypatch, 
     from qkv.kernels import speed
 
     timed = []
-    monkeypatch.setattr(speed, "calibrate", lambda **kw: timed.append(1) or {"key": speed.machine_key(), "cases": []})
+    monkeypatch.setattr(speed, "calibrate", lambda attend, **kw: timed.append(1) or {"key": speed.machine_key(), "cases": []})
     a_file = tmp_path / "afile"
     a_file.write_text("x")
     for cache, lang in ((a_file, "en"), (a_file, "ko"), (a_file / "under", "ko")):
@@ -238,7 +238,7 @@ def test_calibrate_interrupted_leaves_no_file(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from qkv.kernels import speed
 
-    def interrupted(**kw):
+    def interrupted(attend, **kw):
         raise KeyboardInterrupt
 
     monkeypatch.setenv("QKV_CACHE_DIR", str(tmp_path / "cache"))

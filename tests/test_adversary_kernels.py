@@ -21,11 +21,11 @@ import pytest
 from qkv import masks
 from qkv.attention import _attention
 from qkv.attention import attention_reference as plain
-from qkv.kernels import blocked
+from qkv.kernels import native
 
 torch = pytest.importorskip("torch")
 
-needs_fused = pytest.mark.skipif(blocked._fused is None, reason="qkv.kernels._fused is not built")
+needs_fused = pytest.mark.skipif(native.fused is None, reason="qkv.kernels._fused is not built")
 NUMPY_ROUTES = ["flash_many", "flash_rows", "py_walk"]
 # float32 kernels against float64: what float32 rounding of scores and sums gives on these sizes
 TOL = 2e-5

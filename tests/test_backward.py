@@ -19,7 +19,7 @@ from qkv.errors import InputError
 import qkv.masks as masks
 from qkv.kernels import autograd as ag
 from qkv.kernels import blas
-from qkv.kernels import blocked
+from qkv.kernels import execute, native
 from qkv.kernels import route
 from qkv.kernels.call import check_call
 from qkv.kernels.route import choose_route
@@ -31,7 +31,7 @@ TOL = 2e-5
 
 def test_the_route_is_available_here():
     # the C extension, with its backward, is built in this project's environment (as tests/test_fused.py asserts)
-    assert hasattr(blocked._fused, "backward_many") and ag.available()
+    assert hasattr(native.fused, "backward_many") and ag.available()
 
 
 def _inputs(q_shape, k_shape, v_shape, seed=0, dtype=torch.float64):
@@ -49,7 +49,7 @@ def _reference(q, k, v, dout, **options):
 
 def _flash(q, k, v, dout, dtype=torch.float32, **options):
     q, k, v = (x.detach().to(dtype).requires_grad_() for x in (q, k, v))
-    out, lse = ag.flash_attention(q, k, v, return_lse=True, **options)
+    out, lse = execute.flash_attention(q, k, v, return_lse=True, **options)
     grads = torch.autograd.grad(out, (q, k, v), dout.to(dtype))
     return out.detach(), grads, lse.detach()
 
@@ -183,7 +183,7 @@ def test_gradient_through_lse():
     qd, kd, vd = (x.clone().requires_grad_() for x in (q, k, v))
     want = torch.autograd.grad(loss(*qkv.attention_reference(qd, kd, vd, causal=True, return_lse=True)), (qd, kd, vd))
     qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
-    got = torch.autograd.grad(loss(*ag.flash_attention(qf, kf, vf, causal=True, return_lse=True, block_q=16,
+    got = torch.autograd.grad(loss(*execute.flash_attention(qf, kf, vf, causal=True, return_lse=True, block_q=16,
                                                      block_k=16)), (qf, kf, vf))
     for g, w in zip(got, want):
         _close(g, w)
@@ -268,10 +268,10 @@ def test_backward_part_and_group_out_of_range_are_refused():
             np.zeros(1, np.int64), 8, 8, 0.5)
     for part in (2, -2):
         with pytest.raises(ValueError, match="part"):
-            blocked._fused.backward_many(*args, part=part)
+            native.fused.backward_many(*args, part=part)
     for group in (0, 65):
         with pytest.raises(ValueError, match="group"):
-            blocked._fused.backward_many(*args, group=group)
+            native.fused.backward_many(*args, group=group)
 
 
 # --------------------------------------------------------------------------- qkv.attention's route
@@ -318,7 +318,7 @@ def test_declined_calls_keep_correct_gradients():
     bad[0, 5, 0] = float("nan")
     assert "non-finite" in route.torch_flash_why_not(check_call(qf, kf, bad, causal=True))
     with pytest.raises(ValueError, match="training route"):
-        ag.flash_attention(q, k, v)
+        execute.flash_attention(q, k, v)
     # through qkv.attention a NaN value that no query attends to (key 5, hidden by causal from
     # rows < 5) reaches only the rows that attend to it
     out = qkv.attention(qf, kf, bad, causal=True)
@@ -508,7 +508,7 @@ def test_other_score_functions_take_the_plain_path():
 # CPU without AVX-512 when Dk and Dv are multiples of 8). Both against float64 autograd, and
 # against each other, on odd sizes (rows and keys not multiples of the 6 × 16 tile or of the
 # blocks), every D the tiles serve, masks, GQA, score functions, threads and groups.
-_HAS_AVX2 = blocked._fused.vector_width() >= 8 if blocked._fused is not None else False
+_HAS_AVX2 = native.fused.vector_width() >= 8 if native.fused is not None else False
 # (on a CPU without AVX2, test_tile_choice_and_refusals checks that tile=1 is refused)
 _TILE_ROUTES = (1, 0) if _HAS_AVX2 else (0,)
 
@@ -607,7 +607,7 @@ def test_tile_choice_and_refusals():
         scalar(tile=1)
     with pytest.raises(ValueError, match="tile must be"):
         grads(16)(tile=2)
-    if blocked._fused.vector_width() == 8:   # AVX2 without AVX-512: the tiles by default
+    if native.fused.vector_width() == 8:   # AVX2 without AVX-512: the tiles by default
         served = grads(16)
         for a, b, c in zip(served(tile=-1), served(tile=1), served(tile=0)):
             assert np.array_equal(a, b) and not np.array_equal(a, c)
@@ -653,7 +653,7 @@ def test_blas_held_to_one_thread_inside_big_calls(monkeypatch, threads):
         return call
 
     for name in ("flash_many", "backward_many"):
-        monkeypatch.setattr(blocked._fused, name, spy(getattr(blocked._fused, name)))
+        monkeypatch.setattr(native.fused, name, spy(getattr(native.fused, name)))
     rng = np.random.default_rng(8)
     # 1 head × 1024 × 1024 scores, D 12 (not a multiple of 8: sgemm products) — above the pool threshold
     q, k, v, dout = (rng.standard_normal((1, 1024, 12)).astype(np.float32) for _ in range(4))

@@ -187,12 +187,12 @@ def test_threads_are_part_of_the_key(monkeypatch):
 
 def test_no_extension_is_part_of_the_key(monkeypatch):
     """The C extension gone (as tests and unbuilt installs have it) is a new decision: the NumPy walk."""
-    from qkv.kernels import blocked
+    from qkv.kernels import native
 
     q, k, v = _inputs((1, 8, 512, 64))
     _clear()
     assert choose_route(check_call(q, k, v)).name.value == "flash_many"
-    monkeypatch.setattr(blocked, "_fused", None)
+    monkeypatch.setattr(native, "fused", None)
     assert choose_route(check_call(q, k, v)).name.value == "numpy_walk"
 
 

@@ -14,9 +14,10 @@ import pytest
 
 from flash_reference import flash_reference
 from qkv.kernels import blocked
+from qkv.kernels import execute, native
 from qkv.kernels import blas
 
-_fused = blocked._fused
+_fused = native.fused
 HEADROOM = blocked._HEADROOM
 
 
@@ -86,14 +87,14 @@ def test_width_argument_is_checked_by_every_entry_point():
         with pytest.raises(ValueError, match="width must be 0 .*, 1, 8 or 16"):
             call()
     with pytest.raises(ValueError, match="width must be 0, 1, 8 or 16"):
-        blocked._attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), width=3)
+        execute.kernel_attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), width=3)
     # (h/masks) a truthy non-bool tile, and width True / 8.0, were taken as choices
     for bad in ("no", 1, 0.0, [True]):
         with pytest.raises(TypeError, match="tile must be True, False or None"):
-            blocked._attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), tile=bad)
+            execute.kernel_attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), tile=bad)
     for bad in (True, 8.0, "8"):
         with pytest.raises(ValueError, match="width must be 0, 1, 8 or 16"):
-            blocked._attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), width=bad)
+            execute.kernel_attention(x.reshape(2, 2), x.reshape(2, 2), x.reshape(2, 2), width=bad)
     assert not hasattr(_fused, "set_width") and not hasattr(_fused, "set_tile")   # no module state to flip
 
 
@@ -189,12 +190,12 @@ def test_kernel_through_the_c_step_matches_the_numpy_step(loops):
     bias = np.where(rng.random((61, 61)) < 0.1, 50.0, 0.0)
     results = {}
     for path, route in (("flash", "flash_rows"), ("fused", "py_walk"), ("numpy", "numpy_walk")):
-        results[path] = (blocked._attention(q, k, v, mask, bias=bias, causal=True, block_q=16, block_k=13, route=route,
+        results[path] = (execute.kernel_attention(q, k, v, mask, bias=bias, causal=True, block_q=16, block_k=13, route=route,
                                             width=loops),
-                         blocked._attention(q, k, v, mask, bias=bias, want="partial", route=route, width=loops),
-                         blocked._attention(q, k, v, mask, causal=True, block_q=16, block_k=13, route=route,
+                         execute.kernel_attention(q, k, v, mask, bias=bias, want="partial", route=route, width=loops),
+                         execute.kernel_attention(q, k, v, mask, causal=True, block_q=16, block_k=13, route=route,
                                             width=loops),
-                         blocked._attention(q, k, v, mask, want="partial", route=route, width=loops))
+                         execute.kernel_attention(q, k, v, mask, want="partial", route=route, width=loops))
     for path in ("flash", "fused"):
         for mine, theirs in zip(results[path], results["numpy"]):
             mine = mine if isinstance(mine, tuple) else (mine,)
@@ -223,8 +224,8 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
     assert blas.sgemm_ready()
     calls = []
     for name in ("flash_rows", "flash_many"):
-        real = getattr(blocked._fused, name)
-        monkeypatch.setattr(blocked._fused, name,
+        real = getattr(native.fused, name)
+        monkeypatch.setattr(native.fused, name,
                             lambda *a, _real=real, _name=name, **kw: calls.append(_name) or _real(*a, **kw))
     rng = np.random.default_rng(2)
     q, k, v = (rng.standard_normal((1, 2, 300, 16)).astype(np.float32) for _ in range(3))
@@ -239,7 +240,7 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
                           # several key ranges per row: one flash_many pass per range, merged by lse
                           ({"mask_mod": masks.sliding_window(20) | masks.sinks(4)}, "flash_many")):
         calls.clear()
-        blocked.blocked_attention(q, k, v, **kwargs)
+        execute.blocked_attention(q, k, v, **kwargs)
         assert calls and set(calls) == {route}, (kwargs, calls)
         assert named(q, k, v, **kwargs) == route
     v_bad = v.copy()
@@ -249,7 +250,7 @@ def test_kernel_calls_take_the_c_walk(monkeypatch):
                                 ((q, k, v_bad), {}, "py_walk"),
                                 ((q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)), {}, "numpy_walk")):
         calls.clear()
-        blocked.blocked_attention(*args, **kwargs)
+        execute.blocked_attention(*args, **kwargs)
         assert not calls, kwargs
         assert named(*args, **kwargs) == route
     calls.clear()
@@ -587,7 +588,7 @@ def test_catalogue_score_functions_run_in_the_c_forward(route, options):
         assert chosen.name.value == route and chosen.score is not None
         want, want_lse = qkv.attention_reference(*(x.astype(np.float64) for x in (q, k, v)), score_mod=score,
                                                  return_lse=True, **options)
-        got, lse = blocked._attention(q, k, v, score_mod=score, route=route, block_q=32, block_k=16, want="lse",
+        got, lse = execute.kernel_attention(q, k, v, score_mod=score, route=route, block_q=32, block_k=16, want="lse",
                                       **options)
         assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max(), score
         seen = np.isfinite(want_lse)   # causal with Tq > Tk: the first rows see no key (lse −inf)
@@ -596,7 +597,7 @@ def test_catalogue_score_functions_run_in_the_c_forward(route, options):
         # decoding (two query rows: the plain C loops instead of sgemm), the bias at the last rows' offsets
         want = qkv.attention_reference(*(x.astype(np.float64) for x in (q[..., -2:, :], k, v)), score_mod=score,
                                        **options)
-        got = blocked._attention(q[..., -2:, :], k, v, score_mod=score, route=route, block_k=16, **options)
+        got = execute.kernel_attention(q[..., -2:, :], k, v, score_mod=score, route=route, block_k=16, **options)
         assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max(), score
 
 
@@ -609,10 +610,10 @@ def test_blocked_attention_runs_split_calls_as_qkv_attention_does():
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((1, 2, 300, 16)).astype(np.float32) for _ in range(3))
     for mask_mod in (masks.sliding_window(20) | masks.sinks(4), masks.global_tokens(3)):
-        want = blocked.blocked_attention(*(x.astype(np.float64) for x in (q, k, v)), mask_mod=mask_mod)
-        want_out, want_lse = blocked.blocked_attention(*(x.astype(np.float64) for x in (q, k, v)),
+        want = execute.blocked_attention(*(x.astype(np.float64) for x in (q, k, v)), mask_mod=mask_mod)
+        want_out, want_lse = execute.blocked_attention(*(x.astype(np.float64) for x in (q, k, v)),
                                                        mask_mod=mask_mod, return_lse=True)
-        out, lse = blocked.blocked_attention(q, k, v, mask_mod=mask_mod, return_lse=True)
-        np.testing.assert_allclose(blocked.blocked_attention(q, k, v, mask_mod=mask_mod), want, rtol=0, atol=2e-6)
+        out, lse = execute.blocked_attention(q, k, v, mask_mod=mask_mod, return_lse=True)
+        np.testing.assert_allclose(execute.blocked_attention(q, k, v, mask_mod=mask_mod), want, rtol=0, atol=2e-6)
         np.testing.assert_allclose(out, want_out, rtol=0, atol=2e-6)
         np.testing.assert_allclose(lse, want_lse, rtol=0, atol=2e-5)

@@ -10,6 +10,7 @@ import torch
 
 from overflow_reference import big_inputs, check_against_float64
 from qkv.kernels import autograd as ag
+from qkv.kernels import execute
 
 
 # ---------------------------------------------------------------- scores past float32's range, in the op
@@ -207,6 +208,6 @@ def test_the_pinned_c_training_route_refuses_scores_past_float32s_range():
 
     leaves, dout = big_inputs("float32", 1e19, (1, 2, 100, 16), seed=5)
     with pytest.raises(ValueError, match=r"\|q\|·\|k\|·Dk near float32's range"):
-        ag.flash_attention(*leaves, causal=True)
+        execute.flash_attention(*leaves, causal=True)
     out = qkv.attention(*leaves, causal=True)
     check_against_float64(out, leaves, dout, torch.ones(100, 100, dtype=torch.bool).tril(), 0.25, "float32")

@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qkv.kernels import Partial, blas, blocked, finalize, merge_partials, pool
+from qkv.kernels import execute, native
 
 F64_TOL = 1e-12
 F32_TOL = 4e-6
@@ -39,19 +40,19 @@ SMALL_BLOCKS = dict(block_q=16, block_k=32)
 @pytest.fixture(autouse=True, scope="module", params=["flash_many", "flash_rows", "py_walk", "numpy_walk"])
 def softmax_step(request):
     """The kernel route the module's tests run on (the fastest one each call may take)."""
-    if request.param != "numpy_walk" and blocked._fused is None:
+    if request.param != "numpy_walk" and native.fused is None:
         pytest.fail("qkv.kernels._fused is not built (tests/test_fused.py says why)")
     return request.param
 
 
 def blocked_attention(route, q, k, v, mask=None, *, return_lse=False, **kwargs):
     """qkv.kernels.blocked_attention on the given route (at most)."""
-    return blocked._attention(q, k, v, mask, want="lse" if return_lse else "out", route=route, **kwargs)
+    return execute.kernel_attention(q, k, v, mask, want="lse" if return_lse else "out", route=route, **kwargs)
 
 
 def partial_attention(route, q, k, v, mask=None, **kwargs):
     """qkv.kernels.partial_attention on the given route (at most)."""
-    return blocked._attention(q, k, v, mask, causal=False, want="partial", route=route, **kwargs)
+    return execute.kernel_attention(q, k, v, mask, causal=False, want="partial", route=route, **kwargs)
 
 
 # --------------------------------------------------------------------------- the reference
@@ -624,7 +625,7 @@ def test_fork_while_another_thread_is_inside_a_kernel_call(softmax_step):
     assert not thread.is_alive() and max(done) <= F32_TOL
 
 
-@pytest.mark.skipif(blocked._fused is None, reason="the C extension is not built")
+@pytest.mark.skipif(native.fused is None, reason="the C extension is not built")
 @pytest.mark.parametrize("width", [16, 8, 1])
 @pytest.mark.parametrize("tq, tk, bq, bk", [(7, 7, 4, 8), (129, 129, 32, 48), (50, 130, 16, 24), (130, 50, 32, 16),
                                             (300, 300, 256, 256), (1, 77, 1, 64)])

@@ -200,10 +200,10 @@ def test_cached_keys_without_gradients_beside_a_query_that_needs_one():
 def test_lengths_equal_a_padding_mask_on_the_real_rows(dtype, tol, c_softmax, monkeypatch):
     """lengths= (runs of equal length, unmasked: what BERT's encode runs) = padding_mask on real rows; padded rows 0.
     float32 on both softmax paths (the C extension's one-pass step when built, and NumPy's)."""
-    from qkv.kernels import blocked
+    from qkv.kernels import native
 
     if not c_softmax:
-        monkeypatch.setattr(blocked, "_fused", None)
+        monkeypatch.setattr(native, "fused", None)
     mha = qkv.MultiHeadAttention.random(15, 3, seed=8)
     fused = qkv.MultiHeadAttention.fused(np.concatenate([mha.w_q, mha.w_k, mha.w_v], axis=1), mha.w_o, 3,
                                          b_qkv=np.concatenate([mha.b_q, mha.b_k, mha.b_v]), b_o=mha.b_o)

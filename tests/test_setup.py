@@ -222,11 +222,11 @@ def test_doctor_and_version_report_a_missing_extension():
     assert install.stderr.startswith("qkv: warning: the C kernel (qkv.kernels._fused) is not built")
     # and the kernel still answers, on the NumPy path, the same as the float64 reference
     check = ("import sys; sys.modules['qkv.kernels._fused'] = None\n"
-             "import numpy as np, qkv\nfrom qkv.kernels import blocked\nassert blocked._fused is None\n"
+             "import numpy as np, qkv\nfrom qkv.kernels import execute, native\nassert native.fused is None\n"
              "rng = np.random.default_rng(0)\nq, k, v = (rng.standard_normal((2, 64, 16)).astype(np.float32) for _ in range(3))\n"
              "s = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 2, 1) / 4.0\n"
              "w = np.exp(s - s.max(-1, keepdims=True)); w /= w.sum(-1, keepdims=True)\n"
-             "np.testing.assert_allclose(blocked.blocked_attention(q, k, v), w @ v, rtol=1e-4, atol=1e-5)\n")
+             "np.testing.assert_allclose(execute.blocked_attention(q, k, v), w @ v, rtol=1e-4, atol=1e-5)\n")
     numpy_path = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120, env=_env())
     assert numpy_path.returncode == 0, numpy_path.stderr
 

@@ -168,7 +168,7 @@ def test_a_traced_call_follows_the_same_table():
 def test_calibrate_writes_a_whole_table_that_the_routes_then_follow(own_cache):
     """A tiny calibration (the sizes, not the timings, are what is checked): every case measured, each winner
     the smaller of its two medians, the file written whole under the machine's key and read back."""
-    table = speed.calibrate(sizes={"forward": (80,), "train": (80,)}, repeats=1, heads=1, width=8)
+    table = speed.calibrate(_attention, sizes={"forward": (80,), "train": (80,)}, repeats=1, heads=1, width=8)
     assert len(table["cases"]) == 3 * 2 * 2
     for case in table["cases"]:
         assert case["winner"] == (speed.C_KERNEL if case["c_kernel_s"] <= case["sdpa_s"] else speed.SDPA)

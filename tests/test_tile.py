@@ -18,9 +18,10 @@ import pytest
 
 from flash_reference import flash_reference
 from qkv.kernels import blocked
+from qkv.kernels import execute, native
 from qkv.kernels import blas
 
-_fused = blocked._fused
+_fused = native.fused
 HEADROOM = blocked._HEADROOM
 # tile_block has AVX-512 and AVX2+FMA register tiles: with the scalar loops only (width=1, or a CPU
 # without AVX2) flash_rows declines it and the BLAS step computes every block. These tests check
@@ -177,7 +178,7 @@ def test_blocked_attention_float32_against_float64(causal):
     mask = rng.random((t, t)) < 0.9
     mask[:, 0] = True
     allowed = mask & (np.tril(np.ones((t, t), bool)) if causal else True)
-    out = blocked.blocked_attention(q, k, v, mask=mask, causal=causal)
+    out = execute.blocked_attention(q, k, v, mask=mask, causal=causal)
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, softmax64(q, k, v, allowed, 1 / np.sqrt(d)), rtol=0, atol=2e-6)
 
@@ -249,7 +250,7 @@ def test_blocked_attention_threads_against_float64():
     rng = np.random.default_rng(12)
     q, k, v = (rng.standard_normal((2, 3, 600, 64)).astype(np.float32) for _ in range(3))
     allowed = np.ones((600, 600), bool)
-    out = blocked.blocked_attention(q, k, v, num_threads=2)
+    out = execute.blocked_attention(q, k, v, num_threads=2)
     np.testing.assert_allclose(out, softmax64(q, k, v, allowed, 1 / 8), rtol=0, atol=2e-6)
 
 
@@ -271,7 +272,7 @@ def test_the_route_plans_the_per_block_choice():
     for route in ("flash_many", "flash_rows"):
         for tile in (True, False):
             for width in (16, 8, 1):
-                got = blocked._attention(q, k, v, causal=True, route=route, block_q=64, block_k=64, tile=tile,
+                got = execute.kernel_attention(q, k, v, causal=True, route=route, block_q=64, block_k=64, tile=tile,
                                          width=width)
                 np.testing.assert_allclose(got, want, rtol=0, atol=3e-6 * np.abs(v).max())
 
@@ -281,7 +282,7 @@ def test_causal_calls_on_the_c_walks_build_no_causal_band(route, monkeypatch):
     """The 0/−inf band (_causal_band, ~1 MiB at block_q = 256) is for the Python walks that add it;
     the C walks mask the diagonal themselves, so a causal call there never builds it (it took
     0.2–0.5 ms of every causal call); the result is still float64's."""
-    assert blocked._fused is not None and blas.sgemm_ready()
+    assert native.fused is not None and blas.sgemm_ready()
 
     def refuse(*args):
         raise AssertionError("the causal band was built on a C walk")
@@ -289,7 +290,7 @@ def test_causal_calls_on_the_c_walks_build_no_causal_band(route, monkeypatch):
     monkeypatch.setattr(blocked, "_causal_band", refuse)
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal((1, 2, 300, 32)).astype(np.float32) for _ in range(3))
-    out = blocked._attention(q, k, v, causal=True, route=route)
+    out = execute.kernel_attention(q, k, v, causal=True, route=route)
     s = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(32)
     s = np.where(np.tril(np.ones((300, 300), bool)), s, -np.inf)
     w = np.exp(s - s.max(-1, keepdims=True))

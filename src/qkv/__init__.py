@@ -16,7 +16,7 @@ from .mha import HeadWeights, KVCache, MultiHeadAttention
 from . import trace as _trace
 from .trace import Step, Trace
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 def _trace_view(trace: Trace) -> str:

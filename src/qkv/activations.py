@@ -14,15 +14,12 @@ import numpy as np
 
 from ._backend import is_torch
 
-try:  # the C extension's in-place float32 GELU (one pass, GIL released); NumPy's passes without it
-    from .kernels import _fused
-except ImportError:  # pragma: no cover - setup.py builds it as optional
-    _fused = None
+from .kernels import native   # the C extension's in-place float32 GELU (one pass, GIL released), if built
 
 __all__ = ["erf", "gelu", "gelu_tanh", "relu", "silu", "quick_gelu", "add_bias_and_activate", "ACTIVATIONS"]
 
 # Tests set this to False to run the NumPy path where the extension is built.
-_USE_FUSED = _fused is not None
+_USE_FUSED = native.fused is not None
 
 # Abramowitz & Stegun 7.1.26: erf(a) = 1 − (a1·t + … + a5·t⁵)·exp(−a²), t = 1/(1 + p·a), a ≥ 0,
 # absolute error ≤ 1.5e-7 — about one float32 ulp of values near 1, so float32 runs use it.
@@ -79,7 +76,7 @@ def gelu(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
             out = np.array(x, dtype=np.float32, order="C")
         elif out is not x:
             out[...] = x
-        _fused.gelu(out)
+        native.fused.gelu(out)
         return out
     if x.dtype == np.float64:
         result = 0.5 * x * (1.0 + erf(x * _SQRT_HALF))
@@ -159,7 +156,7 @@ def add_bias_and_activate(x: np.ndarray, bias: np.ndarray, activation: str) -> n
     """In place: x (…, F) ← activation(x + bias), bias (F,). float32 "gelu" with the C extension is one pass."""
     if activation == "gelu" and _USE_FUSED and x.dtype == np.float32 and x.flags.c_contiguous \
             and bias.dtype == np.float32:
-        _fused.gelu(x, bias if bias.flags.writeable else np.array(bias))   # the C side takes a writable buffer
+        native.fused.gelu(x, bias if bias.flags.writeable else np.array(bias))   # the C side takes a writable buffer
         return x
     x += bias
     return ACTIVATIONS[activation](x, out=x)

@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _backend as compat  # array-api-compat, imported on first use
-from .kernels.call import EMPTY, FULL, PARTIAL, call_mask, call_score, elementwise  # noqa: F401 (elementwise: public here)
+from .kernels.functions import EMPTY, FULL, PARTIAL, as_bool_mask, call_mask, call_score, elementwise  # noqa: F401 (elementwise: public here)
 from ._keep import keep
 
 __all__ = [
@@ -1231,8 +1231,6 @@ def _analyse_function(fn, batch, heads, tq, tk, n, *, intervals: bool):
 def _evaluate(fn, b, h, q_idx, kv_idx) -> np.ndarray:
     """fn on index arrays as a NumPy bool array broadcast to (…, rows, cols) (leading dimensions
     only where the result depends on b or h); see `call_mask`."""
-    from .kernels.call import as_bool_mask
-
     value = as_bool_mask(call_mask(fn, b, h, q_idx, kv_idx), np)
     return np.broadcast_to(value, np.broadcast_shapes(np.shape(value), (q_idx.shape[0], kv_idx.shape[0])))
 

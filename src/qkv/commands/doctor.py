@@ -50,25 +50,25 @@ def routes() -> dict:
     or not installed; ``backward``: the C backward for torch tensors can run — its extension, the
     forward's and NumPy's sgemm).
 
-    ``extension`` is the module the kernel really uses (`qkv.kernels.blocked._fused`), so a build that
+    ``extension`` is the module the kernel really uses (`qkv.kernels.native.fused`), so a build that
     exists but fails to load counts as missing; ``sgemm`` looks for NumPy's cblas_sgemm only when the
     extension is there (the only route that uses it)."""
     import numpy as np
 
-    from ..kernels import blas, blocked
+    from ..kernels import blas, native
 
-    info: dict = {"extension": blocked._fused is not None, "extension_error": None, "width": None, "sgemm": None,
+    info: dict = {"extension": native.fused is not None, "extension_error": None, "width": None, "sgemm": None,
                   "backward": False, "torch": None, "numpy": np.__version__}
-    if blocked._fused is None:
+    if native.fused is None:
         try:
             importlib.import_module("qkv.kernels._fused")
             info["extension_error"] = "built but not loaded by qkv.kernels"
         except ImportError as exc:
             info["extension_error"] = " ".join(str(exc).split()) or "not built"
     else:
-        info["width"] = int(blocked._fused.vector_width())
+        info["width"] = int(native.fused.vector_width())
         info["sgemm"] = bool(blas.sgemm_ready())
-    info["backward"] = bool(info["sgemm"]) and hasattr(blocked._fused, "backward_many")
+    info["backward"] = bool(info["sgemm"]) and hasattr(native.fused, "backward_many")
     if importlib.util.find_spec("torch") is not None:
         try:
             info["torch"] = importlib.metadata.version("torch")
@@ -197,7 +197,9 @@ def calibrate(lang: str = "en") -> int:
                    winner="SDPA" if case["winner"] == speed.SDPA else text(lang, "doctor.speed.c_kernel")),
               flush=True)
 
-    table = speed.calibrate(progress=progress)
+    from ..attention import _attention
+
+    table = speed.calibrate(_attention, progress=progress)
     path = speed.save(table)
     print(text(lang, "doctor.calibrate.saved", path=str(path)))
     return 0

@@ -1,7 +1,7 @@
 """Fast attention kernels: the blocked online-softmax kernel, exact partial-result merging, and the
 one function that chooses a call's route (`choose_route`)."""
 
-from .blocked import blocked_attention, partial_attention
+from .execute import blocked_attention, partial_attention
 from .merge import Partial, finalize, lse_of, merge_partials
 from .route import Route, RouteName, choose_route
 

@@ -39,11 +39,14 @@ import threading
 import numpy as np
 
 from .. import _keep
-from . import blas, blocked, pool
-from .call import Call, check_call
+from ..masks import mask_ranges
+from . import blas, blocked, native, plain, pool
+from .call import Call
+from .functions import _compiling
+from .magnitude import tops_lose_lse, tops_may_overflow, value_tops
 
 
-__all__ = ["flash_attention", "op", "mask_op", "sdpa_op", "run", "available", "row_ranges", "values_ok",
+__all__ = ["op", "mask_op", "run", "available", "row_ranges", "values_ok",
            "block_backward", "score_spec", "in_fresh_thread"]
 
 # Blocks of both passes. 128×128 keeps each sgemm's operands in L2 and wastes little of a band's
@@ -79,7 +82,7 @@ def available() -> bool:
     if _ready_state is None:
         with _ready_lock:
             if _ready_state is None:
-                ok = blocked._fused is not None and hasattr(blocked._fused, "backward_many") and blas.sgemm_ready()
+                ok = native.fused is not None and hasattr(native.fused, "backward_many") and blas.sgemm_ready()
                 _ready_state = bool(ok and blas.sgemm_found is not None)
     return _ready_state
 
@@ -296,7 +299,7 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
         if not hasattr(local, "scores"):
             local.scores = np.empty((bq, bk), np.float32)
             local.vectors = np.empty((3, bq), np.float32)
-        return blocked._fused.flash_many(q, k, v, out, lse, tasks, plan.fwd_blocks, counter, local.scores,
+        return native.fused.flash_many(q, k, v, out, lse, tasks, plan.fwd_blocks, counter, local.scores,
                                          local.vectors, blocked._HEADROOM, float(scale), _BUDGET_S, rows, *extra,
                                          tile=tile, width=width)
 
@@ -350,7 +353,7 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
     def step():
         if not hasattr(local, "part"):
             local.part = next(slots)   # this thread's part of dq (run_all: at most `threads` threads)
-        return blocked._fused.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
+        return native.fused.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
                                             plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra,
                                             width=width, part=local.part, group=group or _BACKWARD_GROUP,
                                             tile=tile)
@@ -530,8 +533,6 @@ def score_spec(call: Call):
             return found[1]
     like = call.q
     if like is not None and type(like).__module__.startswith("torch"):
-        from .call import _compiling
-
         if _compiling():   # a trace may not run eager tensor code on the side: probe on NumPy
             like = None
     table = relative_table(mod, heads, call.tq, call.tk, batch, like)
@@ -699,16 +700,12 @@ _FLOAT32_EPS = float(np.finfo(np.float32).eps)
 
 def _overflows(tops, dk: int) -> bool:
     """route.tops_may_overflow for the op's float32 work, from value_tops' (max|q|, max|k|, …)."""
-    from .route import tops_may_overflow
-
     return tops_may_overflow(tops[0], tops[1], int(dk), _FLOAT32_MAX)
 
 
 def _loses_lse(tops, dk: int, scale: float) -> bool:
     """route.tops_lose_lse for the op's float32 work: scores so large that the C backward's weights,
     recomputed from the stored lse, would lose the gradients (the plain path's backward is taken)."""
-    from .route import tops_lose_lse
-
     return tops_lose_lse(tops[0], tops[1], int(dk), scale, _FLOAT32_EPS)
 
 
@@ -730,10 +727,8 @@ def _plain_inputs(q, k, v, rows):
 
 def _plain_forward(q, k, v, rows, scale):
     """(out (Nq, Tq, Dv), lse (Nq, Tq)) of the op's call on qkv's plain path (float32, fresh tensors)."""
-    from ..attention import attention_reference
-
     q5, k5, v5, allowed = _plain_inputs(q, k, v, rows)
-    out, lse = attention_reference(q5, k5, v5, allowed, scale=float(scale), return_lse=True)
+    out, lse = plain.attend(q5, k5, v5, allowed, scale=float(scale), return_lse=True)
     return out.reshape(q.shape[:-1] + v.shape[-1:]).contiguous().clone(), lse.reshape(q.shape[:-1]).contiguous().clone()
 
 
@@ -789,8 +784,6 @@ def _mask_rows(mask, lead, tq: int, tk: int, causal: bool):
     """The eager route's reading of a boolean mask array (`masks.mask_ranges`) at run time: (2, Tq) or
     (B, 2, Tq) int64 key ranges (causal folded in), or None when some row is not one run of keys or the
     heads differ."""
-    from ..masks import mask_ranges
-
     found = mask_ranges(mask, tuple(lead), tq, tk)
     if found is None:
         return None
@@ -801,11 +794,9 @@ def _mask_rows(mask, lead, tq: int, tk: int, causal: bool):
 def _masked_plain_forward(q, k, v, mask, lead, causal, scale):
     """(out (N·H, Tq, Dv), lse (N·H, Tq)) of the masked op's call on qkv's plain path (fresh tensors):
     q (N·H, Tq, Dk), k and v (N·G, Tk, ·) back in the call's layout lead + (…)."""
-    from ..attention import attention_reference
-
     lead = tuple(lead)
     kv_lead = lead[:-1] + (k.shape[0] // max(1, math.prod(lead[:-1])),)
-    out, lse = attention_reference(q.reshape(lead + q.shape[1:]), k.reshape(kv_lead + k.shape[1:]),
+    out, lse = plain.attend(q.reshape(lead + q.shape[1:]), k.reshape(kv_lead + k.shape[1:]),
                                    v.reshape(kv_lead + v.shape[1:]), mask, causal=causal, scale=float(scale),
                                    return_lse=True)
     return (out.reshape(q.shape[:-1] + v.shape[-1:]).contiguous().clone(),
@@ -880,74 +871,6 @@ def mask_op():
     return _mask_op
 
 
-# --------------------------------------------------------------------------- traced SDPA, checked
-_sdpa_op = None
-
-
-def sdpa_op():
-    """The torch custom op `torch.ops.qkv.checked_sdpa(q, k, v, scale, causal) -> out` (defined on first call,
-    eagerly: a trace only calls it), which traced unmasked calls take instead of torch's SDPA.
-
-    q (…, H, Tq, Dk), k and v (…, G, Tk, ·) expanded to the call's batch (H % G == 0), scale a float;
-    out (…, H, Tq, Dv). Its body is eager qkv.attention on the real tensors — the eager route's value
-    looks included: scores past the float range take the plain path's exact shift, where SDPA would
-    give inf and NaN (a trace cannot branch on values). Its backward op (qkv::checked_sdpa_backward)
-    differentiates the same eager call (the forward is computed once more)."""
-    global _sdpa_op
-    if _sdpa_op is not None:
-        return _sdpa_op
-    import torch
-    from torch import Tensor
-
-    def attend(q, k, v, scale, causal):
-        from ..attention import _attention
-
-        return _attention(q, k, v, scale=scale, causal=causal)
-
-    @torch.library.custom_op("qkv::checked_sdpa", mutates_args=(),
-                             schema="(Tensor q, Tensor k, Tensor v, float scale, bool causal) -> Tensor")
-    def checked_sdpa(q: Tensor, k: Tensor, v: Tensor, scale: float, causal: bool) -> Tensor:
-        return attend(q, k, v, scale, causal).contiguous().clone()   # fresh: an op's output may not alias an input
-
-    @checked_sdpa.register_fake
-    def _(q, k, v, scale, causal):
-        return q.new_empty(q.shape[:-1] + v.shape[-1:])
-
-    @torch.library.custom_op("qkv::checked_sdpa_backward", mutates_args=(), schema=(
-        "(Tensor dout, Tensor q, Tensor k, Tensor v, float scale, bool causal) -> (Tensor, Tensor, Tensor)"))
-    def checked_sdpa_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor,
-                              scale: float, causal: bool) -> tuple[Tensor, Tensor, Tensor]:
-        return _vjp(lambda q, k, v: (attend(q, k, v, scale, causal),), (q, k, v), (dout,))
-
-    @checked_sdpa_backward.register_fake
-    def _(dout, q, k, v, scale, causal):
-        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-
-    def setup_context(ctx, inputs, output):
-        q, k, v, scale, causal = inputs
-        ctx.save_for_backward(q, k, v)
-        ctx.scale, ctx.causal = scale, causal
-
-    def backward(ctx, dout):
-        q, k, v = ctx.saved_tensors
-        return (*checked_sdpa_backward(dout, q, k, v, ctx.scale, ctx.causal), None, None)
-
-    checked_sdpa.register_autograd(backward, setup_context=setup_context)
-    _sdpa_op = checked_sdpa
-    return _sdpa_op
-
-
-def checked_sdpa(call: Call):
-    """A traced unmasked (or square causal) torch call through `sdpa_op`'s op: out (…, H, Tq, Dv) in the call's dtype."""
-    import torch
-
-    lead = call.lead
-    q = call.q.expand(lead + tuple(call.q.shape[-2:]))
-    kv_lead = lead[:-1] + (call.kv_heads,) if call.groups > 1 else lead
-    k, v = (x.expand(kv_lead + tuple(x.shape[-2:])) for x in (call.k, call.v))
-    return torch.ops.qkv.checked_sdpa(q, k, v, float(call.scale), bool(call.causal)).reshape(call.out_shape)
-
-
 # --------------------------------------------------------------------------- qkv.attention's route
 def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K, rows=None,
         traced: bool = False):
@@ -1005,40 +928,6 @@ def values_ok(q, k, v) -> bool:
 def tops_ok(tops) -> bool:
     """values_ok from value_tops' (max|q|, max|k|, max|v|)."""
     return all(math.isfinite(t) for t in tops) and tops[2] <= _MAX_VALUE
-
-
-def value_tops(*tensors) -> tuple:
-    """max |x| of each torch tensor as a Python float (NaN or inf when one is; 0.0 when empty): one C
-    pass over a contiguous CPU float32 tensor (no temporaries, no torch threads), torch's abs().max()
-    otherwise."""
-    import torch
-
-    tops = []
-    for x in tensors:
-        x = x.detach()
-        if x.dtype == torch.float32 and x.device.type == "cpu" and x.is_contiguous() and x.numel() \
-                and blocked._fused is not None:
-            tops.append(float(blocked._fused.absmax(x.numpy().reshape(-1))))
-        else:
-            tops.append(float(x.abs().max()) if x.numel() else 0.0)
-    return tuple(tops)
-
-
-def flash_attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask_mod=None, score_mod=None,
-                    return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K):
-    """attention(q, k, v, causal=…, scale=…, mask_mod=…) through the TORCH_FLASH route only (tests,
-    benchmarks, ring attention): CPU torch tensors, forward and backward in C, with the given block
-    sizes. Same shapes and meaning as `qkv.attention`; raises ValueError naming why the route does
-    not take the call."""
-    from .route import torch_flash_why_not
-
-    call = check_call(q, k, v, None, causal=causal, scale=scale, mask_mod=mask_mod, score_mod=score_mod)
-    why = torch_flash_why_not(call, pinned=True)
-    if why is not None:
-        raise ValueError(f"the C training route does not take this call: {why}")
-    if call.empty:
-        raise ValueError("the C training route does not take this call: Tq, Tk or a leading dimension is 0")
-    return run(call, return_lse=return_lse, block_q=block_q, block_k=block_k)
 
 
 def block_backward(q, k, v, d_out, lse, delta, *, causal: bool, scale: float):

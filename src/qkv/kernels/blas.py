@@ -13,10 +13,7 @@ import threading
 
 import numpy as np
 
-try:
-    from . import _fused
-except ImportError:   # not built: no C walk, nothing to hand a BLAS to
-    _fused = None
+from . import native   # the C extension (None when not built: no C walk, nothing to hand a BLAS to)
 
 __all__ = ["sgemm_ready", "single_thread"]
 
@@ -31,7 +28,7 @@ def sgemm_ready() -> bool:
     libraries loaded in this process (threadpoolctl lists them; NumPy's comes first), checks it
     on a small product against NumPy, and hands its address to _fused."""
     global _sgemm_state
-    if _fused is None:
+    if native.fused is None:
         return False
     if _sgemm_state is None:
         with _sgemm_lock:
@@ -71,10 +68,10 @@ def _find_sgemm() -> bool:
                 continue
             config.restype = ctypes.c_char_p
             ilp64 = b"USE64BITINT" in (config() or b"")
-            _fused.set_sgemm(ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
+            native.fused.set_sgemm(ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
             acc, ref, l, alpha = np.zeros((3, 4), np.float32), *(np.zeros(3, np.float32) for _ in range(3))
             try:
-                _fused.flash_rows(q, k, v, acc, ref, l, alpha, None, np.empty((3, 7), np.float32),
+                native.fused.flash_rows(q, k, v, acc, ref, l, alpha, None, np.empty((3, 7), np.float32),
                                   np.array([[0, 7, 0, 0, 0]], np.int64), None, 16.0)
             except Exception:   # pragma: no cover - a BLAS that refuses the call
                 acc[:] = np.nan
@@ -83,7 +80,7 @@ def _find_sgemm() -> bool:
                 sgemm_found = (ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
                 sgemm_path = path
                 return True
-    _fused.set_sgemm(0, False)
+    native.fused.set_sgemm(0, False)
     return False
 
 

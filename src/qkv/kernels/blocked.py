@@ -39,87 +39,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-from .. import _backend as compat  # array-api-compat, imported on first use
 from .._keep import keep
-from . import blas, pool
-from .call import PARTIAL, Call, as_bool_mask, as_scores, call_mask, call_score, check_call
+from . import blas, native, pool
+from .call import PARTIAL, Call, as_bool_mask, as_scores, call_mask, call_score
 from .merge import Partial, finalize, finalize_into, lse_of, merge_partials
-from .route import EMPTY, FLASH_MANY, FLASH_ROWS, NUMPY_WALK, Route, batch_head, choose_route
-
-try:   # the optional C extension (setup.py): steps 3–5 for float32 in one pass
-    from . import _fused
-except ImportError:   # not built: the NumPy steps below are used
-    _fused = None
-
-__all__ = ["blocked_attention", "partial_attention"]
+from .plan import EMPTY, FLASH_MANY, FLASH_ROWS, NUMPY_WALK, Route, batch_head
 
 
+__all__ = ["run"]
 
-def blocked_attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: float | None = None,
-                      mask_mod=None, score_mod=None, block_q: int | None = None, block_k: int | None = None,
-                      num_threads: int | None = None, return_lse: bool = False):
-    """softmax(q·kᵀ·scale + bias, masked)·v without ever forming the Tq×Tk score matrix.
-
-    Args:
-      q: (…, Tq, Dk) queries; with heads (…, H, Tq, Dk). float32, float64, NumPy's longdouble
-         (computed in themselves) or float16 (computed in float32); the result has q's dtype.
-      k: (…, Tk, Dk) keys; (…, G, Tk, Dk) with 1 < G < H, H % G == 0 is grouped-query attention:
-         query head h reads key/value head h // (H // G), without copying k or v. Other head
-         counts broadcast like NumPy's (G = 1, or H = 1 against G heads).
-      v: (…, Tk, Dv) values (Dv may differ from Dk), q's dtype.
-      mask: boolean, broadcastable to (…, H, Tq, Tk); True = this query may attend to this key.
-      bias: additive float scores, broadcastable to (…, H, Tq, Tk); −inf blocks a key too.
-      causal: query i may see key j iff j <= i + (Tk − Tq): aligned bottom-right, so the last
-        query sees every key. Tq = 2, Tk = 4 (two new tokens after two cached ones)::
-
-                     k0 k1 k2 k3
-            q0 (t=2)  1  1  1  0
-            q1 (t=3)  1  1  1  1
-
-        With Tq > Tk the first Tq − Tk queries see no key. Key blocks wholly above the
-        diagonal are skipped, not computed and masked.
-      scale: multiplies q·kᵀ; default 1/√Dk.
-      mask_mod: mask_mod(b, h, q_idx, kv_idx) -> bool, True = may attend (qkv.masks, or any
-        flex_attention-style function written with plain operators). Evaluated per block; a
-        block it leaves empty is skipped. A function with a `block_kinds` method (everything in
-        qkv.masks) says per (query block, key block) whether it is empty (never computed), full
-        (no mask formed) or partial, so a sliding window of width W costs O(Tq·W).
-      score_mod: score_mod(score, b, h, q_idx, kv_idx) -> score, applied to each block's
-        q·kᵀ·scale + bias (qkv.masks.alibi, soft_cap, t5_relative_buckets, or your own).
-      block_q: rows of q per block (default 256, clipped to Tq).
-      block_k: rows of k per block (default 512, clipped to Tk;
-        when Tq < 256 the default block_k grows so the score block stays 256·512 elements;
-        causal calls with Tk ≤ 2048 take block_k = 256 (square blocks, less to mask);
-        with a mask_mod that reports block kinds the default block_k is 256, and both are 128
-        for band masks of kv − q such as windows).
-      num_threads: worker threads (default: the CPUs this process may use).
-      return_lse: also return lse (…, Tq) = log Σ_j exp(s_ij) over the allowed keys (natural
-        log, s the modified scores), −inf for a row with no allowed key.
-
-    Leading (batch/head) dimensions broadcast like NumPy's; there may be none (2-D inputs).
-
-    Returns:
-      out (…, Tq, Dv) in q's dtype, or (out, lse) with return_lse. A query row with no allowed
-      key gives a zero row (never NaN, no warning). Tq = 0 or Tk = 0 gives a correctly shaped
-      empty or zero result. Values of keys a query may not attend to are never read: a NaN or
-      inf there does not reach that query's output (one that it attends to does).
-    """
-    return _attention(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod,
-                      score_mod=score_mod, block_q=block_q, block_k=block_k, num_threads=num_threads,
-                      want="lse" if return_lse else "out")
-
-
-def partial_attention(q, k, v, mask=None, *, bias=None, scale=None, mask_mod=None, score_mod=None) -> Partial:
-    """Attention of q over the keys k (…, Tk, Dk) / values v (…, Tk, Dv), left un-normalised.
-
-    Same inputs and broadcasting rules as `blocked_attention` (GQA included); the mask and bias
-    are those of this key range, i.e. (…, Tq, Tk) for this k (a mask_mod sees kv_idx 0 … Tk−1 of
-    this range). Returns a `Partial` with out (…, Tq, Dv), row_max and row_sum (…, Tq), in q's
-    dtype. `finalize(partial_attention(...))` equals `blocked_attention(...)` and
-    `lse_of(partial)` its lse; partials over disjoint key ranges combine with `merge_partials`.
-    """
-    return _attention(q, k, v, mask, bias=bias, causal=False, scale=scale, mask_mod=mask_mod,
-                      score_mod=score_mod, want="partial")
 
 
 # --------------------------------------------------------------------------- the problem
@@ -252,44 +180,6 @@ def _block_row(j0, j1, limit, start, ranged=False) -> tuple:
     return (j0, j1, flags, limit or 0, start or 0)
 
 
-def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_mod=None, score_mod=None,
-               block_q=None, block_k=None, num_threads=None, want="out", call: Call | None = None, route=None,
-               tile: bool | None = None, width: int | None = None):
-    """The kernel. want: "out" (the output), "lse" ((out, lse)) or "partial" (the un-normalised
-    `Partial`). `call` skips validation when the caller (qkv.attention) has checked already.
-    route: a Route chosen already (qkv.attention), or the fastest kernel route allowed (a RouteName
-    or its value: "flash_many", "flash_rows", "py_walk", "numpy_walk"; default flash_many).
-    tile, width: replace the route's C per-block choice (Route.tile, Route.width: tests run the BLAS
-    step and every vector loop this way); None keeps the plan's."""
-    for name, value in (("block_q", block_q), ("block_k", block_k), ("num_threads", num_threads)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    # (before the route: a bad value is refused whatever the call; bool is an int to Python, so checked first)
-    if tile is not None and not isinstance(tile, (bool, np.bool_)):
-        raise TypeError(f"tile must be True, False or None, got {tile!r}")
-    if width is not None and (isinstance(width, (bool, np.bool_)) or not isinstance(width, (int, np.integer))
-                              or width not in (0, 1, 8, 16)):
-        raise ValueError(f"width must be 0, 1, 8 or 16, got {width!r}")
-    if call is None:
-        q, k, v = (np.asarray(x) if isinstance(x, (list, tuple)) else x for x in (q, k, v))
-        call = check_call(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod,
-                          score_mod=score_mod)
-    if not compat.is_numpy_namespace(call.xp):
-        raise TypeError("the blocked kernel takes NumPy arrays; pass torch tensors to qkv.attention")
-    if not isinstance(route, Route):
-        route = choose_route(call, want=want, route=FLASH_MANY if route is None else route, block_q=block_q,
-                             block_k=block_k, num_threads=num_threads)
-    if tile is not None or width is not None:
-        route = dataclasses.replace(route, tile=route.tile if tile is None else bool(tile),
-                                    width=route.width if width is None else int(width))
-    if route.key_rows:   # several key ranges per row, or per batch: one pass per range, merged by lse,
-        # executed where qkv.attention executes it (imported here: qkv.attention imports this module)
-        from ..attention import _by_key_ranges
-
-        return _by_key_ranges(call, route, return_lse=want == "lse")
-    return run(call, route, want)
-
-
 def run(call: Call, route: Route, want: str = "out"):
     """Execute a kernel route (or EMPTY) of a checked NumPy call: out, (out, lse) or a Partial."""
     out_shape = call.out_shape
@@ -402,7 +292,7 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
         # a failure in one thread stops the others after their current task.
         buf = ctx.scratch()
         try:
-            while not stop and _fused.flash_many(q3, k3, v3, out3, lse2, tasks, blocks, counter, buf.scores,
+            while not stop and native.fused.flash_many(q3, k3, v3, out3, lse2, tasks, blocks, counter, buf.scores,
                                                  buf.vectors, _HEADROOM, ctx.scale, _FLASH_BUDGET_S, key_rows,
                                                  *ctx.score_args(), tile=ctx.route.tile, width=ctx.route.width):
                 pass
@@ -480,8 +370,8 @@ class _Context:
         self.scale = prob.q.dtype.type(prob.scale)
         # The route says which walk: flash_rows (C, both products in NumPy's BLAS), the Python walk
         # with the C softmax step (softmax_rows), or NumPy only.
-        self.fused = _fused.softmax_rows if route.name != NUMPY_WALK else None
-        self.flash = _fused.flash_rows if route.name in (FLASH_MANY, FLASH_ROWS) else None
+        self.fused = native.fused.softmax_rows if route.name != NUMPY_WALK else None
+        self.flash = native.fused.flash_rows if route.name in (FLASH_MANY, FLASH_ROWS) else None
         self.causal_in_c = route.causal_in_c
         self._causal_bias = None   # the 0/−inf band of the Python walks, built when first used (causal_bias)
         self.kinds = route.kinds   # head → (query blocks, key blocks) kinds of the mask function, if it has them

@@ -29,93 +29,25 @@ benchmarks pin a route this way; `blocked_attention` passes FLASH_MANY: the kern
 
 from __future__ import annotations
 
-import enum
 import math
 import threading
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import _backend as compat  # array-api-compat, imported on first use
 from .._keep import keep
+from ..masks import analyse, and_masks, from_recipe, key_range_mask, mask_ranges, passes_into_a_trace, reads_module_state
+from . import autograd, blas, native, pool, speed
+from .autograd import _band_of
 from .call import Call
+from .functions import _compiling
+from .plan import (EMPTY, FLASH_MANY, FLASH_ROWS, KERNEL, NUMPY_WALK, PLAIN, PLAIN_C_SOFTMAX, PY_WALK,  # noqa: F401
+                   TORCH_FLASH, TORCH_SDPA, Route, RouteName, _LADDERS, batch_head)
+from .magnitude import LSE_PRECISION, tops_lose_lse, tops_may_overflow, value_tops  # noqa: F401 (the rules, named here too)
+from .magnitude import value_top as _value_top
 
 __all__ = ["RouteName", "Route", "choose_route", "choose_call_route", "mask_as_ranges", "traced_torch_route", "range_split", "split_call", "batch_call", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
            "FLASH_MANY", "FLASH_ROWS", "PY_WALK", "NUMPY_WALK"]
-
-
-class RouteName(enum.Enum):
-    EMPTY = "empty"
-    PLAIN = "plain"
-    PLAIN_C_SOFTMAX = "plain_c_softmax"
-    TORCH_SDPA = "torch_sdpa"
-    TORCH_FLASH = "torch_flash"
-    FLASH_MANY = "flash_many"
-    FLASH_ROWS = "flash_rows"
-    PY_WALK = "py_walk"
-    NUMPY_WALK = "numpy_walk"
-
-
-EMPTY, PLAIN, PLAIN_C_SOFTMAX = RouteName.EMPTY, RouteName.PLAIN, RouteName.PLAIN_C_SOFTMAX
-TORCH_SDPA, TORCH_FLASH = RouteName.TORCH_SDPA, RouteName.TORCH_FLASH
-FLASH_MANY, FLASH_ROWS, PY_WALK, NUMPY_WALK = (RouteName.FLASH_MANY, RouteName.FLASH_ROWS, RouteName.PY_WALK,
-                                               RouteName.NUMPY_WALK)
-KERNEL = (FLASH_MANY, FLASH_ROWS, PY_WALK, NUMPY_WALK)
-_LADDERS = (KERNEL, (PLAIN_C_SOFTMAX, PLAIN), (TORCH_FLASH, TORCH_SDPA, PLAIN))
-
-
-@dataclass(frozen=True)
-class Route:
-    """A chosen route. name and reason always; the rest only for the kernel's routes (KERNEL).
-
-    block_q, block_k: rows of q and of k per block. threads: worker threads (the caller counts).
-    ranges: key ranges each (head, query block) task is split into (1: none; more: the ranges'
-      Partials are merged with merge_partials). big: enough work for the pool and the BLAS limit.
-    causal_in_c: PY_WALK masks the causal diagonal inside the C softmax pass (False: adds the
-      0/−inf band first; the same bits, tests compare both).
-    lead: the kernel's loop over (batch, head) pairs, (…, G, H/G) with grouped-query attention.
-    tasks: (head, i0, i1, key block indices (ascending, none empty), key_end) per task; for
-      FLASH_MANY only the first head's (every head has the same key blocks).
-    kinds: head → (query blocks, key blocks) int8 block-kind map, for masks that declare kinds.
-    v_top: max |v| (NaN or inf when some value is not finite); None when not looked at.
-    score: FLASH_MANY / FLASH_ROWS with a score_mod: (kind, table (H, Tq + Tk − 1) or None, cap), how
-      C computes it (`kernels.autograd.score_spec`: soft-cap, or a relative bias); None otherwise.
-    tile, width: the C per-block choice, passed to every C call of the route: tile False keeps each
-      block on the BLAS step (no AVX-512 register tiles, _tile.h); width the vector loops (16 AVX-512,
-      8 AVX2+FMA, 1 scalar; 0: the widest the CPU has). The plan sets the hardware's best; tests
-      replace them (dataclasses.replace, or blocked._attention's tile=/width=) to run every loop.
-    key_rows: a split call (`range_split`: several key ranges per row, or ranges by batch) and every
-      TORCH_FLASH call under torch.compile: per batch b (one entry when the same for all), per range r,
-      the (2, Tq) int64 key ranges [lo, hi) of one pass (torch tensors under torch.compile: constants
-      of the graph); the passes' results are merged by their lse. () otherwise.
-    band: a mask function that is a band of kv − q for this call's Tq, Tk: (lo, hi),
-      lo <= kv − q <= hi (None on a side: unbounded). The mask's declared band (the catalogue's
-      windows), or found from its analysed key ranges (each row one range clip(i + lo) … clip(i + hi)):
-      a window written as a lambda then takes the catalogue's blocks, their edges as the C walk's
-      limit/start (register tiles) instead of per-row ranges (the BLAS step). None otherwise.
-    """
-
-    name: RouteName
-    reason: str
-    block_q: int = 0
-    block_k: int = 0
-    threads: int = 1
-    ranges: int = 1
-    big: bool = False
-    causal_in_c: bool = True
-    lead: tuple = ()
-    tasks: tuple = field(default=(), repr=False, compare=False)
-    kinds: dict = field(default_factory=dict, repr=False, compare=False)
-    v_top: float | None = None
-    score: tuple | None = field(default=None, repr=False, compare=False)
-    tile: bool = True
-    width: int = 0
-    key_rows: tuple = field(default=(), repr=False, compare=False)
-    band: tuple | None = None
-
-    @property
-    def values_finite(self) -> bool:
-        return self.v_top is None or bool(np.isfinite(self.v_top))
 
 
 # Below this many scores per head (Tq·Tk) the plain path is as fast as the blocked kernel or faster
@@ -159,10 +91,8 @@ _DECODE_WEIGHT = 32
 
 
 def _c():
-    """The C extension as the kernel module holds it (None when not built)."""
-    from . import blocked
-
-    return blocked._fused
+    """The C extension (None when not built)."""
+    return native.fused
 
 
 def _name(route) -> RouteName | None:
@@ -198,9 +128,7 @@ class _Looks:
     def _torch_tops(self) -> tuple:
         """(max|q|, max|k|, max|v|) of a torch call, read once for every look that needs them."""
         if self._tops is None:
-            from . import autograd
-
-            self._tops = autograd.value_tops(self.call.q, self.call.k, self.call.v)
+            self._tops = value_tops(self.call.q, self.call.k, self.call.v)
         return self._tops
 
     def ask(self, name: str) -> bool:
@@ -223,8 +151,6 @@ class _Looks:
                 top_q, top_k, _ = self._torch_tops()
                 answer = tops_lose_lse(top_q, top_k, call.dk, call.scale, torch.finfo(call.work).eps)
             elif name == "values_ok":
-                from . import autograd
-
                 answer = autograd.tops_ok(self._torch_tops())
             else:   # "kv_finite": max|k| and max|v| are NaN or inf exactly when one value is
                 _, top_k, top_v = self._torch_tops()
@@ -254,8 +180,6 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
     """
     if call.key is None:
         return _choose_route(call, want, route, block_q, block_k, num_threads, _Looks(call, v_top))
-    from . import autograd, blas, pool, speed
-
     fused = _c()
     graded = not compat.is_numpy_namespace(call.xp) and _differentiated(call)   # (asks the "lse" look)
     key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, graded, fused,
@@ -360,8 +284,6 @@ def mask_as_ranges(call: Call, *, want: str = "out", route=None) -> Call | None:
             return None
         if ceiling is None and call.tq * call.tk < _C_KERNEL_MIN_SCORES:
             return None
-    from ..masks import and_masks, analyse, key_range_mask, mask_ranges
-
     found = mask_ranges(call.mask, call.lead, call.tq, call.tk)
     if found is None:
         return None
@@ -420,8 +342,6 @@ def _sdpa_computes_same(call: Call, want: str) -> bool:
 def _measured_winner(dtype: str, causal: bool, train: bool, tq: int, tk: int):
     """(TORCH_SDPA, the reason) when kernels/speed.py says SDPA is faster here for this kind of call,
     else (None, None)."""
-    from . import speed
-
     if speed.faster(dtype, causal, train, tq, tk) != speed.SDPA:
         return None, None
     _, source = speed.load()
@@ -462,8 +382,6 @@ def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
     # a catalogue mask is passed as its recipe when it has one (one built inside the compiled
     # function is not yet a whole object while Dynamo traces); anything else as itself
     recipe = getattr(call.mask_mod, "recipe", None)
-    from ..masks import passes_into_a_trace
-
     if recipe is None and call.mask_mod is not None and not passes_into_a_trace(call.mask_mod):
         return Route(PLAIN, "traced torch with a mask function Dynamo cannot hand to an eager analysis (a "
                             "closure over a tensor or an array): the plain path traces it")
@@ -487,9 +405,6 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
     import types
 
     import torch
-
-    from . import autograd
-    from ..masks import analyse, from_recipe, reads_module_state
 
     if recipe is not None:
         mask_mod = from_recipe(recipe)
@@ -537,7 +452,6 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
                 and want == "out" and (not causal or tq == tk) and not train:
             winner, reason = _measured_winner(dtype, causal, train, tq, tk)
             if winner is not None:
-                autograd.sdpa_op()   # registered here, eagerly: the trace only calls it
                 return TORCH_SDPA.value, "traced: " + reason + " (inside qkv's checked op)", ()
         if why is None:
             autograd.op()   # registered here, eagerly: the trace only calls it
@@ -559,7 +473,6 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
         # SDPA cannot be told of scores past the float range and a trace cannot branch on them; the
         # plain path divides q and k by powers of two as tensors (0 when not needed): no branch
         return PLAIN.value, "traced short torch call: the plain path (its overflow shift has no branch)", ()
-    autograd.sdpa_op()   # registered here, eagerly: the trace only calls it
     return TORCH_SDPA.value, ("traced torch tensors: torch's fused scaled_dot_product_attention inside qkv's op "
                               "(which reads the values: scores past the float range take the plain path)"), ()
 
@@ -619,8 +532,6 @@ def split_call(call: Call, table, b: int, r: int) -> Call:
     table: (B', K, 2, Tq), or one (2, Tq) range table for `call` itself (b and r unused)."""
     import dataclasses
 
-    from ..masks import analyse, key_range_mask
-
     if getattr(table, "ndim", 0) == 2:   # one pass's (2, Tq) rows already: the call as it is
         rows, base = table, call
     else:
@@ -650,8 +561,6 @@ def torch_flash_why_not(call: Call, *, pinned: bool = False, looks: _Looks | Non
     """Why TORCH_FLASH (kernels/autograd.py: the C forward and backward on CPU torch tensors) does not
     take a torch call, or None when it does. pinned: route="torch_flash" asked for (no size floor).
     looks: choose_route's looks at this call's values (its value check is asked through them)."""
-    from . import autograd
-
     if not pinned and call.tq * call.tk < _C_KERNEL_MIN_SCORES:
         return f"short call ({call.tq}·{call.tk} scores per head): SDPA or the plain path"
     if call.device.type != "cpu":
@@ -680,23 +589,7 @@ def torch_flash_why_not(call: Call, *, pinned: bool = False, looks: _Looks | Non
 
 
 def _compiling_now() -> bool:
-    from .call import _compiling
-
     return _compiling()
-
-
-def _value_top(v) -> float:
-    """max |v| in one pass (float32, contiguous, C extension built) or two; NaN or inf if one is."""
-    v = np.asarray(v)
-    if v.size == 0:
-        return 0.0
-    fused = _c()
-    if fused is not None and v.dtype == np.float32 and v.flags.c_contiguous:
-        return float(fused.absmax(v))
-    low, high = v.min(), v.max()          # no temporaries
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return float("nan") if np.isnan(low) or np.isnan(high) else float("inf")
-    return max(abs(low), abs(high))     # keeps longdouble's range
 
 
 def _scores_may_overflow(call: Call) -> bool:
@@ -717,35 +610,6 @@ def _tops_may_overflow(top_q: float, top_k: float, call: Call) -> bool:
     else:
         limit = np.finfo(call.work).max   # (kept a NumPy scalar: longdouble's maximum is beyond a Python float)
     return tops_may_overflow(top_q, top_k, call.dk, limit)
-
-
-# A differentiated call whose scores reach |s| with |s|·eps above this loses its gradients on the routes
-# whose backward recomputes the weights from a stored log-sum-exp (the C training route, SDPA's): the lse,
-# rounded at |s|, gives weights exp(s − lse) off by |s|·eps relative, and the gradient's dS = P∘(dP − D)
-# no longer cancels (measured: bf16 |q|,|k| = 1e4 dv off 1e13 relative; float32 ≥ 1e10 and float64 ≥ 1e10
-# NaN). The plain path keeps P itself (the weights of its forward) and stays within the dtype's error.
-LSE_PRECISION = 2.0 ** -13
-
-
-def tops_lose_lse(top_q, top_k, dk: int, scale, eps) -> bool:
-    """Whether scores as large as max|q|·max|k|·Dk·|scale| lose the log-sum-exp's precision in a dtype
-    of machine epsilon eps (|s|·eps > 2^-13, `LSE_PRECISION`): the rule that sends differentiated torch
-    calls to the plain path and the C op's backward to the plain backward. Computed in Python floats
-    (no product of the tensors); NaN or inf maxima: False (the value checks answer for those)."""
-    if dk == 0 or not (math.isfinite(top_q) and math.isfinite(top_k)):
-        return False
-    return float(top_q) * float(top_k) * dk * abs(float(scale)) * float(eps) > LSE_PRECISION
-
-
-def tops_may_overflow(top_q, top_k, dk: int, limit) -> bool:
-    """Whether max|q|·max|k|·Dk passes a quarter of `limit` (the working dtype's largest finite value):
-    the one overflow rule of every route (the eager route's look, the C op's own under torch.compile).
-    NaN or inf maxima: False (the value checks answer for those)."""
-    if dk == 0 or not (np.isfinite(top_q) and np.isfinite(top_k)):
-        return False
-    # in Python floats (long double for long double's range): divided first, so the check itself never overflows
-    num = np.longdouble if np.longdouble(limit) > np.finfo(np.float64).max else float
-    return num(top_q) * (num(top_k) / num(limit)) * dk > 0.25
 
 
 def _whole_in_c(call: Call) -> bool:
@@ -778,8 +642,6 @@ def _no_plain_c_softmax(call: Call, want: str, v_top) -> str | None:
 
 
 def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> Route:
-    from . import blas, pool
-
     fused = _c()
     info = call.mask_info
     lead = loop_lead(call)
@@ -789,8 +651,6 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
     # A score_mod C computes (soft-cap, a relative bias: ALiBi, T5's buckets) keeps the C routes
     score = None
     if float32 and call.score_mod is not None:
-        from . import autograd
-
         score = autograd.score_spec(call)
     simple = (call.bias is None and (call.score_mod is None or score is not None) and bool(np.isfinite(v_top))
               and call.dk > 0 and call.dv > 0)
@@ -891,8 +751,6 @@ def _band(call: Call):
     rows = info.key_ranges
     if rows is None:
         return None
-    from .autograd import _band_of
-
     lo, hi = np.clip(rows, 0, call.tk)   # as the C walk reads them: clipped to the keys, empty as lo = hi
     found = _band_of(np.stack([lo, np.maximum(lo, hi)]), call.tq, call.tk)   # (a, b): clip(i + a) <= j < clip(i + b)
     if found is None:
@@ -938,15 +796,3 @@ def block_kinds(call: Call, head: tuple, bq: int, bk: int) -> np.ndarray:
     k_lo = np.arange(0, tk, bk)[None, :]
     kinds = call.mask_info.block_kinds(b, h, q_lo, np.minimum(q_lo + bq, tq), k_lo, np.minimum(k_lo + bk, tk))
     return np.broadcast_to(np.asarray(kinds, dtype=np.int8), (q_lo.shape[0], k_lo.shape[1]))
-
-
-def batch_head(call: Call, head: tuple) -> tuple:
-    """The flex_attention indices (b, h) of one (batch, head) pair of the kernel's loop."""
-    if call.groups > 1:   # (…, G, H/G) → (…, H)
-        head = head[:-2] + (head[-2] * call.groups + head[-1],)
-    if not call.lead:
-        return np.int64(0), np.int64(0)
-    # the loop's lead may hold broadcast 1s where call.lead does not: index within call.lead
-    head = tuple(min(i, n - 1) for i, n in zip(head, call.lead))
-    b = np.ravel_multi_index(head[:-1], call.lead[:-1]) if len(head) > 1 else 0
-    return np.int64(b), np.int64(head[-1])

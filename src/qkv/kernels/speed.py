@@ -69,7 +69,7 @@ def machine_key() -> str:
     import platform
 
     from . import pool
-    from .. import __version__
+    from .._version import __version__
 
     try:
         torch_version = importlib.metadata.version("torch")
@@ -150,16 +150,15 @@ def faster(dtype: str, causal: bool, train: bool, tq: int, tk: int) -> str:
     return _rules(dtype, causal, train, t)
 
 
-def calibrate(*, sizes: dict | None = None, repeats: int = 3, heads: int = 8, width: int = 64,
+def calibrate(attend, *, sizes: dict | None = None, repeats: int = 3, heads: int = 8, width: int = 64,
               progress=None) -> dict:
     """Time both routes on this machine (module docstring) and return the table as saved by `save`.
-    Each case: one warm-up of each, then `repeats` alternations (C kernel, SDPA), medians. Needs torch."""
+    Each case: one warm-up of each, then `repeats` alternations (C kernel, SDPA), medians. Needs torch.
+    attend: `qkv.attention._attention` (attention with route=; passed in: the rules sit below the API)."""
     import statistics
     import time
 
     import torch
-
-    from ..attention import _attention
 
     sizes = CALIBRATION_SIZES if sizes is None else sizes
     cases = []
@@ -172,7 +171,7 @@ def calibrate(*, sizes: dict | None = None, repeats: int = 3, heads: int = 8, wi
                                .requires_grad_(train) for _ in range(3))
 
                     def once(route):
-                        out = _attention(q, k, v, causal=causal, route=route)
+                        out = attend(q, k, v, causal=causal, route=route)
                         if train:
                             out.sum().backward()
 

@@ -1,0 +1,79 @@
+"""How large the values of a call are, and the rules read from it: the one place max |x| is read and
+the overflow and lse-precision rules are written (the route's looks, the plain path's wider work or
+exact shifts, the C op's own checks under torch.compile all ask these).
+
+`value_top(x)` (NumPy) and `value_tops(*tensors)` (torch) give max |x| as Python floats (NaN or inf
+when a value is); `tops_may_overflow` says whether max|q|·max|k|·Dk passes a quarter of the working
+dtype's range; `tops_lose_lse` whether a stored log-sum-exp would lose the gradients.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import native
+
+__all__ = ["value_top", "value_tops", "tops_may_overflow", "tops_lose_lse", "LSE_PRECISION"]
+
+
+def value_top(v) -> float:
+    """max |v| in one pass (float32, contiguous, C extension built) or two; NaN or inf if one is."""
+    v = np.asarray(v)
+    if v.size == 0:
+        return 0.0
+    fused = native.fused
+    if fused is not None and v.dtype == np.float32 and v.flags.c_contiguous:
+        return float(fused.absmax(v))
+    low, high = v.min(), v.max()          # no temporaries
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return float("nan") if np.isnan(low) or np.isnan(high) else float("inf")
+    return max(abs(low), abs(high))     # keeps longdouble's range
+
+
+def value_tops(*tensors) -> tuple:
+    """max |x| of each torch tensor as a Python float (NaN or inf when one is; 0.0 when empty): one C
+    pass over a contiguous CPU float32 tensor (no temporaries, no torch threads), torch's abs().max()
+    otherwise."""
+    import torch
+
+    fused = native.fused
+    tops = []
+    for x in tensors:
+        x = x.detach()
+        if x.dtype == torch.float32 and x.device.type == "cpu" and x.is_contiguous() and x.numel() \
+                and fused is not None:
+            tops.append(float(fused.absmax(x.numpy().reshape(-1))))
+        else:
+            tops.append(float(x.abs().max()) if x.numel() else 0.0)
+    return tuple(tops)
+
+
+# A differentiated call whose scores reach |s| with |s|·eps above this loses its gradients on the routes
+# whose backward recomputes the weights from a stored log-sum-exp (the C training route, SDPA's): the lse,
+# rounded at |s|, gives weights exp(s − lse) off by |s|·eps relative, and the gradient's dS = P∘(dP − D)
+# no longer cancels (measured: bf16 |q|,|k| = 1e4 dv off 1e13 relative; float32 ≥ 1e10 and float64 ≥ 1e10
+# NaN). The plain path keeps P itself (the weights of its forward) and stays within the dtype's error.
+LSE_PRECISION = 2.0 ** -13
+
+
+def tops_lose_lse(top_q, top_k, dk: int, scale, eps) -> bool:
+    """Whether scores as large as max|q|·max|k|·Dk·|scale| lose the log-sum-exp's precision in a dtype
+    of machine epsilon eps (|s|·eps > 2^-13, `LSE_PRECISION`): the rule that sends differentiated torch
+    calls to the plain path and the C op's backward to the plain backward. Computed in Python floats
+    (no product of the tensors); NaN or inf maxima: False (the value checks answer for those)."""
+    if dk == 0 or not (math.isfinite(top_q) and math.isfinite(top_k)):
+        return False
+    return float(top_q) * float(top_k) * dk * abs(float(scale)) * float(eps) > LSE_PRECISION
+
+
+def tops_may_overflow(top_q, top_k, dk: int, limit) -> bool:
+    """Whether max|q|·max|k|·Dk passes a quarter of `limit` (the working dtype's largest finite value):
+    the one overflow rule of every route (the eager route's look, the C op's own under torch.compile).
+    NaN or inf maxima: False (the value checks answer for those)."""
+    if dk == 0 or not (np.isfinite(top_q) and np.isfinite(top_k)):
+        return False
+    # in Python floats (long double for long double's range): divided first, so the check itself never overflows
+    num = np.longdouble if np.longdouble(limit) > np.finfo(np.float64).max else float
+    return num(top_q) * (num(top_k) / num(limit)) * dk > 0.25
