@@ -39,7 +39,6 @@ import threading
 import numpy as np
 
 from .. import _keep
-from ..masks import mask_ranges
 from . import blas, blocked, native, plain, pool
 from .call import Call
 from .functions import _compiling
@@ -784,7 +783,7 @@ def _mask_rows(mask, lead, tq: int, tk: int, causal: bool):
     """The eager route's reading of a boolean mask array (`masks.mask_ranges`) at run time: (2, Tq) or
     (B, 2, Tq) int64 key ranges (causal folded in), or None when some row is not one run of keys or the
     heads differ."""
-    found = mask_ranges(mask, tuple(lead), tq, tk)
+    found = _masks().mask_ranges(mask, tuple(lead), tq, tk)
     if found is None:
         return None
     rows = _ranges(tq, tk, causal, found)            # (B', 2, Tq)
@@ -954,3 +953,10 @@ def block_backward(q, k, v, d_out, lse, delta, *, causal: bool, scale: float):
                             delta=delta.detach().to(torch.float32).reshape(b * h, t).contiguous().numpy())
     dq, dk_, dv_ = (torch.from_numpy(x) for x in grads)
     return dq.reshape(b, h, t, dk), dk_.reshape(b, g, keys, dk), dv_.reshape(b, g, keys, dv)
+
+
+def _masks():
+    """qkv.masks, imported on first use (a bare `import qkv` does not load it: tests/test_cli.py)."""
+    from .. import masks
+
+    return masks

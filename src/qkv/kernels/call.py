@@ -39,7 +39,6 @@ import numpy as np
 from .. import _backend as compat  # array-api-compat, imported on first use
 from .._backend import compute_dtype, is_torch, namespace, shape_str
 from .._keep import keep
-from ..masks import analyse
 from .functions import (EMPTY, FULL, PARTIAL, _compiling, as_bool_mask, as_scores, call_mask,  # noqa: F401 (kept
                         call_score, elementwise)                                             # importable here)
 
@@ -274,7 +273,7 @@ def _check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=No
         score_mod = _numpy_ready(score_mod, score=True)
     info = None
     if mask_mod is not None:
-        info = analyse(mask_mod, tq, tk, batch=math.prod(lead[:-1]) if lead else 1, heads=lead[-1] if lead else 1,
+        info = _masks().analyse(mask_mod, tq, tk, batch=math.prod(lead[:-1]) if lead else 1, heads=lead[-1] if lead else 1,
                        numpy=compat.is_numpy_namespace(xp) or not _compiling())
     if callable(getattr(score_mod, "check_shape", None)):   # per-head tables against the call (h/masks)
         score_mod.check_shape(math.prod(lead[:-1]) if lead else 1, lead[-1] if lead else 1, tq, tk)
@@ -368,3 +367,9 @@ def index_arrays(call: Call, like=None):
         return tuple(torch.as_tensor(a, device=like.device) for a in (b, h, q_idx, kv_idx))
     return b, h, q_idx, kv_idx
 
+
+def _masks():
+    """qkv.masks, imported on first use (a bare `import qkv` does not load it: tests/test_cli.py)."""
+    from .. import masks
+
+    return masks

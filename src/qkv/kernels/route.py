@@ -36,7 +36,6 @@ import numpy as np
 
 from .. import _backend as compat  # array-api-compat, imported on first use
 from .._keep import keep
-from ..masks import analyse, and_masks, from_recipe, key_range_mask, mask_ranges, passes_into_a_trace, reads_module_state
 from . import autograd, blas, native, pool, speed
 from .autograd import _band_of
 from .call import Call
@@ -284,15 +283,15 @@ def mask_as_ranges(call: Call, *, want: str = "out", route=None) -> Call | None:
             return None
         if ceiling is None and call.tq * call.tk < _C_KERNEL_MIN_SCORES:
             return None
-    found = mask_ranges(call.mask, call.lead, call.tq, call.tk)
+    found = _masks().mask_ranges(call.mask, call.lead, call.tq, call.tk)
     if found is None:
         return None
-    mask_mod = key_range_mask(*found)
+    mask_mod = _masks().key_range_mask(*found)
     if call.mask_mod is not None:
         if call.mask_info is None or call.mask_info.block_kinds is None:
             return None   # a function qkv could not analyse: no ranges to meet
-        mask_mod = and_masks(mask_mod, call.mask_info.fn)
-    info = analyse(mask_mod, call.tq, call.tk, batch=call.batch if call.lead else 1, heads=call.heads)
+        mask_mod = _masks().and_masks(mask_mod, call.mask_info.fn)
+    info = _masks().analyse(mask_mod, call.tq, call.tk, batch=call.batch if call.lead else 1, heads=call.heads)
     return dataclasses.replace(call, mask=None, mask_mod=mask_mod, mask_info=info)
 
 
@@ -382,7 +381,7 @@ def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
     # a catalogue mask is passed as its recipe when it has one (one built inside the compiled
     # function is not yet a whole object while Dynamo traces); anything else as itself
     recipe = getattr(call.mask_mod, "recipe", None)
-    if recipe is None and call.mask_mod is not None and not passes_into_a_trace(call.mask_mod):
+    if recipe is None and call.mask_mod is not None and not _masks().passes_into_a_trace(call.mask_mod):
         return Route(PLAIN, "traced torch with a mask function Dynamo cannot hand to an eager analysis (a "
                             "closure over a tensor or an array): the plain path traces it")
     # int(f"{n}"): a size torch.compile made symbolic (a second shape seen) becomes a number again,
@@ -407,10 +406,10 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
     import torch
 
     if recipe is not None:
-        mask_mod = from_recipe(recipe)
+        mask_mod = _masks().from_recipe(recipe)
     if ceiling == PLAIN.value:
         return PLAIN.value, "plain path asked for", ()
-    if recipe is None and mask_mod is not None and reads_module_state(mask_mod):
+    if recipe is None and mask_mod is not None and _masks().reads_module_state(mask_mod):
         # Dynamo guards what it traces; this analysis is not traced, so a later W would be served
         # this graph's key ranges. The plain path traces the function itself (guarded).
         return PLAIN.value, "traced torch with a mask function reading a global or module value: the plain path", ()
@@ -436,7 +435,7 @@ def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq,
             why = "the C backward is not built"
         rows = None
         if why is None:
-            info = None if mask_mod is None else analyse(mask_mod, tq, tk, batch=batch, heads=heads, numpy=True)
+            info = None if mask_mod is None else _masks().analyse(mask_mod, tq, tk, batch=batch, heads=heads, numpy=True)
             rows = autograd.row_ranges(types.SimpleNamespace(mask=None, tq=tq, tk=tk, causal=causal,
                                                              mask_mod=mask_mod, mask_info=info))
             split = None
@@ -537,8 +536,8 @@ def split_call(call: Call, table, b: int, r: int) -> Call:
     else:
         rows = table[b if len(table) > 1 else 0][r]
         base = batch_call(call, b) if len(table) > 1 else call
-    mask = key_range_mask(rows[0], rows[1])
-    info = analyse(mask, base.tq, base.tk, batch=base.batch if base.lead else 1, heads=base.heads)
+    mask = _masks().key_range_mask(rows[0], rows[1])
+    info = _masks().analyse(mask, base.tq, base.tk, batch=base.batch if base.lead else 1, heads=base.heads)
     return dataclasses.replace(base, mask_mod=mask, mask_info=info, causal=False)
 
 
@@ -796,3 +795,10 @@ def block_kinds(call: Call, head: tuple, bq: int, bk: int) -> np.ndarray:
     k_lo = np.arange(0, tk, bk)[None, :]
     kinds = call.mask_info.block_kinds(b, h, q_lo, np.minimum(q_lo + bq, tq), k_lo, np.minimum(k_lo + bk, tk))
     return np.broadcast_to(np.asarray(kinds, dtype=np.int8), (q_lo.shape[0], k_lo.shape[1]))
+
+
+def _masks():
+    """qkv.masks, imported on first use (a bare `import qkv` does not load it: tests/test_cli.py)."""
+    from .. import masks
+
+    return masks
