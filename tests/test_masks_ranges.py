@@ -1,6 +1,6 @@
 """Masks with several key ranges per row (StreamingLLM's sinks | window, global tokens | window,
 prefix-LM | window, their `&` with causal) and per-batch documents take the C routes: one pass per
-key range (and batch), merged by the lse (kernels/route.py `range_split`, attention._by_key_ranges).
+key range (and batch), merged by the lse (kernels/route.py `range_split`, execute._by_key_ranges).
 
 Expected values: a float64 softmax over masks.dense_mask written here (NumPy), and float64 torch
 autograd through the plain path (torch). Tolerances: float32 outputs 2e-6 of values ~1; gradients

@@ -271,7 +271,7 @@ def gelu_path(request, monkeypatch):
     """float32 models through the C extension (GELU, attention's softmax step) when built, then NumPy's passes."""
     from qkv import activations as layers
 
-    if request.param == "fused" and layers._fused is None:
+    if request.param == "fused" and layers.native.fused is None:
         pytest.skip("qkv.kernels._fused is not built (tests/test_fused.py fails for that)")
     monkeypatch.setattr(layers, "_USE_FUSED", request.param == "fused")
     return request.param

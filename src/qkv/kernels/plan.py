@@ -55,7 +55,7 @@ class Route:
     tile, width: the C per-block choice, passed to every C call of the route: tile False keeps each
       block on the BLAS step (no AVX-512 register tiles, _tile.h); width the vector loops (16 AVX-512,
       8 AVX2+FMA, 1 scalar; 0: the widest the CPU has). The plan sets the hardware's best; tests
-      replace them (dataclasses.replace, or blocked._attention's tile=/width=) to run every loop.
+      replace them (dataclasses.replace, or execute.kernel_attention's tile=/width=) to run every loop.
     key_rows: a split call (`range_split`: several key ranges per row, or ranges by batch) and every
       TORCH_FLASH call under torch.compile: per batch b (one entry when the same for all), per range r,
       the (2, Tq) int64 key ranges [lo, hi) of one pass (torch tensors under torch.compile: constants
