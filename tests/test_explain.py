@@ -494,3 +494,24 @@ def test_a_user_example_in_korean_leaves_no_english():
     assert texts.KO["formula.mask"] in rendered and "may attend" not in rendered
     title = set(re.findall(r"[A-Za-z]+", trace.title))
     assert [w for w in _korean_foreign(rendered, trace) if w not in title] == []
+
+
+def test_page_lenses_embed_every_pairs_products_up_to_the_limit(monkeypatch):
+    """qkv.notebook.page_lenses (the offline page's neuron view): every pair's products q_i·k_i of every head —
+    written out here from the recorded q_heads and k_heads — and their sums, the recorded scores; left out, with
+    the count said, once the products number more than NEURON_NUMBERS (H·Tq·Tk·Dk: 2·3·3·4 = 72 here)."""
+    import qkv.notebook
+
+    trace = ex.run("projection")
+    q, k = (np.asarray(trace[name].value, dtype=np.float64) for name in ("q_heads", "k_heads"))
+    lenses = qkv.notebook.page_lenses(trace)
+    np.testing.assert_array_equal(lenses["neuron"][""]["terms"], q[:, :, None, :] * k[:, None, :, :])
+    np.testing.assert_allclose(lenses["neuron"][""]["sums"], trace["scores"].value, rtol=1e-12, atol=1e-12)
+    assert "neuron_left_out" not in lenses
+    count = q.shape[0] * q.shape[1] * k.shape[1] * q.shape[2]
+    assert count == 72
+    monkeypatch.setattr(qkv.notebook, "NEURON_NUMBERS", count)
+    assert "neuron_left_out" not in qkv.notebook.page_lenses(trace)
+    monkeypatch.setattr(qkv.notebook, "NEURON_NUMBERS", count - 1)
+    left = qkv.notebook.page_lenses(trace)
+    assert left["neuron_left_out"] == count and left["neuron"] == {} and left["neuron_limit"] == count - 1
