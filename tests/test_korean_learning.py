@@ -469,3 +469,21 @@ def test_a_pages_first_line_does_not_repeat_its_heading(lang):
         lead = _page_data(html)["lead"]
         assert lead and title not in lead, lead
         assert ("Query" in lead and "Key" in lead) if lang == "ko" else ("quer" in lead.lower())
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_meetings_by_hand_table_lists_no_scaled_scores(lang):
+    """The group meeting's scores are given and never scaled (its text says so, its page has no scaling step); the
+    --by-hand comparison still listed "조모임 1 / 스케일링한 점수" (lot/scaled_scores), a row repeating the scores."""
+    said = run_ko("example", "group-meeting", "--by-hand") if lang == "ko" else \
+        _run_en("example", "group-meeting", "--by-hand")
+    table = said[said.index("손 계산과 정확한 값의 비교" if lang == "ko" else "By hand versus exact"):]
+    meetings = ("조모임 1", "조모임 2") if lang == "ko" else ("lot/", "question/")
+    scaled = "스케일링한 점수" if lang == "ko" else "scaled_scores"
+    rows = [line for line in table.splitlines() if line.strip().startswith(meetings)]
+    assert rows and not any(scaled in line for line in rows), rows
+    # the notation part (d_k = 2) is scaled and keeps its row (the table wraps "스케일링한 점수" after its first word)
+    assert any(scaled.split()[0] in line for line in table.splitlines() if "행벡터" in line or "rows/" in line)
+    other = run_ko("example", "self-attention", "--by-hand") if lang == "ko" else \
+        _run_en("example", "self-attention", "--by-hand")
+    assert scaled in other[other.index("손 계산과" if lang == "ko" else "By hand versus"):]

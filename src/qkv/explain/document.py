@@ -1025,6 +1025,14 @@ def _generic(ctx: Context) -> None:
 
 
 # --------------------------------------------------------------------------- by hand vs exact
+def _unscaled(trace: Trace, name: str) -> bool:
+    """True where the recorded step ``name`` (…scaled_scores) scaled nothing: a scale of 1 given (the group
+    meeting's scores, as its post gives them), so its row would repeat the scores under a "scaled" name."""
+    scores = name[: -len("scaled_scores")] + "scores"
+    return (scores in trace and "1/√d_k" not in (trace[name].formula or "")
+            and np.array_equal(trace[name].value, trace[scores].value))
+
+
 def _drift(ctx: Context) -> None:
     from .numbers import fmt_small
 
@@ -1038,6 +1046,8 @@ def _drift(ctx: Context) -> None:
             continue
         name = s.name[len(DRIFT) + 1:]
         if name.rsplit("/", 1)[-1] not in important:
+            continue
+        if name.endswith("scaled_scores") and _unscaled(tr, name):   # the group meeting: nothing was scaled
             continue
         exact, by_hand = tr[name].value, tr[f"{BY_HAND}/{name}"].value
 

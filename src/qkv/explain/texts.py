@@ -3046,7 +3046,7 @@ KO: dict[str, str] = {
     "error.config.float32": "{value}: 모델이 계산하는 float32의 가장 큰 수(3.4e38)를 넘는다",
     "error.config.at_most": "{high} 이하여야 한다 (받은 값: {value})",
     "error.config.layer_types": "층 {layers}개마다 \"sliding_attention\" 또는 \"full_attention\"을 적어야 한다 (받은 값: {value})",
-    "error.config.sliding_without_window": "{indices}번 층을 슬라이딩 층으로 두지만 윈도가 없다 (sliding_window가 null이거나 use_sliding_window가 false다)",
+    "error.config.sliding_without_window": "슬라이딩 층(층 {indices})이 있지만 설정에 윈도가 없다 (sliding_window가 null이거나 use_sliding_window가 false이다)",
     "error.config.flag": "true 또는 false여야 한다 (받은 값: {value})",
     "error.config.choice": "{value}: 지원하지 않는다 ({choices} 중 하나여야 한다)",
     "error.config.token_ids": "토큰 id 하나나 그 목록이어야 한다 (받은 값: {value})",

@@ -412,11 +412,11 @@ KO.update({
                        "{ghigh} 사이에 머문다.",
     "why.sqrt.translator.head": "학습된 헤드는 √d_k로 나누어도 원-핫에 가까워질 수 있다. 배포된 번역기가 일본어로 옮긴 "
                                 "문장 “{text}” → {target}에서 가장 포화된 cross-attention 행은 디코더 층 {layer} (0–{last} "
-                                "중)의 헤드 {head} (0–{hlast} 중)에서 “{query}”에서의 디코더 상태(그 단계에서 쓴 단어: "
-                                "{generated})이다. 가장 큰 가중치는 {word}에 간 {top}이다.",
+                                "중), 헤드 {head} (0–{hlast} 중)의 행으로, Query는 “{query}”에서의 디코더 상태(그 단계에서 쓴 "
+                                "단어: {generated})이다. 가장 큰 가중치는 {word}에 간 {top}이다.",
     "why.sqrt.translator.head.spread": "배포된 번역기가 일본어로 옮긴 문장 “{text}” → {target}에서 가장 몰린 "
-                                       "cross-attention 행은 디코더 층 {layer} (0–{last} 중)의 헤드 {head} (0–{hlast} "
-                                       "중)에서 “{query}”에서의 디코더 상태(그 단계에서 쓴 단어: {generated})이다. 가장 큰 "
+                                       "cross-attention 행은 디코더 층 {layer} (0–{last} 중), 헤드 {head} (0–{hlast} "
+                                       "중)의 행으로, Query는 “{query}”에서의 디코더 상태(그 단계에서 쓴 단어: {generated})이다. 가장 큰 "
                                        "가중치는 {word}에 간 {top}이다: 원-핫에 가까운 행은 없다.",
     "why.sqrt.translator.spread": "그 점수 q·k는 {scores}이고, 가장 큰 값이 다음 값보다 {gap} 크다. √d_k(= √{dk} = {root})로 "
                                   "나누면 {scaled} (차이 {gap_scaled})가 되고, softmax의 결과는 {weights}이다.",
