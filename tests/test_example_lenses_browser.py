@@ -7,38 +7,15 @@ and 390 px, WCAG AA contrast, no sideways scroll."""
 
 from __future__ import annotations
 
-import tomllib
-from importlib import resources
-
 import numpy as np
 import pytest
 
 from qkv.cli import main
 
 from browser_support import OpenPage, browser_context, low_contrast_text  # noqa: F401  (fixture)
+from example_float64 import float64_steps
 
 DIGITS = 4
-
-
-def _inputs(name: str) -> dict:
-    return tomllib.loads(resources.files("qkv.examples").joinpath(f"{name}.toml").read_text(encoding="utf-8"))
-
-
-def _float64(name: str) -> dict:
-    """Q, K per head, scores, scaled scores and softmax weights (H, T, T), in float64 from the TOML alone."""
-    doc = _inputs(name)
-    x = np.array(doc["x"], dtype=np.float64)
-    memory = np.array(doc["memory"], dtype=np.float64) if "memory" in doc else x
-    q, k = x @ np.array(doc["w_q"], dtype=np.float64), memory @ np.array(doc["w_k"], dtype=np.float64)
-    heads = int(doc.get("heads", 1))
-    width = q.shape[1] // heads
-    qh = np.stack([q[:, h * width:(h + 1) * width] for h in range(heads)])
-    kh = np.stack([k[:, h * width:(h + 1) * width] for h in range(heads)])
-    scores = np.einsum("hid,hjd->hij", qh, kh)
-    scaled = scores / np.sqrt(width)
-    e = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
-    return {"doc": doc, "q": qh, "k": kh, "scores": scores, "scaled": scaled, "weights": e / e.sum(axis=-1, keepdims=True),
-            "dk": width}
 
 
 def _write(tmp_path, name: str, lang: str):
@@ -76,7 +53,7 @@ def _check_neuron(page, ref: dict, head: int, i: int, j: int, lang: str) -> None
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_self_attention_neuron_view_and_coloured_sentence(browser_context, tmp_path, lang):  # noqa: F811
     """Post 001's love: its weights written on the coloured sentence, its strongest key's q·k term by term."""
-    ref = _float64("self-attention")
+    ref = float64_steps("self-attention")
     tokens = ref["doc"]["tokens"]
     query = tokens.index(ref["doc"]["query"])
     path = _write(tmp_path, "self-attention", lang)
@@ -110,7 +87,7 @@ def test_self_attention_neuron_view_and_coloured_sentence(browser_context, tmp_p
 def test_projection_heads_overlaid_with_keyboard_toggles(browser_context, tmp_path, lang):  # noqa: F811
     """The post “Attention의 projection”'s two heads, numbered 1 and 2 as the post numbers them, overlaid; the
     toggles work by keyboard; the table under the lines holds the float64 weights of the shown heads."""
-    ref = _float64("projection")
+    ref = float64_steps("projection")
     doc = ref["doc"]
     query = doc["tokens"].index(doc["query"])
     head_word = "헤드" if lang == "ko" else "head"
@@ -153,7 +130,7 @@ def test_projection_heads_overlaid_with_keyboard_toggles(browser_context, tmp_pa
 def test_cross_attention_colours_the_source_sentence(browser_context, tmp_path):  # noqa: F811
     """Cross-attention: the query comes from the other sentence; the coloured tokens are the keys (the source
     sentence), each with its float64 weight, and the neuron view reads the query's q against a key's k."""
-    ref = _float64("cross-attention")
+    ref = float64_steps("cross-attention")
     doc = ref["doc"]
     path = _write(tmp_path, "cross-attention", "en")
     opened = OpenPage(browser_context, path, (390, 900))

@@ -7,33 +7,18 @@ under --lang ko); bad combinations are one-line errors naming the option."""
 from __future__ import annotations
 
 import re
-import tomllib
 from decimal import Decimal
-from importlib import resources
 
 import numpy as np
 import pytest
 
 from qkv.cli import main
 
+from example_float64 import float64_steps
 from test_cli_korean import assert_korean, words_of
 
 DIGITS = 4
 HALF = 0.5 * 10 ** -DIGITS + 1e-12
-
-
-def _float64(name: str) -> dict:
-    doc = tomllib.loads(resources.files("qkv.examples").joinpath(f"{name}.toml").read_text(encoding="utf-8"))
-    x = np.array(doc["x"], dtype=np.float64)
-    memory = np.array(doc["memory"], dtype=np.float64) if "memory" in doc else x
-    q, k = x @ np.array(doc["w_q"], dtype=np.float64), memory @ np.array(doc["w_k"], dtype=np.float64)
-    heads = int(doc.get("heads", 1))
-    width = q.shape[1] // heads
-    qh = np.stack([q[:, h * width:(h + 1) * width] for h in range(heads)])
-    kh = np.stack([k[:, h * width:(h + 1) * width] for h in range(heads)])
-    scores = np.einsum("hid,hjd->hij", qh, kh)
-    return {"doc": doc, "q": qh, "k": kh, "scores": scores, "scaled": scores / np.sqrt(width), "dk": width,
-            "query": doc["tokens"].index(doc["query"]), "keys": doc.get("memory_tokens", doc["tokens"])}
 
 
 def _run(capsys, *argv):
@@ -75,7 +60,7 @@ def _check_true_as_printed(block: dict, unrounded: str, scaled_unrounded: str) -
 
 @pytest.mark.parametrize("name", ["self-attention", "cross-attention", "projection"])
 def test_terms_are_the_float64_products_and_every_equation_holds(capsys, name):
-    ref = _float64(name)
+    ref = float64_steps(name)
     code, out, err = _run(capsys, "example", name, "--terms", "--lang", "en")
     assert code == 0 and err == ""
     blocks = _blocks(out)
@@ -105,7 +90,7 @@ def test_post_001_love_and_learning_as_the_post_prints_it(capsys):
     """Post 001 prints q_love · k_learning = 2.1408; the products here add up to it at four decimals."""
     code, out, _ = _run(capsys, "example", "self-attention", "--query", "2", "--key", "4", "--terms", "--lang", "en")
     assert code == 0
-    ref = _float64("self-attention")
+    ref = float64_steps("self-attention")
     terms = ref["q"][0, 1] * ref["k"][0, 3]
     blocks = _blocks(out)
     assert len(blocks) == 1 and "key “learning” (token 4)" in out
@@ -117,7 +102,7 @@ def test_post_001_love_and_learning_as_the_post_prints_it(capsys):
 def test_a_sum_of_rounded_products_that_misses_says_so(capsys):
     """The projection example's token 3 with itself: its four printed products add to one unit less than the
     printed sum, so the line says ≈ and that the sum is of the unrounded products."""
-    ref = _float64("projection")
+    ref = float64_steps("projection")
     terms = ref["q"][0, 2] * ref["k"][0, 2]
     rounded = sum(Decimal(f"{t:.4f}") for t in terms)
     assert rounded != Decimal(f"{terms.sum():.4f}")           # the case this test is for
@@ -129,7 +114,7 @@ def test_a_sum_of_rounded_products_that_misses_says_so(capsys):
 
 @pytest.mark.parametrize("name", ["self-attention", "cross-attention", "projection"])
 def test_korean_terms_have_no_english(capsys, name):
-    ref = _float64(name)
+    ref = float64_steps(name)
     code, out, err = _run(capsys, "example", name, "--terms", "--lang", "ko")
     assert code == 0 and err == ""
     tokens = ref["doc"].get("tokens_ko", ref["doc"]["tokens"]) + list(ref["keys"])
