@@ -586,6 +586,443 @@ class WhatIf:
 
     def _cells(self, cells: Any) -> dict[str, list[tuple[int, int, float]]]:
         lang = self.lang          # which matrices an example may edit: the library's what-if says
+        return {matrix: [(_index(edit[0], field, lang), _index(edit[1], field, lang),
+                          _finite(edit[2], field, lang, -WHATIF_CELL, WHATIF_CELL)) for field, edit in edits]
+                for matrix, edits in self._edits(cells, "cells", 3, "whatif.cell")}
+
+    def _scores(self, scores: Any) -> dict[str, list[tuple[int, float]]]:
+        lang = self.lang
+        return {scene: [(_index(edit[0], field, lang), _finite(edit[1], field, lang, -WHATIF_CELL, WHATIF_CELL))
+                        for field, edit in edits]
+                for scene, edits in self._edits(scores, "scores", 2, "whatif.score_cell")}
+
+    def _edits(self, value: Any, name: str, arity: int, item_key: str):
+        """(key, [(field, edit), …]) for each key of a what-if's {key: [[…], …]} object (name: "cells" or
+        "scores"), each edit a list of `arity` items; a 400 naming the field otherwise, or past WHATIF_EDITS."""
+        lang = self.lang
+        if not isinstance(value, dict):
+            raise _bad(lang, name, f"whatif.{name}")
+        for key, edits in value.items():
+            label = f"{name}.{str(key)[:20]}"
+            if not isinstance(edits, list):
+                raise _bad(lang, label, f"whatif.{name}")
+            if len(edits) > WHATIF_EDITS:
+                raise _bad(lang, label, "whatif.too_many", limit=WHATIF_EDITS)
+            fields = [f"{label}[{n}]" for n in range(len(edits))]
+            for field, edit in zip(fields, edits):
+                if not isinstance(edit, list) or len(edit) != arity:
+                    raise _bad(lang, field, item_key, value=json.dumps(edit, ensure_ascii=False)[:60])
+            yield key, list(zip(fields, edits))
+
+    def describe(self) -> dict:
+        return {"name": self.name, "layers": int(self.config.n_layers), "heads": int(self.config.n_heads),
+                "max_tokens": self.max_tokens, "kind": type(self.model).__name__}
+
+    def reading(self, text: str) -> dict | None:
+        """How many of the text's pieces the tokenizer does not read ([UNK], letters taken apart), counted from
+        its own output (`qkv.models.reading`); None for a model without a `tokenizers.Tokenizer`."""
+        from ..models.reading import READS_KOREAN, reading
+
+        tokenizer = self._counter if self._counter is not None else getattr(self.model, "tokenizer", None)
+        if tokenizer is None or not hasattr(tokenizer, "encode"):
+            return None
+        return dict(reading(text, tokenizer).describe(), korean=READS_KOREAN)
+
+    def check_text(self, text: str, limits: Limits, lang: str = "en") -> None:
+        """422 when the text is longer than the model takes (the tokenizer would silently cut it)."""
+        _check_chars(text, limits, lang)
+        if not text.strip():
+            raise ApiError(400, _say(lang, 'error.empty_text'), field="text")
+        if self.max_tokens is None:
+            return
+        count = len(self._counter.encode(text).ids) if self._counter is not None else len(self.model.tokens(text))
+        if count > self.max_tokens:
+            raise ApiError(422, _say(lang, 'error.tokens', count=count, model=self.name, limit=self.max_tokens), field="text")
+
+
+def _check_chars(text: str, limits: Limits, lang: str) -> None:
+    if len(text) > limits.text_chars:
+        raise ApiError(422, _say(lang, 'error.chars', count=f'{len(text):,}', limit=f'{limits.text_chars:,}'), field="text")
+
+
+def _named(entry: ModelEntry, trace: Trace) -> Trace:
+    """The trace with the model called by its name in this server, not by the directory it was loaded from
+    (a title or meta holding /home/…/my-model would show the server's file system to the page)."""
+    own = str(getattr(entry.model, "name", "") or "")
+    if own and own != entry.name:
+        if trace.title.startswith(own):
+            trace.title = entry.name + trace.title[len(own):]
+        if trace.meta.get("model") == own:
+            trace.meta["model"] = entry.name
+    return trace
+
+
+def _max_tokens(model: Any) -> int | None:
+    for owner, name in ((model, "max_tokens"), (getattr(model, "pooling", None), "max_seq_length"),
+                        (model.config, "max_positions")):
+        value = getattr(owner, name, None) if owner is not None else None
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _untruncated(tokenizer: Any):
+    """A copy of a `tokenizers.Tokenizer` with truncation switched off (to count a text's tokens), or None."""
+    from tokenizers import Tokenizer
+
+    if not isinstance(tokenizer, Tokenizer):
+        return None
+    counter = Tokenizer.from_str(tokenizer.to_str())
+    counter.no_truncation()
+    return counter
+
+
+class Cache:
+    """Recent results (a model's weights (L, H, T, T), Traces), least recently used dropped first, bounded in bytes.
+
+    Two requests for the same key at once may both compute it (the second result is dropped): simpler
+    than a lock per key, and the gate bounds how many run.
+    """
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes, self.bytes = max_bytes, 0
+        self._items: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key][0]
+        value = compute()
+        size = _nbytes(value)
+        with self._lock:
+            if key not in self._items and size <= self.max_bytes:
+                self._items[key] = (value, size)
+                self.bytes += size
+                while self.bytes > self.max_bytes:
+                    _, (_, dropped) = self._items.popitem(last=False)
+                    self.bytes -= dropped
+        return value
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, Trace):
+        return sum(step.value.nbytes for step in value.steps) + 1024
+    if hasattr(value, "head_norms"):                 # a next token (qkv.models.NextToken)
+        return int(value.logits.nbytes + 2 * value.head_norms.nbytes) + 1024
+    if hasattr(value, "cross_weights"):              # a translation
+        return int(value.cross_weights.nbytes) + 1024
+    return int(getattr(value, "nbytes", 1024))
+
+
+# ---------------------------------------------------------------------------------------------- the gate
+class Gate:
+    """At most ``workers`` computations at once and ``queue`` more waiting; beyond that, 429 at once."""
+
+    def __init__(self, workers: int, queue: int):
+        self.capacity = workers + queue
+        self.inside = 0
+        self._running = asyncio.Semaphore(workers)
+
+    async def run(self, function: Callable[..., Any], *args: Any, lang: str = "en") -> Any:
+        if self.inside >= self.capacity:
+            raise ApiError(429, _say(lang, "error.busy", count=self.capacity), {"Retry-After": "1"})
+        self.inside += 1
+        try:
+            async with self._running:
+                return await run_in_threadpool(function, *args)
+        finally:
+            self.inside -= 1
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _int_param(request: Request, name: str, *, required: bool = True) -> int | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        if required:
+            raise ApiError(400, _say(_lang_said(request), 'error.missing_number'), field=name)
+        return None
+    from .._io import as_int
+
+    number = as_int(value.strip())
+    if number is None or len(value.strip().lstrip("+-")) > 18:
+        raise ApiError(400, _say(_lang_said(request), 'error.whole', value=repr(value[:20])), field=name)
+    return number
+
+
+def _missing_layer_or_head(request: Request) -> str:
+    return "layer" if request.query_params.get("layer") in (None, "") else "head"
+
+
+def _lang(request: Request) -> str:
+    try:
+        return frontdoor.check_lang(request.query_params.get("lang", "en"), field="lang")
+    except InputError as exc:
+        raise exc from None             # `_input_error`: "lang: …", field and problem apart
+
+
+def _lang_said(request: Request) -> str:
+    """The language of the answer's error lines: lang=ko gives Korean, anything else English."""
+    return "ko" if request.query_params.get("lang") == "ko" else "en"
+
+
+def _digits(request: Request) -> int | None:
+    digits = _int_param(request, "digits", required=False)
+    try:
+        return frontdoor.check_digits(digits, field="digits")
+    except InputError as exc:
+        raise exc from None
+
+
+def _query(request: Request) -> int | str | None:
+    """query= is a token (its first occurrence) or a row index, as `qkv inspect --query` takes it."""
+    value = request.query_params.get("query")
+    if value is not None and len(value) > 200:
+        raise ApiError(400, _say(_lang_said(request), 'error.query_long', n=len(value)), field="query")
+    return None if value in (None, "") else value
+
+
+def _text(request: Request) -> str:
+    text = request.query_params.get("text")
+    if text is None:
+        raise ApiError(400, _say(_lang_said(request), 'error.no_text'), field="text")
+    return text
+
+
+def _json(data: Any, status: int = 200, headers: dict | None = None) -> Response:
+    return Response(json.dumps(data, ensure_ascii=False, allow_nan=False), status_code=status,
+                    media_type="application/json", headers=headers)
+
+
+def _scope_lang(scope) -> str:
+    """The language of a middleware's answer, read from the raw query (lang=ko: Korean), as `_lang_said`."""
+    from urllib.parse import parse_qs
+
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    return "ko" if query.get("lang", [""])[0] == "ko" else "en"
+
+
+def _query_problem(scope) -> dict | None:
+    """A query string whose percent-encoded bytes are not UTF-8 (a lone surrogate "%ED%A0%80", a stray "%FF"):
+    starlette would read each such byte as U+FFFD and the request would run on text nobody sent. The answer
+    names the parameter and the bytes; None when every name and value is UTF-8."""
+    from urllib.parse import unquote_to_bytes
+
+    seen: set[bytes] = set()
+    for part in scope.get("query_string", b"").split(b"&"):
+        name, _, value = part.partition(b"=")
+        plain = unquote_to_bytes(name.replace(b"+", b" "))
+        if plain and plain in seen:       # k=3&k=50: one would silently win (starlette keeps the last)
+            field = plain.decode("utf-8", "replace")[:40]
+            problem = _say(_scope_lang(scope), "error.repeated")
+            return {"error": f"{field}: {problem}", "field": field, "problem": problem}
+        seen.add(plain)
+        for piece in (name, value):
+            raw = unquote_to_bytes(piece.replace(b"+", b" "))
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                field = unquote_to_bytes(name.replace(b"+", b" ")).decode("utf-8", "replace")[:40]
+                bad = "".join(f"%{b:02X}" for b in raw[exc.start:exc.end][:8])
+                problem = _say(_scope_lang(scope), "error.query_utf8", bytes=bad)
+                return {"error": f"{field}: {problem}", "field": field, "problem": problem}
+    return None
+
+
+STREAM_CHUNK = 256 * 1024         # the bytes of a streamed trace sent at a time
+
+
+def _trace_response(trace: Trace) -> Response:
+    """A trace's JSON (exactly `Trace.to_json()`), made and sent a piece at a time (`Trace.iter_json`), never
+    held whole: a whole model's trace is about 100 MB of JSON (MiniLM, 256 tokens), and a client that asks
+    for it and reads slowly, or never, holds only the pieces in flight (uvicorn waits for the client before
+    it takes the next; `qkv.serve.WRITE_SECONDS` closes a connection that stops reading)."""
+    from starlette.responses import StreamingResponse
+
+    def pieces():
+        held: list[bytes] = []
+        size = 0
+        for text in trace.iter_json():
+            data = text.encode("utf-8")
+            held.append(data)
+            size += len(data)
+            if size >= STREAM_CHUNK:
+                yield b"".join(held)
+                held, size = [], 0
+        if held:
+            yield b"".join(held)
+
+    return StreamingResponse(pieces(), media_type="application/json")
+
+
+async def _body(request: Request, limit: int, too_large: Callable[[], ApiError]) -> bytes | None:
+    """A request's body, at most ``limit`` bytes (else ``too_large()`` is raised), or None when the client went
+    away before sending all of it (a body cut off: there is nobody to answer, and nothing to log)."""
+    from starlette.requests import ClientDisconnect
+
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise too_large()
+    except ClientDisconnect:
+        return None
+    return bytes(body)
+
+
+def _gone() -> Response:
+    """The answer to a request whose client went away mid-body: never sent (uvicorn drops it), never logged."""
+    return Response(status_code=400)
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _no_repeated_keys(pairs: list) -> dict:
+    found: dict = {}
+    for key, value in pairs:
+        if key in found:
+            raise _RepeatedKey(key)
+        found[key] = value
+    return found
+
+
+def _body_json(body: bytes, lang: str) -> Any:
+    """A JSON request body parsed, or a 400 naming what is wrong: not UTF-8, not JSON, nested too deep, or a
+    string holding a lone surrogate ("\\ud800": JSON may write it, but it is no character; `qkv._io.check_strings`)."""
+    from .._io import check_strings
+
+    try:
+        payload = json.loads(body.decode("utf-8"), object_pairs_hook=_no_repeated_keys)
+    except _RepeatedKey as exc:          # {"seed": 0, "seed": 5}: Python's json keeps the last without a word
+        problem = _say(lang, "json.repeated", name=json.dumps(exc.args[0][:40], ensure_ascii=False))
+    except UnicodeDecodeError as exc:
+        problem = _say(lang, "json.utf8", at=exc.start + 1)
+    except json.JSONDecodeError as exc:
+        problem = _say(lang, "json.syntax", line=exc.lineno, column=exc.colno)
+    except (ValueError, RecursionError):      # RecursionError: nested too deep (ValueError: the same, as json says it)
+        problem = _say(lang, "json.deep")
+    else:
+        return check_strings(payload, source="request")
+    # the problem in the request's language (Python's own words, "Expecting value: …", are English)
+    raise ApiError(400, _say(lang, "whatif.json", problem=problem))
+
+
+def _steps_filter(trace: Trace, request: Request) -> Trace:
+    wanted = request.query_params.get("steps")
+    if not wanted:
+        return trace
+    names = [n.strip() for n in wanted.split(",") if n.strip()]
+    unknown = [n for n in names if n not in trace and not n.endswith("?")]      # "name?": only if recorded
+    names = [n.removesuffix("?") for n in names]
+    if unknown:
+        raise ApiError(400, _say(_lang_said(request), 'error.no_step', name=repr(unknown[0]), steps=', '.join(trace.names())), field="steps")
+    return Trace(trace.title, trace.meta, [s for s in trace.steps if s.name in names])
+
+
+def _example_title(name: str, lang: str) -> str:
+    from ..explain import texts
+
+    return texts.text(lang, f"title.{name}")
+
+
+def _parse_upload(data: bytes, filename: str) -> dict:
+    """The document of an uploaded example file, parsed by `qkv.spec.parse_document` as `qkv explain FILE`
+    parses a file (the same bounds and one-line messages; the source is the file's name)."""
+    from .._io import decode_utf8
+    from ..spec import parse_document
+
+    suffix = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+    doc = parse_document(decode_utf8(data, source=filename), source=filename, suffix=suffix)
+    for field in _ARRAY_FIELDS:   # a file name here would make the parser read that file: refuse it
+        value = doc.get(field)
+        if isinstance(value, dict) or (isinstance(value, str) and not (field == "mask" and value == "causal")):
+            raise InputError.keyed("error.upload.array_file", source=filename, field=field)
+    return doc
+
+
+def _upload_trace(doc: dict, filename: str, query: Any) -> Trace:
+    """As `qkv explain FILE` does (`qkv.frontdoor.trace_from_document`): a saved trace is read back, an
+    example file is computed."""
+    return frontdoor.trace_from_document(doc, source=filename, base=None, query=query, field="query")
+
+
+# ---------------------------------------------------------------------------------------------- what-if
+WHATIF_BYTES = 16 * 1024          # the largest what-if request body
+WHATIF_EDITS = 256                # cells changed in one request, at most
+WHATIF_CELL = 1e4                 # |a cell| or |a score| at most (the group meeting's 1000 fits)
+WHATIF_FACTOR = (0.0, 100.0)      # the factor multiplying the scores (1: as the example has it)
+WHATIF_FIELDS = ("name", "query", "factor", "sqrt_dk", "cells", "scores")
+PRACTICE_BYTES = 4 * 1024         # the largest practice answer body (a typed answer and where it belongs)
+
+
+def _say(lang: str, key: str, **values) -> str:
+    """A serve message in the page's language (texts.py "serve.*" keys)."""
+    from ..explain import texts
+
+    return texts.text(lang, f"serve.{key}", **values)
+
+
+def _bad(lang: str, field: str, key: str, **values) -> ApiError:
+    return ApiError(400, _say(lang, key, **values), field=field)
+
+
+def _finite(value: Any, field: str, lang: str, low: float, high: float) -> float:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1e300:
+        value = float("inf")                       # a huge whole number: refused below as not finite
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        raise _bad(lang, field, "whatif.number", value=json.dumps(value, ensure_ascii=False)[:40])
+    if not low <= value <= high:
+        raise _bad(lang, field, "whatif.range", value=_g(value), low=_g(low), high=_g(high))
+    return float(value)
+
+
+def _g(value: float) -> str:
+    return f"{value:g}".replace("-", "−")
+
+
+def _index(value: Any, field: str, lang: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(lang, field, "whatif.whole", value=json.dumps(value, ensure_ascii=False)[:40])
+    return value
+
+
+class WhatIf:
+    """A checked what-if request: which example, the factor on its scores, √d_k on or off, edited cells.
+
+    factor multiplies the scores before the softmax (a temperature of 1/factor); with sqrt_dk off the
+    scores are not divided by √d_k. cells: matrix → [[row, column, value], …] of the example's inputs;
+    scores: the group meeting's meeting → [[position, score], …].
+    """
+
+    def __init__(self, body: Any, lang: str, names: list[str]):
+        if not isinstance(body, dict):
+            raise ApiError(400, _say(lang, "whatif.body"))
+        unknown = [k for k in body if k not in WHATIF_FIELDS]
+        if unknown:
+            raise _bad(lang, str(unknown[0])[:40], "whatif.unknown_field", fields=", ".join(WHATIF_FIELDS))
+        name = body.get("name")
+        if name not in names:
+            raise ApiError(404, _say(lang, 'whatif.name', name=json.dumps(name, ensure_ascii=False)[:60], names=', '.join(names)), field="name")
+        self.name, self.lang = name, lang
+        self.query = body.get("query")
+        if isinstance(self.query, bool) or not isinstance(self.query, (str, int, type(None))):
+            raise _bad(lang, "query", "whatif.query")
+        self.factor = _finite(body.get("factor", 1.0), "factor", lang, *WHATIF_FACTOR)
+        sqrt_dk = body.get("sqrt_dk", True)
+        if not isinstance(sqrt_dk, bool):
+            raise _bad(lang, "sqrt_dk", "whatif.bool", value=json.dumps(sqrt_dk, ensure_ascii=False)[:40])
+        self.sqrt_dk = sqrt_dk
+        self.cells = self._cells(body.get("cells", {}))
+        self.scores = self._scores(body.get("scores", {}))
+        if sum(len(v) for v in self.cells.values()) + sum(len(v) for v in self.scores.values()) > WHATIF_EDITS:
+            raise _bad(lang, "cells", "whatif.too_many", limit=WHATIF_EDITS)
+
+    def _cells(self, cells: Any) -> dict[str, list[tuple[int, int, float]]]:
+        lang = self.lang          # which matrices an example may edit: the library's what-if says
         if not isinstance(cells, dict):
             raise _bad(lang, "cells", "whatif.cells")
         out = {}
