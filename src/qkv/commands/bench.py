@@ -244,32 +244,29 @@ def to_markdown(result: dict, lang: str = "en") -> str:
         impl = impl_of(row) + (t("cli.bench.md.skipped") if row["skipped"] else "")
         causal = t("cli.bench.yes") if row["causal"] else t("cli.bench.no")
         lines.append(f"| {row['heads']} | {row['t']} | {causal} | {impl} | " + " | ".join(cells) + " |")
+    def mask_row(row, width: int, cells) -> str:
+        """A row of the masked, training and half-precision tables: mask, H, T, implementation, then cells(row)
+        (a skipped row: the reason, and a dash for each of the `width` cells)."""
+        lead = f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)}"
+        if row.get("skipped"):
+            return lead + t("cli.bench.md.skipped_why", reason=said(row["skipped"])) + " |" + " — |" * width
+        return lead + " | " + " | ".join(cells(row)) + " |"
+
     if result.get("masked"):
         lines += ["", t("cli.bench.md.head.masked"), "|:--|--:|--:|:--|--:|--:|--:|--:|--:|"]
-        for row in result["masked"]:
-            if row["skipped"]:
-                lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)}"
-                             f"{t('cli.bench.md.skipped_why', reason=said(row['skipped']))} | — | — | — | — | — |")
-                continue
-            lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)} | {_ms(row['seconds'])} | "
-                         f"{_num(row.get('qkv_speedup'), '.2f')} | {_num(row.get('vs_flex'), '.2f')} | "
-                         f"{_num(row.get('vs_catalogue'), '.2f')} | {_num(row['peak_mib'], '.1f')} |")
+        lines += [mask_row(row, 5, lambda r: [_ms(r["seconds"]), _num(r.get("qkv_speedup"), ".2f"),
+                                              _num(r.get("vs_flex"), ".2f"), _num(r.get("vs_catalogue"), ".2f"),
+                                              _num(r["peak_mib"], ".1f")]) for row in result["masked"]]
     if result.get("training"):
         lines += ["", t("cli.bench.md.training", timing=said(result.get("training_timing", "each side in its own process"))),
                   "", t("cli.bench.md.head.training"), "|:--|--:|--:|:--|--:|--:|--:|--:|"]
-        for row in result["training"]:
-            if row["skipped"]:
-                lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)}"
-                             f"{t('cli.bench.md.skipped_why', reason=said(row['skipped']))} | — | — | — | — |")
-                continue
-            lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)} | {_ms(row['seconds'])} | "
-                         f"{_num(row['vs_torch'], '.2f')} | {_num(row.get('qkv_speedup'), '.2f')} | "
-                         f"{_num(row['peak_mib'], '.0f')} |")
+        lines += [mask_row(row, 4, lambda r: [_ms(r["seconds"]), _num(r["vs_torch"], ".2f"),
+                                              _num(r.get("qkv_speedup"), ".2f"), _num(r["peak_mib"], ".0f")])
+                  for row in result["training"]]
     if result.get("half"):
         lines += ["", t("cli.bench.md.half"), "", t("cli.bench.md.head.half"), "|:--|--:|--:|:--|--:|--:|--:|"]
-        for row in result["half"]:
-            lines.append(f"| {mask_of(row)} | {row['heads']} | {row['t']} | {impl_of(row)} | {_ms(row['seconds'])} | "
-                         f"{_num(row['vs_torch'], '.2f')} | {_num(row.get('qkv_speedup'), '.2f')} |")
+        lines += [mask_row(row, 3, lambda r: [_ms(r["seconds"]), _num(r["vs_torch"], ".2f"),
+                                              _num(r.get("qkv_speedup"), ".2f")]) for row in result["half"]]
     d = result["decode"]
     if "skipped" in d:
         lines += ["", t("cli.bench.md.decode.skipped", reason=said(d["skipped"])), ""]
