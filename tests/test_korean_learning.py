@@ -487,3 +487,11 @@ def test_a_meetings_by_hand_table_lists_no_scaled_scores(lang):
     other = run_ko("example", "self-attention", "--by-hand") if lang == "ko" else \
         _run_en("example", "self-attention", "--by-hand")
     assert scaled in other[other.index("손 계산과" if lang == "ko" else "By hand versus"):]
+
+
+def test_this_computer_has_one_name():
+    """The reader's machine was 이 기계 in doctor's and bench's help and serve's --host, 이 컴퓨터 in doctor's
+    --calibrate and serve's docs; 기계 reads as machinery (and is the 기계 of 기계 학습): 이 컴퓨터 everywhere."""
+    found = {key: value for key, value in {**_korean_tables(), **_korean_docs()}.items() if "이 기계" in value}
+    assert found == {}, found
+    assert "이 컴퓨터에서" in texts.KO["help.doctor"]

@@ -2534,7 +2534,7 @@ KO: dict[str, str] = {
                         "중앙값을 낸다. 마스크 어텐션(슬라이딩 윈도, 문서)은 밀집 마스크를 쓴 torch SDPA, "
                         "torch.compile(flex_attention)과 비교하고, 같은 윈도를 사용자가 쓴 람다 함수로도 잰다. 학습 "
                         "단계(순전파 + 역전파)는 torch 텐서에서 SDPA, 컴파일한 flex_attention과 비교하며, 양쪽이 각자 "
-                        "자기 프로세스에서 실행된다. 이 기계의 GEMM 속도, 긴 시퀀스의 메모리 사용, KV 캐시 디코딩 한 "
+                        "자기 프로세스에서 실행된다. 이 컴퓨터의 GEMM 속도, 긴 시퀀스의 메모리 사용, KV 캐시 디코딩 한 "
                         "단계도 잰다. 진행 상황은 표준 오류에 나온다(표준 오류가 터미널이 아니면 단계마다 한 줄). 표는 "
                         "표준 출력에 나오며 터미널 폭에 맞춰 잘리지 않는다.",
     "help.bench.quick": "작은 크기로 몇 초 만에 잰다 (빠른 점검용)",
@@ -2544,8 +2544,8 @@ KO: dict[str, str] = {
     "help.bench.markdown": "결과를 마크다운 표로 FILE에도 쓴다",
     "help.bench.from_json": "재지 않고, 저장해 둔 --json 결과를 출력한다 (변환도 한다. 최대 {mib} MiB)",
     "help.bench.lang": "표, 진행 상황, 메시지의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
-    "help.doctor": "이 기계에서 쓸 수 있는 커널 경로 (C 확장, 벡터 폭, BLAS, torch)",
-    "help.doctor.about": "이 기계에서 qkv 커널의 어느 경로를 쓸 수 있는지 알려 준다: C 확장(빌드되었는지, 어떻게 "
+    "help.doctor": "이 컴퓨터에서 쓸 수 있는 커널 경로 (C 확장, 벡터 폭, BLAS, torch)",
+    "help.doctor.about": "이 컴퓨터에서 qkv 커널의 어느 경로를 쓸 수 있는지 알려 준다: C 확장(빌드되었는지, 어떻게 "
                          "빌드하는지), 그 벡터 폭(AVX-512, AVX2+FMA 또는 스칼라), 융합 경로에 쓰는 NumPy의 BLAS "
                          "sgemm, torch 설치 여부.",
     "help.doctor.lang": "보고의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
@@ -2648,7 +2648,7 @@ KO: dict[str, str] = {
                         "실행한 결과, 글의 예제, 직접 만든 예제 파일. --host로 다른 주소를 주지 않으면 127.0.0.1에만 "
                         "바인딩한다.",
     "help.serve.port": "요청을 받을 포트 (기본값 8000)",
-    "help.serve.host": "바인딩할 주소 (기본값 127.0.0.1: 이 기계에서만 접속할 수 있다. 0.0.0.0은 네트워크 전체에 연다)",
+    "help.serve.host": "바인딩할 주소 (기본값 127.0.0.1: 이 컴퓨터에서만 접속할 수 있다. 0.0.0.0은 네트워크 전체에 연다)",
     "help.serve.model": "이 모델 디렉터리도 불러온다 (config.json, model.safetensors, tokenizer.json). 여러 번 줄 수 "
                         "있다",
     "help.serve.no_minilm": "MiniLM을 불러오지 않는다 (--model 디렉터리만 제공한다)",
