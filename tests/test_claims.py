@@ -77,6 +77,10 @@ def test_the_sink_rule():
     # a majority whose share is above SINK_RATIO × its weight: no sink (0.6 of the weight, 0.4 of the output)
     assert read_row([0.6, 0.4, 0.0], [0.4, 0.6, 0.0]).sink is None
     assert read_row([0.6, 0.4, 0.0], [0.29, 0.71, 0.0]).sink == 0          # share 0.29 ≤ 0.5 × 0.6
+    # a majority with a small share that still contributes most (0.3 of 1.3: 0.23 ≤ 0.5 × 0.6): the strongest key
+    # is no sink
+    reading = read_row([0.6, 0.1, 0.1, 0.1, 0.1], [0.3, 0.25, 0.25, 0.25, 0.25])
+    assert reading.same and reading.sink is None
 
 
 # ----------------------------------------------------------------------------- the explanation says it

@@ -172,9 +172,10 @@ def read_row(weights: Any, contributions: Any) -> "Reading | None":
 def head_number(meta: dict, head: int) -> int:
     """The number a reader sees for head ``head`` (0-based in the API and every array).
 
-    A worked example whose post numbers its heads from 1 (the multi-head and projection examples)
-    sets ``meta["head_base"] = 1``; everything else (models, user examples) counts from 0, as
-    ``--head`` does. Renderers label heads with this, never with ``head`` itself.
+    A worked example whose post numbers its heads from 1 (every example of the three posts: "Head 1",
+    "헤드 1, 2, 3", A_1 …) sets ``meta["head_base"] = 1``; everything else (models, user examples unless
+    their file sets head_base) counts from 0, as ``--head`` does. Renderers label heads with this, never
+    with ``head`` itself.
     """
     return int(head) + int(meta.get("head_base", 0) or 0)
 
@@ -182,8 +183,9 @@ def head_number(meta: dict, head: int) -> int:
 def token_number(meta: dict, row: int) -> int:
     """The number a reader sees for query or key row ``row`` (0-based in the API and every array).
 
-    A worked example whose post numbers its tokens from 1 (the projection example: "토큰 3의 입력")
-    sets ``meta["token_base"] = 1``; models and user files count from 0, as ``--query`` does.
+    A worked example whose post numbers its tokens from 1 (every example of the three posts: "토큰 3의
+    입력", love is token 2) sets ``meta["token_base"] = 1``; models and user files (unless they set
+    token_base) count from 0, as the API's ``query=`` does (``--query`` reads a `Shown` number in the base).
     Renderers label rows ("query 3", "q[3]") with this, never with ``row`` itself; indices used
     for computation never change.
     """
