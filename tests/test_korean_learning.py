@@ -495,3 +495,19 @@ def test_this_computer_has_one_name():
     found = {key: value for key, value in {**_korean_tables(), **_korean_docs()}.items() if "이 기계" in value}
     assert found == {}, found
     assert "이 컴퓨터에서" in texts.KO["help.doctor"]
+
+
+@pytest.mark.parametrize("command", ["inspect", "heads"])
+def test_korean_typed_into_minilm_is_said_to_be_unread_on_the_command_line(command, capsys):
+    """serve's page said MiniLM takes Korean apart into jamo and [UNK] (issue 29); `qkv inspect` and `qkv heads`
+    showed the jamo's attention with no word. The count is the tokenizer's own (qkv.models.reading): all 16
+    pieces of this sentence are jamo or [UNK] (MiniLM's BERT-uncased tokenizer decomposes Hangul, NFD)."""
+    argv = [command, "나는 기계 학습을 좋아한다"] + (["--layer", "0", "--head", "0"] if command == "inspect" else [])
+    for lang, said in (("ko", "minilm 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 16개 가운데 16개가"),
+                       ("en", "minilm does not read Korean: 16 of the 16 pieces it sees are [UNK]")):
+        assert main([*argv, "--lang", lang]) == 0
+        err = " ".join(capsys.readouterr().err.split())
+        assert said in err and "bert-base-multilingual-cased" in err and "--model DIR" in err, err
+    english = [command, "The cat sat on the mat."] + (["--layer", "0", "--head", "0"] if command == "inspect" else [])
+    assert main(english) == 0
+    assert "does not read" not in capsys.readouterr().err

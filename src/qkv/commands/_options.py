@@ -43,6 +43,22 @@ def load_model(name: str):
     return load(name)
 
 
+def reading_note(model, text: str, t) -> str | None:
+    """A note when the model's tokenizer does not read (part of) ``text`` — MiniLM takes Hangul apart into jamo
+    and [UNK] — counted from its own output (`qkv.models.reading`, as serve's page says it); None when it reads
+    it all or has no `tokenizers.Tokenizer`."""
+    from ..models.reading import READS_KOREAN, reading
+
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is None or not hasattr(tokenizer, "encode"):
+        return None
+    found = reading(text, tokenizer)
+    if not found.unread:
+        return None
+    return t("cli.reading.korean" if found.hangul else "cli.reading.other", model=getattr(model, "name", "model"),
+             n=found.unread, total=found.pieces, examples=" ".join(found.examples), korean=READS_KOREAN)
+
+
 def add_lang_option(parser: argparse.ArgumentParser, t, command: str) -> None:
     """``--lang en|ko``; its help is the text ``help.COMMAND.lang`` (what the language is of). Not given, it
     is the locale's (LC_ALL, LC_MESSAGES, LANG; `qkv.frontdoor.locale_lang`), filled in by `qkv.cli.Parser`

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import numpy as np
 
 from .._io import int_option
 from ..errors import InputError
 from ..explain.model_text import render_rich
-from ._options import add_lang_option, add_model_option, check_lang, load_model, words, write_text
+from ._options import add_lang_option, add_model_option, check_lang, load_model, reading_note, words, write_text
 
 
 def register(subparsers, t) -> None:
@@ -51,6 +52,9 @@ def handler(args: argparse.Namespace) -> int:
     t = words(check_lang(args.lang))
     model = load_model(args.model)
     tokens = model.tokens(args.text)
+    unread = reading_note(model, args.text, t)              # Korean typed into MiniLM: jamo and [UNK], said so
+    if unread:
+        print(t("cli.note", text=unread), file=sys.stderr)
     weights = np.asarray(model.attention_weights(args.text), dtype=np.float64)     # (L, H, T, T)
     scores = head_scores(weights)
     probe_ids = _probe(model, args.probe, args.seed, t)

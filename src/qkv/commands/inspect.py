@@ -31,7 +31,7 @@ from .. import frontdoor
 from ..errors import InputError
 from ..explain.model_text import (contribution_json, grid_summary, head_summary, is_causal, structure_json, top_keys,
                                   truncated)
-from ._options import add_lang_option, add_model_option, check_lang, load_model, words, write_text
+from ._options import add_lang_option, add_model_option, check_lang, load_model, reading_note, words, write_text
 
 FORMATS = ("text", "markdown", "json", "html")
 
@@ -67,6 +67,9 @@ def handler(args: argparse.Namespace) -> int:
         raise InputError(t("cli.inspect.no_tokens"), field="TEXT")
     if truncated(model, args.text):
         print(t("cli.note", text=t("cli.truncated", n=len(tokens))), file=sys.stderr)
+    unread = reading_note(model, args.text, t)              # Korean typed into MiniLM: jamo and [UNK], said so
+    if unread:
+        print(t("cli.note", text=unread), file=sys.stderr)
     if args.query is None:
         query = len(tokens) - 1 if is_causal(model) else (1 if len(tokens) > 2 else 0)
     else:
