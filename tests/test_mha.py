@@ -191,7 +191,9 @@ def test_cached_keys_without_gradients_beside_a_query_that_needs_one():
         keys, values = cache.append(k[:, t:t + 1], v[:, t:t + 1])
         outs.append(qkv.attention(q[:, t:t + 1], keys, values))
     got = torch.autograd.grad(torch.cat(outs, dim=1).square().sum(), q)[0]
-    want = torch.autograd.grad(qkv.attention(q, k, v, causal=True).square().sum(), q)[0]
+    # the whole sequence at once, written out in float64: softmax(q·kᵀ/√4, causal)·v
+    scores = (q @ k.transpose(-1, -2) / 2.0).masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(), -torch.inf)
+    want = torch.autograd.grad((torch.softmax(scores, dim=-1) @ v).square().sum(), q)[0]
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
