@@ -540,7 +540,9 @@ def test_qkv_block_mask_takes_torch_written_masks(name):
     block = masks.block_mask(fn, 1, 2, T, T, block_size=4)
     assert (masks.dense_mask(block, T, T) == want).all()
     x = np.random.default_rng(0).standard_normal((1, 2, T, 4))
-    expected = qkv.attention(x, x, x, mask=want)   # the mask as an array: no function involved
+    scores = np.where(want, x @ np.swapaxes(x, -1, -2) / 2.0, -np.inf)     # float64, written out: √4 = 2
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    expected = weights / weights.sum(axis=-1, keepdims=True) @ x
     np.testing.assert_allclose(qkv.attention(x, x, x, mask_mod=block), expected, atol=1e-12)
     np.testing.assert_allclose(qkv.attention(x, x, x, mask_mod=fn), expected, atol=1e-12)
     xt = torch.from_numpy(x)
@@ -578,8 +580,8 @@ def test_qkv_block_mask_of_a_changed_tensor_is_refused():
     with pytest.raises(ValueError, match="stale BlockMask: 'window' captured by <lambda>"):
         qkv.attention(x, x, x, mask_mod=block)
     fresh = masks.block_mask(fn, 1, 1, 16, 16, block_size=4)
-    torch.testing.assert_close(qkv.attention(x, x, x, mask_mod=fresh),
-                               qkv.attention(x, x, x, mask=torch.from_numpy(_elementwise_mask(fn, 16))))
+    want = reference(x, x, x, None, torch.from_numpy(_elementwise_mask(fn, 16)).expand(1, 1, 16, 16))[0]
+    torch.testing.assert_close(qkv.attention(x, x, x, mask_mod=fresh).double(), want, atol=2e-5, rtol=2e-5)
 
 
 @pytest.mark.parametrize("result,words", [
