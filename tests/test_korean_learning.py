@@ -511,3 +511,23 @@ def test_korean_typed_into_minilm_is_said_to_be_unread_on_the_command_line(comma
     english = [command, "The cat sat on the mat."] + (["--layer", "0", "--head", "0"] if command == "inspect" else [])
     assert main(english) == 0
     assert "does not read" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_drills_sum_never_adds_a_minus(lang):
+    """The drill's worked answer read "… + -0.5000 × (-0.2500) + -0.1250 × 0.3750" (issue 29 named "+ -0.5000" in
+    the explanation); a negative term after the first is written "− 0.5000 × (-0.2500)", as the explanation does,
+    and the printed sum still holds."""
+    from decimal import Decimal
+
+    for name in examples.names():
+        for seed in range(4):
+            drill = practice.drill(name, lang=lang, seed=seed)
+            for question in drill.questions:
+                said = " ".join(practice.check(question, "1e9", lang=lang).lines) + " " + practice.reveal(question, lang=lang)
+                assert "+ -" not in said and "+ −" not in said, said
+                for found in re.finditer(r"= ((?:\(?-?\d+\.\d+\)? × \(?-?\d+\.\d+\)?(?: [+−] )?)+) = (-?\d+\.\d+)", said):
+                    terms = re.findall(r"(^|[+−]) ?(-?\d+\.\d+) × \(?(-?\d+\.\d+)\)?", found.group(1))
+                    total = sum((-1 if sign == "−" else 1) * Decimal(x) * Decimal(y) for sign, x, y in terms)
+                    shown = Decimal(found.group(2))
+                    assert abs(total - shown) <= Decimal(5) * Decimal(10) ** (shown.as_tuple().exponent - 1) * 10, said

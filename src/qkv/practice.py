@@ -160,7 +160,21 @@ def _vector(values: Sequence[float], digits: int) -> str:
 
 
 def _sum_of_products(a: Sequence[float], b: Sequence[float], da: int, db: int) -> str:
-    return " + ".join(f"{_num(x, da)} × {_operand(y, db)}" for x, y in zip(a, b))
+    """x₀ × y₀ + x₁ × y₁ …, a negative first factor after the first term folded into the sign ("− 0.5000 × …",
+    as the explanation writes it; "+ -0.5000" was issue 29's)."""
+    text = ""
+    for n, (x, y) in enumerate(zip(a, b)):
+        shown = _num(x, da)
+        if n and shown.startswith("-"):
+            text += f" − {shown[1:]} × {_operand(y, db)}"
+        else:
+            text += (" + " if n else "") + f"{shown} × {_operand(y, db)}"
+    return text
+
+
+def _added(shown: Sequence[str]) -> str:
+    """Printed numbers added up, a negative one after the first folded into the sign: "0.0126 − 0.7460"."""
+    return "".join((" − " + x[1:] if x.startswith("-") else " + " + x) if n else x for n, x in enumerate(shown))
 
 
 def _operand(value: float, digits: int) -> str:
@@ -322,7 +336,7 @@ def _attention_questions(c: _Chain, i: int, j: int, comp: int, *, ask_qk: bool) 
         "sum", c.step("exp_sum"), c.index(i, 0), float(answer), c.hand("exp_sum", (i,)), dsum,
         given=(("practice.given.exp_row", {"q": qt, "row": _labelled(exps_row, c.key_tokens, de)}),),
         ask=("practice.ask.sum", {"q": qt, "digits": dsum}),
-        how=("practice.how.sum", {"terms": " + ".join(_num(e, de) for e in exps_row), "answer": _num(answer, dsum)}),
+        how=("practice.how.sum", {"terms": _added([_num(e, de) for e in exps_row]), "answer": _num(answer, dsum)}),
         hint=(("practice.hint.count", {"n": len(exps_row)}),),
         slips=_slips(answer, 10.0 ** -dsum, cands)))
     # weight, from the raw scores: every step before it can part
@@ -453,7 +467,7 @@ def _concat_and_y(trace: Trace, by_hand: Trace, pick: random.Random, lang: str, 
         given=(("practice.given.concat_row", {"q": qt, "vector": _vector(h_row, dcat)}),
                ("practice.given.wo_column", {"c": c, "vector": _vector(w_col, dwo)})),
         ask=("practice.ask.y", {"q": qt, "c": c, "digits": dy, "n": heads * dv}),
-        how=("practice.how.y", {"c": c, "shares": " + ".join(_num(s, dy) for s in shares), "answer": _num(answer, dy),
+        how=("practice.how.y", {"c": c, "shares": _added([_num(s, dy) for s in shares]), "answer": _num(answer, dy),
                                 "heads": heads}),
         hint=(("practice.hint.shares", {"heads": heads, "dv": dv, "n": heads * dv}),),
         slips=_slips(answer, 10.0 ** -dy, cands)))
