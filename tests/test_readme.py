@@ -139,3 +139,28 @@ def test_headline_numbers_are_measured_rows():
 
 def measured_row(rows, h, T, causal, implementation):
     return next(row for row in rows if row[:4] == [h, T, causal, implementation])
+
+
+def test_the_korean_readme_says_what_the_english_one_says():
+    """README.ko.md had fallen behind: no torch or GPU set-up, no headline numbers, English link labels; its
+    commands, set-up targets and numbers are the English README's."""
+    korean = (ROOT / "README.ko.md").read_text(encoding="utf-8")
+    from qkv.commands import COMMANDS
+
+    table = table_rows(section("명령", korean))
+    named = {m.group(1) for row in table for m in [re.match(r"`qkv (\w+)", row[0])] if m}
+    assert named == set(COMMANDS), sorted(named ^ set(COMMANDS))
+    for words in ("make demo", "make test", "make check", "make torch", "TORCH_INDEX=https://download.pytorch.org/whl/",
+                  "python3-venv", "chromium", "fonts-noto-cjk", ".venv/bin/qkv", "source .venv/bin/activate",
+                  "qkv.show("):
+        assert words in README and words in korean, words
+    ours = [row[1:] for row in table_rows(section("대표 측정값", korean))]
+    english = [row[1:] for row in table_rows(section("Headline numbers"))]
+    def numbers(rows):       # T, qkv, torch SDPA (its note aside), ×; the header row aside
+        return [(row[0], row[1], row[2].split(" (")[0], row[3]) for row in rows[1:]]
+    assert numbers(ours) and numbers(ours) == numbers(english)
+    assert len(korean.splitlines()) <= 100
+    # a link's words are Korean; an English page says so
+    for label, target in re.findall(r"\[([^\]]+)\]\(([^)]+)\)", korean):
+        assert re.search("[가-힣]", label) or label in ("English", "torch"), label
+        assert target.startswith(("docs/ko/", "README.md")) or "(영어)" in label or label in ("torch", "신뢰성", "내부 구조"), label
