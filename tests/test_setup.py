@@ -267,3 +267,15 @@ def test_wheel_carries_the_license_and_a_kernel_without_debug_info(tmp_path):
     assert ".text" in sections and not {s for s in sections if s.startswith(".debug")}, sorted(sections)
     assert ".symtab" not in sections        # stripped: the dynamic symbols (PyInit__fused) stay in .dynsym
     assert ".dynsym" in sections
+
+
+def test_every_hint_to_install_torch_names_the_cpu_build():
+    """`qkv doctor` said 'pip install torch, or make test' — on Linux PyPI's torch is the CUDA build (several GB),
+    and make test installs the whole test stack: every hint that says to install torch names `make torch`."""
+    from qkv.explain import texts
+
+    for lang, table in (("en", texts.EN), ("ko", texts.KO)):
+        hints = {key: value for key, value in table.items() if "pip install torch" in str(value)}
+        assert hints
+        for key, value in hints.items():
+            assert "make torch" in value and "make test" not in value, (lang, key, value)

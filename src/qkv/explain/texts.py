@@ -1015,7 +1015,7 @@ EN: dict[str, str] = {
     "doctor.no_backward": "C backward: not live (qkv.kernels._fused not built, or no BLAS sgemm) — torch tensors "
                           "take SDPA or the plain path (same numbers)",
     "doctor.torch": "torch: {version} — qkv.torch, qkv ring and the reference checks are available",
-    "doctor.no_torch": "torch: not installed — qkv.torch and qkv ring need it (pip install torch, or make test)",
+    "doctor.no_torch": "torch: not installed — qkv.torch and qkv ring need it: pip install torch (in a checkout: make torch, the CPU build)",
     "doctor.summary.built": "C kernel built ({width}, {sgemm}, {backward})",
     "doctor.summary.sgemm": "BLAS sgemm",
     "doctor.summary.no_sgemm": "no BLAS sgemm",
@@ -2722,7 +2722,7 @@ KO: dict[str, str] = {
     "doctor.no_backward": "C 역전파: 쓸 수 없다 (qkv.kernels._fused가 빌드되지 않았거나 BLAS sgemm이 없다) — torch "
                           "텐서는 SDPA나 기본 경로로 계산한다 (숫자는 같다)",
     "doctor.torch": "torch: {version} — qkv.torch, qkv ring, 참조 검증을 쓸 수 있다",
-    "doctor.no_torch": "torch: 설치되어 있지 않다 — qkv.torch와 qkv ring에 필요하다 (pip install torch 또는 make test)",
+    "doctor.no_torch": "torch: 설치되어 있지 않다 — qkv.torch와 qkv ring에 필요하다: pip install torch (저장소 사본에서는 make torch: CPU 빌드)",
     "doctor.summary.built": "C 커널 빌드됨: {width}, {sgemm}, {backward}",
     "doctor.summary.sgemm": "BLAS sgemm 있음",
     "doctor.summary.no_sgemm": "BLAS sgemm 없음",
