@@ -199,7 +199,9 @@ def test_no_part_of_a_sum_reads_as_a_quotient():
     found |= {key: value for key, value in translator_explain._TEXTS["ko"].items() if isinstance(value, str) and "몫" in value}
     assert found == {}, found
     rollout = " ".join(run_ko("heads", "The cat sat on the mat.").split())
-    assert "각 토큰에서 가져오는 비율: “[CLS]”" in rollout and "몫" not in rollout
+    assert "각 토큰에서 가져오는 비율: 0:“[CLS]”" in rollout and "몫" not in rollout
+    # "the" is in the text twice: each share names its position, as inspect lists the tokens (0:[CLS] 1:the …)
+    assert re.search(r"1:“the” 0\.\d{3}", rollout) and re.search(r"5:“the” 0\.\d{3}", rollout), rollout
     said = " ".join(run_ko("example", "projection").split())
     assert "헤드 1에서는 Q와 K 가운데 이 헤드가 맡은 열 4개" in said
 

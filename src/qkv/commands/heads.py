@@ -132,5 +132,6 @@ def _report(model, tokens, scores, flow, args, t) -> str:
              render_rich(table).rstrip(), ""]
     order = np.argsort(-flow[0], kind="stable")[:5]
     lines.append(t("cli.heads.rollout", layers=layers, token=tokens[0],
-                   shares=", ".join(f"“{tokens[j]}” {flow[0, j]:.3f}" for j in order)))
+                   # each token with its position, as inspect lists them (0:[CLS] 1:the …): "the" is there twice
+                   shares=", ".join(f"{j}:“{tokens[j]}” {flow[0, j]:.3f}" for j in order)))
     return "\n".join(lines) + "\n"
