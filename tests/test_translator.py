@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import sys
 
 import numpy as np
@@ -838,11 +839,30 @@ def test_compare_post_refuses_another_sentence_or_language(capsys, args, message
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
-def test_compare_post_figure(tmp_path, capsys, lang):
+def test_compare_post_figure(model, tmp_path, capsys, lang):
+    """The file is a PNG, and the grid it draws holds the float64 reference rows: the post's on top, then each
+    layer's four heads and their mean, each cell's number written to 4 decimals (or one digit, below them)."""
+    from qkv.translator import compare
+
     path = tmp_path / f"compare-{lang}.png"
     assert main(["translate", "I love machine learning", "--to", "ja", "--compare-post", "--lang", lang,
                  "--figure", str(path)]) == 0
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    post, _ = _post_weights_float64()
+    learned = _learned_float64()[0]                                           # (L, H, S)
+    rows = [post] + [row for layer in learned for row in (*layer, layer.mean(axis=0))]
+    c = compare.post_comparison(model, model.translate("I love machine learning", "ja"))
+    figure = compare.comparison_figure(c, lang=lang)
+    (image,) = figure.axes[0].get_images()
+    np.testing.assert_allclose(np.asarray(image.get_array()), np.stack(rows), rtol=0, atol=2e-5)
+    written = [t.get_text() for t in figure.axes[0].texts]                  # row by row, as the cells are drawn
+    assert len(written) == np.size(rows)
+    for text, value in zip(written, np.ravel(rows)):
+        if re.fullmatch(r"\d\.\d{4}", text):
+            assert abs(float(text) - value) <= 0.5e-4 + 2e-5, (text, value)
+        else:                                                                   # below the 4th decimal: 3e-05
+            assert re.fullmatch(r"\de-\d\d", text) and value < 0.5e-4 + 2e-5, (text, value)
+            assert abs(float(text) - value) <= 0.5 * 10.0 ** math.floor(math.log10(value)) * 1.05, (text, value)
 
 
 # --------------------------------------------------------------------------- qkv why sqrt-dk: a saturated head of the translator
