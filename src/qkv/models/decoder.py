@@ -474,7 +474,9 @@ class CausalLM:
           to DERIVATION_TOKENS tokens (meta derivation True/False, derivation_tokens the bound): what
           the interactive page needs to derive any clicked cell.
         meta: kind="model", model, tokens, n_layers, n_heads, n_kv_heads, kv_groups, causal=True,
-        rope_theta, sliding_window, layer, head, kv_head, query.
+        rope_theta, sliding_window, layer, head, kv_head, query; with a layer, scale_reason where q·kᵀ's scale is
+        not 1/√d_k: {"by_layer": l + 1} (GPT-2's scale_attn_by_inverse_layer_idx) or {"query_pre_attn_scalar": s}
+        (Gemma 2/3), for the explanation to say what the scale is.
         """
         if head is not None and layer is None:
             raise ValueError("head= needs layer= too (the same head index exists in every layer)")
