@@ -533,3 +533,16 @@ def test_a_drills_sum_never_adds_a_minus(lang):
                     total = sum((-1 if sign == "−" else 1) * Decimal(x) * Decimal(y) for sign, x, y in terms)
                     shown = Decimal(found.group(2))
                     assert abs(total - shown) <= Decimal(5) * Decimal(10) ** (shown.as_tuple().exponent - 1) * 10, said
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_underflow_note_names_where_float64_reaches_0(lang):
+    """The group meeting's figure said exp(s − m) "below about 10⁻³⁰⁸ is 0": 10⁻³⁰⁸ is float64's smallest normal
+    number, and below it come subnormals down to 4.9·10⁻³²⁴ (np.exp(-740) is 4.2e-322, not 0). The power the note
+    names is checked against float64 itself."""
+    import numpy as np
+
+    said = texts.text(lang, "fig.eq_underflow")
+    power = int(re.search(r"10⁻([⁰¹²³⁴⁵⁶⁷⁸⁹]+)", said).group(1).translate(str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")))
+    assert np.float64(10.0 ** -(power - 1)) > 0 and np.float64(float(f"1e-{power + 1}")) == 0, power
+    assert float(f"1e-{power + 1}") == 0.0 and np.exp(-740.0) > 0 and np.exp(-746.0) == 0
