@@ -32,6 +32,24 @@ if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = _inductor_cache
     atexit.register(shutil.rmtree, _inductor_cache, ignore_errors=True)
 
+# Two workers on two cores (`make test`, `make check`: -n 2): torch's OpenMP pool starts one thread per core in
+# each worker, so four threads share two cores, and an OpenMP thread that waits spins. Measured 7 December under
+# load 15, test_magnitudes + test_adversary_today on two workers: 94 CPU-s with 2 torch threads per worker, 30
+# with 1 (wall 10 min against 6); one torch case of test_magnitudes, T = 8 forward + backward, 40–46 CPU-ms
+# against 2.5–4. Each xdist worker gets its share of the cores (here 1) in OMP_NUM_THREADS, which torch (and
+# MKL under it) and the processes the tests start read at start-up; a value set by the caller is kept. NumPy's
+# OpenBLAS would read OMP_NUM_THREADS too: it keeps its own default (the CPUs) in OPENBLAS_NUM_THREADS, since
+# with one BLAS thread qkv's NumPy kernel prints "invalid value encountered in matmul" on an infinite key under
+# the mask (test_adversary_today's test_non_finite_value_under_the_mask_after_a_finite_call[inf-numpy-160]
+# fails with OPENBLAS_NUM_THREADS=1: a one-CPU machine would see it; left to the kernel's owner). Tests of
+# thread counts set their own (test_adversary_today's torch threads 1 → 2 → 1, test_backward's and
+# test_serve's BLAS at 2, qkv's own pool by its `threads` argument: it sizes itself from the CPUs).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+if _WORKERS and "OMP_NUM_THREADS" not in os.environ:
+    _cpus = len(os.sched_getaffinity(0))
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(_cpus))
+    os.environ["OMP_NUM_THREADS"] = str(max(1, _cpus // _WORKERS))
+
 BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py", "test_page_access.py",
            "test_practice_browser.py", "test_lenses_browser.py",
            "test_example_lenses_browser.py"}       # Chromium (and a kernel)

@@ -510,7 +510,7 @@ def test_the_command_binds_127_0_0_1_and_checks_its_options(monkeypatch, capsys,
 
 
 def test_run_holds_blas_to_one_thread_while_serving(monkeypatch):
-    from threadpoolctl import threadpool_info
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     seen = []
 
@@ -523,7 +523,9 @@ def test_run_holds_blas_to_one_thread_while_serving(monkeypatch):
                                                        if i["user_api"] == "blas"]))
 
     monkeypatch.setattr(serve, "server", Server)
-    serve.run(object(), port=0)
+    # BLAS at 2 threads before, as in a process of its own (the test workers start at 1: tests/conftest.py)
+    with threadpool_limits(limits=2, user_api="blas"):
+        serve.run(object(), port=0)
     host, threads = seen[0]
     assert host == "127.0.0.1" and threads and set(threads) == {1}
 
