@@ -80,7 +80,7 @@ def read_config(data: dict, source: str) -> DecoderConfig:
     elif model_type in ("gemma2", "gemma3_text"):
         window = read.optional_integer("sliding_window", low=1)
         if bidirectional:                            # Gemma3TextConfig: |i − j| < sliding_window // 2 + 1 (it fails
-            window = read.integer("sliding_window") // 2 + 1     # without a window, and so does qkv)
+            window = read.integer("sliding_window") // 2 + 1     # on sliding_window: null, and so does qkv)
         # Gemma3TextConfig reads sliding_window_pattern, never the _sliding_window_pattern it writes
         pattern = 2 if model_type == "gemma2" else read.integer("sliding_window_pattern", 6)
         layer_types = read.layer_types(n_layers) or tuple(
