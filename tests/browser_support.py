@@ -7,11 +7,36 @@ the Makefile's `browser` target.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
+
+@contextlib.contextmanager
+def serving(app):
+    """`app` served by uvicorn on a free port of 127.0.0.1, as `qkv serve` runs it, in a thread; yields its address
+    and stops it on the way out."""
+    from qkv import serve
+
+    sock = serve.listen("127.0.0.1", 0)
+    runner = serve.server(app, sock)
+    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not runner.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        runner.should_exit = True
+        thread.join(10)
+        sock.close()
+
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-extensions",

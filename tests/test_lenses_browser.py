@@ -5,8 +5,6 @@ temperature, text contrast reaches WCAG AA, no sideways scroll at 390 px, Englis
 
 from __future__ import annotations
 
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -14,7 +12,7 @@ import pytest
 import qkv
 from qkv import models, serve
 
-from browser_support import OpenPage, browser_context, low_contrast_text  # noqa: F401  (fixture)
+from browser_support import OpenPage, browser_context, low_contrast_text, serving  # noqa: F401  (fixture)
 
 TEXT = "The cat sat on the mat"
 DIGITS = 4
@@ -31,19 +29,8 @@ def decoders(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(decoders):
     loaded = dict(decoders)
-    sock = serve.listen("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    runner = serve.server(serve.create_app(loaded), sock)
-    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not runner.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    runner.should_exit = True
-    thread.join(10)
-    sock.close()
+    with serving(serve.create_app(loaded)) as url:
+        yield url
 
 
 def _page(context, url: str, width: int):

@@ -12,8 +12,6 @@ labelled by its question), the verdict is a live region, every text reaches 4.5:
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,7 @@ from qkv import practice, serve
 from qkv.cli import main
 from qkv.explain import texts
 
-from browser_support import OpenPage, browser_context, low_contrast_text  # noqa: F401  (fixture)
+from browser_support import OpenPage, browser_context, low_contrast_text, serving  # noqa: F401  (fixture)
 from test_practice import EXAMPLES, ref_value, reference
 from test_serve import tiny_bert
 
@@ -37,19 +35,8 @@ DESKTOP, PHONE = (1366, 900), (390, 844)
 def server(tmp_path_factory):
     """`qkv serve` (a tiny BERT: the worked examples need no model) on 127.0.0.1, as `qkv serve` runs it."""
     models = serve.load_models([tiny_bert(tmp_path_factory.mktemp("models") / "tiny-bert")], minilm=False)
-    sock = serve.listen("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    runner = serve.server(serve.create_app(models), sock)
-    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not runner.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    runner.should_exit = True
-    thread.join(10)
-    sock.close()
+    with serving(serve.create_app(models)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,6 @@ Trace, no request leaving the server's origin, no console error (a CSP violation
 
 from __future__ import annotations
 
-import threading
-import time
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
@@ -14,7 +12,7 @@ import pytest
 from qkv import serve
 from qkv.cli import main as cli_main
 
-from browser_support import browser_context  # noqa: F401  (fixture)
+from browser_support import browser_context, serving  # noqa: F401  (fixture)
 from test_serve import tiny_bert
 
 TEXT = "The cat sat on the mat."
@@ -35,21 +33,10 @@ def server(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("models")
     models = serve.load_models([tiny_bert(root / "tiny-bert"), build_checkpoint(root, "llama-gqa")])
-    sock = serve.listen("127.0.0.1", 0)
-    port = sock.getsockname()[1]
     translator, why = serve.load_translator()
     assert translator is not None, why
-    runner = serve.server(serve.create_app(models, translator=translator), sock)
-    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not runner.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", dict(models, translator=translator)
-    runner.should_exit = True
-    thread.join(10)
-    sock.close()
+    with serving(serve.create_app(models, translator=translator)) as url:
+        yield url, dict(models, translator=translator)
 
 
 class Walk:
