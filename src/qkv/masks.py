@@ -46,7 +46,7 @@ from .kernels.functions import EMPTY, FULL, PARTIAL, as_bool_mask, call_mask, ca
 from ._keep import keep
 
 __all__ = [
-    "MaskMod", "MaskInfo", "analyse", "BlockMask", "block_mask", "ScoreMod", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
+    "MaskMod", "MaskInfo", "analyse", "BlockMask", "block_mask", "ScoreMod", "ScoreInfo", "read_score", "EMPTY", "PARTIAL", "FULL", "dense_mask", "block_map",
     "causal", "sliding_window", "dilated_window", "global_tokens", "prefix_lm", "document", "sinks",
     "chunked", "and_masks", "or_masks", "key_range_mask", "mask_ranges", "alibi", "alibi_slopes", "soft_cap", "t5_relative_buckets",
     "t5_bucket", "catalogue", "elementwise", "call_mask", "call_score", "captured_tensors",
@@ -175,11 +175,16 @@ class MaskInfo:
       batch) or for all (B' = 1); or None (MaskMod.key_range_table). Masks with more than one run of
       keys per row (sinks | window, global tokens) or per-batch documents go to the C routes by it.
     block_size: the block size the analysis was made at (BlockMask), a hint for the kernel; or None.
+    broadcasts: the call's function is written for broadcasting index arrays (qkv.masks' functions):
+      called once per call; otherwise once per (batch, head) with scalar b and h.
+    recipe: a catalogue mask's recipe string (`from_recipe` rebuilds it; how it passes into a trace), or None.
     """
 
-    def __init__(self, fn, block_kinds, relative, band, ranges, block_size=None, table=None):
+    def __init__(self, fn, block_kinds, relative, band, ranges, block_size=None, table=None, broadcasts=False,
+                 recipe=None):
         self.fn, self.block_kinds, self.relative, self.band = fn, block_kinds, relative, band
         self.block_size = block_size
+        self.broadcasts, self.recipe = bool(broadcasts), recipe
         self._ranges = ranges
         self._table = table if table is not None else (lambda: None)
 
@@ -222,6 +227,7 @@ def analyse(mask_mod: Callable, tq: int, tk: int, *, batch: int = 1, heads: int 
     check = getattr(mask_mod, "check_shape", None)
     if callable(check):   # per-batch / per-row arrays against the call's shape (a BlockMask: its own shape)
         check(batch, heads, tq, tk)
+    broadcasts, recipe = getattr(mask_mod, "broadcasts", False), getattr(mask_mod, "recipe", None)
     if isinstance(mask_mod, BlockMask):
         pass
     elif not callable(getattr(mask_mod, "block_kinds", None)) and numpy:
@@ -238,7 +244,8 @@ def analyse(mask_mod: Callable, tq: int, tk: int, *, batch: int = 1, heads: int 
                     band=None if band is None else tuple(band),
                     ranges=(lambda: ranges(tq, tk)) if callable(ranges) else (lambda: None),
                     table=(lambda: table(tq, tk, batch)) if callable(table) else None,
-                    block_size=getattr(mask_mod, "block_size", None) if isinstance(mask_mod, BlockMask) else None)
+                    block_size=getattr(mask_mod, "block_size", None) if isinstance(mask_mod, BlockMask) else None,
+                    broadcasts=broadcasts, recipe=recipe)
 
 
 def _offsets(q_lo, q_hi, k_lo, k_hi):
@@ -869,6 +876,46 @@ class ScoreMod:
 
     def __repr__(self):
         return f"<score {self.name}: {self.formula}>"
+
+
+class ScoreInfo:
+    """What one call knows about its score function, read once (`read_score`) when the call is checked;
+    the route, the plain path and the C routes' score specs use this, never the function's attributes
+    (the score functions' MaskInfo). A plain class, as MaskInfo: torch.compile traces check_call.
+
+    fn: the score function (score, b, h, q_idx, kv_idx) -> score.
+    formula: its formula as the explainer shows it ("score_mod(score, b, h, q, k)" for one without).
+    broadcasts: written for broadcasting index arrays (qkv.masks' functions): called once per call;
+      otherwise once per (batch, head) with scalar b and h.
+    relative: declared fn(score, …) = score + f(h, kv − q) (ALiBi, T5's buckets, ScoreMod(relative=True));
+      the C routes check it before they use it (`kernels.autograd.relative_table`).
+    params: the catalogue's parameters (`ScoreMod.params`: ("soft_cap", cap), ("alibi", slopes), …) or None;
+      kind: their name, "alibi", "soft_cap" or "t5_relative_buckets" (None for other functions).
+    """
+
+    def __init__(self, fn, formula, broadcasts, relative, params):
+        self.fn, self.formula, self.broadcasts, self.relative = fn, formula, broadcasts, relative
+        self.params = params
+        self.kind = params[0] if params else None
+
+    @property
+    def catalogue_relative(self) -> bool:
+        """ALiBi or T5's buckets from the catalogue: tables copied at construction, so one computed per
+        shape stays true (a user's relative function may read state that changes)."""
+        return self.kind in ("alibi", "t5_relative_buckets")
+
+
+def read_score(score_mod: Callable, *, batch: int = 1, heads: int = 1, tq: int = 0, tk: int = 0) -> ScoreInfo:
+    """The ScoreInfo of a score function for a call of `batch` × `heads` (b, h) pairs, Tq queries and Tk
+    keys: the one place a score function's attributes are read (as `analyse` reads a mask function's).
+    A function with per-head tables (`ScoreMod.check_shape`: ALiBi's slopes, T5's biases) is checked
+    against the call's shape here (InputError when they do not fit)."""
+    check = getattr(score_mod, "check_shape", None)
+    if callable(check):   # per-head tables against the call
+        check(batch, heads, tq, tk)
+    return ScoreInfo(score_mod, getattr(score_mod, "formula", "score_mod(score, b, h, q, k)"),
+                     bool(getattr(score_mod, "broadcasts", False)), bool(getattr(score_mod, "relative", False)),
+                     getattr(score_mod, "params", None))
 
 
 def alibi_slopes(num_heads: int) -> np.ndarray:

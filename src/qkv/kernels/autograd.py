@@ -499,13 +499,6 @@ def _probe(score_mod, b, h, q_idx, kv_idx, like):
     return value
 
 
-def _catalogue_relative(mod) -> bool:
-    """The catalogue's relative functions (ALiBi, T5's buckets): their tables are copies
-    arrays made at construction, so a table computed once per shape stays true."""
-    params = getattr(mod, "params", None)
-    return bool(params) and params[0] in ("alibi", "t5_relative_buckets")
-
-
 def score_spec(call: Call):
     """How the C routes compute the call's score_mod: (0, None, 1.0) without one; (SCORE_SOFT_CAP,
     None, cap) for qkv.masks.soft_cap; (SCORE_RELATIVE, table, 1.0) for a score_mod declared
@@ -514,17 +507,16 @@ def score_spec(call: Call):
     functions (the plain path or the NumPy kernel's walk). The catalogue's tables are kept per
     (function, H, Tq, Tk); a user's function is evaluated on every call (it may read an array
     or a global that changed since: a kept table would be stale)."""
-    mod = call.score_mod
+    mod, info = call.score_mod, call.score_info
     if mod is None:
         return 0, None, 1.0
-    params = getattr(mod, "params", None)
-    if params and params[0] == "soft_cap":
-        return SCORE_SOFT_CAP, None, float(params[1])
-    if not getattr(mod, "relative", False):
+    if info.kind == "soft_cap":
+        return SCORE_SOFT_CAP, None, float(info.params[1])
+    if not info.relative:
         return None
     heads = call.lead[-1] if call.lead else 1
     batch = call.batch if call.lead else 1
-    keep = _catalogue_relative(mod)
+    keep = info.catalogue_relative   # (the catalogue's tables are copies made at construction)
     key = (id(mod), heads, batch, call.tq, call.tk)
     if keep:
         found = _SPECS.get(key)

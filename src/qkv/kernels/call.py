@@ -71,6 +71,7 @@ class Call:
     mask_mod: Callable | None
     score_mod: Callable | None
     mask_info: Any = None   # qkv.masks.MaskInfo of mask_mod (block kinds, band, key ranges), or None
+    score_info: Any = None  # qkv.masks.ScoreInfo of score_mod (formula, broadcasts, relative, catalogue kind), or None
     q: Any = field(default=None, repr=False, compare=False)   # the arrays as given
     k: Any = field(default=None, repr=False, compare=False)
     v: Any = field(default=None, repr=False, compare=False)
@@ -275,13 +276,14 @@ def _check_call(q, k, v, mask=None, *, bias=None, causal: bool = False, scale=No
     if mask_mod is not None:
         info = _masks().analyse(mask_mod, tq, tk, batch=math.prod(lead[:-1]) if lead else 1, heads=lead[-1] if lead else 1,
                        numpy=compat.is_numpy_namespace(xp) or not _compiling())
-    if callable(getattr(score_mod, "check_shape", None)):   # per-head tables against the call (h/masks)
-        score_mod.check_shape(math.prod(lead[:-1]) if lead else 1, lead[-1] if lead else 1, tq, tk)
+    score_info = None if score_mod is None else _masks().read_score(   # (per-head tables checked against the call)
+        score_mod, batch=math.prod(lead[:-1]) if lead else 1, heads=lead[-1] if lead else 1, tq=tq, tk=tk)
     return Call(
         xp=xp, dtype=q.dtype, work=work, device=compat.device(q),
         tq=tq, tk=tk, dk=dk, dv=dv, heads=lead[-1] if lead else 1, kv_heads=kv_heads,
         groups=heads // kv_heads if grouped else 1, lead=tuple(lead), scale=value, default_scale=default,
         causal=bool(causal), mask=mask, bias=bias, mask_mod=mask_mod, score_mod=score_mod, mask_info=info,
+        score_info=score_info,
         q=q, k=k, v=v,
     )
 
@@ -305,7 +307,7 @@ def _numpy_ready(fn, *, score: bool):
     """fn, or fn called through torch when it only works on tensors (a flex_attention function
     whose closure holds torch tensors: `score + bias_table[h]·(kv_idx − q_idx)` cannot add a
     tensor to a NumPy array). Decided once per call by a 1×1 probe; results come back as NumPy."""
-    if fn is None or hasattr(fn, "block_kinds"):
+    if fn is None or not score and hasattr(fn, "block_kinds"):   # (a mask of the catalogue or a BlockMask)
         return fn
     probe = (np.int64(0), np.int64(0), np.zeros((1, 1), np.int64), np.zeros(1, np.int64))
     head = (np.zeros((1, 1)),) if score else ()

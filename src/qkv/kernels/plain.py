@@ -198,7 +198,7 @@ def _scores_to_weights(call: Call, q, qg, kg, record, shifts):
         scaled = ungroup(call, _ldexp(xp, qg, -a) @ xp.matrix_transpose(_ldexp(xp, kg, -b)))
         scaled = scaled * _as_work(call, call.scale)            # the scores · 2^−(a+b)
         shift = a + b                                            # softmax takes the shift (exactly)
-    if shift is not None and call.score_mod is not None and not getattr(call.score_mod, "relative", False):
+    if shift is not None and call.score_mod is not None and not call.score_info.relative:
         scaled, shift = _ldexp(xp, scaled, shift), None          # the function needs the scores themselves
     if call.bias is not None:   # (on shifted scores: the bias divided by the same power of two)
         bias = xp.astype(call.bias, work)
@@ -208,13 +208,14 @@ def _scores_to_weights(call: Call, q, qg, kg, record, shifts):
     if call.score_mod is not None:
         scaled = xp.broadcast_to(scaled, call.scores_shape)
         if shift is None:
-            modified = evaluate(call, call.score_mod, q, score=scaled)
+            modified = evaluate(call, call.score_mod, q, broadcasts=call.score_info.broadcasts, score=scaled)
         else:   # relative: score + f(h, kv − q); the term (the function at score 0) shifted as the scores are
-            term = xp.astype(evaluate(call, call.score_mod, q, score=xp.zeros_like(scaled)), work)
+            term = xp.astype(evaluate(call, call.score_mod, q, broadcasts=call.score_info.broadcasts,
+                                           score=xp.zeros_like(scaled)), work)
             modified = scaled + _ldexp(xp, term, -shift)
         scaled = xp.broadcast_to(xp.astype(modified, work), call.scores_shape)
         scaled = emit(record, MODIFIED_SCORES, scaled,
-                       formula=getattr(call.score_mod, "formula", "score_mod(score, b, h, q, k)"))
+                       formula=call.score_info.formula)
     allowed = combined_mask(call, indices)
     if allowed is not None and record is not None:
         emit(record, MASK, xp.where(allowed, xp.zeros_like(scaled), -xp.inf * xp.ones_like(scaled)),
@@ -326,17 +327,18 @@ def ungroup(call: Call, x):
     return call.xp.reshape(x, tuple(x.shape[:-4]) + (call.heads,) + tuple(x.shape[-2:]))
 
 
-def evaluate(call: Call, fn, like, *, score=None):
+def evaluate(call: Call, fn, like, *, broadcasts: bool, score=None):
     """A mask function's booleans (…, H, Tq, Tk), or a score function's scores from `score` (the
     scores, (…, H, Tq, Tk)), in like's array library.
 
-    qkv.masks' functions (`broadcasts`) are called once with broadcasting index arrays (see
+    qkv.masks' functions (broadcasts: the call's MaskInfo / ScoreInfo says so) are called once with
+    broadcasting index arrays (see
     `index_arrays`); any other function once per (batch, head) pair with scalar b and h, as the
     kernel calls it, so a function that indexes captured tensors in steps (`bias[b][q_idx]`) means
     the same on every route. A score function must return one score per score it was given."""
     xp = call.xp
     b_all, h_all, q_idx, kv_idx = index_arrays(call, like=like)
-    if getattr(fn, "broadcasts", False):
+    if broadcasts:
         if score is not None:
             return as_scores(call_score(fn, score, b_all, h_all, q_idx, kv_idx), score)
         return as_bool_mask(call_mask(fn, b_all, h_all, q_idx, kv_idx), xp, call.device)
@@ -369,7 +371,7 @@ def combined_mask(call: Call, like=None):
         tri = xp.asarray(tri, device=call.device)
         allowed = tri if allowed is None else (allowed & tri)
     if call.mask_mod is not None:
-        modded = evaluate(call, call.mask_mod, like)
+        modded = evaluate(call, call.mask_mod, like, broadcasts=call.mask_info.broadcasts)
         allowed = modded if allowed is None else (allowed & modded)
     return allowed
 

@@ -380,7 +380,7 @@ def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
 
     # a catalogue mask is passed as its recipe when it has one (one built inside the compiled
     # function is not yet a whole object while Dynamo traces); anything else as itself
-    recipe = getattr(call.mask_mod, "recipe", None)
+    recipe = None if call.mask_info is None else call.mask_info.recipe
     if recipe is None and call.mask_mod is not None and not _masks().passes_into_a_trace(call.mask_mod):
         return Route(PLAIN, "traced torch with a mask function Dynamo cannot hand to an eager analysis (a "
                             "closure over a tensor or an array): the plain path traces it")
