@@ -336,6 +336,12 @@ def test_the_page_drops_the_self_gloss_as_the_cli_does(browser_context, tmp_path
             "query 3 → key 1: 0.5"
         assert p.evaluate(fill, [texts.EN["serve.ui.hover"], {"i": 2, "q": "love", "j": 3, "k": "machine", "w": "0.2"}]) == \
             "query 2 “love” → key 3 “machine”: 0.2"
+        # the labels page.js puts together itself: the cell's derivation title, the tokens' aria-labels
+        p.evaluate("() => document.querySelector('.qkv-view').qkv.showCell(2, 0)")
+        title = p.locator(".qkv-cell h3").first.inner_text()
+        assert "Query 3 → Key 1" in title and "“토큰" not in title, title
+        labels = p.eval_on_selector_all("[aria-label]", "els => els.map(e => e.getAttribute('aria-label'))")
+        assert "Query 3" in labels and not [label for label in labels if SELF_GLOSS.search(label)], labels
         said = p.inner_text("body")
         assert SELF_GLOSS.findall(said) == [], SELF_GLOSS.findall(said)
         assert page.errors == []

@@ -208,13 +208,13 @@
       p.qTokens.forEach(function (t, i) {
         var d = el("div", "qkv-tok", t); d.style.height = rowH + "px"; d.setAttribute("data-index", i); d.title = queryNumber(i) + ": " + t;
         d.tabIndex = 0; d.setAttribute("role", "button"); d.setAttribute("aria-pressed", "false");
-        d.setAttribute("aria-label", W.query + " " + queryNumber(i) + " “" + t + "”");
+        d.setAttribute("aria-label", V.unglossed(W.query + " " + queryNumber(i) + " “" + t + "”"));
         left.appendChild(d);
       });
       p.kTokens.forEach(function (t, j) {
         var d = el("div", "qkv-tok", t); d.style.height = rowH + "px"; d.setAttribute("data-index", j); d.title = rowNumber(j) + ": " + t;
         d.tabIndex = 0; d.setAttribute("role", "button");
-        d.setAttribute("aria-label", W.key + " " + rowNumber(j) + " “" + t + "”");
+        d.setAttribute("aria-label", V.unglossed(W.key + " " + rowNumber(j) + " “" + t + "”"));
         right.appendChild(d);
       });
       headSelect.textContent = "";
@@ -286,7 +286,7 @@
       // one query: its weights on the 0–1 scale; several: their sum on its own scale, 0 to N
       var label = sum ? V.fill(W.sum_of, { n: n }) : W.weight;
       Array.prototype.forEach.call(right.children, function (d, j) {
-        var name = W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”";
+        var name = V.unglossed(W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”");
         if (!n) { d.style.background = ""; d.style.color = ""; d.removeAttribute("data-weight"); d.classList.remove("qkv-masked"); d.title = rowNumber(j) + ": " + p.kTokens[j]; d.setAttribute("aria-label", name); return; }
         var s = summed(rs, j), masked = s.text === W.masked, c = masked ? null : V.colourOf(s.value, n);
         d.classList.toggle("qkv-masked", masked);
@@ -299,7 +299,7 @@
       root.setAttribute("data-query", rs.join(","));
       root.setAttribute("data-selected", state.selected.slice().sort(function (a, b) { return a - b; }).join(","));
       root.setAttribute("data-scale", String(sum ? n : 1));
-      sumLine.textContent = sum ? W.selected + ": " + rs.map(function (i) { return queryNumber(i) + " “" + p.qTokens[i] + "”"; }).join(", ") + " — " + label : "";
+      sumLine.textContent = sum ? W.selected + ": " + rs.map(function (i) { return V.unglossed(queryNumber(i) + " “" + p.qTokens[i] + "”"); }).join(", ") + " — " + label : "";
       sumLegend.textContent = "";
       if (sum) sumLegend.appendChild(V.legend({ top: n, width: 160, label: V.fill(W.sum_legend, { n: n }) }));
       lockButton.textContent = state.locked ? W.unlock : W.lock;
@@ -381,8 +381,8 @@
       var p = part(), h = state.head;
       state.cell = [i, j];
       cellBox.hidden = false;
-      var title = W.derivation + " — " + (payload.parts.length > 1 ? p.label + ", " : "") +
-        headName(h) + ": " + W.query + " " + queryNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”";
+      var title = V.unglossed(W.derivation + " — " + (payload.parts.length > 1 ? p.label + ", " : "") +
+        headName(h) + ": " + W.query + " " + queryNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”");
       V.derivation(cellBox, title, V.cellRows(source(), { h: h, kv: kvHead(h), i: i, j: j, rotated: p.rotated, base: tokenBase,
         given: payload.kind === "group-meeting" }, W), W);
       root.setAttribute("data-cell", i + "," + j);
@@ -450,7 +450,7 @@
     var matrix = mx.canvas;
     function describe(i, j) {          // the line under the matrix: the cell under the pointer or the keys' cell
       var p = part(), w = step("weights");
-      info.textContent = W.query + " " + queryNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”: " +
+      info.textContent = V.unglossed(W.query + " " + queryNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”: ") +
         (isMasked(i, j) ? W.masked : fmt(w, at(w, state.head, i, j)));
     }
     matrix.addEventListener("mousemove", function (e) {

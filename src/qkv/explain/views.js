@@ -467,6 +467,7 @@
     }));
   }
   V.fill = fill;
+  V.unglossed = unglossed;            // for labels the pages put together themselves (query 3 “토큰 3” → query 3)
   function line(html) { return '<div class="qkv-eq">' + html + "</div>"; }
   function q(t) { return "“" + t + "”"; }
 
