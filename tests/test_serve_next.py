@@ -36,6 +36,11 @@ def test_next_is_the_librarys(client, name):
     want /= want.sum()
     np.testing.assert_allclose(body["at"]["probabilities"], want[found.top], rtol=1e-12, atol=0)
     np.testing.assert_allclose(body["at"]["rest"], 1 - want[found.top].sum(), atol=1e-12)
+    for t, row, rest in zip(body["temperatures"], body["probabilities"], body["rest"], strict=True):  # the slider's rows
+        at_t = np.exp(found.logits / t - (found.logits / t).max())
+        at_t /= at_t.sum()
+        np.testing.assert_allclose(row, at_t[found.top], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(rest, 1 - at_t[found.top].sum(), atol=1e-12)
     assert np.shape(body["head_norms"]) == (loaded[name].config.n_layers, loaded[name].config.n_heads)
     np.testing.assert_allclose(np.sum(body["head_shares"], axis=1), 1.0, rtol=1e-12)
     default = test_client.get("/api/next", params={"model": name, "text": TEXT}).json()
