@@ -898,6 +898,8 @@ def test_why_sqrt_dk_finds_the_translators_most_saturated_head(capsys):
     top = int(np.argmax(scores))
     assert (f"its largest weight is 1 − {rest:.1e}, on {words[top]}" in out) == (rest < 5e-5)
     others = np.delete(plain, top).sum()
-    assert f"its gradient w(1 − w) falls from {(1 - rest) * rest:.1e} to {plain[top] * others:.1e}" in out
+    ratio = (1 - rest) * rest / (plain[top] * others)
+    assert (f"its gradient w(1 − w) falls from {(1 - rest) * rest:.1e} to {plain[top] * others:.1e} "
+            f"({ratio:.1e} times smaller)") in " ".join(out.split())
     assert main(["why", "sqrt-dk", "--lang", "ko"]) == 0
     assert f"디코더 층 {layer} (0–1 중), 헤드 {head} (0–3 중)의 행으로, Query는 “{inputs[step]}”" in capsys.readouterr().out
