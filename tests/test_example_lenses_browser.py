@@ -47,7 +47,9 @@ def _check_neuron(page, ref: dict, head: int, i: int, j: int, lang: str) -> None
     lead = neuron.locator(".qkv-note").first.inner_text()
     base = ref["doc"].get("token_base", 0)
     word = "토큰" if lang == "ko" else "token"
-    assert f"({word} {i + base})" in lead and f"({word} {j + base})" in lead
+    for name, index in ((ref["doc"]["tokens"][i], i), (ref["keys"][j], j)):
+        number = f"{word} {index + base}"      # glossed by its number, unless that number is its name (“token 3”)
+        assert f"({number})" in lead or (name == f"token {index + base}" and number in lead), (number, lead)
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
