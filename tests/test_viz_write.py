@@ -1,6 +1,6 @@
 """How a figure is written (issue 29's speed): `qkv.viz.write_figure`'s PNG writer (`qkv.viz._png`) gives the
-pixels matplotlib's savefig draws, decoded by an independent reader (Pillow), the dpi recorded, RGB for an
-opaque figure and RGBA otherwise; inside `fonts.context()` a font is looked up once, not once per text size."""
+pixels savefig draws on the canvas it draws with (`qkv.viz._agg`), decoded by an independent reader (Pillow),
+the dpi recorded, RGB for an opaque figure and RGBA otherwise; inside `fonts.context()` a font is looked up once, not once per text size."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from qkv import viz
-from qkv.viz import _png, fonts
+from qkv.viz import _agg, _png, fonts
 
 
 def _decoded(data: bytes) -> tuple[np.ndarray, Image.Image]:
@@ -26,9 +26,14 @@ def _decoded(data: bytes) -> tuple[np.ndarray, Image.Image]:
 
 
 def _savefig_pixels(figure: Figure) -> np.ndarray:
+    """savefig's own PNG (Pillow's encoder) drawn on the canvas write_figure draws with (`qkv.viz._agg`,
+    whose texts stand at whole pixels; tests/test_viz_agg.py compares it with matplotlib's)."""
     buffer = io.BytesIO()
+    shown = figure.canvas
+    _agg.Canvas(figure)
     with fonts.context():
         figure.savefig(buffer, format="png", dpi=viz._DPI)
+    figure.set_canvas(shown)
     return _decoded(buffer.getvalue())[0]
 
 
@@ -45,7 +50,9 @@ def _figure(size: tuple[float, float], *, facecolor="white") -> Figure:
 def test_png_has_savefigs_pixels_and_dpi(size, tmp_path, monkeypatch):
     figure = _figure(size)
     monkeypatch.setattr(_png, "_savefig_png", None)  # the canvas's size is found: no second drawing
+    shown = figure.canvas
     path = viz.write_figure(figure, tmp_path / "f.png")
+    assert figure.canvas is shown                    # the figure keeps its own canvas after writing
     pixels, image = _decoded(path.read_bytes())
     expected = _savefig_pixels(figure)
     assert pixels.shape == expected.shape

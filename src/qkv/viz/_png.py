@@ -52,8 +52,15 @@ def write_png(figure, handle, dpi: float) -> None:
     """Draw ``figure`` at ``dpi`` as savefig would and write it to the binary ``handle`` as a PNG."""
     import matplotlib
 
+    from ._agg import Canvas
+
     raw = io.BytesIO()
-    figure.savefig(raw, format="rgba", dpi=dpi)
+    shown = figure.canvas
+    Canvas(figure)                  # matplotlib's Agg canvas, its texts' pixels remembered (see _agg)
+    try:
+        figure.savefig(raw, format="rgba", dpi=dpi)
+    finally:
+        figure.set_canvas(shown)
     pixels = np.frombuffer(raw.getbuffer(), dtype=np.uint8)
     # savefig's canvas is the figure's size × dpi cut to whole pixels, or one more where the product is a
     # rounding error short of it (matplotlib's rule, which has changed between versions): of the sizes that

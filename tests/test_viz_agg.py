@@ -1,0 +1,109 @@
+"""The canvas the PNG writer draws with (`qkv.viz._agg`, issue 29): its texts are matplotlib's own pixels.
+
+Where a text's origin is a whole pixel, `_agg.Canvas` draws exactly what matplotlib's FigureCanvasAgg draws
+(numbers, Hangul and kanji from the fallback fonts, turned labels, mathtext, clipped and coloured text);
+where glyphs overlap (kerning, a turned line) Agg blends them one by one and `_agg` once, which may differ
+by a few levels of 255. Elsewhere a text stands at the nearest whole pixel, as matplotlib ≤ 3.10 placed it:
+the same pixels as matplotlib's drawing of the text moved there. Remembered strings and glyphs give the
+same pixels as the first drawing."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from qkv.viz import _agg, fonts
+
+_TEXTS = [  # string, colour, turn (degrees), background
+    ("−0.3750", "black", 0, "white"),
+    ("1.0000", "white", 0, "navy"),
+    ("쿼리 私は token 3", "black", 0, "#dde"),
+    ("token 2", "black", 90, "white"),
+    ("‖wⱼ·vⱼ‖ of token 3", "crimson", 0, "white"),
+    ("$\\sqrt{d_k}\\,x^2_j$", "black", 0, "white"),
+]
+
+
+def _pixels(figure: Figure, canvas) -> np.ndarray:
+    canvas(figure)
+    buffer = io.BytesIO()
+    with fonts.context():
+        figure.savefig(buffer, format="rgba", dpi=100)
+    width, height = figure.canvas.get_width_height(physical=True)
+    return np.frombuffer(buffer.getvalue(), dtype=np.uint8).reshape(height, width, 4).astype(int)
+
+
+def _one(text: str, colour: str, turn: float, background: str, x: float, y: float, **kwargs) -> Figure:
+    figure = Figure(figsize=(3, 1.2), dpi=100, facecolor=background)
+    # in pixels, anchored at the baseline's left end: the drawing origin is (x, y) itself
+    figure.text(x, y, text, transform=None, color=colour, rotation=turn, rotation_mode="anchor", fontsize=11,
+                ha="left", va="baseline", **fonts.font_kwargs(), **kwargs)
+    return figure
+
+
+@pytest.mark.parametrize("text,colour,turn,background", _TEXTS)
+def test_at_whole_pixels_the_pixels_are_matplotlibs(text, colour, turn, background):
+    theirs = _pixels(_one(text, colour, turn, background, 20, 60), FigureCanvasAgg)
+    ours = _pixels(_one(text, colour, turn, background, 20, 60), _agg.Canvas)
+    assert (theirs != theirs[0, 0]).any(axis=2).sum() > 40          # something was drawn
+    assert np.array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("offset", [0.3, 0.7, 0.49])
+@pytest.mark.parametrize("text,colour,turn,background", _TEXTS[:5])
+def test_elsewhere_a_text_moves_to_the_nearest_whole_pixel(text, colour, turn, background, offset):
+    ours = _pixels(_one(text, colour, turn, background, 20 + offset, 60 + offset), _agg.Canvas)
+    nearest = round(offset)
+    theirs = _pixels(_one(text, colour, turn, background, 20 + nearest, 60 + nearest), FigureCanvasAgg)
+    assert np.array_equal(ours, theirs)
+    if _agg.FAST_TEXT:                               # matplotlib ≥ 3.11 itself draws it at 1/64 pixel
+        unmoved = _pixels(_one(text, colour, turn, background, 20 + offset, 60 + offset), FigureCanvasAgg)
+        assert not np.array_equal(unmoved, theirs)
+
+
+def test_overlapping_glyphs_differ_by_a_few_levels_at_most():
+    # a turned, kerned line: neighbouring glyphs' antialiased edges overlap
+    args = ("AV To ffi Wj·vj‖", "crimson", 30, "white", 20, 20)
+    theirs = _pixels(_one(*args), FigureCanvasAgg)
+    ours = _pixels(_one(*args), _agg.Canvas)
+    difference = np.abs(ours - theirs)
+    assert difference.max() <= 6
+    assert (difference > 0).any(axis=2).sum() < 0.2 * (theirs != 255).any(axis=2).sum()
+
+
+def test_clipped_coloured_numbers_in_cells_and_remembered_strings():
+    def figure() -> Figure:
+        fig = Figure(figsize=(3, 2), dpi=100)
+        ax = fig.add_axes((0, 0, 1, 1))                 # 300 × 200 pixels, one data unit = 100 pixels
+        ax.set_xlim(0, 3)
+        ax.set_ylim(0, 2)
+        ax.set_axis_off()
+        for i in range(3):
+            for j in range(2):
+                ax.add_patch(Rectangle((i, j), 1, 1, color="navy" if (i + j) % 2 else "white"))
+                # the same strings again and again, the last column half outside the axes (clipped)
+                ax.text(i + 0.2 + (0.6 if i == 2 else 0), j + 0.3, "−0.75" if j else "0.5000",
+                        color="white" if (i + j) % 2 else "black", fontsize=14, clip_on=True,
+                        **fonts.font_kwargs())
+        return fig
+
+    theirs = _pixels(figure(), FigureCanvasAgg)
+    first = _pixels(figure(), _agg.Canvas)
+    again = _pixels(figure(), _agg.Canvas)                   # every string and glyph remembered now
+    assert np.array_equal(first, theirs)
+    assert np.array_equal(again, theirs)
+    assert (theirs[100:, -1, :3] < 128).any()                 # the clipped numbers reach the edge
+
+
+def test_blank_text_draws_nothing():
+    theirs = _pixels(_one("   ", "black", 0, "white", 20, 60), FigureCanvasAgg)
+    assert np.array_equal(_pixels(_one("   ", "black", 0, "white", 20, 60), _agg.Canvas), theirs)
