@@ -107,3 +107,18 @@ def test_clipped_coloured_numbers_in_cells_and_remembered_strings():
 def test_blank_text_draws_nothing():
     theirs = _pixels(_one("   ", "black", 0, "white", 20, 60), FigureCanvasAgg)
     assert np.array_equal(_pixels(_one("   ", "black", 0, "white", 20, 60), _agg.Canvas), theirs)
+
+
+@pytest.mark.parametrize("va", ["center", "top", "baseline", "bottom"])
+def test_text_boxes_are_matplotlibs(va):
+    # the renderer answers each font's line heights from a table (Text._get_layout asks it per text)
+    def boxes(canvas) -> list:
+        figure = Figure(figsize=(4, 3), dpi=150)
+        texts = [figure.text(0.1 + 0.2 * k, 0.5, text, va=va, fontsize=size, **fonts.font_kwargs())
+                 for k, (text, size) in enumerate([("0.5000", 6.5), ("쿼리\n私は 2", 9.0), ("a\nb\nc", 11.0),
+                                                   ("Σ = 1.0000 + 0.0000", 7.5)])]
+        renderer = canvas(figure).get_renderer()
+        with fonts.context():
+            return [t.get_window_extent(renderer).bounds for t in texts]
+
+    assert boxes(_agg.Canvas) == boxes(FigureCanvasAgg)

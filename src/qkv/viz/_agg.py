@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
+from matplotlib.font_manager import fontManager, get_font
 from matplotlib.ft2font import FT2Font, RenderMode
 
 __all__ = ["Canvas", "Renderer", "FAST_TEXT"]
@@ -38,6 +39,7 @@ FAST_TEXT = all(hasattr(FT2Font, name) for name in ("_layout", "_render_glyph", 
 _LIMIT = 20_000           # remembered strings or glyphs before a cache starts again (each a few hundred bytes)
 _texts: dict[tuple, tuple[np.ndarray, int, int] | None] = {}
 _glyphs: dict[tuple, tuple[np.ndarray, int, int]] = {}
+_heights: dict[tuple, tuple] = {}
 
 
 def _font_key(prop) -> tuple:
@@ -119,6 +121,28 @@ class Renderer(RendererAgg):
             cols = slice(glyph_left - left, glyph_left - left + buffer.shape[1])
             clear[rows, cols] *= 1 - buffer / np.float32(255)
         return np.rint(255 * (1 - clear)).astype(np.uint8), left, top
+
+
+    def _get_font_height_metrics(self, prop):
+        """(ascent, descent, line gap) in pixels of ``prop``'s first font, as `Text._get_layout` computes
+        them itself when a renderer has no such method (OS/2 typographic metrics, else hhea) — remembered per
+        font and size, where matplotlib looks the font up and reads two of its tables for every text drawn."""
+        key = (_font_key(prop), self.dpi)
+        metrics = _heights.get(key)
+        if metrics is None:
+            font = get_font(fontManager._find_fonts_by_props(prop))
+            metrics = (None, None, None)
+            for table_name, gap_key, ascent_key, descent_key in (
+                    ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
+                    ("hhea", "lineGap", "ascent", "descent")):
+                table = font.get_sfnt_table(table_name)
+                if table is None:
+                    continue
+                scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * self.dpi / 72
+                metrics = (table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale)
+                break
+            _heights[key] = metrics
+        return metrics
 
 
 class Canvas(FigureCanvasAgg):

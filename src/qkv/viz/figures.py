@@ -502,15 +502,23 @@ def _draw_block(ax, x0: float, y0: float, values: np.ndarray, *, cell: float, ro
         _hatch_cells(ax, blocked, x0, y0, cell, row_cell)
     ax.add_patch(_rect(x0, y0, width, height))
     if numbers and (rows * cols <= 64 or (rows <= 8 and cols <= 12)) and cell >= 0.9:
+        from matplotlib.font_manager import FontProperties
+
+        # one FontProperties per family and size, which each Text copies (a Text made its own from the
+        # rcParams and then set the family and the size: a third of making a matrix's numbers)
+        shared_fonts: dict = {}
         for i in range(rows):
             for j in range(cols):
                 masked = blocked is not None and blocked[i, j]
                 text = masked_word if masked else _num(values[i, j], digits)
                 dark = weights and not masked and values[i, j] > 0.35
+                size = fontsize if len(text) <= (7 if cell >= 1.2 else 5) else fontsize * 0.86
+                font = shared_fonts.get((masked, size))
+                if font is None:
+                    family = list(fonts.families()) if masked else _NUMBER_FONT
+                    font = shared_fonts[masked, size] = FontProperties(family=family, size=size)
                 _put(ax, x0 + (j + 0.5) * cell, y0 + (i + 0.5) * row_cell, text, ha="center", va="center",
-                     fontsize=fontsize if len(text) <= (7 if cell >= 1.2 else 5) else fontsize * 0.86,
-                     fontfamily=_NUMBER_FONT
-                     if not masked else fonts.families(), color="white" if dark else "#111111", zorder=3)
+                     fontproperties=font, color="white" if dark else "#111111", zorder=3)
         from matplotlib.collections import LineCollection
 
         grid = [((x0 + j * cell, y0), (x0 + j * cell, y0 + height)) for j in range(1, cols)] + \
