@@ -465,9 +465,18 @@ def test_serve_hint_names_an_install_that_exists(capsys, monkeypatch):
 
     assert EN["cli.serve.needs"].endswith("pip install starlette uvicorn (in a checkout: make demo)")
     assert KO["cli.serve.needs"].endswith("pip install 'starlette' 'uvicorn' (저장소 사본에서는 'make demo')")
+    import qkv.commands.serve
+
+    # import starlette → ImportError; its submodules too (a test run earlier in this process may have imported
+    # starlette.applications, which `from starlette.applications import …` would then find without its parent)
+    for name in ["starlette", *[name for name in sys.modules if name.startswith("starlette.")]]:
+        monkeypatch.setitem(sys.modules, name, None)
     for name in [name for name in sys.modules if name == "qkv.serve" or name.startswith("qkv.serve.")]:
         monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "starlette", None)              # import starlette → ImportError
+    if "serve" in vars(qkv):            # `from .. import serve` reads the package's attribute before importing
+        monkeypatch.delattr(qkv, "serve")
+    # never a real server, whatever is imported: a server here would run until the test's timeout
+    monkeypatch.setattr(qkv.commands.serve, "_serve", lambda *args: pytest.fail("qkv serve started: starlette was found"))
     err = one_line(capsys, "serve", "--port", "0")
     assert err.startswith("qkv: error: serve: qkv serve needs starlette and uvicorn (starlette")
     assert err.endswith(" is missing): pip install starlette uvicorn (in a checkout: make demo)\n"), err
