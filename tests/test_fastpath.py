@@ -171,29 +171,29 @@ def test_value_checks_run_on_every_call(lib):
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
-def test_threads_are_part_of_the_key(monkeypatch):
+def test_threads_are_part_of_the_key():
     """A changed number of usable CPUs is a new decision, not the kept route's threads."""
-    from qkv.kernels import pool
+    import dataclasses
+
+    from qkv.kernels import route
 
     q, k, v = _inputs((1, 8, 512, 64))
     _clear()
     call = check_call(q, k, v, causal=True)
-    monkeypatch.setattr(pool, "available_cpus", lambda: 2)
-    two = choose_route(call)
-    monkeypatch.setattr(pool, "available_cpus", lambda: 1)
-    one = choose_route(check_call(q, k, v, causal=True))
+    two = choose_route(call, machine=dataclasses.replace(route.current_machine(), cpus=2))
+    one = choose_route(check_call(q, k, v, causal=True), machine=dataclasses.replace(route.current_machine(), cpus=1))
     assert two.threads == 2 and one.threads == 1
 
 
-def test_no_extension_is_part_of_the_key(monkeypatch):
-    """The C extension gone (as tests and unbuilt installs have it) is a new decision: the NumPy walk."""
-    from qkv.kernels import native
+def test_no_extension_is_part_of_the_key():
+    """The C extension gone (as unbuilt installs have it) is a new decision: the NumPy walk."""
+    from qkv.kernels import route
 
     q, k, v = _inputs((1, 8, 512, 64))
     _clear()
     assert choose_route(check_call(q, k, v)).name.value == "flash_many"
-    monkeypatch.setattr(native, "fused", None)
-    assert choose_route(check_call(q, k, v)).name.value == "numpy_walk"
+    assert choose_route(check_call(q, k, v), machine=route.current_machine().without_c()).name.value == "numpy_walk"
+    assert choose_route(check_call(q, k, v)).name.value == "flash_many"
 
 
 @pytest.mark.parametrize("bad", ["causal int", "scale bool", "mask dtype", "mask shape", "v shape", "k dtype"])

@@ -269,11 +269,12 @@ def test_threads_do_not_change_embeddings(model):
 @pytest.fixture(params=["fused", "numpy"])
 def gelu_path(request, monkeypatch):
     """float32 models through the C extension (GELU, attention's softmax step) when built, then NumPy's passes."""
-    from qkv import activations as layers
+    from qkv.kernels import native
 
-    if request.param == "fused" and layers.native.fused is None:
+    if request.param == "fused" and native.fused is None:
         pytest.skip("qkv.kernels._fused is not built (tests/test_fused.py fails for that)")
-    monkeypatch.setattr(layers, "_USE_FUSED", request.param == "fused")
+    if request.param == "numpy":
+        monkeypatch.setattr(native, "fused", None)   # the one handle on the extension: NumPy's passes everywhere
     return request.param
 
 
@@ -314,13 +315,12 @@ def test_add_bias_and_activate_on_both_paths(gelu_path):
 def test_encode_agrees_on_both_gelu_paths(model, monkeypatch):
     """The whole model on either path (C GELU and softmax step, or NumPy): embeddings within float32 rounding.
     One encode per path (parametrized by gelu_path, its NumPy case compared the NumPy path with itself)."""
-    from qkv import activations as layers
+    from qkv.kernels import native
 
-    if layers.native.fused is None:
+    if native.fused is None:
         pytest.skip("qkv.kernels._fused is not built (tests/test_fused.py fails for that)")
-    monkeypatch.setattr(layers, "_USE_FUSED", True)
     fused = model.encode(TEXTS, threads=1)
-    monkeypatch.setattr(layers, "_USE_FUSED", False)
+    monkeypatch.setattr(native, "fused", None)   # the one handle on the extension: NumPy's passes everywhere
     numpy_path = model.encode(TEXTS, threads=1)
     np.testing.assert_allclose(fused, numpy_path, atol=1e-6)
 

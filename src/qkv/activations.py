@@ -18,9 +18,6 @@ from .kernels import native   # the C extension's in-place float32 GELU (one pas
 
 __all__ = ["erf", "gelu", "gelu_tanh", "relu", "silu", "quick_gelu", "add_bias_and_activate", "ACTIVATIONS"]
 
-# Tests set this to False to run the NumPy path where the extension is built.
-_USE_FUSED = native.fused is not None
-
 # Abramowitz & Stegun 7.1.26: erf(a) = 1 − (a1·t + … + a5·t⁵)·exp(−a²), t = 1/(1 + p·a), a ≥ 0,
 # absolute error ≤ 1.5e-7 — about one float32 ulp of values near 1, so float32 runs use it.
 _AS_P = 0.3275911
@@ -59,19 +56,20 @@ def _horner(t: np.ndarray, factor: float) -> np.ndarray:
     return poly
 
 
-def gelu(x: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+def gelu(x: np.ndarray, *, out: np.ndarray | None = None, c: bool = True) -> np.ndarray:
     """Exact GELU (BERT's "gelu"): x·Φ(x) = x/2·(1 + erf(x/√2)), elementwise; ``out`` may be x.
 
     Written as max(x, 0) − |x|·Φ(−|x|), which equals x·Φ(x) for either sign of x, with
     Φ(−a) = ½·erfc(a/√2) from A&S 7.1.26 (|error| ≤ 0.75e-7) in float32: |error of gelu| ≤ |x|·0.75e-7
     plus float32 rounding (measured ≤ 5.3e-7 on [−12, 12], as torch's own float32 gelu).
     float64: math.erf, exact to double precision (a reference, not fast).
-    float32 with the C extension: the same formula in one pass (``_fused.gelu``, ~4× faster).
+    float32 with the C extension: the same formula in one pass (``_fused.gelu``, ~4× faster); c=False
+    takes NumPy's passes even there (tests compare the two).
     torch tensors: torch.nn.functional.gelu (``out`` not allowed).
     """
     if is_torch(x):
         return _torch_only(out).gelu(x)
-    if _USE_FUSED and x.dtype == np.float32 and (out is None or out.flags.c_contiguous):
+    if c and native.fused is not None and x.dtype == np.float32 and (out is None or out.flags.c_contiguous):
         if out is None:
             out = np.array(x, dtype=np.float32, order="C")
         elif out is not x:
@@ -154,7 +152,7 @@ def _torch_only(out):
 
 def add_bias_and_activate(x: np.ndarray, bias: np.ndarray, activation: str) -> np.ndarray:
     """In place: x (…, F) ← activation(x + bias), bias (F,). float32 "gelu" with the C extension is one pass."""
-    if activation == "gelu" and _USE_FUSED and x.dtype == np.float32 and x.flags.c_contiguous \
+    if activation == "gelu" and native.fused is not None and x.dtype == np.float32 and x.flags.c_contiguous \
             and bias.dtype == np.float32:
         native.fused.gelu(x, bias if bias.flags.writeable else np.array(bias))   # the C side takes a writable buffer
         return x

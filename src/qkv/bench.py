@@ -48,7 +48,7 @@ from typing import Callable
 
 import numpy as np
 
-from .kernels import blocked_attention
+from .kernels import blocked_attention, native
 
 __all__ = ["Row", "Said", "said", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "TrainCase", "PAIRING", "TRAINING",
            "measure_training", "window_lambda"]
@@ -823,14 +823,14 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
              said("cli.bench.note.training", training=TRAINING)]
     if not has_torch:
         notes.append(said("cli.bench.note.no_torch"))
-    load_before = _load_average()
+    load_before = native.load_average()
     say(said("cli.bench.progress.gemm"))
     machine = {
         "load_average_before": load_before,
         "gemm_gflops": gemm_gflops(plan.gemm_n), "gemm_n": plan.gemm_n, "cpus": os.cpu_count(),
         "numpy": np.__version__, "torch": _torch()[0].__version__ if has_torch else None,
         "blas": _blas_name(), "python": platform.python_version(), "machine": platform.machine(),
-        "cpu": _cpu_name(),
+        "cpu": native.cpu_name(),
     }
     torch_skip = None if has_torch else said("cli.bench.skip.torch")
     rows: list[Row] = []
@@ -867,7 +867,7 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
     except ImportError as exc:  # the layer with the cache is not there
         decode = {"skipped": said("cli.bench.skip.no_mha", error=python_said(str(exc)))}
     inputs_mib = 3 * plan.memory_heads * plan.memory_t * plan.width * 4 / MiB
-    machine["load_average_after"] = _load_average()
+    machine["load_average_after"] = native.load_average()
     return {"machine": machine, "training_timing": TRAINING, "rows": [_clean(r) for r in rows], "memory": [_clean(r) for r in memory_rows],
             "masked": [_clean(r) for r in masked], "training": [_clean(r) for r in training],
             "half": [_clean(r) for r in half],
@@ -893,30 +893,6 @@ def _clean(row: Row) -> dict:
     data = asdict(row)
     data["times"] = [float(x) for x in data["times"]]
     return data
-
-
-def _load_average():
-    """The 1-minute load average (taken before starting: other processes on the cores), or None."""
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return None
-
-
-def _cpu_name() -> str | None:
-    """The CPU's model name and whether it has AVX-512 (Linux /proc/cpuinfo), or None."""
-    from ._io import read_text
-    from .errors import InputError
-
-    try:
-        info = read_text("/proc/cpuinfo", limit=_PROC_BYTES)
-    except InputError:                  # not Linux, or not readable
-        return None
-    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), None)
-    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    if name is None:
-        return None
-    return name + (", AVX-512" if "avx512f" in flags else ", AVX2" if "avx2" in flags else "")
 
 
 def _blas_name() -> str | None:

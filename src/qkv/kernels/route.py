@@ -89,9 +89,12 @@ _PARALLEL_MIN_SCORES = 1 << 18
 _DECODE_WEIGHT = 32
 
 
-def _c():
-    """The C extension (None when not built)."""
-    return native.fused
+def current_machine() -> native.Machine:
+    """This process's machine as the rulebook sees it (`native.Machine`): the C extension, its sgemm and
+    backward, the CPUs it may use. Read on every call (a test passes its own instead)."""
+    fused = native.fused
+    return native.Machine(fused, fused is not None and blas.sgemm_ready(), fused is not None and autograd.available(),
+                          pool.available_cpus())
 
 
 def _name(route) -> RouteName | None:
@@ -164,7 +167,8 @@ class _Looks:
 
 
 def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | None = None,
-                 block_k: int | None = None, num_threads: int | None = None, v_top: float | None = None) -> Route:
+                 block_k: int | None = None, num_threads: int | None = None, v_top: float | None = None,
+                 machine: native.Machine | None = None) -> Route:
     """The route of one checked call (see the module docstring).
 
     want: "out" (the output), "lse" (also the log-sum-exp), "partial" (the kernel's un-normalised
@@ -172,18 +176,17 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
     route: None (choose), or the fastest route allowed (a RouteName or its value).
     block_q, block_k, num_threads: the kernel's block sizes and threads when given.
     v_top: max |v| when already known (a split call's passes share the call's v), else looked up.
+    machine: what this process can run (`native.Machine`; default the live one, `current_machine()`).
 
     A call with a signature (Call.key: no mask or score function) is decided once per signature,
     threads and extension state: later calls ask the same looks at their values (max |v|, overflow,
     finiteness) and get the kept route when every answer is the same (see _ROUTES).
     """
+    hw = current_machine() if machine is None else machine
     if call.key is None:
-        return _choose_route(call, want, route, block_q, block_k, num_threads, _Looks(call, v_top))
-    fused = _c()
+        return _choose_route(call, want, route, block_q, block_k, num_threads, _Looks(call, v_top), hw)
     graded = not compat.is_numpy_namespace(call.xp) and _differentiated(call)   # (asks the "lse" look)
-    key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, graded, fused,
-           fused is not None and blas.sgemm_ready(), pool.available_cpus(),
-           fused is not None and autograd.available(), speed.generation)
+    key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, graded, hw, speed.generation)
     looks = _Looks(call, v_top)
     kept = _ROUTES.get(key)
     if kept is not None:
@@ -195,14 +198,15 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
             fresh.__dict__.update(chosen.__dict__, v_top=looks.v)
             return fresh
         looks = _Looks(call, v_top)
-    chosen = _choose_route(call, want, route, block_q, block_k, num_threads, looks)
+    chosen = _choose_route(call, want, route, block_q, block_k, num_threads, looks, hw)
     for task in chosen.tasks:   # shared by every call of the key: nobody may write into it
         task[3].flags.writeable = False
     keep(_ROUTES, key, (chosen, tuple(looks.trail)), _ROUTES_KEPT, _routes_lock)
     return chosen
 
 
-def _choose_route(call: Call, want: str, route, block_q, block_k, num_threads, looks: _Looks) -> Route:
+def _choose_route(call: Call, want: str, route, block_q, block_k, num_threads, looks: _Looks,
+                  hw: native.Machine) -> Route:
     """choose_route's decision, every look at the values asked through `looks`."""
     ceiling = _name(route)
     if call.empty:
@@ -213,7 +217,7 @@ def _choose_route(call: Call, want: str, route, block_q, block_k, num_threads, l
     if torch:
         if ceiling is not None and ceiling not in _LADDERS[2]:
             raise ValueError(f"route {ceiling.value} takes NumPy arrays; torch tensors take torch_sdpa or plain")
-        return _torch_route(call, want, ceiling, looks)
+        return _torch_route(call, want, ceiling, looks, hw)
     if ceiling in (TORCH_FLASH, TORCH_SDPA):
         raise ValueError(f"route {ceiling.value} takes torch tensors")
     v_top = looks.v_top()
@@ -223,7 +227,7 @@ def _choose_route(call: Call, want: str, route, block_q, block_k, num_threads, l
         elif looks.ask("overflow"):   # decided before any product: no inf score, no retry, no warning
             return Route(PLAIN, "|q|·|k|·Dk near the float range: the plain path computes the scores in a wider "
                                 "dtype (float64; long double for float64) where they fit", v_top=v_top)
-        elif call.tq * call.tk <= _PLAIN_MAX_SCORES and not _whole_in_c(call):
+        elif call.tq * call.tk <= _PLAIN_MAX_SCORES and not _whole_in_c(call, hw):
             ceiling = PLAIN_C_SOFTMAX
         else:
             ceiling = FLASH_MANY
@@ -231,7 +235,7 @@ def _choose_route(call: Call, want: str, route, block_q, block_k, num_threads, l
         if want == "partial":
             raise ValueError("a Partial comes from the kernel's routes only")
         if ceiling == PLAIN_C_SOFTMAX:
-            why = _no_plain_c_softmax(call, want, v_top)
+            why = _no_plain_c_softmax(call, want, v_top, hw)
             if why is None:
                 return Route(PLAIN_C_SOFTMAX, "short, unmasked float32 with finite values: plain path, C softmax",
                              v_top=v_top)
@@ -240,27 +244,29 @@ def _choose_route(call: Call, want: str, route, block_q, block_k, num_threads, l
     table = range_split(call) if want != "partial" else None
     if table is not None:   # several key ranges per row, or per batch: the kernel once per range
         sub = choose_route(split_call(call, table, 0, 0), want="lse", route=ceiling, block_q=block_q,
-                           block_k=block_k, num_threads=num_threads, v_top=v_top)
+                           block_k=block_k, num_threads=num_threads, v_top=v_top, machine=hw)
         if sub.name in (FLASH_MANY, FLASH_ROWS):
             return Route(sub.name, f"{_split_words(table)}: {sub.name.value} once per range, merged by lse",
                          v_top=v_top, key_rows=_rows_of(table))
-    return _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads)
+    return _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads, hw)
 
 
-def choose_call_route(call: Call, *, want: str = "out", route=None) -> tuple[Call, Route]:
+def choose_call_route(call: Call, *, want: str = "out", route=None,
+                      machine: native.Machine | None = None) -> tuple[Call, Route]:
     """(call, its Route): choose_route, with a boolean mask array whose rows are key ranges taken as
     those ranges (`mask_as_ranges`) when that lets a C route run it (TORCH_FLASH, FLASH_MANY,
     FLASH_ROWS): key padding (B, 1, 1, Tk) and causal + padding masks then reach the C forward and
     backward instead of SDPA or a dense mask. The call returned is the one the route executes."""
-    ranged = mask_as_ranges(call, want=want, route=route)
+    hw = current_machine() if machine is None else machine
+    ranged = mask_as_ranges(call, want=want, route=route, machine=hw)
     if ranged is not None:
-        chosen = choose_route(ranged, want=want, route=route)
+        chosen = choose_route(ranged, want=want, route=route, machine=hw)
         if chosen.name in (TORCH_FLASH, FLASH_MANY, FLASH_ROWS):
             return ranged, chosen
-    return call, choose_route(call, want=want, route=route)
+    return call, choose_route(call, want=want, route=route, machine=hw)
 
 
-def mask_as_ranges(call: Call, *, want: str = "out", route=None) -> Call | None:
+def mask_as_ranges(call: Call, *, want: str = "out", route=None, machine: native.Machine | None = None) -> Call | None:
     """The call with its mask array replaced by a mask function of the same key ranges
     (`qkv.masks.mask_ranges`, `key_range_mask`; ANDed with the call's own mask function's analysis),
     or None: no mask array, not ranges (a hole in a row, heads that differ), or a call no C route would
@@ -272,7 +278,8 @@ def mask_as_ranges(call: Call, *, want: str = "out", route=None) -> Call | None:
     if call.mask is None or call.bias is not None or call.empty or want in ("weights", "partial"):
         return None
     if compat.is_numpy_namespace(call.xp):
-        if ceiling not in (None, FLASH_MANY, FLASH_ROWS) or np.dtype(call.work) != np.float32 or _c() is None:
+        if ceiling not in (None, FLASH_MANY, FLASH_ROWS) or np.dtype(call.work) != np.float32 or \
+                (current_machine() if machine is None else machine).fused is None:
             return None
         if ceiling is None and call.tq * call.tk <= _PLAIN_MAX_SCORES:
             return None
@@ -295,7 +302,7 @@ def mask_as_ranges(call: Call, *, want: str = "out", route=None) -> Call | None:
     return dataclasses.replace(call, mask=None, mask_mod=mask_mod, mask_info=info)
 
 
-def _torch_route(call: Call, want: str, ceiling, looks: _Looks) -> Route:
+def _torch_route(call: Call, want: str, ceiling, looks: _Looks, hw: native.Machine) -> Route:
     if ceiling == PLAIN:
         return Route(PLAIN, "plain path asked for")
     if looks.ask("overflow"):   # SDPA and the C kernel would give inf and NaN
@@ -305,7 +312,7 @@ def _torch_route(call: Call, want: str, ceiling, looks: _Looks) -> Route:
         return Route(PLAIN, "differentiated, scores so large that a stored log-sum-exp loses the gradients "
                             "(|s|·eps > 2^-13): the plain path keeps the weights themselves")
     if ceiling in (None, TORCH_FLASH):
-        why = torch_flash_why_not(call, pinned=ceiling == TORCH_FLASH, looks=looks)
+        why = torch_flash_why_not(call, pinned=ceiling == TORCH_FLASH, looks=looks, machine=hw)
         if why is None:
             if ceiling is None and _sdpa_computes_same(call, want):
                 winner, reason = _measured_winner(str(call.dtype).removeprefix("torch."), call.causal,
@@ -315,7 +322,8 @@ def _torch_route(call: Call, want: str, ceiling, looks: _Looks) -> Route:
             return Route(TORCH_FLASH, "CPU torch, float32/16/bf16, a mask of key ranges, finite values: "
                                       "the C kernel forward and backward")
         table = range_split(call)
-        if table is not None and torch_flash_why_not(split_call(call, table, 0, 0), pinned=ceiling == TORCH_FLASH) \
+        if table is not None and torch_flash_why_not(split_call(call, table, 0, 0), pinned=ceiling == TORCH_FLASH,
+                                                     machine=hw) \
                 is None and (table.shape[0] == 1 or looks.ask("values_ok")):
             return Route(TORCH_FLASH, f"{_split_words(table)}: the C kernel forward and backward once per range, "
                                       "merged by lse (torch autograd through the merge)", key_rows=_rows_of(table))
@@ -556,7 +564,8 @@ def batch_call(call: Call, b: int) -> Call:
     return dataclasses.replace(call, q=take(call.q), k=take(call.k), v=take(call.v), lead=call.lead[-1:])
 
 
-def torch_flash_why_not(call: Call, *, pinned: bool = False, looks: _Looks | None = None) -> str | None:
+def torch_flash_why_not(call: Call, *, pinned: bool = False, looks: _Looks | None = None,
+                        machine: native.Machine | None = None) -> str | None:
     """Why TORCH_FLASH (kernels/autograd.py: the C forward and backward on CPU torch tensors) does not
     take a torch call, or None when it does. pinned: route="torch_flash" asked for (no size floor).
     looks: choose_route's looks at this call's values (its value check is asked through them)."""
@@ -577,7 +586,7 @@ def torch_flash_why_not(call: Call, *, pinned: bool = False, looks: _Looks | Non
                 "(torch autograd)")
     if autograd.row_ranges(call, per_batch=not _compiling_now()) is None:
         return "a mask function without key ranges (the same for every batch and head)"
-    if not autograd.available():
+    if not (current_machine() if machine is None else machine).backward:
         return "the C extension (its backward, kernels/_backward.c) or NumPy's BLAS is not available"
     looks = _Looks(call) if looks is None else looks   # (one read of max|q|, max|k|, max|v| for both looks)
     if not looks.ask("values_ok"):
@@ -611,7 +620,7 @@ def _tops_may_overflow(top_q: float, top_k: float, call: Call) -> bool:
     return tops_may_overflow(top_q, top_k, call.dk, limit)
 
 
-def _whole_in_c(call: Call) -> bool:
+def _whole_in_c(call: Call, hw: native.Machine) -> bool:
     """Whether a mid-sized NumPy call takes the kernel (see _C_KERNEL_MIN_WORK): float32 or
     float16, no mask array, bias or score_mod, no mask function or a band one, the C extension built."""
     scores = call.tq * call.tk
@@ -620,28 +629,28 @@ def _whole_in_c(call: Call) -> bool:
         return False
     if call.tq < _C_KERNEL_MIN_ROWS:   # decoding: the plain path reads k and v once (kernel 2.7 ms, plain 0.74
         return False                   # for one query over 4096 keys, 8 heads)
-    if np.dtype(call.work) != np.float32 or _c() is None:
+    if np.dtype(call.work) != np.float32 or hw.fused is None:
         return False
     if call.mask is not None or call.bias is not None or call.score_mod is not None:
         return False
     return call.mask_info is None or call.mask_info.band is not None
 
 
-def _no_plain_c_softmax(call: Call, want: str, v_top) -> str | None:
+def _no_plain_c_softmax(call: Call, want: str, v_top, hw: native.Machine) -> str | None:
     """Why PLAIN_C_SOFTMAX does not apply, or None."""
     if call.masked or call.bias is not None or call.score_mod is not None:
         return "masked, biased or with a score_mod: plain path"
     if want != "out":
         return "the lse asked for: plain path"
-    if np.dtype(call.dtype) != np.float32 or _c() is None:
+    if np.dtype(call.dtype) != np.float32 or hw.fused is None:
         return "not float32 with the C extension: plain path"
     if not np.isfinite(v_top):
         return "a non-finite value: plain path"
     return None
 
 
-def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> Route:
-    fused = _c()
+def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads, hw: native.Machine) -> Route:
+    fused = hw.fused
     info = call.mask_info
     lead = loop_lead(call)
     # The ladder, from the ceiling down: the first route this call can take.
@@ -662,11 +671,11 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
         if candidate == FLASH_MANY:
             if not float32 or not simple or want == "partial" or call.mask is not None or not same_kv or no_rows:
                 continue
-            if not blas.sgemm_ready():
+            if not hw.sgemm:
                 continue
             name, reason = FLASH_MANY, "float32, no mask array, bias or score_mod C does not take: every task in C"
         elif candidate == FLASH_ROWS:
-            if not float32 or not simple or not blas.sgemm_ready():
+            if not float32 or not simple or not hw.sgemm:
                 continue
             name, reason = FLASH_ROWS, ("float32 without bias or a score_mod C does not take, finite values: "
                                         "each task walked in C")
@@ -723,7 +732,7 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads) -> 
     total_blocks = sum(len(t[3]) for t in tasks) * copies
     # A decoding row (one or two queries) reads a whole k and v row per score: count it heavier.
     big = total_blocks * bq * bk * (_DECODE_WEIGHT if bq <= 2 else 1) >= _PARALLEL_MIN_SCORES
-    threads = min(num_threads or pool.available_cpus(), max(n_tasks, n_kb)) if big else 1
+    threads = min(num_threads or hw.cpus, max(n_tasks, n_kb)) if big else 1
     # Too few (head, query block) tasks for the threads — one long head, or decoding with few
     # heads: split each task's key blocks into ranges, one Partial per range, and merge them
     # with merge_partials. Otherwise one range, written straight into the result.

@@ -40,6 +40,8 @@ import os
 import threading
 from pathlib import Path
 
+from . import native, pool
+
 __all__ = ["SDPA", "C_KERNEL", "faster", "machine_key", "cache_path", "load", "calibrate", "save",
            "CALIBRATION_SIZES"]
 
@@ -68,7 +70,6 @@ def machine_key() -> str:
     import importlib.metadata
     import platform
 
-    from . import pool
     from .._version import __version__
 
     try:
@@ -83,17 +84,14 @@ def machine_key() -> str:
 
 
 def _cpu() -> tuple[str, list]:
-    try:
-        with open("/proc/cpuinfo", "rb") as f:
-            info = f.read(1 << 20).decode("utf-8", "replace")
-    except OSError:
+    """(model, flags) for the machine key: "unknown" model when /proc/cpuinfo names none, the platform's
+    processor when it cannot be read (`native.cpu`)."""
+    found = native.cpu()
+    if found is None:
         import platform
 
         return platform.processor() or "unknown", []
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
-                 "unknown")
-    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    return model, flags
+    return found[0] or "unknown", list(found[1])
 
 
 def cache_path(key: str | None = None) -> Path:
@@ -191,14 +189,7 @@ def calibrate(attend, *, sizes: dict | None = None, repeats: int = 3, heads: int
     model, _ = _cpu()
     return {"format": _FORMAT, "key": machine_key(), "cpu": model, "torch": torch.__version__,
             "threads": torch.get_num_threads(),
-            "heads": heads, "width": width, "repeats": repeats, "load": _load_average(), "cases": cases}
-
-
-def _load_average():
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return None
+            "heads": heads, "width": width, "repeats": repeats, "load": native.load_average(), "cases": cases}
 
 
 def writable_cache(key: str | None = None) -> Path:
