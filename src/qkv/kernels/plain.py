@@ -31,6 +31,29 @@ __all__ = ["attend", "reference", "softmax_steps", "softmax_lse", "empty_result"
            "group_kv", "ungroup"]
 
 
+# --------------------------------------------------------------------------- the softmax copies
+# softmax(s)ⱼ = e^(sⱼ − m) / Σₖ e^(sₖ − m) is written once per algorithm that needs its own form of it, and
+# nowhere else; every route's result is tested against a float64 reference.
+#  1. `softmax_steps` (here): the whole row at once, m its largest allowed score; recorded step by step
+#     for the explainer, exact power-of-two shifts for scores past the float range; NumPy and torch
+#     (autograd differentiates it). The reference, the PLAIN route, `qkv.softmax`.
+#  2. `blocked._Context.walk` (NumPy): online softmax over key blocks against a lazily moved reference r
+#     (`blocked._HEADROOM`), acc and l rescaled by exp(r − r_new) only when r moves — the blocked kernel
+#     never holds a whole row (NUMPY_WALK: float64, long double, no C extension).
+#  3. `_fused.c` `softmax_block` / `softmax_rows`: the same online step in one C pass per row (float32,
+#     vector exp of `_exp.h`) — PY_WALK, FLASH_ROWS, FLASH_MANY, and PLAIN_C_SOFTMAX's whole rows.
+#  4. `_tile.h` `tile_block`: that step with the exponentials taken while the score tile is in registers
+#     (AVX-512 / AVX2 register tiles; the same reference rule: it agrees with 3 to float32 rounding).
+#  5. `_backward.c` (and `bt_gemm`'s tiles), `distributed.ring` for non-float32 blocks: the backward's
+#     P = exp(S − lse) from the forward's stored lse (FlashAttention-2: the weights are recomputed, not kept).
+#  6. `merge.py` (`merge_partials`, `merge_lse`, `merge_lse_into`): partial results over disjoint key
+#     ranges combined by exp(lseₖ − max lse) (split calls, ring attention, Partials).
+#  7. `execute._merged_function`'s backward: the same factors aₖ = exp(lseₖ − lse) in NumPy for eager torch
+#     passes (torch's own ops there would wake its OpenMP workers beside the C kernel's threads).
+# (benchmarks' and `qkv.bench`'s `_local_plain` are independent peers on purpose; the explainer only
+# reads the numbers recorded by 1.)
+
+
 def softmax_lse(scores, mask=None, *, axis: int = -1):
     """softmax(scores) and its log-sum-exp log Σ exp(s) over the allowed entries (keepdims).
 
