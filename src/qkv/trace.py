@@ -33,7 +33,7 @@ __all__ = ["Recorder", "emit", "scoped", "TraceInfo", "Step", "Trace", "STEPS", 
            "MAX_SAVED_DIMS", "X", "MEMORY", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_HEADS", "K_HEADS", "V_HEADS",
            "ROPE_ANGLES", "Q_ROTATED", "K_ROTATED", "SCORES", "SCALED_SCORES", "BIASED_SCORES", "MODIFIED_SCORES",
            "MASK", "SOFTMAX_MAX", "EXP_SCORES", "EXP_SUM", "WEIGHTS", "OUT", "CONTRIBUTIONS", "SHARES",
-           "SINK_WEIGHT", "SINK_RATIO", "Reading", "read_row", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "token_number", "Shown", "in_language", "BY_HAND", "DRIFT"]
+           "SINK_WEIGHT", "SINK_RATIO", "TIE_RTOL", "tied", "Reading", "read_row", "CONCAT", "W_O", "Y", "RESIDUAL", "layer_step", "head_number", "token_number", "Shown", "in_language", "BY_HAND", "DRIFT"]
 
 FORMAT_VERSION = 1
 
@@ -131,21 +131,40 @@ SINK_WEIGHT = 0.5   # the key holds at least this much of the weight (most of it
 SINK_RATIO = 0.5    # … and its share of the output is at most this fraction of its weight
 
 
+TIE_RTOL = 1e-6    # two keys tie for the largest weight (or contribution) when they differ by at most this, relatively
+
+
+def tied(values: Any) -> tuple[int, ...]:
+    """The keys that share the largest of ``values`` (finite ones; within TIE_RTOL of it, in key order): one
+    key when one is largest, several when they tie (the group meeting's second meeting: four keys at 0.25).
+    Empty when no value is finite."""
+    x = np.asarray(values, dtype=float).reshape(-1)
+    finite = np.isfinite(x)
+    if not finite.any():
+        return ()
+    top = float(np.max(x[finite]))
+    return tuple(int(j) for j in np.flatnonzero(finite & (x >= top - TIE_RTOL * abs(top))))
+
+
 @dataclass(frozen=True)
 class Reading:
     """What one query's row says about its keys (`read_row`): indices into the row.
 
     heaviest: the key with the largest weight; strongest: the key with the largest ‖wⱼ·vⱼ‖ (the one
     that contributes most); sink: the key that is an attention sink for this query, or None.
+    heaviest_keys / strongest_keys: every key that ties for that place (`tied`); a reader names them all
+    (one name when there is no tie), never the first of a tie alone.
     """
 
     heaviest: int
     strongest: int
     sink: int | None
+    heaviest_keys: tuple[int, ...] = ()
+    strongest_keys: tuple[int, ...] = ()
 
     @property
     def same(self) -> bool:
-        return self.heaviest == self.strongest
+        return (self.heaviest_keys or (self.heaviest,)) == (self.strongest_keys or (self.strongest,))
 
 
 def read_row(weights: Any, contributions: Any) -> "Reading | None":
@@ -154,19 +173,20 @@ def read_row(weights: Any, contributions: Any) -> "Reading | None":
     An attention sink is the key with the largest weight when it holds most of the weight
     (w ≥ SINK_WEIGHT) yet gives at most SINK_RATIO of that as its share of the output
     (share = ‖w·v‖ / Σₖ ‖wₖ·vₖ‖ ≤ SINK_RATIO·w), and it is not the key that contributes most.
-    None for a row with no weight (every key masked).
+    None for a row with no weight (every key masked). Keys that tie are all kept (`tied`).
     """
     w = np.asarray(weights, dtype=float).reshape(-1)
     c = np.asarray(contributions, dtype=float).reshape(-1)
     if w.size == 0 or not np.any(w > 0):
         return None
-    heaviest = int(np.argmax(w))
-    strongest = int(np.argmax(np.where(np.isfinite(c), c, -np.inf))) if np.any(np.isfinite(c)) else heaviest
+    heaviest_keys = tied(w)
+    strongest_keys = tied(c) or heaviest_keys
+    heaviest, strongest = heaviest_keys[0], strongest_keys[0]
     total = float(np.sum(c[np.isfinite(c)]))
     share = float(c[heaviest]) / total if total > 0 else 0.0
-    sink = heaviest if (heaviest != strongest and w[heaviest] >= SINK_WEIGHT
+    sink = heaviest if (len(heaviest_keys) == 1 and heaviest not in strongest_keys and w[heaviest] >= SINK_WEIGHT
                         and share <= SINK_RATIO * w[heaviest]) else None
-    return Reading(heaviest, strongest, sink)
+    return Reading(heaviest, strongest, sink, heaviest_keys, strongest_keys)
 
 
 def head_number(meta: dict, head: int) -> int:

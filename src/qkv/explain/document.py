@@ -14,7 +14,7 @@ from typing import Any, Union
 import numpy as np
 
 from ..trace import (BY_HAND, CONTRIBUTIONS, DRIFT, SHARES, SINK_RATIO, SINK_WEIGHT, Step, Trace, head_number,
-                     in_language, read_row, token_number)
+                     in_language, read_row, tied, token_number)
 from . import texts
 from .parts import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES, title_of
 from .numbers import digits_for, fmt, fmt_decimal, shown_decimal
@@ -696,21 +696,25 @@ def _weight_vs_contribution(ctx: Context, qtok: str, keys: list, weights: np.nda
     reading = read_row(weights, contributions)
     if reading is None:
         return []
-    top, most = reading.heaviest, reading.strongest
+    top, most = reading.heaviest_keys, reading.strongest_keys
 
-    def said(j: int) -> dict:
-        return {"w": _fmt_plain(ctx.num("weights", weights[j])), "c": _fmt_plain(ctx.num(CONTRIBUTIONS, contributions[j])),
-                "share": _fmt_plain(ctx.num(SHARES, shares[j]))}
+    def said(js) -> dict:
+        return {"w": texts.values_of(js, lambda j: _fmt_plain(ctx.num("weights", weights[j]))),
+                "c": texts.values_of(js, lambda j: _fmt_plain(ctx.num(CONTRIBUTIONS, contributions[j]))),
+                "share": texts.values_of(js, lambda j: _fmt_plain(ctx.num(SHARES, shares[j])))}
+
+    def named(js) -> str:
+        return texts.key_names(ctx.lang, js, keys)
 
     blocks: list = [Para(ctx.t("weights.contribution"))]
     if reading.same:
-        blocks.append(Para(ctx.t("weights.top.same", token=qtok, top=keys[top], **said(top))))
+        blocks.append(Para(ctx.t("weights.top.same", token=qtok, top=named(top), **said(top))))
     else:
         shown = said(most)
-        blocks.append(Para(ctx.t("weights.top.differ", token=qtok, top=keys[top], most=keys[most],
+        blocks.append(Para(ctx.t("weights.top.differ", token=qtok, top=named(top), most=named(most),
                                  **said(top), w_most=shown["w"], c_most=shown["c"], share_most=shown["share"])))
     if reading.sink is not None:
-        blocks.append(Para(ctx.t("weights.sink", token=qtok, sink=keys[reading.sink], **said(reading.sink),
+        blocks.append(Para(ctx.t("weights.sink", token=qtok, sink=keys[reading.sink], **said((reading.sink,)),
                                  weight_rule=_fmt_plain(Num(SINK_WEIGHT, 1)), ratio=_fmt_plain(Num(SINK_RATIO, 1)))))
     return blocks
 
@@ -981,7 +985,8 @@ def _meeting_conclusion(ctx: Context, name: str, tokens: list, target: int, weig
     elif top == target or weights[top] == w:
         blocks.append(Para(ctx.t("gm.largest", rest=_fmt_plain(ctx.num(f"{name}/weights", 1.0 - w)), **said)))
     else:
-        blocks.append(Para(ctx.t("gm.weak", top=tokens[top], top_w=_fmt_plain(ctx.num(f"{name}/weights", weights[top])),
+        blocks.append(Para(ctx.t("gm.weak", top=texts.key_names(ctx.lang, tied(weights), tokens),
+                                 top_w=_fmt_plain(ctx.num(f"{name}/weights", weights[top])),
                                  **said)))
     return blocks
 

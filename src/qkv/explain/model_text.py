@@ -16,7 +16,7 @@ import io
 import numpy as np
 
 from ..trace import SINK_RATIO, SINK_WEIGHT, read_row
-from .texts import CAUSAL_MODEL_TEXTS, text
+from .texts import CAUSAL_MODEL_TEXTS, key_names, text, values_of
 
 __all__ = ["render_rich", "pad", "table", "sections", "token_line", "truncated", "is_causal", "causal_structure",
            "structure_json", "rope_section", "top_keys", "head_summary", "contribution_json", "contribution_sentences", "grid_summary", "SPECIAL"]
@@ -236,6 +236,8 @@ def contribution_json(weights, contributions, shares) -> dict:
     return {"contributions": [float(c) for c in contributions], "shares": [float(x) for x in shares],
             "largest_weight": None if reading is None else reading.heaviest,
             "contributes_most": None if reading is None else reading.strongest,
+            "largest_weight_tied": [] if reading is None else list(reading.heaviest_keys),
+            "contributes_most_tied": [] if reading is None else list(reading.strongest_keys),
             "sink": None if reading is None else reading.sink,
             "sink_rule": {"weight_at_least": SINK_WEIGHT, "share_at_most_times_weight": SINK_RATIO}}
 
@@ -247,15 +249,18 @@ def contribution_sentences(weights, contributions, shares, tokens, query: int, *
     if reading is None:
         return ""
 
-    def said(j: int) -> dict:
-        return {"w": f"{weights[j]:.{digits}f}", "c": f"{contributions[j]:.{digits}f}", "share": f"{shares[j]:.{digits}f}"}
+    def said(js) -> dict:
+        return {"w": values_of(js, lambda j: f"{weights[j]:.{digits}f}"),
+                "c": values_of(js, lambda j: f"{contributions[j]:.{digits}f}"),
+                "share": values_of(js, lambda j: f"{shares[j]:.{digits}f}")}
 
-    top, most, token = reading.heaviest, reading.strongest, tokens[query]
-    lines = [text(lang, "weights.top.same", token=token, top=tokens[top], **said(top)) if reading.same else
-             text(lang, "weights.top.differ", token=token, top=tokens[top], most=tokens[most], **said(top),
-                  w_most=said(most)["w"], c_most=said(most)["c"], share_most=said(most)["share"])]
+    top, most, token = reading.heaviest_keys, reading.strongest_keys, tokens[query]
+    lines = [text(lang, "weights.top.same", token=token, top=key_names(lang, top, tokens), **said(top)) if reading.same
+             else text(lang, "weights.top.differ", token=token, top=key_names(lang, top, tokens),
+                       most=key_names(lang, most, tokens), **said(top),
+                       w_most=said(most)["w"], c_most=said(most)["c"], share_most=said(most)["share"])]
     if reading.sink is not None:
-        lines.append(text(lang, "weights.sink", token=token, sink=tokens[reading.sink], **said(reading.sink),
+        lines.append(text(lang, "weights.sink", token=token, sink=tokens[reading.sink], **said((reading.sink,)),
                           weight_rule=f"{SINK_WEIGHT:g}", ratio=f"{SINK_RATIO:g}"))
     return "\n".join(lines)
 

@@ -161,6 +161,7 @@ EN: dict[str, str] = {
     "weights.contribution": "A weight is not a contribution: key j adds wⱼ·vⱼ to the output, so what it contributes "
                             "is ‖wⱼ·vⱼ‖ = wⱼ·‖vⱼ‖ (its weight times the length of its value vector), and its share "
                             "is that divided by the sum over all keys.",
+    "keys.tied": "each of {keys}",
     "weights.top.same": "{top} has the largest weight ({w}) and also contributes most to the output of {token}: "
                         "‖w·v‖ = {c}, a share of {share}.",
     "weights.top.differ": "{top} has the largest weight ({w}), but {most} contributes most to the output of {token}: "
@@ -1904,6 +1905,7 @@ KO: dict[str, str] = {
     "col.share": "출력 기여 비율",
     "weights.contribution": "가중치가 곧 기여도는 아니다. Key j가 출력에 더하는 것은 wⱼ·vⱼ이므로, 기여도는 "
                             "‖wⱼ·vⱼ‖ = wⱼ·‖vⱼ‖(가중치 × Value 벡터의 길이)이고, 기여 비율은 이것을 모든 Key의 합으로 나눈 값이다.",
+    "keys.tied": "동률인 {keys}",
     "weights.top.same": "가중치가 가장 큰 Key는 {top}({w})이고, {token}의 출력에 가장 크게 기여하는 Key도 {top}이다: "
                         "‖w·v‖ = {c}, 기여 비율 {share}.",
     "weights.top.differ": "가중치가 가장 큰 Key는 {top}({w})이지만, {token}의 출력에 가장 크게 기여하는 Key는 {most}이다: "
@@ -3605,6 +3607,20 @@ def text(lang: str, key: str, /, **values) -> str:
     its noun, singular for 1); a token named by its own number is not glossed by it (`unglossed`)."""
     check_lang(lang)
     return unglossed(_COUNTS.format(LANGS[lang][key], **values))
+
+
+def key_names(lang: str, indices, names) -> str:
+    """The keys ``indices`` (a `qkv.trace.tied` tuple) by their ``names``: one name, or every key of a tie
+    named as a tie ("each of Cash, or, credit, card?") — a reader is never told the first of a tie alone."""
+    shown = [str(names[j]) for j in indices]
+    return shown[0] if len(shown) == 1 else text(lang, "keys.tied", keys=", ".join(shown))
+
+
+def values_of(indices, write) -> str:
+    """``write(j)`` for the keys ``indices``: one text when they all read the same (a tie's shared weight),
+    else each key's own, in the same order as `key_names`."""
+    said = [write(j) for j in indices]
+    return said[0] if len(set(said)) == 1 else ", ".join(said)
 
 
 def step_name(lang: str, name: str) -> str:

@@ -33,6 +33,7 @@ from ..trace import (CONCAT, K, K_HEADS, MASK, MEMORY, OUT, Q, Q_HEADS, RESIDUAL
                      W_K, W_O, W_Q, W_V, WEIGHTS, X, Y, BIASED_SCORES, Trace, head_number,
                      in_language, token_number)
 from ..errors import plural
+from ..explain.texts import key_names, values_of
 from . import _style
 from . import fonts
 
@@ -766,7 +767,8 @@ def _contribution_row(ax, x0: float, y0: float, contributions: np.ndarray, head:
     lines = [words("contribution_row", token=_style.short(token, 10))]
     reading = read_row(weights[head, row], values)
     if reading is not None:
-        top, most = (_style.short(keys[j], 8) for j in (reading.heaviest, reading.strongest))
+        short = [_style.short(k, 8) for k in keys]
+        top, most = (key_names(words.lang, js, short) for js in (reading.heaviest_keys, reading.strongest_keys))
         lines.append(words("row_same", top=top) if reading.same else words("row_differ", top=top, most=most))
         if reading.sink is not None:
             lines.append(words("row_sink", sink=_style.short(keys[reading.sink], 8)))
@@ -1112,16 +1114,20 @@ def _contribution_panel(trace: Trace, query: int, head: int, words, digits: int 
     dw, dc, dsh = (_digits(trace, prefix + n, digits) for n in (WEIGHTS, CONTRIBUTIONS, SHARES))
     notes = []
     if reading is not None:
-        said = lambda j: {"w": _num(weights[j], dw), "c": _num(row[j], dc), "share": _num(share[j], dsh)}  # noqa: E731
-        top, most = reading.heaviest, reading.strongest
+        said = lambda js: {"w": values_of(js, lambda j: _num(weights[j], dw)),  # noqa: E731
+                           "c": values_of(js, lambda j: _num(row[j], dc)),
+                           "share": values_of(js, lambda j: _num(share[j], dsh))}
+        short = [_style.short(k, 12) for k in k_tokens]
+        top, most = reading.heaviest_keys, reading.strongest_keys
         if reading.same:
-            notes.append(words("read_same", top=_style.short(k_tokens[top], 12), **said(top)))
+            notes.append(words("read_same", top=key_names(words.lang, top, short), **said(top)))
         else:
             shown = said(most)
-            notes.append(words("read_differ", top=_style.short(k_tokens[top], 12), most=_style.short(k_tokens[most], 12),
+            notes.append(words("read_differ", top=key_names(words.lang, top, short),
+                               most=key_names(words.lang, most, short),
                                **said(top), w_most=shown["w"], c_most=shown["c"], share_most=shown["share"]))
         if reading.sink is not None:
-            notes.append(words("read_sink", sink=_style.short(k_tokens[reading.sink], 12), **said(reading.sink)))
+            notes.append(words("read_sink", sink=short[reading.sink], **said((reading.sink,))))
     lines = []
     total = float(np.sum(row[np.isfinite(row)]))
     if write and total > 0 and len(row) <= 6:      # each share written out; more keys would crowd the column
