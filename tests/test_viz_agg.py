@@ -122,3 +122,19 @@ def test_text_boxes_are_matplotlibs(va):
             return [t.get_window_extent(renderer).bounds for t in texts]
 
     assert boxes(_agg.Canvas) == boxes(FigureCanvasAgg)
+
+
+def test_a_generic_family_follows_the_rcparams_between_drawings():
+    # "sans-serif" names other files after font.sans-serif changes: nothing remembered may stand in for them
+    def figure() -> Figure:
+        fig = Figure(figsize=(3, 1.2), dpi=100)
+        fig.text(20, 60, "0.3750 Wa", transform=None, fontsize=14, family="sans-serif")
+        return fig
+
+    drawn = {}
+    for family in ("DejaVu Sans", "DejaVu Serif", "DejaVu Sans"):
+        with matplotlib.rc_context({"font.sans-serif": [family]}):
+            ours = _pixels(figure(), _agg.Canvas)
+            assert np.array_equal(ours, _pixels(figure(), FigureCanvasAgg))
+            drawn[family] = ours
+    assert not np.array_equal(drawn["DejaVu Sans"], drawn["DejaVu Serif"])

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 
+import matplotlib as mpl
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.font_manager import fontManager, get_font
@@ -43,10 +44,12 @@ _heights: dict[tuple, tuple] = {}
 
 
 def _font_key(prop) -> tuple:
-    # A FontProperties' own hash names its family list, style, variant, weight, stretch, size and file; the
-    # tuple is kept (not the object, which its owner may change later).
-    return (tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(),
-            prop.get_stretch(), prop.get_size_in_points(), prop.get_file(), prop.get_math_fontfamily())
+    # The font files the properties resolve to now (a generic family such as "sans-serif" follows the
+    # rcParams, which may change between two drawings; matplotlib's own draw_text looks them up per text as
+    # well), the size, and the tuple of what the properties say (not the object, which its owner may change).
+    return (tuple(fontManager._find_fonts_by_props(prop)), prop.get_size_in_points(), tuple(prop.get_family()),
+            prop.get_style(), prop.get_variant(), prop.get_weight(), prop.get_stretch(), prop.get_file(),
+            prop.get_math_fontfamily(), mpl.rcParams["text.hinting_factor"])
 
 
 class Renderer(RendererAgg):
