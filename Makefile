@@ -78,10 +78,9 @@ test: $(STAMP) system
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 # The fast tier, before every commit (after one `make test` has set up). 6 December: 176 CPU-seconds, 3,346
-# tests, about 90 s on two quiet cores. 7 December, with one torch thread per worker (tests/conftest.py): 3,495
-# tests, 196 CPU-seconds of the pytest processes (152 inside the tests), the last worker done in 4 min 22 s on
-# two cores shared with other runs (load 4 falling to 2; the other worker sat in test_cli's serve-hint test, which
-# served for real until its 600 s timeout). Every test not marked slow, i.e. the NumPy and torch attention and its
+# tests, about 90 s on two quiet cores. 7 December, with one torch thread per worker (tests/conftest.py): 3,505
+# tests, 152 CPU-seconds (the pytest processes; 112 inside the tests), 110 s wall on two cores at load 1.7–2.6,
+# both workers done within 2 s of each other. Every test not marked slow, i.e. the NumPy and torch attention and its
 # backward, the C kernel through qkv.attention, masks, the worked examples, explanations and their texts
 # (English and Korean), the CLI, serve's API, the translator, the README's quickstart and the docs' blocks
 # checked for labels. It leaves to `make test` the files in tests/conftest.py's sets, and single tests of
