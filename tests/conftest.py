@@ -108,7 +108,8 @@ SLOW_TESTS = {
 # test_models_families (11) and test_adversary_today (4) with it. test_viz_learner, test_numbering and test_why
 # (about 5 each, 6 December) were not reached by that run. Files not named here (under ~4 CPU-seconds, or new)
 # come after them. Without --no-loadscope-reorder, xdist (>= 3.5) sorts the files by their number of tests and
-# ignores this order.
+# ignores this order. The whole suite in this order (7 December, 01:30, load 1.7–4.6): 6,480 tests, 10 min 34 s,
+# 886 CPU-s (user 799, sys 87), the two workers done 1.5 s apart (491 and 376 CPU-s inside them).
 LONGEST_FIRST = ["test_bench.py", "test_attention_compile.py", "test_practice_browser.py", "test_kernels.py",
                  "test_models.py", "test_browser.py", "test_flex_compile.py", "test_viz.py", "test_docs.py",
                  "test_serve_browser.py", "test_torch_upstream.py", "test_distributed.py", "test_page_access.py",
