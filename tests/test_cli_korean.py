@@ -39,7 +39,7 @@ ALLOWED = {
     # the posts keep these in Latin letters
     "Query", "Key", "Value", "softmax",
     # acronyms and units
-    "RoPE", "GQA", "MQA", "KV", "LM", "CLS", "SEP", "CPU", "OS", "MiB", "ms", "L2",
+    "RoPE", "GQA", "MQA", "KV", "LM", "CLS", "SEP", "UNK", "CPU", "OS", "MiB", "ms", "L2",   # CLS, SEP, UNK: BERT's tokens
     # symbols in formulas
     "ln", "mod", "doc", "kv", "exp", "q_m", "k_n", "d_k", "Tq", "Tk",
     # step names of the trace, shown as code
