@@ -150,21 +150,27 @@ def tied(values: Any) -> tuple[int, ...]:
 class Reading:
     """What one query's row says about its keys (`read_row`): indices into the row.
 
-    heaviest: the key with the largest weight; strongest: the key with the largest ‖wⱼ·vⱼ‖ (the one
-    that contributes most); sink: the key that is an attention sink for this query, or None.
-    heaviest_keys / strongest_keys: every key that ties for that place (`tied`); a reader names them all
-    (one name when there is no tie), never the first of a tie alone.
+    heaviest_keys: the keys with the largest weight; strongest_keys: the keys with the largest ‖wⱼ·vⱼ‖ (the
+    ones that contribute most) — one key each unless several tie (`tied`), and a reader names them all, never
+    the first of a tie alone; heaviest / strongest: the first of each; sink: the key that is an attention
+    sink for this query, or None.
     """
 
-    heaviest: int
-    strongest: int
+    heaviest_keys: tuple[int, ...]
+    strongest_keys: tuple[int, ...]
     sink: int | None
-    heaviest_keys: tuple[int, ...] = ()
-    strongest_keys: tuple[int, ...] = ()
+
+    @property
+    def heaviest(self) -> int:
+        return self.heaviest_keys[0]
+
+    @property
+    def strongest(self) -> int:
+        return self.strongest_keys[0]
 
     @property
     def same(self) -> bool:
-        return (self.heaviest_keys or (self.heaviest,)) == (self.strongest_keys or (self.strongest,))
+        return self.heaviest_keys == self.strongest_keys
 
 
 def read_row(weights: Any, contributions: Any) -> "Reading | None":
@@ -181,12 +187,12 @@ def read_row(weights: Any, contributions: Any) -> "Reading | None":
         return None
     heaviest_keys = tied(w)
     strongest_keys = tied(c) or heaviest_keys
-    heaviest, strongest = heaviest_keys[0], strongest_keys[0]
+    heaviest = heaviest_keys[0]
     total = float(np.sum(c[np.isfinite(c)]))
     share = float(c[heaviest]) / total if total > 0 else 0.0
     sink = heaviest if (len(heaviest_keys) == 1 and heaviest not in strongest_keys and w[heaviest] >= SINK_WEIGHT
                         and share <= SINK_RATIO * w[heaviest]) else None
-    return Reading(heaviest, strongest, sink, heaviest_keys, strongest_keys)
+    return Reading(heaviest_keys, strongest_keys, sink)
 
 
 def head_number(meta: dict, head: int) -> int:
