@@ -200,6 +200,28 @@ def test_padding_mask_and_fully_masked_rows(dtype, softmax_step):
     np.testing.assert_allclose(out[live], expected[live], rtol=0, atol=tol)
 
 
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.longdouble])
+def test_non_finite_keys_under_the_mask_warn_of_nothing(dtype, bad, softmax_step):
+    """An inf or NaN key (and value) that every query has masked out gives the masked keys' result and no
+    RuntimeWarning: q·kᵀ's NaN products ('invalid value encountered in matmul', raised by one BLAS thread or
+    NumPy's own long double loop — float64 and long double always, float32 with OPENBLAS_NUM_THREADS=1)
+    are replaced by −inf before the softmax. Expected: the float64 reference over the finite keys alone."""
+    rng = np.random.default_rng(31)
+    b, h, tq, tk = 2, 2, 129, 300
+    q, k, v = inputs(rng, (b, h), tq, tk, 8, 5, dtype)
+    mask = np.ones((b, 1, 1, tk), bool)
+    mask[..., 40:43] = False
+    mask[..., -2:] = False
+    k_bad, v_bad = k.copy(), v.copy()
+    k_bad[:, :, 41], k_bad[:, :, -1], v_bad[:, :, 42] = bad, -bad, bad
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = blocked_attention(softmax_step, q, k_bad, v_bad, mask, **SMALL_BLOCKS)
+    tol = F32_TOL if dtype == np.float32 else F64_TOL
+    np.testing.assert_allclose(np.asarray(out, np.float64), reference(q, k, v, mask), rtol=0, atol=tol)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_bias_with_minus_infinity(dtype, softmax_step):
     rng = np.random.default_rng(9)

@@ -565,8 +565,13 @@ class _Context:
         for j0, j1, blocked, limit, _, _ in plan:   # no start: ranges=False
             cols = j1 - j0
             scores = buf.scores[:rows, :cols]                       # (rows, cols) scratch
-            # Step 1. S = (Q_i·scale)·K_jᵀ, BLAS.
-            np.matmul(q_scaled, keys[j0:j1].T, out=scores)
+            # Step 1. S = (Q_i·scale)·K_jᵀ, BLAS. A NaN or inf in q or k makes some products NaN (0·inf,
+            # inf − inf): a masked key's are replaced by −inf in step 2 (a right result, no warning), an
+            # allowed key's reach the output as NaN, as from the input — as on the plain path. (One BLAS
+            # thread, or NumPy's own loop for long double, raises the flag in this thread; OpenBLAS's
+            # worker threads did not, so the warning showed with OPENBLAS_NUM_THREADS=1 only.)
+            with np.errstate(invalid="ignore"):
+                np.matmul(q_scaled, keys[j0:j1].T, out=scores)
             # Step 2. S += bias; S = score_mod(S); S = −inf where the key is not allowed (mask,
             # mask function, causal diagonal).
             if bias is not None:

@@ -323,7 +323,9 @@ def _plain_fused(call: Call, q, k, v):
     sum) done as one C pass per row: scores = q·kᵀ·scale, exp(scores − row max) in place, ÷ row sum, ·v.
     Every row has a key (no mask), so every row sum is ≥ 1."""
     qg, kg, vg = plain.group(call, q), plain.group_kv(call, k), plain.group_kv(call, v)
-    with np.errstate(over="ignore"):   # scores past float32's range become inf, found below: the plain steps take over
+    # scores past float32's range become inf, a NaN or inf key NaN scores (0·inf, inf − inf): the row sum is then
+    # not finite, found below, and the plain steps take over (which say nothing of a product either)
+    with np.errstate(over="ignore", invalid="ignore"):
         scores = qg @ np.swapaxes(kg, -1, -2)                  # (…, [G, H/G,] Tq, Tk), a fresh array
         scores *= np.float32(call.scale)
     rows = scores.reshape(-1, call.tk)                         # a view: one row per query

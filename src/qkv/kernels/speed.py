@@ -8,8 +8,11 @@ two correct routes.
 
 The table, in order of trust:
 1. A calibration measured on this machine (`qkv doctor --calibrate`): both routes timed alternately on
-   the same inputs (B = 1, H = 8, D = 64; float32, bfloat16, float16; unmasked and causal; forward
-   and forward + backward; T = 512, 1024, 2048), medians. It is kept as JSON in the cache directory
+   the same inputs (B = 1, H = 8, D = 64; float32, bfloat16, float16; unmasked and causal; forward at
+   T = 512, 1024, 2048, forward + backward at T = 512, 1024: `CALIBRATION_SIZES`), medians. Training is
+   not timed at 2048: its six cases took 72 CPU-s there against 28 at 1024 (326 s against 97 s of wall
+   time, 2 AMD EPYC cores at load 11, SDPA's half-precision backward the most of it), which would more
+   than double the calibration's "about two minutes"; a longer training call reads the T = 1024 row. It is kept as JSON in the cache directory
    ($QKV_CACHE_DIR, else $XDG_CACHE_HOME/qkv, else ~/.cache/qkv), named by a key of what decides speed
    (CPU model and its vector flags, torch version, qkv version, usable CPUs): another CPU, torch or
    thread count reads the rules, never another machine's measurements.
@@ -139,8 +142,15 @@ def load(refresh: bool = False) -> tuple[dict | None, str]:
 
 def faster(dtype: str, causal: bool, train: bool, tq: int, tk: int) -> str:
     """SDPA or C_KERNEL: the faster of the two for a call both compute with the same numbers. dtype:
-    the inputs' dtype name ("float32", "bfloat16", "float16"); train: autograd records the call."""
-    t = math.sqrt(max(tq, 1) * max(tk, 1))
+    the inputs' dtype name ("float32", "bfloat16", "float16"); train: autograd records the call.
+
+    The table and the rules are measured on square calls (Tq = Tk = T); a call of Tq queries over Tk keys
+    is read as the square of the same work, T = √(Tq·Tk): both routes cost in proportion to the Tq·Tk
+    scores per head (two products over them, and the exponentials), so the square with as many scores is
+    the measured case nearest in cost. (Causal calls reach here only when square: `route._sdpa_computes_same`.
+    A very flat call — decoding, Tq = 1 — reads each key and value once per query and is bound by memory,
+    unlike any square: there √(Tq·Tk) is an approximation, not a measurement.)"""
+    t = math.sqrt(max(tq, 1) * max(tk, 1))   # the square of the same work (see above)
     table, _ = load()
     rows = None if table is None else table.get((dtype, causal, train))
     if rows:   # the measured size nearest on a log scale
