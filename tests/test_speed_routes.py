@@ -151,9 +151,10 @@ def test_a_traced_call_follows_the_same_table():
     for dtype, train, expected in ((torch.bfloat16, False, route_mod.TORCH_SDPA),
                                    (torch.float32, False, route_mod.TORCH_FLASH),
                                    (torch.bfloat16, True, route_mod.TORCH_FLASH)):
-        plan = route_mod._static_torch_plan(None, None, False, True, False, False, T, T, 2, 4, True, "cpu", 32, 32,
-                                            "out", None, 4, str(dtype).removeprefix("torch."), train)
-        assert plan[0] == expected.value, plan[1]
+        q = torch.zeros(2, 4, T, 32, dtype=dtype, requires_grad=train)
+        static = check_call(q, q, q, causal=True).static   # (what a trace knows of the call)
+        plan = route_mod.choose_route(static, route_mod._Traced())
+        assert plan.name == expected, plan.reason
     q, k, v = _inputs(torch.bfloat16, grad=True, seed=5)
     compiled = torch.compile(lambda q, k, v: _attention(q, k, v, causal=True), fullgraph=True, backend="aot_eager")
     out = compiled(q, k, v)

@@ -258,7 +258,7 @@ def _offsets(q_lo, q_hi, k_lo, k_hi):
 # arguments, keyword arguments)) with masks as their own recipes — a string, as Dynamo keeps strings
 # constant where it would make a changed int symbolic. torch.compile needs this: a mask built inside a
 # compiled function is, while Dynamo traces, an object whose attributes are not yet set, so the
-# traced route (kernels/route.py, _static_torch_plan) rebuilds it from its recipe, eagerly.
+# traced route (kernels/route.py, _traced_plan) rebuilds it from its recipe, eagerly.
 _RECORDED: dict = {}
 _LIVE: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 _TOKENS = itertools.count()
@@ -311,7 +311,7 @@ def _tracing() -> bool:
 
 def passes_into_a_trace(mask_mod) -> bool:
     """Whether torch.compile can hand mask_mod, as a Python value, to a function it runs eagerly (the
-    traced route's analysis, kernels/route.py `_static_torch_plan`). Called while Dynamo traces.
+    traced route's analysis, kernels/route.py `_traced_plan`). Called while Dynamo traces.
 
     Dynamo rebuilds a function made inside the compiled code from its closure cells' values, and fails
     (`ClosureConversionError`) when one is a tensor or an array — a mask lambda capturing a tensor of a
@@ -1387,7 +1387,7 @@ def reads_module_state(fn) -> bool:
     """Whether a plain function reads a value of a global or of a module's attribute that could change
     between calls (anything but modules, functions and classes: `W` in `q - kv <= W`, `cfg.WINDOW`),
     in its own code or its nested code objects. torch.compile guards what the trace reads, and a
-    mask function's analysis runs beside the trace (kernels/route.py, _static_torch_plan): such a
+    mask function's analysis runs beside the trace (kernels/route.py, _traced_plan): such a
     function's key ranges could be baked into a graph that a later value no longer matches."""
     code = getattr(fn, "__code__", None)
     if code is None or not isinstance(fn, types.FunctionType):

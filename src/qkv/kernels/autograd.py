@@ -94,7 +94,7 @@ def row_ranges(call: Call, *, per_batch: bool = False):
     per_batch: also (B, 2, Tq), batch b's rows[b], when the mask is one range per row that differs by
     batch (a key-padding mask, MaskInfo.range_table (B, 1, 2, Tq); no score_mod): the eager C forward
     and backward then run every batch in one call (`_forward_tensors`), no torch op between batches."""
-    if call.mask is not None:
+    if call.has_mask:
         return None
     tq, tk = call.tq, call.tk
     if call.mask_mod is None:   # causal or none: one read-only table per shape, kept
@@ -132,9 +132,9 @@ def _ranges(tq: int, tk: int, causal: bool, found):
 def _batch_ranges(call: Call):
     """(lo, hi) each (B, Tq), the call's per-batch one-range table (see row_ranges' per_batch), or None."""
     info = call.mask_info
-    if info is None or info.block_kinds is None or call.score_mod is not None or not call.lead or call.batch < 2:
+    if info is None or info.block_kinds is None or call.scored or not call.lead or call.batch < 2:
         return None
-    if min(call.q.ndim, call.k.ndim, call.v.ndim) < 3:
+    if call.ndim < 3:
         return None
     table = info.range_table
     if table is None or table.shape[:2] != (call.batch, 1) or table.shape[-1] != call.tq:

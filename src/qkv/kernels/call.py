@@ -42,7 +42,7 @@ from .._keep import keep
 from .functions import (EMPTY, FULL, PARTIAL, _compiling, as_bool_mask, as_scores, call_mask,  # noqa: F401 (kept
                         call_score, elementwise)                                             # importable here)
 
-__all__ = ["Call", "check_call", "index_arrays", "EMPTY", "PARTIAL", "FULL", "as_bool_mask", "check_scale",
+__all__ = ["Call", "Static", "check_call", "index_arrays", "EMPTY", "PARTIAL", "FULL", "as_bool_mask", "check_scale",
            "call_mask", "call_score", "elementwise"]
 
 
@@ -81,6 +81,58 @@ class Call:
     # served its parent's route (route.choose_route keeps routes by it).
     key: Any = field(default=None, init=False, repr=False, compare=False)
 
+    # What the rulebook reads of the arrays without reading a value (shared with `Static`)
+    @property
+    def has_mask(self) -> bool:
+        return self.mask is not None
+
+    @property
+    def has_bias(self) -> bool:
+        return self.bias is not None
+
+    @property
+    def q_lead(self) -> tuple:
+        return tuple(self.q.shape[:-2])
+
+    @property
+    def k_lead(self) -> tuple:
+        return tuple(self.k.shape[:-2])
+
+    @property
+    def v_lead(self) -> tuple:
+        return tuple(self.v.shape[:-2])
+
+    @property
+    def scored(self) -> bool:
+        return self.score_mod is not None
+
+    @property
+    def ndim(self) -> int:
+        """The fewest dimensions of q, k and v."""
+        return min(self.q.ndim, self.k.ndim, self.v.ndim)
+
+    @property
+    def library(self) -> str:
+        return "numpy" if compat.is_numpy_namespace(self.xp) else "torch"
+
+    @property
+    def device_type(self) -> str:
+        return getattr(self.device, "type", None) or str(self.device)
+
+    @property
+    def static(self) -> "Static":
+        """The call without its values: what a route is decided from (`Static`)."""
+        differentiated = False
+        if self.library == "torch":
+            import torch
+
+            differentiated = torch.is_grad_enabled() and any(getattr(x, "requires_grad", False)
+                                                              for x in (self.q, self.k, self.v, self.bias))
+        return Static(self.library, self.dtype, self.work, self.device_type, self.tq, self.tk, self.dk, self.dv,
+                      self.heads, self.kv_heads, self.groups, self.lead, self.q_lead, self.k_lead, self.v_lead,
+                      self.causal, self.has_mask, self.has_bias, self.mask_mod, self.scored, self.mask_info,
+                      self.score_info, differentiated)
+
     @property
     def scores_shape(self) -> tuple:
         return self.lead + (self.tq, self.tk)
@@ -102,6 +154,56 @@ class Call:
     def batch(self) -> int:
         """How many values b takes: the leading dimensions before the heads, flattened."""
         return math.prod(self.lead[:-1])
+
+
+@dataclass(frozen=True)
+class Static:
+    """A call without its values: everything its route is decided from that is known before a value is read —
+    the library, dtypes, device, shapes, whether there is a mask array or a bias, the mask and score functions
+    and their analyses, whether autograd records it. `Call.static` gives an eager call's; under torch.compile
+    (`route.traced_torch_route`) it is all a trace knows, built outside the trace. The rulebook
+    (`route.choose_route`) reads this and asks everything else — the values — through its looks."""
+
+    library: str            # "numpy" or "torch"
+    dtype: Any              # q's dtype (np.dtype or torch.dtype)
+    work: Any               # the dtype arithmetic runs in
+    device_type: str        # "cpu", "cuda", …
+    tq: int
+    tk: int
+    dk: int
+    dv: int
+    heads: int
+    kv_heads: int
+    groups: int
+    lead: tuple             # the scores' leading shape (…, H)
+    q_lead: tuple           # q's, k's and v's own leading shapes (before broadcasting)
+    k_lead: tuple
+    v_lead: tuple
+    causal: bool
+    has_mask: bool
+    has_bias: bool
+    mask_mod: Callable | None
+    scored: bool            # a score function is given (what the rules read of it is `score_info`, or a look)
+    mask_info: Any = None
+    score_info: Any = None
+    differentiated: bool = False   # (torch) autograd records the call: a gradient may be asked of it
+
+    @property
+    def empty(self) -> bool:
+        return self.tq == 0 or self.tk == 0 or 0 in self.lead
+
+    @property
+    def masked(self) -> bool:
+        return self.causal or self.has_mask or self.mask_mod is not None
+
+    @property
+    def batch(self) -> int:
+        return math.prod(self.lead[:-1])
+
+    @property
+    def ndim(self) -> int:
+        """The fewest dimensions of q, k and v."""
+        return 2 + min(len(self.q_lead), len(self.k_lead), len(self.v_lead))
 
 
 def check_scale(scale) -> tuple[float | None, bool]:

@@ -1,9 +1,11 @@
-"""One call, one route: `choose_route(call)` decides how a checked attention call is computed.
+"""One call, one route: `choose_route(call, looks)` decides how a checked attention call is computed.
 
-Every decision about a call's route is made here, once, from the `Call` (`check_call`: shapes,
-dtypes, scale, the mask arrays, and the mask function's analysis `call.mask_info` — block kinds,
-band, key ranges, declared by `qkv.masks.MaskMod`'s protocol) and two looks at the data (are the
-values finite; for torch under a mask, the keys too). The result is a `Route`: a `RouteName`, the
+Every decision about a call's route is made here, once, eager and traced alike, from the call's static
+description (`Call.static`, a `Static`: shapes, dtypes, device, whether there is a mask array or a bias, and
+the mask function's analysis `mask_info` — block kinds, band, key ranges, declared by `qkv.masks.MaskMod`'s
+protocol) and the looks at its values (`_Looks`: is max |v| finite, may q·kᵀ overflow, …; under
+torch.compile `_Traced()`, which answers each of them "unknown", and the route taken is then one that is
+right whatever the answer). The result is a `Route`: a `RouteName`, the
 reason it was chosen, and for the blocked kernel its whole plan (block sizes, threads, key ranges
 per task, the tasks and block-kind maps). Everything after executes the route; nothing re-decides
 it or looks at the mask function's attributes again.
@@ -38,14 +40,14 @@ from .. import _backend as compat  # array-api-compat, imported on first use
 from .._keep import keep
 from . import autograd, blas, native, pool, speed
 from .autograd import _band_of
-from .call import Call
+from .call import Call, Static
 from .functions import _compiling
 from .plan import (EMPTY, FLASH_MANY, FLASH_ROWS, KERNEL, NUMPY_WALK, PLAIN, PLAIN_C_SOFTMAX, PY_WALK,  # noqa: F401
                    TORCH_FLASH, TORCH_SDPA, Route, RouteName, _LADDERS, batch_head)
 from .magnitude import LSE_PRECISION, tops_lose_lse, tops_may_overflow, value_tops  # noqa: F401 (the rules, named here too)
 from .magnitude import value_top as _value_top
 
-__all__ = ["RouteName", "Route", "choose_route", "choose_call_route", "mask_as_ranges", "traced_torch_route", "range_split", "split_call", "batch_call", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
+__all__ = ["RouteName", "Route", "choose_route", "choose_call_route", "mask_as_ranges", "traced_torch_route", "range_split", "split_call", "split_static", "batch_call", "EMPTY", "PLAIN", "PLAIN_C_SOFTMAX", "TORCH_SDPA", "TORCH_FLASH",
            "FLASH_MANY", "FLASH_ROWS", "PY_WALK", "NUMPY_WALK"]
 
 
@@ -117,11 +119,14 @@ _routes_lock = threading.Lock()
 
 
 class _Looks:
-    """choose_route's looks at a call's values, each computed at most once and written down in the
+    """choose_route's looks at an eager call's values, each computed at most once and written down in the
     order asked with its answer (`trail`): "v_top" (is max |v| finite; the value itself is kept in
     .v for the route), "overflow" (`_scores_may_overflow`), "lse" (`tops_lose_lse`, torch), "values_ok" (autograd.values_ok: the C
-    training route's check), "kv_finite" (torch keys and values all finite, for SDPA under a mask)."""
+    training route's check), "kv_finite" (torch keys and values all finite, for SDPA under a mask); and
+    "mask_readable" (True: an eager call's mask function is analysed with the call). `score_spec()`: how C
+    computes the call's score function (`autograd.score_spec`: it evaluates a relative one on the call's library)."""
 
+    traced = False
     __slots__ = ("call", "v", "trail", "_answers", "_tops")
 
     def __init__(self, call: Call, v_top: float | None = None):
@@ -134,6 +139,8 @@ class _Looks:
         return self._tops
 
     def ask(self, name: str) -> bool:
+        if name == "mask_readable":
+            return True
         answer = self._answers.get(name)
         if answer is None:
             call = self.call
@@ -154,9 +161,11 @@ class _Looks:
                 answer = tops_lose_lse(top_q, top_k, call.dk, call.scale, torch.finfo(call.work).eps)
             elif name == "values_ok":
                 answer = autograd.tops_ok(self._torch_tops())
-            else:   # "kv_finite": max|k| and max|v| are NaN or inf exactly when one value is
+            elif name == "kv_finite":   # max|k| and max|v| are NaN or inf exactly when one value is
                 _, top_k, top_v = self._torch_tops()
                 answer = math.isfinite(top_k) and math.isfinite(top_v)
+            else:
+                raise ValueError(f"no look named {name!r}")
             self._answers[name] = answer
             self.trail.append((name, answer))
         return answer
@@ -165,12 +174,43 @@ class _Looks:
         self.ask("v_top")
         return self.v
 
+    def score_spec(self):
+        return autograd.score_spec(self.call)
 
-def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | None = None,
+
+class _Traced:
+    """The looks of a call torch.compile traces: a trace may not branch on a value, so every look at the
+    values answers None — unknown — and the rules take a route that is right whatever the answer (the C op
+    checks its values itself and its backward asks the lse rule; qkv's checked SDPA op reads them; PLAIN's
+    steps have no branch). "mask_readable": whether the mask function could be analysed outside the trace
+    (False: it closes over a tensor or an array Dynamo cannot hand out, or reads a global or module value —
+    Dynamo guards what it traces, not this analysis, so a later value would be served this graph's key
+    ranges). score_spec(): None (the C score passes are not an op torch.compile keeps)."""
+
+    traced = True
+    trail = ()
+
+    def __init__(self, mask_readable: bool = True):
+        self._readable = bool(mask_readable)
+
+    def ask(self, name: str):
+        return self._readable if name == "mask_readable" else None
+
+    def v_top(self):
+        return None
+
+    def score_spec(self):
+        return None
+
+
+def choose_route(call, looks=None, *, want: str = "out", route=None, block_q: int | None = None,
                  block_k: int | None = None, num_threads: int | None = None, v_top: float | None = None,
                  machine: native.Machine | None = None) -> Route:
-    """The route of one checked call (see the module docstring).
+    """The route of one checked call (see the module docstring): the one rulebook, eager and traced.
 
+    call: a `Call` (its static description `Call.static` is what the rules read) or a `Static` (with looks).
+    looks: the answers about the values — default an eager call's own (`_Looks`: each look reads the
+      arrays once); under torch.compile `_Traced()`, which answers every look at the values "unknown".
     want: "out" (the output), "lse" (also the log-sum-exp), "partial" (the kernel's un-normalised
       Partial) or "weights" (the weights or a trace: the full score matrix).
     route: None (choose), or the fastest route allowed (a RouteName or its value).
@@ -178,15 +218,21 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
     v_top: max |v| when already known (a split call's passes share the call's v), else looked up.
     machine: what this process can run (`native.Machine`; default the live one, `current_machine()`).
 
-    A call with a signature (Call.key: no mask or score function) is decided once per signature,
+    An eager call with a signature (Call.key: no mask or score function) is decided once per signature,
     threads and extension state: later calls ask the same looks at their values (max |v|, overflow,
     finiteness) and get the kept route when every answer is the same (see _ROUTES).
     """
     hw = current_machine() if machine is None else machine
+    if isinstance(call, Static) or looks is not None:
+        if looks is None:
+            raise TypeError("a call's static description is routed with its looks (choose_route(static, looks))")
+        static = call if isinstance(call, Static) else call.static
+        return _choose_route(static, want, route, block_q, block_k, num_threads, looks, hw)
+    static = call.static
     if call.key is None:
-        return _choose_route(call, want, route, block_q, block_k, num_threads, _Looks(call, v_top), hw)
-    graded = not compat.is_numpy_namespace(call.xp) and _differentiated(call)   # (asks the "lse" look)
-    key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, graded, hw, speed.generation)
+        return _choose_route(static, want, route, block_q, block_k, num_threads, _Looks(call, v_top), hw)
+    key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, static.differentiated, hw,
+           speed.generation)
     looks = _Looks(call, v_top)
     kept = _ROUTES.get(key)
     if kept is not None:
@@ -198,28 +244,33 @@ def choose_route(call: Call, *, want: str = "out", route=None, block_q: int | No
             fresh.__dict__.update(chosen.__dict__, v_top=looks.v)
             return fresh
         looks = _Looks(call, v_top)
-    chosen = _choose_route(call, want, route, block_q, block_k, num_threads, looks, hw)
+    chosen = _choose_route(static, want, route, block_q, block_k, num_threads, looks, hw)
     for task in chosen.tasks:   # shared by every call of the key: nobody may write into it
         task[3].flags.writeable = False
     keep(_ROUTES, key, (chosen, tuple(looks.trail)), _ROUTES_KEPT, _routes_lock)
     return chosen
 
 
-def _choose_route(call: Call, want: str, route, block_q, block_k, num_threads, looks: _Looks,
+def _check_ceiling(library: str, ceiling) -> None:
+    """Refuse a pinned route the call's library cannot take."""
+    if library == "torch":
+        if ceiling is not None and ceiling not in _LADDERS[2]:
+            raise ValueError(f"route {ceiling.value} takes NumPy arrays; torch tensors take torch_sdpa or plain")
+    elif ceiling in (TORCH_FLASH, TORCH_SDPA):
+        raise ValueError(f"route {ceiling.value} takes torch tensors")
+
+
+def _choose_route(call: Static, want: str, route, block_q, block_k, num_threads, looks,
                   hw: native.Machine) -> Route:
-    """choose_route's decision, every look at the values asked through `looks`."""
+    """choose_route's decision from the static description, every look at the values asked through `looks`."""
     ceiling = _name(route)
     if call.empty:
         return Route(EMPTY, "Tq, Tk or a leading dimension is 0")
     if want == "weights":
         return Route(PLAIN, "the weights or a trace were asked for: the full score matrix")
-    torch = not compat.is_numpy_namespace(call.xp)
-    if torch:
-        if ceiling is not None and ceiling not in _LADDERS[2]:
-            raise ValueError(f"route {ceiling.value} takes NumPy arrays; torch tensors take torch_sdpa or plain")
+    _check_ceiling(call.library, ceiling)
+    if call.library == "torch":
         return _torch_route(call, want, ceiling, looks, hw)
-    if ceiling in (TORCH_FLASH, TORCH_SDPA):
-        raise ValueError(f"route {ceiling.value} takes torch tensors")
     v_top = looks.v_top()
     if ceiling is None:
         if want == "partial":
@@ -243,12 +294,14 @@ def _choose_route(call: Call, want: str, route, block_q, block_k, num_threads, l
         return Route(PLAIN, "plain path asked for", v_top=v_top)
     table = range_split(call) if want != "partial" else None
     if table is not None:   # several key ranges per row, or per batch: the kernel once per range
-        sub = choose_route(split_call(call, table, 0, 0), want="lse", route=ceiling, block_q=block_q,
-                           block_k=block_k, num_threads=num_threads, v_top=v_top, machine=hw)
+        # (the first pass's static description under the same rule; execute._by_key_ranges plans each pass
+        # with this rule again, pinned to the route chosen here)
+        sub = _choose_route(split_static(call, table, 0, 0), "lse", ceiling, block_q, block_k, num_threads, looks,
+                            hw)
         if sub.name in (FLASH_MANY, FLASH_ROWS):
             return Route(sub.name, f"{_split_words(table)}: {sub.name.value} once per range, merged by lse",
                          v_top=v_top, key_rows=_rows_of(table))
-    return _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads, hw)
+    return _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads, hw, looks)
 
 
 def choose_call_route(call: Call, *, want: str = "out", route=None,
@@ -302,48 +355,66 @@ def mask_as_ranges(call: Call, *, want: str = "out", route=None, machine: native
     return dataclasses.replace(call, mask=None, mask_mod=mask_mod, mask_info=info)
 
 
-def _torch_route(call: Call, want: str, ceiling, looks: _Looks, hw: native.Machine) -> Route:
+def _torch_route(call: Static, want: str, ceiling, looks, hw: native.Machine) -> Route:
+    traced = looks.traced
+    if not looks.ask("mask_readable"):
+        return Route(PLAIN, "traced torch with a mask function the analysis outside the trace cannot read (a "
+                            "closure over a tensor or an array, or a global or module value): the plain path traces it")
     if ceiling == PLAIN:
         return Route(PLAIN, "plain path asked for")
     if looks.ask("overflow"):   # SDPA and the C kernel would give inf and NaN
         return Route(PLAIN, "|q|·|k|·Dk near the float range: the plain path computes the scores in float64 "
                             "(float64 itself: q and k divided by exact powers of two)")
-    if _differentiated(call) and looks.ask("lse"):
+    if call.differentiated and looks.ask("lse"):
         return Route(PLAIN, "differentiated, scores so large that a stored log-sum-exp loses the gradients "
                             "(|s|·eps > 2^-13): the plain path keeps the weights themselves")
     if ceiling in (None, TORCH_FLASH):
-        why = torch_flash_why_not(call, pinned=ceiling == TORCH_FLASH, looks=looks, machine=hw)
+        pinned = ceiling == TORCH_FLASH
+        why = torch_flash_why_not(call, pinned=pinned, looks=looks, machine=hw)
         if why is None:
-            if ceiling is None and _sdpa_computes_same(call, want):
+            # (traced: only forward calls — under autograd the traced SDPA op's backward computes its forward
+            # again, measured ×1.2–1.3, which eats the margin the speed table measured for SDPA's own backward)
+            if ceiling is None and _sdpa_computes_same(call, want) and not (traced and call.differentiated):
                 winner, reason = _measured_winner(str(call.dtype).removeprefix("torch."), call.causal,
-                                                  _differentiated(call), call.tq, call.tk)
+                                                  call.differentiated, call.tq, call.tk)
                 if winner is not None:
-                    return Route(TORCH_SDPA, reason)
+                    return Route(TORCH_SDPA, reason + (" (inside qkv's checked op)" if traced else ""))
+            if call.has_mask:   # (traced: a mask array is read as key ranges inside the C op)
+                return Route(TORCH_FLASH, "a boolean mask array, read as key ranges inside the C op (the plain path "
+                                          "there when it is not ranges)")
             return Route(TORCH_FLASH, "CPU torch, float32/16/bf16, a mask of key ranges, finite values: "
-                                      "the C kernel forward and backward")
+                                      "the C kernel forward and backward" +
+                                      (" (the C op checks the values itself)" if traced else ""))
         table = range_split(call)
-        if table is not None and torch_flash_why_not(split_call(call, table, 0, 0), pinned=ceiling == TORCH_FLASH,
-                                                     machine=hw) \
-                is None and (table.shape[0] == 1 or looks.ask("values_ok")):
+        if table is not None and torch_flash_why_not(split_static(call, table, 0, 0), pinned=pinned, looks=looks,
+                                                     machine=hw) is None:
             return Route(TORCH_FLASH, f"{_split_words(table)}: the C kernel forward and backward once per range, "
                                       "merged by lse (torch autograd through the merge)", key_rows=_rows_of(table))
     if want == "lse":
         return Route(PLAIN, "torch with return_lse: SDPA gives no lse")
-    if call.score_mod is not None:
+    if call.scored:
         return Route(PLAIN, "torch with a score_mod: SDPA takes none")
-    if call.masked or call.bias is not None:
-        if not looks.ask("kv_finite"):
+    if call.masked or call.has_bias:
+        if not looks.ask("kv_finite"):   # (unknown when traced: the plain path, whose value checks have no branch)
             # SDPA multiplies masked keys' scores and values by 0: NaN where one is not finite
-            return Route(PLAIN, "torch under a mask with a non-finite key or value: SDPA would read it")
+            return Route(PLAIN, "torch under a mask with a key or value that is not finite (or not known to be): "
+                                "SDPA would read it")
+    if looks.ask("overflow") is None and call.tq * call.tk < _C_KERNEL_MIN_SCORES:
+        # traced: SDPA cannot be told of scores past the float range and a trace cannot branch on them; the
+        # plain path divides q and k by powers of two as tensors (0 when not needed): no branch
+        return Route(PLAIN, "traced short torch call: the plain path (its overflow shift has no branch)")
+    if traced:
+        return Route(TORCH_SDPA, "torch tensors: torch's fused scaled_dot_product_attention inside qkv's op (which "
+                                 "reads the values: scores past the float range take the plain path)")
     return Route(TORCH_SDPA, "torch tensors: torch's fused scaled_dot_product_attention")
 
 
-def _sdpa_computes_same(call: Call, want: str) -> bool:
+def _sdpa_computes_same(call: Static, want: str) -> bool:
     """Whether torch's SDPA computes this call (one TORCH_FLASH takes) with the same numbers: only the
     output asked, no score function, no mask but `causal` on a square (torch's is_causal: top-left and
     bottom-right agree), no bias. The values were checked finite by TORCH_FLASH's own looks."""
-    return (want == "out" and call.score_mod is None and call.mask is None and call.mask_mod is None
-            and call.bias is None and (not call.causal or call.tq == call.tk))
+    return (want == "out" and not call.scored and not call.has_mask and call.mask_mod is None
+            and not call.has_bias and (not call.causal or call.tq == call.tk))
 
 
 def _measured_winner(dtype: str, causal: bool, train: bool, tq: int, tk: int):
@@ -358,135 +429,70 @@ def _measured_winner(dtype: str, causal: bool, train: bool, tq: int, tk: int):
                         "kernels/speed.py)")
 
 
-def _differentiated(call: Call) -> bool:
-    """Whether torch autograd records this call (a gradient may be asked of it)."""
-    import torch
-
-    return torch.is_grad_enabled() and any(getattr(x, "requires_grad", False)
-                                           for x in (call.q, call.k, call.v, call.bias))
-
-
 def traced_torch_route(call: Call, *, want: str = "out", route=None) -> Route:
     """choose_route for torch tensors while torch.compile traces (`qkv.attention` under
-    torch.compile(fullgraph=True)): decided from what is known before any value is read — shapes,
-    dtypes, device, the mask and score functions — so the trace has no data-dependent branch.
+    torch.compile(fullgraph=True)): the same rulebook on the call's static description with the looks
+    `_Traced()`, which answer every question about the values "unknown", so the trace has no
+    data-dependent branch.
 
     The decision and the mask's key ranges are computed once per compiled graph, eagerly, by
-    `_static_torch_plan` (marked for Dynamo as a function with a constant result: a mask function
-    is analysed as on eager calls, plain lambdas included). The checks that read values move: the
-    op (`torch.ops.qkv.flash_attention`) refuses non-finite inputs itself, and a masked call that
-    cannot take TORCH_FLASH takes PLAIN, whose steps handle non-finite values without a branch
-    (SDPA, which would read masked keys' values, is kept for unmasked calls)."""
-    ceiling = _name(route)
-    if call.empty:
-        return Route(EMPTY, "Tq, Tk or a leading dimension is 0")
-    if want == "weights":
-        return Route(PLAIN, "the weights or a trace were asked for: the full score matrix")
-    if ceiling is not None and ceiling not in _LADDERS[2]:
-        raise ValueError(f"route {ceiling.value} takes NumPy arrays; torch tensors take torch_sdpa or plain")
-    import torch
-
+    `_traced_plan` (marked for Dynamo as a function with a constant result: a mask function is analysed
+    as on eager calls, plain lambdas included); this function hands it the static description as plain
+    values. The checks that read values move: the op (`torch.ops.qkv.flash_attention`) refuses non-finite
+    inputs itself, and a masked call that cannot take TORCH_FLASH takes PLAIN, whose steps handle
+    non-finite values without a branch (SDPA, which would read masked keys' values, is kept for unmasked
+    calls, inside qkv's checked op)."""
+    _check_ceiling("torch", _name(route))
     # a catalogue mask is passed as its recipe when it has one (one built inside the compiled
     # function is not yet a whole object while Dynamo traces); anything else as itself
     recipe = None if call.mask_info is None else call.mask_info.recipe
-    if recipe is None and call.mask_mod is not None and not _masks().passes_into_a_trace(call.mask_mod):
-        return Route(PLAIN, "traced torch with a mask function Dynamo cannot hand to an eager analysis (a "
-                            "closure over a tensor or an array): the plain path traces it")
+    handed = recipe is not None or call.mask_mod is None or _masks().passes_into_a_trace(call.mask_mod)
     # int(f"{n}"): a size torch.compile made symbolic (a second shape seen) becomes a number again,
     # with a guard on it (the key ranges depend on it: another size compiles another graph)
-    tq, tk, batch, heads, dk, dv = (int(f"{n}") for n in (call.tq, call.tk, call.batch if call.lead else 1,
-                                                         call.heads, call.dk, call.dv))
-    name, reason, rows = _static_torch_plan(
-        call.mask_mod if recipe is None else None, recipe, call.score_mod is not None, call.causal,
-        call.mask is not None, call.bias is not None, tq, tk, batch, heads, call.work == torch.float32,
-        call.device.type, dk, dv, want, None if ceiling is None else ceiling.value,
-        min(call.q.ndim, call.k.ndim, call.v.ndim), str(call.dtype).removeprefix("torch."), _differentiated(call))
+    sizes = tuple(int(f"{n}") for n in (call.tq, call.tk, call.dk, call.dv, call.heads, call.kv_heads, call.groups))
+    leads = tuple(tuple(int(f"{n}") for n in lead) for lead in (call.lead, call.q_lead, call.k_lead, call.v_lead))
+    name, reason, rows = _traced_plan(
+        call.mask_mod if recipe is None and handed else None, recipe, handed, call.scored, call.causal,
+        call.has_mask, call.has_bias, sizes, leads, str(call.dtype).removeprefix("torch."),
+        str(call.work).removeprefix("torch."), call.device_type, call.static.differentiated, want,
+        None if route is None else _name(route).value)
     return Route(RouteName(name), reason, key_rows=rows)
 
 
-def _static_torch_plan(mask_mod, recipe, scored, causal, has_mask, has_bias, tq, tk, batch, heads, float32, device,
-                       dk, dv, want, ceiling, ndim, dtype="float32", train=False):
-    """(route value, reason, key-range tables) of a traced torch call (see traced_torch_route): the
-    same rules as torch_flash_why_not's and _torch_route's on what a trace knows. Run eagerly, once
-    per compiled graph: Dynamo bakes its result into the graph (`_dynamo_marked_constant`)."""
-    import types
-
+def _traced_plan(mask_mod, recipe, handed, scored, causal, has_mask, has_bias, sizes, leads, dtype, work, device,
+                 differentiated, want, ceiling):
+    """(route value, reason, key-range tables as tensors) of a traced torch call (see traced_torch_route):
+    its `Static` built from plain values, the mask function analysed, and `choose_route(static, _Traced())`.
+    Run eagerly, once per compiled graph: Dynamo bakes its result into the graph (`_dynamo_marked_constant`)."""
     import torch
 
     if recipe is not None:
         mask_mod = _masks().from_recipe(recipe)
-    if ceiling == PLAIN.value:
-        return PLAIN.value, "plain path asked for", ()
-    if recipe is None and mask_mod is not None and _masks().reads_module_state(mask_mod):
-        # Dynamo guards what it traces; this analysis is not traced, so a later W would be served
-        # this graph's key ranges. The plain path traces the function itself (guarded).
-        return PLAIN.value, "traced torch with a mask function reading a global or module value: the plain path", ()
-    if ceiling in (None, TORCH_FLASH.value):
-        pinned = ceiling == TORCH_FLASH.value
-        why = None
-        if not pinned and tq * tk < _C_KERNEL_MIN_SCORES:
-            why = "short call"
-        elif device != "cpu" or not float32 or dk == 0 or dv == 0 or has_bias:
-            why = "not CPU float32/16/bf16 without a bias"
-        elif has_mask and (mask_mod is not None or recipe is not None or scored):
-            why = "a mask array with a mask or score function"
-        elif has_mask:   # read at run time inside the op, as the eager route reads it (else the plain path there)
-            if not autograd.available():
-                why = "the C backward is not built"
-            else:
-                autograd.mask_op()   # registered here, eagerly: the trace only calls it
-                return (TORCH_FLASH.value, "traced: a boolean mask array, read as key ranges inside the C op "
-                                           "(the plain path there when it is not ranges)", ())
-        elif scored:
-            why = "a score_mod: its C passes are not an op torch.compile keeps"
-        elif not autograd.available():
-            why = "the C backward is not built"
-        rows = None
-        if why is None:
-            info = None if mask_mod is None else _masks().analyse(mask_mod, tq, tk, batch=batch, heads=heads, numpy=True)
-            rows = autograd.row_ranges(types.SimpleNamespace(mask=None, tq=tq, tk=tk, causal=causal,
-                                                             mask_mod=mask_mod, mask_info=info))
-            split = None
-            if rows is None and info is not None:
-                split = range_split(types.SimpleNamespace(
-                    mask_info=info, mask=None, bias=None, score_mod=None, tq=tq, tk=tk, causal=causal, batch=batch,
-                    q=types.SimpleNamespace(ndim=ndim), k=types.SimpleNamespace(ndim=ndim),
-                    v=types.SimpleNamespace(ndim=ndim)))
-            why = None if rows is not None or split is not None else "a mask function without key ranges"
-        # (forward only: under autograd the traced SDPA op's backward computes its forward again — measured
-        # ×1.2–1.3 — which eats the margin the speed table measured for SDPA's own backward)
-        if why is None and not pinned and mask_mod is None and recipe is None and not scored and not has_mask \
-                and want == "out" and (not causal or tq == tk) and not train:
-            winner, reason = _measured_winner(dtype, causal, train, tq, tk)
-            if winner is not None:
-                return TORCH_SDPA.value, "traced: " + reason + " (inside qkv's checked op)", ()
-        if why is None:
-            autograd.op()   # registered here, eagerly: the trace only calls it
-            if rows is not None:
-                rows = ((rows,),)
-                reason = "traced: CPU float32/16/bf16, a mask of key ranges: the C op (which checks the values itself)"
-            else:
-                rows = _rows_of(split)
-                reason = f"traced: {_split_words(split)}: the C op once per range, merged by lse"
-            return (TORCH_FLASH.value, reason, tuple(tuple(torch.from_numpy(r) for r in per_batch)
-                                                     for per_batch in rows))
-    if want == "lse":
-        return PLAIN.value, "traced torch with return_lse: SDPA gives no lse", ()
-    if scored:
-        return PLAIN.value, "traced torch with a score_mod: SDPA takes none", ()
-    if causal or has_mask or mask_mod is not None or has_bias:
-        return PLAIN.value, "traced torch under a mask: the plain path (its value checks have no branch)", ()
-    if tq * tk < _C_KERNEL_MIN_SCORES:
-        # SDPA cannot be told of scores past the float range and a trace cannot branch on them; the
-        # plain path divides q and k by powers of two as tensors (0 when not needed): no branch
-        return PLAIN.value, "traced short torch call: the plain path (its overflow shift has no branch)", ()
-    return TORCH_SDPA.value, ("traced torch tensors: torch's fused scaled_dot_product_attention inside qkv's op "
-                              "(which reads the values: scores past the float range take the plain path)"), ()
+    readable = handed and (recipe is not None or mask_mod is None or not _masks().reads_module_state(mask_mod))
+    tq, tk, dk, dv, heads, kv_heads, groups = sizes
+    lead, q_lead, k_lead, v_lead = leads
+    info = None
+    if mask_mod is not None and readable:
+        batch = math.prod(lead[:-1]) if lead else 1
+        info = _masks().analyse(mask_mod, tq, tk, batch=batch, heads=heads, numpy=True)
+    static = Static("torch", getattr(torch, dtype), getattr(torch, work), device, tq, tk, dk, dv, heads, kv_heads,
+                    groups, lead, q_lead, k_lead, v_lead, bool(causal), bool(has_mask), bool(has_bias),
+                    mask_mod if readable else None, bool(scored), info, None, bool(differentiated))
+    chosen = choose_route(static, _Traced(readable), want=want, route=ceiling)
+    rows = ()
+    if chosen.name == TORCH_FLASH:
+        if has_mask:
+            autograd.mask_op()   # registered here, eagerly: the trace only calls it
+        else:
+            autograd.op()
+            rows = chosen.key_rows or ((autograd.row_ranges(static),),)
+            rows = tuple(tuple(torch.from_numpy(np.ascontiguousarray(r)) for r in per_batch) for per_batch in rows)
+    return chosen.name.value, "traced: " + chosen.reason, rows
 
 
 # Dynamo calls it eagerly and keeps its result as a constant of the graph (what
 # torch.compiler.assume_constant_result sets; set here so importing this module never imports torch)
-_static_torch_plan._dynamo_marked_constant = True
+_traced_plan._dynamo_marked_constant = True
 
 
 def range_split(call: Call):
@@ -495,14 +501,14 @@ def range_split(call: Call):
     call has one range (or none) for every batch, a mask array, a bias or a score_mod. Each (b, r) is
     then a one-range call (`split_call`) for the C routes, and the results are merged by their lse."""
     info = call.mask_info
-    if info is None or call.mask is not None or call.bias is not None or call.score_mod is not None:
+    if info is None or call.has_mask or call.has_bias or call.scored:
         return None
     if info.key_ranges is not None or info.block_kinds is None:
         return None
     table = info.range_table
     if table is None or table.shape[:2] == (1, 1) or table.shape[-1] != call.tq:
         return None
-    if table.shape[0] > 1 and (table.shape[0] != call.batch or min(call.q.ndim, call.k.ndim, call.v.ndim) < 3):
+    if table.shape[0] > 1 and (table.shape[0] != call.batch or call.ndim < 3):
         return None
     if call.causal:   # bottom-right: row i sees j <= i + Tk − Tq
         limit = np.arange(call.tq, dtype=np.int64) + (call.tk - call.tq) + 1
@@ -549,6 +555,20 @@ def split_call(call: Call, table, b: int, r: int) -> Call:
     return dataclasses.replace(base, mask_mod=mask, mask_info=info, causal=False)
 
 
+def split_static(call: Static, table, b: int, r: int) -> Static:
+    """split_call for a call's static description: the one-range pass of batch b and range r (its mask
+    those key ranges, analysed; a batch's pass has the heads alone as its leading shape, as batch_call)."""
+    import dataclasses
+
+    rows = table[b if len(table) > 1 else 0][r]
+    if len(table) > 1:
+        call = dataclasses.replace(call, lead=call.lead[-1:], q_lead=call.q_lead[-1:], k_lead=call.k_lead[-1:],
+                                   v_lead=call.v_lead[-1:])
+    mask = _masks().key_range_mask(rows[0], rows[1])
+    info = _masks().analyse(mask, call.tq, call.tk, batch=call.batch if call.lead else 1, heads=call.heads)
+    return dataclasses.replace(call, mask_mod=mask, mask_info=info, causal=False)
+
+
 def batch_call(call: Call, b: int) -> Call:
     """The call of batch b alone (the leading dimensions before the heads flattened, C order): q, k
     and v broadcast to the call's batch and sliced, lead (H,)."""
@@ -564,40 +584,46 @@ def batch_call(call: Call, b: int) -> Call:
     return dataclasses.replace(call, q=take(call.q), k=take(call.k), v=take(call.v), lead=call.lead[-1:])
 
 
-def torch_flash_why_not(call: Call, *, pinned: bool = False, looks: _Looks | None = None,
+def torch_flash_why_not(call, *, pinned: bool = False, looks=None,
                         machine: native.Machine | None = None) -> str | None:
     """Why TORCH_FLASH (kernels/autograd.py: the C forward and backward on CPU torch tensors) does not
-    take a torch call, or None when it does. pinned: route="torch_flash" asked for (no size floor).
-    looks: choose_route's looks at this call's values (its value check is asked through them)."""
-    if not pinned and call.tq * call.tk < _C_KERNEL_MIN_SCORES:
-        return f"short call ({call.tq}·{call.tk} scores per head): SDPA or the plain path"
-    if call.device.type != "cpu":
+    take a torch call, or None when it does. call: a `Call` or its `Static` (then with looks).
+    pinned: route="torch_flash" asked for (no size floor). looks: choose_route's looks at this call's
+    values (an eager call's own by default; `_Traced()` under torch.compile: unknown values pass, the op
+    checks them itself, and a mask array alone passes, read as key ranges inside the op)."""
+    static = call if isinstance(call, Static) else call.static
+    looks = _Looks(call) if looks is None else looks   # (one read of max|q|, max|k|, max|v| for both looks)
+    if not pinned and static.tq * static.tk < _C_KERNEL_MIN_SCORES:
+        return f"short call ({static.tq}·{static.tk} scores per head): SDPA or the plain path"
+    if static.device_type != "cpu":
         return "not on the CPU"
     import torch
 
-    if call.work != torch.float32:
+    if static.work != torch.float32:
         return "float64: the plain path (torch autograd)"
-    if call.dk == 0 or call.dv == 0:
+    if static.dk == 0 or static.dv == 0:
         return "Dk or Dv is 0"
-    if call.mask is not None or call.bias is not None:
+    hw = current_machine() if machine is None else machine
+    if static.has_mask and not static.has_bias and looks.traced and static.mask_mod is None and not static.scored:
+        # traced: the mask array's key ranges are read inside the C op (`autograd.mask_op`), where the eager
+        # route reads them before (choose_call_route)
+        return None if hw.backward else "the C extension (its backward, kernels/_backward.c) is not built"
+    if static.has_mask or static.has_bias:
         return "a mask array or bias: the C backward takes masks of key ranges only"
-    if autograd.score_spec(call) is None:
+    if static.scored and looks.score_spec() is None:
+        if looks.traced:
+            return "a score_mod: its C passes are not an op torch.compile keeps"
         return ("a score_mod neither soft-cap nor declared relative (ALiBi, T5's buckets): the plain path "
                 "(torch autograd)")
-    if autograd.row_ranges(call, per_batch=not _compiling_now()) is None:
+    if autograd.row_ranges(static, per_batch=not looks.traced and not _compiling()) is None:
         return "a mask function without key ranges (the same for every batch and head)"
-    if not (current_machine() if machine is None else machine).backward:
+    if not hw.backward:
         return "the C extension (its backward, kernels/_backward.c) or NumPy's BLAS is not available"
-    looks = _Looks(call) if looks is None else looks   # (one read of max|q|, max|k|, max|v| for both looks)
-    if not looks.ask("values_ok"):
+    if looks.ask("values_ok") is False:
         return "a non-finite value, or values above 2^60"
     if looks.ask("overflow"):   # (route="torch_flash" pinned included: the kernel would give inf and NaN)
         return "|q|·|k|·Dk near float32's range: the plain path multiplies q and k by exact powers of two"
     return None
-
-
-def _compiling_now() -> bool:
-    return _compiling()
 
 
 def _scores_may_overflow(call: Call) -> bool:
@@ -620,7 +646,7 @@ def _tops_may_overflow(top_q: float, top_k: float, call: Call) -> bool:
     return tops_may_overflow(top_q, top_k, call.dk, limit)
 
 
-def _whole_in_c(call: Call, hw: native.Machine) -> bool:
+def _whole_in_c(call: Static, hw: native.Machine) -> bool:
     """Whether a mid-sized NumPy call takes the kernel (see _C_KERNEL_MIN_WORK): float32 or
     float16, no mask array, bias or score_mod, no mask function or a band one, the C extension built."""
     scores = call.tq * call.tk
@@ -631,14 +657,14 @@ def _whole_in_c(call: Call, hw: native.Machine) -> bool:
         return False                   # for one query over 4096 keys, 8 heads)
     if np.dtype(call.work) != np.float32 or hw.fused is None:
         return False
-    if call.mask is not None or call.bias is not None or call.score_mod is not None:
+    if call.has_mask or call.has_bias or call.scored:
         return False
     return call.mask_info is None or call.mask_info.band is not None
 
 
-def _no_plain_c_softmax(call: Call, want: str, v_top, hw: native.Machine) -> str | None:
+def _no_plain_c_softmax(call: Static, want: str, v_top, hw: native.Machine) -> str | None:
     """Why PLAIN_C_SOFTMAX does not apply, or None."""
-    if call.masked or call.bias is not None or call.score_mod is not None:
+    if call.masked or call.has_bias or call.scored:
         return "masked, biased or with a score_mod: plain path"
     if want != "out":
         return "the lse asked for: plain path"
@@ -649,7 +675,8 @@ def _no_plain_c_softmax(call: Call, want: str, v_top, hw: native.Machine) -> str
     return None
 
 
-def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads, hw: native.Machine) -> Route:
+def _kernel_route(call: Static, want, ceiling, v_top, block_q, block_k, num_threads, hw: native.Machine,
+                  looks) -> Route:
     fused = hw.fused
     info = call.mask_info
     lead = loop_lead(call)
@@ -658,18 +685,17 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads, hw:
     float32 = np.dtype(call.work) == np.float32 and fused is not None
     # A score_mod C computes (soft-cap, a relative bias: ALiBi, T5's buckets) keeps the C routes
     score = None
-    if float32 and call.score_mod is not None:
-        score = autograd.score_spec(call)
-    simple = (call.bias is None and (call.score_mod is None or score is not None) and bool(np.isfinite(v_top))
+    if float32 and call.scored:
+        score = looks.score_spec()
+    simple = (not call.has_bias and (not call.scored or score is not None) and bool(np.isfinite(v_top))
               and call.dk > 0 and call.dv > 0)
-    k_lead, v_lead = tuple(call.k.shape[:-2]), tuple(call.v.shape[:-2])
-    same_kv = k_lead == v_lead
+    same_kv = call.k_lead == call.v_lead
     no_rows = info is not None and not (info.block_kinds is not None and
                                         (info.band is not None or info.key_ranges is not None))
     name, reason = NUMPY_WALK, "float64/longdouble, or no C extension: the NumPy walk"
     for candidate in names:
         if candidate == FLASH_MANY:
-            if not float32 or not simple or want == "partial" or call.mask is not None or not same_kv or no_rows:
+            if not float32 or not simple or want == "partial" or call.has_mask or not same_kv or no_rows:
                 continue
             if not hw.sgemm:
                 continue
@@ -747,7 +773,7 @@ def _kernel_route(call, want, ceiling, v_top, block_q, block_k, num_threads, hw:
     return Route(name, reason, block_q=bq, block_k=bk, threads=threads, ranges=ranges, big=big, lead=lead,
                  band=_band(call) if sparse else None,
                  tasks=tuple(tasks), kinds=kinds_by_head if sparse else {}, v_top=v_top,
-                 score=score if name in (FLASH_MANY, FLASH_ROWS) and call.score_mod is not None else None,
+                 score=score if name in (FLASH_MANY, FLASH_ROWS) and call.scored else None,
                  tile=True, width=int(fused.vector_width()) if fused is not None else 1)
 
 
@@ -787,7 +813,7 @@ def _split_lightest(head_tasks: list, bq: int, task) -> list:
 def loop_lead(call: Call) -> tuple:
     """The kernel's loop over (batch, head) pairs: the leading shapes of q, k, v broadcast, with
     grouped-query attention's heads split as (…, G, H/G) (k and v then (…, G, 1))."""
-    q_lead, k_lead, v_lead = (tuple(call_array.shape[:-2]) for call_array in (call.q, call.k, call.v))
+    q_lead, k_lead, v_lead = call.q_lead, call.k_lead, call.v_lead
     if call.groups > 1:
         q_lead = q_lead[:-1] + (call.kv_heads, call.groups)
         k_lead = k_lead + (1,)
