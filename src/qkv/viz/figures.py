@@ -19,6 +19,7 @@ shared by every view:
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -43,6 +44,7 @@ __all__ = ["heatmap", "attention_grid", "projection_figure", "query_path", "mask
 _SMALL = 16          # up to this many tokens on an axis every cell gets its value written
 _HATCH_CELLS = 128   # up to this many tokens on an axis masked cells are hatched one by one
 _NUMBER_FONT = "DejaVu Sans"   # digits need no CJK fallback (and skipping it draws faster)
+_DIGIT = re.compile(r"\d")
 
 
 def _cmap() -> mcolors.Colormap:
@@ -485,6 +487,70 @@ def _put(ax, x: float, y: float, text: str, **kwargs):
     return ax.text(x, y, text, clip_path=clip, **kwargs)
 
 
+class _CellNumbers:
+    """The numbers of one matrix's cells, which share one font size: the size asked for, or smaller when the
+    widest of them would not fit its cell with a margin. Decided when the figure is drawn (the cell's width in
+    pixels is known only then: a figure's scale is set after its blocks are laid out), once per block and size."""
+
+    MARGIN = 0.12          # of the cell's width, left and right together: the numbers never touch the cell's edges
+
+    def __init__(self, cell: float, size: float, *, tabular: bool) -> None:
+        self.cell, self.size, self.tabular, self.texts, self._fitted = cell, size, tabular, [], {}
+
+    def size_for(self, artist, renderer) -> float:
+        ax = artist.axes
+        (x0, _), (x1, _) = ax.transData.transform([(0.0, 0.0), (self.cell, 0.0)])
+        room = abs(x1 - x0) * (1 - self.MARGIN)
+        key = (round(room, 3), renderer.dpi if hasattr(renderer, "dpi") else None)
+        size = self._fitted.get(key)
+        if size is None:
+            # the number font's digits all have one width (DejaVu Sans's figures are tabular): one string of each
+            # shape is measured ("−0.0000", "0.00"), with the block's first text's font at the size asked for
+            shapes = {_DIGIT.sub("0", text.get_text()) for text in self.texts} if self.tabular else \
+                {text.get_text() for text in self.texts}
+            prop = self.texts[0].get_fontproperties().copy()
+            prop.set_size(self.size)
+            widest = max(renderer.get_text_width_height_descent(shape, prop, ismath=False)[0] for shape in shapes)
+            size = self._fitted[key] = self.size if widest <= room else self.size * room / widest
+        return size
+
+
+def _cell_text_class():
+    from matplotlib.text import Text
+
+    class CellText(Text):
+        """A cell's number: drawn at its block's fitted size (`_CellNumbers`)."""
+
+        def draw(self, renderer):
+            if self.get_visible():
+                size = self._qkv_numbers.size_for(self, renderer)
+                if size != self.get_fontsize():
+                    self.set_fontsize(size)
+            return super().draw(renderer)
+
+    return CellText
+
+
+_CELL_TEXT = None
+
+
+def _put_cell(ax, x: float, y: float, text: str, numbers: _CellNumbers, **kwargs):
+    """`_put` for a cell's number, fitted to its cell's width when drawn."""
+    global _CELL_TEXT
+    if _CELL_TEXT is None:
+        _CELL_TEXT = _cell_text_class()
+    clip = ax.__dict__.get("_qkv_clip")
+    if clip is None:
+        from matplotlib.transforms import TransformedPatchPath
+
+        clip = ax._qkv_clip = TransformedPatchPath(ax.patch)
+    artist = _CELL_TEXT(x, y, text, clip_path=clip, **kwargs)
+    artist._qkv_numbers = numbers
+    numbers.texts.append(artist)
+    ax._add_text(artist)
+    return artist
+
+
 def _draw_block(ax, x0: float, y0: float, values: np.ndarray, *, cell: float, row_cell: float | None = None,
                 label: str = "", col_heads=None, row_heads=None, digits: int = 2, fontsize: float = 6.5,
                 weights: bool = False, blocked: np.ndarray | None = None, masked_word: str = "masked",
@@ -507,19 +573,20 @@ def _draw_block(ax, x0: float, y0: float, values: np.ndarray, *, cell: float, ro
 
         # one FontProperties per family and size, which each Text copies (a Text made its own from the
         # rcParams and then set the family and the size: a third of making a matrix's numbers)
+        # the numbers and the masked word each share one size, fitted to the cell when the figure is drawn
         shared_fonts: dict = {}
+        fitted = {False: _CellNumbers(cell, fontsize, tabular=True), True: _CellNumbers(cell, fontsize, tabular=False)}
         for i in range(rows):
             for j in range(cols):
-                masked = blocked is not None and blocked[i, j]
+                masked = bool(blocked is not None and blocked[i, j])
                 text = masked_word if masked else _num(values[i, j], digits)
                 dark = weights and not masked and values[i, j] > 0.35
-                size = fontsize if len(text) <= (7 if cell >= 1.2 else 5) else fontsize * 0.86
-                font = shared_fonts.get((masked, size))
+                font = shared_fonts.get(masked)
                 if font is None:
                     family = list(fonts.families()) if masked else _NUMBER_FONT
-                    font = shared_fonts[masked, size] = FontProperties(family=family, size=size)
-                _put(ax, x0 + (j + 0.5) * cell, y0 + (i + 0.5) * row_cell, text, ha="center", va="center",
-                     fontproperties=font, color="white" if dark else "#111111", zorder=3)
+                    font = shared_fonts[masked] = FontProperties(family=family, size=fontsize)
+                _put_cell(ax, x0 + (j + 0.5) * cell, y0 + (i + 0.5) * row_cell, text, fitted[masked], ha="center",
+                          va="center", fontproperties=font, color="white" if dark else "#111111", zorder=3)
         from matplotlib.collections import LineCollection
 
         grid = [((x0 + j * cell, y0), (x0 + j * cell, y0 + height)) for j in range(1, cols)] + \
