@@ -505,7 +505,7 @@ def test_this_computer_has_one_name():
     assert "이 컴퓨터에서" in texts.KO["help.doctor"]
 
 
-@pytest.mark.parametrize("command", ["inspect", "heads"])
+@pytest.mark.parametrize("command", ["inspect", "heads", "embed"])
 def test_korean_typed_into_minilm_is_said_to_be_unread_on_the_command_line(command, capsys):
     """serve's page said MiniLM takes Korean apart into jamo and [UNK] (issue 29); `qkv inspect` and `qkv heads`
     showed the jamo's attention with no word. The count is the tokenizer's own (qkv.models.reading): all 16
@@ -519,6 +519,19 @@ def test_korean_typed_into_minilm_is_said_to_be_unread_on_the_command_line(comma
     english = [command, "The cat sat on the mat."] + (["--layer", "0", "--head", "0"] if command == "inspect" else [])
     assert main(english) == 0
     assert "does not read" not in capsys.readouterr().err
+
+
+def test_embed_names_the_texts_minilm_does_not_read(capsys):
+    """`qkv embed` gave no note (issue 29's leftovers): with several texts the pieces are counted together (the
+    tokenizer's own: "The cat sat." is 4 pieces, all read; the Korean sentence 16, none read) and the note names
+    the unread texts as embed's table numbers them, and says what is made of the pieces: the embedding."""
+    argv = ["embed", "The cat sat.", "나는 기계 학습을 좋아한다", "A dog."]
+    for lang, said in (("en", "text #1: minilm does not read Korean: 16 of the 23 pieces it sees are [UNK]"),
+                       ("ko", "텍스트 #1: minilm 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 23개 가운데 16개가")):
+        assert main([*argv, "--lang", lang]) == 0
+        err = " ".join(capsys.readouterr().err.split())
+        assert said in err, err
+        assert ("its embedding" if lang == "en" else "임베딩") in err and "어텐션" not in err, err
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])

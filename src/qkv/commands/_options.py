@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Sequence
 
 from .. import frontdoor
 from .._io import check_output
@@ -17,7 +18,7 @@ from ..explain.texts import LANGS, text
 from ..trace import Shown, Trace
 
 __all__ = ["help_words", "add_model_option", "load_model", "add_lang_option", "check_lang", "words", "write_text",
-           "add_output_options", "check_options", "emit", "EXPLANATION_FORMATS"]
+           "add_output_options", "check_options", "emit", "EXPLANATION_FORMATS", "reading_note", "require_text"]
 
 
 def help_words(lang: str):
@@ -43,20 +44,41 @@ def load_model(name: str):
     return load(name)
 
 
-def reading_note(model, text: str, t) -> str | None:
+def reading_note(model, text: str | Sequence[str], t, *, shows: str = "attention") -> str | None:
     """A note when the model's tokenizer does not read (part of) ``text`` — MiniLM takes Hangul apart into jamo
     and [UNK] — counted from its own output (`qkv.models.reading`, as serve's page says it); None when it reads
-    it all or has no `tokenizers.Tokenizer`."""
+    it all or has no `tokenizers.Tokenizer`. Several texts (`qkv embed`): their pieces counted together, and the
+    note names the texts (#0, #2: numbered as embed's table numbers them) that are not read. ``shows``: what the
+    command shows of those pieces ("attention", "embedding"; the text ``cli.reading.shows.SHOWS``)."""
     from ..models.reading import READS_KOREAN, reading
 
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is None or not hasattr(tokenizer, "encode"):
         return None
-    found = reading(text, tokenizer)
-    if not found.unread:
+    several = not isinstance(text, str)
+    found = [reading(one, tokenizer) for one in (text if several else [text])]
+    unread = [i for i, one in enumerate(found) if one.unread]
+    if not unread:
         return None
-    return t("cli.reading.korean" if found.hangul else "cli.reading.other", model=getattr(model, "name", "model"),
-             n=found.unread, total=found.pieces, examples=" ".join(found.examples), korean=READS_KOREAN)
+    examples = tuple(dict.fromkeys(piece for i in unread for piece in found[i].examples))[:6]
+    note = t("cli.reading.korean" if any(one.hangul for one in found) else "cli.reading.other",
+             model=getattr(model, "name", "model"), n=sum(one.unread for one in found),
+             total=sum(one.pieces for one in found), examples=" ".join(examples), korean=READS_KOREAN,
+             shows=t(f"cli.reading.shows.{shows}"))
+    if not several:
+        return note
+    which = ", ".join(f"#{i}" for i in unread[:5]) + (", …" if len(unread) > 5 else "")
+    return t("cli.reading.text" if len(unread) == 1 else "cli.reading.texts", which=which, note=note)
+
+
+def require_text(text: str, t, *, field: str = "TEXT", number: int | None = None) -> str:
+    """``text`` when it holds something to read; an empty or whitespace-only text is refused, as `qkv translate`
+    and serve's page refuse it (a model would see only its own special tokens, [CLS] [SEP], none of the reader's
+    words). ``number``: the text's place among several (`qkv embed`, numbered as its table numbers them)."""
+    if text.strip():
+        return text
+    raise InputError(t("cli.text.blank" if text else "cli.text.empty"),
+                     field=field if number is None else f"{field} #{number}")
 
 
 def add_lang_option(parser: argparse.ArgumentParser, t, command: str) -> None:

@@ -18,7 +18,7 @@ from .._io import int_option, short_repr
 from ..errors import InputError
 from ..explain.model_text import render_rich, truncated
 from ..explain.texts import EN
-from ._options import add_lang_option, add_model_option, check_lang, load_model, words, write_text
+from ._options import add_lang_option, add_model_option, check_lang, load_model, reading_note, require_text, words, write_text
 
 
 def register(subparsers, t) -> None:
@@ -51,6 +51,9 @@ def handler(args: argparse.Namespace) -> int:
     if cut:
         which = f"#{', #'.join(map(str, cut[:5]))}{', …' if len(cut) > 5 else ''}"
         print(t("cli.note", text=t("cli.embed.truncated", n=len(cut), which=which, max=max(lengths))), file=sys.stderr)
+    unread = reading_note(model, texts, t, shows="embedding")                # Korean typed into MiniLM: jamo and [UNK], said so
+    if unread:
+        print(t("cli.note", text=unread), file=sys.stderr)
     if args.json:
         text = json.dumps({"format": "qkv-embeddings", "model": model.name, "shape": list(embeddings.shape),
                            "normalized": model.pooling.normalize, "pooling": list(model.pooling.modes),
@@ -72,6 +75,8 @@ def _read_texts(arguments: list[str], t) -> list[str]:
             texts.append(argument)
     if not texts:
         raise InputError(t("cli.embed.empty"), field="TEXT")
+    for number, text in enumerate(texts):          # numbered as the table numbers them, when there are several
+        require_text(text, t, number=number if len(texts) > 1 else None)
     return texts
 
 

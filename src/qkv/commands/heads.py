@@ -25,7 +25,7 @@ import numpy as np
 from .._io import int_option
 from ..errors import InputError
 from ..explain.model_text import render_rich
-from ._options import add_lang_option, add_model_option, check_lang, load_model, reading_note, words, write_text
+from ._options import add_lang_option, add_model_option, check_lang, load_model, reading_note, require_text, words, write_text
 
 
 def register(subparsers, t) -> None:
@@ -51,7 +51,7 @@ def handler(args: argparse.Namespace) -> int:
 
     t = words(check_lang(args.lang))
     model = load_model(args.model)
-    tokens = model.tokens(args.text)
+    tokens = model.tokens(require_text(args.text, t))
     unread = reading_note(model, args.text, t)              # Korean typed into MiniLM: jamo and [UNK], said so
     if unread:
         print(t("cli.note", text=unread), file=sys.stderr)

@@ -31,7 +31,7 @@ from .. import frontdoor
 from ..errors import InputError
 from ..explain.model_text import (contribution_json, grid_summary, head_summary, is_causal, structure_json, top_keys,
                                   truncated)
-from ._options import add_lang_option, add_model_option, check_lang, load_model, reading_note, words, write_text
+from ._options import add_lang_option, add_model_option, check_lang, load_model, reading_note, require_text, words, write_text
 
 FORMATS = ("text", "markdown", "json", "html")
 
@@ -62,7 +62,7 @@ def handler(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     layers = _selection("--layer", args.layer, model.config.n_layers, t)
     heads = _selection("--head", args.head, model.config.n_heads, t)
-    tokens = model.tokens(args.text)
+    tokens = model.tokens(require_text(args.text, t))
     if not tokens:
         raise InputError(t("cli.inspect.no_tokens"), field="TEXT")
     if truncated(model, args.text):

@@ -551,13 +551,19 @@ EN: dict[str, str] = {
     "cli.choices.guess": "{value} is not one of {choices}; did you mean {guess}?",
     "cli.note": "qkv: note: {text}",
     "cli.reading.korean": "{model} does not read Korean: {n} of the {total} pieces it sees are [UNK] (a piece it does "
-                          "not know) or letters taken apart into jamo ({examples}), so its attention here is between "
-                          "those pieces, not between your words. A model whose vocabulary holds Hangul syllables "
-                          "reads Korean, e.g. {korean}: download its folder (config.json, model.safetensors, "
-                          "tokenizer.json) and give it with --model DIR.",
+                          "not know) or letters taken apart into jamo ({examples}), so {shows}. A model whose "
+                          "vocabulary holds Hangul syllables reads Korean, e.g. {korean}: download its folder "
+                          "(config.json, model.safetensors, tokenizer.json) and give it with --model DIR.",
     "cli.reading.other": "{model} does not read part of this text: {n} of the {total} pieces it sees are [UNK] (a "
-                         "piece it does not know) or pieces taken apart ({examples}); there its attention is between "
-                         "those pieces, not between your words.",
+                         "piece it does not know) or pieces taken apart ({examples}), so {shows}.",
+    "cli.reading.text": "text {which}: {note}",
+    "cli.reading.texts": "texts {which}: {note}",
+    "cli.text.empty": "the text is empty: the model would see none of your words, only its own special tokens "
+                      "such as [CLS] and [SEP]; type a sentence, e.g. \"The cat sat on the mat.\"",
+    "cli.text.blank": "the text holds only spaces: the model would see none of your words, only its own special "
+                      "tokens such as [CLS] and [SEP]; type a sentence, e.g. \"The cat sat on the mat.\"",
+    "cli.reading.shows.attention": "the attention shown there is between those pieces, not between your words",
+    "cli.reading.shows.embedding": "its embedding there is made from those pieces, not from your words",
     "cli.wrote": "wrote {path}",
     "cli.ring.torch": "qkv ring needs torch (its ranks run torch.distributed): pip install torch (in a checkout: make torch, the CPU build)",
     # qkv bench: its progress lines, notes and skip reasons (qkv.bench.said: English is what --json saves),
@@ -2269,13 +2275,19 @@ KO: dict[str, str] = {
     "cli.choices.guess": "{value}: {choices} 중 하나가 아니다. 혹시 {guess}인가?",
     "cli.note": "qkv: 참고: {text}",
     "cli.reading.korean": "{model} 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
-                          "[UNK](모르는 조각)이거나 자모로 쪼개진 글자({examples})이다. 그래서 여기 보이는 어텐션은 "
-                          "입력한 단어들 사이가 아니라 이 조각들 사이의 어텐션이다. 한국어를 읽는 모델은 어휘에 한글 "
-                          "음절이 들어 있는 모델이다. 예: {korean}. 그 모델 폴더(config.json, model.safetensors, "
-                          "tokenizer.json)를 내려받아 --model DIR로 지정하라.",
+                          "[UNK](모르는 조각)이거나 자모로 쪼개진 글자({examples})이다. 그래서 {shows}. 한국어를 "
+                          "읽는 모델은 어휘에 한글 음절이 들어 있는 모델이다. 예: {korean}. 그 모델 폴더(config.json, "
+                          "model.safetensors, tokenizer.json)를 내려받아 --model DIR로 지정하라.",
     "cli.reading.other": "{model} 모델은 이 글의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
-                         "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그 부분의 어텐션은 입력한 단어들 "
-                         "사이가 아니라 이 조각들 사이의 어텐션이다.",
+                         "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그래서 {shows}.",
+    "cli.reading.text": "텍스트 {which}: {note}",
+    "cli.reading.texts": "텍스트 {which}: {note}",
+    "cli.text.empty": "텍스트가 비어 있다. 모델에는 입력한 단어가 하나도 들어가지 않고 [CLS], [SEP] 같은 모델 "
+                      "자신의 특수 토큰만 남는다. 문장을 입력하라 (예: \"The cat sat on the mat.\")",
+    "cli.text.blank": "텍스트에 공백만 있다. 모델에는 입력한 단어가 하나도 들어가지 않고 [CLS], [SEP] 같은 모델 "
+                      "자신의 특수 토큰만 남는다. 문장을 입력하라 (예: \"The cat sat on the mat.\")",
+    "cli.reading.shows.attention": "그 부분의 어텐션은 입력한 단어들 사이가 아니라 이 조각들 사이의 어텐션이다",
+    "cli.reading.shows.embedding": "그 부분의 임베딩은 입력한 단어가 아니라 이 조각들로 만들어진다",
     "cli.wrote": "저장했다: {path}",
     "cli.ring.torch": "qkv ring에는 torch가 필요하다 (각 랭크가 torch.distributed로 실행된다): pip install torch (저장소 사본에서는 make torch: CPU 빌드)",
     # qkv bench
