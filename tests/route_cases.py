@@ -28,6 +28,10 @@ def _window_lambda(b, h, q_idx, kv_idx):
     return (q_idx >= kv_idx) & (q_idx - kv_idx <= WINDOW)
 
 
+def _window_literal(b, h, q_idx, kv_idx):   # reads nothing but its arguments: analysed, traced too
+    return (q_idx >= kv_idx) & (q_idx - kv_idx <= 16)
+
+
 def _reads_global(b, h, q_idx, kv_idx):   # reads WINDOW, a module global, each call
     return (q_idx >= kv_idx) & (q_idx - kv_idx <= WINDOW)
 
@@ -65,6 +69,7 @@ MASKS = {
     "window": lambda tq, tk, lib: dict(mask_mod=_masks().sliding_window(WINDOW)),
     "window causal": lambda tq, tk, lib: dict(mask_mod=_masks().sliding_window(WINDOW), causal=True),
     "window lambda": lambda tq, tk, lib: dict(mask_mod=_window_lambda),
+    "window literal": lambda tq, tk, lib: dict(mask_mod=_window_literal),
     "global lambda": lambda tq, tk, lib: dict(mask_mod=_reads_global),
     "documents": lambda tq, tk, lib: dict(mask_mod=_masks().document(np.repeat(np.arange(4), -(-tk // 4))[:tk])),
     "batch documents": lambda tq, tk, lib: dict(mask_mod=_masks().document(np.stack(
@@ -144,7 +149,10 @@ def traced_cases():
     cases += [("float32", mask, "lse", None, False, "normal") for mask in ("none", "sinks | window")]
     cases += [("float32", mask, "out", route, False, "normal") for mask, route in
               (("none", "plain"), ("window", "torch_flash"), ("none", "torch_sdpa"), ("mask random", "torch_flash"))]
-    cases += [("float64", "none", "out", None, False, "normal")]
+    cases += [("float64", "none", "out", None, False, "normal"), ("float16", "causal", "out", None, False, "normal"),
+              ("float16", "none", "out", None, True, "normal"), ("float32", "window literal", "out", None, True, "normal"),
+              ("float32", "mask padding", "out", None, True, "normal"), ("float32", "bias", "out", "torch_sdpa", False,
+                                                                         "normal")]
     return cases
 
 

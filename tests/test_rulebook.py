@@ -97,3 +97,16 @@ def test_a_split_pass_is_the_same_rule_on_the_pass_static_description():
         assert (as_call.name, as_call.block_q, as_call.block_k, len(as_call.tasks)) == \
             (as_static.name, as_static.block_q, as_static.block_k, len(as_static.tasks))
         assert [t[3].tolist() for t in as_call.tasks] == [t[3].tolist() for t in as_static.tasks]
+
+
+def test_calls_of_one_signature_share_their_static_description():
+    """Call.static is built once per signature and autograd state (check_call keeps it with the signature); a
+    call that autograd records is described as differentiated, the same call under no_grad is not."""
+    t = torch.zeros(1, 2, 64, 8)
+    first, second = check_call(t, t, t, causal=True), check_call(t.clone(), t.clone(), t.clone(), causal=True)
+    assert first.static is second.static and not first.static.differentiated
+    leaf = t.clone().requires_grad_()
+    graded = check_call(leaf, leaf, leaf, causal=True)
+    assert graded.static.differentiated and graded.static == dataclasses.replace(first.static, differentiated=True)
+    with torch.no_grad():
+        assert not check_call(leaf, leaf, leaf, causal=True).static.differentiated
