@@ -126,6 +126,18 @@ LONGEST_FIRST = ["test_bench.py", "test_attention_compile.py", "test_practice_br
                  "test_numbering.py", "test_why.py"]
 
 
+WHOLLY_SLOW = BROWSER | REFERENCES | PROCESSES | COMPILES | FIGURES | SWEEPS
+
+
+def pytest_ignore_collect(collection_path, config):
+    """`make check` (-m "not slow") does not import the files every test of which is slow: it would deselect all
+    their tests after importing them, and every xdist worker collects every file (test_attention_compile alone
+    imports torch's inductor and sympy: ~7.6 CPU-s in each worker). Any other mark expression collects them."""
+    if (config.getoption("markexpr", "") or "").strip() == "not slow" and collection_path.name in WHOLLY_SLOW:
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))        # stable: each file keeps its order
