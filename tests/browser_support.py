@@ -8,6 +8,7 @@ the Makefile's `browser` target.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import tempfile
 import threading
@@ -103,26 +104,29 @@ class OpenPage:
 # ::before), with its colour and the colour behind it, read from the page's computed styles. The backdrop is
 # found by walking up to the first opaque background (translucent ones are blended over what is behind them);
 # a gradient background (the hatched masked tokens) gives each of its colours, and the worst one counts.
-# Disabled controls are left out: WCAG's contrast rule exempts inactive components.
+# Disabled controls are left out: WCAG's contrast rule exempts inactive components. The records come back as one
+# JSON string: Playwright checks every value of a structured result against its protocol in Python (about
+# 200,000 checks for the ~1,100 texts of a practice page, most of the Python side's CPU time in a browser test).
 _TEXT_COLOURS_JS = r"""
 () => {
   const parse = (c) => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return null;
     const v = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number); return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
   const over = (top, under) => top[3] >= 1 ? top.slice(0, 3) : top.slice(0, 3).map((c, k) => c * top[3] + under[k] * (1 - top[3]));
+  // what is behind each element, from the root down: an element's backdrop is its parent's with its own
+  // background laid over it, kept per element so that a page's thousands of texts walk their chain once
+  const behind = new Map();
   function backdrops(el) {
-    const chain = [];
-    for (let e = el; e && e.nodeType === 1; e = e.parentElement) chain.push(e);
-    let under = [[255, 255, 255]];
-    for (let k = chain.length - 1; k >= 0; k--) {
-      const st = getComputedStyle(chain[k]);
-      const grads = (st.backgroundImage.match(/rgba?\([^)]+\)/g) || []).map(parse);
-      const bg = parse(st.backgroundColor);
-      let here = under;
-      if (bg && bg[3] > 0) here = under.map((u) => over(bg, u));
-      if (grads.length) here = grads.map((g) => over(g, here[0]));
-      under = here;
-    }
-    return under;
+    if (!el || el.nodeType !== 1) return [[255, 255, 255]];
+    if (behind.has(el)) return behind.get(el);
+    const under = backdrops(el.parentElement);
+    const st = getComputedStyle(el);
+    const grads = (st.backgroundImage.match(/rgba?\([^)]+\)/g) || []).map(parse);
+    const bg = parse(st.backgroundColor);
+    let here = under;
+    if (bg && bg[3] > 0) here = under.map((u) => over(bg, u));
+    if (grads.length) here = grads.map((g) => over(g, here[0]));
+    behind.set(el, here);
+    return here;
   }
   const out = [];
   function visible(el) {
@@ -145,7 +149,7 @@ _TEXT_COLOURS_JS = r"""
     if (before.content && before.content !== "none" && before.content !== "normal" && before.content !== '""' && visible(el))
       add(el, "::before " + before.content, before.color);
   }
-  return out;
+  return JSON.stringify(out);
 }
 """
 
@@ -163,7 +167,7 @@ def wcag_contrast(a, b) -> float:
 def low_contrast_text(page, ratio: float = 4.5) -> list[str]:
     """Every visible text on ``page`` whose colour contrasts less than ``ratio`` with what is behind it."""
     bad = []
-    for item in page.evaluate(_TEXT_COLOURS_JS):
+    for item in json.loads(page.evaluate(_TEXT_COLOURS_JS)):
         r = wcag_contrast(item["fg"], item["bg"])
         if r < ratio:
             bad.append(f"{item['text']!r} ({item['where']}): {r:.2f}:1, text {[round(c) for c in item['fg']]} "
@@ -176,7 +180,7 @@ _MATRIX_INKS_JS = r"""
   const view = c.qkvMatrix, g = c.getContext("2d"), dpr = c.width / parseFloat(c.style.width), cell = view.geometry.cell;
   return view.inks.map((k) => { const x = Math.round((k.j * cell + 6) * dpr), y = Math.round((k.i * cell + 6) * dpr);
     return { i: k.i, j: k.j, ink: k.ink, fill: k.fill, pixel: Array.from(g.getImageData(x, y, 1, 1).data).slice(0, 3) }; });
-})
+}).map((v) => JSON.stringify(v))
 """
 
 
@@ -184,7 +188,7 @@ def matrix_number_contrasts(page) -> list[tuple[float, dict]]:
     """For every number the matrix views wrote on their canvases: (contrast of its text colour with the cell's
     colour as painted on the canvas, the record). The cell colour is read back from the canvas's pixels."""
     out = []
-    for view in page.evaluate(_MATRIX_INKS_JS):
+    for view in map(json.loads, page.evaluate(_MATRIX_INKS_JS)):
         for k in view:
             ink = (0, 0, 0) if k["ink"] in ("#000", "#000000") else (255, 255, 255) if k["ink"] in ("#fff", "#ffffff") else None
             assert ink is not None, k
