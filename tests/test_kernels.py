@@ -56,6 +56,30 @@ def partial_attention(route, q, k, v, mask=None, **kwargs):
 
 
 # --------------------------------------------------------------------------- the reference
+def _once_per_input(fn):
+    """Remember a reference by the bytes of its inputs: each test runs once per route (the module's
+    `softmax_step`) on the same inputs, and the float64 reference was 90 % of test_float32_layouts_and_lse's
+    time, computed four times over. A caller gets its own copy."""
+    import hashlib
+
+    seen = {}
+
+    def part(x):
+        if isinstance(x, np.ndarray):
+            return (x.dtype.str, x.shape, hashlib.blake2b(np.ascontiguousarray(x).tobytes(), digest_size=16).digest())
+        return ("value", repr(x))
+
+    @functools.wraps(fn)
+    def remembered(*args, **kwargs):
+        key = (tuple(map(part, args)), tuple((name, part(value)) for name, value in sorted(kwargs.items())))
+        if key not in seen:
+            seen[key] = fn(*args, **kwargs)
+        return np.copy(seen[key])
+
+    return remembered
+
+
+@_once_per_input
 def reference(q, k, v, mask=None, *, bias=None, causal=False, scale=None):
     """Plain float64 softmax(q·kᵀ·scale + bias)·v over allowed keys; rows with none → 0."""
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
@@ -699,6 +723,7 @@ def test_band_masks_by_row_ranges_match_the_dense_mask(left, right, tq, tk, caus
                                reference(q, k, v, masks.dense_mask(causal_mod, tq, tk)), rtol=0, atol=F32_TOL)
 
 
+@_once_per_input
 def reference_lse(q, k, dense=None, causal=False):
     """float64 log Σ_j exp(s_ij) over the allowed keys, −inf for a row with none. Vectorised: the
     row-by-row math.fsum of test_attention.lse_reference is too slow for these shapes, and float64
