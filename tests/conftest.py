@@ -38,10 +38,11 @@ if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
 # with 1 (wall 10 min against 6); one torch case of test_magnitudes, T = 8 forward + backward, 40–46 CPU-ms
 # against 2.5–4. Each xdist worker gets its share of the cores (here 1) in OMP_NUM_THREADS, which torch (and
 # MKL under it) and the processes the tests start read at start-up; a value set by the caller is kept. NumPy's
-# OpenBLAS would read OMP_NUM_THREADS too: it keeps its own default (the CPUs) in OPENBLAS_NUM_THREADS, since
-# with one BLAS thread qkv's NumPy kernel prints "invalid value encountered in matmul" on an infinite key under
-# the mask (test_adversary_today's test_non_finite_value_under_the_mask_after_a_finite_call[inf-numpy-160]
-# fails with OPENBLAS_NUM_THREADS=1: a one-CPU machine would see it; left to the kernel's owner). Tests of
+# OpenBLAS would read OMP_NUM_THREADS too: it keeps its own default (the CPUs) in OPENBLAS_NUM_THREADS. (With one
+# BLAS thread qkv's NumPy kernel printed "invalid value encountered in matmul" on an infinite key under the mask:
+# fixed 7 December, the flag is ignored on the scores' product in kernels/blocked.py and execute.py. One BLAS
+# thread per worker is not measured for the whole suite yet; a float64 reference of test_kernels, (2, 4, 300, 16),
+# took 162 CPU-ms with 2 BLAS threads and 31 with 1 at load 20.) Tests of
 # thread counts set their own (test_adversary_today's torch threads 1 → 2 → 1, test_backward's and
 # test_serve's BLAS at 2, qkv's own pool by its `threads` argument: it sizes itself from the CPUs).
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
@@ -112,8 +113,13 @@ SLOW_TESTS = {
 # come after them. Without --no-loadscope-reorder, xdist (>= 3.5) sorts the files by their number of tests and
 # ignores this order. The whole suite in this order (7 December, 01:30, load 1.7–4.6): 6,480 tests, 10 min 34 s,
 # 886 CPU-s (user 799, sys 87), the two workers done 1.5 s apart (491 and 376 CPU-s inside them).
-LONGEST_FIRST = ["test_bench.py", "test_attention_compile.py", "test_practice_browser.py", "test_kernels.py",
-                 "test_models.py", "test_browser.py", "test_flex_compile.py", "test_viz.py", "test_docs.py",
+# Moved since (7 December, 03:00–03:35, each file alone in one process with OMP_NUM_THREADS=1, warm .pyc, load
+# 12–21: the files that did not change read 1.2–1.5× the figures above): test_bench 108 → 50 (its
+# skip-bookkeeping run no longer times the full run's twelve half-precision cases) and test_kernels 69 → 51 (one
+# float64 reference per input, not per route) now come after test_flex_compile (52); test_models (67) after
+# test_practice_browser; test_attention_compile 95.
+LONGEST_FIRST = ["test_attention_compile.py", "test_practice_browser.py", "test_models.py", "test_browser.py",
+                 "test_flex_compile.py", "test_kernels.py", "test_bench.py", "test_viz.py", "test_docs.py",
                  "test_serve_browser.py", "test_torch_upstream.py", "test_distributed.py", "test_page_access.py",
                  "test_attention.py", "test_torch_mha.py", "test_adversary_kernels.py", "test_magnitudes.py",
                  "test_stress_ring.py", "test_cli_models.py", "test_masks.py", "test_lenses_browser.py",
