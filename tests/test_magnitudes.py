@@ -1,14 +1,15 @@
 """Right at every magnitude (issue 31 §1): for every finite input, every route's output (and, for torch,
-its gradients) is finite and within the dtype's error of a long-double reference — max |q| = max |k|
+its gradients) is finite and within the dtype's error of a wider reference — max |q| = max |k|
 swept from 1 to the dtype's range, with a bias, every catalogue score function, masks and GQA, on
 NumPy and on eager torch, short calls (the plain path, SDPA) and long ones (the kernel, the C
 training route).
 
-The reference is computed here, in numpy.longdouble, from the inputs as rounded to their dtype: the
-scores s = q·kᵀ·scale + bias (+ the score function's term, or its soft-cap), the softmax, out, and
-the gradients by their formulas (dv = Pᵀ·dO, dS = P∘(dO·vᵀ − rowsum(dO∘O)), dq = dS·k·scale, dk =
-dSᵀ·q·scale). The tolerance is the dtype's error carried through: a computed score may be off by
-δ = c·eps·A (A = scale·Σ|q||k| + |bias| + |term|, the bound of a dot product's rounding, eps the input
+The reference is computed here, in numpy.longdouble for float64 inputs and in float64 for the narrower dtypes
+(their eps is 2^29 times float64's or more), from the inputs as rounded to their dtype: the scores
+s = q·kᵀ·scale + bias (+ the score function's term, or its soft-cap), the softmax, out, and the gradients
+by their formulas (dv = Pᵀ·dO, dS = P∘(dO·vᵀ − rowsum(dO∘O)), dq = dS·k·scale, dk = dSᵀ·q·scale).
+The tolerance is the dtype's error carried through: a computed score may be off by δ = c·eps·A
+(A = scale·Σ|q||k| + |bias| + |term|, the bound of a dot product's rounding, eps the input
 dtype's); weights computed from scores off by at most δ in a row differ from the reference's by at most
 Σ|ΔP| ≤ 2·min(1, e^{2δ} − 1, e^{2δ}·(1 − P_max)) — tight where the row is one key (large scores) and
 where δ is small (small ones), loose only where the dtype itself cannot tell the keys apart.
@@ -89,35 +90,39 @@ def _round(x, dtype):
 
 
 def _reference(q, k, v, extra, dtype, d_out=None):
-    """(out, tolerance on out) and, with d_out, ((dq, dk, dv), their tolerances): long double."""
-    eps = LD(EPS[dtype])
-    c = LD(D + 16)
+    """(out, tolerance on out) and, with d_out, ((dq, dk, dv), their tolerances): long double for float64 inputs;
+    float64 (NumPy's BLAS) for the narrower dtypes, whose eps (2^-11 … 2^-24) is 2^29 times float64's or more and
+    whose range (≤ 3.4e38, products ≤ 1.2e77) is far inside float64's. Long double's products, without BLAS, were
+    ~40 % of this file's time."""
+    W = LD if dtype == "float64" else np.float64
+    eps = W(EPS[dtype])
+    c = W(D + 16)
     heads, kv_heads, t = q.shape[1], k.shape[1], q.shape[2]
     group = heads // kv_heads
-    ql, kl, vl = (x.astype(LD) for x in (q, k, v))
+    ql, kl, vl = (x.astype(W) for x in (q, k, v))
     kx, vx = np.repeat(kl, group, axis=1), np.repeat(vl, group, axis=1)
-    scale = LD(1) / LD(4)
+    scale = W(1) / W(4)
     s = np.einsum("bhid,bhjd->bhij", ql, kx) * scale
     a = np.einsum("bhid,bhjd->bhij", np.abs(ql), np.abs(kx)) * scale
     if "bias" in extra:
-        bias = extra["bias"].astype(LD)
+        bias = extra["bias"].astype(W)
         s, a = s + bias, a + np.abs(bias)
     qi, kj = np.arange(t)[:, None], np.arange(t)[None, :]
     mod = extra.get("score_mod")
-    slope = np.ones((1, heads, 1, 1), dtype=LD)   # dS0/dS
+    slope = np.ones((1, heads, 1, 1), dtype=W)   # dS0/dS
     if mod is not None and mod.params[0] == "alibi":
-        term = mod.params[1].astype(LD)[None, :, None, None] * (kj - qi).astype(LD)
+        term = mod.params[1].astype(W)[None, :, None, None] * (kj - qi).astype(W)
         s, a = s + term, a + np.abs(term)
     elif mod is not None and mod.params[0] == "t5_relative_buckets":
         # the additive term f(h, kv − q) read off the function at score 0 (its buckets are checked
         # against transformers in test_masks); here only the magnitudes matter
         zero = np.zeros((1, heads, t, t))
         b, h = np.zeros((1, 1, 1, 1), np.int64), np.arange(heads)[None, :, None, None]
-        term = np.asarray(mod(zero, b, h, qi, kj), dtype=np.float64).astype(LD)
+        term = np.asarray(mod(zero, b, h, qi, kj), dtype=np.float64).astype(W)
         s, a = s + term, a + np.abs(term)
     delta = c * eps * a
     if mod is not None and mod.params[0] == "soft_cap":
-        cap = LD(CAP)
+        cap = W(CAP)
         th = np.tanh(s / cap)
         slope = 1 - th * th
         s = cap * th
@@ -142,13 +147,13 @@ def _reference(q, k, v, extra, dtype, d_out=None):
     rest = np.where(np.arange(t) == top_j, 0, w).sum(axis=-1, keepdims=True)   # (not 1 − max: it would round)
     with np.errstate(divide="ignore", over="ignore"):
         log_rest = np.log(np.maximum(rest, 0))
-        ew = 2 * np.minimum(np.minimum(LD(1), np.expm1(np.minimum(2 * dmax, LD(50)))),
-                            np.exp(np.minimum(2 * dmax + log_rest, LD(50))))
+        ew = 2 * np.minimum(np.minimum(W(1), np.expm1(np.minimum(2 * dmax, W(50)))),
+                            np.exp(np.minimum(2 * dmax + log_rest, W(50))))
     vtop = np.abs(vx).max(axis=(-1, -2), keepdims=True)
     tol_out = vtop * (ew + c * eps)
     if d_out is None:
         return out, tol_out
-    do = d_out.astype(LD)
+    do = d_out.astype(W)
     dp = do @ np.swapaxes(vx, -1, -2)                       # (…, Tq, Tk)
     dd = (do * out).sum(axis=-1, keepdims=True)
     ds = w * (dp - dd) * slope
