@@ -40,10 +40,10 @@ if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
 # MKL under it) and the processes the tests start read at start-up; a value set by the caller is kept. NumPy's
 # OpenBLAS would read OMP_NUM_THREADS too: it keeps its own default (the CPUs) in OPENBLAS_NUM_THREADS. (With one
 # BLAS thread qkv's NumPy kernel printed "invalid value encountered in matmul" on an infinite key under the mask:
-# fixed 7 December, the flag is ignored on the scores' product in kernels/blocked.py and execute.py. One BLAS
-# thread per worker is not measured for the whole suite yet; a float64 reference of test_kernels, (2, 4, 300, 16),
-# took 162 CPU-ms with 2 BLAS threads and 31 with 1 at load 20.) Tests of
-# thread counts set their own (test_adversary_today's torch threads 1 → 2 → 1, test_backward's and
+# fixed 7 December (c423b07), the flag is ignored on the scores' product in kernels/blocked.py and execute.py.
+# One BLAS thread per worker is not measured for the whole suite yet; a float64 reference of test_kernels,
+# (2, 4, 300, 16), took 162 CPU-ms with 2 BLAS threads and 31 with 1 at load 20.) Tests of thread counts set
+# their own (test_adversary_today's torch threads 1 → 2 → 1, test_backward's and
 # test_serve's BLAS at 2, qkv's own pool by its `threads` argument: it sizes itself from the CPUs).
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
 if _WORKERS and "OMP_NUM_THREADS" not in os.environ:
@@ -117,7 +117,8 @@ SLOW_TESTS = {
 # 12–21: the files that did not change read 1.2–1.5× the figures above): test_bench 108 → 50 (its
 # skip-bookkeeping run no longer times the full run's twelve half-precision cases) and test_kernels 69 → 51 (one
 # float64 reference per input, not per route) now come after test_flex_compile (52); test_models (67) after
-# test_practice_browser; test_attention_compile 95.
+# test_practice_browser; test_attention_compile 95; test_magnitudes 35 → 19 (a float64 reference for the narrower
+# dtypes) keeps its place.
 LONGEST_FIRST = ["test_attention_compile.py", "test_practice_browser.py", "test_models.py", "test_browser.py",
                  "test_flex_compile.py", "test_kernels.py", "test_bench.py", "test_viz.py", "test_docs.py",
                  "test_serve_browser.py", "test_torch_upstream.py", "test_distributed.py", "test_page_access.py",
