@@ -112,7 +112,7 @@ def test_by_hand_rendering_shows_the_drift(traces):
     assert "z_love = [0.893, 0.929, 0.818]" in text        # rounded weights → 0.929, exact 0.930
     doc = json.loads(render(t, "json", by_hand=True))
     drift = next(b for b in doc["blocks"] if b["type"] == "table" and "by hand" in b["header"])
-    out = next(r for r in drift["rows"] if r[0] == "out")
+    out = next(r for r in drift["rows"] if r[0] == "attention output")
     assert out[1]["text"] == ["0.893", "0.929", "0.818"] and out[2]["text"] == ["0.893348", "0.929535", "0.817631"]
     assert out[3] == "5.6e-04"
     markdown = render(t, "markdown", by_hand=True, lang="ko")

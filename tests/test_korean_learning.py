@@ -486,12 +486,12 @@ def test_a_meetings_by_hand_table_lists_no_scaled_scores(lang):
     said = run_ko("example", "group-meeting", "--by-hand") if lang == "ko" else \
         _run_en("example", "group-meeting", "--by-hand")
     table = said[said.index("손 계산과 정확한 값의 비교" if lang == "ko" else "By hand versus exact"):]
-    meetings = ("조모임 1", "조모임 2") if lang == "ko" else ("lot/", "question/")
-    scaled = "스케일링한 점수" if lang == "ko" else "scaled_scores"
+    meetings = ("조모임 1", "조모임 2") if lang == "ko" else ("meeting 1 /", "meeting 2 /")
+    scaled = "스케일링한 점수" if lang == "ko" else "scaled scores"
     rows = [line for line in table.splitlines() if line.strip().startswith(meetings)]
     assert rows and not any(scaled in line for line in rows), rows
     # the notation part (d_k = 2) is scaled and keeps its row (the table wraps "스케일링한 점수" after its first word)
-    assert any(scaled.split()[0] in line for line in table.splitlines() if "행벡터" in line or "rows/" in line)
+    assert any(scaled.split()[0] in line for line in table.splitlines() if "행벡터" in line or "notation" in line or line.strip().startswith("scaled scores"))
     other = run_ko("example", "self-attention", "--by-hand") if lang == "ko" else \
         _run_en("example", "self-attention", "--by-hand")
     assert scaled in other[other.index("손 계산과" if lang == "ko" else "By hand versus"):]

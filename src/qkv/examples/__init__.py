@@ -15,6 +15,7 @@ steps ("by hand/…", rounded to the digits shown) and their drift from the exac
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -25,7 +26,7 @@ from ..spec import parse_spec, read_array, read_digits, read_notes, resolve_quer
 from ..trace import Trace
 from .runner import trace_group_meeting, trace_multi_head, trace_spec
 
-__all__ = ["names", "load", "run", "source", "path", "Changes", "EDITABLE", "variants"]
+__all__ = ["names", "load", "run", "source", "path", "Changes", "EDITABLE", "variants", "what_ifs", "changes_from"]
 
 NAMES = ("self-attention", "cross-attention", "multi-head", "projection", "group-meeting")
 
@@ -117,6 +118,85 @@ def _check_changes(name: str, changes: "Changes") -> None:
                     fields=", ".join(EDITABLE[name]))
     if changes.scores and name != "group-meeting":
         raise _said("scores", "whatif.scores_only")
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_ITEM = re.compile(r"\s*([A-Za-z_][\w]*)\s*(?:\[([^\]]*)\])?\s*=\s*(.*?)\s*")
+
+
+def what_ifs(name: str) -> dict[str, tuple[int, ...]]:
+    """The changes example ``name`` offers (the page's and serve's what-ifs), as `changes_from` reads them:
+    ``factor`` and ``sqrt_dk`` → (); an input matrix (`EDITABLE`) → its shape (rows, columns); a group meeting's
+    meeting → (its number of scores,)."""
+    _check_name(name)
+    doc = load(name)
+    offered: dict[str, tuple[int, ...]] = {"factor": ()}
+    if name == "group-meeting":
+        offered.update({scene["name"]: (len(scene["scores"]),) for scene in doc["scenes"]})
+        return offered
+    offered["sqrt_dk"] = ()
+    first = load(doc["first_head"]) if "first_head" in doc else doc      # multi-head: head 1's inputs, its own W_O
+    for matrix in EDITABLE[name]:
+        rows = (doc if matrix == "w_o" else first)[matrix]
+        offered[matrix] = (len(rows), len(rows[0]))
+    return offered
+
+
+def _offers(name: str) -> str:
+    """The changes an example offers, written as they are typed: factor=NUMBER, x[ROW,COLUMN]=NUMBER, …"""
+    forms = {0: "{key}=NUMBER", 1: "{key}[POSITION]=SCORE", 2: "{key}[ROW,COLUMN]=NUMBER"}
+    return ", ".join("sqrt_dk=on|off" if key == "sqrt_dk" else forms[len(shape)].format(key=key)
+                     for key, shape in what_ifs(name).items())
+
+
+def changes_from(name: str, items, *, field: str = "--what-if") -> Changes:
+    """A `Changes` from what-ifs typed as ``KEY=VALUE`` (``qkv example NAME --what-if …``): ``factor=0.5`` (the
+    scores times 0.5 before the softmax), ``sqrt_dk=off``, ``x[1,2]=0.5`` (a cell of an input matrix, row and
+    column counted from 0 as in `Changes`), ``question[0]=50`` (a group meeting's given score). A bad key, value
+    or index is an InputError naming it and listing what the example offers (`what_ifs`)."""
+    offered = what_ifs(name)
+    factor, sqrt_dk, cells, scores, seen = 1.0, True, {}, {}, set()
+    for item in items:
+        match = _ITEM.fullmatch(str(item))
+        if match is None:
+            raise _said(field, "whatif.cli.form", item=repr(str(item)[:40]), offers=_offers(name))
+        key, index, value = match.group(1), match.group(2), match.group(3)
+        if key == "sqrt_dk" and name == "group-meeting":          # the meeting's scores are given: nothing to divide
+            raise _said(field, "whatif.no_sqrt")
+        if key not in offered:
+            raise _said(field, "whatif.cli.key", name=repr(key[:20]), offers=_offers(name))
+        written = f"{key}[{index}]" if index is not None else key
+        if written.replace(" ", "") in seen:
+            raise _said(field, "whatif.cli.twice", name=written)
+        seen.add(written.replace(" ", ""))
+        shape = offered[key]
+        if key == "sqrt_dk":
+            if index is not None or value.lower() not in ("on", "off"):
+                raise _said(field, "whatif.cli.switch", value=repr(value[:20]))
+            sqrt_dk = value.lower() == "on"
+            continue
+        number = value.replace("\u2212", "-")
+        if not _NUMBER.fullmatch(number) or not math.isfinite(float(number)):
+            raise _said(field, "whatif.cli.number", name=written, value=repr(value[:20]))
+        if not shape:
+            if index is not None:
+                raise _said(field, "whatif.cli.key", name=repr(written[:20]), offers=_offers(name))
+            factor = float(number)
+            continue
+        parts = [] if index is None else [p.strip() for p in index.split(",")]
+        if len(parts) != len(shape) or not all(p.isascii() and p.isdigit() for p in parts):
+            raise _said(field, "whatif.cli.index" if len(shape) == 2 else "whatif.cli.position", name=key)
+        where = tuple(int(p) for p in parts)
+        if len(shape) == 2:
+            if not (where[0] < shape[0] and where[1] < shape[1]):
+                raise _said(field, "whatif.index", row=where[0], column=where[1], matrix=key, rows=shape[0],
+                            columns=shape[1])
+            cells.setdefault(key, []).append((*where, float(number)))
+        else:
+            if not where[0] < shape[0]:
+                raise _said(field, "whatif.score_index", index=where[0], count=shape[0])
+            scores.setdefault(key, []).append((where[0], float(number)))
+    return Changes(factor, sqrt_dk, {m: tuple(e) for m, e in cells.items()}, {k: tuple(e) for k, e in scores.items()})
 
 
 def run(name: str, *, query: Any = None, by_hand: bool = False, digits: int | None = None,

@@ -333,10 +333,29 @@ def _title(ctx: Context) -> None:
         key = "post.native" if ctx.lang == "ko" else "post"
         ctx.add(Para(ctx.t(key, title=ctx.t(f"post.{info.post}"), gloss=ctx.t(f"post.{info.post}.gloss"))))
     _numbering(ctx)
+    if info.what_if:
+        ctx.add(Note(ctx.t("whatif.said", changes=_what_if_said(ctx, info.what_if))))
     if ctx.by_hand:
         shown = ctx.digits if ctx.digits is not None else None
         ctx.add(Note(ctx.t("byhand.intro") + " " + (ctx.t("byhand.digits", digits=shown) if shown is not None
                                                       else ctx.t("byhand.seed_digits"))))
+
+
+def _what_if_said(ctx: Context, what_if: dict) -> str:
+    """A what-if's changes as they are typed (`qkv example NAME --what-if`): scores × 0.5, no ÷√d_k, x[1,2] = 0.5."""
+    said = []
+    if what_if.get("factor", 1.0) != 1.0:
+        said.append(ctx.t("whatif.said.factor", factor=f"{what_if['factor']:g}"))
+    if not what_if.get("sqrt_dk", True):
+        said.append(ctx.t("whatif.said.no_sqrt"))
+    tokens = {"x": list(ctx.info.tokens), "memory": list(ctx.info.key_tokens)}
+    for matrix, edits in (what_if.get("cells") or {}).items():
+        rows = tokens.get(matrix) or []        # a row of x or memory is a token's: named, as indices count from 0
+        said += [ctx.t("whatif.said.row", cell=f"{matrix}[{i},{j}] = {value:g}", token=rows[i]) if i < len(rows)
+                 else f"{matrix}[{i},{j}] = {value:g}" for i, j, value in edits]
+    for meeting, edits in (what_if.get("scores") or {}).items():
+        said += [f"{meeting}[{j}] = {value:g}" for j, value in edits]
+    return ", ".join(said) or "—"
 
 
 def _scale_given(ctx: Context, formula: str, dk: int) -> str:
@@ -921,7 +940,9 @@ def _group_meeting(ctx: Context) -> None:
                              lambda v: [sum((v[j] * v[n + j * width + c] for j in range(n)), Decimal(0))
                                         for c in range(width)])
         ctx.add(Heading(ctx.t(f"gm.{name}.title", sentence=" ".join(tokens))),
-                Para(ctx.t(f"gm.{name}.explain", query=scene["query"])),
+                # the post's setting speaks of its scores: a what-if that changed them says only what is asked
+                Para(ctx.t("gm.whatif.explain" if name in ((ctx.info.what_if or {}).get("scores") or {})
+                           else f"gm.{name}.explain", query=scene["query"])),
                 Table([ctx.t("col.token"), ctx.t("gm.col.score", query=scene["query"]), ctx.t("col.weight"),
                        ctx.t("gm.col.answer", answers=", ".join(f"“{a}”" for a in answers))],
                       [[tok, ctx.num(f"{name}/scores", scores[j]), shown_w[j],

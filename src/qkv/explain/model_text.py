@@ -15,8 +15,8 @@ import io
 
 import numpy as np
 
-from ..trace import SINK_RATIO, SINK_WEIGHT, read_row
-from .texts import CAUSAL_MODEL_TEXTS, key_names, text, values_of
+from ..trace import K_ROTATED, MODIFIED_SCORES, Q_ROTATED, ROPE_ANGLES, SINK_RATIO, SINK_WEIGHT, read_row
+from .texts import CAUSAL_MODEL_TEXTS, key_names, step_name, text, values_of
 
 __all__ = ["render_rich", "pad", "table", "sections", "token_line", "truncated", "is_causal", "causal_structure",
            "structure_json", "rope_section", "top_keys", "head_summary", "contribution_json", "contribution_sentences", "grid_summary", "SPECIAL"]
@@ -120,13 +120,15 @@ def causal_structure(model, lang: str = "en") -> list[tuple[str, str]]:
         groups = "; ".join(words["group"].format(heads=_list(g), g=i) for i, g in enumerate(model.kv_groups()))
         heads = words["grouped"].format(h=c.n_heads, g=c.n_kv_heads, kind=words["mqa" if c.n_kv_heads == 1 else "gqa"],
                                         groups=groups)
-    positions = words["learned"] if c.rope_theta is None else words["rope_text"].format(theta=f"{c.rope_theta:g}")
+    steps = ", ".join(step_name(lang, name) for name in (ROPE_ANGLES, Q_ROTATED, K_ROTATED))
+    positions = words["learned"] if c.rope_theta is None else words["rope_text"].format(theta=f"{c.rope_theta:g}",
+                                                                                        steps=steps)
     sections = [(words["mask"], mask), (words["heads"], heads), (words["positions"], positions)]
-    block = _block_options(c, words)
+    block = _block_options(c, words, lang)
     return sections + ([(words["block"], "; ".join(block))] if block else [])
 
 
-def _block_options(c, words) -> list[str]:
+def _block_options(c, words, lang: str) -> list[str]:
     """What a family's block does beyond the plain pre-norm one (the options `decoder.build` sets)."""
     options = []
     if getattr(c, "parallel", False):
@@ -146,7 +148,7 @@ def _block_options(c, words) -> list[str]:
     elif getattr(c, "attn_scale", None) is not None:           # GPT-2's scale_attn_weights false
         options.append(words["scale"].format(s=f"{c.attn_scale:.4g}"))
     if getattr(c, "attn_softcap", None) is not None:
-        options.append(words["softcap"].format(c=f"{c.attn_softcap:g}"))
+        options.append(words["softcap"].format(c=f"{c.attn_softcap:g}", step=step_name(lang, MODIFIED_SCORES)))
     if getattr(c, "n_experts", 0):
         options.append(words["moe"].format(e=c.n_experts, k=c.experts_per_token))
     if getattr(c, "final_softcap", None) is not None:

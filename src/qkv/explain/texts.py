@@ -226,6 +226,8 @@ EN: dict[str, str] = {
     "gm.question.explain": "Now a question comes first. Its words have something to say too: “we were asked cash "
                            "or credit card, so the sentence should end with of cash or of credit card”. They "
                            "insist on “of” with a much larger score:",
+    "gm.whatif.explain": "The question under discussion is Q_{query}: “what usually follows {query}?”. The scores are "
+                         "this what-if's:",
     "gm.col.score": "score Q_{query}·K",
     "gm.col.answer": "answer V (votes for {answers})",
     "gm.blend": "The meeting's conclusion is the weighted sum of the answers:",
@@ -873,6 +875,12 @@ EN: dict[str, str] = {
     "help.example.about": "A worked example from the posts, every number computed and explained step by step.",
     "help.example.name": "the example (default self-attention); see --list",
     "help.example.list": "list the examples and exit",
+    "help.example.what_if": "a what-if, the changes the page and qkv serve offer: factor=NUMBER (the scores times NUMBER "
+                            "before the softmax), sqrt_dk=off (no ÷√d_k), MATRIX[ROW,COLUMN]=NUMBER (a cell of an input "
+                            "matrix, counted from 0: x, memory, w_q, w_k, w_v, w_o as the example has them), "
+                            "MEETING[POSITION]=SCORE (the group meeting's lot or question). Several may follow; the "
+                            "example is computed again from the changed inputs and every conclusion drawn from the "
+                            "new numbers. E.g. --what-if factor=0.5 \"x[1,0]=2\"",
     "help.explain": "explain your own example file (TOML/JSON) step by step",
     "help.explain.about": "Derive the step-by-step walkthrough for an example file of your own (see docs/examples.md).",
     "help.explain.file": "a .toml or .json example file, or a saved JSON trace",
@@ -1677,6 +1685,19 @@ EN: dict[str, str] = {
     "whatif.scene": "no meeting named '{scene}'; the meetings are: {scenes}",
     "serve.whatif.score_cell": "expected [position, score], got {value}",
     "whatif.score_index": "position {index} is outside the meeting's {count:score|scores} (counted from 0)",
+    "whatif.cli.form": "{item}: expected KEY=VALUE; this example offers: {offers}",
+    "whatif.cli.key": "{name} is not a change this example offers; it offers: {offers}",
+    "whatif.cli.twice": "{name} is changed twice; give it once",
+    "whatif.cli.switch": "sqrt_dk is on or off, got {value}",
+    "whatif.cli.number": "{name}: expected a finite number, got {value}",
+    "whatif.cli.index": "{name}: name a cell as {name}[ROW,COLUMN], rows and columns counted from 0 (e.g. {name}[0,1]=0.5)",
+    "whatif.cli.position": "{name}: name a score as {name}[POSITION], counted from 0 (e.g. {name}[0]=50)",
+    "whatif.said": "What if: {changes}. Every number below is computed again from the changed inputs, and every "
+                   "conclusion is drawn from those numbers; the post's notes, which speak of its own numbers, are "
+                   "left out.",
+    "whatif.said.factor": "scores × {factor}",
+    "whatif.said.no_sqrt": "no ÷√d_k",
+    "whatif.said.row": "{cell} (the row of “{token}”)",
     "serve.whatif.multi_head_query": "the multi-head example follows '{token}' only (heads 2 and 3 are given "
                                      "for that token)",
     "serve.whatif.meeting_query": "the group meeting has no query to choose (each meeting follows lot's question)",
@@ -1970,6 +1991,8 @@ KO: dict[str, str] = {
     "gm.question.explain": "이번에는 앞에 질문이 있다. 질문의 단어들도 할 말이 있다. “현금이냐 신용카드냐고 "
                            "물었으니 of cash나 of credit card로 끝나야지”라며, 훨씬 큰 점수로 of를 강하게 "
                            "주장한다:",
+    "gm.whatif.explain": "토론의 질문은 Q_{query}, 즉 “일반적으로 {query} 뒤에 어떤 단어가 따라오는가?”이다. 점수는 "
+                         "이번에 바꿔 본 점수이다:",
     "gm.col.score": "찰떡궁합점수 Q_{query}·K",
     "gm.col.answer": "대답 V ({answers}에 대한 투표)",
     "gm.scaled": "값을 바꿔 본 이 계산에서는 softmax에 넣기 전에 모든 점수를 {factor}배 한다:",
@@ -2591,6 +2614,11 @@ KO: dict[str, str] = {
     "help.example.about": "글에 나온 예제의 모든 숫자를 한 단계씩 계산하고 설명한다.",
     "help.example.name": "예제 이름 (기본값 self-attention). --list 참고",
     "help.example.list": "예제 목록을 보이고 끝낸다",
+    "help.example.what_if": "바꿔 보기 (페이지와 qkv serve가 주는 것과 같은 변경): factor=수 (softmax 전에 점수에 곱할 수), "
+                            "sqrt_dk=off (√d_k로 나누지 않음), 행렬[행,열]=수 (입력 행렬의 한 칸, 0부터 센다: 예제에 "
+                            "있는 x, memory, w_q, w_k, w_v, w_o), 모임[위치]=점수 (조모임의 lot 또는 question). 여러 개를 "
+                            "이어 쓸 수 있다. 예제를 바꾼 입력으로 다시 계산하고, 결론도 새 수에서 끌어낸다. 예: "
+                            "--what-if factor=0.5 \"x[1,0]=2\"",
     "help.explain": "직접 만든 예제 파일(TOML/JSON)을 한 단계씩 설명한다",
     "help.explain.about": "직접 만든 예제 파일의 계산 과정을 한 단계씩 유도한다 (docs/examples.md 참고).",
     "help.explain.file": ".toml이나 .json 예제 파일, 또는 JSON으로 저장한 트레이스",
@@ -3380,6 +3408,18 @@ KO: dict[str, str] = {
     "whatif.scene": "없는 모임이다: '{scene}'. 모임: {scenes}",
     "serve.whatif.score_cell": "[위치, 점수]여야 한다 (받은 값: {value})",
     "whatif.score_index": "위치 {index}: 이 모임의 점수 {count}개 밖이다 (0부터 센다)",
+    "whatif.cli.form": "{item}: KEY=VALUE 꼴이어야 한다. 이 예제에서 바꿀 수 있는 것: {offers}",
+    "whatif.cli.key": "{name}: 이 예제에서 바꿀 수 있는 것이 아니다. 바꿀 수 있는 것: {offers}",
+    "whatif.cli.twice": "{name}: 두 번 지정했다. 한 번만 지정하라",
+    "whatif.cli.switch": "sqrt_dk는 on 또는 off여야 한다 (받은 값: {value})",
+    "whatif.cli.number": "{name}: 유한한 수여야 한다 (받은 값: {value})",
+    "whatif.cli.index": "{name}: 칸은 {name}[행,열]로 지정하라. 행과 열은 0부터 센다 (예: {name}[0,1]=0.5)",
+    "whatif.cli.position": "{name}: 점수는 {name}[위치]로 지정하라. 위치는 0부터 센다 (예: {name}[0]=50)",
+    "whatif.said": "바꿔 보기: {changes}. 아래의 수는 모두 바꾼 입력으로 다시 계산한 것이고, 결론도 이 수에서 "
+                   "나온 것이다. 글에 나온 수를 두고 한 참고 설명은 뺐다.",
+    "whatif.said.factor": "점수 × {factor}",
+    "whatif.said.no_sqrt": "√d_k로 나누지 않음",
+    "whatif.said.row": "{cell} (“{token}”의 행)",
     "serve.whatif.multi_head_query": "Multi-head attention 예제는 '{token}'만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 "
                                      "주어져 있다)",
     "serve.whatif.meeting_query": "조모임 예제에서는 Query를 고를 수 없다 (두 모임 모두 lot의 질문을 따라간다)",
@@ -3518,7 +3558,7 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "group": "query heads {heads} share key/value head {g}",
         "learned": "learned position embeddings added to the token embeddings",
         "rope_text": "RoPE, θ = {theta}: q and k of each head are rotated after projection, pair (i, i + d/2) by the "
-                     "angle position·θ^(−2i/d) (steps rope_angles, q_rotated, k_rotated)",
+                     "angle position·θ^(−2i/d) (the steps {steps})",
         "at": "query {q} “{token}” is at position {q}: pair i turns by {q}·θᵢ (angles {angles})",
         "q0": "q before rotation {v}", "q1": "q after rotation  {v}",
         "k0": "k before rotation {v}", "k1": "k after rotation  {v}",
@@ -3530,7 +3570,7 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "parallel": "attention and MLP side by side: x + Attn(N₁(x)) + MLP(N₂(x))",
         "sandwich": "a norm after each sublayer too: x + N_out(Sub(N(x)))",
         "postnorm": "post-norm: N(x + Sub(x))",
-        "softcap": "scores soft-capped before the mask: {c}·tanh(s / {c}) (step modified_scores)",
+        "softcap": "scores soft-capped before the mask: {c}·tanh(s / {c}) (the step “{step}”)",
         "scale": "scores scaled by {s} instead of 1/√d_k",
         "scale_scalar": "scores scaled by {s} = 1/√{m} (the config's query_pre_attn_scalar) instead of 1/√d_k",
         "scale_by_layer": "layer l's scores scaled by 1/(√d_k · (l + 1)) (the config's scale_attn_by_inverse_layer_idx)",
@@ -3550,7 +3590,7 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "group": "Key/Value 헤드 {g} 공유: Query 헤드 {heads}",
         "learned": "학습된 위치 임베딩을 토큰 임베딩에 더한다",
         "rope_text": "RoPE, θ = {theta}: 각 헤드의 q와 k를 투영한 뒤 회전한다. 열 쌍 (i, i + d/2)을 각도 "
-                     "위치·θ^(−2i/d)만큼 돌린다 (단계 rope_angles, q_rotated, k_rotated)",
+                     "위치·θ^(−2i/d)만큼 돌린다 ({steps} 단계)",
         "at": "Query {q} “{token}”의 위치는 {q}이다: 쌍 i가 {q}·θᵢ만큼 돈다 (각도 {angles})",
         "q0": "회전 전 q {v}", "q1": "회전 후 q {v}", "k0": "회전 전 k {v}", "k1": "회전 후 k {v}",
         "kept": "길이는 그대로이다: |q| = 회전 전 {a}, 회전 후 {b}. 점수는 회전한 q와 k로 계산하므로 q_m·k_n은 "
@@ -3561,7 +3601,7 @@ CAUSAL_MODEL_TEXTS: dict[str, dict[str, str]] = {
         "parallel": "어텐션과 MLP를 나란히 계산한다: x + Attn(N₁(x)) + MLP(N₂(x))",
         "sandwich": "각 부층의 출력도 한 번 더 정규화한다: x + N_out(Sub(N(x)))",
         "postnorm": "사후 정규화: N(x + Sub(x))",
-        "softcap": "마스크 전에 점수를 부드럽게 자른다: {c}·tanh(s / {c}) (단계 modified_scores)",
+        "softcap": "마스크 전에 점수를 부드럽게 자른다: {c}·tanh(s / {c}) (‘{step}’ 단계)",
         "scale": "점수에 곱하는 배율이 1/√d_k가 아니라 {s}이다",
         "scale_scalar": "점수에 곱하는 배율이 1/√d_k가 아니라 {s}(= 1/√{m}, 설정의 query_pre_attn_scalar)이다",
         "scale_by_layer": "층 l의 점수에 곱하는 배율이 1/(√d_k · (l + 1))이다 (설정의 scale_attn_by_inverse_layer_idx)",
@@ -3636,8 +3676,8 @@ def values_of(indices, write) -> str:
 
 
 def step_name(lang: str, name: str) -> str:
-    """A trace step's name in ``lang``: ``scaled_scores`` in English (the API's name), 스케일링한 점수 in
-    Korean; each part of ``head 1/scores`` by its own key (``step.NAME``, ``step.part.head``), a part with no
+    """A trace step's name in ``lang``, in words: "scaled scores", 스케일링한 점수 for ``scaled_scores`` (the
+    API's name, which only JSON keys and code spell); each part of ``head 1/scores`` by its own key (``step.NAME``, ``step.part.head``), a part with no
     key (a user's own step name) as it is."""
     parts = []
     for part in name.split("/"):
