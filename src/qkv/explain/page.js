@@ -129,7 +129,9 @@
     var lockButton = el("button", "qkv-lock", W.lock); lockButton.type = "button"; bar.appendChild(lockButton);
     var clearButton = el("button", "qkv-clear", W.clear); clearButton.type = "button"; bar.appendChild(clearButton);
     app.appendChild(bar);
-    app.appendChild(el("p", "qkv-note", W.hint + " " + W.matrix_keys));
+    // a page of weights alone (attention_page; a model page of a long text) has nothing to derive a cell from
+    var weightsAlone = payload.parts.every(function (p) { return !p.arrays.scores && !p.arrays.q_heads; });
+    app.appendChild(el("p", "qkv-note", (weightsAlone ? W.hint_weights : W.hint) + " " + W.matrix_keys));
     app.appendChild(el("p", "qkv-note", W.storage.replace(/\{d\}/g, payload.digits)));
 
     // the views in one column, the step-through beside them where the window is wide enough (below on a
@@ -381,7 +383,7 @@
       var p = part(), h = state.head;
       state.cell = [i, j];
       cellBox.hidden = false;
-      var title = V.unglossed(W.derivation + " — " + (payload.parts.length > 1 ? p.label + ", " : "") +
+      var title = V.unglossed((weightsAlone ? W.cell_weight : W.derivation) + " — " + (payload.parts.length > 1 ? p.label + ", " : "") +
         headName(h) + ": " + W.query + " " + queryNumber(i) + " “" + p.qTokens[i] + "” → " + W.key + " " + rowNumber(j) + " “" + p.kTokens[j] + "”");
       V.derivation(cellBox, title, V.cellRows(source(), { h: h, kv: kvHead(h), i: i, j: j, rotated: p.rotated, base: tokenBase,
         given: payload.kind === "group-meeting" }, W), W);

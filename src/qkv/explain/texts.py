@@ -398,6 +398,11 @@ EN: dict[str, str] = {
     "page.keys_col": "keys",
     "page.hint": "Click a query token (left) to choose it; click more to add them (their weights are summed); lock "
                  "keeps the choice while you hover. Click a cell or a key token for its derivation.",
+    "page.hint_weights": "Click a query token (left) to choose it; click more to add them (their weights are summed); "
+                         "lock keeps the choice while you hover. Click a cell or a key token for its weight: this page "
+                         "holds the weights alone, not the q, k and v they were computed from, so it has no derivation "
+                         "to show.",
+    "page.cell_weight": "One cell's weight (this page holds the weights alone)",
     "page.lock": "lock selection",
     "page.unlock": "unlock selection",
     "page.clear": "clear",
@@ -2155,6 +2160,11 @@ KO: dict[str, str] = {
     "page.keys_col": "Key",
     "page.hint": "왼쪽의 Query 토큰을 클릭하면 그 Query를 고른다. 다른 Query 토큰을 더 클릭하면 여러 Query를 함께 골라 가중치의 합을 본다. 잠그면 마우스를 올려도 고른 것이 "
                  "유지된다. 칸이나 Key 토큰을 클릭하면 계산 과정이 나온다.",
+    "page.hint_weights": "왼쪽의 Query 토큰을 클릭하면 그 Query를 고른다. 다른 Query 토큰을 더 클릭하면 여러 Query를 함께 "
+                         "골라 가중치의 합을 본다. 잠그면 마우스를 올려도 고른 것이 유지된다. 칸이나 Key 토큰을 "
+                         "클릭하면 그 가중치가 나온다. 이 페이지에는 가중치만 있고 가중치를 계산한 q, k, v는 없어서 "
+                         "계산 과정은 보일 수 없다.",
+    "page.cell_weight": "한 칸의 가중치 (이 페이지에는 가중치만 있다)",
     "page.lock": "선택 잠그기",
     "page.unlock": "선택 풀기",
     "page.clear": "지우기",
