@@ -91,7 +91,7 @@ def test_the_what_if_is_said_with_the_changed_row_named(capsys):
     ("self-attention", "factor=nan", "factor: expected a finite number, got 'nan'"),
     ("self-attention", "x[9,0]=1", "row 9, column 0 is outside x (4 × 2"),
     ("self-attention", "x[1]=1", "x: name a cell as x[ROW,COLUMN]"),
-    ("self-attention", "sqrt_dk=maybe", "sqrt_dk is on or off, got 'maybe'"),
+    ("self-attention", "sqrt_dk=maybe", "sqrt_dk: expected on or off, got 'maybe'"),
     ("self-attention", "factor", "'factor': expected KEY=VALUE"),
     ("group-meeting", "question[8]=5", "position 8 is outside the meeting's 8 scores"),
     ("group-meeting", "sqrt_dk=off", "no ÷√d_k"),
