@@ -54,7 +54,8 @@ def test_a_causal_models_notes_name_its_steps_in_words(lang):
 
 CLI = [["example", name, "--by-hand"] for name in ("self-attention", "cross-attention", "multi-head", "projection",
                                                    "group-meeting")] + \
-      [["translate", "I love you", "--to", "ja", "--derive", "1"], ["inspect", "The cat sat.", "--layer", "0", "--head", "1"]]
+      [["translate", "I love you", "--to", "ja", "--derive", "1"], ["inspect", "The cat sat.", "--layer", "0", "--head", "1"],
+       ["heads", "The cat sat."]]
 
 
 @pytest.mark.parametrize("argv", CLI, ids=lambda argv: " ".join(argv[:2]))
