@@ -2624,11 +2624,11 @@ KO: dict[str, str] = {
     "help.example.about": "글에 나온 예제의 모든 숫자를 한 단계씩 계산하고 설명한다.",
     "help.example.name": "예제 이름 (기본값 self-attention). --list 참고",
     "help.example.list": "예제 목록을 보이고 끝낸다",
-    "help.example.what_if": "바꿔 보기 (페이지와 qkv serve가 주는 것과 같은 변경): factor=수 (softmax 전에 점수에 곱할 수), "
-                            "sqrt_dk=off (√d_k로 나누지 않음), 행렬[행,열]=수 (입력 행렬의 한 칸, 0부터 센다: 예제에 "
-                            "있는 x, memory, w_q, w_k, w_v, w_o), 모임[위치]=점수 (조모임의 lot 또는 question). 여러 개를 "
-                            "이어 쓸 수 있다. 예제를 바꾼 입력으로 다시 계산하고, 결론도 새 수에서 끌어낸다. 예: "
-                            "--what-if factor=0.5 \"x[1,0]=2\"",
+    "help.example.what_if": "바꿔 보기 (페이지와 qkv serve가 주는 것과 같은 변경): 점수에 softmax 전에 곱할 수 "
+                            "'factor=0.5', √d_k로 나누지 않기 'sqrt_dk=off', 입력 행렬의 한 칸 'x[1,0]=2' (행과 열은 "
+                            "0부터 센다. 행렬은 예제에 있는 'x', 'memory', 'w_q', 'w_k', 'w_v', 'w_o'), 조모임의 점수 "
+                            "'question[0]=50' (모임은 'lot'과 'question'). 여러 개를 이어 쓸 수 있다. 예제를 바꾼 "
+                            "입력으로 다시 계산하고, 결론도 새 수에서 끌어낸다. 예: --what-if 'factor=0.5' 'x[1,0]=2'",
     "help.explain": "직접 만든 예제 파일(TOML/JSON)을 한 단계씩 설명한다",
     "help.explain.about": "직접 만든 예제 파일의 계산 과정을 한 단계씩 유도한다 (docs/examples.md 참고).",
     "help.explain.file": ".toml이나 .json 예제 파일, 또는 JSON으로 저장한 트레이스",
