@@ -14,8 +14,12 @@ in a new process; a warm process would hide matplotlib's and the fonts' first-us
   minilm grid      `qkv inspect TEXT --figure`'s figure: the 6 × 12 layers × heads grid of MiniLM;
   minilm head      `qkv inspect TEXT --layer 2 --head 3 --figure`'s figure (one head, its chain).
 The model runs before the clock starts (it is not the figure's time). Python's bytecode is compiled before
-the first round (`compileall`, as an installed package has it): with PYTHONDONTWRITEBYTECODE set, each fresh
-process would otherwise compile qkv's modules again (about 0.1 s of every row). Prints the CPU model (name, family
+the first round, as an installed package has it: with PYTHONDONTWRITEBYTECODE set, each fresh process would
+otherwise compile qkv's modules again (about 0.1 s of every row) — and matplotlib's, where the environment was
+installed without bytecode (this machine's venv, 7 December: `import matplotlib.figure` 1.8 s of CPU instead
+of 0.4 s). Every child therefore reads its bytecode from one folder (PYTHONPYCACHEPREFIX, under the temporary
+directory): qkv's is compiled into it (`compileall`), and one untimed run of each kind of row, allowed to write
+bytecode, compiles what it imports (matplotlib, Pillow, numpy, …) there. Prints the CPU model (name, family
 and model numbers), the core count and the load average: a shared machine's other work changes every number.
 With --baseline REF (a git commit) each row also runs the code of REF (its src/ exported to a temporary
 folder, this checkout's built C extension copied in), alternating round by round with the current code, so
@@ -75,19 +79,30 @@ print(time.perf_counter() - t, time.process_time() - c)
 """
 
 
-def _run(code: str, *args: str, src: Path | None = None) -> list[float]:
-    env = {**os.environ, "PYTHONPATH": str(src or ROOT / "src")}
+# Where every child reads (and a warm-up run writes) its bytecode; see the module's docstring.
+_PYCACHE = Path(__import__("tempfile").gettempdir()) / "qkv-bench-pycache"
+
+
+def _env(src: Path | None, *, write_bytecode: bool = False) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(src or ROOT / "src"), "PYTHONPYCACHEPREFIX": str(_PYCACHE)}
+    if write_bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _run(code: str, *args: str, src: Path | None = None, write_bytecode: bool = False) -> list[float]:
+    env = _env(src, write_bytecode=write_bytecode)
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
                           check=True)
     return [float(x) for x in done.stdout.split()]
 
 
-def _command(*args: str, src: Path | None = None) -> list[float]:
+def _command(*args: str, src: Path | None = None, write_bytecode: bool = False) -> list[float]:
     """Wall and CPU seconds (user + system, from the child's rusage) of ``qkv ARGS`` in a fresh process."""
     import resource
     import time
 
-    env = {**os.environ, "PYTHONPATH": str(src or ROOT / "src")}
+    env = _env(src, write_bytecode=write_bytecode)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "qkv", *args], capture_output=True, env=env, check=True)
@@ -97,9 +112,11 @@ def _command(*args: str, src: Path | None = None) -> list[float]:
 
 
 def _compile(src: Path) -> None:
-    """Bytecode for every module under ``src`` (read even where PYTHONDONTWRITEBYTECODE stops writing it)."""
+    """Bytecode for every module under ``src``, in the children's bytecode folder (read even where
+    PYTHONDONTWRITEBYTECODE stops writing it)."""
     import compileall
 
+    sys.pycache_prefix = str(_PYCACHE)      # where compileall writes (importlib's cache_from_source)
     compileall.compile_dir(str(src), quiet=1)
 
 
@@ -153,6 +170,8 @@ def main() -> None:
     only = set(args.only.split(",")) if args.only else None
     print(f"{_cpu()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
     rows: dict[str, float] = {}
+    warm: set[str | None] = set()
+    _run(_IMPORT, write_bytecode=True)
 
     print(f"  {'':<26} {'wall':>7}   {'CPU':>7}   (median of {args.rounds} fresh processes; CPU range)")
 
@@ -168,6 +187,9 @@ def main() -> None:
         def once(src: Path | None = None) -> list[float]:
             return _command(*argv, src=src) if code is None else _run(code, *argv, src=src)
 
+        if code not in warm:                         # untimed: compiles what this kind of row imports
+            warm.add(code)
+            _command(*argv, write_bytecode=True) if code is None else _run(code, *argv, write_bytecode=True)
         now, before = [], []
         for _ in range(args.rounds):
             now.append(once())
