@@ -138,3 +138,74 @@ def test_a_generic_family_follows_the_rcparams_between_drawings():
             assert np.array_equal(ours, _pixels(figure(), FigureCanvasAgg))
             drawn[family] = ours
     assert not np.array_equal(drawn["DejaVu Sans"], drawn["DejaVu Serif"])
+
+
+def _busy_figure() -> Figure:
+    """Texts and other artists at one zorder, overlapping, in an order that matters; texts that are not plain
+    (a box, mathtext, two lines, path effects) among plain ones; repeated strings; figure-level texts."""
+    from matplotlib import patheffects
+
+    figure = Figure(figsize=(4, 3), dpi=100)
+    ax = figure.add_axes((0.05, 0.05, 0.9, 0.9))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 10)
+    ax.set_axis_off()
+    for i in range(6):
+        ax.text(1 + i, 8, "0.25", ha="center", va="center", zorder=3, color="C%d" % i)
+    # an opaque square added after a text at the same zorder covers it; one added before is covered
+    ax.add_patch(Rectangle((0.6, 7.6), 0.8, 0.8, color="navy", zorder=3))
+    ax.add_patch(Rectangle((3.6, 5.6), 0.8, 0.8, color="gold", zorder=3))
+    ax.text(4, 6, "−1.50", ha="center", va="center", zorder=3)
+    ax.text(2, 4, "boxed", bbox={"facecolor": "pink"}, zorder=3)
+    ax.text(5, 4, "$x^2$", zorder=3)
+    ax.text(7, 4, "two\nlines", zorder=3)
+    ax.text(2, 2, "shadow", path_effects=[patheffects.withStroke(linewidth=3, foreground="orange")], zorder=3)
+    ax.text(6, 2, "turned 쿼리", rotation=30, alpha=0.6, zorder=3, **fonts.font_kwargs())
+    ax.text(8, 6, "on top", zorder=5, fontsize=14)
+    ax.add_patch(Rectangle((7.5, 5.5), 2, 1, color="lightgreen", zorder=4))
+    figure.text(0.5, 0.97, "a figure's title", ha="center", va="top")
+    figure.text(0.02, 0.5, "left", rotation=90, va="center")
+    return figure
+
+
+def test_texts_drawn_in_runs_give_the_pixels_of_texts_drawn_one_by_one():
+    alone = _pixels(_busy_figure(), _agg.Canvas)
+    figure = _busy_figure()
+    _agg.Canvas(figure)
+    buffer = io.BytesIO()
+    with fonts.context(), _agg.batched_texts(figure):
+        figure.savefig(buffer, format="rgba", dpi=100)
+    width, height = figure.canvas.get_width_height(physical=True)
+    batched = np.frombuffer(buffer.getvalue(), dtype=np.uint8).reshape(height, width, 4).astype(int)
+    assert np.array_equal(batched, alone)
+    # the navy square covers the first "0.25" (drawn after it), the gold one lies under "−1.50"
+    navy = np.array([0, 0, 128])
+    ax = figure.axes[0]
+    x, y = ax.transData.transform((1, 8))
+    row, col = height - int(round(y)), int(round(x))
+    assert (batched[row - 5:row + 5, col - 5:col + 5, :3] == navy).all()
+
+
+def test_runs_keep_each_texts_order_among_the_artists_of_its_zorder():
+    figure = _busy_figure()
+    ax = figure.axes[0]
+    runs = _agg._runs(list(ax._children))
+    batches = [artist for artist in runs if isinstance(artist, _agg.TextBatch)]
+    # a square or a text that is not plain ends a run of its zorder; "on top" (zorder 5) runs alone
+    assert [[t.get_text() for t in batch.texts] for batch in batches] == [
+        ["0.25"] * 6, ["−1.50"], ["turned 쿼리"], ["on top"]]
+    flat = [t for a in runs for t in (a.texts if isinstance(a, _agg.TextBatch) else [a])]
+    assert flat == list(ax._children)        # every artist once, in the order it had
+
+
+def test_the_draw_lists_are_given_back():
+    figure = _busy_figure()
+    ax = figure.axes[0]
+    children, texts = ax._children, figure.texts
+    before = list(children), list(texts)
+    with pytest.raises(RuntimeError):
+        with _agg.batched_texts(figure):
+            assert ax._children is not children
+            raise RuntimeError("drawing failed")
+    assert ax._children is children and figure.texts is texts
+    assert (list(children), list(texts)) == before

@@ -23,15 +23,20 @@ unchanged. SVG and PDF never come here (savefig switches to their own canvases).
 
 from __future__ import annotations
 
+import contextlib
 import math
+from typing import Iterator
 
 import matplotlib as mpl
 import numpy as np
+from matplotlib import artist as martist
+from matplotlib import colors as mcolors
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.font_manager import fontManager, get_font
 from matplotlib.ft2font import FT2Font, RenderMode
+from matplotlib.text import Text
 
-__all__ = ["Canvas", "Renderer", "FAST_TEXT"]
+__all__ = ["Canvas", "Renderer", "FAST_TEXT", "batched_texts"]
 
 # matplotlib ≥ 3.11 lays text out in Python (FT2Font._layout, _render_glyph, _set_transform): only there
 # is there anything to remember; earlier versions blit a whole string from C++ already.
@@ -41,6 +46,7 @@ _LIMIT = 20_000           # remembered strings or glyphs before a cache starts a
 _texts: dict[tuple, tuple[np.ndarray, int, int] | None] = {}
 _glyphs: dict[tuple, tuple[np.ndarray, int, int]] = {}
 _heights: dict[tuple, tuple] = {}
+_layouts: dict[tuple, tuple] = {}
 
 
 def _font_key(prop) -> tuple:
@@ -58,11 +64,14 @@ class Renderer(RendererAgg):
     def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
         if ismath or not FAST_TEXT:
             return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        self._draw_keyed(gc, x, y, s, prop, _font_key(prop), angle, mtext, get_hinting_flag())
+
+    def _draw_keyed(self, gc, x, y, s, prop, font_key, angle, mtext, flags):
+        """`draw_text` of plain text with the font's key (`_font_key(prop)`) and the hinting flags known."""
         features = mtext.get_fontfeatures() if mtext is not None else None
         language = mtext.get_language() if mtext is not None else None
-        flags = get_hinting_flag()
         antialiased = bool(gc.get_antialiased())
-        key = (s, _font_key(prop), self.dpi, float(angle), flags, antialiased,
+        key = (s, font_key, self.dpi, float(angle), flags, antialiased,
                tuple(features) if features else None, language)
         drawn = _texts.get(key, False)
         if drawn is False:
@@ -146,6 +155,116 @@ class Renderer(RendererAgg):
                 break
             _heights[key] = metrics
         return metrics
+
+
+    def _draw_batch(self, texts) -> None:
+        """Draw ``texts`` (`plain` ones) as `Text.draw` would, one after another,
+        with each text's layout remembered per string, font, alignment and angle (`Text._get_layout` does
+        not depend on where the text stands) and each font's key found once per FontProperties."""
+        flags = get_hinting_flag()
+        height = self.height
+        font_keys: dict[int, tuple] = {}     # id(prop) → key, for this pass only (nothing changes meanwhile)
+        for text in texts:
+            text._renderer = self
+            x, y = text.get_transform().transform((float(text.convert_xunits(text._x)),
+                                                   float(text.convert_yunits(text._y))))
+            if not (math.isfinite(x) and math.isfinite(y)):
+                continue
+            prop = text._fontproperties
+            font_key = font_keys.get(id(prop))
+            if font_key is None:
+                font_key = font_keys[id(prop)] = _font_key(prop)
+            angle = text.get_rotation()
+            layout_key = (text._text, font_key, self.dpi, flags, angle, text.get_rotation_mode(),
+                          text._horizontalalignment, text._verticalalignment, text._linespacing,
+                          text._get_multialignment(), text.get_figure(root=True).dpi)
+            info = _layouts.get(layout_key)
+            if info is None:
+                info = [(line, xy) for line, _, xy in text._get_layout(self)[1]]
+                if len(_layouts) >= _LIMIT:
+                    _layouts.clear()
+                _layouts[layout_key] = info
+            gc = self.new_gc()
+            gc.set_foreground(mcolors.to_rgba(text.get_color()), isRGBA=True)
+            gc.set_alpha(text.get_alpha())
+            gc.set_antialiased(text._antialiased)
+            gc.set_snap(text.get_snap())
+            text._set_gc_clip(gc)
+            for line, (dx, dy) in info:
+                if FAST_TEXT:
+                    self._draw_keyed(gc, x + dx, height - (y + dy), line, prop, font_key, angle, text, flags)
+                else:
+                    RendererAgg.draw_text(self, gc, x + dx, height - (y + dy), line, prop, angle, False, text)
+            gc.restore()
+            text.stale = False
+
+
+def plain(text) -> bool:
+    """Whether `Renderer._draw_batch` draws ``text`` as `Text.draw` would: a visible, plain Text (no box, path
+    effects, math, TeX, wrapping or second line; not rasterized, filtered or animated)."""
+    if type(text) is not Text:
+        return False
+    s = text._text
+    return (text.get_visible() and s != "" and "\n" not in s and "$" not in s
+            and not text._bbox_patch and not text.get_path_effects() and not text.get_usetex()
+            and not text.get_wrap() and not text.get_rasterized() and text.get_agg_filter() is None
+            and not text.get_animated() and not text.get_transform_rotates_text()
+            and not np.ma.is_masked(text._x) and not np.ma.is_masked(text._y))
+
+
+class TextBatch(martist.Artist):
+    """Texts drawn in one pass by `Renderer._draw_batch`, standing in a draw list for the run of texts it holds."""
+
+    def __init__(self, texts: list, zorder: float):
+        super().__init__()
+        self.texts = texts
+        self.set_zorder(zorder)
+        self.set_in_layout(False)
+
+    @martist.allow_rasterization
+    def draw(self, renderer):
+        renderer._draw_batch(self.texts)
+        self.stale = False
+
+
+def _runs(artists: list) -> list:
+    """``artists`` with each run of plain texts of one zorder replaced by one `TextBatch` standing where the
+    run's first text stood. matplotlib draws a list sorted by zorder, stably: within one zorder the order
+    is the list's, and a run ends at the next artist of its zorder that is not a plain text — so the
+    texts are drawn in the same order relative to every other artist of their zorder."""
+    batched: list = []
+    open_runs: dict[float, list] = {}
+    for artist in artists:
+        zorder = artist.get_zorder()
+        if plain(artist):
+            run = open_runs.get(zorder)
+            if run is None:
+                run = open_runs[zorder] = []
+                batched.append(TextBatch(run, zorder))
+            run.append(artist)
+        else:
+            open_runs.pop(zorder, None)
+            batched.append(artist)
+    return batched
+
+
+@contextlib.contextmanager
+def batched_texts(figure) -> Iterator[None]:
+    """While drawing on `Renderer`: the plain texts of ``figure`` and of its axes are drawn in runs
+    (`TextBatch`) instead of one `Text.draw` each (Text.draw's own work per text was most of a worked
+    example's drawing, issue 29). Only the draw lists are changed, and given back after: every Text stays
+    what it was, and any other renderer (SVG, PDF, matplotlib's own Agg) draws them one by one."""
+    saved = []
+    try:
+        for ax in figure.get_axes():
+            saved.append((ax, "_children", ax._children))
+            ax._children = _runs(ax._children)
+        saved.append((figure, "texts", figure.texts))
+        figure.texts = _runs(figure.texts)
+        yield
+    finally:
+        for owner, name, value in reversed(saved):
+            setattr(owner, name, value)
 
 
 class Canvas(FigureCanvasAgg):
