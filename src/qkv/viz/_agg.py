@@ -95,45 +95,49 @@ class Renderer(RendererAgg):
         size = prop.get_size_in_points()
         cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
         matrix = (0x10000 * np.array([[cos, -sin], [sin, cos]])).round().astype(int)
+        turn = tuple(matrix.ravel().tolist())
         mode = RenderMode.NORMAL if antialiased else RenderMode.MONO
+        dpi = self.dpi
+        names: dict = {}                        # a font object → (its file, its PostScript name)
         pieces = []
         for item in items:
             # The glyph's origin in 1/64 pixel from the text's; the whole pixels only move its bitmap.
             dx = round(0x40 * (item.x * cos - item.y * sin))
             dy = round(0x40 * (item.x * sin + item.y * cos))
-            glyph_key = (item.ft_object.fname, item.ft_object.postscript_name, size, self.dpi, item.glyph_index, dx & 63, dy & 63,
-                         tuple(matrix.ravel()), flags, antialiased)
+            ft = item.ft_object
+            name = names.get(ft)
+            if name is None:
+                name = names[ft] = (ft.fname, ft.postscript_name)
+            glyph_key = (name, size, dpi, item.glyph_index, dx & 63, dy & 63, turn, flags, antialiased)
             glyph = _glyphs.get(glyph_key)
             if glyph is None:
-                ft = item.ft_object
-                ft.set_size(size, self.dpi)
+                ft.set_size(size, dpi)
                 ft._set_transform(matrix, [dx & 63, dy & 63])
                 rendered = ft._render_glyph(item.glyph_index, flags, mode)
                 buffer = np.array(rendered.buffer, dtype=np.uint8)
                 if not antialiased:
                     buffer *= 0xff
-                glyph = (buffer, rendered.left, rendered.top)
+                # the glyph's 1 − coverage, which a string's bitmap multiplies together (see below)
+                glyph = (buffer, rendered.left, rendered.top, 1 - buffer / np.float32(255))
                 if len(_glyphs) >= _LIMIT:
                     _glyphs.clear()
                 _glyphs[glyph_key] = glyph
-            buffer, left, top = glyph
-            if buffer.size:
-                pieces.append((buffer, left + (dx >> 6), top + (dy >> 6)))
+            if glyph[0].size:
+                pieces.append((glyph, glyph[1] + (dx >> 6), glyph[2] + (dy >> 6)))
         if not pieces:
             return None
         if len(pieces) == 1:
-            return pieces[0]
+            (buffer, _, _, _), left, top = pieces[0]
+            return buffer, left, top
         left = min(p[1] for p in pieces)
         top = max(p[2] for p in pieces)
-        right = max(p[1] + p[0].shape[1] for p in pieces)
-        bottom = min(p[2] - p[0].shape[0] for p in pieces)
+        right = max(p[1] + p[0][0].shape[1] for p in pieces)
+        bottom = min(p[2] - p[0][0].shape[0] for p in pieces)
         clear = np.ones((top - bottom, right - left), dtype=np.float32)    # 1 − coverage
-        for buffer, glyph_left, glyph_top in pieces:
-            rows = slice(top - glyph_top, top - glyph_top + buffer.shape[0])
-            cols = slice(glyph_left - left, glyph_left - left + buffer.shape[1])
-            clear[rows, cols] *= 1 - buffer / np.float32(255)
+        for (buffer, _, _, glyph_clear), glyph_left, glyph_top in pieces:
+            rows, cols = buffer.shape
+            clear[top - glyph_top:top - glyph_top + rows, glyph_left - left:glyph_left - left + cols] *= glyph_clear
         return np.rint(255 * (1 - clear)).astype(np.uint8), left, top
-
 
     def _get_font_height_metrics(self, prop):
         """(ascent, descent, line gap) in pixels of ``prop``'s first font, as `Text._get_layout` computes
@@ -165,6 +169,9 @@ class Renderer(RendererAgg):
         height = self.height
         font_keys: dict[int, tuple] = {}     # id(prop) → key, for this pass only (nothing changes meanwhile)
         for text in texts:
+            prepare = getattr(text, "_qkv_prepare", None)
+            if prepare is not None:
+                prepare(self)
             text._renderer = self
             x, y = text.get_transform().transform((float(text.convert_xunits(text._x)),
                                                    float(text.convert_yunits(text._y))))
@@ -201,8 +208,11 @@ class Renderer(RendererAgg):
 
 def plain(text) -> bool:
     """Whether `Renderer._draw_batch` draws ``text`` as `Text.draw` would: a visible, plain Text (no box, path
-    effects, math, TeX, wrapping or second line; not rasterized, filtered or animated)."""
-    if type(text) is not Text:
+    effects, math, TeX, wrapping or second line; not rasterized, filtered or animated). A subclass of Text is
+    plain when its `draw` is Text's after a method ``_qkv_prepare(renderer)``, which the batch calls too."""
+    # a Text, or a Text subclass whose only difference in drawing is `_qkv_prepare(renderer)`, called first
+    # (the figures' cell numbers set their fitted size there)
+    if type(text) is not Text and not hasattr(type(text), "_qkv_prepare"):
         return False
     s = text._text
     return (text.get_visible() and s != "" and "\n" not in s and "$" not in s

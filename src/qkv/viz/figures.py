@@ -521,11 +521,15 @@ def _cell_text_class():
     class CellText(Text):
         """A cell's number: drawn at its block's fitted size (`_CellNumbers`)."""
 
-        def draw(self, renderer):
+        def _qkv_prepare(self, renderer):
+            """Set the fitted size; viz._agg's TextBatch calls this before it draws the text in a run."""
             if self.get_visible():
                 size = self._qkv_numbers.size_for(self, renderer)
                 if size != self.get_fontsize():
                     self.set_fontsize(size)
+
+        def draw(self, renderer):
+            self._qkv_prepare(renderer)
             return super().draw(renderer)
 
     return CellText
