@@ -112,3 +112,22 @@ def test_fonts_are_looked_up_once_per_family_not_per_size(monkeypatch):
             font_manager.FontProperties(family=list(fonts.families()), size=30.0))
     assert first == other == real(font_manager.fontManager,
                                   font_manager.FontProperties(family=list(fonts.families()), size=30.0))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_paused_while_a_figure_is_written_and_left_as_it_was(enabled, tmp_path, monkeypatch):
+    import gc
+
+    seen = []
+    write_png = _png.write_png
+    monkeypatch.setattr(_png, "write_png", lambda *args: (seen.append(gc.isenabled()), write_png(*args)))
+    (gc.enable if enabled else gc.disable)()
+    try:
+        viz.write_figure(_figure((3.0, 2.0)), tmp_path / "f.png")
+        with pytest.raises(ZeroDivisionError):        # given back after a failure too
+            with viz._collector_paused():
+                1 / 0
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+    assert seen == [False]
