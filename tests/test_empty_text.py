@@ -35,3 +35,45 @@ def test_embed_names_the_empty_text_among_several(lang, capsys):
 def test_a_text_with_words_still_runs(capsys):
     assert main(["inspect", " cat ", "--layer", "0", "--head", "0"]) == 0
     assert "cat" in capsys.readouterr().out
+
+
+# Characters MiniLM's tokenizer (BERT's normalizer) drops: a zero width space, a byte order mark, NUL and another
+# control character. Not whitespace to str.strip(), so the blank check let them through and `qkv heads "\u200b"`
+# showed "6 layers × 12 heads on 2 tokens", [CLS] and [SEP] alone (found in review, 7 December).
+DROPPED = ["\u200b", "\ufeff", "\x00", "\u200b\x07\ufeff"]
+UNSEEN = {"en": "minilm reads none of this text's characters", "ko": "minilm 모델은 이 텍스트의 문자"}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("text", DROPPED)
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_text_the_tokenizer_makes_nothing_of_is_refused(command, text, lang, capsys):
+    assert main([command, text, *COMMANDS[command], "--lang", lang]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1, captured.err
+    assert f"TEXT: {UNSEEN[lang]}" in captured.err and f"U+{ord(text[0]):04X}" in captured.err, captured.err
+
+
+def test_embed_names_the_text_the_tokenizer_makes_nothing_of(capsys):
+    assert main(["embed", "The cat sat.", "\u200b", "A dog."]) == 2
+    assert f"TEXT #1: {UNSEEN['en']} (U+200B)" in capsys.readouterr().err
+
+
+def test_a_word_beside_a_dropped_character_still_runs(capsys):
+    assert main(["heads", "\u200bcat\ufeff"]) == 0
+    assert "on 3 tokens" in capsys.readouterr().out          # [CLS] cat [SEP]: the tokenizer's own count
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_serve_refuses_a_text_the_tokenizer_makes_nothing_of(lang):
+    """serve's page refused "" and "   " (400) but ran "\u200b" on [CLS] [SEP] alone."""
+    from qkv import models
+    from qkv.serve.app import ApiError, Limits, ModelEntry
+
+    entry = ModelEntry("minilm", models.load("minilm"))
+    with pytest.raises(ApiError) as caught:
+        entry.check_text("\u200b\ufeff", Limits(), lang)
+    assert caught.value.status == 400 and caught.value.field == "text"
+    said = {"en": "the model reads none of these characters (U+200B U+FEFF)", "ko": "모델이 이 문자(U+200B U+FEFF)를"}
+    assert said[lang] in caught.value.problem, caught.value.problem
+    entry.check_text("\u200bcat", Limits(), lang)            # a word the tokenizer reads: no refusal

@@ -71,14 +71,24 @@ def reading_note(model, text: str | Sequence[str], t, *, shows: str = "attention
     return t("cli.reading.text" if len(unread) == 1 else "cli.reading.texts", which=which, note=note)
 
 
-def require_text(text: str, t, *, field: str = "TEXT", number: int | None = None) -> str:
+def require_text(text: str, t, *, model=None, field: str = "TEXT", number: int | None = None) -> str:
     """``text`` when it holds something to read; an empty or whitespace-only text is refused, as `qkv translate`
     and serve's page refuse it (a model would see only its own special tokens, [CLS] [SEP], none of the reader's
-    words). ``number``: the text's place among several (`qkv embed`, numbered as its table numbers them)."""
-    if text.strip():
-        return text
-    raise InputError(t("cli.text.blank" if text else "cli.text.empty"),
-                     field=field if number is None else f"{field} #{number}")
+    words), and so is, given the ``model``, a text its tokenizer makes nothing of but those special tokens (only
+    characters it drops: U+200B, U+FEFF, control characters; `qkv.models.reading.unseen`). ``number``: the text's
+    place among several (`qkv embed`, numbered as its table numbers them)."""
+    where = field if number is None else f"{field} #{number}"
+    if not text.strip():
+        raise InputError(t("cli.text.blank" if text else "cli.text.empty"), field=where)
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is not None and hasattr(tokenizer, "encode"):
+        from ..models.reading import unseen
+
+        chars = unseen(text, tokenizer)
+        if chars is not None:
+            raise InputError(t("cli.text.unseen", model=getattr(model, "name", "model"), chars=" ".join(chars)),
+                             field=where)
+    return text
 
 
 def add_lang_option(parser: argparse.ArgumentParser, t, command: str) -> None:

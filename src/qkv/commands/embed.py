@@ -44,6 +44,8 @@ def handler(args: argparse.Namespace) -> int:
     if not hasattr(model, "encode"):         # a decoder (gpt2, llama, …) has no sentence embedding
         raise InputError(t("cli.embed.not_encoder", model=short_repr(args.model), kind=type(model).__name__),
                          field="--model")
+    for number, text in enumerate(texts):          # a text the tokenizer makes only [CLS] [SEP] of, named
+        require_text(text, t, model=model, number=number if len(texts) > 1 else None)
     embeddings = model.encode(texts, batch_size=args.batch_size)           # (N, D)
     similarity = _cosine(embeddings)                                       # (N, N)
     lengths = [len(model.tokens(t)) for t in texts]

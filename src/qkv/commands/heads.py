@@ -51,7 +51,7 @@ def handler(args: argparse.Namespace) -> int:
 
     t = words(check_lang(args.lang))
     model = load_model(args.model)
-    tokens = model.tokens(require_text(args.text, t))
+    tokens = model.tokens(require_text(args.text, t, model=model))
     unread = reading_note(model, args.text, t)              # Korean typed into MiniLM: jamo and [UNK], said so
     if unread:
         print(t("cli.note", text=unread), file=sys.stderr)

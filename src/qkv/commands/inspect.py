@@ -62,7 +62,7 @@ def handler(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     layers = _selection("--layer", args.layer, model.config.n_layers, t)
     heads = _selection("--head", args.head, model.config.n_heads, t)
-    tokens = model.tokens(require_text(args.text, t))
+    tokens = model.tokens(require_text(args.text, t, model=model))
     if not tokens:
         raise InputError(t("cli.inspect.no_tokens"), field="TEXT")
     if truncated(model, args.text):

@@ -1532,6 +1532,9 @@ EN: dict[str, str] = {
     "cli.embed.values": "{value}: expected a number ≥ 0",
     "cli.embed.batch": "{value}: expected a positive number",
     "cli.embed.empty": "no texts to embed (standard input was empty)",
+    "cli.text.unseen": "{model} reads none of this text's characters ({chars}): it would see only its own special "
+                       "tokens such as [CLS] and [SEP], none of your words; type a sentence, e.g. \"The cat sat on "
+                       "the mat.\"",
     "cli.generate.title": "{model} ({kind}, {how}, KV cache): {n} new tokens, stopped at {stop}",
     "cli.generate.greedy": "greedy",
     "cli.generate.sampled": "sampled",
@@ -1563,6 +1566,8 @@ EN: dict[str, str] = {
     "cli.translate.outside": "{problem}; the translation below is the model's guess",
     # qkv serve (serve/app.py answers, serve/app.js page words: serve.ui.*)
     "serve.error.empty_text": "empty: type a sentence first, e.g. The cat sat on the mat.",
+    "serve.error.unseen_text": "the model reads none of these characters ({chars}): type a sentence first, e.g. The "
+                               "cat sat on the mat.",
     "serve.error.no_text": "missing (the text to run through the model)",
     "serve.error.chars": "{count} characters; the server takes at most {limit}",
     "serve.error.tokens": "{count:token|tokens}; model '{model}' takes at most {limit} (special tokens included): "
@@ -3268,6 +3273,9 @@ KO: dict[str, str] = {
     "cli.embed.values": "{value}: 0 이상의 수여야 한다",
     "cli.embed.batch": "{value}: 양수여야 한다",
     "cli.embed.empty": "임베딩할 텍스트가 없다 (표준 입력이 비어 있었다)",
+    "cli.text.unseen": "{model} 모델은 이 텍스트의 문자({chars})를 하나도 읽지 않는다. 모델에는 입력한 단어가 하나도 "
+                       "들어가지 않고 [CLS], [SEP] 같은 모델 자신의 특수 토큰만 남는다. 문장을 입력하라 (예: \"The "
+                       "cat sat on the mat.\")",
     "cli.generate.title": "{model} ({kind}, {how}, KV 캐시): 새 토큰 {n}개, {stop}",
     "cli.generate.greedy": "탐욕 디코딩",
     "cli.generate.sampled": "샘플링",
@@ -3299,6 +3307,8 @@ KO: dict[str, str] = {
     "cli.translate.outside": "{problem}. 그래서 아래 번역은 모델의 추측이다",
     # qkv serve (serve/app.py의 응답, serve/app.js 페이지의 낱말: serve.ui.*)
     "serve.error.empty_text": "비어 있다. 먼저 문장을 입력하라 (예: The cat sat on the mat.)",
+    "serve.error.unseen_text": "모델이 이 문자({chars})를 하나도 읽지 않는다. 먼저 문장을 입력하라 (예: The cat sat on "
+                               "the mat.)",
     "serve.error.no_text": "없다 (모델에 넣을 문장이 필요하다)",
     "serve.error.chars": "{count}자이다. 이 서버는 최대 {limit}자까지 받는다",
     "serve.error.tokens": "토큰 {count}개이다. '{model}' 모델은 특수 토큰을 포함해 최대 {limit}개까지 받는다. 문장을 줄이라",

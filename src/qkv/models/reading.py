@@ -21,7 +21,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["Reading", "reading", "READS_KOREAN"]
+__all__ = ["Reading", "reading", "unseen", "READS_KOREAN"]
 
 READS_KOREAN = "bert-base-multilingual-cased"
 """A BERT checkpoint whose vocabulary holds Hangul syllables and whose tokenizer keeps them whole (cased:
@@ -87,3 +87,13 @@ def reading(text: str, tokenizer) -> Reading:
             split += 1
             examples.append(token)
     return Reading(pieces, unknown, split, sum(map(_is_hangul, text)), tuple(dict.fromkeys(examples))[:6])
+
+
+def unseen(text: str, tokenizer) -> tuple[str, ...] | None:
+    """The characters of ``text`` (as U+XXXX, up to 6) when ``tokenizer`` makes nothing of it but its own special
+    tokens — BERT's normalizer drops control and format characters (U+200B zero width space, U+FEFF, U+0000), so
+    MiniLM sees [CLS] [SEP] alone, as for an empty text; None when it makes at least one piece of the text."""
+    encoding = tokenizer.encode(text)
+    if any(not special for special in encoding.special_tokens_mask):
+        return None
+    return tuple(dict.fromkeys(f"U+{ord(c):04X}" for c in text))[:6]

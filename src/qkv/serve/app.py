@@ -196,6 +196,13 @@ class ModelEntry:
         _check_chars(text, limits, lang)
         if not text.strip():
             raise ApiError(400, _say(lang, 'error.empty_text'), field="text")
+        tokenizer = self._counter if self._counter is not None else getattr(self.model, "tokenizer", None)
+        if tokenizer is not None and hasattr(tokenizer, "encode"):
+            from ..models.reading import unseen
+
+            chars = unseen(text, tokenizer)      # only characters the tokenizer drops (U+200B …): [CLS] [SEP] alone
+            if chars is not None:
+                raise ApiError(400, _say(lang, 'error.unseen_text', chars=" ".join(chars)), field="text")
         if self.max_tokens is None:
             return
         count = len(self._counter.encode(text).ids) if self._counter is not None else len(self.model.tokens(text))
