@@ -199,13 +199,19 @@ def test_cached_keys_without_gradients_beside_a_query_that_needs_one():
 
 @pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-12), (np.float32, 2e-5)])
 @pytest.mark.parametrize("c_softmax", [True, False])
-def test_lengths_equal_a_padding_mask_on_the_real_rows(dtype, tol, c_softmax, monkeypatch):
+def test_lengths_equal_a_padding_mask_on_the_real_rows(dtype, tol, c_softmax):
     """lengths= (runs of equal length, unmasked: what BERT's encode runs) = padding_mask on real rows; padded rows 0.
-    float32 on both softmax paths (the C extension's one-pass step when built, and NumPy's)."""
-    from qkv.kernels import native
+    float32 on both softmax paths (the C extension's one-pass step when built, and NumPy's: run as on this
+    machine without it, `native.use_machine`)."""
+    import contextlib
 
-    if not c_softmax:
-        monkeypatch.setattr(native, "fused", None)
+    from qkv.kernels import native, route
+
+    with native.use_machine(route.current_machine().without_c()) if not c_softmax else contextlib.nullcontext():
+        _lengths_equal_a_padding_mask(dtype, tol)
+
+
+def _lengths_equal_a_padding_mask(dtype, tol):
     mha = qkv.MultiHeadAttention.random(15, 3, seed=8)
     fused = qkv.MultiHeadAttention.fused(np.concatenate([mha.w_q, mha.w_k, mha.w_v], axis=1), mha.w_o, 3,
                                          b_qkv=np.concatenate([mha.b_q, mha.b_k, mha.b_v]), b_o=mha.b_o)

@@ -267,15 +267,17 @@ def test_threads_do_not_change_embeddings(model):
 
 # ------------------------------------------------------------------ the token-wise pieces
 @pytest.fixture(params=["fused", "numpy"])
-def gelu_path(request, monkeypatch):
+def gelu_path(request):
     """float32 models through the C extension (GELU, attention's softmax step) when built, then NumPy's passes."""
-    from qkv.kernels import native
+    from qkv.kernels import native, route
 
     if request.param == "fused" and native.fused is None:
         pytest.skip("qkv.kernels._fused is not built (tests/test_fused.py fails for that)")
-    if request.param == "numpy":
-        monkeypatch.setattr(native, "fused", None)   # the one handle on the extension: NumPy's passes everywhere
-    return request.param
+    if request.param == "fused":
+        yield request.param
+        return
+    with native.use_machine(route.current_machine().without_c()):   # the one handle: NumPy's passes everywhere
+        yield request.param
 
 
 def test_erf_and_gelu_accuracy(gelu_path):
@@ -314,14 +316,23 @@ def test_add_bias_and_activate_on_both_paths(gelu_path):
 
 def test_encode_agrees_on_both_gelu_paths(model, monkeypatch):
     """The whole model on either path (C GELU and softmax step, or NumPy): embeddings within float32 rounding.
-    One encode per path (parametrized by gelu_path, its NumPy case compared the NumPy path with itself)."""
-    from qkv.kernels import native
+    One encode per path (parametrized by gelu_path, its NumPy case compared the NumPy path with itself).
+    The NumPy path on two batch threads with the extension poisoned (a spy refusing every use): nothing in
+    the model, its threads included, reads it behind `use_machine`'s back."""
+    from qkv.kernels import native, route
 
     if native.fused is None:
         pytest.skip("qkv.kernels._fused is not built (tests/test_fused.py fails for that)")
     fused = model.encode(TEXTS, threads=1)
-    monkeypatch.setattr(native, "fused", None)   # the one handle on the extension: NumPy's passes everywhere
-    numpy_path = model.encode(TEXTS, threads=1)
+    bare = route.current_machine().without_c()
+
+    class Poisoned:
+        def __getattr__(self, name):
+            raise AssertionError(f"qkv.kernels._fused.{name} read inside use_machine without the extension")
+
+    monkeypatch.setattr(native, "fused", Poisoned())
+    with native.use_machine(bare):   # the one handle: NumPy's passes everywhere
+        numpy_path = model.encode(TEXTS, batch_size=4, threads=2)
     np.testing.assert_allclose(fused, numpy_path, atol=1e-6)
 
 

@@ -69,12 +69,13 @@ def gelu(x: np.ndarray, *, out: np.ndarray | None = None, c: bool = True) -> np.
     """
     if is_torch(x):
         return _torch_only(out).gelu(x)
-    if c and native.fused is not None and x.dtype == np.float32 and (out is None or out.flags.c_contiguous):
+    fused = native.extension() if c else None
+    if fused is not None and x.dtype == np.float32 and (out is None or out.flags.c_contiguous):
         if out is None:
             out = np.array(x, dtype=np.float32, order="C")
         elif out is not x:
             out[...] = x
-        native.fused.gelu(out)
+        fused.gelu(out)
         return out
     if x.dtype == np.float64:
         result = 0.5 * x * (1.0 + erf(x * _SQRT_HALF))
@@ -152,9 +153,9 @@ def _torch_only(out):
 
 def add_bias_and_activate(x: np.ndarray, bias: np.ndarray, activation: str) -> np.ndarray:
     """In place: x (…, F) ← activation(x + bias), bias (F,). float32 "gelu" with the C extension is one pass."""
-    if activation == "gelu" and native.fused is not None and x.dtype == np.float32 and x.flags.c_contiguous \
-            and bias.dtype == np.float32:
-        native.fused.gelu(x, bias if bias.flags.writeable else np.array(bias))   # the C side takes a writable buffer
+    fused = native.extension() if activation == "gelu" else None
+    if fused is not None and x.dtype == np.float32 and x.flags.c_contiguous and bias.dtype == np.float32:
+        fused.gelu(x, bias if bias.flags.writeable else np.array(bias))   # the C side takes a writable buffer
         return x
     x += bias
     return ACTIVATIONS[activation](x, out=x)

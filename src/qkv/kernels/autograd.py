@@ -78,10 +78,14 @@ def available() -> bool:
     """Whether this route can run: the C extension built (its backward_many, kernels/_backward.c)
     and NumPy's cblas_sgemm found (blas.sgemm_ready hands it to the extension, forward and backward)."""
     global _ready_state
+    chosen = native.machine_in_use()   # a `native.use_machine` block: its answer
+    if chosen is not None and not (chosen.backward and chosen.fused is not None):
+        return False
     if _ready_state is None:
         with _ready_lock:
             if _ready_state is None:
-                ok = native.fused is not None and hasattr(native.fused, "backward_many") and blas.sgemm_ready()
+                fused = native.extension()
+                ok = fused is not None and hasattr(fused, "backward_many") and blas.sgemm_ready()
                 _ready_state = bool(ok and blas.sgemm_found is not None)
     return _ready_state
 
@@ -267,6 +271,7 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
     catalogue score function (`score_spec`, its table tiled to the Nq heads: (Nq, Tq + Tk − 1)).
     tile, width: the C per-block choice (flash_many's; defaults: the hardware's best)."""
     _need_sgemm()
+    fused = native.extension()   # read here, in the caller's context: the steps run on the pool's threads
     nq, tq, _ = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     groups = nq // nk
@@ -298,8 +303,8 @@ def forward_arrays(q, k, v, rows, scale: float, bq: int = BLOCK_Q, bk: int = BLO
         if not hasattr(local, "scores"):
             local.scores = np.empty((bq, bk), np.float32)
             local.vectors = np.empty((3, bq), np.float32)
-        return native.fused.flash_many(q, k, v, out, lse, tasks, plan.fwd_blocks, counter, local.scores,
-                                         local.vectors, blocked._HEADROOM, float(scale), _BUDGET_S, rows, *extra,
+        return fused.flash_many(q, k, v, out, lse, tasks, plan.fwd_blocks, counter, local.scores,
+                                  local.vectors, blocked._HEADROOM, float(scale), _BUDGET_S, rows, *extra,
                                          tile=tile, width=width)
 
     extra = () if score is None else (int(score[0]), score[1], float(score[2]))
@@ -322,6 +327,7 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
     block (default _BACKWARD_GROUP). tile: backward_many's products in AVX2 register tiles (1), in
     sgemm (0), or where the tiles serve (-1) — tests compare the two."""
     _need_sgemm()
+    fused = native.extension()   # read here, in the caller's context: the steps run on the pool's threads
     nq, tq, dk = q.shape
     nk, tk, dv = k.shape[0], k.shape[1], v.shape[2]
     bq, bk = min(bq, tq), min(bk, tk)
@@ -352,7 +358,7 @@ def backward_arrays(dout, q, k, v, out, lse, rows, scale: float, dlse=None, bq: 
     def step():
         if not hasattr(local, "part"):
             local.part = next(slots)   # this thread's part of dq (run_all: at most `threads` threads)
-        return native.fused.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
+        return fused.backward_many(q, k, v, dout, lse, delta, rows, dq, dk_, dv_, tasks, plan.pairs,
                                             plan.offsets, counter, bq, bk, float(scale), _BUDGET_S, *extra,
                                             width=width, part=local.part, group=group or _BACKWARD_GROUP,
                                             tile=tile)
@@ -759,7 +765,7 @@ def in_fresh_thread(fn):
         except BaseException as exc:   # noqa: BLE001 — handed back to the caller as it was raised
             box["error"] = exc
 
-    worker = threading.Thread(target=run, name="qkv-attention-backward")
+    worker = threading.Thread(target=native.carry(run), name="qkv-attention-backward")   # the caller's machine
     worker.start()
     worker.join()
     if "error" in box:

@@ -28,16 +28,18 @@ def sgemm_ready() -> bool:
     libraries loaded in this process (threadpoolctl lists them; NumPy's comes first), checks it
     on a small product against NumPy, and hands its address to _fused."""
     global _sgemm_state
-    if native.fused is None:
+    chosen = native.machine_in_use()   # a `native.use_machine` block: its answer (False: the NumPy walks)
+    fused = native.extension()
+    if fused is None or (chosen is not None and not chosen.sgemm):
         return False
     if _sgemm_state is None:
         with _sgemm_lock:
             if _sgemm_state is None:
-                _sgemm_state = _find_sgemm()
+                _sgemm_state = _find_sgemm(fused)
     return _sgemm_state
 
 
-def _find_sgemm() -> bool:
+def _find_sgemm(fused) -> bool:
     """Hands _fused the cblas_sgemm of the OpenBLAS that NumPy uses (other BLAS libraries: not
     used; the kernel then walks in Python). Its integer width comes from the library itself
     (openblas_get_config names USE64BITINT), never from a guess; the function is then checked on
@@ -68,11 +70,11 @@ def _find_sgemm() -> bool:
                 continue
             config.restype = ctypes.c_char_p
             ilp64 = b"USE64BITINT" in (config() or b"")
-            native.fused.set_sgemm(ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
+            fused.set_sgemm(ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
             acc, ref, l, alpha = np.zeros((3, 4), np.float32), *(np.zeros(3, np.float32) for _ in range(3))
             try:
-                native.fused.flash_rows(q, k, v, acc, ref, l, alpha, None, np.empty((3, 7), np.float32),
-                                  np.array([[0, 7, 0, 0, 0]], np.int64), None, 16.0)
+                fused.flash_rows(q, k, v, acc, ref, l, alpha, None, np.empty((3, 7), np.float32),
+                                 np.array([[0, 7, 0, 0, 0]], np.int64), None, 16.0)
             except Exception:   # pragma: no cover - a BLAS that refuses the call
                 acc[:] = np.nan
             if np.allclose(acc, expected, rtol=1e-4, atol=1e-4):
@@ -80,7 +82,7 @@ def _find_sgemm() -> bool:
                 sgemm_found = (ctypes.cast(sgemm, ctypes.c_void_p).value, ilp64)
                 sgemm_path = path
                 return True
-    native.fused.set_sgemm(0, False)
+    fused.set_sgemm(0, False)
     return False
 
 

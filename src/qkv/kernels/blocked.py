@@ -287,12 +287,14 @@ def _flash_all(ctx: "_Context", first_head: list, threads: int, big: bool, want:
     counter = np.zeros(1, np.int64)
     stop = []
 
+    fused = native.extension()   # read here, in the caller's context: work() runs on the pool's threads
+
     def work():
         # Back in Python every _FLASH_BUDGET_S: the main thread handles signals (Ctrl-C) there, and
         # a failure in one thread stops the others after their current task.
         buf = ctx.scratch()
         try:
-            while not stop and native.fused.flash_many(q3, k3, v3, out3, lse2, tasks, blocks, counter, buf.scores,
+            while not stop and fused.flash_many(q3, k3, v3, out3, lse2, tasks, blocks, counter, buf.scores,
                                                  buf.vectors, _HEADROOM, ctx.scale, _FLASH_BUDGET_S, key_rows,
                                                  *ctx.score_args(), tile=ctx.route.tile, width=ctx.route.width):
                 pass
@@ -370,8 +372,9 @@ class _Context:
         self.scale = prob.q.dtype.type(prob.scale)
         # The route says which walk: flash_rows (C, both products in NumPy's BLAS), the Python walk
         # with the C softmax step (softmax_rows), or NumPy only.
-        self.fused = native.fused.softmax_rows if route.name != NUMPY_WALK else None
-        self.flash = native.fused.flash_rows if route.name in (FLASH_MANY, FLASH_ROWS) else None
+        fused = native.extension() if route.name != NUMPY_WALK else None
+        self.fused = fused.softmax_rows if fused is not None else None
+        self.flash = fused.flash_rows if fused is not None and route.name in (FLASH_MANY, FLASH_ROWS) else None
         self.causal_in_c = route.causal_in_c
         self._causal_bias = None   # the 0/−inf band of the Python walks, built when first used (causal_bias)
         self.kinds = route.kinds   # head → (query blocks, key blocks) kinds of the mask function, if it has them

@@ -313,9 +313,10 @@ def _merged_function():
 
 def _fused_softmax_rows(q):
     """The C extension's one-pass softmax step, for float32 NumPy inputs when it is built."""
-    if q.dtype != np.float32 or native.fused is None:  # not compiled: NumPy's passes are used
+    fused = native.extension()
+    if q.dtype != np.float32 or fused is None:  # not compiled (or a use_machine block without it): NumPy's passes
         return None
-    return native.fused.softmax_rows
+    return fused.softmax_rows
 
 
 def _plain_fused(call: Call, q, k, v):

@@ -23,7 +23,7 @@ def value_top(v) -> float:
     v = np.asarray(v)
     if v.size == 0:
         return 0.0
-    fused = native.fused
+    fused = native.extension()
     if fused is not None and v.dtype == np.float32 and v.flags.c_contiguous:
         return float(fused.absmax(v))
     low, high = v.min(), v.max()          # no temporaries
@@ -38,7 +38,7 @@ def value_tops(*tensors) -> tuple:
     otherwise."""
     import torch
 
-    fused = native.fused
+    fused = native.extension()
     tops = []
     for x in tensors:
         x = x.detach()

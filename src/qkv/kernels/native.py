@@ -1,17 +1,25 @@
 """The one handle on the C extension `qkv.kernels._fused` and on this machine's CPU.
 
 `fused` is the extension (None when it did not build; `import_error` says why, as `qkv doctor` does).
-Every module of the core reads it here at the time it uses it, never a copy taken at import.
+Every module reads it through `extension()` at the time it uses it, never a copy taken at import and
+never `fused` itself: `extension()` is the extension as this context sees it (below).
 
 `Machine` is what the rulebook decides from — the extension, its sgemm, its backward, the CPUs this
 process may use — as one value: `kernels.route.current_machine()` reads the live one, and a caller (a test)
-passes its own (`choose_route(call, machine=…)`, `Machine.without_c()`) instead of patching module
-state. `cpu()` (model name and flags from /proc/cpuinfo), `cpu_name()` and `load_average()` are the one
+passes its own instead of patching module state: to one call (`choose_route(call, machine=…)`,
+`Machine.without_c()`), or to everything run inside a block — whole models, blocks, GELU, the softmax
+step, every route — with `use_machine(machine)`, a context manager over a `contextvars.ContextVar`
+(`current_machine()`, `extension()`, `blas.sgemm_ready()` and `autograd.available()` read it first; no
+module global is changed, so other threads and asyncio tasks keep their own machine). qkv's own worker
+threads (the kernel's pool, `MultiHeadAttention`/BERT's batch threads, the op's fresh thread) run in a
+copy of the caller's context (`carry`), so the machine follows the work into them. `cpu()` (model name and flags from /proc/cpuinfo), `cpu_name()` and `load_average()` are the one
 reading of the CPU for the speed table's machine key and for `qkv bench`'s results.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import os
 from typing import Any
@@ -23,7 +31,8 @@ except ImportError as exc:   # not built (setup.py builds it as optional): the N
     fused = None
     import_error = exc
 
-__all__ = ["fused", "import_error", "Machine", "cpu", "cpu_name", "load_average"]
+__all__ = ["fused", "import_error", "Machine", "extension", "use_machine", "machine_in_use", "carry", "cpu",
+           "cpu_name", "load_average"]
 
 _CPUINFO_BYTES = 1 << 20
 
@@ -44,6 +53,44 @@ class Machine:
     def without_c(self) -> "Machine":
         """This machine as an install without the C extension sees it (the NumPy paths)."""
         return dataclasses.replace(self, fused=None, sgemm=False, backward=False)
+
+
+_MACHINE: contextvars.ContextVar = contextvars.ContextVar("qkv_machine", default=None)
+
+
+def machine_in_use() -> Machine | None:
+    """The Machine a `use_machine` block around this code set, or None (the live one applies)."""
+    return _MACHINE.get()
+
+
+def extension():
+    """The C extension as this context sees it: the machine in use's (None: run as if it did not build),
+    else the one this process loaded (`fused`). Read at each use."""
+    machine = _MACHINE.get()
+    return fused if machine is None else machine.fused
+
+
+@contextlib.contextmanager
+def use_machine(machine: Machine):
+    """Run the block as on `machine` (e.g. `route.current_machine().without_c()`: no C extension, so
+    NumPy's GELU, softmax step and walks everywhere). Set in a ContextVar: this thread or asyncio task
+    only, restored on exit, nested blocks allowed."""
+    if not isinstance(machine, Machine):
+        raise TypeError(f"use_machine takes a qkv.kernels.native.Machine (route.current_machine(), or its "
+                        f"without_c()); got {type(machine).__name__}")
+    token = _MACHINE.set(machine)
+    try:
+        yield machine
+    finally:
+        _MACHINE.reset(token)
+
+
+def carry(fn):
+    """fn wrapped to run in a copy of the calling thread's context (made now): for a job handed to another
+    thread, which would otherwise start with an empty context and the live machine. One copy per job (a
+    context cannot be entered by two threads at once)."""
+    context = contextvars.copy_context()
+    return lambda *args, **kwargs: context.run(fn, *args, **kwargs)
 
 
 def cpu() -> tuple[str | None, tuple] | None:

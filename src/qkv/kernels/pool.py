@@ -13,6 +13,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from . import native
+
 __all__ = ["run_all", "fork_gate", "available_cpus"]
 
 # The thread tail's probe (benchmarks/bench_threads.py): when a list, every run_all on more than one
@@ -90,7 +92,7 @@ def _submit(fn, count: int) -> list:
             if _pool is not None:
                 _pool.shutdown(wait=False)
             _pool, _pool_size = ThreadPoolExecutor(count, thread_name_prefix="qkv-attn"), count
-        return [_pool.submit(fn) for _ in range(count)]
+        return [_pool.submit(native.carry(fn)) for _ in range(count)]   # each in the caller's context (its machine)
 
 
 # os.fork() waits until no kernel call is running, and kernel calls wait while a fork is under way:

@@ -93,7 +93,11 @@ _DECODE_WEIGHT = 32
 
 def current_machine() -> native.Machine:
     """This process's machine as the rulebook sees it (`native.Machine`): the C extension, its sgemm and
-    backward, the CPUs it may use. Read on every call (a test passes its own instead)."""
+    backward, the CPUs it may use. Read on every call: the one a `native.use_machine` block around the
+    caller set, else the live one (a test passes its own instead, to one call or with use_machine)."""
+    chosen = native.machine_in_use()
+    if chosen is not None:
+        return chosen
     fused = native.fused
     return native.Machine(fused, fused is not None and blas.sgemm_ready(), fused is not None and autograd.available(),
                           pool.available_cpus())

@@ -296,8 +296,12 @@ class BertEncoder:
         else:
             from concurrent.futures import ThreadPoolExecutor
 
+            from ..kernels import native
+
             with _single_threaded_blas(), ThreadPoolExecutor(min(workers, len(batches))) as pool:
-                list(pool.map(run, batches))
+                # each batch in a copy of the caller's context: a `native.use_machine` block reaches its threads
+                for future in [pool.submit(native.carry(run), chosen) for chosen in batches]:
+                    future.result()
         return result[0] if single else result
 
     def pool(self, hidden: np.ndarray, lengths: np.ndarray) -> np.ndarray:
