@@ -408,6 +408,14 @@ def _notes(ctx: Context, step: str, query: int | None = None, keys: list | None 
             ctx.add(Note(str(note["text"]).replace("{value}", shown).replace("{token}", token)))
 
 
+def _difference(ctx: Context, key: str, diff: float) -> str:
+    """A check's sentence: the largest difference when there is one; "exactly" when there is none (not
+    "differs by at most 0")."""
+    from .numbers import fmt_small
+
+    return ctx.t(f"{key}.exact") if float(diff) == 0 else ctx.t(key, diff=fmt_small(diff))
+
+
 def _at_post_precision(ctx: Context) -> bool:
     """Every step is shown at the decimals its post prints (no --digits, or --digits equal to all of them)."""
     table = ctx.info.digits if isinstance(ctx.info.digits, dict) else {}
@@ -549,9 +557,9 @@ def _attention(ctx: Context) -> None:
                 rows.append([ctx.t("head", h=head_number(tr.meta, h)), f"W_Q[:, {h * dk}:{(h + 1) * dk}]",
                              " × ".join(str(s) for s in own.shape)])
         ctx.add(Table([ctx.t("col.head"), ctx.t("col.columns"), ctx.t("col.shape")], rows))
-        text = ctx.t("heads_check.concat", diff=fmt_small(check))
+        text = _difference(ctx, "heads_check.concat", check)
         if "heads_check/y" in tr:
-            text += " " + ctx.t("heads_check.y", diff=fmt_small(tr["heads_check/y"].meta.get("max_abs", 0.0)))
+            text += " " + _difference(ctx, "heads_check.y", tr["heads_check/y"].meta.get("max_abs", 0.0))
         ctx.add(Para(text))
 
     if n_heads > 1 or kind == "projection":
@@ -985,7 +993,7 @@ def _group_meeting(ctx: Context) -> None:
             from .numbers import fmt_small
 
             diff = ctx.step("columns/difference").meta.get("max_abs", 0.0)
-            ctx.add(Para(ctx.t("gm.notation.same", diff=fmt_small(diff))))
+            ctx.add(Para(_difference(ctx, "gm.notation.same", diff)))
 
 
 def _meeting_conclusion(ctx: Context, name: str, tokens: list, target: int, weights: np.ndarray, values: np.ndarray,

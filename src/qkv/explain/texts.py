@@ -201,6 +201,8 @@ EN: dict[str, str] = {
     "col.shape": "shape",
     "heads_check.concat": "Concatenating the separate heads' outputs differs from the fused H by at most {diff}.",
     "heads_check.y": "Adding up each head's share head_h·W_O[rows of h] differs from the fused Y by at most {diff}.",
+    "heads_check.concat.exact": "Concatenating the separate heads' outputs gives the fused H exactly (no difference).",
+    "heads_check.y.exact": "Adding up each head's share head_h·W_O[rows of h] gives the fused Y exactly (no difference).",
     "h.shapes": "Shapes at every step",
     "shapes.explain": "Every recorded step with its formula and shape (heads first where there are heads):",
     "col.step": "step",
@@ -254,6 +256,9 @@ EN: dict[str, str] = {
     "gm.notation.same": "The two outputs agree: the column form, transposed, differs from the row form by at most "
                         "{diff}. Because softmax runs in one direction and V multiplies from one side, Q and K "
                         "cannot swap roles.",
+    "gm.notation.same.exact": "The two outputs agree: the column form, transposed, is the row form exactly (no "
+                              "difference). Because softmax runs in one direction and V multiplies from one side, "
+                              "Q and K cannot swap roles.",
     # generic
     "generic.intro": "The trace records {n:step|steps}; each is shown with its formula and values.",
     "generic.large": "Showing the first {rows} × {cols:entry|entries}.",
@@ -1978,6 +1983,8 @@ KO: dict[str, str] = {
     "col.shape": "형태",
     "heads_check.concat": "따로 계산한 헤드 출력을 이어 붙인 것과 한꺼번에 계산한 H 사이의 가장 큰 차이: {diff}.",
     "heads_check.y": "각 헤드가 맡은 부분 head_h·W_O[h의 행]을 더한 것과 Y 사이의 가장 큰 차이: {diff}.",
+    "heads_check.concat.exact": "따로 계산한 헤드 출력을 이어 붙인 것은 한꺼번에 계산한 H와 정확히 같다 (차이 없음).",
+    "heads_check.y.exact": "각 헤드가 맡은 부분 head_h·W_O[h의 행]을 더한 것은 Y와 정확히 같다 (차이 없음).",
     "h.shapes": "각 단계의 형태",
     "shapes.explain": "기록된 모든 단계의 식과 형태 (헤드가 있으면 헤드 축이 앞에 온다):",
     "col.step": "단계",
@@ -2026,6 +2033,8 @@ KO: dict[str, str] = {
                            "한 열씩 적용한다. 가중치는 위의 것을 전치한 것이고, 출력도 마찬가지이다.",
     "gm.notation.same": "두 출력은 같다: 열벡터 형태의 결과를 전치하면 행벡터 형태의 결과가 된다 (가장 큰 차이: {diff}). softmax가 적용되는 방향과 V가 곱해지는 위치 "
                         "때문에 Q와 K는 서로 역할을 바꿀 수 없다.",
+    "gm.notation.same.exact": "두 출력은 정확히 같다: 열벡터 형태의 결과를 전치하면 행벡터 형태의 결과와 똑같다 (차이 없음). "
+                              "softmax가 적용되는 방향과 V가 곱해지는 위치 때문에 Q와 K는 서로 역할을 바꿀 수 없다.",
     # generic
     "generic.intro": "기록된 단계는 {n}개이다. 각 단계의 식과 값을 보인다.",
     "generic.large": "앞의 {rows} × {cols}개 성분만 보인다.",
