@@ -407,17 +407,36 @@ def test_counts_have_their_noun():
                          .replace("float(s)", "").replace("Step.from_dict(s)", "")), "a '(s)' plural is left"
 
 
-def test_written_files_are_named_on_stderr_and_stdout_stays_clean(capsys, tmp_path):
-    """example, masks, explain (and every command with --out/--figure/--json/--markdown) say 'qkv: wrote FILE'."""
+def test_written_files_are_named_on_stderr_and_stdout_stays_clean(capsys, tmp_path, monkeypatch):
+    """example, masks, explain (and every command with --out/--figure/--json/--markdown) say 'qkv: wrote FILE'.
+
+    What is asserted is the naming (`qkv.cli.say_written`) and a clean standard output, not the drawing:
+    the example's figure is a one-axes stand-in written through the real `save_figure` → `write_figure`
+    (test_figure and tests/test_viz.py draw the real one), and masks draws one 4×4 panel (--only), not
+    eight 8×8 ones (tests/test_masks.py, test_viz_learner.py draw the full grid)."""
+    from matplotlib.figure import Figure
+
+    drawn = []
+
+    def stand_in(trace, **_):
+        drawn.append(trace)
+        figure = Figure(figsize=(1, 1))
+        figure.subplots().plot([0, 1])
+        return figure
+
+    monkeypatch.setattr("qkv.viz.figure_for", stand_in)
     for argv, files in ((["example", "--out", "a.md", "--format", "markdown"], ["a.md"]),
                         (["example", "--figure", "f.png"], ["f.png"]),
-                        (["masks", "--length", "8", "--out", "m.txt", "--figure", "m.png"], ["m.txt", "m.png"]),
+                        (["masks", "--length", "4", "--only", "causal", "--out", "m.txt", "--figure", "m.png"],
+                         ["m.txt", "m.png"]),
                         (["explain", str(ROOT / "examples" / "my-example.toml"), "--out", "e.txt"], ["e.txt"])):
         paths = [str(tmp_path / f) for f in files]
         argv = [str(tmp_path / a) if a in files else a for a in argv]
         code, out, err = run(capsys, *argv)
         assert code == 0 and err == "".join(f"qkv: wrote {p}\n" for p in paths), (argv, err)
         assert (out == "") == ("--out" in argv), (argv, out[:200])
+        assert all((tmp_path / f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for f in files if f.endswith(".png"))
+    assert len(drawn) == 1                                                # the example's figure went through save_figure
     code, out, err = run(capsys, "example", "--out", "/dev/stdout")      # a stream, not a file: no line
     assert code == 0 and "wrote" not in err
 
