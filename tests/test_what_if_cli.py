@@ -89,6 +89,14 @@ def test_the_what_if_is_said_with_the_changed_row_named(capsys):
                                 "x[ROW,COLUMN]=NUMBER, w_q[ROW,COLUMN]=NUMBER"),
     ("self-attention", "factor=abc", "factor: expected a finite number, got 'abc'"),
     ("self-attention", "factor=nan", "factor: expected a finite number, got 'nan'"),
+    # finite but beyond ±1e30, the bound of every input number: factor=1e308 printed NaN rows and two NumPy
+    # warnings with exit 0 (found in review, 7 December); a cell or a score alike
+    ("self-attention", "factor=1e308", "factor: expected a number within ±1e+30 (so that every step stays finite), "
+                                       "got '1e308'"),
+    ("group-meeting", "factor=-1e31", "factor: expected a number within ±1e+30"),
+    ("self-attention", "x[1,0]=1e200", "x[1,0]: expected a number within ±1e+30"),
+    ("group-meeting", "lot[0]=1e308", "lot[0]: expected a number within ±1e+30"),
+    ("self-attention", "factor=1e30", None),
     ("self-attention", "x[9,0]=1", "row 9, column 0 is outside x (4 × 2"),
     ("self-attention", "x[1]=1", "x: name a cell as x[ROW,COLUMN]"),
     ("self-attention", "sqrt_dk=maybe", "sqrt_dk: expected on or off, got 'maybe'"),
@@ -116,3 +124,15 @@ def test_the_help_says_it(capsys):
     for lang, said in (("en", "a what-if, the changes the page and qkv serve offer"), ("ko", "바꿔 보기")):
         assert main(["example", "--help", "--lang", lang]) == 0
         assert "--what-if" in (out := " ".join(capsys.readouterr().out.split())) and said in out
+
+
+@pytest.mark.parametrize("factor", [1e308, -1e31, 2e30])
+def test_a_changes_factor_beyond_the_input_bound_is_refused(factor):
+    """The page and serve's what-if (`qkv.examples.Changes`) took a finite factor of any size: 1e308 overflowed the
+    scores (NaN rows). The bound is the input numbers' own (`spec.MAX_MAGNITUDE`, 1e30)."""
+    from qkv import examples
+    from qkv.errors import InputError
+
+    with pytest.raises(InputError, match=r"expected a number within ±1e\+30") as caught:
+        examples.run("self-attention", changes=examples.Changes(factor=factor))
+    assert caught.value.field == "factor"

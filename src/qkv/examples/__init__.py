@@ -110,6 +110,9 @@ def _check_changes(name: str, changes: "Changes") -> None:
     if isinstance(changes.factor, bool) or not isinstance(changes.factor, (int, float)) or \
             not math.isfinite(changes.factor):
         raise InputError.keyed("error.example.factor", field="factor", value=repr(changes.factor))
+    if abs(changes.factor) > _spec().MAX_MAGNITUDE:   # finite, but the scores times it overflow (1e308: NaN rows)
+        raise InputError.keyed("error.example.factor_range", field="factor", value=repr(changes.factor),
+                               limit=f"{_spec().MAX_MAGNITUDE:g}")
     if not changes.sqrt_dk and name == "group-meeting":
         raise _said("sqrt_dk", "whatif.no_sqrt")
     unknown = [m for m in changes.cells if m not in EDITABLE[name]]
@@ -118,6 +121,12 @@ def _check_changes(name: str, changes: "Changes") -> None:
                     fields=", ".join(EDITABLE[name]))
     if changes.scores and name != "group-meeting":
         raise _said("scores", "whatif.scores_only")
+
+
+def _spec():
+    from .. import spec
+
+    return spec
 
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -178,6 +187,8 @@ def changes_from(name: str, items, *, field: str = "--what-if") -> Changes:
         number = value.replace("\u2212", "-")
         if not _NUMBER.fullmatch(number) or not math.isfinite(float(number)):
             raise _said(field, "whatif.cli.number", name=written, value=repr(value[:20]))
+        if abs(float(number)) > _spec().MAX_MAGNITUDE:    # a factor of 1e308 overflowed the scores into NaN rows
+            raise _said(field, "whatif.cli.range", name=written, value=repr(value[:20]), limit=f"{_spec().MAX_MAGNITUDE:g}")
         if not shape:
             if index is not None:
                 raise _said(field, "whatif.cli.key", name=repr(written[:20]), offers=_offers(name))

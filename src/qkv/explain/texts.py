@@ -1075,6 +1075,7 @@ EN: dict[str, str] = {
     "error.example.unknown": "unknown example {name}; the examples are: {names}",
     "error.example.multi_head_query": "{value}: the multi-head example follows {token} only (heads 2 and 3 are given for that token)",
     "error.example.factor": "{value}: expected a finite number",
+    "error.example.factor_range": "{value}: expected a number within ±{limit} (so that every step stays finite)",
     "error.example.kind": "unknown kind {kind}",
     "error.example.meeting_query": "the group-meeting example has no --query (each meeting follows lot's question)",
     "error.stdin.closed": "standard input: is closed; nothing to read",
@@ -1705,6 +1706,7 @@ EN: dict[str, str] = {
     "whatif.cli.twice": "{name} is changed twice; give it once",
     "whatif.cli.switch": "sqrt_dk: expected on or off, got {value}",
     "whatif.cli.number": "{name}: expected a finite number, got {value}",
+    "whatif.cli.range": "{name}: expected a number within ±{limit} (so that every step stays finite), got {value}",
     "whatif.cli.index": "{name}: name a cell as {name}[ROW,COLUMN], rows and columns counted from 0 (e.g. {name}[0,1]=0.5)",
     "whatif.cli.position": "{name}: name a score as {name}[POSITION], counted from 0 (e.g. {name}[0]=50)",
     "whatif.said": "What if: {changes}. Every number below is computed again from the changed inputs, and every "
@@ -2822,6 +2824,7 @@ KO: dict[str, str] = {
     "error.example.unknown": "없는 예제이다: {name}. 예제: {names}",
     "error.example.multi_head_query": "{value}: Multi-head attention 예제는 {token}만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 주어져 있다)",
     "error.example.factor": "{value}: 유한한 수여야 한다",
+    "error.example.factor_range": "{value}: ±{limit} 안의 수여야 한다 (그래야 모든 단계가 유한하다)",
     "error.example.kind": "없는 종류이다: {kind}",
     "error.example.meeting_query": "조모임 예제에는 --query가 없다 (두 모임 모두 lot의 질문을 따라간다)",
     "error.stdin.closed": "표준 입력이 닫혀 있어 읽을 것이 없다",
@@ -3442,6 +3445,7 @@ KO: dict[str, str] = {
     "whatif.cli.twice": "{name}: 두 번 지정했다. 한 번만 지정하라",
     "whatif.cli.switch": "sqrt_dk: on 또는 off여야 한다 (받은 값: {value})",
     "whatif.cli.number": "{name}: 유한한 수여야 한다 (받은 값: {value})",
+    "whatif.cli.range": "{name}: ±{limit} 안의 수여야 한다 (그래야 모든 단계가 유한하다) (받은 값: {value})",
     "whatif.cli.index": "{name}: 칸은 {name}[행,열]로 지정하라. 행과 열은 0부터 센다 (예: {name}[0,1]=0.5)",
     "whatif.cli.position": "{name}: 점수는 {name}[위치]로 지정하라. 위치는 0부터 센다 (예: {name}[0]=50)",
     "whatif.said": "바꿔 보기: {changes}. 아래의 수는 모두 바꾼 입력으로 다시 계산한 것이고, 결론도 이 수에서 "
