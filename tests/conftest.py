@@ -38,17 +38,15 @@ if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
 # with 1 (wall 10 min against 6); one torch case of test_magnitudes, T = 8 forward + backward, 40–46 CPU-ms
 # against 2.5–4. Each xdist worker gets its share of the cores (here 1) in OMP_NUM_THREADS, which torch (and
 # MKL under it) and the processes the tests start read at start-up; a value set by the caller is kept. NumPy's
-# OpenBLAS would read OMP_NUM_THREADS too: it keeps its own default (the CPUs) in OPENBLAS_NUM_THREADS. (With one
-# BLAS thread qkv's NumPy kernel printed "invalid value encountered in matmul" on an infinite key under the mask:
-# fixed 7 December (c423b07), the flag is ignored on the scores' product in kernels/blocked.py and execute.py.
-# One BLAS thread per worker is not measured for the whole suite yet; a float64 reference of test_kernels,
-# (2, 4, 300, 16), took 162 CPU-ms with 2 BLAS threads and 31 with 1 at load 20.) Tests of thread counts set
+# OpenBLAS gets the same share in OPENBLAS_NUM_THREADS: a float64 reference of test_kernels, (2, 4, 300, 16), took
+# 162 CPU-ms with 2 BLAS threads and 31 with 1 at load 20. (One BLAS thread once made qkv's NumPy kernel print
+# "invalid value encountered in matmul" on an infinite key under the mask: fixed in c423b07.) Tests of thread counts set
 # their own (test_adversary_today's torch threads 1 → 2 → 1, test_backward's and
 # test_serve's BLAS at 2, qkv's own pool by its `threads` argument: it sizes itself from the CPUs).
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
 if _WORKERS and "OMP_NUM_THREADS" not in os.environ:
     _cpus = len(os.sched_getaffinity(0))
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(_cpus))
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(max(1, _cpus // _WORKERS)))
     os.environ["OMP_NUM_THREADS"] = str(max(1, _cpus // _WORKERS))
 
 BROWSER = {"test_browser.py", "test_serve_browser.py", "test_notebook.py", "test_page_access.py",
