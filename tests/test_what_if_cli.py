@@ -87,8 +87,8 @@ def test_the_what_if_is_said_with_the_changed_row_named(capsys):
 @pytest.mark.parametrize("name, change, said", [
     ("self-attention", "foo=1", "'foo' is not a change this example offers; it offers: factor=NUMBER, sqrt_dk=on|off, "
                                 "x[ROW,COLUMN]=NUMBER, w_q[ROW,COLUMN]=NUMBER"),
-    ("self-attention", "factor=abc", "factor: expected a finite number, got 'abc'"),
-    ("self-attention", "factor=nan", "factor: expected a finite number, got 'nan'"),
+    ("self-attention", "factor=abc", "factor: expected a finite number written with the digits 0–9 (such as 0.5), got 'abc'"),
+    ("self-attention", "factor=nan", "factor: expected a finite number written with the digits 0–9 (such as 0.5), got 'nan'"),
     # finite but beyond ±1e30, the bound of every input number: factor=1e308 printed NaN rows and two NumPy
     # warnings with exit 0 (found in review, 7 December); a cell or a score alike
     ("self-attention", "factor=1e308", "factor: expected a number within ±1e+30 (so that every step stays finite), "
@@ -117,7 +117,7 @@ def test_a_bad_what_if_is_one_line_naming_it(name, change, said, capsys):
 
 def test_a_what_if_is_said_in_korean(capsys):
     assert main(["example", "group-meeting", "--what-if", "lot[0]=x", "--lang", "ko"]) == 2
-    assert "qkv: 오류: --what-if: lot[0]: 유한한 수여야 한다 (받은 값: 'x')" in capsys.readouterr().err
+    assert "qkv: 오류: --what-if: lot[0]: 0–9 숫자로 쓴 유한한 수(예: 0.5)여야 한다 (받은 값: 'x')" in capsys.readouterr().err
 
 
 def test_the_help_says_it(capsys):

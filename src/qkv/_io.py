@@ -42,7 +42,7 @@ FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
 __all__ = ["write_atomic", "write_atomic_with", "check_output", "all_or_nothing", "read_bytes", "read_text",
            "decode_utf8", "size_text", "printable", "load_json",
-           "load_toml", "parse_int", "as_int", "int_option", "check_input_file", "open_input", "check_strings", "MAX_FILE_BYTES", "MAX_DEPTH",
+           "load_toml", "parse_int", "as_int", "as_number", "int_option", "check_input_file", "open_input", "check_strings", "MAX_FILE_BYTES", "MAX_DEPTH",
            "MAX_INT_DIGITS"]
 
 MAX_FILE_BYTES = 256 * 2**20      # the largest TOML/JSON document read (example files, saved traces, configs)
@@ -578,6 +578,27 @@ def as_int(value: Any) -> int | None:
     if not _INTEGER.fullmatch(text) or len(text.lstrip("+-")) > MAX_INT_DIGITS:
         return None
     return int(text)
+
+
+# One rule for a decimal number typed as text (a what-if's value, --temperature, --top-p, --learning-rate, serve's
+# ?temperature=): ASCII digits 0–9, an optional sign, point and exponent. float() also reads '１', '٣', '1_0',
+# 'inf', 'nan' and a trailing newline; TOML and JSON (the example files, serve's what-if body) and the pages'
+# editors (a 0–9 pattern before Number()) read none of them.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def as_number(value: Any) -> float | None:
+    """``value`` as a float when it is a decimal number written with the ASCII digits 0–9: an optional sign
+    ('−', U+2212, as the renderers print it, reads as '-'), digits with an optional point, an optional exponent,
+    surrounded by spaces or tabs; otherwise None. Stricter than ``float()``, as `as_int` is than ``int()``:
+    '１', '٣', '²', '1_0', 'inf', 'nan', '0x10', '1\\n' and '' are not numbers. A number too large for a float
+    (1e999) is ±inf: the caller bounds it."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip(" \t").replace("\u2212", "-")
+    if not _DECIMAL.fullmatch(text):
+        return None
+    return float(text)
 
 
 def parse_int(value: Any, *, field: str | None = None, source: str | None = None, low: int | None = None,

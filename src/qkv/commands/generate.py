@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 
-from .._io import short_repr
+from .._io import as_number, short_repr
 from ..errors import InputError
 from ._options import add_lang_option, check_lang, words, write_text
 
@@ -55,11 +55,8 @@ def _integer(option: str, text: str | None, t, *, low: int) -> int | None:
 
 
 def _number(option: str, text: str, t) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not np.isfinite(value) or value <= 0:
+    value = as_number(text)            # digits 0–9, as every number qkv reads as text: float() also took '１', '1_0'
+    if value is None or not np.isfinite(value) or value <= 0:
         raise InputError(t("cli.generate.positive", value=short_repr(text)), field=option)
     return value
 

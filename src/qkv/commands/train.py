@@ -13,26 +13,23 @@ weights stop being finite stops with one error line and writes nothing.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 
-from .._io import int_option
+from .._io import as_number, int_option
 from ..errors import InputError
 from ._options import add_lang_option, words
 
 MODELS = ("translator",)
 MAX_EVAL = 10_000          # held-out sentences scored after training (decoded in batches of _EVAL_BATCH)
 _EVAL_BATCH = 256
-_DECIMAL = re.compile(r"[+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def _learning_rate(text: str) -> float:
     """argparse type: a finite number in (0, MAX_LEARNING_RATE]."""
     from ..translator.train import MAX_LEARNING_RATE
 
-    # ASCII decimal notation only: float() also takes '１', '٣', 'infinity' and '1_0'
-    value = float(text) if _DECIMAL.fullmatch(text.strip()) else None
+    value = as_number(text)            # digits 0–9, as every number qkv reads as text (float() takes '１', '1_0')
     if value is None or not 0 < value <= MAX_LEARNING_RATE:     # NaN and ±inf fail this too
         exc = InputError.keyed("cli.train.learning_rate", value=repr(text[:40]), max=f"{MAX_LEARNING_RATE:g}")
         error = argparse.ArgumentTypeError(exc.problem)

@@ -21,8 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .._io import as_number
 from ..errors import InputError
-from ..spec import parse_spec, read_array, read_digits, read_notes, resolve_query
+from ..spec import MAX_MAGNITUDE, parse_spec, read_array, read_digits, read_notes, resolve_query
 from ..trace import Trace
 from .runner import trace_group_meeting, trace_multi_head, trace_spec
 
@@ -110,9 +111,9 @@ def _check_changes(name: str, changes: "Changes") -> None:
     if isinstance(changes.factor, bool) or not isinstance(changes.factor, (int, float)) or \
             not math.isfinite(changes.factor):
         raise InputError.keyed("error.example.factor", field="factor", value=repr(changes.factor))
-    if abs(changes.factor) > _spec().MAX_MAGNITUDE:   # finite, but the scores times it overflow (1e308: NaN rows)
+    if abs(changes.factor) > MAX_MAGNITUDE:   # finite, but the scores times it overflow (1e308: NaN rows)
         raise InputError.keyed("error.example.factor_range", field="factor", value=repr(changes.factor),
-                               limit=f"{_spec().MAX_MAGNITUDE:g}")
+                               limit=f"{MAX_MAGNITUDE:g}")
     if not changes.sqrt_dk and name == "group-meeting":
         raise _said("sqrt_dk", "whatif.no_sqrt")
     unknown = [m for m in changes.cells if m not in EDITABLE[name]]
@@ -123,14 +124,9 @@ def _check_changes(name: str, changes: "Changes") -> None:
         raise _said("scores", "whatif.scores_only")
 
 
-def _spec():
-    from .. import spec
-
-    return spec
-
-
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_ITEM = re.compile(r"\s*([A-Za-z_][\w]*)\s*(?:\[([^\]]*)\])?\s*=\s*(.*?)\s*")
+# KEY, [INDEX] and VALUE, spaces or tabs around each; VALUE is read by `as_number` (digits 0–9, as every number
+# qkv reads as text), so "factor=１" and "factor=1\n" are refused as numbers, naming the what-if
+_ITEM = re.compile(r"[ \t]*([A-Za-z_][\w]*)[ \t]*(?:\[([^\]]*)\])?[ \t]*=[ \t]*(.*?)[ \t]*", re.DOTALL)
 
 
 def what_ifs(name: str) -> dict[str, tuple[int, ...]]:
@@ -184,15 +180,15 @@ def changes_from(name: str, items, *, field: str = "--what-if") -> Changes:
                 raise _said(field, "whatif.cli.switch", value=repr(value[:20]))
             sqrt_dk = value.lower() == "on"
             continue
-        number = value.replace("\u2212", "-")
-        if not _NUMBER.fullmatch(number) or not math.isfinite(float(number)):
+        number = as_number(value)
+        if number is None or not math.isfinite(number):
             raise _said(field, "whatif.cli.number", name=written, value=repr(value[:20]))
-        if abs(float(number)) > _spec().MAX_MAGNITUDE:    # a factor of 1e308 overflowed the scores into NaN rows
-            raise _said(field, "whatif.cli.range", name=written, value=repr(value[:20]), limit=f"{_spec().MAX_MAGNITUDE:g}")
+        if abs(number) > MAX_MAGNITUDE:    # a factor of 1e308 overflowed the scores into NaN rows
+            raise _said(field, "whatif.cli.range", name=written, value=repr(value[:20]), limit=f"{MAX_MAGNITUDE:g}")
         if not shape:
             if index is not None:
                 raise _said(field, "whatif.cli.key", name=repr(written[:20]), offers=_offers(name))
-            factor = float(number)
+            factor = number
             continue
         parts = [] if index is None else [p.strip() for p in index.split(",")]
         if len(parts) != len(shape) or not all(p.isascii() and p.isdigit() for p in parts):
@@ -202,11 +198,11 @@ def changes_from(name: str, items, *, field: str = "--what-if") -> Changes:
             if not (where[0] < shape[0] and where[1] < shape[1]):
                 raise _said(field, "whatif.index", row=where[0], column=where[1], matrix=key, rows=shape[0],
                             columns=shape[1])
-            cells.setdefault(key, []).append((*where, float(number)))
+            cells.setdefault(key, []).append((*where, number))
         else:
             if not where[0] < shape[0]:
                 raise _said(field, "whatif.score_index", index=where[0], count=shape[0])
-            scores.setdefault(key, []).append((where[0], float(number)))
+            scores.setdefault(key, []).append((where[0], number))
     return Changes(factor, sqrt_dk, {m: tuple(e) for m, e in cells.items()}, {k: tuple(e) for k, e in scores.items()})
 
 

@@ -59,6 +59,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import frontdoor
+from .._io import as_number
 from ..errors import InputError, python_reason
 from ..trace import Trace
 
@@ -1091,20 +1092,18 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
 
 
 def _float_param(request: Request, name: str) -> float | None:
-    """A decimal query parameter (None when absent); the library checks its range. Digits 0–9 only, as
-    `_int_param` reads them (Python's float() also reads "٣", "１" and "1_0"; the page's Number() does not)."""
+    """A decimal query parameter (None when absent); the library checks its range. Read by `qkv._io.as_number`,
+    the one rule for a number typed as text (digits 0–9, as `_int_param` reads them; Python's float() also reads
+    "٣", "１", "1_0" and "inf"; the page's editors do not)."""
     value = request.query_params.get(name)
     if value is None or value == "":
         return None
-    typed = value.strip()
-    if not typed.isascii() or "_" in typed:
-        raise ApiError(400, _say(_lang_said(request), "error.ascii_number", value=json.dumps(typed[:40], ensure_ascii=False)),
-                       field=name)
-    try:
-        return float(typed[:40])
-    except ValueError:
-        raise ApiError(400, _say(_lang_said(request), "whatif.number", value=json.dumps(value[:40], ensure_ascii=False)),
-                       field=name) from None
+    number = as_number(value)
+    if number is None:
+        typed = value.strip()
+        raise ApiError(400, _say(_lang_said(request), "error.ascii_number" if not typed.isascii() else "whatif.number",
+                                 value=json.dumps(typed[:40], ensure_ascii=False)), field=name)
+    return number
 
 
 def _neuron(trace: Trace, query: int, key: int, lang: str) -> dict:
