@@ -179,3 +179,67 @@ def test_sgemm_and_backward_answer_for_the_machine_in_use():
         np.testing.assert_allclose(qkv.attention(q, k, v, causal=True), _reference(q, k, v, True),
                                    atol=2e-5, rtol=1e-4)
     assert blas.sgemm_ready() == live.sgemm and autograd.available() == live.backward
+
+
+# ------------------------------------------------------------------ the CPUs: Machine.cpus, never the OS
+def _with_cpus(n):
+    import dataclasses
+
+    return dataclasses.replace(route.current_machine(), cpus=n)
+
+
+def test_the_cpus_follow_the_machine_in_use_everywhere():
+    """"This machine has N CPUs" (N = 5 here, not the OS's count) is what the pool, the kernel's plan, the C
+    training route's threads and BERT's batch threads all read inside the block; outside it, the OS's."""
+    from qkv.kernels import autograd
+    from qkv.models import bert
+
+    os_cpus = native.os_cpus()
+    n = os_cpus + 3
+    with native.use_machine(_with_cpus(n)):
+        assert pool.available_cpus() == n and route.current_machine().cpus == n
+        rng = np.random.default_rng(1)
+        q, k, v = (rng.standard_normal((1, 8, 1024, 32)).astype(np.float32) for _ in range(3))
+        planned = route.choose_route(check_call(q, k, v))
+        if planned.name.value in ("flash_many", "flash_rows"):
+            assert planned.threads == n, planned
+        assert bert._workers(None) == (n if bert._threadpoolctl() is not None else 1)
+        if route.current_machine().backward:
+            leaves = [torch.from_numpy(a[:, :2, :512]).requires_grad_() for a in (q, k, v)]
+            out = qkv.attention(*leaves)
+            out.sum().backward()
+            kept = [key for plan in list(autograd._PLANS.values()) for key in plan.kept if key[0] == "backward"]
+            assert any(key[2] == n for key in kept), kept   # the backward's tasks were cut for n threads
+    with native.use_machine(_with_cpus(1)):
+        planned = route.choose_route(check_call(q, k, v))
+        assert planned.threads == 1
+        assert bert._workers(None) == 1
+    assert pool.available_cpus() == os_cpus
+
+
+def test_the_speed_table_is_this_cpu_counts(tmp_path, monkeypatch):
+    """A calibration measured with the live CPUs is not read by a block of another count (the rules apply)."""
+    import dataclasses
+
+    from qkv.kernels import speed
+
+    monkeypatch.setenv("QKV_CACHE_DIR", str(tmp_path))   # never the developer's calibration
+    try:
+        live_key = speed.machine_key()
+        speed.save({"format": 1, "key": live_key, "cases": [
+            {"dtype": "bfloat16", "causal": False, "train": False, "t": 1024, "winner": speed.C_KERNEL}]})
+        assert speed.faster("bfloat16", False, False, 1024, 1024) == speed.C_KERNEL   # the file
+        with native.use_machine(dataclasses.replace(route.current_machine(), cpus=native.os_cpus() + 1)):
+            assert speed.machine_key() != live_key
+            assert speed.faster("bfloat16", False, False, 1024, 1024) == speed.SDPA   # the rules
+        assert speed.faster("bfloat16", False, False, 1024, 1024) == speed.C_KERNEL
+    finally:
+        monkeypatch.delenv("QKV_CACHE_DIR")
+        speed.load(refresh=True)
+
+
+@pytest.mark.parametrize("cpus", [0, -1, 2.0, True, "2", None])
+def test_a_machine_refuses_a_cpu_count_that_is_not_one(cpus):
+    live = route.current_machine()
+    with pytest.raises(ValueError, match=r"Machine.cpus must be a positive integer .*got"):
+        native.Machine(live.fused, live.sgemm, live.backward, cpus)

@@ -48,7 +48,7 @@ from typing import Callable
 
 import numpy as np
 
-from .kernels import blocked_attention, native
+from .kernels import blocked_attention, native, pool
 
 __all__ = ["Row", "Said", "said", "run_benchmark", "gemm_gflops", "FULL", "QUICK", "MaskCase", "TrainCase", "PAIRING", "TRAINING",
            "measure_training", "window_lambda"]
@@ -827,7 +827,7 @@ def run_benchmark(plan: Plan = FULL, *, sizes=None, repeats=None, progress: Call
     say(said("cli.bench.progress.gemm"))
     machine = {
         "load_average_before": load_before,
-        "gemm_gflops": gemm_gflops(plan.gemm_n), "gemm_n": plan.gemm_n, "cpus": os.cpu_count(),
+        "gemm_gflops": gemm_gflops(plan.gemm_n), "gemm_n": plan.gemm_n, "cpus": pool.available_cpus(),
         "numpy": np.__version__, "torch": _torch()[0].__version__ if has_torch else None,
         "blas": _blas_name(), "python": platform.python_version(), "machine": platform.machine(),
         "cpu": native.cpu_name(),

@@ -136,6 +136,8 @@ def handler(args) -> int:
 
 def format_table(every: list[dict], args) -> str:
     """The per-rank table and, per strategy, the slowest ÷ fastest rank's compute."""
+    from ..kernels import pool
+
     t = words(getattr(args, "lang", "en"))
     world = len(every)
     kv = args.kv_heads or args.heads
@@ -146,7 +148,7 @@ def format_table(every: list[dict], args) -> str:
     lines = [t("cli.ring.header", world=world, seq=args.seq, per_rank=args.seq // world, batch=args.batch,
                heads=args.heads, kv=kv, dim=args.dim, dtype=args.dtype,
                causal=t("cli.ring.non_causal" if args.no_causal else "cli.ring.causal"), repeats=args.repeats,
-               cpus=os.cpu_count()),
+               cpus=pool.available_cpus()),
              "", " ".join(header)]
     names = [name for name in every[0]["results"]]
     for name in names:

@@ -33,6 +33,8 @@ import time
 import traceback
 from typing import Any, Callable, Sequence
 
+from ..kernels import pool
+
 __all__ = ["DistributedError", "Interrupted", "init_from_env", "run_local", "free_port"]
 
 _STOP_GRACE = 3.0       # seconds the ranks get to exit after SIGTERM before SIGKILL
@@ -100,7 +102,8 @@ def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, 
         failure the others get `timeout` + 10 s to stop before they are killed.
     ranks: start only these ranks (default all); the others must join from elsewhere with the same
         port (another shell, or torchrun) — or, if they never do, the started ones fail after timeout.
-    threads: torch threads per rank (default: CPU count // procs, at least 1).
+    threads: torch threads per rank (default: the CPUs this process may use // procs, at least 1;
+        `qkv.kernels.use_machine` sets them).
     env: extra environment variables for the ranks, set before they start (e.g. glibc's
         MALLOC_MMAP_THRESHOLD_, read once at process start; with "forkserver" they reach the
         ranks only if this call starts the server).
@@ -117,7 +120,7 @@ def run_local(fn: Callable[..., Any], procs: int, *args, timeout: float = 60.0, 
     if not ranks or ranks[0] < 0 or ranks[-1] >= procs:
         raise ValueError(f"ranks must be a non-empty subset of 0 … {procs - 1}, got {ranks}")
     port = free_port() if port is None else port
-    threads = threads or max(1, (os.cpu_count() or 1) // procs)
+    threads = threads or max(1, pool.available_cpus() // procs)   # the machine's CPUs (native.use_machine's)
     ctx = mp.get_context(start_method)
     if start_method == "forkserver":
         ctx.set_forkserver_preload(["torch", "torch.distributed", "qkv.distributed"])

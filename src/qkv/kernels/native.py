@@ -12,8 +12,9 @@ step, every route — with `use_machine(machine)`, a context manager over a `con
 (`current_machine()`, `extension()`, `blas.sgemm_ready()` and `autograd.available()` read it first; no
 module global is changed, so other threads and asyncio tasks keep their own machine). qkv's own worker
 threads (the kernel's pool, `MultiHeadAttention`/BERT's batch threads, the op's fresh thread) run in a
-copy of the caller's context (`carry`), so the machine follows the work into them. `cpu()` (model name and flags from /proc/cpuinfo), `cpu_name()` and `load_average()` are the one
-reading of the CPU for the speed table's machine key and for `qkv bench`'s results.
+copy of the caller's context (`carry`), so the machine follows the work into them. `os_cpus()` is the one reading of the CPUs this process may
+use (the live machine's `cpus`; every decision reads `Machine.cpus`, never the OS). `cpu()` (model name and flags
+from /proc/cpuinfo), `cpu_name()` and `load_average()` are the one reading of the CPU for the speed table's machine key and for `qkv bench`'s results.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ except ImportError as exc:   # not built (setup.py builds it as optional): the N
     import_error = exc
 
 __all__ = ["fused", "import_error", "Machine", "extension", "use_machine", "machine_in_use", "carry", "cpu",
-           "cpu_name", "load_average"]
+           "cpu_name", "load_average", "os_cpus"]
 
 _CPUINFO_BYTES = 1 << 20
 
@@ -49,6 +50,11 @@ class Machine:
     sgemm: bool
     backward: bool
     cpus: int
+
+    def __post_init__(self):
+        if isinstance(self.cpus, bool) or not isinstance(self.cpus, int) or self.cpus < 1:
+            raise ValueError(f"Machine.cpus must be a positive integer (the CPUs this process may use), "
+                             f"got {self.cpus!r}")
 
     def without_c(self) -> "Machine":
         """This machine as an install without the C extension sees it (the NumPy paths)."""
@@ -91,6 +97,18 @@ def carry(fn):
     context cannot be entered by two threads at once)."""
     context = contextvars.copy_context()
     return lambda *args, **kwargs: context.run(fn, *args, **kwargs)
+
+
+def os_cpus() -> int:
+    """The CPUs the operating system lets this process use (its affinity; else the CPU count): the live
+    machine's `cpus`. Nothing else reads the OS for it: every decision reads `Machine.cpus` — through
+    `route.current_machine()` or `pool.available_cpus()` — so a `use_machine` block saying "N CPUs" is
+    obeyed everywhere (the kernel's threads, the C training route's, BERT's batch threads, the ranks'
+    torch threads, the speed table's machine key)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def cpu() -> tuple[str | None, tuple] | None:

@@ -2,7 +2,8 @@
 
 `run_all(run, jobs, threads)` runs run(*job) for every job on the caller and threads − 1 pooled
 workers; `fork_gate()` is held by every kernel call so os.fork() never happens in the middle of
-one; `available_cpus()` is how many CPUs this process may use.
+one; `available_cpus()` is how many CPUs this process may use: the machine in use's
+(`native.use_machine`), else the operating system's answer (`native.os_cpus`).
 """
 
 from __future__ import annotations
@@ -150,7 +151,7 @@ if hasattr(os, "register_at_fork"):
 
 
 def available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    """The CPUs this process may use, as the machine in use says (`native.use_machine(m)`: m.cpus), else
+    as the operating system says (`native.os_cpus`, the live machine's). Read at each use."""
+    machine = native.machine_in_use()
+    return native.os_cpus() if machine is None else machine.cpus

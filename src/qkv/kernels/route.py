@@ -100,7 +100,7 @@ def current_machine() -> native.Machine:
         return chosen
     fused = native.fused
     return native.Machine(fused, fused is not None and blas.sgemm_ready(), fused is not None and autograd.available(),
-                          pool.available_cpus())
+                          native.os_cpus())
 
 
 def _name(route) -> RouteName | None:

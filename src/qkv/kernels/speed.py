@@ -67,9 +67,21 @@ def _rules(dtype: str, causal: bool, train: bool, t: float) -> str:
     return C_KERNEL
 
 
-@functools.lru_cache(maxsize=1)
 def machine_key() -> str:
-    """What decides which route is faster here, as one short string (the calibration file's name)."""
+    """What decides which route is faster here, as one short string (the calibration file's name): the CPU
+    model and vector flags, torch's and qkv's versions, and the CPUs the machine in use may use
+    (`pool.available_cpus`: a `native.use_machine` block of another CPU count reads another file, or the
+    rules)."""
+    return _key(_fixed_part(), pool.available_cpus())
+
+
+@functools.lru_cache(maxsize=8)
+def _key(fixed: str, cpus: int) -> str:
+    return hashlib.sha256(f"{fixed}|{cpus}".encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def _fixed_part() -> str:
     import importlib.metadata
     import platform
 
@@ -81,9 +93,7 @@ def machine_key() -> str:
         torch_version = "none"
     model, flags = _cpu()
     wanted = sorted(f for f in flags if f.startswith(("avx512", "amx", "avx2", "fma", "avx_vnni")))
-    text = "|".join([platform.machine(), model, " ".join(wanted), torch_version, __version__,
-                     str(pool.available_cpus())])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return "|".join([platform.machine(), model, " ".join(wanted), torch_version, __version__])
 
 
 def _cpu() -> tuple[str, list]:

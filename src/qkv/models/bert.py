@@ -14,7 +14,6 @@ tokens. Computing, weights and traces all run through the same blocks.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -389,12 +388,10 @@ class BertEncoder:
 
 
 def _workers(threads: int | None) -> int:
-    if threads is None:
-        try:
-            threads = len(os.sched_getaffinity(0))
-        except AttributeError:  # not Linux
-            threads = os.cpu_count() or 1
-        return max(1, threads) if _threadpoolctl() is not None else 1
+    if threads is None:   # the machine's CPUs (native.use_machine's, else the OS's)
+        from ..kernels import pool
+
+        return pool.available_cpus() if _threadpoolctl() is not None else 1
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
     return threads if _threadpoolctl() is not None else 1
