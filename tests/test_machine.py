@@ -226,7 +226,7 @@ def test_the_speed_table_is_this_cpu_counts(tmp_path, monkeypatch):
     monkeypatch.setenv("QKV_CACHE_DIR", str(tmp_path))   # never the developer's calibration
     try:
         live_key = speed.machine_key()
-        speed.save({"format": 1, "key": live_key, "cases": [
+        speed.save({"format": speed._FORMAT, "key": live_key, "cases": [
             {"dtype": "bfloat16", "causal": False, "train": False, "t": 1024, "winner": speed.C_KERNEL}]})
         assert speed.faster("bfloat16", False, False, 1024, 1024) == speed.C_KERNEL   # the file
         with native.use_machine(dataclasses.replace(route.current_machine(), cpus=native.os_cpus() + 1)):

@@ -188,18 +188,28 @@ def calibrate(lang: str = "en") -> int:
     speed.writable_cache()              # a cache directory that cannot take the file is said now, not after the timing
     print(text(lang, "doctor.calibrate.start"), file=sys.stderr, flush=True)
 
+    def ratio(c, s):
+        return f"{s / c:.2f}" if c > 0 else "—"
+
     def progress(case):
+        winner = "SDPA" if case["winner"] == speed.SDPA else text(lang, "doctor.speed.c_kernel")
+        if case.get("by") == "rules":
+            winner += text(lang, "doctor.calibrate.by_rules", margin=round((speed.MARGIN - 1) * 100))
         print(text(lang, "doctor.calibrate.case", dtype=case["dtype"],
                    kind=text(lang, "doctor.speed." + ("causal" if case["causal"] else "full")),
                    step=text(lang, "doctor.speed." + ("train" if case["train"] else "forward")), t=case["t"],
                    c=f"{case['c_kernel_s']:.4f}", s=f"{case['sdpa_s']:.4f}",
-                   ratio=f"{case['sdpa_s'] / case['c_kernel_s']:.2f}",
-                   winner="SDPA" if case["winner"] == speed.SDPA else text(lang, "doctor.speed.c_kernel")),
+                   ratio=ratio(case["c_kernel_s"], case["sdpa_s"]),
+                   cpu_ratio=ratio(case.get("c_kernel_cpu_s", 0), case.get("sdpa_cpu_s", 0)), winner=winner),
               flush=True)
 
     from ..attention import _attention
 
     table = speed.calibrate(_attention, progress=progress)
+    if table.get("provisional"):   # measured on a busy machine: not kept, the rules stay
+        print(text(lang, "doctor.calibrate.busy", load=f"{table['others_load']:.1f}", cpus=table["cpus"]),
+              file=sys.stderr)
+        return 1
     path = speed.save(table)
     print(text(lang, "doctor.calibrate.saved", path=str(path)))
     return 0

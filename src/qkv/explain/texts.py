@@ -1050,7 +1050,7 @@ EN: dict[str, str] = {
     "doctor.summary.torch": "torch {version}",
     "doctor.summary.no_torch": "no torch",
     "doctor.lanes": "{n} lanes",
-    "help.doctor.calibrate": "time the C kernel against torch's SDPA on this machine (about two minutes) and keep the "
+    "help.doctor.calibrate": "time the C kernel against torch's SDPA on this machine (a few minutes) and keep the "
                         "faster route for each kind of call (kept in ~/.cache/qkv; $QKV_CACHE_DIR moves it)",
     "doctor.speed": "CPU torch calls that both the C kernel and SDPA compute (no mask but causal, no bias or score "
                     "function) take the faster of the two, by {source}:",
@@ -1064,9 +1064,15 @@ EN: dict[str, str] = {
     "doctor.speed.causal": "causal",
     "doctor.speed.forward": "forward",
     "doctor.speed.train": "forward + backward",
-    "doctor.calibrate.start": "qkv: timing the C kernel and SDPA on this machine (B=1, H=8, D=64; medians of 3 "
-                              "alternations); keep the machine otherwise idle",
-    "doctor.calibrate.case": "{dtype} {kind}, {step}, T={t}: C kernel {c} s, SDPA {s} s (SDPA/C ×{ratio}): {winner}",
+    "doctor.calibrate.start": "qkv: timing the C kernel and SDPA on this machine (B=1, H=8, D=64; 5 rounds in "
+                              "alternating order, each side's fastest round in wall and CPU time); keep the machine "
+                              "otherwise idle",
+    "doctor.calibrate.case": "{dtype} {kind}, {step}, T={t}: C kernel {c} s, SDPA {s} s (SDPA/C ×{ratio}, CPU time "
+                             "×{cpu_ratio}): {winner}",
+    "doctor.calibrate.by_rules": " (the rules' choice: the two within {margin} %, or wall and CPU time disagree)",
+    "doctor.calibrate.busy": "qkv doctor: not saved: the machine was busy while timing (other processes' load "
+                             "average {load} on {cpus} CPUs), so the rules stay in use; run it again when the "
+                             "machine is quiet",
     "doctor.calibrate.saved": "saved: {path}",
     "doctor.calibrate.no_torch": "qkv doctor: --calibrate times torch calls: install torch first (make torch)",
     "doctor.calibrate.no_backward": "qkv doctor: --calibrate compares the C kernel with SDPA, and the C kernel is not "
@@ -2800,7 +2806,7 @@ KO: dict[str, str] = {
     "doctor.summary.torch": "torch {version}",
     "doctor.summary.no_torch": "torch 없음",
     "doctor.lanes": "레인 {n}개",
-    "help.doctor.calibrate": "이 컴퓨터에서 C 커널과 torch의 SDPA를 함께 재어 (2분쯤 걸린다) 호출 종류마다 더 빠른 경로를 "
+    "help.doctor.calibrate": "이 컴퓨터에서 C 커널과 torch의 SDPA를 함께 재어 (몇 분 걸린다) 호출 종류마다 더 빠른 경로를 "
                         "기억한다 (~/.cache/qkv에 저장하며, $QKV_CACHE_DIR로 위치를 바꿀 수 있다)",
     "doctor.speed": "C 커널과 SDPA가 둘 다 계산할 수 있는 CPU torch 호출(인과 마스크 말고는 마스크가 없고 편향도 점수 함수도 "
                     "없는 호출)은 둘 중 더 빠른 쪽으로 간다. 근거: {source}",
@@ -2813,9 +2819,15 @@ KO: dict[str, str] = {
     "doctor.speed.causal": "인과 마스크",
     "doctor.speed.forward": "순전파",
     "doctor.speed.train": "순전파 + 역전파",
-    "doctor.calibrate.start": "qkv: 이 컴퓨터에서 C 커널과 SDPA를 재는 중 (B=1, H=8, D=64; 번갈아 3번 잰 중앙값). "
-                              "그동안 다른 작업은 멈춰 두는 것이 좋다",
-    "doctor.calibrate.case": "{dtype} {kind}, {step}, T={t}: C 커널 {c}초, SDPA {s}초 (SDPA/C ×{ratio}): {winner}",
+    "doctor.calibrate.start": "qkv: 이 컴퓨터에서 C 커널과 SDPA를 재는 중 (B=1, H=8, D=64; 순서를 번갈아 5회 재어 "
+                              "각자 가장 빠른 회차를 경과 시간과 CPU 시간으로 비교한다). 그동안 다른 작업은 멈춰 두는 "
+                              "것이 좋다",
+    "doctor.calibrate.case": "{dtype} {kind}, {step}, T={t}: C 커널 {c}초, SDPA {s}초 (SDPA/C ×{ratio}, CPU 시간 "
+                             "×{cpu_ratio}): {winner}",
+    "doctor.calibrate.by_rules": " (규칙에 따른 선택: 둘의 차이가 {margin}% 안이거나 경과 시간과 CPU 시간이 다른 쪽을 "
+                                 "가리킨다)",
+    "doctor.calibrate.busy": "'qkv doctor': 저장하지 않았다. 재는 동안 컴퓨터가 바빴다 (다른 프로세스의 부하 평균 "
+                             "{load}, CPU {cpus}개). 그래서 규칙을 그대로 쓴다. 컴퓨터가 한가할 때 다시 실행하라",
     "doctor.calibrate.saved": "저장했다: {path}",
     "doctor.calibrate.no_torch": "'qkv doctor --calibrate'는 torch 호출을 잰다. 먼저 torch를 설치하라 ('make torch')",
     "doctor.calibrate.no_backward": "'qkv doctor --calibrate'는 C 커널과 SDPA를 비교하는데, 여기에는 C 커널이 "

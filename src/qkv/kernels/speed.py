@@ -7,9 +7,14 @@ Everything else about a route is decided by correctness alone; this module only 
 two correct routes.
 
 The table, in order of trust:
-1. A calibration measured on this machine (`qkv doctor --calibrate`): both routes timed alternately on
-   the same inputs (B = 1, H = 8, D = 64; float32, bfloat16, float16; unmasked and causal; forward at
-   T = 512, 1024, 2048, forward + backward at T = 512, 1024: `CALIBRATION_SIZES`), medians. Training is
+1. A calibration measured on this machine (`qkv doctor --calibrate`): both routes timed on the same
+   inputs (B = 1, H = 8, D = 64; float32, bfloat16, float16; unmasked and causal; forward at
+   T = 512, 1024, 2048, forward + backward at T = 512, 1024: `CALIBRATION_SIZES`), in rounds whose order
+   alternates, each route's fastest round in wall and in CPU time; a case overrides the rules only when
+   both clocks agree by more than `MARGIN` (`decide`), and a calibration measured while other processes
+   kept the load average above the CPU count is not saved (`calibrate`, `save`). (The first calibration
+   took medians of 3 wall-time alternations and saved whatever it read: on 2 loaded AMD EPYC cores it
+   picked the C kernel for bfloat16 T = 1024, which the rules and a quiet machine give to SDPA by ×3.) Training is
    not timed at 2048: its six cases took 72 CPU-s there against 28 at 1024 (326 s against 97 s of wall
    time, 2 AMD EPYC cores at load 11, SDPA's half-precision backward the most of it), which would more
    than double the calibration's "about two minutes"; a longer training call reads the T = 1024 row. It is kept as JSON in the cache directory
@@ -45,13 +50,13 @@ from pathlib import Path
 
 from . import native, pool
 
-__all__ = ["SDPA", "C_KERNEL", "faster", "machine_key", "cache_path", "load", "calibrate", "save",
-           "CALIBRATION_SIZES"]
+__all__ = ["SDPA", "C_KERNEL", "faster", "machine_key", "cache_path", "load", "calibrate", "decide", "save",
+           "CALIBRATION_SIZES", "MARGIN"]
 
 SDPA, C_KERNEL = "sdpa", "c_kernel"
 DTYPES = ("float32", "bfloat16", "float16")
 CALIBRATION_SIZES = {"forward": (512, 1024, 2048), "train": (512, 1024)}
-_FORMAT = 1
+_FORMAT = 2   # 2: fastest rounds, wall and CPU time, the margin, load checked (1's files are ignored)
 
 _lock = threading.Lock()
 _loaded: dict = {}   # machine key -> (table or None, where it came from)
@@ -128,7 +133,8 @@ def load(refresh: bool = False) -> tuple[dict | None, str]:
             try:
                 with open(path, "rb") as f:
                     data = json.loads(f.read(1 << 20))
-                if data.get("format") == _FORMAT and data.get("key") == key and isinstance(data.get("cases"), list):
+                if (data.get("format") == _FORMAT and data.get("key") == key and isinstance(data.get("cases"), list)
+                        and not data.get("provisional")):
                     table = {}
                     for case in data["cases"]:
                         dtype, causal, train, t, winner = (case["dtype"], bool(case["causal"]), bool(case["train"]),
@@ -168,19 +174,36 @@ def faster(dtype: str, causal: bool, train: bool, tq: int, tk: int) -> str:
     return _rules(dtype, causal, train, t)
 
 
-def calibrate(attend, *, sizes: dict | None = None, repeats: int = 3, heads: int = 8, width: int = 64,
-              progress=None) -> dict:
-    """Time both routes on this machine (module docstring) and return the table as saved by `save`.
-    Each case: one warm-up of each, then `repeats` alternations (C kernel, SDPA), medians. Needs torch.
-    attend: `qkv.attention._attention` (attention with route=; passed in: the rules sit below the API)."""
-    import statistics
+def calibrate(attend, *, sizes: dict | None = None, rounds: int = 5, heads: int = 8, width: int = 64,
+              progress=None, clock=None, load=None) -> dict:
+    """Time both routes on this machine and return the table as saved by `save` (decided by `decide`).
+
+    Each case: one warm-up call of each route, then `rounds` rounds, each timing both routes one call each,
+    the order alternating (C kernel first in even rounds, SDPA first in odd ones), so a neighbour's burst
+    or a drifting clock falls on both alike. Each call's wall time and this process's CPU time are kept;
+    `decide` compares each route's fastest round. The load average is read before the first case and after
+    each one: when other processes' load (the reading, less this calibration's own threads — the machine's
+    CPUs — once it runs) is above the machine's CPU count, the table is marked ``"provisional": true`` and
+    `save` refuses it (the rules stay in use; run again when the machine is quiet).
+
+    attend: `qkv.attention._attention` (attention with route=; passed in: the rules sit below the API).
+    clock: () -> (wall seconds, CPU seconds of this process), default (perf_counter, process_time);
+    load: () -> the 1-minute load average or None, default `native.load_average` (tests pass stand-ins:
+    nothing is timed there). Needs torch."""
     import time
 
     import torch
 
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+    clock = clock or (lambda: (time.perf_counter(), time.process_time()))
+    load = load or native.load_average
+    cpus = pool.available_cpus()
     sizes = CALIBRATION_SIZES if sizes is None else sizes
     cases = []
     gen = torch.Generator().manual_seed(0)
+    before = load()
+    others = [before]                 # other processes' load: before we start, then less our own threads
     for dtype in DTYPES:
         for train in (False, True):
             for t in sizes["train" if train else "forward"]:
@@ -196,20 +219,59 @@ def calibrate(attend, *, sizes: dict | None = None, repeats: int = 3, heads: int
                     timings = {C_KERNEL: [], SDPA: []}
                     for route in ("torch_flash", "torch_sdpa"):
                         once(route)
-                    for _ in range(repeats):
-                        for name, route in ((C_KERNEL, "torch_flash"), (SDPA, "torch_sdpa")):
-                            start = time.perf_counter()
+                    pair = ((C_KERNEL, "torch_flash"), (SDPA, "torch_sdpa"))
+                    for round_index in range(rounds):
+                        for name, route in (pair if round_index % 2 == 0 else pair[::-1]):
+                            wall, cpu = clock()
                             once(route)
-                            timings[name].append(time.perf_counter() - start)
-                    c, s = statistics.median(timings[C_KERNEL]), statistics.median(timings[SDPA])
-                    cases.append({"dtype": dtype, "causal": causal, "train": train, "t": t,
-                                  "c_kernel_s": c, "sdpa_s": s, "winner": C_KERNEL if c <= s else SDPA})
+                            wall_after, cpu_after = clock()
+                            timings[name].append((wall_after - wall, cpu_after - cpu))
+                    reading = load()
+                    others.append(None if reading is None else reading - cpus)
+                    case = {"dtype": dtype, "causal": causal, "train": train, "t": t,
+                            **decide(timings[C_KERNEL], timings[SDPA], _rules(dtype, causal, train, t)),
+                            "load": reading}
+                    cases.append(case)
                     if progress is not None:
-                        progress(cases[-1])
+                        progress(case)
+    known = [value for value in others if value is not None]
+    busiest = max(known) if known else None
     model, _ = _cpu()
     return {"format": _FORMAT, "key": machine_key(), "cpu": model, "torch": torch.__version__,
-            "threads": torch.get_num_threads(),
-            "heads": heads, "width": width, "repeats": repeats, "load": native.load_average(), "cases": cases}
+            "threads": torch.get_num_threads(), "cpus": cpus, "heads": heads, "width": width, "rounds": rounds,
+            "load": before, "others_load": busiest,
+            "provisional": busiest is not None and busiest > cpus, "cases": cases}
+
+
+# A measurement overrides the rules only when both clocks say the same route is faster by more than this
+# (SDPA time / C kernel time beyond ×1.10 or below 1/1.10): within it the two are too close to matter, and
+# a loaded machine's noise is larger.
+MARGIN = 1.10
+
+
+def decide(c_kernel: list, sdpa: list, rule: str) -> dict:
+    """A case's winner from its rounds: `c_kernel` and `sdpa` are lists of (wall s, CPU s) per call; `rule`
+    is what the rules say for the case. Each route's fastest round counts (another process can only add
+    time to a call, never take it away, so the minimum is the call least disturbed), wall time and CPU
+    time alike. The measured winner is taken when both clocks agree it is faster beyond `MARGIN`;
+    otherwise (the two within the margin, or the clocks disagreeing: the CPU time of SDPA's OpenMP threads
+    counts their spinning, wall time counts waiting for a core) the rule stands. Returns the case's
+    fields: c_kernel_s, sdpa_s (fastest wall times), c_kernel_cpu_s, sdpa_cpu_s, winner and by
+    ("measured" or "rules")."""
+    if not c_kernel or not sdpa:
+        raise ValueError("decide needs at least one timed round of each route")
+    c_wall, c_cpu = min(wall for wall, _ in c_kernel), min(cpu for _, cpu in c_kernel)
+    s_wall, s_cpu = min(wall for wall, _ in sdpa), min(cpu for _, cpu in sdpa)
+
+    def verdict(c, s):   # C_KERNEL / SDPA when one is clearly faster, else None
+        if c <= 0 or s <= 0:
+            return None
+        return C_KERNEL if s / c > MARGIN else SDPA if c / s > MARGIN else None
+
+    wall, cpu = verdict(c_wall, s_wall), verdict(c_cpu, s_cpu)
+    measured = wall if wall is not None and wall == cpu else None
+    return {"c_kernel_s": c_wall, "sdpa_s": s_wall, "c_kernel_cpu_s": c_cpu, "sdpa_cpu_s": s_cpu,
+            "winner": measured or rule, "by": "measured" if measured else "rules"}
 
 
 def writable_cache(key: str | None = None) -> Path:
@@ -238,8 +300,14 @@ def writable_cache(key: str | None = None) -> Path:
 
 
 def save(table: dict) -> Path:
-    """Write a calibration (from `calibrate`) for this machine, whole or not at all; return its path."""
+    """Write a calibration (from `calibrate`) for this machine, whole or not at all; return its path. A
+    provisional one (measured on a busy machine) is refused: ValueError, nothing written."""
     from .._io import write_atomic
+
+    if table.get("provisional"):
+        raise ValueError(f"a calibration measured on a busy machine (other processes' load "
+                         f"{table.get('others_load')} on {table.get('cpus')} CPUs) is not kept: run it again "
+                         f"when the machine is quiet")
 
     path = writable_cache(table["key"])
     write_atomic(path, json.dumps(table, indent=1) + "\n")
