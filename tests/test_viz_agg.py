@@ -209,3 +209,42 @@ def test_the_draw_lists_are_given_back():
             raise RuntimeError("drawing failed")
     assert ax._children is children and figure.texts is texts
     assert (list(children), list(texts)) == before
+
+
+def _shared_figure() -> Figure:
+    """One run of plain texts whose drawing differs text by text in what a batch shares between texts: colours
+    and alphas repeated out of order, texts clipped to the axes (standing half outside it) next to unclipped
+    ones, and positions through three transforms (data, axes fraction, an offset of the data's)."""
+    from matplotlib.transforms import offset_copy
+
+    figure = Figure(figsize=(4, 3), dpi=100)
+    ax = figure.add_axes((0.2, 0.2, 0.6, 0.6))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 10)
+    ax.set_axis_off()
+    shifted = offset_copy(ax.transData, figure, x=3, y=-2, units="points")
+    for i in range(12):
+        transform = (ax.transData, ax.transAxes, shifted)[i % 3]
+        x, y = ((i % 4) * 3 - 0.5, 10 - (i // 4) * 4) if transform is not ax.transAxes else ((i % 4) / 3, 1 - i / 12)
+        text = ax.text(x, y, f"0.{i}5 쿼리", transform=transform, color=("C1", "navy", "C1", "0.4")[i % 4],
+                       alpha=(None, 0.5)[i % 2], clip_on=bool(i % 3), zorder=3, **fonts.font_kwargs())
+        if i % 3:
+            text.set_clip_path(ax.patch)
+    return figure
+
+
+def test_a_run_shares_contexts_and_transforms_only_where_its_texts_are_drawn_alike():
+    alone = _pixels(_shared_figure(), _agg.Canvas)
+    figure = _shared_figure()
+    ax = figure.axes[0]
+    assert [[len(a.texts)] for a in _agg._runs(list(ax._children)) if isinstance(a, _agg.TextBatch)] == [[12]]
+    _agg.Canvas(figure)
+    buffer = io.BytesIO()
+    with fonts.context(), _agg.batched_texts(figure):
+        figure.savefig(buffer, format="rgba", dpi=100)
+    width, height = figure.canvas.get_width_height(physical=True)
+    batched = np.frombuffer(buffer.getvalue(), dtype=np.uint8).reshape(height, width, 4).astype(int)
+    assert np.array_equal(batched, alone)
+    # the clipped texts at the axes' left edge lost their left part: some ink stands left of the axes, not all
+    left = int(ax.bbox.x0)
+    assert (alone[:, :left, :3] < 250).any()

@@ -31,6 +31,7 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib import artist as martist
 from matplotlib import colors as mcolors
+from matplotlib.backend_bases import GraphicsContextBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.font_manager import fontManager, get_font
 from matplotlib.ft2font import FT2Font, RenderMode
@@ -162,48 +163,92 @@ class Renderer(RendererAgg):
 
 
     def _draw_batch(self, texts) -> None:
-        """Draw ``texts`` (`plain` ones) as `Text.draw` would, one after another,
-        with each text's layout remembered per string, font, alignment and angle (`Text._get_layout` does
-        not depend on where the text stands) and each font's key found once per FontProperties."""
+        """Draw ``texts`` (`plain` ones) as `Text.draw` would, one after another, with each text's layout
+        remembered per string, font, alignment and angle (`Text._get_layout` does not depend on where the text
+        stands). Nothing a text's drawing reads changes while a batch is drawn, so the batch also finds once
+        what its texts share: each font's key (per FontProperties, equal by what they say), the positions
+        (one transform of every text that has the same transform), and one graphics context per colour and
+        clip (whose clip path is asked once: Agg asks a context for it at every text it draws)."""
         flags = get_hinting_flag()
         height = self.height
-        font_keys: dict[int, tuple] = {}     # id(prop) → key, for this pass only (nothing changes meanwhile)
+        self._qkv_pass = object()      # a new pass: what a text's `_qkv_prepare` remembered per pass is stale
+        font_keys: dict = {}
+        contexts: dict[tuple, _SharedContext] = {}
         for text in texts:
             prepare = getattr(text, "_qkv_prepare", None)
             if prepare is not None:
                 prepare(self)
-            text._renderer = self
-            x, y = text.get_transform().transform((float(text.convert_xunits(text._x)),
-                                                   float(text.convert_yunits(text._y))))
-            if not (math.isfinite(x) and math.isfinite(y)):
-                continue
-            prop = text._fontproperties
-            font_key = font_keys.get(id(prop))
-            if font_key is None:
-                font_key = font_keys[id(prop)] = _font_key(prop)
-            angle = text.get_rotation()
-            layout_key = (text._text, font_key, self.dpi, flags, angle, text.get_rotation_mode(),
-                          text._horizontalalignment, text._verticalalignment, text._linespacing,
-                          text._get_multialignment(), text.get_figure(root=True).dpi)
-            info = _layouts.get(layout_key)
-            if info is None:
-                info = [(line, xy) for line, _, xy in text._get_layout(self)[1]]
-                if len(_layouts) >= _LIMIT:
-                    _layouts.clear()
-                _layouts[layout_key] = info
-            gc = self.new_gc()
-            gc.set_foreground(mcolors.to_rgba(text.get_color()), isRGBA=True)
-            gc.set_alpha(text.get_alpha())
-            gc.set_antialiased(text._antialiased)
-            gc.set_snap(text.get_snap())
-            text._set_gc_clip(gc)
-            for line, (dx, dy) in info:
-                if FAST_TEXT:
-                    self._draw_keyed(gc, x + dx, height - (y + dy), line, prop, font_key, angle, text, flags)
-                else:
-                    RendererAgg.draw_text(self, gc, x + dx, height - (y + dy), line, prop, angle, False, text)
-            gc.restore()
-            text.stale = False
+        try:
+            for text, (x, y) in zip(texts, _positions(texts)):
+                text._renderer = self
+                if not (math.isfinite(x) and math.isfinite(y)):
+                    continue
+                prop = text._fontproperties
+                font_key = font_keys.get(prop)
+                if font_key is None:
+                    font_key = font_keys[prop] = _font_key(prop)
+                angle = text.get_rotation()
+                layout_key = (text._text, font_key, self.dpi, flags, angle, text.get_rotation_mode(),
+                              text._horizontalalignment, text._verticalalignment, text._linespacing,
+                              text._get_multialignment(), text.get_figure(root=True).dpi)
+                info = _layouts.get(layout_key)
+                if info is None:
+                    info = [(line, xy) for line, _, xy in text._get_layout(self)[1]]
+                    if len(_layouts) >= _LIMIT:
+                        _layouts.clear()
+                    _layouts[layout_key] = info
+                rgba = mcolors.to_rgba(text.get_color())
+                clip = (text._clipon, text.clipbox, text._clippath) if text._clipon else (False, None, None)
+                context_key = (rgba, text.get_alpha(), bool(text._antialiased), text.get_snap(),
+                               clip[0], id(clip[1]), id(clip[2]))
+                gc = contexts.get(context_key)
+                if gc is None:
+                    gc = contexts[context_key] = _SharedContext()
+                    gc.set_foreground(rgba, isRGBA=True)
+                    gc.set_alpha(text.get_alpha())
+                    gc.set_antialiased(text._antialiased)
+                    gc.set_snap(text.get_snap())
+                    text._set_gc_clip(gc)
+                for line, (dx, dy) in info:
+                    if FAST_TEXT:
+                        self._draw_keyed(gc, x + dx, height - (y + dy), line, prop, font_key, angle, text, flags)
+                    else:
+                        RendererAgg.draw_text(self, gc, x + dx, height - (y + dy), line, prop, angle, False, text)
+                text.stale = False
+        finally:
+            for gc in contexts.values():
+                gc.restore()
+
+
+class _SharedContext(GraphicsContextBase):
+    """A graphics context that the texts of one batch drawn alike share (`Renderer._draw_batch`); it finds its
+    clip path's transformed path once (Agg asks for it at every text drawn; nothing moves during a batch)."""
+
+    def get_clip_path(self):
+        found = self.__dict__.get("_qkv_clip_path")
+        if found is None:
+            found = self._qkv_clip_path = super().get_clip_path()
+        return found
+
+
+def _positions(texts) -> list[tuple[float, float]]:
+    """Each text's anchor in display pixels, as `Text.draw` computes it (its transform of its position in data
+    units), with the texts that share a transform object transformed in one call."""
+    groups: dict[int, tuple] = {}
+    points = []
+    for index, text in enumerate(texts):
+        transform = text.get_transform()
+        points.append((float(text.convert_xunits(text._x)), float(text.convert_yunits(text._y))))
+        group = groups.get(id(transform))
+        if group is None:
+            group = groups[id(transform)] = (transform, [])
+        group[1].append(index)
+    placed: list = [None] * len(texts)
+    for transform, indices in groups.values():
+        moved = transform.transform(np.array([points[i] for i in indices], dtype=float).reshape(-1, 2))
+        for index, (x, y) in zip(indices, moved.tolist()):
+            placed[index] = (x, y)
+    return placed
 
 
 def plain(text) -> bool:
