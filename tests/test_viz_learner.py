@@ -194,9 +194,12 @@ def test_a_model_heads_scaled_scores_are_called_divided_by_root_dk():
     assert any(label.startswith("÷ √d_k") for label in labels) and not any(l.startswith("× scale") for l in labels)
 
 
-def _cell_numbers_fit(fig) -> list[tuple[str, float, float]]:
-    """Each cell number drawn wider than 88 % of its cell: (text, its width, the cell's width) in pixels. A cell's
-    width is the distance to the nearest number centred on the same row (the blocks stand further apart)."""
+def _cell_numbers_fit(fig) -> list[tuple]:
+    """Each cell number drawn wider than 88 % of its cell or taller than its cell: (text, its width, the cell's
+    width, its height, the cell's height) in pixels. A cell is read from the matrix image the number sits on (the
+    image's extent ÷ its rows and columns), so a number alone on its row — a one-column matrix, a one-row matrix —
+    is checked as every other (the first version measured the distance to the next number on the row and skipped
+    a number that had none). A cell number (figures' `_put_cell`) on no matrix image is reported too."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(fig)
@@ -204,19 +207,53 @@ def _cell_numbers_fit(fig) -> list[tuple[str, float, float]]:
     renderer = canvas.get_renderer()
     too_wide = []
     for ax in fig.axes:
-        numbers = [t for t in ax.texts if re.fullmatch(r"[−-]?\d+\.\d+", t.get_text())]
-        centres = [ax.transData.transform(t.get_position()) for t in numbers]
-        for t, (x, y) in zip(numbers, centres):
-            gaps = [abs(x - x2) for (x2, y2) in centres if abs(y - y2) < 0.5 and abs(x - x2) > 0.5]
-            if not gaps:
+        images = []
+        for image in ax.images:
+            x0, x1, y0, y1 = image.get_extent()
+            rows, cols = image.get_array().shape[:2]
+            images.append((min(x0, x1), max(x0, x1), min(y0, y1), max(y0, y1), rows, cols))
+        for t in ax.texts:
+            if not t.get_visible() or not re.fullmatch(r"[−-]?\d+\.\d+", t.get_text()):
                 continue
-            width = t.get_window_extent(renderer).width
-            if width > 0.88 * min(gaps):
-                too_wide.append((t.get_text(), round(width, 1), round(min(gaps), 1)))
+            x, y = t.get_position()
+            under = [i for i in images if i[0] <= x <= i[1] and i[2] <= y <= i[3]] if t.get_transform() == ax.transData \
+                else []
+            if not under:
+                if hasattr(t, "_qkv_numbers"):           # a cell's number that is on no matrix
+                    too_wide.append((t.get_text(), "on no matrix image"))
+                continue                                  # a label beside a bar or a line, not a cell
+            left, right, top, bottom, rows, cols = under[-1]
+            corner, across = ax.transData.transform([(left, top), (left + (right - left) / cols, top + (bottom - top) / rows)])
+            cell_width, cell_height = abs(across[0] - corner[0]), abs(across[1] - corner[1])
+            box = t.get_window_extent(renderer)
+            if box.width > 0.88 * cell_width or box.height > cell_height:
+                too_wide.append((t.get_text(), round(box.width, 1), round(cell_width, 1), round(box.height, 1),
+                                 round(cell_height, 1)))
     return too_wide
 
 
-@pytest.mark.parametrize("name", ["projection", "multi-head", "self-attention", "group-meeting"])
+@pytest.mark.parametrize("shape", [(1, 3), (3, 1), (1, 1)], ids=["one row", "one column", "one cell"])
+def test_the_fit_check_reads_every_cell_a_one_row_or_one_column_matrix_too(shape):
+    """The check itself: a number twice its cell's width, alone on its row, is found (the first version found it
+    only beside another number on the same row)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4, 4), dpi=100)
+    rows, cols = shape
+    ax.imshow(np.zeros((rows, cols, 3)), extent=(0, 0.5 * cols, 0.5 * rows, 0), interpolation="nearest")
+    ax.set_xlim(0, 10)
+    ax.set_ylim(10, 0)
+    for i in range(rows):
+        for j in range(cols):
+            ax.text(0.25 + 0.5 * j, 0.25 + 0.5 * i, "−0.12345", ha="center", va="center", fontsize=9)
+    found = _cell_numbers_fit(fig)
+    plt.close(fig)
+    assert len(found) == rows * cols, found
+    cell = 0.5 / 10 * ax.get_window_extent().width       # the cell's width in pixels (half a unit of ten)
+    assert all(width > cell for _, width, *_ in found), (found, cell)
+
+
+@pytest.mark.parametrize("name", ["projection", "multi-head", "self-attention", "group-meeting", "cross-attention"])
 def test_every_cell_number_keeps_off_its_cell_edges(name):
     # the projection's 4-column blocks printed −0.0534 at 7.5 pt in a 0.48 in cell: 95 % of its width
     fig = viz.figure_for(qkv.examples.run(name))
