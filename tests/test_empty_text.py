@@ -77,3 +77,111 @@ def test_serve_refuses_a_text_the_tokenizer_makes_nothing_of(lang):
     said = {"en": "the model reads none of these characters (U+200B U+FEFF)", "ko": "모델이 이 문자(U+200B U+FEFF)를"}
     assert said[lang] in caught.value.problem, caught.value.problem
     entry.check_text("\u200bcat", Limits(), lang)            # a word the tokenizer reads: no refusal
+
+
+# ------------------------------------------------------------------ what the refusal says the model would see
+# The refusal said "only its own special tokens such as [CLS] and [SEP]" for every model (review, 7 December): a
+# BERT folder whose tokenizer adds none, GPT-2's and Llama's (<s>) tokenizers do not add those. It names what the
+# tokenizer really adds to this text, read from its own encoding, or says nothing of special tokens.
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """Tiny random models saved locally by transformers (tests/model_fixtures.py; nothing is downloaded): a BERT
+    whose tokenizer adds no special tokens, GPT-2 (none) and Llama (<s>)."""
+    from model_fixtures import build_checkpoint
+
+    root = tmp_path_factory.mktemp("empty-text")
+    return {name: str(build_checkpoint(root, name)) for name in ("bert", "gpt2", "llama-mqa")}
+
+
+SPECIALS = {"minilm": "[CLS] [SEP]", "bert": None, "gpt2": None, "llama-mqa": "<s>"}      # what each adds to ""
+SEEN = {("en", True): "the model would see none of your words, only its own special tokens {specials}; type",
+        ("en", False): "the model would see none of your words; type",
+        ("ko", True): "모델에는 입력한 단어가 하나도 들어가지 않고 모델 자신의 특수 토큰 {specials}만 남는다. 문장을",
+        ("ko", False): "모델에는 입력한 단어가 하나도 들어가지 않는다. 문장을"}
+
+
+# U+200B on MiniLM only: the tiny models' byte-level tokenizers read it as three bytes, pieces of the text
+@pytest.mark.parametrize("model, text", [(m, t) for m in sorted(SPECIALS) for t in ("", "  ")] + [("minilm", "\u200b")])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_refusal_names_only_the_special_tokens_the_tokenizer_adds(tiny, model, text, lang, capsys):
+    from tokenizers import Tokenizer
+
+    from qkv import models
+
+    where = "minilm" if model == "minilm" else tiny[model]
+    # the expectation from the tokenizer itself, not from qkv's reading of it: special tokens are named when they
+    # are all the model would see ("" on MiniLM: [CLS] [SEP]; "  " on Llama's is <s> and two spaces: not named)
+    tokenizer = models.load("minilm").tokenizer if model == "minilm" else Tokenizer.from_file(f"{where}/tokenizer.json")
+    encoding = tokenizer.encode(text)
+    if text == "":
+        assert " ".join(encoding.tokens) == (SPECIALS[model] or ""), encoding.tokens
+    specials = " ".join(encoding.tokens) if encoding.tokens and all(encoding.special_tokens_mask) else None
+    assert main(["heads", text, "--model", where, "--lang", lang]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert SEEN[lang, specials is not None].format(specials=specials) in err, err
+    for other in ("[CLS]", "[SEP]", "<s>"):
+        assert other not in err or (specials and other in specials), err
+
+
+def test_embed_names_the_special_tokens_of_the_model_it_was_given(tiny, capsys):
+    # embed refused an empty text before loading the model and so could not know its tokenizer: now one check
+    assert main(["embed", "the cat", "", "--model", tiny["bert"]]) == 2
+    err = capsys.readouterr().err
+    assert "TEXT #1: the text is empty: the model would see none of your words; type" in err, err
+    assert main(["embed", "the cat", "", "--model", "minilm"]) == 2
+    assert "only its own special tokens [CLS] [SEP]; type" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ one encoding, checked and read
+class _Counting:
+    """A tokenizer that counts its encode calls and otherwise is the real one."""
+
+    def __init__(self, real):
+        self.real, self.calls = real, []
+
+    def encode(self, text, *args, **kwargs):
+        self.calls.append(text)
+        return self.real.encode(text, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+@pytest.mark.parametrize("text", ["The cat sat.", "안녕 고양이"])
+def test_the_command_line_encodes_a_text_once_for_its_checks_and_its_note(text):
+    """require_text encoded the text, then reading_note encoded it again: what was checked was not, by
+    construction, what the note read. Now the note reads the encoding the check made."""
+    import types
+
+    from qkv import models
+    from qkv.commands._options import reading_note, require_text, words
+
+    minilm = models.load("minilm")
+    counting = _Counting(minilm.tokenizer)
+    model = types.SimpleNamespace(tokenizer=counting, name="minilm")
+    t = words("en")
+    encoding = require_text(text, t, model=model)
+    note = reading_note(model, text, t, encodings=encoding)
+    assert counting.calls == [text]
+    assert (note is not None) == (text != "The cat sat."), note            # MiniLM takes Hangul apart: said
+    several = [text, "A dog."]
+    counting.calls.clear()
+    encodings = [require_text(one, t, model=model, number=n) for n, one in enumerate(several)]
+    reading_note(model, several, t, shows="embedding", encodings=encodings)
+    assert counting.calls == several
+
+
+def test_serve_encodes_a_text_once_for_its_checks_its_count_and_its_reading():
+    """check_text encoded the text for `unseen`, again to count it, and `reading` a third time."""
+    from qkv import models
+    from qkv.serve.app import Limits, ModelEntry
+
+    entry = ModelEntry("minilm", models.load("minilm"))
+    assert entry.max_tokens is not None                   # the count is taken
+    entry._counter = counting = _Counting(entry._counter)
+    text = "안녕 cat"
+    encoding = entry.check_text(text, Limits(), "en")
+    reading = entry.reading(text, encoding)
+    assert counting.calls == [text]
+    assert reading["hangul"] == 2 and reading["unknown"] + reading["split"] > 0, reading

@@ -44,19 +44,28 @@ def load_model(name: str):
     return load(name)
 
 
-def reading_note(model, text: str | Sequence[str], t, *, shows: str = "attention") -> str | None:
+def _tokenizer(model):
+    """The model's `tokenizers.Tokenizer` (anything with ``encode``), or None."""
+    tokenizer = getattr(model, "tokenizer", None)
+    return tokenizer if tokenizer is not None and hasattr(tokenizer, "encode") else None
+
+
+def reading_note(model, text: str | Sequence[str], t, *, shows: str = "attention", encodings=None) -> str | None:
     """A note when the model's tokenizer does not read (part of) ``text`` — MiniLM takes Hangul apart into jamo
     and [UNK] — counted from its own output (`qkv.models.reading`, as serve's page says it); None when it reads
     it all or has no `tokenizers.Tokenizer`. Several texts (`qkv embed`): their pieces counted together, and the
     note names the texts (#0, #2: numbered as embed's table numbers them) that are not read. ``shows``: what the
-    command shows of those pieces ("attention", "embedding"; the text ``cli.reading.shows.SHOWS``)."""
+    command shows of those pieces ("attention", "embedding"; the text ``cli.reading.shows.SHOWS``). encodings: what
+    `require_text` returned for the text (a list for several), so that the text is encoded once."""
     from ..models.reading import READS_KOREAN, reading
 
-    tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is None or not hasattr(tokenizer, "encode"):
+    tokenizer = _tokenizer(model)
+    if tokenizer is None:
         return None
     several = not isinstance(text, str)
-    found = [reading(one, tokenizer) for one in (text if several else [text])]
+    texts = list(text) if several else [text]
+    encodings = [None] * len(texts) if encodings is None else (list(encodings) if several else [encodings])
+    found = [reading(one, tokenizer, encoding=encoding) for one, encoding in zip(texts, encodings)]
     unread = [i for i, one in enumerate(found) if one.unread]
     if not unread:
         return None
@@ -71,24 +80,37 @@ def reading_note(model, text: str | Sequence[str], t, *, shows: str = "attention
     return t("cli.reading.text" if len(unread) == 1 else "cli.reading.texts", which=which, note=note)
 
 
-def require_text(text: str, t, *, model=None, field: str = "TEXT", number: int | None = None) -> str:
-    """``text`` when it holds something to read; an empty or whitespace-only text is refused, as `qkv translate`
-    and serve's page refuse it (a model would see only its own special tokens, [CLS] [SEP], none of the reader's
-    words), and so is, given the ``model``, a text its tokenizer makes nothing of but those special tokens (only
-    characters it drops: U+200B, U+FEFF, control characters; `qkv.models.reading.unseen`). ``number``: the text's
-    place among several (`qkv embed`, numbered as its table numbers them)."""
-    where = field if number is None else f"{field} #{number}"
-    if not text.strip():
-        raise InputError(t("cli.text.blank" if text else "cli.text.empty"), field=where)
-    tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is not None and hasattr(tokenizer, "encode"):
-        from ..models.reading import unseen
+def require_text(text: str, t, *, model=None, field: str = "TEXT", number: int | None = None):
+    """The ``model``'s tokenizer's encoding of ``text`` (None for a model without a `tokenizers.Tokenizer`) when the
+    text holds something to read, for `reading_note` to read again (one encoding checked and read). An empty or
+    whitespace-only text is refused, as `qkv translate` and serve's page refuse it, and so is a text the tokenizer
+    makes nothing of but its own special tokens (only characters it drops: U+200B, U+FEFF, control characters;
+    `qkv.models.reading.unseen`). The refusal names the special tokens that tokenizer really adds to this text
+    ([CLS] [SEP] for MiniLM, <s> for Llama's, none for GPT-2's). ``number``: the text's place among several
+    (`qkv embed`, numbered as its table numbers them)."""
+    from ..models.reading import unseen
 
-        chars = unseen(text, tokenizer)
+    where = field if number is None else f"{field} #{number}"
+    tokenizer = _tokenizer(model)
+    encoding = tokenizer.encode(text) if tokenizer is not None else None
+    if not text.strip():
+        raise InputError(t("cli.text.blank" if text else "cli.text.empty", seen=_seen(encoding, t)), field=where)
+    if encoding is not None:
+        chars = unseen(text, tokenizer, encoding=encoding)
         if chars is not None:
-            raise InputError(t("cli.text.unseen", model=getattr(model, "name", "model"), chars=" ".join(chars)),
-                             field=where)
-    return text
+            raise InputError(t("cli.text.unseen", model=getattr(model, "name", "model"), chars=" ".join(chars),
+                               seen=_seen(encoding, t)), field=where)
+    return encoding
+
+
+def _seen(encoding, t) -> str:
+    """What the model would see of a text with none of the reader's words: its tokenizer's own special tokens,
+    named ([CLS] [SEP]; <s>) where they are all it would see, else nothing said of them (GPT-2's tokenizer adds
+    none; Llama's makes "<s>" and pieces of spaces of "  ")."""
+    from ..models.reading import specials
+
+    added = specials(encoding) if encoding is not None and all(encoding.special_tokens_mask) else ()
+    return t("cli.text.seen.specials", specials=" ".join(added)) if added else t("cli.text.seen.none")
 
 
 def add_lang_option(parser: argparse.ArgumentParser, t, command: str) -> None:

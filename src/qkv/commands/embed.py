@@ -44,8 +44,10 @@ def handler(args: argparse.Namespace) -> int:
     if not hasattr(model, "encode"):         # a decoder (gpt2, llama, …) has no sentence embedding
         raise InputError(t("cli.embed.not_encoder", model=short_repr(args.model), kind=type(model).__name__),
                          field="--model")
-    for number, text in enumerate(texts):          # a text the tokenizer makes only [CLS] [SEP] of, named
-        require_text(text, t, model=model, number=number if len(texts) > 1 else None)
+    # an empty text, or one the tokenizer makes only its special tokens of, named (numbered as the table numbers
+    # them); each text encoded once for the checks and the reading note
+    encodings = [require_text(text, t, model=model, number=number if len(texts) > 1 else None)
+                 for number, text in enumerate(texts)]
     embeddings = model.encode(texts, batch_size=args.batch_size)           # (N, D)
     similarity = _cosine(embeddings)                                       # (N, N)
     lengths = [len(model.tokens(t)) for t in texts]
@@ -53,7 +55,7 @@ def handler(args: argparse.Namespace) -> int:
     if cut:
         which = f"#{', #'.join(map(str, cut[:5]))}{', …' if len(cut) > 5 else ''}"
         print(t("cli.note", text=t("cli.embed.truncated", n=len(cut), which=which, max=max(lengths))), file=sys.stderr)
-    unread = reading_note(model, texts, t, shows="embedding")                # Korean typed into MiniLM: jamo and [UNK], said so
+    unread = reading_note(model, texts, t, shows="embedding", encodings=encodings)   # Korean into MiniLM: said so
     if unread:
         print(t("cli.note", text=unread), file=sys.stderr)
     if args.json:
@@ -77,8 +79,6 @@ def _read_texts(arguments: list[str], t) -> list[str]:
             texts.append(argument)
     if not texts:
         raise InputError(t("cli.embed.empty"), field="TEXT")
-    for number, text in enumerate(texts):          # numbered as the table numbers them, when there are several
-        require_text(text, t, number=number if len(texts) > 1 else None)
     return texts
 
 

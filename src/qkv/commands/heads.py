@@ -51,8 +51,9 @@ def handler(args: argparse.Namespace) -> int:
 
     t = words(check_lang(args.lang))
     model = load_model(args.model)
-    tokens = model.tokens(require_text(args.text, t, model=model))
-    unread = reading_note(model, args.text, t)              # Korean typed into MiniLM: jamo and [UNK], said so
+    encoding = require_text(args.text, t, model=model)      # checked once, read again by reading_note
+    tokens = model.tokens(args.text)
+    unread = reading_note(model, args.text, t, encodings=encoding)      # Korean into MiniLM: jamo and [UNK], said so
     if unread:
         print(t("cli.note", text=unread), file=sys.stderr)
     weights = np.asarray(model.attention_weights(args.text), dtype=np.float64)     # (L, H, T, T)

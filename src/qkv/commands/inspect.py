@@ -62,12 +62,13 @@ def handler(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     layers = _selection("--layer", args.layer, model.config.n_layers, t)
     heads = _selection("--head", args.head, model.config.n_heads, t)
-    tokens = model.tokens(require_text(args.text, t, model=model))
+    encoding = require_text(args.text, t, model=model)      # checked once, read again by reading_note
+    tokens = model.tokens(args.text)
     if not tokens:
         raise InputError(t("cli.inspect.no_tokens"), field="TEXT")
     if truncated(model, args.text):
         print(t("cli.note", text=t("cli.truncated", n=len(tokens))), file=sys.stderr)
-    unread = reading_note(model, args.text, t)              # Korean typed into MiniLM: jamo and [UNK], said so
+    unread = reading_note(model, args.text, t, encodings=encoding)      # Korean into MiniLM: jamo and [UNK], said so
     if unread:
         print(t("cli.note", text=unread), file=sys.stderr)
     if args.query is None:

@@ -570,10 +570,10 @@ EN: dict[str, str] = {
                          "piece it does not know) or pieces taken apart ({examples}), so {shows}.",
     "cli.reading.text": "text {which}: {note}",
     "cli.reading.texts": "texts {which}: {note}",
-    "cli.text.empty": "the text is empty: the model would see none of your words, only its own special tokens "
-                      "such as [CLS] and [SEP]; type a sentence, e.g. \"The cat sat on the mat.\"",
-    "cli.text.blank": "the text holds only spaces: the model would see none of your words, only its own special "
-                      "tokens such as [CLS] and [SEP]; type a sentence, e.g. \"The cat sat on the mat.\"",
+    "cli.text.empty": "the text is empty: {seen}; type a sentence, e.g. \"The cat sat on the mat.\"",
+    "cli.text.blank": "the text holds only spaces: {seen}; type a sentence, e.g. \"The cat sat on the mat.\"",
+    "cli.text.seen.specials": "the model would see none of your words, only its own special tokens {specials}",
+    "cli.text.seen.none": "the model would see none of your words",
     "cli.reading.shows.attention": "the attention shown there is between those pieces, not between your words",
     "cli.reading.shows.embedding": "its embedding is made from those pieces, not from your words",
     "cli.wrote": "wrote {path}",
@@ -1544,9 +1544,8 @@ EN: dict[str, str] = {
     "cli.embed.values": "{value}: expected a number ≥ 0",
     "cli.embed.batch": "{value}: expected a positive number",
     "cli.embed.empty": "no texts to embed (standard input was empty)",
-    "cli.text.unseen": "{model} reads none of this text's characters ({chars}): it would see only its own special "
-                       "tokens such as [CLS] and [SEP], none of your words; type a sentence, e.g. \"The cat sat on "
-                       "the mat.\"",
+    "cli.text.unseen": "{model} reads none of this text's characters ({chars}): {seen}; type a sentence, e.g. "
+                       "\"The cat sat on the mat.\"",
     "cli.generate.title": "{model} ({kind}, {how}, KV cache): {n} new tokens, stopped at {stop}",
     "cli.generate.greedy": "greedy",
     "cli.generate.sampled": "sampled",
@@ -2337,10 +2336,10 @@ KO: dict[str, str] = {
                          "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그래서 {shows}.",
     "cli.reading.text": "텍스트 {which}: {note}",
     "cli.reading.texts": "텍스트 {which}: {note}",
-    "cli.text.empty": "텍스트가 비어 있다. 모델에는 입력한 단어가 하나도 들어가지 않고 [CLS], [SEP] 같은 모델 "
-                      "자신의 특수 토큰만 남는다. 문장을 입력하라 (예: \"The cat sat on the mat.\")",
-    "cli.text.blank": "텍스트에 공백만 있다. 모델에는 입력한 단어가 하나도 들어가지 않고 [CLS], [SEP] 같은 모델 "
-                      "자신의 특수 토큰만 남는다. 문장을 입력하라 (예: \"The cat sat on the mat.\")",
+    "cli.text.empty": "텍스트가 비어 있다. {seen}. 문장을 입력하라 (예: \"The cat sat on the mat.\")",
+    "cli.text.blank": "텍스트에 공백만 있다. {seen}. 문장을 입력하라 (예: \"The cat sat on the mat.\")",
+    "cli.text.seen.specials": "모델에는 입력한 단어가 하나도 들어가지 않고 모델 자신의 특수 토큰 {specials}만 남는다",
+    "cli.text.seen.none": "모델에는 입력한 단어가 하나도 들어가지 않는다",
     "cli.reading.shows.attention": "그 부분의 어텐션은 입력한 단어들 사이가 아니라 이 조각들 사이의 어텐션이다",
     "cli.reading.shows.embedding": "그 부분의 임베딩은 입력한 단어가 아니라 이 조각들로 만들어진다",
     "cli.wrote": "저장했다: {path}",
@@ -3297,9 +3296,8 @@ KO: dict[str, str] = {
     "cli.embed.values": "{value}: 0 이상의 수여야 한다",
     "cli.embed.batch": "{value}: 양수여야 한다",
     "cli.embed.empty": "임베딩할 텍스트가 없다 (표준 입력이 비어 있었다)",
-    "cli.text.unseen": "{model} 모델은 이 텍스트의 문자({chars})를 하나도 읽지 않는다. 모델에는 입력한 단어가 하나도 "
-                       "들어가지 않고 [CLS], [SEP] 같은 모델 자신의 특수 토큰만 남는다. 문장을 입력하라 (예: \"The "
-                       "cat sat on the mat.\")",
+    "cli.text.unseen": "{model} 모델은 이 텍스트의 문자({chars})를 하나도 읽지 않는다. {seen}. 문장을 입력하라 "
+                       "(예: \"The cat sat on the mat.\")",
     "cli.generate.title": "{model} ({kind}, {how}, KV 캐시): 새 토큰 {n}개, {stop}",
     "cli.generate.greedy": "탐욕 디코딩",
     "cli.generate.sampled": "샘플링",

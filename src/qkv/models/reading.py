@@ -21,7 +21,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["Reading", "reading", "unseen", "READS_KOREAN"]
+__all__ = ["Reading", "reading", "unseen", "specials", "READS_KOREAN"]
 
 READS_KOREAN = "bert-base-multilingual-cased"
 """A BERT checkpoint whose vocabulary holds Hangul syllables and whose tokenizer keeps them whole (cased:
@@ -62,9 +62,10 @@ def _is_hangul(c: str) -> bool:
     return "\uac00" <= c <= "\ud7a3"
 
 
-def reading(text: str, tokenizer) -> Reading:
-    """Count the pieces of ``text`` that ``tokenizer`` (a `tokenizers.Tokenizer`) does not read (see the module)."""
-    encoding = tokenizer.encode(text)
+def reading(text: str, tokenizer, *, encoding=None) -> Reading:
+    """Count the pieces of ``text`` that ``tokenizer`` (a `tokenizers.Tokenizer`) does not read (see the module).
+    encoding: ``tokenizer.encode(text)`` when the caller has it already (the text checked is the text read)."""
+    encoding = tokenizer.encode(text) if encoding is None else encoding
     unk = getattr(getattr(tokenizer, "model", None), "unk_token", None)
     byte_level = "ByteLevel" in repr(getattr(tokenizer, "pre_tokenizer", None))
     plain = _plain(text)
@@ -89,11 +90,18 @@ def reading(text: str, tokenizer) -> Reading:
     return Reading(pieces, unknown, split, sum(map(_is_hangul, text)), tuple(dict.fromkeys(examples))[:6])
 
 
-def unseen(text: str, tokenizer) -> tuple[str, ...] | None:
+def specials(encoding) -> tuple[str, ...]:
+    """The special tokens a tokenizer's encoding of a text holds, in order — what the tokenizer adds of its own:
+    [CLS] [SEP] for MiniLM, <s> for Llama's, none for GPT-2's or a BERT folder whose tokenizer adds none."""
+    return tuple(token for token, special in zip(encoding.tokens, encoding.special_tokens_mask) if special)
+
+
+def unseen(text: str, tokenizer, *, encoding=None) -> tuple[str, ...] | None:
     """The characters of ``text`` (as U+XXXX, up to 6) when ``tokenizer`` makes nothing of it but its own special
     tokens — BERT's normalizer drops control and format characters (U+200B zero width space, U+FEFF, U+0000), so
-    MiniLM sees [CLS] [SEP] alone, as for an empty text; None when it makes at least one piece of the text."""
-    encoding = tokenizer.encode(text)
+    MiniLM sees [CLS] [SEP] alone, as for an empty text; None when it makes at least one piece of the text.
+    encoding: ``tokenizer.encode(text)`` when the caller has it already."""
+    encoding = tokenizer.encode(text) if encoding is None else encoding
     if any(not special for special in encoding.special_tokens_mask):
         return None
     return tuple(dict.fromkeys(f"U+{ord(c):04X}" for c in text))[:6]

@@ -182,33 +182,43 @@ class ModelEntry:
         return {"name": self.name, "layers": int(self.config.n_layers), "heads": int(self.config.n_heads),
                 "max_tokens": self.max_tokens, "kind": type(self.model).__name__}
 
-    def reading(self, text: str) -> dict | None:
+    def _tokenizer(self):
+        tokenizer = self._counter if self._counter is not None else getattr(self.model, "tokenizer", None)
+        return tokenizer if tokenizer is not None and hasattr(tokenizer, "encode") else None
+
+    def reading(self, text: str, encoding=None) -> dict | None:
         """How many of the text's pieces the tokenizer does not read ([UNK], letters taken apart), counted from
-        its own output (`qkv.models.reading`); None for a model without a `tokenizers.Tokenizer`."""
+        its own output (`qkv.models.reading`); None for a model without a `tokenizers.Tokenizer`. encoding: what
+        `check_text` returned for the text (the text is then not encoded again)."""
         from ..models.reading import READS_KOREAN, reading
 
-        tokenizer = self._counter if self._counter is not None else getattr(self.model, "tokenizer", None)
-        if tokenizer is None or not hasattr(tokenizer, "encode"):
+        tokenizer = self._tokenizer()
+        if tokenizer is None:
             return None
-        return dict(reading(text, tokenizer).describe(), korean=READS_KOREAN)
+        return dict(reading(text, tokenizer, encoding=encoding).describe(), korean=READS_KOREAN)
 
-    def check_text(self, text: str, limits: Limits, lang: str = "en") -> None:
-        """422 when the text is longer than the model takes (the tokenizer would silently cut it)."""
+    def check_text(self, text: str, limits: Limits, lang: str = "en"):
+        """400 for an empty text or one the tokenizer makes nothing of, 422 when it is longer than the model takes
+        (the tokenizer would silently cut it). Returns the tokenizer's encoding of the text (None without one):
+        the one encoding that is checked, counted and read again by `reading`."""
         _check_chars(text, limits, lang)
         if not text.strip():
             raise ApiError(400, _say(lang, 'error.empty_text'), field="text")
-        tokenizer = self._counter if self._counter is not None else getattr(self.model, "tokenizer", None)
-        if tokenizer is not None and hasattr(tokenizer, "encode"):
+        tokenizer = self._tokenizer()
+        encoding = tokenizer.encode(text) if tokenizer is not None else None
+        if encoding is not None:
             from ..models.reading import unseen
 
-            chars = unseen(text, tokenizer)      # only characters the tokenizer drops (U+200B …): [CLS] [SEP] alone
+            chars = unseen(text, tokenizer, encoding=encoding)   # only characters it drops (U+200B …): specials alone
             if chars is not None:
                 raise ApiError(400, _say(lang, 'error.unseen_text', chars=" ".join(chars)), field="text")
         if self.max_tokens is None:
-            return
-        count = len(self._counter.encode(text).ids) if self._counter is not None else len(self.model.tokens(text))
+            return encoding
+        # the untruncated copy's encoding counts every token; a model without one counts its own tokens
+        count = len(encoding.ids) if self._counter is not None else len(self.model.tokens(text))
         if count > self.max_tokens:
             raise ApiError(422, _say(lang, 'error.tokens', count=count, model=self.name, limit=self.max_tokens), field="text")
+        return encoding
 
 
 def _check_chars(text: str, limits: Limits, lang: str) -> None:
@@ -847,12 +857,13 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
 
     async def api_tokens(request: Request) -> Response:
         model, text = entry(request), _text(request)
-        model.check_text(text, limits, _lang_said(request))      # tokenising is quick (check_text has just done it): no queue
-        return _json({"model": model.name, "tokens": list(model.model.tokens(text)), "reading": model.reading(text)})
+        encoding = model.check_text(text, limits, _lang_said(request))   # tokenising is quick: no queue
+        return _json({"model": model.name, "tokens": list(model.model.tokens(text)),
+                      "reading": model.reading(text, encoding)})
 
     async def api_overview(request: Request) -> Response:
         model, text = entry(request), _text(request)
-        model.check_text(text, limits, _lang_said(request))
+        encoding = model.check_text(text, limits, _lang_said(request))
 
         def compute() -> dict:
             weights = weights_of(model, text)                           # (L, H, T, T)
@@ -860,7 +871,7 @@ def create_app(models: dict[str, Any], *, translator: Any = None, limits: Limits
             levels = np.rint(np.clip(weights, 0.0, 1.0) * 255).astype(np.uint8)
             return {"model": model.name, "tokens": tokens, "shape": list(weights.shape),
                     "weights": base64.b64encode(levels.tobytes()).decode("ascii"), "scale": 255,
-                    "reading": model.reading(text)}
+                    "reading": model.reading(text, encoding)}
 
         return _json(await gate().run(compute, lang=_lang_said(request)))
 
