@@ -219,6 +219,49 @@ def describe_traced(case) -> dict:
     return {"ops": sorted(ops)}
 
 
+def traced_plan(case):
+    """The rulebook asked directly what one traced call takes, without a trace: `check_call` and
+    `route.traced_torch_route` as `qkv.attention` runs them when torch.compile traces it, with
+    torch.compiler.is_compiling() answering True as it does while Dynamo compiles (Dynamo holds
+    `torch.compiler._compile_session_context` for the whole compilation). A `Route`, or the error raised."""
+    import torch
+
+    from qkv.kernels import route
+    from qkv.kernels.call import check_call
+
+    dtype, mask, want, pinned, grad, values = case
+    q, k, v = arrays("torch", dtype, 256, 256, values, grad)
+    options = MASKS[mask](256, 256, "torch")
+    given, bias = options.pop("mask", None), options.pop("bias", None)
+    with torch.compiler._compile_session_context():
+        try:
+            call = check_call(q, k, v, given, bias=bias, **options)
+            return route.traced_torch_route(call, want=want, route=pinned), given is not None
+        except (ValueError, TypeError) as exc:
+            return exc, given is not None
+
+
+def describe_traced_plan(case) -> dict:
+    """`describe_traced`'s answer for one call read off the rulebook's traced route (`traced_plan`) instead of a
+    graph: the qkv ops that route puts in the graph (kernels/execute.py): TORCH_FLASH one `qkv::flash_attention`
+    per key range of each batch (Route.key_rows), or `qkv::flash_attention_mask` for a mask array; TORCH_SDPA
+    `qkv::checked_sdpa`; PLAIN none. tests/test_rulebook.py traces one call of each answer to check this reading."""
+    from qkv.kernels import route
+
+    chosen, masked = traced_plan(case)
+    if isinstance(chosen, Exception):
+        return {"error": type(chosen).__name__}
+    if chosen.name == route.TORCH_FLASH:
+        if masked:
+            return {"ops": ["qkv.flash_attention_mask"]}
+        return {"ops": ["qkv.flash_attention"] * sum(len(per_batch) for per_batch in chosen.key_rows)}
+    if chosen.name == route.TORCH_SDPA:
+        return {"ops": ["qkv.checked_sdpa"]}
+    if chosen.name == route.PLAIN:
+        return {"ops": []}
+    return {"route": chosen.name.value}   # no traced torch call takes another route
+
+
 def describe_all() -> dict:
     return {"eager": [describe_eager(case) for case in eager_cases()],
             "traced": [describe_traced(case) for case in traced_cases()]}
