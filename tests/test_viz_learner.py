@@ -259,3 +259,18 @@ def test_every_cell_number_keeps_off_its_cell_edges(name):
     fig = viz.figure_for(qkv.examples.run(name))
     fig.set_dpi(144)
     assert _cell_numbers_fit(fig) == []
+
+
+@pytest.mark.parametrize("name", ["projection", "group-meeting"])
+def test_cell_numbers_are_unclipped_as_the_axes_own_texts(name):
+    # a matrix's numbers are made as ax.text makes a text (clip_on False, drawn whole wherever they stand);
+    # their own class (fitted sizes) had left them clipped to the axes, unlike every other text of the figure
+    fig = viz.figure_for(qkv.examples.run(name))
+    numbers = [t for ax in fig.axes for t in ax.texts if re.fullmatch(r"[−-]?\d+\.\d+", t.get_text())
+               and not isinstance(t, matplotlib.text.Annotation)]        # (the bars' labels: annotations)
+    assert len(numbers) > 50
+    made_by_the_axes = fig.axes[0].text(0, 0, "0.5")
+    assert {t.get_clip_on() for t in numbers} == {made_by_the_axes.get_clip_on()} == {False}
+    # the blocks' outlines are the axes' patches, clipped to the axes as add_patch clips them
+    outlines = [p for ax in fig.axes for p in ax.patches if type(p).__name__ == "Rectangle" and not p.get_fill()]
+    assert outlines and all(p.get_clip_on() and p.get_clip_path() is not None for p in outlines)
