@@ -7,10 +7,10 @@ the Makefile's `browser` target.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -53,23 +53,71 @@ def chromium_path() -> str:
                 "(apt-get install chromium) — `make test` does this first.", pytrace=False)
 
 
+class _Chromium:
+    """The one Playwright driver and Chromium of this process (an xdist worker), started by the first browser test
+    that runs in it and closed when the session ends; each test file gets a fresh context of its own from it.
+
+    Chromium's start-up cost ~3.4 CPU-s and Playwright's driver (a Node process) more, once per file before.
+    Playwright's sync API marks its event loop as the thread's running loop between its calls (see
+    playwright/_impl/_greenlets.py, wait_for_future), so while it lives `asyncio.run` in a later, non-browser test
+    file of the same worker would refuse to start ("cannot be called from a running event loop"). The loop is
+    therefore marked running only while a browser file runs: resumed when its context opens, cleared when it
+    closes, as it was when each file started and stopped its own Playwright."""
+
+    playwright = None
+    browser = None
+
+    @classmethod
+    def resume(cls, config):
+        if cls.browser is not None and cls.browser.is_connected():
+            asyncio._set_running_loop(cls.playwright._loop)
+            return cls.browser
+        if cls.playwright is not None:          # Chromium went away (a crash): start a fresh one
+            cls.close()
+        try:
+            from playwright.sync_api import sync_playwright
+        except ImportError:
+            pytest.fail("the playwright Python package is missing; install the test extras: pip install -e '.[test]'",
+                        pytrace=False)
+        executable = chromium_path()
+        cls.playwright = sync_playwright().start()
+        if not getattr(config, "_qkv_chromium_cleanup", False):
+            config._qkv_chromium_cleanup = True
+            config.add_cleanup(cls.close)
+        cls.browser = cls.playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        return cls.browser
+
+    @staticmethod
+    def pause():
+        asyncio._set_running_loop(None)
+
+    @classmethod
+    def close(cls):
+        playwright, browser, cls.playwright, cls.browser = cls.playwright, cls.browser, None, None
+        if playwright is None:
+            return
+        asyncio._set_running_loop(playwright._loop)
+        try:
+            if browser is not None and browser.is_connected():
+                browser.close()
+        finally:
+            playwright.stop()
+            asyncio._set_running_loop(None)
+
+
 @pytest.fixture(scope="module")
-def browser_context():
-    """A fresh headless Chromium profile (persistent context in a temporary --user-data-dir)."""
+def browser_context(request):
+    """A fresh headless Chromium context (its own storage, cache and permissions) for one test file, in the
+    Chromium this worker shares between its browser files (_Chromium)."""
+    browser = _Chromium.resume(request.config)
     try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("the playwright Python package is missing; install the test extras: pip install -e '.[test]'",
-                    pytrace=False)
-    executable = chromium_path()
-    with tempfile.TemporaryDirectory(prefix="qkv-chromium-") as profile, sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            user_data_dir=profile, executable_path=executable, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
         try:
             yield context
         finally:
             context.close()
+    finally:
+        _Chromium.pause()
 
 
 class OpenPage:
