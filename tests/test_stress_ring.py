@@ -84,6 +84,12 @@ def test_a_rank_whose_launcher_is_gone_exits_quietly(outcome):
     assert done.returncode == 1 and done.stdout == "" and done.stderr == "", (done.returncode, done.stderr[-3000:])
 
 
+def _connections_between(one, other) -> int:
+    """TCP connections established between two processes (one end in each)."""
+    ends = {(c.laddr, c.raddr) for c in other.net_connections(kind="tcp") if c.status == "ESTABLISHED" and c.raddr}
+    return sum((c.raddr, c.laddr) in ends for c in one.net_connections(kind="tcp") if c.status == "ESTABLISHED" and c.raddr)
+
+
 def test_sigkill_to_the_launcher_leaves_no_rank_behind_and_nothing_said():
     import psutil
 
@@ -97,7 +103,14 @@ def test_sigkill_to_the_launcher_leaves_no_rank_behind_and_nothing_said():
             ranks = [p for p in psutil.Process(launcher.pid).children() if "spawn" in " ".join(p.cmdline())]
             time.sleep(0.2)
         assert len(ranks) == 2, "the ranks never started"
-        time.sleep(4.0)                                   # the ranks are joined and measuring
+        # the ranks are joined and measuring: gloo's connection between them is up (the store's came first).
+        # A fixed 4 s after they appeared was spent importing torch on a loaded machine (52 s there at load 20),
+        # and computing for most of 4 s on a quiet one.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _connections_between(*ranks) < 2:
+            time.sleep(0.2)
+        assert _connections_between(*ranks) >= 2, "the ranks never joined"
+        time.sleep(0.5)
         launcher.send_signal(signal.SIGKILL)
         out, err = launcher.communicate(timeout=TIMEOUT)   # the ranks hold stderr: it closes when they are gone
         gone, alive = psutil.wait_procs(ranks, timeout=TIMEOUT)
