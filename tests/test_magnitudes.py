@@ -237,3 +237,39 @@ def test_torch_every_magnitude_forward_and_backward(dtype, m, variant, t):
     _check("out", out.detach().double().numpy(), want, tol, dtype, floor)
     for name, tensor, (ref, tol_g) in zip(("dq", "dk", "dv"), (qt, kt, vt), grads):
         _check(name, tensor.grad.double().numpy(), ref, tol_g, dtype, floor)
+
+
+# ------------------------------------------------------------------ max |x| of half-precision tensors
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_tops_are_exact_and_read_no_torch_op(dtype):
+    """max |x| of bfloat16/float16 CPU tensors equals NumPy's float64 max |x| of the same values (negatives,
+    −0, subnormals, the largest finite, ±inf, NaN), and is read from the bits without torch's abs()/max()
+    (13 ms of CPU for 2M bfloat16 values on the AVX2 EPYC: three of them cost a T = 256 SDPA call 7×)."""
+    from qkv.kernels import magnitude
+
+    tdtype = getattr(torch, dtype)
+    info = torch.finfo(tdtype)
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal(4 * 33 * 7) * 3
+    cases = {
+        "normal": base,
+        "negative top": np.concatenate([base, [-50.0]]),
+        "zeros": np.array([0.0, -0.0, 0.0]),
+        "subnormal": np.array([info.tiny / 4, -info.tiny / 2, 0.0]),
+        "largest": np.concatenate([base, [-info.max]]),
+        "-inf": np.concatenate([base, [-np.inf]]),
+        "nan": np.concatenate([base, [np.nan, -np.inf]]),
+    }
+    for name, values in cases.items():
+        x = torch.tensor(values, dtype=torch.float64).to(tdtype)
+        expected = np.abs(x.double().numpy()).max()   # the values as rounded to the dtype, in float64
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            (top,) = magnitude.value_tops(x)
+        assert (np.isnan(top) and np.isnan(expected)) or top == expected, (name, top, expected)
+        ops = {event.key for event in prof.key_averages()}
+        assert not ops & {"aten::abs", "aten::max", "aten::amax"}, (name, ops)
+    shaped = torch.tensor(base.reshape(4, 33, 7), dtype=tdtype)
+    strided = shaped[:, ::2]                           # not contiguous: torch's own reduction, same answer
+    assert magnitude.value_tops(shaped, strided) == (np.abs(shaped.double().numpy()).max(),
+                                                     np.abs(strided.double().numpy()).max())
+    assert magnitude.value_tops(torch.zeros(0, dtype=tdtype)) == (0.0,)

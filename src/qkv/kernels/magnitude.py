@@ -34,20 +34,37 @@ def value_top(v) -> float:
 
 def value_tops(*tensors) -> tuple:
     """max |x| of each torch tensor as a Python float (NaN or inf when one is; 0.0 when empty): one C
-    pass over a contiguous CPU float32 tensor (no temporaries, no torch threads), torch's abs().max()
-    otherwise."""
+    pass over a contiguous CPU float32 tensor (no temporaries, no torch threads), the bits of a contiguous
+    CPU bfloat16/float16 one (`_half_top`), torch's abs().max() otherwise."""
     import torch
 
     fused = native.extension()
     tops = []
     for x in tensors:
         x = x.detach()
-        if x.dtype == torch.float32 and x.device.type == "cpu" and x.is_contiguous() and x.numel() \
-                and fused is not None:
+        cpu_contiguous = x.device.type == "cpu" and x.is_contiguous() and x.numel()
+        if x.dtype == torch.float32 and cpu_contiguous and fused is not None:
             tops.append(float(fused.absmax(x.numpy().reshape(-1))))
+        elif x.dtype in (torch.bfloat16, torch.float16) and cpu_contiguous:
+            tops.append(_half_top(x, x.dtype == torch.bfloat16))
         else:
             tops.append(float(x.abs().max()) if x.numel() else 0.0)
     return tuple(tops)
+
+
+def _half_top(x, bfloat16: bool) -> float:
+    """max |x| of a contiguous CPU bfloat16 or float16 tensor from its bits, in NumPy (one thread): with the
+    sign bit cleared, IEEE patterns order as their magnitudes (zero < subnormals < normals < inf < NaN),
+    so the largest pattern is max |x|, a NaN when one is. torch's abs().max() on bfloat16 took 13 ms of CPU
+    for 8 × 4096 × 64 values on 2 AMD EPYC (AVX2) cores — three of them cost a T = 256 SDPA call's time
+    seven times — against 0.5 ms here."""
+    import torch
+
+    bits = x.view(torch.int16).numpy().view(np.uint16).reshape(-1)   # the same bytes, read as integers
+    top = int(np.bitwise_and(bits, 0x7FFF).max())
+    if bfloat16:   # bfloat16 is float32's upper half
+        return float(np.array([top << 16], np.uint32).view(np.float32)[0])
+    return float(np.array([top], np.uint16).view(np.float16)[0])
 
 
 # A differentiated call whose scores reach |s| with |s|·eps above this loses its gradients on the routes
