@@ -6,8 +6,10 @@
 Each side runs in its own process (thread pools, allocators and caches of one never slow the other),
 and the processes alternate: round r starts qkv then sentence-transformers, round r + 1 the other way
 round, so a busy neighbour hits both alike. Each process loads its model, encodes once (warm-up),
-then times ``--runs`` encodes; a round's figure is that process's median. The table reports the
-median over rounds and the ratio qkv / sentence-transformers (> 1 means qkv is faster).
+then times ``--runs`` encodes, each in wall time and in the process's CPU time (every thread's: a busy
+neighbour adds waiting, not CPU time); a round's figure is that process's median. The table reports the
+median over rounds, the spread of the rounds and the ratio qkv / sentence-transformers (> 1 means qkv is
+faster) in both.
 ``--baseline DIR`` adds a third side: qkv imported from DIR (e.g. an older checkout's src/), to
 measure a change against what it replaces. Prints a table, then one JSON line.
 """
@@ -90,16 +92,18 @@ def run_side(args: argparse.Namespace) -> int:
             return model.encode(texts, batch_size=args.batch_size, threads=args.threads)
 
     embeddings = encode()
-    times = []
+    times, cpu_times = [], []
     for _ in range(args.runs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         encode()
+        cpu_times.append(time.process_time() - cpu)
         times.append(time.perf_counter() - start)
     if args.save:
         np.save(args.save, embeddings)
     import qkv
 
-    print(json.dumps({"side": args.side, "seconds": statistics.median(times), "qkv": qkv.__file__}))
+    print(json.dumps({"side": args.side, "seconds": statistics.median(times),
+                      "cpu_seconds": statistics.median(cpu_times), "qkv": qkv.__file__}))
     return 0
 
 
@@ -122,6 +126,7 @@ def main() -> int:
     if args.baseline:
         sides["qkv baseline"] = str(Path(args.baseline).resolve())
     times: dict[str, list[float]] = {side: [] for side in sides}
+    cpu_times: dict[str, list[float]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory() as tmp:
         texts_file = Path(tmp) / "texts.json"
         texts_file.write_text(json.dumps(texts), encoding="utf-8")
@@ -139,17 +144,21 @@ def main() -> int:
                 if done.returncode:
                     print(done.stderr, file=sys.stderr)
                     return 1
-                times[side].append(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
+                reported = json.loads(done.stdout.strip().splitlines()[-1])
+                times[side].append(reported["seconds"])
+                cpu_times[side].append(reported["cpu_seconds"])
         ours = np.load(Path(tmp) / "qkv.npy")
         theirs = np.load(Path(tmp) / "sentence-transformers.npy")
     cosine = np.sum(ours * theirs, axis=1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(theirs, axis=1)
     medians = {side: statistics.median(values) for side, values in times.items()}
+    cpu_medians = {side: statistics.median(values) for side, values in cpu_times.items()}
     results = {
         "sentences": args.sentences, "mean_tokens": round(mean_tokens, 1), "batch_size": args.batch_size,
         "rounds": args.rounds, "runs_per_process": args.runs, "threads": args.threads,
         "cpu_count": os.cpu_count(), "load_average": os.getloadavg()[0], "python": platform.python_version(),
-        "seconds": medians, "per_round": times,
+        "seconds": medians, "per_round": times, "cpu_seconds": cpu_medians, "cpu_per_round": cpu_times,
         "ratio": medians["sentence-transformers"] / medians["qkv"],
+        "cpu_ratio": cpu_medians["sentence-transformers"] / cpu_medians["qkv"],
         "max_abs_diff": float(np.abs(ours - theirs).max()), "min_cosine": float(cosine.min()),
     }
     if args.baseline:
@@ -157,11 +166,13 @@ def main() -> int:
     print(f"MiniLM-L6 sentence embeddings: {args.sentences} sentences × {mean_tokens:.1f} tokens, batch "
           f"{args.batch_size}, {args.threads} threads; each side in its own process, alternating, "
           f"median of {args.rounds} rounds × median of {args.runs} runs")
-    print(f"{'implementation':<34}{'seconds':>10}{'sentences/s':>14}")
+    print(f"{'implementation':<34}{'seconds':>10}{'(rounds)':>18}{'CPU s':>10}{'(rounds)':>18}{'sentences/s':>14}")
     for side, seconds in medians.items():
-        print(f"{side:<34}{seconds:>10.3f}{args.sentences / seconds:>14.1f}")
-    print(f"ratio qkv/sentence-transformers: {results['ratio']:.2f}×   (max |Δ| {results['max_abs_diff']:.2e}, "
-          f"min cosine {results['min_cosine']:.8f})")
+        wall, cpu = times[side], cpu_times[side]
+        print(f"{side:<34}{seconds:>10.3f}{f'{min(wall):.3f}–{max(wall):.3f}':>18}{cpu_medians[side]:>10.3f}"
+              f"{f'{min(cpu):.3f}–{max(cpu):.3f}':>18}{args.sentences / seconds:>14.1f}")
+    print(f"ratio qkv/sentence-transformers: {results['ratio']:.2f}× wall, {results['cpu_ratio']:.2f}× CPU time   "
+          f"(max |Δ| {results['max_abs_diff']:.2e}, min cosine {results['min_cosine']:.8f})")
     if args.baseline:
         print(f"ratio qkv/baseline: {results['ratio_vs_baseline']:.2f}×")
     print(f"load average at the end: {results['load_average']:.1f} on {os.cpu_count()} CPUs")
