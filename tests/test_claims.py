@@ -175,7 +175,7 @@ def test_a_what_if_concludes_from_its_own_numbers(lang):
         assert "m minus lot's is 0.0000 in the first meeting and 9.0000 in the second" in text
     else:
         assert "모두 lot의 대답을 따른다" not in text
-        assert f"lot의 가중치({lot[3]:.4f})가 가장 크지만 대부분은 아니다" in text
+        assert f"lot의 가중치({lot[3]:.4f})가 가장 크지만 절반에 못 미친다" in text
     default = flat(render(ex.run("group-meeting"), "text", lang=lang))
     assert ("the group follows lot" in default) if lang == "en" else ("모두 lot의 대답을 따른다" in default)
 

@@ -96,8 +96,8 @@ def tiny(tmp_path_factory):
 SPECIALS = {"minilm": "[CLS] [SEP]", "bert": None, "gpt2": None, "llama-mqa": "<s>"}      # what each adds to ""
 SEEN = {("en", True): "the model would see none of your words, only its own special tokens {specials}; type",
         ("en", False): "the model would see none of your words; type",
-        ("ko", True): "모델에는 입력한 단어가 하나도 들어가지 않고 모델 자신의 특수 토큰 {specials}만 남는다. 문장을",
-        ("ko", False): "모델에는 입력한 단어가 하나도 들어가지 않는다. 문장을"}
+        ("ko", True): "모델은 입력한 단어를 하나도 보지 못하고 자신의 특수 토큰 {specials}만 보게 된다. 문장을",
+        ("ko", False): "모델은 입력한 단어를 하나도 보지 못한다. 문장을"}
 
 
 # U+200B on MiniLM only: the tiny models' byte-level tokenizers read it as three bytes, pieces of the text

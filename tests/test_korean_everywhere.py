@@ -94,7 +94,7 @@ def test_a_custom_scale_is_named_in_korean(capsys):
     """A model's head whose scores are scaled by other than 1/√d_k (or any trace): the line is worded."""
     from qkv.explain.document import _worded
 
-    assert _worded(texts.text("ko", "sym.scores_scale")).plain == "점수·스케일"
+    assert _worded(texts.text("ko", "sym.scores_scale")).plain == "점수·배율"
     assert english(texts.text("ko", "sym.scores_scale") + texts.text("ko", "sym.bias")) == []
 
 

@@ -697,7 +697,7 @@ BAD_WHATIFS = [
     ({"name": "group-meeting", "scores": {"question": 5}}, 400, "scores.question", "[[위치, 점수], …]"),
     ({"name": "group-meeting", "scores": [1]}, 400, "scores", "[[위치, 점수], …]"),
     (b"[" * 8000 + b"]" * 8000, 400, None, "JSON이 아니다"),
-    ({"name": "self-attention", "cells": {"w_o": [[0, 0, 1.0]]}}, 400, "cells.w_o", "고칠 수 없는 행렬"),
+    ({"name": "self-attention", "cells": {"w_o": [[0, 0, 1.0]]}}, 400, "cells.w_o", "바꿀 수 없는 행렬"),
     ({"name": "self-attention", "cells": {"x": [[0, 0, 1.0]] * 300}}, 400, "cells.x", "너무 많다"),
     ({"name": "self-attention", "factor": -1}, 400, "factor", "범위"),
     (b'{"name": "self-attention", "factor": 1e400}', 400, "factor", "유한한 수"),
@@ -709,7 +709,7 @@ BAD_WHATIFS = [
     ({"name": "group-meeting", "sqrt_dk": False}, 400, "sqrt_dk", "√d_k"),
     ({"name": "group-meeting", "scores": {"meeting": [[0, 1.0]]}}, 400, "scores.meeting", "모임"),
     ({"name": "group-meeting", "scores": {"question": [[8, 1.0]]}}, 400, "scores.question[0]", "위치 8"),
-    ({"name": "group-meeting", "cells": {"x": [[0, 0, 1.0]]}}, 400, "cells.x", "고칠 행렬이 없다"),
+    ({"name": "group-meeting", "cells": {"x": [[0, 0, 1.0]]}}, 400, "cells.x", "바꿀 행렬이 없다"),
     ({"name": "nothing"}, 404, "name", "예제"),
     (["not", "an", "object"], 400, None, "JSON 객체"),
 ]

@@ -99,10 +99,24 @@ class Changes:
 
 
 def _said(field: str, key: str, **values: Any) -> InputError:
-    """A what-if's error, worded once (texts ``key``): English here, the reader's language where said."""
+    """A what-if's error, worded once (texts ``key``): English here, the reader's language where said. A value
+    that is a `_Worded` (the offers' forms, factor=NUMBER / factor=수) is given in each language."""
     from ..explain import texts
 
-    return InputError(texts.text("en", key, **values), field=field, key=key, values=values)
+    plain = {name: value.say("en") if isinstance(value, _Worded) else value for name, value in values.items()}
+    error = InputError(texts.text("en", key, **plain), field=field, key=key, values=plain)
+    worded = {name: value for name, value in values.items() if isinstance(value, _Worded)}
+    if worded:
+        error.values["by_lang"] = {lang: {name: value.say(lang) for name, value in worded.items()}
+                                   for lang in texts.LANGS}
+    return error
+
+
+class _Worded:
+    """Words of a value made in each language at the moment they are said (`_said`)."""
+
+    def __init__(self, say):
+        self.say = say
 
 
 def _check_changes(name: str, changes: "Changes") -> None:
@@ -147,11 +161,16 @@ def what_ifs(name: str) -> dict[str, tuple[int, ...]]:
     return offered
 
 
-def _offers(name: str) -> str:
-    """The changes an example offers, written as they are typed: factor=NUMBER, x[ROW,COLUMN]=NUMBER, …"""
-    forms = {0: "{key}=NUMBER", 1: "{key}[POSITION]=SCORE", 2: "{key}[ROW,COLUMN]=NUMBER"}
-    return ", ".join("sqrt_dk=on|off" if key == "sqrt_dk" else forms[len(shape)].format(key=key)
-                     for key, shape in what_ifs(name).items())
+def _offers(name: str) -> "_Worded":
+    """The changes an example offers, written as they are typed, the placeholders in the reader's language:
+    factor=NUMBER, x[ROW,COLUMN]=NUMBER, … (factor=수, x[행,열]=수, … in Korean)."""
+    from ..explain import texts
+
+    forms = {0: "whatif.offer.number", 1: "whatif.offer.position", 2: "whatif.offer.cell"}
+    offered = what_ifs(name)
+    return _Worded(lambda lang: ", ".join(
+        texts.text(lang, "whatif.offer.switch" if key == "sqrt_dk" else forms[len(shape)], key=key)
+        for key, shape in offered.items()))
 
 
 def changes_from(name: str, items, *, field: str = "--what-if") -> Changes:

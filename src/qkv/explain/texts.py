@@ -1720,6 +1720,11 @@ EN: dict[str, str] = {
     "whatif.said.factor": "scores × {factor}",
     "whatif.said.no_sqrt": "no ÷√d_k",
     "whatif.said.row": "{cell} (the row of “{token}”)",
+    # the changes an example offers, as typed (whatif.cli.form, whatif.cli.key): the placeholders in words
+    "whatif.offer.number": "{key}=NUMBER",
+    "whatif.offer.switch": "{key}=on|off",
+    "whatif.offer.cell": "{key}[ROW,COLUMN]=NUMBER",
+    "whatif.offer.position": "{key}[POSITION]=SCORE",
     "serve.whatif.multi_head_query": "the multi-head example follows '{token}' only (heads 2 and 3 are given "
                                      "for that token)",
     "serve.whatif.meeting_query": "the group meeting has no query to choose (each meeting follows lot's question)",
@@ -1933,7 +1938,7 @@ KO: dict[str, str] = {
                       "더한 값으로 나눈다 (GPT-2의 scale_attn_by_inverse_layer_idx). 여기서는 {layer} + 1 = {n}이다.",
     "scale.scalar": "점수를 스케일링한다: {formula} (= 1/√{m}). 이 모델은 d_k(= {dk}) 대신 설정의 "
                     "query_pre_attn_scalar(= {m})로 스케일링한다 (Gemma 2와 3).",
-    "scale.none": "점수를 스케일링하지 않는다(스케일이 1이다): softmax는 Q·Kᵀ를 그대로 받는다.",
+    "scale.none": "점수를 스케일링하지 않는다(배율이 1이다): softmax는 Q·Kᵀ를 그대로 받는다.",
     "bias.explain": "스케일링한 점수에 더하는 편향:",
     "modified.explain": "점수 함수(score_mod)가 softmax 전에 각 점수를 바꾼다: {formula}. ALiBi는 거리 kv − q에 비례하는 벌점을 더하고, 소프트캡은 점수를 "
                         "(−cap, cap) 안으로 눌러 담는다:",
@@ -2016,15 +2021,15 @@ KO: dict[str, str] = {
                            "물었으니 of cash나 of credit card로 끝나야지”라며, 훨씬 큰 점수로 of를 강하게 "
                            "주장한다:",
     "gm.whatif.explain": "토론의 질문은 Q_{query}, 즉 “일반적으로 {query} 뒤에 어떤 단어가 따라오는가?”이다. 점수는 "
-                         "이번에 바꿔 본 점수이다:",
+                         "바꿔 본 값이다:",
     "gm.col.score": "찰떡궁합점수 Q_{query}·K",
     "gm.col.answer": "대답 V ({answers}에 대한 투표)",
-    "gm.scaled": "값을 바꿔 본 이 계산에서는 softmax에 넣기 전에 모든 점수를 {factor}배 한다:",
+    "gm.scaled": "바꿔 본 이 계산에서는 softmax에 넣기 전에 모든 점수에 배율({factor})을 곱한다:",
     "gm.blend": "조모임의 결론은 각 대답을 가중치만큼 반영한 가중합이다:",
     "gm.conclusion": "투표 결과: {votes}. 결론은 “{answer}”이다.",
     "gm.conclusion.none": "투표 결과: {votes}. 표를 얻은 대답이 없다. 가중치가 아무 대답에도 투표하지 않는 토큰들에게 갔다.",
     "gm.follows": "{token}의 가중치는 {w}이고 대부분을 차지하며, 결론도 {token}의 대답이다: 모두 {token}의 대답을 따른다.",
-    "gm.largest": "{token}의 가중치({w})가 가장 크지만 대부분은 아니다: 나머지 토큰들의 가중치를 합하면 {rest}이다.",
+    "gm.largest": "{token}의 가중치({w})가 가장 크지만 절반에 못 미친다: 나머지 토큰들의 가중치를 합하면 {rest}이다.",
     "gm.weak": "{token}의 목소리는 상대적으로 약하다: 가중치가 {w}이고, {top}의 가중치는 {top_w}이다.",
     "gm.weaker": "softmax에 들어가는 {token}의 점수는 첫 번째 조모임에서 {s1}, 두 번째 조모임에서 {s2}이고, 가중치는 "
                  "첫 번째 조모임에서 {w1}, 두 번째 조모임에서 {w2}이다. 가중치를 정하는 것은 점수들 사이의 차이뿐이다. "
@@ -2040,7 +2045,7 @@ KO: dict[str, str] = {
                            "한 열씩 적용한다. 가중치는 위의 것을 전치한 것이고, 출력도 마찬가지이다.",
     "gm.notation.same": "두 출력은 같다: 열벡터 형태의 결과를 전치하면 행벡터 형태의 결과가 된다 (가장 큰 차이: {diff}). softmax가 적용되는 방향과 V가 곱해지는 위치 "
                         "때문에 Q와 K는 서로 역할을 바꿀 수 없다.",
-    "gm.notation.same.exact": "두 출력은 정확히 같다: 열벡터 형태의 결과를 전치하면 행벡터 형태의 결과와 똑같다 (차이 없음). "
+    "gm.notation.same.exact": "두 출력은 같다: 열벡터 형태의 결과를 전치하면 행벡터 형태의 결과와 정확히 같다 (차이 없음). "
                               "softmax가 적용되는 방향과 V가 곱해지는 위치 때문에 Q와 K는 서로 역할을 바꿀 수 없다.",
     # generic
     "generic.intro": "기록된 단계는 {n}개이다. 각 단계의 식과 값을 보인다.",
@@ -2184,7 +2189,7 @@ KO: dict[str, str] = {
     "page.hint_weights": "왼쪽의 Query 토큰을 클릭하면 그 Query를 고른다. 다른 Query 토큰을 더 클릭하면 여러 Query를 함께 "
                          "골라 가중치의 합을 본다. 잠그면 마우스를 올려도 고른 것이 유지된다. 칸이나 Key 토큰을 "
                          "클릭하면 그 가중치가 나온다. 이 페이지에는 가중치만 있고 가중치를 계산한 q, k, v는 없어서 "
-                         "계산 과정은 보일 수 없다.",
+                         "계산 과정은 보여 줄 수 없다.",
     "page.cell_weight": "한 칸의 가중치 (이 페이지에는 가중치만 있다)",
     "page.lock": "선택 잠그기",
     "page.unlock": "선택 풀기",
@@ -2269,7 +2274,7 @@ KO: dict[str, str] = {
     "page.st.scale": "÷ √d_k: 스케일링한 점수",
     "page.st.scale.other": "스케일링: 스케일링한 점수",
     "page.st.scale.text": "각 점수를 √d_k(= √{dk})로 나눈다. 그래야 q와 k의 차원이 커져도 점수가 함께 커지지 않는다.",
-    "page.st.scale.given": "각 점수에 기록된 스케일을 곱한다 ({formula}).",
+    "page.st.scale.given": "각 점수에 기록된 배율을 곱한다 ({formula}).",
     "page.st.mask": "마스크: 이 Query가 볼 수 없는 Key",
     "page.st.mask.text": "마스크된 Key는 softmax 전에 −∞가 되므로 가중치가 정확히 0이다.",
     "page.st.softmax": "softmax: e^s ÷ Σ e^s",
@@ -2296,7 +2301,7 @@ KO: dict[str, str] = {
     "page.st.residual": "R + Y: 잔차 연결",
     "page.st.residual.text": "어텐션의 출력에 입력을 같은 자리끼리 다시 더한다.",
     "page.whatif": "값을 바꿔 보면",
-    "page.whatif_serve": "값을 바꿔 보는 기능(점수, 스케일, √d_k, X나 W의 칸을 바꾸면 모든 숫자를 다시 계산한다)은 qkv serve에 있다. `qkv serve`를 실행하고 "
+    "page.whatif_serve": "값을 바꿔 보는 기능(점수, 배율, √d_k, X나 W의 칸을 바꾸면 모든 숫자를 다시 계산한다)은 qkv serve에 있다. `qkv serve`를 실행하고 "
                          "예제를 열라. 이 오프라인 페이지는 기록된 숫자만 보여 준다.",
     "page.whatif_meeting": "질문 단어들의 점수를 바꿔 조모임 2를 다시 연다 (기록된 점수: {recorded}, lot은 그대로 {lot}). "
                            "슬라이더의 각 위치는 이 페이지를 만들 때 qkv의 어텐션으로 계산했고, 페이지는 숫자를 찾아 "
@@ -2332,16 +2337,16 @@ KO: dict[str, str] = {
                           "[UNK](모르는 조각)이거나 자모로 쪼개진 글자({examples})이다. 그래서 {shows}. 한국어를 "
                           "읽는 모델은 어휘에 한글 음절이 들어 있는 모델이다. 예: {korean}. 그 모델 폴더(config.json, "
                           "model.safetensors, tokenizer.json)를 내려받아 --model DIR로 지정하라.",
-    "cli.reading.other": "{model} 모델은 이 글의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
+    "cli.reading.other": "{model} 모델은 이 텍스트의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
                          "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그래서 {shows}.",
     "cli.reading.text": "텍스트 {which}: {note}",
     "cli.reading.texts": "텍스트 {which}: {note}",
     "cli.text.empty": "텍스트가 비어 있다. {seen}. 문장을 입력하라 (예: \"The cat sat on the mat.\")",
     "cli.text.blank": "텍스트에 공백만 있다. {seen}. 문장을 입력하라 (예: \"The cat sat on the mat.\")",
-    "cli.text.seen.specials": "모델에는 입력한 단어가 하나도 들어가지 않고 모델 자신의 특수 토큰 {specials}만 남는다",
-    "cli.text.seen.none": "모델에는 입력한 단어가 하나도 들어가지 않는다",
+    "cli.text.seen.specials": "모델은 입력한 단어를 하나도 보지 못하고 자신의 특수 토큰 {specials}만 보게 된다",
+    "cli.text.seen.none": "모델은 입력한 단어를 하나도 보지 못한다",
     "cli.reading.shows.attention": "그 부분의 어텐션은 입력한 단어들 사이가 아니라 이 조각들 사이의 어텐션이다",
-    "cli.reading.shows.embedding": "그 부분의 임베딩은 입력한 단어가 아니라 이 조각들로 만들어진다",
+    "cli.reading.shows.embedding": "임베딩은 입력한 단어가 아니라 이 조각들로 만들어진다",
     "cli.wrote": "저장했다: {path}",
     "cli.ring.torch": "qkv ring에는 torch가 필요하다 (각 랭크가 torch.distributed로 실행된다): pip install torch (저장소 사본에서는 make torch: CPU 빌드)",
     # qkv bench
@@ -2645,7 +2650,7 @@ KO: dict[str, str] = {
     "help.example.about": "글에 나온 예제의 모든 숫자를 한 단계씩 계산하고 설명한다.",
     "help.example.name": "예제 이름 (기본값 self-attention). --list 참고",
     "help.example.list": "예제 목록을 보이고 끝낸다",
-    "help.example.what_if": "바꿔 보기 (페이지와 qkv serve가 주는 것과 같은 변경): 점수에 softmax 전에 곱할 수 "
+    "help.example.what_if": "바꿔 보기 (페이지와 qkv serve에서 할 수 있는 것과 같은 변경): 점수에 softmax 전에 곱할 수 "
                             "'factor=0.5', √d_k로 나누지 않기 'sqrt_dk=off', 입력 행렬의 한 칸 'x[1,0]=2' (행과 열은 "
                             "0부터 센다. 행렬은 예제에 있는 'x', 'memory', 'w_q', 'w_k', 'w_v', 'w_o'), 조모임의 점수 "
                             "'question[0]=50' (모임은 'lot'과 'question'). 여러 개를 이어 쓸 수 있다. 예제를 바꾼 "
@@ -2655,17 +2660,17 @@ KO: dict[str, str] = {
     "help.explain.file": ".toml이나 .json 예제 파일, 또는 JSON으로 저장한 트레이스",
     "help.generate": "인과 언어 모델로 프롬프트를 이어 쓴다 (GPT-2, Llama, Mistral, Qwen2)",
     "help.generate.about": "Hugging Face 체크포인트 디렉터리의 인과 언어 모델로 PROMPT를 이어 쓴다. qkv의 KV 캐시로 "
-                           "디코딩하며, 기본은 탐욕 디코딩이고 --sample을 주면 샘플링한다.",
+                           "디코딩하며, 기본은 탐욕 디코딩이고 --sample 옵션을 주면 샘플링한다.",
     "help.generate.prompt": "이어 쓸 텍스트",
     "help.generate.model": "체크포인트 디렉터리: config.json (model_type {kinds}), model.safetensors나 샤드 인덱스, "
                            "tokenizer.json",
     "help.generate.max_new_tokens": "새로 만들 토큰의 최대 수 (기본값 20)",
     "help.generate.sample": "가장 그럴듯한 토큰을 고르는 대신 샘플링한다",
-    "help.generate.temperature": "--sample과 함께: 로짓을 T로 나눈다 (기본값 1)",
-    "help.generate.top_k": "--sample과 함께: 가장 그럴듯한 토큰 K개 중에서만 뽑는다 (기본값: 모든 토큰)",
-    "help.generate.top_p": "--sample과 함께: 확률의 합이 P에 이르는 가장 작은 상위 토큰 집합에서 뽑는다 (기본값 1: "
+    "help.generate.temperature": "--sample 옵션과 함께: 로짓을 T로 나눈다 (기본값 1)",
+    "help.generate.top_k": "--sample 옵션과 함께: 가장 그럴듯한 토큰 K개 중에서만 뽑는다 (기본값: 모든 토큰)",
+    "help.generate.top_p": "--sample 옵션과 함께: 확률의 합이 P에 이르는 가장 작은 상위 토큰 집합에서 뽑는다 (기본값 1: "
                            "모든 토큰)",
-    "help.generate.seed": "--sample과 함께: 난수 시드 (기본값: 매번 새로 정한다)",
+    "help.generate.seed": "--sample 옵션과 함께: 난수 시드 (기본값: 매번 새로 정한다)",
     "help.generate.no_stop": "시퀀스 끝 토큰에서 멈추지 않는다",
     "help.generate.top": "단계마다 보여 줄 다른 후보의 수 (기본값 3)",
     "help.generate.json": "JSON으로 출력한다: id, 토큰, 텍스트, 단계마다의 확률",
@@ -2835,7 +2840,7 @@ KO: dict[str, str] = {
     "error.example.unknown": "없는 예제이다: {name}. 예제: {names}",
     "error.example.multi_head_query": "{value}: Multi-head attention 예제는 {token}만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 주어져 있다)",
     "error.example.factor": "{value}: 유한한 수여야 한다",
-    "error.example.factor_range": "{value}: ±{limit} 안의 수여야 한다 (그래야 모든 단계가 유한하다)",
+    "error.example.factor_range": "{value}: 모든 단계의 값이 유한하도록 ±{limit} 안의 수여야 한다",
     "error.example.kind": "없는 종류이다: {kind}",
     "error.example.meeting_query": "조모임 예제에는 --query가 없다 (두 모임 모두 lot의 질문을 따라간다)",
     "error.stdin.closed": "표준 입력이 닫혀 있어 읽을 것이 없다",
@@ -3015,7 +3020,7 @@ KO: dict[str, str] = {
     "error.spec.ndim.1": "수의 목록",
     "error.spec.ndim.2": "행렬(행의 목록)",
     "error.spec.ndim": "{n}차원 배열",
-    "error.spec.range": "모든 수는 유한하고 ±{limit} 안에 있어야 한다 (그래야 모든 단계가 유한하다)",
+    "error.spec.range": "모든 단계의 값이 유한하도록, 모든 수는 유한하고 ±{limit} 안에 있어야 한다",
     "error.spec.file_values": "값이 {values}개보다 많다. qkv가 설명하는 예제에는 수가 {most}개까지만 들어갈 수 있다 (docs/reliability.md 참고)",
     "error.spec.json_object": "JSON은 이름 붙은 필드로 이루어진 객체여야 한다 (받은 값: {got})",
     "error.spec.file_type": "알 수 없는 파일 형식 {suffix}: .toml이나 .json을 쓰라",
@@ -3024,7 +3029,7 @@ KO: dict[str, str] = {
     "error.spec.shape": "{what}이어야 한다 (받은 배열의 형태: {shape})",
     "error.spec.empty": "비어 있다 (형태 {shape})",
     "error.spec.too_many": "수가 {count}개이다 (형태 {shape}). 예제의 배열에는 {most}개까지 담을 수 있다",
-    "error.spec.out_of_range": "{where}의 값이 {value}이다. 모든 수는 유한하고 ±{limit} 안에 있어야 한다 (그래야 모든 단계가 유한하다)",
+    "error.spec.out_of_range": "{where}의 값이 {value}이다. 모든 단계의 값이 유한하도록, 모든 수는 유한하고 ±{limit} 안에 있어야 한다",
     "error.spec.too_deep": "{where}: 너무 깊이 중첩된 목록이다. {what}이어야 한다",
     "error.spec.not_bool": "{where}의 값이 {got}이다. true/false(또는 1/0)여야 한다",
     "error.spec.not_number": "{where}의 값이 {got}이다. 수여야 한다",
@@ -3085,7 +3090,7 @@ KO: dict[str, str] = {
     "error.trace.unreadable": "읽을 수 있는 qkv 트레이스가 아니다: {problem}",
     "error.trace.broken": "읽을 수 있는 qkv 트레이스가 아니다 ({reason})",
     "error.trace.misfit": "저장된 트레이스의 단계들이 서로 맞지 않는다 ({reason})",
-    "error.trace.title": "title은 문자열, meta는 객체여야 한다",
+    "error.trace.title": "title 값은 문자열, meta 값은 객체여야 한다",
     "error.trace.not_numbers": "단계 {step}에 수가 없다",
     "error.trace.not_finite": "단계 {step}에 {value} 값이 있다. 저장된 값은 유한해야 한다 (마스크만 -inf를 가질 수 있다)",
     "error.trace.tokens": "meta.{name}: 문자열의 목록이어야 한다",
@@ -3104,7 +3109,7 @@ KO: dict[str, str] = {
     "error.checkpoint.shard": "디렉터리에 없는 샤드를 가리킨다: {shard}",
     "error.checkpoint.absent": "인덱스에 따르면 이 샤드에 있어야 할 텐서가 없다: {name}",
     "error.checkpoint.no_weights": "없다: {single}도 {index}도 없다",
-    "error.checkpoint.pickled": "없다: {single}도 {index}도 없다 ({found} 파일은 있지만 qkv는 safetensors만 읽고 pickle은 절대 풀지 않는다. 예를 들어 save_pretrained(..., safe_serialization=True)로 변환하라)",
+    "error.checkpoint.pickled": "없다: {single}도 {index}도 없다 ({found} 파일은 있지만 qkv는 safetensors만 읽고 pickle 파일은 절대 풀지 않는다. 예를 들어 save_pretrained(..., safe_serialization=True)로 변환하라)",
     "error.bert.missing": "없다 (qkv는 BERT 인코더를 실행한다: model_type \"bert\")",
     "error.bert.model_type": "{value}: 지원하지 않는다 (qkv는 BERT 인코더를 실행한다: model_type \"bert\")",
     "error.bert.positions": "{value}: 지원하지 않는다. 상대 위치(distance_embedding 텐서)는 구현되어 있지 않다. transformers 5도 이 설정을 무시하고 절대 위치로 실행하지만, 그러면 체크포인트를 학습시킨 모델과 다른 모델이 된다",
@@ -3116,7 +3121,7 @@ KO: dict[str, str] = {
     "error.bert.pad": "{value}: 토큰 id가 아니다. vocab_size는 {vocab_size}이다 (id 0 … {last})",
     "error.rope.not_finite": "rope_theta {theta}(헤드 차원 {width})에서는 RoPE의 주파수가 float32로 유한하지 않다. 모델이 NaN을 계산하게 된다. rope_theta는 적당한 크기의 양수여야 한다 (Llama 2는 10000, Llama 3는 500000)",
     "error.rope.scaled_not_finite": "rope_theta = {theta}, 배율 설정 {scaling}(헤드 차원 {width})에서는 RoPE의 주파수가 float32로 유한하지 않다. 모델이 NaN을 계산하게 된다. rope_theta는 적당한 크기의 양수여야 한다 (Llama 2는 10000, Llama 3는 500000)",
-    "error.decoder.token_id": "토큰 id {id}: 어휘({vocab_size}개) 밖이다",
+    "error.decoder.token_id": "토큰 id {id}: 어휘({vocab_size}개)의 범위 밖이다",
     "error.decoder.positions": "토큰이 {n}개인데 모델이 학습한 위치는 {positions}개뿐이다 (n_positions)",
     "error.rope.dynamic": "토큰 {n}개: 동적 RoPE 배율 조정은 max_position_embeddings({positions})를 넘으면 주파수를 바꾸는데, qkv는 그 계산을 하지 않는다",
     "error.text.no_tokens": "텍스트에 토큰이 없다",
@@ -3310,7 +3315,7 @@ KO: dict[str, str] = {
     "cli.generate.integer": "{value}: {low} 이상의 정수여야 한다",
     "cli.generate.positive": "{value}: 0–9 숫자로 쓴 양수(예: 0.7)여야 한다",
     "cli.generate.probability": "{value}: (0, 1] 범위의 확률이어야 한다",
-    "cli.generate.needs_sample": "--temperature, --top-k, --top-p, --seed는 샘플링 방법을 정한다. --sample을 함께 지정하라 (기본은 탐욕 "
+    "cli.generate.needs_sample": "--temperature, --top-k, --top-p, --seed는 샘플링 방법을 정한다. --sample 옵션을 함께 지정하라 (기본은 탐욕 "
                                  "디코딩이다)",
     "cli.generate.not_causal": "{model}: {kind}이다. 인과 언어 모델이 아니다. generate에는 인과 언어 모델이 필요하다 "
                                "(예: gpt2, llama, qwen2)",
@@ -3441,28 +3446,32 @@ KO: dict[str, str] = {
     "whatif.no_sqrt": "조모임의 점수는 q와 k로 계산한 값이 아니라 주어진 값이므로 끌 수 있는 ÷√d_k가 없다",
     "serve.whatif.cells": "행렬 이름 → [[행, 열, 값], …] 꼴의 객체여야 한다",
     "serve.whatif.scores": "모임 이름 → [[위치, 점수], …] 꼴의 객체여야 한다",
-    "whatif.matrix": "이 예제에서 고칠 수 없는 행렬이다. 고칠 수 있는 행렬: {fields}",
-    "whatif.no_matrices": "이 예제에는 고칠 행렬이 없다. 점수를 고치라",
-    "serve.whatif.too_many": "고친 칸이 너무 많다 (최대 {limit}개)",
+    "whatif.matrix": "이 예제에서 바꿀 수 없는 행렬이다. 바꿀 수 있는 행렬: {fields}",
+    "whatif.no_matrices": "이 예제에는 바꿀 행렬이 없다. 점수를 바꾸라",
+    "serve.whatif.too_many": "바꾼 칸이 너무 많다 (최대 {limit}개)",
     "serve.whatif.cell": "[행, 열, 값]이어야 한다 (받은 값: {value})",
-    "whatif.index": "{row}행 {column}열은 {matrix}({rows} × {columns}, 행과 열은 0부터 센다)의 밖이다",
-    "whatif.scores_only": "주어진 점수를 고칠 수 있는 예제는 조모임뿐이다",
+    "whatif.index": "{row}행 {column}열은 {matrix}({rows} × {columns}, 행과 열은 0부터 센다)의 범위 밖이다",
+    "whatif.scores_only": "주어진 점수를 바꿀 수 있는 예제는 조모임뿐이다",
     "whatif.scene": "없는 모임이다: '{scene}'. 모임: {scenes}",
     "serve.whatif.score_cell": "[위치, 점수]여야 한다 (받은 값: {value})",
-    "whatif.score_index": "위치 {index}: 이 모임의 점수 {count}개 밖이다 (0부터 센다)",
-    "whatif.cli.form": "{item}: KEY=VALUE 꼴이어야 한다. 이 예제에서 바꿀 수 있는 것: {offers}",
+    "whatif.score_index": "위치 {index}: 이 모임의 점수 {count}개의 범위 밖이다 (위치는 0부터 센다)",
+    "whatif.cli.form": "{item}: 이름=값 꼴이어야 한다. 이 예제에서 바꿀 수 있는 것: {offers}",
     "whatif.cli.key": "{name}: 이 예제에서 바꿀 수 있는 것이 아니다. 바꿀 수 있는 것: {offers}",
     "whatif.cli.twice": "{name}: 두 번 지정했다. 한 번만 지정하라",
     "whatif.cli.switch": "sqrt_dk: on 또는 off여야 한다 (받은 값: {value})",
     "whatif.cli.number": "{name}: 0–9 숫자로 쓴 유한한 수(예: 0.5)여야 한다 (받은 값: {value})",
-    "whatif.cli.range": "{name}: ±{limit} 안의 수여야 한다 (그래야 모든 단계가 유한하다) (받은 값: {value})",
+    "whatif.cli.range": "{name}: 모든 단계의 값이 유한하도록 ±{limit} 안의 수여야 한다 (받은 값: {value})",
     "whatif.cli.index": "{name}: 칸은 {name}[행,열]로 지정하라. 행과 열은 0부터 센다 (예: {name}[0,1]=0.5)",
     "whatif.cli.position": "{name}: 점수는 {name}[위치]로 지정하라. 위치는 0부터 센다 (예: {name}[0]=50)",
-    "whatif.said": "바꿔 보기: {changes}. 아래의 수는 모두 바꾼 입력으로 다시 계산한 것이고, 결론도 이 수에서 "
-                   "나온 것이다. 글에 나온 수를 두고 한 참고 설명은 뺐다.",
+    "whatif.said": "바꿔 보기: {changes}. 아래의 수는 모두 바꾼 입력으로 다시 계산했고, 결론도 모두 이 수에서 "
+                   "끌어냈다. 글의 수를 두고 한 참고 설명은 뺐다.",
     "whatif.said.factor": "점수 × {factor}",
     "whatif.said.no_sqrt": "√d_k로 나누지 않음",
     "whatif.said.row": "{cell} (“{token}”의 행)",
+    "whatif.offer.number": "{key}=수",
+    "whatif.offer.switch": "{key}=on|off",
+    "whatif.offer.cell": "{key}[행,열]=수",
+    "whatif.offer.position": "{key}[위치]=점수",
     "serve.whatif.multi_head_query": "Multi-head attention 예제는 '{token}'만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 "
                                      "주어져 있다)",
     "serve.whatif.meeting_query": "조모임 예제에서는 Query를 고를 수 없다 (두 모임 모두 lot의 질문을 따라간다)",
@@ -3485,7 +3494,7 @@ KO: dict[str, str] = {
                               "입력한 단어들 사이가 아니라 이 조각들 사이의 어텐션이다. 한국어를 읽는 모델은 어휘에 한글 "
                               "음절이 들어 있는 모델이다. 예: {korean}. 그 모델 폴더(config.json, model.safetensors, "
                               "tokenizer.json)를 내려받아 qkv serve --model DIR로 실행하라.",
-    "serve.ui.readingOther": "{model} 모델은 이 글의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
+    "serve.ui.readingOther": "{model} 모델은 이 텍스트의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
                              "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그 부분의 어텐션은 입력한 단어들 "
                              "사이가 아니라 이 조각들 사이의 어텐션이다.",
     "serve.ui.layer": "층",
@@ -3536,14 +3545,14 @@ KO: dict[str, str] = {
                           "읽고 t번째 단어를 예측한다.",
     "serve.ui.crossCell": "한 칸의 계산 과정: {t}번째 단어 “{word}” (Query: “{prev}”에서의 상태) → 영어 단어 {j} “{k}”",
     "serve.ui.crossHover": "{t}번째 단어 “{word}” → “{k}”: {w}",
-    "serve.ui.whatIf": "만약 …라면? 입력을 바꾸면 아래의 모든 숫자를 qkv가 다시 계산한다",
+    "serve.ui.whatIf": "바꿔 보기: 입력을 바꾸면 아래의 모든 숫자를 qkv가 다시 계산한다",
     "serve.ui.factor": "점수 배율 {f}: softmax 전에 모든 점수에 이 값을 곱한다 (온도 {t})",
     "serve.ui.sqrtDk": "점수를 √d_k(= {root})로 나누기",
     "serve.ui.reset": "글의 숫자로 되돌리기",
-    "serve.ui.editInputs": "입력 고치기 (숫자를 누르고 새 값을 입력한 뒤 Enter 키)",
-    "serve.ui.editHeadOne": "헤드 1의 입력(Self-attention 예제)과 W_O 고치기",
+    "serve.ui.editInputs": "입력 바꾸기 (숫자를 누르고 새 값을 입력한 뒤 Enter 키)",
+    "serve.ui.editHeadOne": "헤드 1의 입력(Self-attention 예제)과 W_O 바꾸기",
     "serve.ui.questionScore": "{meeting}에서 질문 단어({tokens})의 점수: {s}",
-    "serve.ui.editScores": "모임마다 점수 고치기",
+    "serve.ui.editScores": "모임마다 점수 바꾸기",
     "serve.ui.lotWeight": "{meeting}에서 lot의 가중치: {w} (글의 숫자로는 {was})",
     "serve.ui.followed": "따라가는 Query “{q}”의 가중치",
     "serve.ui.asPost": "글의 숫자",

@@ -138,7 +138,7 @@ KO: dict[str, str] = {
                            "숫자로 적었다.",
     "page.lens.text.legend": "배경: 가중치 0(흰색)에서 1(진한 파랑)까지",
     "page.lens.neuron.title": "뉴런 보기: 차원별 q·k",
-    "page.lens.neuron.lead": "Query “{q}”(토큰 {qn})의 q와 Key “{k}”(토큰 {kn})의 k로 계산한 점수 q·k는 차원 i마다 하나씩인 "
+    "page.lens.neuron.lead": "Query “{q}”(토큰 {qn})의 q와 Key “{k}”(토큰 {kn})의 k로 계산한 점수 q·k는 차원 i마다 하나씩 나오는 "
                              "곱 q_i·k_i {dk}개의 합이다. 막대 하나가 곱 하나다(파랑: 양수, 빨강: 음수).",
     "page.lens.neuron.sum": "Σ q_i·k_i = {sum}, 기록된 점수 q·k: {score}.",
     "page.lens.neuron.same": "소수점 아래 {d}자리까지 같다.",
@@ -160,8 +160,8 @@ KO: dict[str, str] = {
     "error.terms.key_alone": "--key는 --terms가 적을 Key를 고른다. --terms도 함께 쓰라",
     "error.terms.key": "--key {value}에 해당하는 Key가 없다. Key 번호는 {first}부터 {last}까지다",
     "terms.title": "차원별 q·k: Query “{q}”(토큰 {qn}), 헤드 {head}",
-    "terms.lead": "d_k = {dk}. 점수 q·k는 차원 i마다 하나씩인 곱 q_i·k_i {dk}개의 합이고, 이를 √d_k로 나누면 스케일링한 "
-                  "점수다.",
+    "terms.lead": "d_k = {dk}. 점수 q·k는 차원 i마다 하나씩 나오는 곱 q_i·k_i {dk}개의 합이고, 이를 √d_k로 나누면 스케일링한 "
+                  "점수가 된다.",
     "terms.rotated": "(RoPE로 회전한 뒤의 q와 k: 점수는 이것으로 계산한다)",
     "terms.pair": "Key “{k}”(토큰 {kn}):",
     "terms.products_unrounded": "(곱은 반올림하지 않은 q_i와 k_i로 계산했다)",

@@ -53,6 +53,6 @@ EN.update({"formula.concat": "Concat(head₁, …, head_h)"})
 KO.update({"formula.concat": "Concat(헤드₁, …, 헤드_h)"})
 # the scores multiplied by a scale other than 1/√d_k, and the bias added to them, named in words
 EN.update({"sym.scores_scale": "scores·scale", "sym.bias": "+ bias", "sym.concat_heads": "Concat(heads)"})
-KO.update({"sym.scores_scale": "점수·스케일", "sym.bias": "+ 편향", "sym.concat_heads": "Concat(헤드)"})
+KO.update({"sym.scores_scale": "점수·배율", "sym.bias": "+ 편향", "sym.concat_heads": "Concat(헤드)"})
 EN.update({"step.part.head": "head {n}", "step.part.layer": "layer {n}", "step.sep": " / ", "step.scalar": "scalar"})
 KO.update({"step.part.head": "헤드 {n}", "step.part.layer": "층 {n}", "step.sep": " / ", "step.scalar": "스칼라"})
