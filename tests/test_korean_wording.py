@@ -183,3 +183,13 @@ CALQUES = [    # (name, pattern, why)
 def test_a_calque_found_once_is_not_written_again(pattern, why):
     found = {key: value for key, value in korean_tables().items() if re.search(pattern, value)}
     assert found == {}, (why, found)
+
+
+# ------------------------------------------------------------------------------------------ one copula
+def test_after_a_latin_word_or_symbol_the_copula_is_이다():
+    """74 Korean strings end a sentence on a Latin word or a formula; 71 wrote “Key이다”, “softmax(s)이다”, three
+    “열은 Key다”, “p = softmax(ℓ / T)다” (the page's and serve's matrix label said it beside page.lead.trace's
+    “열은 Key이다”). 다 after a vowel is right in speech; the catalogue writes one form."""
+    found = {key: value for key, value in korean_tables().items()
+             if re.search(r"[A-Za-z\)\]]다(?=[.,:;)\s]|$)", re.sub(r"\{[^}]*\}", "{}", value))}
+    assert found == {}, found

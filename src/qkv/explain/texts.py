@@ -2227,7 +2227,7 @@ KO: dict[str, str] = {
                    "빗금 친 회색: 마스크",
     "page.zoom_in": "확대",
     "page.zoom_out": "축소",
-    "page.matrix_label": "어텐션 가중치. 행은 Query, 열은 Key다. 화살표 키로 칸을 옮기면 그 칸의 계산 과정이 나온다",
+    "page.matrix_label": "어텐션 가중치. 행은 Query, 열은 Key이다. 화살표 키로 칸을 옮기면 그 칸의 계산 과정이 나온다",
     "page.matrix_keys": "키보드로는 Tab으로 토큰이나 행렬로 가서 Enter로 고른다. 행렬에서는 화살표 키로 칸을 옮긴다.",
     "page.flow_picture": "{tok}에 대한 헤드들의 출력이 하나의 출력이 된다: 나란히 이어 붙인 뒤 W_O를 곱한다",
     "page.contribution": "이 Key의 출력 기여도  ‖wⱼ·vⱼ‖ = wⱼ·‖vⱼ‖",
@@ -3573,7 +3573,7 @@ KO: dict[str, str] = {
     "serve.ui.multiHeadNote": "입력에서 계산되는 헤드는 헤드 1(Self-attention 예제)뿐이다. 헤드 2와 3은 글에 주어진 "
                               "출력이므로, 바꾼 값은 헤드 1과 W_O를 거쳐서만 결과에 닿는다.",
     "serve.ui.cellKeys": "키보드로는 Tab으로 행렬에 간 뒤 화살표 키로 칸을 옮긴다.",
-    "serve.ui.matrixLabel": "어텐션 가중치. 행은 Query, 열은 Key다. 화살표 키로 칸을 옮기면 그 칸의 계산 과정이 나온다",
+    "serve.ui.matrixLabel": "어텐션 가중치. 행은 Query, 열은 Key이다. 화살표 키로 칸을 옮기면 그 칸의 계산 과정이 나온다",
     "serve.ui.legendPlain": "색: 가중치 0(흰색)에서 1(진한 파랑)까지. 작은 가중치도 보이도록 가중치의 제곱근에 따라 "
                             "칠한다.",
 }

@@ -99,7 +99,7 @@ KO: dict[str, str] = {
     "error.next.k": "k는 1부터 {top}까지의 정수여야 한다. 받은 값: {value}",
     "page.next.title": "다음 토큰",
     "page.next.lead": "“{last}”(토큰 {position}) 다음에 올 토큰으로, 모델은 어휘의 토큰 {vocab}개 각각에 로짓 ℓ을 준다. "
-                      "확률은 이 모두에 대한 p = softmax(ℓ / T)다. 가장 가능성이 높은 토큰 {k}개:",
+                      "확률은 이 모두에 대한 p = softmax(ℓ / T)이다. 가장 가능성이 높은 토큰 {k}개:",
     "page.next.temperature": "온도 T = {t}",
     "page.next.slider": "각 온도의 확률은 qkv가 Python에서 토큰 {vocab}개 모두에 대해 softmax(ℓ / T)로 계산했다. "
                         "슬라이더는 그중 하나(온도 {n}개)를 고를 뿐이고, 페이지는 아무것도 계산하지 않는다.",
