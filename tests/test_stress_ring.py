@@ -5,6 +5,7 @@ left to hear it. Every process runs with a timeout.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -29,30 +30,69 @@ def _env(**extra: str) -> dict:
     return env
 
 
-@pytest.mark.parametrize("differ", [["--seq", "64"], ["--heads", "4"], ["--dtype", "float64"]],
-                         ids=["seq", "heads", "dtype"])
-def test_ranks_started_alike_by_hand_that_disagree_say_one_line_each(differ):
-    """Two ranks joined through torchrun's env:// variables, rank 1 with another size: before, each printed a
-    27-line traceback ending in agree()'s refusal; now each says it in one line naming its rank (exit 1)."""
+DIFFER = {"seq": ["--seq", "64"], "heads": ["--heads", "4"], "dtype": ["--dtype", "float64"]}
+
+# Ranks started by hand: each a process of its own with torchrun's env:// variables, running the `qkv` command's
+# main() with its own standard output and error (files) and exit code, ending through the interpreter's shutdown as
+# `python -m qkv` does (sys.exit in the forked rank). They are forked from one interpreter that
+# imported torch once: six fresh `python -m qkv ring` processes paid six `import torch` (~2.3 CPU-s each). The
+# command as a fresh process, under torchrun and the local spawner, is test_distributed's
+# test_qkv_ring_under_torchrun_and_local and the SIGKILL test below.
+BY_HAND = """
+import json, os, sys
+import torch, torch.distributed            # once, before the ranks are forked
+from qkv.cli import main
+
+children, mine = [], None
+for env, argv, out, err in json.loads(sys.argv[1]):
+    pid = os.fork()
+    if pid == 0:
+        os.environ.update(env)
+        for fd, path in ((1, out), (2, err)):
+            os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+        mine = argv
+        break
+    children.append(pid)
+if mine is not None:
+    sys.exit(main(mine))       # as `python -m qkv` ends: through the interpreter's own shutdown, whose words count too
+print(json.dumps([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]))
+"""
+
+
+@pytest.fixture(scope="module")
+def disagreeing_ranks(tmp_path_factory):
+    """Each case of DIFFER: two ranks joined through env:// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), rank 1
+    with another size; the three pairs run at once. Gives {case: [(exit code, stdout, stderr) by rank]}."""
     from qkv.distributed.launch import free_port
 
-    port = str(free_port())
-    procs = []
-    for rank in (0, 1):
-        argv = [sys.executable, "-m", "qkv", "ring", "--seq", "32", "--heads", "2", "--dim", "8", "--repeats", "1",
-                "--timeout", "60"] + (differ if rank == 1 else [])
-        env = _env(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-        procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    try:
-        outputs = [proc.communicate(timeout=TIMEOUT) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-    for rank, (proc, (out, err)) in enumerate(zip(procs, outputs)):
+    folder = tmp_path_factory.mktemp("by-hand")
+    jobs, where = [], []
+    for case, differ in DIFFER.items():
+        port = str(free_port())
+        for rank in (0, 1):
+            argv = ["ring", "--seq", "32", "--heads", "2", "--dim", "8", "--repeats", "1",
+                    "--timeout", "60"] + (differ if rank == 1 else [])
+            env = dict(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+            out, err = folder / f"{case}-{rank}.out", folder / f"{case}-{rank}.err"
+            jobs.append((env, argv, str(out), str(err)))
+            where.append((case, out, err))
+    done = subprocess.run([sys.executable, "-c", BY_HAND, json.dumps(jobs)], capture_output=True, text=True,
+                          timeout=TIMEOUT, env=_env())
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-3000:]
+    codes = json.loads(done.stdout)
+    ranks: dict = {}
+    for code, (case, out, err) in zip(codes, where):
+        ranks.setdefault(case, []).append((code, out.read_text(), err.read_text()))
+    return ranks
+
+
+@pytest.mark.parametrize("case", list(DIFFER))
+def test_ranks_started_alike_by_hand_that_disagree_say_one_line_each(disagreeing_ranks, case):
+    """Two ranks joined through torchrun's env:// variables, rank 1 with another size: before, each printed a
+    27-line traceback ending in agree()'s refusal; now each says it in one line naming its rank (exit 1)."""
+    for rank, (code, out, err) in enumerate(disagreeing_ranks[case]):
         lines = err.splitlines()
-        assert proc.returncode == 1 and len(lines) == 1, (rank, proc.returncode, err[-3000:])
+        assert code == 1 and len(lines) == 1, (rank, code, err[-3000:])
         assert lines[0].startswith(f"qkv: error: rank {rank} of 2: ring_attention: every rank must be called alike")
         assert out == ""
 
