@@ -522,16 +522,53 @@ def test_korean_typed_into_minilm_is_said_to_be_unread_on_the_command_line(comma
 
 
 def test_embed_names_the_texts_minilm_does_not_read(capsys):
-    """`qkv embed` gave no note (issue 29's leftovers): with several texts the pieces are counted together (the
-    tokenizer's own: "The cat sat." is 4 pieces, all read; the Korean sentence 16, none read) and the note names
-    the unread texts as embed's table numbers them, and says what is made of the pieces: the embedding."""
+    """`qkv embed` gave no note (issue 29's leftovers): the note names the unread texts as embed's table numbers
+    them, counts their pieces (the tokenizer's own: the Korean sentence is 16 pieces, none read; "The cat sat."
+    and "A dog." are read and not counted), and says what is made of the pieces: the embedding."""
     argv = ["embed", "The cat sat.", "나는 기계 학습을 좋아한다", "A dog."]
-    for lang, said in (("en", "text #1: minilm does not read Korean: 16 of the 23 pieces it sees are [UNK]"),
-                       ("ko", "텍스트 #1: minilm 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 23개 가운데 16개가")):
+    for lang, said in (("en", "text #1: minilm does not read Korean: 16 of the 16 pieces it sees are [UNK]"),
+                       ("ko", "텍스트 #1: minilm 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 16개 가운데 16개가")):
         assert main([*argv, "--lang", lang]) == 0
         err = " ".join(capsys.readouterr().err.split())
         assert said in err, err
         assert ("its embedding" if lang == "en" else "임베딩") in err and "어텐션" not in err, err
+
+
+def _unread_pieces(text: str) -> tuple[int, int]:
+    """(pieces MiniLM's tokenizer does not know, pieces it makes) of ``text``, special tokens left out: read from
+    the tokenizers library directly ([UNK] tokens; this text's other pieces are all whole words or accents)."""
+    from tokenizers import Tokenizer
+
+    from qkv.models.files import locate
+
+    tokenizer = Tokenizer.from_file(str(locate("minilm").tokenizer))
+    tokenizer.no_padding()                          # the file pads to 128 for sentence-transformers' batches
+    tokens = tokenizer.encode(text, add_special_tokens=False).tokens
+    return tokens.count("[UNK]"), len(tokens)
+
+
+def test_embed_says_does_not_read_korean_only_of_the_korean_texts(capsys):
+    """`qkv embed "고양이가 앉았다" "The cat" "café 猫"` said "texts #0, #2: minilm does not read Korean", and
+    counted both texts' pieces together, though #2 holds no Korean (the note chose its wording by whether any text
+    had Hangul). Each kind of unread text gets its own line: the Korean ones "does not read Korean", the others
+    "does not read part of this text", each counting only its own texts' pieces; a text read whole is named in
+    neither."""
+    texts = ["고양이가 앉았다", "The cat", "café 猫"]
+    korean_unk, korean_total = _unread_pieces(texts[0])
+    other_unk, other_total = _unread_pieces(texts[2])
+    assert korean_unk == korean_total and 0 < other_unk < other_total          # the case this test is about
+    for lang, korean_line, other_line in (
+            ("en", f"text #0: minilm does not read Korean: {korean_unk} of the {korean_total} pieces",
+             f"text #2: minilm does not read part of this text: {other_unk} of the {other_total} pieces"),
+            ("ko", f"텍스트 #0: minilm 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 {korean_total}개 가운데 {korean_unk}개가",
+             f"텍스트 #2: minilm 모델은 이 텍스트의 일부를 읽지 못한다. 이 모델이 보는 조각 {other_total}개 가운데 {other_unk}개가")):
+        assert main(["embed", *texts, "--lang", lang]) == 0
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        note = "qkv: note: " if lang == "en" else "qkv: 참고: "
+        assert len(lines) == 2 and all(line.startswith(note) for line in lines), lines
+        assert korean_line in lines[0] and other_line in lines[1], lines
+        assert ("Korean" if lang == "en" else "한국어") not in lines[1], lines
+        assert "#1" not in " ".join(lines), lines
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])

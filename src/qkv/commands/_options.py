@@ -53,8 +53,9 @@ def _tokenizer(model):
 def reading_note(model, text: str | Sequence[str], t, *, shows: str = "attention", encodings=None) -> str | None:
     """A note when the model's tokenizer does not read (part of) ``text`` — MiniLM takes Hangul apart into jamo
     and [UNK] — counted from its own output (`qkv.models.reading`, as serve's page says it); None when it reads
-    it all or has no `tokenizers.Tokenizer`. Several texts (`qkv embed`): their pieces counted together, and the
-    note names the texts (#0, #2: numbered as embed's table numbers them) that are not read. ``shows``: what the
+    it all or has no `tokenizers.Tokenizer`. Several texts (`qkv embed`): one note for the unread texts with Hangul
+    and one for the others, each naming its texts (#0, #2: numbered as embed's table numbers them) and counting
+    their pieces, so that "does not read Korean" is said only of Korean texts. ``shows``: what the
     command shows of those pieces ("attention", "embedding"; the text ``cli.reading.shows.SHOWS``). encodings: what
     `require_text` returned for the text (a list for several), so that the text is encoded once."""
     from ..models.reading import READS_KOREAN, reading
@@ -69,15 +70,26 @@ def reading_note(model, text: str | Sequence[str], t, *, shows: str = "attention
     unread = [i for i, one in enumerate(found) if one.unread]
     if not unread:
         return None
-    examples = tuple(dict.fromkeys(piece for i in unread for piece in found[i].examples))[:6]
-    note = t("cli.reading.korean" if any(one.hangul for one in found) else "cli.reading.other",
-             model=getattr(model, "name", "model"), n=sum(one.unread for one in found),
-             total=sum(one.pieces for one in found), examples=" ".join(examples), korean=READS_KOREAN,
-             shows=t(f"cli.reading.shows.{shows}"))
+
+    def note(group: list[int]) -> str:
+        examples = tuple(dict.fromkeys(piece for i in group for piece in found[i].examples))[:6]
+        korean = any(found[i].hangul for i in group)
+        return t("cli.reading.korean" if korean else "cli.reading.other",
+                 model=getattr(model, "name", "model"), n=sum(found[i].unread for i in group),
+                 total=sum(found[i].pieces for i in group), examples=" ".join(examples), korean=READS_KOREAN,
+                 shows=t(f"cli.reading.shows.{shows}"))
+
     if not several:
-        return note
-    which = ", ".join(f"#{i}" for i in unread[:5]) + (", …" if len(unread) > 5 else "")
-    return t("cli.reading.text" if len(unread) == 1 else "cli.reading.texts", which=which, note=note)
+        return note(unread)
+    # One note for the texts with Hangul ("does not read Korean") and one for the others: a claim about Korean is
+    # said only of the texts it is true of, and each note counts only its own texts' pieces.
+    notes = []
+    for group in ([i for i in unread if found[i].hangul], [i for i in unread if not found[i].hangul]):
+        if group:
+            which = ", ".join(f"#{i}" for i in group[:5]) + (", …" if len(group) > 5 else "")
+            notes.append(t("cli.reading.text" if len(group) == 1 else "cli.reading.texts", which=which,
+                           note=note(group)))
+    return "\n".join(notes)
 
 
 def require_text(text: str, t, *, model=None, field: str = "TEXT", number: int | None = None):

@@ -56,8 +56,8 @@ def handler(args: argparse.Namespace) -> int:
         which = f"#{', #'.join(map(str, cut[:5]))}{', …' if len(cut) > 5 else ''}"
         print(t("cli.note", text=t("cli.embed.truncated", n=len(cut), which=which, max=max(lengths))), file=sys.stderr)
     unread = reading_note(model, texts, t, shows="embedding", encodings=encodings)   # Korean into MiniLM: said so
-    if unread:
-        print(t("cli.note", text=unread), file=sys.stderr)
+    for line in (unread or "").splitlines():          # one line for the Korean texts, one for the others
+        print(t("cli.note", text=line), file=sys.stderr)
     if args.json:
         text = json.dumps({"format": "qkv-embeddings", "model": model.name, "shape": list(embeddings.shape),
                            "normalized": model.pooling.normalize, "pooling": list(model.pooling.modes),
