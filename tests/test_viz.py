@@ -932,3 +932,31 @@ def test_a_grid_names_each_panel_once():
     one_head = viz.attention_grid(weights[:, [3]], heads=[3], lang="ko")
     assert [ax.get_title() for ax in one_head.axes if ax.get_title()] == [f"층 {l}, 헤드 3" for l in range(6)]
     assert not any(ax.get_ylabel() for ax in one_head.axes if ax.images)
+
+
+def _imshow_bytes(image: np.ndarray, extent) -> np.ndarray:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = Figure(figsize=(3, 2), dpi=100)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    ax.imshow(image, extent=extent, interpolation="nearest")
+    ax.set_xlim(0, 10)
+    ax.set_ylim(6, 0)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba()).copy()
+
+
+@pytest.mark.parametrize("extent", [(0.3, 9.6, 5.7, 0.2), (1, 4, 3, 1), (-2, 12, 8, -1)])
+def test_a_blocks_image_is_drawn_to_the_bytes_of_its_float64_colours(extent):
+    # _drawn_as_bytes hands imshow float32 RGBA in place of float64 RGB: the drawn bytes must be the same,
+    # at values on and next to every byte boundary (k/255 ± 1e-9), 0 and 1, at any extent (clipped too)
+    from qkv.viz.figures import _drawn_as_bytes
+
+    k = np.arange(256) / 255.0
+    values = np.clip(np.concatenate([k, k - 1e-9, k + 1e-9, np.random.default_rng(0).random(256 * 3)]), 0, 1)
+    rgb = np.stack([values, values[::-1], np.roll(values, 100)], axis=-1).reshape(32, 48, 3)
+    drawn = _imshow_bytes(_drawn_as_bytes(rgb), extent)
+    assert np.array_equal(drawn, _imshow_bytes(rgb, extent))
+    assert len(np.unique(drawn[..., 0])) > 200          # the image's cells are drawn, not a flat colour

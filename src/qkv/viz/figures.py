@@ -462,6 +462,23 @@ def _tint(values: np.ndarray, col_heads: np.ndarray | None, row_heads: np.ndarra
     return 1.0 - strength[..., None] * (1.0 - base)
 
 
+def _drawn_as_bytes(rgb: np.ndarray) -> np.ndarray:
+    """An RGB image of floats 0…1 as an RGBA float32 image that imshow draws to the same bytes, in less time.
+
+    matplotlib resamples an image at the size it is drawn, in its own float type, and makes bytes of the result
+    as ``int(255 · value)``; for an RGB float64 image it first adds an alpha channel (float64), so a block
+    drawn 240 × 320 pixels is resampled as 2.4 MB of floats, divided by its alpha and cut to bytes. Given
+    each channel as the middle of the byte it would become ((b + ½) / 255 in float32; 1 for 255) and an alpha of
+    1, the same bytes come out of half the floats (the drawing of the projection figure's 25 blocks 0.14 →
+    0.09 s of CPU in a fresh process; nearest-neighbour resampling copies values, the ten example figures'
+    pixels are unchanged)."""
+    made = (np.asarray(rgb, dtype=np.float64) * 255).astype(np.uint8)       # matplotlib's bytes of the floats
+    image = np.empty(made.shape[:2] + (4,), dtype=np.float32)
+    image[..., :3] = np.minimum(made + np.float32(0.5), np.float32(255)) / np.float32(255)
+    image[..., 3] = 1
+    return image
+
+
 def _head_cmap(head: int) -> mcolors.Colormap:
     """The weight scale in a head's colour: white at 0 to the head's colour at 1 (shaded by √weight)."""
     colour = _style.HEAD_COLOURS[head % len(_style.HEAD_COLOURS)]
@@ -580,7 +597,7 @@ def _draw_block(ax, x0: float, y0: float, values: np.ndarray, *, cell: float, ro
     width, height = cols * cell, rows * row_cell
     image = _weights_rgb(values, blocked, head) if weights else _tint(values, col_heads, row_heads)
     ax.set_autoscale_on(False)
-    ax.imshow(image, extent=(x0, x0 + width, y0 + height, y0), interpolation="nearest", zorder=1)
+    ax.imshow(_drawn_as_bytes(image), extent=(x0, x0 + width, y0 + height, y0), interpolation="nearest", zorder=1)
     if blocked is not None and blocked.any():
         _hatch_cells(ax, blocked, x0, y0, cell, row_cell)
     _add_outline(ax, _rect(x0, y0, width, height))
