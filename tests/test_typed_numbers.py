@@ -54,8 +54,8 @@ def test_a_meetings_score_in_other_digits_is_refused(capsys):
 def test_what_if_numbers_with_spaces_and_the_minus_sign_still_read():
     from qkv import examples
 
-    changes = examples.changes_from("self-attention", ["factor = 0.5 ", "\tx[2,1]=−2"])
-    assert changes.factor == 0.5 and changes.cells == {"x": ((2, 1, -2.0),)}
+    changes = examples.changes_from("self-attention", ["factor = 0.5 ", "\tx[2,1]=−2"])     # love's row, column 1
+    assert changes.factor == 0.5 and changes.cells == {"x": ((1, 1, -2.0),)}
 
 
 @pytest.mark.parametrize("option", ["--temperature", "--top-p"])

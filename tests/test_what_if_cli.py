@@ -45,8 +45,10 @@ def _close(printed: str, value: float) -> bool:
     return abs(float(printed) - value) <= 0.5 * 10.0 ** Decimal(printed).as_tuple().exponent + 1e-12
 
 
-CASES = [("self-attention", ["factor=0.5", "x[1,0]=2"], dict(factor=0.5, cells=[("x", 1, 0, 2.0)])),
-         ("cross-attention", ["memory[0,1]=3", "sqrt_dk=off"], dict(sqrt_dk=False, cells=[("memory", 0, 1, 3.0)])),
+# typed as the example numbers things (a token's row of x or memory from 1, as the posts and --query; columns and
+# a W's rows from 0, array subscripts), computed at the API's indices (from 0)
+CASES = [("self-attention", ["factor=0.5", "x[2,0]=2"], dict(factor=0.5, cells=[("x", 1, 0, 2.0)])),
+         ("cross-attention", ["memory[1,1]=3", "sqrt_dk=off"], dict(sqrt_dk=False, cells=[("memory", 0, 1, 3.0)])),
          ("self-attention", ["w_k[1,1]=-2.5", "factor=3"], dict(factor=3.0, cells=[("w_k", 1, 1, -2.5)]))]
 
 
@@ -80,13 +82,16 @@ def test_a_what_ifs_printed_numbers_are_those_of_the_changed_inputs(name, change
 
 
 def test_the_what_if_is_said_with_the_changed_row_named(capsys):
-    assert main(["example", "self-attention", "--what-if", "factor=0.5", "x[1,0]=2"]) == 0
-    assert "What if: scores × 0.5, x[1,0] = 2 (the row of “love”)." in " ".join(capsys.readouterr().out.split())
+    # “love” is token 2 of the post, printed so at the top ("Numbers count from 1 here"); the what-if reads and
+    # says its row by that number
+    assert main(["example", "self-attention", "--what-if", "factor=0.5", "x[2,0]=2"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "“love” is token 2" in out and "What if: scores × 0.5, x[2,0] = 2 (the row of “love”)." in out, out
 
 
 @pytest.mark.parametrize("name, change, said", [
     ("self-attention", "foo=1", "'foo' is not a change this example offers; it offers: factor=NUMBER, sqrt_dk=on|off, "
-                                "x[ROW,COLUMN]=NUMBER, w_q[ROW,COLUMN]=NUMBER"),
+                                "x[TOKEN,COLUMN]=NUMBER, w_q[ROW,COLUMN]=NUMBER"),
     ("self-attention", "factor=abc", "factor: expected a finite number written with the digits 0–9 (such as 0.5), got 'abc'"),
     ("self-attention", "factor=nan", "factor: expected a finite number written with the digits 0–9 (such as 0.5), got 'nan'"),
     # finite but beyond ±1e30, the bound of every input number: factor=1e308 printed NaN rows and two NumPy
@@ -94,16 +99,38 @@ def test_the_what_if_is_said_with_the_changed_row_named(capsys):
     ("self-attention", "factor=1e308", "factor: expected a number within ±1e+30 (so that every step stays finite), "
                                        "got '1e308'"),
     ("group-meeting", "factor=-1e31", "factor: expected a number within ±1e+30"),
-    ("self-attention", "x[1,0]=1e200", "x[1,0]: expected a number within ±1e+30"),
-    ("group-meeting", "lot[0]=1e308", "lot[0]: expected a number within ±1e+30"),
+    ("self-attention", "x[2,0]=1e200", "x[2,0]: expected a number within ±1e+30"),
+    ("group-meeting", "lot[1]=1e308", "lot[1]: expected a number within ±1e+30"),
     ("self-attention", "factor=1e30", None),
-    ("self-attention", "x[9,0]=1", "row 9, column 0 is outside x (4 × 2"),
-    ("self-attention", "x[1]=1", "x: name a cell as x[ROW,COLUMN]"),
+    # a cell that is not one: the rows and columns it has, numbered as the example numbers them
+    ("self-attention", "x[9,0]=1", "x[9,0]: x (4 × 2) has no such cell: its rows are the tokens 1–4, numbered from 1 "
+                                   "as this example numbers its tokens, and its columns 0–1, counted from 0"),
+    ("self-attention", "x[-1,0]=1", "x[-1,0]: x (4 × 2) has no such cell: its rows are the tokens 1–4"),
+    ("self-attention", "x[0,0]=1", "x[0,0]: x (4 × 2) has no such cell: its rows are the tokens 1–4"),
+    ("self-attention", "x[1,2]=1", "x[1,2]: x (4 × 2) has no such cell: its rows are the tokens 1–4, numbered from 1 "
+                                   "as this example numbers its tokens, and its columns 0–1"),
+    ("cross-attention", "memory[5,0]=1", "memory[5,0]: memory (4 × 2) has no such cell: its rows are the tokens 1–4"),
+    ("self-attention", "w_q[2,0]=1", "w_q[2,0]: w_q (2 × 2) has no such cell: its rows are 0–1 and its columns 0–1, "
+                                     "counted from 0"),
+    ("projection", "w_o[-1,0]=1", "w_o[-1,0]: w_o (8 × 8) has no such cell: its rows are 0–7"),
+    ("self-attention", "x[1]=1", "x: name a cell as x[TOKEN,COLUMN], the token numbered as this example numbers its "
+                                 "tokens (from 1), the column counted from 0 (e.g. x[1,0]=0.5)"),
+    ("self-attention", "w_v[1]=1", "w_v: name a cell as w_v[ROW,COLUMN], rows and columns counted from 0"),
+    ("self-attention", "x[a,0]=1", "x: name a cell as x[TOKEN,COLUMN]"),
+    ("self-attention", "x[２,0]=1", "x: name a cell as x[TOKEN,COLUMN]"),
+    ("self-attention", "x[1,0]=1", None),
+    ("self-attention", "x[4,1]=1", None),
+    ("self-attention", "w_q[0,1]=1", None),
     ("self-attention", "sqrt_dk=maybe", "sqrt_dk: expected on or off, got 'maybe'"),
     ("self-attention", "factor", "'factor': expected KEY=VALUE"),
-    ("group-meeting", "question[8]=5", "position 8 is outside the meeting's 8 scores"),
+    ("group-meeting", "question[9]=5", "question[9]: the meeting has no such token: its 8 scores are those of tokens "
+                                       "1–8, numbered from 1 as this example numbers its tokens"),
+    ("group-meeting", "lot[0]=5", "lot[0]: the meeting has no such token: its 4 scores are those of tokens 1–4"),
+    ("group-meeting", "lot[1,2]=5", "lot: name a score as lot[TOKEN], the token numbered as this example numbers its "
+                                    "tokens (from 1; e.g. lot[1]=50)"),
+    ("group-meeting", "lot[4]=5", None),
     ("group-meeting", "sqrt_dk=off", "no ÷√d_k"),
-    ("group-meeting", "x[0,0]=1", "it offers: factor=NUMBER, lot[POSITION]=SCORE, question[POSITION]=SCORE"),
+    ("group-meeting", "x[0,0]=1", "it offers: factor=NUMBER, lot[TOKEN]=SCORE, question[TOKEN]=SCORE"),
     ("projection", "w_o[0,0]=1", None),
 ])
 def test_a_bad_what_if_is_one_line_naming_it(name, change, said, capsys):
@@ -116,8 +143,18 @@ def test_a_bad_what_if_is_one_line_naming_it(name, change, said, capsys):
 
 
 def test_a_what_if_is_said_in_korean(capsys):
-    assert main(["example", "group-meeting", "--what-if", "lot[0]=x", "--lang", "ko"]) == 2
-    assert "qkv: 오류: --what-if: lot[0]: 0–9 숫자로 쓴 유한한 수(예: 0.5)여야 한다 (받은 값: 'x')" in capsys.readouterr().err
+    assert main(["example", "group-meeting", "--what-if", "lot[1]=x", "--lang", "ko"]) == 2
+    assert "qkv: 오류: --what-if: lot[1]: 0–9 숫자로 쓴 유한한 수(예: 0.5)여야 한다 (받은 값: 'x')" in capsys.readouterr().err
+    for change, said in (("x[0,0]=1", "x[0,0]: x(4 × 2)에 없는 칸이다. 행은 토큰 1–4이고 이 예제가 토큰을 세는 대로 1부터 "
+                                      "세며, 열은 0–1이고 0부터 센다"),
+                         ("w_q[0,5]=1", "w_q[0,5]: w_q(2 × 2)에 없는 칸이다. 행은 0–1, 열은 0–1이고 0부터 센다"),
+                         ("x[1]=1", "x: 칸은 x[토큰,열]로 지정하라. 토큰은 이 예제가 토큰을 세는 대로 1부터, 열은 0부터 "
+                                    "센다 (예: x[1,0]=0.5)")):
+        assert main(["example", "self-attention", "--what-if", change, "--lang", "ko"]) == 2
+        assert f"qkv: 오류: --what-if: {said}" in capsys.readouterr().err
+    assert main(["example", "group-meeting", "--what-if", "question[0]=1", "--lang", "ko"]) == 2
+    assert ("question[0]: 이 모임에 없는 토큰이다. 점수 8개는 토큰 1–8의 점수이고, 토큰은 이 예제가 토큰을 세는 대로 1부터 "
+            "센다") in capsys.readouterr().err
 
 
 def test_the_help_says_it(capsys):

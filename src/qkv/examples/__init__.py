@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .._io import as_number
+from .._io import as_int, as_number
 from ..errors import InputError
 from ..spec import MAX_MAGNITUDE, parse_spec, read_array, read_digits, read_notes, resolve_query
 from ..trace import Trace
@@ -161,24 +161,39 @@ def what_ifs(name: str) -> dict[str, tuple[int, ...]]:
     return offered
 
 
+TOKEN_ROWS = ("x", "memory")       # matrices whose rows are tokens (every other row and column is an array subscript)
+
+
+def _base(name: str) -> int:
+    """The number the example gives its first token (1 in every shipped example: each counts as its post does);
+    `changes_from` reads a token's row of x or memory and a meeting's position in it, as ``--query`` reads a
+    token's number. Columns, and the rows of a W, are array subscripts, counted from 0 (docs/examples.md)."""
+    return int(load(name).get("token_base", 0) or 0)
+
+
 def _offers(name: str) -> "_Worded":
     """The changes an example offers, written as they are typed, the placeholders in the reader's language:
-    factor=NUMBER, x[ROW,COLUMN]=NUMBER, … (factor=수, x[행,열]=수, … in Korean)."""
+    factor=NUMBER, x[TOKEN,COLUMN]=NUMBER, w_q[ROW,COLUMN]=NUMBER, lot[TOKEN]=SCORE, … (factor=수, x[토큰,열]=수, …
+    in Korean)."""
     from ..explain import texts
 
     forms = {0: "whatif.offer.number", 1: "whatif.offer.position", 2: "whatif.offer.cell"}
     offered = what_ifs(name)
     return _Worded(lambda lang: ", ".join(
-        texts.text(lang, "whatif.offer.switch" if key == "sqrt_dk" else forms[len(shape)], key=key)
+        texts.text(lang, "whatif.offer.switch" if key == "sqrt_dk" else "whatif.offer.token_cell"
+                   if key in TOKEN_ROWS else forms[len(shape)], key=key)
         for key, shape in offered.items()))
 
 
 def changes_from(name: str, items, *, field: str = "--what-if") -> Changes:
     """A `Changes` from what-ifs typed as ``KEY=VALUE`` (``qkv example NAME --what-if …``): ``factor=0.5`` (the
-    scores times 0.5 before the softmax), ``sqrt_dk=off``, ``x[1,2]=0.5`` (a cell of an input matrix, row and
-    column counted from 0 as in `Changes`), ``question[0]=50`` (a group meeting's given score). A bad key, value
-    or index is an InputError naming it and listing what the example offers (`what_ifs`)."""
-    offered = what_ifs(name)
+    scores times 0.5 before the softmax), ``sqrt_dk=off``, ``x[2,0]=0.5`` (a cell of an input matrix),
+    ``question[1]=50`` (a group meeting's given score). Numbered as the example numbers everything else: a row of x
+    or memory and a meeting's position are tokens, numbered from the example's ``token_base`` (1 in every shipped
+    example, as in the posts and as ``--query`` reads them: “love” is x's row 2); columns and a W's rows are array
+    subscripts, counted from 0. The `Changes` returned counts from 0, as the API does. A bad key, value or index
+    is an InputError naming it and listing what the example offers (`what_ifs`), or the rows and columns it has."""
+    offered, base = what_ifs(name), _base(name)
     factor, sqrt_dk, cells, scores, seen = 1.0, True, {}, {}, set()
     for item in items:
         match = _ITEM.fullmatch(str(item))
@@ -209,18 +224,23 @@ def changes_from(name: str, items, *, field: str = "--what-if") -> Changes:
                 raise _said(field, "whatif.cli.key", name=repr(written[:20]), offers=_offers(name))
             factor = number
             continue
-        parts = [] if index is None else [p.strip() for p in index.split(",")]
-        if len(parts) != len(shape) or not all(p.isascii() and p.isdigit() for p in parts):
-            raise _said(field, "whatif.cli.index" if len(shape) == 2 else "whatif.cli.position", name=key)
-        where = tuple(int(p) for p in parts)
+        tokens = len(shape) == 1 or key in TOKEN_ROWS             # its rows (a meeting's positions) are tokens
+        typed = [] if index is None else [as_int(p) for p in index.split(",")]      # digits 0–9, as --query
+        if len(typed) != len(shape) or None in typed:
+            raise _said(field, "whatif.cli.position" if len(shape) == 1 else
+                        "whatif.cli.index.tokens" if tokens else "whatif.cli.index", name=key, base=base)
+        first = base if tokens else 0
+        where = (typed[0] - first, *typed[1:])                  # the API's, from 0
+        if not all(0 <= n < size for n, size in zip(where, shape)):
+            rows, cell = f"{first}–{first + shape[0] - 1}", written.replace(" ", "")
+            if len(shape) == 1:
+                raise _said(field, "whatif.cli.score_outside", name=cell, count=shape[0], range=rows, base=base)
+            raise _said(field, "whatif.cli.cell_outside.tokens" if tokens else "whatif.cli.cell_outside", name=cell,
+                        matrix=key, shape=f"{shape[0]} × {shape[1]}", rows=rows, columns=f"0–{shape[1] - 1}",
+                        base=base)
         if len(shape) == 2:
-            if not (where[0] < shape[0] and where[1] < shape[1]):
-                raise _said(field, "whatif.index", row=where[0], column=where[1], matrix=key, rows=shape[0],
-                            columns=shape[1])
             cells.setdefault(key, []).append((*where, number))
         else:
-            if not where[0] < shape[0]:
-                raise _said(field, "whatif.score_index", index=where[0], count=shape[0])
             scores.setdefault(key, []).append((where[0], number))
     return Changes(factor, sqrt_dk, {m: tuple(e) for m, e in cells.items()}, {k: tuple(e) for k, e in scores.items()})
 

@@ -342,7 +342,10 @@ def _title(ctx: Context) -> None:
 
 
 def _what_if_said(ctx: Context, what_if: dict) -> str:
-    """A what-if's changes as they are typed (`qkv example NAME --what-if`): scores × 0.5, no ÷√d_k, x[1,2] = 0.5."""
+    """A what-if's changes as they are typed (`qkv example NAME --what-if`): scores × 0.5, no ÷√d_k, x[2,0] = 0.5 —
+    a row of x or memory and a meeting's position numbered as the example numbers its tokens (`token_base`),
+    columns and a W's rows from 0, as `qkv.examples.changes_from` reads them."""
+    base = ctx.info.token_base
     said = []
     if what_if.get("factor", 1.0) != 1.0:
         said.append(ctx.t("whatif.said.factor", factor=f"{what_if['factor']:g}"))
@@ -350,11 +353,11 @@ def _what_if_said(ctx: Context, what_if: dict) -> str:
         said.append(ctx.t("whatif.said.no_sqrt"))
     tokens = {"x": list(ctx.info.tokens), "memory": list(ctx.info.key_tokens)}
     for matrix, edits in (what_if.get("cells") or {}).items():
-        rows = tokens.get(matrix) or []        # a row of x or memory is a token's: named, as indices count from 0
-        said += [ctx.t("whatif.said.row", cell=f"{matrix}[{i},{j}] = {value:g}", token=rows[i]) if i < len(rows)
+        rows = tokens.get(matrix) or []        # a row of x or memory is a token's: numbered as tokens are, and named
+        said += [ctx.t("whatif.said.row", cell=f"{matrix}[{i + base},{j}] = {value:g}", token=rows[i]) if i < len(rows)
                  else f"{matrix}[{i},{j}] = {value:g}" for i, j, value in edits]
     for meeting, edits in (what_if.get("scores") or {}).items():
-        said += [f"{meeting}[{j}] = {value:g}" for j, value in edits]
+        said += [f"{meeting}[{j + base}] = {value:g}" for j, value in edits]
     return ", ".join(said) or "—"
 
 

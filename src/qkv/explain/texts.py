@@ -887,10 +887,11 @@ EN: dict[str, str] = {
     "help.example.list": "list the examples and exit",
     "help.example.what_if": "a what-if, the changes the page and qkv serve offer: factor=NUMBER (the scores times NUMBER "
                             "before the softmax), sqrt_dk=off (no ÷√d_k), MATRIX[ROW,COLUMN]=NUMBER (a cell of an input "
-                            "matrix, counted from 0: x, memory, w_q, w_k, w_v, w_o as the example has them), "
-                            "MEETING[POSITION]=SCORE (the group meeting's lot or question). Several may follow; the "
-                            "example is computed again from the changed inputs and every conclusion drawn from the "
-                            "new numbers. E.g. --what-if factor=0.5 \"x[1,0]=2\"",
+                            "matrix: x, memory, w_q, w_k, w_v, w_o as the example has them; a row of x or memory is a "
+                            "token, numbered as the example numbers its tokens, every other row and column counted "
+                            "from 0), MEETING[TOKEN]=SCORE (the group meeting's lot or question). Several may follow; "
+                            "the example is computed again from the changed inputs and every conclusion drawn from the "
+                            "new numbers. E.g. --what-if factor=0.5 \"x[2,0]=2\" (love's row)",
     "help.explain": "explain your own example file (TOML/JSON) step by step",
     "help.explain.about": "Derive the step-by-step walkthrough for an example file of your own (see docs/examples.md).",
     "help.explain.file": "a .toml or .json example file, or a saved JSON trace",
@@ -1713,7 +1714,17 @@ EN: dict[str, str] = {
     "whatif.cli.number": "{name}: expected a finite number written with the digits 0–9 (such as 0.5), got {value}",
     "whatif.cli.range": "{name}: expected a number within ±{limit} (so that every step stays finite), got {value}",
     "whatif.cli.index": "{name}: name a cell as {name}[ROW,COLUMN], rows and columns counted from 0 (e.g. {name}[0,1]=0.5)",
-    "whatif.cli.position": "{name}: name a score as {name}[POSITION], counted from 0 (e.g. {name}[0]=50)",
+    "whatif.cli.index.tokens": "{name}: name a cell as {name}[TOKEN,COLUMN], the token numbered as this example numbers "
+                               "its tokens (from {base}), the column counted from 0 (e.g. {name}[{base},0]=0.5)",
+    "whatif.cli.position": "{name}: name a score as {name}[TOKEN], the token numbered as this example numbers its "
+                           "tokens (from {base}; e.g. {name}[{base}]=50)",
+    "whatif.cli.cell_outside": "{name}: {matrix} ({shape}) has no such cell: its rows are {rows} and its columns "
+                               "{columns}, counted from 0",
+    "whatif.cli.cell_outside.tokens": "{name}: {matrix} ({shape}) has no such cell: its rows are the tokens {rows}, "
+                                      "numbered from {base} as this example numbers its tokens, and its columns "
+                                      "{columns}, counted from 0",
+    "whatif.cli.score_outside": "{name}: the meeting has no such token: its {count:score is that of token|scores are those of tokens} "
+                                "{range}, numbered from {base} as this example numbers its tokens",
     "whatif.said": "What if: {changes}. Every number below is computed again from the changed inputs, and every "
                    "conclusion is drawn from those numbers; the post's notes, which speak of its own numbers, are "
                    "left out.",
@@ -1724,7 +1735,8 @@ EN: dict[str, str] = {
     "whatif.offer.number": "{key}=NUMBER",
     "whatif.offer.switch": "{key}=on|off",
     "whatif.offer.cell": "{key}[ROW,COLUMN]=NUMBER",
-    "whatif.offer.position": "{key}[POSITION]=SCORE",
+    "whatif.offer.token_cell": "{key}[TOKEN,COLUMN]=NUMBER",
+    "whatif.offer.position": "{key}[TOKEN]=SCORE",
     "serve.whatif.multi_head_query": "the multi-head example follows '{token}' only (heads 2 and 3 are given "
                                      "for that token)",
     "serve.whatif.meeting_query": "the group meeting has no query to choose (each meeting follows lot's question)",
@@ -2651,10 +2663,11 @@ KO: dict[str, str] = {
     "help.example.name": "예제 이름 (기본값 self-attention). --list 참고",
     "help.example.list": "예제 목록을 보이고 끝낸다",
     "help.example.what_if": "바꿔 보기 (페이지와 qkv serve에서 할 수 있는 것과 같은 변경): 점수에 softmax 전에 곱할 수 "
-                            "'factor=0.5', √d_k로 나누지 않기 'sqrt_dk=off', 입력 행렬의 한 칸 'x[1,0]=2' (행과 열은 "
-                            "0부터 센다. 행렬은 예제에 있는 'x', 'memory', 'w_q', 'w_k', 'w_v', 'w_o'), 조모임의 점수 "
-                            "'question[0]=50' (모임은 'lot'과 'question'). 여러 개를 이어 쓸 수 있다. 예제를 바꾼 "
-                            "입력으로 다시 계산하고, 결론도 새 수에서 끌어낸다. 예: --what-if 'factor=0.5' 'x[1,0]=2'",
+                            "'factor=0.5', √d_k로 나누지 않기 'sqrt_dk=off', 입력 행렬의 한 칸 'x[2,0]=2' (행렬은 "
+                            "예제에 있는 'x', 'memory', 'w_q', 'w_k', 'w_v', 'w_o'. 'x'와 'memory'의 행은 토큰이라 예제가 "
+                            "토큰을 세는 대로 세고, 나머지 행과 열은 0부터 센다), 조모임의 점수 'question[1]=50' (모임은 "
+                            "'lot'과 'question'). 여러 개를 이어 쓸 수 있다. 예제를 바꾼 입력으로 다시 계산하고, 결론도 "
+                            "새 수에서 끌어낸다. 예: --what-if 'factor=0.5' 'x[2,0]=2' ('love'의 행)",
     "help.explain": "직접 만든 예제 파일(TOML/JSON)을 한 단계씩 설명한다",
     "help.explain.about": "직접 만든 예제 파일의 계산 과정을 한 단계씩 유도한다 (docs/examples.md 참고).",
     "help.explain.file": ".toml이나 .json 예제 파일, 또는 JSON으로 저장한 트레이스",
@@ -3462,7 +3475,15 @@ KO: dict[str, str] = {
     "whatif.cli.number": "{name}: 0–9 숫자로 쓴 유한한 수(예: 0.5)여야 한다 (받은 값: {value})",
     "whatif.cli.range": "{name}: 모든 단계의 값이 유한하도록 ±{limit} 안의 수여야 한다 (받은 값: {value})",
     "whatif.cli.index": "{name}: 칸은 {name}[행,열]로 지정하라. 행과 열은 0부터 센다 (예: {name}[0,1]=0.5)",
-    "whatif.cli.position": "{name}: 점수는 {name}[위치]로 지정하라. 위치는 0부터 센다 (예: {name}[0]=50)",
+    "whatif.cli.index.tokens": "{name}: 칸은 {name}[토큰,열]로 지정하라. 토큰은 이 예제가 토큰을 세는 대로 "
+                               "{base}부터, 열은 0부터 센다 (예: {name}[{base},0]=0.5)",
+    "whatif.cli.position": "{name}: 점수는 {name}[토큰]으로 지정하라. 토큰은 이 예제가 토큰을 세는 대로 {base}부터 "
+                           "센다 (예: {name}[{base}]=50)",
+    "whatif.cli.cell_outside": "{name}: {matrix}({shape})에 없는 칸이다. 행은 {rows}, 열은 {columns}이고 0부터 센다",
+    "whatif.cli.cell_outside.tokens": "{name}: {matrix}({shape})에 없는 칸이다. 행은 토큰 {rows}이고 이 예제가 "
+                                      "토큰을 세는 대로 {base}부터 세며, 열은 {columns}이고 0부터 센다",
+    "whatif.cli.score_outside": "{name}: 이 모임에 없는 토큰이다. 점수 {count}개는 토큰 {range}의 점수이고, 토큰은 "
+                                "이 예제가 토큰을 세는 대로 {base}부터 센다",
     "whatif.said": "바꿔 보기: {changes}. 아래의 수는 모두 바꾼 입력으로 다시 계산했고, 결론도 모두 이 수에서 "
                    "끌어냈다. 글의 수를 두고 한 참고 설명은 뺐다.",
     "whatif.said.factor": "점수 × {factor}",
@@ -3471,7 +3492,8 @@ KO: dict[str, str] = {
     "whatif.offer.number": "{key}=수",
     "whatif.offer.switch": "{key}=on|off",
     "whatif.offer.cell": "{key}[행,열]=수",
-    "whatif.offer.position": "{key}[위치]=점수",
+    "whatif.offer.token_cell": "{key}[토큰,열]=수",
+    "whatif.offer.position": "{key}[토큰]=점수",
     "serve.whatif.multi_head_query": "Multi-head attention 예제는 '{token}'만 따라간다 (헤드 2와 3의 출력은 그 토큰에 대해서만 "
                                      "주어져 있다)",
     "serve.whatif.meeting_query": "조모임 예제에서는 Query를 고를 수 없다 (두 모임 모두 lot의 질문을 따라간다)",
