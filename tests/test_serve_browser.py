@@ -437,7 +437,12 @@ def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server, tmp_p
     j = int(page.locator(".qkv-example-pane .qkv-cell").get_attribute("data-cell").split(",")[1])
     assert_printed(numbers(page, "weights", ".qkv-example-pane"), [weights[1, j]])
     assert_printed(numbers(page, "out", ".qkv-example-pane"), out[1])
-    assert "바꾼 것" in page.locator(".qkv-changed").text_content()
+    changed = page.locator(".qkv-changed").text_content()
+    assert "바꾼 것" in changed, changed
+    # the cell named as `qkv example --what-if` reads it: love's row is token 2, as the post numbers it
+    # (the example's token_base), the column counted from 0; the API's own key x[1,0] is not shown
+    love = 1 + int(doc.get("token_base", 0))
+    assert f"x[{love},0] = 2.5" in changed and "x[1,0]" not in changed, changed
     walk.no_sideways_scroll("what-if at 390 px")
     page.screenshot(path=str(tmp_path / "whatif-ko-390.png"), full_page=True)
     # a bad number: said at once in the reader's words (the matrix, the row's token, the column), never as the

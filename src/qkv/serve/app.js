@@ -1222,7 +1222,13 @@
       if (w.factor !== 1) what.push("× " + w.factor);
       if (!w.sqrt_dk) what.push("÷√d_k ✗");
       Object.keys(w.cells).forEach(function (m) {
-        Object.keys(w.cells[m]).forEach(function (k) { what.push(m + "[" + k + "] = " + String(w.cells[m][k]).replace("-", "−")); });
+        // typed as `qkv example --what-if` reads it: a row of x or memory is a token, numbered as the example
+        // numbers its tokens (token_base); columns and a W's rows are subscripts from 0 (the API's keys count from 0)
+        var rowBase = (m === "x" || m === "memory") && base ? tokenBase(base.trace) : 0;
+        Object.keys(w.cells[m]).forEach(function (k) {
+          var ij = k.split(",");
+          what.push(m + "[" + (+ij[0] + rowBase) + "," + ij[1] + "] = " + String(w.cells[m][k]).replace("-", "−"));
+        });
       });
       var scenes = (base && base.trace.meta.scenes) || [];
       Object.keys(w.scores).forEach(function (s) {
