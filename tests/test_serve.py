@@ -495,10 +495,15 @@ def test_the_command_binds_127_0_0_1_and_checks_its_options(monkeypatch, capsys,
     calls = []
     monkeypatch.setattr(serve, "run", lambda app, **kw: calls.append((app, kw)))
     monkeypatch.setattr(serve, "load_models", lambda dirs, minilm=True: {"minilm": loaded["minilm"]})
-    assert cli_main(["serve", "--port", "8123"]) == 0
+    import socket
+
+    with socket.socket() as probe:     # a port free now (a fixed 8123 failed when another process held it)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert cli_main(["serve", "--port", str(port)]) == 0
     sock = calls[0][1].pop("sock")
-    assert calls[0][1] == {"host": "127.0.0.1", "port": 8123} and sock.fileno() == -1   # served on, then closed
-    assert "http://127.0.0.1:8123/" in capsys.readouterr().err
+    assert calls[0][1] == {"host": "127.0.0.1", "port": port} and sock.fileno() == -1   # served on, then closed
+    assert f"http://127.0.0.1:{port}/" in capsys.readouterr().err
     for argv, words in ((["--port", "70000"], "--port"), (["--host", "my.host"], "--host"),
                         (["--no-minilm"], "--no-minilm")):
         assert cli_main(["serve", *argv]) == 2
