@@ -77,17 +77,13 @@ fonts:
 test: $(STAMP) system
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
-# The fast tier, before every commit (after one `make test` has set up). 6 December: 176 CPU-seconds, 3,346
-# tests, about 90 s on two quiet cores. 7 December, with one torch thread per worker (tests/conftest.py): 3,505
-# tests, 152 CPU-seconds (the pytest processes; 112 inside the tests), 110 s wall on two cores at load 1.7–2.6,
-# both workers done within 2 s of each other. 7 December 05:23, quiet: 3,598 tests, 114 s wall, 207 CPU-s (user 193
-# + sys 14). At 06:35–06:47 under load 20–28 (CPU time only; the wall clock then measures the other work): 3,728
-# tests, 184 CPU-s, against 212 for 3,598 tests at the same load before test_attention's oracle and
-# test_korean_help's parser were built once, i.e. about 99 s on two quiet cores if wall follows CPU as at 05:23
-# (an estimate, not a quiet measurement). Every test not marked slow, i.e. the NumPy and torch attention and its
-# backward, the C kernel through qkv.attention, masks, the worked examples, explanations and their texts
-# (English and Korean), the CLI, serve's API, the translator, the README's quickstart and the docs' blocks
-# checked for labels. It leaves to `make test` the files in tests/conftest.py's sets, and single tests of
+# The fast tier, before every commit (after one `make test` has set up). 7 December 11:50, a fresh clone of
+# 7b35d7d on two quiet cores (load ~1, AMD EPYC Zen 3): 3,791 tests in 85 s wall (pytest 84 s), 151 CPU-seconds
+# (user 133 + sys 17); each worker runs one torch thread and one BLAS thread (tests/conftest.py). Under load the
+# wall clock measures the other work too: compare CPU-seconds there. Every test not marked slow, i.e. the NumPy
+# and torch attention and its backward, the C kernel through qkv.attention, masks, the worked examples,
+# explanations and their texts (English and Korean), the CLI, serve's API, the translator, the README's
+# quickstart and the docs' blocks checked for labels. It leaves to `make test` the files in tests/conftest.py's sets, and single tests of
 # those kinds (SLOW_TESTS there): Chromium, transformers/MiniLM/torch's own tests as references, several
 # processes or a built wheel, torch.compile graphs, full figure renders, and the sweeps (the kernel's layout
 # matrix, magnitudes, the adversarial passes, fuzzing), plus the docs site and pages (tests/test_docs.py).
