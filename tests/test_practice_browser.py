@@ -29,6 +29,9 @@ pytestmark = pytest.mark.browser
 LANGS = ("en", "ko")
 BAD = ("", "abc", "nan", "1e400")
 DESKTOP, PHONE = (1366, 900), (390, 844)
+# The waits for a verdict or a new drill check the page every 20 ms rather than at every animation frame (Playwright's
+# default), which made Chromium draw a frame every 16 ms for as long as serve took to answer: ~0.1 CPU-s a second.
+POLL = 20
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +79,7 @@ def answer(page, typed: str) -> list[str]:
     box.fill(typed)
     box.press("Enter")
     page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-status')",
-                           timeout=30_000)
+                           timeout=30_000, polling=POLL)
     assert run.get_attribute("data-status") != "error", said(page)
     return said(page)
 
@@ -177,7 +180,8 @@ def test_a_session_on_serve(browser_context, server, name, lang):  # noqa: F811
         run = page.locator(".qkv-practice .qkv-pr-run")
         # new numbers: the server draws a seed and computes them
         page.locator(".qkv-practice .qkv-pr-new").click()
-        page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-fresh') === '1'")
+        page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-fresh') === '1'",
+                               polling=POLL)
         seed = int(run.get_attribute("data-seed"))
         assert page.locator(".qkv-practice .qkv-pr-seed").input_value() == str(seed)
         assert f"practice={seed}f" in page.url            # the drill is part of the permalink
@@ -188,7 +192,8 @@ def test_a_session_on_serve(browser_context, server, name, lang):  # noqa: F811
         page.locator(".qkv-practice .qkv-pr-seed").fill("12")
         page.locator(".qkv-practice .qkv-pr-fresh").uncheck()
         page.locator(".qkv-practice .qkv-pr-start").click()
-        page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-seed') === '12'")
+        page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-seed') === '12'",
+                               polling=POLL)
         again = practice.drill(name, lang=lang, seed=12)
         assert page.locator(".qkv-practice .qkv-pr-title").text_content() == practice.shown(again)["questions"][0]["title"]
         assert page.locator(".qkv-practice .qkv-pr-ask").text_content() == practice.shown(again)["questions"][0]["ask"]
@@ -198,7 +203,7 @@ def test_a_session_on_serve(browser_context, server, name, lang):  # noqa: F811
         assert page.locator(".qkv-practice .qkv-pr-ask").text_content() == practice.shown(again)["questions"][0]["ask"]
         page.locator(".qkv-practice .qkv-pr-seed").fill("twelve")
         page.locator(".qkv-practice .qkv-pr-start").click()
-        page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-error').textContent.length > 0")
+        page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-error').textContent.length > 0", polling=POLL)
         line = page.locator(".qkv-practice .qkv-pr-error").text_content()
         assert "twelve" in line and "\n" not in line
         assert [e for e in opened.errors if "400 (Bad Request)" not in e] == [], opened.errors
