@@ -120,7 +120,8 @@ def play_session(page, session, lang: str, right_of) -> None:
         assert page.locator(".qkv-practice label.qkv-pr-ask").text_content() == view["ask"]
         steps = page.locator(".qkv-practice .qkv-pr-steps li")        # the drill's steps, in the post's order
         assert steps.all_text_contents() == [q["what"] for q in shown["questions"]]
-        assert [steps.nth(m).get_attribute("aria-current") for m in range(n)] == ["step" if m == k else "false" for m in range(n)]
+        current = steps.evaluate_all("(els) => els.map((e) => e.getAttribute('aria-current'))")   # one round trip, not n
+        assert current == ["step" if m == k else "false" for m in range(n)]
         bad = BAD[k % len(BAD)]
         assert answer(page, bad) == expected(question, bad, lang, 0)
         assert run.get_attribute("data-status") == "bad"
