@@ -32,6 +32,18 @@ if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = _inductor_cache
     atexit.register(shutil.rmtree, _inductor_cache, ignore_errors=True)
 
+# The tiny checkpoints of tests/model_fixtures.py, built once per run (model_fixtures.built): one folder made here,
+# in the process that starts the run, so that xdist's workers share it (the first to need a model builds it under
+# a file lock, the other reads it) and removed when that process exits, as the inductor cache above.
+if "QKV_TEST_CHECKPOINTS" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    _checkpoints = tempfile.mkdtemp(prefix="qkv-tests-checkpoints-")
+    os.environ["QKV_TEST_CHECKPOINTS"] = _checkpoints
+    atexit.register(shutil.rmtree, _checkpoints, ignore_errors=True)
+
 # Two workers on two cores (`make test`, `make check`: -n 2): torch's OpenMP pool starts one thread per core in
 # each worker, so four threads share two cores, and an OpenMP thread that waits spins. Measured 7 December under
 # load 15, test_magnitudes + test_adversary_today on two workers: 94 CPU-s with 2 torch threads per worker, 30

@@ -127,6 +127,101 @@ def build_checkpoints(root: Path, names=None) -> dict[str, Path]:
     return {name: build_checkpoint(root, name) for name in (names or CHECKPOINTS)}
 
 
+# ------------------------------------------------------------------ one build per run, shared
+# Building is cheap (~20 ms a checkpoint) once transformers and the family's modeling module are imported, but that
+# import is ~4 CPU-s of `import transformers` and ~4 more for the first model class, in each process that builds.
+# tests/conftest.py names one folder per run in QKV_TEST_CHECKPOINTS (xdist's workers inherit it): the first process
+# to ask for a name builds it there under a file lock, the others (the second worker too) read what it built. A
+# test that only reads the folder takes `built(name)`; a test that changes a file takes `copy_of(root, name)`. The
+# bytes are those build_checkpoint / build_family write (seed 0, the same tokenizer): transformers made them, and
+# the tests that compare with transformers still load transformers' model from them (`reference`).
+def _store() -> Path:
+    folder = os.environ.get("QKV_TEST_CHECKPOINTS")
+    if folder is None:                      # model_fixtures used outside the tests' conftest: this process's own
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="qkv-tests-checkpoints-")
+        os.environ["QKV_TEST_CHECKPOINTS"] = folder
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return Path(folder)
+
+
+def built(name: str) -> Path:
+    """CHECKPOINTS[name] or FAMILIES[name], built once per run (the same bytes as build_checkpoint /
+    build_family): read it, never change it (see copy_of)."""
+    import fcntl
+    import shutil
+    import warnings
+
+    if name not in CHECKPOINTS and name not in FAMILIES:
+        raise KeyError(f"{name!r} is neither in CHECKPOINTS nor in FAMILIES")
+    store = _store()
+    directory = store / name
+    if directory.is_dir():                  # renamed into place whole: present means complete
+        return directory
+    with open(store / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not directory.is_dir():
+            scratch = store / f".{name}.building.{os.getpid()}"
+            shutil.rmtree(scratch, ignore_errors=True)
+            with warnings.catch_warnings():   # transformers' warnings about gpt2-big-ids' ids outside the vocabulary
+                warnings.simplefilter("ignore")
+                made = (build_checkpoint if name in CHECKPOINTS else build_family)(scratch, name)
+            os.rename(made, directory)
+            scratch.rmdir()
+    return directory
+
+
+@functools.lru_cache(maxsize=1)
+def _minilm_for_commands():
+    from qkv import models
+
+    return models.load("minilm")
+
+
+def minilm_loaded_once():
+    """A context in which `qkv inspect`, `heads` and `embed` given MiniLM (--model minilm, the default) share one
+    MiniLM, loaded on first use in this process, instead of loading it for every command (its config, 90 MB of
+    weights and a 700 kB tokenizer.json: 0.1–0.3 CPU-s a load; test_cli_models ran 36 commands). The commands'
+    MiniLM is an instance of its own: the model a test compares a command's output with is loaded apart, so a
+    command that changed the model it ran on would still show. Any other --model loads as before."""
+    import contextlib
+
+    import pytest
+
+    from qkv.commands import _options, embed, heads, inspect
+
+    real = _options.load_model
+
+    def load_model(name):
+        return _minilm_for_commands() if str(name).lower() == "minilm" else real(name)
+
+    patch = pytest.MonkeyPatch()
+    for module in (_options, embed, heads, inspect):
+        assert module.load_model is real, module     # the one seam every model command loads through
+        patch.setattr(module, "load_model", load_model)
+
+    @contextlib.contextmanager
+    def patched():
+        try:
+            yield
+        finally:
+            patch.undo()
+
+    return patched()
+
+
+def copy_of(root: Path, name: str) -> Path:
+    """A copy of built(name) at root/name, to change: what build_checkpoint(root, name) or build_family(root, name)
+    made, without building it again."""
+    import shutil
+
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copytree(built(name), root / name))
+
+
 def reference(directory: Path, *, dtype=None, attn: str = "eager"):
     """transformers' own model for a checkpoint directory, in eval mode (float32, or float64)."""
     import torch

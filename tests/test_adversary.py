@@ -150,9 +150,9 @@ def test_same_origin_compares_origins_not_strings(host, origin, allowed):
 # ---------------------------------------------------------------- the new model families: config values
 def _family(tmp_path, name):
     pytest.importorskip("transformers")
-    from model_fixtures import build_family
+    from model_fixtures import copy_of
 
-    return build_family(tmp_path, name)
+    return copy_of(tmp_path, name)
 
 
 def _set(directory, **changes):

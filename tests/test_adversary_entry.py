@@ -34,11 +34,10 @@ def latin_words(line: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
-    from model_fixtures import build_checkpoint
+def client():
+    from model_fixtures import built
 
-    root = tmp_path_factory.mktemp("adversary")
-    loaded = serve.load_models([build_checkpoint(root, "gpt2")], minilm=False)
+    loaded = serve.load_models([built("gpt2")], minilm=False)
     with TestClient(serve.create_app(loaded), base_url=BASE, raise_server_exceptions=False) as test_client:
         yield test_client
 

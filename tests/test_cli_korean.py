@@ -87,11 +87,20 @@ def minilm():
     return models.load("minilm")
 
 
-@pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
-    from model_fixtures import build_checkpoints
+@pytest.fixture(scope="module", autouse=True)
+def _one_minilm_for_the_commands():
+    """The commands share one MiniLM of their own (model_fixtures.minilm_loaded_once), not a load per command."""
+    from model_fixtures import minilm_loaded_once
 
-    return build_checkpoints(tmp_path_factory.mktemp("korean"), ["llama-gqa", "gpt2"])
+    with minilm_loaded_once():
+        yield
+
+
+@pytest.fixture(scope="module")
+def checkpoints():
+    from model_fixtures import built
+
+    return {name: built(name) for name in ("llama-gqa", "gpt2")}
 
 
 # ------------------------------------------------------------------ the check itself

@@ -23,6 +23,15 @@ def model():
     return models.load("minilm")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_minilm_for_the_commands():
+    """The commands share one MiniLM of their own (model_fixtures.minilm_loaded_once), not a load per command."""
+    from model_fixtures import minilm_loaded_once
+
+    with minilm_loaded_once():
+        yield
+
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     captured = capsys.readouterr()

@@ -84,13 +84,12 @@ def test_serve_refuses_a_text_the_tokenizer_makes_nothing_of(lang):
 # BERT folder whose tokenizer adds none, GPT-2's and Llama's (<s>) tokenizers do not add those. It names what the
 # tokenizer really adds to this text, read from its own encoding, or says nothing of special tokens.
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny():
     """Tiny random models saved locally by transformers (tests/model_fixtures.py; nothing is downloaded): a BERT
     whose tokenizer adds no special tokens, GPT-2 (none) and Llama (<s>)."""
-    from model_fixtures import build_checkpoint
+    from model_fixtures import built
 
-    root = tmp_path_factory.mktemp("empty-text")
-    return {name: str(build_checkpoint(root, name)) for name in ("bert", "gpt2", "llama-mqa")}
+    return {name: str(built(name)) for name in ("bert", "gpt2", "llama-mqa")}
 
 
 SPECIALS = {"minilm": "[CLS] [SEP]", "bert": None, "gpt2": None, "llama-mqa": "<s>"}      # what each adds to ""

@@ -335,13 +335,13 @@ def _calc_vector(blocks, symbol):
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory):
+def llama():
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from model_fixtures import build_checkpoint
+    from model_fixtures import built
 
     from qkv import models
 
-    return models.load(build_checkpoint(tmp_path_factory.mktemp("ck"), "llama-gqa"))
+    return models.load(built("llama-gqa"))
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])

@@ -343,10 +343,10 @@ def _one_line(code, out: str, err: str) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def decoder(tmp_path_factory):
-    from model_fixtures import build_checkpoint
+def decoder():
+    from model_fixtures import built
 
-    return str(build_checkpoint(tmp_path_factory.mktemp("decoder"), "gpt2"))
+    return str(built("gpt2"))
 
 
 def test_text_that_is_not_utf8_is_one_line(capsys, monkeypatch, decoder):

@@ -94,9 +94,9 @@ def test_bad_options_are_one_line(capsys, tmp_path, argv, words, monkeypatch):
 
 
 def test_a_decoder_checkpoint_scores_like_its_transformers_attentions(tmp_path, capsys):
-    from model_fixtures import build_checkpoint, reference
+    from model_fixtures import built, reference
 
-    directory = build_checkpoint(tmp_path, "llama-gqa")
+    directory = built("llama-gqa")
     target = tmp_path / "heads.json"
     assert main(["heads", "the cat sat on the mat", "--model", str(directory), "--json", str(target),
                  "--probe", "6"]) == 0

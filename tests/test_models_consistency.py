@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from model_fixtures import build_checkpoint, build_family, reference
+from model_fixtures import copy_of, reference
 
 torch = pytest.importorskip("torch")
 
@@ -59,8 +59,7 @@ def _one_line(capsys, *argv) -> str:
 @pytest.fixture(params=["gpt2", "mistral", "qwen2", "gemma2", "mixtral", "gpt_neox", "opt"])
 def family(request, tmp_path):
     name = request.param
-    build = build_family if name in ("gemma2", "mixtral", "gpt_neox", "opt") else build_checkpoint
-    return name, build(tmp_path, name)
+    return name, copy_of(tmp_path, name)
 
 
 def test_a_config_with_fewer_layers_than_the_weights_is_refused(family):
@@ -99,7 +98,7 @@ def test_a_tensor_the_model_uses_and_the_weights_lack_is_named(family):
 def test_qwen2_uses_its_qkv_biases_whatever_attention_bias_says(tmp_path):
     """transformers builds Qwen2's q/k/v with bias=True always; qkv dropped them when the config said false
     (logits differed by 1.71)."""
-    directory = build_checkpoint(tmp_path, "qwen2")
+    directory = copy_of(tmp_path, "qwen2")
     _edit_config(directory, attention_bias=False)
     model = models.load(directory)
     assert model.config.bias_qkv and model.blocks[0].attention.b_k is not None
@@ -110,10 +109,10 @@ def test_qwen2_uses_its_qkv_biases_whatever_attention_bias_says(tmp_path):
 
 
 def test_llama_flags_the_weights_contradict_are_refused(tmp_path):
-    directory = build_checkpoint(tmp_path, "llama-mqa")
+    directory = copy_of(tmp_path, "llama-mqa")
     _edit_config(directory, attention_bias=True)                        # the weights have no biases
     assert "model.layers.0.self_attn.q_proj.bias: tensor missing" in _error(directory)
-    directory = build_checkpoint(tmp_path / "b", "qwen2")
+    directory = copy_of(tmp_path / "b", "qwen2")
     _edit_config(directory, model_type="llama", attention_bias=False)   # biases the config switches off
     message = _error(directory)
     assert "_proj.bias: is not used by the model" in message and "nor are" in message
@@ -121,7 +120,7 @@ def test_llama_flags_the_weights_contradict_are_refused(tmp_path):
 
 def test_bert_as_a_decoder_is_refused(tmp_path):
     """is_decoder true ran bidirectionally before (weights differed by 0.85 from transformers' causal BERT)."""
-    directory = build_checkpoint(tmp_path, "bert")
+    directory = copy_of(tmp_path, "bert")
     _edit_config(directory, is_decoder=True)
     assert "config.json: is_decoder: True is not supported (a causal BERT" in _error(directory)
     _edit_config(directory, is_decoder=False, position_embedding_type="relative_key")
@@ -136,7 +135,7 @@ def test_bert_as_a_decoder_is_refused(tmp_path):
 ])
 def test_rope_settings_that_compute_nan_are_refused_in_one_line(tmp_path, capsys, changes, field):
     """Infinity and a factor of 1e-300 ended in a traceback; θ = 1e-300 gave an all-NaN model."""
-    directory = build_checkpoint(tmp_path, "llama-mqa")
+    directory = copy_of(tmp_path, "llama-mqa")
     data = json.loads((directory / "config.json").read_text())
     data.pop("rope_parameters", None)
     data.update(changes)
@@ -147,7 +146,7 @@ def test_rope_settings_that_compute_nan_are_refused_in_one_line(tmp_path, capsys
 
 def test_a_model_whose_forward_overflows_is_refused_everywhere(tmp_path, capsys):
     """One weight of 3e38: `generate` printed `<pad> p nan` with exit 0, heads / inspect --format json crashed."""
-    directory = build_checkpoint(tmp_path, "llama-mqa")
+    directory = copy_of(tmp_path, "llama-mqa")
 
     def huge(tensors):
         tensors["model.layers.0.mlp.down_proj.weight"][:, :] = 3e38
@@ -163,7 +162,7 @@ def test_a_model_whose_forward_overflows_is_refused_everywhere(tmp_path, capsys)
 
 
 def test_bert_whose_forward_overflows_is_refused(tmp_path):
-    directory = build_checkpoint(tmp_path, "bert")
+    directory = copy_of(tmp_path, "bert")
 
     def huge(tensors):
         tensors["encoder.layer.1.output.dense.weight"][:, :] = 3e38
@@ -174,7 +173,7 @@ def test_bert_whose_forward_overflows_is_refused(tmp_path):
 
 def test_a_temperature_that_underflows_is_refused(tmp_path, capsys):
     """1e-300 is 0 in float32: sampling drew from NaN."""
-    directory = build_checkpoint(tmp_path, "gpt2")
+    directory = copy_of(tmp_path, "gpt2")
     line = _one_line(capsys, "generate", "--model", str(directory), "the cat", "--sample", "--temperature", "1e-300")
     assert "temperature" in line and "0 in float32" in line
     line = _one_line(capsys, "generate", "--model", str(directory), "the cat", "--sample", "--temperature", "1e-40")
@@ -182,7 +181,7 @@ def test_a_temperature_that_underflows_is_refused(tmp_path, capsys):
 
 
 def test_generate_json_is_strict_json(tmp_path, capsys):
-    directory = build_checkpoint(tmp_path, "gpt2")
+    directory = copy_of(tmp_path, "gpt2")
     capsys.readouterr()
     assert main(["generate", "--model", str(directory), "the cat", "-n", "3", "--json", "--sample", "--seed", "1"]) == 0
 
@@ -196,7 +195,7 @@ def test_generate_json_is_strict_json(tmp_path, capsys):
                                          ("zero", "is a character device")])
 def test_a_model_file_of_the_wrong_kind_is_named_as_what_it_is(tmp_path, capsys, file, kind, words):
     """Each was reported as "missing" before (and a FIFO could hang the reader)."""
-    directory = build_checkpoint(tmp_path, "gpt2")
+    directory = copy_of(tmp_path, "gpt2")
     path = directory / file
     path.unlink()
     if kind == "directory":
@@ -214,7 +213,7 @@ def test_a_model_file_of_the_wrong_kind_is_named_as_what_it_is(tmp_path, capsys,
 def test_a_tied_model_may_also_hold_its_lm_head(tmp_path, name, embeddings):
     """Some checkpoints save lm_head.weight beside the embeddings it is tied to (transformers ignores it);
     old GPT-2 / GPT-NeoX files hold causal-mask buffers. Neither is an unused tensor."""
-    directory = (build_family if name in ("opt", "gemma2") else build_checkpoint)(tmp_path, name)
+    directory = copy_of(tmp_path, name)
     before = models.load(directory).logits(TEXT)
 
     def add(tensors):
@@ -228,10 +227,10 @@ def test_a_tied_model_may_also_hold_its_lm_head(tmp_path, name, embeddings):
 def test_flags_that_change_the_computation_are_used_or_refused(tmp_path):
     """Gemma 2's use_bidirectional_attention (the causal mask kept by eager attention, dropped by sdpa): refused. Older GPT-NeoX configs name
     θ rotary_emb_base: read as rope_theta."""
-    directory = build_family(tmp_path, "gemma2")
+    directory = copy_of(tmp_path, "gemma2")
     _edit_config(directory, use_bidirectional_attention=True)
     assert "config.json: use_bidirectional_attention: true is refused for gemma2" in _error(directory)
-    directory = build_family(tmp_path / "b", "gpt_neox")
+    directory = copy_of(tmp_path / "b", "gpt_neox")
     data = json.loads((directory / "config.json").read_text())
     data["rotary_emb_base"], data["rotary_pct"] = 1234.0, data["rope_parameters"]["partial_rotary_factor"]
     del data["rope_parameters"]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from model_fixtures import build_checkpoint
+from model_fixtures import copy_of
 
 import qkv
 from qkv.cli import main
@@ -13,7 +13,7 @@ from qkv.cli import main
 
 @pytest.mark.parametrize("name, bad", [("gpt2", np.nan), ("llama-mqa", np.inf)])
 def test_a_non_finite_weight_is_refused_naming_the_tensor(tmp_path, capsys, name, bad):
-    directory = build_checkpoint(tmp_path, name)
+    directory = copy_of(tmp_path, name)
     weights_file = directory / "model.safetensors"
     tensors = load_file(str(weights_file))
     target = sorted(key for key, value in tensors.items() if value.ndim == 2)[0]

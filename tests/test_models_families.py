@@ -23,7 +23,7 @@ import json
 import numpy as np
 import pytest
 
-from model_fixtures import FAMILIES, build_family, float64_softmax, keep_float64_everywhere
+from model_fixtures import FAMILIES, built, float64_softmax, keep_float64_everywhere
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -36,10 +36,8 @@ TEXT = "The cat sat on the mat. the the cat sat on"       # 12–13 tokens: long
 
 
 @pytest.fixture(scope="module")
-def directories(tmp_path_factory):
-    root = tmp_path_factory.mktemp("families")
-    with _quiet():                 # transformers' warnings about the odd ids of gpt2-big-ids
-        return {name: build_family(root, name) for name in NAMES}
+def directories():
+    return {name: built(name) for name in NAMES}
 
 
 class _quiet:

@@ -23,7 +23,7 @@ import struct
 import numpy as np
 import pytest
 
-from model_fixtures import CHECKPOINTS, build_checkpoints, keep_float64_norms, keep_float64_rope, reference
+from model_fixtures import CHECKPOINTS, built, keep_float64_norms, keep_float64_rope, reference
 
 torch = pytest.importorskip("torch")
 
@@ -38,8 +38,8 @@ TEXT = "The cat sat on the mat. the the cat sat"          # 11–12 tokens: long
 
 
 @pytest.fixture(scope="session")
-def checkpoints(tmp_path_factory):
-    return build_checkpoints(tmp_path_factory.mktemp("checkpoints"))
+def checkpoints():
+    return {name: built(name) for name in CHECKPOINTS}
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import pytest
 
 from qkv import InputError, models
 
-from model_fixtures import (build_checkpoint, build_family, float64_softmax, keep_float64_everywhere, reference)
+from model_fixtures import built, float64_softmax, keep_float64_everywhere, reference
 
 TEXT = "A dog chased the cat around the garden"
 TEMPERATURES = (0.1, 0.5, 1.0, 2.0, 5.0)
@@ -29,11 +29,8 @@ OUT_PROJECTION = re.compile(r"(?:^|\.)(?:layers|h)\.(\d+)\.(?:self_attn|attn|att
 
 
 @pytest.fixture(scope="module")
-def directories(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("next")
-    made = {name: build_checkpoint(root, name) for name in CHECKPOINT_NAMES}
-    made.update({name: build_family(root, name) for name in FAMILY_NAMES})
-    return made
+def directories() -> dict[str, Path]:
+    return {name: built(name) for name in CHECKPOINT_NAMES + FAMILY_NAMES}
 
 
 def _saved_tensors(directory: Path) -> dict[str, np.ndarray]:

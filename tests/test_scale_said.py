@@ -61,11 +61,10 @@ def test_minilm_says_its_scale_is_1_over_root_dk(lang):
 
 
 @pytest.fixture(scope="module")
-def families(tmp_path_factory):
-    from model_fixtures import build_family
+def families():
+    from model_fixtures import built
 
-    root = tmp_path_factory.mktemp("families")
-    return {name: build_family(root, name) for name in ("gpt2-layer-scaled", "gemma2")}
+    return {name: built(name) for name in ("gpt2-layer-scaled", "gemma2")}
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])

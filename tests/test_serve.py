@@ -56,7 +56,7 @@ def tiny_bert(directory: Path, *, max_positions: int = 16, seed: int = 0) -> Pat
     config = {"model_type": "bert", "vocab_size": vocab, "hidden_size": d, "num_hidden_layers": 2,
               "num_attention_heads": 2, "intermediate_size": f, "max_position_embeddings": max_positions}
     (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    shutil.copy(models.load("minilm").directory / "tokenizer.json", directory / "tokenizer.json")
+    shutil.copy(models.files.locate("minilm").tokenizer, directory / "tokenizer.json")   # its path: no load
     return directory
 
 
@@ -67,12 +67,11 @@ def loaded(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def decoders(tmp_path_factory):
+def decoders():
     """GPT-2 and a grouped-query Llama (RoPE, causal), tiny checkpoints made by transformers (tests/model_fixtures.py)."""
-    from model_fixtures import build_checkpoint
+    from model_fixtures import built
 
-    root = tmp_path_factory.mktemp("decoders")
-    return serve.load_models([build_checkpoint(root, "gpt2"), build_checkpoint(root, "llama-gqa")], minilm=False)
+    return serve.load_models([built("gpt2"), built("llama-gqa")], minilm=False)
 
 
 @pytest.fixture(scope="module")

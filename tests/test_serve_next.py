@@ -14,10 +14,10 @@ from test_serve import BASE, TEXT, error, tiny_bert
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    from model_fixtures import build_checkpoint
+    from model_fixtures import built
 
     root = tmp_path_factory.mktemp("next")
-    loaded = serve.load_models([build_checkpoint(root, "gpt2"), build_checkpoint(root, "llama-gqa"),
+    loaded = serve.load_models([built("gpt2"), built("llama-gqa"),
                                 tiny_bert(root / "tiny-bert")], minilm=False)
     with TestClient(serve.create_app(loaded), base_url=BASE) as test_client:
         yield test_client, loaded

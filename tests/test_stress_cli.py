@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from model_fixtures import build_checkpoint
+from model_fixtures import built
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TIMEOUT = 180
 
 
 @pytest.fixture(scope="module")
-def bert(tmp_path_factory):
+def bert():
     """A BERT whose tokenizer adds no [CLS]/[SEP] (tests/model_fixtures.py): "" has no tokens at all."""
-    return build_checkpoint(tmp_path_factory.mktemp("stress-cli"), "bert")
+    return built("bert")
 
 
 def _main(capsys, *argv: str) -> tuple[int, str, str]:

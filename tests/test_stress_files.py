@@ -21,16 +21,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from model_fixtures import build_checkpoint
+import model_fixtures
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TIMEOUT = 180
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("stress-models")
-    return {name: build_checkpoint(root, name) for name in ("bert", "gpt2", "llama-gqa")}
+def built():
+    return {name: model_fixtures.built(name) for name in ("bert", "gpt2", "llama-gqa")}
 
 
 def _copy(built, tmp_path, name) -> Path:
