@@ -12,6 +12,7 @@ labelled by its question), the verdict is a live region, every text reaches 4.5:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -67,21 +68,19 @@ class Served(OpenPage):
         self.page.wait_for_selector('.qkv-view[data-ready="1"] .qkv-practice .qkv-pr-input', timeout=120_000)
 
 
-def said(page) -> list[str]:
-    return page.locator(".qkv-practice .qkv-pr-verdict p").all_text_contents()
-
-
 def answer(page, typed: str) -> list[str]:
     """Type into the answer box, press Enter, wait for the verdict; its lines."""
-    run = page.locator(".qkv-practice .qkv-pr-run")
     page.evaluate("() => document.querySelector('.qkv-practice .qkv-pr-run').setAttribute('data-status', '')")
     box = page.locator(".qkv-practice .qkv-pr-input")
     box.fill(typed)
     box.press("Enter")
-    page.wait_for_function("() => document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-status')",
-                           timeout=30_000, polling=POLL)
-    assert run.get_attribute("data-status") != "error", said(page)
-    return said(page)
+    # the status and the verdict's lines are read by the wait itself once the status is set (one round trip less)
+    verdict = page.wait_for_function("""() => { const status = document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-status');
+        return status ? JSON.stringify([status, Array.from(document.querySelectorAll('.qkv-practice .qkv-pr-verdict p'), (p) => p.textContent)]) : null; }""",
+                                     timeout=30_000, polling=POLL)
+    status, lines = json.loads(verdict.json_value())
+    assert status != "error", lines
+    return lines
 
 
 def expected(question, typed: str, lang: str, wrong_before: int) -> list[str]:
