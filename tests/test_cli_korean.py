@@ -45,7 +45,7 @@ ALLOWED = {
     # step names of the trace, shown as code
     "q_heads", "k_heads", "v_heads", "rope_angles", "q_rotated", "k_rotated",
     # option values and metavariables the hints name
-    "all", "html", "png", "svg", "pdf", "FILE", "qkv", "masks", "ko", "ja", "en", "both",
+    "all", "html", "png", "svg", "pdf", "qkv", "masks", "ko", "ja", "en", "both",
     "gpt2", "llama", "mistral", "qwen2", "float32", "float64",
     # the library whose head-detector definitions `qkv heads` uses, named as the source of its scores
     "TransformerLens",
@@ -265,7 +265,7 @@ def test_embed_error_is_korean(capsys, monkeypatch):
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n"))
     code, out, err = run(capsys, "embed", "-", "--lang", "ko")
-    assert code == 2 and err == "qkv: 오류: TEXT: 임베딩할 텍스트가 없다 (표준 입력이 비어 있었다)\n", err
+    assert code == 2 and err == "qkv: 오류: 텍스트: 임베딩할 텍스트가 없다 (표준 입력이 비어 있었다)\n", err
 
 
 COMMANDS_WITH_LANG = [["inspect", TEXT], ["heads", TEXT], ["masks"], ["ring"], ["embed", TEXT],

@@ -54,8 +54,7 @@ SHOWN_AS_TYPED = {
     "true", "false", "null", "None", "inf", "causal", "attention", "shown", "exact", "any", "by",
     "hand", "file", "key", "transpose", "step", "text", "value", "trace", "steps", "meta", "title", "query",
     "tokens", "memory", "residual", "npy", "npz", "toml", "json", "proc", "sys", "markdown",
-    # metavariables of the options (the usage line's words)
-    "TEXT", "FILE", "NAME", "COMMAND", "DIR", "PNG", "PATH", "TOKEN", "FORMAT",
+    # (no metavariables: under --lang ko the usage line's placeholders are Korean, `qkv.explain.texts.metavar`)
 }
 # English sentences a message gives as examples of what to type (the translator reads English), and "lot",
 # the token the group-meeting post follows
@@ -79,8 +78,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def parser_words() -> set[str]:
-    """The metavariables, destinations and choices of every option (the usage line's own words)."""
-    parsers = [build_parser(), *_commands().values()]
+    """The metavariables, destinations and choices of every option (the usage line's own words), as the Korean
+    parser has them: its placeholders are Korean (파일, 키=값), so an English one left in a message fails."""
+    parsers = [build_parser("ko"), *_commands("ko").values()]
     return {w for p in parsers for a in p._actions
             for w in words_of(a.metavar or "", a.dest, *(a.choices or ()))}
 
@@ -94,8 +94,8 @@ def assert_one_korean_error(capsys, argv, allowed=()) -> None:
 
 
 # ------------------------------------------------------------------ 1. argparse, every option of every command
-def _commands():
-    return build_parser()._subparsers._group_actions[0].choices
+def _commands(lang: str = "en"):
+    return build_parser(lang)._subparsers._group_actions[0].choices
 
 
 def argparse_cases():

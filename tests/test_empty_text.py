@@ -11,7 +11,7 @@ from qkv.cli import main
 
 COMMANDS = {"inspect": ["--layer", "0", "--head", "0"], "heads": [], "embed": []}
 SAID = {("en", ""): "TEXT: the text is empty", ("en", "blank"): "TEXT: the text holds only spaces",
-        ("ko", ""): "TEXT: 텍스트가 비어 있다", ("ko", "blank"): "TEXT: 텍스트에 공백만 있다"}
+        ("ko", ""): "텍스트: 텍스트가 비어 있다", ("ko", "blank"): "텍스트: 텍스트에 공백만 있다"}
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -29,7 +29,7 @@ def test_an_empty_text_is_refused_with_what_was_wrong(command, text, lang, capsy
 def test_embed_names_the_empty_text_among_several(lang, capsys):
     assert main(["embed", "The cat sat.", "A dog.", " ", "--lang", lang]) == 2
     err = capsys.readouterr().err
-    assert ("TEXT #2: the text holds only spaces" if lang == "en" else "TEXT #2: 텍스트에 공백만 있다") in err, err
+    assert ("TEXT #2: the text holds only spaces" if lang == "en" else "텍스트 #2: 텍스트에 공백만 있다") in err, err
 
 
 def test_a_text_with_words_still_runs(capsys):
@@ -42,6 +42,7 @@ def test_a_text_with_words_still_runs(capsys):
 # showed "6 layers × 12 heads on 2 tokens", [CLS] and [SEP] alone (found in review, 7 December).
 DROPPED = ["\u200b", "\ufeff", "\x00", "\u200b\x07\ufeff"]
 UNSEEN = {"en": "minilm reads none of this text's characters", "ko": "minilm 모델은 이 텍스트의 문자"}
+FIELD = {"en": "TEXT", "ko": "텍스트"}     # the placeholder, as each language's usage line shows it
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -51,7 +52,7 @@ def test_a_text_the_tokenizer_makes_nothing_of_is_refused(command, text, lang, c
     assert main([command, text, *COMMANDS[command], "--lang", lang]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1, captured.err
-    assert f"TEXT: {UNSEEN[lang]}" in captured.err and f"U+{ord(text[0]):04X}" in captured.err, captured.err
+    assert f"{FIELD[lang]}: {UNSEEN[lang]}" in captured.err and f"U+{ord(text[0]):04X}" in captured.err, captured.err
 
 
 def test_embed_names_the_text_the_tokenizer_makes_nothing_of(capsys):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 import unicodedata
 
 import pytest
@@ -48,10 +49,12 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 
 
 def _parser_words() -> set[str]:
-    """Metavariables, destinations, choices and option strings of every parser (the usage line's words)."""
+    """Destinations, choices and option strings of every parser (the usage line's words typed as shown). Not
+    the metavariables: under --lang ko they are Korean (파일, 키=값; `test_every_placeholder_is_korean`), so an
+    English placeholder left in help, usage or an error is English left."""
     parsers = [build_parser("ko"), *_commands().values()]
     return {w for p in parsers for a in p._actions
-            for w in words_of(a.metavar or "", a.dest, *(a.choices or ()), *a.option_strings)}
+            for w in words_of(a.dest, *(a.choices or ()), *a.option_strings)}
 
 
 PARSER_WORDS = _parser_words()
@@ -151,8 +154,79 @@ def test_the_option_cases_cover_every_option():
 def test_the_check_finds_english_help():
     """The detector flags an English help line (the old `qkv explain --help --lang ko` line)."""
     assert english_left("  --out FILE       write to FILE (atomically) instead of standard output") == \
-        ["atomically", "instead", "of", "output", "standard", "write"]     # "to": --to, a parser word
-    assert english_left("  --out FILE       표준 출력 대신 FILE에 쓴다 (원자적으로)") == []
+        ["FILE", "atomically", "instead", "of", "output", "standard", "write"]     # "to": --to, a parser word
+    assert english_left("  --out FILE       표준 출력 대신 FILE에 쓴다 (원자적으로)") == ["FILE"]   # a placeholder left English
+    assert english_left("  --out 파일       표준 출력 대신 파일에 쓴다 (원자적으로)") == []
+
+
+# ------------------------------------------------------------------ 2b. the placeholders (metavariables)
+# One decision for the whole command line: under --lang ko each placeholder's words are Korean (the texts
+# ``metavar.WORD``: FILE → 파일, DIR → 디렉터리, TEXT → 텍스트, KEY=VALUE → 키=값), everywhere argparse or qkv shows
+# one — help, usage, argparse's errors and qkv's errors that name a value by its placeholder. Single letters
+# (N, T, L, H, K …) are symbols, as the posts' T, d, h; lowercase values (minilm, all, ko, float32) are typed
+# as shown. Both are the same in every language.
+PLACEHOLDER_KO = {"FILE": "파일", "DIR": "디렉터리", "TEXT": "텍스트", "KEY=VALUE": "키=값", "NAME": "이름", "TOKEN": "토큰",
+                  "COMMAND": "명령"}
+
+
+def _placeholders(lang: str) -> list[tuple[str, str]]:
+    """(where, metavar) for every argument of every parser built in ``lang``, the subcommands' slot too."""
+    found = []
+    for name, parser in [("qkv", _parser(lang)), *_parser(lang)._subparsers._group_actions[0].choices.items()]:
+        for action in parser._actions:
+            if isinstance(action.metavar, str):
+                found.append((f"{name} {action.option_strings[-1] if action.option_strings else action.dest}",
+                              action.metavar))
+    return found
+
+
+def test_every_placeholder_is_korean():
+    """No placeholder of the Korean parser has an English word: a Latin word of two letters or more in it is a
+    lowercase value typed as shown (minilm|디렉터리, L|all, ko|ja|both), never a word in capitals (FILE, KEY=VALUE)."""
+    placeholders = _placeholders("ko")
+    assert len(placeholders) > 90, len(placeholders)
+    english = [(where, m) for where, m in placeholders
+               if any(not w.islower() for w in re.findall(r"[A-Za-z]{2,}", m))]
+    assert english == [], english
+    english_ones = dict(_placeholders("en"))
+    korean_ones = dict(placeholders)
+    for where, typed in english_ones.items():
+        if typed in PLACEHOLDER_KO:
+            assert korean_ones[where] == PLACEHOLDER_KO[typed], (where, typed, korean_ones[where])
+    assert korean_ones["inspect --model"] == "minilm|디렉터리" and korean_ones["inspect --layer"] == "L|all"
+    assert korean_ones["example --digits"] == "N" and korean_ones["qkv command"] == "명령"
+
+
+def test_english_placeholders_stay_english():
+    placeholders = dict(_placeholders("en"))
+    assert (placeholders["example --what-if"], placeholders["inspect --model"], placeholders["explain file"]) == \
+        ("KEY=VALUE", "minilm|DIR", "FILE")
+
+
+# Command lines whose error names a placeholder: argparse's (a missing positional, a value missing after an
+# option whose placeholder is a word) and qkv's own (a field that is a placeholder: TEXT, TEXT #2, NAME).
+PLACEHOLDER_ERRORS = [
+    (["inspect", "--lang", "ko"], "텍스트"), (["explain", "--lang", "ko"], "파일"),
+    (["why", "--lang", "ko"], "주제"), (["generate", "--lang", "ko"], "프롬프트"),
+    (["inspect", "", "--lang", "ko"], "텍스트: "), (["embed", "a", "", "--lang", "ko"], "텍스트 #1: "),   # embed numbers texts from 0, as its table
+    (["heads", " ", "--lang", "ko"], "텍스트: "), (["translate", "", "--lang", "ko"], "텍스트: "),
+    (["example", "nope", "--lang", "ko"], "이름: "), (["--lang", "ko", "nope"], "이름: "),
+    (["--lang", "ko", "example", "--what-if"], "--what-if"),
+]
+
+
+@pytest.mark.parametrize("argv, named", PLACEHOLDER_ERRORS, ids=[" ".join(a) for a, _ in PLACEHOLDER_ERRORS])
+def test_errors_name_placeholders_in_korean(capsys, monkeypatch, argv, named):
+    code, out, err = run(capsys, monkeypatch, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, (argv, code, out, err)
+    assert named in err, (argv, err)
+    assert not re.search(r"\b(TEXT|FILE|NAME|TOPIC|PROMPT|COMMAND|DIR|TOKEN)\b", err), err
+
+
+def test_errors_name_placeholders_in_english(capsys, monkeypatch):
+    """The same errors in English keep the placeholders as the English usage line shows them."""
+    assert "TEXT #1: " in run(capsys, monkeypatch, "embed", "a", "", "--lang", "en")[2]
+    assert "required: TEXT" in run(capsys, monkeypatch, "inspect", "--lang", "en")[2]
 
 
 # ------------------------------------------------------------------ 3. where --lang may stand

@@ -117,9 +117,39 @@ class HelpFormatter(argparse.HelpFormatter):
             help_text += text(self.lang, "help.default")
         return help_text
 
-    # argparse wraps by len(), but a terminal shows Hangul (and kana, Hanja) two columns wide: lines are
-    # wrapped by the width they show, so Korean help fits the terminal as English does.
-    # Text with no wide character is left to argparse (English help is wrapped exactly as before).
+    # argparse measures by len(), but a terminal shows Hangul (and kana, Hanja) two columns wide: the usage
+    # line, the options' column and the help lines are measured by the width they show, so Korean help (its
+    # placeholders too: --out 파일) fits the terminal and lines up as English does. Text with no wide
+    # character measures the same either way (English help is laid out exactly as before).
+    def format_help(self) -> str:
+        if "len" in vars(argparse):                    # already measuring by columns (a nested call)
+            return super().format_help()
+        argparse.len = _shown_len                      # argparse's module looks len up in its globals first
+        try:
+            return super().format_help()
+        finally:
+            del argparse.len
+
+    def add_argument(self, action: argparse.Action) -> None:
+        if "len" in vars(argparse):
+            return super().add_argument(action)
+        argparse.len = _shown_len                      # the options' column width, from each invocation's columns
+        try:
+            return super().add_argument(action)
+        finally:
+            del argparse.len
+
+    def _format_action(self, action: argparse.Action) -> str:
+        """argparse's, with the help column where the header's columns put it: argparse pads the header with
+        ``%-*s``, by characters, so a header with wide characters (--out 파일) loses one space for each."""
+        formatted = super()._format_action(action)
+        header = self._format_action_invocation(action)
+        extra = _columns(header) - len(header)
+        start = self._current_indent + len(header)
+        if extra and formatted[self._current_indent:start] == header and formatted[start:start + extra + 2] == " " * (extra + 2):
+            formatted = formatted[:start] + formatted[start + extra:]
+        return formatted
+
     def _split_lines(self, text: str, width: int) -> list[str]:
         if _columns(text) == len(text):
             return super()._split_lines(text, width)
@@ -130,6 +160,11 @@ class HelpFormatter(argparse.HelpFormatter):
             return super()._fill_text(text, width, indent)
         lines = _wrap(self._whitespace_matcher.sub(" ", text).strip(), width - len(indent))
         return "\n".join(indent + line for line in lines)
+
+
+def _shown_len(obj) -> int:
+    """len() as a terminal shows it: a string's columns (`_columns`), any other object's own length."""
+    return _columns(obj) if isinstance(obj, str) else len(obj)
 
 
 def _columns(text: str) -> int:
@@ -167,6 +202,26 @@ class Parser(argparse.ArgumentParser):
         formatter = super()._get_formatter()
         formatter.lang = self.lang
         return formatter
+
+    def add_argument(self, *args, **kwargs):  # type: ignore[override]
+        """argparse's, with the value's placeholder in the parser's language (`qkv.explain.texts.metavar`:
+        ``FILE`` → 파일, ``KEY=VALUE`` → 키=값), in help, usage and argparse's errors alike. The placeholder as
+        the code writes it stays on the action as ``typed_metavar`` (what `check_text_arguments` reads)."""
+        typed = kwargs.get("metavar")
+        if isinstance(typed, str):
+            from .explain.texts import metavar
+
+            kwargs["metavar"] = metavar(self.lang, typed)
+        action = super().add_argument(*args, **kwargs)
+        action.typed_metavar = typed
+        return action
+
+    def add_subparsers(self, **kwargs):  # type: ignore[override]
+        if isinstance(kwargs.get("metavar"), str):
+            from .explain.texts import metavar
+
+            kwargs["metavar"] = metavar(self.lang, kwargs["metavar"])
+        return super().add_subparsers(**kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(self.prog, message)
@@ -571,7 +626,7 @@ def check_text_arguments(parser: argparse.ArgumentParser, args: argparse.Namespa
     command = parser._subparsers._group_actions[0].choices[args.command] if args.command else parser
     for action in command._actions:
         value = getattr(args, action.dest, None)
-        metavar = str(action.metavar or "")
+        metavar = str(getattr(action, "typed_metavar", None) or action.metavar or "")
         if action.dest in OUTPUT_OPTIONS or any(word in metavar for word in PATH_METAVARS):
             continue
         for item in value if isinstance(value, list) else [value]:

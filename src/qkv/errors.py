@@ -210,8 +210,20 @@ class InputError(ValueError):
         return cls(texts.text("en", key, **worded(values, "en")), source=source, field=field, key=key, values=values)
 
     def say(self, lang: str = "en") -> str:
-        """The message in ``lang`` (source, field and `problem_in`), as the command line and serve print it."""
-        return ": ".join([p for p in (self.source, self.field) if p] + [self.problem_in(lang)])
+        """The message in ``lang`` (source, field and `problem_in`), as the command line and serve print it.
+        A field that is an option's placeholder (``TEXT``, ``TEXT #2``) is in ``lang`` as the usage line
+        shows it (`qkv.explain.texts.metavar`: 텍스트, 텍스트 #2)."""
+        return ": ".join([p for p in (self.source, self.field_in(lang)) if p] + [self.problem_in(lang)])
+
+    def field_in(self, lang: str = "en") -> str | None:
+        """The field as `say` names it in ``lang``: an option's placeholder in that language, else as it is."""
+        if not self.field or lang == "en":
+            return self.field
+        from .explain import texts
+
+        if lang not in texts.LANGS or not texts.is_placeholder(self.field):
+            return self.field
+        return texts.metavar(lang, self.field)
 
     def problem_in(self, lang: str = "en") -> str:
         """The problem in ``lang``: the text ``key`` of `qkv.explain.texts` with ``values`` where the error

