@@ -44,7 +44,6 @@ from typing import Any
 
 import numpy as np
 
-from .explain.style import DIGITS
 from .trace import WEIGHTS, Trace
 
 __all__ = ["show", "view", "View", "page_lenses", "NEURON_NUMBERS"]
@@ -62,7 +61,7 @@ class View:
 
     trace: Trace
     lang: str = "en"
-    digits: int = DIGITS
+    digits: int | None = None            # None: the views at DIGITS, the derivation at each step's own (`trace_html`)
     lenses: dict | None = None           # several heads, text colour, the neuron view's products (`page_lenses`)
 
     def html(self) -> str:
@@ -135,7 +134,7 @@ def view(obj: Any, *, text: str | None = None, lang: str = "en", head: int | Non
         raise TypeError(f"qkv.show takes a Trace, a worked example's name or a loaded model (with text=), "
                         f"got {type(obj).__name__}")
     trace = _focus(trace, head=head, layer=layer, query=query, lang=lang)
-    return View(trace, lang, DIGITS if digits is None else digits, page_lenses(trace))
+    return View(trace, lang, digits, page_lenses(trace))
 
 
 def show(obj: Any, *, text: str | None = None, lang: str = "en", head: int | None = None,
@@ -153,7 +152,8 @@ def show(obj: Any, *, text: str | None = None, lang: str = "en", head: int | Non
       head: the head (0-based index, as everywhere in the API) the view opens on; default the trace's.
       layer: a whole model's layer to show (only that layer's steps are kept); default every layer.
       query: the query row followed on open: an index or a token string; default the trace's.
-      digits: decimals shown for every number, 0 … 12 (default 4).
+      digits: decimals shown for every number, 0 … 12 (default: 4 in the views, each step's own in the derivation,
+        as `qkv.explain.page.trace_html`).
     Returns None in a notebook (the view is displayed). Outside one (no IPython kernel) nothing is
     displayed: a warning says how to view it and the `View` is returned (``.save("page.html")``).
     Raises TypeError for an object it cannot show or text= where it does not belong, ValueError
@@ -217,7 +217,7 @@ def _check_options(lang: Any, digits: Any) -> None:
         raise ValueError(f"lang must be 'en' or 'ko', got {lang!r}")
     if digits is not None and (isinstance(digits, bool) or not isinstance(digits, (int, np.integer))
                                or not 0 <= digits <= 12):
-        raise ValueError(f"digits must be an integer from 0 to 12 (or None for 4), got {digits!r}")
+        raise ValueError(f"digits must be an integer from 0 to 12 (or None), got {digits!r}")
 
 
 def _is_model(obj: Any) -> bool:

@@ -7,7 +7,8 @@
 The renderers only read the Trace: every number printed is a recorded step's value (or a slice
 of one). ``digits`` is the number of decimals shown; None uses the precision the trace asks for
 per step (the worked examples carry the precision their post prints), falling back to
-`qkv.explain.style.DIGITS` (4) — the one default of every format (text, Markdown, HTML, JSON, figures).
+`qkv.explain.style.DIGITS` (4) — the one default of every format (text, Markdown, HTML, JSON, figures; the
+HTML page's views, which store what they show, use DIGITS, its derivation each step's own).
 
 Layering: qkv.explain never imports qkv.viz (the figures read explain's words, palette and trace
 readers, one way). The interactive HTML page is `qkv.explain.page`.
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 from ..trace import Trace
 from .document import build
-from .style import DIGITS
 from .texts import LANGS
 
 __all__ = ["render", "derivation_html", "FORMATS", "LANGS"]
@@ -54,7 +54,7 @@ def render(trace: Trace, fmt: str, *, lang: str = "en", digits: int | None = Non
     if fmt == "html":
         from .page import trace_html        # the interactive page; it embeds derivation_html
 
-        return trace_html(trace, lang=lang, digits=DIGITS if digits is None else digits, full=full, lenses=lenses)
+        return trace_html(trace, lang=lang, digits=digits, full=full, lenses=lenses)
     from . import formats
 
     ctx = build(trace, lang=lang, digits=digits, by_hand=by_hand, full=full)

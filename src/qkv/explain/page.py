@@ -318,7 +318,7 @@ def _page(payload: dict, *, title: str, lang: str, digits: int, derivation: str,
             f"<title>{_html.escape(title or 'qkv attention')}</title>\n{style}</head>\n<body>\n{body}</body>\n</html>\n")
 
 
-def _derivation(trace: Trace, lang: str, digits: int, full: bool = False) -> str:
+def _derivation(trace: Trace, lang: str, digits: int | None, full: bool = False) -> str:
     """The step-by-step derivation (`qkv.explain.derivation_html`), or a note when the trace is too large.
 
     A whole model's trace lists its layers' weights there; the other recorded steps of each layer
@@ -336,7 +336,7 @@ def _derivation(trace: Trace, lang: str, digits: int, full: bool = False) -> str
     return f'<div class="qkv-steps">{derivation_html(trace, lang=lang, digits=digits, full=full)}</div>'
 
 
-def trace_html(trace: Trace, *, lang: str = "en", digits: int = DIGITS, inline: bool = False,
+def trace_html(trace: Trace, *, lang: str = "en", digits: int | None = None, inline: bool = False,
                full: bool = False, lenses: dict | None = None) -> str:
     """The interactive page of a Trace, as one self-contained HTML document (or a fragment when inline).
 
@@ -344,7 +344,10 @@ def trace_html(trace: Trace, *, lang: str = "en", digits: int = DIGITS, inline: 
       trace: a finished Trace: a single layer (``weights`` (H, Tq, Tk) or (Tq, Tk), with whatever of
         scores, scaled_scores, biased_scores, mask, q_heads, k_heads, v_heads, out was recorded), a
         whole model (``layer {l}/weights`` …), or scoped parts (``question/weights``).
-      lang: "en" or "ko" for the page's words; digits: decimals shown (and stored) for every number.
+      lang: "en" or "ko" for the page's words; digits: decimals shown (and stored) for every number; None:
+        the views show (and store) `qkv.explain.style.DIGITS` (4) and the derivation shows each step as the
+        trace asks (a worked example's steps at the precision its post prints them), as the text, Markdown
+        and serve's derivation do.
       inline: a fragment (styles + view + script) for Jupyter's ``_repr_html_``; else a full page.
       full: the derivation prints every number of long matrices (default: NumPy-style ellipses; the
         interactive views above it always hold every recorded number).
@@ -353,9 +356,10 @@ def trace_html(trace: Trace, *, lang: str = "en", digits: int = DIGITS, inline: 
     Returns the HTML text. The step-by-step derivation of `qkv.explain.derivation_html` follows the view.
     """
     trace = in_language(trace, lang)        # the example's token names in the page's language ("토큰 3")
-    payload = _payload(trace, digits, lang)
-    payload.update(_lenses(trace, digits, lang, lenses))
-    return _page(payload, title=_titles(trace)[lang] if lang in ("en", "ko") else trace.title, lang=lang, digits=digits,
+    shown = DIGITS if digits is None else digits     # the views' decimals: they store what they show
+    payload = _payload(trace, shown, lang)
+    payload.update(_lenses(trace, shown, lang, lenses))
+    return _page(payload, title=_titles(trace)[lang] if lang in ("en", "ko") else trace.title, lang=lang, digits=shown,
                  derivation=_derivation(trace, lang, digits, full), inline=inline)
 
 
