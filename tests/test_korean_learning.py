@@ -511,11 +511,12 @@ def test_korean_typed_into_minilm_is_said_to_be_unread_on_the_command_line(comma
     showed the jamo's attention with no word. The count is the tokenizer's own (qkv.models.reading): all 16
     pieces of this sentence are jamo or [UNK] (MiniLM's BERT-uncased tokenizer decomposes Hangul, NFD)."""
     argv = [command, "나는 기계 학습을 좋아한다"] + (["--layer", "0", "--head", "0"] if command == "inspect" else [])
-    for lang, said in (("ko", "minilm 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 16개 가운데 16개가"),
-                       ("en", "minilm does not read Korean: 16 of the 16 pieces it sees are [UNK]")):
+    for lang, said, option in (("ko", "minilm 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 16개 가운데 16개가",
+                                "--model 디렉터리"),          # the placeholder as `qkv inspect --help --lang ko` shows it
+                               ("en", "minilm does not read Korean: 16 of the 16 pieces it sees are [UNK]", "--model DIR")):
         assert main([*argv, "--lang", lang]) == 0
         err = " ".join(capsys.readouterr().err.split())
-        assert said in err and "bert-base-multilingual-cased" in err and "--model DIR" in err, err
+        assert said in err and "bert-base-multilingual-cased" in err and option in err, err
     english = [command, "The cat sat on the mat."] + (["--layer", "0", "--head", "0"] if command == "inspect" else [])
     assert main(english) == 0
     assert "does not read" not in capsys.readouterr().err
