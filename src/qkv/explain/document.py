@@ -971,12 +971,12 @@ def _group_meeting(ctx: Context) -> None:
                 Calc([[sym(f"softmax({named})·V", rf"\operatorname{{softmax}}(\text{{{named}}})\,V"), EQ if holds else APPROX,
                        ctx.vec(f"{name}/out", out)]]))
         if out.size and answers:
-            ctx.add(*_meeting_conclusion(ctx, name, tokens, target, weights, values, out, answers))
-        lot_weights.append((name, target))
+            ctx.add(*_meeting_conclusion(ctx, name, tokens, target, weights, values, out, answers, shown_w[:n]))
+        lot_weights.append((name, target, shown_w[target]))
     if len(lot_weights) == 2:
-        (first, i), (second, j) = lot_weights
-        ctx.add(Para(ctx.t("gm.weaker", token=info.scenes[0]["query"], **_meeting_reading(ctx, first, i, "1"),
-                           **_meeting_reading(ctx, second, j, "2"))))
+        (first, i, w_first), (second, j, w_second) = lot_weights
+        ctx.add(Para(ctx.t("gm.weaker", token=info.scenes[0]["query"], **_meeting_reading(ctx, first, i, "1", w_first),
+                           **_meeting_reading(ctx, second, j, "2", w_second))))
     if "rows/weights" in ctx.trace:
         tokens = list(info.tokens)
         w_rows, w_cols = ctx.value("rows/weights"), ctx.value("columns/weights")
@@ -1000,30 +1000,32 @@ def _group_meeting(ctx: Context) -> None:
 
 
 def _meeting_conclusion(ctx: Context, name: str, tokens: list, target: int, weights: np.ndarray, values: np.ndarray,
-                        out: np.ndarray, answers: list) -> list:
+                        out: np.ndarray, answers: list, shown: list) -> list:
     """The meeting's conclusion, generated from its numbers: each answer's share of the vote (out), the
     winner, and what the followed token's weight says (most of the weight and its answer wins: the
-    group follows it; the largest weight but not most; or a weaker voice than another token's)."""
+    group follows it; the largest weight but not most; or a weaker voice than another token's).
+    ``shown``: the weights as the meeting's table prints them (Num, with the decimals `fit` gave them), so a
+    weight named here reads as in the table just above (0.249984 there is not 0.2500 here)."""
     votes = ", ".join(f"“{a}” {_fmt_plain(ctx.num(f'{name}/out', v))}" for a, v in zip(answers, out))
     winner = int(np.argmax(out))
     blocks = [Para(ctx.t("gm.conclusion", votes=votes, answer=answers[winner])
                    if out[winner] > 0 else ctx.t("gm.conclusion.none", votes=votes))]
     token, w = tokens[target], weights[target]
     top = int(np.argmax(weights))
-    said = {"token": token, "w": _fmt_plain(ctx.num(f"{name}/weights", w))}
+    said = {"token": token, "w": _fmt_plain(shown[target])}
     own = values[target]
     if w >= 0.5 and own.size and np.any(own > 0) and int(np.argmax(own)) == winner:
         blocks.append(Para(ctx.t("gm.follows", answer=answers[winner], **said)))
     elif top == target or weights[top] == w:
-        blocks.append(Para(ctx.t("gm.largest", rest=_fmt_plain(ctx.num(f"{name}/weights", 1.0 - w)), **said)))
+        blocks.append(Para(ctx.t("gm.largest", rest=_fmt_plain(replace(shown[target], value=1.0 - w)), **said)))
     else:
         blocks.append(Para(ctx.t("gm.weak", top=texts.key_names(ctx.lang, tied(weights), tokens),
-                                 top_w=_fmt_plain(ctx.num(f"{name}/weights", weights[top])),
+                                 top_w=_fmt_plain(shown[top]),
                                  **said)))
     return blocks
 
 
-def _meeting_reading(ctx: Context, name: str, target: int, suffix: str) -> dict:
+def _meeting_reading(ctx: Context, name: str, target: int, suffix: str, shown_w) -> dict:
     """The followed token's score into the softmax, m − s (how far below the row's largest) and weight,
     in meeting ``name``: the values of gm.weaker's placeholders s1, d1, w1 (suffix "1") or s2, d2, w2."""
     scaled = ctx.value(f"{name}/scaled_scores")[0]
@@ -1031,7 +1033,7 @@ def _meeting_reading(ctx: Context, name: str, target: int, suffix: str) -> dict:
     s = float(scaled[target])
     return {f"s{suffix}": _fmt_plain(ctx.num(f"{name}/scaled_scores", s)),
             f"d{suffix}": _fmt_plain(ctx.num(f"{name}/scaled_scores", m - s)),
-            f"w{suffix}": _fmt_plain(ctx.num(f"{name}/weights", ctx.value(f"{name}/weights")[0][target]))}
+            f"w{suffix}": _fmt_plain(shown_w)}           # as the meeting's table printed it
 
 
 # --------------------------------------------------------------------------- anything else
