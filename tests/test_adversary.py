@@ -78,6 +78,18 @@ def test_a_misspelt_option_gets_did_you_mean(capsys, argv, guess):
     assert "unrecognized arguments" in line and f"did you mean {guess}?" in line
 
 
+@pytest.mark.parametrize("argv, command", [
+    (["example", "self-attention", "--qeury", "2"], "example"), (["--lnag", "ko"], "example"),
+    (["translate", "I love you", "--too", "ko"], "translate"), (["doctor", "--install-chek"], "doctor"),
+    (["inspect", "a", "--lnag", "ko", "--lang", "ko"], "inspect"),
+])
+def test_an_unknown_option_points_to_its_commands_help(capsys, argv, command):
+    """An option of no command pointed to 'qkv --help', which lists commands, not the options one can give
+    (found in the learner's pass of issue 29); a missing argument already pointed to the command's help."""
+    line = _one_error(capsys, *argv)
+    assert f"'qkv {command} --help'" in line and "'qkv --help'" not in line, line
+
+
 def test_an_option_nothing_resembles_gets_no_guess(capsys):
     line = _one_error(capsys, "--zzzzzz")
     assert "unrecognized arguments: --zzzzzz" in line and "did you mean" not in line

@@ -241,17 +241,23 @@ class Parser(argparse.ArgumentParser):
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             guess = self._guess_option(parsed, extras)
-            self.error(say("cli.unrecognized.guess" if guess else "cli.unrecognized", args=" ".join(extras),
-                           guess=repr(guess)))
+            # the help to see is the command's, where its options are listed ('qkv example --help')
+            raise UsageError(self._command_parser(parsed).prog,
+                             say("cli.unrecognized.guess" if guess else "cli.unrecognized", args=" ".join(extras),
+                                 guess=repr(guess)))
         return parsed
+
+    def _command_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The sub-parser of the command ``parsed`` names (this parser when there is none)."""
+        command = getattr(parsed, "command", None)
+        if command and self._subparsers is not None:
+            return self._subparsers._group_actions[0].choices.get(command, self)
+        return self
 
     def _guess_option(self, parsed: argparse.Namespace, extras: list[str]) -> str | None:
         import difflib
 
-        command = getattr(parsed, "command", None)
-        parser = self
-        if command and self._subparsers is not None:
-            parser = self._subparsers._group_actions[0].choices.get(command, self)
+        parser = self._command_parser(parsed)
         options = {s.casefold(): s for p in {self, parser} for a in p._actions for s in a.option_strings
                    if s.startswith("--")}
         for extra in extras:
