@@ -181,7 +181,8 @@
     var mx = V.matrix(pan, matrixGrid);
     var info = el("div", "qkv-info"); mv.appendChild(info);
     info.setAttribute("aria-live", "polite");        // the cell the arrow keys moved to, read out
-    mv.appendChild(V.legend({ masked: true, label: W.legend }));
+    // the hatched swatch and its words only where the mask blocks a cell (payload.masked)
+    mv.appendChild(V.legend({ masked: !!payload.masked, label: payload.masked ? W.legend_masked : W.legend }));
     views.appendChild(mv);
     col.appendChild(views);
     var cellBox = el("div", "qkv-panel qkv-cell"); cellBox.hidden = true; col.appendChild(cellBox);

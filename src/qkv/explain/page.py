@@ -110,8 +110,16 @@ def _part_payload(label: str, q_tokens: Sequence[str], k_tokens: Sequence[str], 
             "formulas": {k: v for k, v in formulas.items() if v}, "arrays": arrays}
 
 
+def _blocks_a_cell(mask) -> bool:
+    """True where a recorded mask (True / 0 = may attend; False / −∞ = blocked) blocks at least one cell."""
+    if mask is None:
+        return False
+    mask = np.asarray(mask)
+    return bool(np.any(~mask)) if mask.dtype == bool else bool(np.any(np.isneginf(mask)))
+
+
 def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
-    parts = []
+    parts, masked = [], False
     for part in attention_parts(trace):
         label = part.label
         if part.prefix.startswith("layer "):               # "layer 3" in the page's language
@@ -134,6 +142,7 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
                 del steps[name]
         parts.append(_part_payload(_part_label(trace, part.prefix, label, lang), part.q_tokens, part.k_tokens,
                                    steps, formulas, digits, part.query))
+        masked = masked or _blocks_a_cell(steps.get("mask"))
         parts[-1]["rotated"] = rotated
         parts[-1]["qFrom"] = token_number(trace.meta, part.q_from)   # the number shown for query row 0
         if part.prefix and not part.prefix.startswith("layer "):
@@ -147,7 +156,7 @@ def _payload(trace: Trace, digits: int, lang: str = "en") -> dict:
                "head": int(label or 0) if several else 0, "lead": _lead(_lead_titles(trace), parts, is_model),
                "headBase": head_number(trace.meta, 0), "tokenBase": token_number(trace.meta, 0),
                "kind": trace.info.kind or "",
-               "query": _followed(trace, parts)}
+               "query": _followed(trace, parts), "masked": masked}
     if not parts:                 # no weights (the multi-head example): the steps around the heads
         payload["flow"] = _flow(trace, digits)
         payload["lead"] = {language: _untitled(texts.text(language, "page.lead.flow", title=_lead_titles(trace)[language]))

@@ -442,7 +442,9 @@ EN: dict[str, str] = {
     "page.storage": "numbers shown to {d} decimals (stored as integers × 10^−{d}, exact to what is shown)",
     "page.no_data": "This trace records no attention weights to draw.",
     "page.sum1": "the weights of a row sum to 1, or are all 0 when every key is masked",
-    "page.legend": "weight (one scale everywhere: 0 to 1, shaded by √weight); hatched grey: masked",
+    "page.legend": "weight (one scale everywhere: 0 to 1, shaded by √weight)",
+    # the same, on a page whose mask blocks some cell (a hatched swatch stands before it)
+    "page.legend_masked": "weight (one scale everywhere: 0 to 1, shaded by √weight); hatched grey: masked",
     "page.zoom_in": "zoom in",
     "page.zoom_out": "zoom out",
     "page.matrix_label": "attention weights, rows: queries, columns: keys; the arrow keys move the chosen cell and "
@@ -2243,8 +2245,9 @@ KO: dict[str, str] = {
     "page.storage": "숫자는 소수점 아래 {d}자리까지 보인다 (정수 × 10^−{d} 꼴로 저장하므로 보이는 값과 똑같다)",
     "page.no_data": "이 기록에는 그릴 어텐션 가중치가 없다.",
     "page.sum1": "한 행의 가중치 합은 1이다. 모든 Key가 마스크된 행은 모두 0이다",
-    "page.legend": "가중치 (어디서나 같은 눈금 0~1, 작은 가중치도 보이도록 색의 진하기는 가중치의 제곱근을 따른다). "
-                   "빗금 친 회색: 마스크",
+    "page.legend": "가중치 (어디서나 같은 눈금 0~1, 작은 가중치도 보이도록 색의 진하기는 가중치의 제곱근을 따른다)",
+    "page.legend_masked": "가중치 (어디서나 같은 눈금 0~1, 작은 가중치도 보이도록 색의 진하기는 가중치의 제곱근을 "
+                          "따른다). 빗금 친 회색: 마스크",
     "page.zoom_in": "확대",
     "page.zoom_out": "축소",
     "page.matrix_label": "어텐션 가중치. 행은 Query, 열은 Key이다. 화살표 키로 칸을 옮기면 그 칸의 계산 과정이 나온다",
