@@ -50,3 +50,23 @@ def test_the_projection_heads_concatenate_to_the_fused_h_exactly():
     assert trace["heads_check/concat"].meta["max_abs"] == 0.0
     for lang in ("en", "ko"):
         assert flat(texts.text(lang, "heads_check.concat.exact")) in flat(render(trace, "text", lang=lang))
+
+
+# The group meeting's figure says the same as its text (found in the learner's pass: the text said "exactly (no
+# difference)" but the figure under it "the same numbers, transposed (largest difference: 0)").
+@pytest.mark.slow                        # a full figure render (make test runs it)
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_meeting_figure_says_no_difference_when_there_is_none(lang):
+    import matplotlib.pyplot as plt
+
+    from qkv.viz.figures import meeting_figure
+
+    trace = ex.run("group-meeting")
+    assert float(np.abs(trace["columns/difference"].value).max()) == 0.0     # the two notations agree exactly here
+    fig = meeting_figure(trace, lang=lang)
+    try:
+        said = [t.get_text() for ax in fig.axes for t in ax.texts]
+    finally:
+        plt.close(fig)
+    assert texts.text(lang, "fig.notations_same.exact") in said, [s for s in said if "(" in s][-5:]
+    assert not any(texts.text(lang, "fig.notations_same", diff="0") == s for s in said)

@@ -2054,7 +2054,8 @@ def _draw_notations(sheet: "_Sheet", box: tuple[float, float, float, float], tra
     difference = trace.get("columns/difference")
     if difference is not None:
         biggest = float(np.abs(difference.value).max()) if difference.value.size else 0.0
-        ax.text(x0 - 1.6, y0 + t + 2.2, words("notations_same", diff=fmt_small(biggest)), ha="left", va="top",
+        said = words("notations_same.exact") if biggest == 0 else words("notations_same", diff=fmt_small(biggest))
+        ax.text(x0 - 1.6, y0 + t + 2.2, said, ha="left", va="top",
                 fontsize=8.5, color="#333333")
     ax.set_xlim(x0 - 2.0, px + pw + 0.6)
     ax.set_ylim(y0 + t + 3.0, -0.6)
