@@ -10,7 +10,8 @@ Classes covered:
 - the automatic mask-analysis cache (h/masks): a value read through a module attribute or from a
   nested code object (comprehension, inner lambda) changed between calls;
 - split calls (h/masks): a pass whose band does not straddle the diagonal;
-- torch.compile(fullgraph=True) (h/masks): a mask function reading a global or module value that changes.
+- torch.compile(fullgraph=True) (h/masks): a mask function reading a global or module value that changes —
+  in tests/test_flex_compile.py, with the suite's other inductor-compiled tests (one xdist worker compiles them).
 """
 
 from __future__ import annotations
@@ -309,42 +310,3 @@ def test_split_pass_band_beside_the_diagonal(name):
                               return_lse=True, route=route)
         np.testing.assert_allclose(got, want, atol=TOL, rtol=0)
         np.testing.assert_allclose(lse, want_lse, atol=TOL, rtol=0)
-
-
-# --------------------------------------------------------------------------- torch.compile(fullgraph=True)
-# (h/masks: a traced call's key ranges are computed beside the trace and baked into the graph.) Dynamo
-# guards only what it traces, so a mask function reading a global or a module attribute that changes
-# between calls was served the first call's graph (errors ~2): such functions now take the plain path,
-# which traces the function itself.
-_COMPILED_WINDOW = 10
-compile_settings = _module_with(WINDOW=10)
-
-
-def _set_compiled_window(value):
-    global _COMPILED_WINDOW
-    _COMPILED_WINDOW = value
-
-
-COMPILED_CASES = {
-    "global": (lambda b, h, q, kv: (q >= kv) & (q - kv <= _COMPILED_WINDOW), _set_compiled_window),
-    "module attribute": (lambda b, h, q, kv: (q >= kv) & (q - kv <= compile_settings.WINDOW),
-                         lambda w: setattr(compile_settings, "WINDOW", w)),
-}
-
-
-@needs_fused
-@pytest.mark.parametrize("name", list(COMPILED_CASES))
-def test_compiled_attention_follows_a_changed_global(name):
-    from qkv.attention import attention
-
-    mod, change = COMPILED_CASES[name]
-    q, k, v = (torch.from_numpy(x) for x in _inputs(b=1, h=2, tq=300, tk=300))
-    compiled = torch.compile(lambda q, k, v: attention(q, k, v, mask_mod=mod), fullgraph=True)
-    try:
-        for window in (10, 200, 3):
-            change(window)
-            got = compiled(q.float(), k.float(), v.float())
-            want = plain(q, k, v, mask_mod=mod)
-            assert float((got.double() - want).abs().max()) < TOL, window
-    finally:
-        change(10)

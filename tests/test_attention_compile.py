@@ -93,21 +93,6 @@ def test_fullgraph_compile_of_attention_matches_eager(name, route, forward_calls
         torch.testing.assert_close(got.double(), want, rtol=2e-4, atol=2e-4)
 
 
-def test_inductor_compiles_attention_with_a_catalogue_mask():
-    torch._dynamo.reset()
-    q, k, v = _inputs(2)
-    dout = _inputs(3)[0]
-
-    def fn(q, k, v):
-        return qkv.attention(q, k, v, mask_mod=masks.sliding_window(32))
-
-    eager_out, eager_grads = _grads(fn, q, k, v, dout)
-    out, grads = _grads(torch.compile(fn, fullgraph=True), q, k, v, dout)
-    torch.testing.assert_close(out, eager_out, rtol=1e-6, atol=1e-6)
-    for got, want in zip(grads, eager_grads):
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-
-
 def test_a_new_mask_object_is_not_served_the_old_graphs_key_ranges():
     """The route and key ranges are constants of a compiled graph: a different mask must not reuse them."""
     torch._dynamo.reset()
