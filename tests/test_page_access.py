@@ -293,6 +293,8 @@ def test_the_multi_head_page_draws_heads_concat_w_o_and_y(browser_context, folde
         assert np.allclose(np.concatenate(concat)[None, :], trace["concat"].value, atol=0.5e-4)
         assert np.allclose(block("wo"), trace["w_o"].value, atol=0.5e-4)
         assert np.allclose(block("y"), trace["y"].value, atol=0.5e-4)
+        # the output block is named as the post names it (z_final), not by qkv's step name y
+        assert p.text_content('.qkv-flowpic-block[data-part="y"] .qkv-flowpic-title').strip() == "z_final"
         # concat's cells keep their head's colour: head n's tint on columns 3n … 3n + 2
         tints = p.eval_on_selector_all('.qkv-flowpic-block[data-part="concat"] td', "els => els.map(e => e.style.background)")
         width = out.shape[-1]

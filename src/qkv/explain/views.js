@@ -683,7 +683,7 @@
       var yr = Math.min(i, src.shape("y")[1] - 1), cr2 = Math.min(i, src.shape("concat")[1] - 1), cols = src.shape("y")[2], wide = src.shape("w_o")[1];
       html = tableHtml(src, "w_o", 0, { caption: "W_O" });
       var shown = Math.min(cols, 4), skipped = false, f = src.formula("y");
-      var yName = (/^\s*([^=\s(]+)\s*=/.exec(f) || [])[1] || "Y";     // the post's own name (z_final) where it gives one
+      var yName = outputName(src);
       if (wide <= 16) for (var c = 0; c < shown; c++) {
         var terms = [];
         for (var d = 0; d < wide; d++) {
@@ -766,7 +766,7 @@
         wb.appendChild(wt); wb.appendChild(el("div", "qkv-note", ws[1] + " × " + ws[2]));
         if (src.has("y")) {
           arrow("=");
-          var ys = src.shape("y"), yr = Math.min(ctx.i || 0, ys[1] - 1), yb = block("y", "y"), yt = el("table", "qkv-flowpic-t"), ytr = el("tr");
+          var ys = src.shape("y"), yr = Math.min(ctx.i || 0, ys[1] - 1), yb = block("y", outputName(src)), yt = el("table", "qkv-flowpic-t"), ytr = el("tr");
           for (var c3 = 0; c3 < ys[2]; c3++) ytr.appendChild(cell(src.text("y", 0, yr, c3), null, "qkv-flowpic-y"));
           yt.appendChild(ytr); yb.appendChild(yt); yb.appendChild(el("div", "qkv-note", "1 × " + ys[2]));
         }
@@ -784,6 +784,11 @@
       }
     };
   };
+  // The output projection's result as the post names it (z_final, from its formula "z_final = Concat(…)·W_O"),
+  // else Y: the step-through's line and the multi-head picture's block both say it.
+  function outputName(src) {
+    return (/^\s*([^=\s(]+)\s*=/.exec(src.formula("y") || "") || [])[1] || "Y";
+  }
   function sup(n) {
     var map = { "0": "⁰", "1": "¹", "2": "²", "3": "³", "4": "⁴", "5": "⁵", "6": "⁶", "7": "⁷", "8": "⁸", "9": "⁹" };
     return "⁽" + String(n).split("").map(function (c) { return map[c] || c; }).join("") + "⁾";
