@@ -328,3 +328,26 @@ def test_a_cells_derivation_shows_the_keys_contribution_beside_its_weight(browse
             assert abs(shown[1] - contribution[j] / contribution.sum()) <= 0.5e-4 + 1e-12, (j, row)
     finally:
         page.close()
+
+
+# ------------------------------------------------------------------ which decimals where
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_page_says_which_decimals_the_views_and_the_derivation_show(browser_context, tmp_path, lang):  # noqa: F811
+    """The learner's pass: the note under the controls said every number shows 4 decimals, while the derivation
+    below ("Step by step") gives each step at the post's precision (bb14dff). A worked example's page says both;
+    a page asked for 2 decimals everywhere says that one number."""
+    from qkv.explain.texts import LANGS
+
+    def note(page) -> str:
+        return page.page.evaluate("""() => Array.from(document.querySelectorAll('.qkv-note'))
+          .map((e) => e.textContent).filter((t) => t.includes('10^−'))""")
+
+    for digits, key, shown in ((None, "page.storage_steps", "4"), (2, "page.storage", "2")):   # None: as the CLI
+        path = tmp_path / f"self-attention-{lang}-{digits}.html"
+        path.write_text(trace_html(qkv.examples.run("self-attention"), lang=lang, digits=digits), encoding="utf-8")
+        page = OpenPage(browser_context, path, viewport=DESKTOP)
+        try:
+            assert note(page) == [LANGS[lang][key].replace("{d}", shown)], digits
+            assert page.errors == []
+        finally:
+            page.close()

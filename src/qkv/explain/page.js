@@ -132,7 +132,7 @@
     // a page of weights alone (attention_page; a model page of a long text) has nothing to derive a cell from
     var weightsAlone = payload.parts.every(function (p) { return !p.arrays.scores && !p.arrays.q_heads; });
     app.appendChild(el("p", "qkv-note", (weightsAlone ? W.hint_weights : W.hint) + " " + W.matrix_keys));
-    app.appendChild(el("p", "qkv-note", W.storage.replace(/\{d\}/g, payload.digits)));
+    app.appendChild(el("p", "qkv-note", (payload.stepDigits ? W.storage_steps : W.storage).replace(/\{d\}/g, payload.digits)));
 
     // the views in one column, the step-through beside them where the window is wide enough (below on a
     // phone): at 1366 × 900 the first step's text is on the first screen

@@ -368,6 +368,8 @@ def trace_html(trace: Trace, *, lang: str = "en", digits: int | None = None, inl
     shown = DIGITS if digits is None else digits     # the views' decimals: they store what they show
     payload = _payload(trace, shown, lang)
     payload.update(_lenses(trace, shown, lang, lenses))
+    # the derivation at each step's own precision (a worked example's, digits None) is not at the views' decimals
+    payload["stepDigits"] = digits is None and bool(trace.info.digits)
     return _page(payload, title=_titles(trace)[lang] if lang in ("en", "ko") else trace.title, lang=lang, digits=shown,
                  derivation=_derivation(trace, lang, digits, full), inline=inline)
 
