@@ -45,7 +45,7 @@ from .functions import _compiling
 from .magnitude import tops_lose_lse, tops_may_overflow, value_tops
 
 
-__all__ = ["op", "mask_op", "run", "available", "row_ranges", "values_ok",
+__all__ = ["op", "mask_op", "run", "available", "row_ranges", "values_ok", "cast",
            "block_backward", "score_spec", "in_fresh_thread"]
 
 # Blocks of both passes. 128×128 keeps each sgemm's operands in L2 and wastes little of a band's
@@ -868,6 +868,79 @@ def mask_op():
     return _mask_op
 
 
+# --------------------------------------------------------------------------- half-precision casts
+def cast(x, dtype):
+    """x as `dtype`, as x.to(dtype) gives it (the same values, the same rounding; autograd through it): for a
+    contiguous CPU tensor between float32 and bfloat16/float16, eager, by the C extension's one-thread cast
+    (`_fused.convert16`, in `_cast_function` when autograd records x); torch's .to() otherwise (another
+    pair of dtypes or device, a strided tensor, torch.compile tracing, an extension without convert16 or a
+    CPU without F16C for float16).
+
+    Why not .to(): torch casts with an OpenMP team from 32,768 values on, and on 2 cores other processes
+    keep busy the team's barrier waits for a descheduled thread: profiled (torch.profiler, load ~18, AMD
+    EPYC Zen 3), aten::copy_ took 98 % of the C route's time on bfloat16 at T = 128 (B1 H8 D64), 6-27 ms of
+    CPU per cast where convert16 takes ~10 µs; the route casts q, k, v in and out back."""
+    if x.dtype == dtype:
+        return x
+    if not _fast_cast_takes(x, dtype):
+        return x.to(dtype)
+    import torch
+
+    if x.requires_grad and torch.is_grad_enabled():
+        return _cast_function()(x, dtype)
+    return _convert(x, dtype)
+
+
+def _fast_cast_takes(x, dtype) -> bool:
+    import torch
+
+    fused = native.extension()
+    if fused is None or not hasattr(fused, "convert16") or x.device.type != "cpu" or _compiling():
+        return False
+    half = dtype if x.dtype == torch.float32 else x.dtype if dtype == torch.float32 else None
+    if half not in (torch.bfloat16, torch.float16) or not x.is_contiguous():
+        return False
+    return half == torch.bfloat16 or fused.vector_width() >= 8   # float16 needs F16C (the AVX2 loops)
+
+
+def _convert(x, dtype):
+    """`cast` without autograd, by convert16 (`_fast_cast_takes` said yes)."""
+    import torch
+
+    out = torch.empty(tuple(x.shape), dtype=dtype)
+    fused = native.extension()
+    if dtype == torch.float32:
+        fused.convert16(x.detach().view(torch.int16).numpy(), out.numpy(), x.dtype == torch.bfloat16)
+    else:
+        fused.convert16(x.detach().numpy(), out.view(torch.int16).numpy(), dtype == torch.bfloat16)
+    return out
+
+
+_cast_class = None
+
+
+def _cast_function():
+    """`cast` as a torch.autograd.Function: the gradient is cast back to the input's dtype the same way (a
+    strided gradient by .to())."""
+    global _cast_class
+    if _cast_class is None:
+        import torch
+
+        class HalfCast(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, dtype):
+                ctx.source = x.dtype
+                return _convert(x, dtype)
+
+            @staticmethod
+            @torch.autograd.function.once_differentiable
+            def backward(ctx, grad):
+                return cast(grad, ctx.source), None
+
+        _cast_class = HalfCast
+    return _cast_class.apply
+
+
 # --------------------------------------------------------------------------- qkv.attention's route
 def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k: int = BLOCK_K, rows=None,
         traced: bool = False):
@@ -891,8 +964,7 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
 
     def flat(x, heads_here, t, d):   # (…, heads, T, D) broadcast to the call's batch → (N·heads, T, D) float32
         x = x.expand(tuple(lead[:-1]) + (heads_here, t, d))
-        if x.dtype != torch.float32:
-            x = x.to(torch.float32)
+        x = cast(x, torch.float32)   # (not .to(): see cast)
         return x.reshape(-1, t, d).contiguous()   # no copy for a contiguous float32 tensor
 
     q3 = flat(q, heads, call.tq, call.dk)
@@ -909,9 +981,9 @@ def run(call: Call, *, return_lse: bool = False, block_q: int = BLOCK_Q, block_k
     else:   # a catalogue score function (route.torch_flash_why_not checked score_spec)
         out, lse = _scored_function()(q3, k3, v3, rows_t, float(call.scale), int(block_q), int(block_k),
                                       _flat_spec(score_spec(call), q3.shape[0]))
-    out = out.reshape(call.out_shape).to(call.dtype)
+    out = cast(out.reshape(call.out_shape), call.dtype)
     if return_lse:
-        return out, lse.reshape(call.out_shape[:-1]).to(call.dtype)
+        return out, cast(lse.reshape(call.out_shape[:-1]), call.dtype)
     return out
 
 
@@ -944,11 +1016,11 @@ def block_backward(q, k, v, d_out, lse, delta, *, causal: bool, scale: float):
     rows = np.ascontiguousarray(np.stack([lo, np.maximum(hi, lo)]))
 
     def flat(x, n, d):
-        return x.detach().to(torch.float32).reshape(b * n, -1, d).contiguous().numpy()
+        return cast(x.detach(), torch.float32).reshape(b * n, -1, d).contiguous().numpy()
 
     grads = backward_arrays(flat(d_out, h, dv), flat(q, h, dk), flat(k, g, dk), flat(v, g, dv), None,
-                            lse.detach().to(torch.float32).reshape(b * h, t).contiguous().numpy(), rows, scale,
-                            delta=delta.detach().to(torch.float32).reshape(b * h, t).contiguous().numpy())
+                            cast(lse.detach(), torch.float32).reshape(b * h, t).contiguous().numpy(), rows, scale,
+                            delta=cast(delta.detach(), torch.float32).reshape(b * h, t).contiguous().numpy())
     dq, dk_, dv_ = (torch.from_numpy(x) for x in grads)
     return dq.reshape(b, h, t, dk), dk_.reshape(b, g, keys, dk), dv_.reshape(b, g, keys, dv)
 
