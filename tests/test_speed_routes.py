@@ -55,20 +55,48 @@ def _write(tmp_path, cases):
 
 
 def test_the_rules_send_bfloat16_to_sdpa_and_float32_to_the_c_kernel():
-    """No calibration: bfloat16 (SDPA ×1.0–3.7 faster on the CPUs measured) takes SDPA, float32 the C kernel,
-    float16 SDPA forward and the C kernel under autograd (SDPA's float16 backward ×3.7–7.4 slower)."""
+    """No calibration: bfloat16 unmasked takes SDPA, float32 the C kernel, float16 under autograd the C
+    kernel (SDPA's float16 backward ×3.7–7.4 slower); float16 forward SDPA on AVX-512 CPUs, the C kernel on
+    AVX2-only ones (`test_the_half_precision_rules_follow_the_cpu`)."""
     with torch.no_grad():
         assert _chosen(*_inputs(torch.bfloat16)).name == route_mod.TORCH_SDPA
-        assert _chosen(*_inputs(torch.bfloat16), causal=True).name == route_mod.TORCH_SDPA
+        assert _chosen(*_inputs(torch.bfloat16), causal=True).name == route_mod.TORCH_SDPA   # (T = 96)
         assert _chosen(*_inputs(torch.float32)).name == route_mod.TORCH_FLASH
-        assert _chosen(*_inputs(torch.float16)).name == route_mod.TORCH_SDPA
+        assert _chosen(*_inputs(torch.float16)).name == (route_mod.TORCH_SDPA if speed.has_avx512()
+                                                         else route_mod.TORCH_FLASH)
     assert _chosen(*_inputs(torch.float16, grad=True)).name == route_mod.TORCH_FLASH
     assert _chosen(*_inputs(torch.bfloat16, grad=True)).name == route_mod.TORCH_SDPA
     reason = _chosen(*_inputs(torch.bfloat16)).reason
     assert "SDPA is faster here" in reason and "rules" in reason
-    # float16 forward: SDPA up to T ≈ 2048, the C kernel beyond (×1.57 at T = 4096 in the measurements)
-    assert speed.faster("float16", False, False, 2048, 2048) == speed.SDPA
-    assert speed.faster("float16", False, False, 4096, 4096) == speed.C_KERNEL
+
+
+def test_the_half_precision_rules_follow_the_cpu():
+    """AVX-512 CPUs (the first measurements): float16 forward SDPA up to T ≈ 2048, the C kernel beyond (×1.57
+    at T = 4096), bfloat16 SDPA. AVX2-only (AMD EPYC Zen 3, measured one thread a side after the casts moved
+    into C): float16 the C kernel at every T (×1.3–3.4), bfloat16 causal forward the C kernel from T = 512
+    (×1.39–1.55), SDPA for dense bfloat16 and shorter causal ones. This machine follows its own CPU's rules."""
+    rules = speed._rules
+    assert rules("float16", False, False, 2048, avx512=True) == speed.SDPA
+    assert rules("float16", False, False, 4096, avx512=True) == speed.C_KERNEL
+    assert rules("bfloat16", True, False, 4096, avx512=True) == speed.SDPA
+    for t in (64, 256, 1024, 2048, 8192):
+        for causal in (False, True):
+            assert rules("float16", causal, False, t, avx512=False) == speed.C_KERNEL
+            assert rules("float16", causal, True, t, avx512=False) == speed.C_KERNEL
+            assert rules("bfloat16", False, False, t, avx512=False) == speed.SDPA
+            assert rules("float32", causal, False, t, avx512=False) == speed.C_KERNEL
+        assert rules("bfloat16", True, False, t, avx512=False) == (speed.C_KERNEL if t >= 512 else speed.SDPA)
+        assert rules("bfloat16", True, True, t, avx512=False) == speed.SDPA
+    wide = speed.has_avx512()
+    for dtype in ("float16", "bfloat16", "float32"):
+        for t in (96, 512, 4096):
+            for causal in (False, True):
+                assert speed.faster(dtype, causal, False, t, t) == rules(dtype, causal, False, t, avx512=wide)
+    with torch.no_grad():   # the route itself, at T = 512 causal (bfloat16's rules differ by CPU there)
+        q, k, v = _inputs(torch.bfloat16, tq=512, tk=512)
+        expected = route_mod.TORCH_SDPA if wide else route_mod.TORCH_FLASH
+        assert _chosen(q, k, v, causal=True).name == expected
+        assert _chosen(*_inputs(torch.float16, tq=512, tk=512)).name == expected
 
 
 @pytest.mark.parametrize("kw", [

@@ -894,8 +894,10 @@ def cast(x, dtype):
 def _fast_cast_takes(x, dtype) -> bool:
     import torch
 
+    if _compiling():   # (first: a trace may not read the ContextVar behind native.extension())
+        return False
     fused = native.extension()
-    if fused is None or not hasattr(fused, "convert16") or x.device.type != "cpu" or _compiling():
+    if fused is None or not hasattr(fused, "convert16") or x.device.type != "cpu":
         return False
     half = dtype if x.dtype == torch.float32 else x.dtype if dtype == torch.float32 else None
     if half not in (torch.bfloat16, torch.float16) or not x.is_contiguous():

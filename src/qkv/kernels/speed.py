@@ -33,8 +33,27 @@ means the C kernel is faster), on an AMD EPYC with AVX-512 and avx512_bf16 (no A
   float32 forward    T = 1024 ×0.83 (causal ×1.00), T = 2048 ×1.15 (×1.16)
   float32 train      T = 1024 ×1.45 (causal ×1.80), T = 2048 ×1.02 (×1.34)
 and on an Intel Xeon with AVX-512 and AMX (docs/benchmarks.md): bfloat16 forward T = 4096 ×0.27–0.49.
-So the rules: bfloat16 takes SDPA (never slower on either CPU); float16 takes SDPA forward up to
-T ≈ 2048 and the C kernel for training and longer forwards; float32 takes the C kernel.
+So the rules on AVX-512 CPUs: bfloat16 takes SDPA; float16 takes SDPA forward up to T ≈ 2048 and the C
+kernel for training and longer forwards; float32 takes the C kernel. (Those half-precision figures were
+taken while the C route cast with torch's .to(), whose OpenMP team cost 6–27 ms of CPU per cast on busy
+cores, and alternating in one process, where the C route's clock also counts SDPA's OpenMP threads
+spinning after their call: both against the C kernel. Re-measure them on such a CPU.)
+
+On an AMD EPYC Zen 3 with AVX2 only (no AVX-512), 2 cores, torch 2.13.0 (MKL, oneDNN), 7 December, after
+the C route's casts moved into C (`autograd.cast`), forward, B = 1, H = 8, D = 64, each side on one thread
+(torch.set_num_threads(1), qkv's pool held to one CPU: no OpenMP team on either side), alternating in one
+process, medians of 7, thread time, load 25–29; ×r as above:
+  float16  T = 64 ×1.39 (causal ×1.31), 128 ×1.89 (×2.27), 256 ×1.86 (×2.66), 512 ×1.96 (×3.36),
+           1024 ×1.65 (×2.05)
+  bfloat16 T = 64 ×0.62 (×0.63), 128 ×0.80 (×1.02), 256 ×0.84 (×1.11), 512 ×1.01 (×1.55),
+           1024 ×1.01 (×1.39)
+  float32  T = 64 ×0.72 (×0.76), 128 ×0.87 (×1.13), 256 ×0.91 (×1.29), 512 ×1.06 (×1.55),
+           1024 ×0.97 (×1.29)
+and with 2 threads each, each side in its own process (benchmarks/bench_peers.py's way), CPU time, load
+~26: bfloat16 T = 128 ×5.88 (causal ×8.05), T = 256 ×1.59 (×2.83) — SDPA's OpenMP team costs a short
+call more than its arithmetic there. So the rules on CPUs without AVX-512: float16 takes the C kernel at
+every T; bfloat16 forward takes the C kernel when causal from T = 512 on, SDPA otherwise (dense: equal
+from T = 512 on, SDPA faster below on one thread); float32 the C kernel.
 """
 
 from __future__ import annotations
@@ -50,7 +69,7 @@ from pathlib import Path
 
 from . import native, pool
 
-__all__ = ["SDPA", "C_KERNEL", "faster", "machine_key", "cache_path", "load", "calibrate", "decide", "save",
+__all__ = ["SDPA", "C_KERNEL", "faster", "has_avx512", "machine_key", "cache_path", "load", "calibrate", "decide", "save",
            "CALIBRATION_SIZES", "MARGIN"]
 
 SDPA, C_KERNEL = "sdpa", "c_kernel"
@@ -63,13 +82,26 @@ _loaded: dict = {}   # machine key -> (table or None, where it came from)
 generation = 0       # bumped whenever the table is read again (kernels/route.py keys its kept routes by it)
 
 
-def _rules(dtype: str, causal: bool, train: bool, t: float) -> str:
-    """The rules when this machine has no calibration (the measurements in the module docstring)."""
+def _rules(dtype: str, causal: bool, train: bool, t: float, avx512: bool | None = None) -> str:
+    """The rules when this machine has no calibration (the measurements in the module docstring). avx512:
+    whether the CPU has AVX-512 (default: this CPU's flags, `has_avx512`): the half-precision rules differ
+    between the AVX-512 CPUs measured first and the AVX2-only one (AMD EPYC Zen 3) measured since."""
+    if avx512 is None:
+        avx512 = has_avx512()
     if dtype == "bfloat16":
+        if not avx512 and causal and not train and t >= 512:
+            return C_KERNEL
         return SDPA
     if dtype == "float16":
+        if not avx512:
+            return C_KERNEL
         return SDPA if not train and t <= 2048 else C_KERNEL
     return C_KERNEL
+
+
+def has_avx512() -> bool:
+    """Whether this CPU has AVX-512 (avx512f in its flags): which half-precision rules apply (`_rules`)."""
+    return "avx512f" in _cpu()[1]
 
 
 def machine_key() -> str:
