@@ -50,10 +50,12 @@ process, medians of 7, thread time, load 25–29; ×r as above:
   float32  T = 64 ×0.72 (×0.76), 128 ×0.87 (×1.13), 256 ×0.91 (×1.29), 512 ×1.06 (×1.55),
            1024 ×0.97 (×1.29)
 and with 2 threads each, each side in its own process (benchmarks/bench_peers.py's way), CPU time, load
-~26: bfloat16 T = 128 ×5.88 (causal ×8.05), T = 256 ×1.59 (×2.83) — SDPA's OpenMP team costs a short
-call more than its arithmetic there. So the rules on CPUs without AVX-512: float16 takes the C kernel at
-every T; bfloat16 forward takes the C kernel when causal from T = 512 on, SDPA otherwise (dense: equal
-from T = 512 on, SDPA faster below on one thread); float32 the C kernel.
+~26–29, 3 rounds: bfloat16 T = 128 ×5.88 (causal ×8.05), 256 ×1.59 (×2.83), 512 ×1.25 (×1.97), 1024 ×1.36
+(×1.70) — SDPA's OpenMP team costs a short call more than its arithmetic there. So the rules on CPUs
+without AVX-512: float16 takes the C kernel at every T; bfloat16 forward the C kernel from T = 512 on
+(where one thread a side finds them equal or the C kernel ahead and two threads the C kernel ahead in
+every round), SDPA below (faster on one thread, dense) and under autograd (not measured here); float32
+the C kernel.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def _rules(dtype: str, causal: bool, train: bool, t: float, avx512: bool | None 
     if avx512 is None:
         avx512 = has_avx512()
     if dtype == "bfloat16":
-        if not avx512 and causal and not train and t >= 512:
+        if not avx512 and not train and t >= 512:
             return C_KERNEL
         return SDPA
     if dtype == "float16":
