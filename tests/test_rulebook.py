@@ -23,10 +23,12 @@ BEFORE = json.loads((Path(__file__).parent / "reference" / "routes_before_rulebo
 
 @pytest.fixture(autouse=True)
 def rules_not_calibration(monkeypatch, tmp_path):
-    """The speed table's rules (no calibration file of this machine): the routes recorded were chosen by them."""
+    """The speed table's rules (no calibration file of this machine): the routes recorded were chosen by them,
+    the rules of AVX-512 CPUs (the only ones then; the AVX2-only rules since are tests/test_speed_routes.py's)."""
     if native.fused is None:
         pytest.fail("qkv.kernels._fused is not built (tests/test_fused.py says why)")
     monkeypatch.setenv("QKV_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(speed, "has_avx512", lambda: True)
     speed.load(refresh=True)
     yield
     monkeypatch.undo()
