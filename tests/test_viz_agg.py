@@ -248,3 +248,52 @@ def test_a_run_shares_contexts_and_transforms_only_where_its_texts_are_drawn_ali
     # the clipped texts at the axes' left edge lost their left part: some ink stands left of the axes, not all
     left = int(ax.bbox.x0)
     assert (alone[:, :left, :3] < 250).any()
+
+
+def test_each_lines_offset_is_read_from_either_shape_of_matplotlibs_layout():
+    """Text._get_layout's lines are (string, (w, h), (dx, dy)) in matplotlib ≥ 3.11 and (string, (w, h), dx, dy)
+    before: the batch reads the offset from both (it unpacked three items, which failed on matplotlib 3.10)."""
+    new = [("ab", (10.0, 5.0), np.array([1.5, -2.0])), ("c", (3.0, 5.0), np.array([0.0, -9.0]))]
+    old = [("ab", (10.0, 5.0), 1.5, -2.0), ("c", (3.0, 5.0), 0.0, -9.0)]
+    assert _agg._line_offsets(new) == _agg._line_offsets(old) == [("ab", (1.5, -2.0)), ("c", (0.0, -9.0))]
+
+
+def test_without_render_mode_texts_are_drawn_by_matplotlib_in_runs(tmp_path):
+    """matplotlib before 3.10 has no ft2font.RenderMode (pyproject allows ≥ 3.8): `_agg` still imports (it imported
+    the name unconditionally) and, with nothing to remember, draws each run's texts with RendererAgg.draw_text —
+    the pixels of matplotlib's own canvas. Run in a fresh interpreter: the name is taken away before the import."""
+    import subprocess
+    import sys
+
+    code = """
+import io, sys
+import numpy as np
+import matplotlib
+matplotlib.use("Agg")
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+import matplotlib.ft2font
+del matplotlib.ft2font.RenderMode
+from matplotlib.figure import Figure
+from qkv.viz import _agg, fonts
+assert not _agg.FAST_TEXT
+
+def pixels(canvas):
+    figure = Figure(figsize=(3, 1.2), dpi=100)
+    for i, s in enumerate(["0.25", "−1.5", "token 2", "0.25"]):
+        figure.text(0.1 + 0.2 * i, 0.5, s, fontsize=9, **fonts.font_kwargs())
+    canvas(figure)
+    buffer = io.BytesIO()
+    with fonts.context():
+        if canvas is _agg.Canvas:
+            with _agg.batched_texts(figure):
+                figure.savefig(buffer, format="rgba", dpi=100)
+        else:
+            figure.savefig(buffer, format="rgba", dpi=100)
+    return np.frombuffer(buffer.getvalue(), dtype=np.uint8)
+
+ours, theirs = pixels(_agg.Canvas), pixels(FigureCanvasAgg)
+assert (ours != 255).any() and np.array_equal(ours, theirs)
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

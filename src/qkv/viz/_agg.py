@@ -34,14 +34,21 @@ from matplotlib import colors as mcolors
 from matplotlib.backend_bases import GraphicsContextBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.font_manager import fontManager, get_font
-from matplotlib.ft2font import FT2Font, RenderMode
+from matplotlib.ft2font import FT2Font
 from matplotlib.text import Text
+
+try:
+    from matplotlib.ft2font import RenderMode      # matplotlib ≥ 3.10
+except ImportError:                                 # before: text is drawn in C++, nothing here needs it
+    RenderMode = None
 
 __all__ = ["Canvas", "Renderer", "FAST_TEXT", "batched_texts"]
 
 # matplotlib ≥ 3.11 lays text out in Python (FT2Font._layout, _render_glyph, _set_transform): only there
-# is there anything to remember; earlier versions blit a whole string from C++ already.
-FAST_TEXT = all(hasattr(FT2Font, name) for name in ("_layout", "_render_glyph", "_set_transform"))
+# is there anything to remember; earlier versions blit a whole string from C++ already (and matplotlib < 3.10
+# has no RenderMode: the module must still import there, pyproject allows matplotlib ≥ 3.8).
+FAST_TEXT = RenderMode is not None and all(hasattr(FT2Font, name) for name in ("_layout", "_render_glyph",
+                                                                            "_set_transform"))
 
 _LIMIT = 20_000           # remembered strings or glyphs before a cache starts again (each a few hundred bytes)
 _texts: dict[tuple, tuple[np.ndarray, int, int] | None] = {}
@@ -190,10 +197,10 @@ class Renderer(RendererAgg):
                 angle = text.get_rotation()
                 layout_key = (text._text, font_key, self.dpi, flags, angle, text.get_rotation_mode(),
                               text._horizontalalignment, text._verticalalignment, text._linespacing,
-                              text._get_multialignment(), text.get_figure(root=True).dpi)
+                              text._get_multialignment(), text.figure.dpi)
                 info = _layouts.get(layout_key)
                 if info is None:
-                    info = [(line, xy) for line, _, xy in text._get_layout(self)[1]]
+                    info = _line_offsets(text._get_layout(self)[1])
                     if len(_layouts) >= _LIMIT:
                         _layouts.clear()
                     _layouts[layout_key] = info
@@ -218,6 +225,12 @@ class Renderer(RendererAgg):
         finally:
             for gc in contexts.values():
                 gc.restore()
+
+
+def _line_offsets(lines) -> list[tuple[str, tuple[float, float]]]:
+    """(string, (dx, dy)) of each line of `Text._get_layout`'s list: matplotlib ≥ 3.11 gives each line as
+    (string, (width, height), (dx, dy)), earlier versions as (string, (width, height), dx, dy)."""
+    return [(entry[0], tuple(entry[2]) if len(entry) == 3 else (entry[2], entry[3])) for entry in lines]
 
 
 class _SharedContext(GraphicsContextBase):
@@ -275,6 +288,12 @@ class TextBatch(martist.Artist):
         self.texts = texts
         self.set_zorder(zorder)
         self.set_in_layout(False)
+
+    def set(self, **kwargs):
+        # A class of its own `set`: matplotlib writes an Artist subclass's `set` docstring from every setter's
+        # docstring when the class is made (`Artist.__init_subclass__`, ~1 ms of a fresh process) unless the
+        # class defines `set` itself.
+        return martist.Artist.set(self, **kwargs)
 
     @martist.allow_rasterization
     def draw(self, renderer):
