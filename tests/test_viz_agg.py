@@ -297,3 +297,47 @@ print("ok")
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_measurement_is_made_once_per_string_font_and_dpi(monkeypatch):
+    """`Renderer.get_text_width_height_descent` remembers matplotlib's answer for the process (matplotlib remembers it
+    per renderer; a figure's blocks measured the same number shapes once each): asked again, on another renderer of
+    the same dpi, it does not measure again, and its answer is matplotlib's own for that string, font and dpi."""
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    calls = []
+    measure = RendererAgg.get_text_width_height_descent
+
+    def counted(self, s, prop, ismath):
+        calls.append((s, self.dpi))
+        return measure(self, s, prop, ismath)
+
+    monkeypatch.setattr(RendererAgg, "get_text_width_height_descent", counted)
+    monkeypatch.setattr(_agg, "_measures", {})
+    with fonts.context():
+        prop = FontProperties(family=list(fonts.families()), size=7.5)
+        first = _agg.Renderer(10, 10, 150).get_text_width_height_descent("−0.3750 쿼리", prop, False)
+        again = _agg.Renderer(20, 20, 150).get_text_width_height_descent("−0.3750 쿼리", prop.copy(), False)
+        assert calls == [("−0.3750 쿼리", 150)] and again == first
+        assert first == measure(RendererAgg(10, 10, 150), "−0.3750 쿼리", prop, False)
+        other_dpi = _agg.Renderer(10, 10, 100).get_text_width_height_descent("−0.3750 쿼리", prop, False)
+        larger = _agg.Renderer(10, 10, 150).get_text_width_height_descent("−0.3750 쿼리", FontProperties(
+            family=list(fonts.families()), size=9), False)
+        assert len(calls) == 3 and other_dpi[0] < first[0] < larger[0]
+        _agg.Renderer(10, 10, 150).get_text_width_height_descent("x^2", prop, True)     # mathtext: never remembered
+        _agg.Renderer(10, 10, 150).get_text_width_height_descent("x^2", prop, True)
+        assert len(calls) == 5
+
+
+def test_the_measuring_renderer_measures_as_the_figures_own():
+    """`measuring_renderer` (no canvas of the figure's size) gives every text the window extent the figure's own
+    Agg renderer gives it: upright, turned, Hangul, at the figure's dpi."""
+    figure = Figure(figsize=(4, 3), dpi=100)
+    ax = figure.add_axes((0.1, 0.1, 0.8, 0.8))
+    with fonts.context():
+        texts = [ax.text(0.2, 0.3, "−14.3105", rotation=90, fontsize=6.5), ax.text(0.5, 0.5, "쿼리 token 2", fontsize=8),
+                 ax.annotate("0.25", (0.7, 0.2), xytext=(0, 2), textcoords="offset points", rotation=90)]
+        ours = [t.get_window_extent(_agg.measuring_renderer(figure)).bounds for t in texts]
+        theirs = [t.get_window_extent(figure._get_renderer()).bounds for t in texts]
+    assert ours == theirs and all(w > 0 and h > 0 for _, _, w, h in ours)

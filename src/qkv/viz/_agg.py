@@ -42,7 +42,7 @@ try:
 except ImportError:                                 # before: text is drawn in C++, nothing here needs it
     RenderMode = None
 
-__all__ = ["Canvas", "Renderer", "FAST_TEXT", "batched_texts"]
+__all__ = ["Canvas", "Renderer", "FAST_TEXT", "batched_texts", "measuring_renderer"]
 
 # matplotlib ≥ 3.11 lays text out in Python (FT2Font._layout, _render_glyph, _set_transform): only there
 # is there anything to remember; earlier versions blit a whole string from C++ already (and matplotlib < 3.10
@@ -55,6 +55,7 @@ _texts: dict[tuple, tuple[np.ndarray, int, int] | None] = {}
 _glyphs: dict[tuple, tuple[np.ndarray, int, int]] = {}
 _heights: dict[tuple, tuple] = {}
 _layouts: dict[tuple, tuple] = {}
+_measures: dict[tuple, tuple[float, float, float]] = {}
 
 
 def _font_key(prop) -> tuple:
@@ -63,7 +64,8 @@ def _font_key(prop) -> tuple:
     # well), the size, and the tuple of what the properties say (not the object, which its owner may change).
     return (tuple(fontManager._find_fonts_by_props(prop)), prop.get_size_in_points(), tuple(prop.get_family()),
             prop.get_style(), prop.get_variant(), prop.get_weight(), prop.get_stretch(), prop.get_file(),
-            prop.get_math_fontfamily(), mpl.rcParams["text.hinting_factor"])
+            prop.get_math_fontfamily(), mpl.rcParams["text.hinting_factor"],
+            mpl.rcParams.get("text.kerning_factor"))      # get_font's font objects differ by both factors
 
 
 class Renderer(RendererAgg):
@@ -73,6 +75,21 @@ class Renderer(RendererAgg):
         if ismath or not FAST_TEXT:
             return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
         self._draw_keyed(gc, x, y, s, prop, _font_key(prop), angle, mtext, get_hinting_flag())
+
+    def get_text_width_height_descent(self, s, prop, ismath):
+        """matplotlib's measurement of plain text, remembered per string, font, dpi and hinting for the process:
+        matplotlib remembers it per renderer, and a figure's blocks measure the same number shapes again each
+        (`figures._CellNumbers`), a layout of the string each time (issue 29)."""
+        if ismath:
+            return super().get_text_width_height_descent(s, prop, ismath)
+        key = (s, _font_key(prop), self.dpi, get_hinting_flag())
+        found = _measures.get(key)
+        if found is None:
+            found = super().get_text_width_height_descent(s, prop, ismath)
+            if len(_measures) >= _LIMIT:
+                _measures.clear()
+            _measures[key] = found
+        return found
 
     def _draw_keyed(self, gc, x, y, s, prop, font_key, angle, mtext, flags):
         """`draw_text` of plain text with the font's key (`_font_key(prop)`) and the hinting flags known."""
@@ -339,6 +356,13 @@ def batched_texts(figure) -> Iterator[None]:
     finally:
         for owner, name, value in reversed(saved):
             setattr(owner, name, value)
+
+
+def measuring_renderer(figure) -> Renderer:
+    """A `Renderer` that measures text as the figure's own Agg renderer would (at the figure's dpi) without a canvas
+    of the figure's size: ``figure._get_renderer()`` draws nothing but allocates its whole canvas (10-40 MB for the
+    figures here) to answer the same measurements."""
+    return Renderer(1, 1, figure.dpi)
 
 
 class Canvas(FigureCanvasAgg):

@@ -1574,7 +1574,9 @@ def _room_for_labels(fig: Figure) -> None:
     axes = [ax for ax in fig.axes if any(t.get_rotation() for t in getattr(ax, "_qkv_bar_labels", []))]
     if not axes:
         return
-    renderer = fig._get_renderer()
+    from ._agg import measuring_renderer
+
+    renderer = measuring_renderer(fig)
     for ax in axes:
         for _ in range(4):                        # growing moves the labels: measure again until all fit
             low, high = ax.get_ylim()             # the limits after autoscaling, before measuring against them
