@@ -68,19 +68,32 @@ class Served(OpenPage):
         self.page.wait_for_selector('.qkv-view[data-ready="1"] .qkv-practice .qkv-pr-input', timeout=120_000)
 
 
-def answer(page, typed: str) -> list[str]:
-    """Type into the answer box, press Enter, wait for the verdict; its lines."""
-    page.evaluate("() => document.querySelector('.qkv-practice .qkv-pr-run').setAttribute('data-status', '')")
+# The verdict, read in one round trip: the page is polled every POLL ms by a script of its own (an evaluate that waits),
+# rather than by Playwright's wait_for_function and a json_value after it, and data-status is cleared as it is read, so
+# that the next answer's wait sees its own verdict only (an evaluate before each answer cleared it: one round trip
+# more). The page itself never reads data-status; ask() sets it to "" for each new question.
+_VERDICT_JS = """async ([poll, limit]) => {
+    const run = document.querySelector('.qkv-practice .qkv-pr-run'), end = Date.now() + limit;
+    for (;;) {
+        const status = run.getAttribute('data-status');
+        if (status) {
+            run.setAttribute('data-status', '');
+            return JSON.stringify([status, Array.from(document.querySelectorAll('.qkv-practice .qkv-pr-verdict p'), (p) => p.textContent)]);
+        }
+        if (Date.now() > end) throw new Error(`no verdict within ${limit} ms`);
+        await new Promise((resume) => setTimeout(resume, poll));
+    }
+}"""
+
+
+def answer(page, typed: str) -> tuple[str, list[str]]:
+    """Type into the answer box, press Enter, wait for the verdict; its status (bad, wrong, right) and its lines."""
     box = page.locator(".qkv-practice .qkv-pr-input")
     box.fill(typed)
     box.press("Enter")
-    # the status and the verdict's lines are read by the wait itself once the status is set (one round trip less)
-    verdict = page.wait_for_function("""() => { const status = document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-status');
-        return status ? JSON.stringify([status, Array.from(document.querySelectorAll('.qkv-practice .qkv-pr-verdict p'), (p) => p.textContent)]) : null; }""",
-                                     timeout=30_000, polling=POLL)
-    status, lines = json.loads(verdict.json_value())
+    status, lines = json.loads(page.evaluate(_VERDICT_JS, [POLL, 30_000]))
     assert status != "error", lines
-    return lines
+    return status, lines
 
 
 def expected(question, typed: str, lang: str, wrong_before: int) -> list[str]:
@@ -103,41 +116,54 @@ def wrong_number(question) -> str:
     return repr(question.answer + 1000.5)
 
 
+# What the practice panel shows of the current question, in one round trip (a locator call each was six): the run's
+# attributes, each element's text (a list, so that "exactly one" is checked as the locators' strict mode checked it),
+# the steps' texts and marks. It waits (polling) until the run shows question k: Enter on the next button moves on.
+_QUESTION_JS = """async ([k, poll, limit]) => {
+    const all = (s) => Array.from(document.querySelectorAll('.qkv-practice ' + s)), end = Date.now() + limit;
+    const run = document.querySelector('.qkv-practice .qkv-pr-run');
+    while (run.getAttribute('data-question') !== String(k) && Date.now() < end) await new Promise((resume) => setTimeout(resume, poll));
+    const text = (s) => all(s).map((e) => e.textContent), steps = all('.qkv-pr-steps li');
+    return JSON.stringify({seed: run.getAttribute('data-seed'), question: run.getAttribute('data-question'),
+        header: text('.qkv-pr-header'), title: text('.qkv-pr-title'), given: text('.qkv-pr-given'), ask: text('label.qkv-pr-ask'),
+        steps: steps.map((e) => e.textContent), current: steps.map((e) => e.getAttribute('aria-current'))});
+}"""
+
+# After a question's last answer, in one round trip: the run's data-done, the step's mark, the focused element.
+_DONE_JS = """(k) => JSON.stringify([document.querySelector('.qkv-practice .qkv-pr-run').getAttribute('data-done'),
+    document.querySelectorAll('.qkv-practice .qkv-pr-steps li')[k].getAttribute('data-mark'), document.activeElement.className])"""
+
+
 def play_session(page, session, lang: str, right_of) -> None:
     """Every question of ``session`` on the open page: shown as qkv.practice words it; answered bad, wrong,
     right (the last one: wrong three times, then the answer is shown); the summary at the end."""
-    run = page.locator(".qkv-practice .qkv-pr-run")
     shown = practice.shown(session)
-    assert run.get_attribute("data-seed") == str(session.seed)
-    assert page.locator(".qkv-practice .qkv-pr-header").text_content() == shown["header"]
     n = len(session.questions)
     for k, question in enumerate(session.questions):
         view = shown["questions"][k]
-        assert run.get_attribute("data-question") == str(k)
-        assert page.locator(".qkv-practice .qkv-pr-title").text_content() == view["title"]
-        assert page.locator(".qkv-practice .qkv-pr-given").all_text_contents() == view["given"]
-        assert page.locator(".qkv-practice label.qkv-pr-ask").text_content() == view["ask"]
-        steps = page.locator(".qkv-practice .qkv-pr-steps li")        # the drill's steps, in the post's order
-        assert steps.all_text_contents() == [q["what"] for q in shown["questions"]]
-        current = steps.evaluate_all("(els) => els.map((e) => e.getAttribute('aria-current'))")   # one round trip, not n
-        assert current == ["step" if m == k else "false" for m in range(n)]
+        now = json.loads(page.evaluate(_QUESTION_JS, [k, POLL, 30_000]))
+        assert now["seed"] == str(session.seed) and now["header"] == [shown["header"]]
+        assert now["question"] == str(k)
+        assert now["title"] == [view["title"]]
+        assert now["given"] == view["given"]
+        assert now["ask"] == [view["ask"]]
+        assert now["steps"] == [q["what"] for q in shown["questions"]]        # the drill's steps, in the post's order
+        assert now["current"] == ["step" if m == k else "false" for m in range(n)]
         bad = BAD[k % len(BAD)]
-        assert answer(page, bad) == expected(question, bad, lang, 0)
-        assert run.get_attribute("data-status") == "bad"
+        assert answer(page, bad) == ("bad", expected(question, bad, lang, 0))
         last = k == n - 1
         for tries in range(practice.ATTEMPTS if last else 1):
             typed = wrong_number(question) if tries == 0 else repr(question.answer + 1000.5 + tries)
-            assert answer(page, typed) == expected(question, typed, lang, tries), (k, typed)
+            said = expected(question, typed, lang, tries)
+            assert answer(page, typed) == (practice.check(question, typed, lang).status, said), (k, typed)
         if not last:
             right = f"{right_of(question):.{question.digits}f}"
-            assert answer(page, right) == expected(question, right, lang, 1)
-            assert run.get_attribute("data-status") == "right"
-        assert run.get_attribute("data-done") == "1"
-        assert steps.nth(k).get_attribute("data-mark") == ("shown" if last else "right")
-        # the next button takes the focus: Enter moves on
-        assert page.evaluate("() => document.activeElement.className") == "qkv-pr-next"
+            assert answer(page, right) == ("right", expected(question, right, lang, 1))
+        # done, the step marked, and the next button takes the focus: Enter moves on
+        assert json.loads(page.evaluate(_DONE_JS, k)) == ["1", "shown" if last else "right", "qkv-pr-next"]
         page.keyboard.press("Enter")
     summary = texts.text(lang, "practice.summary", right=n - 1, first=0, asked=n)
+    run = page.locator(".qkv-practice .qkv-pr-run")
     assert page.locator(".qkv-practice .qkv-pr-summary").text_content() == summary
     assert run.get_attribute("data-question") == str(n)
 
@@ -162,7 +188,7 @@ def test_a_session_on_the_offline_page(browser_context, folder, name, lang):  # 
         assert run.get_attribute("data-fresh") == "1" and run.get_attribute("data-seed") == "1"
         fresh = practice.drill(name, lang=lang, seed=1, fresh=True)
         first = fresh.questions[0]
-        assert answer(page, f"{first.answer:.{first.digits}f}") == expected(first, f"{first.answer:.{first.digits}f}", lang, 0)
+        assert answer(page, f"{first.answer:.{first.digits}f}")[1] == expected(first, f"{first.answer:.{first.digits}f}", lang, 0)
         assert "--fresh" in page.locator(".qkv-practice .qkv-pr-header").text_content()
         assert opened.outside_requests() == [] and opened.errors == [], opened.errors
     finally:
@@ -187,7 +213,7 @@ def test_a_session_on_serve(browser_context, server, name, lang):  # noqa: F811
         assert f"practice={seed}f" in page.url            # the drill is part of the permalink
         fresh = practice.drill(name, lang=lang, seed=seed, fresh=True)
         first, typed = fresh.questions[0], repr(fresh.questions[0].answer)
-        assert answer(page, typed) == expected(first, typed, lang, 0)
+        assert answer(page, typed)[1] == expected(first, typed, lang, 0)
         # a seed typed by hand repeats a drill; a seed that is no number is refused in one line
         page.locator(".qkv-practice .qkv-pr-seed").fill("12")
         page.locator(".qkv-practice .qkv-pr-fresh").uncheck()
