@@ -90,6 +90,9 @@ def handler(args: argparse.Namespace) -> int:
         from ..explain import render
 
         trace = explain.cross_attention_trace(model, translations[0], word=args.derive, layer=args.layer)
+        asked = trace.meta["tokens"][trace.meta["query"]]        # the decoder input whose state asked for the word
+        parts.append(t("cli.translate.derive_step", generated=translations[0].target[args.derive - 1], n=args.derive,
+                       query=asked))
         parts.append(render(trace, "text", lang=args.lang, digits=args.digits))
     if args.figure:                       # written before anything is printed: an error leaves nothing half-done
         from ..viz import write_figure

@@ -171,6 +171,11 @@ def _base(name: str) -> int:
     return int(load(name).get("token_base", 0) or 0)
 
 
+def _span(first: int, count: int) -> str:
+    """The numbers ``first`` … of ``count`` rows or columns as a refusal names them: "1–4", or "1" for one (not "1–1")."""
+    return str(first) if count == 1 else f"{first}–{first + count - 1}"
+
+
 def _offers(name: str) -> "_Worded":
     """The changes an example offers, written as they are typed, the placeholders in the reader's language:
     factor=NUMBER, x[TOKEN,COLUMN]=NUMBER, w_q[ROW,COLUMN]=NUMBER, lot[TOKEN]=SCORE, … (factor=수, x[토큰,열]=수, …
@@ -232,11 +237,11 @@ def changes_from(name: str, items, *, field: str = "--what-if") -> Changes:
         first = base if tokens else 0
         where = (typed[0] - first, *typed[1:])                  # the API's, from 0
         if not all(0 <= n < size for n, size in zip(where, shape)):
-            rows, cell = f"{first}–{first + shape[0] - 1}", written.replace(" ", "")
+            rows, cell = _span(first, shape[0]), written.replace(" ", "")
             if len(shape) == 1:
                 raise _said(field, "whatif.cli.score_outside", name=cell, count=shape[0], range=rows, base=base)
             raise _said(field, "whatif.cli.cell_outside.tokens" if tokens else "whatif.cli.cell_outside", name=cell,
-                        matrix=key, shape=f"{shape[0]} × {shape[1]}", rows=rows, columns=f"0–{shape[1] - 1}",
+                        matrix=key, shape=f"{shape[0]} × {shape[1]}", rows=rows, columns=_span(0, shape[1]),
                         base=base)
         if len(shape) == 2:
             cells.setdefault(key, []).append((*where, number))

@@ -545,11 +545,13 @@ EN: dict[str, str] = {
     "page.whatif_no_root": "without ÷ √d_k",
     "page.whatif_scale_note": "A larger scale sharpens the weights toward the largest score; 0 gives every key the "
                               "same weight. ÷ √d_k keeps the scores from growing with the width of q and k. For "
-                              "other changes (a cell of X or W) run qkv serve.",
+                              "other changes (a cell of X or W) run qkv serve, or, for a post's example, qkv example "
+                              "NAME --what-if KEY=VALUE.",
     "page.whatif_result": "lot's weight: {w}; the blended answer: {out} → “{answer}”.",
     "page.whatif_note": "Softmax cares about differences: as long as the question's words score far below lot, lot "
                         "takes almost all the weight; once they score far above it, lot's weight falls to almost 0. "
-                        "For other changes run qkv serve.",
+                        "For other changes run qkv serve, or qkv example group-meeting --what-if (e.g. --what-if "
+                        "\"question[1]=50\").",
     # qkv.show (notebooks)
     "show.no_script": "The interactive view did not start: this notebook did not run the output's script. Run the "
                       "cell again, or, for a notebook someone else saved, trust it first (jupyter trust "
@@ -907,7 +909,7 @@ EN: dict[str, str] = {
     "help.explain": "explain your own example file (TOML/JSON) step by step",
     "help.explain.about": "Derive the step-by-step walkthrough for an example file of your own (see docs/examples.md).",
     "help.explain.file": "a .toml or .json example file, or a saved JSON trace",
-    "help.generate": "continue a prompt with a causal language model (GPT-2, Llama, Mistral, Qwen2)",
+    "help.generate": "continue a prompt with a causal language model (GPT-2, Llama, Mistral, Qwen2, Gemma, Phi, …)",
     "help.generate.about": "Continue PROMPT with a causal language model from a Hugging Face checkpoint directory, "
                            "decoding with qkv's KV cache: greedy by default, or sampling with --sample.",
     "help.generate.prompt": "the text to continue",
@@ -942,9 +944,9 @@ EN: dict[str, str] = {
     "help.heads.out": "write the table to FILE (atomically) instead of standard output",
     "help.heads.lang": "language of the output (default: the locale’s — LC_ALL, LC_MESSAGES, LANG — else en)",
     "help.inspect": "a real model's attention on your text, head by head (MiniLM by default)",
-    "help.inspect.about": "Run a real model (all-MiniLM-L6-v2 by default, or a Hugging Face checkpoint directory: BERT, "
-                          "GPT-2, Llama, Mistral, Qwen2) on TEXT and show its attention: one head step by step (--layer "
-                          "L --head H), or every layer and head (the default).",
+    "help.inspect.about": "Run a real model (all-MiniLM-L6-v2 by default, or a Hugging Face checkpoint directory of a "
+                          "model_type --model lists: BERT, GPT-2, Llama, Qwen2, Gemma, Phi, …) on TEXT and show its "
+                          "attention: one head step by step (--layer L --head H), or every layer and head (the default).",
     "help.inspect.text": "the text to run through the model",
     "help.inspect.layer": "layer index from 0, or all (default all)",
     "help.inspect.head": "head index from 0, or all (default all)",
@@ -1579,6 +1581,11 @@ EN: dict[str, str] = {
                              "bert, e.g. minilm)",
     "cli.translate.figure_one": "a figure shows one language: add --to ko or --to ja",
     "cli.translate.derive_one": "a derivation follows one language: add --to ko or --to ja",
+    # the word --derive N follows, and whose state asks for it (the figure's rows and --compare-post say the same)
+    "cli.translate.derive_step": "At this step the translator generated {generated} (word {n}; decoder input {query} → "
+                                 "{generated}). As the post's query is the state of 私は, already generated, asking for "
+                                 "the next word, the query followed below is the decoder's state for the token before "
+                                 "the word: {query}.",
     "cli.translate.digits": "{value}: expected 0 … 8",
     "cli.translate.lang.ko": "ko",
     "cli.translate.lang.ja": "ja",
@@ -2340,10 +2347,12 @@ KO: dict[str, str] = {
     "page.whatif_recorded": "기록된 값",
     "page.whatif_no_root": "÷ √d_k 없이",
     "page.whatif_scale_note": "배율이 클수록 가중치가 가장 큰 점수 쪽으로 몰리고, 0이면 모든 Key의 가중치가 같아진다. ÷ √d_k는 q와 k의 차원이 커져도 점수가 함께 커지지 "
-                              "않게 한다. X나 W의 칸을 바꾸려면 qkv serve를 쓰라.",
+                              "않게 한다. X나 W의 칸을 바꾸려면 qkv serve를 쓰거나, 글의 예제라면 qkv example 이름 --what-if "
+                              "키=값으로 다시 계산하라.",
     "page.whatif_result": "lot의 가중치: {w}, 가중합한 대답: {out} → “{answer}”.",
     "page.whatif_note": "softmax는 차이만 본다. 질문 단어들의 점수가 lot보다 훨씬 낮으면 lot이 가중치를 거의 다 가져가고, 훨씬 높으면 lot의 가중치는 거의 0이 된다. 다른 "
-                        "것을 바꾸려면 qkv serve를 쓰라.",
+                        "것을 바꾸려면 qkv serve를 쓰거나 qkv example group-meeting --what-if로 다시 계산하라 (예: --what-if "
+                        "'question[1]=50').",
     # qkv.show (노트북)
     "show.no_script": "대화형 보기가 시작되지 않았다: 이 노트북이 출력에 든 스크립트를 실행하지 않았다. 셀을 다시 실행하거나, 남이 저장한 노트북이라면 먼저 신뢰하도록 설정하라 "
                       "(jupyter trust 노트북.ipynb). 아래 단계별 계산은 스크립트 없이도 읽을 수 있다.",
@@ -2690,7 +2699,7 @@ KO: dict[str, str] = {
     "help.explain": "직접 만든 예제 파일(TOML/JSON)을 한 단계씩 설명한다",
     "help.explain.about": "직접 만든 예제 파일의 계산 과정을 한 단계씩 유도한다 (docs/examples.md 참고).",
     "help.explain.file": ".toml이나 .json 예제 파일, 또는 JSON으로 저장한 트레이스",
-    "help.generate": "인과 언어 모델로 프롬프트를 이어 쓴다 (GPT-2, Llama, Mistral, Qwen2)",
+    "help.generate": "인과 언어 모델로 프롬프트를 이어 쓴다 (GPT-2, Llama, Mistral, Qwen2, Gemma, Phi 등)",
     "help.generate.about": "Hugging Face 체크포인트 디렉터리의 인과 언어 모델로 프롬프트를 이어 쓴다. qkv의 KV 캐시로 "
                            "디코딩하며, 기본은 탐욕 디코딩이고 --sample 옵션을 주면 샘플링한다.",
     "help.generate.prompt": "이어 쓸 텍스트",
@@ -2724,9 +2733,9 @@ KO: dict[str, str] = {
     "help.heads.out": "표준 출력 대신 표를 파일에 쓴다 (원자적으로)",
     "help.heads.lang": "출력의 언어 (기본값: 로캘(LC_ALL, LC_MESSAGES, LANG)이 한국어이면 ko, 아니면 en)",
     "help.inspect": "실제 모델이 텍스트에 주는 어텐션을 헤드 하나하나 본다 (기본 모델은 MiniLM)",
-    "help.inspect.about": "실제 모델(기본값 all-MiniLM-L6-v2, 또는 Hugging Face 체크포인트 디렉터리: BERT, GPT-2, "
-                          "Llama, Mistral, Qwen2)을 텍스트에 실행하고 그 어텐션을 보인다: 헤드 하나를 한 단계씩"
-                          "(--layer L --head H), 또는 모든 층과 헤드를(기본값).",
+    "help.inspect.about": "실제 모델(기본값 all-MiniLM-L6-v2, 또는 --model에 적힌 model_type의 Hugging Face 체크포인트 "
+                          "디렉터리: BERT, GPT-2, Llama, Qwen2, Gemma, Phi 등)을 텍스트에 실행하고 그 어텐션을 보인다: "
+                          "헤드 하나를 한 단계씩(--layer L --head H), 또는 모든 층과 헤드를(기본값).",
     "help.inspect.text": "모델에 넣을 텍스트",
     "help.inspect.layer": "0부터 센 층 번호, 또는 all (기본값 all)",
     "help.inspect.head": "0부터 센 헤드 번호, 또는 all (기본값 all)",
@@ -2809,8 +2818,9 @@ KO: dict[str, str] = {
     "help.translate.head": "헤드 하나 (기본값: 헤드들의 평균)",
     "help.translate.digits": "가중치의 소수점 아래 자릿수 (기본값 2)",
     "help.translate.checkpoint": "번역기 체크포인트 (기본값: qkv와 함께 배포된 것)",
-    "help.translate.compare_post": "私は에서의 학습된 cross-attention 가중치를 글에서 손으로 정한 가중치와 나란히 보인다 "
-                                   "(“I love machine learning” --to ja). --figure가 있으면 비교 그림을 그린다",
+    "help.translate.compare_post": "私は에서의 디코더 상태가 영어 단어들에 주는, 번역기가 학습한 cross-attention 가중치를 "
+                                   "글이 손으로 정한 입력에서 계산한 가중치와 나란히 보인다 (“I love machine learning” "
+                                   "--to ja). --figure가 있으면 비교 그림을 그린다",
     "help.translate.outside_grammar": "번역기의 문법으로 분석할 수 없는 텍스트도 번역한다 (기본값은 거절). 이때 출력은 "
                                       "어느 부분이 문법 밖인지 밝히며, 단어들은 모델의 추측이다",
     # qkv doctor and qkv --version
@@ -2846,7 +2856,7 @@ KO: dict[str, str] = {
                         "기억한다 (~/.cache/qkv에 저장하며, $QKV_CACHE_DIR로 위치를 바꿀 수 있다)",
     "doctor.speed": "C 커널과 SDPA가 둘 다 계산할 수 있는 CPU torch 호출(인과 마스크 말고는 마스크가 없고 편향도 점수 함수도 "
                     "없는 호출)은 둘 중 더 빠른 쪽으로 간다. 근거: {source}",
-    "doctor.speed.rules": "이 프로젝트가 겪어 본 CPU들에서 잰 규칙 (이 컴퓨터를 직접 재려면 'qkv doctor --calibrate')",
+    "doctor.speed.rules": "이 프로젝트가 재 본 CPU들에서 얻은 규칙 (이 컴퓨터를 직접 재려면 'qkv doctor --calibrate')",
     "doctor.speed.calibrated": "이 컴퓨터에서 직접 잰 결과 ({path})",
     "doctor.speed.unreadable": "규칙 — 측정 파일을 읽지 못했다 ('qkv doctor --calibrate'로 다시 만든다)",
     "doctor.speed.row": "  {dtype} {kind}, {step}: {picks}",
@@ -3355,6 +3365,9 @@ KO: dict[str, str] = {
                              "인코더(model_type bert, 예: minilm)가 필요하다",
     "cli.translate.figure_one": "그림은 한 언어만 보인다: --to ko 또는 --to ja를 지정하라",
     "cli.translate.derive_one": "계산 과정은 한 언어만 따라간다: --to ko 또는 --to ja를 지정하라",
+    "cli.translate.derive_step": "이 단계에서 번역기가 생성한 단어: {generated} (단어 {n}, 디코더 입력 {query} → "
+                                 "{generated}). 글에서 이미 생성된 私は의 상태가 다음 단어를 위한 Query였듯이, 아래에서 "
+                                 "따라가는 Query는 그 단어 바로 앞 토큰 {query}에서의 디코더 상태이다.",
     "cli.translate.digits": "{value}: 0 … 8이어야 한다",
     "cli.translate.lang.ko": "한국어",
     "cli.translate.lang.ja": "일본어",

@@ -164,7 +164,7 @@ _TEXTS = {
         "spread_learned": ("번역기(층 {layer}, 평균)의 가중치는 가장 큰 것과 가장 작은 것의 차이가 {spread:.{d}f}이다 "
                            "(엔트로피 {entropy:.3f}비트). 글보다 {how}"),
         "more": "한곳에 더 몰려 있다",
-        "heads_peak": ("번역기의 헤드 {total}개가 저마다 한 단어에 주는 가중치는 {low:.{d}f}에서 {high:.{d}f} 사이이다. "
+        "heads_peak": ("번역기의 헤드 {total}개가 저마다 가장 많이 읽는 단어에 주는 가중치는 {low:.{d}f}에서 {high:.{d}f} 사이이다. "
                        "글의 헤드 하나가 어느 단어에 주는 가중치는 많아야 {post:.{d}f}이다"),
         "less": "더 고르다",
         "figure_title": "“{sentence}”에 대한 {query}의 가중치: 글 「{post}」(손으로 정한 값)과 번역기(학습된 값)",
