@@ -350,13 +350,14 @@ def _torch_sdpa(call: Call, q, k, v):
     import torch.nn.functional as F
 
     lead = call.lead
-    q_b = q.expand(lead + tuple(q.shape[-2:]))
     kv_lead = lead[:-1] + (call.kv_heads,) if call.groups > 1 else lead
-    k_b = k.expand(kv_lead + tuple(k.shape[-2:]))
-    v_b = v.expand(kv_lead + tuple(v.shape[-2:]))
-    if call.causal and call.tq == call.tk and call.mask is None and call.mask_mod is None and call.bias is None:
-        # square causal: torch's is_causal (top-left) is qkv's (bottom-right); every row sees a key
-        return F.scaled_dot_product_attention(q_b, k_b, v_b, is_causal=True, scale=call.scale,
+    # each broadcast to the call's batch where it is not (an expand to its own shape is a no-op view that
+    # costs ~3 µs, against SDPA's ~60 µs for a B4 H4 T16 D32 call)
+    q_b, k_b, v_b = (x if x.shape[:-2] == want else x.expand(want + tuple(x.shape[-2:]))
+                     for x, want in ((q, lead), (k, kv_lead), (v, kv_lead)))
+    if call.mask is None and call.mask_mod is None and call.bias is None and (not call.causal or call.tq == call.tk):
+        # unmasked, or square causal: torch's is_causal (top-left) is qkv's (bottom-right); every row sees a key
+        return F.scaled_dot_product_attention(q_b, k_b, v_b, is_causal=call.causal, scale=call.scale,
                                               enable_gqa=call.groups > 1)
     allowed = plain.combined_mask(call, q)
     bias = call.bias

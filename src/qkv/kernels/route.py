@@ -31,6 +31,7 @@ benchmarks pin a route this way; `blocked_attention` passes FLASH_MANY: the kern
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 
@@ -99,8 +100,15 @@ def current_machine() -> native.Machine:
     if chosen is not None:
         return chosen
     fused = native.fused
-    return native.Machine(fused, fused is not None and blas.sgemm_ready(), fused is not None and autograd.available(),
-                          native.os_cpus())
+    fields = (fused, fused is not None and blas.sgemm_ready(), fused is not None and autograd.available(),
+              native.os_cpus())
+    last = _live_machine[0]
+    if last is None or (last.fused, last.sgemm, last.backward, last.cpus) != fields:   # (rebuilt when one changed)
+        last = _live_machine[0] = native.Machine(*fields)
+    return last
+
+
+_live_machine = [None]   # the live Machine last built (a dataclass made per call cost ~2 µs of a 60 µs SDPA call)
 
 
 def _name(route) -> RouteName | None:
@@ -134,13 +142,19 @@ class _Looks:
     __slots__ = ("call", "v", "trail", "_answers", "_tops")
 
     def __init__(self, call: Call, v_top: float | None = None):
-        self.call, self.v, self.trail, self._answers, self._tops = call, v_top, [], {}, None
+        self.call, self.v, self.trail, self._answers, self._tops = call, v_top, [], {}, {}
 
-    def _torch_tops(self) -> tuple:
-        """(max|q|, max|k|, max|v|) of a torch call, read once for every look that needs them."""
-        if self._tops is None:
-            self._tops = value_tops(self.call.q, self.call.k, self.call.v)
-        return self._tops
+    def _torch_tops(self, names: str = "qkv") -> tuple:
+        """max |x| of the torch call's arrays named (of "q", "k", "v"), each read once for every look that
+        needs it and only when one does (an unmasked SDPA call's overflow look reads q and k, not v)."""
+        tops = self._tops
+        if names == "qk" and not tops:   # (the first look of most calls: the overflow rule)
+            tops["q"], tops["k"] = value_tops(self.call.q, self.call.k)
+            return tops["q"], tops["k"]
+        for name in names:
+            if name not in tops:
+                (tops[name],) = value_tops(getattr(self.call, name))
+        return tuple(tops[name] for name in names)
 
     def ask(self, name: str) -> bool:
         if name == "mask_readable":
@@ -153,20 +167,22 @@ class _Looks:
                     self.v = _value_top(call.v)
                 answer = bool(np.isfinite(self.v))
             elif name == "overflow":
-                if compat.is_numpy_namespace(call.xp):
+                if not _range_may_overflow(call):   # (float16 in float32 work: no value can reach it)
+                    answer = False
+                elif compat.is_numpy_namespace(call.xp):
                     answer = _scores_may_overflow(call)
                 else:
-                    top_q, top_k, _ = self._torch_tops()
+                    top_q, top_k = self._torch_tops("qk")
                     answer = _tops_may_overflow(top_q, top_k, call)
             elif name == "lse":   # (torch) scores large enough that a stored lse would lose the gradients
                 import torch
 
-                top_q, top_k, _ = self._torch_tops()
+                top_q, top_k = self._torch_tops("qk")
                 answer = tops_lose_lse(top_q, top_k, call.dk, call.scale, torch.finfo(call.work).eps)
             elif name == "values_ok":
                 answer = autograd.tops_ok(self._torch_tops())
             elif name == "kv_finite":   # max|k| and max|v| are NaN or inf exactly when one value is
-                _, top_k, top_v = self._torch_tops()
+                top_k, top_v = self._torch_tops("kv")
                 answer = math.isfinite(top_k) and math.isfinite(top_v)
             else:
                 raise ValueError(f"no look named {name!r}")
@@ -241,7 +257,10 @@ def choose_route(call, looks=None, *, want: str = "out", route=None, block_q: in
     kept = _ROUTES.get(key)
     if kept is not None:
         chosen, trail = kept
-        if all(looks.ask(name) == answer for name, answer in trail):
+        for name, answer in trail:
+            if looks.ask(name) != answer:
+                break
+        else:
             if looks.v is chosen.v_top or looks.v == chosen.v_top:
                 return chosen
             fresh = object.__new__(Route)   # the kept route with this call's max |v| (frozen: as __init__ sets)
@@ -374,15 +393,22 @@ def _torch_route(call: Static, want: str, ceiling, looks, hw: native.Machine) ->
                             "(|s|·eps > 2^-13): the plain path keeps the weights themselves")
     if ceiling in (None, TORCH_FLASH):
         pinned = ceiling == TORCH_FLASH
-        why = torch_flash_why_not(call, pinned=pinned, looks=looks, machine=hw)
+        # the C kernel's static conditions first, then the speed table, then its looks at the values: where
+        # SDPA is the faster of the two, the C kernel's own value check (max |v|) is never read — SDPA takes
+        # the call whatever it answers (SDPA is also the route for values the C kernel refuses)
+        why = torch_flash_why_not(call, pinned=pinned, looks=looks, machine=hw, values=False)
+        # (traced: only forward calls — under autograd the traced SDPA op's backward computes its forward
+        # again, measured ×1.2–1.3, which eats the margin the speed table measured for SDPA's own backward)
+        if why is None and ceiling is None and _sdpa_computes_same(call, want) and not (traced and call.differentiated):
+            winner, reason = _measured_winner(str(call.dtype).removeprefix("torch."), call.causal,
+                                              call.differentiated, call.tq, call.tk)
+            # (causal: SDPA multiplies the future keys' values by 0, so a NaN there reaches earlier rows — a
+            # call with one takes the plain path below, as before the C kernel's look was moved after this)
+            if winner is not None and (not call.masked or looks.ask("kv_finite") is not False):
+                return Route(TORCH_SDPA, reason + (" (inside qkv's checked op)" if traced else ""))
         if why is None:
-            # (traced: only forward calls — under autograd the traced SDPA op's backward computes its forward
-            # again, measured ×1.2–1.3, which eats the margin the speed table measured for SDPA's own backward)
-            if ceiling is None and _sdpa_computes_same(call, want) and not (traced and call.differentiated):
-                winner, reason = _measured_winner(str(call.dtype).removeprefix("torch."), call.causal,
-                                                  call.differentiated, call.tq, call.tk)
-                if winner is not None:
-                    return Route(TORCH_SDPA, reason + (" (inside qkv's checked op)" if traced else ""))
+            why = _torch_flash_values_why_not(looks)
+        if why is None:
             if call.has_mask:   # (traced: a mask array is read as key ranges inside the C op)
                 return Route(TORCH_FLASH, "a boolean mask array, read as key ranges inside the C op (the plain path "
                                           "there when it is not ranges)")
@@ -416,7 +442,9 @@ def _torch_route(call: Static, want: str, ceiling, looks, hw: native.Machine) ->
 def _sdpa_computes_same(call: Static, want: str) -> bool:
     """Whether torch's SDPA computes this call (one TORCH_FLASH takes) with the same numbers: only the
     output asked, no score function, no mask but `causal` on a square (torch's is_causal: top-left and
-    bottom-right agree), no bias. The values were checked finite by TORCH_FLASH's own looks."""
+    bottom-right agree), no bias. The values are not read here: with no mask, SDPA and the C kernel agree on
+    finite values, and SDPA is the route for the others either way (the overflow look, asked first, sends
+    scores past the float range to the plain path)."""
     return (want == "out" and not call.scored and not call.has_mask and call.mask_mod is None
             and not call.has_bias and (not call.causal or call.tq == call.tk))
 
@@ -589,12 +617,13 @@ def batch_call(call: Call, b: int) -> Call:
 
 
 def torch_flash_why_not(call, *, pinned: bool = False, looks=None,
-                        machine: native.Machine | None = None) -> str | None:
+                        machine: native.Machine | None = None, values: bool = True) -> str | None:
     """Why TORCH_FLASH (kernels/autograd.py: the C forward and backward on CPU torch tensors) does not
     take a torch call, or None when it does. call: a `Call` or its `Static` (then with looks).
     pinned: route="torch_flash" asked for (no size floor). looks: choose_route's looks at this call's
     values (an eager call's own by default; `_Traced()` under torch.compile: unknown values pass, the op
-    checks them itself, and a mask array alone passes, read as key ranges inside the op)."""
+    checks them itself, and a mask array alone passes, read as key ranges inside the op). values=False:
+    the conditions that read no value only (`_torch_flash_values_why_not` asks the rest)."""
     static = call if isinstance(call, Static) else call.static
     looks = _Looks(call) if looks is None else looks   # (one read of max|q|, max|k|, max|v| for both looks)
     if not pinned and static.tq * static.tk < _C_KERNEL_MIN_SCORES:
@@ -623,6 +652,11 @@ def torch_flash_why_not(call, *, pinned: bool = False, looks=None,
         return "a mask function without key ranges (the same for every batch and head)"
     if not hw.backward:
         return "the C extension (its backward, kernels/_backward.c) or NumPy's BLAS is not available"
+    return _torch_flash_values_why_not(looks) if values else None
+
+
+def _torch_flash_values_why_not(looks) -> str | None:
+    """torch_flash_why_not's conditions on the values (asked through looks), or None."""
     if looks.ask("values_ok") is False:
         return "a non-finite value, or values above 2^60"
     if looks.ask("overflow"):   # (route="torch_flash" pinned included: the kernel would give inf and NaN)
@@ -637,17 +671,38 @@ def _scores_may_overflow(call: Call) -> bool:
     return _tops_may_overflow(_value_top(call.q), _value_top(call.k), call)
 
 
+@functools.lru_cache(maxsize=64)
+def _dtype_may_overflow(dtype, work, dk: int) -> bool:
+    """Whether any finite values of `dtype` could pass the overflow rule in `work` at width dk: False for
+    float16 computed in float32 (65504²·Dk stays 10²⁸ times below a quarter of float32's range), True for
+    float32, bfloat16 (float32's range), float64 in themselves."""
+    top = _largest(dtype)
+    return tops_may_overflow(top, top, dk, _largest(work))
+
+
+def _range_may_overflow(call: Call) -> bool:
+    """_dtype_may_overflow for the call: when False the overflow look needs no value read (the answer is
+    the rule's own for the dtype's largest values)."""
+    return call.dk > 0 and _dtype_may_overflow(call.dtype, call.work, call.dk)
+
+
 def _tops_may_overflow(top_q: float, top_k: float, call: Call) -> bool:
     """_scores_may_overflow from max|q| and max|k| (either NaN or inf: False, the value checks say so)."""
-    if call.dk == 0 or not (np.isfinite(top_q) and np.isfinite(top_k)):
+    finite = math.isfinite if type(top_q) is float and type(top_k) is float else np.isfinite   # (longdouble's range)
+    if call.dk == 0 or not (finite(top_q) and finite(top_k)):
         return False
-    if type(call.work).__module__ == "torch":   # a torch dtype (torch is imported: the call holds tensors)
+    return tops_may_overflow(top_q, top_k, call.dk, _largest(call.work))
+
+
+@functools.lru_cache(maxsize=16)
+def _largest(work):
+    """The largest finite value of a working dtype (torch's as a Python float; NumPy's kept a NumPy scalar:
+    longdouble's maximum is beyond a Python float)."""
+    if type(work).__module__ == "torch":   # a torch dtype (torch is imported: the call holds tensors)
         import torch
 
-        limit = float(torch.finfo(call.work).max)
-    else:
-        limit = np.finfo(call.work).max   # (kept a NumPy scalar: longdouble's maximum is beyond a Python float)
-    return tops_may_overflow(top_q, top_k, call.dk, limit)
+        return float(torch.finfo(work).max)
+    return np.finfo(work).max
 
 
 def _whole_in_c(call: Static, hw: native.Machine) -> bool:
