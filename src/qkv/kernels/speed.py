@@ -9,8 +9,9 @@ two correct routes.
 The table, in order of trust:
 1. A calibration measured on this machine (`qkv doctor --calibrate`): both routes timed on the same
    inputs (B = 1, H = 8, D = 64; float32, bfloat16, float16; unmasked and causal; forward at
-   T = 512, 1024, 2048, forward + backward at T = 512, 1024: `CALIBRATION_SIZES`), in rounds whose order
-   alternates, each route's fastest round in wall and in CPU time; a case overrides the rules only when
+   T = 512, 1024, 2048, forward + backward at T = 512, 1024: `CALIBRATION_SIZES`), each side of each round
+   in its own fresh process (timed in one process, SDPA's spinning OpenMP threads land on the C kernel's
+   clock), in rounds whose order alternates, each route's fastest round in wall and in CPU time; a case overrides the rules only when
    both clocks agree by more than `MARGIN` (`decide`), and a calibration measured while other processes
    kept the load average above the CPU count is not saved (`calibrate`, `save`). (The first calibration
    took medians of 3 wall-time alternations and saved whatever it read: on 2 loaded AMD EPYC cores it
@@ -72,7 +73,7 @@ from pathlib import Path
 from . import native, pool
 
 __all__ = ["SDPA", "C_KERNEL", "faster", "has_avx512", "machine_key", "cache_path", "load", "calibrate", "decide", "save",
-           "CALIBRATION_SIZES", "MARGIN"]
+           "calibration_cases", "time_side", "CALIBRATION_SIZES", "MARGIN"]
 
 SDPA, C_KERNEL = "sdpa", "c_kernel"
 DTYPES = ("float32", "bfloat16", "float16")
@@ -208,73 +209,161 @@ def faster(dtype: str, causal: bool, train: bool, tq: int, tk: int) -> str:
     return _rules(dtype, causal, train, t)
 
 
-def calibrate(attend, *, sizes: dict | None = None, rounds: int = 5, heads: int = 8, width: int = 64,
-              progress=None, clock=None, load=None) -> dict:
-    """Time both routes on this machine and return the table as saved by `save` (decided by `decide`).
+def calibration_cases(sizes: dict | None = None) -> list:
+    """The cases a calibration times, in order: (dtype, train, t, causal) for every dtype, forward then
+    training, each size of `sizes` (default CALIBRATION_SIZES), unmasked then causal."""
+    sizes = CALIBRATION_SIZES if sizes is None else sizes
+    return [(dtype, train, t, causal) for dtype in DTYPES for train in (False, True)
+            for t in sizes["train" if train else "forward"] for causal in (False, True)]
 
-    Each case: one warm-up call of each route, then `rounds` rounds, each timing both routes one call each,
-    the order alternating (C kernel first in even rounds, SDPA first in odd ones), so a neighbour's burst
-    or a drifting clock falls on both alike. Each call's wall time and this process's CPU time are kept;
-    `decide` compares each route's fastest round. The load average is read before the first case and after
-    each one: when other processes' load (the reading, less this calibration's own threads — the machine's
-    CPUs — once it runs) is above the machine's CPU count, the table is marked ``"provisional": true`` and
-    `save` refuses it (the rules stay in use; run again when the machine is quiet).
 
-    attend: `qkv.attention._attention` (attention with route=; passed in: the rules sit below the API).
-    clock: () -> (wall seconds, CPU seconds of this process), default (perf_counter, process_time);
-    load: () -> the 1-minute load average or None, default `native.load_average` (tests pass stand-ins:
-    nothing is timed there). Needs torch."""
+def time_side(attend, route: str, cases: list, *, heads: int, width: int, clock=None) -> list:
+    """One side's timings in this process: for each case (dtype, train, t, causal) of `cases`, inputs
+    (1, heads, t, width) drawn from a generator seeded by the case's index (the same values in every
+    process), one warm-up call and one timed call of `attend(q, k, v, causal=…, route=route)` (and its
+    backward when train). Returns [(wall s, CPU s of this process), …] per case. clock: () -> (wall, CPU),
+    default (perf_counter, process_time)."""
     import time
 
     import torch
 
+    clock = clock or (lambda: (time.perf_counter(), time.process_time()))
+    times = []
+    for index, (dtype, train, t, causal) in enumerate(cases):
+        gen = torch.Generator().manual_seed(index)
+        q, k, v = (torch.randn(1, heads, t, width, generator=gen).to(getattr(torch, dtype)).requires_grad_(train)
+                   for _ in range(3))
+
+        def once():
+            out = attend(q, k, v, causal=causal, route=route)
+            if train:
+                out.sum().backward()
+
+        once()
+        wall, cpu = clock()
+        once()
+        wall_after, cpu_after = clock()
+        times.append((wall_after - wall, cpu_after - cpu))
+    return times
+
+
+_ROUTES_TIMED = ((C_KERNEL, "torch_flash"), (SDPA, "torch_sdpa"))
+
+
+def _importable_name(attend) -> str | None:
+    """"module:qualname" when a fresh interpreter can import `attend` by that name (a module-level
+    function, e.g. qkv.attention._attention), else None."""
+    import importlib
+
+    module, name = getattr(attend, "__module__", None), getattr(attend, "__qualname__", "")
+    if not module or not name or "<" in name or "." in name:
+        return None
+    try:
+        found = getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+    return f"{module}:{name}" if found is attend else None
+
+
+def _in_fresh_process(attend_name: str, route: str, cases: list, heads: int, width: int) -> dict:
+    """time_side in a new Python process (the same interpreter and qkv): its timings and process id."""
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])   # the directory this qkv was imported from
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    request = json.dumps({"attend": attend_name, "route": route, "cases": cases, "heads": heads, "width": width})
+    done = subprocess.run([sys.executable, "-c", "from qkv.kernels import speed; speed._side_main()"],
+                          input=request, capture_output=True, text=True, env=env, check=False)
+    if done.returncode:
+        tail = " ".join(done.stderr.strip().splitlines()[-3:])
+        raise RuntimeError(f"timing {route} in its own process failed (exit {done.returncode}): {tail}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _side_main() -> None:
+    """A calibration's child process: read the request (JSON on stdin), time one side, print JSON."""
+    import importlib
+    import sys
+
+    import torch
+
+    request = json.loads(sys.stdin.read())
+    module, name = request["attend"].split(":")
+    attend = getattr(importlib.import_module(module), name)
+    cases = [tuple(case) for case in request["cases"]]
+    times = time_side(attend, request["route"], cases, heads=request["heads"], width=request["width"])
+    print(json.dumps({"times": times, "pid": os.getpid(), "threads": torch.get_num_threads()}))
+
+
+def calibrate(attend, *, sizes: dict | None = None, rounds: int = 5, heads: int = 8, width: int = 64,
+              progress=None, clock=None, load=None, fresh: bool | None = None) -> dict:
+    """Time both routes on this machine and return the table as saved by `save` (decided by `decide`).
+
+    Each side of each round runs in its own fresh process (`fresh`, the default for an `attend` importable
+    by name): timed in one process, SDPA's OpenMP threads, still spinning after their call, land on the C
+    kernel's clock — bfloat16 T = 128 read ×0.58 so, ×5.88 with each side in its own process (2 AMD EPYC
+    Zen 3 cores). A side's process times every case: one warm-up call and one timed call each
+    (`time_side`; the same inputs in every process). `rounds` rounds, the order of the two sides
+    alternating (C kernel first in even rounds, SDPA first in odd ones), so a neighbour's burst or a
+    drifting clock falls on both alike; each call's wall time and its process's CPU time are kept and
+    `decide` compares each route's fastest round. The load average is read before the first round and after
+    each one: when other processes' load (the reading, less this calibration's own threads — the
+    machine's CPUs — once it runs) is above the machine's CPU count, the table is marked
+    ``"provisional": true`` and `save` refuses it (the rules stay in use; run again when the machine is
+    quiet). `progress(case)` is called for each case once every round is in.
+
+    attend: `qkv.attention._attention` (attention with route=; passed in: the rules sit below the API; a
+    child process imports it by name). clock: () -> (wall seconds, CPU seconds of this process), default
+    (perf_counter, process_time); load: () -> the 1-minute load average or None, default
+    `native.load_average`; fresh: False times both sides in this process (tests pass a stand-in clock and
+    `attend` so: nothing is timed there; a stand-in clock implies it). Needs torch."""
+    import torch
+
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
-    clock = clock or (lambda: (time.perf_counter(), time.process_time()))
+    if fresh is None:
+        fresh = clock is None
+    attend_name = _importable_name(attend) if fresh else None
+    if fresh and attend_name is None:
+        raise ValueError(f"calibrate times each side in a fresh process, which imports attend by name: "
+                         f"{attend!r} is not a module-level function (fresh=False times it in this process)")
     load = load or native.load_average
     cpus = pool.available_cpus()
-    sizes = CALIBRATION_SIZES if sizes is None else sizes
-    cases = []
-    gen = torch.Generator().manual_seed(0)
+    cases = calibration_cases(sizes)
+    timings = [{C_KERNEL: [], SDPA: []} for _ in cases]
+    processes = []
+    threads = torch.get_num_threads()
     before = load()
     others = [before]                 # other processes' load: before we start, then less our own threads
-    for dtype in DTYPES:
-        for train in (False, True):
-            for t in sizes["train" if train else "forward"]:
-                for causal in (False, True):
-                    q, k, v = (torch.randn(1, heads, t, width, generator=gen).to(getattr(torch, dtype))
-                               .requires_grad_(train) for _ in range(3))
-
-                    def once(route):
-                        out = attend(q, k, v, causal=causal, route=route)
-                        if train:
-                            out.sum().backward()
-
-                    timings = {C_KERNEL: [], SDPA: []}
-                    for route in ("torch_flash", "torch_sdpa"):
-                        once(route)
-                    pair = ((C_KERNEL, "torch_flash"), (SDPA, "torch_sdpa"))
-                    for round_index in range(rounds):
-                        for name, route in (pair if round_index % 2 == 0 else pair[::-1]):
-                            wall, cpu = clock()
-                            once(route)
-                            wall_after, cpu_after = clock()
-                            timings[name].append((wall_after - wall, cpu_after - cpu))
-                    reading = load()
-                    others.append(None if reading is None else reading - cpus)
-                    case = {"dtype": dtype, "causal": causal, "train": train, "t": t,
-                            **decide(timings[C_KERNEL], timings[SDPA], _rules(dtype, causal, train, t)),
-                            "load": reading}
-                    cases.append(case)
-                    if progress is not None:
-                        progress(case)
+    for round_index in range(rounds):
+        for name, route in (_ROUTES_TIMED if round_index % 2 == 0 else _ROUTES_TIMED[::-1]):
+            if fresh:
+                side = _in_fresh_process(attend_name, route, cases, heads, width)
+                times = side["times"]
+                processes.append({"round": round_index, "route": name, "pid": side["pid"]})
+                threads = side["threads"]
+            else:
+                times = time_side(attend, route, cases, heads=heads, width=width, clock=clock)
+            for timing, (wall, cpu) in zip(timings, times):
+                timing[name].append((wall, cpu))
+        reading = load()
+        others.append(None if reading is None else reading - cpus)
+    table_cases = []   # ("load": the reading after the last round)
+    for (dtype, train, t, causal), timing in zip(cases, timings):
+        case = {"dtype": dtype, "causal": causal, "train": train, "t": t,
+                **decide(timing[C_KERNEL], timing[SDPA], _rules(dtype, causal, train, t)), "load": reading}
+        table_cases.append(case)
+        if progress is not None:
+            progress(case)
     known = [value for value in others if value is not None]
     busiest = max(known) if known else None
     model, _ = _cpu()
     return {"format": _FORMAT, "key": machine_key(), "cpu": model, "torch": torch.__version__,
-            "threads": torch.get_num_threads(), "cpus": cpus, "heads": heads, "width": width, "rounds": rounds,
-            "load": before, "others_load": busiest,
-            "provisional": busiest is not None and busiest > cpus, "cases": cases}
+            "threads": threads, "cpus": cpus, "heads": heads, "width": width, "rounds": rounds,
+            "load": before, "others_load": busiest, "provisional": busiest is not None and busiest > cpus,
+            "processes": processes if fresh else "one (fresh=False)", "cases": table_cases}
 
 
 # A measurement overrides the rules only when both clocks say the same route is faster by more than this
