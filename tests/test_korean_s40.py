@@ -154,3 +154,19 @@ def test_the_translators_tables_pass_the_wording_net():
             if re.search(r"[A-Za-z\)\]]다(?=[.,:;)\s]|$)", re.sub(r"\{[^}]*\}", "{}", value))} == set()
     assert {(name, key) for name, pattern, _ in wording.CALQUES + CALQUES
             for key, value in tables.items() if re.search(pattern, value)} == set()
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+@pytest.mark.parametrize("name", ["self-attention", "group-meeting"])
+def test_the_section_the_pages_note_names_is_on_the_page(name, lang, tmp_path):
+    """The note under the controls (239f433) sends the reader to “단계별 계산” / “Step by step” below; the
+    derivation was headed only by the example's title, so no such heading was there to find."""
+    page = tmp_path / "page.html"
+    code, out = run("example", name, "--format", "html", "--lang", lang, "--out", str(page))
+    assert code == 0, out
+    html = page.read_text(encoding="utf-8")
+    note = texts.text(lang, "page.storage_steps", d=4)
+    named = re.search(r"“([^”]+)”", note)[1]
+    assert named in ("단계별 계산", "Step by step")
+    assert f"<h2>{named}</h2>" in html, named
+    assert html.index(f"<h2>{named}</h2>") < html.index(f"<h2>{texts.text(lang, f'title.{name}')}</h2>")

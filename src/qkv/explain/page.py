@@ -342,7 +342,8 @@ def _derivation(trace: Trace, lang: str, digits: int | None, full: bool = False)
         return f'<div class="qkv-steps"><section class="qkv-derivation">{heading}<p class="qkv-note">{note}</p></section></div>'
     from . import derivation_html   # a <section> with its own heading
 
-    return f'<div class="qkv-steps">{derivation_html(trace, lang=lang, digits=digits, full=full)}</div>'
+    # headed as the note under the controls names it (page.storage_steps: “Step by step” below)
+    return f'<div class="qkv-steps">{heading}{derivation_html(trace, lang=lang, digits=digits, full=full)}</div>'
 
 
 def trace_html(trace: Trace, *, lang: str = "en", digits: int | None = None, inline: bool = False,
