@@ -67,10 +67,11 @@ browser:
 fonts:
 	@$(APT) "$$(fc-list 2>/dev/null | grep -q 'Noto Sans CJK' || echo fonts-noto-cjk)" "the figures (Japanese kanji)"
 
-# Two workers, one test file each at a time (--dist loadfile keeps a file's module fixtures in one process):
-# the browser, figure and process tests overlap with the CPU-bound ones. --no-loadscope-reorder keeps the
-# order of tests/conftest.py (the longest files first); xdist's default reorders files by their number of
-# tests, which left a long file (test_viz) running alone at the end.
+# Two workers, one test file each at a time (--dist loadfile keeps a file's module fixtures in one process),
+# except tests/conftest.py's two GROUPS, each run whole by one worker: the Chromium files (one Chromium) and the
+# files with transformers as a reference (one import of it). --no-loadscope-reorder keeps the order of
+# tests/conftest.py (the groups, then the longest files first); xdist's default reorders files by their number
+# of tests, which left a long file (test_viz) running alone at the end.
 # PYTHONDONTWRITEBYTECODE= : a shell or CI that sets it (Python -B) would have every worker, rank and CLI
 # subprocess compile torch again in memory; here the first import writes the .pyc and the others read it
 # (the set-up does not byte-compile the whole venv up front: about 90 CPU-seconds, mostly files no test imports).

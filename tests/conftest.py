@@ -116,47 +116,59 @@ SLOW_TESTS = {
                            "test_a_scale_other_than_1_over_root_dk_says_what_it_is"},   # transformers builds two models
 }
 
-# The longest files first, so that `make test`'s two workers (`-n 2 --dist loadfile --no-loadscope-reorder`)
-# do not end with one long file running alone; the order inside a file is kept. Ordered by the CPU-seconds each
-# file took (self + the processes it started, Chromium included) on two workers, measured 7 December under
-# load 13–19: the files listed before from a run of the suite before the torch-threads change above (test_bench
-# 86, test_attention_compile 78, test_kernels 52, test_models 46, test_browser 45 …), the files that were
-# missing from this list (test_practice_browser 56, test_flex_compile 44, test_stress_ring 21, test_lenses_browser
-# 18, test_stress_cli 15, test_stress_files 12, test_stress_serve 12, test_viz_ko 8 …) and test_magnitudes (26),
-# test_models_families (11) and test_adversary_today (4) with it. test_viz_learner, test_numbering and test_why
-# (about 5 each, 6 December) were not reached by that run. Files not named here (under ~4 CPU-seconds, or new)
-# come after them. Without --no-loadscope-reorder, xdist (>= 3.5) sorts the files by their number of tests and
-# ignores this order. The whole suite in this order (7 December, 01:30, load 1.7–4.6): 6,480 tests, 10 min 34 s,
-# 886 CPU-s (user 799, sys 87), the two workers done 1.5 s apart (491 and 376 CPU-s inside them).
-# Moved since (7 December, 03:00–03:35, each file alone in one process with OMP_NUM_THREADS=1, warm .pyc, load
-# 12–21: the files that did not change read 1.2–1.5× the figures above): test_bench 108 → 50 (its
-# skip-bookkeeping run no longer times the full run's twelve half-precision cases) and test_kernels 69 → 51 (one
-# float64 reference per input, not per route) now come after test_flex_compile (52); test_models (67) after
-# test_practice_browser; test_attention_compile 95; test_magnitudes 35 → 19 (a float64 reference for the narrower
-# dtypes) keeps its place.
-# 7 December, 13:00: every inductor compile of the suite is in test_flex_compile (tests/test_suite_rules.py keeps it
-# so), which now comes second, beside test_attention_compile (no inductor), so the two workers start on one each
-# and only one pays inductor's first use in a process (~6–10 CPU-s beyond Dynamo's). Each file alone, one process,
-# OMP 1, load 17–34: test_flex_compile 50 → 74, test_adversary_kernels 54 → 7.6 (after test_viz_ko now),
-# test_attention_compile 87–98 → 84.
-LONGEST_FIRST = ["test_attention_compile.py", "test_flex_compile.py", "test_practice_browser.py", "test_models.py",
-                 "test_browser.py", "test_kernels.py", "test_bench.py", "test_viz.py", "test_docs.py",
-                 "test_serve_browser.py", "test_torch_upstream.py", "test_distributed.py", "test_page_access.py",
-                 "test_attention.py", "test_torch_mha.py", "test_magnitudes.py", "test_stress_ring.py",
-                 "test_cli_models.py", "test_masks.py", "test_lenses_browser.py", "test_models_parity.py",
-                 "test_fuzz_cli.py", "test_notebook.py", "test_backward.py", "test_stress_cli.py", "test_fuzz_files.py",
-                 "test_setup.py", "test_cli_korean.py", "test_stress_files.py", "test_stress_serve.py",
-                 "test_masks_ranges.py", "test_translator.py", "test_cli.py", "test_models_families.py",
-                 "test_serve.py", "test_models_hf.py", "test_viz_ko.py", "test_adversary_kernels.py",
-                 "test_serve_sureness.py", "test_tile.py", "test_ops_fresh.py", "test_flex.py",
-                 "test_example_lenses_browser.py", "test_adversary_today.py", "test_viz_learner.py",
-                 "test_numbering.py", "test_why.py",
-                 # files wholly or mostly in make check, by their CPU-seconds there (7 December, 06:20, -n 2, load
-                 # ~20): unlisted, they came last in file-name order, so a 3-8 s file could end one worker's run alone
-                 "test_explain.py", "test_cli_lang_ko.py", "test_practice_pages.py", "test_empty_text.py",
-                 "test_equations.py", "test_korean_learning.py", "test_korean_everywhere.py", "test_layers.py",
-                 "test_viz_contributions.py", "test_step_words.py", "test_spec.py", "test_block.py",
-                 "test_heads_cli.py", "test_adversary_flex.py", "test_claims.py"]
+# Two groups of files run whole on one worker each in `make test` (pytest_xdist_make_scheduler below): every other
+# file is a work unit of its own, as xdist's --dist loadfile makes them. The files that drive Chromium share one
+# worker's Chromium and Playwright driver (~4-5 CPU-s to start, once per worker), and the files that load
+# transformers' models as references (or MiniLM through sentence-transformers) share one worker's imports of
+# transformers and its model classes (~3.3 CPU-s for transformers, ~4 for the first model class, then each family's
+# modeling module), which both workers paid before. test_notebook and test_docs use both: they go with transformers
+# (their Chromium is started on that worker, their transformers imports are not paid twice). The checkpoints of
+# tests/model_fixtures.py are built once per run by the first process that asks (test_models_hf, first in its group,
+# builds them all); the browser files read them with `built` and import transformers only if they come first.
+# `make check` (-m "not slow") keeps plain loadfile: the tests these groups are for are all slow.
+GROUPS = {
+    "browser": {"test_browser.py", "test_practice_browser.py", "test_serve_browser.py", "test_page_access.py",
+                "test_lenses_browser.py", "test_example_lenses_browser.py", "test_korean_learning.py",
+                "test_serve_sureness.py", "test_page_legend_browser.py", "test_weights_page.py"},
+    "transformers": {"test_models_hf.py", "test_nexttoken.py", "test_models.py", "test_models_parity.py",
+                     "test_models_families.py", "test_models_consistency.py", "test_models_corrupt.py",
+                     "test_heads_cli.py", "test_block.py", "test_scale_said.py", "test_adversary.py", "test_masks.py",
+                     "test_notebook.py", "test_docs.py"},
+}
+
+# The order of the files (inside a file its own order is kept): the two groups first, one worker starting on each, then
+# the other files, longest first, so that `make test`'s two workers (`-n 2 --dist loadfile --no-loadscope-reorder`)
+# do not end with one long file running alone. Without --no-loadscope-reorder, xdist (>= 3.5) sorts the units by their
+# number of tests and ignores this order. Measured 7 December 14:35-15:08, the whole suite of 1e642ca on two workers,
+# load 5-12 from other sessions (wall 33 min: compare CPU-seconds), each file's CPU-seconds in its worker: its own,
+# the processes it waited for, and Chromium and Playwright's driver read from /proc (which RUSAGE_CHILDREN misses: they
+# are never waited for while the worker runs). The browser group 346 (test_browser 111, test_practice_browser 77 before
+# c8a781e, test_serve_browser 60, test_page_access 29, test_lenses_browser 27 …), the transformers group 148
+# (test_docs 43, test_notebook 30, test_masks 22, test_models 17, test_models_parity 14 …), then test_attention_compile
+# 70, test_flex_compile 63, test_viz 59, test_distributed 51, test_bench 40, test_kernels 33, test_viz_learner 16,
+# test_fuzz_files 16, test_setup 15, test_fuzz_cli 15, test_stress_ring 15, test_cli_models 14, test_magnitudes 13 …
+# (1,144 CPU-s in all files, 25 more in each worker's collection: mostly torch, Dynamo with sympy, matplotlib). The two
+# compile files still run on one worker at a time unless both fall to the same one: only test_flex_compile uses
+# inductor (tests/test_suite_rules.py). Files not named here (under ~3.5 CPU-seconds, or new) come after them.
+LONGEST_FIRST = [
+    # the browser group
+    "test_browser.py", "test_practice_browser.py", "test_serve_browser.py", "test_page_access.py",
+    "test_lenses_browser.py", "test_example_lenses_browser.py", "test_korean_learning.py", "test_serve_sureness.py",
+    "test_page_legend_browser.py", "test_weights_page.py",
+    # the transformers group, test_models_hf first: its fixture builds every checkpoint of model_fixtures
+    "test_models_hf.py", "test_docs.py", "test_notebook.py", "test_masks.py", "test_models.py", "test_models_parity.py",
+    "test_models_families.py", "test_heads_cli.py", "test_scale_said.py", "test_nexttoken.py", "test_adversary.py",
+    "test_models_consistency.py", "test_block.py", "test_models_corrupt.py",
+    # the other files, longest first
+    "test_attention_compile.py", "test_flex_compile.py", "test_viz.py", "test_distributed.py", "test_bench.py",
+    "test_kernels.py", "test_viz_learner.py", "test_fuzz_files.py", "test_setup.py", "test_fuzz_cli.py",
+    "test_stress_ring.py", "test_cli_models.py", "test_magnitudes.py", "test_stress_cli.py", "test_cli_korean.py",
+    "test_stress_serve.py", "test_torch_upstream.py", "test_rulebook.py", "test_serve.py", "test_empty_text.py",
+    "test_cli.py", "test_viz_ko.py", "test_translator.py", "test_explain.py", "test_stress_files.py", "test_why.py",
+    "test_torch_mha.py", "test_attention.py", "test_practice_pages.py", "test_ops_fresh.py", "test_cli_lang_ko.py",
+    "test_numbering.py", "test_flex.py", "test_adversary_today.py", "test_equations.py", "test_korean_everywhere.py",
+    "test_layers.py", "test_spec.py", "test_backward.py", "test_exact_difference.py", "test_masks_ranges.py",
+    "test_viz_contributions.py", "test_claims.py", "test_suite_rules.py"]
 
 
 WHOLLY_SLOW = BROWSER | REFERENCES | PROCESSES | COMPILES | FIGURES | SWEEPS
@@ -183,3 +195,20 @@ def pytest_collection_modifyitems(config, items):
         if (browser or name in REFERENCES | PROCESSES | COMPILES | FIGURES | SWEEPS
                 or getattr(item, "originalname", item.name) in SLOW_TESTS.get(name, ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's --dist loadfile with GROUPS' files each group one work unit (a run of -m "not slow" keeps loadfile)."""
+    if config.getvalue("dist") != "loadfile" or (config.getoption("markexpr", "") or "").strip() == "not slow":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    unit = {name: group for group, names in GROUPS.items() for name in names}
+
+    class GroupedFiles(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return unit.get(path.rsplit("/", 1)[-1], path)
+
+    return GroupedFiles(config, log)

@@ -396,13 +396,13 @@ def inspect_pages(tmp_path_factory):
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from model_fixtures import build_checkpoint
+    from model_fixtures import built        # the run's shared checkpoint: read, never changed
 
     from qkv.cli import main
 
     folder = tmp_path_factory.mktemp("inspect")
     made = {"minilm": ("minilm", "The cat sat on the mat."),
-            "llama": (str(build_checkpoint(folder, "llama-gqa")), "the cat sat on the mat")}
+            "llama": (str(built("llama-gqa")), "the cat sat on the mat")}
     for name, (model, text) in made.items():
         assert main(["inspect", text, "--model", model, "--format", "html", "--digits", str(DIGITS),
                      "--out", str(folder / f"{name}.html")]) == 0

@@ -19,11 +19,10 @@ DIGITS = 4
 
 
 @pytest.fixture(scope="module")
-def decoders(tmp_path_factory):
-    from model_fixtures import build_checkpoint
+def decoders():
+    from model_fixtures import built        # the run's shared checkpoints: read, never changed
 
-    root = tmp_path_factory.mktemp("lens-models")
-    return {name: models.load(build_checkpoint(root, name)) for name in ("gpt2", "llama-gqa", "mistral")}
+    return {name: models.load(built(name)) for name in ("gpt2", "llama-gqa", "mistral")}
 
 
 @pytest.fixture(scope="module")

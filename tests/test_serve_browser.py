@@ -29,10 +29,10 @@ def texts_ko(key: str) -> str:
 def server(tmp_path_factory):
     """`qkv serve`'s app with MiniLM, a tiny BERT and a tiny Llama (GQA, RoPE) on 127.0.0.1, served as
     `qkv serve` serves it (serve.listen, serve.server: its protocol, deadlines and same-origin check)."""
-    from model_fixtures import build_checkpoint
+    from model_fixtures import built        # the run's shared checkpoint: read, never changed
 
     root = tmp_path_factory.mktemp("models")
-    models = serve.load_models([tiny_bert(root / "tiny-bert"), build_checkpoint(root, "llama-gqa")])
+    models = serve.load_models([tiny_bert(root / "tiny-bert"), built("llama-gqa")])
     translator, why = serve.load_translator()
     assert translator is not None, why
     with serving(serve.create_app(models, translator=translator)) as url:
