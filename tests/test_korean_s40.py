@@ -117,15 +117,18 @@ def test_each_heads_peak_is_said_as_the_table_prints_it():
 
 
 # ------------------------------------------------------------------------------------------ the page's pointers
-@pytest.mark.parametrize("name,change", [("self-attention", "x[2,0]=2"), ("group-meeting", "question[1]=50")])
+@pytest.mark.parametrize("name,change", [("self-attention", "x[2,0]=2"), ("group-meeting", "question[1]=50"),
+                                         ("multi-head", "w_o[0,0]=1")])
 def test_the_page_points_to_the_command_lines_what_if(name, change, tmp_path):
-    """The page's what-if slider changes one thing; for the rest it sent the reader to qkv serve only, where
-    `qkv example NAME --what-if` (a0ffa63's placeholders: 이름, 키=값) recomputes the same post's example."""
+    """The page's what-if slider changes one thing (or, on the multi-head page, nothing); for the rest it sent
+    the reader to qkv serve only, where `qkv example NAME --what-if` (a0ffa63's placeholders: 이름, 키=값)
+    recomputes the same post's example. The page's words are plain text: no Markdown backticks (`qkv serve`)."""
     page = tmp_path / "page.html"
     code, out = run("example", name, "--format", "html", "--lang", "ko", "--out", str(page))
     assert code == 0, out
     html = page.read_text(encoding="utf-8")
-    assert re.search(r"qkv serve를 쓰거나,? (?:글의 예제라면 )?qkv example [^ ]+ --what-if", html), name
+    assert re.search(r"qkv serve를 (?:쓰거나|실행하고)[^\"]*qkv example (?:이름|group-meeting) --what-if", html), name
+    assert not any("`" in value for key, value in texts.KO.items() if key.startswith("page."))
     code, out = run("example", name, "--what-if", change, "--lang", "ko")    # the change the page points to runs
     assert code == 0 and out.startswith(texts.KO[f"title.{name}"].split(":")[0]), out[:300]
 

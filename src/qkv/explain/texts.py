@@ -531,8 +531,9 @@ EN: dict[str, str] = {
     "page.st.residual.text": "The input is added back to the attention's output, number by number.",
     "page.whatif": "What if…",
     "page.whatif_serve": "What-if (change a score, the scale, √d_k, or a cell of X or W, and see every number "
-                         "recomputed) needs qkv serve: run `qkv serve` and open its worked examples. This offline page "
-                         "shows the recorded numbers only.",
+                         "recomputed) is in qkv serve: run qkv serve and open its worked examples. A post's example "
+                         "is also computed again in a terminal by qkv example NAME --what-if KEY=VALUE. This offline "
+                         "page shows the recorded numbers only.",
     "page.whatif_meeting": "Meeting 2 again, with the question's words scored differently (recorded: {recorded}; "
                            "lot keeps {lot}). Each position of the slider was computed by qkv's own attention when "
                            "this page was built; the page only looks the numbers up.",
@@ -2335,8 +2336,9 @@ KO: dict[str, str] = {
     "page.st.residual": "R + Y: 잔차 연결",
     "page.st.residual.text": "어텐션의 출력에 입력을 같은 자리끼리 다시 더한다.",
     "page.whatif": "값을 바꿔 보면",
-    "page.whatif_serve": "값을 바꿔 보는 기능(점수, 배율, √d_k, X나 W의 칸을 바꾸면 모든 숫자를 다시 계산한다)은 qkv serve에 있다. `qkv serve`를 실행하고 "
-                         "예제를 열라. 이 오프라인 페이지는 기록된 숫자만 보여 준다.",
+    "page.whatif_serve": "값을 바꿔 보는 기능(점수, 배율, √d_k, X나 W의 칸을 바꾸면 모든 숫자를 다시 계산한다)은 qkv serve에 있다: "
+                         "qkv serve를 실행하고 예제를 열라. 글의 예제는 터미널에서 qkv example 이름 --what-if 키=값으로도 "
+                         "다시 계산할 수 있다. 이 오프라인 페이지는 기록된 숫자만 보여 준다.",
     "page.whatif_meeting": "질문 단어들의 점수를 바꿔 조모임 2를 다시 연다 (기록된 점수: {recorded}, lot은 그대로 {lot}). "
                            "슬라이더의 각 위치는 이 페이지를 만들 때 qkv의 어텐션으로 계산했고, 페이지는 숫자를 찾아 "
                            "보여 주기만 한다.",
