@@ -155,3 +155,84 @@ def test_the_live_machine_is_built_once():
     with native.use_machine(other):
         assert route_mod.current_machine() is other
     assert route_mod.current_machine() == first
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_tops_read_at_a_tensors_address_equal_float64s(dtype):
+    """value_tops reads a contiguous CPU tensor at its address (no NumPy view): on a tensor whose storage
+    starts before it (a row slice), on its largest value, on inf and NaN, it equals max |x| of the same
+    values in float64 (NaN when one is NaN)."""
+    from qkv.kernels import magnitude
+
+    base = torch.randn(5, 7, 33, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    base[0, 0, 0] = 1e4                                   # outside the slice: never the answer
+    for name, edit in (("plain", None), ("largest", torch.finfo(dtype).max), ("inf", -float("inf")),
+                       ("nan", float("nan"))):
+        x = base.to(dtype)[1:]                             # contiguous, storage offset 7·33
+        assert x.is_contiguous() and x.storage_offset() > 0
+        if edit is not None:
+            x[2, 3, 4] = edit
+        (top,) = magnitude.value_tops(x)
+        want = x.double().abs().max().item()
+        assert (np.isnan(top) and np.isnan(want)) or top == want, (name, top, want)
+
+
+def _one_cpu_machine():
+    import dataclasses
+
+    from qkv.kernels import native
+
+    return native.use_machine(dataclasses.replace(route_mod.current_machine(), cpus=1))
+
+
+@pytest.mark.skipif(speed.has_avx512(), reason="the one-CPU rules were measured on an AVX2 CPU only")
+def test_one_cpu_a_side_sends_short_forward_calls_to_sdpa():
+    """torch on one thread and qkv on one CPU (bench_peers.py --cpus 1: float32 T = 96 between ×0.27 at 64
+    and ×0.49 at 128 for the C kernel): short forward calls take SDPA; the same calls with torch on two
+    threads, or under autograd, keep the C kernel; a kept route follows a change of torch's threads."""
+    before = torch.get_num_threads()
+    q, k, v = _inputs(torch.float32, 96)
+    try:
+        with _one_cpu_machine(), torch.no_grad():
+            torch.set_num_threads(1)
+            chosen = route_mod.choose_call_route(check_call(q, k, v))[1]
+            assert chosen.name == route_mod.TORCH_SDPA and "rules" in chosen.reason
+            assert speed.faster("bfloat16", False, False, 512, 512) == speed.SDPA
+            assert speed.faster("bfloat16", True, False, 512, 512) == speed.C_KERNEL
+            assert speed.faster("float16", False, False, 64, 64) == speed.SDPA
+            assert speed.faster("float16", False, False, 128, 128) == speed.C_KERNEL
+            assert speed.faster("float32", False, False, 512, 512) == speed.C_KERNEL
+            torch.set_num_threads(2)   # the same call, the kept route's key changed
+            assert route_mod.choose_call_route(check_call(q, k, v))[1].name == route_mod.TORCH_FLASH
+        torch.set_num_threads(1)
+        with _one_cpu_machine():
+            trained = route_mod.choose_call_route(check_call(*(x.requires_grad_() for x in (q, k, v))))[1]
+            assert trained.name == route_mod.TORCH_FLASH
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_calibration_counts_for_its_own_torch_threads(own_cache):
+    """A calibration measured with 2 torch threads decides for 2 threads; with another count the rules."""
+    table = {"format": speed._FORMAT, "key": speed.machine_key(), "cpu": "test", "threads": 2, "cases": [
+        {"dtype": "float32", "causal": False, "train": False, "t": 96, "c_kernel_s": 1.0, "sdpa_s": 1.0,
+         "winner": "sdpa"}]}
+    speed.save(table)
+    assert speed.calibration_applies(2) and not speed.calibration_applies(3)
+    assert speed.faster("float32", False, False, 96, 96, threads=2) == speed.SDPA
+    assert speed.faster("float32", False, False, 96, 96, threads=3) == speed.C_KERNEL   # the rules
+
+
+def test_the_dtype_range_rule_warns_of_nothing():
+    """The static overflow answer squares each dtype's largest value (long double's is inf there): no
+    RuntimeWarning (issue 31 §1: warnings printed on correct results), and the answers float16 False, the
+    others True."""
+    import warnings
+
+    answers = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for dtype in (np.float16, np.float32, np.float64, np.longdouble):
+            x = np.ones((2, 3, 4), dtype=dtype)
+            answers[dtype] = route_mod._range_may_overflow(check_call(x, x, x))
+    assert answers == {np.float16: False, np.float32: True, np.float64: True, np.longdouble: True}

@@ -252,7 +252,7 @@ def choose_route(call, looks=None, *, want: str = "out", route=None, block_q: in
     if call.key is None:
         return _choose_route(static, want, route, block_q, block_k, num_threads, _Looks(call, v_top), hw)
     key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, static.differentiated, hw,
-           speed.generation)
+           speed.generation, speed.torch_threads() if static.library == "torch" else 0)
     looks = _Looks(call, v_top)
     kept = _ROUTES.get(key)
     if kept is not None:
@@ -455,7 +455,8 @@ def _measured_winner(dtype: str, causal: bool, train: bool, tq: int, tk: int):
     if speed.faster(dtype, causal, train, tq, tk) != speed.SDPA:
         return None, None
     _, source = speed.load()
-    where = "measured on this machine" if source.endswith(".json") else "by the rules measured on CPUs like it"
+    measured = source.endswith(".json") and speed.calibration_applies()
+    where = "measured on this machine" if measured else "by the rules measured on CPUs like it"
     return TORCH_SDPA, (f"CPU torch {dtype}{', causal' if causal else ''}{', with autograd' if train else ''}: "
                         f"the C kernel and SDPA give the same numbers; SDPA is faster here ({where}, "
                         "kernels/speed.py)")
@@ -677,7 +678,8 @@ def _dtype_may_overflow(dtype, work, dk: int) -> bool:
     float16 computed in float32 (65504²·Dk stays 10²⁸ times below a quarter of float32's range), True for
     float32, bfloat16 (float32's range), float64 in themselves."""
     top = _largest(dtype)
-    return tops_may_overflow(top, top, dk, _largest(work))
+    with np.errstate(over="ignore"):   # (longdouble's largest squared: inf, which passes the rule — True)
+        return bool(tops_may_overflow(top, top, dk, _largest(work)))
 
 
 def _range_may_overflow(call: Call) -> bool:

@@ -57,6 +57,14 @@ without AVX-512: float16 takes the C kernel at every T; bfloat16 forward the C k
 (where one thread a side finds them equal or the C kernel ahead and two threads the C kernel ahead in
 every round), SDPA below (faster on one thread, dense) and under autograd (not measured here); float32
 the C kernel.
+
+With one CPU a side — torch on one thread and qkv's kernel held to one CPU (bench_peers.py --cpus 1: each
+side in its own process, its affinity one CPU; B1 H8 D64, 3 rounds, CPU time, load 5–13, AMD EPYC Zen 3) —
+SDPA starts no OpenMP team and its short forward calls beat the C kernel's: float32 T = 64 ×0.27 (causal
+×0.45), 128 ×0.49 (×0.77), 256 ×0.66 (×0.92), 512 ×1.00 (×1.65); float16 T = 64 ×0.68 (×1.02), 128 ×2.72;
+bfloat16 T = 512 ×0.91 (causal ×2.00). So on such a machine (`_one_cpu`) forward calls below
+`_ONE_THREAD_SDPA_BELOW` take SDPA. A calibration counts for the torch thread count it was measured with
+(`calibration_applies`); kept routes are keyed by torch's thread count too.
 """
 
 from __future__ import annotations
@@ -72,7 +80,7 @@ from pathlib import Path
 
 from . import native, pool
 
-__all__ = ["SDPA", "C_KERNEL", "faster", "has_avx512", "machine_key", "cache_path", "load", "calibrate", "decide", "save",
+__all__ = ["SDPA", "C_KERNEL", "faster", "torch_threads", "calibration_applies", "has_avx512", "machine_key", "cache_path", "load", "calibrate", "decide", "save",
            "calibration_cases", "time_side", "CALIBRATION_SIZES", "MARGIN"]
 
 SDPA, C_KERNEL = "sdpa", "c_kernel"
@@ -82,15 +90,21 @@ _FORMAT = 2   # 2: fastest rounds, wall and CPU time, the margin, load checked (
 
 _lock = threading.Lock()
 _loaded: dict = {}   # machine key -> (table or None, where it came from)
+_calibrated_threads: dict = {}   # machine key -> the torch threads its calibration was measured with (None: not said)
 generation = 0       # bumped whenever the table is read again (kernels/route.py keys its kept routes by it)
 
 
-def _rules(dtype: str, causal: bool, train: bool, t: float, avx512: bool | None = None) -> str:
+def _rules(dtype: str, causal: bool, train: bool, t: float, avx512: bool | None = None, one_cpu: bool = False) -> str:
     """The rules when this machine has no calibration (the measurements in the module docstring). avx512:
     whether the CPU has AVX-512 (default: this CPU's flags, `has_avx512`): the half-precision rules differ
-    between the AVX-512 CPUs measured first and the AVX2-only one (AMD EPYC Zen 3) measured since."""
+    between the AVX-512 CPUs measured first and the AVX2-only one (AMD EPYC Zen 3) measured since.
+    one_cpu: torch runs one thread and qkv may use one CPU (`_one_cpu`): SDPA starts no OpenMP team there,
+    and short forward calls are its (`_ONE_THREAD_SDPA_BELOW`, AVX2 CPUs: measured with each side in its
+    own process held to one CPU)."""
     if avx512 is None:
         avx512 = has_avx512()
+    if one_cpu and not avx512 and not train and t < _ONE_THREAD_SDPA_BELOW[dtype][causal]:
+        return SDPA
     if dtype == "bfloat16":
         if not avx512 and not train and t >= 512:
             return C_KERNEL
@@ -100,6 +114,28 @@ def _rules(dtype: str, causal: bool, train: bool, t: float, avx512: bool | None 
             return C_KERNEL
         return SDPA if not train and t <= 2048 else C_KERNEL
     return C_KERNEL
+
+
+# One torch thread, AVX2 CPUs (AMD EPYC Zen 3), forward: below these T (dtype → (dense, causal)) SDPA is
+# faster than the C kernel (bench_peers.py --cpus 1, B1 H8 D64, 3 rounds, CPU time, load 5-13; × = SDPA /
+# C kernel): float32 T = 64 ×0.27 (causal ×0.45), 128 ×0.49 (×0.77), 256 ×0.66 (×0.92), 512 ×1.00 (×1.65);
+# float16 T = 64 ×0.68 (×1.02), 128 ×2.72 (×3.56); bfloat16 T = 512 ×0.91 (causal ×2.00).
+_ONE_THREAD_SDPA_BELOW = {"float32": (512, 384), "float16": (96, 96), "bfloat16": (1024, 512)}
+
+
+def torch_threads() -> int:
+    """torch's intra-op threads (`torch.get_num_threads()`; 0 when torch is not imported): SDPA's OpenMP
+    team, which decides how short calls compare (`_rules`); part of a kept route's key."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None else 0
+
+
+def _one_cpu(threads: int) -> bool:
+    """Whether calls run as measured for `_ONE_THREAD_SDPA_BELOW`: torch on one thread (`threads`) and qkv's
+    C kernel on one CPU (the machine in use's `cpus`)."""
+    return threads == 1 and pool.available_cpus() == 1
 
 
 def has_avx512() -> bool:
@@ -163,6 +199,7 @@ def load(refresh: bool = False) -> tuple[dict | None, str]:
     with _lock:
         if refresh or key not in _loaded:
             generation += 1
+            _calibrated_threads.pop(key, None)
             path = cache_path(key)
             table, source = None, "rules"
             try:
@@ -179,6 +216,9 @@ def load(refresh: bool = False) -> tuple[dict | None, str]:
                     for rows in table.values():
                         rows.sort()
                     source = str(path)
+                    threads = data.get("threads")
+                    _calibrated_threads[key] = threads if isinstance(threads, int) and not isinstance(threads, bool) \
+                        else None
                 else:
                     source = "rules (unreadable calibration)"
             except FileNotFoundError:
@@ -191,9 +231,11 @@ def load(refresh: bool = False) -> tuple[dict | None, str]:
         return _loaded[key]
 
 
-def faster(dtype: str, causal: bool, train: bool, tq: int, tk: int) -> str:
+def faster(dtype: str, causal: bool, train: bool, tq: int, tk: int, threads: int | None = None) -> str:
     """SDPA or C_KERNEL: the faster of the two for a call both compute with the same numbers. dtype:
-    the inputs' dtype name ("float32", "bfloat16", "float16"); train: autograd records the call.
+    the inputs' dtype name ("float32", "bfloat16", "float16"); train: autograd records the call; threads:
+    torch's intra-op threads (default the current count: a calibration counts only for its own, and one
+    thread on one CPU has its own rules).
 
     The table and the rules are measured on square calls (Tq = Tk = T); a call of Tq queries over Tk keys
     is read as the square of the same work, T = √(Tq·Tk): both routes cost in proportion to the Tq·Tk
@@ -202,11 +244,13 @@ def faster(dtype: str, causal: bool, train: bool, tq: int, tk: int) -> str:
     A very flat call — decoding, Tq = 1 — reads each key and value once per query and is bound by memory,
     unlike any square: there √(Tq·Tk) is an approximation, not a measurement.)"""
     t = math.sqrt(max(tq, 1) * max(tk, 1))   # the square of the same work (see above)
+    threads = torch_threads() if threads is None else threads
     table, _ = load()
-    rows = None if table is None else table.get((dtype, causal, train))
+    # (a calibration counts for the torch threads it was measured with: SDPA's OpenMP team is part of it)
+    rows = table.get((dtype, causal, train)) if table is not None and calibration_applies(threads) else None
     if rows:   # the measured size nearest on a log scale
         return min(rows, key=lambda row: abs(math.log(row[0] / t)))[1]
-    return _rules(dtype, causal, train, t)
+    return _rules(dtype, causal, train, t, one_cpu=_one_cpu(threads))
 
 
 def calibration_cases(sizes: dict | None = None) -> list:
@@ -297,6 +341,13 @@ def _side_main() -> None:
     print(json.dumps({"times": times, "pid": os.getpid(), "threads": torch.get_num_threads()}))
 
 
+def calibration_applies(threads: int | None = None) -> bool:
+    """Whether this machine's calibration (when there is one) speaks for calls made with `threads` torch
+    threads (default: the current count): it was measured with that many, or its file does not say."""
+    threads = torch_threads() if threads is None else threads
+    return _calibrated_threads.get(machine_key()) in (None, threads)
+
+
 def calibrate(attend, *, sizes: dict | None = None, rounds: int = 5, heads: int = 8, width: int = 64,
               progress=None, clock=None, load=None, fresh: bool | None = None) -> dict:
     """Time both routes on this machine and return the table as saved by `save` (decided by `decide`).
@@ -353,7 +404,8 @@ def calibrate(attend, *, sizes: dict | None = None, rounds: int = 5, heads: int 
     table_cases = []   # ("load": the reading after the last round)
     for (dtype, train, t, causal), timing in zip(cases, timings):
         case = {"dtype": dtype, "causal": causal, "train": train, "t": t,
-                **decide(timing[C_KERNEL], timing[SDPA], _rules(dtype, causal, train, t)), "load": reading}
+                **decide(timing[C_KERNEL], timing[SDPA], _rules(dtype, causal, train, t, one_cpu=_one_cpu(threads))),
+                "load": reading}
         table_cases.append(case)
         if progress is not None:
             progress(case)
