@@ -17,8 +17,9 @@ ROOT = Path(__file__).parents[1]
 HEAVY = ("array_api_compat", "torch", "matplotlib", "scipy")
 
 
-def _loaded_after(code: str) -> set[str]:
-    probe = code + "\nimport json, sys\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+def _loaded_after(code: str, *, whole_names: bool = False) -> set[str]:
+    name = "m" if whole_names else "m.split('.')[0]"
+    probe = code + f"\nimport json, sys\nprint(json.dumps(sorted({{{name} for m in sys.modules}})))"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -31,11 +32,19 @@ def test_bare_import_qkv_loads_no_array_api_compat_torch_or_matplotlib():
     assert not loaded & set(HEAVY), f"import qkv loaded {sorted(loaded & set(HEAVY))}"
 
 
-def test_array_api_compat_is_loaded_on_first_use_and_attention_still_right():
-    # the lazy import must still happen where the namespace is needed: one call of qkv.attention
-    loaded = _loaded_after("import numpy as np, qkv\n"
-                           "q = np.ones((1, 2, 3)); qkv.attention(q, q, q)")
-    assert "array_api_compat" in loaded and "torch" not in loaded
+def test_numpy_attention_and_a_worked_example_never_load_array_api_compats_numpy_namespace():
+    # NumPy ≥ 2.1 is its own array-API namespace (qkv._backend.NUMPY_IS_STANDARD); array-api-compat's wrapper
+    # of it cost more to import than NumPy itself (numpy.f2py, numpy.testing, … cloned name by name)
+    from qkv import _backend
+
+    loaded = _loaded_after("import numpy as np, qkv, qkv.examples\n"
+                           "q = np.ones((1, 2, 3)); out = qkv.attention(q, q, q)\n"
+                           "assert np.allclose(out, 1.0)\n"
+                           "qkv.examples.run('self-attention')", whole_names=True)
+    assert "torch" not in loaded
+    assert ("array_api_compat.numpy" in loaded) is (not _backend.NUMPY_IS_STANDARD), sorted(
+        m for m in loaded if m.startswith("array_api_compat"))
+    assert not {"numpy.f2py", "numpy.testing"} & loaded
 
 
 def test_lazy_namespace_helpers_agree_with_array_api_compat():
@@ -45,6 +54,7 @@ def test_lazy_namespace_helpers_agree_with_array_api_compat():
 
     x = np.zeros(3)
     assert _backend.is_numpy_array(x) and not _backend.is_torch_array(x)
-    assert _backend.array_namespace(x) is array_api_compat.array_namespace(x)
+    # NumPy's own namespace where NumPy implements the standard (tests/test_numpy_namespace.py), else the wrapper
+    assert _backend.array_namespace(x) is (np if _backend.NUMPY_IS_STANDARD else array_api_compat.array_namespace(x))
     assert _backend.is_numpy_namespace(_backend.array_namespace(x))
     assert _backend.device(x) == array_api_compat.device(x)

@@ -1,7 +1,8 @@
 """Array-namespace plumbing shared by the core: one place that knows NumPy from torch.
 
-The core is written against the Python array API (via array-api-compat), so the same
-functions take NumPy arrays and torch tensors. This module resolves the namespace,
+The core is written against the Python array API, so the same functions take NumPy arrays and
+torch tensors: NumPy's own namespace where NumPy implements the standard (NumPy ≥ 2.1, array API
+2023.12 or later), array-api-compat's wrappers for torch and for older NumPy. This module resolves the namespace,
 refuses mixed inputs with a readable message, and handles the low-precision policy
 (bfloat16/float16 are computed in float32 and cast back).
 """
@@ -58,7 +59,27 @@ def device(x: Any):
     return array_api_compat.device(x)
 
 
+# NumPy ≥ 2.1 implements the array API (2023.12 and later) in its own namespace; array-api-compat's NumPy
+# namespace wraps those same functions and costs more to import than NumPy itself (480 M instructions against
+# NumPy's 378 M: `numpy.typing`, `numpy.f2py`, `numpy.testing`, … cloned name by name; 30 % of `qkv example
+# self-attention`, issue 29). The core asks only for what the standard names (tests/test_numpy_namespace.py
+# runs it through both namespaces and finds the same bits).
+NUMPY_IS_STANDARD = getattr(np, "__array_api_version__", "") >= "2023.12"
+
+
 def array_namespace(*arrays: Any):
+    """The namespace of ``arrays`` (None and Python scalars ignored): ``numpy`` itself when every array is a
+    NumPy array and NumPy implements the standard, else array-api-compat's (which refuses a mix of kinds)."""
+    if NUMPY_IS_STANDARD:
+        numpy_seen = False
+        for a in arrays:
+            if is_numpy_array(a):
+                numpy_seen = True
+            elif not (a is None or isinstance(a, (bool, int, float, complex))):
+                break
+        else:
+            if numpy_seen:
+                return np
     import array_api_compat
     return array_api_compat.array_namespace(*arrays)
 
