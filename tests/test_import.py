@@ -58,3 +58,24 @@ def test_lazy_namespace_helpers_agree_with_array_api_compat():
     assert _backend.array_namespace(x) is (np if _backend.NUMPY_IS_STANDARD else array_api_compat.array_namespace(x))
     assert _backend.is_numpy_namespace(_backend.array_namespace(x))
     assert _backend.device(x) == array_api_compat.device(x)
+
+
+def test_a_worked_example_on_the_command_line_loads_no_model_code_and_no_package_metadata():
+    # every `qkv` command builds every sub-command's parser; `inspect`'s help names the model families and
+    # `doctor` reads torch's version: neither may load the BERT encoder, safetensors, tokenizers or
+    # importlib.metadata for a command that needs none of them (issue 29, speed a learner feels)
+    loaded = _loaded_after("import contextlib, io\nfrom qkv.cli import main\n"
+                           "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+                           "    code = main(['example', 'self-attention'])\n"
+                           "assert code == 0 and 'love' in out.getvalue()", whole_names=True)
+    heavy = {"qkv.models.bert", "qkv.models.files", "safetensors", "tokenizers", "importlib.metadata", "torch"}
+    assert not heavy & loaded, sorted(heavy & loaded)
+    assert "qkv.models" in loaded          # the package itself: the families' names for the help
+
+
+def test_the_models_package_still_answers_every_name_it_lists():
+    import qkv.models as models
+
+    for name in models.__all__:
+        assert getattr(models, name) is not None, name
+    assert set(models.__all__) <= set(dir(models))

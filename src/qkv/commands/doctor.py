@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import importlib.util
 import platform
 import sys
@@ -70,9 +69,11 @@ def routes() -> dict:
         info["sgemm"] = bool(blas.sgemm_ready())
     info["backward"] = bool(info["sgemm"]) and hasattr(native.fused, "backward_many")
     if importlib.util.find_spec("torch") is not None:
+        from importlib import metadata    # here, not at the top: every `qkv` command builds doctor's parser
+
         try:
-            info["torch"] = importlib.metadata.version("torch")
-        except importlib.metadata.PackageNotFoundError:
+            info["torch"] = metadata.version("torch")
+        except metadata.PackageNotFoundError:
             info["torch"] = "installed"
     return info
 

@@ -20,10 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .bert import BertConfig, BertEncoder, BertWeights, Tokens
-from .bert import load as load_bert
-from .files import PACKAGED, Pooling, read_tokenizer
-from .nexttoken import NextToken, next_token
+
+# The classes and readers below are imported on first use (`__getattr__`): the command line builds every
+# sub-command's parser, and `qkv inspect`'s help names SUPPORTED — importing the BERT encoder, safetensors and
+# tokenizers for that cost every `qkv` command about 90 M instructions (issue 29, speed a learner feels).
+_LAZY = {"BertConfig": "bert", "BertEncoder": "bert", "BertWeights": "bert", "Tokens": "bert",
+         "PACKAGED": "files", "Pooling": "files", "read_tokenizer": "files",
+         "NextToken": "nexttoken", "next_token": "nexttoken", "CausalLM": "decoder", "Generation": "generate"}
 
 __all__ = ["load", "SUPPORTED", "BertEncoder", "BertConfig", "BertWeights", "Pooling", "Tokens",
            "CausalLM", "Generation", "NextToken", "next_token"]
@@ -50,6 +53,9 @@ def load(model: str | Path = "minilm", *, dtype=np.float32):
     dtype = np.dtype(dtype)
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    from .bert import load as load_bert
+    from .files import PACKAGED
+
     text = str(model)
     if text.lower() in PACKAGED:
         return load_bert(text, dtype=dtype)
@@ -83,6 +89,7 @@ def _load_decoder(directory: Path, data: dict, name: str, dtype):
     from . import gpt2, llama, others
     from .checkpoint import open_checkpoint
     from .decoder import CausalLM, build, check_rope
+    from .files import read_tokenizer
 
     reader = gpt2 if data["model_type"] == "gpt2" else others if data["model_type"] in ("gpt_neox", "opt", "phi") \
         else llama
@@ -109,12 +116,15 @@ def _load_decoder(directory: Path, data: dict, name: str, dtype):
 
 
 def __getattr__(name: str):
-    if name == "CausalLM":
-        from .decoder import CausalLM
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'qkv.models' has no attribute {name!r}")
+    import importlib
 
-        return CausalLM
-    if name == "Generation":
-        from .generate import Generation
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
-        return Generation
-    raise AttributeError(f"module 'qkv.models' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
