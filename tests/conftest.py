@@ -197,7 +197,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)   # xdist's hook: -p no:xdist must still run
 def pytest_xdist_make_scheduler(config, log):
     """xdist's --dist loadfile with GROUPS' files each group one work unit (a run of -m "not slow" keeps loadfile)."""
     if config.getvalue("dist") != "loadfile" or (config.getoption("markexpr", "") or "").strip() == "not slow":
