@@ -137,6 +137,9 @@ def test_the_page_points_to_the_command_lines_what_if(name, change, tmp_path):
 CALQUES = [    # (name, pattern, why)
     ("met-cpus", r"겪어 본", "“CPUs the project has met”, word for word: 재 본 CPU들에서 얻은 규칙"),
     ("any-word", r"저마다 한 단어에 주는", "each head's largest weight, not any word's: 가장 많이 읽는 단어에 주는"),
+    ("besides-the-mask", r"마스크 말고는 인과 마스크가 없다",
+     "“non-causal besides the mask”, word for word: 그 마스크 외에 인과 마스크를 따로 걸지 않는다"),
+    ("quoted-column", r"“×flex”", "a column name is written as the table heads it, as ×카탈로그 beside it: ×flex"),
 ]
 
 

@@ -2412,12 +2412,12 @@ KO: dict[str, str] = {
                              "불리언 마스크를 쓴 torch SDPA(T = 16,384보다 길면 마스크의 float 사본이 메모리에 "
                              "들어가도록 Query를 2^28/T행씩 나누어 계산한다), create_block_mask를 쓴 "
                              "torch.compile(flex_attention)(예열 호출에서 한 번 컴파일한 뒤 잰다)과 비교한다. float32, "
-                             "B = 1, D = 64이고, 마스크 말고는 인과 마스크가 없다.",
+                             "B = 1, D = 64이고, 그 마스크 외에 인과 마스크를 따로 걸지 않는다.",
     "cli.bench.note.lambda": "사용자 람다 함수: 같은 윈도를 “lambda b, h, q, k: (q >= k) & (q - k <= W)”로 써서 "
                              "qkv.attention에 mask_mod로 넘긴다 (qkv는 첫 호출에서 이 함수를 분석하며, flex_attention의 블록 "
                              "마스크처럼 이 시간은 재지 않는다). 카탈로그의 masks.sliding_window(W)와 짝지어 재고 "
                              "(×카탈로그 = 카탈로그 마스크의 시간 / 람다 함수의 시간), 람다 함수의 블록 마스크를 받은 "
-                             "컴파일한 flex_attention과도 짝지어 잰다 (“×flex” = flex_attention의 시간 / 이 행의 시간).",
+                             "컴파일한 flex_attention과도 짝지어 잰다 (×flex = flex_attention의 시간 / 이 행의 시간).",
     "cli.bench.note.training": "학습: 한 단계 = torch float32 텐서에서 순전파 + 역전파 (손실 = \"Σ out·dout\", q, k, v의 "
                                "기울기). 시간 재는 방식: {training}. ×torch = SDPA의 단계 시간 / qkv의 단계 시간. "
                                "torch 2.13의 컴파일한 flex_attention에는 CPU 역전파가 없다. 그 학습 행에는 flex_attention이 "
@@ -2487,7 +2487,7 @@ KO: dict[str, str] = {
     "cli.bench.impl.qkv_lambda": "qkv 람다",
     "cli.bench.impl.sdpa_causal": "SDPA 인과",
     "cli.bench.impl.qkv_flex": "qkv flex_attention",
-    "cli.bench.legend": "qkv× = 같은 짝 안에서 이 행의 시간 / qkv의 시간 (1보다 크면 qkv가 더 빠르다). “×flex”와 "
+    "cli.bench.legend": "qkv× = 같은 짝 안에서 이 행의 시간 / qkv의 시간 (1보다 크면 qkv가 더 빠르다). ×flex와 "
                         "×카탈로그 = 컴파일한 flex_attention의 시간, 카탈로그 마스크의 시간 / 이 행의 시간 (짝 안에서). MiB: 최대 "
                         "메모리 (NumPy 행은 tracemalloc.get_traced_memory, 학습 행은 입력을 뺀 자기 프로세스의 값)",
     "cli.bench.rss": "† 상주 메모리 최고치의 증가량 (torch의 할당은 tracemalloc.get_traced_memory에 보이지 않는다)",
