@@ -102,6 +102,10 @@ def test_the_posts_weights_are_computed_from_hand_made_inputs():
         if "손으로 정한 가중치" in path.read_text(encoding="utf-8"):
             found[str(path.relative_to(ROOT))] = "손으로 정한 가중치"
     assert found == {}, found
+    # --compare-post's row of the post's weights and its figure's title name what the post made by hand: its inputs
+    code, out = run("translate", "I love machine learning", "--to", "ja", "--compare-post", "--lang", "ko")
+    assert code == 0 and re.search(r"^글 \(손으로 정한 입력\)\s+0\.2453\s+0\.2474\s+0\.2515\s+0\.2558", out, re.M), out
+    assert "(손으로 정한 입력)과" in translator_tables()["compare.figure_title"]
 
 
 def test_each_heads_peak_is_said_as_the_table_prints_it():

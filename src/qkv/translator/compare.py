@@ -142,7 +142,7 @@ _TEXTS = {
                          "값으로 하는 계산이 아니므로 숫자가 일치할 필요는 없다."),
         "step": "이 단계에서 번역기가 생성한 단어: {generated} (디코더 입력 {query} → {generated}).",
         "header_rows": "{query}의 가중치",
-        "post_row": "글 (손으로 정한 값)",
+        "post_row": "글 (손으로 정한 입력)",
         "head_row": "층 {layer} 헤드 {head}",
         "mean_row": "층 {layer} 평균",
         "largest": "가장 많이 읽은 단어",
@@ -167,7 +167,7 @@ _TEXTS = {
         "heads_peak": ("번역기의 헤드 {total}개가 저마다 가장 많이 읽는 단어에 주는 가중치는 {low:.{d}f}에서 {high:.{d}f} 사이이다. "
                        "글의 헤드 하나가 어느 단어에 주는 가중치는 많아야 {post:.{d}f}이다"),
         "less": "더 고르다",
-        "figure_title": "“{sentence}”에 대한 {query}의 가중치: 글 「{post}」(손으로 정한 값)과 번역기(학습된 값)",
+        "figure_title": "“{sentence}”에 대한 {query}의 가중치: 글 「{post}」(손으로 정한 입력)과 번역기(학습된 값)",
         "figure_rows": "누구의 가중치인가 (Query: {query}에서의 디코더 상태)",
         "colour": "가중치 (0에서 1)",
     },
