@@ -4,7 +4,7 @@
     qkv translate "the big dog saw my cat" --explain --lang ko
     qkv translate "she helped the teacher" --to ko --figure alignment.png
     qkv translate "I love you" --to ja --derive 2 --lang ko     # seed 001's derivation, learned weights
-    qkv translate "I love machine learning" --to ja --compare-post   # learned vs the post's hand-made weights
+    qkv translate "I love machine learning" --to ja --compare-post   # learned vs the post's weights (from its assumed inputs)
 
 Greedy decoding with a KV cache, on the checkpoint shipped with qkv (or --checkpoint FILE, as
 written by `qkv train translator`). The text is parsed with the grammar first: outside it, one

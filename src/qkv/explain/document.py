@@ -272,6 +272,32 @@ def sum_of_products(ctx: "Context", left: list, right: list, result: "Num", lhs:
     return [*lhs, EQ, *terms, EQ if holds else APPROX, result]
 
 
+def sums_of_products(ctx: "Context", rows: list) -> list:
+    """The lines of one block of sums of products — ``rows``: (left, right, result, lhs) as `sum_of_products`
+    takes them, e.g. q·k for every key, or each column of a row times a matrix — with ONE precision for the
+    whole block: `fit` over every line at once, so the extra decimals one line needs to be true as printed go to
+    every line's operands (fitted one by one, a block read 0.8933 × 0.40 beside 0.81763 × 0.40, issue 29's
+    "digits drifting within one block"). Where no common precision makes every line true, each line is
+    fitted alone (`sum_of_products`)."""
+    operands, spans = [], []
+    for left, right, _, _ in rows:
+        spans.append((len(operands), len(left)))
+        operands += list(left) + list(right)
+    ops, holds = fit(operands, [result for _, _, result, _ in rows],
+                     lambda v: [sum((v[s + i] * v[s + n + i] for i in range(n)), Decimal(0)) for s, n in spans])
+    if not holds:
+        return [sum_of_products(ctx, left, right, result, lhs) for left, right, result, lhs in rows]
+    lines = []
+    for (start, n), (_, _, result, lhs) in zip(spans, rows):
+        terms: list = []
+        for i in range(n):
+            if i:
+                terms.append(PLUS)
+            terms += [ops[start + i], TIMES, _factor(ops[start + n + i])]
+        lines.append([*lhs, EQ, *terms, EQ, result])
+    return lines
+
+
 # --------------------------------------------------------------------------- entry
 def build(trace: Trace, *, lang: str = "en", digits: int | None = None, by_hand: bool = False,
           full: bool = False) -> Context:
@@ -600,10 +626,10 @@ def _projection_rows(ctx: Context, tokens: list, keys: list, query: int, cross: 
                       Vec(tuple(float(v) for v in row), row_digits), DOT, label, EQ if holds else APPROX,
                       ctx.vec(name, result, groups)])
         if small:
-            for c in range(w.shape[1]):
-                lines.append(sum_of_products(
-                    ctx, [ctx.num(inputs, value) for value in row], [ctx.num(w_name, w[i, c]) for i in range(w.shape[0])],
-                    ctx.num(name, result[c]), [sym(f"   {name}_{token}[{c}]", rf"\quad {name}_{{\text{{{_latex_text(token)}}}}}[{c}]")]))
+            lines += sums_of_products(ctx, [
+                ([ctx.num(inputs, value) for value in row], [ctx.num(w_name, w[i, c]) for i in range(w.shape[0])],
+                 ctx.num(name, result[c]), [sym(f"   {name}_{token}[{c}]", rf"\quad {name}_{{\text{{{_latex_text(token)}}}}}[{c}]")])
+                for c in range(w.shape[1])])
         if name == "q" and not small:
             break                                               # large: q's row is enough; the matrices follow
     ctx.add(Calc(lines))
@@ -634,10 +660,10 @@ def _attention_head(ctx: Context, h: int, n_heads: int, tokens: list, keys: list
     else:
         ctx.add(Para(ctx.t("scores.explain.cross" if cross else "scores.explain", token=qtok)))
     if dk <= 4 and len(keys) <= 12:
-        ctx.add(Calc([sum_of_products(ctx, [ctx.num(q_name, q_vec[i], colour) for i in range(dk)],
-                                      [ctx.num(k_name, k_mat[j, i], colour) for i in range(dk)],
-                                      ctx.num("scores", scores[query, j]), [sub("q", qtok), DOT, sub("k", key)])
-                      for j, key in enumerate(keys)]))
+        ctx.add(Calc(sums_of_products(ctx, [([ctx.num(q_name, q_vec[i], colour) for i in range(dk)],
+                                              [ctx.num(k_name, k_mat[j, i], colour) for i in range(dk)],
+                                              ctx.num("scores", scores[query, j]), [sub("q", qtok), DOT, sub("k", key)])
+                                             for j, key in enumerate(keys)])))
     named = ctx.t("sym.scores")                                 # a word in Korean: LaTeX sets it as text
     ctx.add(Calc([[sym(named, named if named.isascii() else rf"\text{{{named}}}"), EQ, ctx.vec("scores", scores[query])]]))
     if scores.shape[0] > 1:
@@ -910,12 +936,10 @@ def _multi_head(ctx: Context) -> None:
             Para(ctx.t("wo.explain", rows=w_o.shape[0], cols=w_o.shape[1])),
             ctx.matrix("w_o", sym("W_O", "W_O"), row_groups=dv),
             Para(ctx.t("mh.final.explain")))
-    lines = []
-    for c in range(w_o.shape[1]):
-        rows = [i for i in range(w_o.shape[0]) if w_o[i, c] != 0]
-        lines.append(sum_of_products(ctx, [ctx.num("concat", concat[0, i], i // dv) for i in rows],
-                                     [ctx.num("w_o", w_o[i, c]) for i in rows], ctx.num("y", y[0, c]),
-                                     [sym(f"z_final[{c}]", f"z_{{\\text{{final}},{c}}}")]))
+    lines = sums_of_products(ctx, [
+        ([ctx.num("concat", concat[0, i], i // dv) for i in rows], [ctx.num("w_o", w_o[i, c]) for i in rows],
+         ctx.num("y", y[0, c]), [sym(f"z_final[{c}]", f"z_{{\\text{{final}},{c}}}")])
+        for c, rows in ((c, [i for i in range(w_o.shape[0]) if w_o[i, c] != 0]) for c in range(w_o.shape[1]))])
     ctx.add(Calc(lines), Calc([[sym("z_final", r"z_{\text{final}}"), EQ, ctx.vec("y", y[0])]]))
     _notes(ctx, "y", 0)
     ctx.add(Para(ctx.t("mh.final", token=token)))

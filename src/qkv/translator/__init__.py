@@ -17,7 +17,7 @@
 Modules: `corpus` (the grammar, lexicon and held-out split), `model` (the encoder–decoder on
 `qkv.block.TransformerBlock`, checkpoints), `train` (torch autograd), `explain` (cross-attention
 per generated word, the alignment figure), `compare` (the learned cross-attention of 私は on the post's own
-sentence next to the post's hand-made weights). See docs/translator.md.
+sentence next to the weights the post computes from its assumed inputs). See docs/translator.md.
 """
 
 from .corpus import OutsideGrammar

@@ -115,11 +115,45 @@ def _sop(pairs: Sequence[tuple[float, float]], result: float, da: int, db: int, 
     would not add up to r, those not already exact get the fewest extra decimals that make it true;
     "≈" in place of "=" when none do. A sum of more than MATRIX_LIMIT products is shortened to its first
     terms, "…", its last (`shown_terms`); r is the total of all of them."""
-    from ..explain.document import Num, _dot, fit, shown_terms
+    from ..explain.document import Num, _dot, fit
 
     n = len(pairs)
     ops, ok = fit([Num(float(a), da) for a, _ in pairs] + [Num(float(b), db) for _, b in pairs],
                   [Num(float(result), dr)], _dot(n))
+    return _written_sop(ops, n, result, dr, ok, words), ok
+
+
+def _sop_block(rows: Sequence[tuple[Sequence[tuple[float, float]], float]], da: int, db: int, dr: int, *,
+               words=None) -> list[str]:
+    """`_sop`'s line for each (pairs, result) of one block (the q·k of every key, the columns of a row times a
+    matrix), its operands at ONE precision for the whole block: `fit` over all its lines at once, so the extra
+    decimals a line needs to be true as printed are given to every line's operands (a block whose lines were
+    fitted one by one read (−1.818) × (−0.190) under (−1.81844) × (−0.86132) for the same q). Where no common
+    precision makes every line true, each line is fitted alone (`_sop`), "≈" where even that fails."""
+    from decimal import Decimal
+
+    from ..explain.document import Num, fit
+
+    operands, slices = [], []
+    for pairs, _ in rows:
+        start = len(operands)
+        operands += [Num(float(a), da) for a, _ in pairs] + [Num(float(b), db) for _, b in pairs]
+        slices.append((start, len(pairs)))
+
+    def sums(shown):
+        return [sum((shown[start + i] * shown[start + n + i] for i in range(n)), Decimal(0)) for start, n in slices]
+
+    ops, ok = fit(operands, [Num(float(result), dr) for _, result in rows], sums)
+    if not ok:
+        return [_sop(pairs, result, da, db, dr, words=words)[0] for pairs, result in rows]
+    return [_written_sop(ops[start:start + 2 * n], n, result, dr, True, words)
+            for (start, n), (_, result) in zip(slices, rows)]
+
+
+def _written_sop(ops, n: int, result: float, dr: int, ok: bool, words) -> str:
+    """"a₁ × b₁ + … = r" from fitted operands (``ops``: the n left ones, then the n right ones)."""
+    from ..explain.document import shown_terms
+
     terms = []
     for i in shown_terms(n):
         if i is None:
@@ -127,7 +161,7 @@ def _sop(pairs: Sequence[tuple[float, float]], result: float, da: int, db: int, 
             terms.append(words("more_terms", n=hidden) if words is not None else "…")
         else:
             terms.append(f"{_operand(ops[i].value, ops[i].digits)} × {_operand(ops[n + i].value, ops[n + i].digits)}")
-    return f"{' + '.join(terms)} {'=' if ok else '≈'} {_num(result, dr)}", ok
+    return f"{' + '.join(terms)} {'=' if ok else '≈'} {_num(result, dr)}"
 
 
 def _quot(numerator: float, denominator: float, result: float, dt: int, dr: int, *, denominator_text: str | None = None,
@@ -975,8 +1009,8 @@ def _multi_head_figure(trace: Trace, words, digits_arg: int | None) -> Figure:
                              row_heads=head_of_row, label=f"W_O  ({w_o.shape[0]}×{w_o.shape[1]})")
         ax.text(hx - 2.4, top + oh + 0.9, words["mh_column"], ha="left", va="top", fontsize=8, color="#555555")
         # the sums of products: only the rows where W_O is not 0 (said in the note)
-        lines = [_sop([(concat[row, i], w_o[i, c]) for i in np.flatnonzero(w_o[:, c])], y_val[row, c], dc, dw, dy)[0]
-                 for c in range(w_o.shape[1])]
+        lines = _sop_block([([(concat[row, i], w_o[i, c]) for i in np.flatnonzero(w_o[:, c])], y_val[row, c])
+                            for c in range(w_o.shape[1])], dc, dw, dy)
         ex = ox + ow + 1.6
         _arrow(ax, (ox + ow + 0.2, top + 2.0), (ex - 0.2, top + 2.0))
         ax.text(ex, top - 0.3, words["mh_sum"], ha="left", va="bottom", fontsize=8, color="#555555")
@@ -1149,9 +1183,8 @@ def _chain(trace: Trace, query: int, head: int, words, digits: int | None, prefi
         k_rows = k_heads[head // max(1, q_heads.shape[0] // k_heads.shape[0])]
         dq, dk, ds = (_digits(trace, prefix + n, digits) for n in (q_name, k_name, SCORES))
         lines.append(words("eq_scores", q=q_tok))
-        lines += [f"q_{q_tok} · k_{k_toks[j]} = " + _sop(list(zip(q_row, k_rows[j])), scores[j], dq, dk, ds,
-                                                          words=words)[0]
-                  for j in range(n_keys)]
+        sums = _sop_block([(list(zip(q_row, k_rows[j])), scores[j]) for j in range(n_keys)], dq, dk, ds, words=words)
+        lines += [f"q_{q_tok} · k_{k_toks[j]} = " + line for j, line in enumerate(sums)]
     # scores typed in (the group meeting records no q and k) are the given scores, not q·k
     given = q_heads is None and k_heads is None and trace.info.kind == "group-meeting"
     panels.append(_Panel(SCORES, words["scores_given" if given else "scores"], lines))
@@ -1699,8 +1732,8 @@ def _products_of(row: np.ndarray, matrix: np.ndarray, result: np.ndarray, digits
                  digits_result: int) -> str:
     """"[a × b + c × d, …] = [r₁, …]": a row times a matrix, each output number as its sum of products,
     true as printed (`_sum_of_products`)."""
-    lines = [_sop(list(zip(row, matrix[:, c])), result[c], digits_row, digits_matrix, digits_result)[0]
-             for c in range(matrix.shape[1])]
+    lines = _sop_block([(list(zip(row, matrix[:, c])), result[c]) for c in range(matrix.shape[1])], digits_row,
+                       digits_matrix, digits_result)
     parts = [line.rsplit(" = " if " = " in line else " ≈ ", 1) for line in lines]
     sign = "=" if all(" = " in line for line in lines) else "≈"
     return f"[{', '.join(p[0] for p in parts)}] {sign} [{', '.join(p[1] for p in parts)}]"
