@@ -73,10 +73,12 @@ def test_derive_names_the_word_and_the_token_whose_state_asks_for_it(sentence, t
 # ------------------------------------------------------------------------------------------ ranges
 @pytest.mark.parametrize("lang", ["ko", "en"])
 def test_a_range_of_one_row_is_one_number(lang):
-    """The cross-attention example's x is the one decoder token 私は: its rows are token 1, not 1–1."""
+    """The cross-attention example's x is the one decoder token 私は: its one row is token 1, not rows 1–1 (nor
+    "the rows are the tokens 1")."""
     code, out = run("example", "cross-attention", "--what-if", "x[2,0]=1", "--lang", lang)
     assert code == 2 and "1–1" not in out, out
-    assert ("행은 토큰 1이고" if lang == "ko" else "its rows are the tokens 1,") in out, out
+    assert ("행은 토큰 1 하나이고" if lang == "ko" else "its one row is token 1,") in out, out
+    assert "rows are the tokens 1," not in out, out            # a single row is not written as a plural
     code, out = run("example", "cross-attention", "--what-if", "memory[9,0]=1", "--lang", lang)
     assert code == 2 and "1–4" in out, out                  # memory: I love machine learning, tokens 1 to 4
 

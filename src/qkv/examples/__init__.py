@@ -240,7 +240,10 @@ def changes_from(name: str, items, *, field: str = "--what-if") -> Changes:
             rows, cell = _span(first, shape[0]), written.replace(" ", "")
             if len(shape) == 1:
                 raise _said(field, "whatif.cli.score_outside", name=cell, count=shape[0], range=rows, base=base)
-            raise _said(field, "whatif.cli.cell_outside.tokens" if tokens else "whatif.cli.cell_outside", name=cell,
+            # a one-row matrix (cross-attention's decoder row x) has "one row", not "rows … 1"
+            key_said = ("whatif.cli.cell_outside.tokens" if tokens else "whatif.cli.cell_outside") + \
+                (".one" if shape[0] == 1 else "")
+            raise _said(field, key_said, name=cell,
                         matrix=key, shape=f"{shape[0]} × {shape[1]}", rows=rows, columns=_span(0, shape[1]),
                         base=base)
         if len(shape) == 2:

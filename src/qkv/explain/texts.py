@@ -1743,6 +1743,11 @@ EN: dict[str, str] = {
     "whatif.cli.cell_outside.tokens": "{name}: {matrix} ({shape}) has no such cell: its rows are the tokens {rows}, "
                                       "numbered from {base} as this example numbers its tokens, and its columns "
                                       "{columns}, counted from 0",
+    "whatif.cli.cell_outside.one": "{name}: {matrix} ({shape}) has no such cell: its one row is {rows} and its columns "
+                                   "{columns}, counted from 0",
+    "whatif.cli.cell_outside.tokens.one": "{name}: {matrix} ({shape}) has no such cell: its one row is token {rows}, "
+                                          "numbered from {base} as this example numbers its tokens, and its columns "
+                                          "{columns}, counted from 0",
     "whatif.cli.score_outside": "{name}: the meeting has no such token: its {count:score is that of token|scores are those of tokens} "
                                 "{range}, numbered from {base} as this example numbers its tokens",
     "whatif.said": "What if: {changes}. Every number below is computed again from the changed inputs, and every "
@@ -3516,6 +3521,9 @@ KO: dict[str, str] = {
     "whatif.cli.cell_outside": "{name}: {matrix}({shape})에 없는 칸이다. 행은 {rows}, 열은 {columns}이고 0부터 센다",
     "whatif.cli.cell_outside.tokens": "{name}: {matrix}({shape})에 없는 칸이다. 행은 토큰 {rows}이고 이 예제가 "
                                       "토큰을 세는 대로 {base}부터 세며, 열은 {columns}이고 0부터 센다",
+    "whatif.cli.cell_outside.one": "{name}: {matrix}({shape})에 없는 칸이다. 행은 {rows} 하나, 열은 {columns}이고 0부터 센다",
+    "whatif.cli.cell_outside.tokens.one": "{name}: {matrix}({shape})에 없는 칸이다. 행은 토큰 {rows} 하나이고 이 "
+                                          "예제가 토큰을 세는 대로 {base}부터 세며, 열은 {columns}이고 0부터 센다",
     "whatif.cli.score_outside": "{name}: 이 모임에 없는 토큰이다. 점수 {count}개는 토큰 {range}의 점수이고, 토큰은 "
                                 "이 예제가 토큰을 세는 대로 {base}부터 센다",
     "whatif.said": "바꿔 보기: {changes}. 아래의 수는 모두 바꾼 입력으로 다시 계산했고, 결론도 모두 이 수에서 "
