@@ -255,46 +255,41 @@ def _matches(value: Decimal, digits: int, printed: str) -> bool:
     return fmt_decimal(value, digits) == printed
 
 
-def _dot(pairs: int):
-    """compute for [a₀, …, a_{n−1}, b₀, …, b_{n−1}] → [Σ aᵢ·bᵢ]."""
-    return lambda v: [sum((v[i] * v[pairs + i] for i in range(pairs)), Decimal(0))]
+def fit_dots(rows: list) -> list:
+    """Each row (left, right, result) of one block of sums of products — left·right printed as result, e.g.
+    q·k for every key, or each column of a row times a matrix — as (its operands as they must be printed, the n
+    left ones then the n right ones; whether its line holds). ONE precision for the whole block: `fit` over
+    every line at once, so the extra decimals one line needs to be true as printed go to every line's operands
+    (fitted one by one, a block read 0.8933 × 0.40 beside 0.81763 × 0.40, issue 29's "digits drifting within
+    one block"). Where no common precision makes every line true, each line is fitted alone."""
+    operands, spans = [], []
+    for left, right, _ in rows:
+        spans.append((len(operands), len(left)))
+        operands += [*left, *right]
+    ops, holds = fit(operands, [result for _, _, result in rows],
+                     lambda v: [sum((v[s + i] * v[s + n + i] for i in range(n)), Decimal(0)) for s, n in spans])
+    if holds or len(rows) == 1:
+        return [(ops[s:s + 2 * n], holds) for s, n in spans]
+    return [fit_dots([row])[0] for row in rows]
 
 
 def sum_of_products(ctx: "Context", left: list, right: list, result: "Num", lhs: list) -> list:
     """One printed line ``lhs = a₀ × b₀ + a₁ × b₁ + … = result``, true as printed (see `fit`)."""
-    ops, holds = fit(list(left) + list(right), [result], _dot(len(left)))
-    n = len(left)
-    terms: list = []
-    for i in range(n):
-        if i:
-            terms.append(PLUS)
-        terms += [ops[i], TIMES, _factor(ops[n + i])]
-    return [*lhs, EQ, *terms, EQ if holds else APPROX, result]
+    return sums_of_products(ctx, [(left, right, result, lhs)])[0]
 
 
 def sums_of_products(ctx: "Context", rows: list) -> list:
-    """The lines of one block of sums of products — ``rows``: (left, right, result, lhs) as `sum_of_products`
-    takes them, e.g. q·k for every key, or each column of a row times a matrix — with ONE precision for the
-    whole block: `fit` over every line at once, so the extra decimals one line needs to be true as printed go to
-    every line's operands (fitted one by one, a block read 0.8933 × 0.40 beside 0.81763 × 0.40, issue 29's
-    "digits drifting within one block"). Where no common precision makes every line true, each line is
-    fitted alone (`sum_of_products`)."""
-    operands, spans = [], []
-    for left, right, _, _ in rows:
-        spans.append((len(operands), len(left)))
-        operands += list(left) + list(right)
-    ops, holds = fit(operands, [result for _, _, result, _ in rows],
-                     lambda v: [sum((v[s + i] * v[s + n + i] for i in range(n)), Decimal(0)) for s, n in spans])
-    if not holds:
-        return [sum_of_products(ctx, left, right, result, lhs) for left, right, result, lhs in rows]
+    """The lines of one block — ``rows``: (left, right, result, lhs) as `sum_of_products` takes them — with one
+    precision for the whole block (`fit_dots`)."""
     lines = []
-    for (start, n), (_, _, result, lhs) in zip(spans, rows):
+    for (left, _, result, lhs), (ops, holds) in zip(rows, fit_dots([(a, b, total) for a, b, total, _ in rows])):
+        n = len(left)
         terms: list = []
         for i in range(n):
             if i:
                 terms.append(PLUS)
-            terms += [ops[start + i], TIMES, _factor(ops[start + n + i])]
-        lines.append([*lhs, EQ, *terms, EQ, result])
+            terms += [ops[i], TIMES, _factor(ops[n + i])]
+        lines.append([*lhs, EQ, *terms, EQ if holds else APPROX, result])
     return lines
 
 

@@ -110,44 +110,31 @@ _MORE_DIGITS = 4   # at most this many more decimals on operands before a line s
 def _sop(pairs: Sequence[tuple[float, float]], result: float, da: int, db: int, dr: int, *,
          words=None) -> tuple[str, bool]:
     """"a₁ × b₁ + a₂ × b₂ + … = r" with the recorded result r at dr decimals, and whether it is true as
-    printed. The operands are written as the text formats write the same line (`qkv.explain.document.fit`,
+    printed. The operands are written as the text formats write the same line (`qkv.explain.document.fit_dots`,
     one rule for every renderer): each at its step's decimals (da, db), and where the shown products
     would not add up to r, those not already exact get the fewest extra decimals that make it true;
     "≈" in place of "=" when none do. A sum of more than MATRIX_LIMIT products is shortened to its first
     terms, "…", its last (`shown_terms`); r is the total of all of them."""
-    from ..explain.document import Num, _dot, fit
-
-    n = len(pairs)
-    ops, ok = fit([Num(float(a), da) for a, _ in pairs] + [Num(float(b), db) for _, b in pairs],
-                  [Num(float(result), dr)], _dot(n))
-    return _written_sop(ops, n, result, dr, ok, words), ok
+    return _sop_lines([(pairs, result)], da, db, dr, words=words)[0]
 
 
 def _sop_block(rows: Sequence[tuple[Sequence[tuple[float, float]], float]], da: int, db: int, dr: int, *,
                words=None) -> list[str]:
     """`_sop`'s line for each (pairs, result) of one block (the q·k of every key, the columns of a row times a
-    matrix), its operands at ONE precision for the whole block: `fit` over all its lines at once, so the extra
-    decimals a line needs to be true as printed are given to every line's operands (a block whose lines were
-    fitted one by one read (−1.818) × (−0.190) under (−1.81844) × (−0.86132) for the same q). Where no common
-    precision makes every line true, each line is fitted alone (`_sop`), "≈" where even that fails."""
-    from decimal import Decimal
+    matrix), its operands at ONE precision for the whole block (`document.fit_dots`: a block whose lines were
+    fitted one by one read (−1.818) × (−0.190) under (−1.81844) × (−0.86132) for the same q); each line fitted
+    alone, "≈" where even that fails, only where no common precision makes every line true."""
+    return [line for line, _ in _sop_lines(rows, da, db, dr, words=words)]
 
-    from ..explain.document import Num, fit
 
-    operands, slices = [], []
-    for pairs, _ in rows:
-        start = len(operands)
-        operands += [Num(float(a), da) for a, _ in pairs] + [Num(float(b), db) for _, b in pairs]
-        slices.append((start, len(pairs)))
+def _sop_lines(rows, da: int, db: int, dr: int, *, words=None) -> list[tuple[str, bool]]:
+    """(line, whether it holds) for each (pairs, result) of one block (`document.fit_dots`)."""
+    from ..explain.document import Num, fit_dots
 
-    def sums(shown):
-        return [sum((shown[start + i] * shown[start + n + i] for i in range(n)), Decimal(0)) for start, n in slices]
-
-    ops, ok = fit(operands, [Num(float(result), dr) for _, result in rows], sums)
-    if not ok:
-        return [_sop(pairs, result, da, db, dr, words=words)[0] for pairs, result in rows]
-    return [_written_sop(ops[start:start + 2 * n], n, result, dr, True, words)
-            for (start, n), (_, result) in zip(slices, rows)]
+    fitted = fit_dots([([Num(float(a), da) for a, _ in pairs], [Num(float(b), db) for _, b in pairs],
+                        Num(float(result), dr)) for pairs, result in rows])
+    return [(_written_sop(ops, len(pairs), result, dr, holds, words), holds)
+            for (pairs, result), (ops, holds) in zip(rows, fitted)]
 
 
 def _written_sop(ops, n: int, result: float, dr: int, ok: bool, words) -> str:
