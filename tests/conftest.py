@@ -215,3 +215,16 @@ def pytest_xdist_make_scheduler(config, log):
             return unit.get(path.rsplit("/", 1)[-1], path)
 
     return GroupedFiles(config, log)
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    """The speed table read from an empty cache directory of the test's own: the rules, never the developer's
+    calibration (every test of test_speed_routes.py and test_speed_overhead.py; yields the directory)."""
+    from qkv.kernels import speed
+
+    monkeypatch.setenv("QKV_CACHE_DIR", str(tmp_path))
+    speed.load(refresh=True)
+    yield tmp_path
+    monkeypatch.delenv("QKV_CACHE_DIR")
+    speed.load(refresh=True)

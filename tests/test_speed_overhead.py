@@ -21,14 +21,7 @@ from qkv.kernels import speed  # noqa: E402
 from qkv.kernels.call import check_call  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    """The rules, never the developer's calibration."""
-    monkeypatch.setenv("QKV_CACHE_DIR", str(tmp_path))
-    speed.load(refresh=True)
-    yield tmp_path
-    monkeypatch.delenv("QKV_CACHE_DIR")
-    speed.load(refresh=True)
+pytestmark = pytest.mark.usefixtures("own_cache")     # tests/conftest.py: the rules, never a calibration
 
 
 def _looked(q, k, v, **kw):

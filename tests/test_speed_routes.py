@@ -25,14 +25,7 @@ from qkv.kernels.call import check_call  # noqa: E402
 T = 96   # above the C kernel's size floor (64·64 scores), small enough to be quick
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    """Each test reads its own (empty) cache directory: never the developer's calibration."""
-    monkeypatch.setenv("QKV_CACHE_DIR", str(tmp_path))
-    speed.load(refresh=True)
-    yield tmp_path
-    monkeypatch.delenv("QKV_CACHE_DIR")
-    speed.load(refresh=True)
+pytestmark = pytest.mark.usefixtures("own_cache")     # tests/conftest.py: the rules, never a calibration
 
 
 def _inputs(dtype, grad=False, tq=T, tk=T, seed=0):
