@@ -383,6 +383,16 @@ def _isatty(stream) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `qkv` command: ``argv`` (default: the process's own arguments) → its exit status.
+
+    Called with no arguments — as the ``qkv`` program or ``python -m qkv``, a process of its own — it also
+    imports matplotlib without writing its artists' ``set`` docstrings (`qkv._matplotlib`: a fifth of a
+    second of every figure); a call with an argument list (a program of one's own, the tests) changes nothing
+    outside the command."""
+    if argv is None:
+        from . import _matplotlib
+
+        _matplotlib.install()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0].startswith("-") and "--version" in argv[: argv.index("--") if "--" in argv else None]:
         lang = lang_of(argv)                   # `qkv --lang ko --version`: the version, as anywhere before a command
