@@ -18,7 +18,6 @@ already imported, or has no ``kwdoc`` (another version), nothing is changed.
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import sys
 
@@ -34,7 +33,9 @@ def _short_kwdoc(artist) -> str:
     return SHORT
 
 
-class _Loader(importlib.abc.Loader):
+# Plain classes with the import protocol's methods (importlib.abc's base classes add nothing here, and
+# importing importlib.abc costs the command more than this module does).
+class _Loader:
     """matplotlib.artist's own loader, with ``kwdoc`` replaced once the module has run."""
 
     def __init__(self, loader):
@@ -49,7 +50,7 @@ class _Loader(importlib.abc.Loader):
             module.kwdoc = _short_kwdoc
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     def find_spec(self, name, path, target=None):
         if name != _MODULE:
             return None
