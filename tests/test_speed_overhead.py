@@ -229,3 +229,36 @@ def test_the_dtype_range_rule_warns_of_nothing():
             x = np.ones((2, 3, 4), dtype=dtype)
             answers[dtype] = route_mod._range_may_overflow(check_call(x, x, x))
     assert answers == {np.float16: False, np.float32: True, np.float64: True, np.longdouble: True}
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_kept_sdpa_call_asks_each_question_once(monkeypatch, causal):
+    """A repeated short call SDPA takes (its signature's checks and route kept): whether torch.compile is
+    tracing is asked once (the signature's; the old path asked it again in dispatch and in the SDPA
+    executor), the call's Static is not built (its autograd state is read alone: building it was ~6 µs of
+    a ~30 µs SDPA call), and max |q| and max |k| are each read once. Nothing is timed; the output is
+    checked against a float64 reference."""
+    from qkv.kernels import call as call_module
+    from qkv.kernels import magnitude
+
+    q, k, v = _inputs(torch.bfloat16, 16, seed=11)
+    with torch.no_grad():
+        qkv.attention(q, k, v, causal=causal)            # first call: checked and routed in full, kept
+        asked, built, read = [], [], []
+        real_compiling, real_static, real_tops = torch.compiler.is_compiling, call_module.Call.static, \
+            magnitude.value_tops
+        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: asked.append(1) or real_compiling())
+        monkeypatch.setattr(call_module.Call, "static",
+                            property(lambda self: built.append(1) or real_static.fget(self)))
+        monkeypatch.setattr(route_mod, "value_tops", lambda *xs: read.extend(id(x) for x in xs) or real_tops(*xs))
+        out = qkv.attention(q, k, v, causal=causal)
+        counts = len(asked), len(built), sorted(read)
+    chosen, _, _ = _looked(q, k, v, causal=causal)
+    assert chosen.name == route_mod.TORCH_SDPA, chosen.reason
+    assert counts == (1, 0, sorted([id(q), id(k)] + ([id(v)] if causal else [])))
+    qd, kd, vd = (x.double() for x in (q, k, v))
+    scores = qd @ kd.transpose(-1, -2) / np.sqrt(q.shape[-1])
+    if causal:
+        scores = scores.masked_fill(torch.ones(16, 16, dtype=torch.bool).triu(1), float("-inf"))
+    want = torch.softmax(scores, -1) @ vd
+    assert (out.double() - want).abs().max() <= 4 * torch.finfo(torch.bfloat16).eps * vd.abs().max()

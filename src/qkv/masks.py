@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _backend as compat  # array-api-compat, imported on first use
-from .kernels.functions import EMPTY, FULL, PARTIAL, as_bool_mask, call_mask, call_score, elementwise  # noqa: F401 (elementwise: public here)
+from .kernels.functions import EMPTY, FULL, PARTIAL, _compiling, as_bool_mask, call_mask, call_score, elementwise  # noqa: F401 (elementwise: public here)
 from ._keep import keep
 
 __all__ = [
@@ -284,7 +284,7 @@ def _recorded(factory):
         mask = factory(*args, **kwargs)
         parts = tuple(_recipe_part(a) for a in args)
         whole = all(p is not None for p in parts) and all(_recipe_part(kwargs[key]) is not None for key in kwargs)
-        if not whole and _tracing():   # built inside torch.compile from a function or an array: no
+        if not whole and _compiling():   # built inside torch.compile from a function or an array: no
             mask._recipe, mask.recipe, mask.in_trace = None, None, True   # token (a weak reference cannot
             return mask                                                    # be made in a trace)
         named = tuple((key, _recipe_part(kwargs[key])) for key in sorted(kwargs))
@@ -301,12 +301,6 @@ def _recorded(factory):
     return build
 
 
-def _tracing() -> bool:
-    """Whether torch.compile is tracing (False when torch was never imported)."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    return torch is not None and bool(torch.compiler.is_compiling())
 
 
 def passes_into_a_trace(mask_mod) -> bool:
@@ -1151,7 +1145,7 @@ class BlockMask(MaskMod):
         """Raise ValueError when a tensor the function reads changed in place after the analysis (its
         blocks and key ranges would be stale). NumPy arrays have no version counter: one changed after
         block_mask is not seen; build the BlockMask again after changing it."""
-        if _tracing():
+        if _compiling():
             return
         for what, tensor, version in self._watched:
             if tensor._version != version:

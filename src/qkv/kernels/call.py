@@ -29,6 +29,7 @@ Block kinds (`EMPTY`, `PARTIAL`, `FULL`) are how a mask function tells the block
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -120,16 +121,21 @@ class Call:
         return getattr(self.device, "type", None) or str(self.device)
 
     @property
+    def differentiated(self) -> bool:
+        """Whether autograd records this call (torch, grad mode on, an input that requires grad)."""
+        torch = sys.modules.get("torch")
+        if torch is None or isinstance(self.q, np.ndarray) or not torch.is_grad_enabled():
+            return False
+        bias = self.bias
+        return self.q.requires_grad or self.k.requires_grad or self.v.requires_grad or \
+            (bias is not None and bias.requires_grad)
+
+    @property
     def static(self) -> "Static":
         """The call without its values: what a route is decided from (`Static`). A call with a signature
         (`key`) shares its two descriptions (autograd recording it or not) with every call of that signature
         (`_statics`, kept by check_call): building one costs ~15 µs, a route kept by signature ~10 µs."""
-        differentiated = False
-        if self.library == "torch":
-            import torch
-
-            differentiated = torch.is_grad_enabled() and any(getattr(x, "requires_grad", False)
-                                                              for x in (self.q, self.k, self.v, self.bias))
+        differentiated = self.differentiated
         shared = self.__dict__.get("_statics") if self.key is not None else None
         if shared is not None and shared[differentiated] is not None:
             return shared[differentiated]
@@ -247,6 +253,10 @@ _checked_lock = threading.Lock()
 _ARRAYS = ("q", "k", "v", "mask", "bias")
 
 
+_SCALE_TYPES = (float, int, type(None))
+_TORCH_KINDS: dict = {}   # type -> whether it is torch's (a tensor type's module read once, not per call)
+
+
 def signature(q, k, v, mask=None, bias=None, causal=False, scale=None, mask_mod=None, score_mod=None):
     """Everything check_call reads from a call without functions (mask_mod and score_mod None), as a
     hashable key: the arrays' exact types, shapes, dtypes (and torch devices), causal and scale with
@@ -258,15 +268,20 @@ def signature(q, k, v, mask=None, bias=None, causal=False, scale=None, mask_mod=
     kind = type(q)
     if type(k) is not kind or type(v) is not kind:
         return None
-    causal_type, scale_type = type(causal), type(scale)
-    if causal_type is not bool or scale_type not in (float, int, type(None)) or scale == 0:   # (0.0 is −0.0)
+    scale_type = type(scale)
+    if type(causal) is not bool or scale_type not in _SCALE_TYPES or scale == 0:   # (0.0 is −0.0)
         return None
     if kind is np.ndarray:
         devices = None
-    elif kind.__module__.startswith("torch") and not _compiling():
-        devices = (q.device, k.device, v.device)
     else:
-        return None
+        if _compiling():   # (first: a trace keeps nothing, this table included)
+            return None
+        torch_kind = _TORCH_KINDS.get(kind)
+        if torch_kind is None:
+            torch_kind = _TORCH_KINDS[kind] = kind.__module__.startswith("torch")
+        if not torch_kind:
+            return None
+        devices = (q.device, k.device, v.device)
     extras = []
     for extra in (mask, bias):
         if extra is None:

@@ -39,28 +39,41 @@ def value_tops(*tensors) -> tuple:
     CPU bfloat16/float16 one (`_half_top`), torch's abs().max() otherwise. The C pass reads a contiguous
     CPU tensor at its address (`_fused.absmax_at(x.data_ptr(), …)`, x held meanwhile), so no NumPy view is
     made: two such views cost ~10-20 µs per call against a B4 H4 T16 D32 SDPA call's ~50 µs."""
-    import torch
-
     fused = native.extension()
     at = getattr(fused, "absmax_at", None)   # (an extension built before it: through .numpy())
+    kinds = _AT_KINDS or _at_kinds()
     tops = []
     for x in tensors:
-        cpu_contiguous = x.is_cpu and x.is_contiguous() and x.numel()
-        dtype = x.dtype
-        if at is not None and cpu_contiguous and dtype in (_AT_KINDS or _at_kinds()):
+        kind = kinds.get(x.dtype) if at is not None else None
+        if kind is not None and x.is_cpu and x.is_contiguous():
             # read at the tensor's address (x is held for the call): .numpy() and .view() cost 5-10 µs a tensor
-            top = at(x.data_ptr(), x.numel(), x.element_size())
-            tops.append(top if dtype == torch.float32 else _from_bits(top, dtype == torch.bfloat16))
-            continue
-        if x.requires_grad:   # (.numpy() refuses it; a detach only where needed: ~0.5 µs a tensor)
-            x = x.detach()
-        if dtype == torch.float32 and cpu_contiguous and fused is not None:
-            tops.append(float(fused.absmax(x.numpy().reshape(-1))))
-        elif (dtype == torch.bfloat16 or dtype == torch.float16) and cpu_contiguous:
-            tops.append(_half_top(x, dtype == torch.bfloat16, fused))
+            count = x.numel()
+            if not count:
+                tops.append(0.0)
+                continue
+            top = at(x.data_ptr(), count, kind[0])
+            tops.append(top if kind[1] is None else kind[1](top))
         else:
-            tops.append(float(x.abs().max()) if x.numel() else 0.0)
+            tops.append(_top(x, fused))
     return tuple(tops)
+
+
+def _top(x, fused) -> float:
+    """value_tops of one tensor absmax_at does not read (not on the CPU, not contiguous, another dtype, or
+    an extension built before it)."""
+    import torch
+
+    if not x.numel():
+        return 0.0
+    dtype = x.dtype
+    cpu_contiguous = x.is_cpu and x.is_contiguous()
+    if x.requires_grad:   # (.numpy() refuses it; a detach only where needed: ~0.5 µs a tensor)
+        x = x.detach()
+    if dtype == torch.float32 and cpu_contiguous and fused is not None:
+        return float(fused.absmax(x.numpy().reshape(-1)))
+    if (dtype == torch.bfloat16 or dtype == torch.float16) and cpu_contiguous:
+        return _half_top(x, dtype == torch.bfloat16, fused)
+    return float(x.abs().max())
 
 
 def _half_top(x, bfloat16: bool, fused=False) -> float:
@@ -84,21 +97,28 @@ def _half_top(x, bfloat16: bool, fused=False) -> float:
 
 def _from_bits(top: int, bfloat16: bool) -> float:
     """The value of a bfloat16 or float16 bit pattern (as absmax_bits16 gives it)."""
-    if bfloat16:   # bfloat16 is float32's upper half
-        return _FLOAT32.unpack(_UINT32.pack(top << 16))[0]
-    return _FLOAT16.unpack(_UINT16.pack(top))[0]
+    return _bfloat16_value(top) if bfloat16 else _float16_value(top)
 
 
-_AT_KINDS: frozenset = frozenset()   # the torch dtypes absmax_at reads (filled on first use: torch not imported here)
+# the torch dtypes absmax_at reads: dtype -> (item size, how its answer becomes max |x|: None for float32's
+# float, the bits' value for bfloat16 and float16); filled on first use (torch is not imported here)
+_AT_KINDS: dict = {}
 
 
-def _at_kinds():
-    global _AT_KINDS
-    if not _AT_KINDS:
-        import torch
+def _at_kinds() -> dict:
+    import torch
 
-        _AT_KINDS = frozenset((torch.float32, torch.bfloat16, torch.float16))
+    _AT_KINDS.update({torch.float32: (4, None), torch.bfloat16: (2, _bfloat16_value),
+                      torch.float16: (2, _float16_value)})
     return _AT_KINDS
+
+
+def _bfloat16_value(top: int) -> float:
+    return _FLOAT32.unpack(_UINT32.pack(top << 16))[0]   # bfloat16 is float32's upper half
+
+
+def _float16_value(top: int) -> float:
+    return _FLOAT16.unpack(_UINT16.pack(top))[0]
 
 
 _UINT32, _FLOAT32, _UINT16, _FLOAT16 = (struct.Struct(f) for f in ("<I", "<f", "<H", "<e"))

@@ -56,6 +56,14 @@ class Machine:
             raise ValueError(f"Machine.cpus must be a positive integer (the CPUs this process may use), "
                              f"got {self.cpus!r}")
 
+    def __hash__(self) -> int:
+        # part of every kept route's key: hashed once (the generated __hash__ built a tuple each call)
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash((self.fused, self.sgemm, self.backward, self.cpus))
+            object.__setattr__(self, "_hash", found)
+        return found
+
     def without_c(self) -> "Machine":
         """This machine as an install without the C extension sees it (the NumPy paths)."""
         return dataclasses.replace(self, fused=None, sgemm=False, backward=False)

@@ -100,11 +100,13 @@ def current_machine() -> native.Machine:
     if chosen is not None:
         return chosen
     fused = native.fused
-    fields = (fused, fused is not None and blas.sgemm_ready(), fused is not None and autograd.available(),
-              native.os_cpus())
+    sgemm = fused is not None and blas.sgemm_ready()
+    backward = fused is not None and autograd.available()
+    cpus = native.os_cpus()
     last = _live_machine[0]
-    if last is None or (last.fused, last.sgemm, last.backward, last.cpus) != fields:   # (rebuilt when one changed)
-        last = _live_machine[0] = native.Machine(*fields)
+    if last is None or not (last.fused is fused and last.sgemm == sgemm and last.backward == backward
+                            and last.cpus == cpus):   # (rebuilt when one changed)
+        last = _live_machine[0] = native.Machine(fused, sgemm, backward, cpus)
     return last
 
 
@@ -169,7 +171,7 @@ class _Looks:
             elif name == "overflow":
                 if not _range_may_overflow(call):   # (float16 in float32 work: no value can reach it)
                     answer = False
-                elif compat.is_numpy_namespace(call.xp):
+                elif isinstance(call.q, np.ndarray):   # (NumPy's namespace: its arrays are ndarrays)
                     answer = _scores_may_overflow(call)
                 else:
                     top_q, top_k = self._torch_tops("qk")
@@ -248,11 +250,13 @@ def choose_route(call, looks=None, *, want: str = "out", route=None, block_q: in
             raise TypeError("a call's static description is routed with its looks (choose_route(static, looks))")
         static = call if isinstance(call, Static) else call.static
         return _choose_route(static, want, route, block_q, block_k, num_threads, looks, hw)
-    static = call.static
     if call.key is None:
-        return _choose_route(static, want, route, block_q, block_k, num_threads, _Looks(call, v_top), hw)
-    key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, static.differentiated, hw,
-           speed.generation, speed.torch_threads() if static.library == "torch" else 0)
+        return _choose_route(call.static, want, route, block_q, block_k, num_threads, _Looks(call, v_top), hw)
+    # (what the kept route depends on beyond the signature, read without building the call's Static: its
+    # autograd state and torch's threads; ~6 µs of a short SDPA call's qkv work when it was built)
+    torch_call = call.key[0] is not np.ndarray
+    key = (call.key, want, route, block_q, block_k, num_threads, v_top is None, torch_call and call.differentiated,
+           hw, speed.generation, speed.torch_threads() if torch_call else 0)
     looks = _Looks(call, v_top)
     kept = _ROUTES.get(key)
     if kept is not None:
@@ -267,7 +271,7 @@ def choose_route(call, looks=None, *, want: str = "out", route=None, block_q: in
             fresh.__dict__.update(chosen.__dict__, v_top=looks.v)
             return fresh
         looks = _Looks(call, v_top)
-    chosen = _choose_route(static, want, route, block_q, block_k, num_threads, looks, hw)
+    chosen = _choose_route(call.static, want, route, block_q, block_k, num_threads, looks, hw)
     for task in chosen.tasks:   # shared by every call of the key: nobody may write into it
         task[3].flags.writeable = False
     keep(_ROUTES, key, (chosen, tuple(looks.trail)), _ROUTES_KEPT, _routes_lock)
@@ -334,7 +338,7 @@ def choose_call_route(call: Call, *, want: str = "out", route=None,
     FLASH_ROWS): key padding (B, 1, 1, Tk) and causal + padding masks then reach the C forward and
     backward instead of SDPA or a dense mask. The call returned is the one the route executes."""
     hw = current_machine() if machine is None else machine
-    ranged = mask_as_ranges(call, want=want, route=route, machine=hw)
+    ranged = None if call.mask is None else mask_as_ranges(call, want=want, route=route, machine=hw)
     if ranged is not None:
         chosen = choose_route(ranged, want=want, route=route, machine=hw)
         if chosen.name in (TORCH_FLASH, FLASH_MANY, FLASH_ROWS):

@@ -75,6 +75,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -126,8 +127,6 @@ _ONE_THREAD_SDPA_BELOW = {"float32": (512, 384), "float16": (96, 96), "bfloat16"
 def torch_threads() -> int:
     """torch's intra-op threads (`torch.get_num_threads()`; 0 when torch is not imported): SDPA's OpenMP
     team, which decides how short calls compare (`_rules`); part of a kept route's key."""
-    import sys
-
     torch = sys.modules.get("torch")
     return torch.get_num_threads() if torch is not None else 0
 
