@@ -56,7 +56,9 @@ def tiny_bert(directory: Path, *, max_positions: int = 16, seed: int = 0) -> Pat
     config = {"model_type": "bert", "vocab_size": vocab, "hidden_size": d, "num_hidden_layers": 2,
               "num_attention_heads": 2, "intermediate_size": f, "max_position_embeddings": max_positions}
     (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    shutil.copy(models.files.locate("minilm").tokenizer, directory / "tokenizer.json")   # its path: no load
+    from qkv.models.files import locate      # qkv.models imports its submodules on first use (e0c2b64)
+
+    shutil.copy(locate("minilm").tokenizer, directory / "tokenizer.json")   # its path: no load
     return directory
 
 

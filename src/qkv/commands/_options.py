@@ -72,11 +72,20 @@ def reading_note(model, text: str | Sequence[str], t, *, shows: str = "attention
         return None
 
     def note(group: list[int]) -> str:
-        examples = tuple(dict.fromkeys(piece for i in group for piece in found[i].examples))[:6]
         korean = any(found[i].hangul for i in group)
+        # each kind counted apart ("3 are [UNK] … and 4 are letters taken apart (e.g. ᄆ ##ᅢ)"), only the kinds
+        # there are; the examples are of the pieces taken apart ([UNK] is its own example)
+        unknown_token = getattr(getattr(tokenizer, "model", None), "unk_token", None)
+        examples = tuple(dict.fromkeys(piece for i in group for piece in found[i].examples
+                                       if piece != unknown_token))[:6]
+        kinds = [t(key, n=n, examples=" ".join(examples)) for key, n in (
+            ("cli.reading.unknown", sum(found[i].unknown for i in group)),
+            ("cli.reading.split.korean" if korean else "cli.reading.split.other", sum(found[i].split for i in group)))
+            if n]
+        unread_words = kinds[0] if len(kinds) == 1 else t("cli.reading.both", unknown=kinds[0], split=kinds[1])
         return t("cli.reading.korean" if korean else "cli.reading.other",
-                 model=getattr(model, "name", "model"), n=sum(found[i].unread for i in group),
-                 total=sum(found[i].pieces for i in group), examples=" ".join(examples), korean=READS_KOREAN,
+                 model=getattr(model, "name", "model"), unread=unread_words,
+                 total=sum(found[i].pieces for i in group), korean=READS_KOREAN,
                  shows=t(f"cli.reading.shows.{shows}"))
 
     if not several:

@@ -849,6 +849,8 @@ def _softmax_steps(ctx: Context, h: int, query: int, keys: list, final: str, sco
         shown_ops = [shown_decimal(o.value, o.digits) for o in ops]
         ok = None not in shown_ops and _matches((shown_ops[0] - shown_ops[1]).exp(), d, fmt(float(exps[j]), d))
         a, b = (fmt(o.value, o.digits) for o in ops)
+        if b.startswith("-"):          # a negative m in parentheses, as a negative factor: s − (-0.85), not s − -0.85
+            b = f"({b})"
         lines.append([sym(f"e^({a} − {b})", f"e^{{{a} - {b}}}"), EQ if ok else APPROX, Num(float(exps[j]), d),
                       f"  ({key})"])
     terms: list = []

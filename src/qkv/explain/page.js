@@ -173,6 +173,7 @@
     var matrixGrid = {                 // the matrix view reads the shown head's recorded weights
       get tq() { return part().tq; }, get tk() { return part().tk; },
       get qTokens() { return part().qTokens; }, get kTokens() { return part().kTokens; },
+      get qBase() { return queryNumber(0); }, kBase: tokenBase,     // a label's tooltip numbers as the page does
       value: function (i, j) { return weight(i, j); },
       text: function (i, j) { var w = step("weights"); return fmt(w, at(w, state.head, i, j)); },
       masked: function (i, j) { return isMasked(i, j); },

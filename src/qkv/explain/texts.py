@@ -570,12 +570,17 @@ EN: dict[str, str] = {
     "cli.choices": "{value} is not one of {choices}",
     "cli.choices.guess": "{value} is not one of {choices}; did you mean {guess}?",
     "cli.note": "qkv: note: {text}",
-    "cli.reading.korean": "{model} does not read Korean: {n} of the {total} pieces it sees are [UNK] (a piece it does "
-                          "not know) or letters taken apart into jamo ({examples}), so {shows}. A model whose "
+    "cli.reading.korean": "{model} does not read Korean: of the {total} pieces it sees (special tokens left out), "
+                          "{unread}, so {shows}. A model whose "
                           "vocabulary holds Hangul syllables reads Korean, e.g. {korean}: download its folder "
                           "(config.json, model.safetensors, tokenizer.json) and give it with --model DIR.",
-    "cli.reading.other": "{model} does not read part of this text: {n} of the {total} pieces it sees are [UNK] (a "
-                         "piece it does not know) or pieces taken apart ({examples}), so {shows}.",
+    "cli.reading.other": "{model} does not read part of this text: of the {total} pieces it sees (special tokens left "
+                         "out), {unread}, so {shows}.",
+    # what is unread, by kind (models.reading: unknown, split); both kinds joined by cli.reading.both
+    "cli.reading.unknown": "{n:is|are} [UNK] (a piece it does not know)",
+    "cli.reading.split.korean": "{n:is a letter|are letters} taken apart into jamo (e.g. {examples})",
+    "cli.reading.split.other": "{n:is a piece|are pieces} taken apart (e.g. {examples})",
+    "cli.reading.both": "{unknown} and {split}",
     "cli.reading.text": "text {which}: {note}",
     "cli.reading.texts": "texts {which}: {note}",
     "cli.text.empty": "the text is empty: {seen}; type a sentence, e.g. \"The cat sat on the mat.\"",
@@ -1773,20 +1778,25 @@ EN: dict[str, str] = {
     "serve.ui.fromPost": "From the post “{title}”",
     "serve.ui.text": "Text",
     "serve.ui.model": "Model",
+    "serve.ui.modelOption": "{name} ({layers:layer|layers} × {heads:head|heads})",
     "serve.ui.run": "Show attention",
     "serve.ui.emptyText": "Type a sentence first (e.g. The cat sat on the mat.), then press Show attention.",
     "serve.ui.textPlaceholder": "e.g. The cat sat on the mat.",
     "serve.ui.overview": "Every layer × head",
     "serve.ui.tokenCount": "{n:token|tokens}",
     "serve.ui.overviewHint": "Each square is one head: rows are queries, columns are keys. Click one to open it.",
-    "serve.ui.readingKorean": "{model} does not read Korean: {n} of the {total} pieces it sees are [UNK] (a piece it "
-                              "does not know) or letters taken apart into jamo ({examples}), so its attention here is "
+    "serve.ui.readingKorean": "{model} does not read Korean: of the {total} pieces it sees (special tokens left out), "
+                              "{unread}, so its attention here is "
                               "between those pieces, not between your words. A model whose vocabulary holds Hangul "
                               "syllables reads Korean, e.g. {korean}: download its folder (config.json, "
                               "model.safetensors, tokenizer.json) and run qkv serve --model DIR.",
-    "serve.ui.readingOther": "{model} does not read part of this text: {n} of the {total} pieces it sees are [UNK] (a "
-                             "piece it does not know) or pieces taken apart ({examples}); there its attention is "
-                             "between those pieces, not between your words.",
+    "serve.ui.readingOther": "{model} does not read part of this text: of the {total} pieces it sees (special tokens "
+                             "left out), {unread}; there its attention is between those pieces, not "
+                             "between your words.",
+    "serve.ui.readingUnknown": "{n:is|are} [UNK] (a piece it does not know)",
+    "serve.ui.readingSplitKorean": "{n:is a letter|are letters} taken apart into jamo (e.g. {examples})",
+    "serve.ui.readingSplitOther": "{n:is a piece|are pieces} taken apart (e.g. {examples})",
+    "serve.ui.readingBoth": "{unknown} and {split}",
     "serve.ui.layer": "layer",
     "serve.ui.head": "head",
     "serve.ui.layerHead": "layer {layer}, head {head}",
@@ -1833,8 +1843,8 @@ EN: dict[str, str] = {
     "serve.ui.crossRows": "Row t is word t of the translation, as in the figure of qkv translate. Its query is the "
                           "decoder's state at the token before word t (for word 1, the language token {lang}): "
                           "that state reads the English words and predicts word t.",
-    "serve.ui.crossCell": "Derivation of one cell: word {t} “{word}” (query: the state at “{prev}”) → English "
-                          "word {j} “{k}”",
+    "serve.ui.crossCell": "Derivation of one cell: word {t} “{word}” (query: the state at “{prev}”) → the English "
+                          "word “{k}”",
     "serve.ui.crossHover": "word {t} “{word}” → “{k}”: {w}",
     "serve.ui.whatIf": "What if…? Change an input: qkv recomputes every number below",
     "serve.ui.factor": "score factor: the scores are multiplied by {f} before the softmax (temperature {t})",
@@ -2376,12 +2386,16 @@ KO: dict[str, str] = {
     "cli.choices": "{value}: {choices} 중 하나가 아니다",
     "cli.choices.guess": "{value}: {choices} 중 하나가 아니다. 혹시 {guess}인가?",
     "cli.note": "qkv: 참고: {text}",
-    "cli.reading.korean": "{model} 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
-                          "[UNK](모르는 조각)이거나 자모로 쪼개진 글자({examples})이다. 그래서 {shows}. 한국어를 "
+    "cli.reading.korean": "{model} 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 {total}개(특수 토큰 제외) 가운데 "
+                          "{unread}이다. 그래서 {shows}. 한국어를 "
                           "읽는 모델은 어휘에 한글 음절이 들어 있는 모델이다. 예: {korean}. 그 모델 디렉터리(config.json, "
                           "model.safetensors, tokenizer.json)를 내려받아 --model 디렉터리로 지정하라.",
-    "cli.reading.other": "{model} 모델은 이 텍스트의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
-                         "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그래서 {shows}.",
+    "cli.reading.other": "{model} 모델은 이 텍스트의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개(특수 토큰 제외) "
+                         "가운데 {unread}이다. 그래서 {shows}.",
+    "cli.reading.unknown": "[UNK](모르는 조각)이 {n}개",
+    "cli.reading.split.korean": "자모로 쪼개진 글자가 {n}개(예: {examples})",
+    "cli.reading.split.other": "쪼개진 조각이 {n}개(예: {examples})",
+    "cli.reading.both": "{unknown}이고 {split}",
     "cli.reading.text": "텍스트 {which}: {note}",
     "cli.reading.texts": "텍스트 {which}: {note}",
     "cli.text.empty": "텍스트가 비어 있다. {seen}. 문장을 입력하라 (예: \"The cat sat on the mat.\")",
@@ -3547,20 +3561,25 @@ KO: dict[str, str] = {
     "serve.ui.fromPost": "글 「{title}」의 예제",
     "serve.ui.text": "문장",
     "serve.ui.model": "모델",
+    "serve.ui.modelOption": "{name} (층 {layers}개 × 헤드 {heads}개)",
     "serve.ui.run": "어텐션 보기",
     "serve.ui.emptyText": "먼저 문장을 입력하고 (예: The cat sat on the mat.) ‘어텐션 보기’를 누르라.",
     "serve.ui.textPlaceholder": "예: The cat sat on the mat.",
     "serve.ui.overview": "모든 층 × 헤드",
     "serve.ui.tokenCount": "토큰 {n}개",
     "serve.ui.overviewHint": "네모 하나가 헤드 하나이다. 행은 Query, 열은 Key이다. 누르면 그 헤드가 열린다.",
-    "serve.ui.readingKorean": "{model} 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
-                              "[UNK](모르는 조각)이거나 자모로 쪼개진 글자({examples})이다. 그래서 여기 보이는 어텐션은 "
+    "serve.ui.readingKorean": "{model} 모델은 한국어를 읽지 못한다. 이 모델이 보는 조각 {total}개(특수 토큰 제외) "
+                              "가운데 {unread}이다. 그래서 여기 보이는 어텐션은 "
                               "입력한 단어들 사이가 아니라 이 조각들 사이의 어텐션이다. 한국어를 읽는 모델은 어휘에 한글 "
                               "음절이 들어 있는 모델이다. 예: {korean}. 그 모델 디렉터리(config.json, model.safetensors, "
                               "tokenizer.json)를 내려받아 qkv serve --model 디렉터리로 실행하라.",
-    "serve.ui.readingOther": "{model} 모델은 이 텍스트의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개 가운데 {n}개가 "
-                             "[UNK](모르는 조각)이거나 쪼개진 조각({examples})이다. 그 부분의 어텐션은 입력한 단어들 "
-                             "사이가 아니라 이 조각들 사이의 어텐션이다.",
+    "serve.ui.readingOther": "{model} 모델은 이 텍스트의 일부를 읽지 못한다. 이 모델이 보는 조각 {total}개(특수 토큰 "
+                             "제외) 가운데 {unread}이다. 그 부분의 어텐션은 입력한 단어들 사이가 아니라 "
+                             "이 조각들 사이의 어텐션이다.",
+    "serve.ui.readingUnknown": "[UNK](모르는 조각)이 {n}개",
+    "serve.ui.readingSplitKorean": "자모로 쪼개진 글자가 {n}개(예: {examples})",
+    "serve.ui.readingSplitOther": "쪼개진 조각이 {n}개(예: {examples})",
+    "serve.ui.readingBoth": "{unknown}이고 {split}",
     "serve.ui.layer": "층",
     "serve.ui.head": "헤드",
     "serve.ui.layerHead": "층 {layer}, 헤드 {head}",
@@ -3607,7 +3626,7 @@ KO: dict[str, str] = {
     "serve.ui.crossRows": "행 t는 번역문의 t번째 단어이다 (qkv translate의 그림과 같다). 이 행의 Query는 t번째 단어 "
                           "바로 앞 토큰(첫 단어라면 언어 토큰 {lang})에서의 디코더 상태이다. 이 상태가 영어 단어들을 "
                           "읽고 t번째 단어를 예측한다.",
-    "serve.ui.crossCell": "한 칸의 계산 과정: {t}번째 단어 “{word}” (Query: “{prev}”에서의 상태) → 영어 단어 {j} “{k}”",
+    "serve.ui.crossCell": "한 칸의 계산 과정: 번역문의 {t}번째 단어 “{word}” (Query: “{prev}”에서의 상태) → 영어 단어 “{k}”",
     "serve.ui.crossHover": "{t}번째 단어 “{word}” → “{k}”: {w}",
     "serve.ui.whatIf": "바꿔 보기: 입력을 바꾸면 아래의 모든 숫자를 qkv가 다시 계산한다",
     "serve.ui.factor": "점수 배율 {f}: softmax 전에 모든 점수에 이 값을 곱한다 (온도 {t})",

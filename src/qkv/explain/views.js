@@ -24,7 +24,9 @@
 
    The matrix view (rows = queries, columns = keys)
      var m = V.matrix(box, grid)    builds its nodes into box; grid = {tq, tk, qTokens, kTokens,
-                                    value(i, j) → number, text(i, j) → string, masked(i, j) → bool}
+                                    value(i, j) → number, text(i, j) → string, masked(i, j) → bool,
+                                    qBase, kBase: the numbers a label's tooltip gives query row 0 and key
+                                    column 0, as the page numbers them (default 0)}
      m.draw(opts)                   opts {cell: px, top: 1 (the scale's maximum), rows: [i…] (outlined),
                                     frame: [i, j] (the clicked cell), read: [[i, j]…], write: [[i, j]…]
                                     (the cells a step reads and writes), maskedText}
@@ -208,12 +210,12 @@
       mL = Math.min(96, Math.ceil(mL * 1.08)) + 10; mT = Math.ceil(mT) + 2;    // room for the bold chosen row
       view.geometry.left = mL; view.geometry.top = mT;
       grid.qTokens.forEach(function (t, i) {
-        var d = el("div", "qkv-mx-row", t); d.setAttribute("data-index", i); d.title = i + ": " + t;
+        var d = el("div", "qkv-mx-row", t); d.setAttribute("data-index", i); d.title = (i + (grid.qBase || 0)) + ": " + t;
         d.style.cssText = "top:" + (mT + i * cell) + "px;width:" + (mL - 4) + "px;height:" + cell + "px;line-height:" + cell + "px";
         labels.appendChild(d);
       });
       grid.kTokens.forEach(function (t, j) {
-        var d = el("div", "qkv-mx-col" + (upright[j] ? "" : " qkv-mx-turned"), t); d.setAttribute("data-index", j); d.title = j + ": " + t;
+        var d = el("div", "qkv-mx-col" + (upright[j] ? "" : " qkv-mx-turned"), t); d.setAttribute("data-index", j); d.title = (j + (grid.kBase || 0)) + ": " + t;
         d.style.cssText = "left:" + (mL + j * cell) + "px;width:" + cell + "px;" + (upright[j]
           ? "top:" + (mT - 16) + "px;height:14px;line-height:14px"      // upright, just above its column
           : "top:0;height:" + (mT - 3) + "px;line-height:" + cell + "px");   // turned, reading bottom-up

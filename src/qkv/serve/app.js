@@ -92,10 +92,11 @@
   function begin() { busy++; setReady(false); }
   function end() { busy = Math.max(0, busy - 1); if (!busy) setReady(true); }
   // An error line under the form: a problem with the text box right above it says just the problem; the
-  // layer, head, target language and model are named in the page's words, not as the API's parameters.
+  // layer, head, target language, model and a drill's seed are named in the page's words, not as the API's
+  // parameters ("seed: 'abc': …" under the Korean page's 시드 box).
   function say(box, err) {
     if (!err) { box.textContent = ""; return; }
-    var named = { layer: W("layer"), head: W("head"), to: W("into"), model: W("model") };
+    var named = { layer: W("layer"), head: W("head"), to: W("into"), model: W("model"), seed: VW().practice_seed };
     var message = err.message;
     if (err.problem && err.field === "text") message = err.problem;
     else if (err.problem && named[err.field]) message = named[err.field] + ": " + err.problem;
@@ -331,6 +332,10 @@
     if (document.activeElement !== ui.sourceInput) ui.sourceInput.value = state.source;
     ui.toSelect.value = state.to;
     ui.textWord.textContent = W("text"); ui.modelWord.textContent = W("model"); ui.runButton.textContent = W("run");
+    Array.prototype.forEach.call(ui.modelSelect.options, function (o) {      // the options in the page's language
+      var m = data.models.filter(function (x) { return x.name === o.value; })[0];
+      if (m) o.textContent = modelOption(m.name, m.layers, m.heads);
+    });
     ui.textInput.placeholder = W("textPlaceholder"); ui.sourceInput.placeholder = W("sourcePlaceholder");
     ui.examplesIntro.textContent = W("examplesIntro"); ui.uploadWord.textContent = W("upload");
     ui.footer.textContent = W("permalink");
@@ -391,11 +396,13 @@
     ready.then(drawOverview, showModelError).then(end, end);
   }
   function showModelError(err) { say(ui.modelError, err); }
+  // a model with its size said in words: "minilm (6 layers × 12 heads)", not a bare "6 × 12"
+  function modelOption(name, layers, heads) { return W("modelOption", { name: name, layers: layers, heads: heads }); }
 
   function drawOverview(o) {
     ui.modelBody.textContent = "";
     var box = el("div", "qkv-panel qkv-overview");
-    box.appendChild(el("h2", null, W("overview") + " — " + o.model + ": " + o.shape[0] + " × " + o.shape[1] + ", " +
+    box.appendChild(el("h2", null, W("overview") + " — " + modelOption(o.model, o.shape[0], o.shape[1]) + ", " +
       W("tokenCount", { n: o.shape[2] })));
     box.appendChild(el("p", "qkv-note", W("overviewHint")));
     var note = readingNote(o);
@@ -423,7 +430,14 @@
   function readingNote(o) {
     var r = o.reading;
     if (!r || !(r.unknown + r.split > 0)) return null;
-    var values = { model: o.model, n: r.unknown + r.split, total: r.pieces, examples: r.examples.join(" "), korean: r.korean };
+    // each kind counted apart ("3 are [UNK] … and 4 are letters taken apart (e.g. ᄆ ##ᅢ)"), only the kinds there
+    // are; the examples are of the pieces taken apart ([UNK] is its own example), as on the command line
+    var examples = r.examples.filter(function (piece) { return piece !== r.unknown_token; }).join(" ");
+    var kinds = [];
+    if (r.unknown) kinds.push(W("readingUnknown", { n: r.unknown }));
+    if (r.split) kinds.push(W(r.hangul > 0 ? "readingSplitKorean" : "readingSplitOther", { n: r.split, examples: examples }));
+    var unread = kinds.length === 1 ? kinds[0] : W("readingBoth", { unknown: kinds[0], split: kinds[1] });
+    var values = { model: o.model, unread: unread, total: r.pieces, korean: r.korean };
     var p = el("p", "qkv-reading", W(r.hangul > 0 ? "readingKorean" : "readingOther", values));
     p.setAttribute("role", "note"); p.setAttribute("data-unread", String(r.unknown + r.split));
     return p;
@@ -596,6 +610,8 @@
     left.appendChild(scroll);
     var view = V.matrix(scroll, {
       tq: tq, tk: tk, qTokens: qTokens, kTokens: kTokens, label: W("matrixLabel"),
+      // a label's tooltip numbers its token as the page does (the translator's rows: word t, from 1)
+      qBase: opts.rowBase !== undefined ? opts.rowBase : qBase, kBase: tokenBase(trace),
       value: function (i, j) { return src.value("weights", h, i, j); },
       text: function (i, j) { return src.text("weights", h, i, j); },
       masked: function (i, j) { return src.masked(h, i, j); }
@@ -786,8 +802,8 @@
       panel.appendChild(el("p", "qkv-note qkv-cross-rows", W("crossRows", { lang: before[0] })));
       panel.appendChild(traceView(trace, "", words, english, state.head, {
         onCell: function (cell) { state.cell = cell; writeURL(false); crossSteps(cell[0]); },
-        headLabel: function () { return W("head") + " " + state.head; },
-        cellTitle: function (i, j) { return W("crossCell", { t: i + 1, word: words[i], prev: before[i], j: j, k: english[j] }); },
+        headLabel: function () { return W("head") + " " + state.head; }, rowBase: 1,
+        cellTitle: function (i, j) { return W("crossCell", { t: i + 1, word: words[i], prev: before[i], k: english[j] }); },
         hover: function (i, j, shown) { return W("crossHover", { t: i + 1, word: words[i], k: english[j], w: shown }); }
       }));
       ui.translateBody.appendChild(panel);
@@ -1250,7 +1266,7 @@
     data.models = r[0].models; data.examples = r[1].examples; data.translator = r[0].translator; data.words = r[3];
     if (state.tab === "translate" && !data.translator) state.tab = "example";
     data.models.forEach(function (m) {
-      var o = el("option", null, m.name + " (" + m.layers + " × " + m.heads + ")"); o.value = m.name; ui.modelSelect.appendChild(o);
+      var o = el("option", null, modelOption(m.name, m.layers, m.heads)); o.value = m.name; ui.modelSelect.appendChild(o);
     });
     if (state.model && !modelInfo()) state.model = "";
     render();

@@ -99,7 +99,7 @@ ROUTES = [
     ("GET", "/api/words", "the page's words in en and ko (qkv.explain.texts, keys serve.ui.*)"),
     ("GET", "/api/style", "the one colour scale of weights (qkv.explain.style): gamma, Blues stops, legend ticks, masked colour"),
     ("GET", "/api/tokens?model=&text=", "the tokens the model sees, and how many of them it does not read "
-     "(reading: unknown, split, pieces, hangul, examples, korean)"),
+     "(reading: unknown, split, pieces, hangul, examples, korean, unknown_token)"),
     ("GET", "/api/overview?model=&text=",
      "every layer × head: tokens, shape [L, H, T, T] and the weights as base64 uint8, round(weight·255), "
      "row-major (for thumbnails; exact numbers come from /api/trace)"),
@@ -195,7 +195,9 @@ class ModelEntry:
         tokenizer = self._tokenizer()
         if tokenizer is None:
             return None
-        return dict(reading(text, tokenizer, encoding=encoding).describe(), korean=READS_KOREAN)
+        # unknown_token: the page gives examples of the pieces taken apart only ([UNK] is its own example)
+        return dict(reading(text, tokenizer, encoding=encoding).describe(), korean=READS_KOREAN,
+                    unknown_token=getattr(getattr(tokenizer, "model", None), "unk_token", None))
 
     def check_text(self, text: str, limits: Limits, lang: str = "en"):
         """400 for an empty text or one the tokenizer makes nothing of, 422 when it is longer than the model takes
