@@ -296,13 +296,34 @@ def _halves(text: str) -> str:
     return text[:k] + "\n" + text[k + 1:]
 
 
+# Where a figure's text may not break: next to an operator, whose two sides are read together ("‖w·v‖ = 0.5769",
+# "exp(s_j) / Σ exp(s_k)"), and before a number, which stays with what it names ("share 0.2700", "비율 0.2700").
+_BINDING = frozenset({"=", "≈", "≠", "+", "−", "-", "×", "·", "/", "÷", "<", ">", "≤", "≥", "→", "Σ"})
+_NUMBER = re.compile(r"[−+-]?\.?\d")
+
+
+def _units(paragraph: str) -> list[str]:
+    """The words of ``paragraph`` (one line) joined into the pieces a line may break between (`_BINDING`)."""
+    words = paragraph.split(" ")
+    units = [words[0]]
+    for before, word in zip(words, words[1:]):
+        if before in _BINDING or word in _BINDING or _NUMBER.match(word):
+            units[-1] += " " + word
+        else:
+            units.append(word)
+    return units
+
+
 def _wrapped(text: str, inches: float, points: float) -> str:
-    """``text`` broken at the space nearest its middle when it is wider than ``inches``."""
-    if _text_inches(text, points) <= inches or " " not in text:
+    """``text`` on two lines, broken at the break nearest its middle (`_units`), when it is wider than ``inches``."""
+    if _text_inches(text, points) <= inches:
         return text
-    middle = len(text) // 2
-    cut = min((i for i, c in enumerate(text) if c == " "), key=lambda i: abs(i - middle))
-    return text[:cut] + "\n" + text[cut + 1:]
+    units = _units(text)
+    if len(units) < 2:
+        return text
+    ends = np.cumsum([len(u) + 1 for u in units[:-1]]) - 1       # where each break's space stands in text
+    k = int(np.argmin(np.abs(2 * ends - len(text)))) + 1
+    return " ".join(units[:k]) + "\n" + " ".join(units[k:])
 
 
 def _fit_title(fig, title: str, points: float = 12.0) -> None:
@@ -1346,22 +1367,28 @@ def _chain_size(panels: list[_Panel], k_tokens: Sequence[str]) -> tuple[float, f
 
 
 def _note_lines(panel: _Panel, inches: float) -> int:
-    return sum(_wrapped(line, inches, 7.5).count("\n") + 1 for line in panel.note.split("\n")) if panel.note else 0
+    return _wrap(panel.note, inches, 7.5).count("\n") + 1 if panel.note else 0      # as `_draw_path` writes it
 
 
 def _wrap(text: str, inches: float, points: float) -> str:
-    """``text`` broken at spaces into lines no wider than ``inches`` (greedy; a word wider stays whole)."""
+    """``text`` broken into lines no wider than ``inches``: greedy over `_units` (never next to an operator or
+    before a number; a piece wider than a line stays whole), a full line broken at its last clause instead —
+    after a comma or a semicolon, or before a parenthesis — when that keeps at least half of it (a clause,
+    not a word, moves to the next line)."""
+    def clause(pieces: list[str], k: int) -> bool:          # may a clause end before pieces[k]?
+        return pieces[k - 1].endswith((",", ";")) or pieces[k].startswith("(")
+
     out = []
     for paragraph in text.split("\n"):
-        line = ""
-        for word in paragraph.split(" "):
-            trial = f"{line} {word}" if line else word
-            if line and _text_inches(trial, points) > inches:
-                out.append(line)
-                line = word
-            else:
-                line = trial
-        out.append(line)
+        line: list[str] = []
+        for unit in _units(paragraph):
+            while line and _text_inches(" ".join(line + [unit]), points) > inches:
+                cut = next((k for k in range(len(line), 0, -1) if clause(line + [unit], k)
+                            and _text_inches(" ".join(line[:k]), points) >= inches / 2), len(line))
+                out.append(" ".join(line[:cut]))
+                line = line[cut:]
+            line.append(unit)
+        out.append(" ".join(line))
     return "\n".join(out)
 
 
