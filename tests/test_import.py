@@ -79,3 +79,16 @@ def test_the_models_package_still_answers_every_name_it_lists():
     for name in models.__all__:
         assert getattr(models, name) is not None, name
     assert set(models.__all__) <= set(dir(models))
+
+
+def test_the_models_package_answers_its_submodules_as_attributes():
+    # Before e0c2b64 the package imported its submodules itself, so ``qkv.models.files`` was an attribute after a
+    # bare ``import qkv.models``; a program (and a test fixture) that used it so failed once they became lazy.
+    # A fresh interpreter: this process has imported most of them already.
+    code = ("import qkv.models as m\n"
+            "assert m.files.PACKAGED and m.bert.BertEncoder is m.BertEncoder and m.checkpoint.read_config\n"
+            "try:\n    m.no_such_module\nexcept AttributeError as e:\n    assert 'no_such_module' in str(e)\n"
+            "else:\n    raise SystemExit('no AttributeError')\n"
+            "try:\n    m._private\nexcept AttributeError:\n    pass\n")
+    loaded = _loaded_after(code, whole_names=True)
+    assert {"qkv.models.files", "qkv.models.bert", "qkv.models.checkpoint"} <= loaded

@@ -116,11 +116,16 @@ def _load_decoder(directory: Path, data: dict, name: str, dtype):
 
 
 def __getattr__(name: str):
+    import importlib
+    import importlib.util
+
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'qkv.models' has no attribute {name!r}")
-    import importlib
-
+        # a submodule (``qkv.models.files``, ``.bert`` …) is an attribute as it was when the package imported
+        # them all: imported on first use, like the classes
+        if name.startswith("_") or importlib.util.find_spec(f"{__name__}.{name}") is None:
+            raise AttributeError(f"module 'qkv.models' has no attribute {name!r}")
+        return importlib.import_module(f"{__name__}.{name}")
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
