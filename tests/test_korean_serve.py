@@ -243,3 +243,32 @@ def test_the_page_counts_as_it_says_in_korean(browser_context, served):  # noqa:
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.close()
     assert errors == []
+
+
+# ------------------------------------------------------------------------------------------ one word for one thing
+def _korean_docs() -> dict[str, str]:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    return {str(p.relative_to(root)): p.read_text(encoding="utf-8")
+            for p in [root / "README.ko.md", *sorted((root / "docs" / "ko").glob("*.md"))]}
+
+
+def test_pressing_something_on_the_page_is_누르다():
+    """The serve page said “칸(Query 행, Key 열)을 누르면” (serve.ui) above “왼쪽 토큰을 클릭하라” (page.*), one
+    sentence of the step-through even both (“버튼을 누르면 … 토큰을 클릭하라”), and the page is read on a phone
+    too: a button, a cell, a token or a thumbnail is pressed, 누르다, in the catalogue and the Korean docs."""
+    found = {key: value for key, value in {**texts.KO, **_korean_docs()}.items()
+             if isinstance(value, str) and "클릭" in value}
+    assert found == {}, found
+    assert "왼쪽 토큰을 누르라" in texts.KO["page.stepper_hint"]
+
+
+def test_the_three_attentions_are_capitalised_where_they_begin():
+    """The translator's head was headed “cross-attention, 층 0, 헤드 1”: a heading or a sentence beginning with the
+    post's term writes it as the post's title does (Self-attention, Cross-attention, Multi-head attention)."""
+    found = {key: value for key, value in {**texts.KO, **texts.EN}.items()
+             if isinstance(value, str) and re.search(r"(?:^|[.:!?] )(?:self|cross|multi)-(?:attention|head)", value)
+             and not re.fullmatch(r"[a-z-]+", value)}        # an example's name as typed: qkv example self-attention
+    assert found == {}, found
+    assert texts.text("ko", "serve.ui.crossOf", layer=0, head=1) == "Cross-attention, 층 0, 헤드 1"

@@ -1839,7 +1839,7 @@ EN: dict[str, str] = {
     "serve.ui.translate": "Translate",
     "serve.ui.crossHint": "The decoder's cross-attention, every layer × head: row t is word t of the translation, "
                           "columns are the English words. Click one to open it.",
-    "serve.ui.crossOf": "cross-attention, layer {layer}, head {head}",
+    "serve.ui.crossOf": "Cross-attention, layer {layer}, head {head}",
     "serve.ui.crossRows": "Row t is word t of the translation, as in the figure of qkv translate. Its query is the "
                           "decoder's state at the token before word t (for word 1, the language token {lang}): "
                           "that state reads the English words and predicts word t.",
@@ -2220,23 +2220,23 @@ KO: dict[str, str] = {
     "fig.no_cjk_font": "qkv: CJK 글꼴이 없어 한국어와 일본어가 빈 네모로 그려진다. koreanize-matplotlib(pip) 또는 fonts-noto-cjk(apt)를 설치하라",
     # the interactive page
     "page.lead.model": "{title}: 층 {layers}개 × 헤드 {heads}개의 어텐션, 토큰 {tokens}개. 행은 Query(바라보는 토큰), 열은 Key(참조되는 토큰)이다.",
-    "page.lead.trace": "{title}: 헤드 {heads}개의 어텐션 가중치, Query {tq}개 × Key {tk}개. 칸을 클릭하면 기록된 모든 "
+    "page.lead.trace": "{title}: 헤드 {heads}개의 어텐션 가중치, Query {tq}개 × Key {tk}개. 칸을 누르면 기록된 모든 "
                        "단계가 나온다. 행은 Query, 열은 Key이다.",
     "page.layer": "층",
     "page.head": "헤드",
     "page.part": "부분",
-    "page.overview": "한눈에 보기: 모든 층 × 헤드 (클릭하면 열린다)",
-    "page.overview_parts": "한눈에 보기: 모든 부분 (클릭하면 열린다)",
-    "page.overview_heads": "한눈에 보기: 모든 헤드 (클릭하면 열린다)",
+    "page.overview": "한눈에 보기: 모든 층 × 헤드 (누르면 열린다)",
+    "page.overview_parts": "한눈에 보기: 모든 부분 (누르면 열린다)",
+    "page.overview_heads": "한눈에 보기: 모든 헤드 (누르면 열린다)",
     "page.head_view": "헤드 보기",
     "page.matrix": "행렬 보기",
     "page.queries_col": "Query",
     "page.keys_col": "Key",
-    "page.hint": "왼쪽의 Query 토큰을 클릭하면 그 Query를 고른다. 다른 Query 토큰을 더 클릭하면 여러 Query를 함께 골라 가중치의 합을 본다. 잠그면 마우스를 올려도 고른 것이 "
-                 "유지된다. 칸이나 Key 토큰을 클릭하면 계산 과정이 나온다.",
-    "page.hint_weights": "왼쪽의 Query 토큰을 클릭하면 그 Query를 고른다. 다른 Query 토큰을 더 클릭하면 여러 Query를 함께 "
+    "page.hint": "왼쪽의 Query 토큰을 누르면 그 Query를 고른다. 다른 Query 토큰을 더 누르면 여러 Query를 함께 골라 가중치의 합을 본다. 잠그면 마우스를 올려도 고른 것이 "
+                 "유지된다. 칸이나 Key 토큰을 누르면 계산 과정이 나온다.",
+    "page.hint_weights": "왼쪽의 Query 토큰을 누르면 그 Query를 고른다. 다른 Query 토큰을 더 누르면 여러 Query를 함께 "
                          "골라 가중치의 합을 본다. 잠그면 마우스를 올려도 고른 것이 유지된다. 칸이나 Key 토큰을 "
-                         "클릭하면 그 가중치가 나온다. 이 페이지에는 가중치만 있고 가중치를 계산한 q, k, v는 없어서 "
+                         "누르면 그 가중치가 나온다. 이 페이지에는 가중치만 있고 가중치를 계산한 q, k, v는 없어서 "
                          "계산 과정은 보여 줄 수 없다.",
     "page.cell_weight": "한 칸의 가중치 (이 페이지에는 가중치만 있다)",
     "page.lock": "선택 잠그기",
@@ -2293,7 +2293,7 @@ KO: dict[str, str] = {
     "page.lead.flow": "{title}: 헤드들의 출력이 하나의 출력이 되는 과정(결합 → W_O)을 한 단계씩 본다 (이 예제는 각 헤드의 "
                       "출력 z에서 시작한다. 헤드 하나의 계산은 Self-attention 예제에 있다).",
     "page.stepper": "한 단계씩 따라가기",
-    "page.stepper_hint": "“다음” / “이전” 버튼(또는 → ← 키)을 누르면 따라가는 Query의 계산이 한 단계씩 나온다 (다른 Query를 따라가려면 왼쪽 토큰을 클릭하라). 주황 "
+    "page.stepper_hint": "“다음” / “이전” 버튼(또는 → ← 키)을 누르면 따라가는 Query의 계산이 한 단계씩 나온다 (다른 Query를 따라가려면 왼쪽 토큰을 누르라). 주황 "
                          "점선: 이 단계가 읽는 값, 진한 테두리: 이 단계가 쓰는 값. 결과는 모두 기록된 값이고, 곱은 화면에 보이는 숫자끼리 곱한 것이다.",
     "page.stepper_hint_flow": "“다음” / “이전” 버튼(또는 → ← 키)을 누르면 계산이 한 단계씩 나온다. 주황 점선: 이 단계가 "
                               "읽는 값, 진한 테두리: 이 단계가 쓰는 값. 결과는 모두 기록된 값이고, 곱은 화면에 보이는 "
@@ -2320,7 +2320,7 @@ KO: dict[str, str] = {
                         "점수가 하나 나온다.",
     "page.st.scores": "점수: 주어진 값",
     "page.st.scores.text": "이 예제는 점수를 바로 준다 (q와 k는 기록되어 있지 않다). {tok}의 점수가 Key마다 하나씩 있다.",
-    "page.st.dot.one": "Key {key}에 대해서만 펼쳐 보였다. 표에는 점수 {n}개가 모두 있다 (다른 Key를 보려면 칸을 클릭하라).",
+    "page.st.dot.one": "Key {key}에 대해서만 펼쳐 보였다. 표에는 점수 {n}개가 모두 있다 (다른 Key를 보려면 칸을 누르라).",
     "page.st.scale": "÷ √d_k: 스케일링한 점수",
     "page.st.scale.other": "스케일링: 스케일링한 점수",
     "page.st.scale.text": "각 점수를 √d_k(= √{dk})로 나눈다. 그래야 q와 k의 차원이 커져도 점수가 함께 커지지 않는다.",
@@ -3622,7 +3622,7 @@ KO: dict[str, str] = {
     "serve.ui.translate": "번역하기",
     "serve.ui.crossHint": "디코더의 cross-attention을 모든 층 × 헤드에 걸쳐 보인다. 행 t는 번역문의 t번째 단어, "
                           "열은 영어 단어이다. 누르면 그 헤드가 열린다.",
-    "serve.ui.crossOf": "cross-attention, 층 {layer}, 헤드 {head}",
+    "serve.ui.crossOf": "Cross-attention, 층 {layer}, 헤드 {head}",
     "serve.ui.crossRows": "행 t는 번역문의 t번째 단어이다 (qkv translate의 그림과 같다). 이 행의 Query는 t번째 단어 "
                           "바로 앞 토큰(첫 단어라면 언어 토큰 {lang})에서의 디코더 상태이다. 이 상태가 영어 단어들을 "
                           "읽고 t번째 단어를 예측한다.",
