@@ -388,14 +388,37 @@ int qkv_check_width(int requested)
     return 0;
 }
 
+/* ------------------------------------------------------------------------ buffer formats */
+/* A buffer's item format without its byte-order prefix ('<', '=', '@'; "B" when the exporter gives none):
+ * the one reading of it behind every buffer check in this file. */
+static const char *item_format(const Py_buffer *view)
+{
+    const char *fmt = view->format ? view->format : "B";
+    return (*fmt == '<' || *fmt == '=' || *fmt == '@') ? fmt + 1 : fmt;
+}
+
+static int is_float32(const Py_buffer *view)
+{
+    return view->itemsize == 4 && strcmp(item_format(view), "f") == 0;
+}
+
+static int is_16bit(const Py_buffer *view)   /* int16, uint16, float16 (bfloat16 is viewed as int16) */
+{
+    const char *fmt = item_format(view);
+    return view->itemsize == 2 && (strcmp(fmt, "h") == 0 || strcmp(fmt, "H") == 0 || strcmp(fmt, "e") == 0);
+}
+
+static int is_int64(const Py_buffer *view)
+{
+    const char *fmt = item_format(view);
+    return view->itemsize == 8 && (strcmp(fmt, "q") == 0 || strcmp(fmt, "l") == 0);
+}
+
 int qkv_get_f32_contiguous(PyObject *obj, Py_buffer *view, int writable, int ndim, const char *name)
 {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return -1;
-    const char *fmt = view->format ? view->format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    if (view->ndim != ndim || strcmp(fmt, "f") != 0 || view->itemsize != 4) {
+    if (view->ndim != ndim || !is_float32(view)) {
         PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous %s%d-D float32 array", name,
                      writable ? "writable " : "", ndim);
         PyBuffer_Release(view);
@@ -409,10 +432,7 @@ static int get_f32(PyObject *obj, Py_buffer *view, int ndim, const char *name)
 {
     if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
         return -1;
-    const char *fmt = view->format ? view->format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    if (view->ndim != ndim || strcmp(fmt, "f") != 0 || view->itemsize != 4 ||
+    if (view->ndim != ndim || !is_float32(view) ||
         view->strides[ndim - 1] != 4 || (ndim == 2 && view->strides[0] % 4)) {
         PyErr_Format(PyExc_ValueError, "%s must be a writable %d-D float32 array with contiguous rows", name, ndim);
         PyBuffer_Release(view);
@@ -855,10 +875,7 @@ static int get_matrix(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t r
     int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0)
         return -1;
-    const char *fmt = view->format ? view->format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    if (view->ndim != 2 || strcmp(fmt, "f") != 0 || view->itemsize != 4 || view->strides[1] != 4 ||
+    if (view->ndim != 2 || !is_float32(view) || view->strides[1] != 4 ||
         view->strides[0] % 4) {
         PyErr_Format(PyExc_ValueError, "%s must be a %s2-D float32 array with contiguous rows", name,
                      writable ? "writable " : "");
@@ -967,10 +984,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     views[held++] = &vb;
     {
-        const char *fmt = vb.format ? vb.format : "B";
-        if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-            fmt++;
-        if (vb.ndim != 2 || vb.shape[1] != 5 || vb.itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0)) {
+        if (vb.ndim != 2 || vb.shape[1] != 5 || !is_int64(&vb)) {
             PyErr_SetString(PyExc_ValueError, "blocks must be a C-contiguous int64 array of shape (n, 5)");
             goto done;
         }
@@ -1020,7 +1034,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
                 goto done;
             }
             Py_buffer *mv = &mviews[b];
-            const char *fmt = mv->format ? mv->format : "B";
+            const char *fmt = item_format(mv);
             int64_t cols = blocks[b].j1 - blocks[b].j0;
             if (mv->ndim != 2 || strcmp(fmt, "?") != 0 || mv->shape[0] != rows || mv->shape[1] != cols ||
                 mv->strides[1] != 1) {
@@ -1091,10 +1105,7 @@ static int get_tensor3(PyObject *obj, Py_buffer *view, int writable, const char 
     int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0)
         return -1;
-    const char *fmt = view->format ? view->format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    if (view->ndim != 3 || strcmp(fmt, "f") != 0 || view->itemsize != 4 || view->strides[2] != 4 ||
+    if (view->ndim != 3 || !is_float32(view) || view->strides[2] != 4 ||
         view->strides[1] % 4 || view->strides[0] % 4 ||
         (view->shape[1] > 1 && view->strides[1] < 4 * (view->shape[2] > 1 ? view->shape[2] : 1))) {
         PyErr_Format(PyExc_ValueError, "%s must be a %s3-D float32 array with contiguous, non-overlapping rows", name,
@@ -1109,10 +1120,7 @@ int qkv_get_int64(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t cols,
 {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
         return -1;
-    const char *fmt = view->format ? view->format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    if (view->itemsize != 8 || (strcmp(fmt, "q") != 0 && strcmp(fmt, "l") != 0) ||
+    if (!is_int64(view) ||
         (cols > 0 ? (view->ndim != 2 || view->shape[1] != cols) : view->ndim != 1)) {
         if (cols > 0)
             PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous int64 array of shape (n, %zd)", name, cols);
@@ -1189,10 +1197,7 @@ static PyObject *flash_many(PyObject *self, PyObject *args, PyObject *kwargs)
         if (PyObject_GetBuffer(o_lse, &vlse, PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
             goto done;
         views[held++] = &vlse;
-        const char *fmt = vlse.format ? vlse.format : "B";
-        if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-            fmt++;
-        if (vlse.ndim != 2 || strcmp(fmt, "f") != 0 || vlse.strides[1] != 4 || vlse.strides[0] % 4 ||
+        if (vlse.ndim != 2 || !is_float32(&vlse) || vlse.strides[1] != 4 || vlse.strides[0] % 4 ||
             vlse.shape[0] != vo.shape[0] || vlse.shape[1] != tq) {
             PyErr_Format(PyExc_ValueError, "lse must be a writable float32 (%zd, %zd) array with contiguous rows",
                          vo.shape[0], tq);
@@ -1360,33 +1365,18 @@ __attribute__((target("avx2,fma"))) static void absmax_avx2(const float *x, Py_s
 }
 #endif
 
-static PyObject *fused_absmax(PyObject *self, PyObject *args, PyObject *kwargs)
+/* The one pass of each kind over `n` contiguous items, the GIL released (absmax, absmax_bits16 and
+ * absmax_at all run these): max |x| of float32 values (NaN when one is NaN), and the largest 16-bit
+ * pattern with its sign bit cleared (bits16_top_*, below). `lanes`: qkv_vector_width's answer. */
+static double absmax_f32_pass(const float *x, Py_ssize_t n, int lanes)
 {
-    static char *kwlist[] = {"x", "width", NULL};
-    PyObject *arg;
-    int requested = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|i", kwlist, &arg, &requested) || qkv_check_width(requested) < 0)
-        return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return NULL;
-    const char *fmt = view.format ? view.format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    if (strcmp(fmt, "f") != 0 || view.itemsize != 4) {
-        PyErr_SetString(PyExc_ValueError, "x must be a C-contiguous float32 array");
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    const float *x = view.buf;
-    Py_ssize_t n = view.len / 4;
     float top = 0.0f;
-    int lanes = qkv_vector_width(requested), nan = 0, wide = lanes >= 16, avx2 = lanes >= 8;
+    int nan = 0;
     Py_BEGIN_ALLOW_THREADS
 #ifdef FUSED_X86
-    if (wide)
+    if (lanes >= 16)
         absmax_avx512(x, n, &top, &nan);
-    else if (avx2)
+    else if (lanes >= 8)
         absmax_avx2(x, n, &top, &nan);
     else
 #endif
@@ -1398,10 +1388,39 @@ static PyObject *fused_absmax(PyObject *self, PyObject *args, PyObject *kwargs)
                 top = a;
         }
     Py_END_ALLOW_THREADS
-    (void)wide;
-    (void)avx2;
+    (void)lanes;
+    return nan ? (double)NAN : (double)top;
+}
+
+/* The buffer-format check of absmax and absmax_bits16: `arg` as a C-contiguous buffer of float32 items
+ * (itemsize 4, format "f") or of 2-byte items (itemsize 2, formats "h", "H", "e"), a byte-order prefix
+ * allowed. 0 with the view held (the caller releases it), or -1 with ValueError naming what x must be. */
+static int absmax_view(PyObject *arg, Py_buffer *view, int itemsize)
+{
+    if (PyObject_GetBuffer(arg, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (!(itemsize == 4 ? is_float32(view) : is_16bit(view))) {
+        PyErr_SetString(PyExc_ValueError, itemsize == 4 ? "x must be a C-contiguous float32 array"
+                        : "x must be a C-contiguous array of 2-byte items (int16, uint16, float16)");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *fused_absmax(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"x", "width", NULL};
+    PyObject *arg;
+    int requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|i", kwlist, &arg, &requested) || qkv_check_width(requested) < 0)
+        return NULL;
+    Py_buffer view;
+    if (absmax_view(arg, &view, 4) < 0)
+        return NULL;
+    double top = absmax_f32_pass(view.buf, view.len / 4, qkv_vector_width(requested));
     PyBuffer_Release(&view);
-    return PyFloat_FromDouble(nan ? (double)NAN : (double)top);
+    return PyFloat_FromDouble(top);
 }
 
 PyDoc_STRVAR(absmax_bits16_doc,
@@ -1436,27 +1455,10 @@ __attribute__((target("avx2"))) static int bits16_top_avx2(const uint16_t *x, Py
 }
 #endif
 
-static PyObject *fused_absmax_bits16(PyObject *self, PyObject *args, PyObject *kwargs)
+/* bits16_top_avx2 or _scalar by the vector width, the GIL released. */
+static int bits16_top(const uint16_t *x, Py_ssize_t n, int lanes)
 {
-    static char *kwlist[] = {"x", "width", NULL};
-    PyObject *arg;
-    int requested = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|i", kwlist, &arg, &requested) || qkv_check_width(requested) < 0)
-        return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return NULL;
-    const char *fmt = view.format ? view.format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    if (view.itemsize != 2 || (strcmp(fmt, "h") != 0 && strcmp(fmt, "H") != 0 && strcmp(fmt, "e") != 0)) {
-        PyErr_SetString(PyExc_ValueError, "x must be a C-contiguous array of 2-byte items (int16, uint16, float16)");
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    const uint16_t *x = view.buf;
-    Py_ssize_t n = view.len / 2;
-    int top = 0, lanes = qkv_vector_width(requested);
+    int top;
     Py_BEGIN_ALLOW_THREADS
 #ifdef FUSED_X86
     if (lanes >= 8)
@@ -1466,6 +1468,20 @@ static PyObject *fused_absmax_bits16(PyObject *self, PyObject *args, PyObject *k
         top = bits16_top_scalar(x, n);
     Py_END_ALLOW_THREADS
     (void)lanes;
+    return top;
+}
+
+static PyObject *fused_absmax_bits16(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"x", "width", NULL};
+    PyObject *arg;
+    int requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|i", kwlist, &arg, &requested) || qkv_check_width(requested) < 0)
+        return NULL;
+    Py_buffer view;
+    if (absmax_view(arg, &view, 2) < 0)
+        return NULL;
+    int top = bits16_top(view.buf, view.len / 2, qkv_vector_width(requested));
     PyBuffer_Release(&view);
     return PyLong_FromLong(top);
 }
@@ -1491,40 +1507,9 @@ static PyObject *fused_absmax_at(PyObject *self, PyObject *args, PyObject *kwarg
         return NULL;
     }
     int lanes = qkv_vector_width(requested);
-    if (itemsize == 2) {
-        const uint16_t *x = (const uint16_t *)(uintptr_t)address;
-        int top = 0;
-        Py_BEGIN_ALLOW_THREADS
-#ifdef FUSED_X86
-        if (lanes >= 8)
-            top = bits16_top_avx2(x, n);
-        else
-#endif
-            top = bits16_top_scalar(x, n);
-        Py_END_ALLOW_THREADS
-        (void)lanes;
-        return PyLong_FromLong(top);
-    }
-    const float *x = (const float *)(uintptr_t)address;
-    float top = 0.0f;
-    int nan = 0;
-    Py_BEGIN_ALLOW_THREADS
-#ifdef FUSED_X86
-    if (lanes >= 16)
-        absmax_avx512(x, n, &top, &nan);
-    else if (lanes >= 8)
-        absmax_avx2(x, n, &top, &nan);
-    else
-#endif
-        for (Py_ssize_t j = 0; j < n; j++) {
-            float a = fabsf(x[j]);
-            if (a != a)
-                nan = 1;
-            else if (a > top)
-                top = a;
-        }
-    Py_END_ALLOW_THREADS
-    return PyFloat_FromDouble(nan ? (double)NAN : (double)top);
+    if (itemsize == 2)
+        return PyLong_FromLong(bits16_top((const uint16_t *)(uintptr_t)address, n, lanes));
+    return PyFloat_FromDouble(absmax_f32_pass((const float *)(uintptr_t)address, n, lanes));
 }
 
 PyDoc_STRVAR(convert16_doc,
@@ -1588,22 +1573,6 @@ __attribute__((target("avx2,f16c"))) static void f32_to_f16_f16c(const float *sr
 }
 #endif
 
-static int is_16bit(const Py_buffer *view)
-{
-    const char *fmt = view->format ? view->format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    return view->itemsize == 2 && (strcmp(fmt, "h") == 0 || strcmp(fmt, "H") == 0 || strcmp(fmt, "e") == 0);
-}
-
-static int is_f32(const Py_buffer *view)
-{
-    const char *fmt = view->format ? view->format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    return view->itemsize == 4 && strcmp(fmt, "f") == 0;
-}
-
 static PyObject *fused_convert16(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"src", "dst", "bfloat16", "width", NULL};
@@ -1624,7 +1593,7 @@ static PyObject *fused_convert16(PyObject *self, PyObject *args, PyObject *kwarg
         PyBuffer_Release(&src);
         return NULL;
     }
-    int widen = is_16bit(&src) && is_f32(&dst), narrow = is_f32(&src) && is_16bit(&dst);
+    int widen = is_16bit(&src) && is_float32(&dst), narrow = is_float32(&src) && is_16bit(&dst);
     Py_ssize_t n = src.len / (src.itemsize ? src.itemsize : 1);
     if (!(widen || narrow) || dst.len / dst.itemsize != n) {
         PyErr_SetString(PyExc_ValueError, "convert16: src and dst must be C-contiguous float32 and 2-byte arrays "
@@ -1784,10 +1753,7 @@ static PyObject *fused_gelu(PyObject *self, PyObject *args, PyObject *kwargs)
     Py_buffer vx, vb;
     if (PyObject_GetBuffer(o_x, &vx, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
         return NULL;
-    const char *fmt = vx.format ? vx.format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@')
-        fmt++;
-    if (vx.ndim < 1 || strcmp(fmt, "f") != 0 || vx.itemsize != 4) {
+    if (vx.ndim < 1 || !is_float32(&vx)) {
         PyErr_SetString(PyExc_ValueError, "x must be a writable C-contiguous float32 array of at least one dimension");
         PyBuffer_Release(&vx);
         return NULL;
