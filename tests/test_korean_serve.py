@@ -95,6 +95,36 @@ def test_the_unread_note_counts_each_kind_apart_on_the_command_line():
     assert "taken apart" not in en and "e.g." not in en, en
 
 
+def byte_level_tokenizer():
+    """A byte-level BPE tokenizer (GPT-2's kind) trained here on two English sentences: Hangul becomes bytes."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(["The cat sat on the mat.", "A dog ran in the park."] * 5, trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    return tokenizer
+
+
+def test_hangul_taken_apart_into_bytes_is_not_said_to_be_jamo():
+    """GPT-2's byte-level tokenizer takes Hangul apart into bytes (ê ³ ł …), and the note said “자모로 쪼개진 글자가
+    21개(예: ê ³ ł ì ĸ ĳ)”: its own examples refuted it. Jamo are named only where the pieces are jamo."""
+    from qkv.commands._options import reading_note, words
+
+    tokenizer = byte_level_tokenizer()
+    model = types.SimpleNamespace(tokenizer=tokenizer, name="bpe")
+    text = "고양이가 앉았다"
+    encoding = tokenizer.encode(text)
+    broken = sum("\ufffd" in tokenizer.decode([i]) for i in encoding.ids)     # a byte of a syllable, alone
+    assert 0 < broken <= len(encoding.ids)
+    ko = " ".join(reading_note(model, text, words("ko")).split())
+    assert "bpe 모델은 한국어를 읽지 못한다." in ko and f"가운데 쪼개진 조각이 {broken}개(예: " in ko, ko
+    assert "자모" not in ko, ko
+    en = " ".join(reading_note(model, text, words("en")).split())
+    assert f"{broken} are pieces taken apart (e.g. " in en and "jamo" not in en, en
+
+
 def test_the_pages_note_has_a_word_for_each_kind_and_the_page_fills_it_as_the_command_line():
     """serve's page words the same note from its own texts (serve.ui.*), filled in the browser: the same kinds,
     the same sentences as the command line's, so that the two cannot drift apart again."""
@@ -172,14 +202,17 @@ def test_serve_writes_the_same_lines_for_a_what_if(tiny):
 # ------------------------------------------------------------------------------------------ in the browser
 @pytest.fixture(scope="module")
 def served(tiny):
-    """serve's app with the tiny BERT and the translator on 127.0.0.1, opening in Korean (`qkv serve --lang ko`)."""
+    """serve's app with the tiny BERT, the run's tiny GPT-2 (byte-level BPE) and the translator on 127.0.0.1,
+    opening in Korean (`qkv serve --lang ko`)."""
     from browser_support import serving
+    from model_fixtures import built        # the run's shared checkpoint: read, never changed
 
     from qkv import serve
 
     translator, why = serve.load_translator()
     assert translator is not None, why
-    with serving(serve.create_app(tiny, translator=translator, lang="ko")) as url:
+    models = dict(tiny, **serve.load_models([built("gpt2")], minilm=False))
+    with serving(serve.create_app(models, translator=translator, lang="ko")) as url:
         yield url
 
 
@@ -242,6 +275,14 @@ def test_the_page_counts_as_it_says_in_korean(browser_context, served):  # noqa:
     assert "[UNK] ᄆ" not in note and "예: [UNK]" not in note, note
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.close()
+
+    # GPT-2's byte-level tokenizer: the same text in bytes, not jamo
+    page, more = opened(browser_context, base + "/?tab=model&model=gpt2&view=overview&text=" + text, 390, 844)
+    errors += more
+    page.wait_for_selector(".qkv-reading")
+    note = " ".join(page.locator(".qkv-reading").text_content().split())
+    assert "쪼개진 조각이" in note and "자모" not in note, note
+    page.close()
     assert errors == []
 
 
@@ -272,3 +313,17 @@ def test_the_three_attentions_are_capitalised_where_they_begin():
              and not re.fullmatch(r"[a-z-]+", value)}        # an example's name as typed: qkv example self-attention
     assert found == {}, found
     assert texts.text("ko", "serve.ui.crossOf", layer=0, head=1) == "Cross-attention, 층 0, 헤드 1"
+
+
+def test_after_a_symbol_the_copula_is_이다_too():
+    """test_korean_wording's rule (“Key이다”, not “Key다”) looked at Latin letters and brackets only: the heads'
+    lens ended on “‖Y − b_O‖ ≤ Σ_g ‖c_g‖다”. After any symbol or number the catalogue writes 이다."""
+    found = {key: value for key, value in texts.KO.items() if isinstance(value, str)
+             and re.search(r"[^\s가-힣]다(?=[.,:;)\s]|$)", re.sub(r"\{[^}]*\}", "{}", value).replace("{}", "X"))}
+    assert found == {}, found
+
+
+def test_the_temperature_slider_says_what_it_picks_from():
+    """“슬라이더는 그중 하나(온도 12개)를 고를 뿐이고”: one of what? — of the temperatures computed beforehand."""
+    said = texts.text("ko", "page.next.slider", vocab=300, n=12)
+    assert "슬라이더는 미리 계산한 온도 12개 가운데 하나를 고를 뿐이고" in said and "그중 하나(" not in said, said

@@ -50,6 +50,11 @@ def _tokenizer(model):
     return tokenizer if tokenizer is not None and hasattr(tokenizer, "encode") else None
 
 
+def _is_jamo(c: str) -> bool:
+    """A Hangul jamo (conjoining, U+1100–U+11FF, or compatibility, U+3130–U+318F): a syllable taken apart."""
+    return "\u1100" <= c <= "\u11ff" or "\u3130" <= c <= "\u318f"
+
+
 def reading_note(model, text: str | Sequence[str], t, *, shows: str = "attention", encodings=None) -> str | None:
     """A note when the model's tokenizer does not read (part of) ``text`` — MiniLM takes Hangul apart into jamo
     and [UNK] — counted from its own output (`qkv.models.reading`, as serve's page says it); None when it reads
@@ -78,9 +83,12 @@ def reading_note(model, text: str | Sequence[str], t, *, shows: str = "attention
         unknown_token = getattr(getattr(tokenizer, "model", None), "unk_token", None)
         examples = tuple(dict.fromkeys(piece for i in group for piece in found[i].examples
                                        if piece != unknown_token))[:6]
+        # "letters taken apart into jamo" only where the pieces are jamo (MiniLM's WordPiece); a byte-level
+        # tokenizer (GPT-2's) takes Hangul apart into bytes: "pieces taken apart"
+        jamo = korean and any(_is_jamo(c) for piece in examples for c in piece)
         kinds = [t(key, n=n, examples=" ".join(examples)) for key, n in (
             ("cli.reading.unknown", sum(found[i].unknown for i in group)),
-            ("cli.reading.split.korean" if korean else "cli.reading.split.other", sum(found[i].split for i in group)))
+            ("cli.reading.split.korean" if jamo else "cli.reading.split.other", sum(found[i].split for i in group)))
             if n]
         unread_words = kinds[0] if len(kinds) == 1 else t("cli.reading.both", unknown=kinds[0], split=kinds[1])
         return t("cli.reading.korean" if korean else "cli.reading.other",

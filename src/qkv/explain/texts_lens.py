@@ -102,7 +102,7 @@ KO: dict[str, str] = {
                       "확률은 이 모두에 대한 p = softmax(ℓ / T)이다. 가장 가능성이 높은 토큰 {k}개:",
     "page.next.temperature": "온도 T = {t}",
     "page.next.slider": "각 온도의 확률은 qkv가 Python에서 토큰 {vocab}개 모두에 대해 softmax(ℓ / T)로 계산했다. "
-                        "슬라이더는 그중 하나(온도 {n}개)를 고를 뿐이고, 페이지는 아무것도 계산하지 않는다.",
+                        "슬라이더는 미리 계산한 온도 {n}개 가운데 하나를 고를 뿐이고, 페이지는 아무것도 계산하지 않는다.",
     "page.next.rank": "순위",
     "page.next.token": "토큰",
     "page.next.logit": "로짓 ℓ",
@@ -111,10 +111,10 @@ KO: dict[str, str] = {
     "page.next.top_is": "T = {t}에서 가장 가능성이 높은 토큰 “{token}”의 확률은 {p}이다.",
     "page.next.table": "온도 {t}에서 가장 가능성이 높은 다음 토큰 {k}개",
     "page.heads.title": "마지막 토큰을 가장 많이 움직인 헤드",
-    "page.heads.lead": "층마다 “{last}” 위치의 어텐션 출력 가운데 헤드 h가 맡은 부분은 c_h = z^h·W_O^h이다(헤드의 출력에 W_O 중 그 "
-                       "헤드의 행들을 곱한 것. Σ_h c_h + b_O = Y). ‖c_h‖는 그 헤드가 마지막 토큰의 잔차 스트림을 "
-                       "움직인 거리이고, 비중은 그 층의 헤드들에 대한 ‖c_h‖ / Σ_g ‖c_g‖이다. 이 부분들은 서로 다른 방향을 "
-                       "가리킬 수 있으므로 ‖Y − b_O‖ ≤ Σ_g ‖c_g‖다.",
+    "page.heads.lead": "층마다 “{last}” 위치의 어텐션 출력 가운데 헤드 h가 맡은 부분은 c_h = z^h·W_O^h이다. 헤드의 출력에 "
+                       "W_O 가운데 그 헤드의 행들을 곱한 것이고, 모든 헤드의 c_h에 b_O를 더하면 Y가 된다(Σ_h c_h + b_O = "
+                       "Y). ‖c_h‖는 그 헤드가 마지막 토큰의 잔차 스트림을 움직인 거리이고, 비중은 그 층의 헤드들에 대한 "
+                       "‖c_h‖ / Σ_g ‖c_g‖이다. 이 부분들은 서로 다른 방향을 가리킬 수 있으므로 ‖Y − b_O‖ ≤ Σ_g ‖c_g‖이다.",
     "page.heads.most": "가장 많이 움직인 헤드: {list}.",
     "page.heads.item": "층 {l} 헤드 {h} (‖c‖ = {n})",
     "page.heads.layer": "층 {l}",

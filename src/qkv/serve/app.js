@@ -433,9 +433,12 @@
     // each kind counted apart ("3 are [UNK] … and 4 are letters taken apart (e.g. ᄆ ##ᅢ)"), only the kinds there
     // are; the examples are of the pieces taken apart ([UNK] is its own example), as on the command line
     var examples = r.examples.filter(function (piece) { return piece !== r.unknown_token; }).join(" ");
+    // "letters taken apart into jamo" only where the pieces are jamo (MiniLM's WordPiece); a byte-level tokenizer
+    // (GPT-2's) takes Hangul apart into bytes: "pieces taken apart"
+    var jamo = r.hangul > 0 && /[\u1100-\u11ff\u3130-\u318f]/.test(examples);
     var kinds = [];
     if (r.unknown) kinds.push(W("readingUnknown", { n: r.unknown }));
-    if (r.split) kinds.push(W(r.hangul > 0 ? "readingSplitKorean" : "readingSplitOther", { n: r.split, examples: examples }));
+    if (r.split) kinds.push(W(jamo ? "readingSplitKorean" : "readingSplitOther", { n: r.split, examples: examples }));
     var unread = kinds.length === 1 ? kinds[0] : W("readingBoth", { unknown: kinds[0], split: kinds[1] });
     var values = { model: o.model, unread: unread, total: r.pieces, korean: r.korean };
     var p = el("p", "qkv-reading", W(r.hangul > 0 ? "readingKorean" : "readingOther", values));
