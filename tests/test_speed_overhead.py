@@ -10,6 +10,8 @@ check that the outputs stay right where the looks were dropped (float64 referenc
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -40,6 +42,23 @@ def _inputs(dtype, t, b=2, h=4, d=32, seed=0, top=None):
     return tuple(x.to(dtype) for x in (q, k, v))
 
 
+@contextlib.contextmanager
+def _one_cpu_a_side():
+    """torch on one thread and qkv's machine one CPU (restored after): where the rules give short forward
+    calls of every dtype to SDPA on AVX2 CPUs (with two CPUs a side bfloat16 takes the C kernel there)."""
+    import dataclasses
+
+    from qkv.kernels import native
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        with native.use_machine(dataclasses.replace(route_mod.current_machine(), cpus=1)):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _sdpa_takes(dtype, t, causal=False):
     """Whether the rules here send an unmasked square call of this dtype and length to SDPA (C kernel built)."""
     if t * t < route_mod._C_KERNEL_MIN_SCORES:
@@ -49,12 +68,12 @@ def _sdpa_takes(dtype, t, causal=False):
 
 @pytest.mark.parametrize("t", [16, 96])
 def test_an_unmasked_sdpa_call_reads_q_and_k_only(t):
-    """bfloat16 (SDPA below T = 512 by the rules on every CPU met): the overflow look alone, reading max |q|
+    """bfloat16, one CPU a side (SDPA below T = 1024 by the rules on every CPU met): the overflow look alone, reading max |q|
     and max |k|; max |v| — the C kernel's value check — is never read (the old route asked `values_ok`,
     reading all three, on every call at T = 96)."""
     dtype = torch.bfloat16
-    assert _sdpa_takes(dtype, t)
-    with torch.no_grad():
+    with _one_cpu_a_side(), torch.no_grad():
+        assert _sdpa_takes(dtype, t)
         chosen, trail, read = _looked(*_inputs(dtype, t))
     assert chosen.name == route_mod.TORCH_SDPA, chosen.reason
     assert trail == ["overflow"] and read == {"q", "k"}
@@ -66,9 +85,9 @@ def test_a_causal_sdpa_call_still_checks_the_future_values(t):
     Its trail asks whether k and v are finite; with a NaN in the last value the call leaves SDPA and every
     row but the last (the one query that attends to it) equals the float64 reference."""
     dtype = torch.bfloat16
-    assert _sdpa_takes(dtype, t, causal=True)
     q, k, v = _inputs(dtype, t, seed=2)
-    with torch.no_grad():
+    with _one_cpu_a_side(), torch.no_grad():
+        assert _sdpa_takes(dtype, t, causal=True)
         chosen, trail, _ = _looked(q, k, v, causal=True)
         assert chosen.name == route_mod.TORCH_SDPA and trail == ["overflow", "kv_finite"]
         v[..., -1, :] = float("nan")

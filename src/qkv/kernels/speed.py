@@ -52,11 +52,13 @@ process, medians of 7, thread time, load 25–29; ×r as above:
            1024 ×0.97 (×1.29)
 and with 2 threads each, each side in its own process (benchmarks/bench_peers.py's way), CPU time, load
 ~26–29, 3 rounds: bfloat16 T = 128 ×5.88 (causal ×8.05), 256 ×1.59 (×2.83), 512 ×1.25 (×1.97), 1024 ×1.36
-(×1.70) — SDPA's OpenMP team costs a short call more than its arithmetic there. So the rules on CPUs
-without AVX-512: float16 takes the C kernel at every T; bfloat16 forward the C kernel from T = 512 on
-(where one thread a side finds them equal or the C kernel ahead and two threads the C kernel ahead in
-every round), SDPA below (faster on one thread, dense) and under autograd (not measured here); float32
-the C kernel.
+(×1.70) — SDPA's OpenMP team costs a short call more than its arithmetic there; again on 7 December
+(engine41: 2 CPUs a side, torch 2 threads, 3 rounds, CPU time, load 12–16), bfloat16 T = 64 ×8.08 (causal
+×9.25), 128 ×5.60 (×7.93), 256 ×2.05 (×2.23), every round ≥ ×1.62, wall time ×1.28–6.31. So the rules on
+CPUs without AVX-512: float16 takes the C kernel at every T; bfloat16 forward the C kernel at every T
+(shorter than the C kernel's floor, 64·64 scores per head, SDPA: kernels/route.py), but with one CPU a
+side below `_ONE_THREAD_SDPA_BELOW` (below), and SDPA under autograd (not measured here); float32 the C
+kernel.
 
 With one CPU a side — torch on one thread and qkv's kernel held to one CPU (bench_peers.py --cpus 1: each
 side in its own process, its affinity one CPU; B1 H8 D64, 3 rounds, CPU time, load 5–13, AMD EPYC Zen 3) —
@@ -106,10 +108,8 @@ def _rules(dtype: str, causal: bool, train: bool, t: float, avx512: bool | None 
         avx512 = has_avx512()
     if one_cpu and not avx512 and not train and t < _ONE_THREAD_SDPA_BELOW[dtype][causal]:
         return SDPA
-    if dtype == "bfloat16":
-        if not avx512 and not train and t >= 512:
-            return C_KERNEL
-        return SDPA
+    if dtype == "bfloat16":   # (one CPU a side: SDPA below _ONE_THREAD_SDPA_BELOW, returned above)
+        return C_KERNEL if not avx512 and not train else SDPA
     if dtype == "float16":
         if not avx512:
             return C_KERNEL
