@@ -560,17 +560,34 @@ def check_equation(line: str) -> str:
     return ""
 
 
+# The walk of all_steps in one round trip: Playwright's click of the next button and a read of the step after each (four
+# round trips a step, and each click waits for the button to be visible, stable over two animation frames and
+# enabled) drew a frame at every step. Here the page clicks its own button (its click handler: the stepper's next)
+# after the same checks Playwright made: exactly one stepper and one next button (its strict mode), the button shown
+# with a size, and enabled (the walk ends where it is disabled); each step's id and its lines' innerText, as
+# get_attribute and all_inner_texts read them.
+_ALL_STEPS_JS = """() => {
+    const one = (s) => { const found = document.querySelectorAll(s);
+        if (found.length !== 1) throw new Error(`${found.length} elements match ${s}`); return found[0]; };
+    document.querySelector('.qkv-view').qkv.stepper.go(0);
+    const stepper = one('.qkv-stepper'), next = one('.qkv-next'), seen = [];
+    for (;;) {
+        seen.push({id: stepper.getAttribute('data-step'),
+                   lines: Array.from(stepper.querySelectorAll('.qkv-eq'), (e) => e.innerText)});
+        if (next.disabled) return JSON.stringify(seen);
+        const box = next.getBoundingClientRect(), style = getComputedStyle(next);
+        if (!(box.width > 0 && box.height > 0) || style.visibility === 'hidden')
+            throw new Error(`the next button is not visible at step ${seen.length}`);
+        next.click();
+    }
+}"""
+
+
 def all_steps(page) -> list[dict]:
     """Every step of the step-through, walked with the next button: its id and its equation lines."""
-    p = page.page
-    p.evaluate("() => document.querySelector('.qkv-view').qkv.stepper.go(0)")
-    seen = []
-    while True:
-        seen.append({"id": p.get_attribute(".qkv-stepper", "data-step"),
-                     "lines": p.locator(".qkv-stepper .qkv-eq").all_inner_texts()})
-        if p.locator(".qkv-next").is_disabled():
-            return seen
-        p.click(".qkv-next")
+    import json
+
+    return json.loads(page.page.evaluate(_ALL_STEPS_JS))
 
 
 def shown_rows_follow_the_post(page, name: str, lang: str) -> None:
