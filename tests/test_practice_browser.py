@@ -21,7 +21,7 @@ from qkv import practice, serve
 from qkv.cli import main
 from qkv.explain import texts
 
-from browser_support import OpenPage, browser_context, low_contrast_text, serving  # noqa: F401  (fixture)
+from browser_support import OpenPage, browser_context, keep_screenshot, low_contrast_text, serving  # noqa: F401  (fixture)
 from test_practice import EXAMPLES, ref_value, reference
 from test_serve import tiny_bert
 
@@ -238,7 +238,7 @@ def test_a_session_on_serve(browser_context, server, name, lang):  # noqa: F811
 
 
 # ------------------------------------------------------------------ the reader's side
-def reader_checks(opened, width: int, name: str, lang: str, shots: Path) -> None:
+def reader_checks(opened, width: int, name: str, lang: str) -> None:
     page = opened.page
     box = page.locator(".qkv-practice .qkv-pr-input")
     # the keyboard: from the drill's first control, Tab reaches the answer box, then its button
@@ -262,15 +262,15 @@ def reader_checks(opened, width: int, name: str, lang: str, shots: Path) -> None
     assert low_contrast_text(page) == []
     assert opened.overflow() <= 0, opened.overflow()
     box.scroll_into_view_if_needed()
-    page.locator(".qkv-practice").screenshot(path=str(shots / f"practice-{name}-{lang}-{width}.png"))
+    keep_screenshot(page.locator(".qkv-practice"), f"practice-{name}-{lang}-{width}")
 
 
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1366", "390"])
-def test_the_page_practice_for_a_reader(browser_context, folder, tmp_path, size, lang):  # noqa: F811
+def test_the_page_practice_for_a_reader(browser_context, folder, size, lang):  # noqa: F811
     opened = OpenPage(browser_context, page_file(folder, "projection", lang), viewport=size)
     try:
-        reader_checks(opened, size[0], "projection", lang, tmp_path)
+        reader_checks(opened, size[0], "projection", lang)
         assert opened.errors == []
     finally:
         opened.close()
@@ -278,10 +278,10 @@ def test_the_page_practice_for_a_reader(browser_context, folder, tmp_path, size,
 
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1366", "390"])
-def test_serve_practice_for_a_reader(browser_context, server, tmp_path, size, lang):  # noqa: F811
+def test_serve_practice_for_a_reader(browser_context, server, size, lang):  # noqa: F811
     opened = Served(browser_context, f"{server}/?example=self-attention&lang={lang}", viewport=size)
     try:
-        reader_checks(opened, size[0], "self-attention", lang, tmp_path)
+        reader_checks(opened, size[0], "self-attention", lang)
         assert opened.errors == []
     finally:
         opened.close()

@@ -12,7 +12,7 @@ import pytest
 from qkv import serve
 from qkv.cli import main as cli_main
 
-from browser_support import browser_context, serving  # noqa: F401  (fixture)
+from browser_support import browser_context, keep_screenshot, serving  # noqa: F401  (fixture)
 from test_serve import tiny_bert
 
 TEXT = "The cat sat on the mat."
@@ -131,7 +131,7 @@ def test_a_learners_walk(browser_context, server, tmp_path, capsys, width, heigh
     page.wait_for_selector('.qkv-overview h2:has-text("minilm")')
     walk.ready(view="overview")
     assert page.locator(".qkv-thumb").count() == 6 * 12
-    page.screenshot(path=str(tmp_path / f"overview-{width}.png"), full_page=True)
+    keep_screenshot(page, f"overview-{width}", full_page=True)
 
     # open a head, click a cell: its derivation equals the library's Trace
     page.click('.qkv-thumb[data-layer="2"][data-head="5"]')
@@ -145,7 +145,7 @@ def test_a_learners_walk(browser_context, server, tmp_path, capsys, width, heigh
     assert walk.state()["cell"] == "2,3"
     assert page.locator(".qkv-model-pane .qkv-steps .qkv-derivation").count() == 1        # the library's explanation
     walk.no_sideways_scroll("head")
-    page.screenshot(path=str(tmp_path / f"head-{width}.png"), full_page=True)
+    keep_screenshot(page, f"head-{width}", full_page=True)
 
     # back and forward walk through the views; the permalink brings the same view back
     page.go_back()
@@ -189,7 +189,7 @@ def test_a_learners_walk(browser_context, server, tmp_path, capsys, width, heigh
     prefix = "qkv: 오류: " if lang == "ko" else "qkv: error: "
     assert shown.split(": ", 1)[1] == cli_line.removeprefix(prefix).replace(str(tmp_path / "bad.toml"), "bad.toml")
     walk.no_sideways_scroll("upload error")
-    page.screenshot(path=str(tmp_path / f"upload-{width}.png"), full_page=True)
+    keep_screenshot(page, f"upload-{width}", full_page=True)
 
     outside = [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))]
     assert outside == []
@@ -198,7 +198,7 @@ def test_a_learners_walk(browser_context, server, tmp_path, capsys, width, heigh
     page.close()
 
 
-def test_a_decoder_head_shows_its_mask_and_rope(browser_context, server, tmp_path):  # noqa: F811
+def test_a_decoder_head_shows_its_mask_and_rope(browser_context, server):  # noqa: F811
     """A causal Llama head opened from its permalink at phone width: masked cells print as masked, an
     allowed cell's derivation (q and k before and after RoPE included) equals the Trace."""
     base, models = server
@@ -222,14 +222,14 @@ def test_a_decoder_head_shows_its_mask_and_rope(browser_context, server, tmp_pat
     assert legend.locator(".qkv-legend-label").text_content() == page.evaluate("qkvServe.data.words.page.en.legend")
     walk.ready(view="head")
     walk.no_sideways_scroll("decoder head")
-    page.screenshot(path=str(tmp_path / "decoder-390.png"), full_page=True)
+    keep_screenshot(page, "decoder-390", full_page=True)
     assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
     assert walk.errors == []
     page.close()
 
 
 @pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])
-def test_the_translators_cross_attention(browser_context, server, tmp_path, width, height):  # noqa: F811
+def test_the_translators_cross_attention(browser_context, server, width, height):  # noqa: F811
     """Translate, open a cross-attention head, click a cell: the derivation equals the translator's Trace."""
     from qkv.translator.explain import cross_attention_trace
 
@@ -276,7 +276,7 @@ def test_the_translators_cross_attention(browser_context, server, tmp_path, widt
     title = page.locator(f"{pane} .qkv-cell h3").text_content()
     assert f"word 4 “{expected.target[3]}”" in title and f"“{expected.target[2]}”" in title
     walk.no_sideways_scroll("translator head")
-    page.screenshot(path=str(tmp_path / f"translator-{width}.png"), full_page=True)
+    keep_screenshot(page, f"translator-{width}", full_page=True)
     assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
     assert walk.errors == []
     page.close()
@@ -289,7 +289,7 @@ def softmax_rows(s: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("width, height, lang", [(1280, 800, "en"), (390, 844, "en"), (1280, 800, "ko"), (390, 844, "ko")])
-def test_serve_opens_on_the_worked_examples(browser_context, server, tmp_path, width, height, lang):  # noqa: F811
+def test_serve_opens_on_the_worked_examples(browser_context, server, width, height, lang):  # noqa: F811
     """The first view lists the five examples under their posts' titles and opens self-attention's “love”:
     its matrix, the derivation of love's strongest key and the step-through, no text box to fill first."""
     import qkv.examples
@@ -335,7 +335,7 @@ def test_serve_opens_on_the_worked_examples(browser_context, server, tmp_path, w
     lines = page.locator(".qkv-example-pane .qkv-stepper caption").evaluate_all(     # line-height "normal" here:
         "els => els.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).fontSize))")
     assert len(lines) == 2 and max(lines) < 2.0, lines                                # one line ≈ 1.2 em, two ≥ 2.3
-    page.screenshot(path=str(tmp_path / f"examples-{lang}-{width}.png"), full_page=True)
+    keep_screenshot(page, f"examples-{lang}-{width}", full_page=True)
     assert [url for url in walk.requests if not url.startswith((base + "/", "data:", "blob:"))] == []
     assert walk.errors == []
     page.close()
@@ -390,7 +390,7 @@ def test_the_question_score_slider_moves_lots_weight(browser_context, server):  
     page.close()
 
 
-def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server, tmp_path):  # noqa: F811
+def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server):  # noqa: F811
     """Self-attention: √d_k off, the factor at 2, X[love][0] = 2.5: love's weights in the matrix, the derivation
     and the comparison table equal softmax(Q·Kᵀ·scale)·V computed here in float64 from the edited inputs."""
     import qkv.examples
@@ -444,7 +444,7 @@ def test_whatif_factor_sqrt_dk_and_an_edited_cell(browser_context, server, tmp_p
     love = 1 + int(doc.get("token_base", 0))
     assert f"x[{love},0] = 2.5" in changed and "x[1,0]" not in changed, changed
     walk.no_sideways_scroll("what-if at 390 px")
-    page.screenshot(path=str(tmp_path / "whatif-ko-390.png"), full_page=True)
+    keep_screenshot(page, "whatif-ko-390", full_page=True)
     # a bad number: said at once in the reader's words (the matrix, the row's token, the column), never as the
     # API's path ("cells.x[0]: expected a finite number"); the box is marked invalid
     cell.fill("abc")
