@@ -1013,12 +1013,14 @@ def test_a_slowloris_connection_is_closed_within_the_deadline(live):
     """Partial headers, one more byte every 0.2 s (each within any idle timeout): closed after the 2 s
     request deadline; before, uvicorn held it open for as long as bytes kept coming."""
     sent = iter([b"GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\n"] + [b"X-A: b\r\n"] * 1000)
-    elapsed = _closed_after(live, lambda conn: conn.send(next(sent)), 8.0)
-    assert 1.5 < elapsed < 4.0, elapsed
-    assert 1.5 < _closed_after(live, None, 8.0) < 4.0            # connects and says nothing
+    # Not a speed check: the server's 2 s deadline against a connection held open for as long as bytes come (inf
+    # here, at the 12 s watch); the upper bound leaves a loaded machine room.
+    elapsed = _closed_after(live, lambda conn: conn.send(next(sent)), 12.0)
+    assert 1.5 < elapsed < 10.0, elapsed
+    assert 1.5 < _closed_after(live, None, 12.0) < 10.0            # connects and says nothing
     slow_body = iter([b"POST /api/whatif HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                       b"Content-Length: 100000\r\n\r\n"] + [b" "] * 1000)
-    assert 1.5 < _closed_after(live, lambda conn: conn.send(next(slow_body)), 8.0) < 4.0
+    assert 1.5 < _closed_after(live, lambda conn: conn.send(next(slow_body)), 12.0) < 10.0
 
 
 def test_a_request_in_time_is_answered_and_kept_alive(live):
