@@ -1460,8 +1460,8 @@ def _draw_path(sheet: _Sheet, box: tuple[float, float, float, float], trace: Tra
         # x limits, not an axis (a shared axis measures its siblings' labels too)
         ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
         cursor += panel_h + gap
-    for ax in axes[:-1]:            # no key ticks above the last panel: no x axis to make, measure or draw
-        ax.xaxis.set_visible(False)
+    for ax in axes[:-1]:
+        ax.set_xticks([])
     _set_token_ticks(axes[-1], "x", k_tokens, bars_w)
     if blocked.any():  # say what the hatching means, above the first panel after the mask
         target = axes[min(1, len(axes) - 1)]
