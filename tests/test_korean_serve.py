@@ -11,6 +11,7 @@ Each test holds a class of what was found, not one sentence:
   the note on a text MiniLM does not read said “1개가 [UNK]이거나 쪼개진 조각([UNK])이다” for one [UNK] (the
   example list hung on the kind that was not there) and counted pieces without the special tokens beside a
   heading that counts them (“토큰 12개” over “조각 10개”) — the same note on the command line;
+- a caption cut at a phone's edge: the derivation's "X_dec (3 × 64; 열 64개 중 8" was centred over a table that pans;
 - a negative m in a written softmax read “e^(-5 − -2)”: a negative number after “−” is put in parentheses, as a
   negative factor already is (“× (-0.3)”), in the explanation serve, the offline page and the command line share.
 
@@ -274,6 +275,20 @@ def test_the_page_counts_as_it_says_in_korean(browser_context, served):  # noqa:
             in note), note
     assert "[UNK] ᄆ" not in note and "예: [UNK]" not in note, note
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.close()
+
+    # the translator's step-by-step text on a phone: a matrix's caption ("X_dec (3 × 64; 열 64개 중 8개 표시)") stands
+    # within its table's box, read where the table starts (it was centred over the panning width: cut at the edge)
+    page, more = opened(browser_context, base + "/?tab=translate&source=I+love+you&to=ko&view=head&layer=0&head=1&cell=1,1",
+                        390, 844)
+    errors += more
+    page.wait_for_selector(".qkv-derivation caption")
+    spans = page.evaluate("""() => Array.from(document.querySelectorAll('.qkv-derivation caption')).map(c => {
+        const words = document.createRange(); words.selectNodeContents(c);
+        const w = words.getBoundingClientRect(), t = c.closest('table').getBoundingClientRect();
+        return [c.textContent, w.left - t.left, t.right - w.right]; })""")
+    assert any("X_dec" in text for text, _, _ in spans), spans
+    assert all(left >= -0.5 and right >= -0.5 for _, left, right in spans), spans
     page.close()
 
     # GPT-2's byte-level tokenizer: the same text in bytes, not jamo
