@@ -86,7 +86,7 @@ def test_the_figure_is_the_same_pixels_either_way(reports):
     assert np.array_equal(command, library)
 
 
-def test_a_call_with_arguments_changes_nothing(monkeypatch, tmp_path, capsys):
+def test_a_call_with_arguments_changes_nothing(capsys):
     from qkv.cli import main
 
     before = list(sys.meta_path)

@@ -10,8 +10,6 @@ check that the outputs stay right where the looks were dropped (float64 referenc
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 
@@ -21,6 +19,7 @@ import qkv  # noqa: E402
 from qkv.kernels import route as route_mod  # noqa: E402
 from qkv.kernels import speed  # noqa: E402
 from qkv.kernels.call import check_call  # noqa: E402
+from speed_support import cpus_a_side  # noqa: E402
 
 
 pytestmark = pytest.mark.usefixtures("own_cache")     # tests/conftest.py: the rules, never a calibration
@@ -42,21 +41,10 @@ def _inputs(dtype, t, b=2, h=4, d=32, seed=0, top=None):
     return tuple(x.to(dtype) for x in (q, k, v))
 
 
-@contextlib.contextmanager
 def _one_cpu_a_side():
     """torch on one thread and qkv's machine one CPU (restored after): where the rules give short forward
     calls of every dtype to SDPA on AVX2 CPUs (with two CPUs a side bfloat16 takes the C kernel there)."""
-    import dataclasses
-
-    from qkv.kernels import native
-
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        with native.use_machine(dataclasses.replace(route_mod.current_machine(), cpus=1)):
-            yield
-    finally:
-        torch.set_num_threads(before)
+    return cpus_a_side(1)
 
 
 def _sdpa_takes(dtype, t, causal=False):

@@ -21,6 +21,7 @@ from qkv.attention import _attention  # noqa: E402
 from qkv.kernels import route as route_mod  # noqa: E402
 from qkv.kernels import speed  # noqa: E402
 from qkv.kernels.call import check_call  # noqa: E402
+from speed_support import cpus_a_side  # noqa: E402
 
 T = 96   # above the C kernel's size floor (64·64 scores), small enough to be quick
 
@@ -49,22 +50,7 @@ def _write(tmp_path, cases):
 
 def _two_cpus():
     """Two CPUs a side: torch on two threads, qkv's machine two CPUs (restored after)."""
-    import contextlib
-    import dataclasses
-
-    from qkv.kernels import native
-
-    @contextlib.contextmanager
-    def block():
-        before = torch.get_num_threads()
-        try:
-            torch.set_num_threads(2)
-            with native.use_machine(dataclasses.replace(route_mod.current_machine(), cpus=2)):
-                yield
-        finally:
-            torch.set_num_threads(before)
-
-    return block()
+    return cpus_a_side(2)
 
 
 def test_the_rules_send_each_dtype_where_it_was_measured_faster():
