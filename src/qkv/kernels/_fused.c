@@ -1408,17 +1408,28 @@ static int absmax_view(PyObject *arg, Py_buffer *view, int itemsize)
     return 0;
 }
 
-static PyObject *fused_absmax(PyObject *self, PyObject *args, PyObject *kwargs)
+/* absmax's and absmax_bits16's arguments (x, width=0): x's buffer checked by absmax_view and the vector width
+ * to use; 0 with the view held (the caller releases it), or -1 with the error set. */
+static int absmax_args(PyObject *args, PyObject *kwargs, Py_buffer *view, int itemsize, int *lanes)
 {
     static char *kwlist[] = {"x", "width", NULL};
     PyObject *arg;
     int requested = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|i", kwlist, &arg, &requested) || qkv_check_width(requested) < 0)
-        return NULL;
+        return -1;
+    if (absmax_view(arg, view, itemsize) < 0)
+        return -1;
+    *lanes = qkv_vector_width(requested);
+    return 0;
+}
+
+static PyObject *fused_absmax(PyObject *self, PyObject *args, PyObject *kwargs)
+{
     Py_buffer view;
-    if (absmax_view(arg, &view, 4) < 0)
+    int lanes;
+    if (absmax_args(args, kwargs, &view, 4, &lanes) < 0)
         return NULL;
-    double top = absmax_f32_pass(view.buf, view.len / 4, qkv_vector_width(requested));
+    double top = absmax_f32_pass(view.buf, view.len / 4, lanes);
     PyBuffer_Release(&view);
     return PyFloat_FromDouble(top);
 }
@@ -1473,15 +1484,11 @@ static int bits16_top(const uint16_t *x, Py_ssize_t n, int lanes)
 
 static PyObject *fused_absmax_bits16(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"x", "width", NULL};
-    PyObject *arg;
-    int requested = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|i", kwlist, &arg, &requested) || qkv_check_width(requested) < 0)
-        return NULL;
     Py_buffer view;
-    if (absmax_view(arg, &view, 2) < 0)
+    int lanes;
+    if (absmax_args(args, kwargs, &view, 2, &lanes) < 0)
         return NULL;
-    int top = bits16_top(view.buf, view.len / 2, qkv_vector_width(requested));
+    int top = bits16_top(view.buf, view.len / 2, lanes);
     PyBuffer_Release(&view);
     return PyLong_FromLong(top);
 }
