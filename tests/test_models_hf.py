@@ -271,7 +271,7 @@ def test_trace_of_one_head_uses_its_key_value_head_rope_and_the_causal_mask(load
     trace = model.trace(TEXT, layer=1, head=3, query="cat")
     np.testing.assert_allclose(trace["weights"].value[0], weights[1, 3], rtol=0, atol=1e-6)
     assert trace.meta["kv_head"] == 1 and trace.meta["kv_group"] == [2, 3] and trace.meta["causal"] is True
-    assert trace.meta["query"] == model.tokens(TEXT).index("Ġcat")
+    assert trace.meta["query"] == model.tokens(TEXT).index(" cat")
     for step in ("rope_angles", "q_rotated", "k_rotated", "mask"):
         assert step in trace
     q, q_rotated = trace["q_heads"].value, trace["q_rotated"].value                 # (1, T, 24) each
@@ -441,3 +441,15 @@ def test_bfloat16_weights_are_widened_exactly(checkpoints, tmp_path):
     loaded = models.load(tmp_path / "bf16")
     expected = model.model.layers[0].self_attn.q_proj.weight.detach().float().numpy().T
     np.testing.assert_array_equal(loaded.blocks[0].attention.w_q, expected)
+
+
+def test_inspect_shows_and_finds_the_pieces_of_a_byte_level_model(checkpoints, capsys):
+    """`qkv inspect` on GPT-2 shows " cat" (byte-level BPE's stored "Ġcat" decoded), and --query cat finds it."""
+    from qkv.cli import main
+
+    code = main(["inspect", TEXT, "--model", str(checkpoints["gpt2"]), "--layer", "0", "--head", "1", "--query", "cat",
+                 "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert "".join(out["tokens"]) == TEXT and not any("Ġ" in token for token in out["tokens"])
+    assert out["tokens"][out["query"]] == " cat"

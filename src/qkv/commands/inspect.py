@@ -74,9 +74,10 @@ def handler(args: argparse.Namespace) -> int:
     if args.query is None:
         query = len(tokens) - 1 if is_causal(model) else (1 if len(tokens) > 2 else 0)
     else:
+        from ..models.decoder import find_token
+
         text = args.query
-        if as_int(text) is None and text.strip().lstrip("+-").isdigit() and not any(
-                candidate in tokens for candidate in (text, text.lower(), "Ġ" + text, "▁" + text)):
+        if as_int(text) is None and text.strip().lstrip("+-").isdigit() and find_token(tokens, text) is None:
             # '²', '١': str.isdigit (and int) accept them, qkv's strict parser does not, and they are no token
             raise InputError(t("cli.inspect.not_token", value=repr(text)), field="--query")
         try:

@@ -311,8 +311,9 @@ class CausalLM:
         return self.token_strings(self.token_ids(text))
 
     def token_strings(self, ids: Sequence[int]) -> list[str]:
-        """The tokenizer's string for each id (byte-level BPE shows a leading space as "Ġ")."""
-        return [self.tokenizer.id_to_token(int(i)) or f"<{int(i)}>" for i in ids]
+        """The text each id stands for, as a reader would write it: " cat", not byte-level BPE's "Ġcat" or
+        SentencePiece's "▁cat" (see `piece_text`); an id the vocabulary lacks as "<id>"."""
+        return [piece_text(self.tokenizer, int(i)) for i in ids]
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
@@ -525,18 +526,41 @@ class CausalLM:
         return query_index(tokens, query)
 
 
+def piece_text(tokenizer, token_id: int) -> str:
+    """What one token id stands for, for a reader. Byte-level BPE (GPT-2, Qwen2 …) stores bytes as stand-in
+    letters ("Ġ" a space, "Ċ" a newline, "ìķĪ" the three bytes of 안): the id's bytes are decoded instead
+    (" cat"; a byte that is part of a character split across tokens reads "�"). SentencePiece's word mark "▁"
+    is the space it stands for. WordPiece's "##" stays: it says the piece continues a word, and BERT's readers
+    know it. Special tokens ([CLS], <s>, <|endoftext|>) are shown as they are."""
+    raw = tokenizer.id_to_token(token_id)
+    if raw is None:
+        return f"<{token_id}>"
+    if "ByteLevel" in repr(getattr(tokenizer, "decoder", None)):
+        return tokenizer.decode([token_id], skip_special_tokens=False)
+    return raw.replace("\u2581", " ")
+
+
+def find_token(tokens: Sequence[str], text: str) -> int | None:
+    """The first row of ``tokens`` that is ``text`` as typed — as written, in lower case (BERT's uncased
+    tokenizers), or after a word's leading space (" cat" for cat) — else None."""
+    tokens = list(tokens)
+    for candidate in (text, text.lower(), " " + text, " " + text.lower()):
+        if candidate in tokens:
+            return tokens.index(candidate)
+    return None
+
+
 def query_index(tokens: Sequence[str], query: int | str) -> int:
     """The row of ``query`` in ``tokens``, for every model family: a token string (its first occurrence,
-    also as the lower-case form BERT's uncased tokenizers give, or with byte-level BPE's "Ġ" or
-    SentencePiece's "▁" for a leading space), or a row index (an int, or a string of ASCII digits —
-    parsed strictly, '²' is no number — that is no token)."""
+    see `find_token`), or a row index (an int, or a string of ASCII digits — parsed strictly, '²' is no
+    number — that is no token)."""
     from .._io import as_int
 
     tokens = list(tokens)
     if isinstance(query, str):
-        for candidate in (query, query.lower(), "Ġ" + query, "▁" + query):
-            if candidate in tokens:
-                return tokens.index(candidate)
+        found = find_token(tokens, query)
+        if found is not None:
+            return found
         number = as_int(query)
         if number is None:
             raise InputError.keyed("error.query.token", field="query", value=repr(query), tokens=" ".join(tokens))
