@@ -515,3 +515,15 @@ def test_page_lenses_embed_every_pairs_products_up_to_the_limit(monkeypatch):
     monkeypatch.setattr(qkv.notebook, "NEURON_NUMBERS", count - 1)
     left = qkv.notebook.page_lenses(trace)
     assert left["neuron_left_out"] == count and left["neuron"] == {} and left["neuron_limit"] == count - 1
+
+
+@pytest.mark.parametrize("name", ex.names())
+def test_html_numbers_carry_a_true_minus(traces, name):
+    """The page's derivation writes a negative number as the page's matrix and cell views and the figures do,
+    "−0.18" (U+2212), not "-0.18"; every number still reads back as a float."""
+    shown = re.findall(r'<span class="qkv-n[^"]*"[^>]*>([^<]*)</span>', derivation_html(traces[name]))
+    assert shown and not [n for n in shown if "-" in n]
+    for number in shown:
+        float(number.replace("−", "-").replace("∞", "inf"))
+    if name == "self-attention":      # its K has negative entries (k_learning = [−0.18, 1.86] in the post)
+        assert any(n.startswith("−") for n in shown)

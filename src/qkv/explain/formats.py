@@ -171,7 +171,7 @@ def to_text(ctx: Context, *, color: bool = False, width: int = 100) -> str:
 
 # --------------------------------------------------------------------------- Markdown + LaTeX
 def _latex_num(value: float, digits: int, group: int | None) -> str:
-    text = fmt(value, digits).replace("∞", r"\infty").replace("-", "-")
+    text = fmt(value, digits).replace("∞", r"\infty")
     if "e" in text and "\\" not in text:
         mantissa, exponent = text.split("e")
         text = rf"{mantissa}\times 10^{{{int(exponent)}}}"
@@ -265,8 +265,10 @@ def to_markdown(ctx: Context) -> str:
 
 # --------------------------------------------------------------------------- HTML fragment
 def _html_num(value: float, digits: int, group: int | None) -> str:
+    # a true minus (−, U+2212), as the page's matrix and cell views and the figures write it; the terminal and
+    # Markdown keep "-", which a reader can copy into Python
     colour = _colour(group, 1)
-    text = html.escape(fmt(value, digits))
+    text = html.escape(fmt(value, digits).replace("-", "−"))
     if colour:
         return f'<span class="qkv-n qkv-head-{group}" style="color:{colour}">{text}</span>'
     return f'<span class="qkv-n">{text}</span>'     # a number never breaks across lines
