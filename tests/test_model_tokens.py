@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from qkv.models.decoder import find_token, piece_text, query_index
+from qkv.models.decoder import _byte_of_stand_in, find_token, piece_text, query_index
 
 from model_fixtures import train_tokenizer
 
@@ -31,14 +31,34 @@ def test_byte_level_pieces_are_the_text_they_stand_for():
     assert " cat" in pieces
 
 
-def test_byte_level_pieces_of_a_split_character_say_so():
+def test_byte_level_pieces_of_a_split_character_are_its_bytes():
     tokenizer = train_tokenizer(bos=False)
     rare = "뷁똠"                    # two syllables no token of the trained vocabulary holds whole
     assert not any(c in tokenizer.decode([i]) for i in range(tokenizer.get_vocab_size()) for c in rare)
     pieces = _pieces(tokenizer, rare)
-    assert len(pieces) == len(rare.encode()) == 6                      # one byte a piece
-    assert pieces == ["\ufffd"] * 6                                     # not byte-level's stand-ins ("ë", "·", …)
+    assert pieces == [f"<0x{b:02X}>" for b in rare.encode()]          # one byte a piece, not "ë", "·", …
     assert tokenizer.decode(tokenizer.encode(rare).ids) == rare        # together they are the text again
+
+
+def test_a_control_character_is_named_by_its_byte():
+    tokenizer = train_tokenizer(bos=False)
+    pieces = _pieces(tokenizer, "cat\nsat")
+    assert "<0x0A>" in pieces and not any("\n" in piece or "Ċ" in piece for piece in pieces)
+
+
+def test_the_stand_in_letters_are_the_tokenizers_own():
+    """Every byte a UTF-8 text can hold (all but C0, C1, F5–FF), read back from the letters the tokenizers
+    library's ByteLevel pre-tokenizer writes for it."""
+    letters = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    seen = {}
+    for code in [*range(0x00, 0x800, 1), *range(0x800, 0x10000, 64), *range(0x10000, 0x110000, 4096)]:
+        char = chr(code)
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        (written, _), = letters.pre_tokenize_str(char)
+        seen.update(zip(written, char.encode()))
+    assert len(seen) == 256 - 13
+    assert all(_byte_of_stand_in()[letter] == byte for letter, byte in seen.items())
 
 
 def test_special_tokens_are_shown_as_they_are():

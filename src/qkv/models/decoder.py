@@ -11,7 +11,9 @@ runs them — one route for computing, tracing and decoding (a `qkv.KVCache` per
 
 from __future__ import annotations
 
+import functools
 import math
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -529,15 +531,33 @@ class CausalLM:
 def piece_text(tokenizer, token_id: int) -> str:
     """What one token id stands for, for a reader. Byte-level BPE (GPT-2, Qwen2 …) stores bytes as stand-in
     letters ("Ġ" a space, "Ċ" a newline, "ìķĪ" the three bytes of 안): the id's bytes are decoded instead
-    (" cat"; a byte that is part of a character split across tokens reads "�"). SentencePiece's word mark "▁"
-    is the space it stands for. WordPiece's "##" stays: it says the piece continues a word, and BERT's readers
-    know it. Special tokens ([CLS], <s>, <|endoftext|>) are shown as they are."""
+    (" cat", "안"). Bytes that are no whole character alone (a piece of a character split across tokens) and
+    control characters are written as their bytes, "<0xEC>", "<0x0A>", as SentencePiece's byte tokens are
+    named. SentencePiece's word mark "▁" is the space it stands for. WordPiece's "##" stays: it says the piece
+    continues a word, and BERT's readers know it. Special tokens ([CLS], <s>, <|endoftext|>) are shown as they are."""
     raw = tokenizer.id_to_token(token_id)
     if raw is None:
         return f"<{token_id}>"
-    if "ByteLevel" in repr(getattr(tokenizer, "decoder", None)):
-        return tokenizer.decode([token_id], skip_special_tokens=False)
-    return raw.replace("\u2581", " ")
+    if "ByteLevel" not in repr(getattr(tokenizer, "decoder", None)):
+        return raw.replace("\u2581", " ")
+    stand_in = _byte_of_stand_in()
+    if not all(c in stand_in for c in raw):          # a special or added token, stored as written
+        return raw
+    data = bytes(stand_in[c] for c in raw)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "".join(f"<0x{b:02X}>" for b in data)
+    return "".join(f"<0x{ord(c):02X}>" if unicodedata.category(c) == "Cc" else c for c in text)
+
+
+@functools.lru_cache(maxsize=1)
+def _byte_of_stand_in() -> dict[str, int]:
+    """Byte-level BPE's alphabet (GPT-2's bytes_to_unicode, which the tokenizers library's ByteLevel uses):
+    the printable bytes stand for themselves, the other 68 for the letters from U+0100 on, in byte order."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    return {**{chr(b): b for b in printable}, **{chr(256 + n): b for n, b in enumerate(others)}}
 
 
 def find_token(tokens: Sequence[str], text: str) -> int | None:
