@@ -1632,6 +1632,147 @@ static PyObject *fused_convert16(PyObject *self, PyObject *args, PyObject *kwarg
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(flash_at_doc,
+"flash_at(q, k, v, out, heads, kv_heads, tq, tk, dk, dv, scale, headroom, causal, kind, block_q=128,\n"
+"         block_k=128, width=0) -> None\n\n"
+"out = softmax(q·kᵀ·scale)·v of whole contiguous CPU torch tensors read at their addresses (each a\n"
+"data_ptr() the caller holds for the call), on this thread, the GIL released: q (heads, tq, dk),\n"
+"k (kv_heads, tk, dk), v (kv_heads, tk, dv), out (heads, tq, dv), all of one kind — 0 float32, 1\n"
+"bfloat16, 2 float16 (computed in float32 and rounded to nearest even, as convert16) — with q head h\n"
+"reading kv head h / (heads / kv_heads). causal: row i sees keys j <= i + tk − tq (bottom-right); a\n"
+"row that sees no key gives 0. The same query and key blocks (block_q × block_k), block table and\n"
+"per-block steps as flash_many (headroom: its lazy reference's, blocked._HEADROOM) over the C training route's plan, so the same bits: the route for a\n"
+"short call no gradient is asked of, where building NumPy views, a task table and an autograd\n"
+"Function cost more than the arithmetic (kernels/autograd.py). Needs set_sgemm first.");
+
+static PyObject *fused_flash_at(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"q", "k", "v", "out", "heads", "kv_heads", "tq", "tk", "dk", "dv", "scale", "headroom",
+                             "causal", "kind", "block_q", "block_k", "width", NULL};
+    unsigned long long a_q, a_k, a_v, a_out;
+    Py_ssize_t heads, kv_heads, tq, tk, dk, dv, bq = 128, bk = 128;
+    float scale, headroom;
+    int causal, kind, requested = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KKKKnnnnnnffpi|nni", kwlist, &a_q, &a_k, &a_v, &a_out, &heads,
+                                     &kv_heads, &tq, &tk, &dk, &dv, &scale, &headroom, &causal, &kind, &bq, &bk, &requested)
+        || qkv_check_width(requested) < 0)
+        return NULL;
+    int width = qkv_vector_width(requested);
+    if (!a_q || !a_k || !a_v || !a_out || heads < 1 || kv_heads < 1 || heads % kv_heads || tq < 1 || tk < 1 ||
+        dk < 1 || dv < 1 || bq < 1 || bk < 1 || kind < 0 || kind > 2) {
+        PyErr_SetString(PyExc_ValueError, "flash_at: non-null addresses, heads a multiple of kv_heads >= 1, sizes and "
+                                          "blocks >= 1, kind 0 (float32), 1 (bfloat16) or 2 (float16)");
+        return NULL;
+    }
+    if (kind == 2 && width < 8) {
+        PyErr_SetString(PyExc_ValueError, "flash_at: float16 needs the F16C instructions (width >= 8)");
+        return NULL;
+    }
+    if (qkv_sgemm_address == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "flash_at needs a BLAS sgemm: call set_sgemm first");
+        return NULL;
+    }
+    if (bq > tq)
+        bq = tq;
+    if (bk > tk)
+        bk = tk;
+    Py_ssize_t half = kind != 0;
+    /* scratch: the scaled q rows of a block, the scores, three row vectors, and for 16-bit kinds one kv
+     * head's k and v and a block's output in float32 */
+    size_t n_qs = (size_t)(bq * dk), n_sc = (size_t)(bq * bk), n_vec = (size_t)(3 * bq);
+    size_t n_kv = half ? (size_t)(tk * dk + tk * dv) : 0, n_acc = half ? (size_t)(bq * dv) : 0;
+    float *scratch = PyMem_RawMalloc((n_qs + n_sc + n_vec + n_kv + n_acc) * sizeof(float));
+    if (scratch == NULL)
+        return PyErr_NoMemory();
+    float *qs = scratch, *sc = qs + n_qs, *vec = sc + n_sc, *kf = vec + n_vec, *vf = kf + (half ? tk * dk : 0);
+    float *acc_half = vf + (half ? tk * dv : 0);
+    Py_ssize_t group = heads / kv_heads, shift = tk - tq;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t g = 0; g < kv_heads; g++) {
+        const float *kh, *vh;
+        if (kind == 0) {
+            kh = (const float *)(uintptr_t)a_k + g * tk * dk;
+            vh = (const float *)(uintptr_t)a_v + g * tk * dv;
+        } else {
+            const uint16_t *k16 = (const uint16_t *)(uintptr_t)a_k + g * tk * dk;
+            const uint16_t *v16 = (const uint16_t *)(uintptr_t)a_v + g * tk * dv;
+#ifdef FUSED_X86
+            if (kind == 2) {
+                f16_to_f32_f16c(k16, kf, tk * dk);
+                f16_to_f32_f16c(v16, vf, tk * dv);
+            } else
+#endif
+            {
+                bf16_to_f32(k16, (uint32_t *)kf, tk * dk);
+                bf16_to_f32(v16, (uint32_t *)vf, tk * dv);
+            }
+            kh = kf;
+            vh = vf;
+        }
+        for (Py_ssize_t h = g * group; h < (g + 1) * group; h++) {
+            for (Py_ssize_t i0 = 0; i0 < tq; i0 += bq) {
+                Py_ssize_t rows = tq - i0 < bq ? tq - i0 : bq;
+                float *acc = kind == 0 ? (float *)(uintptr_t)a_out + (h * tq + i0) * dv : acc_half;
+                float *ref = vec, *l = vec + bq, *alpha = vec + 2 * bq;
+                /* the keys this block's last row sees (causal): none, no work (a zero output) */
+                Py_ssize_t end = causal ? i0 + rows + shift : tk;
+                if (end > tk)
+                    end = tk;
+                for (Py_ssize_t r = 0; r < rows; r++) {
+                    ref[r] = 0.0f;
+                    l[r] = 0.0f;
+                    memset(acc + r * dv, 0, (size_t)dv * sizeof(float));
+                }
+                if (end > 0) {
+                    if (kind == 0) {
+                        const float *q = (const float *)(uintptr_t)a_q + (h * tq + i0) * dk;
+                        for (Py_ssize_t x = 0; x < rows * dk; x++)
+                            qs[x] = q[x] * scale;
+                    } else {
+                        const uint16_t *q16 = (const uint16_t *)(uintptr_t)a_q + (h * tq + i0) * dk;
+#ifdef FUSED_X86
+                        if (kind == 2)
+                            f16_to_f32_f16c(q16, qs, rows * dk);
+                        else
+#endif
+                            bf16_to_f32(q16, (uint32_t *)qs, rows * dk);
+                        for (Py_ssize_t x = 0; x < rows * dk; x++)
+                            qs[x] *= scale;
+                    }
+                    struct flash_task task = {qs, dk, kh, dk, vh, dv, acc, dv, rows, dk, dv, ref, l, alpha, NULL,
+                                              headroom, sc, bk, width, SCORE_PLAIN, NULL, 0, 1.0f};
+                    for (Py_ssize_t j0 = 0; j0 < end; j0 += bk) {
+                        Py_ssize_t j1 = j0 + bk < tk ? j0 + bk : tk;
+                        /* as the plan's table (autograd._Plan): a block every row sees whole is full (no flag);
+                         * one the causal diagonal cuts keeps c < limit + r in row r */
+                        struct block_row row = {j0, j1, 0, 0, 0};
+                        if (causal && i0 + shift + 1 < j1) {
+                            row.flags = BLOCK_LIMIT;
+                            row.limit = i0 + shift + 1 - j0;
+                        }
+                        struct flash_block block = block_at(&row, NULL, NULL);
+                        if (!tile_block(&task, &block))
+                            flash_block_blas(&task, &block);
+                    }
+                }
+                finish_rows(acc, dv, rows, dv, ref, l, NULL);
+                if (kind != 0) {
+                    uint16_t *o16 = (uint16_t *)(uintptr_t)a_out + (h * tq + i0) * dv;
+#ifdef FUSED_X86
+                    if (kind == 2)
+                        f32_to_f16_f16c(acc, o16, rows * dv);
+                    else
+#endif
+                        f32_to_bf16((const uint32_t *)acc, o16, rows * dv);
+                }
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(scratch);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(exp_doc,
 "exp(src, dst, width=0)\n\n"
 "dst = exp(src) elementwise with this module's float32 exponential (for testing its accuracy);\n"
@@ -1806,6 +1947,7 @@ static PyMethodDef methods[] = {
     {"softmax_rows", (PyCFunction)(void (*)(void))softmax_rows, METH_VARARGS | METH_KEYWORDS, softmax_rows_doc},
     {"flash_rows", (PyCFunction)(void (*)(void))flash_rows, METH_VARARGS | METH_KEYWORDS, flash_rows_doc},
     {"flash_many", (PyCFunction)(void (*)(void))flash_many, METH_VARARGS | METH_KEYWORDS, flash_many_doc},
+    {"flash_at", (PyCFunction)(void (*)(void))fused_flash_at, METH_VARARGS | METH_KEYWORDS, flash_at_doc},
     {"backward_many", (PyCFunction)(void (*)(void))qkv_backward_many, METH_VARARGS | METH_KEYWORDS,
      qkv_backward_many_doc},
     {"absmax", (PyCFunction)(void (*)(void))fused_absmax, METH_VARARGS | METH_KEYWORDS, absmax_doc},
