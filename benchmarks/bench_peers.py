@@ -2,13 +2,15 @@
 
     .venv/bin/python benchmarks/bench_peers.py [--sizes 256,1024,4096] [--rounds 5] [--calls 5]
                                                [--kinds numpy,bfloat16,float16] [--json FILE]
-                                               [--shape 1,8,64] [--cpus N]
+                                               [--shape 1,8,64] [--cpus N] [--route torch_flash]
 
 Kinds: `numpy` — qkv.attention on NumPy float32 arrays against torch's SDPA on float32 tensors of the
 same values; `bfloat16` / `float16` / `float32` — qkv.attention on torch tensors of that dtype against SDPA
 on the same tensors (forward, no autograd). B = 1, H = 8, D = 64 (`--shape B,H,D`), unmasked and causal
 (`is_causal`). `--cpus N`: each child is held to the first N CPUs this process may use (its affinity set
-before torch is imported, so torch's threads and qkv's pool both see N; `--cpus 1`: one thread a side).
+before torch is imported, so torch's threads and qkv's pool both see N; `--cpus 1`: one thread a side). `--route NAME`: the qkv side pinned to that route (`torch_flash`: the C kernel,
+`torch_sdpa`: qkv's own front before SDPA), where the default lets qkv choose: how the speed rules
+(kernels/speed.py) are measured, each side in its own process.
 A call shorter than ~20 ms is timed in runs of calls in a row that fill ~20 ms (a sample; `--calls` samples).
 
 Made for a machine other work shares: each (kind, T, side) runs in a fresh process (no thread pool, cache
@@ -47,6 +49,7 @@ def _parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--json", default=None)
     parser.add_argument("--shape", default=f"1,{HEADS},{WIDTH}", help="B,H,D")
     parser.add_argument("--cpus", type=int, default=None, help="hold each child to this many CPUs")
+    parser.add_argument("--route", default=None, help="pin the qkv side to this route (torch_flash, torch_sdpa)")
     parser.add_argument("--side", default=None, help=argparse.SUPPRESS)   # internal: one process's side
     parser.add_argument("--kind", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--t", type=int, default=None, help=argparse.SUPPRESS)
@@ -87,9 +90,12 @@ def run_side(args) -> int:
         arrays = tuple(torch.from_numpy(a).to(getattr(torch, args.kind)) for a in (q, k, v))
     if args.side == "qkv":
         import qkv
+        from qkv.attention import _attention
 
-        def call(causal):
-            return qkv.attention(*arrays, causal=causal)
+        def call(causal):   # (the public call when nothing is pinned: what a user's call costs)
+            if args.route is None:
+                return qkv.attention(*arrays, causal=causal)
+            return _attention(*arrays, causal=causal, route=args.route)
     else:
         sdpa = torch.nn.functional.scaled_dot_product_attention
 
@@ -105,7 +111,7 @@ def run_side(args) -> int:
         from qkv.kernels.call import check_call
 
         with torch.no_grad():
-            route = {name: route_mod.choose_call_route(check_call(*arrays, causal=causal))[1].name.value
+            route = {name: route_mod.choose_call_route(check_call(*arrays, causal=causal), route=args.route)[1].name.value
                      for name, causal in (("dense", False), ("causal", True))}
     print(json.dumps({"times": out, "route": route, "torch_threads": torch.get_num_threads()}))
     return 0
@@ -167,6 +173,8 @@ def main(argv=None) -> int:
     machine = _machine()
     if args.cpus:
         machine["cpus_per_side"] = args.cpus
+    if args.route:
+        machine["qkv_route"] = args.route
     machine["load_before"] = os.getloadavg()[0]
     rounds = {(kind, t): [] for kind in kinds for t in sizes}
     loads = []
@@ -180,6 +188,8 @@ def main(argv=None) -> int:
                                "--t", str(t), "--calls", str(args.calls), "--shape", args.shape]
                     if args.cpus:
                         command += ["--cpus", str(args.cpus)]
+                    if args.route:
+                        command += ["--route", args.route]
                     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
                     if done.returncode:
                         print(done.stderr, file=sys.stderr)
@@ -211,6 +221,7 @@ def main(argv=None) -> int:
           f"before, {min(loads):.1f}–{max(loads):.1f} per round, {machine['load_after']:.1f} after")
     print(f"B={batch} H={heads} D={width}; each side in its own process"
           f"{f' held to {args.cpus} CPU(s)' if args.cpus else ''} (torch threads {rows[0]['torch_threads']}), "
+          f"{f'qkv pinned to {args.route}, ' if args.route else ''}"
           f"alternating, {args.rounds} rounds × median of {args.calls} samples; CPU ms (process_time, all threads) "
           f"and wall ms; × = peer / qkv (> 1: qkv faster)")
     print(f"{'qkv on':<10}{'T':>6} {'mask':<7}{'qkv route':<14}{'qkv CPU ms':>20}{'peer CPU ms':>22}{'×CPU':>7}"
