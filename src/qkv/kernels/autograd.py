@@ -1007,10 +1007,12 @@ def _short_forward(call: Call):
     them — NumPy views of each tensor, the casts, a task table, the pool and a torch.autograd.Function —
     which cost a B1 H8 T64 D64 float32 call ~60 µs beside ~130 µs of arithmetic on one AMD EPYC Zen 4
     core (load ~10), more than SDPA's whole call at T = 16 (~19 µs)."""
+    if call.mask is not None or call.mask_mod is not None or call.score_mod is not None or not call.lead \
+            or _compiling():   # (a trace may not read the ContextVar behind native.extension(); the op runs)
+        return None
     fused = native.extension()
     flash_at = getattr(fused, "flash_at", None)   # (an extension built before it: the general path)
-    if flash_at is None or call.mask is not None or call.mask_mod is not None or call.score_mod is not None \
-            or call.differentiated or not call.lead:
+    if flash_at is None or call.differentiated:
         return None
     kinds = _AT_KINDS or _at_kinds()
     kind = kinds.get(call.dtype)
