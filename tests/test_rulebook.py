@@ -29,6 +29,7 @@ def rules_not_calibration(monkeypatch, tmp_path):
         pytest.fail("qkv.kernels._fused is not built (tests/test_fused.py says why)")
     monkeypatch.setenv("QKV_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(speed, "has_avx512", lambda: True)
+    monkeypatch.setattr(speed, "has_amx", lambda: True)   # (AVX-512 without AMX has its own rule since)
     speed.load(refresh=True)
     yield
     monkeypatch.undo()

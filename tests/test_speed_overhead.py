@@ -47,6 +47,17 @@ def _one_cpu_a_side():
     return cpus_a_side(1)
 
 
+@pytest.fixture
+def avx2_rules():
+    """The rules of an AVX2 CPU, whatever CPU runs the test (one CPU a side they send bfloat16 below T = 1024 to
+    SDPA; an AVX-512 CPU without AMX takes the C kernel from T = 64: kernels/speed.py). Restored after."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(speed, "has_avx512", lambda: False)
+        speed.load(refresh=True)   # (kept routes are keyed by the table's generation)
+        yield
+    speed.load(refresh=True)
+
+
 def _sdpa_takes(dtype, t, causal=False):
     """Whether the rules here send an unmasked square call of this dtype and length to SDPA (C kernel built)."""
     if t * t < route_mod._C_KERNEL_MIN_SCORES:
@@ -55,8 +66,8 @@ def _sdpa_takes(dtype, t, causal=False):
 
 
 @pytest.mark.parametrize("t", [16, 96])
-def test_an_unmasked_sdpa_call_reads_q_and_k_only(t):
-    """bfloat16, one CPU a side (SDPA below T = 1024 by the rules on every CPU met): the overflow look alone, reading max |q|
+def test_an_unmasked_sdpa_call_reads_q_and_k_only(t, avx2_rules):
+    """bfloat16, one CPU a side (SDPA below T = 1024 by an AVX2 CPU's rules): the overflow look alone, reading max |q|
     and max |k|; max |v| — the C kernel's value check — is never read (the old route asked `values_ok`,
     reading all three, on every call at T = 96)."""
     dtype = torch.bfloat16
@@ -68,7 +79,7 @@ def test_an_unmasked_sdpa_call_reads_q_and_k_only(t):
 
 
 @pytest.mark.parametrize("t", [16, 96])
-def test_a_causal_sdpa_call_still_checks_the_future_values(t):
+def test_a_causal_sdpa_call_still_checks_the_future_values(t, avx2_rules):
     """Causal: SDPA multiplies the future keys' values by 0, so a NaN there would reach every earlier row.
     Its trail asks whether k and v are finite; with a NaN in the last value the call leaves SDPA and every
     row but the last (the one query that attends to it) equals the float64 reference."""
@@ -185,11 +196,14 @@ def _one_cpu_machine():
     return native.use_machine(dataclasses.replace(route_mod.current_machine(), cpus=1))
 
 
-@pytest.mark.skipif(speed.has_avx512(), reason="the one-CPU rules were measured on an AVX2 CPU only")
 def test_one_cpu_a_side_sends_short_forward_calls_to_sdpa():
-    """torch on one thread and qkv on one CPU (bench_peers.py --cpus 1: float32 T = 96 between ×0.27 at 64
+    """An AVX2 CPU's rules, whatever CPU runs this (the one-CPU rules were measured on one; AVX-512 CPUs
+    without AMX take the C kernel from T = 64 with one CPU too: kernels/speed.py). torch on one thread and qkv on one CPU (bench_peers.py --cpus 1: float32 T = 96 between ×0.27 at 64
     and ×0.49 at 128 for the C kernel): short forward calls take SDPA; the same calls with torch on two
     threads, or under autograd, keep the C kernel; a kept route follows a change of torch's threads."""
+    patch = pytest.MonkeyPatch()   # (its own: undoing it leaves the cache fixture's alone)
+    patch.setattr(speed, "has_avx512", lambda: False)
+    speed.load(refresh=True)   # (kept routes are keyed by the table's generation)
     before = torch.get_num_threads()
     q, k, v = _inputs(torch.float32, 96)
     try:
@@ -210,6 +224,8 @@ def test_one_cpu_a_side_sends_short_forward_calls_to_sdpa():
             assert trained.name == route_mod.TORCH_FLASH
     finally:
         torch.set_num_threads(before)
+        patch.undo()
+        speed.load(refresh=True)
 
 
 def test_a_calibration_counts_for_its_own_torch_threads(own_cache):

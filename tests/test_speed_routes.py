@@ -48,42 +48,72 @@ def _write(tmp_path, cases):
     speed.save(table)
 
 
+@pytest.fixture
+def cpu_kind():
+    """pin(kind): the rules read this CPU kind's flags — "avx2" (no AVX-512), "avx512_amx" (an Intel Xeon's),
+    "avx512" (AVX-512 without AMX: AMD EPYC Zen 4) — whatever CPU runs the test; kept routes are dropped
+    (speed.load(refresh=True) moves the generation they are keyed by). Restored after."""
+    with pytest.MonkeyPatch.context() as patch:   # (its own: undoing it leaves the cache fixture's alone)
+        def pin(kind):
+            patch.setattr(speed, "has_avx512", lambda: kind != "avx2")
+            patch.setattr(speed, "has_amx", lambda: kind == "avx512_amx")
+            speed.load(refresh=True)
+
+        yield pin
+    speed.load(refresh=True)
+
+
 def _two_cpus():
     """Two CPUs a side: torch on two threads, qkv's machine two CPUs (restored after)."""
     return cpus_a_side(2)
 
 
-def test_the_rules_send_each_dtype_where_it_was_measured_faster():
-    """No calibration, two CPUs a side: bfloat16 forward takes SDPA on AVX-512 CPUs and the C kernel on
-    AVX2-only ones (SDPA's OpenMP team costs a short call ~8 ms of CPU there: ×2.0–9.3 at T = 64–256), and
-    SDPA under autograd on every CPU; float32 the C kernel, float16 under autograd the C kernel (SDPA's
-    float16 backward ×3.7–7.4 slower); float16 forward SDPA on AVX-512 CPUs, the C kernel on AVX2-only ones
-    (`test_the_half_precision_rules_follow_the_cpu`)."""
-    wide = speed.has_avx512()
+@pytest.mark.parametrize("kind", ["avx2", "avx512_amx", "avx512"])
+def test_the_rules_send_each_dtype_where_it_was_measured_faster(cpu_kind, kind):
+    """No calibration, two CPUs a side, each CPU kind's rules whatever CPU runs this: bfloat16 forward takes
+    SDPA on AVX-512 CPUs with AMX and the C kernel on AVX2-only ones (SDPA's OpenMP team costs a short call
+    ~8 ms of CPU there: ×2.0–9.3 at T = 64–256), SDPA under autograd on both; float32 the C kernel, float16
+    under autograd the C kernel (SDPA's float16 backward ×3.7–7.4 slower); float16 forward SDPA on AVX-512
+    CPUs with AMX, the C kernel on AVX2-only ones (`test_the_half_precision_rules_follow_the_cpu`). AVX-512
+    without AMX (AMD EPYC Zen 4): the C kernel for every dtype, forward and under autograd (×1.12–9.1)."""
+    cpu_kind(kind)
+    sdpa_forward = kind == "avx512_amx"
+    sdpa_train_bf16 = kind != "avx512"
     with torch.no_grad(), _two_cpus():
-        bf16 = route_mod.TORCH_SDPA if wide else route_mod.TORCH_FLASH
+        bf16 = route_mod.TORCH_SDPA if sdpa_forward else route_mod.TORCH_FLASH
         assert _chosen(*_inputs(torch.bfloat16)).name == bf16
         assert _chosen(*_inputs(torch.bfloat16), causal=True).name == bf16   # (T = 96)
         assert _chosen(*_inputs(torch.float32)).name == route_mod.TORCH_FLASH
-        assert _chosen(*_inputs(torch.float16)).name == (route_mod.TORCH_SDPA if speed.has_avx512()
-                                                         else route_mod.TORCH_FLASH)
+        assert _chosen(*_inputs(torch.float16)).name == bf16
     with _two_cpus():
         assert _chosen(*_inputs(torch.float16, grad=True)).name == route_mod.TORCH_FLASH
-        assert _chosen(*_inputs(torch.bfloat16, grad=True)).name == route_mod.TORCH_SDPA
-        reason = _chosen(*_inputs(torch.bfloat16, grad=True)).reason
-    assert "SDPA is faster here" in reason and "rules" in reason
+        trained = _chosen(*_inputs(torch.bfloat16, grad=True))
+    if sdpa_train_bf16:
+        assert trained.name == route_mod.TORCH_SDPA
+        assert "SDPA is faster here" in trained.reason and "rules" in trained.reason
+    else:
+        assert trained.name == route_mod.TORCH_FLASH
 
 
 def test_the_half_precision_rules_follow_the_cpu():
-    """AVX-512 CPUs (the first measurements): float16 forward SDPA up to T ≈ 2048, the C kernel beyond (×1.57
+    """AVX-512 CPUs with AMX (the first measurements): float16 forward SDPA up to T ≈ 2048, the C kernel beyond (×1.57
     at T = 4096), bfloat16 SDPA. AVX2-only (AMD EPYC Zen 3, measured one thread a side after the casts moved
     into C): float16 the C kernel at every T (×1.3–3.4), bfloat16 forward the C kernel at every T with two
     CPUs a side (×2.0–9.3 at T = 64–256, ×1.25–1.97 from 512) and from T = 1024 (causal 512) with one, SDPA
-    under autograd. This machine follows its own CPU's rules."""
+    under autograd. AVX-512 without AMX (AMD EPYC Zen 4, measured 7 December): the C kernel for every dtype and
+    T (float32 forward on one CPU a side below T = 96: SDPA, ×0.94–0.99 at 64). This machine follows its own
+    CPU's rules."""
     rules = speed._rules
-    assert rules("float16", False, False, 2048, avx512=True) == speed.SDPA
-    assert rules("float16", False, False, 4096, avx512=True) == speed.C_KERNEL
-    assert rules("bfloat16", True, False, 4096, avx512=True) == speed.SDPA
+    assert rules("float16", False, False, 2048, avx512=True, amx=True) == speed.SDPA
+    assert rules("float16", False, False, 4096, avx512=True, amx=True) == speed.C_KERNEL
+    assert rules("bfloat16", True, False, 4096, avx512=True, amx=True) == speed.SDPA
+    for dtype in speed.DTYPES:   # AVX-512 without AMX: the C kernel everywhere but float32 T < 96 on one CPU
+        for t in (64, 512, 1024, 4096):
+            for causal in (False, True):
+                for train in (False, True):
+                    for one_cpu in (False, True):
+                        assert rules(dtype, causal, train, t, avx512=True, amx=False, one_cpu=one_cpu) == \
+                            (speed.SDPA if one_cpu and not train and dtype == "float32" and t < 96 else speed.C_KERNEL)
     for t in (64, 256, 1024, 2048, 8192):
         for causal in (False, True):
             assert rules("float16", causal, False, t, avx512=False) == speed.C_KERNEL
@@ -101,7 +131,7 @@ def test_the_half_precision_rules_follow_the_cpu():
                     dtype, causal, False, t, avx512=wide, one_cpu=speed._one_cpu(speed.torch_threads()))
     with torch.no_grad(), _two_cpus():   # the route itself, at T = 512 (the half-precision rules differ by CPU there)
         q, k, v = _inputs(torch.bfloat16, tq=512, tk=512)
-        expected = route_mod.TORCH_SDPA if wide else route_mod.TORCH_FLASH
+        expected = route_mod.TORCH_SDPA if wide and speed.has_amx() else route_mod.TORCH_FLASH
         assert _chosen(q, k, v, causal=True).name == expected
         assert _chosen(q, k, v).name == expected
         assert _chosen(*_inputs(torch.float16, tq=512, tk=512)).name == expected
@@ -142,12 +172,13 @@ def test_a_calibration_decides_over_the_rules(own_cache):
 
 @pytest.mark.parametrize("content", [b"{not json", b'{"format": 1, "key": "another machine", "cases": []}',
                                      b'{"format": 99}', b"[1, 2]"])
-def test_an_unreadable_or_foreign_calibration_falls_back_to_the_rules(own_cache, content):
+def test_an_unreadable_or_foreign_calibration_falls_back_to_the_rules(own_cache, cpu_kind, content):
+    cpu_kind("avx2")   # (rules whose answer here, SDPA, differs from the C kernel's floor-free default)
     speed.cache_path().parent.mkdir(parents=True, exist_ok=True)
     speed.cache_path().write_bytes(content)
     table, source = speed.load(refresh=True)
     assert table is None and source.startswith("rules")
-    assert _chosen(*_inputs(torch.bfloat16, grad=True)).name == route_mod.TORCH_SDPA   # (the rules on every CPU)
+    assert _chosen(*_inputs(torch.bfloat16, grad=True)).name == route_mod.TORCH_SDPA   # (AVX2's rules)
 
 
 def _reference(q, k, v, causal):
@@ -357,14 +388,16 @@ def test_a_calibration_on_a_busy_machine_is_provisional_and_not_kept(own_cache, 
             assert speed.load(refresh=True)[0] is not None
 
 
-def test_a_provisional_file_counts_as_none(own_cache):
-    """A file marked provisional (written by hand or by another tool) is not read: the rules."""
+def test_a_provisional_file_counts_as_none(own_cache, cpu_kind):
+    """A file marked provisional (written by hand or by another tool) is not read: the rules (an AVX2 CPU's,
+    whose answer differs from the file's)."""
+    cpu_kind("avx2")
     _write(own_cache, [("bfloat16", False, True, 256, "c_kernel")])
     data = json.loads(speed.cache_path().read_text())
     speed.cache_path().write_text(json.dumps(dict(data, provisional=True)))
     table, source = speed.load(refresh=True)
     assert table is None and source.startswith("rules")
-    assert speed.faster("bfloat16", False, True, 256, 256) == speed.SDPA   # (the rules on every CPU)
+    assert speed.faster("bfloat16", False, True, 256, 256) == speed.SDPA   # (AVX2's rules)
 
 
 def test_doctor_keeps_no_calibration_of_a_busy_machine(own_cache, monkeypatch, capsys):
@@ -387,7 +420,8 @@ def test_doctor_says_which_route_and_why(capsys):
     assert main(["doctor", "--lang", "en"]) == 0
     out = capsys.readouterr().out
     assert "rules measured on CPUs the project has met" in out
-    assert _doctor_row(out, "bfloat16 unmasked, forward")[1024] == ("SDPA" if speed.has_avx512() else "C kernel")
+    assert _doctor_row(out, "bfloat16 unmasked, forward")[1024] == ("SDPA" if speed.has_avx512() and speed.has_amx()
+                                                                     else "C kernel")
     assert _doctor_row(out, "float32 unmasked, forward")[1024] == "C kernel"   # (the rules differ by CPU)
 
 
@@ -406,9 +440,8 @@ def _doctor_row(out: str, start: str) -> dict:
     return row
 
 
-@pytest.mark.skipif(speed.has_avx512(), reason="the one-CPU rules were measured on an AVX2 CPU only")
-def test_doctor_shows_the_short_calls_the_rules_decide(capsys):
-    """One CPU a side (torch on one thread, qkv's machine one CPU): the rules give short forward calls to SDPA,
+def test_doctor_shows_the_short_calls_the_rules_decide(capsys, cpu_kind):
+    """An AVX2 CPU's rules (whatever CPU runs this: the one-CPU rules were measured on one). One CPU a side (torch on one thread, qkv's machine one CPU): the rules give short forward calls to SDPA,
     and the doctor's table says so from T = 64 (it showed T ≥ 512 only), each size as speed.faster decides
     it; the same table with two torch threads gives bfloat16 forward to the C kernel at every size shown."""
     import dataclasses
@@ -417,6 +450,7 @@ def test_doctor_shows_the_short_calls_the_rules_decide(capsys):
     from qkv.commands.doctor import SPEED_SIZES
     from qkv.kernels import native
 
+    cpu_kind("avx2")
     before = torch.get_num_threads()
     try:
         with native.use_machine(dataclasses.replace(route_mod.current_machine(), cpus=1)):

@@ -38,7 +38,9 @@ So the rules on AVX-512 CPUs: bfloat16 takes SDPA; float16 takes SDPA forward up
 kernel for training and longer forwards; float32 takes the C kernel. (Those half-precision figures were
 taken while the C route cast with torch's .to(), whose OpenMP team cost 6–27 ms of CPU per cast on busy
 cores, and alternating in one process, where the C route's clock also counts SDPA's OpenMP threads
-spinning after their call: both against the C kernel. Re-measure them on such a CPU.)
+spinning after their call: both against the C kernel. Re-measured on such a CPU, an AMD EPYC Zen 4 with
+avx512_bf16 and no AMX, on 7 December, each side in its own process: the C kernel wins every case there,
+×1.12–9.1 (`_NO_AMX`); these AVX-512 rules now stand for AVX-512 CPUs with AMX only.)
 
 On an AMD EPYC Zen 3 with AVX2 only (no AVX-512), 2 cores, torch 2.13.0 (MKL, oneDNN), 7 December, after
 the C route's casts moved into C (`autograd.cast`), forward, B = 1, H = 8, D = 64, each side on one thread
@@ -83,7 +85,7 @@ from pathlib import Path
 
 from . import native, pool
 
-__all__ = ["SDPA", "C_KERNEL", "faster", "torch_threads", "calibration_applies", "has_avx512", "machine_key", "cache_path", "load", "calibrate", "decide", "save",
+__all__ = ["SDPA", "C_KERNEL", "faster", "torch_threads", "calibration_applies", "has_avx512", "has_amx", "machine_key", "cache_path", "load", "calibrate", "decide", "save",
            "calibration_cases", "time_side", "CALIBRATION_SIZES", "MARGIN"]
 
 SDPA, C_KERNEL = "sdpa", "c_kernel"
@@ -97,15 +99,24 @@ _calibrated_threads: dict = {}   # machine key -> the torch threads its calibrat
 generation = 0       # bumped whenever the table is read again (kernels/route.py keys its kept routes by it)
 
 
-def _rules(dtype: str, causal: bool, train: bool, t: float, avx512: bool | None = None, one_cpu: bool = False) -> str:
+def _rules(dtype: str, causal: bool, train: bool, t: float, avx512: bool | None = None, one_cpu: bool = False,
+           amx: bool | None = None) -> str:
     """The rules when this machine has no calibration (the measurements in the module docstring). avx512:
     whether the CPU has AVX-512 (default: this CPU's flags, `has_avx512`): the half-precision rules differ
     between the AVX-512 CPUs measured first and the AVX2-only one (AMD EPYC Zen 3) measured since.
     one_cpu: torch runs one thread and qkv may use one CPU (`_one_cpu`): SDPA starts no OpenMP team there,
     and short forward calls are its (`_ONE_THREAD_SDPA_BELOW`, AVX2 CPUs: measured with each side in its
-    own process held to one CPU)."""
+    own process held to one CPU). amx: whether it has AMX (default this CPU's flags, `has_amx`): an
+    AVX-512 CPU without it has its own rule (`_NO_AMX`); the AVX-512 rules below were kept from an
+    Intel Xeon with AMX, whose bfloat16 SDPA its tiles make fast."""
     if avx512 is None:
         avx512 = has_avx512()
+    if amx is None:
+        amx = has_amx()
+    if avx512 and not amx:   # AVX-512 without AMX (AMD EPYC Zen 4): the C kernel, every dtype and T ...
+        if one_cpu and not train and t < _NO_AMX_ONE_THREAD_SDPA_BELOW.get(dtype, 0):
+            return SDPA      # ... but short float32 forward calls with one CPU a side
+        return _NO_AMX
     if one_cpu and not avx512 and not train and t < _ONE_THREAD_SDPA_BELOW[dtype][causal]:
         return SDPA
     if dtype == "bfloat16":   # (one CPU a side: SDPA below _ONE_THREAD_SDPA_BELOW, returned above)
@@ -135,6 +146,33 @@ def _one_cpu(threads: int) -> bool:
     """Whether calls run as measured for `_ONE_THREAD_SDPA_BELOW`: torch on one thread (`threads`) and qkv's
     C kernel on one CPU (the machine in use's `cpus`)."""
     return threads == 1 and pool.available_cpus() == 1
+
+
+# AVX-512 with avx512_bf16 and no AMX, AMD EPYC Zen 4 (family 25 model 17), 2 cores, torch 2.13.0 (MKL, oneDNN,
+# CPU capability AVX512), 7 December, engine42. The C kernel is faster than SDPA in every case measured:
+# `qkv doctor --calibrate` (each side its own process, 5 rounds alternating, fastest round, 2 CPUs a side,
+# load ~8 from other helpers' tests, so not saved; SDPA/C in wall time, CPU time in brackets):
+#   float32  forward T = 512 ×1.19 (causal ×2.05), 1024 ×1.32 (×2.22), 2048 ×1.27 (×1.34);
+#            train   T = 512 ×2.97 (×3.33), 1024 ×1.46 (×2.08)
+#   bfloat16 forward T = 512 ×1.40 (×3.33), 1024 ×1.21 (×1.60), 2048 ×1.17 (×1.37);
+#            train   T = 512 ×1.60 (×1.61), 1024 ×1.48 (×1.44)
+#   float16  forward T = 512 ×2.90 (×3.36), 1024 ×1.94 (×2.09), 2048 ×1.98 (×2.20);
+#            train   T = 512 ×4.05 (×9.10), 1024 ×5.90 (×5.98)
+# (every case ≥ ×1.12 on both clocks); and one CPU a side (torch one thread, affinity one CPU, each side its own
+# process, per-call CPU time, B1 H8 D64, 3 rounds, load 0-1), with the C route's short forward
+# (`autograd._short_forward`): float32 T = 64 ×0.94-0.99, 128 ×1.14-1.22; bfloat16 T = 64 ×1.12-1.15, 128
+# ×1.23-1.31; float16 T = 64 ×2.7-2.9, 128 ×3.3. So: the C kernel, but float32 forward with one CPU a side
+# below T = 96 (between 64 and 128) SDPA. (Below T = 64 the C kernel's size floor, kernels/route.py, leaves
+# calls to SDPA.) The AVX-512 rules of `_rules` were measured on this kind of CPU too, loaded and before the
+# casts moved into C (bfloat16 T = 1024 ×0.31 then): these measurements replace them here.
+_NO_AMX = C_KERNEL
+_NO_AMX_ONE_THREAD_SDPA_BELOW = {"float32": 96}
+
+
+def has_amx() -> bool:
+    """Whether this CPU has AMX (an amx_* flag: amx_tile, amx_bf16, amx_int8): an AVX-512 CPU without it has its
+    own rule (`_rules`)."""
+    return any(flag.startswith("amx") for flag in _cpu()[1])
 
 
 def has_avx512() -> bool:
