@@ -101,19 +101,17 @@ def test_the_half_precision_rules_follow_the_cpu():
     into C): float16 the C kernel at every T (×1.3–3.4), bfloat16 forward the C kernel at every T with two
     CPUs a side (×2.0–9.3 at T = 64–256, ×1.25–1.97 from 512) and from T = 1024 (causal 512) with one, SDPA
     under autograd. AVX-512 without AMX (AMD EPYC Zen 4, measured 7 December): the C kernel for every dtype and
-    T (float32 forward on one CPU a side below T = 96: SDPA, ×0.94–0.99 at 64). This machine follows its own
-    CPU's rules."""
+    T, one CPU a side too. This machine follows its own CPU's rules."""
     rules = speed._rules
     assert rules("float16", False, False, 2048, avx512=True, amx=True) == speed.SDPA
     assert rules("float16", False, False, 4096, avx512=True, amx=True) == speed.C_KERNEL
     assert rules("bfloat16", True, False, 4096, avx512=True, amx=True) == speed.SDPA
-    for dtype in speed.DTYPES:   # AVX-512 without AMX: the C kernel everywhere but float32 T < 96 on one CPU
+    for dtype in speed.DTYPES:   # AVX-512 without AMX: the C kernel everywhere, one CPU a side too
         for t in (64, 512, 1024, 4096):
             for causal in (False, True):
                 for train in (False, True):
                     for one_cpu in (False, True):
-                        assert rules(dtype, causal, train, t, avx512=True, amx=False, one_cpu=one_cpu) == \
-                            (speed.SDPA if one_cpu and not train and dtype == "float32" and t < 96 else speed.C_KERNEL)
+                        assert rules(dtype, causal, train, t, avx512=True, amx=False, one_cpu=one_cpu) == speed.C_KERNEL
     for t in (64, 256, 1024, 2048, 8192):
         for causal in (False, True):
             assert rules("float16", causal, False, t, avx512=False) == speed.C_KERNEL

@@ -113,9 +113,7 @@ def _rules(dtype: str, causal: bool, train: bool, t: float, avx512: bool | None 
         avx512 = has_avx512()
     if amx is None:
         amx = has_amx()
-    if avx512 and not amx:   # AVX-512 without AMX (AMD EPYC Zen 4): the C kernel, every dtype and T ...
-        if one_cpu and not train and t < _NO_AMX_ONE_THREAD_SDPA_BELOW.get(dtype, 0):
-            return SDPA      # ... but short float32 forward calls with one CPU a side
+    if avx512 and not amx:   # AVX-512 without AMX (AMD EPYC Zen 4): the C kernel, every dtype and T
         return _NO_AMX
     if one_cpu and not avx512 and not train and t < _ONE_THREAD_SDPA_BELOW[dtype][causal]:
         return SDPA
@@ -161,12 +159,12 @@ def _one_cpu(threads: int) -> bool:
 # (every case ≥ ×1.12 on both clocks); and one CPU a side (torch one thread, affinity one CPU, each side its own
 # process, per-call CPU time, B1 H8 D64, 3 rounds, load 0-1), with the C route's short forward
 # (`autograd._short_forward`): float32 T = 64 ×0.94-0.99, 128 ×1.14-1.22; bfloat16 T = 64 ×1.12-1.15, 128
-# ×1.23-1.31; float16 T = 64 ×2.7-2.9, 128 ×3.3. So: the C kernel, but float32 forward with one CPU a side
-# below T = 96 (between 64 and 128) SDPA. (Below T = 64 the C kernel's size floor, kernels/route.py, leaves
-# calls to SDPA.) The AVX-512 rules of `_rules` were measured on this kind of CPU too, loaded and before the
+# ×1.23-1.31; float16 T = 64 ×2.7-2.9, 128 ×3.3 (pinned, in a loop of the same call). float32 T = 64 on SDPA's
+# route (qkv's look, then SDPA) read ×0.72-0.73 of bare SDPA in bench_peers --cpus 1 (3 rounds, load 1.0), where
+# the C route read ×0.94-0.99 pinned and ×1.85 (dense) with two CPUs: so the C kernel there too. (Below T = 64
+# the C kernel's size floor, kernels/route.py, leaves calls to SDPA.) The AVX-512 rules of `_rules` were measured on this kind of CPU too, loaded and before the
 # casts moved into C (bfloat16 T = 1024 ×0.31 then): these measurements replace them here.
 _NO_AMX = C_KERNEL
-_NO_AMX_ONE_THREAD_SDPA_BELOW = {"float32": 96}
 
 
 def has_amx() -> bool:
