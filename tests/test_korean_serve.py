@@ -246,7 +246,8 @@ def test_the_page_counts_as_it_says_in_korean(browser_context, served):  # noqa:
     page.wait_for_selector(".qkv-pr-seed")
     page.fill(".qkv-pr-seed", "abc")
     page.click(".qkv-pr-start")
-    page.wait_for_function("document.querySelector('.qkv-pr-error').textContent !== ''")
+    # a function, not an expression: Playwright polls an expression through eval, which the page's CSP refuses
+    page.wait_for_function("() => document.querySelector('.qkv-pr-error').textContent !== ''")
     said = page.locator(".qkv-pr-error").text_content()
     assert said.startswith("오류: 시드: 'abc': ") and "seed" not in said, said
     page.close()

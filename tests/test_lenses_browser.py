@@ -196,7 +196,7 @@ def test_show_several_heads_and_neuron_offline(browser_context, decoders, tmp_pa
         assert page.locator(".qkv-neuron").get_attribute("data-pair") == f"4,{strongest}"
         _check_neuron(page, score_terms(trace, query=4, key=strongest, head=0, prefix="layer 2/"))
         page.select_option(".qkv-head", "2")             # the page's head picker: the lenses follow it
-        page.wait_for_function("document.querySelector('.qkv-colourtext .qkv-note').textContent.includes('2')")
+        page.wait_for_function("() => document.querySelector('.qkv-colourtext .qkv-note').textContent.includes('2')")
         strongest = int(np.argmax(weights[2, 4]))
         page.wait_for_selector(f".qkv-neuron[data-pair='4,{strongest}']", timeout=60_000)
         _check_neuron(page, score_terms(trace, query=4, key=strongest, head=2, prefix="layer 2/"))

@@ -114,6 +114,8 @@ def protocol():
       JSON ``{"error": …}`` with the security headers (uvicorn's is plain text without them).
     """
     import json
+    import socket
+    import struct
 
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -141,7 +143,17 @@ def protocol():
         def _not_reading(self) -> None:
             self._stalled = None
             if not self.transport.is_closing():
-                self.transport.abort()           # close now, dropping the unsent bytes (close() would send them)
+                # close now, dropping the unsent bytes (close() would send them): abort() drops the transport's
+                # own buffer, and a zero linger makes the kernel drop its send buffer too (up to megabytes,
+                # which a plain close of the socket would go on trickling to the client that stopped reading)
+                # and answer with a reset
+                sock = self.transport.get_extra_info("socket")
+                if sock is not None:
+                    try:
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    except OSError:
+                        pass
+                self.transport.abort()
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
