@@ -315,7 +315,7 @@ class CausalLM:
     def token_strings(self, ids: Sequence[int]) -> list[str]:
         """The text each id stands for, as a reader would write it: " cat", not byte-level BPE's "Ġcat" or
         SentencePiece's "▁cat" (see `piece_text`); an id the vocabulary lacks as "<id>"."""
-        return [piece_text(self.tokenizer, int(i)) for i in ids]
+        return piece_texts(self.tokenizer, ids)
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
@@ -529,16 +529,26 @@ class CausalLM:
 
 
 def piece_text(tokenizer, token_id: int) -> str:
-    """What one token id stands for, for a reader. Byte-level BPE (GPT-2, Qwen2 …) stores bytes as stand-in
+    """What one token id stands for, for a reader (see `piece_texts`)."""
+    return piece_texts(tokenizer, [token_id])[0]
+
+
+def piece_texts(tokenizer, ids: Sequence[int]) -> list[str]:
+    """What each token id stands for, for a reader. Byte-level BPE (GPT-2, Qwen2 …) stores bytes as stand-in
     letters ("Ġ" a space, "Ċ" a newline, "ìķĪ" the three bytes of 안): the id's bytes are decoded instead
     (" cat", "안"). Bytes that are no whole character alone (a piece of a character split across tokens) and
     control characters are written as their bytes, "<0xEC>", "<0x0A>", as SentencePiece's byte tokens are
     named. SentencePiece's word mark "▁" is the space it stands for. WordPiece's "##" stays: it says the piece
-    continues a word, and BERT's readers know it. Special tokens ([CLS], <s>, <|endoftext|>) are shown as they are."""
-    raw = tokenizer.id_to_token(token_id)
+    continues a word, and BERT's readers know it. Special tokens ([CLS], <s>, <|endoftext|>) are shown as they
+    are; an id the vocabulary lacks as "<id>"."""
+    byte_level = "ByteLevel" in repr(getattr(tokenizer, "decoder", None))      # once for all the ids
+    return [_piece(tokenizer.id_to_token(int(i)), int(i), byte_level) for i in ids]
+
+
+def _piece(raw: str | None, token_id: int, byte_level: bool) -> str:
     if raw is None:
         return f"<{token_id}>"
-    if "ByteLevel" not in repr(getattr(tokenizer, "decoder", None)):
+    if not byte_level:
         return raw.replace("\u2581", " ")
     stand_in = _byte_of_stand_in()
     if not all(c in stand_in for c in raw):          # a special or added token, stored as written
