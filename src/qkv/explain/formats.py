@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .document import Calc, Context, Heading, Matrix, Note, Num, Para, Sym, Table, Vec, shown
-from .numbers import fmt
+from .numbers import fmt, fmt_typeset
 from .style import HEAD_COLOURS, head_colour
 
 __all__ = ["to_text", "to_markdown", "to_html", "to_json", "HEAD_COLOURS"]
@@ -265,10 +265,8 @@ def to_markdown(ctx: Context) -> str:
 
 # --------------------------------------------------------------------------- HTML fragment
 def _html_num(value: float, digits: int, group: int | None) -> str:
-    # a true minus (−, U+2212), as the page's matrix and cell views and the figures write it; the terminal and
-    # Markdown keep "-", which a reader can copy into Python
     colour = _colour(group, 1)
-    text = html.escape(fmt(value, digits).replace("-", "−"))
+    text = html.escape(fmt_typeset(value, digits))      # "−0.18", as the page's matrix and cell views write it
     if colour:
         return f'<span class="qkv-n qkv-head-{group}" style="color:{colour}">{text}</span>'
     return f'<span class="qkv-n">{text}</span>'     # a number never breaks across lines

@@ -70,6 +70,12 @@ def fmt(value: float, digits: int) -> str:
     return text[1:] if text.startswith("-") and set(text[1:]) <= set("0.") else text
 
 
+def fmt_typeset(value: float, digits: int) -> str:
+    """`fmt` with a true minus (−, U+2212), as the figures, the pages and their matrix views write a number
+    ("−0.18", "1.0e−43", "−∞"); the terminal and Markdown keep `fmt`'s "-", which a reader copies into Python."""
+    return fmt(value, digits).replace("-", "\u2212")
+
+
 def fmt_small(value: float) -> str:
     """A difference: "0" when exactly zero, else two significant digits in scientific notation."""
     x = float(value)

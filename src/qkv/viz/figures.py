@@ -71,9 +71,9 @@ def _digits(trace: Trace | None, name: str, digits: int | None) -> int:
 def _num(value: float, digits: int) -> str:
     """A number as every renderer writes it (`qkv.explain.numbers.fmt`, rounded half away from zero),
     with a typographic minus (−, as matplotlib's own tick labels write it)."""
-    from ..explain.numbers import fmt
+    from ..explain.numbers import fmt_typeset
 
-    return fmt(value, digits).replace("-", "−")
+    return fmt_typeset(value, digits)
 
 
 def _operand(value: float, digits: int) -> str:
