@@ -107,8 +107,8 @@ def _rules(dtype: str, causal: bool, train: bool, t: float, avx512: bool | None 
     one_cpu: torch runs one thread and qkv may use one CPU (`_one_cpu`): SDPA starts no OpenMP team there,
     and short forward calls are its (`_ONE_THREAD_SDPA_BELOW`, AVX2 CPUs: measured with each side in its
     own process held to one CPU). amx: whether it has AMX (default this CPU's flags, `has_amx`): an
-    AVX-512 CPU without it has its own rule (`_NO_AMX`); the AVX-512 rules below were kept from an
-    Intel Xeon with AMX, whose bfloat16 SDPA its tiles make fast."""
+    AVX-512 CPU without it has its own rule (`_NO_AMX`); the AVX-512 rules below now stand for CPUs with AMX,
+    where the one such CPU measured (an Intel Xeon) gave bfloat16 forward to SDPA (×0.27–0.49; see the module)."""
     if avx512 is None:
         avx512 = has_avx512()
     if amx is None:
@@ -162,8 +162,9 @@ def _one_cpu(threads: int) -> bool:
 # ×1.23-1.31; float16 T = 64 ×2.7-2.9, 128 ×3.3 (pinned, in a loop of the same call). float32 T = 64 on SDPA's
 # route (qkv's look, then SDPA) read ×0.72-0.73 of bare SDPA in bench_peers --cpus 1 (3 rounds, load 1.0), where
 # the C route read ×0.94-0.99 pinned and ×1.85 (dense) with two CPUs: so the C kernel there too. (Below T = 64
-# the C kernel's size floor, kernels/route.py, leaves calls to SDPA.) The AVX-512 rules of `_rules` were measured on this kind of CPU too, loaded and before the
-# casts moved into C (bfloat16 T = 1024 ×0.31 then): these measurements replace them here.
+# the C kernel's size floor, kernels/route.py, leaves calls to SDPA.) The AVX-512 rules of `_rules` were measured
+# on this kind of CPU too, loaded and before the casts moved into C (bfloat16 T = 1024 ×0.31 then): these
+# measurements replace them here.
 _NO_AMX = C_KERNEL
 
 
