@@ -304,9 +304,11 @@ def test_declined_calls_keep_correct_gradients():
         return choose_route(check_call(*args, **options)).name
 
     assert route_of(q.float(), k.float(), v.float(), causal=True) == route.TORCH_FLASH
-    # float64 stays on the plain path (torch autograd); short calls go to SDPA
+    # float64 stays on the plain path (torch autograd); short calls a gradient is asked of go to SDPA (short
+    # forward calls too, but on CPUs whose rules take them in C: AVX-512 without AMX, kernels/speed.py short_in_c)
     assert route_of(q, k, v, causal=True) != route.TORCH_FLASH
-    assert route_of(q[:, :10].float(), k[:, :10].float(), v[:, :10].float()) == route.TORCH_SDPA
+    short = [x[:, :10].float().requires_grad_() for x in (q, k, v)]
+    assert route_of(*short) == route.TORCH_SDPA
     # a mask function without key ranges, a mask array, a bias, non-finite values: declined, with a reason
     lam = lambda b, h, qi, ki: (qi - ki) % 3 == 0   # noqa: E731
     qf, kf, vf = (x.float() for x in (q, k, v))

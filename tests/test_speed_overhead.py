@@ -59,8 +59,9 @@ def avx2_rules():
 
 
 def _sdpa_takes(dtype, t, causal=False):
-    """Whether the rules here send an unmasked square call of this dtype and length to SDPA (C kernel built)."""
-    if t * t < route_mod._C_KERNEL_MIN_SCORES:
+    """Whether the rules here send an unmasked square forward call of this dtype and length to SDPA (C kernel
+    built): below the C kernel's floor, unless this CPU's rules take short calls in C (`speed.short_in_c`)."""
+    if t * t < route_mod._C_KERNEL_MIN_SCORES and not speed.short_in_c(False):
         return True
     return speed.faster(str(dtype).removeprefix("torch."), causal, False, t, t) == speed.SDPA
 
@@ -102,9 +103,10 @@ def test_a_causal_sdpa_call_still_checks_the_future_values(t, avx2_rules):
     assert (out[..., :-1, :].double() - want).abs().max() <= 4 * eps * vd[..., :-1, :].abs().max()
 
 
-def test_a_float16_sdpa_call_reads_no_value():
+def test_a_float16_sdpa_call_reads_no_value(avx2_rules):
     """float16 in float32 work: no value of the dtype can pass the overflow rule, so its look answers
-    without reading (the old route read max |q|, |k| and |v| of every call)."""
+    without reading (the old route read max |q|, |k| and |v| of every call). (An AVX2 CPU's rules, which
+    give a T = 16 call to SDPA.)"""
     with torch.no_grad():
         chosen, trail, read = _looked(*_inputs(torch.float16, 16))
     assert chosen.name == route_mod.TORCH_SDPA, chosen.reason
@@ -255,18 +257,20 @@ def test_the_dtype_range_rule_warns_of_nothing():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_a_kept_sdpa_call_asks_each_question_once(monkeypatch, causal):
-    """A repeated short call SDPA takes (its signature's checks and route kept): whether torch.compile is
-    tracing is asked once (the signature's; the old path asked it again in dispatch and in the SDPA
-    executor), the call's Static is not built (its autograd state is read alone: building it was ~6 µs of
-    a ~30 µs SDPA call), and max |q| and max |k| are each read once. Nothing is timed; the output is
-    checked against a float64 reference."""
+def test_a_kept_sdpa_call_asks_each_question_once(monkeypatch, causal, avx2_rules):
+    """A repeated short call SDPA takes (its signature's checks and route kept; an AVX2 CPU's rules, which
+    give it to SDPA), on the general path (`_attention`: what a call takes that has no short plan, such as
+    one with a mask): whether torch.compile is tracing is asked once (the signature's; the old path asked it
+    again in dispatch and in the SDPA executor), the call's Static is not built (its autograd state is read
+    alone: building it was ~6 µs of a ~30 µs SDPA call), and max |q| and max |k| are each read once. Nothing
+    is timed; the output is checked against a float64 reference."""
+    from qkv.attention import _attention
     from qkv.kernels import call as call_module
     from qkv.kernels import magnitude
 
     q, k, v = _inputs(torch.bfloat16, 16, seed=11)
     with torch.no_grad():
-        qkv.attention(q, k, v, causal=causal)            # first call: checked and routed in full, kept
+        _attention(q, k, v, causal=causal)            # first call: checked and routed in full, kept
         asked, built, read = [], [], []
         real_compiling, real_static, real_tops = torch.compiler.is_compiling, call_module.Call.static, \
             magnitude.value_tops
@@ -274,7 +278,7 @@ def test_a_kept_sdpa_call_asks_each_question_once(monkeypatch, causal):
         monkeypatch.setattr(call_module.Call, "static",
                             property(lambda self: built.append(1) or real_static.fget(self)))
         monkeypatch.setattr(route_mod, "value_tops", lambda *xs: read.extend(id(x) for x in xs) or real_tops(*xs))
-        out = qkv.attention(q, k, v, causal=causal)
+        out = _attention(q, k, v, causal=causal)
         counts = len(asked), len(built), sorted(read)
     chosen, _, _ = _looked(q, k, v, causal=causal)
     assert chosen.name == route_mod.TORCH_SDPA, chosen.reason

@@ -468,3 +468,30 @@ def test_doctor_shows_the_short_calls_the_rules_decide(capsys, cpu_kind):
             assert set(row.values()) == {"C 커널"}
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("kind", ["avx2", "avx512_amx", "avx512"])
+def test_short_forward_calls_take_the_c_kernel_where_it_was_measured_faster(cpu_kind, kind):
+    """Below the C kernel's size floor (64·64 scores per head): an unmasked or causal forward call takes the C
+    kernel on AVX-512 CPUs without AMX (AMD EPYC Zen 5, measured one and two CPUs a side: kernels/speed.py
+    short_in_c), SDPA on the other CPU kinds, one CPU a side or two; under autograd, with lse asked or with a
+    score function it takes what it took before (SDPA, the plain path, the plain path)."""
+    from qkv import masks
+
+    cpu_kind(kind)
+    in_c = kind == "avx512"
+    assert speed.short_in_c(False) == in_c and not speed.short_in_c(True)
+    for cpus in (1, 2):
+        with torch.no_grad(), cpus_a_side(cpus):
+            for dtype in (torch.float32, torch.bfloat16, torch.float16):
+                for tq, tk in ((16, 16), (1, 16), (8, 40)):
+                    for causal in (False, True):
+                        chosen = _chosen(*_inputs(dtype, tq=tq, tk=tk), causal=causal)
+                        assert chosen.name == (route_mod.TORCH_FLASH if in_c else route_mod.TORCH_SDPA), \
+                            (dtype, tq, tk, causal, chosen.reason)
+                q, k, v = _inputs(torch.float32, tq=16, tk=16)
+                assert route_mod.choose_route(check_call(q, k, v), want="lse").name == route_mod.PLAIN
+                assert _chosen(q, k, v, score_mod=masks.soft_cap(5.0)).name == route_mod.PLAIN
+        with cpus_a_side(cpus):
+            chosen = _chosen(*_inputs(torch.float32, grad=True, tq=16, tk=16))
+            assert chosen.name == route_mod.TORCH_SDPA and "short call" not in chosen.reason

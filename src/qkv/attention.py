@@ -152,6 +152,11 @@ def attention(q, k, v, mask=None, *, bias=None, causal: bool = False, scale: flo
     (the plain path, with autograd, for score_mod or return_lse, or for non-finite keys/values under
     a mask).
     """
+    if mask is None and bias is None and mask_mod is None and score_mod is None and record is None \
+            and not return_weights and not return_lse:   # a short CPU torch call: its kind's plan, else None
+        out = execute.short_torch(q, k, v, causal, scale)
+        if out is not None:
+            return out
     return _attention(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod,
                       score_mod=score_mod, return_weights=return_weights, return_lse=return_lse, record=record)
 
@@ -160,7 +165,8 @@ def _attention(q, k, v, mask=None, *, bias=None, causal=False, scale=None, mask_
                return_weights=False, return_lse=False, record=None, route=None):
     """`attention` with route= (the fastest route allowed, a qkv.kernels.route.RouteName or its value:
     tests and benchmarks pin a route with it). The call is checked once, its route chosen once
-    (`choose_route`), and the route executed (`qkv.kernels.execute`)."""
+    (`choose_route`), and the route executed (`qkv.kernels.execute`). (`attention` first tries an unmasked
+    or causal call's kept plan, `execute.short_torch`: the same route, decided once per kind of call.)"""
     call = check_call(q, k, v, mask, bias=bias, causal=causal, scale=scale, mask_mod=mask_mod, score_mod=score_mod)
     want = "weights" if return_weights or record is not None else "lse" if return_lse else "out"
     return execute.dispatch(call, want=want, route_name=route, return_weights=return_weights, return_lse=return_lse,

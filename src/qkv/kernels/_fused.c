@@ -830,17 +830,38 @@ static struct flash_block block_at(const struct block_row *row, const int64_t *r
     return block;
 }
 
+#ifdef FUSED_X86
+/* o[c] /= d for c < n on 16 lanes: IEEE division is correctly rounded at any width, so the same bits as
+ * the scalar loop; the baseline build's 4-lane divps cost a short call (T = 16, 8 heads) ~2 µs. */
+__attribute__((target("avx512f"))) static void divide_row_avx512(float *o, Py_ssize_t n, float d)
+{
+    __m512 dd = _mm512_set1_ps(d);
+    Py_ssize_t c = 0;
+    for (; c + 16 <= n; c += 16)
+        _mm512_storeu_ps(o + c, _mm512_div_ps(_mm512_loadu_ps(o + c), dd));
+    if (c < n) {
+        __mmask16 tail = (__mmask16)((1u << (n - c)) - 1u);
+        _mm512_mask_storeu_ps(o + c, tail, _mm512_div_ps(_mm512_maskz_loadu_ps(tail, o + c), dd));
+    }
+}
+#endif
+
 /* The end of a query block's walk: out = acc / l row by row (a row with l = 0, no allowed key, becomes
  * 0; a NaN l, from a NaN score, divides: NaN, as NumPy) and, unless lse is NULL, lse = ref + log l
- * (−inf for those empty rows). */
+ * (−inf for those empty rows). width: the vector loops (qkv_vector_width; the division is exact at each). */
 static void finish_rows(float *acc, Py_ssize_t ldacc, Py_ssize_t rows, Py_ssize_t dv, const float *ref,
-                        const float *l, float *lse)
+                        const float *l, float *lse, int width)
 {
     for (Py_ssize_t r = 0; r < rows; r++) {
         float *o = acc + r * ldacc;
         int empty = l[r] <= 0.0f;
         if (!empty) {
             float d = l[r];
+#ifdef FUSED_X86
+            if (width >= 16) {
+                divide_row_avx512(o, dv, d);
+            } else
+#endif
             for (Py_ssize_t c = 0; c < dv; c++)
                 o[c] /= d;
         } else {
@@ -1079,7 +1100,7 @@ static PyObject *flash_rows(PyObject *self, PyObject *args, PyObject *kwargs)
                 flash_block_blas(&task, &block);
         }
         if (finalize)
-            finish_rows(acc, ldacc, rows, dv, ref, l, NULL);
+            finish_rows(acc, ldacc, rows, dv, ref, l, NULL, width);
         Py_END_ALLOW_THREADS
         PyMem_RawFree(scaled);
     }
@@ -1298,7 +1319,8 @@ static PyObject *flash_many(PyObject *self, PyObject *args, PyObject *kwargs)
                 if (!(tile_on && score_kind == SCORE_PLAIN && tile_block(&task, &block)))
                     flash_block_blas(&task, &block);
             }
-            finish_rows(acc, ldacc, rows, dv, ref, l, have_lse ? (float *)vlse.buf + tk_->out_head * sl0 + i0 : NULL);
+            finish_rows(acc, ldacc, rows, dv, ref, l, have_lse ? (float *)vlse.buf + tk_->out_head * sl0 + i0 : NULL,
+                        width);
         }
         Py_END_ALLOW_THREADS
         result = PyBool_FromLong(__atomic_load_n(counter, __ATOMIC_RELAXED) < n_tasks);
@@ -1519,6 +1541,56 @@ static PyObject *fused_absmax_at(PyObject *self, PyObject *args, PyObject *kwarg
     return PyFloat_FromDouble(absmax_f32_pass((const float *)(uintptr_t)address, n, lanes));
 }
 
+/* (max |x| of each of three contiguous runs of items at the addresses): floats for itemsize 4, the largest
+ * 16-bit patterns (sign cleared) as ints for itemsize 2; absmax3_at's answer and flash_at's with tops. */
+static PyObject *tops3(const unsigned long long *address, const Py_ssize_t *count, int itemsize)
+{
+    int lanes = qkv_vector_width(0);
+    PyObject *tops = PyTuple_New(3);
+    if (tops == NULL)
+        return NULL;
+    for (int i = 0; i < 3; i++) {
+        PyObject *top = itemsize == 2
+            ? PyLong_FromLong(bits16_top((const uint16_t *)(uintptr_t)address[i], count[i], lanes))
+            : PyFloat_FromDouble(absmax_f32_pass((const float *)(uintptr_t)address[i], count[i], lanes));
+        if (top == NULL) {
+            Py_DECREF(tops);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tops, i, top);
+    }
+    return tops;
+}
+
+PyDoc_STRVAR(absmax3_at_doc,
+"absmax3_at(address_q, count_q, address_k, count_k, address_v, count_v, itemsize) -> tuple\n\n"
+"absmax_at of three tensors of one item size in one call, as a tuple of three (floats for itemsize 4,\n"
+"the bits as ints for itemsize 2), on the widest vector loops: the value look of a short call reads\n"
+"q, k and v together (kernels/magnitude.py value_tops), where three calls cost ~1 µs more.");
+
+static PyObject *fused_absmax3_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "absmax3_at takes 7 arguments (3 addresses and counts, the item size)");
+        return NULL;
+    }
+    unsigned long long address[3];
+    Py_ssize_t count[3];
+    for (int i = 0; i < 3; i++) {
+        address[i] = PyLong_AsUnsignedLongLong(args[2 * i]);
+        count[i] = PyLong_AsSsize_t(args[2 * i + 1]);
+    }
+    long itemsize = PyLong_AsLong(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    for (int i = 0; i < 3; i++)
+        if (count[i] < 0 || (address[i] == 0 && count[i] > 0) || (itemsize != 2 && itemsize != 4)) {
+            PyErr_SetString(PyExc_ValueError, "absmax3_at: non-null addresses, counts >= 0 and itemsize 2 or 4");
+            return NULL;
+        }
+    return tops3(address, count, (int)itemsize);
+}
+
 PyDoc_STRVAR(convert16_doc,
 "convert16(src, dst, bfloat16, width=0)\n\n"
 "Casts between float32 and a 16-bit float, one thread, no temporaries, the GIL released: src a\n"
@@ -1634,7 +1706,7 @@ static PyObject *fused_convert16(PyObject *self, PyObject *args, PyObject *kwarg
 
 PyDoc_STRVAR(flash_at_doc,
 "flash_at(q, k, v, out, heads, kv_heads, tq, tk, dk, dv, scale, headroom, causal, kind, block_q=128,\n"
-"         block_k=128, width=0) -> None\n\n"
+"         block_k=128, width=0, tops=False) -> None | tuple\n\n"
 "out = softmax(q·kᵀ·scale)·v of whole contiguous CPU torch tensors read at their addresses (each a\n"
 "data_ptr() the caller holds for the call), on this thread, the GIL released: q (heads, tq, dk),\n"
 "k (kv_heads, tk, dk), v (kv_heads, tk, dv), out (heads, tq, dv), all of one kind — 0 float32, 1\n"
@@ -1643,18 +1715,20 @@ PyDoc_STRVAR(flash_at_doc,
 "row that sees no key gives 0. The same query and key blocks (block_q × block_k), block table and\n"
 "per-block steps as flash_many (headroom: its lazy reference's, blocked._HEADROOM) over the C training route's plan, so the same bits: the route for a\n"
 "short call no gradient is asked of, where building NumPy views, a task table and an autograd\n"
-"Function cost more than the arithmetic (kernels/autograd.py). Needs set_sgemm first.");
+"Function cost more than the arithmetic (kernels/autograd.py). Needs set_sgemm first. tops: also return\n"
+"absmax3_at(q, k, v)'s tuple, read after the arithmetic (the caller's value look, in the same call).");
 
 static PyObject *fused_flash_at(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"q", "k", "v", "out", "heads", "kv_heads", "tq", "tk", "dk", "dv", "scale", "headroom",
-                             "causal", "kind", "block_q", "block_k", "width", NULL};
+                             "causal", "kind", "block_q", "block_k", "width", "tops", NULL};
     unsigned long long a_q, a_k, a_v, a_out;
     Py_ssize_t heads, kv_heads, tq, tk, dk, dv, bq = 128, bk = 128;
     float scale, headroom;
-    int causal, kind, requested = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KKKKnnnnnnffpi|nni", kwlist, &a_q, &a_k, &a_v, &a_out, &heads,
-                                     &kv_heads, &tq, &tk, &dk, &dv, &scale, &headroom, &causal, &kind, &bq, &bk, &requested)
+    int causal, kind, requested = 0, want_tops = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KKKKnnnnnnffpi|nnip", kwlist, &a_q, &a_k, &a_v, &a_out, &heads,
+                                     &kv_heads, &tq, &tk, &dk, &dv, &scale, &headroom, &causal, &kind, &bq, &bk, &requested,
+                                     &want_tops)
         || qkv_check_width(requested) < 0)
         return NULL;
     int width = qkv_vector_width(requested);
@@ -1700,6 +1774,9 @@ static PyObject *fused_flash_at(PyObject *self, PyObject *args, PyObject *kwargs
             if (kind == 2) {
                 f16_to_f32_f16c(k16, kf, tk * dk);
                 f16_to_f32_f16c(v16, vf, tk * dv);
+            } else if (width >= 8) {   /* (the same loops as convert16's, compiled for AVX2: the same bits) */
+                bf16_to_f32_avx2(k16, (uint32_t *)kf, tk * dk);
+                bf16_to_f32_avx2(v16, (uint32_t *)vf, tk * dv);
             } else
 #endif
             {
@@ -1733,6 +1810,8 @@ static PyObject *fused_flash_at(PyObject *self, PyObject *args, PyObject *kwargs
 #ifdef FUSED_X86
                         if (kind == 2)
                             f16_to_f32_f16c(q16, qs, rows * dk);
+                        else if (width >= 8)
+                            bf16_to_f32_avx2(q16, (uint32_t *)qs, rows * dk);
                         else
 #endif
                             bf16_to_f32(q16, (uint32_t *)qs, rows * dk);
@@ -1755,12 +1834,14 @@ static PyObject *fused_flash_at(PyObject *self, PyObject *args, PyObject *kwargs
                             flash_block_blas(&task, &block);
                     }
                 }
-                finish_rows(acc, dv, rows, dv, ref, l, NULL);
+                finish_rows(acc, dv, rows, dv, ref, l, NULL, width);
                 if (kind != 0) {
                     uint16_t *o16 = (uint16_t *)(uintptr_t)a_out + (h * tq + i0) * dv;
 #ifdef FUSED_X86
                     if (kind == 2)
                         f32_to_f16_f16c(acc, o16, rows * dv);
+                    else if (width >= 8)
+                        f32_to_bf16_avx2((const uint32_t *)acc, o16, rows * dv);
                     else
 #endif
                         f32_to_bf16((const uint32_t *)acc, o16, rows * dv);
@@ -1770,7 +1851,12 @@ static PyObject *fused_flash_at(PyObject *self, PyObject *args, PyObject *kwargs
     }
     Py_END_ALLOW_THREADS
     PyMem_RawFree(scratch);
-    Py_RETURN_NONE;
+    if (!want_tops)
+        Py_RETURN_NONE;
+    /* max |q|, |k|, |v| as absmax3_at gives them, read after the arithmetic (the caller's value look) */
+    unsigned long long addresses[3] = {a_q, a_k, a_v};
+    Py_ssize_t counts[3] = {heads * tq * dk, kv_heads * tk * dk, kv_heads * tk * dv};
+    return tops3(addresses, counts, kind == 0 ? 4 : 2);
 }
 
 PyDoc_STRVAR(exp_doc,
@@ -1954,6 +2040,7 @@ static PyMethodDef methods[] = {
     {"absmax_bits16", (PyCFunction)(void (*)(void))fused_absmax_bits16, METH_VARARGS | METH_KEYWORDS,
      absmax_bits16_doc},
     {"absmax_at", (PyCFunction)(void (*)(void))fused_absmax_at, METH_VARARGS | METH_KEYWORDS, absmax_at_doc},
+    {"absmax3_at", (PyCFunction)(void (*)(void))fused_absmax3_at, METH_FASTCALL, absmax3_at_doc},
     {"convert16", (PyCFunction)(void (*)(void))fused_convert16, METH_VARARGS | METH_KEYWORDS, convert16_doc},
     {"set_sgemm", fused_set_sgemm, METH_VARARGS, set_sgemm_doc},
     {"exp", (PyCFunction)(void (*)(void))fused_exp, METH_VARARGS | METH_KEYWORDS, exp_doc},

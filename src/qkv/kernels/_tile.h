@@ -2,12 +2,14 @@
  * softmax loops). tile_block(t, b) computes one key block of a query block's walk exactly as
  * flash_block_blas does (same meaning of every field; see _fused.c), or returns 0 to leave it to
  * flash_block_blas: with the scalar loops only (t->width < 8), for 1 or 2 query rows, dk > 128, dv
- * not a multiple of 16 or above 128, more than 512 keys, or per-row key ranges. AVX-512F CPUs take
+ * not a multiple of 16 or above 128, more than 512 keys, per-row key ranges, or q rows more than
+ * TILE_MAXLDQ floats apart. AVX-512F CPUs take
  * tile_block_avx512 (below), AVX2+FMA CPUs tile_block_avx2 (the same steps on 8 lanes, after it).
  *
  * How (AVX-512F, no BLAS): the query rows go in groups of 32 (two 16-lane vectors, one lane per
  * row). For a group:
- *   1. qᵀ of the group is packed (dk × 32, zero rows past the end) into a per-thread buffer.
+ *   1. qᵀ of the group is packed (dk × 32, zero rows past the end in the lanes step 2 reads; one
+ *      gather of 16 rows per d) into a per-thread buffer.
  *   2. Sᵀ = k_j·qᵀ in register tiles of 8 keys × 32 rows (16 keys × 16 rows for a group of
  *      ≤ 16 rows; 16 accumulators, k broadcast from its rows, no packing). While a tile is in
  *      registers: the mask, causal limit and band start (a 32-bit "not allowed" row set per key,
@@ -46,6 +48,7 @@
 #define TILE_KC 64     /* keys per P·V chunk */
 #define TILE_R 4       /* rows per P·V register tile */
 #define TILE_MINROWS 3 /* fewer query rows: BLAS (its matrix-vector path) is 3-4× faster */
+#define TILE_MAXLDQ ((Py_ssize_t)1 << 25)   /* q's row stride, at most: tile_pack_q's 32-bit gather offsets */
 #define TILE_RESCALE_MAX 64.0f   /* a reference moving up by at most this rescales P (see step 3) */
 
 static __thread float tile_qt[TILE_MAXDK * TILE_G];
@@ -207,18 +210,23 @@ __attribute__((target("avx512f"))) static void tile_pv_any(float *acc, Py_ssize_
     }
 }
 
-/* Step 1: qᵀ of rows g0 … g0+nr−1 into qt (d at qt + d·32), zeros past nr. */
-static void tile_pack_q(const struct flash_task *t, Py_ssize_t g0, Py_ssize_t nr, float *qt)
+/* Step 1: qᵀ of rows g0 … g0+nr−1 into qt (d at qt + d·32), zeros past nr in the lanes step 2 reads
+ * (16 for a group of ≤ 16 rows, tile_scores_16; 32 otherwise), by one gather of 16 rows per d (the
+ * element-by-element copy, and zeroing 16 lanes that are never read, cost a 16-row call as much as
+ * its products). Offsets in 32 bits: 31 rows of at most TILE_MAXLDQ floats (tile_block checks). */
+__attribute__((target("avx512f"))) static void tile_pack_q(const struct flash_task *t, Py_ssize_t g0,
+                                                           Py_ssize_t nr, float *qt)
 {
-    for (Py_ssize_t r = 0; r < TILE_G; r++) {
-        if (r < nr) {
-            const float *qr = t->q + (g0 + r) * t->ldq;
-            for (Py_ssize_t d = 0; d < t->dk; d++)
-                qt[d * TILE_G + r] = qr[d];
-        } else {
-            for (Py_ssize_t d = 0; d < t->dk; d++)
-                qt[d * TILE_G + r] = 0.0f;
-        }
+    const float *q = t->q + g0 * t->ldq;
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)t->ldq));
+    for (int v = 0; v < (nr > 16 ? 2 : 1); v++) {
+        Py_ssize_t left = nr - 16 * v;
+        __mmask16 have = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+        const float *base = q + 16 * v * t->ldq;
+        for (Py_ssize_t d = 0; d < t->dk; d++)
+            _mm512_storeu_ps(qt + d * TILE_G + 16 * v,
+                             _mm512_mask_i32gather_ps(_mm512_setzero_ps(), have, rows, base + d, 4));
     }
 }
 
@@ -700,7 +708,8 @@ static int tile_block(const struct flash_task *t, const struct flash_block *b)
 {
 #ifdef FUSED_X86
     if (t->width < 8 || t->rows < TILE_MINROWS || b->cols > TILE_MAXC || t->dk < 1 ||
-        t->dk > TILE_MAXDK || t->dv < 16 || t->dv > TILE_MAXDV || t->dv % 16 || b->rlo != NULL)
+        t->dk > TILE_MAXDK || t->dv < 16 || t->dv > TILE_MAXDV || t->dv % 16 || b->rlo != NULL ||
+        t->ldq > TILE_MAXLDQ)
         return 0;   /* per-row key ranges (rlo/rhi): the BLAS step */
     return t->width >= 16 ? tile_block_avx512(t, b) : tile_block_avx2(t, b);
 #else

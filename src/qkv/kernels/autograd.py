@@ -42,7 +42,7 @@ from .. import _keep
 from . import blas, blocked, native, plain, pool
 from .call import Call
 from .functions import _compiling
-from .magnitude import tops_lose_lse, tops_may_overflow, value_tops
+from .magnitude import tops_lose_lse, tops_may_overflow, tops_of, value_tops
 
 
 __all__ = ["op", "mask_op", "run", "available", "row_ranges", "values_ok", "cast",
@@ -999,24 +999,36 @@ _AT_KINDS: dict = {}
 
 def _short_forward(call: Call):
     """The call's output by one `_fused.flash_at` call, or None where it does not apply: a call no gradient
-    is asked of, unmasked or causal (no mask array, mask or score function), q, k and v contiguous CPU
+    is asked of, unmasked or causal (no mask array, mask or score function), q, k and v CPU
     float32/bfloat16/float16 tensors of the call's own leading shapes (no broadcast batch), and little enough
     work that the pool would run it on one thread anyway (`_PARALLEL_MIN_SCORES`). flash_at reads the
     tensors at their addresses and runs the same blocks and steps as the route's general path
     (forward_arrays over the plan of `row_ranges`: the same bits), without what that path builds around
     them — NumPy views of each tensor, the casts, a task table, the pool and a torch.autograd.Function —
     which cost a B1 H8 T64 D64 float32 call ~60 µs beside ~130 µs of arithmetic on one AMD EPYC Zen 4
-    core (load ~10), more than SDPA's whole call at T = 16 (~19 µs)."""
-    if call.mask is not None or call.mask_mod is not None or call.score_mod is not None or not call.lead \
-            or _compiling():   # (a trace may not read the ContextVar behind native.extension(); the op runs)
+    core (load ~10), more than SDPA's whole call at T = 16 (~19 µs). The conditions on the call's kind are
+    `short_plan`'s; `run_short` runs it (copying a tensor that is not contiguous); execute.short_torch keeps
+    the plan by the call's kind."""
+    if _compiling():   # (a trace may not read the ContextVar behind native.extension(); the op runs)
+        return None
+    plan = short_plan(call)
+    if plan is None or call.differentiated:
+        return None
+    return run_short(plan, call.q, call.k, call.v)
+
+
+def short_plan(call: Call) -> tuple | None:
+    """What `run_short` needs of a call of this kind, read without a value or a tensor's layout: (flash_at,
+    its arguments after the four addresses, the output's shape and dtype, whether that is q's shape), or None
+    when flash_at does not take such a call (see `_short_forward`)."""
+    if call.mask is not None or call.mask_mod is not None or call.score_mod is not None or not call.lead:
         return None
     fused = native.extension()
     flash_at = getattr(fused, "flash_at", None)   # (an extension built before it: the general path)
-    if flash_at is None or call.differentiated:
+    if flash_at is None:
         return None
     kinds = _AT_KINDS or _at_kinds()
     kind = kinds.get(call.dtype)
-    q, k, v = call.q, call.k, call.v
     lead = call.lead
     heads = math.prod(lead)
     kv_lead = lead[:-1] + (call.kv_heads,) if call.groups > 1 else lead
@@ -1025,13 +1037,34 @@ def _short_forward(call: Call):
         return None
     if kind == 2 and fused.vector_width() < 8:   # float16 needs F16C
         return None
-    if not (q.is_cpu and q.is_contiguous() and k.is_contiguous() and v.is_contiguous()):
-        return None   # (one device: check_call)
+    if call.device_type != "cpu":   # (one device: check_call)
+        return None
+    return (flash_at, (heads, heads // call.groups, call.tq, call.tk, call.dk, call.dv, float(call.scale),
+                       blocked._HEADROOM, bool(call.causal), kind), call.out_shape, call.dtype,
+            call.out_shape == call.q_lead + (call.tq, call.dk))
+
+
+def run_short(plan: tuple, q, k, v, tops: bool = False):
+    """The output of a call `short_plan` gave `plan` for, by one flash_at call (no gradient is asked of it:
+    the caller checked). A tensor that is not contiguous (heads split off by a transpose, as a model's
+    projections give them) is copied first, as the general path's `flat` copies it: the same values in the
+    same layout, so the same bits. tops: (out, max |q|, |k|, |v| as `magnitude.tops_of` reads them), read
+    by the same C call after the arithmetic (the caller's value look: an output it refuses is dropped)."""
     import torch
 
-    out = torch.empty(call.out_shape, dtype=call.dtype)
-    flash_at(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), heads, heads // call.groups, call.tq, call.tk,
-             call.dk, call.dv, float(call.scale), blocked._HEADROOM, bool(call.causal), kind)
+    if not q.is_contiguous():
+        q = q.contiguous()
+    if not k.is_contiguous():
+        k = k.contiguous()
+    if not v.is_contiguous():
+        v = v.contiguous()
+    flash_at, arguments, shape, dtype, like_q = plan
+    # (out of q's shape, as in self-attention with Dv = Dk: empty_like, ~0.6 µs less than empty's ~1.5)
+    out = torch.empty_like(q) if like_q else torch.empty(shape, dtype=dtype)
+    if tops:
+        return out, tops_of(flash_at(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *arguments, tops=True),
+                            dtype)
+    flash_at(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *arguments)
     return out
 
 

@@ -38,10 +38,19 @@ def value_tops(*tensors) -> tuple:
     pass over a contiguous CPU float32 tensor (no temporaries, no torch threads), the bits of a contiguous
     CPU bfloat16/float16 one (`_half_top`), torch's abs().max() otherwise. The C pass reads a contiguous
     CPU tensor at its address (`_fused.absmax_at(x.data_ptr(), …)`, x held meanwhile), so no NumPy view is
-    made: two such views cost ~10-20 µs per call against a B4 H4 T16 D32 SDPA call's ~50 µs."""
+    made: two such views cost ~10-20 µs per call against a B4 H4 T16 D32 SDPA call's ~50 µs. Three tensors of
+    one dtype (a call's q, k, v) are read in one call (`absmax3_at`)."""
     fused = native.extension()
     at = getattr(fused, "absmax_at", None)   # (an extension built before it: through .numpy())
     kinds = _AT_KINDS or _at_kinds()
+    if len(tensors) == 3:   # q, k and v of one dtype, contiguous on the CPU (a call's usual look): one C call
+        three = getattr(fused, "absmax3_at", None)
+        q, k, v = tensors
+        kind = kinds.get(q.dtype) if three is not None and k.dtype == q.dtype and v.dtype == q.dtype else None
+        if kind is not None and q.is_cpu and k.is_cpu and v.is_cpu and q.is_contiguous() and k.is_contiguous() \
+                and v.is_contiguous():
+            return tops_of(three(q.data_ptr(), q.numel(), k.data_ptr(), k.numel(), v.data_ptr(), v.numel(), kind[0]),
+                           q.dtype)
     tops = []
     for x in tensors:
         kind = kinds.get(x.dtype) if at is not None else None
@@ -56,6 +65,14 @@ def value_tops(*tensors) -> tuple:
         else:
             tops.append(_top(x, fused))
     return tuple(tops)
+
+
+def tops_of(read: tuple, dtype) -> tuple:
+    """max |x| of each tensor from what `_fused.absmax3_at` (or flash_at with tops) read of float32, bfloat16
+    or float16 tensors of `dtype`: the floats themselves, or the values of the 16-bit patterns."""
+    kinds = _AT_KINDS or _at_kinds()
+    value = kinds[dtype][1]
+    return read if value is None else tuple(value(top) for top in read)
 
 
 def _top(x, fused) -> float:

@@ -278,6 +278,37 @@ def choose_route(call, looks=None, *, want: str = "out", route=None, block_q: in
     return chosen
 
 
+# What choose_route's looks answer for ordinary values (finite, |v| <= 2^60, no score near the float range);
+# "lse" is asked of differentiated calls only, which `ordinary_route` is not asked about.
+_ORDINARY = {"v_top": True, "overflow": False, "values_ok": True, "kv_finite": True}
+
+
+def ordinary_route(call: Call, machine: native.Machine | None = None) -> Route | None:
+    """choose_route's route for an eager call (its output asked, no route pinned) when every look it asked
+    at the call's values answered as for ordinary values (`_ORDINARY`), else None. The rules read nothing
+    else of the values, so every call of the same kind (`Call.static`) and machine whose values are
+    ordinary too (`ordinary_tops`) takes this route: execute.short_torch keeps it by the call's kind."""
+    looks = _Looks(call)
+    chosen = _choose_route(call.static, "out", None, None, None, None, looks,
+                           current_machine() if machine is None else machine)
+    if any(_ORDINARY.get(name) != answer for name, answer in looks.trail):
+        return None
+    return chosen
+
+
+def overflow_limit(call: Call):
+    """The working dtype's largest value, which the overflow look measures max|q|·max|k|·Dk against
+    (`tops_may_overflow`), or None when no value of the call's dtype can pass it (float16 in float32)."""
+    return _largest(call.work) if _range_may_overflow(call) else None
+
+
+def ordinary_tops(tops: tuple, dk: int, limit) -> bool:
+    """Whether max|q|, max|k|, max|v| (`value_tops`) are ordinary values, on which each look answers as
+    `_ORDINARY` says: all finite and |v| <= 2^60 (`autograd.tops_ok`: values_ok, kv_finite, v_top) and
+    max|q|·max|k|·Dk within the overflow rule (`tops_may_overflow`; limit: `overflow_limit`)."""
+    return autograd.tops_ok(tops) and (limit is None or not tops_may_overflow(tops[0], tops[1], dk, limit))
+
+
 def _check_ceiling(library: str, ceiling) -> None:
     """Refuse a pinned route the call's library cannot take."""
     if library == "torch":
@@ -400,7 +431,11 @@ def _torch_route(call: Static, want: str, ceiling, looks, hw: native.Machine) ->
         # the C kernel's static conditions first, then the speed table, then its looks at the values: where
         # SDPA is the faster of the two, the C kernel's own value check (max |v|) is never read — SDPA takes
         # the call whatever it answers (SDPA is also the route for values the C kernel refuses)
-        why = torch_flash_why_not(call, pinned=pinned, looks=looks, machine=hw, values=False)
+        # (below the C kernel's size floor too where this CPU's rules say so: an eager call's output, unmasked or
+        # causal — the calls the C kernel's short forward takes whole, autograd.short_plan)
+        short = want == "out" and not traced and not call.has_mask and call.mask_mod is None and not call.scored \
+            and not call.has_bias and speed.short_in_c(call.differentiated)
+        why = torch_flash_why_not(call, pinned=pinned, looks=looks, machine=hw, values=False, short=short)
         # (traced: only forward calls — under autograd the traced SDPA op's backward computes its forward
         # again, measured ×1.2–1.3, which eats the margin the speed table measured for SDPA's own backward)
         if why is None and ceiling is None and _sdpa_computes_same(call, want) and not (traced and call.differentiated):
@@ -622,16 +657,17 @@ def batch_call(call: Call, b: int) -> Call:
 
 
 def torch_flash_why_not(call, *, pinned: bool = False, looks=None,
-                        machine: native.Machine | None = None, values: bool = True) -> str | None:
+                        machine: native.Machine | None = None, values: bool = True, short: bool = False) -> str | None:
     """Why TORCH_FLASH (kernels/autograd.py: the C forward and backward on CPU torch tensors) does not
     take a torch call, or None when it does. call: a `Call` or its `Static` (then with looks).
     pinned: route="torch_flash" asked for (no size floor). looks: choose_route's looks at this call's
     values (an eager call's own by default; `_Traced()` under torch.compile: unknown values pass, the op
     checks them itself, and a mask array alone passes, read as key ranges inside the op). values=False:
-    the conditions that read no value only (`_torch_flash_values_why_not` asks the rest)."""
+    the conditions that read no value only (`_torch_flash_values_why_not` asks the rest). short: the C kernel's
+    size floor does not apply (an eager forward call where `speed.short_in_c`: `_torch_route`)."""
     static = call if isinstance(call, Static) else call.static
     looks = _Looks(call) if looks is None else looks   # (one read of max|q|, max|k|, max|v| for both looks)
-    if not pinned and static.tq * static.tk < _C_KERNEL_MIN_SCORES:
+    if not pinned and not short and static.tq * static.tk < _C_KERNEL_MIN_SCORES:
         return f"short call ({static.tq}·{static.tk} scores per head): SDPA or the plain path"
     if static.device_type != "cpu":
         return "not on the CPU"

@@ -85,7 +85,7 @@ from pathlib import Path
 
 from . import native, pool
 
-__all__ = ["SDPA", "C_KERNEL", "faster", "torch_threads", "calibration_applies", "has_avx512", "has_amx", "machine_key", "cache_path", "load", "calibrate", "decide", "save",
+__all__ = ["SDPA", "C_KERNEL", "faster", "short_in_c", "torch_threads", "calibration_applies", "has_avx512", "has_amx", "machine_key", "cache_path", "load", "calibrate", "decide", "save",
            "calibration_cases", "time_side", "CALIBRATION_SIZES", "MARGIN"]
 
 SDPA, C_KERNEL = "sdpa", "c_kernel"
@@ -166,6 +166,26 @@ def _one_cpu(threads: int) -> bool:
 # on this kind of CPU too, loaded and before the casts moved into C (bfloat16 T = 1024 ×0.31 then): these
 # measurements replace them here.
 _NO_AMX = C_KERNEL
+
+
+def short_in_c(train: bool, avx512: bool | None = None, amx: bool | None = None) -> bool:
+    """Whether an eager call shorter than the C kernel's size floor (route._C_KERNEL_MIN_SCORES, Tq·Tk < 64·64)
+    takes the C kernel anyway, where the speed table decides it as any other (`faster`): forward calls on
+    AVX-512 CPUs without AMX (`_NO_AMX_SHORT`). Elsewhere such a call takes SDPA or the plain path, as
+    measured where the floor was set (the C route's Python then cost more than a short call's arithmetic).
+    avx512, amx: this CPU's flags by default (`has_avx512`, `has_amx`)."""
+    if train:
+        return False
+    avx512 = has_avx512() if avx512 is None else avx512
+    amx = has_amx() if amx is None else amx
+    return _NO_AMX_SHORT and avx512 and not amx
+
+
+# AVX-512 without AMX, AMD EPYC Zen 5 (family 26 model 2), 2 cores, torch 2.13.0, 7 December (engine43): with the
+# C kernel's short step (a 16-row group's q gathered, the division on 16 lanes) and a short call's plan kept by
+# its kind (execute.short_torch: one flash_at call, which also reads the values), forward calls below
+# 64·64 scores per head are faster in C than SDPA. See docs/benchmarks.md (Zen 5) for the figures.
+_NO_AMX_SHORT = True
 
 
 def has_amx() -> bool:
