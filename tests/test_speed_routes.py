@@ -495,3 +495,20 @@ def test_short_forward_calls_take_the_c_kernel_where_it_was_measured_faster(cpu_
         with cpus_a_side(cpus):
             chosen = _chosen(*_inputs(torch.float32, grad=True, tq=16, tk=16))
             assert chosen.name == route_mod.TORCH_SDPA and "short call" not in chosen.reason
+
+
+@pytest.mark.parametrize("kind", ["avx2", "avx512"])
+def test_doctor_says_where_short_calls_go(capsys, cpu_kind, kind):
+    """`qkv doctor` names the route of calls below the C kernel's floor: forward the C kernel on an AVX-512 CPU
+    without AMX, SDPA on the others; under autograd SDPA — what choose_route gives a T = 16 call of each kind."""
+    from qkv.cli import main
+
+    cpu_kind(kind)
+    assert main(["doctor", "--lang", "en"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if "below 64·64 scores per head" in line)
+    with torch.no_grad():
+        forward = _chosen(*_inputs(torch.float32, tq=16, tk=16)).name
+    trained = _chosen(*_inputs(torch.float32, grad=True, tq=16, tk=16)).name
+    assert trained == route_mod.TORCH_SDPA and line.endswith("forward + backward SDPA")
+    assert f"forward {'C kernel' if forward == route_mod.TORCH_FLASH else 'SDPA'}," in line
+    assert forward == (route_mod.TORCH_FLASH if kind == "avx512" else route_mod.TORCH_SDPA)

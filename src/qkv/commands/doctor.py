@@ -170,6 +170,8 @@ def speed_lines(lang: str = "en") -> list[str]:
                 lines.append(text(lang, "doctor.speed.row", dtype=dtype,
                                   kind=text(lang, "doctor.speed." + ("causal" if causal else "full")),
                                   step=text(lang, "doctor.speed." + ("train" if train else "forward")), picks=picks))
+    # below the C kernel's size floor: SDPA, but forward calls in C where this CPU's rules say so (speed.short_in_c)
+    lines.append(text(lang, "doctor.speed.short", forward=names[speed.C_KERNEL if speed.short_in_c(False) else speed.SDPA]))
     return lines
 
 

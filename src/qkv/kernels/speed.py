@@ -181,10 +181,14 @@ def short_in_c(train: bool, avx512: bool | None = None, amx: bool | None = None)
     return _NO_AMX_SHORT and avx512 and not amx
 
 
-# AVX-512 without AMX, AMD EPYC Zen 5 (family 26 model 2), 2 cores, torch 2.13.0, 7 December (engine43): with the
+# AVX-512 without AMX, AMD EPYC Zen 5 (family 26 model 2), 2 cores, torch 2.13.0, 7-8 December (engine43): with the
 # C kernel's short step (a 16-row group's q gathered, the division on 16 lanes) and a short call's plan kept by
-# its kind (execute.short_torch: one flash_at call, which also reads the values), forward calls below
-# 64·64 scores per head are faster in C than SDPA. See docs/benchmarks.md (Zen 5) for the figures.
+# its kind (execute.short_torch: one flash_at call, which also reads the values), forward calls below 64·64
+# scores per head are faster in C than SDPA: bench_peers --cpus 1 (each side its own process, 5 rounds, CPU
+# time, B1 H8 D64, load 1.6-5.0), T = 16 float32 ×1.19 (causal ×1.17; rounds ×1.09-1.70), bfloat16 ×1.70
+# (×1.71), float16 ×3.24 (×3.48), where SDPA's route through qkv read ×0.54, ×0.69, ×0.83 at main; with two
+# CPUs a side SDPA starts its OpenMP team and the C kernel wins by more (docs/benchmarks.md, Zen 5). Calls
+# with a few scores read below ×1 either way (Tq = 1, Tk = 16: C ×0.80, SDPA's own call ~6 µs).
 _NO_AMX_SHORT = True
 
 
