@@ -7,6 +7,12 @@ ranks, g++), and the live processes under the worker read from /proc (Chromium a
 whole worker and are never waited for while it runs: RUSAGE_CHILDREN misses them). Wall seconds are recorded beside
 it: a file whose wall is far above its CPU waits (sleeps, timeouts, a server's deadline).
 
+With QKV_FILECPU_SAMPLE=1 each worker also looks at its own process tree every 0.1 s (a thread reading /proc) and
+counts, per file, the looks in which nothing of the tree was runnable (state R): the worker and everything it
+started were all waiting (a sleep, a timeout, a deadline, a socket). Those seconds leave a core idle on a quiet
+machine whatever the order of the files, so they are what a shorter suite must shorten; the column `idle` gives
+them (looks × 0.1 s). Unlike wall time it hardly moves with the load: a process that waits for a CPU is runnable.
+
 Use (from a checkout, any pytest command line):
     QKV_FILECPU=/tmp/run1 PYTHONPATH=$PWD/src:$PWD/tools .venv/bin/python -m pytest -p filecpu ...
 Each process (each xdist worker, or the one process without xdist) writes DIR/<worker>.json. Then
@@ -51,6 +57,54 @@ def _descendants_cpu(root: int) -> float:
     return total
 
 
+def _tree_runnable(root: int) -> bool:
+    """Whether any thread of root or of a process under it is runnable (state R) at this moment, from /proc."""
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("latin-1")
+        except OSError:
+            continue
+        parent[int(entry)] = int(stat[stat.rindex(")") + 2:].split(None, 2)[1])
+    for pid in parent:
+        top = pid
+        while top and top != root and top in parent:
+            top = parent[top]
+        if top != root:
+            continue
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in threads:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                    stat = f.read().decode("latin-1")
+            except OSError:
+                continue
+            if stat[stat.rindex(")") + 2] == "R":
+                return True
+    return False
+
+
+LOOK = 0.1    # seconds between two looks at a worker's process tree (QKV_FILECPU_SAMPLE)
+
+
+def _look(worker: int, out: str) -> None:
+    """The sampler (QKV_FILECPU_SAMPLE): until the worker exits, every LOOK seconds, the time of each look in which
+    no thread of the worker or of a process under it was runnable."""
+    with open(out, "a") as f:
+        while os.path.exists(f"/proc/{worker}"):
+            t = time.time()
+            if not _tree_runnable(worker):
+                f.write(f"{t}\n")
+                f.flush()
+            time.sleep(LOOK)
+
+
 def _snapshot() -> tuple[float, float, float, float]:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -67,6 +121,19 @@ class _Recorder:
         self.start = None
         self.t0 = time.monotonic()
         self.collection = None
+        self.spans: dict[str, list[list[float]]] = {}     # file: its [start, end] times (time.time())
+        self.looks_file = None
+        if os.environ.get("QKV_FILECPU_SAMPLE"):
+            import subprocess
+            import tempfile
+
+            # A process of its own, detached (sh starts it in the background and exits, so init adopts it): no
+            # thread, file or child of the worker that a test could see (test_serve audits the files its
+            # process opens; tests count a process's children). It appends the time of each idle look to a file.
+            fd, self.looks_file = tempfile.mkstemp(prefix="filecpu-looks-")
+            os.close(fd)
+            subprocess.run(["sh", "-c", f'"{sys.executable}" "{os.path.abspath(__file__)}" --look {os.getpid()} '
+                            f'"{self.looks_file}" </dev/null >/dev/null 2>&1 &'], check=True)
 
     def _close(self):
         if self.current is None:
@@ -77,6 +144,7 @@ class _Recorder:
         rec["self"] += end[1] - self.start[1]
         rec["children"] += end[2] - self.start[2]
         rec["live"] += end[3] - self.start[3]
+        self.spans.setdefault(self.current, []).append([time.time() - (end[0] - self.start[0]), time.time()])
         self.current = None
 
     def pytest_collection_finish(self, session):
@@ -98,8 +166,15 @@ class _Recorder:
         me = resource.getrusage(resource.RUSAGE_SELF)
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
         os.makedirs(self.out, exist_ok=True)
+        if self.looks_file:
+            with open(self.looks_file) as f:
+                looks = [float(line) for line in f if line.strip()]
+            os.unlink(self.looks_file)
+            for name, spans in self.spans.items():
+                n = sum(1 for t in looks for a, b in spans if a <= t < b)
+                self.files[name]["idle"] = round(n * LOOK, 1)
         with open(os.path.join(self.out, f"{self.worker}.json"), "w") as f:
-            json.dump({"worker": self.worker, "collection": self.collection, "files": self.files,
+            json.dump({"worker": self.worker, "pid": os.getpid(), "collection": self.collection, "files": self.files,
                        "total": {"wall": time.monotonic() - self.t0, "self": me.ru_utime + me.ru_stime,
                                  "children": kids.ru_utime + kids.ru_stime},
                        "order": list(self.files)}, f, indent=1)
@@ -134,6 +209,9 @@ def _per_file(runs: list[dict]) -> dict[str, dict]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--look"]:
+        _look(int(argv[1]), argv[2])
+        return 0
     if not argv or len(argv) > 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -147,15 +225,19 @@ def main(argv: list[str]) -> int:
               f"CPU-s ({col['wall']:.1f} s wall), process total wall {run['total']['wall']:.1f} s, "
               f"self {run['total']['self']:.1f} + waited children {run['total']['children']:.1f} CPU-s")
     print(f"all files: {sum(r['cpu'] for r in files.values()):.1f} CPU-s, {len(files)} files")
+    sampled = any("idle" in r for r in files.values())
+    if sampled:
+        idle = sum(r.get("idle", 0.0) for r in files.values())
+        print(f"idle (nothing of a worker's tree runnable): {idle:.1f} s in all files")
     print(f"{'file':40} {'worker':>6} {'tests':>6} {'CPU-s':>7} {'self':>7} {'kids':>6} {'live':>6} {'wall':>7}"
-          + ("  before" if before else ""))
+          + (f" {'idle':>6}" if sampled else "") + ("  before" if before else ""))
     for name, r in sorted(files.items(), key=lambda kv: -kv[1]["cpu"]):
         extra = ""
         if before:
             b = before.get(name)
             extra = f"  {b['cpu']:7.1f}" if b else "       -"
         print(f"{name:40} {r['worker']:>6} {r['tests']:6d} {r['cpu']:7.1f} {r['self']:7.1f} {r['children']:6.1f} "
-              f"{r['live']:6.1f} {r['wall']:7.1f}{extra}")
+              f"{r['live']:6.1f} {r['wall']:7.1f}" + (f" {r.get('idle', 0.0):6.1f}" if sampled else "") + extra)
     return 0
 
 
