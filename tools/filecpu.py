@@ -7,7 +7,7 @@ ranks, g++), and the live processes under the worker read from /proc (Chromium a
 whole worker and are never waited for while it runs: RUSAGE_CHILDREN misses them). Wall seconds are recorded beside
 it: a file whose wall is far above its CPU waits (sleeps, timeouts, a server's deadline).
 
-With QKV_FILECPU_SAMPLE=1 each worker also looks at its own process tree every 0.1 s (a thread reading /proc) and
+With QKV_FILECPU_SAMPLE=1 each worker also has its process tree looked at every 0.1 s (a detached process reading /proc) and
 counts, per file, the looks in which nothing of the tree was runnable (state R): the worker and everything it
 started were all waiting (a sleep, a timeout, a deadline, a socket). Those seconds leave a core idle on a quiet
 machine whatever the order of the files, so they are what a shorter suite must shorten; the column `idle` gives
