@@ -512,3 +512,25 @@ def test_doctor_says_where_short_calls_go(capsys, cpu_kind, kind):
     assert trained == route_mod.TORCH_SDPA and line.endswith("forward + backward SDPA")
     assert f"forward {'C kernel' if forward == route_mod.TORCH_FLASH else 'SDPA'}," in line
     assert forward == (route_mod.TORCH_FLASH if kind == "avx512" else route_mod.TORCH_SDPA)
+
+
+@pytest.mark.parametrize("kind", ["avx2", "avx512"])
+def test_mid_sized_numpy_calls_take_the_kernel_where_it_was_measured_faster(cpu_kind, kind):
+    """NumPy float32 from 64·64 scores per head: the plain path below the work floor (route._C_KERNEL_MIN_WORK,
+    measured on the AVX2 EPYC), the kernel (FLASH_MANY) at every work on an AVX-512 CPU without AMX for widths
+    the register tiles take (Dk ≤ 128, Dv a multiple of 16); Dk = Dv = 8 keeps the plain path there too. Both
+    routes give the float64 reference's output to float32's rounding."""
+    from qkv.attention import attention
+
+    cpu_kind(kind)
+    gen = np.random.default_rng(4)
+    for d, tiled in ((64, True), (16, True), (8, False)):
+        q, k, v = (gen.standard_normal((1, 8, 64, d)).astype(np.float32) for _ in range(3))
+        chosen = route_mod.choose_route(check_call(q, k, v))
+        expected = route_mod.FLASH_MANY if kind == "avx512" and tiled else route_mod.PLAIN_C_SOFTMAX
+        assert chosen.name == expected, (kind, d, chosen.reason)
+        qd, kd, vd = (x.astype(np.float64) for x in (q, k, v))
+        s = qd @ np.swapaxes(kd, -1, -2) / np.sqrt(d)
+        w = np.exp(s - s.max(-1, keepdims=True))
+        want = (w / w.sum(-1, keepdims=True)) @ vd
+        assert np.abs(attention(q, k, v) - want).max() <= 1e-5 * np.abs(want).max()

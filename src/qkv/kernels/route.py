@@ -62,7 +62,13 @@ _PLAIN_MAX_SCORES = 128 * 128
 # _C_KERNEL_MIN_WORK_MASKED). Measured (2 AMD EPYC cores, medians, ms, plain / kernel): 32×12 heads
 # T = 64 D = 64: 8.0 / 5.4; 8×12 T = 64 D = 32: 0.94 / 0.82; 4×12 T = 70 D = 32: 0.63 / 0.79;
 # 1×12 T = 128 D = 64: 1.15 / 0.68; 1×12 T = 100 D = 32: 0.29 / 0.33; causal 1×12 T = 64 D = 64:
-# 0.39 / 0.30; one head T = 64: 0.03 / 0.09.
+# 0.39 / 0.30; one head T = 64: 0.03 / 0.09. On AVX-512 CPUs without AMX (`speed.short_in_c`; AMD EPYC Zen 5, one
+# CPU, the register tiles, 8 December, engine43: each side its own process, 3 rounds alternating, CPU time, µs,
+# plain / kernel) the kernel is faster at every work from the 64·64 floor: B1 H8 T64 D64 (work 2^22) 138 / 100,
+# B1 H12 T64 D32 (2^21.6) 130 / 92, B1 H12 T100 D32 287 / 188, B4 H12 T70 D32 615 / 375, B1 H8 T96 D64 266 / 171;
+# Dk = Dv = 16 (T = 64) 63 / 55, Dk 32 Dv 48 95 / 72, D 80 (T = 80) 116 / 97; below the floor B1 H8 T32 D64 55 / 52;
+# but Dk = Dv = 8 (T = 64, the BLAS step: Dv not a multiple of 16) 52 / 61. There the work floor does not apply
+# to widths the register tiles take (Dk ≤ 128, Dv a multiple of 16 ≤ 128).
 _C_KERNEL_MIN_SCORES = 64 * 64
 _C_KERNEL_MIN_WORK = 1 << 24
 _C_KERNEL_MIN_WORK_MASKED = 1 << 22
@@ -752,7 +758,11 @@ def _whole_in_c(call: Static, hw: native.Machine) -> bool:
     float16, no mask array, bias or score_mod, no mask function or a band one, the C extension built."""
     scores = call.tq * call.tk
     work = scores * math.prod(call.lead) * (call.dk + call.dv)
-    if scores < _C_KERNEL_MIN_SCORES or work < (_C_KERNEL_MIN_WORK_MASKED if call.masked else _C_KERNEL_MIN_WORK):
+    # (no work floor on AVX-512 CPUs without AMX, speed.short_in_c, for widths the register tiles take: see
+    # _C_KERNEL_MIN_WORK)
+    tiled = call.dk <= 128 and 16 <= call.dv <= 128 and call.dv % 16 == 0
+    floor = 0 if tiled and speed.short_in_c(False) else _C_KERNEL_MIN_WORK_MASKED if call.masked else _C_KERNEL_MIN_WORK
+    if scores < _C_KERNEL_MIN_SCORES or work < floor:
         return False
     if call.tq < _C_KERNEL_MIN_ROWS:   # decoding: the plain path reads k and v once (kernel 2.7 ms, plain 0.74
         return False                   # for one query over 4096 keys, 8 heads)

@@ -173,6 +173,7 @@ def short_in_c(train: bool, avx512: bool | None = None, amx: bool | None = None)
     takes the C kernel anyway, where the speed table decides it as any other (`faster`): forward calls on
     AVX-512 CPUs without AMX (`_NO_AMX_SHORT`). Elsewhere such a call takes SDPA or the plain path, as
     measured where the floor was set (the C route's Python then cost more than a short call's arithmetic).
+    The same CPUs take mid-sized NumPy float32 calls in the kernel at any work (route._whole_in_c).
     avx512, amx: this CPU's flags by default (`has_avx512`, `has_amx`)."""
     if train:
         return False
