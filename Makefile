@@ -67,6 +67,11 @@ browser:
 fonts:
 	@$(APT) "$$(fc-list 2>/dev/null | grep -q 'Noto Sans CJK' || echo fonts-noto-cjk)" "the figures (Japanese kanji)"
 
+# Two workers, not three: 8 December on an AMD EPYC Zen 5 (2 cores), -n 3 against -n 2 under the same other load, twice:
+# 596 s against 506 s (the suite at nice -20) and 704 against 608 s, with 8 % more CPU (a third collection, more
+# contention). The suite is CPU-bound: in a whole run, the seconds in which nothing of a worker's process tree was
+# runnable add up to 55 s over all files (tools/filecpu.py with QKV_FILECPU_SAMPLE=1; most of it the server
+# deadline tests of test_serve and test_stress_serve), so a third worker has little to fill.
 # Two workers, one test file each at a time (--dist loadfile keeps a file's module fixtures in one process),
 # except tests/conftest.py's two GROUPS, each run whole by one worker: the Chromium files (one Chromium) and the
 # files with transformers as a reference (one import of it). --no-loadscope-reorder keeps the order of
