@@ -31,9 +31,10 @@ import time
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _descendants_cpu(root: int) -> float:
-    """user + system CPU-seconds of the live processes under root (and what they reaped), from /proc."""
-    parent, cpu = {}, {}
+def _processes() -> dict[int, list[str]]:
+    """Every process's /proc/PID/stat fields after "(comm)" (the name may hold spaces), by pid: [0] the state,
+    [1] the parent's pid, [11:15] utime, stime, cutime, cstime (fields 14-17 of proc(5))."""
+    fields = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -42,39 +43,32 @@ def _descendants_cpu(root: int) -> float:
                 stat = f.read().decode("latin-1")
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()     # after "(comm)": the name may hold spaces
-        pid = int(entry)
-        parent[pid] = int(fields[1])
-        # utime, stime, cutime, cstime (fields 14-17 of proc(5), here 11-14 counted from state)
-        cpu[pid] = sum(int(x) for x in fields[11:15]) / _TICK
-    total = 0.0
-    for pid in cpu:
-        p = parent.get(pid)
+        fields[int(entry)] = stat[stat.rindex(")") + 2:].split()
+    return fields
+
+
+def _under(root: int, processes: dict[int, list[str]]) -> list[int]:
+    """The pids of processes (`_processes`) under root, root excluded."""
+    parent = {pid: int(f[1]) for pid, f in processes.items()}
+    found = []
+    for pid in parent:
+        p = parent[pid]
         while p and p != root and p in parent:
             p = parent[p]
         if p == root and pid != root:
-            total += cpu[pid]
-    return total
+            found.append(pid)
+    return found
+
+
+def _descendants_cpu(root: int) -> float:
+    """user + system CPU-seconds of the live processes under root (and what they reaped), from /proc."""
+    processes = _processes()
+    return sum(sum(int(x) for x in processes[pid][11:15]) for pid in _under(root, processes)) / _TICK
 
 
 def _tree_runnable(root: int) -> bool:
     """Whether any thread of root or of a process under it is runnable (state R) at this moment, from /proc."""
-    parent = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode("latin-1")
-        except OSError:
-            continue
-        parent[int(entry)] = int(stat[stat.rindex(")") + 2:].split(None, 2)[1])
-    for pid in parent:
-        top = pid
-        while top and top != root and top in parent:
-            top = parent[top]
-        if top != root:
-            continue
+    for pid in [root, *_under(root, _processes())]:
         try:
             threads = os.listdir(f"/proc/{pid}/task")
         except OSError:
@@ -119,6 +113,7 @@ class _Recorder:
         self.files: dict[str, dict] = {}
         self.current: str | None = None
         self.start = None
+        self.opened = 0.0     # time.time() when the current file began (its span for the sampler's looks)
         self.t0 = time.monotonic()
         self.collection = None
         self.spans: dict[str, list[list[float]]] = {}     # file: its [start, end] times (time.time())
@@ -144,7 +139,7 @@ class _Recorder:
         rec["self"] += end[1] - self.start[1]
         rec["children"] += end[2] - self.start[2]
         rec["live"] += end[3] - self.start[3]
-        self.spans.setdefault(self.current, []).append([time.time() - (end[0] - self.start[0]), time.time()])
+        self.spans.setdefault(self.current, []).append([self.opened, time.time()])
         self.current = None
 
     def pytest_collection_finish(self, session):
@@ -156,7 +151,7 @@ class _Recorder:
         name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
         if name != self.current:
             self._close()
-            self.current, self.start = name, _snapshot()
+            self.current, self.start, self.opened = name, _snapshot(), time.time()
         self.files.setdefault(name, {"wall": 0.0, "self": 0.0, "children": 0.0, "live": 0.0, "tests": 0,
                                      "began": time.time()})
         self.files[name]["tests"] += 1
