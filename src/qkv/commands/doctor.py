@@ -170,8 +170,10 @@ def speed_lines(lang: str = "en") -> list[str]:
                 lines.append(text(lang, "doctor.speed.row", dtype=dtype,
                                   kind=text(lang, "doctor.speed." + ("causal" if causal else "full")),
                                   step=text(lang, "doctor.speed." + ("train" if train else "forward")), picks=picks))
-    # below the C kernel's size floor: SDPA, but forward calls in C where this CPU's rules say so (speed.short_in_c)
-    lines.append(text(lang, "doctor.speed.short", forward=names[speed.C_KERNEL if speed.short_in_c(False) else speed.SDPA]))
+    # below the C kernel's size floor (route._C_KERNEL_MIN_SCORES): SDPA, but in C where this CPU's rules say so
+    # (speed.short_in_c: forward calls, on AVX-512 CPUs without AMX)
+    short = {train: names[speed.C_KERNEL if speed.short_in_c(train) else speed.SDPA] for train in (False, True)}
+    lines.append(text(lang, "doctor.speed.short", forward=short[False], train=short[True]))
     return lines
 
 

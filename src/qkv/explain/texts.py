@@ -1081,7 +1081,7 @@ EN: dict[str, str] = {
                                "again)",
     "doctor.speed.row": "  {dtype} {kind}, {step}: {picks}",
     "doctor.speed.short": "  every dtype, unmasked or causal, below 64·64 scores per head (T < 64): forward {forward}, "
-                          "forward + backward SDPA",
+                          "forward + backward {train}",
     "doctor.speed.c_kernel": "C kernel",
     "doctor.speed.full": "unmasked",
     "doctor.speed.causal": "causal",
@@ -2884,7 +2884,7 @@ KO: dict[str, str] = {
     "doctor.speed.unreadable": "규칙 — 측정 파일을 읽지 못했다 ('qkv doctor --calibrate'로 다시 만든다)",
     "doctor.speed.row": "  {dtype} {kind}, {step}: {picks}",
     "doctor.speed.short": "  모든 dtype, 마스크 없음 또는 인과 마스크, 헤드당 점수 64·64개 미만 (T < 64): 순전파 {forward}, "
-                          "순전파 + 역전파 SDPA",
+                          "순전파 + 역전파 {train}",
     "doctor.speed.c_kernel": "C 커널",
     "doctor.speed.full": "마스크 없음",
     "doctor.speed.causal": "인과 마스크",
